@@ -1,0 +1,37 @@
+/**
+ * Clocks as plain data. True time is the model's global ms counter; every
+ * process reads its own clock, which may run fast or slow (drift, in parts per
+ * million) and, for wall clocks, may be stepped. A clock reading is a pure
+ * function of true time, so nothing here reads the machine's time.
+ */
+export interface Clock {
+  /** True time (ms) at which `readingMs` was taken. */
+  readonly anchorTrueMs: number;
+  /** The clock's reading at `anchorTrueMs`. */
+  readonly readingMs: number;
+  /** Rate error in parts per million: +10_000 runs 1 % fast, -10_000 1 % slow. */
+  readonly driftPpm: number;
+}
+
+export const MIN_DRIFT_PPM = -900_000;
+export const MAX_DRIFT_PPM = 9_000_000;
+
+export function clockAt(readingMs = 0, trueMs = 0): Clock {
+  return { anchorTrueMs: trueMs, readingMs, driftPpm: 0 };
+}
+
+/** The reading at true time `trueMs` (integer ms, rounded down; never before the anchor). */
+export function read(clock: Clock, trueMs: number): number {
+  const elapsed = trueMs - clock.anchorTrueMs;
+  return clock.readingMs + Math.floor((elapsed * (1_000_000 + clock.driftPpm)) / 1_000_000);
+}
+
+/** A wall-clock step (NTP step, operator, VM migration): forwards or backwards. */
+export function step(clock: Clock, trueMs: number, deltaMs: number): Clock {
+  return { anchorTrueMs: trueMs, readingMs: read(clock, trueMs) + deltaMs, driftPpm: clock.driftPpm };
+}
+
+/** Changes the rate from now on; the reading stays continuous. */
+export function setDrift(clock: Clock, trueMs: number, driftPpm: number): Clock {
+  return { anchorTrueMs: trueMs, readingMs: read(clock, trueMs), driftPpm };
+}

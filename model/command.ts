@@ -1,0 +1,61 @@
+/**
+ * One command language for operations and faults. The same values drive the
+ * model, the exploration and (later) the conformance runner against real
+ * backends. Clients and nodes are named by index (0-based).
+ */
+
+/** An operation a client performs. */
+export type Operation =
+  /**
+   * One acquisition attempt (try-acquire). A blocking acquire is a sequence of
+   * these with time passing between them. `latencyMs` is the true time the
+   * request/reply round trip takes (message delay); the grant happens on the
+   * nodes when the request arrives, the client sees the reply `latencyMs` later.
+   * `ttlMs` is required by ttl designs and must be absent for session-bound ones.
+   */
+  | { readonly kind: 'acquire'; readonly client: number; readonly resource: string; readonly ttlMs?: number; readonly latencyMs?: number }
+  /** Extends the client's lease to a fresh ttl, if it still owns it. */
+  | { readonly kind: 'extend'; readonly client: number; readonly resource: string; readonly ttlMs: number }
+  /** Releases the client's lease (a commit, for a transaction-scoped lock). */
+  | { readonly kind: 'release'; readonly client: number; readonly resource: string }
+  /** A guarded write: the client checks its lease on its own clock, then writes with its token. */
+  | { readonly kind: 'write'; readonly client: number; readonly resource: string; readonly value: string }
+  /** Reads the store. */
+  | { readonly kind: 'read'; readonly client: number; readonly resource: string };
+
+/** Which process a clock fault hits. */
+export type ClockTarget = { readonly node: number } | { readonly client: number };
+
+/** A fault the environment injects. */
+export type Fault =
+  /** True time passes; every clock moves at its own rate. */
+  | { readonly kind: 'advance'; readonly ms: number }
+  /** A wall-clock step on a node (a client's monotonic clock cannot step). */
+  | { readonly kind: 'clock-step'; readonly node: number; readonly deltaMs: number }
+  /** A process's clock starts running fast or slow. */
+  | { readonly kind: 'clock-drift'; readonly target: ClockTarget; readonly driftPpm: number }
+  /**
+   * The client stops (GC, page fault, SIGSTOP). With `pendingWrite`, it stops
+   * after checking its lease for that write and before sending it: the write
+   * goes out when it resumes, unchecked.
+   */
+  | { readonly kind: 'pause'; readonly client: number; readonly pendingWrite?: { readonly resource: string; readonly value: string } }
+  | { readonly kind: 'resume'; readonly client: number }
+  /** A node crashes (SIGKILL). */
+  | { readonly kind: 'crash'; readonly node: number }
+  /** A crashed node starts again; it keeps state only if the design persists. */
+  | { readonly kind: 'restart'; readonly node: number }
+  /** Messages between a client and a node are lost (black hole) until healed. */
+  | { readonly kind: 'partition'; readonly client: number; readonly node: number }
+  | { readonly kind: 'heal'; readonly client: number; readonly node: number }
+  /** The server drops the client's connection and the session state with it (pg_terminate_backend). */
+  | { readonly kind: 'kill-connection'; readonly client: number };
+
+export type Command = Operation | Fault;
+export type CommandKind = Command['kind'];
+
+const OPERATION_KINDS = new Set<CommandKind>(['acquire', 'extend', 'release', 'write', 'read']);
+
+export function isOperation(command: Command): command is Operation {
+  return OPERATION_KINDS.has(command.kind);
+}

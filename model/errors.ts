@@ -1,0 +1,57 @@
+/**
+ * Typed errors of the model. A command the model rejects changes nothing:
+ * every step function validates before it builds a new state.
+ */
+export type ModelErrorCode =
+  | 'invalid-ttl'
+  | 'invalid-resource'
+  | 'invalid-token'
+  | 'invalid-duration'
+  | 'invalid-config'
+  | 'unknown-client'
+  | 'unknown-node'
+  | 'unsupported-operation'
+  | 'precondition';
+
+export class ModelInputError extends Error {
+  override readonly name = 'ModelInputError';
+  constructor(
+    readonly code: ModelErrorCode,
+    message: string,
+  ) {
+    super(`${code}: ${message}`);
+  }
+}
+
+export const MAX_TTL_MS = 2 ** 31 - 1;
+export const MAX_RESOURCE_LENGTH = 256;
+/** Tokens are exact up to 2^63-1 (a signed 64-bit integer, as Redis and PostgreSQL keep them). */
+export const MAX_TOKEN = 2n ** 63n - 1n;
+
+export function checkTtl(ttlMs: unknown): number {
+  if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_TTL_MS) {
+    throw new ModelInputError('invalid-ttl', `ttl must be an integer number of ms in [1, ${MAX_TTL_MS}], got ${String(ttlMs)}`);
+  }
+  return ttlMs;
+}
+
+export function checkDuration(ms: unknown, what: string): number {
+  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_TTL_MS) {
+    throw new ModelInputError('invalid-duration', `${what} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${String(ms)}`);
+  }
+  return ms;
+}
+
+export function checkResource(resource: unknown): string {
+  if (typeof resource !== 'string' || resource.length === 0 || resource.length > MAX_RESOURCE_LENGTH) {
+    throw new ModelInputError('invalid-resource', `resource must be a non-empty string of at most ${MAX_RESOURCE_LENGTH} characters`);
+  }
+  return resource;
+}
+
+export function checkToken(token: unknown): bigint {
+  if (typeof token !== 'bigint' || token < 0n || token > MAX_TOKEN) {
+    throw new ModelInputError('invalid-token', `token must be a bigint in [0, 2^63-1], got ${typeof token === 'bigint' ? token.toString() : typeof token}`);
+  }
+  return token;
+}

@@ -1,0 +1,107 @@
+import { match } from 'ts-pattern';
+import type { Command } from './command.ts';
+import type { Design } from './design.ts';
+import { hasTtl, nodeCount } from './design.ts';
+
+/**
+ * The fault classes of the comparison matrix (spec/SPEC.md, "Predicted
+ * matrix"), each as the finite alphabet of commands an exploration may
+ * schedule. Every class includes the plain operations and the passing of time.
+ */
+export type FaultClass =
+  | 'none'
+  | 'partition'
+  | 'delay'
+  | 'client-pause'
+  | 'clock-step'
+  | 'clock-drift'
+  | 'crash-restart'
+  | 'connection-loss';
+
+export const FAULT_CLASSES: readonly FaultClass[] = [
+  'none',
+  'partition',
+  'delay',
+  'client-pause',
+  'clock-step',
+  'clock-drift',
+  'crash-restart',
+  'connection-loss',
+];
+
+export const FAULT_CLASS_TITLES: Readonly<Record<FaultClass, string>> = {
+  none: 'no faults',
+  partition: 'client-node links lose every message',
+  delay: 'replies delayed (acquire latency)',
+  'client-pause': 'a client pauses, also between its lease check and its write',
+  'clock-step': "one node's wall clock jumps (with lost messages)",
+  'clock-drift': "a client's clock runs slow beyond the drift allowance",
+  'crash-restart': 'a node crashes and restarts at once (with lost messages)',
+  'connection-loss': "the server drops a client's connection (with pauses)",
+};
+
+/** Sizes of the exploration's small world. Times are in ms, chosen so that coarse steps straddle the deadlines. */
+export interface Alphabet {
+  readonly clients: number;
+  readonly resource: string;
+  readonly ttlMs: number;
+  /** A short and a long passing of time: the long one outlasts a lease. */
+  readonly advanceMs: readonly number[];
+}
+
+export const DEFAULT_ALPHABET: Alphabet = { clients: 2, resource: 'r', ttlMs: 10, advanceMs: [4, 12] };
+
+/** The node that clock and crash faults hit: one node, a minority of any cluster larger than two (nodes are symmetric). */
+export const FAULTY_NODE = 0;
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_v, i) => i);
+}
+
+/** The commands an exploration of `design` under `faultClass` may schedule. */
+export function alphabetFor(design: Design, faultClass: FaultClass, a: Alphabet = DEFAULT_ALPHABET): Command[] {
+  const clients = range(a.clients);
+  const nodes = range(nodeCount(design));
+  const r = a.resource;
+  const ttl = hasTtl(design);
+  const ops: Command[] = [
+    ...clients.map((client): Command => (ttl ? { kind: 'acquire', client, resource: r, ttlMs: a.ttlMs } : { kind: 'acquire', client, resource: r })),
+    ...clients.map((client): Command => ({ kind: 'write', client, resource: r, value: `v${client}` })),
+    ...clients.map((client): Command => ({ kind: 'release', client, resource: r })),
+    ...(ttl ? clients.map((client): Command => ({ kind: 'extend', client, resource: r, ttlMs: a.ttlMs })) : []),
+    ...a.advanceMs.map((ms): Command => ({ kind: 'advance', ms })),
+  ];
+  const partitions: Command[] = clients.flatMap((client) => nodes.map((node): Command => ({ kind: 'partition', client, node })));
+  const pauses: Command[] = clients.flatMap((client): Command[] => [
+    { kind: 'pause', client, pendingWrite: { resource: r, value: `late${client}` } },
+    { kind: 'resume', client },
+  ]);
+  const faults = match(faultClass)
+    .with('none', (): Command[] => [])
+    .with('partition', () => partitions)
+    .with('delay', () =>
+      clients.flatMap((client): Command[] =>
+        ttl
+          ? [
+              { kind: 'acquire', client, resource: r, ttlMs: a.ttlMs, latencyMs: Math.ceil(a.ttlMs / 2) },
+              { kind: 'acquire', client, resource: r, ttlMs: a.ttlMs, latencyMs: a.ttlMs },
+            ]
+          : [{ kind: 'acquire', client, resource: r, latencyMs: a.ttlMs }],
+      ),
+    )
+    .with('client-pause', () => pauses)
+    .with('clock-step', (): Command[] => [
+      { kind: 'clock-step', node: FAULTY_NODE, deltaMs: a.ttlMs },
+      { kind: 'clock-step', node: FAULTY_NODE, deltaMs: -a.ttlMs },
+      ...partitions,
+    ])
+    .with('clock-drift', () => clients.map((client): Command => ({ kind: 'clock-drift', target: { client }, driftPpm: -500_000 })))
+    .with('crash-restart', (): Command[] => [
+      { kind: 'crash', node: FAULTY_NODE },
+      { kind: 'restart', node: FAULTY_NODE },
+      ...partitions,
+    ])
+    .with('connection-loss', () => [...clients.map((client): Command => ({ kind: 'kill-connection', client })), ...pauses])
+    .exhaustive();
+  return [...ops, ...faults];
+}

@@ -1,0 +1,67 @@
+import { read } from './clock.ts';
+import type { Design } from './design.ts';
+import { expiresByWallClock } from './design.ts';
+import type { NodeKey, NodeState, Owner, World } from './state.ts';
+import { sameOwner } from './state.ts';
+
+/**
+ * One lock-service node: key liveness by the node's own clock, and the atomic
+ * scripts a node runs (set-if-absent with a counter, compare-and-delete,
+ * compare-and-extend).
+ */
+
+/** The node's reading of the clock its keys expire by. */
+export function expiryNow(design: Design, node: NodeState, trueMs: number): number {
+  return read(expiresByWallClock(design) ? node.wall : node.mono, trueMs);
+}
+
+/**
+ * Whether the node sees a key for `resource` as alive. A set of answers:
+ * at exactly the expiry instant a real server may go either way (ms
+ * rounding, lazy versus active expiry), so the model allows both.
+ */
+export function liveness(design: Design, node: NodeState, resource: string, trueMs: number): readonly boolean[] {
+  const key = node.keys[resource];
+  if (key === undefined) return [false];
+  if (key.expiresAtMs === null) return [true];
+  const now = expiryNow(design, node, trueMs);
+  if (now < key.expiresAtMs) return [true];
+  if (now === key.expiresAtMs) return [true, false];
+  return [false];
+}
+
+export function isReachable(world: World, client: number, node: number): boolean {
+  const n = world.nodes[node];
+  return n !== undefined && n.up && world.nowMs >= n.availableFromTrueMs && !world.partitions.includes(`${client}:${node}`);
+}
+
+/** The counter a grant draws its token from: per resource, or one revision for the whole cluster (etcd). */
+export function counterKey(design: Design, resource: string): string {
+  return design.kind === 'etcd-lease' ? '#revision' : resource;
+}
+
+export function bumpCounter(node: NodeState, key: string): { readonly node: NodeState; readonly value: bigint } {
+  const value = (node.counters[key] ?? 0n) + 1n;
+  return { node: { ...node, counters: { ...node.counters, [key]: value } }, value };
+}
+
+/** Raises a counter to at least `value` (Redlock's write-back of the quorum's token). */
+export function raiseCounter(node: NodeState, key: string, value: bigint): NodeState {
+  const current = node.counters[key] ?? 0n;
+  return current >= value ? node : { ...node, counters: { ...node.counters, [key]: value } };
+}
+
+export function setKey(node: NodeState, resource: string, key: NodeKey): NodeState {
+  return { ...node, keys: { ...node.keys, [resource]: key } };
+}
+
+export function deleteKey(node: NodeState, resource: string): NodeState {
+  const { [resource]: _removed, ...rest } = node.keys;
+  return { ...node, keys: rest };
+}
+
+/** Compare-and-delete: removes the key only if `owner` set it. */
+export function deleteIfOwner(node: NodeState, resource: string, owner: Owner): NodeState {
+  const key = node.keys[resource];
+  return key !== undefined && sameOwner(key.owner, owner) ? deleteKey(node, resource) : node;
+}

@@ -1,0 +1,111 @@
+import { match } from 'ts-pattern';
+import { driftFactor } from './design.ts';
+import type { WorldEvent } from './event.ts';
+import { liveness } from './node.ts';
+import type { World } from './state.ts';
+import { passes } from './store.ts';
+import { holdsValid } from './world.ts';
+
+/**
+ * The spec's properties (spec/SPEC.md, "Properties"), one named check each,
+ * evaluated after every step on the events of the step and the state after it.
+ */
+export type PropertyId = 'MUTEX-1' | 'FENCE-1' | 'FENCE-2' | 'STORE-1' | 'OWN-1' | 'LIVE-1' | 'DUR-1';
+
+export const PROPERTY_IDS: readonly PropertyId[] = ['MUTEX-1', 'FENCE-1', 'FENCE-2', 'STORE-1', 'OWN-1', 'LIVE-1', 'DUR-1'];
+
+export const PROPERTY_TITLES: Readonly<Record<PropertyId, string>> = {
+  'MUTEX-1': 'mutual exclusion as the clients experience it',
+  'FENCE-1': 'fencing tokens increase strictly per resource across grants',
+  'FENCE-2': "the store accepts a write only if its token passes the store's policy",
+  'STORE-1': "no stale holder's write lands after a newer holder's write was accepted",
+  'OWN-1': "only the holder's release or extend takes effect",
+  'LIVE-1': 'an abandoned lock becomes acquirable within its bound',
+  'DUR-1': 'token issuer state survives a restart',
+};
+
+export interface Violation {
+  readonly property: PropertyId;
+  readonly resource?: string;
+  readonly message: string;
+}
+
+/** MUTEX-1: at any true instant, at most one client holds a lease that is valid by its own clock. */
+function mutex(after: World): Violation[] {
+  const resources = new Set(after.clients.flatMap((c) => Object.keys(c.leases)));
+  return [...resources].flatMap((resource) => {
+    const holders = after.clients.map((_c, i) => i).filter((i) => holdsValid(after, i, resource));
+    return holders.length > 1
+      ? [{ property: 'MUTEX-1' as const, resource, message: `clients ${holders.join(' and ')} both hold a valid lease on '${resource}' at t=${after.nowMs}` }]
+      : [];
+  });
+}
+
+/**
+ * LIVE-1: no node keeps a ttl key alive longer than ttl * (1 + driftFactor) + 1 ms
+ * of true time after its last grant, extension or lease refresh.
+ */
+function live(after: World): Violation[] {
+  const design = after.config.design;
+  return after.nodes.flatMap((node, index) =>
+    Object.entries(node.keys).flatMap(([resource, key]) => {
+      if (key.ttlMs === null) return [];
+      const boundMs = Math.ceil(key.ttlMs * (1 + driftFactor(design))) + 1;
+      const overdue = after.nowMs - key.liveSinceTrueMs > boundMs;
+      return overdue && liveness(design, node, resource, after.nowMs).includes(true)
+        ? [{ property: 'LIVE-1' as const, resource, message: `node ${index} still holds '${resource}' ${after.nowMs - key.liveSinceTrueMs} ms after its last grant (bound ${boundMs} ms)` }]
+        : [];
+    }),
+  );
+}
+
+function fromEvent(event: WorldEvent): Violation[] {
+  return match(event)
+    .with({ kind: 'granted' }, (e): Violation[] =>
+      // FENCE-1: a grant's token exceeds every token granted before it.
+      e.maxTokenBefore !== null && e.token <= e.maxTokenBefore
+        ? [{ property: 'FENCE-1', resource: e.resource, message: `client ${e.client} was granted token ${e.token} after token ${e.maxTokenBefore} was granted` }]
+        : [],
+    )
+    .with({ kind: 'write' }, (e): Violation[] => {
+      const out: Violation[] = [];
+      // FENCE-2: the store's decision is exactly its policy's.
+      if (e.accepted !== passes(e.policy, e.token, e.highestBefore)) {
+        out.push({
+          property: 'FENCE-2',
+          resource: e.resource,
+          message: `store (${e.policy}) ${e.accepted ? 'accepted' : 'rejected'} token ${e.token} with highest ${e.highestBefore ?? 'none'}`,
+        });
+      }
+      // STORE-1: an accepted write never comes from an older grant than one already written.
+      if (e.accepted && e.epoch < e.lastAcceptedEpochBefore) {
+        out.push({
+          property: 'STORE-1',
+          resource: e.resource,
+          message: `client ${e.client}'s stale write (grant #${e.epoch}, token ${e.token}) landed after grant #${e.lastAcceptedEpochBefore}'s write`,
+        });
+      }
+      return out;
+    })
+    .with({ kind: 'key-changed' }, (e): Violation[] =>
+      // OWN-1: a release or extend touches only the caller's own key.
+      e.ownerBefore.client !== e.byClient
+        ? [{ property: 'OWN-1', resource: e.resource, message: `client ${e.byClient} ${e.change} client ${e.ownerBefore.client}'s key on node ${e.node}` }]
+        : [],
+    )
+    .with({ kind: 'restarted' }, (e): Violation[] =>
+      // DUR-1: no counter goes backwards across a restart.
+      Object.entries(e.countersBefore).flatMap(([key, before]) => {
+        const after = e.countersAfter[key] ?? 0n;
+        return after < before
+          ? [{ property: 'DUR-1' as const, resource: key, message: `node ${e.node} restarted with counter '${key}' at ${after}, was ${before}` }]
+          : [];
+      }),
+    )
+    .exhaustive();
+}
+
+/** Every property violated by a step, given its events and the state after it. */
+export function checkProperties(events: readonly WorldEvent[], after: World): Violation[] {
+  return [...events.flatMap(fromEvent), ...mutex(after), ...live(after)];
+}

@@ -1,0 +1,132 @@
+import type { Clock } from './clock.ts';
+import { clockAt } from './clock.ts';
+import type { Design, StorePolicy } from './design.ts';
+import { nodeCount, storeFits, validateDesign } from './design.ts';
+import { ModelInputError } from './errors.ts';
+import type { StoreState } from './store.ts';
+import { emptyStore } from './store.ts';
+
+/**
+ * The world's state as plain data: lock-service nodes, clients, the store,
+ * and ghost variables that exist only so the properties can be checked
+ * (the true order of grants; no process can observe them).
+ */
+
+/** Who set a key: a client and the number of its acquisition attempt (the random owner value of a real lock). */
+export interface Owner {
+  readonly client: number;
+  readonly attempt: number;
+}
+
+export interface NodeKey {
+  readonly owner: Owner;
+  /** Expiry on the node's expiry clock; null for a session-bound lock. */
+  readonly expiresAtMs: number | null;
+  readonly ttlMs: number | null;
+  /** Stack depth (PostgreSQL advisory locks stack; others are always 1). */
+  readonly count: number;
+  /** Ghost: true time of the last grant, extension or lease refresh (LIVE-1). */
+  readonly liveSinceTrueMs: number;
+}
+
+export interface NodeState {
+  /** Wall clock: Redis expires keys by it; steps hit it. */
+  readonly wall: Clock;
+  /** Monotonic clock: etcd expires leases by it; steps do not hit it. */
+  readonly mono: Clock;
+  readonly up: boolean;
+  /** True time before which a restarted node refuses to take part (delayed restart). */
+  readonly availableFromTrueMs: number;
+  readonly keys: Readonly<Record<string, NodeKey>>;
+  /** Token counters: per resource (Redis INCR, PostgreSQL sequence) or one revision (etcd). */
+  readonly counters: Readonly<Record<string, bigint>>;
+}
+
+export interface Lease {
+  readonly owner: Owner;
+  readonly token: bigint;
+  /** Deadline on the client's monotonic clock; null for a session-bound lock. */
+  readonly validUntilMs: number | null;
+  readonly count: number;
+  /** Writes buffered in the open transaction (pg-xact), applied at commit. */
+  readonly buffered: readonly string[];
+  /** Ghost: the grant's place in the true order of grants of its resource. */
+  readonly epoch: number;
+}
+
+export interface PendingWrite {
+  readonly resource: string;
+  readonly value: string;
+  readonly token: bigint;
+  readonly epoch: number;
+}
+
+export interface ClientState {
+  readonly mono: Clock;
+  readonly paused: boolean;
+  /** A write checked before the pause, sent unchecked at resume. */
+  readonly pendingWrite: PendingWrite | null;
+  /** The server dropped this client's session while it was paused; it notices at resume. */
+  readonly sessionLost: boolean;
+  readonly attempts: number;
+  readonly leases: Readonly<Record<string, Lease>>;
+}
+
+export interface GhostResource {
+  /** Number of grants so far, in true order. */
+  readonly grants: number;
+  /** Highest token granted so far (FENCE-1). */
+  readonly maxToken: bigint | null;
+  /** Highest epoch of an accepted write (STORE-1). */
+  readonly lastAcceptedEpoch: number;
+}
+
+export interface WorldConfig {
+  readonly design: Design;
+  readonly store: StorePolicy;
+  readonly clients: number;
+}
+
+export interface World {
+  readonly config: WorldConfig;
+  readonly nowMs: number;
+  readonly nodes: readonly NodeState[];
+  readonly clients: readonly ClientState[];
+  /** Links that lose every message, as "client:node". */
+  readonly partitions: readonly string[];
+  readonly store: StoreState;
+  readonly ghost: Readonly<Record<string, GhostResource>>;
+}
+
+export const MAX_CLIENTS = 16;
+
+export function initialWorld(config: WorldConfig): World {
+  validateDesign(config.design);
+  if (!Number.isInteger(config.clients) || config.clients < 1 || config.clients > MAX_CLIENTS) {
+    throw new ModelInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${config.clients}`);
+  }
+  if (!storeFits(config.design, config.store)) {
+    throw new ModelInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
+  }
+  const node: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
+  const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, sessionLost: false, attempts: 0, leases: {} };
+  return {
+    config,
+    nowMs: 0,
+    nodes: Array.from({ length: nodeCount(config.design) }, () => node),
+    clients: Array.from({ length: config.clients }, () => client),
+    partitions: [],
+    store: emptyStore(config.store),
+    ghost: {},
+  };
+}
+
+export const NO_GHOST: GhostResource = { grants: 0, maxToken: null, lastAcceptedEpoch: 0 };
+
+export function ghostOf(world: World, resource: string): GhostResource {
+  return world.ghost[resource] ?? NO_GHOST;
+}
+
+export function sameOwner(a: Owner, b: Owner): boolean {
+  return a.client === b.client && a.attempt === b.attempt;
+}

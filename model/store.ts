@@ -1,0 +1,66 @@
+import { match } from 'ts-pattern';
+import type { StorePolicy } from './design.ts';
+import { checkResource, checkToken } from './errors.ts';
+
+/**
+ * The storage that a lock guards, one cell per resource. A fenced store keeps
+ * the highest token it accepted and judges each write by its policy (FENCE-2);
+ * an unfenced store accepts everything.
+ */
+export interface StoreCell {
+  readonly value: string | null;
+  /** Token of the last accepted write. */
+  readonly token: bigint | null;
+  /** Highest token ever accepted. */
+  readonly highest: bigint | null;
+}
+
+export interface StoreState {
+  readonly policy: StorePolicy;
+  readonly cells: Readonly<Record<string, StoreCell>>;
+}
+
+export type StoreDecision = { readonly accepted: true } | { readonly accepted: false; readonly highest: bigint };
+
+export const EMPTY_CELL: StoreCell = { value: null, token: null, highest: null };
+
+export function emptyStore(policy: StorePolicy): StoreState {
+  return { policy, cells: {} };
+}
+
+export function cellOf(store: StoreState, resource: string): StoreCell {
+  return store.cells[resource] ?? EMPTY_CELL;
+}
+
+/** Whether `policy` lets a write with `token` through when `highest` was accepted before (FENCE-2). */
+export function passes(policy: StorePolicy, token: bigint, highest: bigint | null): boolean {
+  return match(policy)
+    .with('unfenced', 'transactional', () => true)
+    .with('strict', () => highest === null || token > highest)
+    .with('monotonic', () => highest === null || token >= highest)
+    .exhaustive();
+}
+
+/**
+ * Applies one write. Validates first (a rejected input changes nothing) and
+ * returns the decision with the next state.
+ */
+export function writeStore(
+  store: StoreState,
+  resource: string,
+  token: bigint,
+  value: string,
+): { readonly decision: StoreDecision; readonly next: StoreState } {
+  checkResource(resource);
+  checkToken(token);
+  const cell = cellOf(store, resource);
+  if (!passes(store.policy, token, cell.highest)) {
+    // A rejected write leaves no trace; highest is non-null here since null passes every policy.
+    return { decision: { accepted: false, highest: cell.highest ?? 0n }, next: store };
+  }
+  const highest = cell.highest === null || token > cell.highest ? token : cell.highest;
+  return {
+    decision: { accepted: true },
+    next: { ...store, cells: { ...store.cells, [resource]: { value, token, highest } } },
+  };
+}

@@ -1,0 +1,507 @@
+import { match } from 'ts-pattern';
+import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock } from './clock.ts';
+import type { Command, Fault, Operation } from './command.ts';
+import type { Design } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs } from './design.ts';
+import { checkDuration, checkResource, checkTtl, ModelInputError } from './errors.ts';
+import type { WorldEvent } from './event.ts';
+import {
+  bumpCounter,
+  counterKey,
+  deleteIfOwner,
+  deleteKey,
+  expiryNow,
+  isReachable,
+  liveness,
+  raiseCounter,
+  setKey,
+} from './node.ts';
+import type { Outcome } from './outcome.ts';
+import type { ClientState, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
+import { ghostOf, sameOwner } from './state.ts';
+import { cellOf, writeStore } from './store.ts';
+
+/**
+ * The world model: one pure step function from a state and a command to the
+ * set of (outcome, next state, events) a correct implementation may produce.
+ * More than one branch where reality may legitimately differ: a key at its
+ * exact expiry instant, an acquire whose reply never came.
+ */
+export interface Branch {
+  readonly outcome: Outcome;
+  readonly next: World;
+  readonly events: readonly WorldEvent[];
+}
+
+/**
+ * Applies `command`. Throws ModelInputError for invalid input (and then
+ * nothing changed: the caller still holds the old, immutable state).
+ */
+export function step(world: World, command: Command): readonly Branch[] {
+  validate(world, command);
+  return match(command)
+    .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(world, op))
+    .otherwise((fault) => inject(world, fault as Fault));
+}
+
+// ---------------------------------------------------------------------------
+// Validation: every input checked before anything is built.
+
+function validate(world: World, command: Command): void {
+  const design = world.config.design;
+  const client = (c: number): ClientState => {
+    const state = Number.isInteger(c) ? world.clients[c] : undefined;
+    if (state === undefined) throw new ModelInputError('unknown-client', `no client ${String(c)} (have ${world.clients.length})`);
+    return state;
+  };
+  const node = (n: number): NodeState => {
+    const state = Number.isInteger(n) ? world.nodes[n] : undefined;
+    if (state === undefined) throw new ModelInputError('unknown-node', `no node ${String(n)} (have ${world.nodes.length})`);
+    return state;
+  };
+  const active = (c: number): void => {
+    if (client(c).paused) throw new ModelInputError('precondition', `client ${c} is paused`);
+  };
+  match(command)
+    .with({ kind: 'acquire' }, (c) => {
+      active(c.client);
+      checkResource(c.resource);
+      if (hasTtl(design)) checkTtl(c.ttlMs);
+      else if (c.ttlMs !== undefined) throw new ModelInputError('unsupported-operation', `${design.kind} locks have no ttl`);
+      if (c.latencyMs !== undefined) checkDuration(c.latencyMs, 'latencyMs');
+    })
+    .with({ kind: 'extend' }, (c) => {
+      active(c.client);
+      checkResource(c.resource);
+      if (!hasTtl(design)) throw new ModelInputError('unsupported-operation', `${design.kind} locks have no ttl to extend`);
+      checkTtl(c.ttlMs);
+    })
+    .with({ kind: 'release' }, { kind: 'read' }, (c) => {
+      active(c.client);
+      checkResource(c.resource);
+    })
+    .with({ kind: 'write' }, (c) => {
+      active(c.client);
+      checkResource(c.resource);
+      if (typeof c.value !== 'string') throw new ModelInputError('precondition', 'value must be a string');
+    })
+    .with({ kind: 'advance' }, (c) => {
+      if (checkDuration(c.ms, 'advance') === 0) throw new ModelInputError('invalid-duration', 'advance must move time forward');
+    })
+    .with({ kind: 'clock-step' }, (c) => {
+      node(c.node);
+      if (!Number.isInteger(c.deltaMs) || Math.abs(c.deltaMs) > 2 ** 31 - 1) throw new ModelInputError('invalid-duration', 'deltaMs must be an integer');
+    })
+    .with({ kind: 'clock-drift' }, (c) => {
+      if ('node' in c.target) node(c.target.node);
+      else client(c.target.client);
+      if (!Number.isInteger(c.driftPpm) || c.driftPpm < MIN_DRIFT_PPM || c.driftPpm > MAX_DRIFT_PPM) {
+        throw new ModelInputError('invalid-duration', `driftPpm must be an integer in [${MIN_DRIFT_PPM}, ${MAX_DRIFT_PPM}]`);
+      }
+    })
+    .with({ kind: 'pause' }, (c) => {
+      active(c.client);
+      if (c.pendingWrite !== undefined) checkResource(c.pendingWrite.resource);
+    })
+    .with({ kind: 'resume' }, (c) => {
+      if (!client(c.client).paused) throw new ModelInputError('precondition', `client ${c.client} is not paused`);
+    })
+    .with({ kind: 'crash' }, (c) => {
+      if (!node(c.node).up) throw new ModelInputError('precondition', `node ${c.node} is already down`);
+    })
+    .with({ kind: 'restart' }, (c) => {
+      if (node(c.node).up) throw new ModelInputError('precondition', `node ${c.node} is up`);
+    })
+    .with({ kind: 'partition' }, { kind: 'heal' }, (c) => {
+      client(c.client);
+      node(c.node);
+    })
+    .with({ kind: 'kill-connection' }, (c) => {
+      client(c.client);
+    })
+    .exhaustive();
+}
+
+// ---------------------------------------------------------------------------
+// Small pure helpers over the world.
+
+function withClient(world: World, index: number, f: (c: ClientState) => ClientState): World {
+  return { ...world, clients: world.clients.map((c, i) => (i === index ? f(c) : c)) };
+}
+
+function withLease(c: ClientState, resource: string, lease: Lease | null): ClientState {
+  const { [resource]: _old, ...rest } = c.leases;
+  return { ...c, leases: lease === null ? rest : { ...rest, [resource]: lease } };
+}
+
+function monoNow(world: World, client: number): number {
+  return read(world.clients[client]!.mono, world.nowMs);
+}
+
+/** Whether the client, by its own clock and what it has been told, holds a valid lease (MUTEX-1's view). */
+export function holdsValid(world: World, client: number, resource: string): boolean {
+  const c = world.clients[client]!;
+  const lease = c.leases[resource];
+  if (lease === undefined) return false;
+  return lease.validUntilMs === null ? true : read(c.mono, world.nowMs) < lease.validUntilMs;
+}
+
+function single(outcome: Outcome, next: World, events: readonly WorldEvent[] = []): readonly Branch[] {
+  return [{ outcome, next, events }];
+}
+
+/**
+ * Runs one per-node script on every node the client can reach, branching
+ * where a node may see a key as alive or gone. Unreachable nodes answer
+ * nothing and stay as they are.
+ */
+function fanOut<V>(
+  world: World,
+  client: number,
+  resource: string,
+  script: (node: NodeState, index: number, alive: boolean) => { readonly node: NodeState; readonly vote: V },
+): ReadonlyArray<{ readonly nodes: readonly NodeState[]; readonly votes: ReadonlyArray<V | null> }> {
+  let partial: Array<{ nodes: NodeState[]; votes: Array<V | null> }> = [{ nodes: [], votes: [] }];
+  world.nodes.forEach((node, index) => {
+    if (!isReachable(world, client, index)) {
+      partial = partial.map((p) => ({ nodes: [...p.nodes, node], votes: [...p.votes, null] }));
+      return;
+    }
+    const answers = liveness(world.config.design, node, resource, world.nowMs).map((alive) => script(node, index, alive));
+    partial = partial.flatMap((p) => answers.map((a) => ({ nodes: [...p.nodes, a.node], votes: [...p.votes, a.vote] })));
+  });
+  return partial;
+}
+
+function releaseEverywhere(world: World, client: number, resource: string, owner: Owner): World {
+  return { ...world, nodes: world.nodes.map((n, i) => (isReachable(world, client, i) ? deleteIfOwner(n, resource, owner) : n)) };
+}
+
+/** Delivers a write to the store and records what happened. */
+function deliverWrite(world: World, client: number, w: PendingWrite): { readonly world: World; readonly outcome: Outcome; readonly event: WorldEvent } {
+  const cell = cellOf(world.store, w.resource);
+  const ghost = ghostOf(world, w.resource);
+  const { decision, next } = writeStore(world.store, w.resource, w.token, w.value);
+  const event: WorldEvent = {
+    kind: 'write',
+    client,
+    resource: w.resource,
+    token: w.token,
+    epoch: w.epoch,
+    policy: world.store.policy,
+    highestBefore: cell.highest,
+    accepted: decision.accepted,
+    lastAcceptedEpochBefore: ghost.lastAcceptedEpoch,
+  };
+  const ghostAfter = decision.accepted ? { ...ghost, lastAcceptedEpoch: Math.max(ghost.lastAcceptedEpoch, w.epoch) } : ghost;
+  return {
+    world: { ...world, store: next, ghost: { ...world.ghost, [w.resource]: ghostAfter } },
+    outcome: decision.accepted ? { kind: 'accepted' } : { kind: 'rejected', highest: decision.highest },
+    event,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Operations.
+
+function operate(world: World, op: Operation): readonly Branch[] {
+  const design = world.config.design;
+  return match(op)
+    .with({ kind: 'acquire' }, (a) => (hasTtl(design) ? acquireLease(world, a.client, a.resource, a.ttlMs!, a.latencyMs ?? 0) : acquireSession(world, a.client, a.resource, a.latencyMs ?? 0)))
+    .with({ kind: 'extend' }, (e) => extend(world, e.client, e.resource, e.ttlMs))
+    .with({ kind: 'release' }, (r) => release(world, r.client, r.resource))
+    .with({ kind: 'write' }, (w) => write(world, w.client, w.resource, w.value))
+    .with({ kind: 'read' }, (r) => {
+      const cell = cellOf(world.store, r.resource);
+      return single({ kind: 'value', value: cell.value, token: cell.token }, world);
+    })
+    .exhaustive();
+}
+
+/**
+ * Lease acquisition on ttl designs (redis-single, redlock, etcd-lease): set
+ * the key if absent on every reachable node, each mints a counter value in the
+ * same atomic step; a grant needs a quorum and positive validity
+ * ttl - elapsed - drift margin, measured on the client's monotonic clock from
+ * before the first request. The token is the highest counter of the quorum,
+ * written back to the quorum so the next quorum, which intersects it, mints
+ * a higher one.
+ */
+function acquireLease(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): readonly Branch[] {
+  const design = world.config.design;
+  const started = monoNow(world, client);
+  const owner: Owner = { client, attempt: world.clients[client]!.attempts + 1 };
+  const ckey = counterKey(design, resource);
+  const counted = withClient(world, client, (c) => ({ ...c, attempts: owner.attempt }));
+  const attempts = fanOut(counted, client, resource, (node, _i, alive) => {
+    if (alive) return { node, vote: null as bigint | null };
+    const bumped = bumpCounter(node, ckey);
+    const expiresAtMs = expiryNow(design, node, world.nowMs) + ttlMs;
+    return { node: setKey(bumped.node, resource, { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs }), vote: bumped.value };
+  });
+  const reachable = counted.nodes.filter((_n, i) => isReachable(counted, client, i)).length;
+  const later = latencyMs;
+  return attempts.flatMap(({ nodes, votes }): Branch[] => {
+    const afterNodes: World = { ...counted, nodes, nowMs: counted.nowMs + later };
+    const grantedVotes = votes.filter((v): v is bigint => typeof v === 'bigint');
+    // A reply later than the ttl is useless: the client has given up and does not know what happened.
+    if (latencyMs >= ttlMs) {
+      const untouched: World = { ...counted, nowMs: counted.nowMs + later };
+      return [
+        { outcome: { kind: 'timed-out' }, next: untouched, events: [] },
+        { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] },
+      ];
+    }
+    const elapsed = monoNow(afterNodes, client) - started;
+    const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
+    if (grantedVotes.length >= quorum(design) && validityMs > 0) {
+      const token = grantedVotes.reduce((a, b) => (b > a ? b : a));
+      const ghost = ghostOf(afterNodes, resource);
+      const epoch = ghost.grants + 1;
+      const lease: Lease = { owner, token, validUntilMs: started + ttlMs - driftMarginMs(design, ttlMs), count: 1, buffered: [], epoch };
+      const written: World = {
+        ...afterNodes,
+        nodes: afterNodes.nodes.map((n, i) => (typeof votes[i] === 'bigint' ? raiseCounter(n, ckey, token) : n)),
+        ghost: { ...afterNodes.ghost, [resource]: { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken } },
+      };
+      const next = withClient(written, client, (c) => withLease(c, resource, lease));
+      return [
+        {
+          outcome: { kind: 'granted', token, validUntilMs: lease.validUntilMs },
+          next,
+          events: [{ kind: 'granted', client, resource, token, epoch, maxTokenBefore: ghost.maxToken }],
+        },
+      ];
+    }
+    // Failed: undo on every node (the client cannot know which ones said yes).
+    const undone = releaseEverywhere(afterNodes, client, resource, owner);
+    const reason = grantedVotes.length >= quorum(design) ? 'validity-exhausted' : reachable < quorum(design) ? 'no-quorum' : 'held';
+    return [{ outcome: { kind: 'denied', reason }, next: undone, events: [] }];
+  });
+}
+
+/**
+ * Session-bound acquisition (PostgreSQL advisory locks): granted if free or
+ * already held by this client's session (it stacks); a new grant draws a
+ * token from a durable per-resource sequence in the same transaction.
+ */
+function acquireSession(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
+  const design = world.config.design;
+  const server = world.nodes[0]!;
+  const later: World = { ...world, nowMs: world.nowMs + latencyMs };
+  if (!isReachable(world, client, 0)) return single({ kind: 'denied', reason: 'no-quorum' }, later);
+  const key = server.keys[resource];
+  const lease = world.clients[client]!.leases[resource];
+  if (key !== undefined) {
+    if (key.owner.client !== client || lease === undefined || !isReentrant(design)) return single({ kind: 'denied', reason: 'held' }, later);
+    const stacked: World = {
+      ...later,
+      nodes: [setKey(server, resource, { ...key, count: key.count + 1 })],
+    };
+    return single({ kind: 'granted', token: lease.token, validUntilMs: null }, withClient(stacked, client, (c) => withLease(c, resource, { ...lease, count: lease.count + 1 })));
+  }
+  const owner: Owner = { client, attempt: world.clients[client]!.attempts + 1 };
+  const bumped = bumpCounter(server, counterKey(design, resource));
+  const ghost = ghostOf(world, resource);
+  const epoch = ghost.grants + 1;
+  const token = bumped.value;
+  const granted: World = {
+    ...later,
+    nodes: [setKey(bumped.node, resource, { owner, expiresAtMs: null, ttlMs: null, count: 1, liveSinceTrueMs: world.nowMs })],
+    ghost: { ...world.ghost, [resource]: { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken } },
+  };
+  const next = withClient(granted, client, (c) => withLease({ ...c, attempts: owner.attempt }, resource, { owner, token, validUntilMs: null, count: 1, buffered: [], epoch }));
+  return single({ kind: 'granted', token, validUntilMs: null }, next, [
+    { kind: 'granted', client, resource, token, epoch, maxTokenBefore: ghost.maxToken },
+  ]);
+}
+
+function extend(world: World, client: number, resource: string, ttlMs: number): readonly Branch[] {
+  const design = world.config.design;
+  const lease = world.clients[client]!.leases[resource];
+  if (lease === undefined) return single({ kind: 'not-extended', reason: 'not-held' }, world);
+  if (!holdsValid(world, client, resource)) {
+    // An expired lease is never revived: the client drops it.
+    return single({ kind: 'not-extended', reason: 'expired' }, withClient(world, client, (c) => withLease(c, resource, null)));
+  }
+  const started = monoNow(world, client);
+  const events: WorldEvent[] = [];
+  return fanOut(world, client, resource, (node, index, alive) => {
+    const key = node.keys[resource];
+    if (!alive || key === undefined || !sameOwner(key.owner, lease.owner)) return { node, vote: false };
+    return {
+      node: setKey(node, resource, { ...key, ttlMs, expiresAtMs: expiryNow(design, node, world.nowMs) + ttlMs, liveSinceTrueMs: world.nowMs }),
+      vote: true,
+    };
+  }).map(({ nodes, votes }): Branch => {
+    const changed: WorldEvent[] = nodes.flatMap((n, i): WorldEvent[] => {
+      const before = world.nodes[i]!.keys[resource];
+      return before !== undefined && n.keys[resource] !== before
+        ? [{ kind: 'key-changed', node: i, resource, byClient: client, ownerBefore: before.owner, change: 'extended' }]
+        : [];
+    });
+    const yes = votes.filter((v) => v === true).length;
+    const next: World = { ...world, nodes };
+    if (yes >= quorum(design)) {
+      const validUntilMs = started + ttlMs - driftMarginMs(design, ttlMs);
+      return { outcome: { kind: 'extended', validUntilMs }, next: withClient(next, client, (c) => withLease(c, resource, { ...lease, validUntilMs })), events: [...events, ...changed] };
+    }
+    return { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next, events: changed };
+  });
+}
+
+function release(world: World, client: number, resource: string): readonly Branch[] {
+  const design = world.config.design;
+  const lease = world.clients[client]!.leases[resource];
+  if (lease === undefined) return single({ kind: 'not-held' }, world);
+  if (isSessionBound(design)) return releaseSession(world, client, resource, lease);
+  const cleared = releaseEverywhere(world, client, resource, lease.owner);
+  const events: WorldEvent[] = world.nodes.flatMap((n, i): WorldEvent[] => {
+    const before = n.keys[resource];
+    return before !== undefined && cleared.nodes[i]!.keys[resource] === undefined
+      ? [{ kind: 'key-changed', node: i, resource, byClient: client, ownerBefore: before.owner, change: 'deleted' }]
+      : [];
+  });
+  // etcd's revision moves on every delete, as a real cluster's does.
+  const revised: World =
+    design.kind === 'etcd-lease' && events.length > 0
+      ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource)).node) }
+      : cleared;
+  return single({ kind: 'released' }, withClient(revised, client, (c) => withLease(c, resource, null)), events);
+}
+
+/** Unlock (session) or commit (transaction): pg-xact applies the buffered writes atomically with the release. */
+function releaseSession(world: World, client: number, resource: string, lease: Lease): readonly Branch[] {
+  const design = world.config.design;
+  const server = world.nodes[0]!;
+  const key = server.keys[resource];
+  const keyEvent = (change: 'deleted' | 'extended'): WorldEvent[] =>
+    key === undefined ? [] : [{ kind: 'key-changed', node: 0, resource, byClient: client, ownerBefore: key.owner, change }];
+  if (design.kind === 'pg-session' && lease.count > 1) {
+    const nodes = key === undefined ? world.nodes : [setKey(server, resource, { ...key, count: key.count - 1 })];
+    return single({ kind: 'released' }, withClient({ ...world, nodes }, client, (c) => withLease(c, resource, { ...lease, count: lease.count - 1 })));
+  }
+  let next: World = { ...world, nodes: [key !== undefined && sameOwner(key.owner, lease.owner) ? deleteKey(server, resource) : server] };
+  const events: WorldEvent[] = keyEvent('deleted');
+  if (design.kind === 'pg-xact' && isReachable(world, client, 0)) {
+    for (const value of lease.buffered) {
+      const delivered = deliverWrite(next, client, { resource, value, token: lease.token, epoch: lease.epoch });
+      next = delivered.world;
+      events.push(delivered.event);
+    }
+  }
+  return single({ kind: 'released' }, withClient(next, client, (c) => withLease(c, resource, null)), events);
+}
+
+function write(world: World, client: number, resource: string, value: string): readonly Branch[] {
+  const lease = world.clients[client]!.leases[resource];
+  if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
+  if (world.config.design.kind === 'pg-xact') {
+    // Inside the transaction: visible to others only at commit.
+    return single({ kind: 'accepted' }, withClient(world, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
+  }
+  const delivered = deliverWrite(world, client, { resource, value, token: lease.token, epoch: lease.epoch });
+  return single(delivered.outcome, delivered.world, [delivered.event]);
+}
+
+// ---------------------------------------------------------------------------
+// Faults.
+
+function inject(world: World, fault: Fault): readonly Branch[] {
+  const design = world.config.design;
+  const ok = (next: World, events: readonly WorldEvent[] = []): readonly Branch[] => single({ kind: 'ok' }, next, events);
+  return match(fault)
+    .with({ kind: 'advance' }, (f) => ok({ ...world, nowMs: world.nowMs + f.ms }))
+    .with({ kind: 'clock-step' }, (f) =>
+      ok({ ...world, nodes: world.nodes.map((n, i) => (i === f.node ? { ...n, wall: stepClock(n.wall, world.nowMs, f.deltaMs) } : n)) }),
+    )
+    .with({ kind: 'clock-drift' }, (f) => {
+      const t = f.target;
+      if ('node' in t) {
+        return ok({
+          ...world,
+          nodes: world.nodes.map((n, i) => (i === t.node ? { ...n, wall: setDrift(n.wall, world.nowMs, f.driftPpm), mono: setDrift(n.mono, world.nowMs, f.driftPpm) } : n)),
+        });
+      }
+      return ok(withClient(world, t.client, (c) => ({ ...c, mono: setDrift(c.mono, world.nowMs, f.driftPpm) })));
+    })
+    .with({ kind: 'pause' }, (f) => {
+      const lease = f.pendingWrite === undefined ? undefined : world.clients[f.client]!.leases[f.pendingWrite.resource];
+      // The check happens now; only a write that passed it is left pending.
+      const pendingWrite: PendingWrite | null =
+        f.pendingWrite !== undefined && lease !== undefined && holdsValid(world, f.client, f.pendingWrite.resource)
+          ? { resource: f.pendingWrite.resource, value: f.pendingWrite.value, token: lease.token, epoch: lease.epoch }
+          : null;
+      return ok(withClient(world, f.client, (c) => ({ ...c, paused: true, pendingWrite })));
+    })
+    .with({ kind: 'resume' }, (f) => resume(world, f.client))
+    .with({ kind: 'crash' }, (f) => {
+      const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? { ...n, up: false } : n)) };
+      // A database crash ends every session, and session-bound locks with them.
+      return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down);
+    })
+    .with({ kind: 'restart' }, (f) => {
+      const before = world.nodes[f.node]!;
+      const kept = persists(design);
+      const mono = expiryNow(design, before, world.nowMs);
+      const keys = !kept
+        ? {}
+        : design.kind === 'etcd-lease'
+          ? // A new etcd leader refreshes every lease to its full ttl.
+            Object.fromEntries(Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0), liveSinceTrueMs: world.nowMs }]))
+          : before.keys;
+      const after: NodeState = { ...before, up: true, keys, counters: kept ? before.counters : {}, availableFromTrueMs: world.nowMs + restartDelayMs(design) };
+      return ok({ ...world, nodes: world.nodes.map((n, i) => (i === f.node ? after : n)) }, [
+        { kind: 'restarted', node: f.node, countersBefore: before.counters, countersAfter: after.counters },
+      ]);
+    })
+    .with({ kind: 'partition' }, (f) => {
+      const link = `${f.client}:${f.node}`;
+      return ok(world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() });
+    })
+    .with({ kind: 'heal' }, (f) => ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) }))
+    .with({ kind: 'kill-connection' }, (f) => ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world))
+    .exhaustive();
+}
+
+/**
+ * The server ends these clients' sessions: their advisory locks go at once
+ * (and an open transaction rolls back). A running client notices at once and
+ * drops its leases; a paused one notices only when it resumes.
+ */
+function dropSessions(world: World, clients: readonly number[]): World {
+  const gone = new Set(clients);
+  const nodes = world.nodes.map((n) => {
+    let kept = n;
+    for (const [resource, key] of Object.entries(n.keys)) if (gone.has(key.owner.client)) kept = deleteKey(kept, resource);
+    return kept;
+  });
+  return {
+    ...world,
+    nodes,
+    clients: world.clients.map((c, i) => (!gone.has(i) ? c : c.paused ? { ...c, sessionLost: Object.keys(c.leases).length > 0 || c.sessionLost } : { ...c, leases: {} })),
+  };
+}
+
+/** The client runs again: a write checked before the pause goes out first, unchecked; then it learns of a lost session. */
+function resume(world: World, client: number): readonly Branch[] {
+  const c = world.clients[client]!;
+  let next = withClient(world, client, (s) => ({ ...s, paused: false, pendingWrite: null }));
+  const events: WorldEvent[] = [];
+  const pending = c.pendingWrite;
+  if (pending !== null) {
+    if (world.config.design.kind === 'pg-xact') {
+      // The statement goes to the transaction's own connection: dead if the session was lost.
+      const lease = c.leases[pending.resource];
+      if (!c.sessionLost && lease !== undefined) {
+        next = withClient(next, client, (s) => withLease(s, pending.resource, { ...lease, buffered: [...lease.buffered, pending.value] }));
+      }
+    } else {
+      const delivered = deliverWrite(next, client, pending);
+      next = delivered.world;
+      events.push(delivered.event);
+    }
+  }
+  if (c.sessionLost) next = withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} }));
+  return single({ kind: 'ok' }, next, events);
+}
