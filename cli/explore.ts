@@ -1,0 +1,118 @@
+import type { CellResult, Counterexample, FaultClass, PropertyId, StorePolicy } from '../model/index.ts';
+import {
+  brokenProperties,
+  describeCommand,
+  describeOutcome,
+  exploreCell,
+  FAULT_CLASSES,
+  MATRIX_ROWS,
+  PROPERTY_TITLES,
+  runScenario,
+  SCENARIOS,
+} from '../model/index.ts';
+import { UsageError } from './usage.ts';
+
+export interface ExploreCommandOptions {
+  readonly depth: number;
+  readonly maxStates: number;
+  readonly design: string | undefined;
+  readonly fault: string | undefined;
+}
+
+/** The cells the exploration must find a counterexample in: the three published ones. */
+const KNOWN: ReadonlyArray<{ row: string; store: StorePolicy; fault: FaultClass; property: PropertyId; what: string }> = [
+  { row: 'redlock(5 nodes, none)', store: 'unfenced', fault: 'clock-step', property: 'MUTEX-1', what: "Redlock double grant under a clock jump on one node" },
+  { row: 'redlock(5 nodes, none)', store: 'unfenced', fault: 'crash-restart', property: 'MUTEX-1', what: 'Redlock double grant under a crash-restart without persistence' },
+  { row: 'redis-single(none)', store: 'unfenced', fault: 'client-pause', property: 'STORE-1', what: 'stale write of a paused holder of an unfenced lease' },
+];
+
+export function exploreCommand(options: ExploreCommandOptions): number {
+  const rows = MATRIX_ROWS.filter((r) => options.design === undefined || r.design.kind === options.design);
+  if (rows.length === 0) throw new UsageError(`no design '${options.design}' (have ${[...new Set(MATRIX_ROWS.map((r) => r.design.kind))].join(', ')})`);
+  const faults = FAULT_CLASSES.filter((f) => options.fault === undefined || f === options.fault);
+  if (faults.length === 0) throw new UsageError(`no fault class '${options.fault}' (have ${FAULT_CLASSES.join(', ')})`);
+  let failures = 0;
+
+  console.log('# lockcheck: the model\n');
+  console.log('## Scenario catalogue\n');
+  for (const scenario of SCENARIOS) {
+    if (options.design !== undefined && scenario.design.kind !== options.design) continue;
+    console.log(`### ${scenario.id}: ${scenario.title}`);
+    console.log(`source: ${scenario.source}`);
+    const stores = Object.keys(scenario.breaks) as StorePolicy[];
+    const trace = runScenario(scenario, stores[stores.length - 1]!);
+    trace.steps.forEach((s, i) => console.log(`  ${String(i + 1).padStart(2)}. ${describeCommand(s.command)} -> ${describeOutcome(s.outcome)}`));
+    for (const store of stores) {
+      const got = brokenProperties(runScenario(scenario, store));
+      const want = [...(scenario.breaks[store] ?? [])].sort();
+      const agrees = got.join() === want.join();
+      if (!agrees) failures++;
+      console.log(`  ${store.padEnd(13)} breaks: ${got.length ? got.join(', ') : 'nothing'}${agrees ? '' : `   MISMATCH: spec predicts ${want.join(', ') || 'nothing'}`}`);
+    }
+    console.log('');
+  }
+
+  console.log(`## Bounded exhaustive exploration (depth ${options.depth}, at most ${options.maxStates} states a cell)\n`);
+  const cells: CellResult[] = [];
+  const total = rows.reduce((n, r) => n + r.stores.length, 0) * faults.length;
+  const started = performance.now();
+  for (const row of rows) {
+    for (const store of row.stores) {
+      for (const fault of faults) {
+        const cell = exploreCell(row, store, fault, { maxDepth: options.depth, maxStates: options.maxStates, clock: () => performance.now() });
+        cells.push(cell);
+        const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
+        process.stderr.write(
+          `[${String(cells.length).padStart(3)}/${total}] ${row.label} / ${store} / ${fault}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? ' (cut)' : ''}, found ${found}\n`,
+        );
+      }
+    }
+  }
+  const elapsedMs = performance.now() - started;
+
+  const cellText = (c: CellResult): string =>
+    c.counterexamples.length === 0
+      ? `holds to ${c.depthCompleted}`
+      : [...c.counterexamples].sort((a, b) => (a.property < b.property ? -1 : 1)).map((x) => `${x.property}(${x.steps.length})`).join(' ');
+  console.log('Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands.\n');
+  console.log(`| design | store | ${faults.join(' | ')} |`);
+  console.log(`|---|---|${faults.map(() => '---').join('|')}|`);
+  for (const row of rows) {
+    for (const store of row.stores) {
+      const line = faults.map((f) => cellText(cells.find((c) => c.row === row.label && c.store === store && c.faultClass === f)!));
+      console.log(`| ${row.label} | ${store} | ${line.join(' | ')} |`);
+    }
+  }
+  const states = cells.reduce((n, c) => n + c.states, 0);
+  const transitions = cells.reduce((n, c) => n + c.transitions, 0);
+  console.log(`\nexplored ${states} states, ${transitions} transitions in ${(elapsedMs / 1000).toFixed(1)} s: ${Math.round(states / (elapsedMs / 1000))} states/s, ${Math.round(transitions / (elapsedMs / 1000))} transitions/s`);
+  const cut = cells.filter((c) => c.truncated);
+  if (cut.length > 0) console.log(`${cut.length} cells stopped at --max-states before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass}`).join(', ')}`);
+
+  console.log('\n## Shortest counterexamples\n');
+  for (const c of cells) {
+    for (const ce of c.counterexamples) printCounterexample(c, ce);
+  }
+
+  console.log('## Known counterexamples\n');
+  for (const k of KNOWN) {
+    const cell = cells.find((c) => c.row === k.row && c.store === k.store && c.faultClass === k.fault);
+    if (cell === undefined) continue;
+    const ce = cell.counterexamples.find((c) => c.property === k.property);
+    if (ce === undefined) failures++;
+    console.log(`- ${k.what}: ${ce ? `found, ${ce.steps.length} steps (${k.property})` : `NOT FOUND (${k.property})`}`);
+    const fenced = cells.find((c) => c.row === k.row && c.store === 'strict' && c.faultClass === k.fault);
+    if (fenced !== undefined) {
+      const storeBroken = fenced.counterexamples.some((c) => c.property === 'STORE-1' || c.property === 'FENCE-2');
+      console.log(`  with a strict fenced store: ${storeBroken ? 'STORE-1 breaks' : `the store stays safe (no STORE-1 or FENCE-2 violation to depth ${fenced.depthCompleted})`}`);
+    }
+  }
+  console.log(failures === 0 ? '\nall scenarios agree with the spec; all known counterexamples found' : `\n${failures} disagreement(s) with the spec`);
+  return failures === 0 ? 0 : 1;
+}
+
+function printCounterexample(cell: CellResult, ce: Counterexample): void {
+  console.log(`### ${cell.row} / ${cell.store} / ${cell.faultClass}: ${ce.property} (${PROPERTY_TITLES[ce.property]})`);
+  ce.steps.forEach((s, i) => console.log(`  ${i + 1}. ${describeCommand(s.command)} -> ${describeOutcome(s.outcome)}`));
+  console.log(`  violated: ${ce.violation.message}\n`);
+}

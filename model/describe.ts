@@ -1,0 +1,40 @@
+import { match } from 'ts-pattern';
+import type { Command } from './command.ts';
+import type { Outcome } from './outcome.ts';
+
+/** Commands and outcomes in the domain's words, for traces people read. */
+export function describeCommand(c: Command): string {
+  return match(c)
+    .with({ kind: 'acquire' }, (a) => `client ${a.client} acquire '${a.resource}'${a.ttlMs !== undefined ? ` ttl ${a.ttlMs}ms` : ''}${a.latencyMs ? ` (reply after ${a.latencyMs}ms)` : ''}`)
+    .with({ kind: 'extend' }, (e) => `client ${e.client} extend '${e.resource}' ttl ${e.ttlMs}ms`)
+    .with({ kind: 'release' }, (r) => `client ${r.client} release '${r.resource}'`)
+    .with({ kind: 'write' }, (w) => `client ${w.client} write '${w.resource}' := ${JSON.stringify(w.value)}`)
+    .with({ kind: 'read' }, (r) => `client ${r.client} read '${r.resource}'`)
+    .with({ kind: 'advance' }, (a) => `time passes ${a.ms}ms`)
+    .with({ kind: 'clock-step' }, (s) => `node ${s.node} wall clock jumps ${s.deltaMs >= 0 ? '+' : ''}${s.deltaMs}ms`)
+    .with({ kind: 'clock-drift' }, (d) => `${'node' in d.target ? `node ${d.target.node}` : `client ${d.target.client}`} clock drifts ${d.driftPpm / 10_000}%`)
+    .with({ kind: 'pause' }, (p) => `client ${p.client} pauses${p.pendingWrite ? ` after checking its lease, before writing '${p.pendingWrite.resource}' := ${JSON.stringify(p.pendingWrite.value)}` : ''}`)
+    .with({ kind: 'resume' }, (r) => `client ${r.client} resumes`)
+    .with({ kind: 'crash' }, (c) => `node ${c.node} crashes`)
+    .with({ kind: 'restart' }, (r) => `node ${r.node} restarts`)
+    .with({ kind: 'partition' }, (p) => `link client ${p.client} <-> node ${p.node} cut`)
+    .with({ kind: 'heal' }, (h) => `link client ${h.client} <-> node ${h.node} healed`)
+    .with({ kind: 'kill-connection' }, (k) => `server kills client ${k.client}'s connection`)
+    .exhaustive();
+}
+
+export function describeOutcome(o: Outcome): string {
+  return match(o)
+    .with({ kind: 'granted' }, (g) => `granted, token ${g.token}${g.validUntilMs !== null ? `, valid until ${g.validUntilMs}ms on its clock` : ''}`)
+    .with({ kind: 'denied' }, (d) => `denied (${d.reason})`)
+    .with({ kind: 'extended' }, (e) => `extended, valid until ${e.validUntilMs}ms on its clock`)
+    .with({ kind: 'not-extended' }, (n) => `not extended (${n.reason})`)
+    .with({ kind: 'released' }, () => 'released')
+    .with({ kind: 'not-held' }, () => 'not held')
+    .with({ kind: 'accepted' }, () => 'write accepted')
+    .with({ kind: 'rejected' }, (r) => `write rejected (highest token ${r.highest})`)
+    .with({ kind: 'value' }, (v) => `read ${v.value === null ? 'nothing' : JSON.stringify(v.value)}${v.token !== null ? ` (token ${v.token})` : ''}`)
+    .with({ kind: 'ok' }, () => 'ok')
+    .with({ kind: 'timed-out' }, () => 'timed out (may or may not have taken effect)')
+    .exhaustive();
+}

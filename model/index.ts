@@ -1,0 +1,22 @@
+/**
+ * lockcheck's reference model: the specification (spec/SPEC.md) made
+ * executable. Pure: no I/O, no real time, no hidden randomness.
+ */
+export * from './clock.ts';
+export * from './command.ts';
+export * from './outcome.ts';
+export * from './design.ts';
+export * from './errors.ts';
+export * from './store.ts';
+export * from './state.ts';
+export * from './event.ts';
+export { step, holdsValid } from './world.ts';
+export type { Branch } from './world.ts';
+export * from './properties.ts';
+export * from './run.ts';
+export * from './explore.ts';
+export * from './faultClass.ts';
+export * from './scenarios.ts';
+export * from './describe.ts';
+export { canonicalKey } from './canonical.ts';
+export * from './matrix.ts';

@@ -1,0 +1,54 @@
+import type { Design, StorePolicy } from './design.ts';
+import { describeDesign, designs } from './design.ts';
+import type { ExploreResult } from './explore.ts';
+import { explore } from './explore.ts';
+import type { FaultClass } from './faultClass.ts';
+import { alphabetFor, DEFAULT_ALPHABET } from './faultClass.ts';
+import { initialWorld } from './state.ts';
+
+/**
+ * The rows of the comparison matrix: each design variant with the stores it
+ * is paired with (unfenced, and fenced by its own token).
+ */
+export interface MatrixRow {
+  readonly label: string;
+  readonly design: Design;
+  readonly stores: readonly StorePolicy[];
+}
+
+const TTL = DEFAULT_ALPHABET.ttlMs;
+
+export const MATRIX_ROWS: readonly MatrixRow[] = [
+  designs.redisSingle(),
+  designs.redisSingle({ persistence: 'aof-always' }),
+  designs.redlock({ nodes: 5 }),
+  designs.redlock({ nodes: 5, persistence: 'aof-always' }),
+  designs.redlock({ nodes: 5, restartDelayMs: TTL + 2 }),
+  designs.pgSession(),
+  designs.pgXact(),
+  designs.etcdLease(),
+].map((design) => ({
+  label: describeDesign(design),
+  design,
+  stores: design.kind === 'pg-xact' ? (['transactional'] as const) : (['unfenced', 'strict'] as const),
+}));
+
+export interface CellResult extends ExploreResult {
+  readonly row: string;
+  readonly store: StorePolicy;
+  readonly faultClass: FaultClass;
+}
+
+export interface CellOptions {
+  readonly maxDepth: number;
+  readonly maxStates: number;
+  readonly clock?: () => number;
+}
+
+/** Explores one matrix cell: a design with a store under one fault class. */
+export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): CellResult {
+  const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
+  const result = explore(world, alphabetFor(row.design, faultClass), options);
+  return { ...result, row: row.label, store, faultClass };
+}
+

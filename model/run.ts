@@ -1,0 +1,41 @@
+import type { Command } from './command.ts';
+import type { TraceStep } from './explore.ts';
+import type { Outcome } from './outcome.ts';
+import type { Violation } from './properties.ts';
+import { checkProperties } from './properties.ts';
+import type { World } from './state.ts';
+import type { Branch } from './world.ts';
+import { step } from './world.ts';
+
+/**
+ * Picks one branch where the model allows several. Schedules run with the
+ * first branch unless the caller prefers another (for instance the outcome a
+ * real backend reported).
+ */
+export type Chooser = (branches: readonly Branch[], command: Command) => Branch;
+
+export const firstBranch: Chooser = (branches) => branches[0]!;
+
+/** Prefers the branch with the given outcome kind, else the first. */
+export function preferOutcome(kind: Outcome['kind']): Chooser {
+  return (branches) => branches.find((b) => b.outcome.kind === kind) ?? branches[0]!;
+}
+
+export interface RunResult {
+  readonly world: World;
+  readonly steps: readonly TraceStep[];
+  readonly violations: readonly Violation[];
+}
+
+/** Runs a whole schedule, checking every property after every step. */
+export function runSchedule(initial: World, commands: readonly Command[], choose: Chooser = firstBranch): RunResult {
+  let world = initial;
+  const steps: TraceStep[] = [];
+  for (const command of commands) {
+    const branch = choose(step(world, command), command);
+    const violations = checkProperties(branch.events, branch.next);
+    steps.push({ command, outcome: branch.outcome, violations });
+    world = branch.next;
+  }
+  return { world, steps, violations: steps.flatMap((s) => s.violations) };
+}

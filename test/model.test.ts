@@ -1,0 +1,130 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import type { Command, Design, StorePolicy } from '../model/index.ts';
+import { alphabetFor, checkProperties, designs, initialWorld, ModelInputError, step } from '../model/index.ts';
+import type { World } from '../model/index.ts';
+
+const DESIGNS: ReadonlyArray<readonly [Design, StorePolicy]> = [
+  [designs.redisSingle(), 'strict'],
+  [designs.redisSingle({ persistence: 'aof-always' }), 'monotonic'],
+  [designs.redlock({ nodes: 3 }), 'strict'],
+  [designs.redlock({ nodes: 5 }), 'unfenced'],
+  [designs.pgSession(), 'strict'],
+  [designs.pgXact(), 'transactional'],
+  [designs.etcdLease(), 'monotonic'],
+];
+
+/** A schedule of fault-free commands with varied ttls and time steps, and a choice among allowed branches. */
+function faultFree(design: Design) {
+  const ops = alphabetFor(design, 'none', { clients: 3, resource: 'r', ttlMs: 10, advanceMs: [1] });
+  const command = fc.oneof(
+    fc.constantFrom(...ops),
+    fc.integer({ min: 1, max: 30 }).map((ms): Command => ({ kind: 'advance', ms })),
+    fc.record({ client: fc.integer({ min: 0, max: 2 }), ttlMs: fc.integer({ min: 3, max: 40 }) }).map(
+      ({ client, ttlMs }): Command => (design.kind.startsWith('pg') ? { kind: 'acquire', client, resource: 'r' } : { kind: 'acquire', client, resource: 'r', ttlMs }),
+    ),
+  );
+  return fc.array(fc.tuple(command, fc.nat()), { maxLength: 40 });
+}
+
+function runChecked(world: World, schedule: ReadonlyArray<readonly [Command, number]>): string[] {
+  const broken: string[] = [];
+  let w = world;
+  for (const [command, pick] of schedule) {
+    const branches = step(w, command);
+    const b = branches[pick % branches.length]!;
+    broken.push(...checkProperties(b.events, b.next).map((v) => `${v.property}: ${v.message}`));
+    w = b.next;
+  }
+  return broken;
+}
+
+describe('the model without faults', () => {
+  for (const [design, store] of DESIGNS) {
+    test.prop([faultFree(design)])(`${design.kind} (${store}) keeps every property`, (schedule) => {
+      expect(runChecked(initialWorld({ design, store, clients: 3 }), schedule)).toEqual([]);
+    });
+  }
+
+  it('grants tokens 1, 2, 3 in order and the store takes each holder in turn', () => {
+    let w = initialWorld({ design: designs.redlock({ nodes: 3 }), store: 'strict', clients: 2 });
+    const tokens: bigint[] = [];
+    for (const client of [0, 1, 0]) {
+      const [granted] = step(w, { kind: 'acquire', client, resource: 'r', ttlMs: 100 });
+      expect(granted!.outcome.kind).toBe('granted');
+      if (granted!.outcome.kind === 'granted') tokens.push(granted!.outcome.token);
+      const [written] = step(granted!.next, { kind: 'write', client, resource: 'r', value: `c${client}` });
+      expect(written!.outcome).toEqual({ kind: 'accepted' });
+      w = step(written!.next, { kind: 'release', client, resource: 'r' })[0]!.next;
+    }
+    expect(tokens).toEqual([1n, 2n, 3n]);
+  });
+
+  it('allows both outcomes for a key read at its exact expiry instant', () => {
+    const w0 = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2 });
+    const w1 = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
+    const w2 = step(w1, { kind: 'advance', ms: 10 })[0]!.next;
+    const kinds = step(w2, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 }).map((b) => b.outcome.kind);
+    expect(kinds.sort()).toEqual(['denied', 'granted']);
+  });
+
+  it('makes a reply later than the ttl ambiguous: took effect, or did not', () => {
+    const w0 = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2 });
+    const branches = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 10 });
+    expect(branches.map((b) => b.outcome.kind)).toEqual(['timed-out', 'timed-out']);
+    expect(branches.map((b) => Object.keys(b.next.nodes[0]!.keys).length).sort()).toEqual([0, 1]);
+  });
+
+  it('stacks PostgreSQL session locks: each acquire needs its release', () => {
+    let w = initialWorld({ design: designs.pgSession(), store: 'strict', clients: 2 });
+    w = step(w, { kind: 'acquire', client: 0, resource: 'r' })[0]!.next;
+    const again = step(w, { kind: 'acquire', client: 0, resource: 'r' })[0]!;
+    expect(again.outcome).toEqual({ kind: 'granted', token: 1n, validUntilMs: null });
+    w = step(again.next, { kind: 'release', client: 0, resource: 'r' })[0]!.next;
+    expect(step(w, { kind: 'acquire', client: 1, resource: 'r' })[0]!.outcome).toEqual({ kind: 'denied', reason: 'held' });
+    w = step(w, { kind: 'release', client: 0, resource: 'r' })[0]!.next;
+    expect(step(w, { kind: 'acquire', client: 1, resource: 'r' })[0]!.outcome).toEqual({ kind: 'granted', token: 2n, validUntilMs: null });
+  });
+});
+
+describe('invalid input', () => {
+  const world = (() => {
+    let w = initialWorld({ design: designs.redlock({ nodes: 3 }), store: 'strict', clients: 2 });
+    w = step(w, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 50 })[0]!.next;
+    return step(w, { kind: 'write', client: 0, resource: 'r', value: 'x' })[0]!.next;
+  })();
+  const badTtl = fc.oneof(fc.integer({ max: 0 }), fc.double({ noInteger: true }), fc.integer({ min: 2 ** 31, max: 2 ** 40 }), fc.constant(Number.NaN));
+  const badIndex = fc.oneof(fc.integer({ min: 3 }), fc.integer({ max: -1 }), fc.double({ noInteger: true }));
+  const invalid: fc.Arbitrary<[Command, string]> = fc.oneof(
+    badTtl.map((ttlMs): [Command, string] => [{ kind: 'acquire', client: 1, resource: 'r', ttlMs }, 'invalid-ttl']),
+    badTtl.map((ttlMs): [Command, string] => [{ kind: 'extend', client: 0, resource: 'r', ttlMs }, 'invalid-ttl']),
+    fc.constantFrom('', 'x'.repeat(257)).map((resource): [Command, string] => [{ kind: 'acquire', client: 1, resource, ttlMs: 10 }, 'invalid-resource']),
+    badIndex.map((client): [Command, string] => [{ kind: 'release', client, resource: 'r' }, 'unknown-client']),
+    badIndex.map((node): [Command, string] => [{ kind: 'crash', node }, 'unknown-node']),
+    badIndex.map((node): [Command, string] => [{ kind: 'clock-step', node, deltaMs: 5 }, 'unknown-node']),
+    fc.integer({ max: 0 }).map((ms): [Command, string] => [{ kind: 'advance', ms }, 'invalid-duration']),
+  );
+
+  test.prop([invalid])('is rejected with a typed error and changes nothing', ([command, code]) => {
+    const before = structuredClone(world);
+    let caught: unknown;
+    try {
+      step(world, command);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(ModelInputError);
+    expect((caught as ModelInputError).code).toBe(code);
+    expect(world).toEqual(before);
+  });
+
+  it('rejects a ttl on a PostgreSQL lock, extend where there is no ttl, and a bad configuration', () => {
+    const pg = initialWorld({ design: designs.pgSession(), store: 'strict', clients: 1 });
+    expect(() => step(pg, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })).toThrow(/unsupported-operation/);
+    expect(() => step(pg, { kind: 'extend', client: 0, resource: 'r', ttlMs: 10 })).toThrow(/unsupported-operation/);
+    expect(() => initialWorld({ design: designs.redlock({ nodes: 0 }), store: 'strict', clients: 1 })).toThrow(/invalid-config/);
+    expect(() => initialWorld({ design: designs.redisSingle({ driftFactor: 1 }), store: 'strict', clients: 1 })).toThrow(/invalid-config/);
+    expect(() => initialWorld({ design: designs.redisSingle(), store: 'transactional', clients: 1 })).toThrow(/invalid-config/);
+    expect(() => initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 0 })).toThrow(/invalid-config/);
+  });
+});
