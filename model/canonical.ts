@@ -46,7 +46,8 @@ export function canonicalKey(world: World): string {
         return `${r}=${c.attempts - l.owner.attempt}/${l.token}/${left}/${l.count}/${l.buffered.join('+')}/${l.epoch}`;
       });
     const p = c.pendingWrite;
-    return [mono - now, c.mono.driftPpm, c.paused ? 'P' : '', p ? `${p.resource}:${p.value}:${p.token}:${p.epoch}` : '', c.sessionLost ? 'L' : '', leases.join(',')].join('|');
+    const reply = c.pendingReply === null ? '' : JSON.stringify(c.pendingReply, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+    return [mono - now, c.mono.driftPpm, c.paused ? 'P' : '', p ? `${p.resource}:${p.value}:${p.token}:${p.epoch}` : '', reply, c.sessionLost ? 'L' : '', leases.join(',')].join('|');
   });
   const store = Object.entries(world.store.cells)
     .sort(([a], [b]) => (a < b ? -1 : 1))

@@ -13,7 +13,16 @@ export type Operation =
    * nodes when the request arrives, the client sees the reply `latencyMs` later.
    * `ttlMs` is required by ttl designs and must be absent for session-bound ones.
    */
-  | { readonly kind: 'acquire'; readonly client: number; readonly resource: string; readonly ttlMs?: number; readonly latencyMs?: number }
+  | {
+      readonly kind: 'acquire';
+      readonly client: number;
+      readonly resource: string;
+      readonly ttlMs?: number;
+      readonly latencyMs?: number;
+      /** A blocking acquire: after a denial, wait `retryDelayMs` and try again, at most `retries` more times. */
+      readonly retries?: number;
+      readonly retryDelayMs?: number;
+    }
   /** Extends the client's lease to a fresh ttl, if it still owns it. */
   | { readonly kind: 'extend'; readonly client: number; readonly resource: string; readonly ttlMs: number }
   /** Releases the client's lease (a commit, for a transaction-scoped lock). */
@@ -37,9 +46,18 @@ export type Fault =
   /**
    * The client stops (GC, page fault, SIGSTOP). With `pendingWrite`, it stops
    * after checking its lease for that write and before sending it: the write
-   * goes out when it resumes, unchecked.
+   * goes out when it resumes, unchecked. With `inFlight`, it stops right after
+   * sending that operation's requests: they take effect now, and the client
+   * reads the replies only when it resumes (the resume's outcome is the
+   * operation's). At most one of the two.
    */
-  | { readonly kind: 'pause'; readonly client: number; readonly pendingWrite?: { readonly resource: string; readonly value: string } }
+  | {
+      readonly kind: 'pause';
+      readonly client: number;
+      readonly pendingWrite?: { readonly resource: string; readonly value: string };
+      readonly inFlight?: Operation;
+    }
+  /** The client runs again; its outcome is the in-flight operation's, if there was one. */
   | { readonly kind: 'resume'; readonly client: number }
   /** A node crashes (SIGKILL). */
   | { readonly kind: 'crash'; readonly node: number }

@@ -5,7 +5,11 @@ import type { Outcome } from './outcome.ts';
 /** Commands and outcomes in the domain's words, for traces people read. */
 export function describeCommand(c: Command): string {
   return match(c)
-    .with({ kind: 'acquire' }, (a) => `client ${a.client} acquire '${a.resource}'${a.ttlMs !== undefined ? ` ttl ${a.ttlMs}ms` : ''}${a.latencyMs ? ` (reply after ${a.latencyMs}ms)` : ''}`)
+    .with(
+      { kind: 'acquire' },
+      (a) =>
+        `client ${a.client} acquire '${a.resource}'${a.ttlMs !== undefined ? ` ttl ${a.ttlMs}ms` : ''}${a.latencyMs ? ` (reply after ${a.latencyMs}ms)` : ''}${a.retries ? `, ${a.retries} retries ${a.retryDelayMs ?? 0}ms apart` : ''}`,
+    )
     .with({ kind: 'extend' }, (e) => `client ${e.client} extend '${e.resource}' ttl ${e.ttlMs}ms`)
     .with({ kind: 'release' }, (r) => `client ${r.client} release '${r.resource}'`)
     .with({ kind: 'write' }, (w) => `client ${w.client} write '${w.resource}' := ${JSON.stringify(w.value)}`)
@@ -13,7 +17,11 @@ export function describeCommand(c: Command): string {
     .with({ kind: 'advance' }, (a) => `time passes ${a.ms}ms`)
     .with({ kind: 'clock-step' }, (s) => `node ${s.node} wall clock jumps ${s.deltaMs >= 0 ? '+' : ''}${s.deltaMs}ms`)
     .with({ kind: 'clock-drift' }, (d) => `${'node' in d.target ? `node ${d.target.node}` : `client ${d.target.client}`} clock drifts ${d.driftPpm / 10_000}%`)
-    .with({ kind: 'pause' }, (p) => `client ${p.client} pauses${p.pendingWrite ? ` after checking its lease, before writing '${p.pendingWrite.resource}' := ${JSON.stringify(p.pendingWrite.value)}` : ''}`)
+    .with({ kind: 'pause' }, (p) =>
+      p.inFlight
+        ? `client ${p.client} sends "${describeCommand(p.inFlight)}" and pauses before reading the replies`
+        : `client ${p.client} pauses${p.pendingWrite ? ` after checking its lease, before writing '${p.pendingWrite.resource}' := ${JSON.stringify(p.pendingWrite.value)}` : ''}`,
+    )
     .with({ kind: 'resume' }, (r) => `client ${r.client} resumes`)
     .with({ kind: 'crash' }, (c) => `node ${c.node} crashes`)
     .with({ kind: 'restart' }, (r) => `node ${r.node} restarts`)

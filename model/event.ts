@@ -31,6 +31,8 @@ export type WorldEvent =
       readonly node: number;
       readonly resource: string;
       readonly byClient: number;
+      /** The owner value the caller presented. */
+      readonly byOwner: Owner;
       readonly ownerBefore: Owner;
       readonly change: 'deleted' | 'extended';
     }

@@ -40,8 +40,8 @@ export function counterKey(design: Design, resource: string): string {
   return design.kind === 'etcd-lease' ? '#revision' : resource;
 }
 
-export function bumpCounter(node: NodeState, key: string): { readonly node: NodeState; readonly value: bigint } {
-  const value = (node.counters[key] ?? 0n) + 1n;
+export function bumpCounter(node: NodeState, key: string, base: bigint): { readonly node: NodeState; readonly value: bigint } {
+  const value = (node.counters[key] ?? base) + 1n;
   return { node: { ...node, counters: { ...node.counters, [key]: value } }, value };
 }
 

@@ -3,6 +3,7 @@ import { driftFactor } from './design.ts';
 import type { WorldEvent } from './event.ts';
 import { liveness } from './node.ts';
 import type { World } from './state.ts';
+import { sameOwner } from './state.ts';
 import { passes } from './store.ts';
 import { holdsValid } from './world.ts';
 
@@ -49,7 +50,8 @@ function live(after: World): Violation[] {
   const design = after.config.design;
   return after.nodes.flatMap((node, index) =>
     Object.entries(node.keys).flatMap(([resource, key]) => {
-      if (key.ttlMs === null) return [];
+      // A node that is down blocks nobody; a session lock has no ttl bound.
+      if (key.ttlMs === null || !node.up) return [];
       const boundMs = Math.ceil(key.ttlMs * (1 + driftFactor(design))) + 1;
       const overdue = after.nowMs - key.liveSinceTrueMs > boundMs;
       return overdue && liveness(design, node, resource, after.nowMs).includes(true)
@@ -89,7 +91,7 @@ function fromEvent(event: WorldEvent): Violation[] {
     })
     .with({ kind: 'key-changed' }, (e): Violation[] =>
       // OWN-1: a release or extend touches only the caller's own key.
-      e.ownerBefore.client !== e.byClient
+      !sameOwner(e.ownerBefore, e.byOwner)
         ? [{ property: 'OWN-1', resource: e.resource, message: `client ${e.byClient} ${e.change} client ${e.ownerBefore.client}'s key on node ${e.node}` }]
         : [],
     )

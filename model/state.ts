@@ -2,7 +2,8 @@ import type { Clock } from './clock.ts';
 import { clockAt } from './clock.ts';
 import type { Design, StorePolicy } from './design.ts';
 import { nodeCount, storeFits, validateDesign } from './design.ts';
-import { ModelInputError } from './errors.ts';
+import { checkToken, ModelInputError } from './errors.ts';
+import type { Outcome } from './outcome.ts';
 import type { StoreState } from './store.ts';
 import { emptyStore } from './store.ts';
 
@@ -66,6 +67,8 @@ export interface ClientState {
   readonly paused: boolean;
   /** A write checked before the pause, sent unchecked at resume. */
   readonly pendingWrite: PendingWrite | null;
+  /** The outcome of an operation sent just before the pause, read at resume. */
+  readonly pendingReply: Outcome | null;
   /** The server dropped this client's session while it was paused; it notices at resume. */
   readonly sessionLost: boolean;
   readonly attempts: number;
@@ -85,6 +88,8 @@ export interface WorldConfig {
   readonly design: Design;
   readonly store: StorePolicy;
   readonly clients: number;
+  /** Where token counters start (a fresh counter issues tokenBase + 1); default 0. Lets a run reach 2^53 and 2^63-1. */
+  readonly tokenBase?: bigint;
 }
 
 export interface World {
@@ -105,11 +110,12 @@ export function initialWorld(config: WorldConfig): World {
   if (!Number.isInteger(config.clients) || config.clients < 1 || config.clients > MAX_CLIENTS) {
     throw new ModelInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${config.clients}`);
   }
+  if (config.tokenBase !== undefined) checkToken(config.tokenBase);
   if (!storeFits(config.design, config.store)) {
     throw new ModelInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
   }
   const node: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
-  const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, sessionLost: false, attempts: 0, leases: {} };
+  const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, pendingReply: null, sessionLost: false, attempts: 0, leases: {} };
   return {
     config,
     nowMs: 0,

@@ -1,4 +1,4 @@
-import { match } from 'ts-pattern';
+import { match, P } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import type { Design } from './design.ts';
@@ -69,6 +69,10 @@ function validate(world: World, command: Command): void {
       if (hasTtl(design)) checkTtl(c.ttlMs);
       else if (c.ttlMs !== undefined) throw new ModelInputError('unsupported-operation', `${design.kind} locks have no ttl`);
       if (c.latencyMs !== undefined) checkDuration(c.latencyMs, 'latencyMs');
+      if (c.retryDelayMs !== undefined) checkDuration(c.retryDelayMs, 'retryDelayMs');
+      if (c.retries !== undefined && (!Number.isInteger(c.retries) || c.retries < 0 || c.retries > 100)) {
+        throw new ModelInputError('precondition', `retries must be an integer in [0, 100], got ${String(c.retries)}`);
+      }
     })
     .with({ kind: 'extend' }, (c) => {
       active(c.client);
@@ -102,6 +106,11 @@ function validate(world: World, command: Command): void {
     .with({ kind: 'pause' }, (c) => {
       active(c.client);
       if (c.pendingWrite !== undefined) checkResource(c.pendingWrite.resource);
+      if (c.inFlight !== undefined) {
+        if (c.pendingWrite !== undefined) throw new ModelInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
+        if (c.inFlight.client !== c.client) throw new ModelInputError('precondition', `the operation in flight must be client ${c.client}'s`);
+        validate(world, c.inFlight);
+      }
     })
     .with({ kind: 'resume' }, (c) => {
       if (!client(c.client).paused) throw new ModelInputError('precondition', `client ${c.client} is not paused`);
@@ -132,6 +141,10 @@ function withClient(world: World, index: number, f: (c: ClientState) => ClientSt
 function withLease(c: ClientState, resource: string, lease: Lease | null): ClientState {
   const { [resource]: _old, ...rest } = c.leases;
   return { ...c, leases: lease === null ? rest : { ...rest, [resource]: lease } };
+}
+
+function tokenBase(world: World): bigint {
+  return world.config.tokenBase ?? 0n;
 }
 
 function monoNow(world: World, client: number): number {
@@ -207,7 +220,7 @@ function deliverWrite(world: World, client: number, w: PendingWrite): { readonly
 function operate(world: World, op: Operation): readonly Branch[] {
   const design = world.config.design;
   return match(op)
-    .with({ kind: 'acquire' }, (a) => (hasTtl(design) ? acquireLease(world, a.client, a.resource, a.ttlMs!, a.latencyMs ?? 0) : acquireSession(world, a.client, a.resource, a.latencyMs ?? 0)))
+    .with({ kind: 'acquire' }, (a) => acquire(world, a.client, a.resource, a.ttlMs, a.latencyMs ?? 0, a.retries ?? 0, a.retryDelayMs ?? 0))
     .with({ kind: 'extend' }, (e) => extend(world, e.client, e.resource, e.ttlMs))
     .with({ kind: 'release' }, (r) => release(world, r.client, r.resource))
     .with({ kind: 'write' }, (w) => write(world, w.client, w.resource, w.value))
@@ -216,6 +229,20 @@ function operate(world: World, op: Operation): readonly Branch[] {
       return single({ kind: 'value', value: cell.value, token: cell.token }, world);
     })
     .exhaustive();
+}
+
+/**
+ * One attempt, and after a denial up to `retries` more, `retryDelayMs` apart.
+ * A timed-out attempt ends the loop: the client cannot know it failed.
+ */
+function acquire(world: World, client: number, resource: string, ttlMs: number | undefined, latencyMs: number, retries: number, retryDelayMs: number): readonly Branch[] {
+  const attempt = hasTtl(world.config.design) ? acquireLease(world, client, resource, ttlMs!, latencyMs) : acquireSession(world, client, resource, latencyMs);
+  if (retries === 0) return attempt;
+  return attempt.flatMap((b) =>
+    b.outcome.kind !== 'denied'
+      ? [b]
+      : acquire({ ...b.next, nowMs: b.next.nowMs + retryDelayMs }, client, resource, ttlMs, latencyMs, retries - 1, retryDelayMs).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
+  );
 }
 
 /**
@@ -235,7 +262,7 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
   const counted = withClient(world, client, (c) => ({ ...c, attempts: owner.attempt }));
   const attempts = fanOut(counted, client, resource, (node, _i, alive) => {
     if (alive) return { node, vote: null as bigint | null };
-    const bumped = bumpCounter(node, ckey);
+    const bumped = bumpCounter(node, ckey, tokenBase(world));
     const expiresAtMs = expiryNow(design, node, world.nowMs) + ttlMs;
     return { node: setKey(bumped.node, resource, { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs }), vote: bumped.value };
   });
@@ -301,7 +328,7 @@ function acquireSession(world: World, client: number, resource: string, latencyM
     return single({ kind: 'granted', token: lease.token, validUntilMs: null }, withClient(stacked, client, (c) => withLease(c, resource, { ...lease, count: lease.count + 1 })));
   }
   const owner: Owner = { client, attempt: world.clients[client]!.attempts + 1 };
-  const bumped = bumpCounter(server, counterKey(design, resource));
+  const bumped = bumpCounter(server, counterKey(design, resource), tokenBase(world));
   const ghost = ghostOf(world, resource);
   const epoch = ghost.grants + 1;
   const token = bumped.value;
@@ -325,7 +352,6 @@ function extend(world: World, client: number, resource: string, ttlMs: number): 
     return single({ kind: 'not-extended', reason: 'expired' }, withClient(world, client, (c) => withLease(c, resource, null)));
   }
   const started = monoNow(world, client);
-  const events: WorldEvent[] = [];
   return fanOut(world, client, resource, (node, index, alive) => {
     const key = node.keys[resource];
     if (!alive || key === undefined || !sameOwner(key.owner, lease.owner)) return { node, vote: false };
@@ -337,14 +363,14 @@ function extend(world: World, client: number, resource: string, ttlMs: number): 
     const changed: WorldEvent[] = nodes.flatMap((n, i): WorldEvent[] => {
       const before = world.nodes[i]!.keys[resource];
       return before !== undefined && n.keys[resource] !== before
-        ? [{ kind: 'key-changed', node: i, resource, byClient: client, ownerBefore: before.owner, change: 'extended' }]
+        ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'extended' }]
         : [];
     });
     const yes = votes.filter((v) => v === true).length;
     const next: World = { ...world, nodes };
     if (yes >= quorum(design)) {
       const validUntilMs = started + ttlMs - driftMarginMs(design, ttlMs);
-      return { outcome: { kind: 'extended', validUntilMs }, next: withClient(next, client, (c) => withLease(c, resource, { ...lease, validUntilMs })), events: [...events, ...changed] };
+      return { outcome: { kind: 'extended', validUntilMs }, next: withClient(next, client, (c) => withLease(c, resource, { ...lease, validUntilMs })), events: changed };
     }
     return { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next, events: changed };
   });
@@ -359,13 +385,13 @@ function release(world: World, client: number, resource: string): readonly Branc
   const events: WorldEvent[] = world.nodes.flatMap((n, i): WorldEvent[] => {
     const before = n.keys[resource];
     return before !== undefined && cleared.nodes[i]!.keys[resource] === undefined
-      ? [{ kind: 'key-changed', node: i, resource, byClient: client, ownerBefore: before.owner, change: 'deleted' }]
+      ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
   // etcd's revision moves on every delete, as a real cluster's does.
   const revised: World =
     design.kind === 'etcd-lease' && events.length > 0
-      ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource)).node) }
+      ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) }
       : cleared;
   return single({ kind: 'released' }, withClient(revised, client, (c) => withLease(c, resource, null)), events);
 }
@@ -375,15 +401,15 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   const design = world.config.design;
   const server = world.nodes[0]!;
   const key = server.keys[resource];
-  const keyEvent = (change: 'deleted' | 'extended'): WorldEvent[] =>
-    key === undefined ? [] : [{ kind: 'key-changed', node: 0, resource, byClient: client, ownerBefore: key.owner, change }];
+  const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
   if (design.kind === 'pg-session' && lease.count > 1) {
-    const nodes = key === undefined ? world.nodes : [setKey(server, resource, { ...key, count: key.count - 1 })];
+    const nodes = own === undefined ? world.nodes : [setKey(server, resource, { ...own, count: own.count - 1 })];
     return single({ kind: 'released' }, withClient({ ...world, nodes }, client, (c) => withLease(c, resource, { ...lease, count: lease.count - 1 })));
   }
-  let next: World = { ...world, nodes: [key !== undefined && sameOwner(key.owner, lease.owner) ? deleteKey(server, resource) : server] };
-  const events: WorldEvent[] = keyEvent('deleted');
-  if (design.kind === 'pg-xact' && isReachable(world, client, 0)) {
+  let next: World = { ...world, nodes: [own !== undefined ? deleteKey(server, resource) : server] };
+  const events: WorldEvent[] =
+    own === undefined ? [] : [{ kind: 'key-changed', node: 0, resource, byClient: client, byOwner: lease.owner, ownerBefore: own.owner, change: 'deleted' }];
+  if (design.kind === 'pg-xact') {
     for (const value of lease.buffered) {
       const delivered = deliverWrite(next, client, { resource, value, token: lease.token, epoch: lease.epoch });
       next = delivered.world;
@@ -425,6 +451,9 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       }
       return ok(withClient(world, t.client, (c) => ({ ...c, mono: setDrift(c.mono, world.nowMs, f.driftPpm) })));
     })
+    .with({ kind: 'pause', inFlight: P.not(undefined) }, (f) =>
+      operate(world, f.inFlight!).map((b) => ({ ...b, outcome: { kind: 'ok' } as const, next: withClient(b.next, f.client, (c) => ({ ...c, paused: true, pendingReply: b.outcome })) })),
+    )
     .with({ kind: 'pause' }, (f) => {
       const lease = f.pendingWrite === undefined ? undefined : world.clients[f.client]!.leases[f.pendingWrite.resource];
       // The check happens now; only a write that passed it is left pending.
@@ -436,7 +465,12 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     })
     .with({ kind: 'resume' }, (f) => resume(world, f.client))
     .with({ kind: 'crash' }, (f) => {
-      const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? { ...n, up: false } : n)) };
+      const crashing = (n: NodeState): NodeState =>
+        design.kind !== 'etcd-lease'
+          ? { ...n, up: false }
+          : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
+            { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => liveness(design, n, r, world.nowMs).includes(true))) };
+      const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? crashing(n) : n)) };
       // A database crash ends every session, and session-bound locks with them.
       return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down);
     })
@@ -457,7 +491,9 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     })
     .with({ kind: 'partition' }, (f) => {
       const link = `${f.client}:${f.node}`;
-      return ok(world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() });
+      const cut: World = world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() };
+      // A session cannot outlive its connection: keepalive ends it on both sides.
+      return ok(isSessionBound(design) ? dropSessions(cut, [f.client]) : cut);
     })
     .with({ kind: 'heal' }, (f) => ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) }))
     .with({ kind: 'kill-connection' }, (f) => ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world))
@@ -486,7 +522,7 @@ function dropSessions(world: World, clients: readonly number[]): World {
 /** The client runs again: a write checked before the pause goes out first, unchecked; then it learns of a lost session. */
 function resume(world: World, client: number): readonly Branch[] {
   const c = world.clients[client]!;
-  let next = withClient(world, client, (s) => ({ ...s, paused: false, pendingWrite: null }));
+  let next = withClient(world, client, (s) => ({ ...s, paused: false, pendingWrite: null, pendingReply: null }));
   const events: WorldEvent[] = [];
   const pending = c.pendingWrite;
   if (pending !== null) {
@@ -503,5 +539,5 @@ function resume(world: World, client: number): readonly Branch[] {
     }
   }
   if (c.sessionLost) next = withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} }));
-  return single({ kind: 'ok' }, next, events);
+  return single(c.pendingReply ?? { kind: 'ok' }, next, events);
 }
