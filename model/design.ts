@@ -1,5 +1,5 @@
 import { match } from 'ts-pattern';
-import { ModelInputError } from './errors.ts';
+import { InvalidInputError } from './errors.ts';
 
 /**
  * The lock designs lockcheck specifies (spec/SPEC.md, "Designs"). A design
@@ -118,7 +118,7 @@ export function driftMarginMs(design: Design, ttlMs: number): number {
 
 export function validateDesign(design: Design): Design {
   const fail = (msg: string): never => {
-    throw new ModelInputError('invalid-config', msg);
+    throw new InvalidInputError('invalid-config', msg);
   };
   match(design)
     .with({ kind: 'redlock' }, (d) => {

@@ -13,8 +13,8 @@ export type ModelErrorCode =
   | 'unsupported-operation'
   | 'precondition';
 
-export class ModelInputError extends Error {
-  override readonly name = 'ModelInputError';
+export class InvalidInputError extends Error {
+  override readonly name = 'InvalidInputError';
   constructor(
     readonly code: ModelErrorCode,
     message: string,
@@ -30,28 +30,28 @@ export const MAX_TOKEN = 2n ** 63n - 1n;
 
 export function checkTtl(ttlMs: unknown): number {
   if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_TTL_MS) {
-    throw new ModelInputError('invalid-ttl', `ttl must be an integer number of ms in [1, ${MAX_TTL_MS}], got ${String(ttlMs)}`);
+    throw new InvalidInputError('invalid-ttl', `ttl must be an integer number of ms in [1, ${MAX_TTL_MS}], got ${String(ttlMs)}`);
   }
   return ttlMs;
 }
 
 export function checkDuration(ms: unknown, what: string): number {
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_TTL_MS) {
-    throw new ModelInputError('invalid-duration', `${what} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${String(ms)}`);
+    throw new InvalidInputError('invalid-duration', `${what} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${String(ms)}`);
   }
   return ms;
 }
 
 export function checkResource(resource: unknown): string {
   if (typeof resource !== 'string' || resource.length === 0 || resource.length > MAX_RESOURCE_LENGTH) {
-    throw new ModelInputError('invalid-resource', `resource must be a non-empty string of at most ${MAX_RESOURCE_LENGTH} characters`);
+    throw new InvalidInputError('invalid-resource', `resource must be a non-empty string of at most ${MAX_RESOURCE_LENGTH} characters`);
   }
   return resource;
 }
 
 export function checkToken(token: unknown): bigint {
   if (typeof token !== 'bigint' || token < 0n || token > MAX_TOKEN) {
-    throw new ModelInputError('invalid-token', `token must be a bigint in [0, 2^63-1], got ${typeof token === 'bigint' ? token.toString() : typeof token}`);
+    throw new InvalidInputError('invalid-token', `token must be a bigint in [0, 2^63-1], got ${typeof token === 'bigint' ? token.toString() : typeof token}`);
   }
   return token;
 }

@@ -1,6 +1,6 @@
 import { canonicalKey } from './canonical.ts';
 import type { Command } from './command.ts';
-import { ModelInputError } from './errors.ts';
+import { InvalidInputError } from './errors.ts';
 import type { Outcome } from './outcome.ts';
 import type { PropertyId, Violation } from './properties.ts';
 import { checkProperties } from './properties.ts';
@@ -83,7 +83,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
         try {
           branches = step(world, command);
         } catch (e) {
-          if (e instanceof ModelInputError) continue; // not enabled in this state
+          if (e instanceof InvalidInputError) continue; // not enabled in this state
           throw e;
         }
         for (const b of branches) {

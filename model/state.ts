@@ -2,7 +2,7 @@ import type { Clock } from './clock.ts';
 import { clockAt } from './clock.ts';
 import type { Design, StorePolicy } from './design.ts';
 import { nodeCount, storeFits, validateDesign } from './design.ts';
-import { checkToken, ModelInputError } from './errors.ts';
+import { checkToken, InvalidInputError } from './errors.ts';
 import type { Outcome } from './outcome.ts';
 import type { StoreState } from './store.ts';
 import { emptyStore } from './store.ts';
@@ -108,11 +108,11 @@ export const MAX_CLIENTS = 16;
 export function initialWorld(config: WorldConfig): World {
   validateDesign(config.design);
   if (!Number.isInteger(config.clients) || config.clients < 1 || config.clients > MAX_CLIENTS) {
-    throw new ModelInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${config.clients}`);
+    throw new InvalidInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${config.clients}`);
   }
   if (config.tokenBase !== undefined) checkToken(config.tokenBase);
   if (!storeFits(config.design, config.store)) {
-    throw new ModelInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
+    throw new InvalidInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
   }
   const node: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
   const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, pendingReply: null, sessionLost: false, attempts: 0, leases: {} };

@@ -3,7 +3,7 @@ import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock } from 
 import type { Command, Fault, Operation } from './command.ts';
 import type { Design } from './design.ts';
 import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs } from './design.ts';
-import { checkDuration, checkResource, checkTtl, ModelInputError } from './errors.ts';
+import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
   bumpCounter,
@@ -34,7 +34,7 @@ export interface Branch {
 }
 
 /**
- * Applies `command`. Throws ModelInputError for invalid input (and then
+ * Applies `command`. Throws InvalidInputError for invalid input (and then
  * nothing changed: the caller still holds the old, immutable state).
  */
 export function step(world: World, command: Command): readonly Branch[] {
@@ -51,33 +51,33 @@ function validate(world: World, command: Command): void {
   const design = world.config.design;
   const client = (c: number): ClientState => {
     const state = Number.isInteger(c) ? world.clients[c] : undefined;
-    if (state === undefined) throw new ModelInputError('unknown-client', `no client ${String(c)} (have ${world.clients.length})`);
+    if (state === undefined) throw new InvalidInputError('unknown-client', `no client ${String(c)} (have ${world.clients.length})`);
     return state;
   };
   const node = (n: number): NodeState => {
     const state = Number.isInteger(n) ? world.nodes[n] : undefined;
-    if (state === undefined) throw new ModelInputError('unknown-node', `no node ${String(n)} (have ${world.nodes.length})`);
+    if (state === undefined) throw new InvalidInputError('unknown-node', `no node ${String(n)} (have ${world.nodes.length})`);
     return state;
   };
   const active = (c: number): void => {
-    if (client(c).paused) throw new ModelInputError('precondition', `client ${c} is paused`);
+    if (client(c).paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
   };
   match(command)
     .with({ kind: 'acquire' }, (c) => {
       active(c.client);
       checkResource(c.resource);
       if (hasTtl(design)) checkTtl(c.ttlMs);
-      else if (c.ttlMs !== undefined) throw new ModelInputError('unsupported-operation', `${design.kind} locks have no ttl`);
+      else if (c.ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `${design.kind} locks have no ttl`);
       if (c.latencyMs !== undefined) checkDuration(c.latencyMs, 'latencyMs');
       if (c.retryDelayMs !== undefined) checkDuration(c.retryDelayMs, 'retryDelayMs');
       if (c.retries !== undefined && (!Number.isInteger(c.retries) || c.retries < 0 || c.retries > 100)) {
-        throw new ModelInputError('precondition', `retries must be an integer in [0, 100], got ${String(c.retries)}`);
+        throw new InvalidInputError('precondition', `retries must be an integer in [0, 100], got ${String(c.retries)}`);
       }
     })
     .with({ kind: 'extend' }, (c) => {
       active(c.client);
       checkResource(c.resource);
-      if (!hasTtl(design)) throw new ModelInputError('unsupported-operation', `${design.kind} locks have no ttl to extend`);
+      if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks have no ttl to extend`);
       checkTtl(c.ttlMs);
     })
     .with({ kind: 'release' }, { kind: 'read' }, (c) => {
@@ -87,39 +87,39 @@ function validate(world: World, command: Command): void {
     .with({ kind: 'write' }, (c) => {
       active(c.client);
       checkResource(c.resource);
-      if (typeof c.value !== 'string') throw new ModelInputError('precondition', 'value must be a string');
+      if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
     })
     .with({ kind: 'advance' }, (c) => {
-      if (checkDuration(c.ms, 'advance') === 0) throw new ModelInputError('invalid-duration', 'advance must move time forward');
+      if (checkDuration(c.ms, 'advance') === 0) throw new InvalidInputError('invalid-duration', 'advance must move time forward');
     })
     .with({ kind: 'clock-step' }, (c) => {
       node(c.node);
-      if (!Number.isInteger(c.deltaMs) || Math.abs(c.deltaMs) > 2 ** 31 - 1) throw new ModelInputError('invalid-duration', 'deltaMs must be an integer');
+      if (!Number.isInteger(c.deltaMs) || Math.abs(c.deltaMs) > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'deltaMs must be an integer');
     })
     .with({ kind: 'clock-drift' }, (c) => {
       if ('node' in c.target) node(c.target.node);
       else client(c.target.client);
       if (!Number.isInteger(c.driftPpm) || c.driftPpm < MIN_DRIFT_PPM || c.driftPpm > MAX_DRIFT_PPM) {
-        throw new ModelInputError('invalid-duration', `driftPpm must be an integer in [${MIN_DRIFT_PPM}, ${MAX_DRIFT_PPM}]`);
+        throw new InvalidInputError('invalid-duration', `driftPpm must be an integer in [${MIN_DRIFT_PPM}, ${MAX_DRIFT_PPM}]`);
       }
     })
     .with({ kind: 'pause' }, (c) => {
       active(c.client);
       if (c.pendingWrite !== undefined) checkResource(c.pendingWrite.resource);
       if (c.inFlight !== undefined) {
-        if (c.pendingWrite !== undefined) throw new ModelInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
-        if (c.inFlight.client !== c.client) throw new ModelInputError('precondition', `the operation in flight must be client ${c.client}'s`);
+        if (c.pendingWrite !== undefined) throw new InvalidInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
+        if (c.inFlight.client !== c.client) throw new InvalidInputError('precondition', `the operation in flight must be client ${c.client}'s`);
         validate(world, c.inFlight);
       }
     })
     .with({ kind: 'resume' }, (c) => {
-      if (!client(c.client).paused) throw new ModelInputError('precondition', `client ${c.client} is not paused`);
+      if (!client(c.client).paused) throw new InvalidInputError('precondition', `client ${c.client} is not paused`);
     })
     .with({ kind: 'crash' }, (c) => {
-      if (!node(c.node).up) throw new ModelInputError('precondition', `node ${c.node} is already down`);
+      if (!node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is already down`);
     })
     .with({ kind: 'restart' }, (c) => {
-      if (node(c.node).up) throw new ModelInputError('precondition', `node ${c.node} is up`);
+      if (node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is up`);
     })
     .with({ kind: 'partition' }, { kind: 'heal' }, (c) => {
       client(c.client);
@@ -272,13 +272,15 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
     const afterNodes: World = { ...counted, nodes, nowMs: counted.nowMs + later };
     const grantedVotes = votes.filter((v): v is bigint => typeof v === 'bigint');
     // A reply later than the ttl is useless: the client has given up and does not know what happened.
-    if (latencyMs >= ttlMs) {
-      const untouched: World = { ...counted, nowMs: counted.nowMs + later };
-      return [
-        { outcome: { kind: 'timed-out' }, next: untouched, events: [] },
-        { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] },
-      ];
-    }
+    // Exactly at the ttl, the give-up and the reply race: both ways are allowed.
+    const gaveUp: Branch[] =
+      latencyMs < ttlMs
+        ? []
+        : [
+            { outcome: { kind: 'timed-out' }, next: { ...counted, nowMs: counted.nowMs + later }, events: [] },
+            { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] },
+          ];
+    if (latencyMs > ttlMs) return gaveUp;
     const elapsed = monoNow(afterNodes, client) - started;
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
     if (grantedVotes.length >= quorum(design) && validityMs > 0) {
@@ -293,6 +295,7 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
       };
       const next = withClient(written, client, (c) => withLease(c, resource, lease));
       return [
+        ...gaveUp,
         {
           outcome: { kind: 'granted', token, validUntilMs: lease.validUntilMs },
           next,
@@ -303,7 +306,7 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
     // Failed: undo on every node (the client cannot know which ones said yes).
     const undone = releaseEverywhere(afterNodes, client, resource, owner);
     const reason = grantedVotes.length >= quorum(design) ? 'validity-exhausted' : reachable < quorum(design) ? 'no-quorum' : 'held';
-    return [{ outcome: { kind: 'denied', reason }, next: undone, events: [] }];
+    return [...gaveUp, { outcome: { kind: 'denied', reason }, next: undone, events: [] }];
   });
 }
 

@@ -1,7 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import type { Command, Design, StorePolicy } from '../model/index.ts';
-import { alphabetFor, checkProperties, designs, initialWorld, ModelInputError, step } from '../model/index.ts';
+import { alphabetFor, checkProperties, designs, initialWorld, InvalidInputError, step } from '../model/index.ts';
 import type { World } from '../model/index.ts';
 
 const DESIGNS: ReadonlyArray<readonly [Design, StorePolicy]> = [
@@ -70,9 +70,12 @@ describe('the model without faults', () => {
 
   it('makes a reply later than the ttl ambiguous: took effect, or did not', () => {
     const w0 = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2 });
-    const branches = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 10 });
+    const branches = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 11 });
     expect(branches.map((b) => b.outcome.kind)).toEqual(['timed-out', 'timed-out']);
     expect(branches.map((b) => Object.keys(b.next.nodes[0]!.keys).length).sort()).toEqual([0, 1]);
+    // Exactly at the ttl the give-up races the reply, which arrives with no validity left.
+    const tie = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 10 });
+    expect(tie.map((b) => b.outcome)).toEqual([{ kind: 'timed-out' }, { kind: 'timed-out' }, { kind: 'denied', reason: 'validity-exhausted' }]);
   });
 
   it('stacks PostgreSQL session locks: each acquire needs its release', () => {
@@ -113,8 +116,8 @@ describe('invalid input', () => {
     } catch (e) {
       caught = e;
     }
-    expect(caught).toBeInstanceOf(ModelInputError);
-    expect((caught as ModelInputError).code).toBe(code);
+    expect(caught).toBeInstanceOf(InvalidInputError);
+    expect((caught as InvalidInputError).code).toBe(code);
     expect(world).toEqual(before);
   });
 

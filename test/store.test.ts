@@ -1,6 +1,6 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { ModelInputError, MAX_TOKEN } from '../model/errors.ts';
+import { InvalidInputError, MAX_TOKEN } from '../model/errors.ts';
 import { emptyStore, writeStore } from '../model/store.ts';
 import type { StorePolicy } from '../model/design.ts';
 
@@ -47,7 +47,7 @@ describe('fenced store (FENCE-2)', () => {
     (bad) => {
       const store = writeStore(emptyStore('strict'), 'r', 3n, 'kept').next;
       const before = structuredClone(store);
-      expect(() => writeStore(store, 'r', bad as bigint, 'x')).toThrow(ModelInputError);
+      expect(() => writeStore(store, 'r', bad as bigint, 'x')).toThrow(InvalidInputError);
       expect(store).toEqual(before);
     },
   );

@@ -1,0 +1,36 @@
+/**
+ * The client's clock. Lock clients measure elapsed time and lease deadlines
+ * on a monotonic clock read through this interface, so tests can drive it.
+ */
+export interface MonotonicClock {
+  /** Milliseconds on a clock that never steps backwards. */
+  now(): number;
+  /** Calls `fn` once, when `now()` reaches `atMs`. Returns a function that cancels the call. */
+  schedule(atMs: number, fn: () => void): () => void;
+}
+
+/** The process's own monotonic clock: performance.now() and timers. */
+export const systemClock: MonotonicClock = {
+  now: () => performance.now(),
+  schedule(atMs, fn) {
+    const timer = setTimeout(fn, Math.max(0, atMs - performance.now()));
+    timer.unref?.();
+    return () => clearTimeout(timer);
+  },
+};
+
+/** Resolves after `ms` on `clock`, or rejects when `signal` aborts first. */
+export function sleep(clock: MonotonicClock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const cancel = clock.schedule(clock.now() + ms, () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    const onAbort = (): void => {
+      cancel();
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,45 @@
+/**
+ * Errors the lock clients throw. Invalid input throws InvalidInputError (from
+ * the model: the same rules and codes as the spec); a call that cannot finish
+ * in time throws TimeoutError; a network failure throws UnavailableError.
+ */
+export { InvalidInputError } from '../model/errors.ts';
+
+export class TimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+  constructor(what: string, ms: number) {
+    super(`${what} timed out after ${ms} ms`);
+  }
+}
+
+export class UnavailableError extends Error {
+  override readonly name = 'UnavailableError';
+}
+
+/** Why a lease's AbortSignal fired. */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor(
+    readonly reason: 'expired' | 'released' | 'connection-lost',
+    resource: string,
+  ) {
+    super(`lease on '${resource}' ${reason}`);
+  }
+}
+
+/** Bounds a promise by a deadline on `clock`. */
+export function withTimeout<T>(clock: import('./clock.ts').MonotonicClock, ms: number, what: string, work: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const cancel = clock.schedule(clock.now() + ms, () => reject(new TimeoutError(what, ms)));
+    work.then(
+      (v) => {
+        cancel();
+        resolve(v);
+      },
+      (e: unknown) => {
+        cancel();
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,159 @@
+import type { MonotonicClock } from './clock.ts';
+import { sleep } from './clock.ts';
+import { checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
+import { withTimeout } from './errors.ts';
+import { LeaseHandle } from './lease.ts';
+import type { Lease } from './lease.ts';
+import type { LeaseNode } from './leaseNode.ts';
+
+/**
+ * A ttl lease lock over N independent nodes: Redlock, and with one node the
+ * single-instance lease. One attempt: send set-if-absent to every node in
+ * parallel, each bounded by a timeout; count the grants; the lock is held only
+ * if a majority granted and validity = ttl - elapsed - (ceil(driftFactor*ttl)
+ * + 2 ms) is still positive, measured on the monotonic clock from before the
+ * first request (spec: redlock). Otherwise release everywhere. The token is
+ * the highest counter of the quorum, written back to the quorum before the
+ * lease is returned, so the next quorum (which intersects this one) mints a
+ * higher one.
+ */
+export interface LeaseLockOptions {
+  readonly nodes: readonly LeaseNode[];
+  readonly clock: MonotonicClock;
+  /** Allowance for clock drift, a fraction of the ttl in [0, 1). Default 0.01. */
+  readonly driftFactor?: number;
+  /** Bound on each call to one node, in ms; default: the ttl of the attempt. */
+  readonly requestTimeoutMs?: number;
+  /** Source of owner values and retry jitter, in [0, 1). Default Math.random. */
+  readonly random?: () => number;
+}
+
+export type AcquireResult =
+  | { readonly kind: 'granted'; readonly lease: Lease }
+  | { readonly kind: 'denied'; readonly reason: 'held' | 'no-quorum' | 'validity-exhausted' }
+  /** The replies came too late: the nodes may or may not hold our key (it expires by its ttl). */
+  | { readonly kind: 'timed-out' };
+
+export type ExtendResult =
+  | { readonly kind: 'extended'; readonly validUntilMs: number }
+  | { readonly kind: 'not-extended'; readonly reason: 'expired' | 'no-quorum' };
+
+export interface AcquireOptions {
+  readonly ttlMs: number;
+  /** A blocking acquire: after a denial, try again up to this many times. Default 0. */
+  readonly retries?: number;
+  /** Pause between attempts, in ms. Default 0. */
+  readonly retryDelayMs?: number;
+  /** Random extra pause of up to this many ms per retry. Default 0. */
+  readonly retryJitterMs?: number;
+}
+
+type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
+
+export class LeaseLock {
+  readonly #nodes: readonly LeaseNode[];
+  protected readonly clock: MonotonicClock;
+  protected readonly driftFactor: number;
+  readonly #requestTimeoutMs: number | undefined;
+  readonly #random: () => number;
+  readonly #held = new Map<Lease, LeaseHandle>();
+
+  constructor(options: LeaseLockOptions) {
+    if (options.nodes.length < 1 || options.nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${options.nodes.length}`);
+    const df = options.driftFactor ?? 0.01;
+    if (!(df >= 0 && df < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${df}`);
+    this.#nodes = options.nodes;
+    this.clock = options.clock;
+    this.driftFactor = df;
+    this.#requestTimeoutMs = options.requestTimeoutMs;
+    this.#random = options.random ?? Math.random;
+  }
+
+  get quorum(): number {
+    return Math.floor(this.#nodes.length / 2) + 1;
+  }
+
+  /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
+  async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
+    checkResource(resource);
+    const ttlMs = checkTtl(options.ttlMs);
+    const retries = options.retries ?? 0;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.attempt(resource, ttlMs);
+      if (result.kind !== 'denied' || attempt >= retries) return result;
+      const jitter = Math.floor(this.#random() * ((options.retryJitterMs ?? 0) + 1));
+      await sleep(this.clock, (options.retryDelayMs ?? 0) + jitter);
+    }
+  }
+
+  /** Extends a lease this client holds to a fresh ttl, on a majority, within its validity. */
+  async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
+    checkTtl(ttlMs);
+    const handle = this.#held.get(lease);
+    if (handle === undefined || handle.signal.aborted) return { kind: 'not-extended', reason: 'expired' };
+    const startedMs = this.clock.now();
+    const votes = await this.fanOut(ttlMs, (node) => node.extend(lease.resource, lease.owner, ttlMs));
+    const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
+    if (votes.filter((v) => v.ok && v.value).length >= this.quorum && this.clock.now() < validUntilMs && !handle.signal.aborted) {
+      handle.extendTo(validUntilMs);
+      return { kind: 'extended', validUntilMs };
+    }
+    return { kind: 'not-extended', reason: 'no-quorum' };
+  }
+
+  /** Releases on every node (compare-and-delete) and fires the lease's signal. Never throws for node failures. */
+  async release(lease: Lease): Promise<void> {
+    this.#held.get(lease)?.lose('released');
+    this.#held.delete(lease);
+    await this.fanOut(undefined, (node) => node.release(lease.resource, lease.owner));
+  }
+
+  protected driftMarginMs(ttlMs: number): number {
+    return Math.ceil(this.driftFactor * ttlMs) + 2;
+  }
+
+  protected newOwner(): string {
+    return Array.from({ length: 4 }, () => Math.floor(this.#random() * 2 ** 32).toString(16).padStart(8, '0')).join('');
+  }
+
+  protected newLease(resource: string, owner: string, token: bigint, validUntilMs: number): LeaseHandle {
+    return new LeaseHandle(resource, owner, token, validUntilMs, this.clock);
+  }
+
+  private async attempt(resource: string, ttlMs: number): Promise<AcquireResult> {
+    const owner = this.newOwner();
+    const startedMs = this.clock.now();
+    let late = false;
+    const votes = await withTimeout(this.clock, ttlMs, 'acquire', this.fanOut(ttlMs, (node) => node.acquire(resource, owner, ttlMs))).catch(() => {
+      late = true;
+      return [] as Vote<bigint | null>[];
+    });
+    if (late) return { kind: 'timed-out' };
+    const granted = votes.flatMap((v) => (v.ok && v.value !== null ? [v.value] : []));
+    const validityMs = ttlMs - (this.clock.now() - startedMs) - this.driftMarginMs(ttlMs);
+    if (granted.length >= this.quorum && validityMs > 0) {
+      const token = granted.reduce((a, b) => (b > a ? b : a));
+      await this.fanOut(ttlMs, (node, i) => (votes[i]?.ok && (votes[i] as { value: bigint | null }).value !== null ? node.raiseToken(resource, token) : Promise.resolve()));
+      const lease = this.newLease(resource, owner, token, startedMs + ttlMs - this.driftMarginMs(ttlMs));
+      this.#held.set(lease, lease);
+      return { kind: 'granted', lease };
+    }
+    await this.fanOut(ttlMs, (node) => node.release(resource, owner));
+    const answered = votes.filter((v) => v.ok).length;
+    return { kind: 'denied', reason: granted.length >= this.quorum ? 'validity-exhausted' : answered < this.quorum ? 'no-quorum' : 'held' };
+  }
+
+  /** Calls every node in parallel, each bounded by the request timeout; a failure is a vote against. */
+  protected fanOut<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>): Promise<Vote<T>[]> {
+    const limitMs = this.#requestTimeoutMs ?? ttlMs ?? 1000;
+    return Promise.all(
+      this.#nodes.map((node, i) =>
+        withTimeout(this.clock, limitMs, 'node call', call(node, i)).then(
+          (value): Vote<T> => ({ ok: true, value }),
+          (): Vote<T> => ({ ok: false }),
+        ),
+      ),
+    );
+  }
+}
