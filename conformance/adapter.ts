@@ -1,0 +1,98 @@
+import type { ClockTarget } from '../model/command.ts';
+import type { Design, StorePolicy } from '../model/design.ts';
+import type { AcquireOptions, AcquireResult, ExtendResult } from '../impl/leaseLock.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { FencedStore } from '../impl/fencedStore.ts';
+import type { MonotonicClock } from '../impl/clock.ts';
+
+/**
+ * The adapter API: what a lock backend implements to be checked by the
+ * conformance suite. A backend gives each simulated client a LockClient; its
+ * environment gives the runner control over time and faults. The runner
+ * drives model and backend with the same commands and compares outcomes.
+ */
+
+/** What the backend is, and so which commands and properties apply. */
+export interface Capabilities {
+  /** The store the backend writes through, and the policy it enforces (`unfenced` if none). */
+  readonly store: StorePolicy;
+  /** Leases carry a ttl (extend applies); false for session-bound locks. */
+  readonly ttl: boolean;
+  /** The lock lives with the client's connection. */
+  readonly sessionBound: boolean;
+  /** An acquire by the holder stacks. */
+  readonly reentrant: boolean;
+}
+
+/** The faults an environment can inject: generation uses only these. */
+export type FaultKind =
+  | 'advance'
+  | 'clock-step'
+  | 'clock-drift'
+  | 'pause'
+  | 'crash-restart'
+  | 'partition'
+  | 'delay'
+  | 'kill-connection';
+
+/** One simulated client's handle on the backend. */
+export interface LockClient {
+  acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
+  /** Absent when the backend has no ttl. */
+  extend?(lease: Lease, ttlMs: number): Promise<ExtendResult>;
+  release(lease: Lease): Promise<void>;
+  /** The store, reached over this client's own links. */
+  readonly store: FencedStore;
+  /** The client's monotonic clock (the one its leases' deadlines are on). */
+  readonly clock: MonotonicClock;
+}
+
+/** Control over time and faults. Every method resolves when the fault is in place. */
+export interface Environment {
+  /** True time now, in ms (for timelines; no client reads it). */
+  nowMs(): number;
+  /** Lets true time pass to `trueMs`, with everything due on the way. */
+  advanceTo(trueMs: number): Promise<void>;
+  /** Drives time until `work` settles, at most to `limitMs`; returns whether it settled. */
+  runUntil(work: Promise<unknown>, limitMs: number): Promise<boolean>;
+  clockStep(node: number, deltaMs: number): Promise<void>;
+  clockDrift(target: ClockTarget, driftPpm: number): Promise<void>;
+  crash(node: number): Promise<void>;
+  restart(node: number): Promise<void>;
+  partition(client: number, node: number): Promise<void>;
+  heal(client: number, node: number): Promise<void>;
+  /** Replies to this client take `ms` of true time (0: none). */
+  setDelay(client: number, ms: number): Promise<void>;
+  /** The client is paused: its replies wait until resume. */
+  pause(client: number): Promise<void>;
+  resume(client: number): Promise<void>;
+  killConnection(client: number): Promise<void>;
+  /**
+   * Optional white-box look: the owner value each node holds for `resource`
+   * (null where none). Lets the runner check OWN-1 directly.
+   */
+  inspect?(resource: string): Promise<ReadonlyArray<string | null>>;
+}
+
+/** A backend instance for one run: fresh servers, `clients` clients. */
+export interface BackendInstance {
+  readonly clients: readonly LockClient[];
+  readonly env: Environment;
+  close(): Promise<void>;
+}
+
+export interface InstanceOptions {
+  readonly clients: number;
+  /** Token counters start here (a fresh counter issues tokenBase + 1). */
+  readonly tokenBase: bigint;
+}
+
+/** A backend as the suite sees it: its declaration and a way to start it. */
+export interface BackendUnderTest {
+  readonly name: string;
+  /** The model it is checked against. */
+  readonly design: Design;
+  readonly capabilities: Capabilities;
+  readonly faults: readonly FaultKind[];
+  start(options: InstanceOptions): Promise<BackendInstance>;
+}

@@ -1,0 +1,275 @@
+import { match, P } from 'ts-pattern';
+import { read } from '../model/clock.ts';
+import type { Command, Operation } from '../model/command.ts';
+import { nodeCount } from '../model/design.ts';
+import { InvalidInputError } from '../model/errors.ts';
+import { liveness } from '../model/node.ts';
+import type { Outcome } from '../model/outcome.ts';
+import type { PropertyId } from '../model/properties.ts';
+import { checkProperties } from '../model/properties.ts';
+import type { World } from '../model/state.ts';
+import { initialWorld, sameOwner } from '../model/state.ts';
+import type { Branch } from '../model/world.ts';
+import { step } from '../model/world.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { BackendInstance, BackendUnderTest } from './adapter.ts';
+import type { ExecutedStep, RunReport, Verdict } from './verdict.ts';
+
+/**
+ * The lockstep loop: every command goes to the model (which answers the set
+ * of allowed outcomes) and to the backend (which answers what happened); the
+ * backend's outcome must be one the model allows, and then the spec's
+ * properties are checked on the model's state. Commands the model does not
+ * enable in the current state (resume of a running client, say) are skipped.
+ */
+export interface LockstepOptions {
+  readonly clients: number;
+  readonly tokenBase: bigint;
+}
+
+/** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
+interface Driver {
+  readonly leases: Map<string, Lease>;
+  pendingWrite: { resource: string; value: string; token: bigint } | null;
+  inFlight: { readonly op: Operation; readonly outcome: Promise<Outcome> } | null;
+}
+
+export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
+  const instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase });
+  try {
+    return await loop(backend, instance, commands, options);
+  } finally {
+    await instance.close();
+  }
+}
+
+async function loop(backend: BackendUnderTest, instance: BackendInstance, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
+  let world = initialWorld({ design: backend.design, store: backend.capabilities.store, clients: options.clients, tokenBase: options.tokenBase });
+  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), pendingWrite: null, inFlight: null }));
+  const steps: ExecutedStep[] = [];
+  const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, clients: options.clients, nodes: nodeCount(backend.design) });
+  const env = instance.env;
+
+  for (const command of commands) {
+    let branches: readonly Branch[];
+    try {
+      branches = step(world, command);
+    } catch (e) {
+      if (e instanceof InvalidInputError) continue; // not enabled here
+      throw e;
+    }
+    const startMs = env.nowMs();
+    const limitMs = Math.max(...branches.map((b) => b.next.nowMs));
+    const subject: Command = command.kind === 'resume' ? (drivers[command.client]!.inFlight?.op ?? command) : command;
+    const work = perform(instance, drivers, command);
+    const settled = await env.runUntil(work, limitMs);
+    const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
+      const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], world, drivers);
+      steps.push(executed);
+      return report({ kind: 'conformance-failure', property, message, step: executed });
+    };
+    if (!settled) {
+      return fail('LIVE-1', `${describeKind(command)} did not complete by t=${limitMs} ms, when the model has it done`, { kind: 'timed-out' });
+    }
+    const actual = await work;
+    const matching = branches.filter((b) => sameOutcome(b.outcome, actual) && b.next.nowMs >= env.nowMs());
+    if (matching.length === 0) {
+      return fail(implicated(subject, branches, actual), `the backend answered ${show(actual)}; the model allows ${branches.map((b) => show(b.outcome)).join(' or ')}`, actual);
+    }
+    const branch = matching[0]!;
+    await env.advanceTo(branch.next.nowMs);
+    world = branch.next;
+    mirror(world, drivers);
+    const lost = await ownership(instance, world, drivers);
+    if (lost !== null) return fail('OWN-1', lost, actual);
+    const violations = checkProperties(branch.events, world);
+    const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, world, drivers);
+    steps.push(executed);
+    if (violations.length > 0) return report({ kind: 'property-violation', violations, step: executed });
+  }
+  return report({ kind: 'pass' });
+}
+
+/** Starts the command on the backend; resolves with its outcome (faults: ok). Never drives time. */
+function perform(instance: BackendInstance, drivers: Driver[], command: Command): Promise<Outcome> {
+  const env = instance.env;
+  return match<Command, Promise<Outcome>>(command)
+    .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(instance, drivers, op))
+    .with({ kind: 'advance' }, async () => ({ kind: 'ok' }))
+    .with({ kind: 'clock-step' }, async (c) => ok(await env.clockStep(c.node, c.deltaMs)))
+    .with({ kind: 'clock-drift' }, async (c) => ok(await env.clockDrift(c.target, c.driftPpm)))
+    .with({ kind: 'crash' }, async (c) => ok(await env.crash(c.node)))
+    .with({ kind: 'restart' }, async (c) => ok(await env.restart(c.node)))
+    .with({ kind: 'partition' }, async (c) => ok(await env.partition(c.client, c.node)))
+    .with({ kind: 'heal' }, async (c) => ok(await env.heal(c.client, c.node)))
+    .with({ kind: 'kill-connection' }, async (c) => ok(await env.killConnection(c.client)))
+    .with({ kind: 'pause', inFlight: P.not(undefined) }, async (c) => {
+      // The requests go out now; the replies wait for the resume.
+      drivers[c.client]!.inFlight = { op: c.inFlight!, outcome: operate(instance, drivers, c.inFlight!) };
+      return ok(await env.pause(c.client));
+    })
+    .with({ kind: 'pause' }, async (c) => {
+      const d = drivers[c.client]!;
+      const w = c.pendingWrite;
+      const lease = w === undefined ? undefined : d.leases.get(w.resource);
+      // The lease check happens before the pause; the write itself after it.
+      d.pendingWrite = w !== undefined && lease !== undefined && !lease.signal.aborted ? { resource: w.resource, value: w.value, token: lease.token } : null;
+      return ok(await env.pause(c.client));
+    })
+    .with({ kind: 'resume' }, async (c) => {
+      const d = drivers[c.client]!;
+      await env.resume(c.client);
+      const pending = d.pendingWrite;
+      const inFlight = d.inFlight;
+      d.pendingWrite = null;
+      d.inFlight = null;
+      if (pending !== null) await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value).catch(() => undefined);
+      return inFlight?.outcome ?? { kind: 'ok' };
+    })
+    .exhaustive();
+}
+
+function ok(_: void): Outcome {
+  return { kind: 'ok' };
+}
+
+/** One operation through the client's LockClient and store. Harness checks mirror the model's client-side checks. */
+async function operate(instance: BackendInstance, drivers: Driver[], op: Operation): Promise<Outcome> {
+  const client = instance.clients[op.client]!;
+  const d = drivers[op.client]!;
+  return match(op)
+    .with({ kind: 'acquire' }, async (a): Promise<Outcome> => {
+      if (a.latencyMs) await instance.env.setDelay(a.client, a.latencyMs);
+      try {
+        const r = await client.acquire(a.resource, { ttlMs: a.ttlMs!, retries: a.retries ?? 0, retryDelayMs: a.retryDelayMs ?? 0 });
+        return match(r)
+          .with({ kind: 'granted' }, (g): Outcome => {
+            d.leases.set(a.resource, g.lease);
+            return { kind: 'granted', token: g.lease.token, validUntilMs: g.lease.validUntilMs };
+          })
+          .with({ kind: 'denied' }, (x): Outcome => ({ kind: 'denied', reason: x.reason }))
+          .with({ kind: 'timed-out' }, (): Outcome => ({ kind: 'timed-out' }))
+          .exhaustive();
+      } finally {
+        if (a.latencyMs) await instance.env.setDelay(a.client, 0);
+      }
+    })
+    .with({ kind: 'extend' }, async (e): Promise<Outcome> => {
+      const lease = d.leases.get(e.resource);
+      if (lease === undefined || client.extend === undefined) return { kind: 'not-extended', reason: 'not-held' };
+      const r = await client.extend(lease, e.ttlMs);
+      return r.kind === 'extended' ? { kind: 'extended', validUntilMs: r.validUntilMs } : { kind: 'not-extended', reason: r.reason };
+    })
+    .with({ kind: 'release' }, async (r): Promise<Outcome> => {
+      const lease = d.leases.get(r.resource);
+      if (lease === undefined) return { kind: 'not-held' };
+      await client.release(lease);
+      return { kind: 'released' };
+    })
+    .with({ kind: 'write' }, async (w): Promise<Outcome> => {
+      const lease = d.leases.get(w.resource);
+      // The guarded write: the lease's signal is the client's only word on validity.
+      if (lease === undefined || lease.signal.aborted) return { kind: 'not-held' };
+      const r = await client.store.write(w.resource, lease.token, w.value);
+      return r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest };
+    })
+    .with({ kind: 'read' }, async (r): Promise<Outcome> => {
+      const v = await client.store.read(r.resource);
+      return { kind: 'value', value: v.value, token: v.token };
+    })
+    .exhaustive();
+}
+
+/** Keeps the harness's leases in step with the model's after an agreed step. */
+function mirror(world: World, drivers: Driver[]): void {
+  drivers.forEach((d, client) => {
+    for (const resource of [...d.leases.keys()]) if (world.clients[client]!.leases[resource] === undefined) d.leases.delete(resource);
+  });
+}
+
+/**
+ * OWN-1, white-box: every key the model says a client holds (granted, live
+ * for sure, on a node that is up) must hold that client's owner value on the
+ * backend too. Needs the environment's optional inspect().
+ */
+async function ownership(instance: BackendInstance, world: World, drivers: Driver[]): Promise<string | null> {
+  const inspect = instance.env.inspect;
+  if (inspect === undefined) return null;
+  for (const [client, d] of drivers.entries()) {
+    for (const [resource, lease] of d.leases) {
+      const modelLease = world.clients[client]!.leases[resource];
+      if (modelLease === undefined) continue;
+      const held = await inspect(resource);
+      for (const [index, node] of world.nodes.entries()) {
+        const key = node.keys[resource];
+        const surelyLive = liveness(world.config.design, node, resource, world.nowMs).every((alive) => alive);
+        if (!node.up || key === undefined || !surelyLive || !sameOwner(key.owner, modelLease.owner)) continue;
+        if (held[index] !== lease.owner) {
+          return `node ${index} should hold client ${client}'s key on '${resource}' (owner ${lease.owner.slice(0, 8)}…) but holds ${held[index] === null ? 'nothing' : `${held[index]!.slice(0, 8)}…`}`;
+        }
+      }
+    }
+  }
+  return null;
+}
+
+/** Outcomes agree when every field agrees: tokens and deadlines exactly. */
+export function sameOutcome(a: Outcome, b: Outcome): boolean {
+  return JSON.stringify(a, bigints) === JSON.stringify(b, bigints);
+}
+
+function bigints(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? `${value}n` : value;
+}
+
+export function show(o: Outcome): string {
+  return JSON.stringify(o, bigints).replaceAll('"', '');
+}
+
+function describeKind(command: Command): string {
+  return 'client' in command ? `client ${command.client}'s ${command.kind}` : command.kind;
+}
+
+/** The property a deviation endangers, by what the backend got wrong. */
+function implicated(command: Command, branches: readonly Branch[], actual: Outcome): PropertyId {
+  const expected = branches.map((b) => b.outcome);
+  const op: Command = command.kind === 'pause' && command.inFlight ? command.inFlight : command;
+  const wantedKinds = new Set(expected.map((o) => o.kind));
+  return match({ op: op.kind, actual })
+    .with({ op: 'acquire', actual: { kind: 'granted' } }, ({ actual: a }): PropertyId => {
+      const granted = expected.filter((o): o is Extract<Outcome, { kind: 'granted' }> => o.kind === 'granted');
+      if (granted.length === 0) return 'MUTEX-1';
+      return granted.some((g) => g.token === a.token) ? 'MUTEX-1' : 'FENCE-1';
+    })
+    .with({ op: 'acquire' }, (): PropertyId => 'LIVE-1')
+    .with({ op: 'extend', actual: { kind: 'extended' } }, (): PropertyId => (wantedKinds.has('extended') ? 'MUTEX-1' : 'OWN-1'))
+    .with({ op: 'extend' }, (): PropertyId => 'OWN-1')
+    .with({ op: 'release' }, (): PropertyId => 'OWN-1')
+    .with({ op: 'write', actual: { kind: 'accepted' } }, (): PropertyId => (wantedKinds.has('not-held') ? 'MUTEX-1' : 'FENCE-2'))
+    .with({ op: 'write' }, (): PropertyId => 'FENCE-2')
+    .with({ op: 'read' }, (): PropertyId => 'STORE-1')
+    .otherwise((): PropertyId => (command.kind === 'resume' ? 'STORE-1' : 'LIVE-1'));
+}
+
+function record(
+  index: number,
+  command: Command,
+  startMs: number,
+  endMs: number,
+  actual: Outcome,
+  branches: readonly Branch[],
+  violations: ExecutedStep['violations'],
+  world: World,
+  drivers: Driver[],
+): ExecutedStep {
+  const leases = drivers.flatMap((d, client) =>
+    [...d.leases.entries()].map(([resource, lease]) => {
+      const mono = world.clients[client]!.mono;
+      // The deadline in true time, for drawing: when the client's clock reaches it.
+      const left = lease.validUntilMs === null ? null : lease.validUntilMs - read(mono, world.nowMs);
+      return { client, resource, token: lease.token, validUntilTrueMs: left === null ? null : world.nowMs + Math.max(0, left) };
+    }),
+  );
+  const nodes = world.nodes.map((n) => ({ up: n.up, clockOffsetMs: read(n.wall, world.nowMs) - world.nowMs }));
+  return { index, command, startMs, endMs, actual, allowed: branches.map((b) => b.outcome), violations, leases, nodes };
+}

@@ -1,0 +1,118 @@
+import type { Clock } from '../../model/clock.ts';
+import { clockAt, setDrift } from '../../model/clock.ts';
+import type { Design, StorePolicy } from '../../model/design.ts';
+import { describeDesign, driftFactor, nodeCount, persists, restartDelayMs } from '../../model/design.ts';
+import type { MonotonicClock } from '../../impl/clock.ts';
+import type { FencedStore } from '../../impl/fencedStore.ts';
+import type { LeaseLockOptions } from '../../impl/leaseLock.ts';
+import { LeaseLock } from '../../impl/leaseLock.ts';
+import type { LeaseNode } from '../../impl/leaseNode.ts';
+import type { BackendInstance, BackendUnderTest, Environment, FaultKind, InstanceOptions, LockClient } from '../adapter.ts';
+import type { Endpoint } from './network.ts';
+import { SimNetwork } from './network.ts';
+import { leaseNodeOver, SimRedisNode } from './redisNode.ts';
+import { SimStore, storeOver } from './store.ts';
+import { VirtualTime } from './time.ts';
+
+/**
+ * In-memory Redis lease backends: the real LeaseLock algorithm (impl/) over
+ * simulated Redis nodes, a simulated store and a simulated network, all on
+ * virtual time. Each part can be swapped, which is how the broken fixtures
+ * are built: one wrong part each.
+ */
+export interface LockParts {
+  readonly nodes: readonly LeaseNode[];
+  readonly clock: MonotonicClock;
+  /** The client's wall clock: epoch-based, and not what a lease may be timed by. */
+  readonly wallClock: MonotonicClock;
+  readonly driftFactor: number;
+  readonly random: () => number;
+}
+
+export interface SimParts {
+  /** The client algorithm. Default: LeaseLock. */
+  readonly lock?: (parts: LockParts) => LeaseLock;
+  /** A client's view of one node. Default: the atomic scripts. */
+  readonly node?: (network: SimNetwork, client: number, index: number, node: SimRedisNode) => LeaseNode;
+  /** The store server. Default: the model's policy, atomically. */
+  readonly storeServer?: (policy: StorePolicy) => SimStore;
+  /** A client's view of the store. Default: one atomic call per write. */
+  readonly store?: (network: SimNetwork, client: number, store: SimStore) => FencedStore;
+}
+
+export const SIM_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
+
+/** Where client wall clocks start: an epoch reading, unlike a monotonic clock's. */
+const WALL_EPOCH_MS = 1_700_000_000_000;
+
+/** A small deterministic generator (xorshift32), so owner values repeat run to run. */
+function seeded(seed: number): () => number {
+  let x = seed >>> 0 || 0x9e3779b9;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 2 ** 32;
+  };
+}
+
+export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimParts = {}, name = `memory ${describeDesign(design)} / ${store}`): BackendUnderTest {
+  if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`simLeaseBackend runs Redis designs, not ${design.kind}`);
+  return {
+    name,
+    design,
+    capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
+    faults: SIM_FAULTS,
+    start: async (options) => startSim(design, store, parts, options),
+  };
+}
+
+function startSim(design: Design, policy: StorePolicy, parts: SimParts, options: InstanceOptions): BackendInstance {
+  const time = new VirtualTime();
+  const nodes = Array.from({ length: nodeCount(design) }, () => new SimRedisNode(time, persists(design), restartDelayMs(design), options.tokenBase));
+  const storeServer = parts.storeServer?.(policy) ?? new SimStore(policy);
+  const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? storeServer : nodes[e]!));
+  const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
+  const clients: LockClient[] = clientClocks.map((_c, client) => {
+    const clock = time.clockOf(() => clientClocks[client]!);
+    const wallClock = time.clockOf(() => ({ ...clientClocks[client]!, readingMs: clientClocks[client]!.readingMs + WALL_EPOCH_MS }));
+    const lockParts: LockParts = {
+      nodes: nodes.map((node, index) => parts.node?.(network, client, index, node) ?? leaseNodeOver(network, client, index, node)),
+      clock,
+      wallClock,
+      driftFactor: driftFactor(design),
+      random: seeded(0x5eed + client * 7919),
+    };
+    const lock = parts.lock?.(lockParts) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);
+    return {
+      acquire: (resource, o) => lock.acquire(resource, o),
+      extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
+      release: (lease) => lock.release(lease),
+      store: parts.store?.(network, client, storeServer) ?? storeOver(network, client, storeServer),
+      clock,
+    };
+  });
+  const env: Environment = {
+    nowMs: () => time.nowMs(),
+    advanceTo: (t) => time.advanceTo(t),
+    runUntil: (work, limitMs) => time.runUntil(work, limitMs),
+    clockStep: async (node, deltaMs) => nodes[node]!.stepClock(deltaMs),
+    clockDrift: async (target, driftPpm) => {
+      if ('node' in target) nodes[target.node]!.drift(driftPpm);
+      else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+    },
+    crash: async (node) => nodes[node]!.crash(),
+    restart: async (node) => nodes[node]!.restart(),
+    partition: async (client, node) => network.cut(client, node),
+    heal: async (client, node) => network.heal(client, node),
+    setDelay: async (client, ms) => network.setDelay(client, ms),
+    pause: async (client) => network.hold(client),
+    resume: async (client) => network.release(client),
+    // A Redis connection carries no lock state: the client reconnects.
+    killConnection: async () => undefined,
+    inspect: async (resource) => nodes.map((n) => (n.up ? n.holder(resource) : null)),
+  };
+  return { clients, env, close: async () => undefined };
+}

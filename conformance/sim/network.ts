@@ -1,0 +1,71 @@
+import { UnavailableError } from '../../impl/errors.ts';
+import type { VirtualTime } from './time.ts';
+
+/**
+ * The in-process network between clients and servers. A request runs on the
+ * server at once (the server's step is atomic); its reply reaches the client
+ * after the link's delay, and not before the client resumes if it is paused.
+ * A cut link or a server that is down fails the call at once (a reset).
+ */
+export type Endpoint = number | 'store';
+
+export interface Server {
+  /** Whether the server takes requests now. */
+  reachable(): boolean;
+}
+
+export class SimNetwork {
+  readonly #cut = new Set<string>();
+  readonly #delayMs = new Map<number, number>();
+  readonly #held = new Map<number, Array<() => void>>();
+
+  constructor(
+    private readonly time: VirtualTime,
+    private readonly servers: (endpoint: Endpoint) => Server,
+  ) {}
+
+  async call<T>(client: number, endpoint: Endpoint, request: () => T): Promise<T> {
+    if (this.#cut.has(`${client}:${endpoint}`) || !this.servers(endpoint).reachable()) {
+      throw new UnavailableError(`client ${client} cannot reach ${endpoint === 'store' ? 'the store' : `node ${endpoint}`}`);
+    }
+    let reply: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      reply = { ok: true, value: request() };
+    } catch (error) {
+      reply = { ok: false, error };
+    }
+    const delayMs = this.#delayMs.get(client) ?? 0;
+    if (delayMs > 0) await this.time.sleep(delayMs);
+    else await Promise.resolve();
+    const held = this.#held.get(client);
+    if (held !== undefined) await new Promise<void>((resolve) => held.push(resolve));
+    if (!reply.ok) throw reply.error;
+    return reply.value;
+  }
+
+  cut(client: number, endpoint: Endpoint): void {
+    this.#cut.add(`${client}:${endpoint}`);
+  }
+
+  heal(client: number, endpoint: Endpoint): void {
+    this.#cut.delete(`${client}:${endpoint}`);
+  }
+
+  /** Replies to this client take `ms` of true time from now on. */
+  setDelay(client: number, ms: number): void {
+    if (ms === 0) this.#delayMs.delete(client);
+    else this.#delayMs.set(client, ms);
+  }
+
+  /** The client is paused: its replies wait. */
+  hold(client: number): void {
+    if (!this.#held.has(client)) this.#held.set(client, []);
+  }
+
+  /** The client runs again: the replies it missed arrive. */
+  release(client: number): void {
+    const waiting = this.#held.get(client) ?? [];
+    this.#held.delete(client);
+    for (const deliver of waiting) deliver();
+  }
+}

@@ -1,0 +1,53 @@
+import type { StorePolicy } from '../../model/design.ts';
+import { checkResource, checkToken } from '../../model/errors.ts';
+import { passes } from '../../model/store.ts';
+import type { FencedStore, ReadResult, WriteResult } from '../../impl/fencedStore.ts';
+import type { SimNetwork, Server } from './network.ts';
+
+/** An in-memory store server: each write judged by the policy in one atomic step. */
+export class SimStore implements Server {
+  readonly #cells = new Map<string, { value: string; token: bigint; highest: bigint }>();
+
+  constructor(readonly policy: StorePolicy) {}
+
+  reachable(): boolean {
+    return true;
+  }
+
+  write(resource: string, token: bigint, value: string): WriteResult {
+    checkResource(resource);
+    checkToken(token);
+    const cell = this.#cells.get(resource);
+    if (cell !== undefined && !this.passes(token, cell.highest)) return { kind: 'rejected', highest: cell.highest };
+    this.put(resource, token, value);
+    return { kind: 'accepted' };
+  }
+
+  read(resource: string): ReadResult {
+    const cell = this.#cells.get(resource);
+    return { value: cell?.value ?? null, token: cell?.token ?? null };
+  }
+
+  /** The highest token accepted: the GET half of a non-atomic check-then-write. */
+  highest(resource: string): bigint | null {
+    return this.#cells.get(resource)?.highest ?? null;
+  }
+
+  /** An unconditional SET: the write half of a non-atomic check-then-write. */
+  put(resource: string, token: bigint, value: string): void {
+    const highest = this.#cells.get(resource)?.highest;
+    this.#cells.set(resource, { value, token, highest: highest === undefined || token > highest ? token : highest });
+  }
+
+  /** The store's policy (the model's rule). Overridable only to build broken fixtures. */
+  protected passes(token: bigint, highest: bigint): boolean {
+    return passes(this.policy, token, highest);
+  }
+}
+
+export function storeOver(network: SimNetwork, client: number, store: SimStore): FencedStore {
+  return {
+    write: (resource, token, value) => network.call(client, 'store', () => store.write(resource, token, value)),
+    read: (resource) => network.call(client, 'store', () => store.read(resource)),
+  };
+}

@@ -1,0 +1,64 @@
+import { match } from 'ts-pattern';
+import type { Command } from '../model/command.ts';
+import type { Outcome } from '../model/outcome.ts';
+import type { PropertyId, Violation } from '../model/properties.ts';
+
+/**
+ * What a lockstep run concluded. The two failure kinds never blur:
+ * a conformance failure is an implementation bug (the backend did what its
+ * model forbids); a property violation is a finding about the design (the
+ * model itself breaks a property under this schedule, and the backend agreed
+ * step by step).
+ */
+
+/** One executed step, as the timeline and the reports show it. */
+export interface ExecutedStep {
+  readonly index: number;
+  readonly command: Command;
+  /** True time before and after the step. */
+  readonly startMs: number;
+  readonly endMs: number;
+  /** What the backend did. */
+  readonly actual: Outcome;
+  /** What the model allowed. */
+  readonly allowed: readonly Outcome[];
+  readonly violations: readonly Violation[];
+  /** The token and deadline of each client's lease after the step, for the timeline. */
+  readonly leases: ReadonlyArray<{ readonly client: number; readonly resource: string; readonly token: bigint; readonly validUntilTrueMs: number | null }>;
+  /** Each node's view after the step (up, clock offset). */
+  readonly nodes: ReadonlyArray<{ readonly up: boolean; readonly clockOffsetMs: number }>;
+}
+
+export interface ConformanceFailure {
+  readonly kind: 'conformance-failure';
+  /** The property the backend's deviation endangers. */
+  readonly property: PropertyId;
+  readonly message: string;
+  readonly step: ExecutedStep;
+}
+
+export interface PropertyViolation {
+  readonly kind: 'property-violation';
+  readonly violations: readonly Violation[];
+  readonly step: ExecutedStep;
+}
+
+export type Verdict = { readonly kind: 'pass' } | ConformanceFailure | PropertyViolation;
+
+export interface RunReport {
+  readonly backend: string;
+  readonly verdict: Verdict;
+  /** The steps that ran (commands the model did not enable are skipped and not listed). */
+  readonly steps: readonly ExecutedStep[];
+  readonly clients: number;
+  readonly nodes: number;
+}
+
+/** The property IDs a failing verdict names. */
+export function verdictProperties(verdict: Verdict): PropertyId[] {
+  return match(verdict)
+    .with({ kind: 'pass' }, () => [])
+    .with({ kind: 'conformance-failure' }, (v) => [v.property])
+    .with({ kind: 'property-violation' }, (v) => [...new Set(v.violations.map((x) => x.property))])
+    .exhaustive();
+}
