@@ -13,7 +13,7 @@ import type { Branch } from '../model/world.ts';
 import { step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { BackendInstance, BackendUnderTest } from './adapter.ts';
-import type { ExecutedStep, RunReport, Verdict } from './verdict.ts';
+import type { ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 
 /**
  * The lockstep loop: every command goes to the model (which answers the set
@@ -25,6 +25,12 @@ import type { ExecutedStep, RunReport, Verdict } from './verdict.ts';
 export interface LockstepOptions {
   readonly clients: number;
   readonly tokenBase: bigint;
+  /**
+   * Keep going after a property violation (it is a finding about the design,
+   * recorded in the report) and stop only at a conformance failure. Default:
+   * stop at either.
+   */
+  readonly continueAfterViolation?: boolean;
 }
 
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
@@ -47,7 +53,8 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   let world = initialWorld({ design: backend.design, store: backend.capabilities.store, clients: options.clients, tokenBase: options.tokenBase });
   const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
-  const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, clients: options.clients, nodes: nodeCount(backend.design) });
+  const findings: PropertyViolation[] = [];
+  const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design) });
   const env = instance.env;
 
   for (const command of commands) {
@@ -85,7 +92,11 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const violations = checkProperties(branch.events, world);
     const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, world, drivers);
     steps.push(executed);
-    if (violations.length > 0) return report({ kind: 'property-violation', violations, step: executed });
+    if (violations.length > 0) {
+      const finding: PropertyViolation = { kind: 'property-violation', violations, step: executed };
+      if (!options.continueAfterViolation) return report(finding);
+      findings.push(finding);
+    }
   }
   return report({ kind: 'pass' });
 }

@@ -1,0 +1,140 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import fc from 'fast-check';
+import type { Command } from '../model/command.ts';
+import { describeCommand } from '../model/describe.ts';
+import type { PropertyId } from '../model/properties.ts';
+import type { BackendUnderTest, FaultKind } from './adapter.ts';
+import { scheduleArb, tokenBaseArb } from './generate.ts';
+import { runLockstep } from './lockstep.ts';
+import { htmlTimeline, textTimeline } from './timeline.ts';
+import type { RunReport } from './verdict.ts';
+import { verdictProperties } from './verdict.ts';
+
+/**
+ * Checks a backend against its model over many generated schedules with
+ * faults, and shrinks the first failure to a minimal, replayable schedule.
+ */
+export interface CheckOptions {
+  /** Number of generated schedules. Default 100. */
+  readonly runs?: number;
+  /** Commands per schedule, at most. Default 40. */
+  readonly maxCommands?: number;
+  /** fast-check seed; with `path`, replays one exact case. */
+  readonly seed?: number;
+  readonly path?: string;
+  /** Fault kinds to generate (intersected with what the backend supports). Default: all it supports. */
+  readonly faults?: readonly FaultKind[];
+  readonly clients?: number;
+  readonly resources?: number;
+  /**
+   * What fails a run: only a conformance failure (default; property
+   * violations are findings the design is expected to have), or any verdict
+   * but a pass.
+   */
+  readonly failOn?: 'conformance-failure' | 'any';
+  /** Where to write the shrunk counterexample's timeline (.html; a .txt beside it). */
+  readonly timelineFile?: string;
+  /** Called after every run, for progress output. */
+  readonly onRun?: (run: number, report: RunReport) => void;
+  /** A clock for the elapsed figures only. */
+  readonly clock?: () => number;
+}
+
+export interface CheckFailure {
+  /** The shrunk counterexample's report. */
+  readonly report: RunReport;
+  readonly properties: PropertyId[];
+  /** 1-based index of the first failing run. */
+  readonly failedAtRun: number;
+  readonly msToDetection: number;
+  readonly originalLength: number;
+  readonly shrunkLength: number;
+  readonly seed: number;
+  readonly path: string;
+  /** Ready to print: verdict, replay line and the schedule as steps. */
+  readonly message: string;
+}
+
+export interface CheckResult {
+  readonly backend: string;
+  readonly runs: number;
+  readonly failure: CheckFailure | null;
+  /** Property violations seen, per ID, over all runs (findings about the design). */
+  readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
+  readonly elapsedMs: number;
+}
+
+class RunFailed extends Error {
+  constructor(readonly report: RunReport) {
+    super(textTimeline(report));
+  }
+}
+
+export async function checkConformance(backend: BackendUnderTest, options: CheckOptions = {}): Promise<CheckResult> {
+  const clock = options.clock ?? (() => performance.now());
+  const started = clock();
+  const clients = options.clients ?? 2;
+  const faults = (options.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
+  const failOn = options.failOn ?? 'conformance-failure';
+  const findings: Partial<Record<PropertyId, number>> = {};
+  let run = 0;
+  let firstFailure: { run: number; ms: number; length: number } | null = null;
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40 });
+  const property = fc.asyncProperty(schedule, tokenBaseArb(), async (commands: Command[], tokenBase: bigint) => {
+    run++;
+    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn === 'conformance-failure' });
+    options.onRun?.(run, report);
+    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' : report.verdict.kind === 'conformance-failure';
+    if (failed) {
+      firstFailure ??= { run, ms: clock() - started, length: report.steps.length };
+      throw new RunFailed(report);
+    }
+    if (firstFailure === null) for (const f of report.findings) for (const p of new Set(f.violations.map((v) => v.property))) findings[p] = (findings[p] ?? 0) + 1;
+  });
+  const details = await fc.check(property, {
+    numRuns: options.runs ?? 100,
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    ...(options.path !== undefined ? { path: options.path } : {}),
+  });
+  if (!details.failed || details.counterexample === null) {
+    if (details.errorInstance !== null && !(details.errorInstance instanceof RunFailed)) throw details.errorInstance;
+    return { backend: backend.name, runs: details.numRuns, failure: null, findings, elapsedMs: clock() - started };
+  }
+  if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance;
+  const report = details.errorInstance.report;
+  const first = firstFailure ?? { run: details.numRuns, ms: clock() - started, length: report.steps.length };
+  if (options.timelineFile !== undefined) {
+    mkdirSync(dirname(options.timelineFile), { recursive: true });
+    writeFileSync(options.timelineFile, htmlTimeline(report));
+    writeFileSync(options.timelineFile.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n');
+  }
+  const replay = `seed ${details.seed}, path "${details.counterexamplePath}" (replay: LOCKCHECK_SEED=${details.seed} LOCKCHECK_PATH=${details.counterexamplePath}, or checkConformance(backend, { seed: ${details.seed}, path: '${details.counterexamplePath}' }))`;
+  const message = [
+    textTimeline(report),
+    '',
+    `found at run ${first.run} of ${options.runs ?? 100}, shrunk from ${first.length} to ${report.steps.length} steps; ${replay}`,
+    options.timelineFile !== undefined ? `timeline: ${options.timelineFile}` : '',
+    'schedule:',
+    ...report.steps.map((s, i) => `  ${i + 1}. ${describeCommand(s.command)}`),
+  ]
+    .filter((l) => l !== '')
+    .join('\n');
+  return {
+    backend: backend.name,
+    runs: details.numRuns,
+    failure: {
+      report,
+      properties: verdictProperties(report.verdict),
+      failedAtRun: first.run,
+      msToDetection: first.ms,
+      originalLength: first.length,
+      shrunkLength: report.steps.length,
+      seed: details.seed,
+      path: details.counterexamplePath ?? '',
+      message,
+    },
+    findings,
+    elapsedMs: clock() - started,
+  };
+}

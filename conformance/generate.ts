@@ -1,0 +1,153 @@
+import fc from 'fast-check';
+import type { Command, Operation } from '../model/command.ts';
+import type { Design } from '../model/design.ts';
+import { hasTtl, nodeCount } from '../model/design.ts';
+import type { FaultKind } from './adapter.ts';
+
+/**
+ * Schedules of operations and faults for the lockstep runner. A schedule is
+ * an array of chunks: single commands, and short scripts that make the
+ * interesting schedules common (a pause across an expiry, a write in flight
+ * while another client takes over, a clock step or a crash on one node while
+ * it holds a grant). Shrinking removes whole chunks, then commands in them.
+ */
+export interface ScheduleOptions {
+  readonly design: Design;
+  readonly faults: readonly FaultKind[];
+  readonly clients: number;
+  readonly resources: number;
+  readonly maxCommands: number;
+}
+
+export const RESOURCE_NAMES = ['r0', 'r1', 'r2', 'r3'] as const;
+
+/** Token bases that reach the edges: the start, past 2^53 (JS numbers go inexact), close to 2^63-1. */
+export const TOKEN_BASES: readonly bigint[] = [0n, 2n ** 53n - 3n, 2n ** 63n - 1n - 10_000n];
+
+export function tokenBaseArb(): fc.Arbitrary<bigint> {
+  return fc.constantFrom(...TOKEN_BASES);
+}
+
+export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
+  const ttl = hasTtl(o.design);
+  const has = (f: FaultKind) => o.faults.includes(f);
+  const client = fc.integer({ min: 0, max: o.clients - 1 });
+  const other = (c: number) => (c + 1) % o.clients;
+  const node = fc.integer({ min: 0, max: nodeCount(o.design) - 1 });
+  const resource = fc.constantFrom(...RESOURCE_NAMES.slice(0, o.resources));
+  const ttlMs = fc.integer({ min: 5, max: 60 });
+  const value = fc.constantFrom('a', 'b', 'c');
+
+  const acquire = (c: fc.Arbitrary<number>, latency: boolean): fc.Arbitrary<Command> =>
+    fc
+      .record({
+        client: c,
+        resource,
+        ttlMs,
+        latencyMs: latency && has('delay') ? fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 70 })) : fc.constant(0),
+        retries: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }) }),
+        retryDelayMs: fc.integer({ min: 1, max: 20 }),
+      })
+      .map((a): Command => {
+        const base = { kind: 'acquire' as const, client: a.client, resource: a.resource };
+        const timing = { ...(a.latencyMs ? { latencyMs: a.latencyMs } : {}), ...(a.retries ? { retries: a.retries, retryDelayMs: a.retryDelayMs } : {}) };
+        return ttl ? { ...base, ttlMs: a.ttlMs, ...timing } : { ...base, ...timing };
+      });
+  const operation: fc.Arbitrary<Operation> = fc.oneof(
+    { weight: 4, arbitrary: acquire(client, true) as fc.Arbitrary<Operation> },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('write' as const), client, resource, value }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('release' as const), client, resource }) },
+    { weight: ttl ? 2 : 0, arbitrary: fc.record({ kind: fc.constant('extend' as const), client, resource, ttlMs }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('read' as const), client, resource }) },
+  );
+  const advance = fc.integer({ min: 1, max: 80 }).map((ms): Command => ({ kind: 'advance', ms }));
+
+  const single: Array<fc.WeightedArbitrary<Command[]>> = [
+    { weight: 10, arbitrary: operation.map((c) => [c]) },
+    { weight: 5, arbitrary: advance.map((c) => [c]) },
+  ];
+  if (has('clock-step')) single.push({ weight: 1, arbitrary: fc.record({ node, deltaMs: fc.integer({ min: -60, max: 60 }) }).map(({ node: n, deltaMs }) => [{ kind: 'clock-step', node: n, deltaMs } as Command]) });
+  if (has('clock-drift')) {
+    single.push({
+      weight: 1,
+      arbitrary: fc
+        .record({ target: fc.oneof(client.map((c) => ({ client: c })), node.map((n) => ({ node: n }))), driftPpm: fc.constantFrom(-500_000, -10_000, 0, 10_000, 500_000) })
+        .map(({ target, driftPpm }) => [{ kind: 'clock-drift', target, driftPpm } as Command]),
+    });
+  }
+  if (has('crash-restart')) single.push({ weight: 1, arbitrary: node.map((n) => [{ kind: 'crash', node: n } as Command, { kind: 'restart', node: n } as Command]) });
+  if (has('partition')) {
+    single.push({ weight: 1, arbitrary: fc.record({ client, node }).map((l) => [{ kind: 'partition', ...l } as Command]) });
+    single.push({ weight: 1, arbitrary: fc.record({ client, node }).map((l) => [{ kind: 'heal', ...l } as Command]) });
+  }
+  if (has('kill-connection')) single.push({ weight: 1, arbitrary: client.map((c) => [{ kind: 'kill-connection', client: c } as Command]) });
+
+  const scripts: Array<fc.WeightedArbitrary<Command[]>> = [];
+  if (has('pause') && o.clients > 1) {
+    // A pause across an expiry, with the write checked before it and sent after it.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc.tuple(acquire(client, false), advance, value, acquire(fc.constant(0), false), value).map(([first, gap, v1, second, v2]) => {
+        const a = first as Extract<Command, { kind: 'acquire' }>;
+        const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+        return [
+          a,
+          { kind: 'pause', client: a.client, pendingWrite: { resource: a.resource, value: v1 } },
+          gap,
+          b,
+          { kind: 'write', client: b.client, resource: a.resource, value: v2 },
+          { kind: 'resume', client: a.client },
+          { kind: 'read', client: b.client, resource: a.resource },
+        ];
+      }),
+    });
+    // An operation in flight while another client takes over.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, false), advance, fc.constantFrom('release', 'write', 'extend'), value, acquire(fc.constant(0), false), ttlMs)
+        .map(([first, gap, kind, v, second, t]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          const inFlight: Operation =
+            kind === 'write'
+              ? { kind: 'write', client: a.client, resource: a.resource, value: v }
+              : kind === 'extend' && ttl
+                ? { kind: 'extend', client: a.client, resource: a.resource, ttlMs: t }
+                : { kind: 'release', client: a.client, resource: a.resource };
+          return [
+            a,
+            gap,
+            { kind: 'pause', client: a.client, inFlight },
+            gap,
+            b,
+            { kind: 'write', client: b.client, resource: a.resource, value: 'new' },
+            { kind: 'resume', client: a.client },
+            { kind: 'read', client: b.client, resource: a.resource },
+          ];
+        }),
+    });
+  }
+  if (has('clock-step')) {
+    // A clock jump on one node while it holds a grant, then a contender.
+    scripts.push({
+      weight: 2,
+      arbitrary: fc.tuple(acquire(client, false), node, fc.integer({ min: 1, max: 80 }), acquire(fc.constant(0), false)).map(([first, n, jump, second]) => {
+        const a = first as Extract<Command, { kind: 'acquire' }>;
+        return [a, { kind: 'clock-step', node: n, deltaMs: jump }, { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource }];
+      }),
+    });
+  }
+  if (has('crash-restart')) {
+    scripts.push({
+      weight: 2,
+      arbitrary: fc.tuple(acquire(client, false), node, acquire(fc.constant(0), false)).map(([first, n, second]) => {
+        const a = first as Extract<Command, { kind: 'acquire' }>;
+        return [a, { kind: 'crash', node: n }, { kind: 'restart', node: n }, { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource }];
+      }),
+    });
+  }
+  return fc
+    .array(fc.oneof(...single, ...scripts), { maxLength: Math.max(1, Math.ceil(o.maxCommands / 2)) })
+    .map((chunks) => chunks.flat().slice(0, o.maxCommands));
+}
