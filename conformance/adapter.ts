@@ -61,7 +61,7 @@ export interface Environment {
   restart(node: number): Promise<void>;
   partition(client: number, node: number): Promise<void>;
   heal(client: number, node: number): Promise<void>;
-  /** Replies to this client take `ms` of true time (0: none). */
+  /** Replies to the requests this client sends before true time moves on take `ms` of true time (0: none). */
   setDelay(client: number, ms: number): Promise<void>;
   /** The client is paused: its replies wait until resume. */
   pause(client: number): Promise<void>;

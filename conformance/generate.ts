@@ -105,16 +105,12 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
     scripts.push({
       weight: 3,
       arbitrary: fc
-        .tuple(acquire(client, false), advance, fc.constantFrom('release', 'write', 'extend'), value, acquire(fc.constant(0), false), ttlMs)
-        .map(([first, gap, kind, v, second, t]) => {
+        .tuple(acquire(client, false), advance, fc.constantFrom('release', 'write'), value, acquire(fc.constant(0), false))
+        .map(([first, gap, kind, v, second]) => {
           const a = first as Extract<Command, { kind: 'acquire' }>;
           const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
           const inFlight: Operation =
-            kind === 'write'
-              ? { kind: 'write', client: a.client, resource: a.resource, value: v }
-              : kind === 'extend' && ttl
-                ? { kind: 'extend', client: a.client, resource: a.resource, ttlMs: t }
-                : { kind: 'release', client: a.client, resource: a.resource };
+            kind === 'write' ? { kind: 'write', client: a.client, resource: a.resource, value: v } : { kind: 'release', client: a.client, resource: a.resource };
           return [
             a,
             gap,

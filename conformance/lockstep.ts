@@ -9,6 +9,7 @@ import type { PropertyId } from '../model/properties.ts';
 import { checkProperties } from '../model/properties.ts';
 import type { World } from '../model/state.ts';
 import { initialWorld, sameOwner } from '../model/state.ts';
+import { canonicalKey } from '../model/canonical.ts';
 import type { Branch } from '../model/world.ts';
 import { step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
@@ -49,8 +50,13 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
   }
 }
 
+/** Candidate model states kept at once; more would mean an ambiguity the runner cannot afford to track. */
+const MAX_CANDIDATES = 256;
+
 async function loop(backend: BackendUnderTest, instance: BackendInstance, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
-  let world = initialWorld({ design: backend.design, store: backend.capabilities.store, clients: options.clients, tokenBase: options.tokenBase });
+  // The states the model may be in, given everything the backend said so far: an ambiguous outcome
+  // (a timed-out acquire, a key at its exact expiry) keeps every branch alive until a later one tells them apart.
+  let worlds: World[] = [initialWorld({ design: backend.design, store: backend.capabilities.store, clients: options.clients, tokenBase: options.tokenBase })];
   const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
@@ -58,9 +64,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const env = instance.env;
 
   for (const command of commands) {
-    let branches: readonly Branch[];
+    let branches: Branch[];
     try {
-      branches = step(world, command);
+      branches = worlds.flatMap((w) => step(w, command));
     } catch (e) {
       if (e instanceof InvalidInputError) continue; // not enabled here
       throw e;
@@ -71,7 +77,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const work = perform(instance, drivers, command);
     const settled = await env.runUntil(work, limitMs);
     const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
-      const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], world, drivers);
+      const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
       steps.push(executed);
       return report({ kind: 'conformance-failure', property, message, step: executed });
     };
@@ -81,16 +87,22 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const actual = await work;
     const matching = branches.filter((b) => sameOutcome(b.outcome, actual) && b.next.nowMs >= env.nowMs());
     if (matching.length === 0) {
-      return fail(implicated(subject, branches, actual), `the backend answered ${show(actual)}; the model allows ${branches.map((b) => show(b.outcome)).join(' or ')}`, actual);
+      const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
+      return fail(implicated(subject, branches, actual), `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`, actual);
     }
-    const branch = matching[0]!;
-    await env.advanceTo(branch.next.nowMs);
-    world = branch.next;
-    mirror(world, drivers);
-    const lost = await ownership(instance, world, drivers);
-    if (lost !== null) return fail('OWN-1', lost, actual);
-    const violations = checkProperties(branch.events, world);
-    const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, world, drivers);
+    await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
+    const timed = matching.filter((b) => b.next.nowMs === env.nowMs());
+    const consistent = await observe(instance, timed, drivers);
+    if (consistent.length === 0) return fail('OWN-1', await ownershipMessage(instance, timed[0]!.next, drivers), actual);
+    const unique = new Map(consistent.map((b) => [canonicalKey(b.next, { nodeSymmetry: false }), b]));
+    if (unique.size > MAX_CANDIDATES) throw new Error(`lockstep: ${unique.size} candidate model states after step ${steps.length + 1}; the schedule is too ambiguous to follow`);
+    const kept = [...unique.values()];
+    worlds = kept.map((b) => b.next);
+    mirror(worlds[0]!, drivers);
+    // A finding is certain only when every state the backend may be in shows it.
+    const perBranch = kept.map((b) => checkProperties(b.events, b.next));
+    const violations = perBranch.every((v) => v.length > 0) ? perBranch[0]! : [];
+    const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, worlds[0]!, drivers);
     steps.push(executed);
     if (violations.length > 0) {
       const finding: PropertyViolation = { kind: 'property-violation', violations, step: executed };
@@ -201,22 +213,35 @@ function mirror(world: World, drivers: Driver[]): void {
 /**
  * OWN-1, white-box: every key the model says a client holds (granted, live
  * for sure, on a node that is up) must hold that client's owner value on the
- * backend too. Needs the environment's optional inspect().
+ * backend too. Needs the environment's optional inspect(); keeps the branches
+ * the backend's keys agree with.
  */
-async function ownership(instance: BackendInstance, world: World, drivers: Driver[]): Promise<string | null> {
+async function observe(instance: BackendInstance, branches: readonly Branch[], drivers: Driver[]): Promise<Branch[]> {
   const inspect = instance.env.inspect;
-  if (inspect === undefined) return null;
+  if (inspect === undefined) return [...branches];
+  const held = new Map<string, ReadonlyArray<string | null>>();
+  for (const d of drivers) for (const resource of d.leases.keys()) if (!held.has(resource)) held.set(resource, await inspect(resource));
+  return branches.filter((b) => missingKey(b.next, drivers, held) === null);
+}
+
+async function ownershipMessage(instance: BackendInstance, world: World, drivers: Driver[]): Promise<string> {
+  const held = new Map<string, ReadonlyArray<string | null>>();
+  for (const d of drivers) for (const resource of d.leases.keys()) held.set(resource, (await instance.env.inspect?.(resource)) ?? []);
+  return missingKey(world, drivers, held) ?? 'the backend holds keys no model state allows';
+}
+
+function missingKey(world: World, drivers: Driver[], held: ReadonlyMap<string, ReadonlyArray<string | null>>): string | null {
   for (const [client, d] of drivers.entries()) {
     for (const [resource, lease] of d.leases) {
       const modelLease = world.clients[client]!.leases[resource];
       if (modelLease === undefined) continue;
-      const held = await inspect(resource);
       for (const [index, node] of world.nodes.entries()) {
         const key = node.keys[resource];
         const surelyLive = liveness(world.config.design, node, resource, world.nowMs).every((alive) => alive);
         if (!node.up || key === undefined || !surelyLive || !sameOwner(key.owner, modelLease.owner)) continue;
-        if (held[index] !== lease.owner) {
-          return `node ${index} should hold client ${client}'s key on '${resource}' (owner ${lease.owner.slice(0, 8)}…) but holds ${held[index] === null ? 'nothing' : `${held[index]!.slice(0, 8)}…`}`;
+        const owner = held.get(resource)?.[index] ?? null;
+        if (owner !== lease.owner) {
+          return `node ${index} should hold client ${client}'s key on '${resource}' (owner ${lease.owner.slice(0, 8)}…) but holds ${owner === null ? 'nothing' : `${owner.slice(0, 8)}…`}`;
         }
       }
     }

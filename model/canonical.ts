@@ -10,7 +10,7 @@ import type { World } from './state.ts';
  * alike; fault alphabets single out node 0 as the faulty one, so it keeps its
  * place). The exploration deduplicates visited states by it.
  */
-export function canonicalKey(world: World): string {
+export function canonicalKey(world: World, options: { readonly nodeSymmetry?: boolean } = {}): string {
   const now = world.nowMs;
   const design = world.config.design;
   const nodes = world.nodes.map((n, index) => {
@@ -36,7 +36,7 @@ export function canonicalKey(world: World): string {
       cut.join(','),
     ].join('|');
   });
-  const rest = nodes.slice(1).sort();
+  const rest = options.nodeSymmetry === false ? nodes.slice(1) : nodes.slice(1).sort();
   const clients = world.clients.map((c) => {
     const mono = read(c.mono, now);
     const leases = Object.entries(c.leases)

@@ -26,6 +26,15 @@ export function read(clock: Clock, trueMs: number): number {
   return clock.readingMs + Math.floor((elapsed * (1_000_000 + clock.driftPpm)) / 1_000_000);
 }
 
+/** The first true time at or after `fromMs` at which `clock` reads at least `readingMs`. */
+export function trueTimeOf(clock: Clock, readingMs: number, fromMs: number): number {
+  if (read(clock, fromMs) >= readingMs) return fromMs;
+  let t = clock.anchorTrueMs + Math.ceil(((readingMs - clock.readingMs) * 1_000_000) / (1_000_000 + clock.driftPpm));
+  t = Math.max(t - 1, fromMs);
+  while (read(clock, t) < readingMs) t++;
+  return t;
+}
+
 /** A wall-clock step (NTP step, operator, VM migration): forwards or backwards. */
 export function step(clock: Clock, trueMs: number, deltaMs: number): Clock {
   return { anchorTrueMs: trueMs, readingMs: read(clock, trueMs) + deltaMs, driftPpm: clock.driftPpm };

@@ -9,8 +9,9 @@ export type Operation =
   /**
    * One acquisition attempt (try-acquire). A blocking acquire is a sequence of
    * these with time passing between them. `latencyMs` is the true time the
-   * request/reply round trip takes (message delay); the grant happens on the
-   * nodes when the request arrives, the client sees the reply `latencyMs` later.
+   * first request/reply round trip takes (message delay); the grant happens on
+   * the nodes when the request arrives, the client sees the reply `latencyMs`
+   * later. Later round trips (write-back, undo, retries) are not delayed.
    * `ttlMs` is required by ttl designs and must be absent for session-bound ones.
    */
   | {
@@ -49,7 +50,9 @@ export type Fault =
    * goes out when it resumes, unchecked. With `inFlight`, it stops right after
    * sending that operation's requests: they take effect now, and the client
    * reads the replies only when it resumes (the resume's outcome is the
-   * operation's). At most one of the two.
+   * operation's). At most one of the two. Only release, write and read may be
+   * in flight: acquire and extend judge their replies by the clock at reading
+   * time, which this model does not split off.
    */
   | {
       readonly kind: 'pause';

@@ -1,5 +1,5 @@
 import { match, P } from 'ts-pattern';
-import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock } from './clock.ts';
+import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import type { Design } from './design.ts';
 import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs } from './design.ts';
@@ -109,6 +109,10 @@ function validate(world: World, command: Command): void {
       if (c.inFlight !== undefined) {
         if (c.pendingWrite !== undefined) throw new InvalidInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
         if (c.inFlight.client !== c.client) throw new InvalidInputError('precondition', `the operation in flight must be client ${c.client}'s`);
+        // Acquire and extend judge their replies by the clock when they read them: not modelled in flight.
+        if (c.inFlight.kind !== 'release' && c.inFlight.kind !== 'write' && c.inFlight.kind !== 'read') {
+          throw new InvalidInputError('unsupported-operation', `only release, write and read can be in flight across a pause, not ${c.inFlight.kind}`);
+        }
         validate(world, c.inFlight);
       }
     })
@@ -241,7 +245,9 @@ function acquire(world: World, client: number, resource: string, ttlMs: number |
   return attempt.flatMap((b) =>
     b.outcome.kind !== 'denied'
       ? [b]
-      : acquire({ ...b.next, nowMs: b.next.nowMs + retryDelayMs }, client, resource, ttlMs, latencyMs, retries - 1, retryDelayMs).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
+      : // Only the first attempt's replies are delayed: latencyMs is one slow round trip.
+        // The client sleeps on its own clock, which may run slow or fast.
+        acquire({ ...b.next, nowMs: trueTimeOf(b.next.clients[client]!.mono, monoNow(b.next, client) + retryDelayMs, b.next.nowMs) }, client, resource, ttlMs, 0, retries - 1, retryDelayMs).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
   );
 }
 
@@ -267,20 +273,21 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
     return { node: setKey(bumped.node, resource, { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs }), vote: bumped.value };
   });
   const reachable = counted.nodes.filter((_n, i) => isReachable(counted, client, i)).length;
-  const later = latencyMs;
+  // With no node to answer there is no reply to wait for: every request fails at once.
+  const later = reachable > 0 ? latencyMs : 0;
   return attempts.flatMap(({ nodes, votes }): Branch[] => {
     const afterNodes: World = { ...counted, nodes, nowMs: counted.nowMs + later };
     const grantedVotes = votes.filter((v): v is bigint => typeof v === 'bigint');
     // A reply later than the ttl is useless: the client has given up and does not know what happened.
     // Exactly at the ttl, the give-up and the reply race: both ways are allowed.
     const gaveUp: Branch[] =
-      latencyMs < ttlMs
+      later < ttlMs
         ? []
         : [
             { outcome: { kind: 'timed-out' }, next: { ...counted, nowMs: counted.nowMs + later }, events: [] },
             { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] },
           ];
-    if (latencyMs > ttlMs) return gaveUp;
+    if (later > ttlMs) return gaveUp;
     const elapsed = monoNow(afterNodes, client) - started;
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
     if (grantedVotes.length >= quorum(design) && validityMs > 0) {
@@ -441,9 +448,15 @@ function inject(world: World, fault: Fault): readonly Branch[] {
   const ok = (next: World, events: readonly WorldEvent[] = []): readonly Branch[] => single({ kind: 'ok' }, next, events);
   return match(fault)
     .with({ kind: 'advance' }, (f) => ok({ ...world, nowMs: world.nowMs + f.ms }))
-    .with({ kind: 'clock-step' }, (f) =>
-      ok({ ...world, nodes: world.nodes.map((n, i) => (i === f.node ? { ...n, wall: stepClock(n.wall, world.nowMs, f.deltaMs) } : n)) }),
-    )
+    .with({ kind: 'clock-step' }, (f) => {
+      const node = world.nodes[f.node]!;
+      const stepped = (n: NodeState): World => ({ ...world, nodes: world.nodes.map((m, i) => (i === f.node ? { ...n, wall: stepClock(n.wall, world.nowMs, f.deltaMs) } : m)) });
+      // A key already dead may or may not have been purged (active expiry) before the step: a step back revives it only if not.
+      const dead = Object.keys(node.keys).filter((r) => liveness(design, node, r, world.nowMs).every((alive) => !alive));
+      if (dead.length === 0) return ok(stepped(node));
+      const purged = dead.reduce((n, r) => deleteKey(n, r), node);
+      return [...ok(stepped(purged)), ...ok(stepped(node))];
+    })
     .with({ kind: 'clock-drift' }, (f) => {
       const t = f.target;
       if ('node' in t) {

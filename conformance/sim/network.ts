@@ -16,7 +16,7 @@ export interface Server {
 
 export class SimNetwork {
   readonly #cut = new Set<string>();
-  readonly #delayMs = new Map<number, number>();
+  readonly #delay = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
   readonly #held = new Map<number, Array<() => void>>();
 
   constructor(
@@ -34,7 +34,8 @@ export class SimNetwork {
     } catch (error) {
       reply = { ok: false, error };
     }
-    const delayMs = this.#delayMs.get(client) ?? 0;
+    const delay = this.#delay.get(client);
+    const delayMs = delay !== undefined && delay.sentAtMs === this.time.nowMs() ? delay.ms : 0;
     if (delayMs > 0) await this.time.sleep(delayMs);
     else await Promise.resolve();
     const held = this.#held.get(client);
@@ -51,10 +52,13 @@ export class SimNetwork {
     this.#cut.delete(`${client}:${endpoint}`);
   }
 
-  /** Replies to this client take `ms` of true time from now on. */
+  /**
+   * Replies to the requests this client sends now, before true time moves on,
+   * take `ms` of true time (one slow round trip; later ones are not delayed).
+   */
   setDelay(client: number, ms: number): void {
-    if (ms === 0) this.#delayMs.delete(client);
-    else this.#delayMs.set(client, ms);
+    if (ms === 0) this.#delay.delete(client);
+    else this.#delay.set(client, { ms, sentAtMs: this.time.nowMs() });
   }
 
   /** The client is paused: its replies wait. */

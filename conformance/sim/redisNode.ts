@@ -107,7 +107,9 @@ export class SimRedisNode implements Server {
     this.#availableFromMs = this.time.nowMs() + this.restartDelayMs;
   }
 
+  /** Active expiry has run before the step: a dead key stays dead whichever way the clock goes. */
   stepClock(deltaMs: number): void {
+    for (const resource of [...this.#keys.keys()]) this.live(resource);
     this.wall = step(this.wall, this.time.nowMs(), deltaMs);
   }
 

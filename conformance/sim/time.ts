@@ -1,5 +1,5 @@
 import type { Clock } from '../../model/clock.ts';
-import { read } from '../../model/clock.ts';
+import { read, trueTimeOf } from '../../model/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 
 /**
@@ -19,15 +19,6 @@ interface Timer {
 /** Lets promise chains run to their next wait on virtual time. */
 export function flush(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/** The first true time at or after `fromMs` at which `clock` reads at least `readingMs`. */
-export function trueTimeOf(clock: Clock, readingMs: number, fromMs: number): number {
-  if (read(clock, fromMs) >= readingMs) return fromMs;
-  let t = clock.anchorTrueMs + Math.ceil(((readingMs - clock.readingMs) * 1_000_000) / (1_000_000 + clock.driftPpm));
-  t = Math.max(t - 1, fromMs);
-  while (read(clock, t) < readingMs) t++;
-  return t;
 }
 
 /** Bound on the events one advance may fire: a runaway loop is a bug, not a wait. */
