@@ -60,7 +60,7 @@ export interface CheckResult {
   readonly backend: string;
   readonly runs: number;
   readonly failure: CheckFailure | null;
-  /** Property violations seen, per ID, over all runs (findings about the design). */
+  /** Runs that showed a property violation, per ID (findings about the design, not failures). */
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
   readonly elapsedMs: number;
 }
@@ -90,7 +90,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       firstFailure ??= { run, ms: clock() - started, length: report.steps.length };
       throw new RunFailed(report);
     }
-    if (firstFailure === null) for (const f of report.findings) for (const p of new Set(f.violations.map((v) => v.property))) findings[p] = (findings[p] ?? 0) + 1;
+    if (firstFailure === null) for (const p of new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))) findings[p] = (findings[p] ?? 0) + 1;
   });
   const details = await fc.check(property, {
     numRuns: options.runs ?? 100,

@@ -7,7 +7,7 @@ import { liveness } from '../model/node.ts';
 import type { Outcome } from '../model/outcome.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { checkProperties } from '../model/properties.ts';
-import type { World } from '../model/state.ts';
+import type { Owner, World } from '../model/state.ts';
 import { initialWorld, sameOwner } from '../model/state.ts';
 import { canonicalKey } from '../model/canonical.ts';
 import type { Branch } from '../model/world.ts';
@@ -37,6 +37,8 @@ export interface LockstepOptions {
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
 interface Driver {
   readonly leases: Map<string, Lease>;
+  /** Owner values of leases this client released: no node may keep them once the model has them gone. */
+  readonly released: Map<string, Set<string>>;
   pendingWrite: { resource: string; value: string; token: bigint } | null;
   inFlight: { readonly op: Operation; readonly outcome: Promise<Outcome> } | null;
 }
@@ -57,11 +59,12 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   // The states the model may be in, given everything the backend said so far: an ambiguous outcome
   // (a timed-out acquire, a key at its exact expiry) keeps every branch alive until a later one tells them apart.
   let worlds: World[] = [initialWorld({ design: backend.design, store: backend.capabilities.store, clients: options.clients, tokenBase: options.tokenBase })];
-  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), pendingWrite: null, inFlight: null }));
+  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), released: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
   const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design) });
   const env = instance.env;
+  const owners = new Map<string, Owner>();
 
   for (const command of commands) {
     let branches: Branch[];
@@ -88,17 +91,18 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const matching = branches.filter((b) => sameOutcome(b.outcome, actual) && b.next.nowMs >= env.nowMs());
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
-      return fail(implicated(subject, branches, actual), `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`, actual);
+      const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
+      return fail(implicated(subject, branches, actual, clientNow), `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`, actual);
     }
     await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
     const timed = matching.filter((b) => b.next.nowMs === env.nowMs());
-    const consistent = await observe(instance, timed, drivers);
-    if (consistent.length === 0) return fail('OWN-1', await ownershipMessage(instance, timed[0]!.next, drivers), actual);
+    const consistent = await observe(instance, timed, drivers, owners);
+    if (consistent.length === 0) return fail('OWN-1', await ownershipMessage(instance, timed[0]!.next, drivers, owners), actual);
     const unique = new Map(consistent.map((b) => [canonicalKey(b.next, { nodeSymmetry: false }), b]));
     if (unique.size > MAX_CANDIDATES) throw new Error(`lockstep: ${unique.size} candidate model states after step ${steps.length + 1}; the schedule is too ambiguous to follow`);
     const kept = [...unique.values()];
     worlds = kept.map((b) => b.next);
-    mirror(worlds[0]!, drivers);
+    mirror(worlds[0]!, drivers, owners);
     // A finding is certain only when every state the backend may be in shows it.
     const perBranch = kept.map((b) => checkProperties(b.events, b.next));
     const violations = perBranch.every((v) => v.length > 0) ? perBranch[0]! : [];
@@ -186,6 +190,7 @@ async function operate(instance: BackendInstance, drivers: Driver[], op: Operati
     .with({ kind: 'release' }, async (r): Promise<Outcome> => {
       const lease = d.leases.get(r.resource);
       if (lease === undefined) return { kind: 'not-held' };
+      d.released.set(r.resource, (d.released.get(r.resource) ?? new Set()).add(lease.owner));
       await client.release(lease);
       return { kind: 'released' };
     })
@@ -204,10 +209,18 @@ async function operate(instance: BackendInstance, drivers: Driver[], op: Operati
 }
 
 /** Keeps the harness's leases in step with the model's after an agreed step. */
-function mirror(world: World, drivers: Driver[]): void {
+function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): void {
   drivers.forEach((d, client) => {
-    for (const resource of [...d.leases.keys()]) if (world.clients[client]!.leases[resource] === undefined) d.leases.delete(resource);
+    for (const [resource, lease] of [...d.leases]) {
+      const modelLease = world.clients[client]!.leases[resource];
+      if (modelLease === undefined) d.leases.delete(resource);
+      else owners.set(lease.owner, modelLease.owner);
+    }
   });
+}
+
+function resourcesOf(drivers: readonly Driver[]): Set<string> {
+  return new Set(drivers.flatMap((d) => [...d.leases.keys(), ...d.released.keys()]));
 }
 
 /**
@@ -216,21 +229,34 @@ function mirror(world: World, drivers: Driver[]): void {
  * backend too. Needs the environment's optional inspect(); keeps the branches
  * the backend's keys agree with.
  */
-async function observe(instance: BackendInstance, branches: readonly Branch[], drivers: Driver[]): Promise<Branch[]> {
+async function observe(instance: BackendInstance, branches: readonly Branch[], drivers: Driver[], owners: ReadonlyMap<string, Owner>): Promise<Branch[]> {
   const inspect = instance.env.inspect;
   if (inspect === undefined) return [...branches];
   const held = new Map<string, ReadonlyArray<string | null>>();
-  for (const d of drivers) for (const resource of d.leases.keys()) if (!held.has(resource)) held.set(resource, await inspect(resource));
-  return branches.filter((b) => missingKey(b.next, drivers, held) === null);
+  for (const resource of resourcesOf(drivers)) held.set(resource, await inspect(resource));
+  return branches.filter((b) => wrongKey(b.next, drivers, held, owners) === null);
 }
 
-async function ownershipMessage(instance: BackendInstance, world: World, drivers: Driver[]): Promise<string> {
+async function ownershipMessage(instance: BackendInstance, world: World, drivers: Driver[], owners: ReadonlyMap<string, Owner>): Promise<string> {
   const held = new Map<string, ReadonlyArray<string | null>>();
-  for (const d of drivers) for (const resource of d.leases.keys()) held.set(resource, (await instance.env.inspect?.(resource)) ?? []);
-  return missingKey(world, drivers, held) ?? 'the backend holds keys no model state allows';
+  for (const resource of resourcesOf(drivers)) held.set(resource, (await instance.env.inspect?.(resource)) ?? []);
+  return wrongKey(world, drivers, held, owners) ?? 'the backend holds keys no model state allows';
 }
 
-function missingKey(world: World, drivers: Driver[], held: ReadonlyMap<string, ReadonlyArray<string | null>>): string | null {
+/** The first disagreement between the backend's keys and the model's: a holder's key gone, or a released key kept. */
+function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, ReadonlyArray<string | null>>, owners: ReadonlyMap<string, Owner>): string | null {
+  for (const [client, d] of drivers.entries()) {
+    for (const [resource, gone] of d.released) {
+      for (const [index, node] of world.nodes.entries()) {
+        const owner = held.get(resource)?.[index] ?? null;
+        if (!node.up || owner === null || !gone.has(owner)) continue;
+        const key = node.keys[resource];
+        const modelOwner = owners.get(owner);
+        const modelKeeps = key !== undefined && modelOwner !== undefined && sameOwner(key.owner, modelOwner) && liveness(world.config.design, node, resource, world.nowMs).includes(true);
+        if (!modelKeeps) return `node ${index} still holds client ${client}'s released key on '${resource}' (owner ${owner.slice(0, 8)}…)`;
+      }
+    }
+  }
   for (const [client, d] of drivers.entries()) {
     for (const [resource, lease] of d.leases) {
       const modelLease = world.clients[client]!.leases[resource];
@@ -267,15 +293,19 @@ function describeKind(command: Command): string {
 }
 
 /** The property a deviation endangers, by what the backend got wrong. */
-function implicated(command: Command, branches: readonly Branch[], actual: Outcome): PropertyId {
+function implicated(command: Command, branches: readonly Branch[], actual: Outcome, clientNowMs: number): PropertyId {
   const expected = branches.map((b) => b.outcome);
   const op: Command = command.kind === 'pause' && command.inFlight ? command.inFlight : command;
   const wantedKinds = new Set(expected.map((o) => o.kind));
   return match({ op: op.kind, actual })
     .with({ op: 'acquire', actual: { kind: 'granted' } }, ({ actual: a }): PropertyId => {
       const granted = expected.filter((o): o is Extract<Outcome, { kind: 'granted' }> => o.kind === 'granted');
-      if (granted.length === 0) return 'MUTEX-1';
-      return granted.some((g) => g.token === a.token) ? 'MUTEX-1' : 'FENCE-1';
+      // A lease with no validity left on arrival, or one granted where the model grants none, overlaps another holder's.
+      if (granted.length === 0 || (a.validUntilMs !== null && a.validUntilMs <= clientNowMs)) return 'MUTEX-1';
+      const sameToken = granted.filter((g) => g.token === a.token);
+      if (sameToken.length === 0) return 'FENCE-1';
+      // Same grant, another deadline: claiming longer than allowed endangers exclusion; shorter only gives time away.
+      return sameToken.some((g) => g.validUntilMs !== null && a.validUntilMs !== null && a.validUntilMs < g.validUntilMs) ? 'LIVE-1' : 'MUTEX-1';
     })
     .with({ op: 'acquire' }, (): PropertyId => 'LIVE-1')
     .with({ op: 'extend', actual: { kind: 'extended' } }, (): PropertyId => (wantedKinds.has('extended') ? 'MUTEX-1' : 'OWN-1'))

@@ -79,8 +79,9 @@ export class LeaseLock {
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);
+    const firstStartedMs = this.clock.now();
     for (let attempt = 0; ; attempt++) {
-      const result = await this.attempt(resource, ttlMs);
+      const result = await this.attempt(resource, ttlMs, firstStartedMs);
       if (result.kind !== 'denied' || attempt >= retries) return result;
       const jitter = Math.floor(this.#random() * ((options.retryJitterMs ?? 0) + 1));
       await sleep(this.clock, (options.retryDelayMs ?? 0) + jitter);
@@ -121,17 +122,37 @@ export class LeaseLock {
     return new LeaseHandle(resource, owner, token, validUntilMs, this.clock);
   }
 
-  private async attempt(resource: string, ttlMs: number): Promise<AcquireResult> {
+  /** The nodes, for subclasses. */
+  protected get nodes(): readonly LeaseNode[] {
+    return this.#nodes;
+  }
+
+  /** Validity is measured from the start of the attempt that succeeded. */
+  protected validityStartMs(attemptStartedMs: number, _firstStartedMs: number): number {
+    return attemptStartedMs;
+  }
+
+  /** A grant needs a quorum and validity left after the quorum answered (Redlock step 3). */
+  protected holds(granted: number, validityMs: number): boolean {
+    return granted >= this.quorum && validityMs > 0;
+  }
+
+  /** The token: the highest counter the quorum minted. */
+  protected mintToken(counters: readonly bigint[]): bigint {
+    return counters.reduce((a, b) => (b > a ? b : a));
+  }
+
+  private async attempt(resource: string, ttlMs: number, firstStartedMs: number): Promise<AcquireResult> {
     const owner = this.newOwner();
-    const startedMs = this.clock.now();
+    const startedMs = this.validityStartMs(this.clock.now(), firstStartedMs);
     // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
     const votes = await this.fanOut(ttlMs, (node) => node.acquire(resource, owner, ttlMs));
     // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
     if (this.clock.now() - startedMs >= ttlMs) return { kind: 'timed-out' };
     const granted = votes.flatMap((v) => (v.ok && v.value !== null ? [v.value] : []));
     const validityMs = ttlMs - (this.clock.now() - startedMs) - this.driftMarginMs(ttlMs);
-    if (granted.length >= this.quorum && validityMs > 0) {
-      const token = granted.reduce((a, b) => (b > a ? b : a));
+    if (this.holds(granted.length, validityMs)) {
+      const token = this.mintToken(granted);
       await this.fanOut(ttlMs, (node, i) => (votes[i]?.ok && (votes[i] as { value: bigint | null }).value !== null ? node.raiseToken(resource, token) : Promise.resolve()));
       const lease = this.newLease(resource, owner, token, startedMs + ttlMs - this.driftMarginMs(ttlMs));
       this.#held.set(lease, lease);
@@ -139,7 +160,7 @@ export class LeaseLock {
     }
     await this.fanOut(ttlMs, (node) => node.release(resource, owner));
     const answered = votes.filter((v) => v.ok).length;
-    return { kind: 'denied', reason: granted.length >= this.quorum ? 'validity-exhausted' : answered < this.quorum ? 'no-quorum' : 'held' };
+    return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < this.quorum ? 'no-quorum' : 'held' };
   }
 
   /** Calls every node in parallel, each bounded by the request timeout; a failure is a vote against. */

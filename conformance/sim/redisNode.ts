@@ -80,6 +80,12 @@ export class SimRedisNode implements Server {
     return true;
   }
 
+  /** SET PX without NX or owner check: the broken "extend as a plain SET". */
+  set(resource: string, owner: string, ttlMs: number): boolean {
+    this.#keys.set(resource, { owner, expiresAtMs: this.now() + ttlMs });
+    return true;
+  }
+
   /** GET: the owner of the live key. */
   get(resource: string): string | null {
     return this.live(resource)?.owner ?? null;
