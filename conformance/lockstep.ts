@@ -40,7 +40,13 @@ interface Driver {
   /** Owner values of leases this client released: no node may keep them once the model has them gone. */
   readonly released: Map<string, Set<string>>;
   pendingWrite: { resource: string; value: string; token: bigint } | null;
-  inFlight: { readonly op: Operation; readonly outcome: Promise<Outcome> } | null;
+  inFlight: { readonly op: Operation; readonly outcome: Promise<Performed> } | null;
+}
+
+/** What the backend did, and the lease it handed out (kept only once the model agrees). */
+interface Performed {
+  readonly outcome: Outcome;
+  readonly granted?: { readonly client: number; readonly resource: string; readonly lease: Lease };
 }
 
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
@@ -87,17 +93,24 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     if (!settled) {
       return fail('LIVE-1', `${describeKind(command)} did not complete by t=${limitMs} ms, when the model has it done`, { kind: 'timed-out' });
     }
-    const actual = await work;
+    const performed = await work;
+    const actual = performed.outcome;
     const matching = branches.filter((b) => sameOutcome(b.outcome, actual) && b.next.nowMs >= env.nowMs());
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
       const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
-      return fail(implicated(subject, branches, actual, clientNow), `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`, actual);
+      const deviation = `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`;
+      // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
+      const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, drivers, owners)));
+      if (keys.every((k) => k !== null)) return fail('OWN-1', `${keys[0]}; then ${deviation}`, actual);
+      return fail(implicated(subject, branches, actual, clientNow), deviation, actual);
     }
+    // The outcome is agreed: a lease handed out is the client's now.
+    if (performed.granted !== undefined) drivers[performed.granted.client]!.leases.set(performed.granted.resource, performed.granted.lease);
     await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
     const timed = matching.filter((b) => b.next.nowMs === env.nowMs());
     const consistent = await observe(instance, timed, drivers, owners);
-    if (consistent.length === 0) return fail('OWN-1', await ownershipMessage(instance, timed[0]!.next, drivers, owners), actual);
+    if (consistent.length === 0) return fail('OWN-1', (await ownershipProblem(instance, timed[0]!.next, drivers, owners)) ?? 'the backend holds keys no model state allows', actual);
     const unique = new Map(consistent.map((b) => [canonicalKey(b.next, { nodeSymmetry: false }), b]));
     if (unique.size > MAX_CANDIDATES) throw new Error(`lockstep: ${unique.size} candidate model states after step ${steps.length + 1}; the schedule is too ambiguous to follow`);
     const kept = [...unique.values()];
@@ -118,11 +131,11 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
 }
 
 /** Starts the command on the backend; resolves with its outcome (faults: ok). Never drives time. */
-function perform(instance: BackendInstance, drivers: Driver[], command: Command): Promise<Outcome> {
+function perform(instance: BackendInstance, drivers: Driver[], command: Command): Promise<Performed> {
   const env = instance.env;
-  return match<Command, Promise<Outcome>>(command)
+  return match<Command, Promise<Performed>>(command)
     .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(instance, drivers, op))
-    .with({ kind: 'advance' }, async () => ({ kind: 'ok' }))
+    .with({ kind: 'advance' }, async () => ok())
     .with({ kind: 'clock-step' }, async (c) => ok(await env.clockStep(c.node, c.deltaMs)))
     .with({ kind: 'clock-drift' }, async (c) => ok(await env.clockDrift(c.target, c.driftPpm)))
     .with({ kind: 'crash' }, async (c) => ok(await env.crash(c.node)))
@@ -151,59 +164,60 @@ function perform(instance: BackendInstance, drivers: Driver[], command: Command)
       d.pendingWrite = null;
       d.inFlight = null;
       if (pending !== null) await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value).catch(() => undefined);
-      return inFlight?.outcome ?? { kind: 'ok' };
+      return inFlight?.outcome ?? ok();
     })
     .exhaustive();
 }
 
-function ok(_: void): Outcome {
-  return { kind: 'ok' };
+function ok(_?: void): Performed {
+  return { outcome: { kind: 'ok' } };
 }
 
 /** One operation through the client's LockClient and store. Harness checks mirror the model's client-side checks. */
-async function operate(instance: BackendInstance, drivers: Driver[], op: Operation): Promise<Outcome> {
+async function operate(instance: BackendInstance, drivers: Driver[], op: Operation): Promise<Performed> {
   const client = instance.clients[op.client]!;
   const d = drivers[op.client]!;
+  const outcome = (o: Outcome): Performed => ({ outcome: o });
   return match(op)
-    .with({ kind: 'acquire' }, async (a): Promise<Outcome> => {
+    .with({ kind: 'acquire' }, async (a): Promise<Performed> => {
       if (a.latencyMs) await instance.env.setDelay(a.client, a.latencyMs);
       try {
         const r = await client.acquire(a.resource, { ttlMs: a.ttlMs!, retries: a.retries ?? 0, retryDelayMs: a.retryDelayMs ?? 0 });
         return match(r)
-          .with({ kind: 'granted' }, (g): Outcome => {
-            d.leases.set(a.resource, g.lease);
-            return { kind: 'granted', token: g.lease.token, validUntilMs: g.lease.validUntilMs };
-          })
-          .with({ kind: 'denied' }, (x): Outcome => ({ kind: 'denied', reason: x.reason }))
-          .with({ kind: 'timed-out' }, (): Outcome => ({ kind: 'timed-out' }))
+          .with({ kind: 'granted' }, (g): Performed => ({
+            outcome: { kind: 'granted', token: g.lease.token, validUntilMs: g.lease.validUntilMs },
+            granted: { client: a.client, resource: a.resource, lease: g.lease },
+          }))
+          .with({ kind: 'denied' }, (x) => outcome({ kind: 'denied', reason: x.reason }))
+          .with({ kind: 'timed-out' }, () => outcome({ kind: 'timed-out' }))
           .exhaustive();
       } finally {
         if (a.latencyMs) await instance.env.setDelay(a.client, 0);
       }
     })
-    .with({ kind: 'extend' }, async (e): Promise<Outcome> => {
+    .with({ kind: 'extend' }, async (e): Promise<Performed> => {
       const lease = d.leases.get(e.resource);
-      if (lease === undefined || client.extend === undefined) return { kind: 'not-extended', reason: 'not-held' };
+      if (lease === undefined || client.extend === undefined) return outcome({ kind: 'not-extended', reason: 'not-held' });
       const r = await client.extend(lease, e.ttlMs);
-      return r.kind === 'extended' ? { kind: 'extended', validUntilMs: r.validUntilMs } : { kind: 'not-extended', reason: r.reason };
+      return outcome(r.kind === 'extended' ? { kind: 'extended', validUntilMs: r.validUntilMs } : { kind: 'not-extended', reason: r.reason });
     })
-    .with({ kind: 'release' }, async (r): Promise<Outcome> => {
+    .with({ kind: 'release' }, async (r): Promise<Performed> => {
       const lease = d.leases.get(r.resource);
-      if (lease === undefined) return { kind: 'not-held' };
+      if (lease === undefined) return outcome({ kind: 'not-held' });
       d.released.set(r.resource, (d.released.get(r.resource) ?? new Set()).add(lease.owner));
       await client.release(lease);
-      return { kind: 'released' };
+      return outcome({ kind: 'released' });
     })
-    .with({ kind: 'write' }, async (w): Promise<Outcome> => {
+    .with({ kind: 'write' }, async (w): Promise<Performed> => {
       const lease = d.leases.get(w.resource);
       // The guarded write: the lease's signal is the client's only word on validity.
-      if (lease === undefined || lease.signal.aborted) return { kind: 'not-held' };
+      if (lease === undefined || lease.signal.aborted) return outcome({ kind: 'not-held' });
       const r = await client.store.write(w.resource, lease.token, w.value);
-      return r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest };
+      return outcome(r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest });
     })
-    .with({ kind: 'read' }, async (r): Promise<Outcome> => {
+    .with({ kind: 'read' }, async (r): Promise<Performed> => {
       const v = await client.store.read(r.resource);
-      return { kind: 'value', value: v.value, token: v.token };
+      return outcome({ kind: 'value', value: v.value, token: v.token });
     })
     .exhaustive();
 }
@@ -237,10 +251,13 @@ async function observe(instance: BackendInstance, branches: readonly Branch[], d
   return branches.filter((b) => wrongKey(b.next, drivers, held, owners) === null);
 }
 
-async function ownershipMessage(instance: BackendInstance, world: World, drivers: Driver[], owners: ReadonlyMap<string, Owner>): Promise<string> {
+/** What is wrong with the backend's keys against this model state, or null (also when it cannot inspect). */
+async function ownershipProblem(instance: BackendInstance, world: World, drivers: Driver[], owners: ReadonlyMap<string, Owner>): Promise<string | null> {
+  const inspect = instance.env.inspect;
+  if (inspect === undefined) return null;
   const held = new Map<string, ReadonlyArray<string | null>>();
-  for (const resource of resourcesOf(drivers)) held.set(resource, (await instance.env.inspect?.(resource)) ?? []);
-  return wrongKey(world, drivers, held, owners) ?? 'the backend holds keys no model state allows';
+  for (const resource of resourcesOf(drivers)) held.set(resource, await inspect(resource));
+  return wrongKey(world, drivers, held, owners);
 }
 
 /** The first disagreement between the backend's keys and the model's: a holder's key gone, or a released key kept. */

@@ -1,0 +1,17 @@
+/**
+ * lockcheck's conformance engine: the adapter API a lock backend implements,
+ * the lockstep runner, schedule generation, checks with shrinking, timelines,
+ * and the vitest suite.
+ */
+export type * from './adapter.ts';
+export type * from './verdict.ts';
+export { verdictProperties } from './verdict.ts';
+export { runLockstep, sameOutcome } from './lockstep.ts';
+export type { LockstepOptions } from './lockstep.ts';
+export { scheduleArb, tokenBaseArb, TOKEN_BASES } from './generate.ts';
+export type { ScheduleOptions } from './generate.ts';
+export { checkConformance } from './check.ts';
+export type { CheckFailure, CheckOptions, CheckResult } from './check.ts';
+export { htmlTimeline, textTimeline } from './timeline.ts';
+export { simLeaseBackend, SIM_FAULTS } from './sim/backend.ts';
+export type { LockParts, SimParts } from './sim/backend.ts';

@@ -1,0 +1,83 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from '@fast-check/vitest';
+import type { BackendUnderTest, FaultKind } from './adapter.ts';
+import { scheduleArb, tokenBaseArb } from './generate.ts';
+import { runLockstep } from './lockstep.ts';
+import { htmlTimeline, textTimeline } from './timeline.ts';
+
+/**
+ * Registers the conformance suite for a backend in the caller's vitest file:
+ * one property test that drives the backend and its model in lockstep over
+ * generated schedules with faults, and fails on the first conformance
+ * failure with the shrunk schedule, its timeline file and the replay line.
+ * Property violations are findings the design is expected to have; they do
+ * not fail the test.
+ *
+ * Options come from code, and the environment overrides them for CI:
+ * LOCKCHECK_RUNS, LOCKCHECK_SEED, LOCKCHECK_PATH (with the seed: replay one
+ * case), LOCKCHECK_FAULTS (comma-separated fault kinds), LOCKCHECK_MAX_COMMANDS,
+ * LOCKCHECK_TIMELINE_DIR (default: lockcheck-timelines).
+ */
+export interface SuiteOptions {
+  readonly runs?: number;
+  readonly seed?: number;
+  readonly path?: string;
+  readonly faults?: readonly FaultKind[];
+  readonly maxCommands?: number;
+  readonly clients?: number;
+  readonly resources?: number;
+  readonly timelineDir?: string;
+  /** Per-test timeout in ms (default 120000). */
+  readonly timeoutMs?: number;
+}
+
+const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
+
+/** Reads the LOCKCHECK_* variables over `options`; throws a clear error for a bad value. */
+export function suiteOptionsFromEnv(options: SuiteOptions, env: NodeJS.ProcessEnv = process.env): SuiteOptions {
+  const int = (name: string, min: number, max: number): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in [${min}, ${max}], got '${raw}'`);
+    return n;
+  };
+  const faults = env.LOCKCHECK_FAULTS?.split(',').map((f) => f.trim()).filter((f) => f !== '');
+  for (const f of faults ?? []) if (!FAULT_KINDS.includes(f as FaultKind)) throw new Error(`LOCKCHECK_FAULTS: unknown fault '${f}' (known: ${FAULT_KINDS.join(', ')})`);
+  return {
+    ...options,
+    ...(int('LOCKCHECK_RUNS', 1, 1_000_000) !== undefined ? { runs: int('LOCKCHECK_RUNS', 1, 1_000_000)! } : {}),
+    ...(int('LOCKCHECK_SEED', -(2 ** 31), 2 ** 31 - 1) !== undefined ? { seed: int('LOCKCHECK_SEED', -(2 ** 31), 2 ** 31 - 1)! } : {}),
+    ...(env.LOCKCHECK_PATH ? { path: env.LOCKCHECK_PATH } : {}),
+    ...(faults !== undefined ? { faults: faults as FaultKind[] } : {}),
+    ...(int('LOCKCHECK_MAX_COMMANDS', 1, 10_000) !== undefined ? { maxCommands: int('LOCKCHECK_MAX_COMMANDS', 1, 10_000)! } : {}),
+    ...(env.LOCKCHECK_TIMELINE_DIR ? { timelineDir: env.LOCKCHECK_TIMELINE_DIR } : {}),
+  };
+}
+
+export function conformanceSuite(backend: BackendUnderTest, options: SuiteOptions = {}): void {
+  const o = suiteOptionsFromEnv(options);
+  const faults = (o.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
+  const clients = o.clients ?? 2;
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40 });
+  const timelineFile = join(o.timelineDir ?? 'lockcheck-timelines', `${backend.name.replace(/[^\w.-]+/g, '_')}.html`);
+  test.prop([schedule, tokenBaseArb()], {
+    numRuns: o.runs ?? 100,
+    ...(o.seed !== undefined ? { seed: o.seed } : {}),
+    ...(o.path !== undefined ? { path: o.path } : {}),
+  })(
+    `${backend.name} agrees with its model under ${faults.join(', ')}`,
+    async (commands, tokenBase) => {
+      const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
+      if (report.verdict.kind === 'conformance-failure') {
+        // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
+        mkdirSync(o.timelineDir ?? 'lockcheck-timelines', { recursive: true });
+        writeFileSync(timelineFile, htmlTimeline(report));
+        throw new Error(`${textTimeline(report)}\ntimeline: ${timelineFile}`);
+      }
+    },
+    o.timeoutMs ?? 120_000,
+  );
+}
+

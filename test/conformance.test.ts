@@ -1,0 +1,101 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { checkConformance, runLockstep, simLeaseBackend } from '../conformance/index.ts';
+import { designs } from '../model/index.ts';
+import type { Command, Design, StorePolicy } from '../model/index.ts';
+import { BROKEN } from './fixtures/broken.ts';
+
+const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
+const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('in-memory backends built on the model pass every run', () => {
+  const cases: ReadonlyArray<readonly [Design, StorePolicy]> = [
+    [designs.redisSingle(), 'strict'],
+    [designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'],
+    [designs.redlock({ nodes: 5 }), 'monotonic'],
+    [designs.redlock({ nodes: 3, persistence: 'aof-always', restartDelayMs: 30 }), 'strict'],
+  ];
+  for (const [design, store] of cases) {
+    const backend = simLeaseBackend(design, store);
+    it(`${backend.name}: no conformance failure in 200 schedules with every fault`, async () => {
+      const result = await checkConformance(backend, { runs: 200, seed: SEED, clients: 3, resources: 2, maxCommands: 50 });
+      expect(result.failure?.message ?? null).toBeNull();
+      expect(result.runs).toBe(200);
+    });
+  }
+
+  it('reports the design findings the model predicts, and only as findings', async () => {
+    const unfenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: 150, seed: SEED, faults: ['advance', 'pause'] });
+    expect(unfenced.failure).toBeNull();
+    expect(unfenced.findings['STORE-1']).toBeGreaterThan(0);
+    const fenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'strict'), { runs: 150, seed: SEED, faults: ['advance', 'pause'] });
+    expect(fenced.failure).toBeNull();
+    expect(fenced.findings['STORE-1']).toBeUndefined();
+    // With failOn 'any', the same finding fails the check and shrinks like a bug would.
+    const strictRun = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: 150, seed: SEED, faults: ['advance', 'pause'], failOn: 'any' });
+    expect(strictRun.failure?.report.verdict.kind).toBe('property-violation');
+    expect(strictRun.failure?.properties).toContain('STORE-1');
+  });
+});
+
+describe('the catalogue of broken backends', () => {
+  it('has at least 12 distinct bug classes', () => {
+    expect(new Set(BROKEN.map((b) => b.id)).size).toBeGreaterThanOrEqual(12);
+  });
+
+  for (const broken of BROKEN) {
+    it(`catches ${broken.id} (${broken.bug}) naming ${broken.property}, with a shrunk, replayable schedule`, async () => {
+      const timelineFile = join(dir, `${broken.id}.html`);
+      const result = await checkConformance(broken.backend, { runs: 500, seed: SEED, faults: broken.faults, timelineFile });
+      const failure = result.failure;
+      expect(failure, `${broken.id} was not caught in 500 runs`).not.toBeNull();
+      expect(failure!.report.verdict.kind).toBe('conformance-failure');
+      expect(failure!.properties).toEqual([broken.property]);
+      expect(failure!.shrunkLength).toBeLessThanOrEqual(15);
+      expect(failure!.message).toContain(`LOCKCHECK_SEED=${failure!.seed} LOCKCHECK_PATH=${failure!.path}`);
+      expect(readFileSync(timelineFile, 'utf8')).toContain('<svg');
+      expect(existsSync(timelineFile.replace(/\.html$/, '.txt'))).toBe(true);
+      // Replaying seed and path runs exactly the shrunk case again.
+      const replay = await checkConformance(broken.backend, { runs: 500, seed: failure!.seed, path: failure!.path, faults: broken.faults });
+      expect(replay.failure?.report.steps.map((s) => s.command)).toEqual(failure!.report.steps.map((s) => s.command));
+    });
+  }
+});
+
+describe('the lockstep runner', () => {
+  const backend = simLeaseBackend(designs.redisSingle(), 'strict');
+  const acquire = (client: number, extra: Partial<Extract<Command, { kind: 'acquire' }>> = {}): Command => ({ kind: 'acquire', client, resource: 'r', ttlMs: 10, ...extra });
+
+  it('follows an ambiguous timeout until a later outcome tells the branches apart', async () => {
+    // The reply comes exactly at the ttl: timed out, and the node may or may not hold client 0's key.
+    // A step back of the node's clock keeps that key alive, so client 1's denial says the request took effect.
+    const schedule: Command[] = [acquire(0, { latencyMs: 10 }), { kind: 'clock-step', node: 0, deltaMs: -5 }, acquire(1), { kind: 'advance', ms: 20 }, acquire(1)];
+    const report = await runLockstep(backend, schedule, { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps.map((s) => s.actual.kind)).toEqual(['timed-out', 'ok', 'denied', 'ok', 'granted']);
+    expect(report.steps[0]!.allowed.map((o) => o.kind)).toEqual(['timed-out', 'timed-out', 'denied']);
+    expect(report.steps[4]!.actual).toMatchObject({ token: 2n });
+  });
+
+  it('keeps a design finding (property violation) apart from a conformance failure', async () => {
+    const clockJump: Command[] = [acquire(0), { kind: 'clock-step', node: 0, deltaMs: 11 }, acquire(1)];
+    const finding = await runLockstep(backend, clockJump, { clients: 2, tokenBase: 0n });
+    expect(finding.verdict.kind).toBe('property-violation');
+    const kept = await runLockstep(backend, clockJump, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(kept.verdict.kind).toBe('pass');
+    expect(kept.findings.map((f) => f.violations.map((v) => v.property))).toEqual([['MUTEX-1']]);
+    const bug = BROKEN.find((b) => b.id === 'drift-added')!;
+    const failure = await runLockstep(bug.backend, [acquire(0)], { clients: 2, tokenBase: 0n });
+    expect(failure.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1' });
+  });
+
+  it('carries tokens exactly up to 2^63-1', async () => {
+    const base = 2n ** 63n - 3n;
+    const report = await runLockstep(backend, [acquire(0), { kind: 'release', client: 0, resource: 'r' }, acquire(1), { kind: 'write', client: 1, resource: 'r', value: 'x' }, { kind: 'read', client: 0, resource: 'r' }], { clients: 2, tokenBase: base });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps.at(-1)!.actual).toEqual({ kind: 'value', value: 'x', token: 2n ** 63n - 1n });
+  });
+});
