@@ -101,7 +101,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
       const deviation = `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`;
       // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
-      const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, drivers, owners)));
+      // Judged with the lease the backend just handed out, as the backend sees its clients.
+      const seen = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
+      const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, b.outcome.kind === 'granted' ? seen : drivers, owners)));
       if (keys.every((k) => k !== null)) return fail('OWN-1', `${keys[0]}; then ${deviation}`, actual);
       return fail(implicated(subject, branches, actual, clientNow), deviation, actual);
     }
@@ -233,6 +235,10 @@ function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): vo
   });
 }
 
+function withGrant(drivers: readonly Driver[], granted: NonNullable<Performed['granted']>): Driver[] {
+  return drivers.map((d, client) => (client === granted.client ? { ...d, leases: new Map(d.leases).set(granted.resource, granted.lease) } : d));
+}
+
 function resourcesOf(drivers: readonly Driver[]): Set<string> {
   return new Set(drivers.flatMap((d) => [...d.leases.keys(), ...d.released.keys()]));
 }
@@ -328,8 +334,9 @@ function implicated(command: Command, branches: readonly Branch[], actual: Outco
     .with({ op: 'extend', actual: { kind: 'extended' } }, (): PropertyId => (wantedKinds.has('extended') ? 'MUTEX-1' : 'OWN-1'))
     .with({ op: 'extend' }, (): PropertyId => 'OWN-1')
     .with({ op: 'release' }, (): PropertyId => 'OWN-1')
-    .with({ op: 'write', actual: { kind: 'accepted' } }, (): PropertyId => (wantedKinds.has('not-held') ? 'MUTEX-1' : 'FENCE-2'))
-    .with({ op: 'write' }, (): PropertyId => 'FENCE-2')
+    // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
+    .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
+    .with({ op: 'write' }, (): PropertyId => 'LIVE-1')
     .with({ op: 'read' }, (): PropertyId => 'STORE-1')
     .otherwise((): PropertyId => (command.kind === 'resume' ? 'STORE-1' : 'LIVE-1'));
 }
