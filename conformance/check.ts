@@ -62,6 +62,8 @@ export interface CheckResult {
   readonly failure: CheckFailure | null;
   /** Runs that showed a property violation, per ID (findings about the design, not failures). */
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
+  /** Runs the runner stopped following before their end (too many unresolved ambiguities); they found nothing against the backend. */
+  readonly stoppedEarly: number;
   readonly elapsedMs: number;
 }
 
@@ -79,12 +81,14 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const failOn = options.failOn ?? 'conformance-failure';
   const findings: Partial<Record<PropertyId, number>> = {};
   let run = 0;
+  let stoppedEarly = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40 });
   const property = fc.asyncProperty(schedule, tokenBaseArb(), async (commands: Command[], tokenBase: bigint) => {
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn === 'conformance-failure' });
     options.onRun?.(run, report);
+    if (report.stoppedEarly !== undefined) stoppedEarly++;
     const failed = failOn === 'any' ? report.verdict.kind !== 'pass' : report.verdict.kind === 'conformance-failure';
     if (failed) {
       firstFailure ??= { run, ms: clock() - started, length: report.steps.length };
@@ -97,7 +101,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, stoppedEarly, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const report = details.errorInstance.report;
@@ -133,6 +137,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       message,
     },
     findings,
+    stoppedEarly,
     elapsedMs: clock() - started,
   };
 }

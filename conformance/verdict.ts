@@ -50,6 +50,8 @@ export interface RunReport {
   readonly verdict: Verdict;
   /** The steps that ran (commands the model did not enable are skipped and not listed). */
   readonly steps: readonly ExecutedStep[];
+  /** Set when the runner stopped before the end of the schedule without a verdict against the backend (too ambiguous to follow). */
+  readonly stoppedEarly?: string;
   /** Property violations passed on the way, when the run was told to keep going. */
   readonly findings: readonly PropertyViolation[];
   readonly clients: number;

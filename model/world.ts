@@ -278,17 +278,17 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
   return attempts.flatMap(({ nodes, votes }): Branch[] => {
     const afterNodes: World = { ...counted, nodes, nowMs: counted.nowMs + later };
     const grantedVotes = votes.filter((v): v is bigint => typeof v === 'bigint');
-    // A reply later than the ttl is useless: the client has given up and does not know what happened.
-    // Exactly at the ttl, the give-up and the reply race: both ways are allowed.
+    // A reply later than the ttl (on the client's clock) is useless: the client has given up and does not
+    // know what happened. Exactly at the ttl, the give-up and the reply race: both ways are allowed.
+    const elapsed = monoNow(afterNodes, client) - started;
     const gaveUp: Branch[] =
-      later < ttlMs
+      elapsed < ttlMs
         ? []
         : [
             { outcome: { kind: 'timed-out' }, next: { ...counted, nowMs: counted.nowMs + later }, events: [] },
             { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] },
           ];
-    if (later > ttlMs) return gaveUp;
-    const elapsed = monoNow(afterNodes, client) - started;
+    if (elapsed > ttlMs) return gaveUp;
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
     if (grantedVotes.length >= quorum(design) && validityMs > 0) {
       const token = grantedVotes.reduce((a, b) => (b > a ? b : a));
