@@ -30,6 +30,8 @@ export class LeaseHandle implements Lease {
     readonly token: bigint,
     validUntilMs: number | null,
     private readonly clock: MonotonicClock,
+    /** The signal fires this long before the deadline: room for the work it guards to stop. */
+    private readonly safetyMarginMs = 0,
   ) {
     this.#validUntilMs = validUntilMs;
     this.arm();
@@ -55,9 +57,9 @@ export class LeaseHandle implements Lease {
     if (!this.signal.aborted) this.#controller.abort(new LeaseLostError(reason, this.resource));
   }
 
-  /** When the signal fires: at the deadline itself. Overridable only to build broken fixtures. */
+  /** When the signal fires: the deadline less the safety margin. Overridable only to build broken fixtures. */
   protected fireAtMs(validUntilMs: number): number {
-    return validUntilMs;
+    return validUntilMs - this.safetyMarginMs;
   }
 
   private arm(): void {

@@ -24,8 +24,10 @@ export interface LeaseLockOptions {
   readonly driftFactor?: number;
   /** Bound on each call to one node, in ms; default: the ttl of the attempt. */
   readonly requestTimeoutMs?: number;
-  /** Source of owner values and retry jitter, in [0, 1). Default Math.random. */
+  /** Source of owner values and retry jitter, in [0, 1). Default: crypto-strength random. */
   readonly random?: () => number;
+  /** The lease's signal fires this many ms before its validity deadline. Default 0. */
+  readonly safetyMarginMs?: number;
 }
 
 export type AcquireResult =
@@ -48,6 +50,11 @@ export interface AcquireOptions {
   readonly retryJitterMs?: number;
 }
 
+/** Owner values must not collide across clients: draw them from the OS's generator. */
+function cryptoRandom(): number {
+  return globalThis.crypto.getRandomValues(new Uint32Array(1))[0]! / 2 ** 32;
+}
+
 type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
 
 export class LeaseLock {
@@ -56,6 +63,7 @@ export class LeaseLock {
   protected readonly driftFactor: number;
   readonly #requestTimeoutMs: number | undefined;
   readonly #random: () => number;
+  readonly #safetyMarginMs: number;
   readonly #held = new Map<Lease, LeaseHandle>();
 
   constructor(options: LeaseLockOptions) {
@@ -65,8 +73,17 @@ export class LeaseLock {
     this.#nodes = options.nodes;
     this.clock = options.clock;
     this.driftFactor = df;
+    if (options.requestTimeoutMs !== undefined) checkTtl(options.requestTimeoutMs);
     this.#requestTimeoutMs = options.requestTimeoutMs;
-    this.#random = options.random ?? Math.random;
+    this.#random = options.random ?? cryptoRandom;
+    const margin = options.safetyMarginMs ?? 0;
+    if (!Number.isInteger(margin) || margin < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${margin}`);
+    this.#safetyMarginMs = margin;
+  }
+
+  /** The clock this lock times its leases by. */
+  clockOf(): MonotonicClock {
+    return this.clock;
   }
 
   get quorum(): number {
@@ -119,7 +136,7 @@ export class LeaseLock {
   }
 
   protected newLease(resource: string, owner: string, token: bigint, validUntilMs: number): LeaseHandle {
-    return new LeaseHandle(resource, owner, token, validUntilMs, this.clock);
+    return new LeaseHandle(resource, owner, token, validUntilMs, this.clock, this.#safetyMarginMs);
   }
 
   /** The nodes, for subclasses. */

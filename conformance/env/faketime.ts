@@ -1,0 +1,206 @@
+/**
+ * Driving a server's wall clock with libfaketime (see ARCHITECTURE.md, "Time").
+ *
+ * - FakeClockFile: the file named by FAKETIME_TIMESTAMP_FILE. It holds an
+ *   absolute timestamp, so the server's clock is frozen and moves only when
+ *   the file is rewritten (with FAKETIME_NO_CACHE=1 every time call rereads it).
+ * - ensureMallocShim: Debian's redis-server links jemalloc, which deadlocks at
+ *   start-up when libfaketime is preloaded alone. A tiny shared object,
+ *   preloaded before libfaketime, routes the malloc family to glibc's own
+ *   allocator so jemalloc never serves an allocation made while libfaketime
+ *   initialises.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const LIBFAKETIME_PATH = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+/**
+ * The machine lacks something a real-server test needs. `fix` is the command
+ * that installs it (scripts/setup.sh runs the same installs).
+ */
+export class EnvironmentError extends Error {
+  override readonly name = 'EnvironmentError';
+  constructor(
+    message: string,
+    readonly fix: string | null = null,
+  ) {
+    super(fix === null ? message : `${message}\n  fix: ${fix}`);
+  }
+}
+
+const INSTALL = 'apt-get update && apt-get install -y --no-install-recommends';
+
+/** Throws EnvironmentError unless libfaketime is installed. */
+export function requireLibfaketime(): string {
+  if (!existsSync(LIBFAKETIME_PATH)) {
+    throw new EnvironmentError(`libfaketime is not installed (${LIBFAKETIME_PATH} is missing)`, `${INSTALL} libfaketime`);
+  }
+  return LIBFAKETIME_PATH;
+}
+
+const SHIM_SOURCE = `/* lockcheck malloc shim: route the malloc family to glibc, bypassing jemalloc. */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <errno.h>
+#include <dlfcn.h>
+
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+void *malloc(size_t size) { return __libc_malloc(size); }
+void free(void *ptr) { __libc_free(ptr); }
+void *calloc(size_t count, size_t size) { return __libc_calloc(count, size); }
+void *realloc(void *ptr, size_t size) { return __libc_realloc(ptr, size); }
+void *memalign(size_t alignment, size_t size) { return __libc_memalign(alignment, size); }
+void *aligned_alloc(size_t alignment, size_t size) { return __libc_memalign(alignment, size); }
+void *valloc(size_t size) { return __libc_valloc(size); }
+void *pvalloc(size_t size) { return __libc_pvalloc(size); }
+
+int posix_memalign(void **out, size_t alignment, size_t size) {
+  if (alignment == 0 || alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void *ptr = __libc_memalign(alignment, size);
+  if (ptr == NULL) return ENOMEM;
+  *out = ptr;
+  return 0;
+}
+
+/* glibc has no __libc_malloc_usable_size: look up libc's own symbol, not the
+   next one in search order (which would be jemalloc's). */
+size_t malloc_usable_size(void *ptr) {
+  static size_t (*libc_usable)(void *) = NULL;
+  size_t (*fn)(void *) = __atomic_load_n(&libc_usable, __ATOMIC_ACQUIRE);
+  if (fn == NULL) {
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (libc != NULL) fn = (size_t (*)(void *))dlsym(libc, "malloc_usable_size");
+    if (fn == NULL) return 0;
+    __atomic_store_n(&libc_usable, fn, __ATOMIC_RELEASE);
+  }
+  return ptr == NULL ? 0 : fn(ptr);
+}
+`;
+
+const GCC_FLAGS = ['-shared', '-fPIC', '-O2', '-Wall'];
+const GCC_LIBS = ['-ldl'];
+
+let shimPromise: Promise<string> | null = null;
+
+/**
+ * Builds the malloc shim once (per source version, cached across processes
+ * under os.tmpdir()) and returns the path of the shared object. Safe to call
+ * concurrently, in one process and across processes: each build writes a
+ * private temporary file and renames it into place.
+ */
+export function ensureMallocShim(): Promise<string> {
+  shimPromise ??= buildShim().catch((error: unknown) => {
+    shimPromise = null; // let a later call retry, e.g. after installing gcc
+    throw error;
+  });
+  return shimPromise;
+}
+
+async function buildShim(): Promise<string> {
+  requireLibfaketime();
+  const hash = createHash('sha256')
+    .update(SHIM_SOURCE)
+    .update(JSON.stringify([GCC_FLAGS, GCC_LIBS]))
+    .digest('hex')
+    .slice(0, 16);
+  const dir = join(tmpdir(), `lockcheck-shim-${hash}`);
+  const target = join(dir, 'malloc-shim.so');
+  if (existsSync(target)) return target;
+  await mkdir(dir, { recursive: true });
+  const unique = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const source = join(dir, `malloc-shim.${unique}.c`);
+  const output = join(dir, `malloc-shim.${unique}.so.tmp`);
+  try {
+    await writeFile(source, SHIM_SOURCE);
+    await runGcc([...GCC_FLAGS, '-o', output, source, ...GCC_LIBS]);
+    await rename(output, target);
+  } finally {
+    await rm(source, { force: true });
+    await rm(output, { force: true });
+  }
+  return target;
+}
+
+function runGcc(args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('gcc', args, { timeout: 60_000 }, (error, _stdout, stderr) => {
+      if (error === null) return resolve();
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        reject(new EnvironmentError('gcc is not installed (needed to build the malloc shim for libfaketime)', `${INSTALL} gcc libc6-dev`));
+      } else {
+        reject(new EnvironmentError(`gcc failed to build the malloc shim: ${error.message}\n${stderr}`, `${INSTALL} gcc libc6-dev`));
+      }
+    });
+  });
+}
+
+/** The latest instant the timestamp format can hold: 9999-12-31T23:59:59.999Z. */
+const MAX_EPOCH_MS = 253402300799999;
+
+/** Formats an epoch in libfaketime's absolute format, UTC: `2030-01-01 00:00:05.250`. */
+export function formatFaketime(epochMs: number): string {
+  if (!Number.isInteger(epochMs) || epochMs < 0 || epochMs > MAX_EPOCH_MS) {
+    throw new RangeError(`fake clock: epochMs must be an integer in [0, ${MAX_EPOCH_MS}], got ${String(epochMs)}`);
+  }
+  // toISOString: 2030-01-01T00:00:05.250Z
+  return new Date(epochMs).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+let tempCounter = 0;
+
+/**
+ * The timestamp file of one faked clock. Processes started with
+ * FAKETIME_TIMESTAMP_FILE=<path> and FAKETIME_NO_CACHE=1 see a wall clock
+ * (and, by default, a monotonic clock) frozen at the last value set.
+ * libfaketime parses the timestamp with mktime, i.e. as local time: run the
+ * faked process with TZ=UTC (RedisServer does).
+ */
+export class FakeClockFile {
+  readonly path: string;
+  #epochMs: number | undefined;
+
+  constructor(
+    readonly dir: string,
+    name = 'faketime.clock',
+  ) {
+    mkdirSync(dir, { recursive: true });
+    this.path = join(dir, name);
+  }
+
+  /** The last value set, or undefined before the first set(). */
+  get epochMs(): number | undefined {
+    return this.#epochMs;
+  }
+
+  /** Sets the clock to an absolute instant (ms since the epoch, UTC), atomically. */
+  set(epochMs: number): void {
+    const text = `${formatFaketime(epochMs)}\n`;
+    const temp = `${this.path}.${process.pid}.${tempCounter++}.tmp`;
+    try {
+      writeFileSync(temp, text);
+      renameSync(temp, this.path);
+    } catch (error) {
+      rmSync(temp, { force: true });
+      throw error;
+    }
+    this.#epochMs = epochMs;
+  }
+
+  /** Moves the clock by `deltaMs` (negative moves it back). */
+  advance(deltaMs: number): void {
+    if (this.#epochMs === undefined) throw new Error('fake clock: set() it before advance()');
+    this.set(this.#epochMs + deltaMs);
+  }
+}

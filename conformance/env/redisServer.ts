@@ -1,0 +1,351 @@
+/**
+ * One real redis-server process under the test environment's control: start
+ * on a free loopback port in its own temporary directory, optionally under a
+ * libfaketime clock, then crash, restart, pause, resume and stop it.
+ *
+ * Every server is registered until stop(); a process 'exit' handler (and
+ * SIGINT/SIGTERM/SIGHUP handlers) SIGKILL whatever is still running and remove
+ * the temporary directories, so a crashed test leaves nothing behind.
+ *
+ * Faked servers are stopped with SIGKILL: with the monotonic clock faked,
+ * serverCron (and so a SIGTERM shutdown) waits for the clock file to move.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { type Socket, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EnvironmentError, type FakeClockFile, ensureMallocShim, requireLibfaketime } from './faketime.ts';
+import { sendCommand } from './resp.ts';
+
+export { EnvironmentError } from './faketime.ts';
+
+export type RedisPersistence = 'none' | 'aof-always';
+
+export interface RedisServerOptions {
+  /** 'none': a crash loses every key. 'aof-always': AOF with fsync on every write, keys survive a crash. */
+  persistence: RedisPersistence;
+  /** Run under libfaketime with this file as the server's clock (set it before start). */
+  clockFile?: FakeClockFile;
+  /** Bound on start-up (spawn to first PONG), port retries included. Default 10000. */
+  startTimeoutMs?: number;
+}
+
+const HOST = '127.0.0.1';
+const DEFAULT_START_TIMEOUT_MS = 10_000;
+const PING_ATTEMPT_TIMEOUT_MS = 250;
+const POLL_INTERVAL_MS = 10;
+const OUTPUT_RING_BYTES = 16 * 1024;
+const LOG_TAIL_BYTES = 4 * 1024;
+const INSTALL_REDIS = 'apt-get update && apt-get install -y --no-install-recommends redis-server';
+
+/** Servers started and not yet stopped (crashed ones included: their directories still exist). */
+const live = new Set<RedisServer>();
+
+export class RedisServer {
+  readonly host = HOST;
+  readonly persistence: RedisPersistence;
+  readonly clockFile: FakeClockFile | null;
+  readonly startTimeoutMs: number;
+  #port: number;
+  readonly #dir: string;
+  readonly #preload: string | null;
+  #child: ChildProcess | null = null;
+  #exited: Promise<void> = Promise.resolve();
+  #pid = -1;
+  #paused = false;
+  #stopping: Promise<void> | null = null;
+  #output = '';
+
+  private constructor(options: RedisServerOptions, dir: string, preload: string | null) {
+    this.persistence = options.persistence;
+    this.clockFile = options.clockFile ?? null;
+    this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    this.#dir = dir;
+    this.#preload = preload;
+    this.#port = 0;
+  }
+
+  /** Starts a server and resolves once it answers PING. */
+  static async start(options: RedisServerOptions): Promise<RedisServer> {
+    const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
+    let preload: string | null = null;
+    if (options.clockFile !== undefined) {
+      const shim = await ensureMallocShim();
+      preload = `${shim}:${requireLibfaketime()}`;
+      if (!existsSync(options.clockFile.path)) {
+        throw new Error(`RedisServer: clock file ${options.clockFile.path} does not exist; set() it before starting the server`);
+      }
+    }
+    installCleanupHandlers();
+    const dir = await mkdtemp(join(tmpdir(), 'lockcheck-redis-'));
+    const server = new RedisServer(options, dir, preload);
+    live.add(server);
+    const deadline = Date.now() + timeoutMs;
+    try {
+      for (;;) {
+        server.#port = await freeLoopbackPort();
+        const result = await server.#spawnAndWait(deadline);
+        if (result === 'ready') return server;
+        // 'address-in-use': another process took the port between probe and bind; pick another.
+        if (Date.now() >= deadline) throw server.#startError('no free port could be bound');
+      }
+    } catch (error) {
+      await server.stop();
+      throw error;
+    }
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get dir(): string {
+    return this.#dir;
+  }
+
+  /** Pid of the current (or, after a crash or stop, the last) redis-server process. */
+  get pid(): number {
+    return this.#pid;
+  }
+
+  /** The process exists (it may be paused). */
+  get running(): boolean {
+    return this.#child !== null && isAlive(this.#child);
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get stopped(): boolean {
+    return this.#stopping !== null;
+  }
+
+  /** SIGKILL, then wait for the process to exit. The directory (and any AOF) stays. No-op when not running. */
+  async crash(): Promise<void> {
+    const child = this.#child;
+    if (child === null) return;
+    if (isAlive(child)) {
+      child.ref();
+      child.kill('SIGKILL');
+    }
+    await this.#exited;
+    this.#child = null;
+    this.#paused = false;
+  }
+
+  /**
+   * Starts the server again with the same port, directory and arguments and
+   * waits for PING (a running server is crashed first). The port is retried
+   * for up to startTimeoutMs should it still be held.
+   */
+  async restart(): Promise<void> {
+    this.#assertNotStopped('restart');
+    await this.crash();
+    const deadline = Date.now() + this.startTimeoutMs;
+    for (;;) {
+      const result = await this.#spawnAndWait(deadline);
+      if (result === 'ready') return;
+      if (Date.now() >= deadline) throw this.#startError(`port ${this.#port} stayed in use`);
+      await sleep(50);
+    }
+  }
+
+  /** SIGSTOP: the server keeps accepting TCP connections (backlog) but answers nothing. */
+  pause(): void {
+    this.#signal('SIGSTOP', 'pause');
+    this.#paused = true;
+  }
+
+  /** SIGCONT. */
+  resume(): void {
+    this.#signal('SIGCONT', 'resume');
+    this.#paused = false;
+  }
+
+  /** SIGKILL, wait for exit, remove the directory. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      try {
+        await this.crash();
+      } finally {
+        await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+        live.delete(this);
+      }
+    })();
+    return this.#stopping;
+  }
+
+  /** The end of the server's log file and of its stdout/stderr, for error messages. */
+  logTail(): string {
+    let log = '';
+    try {
+      const text = readFileSync(join(this.#dir, 'redis.log'), 'utf8');
+      log = text.slice(-LOG_TAIL_BYTES);
+    } catch {
+      log = '(no redis.log)';
+    }
+    const output = this.#output.trim();
+    return output === '' ? log : `${log}\n--- stdout/stderr ---\n${output.slice(-LOG_TAIL_BYTES)}`;
+  }
+
+  #args(): string[] {
+    const args = [
+      '--port', String(this.#port),
+      '--bind', HOST,
+      '--dir', this.#dir,
+      '--save', '',
+      '--daemonize', 'no',
+      '--protected-mode', 'no',
+      '--logfile', join(this.#dir, 'redis.log'),
+    ];
+    if (this.persistence === 'aof-always') args.push('--appendonly', 'yes', '--appendfsync', 'always');
+    else args.push('--appendonly', 'no');
+    return args;
+  }
+
+  #env(): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      // An inherited FAKETIME would override the timestamp file; a stray LD_PRELOAD has no business here.
+      if (!key.startsWith('FAKETIME') && key !== 'LD_PRELOAD') env[key] = value;
+    }
+    env['TZ'] = 'UTC';
+    if (this.clockFile !== null && this.#preload !== null) {
+      env['LD_PRELOAD'] = this.#preload;
+      env['FAKETIME_TIMESTAMP_FILE'] = this.clockFile.path;
+      env['FAKETIME_NO_CACHE'] = '1';
+    }
+    return env;
+  }
+
+  /** Spawns the process and polls PING until `deadline`. Throws EnvironmentError unless the port was taken. */
+  async #spawnAndWait(deadline: number): Promise<'ready' | 'address-in-use'> {
+    const child = spawn('redis-server', this.#args(), { env: this.#env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let spawnError: NodeJS.ErrnoException | null = null;
+    this.#child = child;
+    this.#paused = false;
+    this.#exited = new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', (error: NodeJS.ErrnoException) => {
+        spawnError = error;
+        resolve();
+      });
+    });
+    const capture = (chunk: Buffer): void => {
+      this.#output = (this.#output + chunk.toString('utf8')).slice(-OUTPUT_RING_BYTES);
+    };
+    child.stdout?.on('data', capture);
+    child.stderr?.on('data', capture);
+    // A forgotten server must not keep the test process alive: the exit handler kills it.
+    child.unref();
+    (child.stdout as Socket | null)?.unref();
+    (child.stderr as Socket | null)?.unref();
+    if (child.pid !== undefined) this.#pid = child.pid;
+
+    let exited = false;
+    void this.#exited.then(() => {
+      exited = true;
+    });
+    while (Date.now() < deadline && !exited) {
+      const remaining = deadline - Date.now();
+      try {
+        const reply = await sendCommand(HOST, this.#port, ['PING'], Math.max(1, Math.min(PING_ATTEMPT_TIMEOUT_MS, remaining)));
+        if (reply === 'PONG') return 'ready';
+      } catch {
+        // not listening yet (ECONNREFUSED), LOADING, or slow: poll again
+      }
+      if (!exited) await sleep(POLL_INTERVAL_MS);
+    }
+
+    const failed = spawnError as NodeJS.ErrnoException | null;
+    if (failed !== null && failed.code === 'ENOENT') {
+      this.#child = null;
+      throw new EnvironmentError('redis-server is not installed (not found on PATH)', INSTALL_REDIS);
+    }
+    await this.crash();
+    if (/Address already in use/i.test(this.logTail())) return 'address-in-use';
+    throw this.#startError(exited ? `redis-server exited during start-up${failed ? ` (${failed.message})` : ''}` : `no PONG within ${this.startTimeoutMs} ms`);
+  }
+
+  #startError(reason: string): EnvironmentError {
+    return new EnvironmentError(
+      `RedisServer on ${HOST}:${this.#port} (dir ${this.#dir}${this.clockFile ? ', faked clock' : ''}) failed to start: ${reason}\n--- log tail ---\n${this.logTail()}`,
+    );
+  }
+
+  #signal(signal: NodeJS.Signals, what: string): void {
+    this.#assertNotStopped(what);
+    const child = this.#child;
+    if (child === null || !isAlive(child)) throw new Error(`RedisServer: cannot ${what}, the server is not running`);
+    child.kill(signal);
+  }
+
+  #assertNotStopped(what: string): void {
+    if (this.#stopping !== null) throw new Error(`RedisServer: cannot ${what} a stopped server`);
+  }
+
+  /** Synchronous last-resort cleanup for the exit handler. */
+  killSync(): void {
+    const child = this.#child;
+    if (child !== null && isAlive(child)) {
+      try {
+        child.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    try {
+      rmSync(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // best effort at exit
+    }
+    live.delete(this);
+  }
+}
+
+/** Stops every server started in this process and not yet stopped. */
+export async function stopAllRedisServers(): Promise<void> {
+  await Promise.all([...live].map((server) => server.stop()));
+}
+
+function isAlive(child: ChildProcess): boolean {
+  return child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+}
+
+/** Asks the kernel for a free loopback port: listen on port 0, read it, close. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.once('error', reject);
+    probe.listen(0, HOST, () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('could not read the probe port'))));
+    });
+  });
+}
+
+let handlersInstalled = false;
+
+function killAllSync(): void {
+  for (const server of [...live]) server.killSync();
+}
+
+function installCleanupHandlers(): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  process.on('exit', killAllSync);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      killAllSync();
+      // Nobody else handles it: re-raise so the default action (exit) applies.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  }
+}

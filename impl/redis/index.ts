@@ -1,0 +1,43 @@
+import type { Redis } from 'ioredis';
+import { InvalidInputError } from '../../model/errors.ts';
+import type { MonotonicClock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
+import { LeaseLock } from '../leaseLock.ts';
+import { redisLeaseNode } from './node.ts';
+
+export { redisLeaseNode } from './node.ts';
+export { redisFencedStore } from './store.ts';
+export { keysFor } from './keys.ts';
+
+export interface RedisLockOptions {
+  /** One connection for the single-node lease; several independent nodes for Redlock (a majority must grant). */
+  readonly nodes: readonly Redis[];
+  /** The client's monotonic clock. Default: performance.now(). */
+  readonly clock?: MonotonicClock;
+  /** Clock drift allowance as a fraction of the ttl, in [0, 1). Default 0.01. */
+  readonly driftFactor?: number;
+  /** Bound on each call to one node (a timeout counts as a vote against). Default: the ttl. */
+  readonly requestTimeoutMs?: number;
+  /** The lease's signal fires this many ms before its deadline. Default 0. */
+  readonly safetyMarginMs?: number;
+  /** Key prefix. Default 'lockcheck'. */
+  readonly prefix?: string;
+  /** Where fresh token counters start (the first token is tokenBase + 1). Default 0. */
+  readonly tokenBase?: bigint;
+}
+
+/**
+ * A lease lock on Redis: with one node, SET NX PX with a fencing token minted
+ * in the same script; with N nodes, Redlock (spec: redis-single, redlock).
+ * Throws InvalidInputError for bad options.
+ */
+export function createRedisLock(options: RedisLockOptions): LeaseLock {
+  if (options.nodes.length === 0) throw new InvalidInputError('invalid-config', 'need at least one Redis node');
+  return new LeaseLock({
+    nodes: options.nodes.map((redis) => redisLeaseNode(redis, { ...(options.prefix !== undefined ? { prefix: options.prefix } : {}), ...(options.tokenBase !== undefined ? { tokenBase: options.tokenBase } : {}) })),
+    clock: options.clock ?? systemClock,
+    ...(options.driftFactor !== undefined ? { driftFactor: options.driftFactor } : {}),
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...(options.safetyMarginMs !== undefined ? { safetyMarginMs: options.safetyMarginMs } : {}),
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * The Lua scripts a Redis node runs, each one atomic step. Tokens never pass
+ * through a Lua number (a double, exact only to 2^53): counters are read back
+ * with GET as strings, and compared as digit strings, by length then
+ * lexicographically (tokens are non-negative integers without leading zeros).
+ */
+
+/** KEYS: lock, counter. ARGV: owner, ttlMs, tokenBase. Returns the new token as a string, or nil when held. */
+export const ACQUIRE = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[2], ARGV[3]) end
+  redis.call('INCR', KEYS[2])
+  return redis.call('GET', KEYS[2])
+end
+return false
+`;
+
+/** KEYS: lock. ARGV: owner. Compare-and-delete; returns 1 if deleted. */
+export const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+/** KEYS: lock. ARGV: owner, ttlMs. Compare-and-extend; returns 1 if extended. */
+export const EXTEND = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`;
+
+const GREATER = `local function gt(a, b) return #a > #b or (#a == #b and a > b) end`;
+
+/** KEYS: counter. ARGV: token, tokenBase. Raises the counter to at least the token. */
+export const RAISE = `
+${GREATER}
+local current = redis.call('GET', KEYS[1]) or ARGV[2]
+if gt(ARGV[1], current) then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
+`;
+
+/**
+ * KEYS: cell (a hash: value, token, highest). ARGV: token, value, policy.
+ * One conditional write: strict rejects token <= highest, monotonic rejects
+ * token < highest, unfenced accepts. Returns {1} or {0, highest}.
+ */
+export const FENCED_WRITE = `
+${GREATER}
+local highest = redis.call('HGET', KEYS[1], 'highest')
+if highest then
+  if ARGV[3] == 'strict' and not gt(ARGV[1], highest) then return {0, highest} end
+  if ARGV[3] == 'monotonic' and gt(highest, ARGV[1]) then return {0, highest} end
+end
+redis.call('HSET', KEYS[1], 'value', ARGV[2], 'token', ARGV[1])
+if not highest or gt(ARGV[1], highest) then redis.call('HSET', KEYS[1], 'highest', ARGV[1]) end
+return {1}
+`;

@@ -1,0 +1,55 @@
+import type { AcquireOptions, LeaseLock } from './leaseLock.ts';
+import type { Lease } from './lease.ts';
+
+/** The lock could not be taken. */
+export class LockNotAcquiredError extends Error {
+  override readonly name = 'LockNotAcquiredError';
+  constructor(
+    readonly resource: string,
+    readonly reason: 'held' | 'no-quorum' | 'validity-exhausted' | 'timed-out',
+  ) {
+    super(`could not acquire '${resource}': ${reason}`);
+  }
+}
+
+export interface UsingOptions extends AcquireOptions {
+  /** Extend when this fraction of the ttl is left (default 0.5); set to 0 to never extend. */
+  readonly extendAtFraction?: number;
+}
+
+/**
+ * Runs `fn` while holding `resource`. The lease is extended in the background
+ * before it runs out; if an extension fails, the lease simply runs out and its
+ * signal fires: `fn` must stop using the resource then. It never re-acquires
+ * silently (a new grant would be a new token and a different holder).
+ * Releases when `fn` settles, whatever happens.
+ */
+export async function using<T>(lock: LeaseLock, resource: string, options: UsingOptions, fn: (signal: AbortSignal, lease: Lease) => Promise<T>): Promise<T> {
+  const result = await lock.acquire(resource, options);
+  if (result.kind !== 'granted') throw new LockNotAcquiredError(resource, result.kind === 'denied' ? result.reason : 'timed-out');
+  const lease = result.lease;
+  const clock = lock.clockOf();
+  const fraction = options.extendAtFraction ?? 0.5;
+  let cancel: () => void = () => undefined;
+  let stopped = false;
+  const plan = (): void => {
+    if (stopped || fraction <= 0 || lease.validUntilMs === null || lease.signal.aborted) return;
+    const at = lease.validUntilMs - Math.floor(options.ttlMs * fraction);
+    cancel = clock.schedule(at, () => {
+      void lock.extend(lease, options.ttlMs).then(
+        (r) => {
+          if (r.kind === 'extended') plan();
+        },
+        () => undefined,
+      );
+    });
+  };
+  plan();
+  try {
+    return await fn(lease.signal, lease);
+  } finally {
+    stopped = true;
+    cancel();
+    await lock.release(lease);
+  }
+}

@@ -1,0 +1,141 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { FakeClockFile, formatFaketime } from '../conformance/env/faketime.ts';
+import { RedisServer, type RedisServerOptions, stopAllRedisServers } from '../conformance/env/redisServer.ts';
+import { RespTimeoutError, type RespValue, sendCommand } from '../conformance/env/resp.ts';
+
+const servers: RedisServer[] = [];
+const clockDirs: string[] = [];
+
+async function startServer(options: RedisServerOptions): Promise<RedisServer> {
+  const server = await RedisServer.start(options);
+  servers.push(server);
+  return server;
+}
+
+function newClock(epochMs: number): FakeClockFile {
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-clock-'));
+  clockDirs.push(dir);
+  const clock = new FakeClockFile(dir);
+  clock.set(epochMs);
+  return clock;
+}
+
+function cmd(server: RedisServer, ...args: string[]): Promise<RespValue> {
+  return sendCommand(server.host, server.port, args, 2000);
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+  for (const dir of clockDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+afterAll(async () => {
+  await stopAllRedisServers();
+});
+
+const T0 = Date.UTC(2030, 0, 1, 0, 0, 5, 250);
+
+describe('RedisServer (real redis-server)', () => {
+  it('starts without persistence and answers PING on a raw socket', async () => {
+    const server = await startServer({ persistence: 'none' });
+    expect(server.host).toBe('127.0.0.1');
+    expect(server.port).toBeGreaterThan(0);
+    expect(server.pid).toBeGreaterThan(0);
+    expect(existsSync(server.dir)).toBe(true);
+    expect(await cmd(server, 'PING')).toBe('PONG');
+  });
+
+  it('formats the clock file as a UTC libfaketime timestamp', () => {
+    expect(formatFaketime(T0)).toBe('2030-01-01 00:00:05.250');
+  });
+
+  it('runs under a FakeClockFile: TIME follows the file exactly', async () => {
+    const clock = newClock(T0);
+    const server = await startServer({ persistence: 'none', clockFile: clock });
+    expect(await cmd(server, 'TIME')).toEqual(['1893456005', '250000']);
+    // Frozen: no drift between calls while the file stands still.
+    expect(await cmd(server, 'TIME')).toEqual(['1893456005', '250000']);
+    clock.set(T0 + 1000);
+    expect(await cmd(server, 'TIME')).toEqual(['1893456006', '250000']);
+  });
+
+  it('expires a PX key by the faked clock: present at +999 ms, gone at +1001 ms, still gone after moving back', async () => {
+    const clock = newClock(T0);
+    const server = await startServer({ persistence: 'none', clockFile: clock });
+    expect(await cmd(server, 'SET', 'k', 'v', 'PX', '1000')).toBe('OK');
+    expect(await cmd(server, 'PTTL', 'k')).toBe(1000);
+    // Order matters: a lookup after the expiry deletes the key for good.
+    clock.set(T0 + 999);
+    expect(await cmd(server, 'GET', 'k')).toBe('v');
+    expect(await cmd(server, 'PTTL', 'k')).toBe(1);
+    clock.set(T0 + 1001);
+    expect(await cmd(server, 'GET', 'k')).toBeNull();
+    clock.set(T0 + 999);
+    expect(await cmd(server, 'GET', 'k')).toBeNull();
+    // Backwards jumps do extend live keys: a key set now expires by the file too.
+    expect(await cmd(server, 'SET', 'k2', 'v', 'PX', '1000')).toBe('OK');
+    clock.set(T0 + 500);
+    expect(await cmd(server, 'PTTL', 'k2')).toBe(1499);
+  });
+
+  it('crash + restart keeps keys with aof-always and loses them without persistence', async () => {
+    const durable = await startServer({ persistence: 'aof-always' });
+    const volatile = await startServer({ persistence: 'none' });
+    for (const server of [durable, volatile]) expect(await cmd(server, 'SET', 'k', 'kept')).toBe('OK');
+
+    for (const server of [durable, volatile]) {
+      const { port, dir, pid } = server;
+      await server.crash();
+      expect(server.running).toBe(false);
+      expect(processExists(pid)).toBe(false);
+      await server.restart();
+      expect(server.port).toBe(port);
+      expect(server.dir).toBe(dir);
+      expect(server.pid).not.toBe(pid);
+    }
+    expect(await cmd(durable, 'GET', 'k')).toBe('kept');
+    expect(await cmd(volatile, 'GET', 'k')).toBeNull();
+  });
+
+  it('pause() stops answers (connections still accepted), resume() brings them back', async () => {
+    const server = await startServer({ persistence: 'none' });
+    server.pause();
+    expect(server.paused).toBe(true);
+    await expect(sendCommand(server.host, server.port, ['PING'], 200)).rejects.toBeInstanceOf(RespTimeoutError);
+    server.resume();
+    expect(await cmd(server, 'PING')).toBe('PONG');
+  });
+
+  it('stop() kills the process, removes the directory and is idempotent', async () => {
+    const server = await startServer({ persistence: 'aof-always' });
+    const { pid, dir } = server;
+    expect(processExists(pid)).toBe(true);
+    await server.stop();
+    expect(processExists(pid)).toBe(false);
+    expect(existsSync(dir)).toBe(false);
+    await server.stop();
+    await expect(server.restart()).rejects.toThrow(/stopped/);
+  });
+
+  it('stops a paused faked server too (SIGKILL, no clock needed)', async () => {
+    const clock = newClock(T0);
+    const server = await startServer({ persistence: 'aof-always', clockFile: clock });
+    server.pause();
+    const { pid, dir } = server;
+    await server.stop();
+    expect(processExists(pid)).toBe(false);
+    expect(existsSync(dir)).toBe(false);
+  });
+});
