@@ -58,7 +58,8 @@ describe('RedisServer (real redis-server)', () => {
   });
 
   it('formats the clock file as a UTC libfaketime timestamp', () => {
-    expect(formatFaketime(T0)).toBe('2030-01-01 00:00:05.250');
+    expect(formatFaketime(T0)).toBe('2030-01-01 00:00:05.2500000005');
+    expect(formatFaketime(Date.UTC(2030, 0, 1, 0, 0, 6, 249))).toBe('2030-01-01 00:00:06.2490000005');
   });
 
   it('runs under a FakeClockFile: TIME follows the file exactly', async () => {
@@ -69,6 +70,11 @@ describe('RedisServer (real redis-server)', () => {
     expect(await cmd(server, 'TIME')).toEqual(['1893456005', '250000']);
     clock.set(T0 + 1000);
     expect(await cmd(server, 'TIME')).toEqual(['1893456006', '250000']);
+    // Milliseconds with no exact binary fraction (libfaketime parses a double) land exactly too.
+    for (let ms = 1; ms < 1000; ms += 37) {
+      clock.set(Date.UTC(2030, 0, 1, 0, 0, 9, ms));
+      expect(await cmd(server, 'TIME')).toEqual(['1893456009', String(ms * 1000)]);
+    }
   });
 
   it('expires a PX key by the faked clock: present at +999 ms, gone at +1001 ms, still gone after moving back', async () => {

@@ -149,13 +149,23 @@ function runGcc(args: string[]): Promise<void> {
 /** The latest instant the timestamp format can hold: 9999-12-31T23:59:59.999Z. */
 const MAX_EPOCH_MS = 253402300799999;
 
-/** Formats an epoch in libfaketime's absolute format, UTC: `2030-01-01 00:00:05.250`. */
+/**
+ * Formats an epoch in libfaketime's absolute format, UTC, e.g.
+ * `2030-01-01 00:00:05.2500000005` for 2030-01-01T00:00:05.250Z.
+ *
+ * The trailing `0000005` (half a nanosecond) is deliberate. libfaketime 0.9.10
+ * parses the fraction as a double and truncates: `(x - floor(x)) * 1e9` with
+ * x = atof("5.249") gives 248999999 ns, so the server would read .248999 s and
+ * Redis (which works in ms from gettimeofday's µs) would be 1 ms early. That
+ * happens for 3902 of the 10000 second-digit/millisecond combinations. Half a
+ * nanosecond above the intended instant truncates to it exactly in all of them.
+ */
 export function formatFaketime(epochMs: number): string {
   if (!Number.isInteger(epochMs) || epochMs < 0 || epochMs > MAX_EPOCH_MS) {
     throw new RangeError(`fake clock: epochMs must be an integer in [0, ${MAX_EPOCH_MS}], got ${String(epochMs)}`);
   }
   // toISOString: 2030-01-01T00:00:05.250Z
-  return new Date(epochMs).toISOString().replace('T', ' ').replace('Z', '');
+  return `${new Date(epochMs).toISOString().replace('T', ' ').replace('Z', '')}0000005`;
 }
 
 let tempCounter = 0;

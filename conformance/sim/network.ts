@@ -18,30 +18,55 @@ export class SimNetwork {
   readonly #cut = new Set<string>();
   readonly #delay = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
   readonly #held = new Map<number, Array<() => void>>();
+  /** Real requests still on the wire. */
+  readonly #io = new Set<Promise<unknown>>();
 
   constructor(
     private readonly time: VirtualTime,
     private readonly servers: (endpoint: Endpoint) => Server,
   ) {}
 
-  async call<T>(client: number, endpoint: Endpoint, request: () => T): Promise<T> {
+  /**
+   * Runs `request` on the server now; for a real server it returns a promise
+   * of the reply, which the network tracks so that time does not move on
+   * while real I/O is still under way (see settled()).
+   */
+  async call<T>(client: number, endpoint: Endpoint, request: () => T | Promise<T>): Promise<T> {
     if (this.#cut.has(`${client}:${endpoint}`) || !this.servers(endpoint).reachable()) {
       throw new UnavailableError(`client ${client} cannot reach ${endpoint === 'store' ? 'the store' : `node ${endpoint}`}`);
     }
+    const sentAtMs = this.time.nowMs();
     let reply: { ok: true; value: T } | { ok: false; error: unknown };
     try {
-      reply = { ok: true, value: request() };
+      const value = request();
+      if (value instanceof Promise) {
+        this.#io.add(value);
+        try {
+          reply = { ok: true, value: await value };
+        } finally {
+          this.#io.delete(value);
+        }
+      } else {
+        reply = { ok: true, value };
+      }
     } catch (error) {
       reply = { ok: false, error };
     }
     const delay = this.#delay.get(client);
-    const delayMs = delay !== undefined && delay.sentAtMs === this.time.nowMs() ? delay.ms : 0;
+    const delayMs = delay !== undefined && delay.sentAtMs === sentAtMs ? delay.ms : 0;
     if (delayMs > 0) await this.time.sleep(delayMs);
     else await Promise.resolve();
     const held = this.#held.get(client);
     if (held !== undefined) await new Promise<void>((resolve) => held.push(resolve));
     if (!reply.ok) throw reply.error;
     return reply.value;
+  }
+
+  /** Resolves when no real request is on the wire (each is bounded by its client's own timeout); says whether it waited. */
+  async settled(): Promise<boolean> {
+    if (this.#io.size === 0) return false;
+    while (this.#io.size > 0) await Promise.allSettled([...this.#io]);
+    return true;
   }
 
   cut(client: number, endpoint: Endpoint): void {

@@ -24,8 +24,17 @@ export function flush(): Promise<void> {
 /** Bound on the events one advance may fire: a runaway loop is a bug, not a wait. */
 const MAX_EVENTS_PER_ADVANCE = 100_000;
 
+export interface VirtualTimeOptions {
+  /** Waits for work outside the process (real servers) before time moves on; says whether there was any. */
+  readonly settle?: () => Promise<boolean>;
+  /** Called whenever true time moves, with the new time (to drive real servers' clocks). */
+  readonly onTick?: (nowMs: number) => void;
+}
+
 export class VirtualTime {
   #nowMs = 0;
+
+  constructor(private readonly options: VirtualTimeOptions = {}) {}
   #seq = 0;
   #timers: Timer[] = [];
 
@@ -54,7 +63,24 @@ export class VirtualTime {
   /** Moves true time to `targetMs`, firing every event due on the way, in order. */
   async advanceTo(targetMs: number): Promise<void> {
     await this.runUntil(null, targetMs);
-    this.#nowMs = Math.max(this.#nowMs, targetMs);
+    this.moveTo(targetMs);
+    await this.quiesce();
+  }
+
+  private moveTo(ms: number): void {
+    if (ms <= this.#nowMs) return;
+    this.#nowMs = ms;
+    this.options.onTick?.(ms);
+  }
+
+  /** Lets in-process promise chains and any outside work finish before time moves. */
+  private async quiesce(): Promise<void> {
+    // A reply can set off the next request a few ticks later: settle until a pass finds nothing on the wire.
+    for (let passes = 0; ; passes++) {
+      await flush();
+      if (this.options.settle === undefined || !(await this.options.settle())) return;
+      if (passes > 10_000) throw new Error('virtual time: outside work never settles');
+    }
   }
 
   /**
@@ -68,7 +94,7 @@ export class VirtualTime {
       () => (settled = true),
       () => (settled = true),
     );
-    await flush();
+    await this.quiesce();
     for (let fired = 0; !settled || work === null; fired++) {
       if (fired > MAX_EVENTS_PER_ADVANCE) throw new Error(`virtual time: more than ${MAX_EVENTS_PER_ADVANCE} events before t=${limitMs}`);
       this.#timers = this.#timers.filter((t) => !t.cancelled);
@@ -78,10 +104,10 @@ export class VirtualTime {
         if (next === undefined || dueMs < next.dueMs || (dueMs === next.dueMs && timer.seq < next.timer.seq)) next = { timer, dueMs };
       }
       if (next === undefined || next.dueMs > limitMs) break;
-      this.#nowMs = next.dueMs;
+      this.moveTo(next.dueMs);
       next.timer.cancelled = true;
       next.timer.fire();
-      await flush();
+      await this.quiesce();
     }
     return settled;
   }
