@@ -1,6 +1,7 @@
 import { match, P } from 'ts-pattern';
 import { read } from '../model/clock.ts';
 import type { Command, Operation } from '../model/command.ts';
+import { isOperation } from '../model/command.ts';
 import { nodeCount } from '../model/design.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { liveness } from '../model/node.ts';
@@ -84,7 +85,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const limitMs = Math.max(...branches.map((b) => b.next.nowMs));
     const subject: Command = command.kind === 'resume' ? (drivers[command.client]!.inFlight?.op ?? command) : command;
     const work = perform(instance, drivers, command);
-    const settled = await env.runUntil(work, limitMs);
+    // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
+    // Operations, and a resume that delivers an operation's replies, settle as virtual time moves.
+    const settled = isOperation(command) || command.kind === 'resume' ? await env.runUntil(work, limitMs) : (await work, true);
     const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
       const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
       steps.push(executed);

@@ -267,9 +267,12 @@ export class RedisServer {
       this.#child = null;
       throw new EnvironmentError('redis-server is not installed (not found on PATH)', INSTALL_REDIS);
     }
+    const exitedByItself = exited;
     await this.crash();
-    if (/Address already in use/i.test(this.logTail())) return 'address-in-use';
-    throw this.#startError(exited ? `redis-server exited during start-up${failed ? ` (${failed.message})` : ''}` : `no PONG within ${this.startTimeoutMs} ms`);
+    if (exitedByItself && /Address already in use/i.test(this.logTail())) return 'address-in-use';
+    throw this.#startError(
+      exitedByItself ? `redis-server exited during start-up${failed ? ` (${failed.message})` : ''}` : `no PONG within ${this.startTimeoutMs} ms`,
+    );
   }
 
   #startError(reason: string): EnvironmentError {

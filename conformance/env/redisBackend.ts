@@ -1,0 +1,223 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import type { Clock } from '../../model/clock.ts';
+import { clockAt, read, setDrift, step } from '../../model/clock.ts';
+import type { Design, StorePolicy } from '../../model/design.ts';
+import { describeDesign, driftFactor, nodeCount, persists, restartDelayMs } from '../../model/design.ts';
+import type { LeaseNode } from '../../impl/leaseNode.ts';
+import { LeaseLock } from '../../impl/leaseLock.ts';
+import { keysFor } from '../../impl/redis/keys.ts';
+import { redisLeaseNode } from '../../impl/redis/node.ts';
+import { redisFencedStore } from '../../impl/redis/store.ts';
+import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { Endpoint, Server } from '../sim/network.ts';
+import { SimNetwork } from '../sim/network.ts';
+import { VirtualTime } from '../sim/time.ts';
+import { FakeClockFile } from './faketime.ts';
+import { RedisServer } from './redisServer.ts';
+
+/**
+ * Redis backends on real redis-server processes. Each lock node runs under
+ * libfaketime with a clock file the runner writes: its wall clock is the
+ * model's clock for that node, moved only by the runner (advance, step,
+ * drift). Clients are in process on virtual time; their links to the nodes
+ * go through the same network layer as the in-memory backends (cut, delay,
+ * hold while paused), and crashes are real SIGKILLs and restarts.
+ *
+ * The servers are started once (startRedisCluster) and reset before every
+ * run: all up, flushed, clocks back to the start.
+ */
+export interface RedisCluster {
+  readonly nodes: readonly RedisServer[];
+  /** A plain server (no faked clock) holding the store. */
+  readonly store: RedisServer;
+  readonly clockFiles: readonly FakeClockFile[];
+  readonly persistence: 'none' | 'aof-always';
+  stop(): Promise<void>;
+}
+
+/** The wall-clock instant a node's clock reads 0 at: far from the machine's own time on purpose. */
+const EPOCH_MS = Date.UTC(2030, 0, 1);
+
+export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always' }): Promise<RedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-clocks-'));
+  const clockFiles = Array.from({ length: options.nodes }, (_v, i) => {
+    const f = new FakeClockFile(dir, `node${i}.clock`);
+    f.set(EPOCH_MS);
+    return f;
+  });
+  const started: RedisServer[] = [];
+  try {
+    for (const clockFile of clockFiles) started.push(await RedisServer.start({ persistence: options.persistence, clockFile }));
+    const store = await RedisServer.start({ persistence: 'none' });
+    started.push(store);
+    return {
+      nodes: started.slice(0, options.nodes),
+      store,
+      clockFiles,
+      persistence: options.persistence,
+      stop: async () => {
+        await Promise.all(started.map((s) => s.stop()));
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await Promise.all(started.map((s) => s.stop()));
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Replaces one part of the real backend: how a client talks to one node. Used to build broken variants. */
+export type RedisNodeFactory = (redis: Redis, options: { readonly tokenBase: bigint }) => LeaseNode;
+
+export const REAL_REDIS_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay'];
+
+/** Real commands are bounded in real time too: a hung server fails the call instead of the run. */
+const COMMAND_TIMEOUT_MS = 5_000;
+const READY_TIMEOUT_MS = 10_000;
+
+export function realRedisBackend(
+  cluster: RedisCluster,
+  design: Design,
+  store: StorePolicy,
+  options: { readonly name?: string; readonly node?: RedisNodeFactory; readonly faults?: readonly FaultKind[] } = {},
+): BackendUnderTest {
+  if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`realRedisBackend runs Redis designs, not ${design.kind}`);
+  if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
+  if (persists(design) !== (cluster.persistence === 'aof-always')) throw new Error(`${describeDesign(design)} does not match the cluster's persistence (${cluster.persistence})`);
+  return {
+    name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
+    design,
+    capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
+    faults: options.faults ?? REAL_REDIS_FAULTS,
+    start: (o) => startInstance(cluster, design, store, options.node ?? ((redis, x) => redisLeaseNode(redis, { tokenBase: x.tokenBase })), o.clients, o.tokenBase),
+  };
+}
+
+function connect(server: RedisServer): Redis {
+  const redis = new Redis({
+    host: server.host,
+    port: server.port,
+    // Fail at once while disconnected (the model's node is down or the link cut), never queue.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: COMMAND_TIMEOUT_MS,
+    retryStrategy: () => 20,
+    lazyConnect: true,
+  });
+  // Errors reach the commands that fail; the connection's own reconnect attempts need no report.
+  redis.on('error', () => undefined);
+  return redis;
+}
+
+/** Waits for a connection to be ready, bounded. */
+function ready(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new Error(`redis ${redis.options.port}: not ready within ${READY_TIMEOUT_MS} ms`));
+    }, READY_TIMEOUT_MS);
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+    if (redis.status === 'wait') redis.connect().catch(() => undefined);
+  });
+}
+
+async function startInstance(cluster: RedisCluster, design: Design, policy: StorePolicy, makeNode: RedisNodeFactory, clients: number, tokenBase: bigint): Promise<BackendInstance> {
+  const n = nodeCount(design);
+  const servers = cluster.nodes.slice(0, n);
+  // Reset: every node up, empty, its clock at the start.
+  for (const s of servers) if (!s.running) await s.restart();
+  const walls: Clock[] = servers.map(() => clockAt());
+  const up = servers.map(() => true);
+  const availableFrom = servers.map(() => 0);
+  let time: VirtualTime;
+  const writeClocks = (): void => servers.forEach((_s, i) => cluster.clockFiles[i]!.set(EPOCH_MS + read(walls[i]!, time.nowMs())));
+  const admin = [...servers.map(connect), connect(cluster.store)];
+  await Promise.all(admin.map(ready));
+  await Promise.all(admin.map((r) => r.flushall()));
+  const endpoints: Server[] = servers.map((_s, i) => ({ reachable: () => up[i]! && time.nowMs() >= availableFrom[i]! }));
+  const network: SimNetwork = new SimNetwork(
+    (time = new VirtualTime({ settle: () => network.settled(), onTick: writeClocks })),
+    (e: Endpoint) => (e === 'store' ? { reachable: () => true } : endpoints[e]!),
+  );
+  writeClocks();
+  const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+  const connections = Array.from({ length: clients }, () => ({ nodes: servers.map(connect), store: connect(cluster.store) }));
+  await Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready));
+  let seed = 0x1234567;
+  const lockClients: LockClient[] = connections.map((conn, client) => {
+    const nodes: LeaseNode[] = conn.nodes.map((redis, index) => {
+      const node = makeNode(redis, { tokenBase });
+      return {
+        acquire: (r, o, t) => network.call(client, index, () => node.acquire(r, o, t)),
+        release: (r, o) => network.call(client, index, () => node.release(r, o)),
+        extend: (r, o, t) => network.call(client, index, () => node.extend(r, o, t)),
+        raiseToken: (r, t) => network.call(client, index, () => node.raiseToken(r, t)),
+      };
+    });
+    const clock = time.clockOf(() => clientClocks[client]!);
+    const random = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const lock = new LeaseLock({ nodes, clock, driftFactor: driftFactor(design), random });
+    const fenced = redisFencedStore(conn.store, policy);
+    return {
+      acquire: (resource, o) => lock.acquire(resource, o),
+      extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
+      release: (lease) => lock.release(lease),
+      store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
+      clock,
+    };
+  });
+  const nodeConnections = (i: number): Redis[] => [admin[i]!, ...connections.map((c) => c.nodes[i]!)];
+  const env: Environment = {
+    nowMs: () => time.nowMs(),
+    advanceTo: (t) => time.advanceTo(t),
+    runUntil: (work, limitMs) => time.runUntil(work, limitMs),
+    clockStep: async (node, deltaMs) => {
+      walls[node] = step(walls[node]!, time.nowMs(), deltaMs);
+      writeClocks();
+    },
+    clockDrift: async (target, driftPpm) => {
+      if ('node' in target) walls[target.node] = setDrift(walls[target.node]!, time.nowMs(), driftPpm);
+      else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+    },
+    crash: async (node) => {
+      up[node] = false;
+      await servers[node]!.crash();
+    },
+    restart: async (node) => {
+      await servers[node]!.restart();
+      // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
+      await Promise.all(nodeConnections(node).map(ready));
+      up[node] = true;
+      availableFrom[node] = time.nowMs() + restartDelayMs(design);
+    },
+    partition: async (client, node) => network.cut(client, node),
+    heal: async (client, node) => network.heal(client, node),
+    setDelay: async (client, ms) => network.setDelay(client, ms),
+    pause: async (client) => network.hold(client),
+    resume: async (client) => network.release(client),
+    // A Redis connection holds no lock state: a new one changes nothing the model sees.
+    killConnection: async () => undefined,
+    inspect: async (resource) =>
+      Promise.all(servers.map((_s, i) => (up[i] ? admin[i]!.get(keysFor(resource).lock) : Promise.resolve(null)))),
+  };
+  return {
+    clients: lockClients,
+    env,
+    close: async () => {
+      for (const r of [...admin, ...connections.flatMap((c) => [...c.nodes, c.store])]) r.disconnect();
+    },
+  };
+}
