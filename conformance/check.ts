@@ -29,10 +29,11 @@ export interface CheckOptions {
   readonly resources?: number;
   /**
    * What fails a run: only a conformance failure (default; property
-   * violations are findings the design is expected to have), or any verdict
-   * but a pass.
+   * violations are findings the design is expected to have); any verdict but
+   * a pass; or a conformance failure or a violation of one of the given
+   * properties (to find, and shrink, a schedule that shows that finding).
    */
-  readonly failOn?: 'conformance-failure' | 'any';
+  readonly failOn?: 'conformance-failure' | 'any' | { readonly properties: readonly PropertyId[] };
   /** Where to write the shrunk counterexample's timeline (.html; a .txt beside it). */
   readonly timelineFile?: string;
   /** Called after every run, for progress output. */
@@ -86,10 +87,17 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40 });
   const property = fc.asyncProperty(schedule, tokenBaseArb(), async (commands: Command[], tokenBase: bigint) => {
     run++;
-    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn === 'conformance-failure' });
+    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
     options.onRun?.(run, report);
     if (report.stoppedEarly !== undefined) stoppedEarly++;
-    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' : report.verdict.kind === 'conformance-failure';
+    const wanted = typeof failOn === 'object' ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
+    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
+    if (wanted !== undefined && report.verdict.kind !== 'conformance-failure') {
+      // The finding is the verdict now: cut the report at its step.
+      const cut: RunReport = { ...report, verdict: wanted, steps: report.steps.slice(0, wanted.step.index + 1) };
+      firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
+      throw new RunFailed(cut);
+    }
     if (failed) {
       firstFailure ??= { run, ms: clock() - started, length: report.steps.length };
       throw new RunFailed(report);

@@ -28,6 +28,10 @@ export function tokenBaseArb(): fc.Arbitrary<bigint> {
   return fc.constantFrom(...TOKEN_BASES);
 }
 
+function range(from: number, to: number): number[] {
+  return Array.from({ length: Math.max(0, to - from) }, (_v, i) => from + i);
+}
+
 export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const ttl = hasTtl(o.design);
   const has = (f: FaultKind) => o.faults.includes(f);
@@ -132,6 +136,38 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
         const a = first as Extract<Command, { kind: 'acquire' }>;
         return [a, { kind: 'clock-step', node: n, deltaMs: jump }, { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource }];
       }),
+    });
+  }
+  if (has('partition') && (has('clock-step') || has('crash-restart')) && nodeCount(o.design) >= 3) {
+    // Kleppmann's shape: the holder reaches only a bare majority; one node of it jumps ahead or loses its
+    // memory; the next client reaches that node and the ones the holder could not.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, false), acquire(fc.constant(0), false), fc.integer({ min: 1, max: 80 }), fc.boolean())
+        .map(([first, second, jump, crash]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const n = nodeCount(o.design);
+          const q = Math.floor(n / 2) + 1;
+          const b = other(a.client);
+          const cut = (c: number, nodes: number[]): Command[] => nodes.map((node): Command => ({ kind: 'partition', client: c, node }));
+          const shared = q - 1;
+          const fault: Command[] =
+            crash && has('crash-restart')
+              ? [{ kind: 'crash', node: shared }, { kind: 'restart', node: shared }]
+              : has('clock-step')
+                ? [{ kind: 'clock-step', node: shared, deltaMs: a.ttlMs! + jump }]
+                : [{ kind: 'crash', node: shared }, { kind: 'restart', node: shared }];
+          return [
+            ...cut(a.client, range(q, n)),
+            a,
+            ...fault,
+            ...cut(b, range(0, shared)),
+            { ...(second as Extract<Command, { kind: 'acquire' }>), client: b, resource: a.resource },
+            { kind: 'write', client: b, resource: a.resource, value: 'new' },
+            { kind: 'write', client: a.client, resource: a.resource, value: 'old' },
+          ];
+        }),
     });
   }
   if (has('crash-restart')) {
