@@ -1,0 +1,123 @@
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { clockAt } from '../model/clock.ts';
+import { InvalidInputError } from '../model/errors.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
+import { createRedisLock } from '../impl/redis/index.ts';
+import { LockNotAcquiredError, using } from '../impl/using.ts';
+import { SimNetwork } from '../conformance/sim/network.ts';
+import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
+import { VirtualTime } from '../conformance/sim/time.ts';
+
+/** Three in-memory Redis nodes and one client on virtual time. */
+function world(options: { safetyMarginMs?: number } = {}) {
+  const time = new VirtualTime();
+  const nodes = [0, 1, 2].map(() => new SimRedisNode(time, false, 0, 0n));
+  const network = new SimNetwork(time, (e) => (e === 'store' ? { reachable: () => true } : nodes[e as number]!));
+  const clock = time.clockOf(() => clockAt());
+  const lock = new LeaseLock({ nodes: nodes.map((n, i) => leaseNodeOver(network, 0, i, n)), clock, ...options });
+  return { time, nodes, network, clock, lock };
+}
+
+describe('using(): hold a lease for the length of a task', () => {
+  it('extends in the background while the task runs, and releases at the end', async () => {
+    const w = world();
+    let deadlines: Array<number | null> = [];
+    const task = using(w.lock, 'job', { ttlMs: 100 }, async (signal, lease) => {
+      for (let i = 0; i < 5; i++) {
+        await w.time.advanceTo(w.time.nowMs() + 40);
+        deadlines.push(lease.validUntilMs);
+        expect(signal.aborted).toBe(false);
+      }
+      return lease.token;
+    });
+    await w.time.runUntil(task, 10_000);
+    expect(await task).toBe(1n);
+    // Five times 40 ms is twice the ttl: only extensions kept the lease alive.
+    expect(new Set(deadlines).size).toBeGreaterThan(1);
+    expect(w.nodes.map((n) => n.holder('job'))).toEqual([null, null, null]);
+    deadlines = [];
+  });
+
+  it('never re-acquires: when extensions fail the signal fires at the deadline and no new token is minted', async () => {
+    const w = world();
+    let seen: unknown;
+    const task = using(w.lock, 'job', { ttlMs: 100 }, async (signal) => {
+      for (const i of [0, 1, 2]) w.network.cut(0, i);
+      await w.time.advanceTo(200);
+      seen = signal.reason;
+      return signal.aborted;
+    });
+    await w.time.runUntil(task, 10_000);
+    expect(await task).toBe(true);
+    expect(String(seen)).toMatch(/lease on 'job' expired/);
+    for (const i of [0, 1, 2]) w.network.heal(0, i);
+    // A fresh acquire gets token 2: nothing was minted behind the task's back.
+    const again = w.lock.acquire('job', { ttlMs: 100 });
+    await w.time.runUntil(again, 10_000);
+    expect(await again).toMatchObject({ kind: 'granted', lease: { token: 2n } });
+  });
+
+  it('throws LockNotAcquiredError when the resource is held, and runs nothing', async () => {
+    const w = world();
+    const first = w.lock.acquire('job', { ttlMs: 100 });
+    await w.time.runUntil(first, 1000);
+    let ran = false;
+    const second = using(w.lock, 'job', { ttlMs: 100 }, async () => {
+      ran = true;
+    });
+    await w.time.runUntil(second.catch(() => undefined), 1000);
+    await expect(second).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect(ran).toBe(false);
+  });
+});
+
+describe('the lease-loss signal', () => {
+  it('fires at the validity deadline, or a safety margin before it', async () => {
+    for (const margin of [0, 7]) {
+      const w = world({ safetyMarginMs: margin });
+      const r = w.lock.acquire('r', { ttlMs: 100 });
+      await w.time.runUntil(r, 1000);
+      const granted = await r;
+      if (granted.kind !== 'granted') throw new Error('not granted');
+      const deadline = granted.lease.validUntilMs!;
+      expect(deadline).toBe(100 - (Math.ceil(0.01 * 100) + 2));
+      await w.time.advanceTo(deadline - margin - 1);
+      expect(granted.lease.signal.aborted).toBe(false);
+      await w.time.advanceTo(deadline - margin);
+      expect(granted.lease.signal.aborted).toBe(true);
+    }
+  });
+});
+
+describe('input validation', () => {
+  it('rejects bad lock options with typed errors', () => {
+    const redis = new Redis({ lazyConnect: true });
+    try {
+      expect(() => createRedisLock({ nodes: [] })).toThrow(InvalidInputError);
+      expect(() => createRedisLock({ nodes: [redis], driftFactor: 1 })).toThrow(/driftFactor/);
+      expect(() => createRedisLock({ nodes: [redis], driftFactor: -0.1 })).toThrow(InvalidInputError);
+      expect(() => createRedisLock({ nodes: [redis], requestTimeoutMs: 0 })).toThrow(/invalid-ttl/);
+      expect(() => createRedisLock({ nodes: [redis], safetyMarginMs: -1 })).toThrow(/safetyMarginMs/);
+      expect(() => createRedisLock({ nodes: [redis], tokenBase: -1n })).toThrow(/invalid-token/);
+      expect(() => createRedisLock({ nodes: Array(16).fill(redis) })).toThrow(/1..15 nodes/);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('rejects a bad ttl or resource before sending anything', async () => {
+    const w = world();
+    for (const [resource, ttlMs, code] of [
+      ['r', 0, 'invalid-ttl'],
+      ['r', 1.5, 'invalid-ttl'],
+      ['r', 2 ** 31, 'invalid-ttl'],
+      ['', 10, 'invalid-resource'],
+      ['x'.repeat(257), 10, 'invalid-resource'],
+    ] as const) {
+      await expect(w.lock.acquire(resource, { ttlMs })).rejects.toMatchObject({ name: 'InvalidInputError', code });
+    }
+    await expect(w.lock.acquire('r', { ttlMs: 10, retries: -1 })).rejects.toBeInstanceOf(InvalidInputError);
+    expect(w.nodes.map((n) => n.holder('r'))).toEqual([null, null, null]);
+  });
+});
