@@ -9,12 +9,15 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 
-# Debian packages for the real-server conformance layer: redis-server and libfaketime.
-# Skipped entirely when both are already present; never starts a service.
+# Debian packages for the real-server conformance layer: redis-server, libfaketime and
+# postgresql (PostgreSQL 15; its package postgresql-15 also ships pgbench).
+# Skipped entirely when all are already present; never leaves a service running.
 LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+PG_BIN=/usr/lib/postgresql/15/bin
 missing=""
 command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 [ -f "$LIBFAKETIME" ] || missing="$missing libfaketime"
+[ -x "$PG_BIN/postgres" ] && [ -x "$PG_BIN/pgbench" ] || missing="$missing postgresql"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "lockcheck setup: missing Debian packages:$missing" >&2
@@ -26,4 +29,21 @@ if [ -n "$missing" ]; then
   apt-get update >&2
   # shellcheck disable=SC2086  # word splitting of the package list is intended
   apt-get install -y --no-install-recommends $missing >&2
+  # postgresql-15's postinst creates a default cluster (15/main) and runs
+  # `invoke-rc.d postgresql start`; that starts it unless a policy-rc.d forbids
+  # it. The project starts its own throwaway clusters: stop any that came up.
+  case "$missing" in
+    *postgresql*)
+      if command -v pg_lsclusters >/dev/null 2>&1; then
+        pg_lsclusters --no-header 2>/dev/null | while read -r version cluster _port status _rest; do
+          case "$status" in
+            online*)
+              echo "lockcheck setup: stopping the cluster $version/$cluster that the package install started" >&2
+              pg_ctlcluster "$version" "$cluster" stop -m fast >&2 || pg_ctlcluster "$version" "$cluster" stop -m immediate >&2 || true
+              ;;
+          esac
+        done
+      fi
+      ;;
+  esac
 fi

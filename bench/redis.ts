@@ -1,0 +1,570 @@
+/**
+ * Redis lock benchmark: lockcheck's createRedisLock against raw ioredis and
+ * redlock 5.0.0-beta.2, on redis-server processes this script starts itself
+ * on loopback (no faketime) and stops in a finally (and on Ctrl-C, through
+ * RedisServer's exit handlers).
+ *
+ *   npm run bench:redis [-- --seconds N]      (or: npx tsx bench/redis.ts --seconds N)
+ *
+ * 1. one node: acquire+release pairs/s, sequential and 50 concurrent resources:
+ *    lockcheck, raw ioredis (SET NX PX + scripted compare-and-delete), raw
+ *    ioredis with a fencing token minted by INCR in the acquire script, redlock;
+ * 2. five nodes (Redlock): lockcheck vs redlock, sequential and 50 concurrent;
+ * 3. acquire latency p50/p99 on five nodes, healthy and with one node paused
+ *    (SIGSTOP): lockcheck with requestTimeoutMs 50 vs redlock;
+ * 4. the cost of fencing: acquire + fenced write (strict) + release vs
+ *    acquire + plain SET + release.
+ *
+ * Each throughput measurement: a short warm-up, then a fixed duration; every
+ * configuration runs 3 times, interleaved (rotated order), and the median is
+ * reported. The machine is noisy (2 cores shared by client and servers), so
+ * the tables give ratios between configurations measured in the same run.
+ * Progress goes to stderr, markdown tables to stdout.
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
+import { createRedisLock, redisFencedStore } from '../impl/redis/index.ts';
+import type { LeaseLock } from '../impl/leaseLock.ts';
+import Redlock from './redlockTyped.ts';
+
+// ---------------------------------------------------------------- settings
+
+const ROUNDS = 3;
+const CONCURRENCY = 50;
+const NODES = 5;
+const TTL_MS = 10_000;
+/** Hard bound on the operations of one loop in one run (the duration bounds it first in practice). */
+const MAX_OPS_PER_LOOP = 2_000_000;
+/** Latency measurement (3): per implementation and condition, at most this many acquisitions in all rounds... */
+const LATENCY_MAX_ACQUISITIONS = 200;
+/** ...and at most this long in all rounds. */
+const LATENCY_BUDGET_MS = 20_000;
+/** One acquisition that takes longer than this is reported as hung and stops that implementation's measurement. */
+const LATENCY_HANG_MS = 2_000;
+const LOCKCHECK_REQUEST_TIMEOUT_MS = 50;
+/** Which of the five nodes is paused in measurement 3. */
+const PAUSED_NODE = 2;
+
+function parseArgs(argv: readonly string[]): { seconds: number } {
+  let seconds = 3;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--seconds') seconds = Number(argv[++i]);
+    else if (arg.startsWith('--seconds=')) seconds = Number(arg.slice('--seconds='.length));
+    else if (arg === '--help' || arg === '-h') {
+      process.stderr.write('usage: tsx bench/redis.ts [--seconds N]   (N: measured seconds per run, default 3)\n');
+      process.exit(0);
+    } else throw new Error(`unknown argument '${arg}' (usage: tsx bench/redis.ts [--seconds N])`);
+  }
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 120) throw new Error(`--seconds must be a number in (0, 120], got ${String(seconds)}`);
+  return { seconds };
+}
+
+const { seconds } = parseArgs(process.argv.slice(2));
+const DURATION_MS = Math.round(seconds * 1000);
+const WARMUP_MS = Math.min(500, Math.round(DURATION_MS / 4));
+
+// ---------------------------------------------------------------- helpers
+
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const out = (line = ''): void => void process.stdout.write(`${line}\n`);
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+/** Nearest-rank percentile. */
+function percentile(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+const fmtRate = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
+const fmtRatio = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+const fmtMs = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : 'n/a');
+
+/** Owner values for the raw ioredis lock, as random as redlock's. */
+const randomValue = (): string => randomBytes(16).toString('hex');
+
+const connections: Redis[] = [];
+let connectionErrors = 0;
+
+async function connect(server: RedisServer, name: string): Promise<Redis> {
+  const redis = new Redis({ host: server.host, port: server.port, lazyConnect: true });
+  connections.push(redis);
+  redis.on('error', (error: Error) => {
+    if (++connectionErrors <= 5) log(`  [${name}] connection error: ${error.message}`);
+  });
+  await redis.connect();
+  return redis;
+}
+
+// ---------------------------------------------------------------- throughput
+
+/** One operation; resolves true on success (e.g. a granted lock released), false on a failure to count. */
+type Op = () => Promise<boolean>;
+
+interface ThroughputConfig {
+  readonly id: string;
+  readonly label: string;
+  readonly concurrency: number;
+  /** The operation of loop `i` (each loop has its own resource). */
+  readonly makeOp: (loop: number) => Op;
+}
+
+interface Measured {
+  readonly rates: number[];
+  failures: number;
+}
+
+async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: number; failures: number; elapsedMs: number }> {
+  let ok = 0;
+  let failures = 0;
+  const start = performance.now();
+  const deadline = start + durationMs;
+  await Promise.all(
+    ops.map(async (op) => {
+      for (let n = 0; n < MAX_OPS_PER_LOOP && performance.now() < deadline; n++) {
+        if (await op()) ok++;
+        else failures++;
+      }
+    }),
+  );
+  return { ok, failures, elapsedMs: performance.now() - start };
+}
+
+/** Runs every configuration ROUNDS times, interleaved, the order rotated each round. */
+async function measureGroup(title: string, configs: readonly ThroughputConfig[]): Promise<Map<string, Measured>> {
+  const results = new Map<string, Measured>(configs.map((c) => [c.id, { rates: [], failures: 0 }]));
+  const ops = new Map(configs.map((c) => [c.id, Array.from({ length: c.concurrency }, (_, i) => c.makeOp(i))]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < configs.length; k++) {
+      const config = configs[(k + round) % configs.length]!;
+      const loops = ops.get(config.id)!;
+      await runLoops(loops, WARMUP_MS);
+      const r = await runLoops(loops, DURATION_MS);
+      const rate = r.ok / (r.elapsedMs / 1000);
+      const m = results.get(config.id)!;
+      m.rates.push(rate);
+      m.failures += r.failures;
+      log(`  ${title} round ${round + 1}/${ROUNDS}: ${config.label}, ${config.concurrency === 1 ? 'sequential' : `${config.concurrency} concurrent`}: ${fmtRate(rate)} ops/s${r.failures ? ` (${r.failures} failed)` : ''}`);
+    }
+  }
+  return results;
+}
+
+/** Ratio of medians, with the per-round ratios (paired: measured next to each other). */
+function ratio(results: Map<string, Measured>, a: string, b: string): { value: number; text: string } {
+  const ra = results.get(a)!.rates;
+  const rb = results.get(b)!.rates;
+  const value = median(ra) / median(rb);
+  const perRound = ra.map((x, i) => fmtRatio(x / rb[i]!)).join(', ');
+  return { value, text: `**${fmtRatio(value)}** (rounds: ${perRound})` };
+}
+
+const roundsText = (m: Measured): string => m.rates.map(fmtRate).join(' / ');
+
+// ---------------------------------------------------------------- lock operations
+
+/** lockcheck acquire + release on one resource; `between` runs while the lease is held. */
+function lockcheckOp(lock: LeaseLock, resource: string, between?: (token: bigint) => Promise<boolean>): Op {
+  return async () => {
+    const r = await lock.acquire(resource, { ttlMs: TTL_MS });
+    if (r.kind !== 'granted') return false;
+    const ok = between === undefined ? true : await between(r.lease.token);
+    await lock.release(r.lease);
+    return ok;
+  };
+}
+
+interface RawCommands {
+  benchRelease(key: string, value: string): Promise<number>;
+  benchAcquireIncr(key: string, counter: string, value: string, ttlMs: number): Promise<number | null>;
+}
+
+/** The minimal correct lock without fencing: SET NX PX, release by a compare-and-delete script (EVALSHA). */
+const RAW_RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+/** The same with a fencing token: SET NX PX and INCR of a per-resource counter in one script. */
+const RAW_ACQUIRE_INCR = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end
+return false`;
+
+function withRawCommands(redis: Redis): Redis & RawCommands {
+  redis.defineCommand('benchRelease', { numberOfKeys: 1, lua: RAW_RELEASE });
+  redis.defineCommand('benchAcquireIncr', { numberOfKeys: 2, lua: RAW_ACQUIRE_INCR });
+  return redis as Redis & RawCommands;
+}
+
+function rawOp(redis: Redis & RawCommands, key: string): Op {
+  return async () => {
+    const value = randomValue();
+    if ((await redis.set(key, value, 'PX', TTL_MS, 'NX')) !== 'OK') return false;
+    return (await redis.benchRelease(key, value)) === 1;
+  };
+}
+
+function rawIncrOp(redis: Redis & RawCommands, key: string, counter: string): Op {
+  return async () => {
+    const value = randomValue();
+    if ((await redis.benchAcquireIncr(key, counter, value, TTL_MS)) === null) return false;
+    return (await redis.benchRelease(key, value)) === 1;
+  };
+}
+
+let redlockErrors = 0;
+function newRedlock(nodes: readonly Redis[]): Redlock {
+  const redlock = new Redlock(nodes, { retryCount: 0 });
+  // redlock emits every failed per-node call; an 'error' emit without a listener would throw.
+  redlock.on('error', () => void redlockErrors++);
+  return redlock;
+}
+
+function redlockOp(redlock: Redlock, key: string): Op {
+  return async () => {
+    let lock;
+    try {
+      lock = await redlock.acquire([key], TTL_MS);
+    } catch {
+      return false;
+    }
+    try {
+      await lock.release();
+      return true;
+    } catch {
+      return false;
+    }
+  };
+}
+
+// ---------------------------------------------------------------- latency
+
+interface LatencyResult {
+  readonly samples: number[];
+  readonly outcomes: Map<string, number>;
+  /** The acquisition cap or the time budget ended the measurement. */
+  stoppedBy: 'count' | 'time' | 'hang';
+  elapsedMs: number;
+}
+
+/** One acquisition: resolves with its outcome and, when granted, a release to run in the background. */
+type Acquirer = (resource: string) => Promise<{ outcome: string; release?: () => Promise<unknown> }>;
+
+interface LatencyConfig {
+  readonly id: string;
+  readonly label: string;
+  readonly acquire: Acquirer;
+}
+
+function timeout(ms: number): { promise: Promise<'hung'>; cancel: () => void } {
+  const ac = new AbortController();
+  return {
+    promise: sleep(ms, 'hung' as const, { signal: ac.signal }).catch(() => 'hung' as const),
+    cancel: () => ac.abort(),
+  };
+}
+
+/**
+ * Sequential acquisitions, each on a fresh resource, timing acquire only
+ * (releases run in the background, awaited, bounded, at the end of the
+ * round). Interleaved rounds; all rounds together stay within
+ * LATENCY_MAX_ACQUISITIONS and LATENCY_BUDGET_MS per configuration.
+ */
+async function measureLatency(title: string, configs: readonly LatencyConfig[]): Promise<Map<string, LatencyResult>> {
+  const results = new Map<string, LatencyResult>(configs.map((c) => [c.id, { samples: [], outcomes: new Map(), stoppedBy: 'count', elapsedMs: 0 }]));
+  const perRoundCount = Math.ceil(LATENCY_MAX_ACQUISITIONS / ROUNDS);
+  const perRoundMs = LATENCY_BUDGET_MS / ROUNDS;
+  let seq = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < configs.length; k++) {
+      const config = configs[(k + round) % configs.length]!;
+      const res = results.get(config.id)!;
+      if (res.stoppedBy === 'hang') continue;
+      const releases: Promise<unknown>[] = [];
+      const start = performance.now();
+      const deadline = start + perRoundMs;
+      let n = 0;
+      for (; n < perRoundCount && res.samples.length < LATENCY_MAX_ACQUISITIONS; n++) {
+        if (performance.now() >= deadline) {
+          res.stoppedBy = 'time';
+          break;
+        }
+        const resource = `lat-${config.id}-${process.pid}-${seq++}`;
+        const t0 = performance.now();
+        const bound = timeout(LATENCY_HANG_MS);
+        const r = await Promise.race([config.acquire(resource), bound.promise]);
+        bound.cancel();
+        const dt = performance.now() - t0;
+        if (r === 'hung') {
+          res.stoppedBy = 'hang';
+          res.outcomes.set('hung', (res.outcomes.get('hung') ?? 0) + 1);
+          break;
+        }
+        res.samples.push(dt);
+        res.outcomes.set(r.outcome, (res.outcomes.get(r.outcome) ?? 0) + 1);
+        if (r.release) releases.push(r.release().catch(() => undefined));
+      }
+      res.elapsedMs += performance.now() - start;
+      const bound = timeout(LATENCY_HANG_MS);
+      const drained = await Promise.race([Promise.all(releases).then(() => 'ok' as const), bound.promise]);
+      bound.cancel();
+      log(
+        `  ${title} round ${round + 1}/${ROUNDS}: ${config.label}: ${n} acquisitions, p50 ${fmtMs(percentile(res.samples, 50))} ms so far` +
+          `${res.stoppedBy === 'hang' ? `, an acquisition hung > ${LATENCY_HANG_MS} ms` : ''}${drained === 'hung' ? ', releases still pending' : ''}`,
+      );
+    }
+  }
+  return results;
+}
+
+function lockcheckAcquirer(lock: LeaseLock): Acquirer {
+  return async (resource) => {
+    const r = await lock.acquire(resource, { ttlMs: TTL_MS });
+    return r.kind === 'granted' ? { outcome: 'granted', release: () => lock.release(r.lease) } : { outcome: r.kind === 'denied' ? `denied (${r.reason})` : r.kind };
+  };
+}
+
+function redlockAcquirer(redlock: Redlock): Acquirer {
+  return async (resource) => {
+    try {
+      const lock = await redlock.acquire([`bench:redlock:${resource}`], TTL_MS);
+      return { outcome: 'granted', release: () => lock.release() };
+    } catch (error) {
+      return { outcome: `error (${error instanceof Error ? error.name : 'unknown'})` };
+    }
+  };
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  log(`lockcheck Redis benchmark: ${seconds} s per run after a ${WARMUP_MS} ms warm-up, ${ROUNDS} interleaved rounds`);
+  log(`starting ${NODES} redis-server processes on 127.0.0.1 (no persistence)...`);
+  const servers: RedisServer[] = [];
+  for (let i = 0; i < NODES; i++) servers.push(await RedisServer.start({ persistence: 'none' }));
+  log(`  ports ${servers.map((s) => s.port).join(', ')}`);
+  const nodes = await Promise.all(servers.map((s, i) => connect(s, `node${i}`)));
+  const one = nodes[0]!;
+  const redisVersion = /redis_version:(\S+)/.exec(await one.info('server'))?.[1] ?? 'unknown';
+
+  // 1. single node -------------------------------------------------------
+  log('1. single node, acquire + release');
+  const raw = withRawCommands(one);
+  const lock1 = createRedisLock({ nodes: [one] });
+  const redlock1 = newRedlock([one]);
+  const single: ThroughputConfig[] = [];
+  for (const concurrency of [1, CONCURRENCY]) {
+    const c = concurrency === 1 ? 'seq' : 'conc';
+    single.push(
+      { id: `lc-${c}`, label: 'lockcheck', concurrency, makeOp: (i) => lockcheckOp(lock1, `s-${c}-${i}`) },
+      { id: `raw-${c}`, label: 'raw ioredis', concurrency, makeOp: (i) => rawOp(raw, `bench:raw:${c}:${i}`) },
+      { id: `rawincr-${c}`, label: 'raw ioredis + INCR token', concurrency, makeOp: (i) => rawIncrOp(raw, `bench:rawincr:${c}:${i}`, `bench:rawincr-token:${c}:${i}`) },
+      { id: `rl-${c}`, label: 'redlock', concurrency, makeOp: (i) => redlockOp(redlock1, `bench:redlock1:${c}:${i}`) },
+    );
+  }
+  const r1 = await measureGroup('[1]', single);
+
+  // 2. five nodes ----------------------------------------------------------
+  log(`2. ${NODES} nodes (Redlock), acquire + release`);
+  const lock5 = createRedisLock({ nodes });
+  const redlock5 = newRedlock(nodes);
+  const five: ThroughputConfig[] = [];
+  for (const concurrency of [1, CONCURRENCY]) {
+    const c = concurrency === 1 ? 'seq' : 'conc';
+    five.push(
+      { id: `lc-${c}`, label: `lockcheck, ${NODES} nodes`, concurrency, makeOp: (i) => lockcheckOp(lock5, `f-${c}-${i}`) },
+      { id: `rl-${c}`, label: `redlock, ${NODES} nodes`, concurrency, makeOp: (i) => redlockOp(redlock5, `bench:redlock5:${c}:${i}`) },
+    );
+  }
+  const r2 = await measureGroup('[2]', five);
+
+  // 4. fencing cost (run before the pause so that measurement 3's fresh connections stay apart) ----
+  log('4. cost of fencing, single node');
+  const store = redisFencedStore(one, 'strict');
+  let rejectedWrites = 0;
+  const fence: ThroughputConfig[] = [];
+  for (const concurrency of [1, CONCURRENCY]) {
+    const c = concurrency === 1 ? 'seq' : 'conc';
+    fence.push(
+      {
+        id: `fenced-${c}`,
+        label: 'lockcheck + fenced write',
+        concurrency,
+        makeOp: (i) => {
+          const resource = `w-f-${c}-${i}`;
+          return lockcheckOp(lock1, resource, async (token) => {
+            const w = await store.write(resource, token, 'v');
+            if (w.kind === 'accepted') return true;
+            rejectedWrites++;
+            return false;
+          });
+        },
+      },
+      {
+        id: `plain-${c}`,
+        label: 'lockcheck + plain SET',
+        concurrency,
+        makeOp: (i) => {
+          const resource = `w-p-${c}-${i}`;
+          return lockcheckOp(lock1, resource, async () => (await one.set(`bench:plain:${resource}`, 'v')) === 'OK');
+        },
+      },
+    );
+  }
+  const r4 = await measureGroup('[4]', fence);
+
+  // 3. latency with a paused node --------------------------------------------
+  log(`3. acquire latency on ${NODES} nodes, healthy and with node ${PAUSED_NODE} paused (SIGSTOP)`);
+  // Fresh connections: commands sent to the paused node queue on them until it resumes.
+  const latNodes = await Promise.all(servers.map((s, i) => connect(s, `lat-node${i}`)));
+  const latLock = createRedisLock({ nodes: latNodes, requestTimeoutMs: LOCKCHECK_REQUEST_TIMEOUT_MS });
+  const latRedlock = newRedlock(latNodes);
+  const latConfigs: LatencyConfig[] = [
+    { id: 'lc', label: `lockcheck (requestTimeoutMs ${LOCKCHECK_REQUEST_TIMEOUT_MS})`, acquire: lockcheckAcquirer(latLock) },
+    { id: 'rl', label: 'redlock', acquire: redlockAcquirer(latRedlock) },
+  ];
+  // A short warm-up on the fresh connections (script loading, connection set-up).
+  for (const config of latConfigs) {
+    for (let i = 0; i < 20; i++) {
+      const r = await config.acquire(`lat-warm-${config.id}-${i}`);
+      await r.release?.().catch(() => undefined);
+    }
+  }
+  const healthy = await measureLatency('[3 healthy]', latConfigs);
+  let paused: Map<string, LatencyResult>;
+  const pausedServer = servers[PAUSED_NODE]!;
+  pausedServer.pause();
+  try {
+    paused = await measureLatency('[3 paused]', latConfigs);
+  } finally {
+    pausedServer.resume();
+  }
+  // Let the resumed node work off what queued up, so nothing is pending at disconnect.
+  {
+    const bound = timeout(10_000);
+    const drained = await Promise.race([Promise.all(latNodes.map((n) => n.ping())).then(() => 'ok' as const), bound.promise]);
+    bound.cancel();
+    log(`  node ${PAUSED_NODE} resumed${drained === 'ok' ? ', its queued commands answered' : ', its queue did not drain within 10 s'}`);
+  }
+
+  // ------------------------------------------------------------------- report
+  const totalS = (performance.now() - started) / 1000;
+  out(`## Redis lock benchmark`);
+  out();
+  out(
+    `${new Date().toISOString()} · node ${process.version} · redis-server ${redisVersion} on 127.0.0.1 (no persistence) · ${os.cpus().length} CPUs shared by client and servers · ` +
+      `${seconds} s per run after ${WARMUP_MS} ms warm-up · ${ROUNDS} interleaved rounds, median reported · ttl ${TTL_MS} ms · total ${totalS.toFixed(0)} s`,
+  );
+  out();
+  out('Rates are acquire+release pairs per second (with the write in between for table 4). "50 concurrent": 50 independent loops, each on its own resource, over one connection per node. Ratios are ratios of medians; the per-round ratios compare runs measured next to each other.');
+  out();
+
+  const rateRow = (results: Map<string, Measured>, label: string, id: string): string => {
+    const s = results.get(`${id}-seq`)!;
+    const c = results.get(`${id}-conc`)!;
+    const fails = s.failures + c.failures;
+    return `| ${label} | ${fmtRate(median(s.rates))} | ${roundsText(s)} | ${fmtRate(median(c.rates))} | ${roundsText(c)} |${fails ? ` ${fails} failed ops` : ''}`;
+  };
+  const ratioRow = (results: Map<string, Measured>, label: string, a: string, b: string, target?: (x: number) => string): string => {
+    const s = ratio(results, `${a}-seq`, `${b}-seq`);
+    const c = ratio(results, `${a}-conc`, `${b}-conc`);
+    return `| ${label} | ${s.text}${target ? ` ${target(s.value)}` : ''} | ${c.text}${target ? ` ${target(c.value)}` : ''} |`;
+  };
+  const within10 = (x: number): string => (x >= 0.9 ? '(meets ≥ 0.90)' : '(**misses** ≥ 0.90)');
+  const ahead = (x: number): string => (x > 1 ? '(ahead)' : '(**behind**)');
+
+  out(`### 1. Single node: acquire + release pairs/s`);
+  out();
+  out(`| configuration | sequential | rounds | ${CONCURRENCY} concurrent | rounds |`);
+  out(`|---|---:|---|---:|---|`);
+  out(rateRow(r1, 'lockcheck `createRedisLock({ nodes: [redis] })` (3 round trips: acquire+INCR script, raiseToken, release)', 'lc'));
+  out(rateRow(r1, 'raw ioredis: `SET NX PX` + EVALSHA compare-and-delete (2 round trips, no token)', 'raw'));
+  out(rateRow(r1, 'raw ioredis + INCR token in the same script (2 round trips, fencing token)', 'rawincr'));
+  out(rateRow(r1, 'redlock 5.0.0-beta.2, `retryCount: 0` (2 round trips, no token)', 'rl'));
+  out();
+  out(`| ratio | sequential | ${CONCURRENCY} concurrent |`);
+  out(`|---|---|---|`);
+  out(ratioRow(r1, 'lockcheck / raw ioredis (target: within 10 %)', 'lc', 'raw', within10));
+  out(ratioRow(r1, 'lockcheck / raw ioredis + INCR token (fairer baseline for a fencing lock)', 'lc', 'rawincr', within10));
+  out(ratioRow(r1, 'lockcheck / redlock (target: ahead)', 'lc', 'rl', ahead));
+  out(ratioRow(r1, 'raw ioredis + INCR / raw ioredis (price of minting a token in the script)', 'rawincr', 'raw'));
+  out();
+
+  out(`### 2. Redlock on ${NODES} nodes: acquire + release pairs/s`);
+  out();
+  out(`| configuration | sequential | rounds | ${CONCURRENCY} concurrent | rounds |`);
+  out(`|---|---:|---|---:|---|`);
+  out(rateRow(r2, `lockcheck \`createRedisLock({ nodes: five })\``, 'lc'));
+  out(rateRow(r2, `redlock 5.0.0-beta.2, same ${NODES} connections`, 'rl'));
+  out();
+  out(`| ratio | sequential | ${CONCURRENCY} concurrent |`);
+  out(`|---|---|---|`);
+  out(ratioRow(r2, 'lockcheck / redlock (target: ahead)', 'lc', 'rl', ahead));
+  out();
+
+  out(`### 3. Acquire latency on ${NODES} nodes, sequential, healthy and with node ${PAUSED_NODE} paused (SIGSTOP)`);
+  out();
+  out(`At most ${LATENCY_MAX_ACQUISITIONS} acquisitions or ${LATENCY_BUDGET_MS / 1000} s per row (over ${ROUNDS} interleaved rounds), each on a fresh resource; only the acquire is timed (releases run in the background). An acquisition over ${LATENCY_HANG_MS} ms would count as hung and end that row.`);
+  out();
+  out(`| configuration | condition | acquisitions | p50 ms | p99 ms | max ms | outcomes | ended by |`);
+  out(`|---|---|---:|---:|---:|---:|---|---|`);
+  for (const [condition, results] of [['healthy', healthy], [`node ${PAUSED_NODE} paused`, paused]] as const) {
+    for (const config of latConfigs) {
+      const r = results.get(config.id)!;
+      const outcomes = [...r.outcomes].map(([k, v]) => `${k} ${v}`).join(', ');
+      const ended = r.stoppedBy === 'count' ? `count (${(r.elapsedMs / 1000).toFixed(1)} s)` : r.stoppedBy === 'time' ? `**time budget** (${(r.elapsedMs / 1000).toFixed(1)} s)` : '**hung acquisition**';
+      out(`| ${config.label} | ${condition} | ${r.samples.length} | ${fmtMs(percentile(r.samples, 50))} | ${fmtMs(percentile(r.samples, 99))} | ${fmtMs(Math.max(...r.samples))} | ${outcomes} | ${ended} |`);
+    }
+  }
+  out();
+
+  out(`### 4. The cost of fencing, single node: acquire + write + release per second`);
+  out();
+  out(`| configuration | sequential | rounds | ${CONCURRENCY} concurrent | rounds |`);
+  out(`|---|---:|---|---:|---|`);
+  out(rateRow(r4, 'lockcheck acquire + fenced write (`redisFencedStore(redis, "strict")`, one script) + release', 'fenced'));
+  out(rateRow(r4, 'lockcheck acquire + plain `SET` + release', 'plain'));
+  out();
+  out(`| ratio | sequential | ${CONCURRENCY} concurrent |`);
+  out(`|---|---|---|`);
+  out(ratioRow(r4, 'fenced / plain', 'fenced', 'plain'));
+  out();
+  out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every grant mints a higher token). redlock per-node errors emitted: ${redlockErrors}. Connection errors: ${connectionErrors}.`);
+  out();
+
+  // Notes that depend on what was measured.
+  const lcRaw = ratio(r1, 'lc-seq', 'raw-seq').value;
+  const lcRawC = ratio(r1, 'lc-conc', 'raw-conc').value;
+  const lcRl = ratio(r1, 'lc-seq', 'rl-seq').value;
+  const lcRlC = ratio(r1, 'lc-conc', 'rl-conc').value;
+  out(`### Notes`);
+  out();
+  out(
+    `- Target "within 10 % of raw ioredis": sequential ${fmtRatio(lcRaw)}, ${CONCURRENCY} concurrent ${fmtRatio(lcRawC)} — ${lcRaw >= 0.9 && lcRawC >= 0.9 ? 'met' : `**not met${lcRaw < 0.9 && lcRawC < 0.9 ? '' : lcRaw < 0.9 ? ' sequentially' : ' under concurrency'}**`}. ` +
+      `lockcheck's single-node acquire runs SET NX PX + INCR in one script and then writes the token back (raiseToken, a second round trip, which a single node does not need but the N-node code path always performs), so an acquire+release costs 3 round trips against raw's 2; sequentially, where each pair is bound by round-trip latency, that predicts about 0.67x.`,
+  );
+  out(`- Target "ahead of redlock": single node sequential ${fmtRatio(lcRl)}, ${CONCURRENCY} concurrent ${fmtRatio(lcRlC)}; ${NODES} nodes sequential ${fmtRatio(ratio(r2, 'lc-seq', 'rl-seq').value)}, ${CONCURRENCY} concurrent ${fmtRatio(ratio(r2, 'lc-conc', 'rl-conc').value)}.`);
+  out(`- redlock and raw ioredis mint no fencing token; "raw ioredis + INCR" is the fairer baseline for a fencing lock.`);
+  out(
+    `- Latency with a paused node: redlock 5.0.0-beta.2 resolves an acquire as soon as a quorum voted and sets no per-node timeout, so one paused node costs it nothing here (with a majority paused it would wait forever, and its requests to the paused node queue up unbounded). ` +
+      `lockcheck waits for every node's vote, each bounded by requestTimeoutMs (${LOCKCHECK_REQUEST_TIMEOUT_MS} ms), so with one node paused each acquire takes at least that timeout. Its release also waits for the paused node's timeout; it is not timed here.`,
+  );
+  out(`- The machine has 2 cores shared by the Node client and the redis-server processes; run-to-run noise of 15-25 % is usual, so read the ratios and the per-round spread, not the absolute rates.`);
+}
+
+try {
+  await main();
+} catch (error) {
+  process.exitCode = 1;
+  log(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+} finally {
+  for (const redis of connections) redis.disconnect();
+  await stopAllRedisServers();
+  log('servers stopped, connections closed');
+}

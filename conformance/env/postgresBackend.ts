@@ -1,0 +1,163 @@
+import pg from 'pg';
+import type { Clock } from '../../model/clock.ts';
+import { clockAt, setDrift } from '../../model/clock.ts';
+import type { Design, StorePolicy } from '../../model/design.ts';
+import { describeDesign } from '../../model/design.ts';
+import type { FencedStore } from '../../impl/fencedStore.ts';
+import { ensureSchema } from '../../impl/postgres/schema.ts';
+import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
+import { postgresFencedStore } from '../../impl/postgres/store.ts';
+import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
+import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { Endpoint } from '../sim/network.ts';
+import { SimNetwork } from '../sim/network.ts';
+import { VirtualTime } from '../sim/time.ts';
+
+/**
+ * PostgreSQL advisory-lock backends on a real server. Clients are in process
+ * on virtual time; every round trip to the server goes through the network
+ * layer (cut, delay, hold while paused). Connection loss is real
+ * (pg_terminate_backend), and so are crashes and restarts of the server.
+ * A partition of a client from the server ends its session, as keepalive
+ * would (the model's rule).
+ */
+export interface PostgresTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly database: string;
+  crash(): Promise<void>;
+  restart(): Promise<void>;
+}
+
+export const POSTGRES_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'crash-restart', 'partition', 'delay', 'clock-drift'];
+
+/** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
+const NOTICE_TIMEOUT_MS = 10_000;
+
+export function realPostgresBackend(server: PostgresTarget, design: Design, store: StorePolicy, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+  if (design.kind !== 'pg-session' && design.kind !== 'pg-xact') throw new Error(`realPostgresBackend runs PostgreSQL designs, not ${design.kind}`);
+  return {
+    name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
+    design,
+    capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
+    faults: options.faults ?? POSTGRES_FAULTS,
+    start: (o) => startInstance(server, design.kind as 'pg-session' | 'pg-xact', store, o.clients, o.tokenBase),
+  };
+}
+
+async function startInstance(server: PostgresTarget, kind: 'pg-session' | 'pg-xact', policy: StorePolicy, clients: number, tokenBase: bigint): Promise<BackendInstance> {
+  const connection: pg.ClientConfig = { host: server.host, port: server.port, user: server.user, database: server.database };
+  const open = async (): Promise<pg.Client> => {
+    const c = new pg.Client({ ...connection, connectionTimeoutMillis: 10_000, query_timeout: 10_000 });
+    c.on('error', () => undefined);
+    await c.connect();
+    return c;
+  };
+  let admin = await open();
+  // Reset: no session of an earlier run left holding a lock, empty tables.
+  await ensureSchema(admin);
+  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
+  await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+  let up = true;
+  const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
+  const network: SimNetwork = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up }));
+  const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+  const lossWaiters: Array<Array<() => void>> = Array.from({ length: clients }, () => []);
+  const noticed = (client: number): void => {
+    for (const w of lossWaiters[client]!.splice(0)) w();
+  };
+  const locks = clientClocks.map((_c, client) => {
+    const options = {
+      connection,
+      clock: time.clockOf(() => clientClocks[client]!),
+      tokenBase,
+      link: <T>(roundTrip: () => Promise<T>) => network.call(client, 0, roundTrip),
+      onConnectionLost: () => noticed(client),
+    };
+    return kind === 'pg-session' ? new PostgresSessionLock(options) : new PostgresTransactionLock(options);
+  });
+  // The store's own connections (outside the locks' sessions); replaced after a server restart.
+  const storeConnections = await Promise.all(locks.map(open));
+  const lockClients: LockClient[] = locks.map((lock, client) => {
+    const outside = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => storeConnections[client]!.query(...args)) as pg.Client['query'] }, policy);
+    // pg-xact writes go into the lease's own transaction; without an open lease there is nothing to write with.
+    const store: FencedStore =
+      lock instanceof PostgresTransactionLock
+        ? {
+            write: async (resource, token, value) => {
+              const lease = lock.leaseFor(resource);
+              if (lease === undefined) throw new Error(`client ${client} has no open transaction on '${resource}'`);
+              const tx = postgresFencedStore(lock.queryable(lease), 'transactional');
+              return network.call(client, 0, () => tx.write(resource, token, value));
+            },
+            read: (resource) => network.call(client, 'store', () => outside.read(resource)),
+          }
+        : { write: (r, t, v) => network.call(client, 'store', () => outside.write(r, t, v)), read: (r) => network.call(client, 'store', () => outside.read(r)) };
+    return {
+      acquire: (resource, o) => lock.acquire(resource, { retries: o.retries ?? 0, retryDelayMs: o.retryDelayMs ?? 0 }),
+      release: (lease) => lock.release(lease),
+      store,
+      clock: time.clockOf(() => clientClocks[client]!),
+    };
+  });
+  const pids = (client: number): number[] => {
+    const lock = locks[client]!;
+    return lock instanceof PostgresSessionLock ? (lock.backendPid === null ? [] : [lock.backendPid]) : lock.backendPids;
+  };
+  /** Ends these clients' sessions on the server and waits until each client has seen it. */
+  const endSessions = async (clientsToEnd: readonly number[]): Promise<void> => {
+    const waits = clientsToEnd.filter((c) => pids(c).length > 0).map((c) => notice(c));
+    const all = clientsToEnd.flatMap(pids);
+    if (all.length > 0) await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [all]);
+    await Promise.all(waits);
+  };
+  const notice = (client: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`client ${client} did not notice its lost connection within ${NOTICE_TIMEOUT_MS} ms`)), NOTICE_TIMEOUT_MS);
+      lossWaiters[client]!.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  const env: Environment = {
+    nowMs: () => time.nowMs(),
+    advanceTo: (t) => time.advanceTo(t),
+    runUntil: (work, limitMs) => time.runUntil(work, limitMs),
+    clockStep: async () => undefined, // advisory locks have no expiry: no server clock matters
+    clockDrift: async (target, driftPpm) => {
+      if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+    },
+    crash: async () => {
+      up = false;
+      const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
+      await server.crash();
+      await Promise.all(waits);
+    },
+    restart: async () => {
+      await server.restart();
+      // A connection to the old server process cannot come back: open new ones.
+      for (const c of [admin, ...storeConnections]) await c.end().catch(() => undefined);
+      admin = await open();
+      for (let i = 0; i < storeConnections.length; i++) storeConnections[i] = await open();
+      up = true;
+    },
+    partition: async (client, node) => {
+      network.cut(client, node);
+      await endSessions([client]);
+    },
+    heal: async (client, node) => network.heal(client, node),
+    setDelay: async (client, ms) => network.setDelay(client, ms),
+    pause: async (client) => network.hold(client),
+    resume: async (client) => network.release(client),
+    killConnection: async (client) => endSessions([client]),
+  };
+  return {
+    clients: lockClients,
+    env,
+    close: async () => {
+      await Promise.all(locks.map((l) => l.close()));
+      await Promise.all([admin, ...storeConnections].map((c) => c.end().catch(() => undefined)));
+    },
+  };
+}

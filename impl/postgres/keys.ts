@@ -1,0 +1,19 @@
+import { createHash } from 'node:crypto';
+import { checkResource } from '../../model/errors.ts';
+
+/**
+ * Resource names to PostgreSQL advisory keys: the first 8 bytes of the
+ * SHA-256 of the UTF-8 name, as a signed 64-bit integer (the one-argument
+ * pg_advisory_lock(bigint) form).
+ *
+ * Collisions: two names that map to the same key share one lock. That never
+ * breaks exclusion (it only over-excludes), but the two resources then block
+ * each other. With n resources the chance of any collision is about
+ * n^2 / 2^65: 1e-10 for 100,000 names. Advisory keys are database-wide, so
+ * other code taking numeric advisory locks in the same database shares the
+ * key space: give lockcheck its own database, or check for overlap.
+ */
+export function advisoryKey(resource: string): bigint {
+  checkResource(resource);
+  return createHash('sha256').update(resource, 'utf8').digest().readBigInt64BE(0);
+}

@@ -1,0 +1,48 @@
+/**
+ * The tables lockcheck keeps in PostgreSQL. Created on first use; all
+ * statements are idempotent.
+ *
+ * - lockcheck_tokens: one durable, strictly increasing fencing token per
+ *   resource, incremented in the same statement (and transaction) that takes
+ *   the lock.
+ * - lockcheck_store: the fenced store, one row per resource; a write is one
+ *   conditional INSERT ... ON CONFLICT DO UPDATE ... WHERE.
+ */
+export const SCHEMA = `
+CREATE TABLE IF NOT EXISTS lockcheck_tokens (
+  resource text PRIMARY KEY,
+  token bigint NOT NULL CHECK (token >= 0)
+);
+CREATE TABLE IF NOT EXISTS lockcheck_store (
+  resource text PRIMARY KEY,
+  value text NOT NULL,
+  token bigint NOT NULL CHECK (token >= 0),
+  highest bigint NOT NULL CHECK (highest >= 0)
+);
+`;
+
+/**
+ * Takes the session lock if free and, only then, mints the next token. One
+ * statement, one round trip: $1 key, $2 resource, $3 token base. No row: held.
+ */
+export const TRY_LOCK_AND_MINT = `
+WITH l AS (SELECT pg_try_advisory_lock($1::bigint) AS got)
+INSERT INTO lockcheck_tokens (resource, token)
+SELECT $2, $3::bigint + 1 FROM l WHERE l.got
+ON CONFLICT (resource) DO UPDATE SET token = lockcheck_tokens.token + 1
+RETURNING token::text
+`;
+
+/** The same for a transaction-scoped lock (released at commit or rollback). */
+export const TRY_XACT_LOCK_AND_MINT = TRY_LOCK_AND_MINT.replace('pg_try_advisory_lock', 'pg_try_advisory_xact_lock');
+
+/** Creates the tables; tolerates another session creating them at the same moment. */
+export async function ensureSchema(db: { query(text: string): Promise<unknown> }): Promise<void> {
+  try {
+    await db.query(SCHEMA);
+  } catch (e) {
+    // 23505 / 42P07: a concurrent CREATE TABLE IF NOT EXISTS won the race; the tables exist.
+    const code = (e as { code?: string }).code;
+    if (code !== '23505' && code !== '42P07') throw e;
+  }
+}

@@ -1,0 +1,176 @@
+import pg from 'pg';
+import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import type { MonotonicClock } from '../clock.ts';
+import { sleep, systemClock } from '../clock.ts';
+import { withTimeout } from '../errors.ts';
+import type { Lease } from '../lease.ts';
+import { LeaseHandle } from '../lease.ts';
+import type { AcquireResult } from '../leaseLock.ts';
+import { advisoryKey } from './keys.ts';
+import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
+
+/**
+ * PostgreSQL session-scoped advisory locks (spec: pg-session) on one
+ * dedicated connection. A lock lives as long as that connection: when it
+ * fails (an error, a terminated backend, SQLSTATE 57P01, a network drop seen
+ * by keepalive) every lease on it fires its signal. Locks stack as
+ * PostgreSQL's do: an acquire by the holder takes the lock once more (same
+ * lease, same token) and needs its own release. Each new grant mints the next
+ * durable token of the resource in the same statement.
+ */
+export interface PostgresLockOptions {
+  /** How to reach the database. Each lock client opens its own connection(s). */
+  readonly connection: pg.ClientConfig;
+  readonly clock?: MonotonicClock;
+  /** Where fresh token rows start (the first token is tokenBase + 1). Default 0. */
+  readonly tokenBase?: bigint;
+  /** Bound on every statement, in ms (also sent as statement_timeout). Default 5000. */
+  readonly statementTimeoutMs?: number;
+  /** Carries each round trip to the server (connect, query). Default: direct. Test environments route it through their links. */
+  readonly link?: <T>(roundTrip: () => Promise<T>) => Promise<T>;
+  /** Called when a connection the lock lives on is lost (after its leases' signals fired). */
+  readonly onConnectionLost?: () => void;
+}
+
+const direct = <T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip();
+
+export interface SessionAcquireOptions {
+  /** After a denial, try again up to this many times. Default 0. */
+  readonly retries?: number;
+  readonly retryDelayMs?: number;
+  /** A ttl is not supported: a session lock lives with its connection. Passing one is an error. */
+  readonly ttlMs?: never;
+}
+
+interface Held {
+  readonly lease: LeaseHandle;
+  count: number;
+}
+
+export class PostgresSessionLock {
+  readonly #options: PostgresLockOptions;
+  readonly #clock: MonotonicClock;
+  readonly #timeoutMs: number;
+  readonly #base: string;
+  #client: pg.Client | null = null;
+  #connecting: Promise<pg.Client> | null = null;
+  readonly #held = new Map<string, Held>();
+  #attempt = 0;
+  #closed = false;
+
+  constructor(options: PostgresLockOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#timeoutMs = options.statementTimeoutMs ?? 5000;
+    if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new InvalidInputError('invalid-config', 'statementTimeoutMs must be a positive integer');
+    this.#base = checkToken(options.tokenBase ?? 0n).toString();
+  }
+
+  /** The backend pid of the current connection (for pg_terminate_backend), or null when not connected. */
+  get backendPid(): number | null {
+    return (this.#client as unknown as { processID?: number } | null)?.processID ?? null;
+  }
+
+  async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
+    checkResource(resource);
+    if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a PostgreSQL session lock has no ttl');
+    const retries = options.retries ?? 0;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.attempt(resource);
+      if (result.kind !== 'denied' || attempt >= retries) return result;
+      await sleep(this.#clock, options.retryDelayMs ?? 0);
+    }
+  }
+
+  async release(lease: Lease): Promise<void> {
+    const held = this.#held.get(lease.resource);
+    if (held === undefined || held.lease !== lease) return;
+    held.count--;
+    if (held.count === 0) {
+      this.#held.delete(lease.resource);
+      held.lease.lose('released');
+    }
+    const client = this.#client;
+    if (client === null) return;
+    await this.query(client, 'SELECT pg_advisory_unlock($1::bigint)', [advisoryKey(lease.resource).toString()]).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = this.#client;
+    this.lost();
+    await client?.end().catch(() => undefined);
+  }
+
+  private async attempt(resource: string): Promise<AcquireResult> {
+    let client: pg.Client;
+    try {
+      client = await this.connection();
+    } catch {
+      return { kind: 'denied', reason: 'no-quorum' };
+    }
+    const key = advisoryKey(resource).toString();
+    const held = this.#held.get(resource);
+    try {
+      if (held !== undefined) {
+        // PostgreSQL stacks session locks: take it once more; the grant (and its token) stays the same.
+        await this.query(client, 'SELECT pg_advisory_lock($1::bigint)', [key]);
+        held.count++;
+        return { kind: 'granted', lease: held.lease };
+      }
+      const r = await this.query(client, TRY_LOCK_AND_MINT, [key, resource, this.#base]);
+      const row = r.rows[0] as { token: string } | undefined;
+      if (row === undefined) return { kind: 'denied', reason: 'held' };
+      const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#clock);
+      this.#held.set(resource, { lease, count: 1 });
+      return { kind: 'granted', lease };
+    } catch {
+      // The statement failed: on a broken connection the lock (if any) went with it.
+      return { kind: 'denied', reason: 'no-quorum' };
+    }
+  }
+
+  private query(client: pg.Client, text: string, values: unknown[]): Promise<pg.QueryResult> {
+    return withTimeout(this.#clock, this.#timeoutMs, 'statement', (this.#options.link ?? direct)(() => client.query(text, values)));
+  }
+
+  private connection(): Promise<pg.Client> {
+    if (this.#closed) return Promise.reject(new Error('lock closed'));
+    if (this.#client !== null) return Promise.resolve(this.#client);
+    this.#connecting ??= (async () => {
+      const client = new pg.Client({
+        keepAlive: true,
+        connectionTimeoutMillis: this.#timeoutMs,
+        statement_timeout: this.#timeoutMs,
+        query_timeout: this.#timeoutMs,
+        ...this.#options.connection,
+      });
+      // Any failure of the connection ends the session and every lock on it.
+      client.on('error', () => this.lost(client));
+      client.on('end', () => this.lost(client));
+      try {
+        await (this.#options.link ?? direct)(async () => {
+          await client.connect();
+          await ensureSchema(client);
+        });
+      } catch (e) {
+        await client.end().catch(() => undefined);
+        throw e;
+      }
+      this.#client = client;
+      return client;
+    })().finally(() => {
+      this.#connecting = null;
+    });
+    return this.#connecting;
+  }
+
+  private lost(client?: pg.Client): void {
+    if (client !== undefined && client !== this.#client) return;
+    this.#client = null;
+    for (const h of this.#held.values()) h.lease.lose('connection-lost');
+    this.#held.clear();
+    if (client !== undefined) this.#options.onConnectionLost?.();
+  }
+}

@@ -1,0 +1,215 @@
+import pg from 'pg';
+import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import type { MonotonicClock } from '../clock.ts';
+import { sleep, systemClock } from '../clock.ts';
+import { withTimeout } from '../errors.ts';
+import type { Lease } from '../lease.ts';
+import { LeaseHandle } from '../lease.ts';
+import type { AcquireResult } from '../leaseLock.ts';
+import { LockNotAcquiredError } from '../using.ts';
+import { advisoryKey } from './keys.ts';
+import { ensureSchema, TRY_XACT_LOCK_AND_MINT } from './schema.ts';
+import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
+import type { Queryable } from './store.ts';
+
+/**
+ * PostgreSQL transaction-scoped advisory locks (spec: pg-xact). Each lease is
+ * an open transaction on its own connection holding pg_advisory_xact_lock;
+ * the caller's data changes go through that transaction (`queryable(lease)`),
+ * and release commits them together with the lock's release. A rollback, an
+ * error or a lost connection releases the lock and discards the changes.
+ */
+interface Open {
+  readonly lease: LeaseHandle;
+  readonly client: pg.Client;
+  count: number;
+}
+
+const direct = <T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip();
+
+export class PostgresTransactionLock {
+  readonly #options: PostgresLockOptions;
+  readonly #clock: MonotonicClock;
+  readonly #timeoutMs: number;
+  readonly #base: string;
+  readonly #open = new Map<string, Open>();
+  readonly #connections = new Set<pg.Client>();
+  #attempt = 0;
+
+  constructor(options: PostgresLockOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#timeoutMs = options.statementTimeoutMs ?? 5000;
+    if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new InvalidInputError('invalid-config', 'statementTimeoutMs must be a positive integer');
+    this.#base = checkToken(options.tokenBase ?? 0n).toString();
+  }
+
+  /** Backend pids of this client's open connections (for pg_terminate_backend). */
+  get backendPids(): number[] {
+    return [...this.#connections].map((c) => (c as unknown as { processID: number }).processID);
+  }
+
+  /** BEGIN, then take the lock without waiting and mint the token, in the same transaction. */
+  async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
+    checkResource(resource);
+    if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a PostgreSQL transaction lock has no ttl');
+    const retries = options.retries ?? 0;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.attempt(resource);
+      if (result.kind !== 'denied' || attempt >= retries) return result;
+      await sleep(this.#clock, options.retryDelayMs ?? 0);
+    }
+  }
+
+  /** The open lease on `resource`, if any. */
+  leaseFor(resource: string): Lease | undefined {
+    return this.#open.get(resource)?.lease;
+  }
+
+  /** The transaction a lease lives in: run the data changes it guards here. */
+  queryable(lease: Lease): Queryable {
+    const open = this.#open.get(lease.resource);
+    if (open === undefined || open.lease !== lease) throw new InvalidInputError('precondition', `no open transaction for '${lease.resource}'`);
+    return open.client;
+  }
+
+  /** COMMIT: the data changes and the lock's release happen together. */
+  async release(lease: Lease): Promise<void> {
+    await this.finish(lease, 'COMMIT');
+  }
+
+  /** ROLLBACK: the changes are discarded and the lock released. */
+  async rollback(lease: Lease): Promise<void> {
+    await this.finish(lease, 'ROLLBACK');
+  }
+
+  async close(): Promise<void> {
+    for (const o of this.#open.values()) o.lease.lose('released');
+    this.#open.clear();
+    await Promise.all([...this.#connections].map((c) => c.end().catch(() => undefined)));
+    this.#connections.clear();
+  }
+
+  /**
+   * Runs `fn` in a transaction holding the lock on `resource`, waiting for it
+   * at most `waitMs` (lock_timeout). Commits when `fn` resolves; rolls back
+   * and rethrows when it throws. Throws LockNotAcquiredError when the wait
+   * runs out.
+   */
+  async withLock<T>(resource: string, waitMs: number, fn: (tx: Queryable, lease: Lease) => Promise<T>): Promise<T> {
+    checkResource(resource);
+    if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'waitMs must be an integer in [0, 2^31-1]');
+    const client = await this.connect();
+    const key = advisoryKey(resource).toString();
+    let lease: LeaseHandle | null = null;
+    try {
+      await this.query(client, 'BEGIN');
+      await this.query(client, `SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
+      try {
+        await this.query(client, 'SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+      } catch (e) {
+        if ((e as { code?: string }).code === '55P03') throw new LockNotAcquiredError(resource, 'held');
+        throw e;
+      }
+      const r = await this.query(client, TRY_XACT_LOCK_AND_MINT, [key, resource, this.#base]);
+      lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt((r.rows[0] as { token: string }).token), null, this.#clock);
+      const result = await fn(client, lease);
+      await this.query(client, 'COMMIT');
+      return result;
+    } catch (e) {
+      await this.query(client, 'ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      lease?.lose('released');
+      await this.disconnect(client);
+    }
+  }
+
+  private async attempt(resource: string): Promise<AcquireResult> {
+    const key = advisoryKey(resource).toString();
+    const open = this.#open.get(resource);
+    try {
+      if (open !== undefined) {
+        // Stacks inside the same transaction; released all at once at commit.
+        await this.query(open.client, 'SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+        open.count++;
+        return { kind: 'granted', lease: open.lease };
+      }
+    } catch {
+      return { kind: 'denied', reason: 'no-quorum' };
+    }
+    let client: pg.Client;
+    try {
+      client = await this.connect();
+    } catch {
+      return { kind: 'denied', reason: 'no-quorum' };
+    }
+    try {
+      await this.query(client, 'BEGIN');
+      const r = await this.query(client, TRY_XACT_LOCK_AND_MINT, [key, resource, this.#base]);
+      const row = r.rows[0] as { token: string } | undefined;
+      if (row === undefined) {
+        await this.query(client, 'ROLLBACK');
+        await this.disconnect(client);
+        return { kind: 'denied', reason: 'held' };
+      }
+      const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt(row.token), null, this.#clock);
+      this.#open.set(resource, { lease, client, count: 1 });
+      return { kind: 'granted', lease };
+    } catch {
+      await this.disconnect(client);
+      return { kind: 'denied', reason: 'no-quorum' };
+    }
+  }
+
+  private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    const open = this.#open.get(lease.resource);
+    if (open === undefined || open.lease !== lease) return;
+    this.#open.delete(lease.resource);
+    open.lease.lose('released');
+    await this.query(open.client, statement).catch(() => undefined);
+    await this.disconnect(open.client);
+  }
+
+  private query(client: pg.Client, text: string, values?: unknown[]): Promise<pg.QueryResult> {
+    return withTimeout(this.#clock, this.#timeoutMs, 'statement', (this.#options.link ?? direct)(() => client.query(text, values)));
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const client = new pg.Client({
+      keepAlive: true,
+      connectionTimeoutMillis: this.#timeoutMs,
+      statement_timeout: this.#timeoutMs,
+      query_timeout: this.#timeoutMs,
+      ...this.#options.connection,
+    });
+    const lost = (): void => {
+      // The transaction is gone: its lock and its changes with it.
+      for (const [resource, o] of this.#open) {
+        if (o.client !== client) continue;
+        this.#open.delete(resource);
+        o.lease.lose('connection-lost');
+      }
+      if (this.#connections.delete(client)) this.#options.onConnectionLost?.();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    try {
+      await (this.#options.link ?? direct)(async () => {
+        await client.connect();
+        await ensureSchema(client);
+      });
+    } catch (e) {
+      await client.end().catch(() => undefined);
+      throw e;
+    }
+    this.#connections.add(client);
+    return client;
+  }
+
+  private async disconnect(client: pg.Client): Promise<void> {
+    this.#connections.delete(client);
+    await client.end().catch(() => undefined);
+  }
+}
