@@ -26,8 +26,9 @@ import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
-import { createRedisLock, redisFencedStore } from '../impl/redis/index.ts';
+import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis/index.ts';
 import type { LeaseLock } from '../impl/leaseLock.ts';
+import type { LeaseNode } from '../impl/leaseNode.ts';
 import Redlock from './redlockTyped.ts';
 
 // ---------------------------------------------------------------- settings
@@ -120,12 +121,15 @@ interface ThroughputConfig {
 
 interface Measured {
   readonly rates: number[];
+  /** Client CPU (user + system, this process) per successful operation, in µs. */
+  readonly cpuPerOp: number[];
   failures: number;
 }
 
-async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: number; failures: number; elapsedMs: number }> {
+async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: number; failures: number; elapsedMs: number; cpuUs: number }> {
   let ok = 0;
   let failures = 0;
+  const cpu = process.cpuUsage();
   const start = performance.now();
   const deadline = start + durationMs;
   await Promise.all(
@@ -136,12 +140,14 @@ async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: n
       }
     }),
   );
-  return { ok, failures, elapsedMs: performance.now() - start };
+  const elapsedMs = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  return { ok, failures, elapsedMs, cpuUs: used.user + used.system };
 }
 
 /** Runs every configuration ROUNDS times, interleaved, the order rotated each round. */
 async function measureGroup(title: string, configs: readonly ThroughputConfig[]): Promise<Map<string, Measured>> {
-  const results = new Map<string, Measured>(configs.map((c) => [c.id, { rates: [], failures: 0 }]));
+  const results = new Map<string, Measured>(configs.map((c) => [c.id, { rates: [], cpuPerOp: [], failures: 0 }]));
   const ops = new Map(configs.map((c) => [c.id, Array.from({ length: c.concurrency }, (_, i) => c.makeOp(i))]));
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < configs.length; k++) {
@@ -152,8 +158,9 @@ async function measureGroup(title: string, configs: readonly ThroughputConfig[])
       const rate = r.ok / (r.elapsedMs / 1000);
       const m = results.get(config.id)!;
       m.rates.push(rate);
+      m.cpuPerOp.push(r.ok > 0 ? r.cpuUs / r.ok : Number.NaN);
       m.failures += r.failures;
-      log(`  ${title} round ${round + 1}/${ROUNDS}: ${config.label}, ${config.concurrency === 1 ? 'sequential' : `${config.concurrency} concurrent`}: ${fmtRate(rate)} ops/s${r.failures ? ` (${r.failures} failed)` : ''}`);
+      log(`  ${title} round ${round + 1}/${ROUNDS}: ${config.label}, ${config.concurrency === 1 ? 'sequential' : `${config.concurrency} concurrent`}: ${fmtRate(rate)} ops/s, client CPU ${fmtRate(r.cpuUs / Math.max(1, r.ok))} µs/op${r.failures ? ` (${r.failures} failed)` : ''}`);
     }
   }
   return results;
@@ -180,6 +187,15 @@ function lockcheckOp(lock: LeaseLock, resource: string, between?: (token: bigint
     const ok = between === undefined ? true : await between(r.lease.token);
     await lock.release(r.lease);
     return ok;
+  };
+}
+
+/** Diagnostic: lockcheck's node scripts without LeaseLock (acquire+INCR script, release; no raiseToken). */
+function leaseNodeOp(node: LeaseNode, resource: string): Op {
+  return async () => {
+    const owner = randomValue();
+    if ((await node.acquire(resource, owner, TTL_MS)) === null) return false;
+    return node.release(resource, owner);
   };
 }
 
@@ -344,6 +360,7 @@ function redlockAcquirer(redlock: Redlock): Acquirer {
 
 async function main(): Promise<void> {
   const started = performance.now();
+  const loadAtStart = os.loadavg()[0]!.toFixed(2);
   log(`lockcheck Redis benchmark: ${seconds} s per run after a ${WARMUP_MS} ms warm-up, ${ROUNDS} interleaved rounds`);
   log(`starting ${NODES} redis-server processes on 127.0.0.1 (no persistence)...`);
   const servers: RedisServer[] = [];
@@ -358,6 +375,7 @@ async function main(): Promise<void> {
   const raw = withRawCommands(one);
   const lock1 = createRedisLock({ nodes: [one] });
   const redlock1 = newRedlock([one]);
+  const node1 = redisLeaseNode(one);
   const single: ThroughputConfig[] = [];
   for (const concurrency of [1, CONCURRENCY]) {
     const c = concurrency === 1 ? 'seq' : 'conc';
@@ -366,6 +384,7 @@ async function main(): Promise<void> {
       { id: `raw-${c}`, label: 'raw ioredis', concurrency, makeOp: (i) => rawOp(raw, `bench:raw:${c}:${i}`) },
       { id: `rawincr-${c}`, label: 'raw ioredis + INCR token', concurrency, makeOp: (i) => rawIncrOp(raw, `bench:rawincr:${c}:${i}`, `bench:rawincr-token:${c}:${i}`) },
       { id: `rl-${c}`, label: 'redlock', concurrency, makeOp: (i) => redlockOp(redlock1, `bench:redlock1:${c}:${i}`) },
+      { id: `lcnode-${c}`, label: 'diagnostic: lockcheck scripts alone', concurrency, makeOp: (i) => leaseNodeOp(node1, `n-${c}-${i}`) },
     );
   }
   const r1 = await measureGroup('[1]', single);
@@ -458,18 +477,18 @@ async function main(): Promise<void> {
   out(`## Redis lock benchmark`);
   out();
   out(
-    `${new Date().toISOString()} · node ${process.version} · redis-server ${redisVersion} on 127.0.0.1 (no persistence) · ${os.cpus().length} CPUs shared by client and servers · ` +
+    `${new Date().toISOString()} · node ${process.version} · redis-server ${redisVersion} on 127.0.0.1 (no persistence) · ${os.cpus().length} CPUs shared by client and servers (load average at start ${loadAtStart}, at end ${os.loadavg()[0]!.toFixed(2)}) · ` +
       `${seconds} s per run after ${WARMUP_MS} ms warm-up · ${ROUNDS} interleaved rounds, median reported · ttl ${TTL_MS} ms · total ${totalS.toFixed(0)} s`,
   );
   out();
-  out('Rates are acquire+release pairs per second (with the write in between for table 4). "50 concurrent": 50 independent loops, each on its own resource, over one connection per node. Ratios are ratios of medians; the per-round ratios compare runs measured next to each other.');
+  out('Rates are acquire+release pairs per second (with the write in between for table 4). "50 concurrent": 50 independent loops, each on its own resource, over one connection per node. "CPU µs/op": the client process\'s CPU time (user + system, from process.cpuUsage) per completed operation, median of the rounds; it is less sensitive to machine noise than the rates and shows client-side cost. Ratios are ratios of medians; the per-round ratios compare runs measured next to each other.');
   out();
 
   const rateRow = (results: Map<string, Measured>, label: string, id: string): string => {
     const s = results.get(`${id}-seq`)!;
     const c = results.get(`${id}-conc`)!;
     const fails = s.failures + c.failures;
-    return `| ${label} | ${fmtRate(median(s.rates))} | ${roundsText(s)} | ${fmtRate(median(c.rates))} | ${roundsText(c)} |${fails ? ` ${fails} failed ops` : ''}`;
+    return `| ${label} | ${fmtRate(median(s.rates))} | ${roundsText(s)} | ${fmtRate(median(s.cpuPerOp))} | ${fmtRate(median(c.rates))} | ${roundsText(c)} | ${fmtRate(median(c.cpuPerOp))} |${fails ? ` ${fails} failed ops` : ''}`;
   };
   const ratioRow = (results: Map<string, Measured>, label: string, a: string, b: string, target?: (x: number) => string): string => {
     const s = ratio(results, `${a}-seq`, `${b}-seq`);
@@ -481,12 +500,13 @@ async function main(): Promise<void> {
 
   out(`### 1. Single node: acquire + release pairs/s`);
   out();
-  out(`| configuration | sequential | rounds | ${CONCURRENCY} concurrent | rounds |`);
-  out(`|---|---:|---|---:|---|`);
+  out(`| configuration | sequential | rounds | CPU µs/op | ${CONCURRENCY} concurrent | rounds | CPU µs/op |`);
+  out(`|---|---:|---|---:|---:|---|---:|`);
   out(rateRow(r1, 'lockcheck `createRedisLock({ nodes: [redis] })` (3 round trips: acquire+INCR script, raiseToken, release)', 'lc'));
   out(rateRow(r1, 'raw ioredis: `SET NX PX` + EVALSHA compare-and-delete (2 round trips, no token)', 'raw'));
   out(rateRow(r1, 'raw ioredis + INCR token in the same script (2 round trips, fencing token)', 'rawincr'));
   out(rateRow(r1, 'redlock 5.0.0-beta.2, `retryCount: 0` (2 round trips, no token)', 'rl'));
+  out(rateRow(r1, '*diagnostic, not a lock API:* lockcheck\'s scripts alone via `redisLeaseNode` (acquire+INCR script, release: 2 round trips; no raiseToken, no LeaseLock)', 'lcnode'));
   out();
   out(`| ratio | sequential | ${CONCURRENCY} concurrent |`);
   out(`|---|---|---|`);
@@ -494,12 +514,14 @@ async function main(): Promise<void> {
   out(ratioRow(r1, 'lockcheck / raw ioredis + INCR token (fairer baseline for a fencing lock)', 'lc', 'rawincr', within10));
   out(ratioRow(r1, 'lockcheck / redlock (target: ahead)', 'lc', 'rl', ahead));
   out(ratioRow(r1, 'raw ioredis + INCR / raw ioredis (price of minting a token in the script)', 'rawincr', 'raw'));
+  out(ratioRow(r1, '*diagnostic:* lockcheck / its scripts alone (price of raiseToken + LeaseLock)', 'lc', 'lcnode'));
+  out(ratioRow(r1, '*diagnostic:* lockcheck scripts alone / raw ioredis + INCR (price of the heavier scripts)', 'lcnode', 'rawincr'));
   out();
 
   out(`### 2. Redlock on ${NODES} nodes: acquire + release pairs/s`);
   out();
-  out(`| configuration | sequential | rounds | ${CONCURRENCY} concurrent | rounds |`);
-  out(`|---|---:|---|---:|---|`);
+  out(`| configuration | sequential | rounds | CPU µs/op | ${CONCURRENCY} concurrent | rounds | CPU µs/op |`);
+  out(`|---|---:|---|---:|---:|---|---:|`);
   out(rateRow(r2, `lockcheck \`createRedisLock({ nodes: five })\``, 'lc'));
   out(rateRow(r2, `redlock 5.0.0-beta.2, same ${NODES} connections`, 'rl'));
   out();
@@ -526,8 +548,8 @@ async function main(): Promise<void> {
 
   out(`### 4. The cost of fencing, single node: acquire + write + release per second`);
   out();
-  out(`| configuration | sequential | rounds | ${CONCURRENCY} concurrent | rounds |`);
-  out(`|---|---:|---|---:|---|`);
+  out(`| configuration | sequential | rounds | CPU µs/op | ${CONCURRENCY} concurrent | rounds | CPU µs/op |`);
+  out(`|---|---:|---|---:|---:|---|---:|`);
   out(rateRow(r4, 'lockcheck acquire + fenced write (`redisFencedStore(redis, "strict")`, one script) + release', 'fenced'));
   out(rateRow(r4, 'lockcheck acquire + plain `SET` + release', 'plain'));
   out();
@@ -547,7 +569,11 @@ async function main(): Promise<void> {
   out();
   out(
     `- Target "within 10 % of raw ioredis": sequential ${fmtRatio(lcRaw)}, ${CONCURRENCY} concurrent ${fmtRatio(lcRawC)} — ${lcRaw >= 0.9 && lcRawC >= 0.9 ? 'met' : `**not met${lcRaw < 0.9 && lcRawC < 0.9 ? '' : lcRaw < 0.9 ? ' sequentially' : ' under concurrency'}**`}. ` +
-      `lockcheck's single-node acquire runs SET NX PX + INCR in one script and then writes the token back (raiseToken, a second round trip, which a single node does not need but the N-node code path always performs), so an acquire+release costs 3 round trips against raw's 2; sequentially, where each pair is bound by round-trip latency, that predicts about 0.67x.`,
+      `Where the gap comes from: lockcheck's single-node acquire runs SET NX PX + EXISTS + INCR + GET in one script and then writes the token back (raiseToken, a second round trip that one node does not need but the N-node code path always performs), so an acquire+release costs 3 round trips (3 socket writes) against raw's 2. ` +
+      `On top of that comes client CPU per pair (the CPU µs/op column; compare the diagnostic row, which runs the same scripts without LeaseLock): under 50 concurrent loops the Node client is CPU-bound on this 2-core machine, so client CPU per pair decides the rate.`,
+  );
+  out(
+    `- On ${NODES} nodes lockcheck waits for every node's answer (each bounded by the ttl, or requestTimeoutMs) before counting votes, then raises the token on the granting nodes and releases on all nodes; redlock resolves each step as soon as a quorum (3 of 5) answered and does no token write-back.`,
   );
   out(`- Target "ahead of redlock": single node sequential ${fmtRatio(lcRl)}, ${CONCURRENCY} concurrent ${fmtRatio(lcRlC)}; ${NODES} nodes sequential ${fmtRatio(ratio(r2, 'lc-seq', 'rl-seq').value)}, ${CONCURRENCY} concurrent ${fmtRatio(ratio(r2, 'lc-conc', 'rl-conc').value)}.`);
   out(`- redlock and raw ioredis mint no fencing token; "raw ioredis + INCR" is the fairer baseline for a fencing lock.`);

@@ -43,8 +43,10 @@
  * nothing is dropped. Backpressure from the receiving socket is honoured the
  * same way. A black-holed link buffers nothing.
  *
- * Every timer is unref'd. Proxies are registered until close(); a process
- * 'exit' handler destroys any proxy still open.
+ * Every timer, the listener and the proxy's own sockets are unref'd, so a
+ * proxy never keeps the process alive by itself (in-process clients do).
+ * Proxies are registered until close(); a process 'exit' handler destroys any
+ * proxy still open.
  */
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -161,6 +163,7 @@ class Connection {
       this.#resolveFinished = resolve;
     });
     client.setNoDelay(true);
+    client.unref();
     client.on('error', () => {
       // Surfaces as 'close' with hadError; handled there.
     });
@@ -194,6 +197,7 @@ class Connection {
     const upstream = connect({ host, port, allowHalfOpen: true });
     this.upstream = upstream;
     upstream.setNoDelay(true);
+    upstream.unref();
     upstream.on('error', () => {
       // Surfaces as 'close' with hadError; handled there.
     });
@@ -438,6 +442,9 @@ export class TcpProxy {
         else reject(new Error('TcpProxy: could not read the listening port'));
       });
     });
+    // The proxy never keeps the process alive on its own (in-process clients
+    // do); a forgotten proxy is destroyed by the 'exit' handler.
+    server.unref();
     const proxy = new TcpProxy(server, port, checked);
     server.on('error', () => {
       // A listening server reports nothing actionable here (accept errors); keep the process alive.

@@ -1,0 +1,767 @@
+/**
+ * One throwaway PostgreSQL 15 cluster under the test environment's control:
+ * initdb into its own temporary directory, start on a free loopback port,
+ * then crash, restart, pause, resume and stop it.
+ *
+ * How it runs (and why not pg_ctl):
+ * - initdb and the postmaster are spawned directly by this process, as the
+ *   `postgres` user when we are root (node's spawn uid/gid: initdb and postgres
+ *   refuse to run as root). The postmaster is our own child, so this process
+ *   reaps it the moment it dies. `pg_ctl start` would daemonize it instead, and
+ *   on this machine pid 1 reaps orphans only about once a second: a SIGKILLed
+ *   postmaster would stay a zombie long enough for the next start to see its
+ *   pid "alive" in postmaster.pid and refuse ("lock file already exists").
+ * - stop() and restart() shut down like `pg_ctl stop -m immediate`: SIGQUIT to
+ *   the postmaster, which kills its children, reaps them and exits. The next
+ *   start runs crash recovery.
+ * - crash() is a power cut of the whole cluster: SIGSTOP the postmaster (so it
+ *   forks and reacts to nothing), SIGKILL every child, SIGKILL the postmaster.
+ *   postmaster.pid, the WAL and the data files stay as they were.
+ * - Settings: listen only on 127.0.0.1, Unix socket in the temporary directory,
+ *   dynamic_shared_memory_type=mmap (segments live in the data directory, so a
+ *   killed cluster leaks nothing into /dev/shm). With `fsync: false` (the
+ *   default) also fsync=off and full_page_writes=off: that only gives up safety
+ *   against an operating-system crash. synchronous_commit stays on on purpose:
+ *   with it off a commit returns before its WAL leaves shared memory, and
+ *   crash() (which kills the processes, not the OS) loses commits that clients
+ *   saw succeed.
+ * - The small System V shared-memory segment a killed postmaster leaves behind
+ *   is removed by the next start, or by stop() / the exit handler (ipcrm, only
+ *   when the segment is the one postmaster.pid names, was created by our
+ *   postmaster and has no process attached).
+ *
+ * Every cluster is registered until stop(); a process 'exit' handler (and
+ * SIGINT/SIGTERM/SIGHUP handlers) SIGKILL whatever still runs and remove the
+ * temporary directories, so a crashed test leaves nothing behind.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EnvironmentError } from './faketime.ts';
+
+export { EnvironmentError } from './faketime.ts';
+
+export const POSTGRES_BIN_DIR = '/usr/lib/postgresql/15/bin';
+
+export interface PostgresServerOptions {
+  /**
+   * Bound on start(): initdb plus start-up to accepting connections, port
+   * retries included. Also the bound on each restart(). Default 30000.
+   */
+  startTimeoutMs?: number;
+  /** fsync=on and full_page_writes=on when true. Default false (both off; see the module comment). */
+  fsync?: boolean;
+  /** Extra server settings, passed as `-c name=value` after the built-in ones (so they win). */
+  settings?: Readonly<Record<string, string | number | boolean>>;
+}
+
+/** What start() took, in ms. */
+export interface PostgresStartTimings {
+  readonly initdbMs: number;
+  /** Spawn of the postmaster to accepting TCP connections (the successful attempt). */
+  readonly startMs: number;
+}
+
+const HOST = '127.0.0.1';
+const USER = 'postgres';
+const DATABASE = 'postgres';
+const OS_USER = 'postgres';
+const DEFAULT_START_TIMEOUT_MS = 30_000;
+const SHUTDOWN_TIMEOUT_MS = 10_000;
+const KILL_WAIT_MS = 5_000;
+const TOOL_TIMEOUT_MS = 5_000;
+const POLL_INTERVAL_MS = 10;
+const LOG_TAIL_BYTES = 4 * 1024;
+const INSTALL_POSTGRES = 'apt-get update && apt-get install -y --no-install-recommends postgresql';
+
+/** Clusters started and not yet stopped (crashed ones included: their directories still exist). */
+const live = new Set<PostgresServer>();
+
+interface OsUser {
+  uid: number;
+  gid: number;
+}
+
+export class PostgresServer {
+  readonly host = HOST;
+  readonly user = USER;
+  readonly database = DATABASE;
+  readonly binDir = POSTGRES_BIN_DIR;
+  readonly fsync: boolean;
+  readonly startTimeoutMs: number;
+  readonly #settings: ReadonlyArray<readonly [string, string]>;
+  readonly #dir: string;
+  /** Run initdb and postgres as this user (we are root), or as ourselves (null). */
+  readonly #runAs: OsUser | null;
+  #port = 0;
+  #child: ChildProcess | null = null;
+  #exited: Promise<void> = Promise.resolve();
+  #pid = -1;
+  #paused = false;
+  #stopping: Promise<void> | null = null;
+  #timings: PostgresStartTimings = { initdbMs: 0, startMs: 0 };
+
+  private constructor(options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
+    this.fsync = options.fsync ?? false;
+    this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(value)] as const);
+    this.#dir = dir;
+    this.#runAs = runAs;
+  }
+
+  /** Creates a cluster in a new temporary directory, starts it and resolves once it accepts TCP connections. */
+  static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
+    const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
+    for (const [name, value] of Object.entries(options.settings ?? {})) {
+      if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name)) throw new RangeError(`PostgresServer: bad setting name ${JSON.stringify(name)}`);
+      void settingValue(value);
+    }
+    const deadline = Date.now() + timeoutMs;
+    requirePostgresBinaries();
+    const runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
+    installCleanupHandlers();
+    const dir = await mkdtemp(join(tmpdir(), 'lockcheck-pg-'));
+    const server = new PostgresServer(options, dir, runAs);
+    live.add(server);
+    try {
+      if (runAs !== null) await chown(dir, runAs.uid, runAs.gid);
+      const initdbStarted = Date.now();
+      await server.#initdb(deadline);
+      const initdbMs = Date.now() - initdbStarted;
+      for (;;) {
+        server.#port = await freeLoopbackPort();
+        const result = await server.#spawnAndWait(deadline);
+        if (result.outcome === 'ready') {
+          server.#timings = { initdbMs, startMs: result.ms };
+          return server;
+        }
+        // 'address-in-use': another process took the port between probe and bind; pick another.
+        if (Date.now() >= deadline) throw server.#startError('no free port could be bound');
+      }
+    } catch (error) {
+      await server.stop();
+      throw error;
+    }
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  /** The temporary directory: data/ (the cluster), log, and the Unix socket. */
+  get dir(): string {
+    return this.#dir;
+  }
+
+  get dataDir(): string {
+    return join(this.#dir, 'data');
+  }
+
+  /** Where the Unix socket lives (libpq `host=<socketDir>`). */
+  get socketDir(): string {
+    return this.#dir;
+  }
+
+  get logFile(): string {
+    return join(this.#dir, 'log');
+  }
+
+  /** postgres://postgres@127.0.0.1:PORT/postgres (trust authentication: no password). */
+  get url(): string {
+    return `postgres://${USER}@${HOST}:${this.#port}/${DATABASE}`;
+  }
+
+  /** Pid of the current (or, after a crash or stop, the last) postmaster. */
+  get pid(): number {
+    return this.#pid;
+  }
+
+  /** The postmaster exists (it may be paused). */
+  get running(): boolean {
+    return this.#child !== null && childAlive(this.#child);
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get stopped(): boolean {
+    return this.#stopping !== null;
+  }
+
+  get timings(): PostgresStartTimings {
+    return this.#timings;
+  }
+
+  /** The postmaster and all its live descendants (backends, checkpointer, walwriter, ...). Empty when not running. */
+  pids(): number[] {
+    if (!this.running) return [];
+    return [this.#pid, ...descendants(this.#pid)].filter(pidAlive);
+  }
+
+  /**
+   * Power cut: SIGSTOP the postmaster, SIGKILL all its children, SIGKILL it,
+   * and wait until every process is gone and the port refuses connections.
+   * Clients see their connections drop. The directory stays; restart()
+   * recovers from the WAL. No-op when not running.
+   */
+  async crash(): Promise<void> {
+    const child = this.#child;
+    if (child === null) return;
+    if (childAlive(child)) {
+      const postmaster = this.#pid;
+      signalPid(postmaster, 'SIGSTOP');
+      const children = descendants(postmaster);
+      for (const pid of children) signalPid(pid, 'SIGKILL');
+      signalPid(postmaster, 'SIGKILL');
+      await this.#waitExit(KILL_WAIT_MS);
+      await waitUntil(() => children.every((pid) => !pidAlive(pid)), KILL_WAIT_MS, `PostgresServer: children of postmaster ${postmaster} survived SIGKILL`);
+      await waitUntil(async () => !(await portAccepts(this.#port)), KILL_WAIT_MS, `PostgresServer: port ${this.#port} still accepts connections after the crash`);
+    }
+    this.#child = null;
+    this.#paused = false;
+  }
+
+  /**
+   * Immediate shutdown (as `pg_ctl stop -m immediate`) when running, then
+   * start again on the same port and directory and wait until it accepts
+   * connections, crash recovery included. After crash() it simply starts.
+   * The port is retried for up to startTimeoutMs should it still be held.
+   */
+  async restart(): Promise<void> {
+    this.#assertNotStopped('restart');
+    await this.#shutdownImmediate();
+    const deadline = Date.now() + this.startTimeoutMs;
+    for (;;) {
+      const result = await this.#spawnAndWait(deadline);
+      if (result.outcome === 'ready') return;
+      if (Date.now() >= deadline) throw this.#startError(`port ${this.#port} stayed in use`);
+      await sleep(50);
+    }
+  }
+
+  /**
+   * SIGSTOP the postmaster and then every child (backends, checkpointer,
+   * walwriter, autovacuum, ...): the kernel still completes TCP connects
+   * (listen backlog), but nothing answers; open sessions hang mid-query and
+   * no lock is granted or released until resume().
+   */
+  pause(): void {
+    const postmaster = this.#requireRunning('pause');
+    signalPid(postmaster, 'SIGSTOP');
+    // The postmaster is stopped, so no new children appear after this scan.
+    for (const pid of descendants(postmaster)) signalPid(pid, 'SIGSTOP');
+    this.#paused = true;
+  }
+
+  /** SIGCONT the children, then the postmaster. */
+  resume(): void {
+    const postmaster = this.#requireRunning('resume');
+    for (const pid of descendants(postmaster)) signalPid(pid, 'SIGCONT');
+    signalPid(postmaster, 'SIGCONT');
+    this.#paused = false;
+  }
+
+  /**
+   * Immediate shutdown (SIGKILL of everything left after SHUTDOWN_TIMEOUT_MS),
+   * removal of a leftover System V segment, removal of the directory. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      try {
+        await this.#shutdownImmediate();
+      } finally {
+        removeStaleShmem(this.dataDir, this.#pid);
+        await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+        live.delete(this);
+      }
+    })();
+    return this.#stopping;
+  }
+
+  /** The end of the server log (postmaster stderr), for error messages. */
+  logTail(): string {
+    try {
+      return readFileSync(this.logFile, 'utf8').slice(-LOG_TAIL_BYTES);
+    } catch {
+      return '(no log)';
+    }
+  }
+
+  /** Synchronous last-resort cleanup for the exit handler: SIGKILL everything, remove the directory. */
+  killSync(): void {
+    const child = this.#child;
+    if (child !== null && childAlive(child)) {
+      const postmaster = this.#pid;
+      signalPid(postmaster, 'SIGSTOP');
+      const all = [postmaster, ...descendants(postmaster)];
+      for (const pid of all) signalPid(pid, 'SIGKILL');
+      // Wait (briefly, synchronously) so the shared-memory segment has no attachments left.
+      const until = Date.now() + 2_000;
+      while (Date.now() < until && all.some(pidAlive)) sleepSync(10);
+    }
+    removeStaleShmem(this.dataDir, this.#pid);
+    try {
+      rmSync(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // best effort at exit
+    }
+    live.delete(this);
+  }
+
+  #serverArgs(): string[] {
+    const settings: Array<readonly [string, string]> = [
+      ['listen_addresses', HOST],
+      ['unix_socket_directories', this.#dir],
+      ['dynamic_shared_memory_type', 'mmap'],
+    ];
+    if (!this.fsync) settings.push(['fsync', 'off'], ['full_page_writes', 'off']);
+    settings.push(...this.#settings);
+    const args = ['-D', this.dataDir, '-p', String(this.#port)];
+    for (const [name, value] of settings) args.push('-c', `${name}=${value}`);
+    return args;
+  }
+
+  #env(): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      // PGDATA, PGPORT, PGOPTIONS ... must not leak into our cluster; LD_PRELOAD (libfaketime) neither.
+      if (!key.startsWith('PG') && !key.startsWith('FAKETIME') && key !== 'LD_PRELOAD') env[key] = value;
+    }
+    env['TZ'] = 'UTC';
+    env['LC_ALL'] = 'C';
+    if (this.#runAs !== null) {
+      env['HOME'] = this.#dir;
+      env['USER'] = OS_USER;
+      env['LOGNAME'] = OS_USER;
+    }
+    return env;
+  }
+
+  #spawnOptions(): { cwd: string; env: NodeJS.ProcessEnv; uid?: number; gid?: number } {
+    const options: { cwd: string; env: NodeJS.ProcessEnv; uid?: number; gid?: number } = { cwd: this.#dir, env: this.#env() };
+    if (this.#runAs !== null) {
+      options.uid = this.#runAs.uid;
+      options.gid = this.#runAs.gid;
+    }
+    return options;
+  }
+
+  async #initdb(deadline: number): Promise<void> {
+    const args = [
+      '-D', this.dataDir,
+      '-U', USER,
+      '--auth=trust',
+      '--no-sync',
+      '--encoding=UTF8',
+      '--locale=C',
+      '--no-instructions',
+    ];
+    const result = await runTool(join(POSTGRES_BIN_DIR, 'initdb'), args, this.#spawnOptions(), Math.max(1, deadline - Date.now()));
+    if (result.timedOut || result.code !== 0) {
+      const why = result.timedOut ? 'timed out' : `exited with ${result.signal ?? `code ${String(result.code)}`}`;
+      throw new EnvironmentError(
+        `PostgresServer: initdb in ${this.dataDir} ${why}` +
+          `${this.#runAs !== null ? ` (run as ${OS_USER}; it needs to reach ${tmpdir()})` : ''}\n--- initdb output ---\n${result.output.slice(-LOG_TAIL_BYTES)}`,
+      );
+    }
+  }
+
+  /**
+   * Spawns the postmaster and waits until postmaster.pid says "ready" and the
+   * port accepts a TCP connection, or `deadline`. Throws EnvironmentError
+   * unless the port was taken.
+   */
+  async #spawnAndWait(deadline: number): Promise<{ outcome: 'ready'; ms: number } | { outcome: 'address-in-use' }> {
+    const started = Date.now();
+    const logOffset = fileSize(this.logFile);
+    const logFd = openSync(this.logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(join(POSTGRES_BIN_DIR, 'postgres'), this.#serverArgs(), {
+        ...this.#spawnOptions(),
+        stdio: ['ignore', logFd, logFd],
+        // Own process group: a terminal's Ctrl-C goes to us, and we decide what the cluster sees.
+        detached: true,
+      });
+    } finally {
+      closeSync(logFd);
+    }
+    let spawnError: NodeJS.ErrnoException | null = null;
+    let exited = false;
+    this.#child = child;
+    this.#paused = false;
+    this.#exited = new Promise<void>((resolve) => {
+      child.once('exit', () => {
+        exited = true;
+        resolve();
+      });
+      child.once('error', (error: NodeJS.ErrnoException) => {
+        spawnError = error;
+        exited = true;
+        resolve();
+      });
+    });
+    // A forgotten cluster must not keep the test process alive: the exit handler kills it.
+    child.unref();
+    if (child.pid !== undefined) this.#pid = child.pid;
+
+    while (Date.now() < deadline && !exited) {
+      if (readPidFileStatus(this.dataDir, this.#pid) === 'ready' && (await portAccepts(this.#port))) {
+        return { outcome: 'ready', ms: Date.now() - started };
+      }
+      await sleep(POLL_INTERVAL_MS);
+    }
+
+    const failed = spawnError as NodeJS.ErrnoException | null;
+    if (failed !== null && failed.code === 'ENOENT') {
+      this.#child = null;
+      throw new EnvironmentError(`PostgreSQL 15 is not installed (${join(POSTGRES_BIN_DIR, 'postgres')} is missing)`, INSTALL_POSTGRES);
+    }
+    const exitedByItself = exited;
+    await this.crash();
+    const newLog = readFrom(this.logFile, logOffset);
+    if (exitedByItself && /could not bind IPv4 address.*Address already in use|could not create any TCP\/IP sockets/is.test(newLog)) {
+      return { outcome: 'address-in-use' };
+    }
+    throw this.#startError(
+      exitedByItself
+        ? `postgres exited during start-up${failed ? ` (${failed.message})` : ''}`
+        : `not accepting connections within the ${this.startTimeoutMs} ms bound`,
+    );
+  }
+
+  /** SIGQUIT (immediate shutdown) and wait; SIGKILL everything after SHUTDOWN_TIMEOUT_MS. No-op when not running. */
+  async #shutdownImmediate(): Promise<void> {
+    const child = this.#child;
+    if (child === null) return;
+    if (childAlive(child)) {
+      const postmaster = this.#pid;
+      const children = descendants(postmaster);
+      if (this.#paused) {
+        for (const pid of children) signalPid(pid, 'SIGCONT');
+        signalPid(postmaster, 'SIGCONT');
+      }
+      signalPid(postmaster, 'SIGQUIT');
+      child.ref(); // keep the event loop alive while we wait for the exit
+      const exitedInTime = await within(this.#exited, SHUTDOWN_TIMEOUT_MS);
+      if (!exitedInTime) {
+        await this.crash();
+        return;
+      }
+      // The postmaster reaps its children before it exits; SIGKILL any that did not go.
+      const left = children.filter(pidAlive);
+      for (const pid of left) signalPid(pid, 'SIGKILL');
+      await waitUntil(() => left.every((pid) => !pidAlive(pid)), KILL_WAIT_MS, `PostgresServer: children of postmaster ${postmaster} survived SIGKILL`);
+    }
+    this.#child = null;
+    this.#paused = false;
+  }
+
+  async #waitExit(timeoutMs: number): Promise<void> {
+    this.#child?.ref();
+    if (!(await within(this.#exited, timeoutMs))) throw new Error(`PostgresServer: postmaster ${this.#pid} did not exit within ${timeoutMs} ms of SIGKILL`);
+  }
+
+  #startError(reason: string): EnvironmentError {
+    return new EnvironmentError(
+      `PostgresServer on ${HOST}:${this.#port} (dir ${this.#dir}) failed to start: ${reason}\n--- log tail ---\n${this.logTail()}`,
+    );
+  }
+
+  #requireRunning(what: string): number {
+    this.#assertNotStopped(what);
+    const child = this.#child;
+    if (child === null || !childAlive(child)) throw new Error(`PostgresServer: cannot ${what}, the server is not running`);
+    return this.#pid;
+  }
+
+  #assertNotStopped(what: string): void {
+    if (this.#stopping !== null) throw new Error(`PostgresServer: cannot ${what} a stopped server`);
+  }
+}
+
+/** Stops every cluster started in this process and not yet stopped. */
+export async function stopAllPostgresServers(): Promise<void> {
+  await Promise.all([...live].map((server) => server.stop()));
+}
+
+/** Throws EnvironmentError unless the PostgreSQL 15 server binaries are installed. */
+export function requirePostgresBinaries(): void {
+  for (const name of ['initdb', 'postgres']) {
+    const path = join(POSTGRES_BIN_DIR, name);
+    if (!existsSync(path)) throw new EnvironmentError(`PostgreSQL 15 is not installed (${path} is missing)`, INSTALL_POSTGRES);
+  }
+}
+
+function settingValue(value: string | number | boolean): string {
+  const text = typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value);
+  if (/[\0\n]/.test(text)) throw new RangeError(`PostgresServer: bad setting value ${JSON.stringify(text)}`);
+  return text;
+}
+
+function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+let osUserPromise: Promise<OsUser> | null = null;
+
+/** uid and gid of the `postgres` account (created by the Debian package). */
+function lookUpOsUser(name: string): Promise<OsUser> {
+  osUserPromise ??= (async () => {
+    const id = async (flag: string): Promise<number> => {
+      const result = await runTool('id', [flag, name], {}, TOOL_TIMEOUT_MS);
+      const value = Number(result.output.trim());
+      if (result.code !== 0 || !Number.isInteger(value) || value <= 0) {
+        throw new EnvironmentError(`PostgresServer: there is no '${name}' user to run PostgreSQL as (we are root; initdb refuses root)`, INSTALL_POSTGRES);
+      }
+      return value;
+    };
+    return { uid: await id('-u'), gid: await id('-g') };
+  })().catch((error: unknown) => {
+    osUserPromise = null;
+    throw error;
+  });
+  return osUserPromise;
+}
+
+interface ToolResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+  timedOut: boolean;
+}
+
+/** Runs a short-lived tool in its own process group with a hard bound; stdout and stderr are merged. */
+function runTool(
+  file: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number; gid?: number },
+  timeoutMs: number,
+): Promise<ToolResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let output = '';
+    let timedOut = false;
+    const capture = (chunk: Buffer): void => {
+      output = (output + chunk.toString('utf8')).slice(-64 * 1024);
+    };
+    child.stdout?.on('data', capture);
+    child.stderr?.on('data', capture);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (child.pid !== undefined) signalPid(-child.pid, 'SIGKILL');
+    }, timeoutMs);
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (error.code === 'ENOENT') reject(new EnvironmentError(`PostgresServer: ${file} not found`, INSTALL_POSTGRES));
+      else reject(error);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output, timedOut });
+    });
+  });
+}
+
+function childAlive(child: ChildProcess): boolean {
+  return child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+}
+
+/** The process exists and is not a zombie (pid 1 here reaps orphans only about once a second). */
+function pidAlive(pid: number): boolean {
+  const state = procState(pid);
+  return state !== null && state !== 'Z' && state !== 'X';
+}
+
+/** /proc/<pid>/stat: "pid (comm) S ppid ..."; comm may hold spaces and parentheses. */
+function readProcStat(pid: number): { state: string; ppid: number } | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const state = fields[0];
+  const ppid = Number(fields[1]);
+  return state === undefined || !Number.isInteger(ppid) ? null : { state, ppid };
+}
+
+function procState(pid: number): string | null {
+  return readProcStat(pid)?.state ?? null;
+}
+
+/** All live descendants of `root` (postgres children are direct, but be general). */
+function descendants(root: number): number[] {
+  const childrenOf = new Map<number, number[]>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const stat = readProcStat(pid);
+    if (stat === null || stat.state === 'Z' || stat.state === 'X') continue;
+    const list = childrenOf.get(stat.ppid);
+    if (list === undefined) childrenOf.set(stat.ppid, [pid]);
+    else list.push(pid);
+  }
+  const out: number[] = [];
+  const queue = [root];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    for (const child of childrenOf.get(next) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Status line (8th) of postmaster.pid, when the file names `pid`: 'starting', 'ready', 'stopping', 'standby'. */
+function readPidFileStatus(dataDir: string, pid: number): string | null {
+  const lines = readPidFile(dataDir);
+  if (lines === null || Number(lines[0]) !== pid) return null;
+  return lines[7]?.trim() ?? null;
+}
+
+function readPidFile(dataDir: string): string[] | null {
+  try {
+    return readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Removes the System V segment a killed postmaster left, if it is exactly the
+ * one postmaster.pid names, was created by `postmaster` and nobody is attached.
+ */
+function removeStaleShmem(dataDir: string, postmaster: number): void {
+  const lines = readPidFile(dataDir);
+  if (lines === null || Number(lines[0]) !== postmaster) return;
+  const [key, shmid] = (lines[6] ?? '').trim().split(/\s+/).map(Number);
+  if (key === undefined || shmid === undefined || !Number.isInteger(shmid) || shmid < 0) return;
+  let table: string;
+  try {
+    table = readFileSync('/proc/sysvipc/shm', 'utf8');
+  } catch {
+    return;
+  }
+  for (const row of table.split('\n').slice(1)) {
+    // key shmid perms size cpid lpid nattch ...
+    const cols = row.trim().split(/\s+/).map(Number);
+    if (cols[0] === key && cols[1] === shmid && cols[4] === postmaster && cols[6] === 0) {
+      try {
+        execFileSync('ipcrm', ['-m', String(shmid)], { stdio: 'ignore', timeout: TOOL_TIMEOUT_MS });
+      } catch {
+        // best effort
+      }
+      return;
+    }
+  }
+}
+
+function fileSize(path: string): number {
+  try {
+    return readFileSync(path).length;
+  } catch {
+    return 0;
+  }
+}
+
+function readFrom(path: string, offset: number): string {
+  try {
+    return readFileSync(path).subarray(offset).toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
+function portAccepts(port: number, timeoutMs = 250): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: HOST, port });
+    const done = (result: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs: number, message: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() >= deadline) throw new Error(`${message} (waited ${timeoutMs} ms)`);
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+/** true when `promise` settles within `timeoutMs`, false otherwise (the timer is cleared either way). */
+async function within(promise: Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** Asks the kernel for a free loopback port: listen on port 0, read it, close. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.once('error', reject);
+    probe.listen(0, HOST, () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('could not read the probe port'))));
+    });
+  });
+}
+
+let handlersInstalled = false;
+
+function killAllSync(): void {
+  for (const server of [...live]) server.killSync();
+}
+
+function installCleanupHandlers(): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  process.on('exit', killAllSync);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      killAllSync();
+      // Nobody else handles it: re-raise so the default action (exit) applies.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  }
+}
