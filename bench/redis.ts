@@ -233,11 +233,15 @@ function rawIncrOp(redis: Redis & RawCommands, key: string, counter: string): Op
   };
 }
 
-let redlockErrors = 0;
+/** Per-node failures redlock emitted, by message (votes against; they need not fail the operation). */
+const redlockErrors = new Map<string, number>();
 function newRedlock(nodes: readonly Redis[]): Redlock {
   const redlock = new Redlock(nodes, { retryCount: 0 });
   // redlock emits every failed per-node call; an 'error' emit without a listener would throw.
-  redlock.on('error', () => void redlockErrors++);
+  redlock.on('error', (error) => {
+    const key = `${error.name}: ${error.message}`;
+    redlockErrors.set(key, (redlockErrors.get(key) ?? 0) + 1);
+  });
   return redlock;
 }
 
@@ -557,7 +561,7 @@ async function main(): Promise<void> {
   out(`|---|---|---|`);
   out(ratioRow(r4, 'fenced / plain', 'fenced', 'plain'));
   out();
-  out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every grant mints a higher token). redlock per-node errors emitted: ${redlockErrors}. Connection errors: ${connectionErrors}.`);
+  out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every grant mints a higher token). redlock per-node errors emitted: ${redlockErrors.size === 0 ? 'none' : [...redlockErrors].map(([k, v]) => `${v}× ${k}`).join('; ')}. Connection errors: ${connectionErrors}.`);
   out();
 
   // Notes that depend on what was measured.

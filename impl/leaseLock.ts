@@ -1,7 +1,6 @@
 import type { MonotonicClock } from './clock.ts';
 import { sleep } from './clock.ts';
 import { checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
-import { withTimeout } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
@@ -132,6 +131,7 @@ export class LeaseLock {
   }
 
   protected newOwner(): string {
+    if (this.#random === cryptoRandom) return globalThis.crypto.randomUUID();
     return Array.from({ length: 4 }, () => Math.floor(this.#random() * 2 ** 32).toString(16).padStart(8, '0')).join('');
   }
 
@@ -170,7 +170,9 @@ export class LeaseLock {
     const validityMs = ttlMs - (this.clock.now() - startedMs) - this.driftMarginMs(ttlMs);
     if (this.holds(granted.length, validityMs)) {
       const token = this.mintToken(granted);
-      await this.fanOut(ttlMs, (node, i) => (votes[i]?.ok && (votes[i] as { value: bigint | null }).value !== null ? node.raiseToken(resource, token) : Promise.resolve()));
+      // Write the token back where a granting node's counter is behind it; in the common case (counters in step) none is.
+      const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
+      if (behind.some(Boolean)) await this.fanOut(ttlMs, (node, i) => (behind[i] ? node.raiseToken(resource, token) : Promise.resolve()));
       const lease = this.newLease(resource, owner, token, startedMs + ttlMs - this.driftMarginMs(ttlMs));
       this.#held.set(lease, lease);
       return { kind: 'granted', lease };
@@ -183,13 +185,33 @@ export class LeaseLock {
   /** Calls every node in parallel, each bounded by the request timeout; a failure is a vote against. */
   protected fanOut<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>): Promise<Vote<T>[]> {
     const limitMs = this.#requestTimeoutMs ?? ttlMs ?? 1000;
-    return Promise.all(
-      this.#nodes.map((node, i) =>
-        withTimeout(this.clock, limitMs, 'node call', call(node, i)).then(
-          (value): Vote<T> => ({ ok: true, value }),
-          (): Vote<T> => ({ ok: false }),
-        ),
-      ),
-    );
+    // One deadline for the whole round: a node that has not answered by then votes against.
+    return new Promise((resolve) => {
+      const votes: Array<Vote<T> | undefined> = new Array(this.#nodes.length);
+      let pending = this.#nodes.length;
+      const finish = (): void => {
+        cancel();
+        resolve(Array.from(votes, (v) => v ?? { ok: false }));
+      };
+      const cancel = this.clock.schedule(this.clock.now() + limitMs, finish);
+      this.#nodes.forEach((node, i) => {
+        let answer: Promise<T>;
+        try {
+          answer = call(node, i);
+        } catch {
+          answer = Promise.reject(new Error('node call failed'));
+        }
+        answer.then(
+          (value) => {
+            votes[i] ??= { ok: true, value };
+          },
+          () => {
+            votes[i] ??= { ok: false };
+          },
+        ).finally(() => {
+          if (--pending === 0) finish();
+        });
+      });
+    });
   }
 }

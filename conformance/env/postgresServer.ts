@@ -57,6 +57,12 @@ export interface PostgresServerOptions {
   fsync?: boolean;
   /** Extra server settings, passed as `-c name=value` after the built-in ones (so they win). */
   settings?: Readonly<Record<string, string | number | boolean>>;
+  /**
+   * Where the temporary directory is created. Default os.tmpdir(). A tmpfs
+   * such as /dev/shm makes initdb 2-3x faster here (about 40 MB of RAM per
+   * cluster). When we are root, the `postgres` user must be able to reach it.
+   */
+  parentDir?: string;
 }
 
 /** What start() took, in ms. */
@@ -125,7 +131,7 @@ export class PostgresServer {
     requirePostgresBinaries();
     const runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
     installCleanupHandlers();
-    const dir = await mkdtemp(join(tmpdir(), 'lockcheck-pg-'));
+    const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-'));
     const server = new PostgresServer(options, dir, runAs);
     live.add(server);
     try {
@@ -364,11 +370,11 @@ export class PostgresServer {
     ];
     const result = await runTool(join(POSTGRES_BIN_DIR, 'initdb'), args, this.#spawnOptions(), Math.max(1, deadline - Date.now()));
     if (result.timedOut || result.code !== 0) {
-      const why = result.timedOut ? 'timed out' : `exited with ${result.signal ?? `code ${String(result.code)}`}`;
-      throw new EnvironmentError(
-        `PostgresServer: initdb in ${this.dataDir} ${why}` +
-          `${this.#runAs !== null ? ` (run as ${OS_USER}; it needs to reach ${tmpdir()})` : ''}\n--- initdb output ---\n${result.output.slice(-LOG_TAIL_BYTES)}`,
-      );
+      const why = result.timedOut
+        ? `did not finish within the ${this.startTimeoutMs} ms start bound`
+        : `exited with ${result.signal ?? `code ${String(result.code)}`}` +
+          (this.#runAs !== null ? ` (it runs as ${OS_USER}, who must be able to reach ${this.#dir})` : '');
+      throw new EnvironmentError(`PostgresServer: initdb in ${this.dataDir} ${why}\n--- initdb output ---\n${result.output.slice(-LOG_TAIL_BYTES)}`);
     }
   }
 

@@ -1,0 +1,211 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresServer, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
+
+const servers: PostgresServer[] = [];
+const clients: pg.Client[] = [];
+
+async function startServer(): Promise<PostgresServer> {
+  const server = await PostgresServer.start({ startTimeoutMs: 20_000 });
+  servers.push(server);
+  return server;
+}
+
+/** A connected client with every wait bounded. Errors after connect are recorded, never thrown. */
+async function connectClient(server: PostgresServer): Promise<{ client: pg.Client; errors: Error[] }> {
+  const client = new pg.Client({
+    connectionString: server.url,
+    connectionTimeoutMillis: 5_000,
+    statement_timeout: 5_000,
+    query_timeout: 6_000,
+  });
+  const errors: Error[] = [];
+  client.on('error', (error) => errors.push(error));
+  clients.push(client);
+  await client.connect();
+  return { client, errors };
+}
+
+async function endClient(client: pg.Client): Promise<void> {
+  // end() on a dead connection can wait for a close that never comes: bound it.
+  await Promise.race([client.end().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))]);
+}
+
+/** The process exists and is not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+function portAccepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const timer = setTimeout(() => finish(false), 500);
+    function finish(result: boolean): void {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    }
+    socket.once('connect', () => finish(true));
+    socket.once('error', () => finish(false));
+  });
+}
+
+function waitFor<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map(endClient));
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+});
+
+afterAll(async () => {
+  await stopAllPostgresServers();
+});
+
+describe('PostgresServer (real PostgreSQL 15): one shared running cluster', () => {
+  let shared: PostgresServer;
+
+  beforeAll(async () => {
+    // Not in `servers`: the per-test afterEach must leave it running.
+    shared = await PostgresServer.start({ startTimeoutMs: 20_000 });
+  });
+
+  afterAll(async () => {
+    await shared?.stop();
+  });
+
+  it('starts a throwaway cluster on a loopback port and answers SELECT 1', async () => {
+    const server = shared;
+    expect(server.host).toBe('127.0.0.1');
+    expect(server.user).toBe('postgres');
+    expect(server.database).toBe('postgres');
+    expect(server.port).toBeGreaterThan(0);
+    expect(server.url).toBe(`postgres://postgres@127.0.0.1:${server.port}/postgres`);
+    expect(server.binDir).toBe('/usr/lib/postgresql/15/bin');
+    expect(existsSync(server.dir)).toBe(true);
+    expect(server.pid).toBeGreaterThan(0);
+    expect(server.pids()).toContain(server.pid);
+    expect(server.timings.initdbMs).toBeGreaterThan(0);
+    const { client } = await connectClient(server);
+    expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    const settings = await client.query<{ name: string; setting: string }>(
+      "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'full_page_writes', 'synchronous_commit', 'listen_addresses') ORDER BY name",
+    );
+    expect(Object.fromEntries(settings.rows.map((row) => [row.name, row.setting]))).toEqual({
+      fsync: 'off',
+      full_page_writes: 'off',
+      listen_addresses: '127.0.0.1',
+      synchronous_commit: 'on',
+    });
+  });
+
+  it('advisory locks exclude across sessions; pg_terminate_backend drops the holder (57P01) and frees the lock', async () => {
+    const server = shared;
+    const holder = await connectClient(server);
+    const other = await connectClient(server);
+    await holder.client.query('SELECT pg_advisory_lock(42)');
+    const holderPid = (await holder.client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+    expect(holderPid).toBeGreaterThan(0);
+    expect((await other.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(42) AS ok')).rows[0]?.ok).toBe(false);
+
+    const holderError = new Promise<Error & { code?: string }>((resolve) => holder.client.once('error', resolve));
+    // With a timeout, pg_terminate_backend waits until the backend has exited (PostgreSQL 14+).
+    const terminated = await other.client.query<{ done: boolean }>('SELECT pg_terminate_backend($1, 5000) AS done', [holderPid]);
+    expect(terminated.rows[0]?.done).toBe(true);
+    const error = await waitFor(holderError, 5_000, "the holder's 'error' event");
+    expect(error.code).toBe('57P01');
+    expect((await other.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(42) AS ok')).rows[0]?.ok).toBe(true);
+    await other.client.query('SELECT pg_advisory_unlock(42)');
+  });
+
+  it('pause() freezes the cluster and resume() thaws it', async () => {
+    const server = shared;
+    const { client } = await connectClient(server);
+    server.pause();
+    try {
+      expect(server.paused).toBe(true);
+      let answered = false;
+      const pending = client.query('SELECT 2 AS two').then((result) => {
+        answered = true;
+        return result;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(answered).toBe(false);
+      server.resume();
+      expect((await waitFor(pending, 5_000, 'the query after resume()')).rows).toEqual([{ two: 2 }]);
+    } finally {
+      if (server.paused) server.resume();
+    }
+  });
+});
+
+describe('PostgresServer (real PostgreSQL 15): restart, crash, stop', () => {
+  it('restart() keeps a committed row, the port and the directory', async () => {
+    const server = await startServer();
+    const first = await connectClient(server);
+    await first.client.query('CREATE TABLE fence (id int PRIMARY KEY, token bigint NOT NULL)');
+    await first.client.query('INSERT INTO fence VALUES (1, 7)');
+    const { port, dir, pid } = server;
+
+    await server.restart();
+    expect(server.port).toBe(port);
+    expect(server.dir).toBe(dir);
+    expect(server.pid).not.toBe(pid);
+    expect(alive(pid)).toBe(false);
+    const second = await connectClient(server);
+    expect((await second.client.query('SELECT token FROM fence WHERE id = 1')).rows).toEqual([{ token: '7' }]);
+    await expect(first.client.query('SELECT 1')).rejects.toThrow();
+  });
+
+  it('crash() kills every process of the cluster and closes the port; restart() recovers committed data', async () => {
+    const server = await startServer();
+    const before = await connectClient(server);
+    await before.client.query('CREATE TABLE fence (id int PRIMARY KEY, token bigint NOT NULL)');
+    await before.client.query('INSERT INTO fence VALUES (1, 8)');
+    const pids = server.pids();
+    expect(pids.length).toBeGreaterThan(2); // postmaster, checkpointer, walwriter, the backend, ...
+
+    await server.crash();
+    expect(server.running).toBe(false);
+    for (const pid of pids) expect(alive(pid), `pid ${pid}`).toBe(false);
+    expect(await portAccepts(server.port)).toBe(false);
+    await expect(before.client.query('SELECT 1')).rejects.toThrow();
+
+    await server.restart();
+    expect(server.running).toBe(true);
+    const after = await connectClient(server);
+    expect((await after.client.query('SELECT token FROM fence WHERE id = 1')).rows).toEqual([{ token: '8' }]);
+  });
+
+  it('stop() removes the directory, leaves no process of the cluster, and is idempotent', async () => {
+    const server = await startServer();
+    const { client } = await connectClient(server);
+    await client.query('SELECT 1');
+    const pids = server.pids();
+    expect(pids).toContain(server.pid);
+
+    await Promise.all([server.stop(), server.stop()]);
+    expect(server.stopped).toBe(true);
+    expect(existsSync(server.dir)).toBe(false);
+    // An immediate shutdown is reaped completely: not even a zombie is left.
+    for (const pid of pids) expect(existsSync(`/proc/${pid}`), `pid ${pid}`).toBe(false);
+    expect(await portAccepts(server.port)).toBe(false);
+    await server.stop();
+    await expect(server.restart()).rejects.toThrow(/stopped/);
+  });
+});
