@@ -33,8 +33,12 @@ ON CONFLICT (resource) DO UPDATE SET token = lockcheck_tokens.token + 1
 RETURNING token::text
 `;
 
-/** The same for a transaction-scoped lock (released at commit or rollback). */
-export const TRY_XACT_LOCK_AND_MINT = TRY_LOCK_AND_MINT.replace('pg_try_advisory_lock', 'pg_try_advisory_xact_lock');
+/** Mints the next token of $1 (fresh rows start at $2 + 1), in its own committed statement. */
+export const MINT = `
+INSERT INTO lockcheck_tokens (resource, token) VALUES ($1, $2::bigint + 1)
+ON CONFLICT (resource) DO UPDATE SET token = lockcheck_tokens.token + 1
+RETURNING token::text
+`;
 
 /** Creates the tables; tolerates another session creating them at the same moment. */
 export async function ensureSchema(db: { query(text: string): Promise<unknown> }): Promise<void> {

@@ -8,7 +8,7 @@ import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
 import { advisoryKey } from './keys.ts';
-import { ensureSchema, TRY_XACT_LOCK_AND_MINT } from './schema.ts';
+import { ensureSchema, MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import type { Queryable } from './store.ts';
 
@@ -34,6 +34,7 @@ export class PostgresTransactionLock {
   readonly #base: string;
   readonly #open = new Map<string, Open>();
   readonly #connections = new Set<pg.Client>();
+  #minter: Promise<pg.Client> | null = null;
   #attempt = 0;
 
   constructor(options: PostgresLockOptions) {
@@ -112,8 +113,7 @@ export class PostgresTransactionLock {
         if ((e as { code?: string }).code === '55P03') throw new LockNotAcquiredError(resource, 'held');
         throw e;
       }
-      const r = await this.query(client, TRY_XACT_LOCK_AND_MINT, [key, resource, this.#base]);
-      lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt((r.rows[0] as { token: string }).token), null, this.#clock);
+      lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, await this.mint(resource), null, this.#clock);
       const result = await fn(client, lease);
       await this.query(client, 'COMMIT');
       return result;
@@ -147,20 +147,35 @@ export class PostgresTransactionLock {
     }
     try {
       await this.query(client, 'BEGIN');
-      const r = await this.query(client, TRY_XACT_LOCK_AND_MINT, [key, resource, this.#base]);
-      const row = r.rows[0] as { token: string } | undefined;
-      if (row === undefined) {
+      const r = await this.query(client, 'SELECT pg_try_advisory_xact_lock($1::bigint) AS got', [key]);
+      if ((r.rows[0] as { got: boolean }).got !== true) {
         await this.query(client, 'ROLLBACK');
         await this.disconnect(client);
         return { kind: 'denied', reason: 'held' };
       }
-      const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt(row.token), null, this.#clock);
+      const token = await this.mint(resource);
+      const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, token, null, this.#clock);
       this.#open.set(resource, { lease, client, count: 1 });
       return { kind: 'granted', lease };
     } catch {
       await this.disconnect(client);
       return { kind: 'denied', reason: 'no-quorum' };
     }
+  }
+
+  /**
+   * The token is minted on a separate autocommit connection while the lock is
+   * held: a counter row updated inside the lock's transaction would be rolled
+   * back with it, and the next holder would get the same token again.
+   */
+  private async mint(resource: string): Promise<bigint> {
+    this.#minter ??= this.connect();
+    const minter = await this.#minter.catch((e: unknown) => {
+      this.#minter = null;
+      throw e;
+    });
+    const r = await this.query(minter, MINT, [resource, this.#base]);
+    return BigInt((r.rows[0] as { token: string }).token);
   }
 
   private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
@@ -185,6 +200,9 @@ export class PostgresTransactionLock {
       ...this.#options.connection,
     });
     const lost = (): void => {
+      void this.#minter?.then((m) => {
+        if (m === client) this.#minter = null;
+      });
       // The transaction is gone: its lock and its changes with it.
       for (const [resource, o] of this.#open) {
         if (o.client !== client) continue;
@@ -210,6 +228,7 @@ export class PostgresTransactionLock {
 
   private async disconnect(client: pg.Client): Promise<void> {
     this.#connections.delete(client);
-    await client.end().catch(() => undefined);
+    // Closing is a round trip too; if the link is gone, close it directly.
+    await (this.#options.link ?? direct)(() => client.end()).catch(() => client.end().catch(() => undefined));
   }
 }
