@@ -128,6 +128,26 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
         }),
     });
   }
+  if (has('kill-connection') && has('pause') && o.clients > 1) {
+    // The holder pauses with a checked write; its session is ended; someone else takes over; the holder wakes.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc.tuple(acquire(client, false), value, acquire(fc.constant(0), false)).map(([first, v, second]) => {
+        const a = first as Extract<Command, { kind: 'acquire' }>;
+        const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+        return [
+          a,
+          { kind: 'pause', client: a.client, pendingWrite: { resource: a.resource, value: v } },
+          { kind: 'kill-connection', client: a.client },
+          b,
+          { kind: 'write', client: b.client, resource: a.resource, value: 'new' },
+          { kind: 'release', client: b.client, resource: a.resource },
+          { kind: 'resume', client: a.client },
+          { kind: 'read', client: b.client, resource: a.resource },
+        ];
+      }),
+    });
+  }
   if (has('clock-step')) {
     // A clock jump on one node while it holds a grant, then a contender.
     scripts.push({

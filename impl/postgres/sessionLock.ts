@@ -73,6 +73,7 @@ export class PostgresSessionLock {
 
   async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
     checkResource(resource);
+    if (this.#closed) throw new InvalidInputError('precondition', 'the lock was closed');
     if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a PostgreSQL session lock has no ttl');
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');

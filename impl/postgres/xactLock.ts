@@ -35,6 +35,7 @@ export class PostgresTransactionLock {
   readonly #open = new Map<string, Open>();
   readonly #connections = new Set<pg.Client>();
   #minter: Promise<pg.Client> | null = null;
+  #closed = false;
   #attempt = 0;
 
   constructor(options: PostgresLockOptions) {
@@ -53,6 +54,7 @@ export class PostgresTransactionLock {
   /** BEGIN, then take the lock without waiting and mint the token, in the same transaction. */
   async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
     checkResource(resource);
+    if (this.#closed) throw new InvalidInputError('precondition', 'the lock was closed');
     if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a PostgreSQL transaction lock has no ttl');
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
@@ -86,6 +88,7 @@ export class PostgresTransactionLock {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     for (const o of this.#open.values()) o.lease.lose('released');
     this.#open.clear();
     await Promise.all([...this.#connections].map((c) => c.end().catch(() => undefined)));

@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkConformance, runLockstep } from '../conformance/index.ts';
+import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
+import { realPostgresBackend } from '../conformance/env/postgresBackend.ts';
+import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { InvalidInputError } from '../model/errors.ts';
+import { brokenProperties, designs, runScenario, SCENARIOS } from '../model/index.ts';
+import type { Design, StorePolicy } from '../model/index.ts';
+import { advisoryKey } from '../impl/postgres/keys.ts';
+import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
+import { postgresFencedStore } from '../impl/postgres/store.ts';
+import pg from 'pg';
+
+/** PostgreSQL advisory-lock backends against their models on a real server. LOCKCHECK_PG_RUNS sets the schedules per backend. */
+const RUNS = Number(process.env.LOCKCHECK_PG_RUNS ?? 30);
+const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
+
+let server: PostgresServer;
+let target: PostgresTarget;
+beforeAll(async () => {
+  server = await PostgresServer.start({ parentDir: '/dev/shm' });
+  target = { host: server.host, port: server.port, user: server.user, database: server.database, crash: () => server.crash(), restart: () => server.restart() };
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+const backend = (design: Design, store: StorePolicy) => realPostgresBackend(target, design, store);
+
+describe('PostgreSQL backends agree with their models on a real server', () => {
+  for (const [design, store] of [
+    [designs.pgSession(), 'strict'],
+    [designs.pgSession(), 'unfenced'],
+    [designs.pgXact(), 'transactional'],
+  ] as const) {
+    it(`postgres ${design.kind} / ${store}: no conformance failure in ${RUNS} schedules with faults`, async () => {
+      const result = await checkConformance(backend(design, store), { runs: RUNS, seed: SEED, resources: 2 });
+      expect(result.failure?.message ?? null).toBeNull();
+    }, 300_000);
+  }
+
+  for (const scenario of SCENARIOS.filter((s) => s.design.kind === 'pg-session' || s.design.kind === 'pg-xact')) {
+    it(`scenario ${scenario.id}: the real server breaks exactly what the model breaks`, async () => {
+      for (const store of Object.keys(scenario.breaks) as StorePolicy[]) {
+        const report = await runLockstep(backend(scenario.design, store), scenario.steps, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+        expect(report.verdict).toEqual({ kind: 'pass' });
+        const seen = [...new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))].sort();
+        expect(seen).toEqual(brokenProperties(runScenario(scenario, store)));
+      }
+    }, 60_000);
+  }
+});
+
+describe('the predicted findings come out of generated runs, shrunk', () => {
+  it('a session lock killed under a paused holder: two holders, and an unfenced store takes the stale write', async () => {
+    const unfenced = await checkConformance(backend(designs.pgSession(), 'unfenced'), { runs: 100, seed: SEED, faults: ['advance', 'pause', 'kill-connection'], failOn: { properties: ['STORE-1'] } });
+    expect(unfenced.failure?.properties).toContain('STORE-1');
+    expect(unfenced.failure!.report.steps.some((s) => s.command.kind === 'kill-connection')).toBe(true);
+    const mutex = await checkConformance(backend(designs.pgSession(), 'strict'), { runs: 100, seed: SEED, faults: ['advance', 'pause', 'kill-connection'], failOn: { properties: ['MUTEX-1'] } });
+    expect(mutex.failure?.properties).toContain('MUTEX-1');
+  }, 300_000);
+
+  it('with a durable fenced token, or the data in the lock transaction, the store stays safe in every run', async () => {
+    for (const [design, store] of [
+      [designs.pgSession(), 'strict'],
+      [designs.pgXact(), 'transactional'],
+    ] as const) {
+      const r = await checkConformance(backend(design, store), { runs: RUNS, seed: SEED, faults: ['advance', 'pause', 'kill-connection', 'crash-restart'], failOn: { properties: ['STORE-1', 'FENCE-1', 'FENCE-2'] } });
+      expect(r.failure?.message ?? null).toBeNull();
+    }
+  }, 300_000);
+});
+
+describe('bad input and a server that is down', () => {
+  const connection = () => ({ host: server.host, port: server.port, user: server.user, database: server.database });
+
+  it('rejects bad input with typed errors, sending nothing', async () => {
+    const lock = new PostgresSessionLock({ connection: connection() });
+    try {
+      await expect(lock.acquire('')).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(lock.acquire('r', { ttlMs: 100 } as never)).rejects.toMatchObject({ code: 'unsupported-operation' });
+      await expect(lock.acquire('r', { retries: -1 })).rejects.toBeInstanceOf(InvalidInputError);
+      expect(() => new PostgresSessionLock({ connection: connection(), tokenBase: -1n })).toThrow(/invalid-token/);
+      expect(() => advisoryKey('')).toThrow(InvalidInputError);
+      const client = new pg.Client(connection());
+      await client.connect();
+      try {
+        const store = postgresFencedStore(client, 'strict');
+        await expect(store.write('r', 2n ** 63n, 'x')).rejects.toMatchObject({ code: 'invalid-token' });
+        await expect(store.write('r', -1n, 'x')).rejects.toMatchObject({ code: 'invalid-token' });
+        expect(await store.read('r')).toEqual({ value: null, token: null });
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await lock.close();
+    }
+    await expect(lock.acquire('r')).rejects.toMatchObject({ code: 'precondition' });
+  });
+
+  it('gets a denial, not a hang, while the server is down', async () => {
+    const lock = new PostgresSessionLock({ connection: connection(), statementTimeoutMs: 2000 });
+    try {
+      await server.crash();
+      expect(await lock.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    } finally {
+      await server.restart();
+      await lock.close();
+    }
+    const again = new PostgresSessionLock({ connection: connection() });
+    try {
+      expect((await again.acquire('r')).kind).toBe('granted');
+    } finally {
+      await again.close();
+    }
+  }, 60_000);
+
+  it('maps resource names to stable signed 64-bit advisory keys', () => {
+    expect(advisoryKey('order-42')).toBe(advisoryKey('order-42'));
+    expect(advisoryKey('order-42')).not.toBe(advisoryKey('order-43'));
+    const k = advisoryKey('x');
+    expect(k >= -(2n ** 63n) && k < 2n ** 63n).toBe(true);
+  });
+});
