@@ -1,0 +1,755 @@
+/**
+ * PostgreSQL lock benchmark: lockcheck's PostgresSessionLock,
+ * PostgresTransactionLock and fenced store against pgbench running the same
+ * SQL with prepared statements, all against one throwaway PostgreSQL 15
+ * cluster this script starts itself (fsync=off, full_page_writes=off, data on
+ * /dev/shm) and stops in a finally (and on Ctrl-C, through PostgresServer's
+ * exit handlers).
+ *
+ *   npm run bench:postgres [-- --seconds N]      (or: npx tsx bench/postgres.ts --seconds N)
+ *
+ * 1. session lock: acquire + release pairs/s, 1 client and 8 clients (each its
+ *    own PostgresSessionLock, so its own connection, and its own resource),
+ *    against pgbench -M prepared running (a) the minimal pair
+ *    pg_advisory_lock + pg_advisory_unlock and (b) the exact statements
+ *    lockcheck sends per pair (TRY_LOCK_AND_MINT, then pg_advisory_unlock);
+ *    diagnostics: the same statements through raw node-postgres, unnamed (as
+ *    lockcheck sends them) and as named prepared statements;
+ * 2. transaction lock: acquire (a NEW connection, ensureSchema, BEGIN,
+ *    pg_try_advisory_xact_lock, MINT on the autocommit minter connection) +
+ *    release (COMMIT, close the connection) per second, as implemented,
+ *    against pgbench running BEGIN / try xact lock / MINT / COMMIT with -C (a
+ *    new connection per transaction) and without; diagnostics: the same
+ *    statements over persistent node-postgres connections, and connect +
+ *    ensureSchema + close alone;
+ * 3. a fenced write (postgresFencedStore(client, 'strict'), increasing
+ *    tokens) against a plain UPDATE of the same table, per second.
+ *
+ * Each loop-driven measurement: a short warm-up, then a fixed duration;
+ * pgbench runs for -T seconds (whole seconds) and its "tps" line is parsed.
+ * Every configuration runs 3 times, interleaved (rotated order), and the
+ * median is reported. Client CPU per operation comes from process.cpuUsage
+ * (Node client) or from the reaped pgbench process's CPU time (/proc/self/stat
+ * cutime + cstime); server CPU per operation is the CPU time of the postmaster
+ * and all its backends (live ones plus reaped ones) over the run. The machine
+ * is noisy (2 cores shared by clients and server, and possibly by other
+ * benchmarks), so the tables give ratios between configurations measured in
+ * the same run. Progress goes to stderr, markdown tables to stdout.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { PostgresServer, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
+import { advisoryKey } from '../impl/postgres/keys.ts';
+import { ensureSchema, MINT, SCHEMA, TRY_LOCK_AND_MINT } from '../impl/postgres/schema.ts';
+import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
+import { postgresFencedStore } from '../impl/postgres/store.ts';
+import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
+
+// ---------------------------------------------------------------- settings
+
+const ROUNDS = 3;
+const CLIENT_COUNTS = [1, 8] as const;
+/** pgbench threads (-j) with 8 clients. */
+const PGBENCH_THREADS = 2;
+/** Hard bound on the operations of one loop in one run (the duration bounds it first in practice). */
+const MAX_OPS_PER_LOOP = 2_000_000;
+/** Bound on every statement and connect of the Node clients (lockcheck's default too). */
+const STATEMENT_TIMEOUT_MS = 5_000;
+/** pgbench is killed when it runs this much longer than its -T. */
+const PGBENCH_GRACE_MS = 30_000;
+/** Bound on closing all connections at the end. */
+const CLOSE_TIMEOUT_MS = 10_000;
+/** The statement lockcheck's PostgresSessionLock.release sends (sessionLock.ts; not exported there). */
+const UNLOCK = 'SELECT pg_advisory_unlock($1::bigint)';
+/** The statement PostgresTransactionLock.acquire sends after BEGIN (xactLock.ts; not exported there). */
+const TRY_XACT_LOCK = 'SELECT pg_try_advisory_xact_lock($1::bigint) AS got';
+/** The baseline for the fenced write: same table, same row width, no guard. */
+const PLAIN_UPDATE = 'UPDATE lockcheck_store SET value = $1 WHERE resource = $2';
+/** pgbench resources and keys are numbers (pgbench variables are numeric): these bases keep each script's apart. */
+const PGBENCH_SAME_SQL_BASE = 7_100_000;
+const PGBENCH_XACT_BASE = 7_200_000;
+const PGBENCH_XACT_CONNECT_BASE = 7_300_000;
+
+function parseArgs(argv: readonly string[]): { seconds: number } {
+  let seconds = 3;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--seconds') seconds = Number(argv[++i]);
+    else if (arg.startsWith('--seconds=')) seconds = Number(arg.slice('--seconds='.length));
+    else if (arg === '--help' || arg === '-h') {
+      process.stderr.write('usage: tsx bench/postgres.ts [--seconds N]   (N: measured seconds per run, default 3; pgbench runs round(N) >= 1 s)\n');
+      process.exit(0);
+    } else throw new Error(`unknown argument '${arg}' (usage: tsx bench/postgres.ts [--seconds N])`);
+  }
+  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 120) throw new Error(`--seconds must be a number in (0, 120], got ${String(seconds)}`);
+  return { seconds };
+}
+
+const { seconds } = parseArgs(process.argv.slice(2));
+const DURATION_MS = Math.round(seconds * 1000);
+const WARMUP_MS = Math.min(500, Math.round(DURATION_MS / 4));
+/** pgbench -T takes whole seconds. */
+const PGBENCH_SECONDS = Math.max(1, Math.round(seconds));
+
+// ---------------------------------------------------------------- helpers
+
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const out = (line = ''): void => void process.stdout.write(`${line}\n`);
+
+function median(xs: readonly number[]): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+const fmtRate = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
+const fmtRatio = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+const loadavg = (): string => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+
+// ---------------------------------------------------------------- CPU accounting
+
+const CLK_TCK = (() => {
+  try {
+    const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8', timeout: 5_000 }).trim());
+    return Number.isInteger(n) && n > 0 ? n : 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime + stime (own) and cutime + cstime (reaped children) of a process, in µs; null when it is gone. */
+function procCpuUs(pid: number | 'self'): { own: number; children: number } | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Fields after "pid (comm) ": state is field 3, utime 14, stime 15, cutime 16, cstime 17.
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
+  const us = (ticks: number): number => (ticks * 1e6) / CLK_TCK;
+  return { own: us(f[11]! + f[12]!), children: us(f[13]! + f[14]!) };
+}
+
+/** CPU time of the whole cluster so far: the postmaster and live backends, plus backends the postmaster reaped. */
+function serverCpuUs(server: PostgresServer): number {
+  let sum = 0;
+  for (const pid of server.pids()) {
+    const t = procCpuUs(pid);
+    if (t !== null) sum += t.own + t.children;
+  }
+  return sum;
+}
+
+/** CPU time of this process's reaped children (pgbench runs), in µs. */
+const reapedChildrenCpuUs = (): number => procCpuUs('self')?.children ?? Number.NaN;
+
+// ---------------------------------------------------------------- configurations
+
+/** One operation; resolves true on success (e.g. a granted lock released), false on a failure to count. */
+type Op = () => Promise<boolean>;
+
+interface LoopConfig {
+  readonly kind: 'loops';
+  readonly id: string;
+  readonly label: string;
+  readonly clients: number;
+  /** The operation of loop `i` (each loop has its own connection(s) and resource). */
+  readonly makeOp: (loop: number) => Op;
+}
+
+interface PgbenchConfig {
+  readonly kind: 'pgbench';
+  readonly id: string;
+  readonly label: string;
+  readonly clients: number;
+  readonly script: string;
+  /** -C: a new connection per transaction. */
+  readonly connectPerTransaction?: boolean;
+  /** Resources whose tokens the script mints: the run checks how many it minted. */
+  readonly mintsOn?: readonly string[];
+}
+
+type Config = LoopConfig | PgbenchConfig;
+
+interface RunResult {
+  readonly rate: number;
+  readonly ops: number;
+  readonly failures: number;
+  readonly clientCpuUs: number;
+  readonly serverCpuUs: number;
+  readonly minted?: number;
+}
+
+interface Measured {
+  readonly rates: number[];
+  /** Client CPU (Node process, or pgbench) per successful operation, in µs. */
+  readonly clientCpuPerOp: number[];
+  /** Server CPU (postmaster + backends) per successful operation, in µs. */
+  readonly serverCpuPerOp: number[];
+  failures: number;
+  ops: number;
+  minted: number;
+}
+
+interface Context {
+  readonly server: PostgresServer;
+  readonly admin: pg.Client;
+  readonly tmpDir: string;
+}
+
+async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: number; failures: number; elapsedMs: number }> {
+  let ok = 0;
+  let failures = 0;
+  const start = performance.now();
+  const deadline = start + durationMs;
+  await Promise.all(
+    ops.map(async (op) => {
+      for (let n = 0; n < MAX_OPS_PER_LOOP && performance.now() < deadline; n++) {
+        let success = false;
+        try {
+          success = await op();
+        } catch {
+          success = false;
+        }
+        if (success) ok++;
+        else failures++;
+      }
+    }),
+  );
+  return { ok, failures, elapsedMs: performance.now() - start };
+}
+
+async function measureLoops(ctx: Context, ops: readonly Op[]): Promise<RunResult> {
+  await runLoops(ops, WARMUP_MS);
+  const cpu = process.cpuUsage();
+  const server0 = serverCpuUs(ctx.server);
+  const r = await runLoops(ops, DURATION_MS);
+  const used = process.cpuUsage(cpu);
+  const serverUs = serverCpuUs(ctx.server) - server0;
+  return { rate: r.ok / (r.elapsedMs / 1000), ops: r.ok, failures: r.failures, clientCpuUs: used.user + used.system, serverCpuUs: serverUs };
+}
+
+/** The pgbench process running now, so the finally can kill it. */
+let pgbenchChild: ChildProcess | null = null;
+const scriptFiles = new Map<string, string>();
+
+async function tokenSum(admin: pg.Client, resources: readonly string[]): Promise<number> {
+  const r = await admin.query<{ sum: string }>('SELECT coalesce(sum(token), 0)::text AS sum FROM lockcheck_tokens WHERE resource = ANY($1::text[])', [resources]);
+  return Number(r.rows[0]!.sum);
+}
+
+async function measurePgbench(ctx: Context, config: PgbenchConfig): Promise<RunResult> {
+  let file = scriptFiles.get(config.id);
+  if (file === undefined) {
+    file = join(ctx.tmpDir, `${config.id}.sql`);
+    await writeFile(file, config.script);
+    scriptFiles.set(config.id, file);
+  }
+  const args = [
+    '-h', ctx.server.host, '-p', String(ctx.server.port), '-U', ctx.server.user,
+    '-n', '-M', 'prepared', '-T', String(PGBENCH_SECONDS),
+    '-c', String(config.clients), '-j', String(Math.min(config.clients, PGBENCH_THREADS)),
+    '-f', file,
+  ];
+  if (config.connectPerTransaction === true) args.push('-C');
+  args.push(ctx.server.database);
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v;
+
+  const mintedBefore = config.mintsOn ? await tokenSum(ctx.admin, config.mintsOn) : 0;
+  const server0 = serverCpuUs(ctx.server);
+  const children0 = reapedChildrenCpuUs();
+  const result = await new Promise<{ code: number | null; output: string; killed: boolean }>((resolve, reject) => {
+    const child = spawn(join(ctx.server.binDir, 'pgbench'), args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    pgbenchChild = child;
+    let output = '';
+    let killed = false;
+    const capture = (chunk: Buffer): void => {
+      output = (output + chunk.toString('utf8')).slice(-64 * 1024);
+    };
+    child.stdout?.on('data', capture);
+    child.stderr?.on('data', capture);
+    const timer = setTimeout(() => {
+      killed = true;
+      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    }, PGBENCH_SECONDS * 1000 + PGBENCH_GRACE_MS);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      pgbenchChild = null;
+      reject(e);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      pgbenchChild = null;
+      resolve({ code, output, killed });
+    });
+  });
+  const clientUs = reapedChildrenCpuUs() - children0;
+  const serverUs = serverCpuUs(ctx.server) - server0;
+  const minted = config.mintsOn ? (await tokenSum(ctx.admin, config.mintsOn)) - mintedBefore : undefined;
+
+  const tps = /tps = ([\d.]+) \((?:without initial connection time|including reconnection times)\)/.exec(result.output);
+  const processed = /number of transactions actually processed: (\d+)/.exec(result.output);
+  const failed = /number of failed transactions: (\d+)/.exec(result.output);
+  if (tps === null || processed === null || result.code !== 0) {
+    log(`  pgbench ${config.id} ${result.killed ? 'was killed (ran too long)' : `exited with ${String(result.code)}`}; output tail:\n${result.output.slice(-2000)}`);
+  }
+  const ops = processed ? Number(processed[1]) : 0;
+  return {
+    rate: tps ? Number(tps[1]) : Number.NaN,
+    ops,
+    failures: failed ? Number(failed[1]) : tps ? 0 : 1,
+    clientCpuUs: clientUs,
+    serverCpuUs: serverUs,
+    ...(minted === undefined ? {} : { minted }),
+  };
+}
+
+/** Runs every configuration ROUNDS times, interleaved, the order rotated each round. */
+async function measureGroup(ctx: Context, title: string, configs: readonly Config[]): Promise<Map<string, Measured>> {
+  const results = new Map<string, Measured>(configs.map((c) => [c.id, { rates: [], clientCpuPerOp: [], serverCpuPerOp: [], failures: 0, ops: 0, minted: 0 }]));
+  const ops = new Map<string, Op[]>();
+  for (const c of configs) if (c.kind === 'loops') ops.set(c.id, Array.from({ length: c.clients }, (_, i) => c.makeOp(i)));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < configs.length; k++) {
+      const config = configs[(k + round) % configs.length]!;
+      const r = config.kind === 'loops' ? await measureLoops(ctx, ops.get(config.id)!) : await measurePgbench(ctx, config);
+      const m = results.get(config.id)!;
+      m.rates.push(r.rate);
+      m.clientCpuPerOp.push(r.ops > 0 ? r.clientCpuUs / r.ops : Number.NaN);
+      m.serverCpuPerOp.push(r.ops > 0 ? r.serverCpuUs / r.ops : Number.NaN);
+      m.failures += r.failures;
+      m.ops += r.ops;
+      m.minted += r.minted ?? 0;
+      log(
+        `  ${title} round ${round + 1}/${ROUNDS}: ${config.label}, ${config.clients} client${config.clients === 1 ? '' : 's'}: ${fmtRate(r.rate)} ops/s, ` +
+          `client CPU ${fmtRate(r.clientCpuUs / Math.max(1, r.ops))} µs/op, server CPU ${fmtRate(r.serverCpuUs / Math.max(1, r.ops))} µs/op` +
+          `${r.failures ? ` (${r.failures} failed)` : ''} · load ${loadavg()}`,
+      );
+    }
+  }
+  return results;
+}
+
+/** Ratio of medians, with the per-round ratios (paired: measured next to each other). */
+function ratio(results: Map<string, Measured>, a: string, b: string): { value: number; text: string } {
+  const ra = results.get(a)!.rates;
+  const rb = results.get(b)!.rates;
+  const value = median(ra) / median(rb);
+  const perRound = ra.map((x, i) => fmtRatio(x / rb[i]!)).join(', ');
+  return { value, text: `**${fmtRatio(value)}** (rounds: ${perRound})` };
+}
+
+// ---------------------------------------------------------------- pgbench scripts
+
+/** Replaces $1, $2, ... in one of lockcheck's statements by pgbench variables, so the text stays lockcheck's. */
+function withVariables(statement: string, variables: readonly string[]): string {
+  return statement.trim().replace(/\$(\d+)/g, (whole, n: string) => {
+    const name = variables[Number(n) - 1];
+    if (name === undefined) throw new Error(`no pgbench variable for ${whole}`);
+    return `:${name}`;
+  });
+}
+
+/** (a) the minimal pair; random keys as in the ARCHITECTURE.md baseline, disjoint per client (client_id < 64). */
+const PGBENCH_MINIMAL = `\\set key :client_id + 64 * random(1, 1000000)
+SELECT pg_advisory_lock(:key);
+SELECT pg_advisory_unlock(:key);
+`;
+
+/** (b) what PostgresSessionLock sends per pair: TRY_LOCK_AND_MINT, then the unlock; each client its own key and resource. */
+const pgbenchSameSql = (base: number): string => `\\set key ${base} + :client_id
+\\set resource ${base} + :client_id
+\\set base 0
+${withVariables(TRY_LOCK_AND_MINT, ['key', 'resource', 'base'])};
+${withVariables(UNLOCK, ['key'])};
+`;
+
+/** What PostgresTransactionLock sends per acquire + release, on one connection (lockcheck mints on a second, autocommit one). */
+const pgbenchXact = (base: number): string => `\\set key ${base} + :client_id
+\\set resource ${base} + :client_id
+\\set base 0
+BEGIN;
+${withVariables(TRY_XACT_LOCK, ['key'])};
+${withVariables(MINT, ['resource', 'base'])};
+COMMIT;
+`;
+
+/** The resources (as text) a pgbench script with this base mints on, for `clients` clients. */
+const pgbenchResources = (base: number, clients: number): string[] => Array.from({ length: clients }, (_, i) => String(base + i));
+
+// ---------------------------------------------------------------- Node clients
+
+const clients: pg.Client[] = [];
+const sessionLocks: PostgresSessionLock[] = [];
+const xactLocks: PostgresTransactionLock[] = [];
+let connectionErrors = 0;
+
+function clientConfig(server: PostgresServer): pg.ClientConfig {
+  return {
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    database: server.database,
+    keepAlive: true,
+    connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS,
+  };
+}
+
+async function connect(server: PostgresServer, name: string): Promise<pg.Client> {
+  const client = new pg.Client(clientConfig(server));
+  clients.push(client);
+  client.on('error', (error: Error) => {
+    if (++connectionErrors <= 5) log(`  [${name}] connection error: ${error.message}`);
+  });
+  await client.connect();
+  return client;
+}
+
+function lockOptions(server: PostgresServer): { connection: pg.ClientConfig } {
+  return { connection: { host: server.host, port: server.port, user: server.user, database: server.database } };
+}
+
+function sessionLockOp(lock: PostgresSessionLock, resource: string): Op {
+  return async () => {
+    const r = await lock.acquire(resource);
+    if (r.kind !== 'granted') return false;
+    await lock.release(r.lease);
+    return true;
+  };
+}
+
+function xactLockOp(lock: PostgresTransactionLock, resource: string): Op {
+  return async () => {
+    const r = await lock.acquire(resource);
+    if (r.kind !== 'granted') return false;
+    await lock.release(r.lease);
+    return true;
+  };
+}
+
+/** The statements of PostgresSessionLock, through raw node-postgres; `named`: as a named (server-side prepared) statement. */
+function rawSessionOp(client: pg.Client, resource: string, named: boolean): Op {
+  const key = advisoryKey(resource).toString();
+  const lock: pg.QueryConfig = named ? { name: 'bench_try_lock_and_mint', text: TRY_LOCK_AND_MINT, values: [key, resource, '0'] } : { text: TRY_LOCK_AND_MINT, values: [key, resource, '0'] };
+  const unlock: pg.QueryConfig = named ? { name: 'bench_unlock', text: UNLOCK, values: [key] } : { text: UNLOCK, values: [key] };
+  return async () => {
+    const r = await client.query<{ token: string }>(lock);
+    if (r.rows.length !== 1) return false;
+    const u = await client.query<{ pg_advisory_unlock: boolean }>(unlock);
+    return u.rows[0]?.pg_advisory_unlock === true;
+  };
+}
+
+/** The statements of PostgresTransactionLock over persistent connections (no connect per acquire). */
+function rawXactOp(client: pg.Client, minter: pg.Client, resource: string): Op {
+  const key = advisoryKey(resource).toString();
+  return async () => {
+    try {
+      await client.query('BEGIN');
+      const r = await client.query<{ got: boolean }>(TRY_XACT_LOCK, [key]);
+      if (r.rows[0]?.got !== true) {
+        await client.query('ROLLBACK');
+        return false;
+      }
+      await minter.query(MINT, [resource, '0']);
+      await client.query('COMMIT');
+      return true;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
+  };
+}
+
+/** What PostgresTransactionLock's connect() + disconnect() cost alone: a new connection, ensureSchema, close. */
+function connectOnlyOp(server: PostgresServer): Op {
+  return async () => {
+    const client = new pg.Client(clientConfig(server));
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await ensureSchema(client);
+      return true;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+}
+
+// ---------------------------------------------------------------- main
+
+const ids = (base: string): Array<{ c: number; id: string }> => CLIENT_COUNTS.map((c) => ({ c, id: `${base}-${c}` }));
+
+async function main(ctxOut: { tmpDir?: string }): Promise<void> {
+  const started = performance.now();
+  const loadAtStart = loadavg();
+  log(`lockcheck PostgreSQL benchmark: ${seconds} s per run after a ${WARMUP_MS} ms warm-up (pgbench: -T ${PGBENCH_SECONDS}), ${ROUNDS} interleaved rounds · load average ${loadAtStart}`);
+  log('starting PostgreSQL 15 on 127.0.0.1 (fsync=off, data on /dev/shm)...');
+  const server = await PostgresServer.start({ parentDir: '/dev/shm' });
+  log(`  port ${server.port}, initdb ${server.timings.initdbMs} ms, start ${server.timings.startMs} ms`);
+  const tmpDir = await mkdtemp(join(os.tmpdir(), 'lockcheck-pgbench-'));
+  ctxOut.tmpDir = tmpDir;
+  const admin = await connect(server, 'admin');
+  await admin.query(SCHEMA);
+  const pgVersion = (await admin.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
+  const pgbenchVersion = execFileSync(join(server.binDir, 'pgbench'), ['--version'], { encoding: 'utf8', timeout: 5_000 }).trim();
+  const settings = (await admin.query<{ name: string; setting: string }>("SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'max_connections')")).rows
+    .map((r) => `${r.name}=${r.setting}`)
+    .join(', ');
+  const ctx: Context = { server, admin, tmpDir };
+
+  // 1. session lock ---------------------------------------------------------
+  log('1. session lock: acquire + release');
+  const session: Config[] = [];
+  for (const c of CLIENT_COUNTS) {
+    const rawClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-session-${c}-${i}`)));
+    const namedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `named-session-${c}-${i}`)));
+    session.push(
+      {
+        kind: 'loops',
+        id: `lc-${c}`,
+        label: 'lockcheck PostgresSessionLock',
+        clients: c,
+        makeOp: (i) => {
+          const lock = new PostgresSessionLock(lockOptions(server));
+          sessionLocks.push(lock);
+          return sessionLockOp(lock, `bench-session-${c}-${i}`);
+        },
+      },
+      { kind: 'pgbench', id: `pgb-same-${c}`, label: 'pgbench same SQL', clients: c, script: pgbenchSameSql(PGBENCH_SAME_SQL_BASE), mintsOn: pgbenchResources(PGBENCH_SAME_SQL_BASE, c) },
+      { kind: 'pgbench', id: `pgb-min-${c}`, label: 'pgbench minimal pair', clients: c, script: PGBENCH_MINIMAL },
+      { kind: 'loops', id: `raw-${c}`, label: 'node-postgres same SQL, unnamed', clients: c, makeOp: (i) => rawSessionOp(rawClients[i]!, `bench-raw-session-${c}-${i}`, false) },
+      { kind: 'loops', id: `named-${c}`, label: 'node-postgres same SQL, named', clients: c, makeOp: (i) => rawSessionOp(namedClients[i]!, `bench-named-session-${c}-${i}`, true) },
+    );
+  }
+  const r1 = await measureGroup(ctx, '[1]', session);
+
+  // 2. transaction lock -----------------------------------------------------
+  log('2. transaction lock: acquire (new connection per acquire, as implemented) + release (COMMIT)');
+  const xact: Config[] = [];
+  for (const c of CLIENT_COUNTS) {
+    const rawClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-xact-${c}-${i}`)));
+    const minters = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-minter-${c}-${i}`)));
+    xact.push(
+      {
+        kind: 'loops',
+        id: `lc-${c}`,
+        label: 'lockcheck PostgresTransactionLock',
+        clients: c,
+        makeOp: (i) => {
+          const lock = new PostgresTransactionLock(lockOptions(server));
+          xactLocks.push(lock);
+          return xactLockOp(lock, `bench-xact-${c}-${i}`);
+        },
+      },
+      { kind: 'pgbench', id: `pgb-xact-C-${c}`, label: 'pgbench xact SQL, -C', clients: c, script: pgbenchXact(PGBENCH_XACT_CONNECT_BASE), connectPerTransaction: true, mintsOn: pgbenchResources(PGBENCH_XACT_CONNECT_BASE, c) },
+      { kind: 'pgbench', id: `pgb-xact-${c}`, label: 'pgbench xact SQL', clients: c, script: pgbenchXact(PGBENCH_XACT_BASE), mintsOn: pgbenchResources(PGBENCH_XACT_BASE, c) },
+      { kind: 'loops', id: `raw-${c}`, label: 'node-postgres xact SQL, persistent connections', clients: c, makeOp: (i) => rawXactOp(rawClients[i]!, minters[i]!, `bench-raw-xact-${c}-${i}`) },
+      { kind: 'loops', id: `conn-${c}`, label: 'node-postgres connect + ensureSchema + close', clients: c, makeOp: () => connectOnlyOp(server) },
+    );
+  }
+  const r2 = await measureGroup(ctx, '[2]', xact);
+
+  // 3. fenced write vs plain UPDATE -------------------------------------------
+  log('3. fenced write (strict) vs plain UPDATE');
+  const writes: Config[] = [];
+  let rejectedWrites = 0;
+  for (const c of CLIENT_COUNTS) {
+    const fencedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `fenced-${c}-${i}`)));
+    const plainClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `plain-${c}-${i}`)));
+    const plainResources = Array.from({ length: c }, (_, i) => `bench-plain-${c}-${i}`);
+    await admin.query(
+      "INSERT INTO lockcheck_store (resource, value, token, highest) SELECT r, 'v', 0, 0 FROM unnest($1::text[]) AS r ON CONFLICT (resource) DO NOTHING",
+      [plainResources],
+    );
+    writes.push(
+      {
+        kind: 'loops',
+        id: `fenced-${c}`,
+        label: 'fenced write (strict)',
+        clients: c,
+        makeOp: (i) => {
+          const store = postgresFencedStore(fencedClients[i]!, 'strict');
+          const resource = `bench-fenced-${c}-${i}`;
+          let token = 0n;
+          return async () => {
+            token++;
+            const w = await store.write(resource, token, 'v');
+            if (w.kind === 'accepted') return true;
+            rejectedWrites++;
+            return false;
+          };
+        },
+      },
+      {
+        kind: 'loops',
+        id: `plain-${c}`,
+        label: 'plain UPDATE',
+        clients: c,
+        makeOp: (i) => {
+          const client = plainClients[i]!;
+          const resource = plainResources[i]!;
+          return async () => (await client.query(PLAIN_UPDATE, ['v', resource])).rowCount === 1;
+        },
+      },
+    );
+  }
+  const r3 = await measureGroup(ctx, '[3]', writes);
+
+  // ------------------------------------------------------------------- report
+  const totalS = (performance.now() - started) / 1000;
+  out('## PostgreSQL lock benchmark');
+  out();
+  out(
+    `${new Date().toISOString()} · node ${process.version} · PostgreSQL ${pgVersion} on 127.0.0.1 (${settings}; data on /dev/shm) · ${pgbenchVersion} · ` +
+      `${os.cpus().length} CPUs shared by clients and server (load average 1/5/15 min at start ${loadAtStart}, at end ${loadavg()}) · ` +
+      `${seconds} s per Node run after ${WARMUP_MS} ms warm-up, pgbench -T ${PGBENCH_SECONDS} (no warm-up; tps without initial connection time) · ${ROUNDS} interleaved rounds, median reported · total ${totalS.toFixed(0)} s`,
+  );
+  out();
+  out(
+    'Rates are operations per second (a pair = acquire + release). "8 clients": 8 independent loops (8 lock objects / connections, pgbench `-c 8 -j 2`), each on its own resource and key. ' +
+      '"client CPU": CPU time (user + system) of the client per completed operation: the Node process (process.cpuUsage) or the pgbench process (its reaped CPU time). ' +
+      '"server CPU": CPU time of the postmaster and all backends over the run, per completed operation. CPU per operation is less sensitive to machine noise than the rates. ' +
+      'Ratios are ratios of medians; the per-round ratios compare runs measured next to each other.',
+  );
+  out();
+
+  const header = (): void => {
+    out('| configuration | 1 client | rounds | client CPU µs/op | server CPU µs/op | 8 clients | rounds | client CPU µs/op | server CPU µs/op |');
+    out('|---|---:|---|---:|---:|---:|---|---:|---:|');
+  };
+  const rateRow = (results: Map<string, Measured>, label: string, base: string): string => {
+    const cells = ids(base).map(({ id }) => {
+      const m = results.get(id)!;
+      return `${fmtRate(median(m.rates))} | ${m.rates.map(fmtRate).join(' / ')} | ${fmtRate(median(m.clientCpuPerOp))} | ${fmtRate(median(m.serverCpuPerOp))}`;
+    });
+    const fails = ids(base).reduce((n, { id }) => n + results.get(id)!.failures, 0);
+    return `| ${label} | ${cells.join(' | ')} |${fails ? ` ${fails} failed ops` : ''}`;
+  };
+  const ratioHeader = (): void => {
+    out('| ratio | 1 client | 8 clients |');
+    out('|---|---|---|');
+  };
+  const ratioRow = (results: Map<string, Measured>, label: string, a: string, b: string, target?: (x: number) => string): string => {
+    const cells = CLIENT_COUNTS.map((c) => {
+      const r = ratio(results, `${a}-${c}`, `${b}-${c}`);
+      return `${r.text}${target ? ` ${target(r.value)}` : ''}`;
+    });
+    return `| ${label} | ${cells.join(' | ')} |`;
+  };
+  const within20 = (x: number): string => (x >= 0.8 ? '(meets ≥ 0.80)' : '(**misses** ≥ 0.80)');
+  const mintCheck = (results: Map<string, Measured>, base: string): string =>
+    ids(base)
+      .map(({ c, id }) => {
+        const m = results.get(id)!;
+        return `${c} client${c === 1 ? '' : 's'}: ${m.minted.toLocaleString('en-US')} tokens minted for ${m.ops.toLocaleString('en-US')} transactions`;
+      })
+      .join('; ');
+
+  out('### 1. Session lock: acquire + release pairs/s');
+  out();
+  header();
+  out(rateRow(r1, 'lockcheck `PostgresSessionLock` (acquire = TRY_LOCK_AND_MINT, an INSERT … ON CONFLICT UPDATE; release = pg_advisory_unlock; 2 round trips, unnamed statements)', 'lc'));
+  out(rateRow(r1, 'pgbench `-M prepared`, the same SQL (TRY_LOCK_AND_MINT + pg_advisory_unlock)', 'pgb-same'));
+  out(rateRow(r1, 'pgbench `-M prepared`, minimal pair (pg_advisory_lock + pg_advisory_unlock, no token)', 'pgb-min'));
+  out(rateRow(r1, '*diagnostic:* raw node-postgres, the same SQL, unnamed statements (as lockcheck sends them)', 'raw'));
+  out(rateRow(r1, '*diagnostic:* raw node-postgres, the same SQL, named (prepared) statements', 'named'));
+  out();
+  ratioHeader();
+  out(ratioRow(r1, 'lockcheck / pgbench same SQL (target: within 20 %)', 'lc', 'pgb-same', within20));
+  out(ratioRow(r1, 'lockcheck / pgbench minimal pair', 'lc', 'pgb-min'));
+  out(ratioRow(r1, 'pgbench same SQL / pgbench minimal pair (price of minting the token in the lock statement)', 'pgb-same', 'pgb-min'));
+  out(ratioRow(r1, '*diagnostic:* lockcheck / raw node-postgres unnamed (price of lockcheck\'s own code)', 'lc', 'raw'));
+  out(ratioRow(r1, '*diagnostic:* raw node-postgres unnamed / pgbench same SQL (price of the Node driver + unnamed statements)', 'raw', 'pgb-same'));
+  out(ratioRow(r1, '*diagnostic:* raw node-postgres named / unnamed (what prepared statements would gain)', 'named', 'raw'));
+  out();
+  out(`pgbench same-SQL check (every pair must have been granted, so must have minted): ${mintCheck(r1, 'pgb-same')}. A transaction cut off by -T can mint without being counted.`);
+  out();
+
+  out('### 2. Transaction lock: acquire + release (COMMIT) per second');
+  out();
+  out(
+    '**As implemented, `PostgresTransactionLock.acquire` opens a NEW connection for every acquire** (connect, then ensureSchema: two CREATE TABLE IF NOT EXISTS; then BEGIN, pg_try_advisory_xact_lock, MINT on the separate autocommit minter connection) and `release` COMMITs and closes that connection. ' +
+      'Connection set-up (a backend fork per acquire) dominates its rate; the pgbench `-C` row pays the same (a new connection per transaction) and is its fair baseline, the persistent-connection rows show what the statements alone cost.',
+  );
+  out();
+  header();
+  out(rateRow(r2, 'lockcheck `PostgresTransactionLock` acquire + release (new connection per acquire, as implemented)', 'lc'));
+  out(rateRow(r2, 'pgbench `-M prepared -C` (new connection per transaction): BEGIN; try xact lock; MINT; COMMIT', 'pgb-xact-C'));
+  out(rateRow(r2, 'pgbench `-M prepared`, persistent connections: BEGIN; try xact lock; MINT; COMMIT', 'pgb-xact'));
+  out(rateRow(r2, '*diagnostic:* raw node-postgres, the same statements as lockcheck over persistent connections (MINT on a second, autocommit connection)', 'raw'));
+  out(rateRow(r2, '*diagnostic:* raw node-postgres connect + ensureSchema + close only (no lock)', 'conn'));
+  out();
+  ratioHeader();
+  out(ratioRow(r2, 'lockcheck / pgbench -C (both connect per transaction)', 'lc', 'pgb-xact-C'));
+  out(ratioRow(r2, 'lockcheck / pgbench persistent connections', 'lc', 'pgb-xact'));
+  out(ratioRow(r2, '*diagnostic:* lockcheck / raw node-postgres persistent (price of the connection per acquire)', 'lc', 'raw'));
+  out(ratioRow(r2, '*diagnostic:* lockcheck / connect + ensureSchema + close alone', 'lc', 'conn'));
+  out(ratioRow(r2, 'pgbench -C / pgbench persistent', 'pgb-xact-C', 'pgb-xact'));
+  out();
+  out(`pgbench xact check: -C: ${mintCheck(r2, 'pgb-xact-C')}; persistent: ${mintCheck(r2, 'pgb-xact')}. pgbench mints inside the lock's transaction on the same connection (one connection per client); lockcheck mints on a separate autocommit connection (so that a rollback cannot reuse a token): one more round trip, on another connection.`);
+  out();
+
+  out('### 3. Fenced write vs plain UPDATE per second');
+  out();
+  header();
+  out(rateRow(r3, '`postgresFencedStore(client, "strict").write` (one conditional INSERT … ON CONFLICT UPDATE … WHERE token > highest, with the read-back of highest), increasing tokens', 'fenced'));
+  out(rateRow(r3, 'plain `UPDATE lockcheck_store SET value = $1 WHERE resource = $2` (same table)', 'plain'));
+  out();
+  ratioHeader();
+  out(ratioRow(r3, 'fenced / plain', 'fenced', 'plain'));
+  out();
+  out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every write carries a higher token). Node connection errors: ${connectionErrors}.`);
+  out();
+
+  const s1 = ratio(r1, 'lc-1', 'pgb-same-1').value;
+  const s8 = ratio(r1, 'lc-8', 'pgb-same-8').value;
+  out('### Notes');
+  out();
+  out(
+    `- Target "session lock within 20 % of pgbench's prepared-statement rate on the same SQL": 1 client ${fmtRatio(s1)}, 8 clients ${fmtRatio(s8)} — ${s1 >= 0.8 && s8 >= 0.8 ? 'met' : `**not met${s1 < 0.8 && s8 < 0.8 ? '' : s1 < 0.8 ? ' with 1 client' : ' with 8 clients'}**`}. ` +
+      'Compare the diagnostic rows: the gap between lockcheck and raw node-postgres is lockcheck\'s own code (timeouts, lease objects); the gap between raw node-postgres and pgbench is the Node driver and the unnamed (parse + bind + execute every time) statements against libpq with prepared statements; client CPU µs/op shows where the client time goes.',
+  );
+  out('- The session lock\'s acquire writes (it mints a durable token: an INSERT … ON CONFLICT UPDATE, a WAL record and a commit per acquire); the minimal pair writes nothing, so lockcheck / pgbench minimal also carries the price of the token.');
+  out('- Each client uses its own resource and key, so no run measures contention; pgbench\'s minimal pair draws random keys (as the ARCHITECTURE.md baseline), disjoint per client.');
+  out(`- fsync=off and full_page_writes=off on /dev/shm: commits cost no disk flush, so writing statements look cheaper than on a real server. synchronous_commit stays on.`);
+  out(`- The machine has ${os.cpus().length} cores shared by the clients (Node or pgbench) and the server, and possibly by other processes (load average above); read the ratios, the per-round spread and the CPU µs/op, not the absolute rates.`);
+}
+
+const cleanup: { tmpDir?: string } = {};
+try {
+  await main(cleanup);
+} catch (error) {
+  process.exitCode = 1;
+  log(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+} finally {
+  const child = pgbenchChild as ChildProcess | null;
+  if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const closing = Promise.all([
+    ...sessionLocks.map((l) => l.close().catch(() => undefined)),
+    ...xactLocks.map((l) => l.close().catch(() => undefined)),
+    ...clients.map((c) => c.end().catch(() => undefined)),
+  ]);
+  const bound = new AbortController();
+  const closed = await Promise.race([closing.then(() => true), sleep(CLOSE_TIMEOUT_MS, false, { signal: bound.signal }).catch(() => false)]);
+  bound.abort();
+  if (!closed) log(`  closing connections took over ${CLOSE_TIMEOUT_MS} ms; stopping the server anyway`);
+  await stopAllPostgresServers();
+  if (cleanup.tmpDir !== undefined) await rm(cleanup.tmpDir, { recursive: true, force: true });
+  log('server stopped, connections closed');
+}
