@@ -37,7 +37,7 @@
  * the same run. Progress goes to stderr, markdown tables to stdout.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -136,14 +136,39 @@ function procCpuUs(pid: number | 'self'): { own: number; children: number } | nu
   return { own: us(f[11]! + f[12]!), children: us(f[13]! + f[14]!) };
 }
 
-/** CPU time of the whole cluster so far: the postmaster and live backends, plus backends the postmaster reaped. */
+/**
+ * CPU time of the whole cluster so far: the postmaster (its own time plus the
+ * backends it reaped) and its children, zombies included (a backend that
+ * exited but is not reaped yet still reports its times; skipping it would
+ * lose a whole run's CPU when the sample falls in that window). Every
+ * backend is a direct child of the postmaster.
+ */
 function serverCpuUs(server: PostgresServer): number {
+  const postmaster = server.pid;
   let sum = 0;
-  for (const pid of server.pids()) {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return Number.NaN;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid !== postmaster && procParent(pid) !== postmaster) continue;
     const t = procCpuUs(pid);
     if (t !== null) sum += t.own + t.children;
   }
   return sum;
+}
+
+function procParent(pid: number): number | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
 }
 
 /** CPU time of this process's reaped children (pgbench runs), in µs. */

@@ -1,26 +1,69 @@
 import { parseArgs } from 'node:util';
+import type { FaultKind } from '../conformance/adapter.ts';
+import { EnvironmentError } from '../conformance/env/faketime.ts';
+import { BUILT_INS, MEASURED_FAULT_CLASSES } from './backends.ts';
 import { exploreCommand } from './explore.ts';
+import { matrixCommand } from './matrix.ts';
+import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
 
 /**
- * The lockcheck command. For now one job: the model's scenario catalogue and
- * bounded exploration of every design under every fault class.
+ * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
+ * fine); 1 a conformance failure, or a finding the model did not predict;
+ * 2 bad arguments; 3 the environment is missing something (the message says
+ * how to install it).
  */
-const USAGE = `usage: lockcheck [explore] [--depth N] [--max-states N] [--design KIND] [--fault CLASS]
+const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
 
-  explore   run the scenario catalogue and the bounded exhaustive exploration
-            of every design x store x fault class in the model (default)
+export const USAGE = `usage: lockcheck <command> [options]
 
-  --depth N        schedules up to N commands (default 6, 1..10)
-  --max-states N   stop a cell after N distinct states (default 50000)
-  --design KIND    only rows whose design kind is KIND (redis-single, redlock, pg-session, pg-xact, etcd-lease)
-  --fault CLASS    only this fault class`;
+commands:
+  matrix    every built-in backend x fault class on real servers it starts itself;
+            writes <out>/matrix.md and <out>/matrix/index.html (cells link to timelines)
+  run       one backend against its model: --backend <built-in name | path to an adapter module>
+  replay    re-run a saved counterexample: lockcheck replay <counterexample.json>
+  explore   the model alone: scenario catalogue and bounded exhaustive exploration
 
-function main(argv: readonly string[]): number {
+options:
+  --runs N          generated schedules per backend or cell (matrix default 30, run default 100)
+  --seed S          fast-check seed (default 20161010)
+  --path P          with --seed (run): replay one exact case
+  --faults a,b      matrix: fault classes (${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')})
+                    run: fault kinds (${FAULT_KINDS.join(', ')})
+  --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows
+  --out DIR         matrix: where matrix.md and matrix/ go (default docs)
+  --counterexample F  run: where a failure is saved for replay (default lockcheck-counterexample.json)
+  --json            machine-readable output on stdout
+  --junit FILE      also write a JUnit XML report
+  explore only: --depth N (default 6), --max-states N (default 50000), --design KIND, --fault CLASS
+
+built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
+
+function int(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer in [${min}, ${max}], got '${raw}'`);
+  return n;
+}
+
+function list(raw: string | undefined): string[] | undefined {
+  return raw === undefined ? undefined : raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+}
+
+async function main(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: [...argv],
     allowPositionals: true,
     options: {
+      runs: { type: 'string' },
+      seed: { type: 'string' },
+      path: { type: 'string' },
+      faults: { type: 'string' },
+      backend: { type: 'string' },
+      out: { type: 'string' },
+      counterexample: { type: 'string' },
+      json: { type: 'boolean' },
+      junit: { type: 'string' },
       depth: { type: 'string' },
       'max-states': { type: 'string' },
       design: { type: 'string' },
@@ -32,30 +75,65 @@ function main(argv: readonly string[]): number {
     console.log(USAGE);
     return 0;
   }
-  const command = positionals[0] ?? 'explore';
-  if (command !== 'explore' || positionals.length > 1) throw new UsageError(`unknown command '${positionals.join(' ')}'`);
-  return exploreCommand({
-    depth: intOption(values.depth, 'depth', 6, 1, 10),
-    maxStates: intOption(values['max-states'], 'max-states', 50_000, 1, 50_000_000),
-    design: values.design,
-    fault: values.fault,
-  });
-}
-
-function intOption(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer in [${min}, ${max}], got '${raw}'`);
-  return n;
-}
-
-try {
-  process.exitCode = main(process.argv.slice(2));
-} catch (e) {
-  if (e instanceof UsageError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
-    console.error(`lockcheck: ${e.message}\n\n${USAGE}`);
-    process.exitCode = 2;
-  } else {
-    throw e;
+  const [command, ...rest] = positionals;
+  const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);
+  switch (command) {
+    case 'matrix': {
+      if (rest.length) throw new UsageError(`matrix takes no arguments, got '${rest.join(' ')}'`);
+      const faults = list(values.faults);
+      for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class '${f}' (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
+      return matrixCommand({ runs: int(values.runs, 'runs', 30, 1, 100_000), seed, out: values.out ?? 'docs', json: values.json ?? false, junit: values.junit, backends: list(values.backend), faults });
+    }
+    case 'run': {
+      if (rest.length) throw new UsageError(`run takes no arguments, got '${rest.join(' ')}'`);
+      if (values.backend === undefined) throw new UsageError('run needs --backend <built-in name | adapter module path>');
+      const faults = list(values.faults);
+      for (const f of faults ?? []) if (!FAULT_KINDS.includes(f as FaultKind)) throw new UsageError(`unknown fault kind '${f}' (known: ${FAULT_KINDS.join(', ')})`);
+      if (values.path !== undefined && values.seed === undefined) throw new UsageError('--path needs the --seed it was found with');
+      return runCommand({
+        backend: values.backend,
+        faults: faults as FaultKind[] | undefined,
+        runs: int(values.runs, 'runs', 100, 1, 1_000_000),
+        seed,
+        path: values.path,
+        json: values.json ?? false,
+        junit: values.junit,
+        counterexample: values.counterexample ?? 'lockcheck-counterexample.json',
+      });
+    }
+    case 'replay': {
+      if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
+      return replayCommand(rest[0]!);
+    }
+    case 'explore':
+    case undefined: {
+      if (rest.length) throw new UsageError(`explore takes no arguments, got '${rest.join(' ')}'`);
+      return exploreCommand({
+        depth: int(values.depth, 'depth', 6, 1, 10),
+        maxStates: int(values['max-states'], 'max-states', 50_000, 1, 50_000_000),
+        design: values.design,
+        fault: values.fault,
+      });
+    }
+    default:
+      throw new UsageError(`unknown command '${command}'`);
   }
 }
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof UsageError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
+      console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
+      process.exitCode = 2;
+    } else if (e instanceof EnvironmentError) {
+      console.error(`lockcheck: ${e.message}${e.fix ? `\nto install what is missing: ${e.fix}` : ''}`);
+      process.exitCode = 3;
+    } else {
+      console.error(e);
+      process.exitCode = 1;
+    }
+  },
+);

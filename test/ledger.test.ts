@@ -242,7 +242,7 @@ describe('ledger example on PostgreSQL', () => {
       retried: 0,
       hung: 0,
       terminations: 0,
-      terminationErrors: 0,
+      terminationErrors: [] as string[],
       pauses: 0,
       pausesEndedByProgress: 0,
       restarts: 0,
@@ -316,8 +316,9 @@ describe('ledger example on PostgreSQL', () => {
           }
         });
         stats.terminations++;
-      } catch {
-        stats.terminationErrors++;
+      } catch (e) {
+        // E.g. the restart happened meanwhile (it waits only for transfers past afterRead).
+        stats.terminationErrors.push(classify(e));
       }
     };
 
@@ -401,7 +402,7 @@ describe('ledger example on PostgreSQL', () => {
       console.log(
         `ledger under faults: ${stats.transfers} transfers, ${stats.done} done, ${stats.insufficient} insufficient, ${stats.failed} failed ` +
           `(${stats.attempts} attempts, ${stats.retried} retries); faults: ${stats.terminations} terminations ` +
-          `(${stats.terminationErrors} not injected), ${stats.pauses} pauses (${stats.pausesEndedByProgress} ended by progress), ` +
+          `(${stats.terminationErrors.length} not injected${stats.terminationErrors.length > 0 ? `: ${stats.terminationErrors.join(', ')}` : ''}), ${stats.pauses} pauses (${stats.pausesEndedByProgress} ended by progress), ` +
           `${stats.restarts} restart; attempt errors: ${JSON.stringify(Object.fromEntries(stats.errors))}; ${runtimeMs} ms`,
       );
 

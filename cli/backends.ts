@@ -1,0 +1,106 @@
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
+import type { RedisCluster } from '../conformance/env/redisBackend.ts';
+import { realRedisBackend, startRedisCluster } from '../conformance/env/redisBackend.ts';
+import { realPostgresBackend } from '../conformance/env/postgresBackend.ts';
+import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import type { Design, StorePolicy } from '../model/design.ts';
+import { describeDesign, designs } from '../model/design.ts';
+import type { FaultClass } from '../model/faultClass.ts';
+import { UsageError } from './usage.ts';
+
+/**
+ * The built-in backends the CLI runs, on servers it starts itself (and stops
+ * when done), and the fault classes of the measured matrix.
+ */
+export interface BuiltIn {
+  readonly name: string;
+  readonly design: Design;
+  readonly store: StorePolicy;
+}
+
+const RESTART_DELAY_MS = 61; // longer than the longest ttl the schedules use (60 ms)
+
+export const BUILT_INS: readonly BuiltIn[] = [
+  ...[designs.redisSingle(), designs.redisSingle({ persistence: 'aof-always' }), designs.redlock(), designs.redlock({ persistence: 'aof-always' }), designs.redlock({ restartDelayMs: RESTART_DELAY_MS })].flatMap(
+    (design) => (['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(design, store), design, store })),
+  ),
+  ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.pgSession(), store), design: designs.pgSession(), store })),
+  { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
+];
+
+function builtInName(design: Design, store: StorePolicy): string {
+  const d = design;
+  const variant =
+    d.kind === 'redis-single' || d.kind === 'redlock' ? `${d.kind}${d.persistence === 'aof-always' ? '-aof' : ''}${d.restartDelayMs > 0 ? '-delayed-restart' : ''}` : d.kind;
+  return `${variant}/${store}`;
+}
+
+/** The measured matrix's columns: fault kinds the generated schedules may use, and the model's classes that predict them. */
+export interface MeasuredFaultClass {
+  readonly id: string;
+  readonly title: string;
+  readonly faults: readonly FaultKind[];
+  readonly model: readonly FaultClass[];
+}
+
+export const MEASURED_FAULT_CLASSES: readonly MeasuredFaultClass[] = [
+  { id: 'client-pause', title: 'client pause (also between check and write, and with replies in flight)', faults: ['advance', 'pause'], model: ['client-pause'] },
+  { id: 'clock-step', title: "a node's clock steps (with partitions)", faults: ['advance', 'clock-step', 'partition'], model: ['clock-step'] },
+  { id: 'crash-restart', title: 'a node crashes and restarts (with partitions)', faults: ['advance', 'crash-restart', 'partition'], model: ['crash-restart'] },
+  { id: 'partition-delay', title: 'partitions and delayed replies', faults: ['advance', 'partition', 'delay'], model: ['partition', 'delay'] },
+  { id: 'connection-loss', title: 'connection loss (with pauses)', faults: ['advance', 'pause', 'kill-connection'], model: ['connection-loss'] },
+];
+
+/** Starts servers on demand, once each, and stops them all at the end. */
+export class Servers {
+  #redis = new Map<'none' | 'aof-always', Promise<RedisCluster>>();
+  #pg: Promise<PostgresServer> | null = null;
+
+  async backend(b: BuiltIn): Promise<BackendUnderTest> {
+    const d = b.design;
+    if (d.kind === 'redis-single' || d.kind === 'redlock') {
+      const p = d.persistence;
+      if (!this.#redis.has(p)) this.#redis.set(p, startRedisCluster({ nodes: 5, persistence: p }));
+      return realRedisBackend(await this.#redis.get(p)!, d, b.store, { name: b.name });
+    }
+    this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' });
+    const server = await this.#pg;
+    return realPostgresBackend(
+      { host: server.host, port: server.port, user: server.user, database: server.database, crash: () => server.crash(), restart: () => server.restart() },
+      d,
+      b.store,
+      { name: b.name },
+    );
+  }
+
+  async stop(): Promise<void> {
+    const clusters = await Promise.allSettled([...this.#redis.values()]);
+    const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop()]);
+  }
+}
+
+/** A built-in name, or the path of a module whose default export is a BackendUnderTest (or a function returning one). */
+export async function resolveBackend(spec: string, servers: Servers): Promise<BackendUnderTest> {
+  const builtIn = BUILT_INS.find((b) => b.name === spec);
+  if (builtIn !== undefined) return servers.backend(builtIn);
+  if (!/[/\\.]/.test(spec)) throw new UsageError(`unknown backend '${spec}'. Built-in: ${BUILT_INS.map((b) => b.name).join(', ')}; or give the path of an adapter module`);
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(pathToFileURL(resolve(spec)).href)) as { default?: unknown };
+  } catch (e) {
+    throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
+  }
+  const exported = typeof mod.default === 'function' ? await (mod.default as () => unknown)() : mod.default;
+  const b = exported as Partial<BackendUnderTest> | undefined;
+  if (b === undefined || typeof b.name !== 'string' || typeof b.start !== 'function' || b.design === undefined || !Array.isArray(b.faults)) {
+    throw new UsageError(`'${spec}' must export default a BackendUnderTest (name, design, capabilities, faults, start) or a function returning one`);
+  }
+  return b as BackendUnderTest;
+}
+
+export function describeBuiltIn(b: BuiltIn): string {
+  return `${describeDesign(b.design)} / ${b.store}`;
+}

@@ -1,0 +1,195 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CheckResult } from '../conformance/check.ts';
+import { checkConformance } from '../conformance/check.ts';
+import type { PropertyId } from '../model/properties.ts';
+import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
+import { exploreCell } from '../model/matrix.ts';
+import { describeDesign } from '../model/design.ts';
+import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
+import { BUILT_INS, MEASURED_FAULT_CLASSES, Servers } from './backends.ts';
+import { junitXml } from './junit.ts';
+import { progressLine } from './progress.ts';
+import { UsageError } from './usage.ts';
+
+/**
+ * `lockcheck matrix`: every built-in backend x fault class on real servers,
+ * measured against what the model predicts, written as docs/matrix.md and an
+ * HTML report whose cells link to their counterexample timelines.
+ */
+export interface MatrixOptions {
+  readonly runs: number;
+  readonly seed: number;
+  readonly out: string;
+  readonly json: boolean;
+  readonly junit: string | undefined;
+  readonly backends: readonly string[] | undefined;
+  readonly faults: readonly string[] | undefined;
+}
+
+export interface MatrixCell {
+  readonly backend: string;
+  readonly faultClass: string;
+  readonly runs: number;
+  readonly conformanceFailure: string | null;
+  readonly measured: PropertyId[];
+  readonly predicted: PropertyId[];
+  /** Measured but not predicted by the model: flagged. */
+  readonly unexpected: PropertyId[];
+  /** Predicted but not seen in these runs: noted. */
+  readonly unseen: PropertyId[];
+  readonly timeline: string | null;
+  readonly elapsedMs: number;
+}
+
+export async function matrixCommand(o: MatrixOptions): Promise<number> {
+  const rows = BUILT_INS.filter((b) => o.backends === undefined || o.backends.includes(b.name));
+  if (rows.length === 0) throw new UsageError(`no built-in backend among ${o.backends?.join(', ')}; built-in: ${BUILT_INS.map((b) => b.name).join(', ')}`);
+  const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
+  if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
+  const cellsDir = join(o.out, 'matrix');
+  mkdirSync(cellsDir, { recursive: true });
+  const servers = new Servers();
+  const cells: MatrixCell[] = [];
+  const started = performance.now();
+  try {
+    for (const row of rows) {
+      const backend = await servers.backend(row);
+      for (const col of cols) {
+        const index = cells.length;
+        const total = rows.length * cols.length;
+        const t0 = performance.now();
+        const report = (run: number, found: string): void =>
+          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: run ${run}/${o.runs}, findings ${found || 'none'}`, started, index + run / o.runs, total);
+        const timelineFile = join(cellsDir, `${fileName(row.name, col.id)}.html`);
+        const result: CheckResult = await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun: (run) => report(run, '') });
+        const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);
+        const predicted = predict(row, col);
+        const first = measured[0];
+        // One shrunk counterexample per cell: the bug if there is one, else the first finding.
+        if (result.failure === null && first !== undefined) {
+          await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
+        }
+        const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
+        const cell: MatrixCell = {
+          backend: row.name,
+          faultClass: col.id,
+          runs: result.runs,
+          conformanceFailure: result.failure === null ? null : result.failure.message.split('\n')[0]!,
+          measured,
+          predicted,
+          unexpected: measured.filter((p) => !predicted.includes(p)),
+          unseen: predicted.filter((p) => !measured.includes(p)),
+          timeline,
+          elapsedMs: performance.now() - t0,
+        };
+        cells.push(cell);
+        process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
+      }
+    }
+  } finally {
+    await servers.stop();
+  }
+  writeFileSync(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o));
+  writeFileSync(join(cellsDir, 'index.html'), html(cells, rows, cols, o));
+  if (o.junit !== undefined) {
+    writeFileSync(
+      o.junit,
+      junitXml(
+        'lockcheck matrix',
+        cells.map((c) => ({ name: `${c.backend} x ${c.faultClass}`, failure: c.conformanceFailure ?? (c.unexpected.length ? `unexpected: ${c.unexpected.join(', ')}` : null), timeMs: c.elapsedMs })),
+      ),
+    );
+  }
+  if (o.json) console.log(JSON.stringify({ seed: o.seed, runs: o.runs, cells }, null, 2));
+  else console.log(markdown(cells, rows, cols, o));
+  const failures = cells.filter((c) => c.conformanceFailure !== null).length;
+  const unexpected = cells.filter((c) => c.unexpected.length > 0).length;
+  process.stderr.write(`\nwrote ${join(o.out, 'matrix.md')} and ${join(cellsDir, 'index.html')}; ${failures} conformance failure(s), ${unexpected} cell(s) unlike the prediction\n`);
+  return failures > 0 || unexpected > 0 ? 1 : 0;
+}
+
+const predictions = new Map<string, PropertyId[]>();
+
+/** What the model predicts for a cell: the properties its bounded exploration breaks. */
+function predict(row: BuiltIn, col: MeasuredFaultClass): PropertyId[] {
+  const key = `${row.name}|${col.id}`;
+  const cached = predictions.get(key);
+  if (cached !== undefined) return cached;
+  const found = new Set<PropertyId>();
+  for (const faultClass of col.model) {
+    const cell = exploreCell({ label: row.name, design: row.design, stores: [row.store] }, row.store, faultClass, { maxDepth: 6, maxStates: 30_000 });
+    for (const c of cell.counterexamples) found.add(c.property);
+  }
+  const list = PROPERTY_IDS.filter((p) => found.has(p));
+  predictions.set(key, list);
+  return list;
+}
+
+function fileName(backend: string, col: string): string {
+  return `${backend}__${col}`.replace(/[^\w.-]+/g, '_');
+}
+
+function describeCell(c: MatrixCell): string {
+  const parts = [`${c.backend} x ${c.faultClass}: ${c.runs} runs`];
+  if (c.conformanceFailure !== null) parts.push(`CONFORMANCE FAILURE: ${c.conformanceFailure}`);
+  parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : 'all hold');
+  if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
+  if (c.unseen.length) parts.push(`(predicted ${c.unseen.join(', ')}: not seen)`);
+  return parts.join('; ');
+}
+
+function cellText(c: MatrixCell, link: (file: string) => string): string {
+  if (c.conformanceFailure !== null) return `**conformance failure** ${c.timeline ? link(c.timeline) : ''}`;
+  const measured = c.measured.length ? c.measured.join(', ') : 'all hold';
+  const flags = [c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '', c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : ''].filter((x) => x);
+  return `${c.timeline ? link(c.timeline) : ''}${measured}${flags.length ? ` (${flags.join('; ')})` : ''}`;
+}
+
+function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions): string {
+  const lines = [
+    '# The measured matrix',
+    '',
+    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, real redis-server and PostgreSQL processes). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
+    '',
+    `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
+    `|---|${cols.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.name} | ${cols.map((c) => cellText(cells.find((x) => x.backend === r.name && x.faultClass === c.id)!, (f) => `[🔎](matrix/${f}) `)).join(' | ')} |`),
+    '',
+    'Fault classes:',
+    ...cols.map((c) => `- **${c.id}**: ${c.title} (fault kinds: ${c.faults.join(', ')})`),
+    '',
+    'Properties:',
+    ...PROPERTY_IDS.map((p) => `- **${p}**: ${PROPERTY_TITLES[p]}`),
+    '',
+  ];
+  return lines.join('\n');
+}
+
+function esc(s: string): string {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+}
+
+function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions): string {
+  const td = (c: MatrixCell): string => {
+    const cls = c.conformanceFailure !== null ? 'bug' : c.unexpected.length ? 'unexpected' : c.measured.length ? 'finding' : 'holds';
+    const text = c.conformanceFailure !== null ? 'conformance failure' : c.measured.length ? c.measured.join(', ') : 'all hold';
+    const note = [c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '', c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : ''].filter((x) => x).join('; ');
+    const body = c.timeline ? `<a href="${esc(c.timeline)}">${esc(text)}</a>` : esc(text);
+    return `<td class="${cls}" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">${body}${note ? `<div class="note">${esc(note)}</div>` : ''}</td>`;
+  };
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>lockcheck: the measured matrix</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:24px;color:#222} table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:6px 8px;vertical-align:top}
+td.holds{background:#e6f4ea} td.finding{background:#fff4d6} td.unexpected{background:#ffd9a8} td.bug{background:#f8c4c4} .note{font-size:11px;color:#555}
+</style></head><body>
+<h1>The measured matrix</h1>
+<p>Seed ${o.seed}, ${o.runs} generated schedules per cell on real servers. Green: every property held. Yellow: the design broke the properties shown (click for the shrunk counterexample). Orange: a finding the model did not predict. Red: a conformance failure (a bug).</p>
+<table id="matrix"><thead><tr><th>backend</th>${cols.map((c) => `<th title="${esc(c.title)}">${esc(c.id)}</th>`).join('')}</tr></thead><tbody>
+${rows.map((r) => `<tr><th>${esc(r.name)}<div class="note">${esc(describeDesign(r.design))}</div></th>${cols.map((c) => td(cells.find((x) => x.backend === r.name && x.faultClass === c.id)!)).join('')}</tr>`).join('\n')}
+</tbody></table>
+<ul>${PROPERTY_IDS.map((p) => `<li><b>${p}</b>: ${esc(PROPERTY_TITLES[p])}</li>`).join('')}</ul>
+</body></html>
+`;
+}

@@ -1,0 +1,25 @@
+let lastTenth = -1;
+
+/**
+ * One status line on stderr with the time left estimated from the work done:
+ * rewritten in place on a terminal, otherwise printed at each tenth of the work.
+ */
+export function progressLine(what: string, startedMs: number, done: number, total: number): void {
+  const elapsedS = (performance.now() - startedMs) / 1000;
+  const leftS = done > 0 ? (elapsedS / done) * (total - done) : NaN;
+  const line = `${what} | ${fmt(elapsedS)} elapsed${Number.isFinite(leftS) ? `, about ${fmt(leftS)} left` : ''}`;
+  if (process.stderr.isTTY) {
+    const width = (process.stderr.columns ?? 120) - 1;
+    process.stderr.write(`\r${line.slice(0, width).padEnd(width)}`);
+    return;
+  }
+  const tenth = Math.floor((done / total) * 10);
+  if (tenth !== lastTenth) {
+    lastTenth = tenth;
+    process.stderr.write(`${line}\n`);
+  }
+}
+
+function fmt(s: number): string {
+  return s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.round(s)}s`;
+}

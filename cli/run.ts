@@ -1,0 +1,100 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { FaultKind } from '../conformance/adapter.ts';
+import { checkConformance } from '../conformance/check.ts';
+import { textTimeline } from '../conformance/timeline.ts';
+import { Servers, resolveBackend } from './backends.ts';
+import { junitXml } from './junit.ts';
+import { progressLine } from './progress.ts';
+import { UsageError } from './usage.ts';
+
+/** `lockcheck run`: one backend (built-in, or a user's adapter module) against its model. `lockcheck replay`: one saved counterexample. */
+export interface RunOptions {
+  readonly backend: string;
+  readonly faults: readonly FaultKind[] | undefined;
+  readonly runs: number;
+  readonly seed: number;
+  readonly path: string | undefined;
+  readonly json: boolean;
+  readonly junit: string | undefined;
+  readonly counterexample: string;
+}
+
+/** What a replay needs: everything that fixes the generated schedule. */
+export interface CounterexampleFile {
+  readonly lockcheck: 'counterexample';
+  readonly backend: string;
+  readonly faults: readonly FaultKind[] | null;
+  readonly seed: number;
+  readonly path: string;
+  readonly runs: number;
+  readonly verdict: string;
+  readonly properties: readonly string[];
+  readonly steps: readonly string[];
+}
+
+export async function runCommand(o: RunOptions): Promise<number> {
+  const servers = new Servers();
+  try {
+    const backend = await resolveBackend(o.backend, servers);
+    const started = performance.now();
+    const result = await checkConformance(backend, {
+      runs: o.runs,
+      seed: o.seed,
+      ...(o.path !== undefined ? { path: o.path } : {}),
+      ...(o.faults !== undefined ? { faults: o.faults } : {}),
+      timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
+      onRun: (run) => progressLine(`${backend.name}: run ${run}/${o.runs}`, started, run, o.runs),
+    });
+    process.stderr.write('\n');
+    const failure = result.failure;
+    if (failure !== null) {
+      const file: CounterexampleFile = {
+        lockcheck: 'counterexample',
+        backend: o.backend,
+        faults: o.faults ?? null,
+        seed: failure.seed,
+        path: failure.path,
+        runs: o.runs,
+        verdict: failure.report.verdict.kind,
+        properties: failure.properties,
+        steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
+      };
+      writeFileSync(o.counterexample, JSON.stringify(file, null, 2) + '\n');
+    }
+    if (o.junit !== undefined) writeFileSync(o.junit, junitXml(`lockcheck run ${backend.name}`, [{ name: backend.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
+    if (o.json) {
+      console.log(JSON.stringify({ backend: backend.name, runs: result.runs, findings: result.findings, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+    } else {
+      console.log(failure === null ? `${backend.name}: agrees with its model in ${result.runs} runs` : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
+      const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} runs`).join(', ');
+      console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
+    }
+    return failure === null ? 0 : 1;
+  } finally {
+    await servers.stop();
+  }
+}
+
+export async function replayCommand(file: string): Promise<number> {
+  let saved: CounterexampleFile;
+  try {
+    saved = JSON.parse(readFileSync(file, 'utf8')) as CounterexampleFile;
+  } catch (e) {
+    throw new UsageError(`cannot read counterexample '${file}': ${(e as Error).message}`);
+  }
+  if (saved.lockcheck !== 'counterexample' || typeof saved.seed !== 'number' || typeof saved.path !== 'string') throw new UsageError(`'${file}' is not a lockcheck counterexample file`);
+  const servers = new Servers();
+  try {
+    const backend = await resolveBackend(saved.backend, servers);
+    const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
+    const result = await checkConformance(backend, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn });
+    if (result.failure === null) {
+      console.log(`${backend.name}: the counterexample no longer fails`);
+      return 0;
+    }
+    console.log(textTimeline(result.failure.report));
+    return 1;
+  } finally {
+    await servers.stop();
+  }
+}
