@@ -1,0 +1,74 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/** The lockcheck command as a user runs it: a child process, its exit code, its output. */
+const dir = mkdtempSync(join(tmpdir(), 'lockcheck-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function lockcheck(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', ...args], { encoding: 'utf8', timeout: 240_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('lockcheck command line', () => {
+  it('rejects bad arguments with exit code 2 and a clear message', () => {
+    for (const [args, message] of [
+      [['frobnicate'], /unknown command 'frobnicate'/],
+      [['run'], /run needs --backend/],
+      [['run', '--backend', 'nosuch'], /unknown backend 'nosuch'. Built-in: redis-single\/unfenced/],
+      [['run', '--backend', 'redis-single/strict', '--runs', '0'], /--runs must be an integer/],
+      [['run', '--backend', 'redis-single/strict', '--faults', 'earthquake'], /unknown fault kind 'earthquake'/],
+      [['run', '--backend', 'redis-single/strict', '--path', '1:2'], /--path needs the --seed/],
+      [['run', '--backend', './no/such/module.ts'], /cannot load adapter module/],
+      [['matrix', '--faults', 'earthquake'], /unknown fault class 'earthquake'/],
+      [['replay'], /replay needs exactly one counterexample file/],
+      [['replay', join(dir, 'missing.json')], /cannot read counterexample/],
+      [['--bogus'], /Unknown option '--bogus'/],
+    ] as const) {
+      const r = lockcheck(...args);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+    expect(lockcheck('--help').stdout).toMatch(/usage: lockcheck <command>/);
+  });
+
+  it('run on a built-in backend on real servers: exit 0, findings reported, JSON and JUnit written', () => {
+    const junit = join(dir, 'run.xml');
+    const r = lockcheck('run', '--backend', 'redis-single/unfenced', '--runs', '40', '--faults', 'advance,pause', '--json', '--junit', junit);
+    expect(r.code, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as { backend: string; runs: number; failure: unknown; findings: Record<string, number> };
+    expect(json).toMatchObject({ backend: 'redis-single/unfenced', runs: 40, failure: null });
+    expect(json.findings['STORE-1']).toBeGreaterThan(0);
+    expect(readFileSync(junit, 'utf8')).toMatch(/<testsuites name="lockcheck run redis-single\/unfenced" tests="1" failures="0"/);
+  }, 240_000);
+
+  it('run on a broken adapter module: exit 1, a counterexample file that replay reproduces', () => {
+    const file = join(dir, 'ce.json');
+    const r = lockcheck('run', '--backend', 'test/fixtures/brokenAdapter.ts', '--runs', '50', '--counterexample', file);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/CONFORMANCE FAILURE .*MUTEX-1/);
+    expect(r.stdout).toMatch(/LOCKCHECK_SEED=\d+ LOCKCHECK_PATH=/);
+    expect(existsSync(file.replace(/\.json$/, '.html'))).toBe(true);
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { backend: string; properties: string[] };
+    expect(saved).toMatchObject({ backend: 'test/fixtures/brokenAdapter.ts', properties: ['MUTEX-1'] });
+    const replay = lockcheck('replay', file);
+    expect(replay.code, replay.stderr).toBe(1);
+    expect(replay.stdout).toMatch(/CONFORMANCE FAILURE at step 1 \(MUTEX-1/);
+  }, 240_000);
+
+  it('matrix: measures, compares with the prediction, writes the markdown and the HTML report', () => {
+    const out = join(dir, 'docs');
+    const junit = join(dir, 'matrix.xml');
+    const r = lockcheck('matrix', '--backend', 'redis-single/unfenced,redis-single/strict', '--faults', 'clock-step', '--runs', '15', '--out', out, '--junit', junit);
+    expect(r.code, r.stderr).toBe(0);
+    const md = readFileSync(join(out, 'matrix.md'), 'utf8');
+    expect(md).toMatch(/\| redis-single\/unfenced \| \[🔎\]\(matrix\/redis-single_unfenced__clock-step\.html\) MUTEX-1/);
+    const html = readFileSync(join(out, 'matrix', 'index.html'), 'utf8');
+    expect(html).toMatch(/<a href="redis-single_strict__clock-step.html">/);
+    expect(readFileSync(join(out, 'matrix', 'redis-single_strict__clock-step.html'), 'utf8')).toMatch(/PROPERTY VIOLATION/);
+    expect(readFileSync(junit, 'utf8')).toMatch(/tests="2" failures="0"/);
+  }, 240_000);
+});
