@@ -62,6 +62,8 @@ const MAX_OPS_PER_LOOP = 2_000_000;
 const STATEMENT_TIMEOUT_MS = 5_000;
 /** pgbench is killed when it runs this much longer than its -T. */
 const PGBENCH_GRACE_MS = 30_000;
+/** Bound on waiting for the backends of a run to exit before sampling server CPU. */
+const SETTLE_TIMEOUT_MS = 3_000;
 /** Bound on closing all connections at the end. */
 const CLOSE_TIMEOUT_MS = 10_000;
 /** The statement lockcheck's PostgresSessionLock.release sends (sessionLock.ts; not exported there). */
@@ -136,39 +138,62 @@ function procCpuUs(pid: number | 'self'): { own: number; children: number } | nu
   return { own: us(f[11]! + f[12]!), children: us(f[13]! + f[14]!) };
 }
 
-/**
- * CPU time of the whole cluster so far: the postmaster (its own time plus the
- * backends it reaped) and its children, zombies included (a backend that
- * exited but is not reaped yet still reports its times; skipping it would
- * lose a whole run's CPU when the sample falls in that window). Every
- * backend is a direct child of the postmaster.
- */
-function serverCpuUs(server: PostgresServer): number {
-  const postmaster = server.pid;
-  let sum = 0;
+/** The postmaster's children (every backend and auxiliary process is one), zombies included, with their state. */
+function clusterChildren(postmaster: number): Map<number, string> {
+  const children = new Map<number, string>();
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return Number.NaN;
+    return children;
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
-    if (pid !== postmaster && procParent(pid) !== postmaster) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    if (Number(f[1]) === postmaster) children.set(pid, f[0]!);
+  }
+  return children;
+}
+
+/**
+ * Waits (at most SETTLE_TIMEOUT_MS) until the cluster is quiet enough to be
+ * sampled: no zombie children and, when `known` is given, no child outside
+ * it, i.e. the backends a run started have exited and been reaped, so their
+ * CPU time sits in the postmaster's cutime + cstime. Returns the children then.
+ */
+async function settle(server: PostgresServer, known?: ReadonlySet<number>): Promise<Set<number>> {
+  const deadline = performance.now() + SETTLE_TIMEOUT_MS;
+  for (;;) {
+    const children = clusterChildren(server.pid);
+    const quiet = [...children].every(([pid, state]) => state !== 'Z' && (known === undefined || known.has(pid)));
+    if (quiet || performance.now() >= deadline) {
+      if (!quiet) settleTimeouts++;
+      return new Set(children.keys());
+    }
+    await sleep(5);
+  }
+}
+let settleTimeouts = 0;
+
+/**
+ * CPU time of the whole cluster so far: the postmaster (its own time plus
+ * that of the backends it reaped) and its live children. Sampled after
+ * settle(), so no backend is between exit and reap.
+ */
+function serverCpuUs(server: PostgresServer): number {
+  let sum = 0;
+  for (const pid of [server.pid, ...clusterChildren(server.pid).keys()]) {
     const t = procCpuUs(pid);
     if (t !== null) sum += t.own + t.children;
   }
   return sum;
-}
-
-function procParent(pid: number): number | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return null;
-  }
 }
 
 /** CPU time of this process's reaped children (pgbench runs), in µs. */
@@ -252,10 +277,12 @@ async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: n
 
 async function measureLoops(ctx: Context, ops: readonly Op[]): Promise<RunResult> {
   await runLoops(ops, WARMUP_MS);
-  const cpu = process.cpuUsage();
+  const before = await settle(ctx.server);
   const server0 = serverCpuUs(ctx.server);
+  const cpu = process.cpuUsage();
   const r = await runLoops(ops, DURATION_MS);
   const used = process.cpuUsage(cpu);
+  await settle(ctx.server, before);
   const serverUs = serverCpuUs(ctx.server) - server0;
   return { rate: r.ok / (r.elapsedMs / 1000), ops: r.ok, failures: r.failures, clientCpuUs: used.user + used.system, serverCpuUs: serverUs };
 }
@@ -288,6 +315,7 @@ async function measurePgbench(ctx: Context, config: PgbenchConfig): Promise<RunR
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v;
 
   const mintedBefore = config.mintsOn ? await tokenSum(ctx.admin, config.mintsOn) : 0;
+  const before = await settle(ctx.server);
   const server0 = serverCpuUs(ctx.server);
   const children0 = reapedChildrenCpuUs();
   const result = await new Promise<{ code: number | null; output: string; killed: boolean }>((resolve, reject) => {
@@ -316,6 +344,7 @@ async function measurePgbench(ctx: Context, config: PgbenchConfig): Promise<RunR
     });
   });
   const clientUs = reapedChildrenCpuUs() - children0;
+  await settle(ctx.server, before);
   const serverUs = serverCpuUs(ctx.server) - server0;
   const minted = config.mintsOn ? (await tokenSum(ctx.admin, config.mintsOn)) - mintedBefore : undefined;
 
@@ -733,7 +762,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   ratioHeader();
   out(ratioRow(r3, 'fenced / plain', 'fenced', 'plain'));
   out();
-  out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every write carries a higher token). Node connection errors: ${connectionErrors}.`);
+  out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every write carries a higher token). Node connection errors: ${connectionErrors}. Server CPU samples taken before the run's backends were reaped (settle timeouts): ${settleTimeouts}.`);
   out();
 
   const s1 = ratio(r1, 'lc-1', 'pgb-same-1').value;

@@ -16,14 +16,20 @@ export class UnavailableError extends Error {
   override readonly name = 'UnavailableError';
 }
 
-/** Why a lease's AbortSignal fired. */
+/** Why a lease's AbortSignal fired. Made on every release, so it skips the stack trace (the reason says it all). */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
   constructor(
     readonly reason: 'expired' | 'released' | 'connection-lost',
     resource: string,
   ) {
-    super(`lease on '${resource}' ${reason}`);
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(`lease on '${resource}' ${reason}`);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
   }
 }
 

@@ -10,7 +10,9 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 
 # Debian packages for the real-server conformance layer: redis-server, libfaketime and
-# postgresql (PostgreSQL 15; its package postgresql-15 also ships pgbench).
+# postgresql (PostgreSQL 15; its package postgresql-15 also ships pgbench); and
+# chromium, the headless browser the HTML report test drives through playwright-core
+# (playwright never downloads a browser of its own here).
 # Skipped entirely when all are already present; never leaves a service running.
 LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 PG_BIN=/usr/lib/postgresql/15/bin
@@ -18,6 +20,7 @@ missing=""
 command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 [ -f "$LIBFAKETIME" ] || missing="$missing libfaketime"
 [ -x "$PG_BIN/postgres" ] && [ -x "$PG_BIN/pgbench" ] || missing="$missing postgresql"
+[ -x /usr/bin/chromium ] || missing="$missing chromium"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "lockcheck setup: missing Debian packages:$missing" >&2
