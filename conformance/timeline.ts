@@ -111,10 +111,10 @@ export function htmlTimeline(report: RunReport): string {
 <style>
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:18px} .verdict{padding:8px 12px;border-radius:6px;background:${report.verdict.kind === 'pass' ? '#e6f4ea' : '#fde8e8'}}
-.lane{font:12px monospace} .axis{stroke:#bbb} .num{font:10px monospace;text-anchor:middle;fill:#555} .t{font:9px monospace;text-anchor:middle;fill:#888}
+.lane{font:12px monospace} .axis{stroke:#bbb} .num{font:10px monospace;text-anchor:middle;fill:#555} .t{font:10px monospace;text-anchor:middle;fill:#666}
 circle{fill:#4a7bd0} circle.bad{fill:#d33} circle.advance{fill:#999} circle.crash,circle.restart{fill:#a0522d} circle.clock-step,circle.clock-drift{fill:#c90}
 circle.pause,circle.resume{fill:#7a4bc0} .lease{fill:#7bc47f;opacity:.7}
-table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top} tr.badrow{background:#fde8e8}
+table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top} tr.badrow{background:#fde8e8} td:nth-child(-n+3),th:nth-child(-n+3){white-space:nowrap}
 </style></head><body>
 <h1>lockcheck counterexample: ${esc(report.backend)}</h1>
 <p class="verdict">${esc(headline(report))}</p>

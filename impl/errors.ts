@@ -16,17 +16,22 @@ export class UnavailableError extends Error {
   override readonly name = 'UnavailableError';
 }
 
-/** Why a lease's AbortSignal fired. Made on every release, so it skips the stack trace (the reason says it all). */
+/** Why a lease's AbortSignal fired. */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
   constructor(
     readonly reason: 'expired' | 'released' | 'connection-lost',
     resource: string,
   ) {
+    super(`lease on '${resource}' ${reason}`);
+  }
+
+  /** One without a stack trace: one is made on every release, and the reason says it all. */
+  static of(reason: LeaseLostError['reason'], resource: string): LeaseLostError {
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
-      super(`lease on '${resource}' ${reason}`);
+      return new LeaseLostError(reason, resource);
     } finally {
       Error.stackTraceLimit = limit;
     }

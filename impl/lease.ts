@@ -54,7 +54,7 @@ export class LeaseHandle implements Lease {
 
   lose(reason: LeaseLostError['reason']): void {
     this.#cancelTimer();
-    if (!this.signal.aborted) this.#controller.abort(new LeaseLostError(reason, this.resource));
+    if (!this.signal.aborted) this.#controller.abort(LeaseLostError.of(reason, this.resource));
   }
 
   /** When the signal fires: the deadline less the safety margin. Overridable only to build broken fixtures. */
