@@ -1,7 +1,6 @@
 import { match, P } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
-import type { Design } from './design.ts';
 import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
@@ -222,7 +221,6 @@ function deliverWrite(world: World, client: number, w: PendingWrite): { readonly
 // Operations.
 
 function operate(world: World, op: Operation): readonly Branch[] {
-  const design = world.config.design;
   return match(op)
     .with({ kind: 'acquire' }, (a) => acquire(world, a.client, a.resource, a.ttlMs, a.latencyMs ?? 0, a.retries ?? 0, a.retryDelayMs ?? 0))
     .with({ kind: 'extend' }, (e) => extend(world, e.client, e.resource, e.ttlMs))

@@ -1,11 +1,12 @@
 import pg from 'pg';
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { sleep, systemClock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
 import { withTimeout } from '../errors.ts';
 import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
+import { acquireWithRetries } from './attempts.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
 
@@ -72,17 +73,9 @@ export class PostgresSessionLock {
   }
 
   async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    checkResource(resource);
-    if (this.#closed) throw new InvalidInputError('precondition', 'the lock was closed');
-    if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a PostgreSQL session lock has no ttl');
-    const retries = options.retries ?? 0;
-    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
-    for (let attempt = 0; ; attempt++) {
-      const result = await this.attempt(resource);
-      if (result.kind !== 'denied' || attempt >= retries) return result;
-      await sleep(this.#clock, options.retryDelayMs ?? 0);
-    }
+    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#clock }, (r) => this.attempt(r));
   }
+
 
   async release(lease: Lease): Promise<void> {
     const held = this.#held.get(lease.resource);

@@ -1,12 +1,13 @@
 import pg from 'pg';
 import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { sleep, systemClock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
 import { withTimeout } from '../errors.ts';
 import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
+import { acquireWithRetries } from './attempts.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
@@ -53,17 +54,9 @@ export class PostgresTransactionLock {
 
   /** BEGIN, then take the lock without waiting and mint the token, in the same transaction. */
   async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    checkResource(resource);
-    if (this.#closed) throw new InvalidInputError('precondition', 'the lock was closed');
-    if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a PostgreSQL transaction lock has no ttl');
-    const retries = options.retries ?? 0;
-    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
-    for (let attempt = 0; ; attempt++) {
-      const result = await this.attempt(resource);
-      if (result.kind !== 'denied' || attempt >= retries) return result;
-      await sleep(this.#clock, options.retryDelayMs ?? 0);
-    }
+    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#clock }, (r) => this.attempt(r));
   }
+
 
   /** The open lease on `resource`, if any. */
   leaseFor(resource: string): Lease | undefined {

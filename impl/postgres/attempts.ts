@@ -1,0 +1,29 @@
+import { checkResource, InvalidInputError } from '../../model/errors.ts';
+import type { MonotonicClock } from '../clock.ts';
+import { sleep } from '../clock.ts';
+import type { AcquireResult } from '../leaseLock.ts';
+import type { SessionAcquireOptions } from './sessionLock.ts';
+
+/**
+ * The acquire loop both PostgreSQL locks share: validate, then one attempt
+ * and, after a denial, up to `retries` more, `retryDelayMs` apart on the
+ * lock's clock.
+ */
+export async function acquireWithRetries(
+  what: string,
+  resource: string,
+  options: SessionAcquireOptions,
+  state: { readonly closed: boolean; readonly clock: MonotonicClock },
+  attempt: (resource: string) => Promise<AcquireResult>,
+): Promise<AcquireResult> {
+  checkResource(resource);
+  if (state.closed) throw new InvalidInputError('precondition', 'the lock was closed');
+  if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
+  const retries = options.retries ?? 0;
+  if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+  for (let tries = 0; ; tries++) {
+    const result = await attempt(resource);
+    if (result.kind !== 'denied' || tries >= retries) return result;
+    await sleep(state.clock, options.retryDelayMs ?? 0);
+  }
+}
