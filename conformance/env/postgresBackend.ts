@@ -57,7 +57,7 @@ async function startInstance(server: PostgresTarget, kind: 'pg-session' | 'pg-xa
   let admin = await open();
   // Reset: no session of an earlier run left holding a lock, empty tables.
   await ensureSchema(admin);
-  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
+  await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
   await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
   let up = true;
   const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
@@ -109,7 +109,8 @@ async function startInstance(server: PostgresTarget, kind: 'pg-session' | 'pg-xa
   const endSessions = async (clientsToEnd: readonly number[]): Promise<void> => {
     const waits = clientsToEnd.filter((c) => pids(c).length > 0).map((c) => notice(c));
     const all = clientsToEnd.flatMap(pids);
-    if (all.length > 0) await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [all]);
+    // With a timeout, pg_terminate_backend waits until the backend has exited, and so released its locks.
+    if (all.length > 0) await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM unnest($1::int[]) AS pid', [all]);
     await Promise.all(waits);
   };
   const notice = (client: number): Promise<void> =>

@@ -87,7 +87,7 @@ export class PostgresSessionLock {
     }
     const client = this.#client;
     if (client === null) return;
-    await this.query(client, 'SELECT pg_advisory_unlock($1::bigint)', [advisoryKey(lease.resource).toString()]).catch(() => undefined);
+    await this.query(client, { name: 'lockcheck_unlock', text: 'SELECT pg_advisory_unlock($1::bigint)' }, [advisoryKey(lease.resource).toString()]).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -113,7 +113,7 @@ export class PostgresSessionLock {
         held.count++;
         return { kind: 'granted', lease: held.lease };
       }
-      const r = await this.query(client, TRY_LOCK_AND_MINT, [key, resource, this.#base]);
+      const r = await this.query(client, { name: 'lockcheck_try_lock_and_mint', text: TRY_LOCK_AND_MINT }, [key, resource, this.#base]);
       const row = r.rows[0] as { token: string } | undefined;
       if (row === undefined) return { kind: 'denied', reason: 'held' };
       const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#clock);
@@ -125,8 +125,10 @@ export class PostgresSessionLock {
     }
   }
 
-  private query(client: pg.Client, text: string, values: unknown[]): Promise<pg.QueryResult> {
-    return withTimeout(this.#clock, this.#timeoutMs, 'statement', (this.#options.link ?? direct)(() => client.query(text, values)));
+  /** One statement, bounded; a named one is prepared once per connection. */
+  private query(client: pg.Client, statement: string | { readonly name: string; readonly text: string }, values: unknown[]): Promise<pg.QueryResult> {
+    const config = typeof statement === 'string' ? { text: statement, values } : { ...statement, values };
+    return withTimeout(this.#clock, this.#timeoutMs, 'statement', (this.#options.link ?? direct)(() => client.query(config)));
   }
 
   private connection(): Promise<pg.Client> {

@@ -36,6 +36,9 @@ export class PostgresTransactionLock {
   readonly #open = new Map<string, Open>();
   readonly #connections = new Set<pg.Client>();
   #minter: Promise<pg.Client> | null = null;
+  /** Connections with no transaction open, kept for the next acquire (a new connection costs more than the lock). */
+  readonly #idle: pg.Client[] = [];
+  #schemaReady = false;
   #closed = false;
   #attempt = 0;
 
@@ -97,9 +100,10 @@ export class PostgresTransactionLock {
   async withLock<T>(resource: string, waitMs: number, fn: (tx: Queryable, lease: Lease) => Promise<T>): Promise<T> {
     checkResource(resource);
     if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'waitMs must be an integer in [0, 2^31-1]');
-    const client = await this.connect();
+    const client = await this.take();
     const key = advisoryKey(resource).toString();
     let lease: LeaseHandle | null = null;
+    let clean = false;
     try {
       await this.query(client, 'BEGIN');
       await this.query(client, `SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
@@ -112,13 +116,17 @@ export class PostgresTransactionLock {
       lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, await this.mint(resource), null, this.#clock);
       const result = await fn(client, lease);
       await this.query(client, 'COMMIT');
+      clean = true;
       return result;
     } catch (e) {
-      await this.query(client, 'ROLLBACK').catch(() => undefined);
+      clean = await this.query(client, 'ROLLBACK').then(
+        () => true,
+        () => false,
+      );
       throw e;
     } finally {
       lease?.lose('released');
-      await this.disconnect(client);
+      await (clean ? this.give(client) : this.disconnect(client));
     }
   }
 
@@ -137,7 +145,7 @@ export class PostgresTransactionLock {
     }
     let client: pg.Client;
     try {
-      client = await this.connect();
+      client = await this.take();
     } catch {
       return { kind: 'denied', reason: 'no-quorum' };
     }
@@ -146,7 +154,7 @@ export class PostgresTransactionLock {
       const r = await this.query(client, 'SELECT pg_try_advisory_xact_lock($1::bigint) AS got', [key]);
       if ((r.rows[0] as { got: boolean }).got !== true) {
         await this.query(client, 'ROLLBACK');
-        await this.disconnect(client);
+        this.give(client);
         return { kind: 'denied', reason: 'held' };
       }
       const token = await this.mint(resource);
@@ -179,8 +187,24 @@ export class PostgresTransactionLock {
     if (open === undefined || open.lease !== lease) return;
     this.#open.delete(lease.resource);
     open.lease.lose('released');
-    await this.query(open.client, statement).catch(() => undefined);
-    await this.disconnect(open.client);
+    const done = await this.query(open.client, statement).then(
+      () => true,
+      () => false,
+    );
+    await (done ? this.give(open.client) : this.disconnect(open.client));
+  }
+
+  /** An idle connection, or a new one. */
+  private async take(): Promise<pg.Client> {
+    for (let c = this.#idle.pop(); c !== undefined; c = this.#idle.pop()) if (this.#connections.has(c)) return c;
+    return this.connect();
+  }
+
+  /** Back to the idle list (at most four kept), with no transaction open on it. */
+  private give(client: pg.Client): Promise<void> {
+    if (!this.#connections.has(client) || this.#idle.length >= 4) return this.disconnect(client);
+    this.#idle.push(client);
+    return Promise.resolve();
   }
 
   private query(client: pg.Client, text: string, values?: unknown[]): Promise<pg.QueryResult> {
@@ -212,8 +236,9 @@ export class PostgresTransactionLock {
     try {
       await (this.#options.link ?? direct)(async () => {
         await client.connect();
-        await ensureSchema(client);
+        if (!this.#schemaReady) await ensureSchema(client);
       });
+      this.#schemaReady = true;
     } catch (e) {
       await client.end().catch(() => undefined);
       throw e;
@@ -224,6 +249,8 @@ export class PostgresTransactionLock {
 
   private async disconnect(client: pg.Client): Promise<void> {
     this.#connections.delete(client);
+    const idle = this.#idle.indexOf(client);
+    if (idle >= 0) this.#idle.splice(idle, 1);
     // Closing is a round trip too; if the link is gone, close it directly.
     await (this.#options.link ?? direct)(() => client.end()).catch(() => client.end().catch(() => undefined));
   }
