@@ -37,11 +37,12 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
+import { freeLoopbackPort, onExitKill } from './processes.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -739,35 +740,10 @@ function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-/** Asks the kernel for a free loopback port: listen on port 0, read it, close. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.once('error', reject);
-    probe.listen(0, HOST, () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('could not read the probe port'))));
-    });
-  });
-}
-
-let handlersInstalled = false;
-
 function killAllSync(): void {
   for (const server of [...live]) server.killSync();
 }
 
 function installCleanupHandlers(): void {
-  if (handlersInstalled) return;
-  handlersInstalled = true;
-  process.on('exit', killAllSync);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      killAllSync();
-      // Nobody else handles it: re-raise so the default action (exit) applies.
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-    });
-  }
+  onExitKill(killAllSync);
 }

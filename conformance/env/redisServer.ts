@@ -13,11 +13,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { type Socket, createServer } from 'node:net';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError, type FakeClockFile, ensureMallocShim, requireLibfaketime } from './faketime.ts';
+import { freeLoopbackPort, onExitKill } from './processes.ts';
 import { sendCommand } from './resp.ts';
 
 export { EnvironmentError } from './faketime.ts';
@@ -320,35 +321,10 @@ function isAlive(child: ChildProcess): boolean {
   return child.pid !== undefined && child.exitCode === null && child.signalCode === null;
 }
 
-/** Asks the kernel for a free loopback port: listen on port 0, read it, close. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.once('error', reject);
-    probe.listen(0, HOST, () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('could not read the probe port'))));
-    });
-  });
-}
-
-let handlersInstalled = false;
-
 function killAllSync(): void {
   for (const server of [...live]) server.killSync();
 }
 
 function installCleanupHandlers(): void {
-  if (handlersInstalled) return;
-  handlersInstalled = true;
-  process.on('exit', killAllSync);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      killAllSync();
-      // Nobody else handles it: re-raise so the default action (exit) applies.
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-    });
-  }
+  onExitKill(killAllSync);
 }

@@ -1,0 +1,42 @@
+import { createServer } from 'node:net';
+
+/**
+ * What every server process the environment starts needs: a free loopback
+ * port, and a synchronous clean-up at process exit or on a fatal signal, so
+ * that nothing is left running even when a test run dies.
+ */
+
+/** Asks the kernel for a free loopback port: listen on port 0, read it, close. */
+export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('could not read the probe port'))));
+    });
+  });
+}
+
+const cleanups = new Set<() => void>();
+let handlersInstalled = false;
+
+function runCleanups(): void {
+  for (const cleanup of cleanups) cleanup();
+}
+
+/** Runs `killAllSync` at exit and on SIGINT, SIGTERM and SIGHUP (then re-raised when nobody else handles it). */
+export function onExitKill(killAllSync: () => void): void {
+  cleanups.add(killAllSync);
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  process.on('exit', runCleanups);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      runCleanups();
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  }
+}
