@@ -22,6 +22,12 @@ export interface Capabilities {
   readonly sessionBound: boolean;
   /** An acquire by the holder stacks. */
   readonly reentrant: boolean;
+  /**
+   * The lock hands out fencing tokens (default true). A lock without them
+   * (most Redlock libraries) reports token 0n; the runner then compares every
+   * outcome but the tokens, and its store must be unfenced.
+   */
+  readonly tokens?: boolean;
 }
 
 /** The faults an environment can inject: generation uses only these. */
