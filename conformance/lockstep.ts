@@ -98,16 +98,16 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
     const performed = await work;
     const actual = performed.outcome;
-    const seen = backend.capabilities.tokens === false ? withoutTokens : (o: Outcome) => o;
-    const matching = branches.filter((b) => sameOutcome(seen(b.outcome), seen(actual)) && b.next.nowMs >= env.nowMs());
+    const comparable = backend.capabilities.tokens === false ? withoutTokens : (o: Outcome) => o;
+    const matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
       const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
       const deviation = `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`;
       // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
       // Judged with the lease the backend just handed out, as the backend sees its clients.
-      const seen = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
-      const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, b.outcome.kind === 'granted' ? seen : drivers, owners)));
+      const tentative = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
+      const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, b.outcome.kind === 'granted' ? tentative : drivers, owners)));
       if (keys.every((k) => k !== null)) return fail('OWN-1', `${keys[0]}; then ${deviation}`, actual);
       return fail(implicated(subject, branches, actual, clientNow), deviation, actual);
     }
