@@ -6,6 +6,7 @@ import type { Clock } from '../../model/clock.ts';
 import { clockAt, read, setDrift, step } from '../../model/clock.ts';
 import type { Design, StorePolicy } from '../../model/design.ts';
 import { describeDesign, driftFactor, nodeCount, persists, restartDelayMs } from '../../model/design.ts';
+import type { MonotonicClock } from '../../impl/clock.ts';
 import type { LeaseNode } from '../../impl/leaseNode.ts';
 import { LeaseLock } from '../../impl/leaseLock.ts';
 import { keysFor } from '../../impl/redis/keys.ts';
@@ -131,7 +132,38 @@ function ready(redis: Redis): Promise<void> {
   });
 }
 
-async function startInstance(cluster: RedisCluster, design: Design, policy: StorePolicy, makeNode: RedisNodeFactory, clients: number, tokenBase: bigint): Promise<BackendInstance> {
+/**
+ * One run's environment on the cluster, with no lock client yet: the nodes
+ * reset, virtual time, the network layer, each client's clock and its own
+ * connections (one to every node, one to the store), and the Environment the
+ * runner drives. lockcheck's own backend builds its lock clients on it;
+ * adapters of other Redis lock libraries (conformance/adapters/) build theirs.
+ * Every real request a client makes must go through
+ * `network.call(client, node | 'store', request)`: that is where faults apply
+ * and how virtual time waits for real I/O.
+ */
+export interface RedisRun {
+  readonly time: VirtualTime;
+  readonly network: SimNetwork;
+  /** Per client: a connection to each node and one to the store. */
+  readonly connections: ReadonlyArray<{ readonly nodes: readonly Redis[]; readonly store: Redis }>;
+  /** Per client: its monotonic clock (drift faults apply to it). */
+  readonly clocks: readonly MonotonicClock[];
+  /** The harness's own connection to each node (outside the network layer). */
+  readonly admin: readonly Redis[];
+  readonly env: Environment;
+  /** Disconnects every connection of the run. */
+  close(): void;
+}
+
+export interface RedisRunOptions {
+  readonly clients: number;
+  /** The key a lock on `resource` lives under (for inspect). Default: lockcheck's own. */
+  readonly lockKey?: (resource: string) => string;
+}
+
+export async function startRedisRun(cluster: RedisCluster, design: Design, options: RedisRunOptions): Promise<RedisRun> {
+  const lockKey = options.lockKey ?? ((resource: string) => keysFor(resource).lock);
   const n = nodeCount(design);
   const servers = cluster.nodes.slice(0, n);
   // Reset: every node up, empty, its clock at the start.
@@ -150,35 +182,10 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
     (e: Endpoint) => (e === 'store' ? { reachable: () => true } : endpoints[e]!),
   );
   writeClocks();
-  const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
-  const connections = Array.from({ length: clients }, () => ({ nodes: servers.map(connect), store: connect(cluster.store) }));
+  const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
+  const connections = Array.from({ length: options.clients }, () => ({ nodes: servers.map(connect), store: connect(cluster.store) }));
   await Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready));
-  let seed = 0x1234567;
-  const lockClients: LockClient[] = connections.map((conn, client) => {
-    const nodes: LeaseNode[] = conn.nodes.map((redis, index) => {
-      const node = makeNode(redis, { tokenBase });
-      return {
-        acquire: (r, o, t) => network.call(client, index, () => node.acquire(r, o, t)),
-        release: (r, o) => network.call(client, index, () => node.release(r, o)),
-        extend: (r, o, t) => network.call(client, index, () => node.extend(r, o, t)),
-        raiseToken: (r, t) => network.call(client, index, () => node.raiseToken(r, t)),
-      };
-    });
-    const clock = time.clockOf(() => clientClocks[client]!);
-    const random = (): number => {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      return seed / 2 ** 32;
-    };
-    const lock = new LeaseLock({ nodes, clock, driftFactor: driftFactor(design), random });
-    const fenced = redisFencedStore(conn.store, policy);
-    return {
-      acquire: (resource, o) => lock.acquire(resource, o),
-      extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
-      release: (lease) => lock.release(lease),
-      store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
-      clock,
-    };
-  });
+  const clocks = clientClocks.map((_c, client) => time.clockOf(() => clientClocks[client]!));
   const nodeConnections = (i: number): Redis[] => [admin[i]!, ...connections.map((c) => c.nodes[i]!)];
   const env: Environment = {
     nowMs: () => time.nowMs(),
@@ -210,14 +217,53 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
     resume: async (client) => network.release(client),
     // A Redis connection holds no lock state: a new one changes nothing the model sees.
     killConnection: async () => undefined,
-    inspect: async (resource) =>
-      Promise.all(servers.map((_s, i) => (up[i] ? admin[i]!.get(keysFor(resource).lock) : Promise.resolve(null)))),
+    inspect: async (resource) => Promise.all(servers.map((_s, i) => (up[i] ? admin[i]!.get(lockKey(resource)) : Promise.resolve(null)))),
   };
   return {
-    clients: lockClients,
+    time,
+    network,
+    connections,
+    clocks,
+    admin: admin.slice(0, n),
     env,
-    close: async () => {
+    close: () => {
       for (const r of [...admin, ...connections.flatMap((c) => [...c.nodes, c.store])]) r.disconnect();
     },
+  };
+}
+
+async function startInstance(cluster: RedisCluster, design: Design, policy: StorePolicy, makeNode: RedisNodeFactory, clients: number, tokenBase: bigint): Promise<BackendInstance> {
+  const run = await startRedisRun(cluster, design, { clients });
+  const network = run.network;
+  let seed = 0x1234567;
+  const lockClients: LockClient[] = run.connections.map((conn, client) => {
+    const nodes: LeaseNode[] = conn.nodes.map((redis, index) => {
+      const node = makeNode(redis, { tokenBase });
+      return {
+        acquire: (r, o, t) => network.call(client, index, () => node.acquire(r, o, t)),
+        release: (r, o) => network.call(client, index, () => node.release(r, o)),
+        extend: (r, o, t) => network.call(client, index, () => node.extend(r, o, t)),
+        raiseToken: (r, t) => network.call(client, index, () => node.raiseToken(r, t)),
+      };
+    });
+    const clock = run.clocks[client]!;
+    const random = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const lock = new LeaseLock({ nodes, clock, driftFactor: driftFactor(design), random });
+    const fenced = redisFencedStore(conn.store, policy);
+    return {
+      acquire: (resource, o) => lock.acquire(resource, o),
+      extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
+      release: (lease) => lock.release(lease),
+      store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
+      clock,
+    };
+  });
+  return {
+    clients: lockClients,
+    env: run.env,
+    close: async () => run.close(),
   };
 }

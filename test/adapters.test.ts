@@ -1,0 +1,165 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkConformance } from '../conformance/index.ts';
+import type { CheckResult, ConformanceFailure, ExecutedStep, FaultKind } from '../conformance/index.ts';
+import type { RedisCluster } from '../conformance/env/redisBackend.ts';
+import { REAL_REDIS_FAULTS, startRedisCluster } from '../conformance/env/redisBackend.ts';
+import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
+import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { redlockBackend } from '../conformance/adapters/redlock.ts';
+import type { RedlockAdapterOptions } from '../conformance/adapters/redlock.ts';
+import { sesamecareRedlockBackend } from '../conformance/adapters/sesamecareRedlock.ts';
+import { ADVISORY_LOCK_FAULTS, advisoryLockBackend } from '../conformance/adapters/advisoryLock.ts';
+import type { Outcome } from '../model/index.ts';
+
+/**
+ * Adapters for lock libraries from npm (conformance/adapters/), each checked
+ * against lockcheck's model on real servers. Each test states what the audit
+ * of that library finds with seed 1 and 30 schedules: the verdict kind, the
+ * property, and the deviation itself. The findings are the libraries'; see
+ * conformance/adapters/README.md for the shrunk schedules.
+ */
+const RUNS = 30;
+const SEED = 1;
+
+let cluster: RedisCluster | undefined;
+let postgres: PostgresServer | undefined;
+beforeAll(async () => {
+  const [redis, pg] = await Promise.allSettled([startRedisCluster({ nodes: 5, persistence: 'none' }), PostgresServer.start({ parentDir: '/dev/shm' })]);
+  if (redis.status === 'fulfilled') cluster = redis.value;
+  if (pg.status === 'fulfilled') postgres = pg.value;
+  // Whatever started is stopped in afterAll, even when the other failed.
+  for (const r of [redis, pg]) if (r.status === 'rejected') throw r.reason;
+}, 120_000);
+afterAll(async () => {
+  await Promise.allSettled([cluster?.stop(), postgres?.stop()]);
+}, 60_000);
+
+const target = (): PostgresTarget => {
+  const s = postgres!;
+  return { host: s.host, port: s.port, user: s.user, database: s.database, crash: () => s.crash(), restart: () => s.restart() };
+};
+
+/** The conformance failure a check found (fails the test if it found none). */
+function conformanceFailure(r: CheckResult): { verdict: ConformanceFailure; steps: readonly ExecutedStep[] } {
+  expect(r.failure, 'the check should find a conformance failure').not.toBeNull();
+  const verdict = r.failure!.report.verdict;
+  expect(verdict.kind, r.failure!.message).toBe('conformance-failure');
+  return { verdict: verdict as ConformanceFailure, steps: r.failure!.report.steps };
+}
+
+type Granted = Extract<Outcome, { kind: 'granted' }>;
+
+const WITHOUT_DELAY: readonly FaultKind[] = REAL_REDIS_FAULTS.filter((f) => f !== 'delay');
+
+const libraries = [
+  { library: 'redlock@5.0.0-beta.2', backend: (o: RedlockAdapterOptions = {}) => redlockBackend(cluster!, o) },
+  { library: '@sesamecare-oss/redlock@1.4.0', backend: (o: RedlockAdapterOptions = {}) => sesamecareRedlockBackend(cluster!, o) },
+];
+
+for (const { library, backend } of libraries) {
+  describe(`${library}, 5 nodes, against the redlock model`, () => {
+    it('its drift allowance is Math.round(0.01 * ttl) + 2, not ceil: a grant claims 1 ms more validity than the model allows (conformance failure)', async () => {
+      const r = await checkConformance(backend(), { runs: RUNS, seed: SEED, faults: REAL_REDIS_FAULTS });
+      const { verdict } = conformanceFailure(r);
+      const step = verdict.step;
+      expect(step.command.kind).toBe('acquire');
+      const ttlMs = step.command.kind === 'acquire' ? step.command.ttlMs! : NaN;
+      // Below 50 ms, Math.round(0.01 * ttl) is 0 where Math.ceil is 1.
+      expect(ttlMs).toBeLessThan(50);
+      expect(step.actual.kind).toBe('granted');
+      expect(step.allowed.map((o) => o.kind)).toEqual(['granted']);
+      const actual = step.actual as Granted;
+      const allowed = step.allowed[0] as Granted;
+      expect(actual.validUntilMs! - allowed.validUntilMs!).toBe(1);
+      // The deviation is the deadline alone (a later deadline endangers MUTEX-1), but the runner names FENCE-1:
+      // implicated() in conformance/lockstep.ts compares the raw tokens (0n against the model's) even when
+      // capabilities.tokens is false. When it blanks them, this becomes MUTEX-1.
+      expect(r.failure!.properties).toEqual(['FENCE-1']);
+    }, 300_000);
+
+    it('with driftFactor 0 (the margins agree): no validity check after the quorum, so a slow reply yields a lease already expired (MUTEX-1 conformance failure)', async () => {
+      const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: REAL_REDIS_FAULTS });
+      const { verdict } = conformanceFailure(r);
+      expect(r.failure!.properties).toEqual(['MUTEX-1']);
+      const step = verdict.step;
+      expect(step.command.kind).toBe('acquire');
+      const command = step.command as Extract<typeof step.command, { kind: 'acquire' }>;
+      // The reply came after ttl - 2 ms: Redlock's step 3 says the lock is not held.
+      expect(command.latencyMs).toBeGreaterThanOrEqual(command.ttlMs! - 2);
+      expect(step.allowed.some((o) => o.kind === 'granted')).toBe(false);
+      expect(step.allowed).toContainEqual({ kind: 'denied', reason: 'validity-exhausted' });
+      expect(step.actual.kind).toBe('granted');
+      // Granted with a deadline that has passed by the time the client reads the reply.
+      expect((step.actual as Granted).validUntilMs!).toBeLessThanOrEqual(step.endMs);
+    }, 300_000);
+
+    if (library.startsWith('redlock@')) {
+      it('with driftFactor 0 and no delay: on a node without its release script cached, a release sent before a pause takes effect only after the resume (OWN-1 conformance failure)', async () => {
+        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: WITHOUT_DELAY });
+        const { verdict, steps } = conformanceFailure(r);
+        expect(r.failure!.properties).toEqual(['OWN-1']);
+        // evalsha gets NOSCRIPT; the eval that would delete the key waits for the paused client to read that reply.
+        expect(verdict.message).toMatch(/node \d still holds client \d's released key on 'r0'/);
+        expect(steps.some((s) => s.command.kind === 'pause' && s.command.inFlight?.kind === 'release')).toBe(true);
+      }, 300_000);
+    } else {
+      it('with driftFactor 0 and no delay: agrees with the model step by step; the design findings show (two holders, a stale write taken)', async () => {
+        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: WITHOUT_DELAY });
+        expect(r.failure?.message ?? null).toBeNull();
+        expect(r.runs).toBe(RUNS);
+        // Property violations are the Redlock design's (clock steps, crash-restarts without persistence, an unfenced store).
+        expect(r.findings['MUTEX-1']).toBeGreaterThan(0);
+        expect(r.findings['STORE-1']).toBeGreaterThan(0);
+      }, 300_000);
+    }
+  });
+}
+
+describe('advisory-lock@2.0.0 against the pg-session model', () => {
+  it("is not reentrant: the holder's second acquire opens another session and is refused by its own lock (LIVE-1 conformance failure)", async () => {
+    const r = await checkConformance(advisoryLockBackend(target()), { runs: RUNS, seed: SEED, faults: ADVISORY_LOCK_FAULTS });
+    const { verdict, steps } = conformanceFailure(r);
+    expect(r.failure!.properties).toEqual(['LIVE-1']);
+    const step = verdict.step;
+    expect(step.command.kind).toBe('acquire');
+    const command = step.command as Extract<typeof step.command, { kind: 'acquire' }>;
+    // The client asking holds the lock already (per the step before).
+    const before = steps[steps.length - 2]!;
+    expect(before.leases.some((l) => l.client === command.client && l.resource === command.resource)).toBe(true);
+    expect(step.actual).toEqual({ kind: 'denied', reason: 'held' });
+    // The model stacks it, as PostgreSQL does within one session.
+    expect(step.allowed.map((o) => o.kind)).toEqual(['granted']);
+  }, 300_000);
+
+  it('a session ended by the server (pg_terminate_backend) kills the process: its pg.Client has no error listener', async () => {
+    const s = postgres!;
+    const script = fileURLToPath(new URL('../conformance/adapters/advisoryLockConnectionLoss.ts', import.meta.url));
+    const child = await runChild(script, { ...process.env, LOCKCHECK_PG_URL: `postgres://${s.user}@${s.host}:${s.port}/${s.database}` }, 30_000);
+    expect(child.stdout).toContain('granted');
+    expect(child.stdout).not.toContain('survived');
+    expect(child.code).toBe(1);
+    expect(child.stderr).toContain('terminating connection due to administrator command');
+  }, 60_000);
+});
+
+/** Runs a TypeScript file in a child node (tsx), killed after `timeoutMs`. */
+function runChild(file: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
