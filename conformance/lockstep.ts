@@ -109,7 +109,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       const tentative = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
       const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, b.outcome.kind === 'granted' ? tentative : drivers, owners)));
       if (keys.every((k) => k !== null)) return fail('OWN-1', `${keys[0]}; then ${deviation}`, actual);
-      return fail(implicated(subject, branches, actual, clientNow), deviation, actual);
+      // Judged as compared: without tokens for a lock that has none.
+      const compared = branches.map((b) => ({ ...b, outcome: comparable(b.outcome) }));
+      return fail(implicated(subject, compared, comparable(actual), clientNow), deviation, actual);
     }
     // The outcome is agreed: a lease handed out is the client's now.
     if (performed.granted !== undefined) drivers[performed.granted.client]!.leases.set(performed.granted.resource, performed.granted.lease);
