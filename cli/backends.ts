@@ -9,6 +9,9 @@ import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
 import { UsageError } from './usage.ts';
+import { advisoryLockBackend } from '../conformance/adapters/advisoryLock.ts';
+import { redlockBackend } from '../conformance/adapters/redlock.ts';
+import { sesamecareRedlockBackend } from '../conformance/adapters/sesamecareRedlock.ts';
 
 /**
  * The built-in backends the CLI runs, on servers it starts itself (and stops
@@ -18,9 +21,18 @@ export interface BuiltIn {
   readonly name: string;
   readonly design: Design;
   readonly store: StorePolicy;
+  /** An npm library audited through its adapter (conformance/adapters/): its deviations are the audit's findings. */
+  readonly library?: 'redlock' | 'sesamecare-redlock' | 'advisory-lock';
 }
 
 const RESTART_DELAY_MS = 61; // longer than the longest ttl the schedules use (60 ms)
+
+/** The library audits: rows of the matrix beside the built-in backends. */
+export const LIBRARY_AUDITS: readonly BuiltIn[] = [
+  { name: 'lib:redlock@5.0.0-beta.2', design: designs.redlock(), store: 'unfenced', library: 'redlock' },
+  { name: 'lib:@sesamecare-oss/redlock@1.4.0', design: designs.redlock(), store: 'unfenced', library: 'sesamecare-redlock' },
+  { name: 'lib:advisory-lock@2.0.0', design: designs.pgSession(), store: 'unfenced', library: 'advisory-lock' },
+];
 
 export const BUILT_INS: readonly BuiltIn[] = [
   ...[designs.redisSingle(), designs.redisSingle({ persistence: 'aof-always' }), designs.redlock(), designs.redlock({ persistence: 'aof-always' }), designs.redlock({ restartDelayMs: RESTART_DELAY_MS })].flatMap(
@@ -63,16 +75,16 @@ export class Servers {
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
       const p = d.persistence;
       if (!this.#redis.has(p)) this.#redis.set(p, startRedisCluster({ nodes: 5, persistence: p }));
-      return realRedisBackend(await this.#redis.get(p)!, d, b.store, { name: b.name });
+      const cluster = await this.#redis.get(p)!;
+      if (b.library === 'redlock') return redlockBackend(cluster, { name: b.name });
+      if (b.library === 'sesamecare-redlock') return sesamecareRedlockBackend(cluster, { name: b.name });
+      return realRedisBackend(cluster, d, b.store, { name: b.name });
     }
     this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' });
     const server = await this.#pg;
-    return realPostgresBackend(
-      { host: server.host, port: server.port, user: server.user, database: server.database, crash: () => server.crash(), restart: () => server.restart() },
-      d,
-      b.store,
-      { name: b.name },
-    );
+    const target = { host: server.host, port: server.port, user: server.user, database: server.database, crash: () => server.crash(), restart: () => server.restart() };
+    if (b.library === 'advisory-lock') return advisoryLockBackend(target, { name: b.name });
+    return realPostgresBackend(target, d, b.store, { name: b.name });
   }
 
   async stop(): Promise<void> {
@@ -84,7 +96,7 @@ export class Servers {
 
 /** A built-in name, or the path of a module whose default export is a BackendUnderTest (or a function returning one). */
 export async function resolveBackend(spec: string, servers: Servers): Promise<BackendUnderTest> {
-  const builtIn = BUILT_INS.find((b) => b.name === spec);
+  const builtIn = [...BUILT_INS, ...LIBRARY_AUDITS].find((b) => b.name === spec);
   if (builtIn !== undefined) return servers.backend(builtIn);
   if (!/[/\\.]/.test(spec)) throw new UsageError(`unknown backend '${spec}'. Built-in: ${BUILT_INS.map((b) => b.name).join(', ')}; or give the path of an adapter module`);
   let mod: { default?: unknown };
