@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckResult } from '../conformance/check.ts';
+import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
@@ -65,7 +66,12 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const report = (run: number, found: string): void =>
           progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: run ${run}/${o.runs}, findings ${found || 'none'}`, started, index + run / o.runs, total);
         const timelineFile = join(cellsDir, `${fileName(row.name, col.id)}.html`);
-        const result: CheckResult = await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun: (run) => report(run, '') });
+        const seen = new Set<string>();
+        const onRun = (run: number, r: RunReport): void => {
+          for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
+          report(run, [...seen].sort().join(' '));
+        };
+        const result: CheckResult = await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
         const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);
         const predicted = predict(row, col);
         const first = measured[0];
