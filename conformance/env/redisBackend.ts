@@ -17,6 +17,7 @@ import type { Endpoint, Server } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
+import { onExitKill } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
 
 /**
@@ -44,6 +45,8 @@ const EPOCH_MS = Date.UTC(2030, 0, 1);
 
 export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always' }): Promise<RedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'lockcheck-clocks-'));
+  // Also when the process is killed: the servers have their own clean-up, the clock files need this one.
+  onExitKill(() => rmSync(dir, { recursive: true, force: true }));
   const clockFiles = Array.from({ length: options.nodes }, (_v, i) => {
     const f = new FakeClockFile(dir, `node${i}.clock`);
     f.set(EPOCH_MS);
