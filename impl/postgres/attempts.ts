@@ -27,3 +27,27 @@ export async function acquireWithRetries(
     await sleep(state.clock, options.retryDelayMs ?? 0);
   }
 }
+
+/**
+ * Closes a connection, bounded: a server that never answers the goodbye (paused, gone) must not hold
+ * the caller. After `ms` the socket is destroyed.
+ */
+export function endWithin(client: { end(): Promise<void> }, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      resolve();
+    }, ms);
+    timer.unref();
+    client.end().then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    );
+  });
+}

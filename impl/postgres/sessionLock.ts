@@ -6,7 +6,7 @@ import { withTimeout } from '../errors.ts';
 import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
-import { acquireWithRetries } from './attempts.ts';
+import { acquireWithRetries, endWithin } from './attempts.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
 
@@ -94,7 +94,7 @@ export class PostgresSessionLock {
     this.#closed = true;
     const client = this.#client;
     this.lost();
-    await client?.end().catch(() => undefined);
+    if (client !== null) await endWithin(client, this.#timeoutMs);
   }
 
   private async attempt(resource: string): Promise<AcquireResult> {
@@ -151,7 +151,7 @@ export class PostgresSessionLock {
           await ensureSchema(client);
         });
       } catch (e) {
-        await client.end().catch(() => undefined);
+        await endWithin(client, this.#timeoutMs);
         throw e;
       }
       this.#client = client;

@@ -7,7 +7,7 @@ import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
-import { acquireWithRetries } from './attempts.ts';
+import { acquireWithRetries, endWithin } from './attempts.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
@@ -87,7 +87,7 @@ export class PostgresTransactionLock {
     this.#closed = true;
     for (const o of this.#open.values()) o.lease.lose('released');
     this.#open.clear();
-    await Promise.all([...this.#connections].map((c) => c.end().catch(() => undefined)));
+    await Promise.all([...this.#connections].map((c) => endWithin(c, this.#timeoutMs)));
     this.#connections.clear();
   }
 
@@ -240,7 +240,7 @@ export class PostgresTransactionLock {
       });
       this.#schemaReady = true;
     } catch (e) {
-      await client.end().catch(() => undefined);
+      await endWithin(client, this.#timeoutMs);
       throw e;
     }
     this.#connections.add(client);
@@ -252,6 +252,6 @@ export class PostgresTransactionLock {
     const idle = this.#idle.indexOf(client);
     if (idle >= 0) this.#idle.splice(idle, 1);
     // Closing is a round trip too; if the link is gone, close it directly.
-    await (this.#options.link ?? direct)(() => client.end()).catch(() => client.end().catch(() => undefined));
+    await (this.#options.link ?? direct)(() => endWithin(client, this.#timeoutMs)).catch(() => endWithin(client, this.#timeoutMs));
   }
 }
