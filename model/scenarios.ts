@@ -28,6 +28,25 @@ const acquireSession = (client: number): Command => ({ kind: 'acquire', client, 
 const write = (client: number, value: string): Command => ({ kind: 'write', client, resource: r, value });
 const pauseBeforeWrite = (client: number, value: string): Command => ({ kind: 'pause', client, pendingWrite: { resource: r, value } });
 
+/**
+ * Kleppmann's Redlock shape on five nodes A..E: client 1 reaches only A, B, C and locks them; `fault`
+ * hits C; client 2 reaches only C, D, E and tries; then `tail`.
+ */
+const kleppmann = (fault: readonly Command[], tail: readonly Command[]): Command[] => [
+  { kind: 'partition', client: 0, node: 3 },
+  { kind: 'partition', client: 0, node: 4 },
+  acquire(0),
+  ...fault,
+  { kind: 'partition', client: 1, node: 0 },
+  { kind: 'partition', client: 1, node: 1 },
+  acquire(1),
+  ...tail,
+];
+const crashC: readonly Command[] = [
+  { kind: 'crash', node: 2 },
+  { kind: 'restart', node: 2 },
+];
+
 export const SCENARIOS: readonly Scenario[] = [
   {
     id: 'storage-demo',
@@ -50,17 +69,7 @@ export const SCENARIOS: readonly Scenario[] = [
     title: "Client 1 locks nodes A, B, C (D, E unreachable); C's clock jumps forward; client 2 locks C, D, E",
     source: "Kleppmann 2016, Redlock's first counterexample",
     design: designs.redlock({ nodes: 5 }),
-    steps: [
-      { kind: 'partition', client: 0, node: 3 },
-      { kind: 'partition', client: 0, node: 4 },
-      acquire(0),
-      { kind: 'clock-step', node: 2, deltaMs: TTL + 1 },
-      { kind: 'partition', client: 1, node: 0 },
-      { kind: 'partition', client: 1, node: 1 },
-      acquire(1),
-      write(1, 'from-client-2'),
-      write(0, 'from-client-1'),
-    ],
+    steps: kleppmann([{ kind: 'clock-step', node: 2, deltaMs: TTL + 1 }], [write(1, 'from-client-2'), write(0, 'from-client-1')]),
     breaks: { unfenced: ['MUTEX-1', 'STORE-1'], strict: ['MUTEX-1'], monotonic: ['MUTEX-1'] },
   },
   {
@@ -68,18 +77,7 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'Client 1 locks A, B, C (D, E unreachable); C crashes and restarts at once without persistence; client 2 locks C, D, E',
     source: "Kleppmann 2016, Redlock's second counterexample",
     design: designs.redlock({ nodes: 5 }),
-    steps: [
-      { kind: 'partition', client: 0, node: 3 },
-      { kind: 'partition', client: 0, node: 4 },
-      acquire(0),
-      { kind: 'crash', node: 2 },
-      { kind: 'restart', node: 2 },
-      { kind: 'partition', client: 1, node: 0 },
-      { kind: 'partition', client: 1, node: 1 },
-      acquire(1),
-      write(1, 'from-client-2'),
-      write(0, 'from-client-1'),
-    ],
+    steps: kleppmann(crashC, [write(1, 'from-client-2'), write(0, 'from-client-1')]),
     // The lost counter re-issues token 1: a strict store rejects the equal token, a monotonic one lets it land.
     breaks: { unfenced: ['DUR-1', 'FENCE-1', 'MUTEX-1', 'STORE-1'], strict: ['DUR-1', 'FENCE-1', 'MUTEX-1'], monotonic: ['DUR-1', 'FENCE-1', 'MUTEX-1', 'STORE-1'] },
   },
@@ -88,17 +86,7 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'The same crash with AOF fsync always: node C keeps the key, client 2 is denied',
     source: "antirez 2016, 'Is Redlock safe?' (persistence as the fix)",
     design: designs.redlock({ nodes: 5, persistence: 'aof-always' }),
-    steps: [
-      { kind: 'partition', client: 0, node: 3 },
-      { kind: 'partition', client: 0, node: 4 },
-      acquire(0),
-      { kind: 'crash', node: 2 },
-      { kind: 'restart', node: 2 },
-      { kind: 'partition', client: 1, node: 0 },
-      { kind: 'partition', client: 1, node: 1 },
-      acquire(1),
-      write(0, 'from-client-1'),
-    ],
+    steps: kleppmann(crashC, [write(0, 'from-client-1')]),
     breaks: { unfenced: [], strict: [], monotonic: [] },
   },
   {
@@ -106,17 +94,7 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'The same crash without persistence but a restart delayed by the ttl: node C sits out until the old lease is over',
     source: "antirez 2016, 'Is Redlock safe?' (delayed restarts)",
     design: designs.redlock({ nodes: 5, restartDelayMs: TTL + 1 }),
-    steps: [
-      { kind: 'partition', client: 0, node: 3 },
-      { kind: 'partition', client: 0, node: 4 },
-      acquire(0),
-      { kind: 'crash', node: 2 },
-      { kind: 'restart', node: 2 },
-      { kind: 'partition', client: 1, node: 0 },
-      { kind: 'partition', client: 1, node: 1 },
-      acquire(1),
-      write(0, 'from-client-1'),
-    ],
+    steps: kleppmann(crashC, [write(0, 'from-client-1')]),
     // The lease holds; only the lost counter shows.
     breaks: { unfenced: ['DUR-1'], strict: ['DUR-1'], monotonic: ['DUR-1'] },
   },
