@@ -5,13 +5,10 @@
  */
 import { checkConformance } from '../conformance/check.ts';
 import { BROKEN } from '../test/fixtures/broken.ts';
+import { median } from './common.ts';
 
 const seeds = Number(process.argv[2] ?? 7);
 const runs = Number(process.argv[3] ?? 1000);
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 console.log(`| broken backend | caught | property named (want) | median runs to detection | median ms to detection | median shrunk steps |`);
 console.log(`|---|---|---|---|---|---|`);

@@ -49,6 +49,7 @@ import { ensureSchema, MINT, SCHEMA, TRY_LOCK_AND_MINT } from '../impl/postgres/
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../impl/postgres/store.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
+import { fmtRate, fmtRatio, log, median, out, parseSeconds } from './common.ts';
 
 // ---------------------------------------------------------------- settings
 
@@ -77,22 +78,7 @@ const PGBENCH_SAME_SQL_BASE = 7_100_000;
 const PGBENCH_XACT_BASE = 7_200_000;
 const PGBENCH_XACT_CONNECT_BASE = 7_300_000;
 
-function parseArgs(argv: readonly string[]): { seconds: number } {
-  let seconds = 3;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--seconds') seconds = Number(argv[++i]);
-    else if (arg.startsWith('--seconds=')) seconds = Number(arg.slice('--seconds='.length));
-    else if (arg === '--help' || arg === '-h') {
-      process.stderr.write('usage: tsx bench/postgres.ts [--seconds N]   (N: measured seconds per run, default 3; pgbench runs round(N) >= 1 s)\n');
-      process.exit(0);
-    } else throw new Error(`unknown argument '${arg}' (usage: tsx bench/postgres.ts [--seconds N])`);
-  }
-  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 120) throw new Error(`--seconds must be a number in (0, 120], got ${String(seconds)}`);
-  return { seconds };
-}
-
-const { seconds } = parseArgs(process.argv.slice(2));
+const seconds = parseSeconds('bench/postgres.ts', process.argv.slice(2), '; pgbench runs round(N) >= 1 s');
 const DURATION_MS = Math.round(seconds * 1000);
 const WARMUP_MS = Math.min(500, Math.round(DURATION_MS / 4));
 /** Once per loop-driven configuration before its group's first round. */
@@ -102,17 +88,7 @@ const PGBENCH_SECONDS = Math.max(1, Math.round(seconds));
 
 // ---------------------------------------------------------------- helpers
 
-const log = (line: string): void => void process.stderr.write(`${line}\n`);
-const out = (line = ''): void => void process.stdout.write(`${line}\n`);
 
-function median(xs: readonly number[]): number {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-}
-
-const fmtRate = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
-const fmtRatio = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 const loadavg = (): string => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 
 // ---------------------------------------------------------------- CPU accounting

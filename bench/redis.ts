@@ -30,6 +30,7 @@ import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis
 import type { LeaseLock } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
 import Redlock from './redlockTyped.ts';
+import { fmtRate, fmtRatio, log, median, out, parseSeconds } from './common.ts';
 
 // ---------------------------------------------------------------- settings
 
@@ -49,35 +50,12 @@ const LOCKCHECK_REQUEST_TIMEOUT_MS = 50;
 /** Which of the five nodes is paused in measurement 3. */
 const PAUSED_NODE = 2;
 
-function parseArgs(argv: readonly string[]): { seconds: number } {
-  let seconds = 3;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--seconds') seconds = Number(argv[++i]);
-    else if (arg.startsWith('--seconds=')) seconds = Number(arg.slice('--seconds='.length));
-    else if (arg === '--help' || arg === '-h') {
-      process.stderr.write('usage: tsx bench/redis.ts [--seconds N]   (N: measured seconds per run, default 3)\n');
-      process.exit(0);
-    } else throw new Error(`unknown argument '${arg}' (usage: tsx bench/redis.ts [--seconds N])`);
-  }
-  if (!Number.isFinite(seconds) || seconds <= 0 || seconds > 120) throw new Error(`--seconds must be a number in (0, 120], got ${String(seconds)}`);
-  return { seconds };
-}
-
-const { seconds } = parseArgs(process.argv.slice(2));
+const seconds = parseSeconds('bench/redis.ts', process.argv.slice(2));
 const DURATION_MS = Math.round(seconds * 1000);
 const WARMUP_MS = Math.min(500, Math.round(DURATION_MS / 4));
 
 // ---------------------------------------------------------------- helpers
 
-const log = (line: string): void => void process.stderr.write(`${line}\n`);
-const out = (line = ''): void => void process.stdout.write(`${line}\n`);
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-}
 
 /** Nearest-rank percentile. */
 function percentile(xs: readonly number[], p: number): number {
@@ -86,8 +64,6 @@ function percentile(xs: readonly number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
 }
 
-const fmtRate = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
-const fmtRatio = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 const fmtMs = (x: number): string => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : 'n/a');
 
 /** Owner values for the raw ioredis lock, as random as redlock's. */
