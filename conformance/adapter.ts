@@ -28,6 +28,13 @@ export interface Capabilities {
    * outcome but the tokens, and its store must be unfenced.
    */
   readonly tokens?: boolean;
+  /**
+   * For nodes on their own real clocks (servers the runner does not start):
+   * how closely the runner's pacing follows them, in ms. Keys this close to
+   * their expiry may be alive or dead; a run whose real time strays further
+   * stops as inconclusive (TimingError). Absent: the runner drives the clocks.
+   */
+  readonly expiryToleranceMs?: number;
 }
 
 /** The faults an environment can inject: generation uses only these. */
@@ -78,6 +85,13 @@ export interface Environment {
    * (null where none). Lets the runner check OWN-1 directly.
    */
   inspect?(resource: string): Promise<ReadonlyArray<string | null>>;
+  /**
+   * Servers on their own real clocks only: how far real time has run ahead
+   * of true time, in ms. Before each command the runner lets true time catch
+   * up by that much (a recorded `advance` step), so that what the servers see
+   * stays within Capabilities.expiryToleranceMs of the model's time.
+   */
+  realTimeAheadMs?(): number;
 }
 
 /** A backend instance for one run: fresh servers, `clients` clients. */

@@ -5,7 +5,7 @@ import type { Command } from '../model/command.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, tokenBaseArb } from './generate.ts';
+import { scheduleArb, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { RunReport } from './verdict.ts';
@@ -84,7 +84,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   let run = 0;
   let stoppedEarly = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40 });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities) });
   const property = fc.asyncProperty(schedule, tokenBaseArb(), async (commands: Command[], tokenBase: bigint) => {
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });

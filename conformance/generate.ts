@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
 import { hasTtl, nodeCount } from '../model/design.ts';
-import type { FaultKind } from './adapter.ts';
+import type { Capabilities, FaultKind } from './adapter.ts';
 
 /**
  * Schedules of operations and faults for the lockstep runner. A schedule is
@@ -17,6 +17,17 @@ export interface ScheduleOptions {
   readonly clients: number;
   readonly resources: number;
   readonly maxCommands: number;
+  /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
+  readonly ttlFloorMs?: number;
+}
+
+/**
+ * The ttl floor for a backend: on servers with their own clocks a lease
+ * must outlast the wider clock margin they need (twice the run's timing
+ * tolerance leaves about as much validity as the default leaves at 5 ms).
+ */
+export function ttlFloorFor(capabilities: Capabilities): number {
+  return 5 + 2 * (capabilities.expiryToleranceMs ?? 0);
 }
 
 export const RESOURCE_NAMES = ['r0', 'r1', 'r2', 'r3'] as const;
@@ -39,7 +50,9 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const other = (c: number) => (c + 1) % o.clients;
   const node = fc.integer({ min: 0, max: nodeCount(o.design) - 1 });
   const resource = fc.constantFrom(...RESOURCE_NAMES.slice(0, o.resources));
-  const ttlMs = fc.integer({ min: 5, max: 60 });
+  const floor = o.ttlFloorMs ?? 5;
+  const ttlMs = fc.integer({ min: floor, max: floor + 55 });
+  const gapMs = fc.integer({ min: 1, max: floor + 75 });
   const value = fc.constantFrom('a', 'b', 'c');
 
   const acquire = (c: fc.Arbitrary<number>, latency: boolean): fc.Arbitrary<Command> =>
@@ -64,7 +77,7 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
     { weight: ttl ? 2 : 0, arbitrary: fc.record({ kind: fc.constant('extend' as const), client, resource, ttlMs }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('read' as const), client, resource }) },
   );
-  const advance = fc.integer({ min: 1, max: 80 }).map((ms): Command => ({ kind: 'advance', ms }));
+  const advance = gapMs.map((ms): Command => ({ kind: 'advance', ms }));
 
   const single: Array<fc.WeightedArbitrary<Command[]>> = [
     { weight: 10, arbitrary: operation.map((c) => [c]) },
@@ -152,7 +165,7 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
     // A clock jump on one node while it holds a grant, then a contender.
     scripts.push({
       weight: 2,
-      arbitrary: fc.tuple(acquire(client, false), node, fc.integer({ min: 1, max: 80 }), acquire(fc.constant(0), false)).map(([first, n, jump, second]) => {
+      arbitrary: fc.tuple(acquire(client, false), node, gapMs, acquire(fc.constant(0), false)).map(([first, n, jump, second]) => {
         const a = first as Extract<Command, { kind: 'acquire' }>;
         return [a, { kind: 'clock-step', node: n, deltaMs: jump }, { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource }];
       }),
@@ -164,7 +177,7 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
     scripts.push({
       weight: 3,
       arbitrary: fc
-        .tuple(acquire(client, false), acquire(fc.constant(0), false), fc.integer({ min: 1, max: 80 }), fc.boolean())
+        .tuple(acquire(client, false), acquire(fc.constant(0), false), gapMs, fc.boolean())
         .map(([first, second, jump, crash]) => {
           const a = first as Extract<Command, { kind: 'acquire' }>;
           const n = nodeCount(o.design);

@@ -10,7 +10,7 @@ import type { LeaseNode } from './leaseNode.ts';
  * single-instance lease. One attempt: send set-if-absent to every node in
  * parallel, each bounded by a timeout; count the grants; the lock is held only
  * if a majority granted and validity = ttl - elapsed - (ceil(driftFactor*ttl)
- * + 2 ms) is still positive, measured on the monotonic clock from before the
+ * + clockMarginMs, 2 by default) is still positive, measured on the monotonic clock from before the
  * first request (spec: redlock). Otherwise release everywhere. The token is
  * the highest counter of the quorum, written back to the quorum before the
  * lease is returned, so the next quorum (which intersects this one) mints a
@@ -21,6 +21,12 @@ export interface LeaseLockOptions {
   readonly clock: MonotonicClock;
   /** Allowance for clock drift, a fraction of the ttl in [0, 1). Default 0.01. */
   readonly driftFactor?: number;
+  /**
+   * The fixed part of the allowance, in ms, for the servers' expiry
+   * precision and any skew between the client's clock and theirs. Default 2
+   * (Redlock's); raise it where the servers' clocks may run ahead.
+   */
+  readonly clockMarginMs?: number;
   /** Bound on each call to one node, in ms; default: the ttl of the attempt. */
   readonly requestTimeoutMs?: number;
   /** Source of owner values and retry jitter, in [0, 1). Default: crypto-strength random. */
@@ -60,6 +66,7 @@ export class LeaseLock {
   readonly #nodes: readonly LeaseNode[];
   protected readonly clock: MonotonicClock;
   protected readonly driftFactor: number;
+  protected readonly clockMarginMs: number;
   readonly #requestTimeoutMs: number | undefined;
   readonly #random: () => number;
   readonly #safetyMarginMs: number;
@@ -72,6 +79,9 @@ export class LeaseLock {
     this.#nodes = options.nodes;
     this.clock = options.clock;
     this.driftFactor = df;
+    const clockMargin = options.clockMarginMs ?? 2;
+    if (!Number.isInteger(clockMargin) || clockMargin < 0 || clockMargin > 1000) throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, 1000], got ${clockMargin}`);
+    this.clockMarginMs = clockMargin;
     if (options.requestTimeoutMs !== undefined) checkTtl(options.requestTimeoutMs);
     this.#requestTimeoutMs = options.requestTimeoutMs;
     this.#random = options.random ?? cryptoRandom;
@@ -127,7 +137,7 @@ export class LeaseLock {
   }
 
   protected driftMarginMs(ttlMs: number): number {
-    return Math.ceil(this.driftFactor * ttlMs) + 2;
+    return Math.ceil(this.driftFactor * ttlMs) + this.clockMarginMs;
   }
 
   protected newOwner(): string {

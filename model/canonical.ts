@@ -18,7 +18,7 @@ export function canonicalKey(world: World, options: { readonly nodeSymmetry?: bo
     const keys = Object.entries(n.keys)
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([r, k]) => {
-        const remaining = k.expiresAtMs === null ? 'session' : Math.max(-1, k.expiresAtMs - expiry);
+        const remaining = k.expiresAtMs === null ? 'session' : Math.max(-1 - (world.config.expiryToleranceMs ?? 0), k.expiresAtMs - expiry);
         const age = Math.min(now - k.liveSinceTrueMs, 4 * (k.ttlMs ?? 0) + 4);
         const attemptsAgo = (world.clients[k.owner.client]?.attempts ?? 0) - k.owner.attempt;
         return `${r}=${k.owner.client}/${attemptsAgo}/${remaining}/${k.ttlMs}/${k.count}/${age}`;

@@ -9,15 +9,15 @@ import { InvalidInputError } from './errors.ts';
  */
 export type Design =
   /** One Redis node: SET NX PX, compare-and-delete release, INCR counter token. */
-  | { readonly kind: 'redis-single'; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number }
+  | { readonly kind: 'redis-single'; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number }
   /** Redlock over N independent Redis nodes; token = max of the quorum's counters, written back to the quorum. */
-  | { readonly kind: 'redlock'; readonly nodes: number; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number }
+  | { readonly kind: 'redlock'; readonly nodes: number; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number }
   /** PostgreSQL session-scoped advisory lock: lives with its connection, stacks; token from a sequence. */
   | { readonly kind: 'pg-session' }
   /** PostgreSQL transaction-scoped advisory lock: released at commit or rollback; writes commit with it. */
   | { readonly kind: 'pg-xact' }
   /** Consensus lease lock (etcd): lease plus put-if-absent; token = the key's create revision. */
-  | { readonly kind: 'etcd-lease'; readonly driftFactor: number };
+  | { readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number };
 
 export type DesignKind = Design['kind'];
 
@@ -36,24 +36,34 @@ export type StorePolicy =
   | 'transactional';
 
 export const DEFAULT_DRIFT_FACTOR = 0.01;
+/** The fixed part of the drift allowance: Redlock's 2 ms for Redis's expiry precision. */
+export const DEFAULT_CLOCK_MARGIN_MS = 2;
+
+type LeaseOptions = { driftFactor: number; clockMarginMs: number };
 
 export const designs = {
-  redisSingle: (o: Partial<{ persistence: Persistence; restartDelayMs: number; driftFactor: number }> = {}): Design => ({
+  redisSingle: (o: Partial<{ persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => ({
     kind: 'redis-single',
     persistence: o.persistence ?? 'none',
     restartDelayMs: o.restartDelayMs ?? 0,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
+    clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
   }),
-  redlock: (o: Partial<{ nodes: number; persistence: Persistence; restartDelayMs: number; driftFactor: number }> = {}): Design => ({
+  redlock: (o: Partial<{ nodes: number; persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => ({
     kind: 'redlock',
     nodes: o.nodes ?? 5,
     persistence: o.persistence ?? 'none',
     restartDelayMs: o.restartDelayMs ?? 0,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
+    clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
   }),
   pgSession: (): Design => ({ kind: 'pg-session' }),
   pgXact: (): Design => ({ kind: 'pg-xact' }),
-  etcdLease: (o: Partial<{ driftFactor: number }> = {}): Design => ({ kind: 'etcd-lease', driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR }),
+  etcdLease: (o: Partial<LeaseOptions> = {}): Design => ({
+    kind: 'etcd-lease',
+    driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
+    clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
+  }),
 } as const;
 
 /** Number of lock-service nodes the design runs on (a consensus cluster is one logical node). */
@@ -103,6 +113,10 @@ export function driftFactor(design: Design): number {
   return design.kind === 'redis-single' || design.kind === 'redlock' || design.kind === 'etcd-lease' ? design.driftFactor : 0;
 }
 
+export function clockMarginMs(design: Design): number {
+  return design.kind === 'redis-single' || design.kind === 'redlock' || design.kind === 'etcd-lease' ? design.clockMarginMs : 0;
+}
+
 /** Votes needed for a grant: a majority of the nodes. */
 export function quorum(design: Design): number {
   return Math.floor(nodeCount(design) / 2) + 1;
@@ -110,10 +124,10 @@ export function quorum(design: Design): number {
 
 /**
  * The clock-drift allowance subtracted from a lease's validity, as in the
- * Redlock description: ceil(driftFactor * ttl) + 2 ms.
+ * Redlock description: ceil(driftFactor * ttl) + 2 ms (clockMarginMs).
  */
 export function driftMarginMs(design: Design, ttlMs: number): number {
-  return hasTtl(design) ? Math.ceil(driftFactor(design) * ttlMs) + 2 : 0;
+  return hasTtl(design) ? Math.ceil(driftFactor(design) * ttlMs) + clockMarginMs(design) : 0;
 }
 
 export function validateDesign(design: Design): Design {
@@ -127,6 +141,8 @@ export function validateDesign(design: Design): Design {
     .otherwise(() => undefined);
   const df = driftFactor(design);
   if (!(df >= 0 && df < 1)) fail(`driftFactor must be in [0, 1), got ${df}`);
+  const cm = clockMarginMs(design);
+  if (!Number.isInteger(cm) || cm < 0 || cm > 1000) fail(`clockMarginMs must be an integer in [0, 1000], got ${cm}`);
   const rd = restartDelayMs(design);
   if (!Number.isInteger(rd) || rd < 0) fail(`restartDelayMs must be a non-negative integer, got ${rd}`);
   return design;
@@ -136,13 +152,14 @@ export function storeFits(design: Design, policy: StorePolicy): boolean {
   return policy === 'transactional' ? design.kind === 'pg-xact' : design.kind !== 'pg-xact';
 }
 
-/** A short human label, e.g. "redlock(5, aof-always, delay 20ms)". */
+/** A short human label, e.g. "redlock(5 nodes, aof-always, delayed restart 20ms)". */
 export function describeDesign(design: Design): string {
+  const margin = clockMarginMs(design) === DEFAULT_CLOCK_MARGIN_MS ? '' : `, clock margin ${clockMarginMs(design)}ms`;
   return match(design)
-    .with({ kind: 'redis-single' }, (d) => `redis-single(${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''})`)
-    .with({ kind: 'redlock' }, (d) => `redlock(${d.nodes} nodes, ${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''})`)
+    .with({ kind: 'redis-single' }, (d) => `redis-single(${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
+    .with({ kind: 'redlock' }, (d) => `redlock(${d.nodes} nodes, ${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
     .with({ kind: 'pg-session' }, () => 'pg-session')
     .with({ kind: 'pg-xact' }, () => 'pg-xact')
-    .with({ kind: 'etcd-lease' }, () => 'etcd-lease')
+    .with({ kind: 'etcd-lease' }, () => `etcd-lease${margin ? `(${margin.slice(2)})` : ''}`)
     .exhaustive();
 }

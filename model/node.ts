@@ -18,16 +18,23 @@ export function expiryNow(design: Design, node: NodeState, trueMs: number): numb
 /**
  * Whether the node sees a key for `resource` as alive. A set of answers:
  * at exactly the expiry instant a real server may go either way (ms
- * rounding, lazy versus active expiry), so the model allows both.
+ * rounding, lazy versus active expiry), so the model allows both; so it does
+ * within `toleranceMs` of it, for a node on a real clock the runner only
+ * follows to within that (WorldConfig.expiryToleranceMs).
  */
-export function liveness(design: Design, node: NodeState, resource: string, trueMs: number): readonly boolean[] {
+export function liveness(design: Design, node: NodeState, resource: string, trueMs: number, toleranceMs = 0): readonly boolean[] {
   const key = node.keys[resource];
   if (key === undefined) return [false];
   if (key.expiresAtMs === null) return [true];
   const now = expiryNow(design, node, trueMs);
-  if (now < key.expiresAtMs) return [true];
-  if (now === key.expiresAtMs) return [true, false];
+  if (now < key.expiresAtMs - toleranceMs) return [true];
+  if (now <= key.expiresAtMs + toleranceMs) return [true, false];
   return [false];
+}
+
+/** liveness() as the world's configuration says the nodes' clocks are followed. */
+export function livenessIn(world: World, node: NodeState, resource: string): readonly boolean[] {
+  return liveness(world.config.design, node, resource, world.nowMs, world.config.expiryToleranceMs ?? 0);
 }
 
 export function isReachable(world: World, client: number, node: number): boolean {

@@ -90,6 +90,13 @@ export interface WorldConfig {
   readonly clients: number;
   /** Where token counters start (a fresh counter issues tokenBase + 1); default 0. Lets a run reach 2^53 and 2^63-1. */
   readonly tokenBase?: bigint;
+  /**
+   * How closely the nodes' expiry clocks follow the model's time, in ms
+   * (default 0: the runner drives them). A key within this distance of its
+   * expiry may be alive or dead. For servers on their own real clocks, which
+   * the runner can only pace (spec §7.8).
+   */
+  readonly expiryToleranceMs?: number;
 }
 
 export interface World {
@@ -104,6 +111,7 @@ export interface World {
 }
 
 export const MAX_CLIENTS = 16;
+export const MAX_EXPIRY_TOLERANCE_MS = 1000;
 
 export function initialWorld(config: WorldConfig): World {
   validateDesign(config.design);
@@ -111,6 +119,10 @@ export function initialWorld(config: WorldConfig): World {
     throw new InvalidInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${config.clients}`);
   }
   if (config.tokenBase !== undefined) checkToken(config.tokenBase);
+  const tolerance = config.expiryToleranceMs;
+  if (tolerance !== undefined && !(Number.isInteger(tolerance) && tolerance >= 0 && tolerance <= MAX_EXPIRY_TOLERANCE_MS)) {
+    throw new InvalidInputError('invalid-config', `expiryToleranceMs must be an integer in [0, ${MAX_EXPIRY_TOLERANCE_MS}], got ${String(tolerance)}`);
+  }
   if (!storeFits(config.design, config.store)) {
     throw new InvalidInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
   }

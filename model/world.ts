@@ -11,7 +11,7 @@ import {
   deleteKey,
   expiryNow,
   isReachable,
-  liveness,
+  livenessIn,
   raiseCounter,
   setKey,
 } from './node.ts';
@@ -183,7 +183,7 @@ function fanOut<V>(
       partial = partial.map((p) => ({ nodes: [...p.nodes, node], votes: [...p.votes, null] }));
       return;
     }
-    const answers = liveness(world.config.design, node, resource, world.nowMs).map((alive) => script(node, index, alive));
+    const answers = livenessIn(world, node, resource).map((alive) => script(node, index, alive));
     partial = partial.flatMap((p) => answers.map((a) => ({ nodes: [...p.nodes, a.node], votes: [...p.votes, a.vote] })));
   });
   return partial;
@@ -450,7 +450,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const node = world.nodes[f.node]!;
       const stepped = (n: NodeState): World => ({ ...world, nodes: world.nodes.map((m, i) => (i === f.node ? { ...n, wall: stepClock(n.wall, world.nowMs, f.deltaMs) } : m)) });
       // A key already dead may or may not have been purged (active expiry) before the step: a step back revives it only if not.
-      const dead = Object.keys(node.keys).filter((r) => liveness(design, node, r, world.nowMs).every((alive) => !alive));
+      const dead = Object.keys(node.keys).filter((r) => livenessIn(world, node, r).every((alive) => !alive));
       if (dead.length === 0) return ok(stepped(node));
       const purged = dead.reduce((n, r) => deleteKey(n, r), node);
       return [...ok(stepped(purged)), ...ok(stepped(node))];
@@ -483,7 +483,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
         design.kind !== 'etcd-lease'
           ? { ...n, up: false }
           : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
-            { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => liveness(design, n, r, world.nowMs).includes(true))) };
+            { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
       const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? crashing(n) : n)) };
       // A database crash ends every session, and session-bound locks with them.
       return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down);

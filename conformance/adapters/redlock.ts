@@ -42,7 +42,7 @@ import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
 import type { BackendInstance, BackendUnderTest, FaultKind, LockClient } from '../adapter.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
-import { REAL_REDIS_FAULTS, startRedisRun } from '../env/redisBackend.ts';
+import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
 import { installWallClock, onWallClock } from './wallClock.ts';
 
@@ -113,12 +113,12 @@ export const redlockKey = (resource: string): string => `locks:${resource}`;
 export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisCluster, options: RedlockAdapterOptions = {}): BackendUnderTest {
   const design = designs.redlock({ nodes: 5, ...(options.driftFactor !== undefined ? { driftFactor: options.driftFactor } : {}) });
   if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
-  if (cluster.persistence !== 'none') throw new Error(`${describeDesign(design)} does not match the cluster's persistence (${cluster.persistence})`);
+  if (cluster.persistence === 'aof-always') throw new Error(`${describeDesign(design)} does not match the cluster's persistence (${cluster.persistence})`);
   return {
     name: options.name ?? `${library.name} ${describeDesign(design)}${options.driftFactor !== undefined ? ` driftFactor ${options.driftFactor}` : ''}`,
     design,
-    capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false },
-    faults: options.faults ?? REAL_REDIS_FAULTS,
+    capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
+    faults: faultsOn(cluster, options.faults),
     start: ({ clients }) => startInstance(library, cluster, design, clients, options.dateNow ?? 'client-clock'),
   };
 }
@@ -150,7 +150,8 @@ async function startInstance(
   const restoreDateNow = dateNow === 'client-clock' ? installWallClock() : () => undefined;
   try {
     // Fresh servers have no script cached: every run starts the same way (redlock 5 then pays a NOSCRIPT round trip).
-    await Promise.all(run.admin.map((r) => r.script('FLUSH')));
+    // The user's own servers keep their script cache: there the first run alone pays it.
+    if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
     const commands = new Set(library.commands);
     const driftFactor = design.kind === 'redlock' ? design.driftFactor : 0.01;
     const lockClients: LockClient[] = run.connections.map((conn, client) => {
@@ -226,12 +227,12 @@ async function startInstance(
       env: run.env,
       close: async () => {
         restoreDateNow();
-        run.close();
+        await run.close();
       },
     };
   } catch (e) {
     restoreDateNow();
-    run.close();
+    await run.close();
     throw e;
   }
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,7 +6,7 @@ import { Redis } from 'ioredis';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, read, setDrift, step } from '../../model/clock.ts';
 import type { Design, StorePolicy } from '../../model/design.ts';
-import { describeDesign, driftFactor, nodeCount, persists, restartDelayMs } from '../../model/design.ts';
+import { clockMarginMs, describeDesign, driftFactor, nodeCount, persists, restartDelayMs } from '../../model/design.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import type { LeaseNode } from '../../impl/leaseNode.ts';
 import { LeaseLock } from '../../impl/leaseLock.ts';
@@ -30,15 +31,38 @@ import { RedisServer } from './redisServer.ts';
  *
  * The servers are started once (startRedisCluster) and reset before every
  * run: all up, flushed, clocks back to the start.
+ *
+ * On servers lockcheck did not start (connectRedisCluster: the user's own),
+ * nothing is flushed or restarted: every run works under a key prefix of its
+ * own and deletes its keys at the end; the nodes keep real time, so the run
+ * is paced to it within REAL_TIME_TOLERANCE_MS, and the faults that need the
+ * process or the clock (crash-restart, clock-step, clock-drift) are not
+ * available.
  */
+export interface RedisTarget {
+  /** redis:// or rediss:// URL, with the database number if not 0. */
+  readonly url: string;
+}
+
 export interface RedisCluster {
-  readonly nodes: readonly RedisServer[];
-  /** A plain server (no faked clock) holding the store. */
-  readonly store: RedisServer;
-  readonly clockFiles: readonly FakeClockFile[];
-  readonly persistence: 'none' | 'aof-always';
+  /** The lock nodes. */
+  readonly nodes: readonly RedisTarget[];
+  /** The store: a plain server (no faked clock), or the first node on the user's servers. */
+  readonly store: RedisTarget;
+  /** 'unknown' on servers lockcheck did not start (crash faults are unavailable there, so it does not matter). */
+  readonly persistence: 'none' | 'aof-always' | 'unknown';
+  /** Servers lockcheck started: their processes and clocks are the runner's. Absent on the user's servers. */
+  readonly local?: { readonly servers: readonly RedisServer[]; readonly clockFiles: readonly FakeClockFile[] };
   stop(): Promise<void>;
 }
+
+/** How closely a run follows the real clock of a server it does not drive, in ms. */
+export const REAL_TIME_TOLERANCE_MS = 20;
+/**
+ * The clock margin a design needs on such servers: a key may expire up to
+ * the tolerance early as the server sees time, and the lease must end first.
+ */
+export const USER_SERVER_CLOCK_MARGIN_MS = REAL_TIME_TOLERANCE_MS + 2;
 
 /** The wall-clock instant a node's clock reads 0 at: far from the machine's own time on purpose. */
 const EPOCH_MS = Date.UTC(2030, 0, 1);
@@ -57,10 +81,11 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
     for (const clockFile of clockFiles) started.push(await RedisServer.start({ persistence: options.persistence, clockFile }));
     const store = await RedisServer.start({ persistence: 'none' });
     started.push(store);
+    const servers = started.slice(0, options.nodes);
     return {
-      nodes: started.slice(0, options.nodes),
-      store,
-      clockFiles,
+      nodes: servers.map(targetOf),
+      store: targetOf(store),
+      local: { servers, clockFiles },
       persistence: options.persistence,
       stop: async () => {
         await Promise.all(started.map((s) => s.stop()));
@@ -74,10 +99,26 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
   }
 }
 
+function targetOf(server: RedisServer): RedisTarget {
+  return { url: `redis://${server.host}:${server.port}` };
+}
+
 /** Replaces one part of the real backend: how a client talks to one node. Used to build broken variants. */
 export type RedisNodeFactory = (redis: Redis, options: { readonly tokenBase: bigint }) => LeaseNode;
 
 export const REAL_REDIS_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay'];
+/** On servers lockcheck did not start: no process or clock of theirs is the runner's. */
+export const USER_REDIS_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'partition', 'delay'];
+
+/** The faults a backend can inject on this cluster: `wanted`, less what the cluster cannot do. */
+export function faultsOn(cluster: RedisCluster, wanted: readonly FaultKind[] = REAL_REDIS_FAULTS): readonly FaultKind[] {
+  return cluster.local !== undefined ? wanted : wanted.filter((f) => USER_REDIS_FAULTS.includes(f));
+}
+
+/** The run's timing tolerance on this cluster, as Capabilities.expiryToleranceMs wants it. */
+export function toleranceOn(cluster: RedisCluster): { readonly expiryToleranceMs?: number } {
+  return cluster.local !== undefined ? {} : { expiryToleranceMs: REAL_TIME_TOLERANCE_MS };
+}
 
 /** Real commands are bounded in real time too: a hung server fails the call instead of the run. */
 const COMMAND_TIMEOUT_MS = 5_000;
@@ -91,20 +132,26 @@ export function realRedisBackend(
 ): BackendUnderTest {
   if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`realRedisBackend runs Redis designs, not ${design.kind}`);
   if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
-  if (persists(design) !== (cluster.persistence === 'aof-always')) throw new Error(`${describeDesign(design)} does not match the cluster's persistence (${cluster.persistence})`);
+  if (cluster.local === undefined && clockMarginMs(design) < USER_SERVER_CLOCK_MARGIN_MS) {
+    throw new Error(
+      `${describeDesign(design)} on servers with their own clocks needs clockMarginMs >= ${USER_SERVER_CLOCK_MARGIN_MS} (the run follows their time to ${REAL_TIME_TOLERANCE_MS} ms; a smaller margin would report the pacing's own skew as findings)`,
+    );
+  }
+  if (cluster.persistence !== 'unknown' && persists(design) !== (cluster.persistence === 'aof-always')) {
+    throw new Error(`${describeDesign(design)} does not match the cluster's persistence (${cluster.persistence})`);
+  }
   return {
     name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
     design,
-    capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
-    faults: options.faults ?? REAL_REDIS_FAULTS,
+    capabilities: { store, ttl: true, sessionBound: false, reentrant: false, ...toleranceOn(cluster) },
+    faults: faultsOn(cluster, options.faults),
     start: (o) => startInstance(cluster, design, store, options.node ?? ((redis, x) => redisLeaseNode(redis, { tokenBase: x.tokenBase })), o.clients, o.tokenBase),
   };
 }
 
-function connect(server: RedisServer): Redis {
-  const redis = new Redis({
-    host: server.host,
-    port: server.port,
+function connect(target: RedisTarget, keyPrefix = ''): Redis {
+  const redis = new Redis(target.url, {
+    keyPrefix,
     // Fail at once while disconnected (the model's node is down or the link cut), never queue.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -124,7 +171,7 @@ function ready(redis: Redis): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       redis.off('ready', onReady);
-      reject(new Error(`redis ${redis.options.port}: not ready within ${READY_TIMEOUT_MS} ms`));
+      reject(new Error(`redis ${redis.options.host}:${redis.options.port}: not ready within ${READY_TIMEOUT_MS} ms`));
     }, READY_TIMEOUT_MS);
     const onReady = (): void => {
       clearTimeout(timer);
@@ -154,9 +201,11 @@ export interface RedisRun {
   readonly clocks: readonly MonotonicClock[];
   /** The harness's own connection to each node (outside the network layer). */
   readonly admin: readonly Redis[];
+  /** Whether the servers are the user's own (shared): then leave their script cache and other keys alone. */
+  readonly shared: boolean;
   readonly env: Environment;
-  /** Disconnects every connection of the run. */
-  close(): void;
+  /** Disconnects every connection of the run (and on shared servers deletes the run's keys first). */
+  close(): Promise<void>;
 }
 
 export interface RedisRunOptions {
@@ -168,71 +217,118 @@ export interface RedisRunOptions {
 export async function startRedisRun(cluster: RedisCluster, design: Design, options: RedisRunOptions): Promise<RedisRun> {
   const lockKey = options.lockKey ?? ((resource: string) => keysFor(resource).lock);
   const n = nodeCount(design);
-  const servers = cluster.nodes.slice(0, n);
-  // Reset: every node up, empty, its clock at the start.
-  for (const s of servers) if (!s.running) await s.restart();
-  const walls: Clock[] = servers.map(() => clockAt());
-  const up = servers.map(() => true);
-  const availableFrom = servers.map(() => 0);
+  if (n > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${n} nodes; the cluster has ${cluster.nodes.length}`);
+  const targets = cluster.nodes.slice(0, n);
+  const local = cluster.local === undefined ? null : { servers: cluster.local.servers.slice(0, n), clockFiles: cluster.local.clockFiles };
+  // Reset: every node up, empty, its clock at the start. On shared servers a fresh key prefix is the reset.
+  if (local !== null) for (const s of local.servers) if (!s.running) await s.restart();
+  const prefix = local === null ? `lockcheck-run:${randomUUID()}:` : '';
+  const walls: Clock[] = targets.map(() => clockAt());
+  const up = targets.map(() => true);
+  const availableFrom = targets.map(() => 0);
   let time: VirtualTime;
-  const writeClocks = (): void => servers.forEach((_s, i) => cluster.clockFiles[i]!.set(EPOCH_MS + read(walls[i]!, time.nowMs())));
-  const admin = [...servers.map(connect), connect(cluster.store)];
-  await Promise.all(admin.map(ready));
-  await Promise.all(admin.map((r) => r.flushall()));
-  const endpoints: Server[] = servers.map((_s, i) => ({ reachable: () => up[i]! && time.nowMs() >= availableFrom[i]! }));
-  const network: SimNetwork = new SimNetwork(
-    (time = new VirtualTime({ settle: () => network.settled(), onTick: writeClocks })),
-    (e: Endpoint) => (e === 'store' ? { reachable: () => true } : endpoints[e]!),
-  );
-  writeClocks();
-  const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
-  const connections = Array.from({ length: options.clients }, () => ({ nodes: servers.map(connect), store: connect(cluster.store) }));
-  await Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready));
-  const clocks = clientClocks.map((_c, client) => time.clockOf(() => clientClocks[client]!));
-  const nodeConnections = (i: number): Redis[] => [admin[i]!, ...connections.map((c) => c.nodes[i]!)];
-  const env: Environment = {
-    nowMs: () => time.nowMs(),
-    advanceTo: (t) => time.advanceTo(t),
-    runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    clockStep: async (node, deltaMs) => {
-      walls[node] = step(walls[node]!, time.nowMs(), deltaMs);
-      writeClocks();
-    },
-    clockDrift: async (target, driftPpm) => {
-      if ('node' in target) walls[target.node] = setDrift(walls[target.node]!, time.nowMs(), driftPpm);
-      else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
-    },
-    crash: async (node) => {
-      up[node] = false;
-      await servers[node]!.crash();
-    },
-    restart: async (node) => {
-      await servers[node]!.restart();
-      // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
-      await Promise.all(nodeConnections(node).map(ready));
-      up[node] = true;
-      availableFrom[node] = time.nowMs() + restartDelayMs(design);
-    },
-    partition: async (client, node) => network.cut(client, node),
-    heal: async (client, node) => network.heal(client, node),
-    setDelay: async (client, ms) => network.setDelay(client, ms),
-    pause: async (client) => network.hold(client),
-    resume: async (client) => network.release(client),
-    // A Redis connection holds no lock state: a new one changes nothing the model sees.
-    killConnection: async () => undefined,
-    inspect: async (resource) => Promise.all(servers.map((_s, i) => (up[i] ? admin[i]!.get(lockKey(resource)) : Promise.resolve(null)))),
+  const writeClocks = (): void => {
+    if (local !== null) targets.forEach((_s, i) => local.clockFiles[i]!.set(EPOCH_MS + read(walls[i]!, time.nowMs())));
   };
-  return {
-    time,
-    network,
-    connections,
-    clocks,
-    admin: admin.slice(0, n),
-    env,
-    close: () => {
-      for (const r of [...admin, ...connections.flatMap((c) => [...c.nodes, c.store])]) r.disconnect();
-    },
+  const all: Redis[] = [];
+  const open = (target: RedisTarget): Redis => {
+    const redis = connect(target, prefix);
+    all.push(redis);
+    return redis;
   };
+  const close = async (): Promise<void> => {
+    try {
+      if (local === null) await Promise.all([...targets, cluster.store].map((t) => deleteKeys(t, prefix)));
+    } finally {
+      for (const r of all) r.disconnect();
+    }
+  };
+  try {
+    const admin = [...targets.map(open), open(cluster.store)];
+    await Promise.all(admin.map(ready));
+    if (local !== null) await Promise.all(admin.map((r) => r.flushall()));
+    const endpoints: Server[] = targets.map((_s, i) => ({ reachable: () => up[i]! && time.nowMs() >= availableFrom[i]! }));
+    const network: SimNetwork = new SimNetwork(
+      (time = new VirtualTime({
+        settle: () => network.settled(),
+        ...(local !== null ? { onTick: writeClocks } : { realTime: { toleranceMs: REAL_TIME_TOLERANCE_MS } }),
+      })),
+      (e: Endpoint) => (e === 'store' ? { reachable: () => true } : endpoints[e]!),
+    );
+    writeClocks();
+    const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
+    const connections = Array.from({ length: options.clients }, () => ({ nodes: targets.map(open), store: open(cluster.store) }));
+    await Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready));
+    const clocks = clientClocks.map((_c, client) => time.clockOf(() => clientClocks[client]!));
+    const nodeConnections = (i: number): Redis[] => [admin[i]!, ...connections.map((c) => c.nodes[i]!)];
+    const owned = (what: string): NonNullable<typeof local> => {
+      if (local === null) throw new Error(`${what} needs a server lockcheck started; this run is on servers it was given`);
+      return local;
+    };
+    const env: Environment = {
+      nowMs: () => time.nowMs(),
+      advanceTo: (t) => time.advanceTo(t),
+      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
+      clockStep: async (node, deltaMs) => {
+        owned('clock-step');
+        walls[node] = step(walls[node]!, time.nowMs(), deltaMs);
+        writeClocks();
+      },
+      clockDrift: async (target, driftPpm) => {
+        if ('node' in target) {
+          owned('a node clock drift');
+          walls[target.node] = setDrift(walls[target.node]!, time.nowMs(), driftPpm);
+        } else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+      },
+      crash: async (node) => {
+        const servers = owned('crash').servers;
+        up[node] = false;
+        await servers[node]!.crash();
+      },
+      restart: async (node) => {
+        await owned('restart').servers[node]!.restart();
+        // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
+        await Promise.all(nodeConnections(node).map(ready));
+        up[node] = true;
+        availableFrom[node] = time.nowMs() + restartDelayMs(design);
+      },
+      partition: async (client, node) => network.cut(client, node),
+      heal: async (client, node) => network.heal(client, node),
+      setDelay: async (client, ms) => network.setDelay(client, ms),
+      pause: async (client) => network.hold(client),
+      resume: async (client) => network.release(client),
+      // A Redis connection holds no lock state: a new one changes nothing the model sees.
+      killConnection: async () => undefined,
+      ...(local === null ? { realTimeAheadMs: () => time.lagMs() } : {}),
+      inspect: async (resource) => {
+        const owners = await Promise.all(targets.map((_s, i) => (up[i] ? admin[i]!.get(lockKey(resource)) : Promise.resolve(null))));
+        // The look is a server answering too: on a real clock it must be in time to count.
+        time.noteServerReply();
+        time.assertOnTime();
+        return owners;
+      },
+    };
+    return { time, network, connections, clocks, admin: admin.slice(0, n), shared: local === null, env, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** Deletes every key under `prefix` (a run's own, on a shared server), bounded like every other command. */
+async function deleteKeys(target: RedisTarget, prefix: string): Promise<void> {
+  const redis = connect(target);
+  try {
+    await ready(redis);
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
 
 async function startInstance(cluster: RedisCluster, design: Design, policy: StorePolicy, makeNode: RedisNodeFactory, clients: number, tokenBase: bigint): Promise<BackendInstance> {
@@ -254,7 +350,7 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed / 2 ** 32;
     };
-    const lock = new LeaseLock({ nodes, clock, driftFactor: driftFactor(design), random });
+    const lock = new LeaseLock({ nodes, clock, driftFactor: driftFactor(design), clockMarginMs: clockMarginMs(design), random });
     const fenced = redisFencedStore(conn.store, policy);
     return {
       acquire: (resource, o) => lock.acquire(resource, o),
@@ -267,6 +363,6 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
   return {
     clients: lockClients,
     env: run.env,
-    close: async () => run.close(),
+    close: () => run.close(),
   };
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { Design, StorePolicy } from '../../model/design.ts';
-import { describeDesign, driftFactor, nodeCount, persists, restartDelayMs } from '../../model/design.ts';
+import { describeDesign, driftFactor, nodeCount, persists, restartDelayMs, clockMarginMs } from '../../model/design.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import type { FencedStore } from '../../impl/fencedStore.ts';
 import type { LeaseLockOptions } from '../../impl/leaseLock.ts';
@@ -26,6 +26,7 @@ export interface LockParts {
   /** The client's wall clock: epoch-based, and not what a lease may be timed by. */
   readonly wallClock: MonotonicClock;
   readonly driftFactor: number;
+  readonly clockMarginMs: number;
   readonly random: () => number;
 }
 
@@ -83,6 +84,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
       clock,
       wallClock,
       driftFactor: driftFactor(design),
+      clockMarginMs: clockMarginMs(design),
       random: seeded(0x5eed + client * 7919),
     };
     const lock = parts.lock?.(lockParts) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);

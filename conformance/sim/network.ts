@@ -45,6 +45,8 @@ export class SimNetwork {
           reply = { ok: true, value: await value };
         } finally {
           this.#io.delete(value);
+          // The store keeps no time; a lock node on its own clock must answer within the run's timing tolerance.
+          if (endpoint !== 'store') this.time.noteServerReply();
         }
       } else {
         reply = { ok: true, value };

@@ -29,14 +29,33 @@ export interface VirtualTimeOptions {
   readonly settle?: () => Promise<boolean>;
   /** Called whenever true time moves, with the new time (to drive real servers' clocks). */
   readonly onTick?: (nowMs: number) => void;
+  /**
+   * For servers on their own real clocks: true time never runs ahead of real
+   * time (each move waits for it), and real time may run at most
+   * `toleranceMs` ahead of true time when a server answers (noteServerReply);
+   * further, and the run's timing is broken (TimingError).
+   */
+  readonly realTime?: { readonly toleranceMs: number; readonly now?: () => number };
+}
+
+/**
+ * Real time strayed further from the run's true time than its tolerance
+ * while a server on its own clock was answering: what the server saw can no
+ * longer be told from the model's time. The run is inconclusive, not failed.
+ */
+export class TimingError extends Error {
+  override readonly name = 'TimingError';
 }
 
 export class VirtualTime {
   #nowMs = 0;
-
-  constructor(private readonly options: VirtualTimeOptions = {}) {}
   #seq = 0;
   #timers: Timer[] = [];
+  /** Real time (ms) at which true time was 0; set at the first use. */
+  #realStartMs: number | null = null;
+  #late: string | null = null;
+
+  constructor(private readonly options: VirtualTimeOptions = {}) {}
 
   nowMs(): number {
     return this.#nowMs;
@@ -63,8 +82,43 @@ export class VirtualTime {
   /** Moves true time to `targetMs`, firing every event due on the way, in order. */
   async advanceTo(targetMs: number): Promise<void> {
     await this.runUntil(null, targetMs);
+    await this.pace(targetMs);
     this.moveTo(targetMs);
     await this.quiesce();
+    this.assertOnTime();
+  }
+
+  /** How far real time is ahead of true time, in ms (0 without a real-time pace). */
+  lagMs(): number {
+    const rt = this.options.realTime;
+    if (rt === undefined) return 0;
+    const now = rt.now !== undefined ? rt.now() : performance.now();
+    this.#realStartMs ??= now - this.#nowMs;
+    return now - this.#realStartMs - this.#nowMs;
+  }
+
+  /** A server on its own clock has just answered: it saw real time, which must still be within tolerance of true time. */
+  noteServerReply(): void {
+    const rt = this.options.realTime;
+    if (rt === undefined || this.#late !== null) return;
+    const lag = this.lagMs();
+    if (lag > rt.toleranceMs) this.#late = `real time ran ${lag.toFixed(1)} ms ahead of true time t=${this.#nowMs} while a server answered (tolerance ${rt.toleranceMs} ms): the machine was too busy to keep pace`;
+  }
+
+  /** Throws TimingError if a server answered while real time was beyond tolerance. */
+  assertOnTime(): void {
+    if (this.#late !== null) throw new TimingError(this.#late);
+  }
+
+  /** With a real-time pace, waits until real time has reached true time `targetMs`. */
+  private async pace(targetMs: number): Promise<void> {
+    if (this.options.realTime === undefined) return;
+    for (;;) {
+      const behind = targetMs - (this.#nowMs + this.lagMs());
+      if (behind <= 0) return;
+      // A timer for the bulk (it may fire late by a ms or so), then turns of the event loop for the rest.
+      await (behind > 2 ? new Promise((resolve) => setTimeout(resolve, behind - 1.5)) : flush());
+    }
   }
 
   private moveTo(ms: number): void {
@@ -104,11 +158,13 @@ export class VirtualTime {
         if (next === undefined || dueMs < next.dueMs || (dueMs === next.dueMs && timer.seq < next.timer.seq)) next = { timer, dueMs };
       }
       if (next === undefined || next.dueMs > limitMs) break;
+      await this.pace(next.dueMs);
       this.moveTo(next.dueMs);
       next.timer.cancelled = true;
       next.timer.fire();
       await this.quiesce();
     }
+    this.assertOnTime();
     return settled;
   }
 

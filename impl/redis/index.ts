@@ -16,6 +16,8 @@ export interface RedisLockOptions {
   readonly clock?: MonotonicClock;
   /** Clock drift allowance as a fraction of the ttl, in [0, 1). Default 0.01. */
   readonly driftFactor?: number;
+  /** Fixed ms added to the drift allowance (expiry precision, clock skew between client and servers). Default 2. */
+  readonly clockMarginMs?: number;
   /** Bound on each call to one node (a timeout counts as a vote against). Default: the ttl. */
   readonly requestTimeoutMs?: number;
   /** The lease's signal fires this many ms before its deadline. Default 0. */
@@ -37,6 +39,7 @@ export function createRedisLock(options: RedisLockOptions): LeaseLock {
     nodes: options.nodes.map((redis) => redisLeaseNode(redis, { ...(options.prefix !== undefined ? { prefix: options.prefix } : {}), ...(options.tokenBase !== undefined ? { tokenBase: options.tokenBase } : {}) })),
     clock: options.clock ?? systemClock,
     ...(options.driftFactor !== undefined ? { driftFactor: options.driftFactor } : {}),
+    ...(options.clockMarginMs !== undefined ? { clockMarginMs: options.clockMarginMs } : {}),
     ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     ...(options.safetyMarginMs !== undefined ? { safetyMarginMs: options.safetyMarginMs } : {}),
   });

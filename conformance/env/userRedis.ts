@@ -1,0 +1,111 @@
+import { Redis } from 'ioredis';
+import { EnvironmentError } from './faketime.ts';
+import type { RedisCluster, RedisTarget } from './redisBackend.ts';
+
+/**
+ * The user's own Redis servers as a RedisCluster (`lockcheck --redis`):
+ * checked before any run (reachable, a plain server rather than Redis
+ * Cluster, no two URLs naming the same database), then used without a
+ * FLUSHALL, a restart or a clock of theirs touched; see startRedisRun.
+ */
+
+/** A server URL that cannot be used, said before anything connects. */
+export class ServerUrlError extends Error {
+  override readonly name = 'ServerUrlError';
+}
+
+/** What the check found about one server. */
+export interface RedisServerInfo {
+  /** The URL without its password, for messages. */
+  readonly shown: string;
+  readonly version: string;
+  /** Round trip of a PING, median of a few, in ms. */
+  readonly rttMs: number;
+}
+
+export interface UserRedisCluster extends RedisCluster {
+  readonly servers: readonly RedisServerInfo[];
+}
+
+const CHECK_TIMEOUT_MS = 5_000;
+
+/** The URL with any password replaced, for messages and reports. */
+export function shownUrl(url: URL): string {
+  const copy = new URL(url.href);
+  if (copy.password !== '') copy.password = '***';
+  return copy.href;
+}
+
+export function parseRedisUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ServerUrlError(`'${raw}' is not a URL (expected redis://host:port[/db] or rediss://…)`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ServerUrlError(`'${shownUrl(url)}': the scheme must be redis:// or rediss://, not ${url.protocol}//`);
+  if (url.hostname === '') throw new ServerUrlError(`'${shownUrl(url)}' names no host`);
+  const db = url.pathname.replace(/^\//, '');
+  if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${shownUrl(url)}': the path must be a database number, got '${db}'`);
+  return url;
+}
+
+/** Checks every server and returns them as a cluster: the first URL also holds the store. */
+export async function connectRedisCluster(urls: readonly string[]): Promise<UserRedisCluster> {
+  if (urls.length === 0) throw new ServerUrlError('--redis needs at least one URL');
+  const parsed = urls.map(parseRedisUrl);
+  const checked = await Promise.all(parsed.map(check));
+  const seen = new Map<string, number>();
+  checked.forEach((c, i) => {
+    const earlier = seen.get(c.identity);
+    if (earlier !== undefined) throw new ServerUrlError(`${shownUrl(parsed[earlier]!)} and ${shownUrl(parsed[i]!)} are the same server and database: every node must be independent`);
+    seen.set(c.identity, i);
+  });
+  const nodes: RedisTarget[] = parsed.map((u) => ({ url: u.href }));
+  return {
+    nodes,
+    store: nodes[0]!,
+    persistence: 'unknown',
+    servers: checked.map((c) => c.info),
+    stop: async () => undefined,
+  };
+}
+
+async function check(url: URL): Promise<{ readonly identity: string; readonly info: RedisServerInfo }> {
+  const shown = shownUrl(url);
+  const redis = new Redis(url.href, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: CHECK_TIMEOUT_MS,
+    commandTimeout: CHECK_TIMEOUT_MS,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => undefined);
+  try {
+    try {
+      await redis.connect();
+    } catch (e) {
+      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${(e as Error).message}`);
+    }
+    const info = await redis.info('server');
+    const field = (name: string): string => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? '';
+    if ((await redis.info('cluster')).includes('cluster_enabled:1')) {
+      throw new ServerUrlError(`${shown} is a Redis Cluster node: a lock node must be a plain server (its lock and token keys live in one script)`);
+    }
+    const rtts: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      await redis.ping();
+      rtts.push(performance.now() - t0);
+    }
+    rtts.sort((a, b) => a - b);
+    const db = url.pathname.replace(/^\//, '') || '0';
+    return { identity: `${field('run_id')}/${db}`, info: { shown, version: field('redis_version') || 'unknown', rttMs: rtts[2]! } };
+  } catch (e) {
+    if (e instanceof EnvironmentError || e instanceof ServerUrlError) throw e;
+    throw new EnvironmentError(`the Redis server ${shown} did not answer lockcheck's checks: ${(e as Error).message}`);
+  } finally {
+    redis.disconnect();
+  }
+}
