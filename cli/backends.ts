@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import type { RedisCluster } from '../conformance/env/redisBackend.ts';
 import { realRedisBackend, startRedisCluster } from '../conformance/env/redisBackend.ts';
-import { realPostgresBackend } from '../conformance/env/postgresBackend.ts';
+import { realPostgresBackend, targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign, designs } from '../model/design.ts';
@@ -82,7 +82,7 @@ export class Servers {
     }
     this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' });
     const server = await this.#pg;
-    const target = { host: server.host, port: server.port, user: server.user, database: server.database, crash: () => server.crash(), restart: () => server.restart() };
+    const target = targetOf(server);
     if (b.library === 'advisory-lock') return advisoryLockBackend(target, { name: b.name });
     return realPostgresBackend(target, d, b.store, { name: b.name });
   }

@@ -6,6 +6,7 @@ import type { CheckResult, ConformanceFailure, ExecutedStep, FaultKind } from '.
 import type { RedisCluster } from '../conformance/env/redisBackend.ts';
 import { REAL_REDIS_FAULTS, startRedisCluster } from '../conformance/env/redisBackend.ts';
 import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
+import { targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { redlockBackend } from '../conformance/adapters/redlock.ts';
 import type { RedlockAdapterOptions } from '../conformance/adapters/redlock.ts';
@@ -38,7 +39,7 @@ afterAll(async () => {
 
 const target = (): PostgresTarget => {
   const s = postgres!;
-  return { host: s.host, port: s.port, user: s.user, database: s.database, crash: () => s.crash(), restart: () => s.restart() };
+  return targetOf(s);
 };
 
 /** The conformance failure a check found (fails the test if it found none). */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkConformance, runLockstep } from '../conformance/index.ts';
 import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
+import { targetOf } from '../conformance/env/postgresBackend.ts';
 import { realPostgresBackend } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { InvalidInputError } from '../model/errors.ts';
@@ -19,7 +20,7 @@ let server: PostgresServer;
 let target: PostgresTarget;
 beforeAll(async () => {
   server = await PostgresServer.start({ parentDir: '/dev/shm' });
-  target = { host: server.host, port: server.port, user: server.user, database: server.database, crash: () => server.crash(), restart: () => server.restart() };
+  target = targetOf(server);
 }, 60_000);
 afterAll(async () => {
   await server?.stop();

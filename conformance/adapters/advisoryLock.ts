@@ -45,6 +45,7 @@ import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
 import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
 import type { PostgresTarget } from '../env/postgresBackend.ts';
+import { underOwnNames } from '../env/postgresBackend.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 
@@ -61,8 +62,10 @@ const CALL_TIMEOUT_MS = 10_000;
 /** Sessions of the library's clients are told apart by their application_name. */
 export const APPLICATION_NAME = 'lockcheck-advisory-lock';
 
-export function advisoryLockUrl(server: Pick<PostgresTarget, 'host' | 'port' | 'user' | 'database'>, client: number): string {
-  return `postgres://${encodeURIComponent(server.user)}@${server.host}:${server.port}/${encodeURIComponent(server.database)}?application_name=${APPLICATION_NAME}-c${client}`;
+export function advisoryLockUrl(server: Pick<PostgresTarget, 'url'>, client: number): string {
+  const url = new URL(server.url);
+  url.searchParams.set('application_name', `${APPLICATION_NAME}-c${client}`);
+  return url.href;
 }
 
 export function advisoryLockBackend(server: PostgresTarget, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
@@ -72,7 +75,7 @@ export function advisoryLockBackend(server: PostgresTarget, options: { readonly 
     design: designs.pgSession(),
     capabilities: { store: 'unfenced', ttl: false, sessionBound: true, reentrant: false, tokens: false },
     faults: options.faults ?? ADVISORY_LOCK_FAULTS,
-    start: ({ clients }) => startInstance(server, clients),
+    start: ({ clients }) => underOwnNames(server, () => startInstance(server, clients)),
   };
 }
 
@@ -103,7 +106,7 @@ async function heldByLibrary(admin: pg.Client): Promise<number> {
 }
 
 async function startInstance(server: PostgresTarget, clients: number): Promise<BackendInstance> {
-  const connection: pg.ClientConfig = { host: server.host, port: server.port, user: server.user, database: server.database };
+  const connection: pg.ClientConfig = { connectionString: server.url };
   const open = async (): Promise<pg.Client> => {
     const c = new pg.Client({ ...connection, connectionTimeoutMillis: CALL_TIMEOUT_MS, query_timeout: CALL_TIMEOUT_MS });
     c.on('error', () => undefined);
@@ -123,7 +126,7 @@ async function startInstance(server: PostgresTarget, clients: number): Promise<B
     // Reset: empty store, and no session of the library left holding a lock (an unlock ends its client
     // without waiting; the lock itself goes with pg_advisory_unlock, before that).
     await ensureSchema(admin);
-    await admin.query('TRUNCATE lockcheck_store');
+    if (server.process !== undefined) await admin.query('TRUNCATE lockcheck_store');
     const deadline = Date.now() + CALL_TIMEOUT_MS;
     while ((await heldByLibrary(admin)) > 0) {
       if (Date.now() > deadline) throw new Error('advisory-lock: sessions of an earlier run still hold advisory locks');

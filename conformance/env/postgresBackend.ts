@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
@@ -12,6 +13,8 @@ import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockCli
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
+import { namespaced } from './namespace.ts';
+import type { PostgresServer } from './postgresServer.ts';
 
 /**
  * PostgreSQL advisory-lock backends on a real server. Clients are in process
@@ -22,12 +25,23 @@ import { VirtualTime } from '../sim/time.ts';
  * would (the model's rule).
  */
 export interface PostgresTarget {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  readonly database: string;
-  crash(): Promise<void>;
-  restart(): Promise<void>;
+  /** postgres:// URL of the database (user, password, host, port, database, options). */
+  readonly url: string;
+  /**
+   * A server lockcheck started: its process is the runner's (crash-restart),
+   * and a run may reset it (end every other session, empty the tables).
+   * Absent on the user's own server: there a run touches only its own
+   * sessions and rows (resources under a prefix of its own, deleted at the end).
+   */
+  readonly process?: { crash(): Promise<void>; restart(): Promise<void> };
+}
+
+/** The target of a server lockcheck started. */
+export function targetOf(server: PostgresServer): PostgresTarget {
+  return {
+    url: `postgres://${encodeURIComponent(server.user)}@${server.host}:${server.port}/${encodeURIComponent(server.database)}`,
+    process: { crash: () => server.crash(), restart: () => server.restart() },
+  };
 }
 
 export const POSTGRES_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'crash-restart', 'partition', 'delay', 'clock-drift'];
@@ -41,13 +55,43 @@ export function realPostgresBackend(server: PostgresTarget, design: Design, stor
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    faults: options.faults ?? POSTGRES_FAULTS,
-    start: (o) => startInstance(server, design.kind as 'pg-session' | 'pg-xact', store, o.clients, o.tokenBase),
+    faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => server.process !== undefined || f !== 'crash-restart'),
+    start: (o) => underOwnNames(server, () => startInstance(server, server.process ?? null, design.kind as 'pg-session' | 'pg-xact', store, o.clients, o.tokenBase)),
   };
 }
 
-async function startInstance(server: PostgresTarget, kind: 'pg-session' | 'pg-xact', policy: StorePolicy, clients: number, tokenBase: bigint): Promise<BackendInstance> {
-  const connection: pg.ClientConfig = { host: server.host, port: server.port, user: server.user, database: server.database };
+/**
+ * Starts a run. On a shared server (no process of lockcheck's) it works
+ * under resource names of its own, whose rows are deleted at the end.
+ */
+export async function underOwnNames(server: PostgresTarget, start: () => Promise<BackendInstance>): Promise<BackendInstance> {
+  if (server.process !== undefined) return start();
+  const prefix = `lockcheck-run:${randomUUID()}:`;
+  const instance = await start();
+  return namespaced({ ...instance, close: () => instance.close().finally(() => deleteRows(server, prefix)) }, prefix);
+}
+
+/** Deletes a run's rows (resources under `prefix`) from lockcheck's tables on a shared server. */
+async function deleteRows(server: PostgresTarget, prefix: string): Promise<void> {
+  const c = new pg.Client({ connectionString: server.url, connectionTimeoutMillis: 10_000, query_timeout: 10_000 });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    for (const table of ['lockcheck_tokens', 'lockcheck_store']) await c.query(`DELETE FROM ${table} WHERE starts_with(resource, $1)`, [prefix]);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+async function startInstance(
+  server: PostgresTarget,
+  owned: NonNullable<PostgresTarget['process']> | null,
+  kind: 'pg-session' | 'pg-xact',
+  policy: StorePolicy,
+  clients: number,
+  tokenBase: bigint,
+): Promise<BackendInstance> {
+  const connection: pg.ClientConfig = { connectionString: server.url };
   const open = async (): Promise<pg.Client> => {
     const c = new pg.Client({ ...connection, connectionTimeoutMillis: 10_000, query_timeout: 10_000 });
     c.on('error', () => undefined);
@@ -55,10 +99,16 @@ async function startInstance(server: PostgresTarget, kind: 'pg-session' | 'pg-xa
     return c;
   };
   let admin = await open();
-  // Reset: no session of an earlier run left holding a lock, empty tables.
   await ensureSchema(admin);
-  await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
-  await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+  if (owned !== null) {
+    // Reset: no session of an earlier run left holding a lock, empty tables. (On a shared server the run's own names are the reset.)
+    await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
+    await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+  }
+  const serverProcess = (what: string): NonNullable<PostgresTarget['process']> => {
+    if (owned === null) throw new Error(`${what} needs a server lockcheck started; this run is on a server it was given`);
+    return owned;
+  };
   let up = true;
   const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
   const network: SimNetwork = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up }));
@@ -132,11 +182,11 @@ async function startInstance(server: PostgresTarget, kind: 'pg-session' | 'pg-xa
     crash: async () => {
       up = false;
       const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
-      await server.crash();
+      await serverProcess('crash').crash();
       await Promise.all(waits);
     },
     restart: async () => {
-      await server.restart();
+      await serverProcess('restart').restart();
       // A connection to the old server process cannot come back: open new ones.
       for (const c of [admin, ...storeConnections]) await c.end().catch(() => undefined);
       admin = await open();

@@ -1,0 +1,25 @@
+import type { BackendInstance, LockClient } from '../adapter.ts';
+
+/**
+ * A run's clients and environment with every resource name under `prefix`.
+ * On a shared server (the user's own) each run works under names of its own,
+ * so it needs no reset that could touch anyone else's data, and it can
+ * delete exactly what it made. The runner keeps using the plain names.
+ */
+export function namespaced(instance: BackendInstance, prefix: string): BackendInstance {
+  const name = (resource: string): string => `${prefix}${resource}`;
+  const inspect = instance.env.inspect;
+  return {
+    clients: instance.clients.map(
+      (c): LockClient => ({
+        acquire: (resource, options) => c.acquire(name(resource), options),
+        ...(c.extend !== undefined ? { extend: c.extend.bind(c) } : {}),
+        release: (lease) => c.release(lease),
+        store: { write: (resource, token, value) => c.store.write(name(resource), token, value), read: (resource) => c.store.read(name(resource)) },
+        clock: c.clock,
+      }),
+    ),
+    env: { ...instance.env, ...(inspect !== undefined ? { inspect: (resource: string) => inspect(name(resource)) } : {}) },
+    close: () => instance.close(),
+  };
+}
