@@ -2,7 +2,10 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import type { RedisCluster } from '../conformance/env/redisBackend.ts';
-import { realRedisBackend, startRedisCluster } from '../conformance/env/redisBackend.ts';
+import { REAL_TIME_TOLERANCE_MS, USER_SERVER_CLOCK_MARGIN_MS, realRedisBackend, startRedisCluster } from '../conformance/env/redisBackend.ts';
+import type { UserRedisCluster } from '../conformance/env/userRedis.ts';
+import { connectRedisCluster } from '../conformance/env/userRedis.ts';
+import { connectPostgres } from '../conformance/env/userPostgres.ts';
 import { realPostgresBackend, targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
@@ -54,37 +57,106 @@ export interface MeasuredFaultClass {
   readonly id: string;
   readonly title: string;
   readonly faults: readonly FaultKind[];
+  /** Without these the class is not measured (the cell says so rather than report the rest of its faults as the class). */
+  readonly essential: readonly FaultKind[];
   readonly model: readonly FaultClass[];
 }
 
 export const MEASURED_FAULT_CLASSES: readonly MeasuredFaultClass[] = [
-  { id: 'client-pause', title: 'client pause (also between check and write, and with replies in flight)', faults: ['advance', 'pause'], model: ['client-pause'] },
-  { id: 'clock-step', title: "a node's clock steps (with partitions)", faults: ['advance', 'clock-step', 'partition'], model: ['clock-step'] },
-  { id: 'crash-restart', title: 'a node crashes and restarts (with partitions)', faults: ['advance', 'crash-restart', 'partition'], model: ['crash-restart'] },
-  { id: 'partition-delay', title: 'partitions and delayed replies', faults: ['advance', 'partition', 'delay'], model: ['partition', 'delay'] },
-  { id: 'connection-loss', title: 'connection loss (with pauses)', faults: ['advance', 'pause', 'kill-connection'], model: ['connection-loss'] },
+  { id: 'client-pause', title: 'client pause (also between check and write, and with replies in flight)', faults: ['advance', 'pause'], essential: ['pause'], model: ['client-pause'] },
+  { id: 'clock-step', title: "a node's clock steps (with partitions)", faults: ['advance', 'clock-step', 'partition'], essential: ['clock-step'], model: ['clock-step'] },
+  { id: 'crash-restart', title: 'a node crashes and restarts (with partitions)', faults: ['advance', 'crash-restart', 'partition'], essential: ['crash-restart'], model: ['crash-restart'] },
+  { id: 'partition-delay', title: 'partitions and delayed replies', faults: ['advance', 'partition', 'delay'], essential: ['partition', 'delay'], model: ['partition', 'delay'] },
+  // A Redis connection holds no lock state: there the class is its pauses, and is measured as such.
+  { id: 'connection-loss', title: 'connection loss (with pauses)', faults: ['advance', 'pause', 'kill-connection'], essential: ['pause'], model: ['connection-loss'] },
 ];
 
-/** Starts servers on demand, once each, and stops them all at the end. */
+/** Why `backend` cannot be measured under `col`, or null if it can. */
+export function notMeasurable(backend: BackendUnderTest, col: MeasuredFaultClass): string | null {
+  const missing = col.essential.filter((f) => !backend.faults.includes(f));
+  return missing.length === 0 ? null : `${backend.name} takes no ${missing.join(' or ')} fault here`;
+}
+
+/** Servers the user gives instead of the ones lockcheck starts: --redis, --pg. */
+export interface ServerChoice {
+  /** Redis URLs: the lock nodes (the first also holds the store). */
+  readonly redis?: readonly string[];
+  /** A PostgreSQL database URL. */
+  readonly pg?: string;
+}
+
+/**
+ * Starts servers on demand, once each, and stops them all at the end; or
+ * uses the user's own (checked once, never restarted, flushed or reset).
+ */
 export class Servers {
   #redis = new Map<'none' | 'aof-always', Promise<RedisCluster>>();
   #pg: Promise<PostgresServer> | null = null;
+  #userRedis: Promise<UserRedisCluster> | null = null;
+  #userPg: ReturnType<typeof connectPostgres> | null = null;
+
+  constructor(readonly choice: ServerChoice = {}) {}
+
+  /** Checks the user's servers (reachable, usable) before any run; throws EnvironmentError or ServerUrlError. */
+  async check(): Promise<string[]> {
+    const lines: string[] = [];
+    if (this.choice.redis !== undefined) {
+      const cluster = await this.#userRedisCluster();
+      for (const s of cluster.servers) lines.push(`redis ${s.shown}: Redis ${s.version}, round trip ${s.rttMs.toFixed(2)} ms`);
+      lines.push(`runs on these Redis servers are paced to real time (tolerance ${REAL_TIME_TOLERANCE_MS} ms, clock margin ${USER_SERVER_CLOCK_MARGIN_MS} ms); crash-restart and clock faults need servers lockcheck starts`);
+    }
+    if (this.choice.pg !== undefined) {
+      const pg = await this.#userPostgres();
+      lines.push(`postgres ${pg.server.shown}: PostgreSQL ${pg.server.version}; crash-restart needs a server lockcheck starts`);
+    }
+    return lines;
+  }
+
+  /** Why a row cannot run on the chosen servers, or null if it can. */
+  unavailable(b: BuiltIn): string | null {
+    const d = b.design;
+    if ((d.kind === 'redis-single' || d.kind === 'redlock') && this.choice.redis !== undefined) {
+      const n = this.choice.redis.length;
+      if (d.persistence !== 'none' || d.restartDelayMs > 0) return 'its persistence and restart only matter under crash-restart, which needs servers lockcheck starts';
+      if (b.library !== undefined && n < 5) return `the library audit runs Redlock on 5 nodes; --redis gave ${n}`;
+      if (d.kind === 'redlock' && n < 3) return `Redlock needs at least 3 independent nodes; --redis gave ${n}`;
+    }
+    return null;
+  }
 
   async backend(b: BuiltIn): Promise<BackendUnderTest> {
+    const why = this.unavailable(b);
+    if (why !== null) throw new UsageError(`${b.name} cannot run on the given servers: ${why}`);
     const d = b.design;
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
-      const p = d.persistence;
-      if (!this.#redis.has(p)) this.#redis.set(p, startRedisCluster({ nodes: 5, persistence: p }));
-      const cluster = await this.#redis.get(p)!;
+      const cluster = this.choice.redis !== undefined ? await this.#userRedisCluster() : await this.#localRedis(d.persistence);
       if (b.library === 'redlock') return redlockBackend(cluster, { name: b.name });
       if (b.library === 'sesamecare-redlock') return sesamecareRedlockBackend(cluster, { name: b.name });
-      return realRedisBackend(cluster, d, b.store, { name: b.name });
+      // On servers with their own clocks the lease needs the wider margin the pacing asks for.
+      const design =
+        this.choice.redis === undefined
+          ? d
+          : d.kind === 'redis-single'
+            ? designs.redisSingle({ driftFactor: d.driftFactor, clockMarginMs: USER_SERVER_CLOCK_MARGIN_MS })
+            : designs.redlock({ nodes: Math.min(cluster.nodes.length, 15), driftFactor: d.driftFactor, clockMarginMs: USER_SERVER_CLOCK_MARGIN_MS });
+      return realRedisBackend(cluster, design, b.store, { name: b.name });
     }
-    this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' });
-    const server = await this.#pg;
-    const target = targetOf(server);
+    const target = this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' })));
     if (b.library === 'advisory-lock') return advisoryLockBackend(target, { name: b.name });
     return realPostgresBackend(target, d, b.store, { name: b.name });
+  }
+
+  #localRedis(p: 'none' | 'aof-always'): Promise<RedisCluster> {
+    if (!this.#redis.has(p)) this.#redis.set(p, startRedisCluster({ nodes: 5, persistence: p }));
+    return this.#redis.get(p)!;
+  }
+
+  #userRedisCluster(): Promise<UserRedisCluster> {
+    return (this.#userRedis ??= connectRedisCluster(this.choice.redis ?? []));
+  }
+
+  #userPostgres(): ReturnType<typeof connectPostgres> {
+    return (this.#userPg ??= connectPostgres(this.choice.pg ?? ''));
   }
 
   async stop(): Promise<void> {

@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
+import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, MEASURED_FAULT_CLASSES } from './backends.ts';
+import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
+import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
@@ -33,6 +36,14 @@ options:
   --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows
   --out DIR         matrix: where matrix.md and matrix/ go (default docs)
   --counterexample F  run: where a failure is saved for replay (default lockcheck-counterexample.json)
+  --redis URLS      use these Redis servers instead of starting local ones: comma list (or repeat the flag) of
+                    redis://[user:password@]host:port[/db]; the first also holds the store; Redlock rows use
+                    them all (at least 3; the library audits 5). Nothing is flushed: each run works under a
+                    key prefix of its own and deletes its keys. Runs are paced to the servers' real clocks;
+                    crash-restart and clock faults are not measured there.
+  --pg URL          use this PostgreSQL database (14 or newer) instead of starting a local server:
+                    postgres://user[:password]@host[:port]/database. lockcheck creates its two tables there
+                    if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   explore only: --depth N (default 6), --max-states N (default 50000), --design KIND, --fault CLASS
@@ -48,6 +59,16 @@ function int(raw: string | undefined, name: string, fallback: number, min: numbe
 
 function list(raw: string | undefined): string[] | undefined {
   return raw === undefined ? undefined : raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+}
+
+/** --redis and --pg, checked for form here (reachability is checked when a command starts). */
+function serverChoice(redis: readonly string[] | undefined, pg: string | undefined): ServerChoice {
+  const urls = redis?.flatMap((r) => list(r) ?? []);
+  if (urls !== undefined && urls.length === 0) throw new UsageError('--redis needs at least one URL');
+  if (urls !== undefined && urls.length > 15) throw new UsageError(`--redis takes at most 15 URLs, got ${urls.length}`);
+  for (const u of urls ?? []) parseRedisUrl(u);
+  if (pg !== undefined) parsePostgresUrl(pg);
+  return { ...(urls !== undefined ? { redis: urls } : {}), ...(pg !== undefined ? { pg } : {}) };
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -68,6 +89,8 @@ async function main(argv: readonly string[]): Promise<number> {
       'max-states': { type: 'string' },
       design: { type: 'string' },
       fault: { type: 'string' },
+      redis: { type: 'string', multiple: true },
+      pg: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -77,12 +100,13 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const [command, ...rest] = positionals;
   const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);
+  const servers = serverChoice(values.redis, values.pg);
   switch (command) {
     case 'matrix': {
       if (rest.length) throw new UsageError(`matrix takes no arguments, got '${rest.join(' ')}'`);
       const faults = list(values.faults);
       for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class '${f}' (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
-      return matrixCommand({ runs: int(values.runs, 'runs', 30, 1, 100_000), seed, out: values.out ?? 'docs', json: values.json ?? false, junit: values.junit, backends: list(values.backend), faults });
+      return matrixCommand({ runs: int(values.runs, 'runs', 30, 1, 100_000), seed, out: values.out ?? 'docs', json: values.json ?? false, junit: values.junit, backends: list(values.backend), faults, servers });
     }
     case 'run': {
       if (rest.length) throw new UsageError(`run takes no arguments, got '${rest.join(' ')}'`);
@@ -99,15 +123,17 @@ async function main(argv: readonly string[]): Promise<number> {
         json: values.json ?? false,
         junit: values.junit,
         counterexample: values.counterexample ?? 'lockcheck-counterexample.json',
+        servers,
       });
     }
     case 'replay': {
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
-      return replayCommand(rest[0]!);
+      return replayCommand(rest[0]!, servers);
     }
     case 'explore':
     case undefined: {
       if (rest.length) throw new UsageError(`explore takes no arguments, got '${rest.join(' ')}'`);
+      if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       return exploreCommand({
         depth: int(values.depth, 'depth', 6, 1, 10),
         maxStates: int(values['max-states'], 'max-states', 50_000, 1, 50_000_000),
@@ -125,7 +151,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    if (e instanceof UsageError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
+    if (e instanceof UsageError || e instanceof ServerUrlError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
       process.exitCode = 2;
     } else if (e instanceof EnvironmentError) {

@@ -8,7 +8,9 @@ import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import { exploreCell } from '../model/matrix.ts';
 import { describeDesign } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
-import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers } from './backends.ts';
+import type { ServerChoice } from './backends.ts';
+import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, notMeasurable } from './backends.ts';
+import { shownUrl } from '../conformance/env/userRedis.ts';
 import { junitXml } from './junit.ts';
 import { progressLine } from './progress.ts';
 import { UsageError } from './usage.ts';
@@ -26,6 +28,8 @@ export interface MatrixOptions {
   readonly junit: string | undefined;
   readonly backends: readonly string[] | undefined;
   readonly faults: readonly string[] | undefined;
+  /** The user's own servers, if given (--redis, --pg). */
+  readonly servers?: ServerChoice;
 }
 
 export interface MatrixCell {
@@ -35,34 +39,53 @@ export interface MatrixCell {
   readonly faultClass: string;
   readonly runs: number;
   readonly conformanceFailure: string | null;
-  readonly measured: PropertyId[];
-  readonly predicted: PropertyId[];
+  readonly measured: readonly PropertyId[];
+  readonly predicted: readonly PropertyId[];
   /** Measured but not predicted by the model: flagged. */
-  readonly unexpected: PropertyId[];
+  readonly unexpected: readonly PropertyId[];
   /** Predicted but not seen in these runs: noted. */
-  readonly unseen: PropertyId[];
+  readonly unseen: readonly PropertyId[];
   readonly timeline: string | null;
   readonly elapsedMs: number;
+  /** Why the cell was not measured (the backend cannot take the class's faults here), or null. */
+  readonly notMeasured: string | null;
+  /** Runs the runner stopped following before their end (too ambiguous, or real time outran the pace). */
+  readonly stoppedEarly: number;
 }
 
 export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const all = [...BUILT_INS, ...LIBRARY_AUDITS];
-  const rows = all.filter((b) => o.backends === undefined || o.backends.includes(b.name));
-  if (rows.length === 0) throw new UsageError(`no backend among ${o.backends?.join(', ')}; known: ${all.map((b) => b.name).join(', ')}`);
+  const wanted = all.filter((b) => o.backends === undefined || o.backends.includes(b.name));
+  if (wanted.length === 0) throw new UsageError(`no backend among ${o.backends?.join(', ')}; known: ${all.map((b) => b.name).join(', ')}`);
   const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
   if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
+  const servers = new Servers(o.servers);
+  const skipped = wanted.flatMap((b) => {
+    const why = servers.unavailable(b);
+    return why === null ? [] : [{ name: b.name, why }];
+  });
+  const rows = wanted.filter((b) => servers.unavailable(b) === null);
+  if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
   const cellsDir = join(o.out, 'matrix');
   mkdirSync(cellsDir, { recursive: true });
-  const servers = new Servers();
   const cells: MatrixCell[] = [];
   const started = performance.now();
   try {
+    for (const line of await servers.check()) process.stderr.write(`${line}\n`);
+    for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
     for (const row of rows) {
       const backend = await servers.backend(row);
       for (const col of cols) {
         const index = cells.length;
         const total = rows.length * cols.length;
         const t0 = performance.now();
+        const why = notMeasurable(backend, col);
+        if (why !== null) {
+          const cell: MatrixCell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why };
+          cells.push(cell);
+          process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
+          continue;
+        }
         const report = (run: number, found: string): void =>
           progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: run ${run}/${o.runs}, findings ${found || 'none'}`, started, index + run / o.runs, total);
         const timelineFile = join(cellsDir, `${fileName(row.name, col.id)}.html`);
@@ -92,6 +115,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           unseen: predicted.filter((p) => !measured.includes(p)),
           timeline,
           elapsedMs: performance.now() - t0,
+          notMeasured: null,
+          stoppedEarly: result.stoppedEarly,
         };
         cells.push(cell);
         process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
@@ -100,8 +125,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   } finally {
     await servers.stop();
   }
-  writeFileSync(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o));
-  writeFileSync(join(cellsDir, 'index.html'), html(cells, rows, cols, o));
+  writeFileSync(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped));
+  writeFileSync(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped));
   if (o.junit !== undefined) {
     writeFileSync(
       o.junit,
@@ -112,13 +137,15 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
     );
   }
   if (o.json) console.log(JSON.stringify({ seed: o.seed, runs: o.runs, cells }, null, 2));
-  else console.log(markdown(cells, rows, cols, o));
+  else console.log(markdown(cells, rows, cols, o, skipped));
   // Library audits report what they find; only lockcheck's own backends fail the run.
   const failures = cells.filter((c) => !c.audit && c.conformanceFailure !== null).length;
   const unexpected = cells.filter((c) => !c.audit && c.unexpected.length > 0).length;
   process.stderr.write(`\nwrote ${join(o.out, 'matrix.md')} and ${join(cellsDir, 'index.html')}; ${failures} conformance failure(s), ${unexpected} cell(s) unlike the prediction\n`);
   return failures > 0 || unexpected > 0 ? 1 : 0;
 }
+
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0 } as const;
 
 const predictions = new Map<string, PropertyId[]>();
 
@@ -147,7 +174,8 @@ function fileName(backend: string, col: string): string {
 }
 
 function describeCell(c: MatrixCell): string {
-  const parts = [`${c.backend} x ${c.faultClass}: ${c.runs} runs`];
+  if (c.notMeasured !== null) return `${c.backend} x ${c.faultClass}: not measured (${c.notMeasured})`;
+  const parts = [`${c.backend} x ${c.faultClass}: ${c.runs} runs${c.stoppedEarly ? ` (${c.stoppedEarly} stopped early)` : ''}`];
   if (c.conformanceFailure !== null) parts.push(`CONFORMANCE FAILURE: ${c.conformanceFailure}`);
   parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : 'all hold');
   if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
@@ -156,22 +184,38 @@ function describeCell(c: MatrixCell): string {
 }
 
 function cellText(c: MatrixCell, link: (file: string) => string): string {
+  if (c.notMeasured !== null) return `— (not measured: ${c.notMeasured})`;
   if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**${c.audit ? 'deviates from the model' : 'conformance failure'}** ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ').replaceAll('|', '/')}`;
   const measured = c.measured.length ? c.measured.join(', ') : 'all hold';
-  const flags = [c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '', c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : ''].filter((x) => x);
+  const flags = [
+    c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '',
+    c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
+    c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
+  ].filter((x) => x);
   return `${c.timeline ? link(c.timeline) : ''}${measured}${flags.length ? ` (${flags.join('; ')})` : ''}`;
 }
 
-function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions): string {
+/** Where the runs ran, in a sentence. */
+function serversText(o: MatrixOptions): string {
+  const given = [
+    o.servers?.redis !== undefined ? `the Redis servers ${o.servers.redis.map((u) => shownUrl(new URL(u))).join(', ')} (paced to their real clocks)` : '',
+    o.servers?.pg !== undefined ? `the PostgreSQL database ${shownUrl(new URL(o.servers.pg))}` : '',
+  ].filter((x) => x);
+  const started = [o.servers?.redis === undefined ? 'redis-server' : '', o.servers?.pg === undefined ? 'PostgreSQL' : ''].filter((x) => x);
+  return [...(given.length ? [`on ${given.join(' and ')}`] : []), ...(started.length ? [`on ${started.join(' and ')} processes lockcheck started`] : [])].join(', ');
+}
+
+function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>): string {
   const lines = [
     '# The measured matrix',
     '',
-    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, real redis-server and PostgreSQL processes). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
+    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
     '',
     `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
     `|---|${cols.map(() => '---').join('|')}|`,
     ...rows.map((r) => `| ${r.name} | ${cols.map((c) => cellText(cells.find((x) => x.backend === r.name && x.faultClass === c.id)!, (f) => `[🔎](matrix/${f}) `)).join(' | ')} |`),
     '',
+    ...(skipped.length ? ['Not run on these servers:', ...skipped.map((x) => `- ${x.name}: ${x.why}`), ''] : []),
     'Fault classes:',
     ...cols.map((c) => `- **${c.id}**: ${c.title} (fault kinds: ${c.faults.join(', ')})`),
     '',
@@ -186,14 +230,16 @@ function esc(s: string): string {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 }
 
-function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions): string {
+function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>): string {
   const td = (c: MatrixCell): string => {
+    if (c.notMeasured !== null) return `<td class="na" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">—<div class="note">not measured: ${esc(c.notMeasured)}</div></td>`;
     const cls = c.conformanceFailure !== null ? 'bug' : c.unexpected.length ? 'unexpected' : c.measured.length ? 'finding' : 'holds';
     const text = c.conformanceFailure !== null ? (c.audit ? 'deviates from the model' : 'conformance failure') : c.measured.length ? c.measured.join(', ') : 'all hold';
     const note = [
       c.conformanceFailure !== null ? c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ') : '',
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',
       c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
+      c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
     ]
       .filter((x) => x)
       .join('; ');
@@ -204,13 +250,14 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
 <html lang="en"><head><meta charset="utf-8"><title>lockcheck: the measured matrix</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:24px;color:#222} table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:6px 8px;vertical-align:top}
-td.holds{background:#e6f4ea} td.finding{background:#fff4d6} td.unexpected{background:#ffd9a8} td.bug{background:#f8c4c4} .note{font-size:11px;color:#555}
+td.holds{background:#e6f4ea} td.finding{background:#fff4d6} td.unexpected{background:#ffd9a8} td.bug{background:#f8c4c4} td.na{background:#eee;color:#777} .note{font-size:11px;color:#555}
 </style></head><body>
 <h1>The measured matrix</h1>
-<p>Seed ${o.seed}, ${o.runs} generated schedules per cell on real servers. Green: every property held. Yellow: the design broke the properties shown (click for the shrunk counterexample). Orange: a finding the model did not predict. Red: a conformance failure (a bug); in a library row (lib:…), where the library deviates from the model of its design.</p>
+<p>Seed ${o.seed}, ${o.runs} generated schedules per cell, ${esc(serversText(o))}. Green: every property held. Yellow: the design broke the properties shown (click for the shrunk counterexample). Orange: a finding the model did not predict. Red: a conformance failure (a bug); in a library row (lib:…), where the library deviates from the model of its design.</p>
 <table id="matrix"><thead><tr><th>backend</th>${cols.map((c) => `<th title="${esc(c.title)}">${esc(c.id)}</th>`).join('')}</tr></thead><tbody>
 ${rows.map((r) => `<tr><th>${esc(r.name)}<div class="note">${esc(describeDesign(r.design))}</div></th>${cols.map((c) => td(cells.find((x) => x.backend === r.name && x.faultClass === c.id)!)).join('')}</tr>`).join('\n')}
 </tbody></table>
+${skipped.length ? `<p>Not run on these servers:</p><ul>${skipped.map((x) => `<li>${esc(x.name)}: ${esc(x.why)}</li>`).join('')}</ul>` : ''}
 <ul>${PROPERTY_IDS.map((p) => `<li><b>${p}</b>: ${esc(PROPERTY_TITLES[p])}</li>`).join('')}</ul>
 </body></html>
 `;

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { textTimeline } from '../conformance/timeline.ts';
+import type { ServerChoice } from './backends.ts';
 import { Servers, resolveBackend } from './backends.ts';
 import { junitXml } from './junit.ts';
 import { progressLine } from './progress.ts';
@@ -17,6 +18,8 @@ export interface RunOptions {
   readonly json: boolean;
   readonly junit: string | undefined;
   readonly counterexample: string;
+  /** The user's own servers, if given (--redis, --pg). */
+  readonly servers?: ServerChoice;
 }
 
 /** What a replay needs: everything that fixes the generated schedule. */
@@ -33,8 +36,9 @@ export interface CounterexampleFile {
 }
 
 export async function runCommand(o: RunOptions): Promise<number> {
-  const servers = new Servers();
+  const servers = new Servers(o.servers);
   try {
+    for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     const backend = await resolveBackend(o.backend, servers);
     const started = performance.now();
     const result = await checkConformance(backend, {
@@ -65,7 +69,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
     if (o.json) {
       console.log(JSON.stringify({ backend: backend.name, runs: result.runs, findings: result.findings, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
-      console.log(failure === null ? `${backend.name}: agrees with its model in ${result.runs} runs` : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
+      const early = result.stoppedEarly ? ` (${result.stoppedEarly} of them stopped early: too ambiguous to follow, or real time outran the pace)` : '';
+      console.log(failure === null ? `${backend.name}: agrees with its model in ${result.runs} runs${early}` : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
       const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} runs`).join(', ');
       console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
     }
@@ -75,7 +80,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
   }
 }
 
-export async function replayCommand(file: string): Promise<number> {
+export async function replayCommand(file: string, choice: ServerChoice = {}): Promise<number> {
   let saved: CounterexampleFile;
   try {
     saved = JSON.parse(readFileSync(file, 'utf8')) as CounterexampleFile;
@@ -83,8 +88,9 @@ export async function replayCommand(file: string): Promise<number> {
     throw new UsageError(`cannot read counterexample '${file}': ${(e as Error).message}`);
   }
   if (saved.lockcheck !== 'counterexample' || typeof saved.seed !== 'number' || typeof saved.path !== 'string') throw new UsageError(`'${file}' is not a lockcheck counterexample file`);
-  const servers = new Servers();
+  const servers = new Servers(choice);
   try {
+    for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     const backend = await resolveBackend(saved.backend, servers);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
     const result = await checkConformance(backend, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn });

@@ -89,7 +89,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
     options.onRun?.(run, report);
-    if (report.stoppedEarly !== undefined) stoppedEarly++;
+    if (report.stoppedEarly !== undefined && firstFailure === null) stoppedEarly++;
     const wanted = typeof failOn === 'object' ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
     const failed = failOn === 'any' ? report.verdict.kind !== 'pass' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
     if (wanted !== undefined && report.verdict.kind !== 'conformance-failure') {
