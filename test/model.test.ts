@@ -68,6 +68,24 @@ describe('the model without faults', () => {
     expect(kinds.sort()).toEqual(['denied', 'granted']);
   });
 
+  it('with an expiry tolerance, allows both outcomes within that distance of the expiry, and only there', () => {
+    const w0 = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2, expiryToleranceMs: 3 });
+    const w1 = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
+    const kindsAt = (ms: number): string[] => {
+      const w = step(w1, { kind: 'advance', ms })[0]!.next;
+      return [...new Set(step(w, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 }).map((b) => b.outcome.kind))].sort();
+    };
+    expect([6, 7, 10, 13, 14].map(kindsAt)).toEqual([['denied'], ['denied', 'granted'], ['denied', 'granted'], ['denied', 'granted'], ['granted']]);
+  });
+
+  it('takes the clock margin of the design off every lease: ttl - ceil(driftFactor * ttl) - clockMarginMs', () => {
+    const w0 = initialWorld({ design: designs.redisSingle({ clockMarginMs: 22 }), store: 'strict', clients: 1 });
+    const granted = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 50 })[0]!.outcome;
+    expect(granted).toMatchObject({ kind: 'granted', validUntilMs: 50 - 1 - 22 });
+    // A lease shorter than its margin is never valid.
+    expect(step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 20 })[0]!.outcome).toMatchObject({ kind: 'denied', reason: 'validity-exhausted' });
+  });
+
   it('makes a reply later than the ttl ambiguous: took effect, or did not', () => {
     const w0 = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2 });
     const branches = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 11 });
@@ -129,5 +147,9 @@ describe('invalid input', () => {
     expect(() => initialWorld({ design: designs.redisSingle({ driftFactor: 1 }), store: 'strict', clients: 1 })).toThrow(/invalid-config/);
     expect(() => initialWorld({ design: designs.redisSingle(), store: 'transactional', clients: 1 })).toThrow(/invalid-config/);
     expect(() => initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 0 })).toThrow(/invalid-config/);
+    expect(() => initialWorld({ design: designs.redisSingle({ clockMarginMs: -1 }), store: 'strict', clients: 1 })).toThrow(/invalid-config/);
+    for (const expiryToleranceMs of [-1, 1.5, 1001]) {
+      expect(() => initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 1, expiryToleranceMs })).toThrow(/expiryToleranceMs must be an integer/);
+    }
   });
 });

@@ -1,0 +1,152 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freeLoopbackPort } from '../conformance/env/processes.ts';
+import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { RedisServer } from '../conformance/env/redisServer.ts';
+
+/**
+ * `lockcheck --redis` and `--pg`: the user's own servers. The test starts
+ * plain servers that stand for them, puts data of "the user" on them (keys,
+ * a session holding an advisory lock, rows in lockcheck's own table), runs
+ * the command as a user does, and checks that the runs measured something
+ * and that everything of the user's is still there and nothing of lockcheck's
+ * is left behind.
+ */
+const dir = mkdtempSync(join(tmpdir(), 'lockcheck-user-servers-'));
+let redis: RedisServer[] = [];
+let postgres: PostgresServer | undefined;
+let bystander: pg.Client | undefined;
+const users: Redis[] = [];
+
+const redisUrl = (s: RedisServer): string => `redis://${s.host}:${s.port}`;
+const pgUrl = (): string => `postgres://${postgres!.user}@${postgres!.host}:${postgres!.port}/${postgres!.database}`;
+
+beforeAll(async () => {
+  [redis, postgres] = await Promise.all([Promise.all([0, 1, 2].map(() => RedisServer.start({ persistence: 'none' }))), PostgresServer.start({ parentDir: '/dev/shm' })]);
+  for (const s of redis) {
+    const r = new Redis(redisUrl(s));
+    users.push(r);
+    await r.set('the-users:key', 'keep me');
+  }
+  bystander = new pg.Client({ connectionString: pgUrl() });
+  await bystander.connect();
+  // The user's session holds an advisory lock, and has a row in lockcheck's store table of its own.
+  await bystander.query('SELECT pg_advisory_lock(4242)');
+  await bystander.query('CREATE TABLE IF NOT EXISTS lockcheck_store (resource text PRIMARY KEY, value text NOT NULL, token bigint NOT NULL, highest bigint NOT NULL)');
+  await bystander.query("INSERT INTO lockcheck_store VALUES ('the-users-resource', 'v', 7, 7)");
+}, 120_000);
+
+afterAll(async () => {
+  for (const r of users) r.disconnect();
+  await bystander?.end().catch(() => undefined);
+  await Promise.all([...redis.map((s) => s.stop()), postgres?.stop()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function lockcheck(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', ...args], { encoding: 'utf8', timeout: 240_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+interface RunJson {
+  readonly backend: string;
+  readonly runs: number;
+  readonly stoppedEarly: number;
+  readonly failure: unknown;
+  readonly findings: Record<string, number>;
+}
+
+describe('lockcheck on the user’s own servers', () => {
+  it('rejects bad server URLs with exit code 2, and unreachable servers with exit code 3', async () => {
+    for (const [args, message] of [
+      [['run', '--backend', 'redis-single/strict', '--redis', 'ftp://example.com'], /the scheme must be redis:\/\/ or rediss:\/\//],
+      [['run', '--backend', 'redis-single/strict', '--redis', 'redis://127.0.0.1:6379/zero'], /the path must be a database number/],
+      [['run', '--backend', 'pg-session/strict', '--pg', 'mysql://h/db'], /the scheme must be postgres:\/\/ or postgresql:\/\//],
+      [['run', '--backend', 'pg-session/strict', '--pg', 'not a url'], /is not a URL/],
+      [['explore', '--redis', 'redis://127.0.0.1:1'], /explore runs the model alone/],
+      [['run', '--backend', 'redis-single-aof/strict', '--redis', redisUrl(redis[0]!)], /redis-single-aof\/strict cannot run on the given servers: its persistence/],
+      [['run', '--backend', 'redlock/strict', '--redis', redisUrl(redis[0]!)], /Redlock needs at least 3 independent nodes; --redis gave 1/],
+      [['run', '--backend', 'redis-single/strict', '--redis', `${redisUrl(redis[0]!)},${redisUrl(redis[0]!)}`], /are the same server and database/],
+    ] as const) {
+      const r = lockcheck(...args);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+    const closed = await freeLoopbackPort();
+    const noRedis = lockcheck('run', '--backend', 'redis-single/strict', '--redis', `redis://127.0.0.1:${closed}`);
+    expect(noRedis.code, noRedis.stderr).toBe(3);
+    expect(noRedis.stderr).toMatch(new RegExp(`cannot reach the Redis server redis://127.0.0.1:${closed}`));
+    const noPg = lockcheck('run', '--backend', 'pg-session/strict', '--pg', `postgres://postgres:secret@127.0.0.1:${closed}/postgres`);
+    expect(noPg.code, noPg.stderr).toBe(3);
+    expect(noPg.stderr).toMatch(/cannot reach the PostgreSQL database postgres:\/\/postgres:\*\*\*@127.0.0.1/);
+    expect(noPg.stderr).not.toMatch(/secret/);
+  }, 120_000);
+
+  it('Redis: runs paced to the servers’ clocks find what the design breaks; the user’s keys stay, lockcheck’s go', async () => {
+    const unfenced = lockcheck('run', '--backend', 'redis-single/unfenced', '--redis', redisUrl(redis[0]!), '--faults', 'advance,pause', '--runs', '25', '--json');
+    expect(unfenced.code, unfenced.stderr).toBe(0);
+    expect(unfenced.stderr).toMatch(/paced to real time \(tolerance 20 ms, clock margin 22 ms\)/);
+    const u = JSON.parse(unfenced.stdout) as RunJson;
+    expect(u.failure).toBeNull();
+    // Most runs keep pace on this machine; the ones that could not are counted, never judged.
+    expect(u.stoppedEarly).toBeLessThan(u.runs / 2);
+    expect(u.findings['STORE-1']).toBeGreaterThan(0);
+
+    const redlock = lockcheck('run', '--backend', 'redlock/strict', '--redis', redis.map(redisUrl).join(','), '--runs', '25', '--json');
+    expect(redlock.code, redlock.stderr).toBe(0);
+    const r = JSON.parse(redlock.stdout) as RunJson;
+    expect(r.failure).toBeNull();
+    expect(r.stoppedEarly).toBeLessThan(r.runs / 2);
+    // With a strict fenced store and no clock or crash faults, Redlock keeps every property.
+    expect(r.findings).toEqual({});
+
+    for (const user of users) {
+      expect(await user.get('the-users:key')).toBe('keep me');
+      expect(await user.keys('*')).toEqual(['the-users:key']);
+    }
+  }, 240_000);
+
+  it('PostgreSQL: only its own sessions are ended and its own rows deleted', async () => {
+    const r = lockcheck('run', '--backend', 'pg-session/unfenced', '--pg', pgUrl(), '--faults', 'advance,pause,kill-connection', '--runs', '30', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as RunJson;
+    expect(json.failure).toBeNull();
+    // A killed connection drops a session lock its paused holder still believes in.
+    expect(json.findings['MUTEX-1']).toBeGreaterThan(0);
+    const own = await bystander!.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()");
+    expect(own.rows[0]).toEqual({ n: 1 });
+    expect((await bystander!.query('SELECT resource FROM lockcheck_store')).rows).toEqual([{ resource: 'the-users-resource' }]);
+    expect((await bystander!.query('SELECT count(*)::int AS n FROM lockcheck_tokens')).rows[0]).toEqual({ n: 0 });
+  }, 240_000);
+
+  it('matrix: the rows these servers can run, the others listed; cells without their faults marked not measured', () => {
+    const out = join(dir, 'docs');
+    const r = lockcheck(
+      'matrix',
+      '--redis',
+      redis.map(redisUrl).join(','),
+      '--pg',
+      pgUrl(),
+      '--backend',
+      'redis-single/unfenced,redis-single-aof/strict,pg-xact/transactional',
+      '--faults',
+      'client-pause,crash-restart',
+      '--runs',
+      '10',
+      '--out',
+      out,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const md = readFileSync(join(out, 'matrix.md'), 'utf8');
+    expect(md).toMatch(new RegExp(`on the Redis servers ${redisUrl(redis[0]!)}.*\\(paced to their real clocks\\) and the PostgreSQL database`));
+    expect(md).toMatch(/\| redis-single\/unfenced \| \[🔎\]\([^)]*\) STORE-1 \| — \(not measured: redis-single\/unfenced takes no crash-restart fault here\) \|/);
+    expect(md).toMatch(/\| pg-xact\/transactional \| all hold \| — \(not measured: pg-xact\/transactional takes no crash-restart fault here\) \|/);
+    expect(md).toMatch(/Not run on these servers:\n- redis-single-aof\/strict: its persistence and restart only matter under crash-restart/);
+    expect(readFileSync(join(out, 'matrix', 'index.html'), 'utf8')).toMatch(/<td class="na" data-backend="redis-single\/unfenced" data-fault="crash-restart">/);
+  }, 240_000);
+});
