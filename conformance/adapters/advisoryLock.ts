@@ -184,9 +184,8 @@ async function startInstance(server: PostgresTarget, clients: number): Promise<B
       clockDrift: async (target, driftPpm) => {
         if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
       },
-      setDelay: async (c, ms) => network.setDelay(c, ms),
-      pause: async (c) => network.hold(c),
-      resume: async (c) => network.release(c),
+      // Delays and pauses; partitions (below) would end sessions the library holds, so they are not offered.
+      ...network.faults(),
       crash: notOffered,
       restart: notOffered,
       partition: notOffered,

@@ -193,14 +193,12 @@ async function startInstance(
       for (let i = 0; i < storeConnections.length; i++) storeConnections[i] = await open();
       up = true;
     },
+    ...network.faults(),
+    // A partition ends the session too, as keepalive would (the model's rule).
     partition: async (client, node) => {
       network.cut(client, node);
       await endSessions([client]);
     },
-    heal: async (client, node) => network.heal(client, node),
-    setDelay: async (client, ms) => network.setDelay(client, ms),
-    pause: async (client) => network.hold(client),
-    resume: async (client) => network.release(client),
     killConnection: async (client) => endSessions([client]),
   };
   return {

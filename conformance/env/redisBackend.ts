@@ -292,11 +292,7 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
         up[node] = true;
         availableFrom[node] = time.nowMs() + restartDelayMs(design);
       },
-      partition: async (client, node) => network.cut(client, node),
-      heal: async (client, node) => network.heal(client, node),
-      setDelay: async (client, ms) => network.setDelay(client, ms),
-      pause: async (client) => network.hold(client),
-      resume: async (client) => network.release(client),
+      ...network.faults(),
       // A Redis connection holds no lock state: a new one changes nothing the model sees.
       killConnection: async () => undefined,
       ...(local === null ? { realTimeAheadMs: () => time.lagMs() } : {}),

@@ -107,11 +107,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
     },
     crash: async (node) => nodes[node]!.crash(),
     restart: async (node) => nodes[node]!.restart(),
-    partition: async (client, node) => network.cut(client, node),
-    heal: async (client, node) => network.heal(client, node),
-    setDelay: async (client, ms) => network.setDelay(client, ms),
-    pause: async (client) => network.hold(client),
-    resume: async (client) => network.release(client),
+    ...network.faults(),
     // A Redis connection carries no lock state: the client reconnects.
     killConnection: async () => undefined,
     inspect: async (resource) => nodes.map((n) => (n.up ? n.holder(resource) : null)),

@@ -1,4 +1,5 @@
 import { UnavailableError } from '../../impl/errors.ts';
+import type { Environment } from '../adapter.ts';
 import type { VirtualTime } from './time.ts';
 
 /**
@@ -98,5 +99,16 @@ export class SimNetwork {
     const waiting = this.#held.get(client) ?? [];
     this.#held.delete(client);
     for (const deliver of waiting) deliver();
+  }
+
+  /** The faults this layer injects, as an Environment has them. */
+  faults(): Pick<Environment, 'partition' | 'heal' | 'setDelay' | 'pause' | 'resume'> {
+    return {
+      partition: async (client, node) => this.cut(client, node),
+      heal: async (client, node) => this.heal(client, node),
+      setDelay: async (client, ms) => this.setDelay(client, ms),
+      pause: async (client) => this.hold(client),
+      resume: async (client) => this.release(client),
+    };
   }
 }
