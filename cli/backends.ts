@@ -166,7 +166,10 @@ export class Servers {
   }
 }
 
-/** A built-in name, or the path of a module whose default export is a BackendUnderTest (or a function returning one). */
+/**
+ * A built-in name, or the path of a module whose default export is a
+ * BackendUnderTest, or a function of the ServerChoice returning one.
+ */
 export async function resolveBackend(spec: string, servers: Servers): Promise<BackendUnderTest> {
   const builtIn = [...BUILT_INS, ...LIBRARY_AUDITS].find((b) => b.name === spec);
   if (builtIn !== undefined) return servers.backend(builtIn);
@@ -177,7 +180,8 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
   } catch (e) {
     throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
   }
-  const exported = typeof mod.default === 'function' ? await (mod.default as () => unknown)() : mod.default;
+  // A function gets the servers the user gave (--redis, --pg), so that an adapter can use them too.
+  const exported = typeof mod.default === 'function' ? await (mod.default as (choice: ServerChoice) => unknown)(servers.choice) : mod.default;
   const b = exported as Partial<BackendUnderTest> | undefined;
   if (b === undefined || typeof b.name !== 'string' || typeof b.start !== 'function' || b.design === undefined || !Array.isArray(b.faults)) {
     throw new UsageError(`'${spec}' must export default a BackendUnderTest (name, design, capabilities, faults, start) or a function returning one`);
