@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckResult } from '../conformance/check.ts';
 import type { RunReport } from '../conformance/verdict.ts';
@@ -79,6 +79,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const index = cells.length;
         const total = rows.length * cols.length;
         const t0 = performance.now();
+        const timelineFile = join(cellsDir, `${fileName(row.name, col.id)}.html`);
+        // A timeline of an earlier run must not outlive its cell.
+        for (const f of [timelineFile, timelineFile.replace(/\.html$/, '.txt')]) rmSync(f, { force: true });
         const why = notMeasurable(backend, col);
         if (why !== null) {
           const cell: MatrixCell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why };
@@ -88,7 +91,6 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         }
         const report = (run: number, found: string): void =>
           progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: run ${run}/${o.runs}, findings ${found || 'none'}`, started, index + run / o.runs, total);
-        const timelineFile = join(cellsDir, `${fileName(row.name, col.id)}.html`);
         const seen = new Set<string>();
         const onRun = (run: number, r: RunReport): void => {
           for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
