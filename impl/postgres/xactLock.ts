@@ -220,9 +220,13 @@ export class PostgresTransactionLock {
       ...this.#options.connection,
     });
     const lost = (): void => {
-      void this.#minter?.then((m) => {
-        if (m === client) this.#minter = null;
-      });
+      // A minter that never connected has nothing to forget (its failure is mint()'s to report).
+      void this.#minter?.then(
+        (m) => {
+          if (m === client) this.#minter = null;
+        },
+        () => undefined,
+      );
       // The transaction is gone: its lock and its changes with it.
       for (const [resource, o] of this.#open) {
         if (o.client !== client) continue;
