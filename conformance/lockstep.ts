@@ -82,74 +82,81 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const env = instance.env;
   const owners = new Map<string, Owner>();
 
+  /** Runs one command on model and backend; returns the report if the run ends here. */
+  const execute = async (command: Command): Promise<RunReport | undefined> => {
+    let branches: Branch[];
+    try {
+      branches = worlds.flatMap((w) => step(w, command));
+    } catch (e) {
+      if (e instanceof InvalidInputError) return undefined; // not enabled here
+      throw e;
+    }
+    const startMs = env.nowMs();
+    const limitMs = Math.max(...branches.map((b) => b.next.nowMs));
+    const subject: Command = command.kind === 'resume' ? (drivers[command.client]!.inFlight?.op ?? command) : command;
+    const work = perform(instance, drivers, command);
+    // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
+    // Operations, and a resume that delivers an operation's replies, settle as virtual time moves.
+    const settled = isOperation(command) || command.kind === 'resume' ? await env.runUntil(work, limitMs) : (await work, true);
+    const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
+      const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
+      steps.push(executed);
+      return report({ kind: 'conformance-failure', property, message, step: executed });
+    };
+    if (!settled) {
+      return fail('LIVE-1', `${describeKind(command)} did not complete by t=${limitMs} ms, when the model has it done`, { kind: 'timed-out' });
+    }
+    const performed = await work;
+    const actual = performed.outcome;
+    const comparable = backend.capabilities.tokens === false ? withoutTokens : (o: Outcome) => o;
+    const matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
+    if (matching.length === 0) {
+      const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
+      const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
+      const deviation = `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`;
+      // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
+      // Judged with the lease the backend just handed out, as the backend sees its clients.
+      const tentative = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
+      const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, b.outcome.kind === 'granted' ? tentative : drivers, owners)));
+      if (keys.every((k) => k !== null)) return fail('OWN-1', `${keys[0]}; then ${deviation}`, actual);
+      // Judged as compared: without tokens for a lock that has none.
+      const compared = branches.map((b) => ({ ...b, outcome: comparable(b.outcome) }));
+      return fail(implicated(subject, compared, comparable(actual), clientNow), deviation, actual);
+    }
+    // The outcome is agreed: a lease handed out is the client's now.
+    if (performed.granted !== undefined) drivers[performed.granted.client]!.leases.set(performed.granted.resource, performed.granted.lease);
+    await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
+    const timed = matching.filter((b) => b.next.nowMs === env.nowMs());
+    const consistent = await observe(instance, timed, drivers, owners);
+    if (consistent.length === 0) return fail('OWN-1', (await ownershipProblem(instance, timed[0]!.next, drivers, owners)) ?? 'the backend holds keys no model state allows', actual);
+    const unique = new Map(consistent.map((b) => [canonicalKey(b.next, { nodeSymmetry: false }), b]));
+    if (unique.size > MAX_CANDIDATES) {
+      // Too many unresolved ambiguities to follow: stop here, saying so, rather than guess.
+      return { ...report({ kind: 'pass' }), stoppedEarly: `${unique.size} candidate model states after step ${steps.length + 1} (more than ${MAX_CANDIDATES})` };
+    }
+    const kept = [...unique.values()];
+    worlds = kept.map((b) => b.next);
+    mirror(worlds[0]!, drivers, owners);
+    // A finding is certain only when every state the backend may be in shows it.
+    const perBranch = kept.map((b) => checkProperties(b.events, b.next));
+    const violations = perBranch.every((v) => v.length > 0) ? perBranch[0]! : [];
+    const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, worlds[0]!, drivers);
+    steps.push(executed);
+    if (violations.length > 0) {
+      const finding: PropertyViolation = { kind: 'property-violation', violations, step: executed };
+      if (!options.continueAfterViolation) return report(finding);
+      findings.push(finding);
+    }
+    return undefined;
+  };
+
   try {
     for (const generated of commands) {
       // Servers on their own clocks: true time first catches up with the real time the last steps took.
       const behind = Math.floor(env.realTimeAheadMs?.() ?? 0);
       for (const command of behind >= 1 ? [{ kind: 'advance', ms: behind } as const, generated] : [generated]) {
-        let branches: Branch[];
-        try {
-          branches = worlds.flatMap((w) => step(w, command));
-        } catch (e) {
-          if (e instanceof InvalidInputError) continue; // not enabled here
-          throw e;
-        }
-        const startMs = env.nowMs();
-        const limitMs = Math.max(...branches.map((b) => b.next.nowMs));
-        const subject: Command = command.kind === 'resume' ? (drivers[command.client]!.inFlight?.op ?? command) : command;
-        const work = perform(instance, drivers, command);
-        // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
-        // Operations, and a resume that delivers an operation's replies, settle as virtual time moves.
-        const settled = isOperation(command) || command.kind === 'resume' ? await env.runUntil(work, limitMs) : (await work, true);
-        const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
-          const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
-          steps.push(executed);
-          return report({ kind: 'conformance-failure', property, message, step: executed });
-        };
-        if (!settled) {
-          return fail('LIVE-1', `${describeKind(command)} did not complete by t=${limitMs} ms, when the model has it done`, { kind: 'timed-out' });
-        }
-        const performed = await work;
-        const actual = performed.outcome;
-        const comparable = backend.capabilities.tokens === false ? withoutTokens : (o: Outcome) => o;
-        const matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
-        if (matching.length === 0) {
-          const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
-          const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
-          const deviation = `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`;
-          // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
-          // Judged with the lease the backend just handed out, as the backend sees its clients.
-          const tentative = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
-          const keys = await Promise.all(branches.map((b) => ownershipProblem(instance, b.next, b.outcome.kind === 'granted' ? tentative : drivers, owners)));
-          if (keys.every((k) => k !== null)) return fail('OWN-1', `${keys[0]}; then ${deviation}`, actual);
-          // Judged as compared: without tokens for a lock that has none.
-          const compared = branches.map((b) => ({ ...b, outcome: comparable(b.outcome) }));
-          return fail(implicated(subject, compared, comparable(actual), clientNow), deviation, actual);
-        }
-        // The outcome is agreed: a lease handed out is the client's now.
-        if (performed.granted !== undefined) drivers[performed.granted.client]!.leases.set(performed.granted.resource, performed.granted.lease);
-        await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
-        const timed = matching.filter((b) => b.next.nowMs === env.nowMs());
-        const consistent = await observe(instance, timed, drivers, owners);
-        if (consistent.length === 0) return fail('OWN-1', (await ownershipProblem(instance, timed[0]!.next, drivers, owners)) ?? 'the backend holds keys no model state allows', actual);
-        const unique = new Map(consistent.map((b) => [canonicalKey(b.next, { nodeSymmetry: false }), b]));
-        if (unique.size > MAX_CANDIDATES) {
-          // Too many unresolved ambiguities to follow: stop here, saying so, rather than guess.
-          return { ...report({ kind: 'pass' }), stoppedEarly: `${unique.size} candidate model states after step ${steps.length + 1} (more than ${MAX_CANDIDATES})` };
-        }
-        const kept = [...unique.values()];
-        worlds = kept.map((b) => b.next);
-        mirror(worlds[0]!, drivers, owners);
-        // A finding is certain only when every state the backend may be in shows it.
-        const perBranch = kept.map((b) => checkProperties(b.events, b.next));
-        const violations = perBranch.every((v) => v.length > 0) ? perBranch[0]! : [];
-        const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, worlds[0]!, drivers);
-        steps.push(executed);
-        if (violations.length > 0) {
-          const finding: PropertyViolation = { kind: 'property-violation', violations, step: executed };
-          if (!options.continueAfterViolation) return report(finding);
-          findings.push(finding);
-        }
+        const ended = await execute(command);
+        if (ended !== undefined) return ended;
       }
     }
   } catch (e) {
