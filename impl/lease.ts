@@ -18,9 +18,16 @@ export interface Lease {
   readonly signal: AbortSignal;
 }
 
-/** The mutable side of a Lease, kept by the client that granted it. */
+/**
+ * The mutable side of a Lease, kept by the client that granted it. The
+ * signal (an AbortController and its deadline timer) is made when first
+ * asked for: most leases are released without anyone listening, and the
+ * controller, the timer and the abort event are most of what a lease costs.
+ * Until then the deadline is judged from the clock when it matters.
+ */
 export class LeaseHandle implements Lease {
-  readonly #controller = new AbortController();
+  #controller: AbortController | null = null;
+  #lost: LeaseLostError['reason'] | null = null;
   #validUntilMs: number | null;
   #cancelTimer: () => void = () => undefined;
 
@@ -34,7 +41,6 @@ export class LeaseHandle implements Lease {
     private readonly safetyMarginMs = 0,
   ) {
     this.#validUntilMs = validUntilMs;
-    this.arm();
   }
 
   get validUntilMs(): number | null {
@@ -42,19 +48,32 @@ export class LeaseHandle implements Lease {
   }
 
   get signal(): AbortSignal {
+    if (this.#controller === null) {
+      const lost = this.#isLost(); // judged before the controller exists: until then no timer says so
+      this.#controller = new AbortController();
+      if (lost) this.#controller.abort(LeaseLostError.of(this.#lost!, this.resource));
+      else this.#arm();
+    }
     return this.#controller.signal;
+  }
+
+  /** Whether the lease must no longer be used: what `signal.aborted` would say, without making the signal. */
+  get lost(): boolean {
+    return this.#controller !== null ? this.#controller.signal.aborted : this.#isLost();
   }
 
   /** Moves the deadline (after a successful extension). */
   extendTo(validUntilMs: number): void {
-    if (this.signal.aborted) return;
+    if (this.#isLost()) return;
     this.#validUntilMs = validUntilMs;
-    this.arm();
+    if (this.#controller !== null) this.#arm();
   }
 
   lose(reason: LeaseLostError['reason']): void {
+    if (this.#isLost()) return;
     this.#cancelTimer();
-    if (!this.signal.aborted) this.#controller.abort(LeaseLostError.of(reason, this.resource));
+    this.#lost = reason;
+    this.#controller?.abort(LeaseLostError.of(reason, this.resource));
   }
 
   /** When the signal fires: the deadline less the safety margin. Overridable only to build broken fixtures. */
@@ -62,7 +81,13 @@ export class LeaseHandle implements Lease {
     return validUntilMs - this.safetyMarginMs;
   }
 
-  private arm(): void {
+  /** Lost already, or (with no timer to say so) past the deadline: then it is lost as 'expired', as the timer would have had it. */
+  #isLost(): boolean {
+    if (this.#lost === null && this.#controller === null && this.#validUntilMs !== null && this.clock.now() >= this.fireAtMs(this.#validUntilMs)) this.#lost = 'expired';
+    return this.#lost !== null;
+  }
+
+  #arm(): void {
     this.#cancelTimer();
     const until = this.#validUntilMs;
     if (until === null) return;

@@ -118,11 +118,11 @@ export class LeaseLock {
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
     const handle = this.#held.get(lease);
-    if (handle === undefined || handle.signal.aborted) return { kind: 'not-extended', reason: 'expired' };
+    if (handle === undefined || handle.lost) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.clock.now();
     const votes = await this.fanOut(ttlMs, (node) => node.extend(lease.resource, lease.owner, ttlMs));
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
-    if (votes.filter((v) => v.ok && v.value).length >= this.quorum && this.clock.now() < validUntilMs && !handle.signal.aborted) {
+    if (votes.filter((v) => v.ok && v.value).length >= this.quorum && this.clock.now() < validUntilMs && !handle.lost) {
       handle.extendTo(validUntilMs);
       return { kind: 'extended', validUntilMs };
     }

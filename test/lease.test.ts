@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { clockAt } from '../model/clock.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
+import { LeaseHandle } from '../impl/lease.ts';
+import type { LeaseLostError } from '../impl/errors.ts';
 import { createRedisLock } from '../impl/redis/index.ts';
 import { LockNotAcquiredError, using } from '../impl/using.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
@@ -119,5 +121,52 @@ describe('input validation', () => {
     }
     await expect(w.lock.acquire('r', { ttlMs: 10, retries: -1 })).rejects.toBeInstanceOf(InvalidInputError);
     expect(w.nodes.map((n) => n.holder('r'))).toEqual([null, null, null]);
+  });
+});
+
+describe('LeaseHandle: the signal is made when first asked for', () => {
+  /** A clock the test moves, counting the timers scheduled on it. */
+  function counted() {
+    const time = new VirtualTime();
+    const clock = time.clockOf(() => clockAt());
+    let timers = 0;
+    return { time, clock: { now: () => clock.now(), schedule: (at: number, fn: () => void) => (timers++, clock.schedule(at, fn)) }, timers: () => timers };
+  }
+
+  it('schedules no timer for a lease released without anyone listening', () => {
+    const c = counted();
+    const lease = new LeaseHandle('r', 'o', 1n, 10, c.clock);
+    lease.lose('released');
+    expect(c.timers()).toBe(0);
+    expect(lease.lost).toBe(true);
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('released');
+  });
+
+  it('past its deadline with nobody listening, it is lost as expired, as the timer would have said', async () => {
+    const c = counted();
+    const lease = new LeaseHandle('r', 'o', 1n, 10, c.clock, 2);
+    await c.time.advanceTo(7);
+    expect(lease.lost).toBe(false);
+    await c.time.advanceTo(8); // the deadline less the safety margin
+    expect(lease.lost).toBe(true);
+    lease.lose('released'); // too late to change the reason
+    expect(lease.signal.aborted).toBe(true);
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('expired');
+    lease.extendTo(100);
+    expect(lease.validUntilMs).toBe(10);
+  });
+
+  it('once asked for, the signal fires at the deadline, and moves with an extension', async () => {
+    const c = counted();
+    const lease = new LeaseHandle('r', 'o', 1n, 10, c.clock);
+    const signal = lease.signal;
+    expect(c.timers()).toBe(1);
+    lease.extendTo(20);
+    await c.time.advanceTo(19);
+    expect(signal.aborted).toBe(false);
+    await c.time.advanceTo(20);
+    expect(signal.aborted).toBe(true);
+    expect(lease.signal).toBe(signal);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
   });
 });
