@@ -61,6 +61,7 @@ function cryptoRandom(): number {
 }
 
 type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
+const AGAINST = { ok: false } as const;
 
 export class LeaseLock {
   readonly #nodes: readonly LeaseNode[];
@@ -197,31 +198,33 @@ export class LeaseLock {
     const limitMs = this.#requestTimeoutMs ?? ttlMs ?? 1000;
     // One deadline for the whole round: a node that has not answered by then votes against.
     return new Promise((resolve) => {
-      const votes: Array<Vote<T> | undefined> = new Array(this.#nodes.length);
-      let pending = this.#nodes.length;
+      const n = this.#nodes.length;
+      const votes: Array<Vote<T>> = new Array<Vote<T>>(n).fill(AGAINST);
+      let pending = n;
+      let done = false;
       const finish = (): void => {
+        if (done) return;
+        done = true;
         cancel();
-        resolve(Array.from(votes, (v) => v ?? { ok: false }));
+        resolve(votes);
       };
       const cancel = this.clock.schedule(this.clock.now() + limitMs, finish);
-      this.#nodes.forEach((node, i) => {
+      const answered = (): void => {
+        if (--pending === 0) finish();
+      };
+      for (let i = 0; i < n; i++) {
         let answer: Promise<T>;
         try {
-          answer = call(node, i);
+          answer = call(this.#nodes[i]!, i);
         } catch {
           answer = Promise.reject(new Error('node call failed'));
         }
-        answer.then(
-          (value) => {
-            votes[i] ??= { ok: true, value };
-          },
-          () => {
-            votes[i] ??= { ok: false };
-          },
-        ).finally(() => {
-          if (--pending === 0) finish();
-        });
-      });
+        answer.then((value) => {
+          // A reply after the deadline is not counted: the round's votes are already out.
+          if (!done) votes[i] = { ok: true, value };
+          answered();
+        }, answered);
+      }
     });
   }
 }
