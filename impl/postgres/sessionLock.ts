@@ -43,8 +43,14 @@ export interface SessionAcquireOptions {
   readonly ttlMs?: never;
 }
 
+/** The two statements of a grant and its release, prepared once per connection. */
+const LOCK_AND_MINT = { name: 'lockcheck_try_lock_and_mint', text: TRY_LOCK_AND_MINT } as const;
+const UNLOCK = { name: 'lockcheck_unlock', text: 'SELECT pg_advisory_unlock($1::bigint)' } as const;
+
 interface Held {
   readonly lease: LeaseHandle;
+  /** The advisory key, as the statements take it (hashed once per grant). */
+  readonly key: string;
   count: number;
 }
 
@@ -76,7 +82,6 @@ export class PostgresSessionLock {
     return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#clock }, (r) => this.attempt(r));
   }
 
-
   async release(lease: Lease): Promise<void> {
     const held = this.#held.get(lease.resource);
     if (held === undefined || held.lease !== lease) return;
@@ -87,7 +92,7 @@ export class PostgresSessionLock {
     }
     const client = this.#client;
     if (client === null) return;
-    await this.query(client, { name: 'lockcheck_unlock', text: 'SELECT pg_advisory_unlock($1::bigint)' }, [advisoryKey(lease.resource).toString()]).catch(() => undefined);
+    await this.query(client, UNLOCK, [held.key]).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -104,8 +109,8 @@ export class PostgresSessionLock {
     } catch {
       return { kind: 'denied', reason: 'no-quorum' };
     }
-    const key = advisoryKey(resource).toString();
     const held = this.#held.get(resource);
+    const key = held?.key ?? advisoryKey(resource).toString();
     try {
       if (held !== undefined) {
         // PostgreSQL stacks session locks: take it once more; the grant (and its token) stays the same.
@@ -113,11 +118,11 @@ export class PostgresSessionLock {
         held.count++;
         return { kind: 'granted', lease: held.lease };
       }
-      const r = await this.query(client, { name: 'lockcheck_try_lock_and_mint', text: TRY_LOCK_AND_MINT }, [key, resource, this.#base]);
+      const r = await this.query(client, LOCK_AND_MINT, [key, resource, this.#base]);
       const row = r.rows[0] as { token: string } | undefined;
       if (row === undefined) return { kind: 'denied', reason: 'held' };
       const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#clock);
-      this.#held.set(resource, { lease, count: 1 });
+      this.#held.set(resource, { lease, key, count: 1 });
       return { kind: 'granted', lease };
     } catch {
       // The statement failed: on a broken connection the lock (if any) went with it.
