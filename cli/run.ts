@@ -40,6 +40,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     const backend = await resolveBackend(o.backend, servers);
+    const missing = (o.faults ?? []).filter((f) => !backend.faults.includes(f));
+    if (missing.length > 0) throw new UsageError(`${backend.name} takes no ${missing.join(', ')} fault here (it takes: ${backend.faults.join(', ')})`);
     const started = performance.now();
     const result = await checkConformance(backend, {
       runs: o.runs,
