@@ -12,7 +12,7 @@ import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, notMeasurable } from './backends.ts';
 import { shownUrl } from '../conformance/env/userRedis.ts';
 import { junitXml } from './junit.ts';
-import { progressLine } from './progress.ts';
+import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 
 /**
@@ -90,7 +90,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           continue;
         }
         const report = (run: number, found: string): void =>
-          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: run ${run}/${o.runs}, findings ${found || 'none'}`, started, index + run / o.runs, total);
+          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: ${runText(run, o.runs)}, findings ${found || 'none'}`, started, index + Math.min(run / o.runs, 1), total);
         const seen = new Set<string>();
         const onRun = (run: number, r: RunReport): void => {
           for (const f of r.findings) for (const v of f.violations) seen.add(v.property);

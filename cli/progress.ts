@@ -1,10 +1,16 @@
 let lastTenth = -1;
 
+/** "run 7/30", or once the runs are done and a failure is being shrunk, "shrinking (run 35)". */
+export function runText(run: number, runs: number): string {
+  return run <= runs ? `run ${run}/${runs}` : `shrinking the counterexample (run ${run})`;
+}
+
 /**
  * One status line on stderr with the time left estimated from the work done:
  * rewritten in place on a terminal, otherwise printed at each tenth of the work.
  */
-export function progressLine(what: string, startedMs: number, done: number, total: number): void {
+export function progressLine(what: string, startedMs: number, doneSoFar: number, total: number): void {
+  const done = Math.min(doneSoFar, total); // shrinking re-runs a failure past the planned runs
   const elapsedS = (performance.now() - startedMs) / 1000;
   const leftS = done > 0 ? (elapsedS / done) * (total - done) : NaN;
   const line = `${what} | ${fmt(elapsedS)} elapsed${Number.isFinite(leftS) ? `, about ${fmt(leftS)} left` : ''}`;

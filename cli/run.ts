@@ -5,7 +5,7 @@ import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, resolveBackend } from './backends.ts';
 import { junitXml } from './junit.ts';
-import { progressLine } from './progress.ts';
+import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 
 /** `lockcheck run`: one backend (built-in, or a user's adapter module) against its model. `lockcheck replay`: one saved counterexample. */
@@ -49,7 +49,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       ...(o.path !== undefined ? { path: o.path } : {}),
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
-      onRun: (run) => progressLine(`${backend.name}: run ${run}/${o.runs}`, started, run, o.runs),
+      onRun: (run) => progressLine(`${backend.name}: ${runText(run, o.runs)}`, started, run, o.runs),
     });
     process.stderr.write('\n');
     const failure = result.failure;
