@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:f
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const LIBFAKETIME_PATH = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -96,7 +97,9 @@ let shimPromise: Promise<string> | null = null;
 
 /**
  * Builds the malloc shim once (per source version, cached across processes
- * under os.tmpdir()) and returns the path of the shared object. Safe to call
+ * in node_modules/.cache beside the project's packages, a build cache rather
+ * than a temp dir; under os.tmpdir() only if that is not writable) and
+ * returns the path of the shared object. Safe to call
  * concurrently, in one process and across processes: each build writes a
  * private temporary file and renames it into place.
  */
@@ -115,10 +118,9 @@ async function buildShim(): Promise<string> {
     .update(JSON.stringify([GCC_FLAGS, GCC_LIBS]))
     .digest('hex')
     .slice(0, 16);
-  const dir = join(tmpdir(), `lockcheck-shim-${hash}`);
+  const dir = await cacheDir(`lockcheck-shim-${hash}`);
   const target = join(dir, 'malloc-shim.so');
   if (existsSync(target)) return target;
-  await mkdir(dir, { recursive: true });
   const unique = `${process.pid}-${Math.random().toString(36).slice(2)}`;
   const source = join(dir, `malloc-shim.${unique}.c`);
   const output = join(dir, `malloc-shim.${unique}.so.tmp`);
@@ -131,6 +133,19 @@ async function buildShim(): Promise<string> {
     await rm(output, { force: true });
   }
   return target;
+}
+
+/** A directory for build products that outlive a run: node_modules/.cache/<name>, else <tmpdir>/<name>. */
+async function cacheDir(name: string): Promise<string> {
+  const inProject = fileURLToPath(new URL(`../../node_modules/.cache/${name}`, import.meta.url));
+  try {
+    await mkdir(inProject, { recursive: true });
+    return inProject;
+  } catch {
+    const inTmp = join(tmpdir(), name);
+    await mkdir(inTmp, { recursive: true });
+    return inTmp;
+  }
 }
 
 function runGcc(args: string[]): Promise<void> {
