@@ -140,8 +140,12 @@ describe('RedisServer (real redis-server)', () => {
     const server = await startServer({ persistence: 'aof-always', clockFile: clock });
     server.pause();
     const { pid, dir } = server;
+    // libfaketime's per-process semaphore and segment: it would unlink them only at a normal exit.
+    const shm = [`/dev/shm/faketime_shm_${pid}`, `/dev/shm/sem.faketime_sem_${pid}`];
+    expect(shm.map(existsSync)).toEqual([true, true]);
     await server.stop();
     expect(processExists(pid)).toBe(false);
     expect(existsSync(dir)).toBe(false);
+    expect(shm.map(existsSync)).toEqual([false, false]);
   });
 });

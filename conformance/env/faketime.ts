@@ -135,6 +135,22 @@ async function buildShim(): Promise<string> {
   return target;
 }
 
+/**
+ * libfaketime gives each process it runs in a POSIX semaphore and shared
+ * memory segment named after its pid, and unlinks them only when the process
+ * exits normally: a SIGKILL (a crash fault) leaves them in /dev/shm for good.
+ * Call this once the process is gone (or is being killed).
+ */
+export function removeFaketimeSharedMemory(pid: number): void {
+  for (const name of [`faketime_shm_${pid}`, `sem.faketime_sem_${pid}`]) {
+    try {
+      rmSync(join('/dev/shm', name), { force: true });
+    } catch {
+      // best effort: nothing else depends on it
+    }
+  }
+}
+
 /** A directory for build products that outlive a run: node_modules/.cache/<name>, else <tmpdir>/<name>. */
 async function cacheDir(name: string): Promise<string> {
   const inProject = fileURLToPath(new URL(`../../node_modules/.cache/${name}`, import.meta.url));

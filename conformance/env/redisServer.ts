@@ -17,7 +17,7 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EnvironmentError, type FakeClockFile, ensureMallocShim, requireLibfaketime } from './faketime.ts';
+import { EnvironmentError, type FakeClockFile, ensureMallocShim, removeFaketimeSharedMemory, requireLibfaketime } from './faketime.ts';
 import { freeLoopbackPort, onExitKill } from './processes.ts';
 import { sendCommand } from './resp.ts';
 
@@ -230,8 +230,12 @@ export class RedisServer {
     let spawnError: NodeJS.ErrnoException | null = null;
     this.#child = child;
     this.#paused = false;
+    const faked = this.clockFile !== null && this.#preload !== null;
     this.#exited = new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
+      child.once('exit', () => {
+        if (faked && child.pid !== undefined) removeFaketimeSharedMemory(child.pid);
+        resolve();
+      });
       child.once('error', (error: NodeJS.ErrnoException) => {
         spawnError = error;
         resolve();
@@ -303,6 +307,8 @@ export class RedisServer {
         // already gone
       }
     }
+    // At process exit there is no 'exit' event left to wait for.
+    if (child?.pid !== undefined && this.clockFile !== null) removeFaketimeSharedMemory(child.pid);
     try {
       rmSync(this.#dir, { recursive: true, force: true, maxRetries: 3 });
     } catch {
