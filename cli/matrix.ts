@@ -60,11 +60,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
   if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
   const servers = new Servers(o.servers);
-  const skipped = wanted.flatMap((b) => {
-    const why = servers.unavailable(b);
-    return why === null ? [] : [{ name: b.name, why }];
-  });
-  const rows = wanted.filter((b) => servers.unavailable(b) === null);
+  const judged = wanted.map((b) => ({ row: b, why: servers.unavailable(b) }));
+  const skipped = judged.flatMap((x) => (x.why === null ? [] : [{ name: x.row.name, why: x.why }]));
+  const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
   if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
   const cellsDir = join(o.out, 'matrix');
   mkdirSync(cellsDir, { recursive: true });

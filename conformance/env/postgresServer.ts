@@ -42,7 +42,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
-import { freeLoopbackPort, onExitKill } from './processes.ts';
+import { onExitKill, onFreePort } from './processes.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -140,16 +140,17 @@ export class PostgresServer {
       const initdbStarted = Date.now();
       await server.#initdb(deadline);
       const initdbMs = Date.now() - initdbStarted;
-      for (;;) {
-        server.#port = await freeLoopbackPort();
-        const result = await server.#spawnAndWait(deadline);
-        if (result.outcome === 'ready') {
+      return await onFreePort(
+        deadline,
+        async (port) => {
+          server.#port = port;
+          const result = await server.#spawnAndWait(deadline);
+          if (result.outcome !== 'ready') return 'address-in-use';
           server.#timings = { initdbMs, startMs: result.ms };
           return server;
-        }
-        // 'address-in-use': another process took the port between probe and bind; pick another.
-        if (Date.now() >= deadline) throw server.#startError('no free port could be bound');
-      }
+        },
+        () => server.#startError('no free port could be bound'),
+      );
     } catch (error) {
       await server.stop();
       throw error;

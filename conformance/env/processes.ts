@@ -20,6 +20,19 @@ export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/**
+ * Starts a server on a free loopback port. The probe and the server's bind
+ * race with every other process on the machine, so while `start` reports the
+ * port taken it tries a fresh one, until `deadlineMs` (then `tooLate()`).
+ */
+export async function onFreePort<T>(deadlineMs: number, start: (port: number) => Promise<T | 'address-in-use'>, tooLate: () => Error): Promise<T> {
+  for (;;) {
+    const result = await start(await freeLoopbackPort());
+    if (result !== 'address-in-use') return result;
+    if (Date.now() >= deadlineMs) throw tooLate();
+  }
+}
+
 const cleanups = new Set<() => void>();
 let handlersInstalled = false;
 

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError, type FakeClockFile, ensureMallocShim, removeFaketimeSharedMemory, requireLibfaketime } from './faketime.ts';
-import { freeLoopbackPort, onExitKill } from './processes.ts';
+import { onExitKill, onFreePort } from './processes.ts';
 import { sendCommand } from './resp.ts';
 
 export { EnvironmentError } from './faketime.ts';
@@ -87,13 +87,14 @@ export class RedisServer {
     live.add(server);
     const deadline = Date.now() + timeoutMs;
     try {
-      for (;;) {
-        server.#port = await freeLoopbackPort();
-        const result = await server.#spawnAndWait(deadline);
-        if (result === 'ready') return server;
-        // 'address-in-use': another process took the port between probe and bind; pick another.
-        if (Date.now() >= deadline) throw server.#startError('no free port could be bound');
-      }
+      return await onFreePort(
+        deadline,
+        async (port) => {
+          server.#port = port;
+          return (await server.#spawnAndWait(deadline)) === 'ready' ? server : 'address-in-use';
+        },
+        () => server.#startError('no free port could be bound'),
+      );
     } catch (error) {
       await server.stop();
       throw error;

@@ -1,8 +1,31 @@
-import { checkResource, InvalidInputError } from '../../model/errors.ts';
+import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { sleep } from '../clock.ts';
+import { sleep, systemClock } from '../clock.ts';
+import { withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
-import type { SessionAcquireOptions } from './sessionLock.ts';
+import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
+
+/** What both PostgreSQL locks take from their options, checked once (InvalidInputError otherwise). */
+export interface LockSettings {
+  readonly clock: MonotonicClock;
+  /** Bound on every statement, in ms. */
+  readonly timeoutMs: number;
+  /** tokenBase, as the statements take it. */
+  readonly base: string;
+  /** Carries one round trip to the server (the options' link, or directly). */
+  link<T>(roundTrip: () => Promise<T>): Promise<T>;
+  /** One statement's round trip, over the link and bounded by the statement timeout. */
+  statement<T>(roundTrip: () => Promise<T>): Promise<T>;
+}
+
+export function lockSettings(options: PostgresLockOptions): LockSettings {
+  const clock = options.clock ?? systemClock;
+  const timeoutMs = options.statementTimeoutMs ?? 5000;
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidInputError('invalid-config', 'statementTimeoutMs must be a positive integer');
+  const base = checkToken(options.tokenBase ?? 0n).toString();
+  const link = options.link ?? (<T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip());
+  return { clock, timeoutMs, base, link, statement: (roundTrip) => withTimeout(clock, timeoutMs, 'statement', link(roundTrip)) };
+}
 
 /**
  * The acquire loop both PostgreSQL locks share: validate, then one attempt

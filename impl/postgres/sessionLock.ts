@@ -1,12 +1,10 @@
 import pg from 'pg';
-import { checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { systemClock } from '../clock.ts';
-import { withTimeout } from '../errors.ts';
 import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
-import { acquireWithRetries, endWithin } from './attempts.ts';
+import type { LockSettings } from './attempts.ts';
+import { acquireWithRetries, endWithin, lockSettings } from './attempts.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
 
@@ -33,8 +31,6 @@ export interface PostgresLockOptions {
   readonly onConnectionLost?: () => void;
 }
 
-const direct = <T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip();
-
 export interface SessionAcquireOptions {
   /** After a denial, try again up to this many times. Default 0. */
   readonly retries?: number;
@@ -56,9 +52,7 @@ interface Held {
 
 export class PostgresSessionLock {
   readonly #options: PostgresLockOptions;
-  readonly #clock: MonotonicClock;
-  readonly #timeoutMs: number;
-  readonly #base: string;
+  readonly #s: LockSettings;
   #client: pg.Client | null = null;
   #connecting: Promise<pg.Client> | null = null;
   readonly #held = new Map<string, Held>();
@@ -67,10 +61,7 @@ export class PostgresSessionLock {
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
-    this.#clock = options.clock ?? systemClock;
-    this.#timeoutMs = options.statementTimeoutMs ?? 5000;
-    if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new InvalidInputError('invalid-config', 'statementTimeoutMs must be a positive integer');
-    this.#base = checkToken(options.tokenBase ?? 0n).toString();
+    this.#s = lockSettings(options);
   }
 
   /** The backend pid of the current connection (for pg_terminate_backend), or null when not connected. */
@@ -79,7 +70,7 @@ export class PostgresSessionLock {
   }
 
   async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#clock }, (r) => this.attempt(r));
+    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
   }
 
   async release(lease: Lease): Promise<void> {
@@ -99,7 +90,7 @@ export class PostgresSessionLock {
     this.#closed = true;
     const client = this.#client;
     this.lost();
-    if (client !== null) await endWithin(client, this.#timeoutMs);
+    if (client !== null) await endWithin(client, this.#s.timeoutMs);
   }
 
   private async attempt(resource: string): Promise<AcquireResult> {
@@ -118,10 +109,10 @@ export class PostgresSessionLock {
         held.count++;
         return { kind: 'granted', lease: held.lease };
       }
-      const r = await this.query(client, LOCK_AND_MINT, [key, resource, this.#base]);
+      const r = await this.query(client, LOCK_AND_MINT, [key, resource, this.#s.base]);
       const row = r.rows[0] as { token: string } | undefined;
       if (row === undefined) return { kind: 'denied', reason: 'held' };
-      const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#clock);
+      const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#s.clock);
       this.#held.set(resource, { lease, key, count: 1 });
       return { kind: 'granted', lease };
     } catch {
@@ -133,7 +124,7 @@ export class PostgresSessionLock {
   /** One statement, bounded; a named one is prepared once per connection. */
   private query(client: pg.Client, statement: string | { readonly name: string; readonly text: string }, values: unknown[]): Promise<pg.QueryResult> {
     const config = typeof statement === 'string' ? { text: statement, values } : { ...statement, values };
-    return withTimeout(this.#clock, this.#timeoutMs, 'statement', (this.#options.link ?? direct)(() => client.query(config)));
+    return this.#s.statement(() => client.query(config));
   }
 
   private connection(): Promise<pg.Client> {
@@ -142,21 +133,21 @@ export class PostgresSessionLock {
     this.#connecting ??= (async () => {
       const client = new pg.Client({
         keepAlive: true,
-        connectionTimeoutMillis: this.#timeoutMs,
-        statement_timeout: this.#timeoutMs,
-        query_timeout: this.#timeoutMs,
+        connectionTimeoutMillis: this.#s.timeoutMs,
+        statement_timeout: this.#s.timeoutMs,
+        query_timeout: this.#s.timeoutMs,
         ...this.#options.connection,
       });
       // Any failure of the connection ends the session and every lock on it.
       client.on('error', () => this.lost(client));
       client.on('end', () => this.lost(client));
       try {
-        await (this.#options.link ?? direct)(async () => {
+        await this.#s.link(async () => {
           await client.connect();
           await ensureSchema(client);
         });
       } catch (e) {
-        await endWithin(client, this.#timeoutMs);
+        await endWithin(client, this.#s.timeoutMs);
         throw e;
       }
       this.#client = client;

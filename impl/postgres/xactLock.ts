@@ -1,13 +1,11 @@
 import pg from 'pg';
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
-import type { MonotonicClock } from '../clock.ts';
-import { systemClock } from '../clock.ts';
-import { withTimeout } from '../errors.ts';
+import { checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
-import { acquireWithRetries, endWithin } from './attempts.ts';
+import type { LockSettings } from './attempts.ts';
+import { acquireWithRetries, endWithin, lockSettings } from './attempts.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
@@ -26,13 +24,9 @@ interface Open {
   count: number;
 }
 
-const direct = <T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip();
-
 export class PostgresTransactionLock {
   readonly #options: PostgresLockOptions;
-  readonly #clock: MonotonicClock;
-  readonly #timeoutMs: number;
-  readonly #base: string;
+  readonly #s: LockSettings;
   readonly #open = new Map<string, Open>();
   readonly #connections = new Set<pg.Client>();
   #minter: Promise<pg.Client> | null = null;
@@ -44,10 +38,7 @@ export class PostgresTransactionLock {
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
-    this.#clock = options.clock ?? systemClock;
-    this.#timeoutMs = options.statementTimeoutMs ?? 5000;
-    if (!Number.isInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new InvalidInputError('invalid-config', 'statementTimeoutMs must be a positive integer');
-    this.#base = checkToken(options.tokenBase ?? 0n).toString();
+    this.#s = lockSettings(options);
   }
 
   /** Backend pids of this client's open connections (for pg_terminate_backend). */
@@ -57,7 +48,7 @@ export class PostgresTransactionLock {
 
   /** BEGIN, then take the lock without waiting and mint the token, in the same transaction. */
   async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#clock }, (r) => this.attempt(r));
+    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
   }
 
 
@@ -87,7 +78,7 @@ export class PostgresTransactionLock {
     this.#closed = true;
     for (const o of this.#open.values()) o.lease.lose('released');
     this.#open.clear();
-    await Promise.all([...this.#connections].map((c) => endWithin(c, this.#timeoutMs)));
+    await Promise.all([...this.#connections].map((c) => endWithin(c, this.#s.timeoutMs)));
     this.#connections.clear();
   }
 
@@ -113,7 +104,7 @@ export class PostgresTransactionLock {
         if ((e as { code?: string }).code === '55P03') throw new LockNotAcquiredError(resource, 'held');
         throw e;
       }
-      lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, await this.mint(resource), null, this.#clock);
+      lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, await this.mint(resource), null, this.#s.clock);
       const result = await fn(client, lease);
       await this.query(client, 'COMMIT');
       clean = true;
@@ -158,7 +149,7 @@ export class PostgresTransactionLock {
         return { kind: 'denied', reason: 'held' };
       }
       const token = await this.mint(resource);
-      const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, token, null, this.#clock);
+      const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, token, null, this.#s.clock);
       this.#open.set(resource, { lease, client, count: 1 });
       return { kind: 'granted', lease };
     } catch {
@@ -178,7 +169,7 @@ export class PostgresTransactionLock {
       this.#minter = null;
       throw e;
     });
-    const r = await this.query(minter, MINT, [resource, this.#base]);
+    const r = await this.query(minter, MINT, [resource, this.#s.base]);
     return BigInt((r.rows[0] as { token: string }).token);
   }
 
@@ -208,15 +199,15 @@ export class PostgresTransactionLock {
   }
 
   private query(client: pg.Client, text: string, values?: unknown[]): Promise<pg.QueryResult> {
-    return withTimeout(this.#clock, this.#timeoutMs, 'statement', (this.#options.link ?? direct)(() => client.query(text, values)));
+    return this.#s.statement(() => client.query(text, values));
   }
 
   private async connect(): Promise<pg.Client> {
     const client = new pg.Client({
       keepAlive: true,
-      connectionTimeoutMillis: this.#timeoutMs,
-      statement_timeout: this.#timeoutMs,
-      query_timeout: this.#timeoutMs,
+      connectionTimeoutMillis: this.#s.timeoutMs,
+      statement_timeout: this.#s.timeoutMs,
+      query_timeout: this.#s.timeoutMs,
       ...this.#options.connection,
     });
     const lost = (): void => {
@@ -238,13 +229,13 @@ export class PostgresTransactionLock {
     client.on('error', lost);
     client.on('end', lost);
     try {
-      await (this.#options.link ?? direct)(async () => {
+      await this.#s.link(async () => {
         await client.connect();
         if (!this.#schemaReady) await ensureSchema(client);
       });
       this.#schemaReady = true;
     } catch (e) {
-      await endWithin(client, this.#timeoutMs);
+      await endWithin(client, this.#s.timeoutMs);
       throw e;
     }
     this.#connections.add(client);
@@ -256,6 +247,6 @@ export class PostgresTransactionLock {
     const idle = this.#idle.indexOf(client);
     if (idle >= 0) this.#idle.splice(idle, 1);
     // Closing is a round trip too; if the link is gone, close it directly.
-    await (this.#options.link ?? direct)(() => endWithin(client, this.#timeoutMs)).catch(() => endWithin(client, this.#timeoutMs));
+    await this.#s.link(() => endWithin(client, this.#s.timeoutMs)).catch(() => endWithin(client, this.#s.timeoutMs));
   }
 }
