@@ -12,7 +12,7 @@ fi
 # Debian packages for the real-server conformance layer: redis-server, libfaketime and
 # postgresql (PostgreSQL 15; its package postgresql-15 also ships pgbench); and
 # chromium, the headless browser the HTML report test drives through playwright-core
-# (playwright never downloads a browser of its own here).
+# (playwright never downloads a browser of its own here); gcc and libc6-dev for the shim.
 # Skipped entirely when all are already present; never leaves a service running.
 LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 PG_BIN=/usr/lib/postgresql/15/bin
@@ -21,6 +21,9 @@ command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 [ -f "$LIBFAKETIME" ] || missing="$missing libfaketime"
 [ -x "$PG_BIN/postgres" ] && [ -x "$PG_BIN/pgbench" ] || missing="$missing postgresql"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"
+# gcc and the C headers build the small malloc shim that runs beside libfaketime.
+command -v gcc >/dev/null 2>&1 || missing="$missing gcc"
+[ -f /usr/include/stdio.h ] || missing="$missing libc6-dev"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "lockcheck setup: missing Debian packages:$missing" >&2
