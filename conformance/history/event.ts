@@ -1,0 +1,120 @@
+/**
+ * The history format (spec/SPEC.md, "Histories"): what concurrent clients
+ * did, one JSON object per line, in the order the recorder saw the events.
+ * It is Jepsen's shape: every operation is an `invoke` followed by at most
+ * one completion of the same process (`ok`, `fail` or `info`), and a process
+ * has at most one operation in flight. `info` means the effect is unknown:
+ * it may have happened, at any instant after its invoke, or never.
+ *
+ * Times are milliseconds on one monotonic clock shared by every process of
+ * the history (on one machine: CLOCK_MONOTONIC, `process.hrtime`), so that
+ * "a completed before b was invoked" can be read off the numbers. Tokens are
+ * strings of decimal digits (exact up to 2^63-1; never a JSON number).
+ */
+
+/** A client process (a non-negative integer), or the fault injector. */
+export type ProcessId = number | 'nemesis';
+
+export type EventType = 'invoke' | 'ok' | 'fail' | 'info';
+
+export type Operation = 'acquire' | 'extend' | 'release' | 'write' | 'read';
+
+/** Fields every event carries. */
+interface EventBase {
+  readonly type: EventType;
+  readonly process: ProcessId;
+  /** ms on the history's shared monotonic clock. */
+  readonly time: number;
+}
+
+/**
+ * acquire: invoke carries the requested ttl (absent for a session lock);
+ * ok carries the grant. `validUntil` is the deadline the client believes in,
+ * converted to the history's clock (absent: no deadline, a session lock).
+ */
+export interface AcquireEvent extends EventBase {
+  readonly op: 'acquire';
+  readonly resource: string;
+  readonly ttlMs?: number;
+  readonly owner?: string;
+  readonly token?: string;
+  readonly validUntil?: number;
+  /** fail/info: why (`contended`, `no-quorum`, `timeout`, ...). */
+  readonly reason?: string;
+}
+
+/** extend: of the lease named by owner and token; ok carries the new deadline. */
+export interface ExtendEvent extends EventBase {
+  readonly op: 'extend';
+  readonly resource: string;
+  readonly owner: string;
+  readonly token?: string;
+  readonly ttlMs?: number;
+  readonly validUntil?: number;
+  readonly reason?: string;
+}
+
+/** release: of the lease named by owner and token. The hold ends at the invoke. */
+export interface ReleaseEvent extends EventBase {
+  readonly op: 'release';
+  readonly resource: string;
+  readonly owner: string;
+  readonly token?: string;
+  readonly reason?: string;
+}
+
+/**
+ * write: to register `key` of the store guarding `resource`. `token` is the
+ * fencing token sent with it (absent: an unfenced write); `prev` is the value
+ * the writer read first (a read-modify-write), which lets lost updates be
+ * found without a search. `fail` means the store rejected it (a stale token).
+ */
+export interface WriteEvent extends EventBase {
+  readonly op: 'write';
+  readonly resource: string;
+  readonly key: string;
+  readonly value: string;
+  readonly prev?: string | null;
+  readonly token?: string;
+  readonly reason?: string;
+}
+
+/** read: of register `key`; ok carries the value (null: never written). */
+export interface ReadEvent extends EventBase {
+  readonly op: 'read';
+  readonly resource: string;
+  readonly key: string;
+  readonly value?: string | null;
+  readonly reason?: string;
+}
+
+export type OperationEvent = AcquireEvent | ExtendEvent | ReleaseEvent | WriteEvent | ReadEvent;
+
+/** The lease's loss signal fired (expired by the client's clock, lost, released). Ends a hold. */
+export interface SignalEvent {
+  readonly type: 'signal';
+  readonly process: number;
+  readonly time: number;
+  readonly resource: string;
+  readonly owner: string;
+  readonly token?: string;
+  readonly reason: string;
+}
+
+/** The nemesis began (`invoke`) or ended (`ok`/`info`) a fault; drawn in reports, never judged. */
+export interface FaultEvent {
+  readonly type: 'invoke' | 'ok' | 'info';
+  readonly process: 'nemesis';
+  readonly time: number;
+  readonly op: 'fault';
+  /** e.g. `pause-client`, `pause-server`, `kill-server`, `clock-step`, `partition`, `delay`, `terminate-backend`. */
+  readonly fault: string;
+  /** What it hit: `client 3`, `redis 1`, `postgres`... */
+  readonly target?: string;
+  readonly detail?: string;
+}
+
+export type HistoryEvent = OperationEvent | SignalEvent | FaultEvent;
+
+/** A whole history, in recorded order. */
+export type History = readonly HistoryEvent[];
