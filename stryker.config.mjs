@@ -1,0 +1,22 @@
+// Mutation testing of the lock clients (impl/) and the in-memory parts of the
+// conformance engine, killed by the in-memory conformance suite only
+// (test/conformance.test.ts). `npm run mutation`; summary in docs/mutation.md.
+// TypeScript 7 has no JS compiler API: no TypeScript checker, and type checks
+// are not run (vitest strips types; a mutant that would not typecheck still runs).
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'stryker.vitest.config.ts', related: false },
+  mutate: process.env.LOCKCHECK_MUTATE ? process.env.LOCKCHECK_MUTATE.split(',') : ['impl/*.ts', 'conformance/sim/*.ts'],
+  checkers: [],
+  disableTypeChecks: false,
+  // Stryker's tsconfig rewrite needs the TypeScript 5 API: point it at no file.
+  tsconfigFile: 'tsconfig.stryker-absent.json',
+  coverageAnalysis: 'perTest',
+  ignoreStatic: true,
+  concurrency: 2,
+  timeoutMS: 60_000,
+  reporters: ['clear-text', 'json', 'progress'],
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+};
