@@ -1,7 +1,7 @@
 import { ConfigurationCache } from './cache.ts';
-import { buildEntries, NIL, RETURN, type EntryList } from './entries.ts';
+import { buildEntries, NIL as NIL_ENTRY, RETURN as RETURN_ENTRY, type EntryList } from './entries.ts';
 import { illegal, type Model } from './model.ts';
-import type { Operation } from './operation.ts';
+import { isPending, type Operation } from './operation.ts';
 
 export type SearchStatus = 'running' | 'linearizable' | 'not-linearizable';
 
@@ -35,6 +35,8 @@ export class PartitionSearch<S, I, O> {
   private readonly zobrist: Int32Array;
   private readonly stackEntry: Int32Array;
   private readonly stackState: (S | undefined)[];
+  /** 1 where the stacked operation left the state unchanged: no alternative to it needs trying. */
+  private readonly stackForced: Uint8Array;
   private sp = 0;
   private entry: number;
   private state: S;
@@ -50,9 +52,15 @@ export class PartitionSearch<S, I, O> {
     this.outputs = ops.map((o) => o.output);
     const words = Math.max(1, Math.ceil(ops.length / 32));
     this.linearized = new Uint32Array(words);
-    this.cache = new ConfigurationCache<S>(words, (a, b) => model.equal(a, b));
-    this.zobrist = zobristWords(ops.length);
+    const mandatory = new Uint32Array(words);
+    ops.forEach((o, i) => {
+      if (!isPending(o)) mandatory[i >>> 5]! |= 1 << (i & 31);
+    });
+    this.cache = new ConfigurationCache<S>(words, mandatory, (a, b) => model.equal(a, b));
+    // Pending operations stay out of the hash: the cache compares them by inclusion.
+    this.zobrist = zobristWords(ops.length).map((z, i) => (isPending(ops[i]!) ? 0 : z));
     this.stackEntry = new Int32Array(ops.length);
+    this.stackForced = new Uint8Array(ops.length);
     this.stackState = new Array<S | undefined>(ops.length).fill(undefined);
     this.entry = this.entries.next[this.entries.head]!;
     this.state = model.init();
@@ -63,7 +71,11 @@ export class PartitionSearch<S, I, O> {
   run(budget: number): SearchStatus {
     if (this.status !== 'running') return this.status;
     const { next, prev, op, match, head } = this.entries;
-    const { inputs, outputs, cache, linearized: lin, zobrist, stackEntry, stackState, model } = this;
+    const { inputs, outputs, cache, linearized: lin, zobrist, stackEntry, stackState, stackForced, model } = this;
+    // Imported bindings are live (a getter call each under tsx): copy them once.
+    const NIL = NIL_ENTRY;
+    const RETURN = RETURN_ENTRY;
+    const ILLEGAL = illegal;
     let e = this.entry;
     let state = this.state;
     let sp = this.sp;
@@ -79,8 +91,21 @@ export class PartitionSearch<S, I, O> {
       const m = e === NIL ? RETURN : match[e]!;
       if (m !== RETURN) {
         const o = op[e]!;
-        const ns = model.step(state, inputs[o]!, outputs[o]);
-        if (ns !== illegal) {
+        const stepped = model.step(state, inputs[o]!, outputs[o]);
+        if (stepped !== ILLEGAL) {
+          const ns = stepped as S;
+          // An operation that leaves the state as it is (a read, a failed
+          // cas). If it is pending, linearizing it achieves nothing: skip it.
+          // If it must be linearized, doing it now loses nothing (it only
+          // lifts its return's deadline): this configuration succeeds iff
+          // that one does, so no other candidate needs trying here. (Only a
+          // mandatory one: no configuration on the stack can cover it.)
+          const unchanged = ns === state || model.equal(ns, state);
+          if (unchanged && m === NIL) {
+            e = next[e]!;
+            continue;
+          }
+          const forced = unchanged ? 1 : 0;
           const word = o >>> 5;
           const bit = 1 << (o & 31);
           lin[word]! |= bit;
@@ -88,6 +113,7 @@ export class PartitionSearch<S, I, O> {
           if (cache.add((h ^ Math.imul(model.hash(ns), 0x9e3779b1)) | 0, lin, ns)) {
             stackEntry[sp] = e;
             stackState[sp] = state;
+            stackForced[sp] = forced;
             sp++;
             state = ns;
             setHash = h;
@@ -107,13 +133,18 @@ export class PartitionSearch<S, I, O> {
             continue;
           }
           lin[word]! &= ~bit;
+          if (forced === 1) {
+            e = NIL; // covered by an explored configuration: so is this one
+            continue;
+          }
         }
         e = next[e]!;
       } else {
-        // A return entry: its operation had to be linearized before this point.
-        if (sp > this.longest.length) {
+        // A return entry: its operation had to be linearized before this
+        // point. NIL: this configuration is known to be redundant.
+        if (e !== NIL && sp > this.longest.length) {
           this.longest = stackOps(stackEntry, sp, op);
-          this.blocked = e === NIL ? -1 : op[e]!;
+          this.blocked = op[e]!;
         }
         if (sp === 0) {
           this.status = 'not-linearizable';
@@ -137,7 +168,7 @@ export class PartitionSearch<S, I, O> {
         next[prev[e]!] = e;
         const ne = next[e]!;
         if (ne !== NIL) prev[ne] = e;
-        e = ne;
+        e = stackForced[sp] === 1 ? NIL : ne;
       }
     }
     this.steps += n;

@@ -1,4 +1,4 @@
-import { hashString, illegal, mix32, type Model } from '../model.ts';
+import { hashString, illegal, mix32, type Illegal, type Model } from '../model.ts';
 
 export type KvInput =
   | { readonly f: 'get'; readonly key: string }
@@ -20,9 +20,12 @@ export interface KvOutput {
  * per check (the table lives as long as the model).
  */
 export function kvStore(): Model<number, KvInput, KvOutput> {
+  const ILLEGAL: Illegal = illegal; // a local copy: imported bindings cost a getter call under tsx
   const strings: string[] = [''];
   const ids = new Map<string, number>([['', 0]]);
-  const appended = new Map<number, number>();
+  /** Per put/append input (by identity): its value's id, or its transitions state -> state. */
+  const putIds = new Map<KvInput, number>();
+  const appends = new Map<KvInput, Map<number, number>>();
   const intern = (s: string): number => {
     let id = ids.get(s);
     if (id === undefined) {
@@ -38,14 +41,17 @@ export function kvStore(): Model<number, KvInput, KvOutput> {
     step(state, input, output) {
       switch (input.f) {
         case 'get':
-          return output === undefined || output.value === strings[state] ? state : illegal;
-        case 'put':
-          return intern(input.value);
+          return output === undefined || output.value === strings[state] ? state : ILLEGAL;
+        case 'put': {
+          let id = putIds.get(input);
+          if (id === undefined) putIds.set(input, (id = intern(input.value)));
+          return id;
+        }
         case 'append': {
-          // 2^21 distinct appended values per key is far beyond any history this checks.
-          const memoKey = state * 2097152 + intern(input.value);
-          let next = appended.get(memoKey);
-          if (next === undefined) appended.set(memoKey, (next = intern(strings[state] + input.value)));
+          let table = appends.get(input);
+          if (table === undefined) appends.set(input, (table = new Map()));
+          let next = table.get(state);
+          if (next === undefined) table.set(state, (next = intern(strings[state] + input.value)));
           return next;
         }
       }

@@ -1,4 +1,4 @@
-import { hashValue, illegal, type Model, type RegisterValue } from '../model.ts';
+import { hashValue, illegal, type Illegal, type Model, type RegisterValue } from '../model.ts';
 
 /** A single register's operations. */
 export type RegisterInput =
@@ -25,6 +25,7 @@ interface RegisterRules {
 // A switch rather than ts-pattern: this runs in the search's innermost loop.
 function makeRegister(rules: RegisterRules): RegisterModel {
   const { nilReadMatchesAnything, allowCas } = rules;
+  const ILLEGAL: Illegal = illegal; // a local copy: imported bindings cost a getter call under tsx
   return {
     name: rules.name,
     init: () => rules.init,
@@ -33,15 +34,15 @@ function makeRegister(rules: RegisterRules): RegisterModel {
         case 'read': {
           if (output === undefined || output.value === undefined) return state;
           const v = output.value;
-          return v === state || (v === null && nilReadMatchesAnything) ? state : illegal;
+          return v === state || (v === null && nilReadMatchesAnything) ? state : ILLEGAL;
         }
         case 'write':
           return input.value;
         case 'cas': {
-          if (!allowCas) return illegal;
+          if (!allowCas) return ILLEGAL;
           const applies = input.from === state;
           // A failed cas is a definite observation that the compare failed (Porcupine's etcd model).
-          if (output !== undefined && output.ok !== undefined && output.ok !== applies) return illegal;
+          if (output !== undefined && output.ok !== undefined && output.ok !== applies) return ILLEGAL;
           return applies ? input.to : state;
         }
         default:
