@@ -17,3 +17,7 @@ export { mutex } from './models/mutex.ts';
 export type { MutexInput } from './models/mutex.ts';
 export { kvStore, kvStoreUnpartitioned } from './models/kv.ts';
 export type { KvInput, KvOutput } from './models/kv.ts';
+export { leaseLock } from './models/leaseLock.ts';
+export type { LeaseLockInput, LeaseLockState } from './models/leaseLock.ts';
+export { checkHistoryLinearizability, lockHistories, registerHistories, HistoryShapeError } from './fromHistory.ts';
+export type { ObjectHistory, ObjectVerdict } from './fromHistory.ts';

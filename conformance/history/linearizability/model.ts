@@ -24,6 +24,13 @@ export interface Model<S, I, O> {
   /** A 32-bit integer hash of a state. */
   hash(state: S): number;
   /**
+   * Whether the operation leaves every state it is legal in unchanged (a
+   * read, a cas observed failing). The search places such an operation as
+   * soon as it is legal and tries no alternative to it: doing it earlier
+   * only lifts its deadline. Absent: never.
+   */
+  readOnly?(input: I, output: O | undefined): boolean;
+  /**
    * P-compositionality: when the model is a product of independent objects
    * (one register per key), the key an input touches. Each key's operations
    * are then checked on their own, which is exponentially cheaper.

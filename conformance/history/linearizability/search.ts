@@ -35,8 +35,10 @@ export class PartitionSearch<S, I, O> {
   private readonly zobrist: Int32Array;
   private readonly stackEntry: Int32Array;
   private readonly stackState: (S | undefined)[];
-  /** 1 where the stacked operation left the state unchanged: no alternative to it needs trying. */
+  /** 1 where the stacked operation is read-only: no alternative to it needs trying. */
   private readonly stackForced: Uint8Array;
+  /** Per operation: 1 when it must be linearized and never changes the state. */
+  private readonly readOnly: Uint8Array;
   private sp = 0;
   private entry: number;
   private state: S;
@@ -61,6 +63,7 @@ export class PartitionSearch<S, I, O> {
     this.zobrist = zobristWords(ops.length).map((z, i) => (isPending(ops[i]!) ? 0 : z));
     this.stackEntry = new Int32Array(ops.length);
     this.stackForced = new Uint8Array(ops.length);
+    this.readOnly = Uint8Array.from(ops, (o) => (!isPending(o) && model.readOnly?.(o.input, o.output) === true ? 1 : 0));
     this.stackState = new Array<S | undefined>(ops.length).fill(undefined);
     this.entry = this.entries.next[this.entries.head]!;
     this.state = model.init();
@@ -71,7 +74,7 @@ export class PartitionSearch<S, I, O> {
   run(budget: number): SearchStatus {
     if (this.status !== 'running') return this.status;
     const { next, prev, op, match, head } = this.entries;
-    const { inputs, outputs, cache, linearized: lin, zobrist, stackEntry, stackState, stackForced, model } = this;
+    const { inputs, outputs, cache, linearized: lin, zobrist, stackEntry, stackState, stackForced, readOnly, model } = this;
     // Imported bindings are live (a getter call each under tsx): copy them once.
     const NIL = NIL_ENTRY;
     const RETURN = RETURN_ENTRY;
@@ -94,18 +97,13 @@ export class PartitionSearch<S, I, O> {
         const stepped = model.step(state, inputs[o]!, outputs[o]);
         if (stepped !== ILLEGAL) {
           const ns = stepped as S;
-          // An operation that leaves the state as it is (a read, a failed
-          // cas). If it is pending, linearizing it achieves nothing: skip it.
-          // If it must be linearized, doing it now loses nothing (it only
-          // lifts its return's deadline): this configuration succeeds iff
-          // that one does, so no other candidate needs trying here. (Only a
-          // mandatory one: no configuration on the stack can cover it.)
-          const unchanged = ns === state || model.equal(ns, state);
-          if (unchanged && m === NIL) {
+          // A pending operation that leaves the state as it is achieves
+          // nothing here (the configuration without it covers this one).
+          if (m === NIL && (ns === state || model.equal(ns, state))) {
             e = next[e]!;
             continue;
           }
-          const forced = unchanged ? 1 : 0;
+          const forced = readOnly[o]!;
           const word = o >>> 5;
           const bit = 1 << (o & 31);
           lin[word]! |= bit;
@@ -134,7 +132,10 @@ export class PartitionSearch<S, I, O> {
           }
           lin[word]! &= ~bit;
           if (forced === 1) {
-            e = NIL; // covered by an explored configuration: so is this one
+            // A read-only operation that must be placed: the configuration
+            // after it is covered by an explored one, so this one is too (no
+            // configuration on the stack can cover it: it lacks this operation).
+            e = NIL;
             continue;
           }
         }

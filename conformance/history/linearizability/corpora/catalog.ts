@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from '../check.ts';
 import { kvStore, kvStoreUnpartitioned } from '../models/kv.ts';
 import { multiRegister } from '../models/multiRegister.ts';
@@ -95,4 +95,18 @@ export function loadCorpora(root: string): PreparedCase[] {
     for (const c of parseExpectedTsv(corpus, readFileSync(join(dir, 'expected.tsv'), 'utf8'))) out.push(prepareCase(c, readFileSync(join(dir, c.file), 'utf8')));
   }
   return out;
+}
+
+/**
+ * Where the corpora are: `$LOCKCHECK_CORPORA`, else the nearest `shared/corpora`
+ * beside `from` or one of its ancestors (the issue's `../shared/corpora`).
+ */
+export function findCorpora(from: string): string | undefined {
+  const env = process.env.LOCKCHECK_CORPORA;
+  if (env !== undefined && env !== '') return env;
+  for (let dir = resolve(from); ; dir = dirname(dir)) {
+    const candidate = join(dir, 'shared', 'corpora');
+    if (existsSync(join(candidate, 'porcupine', 'expected.tsv'))) return candidate;
+    if (dirname(dir) === dir) return undefined;
+  }
 }

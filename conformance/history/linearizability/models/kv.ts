@@ -58,6 +58,7 @@ export function kvStore(): Model<number, KvInput, KvOutput> {
     },
     equal: (a, b) => a === b,
     hash: mix32,
+    readOnly: (input) => input.f === 'get',
     partitionKey: (input) => input.key,
   };
 }
@@ -82,6 +83,7 @@ export function kvStoreUnpartitioned(): Model<ReadonlyMap<string, string>, KvInp
           return new Map(state).set(input.key, current + input.value);
       }
     },
+    readOnly: (input) => input.f === 'get',
     equal(a, b) {
       if (a.size !== b.size) return false;
       for (const [k, v] of a) if (b.get(k) !== v) return false;

@@ -33,6 +33,7 @@ export function multiRegister(init: MultiRegisterState): Model<MultiRegisterStat
       }
       return next;
     },
+    readOnly: (input) => input.every((op) => op.f === 'read'),
     equal(a, b) {
       if (a === b) return true;
       const ka = Object.keys(a);

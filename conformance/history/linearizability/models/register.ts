@@ -51,6 +51,7 @@ function makeRegister(rules: RegisterRules): RegisterModel {
     },
     equal: (a, b) => a === b,
     hash: hashValue,
+    readOnly: (input, output) => input.f === 'read' || (input.f === 'cas' && output?.ok === false),
   };
 }
 
