@@ -195,7 +195,7 @@ class Reader {
       return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
     }
     if (/^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?M?$/.test(token)) return Number(token.replace(/M$/, ''));
-    if (/^[a-zA-Z*+!\-_?<>=.\/&%$][\w*+!\-?<>=.\/&%$:#']*$/.test(token)) return new EdnSymbol(token);
+    if (/^[a-zA-Z*+!\-_?<>=./&%$][\w*+!\-?<>=./&%$:#']*$/.test(token)) return new EdnSymbol(token);
     return this.fail(`cannot read '${token}'`, start);
   }
 }
@@ -206,4 +206,16 @@ export const keywordName = (v: Edn | undefined): string | undefined => (v instan
 /** `m[:name]` when `m` is a map. */
 export function field(m: Edn, name: string): Edn | undefined {
   return m instanceof Map ? m.get(Keyword.of(name)) : undefined;
+}
+
+/** EDN text of a value, for error messages. */
+export function showEdn(v: Edn | undefined): string {
+  if (v === undefined) return '(missing)';
+  if (v === null) return 'nil';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return v.toString();
+  if (v instanceof Keyword || v instanceof EdnSymbol) return v.toString();
+  if (Array.isArray(v)) return `[${(v as readonly Edn[]).map(showEdn).join(' ')}]`;
+  if (v instanceof Map) return `{${[...(v as ReadonlyMap<Edn, Edn>)].map(([k, x]) => `${showEdn(k)} ${showEdn(x)}`).join(', ')}}`;
+  return `#{${[...(v as ReadonlySet<Edn>)].map(showEdn).join(' ')}}`;
 }
