@@ -357,7 +357,7 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
     },
   );
   if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
-  if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${String(error)}`}, not with InvalidInputError`);
+  if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${error instanceof Error ? `${error.name}: ${error.message}` : JSON.stringify(error)}`}, not with InvalidInputError`);
   const after = await state();
   if (before !== after) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before} -> ${after}`);
   return null;
