@@ -7,7 +7,8 @@
  * test/postgres.conformance.test.ts, which start their own servers) runs
  * against each mutant in a copy of the tree; a failing suite kills it.
  *
- * Run: npx tsx mutation/scriptMutants.ts [--list] [--only <substring>] [--jobs N]
+ * Run: npx tsx mutation/scriptMutants.ts [--list] [--only <substring>] [--jobs N] [--budget-min M] [--no-control]
+ * (the unmutated suites run first, as a control: they must pass)
  * Writes reports/mutation/scripts.json and prints a summary.
  */
 import { spawn } from 'node:child_process';
@@ -178,6 +179,17 @@ async function main(): Promise<void> {
   const results: Array<{ id: string; file: string; description: string; killed: boolean; seconds: number }> = [];
   const out = join(ROOT, 'reports/mutation/scripts.json');
   mkdirSync(dirname(out), { recursive: true });
+  // A control run first: a suite that fails unmutated would "kill" every mutant.
+  if (!args.includes('--no-control')) {
+    const dir = copyTree();
+    try {
+      for (const suite of new Set(mutants.map((m) => m.suite))) {
+        if ((await suiteFails(dir, suite)).killed) throw new Error(`${suite} fails without any mutant: fix it before measuring (or pass --no-control)`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
   let next = 0;
   const worker = async (): Promise<void> => {
     const dir = copyTree();
