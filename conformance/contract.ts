@@ -34,7 +34,7 @@ const isDeadline = (v: unknown): v is number | null => v === null || (typeof v =
 const shown = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x instanceof AbortSignal ? 'AbortSignal' : x)) ?? String(v);
 
 /** An acquire's result as the API defines it, or a breach (a user would act on an answer it cannot read: MUTEX-1). */
-export function checkAcquireResult(r: unknown, resource: string): AcquireResult {
+export function checkAcquireResult(r: unknown): AcquireResult {
   const x = r as AcquireResult | undefined;
   const ok =
     x !== undefined &&
@@ -42,7 +42,7 @@ export function checkAcquireResult(r: unknown, resource: string): AcquireResult 
     ((x.kind === 'granted' &&
       typeof x.lease === 'object' &&
       x.lease !== null &&
-      x.lease.resource === resource &&
+      typeof x.lease.resource === 'string' &&
       typeof x.lease.owner === 'string' &&
       isToken(x.lease.token) &&
       isDeadline(x.lease.validUntilMs) &&
