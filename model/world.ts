@@ -1,7 +1,7 @@
 import { match, P } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs, rulesOf } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
@@ -398,7 +398,7 @@ function release(world: World, client: number, resource: string): readonly Branc
   });
   // etcd's revision moves on every delete, as a real cluster's does.
   const revised: World =
-    design.kind === 'etcd-lease' && events.length > 0
+    rulesOf(design).tokenSource === 'cluster-revision' && events.length > 0
       ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) }
       : cleared;
   return single({ kind: 'released' }, withClient(revised, client, (c) => withLease(c, resource, null)), events);
@@ -410,14 +410,14 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   const server = world.nodes[0]!;
   const key = server.keys[resource];
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
-  if (design.kind === 'pg-session' && lease.count > 1) {
+  if (rulesOf(design).stacking === 'per-release' && lease.count > 1) {
     const nodes = own === undefined ? world.nodes : [setKey(server, resource, { ...own, count: own.count - 1 })];
     return single({ kind: 'released' }, withClient({ ...world, nodes }, client, (c) => withLease(c, resource, { ...lease, count: lease.count - 1 })));
   }
   let next: World = { ...world, nodes: [own !== undefined ? deleteKey(server, resource) : server] };
   const events: WorldEvent[] =
     own === undefined ? [] : [{ kind: 'key-changed', node: 0, resource, byClient: client, byOwner: lease.owner, ownerBefore: own.owner, change: 'deleted' }];
-  if (design.kind === 'pg-xact') {
+  if (rulesOf(design).writes === 'at-commit') {
     for (const value of lease.buffered) {
       const delivered = deliverWrite(next, client, { resource, value, token: lease.token, epoch: lease.epoch });
       next = delivered.world;
@@ -430,7 +430,7 @@ function releaseSession(world: World, client: number, resource: string, lease: L
 function write(world: World, client: number, resource: string, value: string): readonly Branch[] {
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
-  if (world.config.design.kind === 'pg-xact') {
+  if (rulesOf(world.config.design).writes === 'at-commit') {
     // Inside the transaction: visible to others only at commit.
     return single({ kind: 'accepted' }, withClient(world, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
   }
@@ -480,7 +480,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     .with({ kind: 'resume' }, (f) => resume(world, f.client))
     .with({ kind: 'crash' }, (f) => {
       const crashing = (n: NodeState): NodeState =>
-        design.kind !== 'etcd-lease'
+        rulesOf(design).onCrash === 'keep'
           ? { ...n, up: false }
           : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
             { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
@@ -494,7 +494,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const mono = expiryNow(design, before, world.nowMs);
       const keys = !kept
         ? {}
-        : design.kind === 'etcd-lease'
+        : rulesOf(design).onRestart === 'refresh'
           ? // A new etcd leader refreshes every lease to its full ttl.
             Object.fromEntries(Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0), liveSinceTrueMs: world.nowMs }]))
           : before.keys;
@@ -540,7 +540,7 @@ function resume(world: World, client: number): readonly Branch[] {
   const events: WorldEvent[] = [];
   const pending = c.pendingWrite;
   if (pending !== null) {
-    if (world.config.design.kind === 'pg-xact') {
+    if (rulesOf(world.config.design).writes === 'at-commit') {
       // The statement goes to the transaction's own connection: dead if the session was lost.
       const lease = c.leases[pending.resource];
       if (!c.sessionLost && lease !== undefined) {
