@@ -1,7 +1,7 @@
 import { match } from 'ts-pattern';
 import { driftFactor } from './design.ts';
 import type { WorldEvent } from './event.ts';
-import { liveness } from './node.ts';
+import { livenessIn } from './node.ts';
 import type { World } from './state.ts';
 import { sameOwner } from './state.ts';
 import { passes } from './store.ts';
@@ -42,9 +42,14 @@ function mutex(after: World): Violation[] {
   });
 }
 
+/** LIVE-1's bound in ms of true time: ceil(ttl * (1 + driftFactor)) + 1 + the nodes' expiry tolerance. */
+export function liveBoundMs(ttlMs: number, driftFactor: number, expiryToleranceMs: number): number {
+  return Math.ceil(ttlMs * (1 + driftFactor)) + 1 + expiryToleranceMs;
+}
+
 /**
- * LIVE-1: no node keeps a ttl key alive longer than ttl * (1 + driftFactor) + 1 ms
- * of true time after its last grant, extension or lease refresh.
+ * LIVE-1: no node keeps a ttl key possibly alive longer than liveBoundMs of
+ * true time after its last grant, extension or lease refresh.
  */
 function live(after: World): Violation[] {
   const design = after.config.design;
@@ -52,9 +57,10 @@ function live(after: World): Violation[] {
     Object.entries(node.keys).flatMap(([resource, key]) => {
       // A node that is down blocks nobody; a session lock has no ttl bound.
       if (key.ttlMs === null || !node.up) return [];
-      const boundMs = Math.ceil(key.ttlMs * (1 + driftFactor(design))) + 1;
+      // The nodes' own alive/gone set, tolerance included; the bound grows by the same tolerance.
+      const boundMs = liveBoundMs(key.ttlMs, driftFactor(design), after.config.expiryToleranceMs ?? 0);
       const overdue = after.nowMs - key.liveSinceTrueMs > boundMs;
-      return overdue && liveness(design, node, resource, after.nowMs).includes(true)
+      return overdue && livenessIn(after, node, resource).includes(true)
         ? [{ property: 'LIVE-1' as const, resource, message: `node ${index} still holds '${resource}' ${after.nowMs - key.liveSinceTrueMs} ms after its last grant (bound ${boundMs} ms)` }]
         : [];
     }),
