@@ -25,6 +25,17 @@ export const PROPERTY_TITLES: Readonly<Record<PropertyId, string>> = {
   'DUR-1': 'token issuer state survives a restart',
 };
 
+/** How each property is judged (spec section 5's summary table is generated from this). */
+export const PROPERTY_KINDS: Readonly<Record<PropertyId, { readonly kind: 'state' | 'event'; readonly on: string }>> = {
+  'MUTEX-1': { kind: 'state', on: 'client leases and client clocks' },
+  'FENCE-1': { kind: 'event', on: '`granted` + ghost `maxToken`' },
+  'FENCE-2': { kind: 'event', on: '`write` + store policy' },
+  'STORE-1': { kind: 'event', on: '`write` + ghost grant epochs' },
+  'OWN-1': { kind: 'event', on: '`key-changed`' },
+  'LIVE-1': { kind: 'state', on: 'node keys, node clocks (with the expiry tolerance), ghost `liveSinceTrueMs`' },
+  'DUR-1': { kind: 'event', on: '`restarted` counters' },
+};
+
 export interface Violation {
   readonly property: PropertyId;
   readonly resource?: string;
