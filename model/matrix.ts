@@ -1,5 +1,5 @@
 import type { Design, StorePolicy } from './design.ts';
-import { describeDesign, designs } from './design.ts';
+import { describeDesign, designs, rulesOf } from './design.ts';
 import type { ExploreResult } from './explore.ts';
 import { explore } from './explore.ts';
 import type { FaultClass } from './faultClass.ts';
@@ -32,7 +32,7 @@ export const MATRIX_ROWS: readonly MatrixRow[] = [
 ].map((design) => ({
   label: describeDesign(design),
   design,
-  stores: design.kind === 'pg-xact' ? (['transactional'] as const) : (['unfenced', 'strict'] as const),
+  stores: rulesOf(design).writes === 'at-commit' ? (['transactional'] as const) : (['unfenced', 'strict'] as const),
 }));
 
 export interface CellResult extends ExploreResult {

@@ -1,7 +1,7 @@
 import { match, P } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs, rulesOf } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
@@ -389,8 +389,7 @@ function extend(world: World, client: number, resource: string, ttlMs: number): 
 
 /** Whether an operation is a statement to the PostgreSQL server that the server answers (the store outside pg-xact is another system). */
 function reachesServer(world: World, op: Operation): boolean {
-  const kind = world.config.design.kind;
-  const toServer = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && kind === 'pg-xact');
+  const toServer = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && rulesOf(world.config.design).writes === 'at-commit');
   return isSessionBound(world.config.design) && toServer && isReachable(world, op.client, 0);
 }
 
@@ -408,7 +407,7 @@ function release(world: World, client: number, resource: string): readonly Branc
   });
   // etcd's revision moves on every delete, as a real cluster's does.
   const revised: World =
-    design.kind === 'etcd-lease' && events.length > 0
+    rulesOf(design).tokenSource === 'cluster-revision' && events.length > 0
       ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) }
       : cleared;
   return single({ kind: 'released' }, withClient(revised, client, (c) => withLease(c, resource, null)), events);
@@ -421,19 +420,19 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   if (!isReachable(world, client, 0)) {
     // The unlock or commit never arrives: the client gives the lease up, the server keeps the lock until
     // it notices the dead link, and a transaction's buffered writes are lost with it.
-    const left = design.kind === 'pg-session' && lease.count > 1 ? { ...lease, count: lease.count - 1 } : null;
+    const left = rulesOf(design).stacking === 'per-release' && lease.count > 1 ? { ...lease, count: lease.count - 1 } : null;
     return single({ kind: 'released' }, withClient(world, client, (c) => withLease(c, resource, left)));
   }
   const key = server.keys[resource];
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
-  if (design.kind === 'pg-session' && lease.count > 1) {
+  if (rulesOf(design).stacking === 'per-release' && lease.count > 1) {
     const nodes = own === undefined ? world.nodes : [setKey(server, resource, { ...own, count: own.count - 1 })];
     return single({ kind: 'released' }, withClient({ ...world, nodes }, client, (c) => withLease(c, resource, { ...lease, count: lease.count - 1 })));
   }
   let next: World = { ...world, nodes: [own !== undefined ? deleteKey(server, resource) : server] };
   const events: WorldEvent[] =
     own === undefined ? [] : [{ kind: 'key-changed', node: 0, resource, byClient: client, byOwner: lease.owner, ownerBefore: own.owner, change: 'deleted' }];
-  if (design.kind === 'pg-xact') {
+  if (rulesOf(design).writes === 'at-commit') {
     for (const value of lease.buffered) {
       const delivered = deliverWrite(next, client, { resource, value, token: lease.token, epoch: lease.epoch });
       next = delivered.world;
@@ -446,7 +445,7 @@ function releaseSession(world: World, client: number, resource: string, lease: L
 function write(world: World, client: number, resource: string, value: string): readonly Branch[] {
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
-  if (world.config.design.kind === 'pg-xact') {
+  if (rulesOf(world.config.design).writes === 'at-commit') {
     // The statement cannot reach the transaction's connection: the client gives the transaction up.
     if (!isReachable(world, client, 0)) return single({ kind: 'not-held' }, withClient(world, client, (c) => withLease(c, resource, null)));
     // Inside the transaction: visible to others only at commit.
@@ -503,7 +502,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     .with({ kind: 'resume' }, (f) => resume(world, f.client))
     .with({ kind: 'crash' }, (f) => {
       const crashing = (n: NodeState): NodeState =>
-        design.kind !== 'etcd-lease'
+        rulesOf(design).onCrash === 'keep'
           ? { ...n, up: false }
           : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
             { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
@@ -517,7 +516,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const mono = expiryNow(design, before, world.nowMs);
       const keys = !kept
         ? {}
-        : design.kind === 'etcd-lease'
+        : rulesOf(design).onRestart === 'refresh'
           ? // A new etcd leader refreshes every lease to its full ttl.
             Object.fromEntries(Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0), liveSinceTrueMs: world.nowMs }]))
           : before.keys;
@@ -572,7 +571,7 @@ function resume(world: World, client: number): readonly Branch[] {
   const events: WorldEvent[] = [];
   const pending = c.pendingWrite;
   if (pending !== null) {
-    if (world.config.design.kind === 'pg-xact') {
+    if (rulesOf(world.config.design).writes === 'at-commit') {
       // The statement goes to the transaction's own connection: dead if the session was lost.
       const lease = c.leases[pending.resource];
       if (!c.sessionLost && lease !== undefined && isReachable(world, client, 0)) {
