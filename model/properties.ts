@@ -1,7 +1,7 @@
 import { match } from 'ts-pattern';
 import { driftFactor } from './design.ts';
 import type { WorldEvent } from './event.ts';
-import { liveness } from './node.ts';
+import { livenessIn } from './node.ts';
 import type { World } from './state.ts';
 import { sameOwner } from './state.ts';
 import { passes } from './store.ts';
@@ -23,6 +23,17 @@ export const PROPERTY_TITLES: Readonly<Record<PropertyId, string>> = {
   'OWN-1': "only the holder's release or extend takes effect",
   'LIVE-1': 'an abandoned lock becomes acquirable within its bound',
   'DUR-1': 'token issuer state survives a restart',
+};
+
+/** How each property is judged (spec section 5's summary table is generated from this). */
+export const PROPERTY_KINDS: Readonly<Record<PropertyId, { readonly kind: 'state' | 'event'; readonly on: string }>> = {
+  'MUTEX-1': { kind: 'state', on: 'client leases and client clocks' },
+  'FENCE-1': { kind: 'event', on: '`granted` + ghost `maxToken`' },
+  'FENCE-2': { kind: 'event', on: '`write` + store policy' },
+  'STORE-1': { kind: 'event', on: '`write` + ghost grant epochs' },
+  'OWN-1': { kind: 'event', on: '`key-changed`' },
+  'LIVE-1': { kind: 'state', on: 'node keys, node clocks (with the expiry tolerance), ghost `liveSinceTrueMs`' },
+  'DUR-1': { kind: 'event', on: '`restarted` counters' },
 };
 
 export interface Violation {
@@ -50,9 +61,14 @@ function mutex(after: World, out: Violation[]): void {
   }
 }
 
+/** LIVE-1's bound in ms of true time: ceil(ttl * (1 + driftFactor)) + 1 + the nodes' expiry tolerance. */
+export function liveBoundMs(ttlMs: number, driftFactor: number, expiryToleranceMs: number): number {
+  return Math.ceil(ttlMs * (1 + driftFactor)) + 1 + expiryToleranceMs;
+}
+
 /**
- * LIVE-1: no node keeps a ttl key alive longer than ttl * (1 + driftFactor) + 1 ms
- * of true time after its last grant, extension or lease refresh.
+ * LIVE-1: no node keeps a ttl key possibly alive longer than liveBoundMs of
+ * true time after its last grant, extension or lease refresh.
  */
 function live(after: World, out: Violation[]): void {
   const design = after.config.design;
@@ -63,9 +79,10 @@ function live(after: World, out: Violation[]): void {
       const key = node.keys[resource]!;
       // A session lock has no ttl bound.
       if (key.ttlMs === null) continue;
-      const boundMs = Math.ceil(key.ttlMs * (1 + driftFactor(design))) + 1;
+      // The nodes' own alive/gone set, tolerance included; the bound grows by the same tolerance.
+      const boundMs = liveBoundMs(key.ttlMs, driftFactor(design), after.config.expiryToleranceMs ?? 0);
       const overdue = after.nowMs - key.liveSinceTrueMs > boundMs;
-      if (overdue && liveness(design, node, resource, after.nowMs).includes(true)) {
+      if (overdue && livenessIn(after, node, resource).includes(true)) {
         out.push({ property: 'LIVE-1', resource, message: `node ${index} still holds '${resource}' ${after.nowMs - key.liveSinceTrueMs} ms after its last grant (bound ${boundMs} ms)` });
       }
     }

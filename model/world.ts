@@ -289,6 +289,9 @@ function deliverWrite(world: World, client: number, w: PendingWrite): { readonly
 // Operations.
 
 function operate(world: World, op: Operation): readonly Branch[] {
+  const c = world.clients[op.client]!;
+  // A session the server ended unheard: the client learns it at its next statement to the server.
+  if (c.sessionLost && reachesServer(world, op)) world = withClient(world, op.client, (s) => ({ ...s, sessionLost: false, leases: {} }));
   return match(op)
     .with({ kind: 'acquire' }, (a) => acquire(world, a.client, a.resource, a.ttlMs, a.latencyMs ?? 0, a.retries ?? 0, a.retryDelayMs ?? 0))
     .with({ kind: 'extend' }, (e) => extend(world, e.client, e.resource, e.ttlMs))
@@ -452,6 +455,12 @@ function extend(world: World, client: number, resource: string, ttlMs: number): 
   });
 }
 
+/** Whether an operation is a statement to the PostgreSQL server that the server answers (the store outside pg-xact is another system). */
+function reachesServer(world: World, op: Operation): boolean {
+  const toServer = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && rulesOf(world.config.design).writes === 'at-commit');
+  return isSessionBound(world.config.design) && toServer && isReachable(world, op.client, 0);
+}
+
 function release(world: World, client: number, resource: string): readonly Branch[] {
   const design = world.config.design;
   const lease = world.clients[client]!.leases[resource];
@@ -476,6 +485,12 @@ function release(world: World, client: number, resource: string): readonly Branc
 function releaseSession(world: World, client: number, resource: string, lease: Lease): readonly Branch[] {
   const design = world.config.design;
   const server = world.nodes[0]!;
+  if (!isReachable(world, client, 0)) {
+    // The unlock or commit never arrives: the client gives the lease up, the server keeps the lock until
+    // it notices the dead link, and a transaction's buffered writes are lost with it.
+    const left = rulesOf(design).stacking === 'per-release' && lease.count > 1 ? { ...lease, count: lease.count - 1 } : null;
+    return single({ kind: 'released' }, withClient(world, client, (c) => withLease(c, resource, left)));
+  }
   const key = server.keys[resource];
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
   if (rulesOf(design).stacking === 'per-release' && lease.count > 1) {
@@ -499,6 +514,8 @@ function write(world: World, client: number, resource: string, value: string): r
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
   if (rulesOf(world.config.design).writes === 'at-commit') {
+    // The statement cannot reach the transaction's connection: the client gives the transaction up.
+    if (!isReachable(world, client, 0)) return single({ kind: 'not-held' }, withClient(world, client, (c) => withLease(c, resource, null)));
     // Inside the transaction: visible to others only at commit.
     return single({ kind: 'accepted' }, withClient(world, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
   }
@@ -513,7 +530,12 @@ function inject(world: World, fault: Fault): readonly Branch[] {
   const design = world.config.design;
   const ok = (next: World, events: readonly WorldEvent[] = []): readonly Branch[] => single({ kind: 'ok' }, next, events);
   return match(fault)
-    .with({ kind: 'advance' }, (f) => ok({ ...world, nowMs: world.nowMs + f.ms }))
+    .with({ kind: 'advance' }, (f) => {
+      const later: World = { ...world, nowMs: world.nowMs + f.ms };
+      // Keepalive timing is the deployment's: while time passes the server may or may not notice a cut client.
+      const unheard = isSessionBound(design) ? cutSessions(world) : [];
+      return unheard.length === 0 ? ok(later) : [...ok(later), ...ok(dropSessions(later, unheard, 'unheard'))];
+    })
     .with({ kind: 'clock-step' }, (f) => {
       const node = world.nodes[f.node]!;
       const stepped = (n: NodeState): World => ({ ...world, nodes: world.nodes.map((m, i) => (i === f.node ? { ...n, wall: stepClock(n.wall, world.nowMs, f.deltaMs) } : m)) });
@@ -573,21 +595,28 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     })
     .with({ kind: 'partition' }, (f) => {
       const link = `${f.client}:${f.node}`;
-      const cut: World = world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() };
-      // A session cannot outlive its connection: keepalive ends it on both sides.
-      return ok(isSessionBound(design) ? dropSessions(cut, [f.client]) : cut);
+      // A session outlives a cut link: the server notices only later, through keepalive (see advance).
+      return ok(world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() });
     })
     .with({ kind: 'heal' }, (f) => ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) }))
     .with({ kind: 'kill-connection' }, (f) => ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world))
     .exhaustive();
 }
 
+/** Clients cut from the server whose session still holds a lock there: the ones keepalive may end. */
+function cutSessions(world: World): number[] {
+  const holders = new Set(Object.values(world.nodes[0]!.keys).map((k) => k.owner.client));
+  return [...holders].filter((c) => world.partitions.includes(`${c}:0`)).sort((a, b) => a - b);
+}
+
 /**
  * The server ends these clients' sessions: their advisory locks go at once
- * (and an open transaction rolls back). A running client notices at once and
- * drops its leases; a paused one notices only when it resumes.
+ * (and an open transaction rolls back). `heard`: a running client notices at
+ * once and drops its leases, a paused one when it resumes (kill-connection, a
+ * crash). `unheard`: the server noticed a dead link (keepalive), and no client
+ * hears of it until it next reaches the server.
  */
-function dropSessions(world: World, clients: readonly number[]): World {
+function dropSessions(world: World, clients: readonly number[], told: 'heard' | 'unheard' = 'heard'): World {
   const gone = new Set(clients);
   const nodes = world.nodes.map((n) => {
     let kept = n;
@@ -597,7 +626,9 @@ function dropSessions(world: World, clients: readonly number[]): World {
   return {
     ...world,
     nodes,
-    clients: world.clients.map((c, i) => (!gone.has(i) ? c : c.paused ? { ...c, sessionLost: Object.keys(c.leases).length > 0 || c.sessionLost } : { ...c, leases: {} })),
+    clients: world.clients.map((c, i) =>
+      !gone.has(i) ? c : c.paused || told === 'unheard' ? { ...c, sessionLost: Object.keys(c.leases).length > 0 || c.sessionLost } : { ...c, leases: {} },
+    ),
   };
 }
 
@@ -611,7 +642,7 @@ function resume(world: World, client: number): readonly Branch[] {
     if (rulesOf(world.config.design).writes === 'at-commit') {
       // The statement goes to the transaction's own connection: dead if the session was lost.
       const lease = c.leases[pending.resource];
-      if (!c.sessionLost && lease !== undefined) {
+      if (!c.sessionLost && lease !== undefined && isReachable(world, client, 0)) {
         next = withClient(next, client, (s) => withLease(s, pending.resource, { ...lease, buffered: [...lease.buffered, pending.value] }));
       }
     } else {
@@ -620,6 +651,8 @@ function resume(world: World, client: number): readonly Branch[] {
       events.push(delivered.event);
     }
   }
-  if (c.sessionLost) next = withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} }));
+  // A lost session is heard of at resume, unless the link is cut: then at the next statement that gets through.
+  const hears = !world.partitions.includes(`${client}:0`);
+  if (c.sessionLost && hears) next = withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} }));
   return single(c.pendingReply ?? { kind: 'ok' }, next, events);
 }
