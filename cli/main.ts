@@ -48,7 +48,7 @@ options:
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
-                    --seconds S (stop deepening a cell after S s; it says how deep it got), --jobs N (worker
+                    --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
                     threads, default 2 or the cores there are), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
