@@ -17,6 +17,8 @@ export interface ExploreCommandOptions {
   readonly maxStates: number;
   readonly design: string | undefined;
   readonly fault: string | undefined;
+  /** Stop deepening a cell once a level ends after this many seconds on it (the cell then says how deep it got). */
+  readonly seconds?: number;
 }
 
 /** The cells the exploration must find a counterexample in: the three published ones. */
@@ -59,7 +61,12 @@ export function exploreCommand(options: ExploreCommandOptions): number {
   for (const row of rows) {
     for (const store of row.stores) {
       for (const fault of faults) {
-        const cell = exploreCell(row, store, fault, { maxDepth: options.depth, maxStates: options.maxStates, clock: () => performance.now() });
+        const cell = exploreCell(row, store, fault, {
+          maxDepth: options.depth,
+          maxStates: options.maxStates,
+          clock: () => performance.now(),
+          budgetMs: options.seconds === undefined ? undefined : options.seconds * 1000,
+        });
         cells.push(cell);
         const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
         process.stderr.write(
@@ -85,9 +92,14 @@ export function exploreCommand(options: ExploreCommandOptions): number {
   }
   const states = cells.reduce((n, c) => n + c.states, 0);
   const transitions = cells.reduce((n, c) => n + c.transitions, 0);
-  console.log(`\nexplored ${states} states, ${transitions} transitions in ${(elapsedMs / 1000).toFixed(1)} s: ${Math.round(states / (elapsedMs / 1000))} states/s, ${Math.round(transitions / (elapsedMs / 1000))} transitions/s`);
+  const stored = cells.reduce((n, c) => n + c.bytesPerState * c.states, 0);
+  const collision = cells.reduce((p, c) => p + c.collisionProbability, 0);
+  console.log(
+    `\nexplored ${states} distinct states (up to symmetry), ${transitions} transitions in ${(elapsedMs / 1000).toFixed(1)} s: ${Math.round(states / (elapsedMs / 1000))} distinct states/s, ${Math.round(transitions / (elapsedMs / 1000))} transitions/s; ${(stored / states).toFixed(1)} bytes stored per state`,
+  );
+  console.log(`fingerprint collision probability (states x (transitions - states) / 2^64, summed over the cells): ${collision.toExponential(1)}`);
   const cut = cells.filter((c) => c.truncated);
-  if (cut.length > 0) console.log(`${cut.length} cells stopped at --max-states before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass}`).join(', ')}`);
+  if (cut.length > 0) console.log(`${cut.length} cells stopped (--max-states or --seconds) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
 
   console.log('\n## Shortest counterexamples\n');
   for (const c of cells) {

@@ -46,7 +46,8 @@ options:
                     if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
-  explore only: --depth N (default 6), --max-states N (default 50000), --design KIND, --fault CLASS
+  explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
+                    --seconds S (stop deepening a cell after S s; it says how deep it got), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -87,6 +88,7 @@ async function main(argv: readonly string[]): Promise<number> {
       junit: { type: 'string' },
       depth: { type: 'string' },
       'max-states': { type: 'string' },
+      seconds: { type: 'string' },
       design: { type: 'string' },
       fault: { type: 'string' },
       redis: { type: 'string', multiple: true },
@@ -136,9 +138,10 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       return exploreCommand({
         depth: int(values.depth, 'depth', 6, 1, 10),
-        maxStates: int(values['max-states'], 'max-states', 50_000, 1, 50_000_000),
+        maxStates: int(values['max-states'], 'max-states', 5_000_000, 1, 500_000_000),
         design: values.design,
         fault: values.fault,
+        seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
       });
     }
     default:

@@ -1,6 +1,6 @@
 import type { Design, StorePolicy } from './design.ts';
 import { describeDesign, designs, rulesOf } from './design.ts';
-import type { ExploreResult } from './explore.ts';
+import type { ExploreOptions, ExploreResult } from './explore.ts';
 import { explore } from './explore.ts';
 import type { FaultClass } from './faultClass.ts';
 import { alphabetFor, DEFAULT_ALPHABET } from './faultClass.ts';
@@ -41,11 +41,7 @@ export interface CellResult extends ExploreResult {
   readonly faultClass: FaultClass;
 }
 
-export interface CellOptions {
-  readonly maxDepth: number;
-  readonly maxStates: number;
-  readonly clock?: () => number;
-}
+export type CellOptions = ExploreOptions & { readonly maxStates: number };
 
 /** Explores one matrix cell: a design with a store under one fault class. */
 export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): CellResult {

@@ -39,7 +39,7 @@ export function livenessIn(world: World, node: NodeState, resource: string): rea
 
 export function isReachable(world: World, client: number, node: number): boolean {
   const n = world.nodes[node];
-  return n !== undefined && n.up && world.nowMs >= n.availableFromTrueMs && !world.partitions.includes(`${client}:${node}`);
+  return n !== undefined && n.up && world.nowMs >= n.availableFromTrueMs && (world.partitions.length === 0 || !world.partitions.includes(`${client}:${node}`));
 }
 
 /** The counter a grant draws its token from: per resource, or one revision for the whole cluster (etcd). */

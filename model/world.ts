@@ -1,6 +1,7 @@
 import { match, P } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
+import { isOperation } from './command.ts';
 import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs, rulesOf } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
@@ -38,9 +39,39 @@ export interface Branch {
  */
 export function step(world: World, command: Command): readonly Branch[] {
   validate(world, command);
-  return match(command)
-    .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(world, op))
-    .otherwise((fault) => inject(world, fault as Fault));
+  return isOperation(command) ? operate(world, command) : inject(world, command);
+}
+
+/**
+ * Whether `command`'s precondition holds in `world` (a running client for an
+ * operation or a pause, a paused one for a resume, a node up for a crash and
+ * down for a restart): the exploration filters with it instead of catching
+ * step's precondition errors. Input errors are still step's to report.
+ */
+export function enabled(world: World, command: Command): boolean {
+  // A switch the compiler checks for exhaustiveness (the return type): this runs once per command and state.
+  switch (command.kind) {
+    case 'acquire':
+    case 'extend':
+    case 'release':
+    case 'write':
+    case 'read':
+    case 'pause':
+      return world.clients[command.client]?.paused === false;
+    case 'resume':
+      return world.clients[command.client]?.paused === true;
+    case 'crash':
+      return world.nodes[command.node]?.up === true;
+    case 'restart':
+      return world.nodes[command.node]?.up === false;
+    case 'advance':
+    case 'clock-step':
+    case 'clock-drift':
+    case 'partition':
+    case 'heal':
+    case 'kill-connection':
+      return true;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -61,8 +92,10 @@ function validate(world: World, command: Command): void {
   const active = (c: number): void => {
     if (client(c).paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
   };
-  match(command)
-    .with({ kind: 'acquire' }, (c) => {
+  // A switch, not ts-pattern: this runs once per step of an exploration.
+  const c = command;
+  switch (c.kind) {
+    case 'acquire': {
       active(c.client);
       checkResource(c.resource);
       if (hasTtl(design)) checkTtl(c.ttlMs);
@@ -72,37 +105,45 @@ function validate(world: World, command: Command): void {
       if (c.retries !== undefined && (!Number.isInteger(c.retries) || c.retries < 0 || c.retries > 100)) {
         throw new InvalidInputError('precondition', `retries must be an integer in [0, 100], got ${String(c.retries)}`);
       }
-    })
-    .with({ kind: 'extend' }, (c) => {
+      return;
+    }
+    case 'extend': {
       active(c.client);
       checkResource(c.resource);
       if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks have no ttl to extend`);
       checkTtl(c.ttlMs);
-    })
-    .with({ kind: 'release' }, { kind: 'read' }, (c) => {
+      return;
+    }
+    case 'release':
+    case 'read': {
       active(c.client);
       checkResource(c.resource);
-    })
-    .with({ kind: 'write' }, (c) => {
+      return;
+    }
+    case 'write': {
       active(c.client);
       checkResource(c.resource);
       if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
-    })
-    .with({ kind: 'advance' }, (c) => {
+      return;
+    }
+    case 'advance': {
       if (checkDuration(c.ms, 'advance') === 0) throw new InvalidInputError('invalid-duration', 'advance must move time forward');
-    })
-    .with({ kind: 'clock-step' }, (c) => {
+      return;
+    }
+    case 'clock-step': {
       node(c.node);
       if (!Number.isInteger(c.deltaMs) || Math.abs(c.deltaMs) > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'deltaMs must be an integer');
-    })
-    .with({ kind: 'clock-drift' }, (c) => {
+      return;
+    }
+    case 'clock-drift': {
       if ('node' in c.target) node(c.target.node);
       else client(c.target.client);
       if (!Number.isInteger(c.driftPpm) || c.driftPpm < MIN_DRIFT_PPM || c.driftPpm > MAX_DRIFT_PPM) {
         throw new InvalidInputError('invalid-duration', `driftPpm must be an integer in [${MIN_DRIFT_PPM}, ${MAX_DRIFT_PPM}]`);
       }
-    })
-    .with({ kind: 'pause' }, (c) => {
+      return;
+    }
+    case 'pause': {
       active(c.client);
       if (c.pendingWrite !== undefined) checkResource(c.pendingWrite.resource);
       if (c.inFlight !== undefined) {
@@ -114,24 +155,35 @@ function validate(world: World, command: Command): void {
         }
         validate(world, c.inFlight);
       }
-    })
-    .with({ kind: 'resume' }, (c) => {
+      return;
+    }
+    case 'resume': {
       if (!client(c.client).paused) throw new InvalidInputError('precondition', `client ${c.client} is not paused`);
-    })
-    .with({ kind: 'crash' }, (c) => {
+      return;
+    }
+    case 'crash': {
       if (!node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is already down`);
-    })
-    .with({ kind: 'restart' }, (c) => {
+      return;
+    }
+    case 'restart': {
       if (node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is up`);
-    })
-    .with({ kind: 'partition' }, { kind: 'heal' }, (c) => {
+      return;
+    }
+    case 'partition':
+    case 'heal': {
       client(c.client);
       node(c.node);
-    })
-    .with({ kind: 'kill-connection' }, (c) => {
+      return;
+    }
+    case 'kill-connection': {
       client(c.client);
-    })
-    .exhaustive();
+      return;
+    }
+    default: {
+      const unknown: never = c;
+      throw new InvalidInputError('precondition', `unknown command kind ${String((unknown as { kind?: unknown }).kind)}`);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -177,16 +229,32 @@ function fanOut<V>(
   resource: string,
   script: (node: NodeState, index: number, alive: boolean) => { readonly node: NodeState; readonly vote: V },
 ): ReadonlyArray<{ readonly nodes: readonly NodeState[]; readonly votes: ReadonlyArray<V | null> }> {
-  let partial: Array<{ nodes: NodeState[]; votes: Array<V | null> }> = [{ nodes: [], votes: [] }];
-  world.nodes.forEach((node, index) => {
-    if (!isReachable(world, client, index)) {
-      partial = partial.map((p) => ({ nodes: [...p.nodes, node], votes: [...p.votes, null] }));
-      return;
+  // Each node's possible answers, then their cartesian product (one combination in the common case).
+  const answers: Array<ReadonlyArray<{ readonly node: NodeState; readonly vote: V | null }>> = [];
+  let combinations = 1;
+  const nodes = world.nodes;
+  for (let index = 0; index < nodes.length; index++) {
+    const node = nodes[index]!;
+    const mine = !isReachable(world, client, index) ? [{ node, vote: null }] : livenessIn(world, node, resource).map((alive) => script(node, index, alive));
+    answers.push(mine);
+    combinations *= mine.length;
+  }
+  const out: Array<{ readonly nodes: readonly NodeState[]; readonly votes: ReadonlyArray<V | null> }> = [];
+  for (let k = 0; k < combinations; k++) {
+    // The earliest node varies slowest, as the branches were ordered before.
+    const picked: NodeState[] = new Array(nodes.length);
+    const votes: Array<V | null> = new Array(nodes.length);
+    let rest = k;
+    for (let index = nodes.length - 1; index >= 0; index--) {
+      const mine = answers[index]!;
+      const a = mine[rest % mine.length]!;
+      rest = Math.floor(rest / mine.length);
+      picked[index] = a.node;
+      votes[index] = a.vote;
     }
-    const answers = livenessIn(world, node, resource).map((alive) => script(node, index, alive));
-    partial = partial.flatMap((p) => answers.map((a) => ({ nodes: [...p.nodes, a.node], votes: [...p.votes, a.vote] })));
-  });
-  return partial;
+    out.push({ nodes: picked, votes });
+  }
+  return out;
 }
 
 function releaseEverywhere(world: World, client: number, resource: string, owner: Owner): World {
