@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
@@ -47,7 +48,8 @@ options:
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
-                    --seconds S (stop deepening a cell after S s; it says how deep it got), --design KIND, --fault CLASS
+                    --seconds S (stop deepening a cell after S s; it says how deep it got), --jobs N (worker
+                    threads, default 2 or the cores there are), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -89,6 +91,7 @@ async function main(argv: readonly string[]): Promise<number> {
       depth: { type: 'string' },
       'max-states': { type: 'string' },
       seconds: { type: 'string' },
+      jobs: { type: 'string' },
       design: { type: 'string' },
       fault: { type: 'string' },
       redis: { type: 'string', multiple: true },
@@ -142,6 +145,7 @@ async function main(argv: readonly string[]): Promise<number> {
         design: values.design,
         fault: values.fault,
         seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
+        jobs: int(values.jobs, 'jobs', Math.min(2, availableParallelism()), 1, 64),
       });
     }
     default:

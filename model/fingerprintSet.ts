@@ -9,7 +9,7 @@ export class FingerprintSet {
   private mask: number;
   size = 0;
 
-  constructor(capacity = 1 << 16) {
+  constructor(capacity = 1 << 10) {
     let c = 1 << 4;
     while (c < capacity) c <<= 1;
     this.slots = new Uint32Array(2 * c);
