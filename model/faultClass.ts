@@ -49,7 +49,7 @@ export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
   none: 'nothing else',
   partition: '`partition` of any client from any node; no heal, so a cut lasts to the end of the schedule',
   delay:
-    '`acquire` with a `latencyMs` of half the ttl and of exactly the ttl (where the reply races the give-up, so both `timed-out` branches are drawn); a reply later than the ttl adds nothing new (it is only `timed-out`). PostgreSQL: latency = the ttl of the others',
+    '`acquire` with a `latencyMs` of half the ttl and of exactly the ttl (where the reply races the give-up, so both `timed-out` branches are drawn); a reply later than the ttl adds nothing new (it is only `timed-out`). On PostgreSQL designs, which have no ttl, one `acquire` with a latency of the same length',
   'client-pause': '`pause` (with or without a pending write) and `resume`',
   'clock-step': "`clock-step` of node 0's wall clock by +ttl or -ttl, and `partition`",
   'clock-drift': "`clock-drift` of a client's monotonic clock to half speed (-500000 ppm), beyond any drift allowance",
