@@ -49,7 +49,7 @@ options:
   --junit FILE      also write a JUnit XML report
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
-                    threads, default 2 or the cores there are), --design KIND, --fault CLASS
+                    threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -145,7 +145,7 @@ async function main(argv: readonly string[]): Promise<number> {
         design: values.design,
         fault: values.fault,
         seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
-        jobs: int(values.jobs, 'jobs', Math.min(2, availableParallelism()), 1, 64),
+        jobs: int(values.jobs, 'jobs', 1, 1, Math.max(1, availableParallelism())),
       });
     }
     default:
