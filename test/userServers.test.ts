@@ -24,7 +24,7 @@ let bystander: pg.Client | undefined;
 const users: Redis[] = [];
 
 const redisUrl = (s: RedisServer): string => `redis://${s.host}:${s.port}`;
-const pgUrl = (): string => `postgres://${postgres!.user}@${postgres!.host}:${postgres!.port}/${postgres!.database}`;
+const pgUrl = (): string => postgres!.url;
 
 beforeAll(async () => {
   [redis, postgres] = await Promise.all([Promise.all([0, 1, 2].map(() => RedisServer.start({ persistence: 'none' }))), PostgresServer.start({ parentDir: '/dev/shm' })]);

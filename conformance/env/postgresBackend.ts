@@ -39,7 +39,7 @@ export interface PostgresTarget {
 /** The target of a server lockcheck started. */
 export function targetOf(server: PostgresServer): PostgresTarget {
   return {
-    url: `postgres://${encodeURIComponent(server.user)}@${server.host}:${server.port}/${encodeURIComponent(server.database)}`,
+    url: server.url,
     process: { crash: () => server.crash(), restart: () => server.restart() },
   };
 }

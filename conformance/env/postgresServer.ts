@@ -17,6 +17,12 @@
  * - crash() is a power cut of the whole cluster: SIGSTOP the postmaster (so it
  *   forks and reacts to nothing), SIGKILL every child, SIGKILL the postmaster.
  *   postmaster.pid, the WAL and the data files stay as they were.
+ * - Access: only the invoking user. initdb sets scram-sha-256 for every
+ *   connection (TCP and Unix socket) with a random password made for this
+ *   cluster (handed to initdb in a 0600 file inside the 0700 temporary
+ *   directory, removed right after); `url` and `connection` carry it. Trust
+ *   authentication would let any local user connect as superuser and run
+ *   programs as the cluster's OS user (COPY ... FROM PROGRAM).
  * - Settings: listen only on 127.0.0.1, Unix socket in the temporary directory,
  *   dynamic_shared_memory_type=mmap (segments live in the data directory, so a
  *   killed cluster leaks nothing into /dev/shm). With `fsync: false` (the
@@ -35,8 +41,9 @@
  * temporary directories, so a crashed test leaves nothing behind.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -100,6 +107,8 @@ export class PostgresServer {
   readonly binDir = POSTGRES_BIN_DIR;
   readonly fsync: boolean;
   readonly startTimeoutMs: number;
+  /** The superuser's password, random per cluster (scram-sha-256 on every connection). */
+  readonly password = randomBytes(24).toString('base64url');
   readonly #settings: ReadonlyArray<readonly [string, string]>;
   readonly #dir: string;
   /** Run initdb and postgres as this user (we are root), or as ourselves (null). */
@@ -179,9 +188,14 @@ export class PostgresServer {
     return join(this.#dir, 'log');
   }
 
-  /** postgres://postgres@127.0.0.1:PORT/postgres (trust authentication: no password). */
+  /** postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres. Holds the password: never print it (redactUrl). */
   get url(): string {
-    return `postgres://${USER}@${HOST}:${this.#port}/${DATABASE}`;
+    return `postgres://${USER}:${encodeURIComponent(this.password)}@${HOST}:${this.#port}/${DATABASE}`;
+  }
+
+  /** The fields a pg.Client needs (TCP, password included). */
+  get connection(): { host: string; port: number; user: string; password: string; database: string } {
+    return { host: HOST, port: this.#port, user: USER, password: this.password, database: DATABASE };
   }
 
   /** Pid of the current (or, after a crash or stop, the last) postmaster. */
@@ -361,10 +375,22 @@ export class PostgresServer {
   }
 
   async #initdb(deadline: number): Promise<void> {
+    const pwfile = join(this.#dir, 'pwfile');
+    await writeFile(pwfile, `${this.password}\n`, { mode: 0o600, flag: 'wx' });
+    if (this.#runAs !== null) await chown(pwfile, this.#runAs.uid, this.#runAs.gid);
+    try {
+      await this.#runInitdb(deadline, pwfile);
+    } finally {
+      await rm(pwfile, { force: true });
+    }
+  }
+
+  async #runInitdb(deadline: number, pwfile: string): Promise<void> {
     const args = [
       '-D', this.dataDir,
       '-U', USER,
-      '--auth=trust',
+      '--auth=scram-sha-256',
+      `--pwfile=${pwfile}`,
       '--no-sync',
       '--encoding=UTF8',
       '--locale=C',
