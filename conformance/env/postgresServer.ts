@@ -50,6 +50,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
 import { onExitKill, onFreePort } from './processes.ts';
+import { Guard } from './watchdog.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -120,6 +121,8 @@ export class PostgresServer {
   #paused = false;
   #stopping: Promise<void> | null = null;
   #timings: PostgresStartTimings = { initdbMs: 0, startMs: 0 };
+  /** The watchdog's record of this cluster: killed and removed should this process die without cleaning up. */
+  readonly #guard = new Guard();
 
   private constructor(options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
     this.fsync = options.fsync ?? false;
@@ -127,6 +130,7 @@ export class PostgresServer {
     this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(value)] as const);
     this.#dir = dir;
     this.#runAs = runAs;
+    this.#guard.set({ processes: [], dirs: [dir] });
   }
 
   /** Creates a cluster in a new temporary directory, starts it and resolves once it accepts TCP connections. */
@@ -300,6 +304,7 @@ export class PostgresServer {
       } finally {
         removeStaleShmem(this.dataDir, this.#pid);
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+        this.#guard.release();
         live.delete(this);
       }
     })();
@@ -333,6 +338,7 @@ export class PostgresServer {
     } catch {
       // best effort at exit
     }
+    this.#guard.release();
     live.delete(this);
   }
 
@@ -443,7 +449,11 @@ export class PostgresServer {
     });
     // A forgotten cluster must not keep the test process alive: the exit handler kills it.
     child.unref();
-    if (child.pid !== undefined) this.#pid = child.pid;
+    if (child.pid !== undefined) {
+      this.#pid = child.pid;
+      // detached: the postmaster leads its own process group, its children are in it.
+      this.#guard.set({ processes: [{ pid: child.pid, group: true }], dirs: [this.#dir] });
+    }
 
     while (Date.now() < deadline && !exited) {
       if (readPidFileStatus(this.dataDir, this.#pid) === 'ready' && (await portAccepts(this.#port))) {

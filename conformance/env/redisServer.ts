@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError, type FakeClockFile, ensureMallocShim, removeFaketimeSharedMemory, requireLibfaketime } from './faketime.ts';
 import { onExitKill, onFreePort } from './processes.ts';
 import { sendCommand } from './resp.ts';
+import { Guard } from './watchdog.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -59,6 +60,8 @@ export class RedisServer {
   #paused = false;
   #stopping: Promise<void> | null = null;
   #output = '';
+  /** The watchdog's record of this server: killed and removed should this process die without cleaning up. */
+  readonly #guard = new Guard();
 
   private constructor(options: RedisServerOptions, dir: string, preload: string | null) {
     this.persistence = options.persistence;
@@ -67,6 +70,7 @@ export class RedisServer {
     this.#dir = dir;
     this.#preload = preload;
     this.#port = 0;
+    this.#guard.set({ processes: [], dirs: [dir] });
   }
 
   /** Starts a server and resolves once it answers PING. */
@@ -176,6 +180,7 @@ export class RedisServer {
         await this.crash();
       } finally {
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+        this.#guard.release();
         live.delete(this);
       }
     })();
@@ -251,7 +256,11 @@ export class RedisServer {
     child.unref();
     (child.stdout as Socket | null)?.unref();
     (child.stderr as Socket | null)?.unref();
-    if (child.pid !== undefined) this.#pid = child.pid;
+    if (child.pid !== undefined) {
+      this.#pid = child.pid;
+      const files = faked ? [`/dev/shm/faketime_shm_${child.pid}`, `/dev/shm/sem.faketime_sem_${child.pid}`] : [];
+      this.#guard.set({ processes: [{ pid: child.pid, files }], dirs: [this.#dir] });
+    }
 
     let exited = false;
     void this.#exited.then(() => {
@@ -315,6 +324,7 @@ export class RedisServer {
     } catch {
       // best effort at exit
     }
+    this.#guard.release();
     live.delete(this);
   }
 }
