@@ -23,7 +23,9 @@ let postgres: PostgresServer | undefined;
 let bystander: pg.Client | undefined;
 const users: Redis[] = [];
 
-const redisUrl = (s: RedisServer): string => `redis://${s.host}:${s.port}`;
+const redisUrl = (s: RedisServer): string => s.url;
+/** What output may show of a URL: no password. */
+const shownRedisUrl = (s: RedisServer): string => `redis://${s.host}:${s.port}`;
 const pgUrl = (): string => postgres!.url;
 
 beforeAll(async () => {
@@ -144,7 +146,7 @@ describe('lockcheck on the user’s own servers', () => {
     );
     expect(r.code, r.stderr).toBe(0);
     const md = readFileSync(join(out, 'matrix.md'), 'utf8');
-    expect(md).toMatch(new RegExp(`on the Redis servers ${redisUrl(redis[0]!)}.*\\(paced to their real clocks\\) and the PostgreSQL database`));
+    expect(md).toMatch(new RegExp(`on the Redis servers ${shownRedisUrl(redis[0]!)}.*\\(paced to their real clocks\\) and the PostgreSQL database`));
     expect(md).toMatch(/\| redis-single\/unfenced \| \[🔎\]\([^)]*\) STORE-1 \| — \(not measured: redis-single\/unfenced takes no crash-restart fault here\) \|/);
     expect(md).toMatch(/\| pg-xact\/transactional \| all hold \| — \(not measured: pg-xact\/transactional takes no crash-restart fault here\) \|/);
     expect(md).toMatch(/Not run on these servers:\n- redis-single-aof\/strict: its persistence and restart only matter under crash-restart/);

@@ -100,7 +100,7 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
 }
 
 function targetOf(server: RedisServer): RedisTarget {
-  return { url: `redis://${server.host}:${server.port}` };
+  return { url: server.url };
 }
 
 /** Replaces one part of the real backend: how a client talks to one node. Used to build broken variants. */
