@@ -9,6 +9,7 @@ import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
+import { redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
@@ -42,7 +43,7 @@ options:
                     key prefix of its own and deletes its keys. Runs are paced to the servers' real clocks;
                     crash-restart and clock faults are not measured there.
   --pg URL          use this PostgreSQL database (14 or newer) instead of starting a local server:
-                    postgres://user[:password]@host[:port]/database. lockcheck creates its two tables there
+                    postgres://[user[:password]@]host[:port]/database. lockcheck creates its two tables there
                     if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
@@ -146,6 +147,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+redactTerminalOutput();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
@@ -158,7 +160,7 @@ main(process.argv.slice(2)).then(
       console.error(`lockcheck: ${e.message}${e.fix ? `\nto install what is missing: ${e.fix}` : ''}`);
       process.exitCode = 3;
     } else {
-      console.error(e);
+      console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));
       process.exitCode = 1;
     }
   },

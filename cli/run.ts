@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { writeRedacted } from '../conformance/env/redact.ts';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { textTimeline } from '../conformance/timeline.ts';
@@ -65,9 +66,9 @@ export async function runCommand(o: RunOptions): Promise<number> {
         properties: failure.properties,
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
       };
-      writeFileSync(o.counterexample, JSON.stringify(file, null, 2) + '\n');
+      writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n');
     }
-    if (o.junit !== undefined) writeFileSync(o.junit, junitXml(`lockcheck run ${backend.name}`, [{ name: backend.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
+    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${backend.name}`, [{ name: backend.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
     if (o.json) {
       console.log(JSON.stringify({ backend: backend.name, runs: result.runs, findings: result.findings, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {

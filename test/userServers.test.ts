@@ -86,8 +86,16 @@ describe('lockcheck on the user’s own servers', () => {
     expect(noRedis.stderr).toMatch(new RegExp(`cannot reach the Redis server redis://127.0.0.1:${closed}`));
     const noPg = lockcheck('run', '--backend', 'pg-session/strict', '--pg', `postgres://postgres:secret@127.0.0.1:${closed}/postgres`);
     expect(noPg.code, noPg.stderr).toBe(3);
-    expect(noPg.stderr).toMatch(/cannot reach the PostgreSQL database postgres:\/\/postgres:\*\*\*@127.0.0.1/);
+    expect(noPg.stderr).toMatch(new RegExp(`cannot reach the PostgreSQL database postgres://127.0.0.1:${closed}/postgres`));
     expect(noPg.stderr).not.toMatch(/secret/);
+    // A password in the query (ioredis and pg take it there too), and a URL that does not parse, are never echoed.
+    const query = lockcheck('run', '--backend', 'redis-single/strict', '--redis', `redis://127.0.0.1:${closed}/0?password=s3cret`, '--json');
+    expect(query.code, query.stderr).toBe(3);
+    expect(query.stderr).toMatch(new RegExp(`cannot reach the Redis server redis://127.0.0.1:${closed}/0:`));
+    const unparseable = lockcheck('run', '--backend', 'redis-single/strict', '--redis', 'redis://:s3cret@127.0.0.1:notaport');
+    expect(unparseable.code, unparseable.stderr).toBe(2);
+    expect(unparseable.stderr).toMatch(/'redis:\/\/<unparseable>' is not a URL/);
+    for (const r of [query, unparseable]) expect(r.stdout + r.stderr).not.toMatch(/s3cret/);
   }, 120_000);
 
   it('Redis: runs paced to the servers’ clocks find what the design breaks; the user’s keys stay, lockcheck’s go', async () => {
@@ -147,9 +155,15 @@ describe('lockcheck on the user’s own servers', () => {
     expect(r.code, r.stderr).toBe(0);
     const md = readFileSync(join(out, 'matrix.md'), 'utf8');
     expect(md).toMatch(new RegExp(`on the Redis servers ${shownRedisUrl(redis[0]!)}.*\\(paced to their real clocks\\) and the PostgreSQL database`));
-    expect(md).toMatch(/\| redis-single\/unfenced \| \[🔎\]\([^)]*\) STORE-1 \| — \(not measured: redis-single\/unfenced takes no crash-restart fault here\) \|/);
+    // Runs that could not keep pace with the servers' clocks (a loaded machine) are counted in the cell, never judged.
+    expect(md).toMatch(/\| redis-single\/unfenced \| \[🔎\]\([^)]*\) STORE-1( \(\d+ of 10 runs stopped early\))? \| — \(not measured: redis-single\/unfenced takes no crash-restart fault here\) \|/);
     expect(md).toMatch(/\| pg-xact\/transactional \| all hold \| — \(not measured: pg-xact\/transactional takes no crash-restart fault here\) \|/);
     expect(md).toMatch(/Not run on these servers:\n- redis-single-aof\/strict: its persistence and restart only matter under crash-restart/);
     expect(readFileSync(join(out, 'matrix', 'index.html'), 'utf8')).toMatch(/<td class="na" data-backend="redis-single\/unfenced" data-fault="crash-restart">/);
+    // The servers' passwords appear nowhere: not in the report, the page, the terminal.
+    const html = readFileSync(join(out, 'matrix', 'index.html'), 'utf8');
+    for (const secret of [...redis.map((s) => s.password), postgres!.password]) {
+      expect(md + html + r.stdout + r.stderr).not.toContain(secret);
+    }
   }, 240_000);
 });
