@@ -25,7 +25,8 @@ commands:
   matrix    every built-in backend x fault class on real servers it starts itself;
             writes <out>/matrix.md and <out>/matrix/index.html (cells link to timelines)
   run       one backend against its model: --backend <built-in name | path to an adapter module>
-  replay    re-run a saved counterexample: lockcheck replay <counterexample.json>
+  replay    re-run a saved counterexample: lockcheck replay <counterexample.json> [--backend <module>]
+            (a counterexample of an adapter module needs its --backend again: a file never names code to load)
   explore   the model alone: scenario catalogue and bounded exhaustive exploration
 
 options:
@@ -34,7 +35,8 @@ options:
   --path P          with --seed (run): replay one exact case
   --faults a,b      matrix: fault classes (${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')})
                     run: fault kinds (${FAULT_KINDS.join(', ')})
-  --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows
+  --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows;
+                    replay: the adapter module the counterexample was found on
   --out DIR         matrix: where matrix.md and matrix/ go (default docs)
   --counterexample F  run: where a failure is saved for replay (default lockcheck-counterexample.json)
   --redis URLS      use these Redis servers instead of starting local ones: comma list (or repeat the flag) of
@@ -129,7 +131,7 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case 'replay': {
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
-      return replayCommand(rest[0]!, servers);
+      return replayCommand(rest[0]!, servers, values.backend);
     }
     case 'explore':
     case undefined: {
