@@ -1,7 +1,8 @@
+import type pg from 'pg';
 import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { withTimeout } from '../errors.ts';
+import { TimeoutError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 
@@ -49,6 +50,32 @@ export async function acquireWithRetries(
     if (result.kind !== 'denied' || tries >= retries) return result;
     await sleep(state.clock, options.retryDelayMs ?? 0);
   }
+}
+
+/** SQLSTATE of a bigint overflow: the token sequence reached 2^63-1. */
+export const NUMERIC_OUT_OF_RANGE = '22003';
+
+/** The resource's token sequence is exhausted (2^63-1): no further grant can carry a larger token. */
+export class TokenOverflowError extends Error {
+  override readonly name = 'TokenOverflowError';
+  constructor(readonly resource: string) {
+    super(`the fencing token of '${resource}' reached 2^63-1; no further grant is possible`);
+  }
+}
+
+/**
+ * The outcome of a failed statement is unknown when no reply said what
+ * happened: our own deadline or pg's query_timeout fired (the reply may still
+ * come), as opposed to an error the server sent (a SQLSTATE) or a connection
+ * already known to be gone.
+ */
+export function replyMissing(e: unknown): boolean {
+  return e instanceof TimeoutError || (e instanceof Error && e.message === 'Query read timeout');
+}
+
+/** Closes the socket at once, no goodbye: the server sees the connection end and terminates the session. */
+export function destroyConnection(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 /**
