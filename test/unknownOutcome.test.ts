@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { TcpProxy } from '../conformance/env/proxy.ts';
-import { UnavailableError } from '../impl/errors.ts';
+import { TokenOverflowError, UnavailableError } from '../impl/errors.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
 
@@ -52,6 +52,30 @@ async function viaProxy<T>(fn: (proxy: TcpProxy, connection: pg.ClientConfig) =>
     await proxy.close();
   }
 }
+
+describe('typed errors on a real PostgreSQL server', () => {
+  it('a wrong password is a ConnectionConfigError, not no-quorum', async () => {
+    const lock = new PostgresSessionLock({ connection: { ...server.connection, password: 'wrong' } });
+    try {
+      await expect(lock.acquire('r')).rejects.toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
+    } finally {
+      await lock.close();
+    }
+  });
+
+  it('a token sequence at 2^63-1 is a TokenOverflowError, and the lock is not left held', async () => {
+    const lock = new PostgresSessionLock({ connection: server.connection });
+    try {
+      const warm = await lock.acquire('warm-up');
+      if (warm.kind === 'granted') await lock.release(warm.lease);
+      await admin.query("INSERT INTO lockcheck_tokens VALUES ('full', 9223372036854775807) ON CONFLICT (resource) DO UPDATE SET token = excluded.token");
+      await expect(lock.acquire('full')).rejects.toBeInstanceOf(TokenOverflowError);
+      expect(await locksAfter(5_000)).toBe(0);
+    } finally {
+      await lock.close();
+    }
+  });
+});
 
 describe('unknown outcomes fail safe on a real server', () => {
   it('session lock: an acquire answered after the timeout returns timed-out, ends the session, and leaves no lock held', async () => {

@@ -121,11 +121,16 @@ async function startInstance(
     return c;
   };
   let admin = await open();
-  await ensureSchema(admin);
-  if (owned !== null) {
-    // Reset: no session of an earlier run left holding a lock, empty tables. (On a shared server the run's own names are the reset.)
-    await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
-    await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+  try {
+    await ensureSchema(admin);
+    if (owned !== null) {
+      // Reset: no session of an earlier run left holding a lock, empty tables. (On a shared server the run's own names are the reset.)
+      await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
+      await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+    }
+  } catch (e) {
+    await admin.end().catch(() => undefined);
+    throw e;
   }
   const serverProcess = (what: string): NonNullable<PostgresTarget['process']> => {
     if (owned === null) throw new Error(`${what} needs a server lockcheck started; this run is on a server it was given`);
@@ -150,7 +155,15 @@ async function startInstance(
     return kind === 'pg-session' ? new PostgresSessionLock(options) : new PostgresTransactionLock(options);
   });
   // The store's own connections (outside the locks' sessions); replaced after a server restart.
-  const storeConnections = await Promise.all(locks.map(open));
+  // A failed start closes what it opened: no connection outlives it.
+  const opened = await Promise.allSettled(locks.map(open));
+  const failed = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed !== undefined) {
+    await Promise.all([admin, ...opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))].map((c) => c.end().catch(() => undefined)));
+    await Promise.all(locks.map((l) => l.close()));
+    throw failed.reason;
+  }
+  const storeConnections = opened.map((o) => (o as PromiseFulfilledResult<pg.Client>).value);
   const lockClients: LockClient[] = locks.map((lock, client) => {
     const outside = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => storeConnections[client]!.query(...args)) as pg.Client['query'] }, policy);
     // pg-xact writes go into the lease's own transaction; without an open lease there is nothing to write with.

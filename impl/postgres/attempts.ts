@@ -1,8 +1,8 @@
 import type pg from 'pg';
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { TimeoutError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, TimeoutError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 
@@ -45,22 +45,27 @@ export async function acquireWithRetries(
   if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
   const retries = options.retries ?? 0;
   if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+  const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
   for (let tries = 0; ; tries++) {
     const result = await attempt(resource);
     if (result.kind !== 'denied' || tries >= retries) return result;
-    await sleep(state.clock, options.retryDelayMs ?? 0);
+    await sleep(state.clock, retryDelayMs);
   }
 }
 
 /** SQLSTATE of a bigint overflow: the token sequence reached 2^63-1. */
 export const NUMERIC_OUT_OF_RANGE = '22003';
 
-/** The resource's token sequence is exhausted (2^63-1): no further grant can carry a larger token. */
-export class TokenOverflowError extends Error {
-  override readonly name = 'TokenOverflowError';
-  constructor(readonly resource: string) {
-    super(`the fencing token of '${resource}' reached 2^63-1; no further grant is possible`);
-  }
+export { TokenOverflowError } from '../errors.ts';
+
+/** A connection that can never succeed as configured: wrong password, unknown user, database or host. */
+export function configError(e: unknown): ConnectionConfigError | null {
+  const code = (e as { code?: string }).code;
+  const message = e instanceof Error ? e.message : String(e);
+  if (code === '28P01' || code === '28000' || /client password must be a string/.test(message)) return new ConnectionConfigError('authentication', `the server refused the credentials: ${message}`);
+  if (code === '3D000') return new ConnectionConfigError('unknown-database', message);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`);
+  return null;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
+import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
@@ -113,7 +113,9 @@ export class PostgresSessionLock {
     let client: pg.Client;
     try {
       client = await this.connection();
-    } catch {
+    } catch (e) {
+      const config = configError(e);
+      if (config !== null) throw config;
       return { kind: 'denied', reason: 'no-quorum' };
     }
     const held = this.#held.get(resource);

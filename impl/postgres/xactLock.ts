@@ -5,7 +5,7 @@ import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
+import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, MINT } from './schema.ts';
@@ -146,7 +146,9 @@ export class PostgresTransactionLock {
     let client: pg.Client;
     try {
       client = await this.take();
-    } catch {
+    } catch (e) {
+      const config = configError(e);
+      if (config !== null) throw config;
       return { kind: 'denied', reason: 'no-quorum' };
     }
     try {
