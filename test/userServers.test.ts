@@ -118,6 +118,9 @@ describe('lockcheck on the user’s own servers', () => {
     const unparseable = lockcheck('run', '--backend', 'redis-single/strict', '--redis', 'redis://:s3cret@127.0.0.1:notaport');
     expect(unparseable.code, unparseable.stderr).toBe(2);
     expect(unparseable.stderr).toMatch(/'redis:\/\/<unparseable>' is not a URL/);
+    const wrongPassword = lockcheck('run', '--backend', 'redis-single/strict', '--redis', `redis://:wrong@${redis[0]!.host}:${redis[0]!.port}`);
+    expect(wrongPassword.code, wrongPassword.stderr).toBe(3);
+    expect(wrongPassword.stderr).toMatch(/refused the credentials: WRONGPASS/);
     for (const r of [query, unparseable]) expect(r.stdout + r.stderr).not.toMatch(/s3cret/);
   }, 120_000);
 

@@ -76,12 +76,18 @@ async function check(url: URL): Promise<{ readonly identity: string; readonly in
     commandTimeout: CHECK_TIMEOUT_MS,
     retryStrategy: () => null,
   });
-  redis.on('error', () => undefined);
+  // ioredis reports a refused password as an 'error' event and then only "Connection is closed": keep the first.
+  let firstError: Error | null = null;
+  redis.on('error', (e: Error) => {
+    firstError ??= e;
+  });
   try {
     try {
       await redis.connect();
     } catch (e) {
-      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${(e as Error).message}`);
+      const why = (firstError as Error | null) ?? (e as Error);
+      if (/^(WRONGPASS|NOAUTH)/.test(why.message)) throw new EnvironmentError(`the Redis server ${shown} refused the credentials: ${why.message}`);
+      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${why.message}`);
     }
     const info = await redis.info('server');
     const field = (name: string): string => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? '';
