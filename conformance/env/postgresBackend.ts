@@ -81,7 +81,18 @@ export async function underOwnNames(server: PostgresTarget, start: (run: { reado
     await endRun(server, prefix, null).catch(() => undefined);
     throw e;
   }
-  return namespaced({ ...instance, close: () => instance.close().finally(() => endRun(server, prefix, null).finally(stopInterrupt)) }, prefix);
+  const close = async (): Promise<void> => {
+    try {
+      await instance.close();
+    } finally {
+      try {
+        await endRun(server, prefix, null);
+      } finally {
+        stopInterrupt();
+      }
+    }
+  };
+  return namespaced({ ...instance, close }, prefix);
 }
 
 /**
