@@ -42,6 +42,11 @@ const MAX_RUNS = 1_000_000;
 const MAX_TEXT = 4_096;
 const MAX_STEPS = 100_000;
 
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return true;
+  return false;
+}
+
 /** A value from the file, shown in a message: typed and cut short, never echoed whole. */
 function shown(value: unknown): string {
   const text = value === null ? 'null' : typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? 'an array' : typeof value;
@@ -65,7 +70,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   for (const key of Object.keys(o)) if (!known.has(key)) bad(`field ${shown(key)}`, 'is not part of the format');
   if (o['lockcheck'] !== 'counterexample') bad('"lockcheck"', `must be "counterexample", got ${shown(o['lockcheck'])}`);
   const backend = o['backend'];
-  if (typeof backend !== 'string' || backend.length === 0 || backend.length > MAX_TEXT || /[\0-\x1f]/.test(backend)) bad('"backend"', `must be a backend name or module path, got ${shown(backend)}`);
+  if (typeof backend !== 'string' || backend.length === 0 || backend.length > MAX_TEXT || hasControlCharacter(backend)) bad('"backend"', `must be a backend name or module path, got ${shown(backend)}`);
   const faults = o['faults'];
   if (faults !== null) {
     if (!Array.isArray(faults) || faults.length === 0) bad('"faults"', `must be null or a non-empty list of fault kinds, got ${shown(faults)}`);
