@@ -241,12 +241,13 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
   };
   const stopInterrupt = made === null ? () => false : onInterrupt(() => made.halt());
   const close = async (): Promise<void> => {
+    // The run's connections go first, so that no late command of theirs (a reply held by the network layer) makes a key after the delete.
+    for (const r of all) r.disconnect();
     try {
       await made?.delete();
     } finally {
       stopInterrupt();
       made?.stop();
-      for (const r of all) r.disconnect();
     }
   };
   try {
