@@ -141,6 +141,23 @@ describe('STORE-1: lost updates of read-modify-writes', () => {
     expect(r.findings[0]!.message).toMatch(/write of 'a' was accepted .* read 'b'/);
   });
 
+  it('a register that starts at a value written before the history: that value is the root of the chain', () => {
+    expect(verdicts(check(history(write(0, 0, 1, ok, '18', '17'), write(1, 2, 3, ok, '19', '18'), read(2, 4, 5, '19'))))['STORE-1']).toBe('safe');
+    const r = check(history(write(0, 0, 1, ok, '18', '17'), write(1, 2, 3, info, '19', '18'), read(2, 4, 5, '17')));
+    expect(verdicts(r)['STORE-1']).toBe('violation');
+    expect(r.findings[0]!.message).toMatch(/write of '18' was accepted .* read '17'/);
+    // Two values nobody wrote: no single initial value, nothing judged by reads.
+    expect(verdicts(check(history(write(0, 0, 1, ok, '18', '17'), write(1, 2, 3, info, '9', '8'), read(2, 4, 5, '9'))))['STORE-1']).toBe('safe');
+  });
+
+  it('a long chain read back at the end: only the write left out of it is lost', () => {
+    const chain = Array.from({ length: 50 }, (_v, i) => write(i % 3, 10 * i, 10 * i + 1, ok, `${i + 1}`, i === 0 ? null : `${i}`));
+    const branch = write(3, 200, 201, ok, 'x', '20');
+    const r = check(history(...chain, branch, read(4, 600, 601, '50')));
+    expect(r.counts.lostUpdates).toBe(1);
+    expect(r.findings.map((f) => f.message)).toEqual([expect.stringMatching(/process 3's write of 'x' was accepted .* read '50'/)]);
+  });
+
   it('unknown and rejected writes are never counted as accepted', () => {
     expect(verdicts(check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, info, '2', null))))['STORE-1']).toBe('safe');
     expect(verdicts(check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, fail, '2', null))))['STORE-1']).toBe('safe');
