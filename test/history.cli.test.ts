@@ -48,6 +48,16 @@ describe('lockcheck check', () => {
     expect(lockcheck(['check', '-', '--store-policy', 'monotonic'], stale).code).toBe(0);
   });
 
+  it('a search that runs out of time: exit 4, never a guess', () => {
+    // 49 of its 127 operations have unknown outcomes (lost replies): the lock's linearizability search cannot finish in 1 ms.
+    const r = lockcheck(['check', join(FIXTURES, 'undecided.jsonl'), '--timeout-ms', '1', '--json']);
+    expect(r.code, r.stderr).toBe(4);
+    const json = JSON.parse(r.stdout) as { verdict: string; findings: unknown[]; checks: { check: string; verdict: string }[] };
+    expect(json.verdict).toBe('unknown');
+    expect(json.findings).toEqual([]);
+    expect(json.checks.find((c) => c.check === 'lock-linearizable')?.verdict).toBe('unknown');
+  });
+
   it('bad input: exit 2 with a message naming the line and field; bad arguments: exit 2', () => {
     const file = join(dir, 'bad.jsonl');
     writeFileSync(file, readFileSync(join(FIXTURES, 'safe.jsonl'), 'utf8').replace('"token":"2"', '"token":2'));

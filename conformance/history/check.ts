@@ -1,6 +1,7 @@
 import type { History, StorePolicy } from './event.ts';
 import type { CheckResult, Finding, FindingList, Verdict } from './findings.ts';
 import { holdIntervals, overlappingHolds } from './holds.ts';
+import { linearizabilityChecks } from './linearizable.ts';
 import { faultIntervals, operations } from './operations.ts';
 import { lostUpdates, staleWrites, storeCounts } from './store.ts';
 import { tokenOrder } from './tokens.ts';
@@ -52,6 +53,8 @@ export interface CheckReport {
   readonly counts: CheckCounts;
 }
 
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
 const verdictOf = (list: FindingList): Verdict => (list.total > 0 ? 'violation' : 'safe');
 
 export function overallVerdict(checks: readonly CheckResult[]): Verdict {
@@ -73,6 +76,7 @@ export function checkHistory(history: History, options: CheckOptions = {}): Chec
   const stale = staleWrites(ops, storePolicy ?? 'unfenced', max);
   const store = storeCounts(ops);
   const hasTokenedWrites = ops.some((o) => o.event.op === 'write' && o.event.token !== undefined);
+  const lin = linearizabilityChecks(history, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, max);
 
   const checks: CheckResult[] = [
     { check: 'overlapping-holds', property: 'MUTEX-1', verdict: holds.length === 0 ? 'skipped' : verdictOf(overlaps), findings: overlaps.total, ...(holds.length === 0 ? { note: 'no holds in the history' } : {}) },
@@ -85,8 +89,10 @@ export function checkHistory(history: History, options: CheckOptions = {}): Chec
       ...(lost.judged ? {} : { note: 'no read-modify-writes (writes with prev) in the history' }),
     },
     staleCheck(storePolicy, hasTokenedWrites, stale),
+    lin.lock,
+    lin.register,
   ];
-  const findings = [overlaps, tokens.findings, lost.findings, stale].flatMap((l) => l.kept);
+  const findings = [...[overlaps, tokens.findings, lost.findings, stale].flatMap((l) => l.kept), ...lin.findings];
   const unknownOutcomes = ops.filter((o) => o.outcome === 'info' || o.outcome === 'pending').length;
   return {
     verdict: overallVerdict(checks),
