@@ -24,7 +24,7 @@ import {
 import { findCorpora, loadCorpora, prepareCase } from '../conformance/history/linearizability/corpora/catalog.ts';
 import { readEdn } from '../conformance/history/linearizability/corpora/edn.ts';
 import { CorpusParseError } from '../conformance/history/linearizability/corpora/errors.ts';
-import { parseKnossosHistory } from '../conformance/history/linearizability/corpora/knossos.ts';
+import { parseKnossosHistory, toRegisterOperations } from '../conformance/history/linearizability/corpora/knossos.ts';
 import { parseEtcdLog } from '../conformance/history/linearizability/corpora/porcupine.ts';
 
 type RegOp = Operation<RegisterInput, RegisterOutput>;
@@ -72,6 +72,23 @@ describe('the corpora (Porcupine and Knossos test histories, expected.tsv)', () 
       expect(unpartitioned?.check().verdict).toBe(expected);
     }
   });
+  it("names the operation Knossos's tests name as the one that could not be linearized", () => {
+    for (const [file, init, process, call, value] of [
+      ['bad-analysis', 0, 21, 13, 2],
+      ['cas-failure', 0, 70, 488, 0],
+      ['immediate-failure', 0, 1, 0, 3],
+      ['rethink-fail-minimal', null, 1, 2, 3],
+      ['rethink-fail-smaller', null, 12, 215, 3],
+    ] as const) {
+      const ops = toRegisterOperations(parseKnossosHistory(readFileSync(`${root}/knossos/data/cas-register/bad/${file}.edn`, 'utf8')));
+      const result = checkLinearizability(casRegister(init), ops);
+      expect(result.verdict, file).toBe('not-linearizable');
+      if (result.verdict !== 'not-linearizable') continue;
+      const blocked = ops[result.blocked!];
+      expect([blocked?.process, blocked?.call, blocked?.input.f, blocked?.output?.value], file).toEqual([process, call, 'read', value]);
+    }
+  });
+
   it('a deadline gives unknown, never a verdict (etcd_007 with a clock that jumps a second per look)', () => {
     const c = cases.find((x) => x.file === 'test_data/jepsen/etcd_007.log');
     let now = 0;

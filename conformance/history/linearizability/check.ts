@@ -63,7 +63,7 @@ const SLICE = 1 << 14;
 const FIRST_BUDGET = 1 << 12;
 
 /**
- * Wing–Gong–Lowe linearizability check of a history against a model, with
+ * LIN-1: Wing–Gong–Lowe linearizability check of a history against a model, with
  * per-key partitioning when the model has `partitionKey` and a deadline that
  * turns into `unknown`. Pure: no I/O, no global state.
  */

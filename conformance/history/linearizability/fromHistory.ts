@@ -5,8 +5,8 @@ import { etcdRegister, type RegisterInput, type RegisterOutput } from './models/
 import type { Operation } from './operation.ts';
 
 /**
- * lockcheck's own histories (conformance/history/event.ts) as linearizability
- * problems: per resource, the lock's acquire/extend/release operations
+ * LIN-1 for lockcheck's own histories (conformance/history/event.ts), as
+ * linearizability problems: per resource, the lock's acquire/extend/release operations
  * against `leaseLock()`; per store register (resource and key), its writes
  * and reads against a register that starts absent (`etcdRegister()`).
  *

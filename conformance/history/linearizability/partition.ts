@@ -12,11 +12,10 @@ export interface Partition<I, O> {
 
 /** Splits a history by the model's key (P-compositionality), keys in order of first appearance. */
 export function partitionHistory<S, I, O>(model: Model<S, I, O>, operations: readonly Operation<I, O>[]): Partition<I, O>[] {
-  const keyOf = model.partitionKey;
-  if (keyOf === undefined) return [{ key: undefined, operations, indices: operations.map((_, i) => i) }];
+  if (model.partitionKey === undefined) return [{ key: undefined, operations, indices: operations.map((_, i) => i) }];
   const byKey = new Map<string, { ops: Operation<I, O>[]; indices: number[] }>();
   operations.forEach((op, i) => {
-    const key = keyOf.call(model, op.input);
+    const key = model.partitionKey!(op.input);
     let part = byKey.get(key);
     if (part === undefined) byKey.set(key, (part = { ops: [], indices: [] }));
     part.ops.push(op);

@@ -143,7 +143,7 @@ export class PartitionSearch<S, I, O> {
       } else {
         // A return entry: its operation had to be linearized before this
         // point. NIL: this configuration is known to be redundant.
-        if (e !== NIL && sp > this.longest.length) {
+        if (e !== NIL && (sp > this.longest.length || this.blocked < 0)) {
           this.longest = stackOps(stackEntry, sp, op);
           this.blocked = op[e]!;
         }

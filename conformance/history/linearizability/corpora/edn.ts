@@ -27,8 +27,11 @@ export class EdnSymbol {
   }
 }
 
-const WHITESPACE = /[\s,]/;
-const DELIMITER = /[\s,()[\]{}";]/;
+/** Whitespace (commas count as whitespace in EDN). */
+const isSpace = (c: number): boolean => c === 32 || c === 44 || (c >= 9 && c <= 13);
+/** Characters that end a token. */
+const isDelimiter = (c: number): boolean =>
+  isSpace(c) || c === 40 || c === 41 || c === 91 || c === 93 || c === 123 || c === 125 || c === 34 || c === 59; // ( ) [ ] { } " ;
 
 /** Reads every top-level form of `text`. */
 export function readEdnAll(text: string, source = 'edn'): Edn[] {
@@ -70,7 +73,7 @@ class Reader {
     const t = this.text;
     while (this.pos < t.length) {
       const c = t[this.pos]!;
-      if (WHITESPACE.test(c)) this.pos++;
+      if (isSpace(t.charCodeAt(this.pos))) this.pos++;
       else if (c === ';') {
         while (this.pos < t.length && t[this.pos] !== '\n') this.pos++;
       } else if (c === '#' && t[this.pos + 1] === '_') {
@@ -177,22 +180,22 @@ class Reader {
   private atom(): Edn {
     const t = this.text;
     const start = this.pos;
-    while (this.pos < t.length && !DELIMITER.test(t[this.pos]!)) this.pos++;
+    while (this.pos < t.length && !isDelimiter(t.charCodeAt(this.pos))) this.pos++;
     const token = t.slice(start, this.pos);
     if (token === 'nil') return null;
     if (token === 'true') return true;
     if (token === 'false') return false;
+    if (token.startsWith(':')) {
+      if (token.length === 1) this.fail("a keyword needs a name after ':'", start);
+      return Keyword.of(token.slice(1));
+    }
     if (/^[+-]?\d+N?$/.test(token)) {
       const digits = token.endsWith('N') ? token.slice(0, -1) : token;
       const big = BigInt(digits);
       return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
     }
     if (/^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?M?$/.test(token)) return Number(token.replace(/M$/, ''));
-    if (token.startsWith(':')) {
-      if (token.length === 1) this.fail("a keyword needs a name after ':'", start);
-      return Keyword.of(token.slice(1));
-    }
-    if (/^[a-zA-Z*+!\-_?<>=.\/&%$][\w*+!\-?<>=.\/&%$:#']*$/.test(token)) return new EdnSymbol(token);
+    if (/^[a-zA-Z*+!\-_?<>=./&%$][\w*+!\-?<>=./&%$:#']*$/.test(token)) return new EdnSymbol(token);
     return this.fail(`cannot read '${token}'`, start);
   }
 }
@@ -203,4 +206,16 @@ export const keywordName = (v: Edn | undefined): string | undefined => (v instan
 /** `m[:name]` when `m` is a map. */
 export function field(m: Edn, name: string): Edn | undefined {
   return m instanceof Map ? m.get(Keyword.of(name)) : undefined;
+}
+
+/** EDN text of a value, for error messages. */
+export function showEdn(v: Edn | undefined): string {
+  if (v === undefined) return '(missing)';
+  if (v === null) return 'nil';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return v.toString();
+  if (v instanceof Keyword || v instanceof EdnSymbol) return v.toString();
+  if (Array.isArray(v)) return `[${(v as readonly Edn[]).map(showEdn).join(' ')}]`;
+  if (v instanceof Map) return `{${[...(v as ReadonlyMap<Edn, Edn>)].map(([k, x]) => `${showEdn(k)} ${showEdn(x)}`).join(', ')}}`;
+  return `#{${[...(v as ReadonlySet<Edn>)].map(showEdn).join(' ')}}`;
 }

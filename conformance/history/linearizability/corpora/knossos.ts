@@ -3,7 +3,7 @@ import type { MicroOp, MultiRegisterInput, MultiRegisterOutput } from '../models
 import type { MutexInput } from '../models/mutex.ts';
 import type { RegisterInput, RegisterOutput } from '../models/register.ts';
 import type { Operation } from '../operation.ts';
-import { type Edn, field, Keyword, keywordName, readEdn } from './edn.ts';
+import { type Edn, field, Keyword, keywordName, readEdn, showEdn } from './edn.ts';
 import { CorpusParseError } from './errors.ts';
 
 /**
@@ -40,7 +40,7 @@ export function parseKnossosHistory(text: string, source = 'knossos.edn'): Knoss
     const process = field(ev, 'process');
     if (typeof process !== 'number') {
       if (process instanceof Keyword) return; // the nemesis
-      fail(i, `:process must be an integer or a keyword, got ${String(process)}`);
+      fail(i, `:process must be an integer or a keyword, got ${showEdn(process)}`);
     }
     const p = process as number;
     const type = keywordName(field(ev, 'type'));
@@ -70,7 +70,7 @@ export function parseKnossosHistory(text: string, source = 'knossos.edn'): Knoss
         done.push({ process: p, f: pending.f, call: pending.call, invokeValue: pending.value });
         return;
       default:
-        fail(i, `:type must be :invoke, :ok, :fail or :info, got ${String(field(ev, 'type'))}`);
+        fail(i, `:type must be :invoke, :ok, :fail or :info, got ${showEdn(field(ev, 'type'))}`);
     }
   });
   for (const [p, o] of open) done.push({ process: p, f: o.f, call: o.call, invokeValue: o.value });
@@ -80,7 +80,7 @@ export function parseKnossosHistory(text: string, source = 'knossos.edn'): Knoss
 function registerValue(v: Edn | undefined, where: string, source: string): RegisterValue {
   if (v === null || v === undefined || typeof v === 'number' || typeof v === 'string' || typeof v === 'bigint' || typeof v === 'boolean') return v ?? null;
   if (v instanceof Keyword) return `:${v.name}`;
-  throw new CorpusParseError(source, 0, `${where}: not a register value: ${String(v)}`);
+  throw new CorpusParseError(source, 0, `${where}: not a register value: ${showEdn(v)}`);
 }
 
 const at = (o: KnossosOperation): string => `operation of process ${o.process} invoked at event ${o.call}`;
