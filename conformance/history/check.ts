@@ -16,7 +16,11 @@ export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdic
 export interface CheckOptions {
   /** The policy of the store behind the writes; wins over the history's meta line. */
   readonly storePolicy?: StorePolicy;
-  /** Budget of the linearizability search; past it that check says 'unknown'. Default 10000. */
+  /**
+   * Budget of the linearizability search, shared by every lock and register
+   * of the history; past it LIN-1 says 'unknown'. Default 10000. 0 still
+   * gives each object one slice of the search (small histories are decided).
+   */
   readonly timeoutMs?: number;
   /** Findings kept per check (all are counted). Default 20. */
   readonly maxFindings?: number;
