@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
@@ -56,7 +57,9 @@ options:
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
             (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
-  explore only: --depth N (default 6), --max-states N (default 50000), --design KIND, --fault CLASS
+  explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
+                    --seconds S (stop deepening a cell after S s; it says how deep it got), --jobs N (worker
+                    threads, default 2 or the cores there are), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -99,6 +102,8 @@ async function main(argv: readonly string[]): Promise<number> {
       junit: { type: 'string' },
       depth: { type: 'string' },
       'max-states': { type: 'string' },
+      seconds: { type: 'string' },
+      jobs: { type: 'string' },
       design: { type: 'string' },
       fault: { type: 'string' },
       redis: { type: 'string', multiple: true },
@@ -164,9 +169,11 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       return exploreCommand({
         depth: int(values.depth, 'depth', 6, 1, 10),
-        maxStates: int(values['max-states'], 'max-states', 50_000, 1, 50_000_000),
+        maxStates: int(values['max-states'], 'max-states', 5_000_000, 1, 500_000_000),
         design: values.design,
         fault: values.fault,
+        seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
+        jobs: int(values.jobs, 'jobs', Math.min(2, availableParallelism()), 1, 64),
       });
     }
     default:

@@ -6,7 +6,7 @@ import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
-import { exploreCell } from '../model/matrix.ts';
+import { derivedProperties, exploreCell } from '../model/matrix.ts';
 import { describeDesign } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { ServerChoice } from './backends.ts';
@@ -159,11 +159,7 @@ function predict(row: BuiltIn, col: MeasuredFaultClass): PropertyId[] {
     const cell = exploreCell({ label: row.name, design: row.design, stores: [row.store] }, row.store, faultClass, { maxDepth: 6, maxStates: 30_000 });
     for (const c of cell.counterexamples) found.add(c.property);
   }
-  // Two consequences the bounded depth may not reach, derived instead: a double grant lets the older
-  // holder's write land after the newer one's on an unfenced store; a token that repeats or goes back
-  // (FENCE-1) lets a stale write through any fenced store.
-  if (found.has('MUTEX-1') && row.store === 'unfenced') found.add('STORE-1');
-  if (found.has('FENCE-1') && row.store !== 'transactional') found.add('STORE-1');
+  for (const p of derivedProperties(found, row.store)) found.add(p);
   const list = PROPERTY_IDS.filter((p) => found.has(p));
   predictions.set(key, list);
   return list;

@@ -22,8 +22,12 @@ import type { PostgresServer } from './postgresServer.ts';
  * on virtual time; every round trip to the server goes through the network
  * layer (cut, delay, hold while paused). Connection loss is real
  * (pg_terminate_backend), and so are crashes and restarts of the server.
- * A partition of a client from the server ends its session, as keepalive
- * would (the model's rule).
+ * A partition cuts the client's round trips only: the server keeps its
+ * session, which is what it does until keepalive notices (spec §3; the model
+ * allows the server to notice at any later passing of time, and this backend
+ * never does, since the real socket is not cut and a termination would be
+ * heard at once). pg-xact takes no partition here: a transaction given up on
+ * a cut link closes its real socket, which the server would hear.
  */
 export interface PostgresTarget {
   /** postgres:// URL of the database (user, password, host, port, database, options). */
@@ -56,7 +60,7 @@ export function realPostgresBackend(server: PostgresTarget, design: Design, stor
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => server.process !== undefined || f !== 'crash-restart'),
+    faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => (server.process !== undefined || f !== 'crash-restart') && (design.kind === 'pg-session' || f !== 'partition')),
     start: (o) => underOwnNames(server, (run) => startInstance(server, server.process ?? null, design.kind as 'pg-session' | 'pg-xact', store, o.clients, o.tokenBase, run.applicationName)),
   };
 }
@@ -242,11 +246,6 @@ async function startInstance(
       up = true;
     },
     ...network.faults(),
-    // A partition ends the session too, as keepalive would (the model's rule).
-    partition: async (client, node) => {
-      network.cut(client, node);
-      await endSessions([client]);
-    },
     killConnection: async (client) => endSessions([client]),
   };
   return {
