@@ -9,7 +9,7 @@ import { exploreCell } from '../model/matrix.ts';
 import { describeDesign } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { ServerChoice } from './backends.ts';
-import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, notMeasurable } from './backends.ts';
+import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibrary, notMeasurable } from './backends.ts';
 import { shownUrl } from '../conformance/env/userRedis.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
@@ -60,7 +60,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
   if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
   const servers = new Servers(o.servers);
-  const judged = wanted.map((b) => ({ row: b, why: servers.unavailable(b) }));
+  const judged = await Promise.all(wanted.map(async (b) => ({ row: b, why: servers.unavailable(b) ?? (await missingLibrary(b)) })));
   const skipped = judged.flatMap((x) => (x.why === null ? [] : [{ name: x.row.name, why: x.why }]));
   const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
   if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
