@@ -62,6 +62,8 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
   const faults = (o.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
   const clients = o.clients ?? 2;
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities) });
+  // Shrinking never grows a counterexample: a candidate that fails after more steps than the shortest failure so far passes.
+  let shortest = Number.POSITIVE_INFINITY;
   const timelineFile = join(o.timelineDir ?? 'lockcheck-timelines', `${backend.name.replace(/[^\w.-]+/g, '_')}.html`);
   test(
     `${backend.name} agrees with its model under ${faults.join(', ')}`,
@@ -70,7 +72,8 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
       await fc.assert(
         fc.asyncProperty(schedule, tokenBaseArb(), async (commands, tokenBase) => {
           const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
-          if (report.verdict.kind === 'conformance-failure') {
+          if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
+            shortest = report.steps.length;
             // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
             mkdirSync(o.timelineDir ?? 'lockcheck-timelines', { recursive: true });
             writeFileSync(timelineFile, htmlTimeline(report));
