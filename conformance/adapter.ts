@@ -135,11 +135,6 @@ export interface LibraryContract {
    */
   readonly refreshTtl?: 'given' | 'acquired';
   /**
-   * A failed extend drops the lease: its signal fires and its keys are
-   * deleted (default false: the lease stays valid until its deadline).
-   */
-  readonly failedExtendDropsLease?: boolean;
-  /**
    * Fencing tokens: bigint (default, exact to 2^63-1), JS numbers (exact to
    * 2^53 only: token counters then start below it), or none (tokens are not
    * compared; the store must be unfenced).

@@ -134,7 +134,7 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
  * they were; and no check of its input (an empty resource name is a key).
  */
 export function redlockContract(driftFactor: number): LibraryContract {
-  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', failedExtendDropsLease: false, tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
+  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
 }
 
 /** redlock@5.0.0-beta.2 over 5 nodes. */

@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const LIBFAKETIME_PATH = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
@@ -151,9 +151,15 @@ export function removeFaketimeSharedMemory(pid: number): void {
   }
 }
 
-/** A directory for build products that outlive a run: node_modules/.cache/<name>, else <tmpdir>/<name>. */
+/**
+ * A directory for build products that outlive a run: node_modules/.cache/<name>
+ * of the nearest node_modules above this module (the repository's, or the
+ * project's that installed lockcheck), else <tmpdir>/<name>.
+ */
 async function cacheDir(name: string): Promise<string> {
-  const inProject = fileURLToPath(new URL(`../../node_modules/.cache/${name}`, import.meta.url));
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'node_modules')) && dirname(dir) !== dir) dir = dirname(dir);
+  const inProject = join(dir, 'node_modules', '.cache', name);
   try {
     await mkdir(inProject, { recursive: true });
     return inProject;
