@@ -49,7 +49,9 @@ export function checkAcquireResult(r: unknown, resource: string): AcquireResult 
       x.lease.signal instanceof AbortSignal) ||
       (x.kind === 'denied' && ['held', 'no-quorum', 'validity-exhausted'].includes(x.reason)) ||
       (x.kind === 'timed-out' && Object.keys(x).length === 1));
-  if (!ok) throw new ContractBreach('MUTEX-1', `acquire answered ${shown(r)}, which the adapter API does not define`);
+  // A token out of range breaks fencing; any other shape leaves the user not knowing whether it holds the lock.
+  const badToken = x?.kind === 'granted' && typeof x.lease === 'object' && x.lease !== null && !isToken(x.lease.token);
+  if (!ok) throw new ContractBreach(badToken ? 'FENCE-1' : 'MUTEX-1', `acquire answered ${shown(r)}, which the adapter API does not define`);
   return x;
 }
 

@@ -330,12 +330,13 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
   const list = probes(client, op.resource, ttl, drivers[op.client]!.leases.get(op.resource));
   const p = list[index % list.length]!;
   const env = instance.env;
-  const keys = async () => JSON.stringify((await env.inspect?.(op.resource)) ?? null);
-  const cell = async () => {
-    const v = await client.store.read(op.resource).catch(() => null);
-    return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}` : x));
-  };
-  const before = [await keys(), await cell()];
+  const property = p.what.startsWith('write') ? 'FENCE-2' : 'MUTEX-1';
+  // What the call could change: the store's cell for a write, the nodes' keys for a lock call.
+  const state = async (): Promise<string> =>
+    property === 'FENCE-2'
+      ? JSON.stringify(await client.store.read(op.resource).catch(() => null), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}` : x))
+      : JSON.stringify((await env.inspect?.(op.resource)) ?? null);
+  const before = await state();
   let error: unknown = null;
   const call = p.call().then(
     () => undefined,
@@ -343,11 +344,10 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
       error = e;
     },
   );
-  const property = p.what.startsWith('write') ? 'FENCE-2' : 'MUTEX-1';
   if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
   if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${String(error)}`}, not with InvalidInputError`);
-  const after = [await keys(), await cell()];
-  if (before.join() !== after.join()) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before.join(' ')} -> ${after.join(' ')}`);
+  const after = await state();
+  if (before !== after) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before} -> ${after}`);
   return null;
 }
 

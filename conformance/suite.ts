@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { test } from 'vitest';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
@@ -62,7 +62,7 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
   const o = suiteOptionsFromEnv(options);
   const faults = (o.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
   const clients = o.clients ?? 2;
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities) });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities) });
   // Shrinking never grows a counterexample: a candidate that fails after more steps than the shortest failure so far passes.
   let shortest = Number.POSITIVE_INFINITY;
   const timelineFile = join(o.timelineDir ?? 'lockcheck-timelines', `${backend.name.replace(/[^\w.-]+/g, '_')}.html`);
