@@ -92,6 +92,11 @@ describe('the npm package', () => {
     expect(replay.code, replay.out).toBe(1);
     expect(replay.out).toMatch(/MUTEX-1/);
 
+    // The setup script from the installed package installs only system packages (none are missing here), no npm packages.
+    const setup = sh(project, 'sh', ['node_modules/lockcheck/scripts/setup.sh']);
+    expect(setup.code, setup.out).toBe(0);
+    expect(setup.out).not.toMatch(/npm ci/);
+
     // A library audit whose library is not installed: one line and the install command, no stack trace.
     const lib = sh(project, bin, ['run', '--backend', 'lib:redlock@5.0.0-beta.2']);
     expect(lib.code, lib.out).toBe(3);
