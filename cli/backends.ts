@@ -27,7 +27,7 @@ export interface BuiltIn {
   readonly library?: LibraryId;
 }
 
-export type LibraryId = 'redlock' | 'sesamecare-redlock' | 'advisory-lock';
+export type LibraryId = 'redlock' | 'sesamecare-redlock' | 'advisory-lock' | 'redis-semaphore-mutex';
 
 /**
  * The npm package each library audit drives. The adapters are loaded on
@@ -38,6 +38,7 @@ export const LIBRARY_PACKAGES: Readonly<Record<LibraryId, { readonly name: strin
   redlock: { name: 'redlock', version: '5.0.0-beta.2' },
   'sesamecare-redlock': { name: '@sesamecare-oss/redlock', version: '1.4.0' },
   'advisory-lock': { name: 'advisory-lock', version: '2.0.0' },
+  'redis-semaphore-mutex': { name: 'redis-semaphore', version: '5.8.0' },
 };
 
 /** Why the library of an audit row cannot be loaded (not installed, or broken), or null if it can. */
@@ -65,6 +66,8 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
       return (await import('../conformance/adapters/sesamecareRedlock.ts')).sesamecareRedlockBackend(await cluster(), { name: b.name });
     case 'advisory-lock':
       return (await import('../conformance/adapters/advisoryLock.ts')).advisoryLockBackend(await pg(), { name: b.name });
+    case 'redis-semaphore-mutex':
+      return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreMutexBackend(await cluster(), { name: b.name });
   }
 }
 
@@ -75,6 +78,7 @@ export const LIBRARY_AUDITS: readonly BuiltIn[] = [
   { name: 'lib:redlock@5.0.0-beta.2', design: designs.redlock(), store: 'unfenced', library: 'redlock' },
   { name: 'lib:@sesamecare-oss/redlock@1.4.0', design: designs.redlock(), store: 'unfenced', library: 'sesamecare-redlock' },
   { name: 'lib:advisory-lock@2.0.0', design: designs.pgSession(), store: 'unfenced', library: 'advisory-lock' },
+  { name: 'lib:redis-semaphore@5.8.0/Mutex', design: designs.redisSingle(), store: 'unfenced', library: 'redis-semaphore-mutex' },
 ];
 
 export const BUILT_INS: readonly BuiltIn[] = [
@@ -158,7 +162,7 @@ export class Servers {
     if ((d.kind === 'redis-single' || d.kind === 'redlock') && this.choice.redis !== undefined) {
       const n = this.choice.redis.length;
       if (d.persistence !== 'none' || d.restartDelayMs > 0) return 'its persistence and restart only matter under crash-restart, which needs servers lockcheck starts';
-      if (b.library !== undefined && n < 5) return `the library audit runs Redlock on 5 nodes; --redis gave ${n}`;
+      if (b.library !== undefined && d.kind === 'redlock' && n < 5) return `the library audit runs Redlock on 5 nodes; --redis gave ${n}`;
       if (d.kind === 'redlock' && n < 3) return `Redlock needs at least 3 independent nodes; --redis gave ${n}`;
     }
     return null;

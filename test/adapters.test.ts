@@ -12,6 +12,7 @@ import { redlockBackend } from '../conformance/adapters/redlock.ts';
 import type { RedlockAdapterOptions } from '../conformance/adapters/redlock.ts';
 import { sesamecareRedlockBackend } from '../conformance/adapters/sesamecareRedlock.ts';
 import { ADVISORY_LOCK_FAULTS, advisoryLockBackend } from '../conformance/adapters/advisoryLock.ts';
+import { redisSemaphoreMutexBackend } from '../conformance/adapters/redisSemaphore.ts';
 import type { Outcome } from '../model/index.ts';
 import { driftMarginMs } from '../model/index.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
@@ -91,8 +92,8 @@ for (const { library, backend } of libraries) {
     }, 300_000);
 
     if (library.startsWith('redlock@')) {
-      it('with driftFactor 0 and no delay: on a node without its release script cached, a release sent before a pause takes effect only after the resume (OWN-1 conformance failure)', async () => {
-        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: WITHOUT_DELAY });
+      it('with driftFactor 0, under pauses: on a node without its release script cached, a release sent before a pause takes effect only after the resume (OWN-1 conformance failure)', async () => {
+        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: ['advance', 'pause'] });
         const { verdict, steps } = conformanceFailure(r);
         expect(r.failure!.properties).toEqual(['OWN-1']);
         // Nobody else's key is touched: the lock stays unavailable until the ttl (liveness).
@@ -113,6 +114,19 @@ for (const { library, backend } of libraries) {
     }
   });
 }
+
+describe('redis-semaphore@5.8.0 Mutex against the redis-single model', () => {
+  it('declares no deadline, no tokens and a refresh of its fixed lockTimeout; its release is EVALSHA then EVAL on NOSCRIPT, so a release sent before a pause takes effect after the resume (OWN-1, liveness)', async () => {
+    const b = redisSemaphoreMutexBackend(cluster!);
+    expect(b.contract).toMatchObject({ deadline: 'none', tokens: 'none', refreshTtl: 'acquired' });
+    const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ['advance', 'pause'], failOn: { consequences: ['unsafe', 'liveness'] } });
+    const { verdict, steps } = conformanceFailure(r);
+    expect(r.failure!.properties).toEqual(['OWN-1']);
+    expect(verdict.consequence.kind).toBe('liveness');
+    expect(verdict.message).toMatch(/node 0 still holds client \d's released key on 'r0'/);
+    expect(steps.some((s) => s.command.kind === 'pause' && s.command.inFlight?.kind === 'release')).toBe(true);
+  }, 300_000);
+});
 
 describe('advisory-lock@2.0.0 against the pg-session model', () => {
   it("declares itself not reentrant (a session per call): judged by that contract, it agrees with the model step by step", async () => {

@@ -143,7 +143,7 @@ export function redlockBackend(cluster: RedisCluster, options: RedlockAdapterOpt
 }
 
 /** The connection as the library sees it: its request methods go through the client's link to `node`. */
-function linked(redis: Redis, commands: ReadonlySet<string>, network: SimNetwork, client: number, node: number): Redis {
+export function linked(redis: Redis, commands: ReadonlySet<string>, network: SimNetwork, client: number, node: number): Redis {
   return new Proxy(redis, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
