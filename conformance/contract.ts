@@ -115,7 +115,7 @@ export interface HeldLease {
   readonly signal: AbortSignal;
 }
 
-/** After a release, the held signal has fired with reason 'released' (unless it had fired already). */
+/** After a release that ended the lease, the held signal has fired with reason 'released' (unless it had fired already). */
 export function checkReleasedSignal(signal: AbortSignal, firedBefore: boolean, resource: string): void {
   if (!signal.aborted) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' was released but its signal did not fire: user code holding it goes on`);
   if (!firedBefore && lossReason(signal) !== 'released') throw new ContractBreach('LIVE-1', `the released lease on '${resource}' signalled reason ${lossReason(signal) ?? shown(signal.reason)}, not 'released'`);

@@ -22,7 +22,7 @@ export interface ScheduleOptions {
   readonly ttlFloorMs?: number;
   /**
    * Each schedule draws one of these factors and multiplies every duration in
-   * it (ttls, advances, latencies, retry delays, clock steps) by it, so ttls
+   * it (ttls, advances, retry delays, clock steps; not latencies) by it, so ttls
    * reach from milliseconds to minutes with time advanced in proportion (a
    * drift margin's proportional part then matters). Default [1]; only
    * backends whose clocks the runner drives can take more (TIME_SCALES).
@@ -90,7 +90,11 @@ export function tokenBaseArb(below?: bigint): fc.Arbitrary<bigint> {
   return fc.constantFrom(...TOKEN_BASES.filter((b) => below === undefined || b < below));
 }
 
-/** A command with every duration in it multiplied by `scale`, and resource names mapped by `name`. */
+/**
+ * A command with every duration in it multiplied by `scale` (but latency:
+ * real environments delay replies in real time, through a proxy), and
+ * resource names mapped by `name`.
+ */
 export function rescaled(command: Command, scale: number, name: (resource: string) => string): Command {
   const t = (ms: number): number => ms * scale;
   const named = <C extends Command>(c: C): C => ('resource' in c ? { ...c, resource: name(c.resource) } : c);
@@ -99,7 +103,6 @@ export function rescaled(command: Command, scale: number, name: (resource: strin
       named({
         ...a,
         ...(a.ttlMs !== undefined ? { ttlMs: t(a.ttlMs) } : {}),
-        ...(a.latencyMs !== undefined ? { latencyMs: t(a.latencyMs) } : {}),
         ...(a.retryDelayMs !== undefined ? { retryDelayMs: t(a.retryDelayMs) } : {}),
       }),
     )

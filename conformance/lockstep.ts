@@ -44,6 +44,8 @@ interface Driver {
   readonly leases: Map<string, Lease>;
   /** Each lease's signal, read once when it was granted and held from then on, as `using()` hands it to user code. */
   readonly signals: Map<string, AbortSignal>;
+  /** A release sent in this step: its signal is judged once the model says whether the lease is gone or one level of a stack. */
+  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean } | null;
   /** Owner values of leases this client released: no node may keep them once the model has them gone. */
   readonly released: Map<string, Set<string>>;
   pendingWrite: { resource: string; value: string; token: bigint } | null;
@@ -80,7 +82,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       ...(backend.capabilities.expiryToleranceMs !== undefined ? { expiryToleranceMs: backend.capabilities.expiryToleranceMs } : {}),
     }),
   ];
-  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), released: new Map(), pendingWrite: null, inFlight: null }));
+  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
   const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design) });
@@ -165,7 +167,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
     const kept = [...unique.values()];
     worlds = kept.map((b) => b.next);
-    const signalled = signalProblem(worlds, held(drivers));
+    const signalled = released(worlds, drivers) ?? signalProblem(worlds, held(drivers));
     // A library that gives its client no deadline (declared) has no signal to fire at the model's: what the client then does with the lease is judged instead.
     if (signalled !== null && !(contract.deadline === 'none' && signalled.property === 'MUTEX-1')) return fail(signalled.property, signalled.message, actual);
     const refused = isOperation(command) && contract.validatesInput !== false ? await probe(instance, worlds, drivers, command, steps.length, backend.capabilities.ttl) : null;
@@ -278,11 +280,10 @@ async function operate(instance: BackendInstance, drivers: Driver[], op: Operati
       if (lease === undefined) return outcome({ kind: 'not-held' });
       d.released.set(r.resource, (d.released.get(r.resource) ?? new Set()).add(lease.owner));
       const signal = d.signals.get(r.resource);
-      const firedBefore = signal?.aborted ?? true;
-      // Released by the client: its signal is judged here, not against the model's deadline.
+      // Released by the client: its signal is judged by the release (see released()), not against the model's deadline.
+      if (signal !== undefined) d.releasing = { resource: r.resource, signal, firedBefore: signal.aborted };
       d.signals.delete(r.resource);
       await client.release(lease);
-      if (signal !== undefined) checkReleasedSignal(signal, firedBefore, r.resource);
       return outcome({ kind: 'released' });
     })
     .with({ kind: 'write' }, async (w): Promise<Performed> => {
@@ -311,6 +312,31 @@ function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): vo
       } else owners.set(lease.owner, modelLease.owner);
     }
   });
+}
+
+/**
+ * The signals of leases released in this step: one level of a stack released
+ * (the model still has the lease) leaves the signal alone, and it is held
+ * again; a lease gone must have signalled 'released'.
+ */
+function released(worlds: readonly World[], drivers: Driver[]): ContractBreach | null {
+  for (const [client, d] of drivers.entries()) {
+    const r = d.releasing;
+    if (r === null) continue;
+    d.releasing = null;
+    if (worlds.every((w) => w.clients[client]!.leases[r.resource] !== undefined)) {
+      if (r.signal.aborted && !r.firedBefore) return new ContractBreach('LIVE-1', `client ${client} released one level of its stacked lease on '${r.resource}' and its signal fired: the lease is still held`);
+      d.signals.set(r.resource, r.signal);
+      continue;
+    }
+    try {
+      checkReleasedSignal(r.signal, r.firedBefore, r.resource);
+    } catch (e) {
+      if (e instanceof ContractBreach) return e;
+      throw e;
+    }
+  }
+  return null;
 }
 
 function held(drivers: readonly Driver[]): Array<Map<string, HeldLease>> {

@@ -7,6 +7,7 @@ import { designs } from '../model/index.ts';
 import type { Command, Design, StorePolicy } from '../model/index.ts';
 import { BROKEN } from './fixtures/broken.ts';
 import { usingClient } from '../conformance/sim/usingClient.ts';
+import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { TimingError } from '../conformance/sim/time.ts';
 
 const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
@@ -26,6 +27,8 @@ describe('in-memory backends built on the model pass every run', () => {
     ...cases.map(([design, store]) => simLeaseBackend(design, store)),
     // Every lease taken through using(), as application code takes it.
     simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => usingClient(lock) }, 'memory redlock(3) through using() / strict'),
+    // Session-bound, in memory: lost sessions and signals without a deadline.
+    simSessionBackend('strict'),
   ];
   for (const backend of backends) {
     it(`${backend.name}: no conformance failure in ${SIM_RUNS} schedules with every fault`, async () => {
@@ -50,8 +53,8 @@ describe('in-memory backends built on the model pass every run', () => {
 });
 
 describe('the catalogue of broken backends', () => {
-  it('has at least 25 distinct bug classes, and one or more for each blind spot of issue 11', () => {
-    expect(new Set(BROKEN.map((b) => b.id)).size).toBeGreaterThanOrEqual(25);
+  it('has at least 28 distinct bug classes, and one or more for each blind spot of issue 11', () => {
+    expect(new Set(BROKEN.map((b) => b.id)).size).toBeGreaterThanOrEqual(28);
     expect(new Set(BROKEN.flatMap((b) => (b.blindSpot ? [b.blindSpot] : [])))).toEqual(new Set(['generator-ranges', 'timing', 'observation', 'coverage', 'reporting']));
   });
 
