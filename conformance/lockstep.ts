@@ -167,9 +167,11 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
     const kept = [...unique.values()];
     worlds = kept.map((b) => b.next);
-    const signalled = released(worlds, drivers) ?? signalProblem(worlds, held(drivers));
     // A library that gives its client no deadline (declared) has no signal to fire at the model's: what the client then does with the lease is judged instead.
-    if (signalled !== null && !(contract.deadline === 'none' && signalled.property === 'MUTEX-1')) return fail(signalled.property, signalled.message, actual);
+    const onRelease = released(worlds, drivers);
+    const atDeadline = onRelease ?? signalProblem(worlds, held(drivers));
+    const signalled = onRelease ?? (contract.deadline === 'none' && atDeadline?.property === 'MUTEX-1' ? null : atDeadline);
+    if (signalled !== null) return fail(signalled.property, signalled.message, actual);
     const refused = isOperation(command) && contract.validatesInput !== false ? await probe(instance, worlds, drivers, command, steps.length, backend.capabilities.ttl) : null;
     if (refused !== null) return fail(refused.property, refused.message, actual);
     mirror(worlds[0]!, drivers, owners);
