@@ -19,8 +19,10 @@ export default {
   ignoreStatic: true,
   concurrency: 2,
   timeoutMS: 10_000,
-  reporters: ['clear-text', 'json', 'progress'],
+  // The event recorder writes each mutant's result as it is known: a run cut short still has its numbers.
+  reporters: ['clear-text', 'json', 'progress', 'event-recorder'],
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  eventReporter: { baseDir: 'reports/mutation/events' },
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
 };

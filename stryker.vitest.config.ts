@@ -6,6 +6,6 @@ export default defineConfig({
     include: ['test/conformance.test.ts'],
     setupFiles: ['test/setup.ts'],
     testTimeout: 120_000,
-    env: { LOCKCHECK_SIM_RUNS: '20' },
+    env: { LOCKCHECK_SIM_RUNS: '20', LOCKCHECK_FINDING_RUNS: '50' },
   },
 });

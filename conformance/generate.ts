@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { match } from 'ts-pattern';
 import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
-import { hasTtl, nodeCount } from '../model/design.ts';
+import { hasTtl, nodeCount, restartDelayMs } from '../model/design.ts';
 import type { Capabilities, FaultKind } from './adapter.ts';
 
 /**
@@ -33,9 +33,13 @@ export interface ScheduleOptions {
 /** Time scales for backends on clocks the runner drives: ttls of ms, tens, hundreds of ms, seconds and minutes. */
 export const TIME_SCALES: readonly number[] = [1, 10, 100, 1000, 4000];
 
-/** The time scales a backend can take: servers on their own real clocks run in real time, at scale 1. */
-export function timeScalesFor(capabilities: Capabilities): readonly number[] {
-  return capabilities.expiryToleranceMs === undefined ? TIME_SCALES : [1];
+/**
+ * The time scales a backend can take: servers on their own real clocks run
+ * in real time, at scale 1; so does a design with a delayed restart, whose
+ * delay is sized for the unscaled ttls (spec: it must outlast the longest).
+ */
+export function timeScalesFor(capabilities: Capabilities, design: Design): readonly number[] {
+  return capabilities.expiryToleranceMs === undefined && restartDelayMs(design) === 0 ? TIME_SCALES : [1];
 }
 
 /**

@@ -13,6 +13,8 @@ import { TimingError } from '../conformance/sim/time.ts';
 const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
 /** Schedules per correct in-memory backend (mutation testing runs fewer). */
 const SIM_RUNS = Number(process.env.LOCKCHECK_SIM_RUNS ?? 200);
+/** Schedules per design-finding check (mutation testing runs fewer). */
+const FINDING_RUNS = Number(process.env.LOCKCHECK_FINDING_RUNS ?? 150);
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -39,14 +41,14 @@ describe('in-memory backends built on the model pass every run', () => {
   }
 
   it('reports the design findings the model predicts, and only as findings', async () => {
-    const unfenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: 150, seed: SEED, faults: ['advance', 'pause'] });
+    const unfenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'] });
     expect(unfenced.failure).toBeNull();
     expect(unfenced.findings['STORE-1']).toBeGreaterThan(0);
-    const fenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'strict'), { runs: 150, seed: SEED, faults: ['advance', 'pause'] });
+    const fenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'strict'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'] });
     expect(fenced.failure).toBeNull();
     expect(fenced.findings['STORE-1']).toBeUndefined();
     // With failOn 'any', the same finding fails the check and shrinks like a bug would.
-    const strictRun = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: 150, seed: SEED, faults: ['advance', 'pause'], failOn: 'any' });
+    const strictRun = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'], failOn: 'any' });
     expect(strictRun.failure?.report.verdict.kind).toBe('property-violation');
     expect(strictRun.failure?.properties).toContain('STORE-1');
   });
