@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
@@ -6,16 +7,20 @@ import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, MEASURED_FAULT_CLASSES } from './backends.ts';
 import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
 import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
+import type { StorePolicy } from '../conformance/history/event.ts';
+import { checkCommand } from './check.ts';
 import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
+import { redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
- * fine); 1 a conformance failure, or a finding the model did not predict;
- * 2 bad arguments; 3 the environment is missing something (the message says
- * how to install it).
+ * fine); 1 a conformance failure, or a finding the model did not predict, or
+ * (check) a violation in the history; 2 bad arguments or a malformed
+ * history; 3 the environment is missing something (the message says how to
+ * install it); 4 (check) a check could not decide.
  */
 const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
 
@@ -25,8 +30,11 @@ commands:
   matrix    every built-in backend x fault class on real servers it starts itself;
             writes <out>/matrix.md and <out>/matrix/index.html (cells link to timelines)
   run       one backend against its model: --backend <built-in name | path to an adapter module>
-  replay    re-run a saved counterexample: lockcheck replay <counterexample.json>
+  replay    re-run a saved counterexample: lockcheck replay <counterexample.json> [--backend <module>]
+            (a counterexample of an adapter module needs its --backend again: a file never names code to load)
   explore   the model alone: scenario catalogue and bounded exhaustive exploration
+  check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
+            exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
 
 options:
   --runs N          generated schedules per backend or cell (matrix default 30, run default 100)
@@ -34,7 +42,8 @@ options:
   --path P          with --seed (run): replay one exact case
   --faults a,b      matrix: fault classes (${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')})
                     run: fault kinds (${FAULT_KINDS.join(', ')})
-  --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows
+  --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows;
+                    replay: the adapter module the counterexample was found on
   --out DIR         matrix: where matrix.md and matrix/ go (default docs)
   --counterexample F  run: where a failure is saved for replay (default lockcheck-counterexample.json)
   --redis URLS      use these Redis servers instead of starting local ones: comma list (or repeat the flag) of
@@ -43,13 +52,19 @@ options:
                     key prefix of its own and deletes its keys. Runs are paced to the servers' real clocks;
                     crash-restart and clock faults are not measured there.
   --pg URL          use this PostgreSQL database (14 or newer) instead of starting a local server:
-                    postgres://user[:password]@host[:port]/database. lockcheck creates its two tables there
+                    postgres://[user[:password]@]host[:port]/database. lockcheck creates its two tables there
                     if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
-  explore only: --depth N (default 6), --max-states N (default 50000), --design KIND, --fault CLASS
+  check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
+            (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
+  explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
+                    --seconds S (stop deepening a cell after S s; it says how deep it got), --jobs N (worker
+                    threads, default 2 or the cores there are), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
+
+const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'monotonic', 'strict', 'transactional'];
 
 function int(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -88,10 +103,15 @@ async function main(argv: readonly string[]): Promise<number> {
       junit: { type: 'string' },
       depth: { type: 'string' },
       'max-states': { type: 'string' },
+      seconds: { type: 'string' },
+      jobs: { type: 'string' },
       design: { type: 'string' },
       fault: { type: 'string' },
       redis: { type: 'string', multiple: true },
       pg: { type: 'string' },
+      report: { type: 'string' },
+      'store-policy': { type: 'string' },
+      'timeout-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -129,7 +149,20 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case 'replay': {
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
-      return replayCommand(rest[0]!, servers);
+      return replayCommand(rest[0]!, servers, values.backend);
+    }
+    case 'check': {
+      if (rest.length !== 1) throw new UsageError('check needs exactly one history file (or - for stdin)');
+      if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('check judges a recorded history: it takes no --redis or --pg');
+      const policy = values['store-policy'];
+      if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy '${policy}' (known: ${STORE_POLICIES.join(', ')})`);
+      return checkCommand({
+        file: rest[0]!,
+        json: values.json ?? false,
+        report: values.report,
+        storePolicy: policy as StorePolicy | undefined,
+        timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 1, 86_400_000),
+      });
     }
     case 'explore':
     case undefined: {
@@ -137,9 +170,11 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       return exploreCommand({
         depth: int(values.depth, 'depth', 6, 1, 10),
-        maxStates: int(values['max-states'], 'max-states', 50_000, 1, 50_000_000),
+        maxStates: int(values['max-states'], 'max-states', 5_000_000, 1, 500_000_000),
         design: values.design,
         fault: values.fault,
+        seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
+        jobs: int(values.jobs, 'jobs', Math.min(2, availableParallelism()), 1, 64),
       });
     }
     default:
@@ -147,6 +182,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+redactTerminalOutput();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
@@ -160,7 +196,7 @@ main(process.argv.slice(2)).then(
       console.error(`lockcheck: ${e.message}`);
       process.exitCode = 3;
     } else {
-      console.error(e);
+      console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));
       process.exitCode = 1;
     }
   },

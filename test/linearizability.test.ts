@@ -305,7 +305,7 @@ describe("lockcheck's own histories", () => {
     const [lock] = checkHistoryLinearizability(history);
     expect(lock?.object).toBe('lock r');
     expect(lock?.result.verdict).toBe('not-linearizable');
-    const expired = history.map((e, i) => (i >= 2 ? ev({ ...e, time: e.time + 200 }) : e));
+    const expired = history.map((e, i) => (i >= 2 ? ev({ ...e, time: (e as { time: number }).time + 200 }) : e));
     expect(checkHistoryLinearizability(expired)[0]?.result.verdict).toBe('linearizable');
   });
 

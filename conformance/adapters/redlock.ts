@@ -129,8 +129,8 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
 /**
  * What both Redlock libraries promise (redlock 5 dist/esm/index.js, the fork
  * build/index.js): a deadline `lock.expiration` with their own drift
- * allowance, `Math.round(driftFactor * duration) + 2`, where the Redlock
- * description rounds up; no fencing tokens; no client-side timeout (ioredis
+ * allowance, `Math.round(driftFactor * duration) + 2`, where lockcheck's
+ * model rounds up; no fencing tokens; no client-side timeout (ioredis
  * connections without commandTimeout); `extend(duration)` sets the duration
  * it is given; a failed extend throws and leaves the Lock and its keys as
  * they were; and no check of its input (an empty resource name is a key).

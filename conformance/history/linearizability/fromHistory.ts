@@ -45,7 +45,7 @@ function pair(history: History): Paired[] {
   const open = new Map<number, { invoke: OperationEvent; index: number }>();
   const out: Paired[] = [];
   history.forEach((ev: HistoryEvent, index) => {
-    if (ev.process === 'nemesis' || ev.type === 'signal') return;
+    if (ev.type === 'meta' || ev.process === 'nemesis' || ev.type === 'signal') return;
     const op = ev as OperationEvent;
     const p = op.process as number;
     if (op.type === 'invoke') {

@@ -1,0 +1,76 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/** `lockcheck check` as a user runs it: a child process, its exit code, its output. */
+const dir = mkdtempSync(join(tmpdir(), 'lockcheck-check-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const FIXTURES = 'test/fixtures/histories';
+
+function lockcheck(args: string[], input?: string): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', ...args], { encoding: 'utf8', timeout: 60_000, ...(input === undefined ? {} : { input }) });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('lockcheck check', () => {
+  // Each spawn costs a second or more of a loaded machine: one spawn per exit code and path through main.ts.
+  it('a violation: exit 1, --json gives the report with both holds of the overlap; --report writes the timeline', () => {
+    const report = join(dir, 'report');
+    const r = lockcheck(['check', join(FIXTURES, 'overlap.jsonl'), '--json', '--report', report]);
+    expect(r.code, r.stderr).toBe(1);
+    const json = JSON.parse(r.stdout) as { verdict: string; storePolicy: string; reportFile: string; counts: Record<string, number>; findings: { property: string; events: number[]; intervals?: unknown[] }[] };
+    expect(json).toMatchObject({ verdict: 'violation', storePolicy: 'strict', counts: { operations: 7, holds: 2, overlappingHolds: 1, writesAccepted: 1, writesRejected: 1, faults: 1 } });
+    expect(json.findings[0]).toMatchObject({
+      property: 'MUTEX-1',
+      events: [1, 2, 4, 6, 13, 15],
+      intervals: [
+        { process: 0, resource: 'r', start: 4, end: 80 },
+        { process: 1, resource: 'r', start: 42, end: 70 },
+      ],
+    });
+    expect(json.reportFile).toBe(join(report, 'history.html'));
+    expect(readFileSync(json.reportFile, 'utf8')).toMatch(/class="hold violating"/);
+  });
+
+  it('reads stdin with -; --store-policy overrides the meta line; a safe history exits 0', () => {
+    const stale = [
+      { type: 'meta', store: 'strict' },
+      { type: 'invoke', process: 0, time: 0, op: 'write', resource: 'r', key: 'k', value: '1', prev: null, token: '5' },
+      { type: 'ok', process: 0, time: 1, op: 'write', resource: 'r', key: 'k' },
+      { type: 'invoke', process: 1, time: 2, op: 'write', resource: 'r', key: 'k', value: '2', prev: '1', token: '5' },
+      { type: 'ok', process: 1, time: 3, op: 'write', resource: 'r', key: 'k' },
+    ]
+      .map((e) => JSON.stringify(e))
+      .join('\n');
+    const r = lockcheck(['check', '-', '--store-policy', 'monotonic'], stale);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^-: SAFE\n/);
+    expect(r.stdout).toMatch(/store policy: monotonic/);
+    expect(r.stdout).toMatch(/FENCE-2 +stale-writes +safe/);
+  });
+
+  it('a search that runs out of time: exit 4, never a guess', () => {
+    // 49 of its 127 operations have unknown outcomes (lost replies): the lock's linearizability search cannot finish in 1 ms.
+    const r = lockcheck(['check', join(FIXTURES, 'undecided.jsonl'), '--timeout-ms', '1']);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stdout).toMatch(/: UNKNOWN\n/);
+    expect(r.stdout).toMatch(/LIN-1 +lock-linearizable +unknown: 1 of 1 locks not decided within the 1 ms budget/);
+    expect(r.stdout).not.toMatch(/\bviolation\b/);
+  });
+
+  it('a malformed history: exit 2 with a message naming the line and field', () => {
+    const file = join(dir, 'bad.jsonl');
+    writeFileSync(file, readFileSync(join(FIXTURES, 'safe.jsonl'), 'utf8').replace('"token":"2"', '"token":2'));
+    const r = lockcheck(['check', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/bad\.jsonl is not a valid history: line 11, field 'token': must be a string of decimal digits/);
+  });
+
+  it('bad arguments: exit 2', () => {
+    const r = lockcheck(['check', join(FIXTURES, 'safe.jsonl'), '--store-policy', 'fenced']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/unknown store policy 'fenced' \(known: unfenced, monotonic, strict, transactional\)/);
+  });
+});
