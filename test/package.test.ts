@@ -88,7 +88,7 @@ describe('the npm package', () => {
     const js = sh(project, 'npx', ['--no', '--', 'lockcheck', 'run', '--backend', './my-adapter.mjs', '--faults', 'advance,pause']);
     expect(js.code, js.out).toBe(1);
     expect(js.out).toMatch(/CONFORMANCE FAILURE at step \d+ \(MUTEX-1/);
-    const replay = sh(project, bin, ['replay', 'lockcheck-counterexample.json']);
+    const replay = sh(project, bin, ['replay', 'lockcheck-counterexample.json', '--backend', './my-adapter.mjs']);
     expect(replay.code, replay.out).toBe(1);
     expect(replay.out).toMatch(/MUTEX-1/);
 
