@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
@@ -191,7 +192,8 @@ main(process.argv.slice(2)).then(
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
       process.exitCode = 2;
     } else if (e instanceof EnvironmentError) {
-      console.error(`lockcheck: ${e.message}${e.fix ? `\nto install what is missing: ${e.fix}` : ''}`);
+      // The message already ends with the fix (EnvironmentError appends it).
+      console.error(`lockcheck: ${e.message}`);
       process.exitCode = 3;
     } else {
       console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));

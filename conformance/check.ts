@@ -7,6 +7,8 @@ import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
 import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import type { ConsequenceKind } from './consequence.ts';
+import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { RunReport } from './verdict.ts';
@@ -32,9 +34,12 @@ export interface CheckOptions {
    * What fails a run: only a conformance failure (default; property
    * violations are findings the design is expected to have); any verdict but
    * a pass; or a conformance failure or a violation of one of the given
-   * properties (to find, and shrink, a schedule that shows that finding).
+   * properties (to find, and shrink, a schedule that shows that finding);
+   * or only a conformance failure with one of the given consequences (an
+   * audit: deviations of the other kinds are counted in `deviations` and the
+   * runs go on, so the audit gets past the safe direction to what is worse).
    */
-  readonly failOn?: 'conformance-failure' | 'any' | { readonly properties: readonly PropertyId[] };
+  readonly failOn?: 'conformance-failure' | 'any' | { readonly properties: readonly PropertyId[] } | { readonly consequences: readonly ConsequenceKind[] };
   /** Where to write the shrunk counterexample's timeline (.html; a .txt beside it). */
   readonly timelineFile?: string;
   /** Called after every run, for progress output. */
@@ -64,6 +69,8 @@ export interface CheckResult {
   readonly failure: CheckFailure | null;
   /** Runs that showed a property violation, per ID (findings about the design, not failures). */
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
+  /** Conformance failures that did not fail the check (failOn consequences), per consequence. */
+  readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
   /** Runs whose verdict was `inconclusive` (stopped before their end: too ambiguous to follow, or real time outran the pace); they found nothing against the backend. */
   readonly stoppedEarly: number;
   readonly elapsedMs: number;
@@ -82,6 +89,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const faults = (options.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
   const failOn = options.failOn ?? 'conformance-failure';
   const findings: Partial<Record<PropertyId, number>> = {};
+  const deviations: Partial<Record<ConsequenceKind, number>> = {};
   let run = 0;
   let stoppedEarly = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
@@ -95,12 +103,18 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     throw new RunFailed(cut);
   };
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design) });
-  const property = fc.asyncProperty(schedule, tokenBaseArb(), async (commands: Command[], tokenBase: bigint) => {
+  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands: Command[], tokenBase: bigint) => {
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
     options.onRun?.(run, report);
     if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
-    const wanted = typeof failOn === 'object' ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
+    const verdict = report.verdict;
+    if (typeof failOn === 'object' && 'consequences' in failOn && verdict.kind === 'conformance-failure' && !failOn.consequences.includes(verdict.consequence.kind)) {
+      // An audit goes on past what it is not looking for, and counts it.
+      if (firstFailure === null) deviations[verdict.consequence.kind] = (deviations[verdict.consequence.kind] ?? 0) + 1;
+      return;
+    }
+    const wanted = typeof failOn === 'object' && 'properties' in failOn ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
     const failed = failOn === 'any' ? report.verdict.kind !== 'pass' && report.verdict.kind !== 'inconclusive' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
     if (wanted !== undefined && report.verdict.kind !== 'conformance-failure') {
       // The finding is the verdict now: cut the report at its step.
@@ -114,7 +128,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, stoppedEarly, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, deviations, stoppedEarly, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const report = details.errorInstance.report;
@@ -150,6 +164,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       message,
     },
     findings,
+    deviations,
     stoppedEarly,
     elapsedMs: clock() - started,
   };

@@ -19,6 +19,7 @@ import { TimingError } from './sim/time.ts';
 import type { HeldLease } from './contract.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, probes, signalProblem } from './contract.ts';
 import type { ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
+import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
 
 /**
  * The lockstep loop: every command goes to the model (which answers the set
@@ -74,7 +75,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   // (a timed-out acquire, a key at its exact expiry) keeps every branch alive until a later one tells them apart.
   let worlds: World[] = [
     initialWorld({
-      design: backend.design,
+      design: judgedDesign(backend),
       store: backend.capabilities.store,
       clients: options.clients,
       tokenBase: options.tokenBase,
@@ -88,8 +89,15 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const env = instance.env;
   const owners = new Map<string, Owner>();
 
+  const contract = backend.contract ?? {};
+  /** The ttl each held lease was acquired with, by client and resource: a library that re-arms a fixed ttl extends by it. */
+  const acquiredTtl = new Map<string, number>();
+  const refit = (c: Command): Command =>
+    c.kind === 'extend' && contract.refreshTtl === 'acquired' && acquiredTtl.has(`${c.client}/${c.resource}`) ? { ...c, ttlMs: acquiredTtl.get(`${c.client}/${c.resource}`)! } : c;
+
   /** Runs one command on model and backend; returns the report if the run ends here. */
-  const execute = async (command: Command): Promise<RunReport | undefined> => {
+  const execute = async (given: Command): Promise<RunReport | undefined> => {
+    const command = refit(given);
     let branches: Branch[];
     try {
       branches = worlds.flatMap((w) => step(w, command));
@@ -107,8 +115,13 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
       const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
       steps.push(executed);
-      return report({ kind: 'conformance-failure', property, message, step: executed });
+      const consequence = consequenceOf(property, subject, actual, branches.map((b) => b.outcome), message);
+      return report({ kind: 'conformance-failure', property, consequence, message, step: executed });
     };
+    if (!settled && contract.clientTimeout === false) {
+      // A library without a client-side timeout waits as long as its link does: declared, so not a finding by itself.
+      return report({ kind: 'inconclusive', reason: `${describeKind(command)} had not completed by t=${limitMs} ms; the library declares no client-side timeout` });
+    }
     if (!settled) {
       return fail('LIVE-1', `${describeKind(command)} did not complete by t=${limitMs} ms, when the model has it done`, { kind: 'timed-out' });
     }
@@ -121,7 +134,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       throw e;
     }
     const actual = performed.outcome;
-    const comparable = backend.capabilities.tokens === false ? withoutTokens : (o: Outcome) => o;
+    const comparable = comparison(backend);
     const matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
@@ -141,6 +154,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       const d = drivers[performed.granted.client]!;
       d.leases.set(performed.granted.resource, performed.granted.lease);
       d.signals.set(performed.granted.resource, performed.granted.lease.signal);
+      if (subject.kind === 'acquire' && subject.ttlMs !== undefined) acquiredTtl.set(`${performed.granted.client}/${performed.granted.resource}`, subject.ttlMs);
     }
     await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
     const timed = matching.filter((b) => b.next.nowMs === env.nowMs());
@@ -153,10 +167,13 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
     const kept = [...unique.values()];
     worlds = kept.map((b) => b.next);
-    const signalled = released(worlds, drivers) ?? signalProblem(worlds, held(drivers));
+    // A library that gives its client no deadline (declared) has no signal to fire at the model's: what the client then does with the lease is judged instead.
+    const onRelease = released(worlds, drivers);
+    const atDeadline = onRelease ?? signalProblem(worlds, held(drivers));
+    const signalled = onRelease ?? (contract.deadline === 'none' && atDeadline?.property === 'MUTEX-1' ? null : atDeadline);
     if (signalled !== null) return fail(signalled.property, signalled.message, actual);
     // Probes cost round trips: on servers with their own real clocks they would eat the run's timing tolerance.
-    const probing = isOperation(command) && backend.capabilities.expiryToleranceMs === undefined;
+    const probing = isOperation(command) && backend.capabilities.expiryToleranceMs === undefined && contract.validatesInput !== false;
     const refused = probing ? await probe(instance, worlds, drivers, command, steps.length, backend.capabilities.ttl) : null;
     if (refused !== null) return fail(refused.property, refused.message, actual);
     mirror(worlds[0]!, drivers, owners);
@@ -427,6 +444,23 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
     }
   }
   return null;
+}
+
+/** What the runner compares of an outcome: without tokens for a lock that has none, without deadlines for one that reports none. */
+function comparison(backend: BackendUnderTest): (o: Outcome) => Outcome {
+  const tokens = comparesTokens(backend);
+  const deadlines = backend.contract?.deadline !== 'none';
+  return (o) => {
+    const t = tokens ? o : withoutTokens(o);
+    return deadlines ? t : withoutDeadline(t);
+  };
+}
+
+function withoutDeadline(o: Outcome): Outcome {
+  return match(o)
+    .with({ kind: 'granted' }, (g): Outcome => ({ ...g, validUntilMs: null }))
+    .with({ kind: 'extended' }, (g): Outcome => ({ ...g, validUntilMs: 0 }))
+    .otherwise((x) => x);
 }
 
 /** An outcome with its tokens blanked, for a lock that has none. */

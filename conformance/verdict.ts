@@ -2,6 +2,7 @@ import { match } from 'ts-pattern';
 import type { Command } from '../model/command.ts';
 import type { Outcome } from '../model/outcome.ts';
 import type { PropertyId, Violation } from '../model/properties.ts';
+import type { Consequence } from './consequence.ts';
 
 /**
  * What a lockstep run concluded. The two failure kinds never blur:
@@ -33,6 +34,8 @@ export interface ConformanceFailure {
   readonly kind: 'conformance-failure';
   /** The property the backend's deviation endangers. */
   readonly property: PropertyId;
+  /** What the deviation costs a user who trusts the backend: unsafe, liveness, or the safe direction. */
+  readonly consequence: Consequence;
   readonly message: string;
   readonly step: ExecutedStep;
 }

@@ -76,6 +76,8 @@ export function advisoryLockBackend(server: PostgresTarget, options: { readonly 
     name: options.name ?? 'advisory-lock@2.0.0 pg-session',
     design: designs.pgSession(),
     capabilities: { store: 'unfenced', ttl: false, sessionBound: true, reentrant: false, tokens: false },
+    // No deadline (a session lock), no tokens, and no timeout: its pg.Client is opened from a bare connection string.
+    contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
     faults: options.faults ?? ADVISORY_LOCK_FAULTS,
     start: ({ clients }) => underOwnNames(server, () => startInstance(server, clients)),
   };

@@ -15,7 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { type Stats, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onExitKill } from './processes.ts';
 
@@ -114,7 +114,7 @@ let shimPromise: Promise<string> | null = null;
  * writes a private temporary file and renames it into place.
  */
 export function ensureMallocShim(): Promise<string> {
-  shimPromise ??= buildMallocShim(fileURLToPath(new URL('../../node_modules/.cache', import.meta.url))).catch((error: unknown) => {
+  shimPromise ??= buildMallocShim(projectCacheRoot()).catch((error: unknown) => {
     shimPromise = null; // let a later call retry, e.g. after installing gcc
     throw error;
   });
@@ -203,6 +203,13 @@ export function removeFaketimeSharedMemory(pid: number): void {
       // best effort: nothing else depends on it
     }
   }
+}
+
+/** node_modules/.cache of the nearest node_modules above this module: the repository's, or that of the project that installed lockcheck. */
+function projectCacheRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'node_modules')) && dirname(dir) !== dir) dir = dirname(dir);
+  return join(dir, 'node_modules', '.cache');
 }
 
 function runGcc(args: string[]): Promise<void> {
