@@ -64,9 +64,13 @@ export class PostgresTransactionLock {
     return open.client;
   }
 
-  /** COMMIT: the data changes and the lock's release happen together. */
-  async release(lease: Lease): Promise<void> {
-    await this.finish(lease, 'COMMIT');
+  /**
+   * COMMIT: the data changes and the lock's release happen together. Resolves
+   * to whether COMMIT answered; false: the changes are discarded (the lease was
+   * no longer open) or their fate is unknown (the connection failed mid-commit).
+   */
+  async release(lease: Lease): Promise<boolean> {
+    return this.finish(lease, 'COMMIT');
   }
 
   /** ROLLBACK: the changes are discarded and the lock released. */
@@ -173,9 +177,9 @@ export class PostgresTransactionLock {
     return BigInt((r.rows[0] as { token: string }).token);
   }
 
-  private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+  private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<boolean> {
     const open = this.#open.get(lease.resource);
-    if (open === undefined || open.lease !== lease) return;
+    if (open === undefined || open.lease !== lease) return false;
     this.#open.delete(lease.resource);
     open.lease.lose('released');
     const done = await this.query(open.client, statement).then(
@@ -183,6 +187,7 @@ export class PostgresTransactionLock {
       () => false,
     );
     await (done ? this.give(open.client) : this.disconnect(open.client));
+    return done;
   }
 
   /** An idle connection, or a new one. */
