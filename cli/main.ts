@@ -5,6 +5,8 @@ import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, MEASURED_FAULT_CLASSES } from './backends.ts';
 import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
 import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
+import type { StorePolicy } from '../conformance/history/event.ts';
+import { checkCommand } from './check.ts';
 import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
@@ -12,9 +14,10 @@ import { UsageError } from './usage.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
- * fine); 1 a conformance failure, or a finding the model did not predict;
- * 2 bad arguments; 3 the environment is missing something (the message says
- * how to install it).
+ * fine); 1 a conformance failure, or a finding the model did not predict, or
+ * (check) a violation in the history; 2 bad arguments or a malformed
+ * history; 3 the environment is missing something (the message says how to
+ * install it); 4 (check) a check could not decide.
  */
 const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
 
@@ -26,6 +29,8 @@ commands:
   run       one backend against its model: --backend <built-in name | path to an adapter module>
   replay    re-run a saved counterexample: lockcheck replay <counterexample.json>
   explore   the model alone: scenario catalogue and bounded exhaustive exploration
+  check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
+            exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
 
 options:
   --runs N          generated schedules per backend or cell (matrix default 30, run default 100)
@@ -46,9 +51,13 @@ options:
                     if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
+  check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
+            (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
   explore only: --depth N (default 6), --max-states N (default 50000), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
+
+const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'monotonic', 'strict', 'transactional'];
 
 function int(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -91,6 +100,9 @@ async function main(argv: readonly string[]): Promise<number> {
       fault: { type: 'string' },
       redis: { type: 'string', multiple: true },
       pg: { type: 'string' },
+      report: { type: 'string' },
+      'store-policy': { type: 'string' },
+      'timeout-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -129,6 +141,19 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'replay': {
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
       return replayCommand(rest[0]!, servers);
+    }
+    case 'check': {
+      if (rest.length !== 1) throw new UsageError('check needs exactly one history file (or - for stdin)');
+      if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('check judges a recorded history: it takes no --redis or --pg');
+      const policy = values['store-policy'];
+      if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy '${policy}' (known: ${STORE_POLICIES.join(', ')})`);
+      return checkCommand({
+        file: rest[0]!,
+        json: values.json ?? false,
+        report: values.report,
+        storePolicy: policy as StorePolicy | undefined,
+        timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 1, 86_400_000),
+      });
     }
     case 'explore':
     case undefined: {

@@ -10,7 +10,13 @@
  * the history (on one machine: CLOCK_MONOTONIC, `process.hrtime`), so that
  * "a completed before b was invoked" can be read off the numbers. Tokens are
  * strings of decimal digits (exact up to 2^63-1; never a JSON number).
+ *
+ * An optional first line `{"type":"meta", ...}` says what was recorded, in
+ * particular the policy of the store the writes went to.
  */
+import type { StorePolicy } from '../../model/design.ts';
+
+export type { StorePolicy };
 
 /** A client process (a non-negative integer), or the fault injector. */
 export type ProcessId = number | 'nemesis';
@@ -114,7 +120,20 @@ export interface FaultEvent {
   readonly detail?: string;
 }
 
-export type HistoryEvent = OperationEvent | SignalEvent | FaultEvent;
+/**
+ * The optional header, only as the first line: what was recorded. `store` is
+ * the policy of the store behind every write (absent: not said; FENCE-2 is
+ * then judged only if the checker is told the policy).
+ */
+export interface MetaEvent {
+  readonly type: 'meta';
+  readonly store?: StorePolicy;
+  /** Free text: the backend, the workload, the seed... */
+  readonly backend?: string;
+  readonly description?: string;
+}
 
-/** A whole history, in recorded order. */
+export type HistoryEvent = MetaEvent | OperationEvent | SignalEvent | FaultEvent;
+
+/** A whole history, in recorded order; findings name events by their index here (0-based). */
 export type History = readonly HistoryEvent[];

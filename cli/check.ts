@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import type { CheckReport } from '../conformance/history/check.ts';
+import { checkHistory } from '../conformance/history/check.ts';
+import type { StorePolicy } from '../conformance/history/event.ts';
+import { parseHistory } from '../conformance/history/parse.ts';
+import { writeHistoryReport } from '../conformance/history/report.ts';
+
+/**
+ * `lockcheck check <history.jsonl>`: judges a history recorded anywhere.
+ * Exit codes: 0 safe, 1 violation, 2 bad input (the message names the line),
+ * 4 unknown (a check could not decide, e.g. the linearizability search timed out).
+ */
+export interface CheckCommandOptions {
+  /** A path, or `-` for stdin. */
+  readonly file: string;
+  readonly json: boolean;
+  readonly report: string | undefined;
+  readonly storePolicy: StorePolicy | undefined;
+  readonly timeoutMs: number | undefined;
+}
+
+export const EXIT_BY_VERDICT = { safe: 0, violation: 1, unknown: 4 } as const;
+
+export function checkCommand(o: CheckCommandOptions): number {
+  let text: string;
+  try {
+    text = readFileSync(o.file === '-' ? 0 : o.file, 'utf8');
+  } catch (e) {
+    console.error(`lockcheck: cannot read history ${o.file}: ${e instanceof Error ? e.message : String(e)}`);
+    return 2;
+  }
+  const history = parseHistory(text);
+  if (history instanceof Error) {
+    console.error(`lockcheck: ${o.file} is not a valid history: ${history.message}\n(the format: docs/histories.md)`);
+    return 2;
+  }
+  const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) });
+  const html = o.report === undefined ? undefined : writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
+  if (o.json) console.log(JSON.stringify({ file: o.file, ...report, ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
+  else console.log(reportText(o.file, report, html));
+  return EXIT_BY_VERDICT[report.verdict];
+}
+
+export function reportText(file: string, report: CheckReport, html?: string): string {
+  const c = report.counts;
+  const lines = [
+    `${file}: ${report.verdict.toUpperCase()}`,
+    `  ${c.operations} operations (${c.unknownOutcomes} with unknown outcome), ${c.grants} grants, ${c.holds} holds, writes ${c.writesAccepted} accepted / ${c.writesRejected} rejected / ${c.writesUnknown} unknown, ${c.faults} faults`,
+    `  overlapping holds ${c.overlappingHolds}, lost updates ${c.lostUpdates}, stale writes accepted ${c.staleWritesAccepted}, token order violations ${c.tokenOrderViolations}`,
+    `  store policy: ${report.storePolicy ?? 'not given'}`,
+    ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
+    ...report.findings.map((f) => `${f.property}: ${f.message} [lines ${f.events.map((i) => i + 1).join(', ')}]`),
+    ...(html === undefined ? [] : [`report: ${html}`]),
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,120 @@
+import type { History, StorePolicy } from './event.ts';
+import type { CheckResult, Finding, FindingList, Verdict } from './findings.ts';
+import { holdIntervals, overlappingHolds } from './holds.ts';
+import { faultIntervals, operations } from './operations.ts';
+import { lostUpdates, staleWrites, storeCounts } from './store.ts';
+import { tokenOrder } from './tokens.ts';
+
+export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './findings.ts';
+
+/**
+ * Judging a concurrent history (spec/SPEC.md 10.4): every check over one
+ * parsed history, one report. Checks never guess: what the history cannot
+ * tell (an `info` outcome, a search that ran out of time) is never a finding.
+ */
+export interface CheckOptions {
+  /** The policy of the store behind the writes; wins over the history's meta line. */
+  readonly storePolicy?: StorePolicy;
+  /** Budget of the linearizability search; past it that check says 'unknown'. Default 10000. */
+  readonly timeoutMs?: number;
+  /** Findings kept per check (all are counted). Default 20. */
+  readonly maxFindings?: number;
+}
+
+export interface CheckCounts {
+  readonly events: number;
+  /** Invocations of client operations (acquire, extend, release, write, read). */
+  readonly operations: number;
+  /** ok acquires (grants the clients saw). */
+  readonly grants: number;
+  /** Intervals in which a client believed it held a lease. */
+  readonly holds: number;
+  readonly overlappingHolds: number;
+  readonly writesAccepted: number;
+  readonly writesRejected: number;
+  /** info or never completed: may or may not have landed. */
+  readonly writesUnknown: number;
+  readonly lostUpdates: number;
+  readonly staleWritesAccepted: number;
+  readonly tokenOrderViolations: number;
+  /** Operations whose outcome is unknown (info, or never completed). */
+  readonly unknownOutcomes: number;
+  readonly faults: number;
+}
+
+export interface CheckReport {
+  /** violation if any check found one; else unknown if any check could not decide; else safe. */
+  readonly verdict: Verdict;
+  readonly storePolicy: StorePolicy | undefined;
+  readonly checks: readonly CheckResult[];
+  /** At most maxFindings per check, in check order. */
+  readonly findings: readonly Finding[];
+  readonly counts: CheckCounts;
+}
+
+const verdictOf = (list: FindingList): Verdict => (list.total > 0 ? 'violation' : 'safe');
+
+export function overallVerdict(checks: readonly CheckResult[]): Verdict {
+  if (checks.some((c) => c.verdict === 'violation')) return 'violation';
+  if (checks.some((c) => c.verdict === 'unknown')) return 'unknown';
+  return 'safe';
+}
+
+export function checkHistory(history: History, options: CheckOptions = {}): CheckReport {
+  const max = options.maxFindings ?? 20;
+  const meta = history[0]?.type === 'meta' ? history[0] : undefined;
+  const storePolicy = options.storePolicy ?? meta?.store;
+  const ops = operations(history);
+  const holds = holdIntervals(history);
+
+  const overlaps = overlappingHolds(holds, max);
+  const tokens = tokenOrder(ops, max);
+  const lost = lostUpdates(ops, max);
+  const stale = staleWrites(ops, storePolicy ?? 'unfenced', max);
+  const store = storeCounts(ops);
+  const hasTokenedWrites = ops.some((o) => o.event.op === 'write' && o.event.token !== undefined);
+
+  const checks: CheckResult[] = [
+    { check: 'overlapping-holds', property: 'MUTEX-1', verdict: holds.length === 0 ? 'skipped' : verdictOf(overlaps), findings: overlaps.total, ...(holds.length === 0 ? { note: 'no holds in the history' } : {}) },
+    { check: 'token-order', property: 'FENCE-1', verdict: tokens.grants < 2 ? 'skipped' : verdictOf(tokens.findings), findings: tokens.findings.total, ...(tokens.grants < 2 ? { note: 'fewer than two grants carry a token' } : {}) },
+    {
+      check: 'lost-updates',
+      property: 'STORE-1',
+      verdict: lost.judged ? verdictOf(lost.findings) : 'skipped',
+      findings: lost.findings.total,
+      ...(lost.judged ? {} : { note: 'no read-modify-writes (writes with prev) in the history' }),
+    },
+    staleCheck(storePolicy, hasTokenedWrites, stale),
+  ];
+  const findings = [overlaps, tokens.findings, lost.findings, stale].flatMap((l) => l.kept);
+  const unknownOutcomes = ops.filter((o) => o.outcome === 'info' || o.outcome === 'pending').length;
+  return {
+    verdict: overallVerdict(checks),
+    storePolicy,
+    checks,
+    findings,
+    counts: {
+      events: history.length,
+      operations: ops.length,
+      grants: ops.filter((o) => o.event.op === 'acquire' && o.outcome === 'ok').length,
+      holds: holds.length,
+      overlappingHolds: overlaps.total,
+      writesAccepted: store.writesAccepted,
+      writesRejected: store.writesRejected,
+      writesUnknown: store.writesUnknown,
+      lostUpdates: lost.lost,
+      staleWritesAccepted: stale.total,
+      tokenOrderViolations: tokens.findings.total,
+      unknownOutcomes,
+      faults: faultIntervals(history).length,
+    },
+  };
+}
+
+function staleCheck(policy: StorePolicy | undefined, hasTokenedWrites: boolean, stale: FindingList): CheckResult {
+  const base = { check: 'stale-writes', property: 'FENCE-2', findings: stale.total } as const;
+  if (policy === undefined) return { ...base, verdict: 'skipped', note: 'the store policy is not known: give it in a meta line or with --store-policy' };
+  if (policy !== 'strict' && policy !== 'monotonic') return { ...base, verdict: 'skipped', note: `a ${policy} store fences nothing` };
+  if (!hasTokenedWrites) return { ...base, verdict: 'skipped', note: 'no write carries a token' };
+  return { ...base, verdict: verdictOf(stale) };
+}

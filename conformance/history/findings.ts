@@ -1,0 +1,55 @@
+/**
+ * What a history checker says (spec/SPEC.md 10.4): a verdict per check and
+ * findings that name the events involved.
+ */
+
+/** safe: nothing wrong found; violation: a finding; unknown: could not decide (timeout, too large). */
+export type Verdict = 'safe' | 'violation' | 'unknown';
+
+/** The spec property a check judges (section 5; LIN-1 in section 10.4). */
+export type HistoryPropertyId = 'MUTEX-1' | 'FENCE-1' | 'FENCE-2' | 'STORE-1' | 'LIN-1';
+
+export type CheckId = 'overlapping-holds' | 'token-order' | 'stale-writes' | 'lost-updates' | 'lock-linearizable' | 'register-linearizable';
+
+export interface Finding {
+  readonly check: CheckId;
+  readonly property: HistoryPropertyId;
+  readonly message: string;
+  /** Indices (0-based, = line - 1) of the events involved, in history order. */
+  readonly events: readonly number[];
+  /** MUTEX-1: the two hold intervals that overlap, in ms on the history clock. */
+  readonly intervals?: readonly HoldSpan[];
+}
+
+export interface HoldSpan {
+  readonly process: number;
+  readonly resource: string;
+  readonly start: number;
+  /** null: never ended within the history (a session lock never released). */
+  readonly end: number | null;
+}
+
+export interface CheckResult {
+  readonly check: CheckId;
+  readonly property: HistoryPropertyId;
+  /** skipped: nothing to judge (no such operations, or the store policy is unknown); see note. */
+  readonly verdict: Verdict | 'skipped';
+  /** Findings of this check in total (the report keeps at most `maxFindings` of them). */
+  readonly findings: number;
+  readonly note?: string;
+}
+
+/** Keep a finding list bounded, counting the rest. */
+export class FindingList {
+  readonly kept: Finding[] = [];
+  total = 0;
+  constructor(private readonly max: number) {}
+  add(f: Finding): void {
+    this.total++;
+    if (this.kept.length < this.max) this.kept.push(f);
+  }
+}
+
+export function sortedUnique(xs: Iterable<number | undefined>): number[] {
+  return [...new Set([...xs].filter((x): x is number => x !== undefined))].sort((a, b) => a - b);
+}

@@ -1,0 +1,126 @@
+import type { AcquireEvent, ExtendEvent, History, OperationEvent, SignalEvent } from './event.ts';
+import type { Finding } from './findings.ts';
+import { FindingList, sortedUnique } from './findings.ts';
+import { ms } from './operations.ts';
+
+/**
+ * MUTEX-1 as the clients experienced it (spec/SPEC.md 10.4.1): the intervals
+ * in which a client believed it held a valid lease, and the pairs of them
+ * that overlap.
+ */
+
+export type HoldEnd = 'deadline' | 'release' | 'signal' | 'extend-failed' | 'reacquire' | 'history-end';
+
+/** One interval of belief: a grant (or an extension after a lapse) until the first thing that ends it. */
+export interface Hold {
+  readonly process: number;
+  readonly resource: string;
+  readonly owner: string | undefined;
+  readonly token: string | undefined;
+  /** The acquire's ok, or the extend's ok that began this interval. */
+  readonly start: number;
+  /** Infinity: never ended within the history (no deadline, no release, no signal). */
+  readonly end: number;
+  readonly endedBy: HoldEnd;
+  /** The acquire's invoke and ok, the extends' oks, and the event that ended it (none for a deadline). */
+  readonly events: readonly number[];
+  /** The acquire ok this belief descends from. */
+  readonly grantIndex: number;
+}
+
+interface Current {
+  readonly resource: string;
+  readonly owner: string | undefined;
+  readonly token: string | undefined;
+  readonly start: number;
+  deadline: number;
+  readonly events: number[];
+  readonly grantIndex: number;
+}
+
+function sameLease(c: Current, e: { readonly owner?: string; readonly token?: string }): boolean {
+  return (c.owner === undefined || e.owner === undefined || c.owner === e.owner) && (c.token === undefined || e.token === undefined || c.token === e.token);
+}
+
+export function holdIntervals(history: History): Hold[] {
+  const holds: Hold[] = [];
+  const current = new Map<string, Current>();
+  const invokes = new Map<number, number>();
+  const keyOf = (process: number, resource: string) => `${process}\u0000${resource}`;
+  const close = (process: number, c: Current, at: number, by: HoldEnd, index: number | undefined) => {
+    const end = Math.min(at, c.deadline);
+    const endedBy = c.deadline < at ? 'deadline' : by;
+    if (end > c.start) {
+      holds.push({ process, resource: c.resource, owner: c.owner, token: c.token, start: c.start, end, endedBy, events: sortedUnique([...c.events, endedBy === 'deadline' ? undefined : index]), grantIndex: c.grantIndex });
+    }
+    current.delete(keyOf(process, c.resource));
+  };
+  history.forEach((e, i) => {
+    if (e.type === 'meta' || e.process === 'nemesis') return;
+    const process = e.process;
+    if (e.type === 'signal') {
+      const s = e as SignalEvent;
+      const c = current.get(keyOf(process, s.resource));
+      if (c !== undefined && sameLease(c, s)) close(process, c, s.time, 'signal', i);
+      return;
+    }
+    const op = e as OperationEvent;
+    if (op.op === 'write' || op.op === 'read') return;
+    if (op.type === 'invoke') invokes.set(process, i);
+    const c = current.get(keyOf(process, op.resource));
+    const invokeIndex = invokes.get(process)!;
+    if (op.op === 'acquire') {
+      if (op.type === 'invoke' && c !== undefined) close(process, c, op.time, 'reacquire', i);
+      if (op.type === 'ok') {
+        const a = op as AcquireEvent;
+        current.set(keyOf(process, a.resource), { resource: a.resource, owner: a.owner, token: a.token, start: a.time, deadline: a.validUntil ?? Infinity, events: [invokeIndex, i], grantIndex: i });
+      }
+    } else if (op.op === 'extend') {
+      const x = op as ExtendEvent;
+      if (x.type === 'ok') {
+        const deadline = x.validUntil ?? Infinity;
+        if (c !== undefined && sameLease(c, x) && c.deadline > x.time) {
+          c.deadline = deadline;
+          c.events.push(i);
+        } else {
+          // The belief had lapsed (or was never there): it resumes at this ok.
+          if (c !== undefined) close(process, c, x.time, 'deadline', undefined);
+          current.set(keyOf(process, x.resource), { resource: x.resource, owner: x.owner, token: x.token ?? c?.token, start: x.time, deadline, events: [invokeIndex, i], grantIndex: c?.grantIndex ?? i });
+        }
+      } else if (x.type === 'fail' && c !== undefined && sameLease(c, x)) close(process, c, x.time, 'extend-failed', i);
+      // info: the client cannot know whether it extended; it keeps the deadline it had.
+    } else if (op.type === 'invoke' && c !== undefined && sameLease(c, op)) close(process, c, op.time, 'release', i);
+  });
+  for (const [key, c] of current) close(Number(key.split('\u0000')[0]), c, Infinity, 'history-end', undefined);
+  return holds.sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
+}
+
+function describeHold(h: Hold): string {
+  return `process ${h.process} from ${ms(h.start)} to ${ms(h.end)} ms (grant at event ${h.grantIndex}${h.token === undefined ? '' : `, token ${h.token}`}; ended by ${h.endedBy})`;
+}
+
+/** Pairs of holds of one resource, by different processes, that share an instant. */
+export function overlappingHolds(holds: readonly Hold[], maxFindings: number): FindingList {
+  const list = new FindingList(maxFindings);
+  const byResource = new Map<string, Hold[]>();
+  for (const h of holds) byResource.set(h.resource, [...(byResource.get(h.resource) ?? []), h]);
+  for (const [resource, hs] of byResource) {
+    // hs is sorted by start; an interval can only overlap later ones that start before it ends.
+    for (let i = 0; i < hs.length; i++) {
+      const a = hs[i]!;
+      for (let j = i + 1; j < hs.length && hs[j]!.start < a.end; j++) {
+        const b = hs[j]!;
+        if (b.process === a.process) continue;
+        const finding: Finding = {
+          check: 'overlapping-holds',
+          property: 'MUTEX-1',
+          message: `two clients believed they held '${resource}' at once: ${describeHold(a)} and ${describeHold(b)}`,
+          events: sortedUnique([...a.events, ...b.events]),
+          intervals: [a, b].map((h) => ({ process: h.process, resource, start: h.start, end: Number.isFinite(h.end) ? h.end : null })),
+        };
+        list.add(finding);
+      }
+    }
+  }
+  return list;
+}

@@ -1,0 +1,86 @@
+import type { FaultEvent, History, OperationEvent } from './event.ts';
+
+/**
+ * A history's operations: each invoke paired with its completion. What the
+ * checkers and the report work on. Indices are positions in the history.
+ */
+export interface OperationRecord {
+  readonly process: number;
+  /** ok, fail, info, or pending: invoked and never completed (treated as info). */
+  readonly outcome: 'ok' | 'fail' | 'info' | 'pending';
+  readonly invokeIndex: number;
+  readonly completeIndex: number | undefined;
+  /** The invoke's time. */
+  readonly start: number;
+  /** The completion's time; for info and pending, the last the history saw of it (its effect may come later). */
+  readonly end: number;
+  /** The completion (carrying the invoke's fields), or the invoke while pending. */
+  readonly event: OperationEvent;
+}
+
+export function operations(history: History): OperationRecord[] {
+  const out: OperationRecord[] = [];
+  const open = new Map<number, number>();
+  let lastTime = -Infinity;
+  history.forEach((e, i) => {
+    if (e.type === 'meta') return;
+    lastTime = Math.max(lastTime, e.time);
+    if (e.type === 'signal' || e.process === 'nemesis') return;
+    const op = e as OperationEvent;
+    if (op.type === 'invoke') open.set(op.process as number, i);
+    else {
+      const inv = open.get(op.process as number)!;
+      open.delete(op.process as number);
+      out.push({ process: op.process as number, outcome: op.type, invokeIndex: inv, completeIndex: i, start: (history[inv] as OperationEvent).time, end: op.time, event: op });
+    }
+  });
+  for (const [process, inv] of open) {
+    const event = history[inv] as OperationEvent;
+    out.push({ process, outcome: 'pending', invokeIndex: inv, completeIndex: undefined, start: event.time, end: Math.max(event.time, lastTime), event });
+  }
+  return out.sort((a, b) => a.invokeIndex - b.invokeIndex);
+}
+
+/** A fault the nemesis injected, from its begin to its end (or the end of the history). */
+export interface FaultInterval {
+  readonly fault: string;
+  readonly target: string | undefined;
+  readonly detail: string | undefined;
+  readonly start: number;
+  readonly end: number;
+  readonly beginIndex: number;
+  readonly endIndex: number | undefined;
+}
+
+export function faultIntervals(history: History): FaultInterval[] {
+  const out: FaultInterval[] = [];
+  const open = new Map<string, number[]>();
+  let lastTime = -Infinity;
+  history.forEach((e, i) => {
+    if (e.type === 'meta') return;
+    lastTime = Math.max(lastTime, e.time);
+    if (e.type === 'signal' || e.process !== 'nemesis') return;
+    const f = e as FaultEvent;
+    const key = `${f.fault}\u0000${f.target ?? ''}`;
+    const stack = open.get(key) ?? [];
+    if (f.type === 'invoke') open.set(key, [...stack, i]);
+    else if (stack.length > 0) {
+      const begin = stack[0]!;
+      open.set(key, stack.slice(1));
+      const b = history[begin] as FaultEvent;
+      out.push({ fault: b.fault, target: b.target, detail: b.detail ?? f.detail, start: b.time, end: f.time, beginIndex: begin, endIndex: i });
+    }
+  });
+  for (const stack of open.values()) {
+    for (const begin of stack) {
+      const b = history[begin] as FaultEvent;
+      out.push({ fault: b.fault, target: b.target, detail: b.detail, start: b.time, end: Math.max(b.time, lastTime), beginIndex: begin, endIndex: undefined });
+    }
+  }
+  return out.sort((a, b) => a.beginIndex - b.beginIndex);
+}
+
+/** Milliseconds for messages: 3 decimals at most. */
+export function ms(t: number): string {
+  return Number.isFinite(t) ? `${Math.round(t * 1000) / 1000}` : '∞';
+}

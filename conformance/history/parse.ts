@@ -1,0 +1,219 @@
+import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
+
+/**
+ * Reading a history (spec/SPEC.md 10.2, 10.3): JSONL in, a typed `History`
+ * out, or a `HistoryFormatError` naming the line and the field. Never throws:
+ * whatever the bytes, the answer is one of the two.
+ *
+ * Completions inherit the fields of their invoke they do not repeat (a
+ * write's `ok` need not repeat the value), so a parsed completion carries the
+ * whole operation. Fields a history adds beyond the format are dropped.
+ */
+export class HistoryFormatError extends Error {
+  override readonly name = 'HistoryFormatError';
+  constructor(
+    /** 1-based line of the input. */
+    readonly line: number,
+    /** The offending field, when one is to blame. */
+    readonly field: string | undefined,
+    readonly problem: string,
+  ) {
+    super(`line ${line}${field === undefined ? '' : `, field '${field}'`}: ${problem}`);
+  }
+}
+
+export const MAX_TOKEN = 2n ** 63n - 1n;
+const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
+const OPERATIONS: readonly Operation[] = ['acquire', 'extend', 'release', 'write', 'read'];
+
+type Kind = 'text' | 'name' | 'ms' | 'positive' | 'token' | 'nullable';
+/** identity: on invoke and completion, equal on both; invoke: required on the invoke; ok: required on an ok. */
+type Need = 'identity' | 'invoke' | 'ok' | 'optional';
+interface FieldSpec {
+  readonly name: string;
+  readonly kind: Kind;
+  readonly need: Need;
+}
+
+const f = (name: string, kind: Kind, need: Need = 'optional'): FieldSpec => ({ name, kind, need });
+const RESOURCE = f('resource', 'name', 'identity');
+const REASON = f('reason', 'text');
+const FIELDS: Record<Operation, readonly FieldSpec[]> = {
+  acquire: [RESOURCE, f('ttlMs', 'positive'), f('owner', 'name'), f('token', 'token'), f('validUntil', 'ms'), REASON],
+  extend: [RESOURCE, f('owner', 'name', 'invoke'), f('token', 'token'), f('ttlMs', 'positive'), f('validUntil', 'ms'), REASON],
+  release: [RESOURCE, f('owner', 'name', 'invoke'), f('token', 'token'), REASON],
+  write: [RESOURCE, f('key', 'name', 'identity'), f('value', 'text', 'invoke'), f('prev', 'nullable'), f('token', 'token'), REASON],
+  read: [RESOURCE, f('key', 'name', 'identity'), f('value', 'nullable', 'ok'), REASON],
+};
+const SIGNAL_FIELDS: readonly FieldSpec[] = [f('resource', 'name', 'invoke'), f('owner', 'name', 'invoke'), f('token', 'token'), f('reason', 'text', 'invoke')];
+const FAULT_FIELDS: readonly FieldSpec[] = [f('fault', 'name', 'invoke'), f('target', 'text'), f('detail', 'text')];
+
+/** Thrown inside the parser only; parseHistory turns it into its answer. */
+class Bad {
+  constructor(
+    readonly field: string | undefined,
+    readonly problem: string,
+  ) {}
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') return v.length > 40 ? `'${v.slice(0, 40)}…'` : `'${v}'`;
+  if (typeof v === 'object') return 'an object';
+  return String(v);
+}
+
+function checkValue(spec: FieldSpec, v: unknown): unknown {
+  const bad = (what: string): never => {
+    throw new Bad(spec.name, `must be ${what}, got ${describe(v)}`);
+  };
+  switch (spec.kind) {
+    case 'text':
+      return typeof v === 'string' ? v : bad('a string');
+    case 'name':
+      return typeof v === 'string' && v !== '' ? v : bad('a non-empty string');
+    case 'nullable':
+      return v === null || typeof v === 'string' ? v : bad('a string or null');
+    case 'ms':
+      return typeof v === 'number' && Number.isFinite(v) ? v : bad('a finite number (ms on the history clock)');
+    case 'positive':
+      return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : bad('a positive number of ms');
+    case 'token': {
+      if (typeof v !== 'string' || !/^[0-9]{1,40}$/.test(v)) return bad('a string of decimal digits (tokens are never JSON numbers)');
+      if (BigInt(v) > MAX_TOKEN) return bad('at most 2^63-1');
+      return v;
+    }
+  }
+}
+
+/** The fields of `spec` present in `o`, checked; required ones must be present. */
+function fields(o: Record<string, unknown>, specs: readonly FieldSpec[], required: (n: Need) => boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const spec of specs) {
+    if (Object.hasOwn(o, spec.name) && o[spec.name] !== undefined) out[spec.name] = checkValue(spec, o[spec.name]);
+    else if (required(spec.need)) throw new Bad(spec.name, 'is missing');
+  }
+  return out;
+}
+
+interface Open {
+  readonly op: Operation;
+  readonly line: number;
+  readonly event: Record<string, unknown>;
+}
+
+/** What the parser remembers between lines. */
+interface State {
+  readonly open: Map<number, Open>;
+  /** Faults begun and not yet ended, by `fault` and `target`. */
+  readonly faults: Map<string, number>;
+  readonly lastTime: Map<ProcessId, number>;
+}
+
+function processOf(v: unknown): ProcessId {
+  if (v === 'nemesis') return v;
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
+  throw new Bad('process', `must be a non-negative integer or 'nemesis', got ${describe(v)}`);
+}
+
+function timeOf(o: Record<string, unknown>, process: ProcessId, state: State): number {
+  const time = checkValue(f('time', 'ms'), o.time) as number;
+  const last = state.lastTime.get(process);
+  if (last !== undefined && time < last) throw new Bad('time', `goes backwards for process ${String(process)}: ${time} after ${last}`);
+  state.lastTime.set(process, time);
+  return time;
+}
+
+function faultEvent(o: Record<string, unknown>, type: string, time: number, state: State): HistoryEvent {
+  if (o.op !== 'fault') throw new Bad('op', `the nemesis records only op 'fault', got ${describe(o.op)}`);
+  if (type !== 'invoke' && type !== 'ok' && type !== 'info') throw new Bad('type', `a fault is 'invoke' (begins) or 'ok'/'info' (ends), got ${describe(type)}`);
+  const rest = fields(o, FAULT_FIELDS, (n) => n === 'invoke');
+  const key = `${String(rest.fault)}\u0000${String(rest.target ?? '')}`;
+  if (type === 'invoke') state.faults.set(key, (state.faults.get(key) ?? 0) + 1);
+  else {
+    const n = state.faults.get(key) ?? 0;
+    if (n === 0) throw new Bad('fault', `ends fault ${describe(rest.fault)}${rest.target === undefined ? '' : ` on ${describe(rest.target)}`}, which was not begun`);
+    state.faults.set(key, n - 1);
+  }
+  return { type, process: 'nemesis', time, op: 'fault', ...rest } as HistoryEvent;
+}
+
+function operationEvent(o: Record<string, unknown>, type: string, process: number, time: number, line: number, state: State): HistoryEvent {
+  if (type !== 'invoke' && type !== 'ok' && type !== 'fail' && type !== 'info') throw new Bad('type', `must be invoke, ok, fail, info, signal or meta, got ${describe(type)}`);
+  const op = o.op;
+  if (!OPERATIONS.includes(op as Operation)) throw new Bad('op', `must be one of ${OPERATIONS.join(', ')}, got ${describe(op)}`);
+  const specs = FIELDS[op as Operation];
+  const open = state.open.get(process);
+  if (type === 'invoke') {
+    if (open !== undefined) throw new Bad('type', `process ${process} invokes ${String(op)} while its ${open.op} of line ${open.line} is still in flight (one operation at a time per process)`);
+    const rest = fields(o, specs, (n) => n === 'identity' || n === 'invoke');
+    const event = { type, process, time, op, ...rest };
+    state.open.set(process, { op: op as Operation, line, event: rest });
+    return event as HistoryEvent;
+  }
+  if (open === undefined) throw new Bad('type', `${type} of ${String(op)} for process ${process}, which has no operation in flight`);
+  if (open.op !== op) throw new Bad('op', `completes process ${process}'s ${open.op} of line ${open.line} but says ${describe(op)}`);
+  const rest = fields(o, specs, (n) => n === 'identity' || (n === 'ok' && type === 'ok'));
+  for (const spec of specs) {
+    if (spec.need === 'identity' && rest[spec.name] !== open.event[spec.name]) {
+      throw new Bad(spec.name, `is ${describe(rest[spec.name])} but the invoke of line ${open.line} says ${describe(open.event[spec.name])}`);
+    }
+  }
+  state.open.delete(process);
+  return { type, process, time, op, ...open.event, ...rest } as HistoryEvent;
+}
+
+function eventOf(raw: unknown, index: number, line: number, state: State): HistoryEvent {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Bad(undefined, `each line must be a JSON object, got ${describe(raw)}`);
+  const o = raw as Record<string, unknown>;
+  const type = o.type;
+  if (type === 'meta') {
+    if (index !== 0) throw new Bad('type', 'a meta line may only be the first line');
+    const rest = fields(o, [f('backend', 'text'), f('description', 'text')], () => false);
+    if (o.store !== undefined && !STORE_POLICIES.includes(o.store as StorePolicy)) throw new Bad('store', `must be one of ${STORE_POLICIES.join(', ')}, got ${describe(o.store)}`);
+    return { type: 'meta', ...(o.store === undefined ? {} : { store: o.store as StorePolicy }), ...rest };
+  }
+  if (typeof type !== 'string') throw new Bad('type', `is missing or not a string (${describe(type)})`);
+  const process = processOf(o.process);
+  const time = timeOf(o, process, state);
+  if (process === 'nemesis') return faultEvent(o, type, time, state);
+  if (type === 'signal') return { type, process, time, ...fields(o, SIGNAL_FIELDS, (n) => n === 'invoke') } as HistoryEvent;
+  return operationEvent(o, type, process, time, line, state);
+}
+
+/** Checks events already in memory (a recorder's own); `line` in errors is index + 1. */
+export function validateHistory(values: readonly unknown[]): History | HistoryFormatError {
+  const state: State = { open: new Map(), faults: new Map(), lastTime: new Map() };
+  const events: HistoryEvent[] = [];
+  for (let i = 0; i < values.length; i++) {
+    try {
+      events.push(eventOf(values[i], i, i + 1, state));
+    } catch (e) {
+      if (e instanceof Bad) return new HistoryFormatError(i + 1, e.field, e.problem);
+      return new HistoryFormatError(i + 1, undefined, `unreadable event (${e instanceof Error ? e.message : String(e)})`);
+    }
+  }
+  return events;
+}
+
+/**
+ * A JSONL history: one event per line, `\n` or `\r\n`, blank lines only at
+ * the end (so that event i is line i+1). Open operations at the end are fine:
+ * their effect is unknown, like an `info`.
+ */
+export function parseHistory(text: string): History | HistoryFormatError {
+  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  while (lines.length > 0 && lines[lines.length - 1]!.trim() === '') lines.pop();
+  const values: unknown[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.trim() === '') return new HistoryFormatError(i + 1, undefined, 'blank line inside the history (each line must be one JSON event)');
+    try {
+      values.push(JSON.parse(line));
+    } catch (e) {
+      return new HistoryFormatError(i + 1, undefined, `not JSON (${e instanceof Error ? e.message : String(e)})`);
+    }
+  }
+  return validateHistory(values);
+}
