@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { match } from 'ts-pattern';
-import type { FaultEvent, HistoryEvent } from '../history/event.ts';
+import type { FaultEvent } from '../history/event.ts';
+import type { RecordedEvent } from './protocol.ts';
 import type { ClientFleet } from './fleet.ts';
 import type { GateRequest } from './protocol.ts';
 import type { Random } from './random.ts';
@@ -69,6 +70,8 @@ export class Nemesis {
   #busy = false;
   #faults = 0;
   #healing = false;
+  /** When the clients stop: no strike starts later than 2 ttls before, none outlasts it by more than a ttl. */
+  #untilMs = Number.POSITIVE_INFINITY;
 
   constructor(options: NemesisOptions) {
     this.#o = options;
@@ -92,6 +95,7 @@ export class Nemesis {
   /** Injects faults until the shared clock reaches `untilMs`, then heals everything. */
   async run(untilMs: number): Promise<void> {
     const { random, faults } = this.#o;
+    this.#untilMs = untilMs;
     try {
       while (faults.length > 0) {
         const waitMs = random.int(Math.floor(this.#intervalMs / 2), Math.floor((this.#intervalMs * 3) / 2));
@@ -110,7 +114,7 @@ export class Nemesis {
   /** A client at its gate: resolves when it may write (at once unless a targeted fault strikes it). */
   async atGate(client: number, request: GateRequest): Promise<void> {
     const armed = this.#armed;
-    if (armed === null || this.#busy || this.#healing) return;
+    if (armed === null || this.#busy || this.#healing || sharedNowMs() > this.#untilMs - 2 * this.#o.ttlMaxMs) return;
     this.#busy = true;
     try {
       const struck = await this.#targeted(armed.fault, client, request);
@@ -222,8 +226,8 @@ export class Nemesis {
   /** Strikes a client at its gate; false when this client is not a fit (the fault stays armed). */
   async #targeted(fault: Armed['fault'], client: number, g: GateRequest): Promise<boolean> {
     const { fleet, servers, recorder } = this.#o;
-    const endBy = sharedNowMs() + this.#maxFaultMs;
-    const byOther = (op: 'write' | 'acquire', since: number) => (e: HistoryEvent) =>
+    const endBy = Math.min(sharedNowMs() + this.#maxFaultMs, this.#untilMs + this.#o.ttlMaxMs);
+    const byOther = (op: 'write' | 'acquire', since: number) => (e: RecordedEvent) =>
       e.process !== client && e.process !== 'nemesis' && e.type === 'ok' && 'op' in e && e.op === op && 'resource' in e && e.resource === g.resource && e.time > since;
     const target = `client ${client}`;
     return match(fault)

@@ -1,4 +1,7 @@
-import type { HistoryEvent } from '../history/event.ts';
+import type { HistoryEvent, MetaEvent } from '../history/event.ts';
+
+/** What clients and the nemesis record: every event but the header. */
+export type RecordedEvent = Exclude<HistoryEvent, MetaEvent>;
 
 /**
  * What the stress runner and its client processes say to each other over
@@ -55,7 +58,7 @@ export interface GateRequest {
 
 export type FromClient =
   | { readonly kind: 'ready' }
-  | { readonly kind: 'events'; readonly events: readonly HistoryEvent[] }
+  | { readonly kind: 'events'; readonly events: readonly RecordedEvent[] }
   | GateRequest
   | { readonly kind: 'done'; readonly cycles: number }
   | { readonly kind: 'error'; readonly message: string };

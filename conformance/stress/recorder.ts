@@ -1,4 +1,5 @@
 import type { HistoryEvent } from '../history/event.ts';
+import type { RecordedEvent } from './protocol.ts';
 import { sharedNowMs } from './sharedClock.ts';
 
 /**
@@ -7,10 +8,10 @@ import { sharedNowMs } from './sharedClock.ts';
  * ("another client wrote this register since").
  */
 export class Recorder {
-  readonly #events: HistoryEvent[] = [];
-  readonly #watchers = new Set<(e: HistoryEvent) => void>();
+  readonly #events: RecordedEvent[] = [];
+  readonly #watchers = new Set<(e: RecordedEvent) => void>();
 
-  add(events: readonly HistoryEvent[]): void {
+  add(events: readonly RecordedEvent[]): void {
     for (const e of events) {
       this.#events.push(e);
       for (const w of [...this.#watchers]) w(e);
@@ -22,14 +23,14 @@ export class Recorder {
   }
 
   /** Resolves true when an event matching `predicate` arrives, false once the shared clock passes `untilMs`. */
-  waitFor(predicate: (e: HistoryEvent) => boolean, untilMs: number): Promise<boolean> {
+  waitFor(predicate: (e: RecordedEvent) => boolean, untilMs: number): Promise<boolean> {
     return new Promise((resolve) => {
       const done = (found: boolean): void => {
         clearTimeout(timer);
         this.#watchers.delete(watcher);
         resolve(found);
       };
-      const watcher = (e: HistoryEvent): void => {
+      const watcher = (e: RecordedEvent): void => {
         if (predicate(e)) done(true);
       };
       const timer = setTimeout(() => done(false), Math.max(0, untilMs - sharedNowMs()));
@@ -38,7 +39,7 @@ export class Recorder {
   }
 
   /** The history in the order of the shared clock (events arrive in batches per process; a stable sort keeps each process's order). */
-  history(): HistoryEvent[] {
+  history(): RecordedEvent[] {
     return [...this.#events].sort((a, b) => a.time - b.time);
   }
 }

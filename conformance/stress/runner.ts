@@ -1,4 +1,4 @@
-import type { HistoryEvent } from '../history/event.ts';
+import type { RecordedEvent } from './protocol.ts';
 import { ClientFleet } from './fleet.ts';
 import type { NemesisFault } from './nemesis.ts';
 import { isTargeted, Nemesis, needsFakeClocks, needsProxies, unsupported } from './nemesis.ts';
@@ -34,7 +34,7 @@ export interface StressOptions {
 }
 
 export interface StressRun {
-  readonly history: HistoryEvent[];
+  readonly history: RecordedEvent[];
   /** From the clients' start to their last event, ms. */
   readonly durationMs: number;
   /** Setup (servers and processes) and teardown, ms. */
@@ -56,7 +56,8 @@ export function checkStressOptions(o: StressOptions): void {
 export async function runStress(o: StressOptions): Promise<StressRun> {
   checkStressOptions(o);
   const t0 = sharedNowMs();
-  const progress = o.progress ?? (() => undefined);
+  const report = o.progress ?? (() => undefined);
+  const progress = (line: string): void => report(`[${((sharedNowMs() - t0) / 1000).toFixed(1)} s] ${line}`);
   const random = new Random(o.seed);
   const recorder = new Recorder();
   const clientErrors: string[] = [];
@@ -115,7 +116,9 @@ export async function runStress(o: StressOptions): Promise<StressRun> {
     }
     // The clients stop by themselves at untilMs (or maxCycles); stop() bounds the wait and kills stragglers.
     await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, Math.max(0, untilMs - sharedNowMs()) + 100))]);
+    progress(`${o.backend}: stopping the clients`);
     await fleet.stop();
+    progress(`${o.backend}: stopping the servers`);
   } finally {
     await fleet?.kill();
     await servers?.stop();

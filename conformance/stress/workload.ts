@@ -1,7 +1,8 @@
 import { match } from 'ts-pattern';
 import type { Lease } from '../../impl/lease.ts';
 import { LeaseLostError } from '../../impl/errors.ts';
-import type { HistoryEvent, OperationEvent } from '../history/event.ts';
+import type { OperationEvent } from '../history/event.ts';
+import type { RecordedEvent } from './protocol.ts';
 import type { StressClient } from './client.ts';
 import type { ClientConfig, GateRequest } from './protocol.ts';
 import { Random } from './random.ts';
@@ -19,7 +20,7 @@ import { sharedNowMs } from './sharedClock.ts';
  * its COMMIT decided.
  */
 export interface WorkloadIo {
-  emit(events: readonly HistoryEvent[]): void;
+  emit(events: readonly RecordedEvent[]): void;
   /** Waits for the runner to open the gate before the write (targeted nemesis). */
   gate(request: GateRequest): Promise<void>;
   stopping(): boolean;
@@ -36,7 +37,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
   const p = config.process;
   const ttl = config.backend.kind === 'redis';
   const fenced = config.backend.kind !== 'pg-xact' && config.backend.storePolicy !== 'unfenced';
-  let buffer: HistoryEvent[] = [];
+  let buffer: RecordedEvent[] = [];
   const record = (e: Unstamped<OperationEvent>): void => {
     buffer.push({ ...e, process: p, time: sharedNowMs() } as OperationEvent);
   };
@@ -100,7 +101,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     }
     // pg-xact: the write is in the store only if its transaction commits with the release.
     const lostBeforeRelease = lease.signal.aborted && reasonOf(lease) === 'connection-lost';
-    const writeEvents = (committed: boolean): HistoryEvent[] => {
+    const writeEvents = (committed: boolean): RecordedEvent[] => {
       if (write === null) return [];
       let outcome = write.outcome;
       if (config.backend.kind === 'pg-xact' && outcome === 'ok' && !committed) outcome = lostBeforeRelease ? 'fail' : 'info';
@@ -128,7 +129,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
 }
 
 /** Records the lease's signal when it fires for any reason but its release (the release's invoke already ends the hold). */
-function watchSignal(lease: Lease, p: number, push: (e: HistoryEvent) => void): void {
+function watchSignal(lease: Lease, p: number, push: (e: RecordedEvent) => void): void {
   const signal = lease.signal;
   const fire = (): void => {
     const reason = reasonOf(lease);
