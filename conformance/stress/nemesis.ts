@@ -89,15 +89,15 @@ export class Nemesis {
 
   /** Bound on one fault (a pause, a wait for its consequence). */
   get #maxFaultMs(): number {
-    return 5 * this.#o.ttlMaxMs + 3_000;
+    return 5 * this.#o.ttlMaxMs + 10_000;
   }
 
-  /** Injects faults until the shared clock reaches `untilMs`, then heals everything. */
-  async run(untilMs: number): Promise<void> {
+  /** Injects faults until the shared clock reaches `untilMs` (or `maxFaults` were injected), then heals everything. */
+  async run(untilMs: number, maxFaults = Number.POSITIVE_INFINITY): Promise<void> {
     const { random, faults } = this.#o;
     this.#untilMs = untilMs;
     try {
-      while (faults.length > 0) {
+      while (faults.length > 0 && this.#faults < maxFaults) {
         const waitMs = random.int(Math.floor(this.#intervalMs / 2), Math.floor((this.#intervalMs * 3) / 2));
         if (sharedNowMs() + waitMs >= untilMs) break;
         await sleep(waitMs);

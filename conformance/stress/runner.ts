@@ -28,7 +28,7 @@ export interface StressOptions {
   readonly ttlMaxMs: number;
   /** Per client; default unbounded (the time bound stops the run). */
   readonly maxCycles?: number;
-  /** Stop as soon as the nemesis has struck this many times (and the clients finished their cycles). */
+  /** Stop once the nemesis has struck this many times (the clients finish their cycles first). */
   readonly maxFaults?: number;
   readonly progress?: (line: string) => void;
 }
@@ -109,13 +109,14 @@ export async function runStress(o: StressOptions): Promise<StressRun> {
     progress(`${o.backend}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
     const ticker = setInterval(() => progress(`${o.backend}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis?.count ?? 0} faults`), 5_000);
     try {
-      await Promise.race([nemesis.run(untilMs), finished]);
+      await Promise.race([nemesis.run(untilMs, o.maxFaults), finished]);
     } finally {
       clearInterval(ticker);
       await nemesis.heal();
     }
     // The clients stop by themselves at untilMs (or maxCycles); stop() bounds the wait and kills stragglers.
-    await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, Math.max(0, untilMs - sharedNowMs()) + 100))]);
+    const enough = o.maxFaults !== undefined && nemesis.count >= o.maxFaults;
+    if (!enough) await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, Math.max(0, untilMs - sharedNowMs()) + 100))]);
     progress(`${o.backend}: stopping the clients`);
     await fleet.stop();
     progress(`${o.backend}: stopping the servers`);
