@@ -6,7 +6,7 @@ import type { ClientConfig, FromClient, ToClient } from './protocol.ts';
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 /** Bound on a client process's start-up (loading TypeScript through tsx takes a second or two on a loaded machine). */
 const READY_TIMEOUT_MS = 60_000;
-/** Bound on a client process finishing its cycle after `stop` (its calls are bounded by their own timeouts). */
+/** Bound on client processes exiting once let go. */
 const STOP_TIMEOUT_MS = 20_000;
 const STDERR_TAIL = 4096;
 
@@ -107,15 +107,23 @@ export class ClientFleet {
     return this.#stderr[client]!;
   }
 
-  /** Resumes every client, asks each to finish its cycle, waits (bounded), then kills what is left. */
-  async stop(): Promise<void> {
+  /** Asks every client (resumed first) to finish its cycle and report `done`. */
+  stopRuns(): void {
     for (let c = 0; c < this.size; c++) {
       if (this.#paused[c]) this.resume(c);
       this.#send(c, { kind: 'stop' });
     }
-    const all = Promise.all(this.#exited);
+  }
+
+  /** Lets every client go (they exit when the IPC channel closes), waits (bounded), then kills what is left. */
+  async close(): Promise<void> {
+    for (let c = 0; c < this.size; c++) {
+      if (this.#paused[c]) this.resume(c);
+      const child = this.#children[c]!;
+      if (child.connected) child.disconnect();
+    }
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, STOP_TIMEOUT_MS)))]);
+    await Promise.race([Promise.all(this.#exited), new Promise((resolve) => (timer = setTimeout(resolve, STOP_TIMEOUT_MS)))]);
     clearTimeout(timer);
     await this.kill();
   }

@@ -21,6 +21,8 @@ export type FencePolicy = 'unfenced' | 'monotonic' | 'strict';
 export interface Workload {
   /** How many resources the clients pick from (each guards one register). */
   readonly resources: number;
+  /** Resource names start with it: each run of a session works on locks and registers of its own. */
+  readonly prefix: string;
   readonly ttlMinMs: number;
   readonly ttlMaxMs: number;
   /** Stop after this instant on the shared clock, or this many cycles. */
@@ -41,7 +43,7 @@ export type ToClient =
   | { readonly kind: 'start'; readonly config: ClientConfig }
   /** The gate opens: write now. */
   | { readonly kind: 'go' }
-  /** Finish the cycle in progress (bounded by its timeouts), report, exit. */
+  /** Finish the cycle in progress (bounded by its timeouts), report `done`, wait for the next start. */
   | { readonly kind: 'stop' };
 
 /** A client holds `resource` and has read its register: the write comes next. */

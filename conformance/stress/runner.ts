@@ -15,9 +15,14 @@ import { sharedNowMs } from './sharedClock.ts';
  * Everything it starts (servers, proxies, client processes) is gone when it
  * returns or throws.
  */
-export interface StressOptions {
+export interface StressOptions extends RunOptions {
   readonly backend: StressBackend;
   readonly clients: number;
+  readonly progress?: (line: string) => void;
+}
+
+/** One run of a session: what may change from one run to the next on the same servers and processes. */
+export interface RunOptions {
   readonly seconds: number;
   readonly nemesis: readonly NemesisFault[];
   readonly seed: number;
@@ -30,7 +35,6 @@ export interface StressOptions {
   readonly maxCycles?: number;
   /** Stop once the nemesis has struck this many times (the clients finish their cycles first). */
   readonly maxFaults?: number;
-  readonly progress?: (line: string) => void;
 }
 
 export interface StressRun {
@@ -45,87 +49,165 @@ export interface StressRun {
   readonly clientErrors: readonly string[];
 }
 
-export function checkStressOptions(o: StressOptions): void {
+export function checkStressOptions(backend: StressBackend, o: RunOptions): void {
   for (const f of o.nemesis) {
-    const why = unsupported(f, o.backend);
+    const why = unsupported(f, backend);
     if (why !== null) throw new RangeError(why);
   }
   if (o.ttlMinMs > o.ttlMaxMs) throw new RangeError(`ttl range ${o.ttlMinMs}-${o.ttlMaxMs} is empty`);
 }
 
 export async function runStress(o: StressOptions): Promise<StressRun> {
-  checkStressOptions(o);
+  checkStressOptions(o.backend, o);
   const t0 = sharedNowMs();
-  const report = o.progress ?? (() => undefined);
-  const progress = (line: string): void => report(`[${((sharedNowMs() - t0) / 1000).toFixed(1)} s] ${line}`);
-  const random = new Random(o.seed);
-  const recorder = new Recorder();
-  const clientErrors: string[] = [];
-  let cycles = 0;
-  let done = 0;
-  let nemesis: Nemesis | null = null;
-  let fleet: ClientFleet | null = null;
-  let servers: StressServers | null = null;
-  let allDone!: () => void;
-  const finished = new Promise<void>((resolve) => (allDone = resolve));
-  const onMessage = (client: number, m: FromClient): void => {
-    switch (m.kind) {
-      case 'events':
-        recorder.add(m.events);
-        return;
-      case 'gate':
-        void (nemesis?.atGate(client, m) ?? Promise.resolve()).finally(() => fleet?.go(client));
-        return;
-      case 'done':
-        cycles += m.cycles;
-        if (++done === o.clients) allDone();
-        return;
-      case 'error':
-        clientErrors.push(`client ${client}: ${m.message}`);
-        if (++done === o.clients) allDone();
-        return;
-      case 'ready':
-        return;
-    }
-  };
-  let startedAt = 0;
+  const session = await StressSession.start({ backend: o.backend, clients: o.clients, fakeClocks: needsFakeClocks(o.nemesis), proxied: needsProxies(o.nemesis), ...(o.progress ? { progress: o.progress } : {}) });
   try {
+    const run = await session.run(o);
+    return { ...run, overheadMs: sharedNowMs() - t0 - run.durationMs };
+  } finally {
+    await session.stop();
+  }
+}
+
+export interface SessionOptions {
+  readonly backend: StressBackend;
+  readonly clients: number;
+  /** Redis nodes under libfaketime (for clock steps). */
+  readonly fakeClocks: boolean;
+  /** Client links through TCP proxies (for partitions and delays). */
+  readonly proxied: boolean;
+  readonly progress?: (line: string) => void;
+}
+
+/**
+ * Servers and client processes started once, for several runs (the matrix
+ * runs one per fault class): each run works on resources of its own and
+ * ends with every fault healed.
+ */
+export class StressSession {
+  readonly #o: SessionOptions;
+  readonly #servers: StressServers;
+  readonly #fleet: ClientFleet;
+  readonly #t0: number;
+  #runs = 0;
+  #route: (client: number, m: FromClient) => void = () => undefined;
+
+  private constructor(o: SessionOptions, servers: StressServers, fleet: ClientFleet, t0: number) {
+    this.#o = o;
+    this.#servers = servers;
+    this.#fleet = fleet;
+    this.#t0 = t0;
+  }
+
+  static async start(o: SessionOptions): Promise<StressSession> {
+    const t0 = sharedNowMs();
+    const progress = (line: string): void => o.progress?.(`[${((sharedNowMs() - t0) / 1000).toFixed(1)} s] ${line}`);
     progress(`${o.backend}: starting servers`);
-    servers = await startServers({ backend: o.backend, clients: o.clients, store: o.store, fakeClocks: needsFakeClocks(o.nemesis), proxied: needsProxies(o.nemesis) });
-    progress(`${o.backend}: starting ${o.clients} client processes`);
-    fleet = await ClientFleet.start(o.clients, onMessage);
-    nemesis = new Nemesis({ faults: o.nemesis, servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs });
-    startedAt = sharedNowMs();
+    const servers = await startServers({ backend: o.backend, clients: o.clients, fakeClocks: o.fakeClocks, proxied: o.proxied });
+    let session: StressSession | null = null;
+    try {
+      progress(`${o.backend}: starting ${o.clients} client processes`);
+      const fleet = await ClientFleet.start(o.clients, (client, m) => {
+        if (session !== null) session.#route(client, m);
+      });
+      session = new StressSession(o, servers, fleet, t0);
+      return session;
+    } catch (e) {
+      await servers.stop();
+      throw e;
+    }
+  }
+
+  #progress(line: string): void {
+    this.#o.progress?.(`[${((sharedNowMs() - this.#t0) / 1000).toFixed(1)} s] ${line}`);
+  }
+
+  /** One run; the servers and processes stay up for the next. */
+  async run(o: RunOptions): Promise<StressRun> {
+    checkStressOptions(this.#o.backend, o);
+    if (needsFakeClocks(o.nemesis) && !this.#o.fakeClocks) throw new RangeError('this session runs its Redis nodes on the real clock: clock faults need fakeClocks');
+    if (needsProxies(o.nemesis) && !this.#o.proxied) throw new RangeError('this session has no proxies: partitions and delays need proxied');
+    const t0 = sharedNowMs();
+    const { clients, backend } = this.#o;
+    const fleet = this.#fleet;
+    const random = new Random(o.seed);
+    const recorder = new Recorder();
+    const clientErrors: string[] = [];
+    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs });
+    let cycles = 0;
+    let done = 0;
+    let allDone!: () => void;
+    const finished = new Promise<void>((resolve) => (allDone = resolve));
+    this.#route = (client, m) => {
+      switch (m.kind) {
+        case 'events':
+          recorder.add(m.events);
+          return;
+        case 'gate':
+          void nemesis.atGate(client, m).finally(() => fleet.go(client));
+          return;
+        case 'done':
+          cycles += m.cycles;
+          if (++done === clients) allDone();
+          return;
+        case 'error':
+          clientErrors.push(`client ${client}: ${m.message}`);
+          if (++done === clients) allDone();
+          return;
+        case 'ready':
+          return;
+      }
+    };
+    const startedAt = sharedNowMs();
     const untilMs = startedAt + o.seconds * 1000;
     const gate = o.nemesis.some(isTargeted);
-    for (let c = 0; c < o.clients; c++) {
+    const prefix = `s${this.#runs++}-`;
+    for (let c = 0; c < clients; c++) {
       fleet.start(c, {
         process: c,
         seed: (o.seed + 7919 * (c + 1)) | 0,
-        backend: servers.clientBackend(c),
-        workload: { resources: o.resources, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, untilMs, maxCycles: o.maxCycles ?? Number.MAX_SAFE_INTEGER, gate },
+        backend: this.#servers.clientBackend(c, o.store),
+        workload: { resources: o.resources, prefix, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, untilMs, maxCycles: o.maxCycles ?? Number.MAX_SAFE_INTEGER, gate },
       });
     }
-    progress(`${o.backend}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
-    const ticker = setInterval(() => progress(`${o.backend}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis?.count ?? 0} faults`), 5_000);
+    this.#progress(`${backend}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
+    const ticker = setInterval(() => this.#progress(`${backend}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
     try {
       await Promise.race([nemesis.run(untilMs, o.maxFaults), finished]);
+      await nemesis.heal();
+      // The clients stop by themselves at untilMs (or maxCycles); after enough faults they are asked to.
+      const enough = o.maxFaults !== undefined && nemesis.count >= o.maxFaults;
+      if (enough) fleet.stopRuns();
+      await Promise.race([finished, sleep(Math.max(0, untilMs - sharedNowMs()) + 100)]);
+      fleet.stopRuns();
+      if (!(await Promise.race([finished.then(() => true), sleep(RUN_END_TIMEOUT_MS).then(() => false)]))) {
+        throw new Error(`the clients did not finish their cycles within ${RUN_END_TIMEOUT_MS} ms of the run's end`);
+      }
     } finally {
       clearInterval(ticker);
       await nemesis.heal();
+      this.#route = () => undefined;
     }
-    // The clients stop by themselves at untilMs (or maxCycles); stop() bounds the wait and kills stragglers.
-    const enough = o.maxFaults !== undefined && nemesis.count >= o.maxFaults;
-    if (!enough) await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, Math.max(0, untilMs - sharedNowMs()) + 100))]);
-    progress(`${o.backend}: stopping the clients`);
-    await fleet.stop();
-    progress(`${o.backend}: stopping the servers`);
-  } finally {
-    await fleet?.kill();
-    await servers?.stop();
+    const history = recorder.history();
+    const last = history.length > 0 ? history[history.length - 1]!.time : startedAt;
+    const durationMs = Math.max(0, last - startedAt);
+    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors };
   }
-  const history = recorder.history();
-  const last = history.length > 0 ? history[history.length - 1]!.time : startedAt;
-  const durationMs = Math.max(0, last - startedAt);
-  return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis?.count ?? 0, clientErrors };
+
+  /** Lets the client processes go and stops the servers. */
+  async stop(): Promise<void> {
+    this.#progress(`${this.#o.backend}: stopping clients and servers`);
+    try {
+      await this.#fleet.close();
+    } finally {
+      await this.#servers.stop();
+    }
+  }
+}
+
+/** Bound on the clients finishing their cycles once asked (their calls are bounded by their own timeouts). */
+const RUN_END_TIMEOUT_MS = 30_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

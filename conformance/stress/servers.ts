@@ -42,7 +42,7 @@ export interface StressServers {
   readonly links: readonly (readonly TcpProxy[])[];
   /** Majority of the lock nodes. */
   readonly quorum: number;
-  clientBackend(client: number): ClientBackend;
+  clientBackend(client: number, store: FencePolicy): ClientBackend;
   /** Redis: steps node's clock by deltaMs (cumulative); throws without faked clocks. */
   stepClock(node: number, deltaMs: number): void;
   readonly clocksFaked: boolean;
@@ -58,7 +58,6 @@ export interface StressServers {
 export interface StartServersOptions {
   readonly backend: StressBackend;
   readonly clients: number;
-  readonly store: FencePolicy;
   /** Run Redis nodes under libfaketime (needed for clock steps; costs speed). */
   readonly fakeClocks: boolean;
   /** Route each client's links through proxies of their own (needed for partitions and delays). */
@@ -109,11 +108,11 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
       links,
       quorum: Math.floor(count / 2) + 1,
       clocksFaked: clocks !== null,
-      clientBackend: (client) => ({
+      clientBackend: (client, storePolicy) => ({
         kind: 'redis',
         nodes: nodes.map((s, i) => (o.proxied ? url(links[client]![i]!.host, links[client]![i]!.port) : url(s.host, s.port))),
         store: url(store.host, store.port),
-        storePolicy: o.store,
+        storePolicy,
       }),
       stepClock: (node, deltaMs) => {
         if (clocks === null) throw new Error('stepClock: the nodes run on the real clock');
@@ -167,11 +166,11 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
       links,
       quorum: 1,
       clocksFaked: false,
-      clientBackend: (client) => {
+      clientBackend: (client, storePolicy) => {
         const url = o.proxied ? urlVia(links[client]![0]!.host, links[client]![0]!.port) : urlVia(server.host, server.port);
         return match(o.backend)
           .with('pg-xact', (): ClientBackend => ({ kind: 'pg-xact', url }))
-          .otherwise((): ClientBackend => ({ kind: 'pg-session', url, storePolicy: o.store }));
+          .otherwise((): ClientBackend => ({ kind: 'pg-session', url, storePolicy }));
       },
       stepClock: () => {
         throw new Error('stepClock: advisory locks have no expiry; no server clock matters');

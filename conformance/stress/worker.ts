@@ -1,11 +1,12 @@
-import type { FromClient, GateRequest, ToClient } from './protocol.ts';
+import type { ClientConfig, FromClient, GateRequest, ToClient } from './protocol.ts';
 import { connectClient } from './client.ts';
 import { runWorkload } from './workload.ts';
 
 /**
- * A client process of a stress run (forked by the runner through worker.mjs):
- * waits for its config, runs the workload, sends its events over IPC and
- * exits. It exits too when the runner goes away (the IPC channel closes).
+ * A client process of a stress session (forked by the runner through
+ * worker.mjs): for each `start`, connects, runs the workload, sends its
+ * events over IPC and reports `done`; then waits for the next run. It exits
+ * when the runner goes away or lets it go (the IPC channel closes).
  */
 const send = (m: FromClient): void => {
   if (process.connected) process.send!(m);
@@ -25,29 +26,31 @@ process.on('message', (raw: unknown) => {
     openGate = null;
     open?.();
   } else if (m.kind === 'start') {
-    void main(m.config);
+    stopping = false;
+    void run(m.config);
   }
 });
 send({ kind: 'ready' });
 
-async function main(config: Extract<ToClient, { kind: 'start' }>['config']): Promise<void> {
+async function run(config: ClientConfig): Promise<void> {
   try {
     const client = await connectClient(config.backend);
-    const cycles = await runWorkload(config, client, {
-      emit: (events) => send({ kind: 'events', events }),
-      gate: (request: GateRequest) =>
-        new Promise<void>((resolve) => {
-          if (stopping) return resolve();
-          openGate = resolve;
-          send(request);
-        }),
-      stopping: () => stopping,
-    });
-    await client.close().catch(() => undefined);
-    send({ kind: 'done', cycles });
+    try {
+      const cycles = await runWorkload(config, client, {
+        emit: (events) => send({ kind: 'events', events }),
+        gate: (request: GateRequest) =>
+          new Promise<void>((resolve) => {
+            if (stopping) return resolve();
+            openGate = resolve;
+            send(request);
+          }),
+        stopping: () => stopping,
+      });
+      send({ kind: 'done', cycles });
+    } finally {
+      await client.close().catch(() => undefined);
+    }
   } catch (e) {
     send({ kind: 'error', message: e instanceof Error ? e.message : String(e) });
   }
-  process.disconnect();
-  setTimeout(() => process.exit(0), 1000).unref();
 }

@@ -47,7 +47,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
   };
   let cycles = 0;
   for (; cycles < w.maxCycles && sharedNowMs() < w.untilMs && !io.stopping(); cycles++) {
-    const resource = `r${random.int(0, w.resources - 1)}`;
+    const resource = `${w.prefix}r${random.int(0, w.resources - 1)}`;
     const ttlMs = random.int(w.ttlMinMs, w.ttlMaxMs);
     record({ type: 'invoke', op: 'acquire', resource, ...(ttl ? { ttlMs } : {}) });
     const acquired = await guarded(client.acquire(resource, ttlMs));
