@@ -1,6 +1,7 @@
 import type { AcquireEvent, ExtendEvent, History, OperationEvent, SignalEvent } from './event.ts';
 import type { Finding } from './findings.ts';
 import { FindingList, sortedUnique } from './findings.ts';
+import { groupBy } from './group.ts';
 import { ms } from './operations.ts';
 
 /**
@@ -102,8 +103,7 @@ function describeHold(h: Hold): string {
 /** Pairs of holds of one resource, by different processes, that share an instant. */
 export function overlappingHolds(holds: readonly Hold[], maxFindings: number): FindingList {
   const list = new FindingList(maxFindings);
-  const byResource = new Map<string, Hold[]>();
-  for (const h of holds) byResource.set(h.resource, [...(byResource.get(h.resource) ?? []), h]);
+  const byResource = groupBy(holds, (h) => h.resource);
   for (const [resource, hs] of byResource) {
     // hs is sorted by start; an interval can only overlap later ones that start before it ends.
     for (let i = 0; i < hs.length; i++) {

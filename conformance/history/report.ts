@@ -19,9 +19,13 @@ const WIDTH = 1200;
 const LEFT = 90;
 const LANE_H = 34;
 const TOP = 30;
-/** Beyond these the page draws only what the findings name (a browser chokes on a million rects). */
-const MAX_OPS_DRAWN = 4000;
-const MAX_HOLDS_DRAWN = 4000;
+/** Beyond these the page draws the first ones and what the findings name (a browser chokes on a million rects). */
+const MAX_OPS_DRAWN = 20_000;
+const MAX_HOLDS_DRAWN = 10_000;
+
+function capped<T>(items: readonly T[], max: number, keep: (t: T) => boolean): readonly T[] {
+  return items.length <= max ? items : items.filter((t, i) => i < max || keep(t));
+}
 
 function esc(s: string): string {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
@@ -64,7 +68,7 @@ export function historyReportHtml(history: History, report: CheckReport, title =
     const y = laneY.get(p)!;
     parts.push(`<g class="lane" data-process="${p}"><text x="8" y="${y + 16}" class="label">process ${p}</text><line x1="${LEFT}" x2="${WIDTH - 20}" y1="${y + LANE_H - 2}" y2="${y + LANE_H - 2}" class="axis"/></g>`);
   }
-  const holdsDrawn = holds.length <= MAX_HOLDS_DRAWN ? holds : holds.filter(violatingHold);
+  const holdsDrawn = capped(holds, MAX_HOLDS_DRAWN, violatingHold);
   for (const h of holdsDrawn) {
     const y = laneY.get(h.process)! + 4;
     const bad = violatingHold(h);
@@ -73,7 +77,7 @@ export function historyReportHtml(history: History, report: CheckReport, title =
       `<rect class="hold${bad ? ' violating' : ''}" data-process="${h.process}" data-resource="${esc(h.resource)}" data-start="${h.start}" data-end="${Number.isFinite(h.end) ? h.end : ''}" x="${x(h.start)}" y="${y}" width="${Math.max(2, x(end) - x(h.start))}" height="12"><title>${esc(`process ${h.process} held '${h.resource}'${h.token === undefined ? '' : ` (token ${h.token})`} from ${ms(h.start)} to ${ms(h.end)} ms; ended by ${h.endedBy}`)}</title></rect>`,
     );
   }
-  const opsDrawn = ops.length <= MAX_OPS_DRAWN ? ops : ops.filter(involvedOp);
+  const opsDrawn = capped(ops, MAX_OPS_DRAWN, involvedOp);
   for (const o of opsDrawn) {
     const y = laneY.get(o.process)! + 20;
     parts.push(
@@ -104,7 +108,7 @@ table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px 
 <h1>${esc(title)}</h1>
 <p class="verdict ${report.verdict}" id="verdict">verdict: <b>${report.verdict}</b>${report.storePolicy === undefined ? '' : ` (store policy ${report.storePolicy})`}</p>
 <p>${esc(counts)}</p>
-<p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: only the holds and operations named by findings are drawn (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations).` : ''}</p>
+<p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: drawn are the first holds and operations and all that findings name (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations).` : ''}</p>
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">${parts.join('')}</svg>
 <h2>Checks</h2>
 <table id="checks"><thead><tr><th>property</th><th>check</th><th>verdict</th><th>findings</th><th>note</th></tr></thead><tbody>

@@ -1,5 +1,6 @@
 import type { ReadEvent, StorePolicy, WriteEvent } from './event.ts';
 import { FindingList, sortedUnique } from './findings.ts';
+import { groupBy } from './group.ts';
 import type { OperationRecord } from './operations.ts';
 import { ms } from './operations.ts';
 
@@ -40,64 +41,34 @@ export function storeCounts(ops: readonly OperationRecord[]): StoreCounts {
  * (b) A read returns v; following `prev` back from the write of v gives the
  * writes v builds on; an accepted write that completed before the read was
  * invoked and is not among them is lost. Judged only where every write of the
- * register carries `prev` and values are unique (increments, unique ids).
+ * register carries `prev`, and only through values written once.
  */
 export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number): { findings: FindingList; lost: number; judged: boolean } {
   const list = new FindingList(maxFindings);
-  const registers = new Map<string, { writes: Write[]; reads: Read[] }>();
-  for (const op of ops) {
-    if (op.event.op !== 'write' && op.event.op !== 'read') continue;
-    const r = registers.get(registerOf(op.event)) ?? { writes: [], reads: [] };
-    registers.set(registerOf(op.event), r);
-    if (op.event.op === 'write') r.writes.push(op as Write);
-    else if (op.outcome === 'ok') r.reads.push(op as Read);
-  }
+  const registers = groupBy(
+    ops.filter((o) => o.event.op === 'write' || (o.event.op === 'read' && o.outcome === 'ok')),
+    (o) => registerOf(o.event as WriteEvent | ReadEvent),
+  );
   let lost = 0;
   let judged = false;
-  for (const { writes, reads } of registers.values()) {
+  for (const rops of registers.values()) {
+    const writes = rops.filter((o): o is Write => o.event.op === 'write');
+    const reads = rops.filter((o): o is Read => o.event.op === 'read');
     const rmw = writes.filter((w) => w.event.prev !== undefined);
     if (rmw.length === 0) continue;
     judged = true;
-    const writersOf = new Map<string, Write[]>();
-    for (const w of writes) if (w.outcome !== 'fail') writersOf.set(w.event.value, [...(writersOf.get(w.event.value) ?? []), w]);
-    const lostHere = new Set<Write>();
-    // (b) reads that miss accepted writes.
-    if (rmw.length === writes.length) {
-      for (const read of reads) {
-        const chain = new Set<Write>();
-        let v = read.event.value;
-        let complete = true;
-        while (v !== null && v !== undefined) {
-          const ws = writersOf.get(v);
-          if (ws === undefined || ws.length !== 1 || chain.has(ws[0]!)) {
-            complete = false;
-            break;
-          }
-          chain.add(ws[0]!);
-          v = ws[0]!.event.prev;
-        }
-        if (!complete) continue;
-        for (const w of writes) {
-          if (w.outcome !== 'ok' || w.end >= read.start || chain.has(w) || lostHere.has(w)) continue;
-          lostHere.add(w);
-          list.add({
-            check: 'lost-updates',
-            property: 'STORE-1',
-            message: `'${w.event.resource}' key '${w.event.key}': process ${w.process}'s write of ${show(w.event.value)} was accepted (at ${ms(w.end)} ms) before process ${read.process} read ${show(read.event.value)} (invoked at ${ms(read.start)} ms), and that value does not build on it: a lost update`,
-            events: sortedUnique([w.invokeIndex, w.completeIndex, read.invokeIndex, read.completeIndex]),
-          });
-        }
-      }
-    }
+    const writersOf = groupBy(
+      writes.filter((w) => w.outcome !== 'fail'),
+      (w) => w.event.value,
+    );
+    const lostHere = rmw.length === writes.length ? missedByReads(writes, reads, writersOf, list) : new Set<Write>();
     // (a) accepted writes that read the same value.
-    const byPrev = new Map<string, Write[]>();
-    for (const w of rmw) if (w.outcome === 'ok') byPrev.set(String(w.event.prev), [...(byPrev.get(String(w.event.prev)) ?? []), w]);
-    for (const group of byPrev.values()) {
-      const prev = group[0]!.event.prev;
-      if (group.length < 2 || (prev !== null && (writersOf.get(prev!)?.length ?? 0) > 1)) continue;
+    for (const group of groupBy(rmw.filter((w) => w.outcome === 'ok'), (w) => w.event.prev).values()) {
+      const prev = group[0]!.event.prev!;
+      if (group.length < 2 || (prev !== null && (writersOf.get(prev)?.length ?? 0) > 1)) continue;
       const uncounted = group.length - 1 - group.filter((w) => lostHere.has(w)).length;
-      lost += Math.max(0, uncounted);
       if (uncounted <= 0) continue;
+      lost += uncounted;
       const w = group[0]!.event;
       list.add({
         check: 'lost-updates',
@@ -112,6 +83,86 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
 }
 
 /**
+ * (b) on one register. The writes form a tree by `prev` (a write is the child
+ * of the write of the value it read; the register's initial value is the
+ * root), numbered in DFS order so that "w is an ancestor of x" is an interval
+ * test. A write w is lost when some read invoked after w completed reads a
+ * value whose writer is not in w's subtree: for each w, one look at the
+ * smallest and largest DFS number among the reads invoked after it.
+ */
+function missedByReads(writes: readonly Write[], reads: readonly Read[], writersOf: Map<string, Write[]>, list: FindingList): Set<Write> {
+  const lost = new Set<Write>();
+  const unique = (v: string) => {
+    const ws = writersOf.get(v);
+    return ws?.length === 1 ? ws[0]! : undefined;
+  };
+  // The initial value: the one prev nobody in the history wrote. Two such values: no single root, nothing judged.
+  const initials = new Set(writes.map((w) => w.event.prev!).filter((p) => p === null || !writersOf.has(p)));
+  if (initials.size !== 1) return lost;
+  const initial = [...initials][0]!;
+  const ROOT = 'root' as const;
+  const children = groupBy(
+    writes.filter((w) => w.outcome !== 'fail' && unique(w.event.value) === w),
+    (w): Write | typeof ROOT | undefined => (w.event.prev === initial ? ROOT : unique(w.event.prev!)),
+  );
+  const tin = new Map<Write | typeof ROOT, number>();
+  const tout = new Map<Write | typeof ROOT, number>();
+  let clock = 0;
+  const stack: [Write | typeof ROOT, boolean][] = [[ROOT, false]];
+  while (stack.length > 0) {
+    const [node, done] = stack.pop()!;
+    if (done) {
+      tout.set(node, clock++);
+      continue;
+    }
+    if (tin.has(node)) continue; // a cycle of prevs: reachable once only
+    tin.set(node, clock++);
+    stack.push([node, true]);
+    for (const c of children.get(node) ?? []) stack.push([c, false]);
+  }
+  // Reads whose value has one known place in the tree, by invoke time; suffix min/max of that place.
+  const placed = reads
+    .flatMap((r) => {
+      const v = r.event.value;
+      const node = v === initial ? ROOT : v === null || v === undefined ? undefined : unique(v);
+      const t = node === undefined ? undefined : tin.get(node);
+      return t === undefined ? [] : [{ read: r, t }];
+    })
+    .sort((a, b) => a.read.start - b.read.start);
+  const minAfter: (typeof placed)[number][] = new Array(placed.length);
+  const maxAfter: (typeof placed)[number][] = new Array(placed.length);
+  for (let i = placed.length - 1; i >= 0; i--) {
+    const p = placed[i]!;
+    minAfter[i] = i + 1 < placed.length && minAfter[i + 1]!.t < p.t ? minAfter[i + 1]! : p;
+    maxAfter[i] = i + 1 < placed.length && maxAfter[i + 1]!.t > p.t ? maxAfter[i + 1]! : p;
+  }
+  for (const w of writes) {
+    const t = tin.get(w);
+    if (w.outcome !== 'ok' || t === undefined) continue;
+    // First read invoked after w completed.
+    let lo = 0;
+    let hi = placed.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (placed[mid]!.read.start > w.end) hi = mid;
+      else lo = mid + 1;
+    }
+    if (lo === placed.length) continue;
+    const witness = minAfter[lo]!.t < t ? minAfter[lo]! : maxAfter[lo]!.t > tout.get(w)! ? maxAfter[lo]! : undefined;
+    if (witness === undefined) continue;
+    lost.add(w);
+    const read = witness.read;
+    list.add({
+      check: 'lost-updates',
+      property: 'STORE-1',
+      message: `'${w.event.resource}' key '${w.event.key}': process ${w.process}'s write of ${show(w.event.value)} was accepted (at ${ms(w.end)} ms) before process ${read.process} read ${show(read.event.value)} (invoked at ${ms(read.start)} ms), and that value does not build on it: a lost update`,
+      events: sortedUnique([w.invokeIndex, w.completeIndex, read.invokeIndex, read.completeIndex]),
+    });
+  }
+  return lost;
+}
+
+/**
  * FENCE-2: a fenced store accepted a write whose token does not pass its
  * policy against a write it had accepted before this one was invoked
  * (monotonic: a lower token; strict: a token not above). The store keeps
@@ -120,11 +171,10 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
 export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy, maxFindings: number): FindingList {
   const list = new FindingList(maxFindings);
   if (policy !== 'strict' && policy !== 'monotonic') return list;
-  const byResource = new Map<string, { op: Write; token: bigint }[]>();
-  for (const op of ops) {
-    if (op.event.op !== 'write' || op.outcome !== 'ok' || op.event.token === undefined) continue;
-    byResource.set(op.event.resource, [...(byResource.get(op.event.resource) ?? []), { op: op as Write, token: BigInt(op.event.token) }]);
-  }
+  const byResource = groupBy(
+    ops.flatMap((op) => (op.event.op === 'write' && op.outcome === 'ok' && op.event.token !== undefined ? [{ op: op as Write, token: BigInt(op.event.token) }] : [])),
+    (w) => w.op.event.resource,
+  );
   const fails = (t: bigint, highest: bigint) => (policy === 'strict' ? t <= highest : t < highest);
   for (const [resource, ws] of byResource) {
     const byEnd = [...ws].sort((a, b) => a.op.end - b.op.end);

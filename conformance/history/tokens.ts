@@ -1,5 +1,6 @@
 import type { AcquireEvent } from './event.ts';
 import { FindingList, sortedUnique } from './findings.ts';
+import { groupBy } from './group.ts';
 import type { OperationRecord } from './operations.ts';
 import { ms } from './operations.ts';
 
@@ -19,27 +20,28 @@ interface Grant {
 
 export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number): { findings: FindingList; grants: number } {
   const list = new FindingList(maxFindings);
-  const byResource = new Map<string, Grant[]>();
-  for (const op of ops) {
-    const e = op.event as AcquireEvent;
-    if (e.op !== 'acquire' || op.outcome !== 'ok' || e.token === undefined) continue;
-    byResource.set(e.resource, [...(byResource.get(e.resource) ?? []), { op, token: BigInt(e.token) }]);
-  }
+  const grantsOf = groupBy(
+    ops.flatMap((op): Grant[] => (op.event.op === 'acquire' && op.outcome === 'ok' && op.event.token !== undefined ? [{ op, token: BigInt(op.event.token) }] : [])),
+    (g) => (g.op.event as AcquireEvent).resource,
+  );
   let grants = 0;
-  for (const [resource, gs] of byResource) {
+  for (const [resource, gs] of grantsOf) {
     grants += gs.length;
     const byEnd = [...gs].sort((a, b) => a.op.end - b.op.end);
     const byStart = [...gs].sort((a, b) => a.op.start - b.op.start);
     let k = 0;
-    let max: Grant | undefined;
+    // The highest token completed so far, and the highest of any other process than its (for the stacked re-acquire rule).
+    let best: Grant | undefined;
+    let bestOther: Grant | undefined;
     for (const later of byStart) {
       while (k < byEnd.length && byEnd[k]!.op.end < later.op.start) {
-        if (max === undefined || byEnd[k]!.token > max.token) max = byEnd[k];
-        k++;
+        const g = byEnd[k++]!;
+        if (best === undefined || g.token > best.token) {
+          if (best !== undefined && best.op.process !== g.op.process) bestOther = best;
+          best = g;
+        } else if (g.op.process !== best.op.process && (bestOther === undefined || g.token > bestOther.token)) bestOther = g;
       }
-      if (max === undefined || later.token > max.token) continue;
-      // The highest earlier token is not below: find an earlier grant that really conflicts.
-      const earlier = byEnd.slice(0, k).find((g) => g.token >= later.token && !(g.op.process === later.op.process && g.token === later.token));
+      const earlier = best === undefined || best.token < later.token ? undefined : best.token > later.token || best.op.process !== later.op.process ? best : bestOther !== undefined && bestOther.token >= later.token ? bestOther : undefined;
       if (earlier === undefined) continue;
       list.add({
         check: 'token-order',

@@ -1,0 +1,229 @@
+import { describe, expect, it } from 'vitest';
+import type { CheckOptions, CheckReport } from '../conformance/history/check.ts';
+import { checkHistory } from '../conformance/history/check.ts';
+import type { History } from '../conformance/history/event.ts';
+import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
+
+/**
+ * The history checkers on hand-written histories (spec 10.4): each one has
+ * histories that pass, that violate, and unknown outcomes that must not be
+ * flagged. Times are ms on the shared clock.
+ */
+type Fields = Record<string, unknown>;
+const ev = (type: string, process: number | 'nemesis', time: number, op: string, fields: Fields = {}) => ({ type, process, time, op, ...fields });
+const inv = (p: number, t: number, op: string, f: Fields = {}) => ev('invoke', p, t, op, { resource: 'r', ...f });
+const ok = (p: number, t: number, op: string, f: Fields = {}) => ev('ok', p, t, op, { resource: 'r', ...f });
+const fail = (p: number, t: number, op: string, f: Fields = {}) => ev('fail', p, t, op, { resource: 'r', ...f });
+const info = (p: number, t: number, op: string, f: Fields = {}) => ev('info', p, t, op, { resource: 'r', ...f });
+const signal = (p: number, t: number, owner: string) => ({ type: 'signal', process: p, time: t, resource: 'r', owner, reason: 'lost' });
+
+/** acquire invoked at t0, granted at t1 with owner `o<p>`. */
+const acquire = (p: number, t0: number, t1: number, grant: Fields) => [inv(p, t0, 'acquire', { ttlMs: 100 }), ok(p, t1, 'acquire', { owner: `o${p}`, ...grant })];
+const release = (p: number, t0: number, t1: number) => [inv(p, t0, 'release', { owner: `o${p}` }), ok(p, t1, 'release', { owner: `o${p}` })];
+const write = (p: number, t0: number, t1: number, outcome: typeof ok, value: string, prev: string | null, token?: string) => [
+  inv(p, t0, 'write', { key: 'x', value, prev, ...(token === undefined ? {} : { token }) }),
+  outcome(p, t1, 'write', { key: 'x' }),
+];
+const read = (p: number, t0: number, t1: number, value: string | null) => [inv(p, t0, 'read', { key: 'x' }), ok(p, t1, 'read', { key: 'x', value })];
+
+function history(...events: (object | object[])[]): History {
+  const h = validateHistory(events.flat());
+  if (h instanceof HistoryFormatError) throw h;
+  return h;
+}
+
+function verdicts(r: CheckReport): Record<string, string> {
+  return Object.fromEntries(r.checks.map((c) => [c.property, c.verdict]));
+}
+
+const check = (h: History, o?: CheckOptions) => checkHistory(h, o);
+
+describe('MUTEX-1: overlapping holds as the clients believed them', () => {
+  it('sequential holds are safe; holds that touch do not overlap', () => {
+    const r = check(history(acquire(0, 0, 2, { validUntil: 100 }), release(0, 10, 11), acquire(1, 5, 12, { validUntil: 100 }), release(1, 20, 21), acquire(0, 20, 21, { validUntil: 50 }), acquire(1, 50, 50, { validUntil: 90 })));
+    expect(verdicts(r)['MUTEX-1']).toBe('safe');
+    expect(r.counts.holds).toBe(4);
+    expect(r.verdict).toBe('safe');
+  });
+
+  it('two beliefs at once: a violation naming both intervals and both grants', () => {
+    const r = check(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 10, 20, { validUntil: 120 }), release(0, 30, 31)));
+    expect(r.verdict).toBe('violation');
+    const f = r.findings.find((x) => x.property === 'MUTEX-1')!;
+    expect(f.intervals).toEqual([
+      { process: 0, resource: 'r', start: 5, end: 30 },
+      { process: 1, resource: 'r', start: 20, end: 120 },
+    ]);
+    expect(f.events).toEqual([0, 1, 2, 3, 4]);
+    expect(r.counts.overlappingHolds).toBe(1);
+  });
+
+  it('an info or pending acquire is no hold: never a false positive', () => {
+    const infoAcquire = [inv(0, 0, 'acquire', { ttlMs: 100 }), info(0, 50, 'acquire', { reason: 'timeout' })];
+    expect(check(history(infoAcquire, acquire(1, 10, 20, { validUntil: 120 }))).verdict).toBe('safe');
+    expect(check(history(inv(0, 0, 'acquire', { ttlMs: 100 }), acquire(1, 10, 20, { validUntil: 120 }))).verdict).toBe('safe');
+  });
+
+  it('a hold ends at its deadline, at its release invoke and at its loss signal', () => {
+    expect(verdicts(check(history(acquire(0, 0, 5, { validUntil: 50 }), acquire(1, 10, 60, { validUntil: 120 }))))['MUTEX-1']).toBe('safe');
+    expect(verdicts(check(history(acquire(0, 0, 5, { validUntil: 70 }), acquire(1, 10, 60, { validUntil: 120 }))))['MUTEX-1']).toBe('violation');
+    // A session lock (no deadline) ends at the loss signal.
+    expect(verdicts(check(history(acquire(0, 0, 5, {}), signal(0, 30, 'o0'), acquire(1, 10, 40, {}))))['MUTEX-1']).toBe('safe');
+    expect(verdicts(check(history(acquire(0, 0, 5, {}), signal(0, 30, 'someone-else'), acquire(1, 10, 40, {}))))['MUTEX-1']).toBe('violation');
+    // The release's invoke ends it, whatever the release's outcome.
+    expect(verdicts(check(history(acquire(0, 0, 5, {}), inv(0, 30, 'release', { owner: 'o0' }), info(0, 90, 'release', { owner: 'o0' }), acquire(1, 10, 40, {}))))['MUTEX-1']).toBe('safe');
+  });
+
+  it('an extend moves the deadline; an info extend does not; a failed one ends the hold', () => {
+    const base = acquire(0, 0, 5, { validUntil: 50 });
+    const later = acquire(1, 10, 60, { validUntil: 120 });
+    const extend = (outcome: typeof ok) => [inv(0, 40, 'extend', { owner: 'o0', ttlMs: 100 }), outcome(0, 45, 'extend', { owner: 'o0', validUntil: 140 })];
+    expect(verdicts(check(history(base, extend(ok), later)))['MUTEX-1']).toBe('violation');
+    expect(verdicts(check(history(base, extend(info), later)))['MUTEX-1']).toBe('safe');
+    const failed = [inv(0, 40, 'extend', { owner: 'o0' }), fail(0, 45, 'extend', { owner: 'o0', reason: 'lost' })];
+    expect(verdicts(check(history(acquire(0, 0, 5, {}), failed, later)))['MUTEX-1']).toBe('safe');
+  });
+
+  it('an extend that succeeds after the deadline passed resumes the belief only from its ok', () => {
+    const base = acquire(0, 0, 5, { validUntil: 50 });
+    const extend = [inv(0, 60, 'extend', { owner: 'o0' }), ok(0, 70, 'extend', { owner: 'o0', validUntil: 150 })];
+    expect(verdicts(check(history(base, extend, acquire(1, 52, 55, {}), release(1, 65, 66))))['MUTEX-1']).toBe('safe');
+    expect(verdicts(check(history(base, extend, acquire(1, 52, 55, {}), release(1, 75, 76))))['MUTEX-1']).toBe('violation');
+  });
+
+  it('one process re-acquiring is not two holders; other resources do not interfere', () => {
+    expect(verdicts(check(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(0, 10, 20, { validUntil: 120 }))))['MUTEX-1']).toBe('safe');
+    const other = [inv(1, 10, 'acquire', { resource: 's' }), ok(1, 20, 'acquire', { resource: 's', owner: 'o1' })];
+    expect(verdicts(check(history(acquire(0, 0, 5, { validUntil: 100 }), other)))['MUTEX-1']).toBe('safe');
+  });
+});
+
+describe('FENCE-1: a grant that completed before another was invoked has the lower token', () => {
+  it('increasing tokens are safe; concurrent grants are not ordered', () => {
+    expect(verdicts(check(history(acquire(0, 0, 5, { token: '1' }), acquire(1, 10, 20, { token: '2' }))))['FENCE-1']).toBe('safe');
+    // Windows overlap (1 invoked before 0 completed): either order is possible.
+    expect(verdicts(check(history(acquire(0, 0, 5, { token: '2' }), acquire(1, 4, 20, { token: '1' }))))['FENCE-1']).toBe('safe');
+  });
+
+  it('a later grant with a token not above an earlier one: a violation, exact near 2^63-1', () => {
+    const r = check(history(acquire(0, 0, 5, { token: '9223372036854775807', validUntil: 8 }), acquire(1, 10, 20, { token: '9223372036854775806' })));
+    expect(verdicts(r)['FENCE-1']).toBe('violation');
+    expect(r.findings[0]!.message).toMatch(/token 9223372036854775806 .* token 9223372036854775807/);
+    expect(verdicts(check(history(acquire(0, 0, 5, { token: '7' }), release(0, 6, 7), acquire(1, 10, 20, { token: '7' }))))['FENCE-1']).toBe('violation');
+  });
+
+  it('info acquires and a stacked re-acquire of one process (same token) are not judged', () => {
+    const infoAcquire = [inv(0, 0, 'acquire'), info(0, 5, 'acquire')];
+    expect(verdicts(check(history(infoAcquire, acquire(1, 10, 20, { token: '1' }), acquire(2, 30, 40, { token: '2' }))))['FENCE-1']).toBe('safe');
+    expect(verdicts(check(history(acquire(0, 0, 5, { token: '3' }), acquire(0, 10, 20, { token: '3' }))))['FENCE-1']).toBe('safe');
+  });
+});
+
+describe('STORE-1: lost updates of read-modify-writes', () => {
+  it('a chain of increments read back whole is safe', () => {
+    const r = check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, ok, '2', '1'), write(0, 4, 5, ok, '3', '2'), read(1, 6, 7, '3')));
+    expect(verdicts(r)['STORE-1']).toBe('safe');
+    expect(r.counts).toMatchObject({ writesAccepted: 3, lostUpdates: 0 });
+  });
+
+  it('two accepted writes based on the same read: one is lost', () => {
+    const r = check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, ok, '2', null)));
+    expect(verdicts(r)['STORE-1']).toBe('violation');
+    expect(r.counts.lostUpdates).toBe(1);
+    expect(r.findings[0]!.events).toEqual([0, 1, 2, 3]);
+  });
+
+  it('a read that misses an accepted write: lost', () => {
+    // Process 1's write is info (it may have landed); process 0's accepted write is missing from what is read.
+    const r = check(history(write(0, 0, 1, ok, 'a', null), write(1, 2, 3, info, 'b', null), read(2, 10, 11, 'b')));
+    expect(verdicts(r)['STORE-1']).toBe('violation');
+    expect(r.counts.lostUpdates).toBe(1);
+    expect(r.findings[0]!.message).toMatch(/write of 'a' was accepted .* read 'b'/);
+  });
+
+  it('a register that starts at a value written before the history: that value is the root of the chain', () => {
+    expect(verdicts(check(history(write(0, 0, 1, ok, '18', '17'), write(1, 2, 3, ok, '19', '18'), read(2, 4, 5, '19'))))['STORE-1']).toBe('safe');
+    const r = check(history(write(0, 0, 1, ok, '18', '17'), write(1, 2, 3, info, '19', '18'), read(2, 4, 5, '17')));
+    expect(verdicts(r)['STORE-1']).toBe('violation');
+    expect(r.findings[0]!.message).toMatch(/write of '18' was accepted .* read '17'/);
+    // Two values nobody wrote: no single initial value, nothing judged by reads.
+    expect(verdicts(check(history(write(0, 0, 1, ok, '18', '17'), write(1, 2, 3, info, '9', '8'), read(2, 4, 5, '9'))))['STORE-1']).toBe('safe');
+  });
+
+  it('a long chain read back at the end: only the write left out of it is lost', () => {
+    const chain = Array.from({ length: 50 }, (_v, i) => write(i % 3, 10 * i, 10 * i + 1, ok, `${i + 1}`, i === 0 ? null : `${i}`));
+    const branch = write(3, 200, 201, ok, 'x', '20');
+    const r = check(history(...chain, branch, read(4, 600, 601, '50')));
+    expect(r.counts.lostUpdates).toBe(1);
+    expect(r.findings.map((f) => f.message)).toEqual([expect.stringMatching(/process 3's write of 'x' was accepted .* read '50'/)]);
+  });
+
+  it('unknown and rejected writes are never counted as accepted', () => {
+    expect(verdicts(check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, info, '2', null))))['STORE-1']).toBe('safe');
+    expect(verdicts(check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, fail, '2', null))))['STORE-1']).toBe('safe');
+    // A write still in flight when the read was invoked may come after it.
+    expect(verdicts(check(history(write(0, 0, 1, ok, '1', null), inv(1, 2, 'read', { key: 'x' }), write(2, 3, 9, ok, '2', '1'), ok(1, 10, 'read', { key: 'x', value: '1' }))))['STORE-1']).toBe('safe');
+  });
+
+  it('a value written twice (ABA) is not judged as a lost update', () => {
+    const r = check(history(write(0, 0, 1, ok, '5', null), write(1, 2, 3, ok, '6', '5'), write(0, 4, 5, ok, '5', '6'), write(1, 6, 7, ok, '7', '5'), write(2, 8, 9, ok, '8', '7')));
+    expect(verdicts(r)['STORE-1']).toBe('safe');
+  });
+
+  it('blind writes (no prev) are not judged', () => {
+    const blind = [inv(0, 0, 'write', { key: 'x', value: '1' }), ok(0, 1, 'write', { key: 'x' }), inv(1, 2, 'write', { key: 'x', value: '2' }), ok(1, 3, 'write', { key: 'x' })];
+    expect(verdicts(check(history(blind)))['STORE-1']).toBe('skipped');
+  });
+});
+
+describe('FENCE-2: stale writes accepted by a fenced store', () => {
+  const seq = (a: string, b: string) => history(write(0, 0, 1, ok, '1', null, a), write(1, 2, 3, ok, '2', '1', b));
+  it('by policy: strict rejects equal tokens, monotonic accepts them, lower tokens are stale for both', () => {
+    expect(verdicts(check(seq('1', '2'), { storePolicy: 'strict' }))['FENCE-2']).toBe('safe');
+    expect(verdicts(check(seq('2', '2'), { storePolicy: 'strict' }))['FENCE-2']).toBe('violation');
+    expect(verdicts(check(seq('2', '2'), { storePolicy: 'monotonic' }))['FENCE-2']).toBe('safe');
+    const r = check(seq('3', '2'), { storePolicy: 'monotonic' });
+    expect(verdicts(r)['FENCE-2']).toBe('violation');
+    expect(r.counts.staleWritesAccepted).toBe(1);
+  });
+
+  it('the policy comes from the meta line unless the options say otherwise; unknown or unfenced: not judged', () => {
+    const h = history({ type: 'meta', store: 'strict' }, write(0, 0, 1, ok, '1', null, '2'), write(1, 2, 3, ok, '2', '1', '2'));
+    expect(check(h).storePolicy).toBe('strict');
+    expect(verdicts(check(h))['FENCE-2']).toBe('violation');
+    expect(verdicts(check(h, { storePolicy: 'monotonic' }))['FENCE-2']).toBe('safe');
+    expect(verdicts(check(seq('3', '2')))['FENCE-2']).toBe('skipped');
+    expect(verdicts(check(seq('3', '2'), { storePolicy: 'unfenced' }))['FENCE-2']).toBe('skipped');
+  });
+
+  it('concurrent writes, info writes and rejected writes are not judged stale', () => {
+    expect(verdicts(check(history(write(0, 0, 5, ok, '1', null, '3'), write(1, 2, 6, ok, '2', '1', '2')), { storePolicy: 'strict' }))['FENCE-2']).toBe('safe');
+    expect(verdicts(check(history(write(0, 0, 1, info, '1', null, '3'), write(1, 2, 3, ok, '2', '1', '2')), { storePolicy: 'strict' }))['FENCE-2']).toBe('safe');
+    const r = check(history(write(0, 0, 1, ok, '1', null, '3'), write(1, 2, 3, fail, '2', '1', '2')), { storePolicy: 'strict' });
+    expect(verdicts(r)['FENCE-2']).toBe('safe');
+    expect(r.counts).toMatchObject({ writesAccepted: 1, writesRejected: 1 });
+  });
+});
+
+describe('the report', () => {
+  it('counts operations, unknown outcomes and faults; the verdict is the worst check', () => {
+    const r = check(
+      history(
+        ev('invoke', 'nemesis', 0, 'fault', { fault: 'pause-client', target: 'client 0' }),
+        acquire(0, 0, 5, { validUntil: 100, token: '1' }),
+        write(0, 6, 7, info, '1', null, '1'),
+        ev('ok', 'nemesis', 8, 'fault', { fault: 'pause-client', target: 'client 0' }),
+        inv(1, 9, 'acquire'),
+      ),
+    );
+    expect(r.counts).toMatchObject({ events: 6 + 1, operations: 3, grants: 1, unknownOutcomes: 2, faults: 1, writesUnknown: 1 });
+    expect(r.verdict).toBe('safe');
+  });
+
+  it('keeps at most maxFindings per check but counts them all', () => {
+    const r = check(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 1, 6, { validUntil: 100 }), acquire(2, 2, 7, { validUntil: 100 })), { maxFindings: 1 });
+    expect(r.checks.find((c) => c.property === 'MUTEX-1')).toMatchObject({ verdict: 'violation', findings: 3 });
+    expect(r.findings).toHaveLength(1);
+    expect(r.counts.overlappingHolds).toBe(3);
+  });
+});

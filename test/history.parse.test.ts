@@ -1,0 +1,127 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import type { History } from '../conformance/history/event.ts';
+import { formatHistory } from '../conformance/history/format.ts';
+import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
+
+/** The history format's reader (spec 10.2, 10.3): typed history or a typed error naming line and field; never a crash. */
+const jsonl = (...events: object[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
+
+const VALID = jsonl(
+  { type: 'meta', store: 'strict', backend: 'redis-single', extra: 'ignored' },
+  { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
+  { type: 'invoke', process: 'nemesis', time: 1, op: 'fault', fault: 'pause-client', target: 'client 1' },
+  { type: 'ok', process: 0, time: 2, op: 'acquire', resource: 'r', owner: 'o0', token: '9223372036854775807', validUntil: 90 },
+  { type: 'invoke', process: 0, time: 3, op: 'write', resource: 'r', key: 'x', value: '1', prev: null, token: '9223372036854775807' },
+  { type: 'ok', process: 0, time: 4, op: 'write', resource: 'r', key: 'x' },
+  { type: 'signal', process: 0, time: 5, resource: 'r', owner: 'o0', reason: 'expired' },
+  { type: 'ok', process: 'nemesis', time: 6, op: 'fault', fault: 'pause-client', target: 'client 1' },
+  { type: 'invoke', process: 1, time: 6, op: 'read', resource: 'r', key: 'x' },
+  { type: 'info', process: 1, time: 7, op: 'read', resource: 'r', key: 'x', reason: 'timeout' },
+  { type: 'invoke', process: 1, time: 8, op: 'release', resource: 'r', owner: 'o1' },
+);
+
+function parsed(text: string): History {
+  const h = parseHistory(text);
+  if (h instanceof HistoryFormatError) throw h;
+  return h;
+}
+
+describe('parseHistory', () => {
+  it('reads a valid history: typed events, completions carry their invoke fields, unknown fields dropped', () => {
+    const h = parsed(VALID);
+    expect(h).toHaveLength(11);
+    expect(h[0]).toEqual({ type: 'meta', store: 'strict', backend: 'redis-single' });
+    expect(h[5]).toEqual({ type: 'ok', process: 0, time: 4, op: 'write', resource: 'r', key: 'x', value: '1', prev: null, token: '9223372036854775807' });
+    expect(h[9]).toMatchObject({ type: 'info', op: 'read', reason: 'timeout' });
+    // CRLF line ends and trailing blank lines are fine; the formatter round-trips.
+    expect(parsed(VALID.replaceAll('\n', '\r\n') + '\n\n')).toEqual(h);
+    expect(parsed(formatHistory(h))).toEqual(h);
+    expect(parsed('')).toEqual([]);
+  });
+
+  it('names the line and the field of what is wrong', () => {
+    const inv = { type: 'invoke', process: 0, time: 10, op: 'acquire', resource: 'r' };
+    const cases: [string, number, string | undefined, RegExp][] = [
+      [jsonl(inv) + '{oops\n', 2, undefined, /not JSON/],
+      [jsonl(inv, ['x']), 2, undefined, /must be a JSON object/],
+      [jsonl(inv, { ...inv, process: 1, time: 'soon' }), 2, 'time', /finite number/],
+      [jsonl(inv, { ...inv, process: 0, time: 9, type: 'ok' }), 2, 'time', /goes backwards for process 0/],
+      [jsonl(inv, { ...inv, time: 11 }), 2, 'type', /still in flight/],
+      [jsonl({ ...inv, type: 'ok' }), 1, 'type', /no operation in flight/],
+      [jsonl(inv, { ...inv, type: 'ok', op: 'release', owner: 'o' }), 2, 'op', /completes process 0's acquire of line 1/],
+      [jsonl(inv, { ...inv, type: 'ok', resource: 's' }), 2, 'resource', /the invoke of line 1 says 'r'/],
+      [jsonl(inv, { ...inv, type: 'ok', token: 12 }), 2, 'token', /never JSON numbers/],
+      [jsonl(inv, { ...inv, type: 'ok', token: '9223372036854775808' }), 2, 'token', /at most 2\^63-1/],
+      [jsonl(inv, { ...inv, type: 'ok', token: '-1' }), 2, 'token', /decimal digits/],
+      [jsonl({ ...inv, process: -1 }), 1, 'process', /non-negative integer/],
+      [jsonl({ ...inv, op: 'lock' }), 1, 'op', /must be one of acquire/],
+      [jsonl({ ...inv, resource: '' }), 1, 'resource', /non-empty/],
+      [jsonl({ ...inv, ttlMs: 0 }), 1, 'ttlMs', /positive/],
+      [jsonl({ type: 'invoke', process: 0, time: 1, op: 'release', resource: 'r' }), 1, 'owner', /missing/],
+      [jsonl({ type: 'invoke', process: 0, time: 1, op: 'write', resource: 'r', key: 'x' }), 1, 'value', /missing/],
+      [jsonl({ type: 'invoke', process: 0, time: 1, op: 'read', resource: 'r', key: 'x' }, { type: 'ok', process: 0, time: 2, op: 'read', resource: 'r', key: 'x' }), 2, 'value', /missing/],
+      [jsonl(inv, { type: 'meta' }), 2, 'type', /only be the first line/],
+      [jsonl({ type: 'meta', store: 'fenced' }), 1, 'store', /unfenced, strict, monotonic, transactional/],
+      [jsonl({ type: 'signal', process: 0, time: 1, resource: 'r', owner: 'o' }), 1, 'reason', /missing/],
+      [jsonl({ type: 'ok', process: 'nemesis', time: 1, op: 'fault', fault: 'partition' }), 1, 'fault', /not begun/],
+      [jsonl({ type: 'invoke', process: 'nemesis', time: 1, op: 'acquire', resource: 'r' }), 1, 'op', /only op 'fault'/],
+      [jsonl({ type: 'begin', process: 0, time: 1, op: 'acquire', resource: 'r' }), 1, 'type', /must be invoke, ok, fail, info/],
+      [jsonl(inv) + '\n' + jsonl(inv), 2, undefined, /blank line/],
+    ];
+    for (const [text, line, field, problem] of cases) {
+      const r = parseHistory(text);
+      expect(r, text).toBeInstanceOf(HistoryFormatError);
+      const e = r as HistoryFormatError;
+      expect({ line: e.line, field: e.field }, `${text} -> ${e.message}`).toEqual({ line, field });
+      expect(e.message).toMatch(problem);
+      expect(e.message).toMatch(new RegExp(`^line ${line}`));
+    }
+  });
+});
+
+/** Anything at all: the answer is a History or a HistoryFormatError, never an exception. */
+function neverThrows(text: string): void {
+  const r = parseHistory(text);
+  expect(Array.isArray(r) || r instanceof HistoryFormatError).toBe(true);
+}
+
+const validLines = VALID.trimEnd().split('\n');
+const jsonValue = fc.jsonValue({ maxDepth: 3 });
+const mutation = fc.oneof(
+  fc.record({ kind: fc.constant('drop' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('swap' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('field' as const), at: fc.nat(), field: fc.constantFrom('type', 'process', 'time', 'op', 'resource', 'key', 'value', 'prev', 'token', 'owner', 'validUntil', 'ttlMs', 'fault', 'store', '__proto__'), value: jsonValue }),
+  fc.record({ kind: fc.constant('truncate' as const), at: fc.nat(), cut: fc.nat() }),
+);
+
+type Mutation = { kind: string; at: number; field?: string; value?: unknown; cut?: number };
+
+function mutate(lines: string[], m: Mutation): string[] {
+  const out = [...lines];
+  const i = m.at % out.length;
+  if (m.kind === 'drop') out.splice(i, 1);
+  else if (m.kind === 'swap' && i + 1 < out.length) [out[i], out[i + 1]] = [out[i + 1]!, out[i]!];
+  else if (m.kind === 'field') {
+    let event: unknown;
+    try {
+      event = JSON.parse(out[i]!);
+    } catch {
+      return out; // an earlier truncation: nothing to set a field on
+    }
+    out[i] = JSON.stringify({ ...(event as object), [m.field!]: m.value });
+  }
+  else if (m.kind === 'truncate') out[i] = out[i]!.slice(0, m.cut! % (out[i]!.length + 1));
+  return out;
+}
+
+describe('parseHistory never crashes', () => {
+  test.prop([fc.string({ unit: 'binary', maxLength: 300 })])('on random text', (text) => neverThrows(text));
+  test.prop([fc.array(jsonValue, { maxLength: 8 })])('on random JSON lines', (values) => neverThrows(values.map((v) => JSON.stringify(v)).join('\n')));
+  test.prop([fc.array(mutation, { minLength: 1, maxLength: 4 })])('on mutated valid histories', (ms) => {
+    let lines = validLines;
+    for (const m of ms) if (lines.length > 0) lines = mutate(lines, m);
+    neverThrows(lines.join('\n'));
+  });
+  test.prop([fc.uint8Array({ maxLength: 200 })])('on random bytes', (bytes) => neverThrows(new TextDecoder().decode(bytes)));
+});
