@@ -57,6 +57,7 @@ options:
   --pg URL          use this PostgreSQL database (14 or newer) instead of starting a local server:
                     postgres://user[:password]@host[:port]/database. lockcheck creates its two tables there
                     if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
+  --stress-seconds N  matrix: seconds of the concurrent stress run per cell, the second oracle (default 2; 0 skips it)
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
@@ -112,6 +113,7 @@ async function main(argv: readonly string[]): Promise<number> {
       'store-policy': { type: 'string' },
       'timeout-ms': { type: 'string' },
       clients: { type: 'string' },
+      'stress-seconds': { type: 'string' },
       seconds: { type: 'string' },
       nemesis: { type: 'string' },
       store: { type: 'string' },
@@ -132,7 +134,17 @@ async function main(argv: readonly string[]): Promise<number> {
       if (rest.length) throw new UsageError(`matrix takes no arguments, got '${rest.join(' ')}'`);
       const faults = list(values.faults);
       for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class '${f}' (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
-      return matrixCommand({ runs: int(values.runs, 'runs', 30, 1, 100_000), seed, out: values.out ?? 'docs', json: values.json ?? false, junit: values.junit, backends: list(values.backend), faults, servers });
+      return matrixCommand({
+        runs: int(values.runs, 'runs', 30, 1, 100_000),
+        seed,
+        out: values.out ?? 'docs',
+        json: values.json ?? false,
+        junit: values.junit,
+        backends: list(values.backend),
+        faults,
+        servers,
+        stressSeconds: int(values['stress-seconds'], 'stress-seconds', 2, 0, 600),
+      });
     }
     case 'run': {
       if (rest.length) throw new UsageError(`run takes no arguments, got '${rest.join(' ')}'`);

@@ -14,6 +14,8 @@ import { shownUrl } from '../conformance/env/userRedis.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
+import type { Observed } from './stressOracle.ts';
+import { observedText, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
 /**
  * `lockcheck matrix`: every built-in backend x fault class on real servers,
@@ -30,6 +32,8 @@ export interface MatrixOptions {
   readonly faults: readonly string[] | undefined;
   /** The user's own servers, if given (--redis, --pg). */
   readonly servers?: ServerChoice;
+  /** Seconds of the concurrent stress run per cell (the second oracle); 0 skips it. */
+  readonly stressSeconds: number;
 }
 
 export interface MatrixCell {
@@ -51,6 +55,10 @@ export interface MatrixCell {
   readonly notMeasured: string | null;
   /** Runs the runner stopped following before their end (too ambiguous, or real time outran the pace). */
   readonly stoppedEarly: number;
+  /** What concurrent clients observed in a short stress run under the class's faults (the second oracle), or why not. */
+  readonly observed: Observed | { readonly notObserved: string } | null;
+  /** Broken in the stress run but not predicted by the model: flagged (not a failure of the run). */
+  readonly observedUnpredicted: readonly PropertyId[];
 }
 
 export async function matrixCommand(o: MatrixOptions): Promise<number> {
@@ -68,6 +76,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   mkdirSync(cellsDir, { recursive: true });
   const cells: MatrixCell[] = [];
   const started = performance.now();
+  const onStressServers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
+  const oracle = o.stressSeconds > 0 && !onStressServers ? new StressOracle(o.stressSeconds, o.seed, () => undefined) : null;
+  let stressMs = 0;
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
@@ -103,6 +114,13 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
         }
         const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
+        let observed: MatrixCell['observed'] = null;
+        if (oracle !== null) {
+          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: concurrent clients, ${o.stressSeconds} s under the class's faults`, started, index + 1, total);
+          const s0 = performance.now();
+          observed = await oracle.observe(row, col);
+          stressMs += performance.now() - s0;
+        }
         const cell: MatrixCell = {
           backend: row.name,
           audit: row.library !== undefined,
@@ -117,14 +135,19 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           elapsedMs: performance.now() - t0,
           notMeasured: null,
           stoppedEarly: result.stoppedEarly,
+          observed,
+          observedUnpredicted: observed !== null && 'broken' in observed ? observed.broken.filter((p) => !predicted.includes(p)) : [],
         };
         cells.push(cell);
         process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
       }
     }
   } finally {
+    await oracle?.stop();
     await servers.stop();
   }
+  if (oracle !== null) process.stderr.write(`the concurrent oracle (stress runs, ${o.stressSeconds} s each, setup included) took ${Math.round(stressMs / 1000)} s of ${Math.round((performance.now() - started) / 1000)} s; --stress-seconds 0 skips it\n`);
+  else if (o.stressSeconds > 0 && onStressServers) process.stderr.write('the concurrent oracle needs servers lockcheck starts (its faults kill and pause them): not run on --redis/--pg\n');
   writeFileSync(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped));
   writeFileSync(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped));
   if (o.junit !== undefined) {
@@ -145,7 +168,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   return failures > 0 || unexpected > 0 ? 1 : 0;
 }
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0 } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, observed: null, observedUnpredicted: [] } as const;
 
 const predictions = new Map<string, PropertyId[]>();
 
@@ -180,10 +203,26 @@ function describeCell(c: MatrixCell): string {
   parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : 'all hold');
   if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
   if (c.unseen.length) parts.push(`(predicted ${c.unseen.join(', ')}: not seen)`);
+  const obs = observedCellText(c);
+  if (obs !== '') parts.push(`concurrent clients observed ${obs}`);
   return parts.join('; ');
 }
 
+/** The second oracle's part of a cell: what concurrent clients observed, and any break the model did not predict. */
+function observedCellText(c: MatrixCell): string {
+  const o = c.observed;
+  if (o === null) return '';
+  if ('notObserved' in o) return `nothing (${o.notObserved})`;
+  return `${observedText(o)}${c.observedUnpredicted.length > 0 ? ` (observed, not predicted: ${c.observedUnpredicted.join(', ')})` : ''}`;
+}
+
 function cellText(c: MatrixCell, link: (file: string) => string): string {
+  const obs = observedCellText(c);
+  const lockstep = lockstepText(c, link);
+  return obs === '' || c.notMeasured !== null ? lockstep : `${lockstep}<br>concurrent: ${c.observedUnpredicted.length > 0 ? `**${obs}**` : obs}`;
+}
+
+function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   if (c.notMeasured !== null) return `— (not measured: ${c.notMeasured})`;
   if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**${c.audit ? 'deviates from the model' : 'conformance failure'}** ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ').replaceAll('|', '/')}`;
   const measured = c.measured.length ? c.measured.join(', ') : 'all hold';
@@ -209,7 +248,7 @@ function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: 
   const lines = [
     '# The measured matrix',
     '',
-    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
+    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend.${o.stressSeconds > 0 ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
     '',
     `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
     `|---|${cols.map(() => '---').join('|')}|`,
@@ -240,6 +279,7 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',
       c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
       c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
+      observedCellText(c) !== '' ? `concurrent clients: ${observedCellText(c)}` : '',
     ]
       .filter((x) => x)
       .join('; ');

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { match } from 'ts-pattern';
 import type { FaultEvent } from '../history/event.ts';
 import type { RecordedEvent } from './protocol.ts';
@@ -60,6 +59,8 @@ export interface NemesisOptions {
   readonly random: Random;
   readonly ttlMinMs: number;
   readonly ttlMaxMs: number;
+  /** A killed server stays down at least this long. */
+  readonly restartDelayMs: number;
 }
 
 type Armed = { readonly fault: (typeof TARGETED_FAULTS)[number]; readonly done: () => void };
@@ -72,6 +73,9 @@ export class Nemesis {
   #healing = false;
   /** When the clients stop: no strike starts later than 2 ttls before, none outlasts it by more than a ttl. */
   #untilMs = Number.POSITIVE_INFINITY;
+  /** Aborted by finish(): every wait of a fault in progress ends at once, and no new fault starts. */
+  readonly #stop = new AbortController();
+  #loop: Promise<void> = Promise.resolve();
 
   constructor(options: NemesisOptions) {
     this.#o = options;
@@ -93,14 +97,42 @@ export class Nemesis {
   }
 
   /** Injects faults until the shared clock reaches `untilMs` (or `maxFaults` were injected), then heals everything. */
-  async run(untilMs: number, maxFaults = Number.POSITIVE_INFINITY): Promise<void> {
+  run(untilMs: number, maxFaults = Number.POSITIVE_INFINITY): Promise<void> {
+    this.#loop = this.#run(untilMs, maxFaults);
+    return this.#loop;
+  }
+
+  /** Ends the fault in progress early, waits for the schedule to stop, heals everything. */
+  async finish(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+    await this.heal();
+  }
+
+  /** Resolves after `ms`, or at once when finish() is called. */
+  #sleep(ms: number): Promise<void> {
+    const signal = this.#stop.signal;
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const timer = setTimeout(done, Math.max(0, ms));
+      function done(): void {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  async #run(untilMs: number, maxFaults: number): Promise<void> {
     const { random, faults } = this.#o;
     this.#untilMs = untilMs;
     try {
-      while (faults.length > 0 && this.#faults < maxFaults) {
+      while (faults.length > 0 && this.#faults < maxFaults && !this.#stop.signal.aborted) {
         const waitMs = random.int(Math.floor(this.#intervalMs / 2), Math.floor((this.#intervalMs * 3) / 2));
         if (sharedNowMs() + waitMs >= untilMs) break;
-        await sleep(waitMs);
+        await this.#sleep(waitMs);
+        if (this.#stop.signal.aborted) break;
         const fault = random.pick(faults);
         const endBy = Math.min(untilMs, sharedNowMs() + this.#maxFaultMs);
         if (isTargeted(fault)) await this.#arm(fault, endBy);
@@ -145,10 +177,10 @@ export class Nemesis {
     let done!: () => void;
     const struck = new Promise<void>((resolve) => (done = resolve));
     this.#armed = { fault, done };
-    await Promise.race([struck, sleep(Math.max(0, endBy - sharedNowMs()))]);
+    await Promise.race([struck, this.#sleep(Math.max(0, endBy - sharedNowMs()))]);
     this.#armed = null;
     // A strike in progress finishes before the next fault is drawn.
-    while (this.#busy) await sleep(10);
+    while (this.#busy) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
   #record(type: FaultEvent['type'], fault: string, target: string, detail?: string): void {
@@ -169,7 +201,7 @@ export class Nemesis {
         const ms = this.#duration(endBy);
         this.#record('invoke', 'pause-client', `client ${c}`, `${ms} ms`);
         fleet.pause(c);
-        await sleep(ms);
+        await this.#sleep(ms);
         fleet.resume(c);
         this.#record('ok', 'pause-client', `client ${c}`);
       })
@@ -179,16 +211,16 @@ export class Nemesis {
         const ms = this.#duration(endBy);
         this.#record('invoke', 'pause-server', s.name, `${ms} ms`);
         s.pause();
-        await sleep(ms);
+        await this.#sleep(ms);
         s.resume();
         this.#record('ok', 'pause-server', s.name);
       })
       .with('kill-server', async () => {
         const s = servers.nodes[random.int(0, servers.nodes.length - 1)]!;
-        const downMs = random.int(0, this.#o.ttlMaxMs);
+        const downMs = this.#o.restartDelayMs + random.int(0, this.#o.ttlMaxMs);
         this.#record('invoke', 'kill-server', s.name, `kill -9, restart after ${downMs} ms`);
         await s.crash();
-        await sleep(downMs);
+        await this.#sleep(downMs);
         await s.restart();
         this.#record('ok', 'kill-server', s.name);
       })
@@ -208,7 +240,7 @@ export class Nemesis {
         const target = `client ${c} - ${servers.nodes[n]!.name}`;
         this.#record('invoke', kind, target, kind === 'partition' ? `black hole for ${ms} ms` : `+${delayMs} ms each way for ${ms} ms`);
         link.setMode(kind === 'partition' ? { kind: 'blackhole' } : { kind: 'delay', ms: delayMs });
-        await sleep(ms);
+        await this.#sleep(ms);
         link.setMode({ kind: 'pass' });
         this.#record('ok', kind, target);
       })
@@ -237,8 +269,8 @@ export class Nemesis {
         this.#record('invoke', 'pause-client', target, `holder of ${g.resource} (token ${g.token}), between its read and its write`);
         fleet.pause(client);
         // Past its deadline (by its own clock), and another client has written the register since.
-        const wrote = await recorder.waitFor(byOther('write', at), endBy);
-        if (g.validUntil !== undefined && sharedNowMs() < g.validUntil) await sleep(g.validUntil - sharedNowMs() + 1);
+        const wrote = await recorder.waitFor(byOther('write', at), endBy, this.#stop.signal);
+        if (g.validUntil !== undefined && sharedNowMs() < g.validUntil) await this.#sleep(g.validUntil - sharedNowMs() + 1);
         fleet.resume(client);
         this.#record('ok', 'pause-client', target, wrote ? `another client wrote ${g.resource} meanwhile` : `no other write of ${g.resource} within the bound`);
         return true;
@@ -252,7 +284,7 @@ export class Nemesis {
         this.#record('invoke', 'terminate-backend', 'postgres', `backends ${g.pids.join(', ')} of ${target}`);
         await servers.terminate(g.pids);
         this.#record('ok', 'terminate-backend', 'postgres', `backends ${g.pids.join(', ')} of ${target}`);
-        const acquired = await recorder.waitFor(byOther('acquire', at), endBy);
+        const acquired = await recorder.waitFor(byOther('acquire', at), endBy, this.#stop.signal);
         fleet.resume(client);
         this.#record('ok', 'pause-client', target, acquired ? `another client acquired ${g.resource} meanwhile` : `no other grant of ${g.resource} within the bound`);
         return true;
@@ -267,7 +299,7 @@ export class Nemesis {
         servers.stepClock(n, ms);
         this.#record('invoke', 'clock-step', servers.nodes[n]!.name, `+${ms} ms, a node of ${target}'s bare majority for ${g.resource}`);
         this.#record('ok', 'clock-step', servers.nodes[n]!.name);
-        await recorder.waitFor(byOther('acquire', at), Math.min(endBy, g.validUntil ?? endBy));
+        await recorder.waitFor(byOther('acquire', at), Math.min(endBy, g.validUntil ?? endBy), this.#stop.signal);
         return true;
       })
       .exhaustive();

@@ -22,19 +22,23 @@ export class Recorder {
     return this.#events.length;
   }
 
-  /** Resolves true when an event matching `predicate` arrives, false once the shared clock passes `untilMs`. */
-  waitFor(predicate: (e: RecordedEvent) => boolean, untilMs: number): Promise<boolean> {
+  /** Resolves true when an event matching `predicate` arrives, false once the shared clock passes `untilMs` or `signal` aborts. */
+  waitFor(predicate: (e: RecordedEvent) => boolean, untilMs: number, signal?: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
+      const onAbort = (): void => done(false);
       const done = (found: boolean): void => {
         clearTimeout(timer);
         this.#watchers.delete(watcher);
+        signal?.removeEventListener('abort', onAbort);
         resolve(found);
       };
+      signal?.addEventListener('abort', onAbort, { once: true });
       const watcher = (e: RecordedEvent): void => {
         if (predicate(e)) done(true);
       };
       const timer = setTimeout(() => done(false), Math.max(0, untilMs - sharedNowMs()));
       this.#watchers.add(watcher);
+      if (signal?.aborted) done(false);
     });
   }
 

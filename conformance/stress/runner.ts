@@ -35,6 +35,8 @@ export interface RunOptions {
   readonly maxCycles?: number;
   /** Stop once the nemesis has struck this many times (the clients finish their cycles first). */
   readonly maxFaults?: number;
+  /** A killed server stays down at least this long (Redlock's delayed restart: longer than any ttl). Default 0. */
+  readonly restartDelayMs?: number;
 }
 
 export interface StressRun {
@@ -133,7 +135,7 @@ export class StressSession {
     const random = new Random(o.seed);
     const recorder = new Recorder();
     const clientErrors: string[] = [];
-    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs });
+    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0 });
     let cycles = 0;
     let done = 0;
     let allDone!: () => void;
@@ -174,7 +176,7 @@ export class StressSession {
     const ticker = setInterval(() => this.#progress(`${backend}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
     try {
       await Promise.race([nemesis.run(untilMs, o.maxFaults), finished]);
-      await nemesis.heal();
+      await nemesis.finish();
       // The clients stop by themselves at untilMs (or maxCycles); after enough faults they are asked to.
       const enough = o.maxFaults !== undefined && nemesis.count >= o.maxFaults;
       if (enough) fleet.stopRuns();
@@ -185,7 +187,7 @@ export class StressSession {
       }
     } finally {
       clearInterval(ticker);
-      await nemesis.heal();
+      await nemesis.finish();
       this.#route = () => undefined;
     }
     const history = recorder.history();
