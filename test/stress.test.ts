@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
@@ -62,5 +63,17 @@ describe('lockcheck stress (real redis-server, real client processes)', () => {
     expect(report.counts.operations, replay).toBeGreaterThan(0);
     expect(report.findings, replay).toEqual([]);
     expect(report.verdict, replay).toBe('safe');
+  }, 90_000);
+});
+
+describe('lockcheck stress: bad usage', () => {
+  const cli = (args: string[]) => spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', ...args], { encoding: 'utf8', timeout: 60_000 });
+  it('exits 2 with a message naming the problem, before starting anything', () => {
+    const unknown = cli(['--backend', 'nope']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/--backend, one of redis-single/);
+    const wrongFault = cli(['--backend', 'pg-session', '--nemesis', 'clock-step']);
+    expect(wrongFault.status).toBe(2);
+    expect(wrongFault.stderr).toMatch(/advisory locks have no expiry/);
   }, 90_000);
 });
