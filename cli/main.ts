@@ -37,8 +37,9 @@ commands:
   stress    concurrent client processes race on real servers under a nemesis; the history is checked
             (docs/stress.md): --backend ${STRESS_BACKENDS.join('|')} --clients N --seconds S
             --nemesis a,b (${NEMESIS_FAULTS.join(', ')}; default none)
-            [--store unfenced|monotonic|strict] [--resources N] [--ttl MIN-MAX] [--seed S] [--json] [--out DIR];
-            writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
+            [--store unfenced|monotonic|strict] [--resources N] [--ttl MIN-MAX] [--seed S] [--json] [--out DIR]
+            (defaults: 5 clients, 10 s, unfenced, 3 resources, ttl 500-2000 ms, which also paces the nemesis, out
+            lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
 
 options:
   --runs N          generated schedules per backend or cell (matrix default 30, run default 100)
