@@ -1,7 +1,9 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import type { History } from '../conformance/history/event.ts';
+import { checkHistory } from '../conformance/history/check.ts';
 import { formatHistory } from '../conformance/history/format.ts';
+import { historyReportHtml } from '../conformance/history/report.ts';
 import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
 
 /** The history format's reader (spec 10.2, 10.3): typed history or a typed error naming line and field; never a crash. */
@@ -118,10 +120,15 @@ function mutate(lines: string[], m: Mutation): string[] {
 describe('parseHistory never crashes', () => {
   test.prop([fc.string({ unit: 'binary', maxLength: 300 })])('on random text', (text) => neverThrows(text));
   test.prop([fc.array(jsonValue, { maxLength: 8 })])('on random JSON lines', (values) => neverThrows(values.map((v) => JSON.stringify(v)).join('\n')));
-  test.prop([fc.array(mutation, { minLength: 1, maxLength: 4 })])('on mutated valid histories', (ms) => {
+  test.prop([fc.array(mutation, { minLength: 1, maxLength: 4 })])('on mutated valid histories, and what it accepts is checked and drawn without a throw', (ms) => {
     let lines = validLines;
     for (const m of ms) if (lines.length > 0) lines = mutate(lines, m);
     neverThrows(lines.join('\n'));
+    const h = parseHistory(lines.join('\n'));
+    if (h instanceof HistoryFormatError) return;
+    const report = checkHistory(h, { timeoutMs: 0 });
+    expect(['safe', 'violation', 'unknown']).toContain(report.verdict);
+    expect(historyReportHtml(h, report)).toMatch(/<svg id="timeline"/);
   });
   test.prop([fc.uint8Array({ maxLength: 200 })])('on random bytes', (bytes) => neverThrows(new TextDecoder().decode(bytes)));
 });

@@ -68,7 +68,14 @@ export async function underOwnNames(server: PostgresTarget, start: () => Promise
   if (server.process !== undefined) return start();
   const prefix = `lockcheck-run:${randomUUID()}:`;
   const instance = await start();
-  return namespaced({ ...instance, close: () => instance.close().finally(() => deleteRows(server, prefix)) }, prefix);
+  const close = async (): Promise<void> => {
+    try {
+      await instance.close();
+    } finally {
+      await deleteRows(server, prefix);
+    }
+  };
+  return namespaced({ ...instance, close }, prefix);
 }
 
 /** Deletes a run's rows (resources under `prefix`) from lockcheck's tables on a shared server. */

@@ -1,6 +1,7 @@
 import type { History, StorePolicy } from './event.ts';
 import type { CheckResult, Finding, FindingList, Verdict } from './findings.ts';
 import { holdIntervals, overlappingHolds } from './holds.ts';
+import { linearizabilityChecks } from './linearizable.ts';
 import { faultIntervals, operations } from './operations.ts';
 import { lostUpdates, staleWrites, storeCounts } from './store.ts';
 import { tokenOrder } from './tokens.ts';
@@ -15,7 +16,11 @@ export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdic
 export interface CheckOptions {
   /** The policy of the store behind the writes; wins over the history's meta line. */
   readonly storePolicy?: StorePolicy;
-  /** Budget of the linearizability search; past it that check says 'unknown'. Default 10000. */
+  /**
+   * Budget of the linearizability search, shared by every lock and register
+   * of the history; past it LIN-1 says 'unknown'. Default 10000. 0 still
+   * gives each object one slice of the search (small histories are decided).
+   */
   readonly timeoutMs?: number;
   /** Findings kept per check (all are counted). Default 20. */
   readonly maxFindings?: number;
@@ -52,6 +57,8 @@ export interface CheckReport {
   readonly counts: CheckCounts;
 }
 
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
 const verdictOf = (list: FindingList): Verdict => (list.total > 0 ? 'violation' : 'safe');
 
 export function overallVerdict(checks: readonly CheckResult[]): Verdict {
@@ -73,6 +80,7 @@ export function checkHistory(history: History, options: CheckOptions = {}): Chec
   const stale = staleWrites(ops, storePolicy ?? 'unfenced', max);
   const store = storeCounts(ops);
   const hasTokenedWrites = ops.some((o) => o.event.op === 'write' && o.event.token !== undefined);
+  const lin = linearizabilityChecks(history, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, max);
 
   const checks: CheckResult[] = [
     { check: 'overlapping-holds', property: 'MUTEX-1', verdict: holds.length === 0 ? 'skipped' : verdictOf(overlaps), findings: overlaps.total, ...(holds.length === 0 ? { note: 'no holds in the history' } : {}) },
@@ -85,8 +93,10 @@ export function checkHistory(history: History, options: CheckOptions = {}): Chec
       ...(lost.judged ? {} : { note: 'no read-modify-writes (writes with prev) in the history' }),
     },
     staleCheck(storePolicy, hasTokenedWrites, stale),
+    lin.lock,
+    lin.register,
   ];
-  const findings = [overlaps, tokens.findings, lost.findings, stale].flatMap((l) => l.kept);
+  const findings = [...[overlaps, tokens.findings, lost.findings, stale].flatMap((l) => l.kept), ...lin.findings];
   const unknownOutcomes = ops.filter((o) => o.outcome === 'info' || o.outcome === 'pending').length;
   return {
     verdict: overallVerdict(checks),

@@ -61,7 +61,8 @@ function describe(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'string') return v.length > 40 ? `'${v.slice(0, 40)}…'` : `'${v}'`;
   if (typeof v === 'object') return 'an object';
-  return String(v);
+  if (typeof v === 'number' || typeof v === 'boolean' || v === undefined) return String(v);
+  return typeof v;
 }
 
 function checkValue(spec: FieldSpec, v: unknown): unknown {
@@ -128,8 +129,8 @@ function timeOf(o: Record<string, unknown>, process: ProcessId, state: State): n
 function faultEvent(o: Record<string, unknown>, type: string, time: number, state: State): HistoryEvent {
   if (o.op !== 'fault') throw new Bad('op', `the nemesis records only op 'fault', got ${describe(o.op)}`);
   if (type !== 'invoke' && type !== 'ok' && type !== 'info') throw new Bad('type', `a fault is 'invoke' (begins) or 'ok'/'info' (ends), got ${describe(type)}`);
-  const rest = fields(o, FAULT_FIELDS, (n) => n === 'invoke');
-  const key = `${String(rest.fault)}\u0000${String(rest.target ?? '')}`;
+  const rest = fields(o, FAULT_FIELDS, (n) => n === 'invoke') as { fault: string; target?: string };
+  const key = `${rest.fault}\u0000${rest.target ?? ''}`;
   if (type === 'invoke') state.faults.set(key, (state.faults.get(key) ?? 0) + 1);
   else {
     const n = state.faults.get(key) ?? 0;

@@ -35,7 +35,7 @@ function opLabel(o: OperationRecord): string {
   const e = o.event as OperationEvent & Record<string, unknown>;
   const extra = ['key', 'value', 'prev', 'token', 'validUntil', 'reason']
     .filter((k) => e[k] !== undefined)
-    .map((k) => `${k}=${e[k] === null ? 'null' : String(e[k])}`)
+    .map((k) => `${k}=${JSON.stringify(e[k])}`)
     .join(' ');
   return `process ${o.process}: ${e.op} '${e.resource}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; events ${o.invokeIndex}${o.completeIndex === undefined ? '' : `, ${o.completeIndex}`})`;
 }

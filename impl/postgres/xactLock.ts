@@ -149,7 +149,7 @@ export class PostgresTransactionLock {
       const r = await this.query(client, 'SELECT pg_try_advisory_xact_lock($1::bigint) AS got', [key]);
       if ((r.rows[0] as { got: boolean }).got !== true) {
         await this.query(client, 'ROLLBACK');
-        this.give(client);
+        await this.give(client);
         return { kind: 'denied', reason: 'held' };
       }
       const token = await this.mint(resource);

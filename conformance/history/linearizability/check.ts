@@ -1,0 +1,128 @@
+import type { Model } from './model.ts';
+import type { Operation } from './operation.ts';
+import { partitionHistory } from './partition.ts';
+import { PartitionSearch } from './search.ts';
+
+export interface CheckOptions {
+  /** Give up after this long with verdict `unknown` (default: no limit). */
+  readonly timeoutMs?: number;
+  /** Milliseconds, monotonic (default `performance.now`). */
+  readonly clock?: () => number;
+}
+
+/** Operations are referred to by their index in the checked history. */
+export type LinearizabilityResult = Linearizable | NotLinearizable | Undecided;
+
+export interface Linearizable {
+  readonly verdict: 'linearizable';
+  /** Per partition, an order of its operations the model accepts (operations with an unknown outcome left out of it did not happen). */
+  readonly linearizations: readonly (readonly number[])[];
+  readonly stats: SearchStats;
+}
+
+export interface NotLinearizable {
+  readonly verdict: 'not-linearizable';
+  /** The partition (model key) that has no linearization; `undefined` for an unpartitioned model. */
+  readonly key: string | undefined;
+  /** The longest sequence of operations the search could linearize in that partition. */
+  readonly longestPrefix: readonly number[];
+  /** The operation that could not be placed after that prefix (it returned before anything could take its place). */
+  readonly blocked: number | undefined;
+  readonly stats: SearchStats;
+}
+
+/** The deadline passed before the search decided: never a guess. */
+export interface Undecided {
+  readonly verdict: 'unknown';
+  readonly reason: 'timeout';
+  readonly stats: SearchStats;
+}
+
+export interface SearchStats {
+  readonly partitions: number;
+  /** Search loop iterations over all partitions. */
+  readonly steps: number;
+  /** Distinct (linearized set, state) configurations memoised. */
+  readonly configurations: number;
+  readonly elapsedMs: number;
+}
+
+export class InvalidOperationError extends Error {
+  override readonly name = 'InvalidOperationError';
+  constructor(
+    readonly index: number,
+    reason: string,
+  ) {
+    super(`operation ${index}: ${reason}`);
+  }
+}
+
+/** Iterations between two looks at the clock. */
+const SLICE = 1 << 14;
+/** Iterations each partition gets in the first round; doubled every round, so a failing partition is found early. */
+const FIRST_BUDGET = 1 << 12;
+
+/**
+ * LIN-1: Wing–Gong–Lowe linearizability check of a history against a model, with
+ * per-key partitioning when the model has `partitionKey` and a deadline that
+ * turns into `unknown`. Pure: no I/O, no global state.
+ */
+export function checkLinearizability<S, I, O>(
+  model: Model<S, I, O>,
+  operations: readonly Operation<I, O>[],
+  options: CheckOptions = {},
+): LinearizabilityResult {
+  validate(operations);
+  const clock = options.clock ?? (() => performance.now());
+  const start = clock();
+  const deadline = options.timeoutMs === undefined ? Infinity : start + options.timeoutMs;
+  const parts = partitionHistory(model, operations);
+  const searches = parts.map((p) => new PartitionSearch(model, p.operations));
+  const stats = (): SearchStats => ({
+    partitions: parts.length,
+    steps: searches.reduce((s, x) => s + x.steps, 0),
+    configurations: searches.reduce((s, x) => s + x.explored, 0),
+    elapsedMs: clock() - start,
+  });
+  let open = searches.map((_, i) => i);
+  for (let budget = FIRST_BUDGET; open.length > 0; budget *= 2) {
+    const stillOpen: number[] = [];
+    for (const i of open) {
+      const search = searches[i]!;
+      let left = budget;
+      while (left > 0 && search.status === 'running') {
+        const slice = Math.min(left, SLICE);
+        search.run(slice);
+        left -= slice;
+        if (search.status === 'running' && clock() >= deadline) return { verdict: 'unknown', reason: 'timeout', stats: stats() };
+      }
+      if (search.status === 'not-linearizable') {
+        const part = parts[i]!;
+        return {
+          verdict: 'not-linearizable',
+          key: part.key,
+          longestPrefix: [...search.longest].map((k) => part.indices[k]!),
+          blocked: search.blocked < 0 ? undefined : part.indices[search.blocked],
+          stats: stats(),
+        };
+      }
+      if (search.status === 'running') stillOpen.push(i);
+    }
+    open = stillOpen;
+  }
+  return {
+    verdict: 'linearizable',
+    linearizations: searches.map((s, i) => [...s.longest].map((k) => parts[i]!.indices[k]!)),
+    stats: stats(),
+  };
+}
+
+function validate(operations: readonly Operation<unknown, unknown>[]): void {
+  operations.forEach((op, i) => {
+    if (typeof op.call !== 'number' || !Number.isFinite(op.call)) throw new InvalidOperationError(i, `call time must be a finite number, got ${String(op.call)}`);
+    const ret = op.return;
+    if (ret === undefined || ret === Infinity) return;
+    if (typeof ret !== 'number' || Number.isNaN(ret)) throw new InvalidOperationError(i, `return time must be a number or Infinity, got ${String(ret)}`);
+    if (ret < op.call) throw new InvalidOperationError(i, `returns (${ret}) before it is called (${op.call})`);
+  });
+}

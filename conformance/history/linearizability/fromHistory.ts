@@ -1,0 +1,144 @@
+import type { History, HistoryEvent, OperationEvent } from '../event.ts';
+import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from './check.ts';
+import { leaseLock, type LeaseLockInput } from './models/leaseLock.ts';
+import { etcdRegister, type RegisterInput, type RegisterOutput } from './models/register.ts';
+import type { Operation } from './operation.ts';
+
+/**
+ * LIN-1 for lockcheck's own histories (conformance/history/event.ts), as
+ * linearizability problems: per resource, the lock's acquire/extend/release operations
+ * against `leaseLock()`; per store register (resource and key), its writes
+ * and reads against a register that starts absent (`etcdRegister()`).
+ *
+ * `fail` means the operation did not happen: it is left out. `info`, or no
+ * completion, means unknown: the operation is pending (it may have happened
+ * at any time after its invoke, or never). Indices in results are into the
+ * list of operations of that object; `events` maps them back to events.
+ */
+export interface ObjectHistory<I, O> {
+  /** `lock <resource>` or `register <resource>/<key>`. */
+  readonly object: string;
+  readonly operations: readonly Operation<I, O>[];
+  /** For each operation, the index of its invoke event in the history. */
+  readonly events: readonly number[];
+}
+
+export class HistoryShapeError extends Error {
+  override readonly name = 'HistoryShapeError';
+  constructor(
+    readonly event: number,
+    reason: string,
+  ) {
+    super(`event ${event}: ${reason}`);
+  }
+}
+
+interface Paired {
+  readonly invoke: OperationEvent;
+  readonly index: number;
+  /** undefined: pending (info, or never completed). */
+  readonly done?: OperationEvent;
+}
+
+/** Pairs each process's invoke with its completion; failed operations are dropped. */
+function pair(history: History): Paired[] {
+  const open = new Map<number, { invoke: OperationEvent; index: number }>();
+  const out: Paired[] = [];
+  history.forEach((ev: HistoryEvent, index) => {
+    if (ev.type === 'meta' || ev.process === 'nemesis' || ev.type === 'signal') return;
+    const op = ev as OperationEvent;
+    const p = op.process as number;
+    if (op.type === 'invoke') {
+      const prior = open.get(p);
+      if (prior !== undefined) throw new HistoryShapeError(index, `process ${p} invokes while its operation from event ${prior.index} is in flight`);
+      open.set(p, { invoke: op, index });
+      return;
+    }
+    const inv = open.get(p);
+    if (inv === undefined) throw new HistoryShapeError(index, `process ${p} completes (${op.type}) with nothing in flight`);
+    if (inv.invoke.op !== op.op) throw new HistoryShapeError(index, `process ${p} completes ${op.op} but invoked ${inv.invoke.op}`);
+    open.delete(p);
+    if (op.type === 'ok') out.push({ ...inv, done: op });
+    else if (op.type === 'info') out.push(inv);
+    // fail: it did not happen
+  });
+  for (const inv of open.values()) out.push(inv);
+  return out.sort((a, b) => a.index - b.index);
+}
+
+function group<T>(items: readonly T[], key: (t: T) => string | undefined): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const it of items) {
+    const k = key(it);
+    if (k === undefined) continue;
+    let g = m.get(k);
+    if (g === undefined) m.set(k, (g = []));
+    g.push(it);
+  }
+  return m;
+}
+
+const timing = (p: Paired): { call: number; return?: number } => ({ call: p.invoke.time, ...(p.done === undefined ? {} : { return: p.done.time }) });
+
+/** Per resource, its lock operations. */
+export function lockHistories(history: History): ObjectHistory<LeaseLockInput, unknown>[] {
+  const byResource = group(pair(history), (p) => (p.invoke.op === 'acquire' || p.invoke.op === 'extend' || p.invoke.op === 'release' ? p.invoke.resource : undefined));
+  return [...byResource].map(([resource, ps]) => ({
+    object: `lock ${resource}`,
+    events: ps.map((p) => p.index),
+    operations: ps.map((p): Operation<LeaseLockInput, unknown> => {
+      const inv = p.invoke;
+      const done = p.done;
+      const owner = (done !== undefined && 'owner' in done ? done.owner : undefined) ?? ('owner' in inv ? inv.owner : undefined) ?? `process ${String(inv.process)}`;
+      const validUntil = (done !== undefined && 'validUntil' in done ? done.validUntil : undefined) ?? Infinity;
+      switch (inv.op) {
+        case 'acquire':
+          return { process: inv.process, ...timing(p), input: { f: 'acquire', owner, validUntil, latest: done?.time ?? Infinity } };
+        case 'extend':
+          return { process: inv.process, ...timing(p), input: { f: 'extend', owner, validUntil } };
+        default:
+          return { process: inv.process, ...timing(p), input: { f: 'release', owner } };
+      }
+    }),
+  }));
+}
+
+/** Per store register (resource and key), its writes and reads; a read of null saw it never written. */
+export function registerHistories(history: History): ObjectHistory<RegisterInput, RegisterOutput>[] {
+  const paired = pair(history).filter((p) => p.invoke.op === 'write' || (p.invoke.op === 'read' && p.done !== undefined));
+  const byKey = group(paired, (p) => (p.invoke.op === 'write' || p.invoke.op === 'read' ? `${p.invoke.resource}/${p.invoke.key}` : undefined));
+  return [...byKey].map(([key, ps]) => ({
+    object: `register ${key}`,
+    events: ps.map((p) => p.index),
+    operations: ps.map((p): Operation<RegisterInput, RegisterOutput> => {
+      const inv = p.invoke;
+      if (inv.op === 'write') return { process: inv.process, ...timing(p), input: { f: 'write', value: inv.value } };
+      const done = p.done;
+      const value = done !== undefined && done.op === 'read' ? done.value : undefined;
+      if (value === undefined) throw new HistoryShapeError(p.index, 'a read completed ok without a value (null: never written)');
+      return { process: inv.process, ...timing(p), input: { f: 'read' }, output: { value } };
+    }),
+  }));
+}
+
+export interface ObjectVerdict {
+  readonly object: string;
+  readonly kind: 'lock' | 'register';
+  readonly result: LinearizabilityResult;
+  /** Event indices of the operations `result` refers to by index. */
+  readonly events: readonly number[];
+}
+
+/**
+ * Checks every lock and every register of a history. The deadline is shared:
+ * objects after it get `unknown`.
+ */
+export function checkHistoryLinearizability(history: History, options: CheckOptions = {}): ObjectVerdict[] {
+  const clock = options.clock ?? (() => performance.now());
+  const deadline = options.timeoutMs === undefined ? Infinity : clock() + options.timeoutMs;
+  const left = (): CheckOptions => ({ clock, ...(deadline === Infinity ? {} : { timeoutMs: Math.max(0, deadline - clock()) }) });
+  const verdicts: ObjectVerdict[] = [];
+  for (const h of lockHistories(history)) verdicts.push({ object: h.object, kind: 'lock', events: h.events, result: checkLinearizability(leaseLock(), h.operations, left()) });
+  for (const h of registerHistories(history)) verdicts.push({ object: h.object, kind: 'register', events: h.events, result: checkLinearizability(etcdRegister(), h.operations, left()) });
+  return verdicts;
+}

@@ -1,0 +1,208 @@
+import { ConfigurationCache } from './cache.ts';
+import { buildEntries, NIL as NIL_ENTRY, RETURN as RETURN_ENTRY, type EntryList } from './entries.ts';
+import { illegal, type Model } from './model.ts';
+import { isPending, type Operation } from './operation.ts';
+
+export type SearchStatus = 'running' | 'linearizable' | 'not-linearizable';
+
+/**
+ * The Wing–Gong–Lowe search over one partition, resumable so that several
+ * partitions can share a time budget and a deadline can stop it.
+ *
+ * Depth first: walk the entry list from its head; a call entry whose
+ * operation the model accepts in the current state is linearized (lifted out
+ * of the list with its return, the search restarts from the head); reaching
+ * a return entry means its operation had to be linearized before it, so the
+ * last choice is undone. Configurations (linearized set, state) already
+ * explored are skipped (Lowe). The set's hash is kept incrementally (Zobrist:
+ * one random word per operation, xor-ed in and out), so a step costs O(1)
+ * hashing plus the model's.
+ */
+export class PartitionSearch<S, I, O> {
+  status: SearchStatus = 'running';
+  /** Loop iterations so far. */
+  steps = 0;
+  /** Longest sequence of operations (partition indices) linearized at once; the full order when linearizable. */
+  longest: Int32Array = new Int32Array(0);
+  /** The operation that could not be placed after `longest` (-1: none). */
+  blocked = -1;
+
+  private readonly entries: EntryList;
+  private readonly inputs: I[];
+  private readonly outputs: (O | undefined)[];
+  private readonly cache: ConfigurationCache<S>;
+  private readonly linearized: Uint32Array;
+  private readonly zobrist: Int32Array;
+  private readonly stackEntry: Int32Array;
+  private readonly stackState: (S | undefined)[];
+  /** 1 where the stacked operation is read-only: no alternative to it needs trying. */
+  private readonly stackForced: Uint8Array;
+  /** Per operation: 1 when it must be linearized and never changes the state. */
+  private readonly readOnly: Uint8Array;
+  private sp = 0;
+  private entry: number;
+  private state: S;
+  private setHash = 0;
+  private remaining: number;
+
+  constructor(
+    private readonly model: Model<S, I, O>,
+    ops: readonly Operation<I, O>[],
+  ) {
+    this.entries = buildEntries(ops);
+    this.inputs = ops.map((o) => o.input);
+    this.outputs = ops.map((o) => o.output);
+    const words = Math.max(1, Math.ceil(ops.length / 32));
+    this.linearized = new Uint32Array(words);
+    const mandatory = new Uint32Array(words);
+    ops.forEach((o, i) => {
+      if (!isPending(o)) mandatory[i >>> 5]! |= 1 << (i & 31);
+    });
+    this.cache = new ConfigurationCache<S>(words, mandatory, (a, b) => model.equal(a, b));
+    // Pending operations stay out of the hash: the cache compares them by inclusion.
+    this.zobrist = zobristWords(ops.length).map((z, i) => (isPending(ops[i]!) ? 0 : z));
+    this.stackEntry = new Int32Array(ops.length);
+    this.stackForced = new Uint8Array(ops.length);
+    this.readOnly = Uint8Array.from(ops, (o) => (!isPending(o) && model.readOnly?.(o.input, o.output) === true ? 1 : 0));
+    this.stackState = new Array<S | undefined>(ops.length).fill(undefined);
+    this.entry = this.entries.next[this.entries.head]!;
+    this.state = model.init();
+    this.remaining = this.entries.mandatory;
+  }
+
+  /** Runs at most `budget` iterations; returns the status reached. */
+  run(budget: number): SearchStatus {
+    if (this.status !== 'running') return this.status;
+    const { next, prev, op, match, head } = this.entries;
+    const { inputs, outputs, cache, linearized: lin, zobrist, stackEntry, stackState, stackForced, readOnly, model } = this;
+    // Imported bindings are live (a getter call each under tsx): copy them once.
+    const NIL = NIL_ENTRY;
+    const RETURN = RETURN_ENTRY;
+    const ILLEGAL = illegal;
+    let e = this.entry;
+    let state = this.state;
+    let sp = this.sp;
+    let setHash = this.setHash;
+    let remaining = this.remaining;
+    let n = 0;
+    for (; n < budget; n++) {
+      if (remaining === 0) {
+        this.status = 'linearizable';
+        this.longest = stackOps(stackEntry, sp, op);
+        break;
+      }
+      const m = e === NIL ? RETURN : match[e]!;
+      if (m !== RETURN) {
+        const o = op[e]!;
+        const stepped = model.step(state, inputs[o]!, outputs[o]);
+        if (stepped !== ILLEGAL) {
+          const ns = stepped as S;
+          // A pending operation that leaves the state as it is achieves
+          // nothing here (the configuration without it covers this one).
+          if (m === NIL && (ns === state || model.equal(ns, state))) {
+            e = next[e]!;
+            continue;
+          }
+          const forced = readOnly[o]!;
+          const word = o >>> 5;
+          const bit = 1 << (o & 31);
+          lin[word]! |= bit;
+          const h = setHash ^ zobrist[o]!;
+          if (cache.add((h ^ Math.imul(model.hash(ns), 0x9e3779b1)) | 0, lin, ns)) {
+            stackEntry[sp] = e;
+            stackState[sp] = state;
+            stackForced[sp] = forced;
+            sp++;
+            state = ns;
+            setHash = h;
+            // lift the call and its return out of the list
+            const pe = prev[e]!;
+            const ne = next[e]!;
+            next[pe] = ne;
+            if (ne !== NIL) prev[ne] = pe;
+            if (m !== NIL) {
+              remaining--;
+              const pm = prev[m]!;
+              const nm = next[m]!;
+              next[pm] = nm;
+              if (nm !== NIL) prev[nm] = pm;
+            }
+            e = next[head]!;
+            continue;
+          }
+          lin[word]! &= ~bit;
+          if (forced === 1) {
+            // A read-only operation that must be placed: the configuration
+            // after it is covered by an explored one, so this one is too (no
+            // configuration on the stack can cover it: it lacks this operation).
+            e = NIL;
+            continue;
+          }
+        }
+        e = next[e]!;
+      } else {
+        // A return entry: its operation had to be linearized before this
+        // point. NIL: this configuration is known to be redundant.
+        if (e !== NIL && (sp > this.longest.length || this.blocked < 0)) {
+          this.longest = stackOps(stackEntry, sp, op);
+          this.blocked = op[e]!;
+        }
+        if (sp === 0) {
+          this.status = 'not-linearizable';
+          break;
+        }
+        sp--;
+        e = stackEntry[sp]!;
+        state = stackState[sp]!;
+        stackState[sp] = undefined;
+        const o = op[e]!;
+        lin[o >>> 5]! &= ~(1 << (o & 31));
+        setHash ^= zobrist[o]!;
+        const mm = match[e]!;
+        // unlift, in the reverse order of the lift
+        if (mm !== NIL) {
+          remaining++;
+          next[prev[mm]!] = mm;
+          const nm = next[mm]!;
+          if (nm !== NIL) prev[nm] = mm;
+        }
+        next[prev[e]!] = e;
+        const ne = next[e]!;
+        if (ne !== NIL) prev[ne] = e;
+        e = stackForced[sp] === 1 ? NIL : ne;
+      }
+    }
+    this.steps += n;
+    this.entry = e;
+    this.state = state;
+    this.sp = sp;
+    this.setHash = setHash;
+    this.remaining = remaining;
+    return this.status;
+  }
+
+  /** Configurations memoised so far. */
+  get explored(): number {
+    return this.cache.size;
+  }
+}
+
+function stackOps(stackEntry: Int32Array, sp: number, op: Int32Array): Int32Array {
+  const out = new Int32Array(sp);
+  for (let i = 0; i < sp; i++) out[i] = op[stackEntry[i]!]!;
+  return out;
+}
+
+/** Deterministic random words (splitmix32), one per operation. */
+function zobristWords(n: number): Int32Array {
+  const out = new Int32Array(n);
+  let x = 0x2545f491;
+  for (let i = 0; i < n; i++) {
+    x = (x + 0x9e3779b9) | 0;
+    let z = x;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
+    out[i] = z ^ (z >>> 16);
+  }
+  return out;
+}

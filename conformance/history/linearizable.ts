@@ -1,0 +1,75 @@
+import type { History } from './event.ts';
+import type { CheckResult, Finding, Verdict } from './findings.ts';
+import { FindingList, sortedUnique } from './findings.ts';
+import type { LinearizabilityResult, ObjectHistory, Operation, RegisterInput, RegisterOutput } from './linearizability/index.ts';
+import { checkLinearizability, etcdRegister, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
+
+/**
+ * LIN-1 (spec/SPEC.md 10.4.5): each resource's lock and each store register
+ * against a sequential lease lock and register, by the Wing–Gong–Lowe search
+ * of ./linearizability. One time budget for all objects; an object the
+ * search could not finish in it is `unknown`, never a guess.
+ */
+export interface LinearizabilityReport {
+  readonly lock: CheckResult;
+  readonly register: CheckResult;
+  readonly findings: readonly Finding[];
+}
+
+/**
+ * A register that already held a value when the history began: the one
+ * value reads or read-modify-writes saw that no write of the history wrote.
+ * With exactly one such value, a write of it is put before everything (the
+ * register model starts absent); otherwise the register starts absent.
+ */
+function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, history: History): ObjectHistory<RegisterInput, RegisterOutput> {
+  const written = new Set(h.operations.flatMap((o) => (o.input.f === 'write' ? [o.input.value] : [])));
+  const seen = new Set<string>();
+  for (const [k, o] of h.operations.entries()) {
+    const v = o.output?.value;
+    if (typeof v === 'string' && !written.has(v)) seen.add(v);
+    const e = history[h.events[k]!]!;
+    if (e.type !== 'meta' && 'prev' in e && typeof e.prev === 'string' && !written.has(e.prev)) seen.add(e.prev);
+  }
+  if (seen.size !== 1 || h.operations.length === 0) return h;
+  let first = Infinity;
+  for (const o of h.operations) first = Math.min(first, o.call);
+  const initial: Operation<RegisterInput, RegisterOutput> = { process: 'initial', call: first - 1, return: first - 1, input: { f: 'write', value: [...seen][0]! } };
+  // Appended, so that the indices of the history's own operations do not move.
+  return { ...h, operations: [...h.operations, initial] };
+}
+
+function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, result: LinearizabilityResult & { verdict: 'not-linearizable' }): Finding {
+  const eventOf = (i: number | undefined) => (i === undefined ? undefined : h.events[i]);
+  const blocked = result.blocked === undefined ? undefined : h.operations[result.blocked];
+  const last = result.longestPrefix.slice(-3);
+  return {
+    check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable',
+    property: 'LIN-1',
+    message:
+      `${h.object} is not linearizable${result.key === undefined ? '' : ` (${result.key})`}: ${result.longestPrefix.length} of its ${h.operations.length} operations can be put in an order the sequential ${kind} allows` +
+      (blocked === undefined ? '' : `, and then process ${String(blocked.process)}'s operation at event ${eventOf(result.blocked) ?? '(initial value)'} cannot be placed`),
+    events: sortedUnique([eventOf(result.blocked), ...last.map(eventOf)]),
+  };
+}
+
+export function linearizabilityChecks(history: History, timeoutMs: number, maxFindings: number): LinearizabilityReport {
+  const deadline = performance.now() + timeoutMs;
+  const left = () => ({ timeoutMs: Math.max(0, deadline - performance.now()) });
+  const judge = <I, O>(kind: 'lock' | 'register', objects: readonly ObjectHistory<I, O>[], run: (h: ObjectHistory<I, O>) => LinearizabilityResult) => {
+    const list = new FindingList(maxFindings);
+    let unknown = 0;
+    for (const h of objects) {
+      const result = run(h);
+      if (result.verdict === 'not-linearizable') list.add(finding(kind, h as ObjectHistory<unknown, unknown>, result));
+      else if (result.verdict === 'unknown') unknown++;
+    }
+    const verdict: Verdict | 'skipped' = objects.length === 0 ? 'skipped' : list.total > 0 ? 'violation' : unknown > 0 ? 'unknown' : 'safe';
+    const note = objects.length === 0 ? `no ${kind} operations` : unknown > 0 ? `${unknown} of ${objects.length} ${kind}s not decided within the ${timeoutMs} ms budget` : undefined;
+    const result: CheckResult = { check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable', property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
+    return { result, list };
+  };
+  const lock = judge('lock', lockHistories(history), (h) => checkLinearizability(leaseLock(), h.operations, left()));
+  const register = judge('register', registerHistories(history), (h) => checkLinearizability(etcdRegister(), withInitialValue(h, history).operations, left()));
+  return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
+}

@@ -1,0 +1,361 @@
+import { readFileSync } from 'node:fs';
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect, it } from 'vitest';
+import type { History } from '../conformance/history/event.ts';
+import {
+  casRegister,
+  checkHistoryLinearizability,
+  checkLinearizability,
+  etcdRegister,
+  HistoryShapeError,
+  InvalidOperationError,
+  kvStore,
+  kvStoreUnpartitioned,
+  multiRegister,
+  mutex,
+  type KvInput,
+  type KvOutput,
+  type MutexInput,
+  type Operation,
+  type RegisterInput,
+  type RegisterOutput,
+  type RegisterValue,
+} from '../conformance/history/linearizability/index.ts';
+import { findCorpora, loadCorpora, prepareCase } from '../conformance/history/linearizability/corpora/catalog.ts';
+import { readEdn } from '../conformance/history/linearizability/corpora/edn.ts';
+import { CorpusParseError } from '../conformance/history/linearizability/corpora/errors.ts';
+import { parseKnossosHistory, toRegisterOperations } from '../conformance/history/linearizability/corpora/knossos.ts';
+import { parseEtcdLog } from '../conformance/history/linearizability/corpora/porcupine.ts';
+
+type RegOp = Operation<RegisterInput, RegisterOutput>;
+const read = (call: number, ret: number | undefined, value?: RegisterValue): RegOp => ({
+  process: call,
+  call,
+  ...(ret === undefined ? {} : { return: ret }),
+  input: { f: 'read' },
+  ...(value === undefined ? {} : { output: { value } }),
+});
+const write = (call: number, ret: number | undefined, value: RegisterValue): RegOp => ({ process: call, call, ...(ret === undefined ? {} : { return: ret }), input: { f: 'write', value } });
+const cas = (call: number, ret: number | undefined, from: RegisterValue, to: RegisterValue, ok?: boolean): RegOp => ({
+  process: call,
+  call,
+  ...(ret === undefined ? {} : { return: ret }),
+  input: { f: 'cas', from, to },
+  ...(ok === undefined ? {} : { output: { ok } }),
+});
+
+describe('the corpora (Porcupine and Knossos test histories, expected.tsv)', () => {
+  const root = findCorpora(process.cwd());
+  it('are found (set LOCKCHECK_CORPORA when they are not beside the repository)', () => {
+    expect(root, 'no shared/corpora with porcupine/expected.tsv above the working directory').toBeDefined();
+  });
+  const cases = root === undefined ? [] : loadCorpora(root);
+  it('list every history of both expected.tsv files', () => {
+    expect(cases.filter((c) => c.corpus === 'porcupine')).toHaveLength(109);
+    expect(cases.filter((c) => c.corpus === 'knossos')).toHaveLength(126);
+  });
+  for (const c of cases) {
+    it(`${c.corpus}/${c.file} with ${c.model} is ${c.expected === undefined ? 'checked (no verdict asserted upstream)' : c.expected ? 'linearizable' : 'not linearizable'}`, () => {
+      const result = c.check({ timeoutMs: 60_000 });
+      if (c.expected === undefined) expect(result.verdict).toBe('linearizable'); // the empty etcd_095
+      else expect(result.verdict).toBe(c.expected ? 'linearizable' : 'not-linearizable');
+    });
+  }
+  it('Porcupine asserts the same kv verdicts without partitioning (c01)', () => {
+    for (const [name, expected] of [
+      ['c01-ok', 'linearizable'],
+      ['c01-bad', 'not-linearizable'],
+    ] as const) {
+      const c = cases.find((x) => x.file === `test_data/kv/${name}.txt`);
+      expect(c).toBeDefined();
+      const unpartitioned = root === undefined ? undefined : loadKv(root, name);
+      expect(unpartitioned?.check().verdict).toBe(expected);
+    }
+  });
+  it("names the operation Knossos's tests name as the one that could not be linearized", () => {
+    for (const [file, init, process, call, value] of [
+      ['bad-analysis', 0, 21, 13, 2],
+      ['cas-failure', 0, 70, 488, 0],
+      ['immediate-failure', 0, 1, 0, 3],
+      ['rethink-fail-minimal', null, 1, 2, 3],
+      ['rethink-fail-smaller', null, 12, 215, 3],
+    ] as const) {
+      const ops = toRegisterOperations(parseKnossosHistory(readFileSync(`${root}/knossos/data/cas-register/bad/${file}.edn`, 'utf8')));
+      const result = checkLinearizability(casRegister(init), ops);
+      expect(result.verdict, file).toBe('not-linearizable');
+      if (result.verdict !== 'not-linearizable') continue;
+      const blocked = ops[result.blocked!];
+      expect([blocked?.process, blocked?.call, blocked?.input.f, blocked?.output?.value], file).toEqual([process, call, 'read', value]);
+    }
+  });
+
+  it('a deadline gives unknown, never a verdict (etcd_007 with a clock that jumps a second per look)', () => {
+    const c = cases.find((x) => x.file === 'test_data/jepsen/etcd_007.log');
+    let now = 0;
+    const result = c!.check({ timeoutMs: 1, clock: () => (now += 1000) });
+    expect(result.verdict).toBe('unknown');
+  });
+});
+
+function loadKv(root: string, name: string) {
+  const file = `test_data/kv/${name}.txt`;
+  return prepareCase({ corpus: 'porcupine', file, model: 'kv-no-partition', expected: undefined, notes: '' }, readFileSync(`${root}/porcupine/${file}`, 'utf8'));
+}
+
+describe('checkLinearizability on small histories', () => {
+  it('accepts a read concurrent with the write it sees and rejects a later stale read', () => {
+    const ok = checkLinearizability(etcdRegister(), [write(0, 2, 1), read(1, 3, 1), read(4, 5, 1)]);
+    expect(ok.verdict).toBe('linearizable');
+    const stale = checkLinearizability(etcdRegister(), [write(0, 2, 1), read(1, 3, 1), read(4, 5, null)]);
+    expect(stale.verdict).toBe('not-linearizable');
+    if (stale.verdict !== 'not-linearizable') return;
+    expect(stale.longestPrefix).toEqual([0, 1]);
+    expect(stale.blocked).toBe(2);
+  });
+
+  it('lets a pending write take effect late, or never', () => {
+    // write(1) never returned: a read long after may or may not see it
+    expect(checkLinearizability(etcdRegister(), [write(0, undefined, 1), read(10, 11, 1)]).verdict).toBe('linearizable');
+    expect(checkLinearizability(etcdRegister(), [write(0, undefined, 1), read(10, 11, null)]).verdict).toBe('linearizable');
+    // but not before it was called
+    expect(checkLinearizability(etcdRegister(), [read(0, 1, 1), write(2, undefined, 1)]).verdict).toBe('not-linearizable');
+    // and once seen it stays: a later read of absent is impossible
+    expect(checkLinearizability(etcdRegister(), [write(0, undefined, 1), read(10, 11, 1), read(12, 13, null)]).verdict).toBe('not-linearizable');
+  });
+
+  it('treats a failed cas as an observation (etcd) and a timed-out read as seeing anything', () => {
+    expect(checkLinearizability(etcdRegister(), [write(0, 1, 3), cas(2, 3, 3, 4, false)]).verdict).toBe('not-linearizable');
+    expect(checkLinearizability(etcdRegister(), [write(0, 1, 3), cas(2, 3, 3, 4, true), read(4, 5, 4)]).verdict).toBe('linearizable');
+    expect(checkLinearizability(etcdRegister(), [write(0, 1, 3), read(2, 3), read(4, 5, 3)]).verdict).toBe('linearizable');
+  });
+
+  it("reads nil as a wildcard in Knossos's cas-register, and starts it at 0", () => {
+    expect(checkLinearizability(casRegister(0), [read(0, 1, 0), read(2, 3, null), cas(4, 5, 0, 2, true), read(6, 7, 2)]).verdict).toBe('linearizable');
+    expect(checkLinearizability(casRegister(0), [cas(0, 1, 1, 2, true)]).verdict).toBe('not-linearizable');
+  });
+
+  it('judges a mutex: overlapping holds are not linearizable, an unknown acquire may not have happened', () => {
+    const op = (f: MutexInput['f'], call: number, ret?: number): Operation<MutexInput, unknown> => ({ process: call, call, ...(ret === undefined ? {} : { return: ret }), input: { f } });
+    expect(checkLinearizability(mutex(), [op('acquire', 0, 1), op('release', 2, 3), op('acquire', 4, 5)]).verdict).toBe('linearizable');
+    expect(checkLinearizability(mutex(), [op('acquire', 0, 1), op('acquire', 2, 3)]).verdict).toBe('not-linearizable');
+    expect(checkLinearizability(mutex(), [op('acquire', 0), op('acquire', 2, 3), op('release', 4, 5), op('acquire', 6, 7)]).verdict).toBe('linearizable');
+    // concurrent release and acquire: the release can go first
+    expect(checkLinearizability(mutex(), [op('acquire', 0, 1), op('release', 2, 5), op('acquire', 3, 4)]).verdict).toBe('linearizable');
+  });
+
+  it('checks a multi-register transaction atomically', () => {
+    const txn = (call: number, ret: number, ops: [f: 'read' | 'write', key: string, value: RegisterValue][]) => ({
+      process: call,
+      call,
+      return: ret,
+      input: ops.map(([f, key]) => ({ f, key, value: null })),
+      output: ops.map(([f, key, value]) => ({ f, key, value })),
+    });
+    const model = multiRegister({ x: 0, y: 0 });
+    expect(checkLinearizability(model, [txn(0, 1, [['write', 'x', 1], ['write', 'y', 1]]), txn(2, 3, [['read', 'x', 1], ['read', 'y', 1]])]).verdict).toBe('linearizable');
+    expect(checkLinearizability(model, [txn(0, 1, [['write', 'x', 1], ['write', 'y', 1]]), txn(2, 3, [['read', 'x', 1], ['read', 'y', 0]])]).verdict).toBe('not-linearizable');
+  });
+
+  it('partitions a kv store by key and names the key that fails', () => {
+    const kv = (call: number, ret: number, input: KvInput, value?: string): Operation<KvInput, KvOutput> => ({
+      process: call,
+      call,
+      return: ret,
+      input,
+      ...(value === undefined ? {} : { output: { value } }),
+    });
+    const history = [
+      kv(0, 1, { f: 'put', key: 'a', value: 'x' }),
+      kv(0, 1, { f: 'append', key: 'b', value: 'y' }),
+      kv(2, 3, { f: 'get', key: 'a' }, 'x'),
+      kv(2, 3, { f: 'get', key: 'b' }, ''),
+    ];
+    const result = checkLinearizability(kvStore(), history);
+    expect(result.verdict).toBe('not-linearizable');
+    if (result.verdict === 'not-linearizable') expect(result.key).toBe('b');
+    expect(result.stats.partitions).toBe(2);
+  });
+
+  it('rejects operations with impossible times with a typed error', () => {
+    expect(() => checkLinearizability(etcdRegister(), [write(5, 4, 1)])).toThrow(InvalidOperationError);
+    expect(() => checkLinearizability(etcdRegister(), [write(Number.NaN, 4, 1)])).toThrow(InvalidOperationError);
+  });
+});
+
+/** A sequential run of the etcd register, stretched into overlapping intervals around each operation's instant. */
+const sequentialRun = fc
+  .array(
+    fc.record({
+      op: fc.oneof(
+        fc.constant<RegisterInput>({ f: 'read' }),
+        fc.integer({ min: 0, max: 3 }).map((value): RegisterInput => ({ f: 'write', value })),
+        fc.tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 3 })).map(([from, to]): RegisterInput => ({ f: 'cas', from, to })),
+      ),
+      before: fc.integer({ min: 0, max: 35 }),
+      after: fc.integer({ min: 0, max: 35 }),
+      pending: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+    }),
+    { minLength: 1, maxLength: 24 },
+  )
+  .map((steps) => {
+    let state: RegisterValue = null;
+    return steps.map(({ op, before, after, pending }, i): RegOp => {
+      const at = 10 * i + 5;
+      let output: RegisterOutput | undefined;
+      if (op.f === 'read') output = { value: state };
+      else if (op.f === 'write') state = op.value;
+      else {
+        output = { ok: state === op.from };
+        if (state === op.from) state = op.to;
+      }
+      const timing = { process: i, call: at - before, ...(pending ? {} : { return: at + after }) };
+      return { ...timing, input: op, ...(pending || output === undefined ? {} : { output }) };
+    });
+  });
+
+/** Random (mostly not linearizable) register histories of up to 6 operations, some pending. */
+const randomRegisterHistory = fc
+  .array(
+    fc.record({
+      f: fc.constantFrom('read', 'write', 'cas'),
+      a: fc.constantFrom<RegisterValue>(null, 0, 1),
+      b: fc.constantFrom<RegisterValue>(0, 1),
+      ok: fc.boolean(),
+      call: fc.integer({ min: 0, max: 20 }),
+      length: fc.integer({ min: 0, max: 12 }),
+      pending: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
+    }),
+    { maxLength: 6 },
+  )
+  .map((raw) =>
+    raw.map(({ f, a, b, ok, call, length, pending }, i): RegOp => {
+      const timing = { process: i, call, ...(pending ? {} : { return: call + length }) };
+      if (f === 'write') return { ...timing, input: { f, value: b } };
+      if (f === 'read') return { ...timing, input: { f }, ...(pending ? {} : { output: { value: a } }) };
+      return { ...timing, input: { f, from: a, to: b }, ...(pending ? {} : { output: { ok } }) };
+    }),
+  );
+
+/** Linearizable iff some order of all completed operations and some of the pending ones respects real time and the register. */
+function bruteForce(ops: readonly RegOp[]): boolean {
+  const model = etcdRegister();
+  const done = (o: RegOp): number => o.return ?? Infinity;
+  const search = (placed: readonly number[], state: RegisterValue): boolean => {
+    const rest = ops.map((_, i) => i).filter((i) => !placed.includes(i));
+    if (rest.every((i) => ops[i]!.return === undefined)) return true;
+    const deadline = Math.min(...rest.map((i) => done(ops[i]!)));
+    return rest.some((i) => {
+      if (ops[i]!.call > deadline) return false;
+      const next = model.step(state, ops[i]!.input, ops[i]!.output);
+      return typeof next !== 'symbol' && search([...placed, i], next);
+    });
+  };
+  return search([], model.init());
+}
+
+describe('properties', () => {
+  test.prop([sequentialRun])('a history stretched from a sequential run is linearizable', (ops) => {
+    const result = checkLinearizability(etcdRegister(), [...ops].reverse());
+    expect(result.verdict).toBe('linearizable');
+  });
+
+  test.prop([sequentialRun, fc.nat(), fc.integer({ min: 1, max: 30 })])('adding a read of a value never written makes it not linearizable', (ops, where, width) => {
+    const call = where % (10 * ops.length + 10);
+    const impossible = read(call, call + width, 99);
+    const result = checkLinearizability(etcdRegister(), [...ops, impossible]);
+    expect(result.verdict).toBe('not-linearizable');
+  });
+
+  test.prop([randomRegisterHistory])('agrees with a brute-force search over every order on small random histories', (ops) => {
+    const expected = bruteForce(ops) ? 'linearizable' : 'not-linearizable';
+    expect(checkLinearizability(etcdRegister(), ops).verdict).toBe(expected);
+  });
+
+  const kvHistory = fc.array(
+    fc.record({
+      f: fc.constantFrom('get', 'put', 'append'),
+      key: fc.constantFrom('a', 'b'),
+      value: fc.constantFrom('', 'x', 'y', 'xy'),
+      call: fc.integer({ min: 0, max: 40 }),
+      length: fc.integer({ min: 0, max: 15 }),
+    }),
+    { maxLength: 9 },
+  );
+  test.prop([kvHistory])('partitioning a kv store by key never changes the verdict', (raw) => {
+    const ops = raw.map(({ f, key, value, call, length }, i): Operation<KvInput, KvOutput> => ({
+      process: i,
+      call,
+      return: call + length,
+      input: f === 'get' ? { f, key } : { f, key, value },
+      ...(f === 'get' ? { output: { value } } : {}),
+    }));
+    expect(checkLinearizability(kvStore(), ops).verdict).toBe(checkLinearizability(kvStoreUnpartitioned(), ops).verdict);
+  });
+});
+
+describe("lockcheck's own histories", () => {
+  const ev = (e: object): History[number] => e as History[number];
+  it('finds two holders at once in a lock history, and none when the first lease ran out', () => {
+    const history: History = [
+      ev({ type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 }),
+      ev({ type: 'ok', process: 0, time: 1, op: 'acquire', resource: 'r', owner: 'a', token: '1', validUntil: 100 }),
+      ev({ type: 'invoke', process: 1, time: 10, op: 'acquire', resource: 'r', ttlMs: 100 }),
+      ev({ type: 'ok', process: 1, time: 11, op: 'acquire', resource: 'r', owner: 'b', token: '2', validUntil: 110 }),
+    ];
+    const [lock] = checkHistoryLinearizability(history);
+    expect(lock?.object).toBe('lock r');
+    expect(lock?.result.verdict).toBe('not-linearizable');
+    const expired = history.map((e, i) => (i >= 2 ? ev({ ...e, time: (e as { time: number }).time + 200 }) : e));
+    expect(checkHistoryLinearizability(expired)[0]?.result.verdict).toBe('linearizable');
+  });
+
+  it('judges each store register on its own; a failed write did not happen, an unknown one may have', () => {
+    const history: History = [
+      ev({ type: 'invoke', process: 0, time: 0, op: 'write', resource: 'r', key: 'k', value: '1' }),
+      ev({ type: 'fail', process: 0, time: 1, op: 'write', resource: 'r', key: 'k', value: '1', reason: 'stale-token' }),
+      ev({ type: 'invoke', process: 1, time: 2, op: 'write', resource: 'r', key: 'k', value: '2' }),
+      ev({ type: 'info', process: 1, time: 3, op: 'write', resource: 'r', key: 'k', value: '2', reason: 'timeout' }),
+      ev({ type: 'invoke', process: 2, time: 4, op: 'read', resource: 'r', key: 'k' }),
+      ev({ type: 'ok', process: 2, time: 5, op: 'read', resource: 'r', key: 'k', value: '2' }),
+    ];
+    expect(checkHistoryLinearizability(history).map((v) => [v.object, v.result.verdict])).toEqual([['register r/k', 'linearizable']]);
+    const sawFailed = history.map((e, i) => (i === 5 ? ev({ ...e, value: '1' }) : e));
+    expect(checkHistoryLinearizability(sawFailed)[0]?.result.verdict).toBe('not-linearizable');
+  });
+
+  it('rejects a completion with nothing in flight with a typed error', () => {
+    const bad: History = [ev({ type: 'ok', process: 0, time: 0, op: 'read', resource: 'r', key: 'k', value: null })];
+    expect(() => checkHistoryLinearizability(bad)).toThrow(HistoryShapeError);
+  });
+});
+
+describe('corpus parsers', () => {
+  it('read EDN and fail with a typed error naming the line', () => {
+    expect(readEdn('[{:a 1, :b "x\\"y"} #{:k} (nil true) ; note\n 12N]')).toBeDefined();
+    const err = (() => {
+      try {
+        readEdn('[{:a 1}\n {:b 2]');
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(CorpusParseError);
+    expect((err as CorpusParseError).line).toBe(2);
+  });
+  it('reject an etcd log line of no known shape, and a completion with no invoke', () => {
+    expect(() => parseEtcdLog('INFO  jepsen.util - 1\t:invoke\t:frob\tnil\n')).toThrow(CorpusParseError);
+    expect(() => parseEtcdLog('INFO  jepsen.util - 1\t:ok\t:read\t3\n')).toThrow(/no open invoke/);
+  });
+  it('keep Knossos semantics: :fail drops the operation, :info leaves it pending, nemesis events are ignored', () => {
+    const ops = parseKnossosHistory(
+      '[{:process 0 :type :invoke :f :write :value 1} {:process :nemesis :type :info :f :start} {:process 0 :type :fail :f :write :value 1}' +
+        ' {:process 1 :type :invoke :f :write :value 2} {:process 1 :type :info :f :write :value 2}' +
+        ' {:process 2 :type :invoke :f :read :value nil} {:process 2 :type :ok :f :read :value 2}]',
+    );
+    expect(ops.map((o) => [o.process, o.f, o.return])).toEqual([
+      [1, 'write', undefined],
+      [2, 'read', 6],
+    ]);
+    expect(() => parseKnossosHistory('[{:process 0 :type :ok :f :read :value 1}]')).toThrow(CorpusParseError);
+  });
+});
