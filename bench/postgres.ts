@@ -291,6 +291,7 @@ async function measurePgbench(ctx: Context, config: PgbenchConfig): Promise<RunR
   args.push(ctx.server.database);
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v;
+  env['PGPASSWORD'] = ctx.server.password;
 
   const mintedBefore = config.mintsOn ? await tokenSum(ctx.admin, config.mintsOn) : 0;
   const before = await settle(ctx.server);
@@ -435,10 +436,7 @@ let connectionErrors = 0;
 
 function clientConfig(server: PostgresServer): pg.ClientConfig {
   return {
-    host: server.host,
-    port: server.port,
-    user: server.user,
-    database: server.database,
+    ...server.connection,
     keepAlive: true,
     connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
     statement_timeout: STATEMENT_TIMEOUT_MS,
@@ -457,7 +455,7 @@ async function connect(server: PostgresServer, name: string): Promise<pg.Client>
 }
 
 function lockOptions(server: PostgresServer): { connection: pg.ClientConfig } {
-  return { connection: { host: server.host, port: server.port, user: server.user, database: server.database } };
+  return { connection: server.connection };
 }
 
 function sessionLockOp(lock: PostgresSessionLock, resource: string): Op {

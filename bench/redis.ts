@@ -73,7 +73,7 @@ const connections: Redis[] = [];
 let connectionErrors = 0;
 
 async function connect(server: RedisServer, name: string): Promise<Redis> {
-  const redis = new Redis({ host: server.host, port: server.port, lazyConnect: true });
+  const redis = new Redis({ ...server.connection, lazyConnect: true });
   connections.push(redis);
   redis.on('error', (error: Error) => {
     if (++connectionErrors <= 5) log(`  [${name}] connection error: ${error.message}`);

@@ -170,6 +170,11 @@ export class Servers {
  * A built-in name, or the path of a module whose default export is a
  * BackendUnderTest, or a function of the ServerChoice returning one.
  */
+/** A built-in backend or library audit name (no module to load). */
+export function isBuiltIn(spec: string): boolean {
+  return [...BUILT_INS, ...LIBRARY_AUDITS].some((b) => b.name === spec);
+}
+
 export async function resolveBackend(spec: string, servers: Servers): Promise<BackendUnderTest> {
   const builtIn = [...BUILT_INS, ...LIBRARY_AUDITS].find((b) => b.name === spec);
   if (builtIn !== undefined) return servers.backend(builtIn);

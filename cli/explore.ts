@@ -3,13 +3,13 @@ import {
   brokenProperties,
   describeCommand,
   describeOutcome,
-  exploreCell,
   FAULT_CLASSES,
   MATRIX_ROWS,
   PROPERTY_TITLES,
   runScenario,
   SCENARIOS,
 } from '../model/index.ts';
+import { exploreCells } from './exploreCells.ts';
 import { UsageError } from './usage.ts';
 
 export interface ExploreCommandOptions {
@@ -17,6 +17,10 @@ export interface ExploreCommandOptions {
   readonly maxStates: number;
   readonly design: string | undefined;
   readonly fault: string | undefined;
+  /** Stop deepening a cell once a level ends after this many seconds on it (the cell then says how deep it got). */
+  readonly seconds?: number;
+  /** Worker threads exploring cells side by side (1: none). */
+  readonly jobs?: number;
 }
 
 /** The cells the exploration must find a counterexample in: the three published ones. */
@@ -26,7 +30,7 @@ const KNOWN: ReadonlyArray<{ row: string; store: StorePolicy; fault: FaultClass;
   { row: 'redis-single(none)', store: 'unfenced', fault: 'client-pause', property: 'STORE-1', what: 'stale write of a paused holder of an unfenced lease' },
 ];
 
-export function exploreCommand(options: ExploreCommandOptions): number {
+export async function exploreCommand(options: ExploreCommandOptions): Promise<number> {
   const rows = MATRIX_ROWS.filter((r) => options.design === undefined || r.design.kind === options.design);
   if (rows.length === 0) throw new UsageError(`no design '${options.design}' (have ${[...new Set(MATRIX_ROWS.map((r) => r.design.kind))].join(', ')})`);
   const faults = FAULT_CLASSES.filter((f) => options.fault === undefined || f === options.fault);
@@ -53,21 +57,21 @@ export function exploreCommand(options: ExploreCommandOptions): number {
   }
 
   console.log(`## Bounded exhaustive exploration (depth ${options.depth}, at most ${options.maxStates} states a cell)\n`);
-  const cells: CellResult[] = [];
-  const total = rows.reduce((n, r) => n + r.stores.length, 0) * faults.length;
+  const tasks = rows.flatMap((row) => row.stores.flatMap((store) => faults.map((fault) => ({ row, store, fault }))));
+  const total = tasks.length;
   const started = performance.now();
-  for (const row of rows) {
-    for (const store of row.stores) {
-      for (const fault of faults) {
-        const cell = exploreCell(row, store, fault, { maxDepth: options.depth, maxStates: options.maxStates, clock: () => performance.now() });
-        cells.push(cell);
-        const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
-        process.stderr.write(
-          `[${String(cells.length).padStart(3)}/${total}] ${row.label} / ${store} / ${fault}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? ' (cut)' : ''}, found ${found}\n`,
-        );
-      }
-    }
-  }
+  let done = 0;
+  const cells = await exploreCells(
+    tasks,
+    { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.seconds === undefined ? undefined : options.seconds * 1000 },
+    options.jobs ?? 1,
+    (cell) => {
+      const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
+      process.stderr.write(
+        `[${String(++done).padStart(3)}/${total}] ${cell.row} / ${cell.store} / ${cell.faultClass}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? ' (cut)' : ''}, found ${found}\n`,
+      );
+    },
+  );
   const elapsedMs = performance.now() - started;
 
   const cellText = (c: CellResult): string =>
@@ -85,9 +89,14 @@ export function exploreCommand(options: ExploreCommandOptions): number {
   }
   const states = cells.reduce((n, c) => n + c.states, 0);
   const transitions = cells.reduce((n, c) => n + c.transitions, 0);
-  console.log(`\nexplored ${states} states, ${transitions} transitions in ${(elapsedMs / 1000).toFixed(1)} s: ${Math.round(states / (elapsedMs / 1000))} states/s, ${Math.round(transitions / (elapsedMs / 1000))} transitions/s`);
+  const stored = cells.reduce((n, c) => n + c.bytesPerState * c.states, 0);
+  const collision = cells.reduce((p, c) => p + c.collisionProbability, 0);
+  console.log(
+    `\nexplored ${states} distinct states (up to symmetry), ${transitions} transitions in ${(elapsedMs / 1000).toFixed(1)} s: ${Math.round(states / (elapsedMs / 1000))} distinct states/s, ${Math.round(transitions / (elapsedMs / 1000))} transitions/s; ${(stored / states).toFixed(1)} bytes stored per state`,
+  );
+  console.log(`fingerprint collision probability (states x (transitions - states) / 2^64, summed over the cells): ${collision.toExponential(1)}`);
   const cut = cells.filter((c) => c.truncated);
-  if (cut.length > 0) console.log(`${cut.length} cells stopped at --max-states before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass}`).join(', ')}`);
+  if (cut.length > 0) console.log(`${cut.length} cells stopped (--max-states or --seconds) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
 
   console.log('\n## Shortest counterexamples\n');
   for (const c of cells) {

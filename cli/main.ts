@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
@@ -14,6 +15,7 @@ import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
+import { redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
@@ -30,7 +32,8 @@ commands:
   matrix    every built-in backend x fault class on real servers it starts itself;
             writes <out>/matrix.md and <out>/matrix/index.html (cells link to timelines)
   run       one backend against its model: --backend <built-in name | path to an adapter module>
-  replay    re-run a saved counterexample: lockcheck replay <counterexample.json>
+  replay    re-run a saved counterexample: lockcheck replay <counterexample.json> [--backend <module>]
+            (a counterexample of an adapter module needs its --backend again: a file never names code to load)
   explore   the model alone: scenario catalogue and bounded exhaustive exploration
   check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
             exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
@@ -47,7 +50,8 @@ options:
   --path P          with --seed (run): replay one exact case
   --faults a,b      matrix: fault classes (${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')})
                     run: fault kinds (${FAULT_KINDS.join(', ')})
-  --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows
+  --backend NAME    run: a built-in backend or an adapter module path; matrix: comma list to restrict rows;
+                    replay: the adapter module the counterexample was found on
   --out DIR         matrix: where matrix.md and matrix/ go (default docs)
   --counterexample F  run: where a failure is saved for replay (default lockcheck-counterexample.json)
   --redis URLS      use these Redis servers instead of starting local ones: comma list (or repeat the flag) of
@@ -56,14 +60,16 @@ options:
                     key prefix of its own and deletes its keys. Runs are paced to the servers' real clocks;
                     crash-restart and clock faults are not measured there.
   --pg URL          use this PostgreSQL database (14 or newer) instead of starting a local server:
-                    postgres://user[:password]@host[:port]/database. lockcheck creates its two tables there
+                    postgres://[user[:password]@]host[:port]/database. lockcheck creates its two tables there
                     if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
   --stress-seconds N  matrix: seconds of the concurrent stress run per cell, the second oracle (default 2; 0 skips it)
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
             (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
-  explore only: --depth N (default 6), --max-states N (default 50000), --design KIND, --fault CLASS
+  explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
+                    --seconds S (stop deepening a cell after S s; it says how deep it got), --jobs N (worker
+                    threads, default 2 or the cores there are), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -106,6 +112,8 @@ async function main(argv: readonly string[]): Promise<number> {
       junit: { type: 'string' },
       depth: { type: 'string' },
       'max-states': { type: 'string' },
+      seconds: { type: 'string' },
+      jobs: { type: 'string' },
       design: { type: 'string' },
       fault: { type: 'string' },
       redis: { type: 'string', multiple: true },
@@ -115,7 +123,6 @@ async function main(argv: readonly string[]): Promise<number> {
       'timeout-ms': { type: 'string' },
       clients: { type: 'string' },
       'stress-seconds': { type: 'string' },
-      seconds: { type: 'string' },
       nemesis: { type: 'string' },
       store: { type: 'string' },
       resources: { type: 'string' },
@@ -167,7 +174,7 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case 'replay': {
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
-      return replayCommand(rest[0]!, servers);
+      return replayCommand(rest[0]!, servers, values.backend);
     }
     case 'check': {
       if (rest.length !== 1) throw new UsageError('check needs exactly one history file (or - for stdin)');
@@ -220,9 +227,11 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       return exploreCommand({
         depth: int(values.depth, 'depth', 6, 1, 10),
-        maxStates: int(values['max-states'], 'max-states', 50_000, 1, 50_000_000),
+        maxStates: int(values['max-states'], 'max-states', 5_000_000, 1, 500_000_000),
         design: values.design,
         fault: values.fault,
+        seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
+        jobs: int(values.jobs, 'jobs', Math.min(2, availableParallelism()), 1, 64),
       });
     }
     default:
@@ -230,6 +239,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+redactTerminalOutput();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
@@ -242,7 +252,7 @@ main(process.argv.slice(2)).then(
       console.error(`lockcheck: ${e.message}${e.fix ? `\nto install what is missing: ${e.fix}` : ''}`);
       process.exitCode = 3;
     } else {
-      console.error(e);
+      console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));
       process.exitCode = 1;
     }
   },

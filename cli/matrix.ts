@@ -1,16 +1,16 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
+import { redactUrl, writeRedacted } from '../conformance/env/redact.ts';
 import { join } from 'node:path';
 import type { CheckResult } from '../conformance/check.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
-import { exploreCell } from '../model/matrix.ts';
+import { derivedProperties, exploreCell } from '../model/matrix.ts';
 import { describeDesign } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, notMeasurable } from './backends.ts';
-import { shownUrl } from '../conformance/env/userRedis.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
@@ -148,10 +148,10 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   }
   if (oracle !== null) process.stderr.write(`the concurrent oracle (stress runs, ${o.stressSeconds} s each, setup included) took ${Math.round(stressMs / 1000)} s of ${Math.round((performance.now() - started) / 1000)} s; --stress-seconds 0 skips it\n`);
   else if (o.stressSeconds > 0 && onStressServers) process.stderr.write('the concurrent oracle needs servers lockcheck starts (its faults kill and pause them): not run on --redis/--pg\n');
-  writeFileSync(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped));
-  writeFileSync(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped));
+  writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped));
+  writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped));
   if (o.junit !== undefined) {
-    writeFileSync(
+    writeRedacted(
       o.junit,
       junitXml(
         'lockcheck matrix',
@@ -182,11 +182,7 @@ function predict(row: BuiltIn, col: MeasuredFaultClass): PropertyId[] {
     const cell = exploreCell({ label: row.name, design: row.design, stores: [row.store] }, row.store, faultClass, { maxDepth: 6, maxStates: 30_000 });
     for (const c of cell.counterexamples) found.add(c.property);
   }
-  // Two consequences the bounded depth may not reach, derived instead: a double grant lets the older
-  // holder's write land after the newer one's on an unfenced store; a token that repeats or goes back
-  // (FENCE-1) lets a stale write through any fenced store.
-  if (found.has('MUTEX-1') && row.store === 'unfenced') found.add('STORE-1');
-  if (found.has('FENCE-1') && row.store !== 'transactional') found.add('STORE-1');
+  for (const p of derivedProperties(found, row.store)) found.add(p);
   const list = PROPERTY_IDS.filter((p) => found.has(p));
   predictions.set(key, list);
   return list;
@@ -237,8 +233,8 @@ function lockstepText(c: MatrixCell, link: (file: string) => string): string {
 /** Where the runs ran, in a sentence. */
 function serversText(o: MatrixOptions): string {
   const given = [
-    o.servers?.redis !== undefined ? `the Redis servers ${o.servers.redis.map((u) => shownUrl(new URL(u))).join(', ')} (paced to their real clocks)` : '',
-    o.servers?.pg !== undefined ? `the PostgreSQL database ${shownUrl(new URL(o.servers.pg))}` : '',
+    o.servers?.redis !== undefined ? `the Redis servers ${o.servers.redis.map((u) => redactUrl(u)).join(', ')} (paced to their real clocks)` : '',
+    o.servers?.pg !== undefined ? `the PostgreSQL database ${redactUrl(o.servers.pg)}` : '',
   ].filter((x) => x);
   const started = [o.servers?.redis === undefined ? 'redis-server' : '', o.servers?.pg === undefined ? 'PostgreSQL' : ''].filter((x) => x);
   return [...(given.length ? [`on ${given.join(' and ')}`] : []), ...(started.length ? [`on ${started.join(' and ')} processes lockcheck started`] : [])].join(', ');

@@ -1,9 +1,11 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { writeRedacted } from '../conformance/env/redact.ts';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
-import { Servers, resolveBackend } from './backends.ts';
+import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
+import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample } from './counterexample.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
@@ -22,18 +24,6 @@ export interface RunOptions {
   readonly servers?: ServerChoice;
 }
 
-/** What a replay needs: everything that fixes the generated schedule. */
-export interface CounterexampleFile {
-  readonly lockcheck: 'counterexample';
-  readonly backend: string;
-  readonly faults: readonly FaultKind[] | null;
-  readonly seed: number;
-  readonly path: string;
-  readonly runs: number;
-  readonly verdict: string;
-  readonly properties: readonly string[];
-  readonly steps: readonly string[];
-}
 
 export async function runCommand(o: RunOptions): Promise<number> {
   const servers = new Servers(o.servers);
@@ -61,13 +51,13 @@ export async function runCommand(o: RunOptions): Promise<number> {
         seed: failure.seed,
         path: failure.path,
         runs: o.runs,
-        verdict: failure.report.verdict.kind,
-        properties: failure.properties,
+        verdict: failure.report.verdict.kind as CounterexampleVerdict,
+        properties: failure.properties as CounterexampleFile['properties'],
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
       };
-      writeFileSync(o.counterexample, JSON.stringify(file, null, 2) + '\n');
+      writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n');
     }
-    if (o.junit !== undefined) writeFileSync(o.junit, junitXml(`lockcheck run ${backend.name}`, [{ name: backend.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
+    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${backend.name}`, [{ name: backend.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
     if (o.json) {
       console.log(JSON.stringify({ backend: backend.name, runs: result.runs, findings: result.findings, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
@@ -82,18 +72,29 @@ export async function runCommand(o: RunOptions): Promise<number> {
   }
 }
 
-export async function replayCommand(file: string, choice: ServerChoice = {}): Promise<number> {
-  let saved: CounterexampleFile;
+/**
+ * `lockcheck replay <file> [--backend <module>]`. The file names its backend;
+ * a built-in one is used as is, but a module is loaded only when the user
+ * passes it on the command line: a file is data, never code to run.
+ */
+export async function replayCommand(file: string, choice: ServerChoice = {}, backendArg?: string): Promise<number> {
+  let text: string;
   try {
-    saved = JSON.parse(readFileSync(file, 'utf8')) as CounterexampleFile;
+    text = readFileSync(file, 'utf8');
   } catch (e) {
     throw new UsageError(`cannot read counterexample '${file}': ${(e as Error).message}`);
   }
-  if (saved.lockcheck !== 'counterexample' || typeof saved.seed !== 'number' || typeof saved.path !== 'string') throw new UsageError(`'${file}' is not a lockcheck counterexample file`);
+  const saved = parseCounterexample(file, text);
+  const spec = backendArg ?? saved.backend;
+  if (backendArg === undefined && !isBuiltIn(saved.backend)) {
+    throw new UsageError(
+      `the counterexample in '${file}' was found on the adapter module ${JSON.stringify(saved.backend)}; replay loads a module only when you name it: lockcheck replay ${file} --backend <module path>`,
+    );
+  }
   const servers = new Servers(choice);
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
-    const backend = await resolveBackend(saved.backend, servers);
+    const backend = await resolveBackend(spec, servers);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
     const result = await checkConformance(backend, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn });
     if (result.failure === null) {

@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { writeRedacted } from './env/redact.ts';
 import { dirname } from 'node:path';
 import fc from 'fast-check';
 import type { Command } from '../model/command.ts';
@@ -116,8 +117,8 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const first = firstFailure ?? { run: details.numRuns, ms: clock() - started, length: report.steps.length };
   if (options.timelineFile !== undefined) {
     mkdirSync(dirname(options.timelineFile), { recursive: true });
-    writeFileSync(options.timelineFile, htmlTimeline(report));
-    writeFileSync(options.timelineFile.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n');
+    writeRedacted(options.timelineFile, htmlTimeline(report));
+    writeRedacted(options.timelineFile.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n');
   }
   const replay = `seed ${details.seed}, path "${details.counterexamplePath}" (replay: LOCKCHECK_SEED=${details.seed} LOCKCHECK_PATH=${details.counterexamplePath}, or checkConformance(backend, { seed: ${details.seed}, path: '${details.counterexamplePath}' }))`;
   const message = [

@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { writeRedacted } from './env/redact.ts';
 import { join } from 'node:path';
 import { test } from '@fast-check/vitest';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
@@ -73,7 +74,7 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
       if (report.verdict.kind === 'conformance-failure') {
         // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
         mkdirSync(o.timelineDir ?? 'lockcheck-timelines', { recursive: true });
-        writeFileSync(timelineFile, htmlTimeline(report));
+        writeRedacted(timelineFile, htmlTimeline(report));
         throw new Error(`${textTimeline(report)}\ntimeline: ${timelineFile}`);
       }
     },

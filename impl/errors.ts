@@ -16,6 +16,25 @@ export class UnavailableError extends Error {
   override readonly name = 'UnavailableError';
 }
 
+/** The resource's token sequence is exhausted (2^63-1): no further grant can carry a larger token. */
+export class TokenOverflowError extends Error {
+  override readonly name = 'TokenOverflowError';
+  constructor(readonly resource: string) {
+    super(`the fencing token of '${resource}' reached 2^63-1; no further grant is possible`);
+  }
+}
+
+/** A connection that can never succeed as configured (not an outage): thrown rather than read as a denial. */
+export class ConnectionConfigError extends Error {
+  override readonly name = 'ConnectionConfigError';
+  constructor(
+    readonly code: 'authentication' | 'unknown-database' | 'unknown-host',
+    message: string,
+  ) {
+    super(`${code}: ${message}`);
+  }
+}
+
 /** Why a lease's AbortSignal fired. */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';

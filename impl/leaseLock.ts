@@ -1,6 +1,7 @@
 import type { MonotonicClock } from './clock.ts';
 import { sleep } from './clock.ts';
-import { checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
+import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
+import { ConnectionConfigError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
@@ -60,7 +61,9 @@ function cryptoRandom(): number {
   return globalThis.crypto.getRandomValues(new Uint32Array(1))[0]! / 2 ** 32;
 }
 
-type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
+const PRUNE_MIN = 64;
+
+type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error?: unknown };
 const AGAINST = { ok: false } as const;
 
 export class LeaseLock {
@@ -72,6 +75,8 @@ export class LeaseLock {
   readonly #random: () => number;
   readonly #safetyMarginMs: number;
   readonly #held = new Map<Lease, LeaseHandle>();
+  /** Leases lost without a release (expired) are forgotten when the map reaches this size. */
+  #pruneAt = PRUNE_MIN;
 
   constructor(options: LeaseLockOptions) {
     if (options.nodes.length < 1 || options.nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${options.nodes.length}`);
@@ -106,12 +111,14 @@ export class LeaseLock {
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);
+    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
+    const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
     const firstStartedMs = this.clock.now();
     for (let attempt = 0; ; attempt++) {
       const result = await this.attempt(resource, ttlMs, firstStartedMs);
       if (result.kind !== 'denied' || attempt >= retries) return result;
-      const jitter = Math.floor(this.#random() * ((options.retryJitterMs ?? 0) + 1));
-      await sleep(this.clock, (options.retryDelayMs ?? 0) + jitter);
+      const jitter = Math.floor(this.#random() * (retryJitterMs + 1));
+      await sleep(this.clock, retryDelayMs + jitter);
     }
   }
 
@@ -135,6 +142,20 @@ export class LeaseLock {
     this.#held.get(lease)?.lose('released');
     this.#held.delete(lease);
     await this.fanOut(undefined, (node) => node.release(lease.resource, lease.owner));
+  }
+
+  /** Leases this lock still tracks: held, or lost but not yet forgotten (at most about twice the held ones). */
+  get trackedLeases(): number {
+    return this.#held.size;
+  }
+
+  /** Tracks a new lease; forgets the lost ones (expired, never released) once the map has doubled, so it cannot grow without bound. */
+  #remember(lease: LeaseHandle): void {
+    if (this.#held.size >= this.#pruneAt) {
+      for (const [key, handle] of this.#held) if (handle.lost) this.#held.delete(key);
+      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
+    }
+    this.#held.set(lease, lease);
   }
 
   protected driftMarginMs(ttlMs: number): number {
@@ -185,11 +206,16 @@ export class LeaseLock {
       const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
       if (behind.some(Boolean)) await this.fanOut(ttlMs, (node, i) => (behind[i] ? node.raiseToken(resource, token) : Promise.resolve()));
       const lease = this.newLease(resource, owner, token, startedMs + ttlMs - this.driftMarginMs(ttlMs));
-      this.#held.set(lease, lease);
+      this.#remember(lease);
       return { kind: 'granted', lease };
     }
     await this.fanOut(ttlMs, (node) => node.release(resource, owner));
     const answered = votes.filter((v) => v.ok).length;
+    // Too few nodes could grant because of how they are configured (wrong password, token sequence at its end): say so, not no-quorum.
+    if (answered < this.quorum) {
+      const typedError = votes.find((v) => !v.ok && (v.error instanceof ConnectionConfigError || v.error instanceof TokenOverflowError));
+      if (typedError !== undefined && !typedError.ok) throw typedError.error;
+    }
     return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < this.quorum ? 'no-quorum' : 'held' };
   }
 
@@ -219,11 +245,17 @@ export class LeaseLock {
         } catch {
           answer = Promise.reject(new Error('node call failed'));
         }
-        answer.then((value) => {
-          // A reply after the deadline is not counted: the round's votes are already out.
-          if (!done) votes[i] = { ok: true, value };
-          answered();
-        }, answered);
+        answer.then(
+          (value) => {
+            // A reply after the deadline is not counted: the round's votes are already out.
+            if (!done) votes[i] = { ok: true, value };
+            answered();
+          },
+          (error: unknown) => {
+            if (!done) votes[i] = { ok: false, error };
+            answered();
+          },
+        );
       }
     });
   }

@@ -1,5 +1,6 @@
 import type { AcquireOptions, LeaseLock } from './leaseLock.ts';
 import type { Lease } from './lease.ts';
+import { InvalidInputError } from '../model/errors.ts';
 
 /** The lock could not be taken. */
 export class LockNotAcquiredError extends Error {
@@ -13,7 +14,7 @@ export class LockNotAcquiredError extends Error {
 }
 
 export interface UsingOptions extends AcquireOptions {
-  /** Extend when this fraction of the ttl is left (default 0.5); set to 0 to never extend. */
+  /** Extend when this fraction of the ttl is left, in [0, 1) (default 0.5); set to 0 to never extend. */
   readonly extendAtFraction?: number;
 }
 
@@ -25,11 +26,16 @@ export interface UsingOptions extends AcquireOptions {
  * Releases when `fn` settles, whatever happens.
  */
 export async function using<T>(lock: LeaseLock, resource: string, options: UsingOptions, fn: (signal: AbortSignal, lease: Lease) => Promise<T>): Promise<T> {
+  const fractionOption: unknown = options.extendAtFraction ?? 0.5;
+  // Outside [0, 1) the extension would be planned at or before now, again and again: a spin.
+  if (typeof fractionOption !== 'number' || !(fractionOption >= 0 && fractionOption < 1)) {
+    throw new InvalidInputError('invalid-config', `extendAtFraction must be a number in [0, 1), got ${String(fractionOption)}`);
+  }
   const result = await lock.acquire(resource, options);
   if (result.kind !== 'granted') throw new LockNotAcquiredError(resource, result.kind === 'denied' ? result.reason : 'timed-out');
   const lease = result.lease;
   const clock = lock.clockOf();
-  const fraction = options.extendAtFraction ?? 0.5;
+  const fraction = fractionOption;
   let cancel: () => void = () => undefined;
   let stopped = false;
   const plan = (): void => {

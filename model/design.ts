@@ -66,20 +66,106 @@ export const designs = {
   }),
 } as const;
 
+/**
+ * Everything the model does differently per design, in one record per design
+ * (RULES): a new design must fill in every field, which the compiler checks.
+ * The world's step function reads these fields and never tests a design's kind.
+ */
+export interface DesignRules<D extends Design = Design> {
+  /** Lock-service nodes the design runs on (a consensus cluster is one logical node). */
+  readonly nodes: (d: D) => number;
+  /** Leases carry a ttl (so `extend` applies), or live with the client's session (connection loss drops them). */
+  readonly lifetime: 'ttl' | 'session';
+  /** The clock a node expires keys by: its wall clock (Redis, steps hit it) or a step-immune monotonic one (etcd). */
+  readonly expiryClock: 'wall' | 'monotonic';
+  /** Where a grant's token comes from: a counter per resource (INCR, a sequence) or the cluster's one revision (etcd), which every delete also moves. */
+  readonly tokenSource: 'per-resource-counter' | 'cluster-revision';
+  /**
+   * An acquire by the holder: refused (none), stacks and each release pops
+   * one level (per-release: session advisory locks), or stacks and the
+   * release, a commit, ends them all (until-commit: transaction advisory locks).
+   */
+  readonly stacking: 'none' | 'per-release' | 'until-commit';
+  /** Writes reach the store at once, or are buffered in the lock's transaction and applied at its commit. */
+  readonly writes: 'direct' | 'at-commit';
+  /** Whether node state (keys, counters) survives a crash-restart. */
+  readonly persists: (d: D) => boolean;
+  /** At a crash: keys stay as they are (keep), or only live ones are kept (drop-expired: etcd's leader revokes leases as they expire). */
+  readonly onCrash: 'keep' | 'drop-expired';
+  /** At a restart that kept state: keys as they were (keep), or every lease refreshed to its full ttl (refresh: a new etcd leader). */
+  readonly onRestart: 'keep' | 'refresh';
+  /** True time a restarted node refuses to take part. */
+  readonly restartDelayMs: (d: D) => number;
+  /** Redlock's clock-drift allowance: driftFactor * ttl + clockMarginMs (0 for session locks). */
+  readonly driftFactor: (d: D) => number;
+  readonly clockMarginMs: (d: D) => number;
+}
+
+type RulesByKind = { readonly [K in DesignKind]: DesignRules<Extract<Design, { kind: K }>> };
+
+const redisRules = {
+  lifetime: 'ttl',
+  expiryClock: 'wall',
+  tokenSource: 'per-resource-counter',
+  stacking: 'none',
+  writes: 'direct',
+  persists: (d: { persistence: Persistence }) => d.persistence === 'aof-always',
+  onCrash: 'keep',
+  onRestart: 'keep',
+  restartDelayMs: (d: { restartDelayMs: number }) => d.restartDelayMs,
+  driftFactor: (d: { driftFactor: number }) => d.driftFactor,
+  clockMarginMs: (d: { clockMarginMs: number }) => d.clockMarginMs,
+} as const;
+
+const postgresRules = {
+  nodes: () => 1,
+  lifetime: 'session',
+  // Nothing expires by a clock; a server's own timers are monotonic.
+  expiryClock: 'monotonic',
+  tokenSource: 'per-resource-counter',
+  writes: 'direct',
+  persists: () => true,
+  onCrash: 'keep',
+  onRestart: 'keep',
+  restartDelayMs: () => 0,
+  driftFactor: () => 0,
+  clockMarginMs: () => 0,
+} as const;
+
+export const RULES: RulesByKind = {
+  'redis-single': { ...redisRules, nodes: () => 1 },
+  redlock: { ...redisRules, nodes: (d) => d.nodes },
+  'pg-session': { ...postgresRules, stacking: 'per-release' },
+  'pg-xact': { ...postgresRules, stacking: 'until-commit', writes: 'at-commit' },
+  'etcd-lease': {
+    nodes: () => 1,
+    lifetime: 'ttl',
+    expiryClock: 'monotonic',
+    tokenSource: 'cluster-revision',
+    stacking: 'none',
+    writes: 'direct',
+    persists: () => true,
+    onCrash: 'drop-expired',
+    onRestart: 'refresh',
+    restartDelayMs: () => 0,
+    driftFactor: (d) => d.driftFactor,
+    clockMarginMs: (d) => d.clockMarginMs,
+  },
+};
+
+/** The rules of `design`'s kind. */
+export function rulesOf(design: Design): DesignRules {
+  return RULES[design.kind] as DesignRules;
+}
+
 /** Number of lock-service nodes the design runs on (a consensus cluster is one logical node). */
 export function nodeCount(design: Design): number {
-  return match(design)
-    .with({ kind: 'redlock' }, (d) => d.nodes)
-    .with({ kind: 'redis-single' }, { kind: 'pg-session' }, { kind: 'pg-xact' }, { kind: 'etcd-lease' }, () => 1)
-    .exhaustive();
+  return rulesOf(design).nodes(design);
 }
 
 /** Whether leases carry a ttl (and so `extend` applies). PostgreSQL locks live with their session instead. */
 export function hasTtl(design: Design): boolean {
-  return match(design.kind)
-    .with('redis-single', 'redlock', 'etcd-lease', () => true)
-    .with('pg-session', 'pg-xact', () => false)
-    .exhaustive();
+  return rulesOf(design).lifetime === 'ttl';
 }
 
 /** Whether a lock lives with the client's connection (connection loss drops it on the server). */
@@ -89,32 +175,29 @@ export function isSessionBound(design: Design): boolean {
 
 /** Whether an acquire by the current holder stacks (PostgreSQL advisory locks do). */
 export function isReentrant(design: Design): boolean {
-  return isSessionBound(design);
+  return rulesOf(design).stacking !== 'none';
 }
 
 /** Whether node state (keys, counters) survives a crash-restart. */
 export function persists(design: Design): boolean {
-  return match(design)
-    .with({ kind: 'redis-single' }, { kind: 'redlock' }, (d) => d.persistence === 'aof-always')
-    .with({ kind: 'pg-session' }, { kind: 'pg-xact' }, { kind: 'etcd-lease' }, () => true)
-    .exhaustive();
+  return rulesOf(design).persists(design);
 }
 
 /** Whether the node's key expiry follows its wall clock (Redis) or a step-immune monotonic clock (etcd). */
 export function expiresByWallClock(design: Design): boolean {
-  return design.kind === 'redis-single' || design.kind === 'redlock';
+  return rulesOf(design).expiryClock === 'wall';
 }
 
 export function restartDelayMs(design: Design): number {
-  return design.kind === 'redis-single' || design.kind === 'redlock' ? design.restartDelayMs : 0;
+  return rulesOf(design).restartDelayMs(design);
 }
 
 export function driftFactor(design: Design): number {
-  return design.kind === 'redis-single' || design.kind === 'redlock' || design.kind === 'etcd-lease' ? design.driftFactor : 0;
+  return rulesOf(design).driftFactor(design);
 }
 
 export function clockMarginMs(design: Design): number {
-  return design.kind === 'redis-single' || design.kind === 'redlock' || design.kind === 'etcd-lease' ? design.clockMarginMs : 0;
+  return rulesOf(design).clockMarginMs(design);
 }
 
 /** Votes needed for a grant: a majority of the nodes. */
@@ -149,7 +232,8 @@ export function validateDesign(design: Design): Design {
 }
 
 export function storeFits(design: Design, policy: StorePolicy): boolean {
-  return policy === 'transactional' ? design.kind === 'pg-xact' : design.kind !== 'pg-xact';
+  // The transactional store is the lock's own transaction: only a design that writes at commit has one.
+  return (policy === 'transactional') === (rulesOf(design).writes === 'at-commit');
 }
 
 /** A short human label, e.g. "redlock(5 nodes, aof-always, delayed restart 20ms)". */

@@ -42,9 +42,16 @@ export function checkDuration(ms: unknown, what: string): number {
   return ms;
 }
 
+/** A UTF-16 surrogate with no partner: it has no UTF-8 form, so two such names would become the same bytes on the wire. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function checkResource(resource: unknown): string {
   if (typeof resource !== 'string' || resource.length === 0 || resource.length > MAX_RESOURCE_LENGTH) {
     throw new InvalidInputError('invalid-resource', `resource must be a non-empty string of at most ${MAX_RESOURCE_LENGTH} characters`);
+  }
+  // NUL: PostgreSQL text cannot hold it.
+  if (resource.includes('\0') || LONE_SURROGATE.test(resource)) {
+    throw new InvalidInputError('invalid-resource', 'resource must be well-formed Unicode without NUL characters');
   }
   return resource;
 }

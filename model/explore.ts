@@ -1,24 +1,32 @@
-import { canonicalKey } from './canonical.ts';
 import type { Command } from './command.ts';
-import { InvalidInputError } from './errors.ts';
+import type { Fingerprint } from './fingerprint.ts';
+import { fingerprint } from './fingerprint.ts';
+import { FingerprintSet } from './fingerprintSet.ts';
 import type { Outcome } from './outcome.ts';
 import type { PropertyId, Violation } from './properties.ts';
 import { checkProperties } from './properties.ts';
 import type { World } from './state.ts';
-import { step } from './world.ts';
+import { enabled, step } from './world.ts';
 
 /**
  * Bounded exhaustive exploration: every schedule of the alphabet's commands up
- * to `maxDepth`, breadth first, with visited states deduplicated by their
- * canonical key. Breadth first makes the first counterexample found for a
- * property a shortest one.
+ * to `maxDepth`, breadth first, with visited states stored as 64-bit
+ * fingerprints of their orbit under the model's symmetries (fingerprint.ts).
+ * Breadth first makes the first counterexample found for a property a
+ * shortest one. Only the frontier keeps whole states; every visited state
+ * keeps its parent, the command and the branch that reached it (7 bytes),
+ * and a counterexample is rebuilt by replaying those from the initial state.
  */
 export interface ExploreOptions {
   readonly maxDepth: number;
   /** Stop expanding once this many distinct states were seen (the result says so). */
   readonly maxStates?: number;
-  /** A clock for the states-per-second figure only; the search itself never reads time. */
+  /** A clock for the states-per-second figure and the time budget only; the search itself never reads time. */
   readonly clock?: () => number;
+  /** Stop at the first level that ends after this many ms of `clock` (the result says how deep it got). */
+  readonly budgetMs?: number;
+  /** Identify states that differ by a permutation of the clients (default true; nodes 1..n-1 are always permuted). */
+  readonly clientSymmetry?: boolean;
 }
 
 export interface TraceStep {
@@ -36,70 +44,112 @@ export interface Counterexample {
 export interface ExploreResult {
   /** Deepest level whose every state was expanded. */
   readonly depthCompleted: number;
-  /** True when maxStates cut the search short. */
+  /** True when maxStates or budgetMs cut the search short. */
   readonly truncated: boolean;
+  /** Distinct states (orbits) seen. */
   readonly states: number;
   readonly transitions: number;
   readonly elapsedMs: number;
   /** Shortest counterexample found per property, in the order found. */
   readonly counterexamples: readonly Counterexample[];
+  /**
+   * The chance that two distinct states shared a fingerprint, so one was
+   * wrongly skipped, estimated as TLC does (optimistic): states *
+   * (transitions - states) / 2^64.
+   */
+  readonly collisionProbability: number;
+  /** Bytes kept per visited state: the fingerprint table and the parent links. */
+  readonly bytesPerState: number;
+  /** Most states held whole at once (one BFS level). */
+  readonly peakFrontier: number;
 }
 
-interface Visit {
-  readonly world: World;
-  readonly parent: number;
-  readonly command: Command | null;
-  readonly outcome: Outcome | null;
-  readonly violations: readonly Violation[];
+/** Growable typed arrays of parent links: parent state, command index, branch index. */
+class Links {
+  parent = new Int32Array(1 << 12);
+  command = new Uint16Array(1 << 12);
+  branch = new Uint8Array(1 << 12);
+  size = 0;
+
+  push(parent: number, command: number, branch: number): number {
+    if (this.size === this.parent.length) {
+      const grow = <T extends Int32Array | Uint16Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+        const b = make(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.parent = grow(this.parent, (n) => new Int32Array(n));
+      this.command = grow(this.command, (n) => new Uint16Array(n));
+      this.branch = grow(this.branch, (n) => new Uint8Array(n));
+    }
+    this.parent[this.size] = parent;
+    this.command[this.size] = command;
+    this.branch[this.size] = branch;
+    return this.size++;
+  }
+
+  get bytes(): number {
+    return this.parent.byteLength + this.command.byteLength + this.branch.byteLength;
+  }
 }
 
 export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
+  if (alphabet.length > 0xffff) throw new RangeError('an alphabet has at most 65535 commands');
   const clock = options.clock ?? (() => 0);
   const startedMs = clock();
   const maxStates = options.maxStates ?? Number.POSITIVE_INFINITY;
-  const visits: Visit[] = [{ world: initial, parent: -1, command: null, outcome: null, violations: [] }];
-  const seen = new Set<string>([canonicalKey(initial)]);
+  const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
+  const fpOptions = { clientSymmetry: options.clientSymmetry };
+  const fp: Fingerprint = { hi: 0, lo: 0 };
+  const seen = new FingerprintSet();
+  const links = new Links();
   const found = new Map<PropertyId, Counterexample>();
-  let frontier = [0];
+  fingerprint(initial, fp, fpOptions);
+  seen.add(fp.hi, fp.lo);
+  links.push(-1, 0, 0);
+  let frontier: World[] = [initial];
+  let frontierIds: number[] = [0];
+  let peakFrontier = 1;
   let depthCompleted = 0;
   let transitions = 0;
   let truncated = false;
 
-  const traceTo = (index: number): TraceStep[] => {
-    const out: TraceStep[] = [];
-    for (let i = index; i > 0; i = visits[i]!.parent) {
-      const v = visits[i]!;
-      out.push({ command: v.command!, outcome: v.outcome!, violations: v.violations });
-    }
-    return out.reverse();
+  /** The steps from the initial state to state `id`, then one more (command c, branch b), replayed. */
+  const traceTo = (id: number, c: number, b: number): TraceStep[] => {
+    const path: Array<readonly [number, number]> = [[c, b]];
+    for (let i = id; i > 0; i = links.parent[i]!) path.push([links.command[i]!, links.branch[i]!]);
+    path.reverse();
+    let world = initial;
+    return path.map(([ci, bi]) => {
+      const command = alphabet[ci]!;
+      const branch = step(world, command)[bi]!;
+      world = branch.next;
+      return { command, outcome: branch.outcome, violations: checkProperties(branch.events, branch.next) };
+    });
   };
 
   for (let depth = 1; depth <= options.maxDepth && frontier.length > 0 && !truncated; depth++) {
-    const next: number[] = [];
-    for (const index of frontier) {
-      const world = visits[index]!.world;
-      for (const command of alphabet) {
-        let branches;
-        try {
-          branches = step(world, command);
-        } catch (e) {
-          if (e instanceof InvalidInputError) continue; // not enabled in this state
-          throw e;
-        }
-        for (const b of branches) {
+    const next: World[] = [];
+    const nextIds: number[] = [];
+    for (let f = 0; f < frontier.length; f++) {
+      const world = frontier[f]!;
+      const id = frontierIds[f]!;
+      for (let c = 0; c < alphabet.length; c++) {
+        const command = alphabet[c]!;
+        if (!enabled(world, command)) continue;
+        const branches = step(world, command);
+        for (let b = 0; b < branches.length; b++) {
+          const branch = branches[b]!;
+          if (b > 0xff) throw new RangeError('a step has at most 256 branches');
           transitions++;
-          const violations = checkProperties(b.events, b.next);
-          const fresh = violations.filter((v) => !found.has(v.property));
-          const key = canonicalKey(b.next);
-          const isNew = !seen.has(key);
-          if (!isNew && fresh.length === 0) continue;
-          visits.push({ world: b.next, parent: index, command, outcome: b.outcome, violations });
-          const at = visits.length - 1;
-          for (const v of fresh) if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(at) });
-          if (isNew) {
-            seen.add(key);
-            next.push(at);
+          const violations = checkProperties(branch.events, branch.next);
+          for (const v of violations) {
+            if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
           }
+          fingerprint(branch.next, fp, fpOptions);
+          if (!seen.add(fp.hi, fp.lo)) continue;
+          next.push(branch.next);
+          nextIds.push(links.push(id, c, b));
         }
       }
       if (seen.size >= maxStates) {
@@ -109,6 +159,9 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
     }
     if (!truncated) depthCompleted = depth;
     frontier = next;
+    frontierIds = nextIds;
+    peakFrontier = Math.max(peakFrontier, next.length);
+    if (!truncated && depth < options.maxDepth && next.length > 0 && clock() - startedMs > budgetMs) truncated = true;
   }
   return {
     depthCompleted,
@@ -117,5 +170,8 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
     transitions,
     elapsedMs: clock() - startedMs,
     counterexamples: [...found.values()],
+    collisionProbability: (seen.size * Math.max(0, transitions - seen.size)) / 2 ** 64,
+    bytesPerState: (seen.bytes + links.bytes) / seen.size,
+    peakFrontier,
   };
 }

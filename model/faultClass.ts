@@ -40,6 +40,23 @@ export const FAULT_CLASS_TITLES: Readonly<Record<FaultClass, string>> = {
   'connection-loss': "the server drops a client's connection (with pauses)",
 };
 
+/**
+ * What each class's exploration schedules besides the operations and
+ * `advance`, as spec/SPEC.md section 8 prints it (generated from here; the
+ * consistency test checks the named fault kinds against alphabetFor).
+ */
+export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
+  none: 'nothing else',
+  partition: '`partition` of any client from any node; no heal, so a cut lasts to the end of the schedule',
+  delay:
+    '`acquire` with a `latencyMs` of half the ttl and of exactly the ttl (where the reply races the give-up, so both `timed-out` branches are drawn); a reply later than the ttl adds nothing new (it is only `timed-out`). On PostgreSQL designs, which have no ttl, one `acquire` with a latency of the same length',
+  'client-pause': '`pause` (with or without a pending write) and `resume`',
+  'clock-step': "`clock-step` of node 0's wall clock by +ttl or -ttl, and `partition`",
+  'clock-drift': "`clock-drift` of a client's monotonic clock to half speed (-500000 ppm), beyond any drift allowance",
+  'crash-restart': '`crash` and `restart` of node 0 (restart at once, delayed only by the design\'s `restartDelayMs`), and `partition`',
+  'connection-loss': '`kill-connection`, and `pause` / `resume`',
+};
+
 /** Sizes of the exploration's small world. Times are in ms, chosen so that coarse steps straddle the deadlines. */
 export interface Alphabet {
   readonly clients: number;

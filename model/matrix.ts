@@ -1,9 +1,11 @@
 import type { Design, StorePolicy } from './design.ts';
-import { describeDesign, designs } from './design.ts';
-import type { ExploreResult } from './explore.ts';
+import { describeDesign, designs, rulesOf } from './design.ts';
+import type { ExploreOptions, ExploreResult } from './explore.ts';
 import { explore } from './explore.ts';
 import type { FaultClass } from './faultClass.ts';
 import { alphabetFor, DEFAULT_ALPHABET } from './faultClass.ts';
+import type { PropertyId } from './properties.ts';
+import { PROPERTY_IDS } from './properties.ts';
 import { initialWorld } from './state.ts';
 
 /**
@@ -30,7 +32,7 @@ export const MATRIX_ROWS: readonly MatrixRow[] = [
 ].map((design) => ({
   label: describeDesign(design),
   design,
-  stores: design.kind === 'pg-xact' ? (['transactional'] as const) : (['unfenced', 'strict'] as const),
+  stores: rulesOf(design).writes === 'at-commit' ? (['transactional'] as const) : (['unfenced', 'strict'] as const),
 }));
 
 export interface CellResult extends ExploreResult {
@@ -39,11 +41,7 @@ export interface CellResult extends ExploreResult {
   readonly faultClass: FaultClass;
 }
 
-export interface CellOptions {
-  readonly maxDepth: number;
-  readonly maxStates: number;
-  readonly clock?: () => number;
-}
+export type CellOptions = ExploreOptions & { readonly maxStates: number };
 
 /** Explores one matrix cell: a design with a store under one fault class. */
 export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): CellResult {
@@ -52,3 +50,19 @@ export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: Faul
   return { ...result, row: row.label, store, faultClass };
 }
 
+
+/**
+ * What a cell predicts beyond its exploration: two consequences a bounded
+ * depth may not reach (derived, not explored). A double grant lets the older
+ * holder's write land after the newer one's on an unfenced store. A double
+ * grant whose newer token repeats or goes back (MUTEX-1 with FENCE-1) lets
+ * the older holder's write through a fenced store too. FENCE-1 alone does not
+ * (spec 8.1 notes: with the old holder done writing, a repeated token harms
+ * no store), so it derives nothing by itself.
+ */
+export function derivedProperties(found: ReadonlySet<PropertyId>, store: StorePolicy): PropertyId[] {
+  const derived = new Set<PropertyId>();
+  if (found.has('MUTEX-1') && store === 'unfenced') derived.add('STORE-1');
+  if (found.has('MUTEX-1') && found.has('FENCE-1') && store !== 'transactional') derived.add('STORE-1');
+  return PROPERTY_IDS.filter((p) => derived.has(p) && !found.has(p));
+}

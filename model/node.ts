@@ -1,6 +1,6 @@
 import { read } from './clock.ts';
 import type { Design } from './design.ts';
-import { expiresByWallClock } from './design.ts';
+import { expiresByWallClock, rulesOf } from './design.ts';
 import type { NodeKey, NodeState, Owner, World } from './state.ts';
 import { sameOwner } from './state.ts';
 
@@ -39,12 +39,12 @@ export function livenessIn(world: World, node: NodeState, resource: string): rea
 
 export function isReachable(world: World, client: number, node: number): boolean {
   const n = world.nodes[node];
-  return n !== undefined && n.up && world.nowMs >= n.availableFromTrueMs && !world.partitions.includes(`${client}:${node}`);
+  return n !== undefined && n.up && world.nowMs >= n.availableFromTrueMs && (world.partitions.length === 0 || !world.partitions.includes(`${client}:${node}`));
 }
 
 /** The counter a grant draws its token from: per resource, or one revision for the whole cluster (etcd). */
 export function counterKey(design: Design, resource: string): string {
-  return design.kind === 'etcd-lease' ? '#revision' : resource;
+  return rulesOf(design).tokenSource === 'cluster-revision' ? '#revision' : resource;
 }
 
 export function bumpCounter(node: NodeState, key: string, base: bigint): { readonly node: NodeState; readonly value: bigint } {

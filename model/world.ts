@@ -1,7 +1,8 @@
 import { match, P } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs } from './design.ts';
+import { isOperation } from './command.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs, rulesOf } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
@@ -38,9 +39,39 @@ export interface Branch {
  */
 export function step(world: World, command: Command): readonly Branch[] {
   validate(world, command);
-  return match(command)
-    .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(world, op))
-    .otherwise((fault) => inject(world, fault as Fault));
+  return isOperation(command) ? operate(world, command) : inject(world, command);
+}
+
+/**
+ * Whether `command`'s precondition holds in `world` (a running client for an
+ * operation or a pause, a paused one for a resume, a node up for a crash and
+ * down for a restart): the exploration filters with it instead of catching
+ * step's precondition errors. Input errors are still step's to report.
+ */
+export function enabled(world: World, command: Command): boolean {
+  // A switch the compiler checks for exhaustiveness (the return type): this runs once per command and state.
+  switch (command.kind) {
+    case 'acquire':
+    case 'extend':
+    case 'release':
+    case 'write':
+    case 'read':
+    case 'pause':
+      return world.clients[command.client]?.paused === false;
+    case 'resume':
+      return world.clients[command.client]?.paused === true;
+    case 'crash':
+      return world.nodes[command.node]?.up === true;
+    case 'restart':
+      return world.nodes[command.node]?.up === false;
+    case 'advance':
+    case 'clock-step':
+    case 'clock-drift':
+    case 'partition':
+    case 'heal':
+    case 'kill-connection':
+      return true;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -61,8 +92,10 @@ function validate(world: World, command: Command): void {
   const active = (c: number): void => {
     if (client(c).paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
   };
-  match(command)
-    .with({ kind: 'acquire' }, (c) => {
+  // A switch, not ts-pattern: this runs once per step of an exploration.
+  const c = command;
+  switch (c.kind) {
+    case 'acquire': {
       active(c.client);
       checkResource(c.resource);
       if (hasTtl(design)) checkTtl(c.ttlMs);
@@ -72,37 +105,45 @@ function validate(world: World, command: Command): void {
       if (c.retries !== undefined && (!Number.isInteger(c.retries) || c.retries < 0 || c.retries > 100)) {
         throw new InvalidInputError('precondition', `retries must be an integer in [0, 100], got ${String(c.retries)}`);
       }
-    })
-    .with({ kind: 'extend' }, (c) => {
+      return;
+    }
+    case 'extend': {
       active(c.client);
       checkResource(c.resource);
       if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks have no ttl to extend`);
       checkTtl(c.ttlMs);
-    })
-    .with({ kind: 'release' }, { kind: 'read' }, (c) => {
+      return;
+    }
+    case 'release':
+    case 'read': {
       active(c.client);
       checkResource(c.resource);
-    })
-    .with({ kind: 'write' }, (c) => {
+      return;
+    }
+    case 'write': {
       active(c.client);
       checkResource(c.resource);
       if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
-    })
-    .with({ kind: 'advance' }, (c) => {
+      return;
+    }
+    case 'advance': {
       if (checkDuration(c.ms, 'advance') === 0) throw new InvalidInputError('invalid-duration', 'advance must move time forward');
-    })
-    .with({ kind: 'clock-step' }, (c) => {
+      return;
+    }
+    case 'clock-step': {
       node(c.node);
       if (!Number.isInteger(c.deltaMs) || Math.abs(c.deltaMs) > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'deltaMs must be an integer');
-    })
-    .with({ kind: 'clock-drift' }, (c) => {
+      return;
+    }
+    case 'clock-drift': {
       if ('node' in c.target) node(c.target.node);
       else client(c.target.client);
       if (!Number.isInteger(c.driftPpm) || c.driftPpm < MIN_DRIFT_PPM || c.driftPpm > MAX_DRIFT_PPM) {
         throw new InvalidInputError('invalid-duration', `driftPpm must be an integer in [${MIN_DRIFT_PPM}, ${MAX_DRIFT_PPM}]`);
       }
-    })
-    .with({ kind: 'pause' }, (c) => {
+      return;
+    }
+    case 'pause': {
       active(c.client);
       if (c.pendingWrite !== undefined) checkResource(c.pendingWrite.resource);
       if (c.inFlight !== undefined) {
@@ -114,24 +155,35 @@ function validate(world: World, command: Command): void {
         }
         validate(world, c.inFlight);
       }
-    })
-    .with({ kind: 'resume' }, (c) => {
+      return;
+    }
+    case 'resume': {
       if (!client(c.client).paused) throw new InvalidInputError('precondition', `client ${c.client} is not paused`);
-    })
-    .with({ kind: 'crash' }, (c) => {
+      return;
+    }
+    case 'crash': {
       if (!node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is already down`);
-    })
-    .with({ kind: 'restart' }, (c) => {
+      return;
+    }
+    case 'restart': {
       if (node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is up`);
-    })
-    .with({ kind: 'partition' }, { kind: 'heal' }, (c) => {
+      return;
+    }
+    case 'partition':
+    case 'heal': {
       client(c.client);
       node(c.node);
-    })
-    .with({ kind: 'kill-connection' }, (c) => {
+      return;
+    }
+    case 'kill-connection': {
       client(c.client);
-    })
-    .exhaustive();
+      return;
+    }
+    default: {
+      const unknown: never = c;
+      throw new InvalidInputError('precondition', `unknown command kind ${String((unknown as { kind?: unknown }).kind)}`);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -177,16 +229,32 @@ function fanOut<V>(
   resource: string,
   script: (node: NodeState, index: number, alive: boolean) => { readonly node: NodeState; readonly vote: V },
 ): ReadonlyArray<{ readonly nodes: readonly NodeState[]; readonly votes: ReadonlyArray<V | null> }> {
-  let partial: Array<{ nodes: NodeState[]; votes: Array<V | null> }> = [{ nodes: [], votes: [] }];
-  world.nodes.forEach((node, index) => {
-    if (!isReachable(world, client, index)) {
-      partial = partial.map((p) => ({ nodes: [...p.nodes, node], votes: [...p.votes, null] }));
-      return;
+  // Each node's possible answers, then their cartesian product (one combination in the common case).
+  const answers: Array<ReadonlyArray<{ readonly node: NodeState; readonly vote: V | null }>> = [];
+  let combinations = 1;
+  const nodes = world.nodes;
+  for (let index = 0; index < nodes.length; index++) {
+    const node = nodes[index]!;
+    const mine = !isReachable(world, client, index) ? [{ node, vote: null }] : livenessIn(world, node, resource).map((alive) => script(node, index, alive));
+    answers.push(mine);
+    combinations *= mine.length;
+  }
+  const out: Array<{ readonly nodes: readonly NodeState[]; readonly votes: ReadonlyArray<V | null> }> = [];
+  for (let k = 0; k < combinations; k++) {
+    // The earliest node varies slowest, as the branches were ordered before.
+    const picked: NodeState[] = new Array(nodes.length);
+    const votes: Array<V | null> = new Array(nodes.length);
+    let rest = k;
+    for (let index = nodes.length - 1; index >= 0; index--) {
+      const mine = answers[index]!;
+      const a = mine[rest % mine.length]!;
+      rest = Math.floor(rest / mine.length);
+      picked[index] = a.node;
+      votes[index] = a.vote;
     }
-    const answers = livenessIn(world, node, resource).map((alive) => script(node, index, alive));
-    partial = partial.flatMap((p) => answers.map((a) => ({ nodes: [...p.nodes, a.node], votes: [...p.votes, a.vote] })));
-  });
-  return partial;
+    out.push({ nodes: picked, votes });
+  }
+  return out;
 }
 
 function releaseEverywhere(world: World, client: number, resource: string, owner: Owner): World {
@@ -221,6 +289,9 @@ function deliverWrite(world: World, client: number, w: PendingWrite): { readonly
 // Operations.
 
 function operate(world: World, op: Operation): readonly Branch[] {
+  const c = world.clients[op.client]!;
+  // A session the server ended unheard: the client learns it at its next statement to the server.
+  if (c.sessionLost && reachesServer(world, op)) world = withClient(world, op.client, (s) => ({ ...s, sessionLost: false, leases: {} }));
   return match(op)
     .with({ kind: 'acquire' }, (a) => acquire(world, a.client, a.resource, a.ttlMs, a.latencyMs ?? 0, a.retries ?? 0, a.retryDelayMs ?? 0))
     .with({ kind: 'extend' }, (e) => extend(world, e.client, e.resource, e.ttlMs))
@@ -384,6 +455,12 @@ function extend(world: World, client: number, resource: string, ttlMs: number): 
   });
 }
 
+/** Whether an operation is a statement to the PostgreSQL server that the server answers (the store outside pg-xact is another system). */
+function reachesServer(world: World, op: Operation): boolean {
+  const toServer = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && rulesOf(world.config.design).writes === 'at-commit');
+  return isSessionBound(world.config.design) && toServer && isReachable(world, op.client, 0);
+}
+
 function release(world: World, client: number, resource: string): readonly Branch[] {
   const design = world.config.design;
   const lease = world.clients[client]!.leases[resource];
@@ -398,7 +475,7 @@ function release(world: World, client: number, resource: string): readonly Branc
   });
   // etcd's revision moves on every delete, as a real cluster's does.
   const revised: World =
-    design.kind === 'etcd-lease' && events.length > 0
+    rulesOf(design).tokenSource === 'cluster-revision' && events.length > 0
       ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) }
       : cleared;
   return single({ kind: 'released' }, withClient(revised, client, (c) => withLease(c, resource, null)), events);
@@ -408,16 +485,22 @@ function release(world: World, client: number, resource: string): readonly Branc
 function releaseSession(world: World, client: number, resource: string, lease: Lease): readonly Branch[] {
   const design = world.config.design;
   const server = world.nodes[0]!;
+  if (!isReachable(world, client, 0)) {
+    // The unlock or commit never arrives: the client gives the lease up, the server keeps the lock until
+    // it notices the dead link, and a transaction's buffered writes are lost with it.
+    const left = rulesOf(design).stacking === 'per-release' && lease.count > 1 ? { ...lease, count: lease.count - 1 } : null;
+    return single({ kind: 'released' }, withClient(world, client, (c) => withLease(c, resource, left)));
+  }
   const key = server.keys[resource];
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
-  if (design.kind === 'pg-session' && lease.count > 1) {
+  if (rulesOf(design).stacking === 'per-release' && lease.count > 1) {
     const nodes = own === undefined ? world.nodes : [setKey(server, resource, { ...own, count: own.count - 1 })];
     return single({ kind: 'released' }, withClient({ ...world, nodes }, client, (c) => withLease(c, resource, { ...lease, count: lease.count - 1 })));
   }
   let next: World = { ...world, nodes: [own !== undefined ? deleteKey(server, resource) : server] };
   const events: WorldEvent[] =
     own === undefined ? [] : [{ kind: 'key-changed', node: 0, resource, byClient: client, byOwner: lease.owner, ownerBefore: own.owner, change: 'deleted' }];
-  if (design.kind === 'pg-xact') {
+  if (rulesOf(design).writes === 'at-commit') {
     for (const value of lease.buffered) {
       const delivered = deliverWrite(next, client, { resource, value, token: lease.token, epoch: lease.epoch });
       next = delivered.world;
@@ -430,7 +513,9 @@ function releaseSession(world: World, client: number, resource: string, lease: L
 function write(world: World, client: number, resource: string, value: string): readonly Branch[] {
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
-  if (world.config.design.kind === 'pg-xact') {
+  if (rulesOf(world.config.design).writes === 'at-commit') {
+    // The statement cannot reach the transaction's connection: the client gives the transaction up.
+    if (!isReachable(world, client, 0)) return single({ kind: 'not-held' }, withClient(world, client, (c) => withLease(c, resource, null)));
     // Inside the transaction: visible to others only at commit.
     return single({ kind: 'accepted' }, withClient(world, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
   }
@@ -445,7 +530,12 @@ function inject(world: World, fault: Fault): readonly Branch[] {
   const design = world.config.design;
   const ok = (next: World, events: readonly WorldEvent[] = []): readonly Branch[] => single({ kind: 'ok' }, next, events);
   return match(fault)
-    .with({ kind: 'advance' }, (f) => ok({ ...world, nowMs: world.nowMs + f.ms }))
+    .with({ kind: 'advance' }, (f) => {
+      const later: World = { ...world, nowMs: world.nowMs + f.ms };
+      // Keepalive timing is the deployment's: while time passes the server may or may not notice a cut client.
+      const unheard = isSessionBound(design) ? cutSessions(world) : [];
+      return unheard.length === 0 ? ok(later) : [...ok(later), ...ok(dropSessions(later, unheard, 'unheard'))];
+    })
     .with({ kind: 'clock-step' }, (f) => {
       const node = world.nodes[f.node]!;
       const stepped = (n: NodeState): World => ({ ...world, nodes: world.nodes.map((m, i) => (i === f.node ? { ...n, wall: stepClock(n.wall, world.nowMs, f.deltaMs) } : m)) });
@@ -480,7 +570,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     .with({ kind: 'resume' }, (f) => resume(world, f.client))
     .with({ kind: 'crash' }, (f) => {
       const crashing = (n: NodeState): NodeState =>
-        design.kind !== 'etcd-lease'
+        rulesOf(design).onCrash === 'keep'
           ? { ...n, up: false }
           : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
             { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
@@ -494,7 +584,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const mono = expiryNow(design, before, world.nowMs);
       const keys = !kept
         ? {}
-        : design.kind === 'etcd-lease'
+        : rulesOf(design).onRestart === 'refresh'
           ? // A new etcd leader refreshes every lease to its full ttl.
             Object.fromEntries(Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0), liveSinceTrueMs: world.nowMs }]))
           : before.keys;
@@ -505,21 +595,28 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     })
     .with({ kind: 'partition' }, (f) => {
       const link = `${f.client}:${f.node}`;
-      const cut: World = world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() };
-      // A session cannot outlive its connection: keepalive ends it on both sides.
-      return ok(isSessionBound(design) ? dropSessions(cut, [f.client]) : cut);
+      // A session outlives a cut link: the server notices only later, through keepalive (see advance).
+      return ok(world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() });
     })
     .with({ kind: 'heal' }, (f) => ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) }))
     .with({ kind: 'kill-connection' }, (f) => ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world))
     .exhaustive();
 }
 
+/** Clients cut from the server whose session still holds a lock there: the ones keepalive may end. */
+function cutSessions(world: World): number[] {
+  const holders = new Set(Object.values(world.nodes[0]!.keys).map((k) => k.owner.client));
+  return [...holders].filter((c) => world.partitions.includes(`${c}:0`)).sort((a, b) => a - b);
+}
+
 /**
  * The server ends these clients' sessions: their advisory locks go at once
- * (and an open transaction rolls back). A running client notices at once and
- * drops its leases; a paused one notices only when it resumes.
+ * (and an open transaction rolls back). `heard`: a running client notices at
+ * once and drops its leases, a paused one when it resumes (kill-connection, a
+ * crash). `unheard`: the server noticed a dead link (keepalive), and no client
+ * hears of it until it next reaches the server.
  */
-function dropSessions(world: World, clients: readonly number[]): World {
+function dropSessions(world: World, clients: readonly number[], told: 'heard' | 'unheard' = 'heard'): World {
   const gone = new Set(clients);
   const nodes = world.nodes.map((n) => {
     let kept = n;
@@ -529,7 +626,9 @@ function dropSessions(world: World, clients: readonly number[]): World {
   return {
     ...world,
     nodes,
-    clients: world.clients.map((c, i) => (!gone.has(i) ? c : c.paused ? { ...c, sessionLost: Object.keys(c.leases).length > 0 || c.sessionLost } : { ...c, leases: {} })),
+    clients: world.clients.map((c, i) =>
+      !gone.has(i) ? c : c.paused || told === 'unheard' ? { ...c, sessionLost: Object.keys(c.leases).length > 0 || c.sessionLost } : { ...c, leases: {} },
+    ),
   };
 }
 
@@ -540,10 +639,10 @@ function resume(world: World, client: number): readonly Branch[] {
   const events: WorldEvent[] = [];
   const pending = c.pendingWrite;
   if (pending !== null) {
-    if (world.config.design.kind === 'pg-xact') {
+    if (rulesOf(world.config.design).writes === 'at-commit') {
       // The statement goes to the transaction's own connection: dead if the session was lost.
       const lease = c.leases[pending.resource];
-      if (!c.sessionLost && lease !== undefined) {
+      if (!c.sessionLost && lease !== undefined && isReachable(world, client, 0)) {
         next = withClient(next, client, (s) => withLease(s, pending.resource, { ...lease, buffered: [...lease.buffered, pending.value] }));
       }
     } else {
@@ -552,6 +651,8 @@ function resume(world: World, client: number): readonly Branch[] {
       events.push(delivered.event);
     }
   }
-  if (c.sessionLost) next = withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} }));
+  // A lost session is heard of at resume, unless the link is cut: then at the next statement that gets through.
+  const hears = !world.partitions.includes(`${client}:0`);
+  if (c.sessionLost && hears) next = withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} }));
   return single(c.pendingReply ?? { kind: 'ok' }, next, events);
 }

@@ -135,7 +135,7 @@ describe('advisory-lock@2.0.0 against the pg-session model', () => {
   it('a session ended by the server (pg_terminate_backend) kills the process: its pg.Client has no error listener', async () => {
     const s = postgres!;
     const script = fileURLToPath(new URL('../conformance/adapters/advisoryLockConnectionLoss.ts', import.meta.url));
-    const child = await runChild(script, { ...process.env, LOCKCHECK_PG_URL: `postgres://${s.user}@${s.host}:${s.port}/${s.database}` }, 30_000);
+    const child = await runChild(script, { ...process.env, LOCKCHECK_PG_URL: s.url }, 30_000);
     expect(child.stdout).toContain('granted');
     expect(child.stdout).not.toContain('survived');
     expect(child.code).toBe(1);

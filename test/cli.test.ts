@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -45,6 +45,23 @@ describe('lockcheck command line', () => {
     expect(readFileSync(junit, 'utf8')).toMatch(/<testsuites name="lockcheck run redis-single\/unfenced" tests="1" failures="0"/);
   }, 240_000);
 
+  it('replay never runs a module named in the file, and rejects a malformed file with exit code 2', () => {
+    const marker = join(dir, 'payload-ran');
+    const payload = join(dir, 'payload.mjs');
+    writeFileSync(payload, `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+    const base = { lockcheck: 'counterexample', backend: payload, faults: null, seed: 1, path: '0', runs: 10, verdict: 'conformance-failure', properties: ['MUTEX-1'], steps: [] };
+    const file = join(dir, 'payload.json');
+    writeFileSync(file, JSON.stringify(base));
+    const r = lockcheck('replay', file);
+    expect(r.code, r.stderr).toBe(2);
+    expect(existsSync(marker)).toBe(false);
+    writeFileSync(file, JSON.stringify({ ...base, backend: 'redis-single/strict', runs: 'abc' }));
+    const abc = lockcheck('replay', file);
+    expect(abc.code, abc.stderr).toBe(2);
+    expect(abc.stderr).toMatch(/"runs" must be an integer in \[1, 1000000\], got "abc"/);
+    expect(abc.stdout).not.toMatch(/no longer fails/);
+  }, 60_000);
+
   it('run on a broken adapter module: exit 1, a counterexample file that replay reproduces', () => {
     const file = join(dir, 'ce.json');
     const r = lockcheck('run', '--backend', 'test/fixtures/brokenAdapter.ts', '--runs', '50', '--counterexample', file);
@@ -54,7 +71,11 @@ describe('lockcheck command line', () => {
     expect(existsSync(file.replace(/\.json$/, '.html'))).toBe(true);
     const saved = JSON.parse(readFileSync(file, 'utf8')) as { backend: string; properties: string[] };
     expect(saved).toMatchObject({ backend: 'test/fixtures/brokenAdapter.ts', properties: ['MUTEX-1'] });
-    const replay = lockcheck('replay', file);
+    // The file names a module: replay loads it only when the user names it too.
+    const refused = lockcheck('replay', file);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toMatch(/replay loads a module only when you name it: lockcheck replay .* --backend <module path>/);
+    const replay = lockcheck('replay', file, '--backend', 'test/fixtures/brokenAdapter.ts');
     expect(replay.code, replay.stderr).toBe(1);
     expect(replay.stdout).toMatch(/CONFORMANCE FAILURE at step 1 \(MUTEX-1/);
   }, 240_000);

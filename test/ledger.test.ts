@@ -16,7 +16,7 @@ let connection: pg.ClientConfig;
 
 beforeAll(async () => {
   server = await PostgresServer.start({ parentDir: '/dev/shm', startTimeoutMs: 20_000 });
-  connection = { host: server.host, port: server.port, user: server.user, database: server.database };
+  connection = server.connection;
 });
 
 afterAll(async () => {

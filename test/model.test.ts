@@ -153,3 +153,55 @@ describe('invalid input', () => {
     }
   });
 });
+
+describe('a partition from the PostgreSQL server (spec §3: one-sided, noticed late)', () => {
+  const run = (w: World, command: Command, pick = 0) => step(w, command)[pick]!;
+
+  it('keeps the session on the server; only a later passing of time may end it, and the cut holder is not told', () => {
+    let w = initialWorld({ design: designs.pgSession(), store: 'unfenced', clients: 2 });
+    w = run(w, { kind: 'acquire', client: 0, resource: 'r' }).next;
+    w = run(w, { kind: 'partition', client: 0, node: 0 }).next;
+    expect(run(w, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toEqual({ kind: 'denied', reason: 'held' });
+    const passing = step(w, { kind: 'advance', ms: 5 });
+    expect(passing).toHaveLength(2); // not yet noticed, or ended by keepalive
+    const notYet = passing[0]!.next;
+    expect(run(notYet, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toEqual({ kind: 'denied', reason: 'held' });
+    const ended = passing[1]!.next;
+    const second = run(ended, { kind: 'acquire', client: 1, resource: 'r' });
+    expect(second.outcome).toMatchObject({ kind: 'granted', token: 2n });
+    // Client 0 still believes it holds the lock: two holders (MUTEX-1), and its write lands late on an unfenced store.
+    expect(checkProperties(second.events, second.next).map((v) => v.property)).toEqual(['MUTEX-1']);
+    const newer = run(second.next, { kind: 'write', client: 1, resource: 'r', value: 'new' });
+    const stale = run(newer.next, { kind: 'write', client: 0, resource: 'r', value: 'old' });
+    expect(stale.outcome).toEqual({ kind: 'accepted' });
+    expect(checkProperties(stale.events, stale.next).map((v) => v.property)).toContain('STORE-1');
+  });
+
+  it('a cut client learns of its ended session at its next statement that reaches the server', () => {
+    let w = initialWorld({ design: designs.pgSession(), store: 'strict', clients: 2 });
+    w = run(w, { kind: 'acquire', client: 0, resource: 'r' }).next;
+    w = run(w, { kind: 'partition', client: 0, node: 0 }).next;
+    w = run(w, { kind: 'advance', ms: 5 }, 1).next;
+    expect(w.clients[0]!.leases['r']).toBeDefined();
+    w = run(w, { kind: 'heal', client: 0, node: 0 }).next;
+    const back = run(w, { kind: 'release', client: 0, resource: 'r' });
+    expect(back.outcome).toEqual({ kind: 'not-held' });
+    expect(back.next.clients[0]!.leases).toEqual({});
+  });
+
+  it('a release on a cut link gives the lease up but leaves the lock on the server; a pg-xact commit there loses its writes', () => {
+    let s = initialWorld({ design: designs.pgSession(), store: 'strict', clients: 2 });
+    s = run(s, { kind: 'acquire', client: 0, resource: 'r' }).next;
+    s = run(s, { kind: 'partition', client: 0, node: 0 }).next;
+    s = run(s, { kind: 'release', client: 0, resource: 'r' }).next;
+    expect(run(s, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toEqual({ kind: 'denied', reason: 'held' });
+    let x = initialWorld({ design: designs.pgXact(), store: 'transactional', clients: 2 });
+    x = run(x, { kind: 'acquire', client: 0, resource: 'r' }).next;
+    x = run(x, { kind: 'write', client: 0, resource: 'r', value: 'v' }).next;
+    x = run(x, { kind: 'partition', client: 0, node: 0 }).next;
+    const commit = run(x, { kind: 'release', client: 0, resource: 'r' });
+    expect(commit.outcome).toEqual({ kind: 'released' });
+    expect(commit.events).toEqual([]);
+    expect(commit.next.store).toEqual(x.store);
+  });
+});

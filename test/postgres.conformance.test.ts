@@ -73,7 +73,7 @@ describe('the predicted findings come out of generated runs, shrunk', () => {
 });
 
 describe('bad input and a server that is down', () => {
-  const connection = () => ({ host: server.host, port: server.port, user: server.user, database: server.database });
+  const connection = () => server.connection;
 
   it('rejects bad input with typed errors, sending nothing', async () => {
     const lock = new PostgresSessionLock({ connection: connection() });

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -58,6 +58,33 @@ function portAccepts(port: number): Promise<boolean> {
   });
 }
 
+/** Sends a bare StartupMessage (user postgres, no password) and returns the authentication request code the server answers with. */
+function firstAuthRequest(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const params = Buffer.from('user\0postgres\0database\0postgres\0\0');
+    const startup = Buffer.alloc(8);
+    startup.writeInt32BE(8 + params.length, 0);
+    startup.writeInt32BE(196608, 4); // protocol 3.0
+    const socket = connect({ host: '127.0.0.1', port });
+    const timer = setTimeout(() => finish(new Error('no authentication request within 5 s')), 5_000);
+    let data = Buffer.alloc(0);
+    function finish(result: number | Error): void {
+      clearTimeout(timer);
+      socket.destroy();
+      if (typeof result === 'number') resolve(result);
+      else reject(result);
+    }
+    socket.once('connect', () => socket.write(Buffer.concat([startup, params])));
+    socket.on('data', (chunk: Buffer) => {
+      data = Buffer.concat([data, chunk]);
+      if (data.length < 9) return;
+      if (String.fromCharCode(data[0]!) !== 'R') finish(new Error(`unexpected first message ${String.fromCharCode(data[0]!)}`));
+      else finish(data.readInt32BE(5));
+    });
+    socket.once('error', (error) => finish(error));
+  });
+}
+
 function waitFor<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
@@ -95,7 +122,7 @@ describe('PostgresServer (real PostgreSQL 15): one shared running cluster', () =
     expect(server.user).toBe('postgres');
     expect(server.database).toBe('postgres');
     expect(server.port).toBeGreaterThan(0);
-    expect(server.url).toBe(`postgres://postgres@127.0.0.1:${server.port}/postgres`);
+    expect(server.url).toBe(`postgres://postgres:${server.password}@127.0.0.1:${server.port}/postgres`);
     expect(server.binDir).toBe('/usr/lib/postgresql/15/bin');
     expect(existsSync(server.dir)).toBe(true);
     expect(server.pid).toBeGreaterThan(0);
@@ -112,6 +139,31 @@ describe('PostgresServer (real PostgreSQL 15): one shared running cluster', () =
       listen_addresses: '127.0.0.1',
       synchronous_commit: 'on',
     });
+  });
+
+  it('is reachable only with its per-cluster password: no password, a wrong one and the Unix socket without one are refused', async () => {
+    const server = shared;
+    expect(server.password).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(statSync(server.dir).mode & 0o077).toBe(0);
+    const refused = async (config: pg.ClientConfig): Promise<unknown> => {
+      const client = new pg.Client({ ...config, connectionTimeoutMillis: 5_000 });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        return 'connected';
+      } catch (error) {
+        return error;
+      } finally {
+        await endClient(client);
+      }
+    };
+    const tcp = { host: server.host, port: server.port, user: 'postgres', database: 'postgres' };
+    // Without a password a client gets no further than the server's SASL challenge (trust would answer AuthenticationOk, 0).
+    expect(await firstAuthRequest(server.port)).toBe(10);
+    expect(await refused({ ...tcp, password: 'postgres' })).toMatchObject({ code: '28P01' });
+    expect(await refused({ ...tcp, host: server.socketDir, password: 'wrong' })).toMatchObject({ code: '28P01' });
+    const { client } = await connectClient(server);
+    expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });
 
   it('advisory locks exclude across sessions; pg_terminate_backend drops the holder (57P01) and frees the lock', async () => {

@@ -15,7 +15,7 @@ let clients: Redis[] = [];
 beforeAll(async () => {
   servers = await Promise.all([0, 1, 2, 3, 4].map(() => RedisServer.start({ persistence: 'none' })));
   proxies = await Promise.all(servers.map((s) => TcpProxy.start({ host: s.host, port: s.port })));
-  clients = proxies.map((p) => new Redis({ host: p.host, port: p.port, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 2000, lazyConnect: true }));
+  clients = proxies.map((p, i) => new Redis({ host: p.host, port: p.port, password: servers[i]!.password, maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 2000, lazyConnect: true }));
   for (const c of clients) c.on('error', () => undefined);
   await Promise.all(clients.map((c) => c.connect()));
 }, 30_000);
@@ -44,7 +44,7 @@ describe('Redlock through faulty links (real time)', () => {
         expect(r.kind).toBe('granted');
         if (r.kind === 'granted') {
           // The key is on the four healthy nodes only.
-          const held = await Promise.all(servers.slice(0, 4).map((s) => new Redis({ host: s.host, port: s.port, lazyConnect: true })).map(async (c) => {
+          const held = await Promise.all(servers.slice(0, 4).map((s) => new Redis({ ...s.connection, lazyConnect: true })).map(async (c) => {
             try {
               return await c.get(`lockcheck:lock:proxy-${mode.kind}`);
             } finally {

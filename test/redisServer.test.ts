@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FakeClockFile, formatFaketime } from '../conformance/env/faketime.ts';
 import { RedisServer, type RedisServerOptions, stopAllRedisServers } from '../conformance/env/redisServer.ts';
-import { RespTimeoutError, type RespValue, sendCommand } from '../conformance/env/resp.ts';
+import { RespAuthError, RespError, RespTimeoutError, type RespValue, sendCommand } from '../conformance/env/resp.ts';
 
 const servers: RedisServer[] = [];
 const clockDirs: string[] = [];
@@ -24,7 +24,7 @@ function newClock(epochMs: number): FakeClockFile {
 }
 
 function cmd(server: RedisServer, ...args: string[]): Promise<RespValue> {
-  return sendCommand(server.host, server.port, args, 2000);
+  return server.command(args, 2000);
 }
 
 function processExists(pid: number): boolean {
@@ -55,6 +55,18 @@ describe('RedisServer (real redis-server)', () => {
     expect(server.pid).toBeGreaterThan(0);
     expect(existsSync(server.dir)).toBe(true);
     expect(await cmd(server, 'PING')).toBe('PONG');
+  });
+
+  it('is reachable only with its per-server password: unauthenticated and wrong-password commands are refused, protected mode is on', async () => {
+    const server = await startServer({ persistence: 'none' });
+    expect(server.password).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    const refused = await sendCommand(server.host, server.port, ['GET', 'k'], 2000);
+    expect(refused).toBeInstanceOf(RespError);
+    expect((refused as RespError).message).toMatch(/^NOAUTH/);
+    await expect(sendCommand(server.host, server.port, ['PING'], 2000, 'wrong')).rejects.toBeInstanceOf(RespAuthError);
+    expect(await cmd(server, 'CONFIG', 'GET', 'protected-mode')).toEqual(['protected-mode', 'yes']);
+    // Not on the command line, where every local user could read it.
+    expect(readFileSync(`/proc/${server.pid}/cmdline`, 'utf8')).not.toContain(server.password);
   });
 
   it('formats the clock file as a UTC libfaketime timestamp', () => {
@@ -119,7 +131,7 @@ describe('RedisServer (real redis-server)', () => {
     const server = await startServer({ persistence: 'none' });
     server.pause();
     expect(server.paused).toBe(true);
-    await expect(sendCommand(server.host, server.port, ['PING'], 200)).rejects.toBeInstanceOf(RespTimeoutError);
+    await expect(server.command(['PING'], 200)).rejects.toBeInstanceOf(RespTimeoutError);
     server.resume();
     expect(await cmd(server, 'PING')).toBe('PONG');
   });

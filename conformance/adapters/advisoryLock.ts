@@ -32,6 +32,7 @@
  * partition (the model ends the session of a partitioned client). clock-step
  * does not apply (advisory locks never expire).
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import advisoryLockModule from 'advisory-lock';
 import type { Clock } from '../../model/clock.ts';
@@ -62,9 +63,9 @@ const CALL_TIMEOUT_MS = 10_000;
 /** Sessions of the library's clients are told apart by their application_name. */
 export const APPLICATION_NAME = 'lockcheck-advisory-lock';
 
-export function advisoryLockUrl(server: Pick<PostgresTarget, 'url'>, client: number): string {
+export function advisoryLockUrl(server: Pick<PostgresTarget, 'url'>, run: string, client: number): string {
   const url = new URL(server.url);
-  url.searchParams.set('application_name', `${APPLICATION_NAME}-c${client}`);
+  url.searchParams.set('application_name', `${APPLICATION_NAME}-${run}-c${client}`);
   return url.href;
 }
 
@@ -96,16 +97,22 @@ function bounded<T>(work: Promise<T>, what: string): Promise<T> {
   });
 }
 
-/** The library's sessions that still hold an advisory lock. */
-async function heldByLibrary(admin: pg.Client): Promise<number> {
+/**
+ * The library's sessions that still hold an advisory lock: of any run on a
+ * server lockcheck started (an earlier run's unlocks may still be under way),
+ * of none but this run's own on the user's server (where every run has names
+ * of its own, so concurrent runs never wait for each other).
+ */
+async function heldByLibrary(admin: pg.Client, server: PostgresTarget, run: string): Promise<number> {
   const r = await admin.query(
-    `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE $1`,
-    [`${APPLICATION_NAME}-%`],
+    `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND starts_with(a.application_name, $1)`,
+    [server.process !== undefined ? `${APPLICATION_NAME}-` : `${APPLICATION_NAME}-${run}-`],
   );
   return (r.rows[0] as { n: number }).n;
 }
 
 async function startInstance(server: PostgresTarget, clients: number): Promise<BackendInstance> {
+  const run = randomUUID().slice(0, 8);
   const connection: pg.ClientConfig = { connectionString: server.url };
   const open = async (): Promise<pg.Client> => {
     const c = new pg.Client({ ...connection, connectionTimeoutMillis: CALL_TIMEOUT_MS, query_timeout: CALL_TIMEOUT_MS });
@@ -128,7 +135,7 @@ async function startInstance(server: PostgresTarget, clients: number): Promise<B
     await ensureSchema(admin);
     if (server.process !== undefined) await admin.query('TRUNCATE lockcheck_store');
     const deadline = Date.now() + CALL_TIMEOUT_MS;
-    while ((await heldByLibrary(admin)) > 0) {
+    while ((await heldByLibrary(admin, server, run)) > 0) {
       if (Date.now() > deadline) throw new Error('advisory-lock: sessions of an earlier run still hold advisory locks');
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -142,7 +149,7 @@ async function startInstance(server: PostgresTarget, clients: number): Promise<B
       const mutexes = new Map<string, ReturnType<ReturnType<typeof advisoryLock>>>();
       const mutexFor = (resource: string) => {
         let m = mutexes.get(resource);
-        if (m === undefined) mutexes.set(resource, (m = advisoryLock(advisoryLockUrl(server, client))(resource)));
+        if (m === undefined) mutexes.set(resource, (m = advisoryLock(advisoryLockUrl(server, run, client))(resource)));
         return m;
       };
       const attempt = async (resource: string): Promise<AcquireResult> => {

@@ -11,12 +11,13 @@
  *   initialises.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { type Stats, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmod, lstat, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onExitKill } from './processes.ts';
 
 export const LIBFAKETIME_PATH = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -93,46 +94,99 @@ size_t malloc_usable_size(void *ptr) {
 const GCC_FLAGS = ['-shared', '-fPIC', '-O2', '-Wall'];
 const GCC_LIBS = ['-ldl'];
 
+/** The cache directory's name: one per source version and build flags. */
+export const MALLOC_SHIM_DIR = `lockcheck-shim-${createHash('sha256').update(SHIM_SOURCE).update(JSON.stringify([GCC_FLAGS, GCC_LIBS])).digest('hex').slice(0, 16)}`;
+
 let shimPromise: Promise<string> | null = null;
 
 /**
- * Builds the malloc shim once (per source version, cached across processes
- * in node_modules/.cache beside the project's packages, a build cache rather
- * than a temp dir; under os.tmpdir() only if that is not writable) and
- * returns the path of the shared object. Safe to call
- * concurrently, in one process and across processes: each build writes a
- * private temporary file and renames it into place.
+ * Builds the malloc shim once and returns the path of the shared object.
+ *
+ * The .so is preloaded into every faked redis-server, so it must be one
+ * nobody else could have written: it is built (once per source version) in
+ * node_modules/.cache/lockcheck-shim-<hash> when that directory and its parent
+ * belong to us (or root), are real directories (no symlinks) and are writable
+ * by nobody else, and the .so in it is used only when it is a regular file of
+ * ours that nobody else can write. Otherwise it is built into a private
+ * mkdtemp directory for this process (removed at exit). Never a fixed shared
+ * path: a .so planted under /tmp by another user must never be loaded.
+ * Safe to call concurrently, in one process and across processes: each build
+ * writes a private temporary file and renames it into place.
  */
 export function ensureMallocShim(): Promise<string> {
-  shimPromise ??= buildShim().catch((error: unknown) => {
+  shimPromise ??= buildMallocShim(fileURLToPath(new URL('../../node_modules/.cache', import.meta.url))).catch((error: unknown) => {
     shimPromise = null; // let a later call retry, e.g. after installing gcc
     throw error;
   });
   return shimPromise;
 }
 
-async function buildShim(): Promise<string> {
+/** Builds (or reuses a trusted build of) the shim under `cacheRoot`, or in a private temp dir when `cacheRoot` is not private. */
+export async function buildMallocShim(cacheRoot: string): Promise<string> {
   requireLibfaketime();
-  const hash = createHash('sha256')
-    .update(SHIM_SOURCE)
-    .update(JSON.stringify([GCC_FLAGS, GCC_LIBS]))
-    .digest('hex')
-    .slice(0, 16);
-  const dir = await cacheDir(`lockcheck-shim-${hash}`);
+  const dir = (await privateCacheDir(cacheRoot, MALLOC_SHIM_DIR)) ?? (await privateTempDir());
   const target = join(dir, 'malloc-shim.so');
-  if (existsSync(target)) return target;
-  const unique = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+  if (await trustedFile(target)) return target;
+  const unique = `${process.pid}-${randomBytes(8).toString('hex')}`;
   const source = join(dir, `malloc-shim.${unique}.c`);
   const output = join(dir, `malloc-shim.${unique}.so.tmp`);
   try {
-    await writeFile(source, SHIM_SOURCE);
+    await writeFile(source, SHIM_SOURCE, { flag: 'wx', mode: 0o600 });
     await runGcc([...GCC_FLAGS, '-o', output, source, ...GCC_LIBS]);
+    await chmod(output, 0o755);
     await rename(output, target);
   } finally {
     await rm(source, { force: true });
     await rm(output, { force: true });
   }
+  if (!(await trustedFile(target))) throw new EnvironmentError(`malloc shim: ${target} is not a private file of ours after building it`);
   return target;
+}
+
+/** Owner is us (or root), a real directory or file (lstat: no symlink), writable by nobody else. */
+function privatelyOwned(stat: Stats, kind: 'dir' | 'file'): boolean {
+  const uid = process.getuid?.() ?? -1;
+  const isKind = kind === 'dir' ? stat.isDirectory() : stat.isFile();
+  return isKind && !stat.isSymbolicLink() && (stat.uid === uid || stat.uid === 0) && (stat.mode & 0o022) === 0;
+}
+
+async function trustedFile(path: string): Promise<boolean> {
+  try {
+    const stat = await lstat(path);
+    return privatelyOwned(stat, 'file') && stat.uid === (process.getuid?.() ?? -1);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * <root>/<name>, created 0700 if missing, when both it and root pass the
+ * ownership checks; null when they do not (or cannot be created).
+ */
+export async function privateCacheDir(root: string, name: string): Promise<string | null> {
+  const dir = join(root, name);
+  try {
+    await mkdir(root, { recursive: true, mode: 0o700 });
+    await mkdir(dir, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
+    const [rootStat, dirStat] = await Promise.all([lstat(root), lstat(dir)]);
+    if (!privatelyOwned(rootStat, 'dir') || !privatelyOwned(dirStat, 'dir') || dirStat.uid !== (process.getuid?.() ?? -1)) return null;
+    return dir;
+  } catch {
+    return null;
+  }
+}
+
+let tempShimDir: Promise<string> | null = null;
+
+/** One mkdtemp directory (0700) per process, removed at exit. */
+function privateTempDir(): Promise<string> {
+  tempShimDir ??= mkdtemp(join(tmpdir(), 'lockcheck-shim-')).then((dir) => {
+    onExitKill(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  });
+  return tempShimDir;
 }
 
 /**
@@ -148,19 +202,6 @@ export function removeFaketimeSharedMemory(pid: number): void {
     } catch {
       // best effort: nothing else depends on it
     }
-  }
-}
-
-/** A directory for build products that outlive a run: node_modules/.cache/<name>, else <tmpdir>/<name>. */
-async function cacheDir(name: string): Promise<string> {
-  const inProject = fileURLToPath(new URL(`../../node_modules/.cache/${name}`, import.meta.url));
-  try {
-    await mkdir(inProject, { recursive: true });
-    return inProject;
-  } catch {
-    const inTmp = join(tmpdir(), name);
-    await mkdir(inTmp, { recursive: true });
-    return inTmp;
   }
 }
 

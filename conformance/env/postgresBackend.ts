@@ -14,6 +14,7 @@ import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { namespaced } from './namespace.ts';
+import { onInterrupt } from './processes.ts';
 import type { PostgresServer } from './postgresServer.ts';
 
 /**
@@ -21,8 +22,12 @@ import type { PostgresServer } from './postgresServer.ts';
  * on virtual time; every round trip to the server goes through the network
  * layer (cut, delay, hold while paused). Connection loss is real
  * (pg_terminate_backend), and so are crashes and restarts of the server.
- * A partition of a client from the server ends its session, as keepalive
- * would (the model's rule).
+ * A partition cuts the client's round trips only: the server keeps its
+ * session, which is what it does until keepalive notices (spec §3; the model
+ * allows the server to notice at any later passing of time, and this backend
+ * never does, since the real socket is not cut and a termination would be
+ * heard at once). pg-xact takes no partition here: a transaction given up on
+ * a cut link closes its real socket, which the server would hear.
  */
 export interface PostgresTarget {
   /** postgres:// URL of the database (user, password, host, port, database, options). */
@@ -39,7 +44,7 @@ export interface PostgresTarget {
 /** The target of a server lockcheck started. */
 export function targetOf(server: PostgresServer): PostgresTarget {
   return {
-    url: `postgres://${encodeURIComponent(server.user)}@${server.host}:${server.port}/${encodeURIComponent(server.database)}`,
+    url: server.url,
     process: { crash: () => server.crash(), restart: () => server.restart() },
   };
 }
@@ -55,8 +60,8 @@ export function realPostgresBackend(server: PostgresTarget, design: Design, stor
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => server.process !== undefined || f !== 'crash-restart'),
-    start: (o) => underOwnNames(server, () => startInstance(server, server.process ?? null, design.kind as 'pg-session' | 'pg-xact', store, o.clients, o.tokenBase)),
+    faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => (server.process !== undefined || f !== 'crash-restart') && (design.kind === 'pg-session' || f !== 'partition')),
+    start: (o) => underOwnNames(server, (run) => startInstance(server, server.process ?? null, design.kind as 'pg-session' | 'pg-xact', store, o.clients, o.tokenBase, run.applicationName)),
   };
 }
 
@@ -64,26 +69,49 @@ export function realPostgresBackend(server: PostgresTarget, design: Design, stor
  * Starts a run. On a shared server (no process of lockcheck's) it works
  * under resource names of its own, whose rows are deleted at the end.
  */
-export async function underOwnNames(server: PostgresTarget, start: () => Promise<BackendInstance>): Promise<BackendInstance> {
-  if (server.process !== undefined) return start();
-  const prefix = `lockcheck-run:${randomUUID()}:`;
-  const instance = await start();
+export async function underOwnNames(server: PostgresTarget, start: (run: { readonly applicationName: string }) => Promise<BackendInstance>): Promise<BackendInstance> {
+  const id = randomUUID();
+  // Every session of the run carries it: sessions are ended by pid and this name, never by pid alone.
+  const run = { applicationName: `lockcheck-${id}` };
+  if (server.process !== undefined) return start(run);
+  const prefix = `lockcheck-run:${id}:`;
+  // Interrupted (Ctrl-C, SIGTERM): the run's sessions end and its rows go all the same, bounded.
+  const stopInterrupt = onInterrupt(() => endRun(server, prefix, run.applicationName));
+  let instance: BackendInstance;
+  try {
+    instance = await start(run);
+  } catch (e) {
+    stopInterrupt();
+    await endRun(server, prefix, null).catch(() => undefined);
+    throw e;
+  }
   const close = async (): Promise<void> => {
     try {
       await instance.close();
     } finally {
-      await deleteRows(server, prefix);
+      try {
+        await endRun(server, prefix, null);
+      } finally {
+        stopInterrupt();
+      }
     }
   };
   return namespaced({ ...instance, close }, prefix);
 }
 
-/** Deletes a run's rows (resources under `prefix`) from lockcheck's tables on a shared server. */
-async function deleteRows(server: PostgresTarget, prefix: string): Promise<void> {
-  const c = new pg.Client({ connectionString: server.url, connectionTimeoutMillis: 10_000, query_timeout: 10_000 });
+/**
+ * Deletes a run's rows (resources under `prefix`) from lockcheck's tables on
+ * a shared server; when interrupted, first ends the run's own sessions
+ * (`applicationName`), so none of them adds a row after the delete.
+ */
+async function endRun(server: PostgresTarget, prefix: string, applicationName: string | null): Promise<void> {
+  const c = new pg.Client({ connectionString: server.url, connectionTimeoutMillis: 4_000, query_timeout: 4_000 });
   c.on('error', () => undefined);
   try {
     await c.connect();
+    if (applicationName !== null) {
+      await c.query('SELECT pg_terminate_backend(pid, 1000) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [applicationName]);
+    }
     for (const table of ['lockcheck_tokens', 'lockcheck_store']) await c.query(`DELETE FROM ${table} WHERE starts_with(resource, $1)`, [prefix]);
   } finally {
     await c.end().catch(() => undefined);
@@ -97,8 +125,10 @@ async function startInstance(
   policy: StorePolicy,
   clients: number,
   tokenBase: bigint,
+  applicationName: string,
 ): Promise<BackendInstance> {
-  const connection: pg.ClientConfig = { connectionString: server.url };
+  // A session is ended only by its pid *and* the run's name: a pid reused by someone else's session is never hit.
+  const connection: pg.ClientConfig = { connectionString: server.url, application_name: applicationName };
   const open = async (): Promise<pg.Client> => {
     const c = new pg.Client({ ...connection, connectionTimeoutMillis: 10_000, query_timeout: 10_000 });
     c.on('error', () => undefined);
@@ -106,11 +136,16 @@ async function startInstance(
     return c;
   };
   let admin = await open();
-  await ensureSchema(admin);
-  if (owned !== null) {
-    // Reset: no session of an earlier run left holding a lock, empty tables. (On a shared server the run's own names are the reset.)
-    await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
-    await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+  try {
+    await ensureSchema(admin);
+    if (owned !== null) {
+      // Reset: no session of an earlier run left holding a lock, empty tables. (On a shared server the run's own names are the reset.)
+      await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
+      await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+    }
+  } catch (e) {
+    await admin.end().catch(() => undefined);
+    throw e;
   }
   const serverProcess = (what: string): NonNullable<PostgresTarget['process']> => {
     if (owned === null) throw new Error(`${what} needs a server lockcheck started; this run is on a server it was given`);
@@ -135,7 +170,15 @@ async function startInstance(
     return kind === 'pg-session' ? new PostgresSessionLock(options) : new PostgresTransactionLock(options);
   });
   // The store's own connections (outside the locks' sessions); replaced after a server restart.
-  const storeConnections = await Promise.all(locks.map(open));
+  // A failed start closes what it opened: no connection outlives it.
+  const opened = await Promise.allSettled(locks.map(open));
+  const failed = opened.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed !== undefined) {
+    await Promise.all([admin, ...opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))].map((c) => c.end().catch(() => undefined)));
+    await Promise.all(locks.map((l) => l.close()));
+    throw failed.reason;
+  }
+  const storeConnections = opened.map((o) => (o as PromiseFulfilledResult<pg.Client>).value);
   const lockClients: LockClient[] = locks.map((lock, client) => {
     const outside = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => storeConnections[client]!.query(...args)) as pg.Client['query'] }, policy);
     // pg-xact writes go into the lease's own transaction; without an open lease there is nothing to write with.
@@ -169,7 +212,9 @@ async function startInstance(
     const waits = clientsToEnd.filter((c) => pids(c).length > 0).map((c) => notice(c));
     const all = clientsToEnd.flatMap(pids);
     // With a timeout, pg_terminate_backend waits until the backend has exited, and so released its locks.
-    if (all.length > 0) await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM unnest($1::int[]) AS pid', [all]);
+    if (all.length > 0) {
+      await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND application_name = $2', [all, applicationName]);
+    }
     await Promise.all(waits);
   };
   const notice = (client: number): Promise<void> =>
@@ -203,11 +248,6 @@ async function startInstance(
       up = true;
     },
     ...network.faults(),
-    // A partition ends the session too, as keepalive would (the model's rule).
-    partition: async (client, node) => {
-      network.cut(client, node);
-      await endSessions([client]);
-    },
     killConnection: async (client) => endSessions([client]),
   };
   return {

@@ -17,6 +17,12 @@
  * - crash() is a power cut of the whole cluster: SIGSTOP the postmaster (so it
  *   forks and reacts to nothing), SIGKILL every child, SIGKILL the postmaster.
  *   postmaster.pid, the WAL and the data files stay as they were.
+ * - Access: only the invoking user. initdb sets scram-sha-256 for every
+ *   connection (TCP and Unix socket) with a random password made for this
+ *   cluster (handed to initdb in a 0600 file inside the 0700 temporary
+ *   directory, removed right after); `url` and `connection` carry it. Trust
+ *   authentication would let any local user connect as superuser and run
+ *   programs as the cluster's OS user (COPY ... FROM PROGRAM).
  * - Settings: listen only on 127.0.0.1, Unix socket in the temporary directory,
  *   dynamic_shared_memory_type=mmap (segments live in the data directory, so a
  *   killed cluster leaks nothing into /dev/shm). With `fsync: false` (the
@@ -35,14 +41,16 @@
  * temporary directories, so a crashed test leaves nothing behind.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
 import { onExitKill, onFreePort } from './processes.ts';
+import { Guard } from './watchdog.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -100,6 +108,8 @@ export class PostgresServer {
   readonly binDir = POSTGRES_BIN_DIR;
   readonly fsync: boolean;
   readonly startTimeoutMs: number;
+  /** The superuser's password, random per cluster (scram-sha-256 on every connection). */
+  readonly password = randomBytes(24).toString('base64url');
   readonly #settings: ReadonlyArray<readonly [string, string]>;
   readonly #dir: string;
   /** Run initdb and postgres as this user (we are root), or as ourselves (null). */
@@ -111,6 +121,8 @@ export class PostgresServer {
   #paused = false;
   #stopping: Promise<void> | null = null;
   #timings: PostgresStartTimings = { initdbMs: 0, startMs: 0 };
+  /** The watchdog's record of this cluster: killed and removed should this process die without cleaning up. */
+  readonly #guard = new Guard();
 
   private constructor(options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
     this.fsync = options.fsync ?? false;
@@ -118,6 +130,7 @@ export class PostgresServer {
     this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(value)] as const);
     this.#dir = dir;
     this.#runAs = runAs;
+    this.#guard.set({ processes: [], dirs: [dir] });
   }
 
   /** Creates a cluster in a new temporary directory, starts it and resolves once it accepts TCP connections. */
@@ -179,9 +192,14 @@ export class PostgresServer {
     return join(this.#dir, 'log');
   }
 
-  /** postgres://postgres@127.0.0.1:PORT/postgres (trust authentication: no password). */
+  /** postgres://postgres:PASSWORD@127.0.0.1:PORT/postgres. Holds the password: never print it (redactUrl). */
   get url(): string {
-    return `postgres://${USER}@${HOST}:${this.#port}/${DATABASE}`;
+    return `postgres://${USER}:${encodeURIComponent(this.password)}@${HOST}:${this.#port}/${DATABASE}`;
+  }
+
+  /** The fields a pg.Client needs (TCP, password included). */
+  get connection(): { host: string; port: number; user: string; password: string; database: string } {
+    return { host: HOST, port: this.#port, user: USER, password: this.password, database: DATABASE };
   }
 
   /** Pid of the current (or, after a crash or stop, the last) postmaster. */
@@ -286,6 +304,7 @@ export class PostgresServer {
       } finally {
         removeStaleShmem(this.dataDir, this.#pid);
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+        this.#guard.release();
         live.delete(this);
       }
     })();
@@ -319,6 +338,7 @@ export class PostgresServer {
     } catch {
       // best effort at exit
     }
+    this.#guard.release();
     live.delete(this);
   }
 
@@ -361,10 +381,22 @@ export class PostgresServer {
   }
 
   async #initdb(deadline: number): Promise<void> {
+    const pwfile = join(this.#dir, 'pwfile');
+    await writeFile(pwfile, `${this.password}\n`, { mode: 0o600, flag: 'wx' });
+    if (this.#runAs !== null) await chown(pwfile, this.#runAs.uid, this.#runAs.gid);
+    try {
+      await this.#runInitdb(deadline, pwfile);
+    } finally {
+      await rm(pwfile, { force: true });
+    }
+  }
+
+  async #runInitdb(deadline: number, pwfile: string): Promise<void> {
     const args = [
       '-D', this.dataDir,
       '-U', USER,
-      '--auth=trust',
+      '--auth=scram-sha-256',
+      `--pwfile=${pwfile}`,
       '--no-sync',
       '--encoding=UTF8',
       '--locale=C',
@@ -417,7 +449,11 @@ export class PostgresServer {
     });
     // A forgotten cluster must not keep the test process alive: the exit handler kills it.
     child.unref();
-    if (child.pid !== undefined) this.#pid = child.pid;
+    if (child.pid !== undefined) {
+      this.#pid = child.pid;
+      // detached: the postmaster leads its own process group, its children are in it.
+      this.#guard.set({ processes: [{ pid: child.pid, group: true }], dirs: [this.#dir] });
+    }
 
     while (Date.now() < deadline && !exited) {
       if (readPidFileStatus(this.dataDir, this.#pid) === 'ready' && (await portAccepts(this.#port))) {

@@ -34,22 +34,55 @@ export async function onFreePort<T>(deadlineMs: number, start: (port: number) =>
 }
 
 const cleanups = new Set<() => void>();
+const interruptCleanups = new Set<() => Promise<void>>();
 let handlersInstalled = false;
+
+/** How long SIGINT/SIGTERM/SIGHUP wait for the async clean-ups (deleting a run's keys and rows on the user's servers). */
+export const INTERRUPT_CLEANUP_MS = 5_000;
 
 function runCleanups(): void {
   for (const cleanup of cleanups) cleanup();
 }
 
-/** Runs `killAllSync` at exit and on SIGINT, SIGTERM and SIGHUP (then re-raised when nobody else handles it). */
-export function onExitKill(killAllSync: () => void): void {
-  cleanups.add(killAllSync);
+/** The async clean-ups, together bounded by INTERRUPT_CLEANUP_MS; never rejects. */
+async function runInterruptCleanups(): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled([...interruptCleanups].map((cleanup) => cleanup())),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, INTERRUPT_CLEANUP_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+function installHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   process.on('exit', runCleanups);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
-      runCleanups();
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+      void runInterruptCleanups().then(() => {
+        runCleanups();
+        if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+      });
     });
   }
+}
+
+/** Runs `killAllSync` at exit and on SIGINT, SIGTERM and SIGHUP (then re-raised when nobody else handles it). */
+export function onExitKill(killAllSync: () => void): void {
+  cleanups.add(killAllSync);
+  installHandlers();
+}
+
+/**
+ * Runs `cleanup` (bounded, see INTERRUPT_CLEANUP_MS) when SIGINT, SIGTERM or
+ * SIGHUP arrives, before the process ends. Returns the function that
+ * unregisters it (call it once the cleanup ran the normal way).
+ */
+export function onInterrupt(cleanup: () => Promise<void>): () => void {
+  interruptCleanups.add(cleanup);
+  installHandlers();
+  return () => interruptCleanups.delete(cleanup);
 }

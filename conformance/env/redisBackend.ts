@@ -18,7 +18,7 @@ import type { Endpoint, Server } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
-import { onExitKill } from './processes.ts';
+import { onExitKill, onInterrupt } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
 
 /**
@@ -100,7 +100,7 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
 }
 
 function targetOf(server: RedisServer): RedisTarget {
-  return { url: `redis://${server.host}:${server.port}` };
+  return { url: server.url };
 }
 
 /** Replaces one part of the real backend: how a client talks to one node. Used to build broken variants. */
@@ -231,16 +231,23 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
     if (local !== null) targets.forEach((_s, i) => local.clockFiles[i]!.set(EPOCH_MS + read(walls[i]!, time.nowMs())));
   };
   const all: Redis[] = [];
+  // On shared servers every key the run's connections touch is recorded: the run deletes exactly those.
+  const made = local === null ? new RunKeys([...targets, cluster.store]) : null;
   const open = (target: RedisTarget): Redis => {
     const redis = connect(target, prefix);
+    made?.watch(target, redis);
     all.push(redis);
     return redis;
   };
+  const stopInterrupt = made === null ? () => false : onInterrupt(() => made.halt());
   const close = async (): Promise<void> => {
+    // The run's connections go first, so that no late command of theirs (a reply held by the network layer) makes a key after the delete.
+    for (const r of all) r.disconnect();
     try {
-      if (local === null) await Promise.all([...targets, cluster.store].map((t) => deleteKeys(t, prefix)));
+      await made?.delete();
     } finally {
-      for (const r of all) r.disconnect();
+      stopInterrupt();
+      made?.stop();
     }
   };
   try {
@@ -311,19 +318,88 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
   }
 }
 
-/** Deletes every key under `prefix` (a run's own, on a shared server), bounded like every other command. */
-async function deleteKeys(target: RedisTarget, prefix: string): Promise<void> {
-  const redis = connect(target);
-  try {
-    await ready(redis);
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
+/** How long a key a run made on a shared server lives should the run die before deleting it. */
+export const RUN_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+const TTL_FLUSH_MS = 100;
+/** Gives a key with no expiry the safety ttl; a key with one (a lease) keeps its own. */
+const SAFETY_TTL = "for _, k in ipairs(KEYS) do if redis.call('pttl', k) == -1 then redis.call('pexpire', k, ARGV[1]) end end return 0";
+
+/**
+ * The keys a run made on the user's servers, per server: recorded from every
+ * command the run's connections send (keys as sent, the run's prefix
+ * included), given a safety ttl (RUN_KEY_TTL_MS) within TTL_FLUSH_MS, and
+ * deleted at the end with no SCAN of the user's keyspace.
+ */
+class RunKeys {
+  readonly #keys = new Map<RedisTarget, Set<string>>();
+  readonly #fresh = new Map<RedisTarget, Set<string>>();
+  readonly #admin = new Map<RedisTarget, Redis>();
+  readonly #timer: NodeJS.Timeout;
+  #halted = false;
+
+  constructor(targets: readonly RedisTarget[]) {
+    for (const t of targets) {
+      this.#keys.set(t, new Set());
+      this.#fresh.set(t, new Set());
+      this.#admin.set(t, connect(t));
+    }
+    this.#timer = setInterval(() => void this.#flushTtls(), TTL_FLUSH_MS);
+    this.#timer.unref();
+  }
+
+  watch(target: RedisTarget, redis: Redis): void {
+    const keys = this.#keys.get(target)!;
+    const fresh = this.#fresh.get(target)!;
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: unknown) => {
+      if (this.#halted) {
+        command.reject(new Error('the run was interrupted'));
+        return command.promise;
+      }
+      for (const key of command.getKeys()) {
+        const k = String(key);
+        if (!keys.has(k)) fresh.add(k);
+        keys.add(k);
+      }
+      return send(command, stream as never);
+    }) as Redis['sendCommand'];
+  }
+
+  async #flushTtls(): Promise<void> {
+    await Promise.all(
+      [...this.#fresh].map(async ([target, fresh]) => {
+        if (fresh.size === 0) return;
+        const keys = [...fresh];
+        fresh.clear();
+        const admin = this.#admin.get(target)!;
+        if (!(await ready(admin).then(() => true, () => false))) return;
+        await admin.eval(SAFETY_TTL, keys.length, ...keys, String(RUN_KEY_TTL_MS)).catch(() => undefined);
+      }),
+    );
+  }
+
+  /** Deletes the recorded keys (UNLINK, in batches), bounded like every other command. */
+  async delete(): Promise<void> {
+    await Promise.all(
+      [...this.#keys].map(async ([target, keys]) => {
+        const admin = this.#admin.get(target)!;
+        await ready(admin);
+        const all = [...keys];
+        for (let i = 0; i < all.length; i += 500) await admin.unlink(...all.slice(i, i + 500));
+        for (const k of all) keys.delete(k);
+      }),
+    );
+  }
+
+  /** Interrupted: no command of the run goes out any more, then its keys are deleted. */
+  async halt(): Promise<void> {
+    this.#halted = true;
+    await this.delete();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    for (const admin of this.#admin.values()) admin.disconnect();
   }
 }
 

@@ -11,15 +11,17 @@
  * serverCron (and so a SIGTERM shutdown) waits for the clock file to move.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError, type FakeClockFile, ensureMallocShim, removeFaketimeSharedMemory, requireLibfaketime } from './faketime.ts';
 import { onExitKill, onFreePort } from './processes.ts';
-import { sendCommand } from './resp.ts';
+import { type RespValue, sendCommand } from './resp.ts';
+import { Guard } from './watchdog.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -50,6 +52,8 @@ export class RedisServer {
   readonly persistence: RedisPersistence;
   readonly clockFile: FakeClockFile | null;
   readonly startTimeoutMs: number;
+  /** Random per server (requirepass); `url` carries it. Never print it (redactUrl). */
+  readonly password = randomBytes(24).toString('base64url');
   #port: number;
   readonly #dir: string;
   readonly #preload: string | null;
@@ -59,6 +63,8 @@ export class RedisServer {
   #paused = false;
   #stopping: Promise<void> | null = null;
   #output = '';
+  /** The watchdog's record of this server: killed and removed should this process die without cleaning up. */
+  readonly #guard = new Guard();
 
   private constructor(options: RedisServerOptions, dir: string, preload: string | null) {
     this.persistence = options.persistence;
@@ -67,6 +73,7 @@ export class RedisServer {
     this.#dir = dir;
     this.#preload = preload;
     this.#port = 0;
+    this.#guard.set({ processes: [], dirs: [dir] });
   }
 
   /** Starts a server and resolves once it answers PING. */
@@ -87,6 +94,8 @@ export class RedisServer {
     live.add(server);
     const deadline = Date.now() + timeoutMs;
     try {
+      // The password goes in a 0600 file in the 0700 directory: on the command line every local user could read it.
+      await writeFile(server.#configFile, `requirepass ${server.password}\n`, { mode: 0o600, flag: 'wx' });
       return await onFreePort(
         deadline,
         async (port) => {
@@ -107,6 +116,25 @@ export class RedisServer {
 
   get dir(): string {
     return this.#dir;
+  }
+
+  /** redis://:PASSWORD@127.0.0.1:PORT. Holds the password: never print it (redactUrl). */
+  get url(): string {
+    return `redis://:${this.password}@${HOST}:${this.#port}`;
+  }
+
+  /** The fields an ioredis client needs. */
+  get connection(): { host: string; port: number; password: string } {
+    return { host: HOST, port: this.#port, password: this.password };
+  }
+
+  /** Sends one command (after AUTH) on a fresh connection: for checks and tests. */
+  command(args: readonly string[], timeoutMs = 1000): Promise<RespValue> {
+    return sendCommand(HOST, this.#port, args, timeoutMs, this.password);
+  }
+
+  get #configFile(): string {
+    return join(this.#dir, 'redis.conf');
   }
 
   /** Pid of the current (or, after a crash or stop, the last) redis-server process. */
@@ -176,6 +204,7 @@ export class RedisServer {
         await this.crash();
       } finally {
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+        this.#guard.release();
         live.delete(this);
       }
     })();
@@ -197,12 +226,13 @@ export class RedisServer {
 
   #args(): string[] {
     const args = [
+      this.#configFile,
       '--port', String(this.#port),
       '--bind', HOST,
       '--dir', this.#dir,
       '--save', '',
       '--daemonize', 'no',
-      '--protected-mode', 'no',
+      '--protected-mode', 'yes',
       '--logfile', join(this.#dir, 'redis.log'),
     ];
     if (this.persistence === 'aof-always') args.push('--appendonly', 'yes', '--appendfsync', 'always');
@@ -251,7 +281,11 @@ export class RedisServer {
     child.unref();
     (child.stdout as Socket | null)?.unref();
     (child.stderr as Socket | null)?.unref();
-    if (child.pid !== undefined) this.#pid = child.pid;
+    if (child.pid !== undefined) {
+      this.#pid = child.pid;
+      const files = faked ? [`/dev/shm/faketime_shm_${child.pid}`, `/dev/shm/sem.faketime_sem_${child.pid}`] : [];
+      this.#guard.set({ processes: [{ pid: child.pid, files }], dirs: [this.#dir] });
+    }
 
     let exited = false;
     void this.#exited.then(() => {
@@ -260,7 +294,7 @@ export class RedisServer {
     while (Date.now() < deadline && !exited) {
       const remaining = deadline - Date.now();
       try {
-        const reply = await sendCommand(HOST, this.#port, ['PING'], Math.max(1, Math.min(PING_ATTEMPT_TIMEOUT_MS, remaining)));
+        const reply = await this.command(['PING'], Math.max(1, Math.min(PING_ATTEMPT_TIMEOUT_MS, remaining)));
         if (reply === 'PONG') return 'ready';
       } catch {
         // not listening yet (ECONNREFUSED), LOADING, or slow: poll again
@@ -315,6 +349,7 @@ export class RedisServer {
     } catch {
       // best effort at exit
     }
+    this.#guard.release();
     live.delete(this);
   }
 }

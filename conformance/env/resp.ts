@@ -17,6 +17,11 @@ export class RespTimeoutError extends Error {
   override readonly name = 'RespTimeoutError';
 }
 
+/** The server refused the password. */
+export class RespAuthError extends Error {
+  override readonly name = 'RespAuthError';
+}
+
 export function encodeCommand(args: readonly string[]): Buffer {
   const parts: Buffer[] = [Buffer.from(`*${args.length}\r\n`)];
   for (const arg of args) {
@@ -65,15 +70,17 @@ export function parseReply(buf: Buffer, pos = 0): { value: RespValue; end: numbe
 }
 
 /**
- * Opens a connection, sends one command, resolves with its reply and closes.
- * Rejects with RespTimeoutError when no complete reply arrives within
- * `timeoutMs` (connect included), or with the socket error.
+ * Opens a connection, sends one command (after AUTH when `password` is
+ * given), resolves with its reply and closes. Rejects with RespTimeoutError
+ * when no complete reply arrives within `timeoutMs` (connect included), with
+ * RespAuthError when AUTH is refused, or with the socket error.
  */
-export function sendCommand(host: string, port: number, args: readonly string[], timeoutMs = 1000): Promise<RespValue> {
+export function sendCommand(host: string, port: number, args: readonly string[], timeoutMs = 1000, password?: string): Promise<RespValue> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port });
     let data = Buffer.alloc(0);
     let settled = false;
+    let authPending = password !== undefined;
     const finish = (error: Error | null, value?: RespValue): void => {
       if (settled) return;
       settled = true;
@@ -86,12 +93,16 @@ export function sendCommand(host: string, port: number, args: readonly string[],
       () => finish(new RespTimeoutError(`no reply to ${args[0] ?? '?'} from ${host}:${port} within ${timeoutMs} ms`)),
       timeoutMs,
     );
-    socket.once('connect', () => socket.write(encodeCommand(args)));
+    socket.once('connect', () => socket.write(password === undefined ? encodeCommand(args) : Buffer.concat([encodeCommand(['AUTH', password]), encodeCommand(args)])));
     socket.on('data', (chunk: Buffer) => {
       data = Buffer.concat([data, chunk]);
       try {
-        const reply = parseReply(data);
-        if (reply !== null) finish(null, reply.value);
+        for (let reply = parseReply(data); reply !== null; reply = parseReply(data)) {
+          data = data.subarray(reply.end);
+          if (!authPending) return finish(null, reply.value);
+          authPending = false;
+          if (reply.value instanceof RespError) return finish(new RespAuthError(`${host}:${port} refused AUTH: ${reply.value.message}`));
+        }
       } catch (error) {
         finish(error as Error);
       }

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { EnvironmentError } from './faketime.ts';
 import type { PostgresTarget } from './postgresBackend.ts';
-import { ServerUrlError, shownUrl } from './userRedis.ts';
+import { redactUrl } from './redact.ts';
+import { ServerUrlError } from './userRedis.ts';
 
 /**
  * The user's own PostgreSQL database as a PostgresTarget (`lockcheck --pg`):
@@ -26,16 +27,16 @@ export function parsePostgresUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new ServerUrlError(`'${raw}' is not a URL (expected postgres://user[:password]@host[:port]/database)`);
+    throw new ServerUrlError(`'${redactUrl(raw)}' is not a URL (expected postgres://[user[:password]@]host[:port]/database)`);
   }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ServerUrlError(`'${shownUrl(url)}': the scheme must be postgres:// or postgresql://, not ${url.protocol}//`);
-  if (url.hostname === '') throw new ServerUrlError(`'${shownUrl(url)}' names no host`);
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be postgres:// or postgresql://, not ${url.protocol}//`);
+  if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
   return url;
 }
 
 export async function connectPostgres(raw: string): Promise<PostgresTarget & { readonly server: PostgresServerInfo }> {
   const url = parsePostgresUrl(raw);
-  const shown = shownUrl(url);
+  const shown = redactUrl(url);
   const client = new pg.Client({ connectionString: url.href, connectionTimeoutMillis: CHECK_TIMEOUT_MS, query_timeout: CHECK_TIMEOUT_MS });
   client.on('error', () => undefined);
   try {

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { EnvironmentError } from './faketime.ts';
+import { redactUrl } from './redact.ts';
 import type { RedisCluster, RedisTarget } from './redisBackend.ts';
 
 /**
@@ -29,24 +30,18 @@ export interface UserRedisCluster extends RedisCluster {
 
 const CHECK_TIMEOUT_MS = 5_000;
 
-/** The URL with any password replaced, for messages and reports. */
-export function shownUrl(url: URL): string {
-  const copy = new URL(url.href);
-  if (copy.password !== '') copy.password = '***';
-  return copy.href;
-}
 
 export function parseRedisUrl(raw: string): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ServerUrlError(`'${raw}' is not a URL (expected redis://host:port[/db] or rediss://…)`);
+    throw new ServerUrlError(`'${redactUrl(raw)}' is not a URL (expected redis://host:port[/db] or rediss://…)`);
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ServerUrlError(`'${shownUrl(url)}': the scheme must be redis:// or rediss://, not ${url.protocol}//`);
-  if (url.hostname === '') throw new ServerUrlError(`'${shownUrl(url)}' names no host`);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be redis:// or rediss://, not ${url.protocol}//`);
+  if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
   const db = url.pathname.replace(/^\//, '');
-  if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${shownUrl(url)}': the path must be a database number, got '${db}'`);
+  if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${redactUrl(url)}': the path must be a database number, got '${db}'`);
   return url;
 }
 
@@ -58,7 +53,7 @@ export async function connectRedisCluster(urls: readonly string[]): Promise<User
   const seen = new Map<string, number>();
   checked.forEach((c, i) => {
     const earlier = seen.get(c.identity);
-    if (earlier !== undefined) throw new ServerUrlError(`${shownUrl(parsed[earlier]!)} and ${shownUrl(parsed[i]!)} are the same server and database: every node must be independent`);
+    if (earlier !== undefined) throw new ServerUrlError(`${redactUrl(parsed[earlier]!)} and ${redactUrl(parsed[i]!)} are the same server and database: every node must be independent`);
     seen.set(c.identity, i);
   });
   const nodes: RedisTarget[] = parsed.map((u) => ({ url: u.href }));
@@ -72,7 +67,7 @@ export async function connectRedisCluster(urls: readonly string[]): Promise<User
 }
 
 async function check(url: URL): Promise<{ readonly identity: string; readonly info: RedisServerInfo }> {
-  const shown = shownUrl(url);
+  const shown = redactUrl(url);
   const redis = new Redis(url.href, {
     lazyConnect: true,
     enableOfflineQueue: false,
@@ -81,12 +76,18 @@ async function check(url: URL): Promise<{ readonly identity: string; readonly in
     commandTimeout: CHECK_TIMEOUT_MS,
     retryStrategy: () => null,
   });
-  redis.on('error', () => undefined);
+  // ioredis reports a refused password as an 'error' event and then only "Connection is closed": keep the first.
+  let firstError: Error | null = null;
+  redis.on('error', (e: Error) => {
+    firstError ??= e;
+  });
   try {
     try {
       await redis.connect();
     } catch (e) {
-      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${(e as Error).message}`);
+      const why = (firstError as Error | null) ?? (e as Error);
+      if (/^(WRONGPASS|NOAUTH)/.test(why.message)) throw new EnvironmentError(`the Redis server ${shown} refused the credentials: ${why.message}`);
+      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${why.message}`);
     }
     const info = await redis.info('server');
     const field = (name: string): string => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? '';

@@ -127,7 +127,12 @@ async function pgXactClient(b: Extract<ClientBackend, { kind: 'pg-xact' }>): Pro
     acquire: (resource) => lock.acquire(resource),
     read: async (lease) => (await inside(lease).read(lease.resource)).value,
     write: async (lease, value) => (await inside(lease).write(lease.resource, lease.token, value)).kind,
-    release: (lease) => lock.release(lease),
+    // Resolves: committed, unless the transaction was already gone (the lease lost before); throws when COMMIT's fate is unknown.
+    release: async (lease) => {
+      const lostBefore = lease.signal.aborted;
+      await lock.release(lease);
+      return !lostBefore;
+    },
     pids: () => lock.backendPids,
     close: () => lock.close(),
   };

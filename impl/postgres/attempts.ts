@@ -1,7 +1,8 @@
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import type pg from 'pg';
+import { checkDuration, checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { withTimeout } from '../errors.ts';
+import { ConnectionConfigError, TimeoutError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 
@@ -44,11 +45,42 @@ export async function acquireWithRetries(
   if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
   const retries = options.retries ?? 0;
   if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+  const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
   for (let tries = 0; ; tries++) {
     const result = await attempt(resource);
     if (result.kind !== 'denied' || tries >= retries) return result;
-    await sleep(state.clock, options.retryDelayMs ?? 0);
+    await sleep(state.clock, retryDelayMs);
   }
+}
+
+/** SQLSTATE of a bigint overflow: the token sequence reached 2^63-1. */
+export const NUMERIC_OUT_OF_RANGE = '22003';
+
+export { TokenOverflowError } from '../errors.ts';
+
+/** A connection that can never succeed as configured: wrong password, unknown user, database or host. */
+export function configError(e: unknown): ConnectionConfigError | null {
+  const code = (e as { code?: string }).code;
+  const message = e instanceof Error ? e.message : String(e);
+  if (code === '28P01' || code === '28000' || /client password must be a string/.test(message)) return new ConnectionConfigError('authentication', `the server refused the credentials: ${message}`);
+  if (code === '3D000') return new ConnectionConfigError('unknown-database', message);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`);
+  return null;
+}
+
+/**
+ * The outcome of a failed statement is unknown when no reply said what
+ * happened: our own deadline or pg's query_timeout fired (the reply may still
+ * come), as opposed to an error the server sent (a SQLSTATE) or a connection
+ * already known to be gone.
+ */
+export function replyMissing(e: unknown): boolean {
+  return e instanceof TimeoutError || (e instanceof Error && e.message === 'Query read timeout');
+}
+
+/** Closes the socket at once, no goodbye: the server sees the connection end and terminates the session. */
+export function destroyConnection(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 /**

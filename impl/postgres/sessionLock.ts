@@ -4,7 +4,8 @@ import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, endWithin, lockSettings } from './attempts.ts';
+import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
+import { UnavailableError } from '../errors.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
 
@@ -16,6 +17,15 @@ import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
  * PostgreSQL's do: an acquire by the holder takes the lock once more (same
  * lease, same token) and needs its own release. Each new grant mints the next
  * durable token of the resource in the same statement.
+ *
+ * Unknown outcomes fail safe (spec: "Unknown outcomes"). A statement that
+ * fails on a live connection (a reply later than statementTimeoutMs, or an
+ * error after pg_try_advisory_lock ran) may have left the lock held by this
+ * session. The client then destroys the connection at once: the server ends
+ * the session and with it every lock it held, and every lease on it fires
+ * 'connection-lost'. The acquire returns `timed-out` (after a timeout) or
+ * `denied: no-quorum`; a release throws UnavailableError. Nothing is held
+ * behind a denial for longer than it takes the server to see the close.
  */
 export interface PostgresLockOptions {
   /** How to reach the database. Each lock client opens its own connection(s). */
@@ -83,7 +93,13 @@ export class PostgresSessionLock {
     }
     const client = this.#client;
     if (client === null) return;
-    await this.query(client, UNLOCK, [held.key]).catch(() => undefined);
+    try {
+      await this.query(client, UNLOCK, [held.key]);
+    } catch (e) {
+      // The unlock may not have run: end the session, which frees every lock it held, and say so.
+      if (this.#client === client) this.destroy(client);
+      throw new UnavailableError(`release of '${lease.resource}' failed (${(e as Error).message}); the session was ended, so the server frees the lock`, { cause: e });
+    }
   }
 
   async close(): Promise<void> {
@@ -97,7 +113,9 @@ export class PostgresSessionLock {
     let client: pg.Client;
     try {
       client = await this.connection();
-    } catch {
+    } catch (e) {
+      const config = configError(e);
+      if (config !== null) throw config;
       return { kind: 'denied', reason: 'no-quorum' };
     }
     const held = this.#held.get(resource);
@@ -115,10 +133,19 @@ export class PostgresSessionLock {
       const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#s.clock);
       this.#held.set(resource, { lease, key, count: 1 });
       return { kind: 'granted', lease };
-    } catch {
-      // The statement failed: on a broken connection the lock (if any) went with it.
-      return { kind: 'denied', reason: 'no-quorum' };
+    } catch (e) {
+      // The statement may have taken the lock before it failed or its reply came too late:
+      // end the session so the server drops whatever it holds (on a broken connection it went already).
+      if (this.#client === client) this.destroy(client);
+      if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
+      return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
+  }
+
+  /** Drops the connection without a round trip: the server ends the session (and its locks) as soon as it sees the close. */
+  private destroy(client: pg.Client): void {
+    destroyConnection(client);
+    this.lost(client);
   }
 
   /** One statement, bounded; a named one is prepared once per connection. */

@@ -5,7 +5,8 @@ import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, endWithin, lockSettings } from './attempts.ts';
+import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
+import { UnavailableError } from '../errors.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
@@ -17,6 +18,13 @@ import type { Queryable } from './store.ts';
  * the caller's data changes go through that transaction (`queryable(lease)`),
  * and release commits them together with the lock's release. A rollback, an
  * error or a lost connection releases the lock and discards the changes.
+ *
+ * Unknown outcomes fail safe (spec: "Unknown outcomes"): a statement of an
+ * acquire that fails or answers after statementTimeoutMs drops its
+ * connection at once (the server aborts the transaction and frees its lock)
+ * and the acquire returns `timed-out` (or `denied: no-quorum` on an error);
+ * a COMMIT that fails likewise drops the connection and release throws
+ * UnavailableError: the changes may or may not have been committed.
  */
 interface Open {
   readonly lease: LeaseHandle;
@@ -64,13 +72,9 @@ export class PostgresTransactionLock {
     return open.client;
   }
 
-  /**
-   * COMMIT: the data changes and the lock's release happen together. Resolves
-   * to whether COMMIT answered; false: the changes are discarded (the lease was
-   * no longer open) or their fate is unknown (the connection failed mid-commit).
-   */
-  async release(lease: Lease): Promise<boolean> {
-    return this.finish(lease, 'COMMIT');
+  /** COMMIT: the data changes and the lock's release happen together. */
+  async release(lease: Lease): Promise<void> {
+    await this.finish(lease, 'COMMIT');
   }
 
   /** ROLLBACK: the changes are discarded and the lock released. */
@@ -135,13 +139,16 @@ export class PostgresTransactionLock {
         open.count++;
         return { kind: 'granted', lease: open.lease };
       }
-    } catch {
-      return { kind: 'denied', reason: 'no-quorum' };
+    } catch (e) {
+      // One more level of the same transaction's lock: whatever happened is released at its commit.
+      return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     let client: pg.Client;
     try {
       client = await this.take();
-    } catch {
+    } catch (e) {
+      const config = configError(e);
+      if (config !== null) throw config;
       return { kind: 'denied', reason: 'no-quorum' };
     }
     try {
@@ -156,10 +163,20 @@ export class PostgresTransactionLock {
       const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, token, null, this.#s.clock);
       this.#open.set(resource, { lease, client, count: 1 });
       return { kind: 'granted', lease };
-    } catch {
-      await this.disconnect(client);
-      return { kind: 'denied', reason: 'no-quorum' };
+    } catch (e) {
+      // The lock may be held by this transaction: drop the connection so the server aborts it.
+      this.drop(client);
+      if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
+      return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
+  }
+
+  /** Closes the socket without a round trip: the server aborts the transaction and frees its locks when it sees the close. */
+  private drop(client: pg.Client): void {
+    this.#connections.delete(client);
+    const idle = this.#idle.indexOf(client);
+    if (idle >= 0) this.#idle.splice(idle, 1);
+    destroyConnection(client);
   }
 
   /**
@@ -177,17 +194,19 @@ export class PostgresTransactionLock {
     return BigInt((r.rows[0] as { token: string }).token);
   }
 
-  private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<boolean> {
+  private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
     const open = this.#open.get(lease.resource);
-    if (open === undefined || open.lease !== lease) return false;
+    if (open === undefined || open.lease !== lease) return;
     this.#open.delete(lease.resource);
     open.lease.lose('released');
-    const done = await this.query(open.client, statement).then(
-      () => true,
-      () => false,
-    );
-    await (done ? this.give(open.client) : this.disconnect(open.client));
-    return done;
+    try {
+      await this.query(open.client, statement);
+    } catch (e) {
+      // Did the COMMIT land? Unknown: drop the connection (a transaction still open is aborted) and say so.
+      this.drop(open.client);
+      throw new UnavailableError(`${statement} of '${lease.resource}' failed (${(e as Error).message}); the connection was dropped, so the lock is freed, but the changes may or may not have been committed`, { cause: e });
+    }
+    await this.give(open.client);
   }
 
   /** An idle connection, or a new one. */

@@ -1,0 +1,105 @@
+import type { FaultKind } from '../conformance/adapter.ts';
+import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
+import { UsageError } from './usage.ts';
+
+/**
+ * The counterexample file `lockcheck run` writes and `lockcheck replay` reads.
+ * Replay trusts nothing in it: every field is checked here, and a backend
+ * that is not built in is only a name for the message; the module itself is
+ * loaded only when the user names it on the command line (--backend).
+ */
+export interface CounterexampleFile {
+  readonly lockcheck: 'counterexample';
+  /** A built-in backend name, or the adapter module path the run used (replay needs it again as --backend). */
+  readonly backend: string;
+  readonly faults: readonly FaultKind[] | null;
+  readonly seed: number;
+  /** fast-check's replay path: colon-separated run and shrink indexes. */
+  readonly path: string;
+  readonly runs: number;
+  readonly verdict: CounterexampleVerdict;
+  readonly properties: readonly PropertyId[];
+  /** The shrunk schedule's commands, for reading. */
+  readonly steps: readonly string[];
+}
+
+export type CounterexampleVerdict = 'conformance-failure' | 'property-violation';
+
+/** A counterexample file that is not one lockcheck wrote: exit code 2, the field named. */
+export class CounterexampleFileError extends UsageError {
+  constructor(
+    readonly file: string,
+    readonly field: string,
+    problem: string,
+  ) {
+    super(`'${file}' is not a valid lockcheck counterexample: ${field} ${problem}`);
+  }
+}
+
+export const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
+const VERDICTS: readonly CounterexampleVerdict[] = ['conformance-failure', 'property-violation'];
+const MAX_RUNS = 1_000_000;
+const MAX_TEXT = 4_096;
+const MAX_STEPS = 100_000;
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return true;
+  return false;
+}
+
+/** A value from the file, shown in a message: typed and cut short, never echoed whole. */
+function shown(value: unknown): string {
+  const text = value === null ? 'null' : typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? 'an array' : typeof value;
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** Parses and checks a counterexample file's text; throws CounterexampleFileError naming the first bad field. */
+export function parseCounterexample(file: string, text: string): CounterexampleFile {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new CounterexampleFileError(file, 'the file', `is not JSON (${(e as Error).message})`);
+  }
+  const bad = (field: string, problem: string): never => {
+    throw new CounterexampleFileError(file, field, problem);
+  };
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('the file', `must hold a JSON object, got ${shown(json)}`);
+  const o = json as Record<string, unknown>;
+  const known = new Set(['lockcheck', 'backend', 'faults', 'seed', 'path', 'runs', 'verdict', 'properties', 'steps']);
+  for (const key of Object.keys(o)) if (!known.has(key)) bad(`field ${shown(key)}`, 'is not part of the format');
+  if (o['lockcheck'] !== 'counterexample') bad('"lockcheck"', `must be "counterexample", got ${shown(o['lockcheck'])}`);
+  const backend = o['backend'];
+  if (typeof backend !== 'string' || backend.length === 0 || backend.length > MAX_TEXT || hasControlCharacter(backend)) bad('"backend"', `must be a backend name or module path, got ${shown(backend)}`);
+  const faults = o['faults'];
+  if (faults !== null) {
+    if (!Array.isArray(faults) || faults.length === 0) bad('"faults"', `must be null or a non-empty list of fault kinds, got ${shown(faults)}`);
+    for (const f of faults as unknown[]) if (!FAULT_KINDS.includes(f as FaultKind)) bad('"faults"', `holds ${shown(f)}, not a fault kind (${FAULT_KINDS.join(', ')})`);
+    if (new Set(faults as unknown[]).size !== (faults as unknown[]).length) bad('"faults"', 'lists a fault kind twice');
+  }
+  const seed = o['seed'];
+  if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < -(2 ** 31) || seed > 2 ** 31 - 1) bad('"seed"', `must be a 32-bit integer, got ${shown(seed)}`);
+  const path = o['path'];
+  if (typeof path !== 'string' || path.length > MAX_TEXT || !/^\d+(:\d+)*$/.test(path)) bad('"path"', `must be a replay path like "12:0:3", got ${shown(path)}`);
+  const runs = o['runs'];
+  if (typeof runs !== 'number' || !Number.isInteger(runs) || runs < 1 || runs > MAX_RUNS) bad('"runs"', `must be an integer in [1, ${MAX_RUNS}], got ${shown(runs)}`);
+  const verdict = o['verdict'];
+  if (!VERDICTS.includes(verdict as CounterexampleVerdict)) bad('"verdict"', `must be one of ${VERDICTS.join(', ')}, got ${shown(verdict)}`);
+  const properties = o['properties'];
+  if (!Array.isArray(properties)) return bad('"properties"', `must be a list of property IDs, got ${shown(properties)}`);
+  for (const p of properties) if (!PROPERTY_IDS.includes(p as PropertyId)) bad('"properties"', `holds ${shown(p)}, not a property ID (${PROPERTY_IDS.join(', ')})`);
+  const steps = o['steps'];
+  if (!Array.isArray(steps) || steps.length > MAX_STEPS) return bad('"steps"', `must be a list of at most ${MAX_STEPS} strings, got ${shown(steps)}`);
+  for (const s of steps) if (typeof s !== 'string') bad('"steps"', `holds ${shown(s)}, not a string`);
+  return {
+    lockcheck: 'counterexample',
+    backend: backend as string,
+    faults: faults as FaultKind[] | null,
+    seed: seed as number,
+    path: path as string,
+    runs: runs as number,
+    verdict: verdict as CounterexampleVerdict,
+    properties: properties as PropertyId[],
+    steps: steps as string[],
+  };
+}

@@ -1,0 +1,61 @@
+// The watchdog of one lockcheck process (see watchdog.ts). Plain JavaScript so
+// that bare node runs it: argv = parent pid, parent start time, registry dir.
+// It polls the parent; once the parent is gone (or its pid belongs to another
+// process) it SIGKILLs every server the registry names that is still the same
+// process (pid and start time), removes their directories and exits.
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [parentPid, parentStart, registry] = [Number(process.argv[2]), process.argv[3], process.argv[4]];
+const POLL_MS = 100;
+
+/** Start time (field 22 of /proc/<pid>/stat) of a live, non-zombie process, else null. */
+function startOf(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || fields[0] === 'X' ? null : fields[19];
+  } catch {
+    return null;
+  }
+}
+
+function kill(pid, group) {
+  for (const target of group ? [-pid, pid] : [pid]) {
+    try {
+      process.kill(target, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}
+
+function cleanUp() {
+  let names = [];
+  try {
+    names = readdirSync(registry).filter((name) => name.endsWith('.json'));
+  } catch {
+    // the parent removed the registry at a clean exit
+  }
+  const dirs = [];
+  for (const name of names) {
+    let entry;
+    try {
+      entry = JSON.parse(readFileSync(join(registry, name), 'utf8'));
+    } catch {
+      continue;
+    }
+    for (const p of entry.processes ?? []) {
+      if (Number.isInteger(p.pid) && p.pid > 1 && startOf(p.pid) === p.start) kill(p.pid, p.group === true);
+      for (const file of p.files ?? []) rmSync(file, { force: true });
+    }
+    dirs.push(...(entry.dirs ?? []));
+  }
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  rmSync(registry, { recursive: true, force: true });
+  process.exit(0);
+}
+
+setInterval(() => {
+  if (startOf(parentPid) !== parentStart) cleanUp();
+}, POLL_MS);

@@ -1,0 +1,91 @@
+/**
+ * Servers die with the process that started them, even when it is SIGKILLed
+ * (exit handlers never run then). The first guard() starts one small detached
+ * node process per lockcheck process, the watchdog (watchdog.mjs), that polls
+ * this process every 100 ms. Each guarded server is described in a file of a
+ * private (0700) registry directory: its process (pid plus start time, so a
+ * reused pid is never killed), its process group, files and directories. When
+ * this process is gone the watchdog SIGKILLs what is still the same process,
+ * removes the directories and the registry, and exits; after a clean exit it
+ * finds nothing left to do.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface GuardedProcess {
+  readonly pid: number;
+  /** SIGKILL its whole process group (it was spawned detached, so the group is its own). */
+  readonly group?: boolean;
+  /** Files to remove once it is killed (libfaketime's /dev/shm segments). */
+  readonly files?: readonly string[];
+}
+
+export interface Guarded {
+  readonly processes: readonly GuardedProcess[];
+  readonly dirs: readonly string[];
+}
+
+const SCRIPT = fileURLToPath(new URL('./watchdog.mjs', import.meta.url));
+
+let registry: string | null = null;
+let counter = 0;
+
+/** Start time of a live process (field 22 of /proc/<pid>/stat), or null. */
+export function processStartTime(pid: number): string | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || fields[0] === 'X' ? null : (fields[19] ?? null);
+  } catch {
+    return null;
+  }
+}
+
+function ensureWatchdog(): string {
+  if (registry !== null) return registry;
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-watch-'));
+  const child = spawn(process.execPath, [SCRIPT, String(process.pid), processStartTime(process.pid) ?? '', dir], {
+    detached: true, // its own session: a Ctrl-C to our group does not take it down before us
+    stdio: 'ignore',
+    env: {},
+  });
+  child.unref();
+  // A clean exit removes the registry; the watchdog then exits on its next poll.
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  registry = dir;
+  return dir;
+}
+
+/**
+ * Registers (or, with the same handle, updates) what the watchdog must kill
+ * and remove should this process die. Returns the handle for update/release.
+ */
+export class Guard {
+  readonly #file: string;
+
+  constructor() {
+    this.#file = join(ensureWatchdog(), `${process.pid}-${counter++}.json`);
+  }
+
+  /** Records the current processes and directories (replaces the previous record, atomically). */
+  set(guarded: Guarded): void {
+    const entry = {
+      processes: guarded.processes.flatMap((p) => {
+        const start = processStartTime(p.pid);
+        return start === null ? [] : [{ pid: p.pid, start, group: p.group ?? false, files: p.files ?? [] }];
+      }),
+      dirs: guarded.dirs,
+    };
+    const temp = `${this.#file}.tmp`;
+    writeFileSync(temp, JSON.stringify(entry), { mode: 0o600 });
+    renameSync(temp, this.#file);
+  }
+
+  /** Nothing of this server is left to clean up. */
+  release(): void {
+    rmSync(this.#file, { force: true });
+  }
+}

@@ -1,0 +1,29 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { Predicted } from './tables.ts';
+import { reexplore, VERDICTS_FILE, withBlocks } from './tables.ts';
+
+/**
+ * Writes the model-decided tables into the markdown between their markers,
+ * from the recorded exploration verdicts. `--explore` first explores every
+ * cell again to its recorded depth and records what it finds (minutes; after
+ * a model change).
+ */
+const FILES = ['spec/SPEC.md', 'docs/choosing-a-lock.md'];
+
+let predicted = JSON.parse(readFileSync(VERDICTS_FILE, 'utf8')) as Predicted;
+if (process.argv.includes('--explore')) {
+  const cells = predicted.cells.map((c, i) => {
+    const again = reexplore(c);
+    process.stderr.write(`[${i + 1}/${predicted.cells.length}] ${c.row} / ${c.store} / ${c.fault}: ${JSON.stringify(again.found)}\n`);
+    return again;
+  });
+  predicted = { ...predicted, cells };
+  writeFileSync(VERDICTS_FILE, `${JSON.stringify(predicted, null, 1)}\n`);
+}
+const matrixMd = readFileSync('docs/matrix.md', 'utf8');
+for (const file of FILES) {
+  const before = readFileSync(file, 'utf8');
+  const after = withBlocks(before, predicted, matrixMd);
+  if (after !== before) writeFileSync(file, after);
+  process.stderr.write(`${file}: ${after === before ? 'up to date' : 'rewritten'}\n`);
+}

@@ -1,0 +1,68 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+
+/** The process exists and is not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
+}
+
+interface Started {
+  redis: { pid: number; dir: string };
+  postgres: { pids: number[]; dir: string };
+  clockDir: string;
+}
+
+it('servers die with their parent: after SIGKILL of the process that started them, the watchdog kills them and removes their directories', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/startServers.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  let started: Started | undefined;
+  try {
+    started = await new Promise<Started>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`the child started no servers within 60 s\n${stderr}`)), 60_000);
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line !== undefined && out.includes('\n')) {
+          clearTimeout(timer);
+          resolve(JSON.parse(line) as Started);
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the child exited (${String(code)}) before starting its servers\n${stderr}`));
+      });
+    });
+    const pids = [started.redis.pid, ...started.postgres.pids];
+    expect(pids.every(alive)).toBe(true);
+    child.kill('SIGKILL');
+    const gone = await until(() => !pids.some(alive) && !existsSync(started!.redis.dir) && !existsSync(started!.postgres.dir), 15_000);
+    expect({ alive: pids.filter(alive), redisDir: existsSync(started.redis.dir), postgresDir: existsSync(started.postgres.dir) }).toEqual({ alive: [], redisDir: false, postgresDir: false });
+    expect(gone).toBe(true);
+  } finally {
+    child.kill('SIGKILL');
+    if (started !== undefined) {
+      // If the watchdog failed, do not leave the servers running.
+      for (const pid of [started.redis.pid, ...started.postgres.pids]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      for (const dir of [started.redis.dir, started.postgres.dir, started.clockDir]) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}, 90_000);
