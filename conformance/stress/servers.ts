@@ -10,7 +10,6 @@ import { PostgresServer } from '../env/postgresServer.ts';
 import { onExitKill } from '../env/processes.ts';
 import { TcpProxy } from '../env/proxy.ts';
 import { RedisServer } from '../env/redisServer.ts';
-import { sendCommand } from '../env/resp.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 
 /** The backends a stress run drives, each on servers the runner starts. */
@@ -101,7 +100,8 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
     started.push(store);
     const nodes = started.slice(0, count);
     links.push(...(await proxies(o.clients, nodes, o.proxied)));
-    const url = (host: string, port: number): string => `redis://${host}:${port}`;
+    // Each server has a password of its own (requirepass); the proxies forward AUTH like any other bytes.
+    const url = (host: string, port: number, server: RedisServer): string => `redis://:${encodeURIComponent(server.password)}@${host}:${port}`;
     return {
       backend: o.backend,
       nodes: nodes.map((s, i) => faultable(`redis ${i}`, s)),
@@ -110,8 +110,8 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
       clocksFaked: clocks !== null,
       clientBackend: (client, storePolicy) => ({
         kind: 'redis',
-        nodes: nodes.map((s, i) => (o.proxied ? url(links[client]![i]!.host, links[client]![i]!.port) : url(s.host, s.port))),
-        store: url(store.host, store.port),
+        nodes: nodes.map((s, i) => (o.proxied ? url(links[client]![i]!.host, links[client]![i]!.port, s) : url(s.host, s.port, s))),
+        store: url(store.host, store.port, store),
         storePolicy,
       }),
       stepClock: (node, deltaMs) => {
@@ -121,7 +121,7 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
       },
       nodesHolding: async (resource, owner) => {
         const key = keysFor(resource).lock;
-        const values = await Promise.all(nodes.map((s) => (s.running && !s.paused ? sendCommand(s.host, s.port, ['GET', key], 500).catch(() => null) : Promise.resolve(null))));
+        const values = await Promise.all(nodes.map((s) => (s.running && !s.paused ? s.command(['GET', key], 500).catch(() => null) : Promise.resolve(null))));
         return values.flatMap((v, i) => (v === owner ? [i] : []));
       },
       terminate: async () => undefined,
@@ -159,7 +159,7 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
   try {
     await ensureSchema(await connectAdmin());
     links.push(...(await proxies(o.clients, [{ host: server.host, port: server.port }], o.proxied)));
-    const urlVia = (host: string, port: number): string => `postgres://${encodeURIComponent(server.user)}@${host}:${port}/${encodeURIComponent(server.database)}`;
+    const urlVia = (host: string, port: number): string => `postgres://${encodeURIComponent(server.user)}:${encodeURIComponent(server.password)}@${host}:${port}/${encodeURIComponent(server.database)}`;
     return {
       backend: o.backend,
       nodes: [faultable('postgres', server)],
