@@ -6,7 +6,7 @@ import type { Command } from '../model/command.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { RunReport } from './verdict.ts';
@@ -64,7 +64,7 @@ export interface CheckResult {
   readonly failure: CheckFailure | null;
   /** Runs that showed a property violation, per ID (findings about the design, not failures). */
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
-  /** Runs the runner stopped following before their end (too many unresolved ambiguities); they found nothing against the backend. */
+  /** Runs whose verdict was `inconclusive` (stopped before their end: too ambiguous to follow, or real time outran the pace); they found nothing against the backend. */
   readonly stoppedEarly: number;
   readonly elapsedMs: number;
 }
@@ -85,24 +85,28 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   let run = 0;
   let stoppedEarly = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities) });
+  // Shrinking must never grow a counterexample: a smaller schedule that fails only after more steps
+  // than the shortest failure seen so far is not accepted as a shrink (it counts as a pass).
+  let shortest = Number.POSITIVE_INFINITY;
+  const failWith = (cut: RunReport): never | void => {
+    if (cut.steps.length > shortest) return;
+    shortest = cut.steps.length;
+    firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
+    throw new RunFailed(cut);
+  };
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design) });
   const property = fc.asyncProperty(schedule, tokenBaseArb(), async (commands: Command[], tokenBase: bigint) => {
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
     options.onRun?.(run, report);
-    if (report.stoppedEarly !== undefined && firstFailure === null) stoppedEarly++;
+    if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
     const wanted = typeof failOn === 'object' ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
-    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
+    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' && report.verdict.kind !== 'inconclusive' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
     if (wanted !== undefined && report.verdict.kind !== 'conformance-failure') {
       // The finding is the verdict now: cut the report at its step.
-      const cut: RunReport = { ...report, verdict: wanted, steps: report.steps.slice(0, wanted.step.index + 1) };
-      firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
-      throw new RunFailed(cut);
+      return failWith({ ...report, verdict: wanted, steps: report.steps.slice(0, wanted.step.index + 1) });
     }
-    if (failed) {
-      firstFailure ??= { run, ms: clock() - started, length: report.steps.length };
-      throw new RunFailed(report);
-    }
+    if (failed) return failWith(report);
     if (firstFailure === null) for (const p of new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))) findings[p] = (findings[p] ?? 0) + 1;
   });
   const details = await fc.check(property, {

@@ -3,7 +3,7 @@ import { writeRedacted } from './env/redact.ts';
 import { join } from 'node:path';
 import { test } from '@fast-check/vitest';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 
@@ -61,7 +61,9 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
   const o = suiteOptionsFromEnv(options);
   const faults = (o.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
   const clients = o.clients ?? 2;
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities) });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design) });
+  // Shrinking never grows a counterexample: a candidate that fails after more steps than the shortest failure so far passes.
+  let shortest = Number.POSITIVE_INFINITY;
   const timelineFile = join(o.timelineDir ?? 'lockcheck-timelines', `${backend.name.replace(/[^\w.-]+/g, '_')}.html`);
   test.prop([schedule, tokenBaseArb()], {
     numRuns: o.runs ?? 100,
@@ -71,7 +73,8 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
     `${backend.name} agrees with its model under ${faults.join(', ')}`,
     async (commands, tokenBase) => {
       const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
-      if (report.verdict.kind === 'conformance-failure') {
+      if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
+        shortest = report.steps.length;
         // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
         mkdirSync(o.timelineDir ?? 'lockcheck-timelines', { recursive: true });
         writeRedacted(timelineFile, htmlTimeline(report));

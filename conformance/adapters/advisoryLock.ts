@@ -49,6 +49,7 @@ import type { PostgresTarget } from '../env/postgresBackend.ts';
 import { underOwnNames } from '../env/postgresBackend.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
+import { checkAcquireInput } from '../input.ts';
 
 type AdvisoryLockFactory = typeof advisoryLockModule.default;
 /** The CommonJS module's default export: node hands over the exports object, vite-node the function itself. */
@@ -165,6 +166,7 @@ async function startInstance(server: PostgresTarget, clients: number): Promise<B
         clock,
         store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
         async acquire(resource, { retries = 0, retryDelayMs = 0 }) {
+          checkAcquireInput(resource, { retries }, false);
           for (let tries = 0; ; tries++) {
             const result = await attempt(resource);
             if (result.kind !== 'denied' || tries >= retries) return result;

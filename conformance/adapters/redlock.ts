@@ -37,6 +37,8 @@ import RedlockV5, { ExecutionError as ExecutionErrorV5, ResourceLockedError as R
 import { designs, describeDesign, nodeCount } from '../../model/design.ts';
 import { sleep } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
+import { checkTtl } from '../../model/errors.ts';
+import { checkAcquireInput } from '../input.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
@@ -190,6 +192,7 @@ async function startInstance(
           return { write: (r, t, v) => run.network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => run.network.call(client, 'store', () => fenced.read(r)) };
         })(),
         async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
+          checkAcquireInput(resource, { ttlMs, retries }, true);
           for (let tries = 0; ; tries++) {
             const result = await attempt(resource, ttlMs);
             if (result.kind !== 'denied' || tries >= retries) return result;
@@ -198,6 +201,7 @@ async function startInstance(
         },
         extend: (lease, ttlMs) =>
           onWall(async (): Promise<ExtendResult> => {
+            checkTtl(ttlMs);
             const held = locks.get(lease);
             if (held === undefined) return { kind: 'not-extended', reason: 'expired' };
             try {
