@@ -17,6 +17,8 @@ import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibr
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
+import type { Observed } from './stressOracle.ts';
+import { observedText, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
 /**
  * `lockcheck matrix`: every built-in backend x fault class on real servers,
@@ -33,6 +35,8 @@ export interface MatrixOptions {
   readonly faults: readonly string[] | undefined;
   /** The user's own servers, if given (--redis, --pg). */
   readonly servers?: ServerChoice;
+  /** Seconds of the concurrent stress run per cell (the second oracle); 0 skips it. */
+  readonly stressSeconds: number;
 }
 
 export interface MatrixCell {
@@ -62,12 +66,10 @@ export interface MatrixCell {
   readonly worst: { readonly kind: ConsequenceKind; readonly what: string; readonly property: PropertyId; readonly step: number } | null;
   /** A library audit: runs whose deviation was not the worst kind, per consequence (counted, and gone past). */
   readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
-  /**
-   * The stress oracle's observation beside the model's verdict: what
-   * concurrent clients saw on the real servers (the concurrent-history
-   * checkers). Null until that oracle runs here.
-   */
-  readonly observed: string | null;
+  /** What concurrent clients observed in a short stress run under the class's faults (the second oracle), or why not. */
+  readonly observed: Observed | { readonly notObserved: string } | null;
+  /** Broken in the stress run but not predicted by the model: flagged (not a failure of the run). */
+  readonly observedUnpredicted: readonly PropertyId[];
 }
 
 export async function matrixCommand(o: MatrixOptions): Promise<number> {
@@ -85,6 +87,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   mkdirSync(cellsDir, { recursive: true });
   const cells: MatrixCell[] = [];
   const started = performance.now();
+  const onStressServers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
+  const oracle = o.stressSeconds > 0 && !onStressServers ? new StressOracle(o.stressSeconds, o.seed, () => undefined) : null;
+  let stressMs = 0;
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
@@ -125,6 +130,13 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
         }
         const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
+        let observed: MatrixCell['observed'] = null;
+        if (oracle !== null) {
+          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: concurrent clients, ${o.stressSeconds} s under the class's faults`, started, index + 1, total);
+          const s0 = performance.now();
+          observed = await oracle.observe(row, col);
+          stressMs += performance.now() - s0;
+        }
         const cell: MatrixCell = {
           backend: row.name,
           audit: row.library !== undefined,
@@ -141,15 +153,19 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           stoppedEarly: result.stoppedEarly,
           worst: audit ? worst : null,
           deviations: result.deviations,
-          observed: null,
+          observed,
+          observedUnpredicted: observed !== null && 'broken' in observed ? observed.broken.filter((p) => !predicted.includes(p)) : [],
         };
         cells.push(cell);
         process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
       }
     }
   } finally {
+    await oracle?.stop();
     await servers.stop();
   }
+  if (oracle !== null) process.stderr.write(`the concurrent oracle (stress runs, ${o.stressSeconds} s each, setup included) took ${Math.round(stressMs / 1000)} s of ${Math.round((performance.now() - started) / 1000)} s; --stress-seconds 0 skips it\n`);
+  else if (o.stressSeconds > 0 && onStressServers) process.stderr.write('the concurrent oracle needs servers lockcheck starts (its faults kill and pause them): not run on --redis/--pg\n');
   writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped));
   writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped));
   if (o.junit !== undefined) {
@@ -170,7 +186,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   return failures > 0 || unexpected > 0 ? 1 : 0;
 }
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 
 /**
  * A library audit of one cell: the runs go on past deviations that are not
@@ -217,6 +233,8 @@ function describeCell(c: MatrixCell): string {
   parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : 'all hold');
   if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
   if (c.unseen.length) parts.push(`(predicted ${c.unseen.join(', ')}: not seen)`);
+  const obs = observedCellText(c);
+  if (obs !== '') parts.push(`concurrent clients observed ${obs}`);
   return parts.join('; ');
 }
 
@@ -228,13 +246,26 @@ function auditText(c: MatrixCell): string {
     c.measured.length ? `design findings: ${c.measured.join(', ')}` : '',
     others.length ? `also ${others.join(', ')}` : '',
     c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs inconclusive` : '',
-    c.observed !== null ? `observed: ${c.observed}` : '',
   ]
     .filter((x) => x)
     .join('; ');
 }
 
+/** The second oracle's part of a cell: what concurrent clients observed, and any break the model did not predict. */
+function observedCellText(c: MatrixCell): string {
+  const o = c.observed;
+  if (o === null) return '';
+  if ('notObserved' in o) return `nothing (${o.notObserved})`;
+  return `${observedText(o)}${c.observedUnpredicted.length > 0 ? ` (observed, not predicted: ${c.observedUnpredicted.join(', ')})` : ''}`;
+}
+
 function cellText(c: MatrixCell, link: (file: string) => string): string {
+  const obs = observedCellText(c);
+  const lockstep = lockstepText(c, link);
+  return obs === '' || c.notMeasured !== null ? lockstep : `${lockstep}<br>concurrent: ${c.observedUnpredicted.length > 0 ? `**${obs}**` : obs}`;
+}
+
+function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   if (c.notMeasured !== null) return `— (not measured: ${c.notMeasured})`;
   if (c.audit) return `${c.timeline ? link(c.timeline) : ''}${auditText(c).replaceAll('|', '/')}`;
   if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**${c.audit ? 'deviates from the model' : 'conformance failure'}** ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ').replaceAll('|', '/')}`;
@@ -261,7 +292,7 @@ function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: 
   const lines = [
     '# The measured matrix',
     '',
-    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted. See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
+    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted.${cells.some((c) => c.observed !== null) ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
     '',
     `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
     `|---|${cols.map(() => '---').join('|')}|`,
@@ -298,6 +329,7 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',
       c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
       c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
+      observedCellText(c) !== '' ? `concurrent clients: ${observedCellText(c)}` : '',
     ]
       .filter((x) => x)
       .join('; ');

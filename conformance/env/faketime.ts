@@ -275,7 +275,11 @@ export class FakeClockFile {
 
   /** Sets the clock to an absolute instant (ms since the epoch, UTC), atomically. */
   set(epochMs: number): void {
-    const text = `${formatFaketime(epochMs)}\n`;
+    this.#write(`${formatFaketime(epochMs)}\n`);
+    this.#epochMs = epochMs;
+  }
+
+  #write(text: string): void {
     const temp = `${this.path}.${process.pid}.${tempCounter++}.tmp`;
     try {
       writeFileSync(temp, text);
@@ -284,7 +288,17 @@ export class FakeClockFile {
       rmSync(temp, { force: true });
       throw error;
     }
-    this.#epochMs = epochMs;
+  }
+
+  /**
+   * Lets the clock run at real speed, `offsetMs` ahead of the machine's
+   * (behind when negative): libfaketime's relative format, e.g. `+1.250`.
+   * A clock set this way is stepped by setting another offset.
+   */
+  setOffset(offsetMs: number): void {
+    if (!Number.isInteger(offsetMs) || Math.abs(offsetMs) > 10 * 365 * 86_400_000) throw new RangeError(`fake clock: offsetMs must be an integer within 10 years, got ${String(offsetMs)}`);
+    this.#write(`${offsetMs < 0 ? '-' : '+'}${(Math.abs(offsetMs) / 1000).toFixed(3)}\n`);
+    this.#epochMs = undefined;
   }
 
   /** Moves the clock by `deltaMs` (negative moves it back). */

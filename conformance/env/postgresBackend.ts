@@ -200,7 +200,9 @@ async function startInstance(
         : { write: (r, t, v) => network.call(client, 'store', () => outside.write(r, t, v)), read: (r) => network.call(client, 'store', () => outside.read(r)) };
     return {
       acquire: (resource, o) => lock.acquire(resource, { retries: o.retries ?? 0, retryDelayMs: o.retryDelayMs ?? 0 }),
-      release: (lease) => lock.release(lease),
+      release: async (lease) => {
+        await lock.release(lease);
+      },
       store,
       clock: time.clockOf(() => clientClocks[client]!),
     };
