@@ -58,7 +58,7 @@ options:
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
             (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
-                    --seconds S (stop deepening a cell after S s; it says how deep it got), --jobs N (worker
+                    --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
                     threads, default 2 or the cores there are), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
