@@ -54,14 +54,22 @@ export class RedisReplicated {
     const started: RedisServer[] = [];
     try {
       // The primary also carries masterauth: it comes back as a replica after a failover.
-      const primary = await RedisServer.start({ persistence: 'none', password, config: [`masterauth ${password}`] });
+      // A full sync starts at once, not after the default 5 s wait for more replicas (either may serve one).
+      const serving = [`masterauth ${password}`, 'repl-diskless-sync-delay 0'];
+      const primary = await RedisServer.start({ persistence: 'none', password, config: serving });
       started.push(primary);
       const replica = await RedisServer.start({
         persistence: 'none',
         password,
-        config: [`masterauth ${password}`, `replicaof ${primary.host} ${primary.port}`],
+        config: [...serving, `replicaof ${primary.host} ${primary.port}`],
       });
       started.push(replica);
+      // Sentinel learns of replicas from the primary's INFO, which it asks for at once and then every 10 s:
+      // started after the replica is in sync, it knows the replica from its first look.
+      await until(timeoutMs, 'the replica in sync', async () => {
+        const [p, r] = await Promise.all([info(primary, 'replication'), info(replica, 'replication')]);
+        return inSync(p, r);
+      }, () => replica.logTail());
       const sentinel = await RedisServer.start({
         persistence: 'none',
         sentinel: true,
@@ -136,7 +144,7 @@ export class RedisReplicated {
   /** Whether the replica's link to its primary is up and it has applied everything the primary sent. */
   async replicaInSync(): Promise<boolean> {
     const [p, r] = await Promise.all([info(this.primary, 'replication'), info(this.replica, 'replication')]);
-    return r['master_link_status'] === 'up' && r['slave_repl_offset'] !== undefined && r['slave_repl_offset'] === p['master_repl_offset'];
+    return inSync(p, r);
   }
 
   /**
@@ -189,20 +197,28 @@ export class RedisReplicated {
     return Array.isArray(reply) && reply.some((fields) => Array.isArray(fields) && fields.includes(String(this.replica.port)));
   }
 
-  /** Polls `check` until it holds, at most the cluster's timeout; a failing check counts as not yet. */
-  async #until(what: string, check: () => Promise<boolean>): Promise<void> {
-    const deadline = Date.now() + this.#timeoutMs;
-    let last: unknown = null;
-    while (Date.now() < deadline) {
-      try {
-        if (await check()) return;
-      } catch (e) {
-        last = e;
-      }
-      await sleep(POLL_MS);
-    }
-    throw new EnvironmentError(`waited ${this.#timeoutMs} ms for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}\n--- sentinel log ---\n${this.sentinel.logTail()}`);
+  #until(what: string, check: () => Promise<boolean>): Promise<void> {
+    return until(this.#timeoutMs, what, check, () => this.sentinel.logTail());
   }
+}
+
+/** Polls `check` until it holds, at most `timeoutMs`; a failing check counts as not yet. */
+async function until(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown = null;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(POLL_MS);
+  }
+  throw new EnvironmentError(`waited ${timeoutMs} ms for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}\n--- log tail ---\n${log()}`);
+}
+
+function inSync(primary: Record<string, string>, replica: Record<string, string>): boolean {
+  return replica['master_link_status'] === 'up' && replica['slave_repl_offset'] !== undefined && replica['slave_repl_offset'] === primary['master_repl_offset'];
 }
 
 async function info(server: RedisServer, section: string): Promise<Record<string, string>> {
