@@ -62,7 +62,7 @@ options:
             (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
-                    threads, default 2 or the cores there are), --design KIND, --fault CLASS
+                    threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -181,7 +181,7 @@ async function main(argv: readonly string[]): Promise<number> {
         design: values.design,
         fault: values.fault,
         seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
-        jobs: int(values.jobs, 'jobs', Math.min(2, availableParallelism()), 1, 64),
+        jobs: int(values.jobs, 'jobs', 1, 1, Math.max(1, availableParallelism())),
       });
     }
     default:
