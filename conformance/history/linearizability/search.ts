@@ -155,15 +155,8 @@ export class PartitionSearch<S, I, O> {
         // here it can no longer matter, so it is dropped (forced).
         const o = op[e]!;
         const c = callOf[o]!;
-        const word = o >>> 5;
-        const bit = 1 << (o & 31);
-        lin[word]! |= bit;
-        if (!cache.add((setHash ^ Math.imul(model.hash(state), 0x9e3779b1)) | 0, lin, state)) {
-          // Covered by an explored configuration: so is this one (the drop was its only way on).
-          lin[word]! &= ~bit;
-          e = NIL;
-          continue;
-        }
+        // Not memoised: the configuration after it is covered by this one (same state, one unknown operation more).
+        lin[o >>> 5]! |= 1 << (o & 31);
         stackEntry[sp] = c;
         stackState[sp] = state;
         stackForced[sp] = 1;
