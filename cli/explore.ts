@@ -17,7 +17,7 @@ export interface ExploreCommandOptions {
   readonly maxStates: number;
   readonly design: string | undefined;
   readonly fault: string | undefined;
-  /** Stop deepening a cell once a level ends after this many seconds on it (the cell then says how deep it got). */
+  /** Stop a cell after this many seconds on it (the cell then says the last depth it completed). */
   readonly seconds?: number;
   /** Worker threads exploring cells side by side (1: none). */
   readonly jobs?: number;

@@ -58,8 +58,8 @@ options:
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
             (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
-                    --seconds S (stop deepening a cell after S s; it says how deep it got), --jobs N (worker
-                    threads, default 2 or the cores there are), --design KIND, --fault CLASS
+                    --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
+                    threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -173,7 +173,7 @@ async function main(argv: readonly string[]): Promise<number> {
         design: values.design,
         fault: values.fault,
         seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
-        jobs: int(values.jobs, 'jobs', Math.min(2, availableParallelism()), 1, 64),
+        jobs: int(values.jobs, 'jobs', 1, 1, Math.max(1, availableParallelism())),
       });
     }
     default:

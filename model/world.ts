@@ -1,4 +1,3 @@
-import { match, P } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
@@ -292,16 +291,21 @@ function operate(world: World, op: Operation): readonly Branch[] {
   const c = world.clients[op.client]!;
   // A session the server ended unheard: the client learns it at its next statement to the server.
   if (c.sessionLost && reachesServer(world, op)) world = withClient(world, op.client, (s) => ({ ...s, sessionLost: false, leases: {} }));
-  return match(op)
-    .with({ kind: 'acquire' }, (a) => acquire(world, a.client, a.resource, a.ttlMs, a.latencyMs ?? 0, a.retries ?? 0, a.retryDelayMs ?? 0))
-    .with({ kind: 'extend' }, (e) => extend(world, e.client, e.resource, e.ttlMs))
-    .with({ kind: 'release' }, (r) => release(world, r.client, r.resource))
-    .with({ kind: 'write' }, (w) => write(world, w.client, w.resource, w.value))
-    .with({ kind: 'read' }, (r) => {
-      const cell = cellOf(world.store, r.resource);
+  // A switch the compiler checks for exhaustiveness (the return type): this runs once per step of an exploration.
+  switch (op.kind) {
+    case 'acquire':
+      return acquire(world, op.client, op.resource, op.ttlMs, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0);
+    case 'extend':
+      return extend(world, op.client, op.resource, op.ttlMs);
+    case 'release':
+      return release(world, op.client, op.resource);
+    case 'write':
+      return write(world, op.client, op.resource, op.value);
+    case 'read': {
+      const cell = cellOf(world.store, op.resource);
       return single({ kind: 'value', value: cell.value, token: cell.token }, world);
-    })
-    .exhaustive();
+    }
+  }
 }
 
 /**
@@ -529,14 +533,16 @@ function write(world: World, client: number, resource: string, value: string): r
 function inject(world: World, fault: Fault): readonly Branch[] {
   const design = world.config.design;
   const ok = (next: World, events: readonly WorldEvent[] = []): readonly Branch[] => single({ kind: 'ok' }, next, events);
-  return match(fault)
-    .with({ kind: 'advance' }, (f) => {
+  // A switch the compiler checks for exhaustiveness (the return type), not ts-pattern: this runs once per step of an exploration.
+  const f = fault;
+  switch (f.kind) {
+    case 'advance': {
       const later: World = { ...world, nowMs: world.nowMs + f.ms };
       // Keepalive timing is the deployment's: while time passes the server may or may not notice a cut client.
       const unheard = isSessionBound(design) ? cutSessions(world) : [];
       return unheard.length === 0 ? ok(later) : [...ok(later), ...ok(dropSessions(later, unheard, 'unheard'))];
-    })
-    .with({ kind: 'clock-step' }, (f) => {
+    }
+    case 'clock-step': {
       const node = world.nodes[f.node]!;
       const stepped = (n: NodeState): World => ({ ...world, nodes: world.nodes.map((m, i) => (i === f.node ? { ...n, wall: stepClock(n.wall, world.nowMs, f.deltaMs) } : m)) });
       // A key already dead may or may not have been purged (active expiry) before the step: a step back revives it only if not.
@@ -544,8 +550,8 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       if (dead.length === 0) return ok(stepped(node));
       const purged = dead.reduce((n, r) => deleteKey(n, r), node);
       return [...ok(stepped(purged)), ...ok(stepped(node))];
-    })
-    .with({ kind: 'clock-drift' }, (f) => {
+    }
+    case 'clock-drift': {
       const t = f.target;
       if ('node' in t) {
         return ok({
@@ -554,11 +560,12 @@ function inject(world: World, fault: Fault): readonly Branch[] {
         });
       }
       return ok(withClient(world, t.client, (c) => ({ ...c, mono: setDrift(c.mono, world.nowMs, f.driftPpm) })));
-    })
-    .with({ kind: 'pause', inFlight: P.not(undefined) }, (f) =>
-      operate(world, f.inFlight!).map((b) => ({ ...b, outcome: { kind: 'ok' } as const, next: withClient(b.next, f.client, (c) => ({ ...c, paused: true, pendingReply: b.outcome })) })),
-    )
-    .with({ kind: 'pause' }, (f) => {
+    }
+    case 'pause': {
+      const inFlight = f.inFlight;
+      if (inFlight !== undefined) {
+        return operate(world, inFlight).map((b) => ({ ...b, outcome: { kind: 'ok' } as const, next: withClient(b.next, f.client, (c) => ({ ...c, paused: true, pendingReply: b.outcome })) }));
+      }
       const lease = f.pendingWrite === undefined ? undefined : world.clients[f.client]!.leases[f.pendingWrite.resource];
       // The check happens now; only a write that passed it is left pending.
       const pendingWrite: PendingWrite | null =
@@ -566,9 +573,10 @@ function inject(world: World, fault: Fault): readonly Branch[] {
           ? { resource: f.pendingWrite.resource, value: f.pendingWrite.value, token: lease.token, epoch: lease.epoch }
           : null;
       return ok(withClient(world, f.client, (c) => ({ ...c, paused: true, pendingWrite })));
-    })
-    .with({ kind: 'resume' }, (f) => resume(world, f.client))
-    .with({ kind: 'crash' }, (f) => {
+    }
+    case 'resume':
+      return resume(world, f.client);
+    case 'crash': {
       const crashing = (n: NodeState): NodeState =>
         rulesOf(design).onCrash === 'keep'
           ? { ...n, up: false }
@@ -577,8 +585,8 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? crashing(n) : n)) };
       // A database crash ends every session, and session-bound locks with them.
       return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down);
-    })
-    .with({ kind: 'restart' }, (f) => {
+    }
+    case 'restart': {
       const before = world.nodes[f.node]!;
       const kept = persists(design);
       const mono = expiryNow(design, before, world.nowMs);
@@ -592,15 +600,17 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       return ok({ ...world, nodes: world.nodes.map((n, i) => (i === f.node ? after : n)) }, [
         { kind: 'restarted', node: f.node, countersBefore: before.counters, countersAfter: after.counters },
       ]);
-    })
-    .with({ kind: 'partition' }, (f) => {
+    }
+    case 'partition': {
       const link = `${f.client}:${f.node}`;
       // A session outlives a cut link: the server notices only later, through keepalive (see advance).
       return ok(world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() });
-    })
-    .with({ kind: 'heal' }, (f) => ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) }))
-    .with({ kind: 'kill-connection' }, (f) => ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world))
-    .exhaustive();
+    }
+    case 'heal':
+      return ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) });
+    case 'kill-connection':
+      return ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world);
+  }
 }
 
 /** Clients cut from the server whose session still holds a lock there: the ones keepalive may end. */

@@ -62,3 +62,17 @@ describe('bounded exhaustive exploration', () => {
     expect(canonicalKey(step(a, { kind: 'advance', ms: 1 })[0]!.next)).not.toBe(canonicalKey(a));
   });
 });
+
+describe('exploring cells on worker threads', () => {
+  it('gives the same results as exploring them in this thread, in the cells order', async () => {
+    const { exploreCells } = await import('../cli/exploreCells.ts');
+    const cells = (['client-pause', 'connection-loss', 'none'] as const).map((fault) => ({ row: row('pg-session'), store: 'strict' as const, fault }));
+    const options = { maxDepth: 5, maxStates: 100_000 };
+    const strip = (r: readonly { states: number; depthCompleted: number; faultClass: string; counterexamples: readonly unknown[] }[]) =>
+      r.map((c) => ({ states: c.states, depth: c.depthCompleted, fault: c.faultClass, counterexamples: c.counterexamples }));
+    const seen: string[] = [];
+    const inWorkers = await exploreCells(cells, options, 2, (c) => seen.push(c.faultClass));
+    expect(strip(inWorkers)).toEqual(strip(await exploreCells(cells, options, 1, () => undefined)));
+    expect([...seen].sort()).toEqual(['client-pause', 'connection-loss', 'none']);
+  });
+});
