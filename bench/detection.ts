@@ -15,7 +15,7 @@ console.log(`|---|---|---|---|---|---|`);
 for (const b of BROKEN) {
   const found: { run: number; ms: number; len: number; props: string }[] = [];
   for (let seed = 1; seed <= seeds; seed++) {
-    const r = await checkConformance(b.backend, { runs, seed, faults: b.faults });
+    const r = await checkConformance(b.backend, { runs, seed, faults: b.faults, resources: b.resources ?? 1 });
     if (r.failure) found.push({ run: r.failure.failedAtRun, ms: r.failure.msToDetection, len: r.failure.shrunkLength, props: r.failure.properties.join(',') });
   }
   const props = [...new Set(found.map((f) => f.props))].join(' / ');

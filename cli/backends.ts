@@ -6,15 +6,14 @@ import { REAL_TIME_TOLERANCE_MS, USER_SERVER_CLOCK_MARGIN_MS, realRedisBackend, 
 import type { UserRedisCluster } from '../conformance/env/userRedis.ts';
 import { connectRedisCluster } from '../conformance/env/userRedis.ts';
 import { connectPostgres } from '../conformance/env/userPostgres.ts';
+import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
 import { realPostgresBackend, targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
 import { UsageError } from './usage.ts';
-import { advisoryLockBackend } from '../conformance/adapters/advisoryLock.ts';
-import { redlockBackend } from '../conformance/adapters/redlock.ts';
-import { sesamecareRedlockBackend } from '../conformance/adapters/sesamecareRedlock.ts';
+import { EnvironmentError } from '../conformance/env/faketime.ts';
 
 /**
  * The built-in backends the CLI runs, on servers it starts itself (and stops
@@ -25,7 +24,51 @@ export interface BuiltIn {
   readonly design: Design;
   readonly store: StorePolicy;
   /** An npm library audited through its adapter (conformance/adapters/): its deviations are the audit's findings. */
-  readonly library?: 'redlock' | 'sesamecare-redlock' | 'advisory-lock';
+  readonly library?: LibraryId;
+}
+
+export type LibraryId = 'redlock' | 'sesamecare-redlock' | 'advisory-lock' | 'redis-semaphore-mutex';
+
+/**
+ * The npm package each library audit drives. The adapters are loaded on
+ * demand: lockcheck does not depend on the libraries it audits, and a row
+ * whose library is not installed is reported in one line, not a stack trace.
+ */
+export const LIBRARY_PACKAGES: Readonly<Record<LibraryId, { readonly name: string; readonly version: string }>> = {
+  redlock: { name: 'redlock', version: '5.0.0-beta.2' },
+  'sesamecare-redlock': { name: '@sesamecare-oss/redlock', version: '1.4.0' },
+  'advisory-lock': { name: 'advisory-lock', version: '2.0.0' },
+  'redis-semaphore-mutex': { name: 'redis-semaphore', version: '5.8.0' },
+};
+
+/** Why the library of an audit row cannot be loaded (not installed, or broken), or null if it can. */
+export async function missingLibrary(b: BuiltIn): Promise<string | null> {
+  if (b.library === undefined) return null;
+  const pkg = LIBRARY_PACKAGES[b.library];
+  try {
+    await import(pkg.name);
+    return null;
+  } catch (e) {
+    const notFound = (e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (e as Error).message.includes(`'${pkg.name}'`);
+    return notFound ? `needs the npm package ${pkg.name}, which is not installed` : `needs the npm package ${pkg.name}, which does not load: ${(e as Error).message.split('\n')[0]}`;
+  }
+}
+
+/** Loads a library audit's adapter; EnvironmentError (one line, with the install command) when its package is missing. */
+async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () => Promise<RedisCluster | UserRedisCluster>, pg: () => Promise<PostgresTarget>): Promise<BackendUnderTest> {
+  const missing = await missingLibrary(b);
+  const pkg = LIBRARY_PACKAGES[b.library];
+  if (missing !== null) throw new EnvironmentError(`${b.name} ${missing}`, `npm install --save-dev ${pkg.name}@${pkg.version}`);
+  switch (b.library) {
+    case 'redlock':
+      return (await import('../conformance/adapters/redlock.ts')).redlockBackend(await cluster(), { name: b.name });
+    case 'sesamecare-redlock':
+      return (await import('../conformance/adapters/sesamecareRedlock.ts')).sesamecareRedlockBackend(await cluster(), { name: b.name });
+    case 'advisory-lock':
+      return (await import('../conformance/adapters/advisoryLock.ts')).advisoryLockBackend(await pg(), { name: b.name });
+    case 'redis-semaphore-mutex':
+      return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreMutexBackend(await cluster(), { name: b.name });
+  }
 }
 
 const RESTART_DELAY_MS = 61; // longer than the longest ttl the schedules use (60 ms)
@@ -35,6 +78,7 @@ export const LIBRARY_AUDITS: readonly BuiltIn[] = [
   { name: 'lib:redlock@5.0.0-beta.2', design: designs.redlock(), store: 'unfenced', library: 'redlock' },
   { name: 'lib:@sesamecare-oss/redlock@1.4.0', design: designs.redlock(), store: 'unfenced', library: 'sesamecare-redlock' },
   { name: 'lib:advisory-lock@2.0.0', design: designs.pgSession(), store: 'unfenced', library: 'advisory-lock' },
+  { name: 'lib:redis-semaphore@5.8.0/Mutex', design: designs.redisSingle(), store: 'unfenced', library: 'redis-semaphore-mutex' },
 ];
 
 export const BUILT_INS: readonly BuiltIn[] = [
@@ -118,7 +162,7 @@ export class Servers {
     if ((d.kind === 'redis-single' || d.kind === 'redlock') && this.choice.redis !== undefined) {
       const n = this.choice.redis.length;
       if (d.persistence !== 'none' || d.restartDelayMs > 0) return 'its persistence and restart only matter under crash-restart, which needs servers lockcheck starts';
-      if (b.library !== undefined && n < 5) return `the library audit runs Redlock on 5 nodes; --redis gave ${n}`;
+      if (b.library !== undefined && d.kind === 'redlock' && n < 5) return `the library audit runs Redlock on 5 nodes; --redis gave ${n}`;
       if (d.kind === 'redlock' && n < 3) return `Redlock needs at least 3 independent nodes; --redis gave ${n}`;
     }
     return null;
@@ -128,10 +172,11 @@ export class Servers {
     const why = this.unavailable(b);
     if (why !== null) throw new UsageError(`${b.name} cannot run on the given servers: ${why}`);
     const d = b.design;
+    const redis = (): Promise<RedisCluster | UserRedisCluster> => (this.choice.redis !== undefined ? this.#userRedisCluster() : this.#localRedis(d.kind === 'redis-single' || d.kind === 'redlock' ? d.persistence : 'none'));
+    const pg = async (): Promise<PostgresTarget> => (this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' }))));
+    if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
-      const cluster = this.choice.redis !== undefined ? await this.#userRedisCluster() : await this.#localRedis(d.persistence);
-      if (b.library === 'redlock') return redlockBackend(cluster, { name: b.name });
-      if (b.library === 'sesamecare-redlock') return sesamecareRedlockBackend(cluster, { name: b.name });
+      const cluster = await redis();
       // On servers with their own clocks the lease needs the wider margin the pacing asks for.
       const design =
         this.choice.redis === undefined
@@ -141,9 +186,7 @@ export class Servers {
             : designs.redlock({ nodes: Math.min(cluster.nodes.length, 15), driftFactor: d.driftFactor, clockMarginMs: USER_SERVER_CLOCK_MARGIN_MS });
       return realRedisBackend(cluster, design, b.store, { name: b.name });
     }
-    const target = this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' })));
-    if (b.library === 'advisory-lock') return advisoryLockBackend(target, { name: b.name });
-    return realPostgresBackend(target, d, b.store, { name: b.name });
+    return realPostgresBackend(await pg(), d, b.store, { name: b.name });
   }
 
   #localRedis(p: 'none' | 'aof-always'): Promise<RedisCluster> {
@@ -181,6 +224,7 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
   if (!/[/\\.]/.test(spec)) throw new UsageError(`unknown backend '${spec}'. Built-in: ${BUILT_INS.map((b) => b.name).join(', ')}; or give the path of an adapter module`);
   let mod: { default?: unknown };
   try {
+    if (/\.[cm]?tsx?$/.test(spec)) await loadTypeScript();
     mod = (await import(pathToFileURL(resolve(spec)).href)) as { default?: unknown };
   } catch (e) {
     throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
@@ -192,6 +236,19 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
     throw new UsageError(`'${spec}' must export default a BackendUnderTest (name, design, capabilities, faults, start) or a function returning one`);
   }
   return b as BackendUnderTest;
+}
+
+let typeScriptLoaded = false;
+
+/**
+ * Lets node import a user's TypeScript adapter: registers tsx's loader once.
+ * Run from its sources (cli/lockcheck.mjs) the CLI is already under it.
+ */
+async function loadTypeScript(): Promise<void> {
+  if (typeScriptLoaded || import.meta.url.endsWith('.ts')) return;
+  const { register } = await import('tsx/esm/api');
+  register();
+  typeScriptLoaded = true;
 }
 
 export function describeBuiltIn(b: BuiltIn): string {

@@ -21,6 +21,10 @@ export interface CounterexampleFile {
   readonly properties: readonly PropertyId[];
   /** The shrunk schedule's commands, for reading. */
   readonly steps: readonly string[];
+  /** What the deviation costs (unsafe, liveness, safe: ...), for a conformance failure. */
+  readonly consequence?: string | null;
+  /** The adapter's settings it was found with: the design it was judged by, its capabilities and its library's contract (data, compared on replay). */
+  readonly settings?: { readonly name: string; readonly design: unknown; readonly capabilities: unknown; readonly contract: unknown; readonly faults: readonly string[] };
 }
 
 export type CounterexampleVerdict = 'conformance-failure' | 'property-violation';
@@ -66,7 +70,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   };
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('the file', `must hold a JSON object, got ${shown(json)}`);
   const o = json as Record<string, unknown>;
-  const known = new Set(['lockcheck', 'backend', 'faults', 'seed', 'path', 'runs', 'verdict', 'properties', 'steps']);
+  const known = new Set(['lockcheck', 'backend', 'faults', 'seed', 'path', 'runs', 'verdict', 'properties', 'steps', 'consequence', 'settings']);
   for (const key of Object.keys(o)) if (!known.has(key)) bad(`field ${shown(key)}`, 'is not part of the format');
   if (o['lockcheck'] !== 'counterexample') bad('"lockcheck"', `must be "counterexample", got ${shown(o['lockcheck'])}`);
   const backend = o['backend'];
@@ -91,6 +95,13 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   const steps = o['steps'];
   if (!Array.isArray(steps) || steps.length > MAX_STEPS) return bad('"steps"', `must be a list of at most ${MAX_STEPS} strings, got ${shown(steps)}`);
   for (const s of steps) if (typeof s !== 'string') bad('"steps"', `holds ${shown(s)}, not a string`);
+  const consequence = o['consequence'];
+  if (consequence !== undefined && consequence !== null && (typeof consequence !== 'string' || consequence.length > MAX_TEXT || hasControlCharacter(consequence))) bad('"consequence"', `must be null or a short text, got ${shown(consequence)}`);
+  const settings = o['settings'];
+  if (settings !== undefined) {
+    const x = settings as Record<string, unknown> | null;
+    if (typeof x !== 'object' || x === null || Array.isArray(x) || typeof x['name'] !== 'string' || typeof x['design'] !== 'object' || !Array.isArray(x['faults'])) bad('"settings"', `must be an object with name, design, capabilities, contract and faults, got ${shown(settings)}`);
+  }
   return {
     lockcheck: 'counterexample',
     backend: backend as string,
@@ -101,5 +112,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
     verdict: verdict as CounterexampleVerdict,
     properties: properties as PropertyId[],
     steps: steps as string[],
+    ...(consequence !== undefined ? { consequence: consequence as string | null } : {}),
+    ...(settings !== undefined ? { settings: settings as NonNullable<CounterexampleFile['settings']> } : {}),
   };
 }

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
@@ -8,6 +9,9 @@ import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
 import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { checkCommand } from './check.ts';
+import { stressCommand } from './stress.ts';
+import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
+import { STRESS_BACKENDS, type StressBackend } from '../conformance/stress/servers.ts';
 import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
@@ -34,6 +38,12 @@ commands:
   explore   the model alone: scenario catalogue and bounded exhaustive exploration
   check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
             exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
+  stress    concurrent client processes race on real servers under a nemesis; the history is checked
+            (docs/stress.md): --backend ${STRESS_BACKENDS.join('|')} --clients N --seconds S
+            --nemesis a,b (${NEMESIS_FAULTS.join(', ')}; default none)
+            [--store unfenced|monotonic|strict] [--resources N] [--ttl MIN-MAX] [--seed S] [--json] [--out DIR]
+            (defaults: 5 clients, 10 s, unfenced, 3 resources, ttl 500-2000 ms, which also paces the nemesis, out
+            lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
 
 options:
   --runs N          generated schedules per backend or cell (matrix default 30, run default 100)
@@ -53,6 +63,7 @@ options:
   --pg URL          use this PostgreSQL database (14 or newer) instead of starting a local server:
                     postgres://[user[:password]@]host[:port]/database. lockcheck creates its two tables there
                     if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
+  --stress-seconds N  matrix: seconds of the concurrent stress run per cell, the second oracle (default 2; 0 skips it)
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
@@ -111,6 +122,12 @@ async function main(argv: readonly string[]): Promise<number> {
       report: { type: 'string' },
       'store-policy': { type: 'string' },
       'timeout-ms': { type: 'string' },
+      clients: { type: 'string' },
+      'stress-seconds': { type: 'string' },
+      nemesis: { type: 'string' },
+      store: { type: 'string' },
+      resources: { type: 'string' },
+      ttl: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -126,7 +143,17 @@ async function main(argv: readonly string[]): Promise<number> {
       if (rest.length) throw new UsageError(`matrix takes no arguments, got '${rest.join(' ')}'`);
       const faults = list(values.faults);
       for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class '${f}' (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
-      return matrixCommand({ runs: int(values.runs, 'runs', 30, 1, 100_000), seed, out: values.out ?? 'docs', json: values.json ?? false, junit: values.junit, backends: list(values.backend), faults, servers });
+      return matrixCommand({
+        runs: int(values.runs, 'runs', 30, 1, 100_000),
+        seed,
+        out: values.out ?? 'docs',
+        json: values.json ?? false,
+        junit: values.junit,
+        backends: list(values.backend),
+        faults,
+        servers,
+        stressSeconds: int(values['stress-seconds'], 'stress-seconds', 2, 0, 600),
+      });
     }
     case 'run': {
       if (rest.length) throw new UsageError(`run takes no arguments, got '${rest.join(' ')}'`);
@@ -163,6 +190,38 @@ async function main(argv: readonly string[]): Promise<number> {
         timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 1, 86_400_000),
       });
     }
+    case 'stress': {
+      if (rest.length) throw new UsageError(`stress takes no arguments, got '${rest.join(' ')}'`);
+      if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('stress starts its own servers (its faults kill and pause them): it takes no --redis or --pg');
+      const backend = values.backend;
+      if (backend === undefined || !STRESS_BACKENDS.includes(backend as StressBackend)) throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}${backend === undefined ? '' : `; got '${backend}'`}`);
+      const nemesis = (list(values.nemesis) ?? []).filter((f) => f !== 'none');
+      for (const f of nemesis) {
+        if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault '${f}' (known: ${NEMESIS_FAULTS.join(', ')})`);
+        const why = unsupported(f as NemesisFault, backend as StressBackend);
+        if (why !== null) throw new UsageError(why);
+      }
+      const store = values.store ?? 'unfenced';
+      if (!['unfenced', 'monotonic', 'strict'].includes(store)) throw new UsageError(`--store must be unfenced, monotonic or strict, got '${store}'`);
+      if (backend === 'pg-xact' && values.store !== undefined) throw new UsageError('pg-xact writes in the lock\'s own transaction: it takes no --store');
+      const ttl = /^(\d+)(?:-(\d+))?$/.exec(values.ttl ?? '500-2000');
+      if (ttl === null) throw new UsageError(`--ttl must be MS or MIN-MAX in ms, got '${values.ttl}'`);
+      const ttlMinMs = int(ttl[1], 'ttl', 0, 10, 600_000);
+      const ttlMaxMs = int(ttl[2] ?? ttl[1], 'ttl', 0, ttlMinMs, 600_000);
+      return stressCommand({
+        backend: backend as StressBackend,
+        clients: int(values.clients, 'clients', 5, 1, 64),
+        seconds: int(values.seconds, 'seconds', 10, 1, 86_400),
+        nemesis: nemesis as NemesisFault[],
+        seed,
+        store: store as 'unfenced' | 'monotonic' | 'strict',
+        resources: int(values.resources, 'resources', 3, 1, 10_000),
+        ttlMinMs,
+        ttlMaxMs,
+        json: values.json ?? false,
+        out: values.out ?? 'lockcheck-stress',
+      });
+    }
     case 'explore':
     case undefined: {
       if (rest.length) throw new UsageError(`explore takes no arguments, got '${rest.join(' ')}'`);
@@ -191,7 +250,8 @@ main(process.argv.slice(2)).then(
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
       process.exitCode = 2;
     } else if (e instanceof EnvironmentError) {
-      console.error(`lockcheck: ${e.message}${e.fix ? `\nto install what is missing: ${e.fix}` : ''}`);
+      // The message already ends with the fix (EnvironmentError appends it).
+      console.error(`lockcheck: ${e.message}`);
       process.exitCode = 3;
     } else {
       console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));

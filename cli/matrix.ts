@@ -1,7 +1,10 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { redactUrl, writeRedacted } from '../conformance/env/redact.ts';
 import { join } from 'node:path';
-import type { CheckResult } from '../conformance/check.ts';
+import type { BackendUnderTest } from '../conformance/adapter.ts';
+import type { CheckOptions, CheckResult } from '../conformance/check.ts';
+import type { ConsequenceKind } from '../conformance/consequence.ts';
+import { CONSEQUENCE_KINDS } from '../conformance/consequence.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import type { PropertyId } from '../model/properties.ts';
@@ -10,10 +13,12 @@ import { derivedProperties, exploreCell } from '../model/matrix.ts';
 import { describeDesign } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { ServerChoice } from './backends.ts';
-import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, notMeasurable } from './backends.ts';
+import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibrary, notMeasurable } from './backends.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
+import type { Observed } from './stressOracle.ts';
+import { observedText, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
 /**
  * `lockcheck matrix`: every built-in backend x fault class on real servers,
@@ -30,6 +35,8 @@ export interface MatrixOptions {
   readonly faults: readonly string[] | undefined;
   /** The user's own servers, if given (--redis, --pg). */
   readonly servers?: ServerChoice;
+  /** Seconds of the concurrent stress run per cell (the second oracle); 0 skips it. */
+  readonly stressSeconds: number;
 }
 
 export interface MatrixCell {
@@ -51,6 +58,18 @@ export interface MatrixCell {
   readonly notMeasured: string | null;
   /** Runs the runner stopped following before their end (too ambiguous, or real time outran the pace). */
   readonly stoppedEarly: number;
+  /**
+   * A library audit: the worst consequence of its deviations from the model
+   * of its contract (unsafe, then liveness, then the safe direction), with the
+   * property and the step of its shrunk counterexample; null when it agreed.
+   */
+  readonly worst: { readonly kind: ConsequenceKind; readonly what: string; readonly property: PropertyId; readonly step: number } | null;
+  /** A library audit: runs whose deviation was not the worst kind, per consequence (counted, and gone past). */
+  readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
+  /** What concurrent clients observed in a short stress run under the class's faults (the second oracle), or why not. */
+  readonly observed: Observed | { readonly notObserved: string } | null;
+  /** Broken in the stress run but not predicted by the model: flagged (not a failure of the run). */
+  readonly observedUnpredicted: readonly PropertyId[];
 }
 
 export async function matrixCommand(o: MatrixOptions): Promise<number> {
@@ -60,7 +79,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
   if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
   const servers = new Servers(o.servers);
-  const judged = wanted.map((b) => ({ row: b, why: servers.unavailable(b) }));
+  const judged = await Promise.all(wanted.map(async (b) => ({ row: b, why: servers.unavailable(b) ?? (await missingLibrary(b)) })));
   const skipped = judged.flatMap((x) => (x.why === null ? [] : [{ name: x.row.name, why: x.why }]));
   const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
   if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
@@ -68,6 +87,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   mkdirSync(cellsDir, { recursive: true });
   const cells: MatrixCell[] = [];
   const started = performance.now();
+  const onStressServers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
+  const oracle = o.stressSeconds > 0 && !onStressServers ? new StressOracle(o.stressSeconds, o.seed, () => undefined) : null;
+  let stressMs = 0;
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
@@ -94,7 +116,12 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
           report(run, [...seen].sort().join(' '));
         };
-        const result: CheckResult = await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
+        const audit = row.library !== undefined || backend.contract !== undefined;
+        const result: CheckResult = audit
+          ? await auditCell(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun })
+          : await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
+        const verdict = result.failure?.report.verdict;
+        const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
         const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);
         const predicted = predict(row, col);
         const first = measured[0];
@@ -103,6 +130,13 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
         }
         const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
+        let observed: MatrixCell['observed'] = null;
+        if (oracle !== null) {
+          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: concurrent clients, ${o.stressSeconds} s under the class's faults`, started, index + 1, total);
+          const s0 = performance.now();
+          observed = await oracle.observe(row, col);
+          stressMs += performance.now() - s0;
+        }
         const cell: MatrixCell = {
           backend: row.name,
           audit: row.library !== undefined,
@@ -117,14 +151,21 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           elapsedMs: performance.now() - t0,
           notMeasured: null,
           stoppedEarly: result.stoppedEarly,
+          worst: audit ? worst : null,
+          deviations: result.deviations,
+          observed,
+          observedUnpredicted: observed !== null && 'broken' in observed ? observed.broken.filter((p) => !predicted.includes(p)) : [],
         };
         cells.push(cell);
         process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
       }
     }
   } finally {
+    await oracle?.stop();
     await servers.stop();
   }
+  if (oracle !== null) process.stderr.write(`the concurrent oracle (stress runs, ${o.stressSeconds} s each, setup included) took ${Math.round(stressMs / 1000)} s of ${Math.round((performance.now() - started) / 1000)} s; --stress-seconds 0 skips it\n`);
+  else if (o.stressSeconds > 0 && onStressServers) process.stderr.write('the concurrent oracle needs servers lockcheck starts (its faults kill and pause them): not run on --redis/--pg\n');
   writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped));
   writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped));
   if (o.junit !== undefined) {
@@ -145,7 +186,23 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   return failures > 0 || unexpected > 0 ? 1 : 0;
 }
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0 } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
+
+/**
+ * A library audit of one cell: the runs go on past deviations that are not
+ * unsafe (counted), and the worst consequence found is shrunk: unsafe if any
+ * run showed one, else liveness, else the safe direction (one more pass each,
+ * from the same seed, looking only for that kind).
+ */
+async function auditCell(backend: BackendUnderTest, options: CheckOptions): Promise<CheckResult> {
+  const first = await checkConformance(backend, { ...options, failOn: { consequences: ['unsafe'] } });
+  if (first.failure !== null) return first;
+  const next = CONSEQUENCE_KINDS.find((k) => (first.deviations[k] ?? 0) > 0);
+  if (next === undefined) return first;
+  const { onRun: _progress, ...quiet } = options;
+  const shrunk = await checkConformance(backend, { ...quiet, failOn: { consequences: [next] } });
+  return { ...first, failure: shrunk.failure };
+}
 
 const predictions = new Map<string, PropertyId[]>();
 
@@ -176,11 +233,41 @@ function describeCell(c: MatrixCell): string {
   parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : 'all hold');
   if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
   if (c.unseen.length) parts.push(`(predicted ${c.unseen.join(', ')}: not seen)`);
+  const obs = observedCellText(c);
+  if (obs !== '') parts.push(`concurrent clients observed ${obs}`);
   return parts.join('; ');
 }
 
+/** A library audit's cell: its worst consequence, then the design's findings and what else it deviated in. */
+function auditText(c: MatrixCell): string {
+  const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations[k] ?? 0) > 0).map((k) => `${k} in ${c.deviations[k]} runs`);
+  return [
+    c.worst === null ? 'agrees with the model of its contract' : `**${c.worst.kind}**: ${c.worst.what} (${c.worst.property}, step ${c.worst.step} of the shrunk schedule)`,
+    c.measured.length ? `design findings: ${c.measured.join(', ')}` : '',
+    others.length ? `also ${others.join(', ')}` : '',
+    c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs inconclusive` : '',
+  ]
+    .filter((x) => x)
+    .join('; ');
+}
+
+/** The second oracle's part of a cell: what concurrent clients observed, and any break the model did not predict. */
+function observedCellText(c: MatrixCell): string {
+  const o = c.observed;
+  if (o === null) return '';
+  if ('notObserved' in o) return `nothing (${o.notObserved})`;
+  return `${observedText(o)}${c.observedUnpredicted.length > 0 ? ` (observed, not predicted: ${c.observedUnpredicted.join(', ')})` : ''}`;
+}
+
 function cellText(c: MatrixCell, link: (file: string) => string): string {
+  const obs = observedCellText(c);
+  const lockstep = lockstepText(c, link);
+  return obs === '' || c.notMeasured !== null ? lockstep : `${lockstep}<br>concurrent: ${c.observedUnpredicted.length > 0 ? `**${obs}**` : obs}`;
+}
+
+function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   if (c.notMeasured !== null) return `— (not measured: ${c.notMeasured})`;
+  if (c.audit) return `${c.timeline ? link(c.timeline) : ''}${auditText(c).replaceAll('|', '/')}`;
   if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**${c.audit ? 'deviates from the model' : 'conformance failure'}** ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ').replaceAll('|', '/')}`;
   const measured = c.measured.length ? c.measured.join(', ') : 'all hold';
   const flags = [
@@ -205,7 +292,7 @@ function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: 
   const lines = [
     '# The measured matrix',
     '',
-    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
+    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted.${cells.some((c) => c.observed !== null) ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
     '',
     `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
     `|---|${cols.map(() => '---').join('|')}|`,
@@ -229,13 +316,20 @@ function esc(s: string): string {
 function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>): string {
   const td = (c: MatrixCell): string => {
     if (c.notMeasured !== null) return `<td class="na" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">—<div class="note">not measured: ${esc(c.notMeasured)}</div></td>`;
+    if (c.audit) {
+      const cls = c.worst === null ? (c.measured.length ? 'finding' : 'holds') : c.worst.kind === 'unsafe' ? 'bug' : 'finding';
+      const text = c.worst === null ? 'agrees' : c.worst.kind;
+      const body = c.timeline ? `<a href="${esc(c.timeline)}">${esc(text)}</a>` : esc(text);
+      return `<td class="${cls}" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">${body}<div class="note">${esc(auditText(c).replaceAll('**', ''))}</div></td>`;
+    }
     const cls = c.conformanceFailure !== null ? 'bug' : c.unexpected.length ? 'unexpected' : c.measured.length ? 'finding' : 'holds';
-    const text = c.conformanceFailure !== null ? (c.audit ? 'deviates from the model' : 'conformance failure') : c.measured.length ? c.measured.join(', ') : 'all hold';
+    const text = c.conformanceFailure !== null ? 'conformance failure' : c.measured.length ? c.measured.join(', ') : 'all hold';
     const note = [
       c.conformanceFailure !== null ? c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ') : '',
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',
       c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
       c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
+      observedCellText(c) !== '' ? `concurrent clients: ${observedCellText(c)}` : '',
     ]
       .filter((x) => x)
       .join('; ');

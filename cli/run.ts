@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { writeRedacted } from '../conformance/env/redact.ts';
 import type { FaultKind } from '../conformance/adapter.ts';
+import { judgedDesign } from '../conformance/consequence.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
@@ -39,6 +40,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
       ...(o.path !== undefined ? { path: o.path } : {}),
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
+      // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
+      ...(backend.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {}),
       onRun: (run) => progressLine(`${backend.name}: ${runText(run, o.runs)}`, started, run, o.runs),
     });
     process.stderr.write('\n');
@@ -53,18 +56,21 @@ export async function runCommand(o: RunOptions): Promise<number> {
         runs: o.runs,
         verdict: failure.report.verdict.kind as CounterexampleVerdict,
         properties: failure.properties as CounterexampleFile['properties'],
+        consequence: failure.report.verdict.kind === 'conformance-failure' ? `${failure.report.verdict.consequence.kind}: ${failure.report.verdict.consequence.what}` : null,
+        settings: { name: backend.name, design: judgedDesign(backend), capabilities: backend.capabilities, contract: backend.contract ?? null, faults: backend.faults },
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
       };
       writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n');
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${backend.name}`, [{ name: backend.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
     if (o.json) {
-      console.log(JSON.stringify({ backend: backend.name, runs: result.runs, findings: result.findings, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: backend.name, runs: result.runs, findings: result.findings, deviations: result.deviations, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
       const early = result.stoppedEarly ? ` (${result.stoppedEarly} of them stopped early: too ambiguous to follow, or real time outran the pace)` : '';
       console.log(failure === null ? `${backend.name}: agrees with its model in ${result.runs} runs${early}` : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
       const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} runs`).join(', ');
       console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
+      if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
     }
     return failure === null ? 0 : 1;
   } finally {
@@ -95,6 +101,10 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     const backend = await resolveBackend(spec, servers);
+    const now = JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null });
+    const then = saved.settings === undefined ? now : JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract });
+    // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
+    if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
     const result = await checkConformance(backend, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn });
     if (result.failure === null) {

@@ -1,5 +1,5 @@
 import type { ClockTarget } from '../model/command.ts';
-import type { Design, StorePolicy } from '../model/design.ts';
+import type { Design, DriftRounding, StorePolicy } from '../model/design.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../impl/leaseLock.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
@@ -107,12 +107,60 @@ export interface InstanceOptions {
   readonly tokenBase: bigint;
 }
 
+/**
+ * What a library promises, as its adapter declares it. The model judges the
+ * library against this contract: what it declares is its documented
+ * behaviour and never reads as a finding by itself; only what follows from
+ * it (two holders, a stale write landing) does.
+ */
+export interface LibraryContract {
+  /**
+   * What the client learns of its lease's validity: a deadline (default), or
+   * none (the library reports no validUntilMs; leases say null). Without a
+   * deadline the runner compares no deadlines; the lease's signal, and what
+   * the client does with the lease, are judged as always.
+   */
+  readonly deadline?: 'known' | 'none';
+  /**
+   * The library bounds its calls with a client-side timeout (default true).
+   * Without one, a call to an unreachable node waits as long as the link
+   * does: an operation that has not settled when the model has it done ends
+   * the run as inconclusive rather than as a liveness finding.
+   */
+  readonly clientTimeout?: boolean;
+  /**
+   * What extend sets: the ttl it is given (default 'given'), or the ttl the
+   * lease was acquired with, whatever extend is asked for ('acquired'; a
+   * refresh that re-arms a fixed ttl).
+   */
+  readonly refreshTtl?: 'given' | 'acquired';
+  /**
+   * Fencing tokens: bigint (default, exact to 2^63-1), JS numbers (exact to
+   * 2^53 only: token counters then start below it), or none (tokens are not
+   * compared; the store must be unfenced).
+   */
+  readonly tokens?: 'bigint' | 'number' | 'none';
+  /**
+   * The client refuses invalid input (an empty resource, a ttl out of range)
+   * with InvalidInputError before touching any state (default true; the
+   * runner probes it). A library that takes what it is given says false.
+   */
+  readonly validatesInput?: boolean;
+  /**
+   * The library's own drift allowance subtracted from the ttl:
+   * rounding(factor * ttl) + fixedMs. Default: the design's.
+   */
+  readonly driftMargin?: { readonly factor: number; readonly fixedMs: number; readonly rounding: DriftRounding };
+}
+
 /** A backend as the suite sees it: its declaration and a way to start it. */
 export interface BackendUnderTest {
   readonly name: string;
   /** The model it is checked against. */
   readonly design: Design;
   readonly capabilities: Capabilities;
+  /** What the library promises (an npm library audited through its adapter); absent: the design's own behaviour. */
+  readonly contract?: LibraryContract;
   readonly faults: readonly FaultKind[];
   start(options: InstanceOptions): Promise<BackendInstance>;
 }

@@ -6,7 +6,9 @@ import type { Command } from '../model/command.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import type { ConsequenceKind } from './consequence.ts';
+import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { RunReport } from './verdict.ts';
@@ -32,9 +34,12 @@ export interface CheckOptions {
    * What fails a run: only a conformance failure (default; property
    * violations are findings the design is expected to have); any verdict but
    * a pass; or a conformance failure or a violation of one of the given
-   * properties (to find, and shrink, a schedule that shows that finding).
+   * properties (to find, and shrink, a schedule that shows that finding);
+   * or only a conformance failure with one of the given consequences (an
+   * audit: deviations of the other kinds are counted in `deviations` and the
+   * runs go on, so the audit gets past the safe direction to what is worse).
    */
-  readonly failOn?: 'conformance-failure' | 'any' | { readonly properties: readonly PropertyId[] };
+  readonly failOn?: 'conformance-failure' | 'any' | { readonly properties: readonly PropertyId[] } | { readonly consequences: readonly ConsequenceKind[] };
   /** Where to write the shrunk counterexample's timeline (.html; a .txt beside it). */
   readonly timelineFile?: string;
   /** Called after every run, for progress output. */
@@ -64,7 +69,9 @@ export interface CheckResult {
   readonly failure: CheckFailure | null;
   /** Runs that showed a property violation, per ID (findings about the design, not failures). */
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
-  /** Runs the runner stopped following before their end (too many unresolved ambiguities); they found nothing against the backend. */
+  /** Conformance failures that did not fail the check (failOn consequences), per consequence. */
+  readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
+  /** Runs whose verdict was `inconclusive` (stopped before their end: too ambiguous to follow, or real time outran the pace); they found nothing against the backend. */
   readonly stoppedEarly: number;
   readonly elapsedMs: number;
 }
@@ -82,27 +89,38 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const faults = (options.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
   const failOn = options.failOn ?? 'conformance-failure';
   const findings: Partial<Record<PropertyId, number>> = {};
+  const deviations: Partial<Record<ConsequenceKind, number>> = {};
   let run = 0;
   let stoppedEarly = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities) });
-  const property = fc.asyncProperty(schedule, tokenBaseArb(), async (commands: Command[], tokenBase: bigint) => {
+  // Shrinking must never grow a counterexample: a smaller schedule that fails only after more steps
+  // than the shortest failure seen so far is not accepted as a shrink (it counts as a pass).
+  let shortest = Number.POSITIVE_INFINITY;
+  const failWith = (cut: RunReport): never | void => {
+    if (cut.steps.length > shortest) return;
+    shortest = cut.steps.length;
+    firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
+    throw new RunFailed(cut);
+  };
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design) });
+  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands: Command[], tokenBase: bigint) => {
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
     options.onRun?.(run, report);
-    if (report.stoppedEarly !== undefined && firstFailure === null) stoppedEarly++;
-    const wanted = typeof failOn === 'object' ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
-    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
+    if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
+    const verdict = report.verdict;
+    if (typeof failOn === 'object' && 'consequences' in failOn && verdict.kind === 'conformance-failure' && !failOn.consequences.includes(verdict.consequence.kind)) {
+      // An audit goes on past what it is not looking for, and counts it.
+      if (firstFailure === null) deviations[verdict.consequence.kind] = (deviations[verdict.consequence.kind] ?? 0) + 1;
+      return;
+    }
+    const wanted = typeof failOn === 'object' && 'properties' in failOn ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
+    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' && report.verdict.kind !== 'inconclusive' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
     if (wanted !== undefined && report.verdict.kind !== 'conformance-failure') {
       // The finding is the verdict now: cut the report at its step.
-      const cut: RunReport = { ...report, verdict: wanted, steps: report.steps.slice(0, wanted.step.index + 1) };
-      firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
-      throw new RunFailed(cut);
+      return failWith({ ...report, verdict: wanted, steps: report.steps.slice(0, wanted.step.index + 1) });
     }
-    if (failed) {
-      firstFailure ??= { run, ms: clock() - started, length: report.steps.length };
-      throw new RunFailed(report);
-    }
+    if (failed) return failWith(report);
     if (firstFailure === null) for (const p of new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))) findings[p] = (findings[p] ?? 0) + 1;
   });
   const details = await fc.check(property, {
@@ -110,7 +128,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, stoppedEarly, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, deviations, stoppedEarly, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const report = details.errorInstance.report;
@@ -146,6 +164,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       message,
     },
     findings,
+    deviations,
     stoppedEarly,
     elapsedMs: clock() - started,
   };

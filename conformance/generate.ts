@@ -1,7 +1,8 @@
 import fc from 'fast-check';
+import { match } from 'ts-pattern';
 import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
-import { hasTtl, nodeCount } from '../model/design.ts';
+import { hasTtl, nodeCount, restartDelayMs } from '../model/design.ts';
 import type { Capabilities, FaultKind } from './adapter.ts';
 
 /**
@@ -19,6 +20,26 @@ export interface ScheduleOptions {
   readonly maxCommands: number;
   /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
   readonly ttlFloorMs?: number;
+  /**
+   * Each schedule draws one of these factors and multiplies every duration in
+   * it (ttls, advances, retry delays, clock steps; not latencies) by it, so ttls
+   * reach from milliseconds to minutes with time advanced in proportion (a
+   * drift margin's proportional part then matters). Default [1]; only
+   * backends whose clocks the runner drives can take more (TIME_SCALES).
+   */
+  readonly timeScales?: readonly number[];
+}
+
+/** Time scales for backends on clocks the runner drives: ttls of ms, tens, hundreds of ms, seconds and minutes. */
+export const TIME_SCALES: readonly number[] = [1, 10, 100, 1000, 4000];
+
+/**
+ * The time scales a backend can take: servers on their own real clocks run
+ * in real time, at scale 1; so does a design with a delayed restart, whose
+ * delay is sized for the unscaled ttls (spec: it must outlast the longest).
+ */
+export function timeScalesFor(capabilities: Capabilities, design: Design): readonly number[] {
+  return capabilities.expiryToleranceMs === undefined && restartDelayMs(design) === 0 ? TIME_SCALES : [1];
 }
 
 /**
@@ -32,11 +53,74 @@ export function ttlFloorFor(capabilities: Capabilities): number {
 
 export const RESOURCE_NAMES = ['r0', 'r1', 'r2', 'r3'] as const;
 
-/** Token bases that reach the edges: the start, past 2^53 (JS numbers go inexact), close to 2^63-1. */
-export const TOKEN_BASES: readonly bigint[] = [0n, 2n ** 53n - 3n, 2n ** 63n - 1n - 10_000n];
+/**
+ * Resource name sets a schedule may use instead of RESOURCE_NAMES (each
+ * schedule draws one set): names that prefix one another or look like key
+ * suffixes and hash tags, non-ASCII (multi-byte UTF-8, a surrogate pair),
+ * quotes and backslashes, the longest name allowed (256 characters of a
+ * two-byte letter), digits and a blank.
+ */
+export const AWKWARD_RESOURCE_NAMES: ReadonlyArray<readonly [string, string, string, string]> = [
+  ['a', 'a:token', '{a}', 'lock:a'],
+  ['☃ snow', '🔒', `quo'te"`, 'back\\slash'],
+  ['é'.repeat(256), '1', '10', ' '],
+];
 
-export function tokenBaseArb(): fc.Arbitrary<bigint> {
-  return fc.constantFrom(...TOKEN_BASES);
+/** Most tokens one run can mint per resource: its commands, each acquire up to 4 attempts, with room to spare. */
+const TOKEN_HEADROOM = 1000n;
+const MAX_TOKEN = 2n ** 63n - 1n;
+
+/**
+ * Token bases that cross every edge: each decimal length (10^k for k = 1..18:
+ * a comparison of digit strings breaks there), 2^31 and 2^32 (32-bit
+ * integers), 2^53 (JS numbers go inexact), and 2^63-1 (the end of the
+ * range). A base sits two below its edge, so a run's first grants cross it;
+ * clamped so that no run can pass 2^63-1.
+ */
+export const TOKEN_BASES: readonly bigint[] = [
+  0n,
+  ...Array.from({ length: 18 }, (_v, k) => 10n ** BigInt(k + 1)),
+  2n ** 31n,
+  2n ** 32n,
+  2n ** 53n,
+  MAX_TOKEN,
+].map((edge) => {
+  const base = edge === 0n ? 0n : edge - 2n;
+  return base > MAX_TOKEN - TOKEN_HEADROOM ? MAX_TOKEN - TOKEN_HEADROOM : base;
+});
+
+/** Token bases to start counters at; `below` keeps them under a bound (a library whose tokens are JS numbers). */
+export function tokenBaseArb(below?: bigint): fc.Arbitrary<bigint> {
+  return fc.constantFrom(...TOKEN_BASES.filter((b) => below === undefined || b < below));
+}
+
+/**
+ * A command with every duration in it multiplied by `scale` (but latency:
+ * real environments delay replies in real time, through a proxy), and
+ * resource names mapped by `name`.
+ */
+export function rescaled(command: Command, scale: number, name: (resource: string) => string): Command {
+  const t = (ms: number): number => ms * scale;
+  const named = <C extends Command>(c: C): C => ('resource' in c ? { ...c, resource: name(c.resource) } : c);
+  return match<Command, Command>(command)
+    .with({ kind: 'acquire' }, (a) =>
+      named({
+        ...a,
+        ...(a.ttlMs !== undefined ? { ttlMs: t(a.ttlMs) } : {}),
+        ...(a.retryDelayMs !== undefined ? { retryDelayMs: t(a.retryDelayMs) } : {}),
+      }),
+    )
+    .with({ kind: 'extend' }, (e) => named({ ...e, ttlMs: t(e.ttlMs) }))
+    .with({ kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (o) => named(o))
+    .with({ kind: 'advance' }, (a) => ({ ...a, ms: t(a.ms) }))
+    .with({ kind: 'clock-step' }, (c) => ({ ...c, deltaMs: t(c.deltaMs) }))
+    .with({ kind: 'pause' }, (p) => ({
+      ...p,
+      ...(p.pendingWrite !== undefined ? { pendingWrite: { ...p.pendingWrite, resource: name(p.pendingWrite.resource) } } : {}),
+      ...(p.inFlight !== undefined ? { inFlight: rescaled(p.inFlight, scale, name) as Operation } : {}),
+    }))
+    .with({ kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'kill-connection' }, (c) => c)
+    .exhaustive();
 }
 
 function range(from: number, to: number): number[] {
@@ -203,6 +287,24 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
         }),
     });
   }
+  if (has('partition') && ttl && nodeCount(o.design) >= 3) {
+    // The holder loses touch with a majority while its lease runs: an extension then has no quorum; another client takes over.
+    scripts.push({
+      weight: 2,
+      arbitrary: fc.tuple(acquire(client, false), ttlMs, acquire(fc.constant(0), false)).map(([first, extendMs, second]) => {
+        const a = first as Extract<Command, { kind: 'acquire' }>;
+        const n = nodeCount(o.design);
+        const lost = range(0, n - Math.floor(n / 2));
+        return [
+          a,
+          ...lost.map((node): Command => ({ kind: 'partition', client: a.client, node })),
+          { kind: 'extend', client: a.client, resource: a.resource, ttlMs: extendMs },
+          { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource },
+          ...lost.map((node): Command => ({ kind: 'heal', client: a.client, node })),
+        ];
+      }),
+    });
+  }
   if (has('crash-restart')) {
     scripts.push({
       weight: 2,
@@ -212,7 +314,16 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
       }),
     });
   }
+  const names = [RESOURCE_NAMES, ...AWKWARD_RESOURCE_NAMES];
+  const chunks = fc.array(fc.oneof(...single, ...scripts), { maxLength: Math.max(1, Math.ceil(o.maxCommands / 2)) });
+  // Scale and name set shrink towards 1 and the plain names.
   return fc
-    .array(fc.oneof(...single, ...scripts), { maxLength: Math.max(1, Math.ceil(o.maxCommands / 2)) })
-    .map((chunks) => chunks.flat().slice(0, o.maxCommands));
+    .tuple(fc.constantFrom(...(o.timeScales ?? [1])), fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: AWKWARD_RESOURCE_NAMES.length }) }), chunks)
+    .map(([scale, set, cs]) => {
+      const name = (r: string): string => names[set]![RESOURCE_NAMES.indexOf(r as (typeof RESOURCE_NAMES)[number])]!;
+      return cs
+        .flat()
+        .slice(0, o.maxCommands)
+        .map((c) => (scale === 1 && set === 0 ? c : rescaled(c, scale, name)));
+    });
 }

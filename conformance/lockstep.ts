@@ -16,7 +16,10 @@ import { step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { BackendInstance, BackendUnderTest } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
+import type { HeldLease } from './contract.ts';
+import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, probes, signalProblem } from './contract.ts';
 import type { ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
+import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
 
 /**
  * The lockstep loop: every command goes to the model (which answers the set
@@ -39,6 +42,10 @@ export interface LockstepOptions {
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
 interface Driver {
   readonly leases: Map<string, Lease>;
+  /** Each lease's signal, read once when it was granted and held from then on, as `using()` hands it to user code. */
+  readonly signals: Map<string, AbortSignal>;
+  /** A release sent in this step: its signal is judged once the model says whether the lease is gone or one level of a stack. */
+  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean } | null;
   /** Owner values of leases this client released: no node may keep them once the model has them gone. */
   readonly released: Map<string, Set<string>>;
   pendingWrite: { resource: string; value: string; token: bigint } | null;
@@ -68,22 +75,29 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   // (a timed-out acquire, a key at its exact expiry) keeps every branch alive until a later one tells them apart.
   let worlds: World[] = [
     initialWorld({
-      design: backend.design,
+      design: judgedDesign(backend),
       store: backend.capabilities.store,
       clients: options.clients,
       tokenBase: options.tokenBase,
       ...(backend.capabilities.expiryToleranceMs !== undefined ? { expiryToleranceMs: backend.capabilities.expiryToleranceMs } : {}),
     }),
   ];
-  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), released: new Map(), pendingWrite: null, inFlight: null }));
+  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
   const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design) });
   const env = instance.env;
   const owners = new Map<string, Owner>();
 
+  const contract = backend.contract ?? {};
+  /** The ttl each held lease was acquired with, by client and resource: a library that re-arms a fixed ttl extends by it. */
+  const acquiredTtl = new Map<string, number>();
+  const refit = (c: Command): Command =>
+    c.kind === 'extend' && contract.refreshTtl === 'acquired' && acquiredTtl.has(`${c.client}/${c.resource}`) ? { ...c, ttlMs: acquiredTtl.get(`${c.client}/${c.resource}`)! } : c;
+
   /** Runs one command on model and backend; returns the report if the run ends here. */
-  const execute = async (command: Command): Promise<RunReport | undefined> => {
+  const execute = async (given: Command): Promise<RunReport | undefined> => {
+    const command = refit(given);
     let branches: Branch[];
     try {
       branches = worlds.flatMap((w) => step(w, command));
@@ -101,14 +115,26 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
       const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
       steps.push(executed);
-      return report({ kind: 'conformance-failure', property, message, step: executed });
+      const consequence = consequenceOf(property, subject, actual, branches.map((b) => b.outcome), message);
+      return report({ kind: 'conformance-failure', property, consequence, message, step: executed });
     };
+    if (!settled && contract.clientTimeout === false) {
+      // A library without a client-side timeout waits as long as its link does: declared, so not a finding by itself.
+      return report({ kind: 'inconclusive', reason: `${describeKind(command)} had not completed by t=${limitMs} ms; the library declares no client-side timeout` });
+    }
     if (!settled) {
       return fail('LIVE-1', `${describeKind(command)} did not complete by t=${limitMs} ms, when the model has it done`, { kind: 'timed-out' });
     }
-    const performed = await work;
+    let performed: Performed;
+    try {
+      performed = await work;
+    } catch (e) {
+      // A result outside the adapter API, or a signal that broke its contract: fail, never map it to a neighbour.
+      if (e instanceof ContractBreach) return fail(e.property, e.message, { kind: 'ok' });
+      throw e;
+    }
     const actual = performed.outcome;
-    const comparable = backend.capabilities.tokens === false ? withoutTokens : (o: Outcome) => o;
+    const comparable = comparison(backend);
     const matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
@@ -121,10 +147,15 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       if (keys.every((k) => k !== null)) return fail('OWN-1', `${keys[0]}; then ${deviation}`, actual);
       // Judged as compared: without tokens for a lock that has none.
       const compared = branches.map((b) => ({ ...b, outcome: comparable(b.outcome) }));
-      return fail(implicated(subject, compared, comparable(actual), clientNow), deviation, actual);
+      return fail(implicated(subject, compared, comparable(actual), clientNow, steps), deviation, actual);
     }
     // The outcome is agreed: a lease handed out is the client's now.
-    if (performed.granted !== undefined) drivers[performed.granted.client]!.leases.set(performed.granted.resource, performed.granted.lease);
+    if (performed.granted !== undefined) {
+      const d = drivers[performed.granted.client]!;
+      d.leases.set(performed.granted.resource, performed.granted.lease);
+      d.signals.set(performed.granted.resource, performed.granted.lease.signal);
+      if (subject.kind === 'acquire' && subject.ttlMs !== undefined) acquiredTtl.set(`${performed.granted.client}/${performed.granted.resource}`, subject.ttlMs);
+    }
     await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
     const timed = matching.filter((b) => b.next.nowMs === env.nowMs());
     const consistent = await observe(instance, timed, drivers, owners);
@@ -132,10 +163,19 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const unique = new Map(consistent.map((b) => [canonicalKey(b.next, { nodeSymmetry: false }), b]));
     if (unique.size > MAX_CANDIDATES) {
       // Too many unresolved ambiguities to follow: stop here, saying so, rather than guess.
-      return { ...report({ kind: 'pass' }), stoppedEarly: `${unique.size} candidate model states after step ${steps.length + 1} (more than ${MAX_CANDIDATES})` };
+      return report({ kind: 'inconclusive', reason: `${unique.size} candidate model states after step ${steps.length + 1} (more than ${MAX_CANDIDATES})` });
     }
     const kept = [...unique.values()];
     worlds = kept.map((b) => b.next);
+    // A library that gives its client no deadline (declared) has no signal to fire at the model's: what the client then does with the lease is judged instead.
+    const onRelease = released(worlds, drivers);
+    const atDeadline = onRelease ?? signalProblem(worlds, held(drivers));
+    const signalled = onRelease ?? (contract.deadline === 'none' && atDeadline?.property === 'MUTEX-1' ? null : atDeadline);
+    if (signalled !== null) return fail(signalled.property, signalled.message, actual);
+    // Probes cost round trips: on servers with their own real clocks they would eat the run's timing tolerance.
+    const probing = isOperation(command) && backend.capabilities.expiryToleranceMs === undefined && contract.validatesInput !== false;
+    const refused = probing ? await probe(instance, worlds, drivers, command, steps.length, backend.capabilities.ttl) : null;
+    if (refused !== null) return fail(refused.property, refused.message, actual);
     mirror(worlds[0]!, drivers, owners);
     // A finding is certain only when every state the backend may be in shows it.
     const perBranch = kept.map((b) => checkProperties(b.events, b.next));
@@ -161,7 +201,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
   } catch (e) {
     // Real time outran the run's tolerance (servers on their own clocks): what follows cannot be judged.
-    if (e instanceof TimingError) return { ...report({ kind: 'pass' }), stoppedEarly: e.message };
+    if (e instanceof TimingError) return report({ kind: 'inconclusive', reason: e.message });
     throw e;
   }
   return report({ kind: 'pass' });
@@ -189,8 +229,9 @@ function perform(instance: BackendInstance, drivers: Driver[], command: Command)
       const d = drivers[c.client]!;
       const w = c.pendingWrite;
       const lease = w === undefined ? undefined : d.leases.get(w.resource);
+      const signal = w === undefined ? undefined : d.signals.get(w.resource);
       // The lease check happens before the pause; the write itself after it.
-      d.pendingWrite = w !== undefined && lease !== undefined && !lease.signal.aborted ? { resource: w.resource, value: w.value, token: lease.token } : null;
+      d.pendingWrite = w !== undefined && lease !== undefined && signal !== undefined && !signal.aborted ? { resource: w.resource, value: w.value, token: lease.token } : null;
       return ok(await env.pause(c.client));
     })
     .with({ kind: 'resume' }, async (c) => {
@@ -219,7 +260,7 @@ async function operate(instance: BackendInstance, drivers: Driver[], op: Operati
     .with({ kind: 'acquire' }, async (a): Promise<Performed> => {
       if (a.latencyMs) await instance.env.setDelay(a.client, a.latencyMs);
       try {
-        const r = await client.acquire(a.resource, { ttlMs: a.ttlMs!, retries: a.retries ?? 0, retryDelayMs: a.retryDelayMs ?? 0 });
+        const r = checkAcquireResult(await client.acquire(a.resource, { ttlMs: a.ttlMs!, retries: a.retries ?? 0, retryDelayMs: a.retryDelayMs ?? 0 }));
         return match(r)
           .with({ kind: 'granted' }, (g): Performed => ({
             outcome: { kind: 'granted', token: g.lease.token, validUntilMs: g.lease.validUntilMs },
@@ -235,25 +276,30 @@ async function operate(instance: BackendInstance, drivers: Driver[], op: Operati
     .with({ kind: 'extend' }, async (e): Promise<Performed> => {
       const lease = d.leases.get(e.resource);
       if (lease === undefined || client.extend === undefined) return outcome({ kind: 'not-extended', reason: 'not-held' });
-      const r = await client.extend(lease, e.ttlMs);
+      const r = checkExtendResult(await client.extend(lease, e.ttlMs));
       return outcome(r.kind === 'extended' ? { kind: 'extended', validUntilMs: r.validUntilMs } : { kind: 'not-extended', reason: r.reason });
     })
     .with({ kind: 'release' }, async (r): Promise<Performed> => {
       const lease = d.leases.get(r.resource);
       if (lease === undefined) return outcome({ kind: 'not-held' });
       d.released.set(r.resource, (d.released.get(r.resource) ?? new Set()).add(lease.owner));
+      const signal = d.signals.get(r.resource);
+      // Released by the client: its signal is judged by the release (see released()), not against the model's deadline.
+      if (signal !== undefined) d.releasing = { resource: r.resource, signal, firedBefore: signal.aborted };
+      d.signals.delete(r.resource);
       await client.release(lease);
       return outcome({ kind: 'released' });
     })
     .with({ kind: 'write' }, async (w): Promise<Performed> => {
       const lease = d.leases.get(w.resource);
-      // The guarded write: the lease's signal is the client's only word on validity.
-      if (lease === undefined || lease.signal.aborted) return outcome({ kind: 'not-held' });
-      const r = await client.store.write(w.resource, lease.token, w.value);
+      const signal = d.signals.get(w.resource);
+      // The guarded write: the signal held since the grant is the client's only word on validity.
+      if (lease === undefined || signal === undefined || signal.aborted) return outcome({ kind: 'not-held' });
+      const r = checkWriteResult(await client.store.write(w.resource, lease.token, w.value));
       return outcome(r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest });
     })
     .with({ kind: 'read' }, async (r): Promise<Performed> => {
-      const v = await client.store.read(r.resource);
+      const v = checkReadResult(await client.store.read(r.resource));
       return outcome({ kind: 'value', value: v.value, token: v.token });
     })
     .exhaustive();
@@ -264,10 +310,77 @@ function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): vo
   drivers.forEach((d, client) => {
     for (const [resource, lease] of [...d.leases]) {
       const modelLease = world.clients[client]!.leases[resource];
-      if (modelLease === undefined) d.leases.delete(resource);
-      else owners.set(lease.owner, modelLease.owner);
+      if (modelLease === undefined) {
+        d.leases.delete(resource);
+        d.signals.delete(resource);
+      } else owners.set(lease.owner, modelLease.owner);
     }
   });
+}
+
+/**
+ * The signals of leases released in this step: one level of a stack released
+ * (the model still has the lease) leaves the signal alone, and it is held
+ * again; a lease gone must have signalled 'released'.
+ */
+function released(worlds: readonly World[], drivers: Driver[]): ContractBreach | null {
+  for (const [client, d] of drivers.entries()) {
+    const r = d.releasing;
+    if (r === null) continue;
+    d.releasing = null;
+    if (worlds.every((w) => w.clients[client]!.leases[r.resource] !== undefined)) {
+      if (r.signal.aborted && !r.firedBefore) return new ContractBreach('LIVE-1', `client ${client} released one level of its stacked lease on '${r.resource}' and its signal fired: the lease is still held`);
+      d.signals.set(r.resource, r.signal);
+      continue;
+    }
+    try {
+      checkReleasedSignal(r.signal, r.firedBefore, r.resource);
+    } catch (e) {
+      if (e instanceof ContractBreach) return e;
+      throw e;
+    }
+  }
+  return null;
+}
+
+function held(drivers: readonly Driver[]): Array<Map<string, HeldLease>> {
+  return drivers.map((d) => new Map([...d.signals].flatMap(([resource, signal]) => {
+    const lease = d.leases.get(resource);
+    return lease === undefined ? [] : [[resource, { lease, signal }] as const];
+  })));
+}
+
+/**
+ * After an agreed operation, one invalid call by the same client (a different
+ * one each step, in turn): it must be refused with InvalidInputError at once,
+ * and change neither the nodes' keys nor the store.
+ */
+async function probe(instance: BackendInstance, worlds: readonly World[], drivers: Driver[], op: Operation, index: number, ttl: boolean): Promise<ContractBreach | null> {
+  if (worlds.some((w) => w.clients[op.client]!.paused)) return null;
+  const client = instance.clients[op.client]!;
+  const list = probes(client, op.resource, ttl, drivers[op.client]!.leases.get(op.resource));
+  const p = list[index % list.length]!;
+  const env = instance.env;
+  const property = p.what.startsWith('write') ? 'FENCE-2' : 'MUTEX-1';
+  // What the call could change: the store's cell for a write, the nodes' keys for a lock call.
+  const state = async (): Promise<string> =>
+    property === 'FENCE-2'
+      ? JSON.stringify(await client.store.read(op.resource).catch(() => null), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}` : x))
+      : JSON.stringify((await env.inspect?.(op.resource)) ?? null);
+  const before = await state();
+  let error: unknown = null;
+  // A call that throws at once, not in its promise, counts the same.
+  const call = Promise.resolve().then(p.call).then(
+    () => undefined,
+    (e: unknown) => {
+      error = e;
+    },
+  );
+  if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
+  if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${error instanceof Error ? `${error.name}: ${error.message}` : JSON.stringify(error)}`}, not with InvalidInputError`);
+  const after = await state();
+  if (before !== after) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before} -> ${after}`);
+  return null;
 }
 
 function withGrant(drivers: readonly Driver[], granted: NonNullable<Performed['granted']>): Driver[] {
@@ -333,6 +446,23 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
   return null;
 }
 
+/** What the runner compares of an outcome: without tokens for a lock that has none, without deadlines for one that reports none. */
+function comparison(backend: BackendUnderTest): (o: Outcome) => Outcome {
+  const tokens = comparesTokens(backend);
+  const deadlines = backend.contract?.deadline !== 'none';
+  return (o) => {
+    const t = tokens ? o : withoutTokens(o);
+    return deadlines ? t : withoutDeadline(t);
+  };
+}
+
+function withoutDeadline(o: Outcome): Outcome {
+  return match(o)
+    .with({ kind: 'granted' }, (g): Outcome => ({ ...g, validUntilMs: null }))
+    .with({ kind: 'extended' }, (g): Outcome => ({ ...g, validUntilMs: 0 }))
+    .otherwise((x) => x);
+}
+
 /** An outcome with its tokens blanked, for a lock that has none. */
 function withoutTokens(o: Outcome): Outcome {
   return match(o)
@@ -359,8 +489,12 @@ function describeKind(command: Command): string {
   return 'client' in command ? `client ${command.client}'s ${command.kind}` : command.kind;
 }
 
-/** The property a deviation endangers, by what the backend got wrong. */
-function implicated(command: Command, branches: readonly Branch[], actual: Outcome, clientNowMs: number): PropertyId {
+/**
+ * The property a deviation endangers, named by its consequence: what a user
+ * who trusted the backend's answer would lose. A deviation in the safe
+ * direction (less validity, a lease given up early) only costs liveness.
+ */
+export function implicated(command: Command, branches: readonly Branch[], actual: Outcome, clientNowMs: number, earlier: readonly ExecutedStep[] = []): PropertyId {
   const expected = branches.map((b) => b.outcome);
   const op: Command = command.kind === 'pause' && command.inFlight ? command.inFlight : command;
   const wantedKinds = new Set(expected.map((o) => o.kind));
@@ -370,19 +504,60 @@ function implicated(command: Command, branches: readonly Branch[], actual: Outco
       // A lease with no validity left on arrival, or one granted where the model grants none, overlaps another holder's.
       if (granted.length === 0 || (a.validUntilMs !== null && a.validUntilMs <= clientNowMs)) return 'MUTEX-1';
       const sameToken = granted.filter((g) => g.token === a.token);
-      if (sameToken.length === 0) return 'FENCE-1';
-      // Same grant, another deadline: claiming longer than allowed endangers exclusion; shorter only gives time away.
-      return sameToken.some((g) => g.validUntilMs !== null && a.validUntilMs !== null && a.validUntilMs < g.validUntilMs) ? 'LIVE-1' : 'MUTEX-1';
+      // A token at or below one already handed out after a restart: the issuer lost its counter (DUR-1).
+      if (sameToken.length === 0) return counterLost(op, a.token, earlier) ? 'DUR-1' : 'FENCE-1';
+      return longerThanAllowed(a.validUntilMs, sameToken.map((g) => g.validUntilMs)) ? 'MUTEX-1' : 'LIVE-1';
     })
     .with({ op: 'acquire' }, (): PropertyId => 'LIVE-1')
-    .with({ op: 'extend', actual: { kind: 'extended' } }, (): PropertyId => (wantedKinds.has('extended') ? 'MUTEX-1' : 'OWN-1'))
-    .with({ op: 'extend' }, (): PropertyId => 'OWN-1')
+    .with({ op: 'extend', actual: { kind: 'extended' } }, ({ actual: a }): PropertyId => {
+      const extended = expected.filter((o): o is Extract<Outcome, { kind: 'extended' }> => o.kind === 'extended');
+      // Same extension, another deadline: claiming longer than allowed endangers exclusion; shorter only gives time away.
+      if (extended.length > 0) return longerThanAllowed(a.validUntilMs, extended.map((e) => e.validUntilMs)) ? 'MUTEX-1' : 'LIVE-1';
+      // A key of another owner on a node: the extension acted on a key that is not the client's (OWN-1).
+      // The holder's lease is over: extending it revives what is no longer the client's (OWN-1).
+      // Otherwise the holder still owns its keys, just not on a quorum: an extension claimed anyway lets a quorum grant it again (MUTEX-1).
+      const quorumless = branches.some((b) => b.outcome.kind === 'not-extended' && b.outcome.reason === 'no-quorum' && !othersKey(b.next, op));
+      return quorumless ? 'MUTEX-1' : 'OWN-1';
+    })
+    // A refused extension the model grants gives a valid lease away: the safe direction.
+    .with({ op: 'extend' }, (): PropertyId => (wantedKinds.has('extended') ? 'LIVE-1' : 'OWN-1'))
     .with({ op: 'release' }, (): PropertyId => 'OWN-1')
     // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
     .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
     .with({ op: 'write' }, (): PropertyId => 'LIVE-1')
     .with({ op: 'read' }, (): PropertyId => 'STORE-1')
     .otherwise((): PropertyId => (command.kind === 'resume' ? 'STORE-1' : 'LIVE-1'));
+}
+
+/** Whether a node holds a key on the operation's resource that is not the client's own lease's. */
+function othersKey(world: World, op: Command): boolean {
+  if (!('resource' in op) || !('client' in op)) return false;
+  const mine = world.clients[op.client]?.leases[op.resource]?.owner;
+  return world.nodes.some((n) => {
+    const key = n.keys[op.resource];
+    return key !== undefined && (mine === undefined || !sameOwner(key.owner, mine));
+  });
+}
+
+/** A deadline later than every one the model allows (null, no deadline, is the longest). */
+function longerThanAllowed(actual: number | null, allowed: ReadonlyArray<number | null>): boolean {
+  return allowed.every((v) => v !== null && (actual === null || actual > v));
+}
+
+/** Whether a granted token went back to or below one granted earlier on the resource, with a restart in between. */
+function counterLost(op: Command, token: bigint, earlier: readonly ExecutedStep[]): boolean {
+  if (op.kind !== 'acquire') return false;
+  let highest: bigint | null = null;
+  let restartedSince = false;
+  for (const s of earlier) {
+    const c = s.command.kind === 'pause' && s.command.inFlight ? s.command.inFlight : s.command;
+    if (c.kind === 'restart') restartedSince = true;
+    if (c.kind === 'acquire' && c.resource === op.resource && s.actual.kind === 'granted' && (highest === null || s.actual.token >= highest)) {
+      highest = s.actual.token;
+      restartedSince = false;
+    }
+  }
+  return highest !== null && restartedSince && token <= highest;
 }
 
 function record(

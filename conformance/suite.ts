@@ -1,9 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { writeRedacted } from './env/redact.ts';
 import { join } from 'node:path';
-import { test } from '@fast-check/vitest';
+import fc from 'fast-check';
+import { test } from 'vitest';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 
@@ -36,7 +38,7 @@ export interface SuiteOptions {
 const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
 
 /** Reads the LOCKCHECK_* variables over `options`; throws a clear error for a bad value. */
-export function suiteOptionsFromEnv(options: SuiteOptions, env: NodeJS.ProcessEnv = process.env): SuiteOptions {
+export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<string, string | undefined>> = process.env): SuiteOptions {
   const int = (name: string, min: number, max: number): number | undefined => {
     const raw = env[name];
     if (raw === undefined || raw === '') return undefined;
@@ -61,24 +63,28 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
   const o = suiteOptionsFromEnv(options);
   const faults = (o.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
   const clients = o.clients ?? 2;
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities) });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design) });
+  // Shrinking never grows a counterexample: a candidate that fails after more steps than the shortest failure so far passes.
+  let shortest = Number.POSITIVE_INFINITY;
   const timelineFile = join(o.timelineDir ?? 'lockcheck-timelines', `${backend.name.replace(/[^\w.-]+/g, '_')}.html`);
-  test.prop([schedule, tokenBaseArb()], {
-    numRuns: o.runs ?? 100,
-    ...(o.seed !== undefined ? { seed: o.seed } : {}),
-    ...(o.path !== undefined ? { path: o.path } : {}),
-  })(
+  test(
     `${backend.name} agrees with its model under ${faults.join(', ')}`,
-    async (commands, tokenBase) => {
-      const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
-      if (report.verdict.kind === 'conformance-failure') {
-        // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
-        mkdirSync(o.timelineDir ?? 'lockcheck-timelines', { recursive: true });
-        writeRedacted(timelineFile, htmlTimeline(report));
-        throw new Error(`${textTimeline(report)}\ntimeline: ${timelineFile}`);
-      }
+    async () => {
+      // fast-check's failure message carries the seed and the path that replay the shrunk case (LOCKCHECK_SEED, LOCKCHECK_PATH).
+      await fc.assert(
+        fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands, tokenBase) => {
+          const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
+          if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
+            shortest = report.steps.length;
+            // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
+            mkdirSync(o.timelineDir ?? 'lockcheck-timelines', { recursive: true });
+            writeRedacted(timelineFile, htmlTimeline(report));
+            throw new Error(`${textTimeline(report)}\ntimeline: ${timelineFile}`);
+          }
+        }),
+        { numRuns: o.runs ?? 100, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...(o.path !== undefined ? { path: o.path } : {}) },
+      );
     },
     o.timeoutMs ?? 120_000,
   );
 }
-

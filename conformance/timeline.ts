@@ -37,7 +37,8 @@ function headline(report: RunReport): string {
   const v = report.verdict;
   return match(v)
     .with({ kind: 'pass' }, () => `${report.backend}: agrees with its model; no property violated`)
-    .with({ kind: 'conformance-failure' }, (f) => `${report.backend}: CONFORMANCE FAILURE at step ${f.step.index + 1} (${f.property}: ${PROPERTY_TITLES[f.property]}): ${f.message}`)
+    .with({ kind: 'inconclusive' }, (i) => `${report.backend}: INCONCLUSIVE after step ${report.steps.length}: ${i.reason}`)
+    .with({ kind: 'conformance-failure' }, (f) => `${report.backend}: CONFORMANCE FAILURE at step ${f.step.index + 1} (${f.property}: ${PROPERTY_TITLES[f.property]}; ${f.consequence.kind}: ${f.consequence.what}): ${f.message}`)
     .with({ kind: 'property-violation' }, (p) => `${report.backend}: PROPERTY VIOLATION at step ${p.step.index + 1}: ${p.violations.map((x) => `${x.property} (${x.message})`).join('; ')}`)
     .exhaustive();
 }

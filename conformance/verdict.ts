@@ -2,6 +2,7 @@ import { match } from 'ts-pattern';
 import type { Command } from '../model/command.ts';
 import type { Outcome } from '../model/outcome.ts';
 import type { PropertyId, Violation } from '../model/properties.ts';
+import type { Consequence } from './consequence.ts';
 
 /**
  * What a lockstep run concluded. The two failure kinds never blur:
@@ -33,6 +34,8 @@ export interface ConformanceFailure {
   readonly kind: 'conformance-failure';
   /** The property the backend's deviation endangers. */
   readonly property: PropertyId;
+  /** What the deviation costs a user who trusts the backend: unsafe, liveness, or the safe direction. */
+  readonly consequence: Consequence;
   readonly message: string;
   readonly step: ExecutedStep;
 }
@@ -43,15 +46,23 @@ export interface PropertyViolation {
   readonly step: ExecutedStep;
 }
 
-export type Verdict = { readonly kind: 'pass' } | ConformanceFailure | PropertyViolation;
+/**
+ * The runner stopped before the end of the schedule without a verdict against
+ * the backend: too many unresolved ambiguities to follow, or real time outran
+ * the run's pace. Nothing was found, and nothing was shown to hold either.
+ */
+export interface Inconclusive {
+  readonly kind: 'inconclusive';
+  readonly reason: string;
+}
+
+export type Verdict = { readonly kind: 'pass' } | ConformanceFailure | PropertyViolation | Inconclusive;
 
 export interface RunReport {
   readonly backend: string;
   readonly verdict: Verdict;
   /** The steps that ran (commands the model did not enable are skipped and not listed). */
   readonly steps: readonly ExecutedStep[];
-  /** Set when the runner stopped before the end of the schedule without a verdict against the backend (too ambiguous to follow). */
-  readonly stoppedEarly?: string;
   /** Property violations passed on the way, when the run was told to keep going. */
   readonly findings: readonly PropertyViolation[];
   readonly clients: number;
@@ -61,7 +72,7 @@ export interface RunReport {
 /** The property IDs a failing verdict names. */
 export function verdictProperties(verdict: Verdict): PropertyId[] {
   return match(verdict)
-    .with({ kind: 'pass' }, () => [])
+    .with({ kind: 'pass' }, { kind: 'inconclusive' }, () => [])
     .with({ kind: 'conformance-failure' }, (v) => [v.property])
     .with({ kind: 'property-violation' }, (v) => [...new Set(v.violations.map((x) => x.property))])
     .exhaustive();

@@ -9,15 +9,22 @@ import { InvalidInputError } from './errors.ts';
  */
 export type Design =
   /** One Redis node: SET NX PX, compare-and-delete release, INCR counter token. */
-  | { readonly kind: 'redis-single'; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number }
+  | { readonly kind: 'redis-single'; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding }
   /** Redlock over N independent Redis nodes; token = max of the quorum's counters, written back to the quorum. */
-  | { readonly kind: 'redlock'; readonly nodes: number; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number }
+  | { readonly kind: 'redlock'; readonly nodes: number; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding }
   /** PostgreSQL session-scoped advisory lock: lives with its connection, stacks; token from a sequence. */
-  | { readonly kind: 'pg-session' }
+  | { readonly kind: 'pg-session'; readonly reentrant?: false }
   /** PostgreSQL transaction-scoped advisory lock: released at commit or rollback; writes commit with it. */
   | { readonly kind: 'pg-xact' }
   /** Consensus lease lock (etcd): lease plus put-if-absent; token = the key's create revision. */
-  | { readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number };
+  | { readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding };
+
+/**
+ * How driftFactor * ttl becomes whole ms of the drift allowance: the
+ * model's default rounds up; a library may round to
+ * nearest (redlock on npm does), which it declares in its contract.
+ */
+export type DriftRounding = 'ceil' | 'round';
 
 export type DesignKind = Design['kind'];
 
@@ -175,7 +182,8 @@ export function isSessionBound(design: Design): boolean {
 
 /** Whether an acquire by the current holder stacks (PostgreSQL advisory locks do). */
 export function isReentrant(design: Design): boolean {
-  return rulesOf(design).stacking !== 'none';
+  // A library over session locks may open a session per call: then a holder's second acquire is refused (reentrant: false).
+  return rulesOf(design).stacking !== 'none' && !(design.kind === 'pg-session' && design.reentrant === false);
 }
 
 /** Whether node state (keys, counters) survives a crash-restart. */
@@ -207,10 +215,13 @@ export function quorum(design: Design): number {
 
 /**
  * The clock-drift allowance subtracted from a lease's validity, as in the
- * Redlock description: ceil(driftFactor * ttl) + 2 ms (clockMarginMs).
+ * model: ceil(driftFactor * ttl) + 2 ms (clockMarginMs); a
+ * design with driftRounding 'round' rounds to nearest.
  */
 export function driftMarginMs(design: Design, ttlMs: number): number {
-  return hasTtl(design) ? Math.ceil(driftFactor(design) * ttlMs) + clockMarginMs(design) : 0;
+  if (!hasTtl(design)) return 0;
+  const rounding = 'driftRounding' in design && design.driftRounding === 'round' ? Math.round : Math.ceil;
+  return rounding(driftFactor(design) * ttlMs) + clockMarginMs(design);
 }
 
 export function validateDesign(design: Design): Design {

@@ -3,8 +3,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-# npm packages: install when node_modules is missing or older than the lock file.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# npm packages: install when node_modules is missing or older than the lock file (in a clone of
+# the repository; an installed package has no lock file, and its project installed its packages).
+if [ -f package-lock.json ] && { [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; }; then
   echo "lockcheck setup: installing npm packages (npm ci)" >&2
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi

@@ -12,7 +12,10 @@ import { redlockBackend } from '../conformance/adapters/redlock.ts';
 import type { RedlockAdapterOptions } from '../conformance/adapters/redlock.ts';
 import { sesamecareRedlockBackend } from '../conformance/adapters/sesamecareRedlock.ts';
 import { ADVISORY_LOCK_FAULTS, advisoryLockBackend } from '../conformance/adapters/advisoryLock.ts';
+import { redisSemaphoreMutexBackend } from '../conformance/adapters/redisSemaphore.ts';
 import type { Outcome } from '../model/index.ts';
+import { driftMarginMs } from '../model/index.ts';
+import { judgedDesign } from '../conformance/consequence.ts';
 
 /**
  * Adapters for lock libraries from npm (conformance/adapters/), each checked
@@ -61,27 +64,21 @@ const libraries = [
 
 for (const { library, backend } of libraries) {
   describe(`${library}, 5 nodes, against the redlock model`, () => {
-    it('its drift allowance is Math.round(0.01 * ttl) + 2, not ceil: a grant claims 1 ms more validity than the model allows (conformance failure)', async () => {
-      const r = await checkConformance(backend(), { runs: RUNS, seed: SEED, faults: REAL_REDIS_FAULTS });
-      const { verdict } = conformanceFailure(r);
-      const step = verdict.step;
-      expect(step.command.kind).toBe('acquire');
-      const ttlMs = step.command.kind === 'acquire' ? step.command.ttlMs! : NaN;
-      // Below 50 ms, Math.round(0.01 * ttl) is 0 where Math.ceil is 1.
-      expect(ttlMs).toBeLessThan(50);
-      expect(step.actual.kind).toBe('granted');
-      expect(step.allowed.map((o) => o.kind)).toEqual(['granted']);
-      const actual = step.actual as Granted;
-      const allowed = step.allowed[0] as Granted;
-      expect(actual.validUntilMs! - allowed.validUntilMs!).toBe(1);
-      // The deviation is the deadline alone: a later deadline than the model allows endangers MUTEX-1.
-      expect(r.failure!.properties).toEqual(['MUTEX-1']);
+    it('declares its drift allowance, Math.round(0.01 * ttl) + 2 (not ceil): judged by it, its grants and deadlines agree with the model under time alone', async () => {
+      const b = backend();
+      expect(b.contract?.driftMargin).toEqual({ factor: 0.01, fixedMs: 2, rounding: 'round' });
+      // Below 50 ms, Math.round(0.01 * ttl) is 0 where Math.ceil is 1: the contract's model grants 1 ms more than Redlock's description.
+      expect(driftMarginMs(judgedDesign(b), 40)).toBe(2);
+      expect(driftMarginMs(b.design, 40)).toBe(3);
+      const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ['advance'] });
+      expect(r.failure?.message ?? null).toBeNull();
     }, 300_000);
 
     it('with driftFactor 0 (the margins agree): no validity check after the quorum, so a slow reply yields a lease already expired (MUTEX-1 conformance failure)', async () => {
       const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: REAL_REDIS_FAULTS });
       const { verdict } = conformanceFailure(r);
       expect(r.failure!.properties).toEqual(['MUTEX-1']);
+      expect(verdict.consequence.kind).toBe('unsafe');
       const step = verdict.step;
       expect(step.command.kind).toBe('acquire');
       const command = step.command as Extract<typeof step.command, { kind: 'acquire' }>;
@@ -95,10 +92,12 @@ for (const { library, backend } of libraries) {
     }, 300_000);
 
     if (library.startsWith('redlock@')) {
-      it('with driftFactor 0 and no delay: on a node without its release script cached, a release sent before a pause takes effect only after the resume (OWN-1 conformance failure)', async () => {
-        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: WITHOUT_DELAY });
+      it('with driftFactor 0, under pauses: on a node without its release script cached, a release sent before a pause takes effect only after the resume (OWN-1 conformance failure)', async () => {
+        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: ['advance', 'pause'] });
         const { verdict, steps } = conformanceFailure(r);
         expect(r.failure!.properties).toEqual(['OWN-1']);
+        // Nobody else's key is touched: the lock stays unavailable until the ttl (liveness).
+        expect(verdict.consequence.kind).toBe('liveness');
         // evalsha gets NOSCRIPT; the eval that would delete the key waits for the paused client to read that reply.
         expect(verdict.message).toMatch(/node \d still holds client \d's released key on 'r0'/);
         expect(steps.some((s) => s.command.kind === 'pause' && s.command.inFlight?.kind === 'release')).toBe(true);
@@ -116,20 +115,38 @@ for (const { library, backend } of libraries) {
   });
 }
 
-describe('advisory-lock@2.0.0 against the pg-session model', () => {
-  it("is not reentrant: the holder's second acquire opens another session and is refused by its own lock (LIVE-1 conformance failure)", async () => {
-    const r = await checkConformance(advisoryLockBackend(target()), { runs: RUNS, seed: SEED, faults: ADVISORY_LOCK_FAULTS });
+describe('redis-semaphore@5.8.0 Mutex against the redis-single model', () => {
+  it('declares no deadline, no tokens and a refresh of its fixed lockTimeout; its release is EVALSHA then EVAL on NOSCRIPT, so a release sent before a pause takes effect after the resume (OWN-1, liveness)', async () => {
+    const b = redisSemaphoreMutexBackend(cluster!);
+    expect(b.contract).toMatchObject({ deadline: 'none', tokens: 'none', refreshTtl: 'acquired' });
+    const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ['advance', 'pause'], failOn: { consequences: ['unsafe', 'liveness'] } });
     const { verdict, steps } = conformanceFailure(r);
+    expect(r.failure!.properties).toEqual(['OWN-1']);
+    expect(verdict.consequence.kind).toBe('liveness');
+    expect(verdict.message).toMatch(/node 0 still holds client \d's released key on 'r0'/);
+    expect(steps.some((s) => s.command.kind === 'pause' && s.command.inFlight?.kind === 'release')).toBe(true);
+  }, 300_000);
+});
+
+describe('advisory-lock@2.0.0 against the pg-session model', () => {
+  it("declares itself not reentrant (a session per call): judged by that contract, it agrees with the model step by step", async () => {
+    const b = advisoryLockBackend(target());
+    expect(b.capabilities.reentrant).toBe(false);
+    expect(judgedDesign(b)).toEqual({ kind: 'pg-session', reentrant: false });
+    const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ADVISORY_LOCK_FAULTS });
+    expect(r.failure?.message ?? null).toBeNull();
+    expect(r.runs).toBe(RUNS);
+  }, 300_000);
+
+  it("the model of PostgreSQL's own session lock stacks a holder's acquire: declared reentrant, the library's refusal is a LIVE-1 deviation (liveness)", async () => {
+    const declared = advisoryLockBackend(target());
+    const b = { ...declared, capabilities: { ...declared.capabilities, reentrant: true } };
+    const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ADVISORY_LOCK_FAULTS });
+    const { verdict } = conformanceFailure(r);
     expect(r.failure!.properties).toEqual(['LIVE-1']);
-    const step = verdict.step;
-    expect(step.command.kind).toBe('acquire');
-    const command = step.command as Extract<typeof step.command, { kind: 'acquire' }>;
-    // The client asking holds the lock already (per the step before).
-    const before = steps[steps.length - 2]!;
-    expect(before.leases.some((l) => l.client === command.client && l.resource === command.resource)).toBe(true);
-    expect(step.actual).toEqual({ kind: 'denied', reason: 'held' });
-    // The model stacks it, as PostgreSQL does within one session.
-    expect(step.allowed.map((o) => o.kind)).toEqual(['granted']);
+    expect(verdict.consequence.kind).toBe('liveness');
+    expect(verdict.step.actual).toEqual({ kind: 'denied', reason: 'held' });
+    expect(verdict.step.allowed.map((o) => o.kind)).toEqual(['granted']);
   }, 300_000);
 
   it('a session ended by the server (pg_terminate_backend) kills the process: its pg.Client has no error listener', async () => {

@@ -6,8 +6,15 @@ import { checkConformance, runLockstep, simLeaseBackend } from '../conformance/i
 import { designs } from '../model/index.ts';
 import type { Command, Design, StorePolicy } from '../model/index.ts';
 import { BROKEN } from './fixtures/broken.ts';
+import { usingClient } from '../conformance/sim/usingClient.ts';
+import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
+import { TimingError } from '../conformance/sim/time.ts';
 
 const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
+/** Schedules per correct in-memory backend (mutation testing runs fewer). */
+const SIM_RUNS = Number(process.env.LOCKCHECK_SIM_RUNS ?? 200);
+/** Schedules per design-finding check (mutation testing runs fewer). */
+const FINDING_RUNS = Number(process.env.LOCKCHECK_FINDING_RUNS ?? 150);
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -18,48 +25,57 @@ describe('in-memory backends built on the model pass every run', () => {
     [designs.redlock({ nodes: 5 }), 'monotonic'],
     [designs.redlock({ nodes: 3, persistence: 'aof-always', restartDelayMs: 30 }), 'strict'],
   ];
-  for (const [design, store] of cases) {
-    const backend = simLeaseBackend(design, store);
-    it(`${backend.name}: no conformance failure in 200 schedules with every fault`, async () => {
-      const result = await checkConformance(backend, { runs: 200, seed: SEED, clients: 3, resources: 2, maxCommands: 50 });
+  const backends = [
+    ...cases.map(([design, store]) => simLeaseBackend(design, store)),
+    // Every lease taken through using(), as application code takes it.
+    simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => usingClient(lock) }, 'memory redlock(3) through using() / strict'),
+    // Session-bound, in memory: lost sessions and signals without a deadline.
+    simSessionBackend('strict'),
+  ];
+  for (const backend of backends) {
+    it(`${backend.name}: no conformance failure in ${SIM_RUNS} schedules with every fault`, async () => {
+      const result = await checkConformance(backend, { runs: SIM_RUNS, seed: SEED, clients: 3, resources: 2, maxCommands: 50 });
       expect(result.failure?.message ?? null).toBeNull();
-      expect(result.runs).toBe(200);
+      expect(result.runs).toBe(SIM_RUNS);
     });
   }
 
   it('reports the design findings the model predicts, and only as findings', async () => {
-    const unfenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: 150, seed: SEED, faults: ['advance', 'pause'] });
+    const unfenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'] });
     expect(unfenced.failure).toBeNull();
     expect(unfenced.findings['STORE-1']).toBeGreaterThan(0);
-    const fenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'strict'), { runs: 150, seed: SEED, faults: ['advance', 'pause'] });
+    const fenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'strict'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'] });
     expect(fenced.failure).toBeNull();
     expect(fenced.findings['STORE-1']).toBeUndefined();
     // With failOn 'any', the same finding fails the check and shrinks like a bug would.
-    const strictRun = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: 150, seed: SEED, faults: ['advance', 'pause'], failOn: 'any' });
+    const strictRun = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'], failOn: 'any' });
     expect(strictRun.failure?.report.verdict.kind).toBe('property-violation');
     expect(strictRun.failure?.properties).toContain('STORE-1');
   });
 });
 
 describe('the catalogue of broken backends', () => {
-  it('has at least 12 distinct bug classes', () => {
-    expect(new Set(BROKEN.map((b) => b.id)).size).toBeGreaterThanOrEqual(12);
+  it('has at least 28 distinct bug classes, and one or more for each blind spot of issue 11', () => {
+    expect(new Set(BROKEN.map((b) => b.id)).size).toBeGreaterThanOrEqual(28);
+    expect(new Set(BROKEN.flatMap((b) => (b.blindSpot ? [b.blindSpot] : [])))).toEqual(new Set(['generator-ranges', 'timing', 'observation', 'coverage', 'reporting']));
   });
 
   for (const broken of BROKEN) {
     it(`catches ${broken.id} (${broken.bug}) naming ${broken.property}, with a shrunk, replayable schedule`, async () => {
       const timelineFile = join(dir, `${broken.id}.html`);
-      const result = await checkConformance(broken.backend, { runs: 500, seed: SEED, faults: broken.faults, timelineFile });
+      const result = await checkConformance(broken.backend, { runs: 500, seed: SEED, faults: broken.faults, resources: broken.resources ?? 1, timelineFile });
       const failure = result.failure;
       expect(failure, `${broken.id} was not caught in 500 runs`).not.toBeNull();
       expect(failure!.report.verdict.kind).toBe('conformance-failure');
       expect(failure!.properties).toEqual([broken.property]);
       expect(failure!.shrunkLength).toBeLessThanOrEqual(15);
+      // Shrinking never grows a counterexample.
+      expect(failure!.shrunkLength).toBeLessThanOrEqual(failure!.originalLength);
       expect(failure!.message).toContain(`LOCKCHECK_SEED=${failure!.seed} LOCKCHECK_PATH=${failure!.path}`);
       expect(readFileSync(timelineFile, 'utf8')).toContain('<svg');
       expect(existsSync(timelineFile.replace(/\.html$/, '.txt'))).toBe(true);
       // Replaying seed and path runs exactly the shrunk case again.
-      const replay = await checkConformance(broken.backend, { runs: 500, seed: failure!.seed, path: failure!.path, faults: broken.faults });
+      const replay = await checkConformance(broken.backend, { runs: 500, seed: failure!.seed, path: failure!.path, faults: broken.faults, resources: broken.resources ?? 1 });
       expect(replay.failure?.report.steps.map((s) => s.command)).toEqual(failure!.report.steps.map((s) => s.command));
     });
   }
@@ -90,6 +106,21 @@ describe('the lockstep runner', () => {
     const bug = BROKEN.find((b) => b.id === 'drift-added')!;
     const failure = await runLockstep(bug.backend, [acquire(0)], { clients: 2, tokenBase: 0n });
     expect(failure.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1' });
+  });
+
+  it('calls a run that stops early inconclusive, never a pass', async () => {
+    const late: typeof backend = {
+      ...backend,
+      start: async (o) => {
+        const instance = await backend.start(o);
+        return { ...instance, env: { ...instance.env, advanceTo: async () => Promise.reject(new TimingError('real time ran ahead')) } };
+      },
+    };
+    const report = await runLockstep(late, [acquire(0), { kind: 'advance', ms: 5 }, acquire(1)], { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toEqual({ kind: 'inconclusive', reason: 'real time ran ahead' });
+    const result = await checkConformance(late, { runs: 5, seed: SEED });
+    expect(result.failure).toBeNull();
+    expect(result.stoppedEarly).toBeGreaterThan(0);
   });
 
   it('carries tokens exactly up to 2^63-1', async () => {

@@ -49,6 +49,7 @@ import type { PostgresTarget } from '../env/postgresBackend.ts';
 import { underOwnNames } from '../env/postgresBackend.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
+import { checkAcquireInput } from '../input.ts';
 
 type AdvisoryLockFactory = typeof advisoryLockModule.default;
 /** The CommonJS module's default export: node hands over the exports object, vite-node the function itself. */
@@ -75,6 +76,8 @@ export function advisoryLockBackend(server: PostgresTarget, options: { readonly 
     name: options.name ?? 'advisory-lock@2.0.0 pg-session',
     design: designs.pgSession(),
     capabilities: { store: 'unfenced', ttl: false, sessionBound: true, reentrant: false, tokens: false },
+    // No deadline (a session lock), no tokens, and no timeout: its pg.Client is opened from a bare connection string.
+    contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
     faults: options.faults ?? ADVISORY_LOCK_FAULTS,
     start: ({ clients }) => underOwnNames(server, () => startInstance(server, clients)),
   };
@@ -165,6 +168,7 @@ async function startInstance(server: PostgresTarget, clients: number): Promise<B
         clock,
         store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
         async acquire(resource, { retries = 0, retryDelayMs = 0 }) {
+          checkAcquireInput(resource, { retries }, false);
           for (let tries = 0; ; tries++) {
             const result = await attempt(resource);
             if (result.kind !== 'denied' || tries >= retries) return result;

@@ -37,10 +37,12 @@ import RedlockV5, { ExecutionError as ExecutionErrorV5, ResourceLockedError as R
 import { designs, describeDesign, nodeCount } from '../../model/design.ts';
 import { sleep } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
+import { checkTtl } from '../../model/errors.ts';
+import { checkAcquireInput } from '../input.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, FaultKind, LibraryContract, LockClient } from '../adapter.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
 import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
@@ -118,9 +120,23 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
     name: options.name ?? `${library.name} ${describeDesign(design)}${options.driftFactor !== undefined ? ` driftFactor ${options.driftFactor}` : ''}`,
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
+    contract: redlockContract(options.driftFactor ?? 0.01),
     faults: faultsOn(cluster, options.faults),
     start: ({ clients }) => startInstance(library, cluster, design, clients, options.dateNow ?? 'client-clock'),
   };
+}
+
+/**
+ * What both Redlock libraries promise (redlock 5 dist/esm/index.js, the fork
+ * build/index.js): a deadline `lock.expiration` with their own drift
+ * allowance, `Math.round(driftFactor * duration) + 2`, where lockcheck's
+ * model rounds up; no fencing tokens; no client-side timeout (ioredis
+ * connections without commandTimeout); `extend(duration)` sets the duration
+ * it is given; a failed extend throws and leaves the Lock and its keys as
+ * they were; and no check of its input (an empty resource name is a key).
+ */
+export function redlockContract(driftFactor: number): LibraryContract {
+  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
 }
 
 /** redlock@5.0.0-beta.2 over 5 nodes. */
@@ -129,7 +145,7 @@ export function redlockBackend(cluster: RedisCluster, options: RedlockAdapterOpt
 }
 
 /** The connection as the library sees it: its request methods go through the client's link to `node`. */
-function linked(redis: Redis, commands: ReadonlySet<string>, network: SimNetwork, client: number, node: number): Redis {
+export function linked(redis: Redis, commands: ReadonlySet<string>, network: SimNetwork, client: number, node: number): Redis {
   return new Proxy(redis, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
@@ -190,6 +206,7 @@ async function startInstance(
           return { write: (r, t, v) => run.network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => run.network.call(client, 'store', () => fenced.read(r)) };
         })(),
         async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
+          checkAcquireInput(resource, { ttlMs, retries }, true);
           for (let tries = 0; ; tries++) {
             const result = await attempt(resource, ttlMs);
             if (result.kind !== 'denied' || tries >= retries) return result;
@@ -198,6 +215,7 @@ async function startInstance(
         },
         extend: (lease, ttlMs) =>
           onWall(async (): Promise<ExtendResult> => {
+            checkTtl(ttlMs);
             const held = locks.get(lease);
             if (held === undefined) return { kind: 'not-extended', reason: 'expired' };
             try {

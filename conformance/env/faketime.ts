@@ -15,7 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { type Stats, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onExitKill } from './processes.ts';
 
@@ -114,7 +114,7 @@ let shimPromise: Promise<string> | null = null;
  * writes a private temporary file and renames it into place.
  */
 export function ensureMallocShim(): Promise<string> {
-  shimPromise ??= buildMallocShim(fileURLToPath(new URL('../../node_modules/.cache', import.meta.url))).catch((error: unknown) => {
+  shimPromise ??= buildMallocShim(projectCacheRoot()).catch((error: unknown) => {
     shimPromise = null; // let a later call retry, e.g. after installing gcc
     throw error;
   });
@@ -205,6 +205,13 @@ export function removeFaketimeSharedMemory(pid: number): void {
   }
 }
 
+/** node_modules/.cache of the nearest node_modules above this module: the repository's, or that of the project that installed lockcheck. */
+function projectCacheRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'node_modules')) && dirname(dir) !== dir) dir = dirname(dir);
+  return join(dir, 'node_modules', '.cache');
+}
+
 function runGcc(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile('gcc', args, { timeout: 60_000 }, (error, _stdout, stderr) => {
@@ -268,7 +275,11 @@ export class FakeClockFile {
 
   /** Sets the clock to an absolute instant (ms since the epoch, UTC), atomically. */
   set(epochMs: number): void {
-    const text = `${formatFaketime(epochMs)}\n`;
+    this.#write(`${formatFaketime(epochMs)}\n`);
+    this.#epochMs = epochMs;
+  }
+
+  #write(text: string): void {
     const temp = `${this.path}.${process.pid}.${tempCounter++}.tmp`;
     try {
       writeFileSync(temp, text);
@@ -277,7 +288,17 @@ export class FakeClockFile {
       rmSync(temp, { force: true });
       throw error;
     }
-    this.#epochMs = epochMs;
+  }
+
+  /**
+   * Lets the clock run at real speed, `offsetMs` ahead of the machine's
+   * (behind when negative): libfaketime's relative format, e.g. `+1.250`.
+   * A clock set this way is stepped by setting another offset.
+   */
+  setOffset(offsetMs: number): void {
+    if (!Number.isInteger(offsetMs) || Math.abs(offsetMs) > 10 * 365 * 86_400_000) throw new RangeError(`fake clock: offsetMs must be an integer within 10 years, got ${String(offsetMs)}`);
+    this.#write(`${offsetMs < 0 ? '-' : '+'}${(Math.abs(offsetMs) / 1000).toFixed(3)}\n`);
+    this.#epochMs = undefined;
   }
 
   /** Moves the clock by `deltaMs` (negative moves it back). */

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { checkResource, MAX_RESOURCE_LENGTH } from '../../model/errors.ts';
 import type { BackendInstance, LockClient } from '../adapter.ts';
 
 /**
@@ -7,15 +9,20 @@ import type { BackendInstance, LockClient } from '../adapter.ts';
  * delete exactly what it made. The runner keeps using the plain names.
  */
 export function namespaced(instance: BackendInstance, prefix: string): BackendInstance {
-  const name = (resource: string): string => `${prefix}${resource}`;
+  // Bad names are refused as the backend would refuse them; a name too long with the prefix is kept under it by its hash.
+  const name = (resource: string): string => {
+    checkResource(resource);
+    const full = `${prefix}${resource}`;
+    return full.length <= MAX_RESOURCE_LENGTH ? full : `${prefix}#${createHash('sha256').update(resource).digest('hex')}`;
+  };
   const inspect = instance.env.inspect;
   return {
     clients: instance.clients.map(
       (c): LockClient => ({
-        acquire: (resource, options) => c.acquire(name(resource), options),
+        acquire: async (resource, options) => c.acquire(name(resource), options),
         ...(c.extend !== undefined ? { extend: c.extend.bind(c) } : {}),
         release: (lease) => c.release(lease),
-        store: { write: (resource, token, value) => c.store.write(name(resource), token, value), read: (resource) => c.store.read(name(resource)) },
+        store: { write: async (resource, token, value) => c.store.write(name(resource), token, value), read: async (resource) => c.store.read(name(resource)) },
         clock: c.clock,
       }),
     ),

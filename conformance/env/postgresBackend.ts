@@ -4,6 +4,7 @@ import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { Design, StorePolicy } from '../../model/design.ts';
 import { describeDesign } from '../../model/design.ts';
+import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore } from '../../impl/fencedStore.ts';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
@@ -186,8 +187,11 @@ async function startInstance(
       lock instanceof PostgresTransactionLock
         ? {
             write: async (resource, token, value) => {
+              // Bad input first: it is refused with InvalidInputError whatever else is wrong.
+              checkResource(resource);
+              checkToken(token);
               const lease = lock.leaseFor(resource);
-              if (lease === undefined) throw new Error(`client ${client} has no open transaction on '${resource}'`);
+              if (lease === undefined) throw new InvalidInputError('precondition', `client ${client} has no open transaction on '${resource}'`);
               const tx = postgresFencedStore(lock.queryable(lease), 'transactional');
               return network.call(client, 0, () => tx.write(resource, token, value));
             },
@@ -196,7 +200,9 @@ async function startInstance(
         : { write: (r, t, v) => network.call(client, 'store', () => outside.write(r, t, v)), read: (r) => network.call(client, 'store', () => outside.read(r)) };
     return {
       acquire: (resource, o) => lock.acquire(resource, { retries: o.retries ?? 0, retryDelayMs: o.retryDelayMs ?? 0 }),
-      release: (lease) => lock.release(lease),
+      release: async (lease) => {
+        await lock.release(lease);
+      },
       store,
       clock: time.clockOf(() => clientClocks[client]!),
     };

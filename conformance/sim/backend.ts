@@ -31,6 +31,10 @@ export interface LockParts {
 }
 
 export interface SimParts {
+  /** A lock-service node. Default: the atomic in-memory Redis node. */
+  readonly nodeServer?: (time: VirtualTime, persistent: boolean, restartDelayMs: number, tokenBase: bigint) => SimRedisNode;
+  /** What a client's calls go through, given its lock. Default: the lock's own acquire, extend and release. */
+  readonly client?: (lock: LeaseLock) => Pick<LockClient, 'acquire' | 'extend' | 'release'>;
   /** The client algorithm. Default: LeaseLock. */
   readonly lock?: (parts: LockParts) => LeaseLock;
   /** A client's view of one node. Default: the atomic scripts. */
@@ -72,7 +76,7 @@ export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimPa
 
 function startSim(design: Design, policy: StorePolicy, parts: SimParts, options: InstanceOptions): BackendInstance {
   const time = new VirtualTime();
-  const nodes = Array.from({ length: nodeCount(design) }, () => new SimRedisNode(time, persists(design), restartDelayMs(design), options.tokenBase));
+  const nodes = Array.from({ length: nodeCount(design) }, () => parts.nodeServer?.(time, persists(design), restartDelayMs(design), options.tokenBase) ?? new SimRedisNode(time, persists(design), restartDelayMs(design), options.tokenBase));
   const storeServer = parts.storeServer?.(policy) ?? new SimStore(policy);
   const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? storeServer : nodes[e]!));
   const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
@@ -89,9 +93,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
     };
     const lock = parts.lock?.(lockParts) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);
     return {
-      acquire: (resource, o) => lock.acquire(resource, o),
-      extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
-      release: (lease) => lock.release(lease),
+      ...(parts.client?.(lock) ?? { acquire: (resource, o) => lock.acquire(resource, o), extend: (lease, ttlMs) => lock.extend(lease, ttlMs), release: (lease) => lock.release(lease) }),
       store: parts.store?.(network, client, storeServer) ?? storeOver(network, client, storeServer),
       clock,
     };

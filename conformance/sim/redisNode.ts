@@ -100,16 +100,19 @@ export class SimRedisNode implements Server {
     if ((this.#counters.get(resource) ?? this.tokenBase) < token) this.#counters.set(resource, token);
   }
 
+  /** Whether the token counters survive a restart: as the keys do. Overridable only to build broken fixtures. */
+  protected countersPersist(): boolean {
+    return this.persistent;
+  }
+
   crash(): void {
     this.up = false;
   }
 
   restart(): void {
     this.up = true;
-    if (!this.persistent) {
-      this.#keys = new Map();
-      this.#counters = new Map();
-    }
+    if (!this.persistent) this.#keys = new Map();
+    if (!this.countersPersist()) this.#counters = new Map();
     this.#availableFromMs = this.time.nowMs() + this.restartDelayMs;
   }
 

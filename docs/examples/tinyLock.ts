@@ -8,6 +8,8 @@
 import { clockAt, read } from '../../model/clock.ts';
 import type { Clock } from '../../model/clock.ts';
 import { designs } from '../../model/design.ts';
+import { checkTtl } from '../../model/errors.ts';
+import { checkAcquireInput } from '../../conformance/input.ts';
 import { sleep } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
@@ -77,6 +79,8 @@ export const tinyLock: BackendUnderTest = {
         clock: clientClock,
         store: storeOver(network, c, store),
         async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
+          // Bad input is refused before anything is sent (the suite checks it).
+          checkAcquireInput(resource, { ttlMs, retries }, true);
           for (let tries = 0; ; tries++) {
             const result = await this.tryAcquire(resource, ttlMs);
             if (result.kind !== 'denied' || tries >= retries) return result;
@@ -98,6 +102,7 @@ export const tinyLock: BackendUnderTest = {
           return { kind: 'granted', lease: new LeaseHandle(resource, owner, token, validUntilMs, clientClock) };
         },
         async extend(lease, ttlMs) {
+          checkTtl(ttlMs);
           const handle = lease as LeaseHandle;
           if (handle.signal.aborted) return { kind: 'not-extended', reason: 'expired' };
           const startedMs = clientClock.now();

@@ -1,0 +1,119 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CheckReport } from '../conformance/history/check.ts';
+import { checkHistory } from '../conformance/history/check.ts';
+import type { History, StorePolicy } from '../conformance/history/event.ts';
+import { writeHistoryReport } from '../conformance/history/report.ts';
+import { toJsonl } from '../conformance/stress/recorder.ts';
+import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
+import { runStress } from '../conformance/stress/runner.ts';
+import { EXIT_BY_VERDICT } from './check.ts';
+
+/**
+ * `lockcheck stress`: real client processes race on real servers under the
+ * nemesis; the recorded history is judged by the history checkers. Exit
+ * codes: 0 safe, 1 violation found, 2 bad usage, 3 environment missing,
+ * 4 a check could not decide.
+ */
+export interface StressCommandOptions extends StressOptions {
+  readonly json: boolean;
+  readonly out: string;
+}
+
+/** What a stress run measured and what the checkers found: the --json output. */
+export interface StressSummary {
+  readonly backend: string;
+  readonly store: StorePolicy;
+  readonly clients: number;
+  readonly seconds: number;
+  readonly nemesis: readonly string[];
+  readonly seed: number;
+  readonly verdict: CheckReport['verdict'];
+  readonly operations: number;
+  readonly opsPerSecond: number;
+  readonly cycles: number;
+  readonly holds: number;
+  readonly overlappingHolds: number;
+  readonly lostUpdates: number;
+  readonly staleWritesAccepted: number;
+  readonly writesRejected: number;
+  readonly unknownOutcomes: number;
+  readonly faults: number;
+  readonly durationMs: number;
+  readonly overheadMs: number;
+  readonly clientErrors: readonly string[];
+  readonly checks: CheckReport['checks'];
+  readonly findings: CheckReport['findings'];
+  readonly historyFile: string;
+  readonly reportFile: string | null;
+}
+
+/** Histories larger than this get no HTML timeline (it would not be readable, nor small). */
+const REPORT_MAX_EVENTS = 20_000;
+
+export function storeOf(o: Pick<StressOptions, 'backend' | 'store'>): StorePolicy {
+  return o.backend === 'pg-xact' ? 'transactional' : o.store;
+}
+
+/** Runs, checks, and writes `<out>/history.jsonl` and `<out>/history.html`. */
+export async function stressAndCheck(o: StressOptions, out: string): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
+  const run = await runStress(o);
+  const store = storeOf(o);
+  const history: History = [
+    { type: 'meta', store, backend: o.backend, description: `lockcheck stress --backend ${o.backend} --clients ${o.clients} --seconds ${o.seconds} --nemesis ${o.nemesis.join(',') || 'none'} --seed ${o.seed} --store ${store}` },
+    ...run.history,
+  ];
+  const report = checkHistory(history, { storePolicy: store });
+  mkdirSync(out, { recursive: true });
+  const historyFile = join(out, 'history.jsonl');
+  writeFileSync(historyFile, toJsonl(history));
+  const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.backend} / ${store}`) : null;
+  const c = report.counts;
+  const summary: StressSummary = {
+    backend: o.backend,
+    store,
+    clients: o.clients,
+    seconds: o.seconds,
+    nemesis: o.nemesis,
+    seed: o.seed,
+    verdict: report.verdict,
+    operations: c.operations,
+    opsPerSecond: run.durationMs > 0 ? Math.round((c.operations / run.durationMs) * 1000) : 0,
+    cycles: run.cycles,
+    holds: c.holds,
+    overlappingHolds: c.overlappingHolds,
+    lostUpdates: c.lostUpdates,
+    staleWritesAccepted: c.staleWritesAccepted,
+    writesRejected: c.writesRejected,
+    unknownOutcomes: c.unknownOutcomes,
+    faults: run.faults,
+    durationMs: Math.round(run.durationMs),
+    overheadMs: Math.round(run.overheadMs),
+    clientErrors: run.clientErrors,
+    checks: report.checks,
+    findings: report.findings,
+    historyFile,
+    reportFile,
+  };
+  return { run, history, report, summary };
+}
+
+export async function stressCommand(o: StressCommandOptions): Promise<number> {
+  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out);
+  if (o.json) console.log(JSON.stringify(summary, null, 2));
+  else console.log(summaryText(summary));
+  if (summary.clientErrors.length > 0 && summary.operations === 0) return 3;
+  return EXIT_BY_VERDICT[summary.verdict];
+}
+
+export function summaryText(s: StressSummary): string {
+  return [
+    `${s.backend} / ${s.store}, ${s.clients} clients, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}`,
+    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${s.holds} holds, ${s.faults} faults`,
+    `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
+    ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
+    ...s.findings.slice(0, 5).map((f) => `  ${f.property}: ${f.message}`),
+    ...s.clientErrors.map((e) => `  client error: ${e}`),
+    `  history: ${s.historyFile}${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
+  ].join('\n');
+}

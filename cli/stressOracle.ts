@@ -1,0 +1,150 @@
+import { checkHistory } from '../conformance/history/check.ts';
+import type { History } from '../conformance/history/event.ts';
+import type { NemesisFault } from '../conformance/stress/nemesis.ts';
+import { needsFakeClocks, needsProxies, NEMESIS_FAULTS, unsupported } from '../conformance/stress/nemesis.ts';
+import type { FencePolicy } from '../conformance/stress/protocol.ts';
+import type { RunOptions } from '../conformance/stress/runner.ts';
+import { StressSession } from '../conformance/stress/runner.ts';
+import type { StressBackend } from '../conformance/stress/servers.ts';
+import type { PropertyId } from '../model/properties.ts';
+import { restartDelayMs } from '../model/design.ts';
+import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
+
+/**
+ * The matrix's second oracle: what concurrent client processes observed in
+ * a short `lockcheck stress` run of the row's backend under the column's
+ * faults (overlapping holds, lost updates, stale writes accepted), next to
+ * what the lockstep runner measured and the model predicted.
+ */
+export interface Observed {
+  /** The stress command that reproduces the cell. */
+  readonly command: string;
+  readonly operations: number;
+  readonly faults: number;
+  readonly overlappingHolds: number;
+  readonly lostUpdates: number;
+  readonly staleWritesAccepted: number;
+  readonly tokenOrderViolations: number;
+  /** The properties those consequences break (MUTEX-1, STORE-1, FENCE-2, FENCE-1). */
+  readonly broken: readonly PropertyId[];
+  readonly elapsedMs: number;
+}
+
+/** What the clients do in a cell: few of them, on one resource, with short ttls, so that the faults land in seconds. */
+export const STRESS_CLIENTS = 3;
+const TTL_MIN_MS = 100;
+const TTL_MAX_MS = 200;
+
+/** The row's stress backend, or why it has none. */
+export function stressBackendOf(row: BuiltIn): { backend: StressBackend; store: FencePolicy } | { why: string } {
+  if (row.library !== undefined) return { why: 'no concurrent client for a library adapter yet' };
+  const d = row.design;
+  const store: FencePolicy = row.store === 'transactional' ? 'unfenced' : row.store;
+  switch (d.kind) {
+    case 'redis-single':
+      return { backend: d.persistence === 'aof-always' ? 'redis-single-aof' : 'redis-single', store };
+    case 'redlock':
+      return { backend: d.persistence === 'aof-always' ? 'redlock-aof' : 'redlock', store };
+    case 'pg-session':
+      return { backend: 'pg-session', store };
+    case 'pg-xact':
+      return { backend: 'pg-xact', store };
+    default:
+      return { why: `no stress backend for ${d.kind}` };
+  }
+}
+
+/** The nemesis of a fault class: the targeted fault that makes its consequence certain, and its random kind. */
+export function nemesisOf(col: MeasuredFaultClass, backend: StressBackend): NemesisFault[] {
+  const pg = backend === 'pg-session' || backend === 'pg-xact';
+  const faults: Record<string, NemesisFault[]> = {
+    'client-pause': ['pause-holder', 'pause-client'],
+    'clock-step': ['clock-step-holder', 'clock-step'],
+    'crash-restart': ['kill-server'],
+    'partition-delay': ['partition', 'delay'],
+    // A Redis connection holds no lock state: there the class is its pauses (as in the lockstep columns).
+    'connection-loss': pg ? ['terminate-holder', 'terminate-backend'] : ['pause-client'],
+  };
+  return (faults[col.id] ?? []).filter((f) => NEMESIS_FAULTS.includes(f) && unsupported(f, backend) === null);
+}
+
+/**
+ * Runs the cells of the matrix's rows one session per stress backend (servers
+ * and client processes started once for the rows that share it).
+ */
+export class StressOracle {
+  #session: { backend: StressBackend; session: Promise<StressSession> } | null = null;
+
+  constructor(
+    readonly seconds: number,
+    readonly seed: number,
+    readonly progress: (line: string) => void,
+  ) {}
+
+  async observe(row: BuiltIn, col: MeasuredFaultClass): Promise<Observed | { readonly notObserved: string }> {
+    const target = stressBackendOf(row);
+    if ('why' in target) return { notObserved: target.why };
+    const nemesis = nemesisOf(col, target.backend);
+    if (nemesis.length === 0) return { notObserved: `no ${col.id} fault for ${target.backend}` };
+    const t0 = performance.now();
+    const session = await this.#sessionFor(target.backend);
+    const run: RunOptions = {
+      seconds: this.seconds,
+      nemesis,
+      seed: this.seed,
+      store: target.store,
+      resources: 1,
+      ttlMinMs: TTL_MIN_MS,
+      ttlMaxMs: TTL_MAX_MS,
+      restartDelayMs: restartDelayMs(row.design),
+    };
+    const result = await session.run(run);
+    const store = target.backend === 'pg-xact' ? 'transactional' : target.store;
+    const history: History = [{ type: 'meta', store }, ...result.history];
+    const c = checkHistory(history, { storePolicy: store }).counts;
+    const broken: PropertyId[] = [
+      ...(c.overlappingHolds > 0 ? (['MUTEX-1'] as const) : []),
+      ...(c.tokenOrderViolations > 0 ? (['FENCE-1'] as const) : []),
+      ...(c.staleWritesAccepted > 0 ? (['FENCE-2'] as const) : []),
+      ...(c.lostUpdates > 0 ? (['STORE-1'] as const) : []),
+    ];
+    return {
+      command: `lockcheck stress --backend ${target.backend}${target.backend === 'pg-xact' ? '' : ` --store ${target.store}`} --clients ${STRESS_CLIENTS} --seconds ${this.seconds} --resources 1 --ttl ${TTL_MIN_MS}-${TTL_MAX_MS} --nemesis ${nemesis.join(',')} --seed ${this.seed}`,
+      operations: c.operations,
+      faults: result.faults,
+      overlappingHolds: c.overlappingHolds,
+      lostUpdates: c.lostUpdates,
+      staleWritesAccepted: c.staleWritesAccepted,
+      tokenOrderViolations: c.tokenOrderViolations,
+      broken,
+      elapsedMs: performance.now() - t0,
+    };
+  }
+
+  async #sessionFor(backend: StressBackend): Promise<StressSession> {
+    if (this.#session?.backend === backend) return this.#session.session;
+    await this.stop();
+    // Every cell of a session may need clock steps and link faults: start the servers for all of them.
+    const all = NEMESIS_FAULTS.filter((f) => unsupported(f, backend) === null);
+    const session = StressSession.start({ backend, clients: STRESS_CLIENTS, fakeClocks: needsFakeClocks(all), proxied: needsProxies(all), progress: this.progress });
+    this.#session = { backend, session };
+    return session;
+  }
+
+  async stop(): Promise<void> {
+    const current = this.#session;
+    this.#session = null;
+    if (current !== null) await (await current.session.catch(() => null))?.stop();
+  }
+}
+
+/** "2 overlapping holds, 1 lost update" or "none", for a cell. */
+export function observedText(o: Observed): string {
+  const parts = [
+    o.overlappingHolds > 0 ? `${o.overlappingHolds} overlapping hold${o.overlappingHolds === 1 ? '' : 's'}` : '',
+    o.lostUpdates > 0 ? `${o.lostUpdates} lost update${o.lostUpdates === 1 ? '' : 's'}` : '',
+    o.staleWritesAccepted > 0 ? `${o.staleWritesAccepted} stale write${o.staleWritesAccepted === 1 ? '' : 's'} accepted` : '',
+    o.tokenOrderViolations > 0 ? `${o.tokenOrderViolations} token${o.tokenOrderViolations === 1 ? '' : 's'} out of order` : '',
+  ].filter((x) => x);
+  return `${parts.length > 0 ? parts.join(', ') : 'none'} (${o.operations} ops, ${o.faults} faults)`;
+}

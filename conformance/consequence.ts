@@ -1,0 +1,77 @@
+import { match, P } from 'ts-pattern';
+import type { Command } from '../model/command.ts';
+import type { Design } from '../model/design.ts';
+import type { Outcome } from '../model/outcome.ts';
+import type { PropertyId } from '../model/properties.ts';
+import type { BackendUnderTest } from './adapter.ts';
+
+/**
+ * Every deviation from the model, classified by what it costs a user who
+ * trusts the backend's answer (spec §7, "findings by consequence"):
+ * - unsafe: the client may act on a lease longer than allowed, two clients
+ *   hold the lock, a stale write lands, a key of another owner changed;
+ * - liveness: the lock is not there when it should be (a refused grant, a
+ *   call that does not finish, a released key that stays until its ttl);
+ * - safe: the safe direction, validity shorter than allowed or an early
+ *   loss signal: the client gives up time it had, and nothing else.
+ */
+export type ConsequenceKind = 'unsafe' | 'liveness' | 'safe';
+
+export interface Consequence {
+  readonly kind: ConsequenceKind;
+  /** What happened, in the user's terms. */
+  readonly what: string;
+}
+
+/** Worst first. */
+export const CONSEQUENCE_KINDS: readonly ConsequenceKind[] = ['unsafe', 'liveness', 'safe'];
+
+export function worse(a: ConsequenceKind, b: ConsequenceKind): ConsequenceKind {
+  return CONSEQUENCE_KINDS.indexOf(a) <= CONSEQUENCE_KINDS.indexOf(b) ? a : b;
+}
+
+/**
+ * The consequence of a deviation: from the property the runner names (it
+ * names the safe direction LIVE-1, and an overreach MUTEX-1), the operation
+ * and what the backend answered against what the model allows.
+ */
+export function consequenceOf(property: PropertyId, command: Command, actual: Outcome, allowed: readonly Outcome[], message: string): Consequence {
+  const op: Command = command.kind === 'pause' && command.inFlight ? command.inFlight : command;
+  const kinds = new Set(allowed.map((o) => o.kind));
+  return match(property)
+    .with('MUTEX-1', (): Consequence => {
+      if (op.kind === 'acquire' && actual.kind === 'granted' && !kinds.has('granted')) return { kind: 'unsafe', what: 'a grant the model refuses: the client may act while the lock is not its own (two holders)' };
+      return { kind: 'unsafe', what: 'the client may act on a lease longer than allowed' };
+    })
+    .with('FENCE-1', 'FENCE-2', 'DUR-1', (): Consequence => ({ kind: 'unsafe', what: 'a stale write can land: tokens do not order the holders' }))
+    .with('STORE-1', (): Consequence => ({ kind: 'unsafe', what: 'a stale write landed' }))
+    .with('OWN-1', (): Consequence =>
+      /released key|released lease/.test(message) ? { kind: 'liveness', what: 'a released key stays until its ttl' } : { kind: 'unsafe', what: "a key of another owner changed" },
+    )
+    .with('LIVE-1', (): Consequence =>
+      match({ op: op.kind, actual })
+        .with({ actual: { kind: P.union('granted', 'extended') } }, (): Consequence => ({ kind: 'safe', what: 'validity shorter than allowed' }))
+        .with({ op: 'extend', actual: { kind: 'not-extended' } }, (): Consequence => ({ kind: 'safe', what: 'an early loss signal: an extension refused that the model grants' }))
+        .with({ op: 'write', actual: { kind: 'not-held' } }, (): Consequence => ({ kind: 'safe', what: 'an early loss signal: the client stopped writing under a valid lease' }))
+        .otherwise((): Consequence => (/signal/.test(message) ? { kind: 'safe', what: 'an early loss signal' } : { kind: 'liveness', what: 'the lock was not there when the model has it' })),
+    )
+    .exhaustive();
+}
+
+/** The design the model judges the backend by: the adapter's design, with the library's own drift allowance if it declares one. */
+export function judgedDesign(backend: BackendUnderTest): Design {
+  const m = backend.contract?.driftMargin;
+  return match(backend.design)
+    .with({ kind: P.union('redis-single', 'redlock', 'etcd-lease') }, (d): Design => (m === undefined ? d : { ...d, driftFactor: m.factor, clockMarginMs: m.fixedMs, driftRounding: m.rounding }))
+    // Session locks stack in PostgreSQL; a library that opens a session per call declares reentrant: false.
+    .with({ kind: 'pg-session' }, (d): Design => (backend.capabilities.reentrant === false && backend.contract !== undefined ? { ...d, reentrant: false } : d))
+    .otherwise((d) => d);
+}
+
+/** Whether the runner compares tokens: not for a lock that has none (declared either way). */
+export function comparesTokens(backend: BackendUnderTest): boolean {
+  return backend.capabilities.tokens !== false && backend.contract?.tokens !== 'none';
+}
+
+/** Token counters start below this for a library whose tokens are JS numbers (exact to 2^53 only). */
+export const MAX_NUMBER_TOKEN_BASE = 2n ** 53n - 2n ** 20n;

@@ -1,0 +1,139 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { match } from 'ts-pattern';
+import type { Lease } from '../../impl/lease.ts';
+import type { AcquireResult } from '../../impl/leaseLock.ts';
+import { createRedisLock, redisFencedStore } from '../../impl/redis/index.ts';
+import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
+import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
+import { postgresFencedStore } from '../../impl/postgres/store.ts';
+import type { FencedStore } from '../../impl/fencedStore.ts';
+import type { ClientBackend, FencePolicy } from './protocol.ts';
+import { sharedClock } from './sharedClock.ts';
+
+/**
+ * One client process's lock and store, as the workload uses them. Every call
+ * is bounded by the clients' own timeouts (COMMAND_TIMEOUT_MS).
+ */
+export interface StressClient {
+  acquire(resource: string, ttlMs: number): Promise<AcquireResult>;
+  read(lease: Lease): Promise<string | null>;
+  /** 'rejected': a fenced store refused the token. Throws when the outcome is unknown. */
+  write(lease: Lease, value: string): Promise<'accepted' | 'rejected'>;
+  /** Whether the lease's writes are known to be in the store (pg-xact: COMMIT answered); always true elsewhere. */
+  release(lease: Lease): Promise<boolean>;
+  /** The PostgreSQL backend pids the client's locks live on (empty for Redis). */
+  pids(): number[];
+  close(): Promise<void>;
+}
+
+/** Bound on each command or statement (a paused server or a black-holed link fails the call, not the run). */
+export const COMMAND_TIMEOUT_MS = 2_000;
+
+export async function connectClient(backend: ClientBackend): Promise<StressClient> {
+  return match(backend)
+    .with({ kind: 'redis' }, (b) => redisClient(b))
+    .with({ kind: 'pg-session' }, (b) => pgSessionClient(b))
+    .with({ kind: 'pg-xact' }, (b) => pgXactClient(b))
+    .exhaustive();
+}
+
+function redisConnection(url: string): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: COMMAND_TIMEOUT_MS,
+    retryStrategy: () => 20,
+    lazyConnect: true,
+  });
+  redis.on('error', () => undefined); // reported by the commands that fail
+  return redis;
+}
+
+async function redisClient(b: Extract<ClientBackend, { kind: 'redis' }>): Promise<StressClient> {
+  const nodes = b.nodes.map(redisConnection);
+  const storeConnection = redisConnection(b.store);
+  // A node down at the start (the nemesis may have struck already) is one the client reconnects to; its calls fail meanwhile.
+  await Promise.all([...nodes, storeConnection].map((r) => r.connect().catch(() => undefined)));
+  const lock = createRedisLock({ nodes, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
+  const store = redisFencedStore(storeConnection, b.storePolicy);
+  return {
+    acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
+    read: async (lease) => (await store.read(lease.resource)).value,
+    write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
+    release: async (lease) => {
+      await lock.release(lease);
+      return true;
+    },
+    pids: () => [],
+    close: async () => {
+      for (const r of [...nodes, storeConnection]) r.disconnect();
+    },
+  };
+}
+
+/** A store connection outside the lock's session, opened again after it is lost (a terminated backend, a crash). */
+function storeOutside(url: string, policy: FencePolicy): { store: FencedStore; close(): Promise<void> } {
+  let client: Promise<pg.Client> | null = null;
+  const connection = (): Promise<pg.Client> =>
+    (client ??= (async () => {
+      const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: COMMAND_TIMEOUT_MS, query_timeout: COMMAND_TIMEOUT_MS, statement_timeout: COMMAND_TIMEOUT_MS });
+      const forget = (): void => {
+        client = null;
+      };
+      c.on('error', forget);
+      c.on('end', forget);
+      await c.connect().catch((e: unknown) => {
+        forget();
+        throw e;
+      });
+      return c;
+    })());
+  const store = postgresFencedStore({ query: (async (...args: unknown[]) => (await connection()).query(...(args as [string]))) as pg.Client['query'] }, policy);
+  return {
+    store,
+    close: async () => {
+      const c = await client?.catch(() => null);
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
+
+async function pgSessionClient(b: Extract<ClientBackend, { kind: 'pg-session' }>): Promise<StressClient> {
+  const lock = new PostgresSessionLock({ connection: { connectionString: b.url }, clock: sharedClock, statementTimeoutMs: COMMAND_TIMEOUT_MS });
+  const outside = storeOutside(b.url, b.storePolicy);
+  return {
+    acquire: (resource) => lock.acquire(resource),
+    read: async (lease) => (await outside.store.read(lease.resource)).value,
+    write: async (lease, value) => (await outside.store.write(lease.resource, lease.token, value)).kind,
+    release: async (lease) => {
+      await lock.release(lease);
+      return true;
+    },
+    pids: () => (lock.backendPid === null ? [] : [lock.backendPid]),
+    close: async () => {
+      await lock.close();
+      await outside.close();
+    },
+  };
+}
+
+async function pgXactClient(b: Extract<ClientBackend, { kind: 'pg-xact' }>): Promise<StressClient> {
+  const lock = new PostgresTransactionLock({ connection: { connectionString: b.url }, clock: sharedClock, statementTimeoutMs: COMMAND_TIMEOUT_MS });
+  // Reads and writes run in the lease's own transaction.
+  const inside = (lease: Lease): FencedStore => postgresFencedStore(lock.queryable(lease), 'transactional');
+  return {
+    acquire: (resource) => lock.acquire(resource),
+    read: async (lease) => (await inside(lease).read(lease.resource)).value,
+    write: async (lease, value) => (await inside(lease).write(lease.resource, lease.token, value)).kind,
+    // Resolves: committed, unless the transaction was already gone (the lease lost before); throws when COMMIT's fate is unknown.
+    release: async (lease) => {
+      const lostBefore = lease.signal.aborted;
+      await lock.release(lease);
+      return !lostBefore;
+    },
+    pids: () => lock.backendPids,
+    close: () => lock.close(),
+  };
+}

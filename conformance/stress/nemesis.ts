@@ -1,0 +1,307 @@
+import { match } from 'ts-pattern';
+import type { FaultEvent } from '../history/event.ts';
+import type { RecordedEvent } from './protocol.ts';
+import type { ClientFleet } from './fleet.ts';
+import type { GateRequest } from './protocol.ts';
+import type { Random } from './random.ts';
+import type { Recorder } from './recorder.ts';
+import type { StressBackend, StressServers } from './servers.ts';
+import { sharedNowMs } from './sharedClock.ts';
+
+/**
+ * The nemesis: real faults on a seeded schedule. Random faults hit a random
+ * client, server or link; targeted faults wait for a client that holds a
+ * lease and has read its register (the workload's gate, just before the
+ * write) and strike there, so that the consequence is certain rather than
+ * hoped for:
+ *
+ * - pause-holder: SIGSTOP the holder until its lease has expired and another
+ *   client has written the same register, then SIGCONT: its write lands on
+ *   a register it no longer guards (a lost update unless the store fences it).
+ * - terminate-holder (PostgreSQL): SIGSTOP the holder, pg_terminate_backend
+ *   its sessions, SIGCONT once another client has acquired the resource.
+ * - clock-step-holder (Redis): when the holder's key is on a bare majority of
+ *   nodes, step one of those nodes' clocks past the key's expiry and open the
+ *   gate once another client has acquired the resource.
+ */
+export const RANDOM_FAULTS = ['pause-client', 'pause-server', 'kill-server', 'clock-step', 'partition', 'delay', 'terminate-backend'] as const;
+export const TARGETED_FAULTS = ['pause-holder', 'terminate-holder', 'clock-step-holder'] as const;
+export type NemesisFault = (typeof RANDOM_FAULTS)[number] | (typeof TARGETED_FAULTS)[number];
+export const NEMESIS_FAULTS: readonly NemesisFault[] = [...RANDOM_FAULTS, ...TARGETED_FAULTS];
+
+export function isTargeted(f: NemesisFault): f is (typeof TARGETED_FAULTS)[number] {
+  return (TARGETED_FAULTS as readonly string[]).includes(f);
+}
+
+/** Faults that need the links proxied. */
+export function needsProxies(faults: readonly NemesisFault[]): boolean {
+  return faults.includes('partition') || faults.includes('delay');
+}
+
+/** Faults that need the Redis nodes under libfaketime. */
+export function needsFakeClocks(faults: readonly NemesisFault[]): boolean {
+  return faults.includes('clock-step') || faults.includes('clock-step-holder');
+}
+
+/** Why `fault` cannot hit `backend`, or null. */
+export function unsupported(fault: NemesisFault, backend: StressBackend): string | null {
+  const pg = backend === 'pg-session' || backend === 'pg-xact';
+  if ((fault === 'clock-step' || fault === 'clock-step-holder') && pg) return `${fault}: advisory locks have no expiry, no server clock matters to ${backend}`;
+  if ((fault === 'terminate-backend' || fault === 'terminate-holder') && !pg) return `${fault}: ${backend} has no PostgreSQL backend to terminate`;
+  return null;
+}
+
+export interface NemesisOptions {
+  readonly faults: readonly NemesisFault[];
+  readonly servers: StressServers;
+  readonly fleet: ClientFleet;
+  readonly recorder: Recorder;
+  readonly random: Random;
+  readonly ttlMinMs: number;
+  readonly ttlMaxMs: number;
+  /** A killed server stays down at least this long. */
+  readonly restartDelayMs: number;
+}
+
+type Armed = { readonly fault: (typeof TARGETED_FAULTS)[number]; readonly done: () => void };
+
+export class Nemesis {
+  readonly #o: NemesisOptions;
+  #armed: Armed | null = null;
+  #busy = false;
+  #faults = 0;
+  #healing = false;
+  /** When the clients stop: no strike starts later than 2 ttls before, none outlasts it by more than a ttl. */
+  #untilMs = Number.POSITIVE_INFINITY;
+  /** Aborted by finish(): every wait of a fault in progress ends at once, and no new fault starts. */
+  readonly #stop = new AbortController();
+  #loop: Promise<void> = Promise.resolve();
+
+  constructor(options: NemesisOptions) {
+    this.#o = options;
+  }
+
+  /** Faults injected so far. */
+  get count(): number {
+    return this.#faults;
+  }
+
+  /** Between a fault and the next: about the longest ttl, at least 200 ms. */
+  get #intervalMs(): number {
+    return Math.max(200, this.#o.ttlMaxMs);
+  }
+
+  /** Bound on one fault (a pause, a wait for its consequence). */
+  get #maxFaultMs(): number {
+    return 5 * this.#o.ttlMaxMs + 10_000;
+  }
+
+  /** Injects faults until the shared clock reaches `untilMs` (or `maxFaults` were injected), then heals everything. */
+  run(untilMs: number, maxFaults = Number.POSITIVE_INFINITY): Promise<void> {
+    this.#loop = this.#run(untilMs, maxFaults);
+    return this.#loop;
+  }
+
+  /** Ends the fault in progress early, waits for the schedule to stop, heals everything. */
+  async finish(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+    await this.heal();
+  }
+
+  /** Resolves after `ms`, or at once when finish() is called. */
+  #sleep(ms: number): Promise<void> {
+    const signal = this.#stop.signal;
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const timer = setTimeout(done, Math.max(0, ms));
+      function done(): void {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  async #run(untilMs: number, maxFaults: number): Promise<void> {
+    const { random, faults } = this.#o;
+    this.#untilMs = untilMs;
+    try {
+      while (faults.length > 0 && this.#faults < maxFaults && !this.#stop.signal.aborted) {
+        const waitMs = random.int(Math.floor(this.#intervalMs / 2), Math.floor((this.#intervalMs * 3) / 2));
+        if (sharedNowMs() + waitMs >= untilMs) break;
+        await this.#sleep(waitMs);
+        if (this.#stop.signal.aborted) break;
+        const fault = random.pick(faults);
+        const endBy = Math.min(untilMs, sharedNowMs() + this.#maxFaultMs);
+        if (isTargeted(fault)) await this.#arm(fault, endBy);
+        else await this.#random(fault, endBy);
+      }
+    } finally {
+      await this.heal();
+    }
+  }
+
+  /** A client at its gate: resolves when it may write (at once unless a targeted fault strikes it). */
+  async atGate(client: number, request: GateRequest): Promise<void> {
+    const armed = this.#armed;
+    if (armed === null || this.#busy || this.#healing || sharedNowMs() > this.#untilMs - 2 * this.#o.ttlMaxMs) return;
+    this.#busy = true;
+    try {
+      const struck = await this.#targeted(armed.fault, client, request);
+      if (struck) {
+        this.#armed = null;
+        armed.done();
+      }
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** Every client and server running, every link passing. Idempotent. */
+  async heal(): Promise<void> {
+    this.#healing = true;
+    this.#armed?.done();
+    this.#armed = null;
+    const { fleet, servers } = this.#o;
+    for (let c = 0; c < fleet.size; c++) if (fleet.paused(c)) fleet.resume(c);
+    for (const s of servers.nodes) {
+      if (s.paused) s.resume();
+      if (!s.running) await s.restart();
+    }
+    for (const l of servers.links.flat()) l.setMode({ kind: 'pass' });
+  }
+
+  async #arm(fault: Armed['fault'], endBy: number): Promise<void> {
+    let done!: () => void;
+    const struck = new Promise<void>((resolve) => (done = resolve));
+    this.#armed = { fault, done };
+    await Promise.race([struck, this.#sleep(Math.max(0, endBy - sharedNowMs()))]);
+    this.#armed = null;
+    // A strike in progress finishes before the next fault is drawn.
+    while (this.#busy) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+
+  #record(type: FaultEvent['type'], fault: string, target: string, detail?: string): void {
+    this.#o.recorder.add([{ type, process: 'nemesis', time: sharedNowMs(), op: 'fault', fault, target, ...(detail !== undefined ? { detail } : {}) }]);
+  }
+
+  #duration(endBy: number): number {
+    const t = this.#o.ttlMaxMs;
+    return Math.max(1, Math.min(this.#o.random.int(Math.ceil(t / 2), 3 * t), endBy - sharedNowMs()));
+  }
+
+  async #random(fault: (typeof RANDOM_FAULTS)[number], endBy: number): Promise<void> {
+    const { random, fleet, servers } = this.#o;
+    this.#faults++;
+    await match(fault)
+      .with('pause-client', async () => {
+        const c = random.int(0, fleet.size - 1);
+        const ms = this.#duration(endBy);
+        this.#record('invoke', 'pause-client', `client ${c}`, `${ms} ms`);
+        fleet.pause(c);
+        await this.#sleep(ms);
+        fleet.resume(c);
+        this.#record('ok', 'pause-client', `client ${c}`);
+      })
+      .with('pause-server', async () => {
+        const n = random.int(0, servers.nodes.length - 1);
+        const s = servers.nodes[n]!;
+        const ms = this.#duration(endBy);
+        this.#record('invoke', 'pause-server', s.name, `${ms} ms`);
+        s.pause();
+        await this.#sleep(ms);
+        s.resume();
+        this.#record('ok', 'pause-server', s.name);
+      })
+      .with('kill-server', async () => {
+        const s = servers.nodes[random.int(0, servers.nodes.length - 1)]!;
+        const downMs = this.#o.restartDelayMs + random.int(0, this.#o.ttlMaxMs);
+        this.#record('invoke', 'kill-server', s.name, `kill -9, restart after ${downMs} ms`);
+        await s.crash();
+        await this.#sleep(downMs);
+        await s.restart();
+        this.#record('ok', 'kill-server', s.name);
+      })
+      .with('clock-step', async () => {
+        const n = random.int(0, servers.nodes.length - 1);
+        const ms = random.int(this.#o.ttlMaxMs, 2 * this.#o.ttlMaxMs);
+        servers.stepClock(n, ms);
+        this.#record('invoke', 'clock-step', servers.nodes[n]!.name, `+${ms} ms`);
+        this.#record('ok', 'clock-step', servers.nodes[n]!.name);
+      })
+      .with('partition', 'delay', async (kind) => {
+        const c = random.int(0, fleet.size - 1);
+        const n = random.int(0, servers.nodes.length - 1);
+        const link = servers.links[c]![n]!;
+        const ms = this.#duration(endBy);
+        const delayMs = random.int(1, Math.max(1, Math.floor(this.#o.ttlMinMs / 2)));
+        const target = `client ${c} - ${servers.nodes[n]!.name}`;
+        this.#record('invoke', kind, target, kind === 'partition' ? `black hole for ${ms} ms` : `+${delayMs} ms each way for ${ms} ms`);
+        link.setMode(kind === 'partition' ? { kind: 'blackhole' } : { kind: 'delay', ms: delayMs });
+        await this.#sleep(ms);
+        link.setMode({ kind: 'pass' });
+        this.#record('ok', kind, target);
+      })
+      .with('terminate-backend', async () => {
+        const holders = await servers.advisoryHolders();
+        if (holders.length === 0) return;
+        const pid = random.pick(holders);
+        this.#record('invoke', 'terminate-backend', 'postgres', `backend ${pid}`);
+        await servers.terminate([pid]);
+        this.#record('ok', 'terminate-backend', 'postgres', `backend ${pid}`);
+      })
+      .exhaustive();
+  }
+
+  /** Strikes a client at its gate; false when this client is not a fit (the fault stays armed). */
+  async #targeted(fault: Armed['fault'], client: number, g: GateRequest): Promise<boolean> {
+    const { fleet, servers, recorder } = this.#o;
+    const endBy = Math.min(sharedNowMs() + this.#maxFaultMs, this.#untilMs + this.#o.ttlMaxMs);
+    const byOther = (op: 'write' | 'acquire', since: number) => (e: RecordedEvent) =>
+      e.process !== client && e.process !== 'nemesis' && e.type === 'ok' && 'op' in e && e.op === op && 'resource' in e && e.resource === g.resource && e.time > since;
+    const target = `client ${client}`;
+    return match(fault)
+      .with('pause-holder', async () => {
+        const at = sharedNowMs();
+        this.#faults++;
+        this.#record('invoke', 'pause-client', target, `holder of ${g.resource} (token ${g.token}), between its read and its write`);
+        fleet.pause(client);
+        // Past its deadline (by its own clock), and another client has written the register since.
+        const wrote = await recorder.waitFor(byOther('write', at), endBy, this.#stop.signal);
+        if (g.validUntil !== undefined && sharedNowMs() < g.validUntil) await this.#sleep(g.validUntil - sharedNowMs() + 1);
+        fleet.resume(client);
+        this.#record('ok', 'pause-client', target, wrote ? `another client wrote ${g.resource} meanwhile` : `no other write of ${g.resource} within the bound`);
+        return true;
+      })
+      .with('terminate-holder', async () => {
+        if (g.pids.length === 0) return false;
+        const at = sharedNowMs();
+        this.#faults++;
+        this.#record('invoke', 'pause-client', target, `holder of ${g.resource} (token ${g.token}), between its read and its write`);
+        fleet.pause(client);
+        this.#record('invoke', 'terminate-backend', 'postgres', `backends ${g.pids.join(', ')} of ${target}`);
+        await servers.terminate(g.pids);
+        this.#record('ok', 'terminate-backend', 'postgres', `backends ${g.pids.join(', ')} of ${target}`);
+        const acquired = await recorder.waitFor(byOther('acquire', at), endBy, this.#stop.signal);
+        fleet.resume(client);
+        this.#record('ok', 'pause-client', target, acquired ? `another client acquired ${g.resource} meanwhile` : `no other grant of ${g.resource} within the bound`);
+        return true;
+      })
+      .with('clock-step-holder', async () => {
+        const holding = await servers.nodesHolding(g.resource, g.owner);
+        if (holding.length !== servers.quorum) return false;
+        const n = holding[this.#o.random.int(0, holding.length - 1)]!;
+        const ms = 2 * this.#o.ttlMaxMs;
+        const at = sharedNowMs();
+        this.#faults++;
+        servers.stepClock(n, ms);
+        this.#record('invoke', 'clock-step', servers.nodes[n]!.name, `+${ms} ms, a node of ${target}'s bare majority for ${g.resource}`);
+        this.#record('ok', 'clock-step', servers.nodes[n]!.name);
+        await recorder.waitFor(byOther('acquire', at), Math.min(endBy, g.validUntil ?? endBy), this.#stop.signal);
+        return true;
+      })
+      .exhaustive();
+  }
+}

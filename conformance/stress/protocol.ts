@@ -1,0 +1,66 @@
+import type { HistoryEvent, MetaEvent } from '../history/event.ts';
+
+/** What clients and the nemesis record: every event but the header. */
+export type RecordedEvent = Exclude<HistoryEvent, MetaEvent>;
+
+/**
+ * What the stress runner and its client processes say to each other over
+ * the IPC channel of child_process.fork (JSON: tokens travel as digit strings).
+ */
+
+/** The lock a client process drives, with the servers it reaches (through the runner's proxies). */
+export type ClientBackend =
+  | { readonly kind: 'redis'; readonly nodes: readonly string[]; readonly store: string; readonly storePolicy: FencePolicy }
+  | { readonly kind: 'pg-session'; readonly url: string; readonly storePolicy: FencePolicy }
+  /** The write goes into the lock's own transaction: committed with the release, discarded with the lock. */
+  | { readonly kind: 'pg-xact'; readonly url: string };
+
+/** The register's store: plain (every write lands) or fenced by the lease's token with a policy (spec FENCE-2). */
+export type FencePolicy = 'unfenced' | 'monotonic' | 'strict';
+
+export interface Workload {
+  /** How many resources the clients pick from (each guards one register). */
+  readonly resources: number;
+  /** Resource names start with it: each run of a session works on locks and registers of its own. */
+  readonly prefix: string;
+  readonly ttlMinMs: number;
+  readonly ttlMaxMs: number;
+  /** Stop after this instant on the shared clock, or this many cycles. */
+  readonly untilMs: number;
+  readonly maxCycles: number;
+  /** Ask the runner before each write (the targeted nemesis pauses the client there). */
+  readonly gate: boolean;
+}
+
+export interface ClientConfig {
+  readonly process: number;
+  readonly seed: number;
+  readonly backend: ClientBackend;
+  readonly workload: Workload;
+}
+
+export type ToClient =
+  | { readonly kind: 'start'; readonly config: ClientConfig }
+  /** The gate opens: write now. */
+  | { readonly kind: 'go' }
+  /** Finish the cycle in progress (bounded by its timeouts), report `done`, wait for the next start. */
+  | { readonly kind: 'stop' };
+
+/** A client holds `resource` and has read its register: the write comes next. */
+export interface GateRequest {
+  readonly kind: 'gate';
+  readonly resource: string;
+  readonly owner: string;
+  readonly token: string;
+  /** On the shared clock; absent for a session lock. */
+  readonly validUntil?: number;
+  /** PostgreSQL backend pids the lease lives on (for pg_terminate_backend). */
+  readonly pids: readonly number[];
+}
+
+export type FromClient =
+  | { readonly kind: 'ready' }
+  | { readonly kind: 'events'; readonly events: readonly RecordedEvent[] }
+  | GateRequest
+  | { readonly kind: 'done'; readonly cycles: number }
+  | { readonly kind: 'error'; readonly message: string };

@@ -1,0 +1,54 @@
+import type { HistoryEvent } from '../history/event.ts';
+import type { RecordedEvent } from './protocol.ts';
+import { sharedNowMs } from './sharedClock.ts';
+
+/**
+ * The runner's copy of the history as it arrives from the client processes
+ * and the nemesis; the nemesis waits on it for the consequence of a fault
+ * ("another client wrote this register since").
+ */
+export class Recorder {
+  readonly #events: RecordedEvent[] = [];
+  readonly #watchers = new Set<(e: RecordedEvent) => void>();
+
+  add(events: readonly RecordedEvent[]): void {
+    for (const e of events) {
+      this.#events.push(e);
+      for (const w of [...this.#watchers]) w(e);
+    }
+  }
+
+  get size(): number {
+    return this.#events.length;
+  }
+
+  /** Resolves true when an event matching `predicate` arrives, false once the shared clock passes `untilMs` or `signal` aborts. */
+  waitFor(predicate: (e: RecordedEvent) => boolean, untilMs: number, signal?: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const onAbort = (): void => done(false);
+      const done = (found: boolean): void => {
+        clearTimeout(timer);
+        this.#watchers.delete(watcher);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(found);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const watcher = (e: RecordedEvent): void => {
+        if (predicate(e)) done(true);
+      };
+      const timer = setTimeout(() => done(false), Math.max(0, untilMs - sharedNowMs()));
+      this.#watchers.add(watcher);
+      if (signal?.aborted) done(false);
+    });
+  }
+
+  /** The history in the order of the shared clock (events arrive in batches per process; a stable sort keeps each process's order). */
+  history(): RecordedEvent[] {
+    return [...this.#events].sort((a, b) => a.time - b.time);
+  }
+}
+
+/** One JSON object per line (spec/SPEC.md, "Histories"). */
+export function toJsonl(history: readonly HistoryEvent[]): string {
+  return history.map((e) => JSON.stringify(e)).join('\n') + (history.length > 0 ? '\n' : '');
+}

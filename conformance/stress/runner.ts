@@ -1,0 +1,215 @@
+import type { RecordedEvent } from './protocol.ts';
+import { ClientFleet } from './fleet.ts';
+import type { NemesisFault } from './nemesis.ts';
+import { isTargeted, Nemesis, needsFakeClocks, needsProxies, unsupported } from './nemesis.ts';
+import type { FencePolicy, FromClient } from './protocol.ts';
+import { Random } from './random.ts';
+import { Recorder } from './recorder.ts';
+import type { StressBackend, StressServers } from './servers.ts';
+import { startServers } from './servers.ts';
+import { sharedNowMs } from './sharedClock.ts';
+
+/**
+ * A stress run: N client processes race on real servers with a Jepsen-style
+ * workload while the nemesis injects faults; the result is the history.
+ * Everything it starts (servers, proxies, client processes) is gone when it
+ * returns or throws.
+ */
+export interface StressOptions extends RunOptions {
+  readonly backend: StressBackend;
+  readonly clients: number;
+  readonly progress?: (line: string) => void;
+}
+
+/** One run of a session: what may change from one run to the next on the same servers and processes. */
+export interface RunOptions {
+  readonly seconds: number;
+  readonly nemesis: readonly NemesisFault[];
+  readonly seed: number;
+  /** The register's store (pg-xact ignores it: its writes are in the lock's transaction). */
+  readonly store: FencePolicy;
+  readonly resources: number;
+  readonly ttlMinMs: number;
+  readonly ttlMaxMs: number;
+  /** Per client; default unbounded (the time bound stops the run). */
+  readonly maxCycles?: number;
+  /** Stop once the nemesis has struck this many times (the clients finish their cycles first). */
+  readonly maxFaults?: number;
+  /** A killed server stays down at least this long (Redlock's delayed restart: longer than any ttl). Default 0. */
+  readonly restartDelayMs?: number;
+}
+
+export interface StressRun {
+  readonly history: RecordedEvent[];
+  /** From the clients' start to their last event, ms. */
+  readonly durationMs: number;
+  /** Setup (servers and processes) and teardown, ms. */
+  readonly overheadMs: number;
+  readonly cycles: number;
+  readonly faults: number;
+  /** Client processes that failed (a message each); their events up to then are in the history. */
+  readonly clientErrors: readonly string[];
+}
+
+export function checkStressOptions(backend: StressBackend, o: RunOptions): void {
+  for (const f of o.nemesis) {
+    const why = unsupported(f, backend);
+    if (why !== null) throw new RangeError(why);
+  }
+  if (o.ttlMinMs > o.ttlMaxMs) throw new RangeError(`ttl range ${o.ttlMinMs}-${o.ttlMaxMs} is empty`);
+}
+
+export async function runStress(o: StressOptions): Promise<StressRun> {
+  checkStressOptions(o.backend, o);
+  const t0 = sharedNowMs();
+  const session = await StressSession.start({ backend: o.backend, clients: o.clients, fakeClocks: needsFakeClocks(o.nemesis), proxied: needsProxies(o.nemesis), ...(o.progress ? { progress: o.progress } : {}) });
+  try {
+    const run = await session.run(o);
+    return { ...run, overheadMs: sharedNowMs() - t0 - run.durationMs };
+  } finally {
+    await session.stop();
+  }
+}
+
+export interface SessionOptions {
+  readonly backend: StressBackend;
+  readonly clients: number;
+  /** Redis nodes under libfaketime (for clock steps). */
+  readonly fakeClocks: boolean;
+  /** Client links through TCP proxies (for partitions and delays). */
+  readonly proxied: boolean;
+  readonly progress?: (line: string) => void;
+}
+
+/**
+ * Servers and client processes started once, for several runs (the matrix
+ * runs one per fault class): each run works on resources of its own and
+ * ends with every fault healed.
+ */
+export class StressSession {
+  readonly #o: SessionOptions;
+  readonly #servers: StressServers;
+  readonly #fleet: ClientFleet;
+  readonly #t0: number;
+  #runs = 0;
+  #route: (client: number, m: FromClient) => void = () => undefined;
+
+  private constructor(o: SessionOptions, servers: StressServers, fleet: ClientFleet, t0: number) {
+    this.#o = o;
+    this.#servers = servers;
+    this.#fleet = fleet;
+    this.#t0 = t0;
+  }
+
+  static async start(o: SessionOptions): Promise<StressSession> {
+    const t0 = sharedNowMs();
+    const progress = (line: string): void => o.progress?.(`[${((sharedNowMs() - t0) / 1000).toFixed(1)} s] ${line}`);
+    progress(`${o.backend}: starting servers`);
+    const servers = await startServers({ backend: o.backend, clients: o.clients, fakeClocks: o.fakeClocks, proxied: o.proxied });
+    let session: StressSession | null = null;
+    try {
+      progress(`${o.backend}: starting ${o.clients} client processes`);
+      const fleet = await ClientFleet.start(o.clients, (client, m) => {
+        if (session !== null) session.#route(client, m);
+      });
+      session = new StressSession(o, servers, fleet, t0);
+      return session;
+    } catch (e) {
+      await servers.stop();
+      throw e;
+    }
+  }
+
+  #progress(line: string): void {
+    this.#o.progress?.(`[${((sharedNowMs() - this.#t0) / 1000).toFixed(1)} s] ${line}`);
+  }
+
+  /** One run; the servers and processes stay up for the next. */
+  async run(o: RunOptions): Promise<StressRun> {
+    checkStressOptions(this.#o.backend, o);
+    if (needsFakeClocks(o.nemesis) && !this.#o.fakeClocks) throw new RangeError('this session runs its Redis nodes on the real clock: clock faults need fakeClocks');
+    if (needsProxies(o.nemesis) && !this.#o.proxied) throw new RangeError('this session has no proxies: partitions and delays need proxied');
+    const t0 = sharedNowMs();
+    const { clients, backend } = this.#o;
+    const fleet = this.#fleet;
+    const random = new Random(o.seed);
+    const recorder = new Recorder();
+    const clientErrors: string[] = [];
+    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0 });
+    let cycles = 0;
+    let done = 0;
+    let allDone!: () => void;
+    const finished = new Promise<void>((resolve) => (allDone = resolve));
+    this.#route = (client, m) => {
+      switch (m.kind) {
+        case 'events':
+          recorder.add(m.events);
+          return;
+        case 'gate':
+          void nemesis.atGate(client, m).finally(() => fleet.go(client));
+          return;
+        case 'done':
+          cycles += m.cycles;
+          if (++done === clients) allDone();
+          return;
+        case 'error':
+          clientErrors.push(`client ${client}: ${m.message}`);
+          if (++done === clients) allDone();
+          return;
+        case 'ready':
+          return;
+      }
+    };
+    const startedAt = sharedNowMs();
+    const untilMs = startedAt + o.seconds * 1000;
+    const gate = o.nemesis.some(isTargeted);
+    const prefix = `s${this.#runs++}-`;
+    for (let c = 0; c < clients; c++) {
+      fleet.start(c, {
+        process: c,
+        seed: (o.seed + 7919 * (c + 1)) | 0,
+        backend: this.#servers.clientBackend(c, o.store),
+        workload: { resources: o.resources, prefix, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, untilMs, maxCycles: o.maxCycles ?? Number.MAX_SAFE_INTEGER, gate },
+      });
+    }
+    this.#progress(`${backend}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
+    const ticker = setInterval(() => this.#progress(`${backend}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
+    try {
+      await Promise.race([nemesis.run(untilMs, o.maxFaults), finished]);
+      await nemesis.finish();
+      // The clients stop by themselves at untilMs (or maxCycles); after enough faults they are asked to.
+      const enough = o.maxFaults !== undefined && nemesis.count >= o.maxFaults;
+      if (enough) fleet.stopRuns();
+      await Promise.race([finished, sleep(Math.max(0, untilMs - sharedNowMs()) + 100)]);
+      fleet.stopRuns();
+      if (!(await Promise.race([finished.then(() => true), sleep(RUN_END_TIMEOUT_MS).then(() => false)]))) {
+        throw new Error(`the clients did not finish their cycles within ${RUN_END_TIMEOUT_MS} ms of the run's end`);
+      }
+    } finally {
+      clearInterval(ticker);
+      await nemesis.finish();
+      this.#route = () => undefined;
+    }
+    const history = recorder.history();
+    const last = history.length > 0 ? history[history.length - 1]!.time : startedAt;
+    const durationMs = Math.max(0, last - startedAt);
+    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors };
+  }
+
+  /** Lets the client processes go and stops the servers. */
+  async stop(): Promise<void> {
+    this.#progress(`${this.#o.backend}: stopping clients and servers`);
+    try {
+      await this.#fleet.close();
+    } finally {
+      await this.#servers.stop();
+    }
+  }
+}
+
+/** Bound on the clients finishing their cycles once asked (their calls are bounded by their own timeouts). */
+const RUN_END_TIMEOUT_MS = 30_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

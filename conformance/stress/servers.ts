@@ -1,0 +1,210 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { match } from 'ts-pattern';
+import { keysFor } from '../../impl/redis/keys.ts';
+import { ensureSchema } from '../../impl/postgres/schema.ts';
+import { FakeClockFile } from '../env/faketime.ts';
+import { PostgresServer } from '../env/postgresServer.ts';
+import { onExitKill } from '../env/processes.ts';
+import { TcpProxy } from '../env/proxy.ts';
+import { RedisServer } from '../env/redisServer.ts';
+import type { ClientBackend, FencePolicy } from './protocol.ts';
+
+/** The backends a stress run drives, each on servers the runner starts. */
+export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact'] as const;
+export type StressBackend = (typeof STRESS_BACKENDS)[number];
+
+/** A server process the nemesis can pause, kill and restart. */
+export interface FaultableServer {
+  readonly name: string;
+  pause(): void;
+  resume(): void;
+  readonly paused: boolean;
+  crash(): Promise<void>;
+  restart(): Promise<void>;
+  readonly running: boolean;
+}
+
+/**
+ * The servers of one stress run and the links to them: Redis lock nodes
+ * (under libfaketime clocks that run at real speed until the nemesis steps
+ * them) and a Redis store, or one PostgreSQL server holding locks and store.
+ * With `proxied`, every client reaches every lock server through a TCP proxy
+ * of its own (links[client][node]), so that one link can be cut or delayed.
+ */
+export interface StressServers {
+  readonly backend: StressBackend;
+  readonly nodes: readonly FaultableServer[];
+  /** links[client][node]; empty when not proxied. */
+  readonly links: readonly (readonly TcpProxy[])[];
+  /** Majority of the lock nodes. */
+  readonly quorum: number;
+  clientBackend(client: number, store: FencePolicy): ClientBackend;
+  /** Redis: steps node's clock by deltaMs (cumulative); throws without faked clocks. */
+  stepClock(node: number, deltaMs: number): void;
+  readonly clocksFaked: boolean;
+  /** Redis: which nodes hold `resource` for `owner` now (asked directly, not through the proxies). */
+  nodesHolding(resource: string, owner: string): Promise<number[]>;
+  /** PostgreSQL: ends these backends (pg_terminate_backend, waiting until they are gone). */
+  terminate(pids: readonly number[]): Promise<void>;
+  /** PostgreSQL: the backends holding an advisory lock now. */
+  advisoryHolders(): Promise<number[]>;
+  stop(): Promise<void>;
+}
+
+export interface StartServersOptions {
+  readonly backend: StressBackend;
+  readonly clients: number;
+  /** Run Redis nodes under libfaketime (needed for clock steps; costs speed). */
+  readonly fakeClocks: boolean;
+  /** Route each client's links through proxies of their own (needed for partitions and delays). */
+  readonly proxied: boolean;
+}
+
+export async function startServers(o: StartServersOptions): Promise<StressServers> {
+  return o.backend === 'pg-session' || o.backend === 'pg-xact' ? startPostgres(o) : startRedis(o);
+}
+
+async function proxies(clients: number, targets: ReadonlyArray<{ host: string; port: number }>, proxied: boolean): Promise<TcpProxy[][]> {
+  if (!proxied) return [];
+  const links: TcpProxy[][] = [];
+  for (let c = 0; c < clients; c++) links.push(await Promise.all(targets.map((t) => TcpProxy.start({ host: t.host, port: t.port }))));
+  return links;
+}
+
+async function startRedis(o: StartServersOptions): Promise<StressServers> {
+  const count = o.backend === 'redlock' || o.backend === 'redlock-aof' ? 5 : 1;
+  const persistence = o.backend.endsWith('-aof') ? 'aof-always' : 'none';
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-stress-clocks-'));
+  onExitKill(() => rmSync(dir, { recursive: true, force: true }));
+  const offsets = Array.from({ length: count }, () => 0);
+  const clocks = o.fakeClocks
+    ? offsets.map((_o, i) => {
+        const f = new FakeClockFile(dir, `node${i}.clock`);
+        f.setOffset(0);
+        return f;
+      })
+    : null;
+  const started: RedisServer[] = [];
+  const links: TcpProxy[][] = [];
+  const stop = async (): Promise<void> => {
+    await Promise.all(links.flat().map((l) => l.close()));
+    await Promise.all(started.map((s) => s.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < count; i++) started.push(await RedisServer.start({ persistence, ...(clocks !== null ? { clockFile: clocks[i]! } : {}) }));
+    const store = await RedisServer.start({ persistence: 'none' });
+    started.push(store);
+    const nodes = started.slice(0, count);
+    links.push(...(await proxies(o.clients, nodes, o.proxied)));
+    // Each server has a password of its own (requirepass); the proxies forward AUTH like any other bytes.
+    const url = (host: string, port: number, server: RedisServer): string => `redis://:${encodeURIComponent(server.password)}@${host}:${port}`;
+    return {
+      backend: o.backend,
+      nodes: nodes.map((s, i) => faultable(`redis ${i}`, s)),
+      links,
+      quorum: Math.floor(count / 2) + 1,
+      clocksFaked: clocks !== null,
+      clientBackend: (client, storePolicy) => ({
+        kind: 'redis',
+        nodes: nodes.map((s, i) => (o.proxied ? url(links[client]![i]!.host, links[client]![i]!.port, s) : url(s.host, s.port, s))),
+        store: url(store.host, store.port, store),
+        storePolicy,
+      }),
+      stepClock: (node, deltaMs) => {
+        if (clocks === null) throw new Error('stepClock: the nodes run on the real clock');
+        offsets[node]! += deltaMs;
+        clocks[node]!.setOffset(offsets[node]!);
+      },
+      nodesHolding: async (resource, owner) => {
+        const key = keysFor(resource).lock;
+        const values = await Promise.all(nodes.map((s) => (s.running && !s.paused ? s.command(['GET', key], 500).catch(() => null) : Promise.resolve(null))));
+        return values.flatMap((v, i) => (v === owner ? [i] : []));
+      },
+      terminate: async () => undefined,
+      advisoryHolders: async () => [],
+      stop,
+    };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+async function startPostgres(o: StartServersOptions): Promise<StressServers> {
+  const server = await PostgresServer.start({ parentDir: '/dev/shm' });
+  const links: TcpProxy[][] = [];
+  let admin: pg.Client | null = null;
+  const connectAdmin = async (): Promise<pg.Client> => {
+    if (admin !== null) return admin;
+    const c = new pg.Client({ connectionString: server.url, connectionTimeoutMillis: 5_000, query_timeout: 10_000 });
+    c.on('error', () => {
+      if (admin === c) admin = null;
+    });
+    c.on('end', () => {
+      if (admin === c) admin = null;
+    });
+    await c.connect();
+    admin = c;
+    return c;
+  };
+  const stop = async (): Promise<void> => {
+    await Promise.all(links.flat().map((l) => l.close()));
+    await admin?.end().catch(() => undefined);
+    await server.stop();
+  };
+  try {
+    await ensureSchema(await connectAdmin());
+    links.push(...(await proxies(o.clients, [{ host: server.host, port: server.port }], o.proxied)));
+    const urlVia = (host: string, port: number): string => `postgres://${encodeURIComponent(server.user)}:${encodeURIComponent(server.password)}@${host}:${port}/${encodeURIComponent(server.database)}`;
+    return {
+      backend: o.backend,
+      nodes: [faultable('postgres', server)],
+      links,
+      quorum: 1,
+      clocksFaked: false,
+      clientBackend: (client, storePolicy) => {
+        const url = o.proxied ? urlVia(links[client]![0]!.host, links[client]![0]!.port) : urlVia(server.host, server.port);
+        return match(o.backend)
+          .with('pg-xact', (): ClientBackend => ({ kind: 'pg-xact', url }))
+          .otherwise((): ClientBackend => ({ kind: 'pg-session', url, storePolicy }));
+      },
+      stepClock: () => {
+        throw new Error('stepClock: advisory locks have no expiry; no server clock matters');
+      },
+      nodesHolding: async () => [],
+      terminate: async (pids) => {
+        if (pids.length === 0) return;
+        // With a timeout, pg_terminate_backend waits until the backend has exited, and so released its locks.
+        await (await connectAdmin()).query('SELECT pg_terminate_backend(pid, 5000) FROM unnest($1::int[]) AS pid', [pids]);
+      },
+      advisoryHolders: async () => {
+        const r = await (await connectAdmin()).query<{ pid: number }>("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted");
+        return r.rows.map((row) => row.pid);
+      },
+      stop,
+    };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+function faultable(name: string, s: RedisServer | PostgresServer): FaultableServer {
+  return {
+    name,
+    pause: () => s.pause(),
+    resume: () => s.resume(),
+    get paused() {
+      return s.paused;
+    },
+    crash: () => s.crash(),
+    restart: () => s.restart(),
+    get running() {
+      return s.running;
+    },
+  };
+}

@@ -1,0 +1,180 @@
+import { match } from 'ts-pattern';
+import type { Lease } from '../../impl/lease.ts';
+import { LeaseLostError } from '../../impl/errors.ts';
+import type { OperationEvent } from '../history/event.ts';
+import type { RecordedEvent } from './protocol.ts';
+import type { StressClient } from './client.ts';
+import type { ClientConfig, GateRequest } from './protocol.ts';
+import { Random } from './random.ts';
+import { sharedNowMs } from './sharedClock.ts';
+
+/**
+ * The Jepsen-style workload of one client process: acquire a random
+ * resource with a random ttl, read-modify-write the register it guards,
+ * release; record every step. A careful client: it checks that its lease is
+ * still valid before the read and before the write (a pause between that
+ * check and the write is what the nemesis exploits).
+ *
+ * Events are buffered and handed to `emit` at the end of each cycle (and
+ * before a gate), so that a pg-xact write can be recorded with the outcome
+ * its COMMIT decided.
+ */
+export interface WorkloadIo {
+  emit(events: readonly RecordedEvent[]): void;
+  /** Waits for the runner to open the gate before the write (targeted nemesis). */
+  gate(request: GateRequest): Promise<void>;
+  stopping(): boolean;
+}
+
+/** Bound on one call as the workload sees it, beyond the clients' own timeouts: past it the process stops (its state is unknown). */
+const CALL_GUARD_MS = 15_000;
+/** Pause after a denied acquire, at most (random, so that contenders spread out). */
+const BACKOFF_MAX_MS = 4;
+
+export async function runWorkload(config: ClientConfig, client: StressClient, io: WorkloadIo): Promise<number> {
+  const random = new Random(config.seed);
+  const w = config.workload;
+  const p = config.process;
+  const ttl = config.backend.kind === 'redis';
+  const fenced = config.backend.kind !== 'pg-xact' && config.backend.storePolicy !== 'unfenced';
+  let buffer: RecordedEvent[] = [];
+  const record = (e: Unstamped<OperationEvent>): void => {
+    buffer.push({ ...e, process: p, time: sharedNowMs() } as OperationEvent);
+  };
+  const flush = (): void => {
+    if (buffer.length > 0) io.emit(buffer);
+    buffer = [];
+  };
+  let cycles = 0;
+  for (; cycles < w.maxCycles && sharedNowMs() < w.untilMs && !io.stopping(); cycles++) {
+    const resource = `${w.prefix}r${random.int(0, w.resources - 1)}`;
+    const ttlMs = random.int(w.ttlMinMs, w.ttlMaxMs);
+    record({ type: 'invoke', op: 'acquire', resource, ...(ttl ? { ttlMs } : {}) });
+    const acquired = await guarded(client.acquire(resource, ttlMs));
+    if (acquired.kind === 'error') {
+      record({ type: 'info', op: 'acquire', resource, reason: acquired.message });
+      flush();
+      continue;
+    }
+    const lease = match(acquired.value)
+      .with({ kind: 'granted' }, (g) => g.lease)
+      .with({ kind: 'denied' }, (d) => {
+        record({ type: 'fail', op: 'acquire', resource, reason: d.reason });
+        return null;
+      })
+      .with({ kind: 'timed-out' }, () => {
+        record({ type: 'info', op: 'acquire', resource, reason: 'timeout' });
+        return null;
+      })
+      .exhaustive();
+    if (lease === null) {
+      flush();
+      await sleepMs(random.int(0, BACKOFF_MAX_MS));
+      continue;
+    }
+    const held = { resource, owner: lease.owner, token: lease.token.toString() };
+    record({ type: 'ok', op: 'acquire', ...held, ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}) });
+    watchSignal(lease, p, (e) => buffer.push(e));
+
+    let write: { readonly invokeTime: number; readonly value: string; readonly prev: string | null; outcome: 'ok' | 'fail' | 'info'; readonly reason?: string; readonly time: number } | null = null;
+    if (!lease.signal.aborted) {
+      record({ type: 'invoke', op: 'read', resource, key: resource });
+      const read = await guarded(client.read(lease));
+      if (read.kind === 'error') record({ type: 'info', op: 'read', resource, key: resource, reason: read.message });
+      else record({ type: 'ok', op: 'read', resource, key: resource, value: read.value });
+      if (read.kind === 'ok' && !lease.signal.aborted) {
+        if (w.gate) {
+          flush();
+          await io.gate({ kind: 'gate', ...held, ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}), pids: client.pids() });
+        }
+        const value = `${p}.${cycles}`;
+        const invokeTime = sharedNowMs();
+        const written = await guarded(client.write(lease, value));
+        write = {
+          invokeTime,
+          value,
+          prev: read.value,
+          time: sharedNowMs(),
+          ...(written.kind === 'error' ? { outcome: 'info' as const, reason: written.message } : written.value === 'accepted' ? { outcome: 'ok' as const } : { outcome: 'fail' as const, reason: 'stale-token' }),
+        };
+      }
+    }
+    // pg-xact: the write is in the store only if its transaction commits with the release.
+    const lostBeforeRelease = lease.signal.aborted && reasonOf(lease) === 'connection-lost';
+    const writeEvents = (committed: boolean): RecordedEvent[] => {
+      if (write === null) return [];
+      let outcome = write.outcome;
+      if (config.backend.kind === 'pg-xact' && outcome === 'ok' && !committed) outcome = lostBeforeRelease ? 'fail' : 'info';
+      if (config.backend.kind === 'pg-xact' && outcome === 'info' && lostBeforeRelease) outcome = 'fail';
+      const base = { op: 'write' as const, process: p, resource, key: resource, value: write.value, prev: write.prev, ...(fenced ? { token: held.token } : {}) };
+      return [
+        { ...base, type: 'invoke', time: write.invokeTime },
+        { ...base, type: outcome, time: write.time, ...(outcome !== 'ok' ? { reason: write.reason ?? (lostBeforeRelease ? 'transaction-lost' : 'commit-unknown') } : {}) },
+      ];
+    };
+    if (config.backend.kind !== 'pg-xact') buffer.push(...writeEvents(true));
+    const releaseInvoke: OperationEvent = { type: 'invoke', op: 'release', process: p, time: sharedNowMs(), ...held };
+    const released = await guarded(client.release(lease));
+    const releaseDone: OperationEvent =
+      released.kind === 'error'
+        ? { type: 'info', op: 'release', process: p, time: sharedNowMs(), ...held, reason: released.message }
+        : { type: 'ok', op: 'release', process: p, time: sharedNowMs(), ...held };
+    if (config.backend.kind === 'pg-xact') buffer.push(...writeEvents(released.kind === 'ok' && released.value));
+    buffer.push(releaseInvoke, releaseDone);
+    flush();
+    if (guardTripped) break;
+  }
+  flush();
+  return cycles;
+}
+
+/** Records the lease's signal when it fires for any reason but its release (the release's invoke already ends the hold). */
+function watchSignal(lease: Lease, p: number, push: (e: RecordedEvent) => void): void {
+  const signal = lease.signal;
+  const fire = (): void => {
+    const reason = reasonOf(lease);
+    if (reason === 'released') return;
+    push({ type: 'signal', process: p, time: sharedNowMs(), resource: lease.resource, owner: lease.owner, token: lease.token.toString(), reason });
+  };
+  if (signal.aborted) fire();
+  else signal.addEventListener('abort', fire, { once: true });
+}
+
+function reasonOf(lease: Lease): string {
+  const r: unknown = lease.signal.reason;
+  return r instanceof LeaseLostError ? r.reason : 'lost';
+}
+
+/** An event before the process and the time are stamped on it. */
+type Unstamped<E> = E extends unknown ? Omit<E, 'process' | 'time'> : never;
+
+/** A call outlived its guard: the process's state is unknown, so the workload stops. */
+let guardTripped = false;
+
+type Guarded<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'error'; readonly message: string };
+
+/** The call's outcome, or its error as a short reason; bounded by CALL_GUARD_MS. */
+async function guarded<T>(call: Promise<T>): Promise<Guarded<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const guard = new Promise<Guarded<T>>((resolve) => {
+    timer = setTimeout(() => {
+      guardTripped = true;
+      resolve({ kind: 'error', message: `guard: no answer within ${CALL_GUARD_MS} ms` });
+    }, CALL_GUARD_MS);
+  });
+  try {
+    return await Promise.race([
+      call.then(
+        (value) => ({ kind: 'ok' as const, value }),
+        (e: unknown) => ({ kind: 'error' as const, message: e instanceof Error ? e.message.split('\n')[0]!.slice(0, 200) : String(e) }),
+      ),
+      guard,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function sleepMs(ms: number): Promise<void> {
+  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+}

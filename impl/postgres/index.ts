@@ -1,0 +1,12 @@
+/**
+ * Locks on PostgreSQL (spec: pg-session, pg-xact): a session advisory lock
+ * with a fencing token minted in the same statement, a transaction-scoped
+ * lock whose writes commit with it, and the fenced store both write through.
+ */
+export { PostgresSessionLock } from './sessionLock.ts';
+export type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
+export { PostgresTransactionLock } from './xactLock.ts';
+export { postgresFencedStore } from './store.ts';
+export type { Queryable } from './store.ts';
+export { ensureSchema, SCHEMA } from './schema.ts';
+export { advisoryKey } from './keys.ts';

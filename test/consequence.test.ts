@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { checkConformance } from '../conformance/check.ts';
+import { judgedDesign } from '../conformance/consequence.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import type { BackendUnderTest } from '../conformance/adapter.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
+import type { Design } from '../model/design.ts';
+import { designs, driftMarginMs } from '../model/design.ts';
+import { BROKEN } from './fixtures/broken.ts';
+
+/**
+ * Findings by consequence (conformance/consequence.ts): every deviation is
+ * unsafe, liveness or the safe direction; an audit goes on past the kinds it
+ * is not looking for; a library's declared contract is what the model judges.
+ */
+
+/** Claims 1 ms less validity than it has: the safe direction. */
+class ShortValidity extends LeaseLock {
+  protected override driftMarginMs(ttlMs: number): number {
+    return super.driftMarginMs(ttlMs) + 1;
+  }
+}
+
+const short = simLeaseBackend(designs.redisSingle(), 'strict', { lock: (p) => new ShortValidity(p) }, 'short validity');
+const PAUSES = ['advance', 'pause'] as const;
+
+describe('findings by consequence', () => {
+  it('a deadline shorter than allowed is the safe direction; an audit for unsafe deviations goes past it and counts it', async () => {
+    const plain = await checkConformance(short, { runs: 30, seed: 3, faults: PAUSES });
+    const verdict = plain.failure?.report.verdict;
+    expect(verdict?.kind, plain.failure?.message).toBe('conformance-failure');
+    if (verdict?.kind !== 'conformance-failure') return;
+    expect(verdict.consequence).toEqual({ kind: 'safe', what: 'validity shorter than allowed' });
+    expect(plain.failure!.message).toMatch(/LIVE-1: .*; safe: validity shorter than allowed\)/);
+
+    const audit = await checkConformance(short, { runs: 30, seed: 3, faults: PAUSES, failOn: { consequences: ['unsafe'] } });
+    expect(audit.failure?.message ?? null).toBeNull();
+    expect(audit.runs).toBe(30);
+    expect(audit.deviations.safe).toBeGreaterThan(0);
+  });
+
+  it('a deadline later than allowed is unsafe, and an audit shrinks it', async () => {
+    const drift = BROKEN.find((b) => b.id === 'drift-added')!;
+    const audit = await checkConformance(drift.backend, { runs: 50, seed: 1, faults: drift.faults, failOn: { consequences: ['unsafe'] } });
+    const verdict = audit.failure?.report.verdict;
+    expect(verdict?.kind).toBe('conformance-failure');
+    if (verdict?.kind !== 'conformance-failure') return;
+    expect(verdict.consequence).toEqual({ kind: 'unsafe', what: 'the client may act on a lease longer than allowed' });
+  });
+
+  it("a library's declared drift allowance is the model's: the same short deadline agrees with a contract that declares it", async () => {
+    // ShortValidity's margin is ceil(0.01 * ttl) + 2 + 1: declared as the library's own (factor 0.01, 3 ms fixed, rounded up).
+    const declared: BackendUnderTest = { ...short, contract: { driftMargin: { factor: 0.01, fixedMs: 3, rounding: 'ceil' } } };
+    expect(driftMarginMs(judgedDesign(declared), 40)).toBe(4);
+    const r = await checkConformance(declared, { runs: 30, seed: 3, faults: PAUSES });
+    expect(r.failure?.message ?? null).toBeNull();
+    // Rounded to nearest, as redlock on npm does: 1 ms less under a 50 ms ttl.
+    expect(driftMarginMs({ ...designs.redlock(), driftRounding: 'round' } as Design, 40)).toBe(2);
+    expect(driftMarginMs(designs.redlock(), 40)).toBe(3);
+  });
+});
