@@ -16,6 +16,13 @@ export type Design =
   | { readonly kind: 'pg-session'; readonly reentrant?: false }
   /** PostgreSQL transaction-scoped advisory lock: released at commit or rollback; writes commit with it. */
   | { readonly kind: 'pg-xact' }
+  /**
+   * One Redis primary with one asynchronously replicated replica, Sentinel
+   * promoting the replica when the primary fails. Scripts as redis-single;
+   * with `wait`, every script is followed by WAIT 1 and a lease is returned
+   * only after the replica acknowledged it.
+   */
+  | { readonly kind: 'redis-replicated'; readonly wait: boolean; readonly driftFactor: number; readonly clockMarginMs: number }
   /** Consensus lease lock (etcd): lease plus put-if-absent; token = the key's create revision. */
   | { readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding };
 
@@ -64,6 +71,12 @@ export const designs = {
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
   }),
+  redisReplicated: (o: Partial<{ wait: boolean } & LeaseOptions> = {}): Design => ({
+    kind: 'redis-replicated',
+    wait: o.wait ?? false,
+    driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
+    clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
+  }),
   pgSession: (): Design => ({ kind: 'pg-session' }),
   pgXact: (): Design => ({ kind: 'pg-xact' }),
   etcdLease: (o: Partial<LeaseOptions> = {}): Design => ({
@@ -97,8 +110,17 @@ export interface DesignRules<D extends Design = Design> {
   readonly writes: 'direct' | 'at-commit';
   /** Whether node state (keys, counters) survives a crash-restart. */
   readonly persists: (d: D) => boolean;
-  /** At a crash: keys stay as they are (keep), or only live ones are kept (drop-expired: etcd's leader revokes leases as they expire). */
-  readonly onCrash: 'keep' | 'drop-expired';
+  /**
+   * At a crash: keys stay as they are (keep), only live ones are kept
+   * (drop-expired: etcd's leader revokes leases as they expire), or the
+   * replica is promoted with what it has (promote-replica: Sentinel's failover).
+   */
+  readonly onCrash: 'keep' | 'drop-expired' | 'promote-replica';
+  /**
+   * A replica: none, asynchronous (it has what a `replicate` step last
+   * delivered), or waited for (WAIT 1 after every script: it has everything).
+   */
+  readonly replication: (d: D) => 'none' | 'async' | 'wait';
   /** At a restart that kept state: keys as they were (keep), or every lease refreshed to its full ttl (refresh: a new etcd leader). */
   readonly onRestart: 'keep' | 'refresh';
   /** True time a restarted node refuses to take part. */
@@ -118,6 +140,7 @@ const redisRules = {
   writes: 'direct',
   persists: (d: { persistence: Persistence }) => d.persistence === 'aof-always',
   onCrash: 'keep',
+  replication: () => 'none' as const,
   onRestart: 'keep',
   restartDelayMs: (d: { restartDelayMs: number }) => d.restartDelayMs,
   driftFactor: (d: { driftFactor: number }) => d.driftFactor,
@@ -133,6 +156,7 @@ const postgresRules = {
   writes: 'direct',
   persists: () => true,
   onCrash: 'keep',
+  replication: () => 'none' as const,
   onRestart: 'keep',
   restartDelayMs: () => 0,
   driftFactor: () => 0,
@@ -142,6 +166,15 @@ const postgresRules = {
 export const RULES: RulesByKind = {
   'redis-single': { ...redisRules, nodes: () => 1 },
   redlock: { ...redisRules, nodes: (d) => d.nodes },
+  'redis-replicated': {
+    ...redisRules,
+    nodes: () => 1,
+    // The primary keeps nothing across its crash; the promoted replica keeps what it had.
+    persists: () => true,
+    onCrash: 'promote-replica',
+    replication: (d) => (d.wait ? 'wait' : 'async'),
+    restartDelayMs: () => 0,
+  },
   'pg-session': { ...postgresRules, stacking: 'per-release' },
   'pg-xact': { ...postgresRules, stacking: 'until-commit', writes: 'at-commit' },
   'etcd-lease': {
@@ -153,6 +186,7 @@ export const RULES: RulesByKind = {
     writes: 'direct',
     persists: () => true,
     onCrash: 'drop-expired',
+    replication: () => 'none' as const,
     onRestart: 'refresh',
     restartDelayMs: () => 0,
     driftFactor: (d) => d.driftFactor,
@@ -208,6 +242,11 @@ export function clockMarginMs(design: Design): number {
   return rulesOf(design).clockMarginMs(design);
 }
 
+/** Whether the design's node has a replica, and whether its scripts wait for it (WAIT 1). */
+export function replication(design: Design): 'none' | 'async' | 'wait' {
+  return rulesOf(design).replication(design);
+}
+
 /** Votes needed for a grant: a majority of the nodes. */
 export function quorum(design: Design): number {
   return Math.floor(nodeCount(design) / 2) + 1;
@@ -253,6 +292,7 @@ export function describeDesign(design: Design): string {
   return match(design)
     .with({ kind: 'redis-single' }, (d) => `redis-single(${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
     .with({ kind: 'redlock' }, (d) => `redlock(${d.nodes} nodes, ${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
+    .with({ kind: 'redis-replicated' }, (d) => `redis-replicated(${d.wait ? 'WAIT 1' : 'async'}${margin})`)
     .with({ kind: 'pg-session' }, () => 'pg-session')
     .with({ kind: 'pg-xact' }, () => 'pg-xact')
     .with({ kind: 'etcd-lease' }, () => `etcd-lease${margin ? `(${margin.slice(2)})` : ''}`)
