@@ -109,6 +109,8 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const limitMs = Math.max(...branches.map((b) => b.next.nowMs));
     const subject: Command = command.kind === 'resume' ? (drivers[command.client]!.inFlight?.op ?? command) : command;
     const work = perform(instance, drivers, command);
+    // A run may stop while the operation is still pending (it did not settle in time); its later failure is then nobody's to handle, and must not end the process.
+    work.catch(() => undefined);
     // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
     // Operations, and a resume that delivers an operation's replies, settle as virtual time moves.
     const settled = isOperation(command) || command.kind === 'resume' ? await env.runUntil(work, limitMs) : (await work, true);
@@ -226,7 +228,9 @@ function perform(instance: BackendInstance, drivers: Driver[], command: Command)
     })
     .with({ kind: 'pause', inFlight: P.not(undefined) }, async (c) => {
       // The requests go out now; the replies wait for the resume.
-      drivers[c.client]!.inFlight = { op: c.inFlight!, outcome: operate(instance, drivers, c.inFlight!) };
+      const outcome = operate(instance, drivers, c.inFlight!);
+      outcome.catch(() => undefined); // awaited at the resume, if the run gets that far
+      drivers[c.client]!.inFlight = { op: c.inFlight!, outcome };
       return ok(await env.pause(c.client));
     })
     .with({ kind: 'pause' }, async (c) => {
