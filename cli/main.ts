@@ -9,6 +9,7 @@ import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
 import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { checkCommand } from './check.ts';
+import { failoverCommand } from './failover.ts';
 import { stressCommand } from './stress.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
 import { STRESS_BACKENDS, type StressBackend } from '../conformance/stress/servers.ts';
@@ -36,6 +37,8 @@ commands:
   replay    re-run a saved counterexample: lockcheck replay <counterexample.json> [--backend <module>]
             (a counterexample of an adapter module needs its --backend again: a file never names code to load)
   explore   the model alone: scenario catalogue and bounded exhaustive exploration
+  failover  redis-replicated on a primary, a replica and Sentinel it starts itself: the double grant after a
+            failover without WAIT, and WAIT 1 (spec 7.9); exit 0 when it agrees with the model
   check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
             exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
   stress    concurrent client processes race on real servers under a nemesis; the history is checked
@@ -189,6 +192,11 @@ async function main(argv: readonly string[]): Promise<number> {
         storePolicy: policy as StorePolicy | undefined,
         timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 1, 86_400_000),
       });
+    }
+    case 'failover': {
+      if (rest.length) throw new UsageError(`failover takes no arguments, got '${rest.join(' ')}'`);
+      if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('failover starts its own primary, replica and Sentinel: it takes no --redis or --pg');
+      return failoverCommand({ json: values.json ?? false });
     }
     case 'stress': {
       if (rest.length) throw new UsageError(`stress takes no arguments, got '${rest.join(' ')}'`);

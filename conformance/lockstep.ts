@@ -220,6 +220,10 @@ function perform(instance: BackendInstance, drivers: Driver[], command: Command)
     .with({ kind: 'partition' }, async (c) => ok(await env.partition(c.client, c.node)))
     .with({ kind: 'heal' }, async (c) => ok(await env.heal(c.client, c.node)))
     .with({ kind: 'kill-connection' }, async (c) => ok(await env.killConnection(c.client)))
+    .with({ kind: 'replicate' }, async () => {
+      // A real replica replicates on its own schedule: the schedules the runner draws never contain this step.
+      throw new InvalidInputError('unsupported-operation', 'a real replica cannot be told when to replicate');
+    })
     .with({ kind: 'pause', inFlight: P.not(undefined) }, async (c) => {
       // The requests go out now; the replies wait for the resume.
       drivers[c.client]!.inFlight = { op: c.inFlight!, outcome: operate(instance, drivers, c.inFlight!) };

@@ -16,6 +16,21 @@ export class UnavailableError extends Error {
   override readonly name = 'UnavailableError';
 }
 
+/**
+ * WAIT returned fewer replica acknowledgements than asked for within its
+ * timeout: the write is on the primary but may be lost at a failover, so the
+ * lock does not count it (spec 7.9).
+ */
+export class ReplicationError extends Error {
+  override readonly name = 'ReplicationError';
+  constructor(
+    readonly wanted: number,
+    readonly acknowledged: number,
+  ) {
+    super(`WAIT: ${acknowledged} of ${wanted} replicas acknowledged`);
+  }
+}
+
 /** The resource's token sequence is exhausted (2^63-1): no further grant can carry a larger token. */
 export class TokenOverflowError extends Error {
   override readonly name = 'TokenOverflowError';

@@ -1,6 +1,6 @@
 import { read } from './clock.ts';
 import { expiryNow } from './node.ts';
-import type { World } from './state.ts';
+import type { NodeState, World } from './state.ts';
 
 /**
  * A string that is equal for two states exactly when no future behaviour can
@@ -15,14 +15,18 @@ export function canonicalKey(world: World, options: { readonly nodeSymmetry?: bo
   const design = world.config.design;
   const nodes = world.nodes.map((n, index) => {
     const expiry = expiryNow(design, n, now);
-    const keys = Object.entries(n.keys)
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([r, k]) => {
-        const remaining = k.expiresAtMs === null ? 'session' : Math.max(-1 - (world.config.expiryToleranceMs ?? 0), k.expiresAtMs - expiry);
-        const age = Math.min(now - k.liveSinceTrueMs, 4 * (k.ttlMs ?? 0) + 4);
-        const attemptsAgo = (world.clients[k.owner.client]?.attempts ?? 0) - k.owner.attempt;
-        return `${r}=${k.owner.client}/${attemptsAgo}/${remaining}/${k.ttlMs}/${k.count}/${age}`;
-      });
+    const keysOf = (keys: NodeState['keys']): string[] =>
+      Object.entries(keys)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([r, k]) => {
+          const remaining = k.expiresAtMs === null ? 'session' : Math.max(-1 - (world.config.expiryToleranceMs ?? 0), k.expiresAtMs - expiry);
+          const age = Math.min(now - k.liveSinceTrueMs, 4 * (k.ttlMs ?? 0) + 4);
+          const attemptsAgo = (world.clients[k.owner.client]?.attempts ?? 0) - k.owner.attempt;
+          return `${r}=${k.owner.client}/${attemptsAgo}/${remaining}/${k.ttlMs}/${k.count}/${age}`;
+        });
+    const countersOf = (counters: NodeState['counters']): string =>
+      Object.entries(counters).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}:${v}`).join(',');
+    const keys = keysOf(n.keys);
     const cut = world.partitions.filter((l) => l.endsWith(`:${index}`)).map((l) => l.split(':')[0]);
     return [
       n.up ? 'up' : 'down',
@@ -32,8 +36,9 @@ export function canonicalKey(world: World, options: { readonly nodeSymmetry?: bo
       read(n.mono, now) - now,
       n.mono.driftPpm,
       keys.join(','),
-      Object.entries(n.counters).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}:${v}`).join(','),
+      countersOf(n.counters),
       cut.join(','),
+      n.replica === undefined ? '' : `replica:${keysOf(n.replica.keys).join(',')}/${countersOf(n.replica.counters)}`,
     ].join('|');
   });
   const rest = options.nodeSymmetry === false ? nodes.slice(1) : nodes.slice(1).sort();

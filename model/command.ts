@@ -62,7 +62,12 @@ export type Fault =
     }
   /** The client runs again; its outcome is the in-flight operation's, if there was one. */
   | { readonly kind: 'resume'; readonly client: number }
-  /** A node crashes (SIGKILL). */
+  /**
+   * Asynchronous replication delivers: the node's replica now has everything
+   * the primary has (redis-replicated; a no-op elsewhere).
+   */
+  | { readonly kind: 'replicate'; readonly node: number }
+  /** A node crashes (SIGKILL); a replicated node fails over to its replica (Sentinel promotes it). */
   | { readonly kind: 'crash'; readonly node: number }
   /** A crashed node starts again; it keeps state only if the design persists. */
   | { readonly kind: 'restart'; readonly node: number }

@@ -23,6 +23,7 @@ export function describeCommand(c: Command): string {
         : `client ${p.client} pauses${p.pendingWrite ? ` after checking its lease, before writing '${p.pendingWrite.resource}' := ${JSON.stringify(p.pendingWrite.value)}` : ''}`,
     )
     .with({ kind: 'resume' }, (r) => `client ${r.client} resumes`)
+    .with({ kind: 'replicate' }, (r) => `node ${r.node}'s replica receives everything so far`)
     .with({ kind: 'crash' }, (c) => `node ${c.node} crashes`)
     .with({ kind: 'restart' }, (r) => `node ${r.node} restarts`)
     .with({ kind: 'partition' }, (p) => `link client ${p.client} <-> node ${p.node} cut`)

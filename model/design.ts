@@ -16,6 +16,13 @@ export type Design =
   | { readonly kind: 'pg-session'; readonly reentrant?: false; readonly statementTimeoutMs?: number }
   /** PostgreSQL transaction-scoped advisory lock: released at commit or rollback; writes commit with it. */
   | { readonly kind: 'pg-xact'; readonly statementTimeoutMs?: number }
+  /**
+   * One Redis primary with one asynchronously replicated replica, Sentinel
+   * promoting the replica when the primary fails. Scripts as redis-single;
+   * with `wait`, every script is followed by WAIT 1 and a lease is returned
+   * only after the replica acknowledged it.
+   */
+  | { readonly kind: 'redis-replicated'; readonly wait: boolean; readonly driftFactor: number; readonly clockMarginMs: number }
   /** Consensus lease lock (etcd): lease plus put-if-absent; token = the key's create revision. */
   | { readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding };
 
@@ -66,6 +73,12 @@ export const designs = {
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
   }),
+  redisReplicated: (o: Partial<{ wait: boolean } & LeaseOptions> = {}): Design => ({
+    kind: 'redis-replicated',
+    wait: o.wait ?? false,
+    driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
+    clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
+  }),
   pgSession: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-session', ...o }),
   pgXact: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-xact', ...o }),
   etcdLease: (o: Partial<LeaseOptions> = {}): Design => ({
@@ -99,8 +112,17 @@ export interface DesignRules<D extends Design = Design> {
   readonly writes: 'direct' | 'at-commit';
   /** Whether node state (keys, counters) survives a crash-restart. */
   readonly persists: (d: D) => boolean;
-  /** At a crash: keys stay as they are (keep), or only live ones are kept (drop-expired: etcd's leader revokes leases as they expire). */
-  readonly onCrash: 'keep' | 'drop-expired';
+  /**
+   * At a crash: keys stay as they are (keep), only live ones are kept
+   * (drop-expired: etcd's leader revokes leases as they expire), or the
+   * replica is promoted with what it has (promote-replica: Sentinel's failover).
+   */
+  readonly onCrash: 'keep' | 'drop-expired' | 'promote-replica';
+  /**
+   * A replica: none, asynchronous (it has what a `replicate` step last
+   * delivered), or waited for (WAIT 1 after every script: it has everything).
+   */
+  readonly replication: (d: D) => 'none' | 'async' | 'wait';
   /** At a restart that kept state: keys as they were (keep), or every lease refreshed to its full ttl (refresh: a new etcd leader). */
   readonly onRestart: 'keep' | 'refresh';
   /** True time a restarted node refuses to take part. */
@@ -128,6 +150,7 @@ const redisRules = {
   writes: 'direct',
   persists: (d: { persistence: Persistence }) => d.persistence === 'aof-always',
   onCrash: 'keep',
+  replication: () => 'none' as const,
   onRestart: 'keep',
   restartDelayMs: (d: { restartDelayMs: number }) => d.restartDelayMs,
   driftFactor: (d: { driftFactor: number }) => d.driftFactor,
@@ -145,6 +168,7 @@ const postgresRules = {
   writes: 'direct',
   persists: () => true,
   onCrash: 'keep',
+  replication: () => 'none' as const,
   onRestart: 'keep',
   restartDelayMs: () => 0,
   driftFactor: () => 0,
@@ -155,6 +179,15 @@ const postgresRules = {
 export const RULES: RulesByKind = {
   'redis-single': { ...redisRules, nodes: () => 1 },
   redlock: { ...redisRules, nodes: (d) => d.nodes },
+  'redis-replicated': {
+    ...redisRules,
+    nodes: () => 1,
+    // The primary keeps nothing across its crash; the promoted replica keeps what it had.
+    persists: () => true,
+    onCrash: 'promote-replica',
+    replication: (d) => (d.wait ? 'wait' : 'async'),
+    restartDelayMs: () => 0,
+  },
   'pg-session': { ...postgresRules, stacking: 'per-release', lateReplyEnds: 'session' },
   // Each lock has its own transaction's connection: a late reply drops that one only.
   'pg-xact': { ...postgresRules, stacking: 'until-commit', writes: 'at-commit', lateReplyEnds: 'transaction' },
@@ -167,6 +200,7 @@ export const RULES: RulesByKind = {
     writes: 'direct',
     persists: () => true,
     onCrash: 'drop-expired',
+    replication: () => 'none' as const,
     onRestart: 'refresh',
     restartDelayMs: () => 0,
     driftFactor: (d) => d.driftFactor,
@@ -229,6 +263,11 @@ export function clockMarginMs(design: Design): number {
   return rulesOf(design).clockMarginMs(design);
 }
 
+/** Whether the design's node has a replica, and whether its scripts wait for it (WAIT 1). */
+export function replication(design: Design): 'none' | 'async' | 'wait' {
+  return rulesOf(design).replication(design);
+}
+
 /** Votes needed for a grant: a majority of the nodes. */
 export function quorum(design: Design): number {
   return Math.floor(nodeCount(design) / 2) + 1;
@@ -276,6 +315,7 @@ export function describeDesign(design: Design): string {
   return match(design)
     .with({ kind: 'redis-single' }, (d) => `redis-single(${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
     .with({ kind: 'redlock' }, (d) => `redlock(${d.nodes} nodes, ${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
+    .with({ kind: 'redis-replicated' }, (d) => `redis-replicated(${d.wait ? 'WAIT 1' : 'async'}${margin})`)
     .with({ kind: 'pg-session' }, (d) => `pg-session${statementTimeout(d)}`)
     .with({ kind: 'pg-xact' }, (d) => `pg-xact${statementTimeout(d)}`)
     .with({ kind: 'etcd-lease' }, () => `etcd-lease${margin ? `(${margin.slice(2)})` : ''}`)

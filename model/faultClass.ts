@@ -1,7 +1,7 @@
 import { match } from 'ts-pattern';
 import type { Command } from './command.ts';
 import type { Design } from './design.ts';
-import { hasTtl, nodeCount } from './design.ts';
+import { hasTtl, nodeCount, replication } from './design.ts';
 
 /**
  * The fault classes of the comparison matrix (spec/SPEC.md, "Predicted
@@ -53,7 +53,8 @@ export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
   'client-pause': '`pause` (with or without a pending write) and `resume`',
   'clock-step': "`clock-step` of node 0's wall clock by +ttl or -ttl, and `partition`",
   'clock-drift': "`clock-drift` of a client's monotonic clock to half speed (-500000 ppm), beyond any drift allowance",
-  'crash-restart': '`crash` and `restart` of node 0 (restart at once, delayed only by the design\'s `restartDelayMs`), and `partition`',
+  'crash-restart':
+    '`crash` and `restart` of node 0 (restart at once, delayed only by the design\'s `restartDelayMs`), and `partition`; on redis-replicated the crash is a failover (Sentinel promotes the replica with what it has) and, without WAIT, `replicate` (asynchronous replication catches up) is scheduled too',
   'connection-loss': '`kill-connection`, and `pause` / `resume`',
 };
 
@@ -114,6 +115,8 @@ export function alphabetFor(design: Design, faultClass: FaultClass, a: Alphabet 
     ])
     .with('clock-drift', () => clients.map((client): Command => ({ kind: 'clock-drift', target: { client }, driftPpm: -500_000 })))
     .with('crash-restart', (): Command[] => [
+      // With an asynchronous replica the crash is a failover, and when replication catches up is the schedule's choice.
+      ...(replication(design) === 'async' ? [{ kind: 'replicate', node: FAULTY_NODE } as const] : []),
       { kind: 'crash', node: FAULTY_NODE },
       { kind: 'restart', node: FAULTY_NODE },
       ...partitions,

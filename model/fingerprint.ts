@@ -101,6 +101,31 @@ function link(l: string): readonly [number, number] {
   return parsed;
 }
 
+function hashKeys(world: World, keys: NodeState['keys'], expiry: number, perm: readonly number[]): void {
+  const now = world.nowMs;
+  const names = sortedKeys(keys);
+  word(names.length);
+  for (const r of names) {
+    const k = keys[r]!;
+    str(r);
+    num(k.expiresAtMs === null ? SESSION : Math.max(-1 - (world.config.expiryToleranceMs ?? 0), k.expiresAtMs - expiry));
+    num(Math.min(now - k.liveSinceTrueMs, 4 * (k.ttlMs ?? 0) + 4));
+    word(perm[k.owner.client] ?? -1);
+    num((world.clients[k.owner.client]?.attempts ?? 0) - k.owner.attempt);
+    num(k.ttlMs ?? NONE);
+    num(k.count);
+  }
+}
+
+function hashCounters(counters: NodeState['counters']): void {
+  const names = sortedKeys(counters);
+  word(names.length);
+  for (const c of names) {
+    str(c);
+    big(counters[c]!);
+  }
+}
+
 function hashNode(world: World, n: NodeState, index: number, perm: readonly number[]): void {
   const now = world.nowMs;
   const design = world.config.design;
@@ -111,23 +136,12 @@ function hashNode(world: World, n: NodeState, index: number, perm: readonly numb
   num(n.wall.driftPpm);
   num(read(n.mono, now) - now);
   num(n.mono.driftPpm);
-  const keys = sortedKeys(n.keys);
-  word(keys.length);
-  for (const r of keys) {
-    const k = n.keys[r]!;
-    str(r);
-    num(k.expiresAtMs === null ? SESSION : Math.max(-1 - (world.config.expiryToleranceMs ?? 0), k.expiresAtMs - expiry));
-    num(Math.min(now - k.liveSinceTrueMs, 4 * (k.ttlMs ?? 0) + 4));
-    word(perm[k.owner.client] ?? -1);
-    num((world.clients[k.owner.client]?.attempts ?? 0) - k.owner.attempt);
-    num(k.ttlMs ?? NONE);
-    num(k.count);
-  }
-  const counters = sortedKeys(n.counters);
-  word(counters.length);
-  for (const c of counters) {
-    str(c);
-    big(n.counters[c]!);
+  hashKeys(world, n.keys, expiry, perm);
+  hashCounters(n.counters);
+  // A replica's copy (redis-replicated): what a failover would promote. Only designs with a replica have one, so others hash as before.
+  if (n.replica !== undefined) {
+    hashKeys(world, n.replica.keys, expiry, perm);
+    hashCounters(n.replica.counters);
   }
   // The clients cut off from this node, as a bit set of their permuted indices.
   let cut = 0;

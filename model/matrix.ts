@@ -26,6 +26,8 @@ export const MATRIX_ROWS: readonly MatrixRow[] = [
   designs.redlock({ nodes: 5 }),
   designs.redlock({ nodes: 5, persistence: 'aof-always' }),
   designs.redlock({ nodes: 5, restartDelayMs: TTL + 2 }),
+  designs.redisReplicated(),
+  designs.redisReplicated({ wait: true }),
   designs.pgSession(),
   designs.pgXact(),
   designs.etcdLease(),

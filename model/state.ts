@@ -1,7 +1,7 @@
 import type { Clock } from './clock.ts';
 import { clockAt } from './clock.ts';
 import type { Design, StorePolicy } from './design.ts';
-import { nodeCount, storeFits, validateDesign } from './design.ts';
+import { nodeCount, replication, storeFits, validateDesign } from './design.ts';
 import { checkToken, InvalidInputError } from './errors.ts';
 import type { Outcome } from './outcome.ts';
 import type { StoreState } from './store.ts';
@@ -40,6 +40,14 @@ export interface NodeState {
   readonly availableFromTrueMs: number;
   readonly keys: Readonly<Record<string, NodeKey>>;
   /** Token counters: per resource (Redis INCR, PostgreSQL sequence) or one revision (etcd). */
+  readonly counters: Readonly<Record<string, bigint>>;
+  /** The replica's copy of keys and counters (redis-replicated), as far as replication has delivered it; absent without a replica. */
+  readonly replica?: ReplicaState;
+}
+
+/** What a replica holds: the primary's keys and counters as of the last replication. */
+export interface ReplicaState {
+  readonly keys: Readonly<Record<string, NodeKey>>;
   readonly counters: Readonly<Record<string, bigint>>;
 }
 
@@ -126,7 +134,8 @@ export function initialWorld(config: WorldConfig): World {
   if (!storeFits(config.design, config.store)) {
     throw new InvalidInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
   }
-  const node: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
+  const plain: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
+  const node: NodeState = replication(config.design) === 'none' ? plain : { ...plain, replica: { keys: {}, counters: {} } };
   const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, pendingReply: null, sessionLost: false, attempts: 0, leases: {} };
   return {
     config,

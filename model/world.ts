@@ -38,7 +38,18 @@ export interface Branch {
  */
 export function step(world: World, command: Command): readonly Branch[] {
   validate(world, command);
-  return isOperation(command) ? operate(world, command) : inject(world, command);
+  if (!isOperation(command)) return inject(world, command);
+  const branches = operate(world, command);
+  // WAIT 1 after every script: the reply comes only once the replica has what the primary has.
+  return rulesOf(world.config.design).replication(world.config.design) === 'wait' ? branches.map((b) => ({ ...b, next: replicated(b.next) })) : branches;
+}
+
+/** Every up node's replica receives what its primary has (a replication step, or WAIT's acknowledgement). */
+function replicated(world: World, only?: number): World {
+  return {
+    ...world,
+    nodes: world.nodes.map((n, i) => (n.replica === undefined || !n.up || (only !== undefined && i !== only) ? n : { ...n, replica: { keys: n.keys, counters: n.counters } })),
+  };
 }
 
 /**
@@ -61,6 +72,8 @@ export function enabled(world: World, command: Command): boolean {
       return world.clients[command.client]?.paused === true;
     case 'crash':
       return world.nodes[command.node]?.up === true;
+    case 'replicate':
+      return world.nodes[command.node]?.up === true && world.nodes[command.node]?.replica !== undefined;
     case 'restart':
       return world.nodes[command.node]?.up === false;
     case 'advance':
@@ -162,6 +175,12 @@ function validate(world: World, command: Command): void {
     }
     case 'crash': {
       if (!node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is already down`);
+      return;
+    }
+    case 'replicate': {
+      const n = node(c.node);
+      if (n.replica === undefined) throw new InvalidInputError('unsupported-operation', `${design.kind} has no replica to replicate to`);
+      if (!n.up) throw new InvalidInputError('precondition', `node ${c.node} is down`);
       return;
     }
     case 'restart': {
@@ -610,15 +629,24 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     }
     case 'resume':
       return resume(world, f.client);
+    case 'replicate':
+      return ok(replicated(world, f.node));
     case 'crash': {
+      const onCrash = rulesOf(design).onCrash;
       const crashing = (n: NodeState): NodeState =>
-        rulesOf(design).onCrash === 'keep'
+        onCrash === 'keep'
           ? { ...n, up: false }
-          : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
-            { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
+          : onCrash === 'promote-replica'
+            ? // Sentinel promotes the replica with what replication had delivered; the rest is lost.
+              { ...n, up: false, keys: n.replica?.keys ?? {}, counters: n.replica?.counters ?? {} }
+            : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
+              { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
       const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? crashing(n) : n)) };
+      // A failover is the token issuer's restart: its counters are now the promoted replica's (DUR-1).
+      const failedOver: WorldEvent[] =
+        onCrash === 'promote-replica' ? [{ kind: 'restarted', node: f.node, countersBefore: world.nodes[f.node]!.counters, countersAfter: down.nodes[f.node]!.counters }] : [];
       // A database crash ends every session, and session-bound locks with them.
-      return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down);
+      return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down, failedOver);
     }
     case 'restart': {
       const before = world.nodes[f.node]!;
@@ -630,7 +658,10 @@ function inject(world: World, fault: Fault): readonly Branch[] {
           ? // A new etcd leader refreshes every lease to its full ttl.
             Object.fromEntries(Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0), liveSinceTrueMs: world.nowMs }]))
           : before.keys;
-      const after: NodeState = { ...before, up: true, keys, counters: kept ? before.counters : {}, availableFromTrueMs: world.nowMs + restartDelayMs(design) };
+      const counters = kept ? before.counters : {};
+      // A failed-over primary comes back as the new primary's replica and resynchronises in full.
+      const replica = before.replica === undefined ? {} : { replica: { keys, counters } };
+      const after: NodeState = { ...before, up: true, keys, counters, availableFromTrueMs: world.nowMs + restartDelayMs(design), ...replica };
       return ok({ ...world, nodes: world.nodes.map((n, i) => (i === f.node ? after : n)) }, [
         { kind: 'restarted', node: f.node, countersBefore: before.counters, countersAfter: after.counters },
       ]);

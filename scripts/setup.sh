@@ -10,7 +10,7 @@ if [ -f package-lock.json ] && { [ ! -f node_modules/.package-lock.json ] || [ p
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 
-# Debian packages for the real-server conformance layer: redis-server, libfaketime and
+# Debian packages for the real-server conformance layer: redis-server, redis-sentinel, libfaketime and
 # postgresql (PostgreSQL 15; its package postgresql-15 also ships pgbench); and
 # chromium, the headless browser the HTML report test drives through playwright-core
 # (playwright never downloads a browser of its own here); gcc and libc6-dev for the shim.
@@ -19,6 +19,8 @@ LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 PG_BIN=/usr/lib/postgresql/15/bin
 missing=""
 command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+# Sentinel, for the redis-replicated backend's failover (its service is never started: policy-rc.d or none).
+command -v redis-sentinel >/dev/null 2>&1 || missing="$missing redis-sentinel"
 [ -f "$LIBFAKETIME" ] || missing="$missing libfaketime"
 [ -x "$PG_BIN/postgres" ] && [ -x "$PG_BIN/pgbench" ] || missing="$missing postgresql"
 [ -x /usr/bin/chromium ] || missing="$missing chromium"

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Command, World } from '../model/index.ts';
+import type { Command, NodeState, World } from '../model/index.ts';
 import { alphabetFor, canonicalKey, FAULT_CLASSES, initialWorld, MATRIX_ROWS, step } from '../model/index.ts';
 import { fingerprint } from '../model/fingerprint.ts';
 import { enabled } from '../model/world.ts';
@@ -14,15 +14,18 @@ const fp = (w: World, clientSymmetry = true): string => {
   return `${out.hi}:${out.lo}`;
 };
 
-/** The same state with clients 0 and 1 swapped everywhere (their state, key owners, links). */
+/** The same state with clients 0 and 1 swapped everywhere (their state, key owners on nodes and replicas, links). */
 function swapClients(w: World): World {
   const other = (c: number): number => (c === 0 ? 1 : c === 1 ? 0 : c);
+  const swapped = (keys: NodeState['keys']): NodeState['keys'] =>
+    Object.fromEntries(Object.entries(keys).map(([r, k]) => [r, { ...k, owner: { ...k.owner, client: other(k.owner.client) } }]));
   return {
     ...w,
     clients: w.clients.map((_c, i) => w.clients[other(i)]!),
     nodes: w.nodes.map((n) => ({
       ...n,
-      keys: Object.fromEntries(Object.entries(n.keys).map(([r, k]) => [r, { ...k, owner: { ...k.owner, client: other(k.owner.client) } }])),
+      keys: swapped(n.keys),
+      ...(n.replica === undefined ? {} : { replica: { ...n.replica, keys: swapped(n.replica.keys) } }),
     })),
     partitions: w.partitions.map((l) => `${other(Number(l.split(':')[0]))}:${l.split(':')[1]}`).sort(),
   };

@@ -52,7 +52,8 @@ describe('lockcheck check', () => {
   });
 
   it('a search that runs out of time: exit 4, never a guess', () => {
-    // 49 of its 127 operations have unknown outcomes (lost replies): the lock's linearizability search cannot finish in 1 ms.
+    // 16 acquires with lost replies whose owners then extend, the first twice with the others between: not linearizable, but
+    // the search must try the subsets of unknown acquires (exponential even with their windows bounded), which 1 ms does not allow.
     const r = lockcheck(['check', join(FIXTURES, 'undecided.jsonl'), '--timeout-ms', '1']);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stdout).toMatch(/: UNKNOWN\n/);

@@ -4,6 +4,7 @@ import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History, HistoryEvent } from '../conformance/history/event.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
+import { checkLinearizability, etcdRegister, leaseLock, lockHistories, registerHistories, type Model } from '../conformance/history/linearizability/index.ts';
 import type { SimBug } from './fixtures/historySim.ts';
 import { simulate } from './fixtures/historySim.ts';
 
@@ -57,6 +58,24 @@ describe('generated histories', () => {
     expect(totals(unfenced)['FENCE-2']).toBeGreaterThan(0);
     expect(unfenced.counts.lostUpdates).toBeGreaterThan(0);
   });
+
+  // LIN-1: bounding how long unknown outcomes matter (Model.relevance) never changes a verdict.
+  test.prop([fc.integer(), fc.integer({ min: 1, max: 4 }), fc.subarray([...BUGS]), fc.constantFrom(0.2, 0.5)], { numRuns: 40 })(
+    'with many lost replies, the bounded linearizability search and the unbounded one agree on every lock and register',
+    (seed, processes, bugs, lossRate) => {
+      const history = valid(simulate({ seed, processes, resources: 1, operations: 36, lossRate, bugs }));
+      const unbounded = <S, I, O>(model: Model<S, I, O>): Model<S, I, O> => ({ ...model, relevance: undefined });
+      const both = <S, I, O>(model: Model<S, I, O>, ops: Parameters<typeof checkLinearizability<S, I, O>>[1]) => [checkLinearizability(model, ops).verdict, checkLinearizability(unbounded(model), ops, { timeoutMs: 20_000 }).verdict];
+      for (const h of lockHistories(history)) {
+        const [bounded, plain] = both(leaseLock(), h.operations);
+        expect(bounded, h.object).toBe(plain);
+      }
+      for (const h of registerHistories(history)) {
+        const [bounded, plain] = both(etcdRegister(), h.operations);
+        expect(bounded, h.object).toBe(plain);
+      }
+    },
+  );
 
   test.prop([fc.integer(), fc.subarray([...BUGS], { minLength: 1 }), fc.integer({ min: 0, max: 2 ** 31 - 1 })], { numRuns: 50 })(
     'turning ok outcomes into info (or dropping the last completions) never adds a finding',

@@ -11,10 +11,14 @@ import {
   InvalidOperationError,
   kvStore,
   kvStoreUnpartitioned,
+  leaseLock,
   multiRegister,
+  register,
   mutex,
   type KvInput,
   type KvOutput,
+  type LeaseLockInput,
+  type Model,
   type MutexInput,
   type Operation,
   type RegisterInput,
@@ -236,11 +240,10 @@ const randomRegisterHistory = fc
     }),
   );
 
-/** Linearizable iff some order of all completed operations and some of the pending ones respects real time and the register. */
-function bruteForce(ops: readonly RegOp[]): boolean {
-  const model = etcdRegister();
-  const done = (o: RegOp): number => o.return ?? Infinity;
-  const search = (placed: readonly number[], state: RegisterValue): boolean => {
+/** Linearizable iff some order of all completed operations and some of the pending ones respects real time and the model. */
+function bruteForce<S, I, O>(ops: readonly Operation<I, O>[], model: Model<S, I, O> = etcdRegister() as unknown as Model<S, I, O>): boolean {
+  const done = (o: Operation<I, O>): number => o.return ?? Infinity;
+  const search = (placed: readonly number[], state: S): boolean => {
     const rest = ops.map((_, i) => i).filter((i) => !placed.includes(i));
     if (rest.every((i) => ops[i]!.return === undefined)) return true;
     const deadline = Math.min(...rest.map((i) => done(ops[i]!)));
@@ -252,6 +255,47 @@ function bruteForce(ops: readonly RegOp[]): boolean {
   };
   return search([], model.init());
 }
+
+/** The same model without its relevance bounds: unknown operations stay candidates to the end. */
+const unbounded = <S, I, O>(model: Model<S, I, O>): Model<S, I, O> => ({ ...model, relevance: undefined });
+
+type LockOp = Operation<LeaseLockInput, unknown>;
+/** Small lease-lock histories as fromHistory.ts makes them (an unknown acquire or extend: no deadline), some unknown outcomes. */
+const randomLockHistory = fc
+  .array(
+    fc.record({
+      f: fc.constantFrom('acquire', 'acquire', 'extend', 'release'),
+      owner: fc.constantFrom('a', 'b', 'c'),
+      until: fc.constantFrom(5, 15, 25, Infinity),
+      call: fc.integer({ min: 0, max: 20 }),
+      length: fc.integer({ min: 0, max: 12 }),
+      pending: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
+    }),
+    { maxLength: 7 },
+  )
+  .map((raw) =>
+    raw.map(({ f, owner, until, call, length, pending }, i): LockOp => {
+      const timing = { process: i, call, ...(pending ? {} : { return: call + length }) };
+      const validUntil = pending ? Infinity : until;
+      if (f === 'acquire') return { ...timing, input: { f, owner, validUntil, latest: pending ? Infinity : call + length } };
+      if (f === 'extend') return { ...timing, input: { f, owner, validUntil } };
+      return { ...timing, input: { f: 'release', owner } };
+    }),
+  );
+
+/** Register histories of reads and writes only (the relevance of unknown writes is bounded there), many unknown writes. */
+const randomReadWriteHistory = fc
+  .array(
+    fc.record({
+      write: fc.boolean(),
+      value: fc.constantFrom<RegisterValue>(null, 0, 1, 2),
+      call: fc.integer({ min: 0, max: 20 }),
+      length: fc.integer({ min: 0, max: 12 }),
+      pending: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
+    }),
+    { maxLength: 7 },
+  )
+  .map((raw) => raw.map(({ write: w, value, call, length, pending }): RegOp => (w ? write(call, pending ? undefined : call + length, value ?? 0) : read(call, call + length, value))));
 
 describe('properties', () => {
   test.prop([sequentialRun])('a history stretched from a sequential run is linearizable', (ops) => {
@@ -269,6 +313,21 @@ describe('properties', () => {
   test.prop([randomRegisterHistory])('agrees with a brute-force search over every order on small random histories', (ops) => {
     const expected = bruteForce(ops) ? 'linearizable' : 'not-linearizable';
     expect(checkLinearizability(etcdRegister(), ops).verdict).toBe(expected);
+  });
+
+  // LIN-1: bounding how long unknown outcomes matter (Model.relevance) never changes a verdict.
+  test.prop([randomLockHistory], { numRuns: 400 })('lease lock: the bounded search, the unbounded one and a brute force agree (unknown acquires, extends, releases)', (ops) => {
+    const expected = bruteForce(ops, leaseLock()) ? 'linearizable' : 'not-linearizable';
+    expect(checkLinearizability(unbounded(leaseLock()), ops).verdict).toBe(expected);
+    expect(checkLinearizability(leaseLock(), ops).verdict).toBe(expected);
+  });
+
+  test.prop([randomReadWriteHistory], { numRuns: 400 })('register: the bounded search, the unbounded one and a brute force agree (unknown writes)', (ops) => {
+    for (const model of [etcdRegister(), register(0)]) {
+      const expected = bruteForce(ops, model) ? 'linearizable' : 'not-linearizable';
+      expect(checkLinearizability(unbounded(model), ops).verdict, model.name).toBe(expected);
+      expect(checkLinearizability(model, ops).verdict, model.name).toBe(expected);
+    }
   });
 
   const kvHistory = fc.array(

@@ -34,6 +34,12 @@ export interface RedisServerOptions {
   clockFile?: FakeClockFile;
   /** Bound on start-up (spawn to first PONG), port retries included. Default 10000. */
   startTimeoutMs?: number;
+  /** The requirepass. Default: random. A primary, its replica and their sentinel's auth-pass share one. */
+  password?: string;
+  /** Further redis.conf lines (replicaof, masterauth, sentinel directives), written to the 0600 config file. */
+  config?: readonly string[];
+  /** Run as Redis Sentinel (redis-sentinel) instead of a data server. */
+  sentinel?: boolean;
 }
 
 const HOST = '127.0.0.1';
@@ -52,8 +58,10 @@ export class RedisServer {
   readonly persistence: RedisPersistence;
   readonly clockFile: FakeClockFile | null;
   readonly startTimeoutMs: number;
-  /** Random per server (requirepass); `url` carries it. Never print it (redactUrl). */
-  readonly password = randomBytes(24).toString('base64url');
+  /** Random per server unless given (requirepass); `url` carries it. Never print it (redactUrl). */
+  readonly password: string;
+  readonly #config: readonly string[];
+  readonly #sentinel: boolean;
   #port: number;
   readonly #dir: string;
   readonly #preload: string | null;
@@ -70,6 +78,9 @@ export class RedisServer {
     this.persistence = options.persistence;
     this.clockFile = options.clockFile ?? null;
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    this.password = options.password ?? randomBytes(24).toString('base64url');
+    this.#config = options.config ?? [];
+    this.#sentinel = options.sentinel ?? false;
     this.#dir = dir;
     this.#preload = preload;
     this.#port = 0;
@@ -95,7 +106,8 @@ export class RedisServer {
     const deadline = Date.now() + timeoutMs;
     try {
       // The password goes in a 0600 file in the 0700 directory: on the command line every local user could read it.
-      await writeFile(server.#configFile, `requirepass ${server.password}\n`, { mode: 0o600, flag: 'wx' });
+      // Sentinel rewrites its config file: it lives in the server's own directory.
+      await writeFile(server.#configFile, [`requirepass ${server.password}`, ...server.#config].map((l) => `${l}\n`).join(''), { mode: 0o600, flag: 'wx' });
       return await onFreePort(
         deadline,
         async (port) => {
@@ -235,6 +247,7 @@ export class RedisServer {
       '--protected-mode', 'yes',
       '--logfile', join(this.#dir, 'redis.log'),
     ];
+    if (this.#sentinel) return args;
     if (this.persistence === 'aof-always') args.push('--appendonly', 'yes', '--appendfsync', 'always');
     else args.push('--appendonly', 'no');
     return args;
@@ -257,7 +270,7 @@ export class RedisServer {
 
   /** Spawns the process and polls PING until `deadline`. Throws EnvironmentError unless the port was taken. */
   async #spawnAndWait(deadline: number): Promise<'ready' | 'address-in-use'> {
-    const child = spawn('redis-server', this.#args(), { env: this.#env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.#sentinel ? 'redis-sentinel' : 'redis-server', this.#args(), { env: this.#env(), stdio: ['ignore', 'pipe', 'pipe'] });
     let spawnError: NodeJS.ErrnoException | null = null;
     this.#child = child;
     this.#paused = false;

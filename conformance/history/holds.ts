@@ -1,4 +1,4 @@
-import type { AcquireEvent, ExtendEvent, History, OperationEvent, SignalEvent } from './event.ts';
+import type { History, OperationEvent, SignalEvent } from './event.ts';
 import type { Finding } from './findings.ts';
 import { FindingList, sortedUnique } from './findings.ts';
 import { groupBy } from './group.ts';
@@ -70,30 +70,39 @@ export function holdIntervals(history: History): Hold[] {
     if (op.type === 'invoke') invokes.set(process, i);
     const c = current.get(keyOf(process, op.resource));
     const invokeIndex = invokes.get(process)!;
-    if (op.op === 'acquire') {
-      if (op.type === 'invoke' && c !== undefined) close(process, c, op.time, 'reacquire', i);
-      if (op.type === 'ok') {
-        const a = op as AcquireEvent;
-        current.set(keyOf(process, a.resource), { resource: a.resource, owner: a.owner, token: a.token, start: a.time, deadline: a.validUntil ?? Infinity, events: [invokeIndex, i], grantIndex: i });
-      }
-    } else if (op.op === 'extend') {
-      const x = op as ExtendEvent;
-      if (x.type === 'ok') {
-        const deadline = x.validUntil ?? Infinity;
-        if (c !== undefined && sameLease(c, x) && c.deadline > x.time) {
-          c.deadline = deadline;
-          c.events.push(i);
-        } else {
-          // The belief had lapsed (or was never there): it resumes at this ok.
-          if (c !== undefined) close(process, c, x.time, 'deadline', undefined);
-          current.set(keyOf(process, x.resource), { resource: x.resource, owner: x.owner, token: x.token ?? c?.token, start: x.time, deadline, events: [invokeIndex, i], grantIndex: c?.grantIndex ?? i });
-        }
-      } else if (x.type === 'fail' && c !== undefined && sameLease(c, x)) close(process, c, x.time, 'extend-failed', i);
-      // info: the client cannot know whether it extended; it keeps the deadline it had.
-    } else if (op.type === 'invoke' && c !== undefined && sameLease(c, op)) close(process, c, op.time, 'release', i);
+    // A switch rather than ts-pattern: this runs once per event, and ts-pattern's match measured ten times slower here.
+    switch (op.op) {
+      case 'acquire':
+        if (op.type === 'invoke' && c !== undefined) close(process, c, op.time, 'reacquire', i);
+        if (op.type === 'ok') current.set(keyOf(process, op.resource), { resource: op.resource, owner: op.owner, token: op.token, start: op.time, deadline: op.validUntil ?? Infinity, events: [invokeIndex, i], grantIndex: i });
+        return;
+      case 'extend':
+        if (op.type === 'ok') {
+          const deadline = op.validUntil ?? Infinity;
+          if (c !== undefined && sameLease(c, op) && c.deadline > op.time) {
+            c.deadline = deadline;
+            c.events.push(i);
+          } else {
+            // The belief had lapsed (or was never there): it resumes at this ok.
+            if (c !== undefined) close(process, c, op.time, 'deadline', undefined);
+            current.set(keyOf(process, op.resource), { resource: op.resource, owner: op.owner, token: op.token ?? c?.token, start: op.time, deadline, events: [invokeIndex, i], grantIndex: c?.grantIndex ?? i });
+          }
+        } else if (op.type === 'fail' && c !== undefined && sameLease(c, op)) close(process, c, op.time, 'extend-failed', i);
+        // info: the client cannot know whether it extended; it keeps the deadline it had.
+        return;
+      case 'release':
+        if (op.type === 'invoke' && c !== undefined && sameLease(c, op)) close(process, c, op.time, 'release', i);
+        return;
+      default:
+        return unreachable(op);
+    }
   });
   for (const [key, c] of current) close(Number(key.split('\u0000')[0]), c, Infinity, 'history-end', undefined);
   return holds.sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
+}
+
+function unreachable(x: never): never {
+  throw new Error(`unexpected lock operation ${JSON.stringify(x)}`);
 }
 
 function describeHold(h: Hold): string {

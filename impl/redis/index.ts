@@ -3,9 +3,9 @@ import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { LeaseLock } from '../leaseLock.ts';
-import { redisLeaseNode } from './node.ts';
+import { redisLeaseNode, type WaitForReplicas } from './node.ts';
 
-export { redisLeaseNode } from './node.ts';
+export { redisLeaseNode, type WaitForReplicas } from './node.ts';
 export { redisFencedStore } from './store.ts';
 export { keysFor } from './keys.ts';
 
@@ -26,6 +26,8 @@ export interface RedisLockOptions {
   readonly prefix?: string;
   /** Where fresh token counters start (the first token is tokenBase + 1). Default 0. */
   readonly tokenBase?: bigint;
+  /** On a replicated Redis (redis-replicated): WAIT for this many replicas after every script; a shortfall is a vote against. */
+  readonly replicas?: WaitForReplicas;
 }
 
 /**
@@ -36,7 +38,13 @@ export interface RedisLockOptions {
 export function createRedisLock(options: RedisLockOptions): LeaseLock {
   if (options.nodes.length === 0) throw new InvalidInputError('invalid-config', 'need at least one Redis node');
   return new LeaseLock({
-    nodes: options.nodes.map((redis) => redisLeaseNode(redis, { ...(options.prefix !== undefined ? { prefix: options.prefix } : {}), ...(options.tokenBase !== undefined ? { tokenBase: options.tokenBase } : {}) })),
+    nodes: options.nodes.map((redis) =>
+      redisLeaseNode(redis, {
+        ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
+        ...(options.tokenBase !== undefined ? { tokenBase: options.tokenBase } : {}),
+        ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
+      }),
+    ),
     clock: options.clock ?? systemClock,
     ...(options.driftFactor !== undefined ? { driftFactor: options.driftFactor } : {}),
     ...(options.clockMarginMs !== undefined ? { clockMarginMs: options.clockMarginMs } : {}),

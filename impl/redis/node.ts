@@ -3,7 +3,7 @@ import { checkToken } from '../../model/errors.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { withLockCommands } from './commands.ts';
 import { keysFor } from './keys.ts';
-import { ConnectionConfigError, TokenOverflowError } from '../errors.ts';
+import { ConnectionConfigError, InvalidInputError, ReplicationError, TokenOverflowError } from '../errors.ts';
 
 /** Errors that say the node can never grant as configured, typed so that they are not read as an outage. */
 function typed(resource: string, e: unknown): unknown {
@@ -13,27 +13,49 @@ function typed(resource: string, e: unknown): unknown {
   return e;
 }
 
-/** One Redis node as a LeaseNode: the four lease scripts over an ioredis connection. */
-export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string; readonly tokenBase?: bigint } = {}): LeaseNode {
+/**
+ * Replicas a script's writes must reach before its reply counts (WAIT
+ * `count` `timeoutMs`, spec 7.9: redis-replicated with WAIT). The timeout must
+ * be shorter than the lock's request timeout, or the WAIT outlives the vote.
+ */
+export interface WaitForReplicas {
+  readonly count: number;
+  readonly timeoutMs: number;
+}
+
+/** One Redis node as a LeaseNode: the four lease scripts over an ioredis connection, each followed by WAIT if `replicas` is given. */
+export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string; readonly tokenBase?: bigint; readonly replicas?: WaitForReplicas } = {}): LeaseNode {
   const r = withLockCommands(redis);
   const base = checkToken(options.tokenBase ?? 0n).toString();
   const keys = (resource: string) => keysFor(resource, options.prefix);
+  const wanted = options.replicas;
+  if (wanted !== undefined && !(Number.isInteger(wanted.count) && wanted.count >= 1 && Number.isInteger(wanted.timeoutMs) && wanted.timeoutMs >= 1)) {
+    throw new InvalidInputError('invalid-config', 'replicas needs an integer count >= 1 and an integer timeoutMs >= 1 (WAIT 0 would block forever)');
+  }
+  /** WAIT on the same connection: it covers every write this connection made so far. */
+  const replicated = async <T>(reply: T): Promise<T> => {
+    if (wanted === undefined) return reply;
+    const acknowledged = Number(await redis.call('WAIT', String(wanted.count), String(wanted.timeoutMs)));
+    if (acknowledged < wanted.count) throw new ReplicationError(wanted.count, acknowledged);
+    return reply;
+  };
   return {
     async acquire(resource, owner, ttlMs) {
       const k = keys(resource);
       const token = await r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).catch((e: unknown) => {
         throw typed(resource, e);
       });
-      return token === null ? null : BigInt(token);
+      // A denial wrote nothing: only a grant waits for the replicas.
+      return token === null ? null : BigInt(await replicated(token));
     },
     async release(resource, owner) {
-      return (await r.lockcheckRelease(keys(resource).lock, owner)) === 1;
+      return (await replicated(await r.lockcheckRelease(keys(resource).lock, owner))) === 1;
     },
     async extend(resource, owner, ttlMs) {
-      return (await r.lockcheckExtend(keys(resource).lock, owner, ttlMs)) === 1;
+      return (await replicated(await r.lockcheckExtend(keys(resource).lock, owner, ttlMs))) === 1;
     },
     async raiseToken(resource, token) {
-      await r.lockcheckRaise(keys(resource).counter, checkToken(token).toString(), base);
+      await replicated(await r.lockcheckRaise(keys(resource).counter, checkToken(token).toString(), base));
     },
   };
 }

@@ -1,3 +1,5 @@
+import type { Operation } from './operation.ts';
+
 /**
  * A sequential specification: what one operation may answer in a state, and
  * the state it leaves. The checker searches for an order of a history's
@@ -30,6 +32,18 @@ export interface Model<S, I, O> {
    * only lifts its deadline. Absent: never.
    */
   readOnly?(input: I, output: O | undefined): boolean;
+  /**
+   * How long operations with an unknown outcome can matter, derived from
+   * this model's semantics: per operation, `undefined` (no bound; ignored
+   * for known outcomes) or an instant T such that any linearization of the
+   * history can be turned into one that leaves the operation out or places
+   * it before every operation called after T (as if it had returned at T).
+   * `-Infinity`: it never matters (always left out). The search then forgets
+   * an unknown operation once the history has moved past T, instead of
+   * keeping it as a candidate to the end. Must be exact, never a guess: the
+   * verdict may not change (test/linearizability.test.ts checks it).
+   */
+  relevance?(operations: readonly Operation<I, O>[]): readonly (number | undefined)[];
   /**
    * P-compositionality: when the model is a product of independent objects
    * (one register per key), the key an input touches. Each key's operations

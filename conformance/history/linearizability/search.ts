@@ -16,7 +16,10 @@ export type SearchStatus = 'running' | 'linearizable' | 'not-linearizable';
  * last choice is undone. Configurations (linearized set, state) already
  * explored are skipped (Lowe). The set's hash is kept incrementally (Zobrist:
  * one random word per operation, xor-ed in and out), so a step costs O(1)
- * hashing plus the model's.
+ * hashing plus the model's. An unknown operation whose relevance the model
+ * bounds has an optional return entry: reaching it unplaced, the search
+ * drops the operation (a forced step, undone on backtracking like a
+ * placement), so it stops being a candidate once it can no longer matter.
  */
 export class PartitionSearch<S, I, O> {
   status: SearchStatus = 'running';
@@ -37,6 +40,8 @@ export class PartitionSearch<S, I, O> {
   private readonly stackState: (S | undefined)[];
   /** 1 where the stacked operation is read-only: no alternative to it needs trying. */
   private readonly stackForced: Uint8Array;
+  /** 1 where the stacked operation was dropped (left out), not linearized. */
+  private readonly stackDropped: Uint8Array;
   /** Per operation: 1 when it must be linearized and never changes the state. */
   private readonly readOnly: Uint8Array;
   private sp = 0;
@@ -44,12 +49,14 @@ export class PartitionSearch<S, I, O> {
   private state: S;
   private setHash = 0;
   private remaining: number;
+  /** Stacked drops (sp minus them: operations linearized). */
+  private drops = 0;
 
   constructor(
     private readonly model: Model<S, I, O>,
     ops: readonly Operation<I, O>[],
   ) {
-    this.entries = buildEntries(ops);
+    this.entries = buildEntries(ops, model.relevance?.(ops));
     this.inputs = ops.map((o) => o.input);
     this.outputs = ops.map((o) => o.output);
     const words = Math.max(1, Math.ceil(ops.length / 32));
@@ -63,6 +70,7 @@ export class PartitionSearch<S, I, O> {
     this.zobrist = zobristWords(ops.length).map((z, i) => (isPending(ops[i]!) ? 0 : z));
     this.stackEntry = new Int32Array(ops.length);
     this.stackForced = new Uint8Array(ops.length);
+    this.stackDropped = new Uint8Array(ops.length);
     this.readOnly = Uint8Array.from(ops, (o) => (!isPending(o) && model.readOnly?.(o.input, o.output) === true ? 1 : 0));
     this.stackState = new Array<S | undefined>(ops.length).fill(undefined);
     this.entry = this.entries.next[this.entries.head]!;
@@ -73,8 +81,8 @@ export class PartitionSearch<S, I, O> {
   /** Runs at most `budget` iterations; returns the status reached. */
   run(budget: number): SearchStatus {
     if (this.status !== 'running') return this.status;
-    const { next, prev, op, match, head } = this.entries;
-    const { inputs, outputs, cache, linearized: lin, zobrist, stackEntry, stackState, stackForced, readOnly, model } = this;
+    const { next, prev, op, match, head, optional, callOf } = this.entries;
+    const { inputs, outputs, cache, linearized: lin, zobrist, stackEntry, stackState, stackForced, stackDropped, readOnly, model } = this;
     // Imported bindings are live (a getter call each under tsx): copy them once.
     const NIL = NIL_ENTRY;
     const RETURN = RETURN_ENTRY;
@@ -84,11 +92,12 @@ export class PartitionSearch<S, I, O> {
     let sp = this.sp;
     let setHash = this.setHash;
     let remaining = this.remaining;
+    let drops = this.drops;
     let n = 0;
     for (; n < budget; n++) {
       if (remaining === 0) {
         this.status = 'linearizable';
-        this.longest = stackOps(stackEntry, sp, op);
+        this.longest = stackOps(stackEntry, stackDropped, sp, op);
         break;
       }
       const m = e === NIL ? RETURN : match[e]!;
@@ -99,7 +108,7 @@ export class PartitionSearch<S, I, O> {
           const ns = stepped as S;
           // A pending operation that leaves the state as it is achieves
           // nothing here (the configuration without it covers this one).
-          if (m === NIL && (ns === state || model.equal(ns, state))) {
+          if (optional[o] === 1 && (ns === state || model.equal(ns, state))) {
             e = next[e]!;
             continue;
           }
@@ -112,6 +121,7 @@ export class PartitionSearch<S, I, O> {
             stackEntry[sp] = e;
             stackState[sp] = state;
             stackForced[sp] = forced;
+            stackDropped[sp] = 0;
             sp++;
             state = ns;
             setHash = h;
@@ -121,7 +131,7 @@ export class PartitionSearch<S, I, O> {
             next[pe] = ne;
             if (ne !== NIL) prev[ne] = pe;
             if (m !== NIL) {
-              remaining--;
+              if (optional[o] === 0) remaining--;
               const pm = prev[m]!;
               const nm = next[m]!;
               next[pm] = nm;
@@ -140,11 +150,34 @@ export class PartitionSearch<S, I, O> {
           }
         }
         e = next[e]!;
+      } else if (e !== NIL && optional[op[e]!] === 1) {
+        // The optional return of an unknown operation left unplaced: past
+        // here it can no longer matter, so it is dropped (forced).
+        const o = op[e]!;
+        const c = callOf[o]!;
+        // Not memoised: the configuration after it is covered by this one (same state, one unknown operation more).
+        lin[o >>> 5]! |= 1 << (o & 31);
+        stackEntry[sp] = c;
+        stackState[sp] = state;
+        stackForced[sp] = 1;
+        stackDropped[sp] = 1;
+        sp++;
+        drops++;
+        const pc = prev[c]!;
+        const nc = next[c]!;
+        next[pc] = nc;
+        if (nc !== NIL) prev[nc] = pc;
+        const pr = prev[e]!;
+        const nr = next[e]!;
+        next[pr] = nr;
+        if (nr !== NIL) prev[nr] = pr;
+        // Every candidate before this entry was tried already in this state.
+        e = nr;
       } else {
         // A return entry: its operation had to be linearized before this
         // point. NIL: this configuration is known to be redundant.
-        if (e !== NIL && (sp > this.longest.length || this.blocked < 0)) {
-          this.longest = stackOps(stackEntry, sp, op);
+        if (e !== NIL && (sp - drops > this.longest.length || this.blocked < 0)) {
+          this.longest = stackOps(stackEntry, stackDropped, sp, op);
           this.blocked = op[e]!;
         }
         if (sp === 0) {
@@ -152,6 +185,7 @@ export class PartitionSearch<S, I, O> {
           break;
         }
         sp--;
+        drops -= stackDropped[sp]!;
         e = stackEntry[sp]!;
         state = stackState[sp]!;
         stackState[sp] = undefined;
@@ -161,7 +195,7 @@ export class PartitionSearch<S, I, O> {
         const mm = match[e]!;
         // unlift, in the reverse order of the lift
         if (mm !== NIL) {
-          remaining++;
+          if (optional[o] === 0) remaining++;
           next[prev[mm]!] = mm;
           const nm = next[mm]!;
           if (nm !== NIL) prev[nm] = mm;
@@ -178,6 +212,7 @@ export class PartitionSearch<S, I, O> {
     this.sp = sp;
     this.setHash = setHash;
     this.remaining = remaining;
+    this.drops = drops;
     return this.status;
   }
 
@@ -187,10 +222,10 @@ export class PartitionSearch<S, I, O> {
   }
 }
 
-function stackOps(stackEntry: Int32Array, sp: number, op: Int32Array): Int32Array {
-  const out = new Int32Array(sp);
-  for (let i = 0; i < sp; i++) out[i] = op[stackEntry[i]!]!;
-  return out;
+function stackOps(stackEntry: Int32Array, stackDropped: Uint8Array, sp: number, op: Int32Array): Int32Array {
+  const out: number[] = [];
+  for (let i = 0; i < sp; i++) if (stackDropped[i] === 0) out.push(op[stackEntry[i]!]!);
+  return Int32Array.from(out);
 }
 
 /** Deterministic random words (splitmix32), one per operation. */

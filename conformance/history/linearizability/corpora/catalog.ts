@@ -97,16 +97,21 @@ export function loadCorpora(root: string): PreparedCase[] {
   return out;
 }
 
+/** The workplace's shared folder: where the corpora are when a clone sits away from it (a CI clone in a temp dir). */
+const WORKPLACE_CORPORA = '/work/shared/corpora';
+
 /**
  * Where the corpora are: `$LOCKCHECK_CORPORA`, else the nearest `shared/corpora`
- * beside `from` or one of its ancestors (the issue's `../shared/corpora`).
+ * beside `from` or one of its ancestors (the issue's `../shared/corpora`),
+ * else the workplace's shared folder.
  */
 export function findCorpora(from: string): string | undefined {
   const env = process.env.LOCKCHECK_CORPORA;
   if (env !== undefined && env !== '') return env;
+  const found = (candidate: string): boolean => existsSync(join(candidate, 'porcupine', 'expected.tsv'));
   for (let dir = resolve(from); ; dir = dirname(dir)) {
     const candidate = join(dir, 'shared', 'corpora');
-    if (existsSync(join(candidate, 'porcupine', 'expected.tsv'))) return candidate;
-    if (dirname(dir) === dir) return undefined;
+    if (found(candidate)) return candidate;
+    if (dirname(dir) === dir) return found(WORKPLACE_CORPORA) ? WORKPLACE_CORPORA : undefined;
   }
 }

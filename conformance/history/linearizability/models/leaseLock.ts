@@ -1,4 +1,5 @@
 import { hashString, illegal, mix32, type Illegal, type Model } from '../model.ts';
+import { leaseLockRelevance } from './leaseLockRelevance.ts';
 
 /**
  * A lock whose grants are leases, as lockcheck's histories record them. The
@@ -44,5 +45,6 @@ export function leaseLock(): Model<LeaseLockState, LeaseLockInput, unknown> {
     },
     equal: (a, b) => a.holder === b.holder && a.until === b.until,
     hash: (s) => (s.holder === null ? 0 : hashString(s.holder)) ^ mix32(Number.isFinite(s.until) ? Math.trunc(s.until) | 0 : 0x7fffffff),
+    relevance: leaseLockRelevance,
   };
 }

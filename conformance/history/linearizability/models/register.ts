@@ -1,4 +1,5 @@
 import { hashValue, illegal, type Illegal, type Model, type RegisterValue } from '../model.ts';
+import { isPending, type Operation } from '../operation.ts';
 
 /** A single register's operations. */
 export type RegisterInput =
@@ -52,7 +53,37 @@ function makeRegister(rules: RegisterRules): RegisterModel {
     equal: (a, b) => a === b,
     hash: hashValue,
     readOnly: (input, output) => input.f === 'read' || (input.f === 'cas' && output?.ok === false),
+    relevance: (ops) => writeRelevance(ops, nilReadMatchesAnything),
   };
+}
+
+/**
+ * How long an unknown write can matter: only a later read that returns its
+ * value can depend on it (without it, the reads up to the next write would
+ * have had to return that value; the state after the next write is the
+ * same), so it matters until the last such read has returned, and never
+ * when no read returns its value. Not bounded when the history has a cas
+ * (which observes the value too, failing or not).
+ */
+function writeRelevance(ops: readonly Operation<RegisterInput, RegisterOutput>[], nilReadMatchesAnything: boolean): (number | undefined)[] {
+  const out = new Array<number | undefined>(ops.length).fill(undefined);
+  if (ops.some((o) => o.input.f === 'cas')) return out;
+  /** Per value, the return times of the reads that observed it (a wildcard read observes nothing). */
+  const seen = new Map<RegisterValue, number[]>();
+  for (const o of ops) {
+    const v = o.input.f === 'read' ? o.output?.value : undefined;
+    if (v === undefined || (v === null && nilReadMatchesAnything)) continue;
+    const list = seen.get(v);
+    if (list === undefined) seen.set(v, [o.return ?? Infinity]);
+    else list.push(o.return ?? Infinity);
+  }
+  ops.forEach((o, i) => {
+    if (!isPending(o) || o.input.f !== 'write') return;
+    let until = -Infinity;
+    for (const t of seen.get(o.input.value) ?? []) if (t >= o.call) until = Math.max(until, t);
+    out[i] = until;
+  });
+  return out;
 }
 
 function unreachable(x: never): never {

@@ -1,0 +1,238 @@
+/**
+ * A replicated Redis (spec 7.9, redis-replicated) under the test environment's
+ * control: one primary, one replica replicating from it asynchronously, and
+ * one Sentinel that promotes the replica when the primary fails. All three on
+ * free loopback ports, each in its own temporary directory, sharing one random
+ * password (requirepass, masterauth, sentinel auth-pass); the Sentinel has a
+ * random password of its own.
+ *
+ * The failover fault: `holdReplication()` stops the replica and drops its link
+ * (so later writes stay on the primary only), `failover()` kills the primary,
+ * lets the replica run again and waits until Sentinel names it primary.
+ * Deterministic: no write reaches the replica between the two, whatever the timing.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EnvironmentError, RedisServer } from './redisServer.ts';
+import { RespError, type RespValue } from './resp.ts';
+
+/** The name Sentinel monitors the primary under. */
+export const MASTER_NAME = 'lockcheck';
+
+export interface ReplicatedOptions {
+  /** Sentinel's down-after-milliseconds: how long the primary must be silent before it is judged down. Default 300. */
+  readonly downAfterMs?: number;
+  /** Sentinel's failover-timeout. Default 3000. */
+  readonly failoverTimeoutMs?: number;
+  /** Bound on each wait of start-up and failover. Default 20000. */
+  readonly timeoutMs?: number;
+}
+
+const POLL_MS = 50;
+const INSTALL_SENTINEL = 'apt-get update && apt-get install -y --no-install-recommends redis-sentinel';
+
+export class RedisReplicated {
+  readonly #timeoutMs: number;
+  #replicaPaused = false;
+
+  private constructor(
+    readonly primary: RedisServer,
+    readonly replica: RedisServer,
+    readonly sentinel: RedisServer,
+    timeoutMs: number,
+  ) {
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Starts primary, replica and Sentinel; resolves once the replica is in sync and Sentinel knows it. */
+  static async start(options: ReplicatedOptions = {}): Promise<RedisReplicated> {
+    const downAfterMs = options.downAfterMs ?? 300;
+    const failoverTimeoutMs = options.failoverTimeoutMs ?? 3000;
+    const timeoutMs = options.timeoutMs ?? 20_000;
+    const password = randomBytes(24).toString('base64url');
+    const started: RedisServer[] = [];
+    try {
+      // The primary also carries masterauth: it comes back as a replica after a failover.
+      // A full sync starts at once, not after the default 5 s wait for more replicas (either may serve one).
+      const serving = [`masterauth ${password}`, 'repl-diskless-sync-delay 0'];
+      const primary = await RedisServer.start({ persistence: 'none', password, config: serving });
+      started.push(primary);
+      const replica = await RedisServer.start({
+        persistence: 'none',
+        password,
+        config: [...serving, `replicaof ${primary.host} ${primary.port}`],
+      });
+      started.push(replica);
+      // Sentinel learns of replicas from the primary's INFO, which it asks for at once and then every 10 s:
+      // started after the replica is in sync, it knows the replica from its first look.
+      await until(timeoutMs, 'the replica in sync', async () => {
+        const [p, r] = await Promise.all([info(primary, 'replication'), info(replica, 'replication')]);
+        return inSync(p, r);
+      }, () => replica.logTail());
+      const sentinel = await RedisServer.start({
+        persistence: 'none',
+        sentinel: true,
+        config: [
+          `sentinel monitor ${MASTER_NAME} ${primary.host} ${primary.port} 1`,
+          `sentinel auth-pass ${MASTER_NAME} ${password}`,
+          `sentinel down-after-milliseconds ${MASTER_NAME} ${downAfterMs}`,
+          `sentinel failover-timeout ${MASTER_NAME} ${failoverTimeoutMs}`,
+          `sentinel parallel-syncs ${MASTER_NAME} 1`,
+        ],
+      }).catch((e: unknown) => {
+        throw e instanceof EnvironmentError && /not installed|ENOENT/.test(e.message) ? new EnvironmentError('redis-sentinel is not installed', INSTALL_SENTINEL) : e;
+      });
+      started.push(sentinel);
+      const cluster = new RedisReplicated(primary, replica, sentinel, timeoutMs);
+      await cluster.#until('the replica in sync and known to Sentinel', async () => (await cluster.replicaInSync()) && (await cluster.#sentinelKnowsReplica()));
+      return cluster;
+    } catch (error) {
+      await Promise.all(started.map((s) => s.stop()));
+      throw error;
+    }
+  }
+
+  /** The fields an ioredis client needs to follow the primary through Sentinel. Holds the passwords: never print. */
+  get sentinelConnection(): { sentinels: Array<{ host: string; port: number }>; name: string; password: string; sentinelPassword: string } {
+    return { sentinels: [{ host: this.sentinel.host, port: this.sentinel.port }], name: MASTER_NAME, password: this.primary.password, sentinelPassword: this.sentinel.password };
+  }
+
+  /**
+   * A connection that follows the primary through Sentinel (ioredis asks it
+   * for the primary's address and checks its role), ready, every wait bounded.
+   */
+  async connect(commandTimeoutMs = 5000): Promise<Redis> {
+    const c = this.sentinelConnection;
+    const redis = new Redis({
+      sentinels: c.sentinels,
+      name: c.name,
+      password: c.password,
+      sentinelPassword: c.sentinelPassword,
+      role: 'master',
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: commandTimeoutMs,
+      connectTimeout: commandTimeoutMs,
+      sentinelRetryStrategy: () => 50,
+      retryStrategy: () => 50,
+      lazyConnect: true,
+    });
+    // Errors reach the commands that fail; reconnect attempts need no report.
+    redis.on('error', () => undefined);
+    try {
+      await Promise.race([
+        redis.connect(),
+        sleep(this.#timeoutMs, undefined, { ref: false }).then(() => {
+          throw new EnvironmentError(`no connection to the primary through Sentinel within ${this.#timeoutMs} ms`);
+        }),
+      ]);
+    } catch (e) {
+      redis.disconnect();
+      throw e;
+    }
+    return redis;
+  }
+
+  /** The primary's port as Sentinel names it now. */
+  async primaryPort(): Promise<number> {
+    const reply = await this.sentinel.command(['SENTINEL', 'get-master-addr-by-name', MASTER_NAME]);
+    if (!Array.isArray(reply) || typeof reply[1] !== 'string') throw new Error(`Sentinel named no primary: ${describe(reply)}`);
+    return Number(reply[1]);
+  }
+
+  /** Whether the replica's link to its primary is up and it has applied everything the primary sent. */
+  async replicaInSync(): Promise<boolean> {
+    const [p, r] = await Promise.all([info(this.primary, 'replication'), info(this.replica, 'replication')]);
+    return inSync(p, r);
+  }
+
+  /**
+   * Stops replication once the replica has caught up: the replica is paused
+   * (SIGSTOP) and the primary drops its link (the reset discards whatever was
+   * in flight), so no write made from now on can reach the replica.
+   */
+  async holdReplication(): Promise<void> {
+    // Everything before the hold reaches the replica first (a replicate step): only later writes are held back.
+    await this.#until('the replica to catch up', () => this.replicaInSync());
+    this.replica.pause();
+    this.#replicaPaused = true;
+    const killed = await this.primary.command(['CLIENT', 'KILL', 'TYPE', 'replica']);
+    if (killed !== 1) throw new Error(`the primary dropped ${describe(killed)} replica links, expected 1`);
+  }
+
+  /** Kills the primary (SIGKILL), lets the replica run and waits until Sentinel has promoted it. */
+  async failover(): Promise<void> {
+    await this.primary.crash();
+    if (this.#replicaPaused) {
+      this.replica.resume();
+      this.#replicaPaused = false;
+    }
+    await this.#until('Sentinel to promote the replica', async () => (await this.primaryPort()) === this.replica.port && (await info(this.replica, 'replication'))['role'] === 'master');
+  }
+
+  /**
+   * Restarts the failed primary (empty: no persistence), makes it the new
+   * primary's replica (REPLICAOF, as Sentinel would on its next look at it,
+   * up to its 10 s INFO period later) and waits until it is in sync. Until
+   * then WAIT 1 on the new primary cannot succeed.
+   */
+  async rejoin(): Promise<void> {
+    await this.primary.restart();
+    const reply = await this.primary.command(['REPLICAOF', this.replica.host, String(this.replica.port)]);
+    if (reply !== 'OK') throw new Error(`REPLICAOF: ${describe(reply)}`);
+    await this.#until('the old primary to rejoin as a replica', async () => {
+      const r = await info(this.primary, 'replication');
+      return r['role'] === 'slave' && r['master_port'] === String(this.replica.port) && r['master_link_status'] === 'up';
+    });
+  }
+
+  /** Stops all three and removes their directories. Idempotent. */
+  async stop(): Promise<void> {
+    await Promise.all([this.sentinel.stop(), this.replica.stop(), this.primary.stop()]);
+  }
+
+  async #sentinelKnowsReplica(): Promise<boolean> {
+    const reply = await this.sentinel.command(['SENTINEL', 'replicas', MASTER_NAME]);
+    return Array.isArray(reply) && reply.some((fields) => Array.isArray(fields) && fields.includes(String(this.replica.port)));
+  }
+
+  #until(what: string, check: () => Promise<boolean>): Promise<void> {
+    return until(this.#timeoutMs, what, check, () => this.sentinel.logTail());
+  }
+}
+
+/** Polls `check` until it holds, at most `timeoutMs`; a failing check counts as not yet. */
+async function until(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown = null;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(POLL_MS);
+  }
+  throw new EnvironmentError(`waited ${timeoutMs} ms for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}\n--- log tail ---\n${log()}`);
+}
+
+function inSync(primary: Record<string, string>, replica: Record<string, string>): boolean {
+  return replica['master_link_status'] === 'up' && replica['slave_repl_offset'] !== undefined && replica['slave_repl_offset'] === primary['master_repl_offset'];
+}
+
+async function info(server: RedisServer, section: string): Promise<Record<string, string>> {
+  const reply = await server.command(['INFO', section]);
+  if (typeof reply !== 'string') throw new Error(`INFO ${section}: ${describe(reply)}`);
+  return Object.fromEntries(
+    reply
+      .split('\r\n')
+      .filter((l) => l.includes(':'))
+      .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1)]),
+  );
+}
+
+function describe(v: RespValue): string {
+  return v instanceof RespError ? `error ${v.message}` : JSON.stringify(v);
+}
+

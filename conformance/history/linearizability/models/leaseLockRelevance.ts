@@ -1,0 +1,95 @@
+import { isPending, type Operation } from '../operation.ts';
+import type { LeaseLockInput } from './leaseLock.ts';
+
+/**
+ * How long an unknown lock operation can matter (`Model.relevance` of
+ * `leaseLock()`), from the model's rules alone: no clock assumption, the
+ * ttl is not used. Each bound is an exact consequence (spec/SPEC.md,
+ * "Linearizability checking", unknown outcomes):
+ *
+ * - An unknown extend (no deadline seen: `validUntil` Infinity) only ever
+ *   lengthens the holder's deadline, which allows nothing more: never needed.
+ * - An unknown acquire (owner X) leaves the lock held by X with no deadline.
+ *   Only an extend or release by X can depend on that (anything else that
+ *   can follow it is legal without it, leaving the same state), so it
+ *   matters only until the last of those has returned (or can still matter).
+ * - An unknown release by X frees the lock only when X holds it, and that
+ *   matters only to the next acquire, which must have returned before X's
+ *   deadline: the release matters until the earliest return of an acquire
+ *   called after X's grant returned, and until the last acquire returning
+ *   before X's latest deadline.
+ */
+export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unknown>[]): (number | undefined)[] {
+  const out: (number | undefined)[] = new Array<number | undefined>(ops.length).fill(undefined);
+  const byOwner = new Map<string, number[]>();
+  ops.forEach((o, i) => {
+    const list = byOwner.get(o.input.owner);
+    if (list === undefined) byOwner.set(o.input.owner, [i]);
+    else list.push(i);
+  });
+  // Known acquires by call, with the earliest return from each on; and all their returns, sorted.
+  const known = ops.filter((o) => !isPending(o) && o.input.f === 'acquire').sort((a, b) => a.call - b.call);
+  const calls = known.map((o) => o.call);
+  const earliestReturnFrom = new Array<number>(known.length + 1).fill(Infinity);
+  for (let k = known.length - 1; k >= 0; k--) earliestReturnFrom[k] = Math.min(earliestReturnFrom[k + 1]!, known[k]!.return!);
+  const returns = known.map((o) => o.return!).sort((a, b) => a - b);
+  /** The earliest return of a known acquire called after t. */
+  const firstReturnCalledAfter = (t: number) => earliestReturnFrom[upperBound(calls, t)]!;
+  /** The latest return of a known acquire before t (-Infinity: none). */
+  const lastReturnBefore = (t: number) => {
+    const k = lowerBound(returns, t);
+    return k === 0 ? -Infinity : returns[k - 1]!;
+  };
+
+  ops.forEach((o, i) => {
+    if (isPending(o) && o.input.f === 'extend' && o.input.validUntil === Infinity) out[i] = -Infinity;
+  });
+  ops.forEach((o, i) => {
+    if (!isPending(o) || o.input.f !== 'release') return;
+    let afterGrant = -Infinity;
+    let deadline = -Infinity;
+    for (const j of byOwner.get(o.input.owner)!) {
+      const x = ops[j]!;
+      if (x.input.f === 'release' || out[j] === -Infinity) continue;
+      deadline = Math.max(deadline, x.input.validUntil);
+      if (x.input.f === 'acquire') afterGrant = Math.max(afterGrant, isPending(x) ? Infinity : firstReturnCalledAfter(x.return!));
+    }
+    out[i] = Math.min(afterGrant, lastReturnBefore(deadline));
+  });
+  ops.forEach((o, i) => {
+    if (!isPending(o) || o.input.f !== 'acquire' || o.input.validUntil !== Infinity || o.input.latest !== Infinity) return;
+    let until = -Infinity;
+    for (const j of byOwner.get(o.input.owner)!) {
+      const z = ops[j]!;
+      if (z.input.f === 'acquire' || out[j] === -Infinity) continue;
+      const by = isPending(z) ? (out[j] ?? Infinity) : z.return!;
+      if (by >= o.call) until = Math.max(until, by);
+    }
+    out[i] = until;
+  });
+  return out;
+}
+
+/** The first index whose value is > t. */
+function upperBound(sorted: readonly number[], t: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! > t) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/** The first index whose value is >= t. */
+function lowerBound(sorted: readonly number[], t: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! >= t) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
