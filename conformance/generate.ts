@@ -18,6 +18,8 @@ export interface ScheduleOptions {
   readonly clients: number;
   readonly resources: number;
   readonly maxCommands: number;
+  /** Draw replies later than a PostgreSQL design's statement timeout (default true): a client with no timeout of its own (declared) just waits. */
+  readonly lateReplies?: boolean;
   /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
   readonly ttlFloorMs?: number;
   /**
@@ -140,7 +142,7 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const value = fc.constantFrom('a', 'b', 'c');
 
   // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).
-  const timeoutMs = replyTimeoutMs(o.design);
+  const timeoutMs = o.lateReplies === false ? null : replyTimeoutMs(o.design);
   const latencyMs = fc.oneof(
     fc.constant(0),
     fc.integer({ min: 1, max: 70 }),
