@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { match } from 'ts-pattern';
 import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
-import { hasTtl, nodeCount, restartDelayMs } from '../model/design.ts';
+import { hasTtl, nodeCount, replyTimeoutMs, restartDelayMs } from '../model/design.ts';
 import type { Capabilities, FaultKind } from './adapter.ts';
 
 /**
@@ -18,6 +18,8 @@ export interface ScheduleOptions {
   readonly clients: number;
   readonly resources: number;
   readonly maxCommands: number;
+  /** Draw replies later than a PostgreSQL design's statement timeout (default true): a client with no timeout of its own (declared) just waits. */
+  readonly lateReplies?: boolean;
   /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
   readonly ttlFloorMs?: number;
   /**
@@ -139,13 +141,20 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const gapMs = fc.integer({ min: 1, max: floor + 75 });
   const value = fc.constantFrom('a', 'b', 'c');
 
+  // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).
+  const timeoutMs = o.lateReplies === false ? null : replyTimeoutMs(o.design);
+  const latencyMs = fc.oneof(
+    fc.constant(0),
+    fc.integer({ min: 1, max: 70 }),
+    ...(timeoutMs === null ? [] : [fc.integer({ min: Math.max(1, timeoutMs - 5), max: timeoutMs + 50 })]),
+  );
   const acquire = (c: fc.Arbitrary<number>, latency: boolean): fc.Arbitrary<Command> =>
     fc
       .record({
         client: c,
         resource,
         ttlMs,
-        latencyMs: latency && has('delay') ? fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 70 })) : fc.constant(0),
+        latencyMs: latency && has('delay') ? latencyMs : fc.constant(0),
         retries: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }) }),
         retryDelayMs: fc.integer({ min: 1, max: 20 }),
       })
@@ -321,9 +330,48 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
     .tuple(fc.constantFrom(...(o.timeScales ?? [1])), fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: AWKWARD_RESOURCE_NAMES.length }) }), chunks)
     .map(([scale, set, cs]) => {
       const name = (r: string): string => names[set]![RESOURCE_NAMES.indexOf(r as (typeof RESOURCE_NAMES)[number])]!;
-      return cs
+      const commands = cs
         .flat()
         .slice(0, o.maxCommands)
         .map((c) => (scale === 1 && set === 0 ? c : rescaled(c, scale, name)));
+      return timeoutMs === null ? commands : noTimeoutWhilePaused(commands, timeoutMs);
     });
+}
+
+/**
+ * A statement in flight across a pause longer than the statement timeout is
+ * not modelled (spec: "Not modelled"): while a client is paused with an
+ * operation in flight, time moves on by at most half the timeout (advances
+ * cut short, late replies and retry loops trimmed).
+ */
+function noTimeoutWhilePaused(commands: readonly Command[], timeoutMs: number): Command[] {
+  const budget = Math.floor(timeoutMs / 2);
+  const inFlight = new Set<number>();
+  let spent = 0;
+  const out: Command[] = [];
+  for (const c of commands) {
+    if (c.kind === 'pause' && c.inFlight !== undefined) {
+      if (inFlight.size === 0) spent = 0;
+      inFlight.add(c.client);
+    }
+    if (c.kind === 'resume') inFlight.delete(c.client);
+    if (inFlight.size > 0 && c.kind === 'advance') {
+      const ms = Math.min(c.ms, budget - spent);
+      spent += Math.max(0, ms);
+      if (ms >= 1) out.push({ ...c, ms });
+      continue;
+    }
+    if (inFlight.size > 0 && c.kind === 'acquire') {
+      const latencyMs = Math.min(c.latencyMs ?? 0, 70);
+      const waits = (c.retries ?? 0) * (c.retryDelayMs ?? 0);
+      const keepsRetries = spent + latencyMs + waits <= budget;
+      const { latencyMs: _l, retries: _r, retryDelayMs: _d, ...rest } = c;
+      const trimmed = { ...rest, ...(latencyMs > 0 ? { latencyMs } : {}), ...(keepsRetries && c.retries ? { retries: c.retries, retryDelayMs: c.retryDelayMs ?? 0 } : {}) };
+      spent += latencyMs + (keepsRetries ? waits : 0);
+      out.push(trimmed);
+      continue;
+    }
+    out.push(c);
+  }
+  return out;
 }

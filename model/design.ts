@@ -13,9 +13,9 @@ export type Design =
   /** Redlock over N independent Redis nodes; token = max of the quorum's counters, written back to the quorum. */
   | { readonly kind: 'redlock'; readonly nodes: number; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding }
   /** PostgreSQL session-scoped advisory lock: lives with its connection, stacks; token from a sequence. */
-  | { readonly kind: 'pg-session'; readonly reentrant?: false }
+  | { readonly kind: 'pg-session'; readonly reentrant?: false; readonly statementTimeoutMs?: number }
   /** PostgreSQL transaction-scoped advisory lock: released at commit or rollback; writes commit with it. */
-  | { readonly kind: 'pg-xact' }
+  | { readonly kind: 'pg-xact'; readonly statementTimeoutMs?: number }
   /**
    * One Redis primary with one asynchronously replicated replica, Sentinel
    * promoting the replica when the primary fails. Scripts as redis-single;
@@ -50,6 +50,8 @@ export type StorePolicy =
   | 'transactional';
 
 export const DEFAULT_DRIFT_FACTOR = 0.01;
+/** The PostgreSQL clients' statement timeout when a design names none (impl/postgres: statementTimeoutMs). */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5000;
 /** The fixed part of the drift allowance: Redlock's 2 ms for Redis's expiry precision. */
 export const DEFAULT_CLOCK_MARGIN_MS = 2;
 
@@ -77,8 +79,8 @@ export const designs = {
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
   }),
-  pgSession: (): Design => ({ kind: 'pg-session' }),
-  pgXact: (): Design => ({ kind: 'pg-xact' }),
+  pgSession: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-session', ...o }),
+  pgXact: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-xact', ...o }),
   etcdLease: (o: Partial<LeaseOptions> = {}): Design => ({
     kind: 'etcd-lease',
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
@@ -128,6 +130,14 @@ export interface DesignRules<D extends Design = Design> {
   /** Redlock's clock-drift allowance: driftFactor * ttl + clockMarginMs (0 for session locks). */
   readonly driftFactor: (d: D) => number;
   readonly clockMarginMs: (d: D) => number;
+  /**
+   * How long the client waits for a lock statement's reply (client clock)
+   * before it ends the session and reports `timed-out`; null where the ttl
+   * bounds the wait instead (a lease's reply after its ttl is `timed-out`).
+   */
+  readonly replyTimeoutMs: (d: D) => number | null;
+  /** What a reply later than replyTimeoutMs ends: the client's whole session (session locks) or only the attempt's own transaction. */
+  readonly lateReplyEnds: 'session' | 'transaction' | null;
 }
 
 type RulesByKind = { readonly [K in DesignKind]: DesignRules<Extract<Design, { kind: K }>> };
@@ -145,6 +155,8 @@ const redisRules = {
   restartDelayMs: (d: { restartDelayMs: number }) => d.restartDelayMs,
   driftFactor: (d: { driftFactor: number }) => d.driftFactor,
   clockMarginMs: (d: { clockMarginMs: number }) => d.clockMarginMs,
+  replyTimeoutMs: () => null,
+  lateReplyEnds: null,
 } as const;
 
 const postgresRules = {
@@ -161,6 +173,7 @@ const postgresRules = {
   restartDelayMs: () => 0,
   driftFactor: () => 0,
   clockMarginMs: () => 0,
+  replyTimeoutMs: (d: { statementTimeoutMs?: number }) => d.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
 } as const;
 
 export const RULES: RulesByKind = {
@@ -175,8 +188,9 @@ export const RULES: RulesByKind = {
     replication: (d) => (d.wait ? 'wait' : 'async'),
     restartDelayMs: () => 0,
   },
-  'pg-session': { ...postgresRules, stacking: 'per-release' },
-  'pg-xact': { ...postgresRules, stacking: 'until-commit', writes: 'at-commit' },
+  'pg-session': { ...postgresRules, stacking: 'per-release', lateReplyEnds: 'session' },
+  // Each lock has its own transaction's connection: a late reply drops that one only.
+  'pg-xact': { ...postgresRules, stacking: 'until-commit', writes: 'at-commit', lateReplyEnds: 'transaction' },
   'etcd-lease': {
     nodes: () => 1,
     lifetime: 'ttl',
@@ -191,6 +205,8 @@ export const RULES: RulesByKind = {
     restartDelayMs: () => 0,
     driftFactor: (d) => d.driftFactor,
     clockMarginMs: (d) => d.clockMarginMs,
+    replyTimeoutMs: () => null,
+    lateReplyEnds: null,
   },
 };
 
@@ -238,6 +254,11 @@ export function driftFactor(design: Design): number {
   return rulesOf(design).driftFactor(design);
 }
 
+/** The client's statement timeout on session-bound designs (null on ttl designs: their ttl bounds the wait). */
+export function replyTimeoutMs(design: Design): number | null {
+  return rulesOf(design).replyTimeoutMs(design);
+}
+
 export function clockMarginMs(design: Design): number {
   return rulesOf(design).clockMarginMs(design);
 }
@@ -276,6 +297,8 @@ export function validateDesign(design: Design): Design {
   if (!(df >= 0 && df < 1)) fail(`driftFactor must be in [0, 1), got ${df}`);
   const cm = clockMarginMs(design);
   if (!Number.isInteger(cm) || cm < 0 || cm > 1000) fail(`clockMarginMs must be an integer in [0, 1000], got ${cm}`);
+  const st = replyTimeoutMs(design);
+  if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) fail(`statementTimeoutMs must be a positive integer, got ${st}`);
   const rd = restartDelayMs(design);
   if (!Number.isInteger(rd) || rd < 0) fail(`restartDelayMs must be a non-negative integer, got ${rd}`);
   return design;
@@ -293,8 +316,12 @@ export function describeDesign(design: Design): string {
     .with({ kind: 'redis-single' }, (d) => `redis-single(${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
     .with({ kind: 'redlock' }, (d) => `redlock(${d.nodes} nodes, ${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
     .with({ kind: 'redis-replicated' }, (d) => `redis-replicated(${d.wait ? 'WAIT 1' : 'async'}${margin})`)
-    .with({ kind: 'pg-session' }, () => 'pg-session')
-    .with({ kind: 'pg-xact' }, () => 'pg-xact')
+    .with({ kind: 'pg-session' }, (d) => `pg-session${statementTimeout(d)}`)
+    .with({ kind: 'pg-xact' }, (d) => `pg-xact${statementTimeout(d)}`)
     .with({ kind: 'etcd-lease' }, () => `etcd-lease${margin ? `(${margin.slice(2)})` : ''}`)
     .exhaustive();
+}
+
+function statementTimeout(d: { statementTimeoutMs?: number }): string {
+  return d.statementTimeoutMs === undefined || d.statementTimeoutMs === DEFAULT_STATEMENT_TIMEOUT_MS ? '' : `(statement timeout ${d.statementTimeoutMs}ms)`;
 }

@@ -1,7 +1,7 @@
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, restartDelayMs, rulesOf } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
@@ -415,10 +415,44 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
  * token from a durable per-resource sequence in the same transaction.
  */
 function acquireSession(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
-  const design = world.config.design;
-  const server = world.nodes[0]!;
   const later: World = { ...world, nowMs: world.nowMs + latencyMs };
   if (!isReachable(world, client, 0)) return single({ kind: 'denied', reason: 'no-quorum' }, later);
+  // The client's statement timeout, on its own clock: a later reply is an unknown outcome.
+  const elapsed = monoNow(later, client) - monoNow(world, client);
+  const timeoutMs = replyTimeoutMs(world.config.design)!;
+  if (elapsed < timeoutMs) return answeredSession(world, later, client, resource);
+  const gaveUp = lateAcquire(world, later, client, resource);
+  // Exactly at the timeout the reply and the give-up race: either may win.
+  return elapsed === timeoutMs ? [...gaveUp, ...answeredSession(world, later, client, resource)] : gaveUp;
+}
+
+/**
+ * A reply later than the statement timeout: the client drops the connection
+ * and returns `timed-out`, so nothing is held behind it (spec 7.4). Session
+ * locks: the session ends, every lock it held goes and the client's leases
+ * are lost (connection-lost); the statement may have drawn a token first, so
+ * the counter may have moved. Transaction locks: only the attempt's own
+ * transaction is aborted (a stacked level is released with its transaction's
+ * commit).
+ */
+function lateAcquire(world: World, later: World, client: number, resource: string): Branch[] {
+  const timedOut = { kind: 'timed-out' } as const;
+  if (rulesOf(world.config.design).lateReplyEnds !== 'session') return [{ outcome: timedOut, next: later, events: [] }];
+  const ended = dropSessions(later, [client]);
+  const server = later.nodes[0]!;
+  const free = server.keys[resource] === undefined;
+  if (!free) return [{ outcome: timedOut, next: ended, events: [] }];
+  const bumped = bumpCounter(ended.nodes[0]!, counterKey(world.config.design, resource), tokenBase(world)).node;
+  return [
+    { outcome: timedOut, next: ended, events: [] },
+    { outcome: timedOut, next: { ...ended, nodes: [bumped] }, events: [] },
+  ];
+}
+
+/** The server's answer, read in time. */
+function answeredSession(world: World, later: World, client: number, resource: string): readonly Branch[] {
+  const design = world.config.design;
+  const server = world.nodes[0]!;
   const key = server.keys[resource];
   const lease = world.clients[client]!.leases[resource];
   if (key !== undefined) {

@@ -108,6 +108,47 @@ describe('the model without faults', () => {
   });
 });
 
+describe('a PostgreSQL reply later than the statement timeout (spec 7.4: unknown outcomes)', () => {
+  const run = (w: World, command: Command, pick = 0) => step(w, command)[pick]!;
+
+  it('is timed-out and ends the session: every lock of it is gone and its leases are lost', () => {
+    let w = initialWorld({ design: designs.pgSession({ statementTimeoutMs: 100 }), store: 'strict', clients: 2 });
+    w = run(w, { kind: 'acquire', client: 0, resource: 'other' }).next;
+    const late = step(w, { kind: 'acquire', client: 0, resource: 'r', latencyMs: 101 });
+    // The statement may or may not have drawn a token before the session ended.
+    expect(late.map((b) => b.outcome)).toEqual([{ kind: 'timed-out' }, { kind: 'timed-out' }]);
+    for (const b of late) {
+      expect(b.next.clients[0]!.leases).toEqual({});
+      expect(b.next.nodes[0]!.keys).toEqual({});
+      expect(run(b.next, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toMatchObject({ kind: 'granted' });
+      expect(run(b.next, { kind: 'acquire', client: 1, resource: 'other' }).outcome).toMatchObject({ kind: 'granted' });
+    }
+    expect(run(late[0]!.next, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toMatchObject({ token: 1n });
+    expect(run(late[1]!.next, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toMatchObject({ token: 2n });
+  });
+
+  it('races the reply exactly at the timeout and is answered before it', () => {
+    const w = initialWorld({ design: designs.pgSession({ statementTimeoutMs: 100 }), store: 'strict', clients: 1 });
+    expect(step(w, { kind: 'acquire', client: 0, resource: 'r', latencyMs: 100 }).map((b) => b.outcome.kind)).toEqual(['timed-out', 'timed-out', 'granted']);
+    expect(step(w, { kind: 'acquire', client: 0, resource: 'r', latencyMs: 99 }).map((b) => b.outcome.kind)).toEqual(['granted']);
+  });
+
+  it('on pg-xact aborts only the attempt\'s own transaction', () => {
+    let w = initialWorld({ design: designs.pgXact({ statementTimeoutMs: 100 }), store: 'transactional', clients: 2 });
+    w = run(w, { kind: 'acquire', client: 0, resource: 'other' }).next;
+    const late = step(w, { kind: 'acquire', client: 0, resource: 'r', latencyMs: 500 });
+    expect(late.map((b) => b.outcome)).toEqual([{ kind: 'timed-out' }]);
+    expect(Object.keys(late[0]!.next.clients[0]!.leases)).toEqual(['other']);
+    expect(run(late[0]!.next, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toMatchObject({ kind: 'granted', token: 1n });
+  });
+
+  it('rejects a statement timeout that is not a positive integer', () => {
+    for (const statementTimeoutMs of [0, -1, 1.5, Number.NaN]) {
+      expect(() => initialWorld({ design: designs.pgSession({ statementTimeoutMs }), store: 'strict', clients: 1 })).toThrow(/statementTimeoutMs/);
+    }
+  });
+});
+
 describe('invalid input', () => {
   const world = (() => {
     let w = initialWorld({ design: designs.redlock({ nodes: 3 }), store: 'strict', clients: 2 });

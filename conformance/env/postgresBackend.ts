@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { Design, StorePolicy } from '../../model/design.ts';
-import { describeDesign } from '../../model/design.ts';
+import { describeDesign, replyTimeoutMs } from '../../model/design.ts';
 import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore } from '../../impl/fencedStore.ts';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
@@ -62,7 +62,7 @@ export function realPostgresBackend(server: PostgresTarget, design: Design, stor
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
     faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => (server.process !== undefined || f !== 'crash-restart') && (design.kind === 'pg-session' || f !== 'partition')),
-    start: (o) => underOwnNames(server, (run) => startInstance(server, server.process ?? null, design.kind as 'pg-session' | 'pg-xact', store, o.clients, o.tokenBase, run.applicationName)),
+    start: (o) => underOwnNames(server, (run) => startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName)),
   };
 }
 
@@ -122,7 +122,7 @@ async function endRun(server: PostgresTarget, prefix: string, applicationName: s
 async function startInstance(
   server: PostgresTarget,
   owned: NonNullable<PostgresTarget['process']> | null,
-  kind: 'pg-session' | 'pg-xact',
+  design: Extract<Design, { kind: 'pg-session' | 'pg-xact' }>,
   policy: StorePolicy,
   clients: number,
   tokenBase: bigint,
@@ -167,8 +167,10 @@ async function startInstance(
       tokenBase,
       link: <T>(roundTrip: () => Promise<T>) => network.call(client, 0, roundTrip),
       onConnectionLost: () => noticed(client),
+      // The design's statement timeout: a reply later than it is an unknown outcome (spec 7.4), as the model has it.
+      statementTimeoutMs: replyTimeoutMs(design)!,
     };
-    return kind === 'pg-session' ? new PostgresSessionLock(options) : new PostgresTransactionLock(options);
+    return design.kind === 'pg-session' ? new PostgresSessionLock(options) : new PostgresTransactionLock(options);
   });
   // The store's own connections (outside the locks' sessions); replaced after a server restart.
   // A failed start closes what it opened: no connection outlives it.
@@ -199,7 +201,14 @@ async function startInstance(
           }
         : { write: (r, t, v) => network.call(client, 'store', () => outside.write(r, t, v)), read: (r) => network.call(client, 'store', () => outside.read(r)) };
     return {
-      acquire: (resource, o) => lock.acquire(resource, { retries: o.retries ?? 0, retryDelayMs: o.retryDelayMs ?? 0 }),
+      acquire: async (resource, o) => {
+        const before = pids(client);
+        const r = await lock.acquire(resource, { retries: o.retries ?? 0, retryDelayMs: o.retryDelayMs ?? 0 });
+        // A late reply: the client dropped its connection. The model has the server end that session at once; wait until it has.
+        // Carried as one real request on the network, so virtual time waits for it.
+        if (r.kind === 'timed-out') await network.call(client, 'store', () => backendsGone(before.filter((pid) => !pids(client).includes(pid))));
+        return r;
+      },
       release: async (lease) => {
         await lock.release(lease);
       },
@@ -210,6 +219,15 @@ async function startInstance(
   const pids = (client: number): number[] => {
     const lock = locks[client]!;
     return lock instanceof PostgresSessionLock ? (lock.backendPid === null ? [] : [lock.backendPid]) : lock.backendPids;
+  };
+  /** Waits (bounded) until the server has ended these backends, and so released their locks. */
+  const backendsGone = async (gone: readonly number[]): Promise<void> => {
+    for (const deadline = Date.now() + NOTICE_TIMEOUT_MS; gone.length > 0; ) {
+      const r = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND application_name = $2', [gone, applicationName]);
+      if ((r.rows[0] as { n: number }).n === 0) return;
+      if (Date.now() > deadline) throw new Error(`the server did not end backends ${gone.join(', ')} within ${NOTICE_TIMEOUT_MS} ms of their connections' close`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   };
   /** Ends these clients' sessions on the server and waits until each client has seen it. */
   const endSessions = async (clientsToEnd: readonly number[]): Promise<void> => {

@@ -1,9 +1,10 @@
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { StorePolicy } from '../../model/design.ts';
-import { designs } from '../../model/design.ts';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, designs } from '../../model/design.ts';
 import { checkResource, InvalidInputError } from '../../model/errors.ts';
 import { sleep } from '../../impl/clock.ts';
+import { TimeoutError, withTimeout } from '../../impl/errors.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
@@ -79,6 +80,8 @@ export class SimSessionLock {
     private readonly server: SimSessionServer,
     private readonly clock: MonotonicClock,
     private readonly newSession: () => number,
+    /** Bound on each lock statement's reply, on the client's clock (as impl/postgres's statementTimeoutMs). */
+    private readonly statementTimeoutMs: number = DEFAULT_STATEMENT_TIMEOUT_MS,
   ) {
     this.#session = newSession();
   }
@@ -94,7 +97,11 @@ export class SimSessionLock {
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
     for (let attempt = 0; ; attempt++) {
       const session = this.#session;
-      const r = await this.network.call(this.client, 0, () => this.server.tryLock(session, resource));
+      const r = await withTimeout(this.clock, this.statementTimeoutMs, 'statement', this.network.call(this.client, 0, () => this.server.tryLock(session, resource))).catch((e: unknown) => {
+        if (e instanceof TimeoutError) return null;
+        throw e;
+      });
+      if (r === null) return this.lateReply(session);
       if (r.kind === 'granted') {
         const lease = new LeaseHandle(resource, `sim-pg:${session}:${++this.#attempt}`, r.token, null, this.clock);
         this.#held.set(resource, { lease, count: 1 });
@@ -127,6 +134,22 @@ export class SimSessionLock {
     return session === this.#session && held !== undefined ? [held.lease.owner] : [];
   }
 
+  /**
+   * No reply within the statement timeout: the statement may have taken the
+   * lock, so the session is ended (the server frees all its locks) and the
+   * outcome is `timed-out` (spec 7.4). Overridable only to build broken fixtures.
+   */
+  protected lateReply(session: number): AcquireResult {
+    this.endSession(session);
+    return { kind: 'timed-out' };
+  }
+
+  /** Drops the connection of `session`: the server ends it, and the client's leases on it are lost. */
+  protected endSession(session: number): void {
+    this.server.endSession(session);
+    if (session === this.#session) this.connectionLost();
+  }
+
   /** Tells a lease its session is gone. Overridable only to build broken fixtures. */
   protected signalLoss(lease: LeaseHandle): void {
     lease.lose('connection-lost');
@@ -140,7 +163,7 @@ export class SimSessionLock {
   }
 }
 
-export const SIM_SESSION_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'clock-drift'];
+export const SIM_SESSION_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'clock-drift', 'delay'];
 
 export interface SimSessionParts {
   /** A client's session lock. Default: SimSessionLock. */

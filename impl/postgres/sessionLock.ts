@@ -116,7 +116,8 @@ export class PostgresSessionLock {
     } catch (e) {
       const config = configError(e);
       if (config !== null) throw config;
-      return { kind: 'denied', reason: 'no-quorum' };
+      // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
+      return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     const held = this.#held.get(resource);
     const key = held?.key ?? advisoryKey(resource).toString();
@@ -169,12 +170,14 @@ export class PostgresSessionLock {
       client.on('error', () => this.lost(client));
       client.on('end', () => this.lost(client));
       try {
-        await this.#s.link(async () => {
+        await this.#s.statement(async () => {
           await client.connect();
           await ensureSchema(client);
         });
       } catch (e) {
-        await endWithin(client, this.#s.timeoutMs);
+        // No reply within the statement timeout: it may yet connect, so drop the socket rather than wait on a goodbye.
+        if (replyMissing(e)) destroyConnection(client);
+        else await endWithin(client, this.#s.timeoutMs);
         throw e;
       }
       this.#client = client;

@@ -149,7 +149,8 @@ export class PostgresTransactionLock {
     } catch (e) {
       const config = configError(e);
       if (config !== null) throw config;
-      return { kind: 'denied', reason: 'no-quorum' };
+      // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
+      return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     try {
       await this.query(client, 'BEGIN');
@@ -253,13 +254,15 @@ export class PostgresTransactionLock {
     client.on('error', lost);
     client.on('end', lost);
     try {
-      await this.#s.link(async () => {
+      await this.#s.statement(async () => {
         await client.connect();
         if (!this.#schemaReady) await ensureSchema(client);
       });
       this.#schemaReady = true;
     } catch (e) {
-      await endWithin(client, this.#s.timeoutMs);
+      // No reply within the statement timeout: it may yet connect, so drop the socket rather than wait on a goodbye.
+      if (replyMissing(e)) destroyConnection(client);
+      else await endWithin(client, this.#s.timeoutMs);
       throw e;
     }
     this.#connections.add(client);
