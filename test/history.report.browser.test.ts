@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, CHROMIUM, launchChromium, requireChromium, WAIT_MS } from './chromium.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
@@ -16,10 +16,6 @@ import { writeHistoryReport } from '../conformance/history/report.ts';
  * playwright-core; the assertions are on the rendered page. A screenshot is
  * kept in .ci/out/artifacts/.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ARTIFACTS = fileURLToPath(new URL('../.ci/out/artifacts/', import.meta.url));
-const WAIT_MS = 15_000;
 
 const dirs: string[] = [];
 let context: BrowserContext | undefined;
@@ -36,22 +32,7 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) return;
   out = mkdtempSync(join(tmpdir(), 'lockcheck-history-report-'));
   dirs.push(out);
-  const home = mkdtempSync(join(tmpdir(), 'lockcheck-chromium-'));
-  dirs.push(home);
-  const profile = join(home, 'profile');
-  mkdirSync(profile);
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    env: { ...process.env, XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache') },
-    timeout: 60_000,
-    viewport: { width: 1280, height: 800 },
-  });
-  context.setDefaultTimeout(WAIT_MS);
-  context.setDefaultNavigationTimeout(WAIT_MS);
-  page = context.pages()[0] ?? (await context.newPage());
-  mkdirSync(ARTIFACTS, { recursive: true });
+  ({ context, page } = await launchChromium(dirs));
 }, 120_000);
 
 afterAll(async () => {
@@ -64,7 +45,7 @@ afterAll(async () => {
 
 describe('the history timeline, rendered in Chromium', () => {
   it('shows one lane per process, the overlapping pair in red, the fault as a band, the finding', async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh (as root) to install chromium`);
+    requireChromium();
     await page.goto(pathToFileURL(report('overlap.jsonl', 'overlap')).href);
     const svg = page.locator('svg#timeline');
     await svg.waitFor({ state: 'visible' });
@@ -90,7 +71,7 @@ describe('the history timeline, rendered in Chromium', () => {
   });
 
   it('a safe history has its holds drawn and none in red', async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh (as root) to install chromium`);
+    requireChromium();
     await page.goto(pathToFileURL(report('safe.jsonl', 'safe')).href);
     const svg = page.locator('svg#timeline');
     await svg.waitFor({ state: 'visible' });

@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, CHROMIUM, launchChromium, requireChromium, WAIT_MS } from './chromium.ts';
 
 /**
  * The HTML report as a reader sees it: `lockcheck matrix` writes a small
@@ -15,20 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * rendered page. Full-page screenshots of the report and of one timeline are
  * kept in .ci/out/artifacts/.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const ARTIFACTS = fileURLToPath(new URL('../.ci/out/artifacts/', import.meta.url));
-const WAIT_MS = 15_000;
 
 const dirs: string[] = [];
 let context: BrowserContext | undefined;
 let page: Page;
 let out: string;
-
-/** Without the browser every test fails (not skips) with what to do about it. */
-function requireChromium(): void {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the report test needs Debian's chromium package; run scripts/setup.sh (as root) to install it`);
-}
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) return;
@@ -40,24 +31,7 @@ beforeAll(async () => {
     { encoding: 'utf8', timeout: 240_000 },
   );
   if (r.status !== 0) throw new Error(`lockcheck matrix exited with ${r.status ?? r.signal}:\n${r.stderr}`);
-  // A new, empty profile: launchPersistentContext takes it (Playwright refuses --user-data-dir in args).
-  // XDG dirs in the same temp dir keep Chromium's crash-report database and cache out of $HOME.
-  const home = mkdtempSync(join(tmpdir(), 'lockcheck-chromium-'));
-  dirs.push(home);
-  const profile = join(home, 'profile');
-  mkdirSync(profile);
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    env: { ...process.env, XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache') },
-    timeout: 60_000,
-    viewport: { width: 1280, height: 800 },
-  });
-  context.setDefaultTimeout(WAIT_MS);
-  context.setDefaultNavigationTimeout(WAIT_MS);
-  page = context.pages()[0] ?? (await context.newPage());
-  mkdirSync(ARTIFACTS, { recursive: true });
+  ({ context, page } = await launchChromium(dirs));
 }, 300_000);
 
 afterAll(async () => {
