@@ -133,7 +133,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     } catch (e) {
       // A result outside the adapter API, or a signal that broke its contract: fail, never map it to a neighbour.
       if (e instanceof ContractBreach) return fail(e.property, e.message, { kind: 'ok' });
-      throw e;
+      // Any other error is outside the adapter API too: a finding of this run, never the end of the process.
+      if (e instanceof InvalidInputError) throw e;
+      return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
     }
     const actual = performed.outcome;
     const comparable = comparison(backend);
