@@ -31,7 +31,7 @@ import type { BackendInstance, BackendUnderTest, FaultKind, LibraryContract, Loc
 import type { RedisCluster } from '../env/redisBackend.ts';
 import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import { linked } from './redlock.ts';
-import { installWallClock, onWallClock } from './wallClock.ts';
+import { onWallClock, onWallClockInstance } from './wallClock.ts';
 
 type MutexClass = typeof redisSemaphoreModule.Mutex;
 /** The CommonJS module's exports: node hands over the exports object as the default import. */
@@ -62,8 +62,7 @@ export function redisSemaphoreMutexBackend(cluster: RedisCluster, options: { rea
 
 async function startInstance(cluster: RedisCluster, clients: number): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, designs.redisSingle(), { clients, lockKey: mutexKey });
-  const restoreDateNow = installWallClock();
-  try {
+  return onWallClockInstance(run, async () => {
     if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
     const lockClients: LockClient[] = run.connections.map((conn, client) => {
       const clock = run.clocks[client]!;
@@ -112,17 +111,6 @@ async function startInstance(cluster: RedisCluster, clients: number): Promise<Ba
         },
       };
     });
-    return {
-      clients: lockClients,
-      env: run.env,
-      close: async () => {
-        restoreDateNow();
-        await run.close();
-      },
-    };
-  } catch (e) {
-    restoreDateNow();
-    await run.close();
-    throw e;
-  }
+    return lockClients;
+  });
 }

@@ -46,7 +46,7 @@ import type { BackendInstance, BackendUnderTest, FaultKind, LibraryContract, Loc
 import type { RedisCluster } from '../env/redisBackend.ts';
 import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
-import { installWallClock, onWallClock } from './wallClock.ts';
+import { onWallClock, onWallClockInstance } from './wallClock.ts';
 
 /** Per-attempt statistics, as both libraries record them. */
 export interface RedlockStats {
@@ -163,8 +163,7 @@ async function startInstance(
   dateNow: 'client-clock' | 'system',
 ): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, design, { clients, lockKey: redlockKey });
-  const restoreDateNow = dateNow === 'client-clock' ? installWallClock() : () => undefined;
-  try {
+  return onWallClockInstance(run, async () => {
     // Fresh servers have no script cached: every run starts the same way (redlock 5 then pays a NOSCRIPT round trip).
     // The user's own servers keep their script cache: there the first run alone pays it.
     if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
@@ -240,17 +239,6 @@ async function startInstance(
         },
       };
     });
-    return {
-      clients: lockClients,
-      env: run.env,
-      close: async () => {
-        restoreDateNow();
-        await run.close();
-      },
-    };
-  } catch (e) {
-    restoreDateNow();
-    await run.close();
-    throw e;
-  }
+    return lockClients;
+  }, dateNow === 'client-clock');
 }

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { BackendInstance, Environment, LockClient } from '../adapter.ts';
 
 /**
  * A faked wall clock for in-process lock libraries that read Date.now().
@@ -42,4 +43,32 @@ export function installWallClock(): () => void {
 /** Runs `fn` (and everything it awaits) with Date.now() reading `readingMs()` + WALL_EPOCH_MS. */
 export function onWallClock<T>(readingMs: () => number, fn: () => T): T {
   return current.run(() => WALL_EPOCH_MS + readingMs(), fn);
+}
+
+/**
+ * A library's backend instance over one run: Date.now() goes through the faked
+ * clocks (when `faked`) from before the clients are built until the instance
+ * closes; a failed build closes the run too.
+ */
+export async function onWallClockInstance(
+  run: { readonly env: Environment; close(): Promise<void> },
+  clients: () => Promise<LockClient[]>,
+  faked = true,
+): Promise<BackendInstance> {
+  const restoreDateNow = faked ? installWallClock() : () => undefined;
+  try {
+    const built = await clients();
+    return {
+      clients: built,
+      env: run.env,
+      close: async () => {
+        restoreDateNow();
+        await run.close();
+      },
+    };
+  } catch (e) {
+    restoreDateNow();
+    await run.close();
+    throw e;
+  }
 }
