@@ -22,6 +22,8 @@ export interface ScheduleOptions {
   readonly lateReplies?: boolean;
   /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
   readonly ttlFloorMs?: number;
+  /** Ttls are whole multiples of this (Capabilities.ttlGrainMs), rounded up. Default 1. */
+  readonly ttlGrainMs?: number;
   /**
    * Each schedule draws one of these factors and multiplies every duration in
    * it (ttls, advances, retry delays, clock steps; not latencies) by it, so ttls
@@ -137,8 +139,10 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const node = fc.integer({ min: 0, max: nodeCount(o.design) - 1 });
   const resource = fc.constantFrom(...RESOURCE_NAMES.slice(0, o.resources));
   const floor = o.ttlFloorMs ?? 5;
-  const ttlMs = fc.integer({ min: floor, max: floor + 55 });
-  const gapMs = fc.integer({ min: 1, max: floor + 75 });
+  const grain = o.ttlGrainMs ?? 1;
+  const ttlMs = fc.integer({ min: floor, max: floor + 55 }).map((ms) => Math.ceil(ms / grain) * grain);
+  // Advances reach past the longest ttl, rounded up to its grain, so that expiries are still crossed.
+  const gapMs = fc.integer({ min: 1, max: Math.ceil((floor + 55) / grain) * grain + 20 });
   const value = fc.constantFrom('a', 'b', 'c');
 
   // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).

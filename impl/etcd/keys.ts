@@ -11,3 +11,7 @@ export function lockKey(resource: string, prefix = DEFAULT_PREFIX): Buffer {
 export function cellKey(resource: string, prefix = DEFAULT_PREFIX): Buffer {
   return Buffer.from(`${prefix}cell/${resource}`, 'utf8');
 }
+
+export function highestKey(resource: string, prefix = DEFAULT_PREFIX): Buffer {
+  return Buffer.from(`${prefix}highest/${resource}`, 'utf8');
+}

@@ -1,6 +1,11 @@
-import { EtcdAuthenticationFailedError, EtcdLeaseInvalidError, GRPCDeadlineExceededError, type Etcd3, type IKeyValue } from 'etcd3';
+import { EtcdAuthenticationFailedError, EtcdLeaseInvalidError, GRPCDeadlineExceededError, type Etcd3, type ICompare, type IKeyValue, type IRequestOp, type ITxnRequest } from 'etcd3';
+import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import type { WriteResult } from '../fencedStore.ts';
+
+/** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
+const TOKEN_DIGITS = 19;
 
 /** gRPC call options (the deadline), as etcd3's calls take them. */
 type CallOptions = NonNullable<Parameters<Etcd3['kv']['txn']>[1]>;
@@ -25,10 +30,15 @@ export interface EtcdNode {
   deleteIfOwned(key: Buffer, leaseId: string, createRevision: bigint): Promise<boolean>;
   /** LeaseRevoke; a lease already gone is no error. */
   revoke(leaseId: string): Promise<void>;
-  /** Range of one key: its value and mod revision (0n when absent). */
-  get(key: Buffer): Promise<{ readonly value: string | null; readonly modRevision: bigint }>;
-  /** One transaction: put `key` only if its mod revision is still `modRevision` (0n: absent). */
-  putIfUnchanged(key: Buffer, value: string, modRevision: bigint): Promise<boolean>;
+  /** Range of one key: its value, null when absent. */
+  get(key: Buffer): Promise<string | null>;
+  /**
+   * One transaction: judge `token` against the highest accepted (kept under
+   * `highestKey` as a 19-digit decimal, so that etcd's byte comparison is
+   * numeric order) by `policy`, and if accepted put `value` under `key` and
+   * raise the highest.
+   */
+  fencedWrite(key: Buffer, highestKey: Buffer, token: bigint, value: string, policy: 'unfenced' | 'strict' | 'monotonic'): Promise<WriteResult>;
 }
 
 export type PutIfAbsent =
@@ -117,19 +127,34 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
     get: (key) =>
       bounded('range', async (call) => {
         const r = await client.kv.range({ key }, call);
-        const kv = r.kvs[0];
-        return kv === undefined ? { value: null, modRevision: 0n } : { value: kv.value.toString('utf8'), modRevision: BigInt(kv.mod_revision) };
+        return r.kvs[0]?.value.toString('utf8') ?? null;
       }),
-    putIfUnchanged: (key, value, modRevision) =>
-      bounded('put-if-unchanged', async (call) => {
+    fencedWrite: (key, highestKey, token, value, policy) =>
+      bounded('fenced write', async (call) => {
+        const padded = Buffer.from(token.toString().padStart(TOKEN_DIGITS, '0'), 'ascii');
+        const put: IRequestOp = { request_put: { key, value: Buffer.from(value, 'utf8') } };
+        const raise: IRequestOp = { request_put: { key: highestKey, value: padded } };
+        const readHighest: IRequestOp = { request_range: { key: highestKey } };
+        const below: ICompare = { key: highestKey, target: 'Value', result: 'Less', value: padded };
+        const above: ICompare = { key: highestKey, target: 'Value', result: 'Greater', value: padded };
+        // etcd's value compare on an absent key is false: the outer compare handles the first write.
+        const judged: ITxnRequest = match(policy)
+          .with('strict', (): ITxnRequest => ({ compare: [below], success: [put, raise], failure: [readHighest] }))
+          .with('monotonic', (): ITxnRequest => ({ compare: [above], success: [readHighest], failure: [put, raise] }))
+          .with('unfenced', (): ITxnRequest => ({ compare: [below], success: [put, raise], failure: [put] }))
+          .exhaustive();
         const r = await client.kv.txn(
-          {
-            compare: [{ key, target: 'Mod', result: 'Equal', mod_revision: modRevision.toString() }],
-            success: [{ request_put: { key, value: Buffer.from(value, 'utf8') } }],
-          },
+          { compare: [{ key: highestKey, target: 'Create', result: 'Equal', create_revision: 0 }], success: [put, raise], failure: [{ request_txn: judged }] },
           call,
         );
-        return r.succeeded;
+        if (r.succeeded) return { kind: 'accepted' };
+        const inner = r.responses[0]?.response_txn;
+        if (inner === undefined) throw new UnavailableError('etcd fenced write: no inner transaction reply');
+        const accepted = policy === 'monotonic' ? !inner.succeeded : inner.succeeded || policy === 'unfenced';
+        if (accepted) return { kind: 'accepted' };
+        const highest = inner.responses[0]?.response_range?.kvs[0]?.value.toString('ascii');
+        if (highest === undefined) throw new UnavailableError('etcd fenced write: the highest token vanished');
+        return { kind: 'rejected', highest: BigInt(highest) };
       }),
   };
 }
