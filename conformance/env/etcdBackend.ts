@@ -40,8 +40,8 @@ export interface EtcdCell {
   stop(): Promise<void>;
 }
 
-/** How closely a run follows real time, ms: an etcd round trip (an fsync on each member) fits in it on a busy machine. */
-export const ETCD_PACING_TOLERANCE_MS = 100;
+/** How closely a run follows real time, ms: the round trips of one step (an acquire and the look at the keys after it; each an fsync on the members) fit in it on a busy machine. */
+export const ETCD_PACING_TOLERANCE_MS = 200;
 /**
  * How late etcd may remove an expired lease's key, ms, beyond the pacing:
  * the leader's lessor looks for expired leases every 500 ms (measured on
