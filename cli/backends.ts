@@ -14,6 +14,8 @@ import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
+import type { EtcdCell } from '../conformance/env/etcdBackend.ts';
+import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.ts';
 
 /**
  * The built-in backends the CLI runs, on servers it starts itself (and stops
@@ -87,6 +89,8 @@ export const BUILT_INS: readonly BuiltIn[] = [
   ),
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.pgSession(), store), design: designs.pgSession(), store })),
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
+  // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).
+  ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.etcdLease(), store), design: designs.etcdLease(), store })),
 ];
 
 function builtInName(design: Design, store: StorePolicy): string {
@@ -138,6 +142,7 @@ export class Servers {
   #pg: Promise<PostgresServer> | null = null;
   #userRedis: Promise<UserRedisCluster> | null = null;
   #userPg: ReturnType<typeof connectPostgres> | null = null;
+  #etcd: Promise<EtcdCell> | null = null;
 
   constructor(readonly choice: ServerChoice = {}) {}
 
@@ -175,6 +180,8 @@ export class Servers {
     const redis = (): Promise<RedisCluster | UserRedisCluster> => (this.choice.redis !== undefined ? this.#userRedisCluster() : this.#localRedis(d.kind === 'redis-single' || d.kind === 'redlock' ? d.persistence : 'none'));
     const pg = async (): Promise<PostgresTarget> => (this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' }))));
     if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
+    // etcd always runs on clusters lockcheck starts (--redis and --pg do not name one).
+    if (d.kind === 'etcd-lease') return realEtcdBackend(await (this.#etcd ??= startEtcdCell()), b.store, { name: b.name });
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
       const cluster = await redis();
       // On servers with their own clocks the lease needs the wider margin the pacing asks for.
@@ -205,7 +212,8 @@ export class Servers {
   async stop(): Promise<void> {
     const clusters = await Promise.allSettled([...this.#redis.values()]);
     const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
-    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop()]);
+    const etcd = this.#etcd === null ? null : await this.#etcd.catch(() => null);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop()]);
   }
 }
 

@@ -141,8 +141,13 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const floor = o.ttlFloorMs ?? 5;
   const grain = o.ttlGrainMs ?? 1;
   const ttlMs = fc.integer({ min: floor, max: floor + 55 }).map((ms) => Math.ceil(ms / grain) * grain);
-  // Advances reach past the longest ttl, rounded up to its grain, so that expiries are still crossed.
-  const gapMs = fc.integer({ min: 1, max: Math.ceil((floor + 55) / grain) * grain + 20 });
+  // With a ttl grain (whole seconds) the ttls dwarf the usual advances: half of them then land around the
+  // longest ttl, so that a pause or a wait still crosses an expiry, or stops just short of it.
+  const longestTtlMs = Math.ceil((floor + 55) / grain) * grain;
+  const gapMs =
+    o.ttlGrainMs === undefined
+      ? fc.integer({ min: 1, max: floor + 75 })
+      : fc.oneof(fc.integer({ min: 1, max: floor + 75 }), fc.integer({ min: Math.max(1, longestTtlMs - floor), max: longestTtlMs + 20 }));
   const value = fc.constantFrom('a', 'b', 'c');
 
   // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).
