@@ -59,6 +59,10 @@ const POLL_MS = 50;
 const OUTPUT_RING_BYTES = 16 * 1024;
 const INSTALL_ETCD = 'apt-get update && apt-get install -y --no-install-recommends etcd-server';
 
+/** How a start-up ended: ready, a port taken by someone else (try fresh ones), or failed. */
+type Startup = { readonly kind: 'ready' } | { readonly kind: 'address-in-use' } | { readonly kind: 'failed'; readonly reason: string };
+const READY: Startup = { kind: 'ready' };
+
 /** Clusters started and not yet stopped. */
 const live = new Set<EtcdCluster>();
 
@@ -135,10 +139,10 @@ export class EtcdCluster {
         if (new Set(cluster.#members.flatMap((m) => [m.clientPort, m.peerPort])).size < 2 * count) continue;
         for (const m of cluster.#members) cluster.#spawn(m);
         const result = await cluster.#waitReady(deadline);
-        if (result === 'ready') return cluster;
+        if (result.kind === 'ready') return cluster;
         await Promise.all(cluster.#members.map((m) => cluster.#kill(m)));
         await rm(dir, { recursive: true, force: true });
-        if (result !== 'address-in-use') throw cluster.#startError(result);
+        if (result.kind === 'failed') throw cluster.#startError(result.reason);
         if (Date.now() >= deadline) throw cluster.#startError('no free ports could be bound');
       }
     } catch (error) {
@@ -224,10 +228,10 @@ export class EtcdCluster {
     for (;;) {
       this.#spawn(m);
       const result = await this.#waitMember(m, deadline);
-      if (result === 'ready') return;
+      if (result.kind === 'ready') return;
       await this.#kill(m);
       // The port may still be held by the killed process's sockets for a moment.
-      if (result !== 'address-in-use' || Date.now() >= deadline) throw this.#startError(`member ${m.name} did not come back: ${result}`);
+      if (result.kind === 'failed' || Date.now() >= deadline) throw this.#startError(`member ${m.name} did not come back: ${result.kind === 'failed' ? result.reason : 'its ports stayed in use'}`);
       await sleep(100);
     }
   }
@@ -244,7 +248,7 @@ export class EtcdCluster {
     const deadline = Date.now() + this.startTimeoutMs;
     for (const m of this.#members) this.#spawn(m);
     const result = await this.#waitReady(deadline);
-    if (result !== 'ready') throw this.#startError(`the cluster did not come back: ${result}`);
+    if (result.kind !== 'ready') throw this.#startError(`the cluster did not come back: ${result.kind === 'failed' ? result.reason : 'its ports were in use'}`);
   }
 
   /** SIGSTOP: the member keeps its sockets open but neither answers nor takes part in raft. */
@@ -350,7 +354,7 @@ export class EtcdCluster {
   }
 
   /** Polls until a majority names one leader and it serves a status call; a member that exits stops the wait. */
-  async #waitReady(deadline: number): Promise<'ready' | 'address-in-use' | string> {
+  async #waitReady(deadline: number): Promise<Startup> {
     for (;;) {
       for (const m of this.#members) {
         const failed = this.#exitReason(m);
@@ -359,32 +363,32 @@ export class EtcdCluster {
       const statuses = await this.status(PROBE_TIMEOUT_MS);
       if (majorityLeader(statuses, this.size) !== null) {
         this.#guardNow();
-        return 'ready';
+        return READY;
       }
-      if (Date.now() >= deadline) return `no leader within ${this.startTimeoutMs} ms`;
+      if (Date.now() >= deadline) return { kind: 'failed', reason: `no leader within ${this.startTimeoutMs} ms` };
       await sleep(POLL_MS);
     }
   }
 
-  async #waitMember(m: Member, deadline: number): Promise<'ready' | 'address-in-use' | string> {
+  async #waitMember(m: Member, deadline: number): Promise<Startup> {
     for (;;) {
       const failed = this.#exitReason(m);
       if (failed !== null) return failed;
       if ((await memberStatus(m, PROBE_TIMEOUT_MS)) !== null) {
         this.#guardNow();
-        return 'ready';
+        return READY;
       }
-      if (Date.now() >= deadline) return `no answer within ${this.startTimeoutMs} ms`;
+      if (Date.now() >= deadline) return { kind: 'failed', reason: `no answer within ${this.startTimeoutMs} ms` };
       await sleep(POLL_MS);
     }
   }
 
   /** Why a member is no longer running (null while it runs). */
-  #exitReason(m: Member): 'address-in-use' | string | null {
+  #exitReason(m: Member): Startup | null {
     if (m.running) return null;
     if (m.spawnError?.code === 'ENOENT') throw new EnvironmentError('etcd is not installed (not found on PATH)', INSTALL_ETCD);
-    if (/address already in use/i.test(m.output)) return 'address-in-use';
-    return `member ${m.name} exited during start-up${m.spawnError ? ` (${m.spawnError.message})` : ''}`;
+    if (/address already in use/i.test(m.output)) return { kind: 'address-in-use' };
+    return { kind: 'failed', reason: `member ${m.name} exited during start-up${m.spawnError ? ` (${m.spawnError.message})` : ''}` };
   }
 
   #startError(reason: string): EnvironmentError {
