@@ -141,13 +141,14 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const floor = o.ttlFloorMs ?? 5;
   const grain = o.ttlGrainMs ?? 1;
   const ttlMs = fc.integer({ min: floor, max: floor + 55 }).map((ms) => Math.ceil(ms / grain) * grain);
-  // With a ttl grain (whole seconds) the ttls dwarf the usual advances: half of them then land around the
-  // longest ttl, so that a pause or a wait still crosses an expiry, or stops just short of it.
+  // With a ttl grain (whole seconds) the ttls dwarf the usual advances: then half of the advances are short
+  // (up to 75 ms) and half pass the longest ttl by up to the floor (which holds twice the servers' expiry
+  // tolerance), so that a pause or a wait crosses an expiry, late servers included, and a run stays short.
   const longestTtlMs = Math.ceil((floor + 55) / grain) * grain;
   const gapMs =
     o.ttlGrainMs === undefined
       ? fc.integer({ min: 1, max: floor + 75 })
-      : fc.oneof(fc.integer({ min: 1, max: floor + 75 }), fc.integer({ min: Math.max(1, longestTtlMs - floor), max: longestTtlMs + 20 }));
+      : fc.oneof(fc.integer({ min: 1, max: 75 }), fc.integer({ min: longestTtlMs, max: longestTtlMs + floor }));
   const value = fc.constantFrom('a', 'b', 'c');
 
   // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).
