@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Etcd3 } from 'etcd3';
 import type { Clock } from '../../model/clock.ts';
-import { clockAt, setDrift } from '../../model/clock.ts';
+import { clockAt } from '../../model/clock.ts';
 import type { Design, StorePolicy } from '../../model/design.ts';
 import { clockMarginMs, designs, driftFactor } from '../../model/design.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
@@ -10,7 +10,7 @@ import { lockKey } from '../../impl/etcd/keys.ts';
 import { EtcdLock } from '../../impl/etcd/lock.ts';
 import { etcd3Node, type EtcdNode } from '../../impl/etcd/node.ts';
 import { etcdFencedStore } from '../../impl/etcd/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
@@ -56,8 +56,6 @@ export const ETCD_CLOCK_MARGIN_MS = ETCD_PACING_TOLERANCE_MS + 2;
 /** The design the etcd row is judged by: etcd-lease with the margin the pacing needs. */
 export const etcdDesign: Design = designs.etcdLease({ clockMarginMs: ETCD_CLOCK_MARGIN_MS });
 
-export const ETCD_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'partition', 'delay'];
-
 const CALL_TIMEOUT_MS = 2_000;
 const READY_TIMEOUT_MS = 10_000;
 
@@ -77,14 +75,14 @@ export async function startEtcdCell(): Promise<EtcdCell> {
   }
 }
 
-export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+/** The faults the etcd row takes (advance, pause, partition, delay) are what its environment's injectors make. */
+export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
   return {
     name: options.name ?? `etcd etcd-lease / ${store}`,
     design: etcdDesign,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, expiryToleranceMs: ETCD_EXPIRY_TOLERANCE_MS, ttlGrainMs: 1000, tokensComparedBy: 'order' },
     // A keep-alive renews the ttl the lease was granted with.
     contract: { refreshTtl: 'acquired' },
-    faults: options.faults ?? ETCD_FAULTS,
     start: (o) => startInstance(cell, store, o.clients),
   };
 }
@@ -130,16 +128,9 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      clockStep: () => Promise.reject(new Error('etcd runs on real clocks: no clock step')),
-      clockDrift: async (target, driftPpm) => {
-        if ('node' in target) throw new Error('etcd runs on real clocks: no node clock drift');
-        clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
-      },
-      crash: () => Promise.reject(new Error('crash-restart is not offered on the etcd row in lockstep')),
-      restart: () => Promise.reject(new Error('crash-restart is not offered on the etcd row in lockstep')),
-      ...network.faults(),
-      // An etcd lease lives with its ttl, not with a connection.
-      killConnection: async () => undefined,
+      // Only the network's faults: no clock of a member is the runner's (Go), no whole-cluster restart fits the
+      // model's instantaneous one, and an etcd lease lives with its ttl, not with a connection.
+      faults: network.faults(),
       realTimeAheadMs: () => time.lagMs(),
       inspect: async (resource) => {
         const r = await admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
