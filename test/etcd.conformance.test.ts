@@ -7,10 +7,10 @@ import type { Command } from '../model/index.ts';
 /**
  * The etcd backend against `etcd-lease` on a real 3-member cluster, paced to
  * real time (etcd's ttls are whole seconds, so every run takes seconds).
- * LOCKCHECK_ETCD_RUNS sets the schedules per store policy (default 4: CI
+ * LOCKCHECK_ETCD_RUNS sets the schedules per store policy (default 3: CI
  * keeps these cells small; `lockcheck matrix` runs more).
  */
-const RUNS = Number(process.env.LOCKCHECK_ETCD_RUNS ?? 4);
+const RUNS = Number(process.env.LOCKCHECK_ETCD_RUNS ?? 3);
 const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
 
 let cell: EtcdCell;
@@ -24,7 +24,7 @@ afterAll(async () => {
 describe('etcd agrees with etcd-lease on a real cluster', () => {
   for (const store of ['unfenced', 'strict'] as const) {
     it(`etcd / ${store}: no conformance failure in ${RUNS} schedules with pauses, partitions and delays`, async () => {
-      const result = await checkConformance(realEtcdBackend(cell, store), { runs: RUNS, seed: SEED, resources: 2, maxCommands: 20 });
+      const result = await checkConformance(realEtcdBackend(cell, store), { runs: RUNS, seed: SEED, resources: 2, maxCommands: 15 });
       expect(result.failure?.message ?? null).toBeNull();
       // A run the machine could not pace is inconclusive, never judged: most must be judged.
       expect(result.stoppedEarly).toBeLessThan(RUNS);
