@@ -30,6 +30,8 @@ export interface RedisLibraryAdapter {
   readonly design?: Design;
   /** What the library promises: no deadline, no client timeout, a refresh that re-arms a fixed ttl, tokens... (docs/adapter.md). */
   readonly contract?: LibraryContract;
+  /** The library's settings the adapter uses (recorded in counterexample files). */
+  readonly options?: Readonly<Record<string, string | number | boolean | null>>;
   /** Beyond the kit's: store 'unfenced', ttl, not session-bound, not reentrant, tokens as the contract says. */
   readonly capabilities?: Partial<Pick<Capabilities, 'reentrant' | 'ttl' | 'tokens'>>;
   /** The key the library keeps a lock on `resource` under (no run prefix): lets the runner check OWN-1 on the nodes. */
@@ -81,6 +83,7 @@ export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisS
       ...(choice.redis !== undefined ? { expiryToleranceMs: REAL_TIME_TOLERANCE_MS } : {}),
     },
     ...(adapter.contract !== undefined ? { contract: adapter.contract } : {}),
+    ...(adapter.options !== undefined ? { options: adapter.options } : {}),
     start: async ({ clients }) => startInstance(adapter, await servers(), design, clients),
     close: async () => {
       const started = cluster;
