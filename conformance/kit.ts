@@ -1,6 +1,6 @@
 /**
  * The adapter kit (docs/adapter.md): for a lock library over Redis,
- * redisLibraryBackend gives servers (lockcheck's own, or the user's from
+ * redisLibraryBackend (over PostgreSQL, postgresLibraryBackend) gives servers (lockcheck's own, or the user's from
  * --redis), every fault on them, a key prefix per run on shared servers, a
  * close hook, and the library's Date.now() and timers on the runner's clock.
  * Below it, the building blocks: the servers lockcheck
@@ -27,6 +27,8 @@ export { SimNetwork } from './sim/network.ts';
 export type { Endpoint, Server } from './sim/network.ts';
 export { SimStore, storeOver } from './sim/store.ts';
 export { redisLibraryBackend } from './redisLibrary.ts';
+export { postgresLibraryBackend } from './postgresLibrary.ts';
+export type { PostgresClientParts, PostgresLibraryAdapter, PostgresServerChoice } from './postgresLibrary.ts';
 export type { LockCalls, RedisClientParts, RedisLibraryAdapter, RedisServerChoice } from './redisLibrary.ts';
 export { installLibraryClock, onClientClock, offClientClock, onLibraryClockInstance, WALL_EPOCH_MS } from './libraryClock.ts';
 export { FAULT_KINDS, faultKindsOf, onlyFaults } from './faults.ts';

@@ -5,6 +5,8 @@ import type { BackendUnderTest } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { redisLibraryBackend } from '../conformance/redisLibrary.ts';
+import { postgresLibraryBackend } from '../conformance/postgresLibrary.ts';
+import { advisoryLock } from '../conformance/adapters/advisoryLock.ts';
 import type { TimerLockHandle } from './fixtures/timerLock.ts';
 import { TimerLock } from './fixtures/timerLock.ts';
 
@@ -65,7 +67,7 @@ describe('the adapter kit (lockcheck/kit) for a Redis lock library', () => {
     expect(await offeredFaults(onSetTimeout)).toEqual(['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay']);
     let retried = 0;
     const r = await checkConformance(onSetTimeout, {
-      runs: 40,
+      runs: 25,
       seed: SEED,
       faults: ['advance'],
       onRun: (_run, report) => (retried += report.steps.filter((s) => s.command.kind === 'acquire' && (s.command.retries ?? 0) > 0 && s.endMs > s.startMs).length),
@@ -79,9 +81,54 @@ describe('the adapter kit (lockcheck/kit) for a Redis lock library', () => {
   }, 120_000);
 
   it('warns when the library sleeps on a real timer past the kit (node:timers/promises): its retries leave the model behind', async () => {
-    const r = await checkConformance(onTimersPromises, { runs: 40, seed: SEED, faults: ['advance'] });
+    const r = await checkConformance(onTimersPromises, { runs: 25, seed: SEED, faults: ['advance'] });
     expect(Object.keys(r.warnings).join('\n')).toMatch(/real timer\(s\) started inside the library's calls/);
     // The retry that waits on the machine's clock has not finished when the model has it done.
     expect(r.failure?.properties).toEqual(['LIVE-1']);
   }, 120_000);
+});
+
+describe('the adapter kit for a PostgreSQL lock library', () => {
+  // advisory-lock@2.0.0 through the kit alone: a session per call, no deadline, no tokens, no client-side timeout.
+  const advisory = postgresLibraryBackend({
+    name: 'advisory-lock@2.0.0 (kit)',
+    contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
+    client: ({ url, clock, call, onClose }) => {
+      const unlocks = new Map<Lease, () => Promise<void>>();
+      let grants = 0;
+      onClose(async () => {
+        for (const unlock of unlocks.values()) await unlock().catch(() => undefined);
+      });
+      return {
+        async acquire(resource, { retries = 0, retryDelayMs = 0 }) {
+          for (let tries = 0; ; tries++) {
+            const unlock = await call(() => advisoryLock(url)(resource).tryLock());
+            if (unlock !== undefined) {
+              const lease = new LeaseHandle(resource, `c${++grants}`, 0n, null, clock);
+              unlocks.set(lease, unlock);
+              return { kind: 'granted', lease };
+            }
+            if (tries >= retries) return { kind: 'denied', reason: 'held' };
+            // The retry sleeps on setTimeout: the kit runs it on the client's clock.
+            await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+          }
+        },
+        async release(lease) {
+          const unlock = unlocks.get(lease);
+          if (unlock === undefined) return;
+          unlocks.delete(lease);
+          (lease as LeaseHandle).lose('released');
+          await call(unlock).catch(() => undefined);
+        },
+      };
+    },
+  });
+  afterAll(async () => advisory.close?.());
+
+  it('gives it its server, pauses, delays and clock drift; judged by its contract, it agrees with the model', async () => {
+    expect(await offeredFaults(advisory)).toEqual(['advance', 'clock-drift', 'pause', 'delay']);
+    const r = await checkConformance(advisory, { runs: 10, seed: SEED });
+    expect(r.failure?.message ?? null).toBeNull();
+    expect(r.warnings).toEqual({});
+  }, 180_000);
 });
