@@ -419,7 +419,8 @@ function acquireSession(world: World, client: number, resource: string, latencyM
   if (!isReachable(world, client, 0)) {
     // The statement fails on the open connection, so the client ends its session (7.4, "Unknown outcomes"): its
     // leases go with it; the close cannot cross the cut link, and the server keeps the locks until heal or keepalive.
-    const closed = rulesOf(world.config.design).lateReplyEnds === 'session' ? withClient(later, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : later;
+    // A cut link fails at once, as with ttl designs (4.2): no reply to wait for, so latencyMs does not apply.
+    const closed = rulesOf(world.config.design).lateReplyEnds === 'session' ? withClient(world, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : world;
     return single({ kind: 'denied', reason: 'no-quorum' }, closed);
   }
   // The client's statement timeout, on its own clock: a later reply is an unknown outcome.
