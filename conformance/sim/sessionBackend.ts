@@ -205,7 +205,7 @@ export class SimSessionLock {
 export const SIM_SESSION_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'clock-drift', 'delay', 'partition'];
 
 /** Cut time after which the server's keepalive ends a cut client's session (at the next advance), by default. */
-export const KEEPALIVE_MS = 50;
+export const KEEPALIVE_MS = 20;
 
 export interface SimSessionParts {
   /** A client's session lock. Default: SimSessionLock. */
