@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { FakeClockFile } from './faketime.ts';
 import { EnvironmentError, RedisServer } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
 
@@ -27,6 +28,8 @@ export interface ReplicatedOptions {
   readonly failoverTimeoutMs?: number;
   /** Bound on each wait of start-up and failover. Default 20000. */
   readonly timeoutMs?: number;
+  /** One wall clock for both data servers (the model's node clock, spec 7.9); their timers run on real time. */
+  readonly clockFile?: FakeClockFile;
 }
 
 const POLL_MS = 50;
@@ -35,14 +38,27 @@ const INSTALL_SENTINEL = 'apt-get update && apt-get install -y --no-install-reco
 export class RedisReplicated {
   readonly #timeoutMs: number;
   #replicaPaused = false;
+  #primary: RedisServer;
+  #replica: RedisServer;
 
   private constructor(
-    readonly primary: RedisServer,
-    readonly replica: RedisServer,
+    primary: RedisServer,
+    replica: RedisServer,
     readonly sentinel: RedisServer,
     timeoutMs: number,
   ) {
+    this.#primary = primary;
+    this.#replica = replica;
     this.#timeoutMs = timeoutMs;
+  }
+
+  /** The data server serving as primary (after a failover and rejoin, the one that started as the replica). */
+  get primary(): RedisServer {
+    return this.#primary;
+  }
+
+  get replica(): RedisServer {
+    return this.#replica;
   }
 
   /** Starts primary, replica and Sentinel; resolves once the replica is in sync and Sentinel knows it. */
@@ -56,12 +72,14 @@ export class RedisReplicated {
       // The primary also carries masterauth: it comes back as a replica after a failover.
       // A full sync starts at once, not after the default 5 s wait for more replicas (either may serve one).
       const serving = [`masterauth ${password}`, 'repl-diskless-sync-delay 0'];
-      const primary = await RedisServer.start({ persistence: 'none', password, config: serving });
+      const clock = options.clockFile === undefined ? {} : { clockFile: options.clockFile, realMonotonic: true };
+      const primary = await RedisServer.start({ persistence: 'none', password, config: serving, ...clock });
       started.push(primary);
       const replica = await RedisServer.start({
         persistence: 'none',
         password,
         config: [...serving, `replicaof ${primary.host} ${primary.port}`],
+        ...clock,
       });
       started.push(replica);
       // Sentinel learns of replicas from the primary's INFO, which it asks for at once and then every 10 s:
@@ -178,13 +196,26 @@ export class RedisReplicated {
    * then WAIT 1 on the new primary cannot succeed.
    */
   async rejoin(): Promise<void> {
-    await this.primary.restart();
-    const reply = await this.primary.command(['REPLICAOF', this.replica.host, String(this.replica.port)]);
+    const [old, promoted] = [this.#primary, this.#replica];
+    await old.restart();
+    const reply = await old.command(['REPLICAOF', promoted.host, String(promoted.port)]);
     if (reply !== 'OK') throw new Error(`REPLICAOF: ${describe(reply)}`);
     await this.#until('the old primary to rejoin as a replica', async () => {
-      const r = await info(this.primary, 'replication');
-      return r['role'] === 'slave' && r['master_port'] === String(this.replica.port) && r['master_link_status'] === 'up';
+      const r = await info(old, 'replication');
+      return r['role'] === 'slave' && r['master_port'] === String(promoted.port) && r['master_link_status'] === 'up';
     });
+    // The roles have changed places: a later failover fails the promoted one over to the rejoined one.
+    this.#primary = promoted;
+    this.#replica = old;
+  }
+
+  /** Lets a held replica run and catch up again (the end of holdReplication), waiting until it is in sync. */
+  async releaseReplication(): Promise<void> {
+    if (this.#replicaPaused) {
+      this.replica.resume();
+      this.#replicaPaused = false;
+    }
+    await this.#until('the replica to catch up', () => this.replicaInSync());
   }
 
   /** Stops all three and removes their directories. Idempotent. */
