@@ -10,7 +10,7 @@ import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
 import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { KEEPALIVE_MS } from '../sim/sessionBackend.ts';
@@ -57,8 +57,6 @@ export function targetOf(server: PostgresServer): PostgresTarget {
   };
 }
 
-export const POSTGRES_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'crash-restart', 'partition', 'delay', 'clock-drift'];
-
 /** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
 const NOTICE_TIMEOUT_MS = 10_000;
 
@@ -66,15 +64,13 @@ export function realPostgresBackend(
   server: PostgresTarget,
   design: Design,
   store: StorePolicy,
-  options: { readonly name?: string; readonly faults?: readonly FaultKind[]; /** Cut time after which keepalive ends a cut session (default KEEPALIVE_MS). */ readonly keepaliveMs?: number } = {},
+  options: { readonly name?: string; /** Cut time after which keepalive ends a cut session (default KEEPALIVE_MS). */ readonly keepaliveMs?: number } = {},
 ): BackendUnderTest {
   if (design.kind !== 'pg-session' && design.kind !== 'pg-xact') throw new Error(`realPostgresBackend runs PostgreSQL designs, not ${design.kind}`);
   return {
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    // Partitions on pg-session only, through proxies on a server lockcheck started (the user's may need its own host name for TLS).
-    faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => (server.process !== undefined || (f !== 'crash-restart' && f !== 'partition')) && (design.kind === 'pg-session' || f !== 'partition')),
     start: (o) =>
       underOwnNames(server, (run) =>
         startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName, options.keepaliveMs ?? KEEPALIVE_MS),
@@ -165,10 +161,6 @@ async function startInstance(
     await admin.end().catch(() => undefined);
     throw e;
   }
-  const serverProcess = (what: string): NonNullable<PostgresTarget['process']> => {
-    if (owned === null) throw new Error(`${what} needs a server lockcheck started; this run is on a server it was given`);
-    return owned;
-  };
   let up = true;
   const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
   const network: SimNetwork = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up }));
@@ -177,7 +169,7 @@ async function startInstance(
   try {
     for (let c = 0; c < clients; c++) proxies.push(design.kind === 'pg-session' && owned !== null ? await TcpProxy.start(targetOfUrl(server.url)) : null);
   } catch (e) {
-    await Promise.all(proxies.map((p) => p?.close()));
+    await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
     await admin.end().catch(() => undefined);
     throw e;
   }
@@ -206,7 +198,7 @@ async function startInstance(
   if (failed !== undefined) {
     await Promise.all([admin, ...opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))].map((c) => c.end().catch(() => undefined)));
     await Promise.all(locks.map((l) => l.close()));
-    await Promise.all(proxies.map((p) => p?.close()));
+    await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
     throw failed.reason;
   }
   const storeConnections = opened.map((o) => (o as PromiseFulfilledResult<pg.Client>).value);
@@ -303,58 +295,75 @@ async function startInstance(
       }
     },
     runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    clockStep: async () => undefined, // advisory locks have no expiry: no server clock matters
-    clockDrift: async (target, driftPpm) => {
-      if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
-    },
-    crash: async () => {
-      up = false;
-      const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
-      await serverProcess('crash').crash();
-      // A cut client's connection breaks with the server's process all the same (spec 7.7).
-      for (const [client, c] of cut) {
-        resetThrough(client);
+    // No clock step: advisory locks have no expiry, no server clock matters.
+    faults: {
+      clockDrift: async (target, driftPpm) => {
+        if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+      },
+      // Only on a server lockcheck started: the user's server process is not the runner's.
+      ...(owned === null
+        ? {}
+        : {
+            crash: {
+              crash: async () => {
+                up = false;
+                const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
+                await owned.crash();
+                // A cut client's connection breaks with the server's process all the same (spec 7.7).
+                for (const [client, c] of cut) {
+                  resetThrough(client);
+                  c.pids = [];
+                }
+                await Promise.all(waits);
+              },
+              restart: async () => {
+                await owned.restart();
+                // A connection to the old server process cannot come back: open new ones.
+                for (const c of [admin, ...storeConnections]) await c.end().catch(() => undefined);
+                admin = await open();
+                for (let i = 0; i < storeConnections.length; i++) storeConnections[i] = await open();
+                up = true;
+              },
+            },
+          }),
+      // A one-sided partition (pg-session, through the clients' proxies: on a server lockcheck started only).
+      ...(proxies.every((p) => p === null)
+        ? {}
+        : {
+            partition: {
+              cut: async (client: number, node: number) => {
+                network.cut(client, node);
+                const proxy = proxies[client];
+                if (proxy === null || proxy === undefined || cut.has(client)) return;
+                proxy.setMode({ kind: 'blackhole' });
+                cut.set(client, { sinceMs: time.nowMs(), pids: pids(client), ended: false });
+              },
+              heal: async (client: number, node: number) => {
+                network.heal(client, node);
+                const c = cut.get(client);
+                if (c === undefined) return;
+                cut.delete(client);
+                const current = pids(client);
+                // The closes held on the link cross: the server ends the sessions the client closed, and the client hears of the one the server ended.
+                const told = c.ended && c.pids.some((pid) => current.includes(pid)) ? notice(client) : null;
+                proxies[client]!.setMode({ kind: 'pass' });
+                await backendsGone(c.pids.filter((pid) => c.ended || !current.includes(pid)));
+                if (told !== null) await told;
+              },
+            },
+          }),
+      pause: network.faults().pause,
+      delay: network.faults().delay,
+      killConnection: async (client) => {
+        const c = cut.get(client);
+        if (c === undefined) return endSessions([client]);
+        // Every session of the client's ends (also one it closed unheard), and the client hears of it through the cut link too.
+        const told = pids(client).length > 0 ? notice(client) : null;
+        await terminate([...new Set([...c.pids, ...pids(client)])]);
         c.pids = [];
-      }
-      await Promise.all(waits);
-    },
-    restart: async () => {
-      await serverProcess('restart').restart();
-      // A connection to the old server process cannot come back: open new ones.
-      for (const c of [admin, ...storeConnections]) await c.end().catch(() => undefined);
-      admin = await open();
-      for (let i = 0; i < storeConnections.length; i++) storeConnections[i] = await open();
-      up = true;
-    },
-    ...network.faults(),
-    partition: async (client, node) => {
-      network.cut(client, node);
-      const proxy = proxies[client];
-      if (proxy === null || proxy === undefined || cut.has(client)) return;
-      proxy.setMode({ kind: 'blackhole' });
-      cut.set(client, { sinceMs: time.nowMs(), pids: pids(client), ended: false });
-    },
-    heal: async (client, node) => {
-      network.heal(client, node);
-      const c = cut.get(client);
-      if (c === undefined) return;
-      cut.delete(client);
-      const current = pids(client);
-      // The closes held on the link cross: the server ends the sessions the client closed, and the client hears of the one the server ended.
-      const told = c.ended && c.pids.some((pid) => current.includes(pid)) ? notice(client) : null;
-      proxies[client]!.setMode({ kind: 'pass' });
-      await backendsGone(c.pids.filter((pid) => c.ended || !current.includes(pid)));
-      if (told !== null) await told;
-    },
-    killConnection: async (client) => {
-      const c = cut.get(client);
-      if (c === undefined) return endSessions([client]);
-      // Every session of the client's ends (also one it closed unheard), and the client hears of it through the cut link too.
-      const told = pids(client).length > 0 ? notice(client) : null;
-      await terminate([...new Set([...c.pids, ...pids(client)])]);
-      c.pids = [];
-      resetThrough(client);
-      if (told !== null) await told;
+        resetThrough(client);
+        if (told !== null) await told;
+      },
     },
   };
   return {
@@ -363,7 +372,7 @@ async function startInstance(
     close: async () => {
       await Promise.all(locks.map((l) => l.close()));
       await Promise.all([admin, ...storeConnections].map((c) => c.end().catch(() => undefined)));
-      await Promise.all(proxies.map((p) => p?.close()));
+      await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
     },
   };
 }

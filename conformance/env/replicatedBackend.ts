@@ -11,7 +11,7 @@ import { LeaseLock } from '../../impl/leaseLock.ts';
 import { keysFor } from '../../impl/redis/keys.ts';
 import { redisLeaseNode } from '../../impl/redis/node.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import { WAIT_FOR_ONE } from '../failover.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
@@ -35,8 +35,6 @@ import { RedisServer } from './redisServer.ts';
  * restart is the promoted replica serving, with the old primary rejoined as
  * its replica (held again without WAIT).
  */
-export const REPLICATED_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
-
 /** The wall-clock instant the node's clock reads 0 at: far from the machine's own time on purpose. */
 const EPOCH_MS = Date.UTC(2031, 0, 1);
 const COMMAND_TIMEOUT_MS = 5_000;
@@ -111,7 +109,6 @@ export function realReplicatedBackend(servers: ReplicatedServers, design: Design
     name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
-    faults: REPLICATED_FAULTS,
     start: (o) => startInstance(servers, design, store, o.clients, o.tokenBase),
   };
 }
@@ -191,32 +188,36 @@ async function startInstance(servers: ReplicatedServers, design: Extract<Design,
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      clockStep: async (_node, deltaMs) => {
-        // One wall clock for primary and replica: the model's node clock, whichever of them serves.
-        wall = step(wall, time.nowMs(), deltaMs);
-        servers.clockFile.set(EPOCH_MS + read(wall, time.nowMs()));
+      faults: {
+        clockStep: async (_node, deltaMs) => {
+          // One wall clock for primary and replica: the model's node clock, whichever of them serves.
+          wall = step(wall, time.nowMs(), deltaMs);
+          servers.clockFile.set(EPOCH_MS + read(wall, time.nowMs()));
+        },
+        clockDrift: async (target, driftPpm) => {
+          if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+          else wall = setDrift(wall, time.nowMs(), driftPpm);
+        },
+        crash: {
+          crash: async () => {
+            // The failover: the primary is killed, Sentinel promotes the replica with what replication had delivered.
+            up = false;
+            servers.failedOver();
+            await cluster.failover();
+          },
+          restart: async () => {
+            // The promoted replica serves; the old primary rejoins as its replica (held again without WAIT).
+            await cluster.rejoin();
+            if (!design.wait) await cluster.holdReplication();
+            // Every connection follows Sentinel to the new primary before the node counts as up: the model's restart is instantaneous.
+            await Promise.all([admin, ...nodeConnections].map(ready));
+            up = true;
+          },
+        },
+        ...network.faults(),
+        // A Redis connection holds no lock state: a new one changes nothing the model sees.
+        killConnection: async () => undefined,
       },
-      clockDrift: async (target, driftPpm) => {
-        if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
-        else wall = setDrift(wall, time.nowMs(), driftPpm);
-      },
-      crash: async () => {
-        // The failover: the primary is killed, Sentinel promotes the replica with what replication had delivered.
-        up = false;
-        servers.failedOver();
-        await cluster.failover();
-      },
-      restart: async () => {
-        // The promoted replica serves; the old primary rejoins as its replica (held again without WAIT).
-        await cluster.rejoin();
-        if (!design.wait) await cluster.holdReplication();
-        // Every connection follows Sentinel to the new primary before the node counts as up: the model's restart is instantaneous.
-        await Promise.all([admin, ...nodeConnections].map(ready));
-        up = true;
-      },
-      ...network.faults(),
-      // A Redis connection holds no lock state: a new one changes nothing the model sees.
-      killConnection: async () => undefined,
       inspect: async (resource) => {
         if (!up) return [null];
         await ready(admin);

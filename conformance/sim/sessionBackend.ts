@@ -9,7 +9,7 @@ import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, InstanceOptions, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, InstanceOptions, LockClient } from '../adapter.ts';
 import type { Endpoint, Server } from './network.ts';
 import { SimNetwork } from './network.ts';
 import { SimStore, storeOver } from './store.ts';
@@ -202,8 +202,6 @@ export class SimSessionLock {
   }
 }
 
-export const SIM_SESSION_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'clock-drift', 'delay', 'partition'];
-
 /** Cut time after which the server's keepalive ends a cut client's session (at the next advance), by default. */
 export const KEEPALIVE_MS = 20;
 
@@ -219,7 +217,6 @@ export function simSessionBackend(store: StorePolicy, parts: SimSessionParts = {
     name,
     design: designs.pgSession(),
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    faults: SIM_SESSION_FAULTS,
     start: async (options) => startSession(store, parts, options),
   };
 }
@@ -242,7 +239,6 @@ function startSession(policy: StorePolicy, parts: SimSessionParts, options: Inst
     store: storeOver(network, client, store),
     clock,
   }));
-  const none = async (): Promise<void> => undefined;
   const keepaliveMs = parts.keepaliveMs ?? KEEPALIVE_MS;
   /** Cut clients, with the true time of the cut; and those whose session the server ended unheard. */
   const cutSince = new Map<number, number>();
@@ -267,31 +263,34 @@ function startSession(policy: StorePolicy, parts: SimSessionParts, options: Inst
       }
     },
     runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    clockStep: none, // advisory locks have no expiry: no server clock matters
-    clockDrift: async (target, driftPpm) => {
-      if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
-    },
-    crash: none,
-    restart: none,
-    ...network.faults(),
-    partition: async (client, node) => {
-      network.cut(client, node);
-      if (!cutSince.has(client)) cutSince.set(client, time.nowMs());
-    },
-    heal: async (client, node) => {
-      network.heal(client, node);
-      cutSince.delete(client);
-      // The closes held back cross now: the client's closed sessions end, and it hears of one the server ended.
-      const { lock } = locks[client]!;
-      for (const session of lock.closedUnheard.splice(0)) server.endSession(session);
-      if (endedUnheard.delete(client)) lock.connectionLost();
-    },
-    killConnection: async (client) => {
-      const { lock } = locks[client]!;
-      // Every session of the client's on the server: also one it closed that the server has not heard of.
-      for (const session of lock.closedUnheard.splice(0)) server.endSession(session);
-      server.endSession(lock.session);
-      lock.connectionLost();
+    // No clock step (advisory locks have no expiry: no server clock matters), no crash.
+    faults: {
+      clockDrift: async (target, driftPpm) => {
+        if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
+      },
+      pause: network.faults().pause,
+      delay: network.faults().delay,
+      partition: {
+        cut: async (client, node) => {
+          network.cut(client, node);
+          if (!cutSince.has(client)) cutSince.set(client, time.nowMs());
+        },
+        heal: async (client, node) => {
+          network.heal(client, node);
+          cutSince.delete(client);
+          // The closes held back cross now: the client's closed sessions end, and it hears of one the server ended.
+          const { lock } = locks[client]!;
+          for (const session of lock.closedUnheard.splice(0)) server.endSession(session);
+          if (endedUnheard.delete(client)) lock.connectionLost();
+        },
+      },
+      killConnection: async (client) => {
+        const { lock } = locks[client]!;
+        // Every session of the client's on the server: also one it closed that the server has not heard of.
+        for (const session of lock.closedUnheard.splice(0)) server.endSession(session);
+        server.endSession(lock.session);
+        lock.connectionLost();
+      },
     },
     inspect: async (resource) => {
       const session = server.holder(resource);
