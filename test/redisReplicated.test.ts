@@ -12,8 +12,8 @@ import { designs } from '../model/index.ts';
  * replica, the primary fails, Sentinel promotes the replica, a second client
  * acquires. Without WAIT both hold the lock with the same token; with WAIT 1
  * the first grant never counted (the replica did not acknowledge it).
- * No timing decides anything: replication is held back by pausing the
- * replica and dropping its link, and every wait is bounded.
+ * No timing decides anything: replication is held back by dropping the
+ * replica's link and giving it a wrong masterauth, and every wait is bounded.
  */
 describe('redis-replicated: failover on real servers (spec 7.9)', () => {
   it('without WAIT: the grant had not reached the replica, and the promoted replica grants it again (MUTEX-1, FENCE-1)', async () => {

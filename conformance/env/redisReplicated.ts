@@ -6,8 +6,9 @@
  * password (requirepass, masterauth, sentinel auth-pass); the Sentinel has a
  * random password of its own.
  *
- * The failover fault: `holdReplication()` stops the replica and drops its link
- * (so later writes stay on the primary only), `failover()` kills the primary,
+ * The failover fault: `holdReplication()` drops the replica's link and gives
+ * the replica a wrong masterauth, so it cannot sync again (later writes stay
+ * on the primary only) while it keeps answering Sentinel; `failover()` kills the primary,
  * lets the replica run again and waits until Sentinel names it primary.
  * Deterministic: no write reaches the replica between the two, whatever the timing.
  */
@@ -37,7 +38,7 @@ const INSTALL_SENTINEL = 'apt-get update && apt-get install -y --no-install-reco
 
 export class RedisReplicated {
   readonly #timeoutMs: number;
-  #replicaPaused = false;
+  #replicationHeld = false;
   #primary: RedisServer;
   #replica: RedisServer;
 
@@ -166,27 +167,28 @@ export class RedisReplicated {
   }
 
   /**
-   * Stops replication once the replica has caught up: the replica is paused
-   * (SIGSTOP) and the primary drops its link (the reset discards whatever was
-   * in flight), so no write made from now on can reach the replica.
+   * Stops replication once the replica has caught up: the replica is given a
+   * wrong masterauth and the primary drops its link (the reset discards
+   * whatever was in flight), so no write made from now on can reach it. The
+   * replica keeps running: Sentinel only promotes a replica that has answered
+   * its PING and INFO lately (a paused one was "no good slave" after a few s).
    */
   async holdReplication(): Promise<void> {
     // Everything before the hold reaches the replica first (a replicate step): only later writes are held back.
     await this.#until('the replica to catch up', () => this.replicaInSync());
-    this.replica.pause();
-    this.#replicaPaused = true;
+    await this.#configSet(this.replica, 'masterauth', randomBytes(24).toString('base64url'));
+    this.#replicationHeld = true;
     const killed = await this.primary.command(['CLIENT', 'KILL', 'TYPE', 'replica']);
     if (killed !== 1) throw new Error(`the primary dropped ${describe(killed)} replica links, expected 1`);
   }
 
-  /** Kills the primary (SIGKILL), lets the replica run and waits until Sentinel has promoted it. */
+  /** Kills the primary (SIGKILL) and waits until Sentinel has promoted the replica. */
   async failover(): Promise<void> {
     await this.primary.crash();
-    if (this.#replicaPaused) {
-      this.replica.resume();
-      this.#replicaPaused = false;
-    }
     await this.#until('Sentinel to promote the replica', async () => (await this.primaryPort()) === this.replica.port && (await info(this.replica, 'replication'))['role'] === 'master');
+    // The promoted one will be a replica again one day (after a later failover): it needs the right password then.
+    if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
+    this.#replicationHeld = false;
   }
 
   /**
@@ -209,13 +211,16 @@ export class RedisReplicated {
     this.#replica = old;
   }
 
-  /** Lets a held replica run and catch up again (the end of holdReplication), waiting until it is in sync. */
+  /** Lets a held replica sync again (the end of holdReplication), waiting until it has caught up. */
   async releaseReplication(): Promise<void> {
-    if (this.#replicaPaused) {
-      this.replica.resume();
-      this.#replicaPaused = false;
-    }
+    if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
+    this.#replicationHeld = false;
     await this.#until('the replica to catch up', () => this.replicaInSync());
+  }
+
+  async #configSet(server: RedisServer, name: string, value: string): Promise<void> {
+    const reply = await server.command(['CONFIG', 'SET', name, value]);
+    if (reply !== 'OK') throw new Error(`CONFIG SET ${name}: ${describe(reply)}`);
   }
 
   /** Stops all three and removes their directories. Idempotent. */

@@ -29,7 +29,7 @@ import { RedisServer } from './redisServer.ts';
  *
  * Replication is told to the model: with WAIT 1 every reply comes after the
  * replica acknowledged, as the model has it; without WAIT the replica is held
- * (paused, its link dropped) for the whole run, which is the model's replica
+ * (its link dropped, kept from syncing again) for the whole run, which is the model's replica
  * that no `replicate` step reached. The failover fault is the model's crash
  * of node 0: the primary is killed and Sentinel promotes the replica; the
  * restart is the promoted replica serving, with the old primary rejoined as
