@@ -200,6 +200,8 @@ export class RedisReplicated {
   async rejoin(): Promise<void> {
     const [old, promoted] = [this.#primary, this.#replica];
     await old.restart();
+    // Its config file may carry the wrong masterauth of a hold (Sentinel rewrote it at a promotion): set the right one.
+    await this.#configSet(old, 'masterauth', old.password);
     const reply = await old.command(['REPLICAOF', promoted.host, String(promoted.port)]);
     if (reply !== 'OK') throw new Error(`REPLICAOF: ${describe(reply)}`);
     await this.#until('the old primary to rejoin as a replica', async () => {
