@@ -23,7 +23,11 @@ import { RespError, type RespValue } from './resp.ts';
 export const MASTER_NAME = 'lockcheck';
 
 export interface ReplicatedOptions {
-  /** Sentinel's down-after-milliseconds: how long the primary must be silent before it is judged down. Default 300. */
+  /**
+   * Sentinel's down-after-milliseconds: how long the primary must be silent before it is judged down. Default 2000.
+   * Sentinel promotes only a replica whose link has been down less than ten times this (plus the primary's down time):
+   * a held replica's link is down from the hold, so a shorter one would leave Sentinel "no good slave" on a slow machine.
+   */
   readonly downAfterMs?: number;
   /** Sentinel's failover-timeout. Default 3000. */
   readonly failoverTimeoutMs?: number;
@@ -64,7 +68,7 @@ export class RedisReplicated {
 
   /** Starts primary, replica and Sentinel; resolves once the replica is in sync and Sentinel knows it. */
   static async start(options: ReplicatedOptions = {}): Promise<RedisReplicated> {
-    const downAfterMs = options.downAfterMs ?? 300;
+    const downAfterMs = options.downAfterMs ?? 2000;
     const failoverTimeoutMs = options.failoverTimeoutMs ?? 3000;
     const timeoutMs = options.timeoutMs ?? 20_000;
     const password = randomBytes(24).toString('base64url');

@@ -39,12 +39,6 @@ import { RedisServer } from './redisServer.ts';
 const EPOCH_MS = Date.UTC(2031, 0, 1);
 const COMMAND_TIMEOUT_MS = 5_000;
 const READY_TIMEOUT_MS = 10_000;
-/**
- * Sentinel's down-after-milliseconds here: a loaded machine stalls a server
- * for some 100 ms at times, and a spurious second failover in the middle of
- * a run is a fault the schedule did not ask for.
- */
-const DOWN_AFTER_MS = 2_000;
 
 /**
  * The servers of the replicated rows, started once and shared by their runs:
@@ -83,7 +77,7 @@ export class ReplicatedServers {
     }
     this.#usedUp = false;
     this.clockFile.set(EPOCH_MS);
-    this.#cluster ??= await RedisReplicated.start({ clockFile: this.clockFile, downAfterMs: DOWN_AFTER_MS });
+    this.#cluster ??= await RedisReplicated.start({ clockFile: this.clockFile });
     const cluster = this.#cluster;
     await cluster.releaseReplication();
     await cluster.primary.command(['FLUSHALL']);
