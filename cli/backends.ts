@@ -9,6 +9,7 @@ import { connectPostgres } from '../conformance/env/userPostgres.ts';
 import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
 import { realPostgresBackend, targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { ReplicatedServers, realReplicatedBackend } from '../conformance/env/replicatedBackend.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
@@ -93,6 +94,8 @@ export const BUILT_INS: readonly BuiltIn[] = [
   ...[designs.redisSingle(), designs.redisSingle({ persistence: 'aof-always' }), designs.redlock(), designs.redlock({ persistence: 'aof-always' }), designs.redlock({ restartDelayMs: RESTART_DELAY_MS })].flatMap(
     (design) => (['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(design, store), design, store })),
   ),
+  // A primary, an asynchronous replica and Sentinel; the crash is a failover (spec 7.9). Without and with WAIT 1.
+  ...[designs.redisReplicated(), designs.redisReplicated({ wait: true })].map((design) => ({ name: builtInName(design, 'unfenced'), design, store: 'unfenced' as const })),
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.pgSession(), store), design: designs.pgSession(), store })),
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
   // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).
@@ -102,7 +105,11 @@ export const BUILT_INS: readonly BuiltIn[] = [
 function builtInName(design: Design, store: StorePolicy): string {
   const d = design;
   const variant =
-    d.kind === 'redis-single' || d.kind === 'redlock' ? `${d.kind}${d.persistence === 'aof-always' ? '-aof' : ''}${d.restartDelayMs > 0 ? '-delayed-restart' : ''}` : d.kind;
+    d.kind === 'redis-single' || d.kind === 'redlock'
+      ? `${d.kind}${d.persistence === 'aof-always' ? '-aof' : ''}${d.restartDelayMs > 0 ? '-delayed-restart' : ''}`
+      : d.kind === 'redis-replicated' && d.wait
+        ? 'redis-replicated-wait'
+        : d.kind;
   return `${variant}/${store}`;
 }
 
@@ -146,6 +153,7 @@ export interface ServerChoice {
 export class Servers {
   #redis = new Map<'none' | 'aof-always', Promise<RedisCluster>>();
   #pg: Promise<PostgresServer> | null = null;
+  #replicated: Promise<ReplicatedServers> | null = null;
   #userRedis: Promise<UserRedisCluster> | null = null;
   #userPg: ReturnType<typeof connectPostgres> | null = null;
   #etcd: Promise<EtcdCell> | null = null;
@@ -170,6 +178,7 @@ export class Servers {
   /** Why a row cannot run on the chosen servers, or null if it can. */
   unavailable(b: BuiltIn): string | null {
     const d = b.design;
+    if (d.kind === 'redis-replicated' && this.choice.redis !== undefined) return 'it needs a primary, a replica and Sentinel that lockcheck starts (the failover kills the primary)';
     if ((d.kind === 'redis-single' || d.kind === 'redlock') && this.choice.redis !== undefined) {
       const n = this.choice.redis.length;
       if (d.persistence !== 'none' || d.restartDelayMs > 0) return 'its persistence and restart only matter under crash-restart, which needs servers lockcheck starts';
@@ -188,6 +197,7 @@ export class Servers {
     if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
     // etcd always runs on clusters lockcheck starts (--redis and --pg do not name one).
     if (d.kind === 'etcd-lease') return realEtcdBackend(await (this.#etcd ??= startEtcdCell()), b.store, { name: b.name });
+    if (d.kind === 'redis-replicated') return realReplicatedBackend(await (this.#replicated ??= ReplicatedServers.start()), d, b.store, { name: b.name });
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
       const cluster = await redis();
       // On servers with their own clocks the lease needs the wider margin the pacing asks for.
@@ -219,7 +229,8 @@ export class Servers {
     const clusters = await Promise.allSettled([...this.#redis.values()]);
     const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
     const etcd = this.#etcd === null ? null : await this.#etcd.catch(() => null);
-    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop()]);
+    const replicated = this.#replicated === null ? null : await this.#replicated.catch(() => null);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop(), replicated?.stop()]);
   }
 }
 

@@ -324,6 +324,21 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
       }),
     });
   }
+  if (has('partition') && !ttl && o.clients > 1) {
+    // A one-sided partition from a session lock's server (spec 3): the cut holder may release (its outcome unknown) or
+    // write on; time passes (keepalive may end the session); another client tries; the link heals.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, false), fc.constantFrom('release', 'write'), value, advance, advance, acquire(fc.constant(0), false))
+        .map(([first, kind, v, gap1, gap2, second]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          const holder: Command = kind === 'release' ? { kind: 'release', client: a.client, resource: a.resource } : { kind: 'write', client: a.client, resource: a.resource, value: v };
+          return [a, { kind: 'partition', client: a.client, node: 0 }, holder, gap1, gap2, b, { kind: 'write', client: b.client, resource: a.resource, value: 'new' }, holder, { kind: 'heal', client: a.client, node: 0 }];
+        }),
+    });
+  }
   if (has('crash-restart')) {
     scripts.push({
       weight: 2,

@@ -20,7 +20,7 @@ import type { HeldLease } from './contract.ts';
 import { checkEnvironmentApi } from './backendApi.ts';
 import type { FaultInjectors } from './faults.ts';
 import { injectorFor } from './faults.ts';
-import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, probes, signalProblem } from './contract.ts';
+import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
 import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
@@ -49,7 +49,7 @@ interface Driver {
   /** Each lease's signal, read once when it was granted and held from then on, as `using()` hands it to user code. */
   readonly signals: Map<string, AbortSignal>;
   /** A release sent in this step: its signal is judged once the model says whether the lease is gone or one level of a stack. */
-  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean } | null;
+  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean; unknown?: true } | null;
   /** Owner values of leases this client released: no node may keep them once the model has them gone. */
   readonly released: Map<string, Set<string>>;
   pendingWrite: { resource: string; value: string; token: bigint } | null;
@@ -147,7 +147,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       if (e instanceof ContractBreach) return fail(e.property, e.message, { kind: 'ok' });
       // Any other error is outside the adapter API too: a finding of this run, never the end of the process.
       if (e instanceof InvalidInputError) throw e;
-      return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
+      const unknown = unknownRelease(subject, e, branches, drivers);
+      if (unknown === null) return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
+      performed = unknown;
     }
     const actual = renaming === null ? performed.outcome : renaming.rename(performed.outcome, branches);
     const comparable = comparison(backend);
@@ -291,6 +293,18 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
     .exhaustive();
 }
 
+/**
+ * A release that fails loudly (UnavailableError) where the model has its
+ * outcome unknown (spec 7.4, "Unknown outcomes") is that outcome; null for
+ * any other error.
+ */
+function unknownRelease(subject: Command, error: unknown, branches: readonly Branch[], drivers: Driver[]): Performed | null {
+  if (subject.kind !== 'release' || (error as Error | undefined)?.name !== 'UnavailableError' || !branches.some((b) => b.outcome.kind === 'timed-out')) return null;
+  const releasing = drivers[subject.client]!.releasing;
+  if (releasing !== null) releasing.unknown = true;
+  return { outcome: { kind: 'timed-out' } };
+}
+
 function ok(_?: void): Performed {
   return { outcome: { kind: 'ok' } };
 }
@@ -378,6 +392,8 @@ function released(worlds: readonly World[], drivers: Driver[]): ContractBreach |
       d.signals.set(r.resource, r.signal);
       continue;
     }
+    // A release whose outcome is unknown ended the session: a stacked lease on it is lost with the connection.
+    if (r.unknown === true && r.signal.aborted && lossReason(r.signal) === 'connection-lost') continue;
     try {
       checkReleasedSignal(r.signal, r.firedBefore, r.resource);
     } catch (e) {
@@ -610,7 +626,8 @@ export function implicated(command: Command, branches: readonly Branch[], actual
     })
     // A refused extension the model grants gives a valid lease away: the safe direction.
     .with({ op: 'extend' }, (): PropertyId => (wantedKinds.has('extended') ? 'LIVE-1' : 'OWN-1'))
-    .with({ op: 'release' }, (): PropertyId => 'OWN-1')
+    // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
+    .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))
     // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
     .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
     .with({ op: 'write' }, (): PropertyId => 'LIVE-1')
