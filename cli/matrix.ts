@@ -118,8 +118,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         };
         const audit = row.library !== undefined || backend.contract !== undefined;
         const result: CheckResult = audit
-          ? await auditCell(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun })
-          : await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
+          ? await auditCell(backend, { runs: o.runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun })
+          : await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun });
         const verdict = result.failure?.report.verdict;
         const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
         const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);
@@ -127,7 +127,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const first = measured[0];
         // One shrunk counterexample per cell: the bug if there is one, else the first finding.
         if (result.failure === null && first !== undefined) {
-          await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
+          await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile });
         }
         const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
         let observed: MatrixCell['observed'] = null;

@@ -6,11 +6,25 @@ import { reexplore, VERDICTS_FILE, withBlocks } from './tables.ts';
  * Writes the model-decided tables into the markdown between their markers,
  * from the recorded exploration verdicts. `--explore` first explores every
  * cell again to its recorded depth and records what it finds (minutes; after
- * a model change).
+ * a model change); `--deepen D M` explores every cell to depth D or until M
+ * million states, and records the depth each completed.
  */
 const FILES = ['spec/SPEC.md', 'docs/choosing-a-lock.md'];
 
 let predicted = JSON.parse(readFileSync(VERDICTS_FILE, 'utf8')) as Predicted;
+const deepen = process.argv.indexOf('--deepen');
+if (deepen >= 0) {
+  // `--deepen D S`: every cell explored again to depth D, or as deep as S million states take it (a cap in states, so the record is the same on every machine).
+  const depth = Number(process.argv[deepen + 1]);
+  const maxStates = Number(process.argv[deepen + 2]) * 1e6;
+  const cells = predicted.cells.map((c, i) => {
+    const again = reexplore({ ...c, depth }, maxStates);
+    process.stderr.write(`[${i + 1}/${predicted.cells.length}] ${c.row} / ${c.store} / ${c.fault}: depth ${again.depth}, ${JSON.stringify(again.found)}\n`);
+    return again;
+  });
+  predicted = { ...predicted, cells };
+  writeFileSync(VERDICTS_FILE, `${JSON.stringify(predicted, null, 1)}\n`);
+}
 if (process.argv.includes('--explore')) {
   const cells = predicted.cells.map((c, i) => {
     const again = reexplore(c);
