@@ -16,7 +16,7 @@ import { exploreCell } from '../model/matrix.ts';
 import type { SeedCell } from './seeds.ts';
 
 export const SEED_DEPTH = 8;
-export const SEED_MAX_STATES = 1_000_000;
+export const SEED_MAX_STATES = 250_000;
 const FILE = new URL('./seedSchedules.ts', import.meta.url);
 
 /** The cells to seed: each distinct design and store of the matrix's rows, under every fault class. */

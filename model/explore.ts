@@ -176,6 +176,8 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
           const branch = branches[b]!;
           if (b > 0xff) throw new RangeError('a step has at most 256 branches');
           transitions++;
+          // A step that changed nothing (a read, a release of nothing): its state is the one being expanded, already checked.
+          if (branch.next === world && branch.events.length === 0) continue;
           const violations = checkProperties(branch.events, branch.next);
           for (const v of violations) {
             if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });

@@ -297,9 +297,19 @@ export function fingerprint(world: World, out: Fingerprint, options: Fingerprint
     hashUnder(world, clientOrder, clientOrder, fixed, out);
     return;
   }
-  clientOrder.sort(byClientHash);
+  // Insertion sort by hash (n <= MAX_PERMUTED_CLIENTS): no comparator closure, no allocation.
   let tie = false;
-  for (let j = 1; j < n; j++) if (byClientHash(clientOrder[j - 1]!, clientOrder[j]!) === 0) tie = true;
+  for (let i = 1; i < n; i++) {
+    const x = clientOrder[i]!;
+    let j = i;
+    for (; j > 0; j--) {
+      const d = byClientHash(clientOrder[j - 1]!, x);
+      if (d === 0) tie = true;
+      if (d <= 0) break;
+      clientOrder[j] = clientOrder[j - 1]!;
+    }
+    clientOrder[j] = x;
+  }
   if (!tie) {
     for (let j = 0; j < n; j++) clientPerm[clientOrder[j]!] = j;
     clientPerm.length = n;

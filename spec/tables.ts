@@ -33,12 +33,12 @@ export interface Predicted {
 }
 
 /** A cell explored again to its recorded depth (for `npm run spec:tables -- --explore` after a model change). */
-export function reexplore(c: PredictedCell, maxStates = Number.MAX_SAFE_INTEGER): PredictedCell {
+export function reexplore(c: PredictedCell, maxStates = Number.MAX_SAFE_INTEGER): { readonly cell: PredictedCell; readonly states: number } {
   const row = MATRIX_ROWS.find((r) => r.label === c.row);
   if (row === undefined) throw new Error(`no matrix row '${c.row}'`);
   const r = exploreCell(row, c.store, c.fault, { maxDepth: c.depth, maxStates });
   // A counterexample found in the level that was cut short is still a shortest one (every shorter schedule was explored).
-  return { ...c, depth: r.depthCompleted, found: Object.fromEntries(r.counterexamples.map((x) => [x.property, x.steps.length])) };
+  return { cell: { ...c, depth: r.depthCompleted, found: Object.fromEntries(r.counterexamples.map((x) => [x.property, x.steps.length])) }, states: r.states };
 }
 
 function brokenIn(c: PredictedCell): PropertyId[] {

@@ -17,7 +17,7 @@ describe('seed schedules from the model', () => {
   });
 
   // Every cell small enough to explore again here (the rest: `npm run seeds`, minutes).
-  const small = seedCellKeys().filter((_k, i) => (SEED_CELLS[i]?.states ?? 0) <= 20_000);
+  const small = seedCellKeys().filter((_k, i) => (SEED_CELLS[i]?.states ?? 0) <= 5_000);
   it.each(small.map((k) => [`${describeDesign(k.row.design)} / ${k.row.store} / ${k.fault}`, k] as const))('are current with the model: %s (else npm run seeds)', (_name, k) => {
     const recorded = SEED_CELLS.find((c) => c.design === describeDesign(k.row.design) && c.store === k.row.store && c.fault === k.fault)!;
     expect(seedCell(k.row, k.fault)).toEqual(recorded);
