@@ -68,7 +68,8 @@ const MODEL_TTL_MS = 10;
  * longer ttls than the model's 10 ms (`ttlFloorMs`, servers on their own
  * clocks). Schedules needing a fault the backend does not take are left
  * out; so is everything for a design the exploration did not cover (a
- * label not in the file). Shortest first, each schedule once.
+ * label not in the file). Shortest first, each schedule once, each followed
+ * by its variant with clock steps 1 ms past the expiry edge (pastTheEdge).
  */
 export function seedSchedules(design: Design, store: StorePolicy, faults: readonly FaultKind[], ttlFloorMs = 5): Command[][] {
   const label = describeDesign(design);
@@ -85,10 +86,23 @@ export function seedSchedules(design: Design, store: StorePolicy, faults: readon
     .filter(fits)
     .sort((a, b) => a.length - b.length);
   for (const commands of candidates) {
-    const key = JSON.stringify(commands);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(commands.map((c) => rescaled(c, scale, () => RESOURCE_NAMES[0])));
+    for (const variant of [commands, pastTheEdge(commands)]) {
+      const key = JSON.stringify(variant);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(variant.map((c) => rescaled(c, scale, () => RESOURCE_NAMES[0])));
+    }
   }
   return out;
+}
+
+/**
+ * The schedule with every clock step 1 ms longer. The model's alphabet steps
+ * a clock by exactly the ttl, onto a key's expiry instant, where the model
+ * allows the key to be alive or gone; a real server decides one way (Redis
+ * keeps a key alive at its expiry instant), so a counterexample that needs it
+ * gone shows only one step past the edge. Tried right after the original.
+ */
+function pastTheEdge(commands: readonly Command[]): readonly Command[] {
+  return commands.map((c) => (c.kind === 'clock-step' ? { ...c, deltaMs: c.deltaMs + Math.sign(c.deltaMs) } : c));
 }
