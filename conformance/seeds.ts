@@ -3,7 +3,7 @@ import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
 import type { PropertyId } from '../model/properties.ts';
-import type { FaultKind } from './adapter.ts';
+import type { FaultKind } from './faults.ts';
 import { rescaled, RESOURCE_NAMES } from './generate.ts';
 import { SEED_CELLS } from './seedSchedules.ts';
 
@@ -27,7 +27,7 @@ export interface SeedCell {
 }
 
 /** The fault kinds an environment needs to run `command` (none for a plain operation); null if no environment can (replication is the model's). */
-export function faultKindsOf(command: Command): readonly FaultKind[] | null {
+export function faultsNeededBy(command: Command): readonly FaultKind[] | null {
   switch (command.kind) {
     case 'acquire':
       return (command.latencyMs ?? 0) > 0 ? ['delay'] : [];
@@ -76,7 +76,7 @@ export function seedSchedules(design: Design, store: StorePolicy, faults: readon
   const scale = Math.max(1, Math.ceil(ttlFloorMs / MODEL_TTL_MS));
   const fits = (commands: readonly Command[]): boolean =>
     commands.every((c) => {
-      const needs = faultKindsOf(c);
+      const needs = faultsNeededBy(c);
       return needs !== null && needs.every((k) => faults.includes(k));
     });
   const seen = new Set<string>();

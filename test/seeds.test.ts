@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkConformance, simLeaseBackend } from '../conformance/index.ts';
 import { SEED_CELLS } from '../conformance/seedSchedules.ts';
-import { faultKindsOf, seedSchedules } from '../conformance/seeds.ts';
+import { faultsNeededBy, seedSchedules } from '../conformance/seeds.ts';
 import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
 import { describeDesign, designs } from '../model/index.ts';
 
@@ -35,7 +35,7 @@ describe('seed schedules from the model', () => {
     const faults = ['advance', 'pause'] as const;
     const seeds = seedSchedules(designs.redisSingle(), 'unfenced', faults);
     expect(seeds.length).toBeGreaterThan(0);
-    for (const s of seeds) for (const c of s) expect(faultKindsOf(c)!.every((k) => (faults as readonly string[]).includes(k))).toBe(true);
+    for (const s of seeds) for (const c of s) expect(faultsNeededBy(c)!.every((k) => (faults as readonly string[]).includes(k))).toBe(true);
     expect(seeds.every((s) => s.every((c) => !('resource' in c) || c.resource === 'r0'))).toBe(true);
     const scaled = seedSchedules(designs.redisSingle(), 'unfenced', faults, 25);
     const ttls = (ss: typeof seeds): number[] => ss.flat().flatMap((c) => (c.kind === 'acquire' && c.ttlMs !== undefined ? [c.ttlMs] : []));
