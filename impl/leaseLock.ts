@@ -240,14 +240,15 @@ export class LeaseLock {
     if (this.holds(granted.length, validityMs)) {
       const token = this.mintToken(granted);
       // The write-back is a second round trip: validity must still be left after it.
-      if ((await this.writeBack(resource, token, votes)) && this.holds(granted.length, validUntilMs - this.clock.now())) {
+      const written = await this.writeBack(resource, token, votes);
+      if (written && this.holds(granted.length, validUntilMs - this.clock.now())) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
         return { kind: 'granted', lease };
       }
-      // The write-back did not reach a quorum in time: this token could be minted again, so no lease carries it.
+      // Without the write-back on a quorum this token could be minted again, so no lease carries it.
       this.#releaseUnless(resource, owner, votes);
-      return { kind: 'denied', reason: 'validity-exhausted' };
+      return { kind: 'denied', reason: written ? 'validity-exhausted' : 'no-quorum' };
     }
     // A node that has not answered yet may still grant: the release goes out now, behind the acquire on the same connection.
     this.#releaseUnless(resource, owner, votes);
