@@ -39,12 +39,27 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     if (acknowledged < wanted.count) throw new ReplicationError(wanted.count, acknowledged);
     return reply;
   };
+  const refused = (resource: string) => (e: unknown) => {
+    throw typed(resource, e);
+  };
+  // Without replicas each call is the script's promise and one .then: a lock round makes one per node, so they count.
+  if (wanted === undefined) {
+    return {
+      acquire: (resource, owner, ttlMs) => {
+        const k = keys(resource);
+        return r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).then(toToken, refused(resource));
+      },
+      release: (resource, owner) => r.lockcheckRelease(keys(resource).lock, owner).then(isOne),
+      extend: (resource, owner, ttlMs) => r.lockcheckExtend(keys(resource).lock, owner, ttlMs).then(isOne),
+      raiseToken: async (resource, token) => {
+        await r.lockcheckRaise(keys(resource).counter, checkToken(token).toString(), base);
+      },
+    };
+  }
   return {
     async acquire(resource, owner, ttlMs) {
       const k = keys(resource);
-      const token = await r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).catch((e: unknown) => {
-        throw typed(resource, e);
-      });
+      const token = await r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).catch(refused(resource));
       // A denial wrote nothing: only a grant waits for the replicas.
       return token === null ? null : BigInt(await replicated(token));
     },
@@ -59,3 +74,6 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     },
   };
 }
+
+const toToken = (token: string | null): bigint | null => (token === null ? null : BigInt(token));
+const isOne = (reply: number): boolean => reply === 1;
