@@ -1,7 +1,7 @@
 import type { MonotonicClock } from './clock.ts';
 import { sleep } from './clock.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
-import { ConnectionConfigError, TokenOverflowError } from './errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
@@ -253,9 +253,9 @@ export class LeaseLock {
     // A node that has not answered yet may still grant: the release goes out now, behind the acquire on the same connection.
     this.#releaseUnless(resource, owner, votes);
     const answered = votes.filter((v) => v.ok).length;
-    // Too few nodes could grant because of how they are configured (wrong password, token sequence at its end): say so, not no-quorum.
+    // Too few nodes could grant because of how they are configured (wrong password, no permission, token sequence at its end): say so, not no-quorum.
     if (answered < q) {
-      const typedError = votes.find((v) => !v.ok && (v.error instanceof ConnectionConfigError || v.error instanceof TokenOverflowError));
+      const typedError = votes.find((v) => !v.ok && (v.error instanceof ConnectionConfigError || v.error instanceof TokenOverflowError || v.error instanceof ServerRefusedError));
       if (typedError !== undefined && !typedError.ok) throw typedError.error;
     }
     return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < q ? 'no-quorum' : 'held' };

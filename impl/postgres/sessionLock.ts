@@ -4,7 +4,7 @@ import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
+import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
@@ -114,8 +114,8 @@ export class PostgresSessionLock {
     try {
       client = await this.connection();
     } catch (e) {
-      const config = configError(e);
-      if (config !== null) throw config;
+      const refused = refusal(e);
+      if (refused !== null) throw refused;
       // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
@@ -139,6 +139,8 @@ export class PostgresSessionLock {
       // end the session so the server drops whatever it holds (on a broken connection it went already).
       if (this.#client === client) this.destroy(client);
       if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
+      const refused = refusal(e);
+      if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
   }

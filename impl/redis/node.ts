@@ -3,13 +3,16 @@ import { checkToken } from '../../model/errors.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { withLockCommands } from './commands.ts';
 import { keysFor } from './keys.ts';
-import { ConnectionConfigError, InvalidInputError, ReplicationError, TokenOverflowError } from '../errors.ts';
+import { ConnectionConfigError, InvalidInputError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../errors.ts';
 
 /** Errors that say the node can never grant as configured, typed so that they are not read as an outage. */
 function typed(resource: string, e: unknown): unknown {
   const message = e instanceof Error ? e.message : String(e);
   if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message);
   if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
+  // An ACL without the scripts' commands or keys, or a script the server cannot run: no retry fixes these.
+  if (/^NOPERM/.test(message)) return new ServerRefusedError('permission', 'NOPERM', message, { cause: e });
+  if (/^ERR (Error running script|user_script|unknown command)/.test(message)) return new ServerRefusedError('statement', 'ERR', message, { cause: e });
   return e;
 }
 
