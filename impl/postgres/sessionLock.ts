@@ -165,7 +165,7 @@ export class PostgresSessionLock {
         keepAlive: true,
         connectionTimeoutMillis: this.#s.timeoutMs,
         statement_timeout: this.#s.timeoutMs,
-        query_timeout: this.#s.timeoutMs,
+        // No query_timeout: every statement is bounded by the lock's own timer already (one timer per query, not two).
         ...this.#options.connection,
       });
       // Any failure of the connection ends the session and every lock on it.
