@@ -68,6 +68,8 @@ export class PostgresSessionLock {
   readonly #held = new Map<string, Held>();
   #attempt = 0;
   #closed = false;
+  /** Settles when the last statement sent on this lock's connection has. */
+  #inOrder: Promise<void> = Promise.resolve();
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
@@ -151,10 +153,18 @@ export class PostgresSessionLock {
     this.lost(client);
   }
 
-  /** One statement, bounded; a named one is prepared once per connection. */
+  /**
+   * One statement, bounded (its wait for earlier ones included); a named one
+   * is prepared once per connection. Statements of concurrent callers go out
+   * one after another: node-postgres queues them itself only until pg 9.
+   */
   private query(client: pg.Client, statement: string | { readonly name: string; readonly text: string }, values: unknown[]): Promise<pg.QueryResult> {
     const config = typeof statement === 'string' ? { text: statement, values } : { ...statement, values };
-    return this.#s.statement(() => client.query(config));
+    return this.#s.statement(() => {
+      const reply = this.#inOrder.then(() => client.query(config));
+      this.#inOrder = reply.then(ignore, ignore);
+      return reply;
+    });
   }
 
   private connection(): Promise<pg.Client> {
@@ -198,3 +208,5 @@ export class PostgresSessionLock {
     if (client !== undefined) this.#options.onConnectionLost?.();
   }
 }
+
+const ignore = (): void => undefined;
