@@ -240,18 +240,18 @@ export class LeaseLock {
     if (this.holds(granted.length, validityMs)) {
       const token = this.mintToken(granted);
       // The write-back is a second round trip: validity must still be left after it.
-      const written = await this.writeBack(resource, token, votes);
+      const written = await this.writeBack(resource, token, ttlMs, votes);
       if (written && this.holds(granted.length, validUntilMs - this.clock.now())) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
         return { kind: 'granted', lease };
       }
       // Without the write-back on a quorum this token could be minted again, so no lease carries it.
-      this.#releaseUnless(resource, owner, votes);
+      this.#releaseUnless(resource, owner, ttlMs, votes);
       return { kind: 'denied', reason: written ? 'validity-exhausted' : 'no-quorum' };
     }
     // A node that has not answered yet may still grant: the release goes out now, behind the acquire on the same connection.
-    this.#releaseUnless(resource, owner, votes);
+    this.#releaseUnless(resource, owner, ttlMs, votes);
     const answered = votes.filter((v) => v.ok).length;
     // Too few nodes could grant because of how they are configured (wrong password, no permission, token sequence at its end): say so, not no-quorum.
     if (answered < q) {
@@ -267,13 +267,13 @@ export class LeaseLock {
    * write-back must reach a quorum before the lease is returned). In the
    * common case the counters are in step and no request goes out.
    */
-  private async writeBack(resource: string, token: bigint, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
+  private async writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
     const atToken = votes.filter((v) => v.ok && v.value !== null && v.value >= token).length;
     const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
     if (atToken >= this.quorum || !behind.includes(true)) return atToken >= this.quorum;
     const needed = this.quorum - atToken;
     const raised = await this.round(
-      undefined,
+      ttlMs,
       (node, i) => (behind[i] ? node.raiseToken(resource, token).then(() => true) : Promise.resolve(false)),
       isTrue,
       (t) => t.yes >= needed || t.yes + t.pending < needed,
@@ -282,9 +282,9 @@ export class LeaseLock {
   }
 
   /** Compare-and-delete `owner` on every node that did not answer no, in the background (bounded and tracked like every round). */
-  #releaseUnless(resource: string, owner: string, votes: readonly Vote<bigint | null>[]): void {
+  #releaseUnless(resource: string, owner: string, ttlMs: number, votes: readonly Vote<bigint | null>[]): void {
     const skip = votes.map((v) => v.ok && v.value === null);
-    void this.round(undefined, (node, i) => (skip[i] ? Promise.resolve(false) : node.release(resource, owner)), isTrue, never);
+    void this.round(ttlMs, (node, i) => (skip[i] ? Promise.resolve(false) : node.release(resource, owner)), isTrue, never);
   }
 
   /** A release's outcome is known once a quorum answered: the key is gone there, and no other quorum can find ours. */
