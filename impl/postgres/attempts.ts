@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { checkDuration, checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
@@ -88,7 +88,9 @@ const SCHEMA_STATES = new Set(['3F000', '42P01', '42703', '42704', '42883', '42P
 export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError | null {
   const config = configError(e);
   if (config !== null) return config;
-  const code = (e as { code?: unknown } | null)?.code;
+  // Only an error the server sent carries a SQLSTATE; a socket's code (EPIPE, ECONNRESET) is a lost connection.
+  if (!(e instanceof pg.DatabaseError)) return null;
+  const code = e.code;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || TRANSIENT_CLASSES.has(code.slice(0, 2))) return null;
   const message = e instanceof Error ? e.message : String(e);
   if (code === '42501') return new ServerRefusedError('permission', code, message, { cause: e });
