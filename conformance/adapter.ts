@@ -46,6 +46,10 @@ export type FaultKind =
   | 'crash-restart'
   | 'partition'
   | 'delay'
+  /** Late replies on every operation (extend, release, store writes), and acquires and extends in flight across a pause (several round trips interleaving with other clients). */
+  | 'latency'
+  /** One lock node slow, or a black hole; the clients' request timeout drawn per run. */
+  | 'slow-node'
   | 'kill-connection';
 
 /** One simulated client's handle on the backend. */
@@ -76,6 +80,12 @@ export interface Environment {
   heal(client: number, node: number): Promise<void>;
   /** Replies to the requests this client sends before true time moves on take `ms` of true time (0: none). */
   setDelay(client: number, ms: number): Promise<void>;
+  /**
+   * Every reply from this lock node takes `ms` longer (0: back to normal),
+   * or with 'never' the node is a black hole: requests to it vanish, no
+   * reply comes and no error either. Needed for the 'slow-node' fault.
+   */
+  nodeDelay?(node: number, ms: number | 'never'): Promise<void>;
   /** The client is paused: its replies wait until resume. */
   pause(client: number): Promise<void>;
   resume(client: number): Promise<void>;
@@ -105,6 +115,8 @@ export interface InstanceOptions {
   readonly clients: number;
   /** Token counters start here (a fresh counter issues tokenBase + 1). */
   readonly tokenBase: bigint;
+  /** The clients' bound on each request round to the lock nodes, in ms (absent: the operation's ttl). */
+  readonly requestTimeoutMs?: number;
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Command } from '../model/command.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import type { ConsequenceKind } from './consequence.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
@@ -103,9 +103,10 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     throw new RunFailed(cut);
   };
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
-  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands: Command[], tokenBase: bigint) => {
+  const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities));
+  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
     run++;
-    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
+    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
     options.onRun?.(run, report);
     if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
     const verdict = report.verdict;

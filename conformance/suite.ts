@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { test } from 'vitest';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
@@ -35,7 +35,7 @@ export interface SuiteOptions {
   readonly timeoutMs?: number;
 }
 
-const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
+const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'latency', 'slow-node', 'kill-connection'];
 
 /** Reads the LOCKCHECK_* variables over `options`; throws a clear error for a bad value. */
 export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<string, string | undefined>> = process.env): SuiteOptions {
@@ -72,8 +72,8 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
     async () => {
       // fast-check's failure message carries the seed and the path that replay the shrunk case (LOCKCHECK_SEED, LOCKCHECK_PATH).
       await fc.assert(
-        fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands, tokenBase) => {
-          const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
+        fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeoutArb(faults, ttlFloorFor(backend.capabilities)), async (commands, tokenBase, requestTimeoutMs) => {
+          const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
           if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
             shortest = report.steps.length;
             // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.

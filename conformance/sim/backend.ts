@@ -28,6 +28,8 @@ export interface LockParts {
   readonly driftFactor: number;
   readonly clockMarginMs: number;
   readonly random: () => number;
+  /** The run's request timeout (absent: the operation's ttl). */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface SimParts {
@@ -45,7 +47,7 @@ export interface SimParts {
   readonly store?: (network: SimNetwork, client: number, store: SimStore) => FencedStore;
 }
 
-export const SIM_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
+export const SIM_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'latency', 'slow-node', 'kill-connection'];
 
 /** Where client wall clocks start: an epoch reading, unlike a monotonic clock's. */
 const WALL_EPOCH_MS = 1_700_000_000_000;
@@ -90,6 +92,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
       driftFactor: driftFactor(design),
       clockMarginMs: clockMarginMs(design),
       random: seeded(0x5eed + client * 7919),
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     };
     const lock = parts.lock?.(lockParts) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);
     return {

@@ -5,8 +5,11 @@ import type { VirtualTime } from './time.ts';
 /**
  * The in-process network between clients and servers. A request runs on the
  * server at once (the server's step is atomic); its reply reaches the client
- * after the link's delay, and not before the client resumes if it is paused.
- * A cut link or a server that is down fails the call at once (a reset).
+ * after the link's delay and the node's own, and not before the client
+ * resumes if it is paused. A paused client sends nothing until it resumes
+ * (its timers still run). A cut link or a server that is down fails the
+ * call at once (a reset); a black-holed node swallows the request and never
+ * answers (the client's own timeout ends the wait).
  */
 export type Endpoint = number | 'store';
 
@@ -19,6 +22,7 @@ export class SimNetwork {
   readonly #cut = new Set<string>();
   readonly #delay = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
   readonly #held = new Map<number, Array<() => void>>();
+  readonly #nodeDelay = new Map<number, number | 'never'>();
   /** Real requests still on the wire. */
   readonly #io = new Set<Promise<unknown>>();
 
@@ -33,10 +37,15 @@ export class SimNetwork {
    * while real I/O is still under way (see settled()).
    */
   async call<T>(client: number, endpoint: Endpoint, request: () => T | Promise<T>): Promise<T> {
+    const paused = this.#held.get(client);
+    if (paused !== undefined) await new Promise<void>((resolve) => paused.push(resolve));
     if (this.#cut.has(`${client}:${endpoint}`) || !this.servers(endpoint).reachable()) {
       throw new UnavailableError(`client ${client} cannot reach ${endpoint === 'store' ? 'the store' : `node ${endpoint}`}`);
     }
     const sentAtMs = this.time.nowMs();
+    const own = endpoint === 'store' ? 0 : (this.#nodeDelay.get(endpoint) ?? 0);
+    // Swallowed: the caller's deadline is all that ends its wait.
+    if (own === 'never') return new Promise<T>(() => undefined);
     let reply: { ok: true; value: T } | { ok: false; error: unknown };
     try {
       const value = request();
@@ -56,7 +65,7 @@ export class SimNetwork {
       reply = { ok: false, error };
     }
     const delay = this.#delay.get(client);
-    const delayMs = delay !== undefined && delay.sentAtMs === sentAtMs ? delay.ms : 0;
+    const delayMs = (delay !== undefined && delay.sentAtMs === sentAtMs ? delay.ms : 0) + own;
     if (delayMs > 0) await this.time.sleep(delayMs);
     else await Promise.resolve();
     const held = this.#held.get(client);
@@ -89,6 +98,12 @@ export class SimNetwork {
     else this.#delay.set(client, { ms, sentAtMs: this.time.nowMs() });
   }
 
+  /** Every reply from lock node `node` takes `ms` longer (0: none), or never comes. */
+  setNodeDelay(node: number, ms: number | 'never'): void {
+    if (ms === 0) this.#nodeDelay.delete(node);
+    else this.#nodeDelay.set(node, ms);
+  }
+
   /** The client is paused: its replies wait. */
   hold(client: number): void {
     if (!this.#held.has(client)) this.#held.set(client, []);
@@ -102,8 +117,9 @@ export class SimNetwork {
   }
 
   /** The faults this layer injects, as an Environment has them. */
-  faults(): Pick<Environment, 'partition' | 'heal' | 'setDelay' | 'pause' | 'resume'> {
+  faults(): Pick<Environment, 'partition' | 'heal' | 'setDelay' | 'nodeDelay' | 'pause' | 'resume'> {
     return {
+      nodeDelay: async (node, ms) => this.setNodeDelay(node, ms),
       partition: async (client, node) => this.cut(client, node),
       heal: async (client, node) => this.heal(client, node),
       setDelay: async (client, ms) => this.setDelay(client, ms),

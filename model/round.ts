@@ -1,0 +1,52 @@
+/**
+ * One round of requests from a client to the lock-service nodes, in time:
+ * when each node's reply reaches the client, and when the client stops
+ * waiting. The client waits for every node that can answer, but no longer
+ * than its request timeout; a reply that comes later counts as no answer.
+ */
+
+/**
+ * When a node's reply reaches the client: a true time; 'failed', refused at
+ * once (a cut link, a node that is down: nothing to wait for); or 'never', a
+ * black hole (the client waits out its timeout).
+ */
+export type Arrival = number | 'failed' | 'never';
+
+export interface RoundEnd {
+  /**
+   * True time at which the client judges the round: its last reply, or its
+   * deadline. A client paused with the round in flight reads replies only
+   * at its resume, but its timers run (the deadline can pass during the
+   * pause); whatever it sends next goes out at the resume.
+   */
+  readonly endMs: number;
+  /** Per node: whether its reply counts (came before the deadline). */
+  readonly counted: readonly boolean[];
+}
+
+/**
+ * The ways a round can end. `sentMs` is when it was sent, `deadlineMs` its
+ * request timeout, in true time; `earliestMs` the first moment the client reads anything (its
+ * resume, if it paused with the round in flight; replies wait for it). A
+ * reply at the deadline races the timeout: both ends are allowed.
+ */
+export function roundEnds(arrivals: readonly Arrival[], sentMs: number, deadlineMs: number, earliestMs: number): readonly RoundEnd[] {
+  const at = arrivals.map((a) => (typeof a === 'number' ? Math.max(a, earliestMs) : a));
+  // Refusals come at once, paused or not: with nothing else to wait for, the round ends as it was sent.
+  let last = Number.NEGATIVE_INFINITY;
+  for (const a of at) if (a !== 'failed') last = Math.max(last, a === 'never' ? Number.POSITIVE_INFINITY : a);
+  if (last === Number.NEGATIVE_INFINITY) return [{ endMs: sentMs, counted: at.map(() => false) }];
+  if (last < deadlineMs) return [{ endMs: last, counted: at.map((a) => typeof a === 'number') }];
+  const endMs = deadlineMs;
+  const before = at.map((a) => typeof a === 'number' && a < deadlineMs);
+  if (!at.some((a) => a === deadlineMs)) return [{ endMs, counted: before }];
+  return [
+    { endMs, counted: before },
+    { endMs, counted: at.map((a, i) => before[i]! || a === deadlineMs) },
+  ];
+}
+
+/** The same round's arrivals and deadline, relative to `nowMs` (for state keys that ignore a shift of time). */
+export function relativeArrivals(arrivals: readonly Arrival[], nowMs: number): string {
+  return arrivals.map((a) => (typeof a === 'number' ? String(a - nowMs) : a)).join(',');
+}
