@@ -15,9 +15,9 @@ export type Arrival = number | 'failed' | 'never';
 export interface RoundEnd {
   /**
    * True time at which the client judges the round: its last reply, or its
-   * deadline. A client paused with the round in flight reads replies only
-   * at its resume, but its timers run (the deadline can pass during the
-   * pause); whatever it sends next goes out at the resume.
+   * deadline. A client paused with the round in flight does nothing until
+   * its resume: then the timers that came due fire first (a deadline passed
+   * during the pause counts no reply), then it reads what arrived.
    */
   readonly endMs: number;
   /** Per node: whether its reply counts (came before the deadline). */
@@ -25,19 +25,17 @@ export interface RoundEnd {
 }
 
 /**
- * The ways a round can end. `sentMs` is when it was sent, `deadlineMs` its
- * request timeout, in true time; `earliestMs` the first moment the client reads anything (its
+ * The ways a round can end. `deadlineMs` is the request timeout in true
+ * time; `earliestMs` the first moment the client reads anything (its
  * resume, if it paused with the round in flight; replies wait for it). A
  * reply at the deadline races the timeout: both ends are allowed.
  */
-export function roundEnds(arrivals: readonly Arrival[], sentMs: number, deadlineMs: number, earliestMs: number): readonly RoundEnd[] {
+export function roundEnds(arrivals: readonly Arrival[], deadlineMs: number, earliestMs: number): readonly RoundEnd[] {
   const at = arrivals.map((a) => (typeof a === 'number' ? Math.max(a, earliestMs) : a));
-  // Refusals come at once, paused or not: with nothing else to wait for, the round ends as it was sent.
-  let last = Number.NEGATIVE_INFINITY;
+  let last = earliestMs;
   for (const a of at) if (a !== 'failed') last = Math.max(last, a === 'never' ? Number.POSITIVE_INFINITY : a);
-  if (last === Number.NEGATIVE_INFINITY) return [{ endMs: sentMs, counted: at.map(() => false) }];
   if (last < deadlineMs) return [{ endMs: last, counted: at.map((a) => typeof a === 'number') }];
-  const endMs = deadlineMs;
+  const endMs = Math.max(deadlineMs, earliestMs);
   const before = at.map((a) => typeof a === 'number' && a < deadlineMs);
   if (!at.some((a) => a === deadlineMs)) return [{ endMs, counted: before }];
   return [

@@ -100,7 +100,6 @@ export type InFlight =
       readonly ttlMs: number;
       readonly owner: Owner;
       readonly startedMono: number;
-      readonly sentMs: number;
       readonly deadlineMs: number;
       readonly arrivals: readonly Arrival[];
       /** Per node: the token it minted for us, or null (held by another, or no request arrived). */
@@ -113,7 +112,6 @@ export type InFlight =
       readonly resource: string;
       readonly ttlMs: number;
       readonly startedMono: number;
-      readonly sentMs: number;
       readonly deadlineMs: number;
       readonly arrivals: readonly Arrival[];
       readonly votes: readonly boolean[];
@@ -125,9 +123,9 @@ export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string 
     case 'reply':
       return `reply:${JSON.stringify(f.outcome, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}:${f.doneMs - nowMs}`;
     case 'acquire':
-      return `acquire:${f.resource}:${f.ttlMs}:${f.owner.client}/${f.owner.attempt}:${f.startedMono - monoMs}:${f.sentMs - nowMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}:${f.retries}:${f.retryDelayMs}`;
+      return `acquire:${f.resource}:${f.ttlMs}:${f.owner.client}/${f.owner.attempt}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}:${f.retries}:${f.retryDelayMs}`;
     case 'extend':
-      return `extend:${f.resource}:${f.ttlMs}:${f.startedMono - monoMs}:${f.sentMs - nowMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}`;
+      return `extend:${f.resource}:${f.ttlMs}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}`;
   }
 }
 

@@ -318,15 +318,15 @@ function timeoutMs(world: World, fallbackMs: number): number {
  * node's reply arrives (its first round is `latencyMs` late, and a node's
  * own delay adds to every round), and the client's deadline in true time.
  */
-function roundOf(world: World, client: number, latencyMs: number, limitMs: number, asked: (node: number) => boolean = () => true): { readonly arrivals: Arrival[]; readonly sentMs: number; readonly deadlineMs: number } {
+function roundOf(world: World, client: number, latencyMs: number, limitMs: number, asked: (node: number) => boolean = () => true): { readonly arrivals: Arrival[]; readonly deadlineMs: number } {
   const arrivals = world.nodes.map((n, i): Arrival => (!asked(i) || !isReachable(world, client, i) ? 'failed' : n.delay === 'never' ? 'never' : world.nowMs + latencyMs + (n.delay ?? 0)));
-  return { arrivals, sentMs: world.nowMs, deadlineMs: trueTimeOf(world.clients[client]!.mono, monoNow(world, client) + limitMs, world.nowMs) };
+  return { arrivals, deadlineMs: trueTimeOf(world.clients[client]!.mono, monoNow(world, client) + limitMs, world.nowMs) };
 }
 
 /** When a round sent now ends (its replies, or the deadline). */
 function roundEndMs(world: World, client: number, latencyMs: number, limitMs: number, asked?: (node: number) => boolean): number {
   const r = roundOf(world, client, latencyMs, limitMs, asked);
-  return roundEnds(r.arrivals, r.sentMs, r.deadlineMs, world.nowMs)[0]!.endMs;
+  return roundEnds(r.arrivals, r.deadlineMs, world.nowMs)[0]!.endMs;
 }
 
 type AcquireFlight = Extract<InFlight, { readonly kind: 'acquire' }>;
@@ -424,7 +424,7 @@ function sendAcquire(world: World, client: number, resource: string, ttlMs: numb
     return { node: setKey(bumped.node, resource, { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs }), vote: bumped.value };
   }).map(({ nodes, votes }) => ({
     sent: { ...counted, nodes },
-    flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, sentMs: round.sentMs, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
+    flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
     untouched: counted,
   }));
 }
@@ -444,9 +444,9 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
   const { resource, ttlMs, owner } = f;
   const ckey = counterKey(design, resource);
   // The ways the round can end differ only in which replies count; the give-up is one way, whichever.
-  return roundEnds(f.arrivals, f.sentMs, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }, way): Branch[] => {
-    // Judged at endMs, by the client's clock then; anything it sends next goes out no earlier than its resume.
-    const afterNodes: World = { ...sent, nowMs: Math.max(endMs, earliestMs) };
+  return roundEnds(f.arrivals, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }, way): Branch[] => {
+    // Judged at endMs (never before its resume), by the client's clock then.
+    const afterNodes: World = { ...sent, nowMs: endMs };
     const votes = f.votes.map((v, i) => (counted[i] ? v : null));
     const grantedVotes = votes.filter((v): v is bigint => typeof v === 'bigint');
     // A reply later than the ttl (on the client's clock) is useless: the client has given up and does not
@@ -592,7 +592,7 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
         ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'extended' }]
         : [];
     });
-    return { sent: { ...world, nodes }, flight: { kind: 'extend', resource, ttlMs, startedMono, sentMs: round.sentMs, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes: votes.map((v) => v === true) }, events };
+    return { sent: { ...world, nodes }, flight: { kind: 'extend', resource, ttlMs, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes: votes.map((v) => v === true) }, events };
   });
 }
 
@@ -605,8 +605,8 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
 function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: number, events: readonly WorldEvent[]): Branch[] {
   const design = sent.config.design;
   const lease = sent.clients[client]!.leases[f.resource];
-  return roundEnds(f.arrivals, f.sentMs, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }): Branch[] => {
-    const after: World = { ...sent, nowMs: Math.max(endMs, earliestMs) };
+  return roundEnds(f.arrivals, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }): Branch[] => {
+    const after: World = { ...sent, nowMs: endMs };
     const refused: Branch = { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events };
     if (lease === undefined || lease.validUntilMs === null) return [refused];
     const yes = f.votes.filter((v, i) => v && counted[i]).length;

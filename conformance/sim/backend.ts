@@ -83,7 +83,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
   const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? storeServer : nodes[e]!));
   const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
   const clients: LockClient[] = clientClocks.map((_c, client) => {
-    const clock = time.clockOf(() => clientClocks[client]!);
+    const clock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
     const wallClock = time.clockOf(() => ({ ...clientClocks[client]!, readingMs: clientClocks[client]!.readingMs + WALL_EPOCH_MS }));
     const lockParts: LockParts = {
       nodes: nodes.map((node, index) => parts.node?.(network, client, index, node) ?? leaseNodeOver(network, client, index, node)),

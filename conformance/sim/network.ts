@@ -1,3 +1,4 @@
+import type { MonotonicClock } from '../../impl/clock.ts';
 import { UnavailableError } from '../../impl/errors.ts';
 import type { Environment } from '../adapter.ts';
 import type { VirtualTime } from './time.ts';
@@ -6,8 +7,11 @@ import type { VirtualTime } from './time.ts';
  * The in-process network between clients and servers. A request runs on the
  * server at once (the server's step is atomic); its reply reaches the client
  * after the link's delay and the node's own, and not before the client
- * resumes if it is paused. A paused client sends nothing until it resumes
- * (its timers still run). A cut link or a server that is down fails the
+ * resumes if it is paused. A paused client does nothing until it resumes:
+ * its timers wait (on the clocks made by pausable()), so does every reply
+ * and reset, and with them whatever it would send next; at the resume the
+ * timers that came due fire first, then the replies arrive, as for a
+ * stopped process. A cut link or a server that is down fails the
  * call at once (a reset); a black-holed node swallows the request and never
  * answers (the client's own timeout ends the wait).
  */
@@ -23,6 +27,7 @@ export class SimNetwork {
   readonly #delay = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
   readonly #held = new Map<number, Array<() => void>>();
   readonly #nodeDelay = new Map<number, number | 'never'>();
+  readonly #heldTimers = new Map<number, Array<{ readonly fire: () => void; cancelled: boolean }>>();
   /** Real requests still on the wire. */
   readonly #io = new Set<Promise<unknown>>();
 
@@ -37,9 +42,11 @@ export class SimNetwork {
    * while real I/O is still under way (see settled()).
    */
   async call<T>(client: number, endpoint: Endpoint, request: () => T | Promise<T>): Promise<T> {
-    const paused = this.#held.get(client);
-    if (paused !== undefined) await new Promise<void>((resolve) => paused.push(resolve));
     if (this.#cut.has(`${client}:${endpoint}`) || !this.servers(endpoint).reachable()) {
+      // A reset comes at once, but a client that has just paused reads it only when it resumes.
+      await Promise.resolve();
+      const held = this.#held.get(client);
+      if (held !== undefined) await new Promise<void>((resolve) => held.push(resolve));
       throw new UnavailableError(`client ${client} cannot reach ${endpoint === 'store' ? 'the store' : `node ${endpoint}`}`);
     }
     const sentAtMs = this.time.nowMs();
@@ -104,15 +111,38 @@ export class SimNetwork {
     else this.#nodeDelay.set(node, ms);
   }
 
-  /** The client is paused: its replies wait. */
-  hold(client: number): void {
-    if (!this.#held.has(client)) this.#held.set(client, []);
+  /** The client's clock, with its timers held while the client is paused. */
+  pausable(client: number, clock: MonotonicClock): MonotonicClock {
+    return {
+      now: () => clock.now(),
+      schedule: (atMs, fn) => {
+        const timer = { fire: fn, cancelled: false };
+        const cancel = clock.schedule(atMs, () => {
+          const held = this.#heldTimers.get(client);
+          if (held !== undefined) held.push(timer);
+          else fn();
+        });
+        return () => {
+          timer.cancelled = true;
+          cancel();
+        };
+      },
+    };
   }
 
-  /** The client runs again: the replies it missed arrive. */
+  /** The client is paused: its sends, timers and replies wait. */
+  hold(client: number): void {
+    if (!this.#held.has(client)) this.#held.set(client, []);
+    if (!this.#heldTimers.has(client)) this.#heldTimers.set(client, []);
+  }
+
+  /** The client runs again: the timers that came due fire, then the replies it missed arrive. */
   release(client: number): void {
+    const timers = this.#heldTimers.get(client) ?? [];
+    this.#heldTimers.delete(client);
     const waiting = this.#held.get(client) ?? [];
     this.#held.delete(client);
+    for (const t of timers) if (!t.cancelled) t.fire();
     for (const deliver of waiting) deliver();
   }
 
