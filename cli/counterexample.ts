@@ -40,7 +40,7 @@ export class CounterexampleFileError extends UsageError {
   }
 }
 
-export const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
+export const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'latency', 'slow-node', 'kill-connection'];
 const VERDICTS: readonly CounterexampleVerdict[] = ['conformance-failure', 'property-violation'];
 const MAX_RUNS = 1_000_000;
 const MAX_TEXT = 4_096;

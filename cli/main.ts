@@ -26,7 +26,7 @@ import { redactSecrets, redactTerminalOutput } from '../conformance/env/redact.t
  * history; 3 the environment is missing something (the message says how to
  * install it); 4 (check) a check could not decide.
  */
-const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
+const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'latency', 'slow-node', 'kill-connection'];
 
 export const USAGE = `usage: lockcheck <command> [options]
 
