@@ -46,7 +46,7 @@ export type FaultKind =
   | 'crash-restart'
   | 'partition'
   | 'delay'
-  /** Late replies on every operation (extend, release, store writes), and acquires and extends in flight across a pause (several round trips interleaving with other clients). */
+  /** Late replies on every operation (extend, release, store writes); with 'pause', acquires and extends in flight across a pause (several round trips interleaving with other clients). */
   | 'latency'
   /** One lock node slow, or a black hole; the clients' request timeout drawn per run. */
   | 'slow-node'

@@ -254,7 +254,7 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   }
   // Time passing, or a node's clock jumping ahead (its keys expire early), while a client stalls.
   const jolt: fc.Arbitrary<Command> = has('clock-step') ? fc.oneof(advance, fc.record({ node, deltaMs: gapMs }).map(({ node: n, deltaMs }): Command => ({ kind: 'clock-step', node: n, deltaMs }))) : advance;
-  if (has('latency') && ttl && o.clients > 1) {
+  if (has('latency') && has('pause') && ttl && o.clients > 1) {
     // An acquire's rounds interleave with another client: its votes go out, the client stalls before reading them
     // (and before its write-back), time passes or a node's clock jumps, another client acquires, then the first goes on.
     scripts.push({
