@@ -430,6 +430,18 @@ function sendAcquire(world: World, client: number, resource: string, ttlMs: numb
 }
 
 /**
+ * A client given no request timeout may bound its wait by the ttl (then it
+ * gives up at the deadline) or not at all: then it gives up when the late
+ * replies come. The same give-up, later.
+ */
+function readLate(gaveUp: readonly Branch[], f: AcquireFlight, earliestMs: number): Branch[] {
+  if (gaveUp.length === 0 || gaveUp[0]!.next.config.requestTimeoutMs !== undefined) return [];
+  const last = Math.max(...f.arrivals.map((a) => (typeof a === 'number' ? Math.max(a, earliestMs) : Number.NEGATIVE_INFINITY)));
+  if (!Number.isFinite(last) || last <= gaveUp[0]!.next.nowMs || f.arrivals.includes('never')) return [];
+  return gaveUp.map((b) => ({ ...b, next: { ...b.next, nowMs: last } }));
+}
+
+/**
  * The client reads an attempt's replies (from `earliestMs` on: now, or its
  * resume): a grant needs a quorum of replies in time and positive validity
  * ttl - elapsed - drift margin, measured on the client's monotonic clock
@@ -457,7 +469,7 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
         ? []
         : [...(untouched === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: { ...untouched, nowMs: afterNodes.nowMs }, events: [] }]), { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] }];
     // At the ttl itself only a reply read in time races the give-up.
-    if (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean))) return gaveUp;
+    if (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean))) return [...gaveUp, ...readLate(gaveUp, f, earliestMs)];
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
     if (grantedVotes.length >= quorum(design) && validityMs > 0) {
       const token = grantedVotes.reduce((a, b) => (b > a ? b : a));

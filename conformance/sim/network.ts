@@ -1,6 +1,6 @@
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { UnavailableError } from '../../impl/errors.ts';
-import type { Environment } from '../adapter.ts';
+import type { FaultInjectors } from '../faults.ts';
 import type { VirtualTime } from './time.ts';
 
 /**
@@ -146,15 +146,25 @@ export class SimNetwork {
     for (const deliver of waiting) deliver();
   }
 
-  /** The faults this layer injects, as an Environment has them. */
-  faults(): Pick<Environment, 'partition' | 'heal' | 'setDelay' | 'nodeDelay' | 'pause' | 'resume'> {
+  /**
+   * The timing faults this layer injects (issue 11, class 2): late replies
+   * on every operation and rounds in flight across a pause (`latency`; the
+   * clients' clocks must be pausable()), and slow or black-holed nodes
+   * (`nodeDelay`; the clients must take the run's requestTimeoutMs).
+   */
+  timingFaults(): Required<Pick<FaultInjectors, 'latency' | 'nodeDelay'>> {
     return {
+      latency: async (client, ms) => this.setDelay(client, ms),
       nodeDelay: async (node, ms) => this.setNodeDelay(node, ms),
-      partition: async (client, node) => this.cut(client, node),
-      heal: async (client, node) => this.heal(client, node),
-      setDelay: async (client, ms) => this.setDelay(client, ms),
-      pause: async (client) => this.hold(client),
-      resume: async (client) => this.release(client),
+    };
+  }
+
+  /** The faults this layer injects, as injectors of an Environment's `faults` (take the ones the backend offers). */
+  faults(): Required<Pick<FaultInjectors, 'partition' | 'delay' | 'pause'>> {
+    return {
+      partition: { cut: async (client, node) => this.cut(client, node), heal: async (client, node) => this.heal(client, node) },
+      delay: async (client, ms) => this.setDelay(client, ms),
+      pause: { pause: async (client) => this.hold(client), resume: async (client) => this.release(client) },
     };
   }
 }
