@@ -431,8 +431,9 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
   });
   return {
     clients: lockClients,
-    // lockcheck's own client takes the timing faults too: its clock holds timers while paused, and it takes the run's request timeout.
-    env: { ...run.env, faults: { ...run.env.faults, ...network.timingFaults() } },
+    // lockcheck's own client takes the timing faults too (its clock holds timers while paused, it takes the run's request timeout),
+    // on servers lockcheck started: on the user's, paced to real time, they would only lengthen the runs.
+    env: run.shared ? run.env : { ...run.env, faults: { ...run.env.faults, ...network.timingFaults() } },
     close: () => run.close(),
   };
 }
