@@ -25,7 +25,7 @@ export interface CounterexampleFile {
   /** What the deviation costs (unsafe, liveness, safe: ...), for a conformance failure. */
   readonly consequence?: string | null;
   /** The adapter's settings it was found with: the design it was judged by, its capabilities and its library's contract (data, compared on replay). */
-  readonly settings?: { readonly name: string; readonly design: unknown; readonly capabilities: unknown; readonly contract: unknown; readonly faults: readonly string[] };
+  readonly settings?: { readonly name: string; readonly design: unknown; readonly capabilities: unknown; readonly contract: unknown; readonly options?: unknown; readonly faults: readonly string[] };
 }
 
 export type CounterexampleVerdict = 'conformance-failure' | 'property-violation';

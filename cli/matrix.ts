@@ -121,6 +121,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const result: CheckResult = audit
           ? await auditCell(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun })
           : await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
+        for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
         const verdict = result.failure?.report.verdict;
         const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
         const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);

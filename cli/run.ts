@@ -62,7 +62,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
         verdict: failure.report.verdict.kind as CounterexampleVerdict,
         properties: failure.properties as CounterexampleFile['properties'],
         consequence: failure.report.verdict.kind === 'conformance-failure' ? `${failure.report.verdict.consequence.kind}: ${failure.report.verdict.consequence.what}` : null,
-        settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, faults: offered },
+        settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, options: resolved.options ?? null, faults: offered },
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
       };
       writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n');
@@ -108,8 +108,8 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     backend = await resolveBackend(spec, servers);
-    const now = JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null });
-    const then = saved.settings === undefined ? now : JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract });
+    const now = JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null, options: backend.options ?? null });
+    const then = saved.settings === undefined ? now : JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract, options: saved.settings.options ?? null });
     // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);

@@ -155,6 +155,8 @@ export interface BackendUnderTest {
   readonly capabilities: Capabilities;
   /** What the library promises (an npm library audited through its adapter); absent: the design's own behaviour. */
   readonly contract?: LibraryContract;
+  /** The adapter's own options (the library's settings, e.g. its drift factor): recorded in counterexample files, compared on replay. */
+  readonly options?: Readonly<Record<string, string | number | boolean | null>>;
   /** A fresh instance per run. The faults the backend takes are read from its environment's `faults`. */
   start(options: InstanceOptions): Promise<BackendInstance>;
   /**

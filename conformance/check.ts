@@ -12,7 +12,7 @@ import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { offeredFaults } from './backendApi.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
-import type { RunReport } from './verdict.ts';
+import type { ConformanceFailure, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
 
 /**
@@ -116,10 +116,18 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     for (const w of report.warnings ?? []) warnings[w] = (warnings[w] ?? 0) + 1;
     if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
     const verdict = report.verdict;
-    if (typeof failOn === 'object' && 'consequences' in failOn && verdict.kind === 'conformance-failure' && !failOn.consequences.includes(verdict.consequence.kind)) {
-      // An audit goes on past what it is not looking for, and counts it.
-      if (firstFailure === null) deviations[verdict.consequence.kind] = (deviations[verdict.consequence.kind] ?? 0) + 1;
-      return;
+    // Every deviation of the run, in order: those a library audit went past, then the one it ended on.
+    const deviated = [...(report.deviations ?? []), ...(verdict.kind === 'conformance-failure' ? [verdict] : [])];
+    const cutAt = (d: ConformanceFailure): RunReport => (d === verdict ? report : { ...report, verdict: d, steps: report.steps.slice(0, d.step.index + 1), deviations: (report.deviations ?? []).filter((p) => p.step.index < d.step.index) });
+    if (typeof failOn === 'object' && 'consequences' in failOn) {
+      const sought = deviated.find((d) => failOn.consequences.includes(d.consequence.kind));
+      if (sought !== undefined) return failWith(cutAt(sought));
+      // An audit goes on past what it is not looking for, and counts it (each kind once per run).
+      if (firstFailure === null) for (const kind of new Set(deviated.map((d) => d.consequence.kind))) deviations[kind] = (deviations[kind] ?? 0) + 1;
+      if (verdict.kind === 'conformance-failure') return;
+    } else if (deviated.length > 0 && deviated[0] !== verdict) {
+      // Not an audit: the first deviation fails the run, as if the run had stopped there.
+      return failWith(cutAt(deviated[0]!));
     }
     const wanted = typeof failOn === 'object' && 'properties' in failOn ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
     const failed = failOn === 'any' ? report.verdict.kind !== 'pass' && report.verdict.kind !== 'inconclusive' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;

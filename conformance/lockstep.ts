@@ -21,7 +21,8 @@ import { checkEnvironmentApi } from './backendApi.ts';
 import type { FaultInjectors } from './faults.ts';
 import { injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, probes, signalProblem } from './contract.ts';
-import type { ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
+import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
+import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
 
 /**
@@ -94,7 +95,11 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
-  const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design) });
+  // A library audit goes past deviations that are not unsafe where the model can follow what the backend did.
+  const auditing = backend.contract !== undefined;
+  const passed: ConformanceFailure[] = [];
+  const passedMessages = new Set<string>();
+  const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design), ...(passed.length > 0 ? { deviations: passed } : {}) });
   const env = instance.env;
   const owners = new Map<string, Owner>();
 
@@ -148,7 +153,21 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
     const actual = performed.outcome;
     const comparable = comparison(backend);
-    const matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
+    let matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
+    /** A deviation this step went past (a library audit): recorded with the step once it is executed. */
+    let wentPast: { readonly property: PropertyId; readonly consequence: Consequence; readonly message: string } | null = null;
+    if (matching.length === 0 && auditing) {
+      // Resynchronised where it is well defined: the same outcome but for a shorter deadline or another reason of refusal.
+      const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
+      const same = branches.filter((b) => sameKind(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
+      const deviation = `the backend answered ${show(actual)}; the model allows ${[...new Set(branches.map((b) => show(b.outcome)))].join(' or ')}`;
+      const property = same.length > 0 ? implicated(subject, same.map((b) => ({ ...b, outcome: comparable(b.outcome) })), comparable(actual), clientNow, steps) : null;
+      const consequence = property === null ? null : consequenceOf(property, subject, actual, same.map((b) => b.outcome), deviation);
+      if (property !== null && consequence !== null && consequence.kind !== 'unsafe') {
+        wentPast = { property, consequence, message: `${deviation} (the run went on, the model following the backend)` };
+        matching = same;
+      }
+    }
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
       const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
@@ -184,7 +203,13 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const onRelease = released(worlds, drivers);
     const atDeadline = onRelease ?? signalProblem(worlds, held(drivers));
     const signalled = onRelease ?? (contract.deadline === 'none' && atDeadline?.property === 'MUTEX-1' ? null : atDeadline);
-    if (signalled !== null) return fail(signalled.property, signalled.message, actual);
+    // An early loss signal in an audit is the safe direction: noted once, and the run goes on (the client stops using the lease).
+    const early = signalled !== null && auditing && consequenceOf(signalled.property, subject, actual, branches.map((b) => b.outcome), signalled.message).kind === 'safe';
+    if (signalled !== null && !early) return fail(signalled.property, signalled.message, actual);
+    if (signalled !== null && wentPast === null && !passedMessages.has(signalled.message)) {
+      passedMessages.add(signalled.message);
+      wentPast = { property: signalled.property, consequence: consequenceOf(signalled.property, subject, actual, branches.map((b) => b.outcome), signalled.message), message: `${signalled.message} (the run went on)` };
+    }
     // Probes cost round trips: on servers with their own real clocks they would eat the run's timing tolerance.
     const probing = isOperation(command) && backend.capabilities.expiryToleranceMs === undefined && contract.validatesInput !== false;
     const refused = probing ? await probe(instance, worlds, drivers, command, steps.length, backend.capabilities.ttl) : null;
@@ -195,6 +220,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const violations = perBranch.every((v) => v.length > 0) ? perBranch[0]! : [];
     const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, worlds[0]!, drivers);
     steps.push(executed);
+    if (wentPast !== null) passed.push({ kind: 'conformance-failure', ...wentPast, step: executed });
     if (violations.length > 0) {
       const finding: PropertyViolation = { kind: 'property-violation', violations, step: executed };
       if (!options.continueAfterViolation) return report(finding);
@@ -517,6 +543,18 @@ function withoutTokens(o: Outcome): Outcome {
     .with({ kind: 'rejected' }, (r): Outcome => ({ ...r, highest: 0n }))
     .with({ kind: 'value' }, (v): Outcome => ({ ...v, token: null }))
     .otherwise((x) => x);
+}
+
+/** The same outcome but for a deadline or a reason of refusal (tokens and values still agree). */
+function sameKind(a: Outcome, b: Outcome): boolean {
+  const loose = (o: Outcome): Outcome =>
+    match(o)
+      .with({ kind: 'granted' }, (g): Outcome => ({ ...g, validUntilMs: null }))
+      .with({ kind: 'extended' }, (g): Outcome => ({ ...g, validUntilMs: 0 }))
+      .with({ kind: 'denied' }, (d): Outcome => ({ ...d, reason: 'held' }))
+      .with({ kind: 'not-extended' }, (d): Outcome => ({ ...d, reason: 'expired' }))
+      .otherwise((x) => x);
+  return sameOutcome(loose(a), loose(b));
 }
 
 /** Outcomes agree when every field agrees: tokens and deadlines exactly. */
