@@ -413,8 +413,8 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
         raiseToken: (r, t) => network.call(client, index, () => node.raiseToken(r, t)),
       };
     });
-    // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process.
-    const clock = network.pausable(client, run.clocks[client]!);
+    // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process: what the timing faults need (on servers lockcheck started).
+    const clock = run.shared ? run.clocks[client]! : network.pausable(client, run.clocks[client]!);
     const random = (): number => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed / 2 ** 32;
