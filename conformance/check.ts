@@ -10,6 +10,7 @@ import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFo
 import type { ConsequenceKind } from './consequence.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
+import { seedSchedules } from './seeds.ts';
 import { offeredFaults } from './backendApi.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { ConformanceFailure, RunReport } from './verdict.ts';
@@ -47,6 +48,14 @@ export interface CheckOptions {
   readonly onRun?: (run: number, report: RunReport) => void;
   /** A clock for the elapsed figures only. */
   readonly clock?: () => number;
+  /**
+   * Run first, as runs 1, 2, ... (token base 0) before the generated ones,
+   * the model's shortest counterexamples for the backend's design and store
+   * under the faults taken (seedSchedules in seeds.ts), so a predicted
+   * finding shows up in the first runs. They count towards `runs`; a replay
+   * must ask for them too, as its path counts them.
+   */
+  readonly modelSeeds?: boolean;
 }
 
 export interface CheckFailure {
@@ -107,7 +116,9 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
     throw new RunFailed(cut);
   };
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+  // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
+  const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)) : [];
   const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities));
   const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
     run++;
@@ -140,6 +151,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   });
   const details = await fc.check(property, {
     numRuns: options.runs ?? 100,
+    examples: seeds.map((commands): [Command[], bigint, number | undefined] => [commands, 0n, undefined]),
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
