@@ -2,11 +2,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkConformance, runLockstep, simLeaseBackend } from '../conformance/index.ts';
+import { checkConformance, checkMisconfigurations, runLockstep, simLeaseBackend } from '../conformance/index.ts';
 import { designs } from '../model/index.ts';
 import type { Command, Design, StorePolicy } from '../model/index.ts';
 import { BROKEN } from './fixtures/broken.ts';
-import { usingClient } from '../conformance/sim/usingClient.ts';
+import { usingClient, usingMisconfigurations } from '../conformance/sim/usingClient.ts';
+import { using } from '../impl/using.ts';
 import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { TimingError } from '../conformance/sim/time.ts';
 
@@ -19,6 +20,7 @@ const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('in-memory backends built on the model pass every run', () => {
+  const throughUsing = (extendAtFraction: number) => simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => usingClient(lock, using, extendAtFraction) }, 'memory redlock(3) through using() / strict');
   const cases: ReadonlyArray<readonly [Design, StorePolicy]> = [
     [designs.redisSingle(), 'strict'],
     [designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'],
@@ -28,7 +30,7 @@ describe('in-memory backends built on the model pass every run', () => {
   const backends = [
     ...cases.map(([design, store]) => simLeaseBackend(design, store)),
     // Every lease taken through using(), as application code takes it.
-    simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => usingClient(lock) }, 'memory redlock(3) through using() / strict'),
+    { ...throughUsing(0), misconfigurations: [...throughUsing(0).misconfigurations!, ...usingMisconfigurations(throughUsing)] },
     // Session-bound, in memory: lost sessions and signals without a deadline.
     simSessionBackend('strict'),
   ];
@@ -39,6 +41,13 @@ describe('in-memory backends built on the model pass every run', () => {
       expect(result.runs).toBe(SIM_RUNS);
     });
   }
+
+  it('refuse invalid configurations with InvalidInputError naming the option', async () => {
+    const problems = (await Promise.all(backends.map(checkMisconfigurations))).flat();
+    expect(problems).toEqual([]);
+    // Each lease lock is tried with every bad option; the using() one with bad extension fractions too.
+    expect(backends.map((b) => b.misconfigurations?.length ?? 0)).toEqual([10, 10, 10, 10, 13, 0]);
+  });
 
   it('reports the design findings the model predicts, and only as findings', async () => {
     const unfenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'] });
