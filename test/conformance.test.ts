@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkConformance, checkMisconfigurations, runLockstep, simLeaseBackend } from '../conformance/index.ts';
+import type { LockParts } from '../conformance/index.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
+import { InvalidInputError } from '../model/errors.ts';
 import { designs } from '../model/index.ts';
 import type { Command, Design, StorePolicy } from '../model/index.ts';
 import { BROKEN } from './fixtures/broken.ts';
@@ -47,6 +50,23 @@ describe('in-memory backends built on the model pass every run', () => {
     expect(problems).toEqual([]);
     // Each lease lock is tried with every bad option; the using() one with bad extension fractions too.
     expect(backends.map((b) => b.misconfigurations?.length ?? 0)).toEqual([10, 10, 10, 10, 13, 0]);
+  });
+
+  it('reports a lock that takes a bad option instead of refusing it, and an error that does not name the option', async () => {
+    // Clamps driftFactor into range; words its refusal of a negative safety margin vaguely.
+    const lax = simLeaseBackend(designs.redisSingle(), 'strict', {
+      lock: (p) => {
+        const o = p as LockParts & { safetyMarginMs?: number };
+        if ((o.safetyMarginMs ?? 0) < 0) throw new InvalidInputError('invalid-config', 'bad option');
+        return new LeaseLock({ ...o, driftFactor: Math.min(Math.max(Number.isNaN(o.driftFactor) ? 0.01 : o.driftFactor, 0), 0.99) });
+      },
+    });
+    expect(await checkMisconfigurations(lax)).toEqual([
+      `${lax.name}: a lock with driftFactor -0.01 was accepted`,
+      `${lax.name}: a lock with driftFactor 1 was accepted`,
+      `${lax.name}: a lock with driftFactor NaN was accepted`,
+      `${lax.name}: a lock with safetyMarginMs -1 was refused with "invalid-config: bad option", which does not name safetyMarginMs`,
+    ]);
   });
 
   it('reports the design findings the model predicts, and only as findings', async () => {
