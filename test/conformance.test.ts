@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkConformance, checkMisconfigurations, runLockstep, simLeaseBackend } from '../conformance/index.ts';
 import type { LockParts } from '../conformance/index.ts';
+import type { Lease } from '../impl/lease.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { designs } from '../model/index.ts';
@@ -67,6 +68,33 @@ describe('in-memory backends built on the model pass every run', () => {
       `${lax.name}: a lock with driftFactor NaN was accepted`,
       `${lax.name}: a lock with safetyMarginMs -1 was refused with "invalid-config: bad option", which does not name safetyMarginMs`,
     ]);
+  });
+
+  it('using() extends its lease in the background on virtual time while the task runs, and stops and releases when it ends', async () => {
+    // The runner's using() client has no background extension (the model has none it did not ask for): this drives it directly.
+    const locks: LeaseLock[] = [];
+    const backend = simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => (locks.push(lock), usingClient(lock)) });
+    const { env } = await backend.start({ clients: 1, tokenBase: 0n });
+    let lease: Lease | undefined;
+    let finish = (): void => undefined;
+    const task = using(locks[0]!, 'r', { ttlMs: 100, extendAtFraction: 0.5 }, (signal, l) => {
+      lease = l;
+      return new Promise<boolean>((done) => (finish = () => done(signal.aborted)));
+    });
+    const holders = async (): Promise<number> => (await env.inspect!('r')).filter((o) => o === lease!.owner).length;
+    await env.advanceTo(0);
+    // Valid until ttl - (ceil(0.01 * ttl) + 2) = 97; each extension, at half the ttl before the deadline, adds 47 ms.
+    expect(lease!.validUntilMs).toBe(97);
+    for (let t = 10; t <= 350; t += 10) await env.advanceTo(t);
+    expect(lease!.validUntilMs).toBe(97 + 7 * 47);
+    expect(await holders()).toBe(3);
+    finish();
+    expect(await task).toBe(false);
+    expect(lease!.signal.aborted).toBe(true);
+    expect(await holders()).toBe(0);
+    // No extension after the task ended: the deadline stays where it was.
+    await env.advanceTo(1000);
+    expect(lease!.validUntilMs).toBe(97 + 7 * 47);
   });
 
   it('reports the design findings the model predicts, and only as findings', async () => {
