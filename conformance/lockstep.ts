@@ -375,6 +375,8 @@ function signalOf(d: Driver, resource: string): AbortSignal | undefined {
   if (d.unread.delete(resource) && lease !== undefined) {
     const signal: unknown = lease.signal;
     if (!(signal instanceof AbortSignal)) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' has signal ${String(signal)}, which the adapter API does not define`);
+    // One signal per lease: code that reads it again (using() and the task it runs) must hold the same one.
+    if (lease.signal !== signal) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' gives a different signal on each read: a signal read before another may never fire`);
     d.signals.set(resource, signal);
   }
   return d.signals.get(resource);
