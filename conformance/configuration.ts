@@ -17,7 +17,8 @@ export interface Misconfiguration {
 /**
  * Tries each of the backend's misconfigurations (spec: bad input gets a clear
  * typed error). Returns one line per configuration that was accepted, or
- * refused otherwise than with an InvalidInputError naming its option.
+ * refused otherwise than with an InvalidInputError of code invalid-config
+ * whose message names the option.
  */
 export async function checkMisconfigurations(backend: BackendUnderTest): Promise<string[]> {
   const problems: string[] = [];
@@ -28,6 +29,7 @@ export async function checkMisconfigurations(backend: BackendUnderTest): Promise
     );
     if (error === null) problems.push(`${backend.name}: ${m.what} was accepted`);
     else if (!isInvalidInput(error)) problems.push(`${backend.name}: ${m.what} was refused with ${String(error)}, not with InvalidInputError`);
+    else if ((error as { code?: unknown }).code !== 'invalid-config') problems.push(`${backend.name}: ${m.what} was refused with code ${String((error as { code?: unknown }).code)}, not invalid-config`);
     else if (!(error as Error).message.includes(m.names)) problems.push(`${backend.name}: ${m.what} was refused with "${(error as Error).message}", which does not name ${m.names}`);
   }
   return problems;

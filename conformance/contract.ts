@@ -1,4 +1,5 @@
 import { InvalidInputError, MAX_TOKEN, MAX_TTL_MS } from '../model/errors.ts';
+import type { ModelErrorCode } from '../model/errors.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { holdsValid } from '../model/world.ts';
 import type { World } from '../model/state.ts';
@@ -127,6 +128,8 @@ export interface Probe {
   readonly what: string;
   /** The input the error message must name: a clear error says what to fix. */
   readonly names: string;
+  /** The error's code (spec: the table of InvalidInputError codes). */
+  readonly code: ModelErrorCode;
   readonly call: () => Promise<unknown>;
 }
 
@@ -136,7 +139,8 @@ export interface Probe {
  * extension to a bad ttl, tokens below 0 and above 2^63-1 at the store.
  */
 export function probes(client: LockClient, resource: string, ttl: boolean, lease: Lease | undefined): Probe[] {
-  const acquire = (what: string, names: string, r: string, options: Record<string, unknown>): Probe => ({ what, names, call: () => client.acquire(r, options as never) });
+  const CODES: Record<string, ModelErrorCode> = { resource: 'invalid-resource', ttl: 'invalid-ttl', retries: 'precondition', retryDelayMs: 'invalid-duration' };
+  const acquire = (what: string, names: string, r: string, options: Record<string, unknown>): Probe => ({ what, names, code: CODES[names]!, call: () => client.acquire(r, options as never) });
   const ttlMs = ttl ? { ttlMs: 10 } : {};
   const list: Probe[] = [
     acquire("acquire('')", 'resource', '', ttlMs),
@@ -146,13 +150,13 @@ export function probes(client: LockClient, resource: string, ttl: boolean, lease
     acquire('acquire with retries 101', 'retries', resource, { ...ttlMs, retries: 101 }),
     acquire('acquire with retries 0.5', 'retries', resource, { ...ttlMs, retries: 0.5 }),
     acquire('acquire with retryDelayMs -1', 'retryDelayMs', resource, { ...ttlMs, retries: 1, retryDelayMs: -1 }),
-    { what: 'write with token -1', names: 'token', call: () => client.store.write(resource, -1n, 'x') },
-    { what: 'write with token 2^63', names: 'token', call: () => client.store.write(resource, MAX_TOKEN + 1n, 'x') },
+    { what: 'write with token -1', names: 'token', code: 'invalid-token', call: () => client.store.write(resource, -1n, 'x') },
+    { what: 'write with token 2^63', names: 'token', code: 'invalid-token', call: () => client.store.write(resource, MAX_TOKEN + 1n, 'x') },
   ];
   if (ttl) {
     list.push(acquire('acquire with ttl 0', 'ttl', resource, { ttlMs: 0 }), acquire('acquire with ttl 1.5', 'ttl', resource, { ttlMs: 1.5 }), acquire(`acquire with ttl ${MAX_TTL_MS + 1}`, 'ttl', resource, { ttlMs: MAX_TTL_MS + 1 }));
     const extend = client.extend?.bind(client);
-    if (lease !== undefined && extend !== undefined) list.push({ what: 'extend to ttl -1', names: 'ttl', call: () => extend(lease, -1) });
+    if (lease !== undefined && extend !== undefined) list.push({ what: 'extend to ttl -1', names: 'ttl', code: 'invalid-ttl', call: () => extend(lease, -1) });
   }
   return list;
 }

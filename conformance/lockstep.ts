@@ -417,6 +417,7 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
   );
   if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
   if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${error instanceof Error ? `${error.name}: ${error.message}` : JSON.stringify(error)}`}, not with InvalidInputError`);
+  if ((error as InvalidInputError).code !== p.code) return new ContractBreach(property, `invalid input (${p.what}) was refused with code ${String((error as InvalidInputError).code)}, not ${p.code}`);
   if (!(error as Error).message?.includes(p.names)) return new ContractBreach(property, `invalid input (${p.what}) was refused with "${(error as Error).message}", which does not name ${p.names}`);
   const after = await state();
   if (before !== after) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before} -> ${after}`);

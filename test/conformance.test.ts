@@ -54,11 +54,12 @@ describe('in-memory backends built on the model pass every run', () => {
   });
 
   it('reports a lock that takes a bad option instead of refusing it, and an error that does not name the option', async () => {
-    // Clamps driftFactor into range; words its refusal of a negative safety margin vaguely.
+    // Clamps driftFactor into range; words its refusal of a negative safety margin vaguely; gives a large clock margin the wrong code.
     const lax = simLeaseBackend(designs.redisSingle(), 'strict', {
       lock: (p) => {
         const o = p as LockParts & { safetyMarginMs?: number };
         if ((o.safetyMarginMs ?? 0) < 0) throw new InvalidInputError('invalid-config', 'bad option');
+        if (o.clockMarginMs > 1000) throw new InvalidInputError('precondition', 'clockMarginMs too large');
         return new LeaseLock({ ...o, driftFactor: Math.min(Math.max(Number.isNaN(o.driftFactor) ? 0.01 : o.driftFactor, 0), 0.99) });
       },
     });
@@ -66,6 +67,7 @@ describe('in-memory backends built on the model pass every run', () => {
       `${lax.name}: a lock with driftFactor -0.01 was accepted`,
       `${lax.name}: a lock with driftFactor 1 was accepted`,
       `${lax.name}: a lock with driftFactor NaN was accepted`,
+      `${lax.name}: a lock with clockMarginMs 1001 was refused with code precondition, not invalid-config`,
       `${lax.name}: a lock with safetyMarginMs -1 was refused with "invalid-config: bad option", which does not name safetyMarginMs`,
     ]);
   });
