@@ -99,8 +99,9 @@ export function editsOf(body: string, language: 'lua' | 'sql'): Edit[] {
   };
   for (const m of body.matchAll(/(?<![\w$.[])(\d+)(?![\w.\]])/g)) {
     if (skipInterpolation(m.index!) || insideText(m.index!, m[0].length)) continue;
-    const n = Number(m[1]);
-    for (const to of [n + 1, n - 1]) if (to >= 0) edits.push({ at: m.index!, length: m[0].length, text: String(to), what: `constant ${n} -> ${to}` });
+    // BigInt: a token constant (2^63-1) is past a double's exact range.
+    const n = BigInt(m[1]!);
+    for (const to of [n + 1n, n - 1n]) if (to >= 0n) edits.push({ at: m.index!, length: m[0].length, text: String(to), what: `constant ${n} -> ${to}` });
   }
   // Swap each pair of keys (KEYS[i] with KEYS[j], ARGV[i] with ARGV[j], $i with $j).
   const keyPattern = language === 'lua' ? /(KEYS|ARGV)\[(\d)\]/g : /\$(\d)/g;
