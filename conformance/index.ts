@@ -15,5 +15,7 @@ export { checkMisconfigurations } from './configuration.ts';
 export type { Misconfiguration } from './configuration.ts';
 export type { CheckFailure, CheckOptions, CheckResult } from './check.ts';
 export { htmlTimeline, textTimeline } from './timeline.ts';
-export { simLeaseBackend, SIM_FAULTS } from './sim/backend.ts';
+export { simLeaseBackend } from './sim/backend.ts';
+export { FAULT_KINDS, faultKindsOf, isFaultKind, describeFaultKind, FaultNotOfferedError } from './faults.ts';
+export { AdapterApiError, checkBackendApi, offeredFaults } from './backendApi.ts';
 export type { LockParts, SimParts } from './sim/backend.ts';

@@ -17,7 +17,7 @@
  * - no fencing tokens, no client-side timeout, no input checks (an empty
  *   key throws a plain Error).
  * Time: the library reads Date.now() for acquireTimeout; it reads the
- * client's wall clock (wallClock.ts) during the client's calls.
+ * client's wall clock (libraryClock.ts) during the client's calls.
  */
 import type { Redis } from 'ioredis';
 import redisSemaphoreModule from 'redis-semaphore';
@@ -27,11 +27,11 @@ import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, FaultKind, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, LibraryContract, LockClient } from '../adapter.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
-import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
+import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import { linked } from './redlock.ts';
-import { onWallClock, onWallClockInstance } from './wallClock.ts';
+import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
 
 type MutexClass = typeof redisSemaphoreModule.Mutex;
 /** The CommonJS module's exports: node hands over the exports object as the default import. */
@@ -47,7 +47,7 @@ interface Refreshable {
   _refresh(): Promise<boolean>;
 }
 
-export function redisSemaphoreMutexBackend(cluster: RedisCluster, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+export function redisSemaphoreMutexBackend(cluster: RedisCluster, options: { readonly name?: string } = {}): BackendUnderTest {
   const design = designs.redisSingle();
   if (cluster.persistence === 'aof-always') throw new Error(`redis-semaphore: the cluster's persistence (${cluster.persistence}) does not match redis-single without persistence`);
   return {
@@ -55,18 +55,17 @@ export function redisSemaphoreMutexBackend(cluster: RedisCluster, options: { rea
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     contract: REDIS_SEMAPHORE_CONTRACT,
-    faults: faultsOn(cluster, options.faults),
     start: ({ clients }) => startInstance(cluster, clients),
   };
 }
 
 async function startInstance(cluster: RedisCluster, clients: number): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, designs.redisSingle(), { clients, lockKey: mutexKey });
-  return onWallClockInstance(run, async () => {
+  return onLibraryClockInstance(run, async () => {
     if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
     const lockClients: LockClient[] = run.connections.map((conn, client) => {
       const clock = run.clocks[client]!;
-      const onWall = <T>(fn: () => T): T => onWallClock(() => clock.now(), fn);
+      const onWall = <T>(fn: () => T): T => onClientClock(clock, fn);
       const redis: Redis = linked(conn.nodes[0]!, new Set(['set', 'evalsha', 'eval']), run.network, client, 0);
       const held = new Map<Lease, { handle: LeaseHandle; mutex: InstanceType<MutexClass> }>();
       const attempt = (resource: string, ttlMs: number): Promise<AcquireResult> =>
