@@ -315,11 +315,15 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       const lease = d.leases.get(r.resource);
       if (lease === undefined) return outcome({ kind: 'not-held' });
       d.released.set(r.resource, (d.released.get(r.resource) ?? new Set()).add(lease.owner));
-      const signal = signalOf(d, r.resource);
+      // Code that never looked at the signal releases without reading it: the signal, read after, must have fired.
+      const unread = d.unread.delete(r.resource);
+      const signal = unread ? undefined : signalOf(d, r.resource);
       // Released by the client: its signal is judged by the release (see released()), not against the model's deadline.
       if (signal !== undefined) d.releasing = { resource: r.resource, signal, firedBefore: signal.aborted };
       d.signals.delete(r.resource);
       await client.release(lease);
+      // Read after the release, it may say 'expired' for a lease that ran out as it was released: only its firing is judged.
+      if (unread) d.releasing = { resource: r.resource, signal: lease.signal, firedBefore: true };
       return outcome({ kind: 'released' });
     })
     .with({ kind: 'write' }, async (w): Promise<Performed> => {
