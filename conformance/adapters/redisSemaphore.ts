@@ -55,6 +55,7 @@ export function redisSemaphoreMutexBackend(cluster: RedisCluster, options: { rea
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     contract: REDIS_SEMAPHORE_CONTRACT,
+    options: { acquireAttemptsLimit: 1, refreshInterval: 0 },
     start: ({ clients }) => startInstance(cluster, clients),
   };
 }
