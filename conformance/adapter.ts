@@ -4,6 +4,7 @@ import type { AcquireOptions, AcquireResult, ExtendResult } from '../impl/leaseL
 import type { Lease } from '../impl/lease.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
+import type { Misconfiguration } from './configuration.ts';
 
 /**
  * The adapter API: what a lock backend implements to be checked by the
@@ -178,4 +179,6 @@ export interface BackendUnderTest {
    * when they are done with it; checkConformance leaves it to its caller.
    */
   close?(): Promise<void>;
+  /** Configurations the backend must refuse with InvalidInputError naming the option (checkMisconfigurations tries them). */
+  readonly misconfigurations?: readonly Misconfiguration[];
 }

@@ -48,8 +48,15 @@ export interface LockstepOptions {
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
 interface Driver {
   readonly leases: Map<string, Lease>;
-  /** Each lease's signal, read once when it was granted and held from then on, as `using()` hands it to user code. */
+  /** Each lease's signal, read once and held from then on, as `using()` hands it to user code. */
   readonly signals: Map<string, AbortSignal>;
+  /**
+   * Leases whose signal user code has not read yet: every second grant's is
+   * read only when first needed (a guarded write, a release), as code that
+   * looks at `lease.signal` late does; a lease must judge its deadline then.
+   */
+  readonly unread: Set<string>;
+  grants: number;
   /** A release sent in this step: its signal is judged once the model says whether the lease is gone or one level of a stack. */
   releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean; unknown?: true } | null;
   /** Owner values of leases this client released: no node may keep them once the model has them gone. */
@@ -92,7 +99,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     }),
   ];
-  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
+  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), unread: new Set(), grants: 0, releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
   // A library audit goes past deviations that are not unsafe where the model can follow what the backend did.
@@ -189,7 +196,15 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     if (performed.granted !== undefined) {
       const d = drivers[performed.granted.client]!;
       d.leases.set(performed.granted.resource, performed.granted.lease);
-      d.signals.set(performed.granted.resource, performed.granted.lease.signal);
+      // A new grant on the resource: the signal held for an earlier lease on it is no longer this lease's.
+      d.signals.delete(performed.granted.resource);
+      d.unread.add(performed.granted.resource);
+      try {
+        if (d.grants++ % 2 === 0) signalOf(d, performed.granted.resource);
+      } catch (e) {
+        if (e instanceof ContractBreach) return fail(e.property, e.message, actual);
+        throw e;
+      }
       if (subject.kind === 'acquire' && subject.ttlMs !== undefined) acquiredTtl.set(`${performed.granted.client}/${performed.granted.resource}`, subject.ttlMs);
     }
     await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
@@ -282,7 +297,7 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       const d = drivers[c.client]!;
       const w = c.pendingWrite;
       const lease = w === undefined ? undefined : d.leases.get(w.resource);
-      const signal = w === undefined ? undefined : d.signals.get(w.resource);
+      const signal = w === undefined ? undefined : signalOf(d, w.resource);
       // The lease check happens before the pause; the write itself after it.
       d.pendingWrite = w !== undefined && lease !== undefined && signal !== undefined && !signal.aborted ? { resource: w.resource, value: w.value, token: lease.token } : null;
       return ok(await fault('pause').pause(c.client));
@@ -351,16 +366,20 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       const lease = d.leases.get(r.resource);
       if (lease === undefined) return outcome({ kind: 'not-held' });
       d.released.set(r.resource, (d.released.get(r.resource) ?? new Set()).add(lease.owner));
-      const signal = d.signals.get(r.resource);
+      // Code that never looked at the signal releases without reading it: the signal, read after, must have fired.
+      const unread = d.unread.delete(r.resource);
+      const signal = unread ? undefined : signalOf(d, r.resource);
       // Released by the client: its signal is judged by the release (see released()), not against the model's deadline.
       if (signal !== undefined) d.releasing = { resource: r.resource, signal, firedBefore: signal.aborted };
       d.signals.delete(r.resource);
       await late(backend, instance, r, () => client.release(lease));
+      // Read after the release, it may say 'expired' for a lease that ran out as it was released: only its firing is judged.
+      if (unread) d.releasing = { resource: r.resource, signal: lease.signal, firedBefore: true };
       return outcome({ kind: 'released' });
     })
     .with({ kind: 'write' }, async (w): Promise<Performed> => {
       const lease = d.leases.get(w.resource);
-      const signal = d.signals.get(w.resource);
+      const signal = signalOf(d, w.resource);
       // The guarded write: the signal held since the grant is the client's only word on validity.
       if (lease === undefined || signal === undefined || signal.aborted) return outcome({ kind: 'not-held' });
       const r = checkWriteResult(await late(backend, instance, w, () => client.store.write(w.resource, lease.token, w.value)));
@@ -402,6 +421,7 @@ function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): vo
       if (modelLease === undefined) {
         d.leases.delete(resource);
         d.signals.delete(resource);
+        d.unread.delete(resource);
       } else owners.set(lease.owner, modelLease.owner);
     }
   });
@@ -432,6 +452,19 @@ function released(worlds: readonly World[], drivers: Driver[]): ContractBreach |
     }
   }
   return null;
+}
+
+/** The lease's signal as user code holds it: read now if it was not yet, then kept. */
+function signalOf(d: Driver, resource: string): AbortSignal | undefined {
+  const lease = d.leases.get(resource);
+  if (d.unread.delete(resource) && lease !== undefined) {
+    const signal: unknown = lease.signal;
+    if (!(signal instanceof AbortSignal)) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' has signal ${String(signal)}, which the adapter API does not define`);
+    // One signal per lease: code that reads it again (using() and the task it runs) must hold the same one.
+    if (lease.signal !== signal) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' gives a different signal on each read: a signal read before another may never fire`);
+    d.signals.set(resource, signal);
+  }
+  return d.signals.get(resource);
 }
 
 function held(drivers: readonly Driver[]): Array<Map<string, HeldLease>> {
@@ -469,6 +502,8 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
   );
   if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
   if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${error instanceof Error ? `${error.name}: ${error.message}` : JSON.stringify(error)}`}, not with InvalidInputError`);
+  if ((error as InvalidInputError).code !== p.code) return new ContractBreach(property, `invalid input (${p.what}) was refused with code ${String((error as InvalidInputError).code)}, not ${p.code}`);
+  if (!(error as Error).message?.includes(p.names)) return new ContractBreach(property, `invalid input (${p.what}) was refused with "${(error as Error).message}", which does not name ${p.names}`);
   const after = await state();
   if (before !== after) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before} -> ${after}`);
   return null;

@@ -11,6 +11,7 @@ import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFo
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
+import { checkMisconfigurations } from './configuration.ts';
 
 /**
  * Registers the conformance suite for a backend in the caller's vitest file:
@@ -96,4 +97,10 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
     },
     o.timeoutMs ?? 120_000,
   );
+  if ((backend.misconfigurations?.length ?? 0) > 0) {
+    test(`${backend.name} refuses ${backend.misconfigurations!.length} invalid configurations with InvalidInputError naming the option`, async () => {
+      const problems = await checkMisconfigurations(backend);
+      if (problems.length > 0) throw new Error(problems.join('\n'));
+    });
+  }
 }

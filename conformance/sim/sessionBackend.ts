@@ -2,7 +2,7 @@ import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { StorePolicy } from '../../model/design.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, designs } from '../../model/design.ts';
-import { checkResource, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkResource, InvalidInputError } from '../../model/errors.ts';
 import { sleep } from '../../impl/clock.ts';
 import { TimeoutError, UnavailableError, withTimeout } from '../../impl/errors.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
@@ -104,6 +104,7 @@ export class SimSessionLock {
     if (options.ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a session lock has no ttl');
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
     for (let attempt = 0; ; attempt++) {
       const session = this.#session;
       const r = await withTimeout(this.clock, this.statementTimeoutMs, 'statement', this.network.call(this.client, 0, () => this.server.tryLock(session, resource))).catch((e: unknown) => {
@@ -130,7 +131,7 @@ export class SimSessionLock {
         return { kind: 'granted', lease: held.lease };
       }
       if (attempt >= retries) return { kind: 'denied', reason: 'held' };
-      await sleep(this.clock, options.retryDelayMs ?? 0);
+      await sleep(this.clock, retryDelayMs);
     }
   }
 
