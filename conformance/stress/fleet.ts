@@ -56,12 +56,18 @@ export class ClientFleet {
             clearTimeout(timer);
             reject(new Error(`client process ${i} exited during start-up (${signal ?? code})\n${stderr[i]}`));
           });
+          let started = false;
           child.on('message', (raw: unknown) => {
             const m = raw as FromClient;
             if (m.kind === 'ready') {
               clearTimeout(timer);
+              started = true;
               resolve();
             } else onMessage(i, m);
+          });
+          // A client process that dies in a run (a library that crashes it on an unhandled 'error') is that client's error.
+          child.once('exit', (code, signal) => {
+            if (started) onMessage(i, { kind: 'error', message: `its process exited (${signal ?? `code ${code}`}): ${lastLine(stderr[i]!)}` });
           });
         }),
       );
@@ -78,6 +84,12 @@ export class ClientFleet {
 
   get size(): number {
     return this.#children.length;
+  }
+
+  /** The client's process is still there (it may have died in an earlier run). */
+  alive(client: number): boolean {
+    const child = this.#children[client]!;
+    return child.exitCode === null && child.signalCode === null && child.connected;
   }
 
   start(client: number, config: ClientConfig): void {
@@ -143,6 +155,11 @@ export class ClientFleet {
     const child = this.#children[client]!;
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   }
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n').filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
+  return (lines.find((l) => /Error/.test(l)) ?? lines[lines.length - 1] ?? 'no message').slice(0, 300);
 }
 
 function killChild(child: ChildProcess): void {

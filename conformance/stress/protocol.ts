@@ -1,4 +1,6 @@
+import type { ConcurrentServers } from '../adapter.ts';
 import type { HistoryEvent, MetaEvent } from '../history/event.ts';
+import type { AdapterRef } from './adapterRef.ts';
 
 /** What clients and the nemesis record: every event but the header. */
 export type RecordedEvent = Exclude<HistoryEvent, MetaEvent>;
@@ -13,7 +15,10 @@ export type ClientBackend =
   | { readonly kind: 'redis'; readonly nodes: readonly string[]; readonly store: string; readonly storePolicy: FencePolicy }
   | { readonly kind: 'pg-session'; readonly url: string; readonly storePolicy: FencePolicy }
   /** The write goes into the lock's own transaction: committed with the release, discarded with the lock. */
-  | { readonly kind: 'pg-xact'; readonly url: string };
+  | { readonly kind: 'pg-xact'; readonly url: string }
+  /** An adapter's concurrent client on the servers it asked for; the register is in the Redis store, or in PostgreSQL outside the lock. */
+  /** `tokens: false`: its leases carry no fencing token, and the history records none. */
+  | { readonly kind: 'adapter'; readonly adapter: AdapterRef; readonly tokens: boolean; readonly servers: ConcurrentServers; readonly store: string | null; readonly storePolicy: FencePolicy };
 
 /** The register's store: plain (every write lands) or fenced by the lease's token with a policy (spec FENCE-2). */
 export type FencePolicy = 'unfenced' | 'monotonic' | 'strict';

@@ -1,3 +1,6 @@
+import type { ConcurrentClient } from '../adapter.ts';
+import { keysFor } from '../../impl/redis/keys.ts';
+import type { AdapterRef } from './adapterRef.ts';
 import type { RecordedEvent } from './protocol.ts';
 import { ClientFleet } from './fleet.ts';
 import type { NemesisFault } from './nemesis.ts';
@@ -37,6 +40,20 @@ export interface RunOptions {
   readonly maxFaults?: number;
   /** A killed server stays down at least this long (Redlock's delayed restart: longer than any ttl). Default 0. */
   readonly restartDelayMs?: number;
+  /** The clients drive this adapter's concurrent client instead of the layout's own lock (its servers: layoutOf). */
+  readonly adapter?: StressAdapter;
+}
+
+/** An adapter in a stress run: where the client processes load it from, and its client as loaded here. */
+export interface StressAdapter {
+  readonly name: string;
+  readonly ref: AdapterRef;
+  readonly client: ConcurrentClient;
+}
+
+/** The servers an adapter's concurrent client asks for, as the stress backend that starts them. */
+export function layoutOf(client: ConcurrentClient): StressBackend {
+  return client.servers.kind === 'postgres' ? 'pg-session' : client.servers.nodes === 1 ? 'redis-single' : 'redlock';
 }
 
 export interface StressRun {
@@ -57,6 +74,10 @@ export function checkStressOptions(backend: StressBackend, o: RunOptions): void 
     if (why !== null) throw new RangeError(why);
   }
   if (o.ttlMinMs > o.ttlMaxMs) throw new RangeError(`ttl range ${o.ttlMinMs}-${o.ttlMaxMs} is empty`);
+  if (o.adapter !== undefined) {
+    if (layoutOf(o.adapter.client) !== backend) throw new RangeError(`${o.adapter.name} runs on ${layoutOf(o.adapter.client)} servers, not ${backend}`);
+    if (o.adapter.client.tokens === false && o.store !== 'unfenced') throw new RangeError(`${o.adapter.name} hands out no fencing tokens: its register's store must be unfenced, not ${o.store}`);
+  }
 }
 
 export async function runStress(o: StressOptions): Promise<StressRun> {
@@ -135,7 +156,7 @@ export class StressSession {
     const random = new Random(o.seed);
     const recorder = new Recorder();
     const clientErrors: string[] = [];
-    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0 });
+    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0, lockKey: o.adapter?.client.lockKey ?? ((r) => keysFor(r).lock) });
     let cycles = 0;
     let done = 0;
     let allDone!: () => void;
@@ -165,15 +186,21 @@ export class StressSession {
     const gate = o.nemesis.some(isTargeted);
     const prefix = `s${this.#runs++}-`;
     for (let c = 0; c < clients; c++) {
+      if (!fleet.alive(c)) {
+        clientErrors.push(`client ${c}: its process is gone (it exited in an earlier run)`);
+        if (++done === clients) allDone();
+        continue;
+      }
       fleet.start(c, {
         process: c,
         seed: (o.seed + 7919 * (c + 1)) | 0,
-        backend: this.#servers.clientBackend(c, o.store),
+        backend: this.#servers.clientBackend(c, o.store, o.adapter !== undefined ? { ref: o.adapter.ref, tokens: o.adapter.client.tokens ?? true } : undefined),
         workload: { resources: o.resources, prefix, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, untilMs, maxCycles: o.maxCycles ?? Number.MAX_SAFE_INTEGER, gate },
       });
     }
-    this.#progress(`${backend}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
-    const ticker = setInterval(() => this.#progress(`${backend}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
+    const label = o.adapter?.name ?? backend;
+    this.#progress(`${label}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
+    const ticker = setInterval(() => this.#progress(`${label}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
     try {
       await Promise.race([nemesis.run(untilMs, o.maxFaults), finished]);
       await nemesis.finish();
