@@ -67,7 +67,7 @@ export class ClientFleet {
           });
           // A client process that dies in a run (a library that crashes it on an unhandled 'error') is that client's error.
           child.once('exit', (code, signal) => {
-            if (started) onMessage(i, { kind: 'error', message: `its process exited (${signal ?? `code ${code}`}): ${lastLine(stderr[i]!)}` });
+            if (started) onMessage(i, { kind: 'exited', message: `its process exited (${signal ?? `code ${code}`}): ${lastLine(stderr[i]!)}` });
           });
         }),
       );
@@ -159,7 +159,8 @@ export class ClientFleet {
 
 function lastLine(text: string): string {
   const lines = text.trim().split('\n').filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
-  return (lines.find((l) => /Error/.test(l)) ?? lines[lines.length - 1] ?? 'no message').slice(0, 300);
+  // Node prints the error's own line (`Error: …`, `error: …`) between the throwing source line and the stack.
+  return (lines.find((l) => /^[\w.]*(Error|error)( \[\w+\])?: /.test(l.trim())) ?? lines[lines.length - 1] ?? 'no message').trim().slice(0, 300);
 }
 
 function killChild(child: ChildProcess): void {

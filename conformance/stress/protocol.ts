@@ -68,4 +68,6 @@ export type FromClient =
   | { readonly kind: 'events'; readonly events: readonly RecordedEvent[] }
   | GateRequest
   | { readonly kind: 'done'; readonly cycles: number }
-  | { readonly kind: 'error'; readonly message: string };
+  | { readonly kind: 'error'; readonly message: string }
+  /** Not sent by a client: the fleet's word that a client process died during a run. */
+  | { readonly kind: 'exited'; readonly message: string };

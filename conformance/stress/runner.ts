@@ -158,9 +158,13 @@ export class StressSession {
     const clientErrors: string[] = [];
     const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0, lockKey: o.adapter?.client.lockKey ?? ((r) => keysFor(r).lock) });
     let cycles = 0;
-    let done = 0;
+    const finishedClients = new Set<number>();
     let allDone!: () => void;
     const finished = new Promise<void>((resolve) => (allDone = resolve));
+    const finish = (client: number): void => {
+      finishedClients.add(client);
+      if (finishedClients.size === clients) allDone();
+    };
     this.#route = (client, m) => {
       switch (m.kind) {
         case 'events':
@@ -171,11 +175,16 @@ export class StressSession {
           return;
         case 'done':
           cycles += m.cycles;
-          if (++done === clients) allDone();
+          finish(client);
           return;
         case 'error':
           clientErrors.push(`client ${client}: ${m.message}`);
-          if (++done === clients) allDone();
+          finish(client);
+          return;
+        case 'exited':
+          clientErrors.push(`client ${client}: ${m.message}`);
+          recorder.endHolds(client, 'process-exited');
+          finish(client);
           return;
         case 'ready':
           return;
@@ -188,7 +197,7 @@ export class StressSession {
     for (let c = 0; c < clients; c++) {
       if (!fleet.alive(c)) {
         clientErrors.push(`client ${c}: its process is gone (it exited in an earlier run)`);
-        if (++done === clients) allDone();
+        finish(c);
         continue;
       }
       fleet.start(c, {
