@@ -113,10 +113,10 @@ export function ioredisLockBackend(cluster: RedisCluster, options: { readonly na
               } catch (error) {
                 if (!(error instanceof LockExtendError)) throw error;
                 if (/had expired/.test(error.message)) {
-                  // The library dropped the lock: its caller no longer holds it.
+                  // The key was not ours any more: the node did not extend it (the model's 'no-quorum'), and the library
+                  // dropped the lock, so its caller no longer holds it (the safe direction while the model still has it valid).
                   locks.delete(lease);
                   held.handle.lose('expired');
-                  return { kind: 'not-extended', reason: 'expired' };
                 }
                 return { kind: 'not-extended', reason: 'no-quorum' };
               }

@@ -133,10 +133,10 @@ async function startInstance(kind: SemaphoreMutexKind, cluster: RedisCluster, de
               // The library tells its caller nothing but success; the runner compares no deadline for it (contract: deadline none).
               return { kind: 'extended', validUntilMs: clock.now() + ttlMs };
             }
-            // What its setInterval would do: the lock is lost (onLockLost).
+            // What its setInterval would do: the lock is lost (onLockLost). The nodes did not extend it: the model's 'no-quorum'.
             held.delete(lease);
             h.handle.lose('expired');
-            return { kind: 'not-extended', reason: 'expired' };
+            return { kind: 'not-extended', reason: 'no-quorum' };
           }),
         async release(lease) {
           const h = held.get(lease);

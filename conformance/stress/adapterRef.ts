@@ -27,7 +27,7 @@ export function concurrentOf(mod: Readonly<Record<string, unknown>>, where: stri
   const d = mod['default'];
   const found = mod['concurrent'] ?? (typeof d === 'object' && d !== null ? (d as { concurrent?: unknown }).concurrent : undefined);
   if (found === undefined) {
-    throw new TypeError(`'${where}' offers no concurrent client: give its backend a \`concurrent\` member (ConcurrentClient, docs/adapter.md#concurrent-clients)${typeof d === 'function' ? ', exported by name (`export const concurrent`) since its default export is a function' : ''}`);
+    throw new TypeError(`'${where}' offers no concurrent client: give its backend a \`concurrent\` member (ConcurrentClient, docs/adapter.md#concurrent-clients-lockcheck-stress-on-your-adapter)${typeof d === 'function' ? ', exported by name (`export const concurrent`) since its default export is a function' : ''}`);
   }
   const c = found as Partial<ConcurrentClient>;
   const s = c.servers as { kind?: unknown; nodes?: unknown } | undefined;
