@@ -274,7 +274,7 @@ export async function resolveStressTarget(spec: string): Promise<{ backend: Stre
     const client = await libraryConcurrent(library.library);
     return { backend: layoutOf(client), adapter: { name: library.name, ref: { kind: 'library', library: library.library }, client } };
   }
-  if (!/[/\\.]/.test(spec)) {
+  if (spec.startsWith('lib:') || !/[/\\.]/.test(spec)) {
     throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (${LIBRARY_AUDITS.map((b) => b.name).join(', ')}) or the path of an adapter module; got '${spec}'`);
   }
   const path = resolve(spec);
