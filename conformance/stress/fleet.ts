@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { onExitKill } from '../env/processes.ts';
+import type { AdapterRef } from './adapterRef.ts';
 import type { ClientConfig, FromClient, ToClient } from './protocol.ts';
 
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
@@ -90,6 +91,11 @@ export class ClientFleet {
   alive(client: number): boolean {
     const child = this.#children[client]!;
     return child.exitCode === null && child.signalCode === null && child.connected;
+  }
+
+  /** Asks the client to load an adapter before a run (it answers `prepared`). */
+  prepare(client: number, adapter: AdapterRef): void {
+    this.#send(client, { kind: 'prepare', adapter });
   }
 
   start(client: number, config: ClientConfig): void {

@@ -45,6 +45,8 @@ export interface ClientConfig {
 }
 
 export type ToClient =
+  /** Load an adapter's concurrent client now (answered by `prepared`), so that the run's time is not spent importing it. */
+  | { readonly kind: 'prepare'; readonly adapter: AdapterRef }
   | { readonly kind: 'start'; readonly config: ClientConfig }
   /** The gate opens: write now. */
   | { readonly kind: 'go' }
@@ -65,6 +67,8 @@ export interface GateRequest {
 
 export type FromClient =
   | { readonly kind: 'ready' }
+  /** The adapter is loaded (or `error` says why not). */
+  | { readonly kind: 'prepared'; readonly error?: string }
   | { readonly kind: 'events'; readonly events: readonly RecordedEvent[] }
   | GateRequest
   | { readonly kind: 'done'; readonly cycles: number }

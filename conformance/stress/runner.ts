@@ -153,6 +153,7 @@ export class StressSession {
     const t0 = sharedNowMs();
     const { clients, backend } = this.#o;
     const fleet = this.#fleet;
+    if (o.adapter !== undefined) await this.#prepare(o.adapter);
     const random = new Random(o.seed);
     const recorder = new Recorder();
     const clientErrors: string[] = [];
@@ -187,6 +188,7 @@ export class StressSession {
           finish(client);
           return;
         case 'ready':
+        case 'prepared':
           return;
       }
     };
@@ -232,6 +234,29 @@ export class StressSession {
     return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors };
   }
 
+  /** Has every live client process load the adapter before the run's clock starts (bounded); a failure to load ends the run. */
+  async #prepare(adapter: StressAdapter): Promise<void> {
+    const live = Array.from({ length: this.#o.clients }, (_v, c) => c).filter((c) => this.#fleet.alive(c));
+    const waiting = new Map<number, () => void>();
+    const errors: string[] = [];
+    const all = Promise.all(live.map((c) => new Promise<void>((resolve) => waiting.set(c, resolve))));
+    this.#route = (client, m) => {
+      if (m.kind === 'prepared') {
+        if (m.error !== undefined) errors.push(`client ${client}: ${m.error}`);
+        waiting.get(client)?.();
+      } else if (m.kind === 'exited') {
+        waiting.get(client)?.(); // the run reports a process that is gone
+      }
+    };
+    for (const c of live) this.#fleet.prepare(c, adapter.ref);
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([all.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PREPARE_TIMEOUT_MS)))]);
+    clearTimeout(timer);
+    this.#route = () => undefined;
+    if (!inTime) throw new Error(`the client processes did not load ${adapter.name} within ${PREPARE_TIMEOUT_MS} ms`);
+    if (errors.length > 0) throw new Error(`the client processes could not load ${adapter.name}: ${errors[0]}`);
+  }
+
   /** Lets the client processes go and stops the servers. */
   async stop(): Promise<void> {
     this.#progress(`${this.#o.backend}: stopping clients and servers`);
@@ -242,6 +267,9 @@ export class StressSession {
     }
   }
 }
+
+/** Bound on the client processes loading an adapter (TypeScript through tsx, on a loaded machine). */
+const PREPARE_TIMEOUT_MS = 60_000;
 
 /** Bound on the clients finishing their cycles once asked (their calls are bounded by their own timeouts). */
 const RUN_END_TIMEOUT_MS = 30_000;
