@@ -21,6 +21,7 @@ import type { StressAdapter } from '../conformance/stress/runner.ts';
 import { layoutOf } from '../conformance/stress/runner.ts';
 import type { StressBackend } from '../conformance/stress/servers.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
+import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
 
 /**
  * The built-in backends the CLI runs, on servers it starts itself (and stops
@@ -136,8 +137,8 @@ export const MEASURED_FAULT_CLASSES: readonly MeasuredFaultClass[] = [
 ];
 
 /** Why `backend` cannot be measured under `col`, or null if it can. */
-export function notMeasurable(backend: BackendUnderTest, col: MeasuredFaultClass): string | null {
-  const missing = col.essential.filter((f) => !backend.faults.includes(f));
+export function notMeasurable(backend: BackendUnderTest, offered: readonly FaultKind[], col: MeasuredFaultClass): string | null {
+  const missing = col.essential.filter((f) => !offered.includes(f));
   return missing.length === 0 ? null : `${backend.name} takes no ${missing.join(' or ')} fault here`;
 }
 
@@ -251,11 +252,10 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
   }
   // A function gets the servers the user gave (--redis, --pg), so that an adapter can use them too.
   const exported = typeof mod.default === 'function' ? await (mod.default as (choice: ServerChoice) => unknown)(servers.choice) : mod.default;
-  const b = exported as Partial<BackendUnderTest> | undefined;
-  if (b === undefined || typeof b.name !== 'string' || typeof b.start !== 'function' || b.design === undefined || !Array.isArray(b.faults)) {
-    throw new UsageError(`'${spec}' must export default a BackendUnderTest (name, design, capabilities, faults, start) or a function returning one`);
-  }
-  return b as BackendUnderTest;
+  checkBackendApi(exported, `'${spec}' must export default a BackendUnderTest or a function returning one: its export`);
+  // Loading it reads the faults it takes from one instance: an environment of the old API is refused here, before any run.
+  await offeredFaults(exported);
+  return exported;
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { FaultKind } from '../conformance/adapter.ts';
+import type { FaultKind } from '../conformance/faults.ts';
+import { FAULT_KINDS, isFaultKind } from '../conformance/faults.ts';
 import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
 import { UsageError } from './usage.ts';
 
@@ -40,7 +41,6 @@ export class CounterexampleFileError extends UsageError {
   }
 }
 
-export const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
 const VERDICTS: readonly CounterexampleVerdict[] = ['conformance-failure', 'property-violation'];
 const MAX_RUNS = 1_000_000;
 const MAX_TEXT = 4_096;
@@ -78,7 +78,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   const faults = o['faults'];
   if (faults !== null) {
     if (!Array.isArray(faults) || faults.length === 0) bad('"faults"', `must be null or a non-empty list of fault kinds, got ${shown(faults)}`);
-    for (const f of faults as unknown[]) if (!FAULT_KINDS.includes(f as FaultKind)) bad('"faults"', `holds ${shown(f)}, not a fault kind (${FAULT_KINDS.join(', ')})`);
+    for (const f of faults as unknown[]) if (!isFaultKind(f)) bad('"faults"', `holds ${shown(f)}, not a fault kind (${FAULT_KINDS.join(', ')})`);
     if (new Set(faults as unknown[]).size !== (faults as unknown[]).length) bad('"faults"', 'lists a fault kind twice');
   }
   const seed = o['seed'];

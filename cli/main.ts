@@ -2,6 +2,8 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
+import { AdapterApiError } from '../conformance/backendApi.ts';
+import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
@@ -26,7 +28,6 @@ import { redactSecrets, redactTerminalOutput } from '../conformance/env/redact.t
  * history; 3 the environment is missing something (the message says how to
  * install it); 4 (check) a check could not decide.
  */
-const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
 
 export const USAGE = `usage: lockcheck <command> [options]
 
@@ -75,6 +76,9 @@ options:
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
                     threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
+
+fault kinds (run --faults; a backend takes those its environment's \`faults\` provides, docs/adapter.md):
+${FAULT_KINDS.map((k) => `  ${k.padEnd(17)}${describeFaultKind(k)}`).join('\n')}
 
 built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
@@ -163,7 +167,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (rest.length) throw new UsageError(`run takes no arguments, got '${rest.join(' ')}'`);
       if (values.backend === undefined) throw new UsageError('run needs --backend <built-in name | adapter module path>');
       const faults = list(values.faults);
-      for (const f of faults ?? []) if (!FAULT_KINDS.includes(f as FaultKind)) throw new UsageError(`unknown fault kind '${f}' (known: ${FAULT_KINDS.join(', ')})`);
+      for (const f of faults ?? []) if (!isFaultKind(f)) throw new UsageError(`unknown fault kind '${f}' (known: ${FAULT_KINDS.join(', ')})`);
       if (values.path !== undefined && values.seed === undefined) throw new UsageError('--path needs the --seed it was found with');
       return runCommand({
         backend: values.backend,
@@ -257,7 +261,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    if (e instanceof UsageError || e instanceof ServerUrlError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
+    if (e instanceof UsageError || e instanceof ServerUrlError || e instanceof AdapterApiError || e instanceof FaultNotOfferedError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
       process.exitCode = 2;
     } else if (e instanceof EnvironmentError) {

@@ -7,6 +7,7 @@ import type { ConsequenceKind } from '../conformance/consequence.ts';
 import { CONSEQUENCE_KINDS } from '../conformance/consequence.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
+import { offeredFaults } from '../conformance/backendApi.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import { derivedProperties, exploreCell } from '../model/matrix.ts';
@@ -102,7 +103,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const timelineFile = join(cellsDir, `${fileName(row.name, col.id)}.html`);
         // A timeline of an earlier run must not outlive its cell.
         for (const f of [timelineFile, timelineFile.replace(/\.html$/, '.txt')]) rmSync(f, { force: true });
-        const why = notMeasurable(backend, col);
+        const why = notMeasurable(backend, await offeredFaults(backend), col);
         if (why !== null) {
           const cell: MatrixCell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why };
           cells.push(cell);

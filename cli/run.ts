@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { writeRedacted } from '../conformance/env/redact.ts';
-import type { FaultKind } from '../conformance/adapter.ts';
+import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import { checkConformance } from '../conformance/check.ts';
+import { offeredFaults } from '../conformance/backendApi.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
@@ -28,23 +29,27 @@ export interface RunOptions {
 
 export async function runCommand(o: RunOptions): Promise<number> {
   const servers = new Servers(o.servers);
+  let backend: BackendUnderTest | null = null;
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
-    const backend = await resolveBackend(o.backend, servers);
-    const missing = (o.faults ?? []).filter((f) => !backend.faults.includes(f));
-    if (missing.length > 0) throw new UsageError(`${backend.name} takes no ${missing.join(', ')} fault here (it takes: ${backend.faults.join(', ')})`);
+    const resolved = await resolveBackend(o.backend, servers);
+    backend = resolved;
+    const offered = await offeredFaults(resolved);
+    const missing = (o.faults ?? []).filter((f) => !offered.includes(f));
+    if (missing.length > 0) throw new UsageError(`${resolved.name} takes no ${missing.join(', ')} fault here (it takes: ${offered.join(', ')})`);
     const started = performance.now();
-    const result = await checkConformance(backend, {
+    const result = await checkConformance(resolved, {
       runs: o.runs,
       seed: o.seed,
       ...(o.path !== undefined ? { path: o.path } : {}),
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
       // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
-      ...(backend.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {}),
-      onRun: (run) => progressLine(`${backend.name}: ${runText(run, o.runs)}`, started, run, o.runs),
+      ...(resolved.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {}),
+      onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
     });
     process.stderr.write('\n');
+    for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
     const failure = result.failure;
     if (failure !== null) {
       const file: CounterexampleFile = {
@@ -57,23 +62,24 @@ export async function runCommand(o: RunOptions): Promise<number> {
         verdict: failure.report.verdict.kind as CounterexampleVerdict,
         properties: failure.properties as CounterexampleFile['properties'],
         consequence: failure.report.verdict.kind === 'conformance-failure' ? `${failure.report.verdict.consequence.kind}: ${failure.report.verdict.consequence.what}` : null,
-        settings: { name: backend.name, design: judgedDesign(backend), capabilities: backend.capabilities, contract: backend.contract ?? null, faults: backend.faults },
+        settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, faults: offered },
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
       };
       writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n');
     }
-    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${backend.name}`, [{ name: backend.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
+    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
     if (o.json) {
-      console.log(JSON.stringify({ backend: backend.name, runs: result.runs, findings: result.findings, deviations: result.deviations, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings: result.findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
       const early = result.stoppedEarly ? ` (${result.stoppedEarly} of them stopped early: too ambiguous to follow, or real time outran the pace)` : '';
-      console.log(failure === null ? `${backend.name}: agrees with its model in ${result.runs} runs${early}` : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
+      console.log(failure === null ? `${resolved.name}: agrees with its model in ${result.runs} runs${early}` : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
       const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} runs`).join(', ');
       console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
     }
     return failure === null ? 0 : 1;
   } finally {
+    await backend?.close?.();
     await servers.stop();
   }
 }
@@ -98,9 +104,10 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     );
   }
   const servers = new Servers(choice);
+  let backend: BackendUnderTest | null = null;
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
-    const backend = await resolveBackend(spec, servers);
+    backend = await resolveBackend(spec, servers);
     const now = JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null });
     const then = saved.settings === undefined ? now : JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract });
     // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
@@ -114,6 +121,7 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     console.log(textTimeline(result.failure.report));
     return 1;
   } finally {
+    await backend?.close?.();
     await servers.stop();
   }
 }

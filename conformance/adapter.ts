@@ -1,4 +1,4 @@
-import type { ClockTarget } from '../model/command.ts';
+import type { FaultInjectors } from './faults.ts';
 import type { Design, DriftRounding, StorePolicy } from '../model/design.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../impl/leaseLock.ts';
 import type { Lease } from '../impl/lease.ts';
@@ -8,7 +8,8 @@ import type { MonotonicClock } from '../impl/clock.ts';
 /**
  * The adapter API: what a lock backend implements to be checked by the
  * conformance suite. A backend gives each simulated client a LockClient; its
- * environment gives the runner control over time and faults. The runner
+ * environment gives the runner control over time, and the fault injectors it
+ * provides are the faults the backend takes. The runner
  * drives model and backend with the same commands and compares outcomes.
  */
 
@@ -37,17 +38,6 @@ export interface Capabilities {
   readonly expiryToleranceMs?: number;
 }
 
-/** The faults an environment can inject: generation uses only these. */
-export type FaultKind =
-  | 'advance'
-  | 'clock-step'
-  | 'clock-drift'
-  | 'pause'
-  | 'crash-restart'
-  | 'partition'
-  | 'delay'
-  | 'kill-connection';
-
 /** One simulated client's handle on the backend. */
 export interface LockClient {
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
@@ -60,31 +50,14 @@ export interface LockClient {
   readonly clock: MonotonicClock;
 }
 
-/** Control over time and faults. Every method resolves when the fault is in place. */
-export interface Environment {
+/** The runner's control over true time: it owns it, and every clock the clients and nodes read follows it. */
+export interface TimeControl {
   /** True time now, in ms (for timelines; no client reads it). */
   nowMs(): number;
   /** Lets true time pass to `trueMs`, with everything due on the way. */
   advanceTo(trueMs: number): Promise<void>;
   /** Drives time until `work` settles, at most to `limitMs`; returns whether it settled. */
   runUntil(work: Promise<unknown>, limitMs: number): Promise<boolean>;
-  clockStep(node: number, deltaMs: number): Promise<void>;
-  clockDrift(target: ClockTarget, driftPpm: number): Promise<void>;
-  crash(node: number): Promise<void>;
-  restart(node: number): Promise<void>;
-  partition(client: number, node: number): Promise<void>;
-  heal(client: number, node: number): Promise<void>;
-  /** Replies to the requests this client sends before true time moves on take `ms` of true time (0: none). */
-  setDelay(client: number, ms: number): Promise<void>;
-  /** The client is paused: its replies wait until resume. */
-  pause(client: number): Promise<void>;
-  resume(client: number): Promise<void>;
-  killConnection(client: number): Promise<void>;
-  /**
-   * Optional white-box look: the owner value each node holds for `resource`
-   * (null where none). Lets the runner check OWN-1 directly.
-   */
-  inspect?(resource: string): Promise<ReadonlyArray<string | null>>;
   /**
    * Servers on their own real clocks only: how far real time has run ahead
    * of true time, in ms. Before each command the runner lets true time catch
@@ -94,10 +67,26 @@ export interface Environment {
   realTimeAheadMs?(): number;
 }
 
+/**
+ * One run's environment: time control, the faults it can inject (a fault
+ * left out of `faults` is one the backend does not take: no stubs), and an
+ * optional white-box look at the nodes' keys.
+ */
+export interface Environment extends TimeControl {
+  readonly faults: FaultInjectors;
+  /**
+   * Optional white-box look: the owner value each node holds for `resource`
+   * (null where none). Lets the runner check OWN-1 directly.
+   */
+  inspect?(resource: string): Promise<ReadonlyArray<string | null>>;
+}
+
 /** A backend instance for one run: fresh servers, `clients` clients. */
 export interface BackendInstance {
   readonly clients: readonly LockClient[];
   readonly env: Environment;
+  /** What the run should say beside its verdict (the kit's: real timers that fired in a library's calls, commands past the faults); read before close. */
+  warnings?(): readonly string[];
   close(): Promise<void>;
 }
 
@@ -198,6 +187,7 @@ export interface ConcurrentClient {
   /** Builds one lock in a client process, its leases' deadlines on `clock` (the real monotonic clock every process shares). */
   connect(servers: ConcurrentServers, clock: MonotonicClock): Promise<ConcurrentLock>;
 }
+export type { FaultInjectors, FaultKind } from './faults.ts';
 
 /** A backend as the suite sees it: its declaration and a way to start it. */
 export interface BackendUnderTest {
@@ -207,8 +197,14 @@ export interface BackendUnderTest {
   readonly capabilities: Capabilities;
   /** What the library promises (an npm library audited through its adapter); absent: the design's own behaviour. */
   readonly contract?: LibraryContract;
-  readonly faults: readonly FaultKind[];
+  /** A fresh instance per run. The faults the backend takes are read from its environment's `faults`. */
   start(options: InstanceOptions): Promise<BackendInstance>;
   /** Its client for concurrent runs (`lockcheck stress --backend ./module.ts`); absent: lockstep runs only. */
   readonly concurrent?: ConcurrentClient;
+  /**
+   * The backend's close hook: stop what it keeps across runs (servers it
+   * started, pools). Called once by conformanceSuite (after all) and the CLI
+   * when they are done with it; checkConformance leaves it to its caller.
+   */
+  close?(): Promise<void>;
 }

@@ -10,6 +10,7 @@ import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generat
 import type { ConsequenceKind } from './consequence.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
+import { offeredFaults } from './backendApi.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
@@ -71,6 +72,8 @@ export interface CheckResult {
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
   /** Conformance failures that did not fail the check (failOn consequences), per consequence. */
   readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
+  /** What runs said beside their verdicts (RunReport.warnings), each once, with the number of runs that said it. */
+  readonly warnings: Readonly<Record<string, number>>;
   /** Runs whose verdict was `inconclusive` (stopped before their end: too ambiguous to follow, or real time outran the pace); they found nothing against the backend. */
   readonly stoppedEarly: number;
   readonly elapsedMs: number;
@@ -86,10 +89,12 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const clock = options.clock ?? (() => performance.now());
   const started = clock();
   const clients = options.clients ?? 2;
-  const faults = (options.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
+  const offered = await offeredFaults(backend);
+  const faults = (options.faults ?? offered).filter((f) => offered.includes(f));
   const failOn = options.failOn ?? 'conformance-failure';
   const findings: Partial<Record<PropertyId, number>> = {};
   const deviations: Partial<Record<ConsequenceKind, number>> = {};
+  const warnings: Record<string, number> = {};
   let run = 0;
   let stoppedEarly = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
@@ -107,6 +112,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
     options.onRun?.(run, report);
+    for (const w of report.warnings ?? []) warnings[w] = (warnings[w] ?? 0) + 1;
     if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
     const verdict = report.verdict;
     if (typeof failOn === 'object' && 'consequences' in failOn && verdict.kind === 'conformance-failure' && !failOn.consequences.includes(verdict.consequence.kind)) {
@@ -128,7 +134,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, deviations, stoppedEarly, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const report = details.errorInstance.report;
@@ -165,6 +171,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     },
     findings,
     deviations,
+    warnings,
     stoppedEarly,
     elapsedMs: clock() - started,
   };

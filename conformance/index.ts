@@ -13,5 +13,7 @@ export type { ScheduleOptions } from './generate.ts';
 export { checkConformance } from './check.ts';
 export type { CheckFailure, CheckOptions, CheckResult } from './check.ts';
 export { htmlTimeline, textTimeline } from './timeline.ts';
-export { simLeaseBackend, SIM_FAULTS } from './sim/backend.ts';
+export { simLeaseBackend } from './sim/backend.ts';
+export { FAULT_KINDS, faultKindsOf, isFaultKind, describeFaultKind, FaultNotOfferedError } from './faults.ts';
+export { AdapterApiError, checkBackendApi, offeredFaults } from './backendApi.ts';
 export type { LockParts, SimParts } from './sim/backend.ts';

@@ -17,6 +17,9 @@ import type { Lease } from '../impl/lease.ts';
 import type { BackendInstance, BackendUnderTest } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
 import type { HeldLease } from './contract.ts';
+import { checkEnvironmentApi } from './backendApi.ts';
+import type { FaultInjectors } from './faults.ts';
+import { injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, probes, signalProblem } from './contract.ts';
 import type { ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
@@ -61,7 +64,10 @@ interface Performed {
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
   const instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase });
   try {
-    return await loop(backend, instance, commands, options);
+    checkEnvironmentApi(instance.env, backend.name);
+    const report = await loop(backend, instance, commands, options);
+    const warnings = instance.warnings?.() ?? [];
+    return warnings.length > 0 ? { ...report, warnings } : report;
   } finally {
     await instance.close();
   }
@@ -108,7 +114,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const startMs = env.nowMs();
     const limitMs = Math.max(...branches.map((b) => b.next.nowMs));
     const subject: Command = command.kind === 'resume' ? (drivers[command.client]!.inFlight?.op ?? command) : command;
-    const work = perform(instance, drivers, command);
+    const work = perform(backend.name, instance, drivers, command);
     // A run may stop while the operation is still pending (it did not settle in time); its later failure is then nobody's to handle, and must not end the process.
     work.catch(() => undefined);
     // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
@@ -212,28 +218,28 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
 }
 
 /** Starts the command on the backend; resolves with its outcome (faults: ok). Never drives time. */
-function perform(instance: BackendInstance, drivers: Driver[], command: Command): Promise<Performed> {
-  const env = instance.env;
+function perform(backend: string, instance: BackendInstance, drivers: Driver[], command: Command): Promise<Performed> {
+  const fault = <K extends keyof FaultInjectors>(key: K): NonNullable<FaultInjectors[K]> => injectorFor(instance.env.faults, key, backend);
   return match<Command, Promise<Performed>>(command)
-    .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(instance, drivers, op))
+    .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(backend, instance, drivers, op))
     .with({ kind: 'advance' }, async () => ok())
-    .with({ kind: 'clock-step' }, async (c) => ok(await env.clockStep(c.node, c.deltaMs)))
-    .with({ kind: 'clock-drift' }, async (c) => ok(await env.clockDrift(c.target, c.driftPpm)))
-    .with({ kind: 'crash' }, async (c) => ok(await env.crash(c.node)))
-    .with({ kind: 'restart' }, async (c) => ok(await env.restart(c.node)))
-    .with({ kind: 'partition' }, async (c) => ok(await env.partition(c.client, c.node)))
-    .with({ kind: 'heal' }, async (c) => ok(await env.heal(c.client, c.node)))
-    .with({ kind: 'kill-connection' }, async (c) => ok(await env.killConnection(c.client)))
+    .with({ kind: 'clock-step' }, async (c) => ok(await fault('clockStep')(c.node, c.deltaMs)))
+    .with({ kind: 'clock-drift' }, async (c) => ok(await fault('clockDrift')(c.target, c.driftPpm)))
+    .with({ kind: 'crash' }, async (c) => ok(await fault('crash').crash(c.node)))
+    .with({ kind: 'restart' }, async (c) => ok(await fault('crash').restart(c.node)))
+    .with({ kind: 'partition' }, async (c) => ok(await fault('partition').cut(c.client, c.node)))
+    .with({ kind: 'heal' }, async (c) => ok(await fault('partition').heal(c.client, c.node)))
+    .with({ kind: 'kill-connection' }, async (c) => ok(await fault('killConnection')(c.client)))
     .with({ kind: 'replicate' }, async () => {
       // A real replica replicates on its own schedule: the schedules the runner draws never contain this step.
       throw new InvalidInputError('unsupported-operation', 'a real replica cannot be told when to replicate');
     })
     .with({ kind: 'pause', inFlight: P.not(undefined) }, async (c) => {
       // The requests go out now; the replies wait for the resume.
-      const outcome = operate(instance, drivers, c.inFlight!);
+      const outcome = operate(backend, instance, drivers, c.inFlight!);
       outcome.catch(() => undefined); // awaited at the resume, if the run gets that far
       drivers[c.client]!.inFlight = { op: c.inFlight!, outcome };
-      return ok(await env.pause(c.client));
+      return ok(await fault('pause').pause(c.client));
     })
     .with({ kind: 'pause' }, async (c) => {
       const d = drivers[c.client]!;
@@ -242,11 +248,11 @@ function perform(instance: BackendInstance, drivers: Driver[], command: Command)
       const signal = w === undefined ? undefined : d.signals.get(w.resource);
       // The lease check happens before the pause; the write itself after it.
       d.pendingWrite = w !== undefined && lease !== undefined && signal !== undefined && !signal.aborted ? { resource: w.resource, value: w.value, token: lease.token } : null;
-      return ok(await env.pause(c.client));
+      return ok(await fault('pause').pause(c.client));
     })
     .with({ kind: 'resume' }, async (c) => {
       const d = drivers[c.client]!;
-      await env.resume(c.client);
+      await fault('pause').resume(c.client);
       const pending = d.pendingWrite;
       const inFlight = d.inFlight;
       d.pendingWrite = null;
@@ -262,13 +268,14 @@ function ok(_?: void): Performed {
 }
 
 /** One operation through the client's LockClient and store. Harness checks mirror the model's client-side checks. */
-async function operate(instance: BackendInstance, drivers: Driver[], op: Operation): Promise<Performed> {
+async function operate(backend: string, instance: BackendInstance, drivers: Driver[], op: Operation): Promise<Performed> {
   const client = instance.clients[op.client]!;
   const d = drivers[op.client]!;
   const outcome = (o: Outcome): Performed => ({ outcome: o });
   return match(op)
     .with({ kind: 'acquire' }, async (a): Promise<Performed> => {
-      if (a.latencyMs) await instance.env.setDelay(a.client, a.latencyMs);
+      const delay = a.latencyMs ? injectorFor(instance.env.faults, 'delay', backend) : null;
+      if (delay !== null) await delay(a.client, a.latencyMs!);
       try {
         const r = checkAcquireResult(await client.acquire(a.resource, { ttlMs: a.ttlMs!, retries: a.retries ?? 0, retryDelayMs: a.retryDelayMs ?? 0 }));
         return match(r)
@@ -280,7 +287,7 @@ async function operate(instance: BackendInstance, drivers: Driver[], op: Operati
           .with({ kind: 'timed-out' }, () => outcome({ kind: 'timed-out' }))
           .exhaustive();
       } finally {
-        if (a.latencyMs) await instance.env.setDelay(a.client, 0);
+        if (delay !== null) await delay(a.client, 0);
       }
     })
     .with({ kind: 'extend' }, async (e): Promise<Performed> => {

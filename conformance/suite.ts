@@ -2,8 +2,11 @@ import { mkdirSync } from 'node:fs';
 import { writeRedacted } from './env/redact.ts';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { test } from 'vitest';
-import type { BackendUnderTest, FaultKind } from './adapter.ts';
+import { afterAll, test } from 'vitest';
+import type { BackendUnderTest } from './adapter.ts';
+import type { FaultKind } from './faults.ts';
+import { FAULT_KINDS, isFaultKind } from './faults.ts';
+import { checkBackendApi, offeredFaults } from './backendApi.ts';
 import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
@@ -35,8 +38,6 @@ export interface SuiteOptions {
   readonly timeoutMs?: number;
 }
 
-const FAULT_KINDS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
-
 /** Reads the LOCKCHECK_* variables over `options`; throws a clear error for a bad value. */
 export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<string, string | undefined>> = process.env): SuiteOptions {
   const int = (name: string, min: number, max: number): number | undefined => {
@@ -47,7 +48,7 @@ export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<
     return n;
   };
   const faults = env.LOCKCHECK_FAULTS?.split(',').map((f) => f.trim()).filter((f) => f !== '');
-  for (const f of faults ?? []) if (!FAULT_KINDS.includes(f as FaultKind)) throw new Error(`LOCKCHECK_FAULTS: unknown fault '${f}' (known: ${FAULT_KINDS.join(', ')})`);
+  for (const f of faults ?? []) if (!isFaultKind(f)) throw new Error(`LOCKCHECK_FAULTS: unknown fault '${f}' (known: ${FAULT_KINDS.join(', ')})`);
   return {
     ...options,
     ...(int('LOCKCHECK_RUNS', 1, 1_000_000) !== undefined ? { runs: int('LOCKCHECK_RUNS', 1, 1_000_000)! } : {}),
@@ -60,20 +61,27 @@ export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<
 }
 
 export function conformanceSuite(backend: BackendUnderTest, options: SuiteOptions = {}): void {
+  checkBackendApi(backend);
+  // The backend's close hook: what it keeps across runs (servers it started) goes when the file is done.
+  afterAll(async () => backend.close?.());
   const o = suiteOptionsFromEnv(options);
-  const faults = (o.faults ?? backend.faults).filter((f) => backend.faults.includes(f));
   const clients = o.clients ?? 2;
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
   // Shrinking never grows a counterexample: a candidate that fails after more steps than the shortest failure so far passes.
   let shortest = Number.POSITIVE_INFINITY;
   const timelineFile = join(o.timelineDir ?? 'lockcheck-timelines', `${backend.name.replace(/[^\w.-]+/g, '_')}.html`);
   test(
-    `${backend.name} agrees with its model under ${faults.join(', ')}`,
+    `${backend.name} agrees with its model under ${o.faults === undefined ? 'every fault it takes' : o.faults.join(', ')}`,
     async () => {
+      // What the backend takes is read from its environment: one instance, started in the test.
+      const offered = await offeredFaults(backend);
+      const warned = new Set<string>();
+      const faults = (o.faults ?? offered).filter((f) => offered.includes(f));
+      const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
       // fast-check's failure message carries the seed and the path that replay the shrunk case (LOCKCHECK_SEED, LOCKCHECK_PATH).
       await fc.assert(
         fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands, tokenBase) => {
           const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
+          for (const w of report.warnings ?? []) warned.add(w);
           if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
             shortest = report.steps.length;
             // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
@@ -84,6 +92,7 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
         }),
         { numRuns: o.runs ?? 100, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...(o.path !== undefined ? { path: o.path } : {}) },
       );
+      for (const w of warned) process.stderr.write(`warning: ${backend.name}: ${w}\n`);
     },
     o.timeoutMs ?? 120_000,
   );

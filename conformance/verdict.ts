@@ -67,6 +67,8 @@ export interface RunReport {
   readonly findings: readonly PropertyViolation[];
   readonly clients: number;
   readonly nodes: number;
+  /** What the backend's instance said beside the verdict (BackendInstance.warnings): the run may not have followed the model's time. */
+  readonly warnings?: readonly string[];
 }
 
 /** The property IDs a failing verdict names. */

@@ -23,6 +23,7 @@ describe('lockcheck command line', () => {
       [['run', '--backend', 'redis-single/strict', '--faults', 'earthquake'], /unknown fault kind 'earthquake'/],
       [['run', '--backend', 'redis-single/strict', '--path', '1:2'], /--path needs the --seed/],
       [['run', '--backend', './no/such/module.ts'], /cannot load adapter module/],
+      [['run', '--backend', 'test/fixtures/oldApiAdapter.ts'], /an old adapter: written for the old adapter API .*To port: /],
       [['matrix', '--faults', 'earthquake'], /unknown fault class 'earthquake'/],
       [['replay'], /replay needs exactly one counterexample file/],
       [['replay', join(dir, 'missing.json')], /cannot read counterexample/],

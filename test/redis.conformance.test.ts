@@ -109,8 +109,8 @@ describe('broken Redis-level variants are caught', () => {
     ['token-minted-outside-the-atomic-step', tokenOutside, 'FENCE-1'],
   ] as const) {
     it(`${id} is a conformance failure naming ${property}`, async () => {
-      const broken = realRedisBackend(plain, designs.redisSingle(), 'strict', { name: `broken redis: ${id}`, node, faults: ['advance', 'pause'] });
-      const r = await checkConformance(broken, { runs: 200, seed: SEED });
+      const broken = realRedisBackend(plain, designs.redisSingle(), 'strict', { name: `broken redis: ${id}`, node });
+      const r = await checkConformance(broken, { runs: 200, seed: SEED, faults: ['advance', 'pause'] });
       expect(r.failure?.report.verdict.kind).toBe('conformance-failure');
       expect(r.failure?.properties).toEqual([property]);
     }, 300_000);

@@ -44,7 +44,7 @@ import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, Environment, LockClient } from '../adapter.ts';
 import type { PostgresTarget } from '../env/postgresBackend.ts';
 import { underOwnNames } from '../env/postgresBackend.ts';
 import { SimNetwork } from '../sim/network.ts';
@@ -55,8 +55,6 @@ type AdvisoryLockFactory = typeof advisoryLockModule.default;
 /** The CommonJS module's default export: node hands over the exports object, vite-node the function itself. */
 export const advisoryLock: AdvisoryLockFactory =
   typeof advisoryLockModule === 'function' ? (advisoryLockModule as unknown as AdvisoryLockFactory) : advisoryLockModule.default;
-
-export const ADVISORY_LOCK_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'delay', 'clock-drift'];
 
 /** Bound on every real wait: the library's own connections have no timeout at all. */
 const CALL_TIMEOUT_MS = 10_000;
@@ -70,15 +68,13 @@ export function advisoryLockUrl(server: Pick<PostgresTarget, 'url'>, run: string
   return url.href;
 }
 
-export function advisoryLockBackend(server: PostgresTarget, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
-  for (const f of options.faults ?? []) if (!ADVISORY_LOCK_FAULTS.includes(f)) throw new Error(`advisory-lock: fault '${f}' not offered (it ends a session the library holds; see advisoryLock.ts)`);
+export function advisoryLockBackend(server: PostgresTarget, options: { readonly name?: string } = {}): BackendUnderTest {
   return {
     name: options.name ?? 'advisory-lock@2.0.0 pg-session',
     design: designs.pgSession(),
     capabilities: { store: 'unfenced', ttl: false, sessionBound: true, reentrant: false, tokens: false },
     // No deadline (a session lock), no tokens, and no timeout: its pg.Client is opened from a bare connection string.
     contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
-    faults: options.faults ?? ADVISORY_LOCK_FAULTS,
     start: ({ clients }) => underOwnNames(server, () => startInstance(server, clients)),
     concurrent: ADVISORY_LOCK_CONCURRENT,
   };
@@ -229,24 +225,19 @@ async function startInstance(server: PostgresTarget, clients: number): Promise<B
         },
       };
     });
-    const notOffered = async (): Promise<void> => {
-      throw new Error('advisory-lock: fault not offered (it ends a session the library holds; see advisoryLock.ts)');
-    };
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      clockStep: async () => undefined, // advisory locks never expire: no server clock matters
-      clockDrift: async (target, driftPpm) => {
-        if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+      // Delays, pauses and client clock drift. No clock step (advisory locks never expire: no server clock matters);
+      // no partition, crash or connection loss: each ends a session the library holds, which kills its process (above).
+      faults: {
+        clockDrift: async (target, driftPpm) => {
+          if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+        },
+        pause: network.faults().pause,
+        delay: network.faults().delay,
       },
-      // Delays and pauses; partitions (below) would end sessions the library holds, so they are not offered.
-      ...network.faults(),
-      crash: notOffered,
-      restart: notOffered,
-      partition: notOffered,
-      heal: notOffered,
-      killConnection: notOffered,
     };
     return { clients: lockClients, env, close };
   } catch (e) {

@@ -38,9 +38,9 @@ import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendUnderTest, ConcurrentClient, FaultKind, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
 import type { RedisCluster } from '../kit.ts';
-import { concurrentRedis, faultsOn, startRedisRun, toleranceOn } from '../kit.ts';
+import { concurrentRedis, startRedisRun, toleranceOn } from '../kit.ts';
 
 export const IOREDIS_LOCK_NAME = '@microfleet/ioredis-lock@6.0.1';
 
@@ -56,7 +56,7 @@ const ownerOf = (lock: Lock): string => (lock as unknown as { readonly _id: stri
 /** The ioredis methods the library sends requests with. */
 const COMMANDS: ReadonlySet<string> = new Set(['set', 'delifequal', 'pexpireifequal']);
 
-export function ioredisLockBackend(cluster: RedisCluster, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+export function ioredisLockBackend(cluster: RedisCluster, options: { readonly name?: string } = {}): BackendUnderTest {
   const design = designs.redisSingle();
   if (cluster.persistence === 'aof-always') throw new Error(`${IOREDIS_LOCK_NAME}: the cluster's persistence (${cluster.persistence}) does not match redis-single without persistence`);
   return {
@@ -64,7 +64,6 @@ export function ioredisLockBackend(cluster: RedisCluster, options: { readonly na
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     contract: IOREDIS_LOCK_CONTRACT,
-    faults: faultsOn(cluster, options.faults),
     async start({ clients }) {
       const run = await startRedisRun(cluster, design, { clients, lockKey: ioredisLockKey });
       try {

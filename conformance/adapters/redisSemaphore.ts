@@ -24,7 +24,7 @@
  * - no fencing tokens, no client-side timeout, no input checks (an empty
  *   key throws a plain Error).
  * Time: the library reads Date.now() for acquireTimeout; it reads the
- * client's wall clock (wallClock.ts) during the client's calls.
+ * client's wall clock (libraryClock.ts) during the client's calls.
  *
  * In a concurrent run (`lockcheck stress`) the library runs as a user runs
  * it: refreshes on (the default interval, real time), onLockLost ending the
@@ -39,12 +39,12 @@ import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, FaultKind, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
 import { concurrentRedis } from '../stress/client.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
-import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
+import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import { linked } from './redlock.ts';
-import { onWallClock, onWallClockInstance } from './wallClock.ts';
+import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
 
 type MutexClass = typeof redisSemaphoreModule.Mutex;
 type RedlockMutexClass = typeof redisSemaphoreModule.RedlockMutex;
@@ -71,16 +71,16 @@ interface Refreshable {
   _refresh(): Promise<boolean>;
 }
 
-export function redisSemaphoreMutexBackend(cluster: RedisCluster, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+export function redisSemaphoreMutexBackend(cluster: RedisCluster, options: { readonly name?: string} = {}): BackendUnderTest {
   return semaphoreBackend('mutex', cluster, options);
 }
 
 /** RedlockMutex over 5 nodes, against the redlock model (its quorum rule is Redlock's; it keeps no validity). */
-export function redisSemaphoreRedlockMutexBackend(cluster: RedisCluster, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+export function redisSemaphoreRedlockMutexBackend(cluster: RedisCluster, options: { readonly name?: string} = {}): BackendUnderTest {
   return semaphoreBackend('redlock-mutex', cluster, options);
 }
 
-function semaphoreBackend(kind: SemaphoreMutexKind, cluster: RedisCluster, options: { readonly name?: string; readonly faults?: readonly FaultKind[] }): BackendUnderTest {
+function semaphoreBackend(kind: SemaphoreMutexKind, cluster: RedisCluster, options: { readonly name?: string}): BackendUnderTest {
   const design = kind === 'mutex' ? designs.redisSingle() : designs.redlock({ nodes: 5 });
   if (cluster.persistence === 'aof-always') throw new Error(`redis-semaphore: the cluster's persistence (${cluster.persistence}) does not match ${design.kind} without persistence`);
   if (kind === 'redlock-mutex' && cluster.nodes.length < 5) throw new Error(`redis-semaphore RedlockMutex runs on 5 nodes; the cluster has ${cluster.nodes.length}`);
@@ -89,7 +89,6 @@ function semaphoreBackend(kind: SemaphoreMutexKind, cluster: RedisCluster, optio
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     contract: REDIS_SEMAPHORE_CONTRACT,
-    faults: faultsOn(cluster, options.faults),
     start: ({ clients }) => startInstance(kind, cluster, design, clients),
     concurrent: semaphoreConcurrent(kind),
   };
@@ -97,11 +96,11 @@ function semaphoreBackend(kind: SemaphoreMutexKind, cluster: RedisCluster, optio
 
 async function startInstance(kind: SemaphoreMutexKind, cluster: RedisCluster, design: Design, clients: number): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, design, { clients, lockKey: mutexKey });
-  return onWallClockInstance(run, async () => {
+  return onLibraryClockInstance(run, async () => {
     if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
     const lockClients: LockClient[] = run.connections.map((conn, client) => {
       const clock = run.clocks[client]!;
-      const onWall = <T>(fn: () => T): T => onWallClock(() => clock.now(), fn);
+      const onWall = <T>(fn: () => T): T => onClientClock(clock, fn);
       const commands = new Set(['set', 'evalsha', 'eval']);
       const nodes: Redis[] = conn.nodes.slice(0, kind === 'mutex' ? 1 : 5).map((r, node) => linked(r, commands, run.network, client, node));
       const held = new Map<Lease, { handle: LeaseHandle; mutex: AnyMutex }>();

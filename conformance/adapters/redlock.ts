@@ -16,7 +16,7 @@
  *   retries sleep on a real setTimeout, which virtual time cannot drive.
  * - Time. The library reads Date.now() for its deadlines. While one of a
  *   client's calls runs, Date.now() reads that client's wall clock (see
- *   wallClock.ts), the in-process counterpart of the libfaketime clocks of
+ *   libraryClock.ts), the in-process counterpart of the libfaketime clocks of
  *   the nodes. Its deadline `lock.expiration` is a wall-clock instant; the
  *   lease reports it on the client's monotonic clock, as the adapter API
  *   requires: validUntilMs = clock.now() + (lock.expiration - Date.now()).
@@ -42,12 +42,12 @@ import { checkAcquireInput } from '../input.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, FaultKind, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
 import { concurrentRedis } from '../stress/client.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
-import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
+import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
-import { onWallClock, onWallClockInstance } from './wallClock.ts';
+import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
 
 /** Per-attempt statistics, as both libraries record them. */
 export interface RedlockStats {
@@ -100,11 +100,9 @@ export interface RedlockAdapterOptions {
   readonly name?: string;
   /** The drift factor, given to the library and to the model alike. Default 0.01 (the libraries' default). */
   readonly driftFactor?: number;
-  /** Fault kinds offered (default: those of lockcheck's real Redis backend). */
-  readonly faults?: readonly FaultKind[];
   /**
    * What the library's Date.now() reads: the client's wall clock (default; see
-   * wallClock.ts), or the machine's clock. With 'system' the deadlines it
+   * libraryClock.ts), or the machine's clock. With 'system' the deadlines it
    * reports miss every delay fault and include a real ms or two of I/O that
    * varies from run to run: for experiments, not for a deterministic check.
    */
@@ -123,7 +121,6 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     contract: redlockContract(options.driftFactor ?? 0.01),
-    faults: faultsOn(cluster, options.faults),
     start: ({ clients }) => startInstance(library, cluster, design, clients, options.dateNow ?? 'client-clock'),
     concurrent: redlockConcurrent(library, options.driftFactor ?? 0.01),
   };
@@ -222,7 +219,7 @@ async function startInstance(
   dateNow: 'client-clock' | 'system',
 ): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, design, { clients, lockKey: redlockKey });
-  return onWallClockInstance(run, async () => {
+  return onLibraryClockInstance(run, async () => {
     // Fresh servers have no script cached: every run starts the same way (redlock 5 then pays a NOSCRIPT round trip).
     // The user's own servers keep their script cache: there the first run alone pays it.
     if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
@@ -231,7 +228,7 @@ async function startInstance(
     const lockClients: LockClient[] = run.connections.map((conn, client) => {
       const clock = run.clocks[client]!;
       // Runs library code with Date.now() on this client's wall clock.
-      const onWall = <T>(fn: () => T): T => (dateNow === 'client-clock' ? onWallClock(() => clock.now(), fn) : fn());
+      const onWall = <T>(fn: () => T): T => (dateNow === 'client-clock' ? onClientClock(clock, fn) : fn());
       const redlock = new library.Redlock(
         conn.nodes.map((redis, node) => linked(redis, commands, run.network, client, node)),
         // No retries inside the library: they would sleep on a real setTimeout, outside virtual time.

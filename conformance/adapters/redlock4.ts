@@ -25,7 +25,7 @@
  * `eval(args, callback)`; each such call goes through the client's link to
  * its node (network.call), and the callback is called when the link hands
  * the reply over, so that delays and pauses apply to it. Time: Date.now()
- * reads the client's wall clock during its calls (wallClock.ts).
+ * reads the client's wall clock during its calls (libraryClock.ts).
  */
 import type { Redis } from 'ioredis';
 // @ts-expect-error TS7016: redlock 4 ships no types; Redlock4Class below types what is used.
@@ -37,14 +37,14 @@ import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, LockClient } from '../adapter.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
-import { faultsOn, startRedisRun, toleranceOn } from '../env/redisBackend.ts';
+import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
 import { checkAcquireInput } from '../input.ts';
 import { concurrentRedis } from '../stress/client.ts';
 import { redlockContract, redlockKey } from './redlock.ts';
-import { onWallClock, onWallClockInstance } from './wallClock.ts';
+import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
 
 /** What of redlock 4's API the adapter uses (the package ships no types). */
 interface Lock4 {
@@ -65,7 +65,7 @@ const Redlock4 = Redlock4Module as unknown as Redlock4Class;
 
 export const REDLOCK4_NAME = 'redlock@4.2.0';
 
-export function redlock4Backend(cluster: RedisCluster, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+export function redlock4Backend(cluster: RedisCluster, options: { readonly name?: string } = {}): BackendUnderTest {
   const design = designs.redlock({ nodes: 5 });
   if (cluster.nodes.length < 5) throw new Error(`${REDLOCK4_NAME} runs on 5 nodes; the cluster has ${cluster.nodes.length}`);
   if (cluster.persistence === 'aof-always') throw new Error(`${REDLOCK4_NAME}: the cluster's persistence (${cluster.persistence}) does not match redlock without persistence`);
@@ -75,7 +75,6 @@ export function redlock4Backend(cluster: RedisCluster, options: { readonly name?
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     // The same promises as redlock 5 (deadline, drift allowance, no tokens, no timeout, no input checks); its failed extend is judged, not declared.
     contract: redlockContract(0.01),
-    faults: faultsOn(cluster, options.faults),
     start: ({ clients }) => startInstance(cluster, design, clients),
     concurrent: REDLOCK4_CONCURRENT,
   };
@@ -150,11 +149,11 @@ function denialOf(votes: readonly Vote[], nodes: number): AcquireResult {
 
 async function startInstance(cluster: RedisCluster, design: ReturnType<typeof designs.redlock>, clients: number): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, design, { clients, lockKey: redlockKey });
-  return onWallClockInstance(run, async () => {
+  return onLibraryClockInstance(run, async () => {
     if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
     const lockClients: LockClient[] = run.connections.map((conn, client) => {
       const clock = run.clocks[client]!;
-      const onWall = <T>(fn: () => T): T => onWallClock(() => clock.now(), fn);
+      const onWall = <T>(fn: () => T): T => onClientClock(clock, fn);
       const counter = voteCounter();
       const nodes = conn.nodes.slice(0, 5).map((redis, node) => linkedCallbacks(redis, run.network, client, node, counter.onReply));
       const redlock = new Redlock4(nodes, { driftFactor: 0.01, retryCount: 0, retryDelay: 0, retryJitter: 0 });

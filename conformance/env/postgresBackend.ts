@@ -10,7 +10,7 @@ import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
 import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
@@ -50,20 +50,15 @@ export function targetOf(server: PostgresServer): PostgresTarget {
   };
 }
 
-export const POSTGRES_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'crash-restart', 'partition', 'delay', 'clock-drift'];
-
 /** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
 const NOTICE_TIMEOUT_MS = 10_000;
 
-export function realPostgresBackend(server: PostgresTarget, design: Design, store: StorePolicy, options: { readonly name?: string; readonly faults?: readonly FaultKind[] } = {}): BackendUnderTest {
+export function realPostgresBackend(server: PostgresTarget, design: Design, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
   if (design.kind !== 'pg-session' && design.kind !== 'pg-xact') throw new Error(`realPostgresBackend runs PostgreSQL designs, not ${design.kind}`);
   return {
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    // No partition: a release on a cut link ends the client's session (the unlock's outcome is unknown, spec 7.4),
-    // and the model does not describe release latency yet ("Not modelled"); a run would judge the model, not the backend.
-    faults: (options.faults ?? POSTGRES_FAULTS).filter((f) => (server.process !== undefined || f !== 'crash-restart') && f !== 'partition'),
     start: (o) => underOwnNames(server, (run) => startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName)),
   };
 }
@@ -150,10 +145,6 @@ async function startInstance(
     await admin.end().catch(() => undefined);
     throw e;
   }
-  const serverProcess = (what: string): NonNullable<PostgresTarget['process']> => {
-    if (owned === null) throw new Error(`${what} needs a server lockcheck started; this run is on a server it was given`);
-    return owned;
-  };
   let up = true;
   const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
   const network: SimNetwork = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up }));
@@ -253,26 +244,38 @@ async function startInstance(
     nowMs: () => time.nowMs(),
     advanceTo: (t) => time.advanceTo(t),
     runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    clockStep: async () => undefined, // advisory locks have no expiry: no server clock matters
-    clockDrift: async (target, driftPpm) => {
-      if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+    // No clock step: advisory locks have no expiry, no server clock matters. No partition: a release on a cut link
+    // ends the client's session (the unlock's outcome is unknown, spec 7.4), and the model does not describe release
+    // latency yet ("Not modelled"); a run would judge the model, not the backend.
+    faults: {
+      clockDrift: async (target, driftPpm) => {
+        if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+      },
+      // Only on a server lockcheck started: the user's server process is not the runner's.
+      ...(owned === null
+        ? {}
+        : {
+            crash: {
+              crash: async () => {
+                up = false;
+                const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
+                await owned.crash();
+                await Promise.all(waits);
+              },
+              restart: async () => {
+                await owned.restart();
+                // A connection to the old server process cannot come back: open new ones.
+                for (const c of [admin, ...storeConnections]) await c.end().catch(() => undefined);
+                admin = await open();
+                for (let i = 0; i < storeConnections.length; i++) storeConnections[i] = await open();
+                up = true;
+              },
+            },
+          }),
+      pause: network.faults().pause,
+      delay: network.faults().delay,
+      killConnection: async (client) => endSessions([client]),
     },
-    crash: async () => {
-      up = false;
-      const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
-      await serverProcess('crash').crash();
-      await Promise.all(waits);
-    },
-    restart: async () => {
-      await serverProcess('restart').restart();
-      // A connection to the old server process cannot come back: open new ones.
-      for (const c of [admin, ...storeConnections]) await c.end().catch(() => undefined);
-      admin = await open();
-      for (let i = 0; i < storeConnections.length; i++) storeConnections[i] = await open();
-      up = true;
-    },
-    ...network.faults(),
-    killConnection: async (client) => endSessions([client]),
   };
   return {
     clients: lockClients,

@@ -13,7 +13,9 @@ import { LeaseLock } from '../../impl/leaseLock.ts';
 import { keysFor } from '../../impl/redis/keys.ts';
 import { redisLeaseNode } from '../../impl/redis/node.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import type { FaultInjectors } from '../faults.ts';
+import { offClientClock } from '../libraryClock.ts';
 import type { Endpoint, Server } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
@@ -106,15 +108,6 @@ function targetOf(server: RedisServer): RedisTarget {
 /** Replaces one part of the real backend: how a client talks to one node. Used to build broken variants. */
 export type RedisNodeFactory = (redis: Redis, options: { readonly tokenBase: bigint }) => LeaseNode;
 
-export const REAL_REDIS_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay'];
-/** On servers lockcheck did not start: no process or clock of theirs is the runner's. */
-export const USER_REDIS_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'partition', 'delay'];
-
-/** The faults a backend can inject on this cluster: `wanted`, less what the cluster cannot do. */
-export function faultsOn(cluster: RedisCluster, wanted: readonly FaultKind[] = REAL_REDIS_FAULTS): readonly FaultKind[] {
-  return cluster.local !== undefined ? wanted : wanted.filter((f) => USER_REDIS_FAULTS.includes(f));
-}
-
 /** The run's timing tolerance on this cluster, as Capabilities.expiryToleranceMs wants it. */
 export function toleranceOn(cluster: RedisCluster): { readonly expiryToleranceMs?: number } {
   return cluster.local !== undefined ? {} : { expiryToleranceMs: REAL_TIME_TOLERANCE_MS };
@@ -128,7 +121,7 @@ export function realRedisBackend(
   cluster: RedisCluster,
   design: Design,
   store: StorePolicy,
-  options: { readonly name?: string; readonly node?: RedisNodeFactory; readonly faults?: readonly FaultKind[] } = {},
+  options: { readonly name?: string; readonly node?: RedisNodeFactory } = {},
 ): BackendUnderTest {
   if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`realRedisBackend runs Redis designs, not ${design.kind}`);
   if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
@@ -144,7 +137,6 @@ export function realRedisBackend(
     name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, ...toleranceOn(cluster) },
-    faults: faultsOn(cluster, options.faults),
     start: (o) => startInstance(cluster, design, store, options.node ?? ((redis, x) => redisLeaseNode(redis, { tokenBase: x.tokenBase })), o.clients, o.tokenBase),
   };
 }
@@ -203,6 +195,8 @@ export interface RedisRun {
   readonly admin: readonly Redis[];
   /** Whether the servers are the user's own (shared): then leave their script cache and other keys alone. */
   readonly shared: boolean;
+  /** The run's key prefix on shared servers (every connection of the run applies it: the library never sees it); '' on lockcheck's own. */
+  readonly keyPrefix: string;
   readonly env: Environment;
   /** Disconnects every connection of the run (and on shared servers deletes the run's keys first). */
   close(): Promise<void>;
@@ -236,6 +230,9 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
   const open = (target: RedisTarget): Redis => {
     const redis = connect(target, prefix);
     made?.watch(target, redis);
+    // The driver's own timers (its command timeout) stay on the real clock, also inside a library's call on a client's clock.
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: unknown) => offClientClock(() => send(command, stream as never))) as Redis['sendCommand'];
     all.push(redis);
     return redis;
   };
@@ -268,40 +265,39 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
     await Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready));
     const clocks = clientClocks.map((_c, client) => time.clockOf(() => clientClocks[client]!));
     const nodeConnections = (i: number): Redis[] => [admin[i]!, ...connections.map((c) => c.nodes[i]!)];
-    const owned = (what: string): NonNullable<typeof local> => {
-      if (local === null) throw new Error(`${what} needs a server lockcheck started; this run is on servers it was given`);
-      return local;
-    };
+    // Servers lockcheck started: every fault on them. The user's: no process or clock of theirs is the runner's.
+    const owned: FaultInjectors =
+      local === null
+        ? {}
+        : {
+            clockStep: async (node, deltaMs) => {
+              walls[node] = step(walls[node]!, time.nowMs(), deltaMs);
+              writeClocks();
+            },
+            clockDrift: async (target, driftPpm) => {
+              if ('node' in target) walls[target.node] = setDrift(walls[target.node]!, time.nowMs(), driftPpm);
+              else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+            },
+            crash: {
+              crash: async (node) => {
+                up[node] = false;
+                await local.servers[node]!.crash();
+              },
+              restart: async (node) => {
+                await local.servers[node]!.restart();
+                // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
+                await Promise.all(nodeConnections(node).map(ready));
+                up[node] = true;
+                availableFrom[node] = time.nowMs() + restartDelayMs(design);
+              },
+            },
+          };
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      clockStep: async (node, deltaMs) => {
-        owned('clock-step');
-        walls[node] = step(walls[node]!, time.nowMs(), deltaMs);
-        writeClocks();
-      },
-      clockDrift: async (target, driftPpm) => {
-        if ('node' in target) {
-          owned('a node clock drift');
-          walls[target.node] = setDrift(walls[target.node]!, time.nowMs(), driftPpm);
-        } else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
-      },
-      crash: async (node) => {
-        const servers = owned('crash').servers;
-        up[node] = false;
-        await servers[node]!.crash();
-      },
-      restart: async (node) => {
-        await owned('restart').servers[node]!.restart();
-        // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
-        await Promise.all(nodeConnections(node).map(ready));
-        up[node] = true;
-        availableFrom[node] = time.nowMs() + restartDelayMs(design);
-      },
-      ...network.faults(),
-      // A Redis connection holds no lock state: a new one changes nothing the model sees.
-      killConnection: async () => undefined,
+      // No connection loss: a Redis connection holds no lock state, so a new one changes nothing the model sees.
+      faults: { ...owned, ...network.faults() },
       ...(local === null ? { realTimeAheadMs: () => time.lagMs() } : {}),
       inspect: async (resource) => {
         const owners = await Promise.all(targets.map((_s, i) => (up[i] ? admin[i]!.get(lockKey(resource)) : Promise.resolve(null))));
@@ -311,7 +307,7 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
         return owners;
       },
     };
-    return { time, network, connections, clocks, admin: admin.slice(0, n), shared: local === null, env, close };
+    return { time, network, connections, clocks, admin: admin.slice(0, n), shared: local === null, keyPrefix: prefix, env, close };
   } catch (e) {
     await close();
     throw e;

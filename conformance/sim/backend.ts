@@ -7,7 +7,7 @@ import type { FencedStore } from '../../impl/fencedStore.ts';
 import type { LeaseLockOptions } from '../../impl/leaseLock.ts';
 import { LeaseLock } from '../../impl/leaseLock.ts';
 import type { LeaseNode } from '../../impl/leaseNode.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, InstanceOptions, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, InstanceOptions, LockClient } from '../adapter.ts';
 import type { Endpoint } from './network.ts';
 import { SimNetwork } from './network.ts';
 import { leaseNodeOver, SimRedisNode } from './redisNode.ts';
@@ -45,8 +45,6 @@ export interface SimParts {
   readonly store?: (network: SimNetwork, client: number, store: SimStore) => FencedStore;
 }
 
-export const SIM_FAULTS: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'kill-connection'];
-
 /** Where client wall clocks start: an epoch reading, unlike a monotonic clock's. */
 const WALL_EPOCH_MS = 1_700_000_000_000;
 
@@ -69,7 +67,6 @@ export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimPa
     name,
     design,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
-    faults: SIM_FAULTS,
     start: async (options) => startSim(design, store, parts, options),
   };
 }
@@ -102,16 +99,17 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
     nowMs: () => time.nowMs(),
     advanceTo: (t) => time.advanceTo(t),
     runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    clockStep: async (node, deltaMs) => nodes[node]!.stepClock(deltaMs),
-    clockDrift: async (target, driftPpm) => {
-      if ('node' in target) nodes[target.node]!.drift(driftPpm);
-      else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+    faults: {
+      clockStep: async (node, deltaMs) => nodes[node]!.stepClock(deltaMs),
+      clockDrift: async (target, driftPpm) => {
+        if ('node' in target) nodes[target.node]!.drift(driftPpm);
+        else clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+      },
+      crash: { crash: async (node) => nodes[node]!.crash(), restart: async (node) => nodes[node]!.restart() },
+      ...network.faults(),
+      // A Redis connection carries no lock state: the client reconnects.
+      killConnection: async () => undefined,
     },
-    crash: async (node) => nodes[node]!.crash(),
-    restart: async (node) => nodes[node]!.restart(),
-    ...network.faults(),
-    // A Redis connection carries no lock state: the client reconnects.
-    killConnection: async () => undefined,
     inspect: async (resource) => nodes.map((n) => (n.up ? n.holder(resource) : null)),
   };
   return { clients, env, close: async () => undefined };

@@ -1,5 +1,5 @@
 import { UnavailableError } from '../../impl/errors.ts';
-import type { Environment } from '../adapter.ts';
+import type { FaultInjectors } from '../faults.ts';
 import type { VirtualTime } from './time.ts';
 
 /**
@@ -101,14 +101,12 @@ export class SimNetwork {
     for (const deliver of waiting) deliver();
   }
 
-  /** The faults this layer injects, as an Environment has them. */
-  faults(): Pick<Environment, 'partition' | 'heal' | 'setDelay' | 'pause' | 'resume'> {
+  /** The faults this layer injects, as injectors of an Environment's `faults` (take the ones the backend offers). */
+  faults(): Required<Pick<FaultInjectors, 'partition' | 'delay' | 'pause'>> {
     return {
-      partition: async (client, node) => this.cut(client, node),
-      heal: async (client, node) => this.heal(client, node),
-      setDelay: async (client, ms) => this.setDelay(client, ms),
-      pause: async (client) => this.hold(client),
-      resume: async (client) => this.release(client),
+      partition: { cut: async (client, node) => this.cut(client, node), heal: async (client, node) => this.heal(client, node) },
+      delay: async (client, ms) => this.setDelay(client, ms),
+      pause: { pause: async (client) => this.hold(client), resume: async (client) => this.release(client) },
     };
   }
 }

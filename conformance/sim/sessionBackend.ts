@@ -9,7 +9,7 @@ import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
-import type { BackendInstance, BackendUnderTest, Environment, FaultKind, InstanceOptions, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment, InstanceOptions, LockClient } from '../adapter.ts';
 import type { Endpoint, Server } from './network.ts';
 import { SimNetwork } from './network.ts';
 import { SimStore, storeOver } from './store.ts';
@@ -163,8 +163,6 @@ export class SimSessionLock {
   }
 }
 
-export const SIM_SESSION_FAULTS: readonly FaultKind[] = ['advance', 'pause', 'kill-connection', 'clock-drift', 'delay'];
-
 export interface SimSessionParts {
   /** A client's session lock. Default: SimSessionLock. */
   readonly lock?: (...args: ConstructorParameters<typeof SimSessionLock>) => SimSessionLock;
@@ -175,7 +173,6 @@ export function simSessionBackend(store: StorePolicy, parts: SimSessionParts = {
     name,
     design: designs.pgSession(),
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    faults: SIM_SESSION_FAULTS,
     start: async (options) => startSession(store, parts, options),
   };
 }
@@ -198,22 +195,22 @@ function startSession(policy: StorePolicy, parts: SimSessionParts, options: Inst
     store: storeOver(network, client, store),
     clock,
   }));
-  const none = async (): Promise<void> => undefined;
   const env: Environment = {
     nowMs: () => time.nowMs(),
     advanceTo: (t) => time.advanceTo(t),
     runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    clockStep: none, // advisory locks have no expiry: no server clock matters
-    clockDrift: async (target, driftPpm) => {
-      if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
-    },
-    crash: none,
-    restart: none,
-    ...network.faults(),
-    killConnection: async (client) => {
-      const { lock } = locks[client]!;
-      server.endSession(lock.session);
-      lock.connectionLost();
+    // No clock step (advisory locks have no expiry: no server clock matters), no crash, no partition.
+    faults: {
+      clockDrift: async (target, driftPpm) => {
+        if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
+      },
+      pause: network.faults().pause,
+      delay: network.faults().delay,
+      killConnection: async (client) => {
+        const { lock } = locks[client]!;
+        server.endSession(lock.session);
+        lock.connectionLost();
+      },
     },
     inspect: async (resource) => {
       const session = server.holder(resource);

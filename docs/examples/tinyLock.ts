@@ -65,8 +65,6 @@ export const tinyLock: BackendUnderTest = {
   // Checked against the single-node lease model, with a strict fenced store.
   design: designs.redisSingle(),
   capabilities: { store: 'strict', ttl: true, sessionBound: false, reentrant: false },
-  // It has one server and no persistence story, so it offers only these faults.
-  faults: ['advance', 'pause', 'delay', 'clock-step'],
   async start({ clients, tokenBase }) {
     const time = new VirtualTime();
     const server = new TinyServer(time, tokenBase);
@@ -118,25 +116,18 @@ export const tinyLock: BackendUnderTest = {
         },
       };
     });
-    const unsupported = async (): Promise<void> => {
-      throw new Error('tiny lock: fault not offered');
-    };
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      clockStep: async (_node, deltaMs) => {
-        server.clock = { anchorTrueMs: time.nowMs(), readingMs: server.now() + deltaMs, driftPpm: server.clock.driftPpm };
+      // One server and no persistence story: it offers only these faults (what it leaves out, it does not take).
+      faults: {
+        clockStep: async (_node, deltaMs) => {
+          server.clock = { anchorTrueMs: time.nowMs(), readingMs: server.now() + deltaMs, driftPpm: server.clock.driftPpm };
+        },
+        delay: async (c, ms) => network.setDelay(c, ms),
+        pause: { pause: async (c) => network.hold(c), resume: async (c) => network.release(c) },
       },
-      setDelay: async (c, ms) => network.setDelay(c, ms),
-      pause: async (c) => network.hold(c),
-      resume: async (c) => network.release(c),
-      clockDrift: unsupported,
-      crash: unsupported,
-      restart: unsupported,
-      partition: unsupported,
-      heal: unsupported,
-      killConnection: unsupported,
       inspect: async (resource) => {
         const key = server.keys.get(resource);
         return [key !== undefined && server.now() <= key.expiresAtMs ? key.owner : null];

@@ -1,0 +1,83 @@
+import type { BackendUnderTest, Environment } from './adapter.ts';
+import type { FaultKind } from './faults.ts';
+import { faultKindsOf } from './faults.ts';
+
+/**
+ * A loaded backend checked against the adapter API, and the faults it takes
+ * read from what its environment provides.
+ */
+
+/** A backend or environment that does not follow the adapter API; the message says what changed and how to port. */
+export class AdapterApiError extends Error {
+  override readonly name = 'AdapterApiError';
+}
+
+/** The members of the old 13-member Environment that are fault injectors now. */
+const OLD_ENVIRONMENT_METHODS: Readonly<Record<string, string>> = {
+  clockStep: 'faults.clockStep: (node, deltaMs) => …',
+  clockDrift: 'faults.clockDrift: (target, driftPpm) => …',
+  crash: 'faults.crash: { crash(node), restart(node) }',
+  restart: 'faults.crash: { crash(node), restart(node) }',
+  partition: 'faults.partition: { cut(client, node), heal(client, node) }',
+  heal: 'faults.partition: { cut(client, node), heal(client, node) }',
+  setDelay: 'faults.delay: (client, ms) => …',
+  pause: 'faults.pause: { pause(client), resume(client) }',
+  resume: 'faults.pause: { pause(client), resume(client) }',
+  killConnection: 'faults.killConnection: (client) => …',
+};
+
+const PORTING =
+  'What changed: a backend no longer lists its fault kinds, and its environment no longer stubs the faults it cannot inject. ' +
+  "The environment is time control (nowMs, advanceTo, runUntil, realTimeAheadMs?, inspect?) plus `faults`, a registry of injectors; what the backend takes is read from the injectors it provides. " +
+  'To port: delete the backend\'s `faults: [...]`; in start(), move each fault method of env into env.faults (pause/resume -> faults.pause: { pause, resume }; partition/heal -> faults.partition: { cut, heal }; ' +
+  'crash/restart -> faults.crash: { crash, restart }; setDelay -> faults.delay; clockStep, clockDrift, killConnection keep their names) and delete every stub of a fault you cannot inject. ' +
+  'See docs/adapter.md, "Porting from the old API".';
+
+/** Throws AdapterApiError unless `value` has the shape of a BackendUnderTest of this API. */
+export function checkBackendApi(value: unknown, where = 'the backend'): asserts value is BackendUnderTest {
+  const b = value as Partial<Record<keyof BackendUnderTest | 'faults', unknown>> | null | undefined;
+  if (b === null || typeof b !== 'object' || typeof b.name !== 'string' || typeof b.start !== 'function' || b.design === undefined || b.capabilities === undefined) {
+    throw new AdapterApiError(`${where} must be a BackendUnderTest (name, design, capabilities, start; contract optional)`);
+  }
+  if (Array.isArray(b.faults)) {
+    throw new AdapterApiError(`${b.name}: written for the old adapter API (BackendUnderTest.faults, a list of fault kinds). ${PORTING}`);
+  }
+}
+
+/** Throws AdapterApiError unless `env` is an Environment of this API (time control plus a `faults` registry). */
+export function checkEnvironmentApi(env: unknown, backend: string): asserts env is Environment {
+  const e = env as Record<string, unknown> | null | undefined;
+  if (e === null || typeof e !== 'object') throw new AdapterApiError(`${backend}: start() returned no environment (instance.env)`);
+  const old = Object.keys(OLD_ENVIRONMENT_METHODS).filter((m) => typeof e[m] === 'function');
+  if (old.length > 0) {
+    const moves = [...new Set(old.map((m) => OLD_ENVIRONMENT_METHODS[m]!))].join('; ');
+    throw new AdapterApiError(`${backend}: its environment has ${old.join(', ')} as methods, as in the old adapter API (now: ${moves}). ${PORTING}`);
+  }
+  for (const m of ['nowMs', 'advanceTo', 'runUntil'] as const) if (typeof e[m] !== 'function') throw new AdapterApiError(`${backend}: its environment has no ${m}() (time control: nowMs, advanceTo, runUntil)`);
+  if (e.faults === null || typeof e.faults !== 'object') throw new AdapterApiError(`${backend}: its environment has no \`faults\` registry (an object of injectors; {} for none). ${PORTING}`);
+}
+
+const offered = new WeakMap<BackendUnderTest, Promise<readonly FaultKind[]>>();
+
+/**
+ * The fault kinds a backend takes: read from the environment of one
+ * instance it starts (and closes), once per backend object. Raises
+ * AdapterApiError for an adapter of the old API.
+ */
+export function offeredFaults(backend: BackendUnderTest): Promise<readonly FaultKind[]> {
+  checkBackendApi(backend);
+  let kinds = offered.get(backend);
+  if (kinds === undefined) {
+    kinds = (async () => {
+      const instance = await backend.start({ clients: 2, tokenBase: 0n });
+      try {
+        checkEnvironmentApi(instance.env, backend.name);
+        return faultKindsOf(instance.env.faults);
+      } finally {
+        await instance.close();
+      }
+    })();
+    offered.set(backend, kinds);
+  }
+  return kinds;
+}

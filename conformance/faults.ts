@@ -1,0 +1,92 @@
+import type { ClockTarget } from '../model/command.ts';
+
+/**
+ * The faults an environment can inject, as a registry: each entry is an
+ * injector (a function, or a small object for a fault that is undone), and
+ * an entry left out is a fault the backend does not take. What a backend
+ * can take is read from what its environment provides; nothing else lists
+ * it. Every injector resolves when its fault is in place.
+ */
+export interface FaultInjectors {
+  /** A node's wall clock jumps by `deltaMs` (forwards or back). */
+  readonly clockStep?: (node: number, deltaMs: number) => Promise<void>;
+  /** A node's or a client's clock runs fast or slow, from now on, by `driftPpm` parts per million. */
+  readonly clockDrift?: (target: ClockTarget, driftPpm: number) => Promise<void>;
+  /** A node's process dies (losing what it did not persist), and later comes back. */
+  readonly crash?: { crash(node: number): Promise<void>; restart(node: number): Promise<void> };
+  /** The link between a client and a node is cut (calls fail at once), and later healed. */
+  readonly partition?: { cut(client: number, node: number): Promise<void>; heal(client: number, node: number): Promise<void> };
+  /** Replies to the requests this client sends before true time moves on take `ms` of true time (0: none). */
+  readonly delay?: (client: number, ms: number) => Promise<void>;
+  /** The client stops (a GC pause, SIGSTOP): its replies wait until it resumes. */
+  readonly pause?: { pause(client: number): Promise<void>; resume(client: number): Promise<void> };
+  /** The server ends the client's connection (and with it any session state). */
+  readonly killConnection?: (client: number) => Promise<void>;
+}
+
+/**
+ * THE list of fault kinds: what schedules are generated from, what the CLI
+ * accepts and lists, what counterexample files may name. Each kind names
+ * the injector that makes it (advance needs none: it is time control).
+ */
+const FAULTS = {
+  advance: { injector: null, what: 'true time passes (time control; every backend takes it)' },
+  'clock-step': { injector: 'clockStep', what: "a node's wall clock jumps forwards or back" },
+  'clock-drift': { injector: 'clockDrift', what: "a node's or a client's clock runs fast or slow" },
+  pause: { injector: 'pause', what: 'a client stops (also between its check and its write, and with replies in flight), then resumes' },
+  'crash-restart': { injector: 'crash', what: 'a node crashes and restarts' },
+  partition: { injector: 'partition', what: 'the link between a client and a node is cut, then healed' },
+  delay: { injector: 'delay', what: "a client's replies come late" },
+  'kill-connection': { injector: 'killConnection', what: "the server ends a client's connection" },
+} as const satisfies Record<string, { readonly injector: keyof FaultInjectors | null; readonly what: string }>;
+
+export type FaultKind = keyof typeof FAULTS;
+
+/** Every fault kind, in the order they are listed. */
+export const FAULT_KINDS = Object.keys(FAULTS) as readonly FaultKind[];
+
+// Every injector has its kind: an injector added above without one fails to typecheck here.
+type Unlisted = Exclude<keyof FaultInjectors, (typeof FAULTS)[FaultKind]['injector']>;
+export const everyInjectorListed: [Unlisted] extends [never] ? true : Unlisted = true;
+
+export function isFaultKind(value: unknown): value is FaultKind {
+  return typeof value === 'string' && Object.hasOwn(FAULTS, value);
+}
+
+/** One line per fault kind, for help texts. */
+export function describeFaultKind(kind: FaultKind): string {
+  return FAULTS[kind].what;
+}
+
+/** The fault kinds these injectors make (advance always). */
+export function faultKindsOf(faults: FaultInjectors): FaultKind[] {
+  return FAULT_KINDS.filter((k) => {
+    const injector = FAULTS[k].injector;
+    return injector === null || faults[injector] !== undefined;
+  });
+}
+
+/** Only the injectors of the given kinds (all when `kinds` is undefined): how a backend offers fewer faults than its environment could. */
+export function onlyFaults(faults: FaultInjectors, kinds: readonly FaultKind[] | undefined): FaultInjectors {
+  if (kinds === undefined) return faults;
+  const keep = new Set(kinds.map((k) => FAULTS[k].injector));
+  return Object.fromEntries(Object.entries(faults).filter(([key]) => keep.has(key as keyof FaultInjectors))) as FaultInjectors;
+}
+
+/** A command needs a fault the backend's environment does not provide (a replayed counterexample of another backend, say). */
+export class FaultNotOfferedError extends Error {
+  override readonly name = 'FaultNotOfferedError';
+  constructor(
+    readonly backend: string,
+    readonly kind: FaultKind,
+  ) {
+    super(`${backend} takes no ${kind} fault: its environment provides no faults.${FAULTS[kind].injector}`);
+  }
+}
+
+/** The injector for `kind`, or a FaultNotOfferedError. */
+export function injectorFor<K extends keyof FaultInjectors>(faults: FaultInjectors, key: K, backend: string): NonNullable<FaultInjectors[K]> {
+  const injector = faults[key];
+  if (injector === undefined) throw new FaultNotOfferedError(backend, FAULT_KINDS.find((k) => FAULTS[k].injector === key)!);
+  return injector as NonNullable<FaultInjectors[K]>;
+}
