@@ -9,6 +9,7 @@ import { connectPostgres } from '../conformance/env/userPostgres.ts';
 import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
 import { realPostgresBackend, targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { ReplicatedServers, realReplicatedBackend } from '../conformance/env/replicatedBackend.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
@@ -21,6 +22,8 @@ import type { StressAdapter } from '../conformance/stress/runner.ts';
 import { layoutOf } from '../conformance/stress/runner.ts';
 import type { StressBackend } from '../conformance/stress/servers.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
+import type { EtcdCell } from '../conformance/env/etcdBackend.ts';
+import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
 
 /**
@@ -33,6 +36,8 @@ export interface BuiltIn {
   readonly store: StorePolicy;
   /** An npm library audited through its adapter (conformance/adapters/): its deviations are the audit's findings. */
   readonly library?: LibraryId;
+  /** At most this many schedules per cell: a row whose runs take seconds of real time each (etcd). */
+  readonly maxRuns?: number;
 }
 
 export type { LibraryId };
@@ -89,6 +94,9 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
   }
 }
 
+/** Schedules per etcd cell in the matrix: each run takes seconds of real time (whole-second ttls, spec 7.8). */
+const ETCD_MATRIX_RUNS = 10;
+
 const RESTART_DELAY_MS = 61; // longer than the longest ttl the schedules use (60 ms)
 
 /** The library audits: rows of the matrix beside the built-in backends. */
@@ -106,14 +114,22 @@ export const BUILT_INS: readonly BuiltIn[] = [
   ...[designs.redisSingle(), designs.redisSingle({ persistence: 'aof-always' }), designs.redlock(), designs.redlock({ persistence: 'aof-always' }), designs.redlock({ restartDelayMs: RESTART_DELAY_MS })].flatMap(
     (design) => (['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(design, store), design, store })),
   ),
+  // A primary, an asynchronous replica and Sentinel; the crash is a failover (spec 7.9). Without and with WAIT 1.
+  ...[designs.redisReplicated(), designs.redisReplicated({ wait: true })].map((design) => ({ name: builtInName(design, 'unfenced'), design, store: 'unfenced' as const })),
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.pgSession(), store), design: designs.pgSession(), store })),
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
+  // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).
+  ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.etcdLease(), store), design: designs.etcdLease(), store, maxRuns: ETCD_MATRIX_RUNS })),
 ];
 
 function builtInName(design: Design, store: StorePolicy): string {
   const d = design;
   const variant =
-    d.kind === 'redis-single' || d.kind === 'redlock' ? `${d.kind}${d.persistence === 'aof-always' ? '-aof' : ''}${d.restartDelayMs > 0 ? '-delayed-restart' : ''}` : d.kind;
+    d.kind === 'redis-single' || d.kind === 'redlock'
+      ? `${d.kind}${d.persistence === 'aof-always' ? '-aof' : ''}${d.restartDelayMs > 0 ? '-delayed-restart' : ''}`
+      : d.kind === 'redis-replicated' && d.wait
+        ? 'redis-replicated-wait'
+        : d.kind;
   return `${variant}/${store}`;
 }
 
@@ -157,8 +173,10 @@ export interface ServerChoice {
 export class Servers {
   #redis = new Map<'none' | 'aof-always', Promise<RedisCluster>>();
   #pg: Promise<PostgresServer> | null = null;
+  #replicated: Promise<ReplicatedServers> | null = null;
   #userRedis: Promise<UserRedisCluster> | null = null;
   #userPg: ReturnType<typeof connectPostgres> | null = null;
+  #etcd: Promise<EtcdCell> | null = null;
 
   constructor(readonly choice: ServerChoice = {}) {}
 
@@ -180,6 +198,7 @@ export class Servers {
   /** Why a row cannot run on the chosen servers, or null if it can. */
   unavailable(b: BuiltIn): string | null {
     const d = b.design;
+    if (d.kind === 'redis-replicated' && this.choice.redis !== undefined) return 'it needs a primary, a replica and Sentinel that lockcheck starts (the failover kills the primary)';
     if ((d.kind === 'redis-single' || d.kind === 'redlock') && this.choice.redis !== undefined) {
       const n = this.choice.redis.length;
       if (d.persistence !== 'none' || d.restartDelayMs > 0) return 'its persistence and restart only matter under crash-restart, which needs servers lockcheck starts';
@@ -196,6 +215,9 @@ export class Servers {
     const redis = (): Promise<RedisCluster | UserRedisCluster> => (this.choice.redis !== undefined ? this.#userRedisCluster() : this.#localRedis(d.kind === 'redis-single' || d.kind === 'redlock' ? d.persistence : 'none'));
     const pg = async (): Promise<PostgresTarget> => (this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' }))));
     if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
+    // etcd always runs on clusters lockcheck starts (--redis and --pg do not name one).
+    if (d.kind === 'etcd-lease') return realEtcdBackend(await (this.#etcd ??= startEtcdCell()), b.store, { name: b.name });
+    if (d.kind === 'redis-replicated') return realReplicatedBackend(await (this.#replicated ??= ReplicatedServers.start()), d, b.store, { name: b.name });
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
       const cluster = await redis();
       // On servers with their own clocks the lease needs the wider margin the pacing asks for.
@@ -226,7 +248,9 @@ export class Servers {
   async stop(): Promise<void> {
     const clusters = await Promise.allSettled([...this.#redis.values()]);
     const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
-    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop()]);
+    const etcd = this.#etcd === null ? null : await this.#etcd.catch(() => null);
+    const replicated = this.#replicated === null ? null : await this.#replicated.catch(() => null);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop(), replicated?.stop()]);
   }
 }
 

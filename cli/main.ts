@@ -51,7 +51,8 @@ commands:
             lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
 
 options:
-  --runs N          generated schedules per backend or cell (matrix default 30, run default 100)
+  --runs N          schedules per backend or cell (matrix default 30, run default 100); the first
+                    are the model's shortest counterexamples for the design, then generated ones
   --seed S          fast-check seed (default 20161010)
   --path P          with --seed (run): replay one exact case
   --faults a,b      matrix: fault classes (${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')})

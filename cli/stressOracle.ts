@@ -58,6 +58,8 @@ export async function stressBackendOf(row: BuiltIn): Promise<{ backend: StressBa
       return { backend: 'pg-session', store };
     case 'pg-xact':
       return { backend: 'pg-xact', store };
+    case 'etcd-lease':
+      return { backend: 'etcd', store };
     default:
       return { why: `no stress backend for ${d.kind}` };
   }

@@ -10,9 +10,10 @@ import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generat
 import type { ConsequenceKind } from './consequence.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
+import { seedSchedules } from './seeds.ts';
 import { offeredFaults } from './backendApi.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
-import type { RunReport } from './verdict.ts';
+import type { ConformanceFailure, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
 
 /**
@@ -47,6 +48,14 @@ export interface CheckOptions {
   readonly onRun?: (run: number, report: RunReport) => void;
   /** A clock for the elapsed figures only. */
   readonly clock?: () => number;
+  /**
+   * Run first, as runs 1, 2, ... (token base 0) before the generated ones,
+   * the model's shortest counterexamples for the backend's design and store
+   * under the faults taken (seedSchedules in seeds.ts), so a predicted
+   * finding shows up in the first runs. They count towards `runs`; a replay
+   * must ask for them too, as its path counts them.
+   */
+  readonly modelSeeds?: boolean;
 }
 
 export interface CheckFailure {
@@ -107,7 +116,9 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
     throw new RunFailed(cut);
   };
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+  // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
+  const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)) : [];
   const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands: Command[], tokenBase: bigint) => {
     run++;
     const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
@@ -115,10 +126,18 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     for (const w of report.warnings ?? []) warnings[w] = (warnings[w] ?? 0) + 1;
     if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
     const verdict = report.verdict;
-    if (typeof failOn === 'object' && 'consequences' in failOn && verdict.kind === 'conformance-failure' && !failOn.consequences.includes(verdict.consequence.kind)) {
-      // An audit goes on past what it is not looking for, and counts it.
-      if (firstFailure === null) deviations[verdict.consequence.kind] = (deviations[verdict.consequence.kind] ?? 0) + 1;
-      return;
+    // Every deviation of the run, in order: those a library audit went past, then the one it ended on.
+    const deviated = [...(report.deviations ?? []), ...(verdict.kind === 'conformance-failure' ? [verdict] : [])];
+    const cutAt = (d: ConformanceFailure): RunReport => (d === verdict ? report : { ...report, verdict: d, steps: report.steps.slice(0, d.step.index + 1), deviations: (report.deviations ?? []).filter((p) => p.step.index < d.step.index) });
+    if (typeof failOn === 'object' && 'consequences' in failOn) {
+      const sought = deviated.find((d) => failOn.consequences.includes(d.consequence.kind));
+      if (sought !== undefined) return failWith(cutAt(sought));
+      // An audit goes on past what it is not looking for, and counts it (each kind once per run).
+      if (firstFailure === null) for (const kind of new Set(deviated.map((d) => d.consequence.kind))) deviations[kind] = (deviations[kind] ?? 0) + 1;
+      if (verdict.kind === 'conformance-failure') return;
+    } else if (deviated.length > 0 && deviated[0] !== verdict) {
+      // Not an audit: the first deviation fails the run, as if the run had stopped there.
+      return failWith(cutAt(deviated[0]!));
     }
     const wanted = typeof failOn === 'object' && 'properties' in failOn ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
     const failed = failOn === 'any' ? report.verdict.kind !== 'pass' && report.verdict.kind !== 'inconclusive' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
@@ -131,6 +150,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   });
   const details = await fc.check(property, {
     numRuns: options.runs ?? 100,
+    examples: seeds.map((commands): [Command[], bigint] => [commands, 0n]),
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });

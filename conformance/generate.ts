@@ -22,6 +22,8 @@ export interface ScheduleOptions {
   readonly lateReplies?: boolean;
   /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
   readonly ttlFloorMs?: number;
+  /** Ttls are whole multiples of this (Capabilities.ttlGrainMs), rounded up. Default 1. */
+  readonly ttlGrainMs?: number;
   /**
    * Each schedule draws one of these factors and multiplies every duration in
    * it (ttls, advances, retry delays, clock steps; not latencies) by it, so ttls
@@ -137,8 +139,16 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const node = fc.integer({ min: 0, max: nodeCount(o.design) - 1 });
   const resource = fc.constantFrom(...RESOURCE_NAMES.slice(0, o.resources));
   const floor = o.ttlFloorMs ?? 5;
-  const ttlMs = fc.integer({ min: floor, max: floor + 55 });
-  const gapMs = fc.integer({ min: 1, max: floor + 75 });
+  const grain = o.ttlGrainMs ?? 1;
+  const ttlMs = fc.integer({ min: floor, max: floor + 55 }).map((ms) => Math.ceil(ms / grain) * grain);
+  // With a ttl grain (whole seconds) the ttls dwarf the usual advances: then half of the advances are short
+  // (up to 75 ms) and half pass the longest ttl by up to the floor (which holds twice the servers' expiry
+  // tolerance), so that a pause or a wait crosses an expiry, late servers included, and a run stays short.
+  const longestTtlMs = Math.ceil((floor + 55) / grain) * grain;
+  const gapMs =
+    o.ttlGrainMs === undefined
+      ? fc.integer({ min: 1, max: floor + 75 })
+      : fc.oneof(fc.integer({ min: 1, max: 75 }), fc.integer({ min: longestTtlMs, max: longestTtlMs + floor }));
   const value = fc.constantFrom('a', 'b', 'c');
 
   // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).
@@ -312,6 +322,21 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
           ...lost.map((node): Command => ({ kind: 'heal', client: a.client, node })),
         ];
       }),
+    });
+  }
+  if (has('partition') && !ttl && o.clients > 1) {
+    // A one-sided partition from a session lock's server (spec 3): the cut holder may release (its outcome unknown) or
+    // write on; time passes (keepalive may end the session); another client tries; the link heals.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, false), fc.constantFrom('release', 'write'), value, advance, advance, acquire(fc.constant(0), false))
+        .map(([first, kind, v, gap1, gap2, second]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          const holder: Command = kind === 'release' ? { kind: 'release', client: a.client, resource: a.resource } : { kind: 'write', client: a.client, resource: a.resource, value: v };
+          return [a, { kind: 'partition', client: a.client, node: 0 }, holder, gap1, gap2, b, { kind: 'write', client: b.client, resource: a.resource, value: 'new' }, holder, { kind: 'heal', client: a.client, node: 0 }];
+        }),
     });
   }
   if (has('crash-restart')) {

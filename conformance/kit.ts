@@ -1,5 +1,9 @@
 /**
- * Building blocks for adapters (docs/adapter.md): the servers lockcheck
+ * The adapter kit (docs/adapter.md): for a lock library over Redis,
+ * redisLibraryBackend (over PostgreSQL, postgresLibraryBackend) gives servers (lockcheck's own, or the user's from
+ * --redis), every fault on them, a key prefix per run on shared servers, a
+ * close hook, and the library's Date.now() and timers on the runner's clock.
+ * Below it, the building blocks: the servers lockcheck
  * starts (or the user's, from --redis / --pg) with their faults, lockcheck's
  * own Redis and PostgreSQL environments, and the in-process parts (virtual
  * time, a simulated network and store) for backends that run in the test's
@@ -24,3 +28,10 @@ export type { Endpoint, Server } from './sim/network.ts';
 export { SimStore, storeOver } from './sim/store.ts';
 // For an adapter's concurrent client (BackendUnderTest.concurrent): an ioredis connection with bounded commands.
 export { concurrentRedis, COMMAND_TIMEOUT_MS } from './stress/client.ts';
+export { redisLibraryBackend } from './redisLibrary.ts';
+export { postgresLibraryBackend } from './postgresLibrary.ts';
+export type { PostgresClientParts, PostgresLibraryAdapter, PostgresServerChoice } from './postgresLibrary.ts';
+export type { LockCalls, RedisClientParts, RedisLibraryAdapter, RedisServerChoice } from './redisLibrary.ts';
+export { installLibraryClock, onClientClock, offClientClock, onLibraryClockInstance, WALL_EPOCH_MS } from './libraryClock.ts';
+export { FAULT_KINDS, faultKindsOf, onlyFaults } from './faults.ts';
+export type { FaultInjectors, FaultKind } from './faults.ts';

@@ -112,10 +112,15 @@ class VirtualTimer {
   }
 }
 
-/** Node's rule: a delay that is not a number >= 1 is 1 ms. */
+/**
+ * A timer's delay on virtual time: as given, and 0 for a delay that is not a
+ * positive number (Node makes that 1 ms of real time, which stands for "the
+ * next turn", not for time the model should see pass; a runaway loop of them
+ * is caught by VirtualTime's bound on events).
+ */
 function delayOf(ms: unknown): number {
   const n = Number(ms);
-  return Number.isFinite(n) && n >= 1 ? Math.min(n, 2 ** 31 - 1) : 1;
+  return Number.isFinite(n) && n > 0 ? Math.min(n, 2 ** 31 - 1) : 0;
 }
 
 const fakes = {

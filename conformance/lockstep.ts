@@ -20,8 +20,9 @@ import type { HeldLease } from './contract.ts';
 import { checkEnvironmentApi } from './backendApi.ts';
 import type { FaultInjectors } from './faults.ts';
 import { injectorFor } from './faults.ts';
-import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, probes, signalProblem } from './contract.ts';
-import type { ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
+import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
+import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
+import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
 
 /**
@@ -48,7 +49,7 @@ interface Driver {
   /** Each lease's signal, read once when it was granted and held from then on, as `using()` hands it to user code. */
   readonly signals: Map<string, AbortSignal>;
   /** A release sent in this step: its signal is judged once the model says whether the lease is gone or one level of a stack. */
-  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean } | null;
+  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean; unknown?: true } | null;
   /** Owner values of leases this client released: no node may keep them once the model has them gone. */
   readonly released: Map<string, Set<string>>;
   pendingWrite: { resource: string; value: string; token: bigint } | null;
@@ -91,11 +92,16 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
-  const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design) });
+  // A library audit goes past deviations that are not unsafe where the model can follow what the backend did.
+  const auditing = backend.contract !== undefined;
+  const passed: ConformanceFailure[] = [];
+  const passedMessages = new Set<string>();
+  const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design), ...(passed.length > 0 ? { deviations: passed } : {}) });
   const env = instance.env;
   const owners = new Map<string, Owner>();
 
   const contract = backend.contract ?? {};
+  const renaming = backend.capabilities.tokensComparedBy === 'order' ? new TokenRenaming() : null;
   /** The ttl each held lease was acquired with, by client and resource: a library that re-arms a fixed ttl extends by it. */
   const acquiredTtl = new Map<string, number>();
   const refit = (c: Command): Command =>
@@ -141,11 +147,27 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       if (e instanceof ContractBreach) return fail(e.property, e.message, { kind: 'ok' });
       // Any other error is outside the adapter API too: a finding of this run, never the end of the process.
       if (e instanceof InvalidInputError) throw e;
-      return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
+      const unknown = unknownRelease(subject, e, branches, drivers);
+      if (unknown === null) return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
+      performed = unknown;
     }
-    const actual = performed.outcome;
+    const actual = renaming === null ? performed.outcome : renaming.rename(performed.outcome, branches);
     const comparable = comparison(backend);
-    const matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
+    let matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
+    /** A deviation this step went past (a library audit): recorded with the step once it is executed. */
+    let wentPast: { readonly property: PropertyId; readonly consequence: Consequence; readonly message: string } | null = null;
+    if (matching.length === 0 && auditing) {
+      // Resynchronised where it is well defined: the same outcome but for a shorter deadline or another reason of refusal.
+      const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
+      const same = branches.filter((b) => sameKind(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
+      const deviation = `the backend answered ${show(actual)}; the model allows ${[...new Set(branches.map((b) => show(b.outcome)))].join(' or ')}`;
+      const property = same.length > 0 ? implicated(subject, same.map((b) => ({ ...b, outcome: comparable(b.outcome) })), comparable(actual), clientNow, steps) : null;
+      const consequence = property === null ? null : consequenceOf(property, subject, actual, same.map((b) => b.outcome), deviation);
+      if (property !== null && consequence !== null && consequence.kind !== 'unsafe') {
+        wentPast = { property, consequence, message: `${deviation} (the run went on, the model following the backend)` };
+        matching = same;
+      }
+    }
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
       const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
@@ -160,6 +182,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       return fail(implicated(subject, compared, comparable(actual), clientNow, steps), deviation, actual);
     }
     // The outcome is agreed: a lease handed out is the client's now.
+    renaming?.learn(performed.outcome, actual);
     if (performed.granted !== undefined) {
       const d = drivers[performed.granted.client]!;
       d.leases.set(performed.granted.resource, performed.granted.lease);
@@ -181,7 +204,13 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const onRelease = released(worlds, drivers);
     const atDeadline = onRelease ?? signalProblem(worlds, held(drivers));
     const signalled = onRelease ?? (contract.deadline === 'none' && atDeadline?.property === 'MUTEX-1' ? null : atDeadline);
-    if (signalled !== null) return fail(signalled.property, signalled.message, actual);
+    // An early loss signal in an audit is the safe direction: noted once, and the run goes on (the client stops using the lease).
+    const early = signalled !== null && auditing && consequenceOf(signalled.property, subject, actual, branches.map((b) => b.outcome), signalled.message).kind === 'safe';
+    if (signalled !== null && !early) return fail(signalled.property, signalled.message, actual);
+    if (signalled !== null && wentPast === null && !passedMessages.has(signalled.message)) {
+      passedMessages.add(signalled.message);
+      wentPast = { property: signalled.property, consequence: consequenceOf(signalled.property, subject, actual, branches.map((b) => b.outcome), signalled.message), message: `${signalled.message} (the run went on)` };
+    }
     // Probes cost round trips: on servers with their own real clocks they would eat the run's timing tolerance.
     const probing = isOperation(command) && backend.capabilities.expiryToleranceMs === undefined && contract.validatesInput !== false;
     const refused = probing ? await probe(instance, worlds, drivers, command, steps.length, backend.capabilities.ttl) : null;
@@ -192,6 +221,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const violations = perBranch.every((v) => v.length > 0) ? perBranch[0]! : [];
     const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, worlds[0]!, drivers);
     steps.push(executed);
+    if (wentPast !== null) passed.push({ kind: 'conformance-failure', ...wentPast, step: executed });
     if (violations.length > 0) {
       const finding: PropertyViolation = { kind: 'property-violation', violations, step: executed };
       if (!options.continueAfterViolation) return report(finding);
@@ -261,6 +291,18 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       return inFlight?.outcome ?? ok();
     })
     .exhaustive();
+}
+
+/**
+ * A release that fails loudly (UnavailableError) where the model has its
+ * outcome unknown (spec 7.4, "Unknown outcomes") is that outcome; null for
+ * any other error.
+ */
+function unknownRelease(subject: Command, error: unknown, branches: readonly Branch[], drivers: Driver[]): Performed | null {
+  if (subject.kind !== 'release' || (error as Error | undefined)?.name !== 'UnavailableError' || !branches.some((b) => b.outcome.kind === 'timed-out')) return null;
+  const releasing = drivers[subject.client]!.releasing;
+  if (releasing !== null) releasing.unknown = true;
+  return { outcome: { kind: 'timed-out' } };
 }
 
 function ok(_?: void): Performed {
@@ -350,6 +392,8 @@ function released(worlds: readonly World[], drivers: Driver[]): ContractBreach |
       d.signals.set(r.resource, r.signal);
       continue;
     }
+    // A release whose outcome is unknown ended the session: a stacked lease on it is lost with the connection.
+    if (r.unknown === true && r.signal.aborted && lossReason(r.signal) === 'connection-lost') continue;
     try {
       checkReleasedSignal(r.signal, r.firedBefore, r.resource);
     } catch (e) {
@@ -463,6 +507,38 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
   return null;
 }
 
+/**
+ * Tokens compared by order (Capabilities.tokensComparedBy 'order'): a new
+ * grant's token that exceeds every token granted before in the run stands for
+ * the token the model grants; tokens in store replies are renamed by what they
+ * stood for. A token that is not above every earlier one keeps its own value,
+ * so it matches no model token and the step fails (FENCE-1).
+ */
+class TokenRenaming {
+  readonly #names = new Map<bigint, bigint>();
+  #highest: bigint | null = null;
+
+  rename(o: Outcome, branches: readonly Branch[]): Outcome {
+    const known = (t: bigint): bigint => this.#names.get(t) ?? t;
+    return match(o)
+      .with({ kind: 'granted' }, (g): Outcome => {
+        if (this.#highest !== null && g.token <= this.#highest) return g;
+        const modelled = branches.find((b) => b.outcome.kind === 'granted' && b.outcome.validUntilMs === g.validUntilMs) ?? branches.find((b) => b.outcome.kind === 'granted');
+        return modelled !== undefined && modelled.outcome.kind === 'granted' ? { ...g, token: modelled.outcome.token } : g;
+      })
+      .with({ kind: 'rejected' }, (r): Outcome => ({ ...r, highest: known(r.highest) }))
+      .with({ kind: 'value' }, (v): Outcome => ({ ...v, token: v.token === null ? null : known(v.token) }))
+      .otherwise((x) => x);
+  }
+
+  /** The step's outcome agreed: a grant's own token now stands for the model's. */
+  learn(own: Outcome, renamed: Outcome): void {
+    if (own.kind !== 'granted' || renamed.kind !== 'granted') return;
+    this.#names.set(own.token, renamed.token);
+    if (this.#highest === null || own.token > this.#highest) this.#highest = own.token;
+  }
+}
+
 /** What the runner compares of an outcome: without tokens for a lock that has none, without deadlines for one that reports none. */
 function comparison(backend: BackendUnderTest): (o: Outcome) => Outcome {
   const tokens = comparesTokens(backend);
@@ -487,6 +563,18 @@ function withoutTokens(o: Outcome): Outcome {
     .with({ kind: 'rejected' }, (r): Outcome => ({ ...r, highest: 0n }))
     .with({ kind: 'value' }, (v): Outcome => ({ ...v, token: null }))
     .otherwise((x) => x);
+}
+
+/** The same outcome but for a deadline or a reason of refusal (tokens and values still agree). */
+function sameKind(a: Outcome, b: Outcome): boolean {
+  const loose = (o: Outcome): Outcome =>
+    match(o)
+      .with({ kind: 'granted' }, (g): Outcome => ({ ...g, validUntilMs: null }))
+      .with({ kind: 'extended' }, (g): Outcome => ({ ...g, validUntilMs: 0 }))
+      .with({ kind: 'denied' }, (d): Outcome => ({ ...d, reason: 'held' }))
+      .with({ kind: 'not-extended' }, (d): Outcome => ({ ...d, reason: 'expired' }))
+      .otherwise((x) => x);
+  return sameOutcome(loose(a), loose(b));
 }
 
 /** Outcomes agree when every field agrees: tokens and deadlines exactly. */
@@ -538,7 +626,8 @@ export function implicated(command: Command, branches: readonly Branch[], actual
     })
     // A refused extension the model grants gives a valid lease away: the safe direction.
     .with({ op: 'extend' }, (): PropertyId => (wantedKinds.has('extended') ? 'LIVE-1' : 'OWN-1'))
-    .with({ op: 'release' }, (): PropertyId => 'OWN-1')
+    // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
+    .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))
     // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
     .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
     .with({ op: 'write' }, (): PropertyId => 'LIVE-1')

@@ -50,8 +50,13 @@ function stepLine(s: ExecutedStep): string {
 }
 
 /** The run as numbered steps: time, lane, command, outcome, leases (token < deadline in true ms), node clocks. */
+/** The deviations a library audit went past before its verdict, one line each. */
+function passedLines(report: RunReport): string[] {
+  return (report.deviations ?? []).map((d) => `  went past at step ${d.step.index + 1}: ${d.property}, ${d.consequence.kind}: ${d.consequence.what}: ${d.message}`);
+}
+
 export function textTimeline(report: RunReport): string {
-  const lines = [headline(report), ''];
+  const lines = [headline(report), ...passedLines(report), ''];
   report.steps.forEach((s, i) => lines.push(`${String(i + 1).padStart(3)}. ${stepLine(s)}`));
   const v = report.verdict;
   if (v.kind === 'conformance-failure') lines.push('', `allowed: ${v.step.allowed.map(describeOutcome).join(' | ')}`, `actual:  ${describeOutcome(v.step.actual)}`);
@@ -118,7 +123,7 @@ circle.pause,circle.resume{fill:#7a4bc0} .lease{fill:#7bc47f;opacity:.7}
 table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top} tr.badrow{background:#fde8e8} td:nth-child(-n+3),th:nth-child(-n+3){white-space:nowrap}
 </style></head><body>
 <h1>lockcheck counterexample: ${esc(report.backend)}</h1>
-<p class="verdict">${esc(headline(report))}</p>
+<p class="verdict">${esc(headline(report))}</p>${passedLines(report).map((l) => `\n<p class="passed">${esc(l.trim())}</p>`).join('')}
 <p>Properties: ${[...bad].map((p) => `${p} (${esc(PROPERTY_TITLES[p])})`).join(', ') || 'none'}. Time axis: steps in order, true time (ms) below each; green bars: leases held (token in the tooltip); last true time ${endMs} ms.</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">${parts.join('')}</svg>
 <table><thead><tr><th>#</th><th>true ms</th><th>lane</th><th>command</th><th>backend did</th><th>model allowed</th><th>leases after</th><th>violations</th></tr></thead><tbody>

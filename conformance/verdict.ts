@@ -65,6 +65,13 @@ export interface RunReport {
   readonly steps: readonly ExecutedStep[];
   /** Property violations passed on the way, when the run was told to keep going. */
   readonly findings: readonly PropertyViolation[];
+  /**
+   * A library audit's deviations in the safe direction or of liveness that
+   * the run went past (the model resynchronised to what the backend did):
+   * each a conformance failure at its step, in order. The run's verdict is
+   * what came after them.
+   */
+  readonly deviations?: readonly ConformanceFailure[];
   readonly clients: number;
   readonly nodes: number;
   /** What the backend's instance said beside the verdict (BackendInstance.warnings): the run may not have followed the model's time. */

@@ -38,6 +38,15 @@ export interface Branch {
  */
 export function step(world: World, command: Command): readonly Branch[] {
   validate(world, command);
+  return stepValid(world, command);
+}
+
+/**
+ * step() without its checks, for the exploration's hot path: `command` must
+ * have passed step()'s validation once in a world of the same configuration
+ * (its input checks depend on nothing else) and be `enabled` in `world`.
+ */
+export function stepValid(world: World, command: Command): readonly Branch[] {
   if (!isOperation(command)) return inject(world, command);
   const branches = operate(world, command);
   // WAIT 1 after every script: the reply comes only once the replica has what the primary has.
@@ -416,7 +425,13 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
  */
 function acquireSession(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
   const later: World = { ...world, nowMs: world.nowMs + latencyMs };
-  if (!isReachable(world, client, 0)) return single({ kind: 'denied', reason: 'no-quorum' }, later);
+  if (!isReachable(world, client, 0)) {
+    // The statement fails on the open connection, so the client ends its session (7.4, "Unknown outcomes"): its
+    // leases go with it; the close cannot cross the cut link, and the server keeps the locks until heal or keepalive.
+    // A cut link fails at once, as with ttl designs (4.2): no reply to wait for, so latencyMs does not apply.
+    const closed = rulesOf(world.config.design).lateReplyEnds === 'session' ? withClient(world, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : world;
+    return single({ kind: 'denied', reason: 'no-quorum' }, closed);
+  }
   // The client's statement timeout, on its own clock: a later reply is an unknown outcome.
   const elapsed = monoNow(later, client) - monoNow(world, client);
   const timeoutMs = replyTimeoutMs(world.config.design)!;
@@ -543,10 +558,12 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   const design = world.config.design;
   const server = world.nodes[0]!;
   if (!isReachable(world, client, 0)) {
-    // The unlock or commit never arrives: the client gives the lease up, the server keeps the lock until
-    // it notices the dead link, and a transaction's buffered writes are lost with it.
-    const left = rulesOf(design).stacking === 'per-release' && lease.count > 1 ? { ...lease, count: lease.count - 1 } : null;
-    return single({ kind: 'released' }, withClient(world, client, (c) => withLease(c, resource, left)));
+    // The unlock or commit gets no reply: its outcome is unknown, so the client closes the connection (7.4,
+    // "Unknown outcomes"). The close cannot cross the cut link either: the server keeps the lock until it
+    // notices (keepalive, at an advance) or the close arrives (at heal); a transaction's buffered writes are lost.
+    // pg-session: the session goes, with every lease on it; pg-xact: the lease's own transaction.
+    const gone = (c: ClientState): ClientState => (rulesOf(design).lateReplyEnds === 'session' ? { ...c, sessionLost: false, leases: {} } : withLease(c, resource, null));
+    return single({ kind: 'timed-out' }, withClient(world, client, gone));
   }
   const key = server.keys[resource];
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
@@ -671,11 +688,29 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       // A session outlives a cut link: the server notices only later, through keepalive (see advance).
       return ok(world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() });
     }
-    case 'heal':
-      return ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) });
+    case 'heal': {
+      const healed: World = { ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) };
+      return ok(isSessionBound(design) && f.node === 0 && world.partitions.includes(`${f.client}:0`) ? closesCross(healed, f.client) : healed);
+    }
     case 'kill-connection':
       return ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world);
   }
+}
+
+/**
+ * A healed link lets through the closes it held back (spec 3, 7.4): a session
+ * (or transaction) the client gave up is ended on the server, and a running
+ * client whose session the server ended unheard now hears of it (a paused one
+ * at resume).
+ */
+function closesCross(world: World, client: number): World {
+  const c = world.clients[client]!;
+  const server = world.nodes[0]!;
+  // Locks of this client that none of its leases stands for: left by a session it closed.
+  const orphans = Object.entries(server.keys).filter(([r, k]) => k.owner.client === client && !(c.leases[r] !== undefined && sameOwner(c.leases[r].owner, k.owner)));
+  const nodes = orphans.length === 0 ? world.nodes : [orphans.reduce((n, [r]) => deleteKey(n, r), server), ...world.nodes.slice(1)];
+  const next: World = { ...world, nodes };
+  return c.sessionLost && !c.paused ? withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} })) : next;
 }
 
 /** Clients cut from the server whose session still holds a lock there: the ones keepalive may end. */

@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { checkConformance } from '../conformance/check.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import type { SimParts } from '../conformance/sim/backend.ts';
+import { leaseNodeOver } from '../conformance/sim/redisNode.ts';
+import { runLockstep } from '../conformance/lockstep.ts';
+import { textTimeline } from '../conformance/timeline.ts';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
 import type { Design } from '../model/design.ts';
@@ -57,5 +61,39 @@ describe('findings by consequence', () => {
     // Rounded to nearest, as redlock on npm does: 1 ms less under a 50 ms ttl.
     expect(driftMarginMs({ ...designs.redlock(), driftRounding: 'round' } as Design, 40)).toBe(2);
     expect(driftMarginMs(designs.redlock(), 40)).toBe(3);
+  });
+});
+
+describe('an audit runs past the safe direction', () => {
+  // A library whose leases end 1 ms early (the safe direction), and whose release deletes the key whoever holds it (unsafe).
+  const parts: SimParts = {
+    lock: (p) => new ShortValidity(p),
+    node: (net, c, i, node) => ({ ...leaseNodeOver(net, c, i, node), release: (r) => net.call(c, i, () => node.releaseAny(r)) }),
+  };
+  const schedule = [
+    { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 40 },
+    { kind: 'advance', ms: 45 },
+    { kind: 'acquire', client: 1, resource: 'r0', ttlMs: 40 },
+    { kind: 'release', client: 0, resource: 'r0' },
+    { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 40 },
+  ] as const;
+
+  it('a library audit records a safe deviation, follows the backend, and finds the unsafe one later in the same run', async () => {
+    const library: BackendUnderTest = { ...simLeaseBackend(designs.redisSingle(), 'strict', parts, 'short and careless'), contract: {} };
+    const report = await runLockstep(library, schedule, { clients: 2, tokenBase: 0n });
+    expect(report.deviations?.map((d) => [d.step.index, d.consequence.kind])).toEqual([
+      [0, 'safe'],
+      [2, 'safe'],
+    ]);
+    expect(report.verdict.kind).toBe('conformance-failure');
+    if (report.verdict.kind !== 'conformance-failure') return;
+    expect(report.verdict.consequence.kind).toBe('unsafe');
+    expect(report.verdict.step.index).toBeGreaterThan(2);
+    // The timeline says what the run went past.
+    expect(textTimeline(report)).toMatch(/went past at step 1: LIVE-1, safe: validity shorter than allowed/);
+    // The same backend without a contract (not an audit) stops at the first deviation.
+    const plain = await runLockstep({ ...library, contract: undefined } as BackendUnderTest, schedule, { clients: 2, tokenBase: 0n });
+    expect(plain.verdict.kind === 'conformance-failure' && plain.verdict.step.index).toBe(0);
+    expect(plain.deviations).toBeUndefined();
   });
 });

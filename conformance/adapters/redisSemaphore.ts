@@ -89,6 +89,7 @@ function semaphoreBackend(kind: SemaphoreMutexKind, cluster: RedisCluster, optio
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     contract: REDIS_SEMAPHORE_CONTRACT,
+    options: { acquireAttemptsLimit: 1, refreshInterval: 0 },
     start: ({ clients }) => startInstance(kind, cluster, design, clients),
     concurrent: semaphoreConcurrent(kind),
   };

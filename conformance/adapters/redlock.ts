@@ -121,6 +121,7 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
     contract: redlockContract(options.driftFactor ?? 0.01),
+    options: { driftFactor: options.driftFactor ?? 0.01, dateNow: options.dateNow ?? 'client-clock', retryCount: 0 },
     start: ({ clients }) => startInstance(library, cluster, design, clients, options.dateNow ?? 'client-clock'),
     concurrent: redlockConcurrent(library, options.driftFactor ?? 0.01),
   };

@@ -1,0 +1,173 @@
+import type { Redis } from 'ioredis';
+import type { MonotonicClock } from '../impl/clock.ts';
+import { redisFencedStore } from '../impl/redis/store.ts';
+import type { Design } from '../model/design.ts';
+import { designs, nodeCount } from '../model/design.ts';
+import type { BackendInstance, BackendUnderTest, Capabilities, LibraryContract, LockClient } from './adapter.ts';
+import type { RedisCluster } from './env/redisBackend.ts';
+import { REAL_TIME_TOLERANCE_MS, startRedisCluster, startRedisRun } from './env/redisBackend.ts';
+import { connectRedisCluster } from './env/userRedis.ts';
+import { clockWarnings, currentNotes, installLibraryClock, libraryClockNotes, onClientClock } from './libraryClock.ts';
+import type { LibraryClockNotes } from './libraryClock.ts';
+
+/**
+ * The adapter kit for a lock library over Redis: everything but the mapping
+ * of the library's calls onto LockClient. It brings the servers (lockcheck's
+ * own, started on the first run and stopped by the backend's close(); or the
+ * user's, from `--redis`), every fault on them (those of lockcheck's Redis
+ * backend), a key prefix per run on the user's servers, a close hook per run,
+ * and the client's clocks for the library: inside its acquire, extend and
+ * release, Date.now(), setTimeout and setInterval run on the client's virtual
+ * clock (libraryClock.ts), so the library's own retries and refresh timers
+ * follow the runner's time. A run warns (RunReport.warnings, and the CLI on
+ * stderr) when a real timer fired inside the library's calls, or a command
+ * went past the faults.
+ */
+export interface RedisLibraryAdapter {
+  /** The row's name, e.g. 'my-lock@1.2.3'. */
+  readonly name: string;
+  /** The model it is judged by: designs.redisSingle() (default; one node), or designs.redlock({ nodes }) for a library over several independent nodes. */
+  readonly design?: Design;
+  /** What the library promises: no deadline, no client timeout, a refresh that re-arms a fixed ttl, tokens... (docs/adapter.md). */
+  readonly contract?: LibraryContract;
+  /** The library's settings the adapter uses (recorded in counterexample files). */
+  readonly options?: Readonly<Record<string, string | number | boolean | null>>;
+  /** Beyond the kit's: store 'unfenced', ttl, not session-bound, not reentrant, tokens as the contract says. */
+  readonly capabilities?: Partial<Pick<Capabilities, 'reentrant' | 'ttl' | 'tokens'>>;
+  /** The key the library keeps a lock on `resource` under (no run prefix): lets the runner check OWN-1 on the nodes. */
+  readonly lockKey?: (resource: string) => string;
+  /** One client's lock calls, built on its parts. The kit adds its store and clock, and runs the calls on the client's clocks. */
+  client(parts: RedisClientParts): LockCalls | Promise<LockCalls>;
+}
+
+/** The calls an adapter maps onto the library (LockClient without the store and clock the kit adds). */
+export type LockCalls = Pick<LockClient, 'acquire' | 'release'> & Pick<Partial<LockClient>, 'extend'>;
+
+export interface RedisClientParts {
+  /** The simulated client's index. */
+  readonly client: number;
+  /** The client's ioredis connection to each lock node: every command it sends goes through the run's faults. */
+  readonly nodes: readonly Redis[];
+  /** The client's monotonic clock: lease deadlines are on it; Date.now() and timers inside its calls follow it. */
+  readonly clock: MonotonicClock;
+  /** The run's key prefix on the user's servers (the connections apply it; the library never sees it); '' on lockcheck's own. */
+  readonly keyPrefix: string;
+  /** Runs `fn` on this client's clocks (for library work outside acquire, extend and release, e.g. building it). */
+  onClock<T>(fn: () => T): T;
+  /** Clean-up at the end of the run (a library's pools, intervals): the run's close hook. */
+  onClose(fn: () => Promise<void> | void): void;
+}
+
+/** Where the servers come from: lockcheck's own (default), or the user's (`--redis`, handed to an adapter module's default export). */
+export interface RedisServerChoice {
+  readonly redis?: readonly string[];
+}
+
+export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisServerChoice = {}): BackendUnderTest {
+  const design = adapter.design ?? designs.redisSingle();
+  if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`${adapter.name}: a Redis library is judged by redis-single or redlock, not ${design.kind}`);
+  let cluster: Promise<RedisCluster> | null = null;
+  const servers = (): Promise<RedisCluster> =>
+    (cluster ??= choice.redis !== undefined ? connectRedisCluster(choice.redis) : startRedisCluster({ nodes: nodeCount(design), persistence: design.persistence }));
+  return {
+    name: adapter.name,
+    design,
+    capabilities: {
+      store: 'unfenced',
+      ttl: true,
+      sessionBound: false,
+      reentrant: false,
+      tokens: adapter.contract?.tokens !== 'none',
+      ...adapter.capabilities,
+      // The user's servers keep their own clocks: the runs are paced to them.
+      ...(choice.redis !== undefined ? { expiryToleranceMs: REAL_TIME_TOLERANCE_MS } : {}),
+    },
+    ...(adapter.contract !== undefined ? { contract: adapter.contract } : {}),
+    ...(adapter.options !== undefined ? { options: adapter.options } : {}),
+    start: async ({ clients }) => startInstance(adapter, await servers(), design, clients),
+    close: async () => {
+      const started = cluster;
+      cluster = null;
+      await (await started?.catch(() => null))?.stop();
+    },
+  };
+}
+
+async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster, design: Design, clients: number): Promise<BackendInstance> {
+  const run = await startRedisRun(cluster, design, { clients, ...(adapter.lockKey !== undefined ? { lockKey: adapter.lockKey } : {}) });
+  const restoreClocks = installLibraryClock();
+  const notes: LibraryClockNotes = libraryClockNotes();
+  const closeHooks: Array<() => Promise<void> | void> = [];
+  const unfaulted = { commands: 0 };
+  const close = async (): Promise<void> => {
+    try {
+      for (const hook of closeHooks.splice(0).reverse()) await hook();
+    } finally {
+      restoreClocks();
+      await run.close();
+    }
+  };
+  try {
+    const lockClients: LockClient[] = [];
+    for (const [client, conn] of run.connections.entries()) {
+      const clock = run.clocks[client]!;
+      const onClock = <T>(fn: () => T): T => onClientClock(clock, fn, notes);
+      const nodes = conn.nodes.map((redis, node) => throughFaults(redis, run.network.call.bind(run.network), client, node, notes, unfaulted));
+      const calls = await onClock(() => adapter.client({ client, nodes, clock, keyPrefix: run.keyPrefix, onClock, onClose: (fn) => closeHooks.push(fn) }));
+      const fenced = redisFencedStore(conn.store, 'unfenced');
+      lockClients.push({
+        acquire: (resource, options) => onClock(() => calls.acquire(resource, options)),
+        ...(calls.extend !== undefined ? { extend: (lease, ttlMs) => onClock(() => calls.extend!(lease, ttlMs)) } : {}),
+        release: (lease) => onClock(() => calls.release(lease)),
+        store: { write: (r, t, v) => run.network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => run.network.call(client, 'store', () => fenced.read(r)) },
+        clock,
+      });
+    }
+    return {
+      clients: lockClients,
+      env: run.env,
+      warnings: () => [
+        ...clockWarnings(notes),
+        ...(unfaulted.commands > 0 ? [`${unfaulted.commands} command(s) the library sent outside its clients' calls (a timer or event lockcheck did not start) skipped the run's faults`] : []),
+      ],
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/**
+ * The connection with every command through the fault layer: the network's
+ * call for this client and node (pauses, delays, cuts apply). A command sent
+ * outside any client's call cannot be given a client's faults: it goes out
+ * as is, and is counted for the run's warnings.
+ */
+function throughFaults(
+  redis: Redis,
+  call: <T>(client: number, node: number, request: () => T | Promise<T>) => Promise<T>,
+  client: number,
+  node: number,
+  notes: LibraryClockNotes,
+  unfaulted: { commands: number },
+): Redis {
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: unknown) => {
+    if (!inClientCall(notes)) {
+      // The driver's own handshake on a (re)connect is not the library's.
+      if (redis.status === 'ready' && !CONNECTION_COMMANDS.has(command.name.toLowerCase())) unfaulted.commands++;
+      return send(command, stream as never);
+    }
+    return call(client, node, () => send(command, stream as never));
+  }) as Redis['sendCommand'];
+  return redis;
+}
+
+/** What ioredis sends by itself when it (re)connects. */
+const CONNECTION_COMMANDS = new Set(['auth', 'hello', 'select', 'info', 'client', 'readonly', 'ping']);
+
+/** Whether the code running now is one of this run's clients' calls. */
+function inClientCall(notes: LibraryClockNotes): boolean {
+  return currentNotes() === notes;
+}

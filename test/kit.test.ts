@@ -1,0 +1,134 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Lease } from '../impl/lease.ts';
+import { LeaseHandle } from '../impl/lease.ts';
+import type { BackendUnderTest } from '../conformance/adapter.ts';
+import { checkConformance } from '../conformance/check.ts';
+import { offeredFaults } from '../conformance/backendApi.ts';
+import { redisLibraryBackend } from '../conformance/redisLibrary.ts';
+import { postgresLibraryBackend } from '../conformance/postgresLibrary.ts';
+import { advisoryLock } from '../conformance/adapters/advisoryLock.ts';
+import type { TimerLockHandle } from './fixtures/timerLock.ts';
+import { TimerLock } from './fixtures/timerLock.ts';
+
+const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
+
+/** An adapter written with the kit alone: the library's calls mapped onto LockClient, nothing else. */
+function timerLockBackend(sleep: 'global' | 'promises'): BackendUnderTest {
+  return redisLibraryBackend({
+    name: `timer-lock (sleeps on ${sleep === 'global' ? 'setTimeout' : 'node:timers/promises'})`,
+    // Its deadline is start + ttl (no drift allowance), it has no tokens and takes any input.
+    contract: { tokens: 'none', validatesInput: false, driftMargin: { factor: 0, fixedMs: 0, rounding: 'ceil' } },
+    lockKey: (resource) => `lock:${resource}`,
+    client: ({ nodes, clock }) => {
+      const held = new Map<Lease, { handle: LeaseHandle; lock: TimerLockHandle; library: TimerLock }>();
+      // The library's deadline is on Date.now(), which the kit runs on the client's clock: convert it to the monotonic clock.
+      const onClock = (expiresAt: number): number => clock.now() + (expiresAt - Date.now());
+      return {
+        async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
+          const library = new TimerLock(nodes[0]!, { retries, retryDelayMs, sleep });
+          const lock = await library.lock(`lock:${resource}`, ttlMs).catch(() => null);
+          if (lock === null) return { kind: 'denied', reason: 'held' };
+          const handle = new LeaseHandle(resource, lock.id, 0n, onClock(lock.expiresAt), clock);
+          held.set(handle, { handle, lock, library });
+          return { kind: 'granted', lease: handle };
+        },
+        async extend(lease, ttlMs) {
+          const h = held.get(lease);
+          if (h === undefined || h.handle.signal.aborted) return { kind: 'not-extended', reason: 'expired' };
+          if (!(await h.library.extend(h.lock, ttlMs).catch(() => false))) return { kind: 'not-extended', reason: 'expired' };
+          const validUntilMs = onClock(h.lock.expiresAt);
+          h.handle.extendTo(validUntilMs);
+          return { kind: 'extended', validUntilMs };
+        },
+        async release(lease) {
+          const h = held.get(lease);
+          if (h === undefined) return;
+          held.delete(lease);
+          h.handle.lose('released');
+          await h.library.unlock(h.lock).catch(() => undefined);
+        },
+      };
+    },
+  });
+}
+
+const onSetTimeout = timerLockBackend('global');
+const onTimersPromises = timerLockBackend('promises');
+afterAll(async () => {
+  await onSetTimeout.close?.();
+  await onTimersPromises.close?.();
+});
+
+describe('the adapter kit (lockcheck/kit) for a Redis lock library', () => {
+  it("runs the library's own setTimeout retries and Date.now() on the runner's clock: it agrees with the model, and the clocks are restored", async () => {
+    const realSetTimeout = globalThis.setTimeout;
+    const realNow = Date.now;
+    // Every fault on lockcheck's own servers, read from the kit's environment.
+    expect(await offeredFaults(onSetTimeout)).toEqual(['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay']);
+    let retried = 0;
+    const r = await checkConformance(onSetTimeout, {
+      runs: 25,
+      seed: SEED,
+      faults: ['advance'],
+      onRun: (_run, report) => (retried += report.steps.filter((s) => s.command.kind === 'acquire' && (s.command.retries ?? 0) > 0 && s.endMs > s.startMs).length),
+    });
+    expect(r.failure?.message ?? null).toBeNull();
+    expect(r.warnings).toEqual({});
+    // Acquires that retried slept on the client's virtual clock (true time moved during the call), exactly as long as the model says.
+    expect(retried).toBeGreaterThan(0);
+    expect(globalThis.setTimeout).toBe(realSetTimeout);
+    expect(Date.now).toBe(realNow);
+  }, 120_000);
+
+  it('warns when the library sleeps on a real timer past the kit (node:timers/promises): its retries leave the model behind', async () => {
+    const r = await checkConformance(onTimersPromises, { runs: 25, seed: SEED, faults: ['advance'] });
+    expect(Object.keys(r.warnings).join('\n')).toMatch(/real timer\(s\) started inside the library's calls/);
+    // The retry that waits on the machine's clock has not finished when the model has it done.
+    expect(r.failure?.properties).toEqual(['LIVE-1']);
+  }, 120_000);
+});
+
+describe('the adapter kit for a PostgreSQL lock library', () => {
+  // advisory-lock@2.0.0 through the kit alone: a session per call, no deadline, no tokens, no client-side timeout.
+  const advisory = postgresLibraryBackend({
+    name: 'advisory-lock@2.0.0 (kit)',
+    contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
+    client: ({ url, clock, call, onClose }) => {
+      const unlocks = new Map<Lease, () => Promise<void>>();
+      let grants = 0;
+      onClose(async () => {
+        for (const unlock of unlocks.values()) await unlock().catch(() => undefined);
+      });
+      return {
+        async acquire(resource, { retries = 0, retryDelayMs = 0 }) {
+          for (let tries = 0; ; tries++) {
+            const unlock = await call(() => advisoryLock(url)(resource).tryLock());
+            if (unlock !== undefined) {
+              const lease = new LeaseHandle(resource, `c${++grants}`, 0n, null, clock);
+              unlocks.set(lease, unlock);
+              return { kind: 'granted', lease };
+            }
+            if (tries >= retries) return { kind: 'denied', reason: 'held' };
+            // The retry sleeps on setTimeout: the kit runs it on the client's clock.
+            await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+          }
+        },
+        async release(lease) {
+          const unlock = unlocks.get(lease);
+          if (unlock === undefined) return;
+          unlocks.delete(lease);
+          (lease as LeaseHandle).lose('released');
+          await call(unlock).catch(() => undefined);
+        },
+      };
+    },
+  });
+  afterAll(async () => advisory.close?.());
+
+  it('gives it its server, pauses, delays and clock drift; judged by its contract, it agrees with the model', async () => {
+    expect(await offeredFaults(advisory)).toEqual(['advance', 'clock-drift', 'pause', 'delay']);
+    const r = await checkConformance(advisory, { runs: 10, seed: SEED });
+    expect(r.failure?.message ?? null).toBeNull();
+    expect(r.warnings).toEqual({});
+  }, 180_000);
+});
