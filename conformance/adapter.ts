@@ -107,6 +107,9 @@ export interface InstanceOptions {
   readonly clients: number;
   /** Token counters start here (a fresh counter issues tokenBase + 1). */
   readonly tokenBase: bigint;
+  /** The clients' bound on each request round to the lock nodes, in ms (absent: the operation's ttl). */
+  /** Drawn per run where the environment offers `nodeDelay`. */
+  readonly requestTimeoutMs?: number;
 }
 
 /**

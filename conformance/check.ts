@@ -6,7 +6,7 @@ import type { Command } from '../model/command.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import type { ConsequenceKind } from './consequence.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
@@ -119,9 +119,10 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
   // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
   const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)) : [];
-  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands: Command[], tokenBase: bigint) => {
+  const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities));
+  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
     run++;
-    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
+    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
     options.onRun?.(run, report);
     for (const w of report.warnings ?? []) warnings[w] = (warnings[w] ?? 0) + 1;
     if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
@@ -150,7 +151,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   });
   const details = await fc.check(property, {
     numRuns: options.runs ?? 100,
-    examples: seeds.map((commands): [Command[], bigint] => [commands, 0n]),
+    examples: seeds.map((commands): [Command[], bigint, number | undefined] => [commands, 0n, undefined]),
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });

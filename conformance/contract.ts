@@ -94,6 +94,8 @@ export function signalProblem(worlds: readonly World[], held: ReadonlyArray<Read
   for (const [client, leases] of held.entries()) {
     for (const [resource, { lease, signal }] of leases) {
       if (worlds.some((w) => w.clients[client]!.sessionLost)) continue;
+      // A paused client runs no timers and no user code: its signal is judged once it resumes.
+      if (worlds.some((w) => w.clients[client]!.paused)) continue;
       const valid = worlds.map((w) => holdsValid(w, client, resource));
       const who = `client ${client}'s lease on '${resource}'`;
       if (signal.aborted && valid.every(Boolean)) return new ContractBreach('LIVE-1', `${who} signalled its loss (${lossReason(signal) ?? shown(signal.reason)}) while the model holds it valid`);

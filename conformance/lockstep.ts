@@ -41,6 +41,8 @@ export interface LockstepOptions {
    * stop at either.
    */
   readonly continueAfterViolation?: boolean;
+  /** The clients' bound on each request round to the lock nodes, in ms (ttl designs; default: the operation's ttl). */
+  readonly requestTimeoutMs?: number;
 }
 
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
@@ -63,7 +65,7 @@ interface Performed {
 }
 
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
-  const instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase });
+  const instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) });
   try {
     checkEnvironmentApi(instance.env, backend.name);
     const report = await loop(backend, instance, commands, options);
@@ -87,6 +89,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       clients: options.clients,
       tokenBase: options.tokenBase,
       ...(backend.capabilities.expiryToleranceMs !== undefined ? { expiryToleranceMs: backend.capabilities.expiryToleranceMs } : {}),
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     }),
   ];
   const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
@@ -259,14 +262,18 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
     .with({ kind: 'restart' }, async (c) => ok(await fault('crash').restart(c.node)))
     .with({ kind: 'partition' }, async (c) => ok(await fault('partition').cut(c.client, c.node)))
     .with({ kind: 'heal' }, async (c) => ok(await fault('partition').heal(c.client, c.node)))
+    .with({ kind: 'node-delay' }, async (c) => ok(await fault('nodeDelay')(c.node, c.ms)))
     .with({ kind: 'kill-connection' }, async (c) => ok(await fault('killConnection')(c.client)))
     .with({ kind: 'replicate' }, async () => {
       // A real replica replicates on its own schedule: the schedules the runner draws never contain this step.
       throw new InvalidInputError('unsupported-operation', 'a real replica cannot be told when to replicate');
     })
     .with({ kind: 'pause', inFlight: P.not(undefined) }, async (c) => {
-      // The requests go out now; the replies wait for the resume.
-      const outcome = operate(backend, instance, drivers, c.inFlight!);
+      // The requests go out now, late replies set up before they do; the replies wait for the resume.
+      const op = c.inFlight!;
+      const latencyMs = latencyOf(op);
+      if (latencyMs > 0) await lateReplies(backend, instance, op)(op.client, latencyMs);
+      const outcome = operate(backend, instance, drivers, latencyMs > 0 ? ({ ...op, latencyMs: 0 } as Operation) : op);
       outcome.catch(() => undefined); // awaited at the resume, if the run gets that far
       drivers[c.client]!.inFlight = { op: c.inFlight!, outcome };
       return ok(await fault('pause').pause(c.client));
@@ -282,6 +289,8 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
     })
     .with({ kind: 'resume' }, async (c) => {
       const d = drivers[c.client]!;
+      // The in-flight operation's delay is for its first round only.
+      if (d.inFlight !== null && latencyOf(d.inFlight.op) > 0) await lateReplies(backend, instance, d.inFlight.op)(c.client, 0);
       await fault('pause').resume(c.client);
       const pending = d.pendingWrite;
       const inFlight = d.inFlight;
@@ -335,7 +344,7 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
     .with({ kind: 'extend' }, async (e): Promise<Performed> => {
       const lease = d.leases.get(e.resource);
       if (lease === undefined || client.extend === undefined) return outcome({ kind: 'not-extended', reason: 'not-held' });
-      const r = checkExtendResult(await client.extend(lease, e.ttlMs));
+      const r = checkExtendResult(await late(backend, instance, e, () => client.extend!(lease, e.ttlMs)));
       return outcome(r.kind === 'extended' ? { kind: 'extended', validUntilMs: r.validUntilMs } : { kind: 'not-extended', reason: r.reason });
     })
     .with({ kind: 'release' }, async (r): Promise<Performed> => {
@@ -346,7 +355,7 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       // Released by the client: its signal is judged by the release (see released()), not against the model's deadline.
       if (signal !== undefined) d.releasing = { resource: r.resource, signal, firedBefore: signal.aborted };
       d.signals.delete(r.resource);
-      await client.release(lease);
+      await late(backend, instance, r, () => client.release(lease));
       return outcome({ kind: 'released' });
     })
     .with({ kind: 'write' }, async (w): Promise<Performed> => {
@@ -354,7 +363,7 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       const signal = d.signals.get(w.resource);
       // The guarded write: the signal held since the grant is the client's only word on validity.
       if (lease === undefined || signal === undefined || signal.aborted) return outcome({ kind: 'not-held' });
-      const r = checkWriteResult(await client.store.write(w.resource, lease.token, w.value));
+      const r = checkWriteResult(await late(backend, instance, w, () => client.store.write(w.resource, lease.token, w.value)));
       return outcome(r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest });
     })
     .with({ kind: 'read' }, async (r): Promise<Performed> => {
@@ -362,6 +371,27 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       return outcome({ kind: 'value', value: v.value, token: v.token });
     })
     .exhaustive();
+}
+
+function latencyOf(op: Operation): number {
+  return op.kind === 'read' ? 0 : (op.latencyMs ?? 0);
+}
+
+/** The injector that makes an operation's replies late: an acquire's is `delay`; every other operation's is `latency`. */
+function lateReplies(backend: string, instance: BackendInstance, op: Operation): (client: number, ms: number) => Promise<void> {
+  return injectorFor(instance.env.faults, op.kind === 'acquire' ? 'delay' : 'latency', backend);
+}
+
+/** Runs `call` with the replies to the requests it sends now delayed by the operation's latency. */
+async function late<T>(backend: string, instance: BackendInstance, op: Exclude<Operation, { readonly kind: 'acquire' | 'read' }>, call: () => Promise<T>): Promise<T> {
+  if (!op.latencyMs) return call();
+  const delay = lateReplies(backend, instance, op);
+  await delay(op.client, op.latencyMs);
+  try {
+    return await call();
+  } finally {
+    await delay(op.client, 0);
+  }
 }
 
 /** Keeps the harness's leases in step with the model's after an agreed step. */

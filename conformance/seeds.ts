@@ -34,6 +34,7 @@ export function faultsNeededBy(command: Command): readonly FaultKind[] | null {
     case 'extend':
     case 'release':
     case 'write':
+      return (command.latencyMs ?? 0) > 0 ? ['latency'] : [];
     case 'read':
       return [];
     case 'advance':
@@ -42,7 +43,13 @@ export function faultsNeededBy(command: Command): readonly FaultKind[] | null {
       return ['clock-step'];
     case 'clock-drift':
       return ['clock-drift'];
-    case 'pause':
+    case 'pause': {
+      // An acquire or extend in flight needs an environment whose paused clients run no timers (latency), and its own latency's fault.
+      const op = command.inFlight;
+      const split: FaultKind[] = op?.kind === 'acquire' || op?.kind === 'extend' ? ['latency'] : [];
+      const late = op === undefined ? [] : (faultsNeededBy(op) ?? []);
+      return [...new Set<FaultKind>(['pause', ...split, ...late])];
+    }
     case 'resume':
       return ['pause'];
     case 'crash':
@@ -53,6 +60,8 @@ export function faultsNeededBy(command: Command): readonly FaultKind[] | null {
       return ['partition'];
     case 'kill-connection':
       return ['kill-connection'];
+    case 'node-delay':
+      return ['slow-node'];
     case 'replicate':
       return null;
   }

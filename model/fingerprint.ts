@@ -1,6 +1,7 @@
 import { read } from './clock.ts';
 import { expiryNow } from './node.ts';
 import type { ClientState, NodeState, World } from './state.ts';
+import { inFlightKey } from './state.ts';
 
 /**
  * A 64-bit fingerprint of a state's orbit: equal for two states that no
@@ -144,6 +145,8 @@ function hashNode(world: World, n: NodeState, index: number, perm: readonly numb
     hashKeys(world, n.replica.keys, expiry, perm);
     hashCounters(n.replica.counters);
   }
+  // A slow or black-holed node (never set by the exploration's alphabets); nodes without one hash as before.
+  if (n.delay !== undefined) num(n.delay === 'never' ? NONE : n.delay);
   // The clients cut off from this node, as a bit set of their permuted indices.
   let cut = 0;
   for (const l of world.partitions) {
@@ -167,8 +170,8 @@ function hashClient(world: World, c: ClientState): void {
     num(p.epoch);
   }
   // Never set by the exploration's alphabets (no operation in flight); hashed whole when it is.
-  if (c.pendingReply === null) word(NONE);
-  else str(JSON.stringify(c.pendingReply, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)));
+  if (c.inFlight === null) word(NONE);
+  else str(inFlightKey(c.inFlight, now, mono));
   const leases = sortedKeys(c.leases);
   word(leases.length);
   for (const r of leases) {

@@ -28,6 +28,8 @@ export interface LockParts {
   readonly driftFactor: number;
   readonly clockMarginMs: number;
   readonly random: () => number;
+  /** The run's request timeout (absent: the operation's ttl). */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface SimParts {
@@ -78,7 +80,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
   const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? storeServer : nodes[e]!));
   const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
   const clients: LockClient[] = clientClocks.map((_c, client) => {
-    const clock = time.clockOf(() => clientClocks[client]!);
+    const clock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
     const wallClock = time.clockOf(() => ({ ...clientClocks[client]!, readingMs: clientClocks[client]!.readingMs + WALL_EPOCH_MS }));
     const lockParts: LockParts = {
       nodes: nodes.map((node, index) => parts.node?.(network, client, index, node) ?? leaseNodeOver(network, client, index, node)),
@@ -87,6 +89,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
       driftFactor: driftFactor(design),
       clockMarginMs: clockMarginMs(design),
       random: seeded(0x5eed + client * 7919),
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     };
     const lock = parts.lock?.(lockParts) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);
     return {
@@ -107,6 +110,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
       },
       crash: { crash: async (node) => nodes[node]!.crash(), restart: async (node) => nodes[node]!.restart() },
       ...network.faults(),
+      ...network.timingFaults(),
       // A Redis connection carries no lock state: the client reconnects.
       killConnection: async () => undefined,
     },
