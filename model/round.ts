@@ -1,8 +1,11 @@
 /**
  * One round of requests from a client to the lock-service nodes, in time:
  * when each node's reply reaches the client, and when the client stops
- * waiting. The client waits for every node that can answer, but no longer
- * than its request timeout; a reply that comes later counts as no answer.
+ * waiting. The client stops as soon as the round's outcome is decided (a
+ * quorum said yes, or too few are left to make one: the round's `Decision`),
+ * when every node that can answer has, or at its request timeout; a reply
+ * that comes later counts as no answer (spec 7.1, "Rounds and the request
+ * timeout"). What a late reply did on its node stays done.
  */
 
 /**
@@ -24,14 +27,45 @@ export interface RoundEnd {
   readonly counted: readonly boolean[];
 }
 
+/** The votes of a round so far, as the client reads them. */
+export interface Tally {
+  readonly yes: number;
+  /** Answered, but not yes. */
+  readonly no: number;
+  /** Refused at once (a cut link, a node that is down). */
+  readonly failed: number;
+  /** Not answered yet. */
+  readonly pending: number;
+}
+
+/** When a round's outcome is known before every reply is in: which nodes' replies are yes, and the rule. */
+export interface Decision {
+  readonly yes: readonly boolean[];
+  readonly decided: (tally: Tally) => boolean;
+}
+
 /**
  * The ways a round can end. `deadlineMs` is the request timeout in true
  * time; `earliestMs` the first moment the client reads anything (its
  * resume, if it paused with the round in flight; replies wait for it). A
- * reply at the deadline races the timeout: both ends are allowed.
+ * reply at the deadline races the timeout: both ends are allowed. With a
+ * `decision`, the round ends at the first moment before the deadline at
+ * which the replies read so far decide it; replies arriving at that same
+ * moment are read too (the client waits one turn of its clock for them).
  */
-export function roundEnds(arrivals: readonly Arrival[], deadlineMs: number, earliestMs: number): readonly RoundEnd[] {
+export function roundEnds(arrivals: readonly Arrival[], deadlineMs: number, earliestMs: number, decision?: Decision): readonly RoundEnd[] {
   const at = arrivals.map((a) => (typeof a === 'number' ? Math.max(a, earliestMs) : a));
+  if (decision !== undefined) {
+    const failed = at.filter((a) => a === 'failed').length;
+    const times = [...new Set([earliestMs, ...at.filter((a): a is number => typeof a === 'number')])].sort((a, b) => a - b);
+    for (const t of times) {
+      if (t >= deadlineMs) break;
+      const counted = at.map((a) => typeof a === 'number' && a <= t);
+      const read = counted.filter(Boolean).length;
+      const yes = counted.filter((c, i) => c && decision.yes[i]).length;
+      if (decision.decided({ yes, no: read - yes, failed, pending: at.length - read - failed })) return [{ endMs: t, counted }];
+    }
+  }
   let last = earliestMs;
   for (const a of at) if (a !== 'failed') last = Math.max(last, a === 'never' ? Number.POSITIVE_INFINITY : a);
   if (last < deadlineMs) return [{ endMs: last, counted: at.map((a) => typeof a === 'number') }];

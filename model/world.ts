@@ -2,6 +2,7 @@ import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTi
 import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
 import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
+import type { Design } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
@@ -17,7 +18,7 @@ import {
   setKey,
 } from './node.ts';
 import type { Outcome } from './outcome.ts';
-import type { Arrival } from './round.ts';
+import type { Arrival, Decision } from './round.ts';
 import { roundEnds } from './round.ts';
 import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
 import { ghostOf, sameOwner } from './state.ts';
@@ -332,10 +333,31 @@ function roundOf(world: World, client: number, latencyMs: number, limitMs: numbe
   return { arrivals, deadlineMs: trueTimeOf(world.clients[client]!.mono, monoNow(world, client) + limitMs, world.nowMs) };
 }
 
-/** When a round sent now ends (its replies, or the deadline). */
-function roundEndMs(world: World, client: number, latencyMs: number, limitMs: number, asked?: (node: number) => boolean): number {
+/** When a round sent now ends (decided, every reply in, or the deadline). */
+function roundEndMs(world: World, client: number, latencyMs: number, limitMs: number, decision: Decision, asked?: (node: number) => boolean): number {
   const r = roundOf(world, client, latencyMs, limitMs, asked);
-  return roundEnds(r.arrivals, r.deadlineMs, world.nowMs)[0]!.endMs;
+  return roundEnds(r.arrivals, r.deadlineMs, world.nowMs, decision)[0]!.endMs;
+}
+
+/**
+ * An acquire round is decided by a quorum of grants, or once no quorum can
+ * come and the denial's reason is known (enough answers to say held, or too
+ * many nodes unreachable).
+ */
+function acquireDecision(design: Design, votes: readonly (bigint | null)[]): Decision {
+  const n = votes.length;
+  const q = quorum(design);
+  return { yes: votes.map((v) => typeof v === 'bigint'), decided: (t) => t.yes >= q || (t.yes + t.pending < q && (t.yes + t.no >= q || t.failed > n - q)) };
+}
+
+/** `needed` yes votes, or too few left to reach them (extend, write-back). */
+function yesOrNever(yes: readonly boolean[], needed: number): Decision {
+  return { yes, decided: (t) => t.yes >= needed || t.yes + t.pending < needed };
+}
+
+/** A release is done once a quorum answered (failures included): no other quorum can find the key then. */
+function quorumAnswered(design: Design, n: number): Decision {
+  return { yes: new Array<boolean>(n).fill(false), decided: (t) => t.pending <= n - quorum(design) };
 }
 
 type AcquireFlight = Extract<InFlight, { readonly kind: 'acquire' }>;
@@ -465,7 +487,7 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
   const { resource, ttlMs, owner } = f;
   const ckey = counterKey(design, resource);
   // The ways the round can end differ only in which replies count; the give-up is one way, whichever.
-  return roundEnds(f.arrivals, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }, way): Branch[] => {
+  return roundEnds(f.arrivals, f.deadlineMs, earliestMs, acquireDecision(design, f.votes)).flatMap(({ endMs, counted }, way): Branch[] => {
     // Judged at endMs (never before its resume), by the client's clock then.
     const afterNodes: World = { ...sent, nowMs: endMs };
     const votes = f.votes.map((v, i) => (counted[i] ? v : null));
@@ -485,9 +507,11 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
       const ghost = ghostOf(afterNodes, resource);
       const epoch = ghost.grants + 1;
       const lease: Lease = { owner, token, validUntilMs: f.startedMono + ttlMs - driftMarginMs(design, ttlMs), count: 1, buffered: [], epoch };
-      // The write-back goes only to granting nodes whose counter is behind the token (none, while counters are in step); the lease is the client's when it is answered.
+      // The write-back goes only to granting nodes whose counter is behind the token (none, while counters are in step); the lease is the
+      // client's once enough of them answered that a quorum holds the token (7.3); the rest finish in the background.
       const behind = votes.map((v) => typeof v === 'bigint' && v < token);
-      const doneMs = behind.some(Boolean) ? roundEndMs(afterNodes, client, 0, timeoutMs(afterNodes, ttlMs), (i) => behind[i]!) : afterNodes.nowMs;
+      const atToken = votes.filter((v) => typeof v === 'bigint' && v >= token).length;
+      const doneMs = behind.some(Boolean) ? roundEndMs(afterNodes, client, 0, timeoutMs(afterNodes, ttlMs), yesOrNever(behind, quorum(design) - atToken), (i) => behind[i]!) : afterNodes.nowMs;
       const written: World = {
         ...afterNodes,
         nowMs: doneMs,
@@ -504,8 +528,8 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
         },
       ];
     }
-    // Failed: undo on every node (the client cannot know which ones said yes), a round of its own.
-    const undone = { ...releaseEverywhere(afterNodes, client, resource, owner), nowMs: roundEndMs(afterNodes, client, 0, timeoutMs(afterNodes, ttlMs)) };
+    // Failed: undo on every node (the client cannot know which ones said yes), a round of its own that the client does not wait for.
+    const undone = releaseEverywhere(afterNodes, client, resource, owner);
     const answered = counted.filter(Boolean).length;
     const reason = grantedVotes.length >= quorum(design) ? 'validity-exhausted' : answered < quorum(design) ? 'no-quorum' : 'held';
     return [...gaveUp, { outcome: { kind: 'denied', reason }, next: undone, events: [] }];
@@ -632,7 +656,7 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
 function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: number, events: readonly WorldEvent[]): Branch[] {
   const design = sent.config.design;
   const lease = sent.clients[client]!.leases[f.resource];
-  return roundEnds(f.arrivals, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }): Branch[] => {
+  return roundEnds(f.arrivals, f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
     const after: World = { ...sent, nowMs: endMs };
     const refused: Branch = { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events };
     if (lease === undefined || lease.validUntilMs === null) return [refused];
@@ -656,8 +680,8 @@ function release(world: World, client: number, resource: string, latencyMs: numb
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined) return single({ kind: 'not-held' }, world);
   if (isSessionBound(design)) return releaseSession(world, client, resource, lease);
-  // Compare-and-delete on every node that receives it; the client waits for the replies (a release's own bound is 1 s).
-  const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000));
+  // Compare-and-delete on every node that receives it; the client waits until a quorum answered (a release's own bound is 1 s).
+  const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000), quorumAnswered(design, world.nodes.length));
   const cleared = releaseEverywhere(world, client, resource, lease.owner);
   const events: WorldEvent[] = world.nodes.flatMap((n, i): WorldEvent[] => {
     const before = n.keys[resource];
