@@ -509,8 +509,9 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
       const lease: Lease = { owner, token, validUntilMs: f.startedMono + ttlMs - driftMarginMs(design, ttlMs), count: 1, buffered: [], epoch };
       // The write-back goes only to granting nodes whose counter is behind the token (none, while counters are in step); the lease is the
       // client's once enough of them answered that a quorum holds the token (7.3); the rest finish in the background.
-      const behind = votes.map((v) => typeof v === 'bigint' && v < token);
+      // None is sent when a quorum of the counted grants already holds the token: every later quorum meets one of them.
       const atToken = votes.filter((v) => typeof v === 'bigint' && v >= token).length;
+      const behind = votes.map((v) => atToken < quorum(design) && typeof v === 'bigint' && v < token);
       const doneMs = behind.some(Boolean) ? roundEndMs(afterNodes, client, 0, timeoutMs(afterNodes, ttlMs), yesOrNever(behind, quorum(design) - atToken), (i) => behind[i]!) : afterNodes.nowMs;
       const written: World = {
         ...afterNodes,
