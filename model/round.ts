@@ -17,8 +17,8 @@ export type Arrival = number | 'failed' | 'never';
 
 export interface RoundEnd {
   /**
-   * True time at which the client judges the round: when it is decided, its last reply, or its
-   * deadline. A client paused with the round in flight does nothing until
+   * True time at which the client judges the round: when it is decided,
+   * its last reply, or its deadline. A client paused with the round in flight does nothing until
    * its resume: then the timers that came due fire first (a deadline passed
    * during the pause counts no reply), then it reads what arrived.
    */

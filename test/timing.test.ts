@@ -23,6 +23,17 @@ describe('a round in time', () => {
     // Paused until 10: the replies are read then.
     expect(roundEnds([5, 8], 20, 10)).toEqual([{ endMs: 10, counted: [true, true] }]);
   });
+
+  it('ends a round as soon as its decision holds, reading the replies of that same instant; undecided, it waits as before', () => {
+    const twoYes = { yes: [true, true, true], decided: (t: { yes: number }) => t.yes >= 2 };
+    expect(roundEnds([0, 5, 'never'], 20, 0, twoYes)).toEqual([{ endMs: 5, counted: [true, true, false] }]);
+    expect(roundEnds([3, 3, 3], 20, 0, twoYes)).toEqual([{ endMs: 3, counted: [true, true, true] }]);
+    expect(roundEnds([0, 'never', 'never'], 20, 0, twoYes)).toEqual([{ endMs: 20, counted: [true, false, false] }]);
+    // A decision the replies before a pause's end would make is read at the resume.
+    expect(roundEnds([2, 4, 'never'], 20, 10, twoYes)).toEqual([{ endMs: 10, counted: [true, true, false] }]);
+    // No votes yet, but failures decide it (too many nodes unreachable).
+    expect(roundEnds(['failed', 'failed', 'never'], 20, 0, { yes: [false, false, false], decided: (t) => t.failed > 1 })).toEqual([{ endMs: 0, counted: [false, false, false] }]);
+  });
 });
 
 describe('the model under timing faults', () => {
