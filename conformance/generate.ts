@@ -20,7 +20,11 @@ export interface ScheduleOptions {
   readonly maxCommands: number;
   /** Draw replies later than a PostgreSQL design's statement timeout (default true): a client with no timeout of its own (declared) just waits. */
   readonly lateReplies?: boolean;
-  /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
+  /**
+   * The shortest ttl drawn (default 5 ms). Ttls reach 55 ms above it; advances
+   * reach 70 ms above twice it (80 ms at the default), so a pause outlasts a
+   * lease about as often at any floor.
+   */
   readonly ttlFloorMs?: number;
   /**
    * Each schedule draws one of these factors and multiplies every duration in
@@ -138,7 +142,8 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const resource = fc.constantFrom(...RESOURCE_NAMES.slice(0, o.resources));
   const floor = o.ttlFloorMs ?? 5;
   const ttlMs = fc.integer({ min: floor, max: floor + 55 });
-  const gapMs = fc.integer({ min: 1, max: floor + 75 });
+  // Twice the floor: on servers with their own clocks (floor 5 + 2ε) a pause still outlasts a lease by more than ε about as often as at 5 ms.
+  const gapMs = fc.integer({ min: 1, max: 2 * floor + 70 });
   const value = fc.constantFrom('a', 'b', 'c');
 
   // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).
