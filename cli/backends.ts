@@ -14,6 +14,8 @@ import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
+import type { EtcdCell } from '../conformance/env/etcdBackend.ts';
+import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
 
 /**
@@ -26,6 +28,8 @@ export interface BuiltIn {
   readonly store: StorePolicy;
   /** An npm library audited through its adapter (conformance/adapters/): its deviations are the audit's findings. */
   readonly library?: LibraryId;
+  /** At most this many schedules per cell: a row whose runs take seconds of real time each (etcd). */
+  readonly maxRuns?: number;
 }
 
 export type LibraryId = 'redlock' | 'sesamecare-redlock' | 'advisory-lock' | 'redis-semaphore-mutex';
@@ -72,6 +76,9 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
   }
 }
 
+/** Schedules per etcd cell in the matrix: each run takes seconds of real time (whole-second ttls, spec 7.8). */
+const ETCD_MATRIX_RUNS = 10;
+
 const RESTART_DELAY_MS = 61; // longer than the longest ttl the schedules use (60 ms)
 
 /** The library audits: rows of the matrix beside the built-in backends. */
@@ -88,6 +95,8 @@ export const BUILT_INS: readonly BuiltIn[] = [
   ),
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.pgSession(), store), design: designs.pgSession(), store })),
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
+  // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).
+  ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.etcdLease(), store), design: designs.etcdLease(), store, maxRuns: ETCD_MATRIX_RUNS })),
 ];
 
 function builtInName(design: Design, store: StorePolicy): string {
@@ -139,6 +148,7 @@ export class Servers {
   #pg: Promise<PostgresServer> | null = null;
   #userRedis: Promise<UserRedisCluster> | null = null;
   #userPg: ReturnType<typeof connectPostgres> | null = null;
+  #etcd: Promise<EtcdCell> | null = null;
 
   constructor(readonly choice: ServerChoice = {}) {}
 
@@ -176,6 +186,8 @@ export class Servers {
     const redis = (): Promise<RedisCluster | UserRedisCluster> => (this.choice.redis !== undefined ? this.#userRedisCluster() : this.#localRedis(d.kind === 'redis-single' || d.kind === 'redlock' ? d.persistence : 'none'));
     const pg = async (): Promise<PostgresTarget> => (this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' }))));
     if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
+    // etcd always runs on clusters lockcheck starts (--redis and --pg do not name one).
+    if (d.kind === 'etcd-lease') return realEtcdBackend(await (this.#etcd ??= startEtcdCell()), b.store, { name: b.name });
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
       const cluster = await redis();
       // On servers with their own clocks the lease needs the wider margin the pacing asks for.
@@ -206,7 +218,8 @@ export class Servers {
   async stop(): Promise<void> {
     const clusters = await Promise.allSettled([...this.#redis.values()]);
     const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
-    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop()]);
+    const etcd = this.#etcd === null ? null : await this.#etcd.catch(() => null);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop()]);
   }
 }
 

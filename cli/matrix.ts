@@ -96,6 +96,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
     for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
     for (const row of rows) {
       const backend = await servers.backend(row);
+      // A row paced to real time in whole seconds (etcd) runs fewer schedules per cell; its cells say how many.
+      const runs = Math.min(o.runs, row.maxRuns ?? o.runs);
       for (const col of cols) {
         const index = cells.length;
         const total = rows.length * cols.length;
@@ -111,7 +113,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           continue;
         }
         const report = (run: number, found: string): void =>
-          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: ${runText(run, o.runs)}, findings ${found || 'none'}`, started, index + Math.min(run / o.runs, 1), total);
+          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: ${runText(run, runs)}, findings ${found || 'none'}`, started, index + Math.min(run / runs, 1), total);
         const seen = new Set<string>();
         const onRun = (run: number, r: RunReport): void => {
           for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
@@ -119,8 +121,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         };
         const audit = row.library !== undefined || backend.contract !== undefined;
         const result: CheckResult = audit
-          ? await auditCell(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun })
-          : await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
+          ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, timelineFile, onRun })
+          : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
         for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
         const verdict = result.failure?.report.verdict;
         const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
@@ -129,7 +131,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const first = measured[0];
         // One shrunk counterexample per cell: the bug if there is one, else the first finding.
         if (result.failure === null && first !== undefined) {
-          await checkConformance(backend, { runs: o.runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
+          await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
         }
         const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
         let observed: MatrixCell['observed'] = null;

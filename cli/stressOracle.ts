@@ -49,6 +49,8 @@ export function stressBackendOf(row: BuiltIn): { backend: StressBackend; store: 
       return { backend: 'pg-session', store };
     case 'pg-xact':
       return { backend: 'pg-xact', store };
+    case 'etcd-lease':
+      return { backend: 'etcd', store };
     default:
       return { why: `no stress backend for ${d.kind}` };
   }

@@ -36,6 +36,19 @@ export interface Capabilities {
    * stops as inconclusive (TimingError). Absent: the runner drives the clocks.
    */
   readonly expiryToleranceMs?: number;
+  /**
+   * The unit the servers grant ttls in, ms (etcd: 1000, whole seconds):
+   * generated ttls are rounded up to a whole number of it. Absent: any ms.
+   */
+  readonly ttlGrainMs?: number;
+  /**
+   * How tokens are compared with the model's: exactly (default), or by
+   * order only ('order': a cluster revision, which moves at events the model
+   * does not count, such as lease expiries and other writes; spec 7.7). Then
+   * each new grant's token must exceed every token granted before in the run,
+   * and stands for the model's token from then on.
+   */
+  readonly tokensComparedBy?: 'value' | 'order';
 }
 
 /** One simulated client's handle on the backend. */

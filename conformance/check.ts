@@ -130,7 +130,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     if (typeof failOn === 'object' && 'properties' in failOn) return r.findings.some((f) => f.violations.some((v) => failOn.properties.includes(v.property)));
     return failOn === 'any' && r.verdict.kind === 'property-violation';
   };
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
   const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands: Command[], tokenBase: bigint) => {
     run++;
     const attempt = (): Promise<RunReport> => runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });

@@ -26,6 +26,8 @@ export interface ScheduleOptions {
    * lease about as often at any floor.
    */
   readonly ttlFloorMs?: number;
+  /** Ttls are whole multiples of this (Capabilities.ttlGrainMs), rounded up. Default 1. */
+  readonly ttlGrainMs?: number;
   /**
    * Each schedule draws one of these factors and multiplies every duration in
    * it (ttls, advances, retry delays, clock steps; not latencies) by it, so ttls
@@ -141,9 +143,17 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const node = fc.integer({ min: 0, max: nodeCount(o.design) - 1 });
   const resource = fc.constantFrom(...RESOURCE_NAMES.slice(0, o.resources));
   const floor = o.ttlFloorMs ?? 5;
-  const ttlMs = fc.integer({ min: floor, max: floor + 55 });
-  // Twice the floor: on servers with their own clocks (floor 5 + 2ε) a pause still outlasts a lease by more than ε about as often as at 5 ms.
-  const gapMs = fc.integer({ min: 1, max: 2 * floor + 70 });
+  const grain = o.ttlGrainMs ?? 1;
+  const ttlMs = fc.integer({ min: floor, max: floor + 55 }).map((ms) => Math.ceil(ms / grain) * grain);
+  // With a ttl grain (whole seconds) the ttls dwarf the usual advances: then half of the advances are short
+  // (up to 75 ms) and half pass the longest ttl by up to the floor (which holds twice the servers' expiry
+  // tolerance), so that a pause or a wait crosses an expiry, late servers included, and a run stays short.
+  const longestTtlMs = Math.ceil((floor + 55) / grain) * grain;
+  const gapMs =
+    o.ttlGrainMs === undefined
+      ? // Twice the floor: on servers with their own clocks (floor 5 + 2ε) a pause still outlasts a lease by more than ε about as often as at 5 ms.
+        fc.integer({ min: 1, max: 2 * floor + 70 })
+      : fc.oneof(fc.integer({ min: 1, max: 75 }), fc.integer({ min: longestTtlMs, max: longestTtlMs + floor }));
   const value = fc.constantFrom('a', 'b', 'c');
 
   // On PostgreSQL designs a reply may also come around the client's statement timeout: a late one is an unknown outcome (spec 7.4).

@@ -101,6 +101,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const owners = new Map<string, Owner>();
 
   const contract = backend.contract ?? {};
+  const renaming = backend.capabilities.tokensComparedBy === 'order' ? new TokenRenaming() : null;
   /** The ttl each held lease was acquired with, by client and resource: a library that re-arms a fixed ttl extends by it. */
   const acquiredTtl = new Map<string, number>();
   const refit = (c: Command): Command =>
@@ -148,7 +149,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       if (e instanceof InvalidInputError) throw e;
       return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
     }
-    const actual = performed.outcome;
+    const actual = renaming === null ? performed.outcome : renaming.rename(performed.outcome, branches);
     const comparable = comparison(backend);
     let matching = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
     /** A deviation this step went past (a library audit): recorded with the step once it is executed. */
@@ -179,6 +180,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       return fail(implicated(subject, compared, comparable(actual), clientNow, steps), deviation, actual);
     }
     // The outcome is agreed: a lease handed out is the client's now.
+    renaming?.learn(performed.outcome, actual);
     if (performed.granted !== undefined) {
       const d = drivers[performed.granted.client]!;
       d.leases.set(performed.granted.resource, performed.granted.lease);
@@ -487,6 +489,38 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
     }
   }
   return null;
+}
+
+/**
+ * Tokens compared by order (Capabilities.tokensComparedBy 'order'): a new
+ * grant's token that exceeds every token granted before in the run stands for
+ * the token the model grants; tokens in store replies are renamed by what they
+ * stood for. A token that is not above every earlier one keeps its own value,
+ * so it matches no model token and the step fails (FENCE-1).
+ */
+class TokenRenaming {
+  readonly #names = new Map<bigint, bigint>();
+  #highest: bigint | null = null;
+
+  rename(o: Outcome, branches: readonly Branch[]): Outcome {
+    const known = (t: bigint): bigint => this.#names.get(t) ?? t;
+    return match(o)
+      .with({ kind: 'granted' }, (g): Outcome => {
+        if (this.#highest !== null && g.token <= this.#highest) return g;
+        const modelled = branches.find((b) => b.outcome.kind === 'granted' && b.outcome.validUntilMs === g.validUntilMs) ?? branches.find((b) => b.outcome.kind === 'granted');
+        return modelled !== undefined && modelled.outcome.kind === 'granted' ? { ...g, token: modelled.outcome.token } : g;
+      })
+      .with({ kind: 'rejected' }, (r): Outcome => ({ ...r, highest: known(r.highest) }))
+      .with({ kind: 'value' }, (v): Outcome => ({ ...v, token: v.token === null ? null : known(v.token) }))
+      .otherwise((x) => x);
+  }
+
+  /** The step's outcome agreed: a grant's own token now stands for the model's. */
+  learn(own: Outcome, renamed: Outcome): void {
+    if (own.kind !== 'granted' || renamed.kind !== 'granted') return;
+    this.#names.set(own.token, renamed.token);
+    if (this.#highest === null || own.token > this.#highest) this.#highest = own.token;
+  }
 }
 
 /** What the runner compares of an outcome: without tokens for a lock that has none, without deadlines for one that reports none. */

@@ -76,7 +76,7 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
       const offered = await offeredFaults(backend);
       const warned = new Set<string>();
       const faults = (o.faults ?? offered).filter((f) => offered.includes(f));
-      const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+      const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
       // fast-check's failure message carries the seed and the path that replay the shrunk case (LOCKCHECK_SEED, LOCKCHECK_PATH).
       await fc.assert(
         fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands, tokenBase) => {

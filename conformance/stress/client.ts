@@ -8,6 +8,7 @@ import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
 import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
 import type { FencedStore } from '../../impl/fencedStore.ts';
+import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { sharedClock } from './sharedClock.ts';
 
@@ -35,6 +36,7 @@ export async function connectClient(backend: ClientBackend): Promise<StressClien
     .with({ kind: 'redis' }, (b) => redisClient(b))
     .with({ kind: 'pg-session' }, (b) => pgSessionClient(b))
     .with({ kind: 'pg-xact' }, (b) => pgXactClient(b))
+    .with({ kind: 'etcd' }, (b) => etcdStressClient(b))
     .exhaustive();
 }
 
@@ -135,5 +137,23 @@ async function pgXactClient(b: Extract<ClientBackend, { kind: 'pg-xact' }>): Pro
     },
     pids: () => lock.backendPids,
     close: () => lock.close(),
+  };
+}
+
+async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Promise<StressClient> {
+  const client = etcdClient({ hosts: [...b.hosts], dialTimeoutMs: COMMAND_TIMEOUT_MS });
+  const node = etcd3Node(client, { clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
+  const lock = new EtcdLock({ node, clock: sharedClock });
+  const store = etcdFencedStore(node, b.storePolicy);
+  return {
+    acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
+    read: async (lease) => (await store.read(lease.resource)).value,
+    write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
+    release: async (lease) => {
+      await lock.release(lease);
+      return true;
+    },
+    pids: () => [],
+    close: async () => client.close(),
   };
 }

@@ -48,6 +48,7 @@ export function unsupported(fault: NemesisFault, backend: StressBackend): string
   const pg = backend === 'pg-session' || backend === 'pg-xact';
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && pg) return `${fault}: advisory locks have no expiry, no server clock matters to ${backend}`;
   if ((fault === 'terminate-backend' || fault === 'terminate-holder') && !pg) return `${fault}: ${backend} has no PostgreSQL backend to terminate`;
+  if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'etcd') return `${fault}: etcd is a Go program, libfaketime does not reach its clocks`;
   return null;
 }
 

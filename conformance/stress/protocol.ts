@@ -13,7 +13,9 @@ export type ClientBackend =
   | { readonly kind: 'redis'; readonly nodes: readonly string[]; readonly store: string; readonly storePolicy: FencePolicy }
   | { readonly kind: 'pg-session'; readonly url: string; readonly storePolicy: FencePolicy }
   /** The write goes into the lock's own transaction: committed with the release, discarded with the lock. */
-  | { readonly kind: 'pg-xact'; readonly url: string };
+  | { readonly kind: 'pg-xact'; readonly url: string }
+  /** An etcd cluster's members (client URLs); the register is a fenced store in the same cluster, as in Jepsen's etcd analysis. */
+  | { readonly kind: 'etcd'; readonly hosts: readonly string[]; readonly storePolicy: FencePolicy };
 
 /** The register's store: plain (every write lands) or fenced by the lease's token with a policy (spec FENCE-2). */
 export type FencePolicy = 'unfenced' | 'monotonic' | 'strict';

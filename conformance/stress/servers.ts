@@ -10,10 +10,11 @@ import { PostgresServer } from '../env/postgresServer.ts';
 import { onExitKill } from '../env/processes.ts';
 import { TcpProxy } from '../env/proxy.ts';
 import { RedisServer } from '../env/redisServer.ts';
+import { EtcdCluster } from '../env/etcdCluster.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 
 /** The backends a stress run drives, each on servers the runner starts. */
-export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact'] as const;
+export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact', 'etcd'] as const;
 export type StressBackend = (typeof STRESS_BACKENDS)[number];
 
 /** A server process the nemesis can pause, kill and restart. */
@@ -64,6 +65,7 @@ export interface StartServersOptions {
 }
 
 export async function startServers(o: StartServersOptions): Promise<StressServers> {
+  if (o.backend === 'etcd') return startEtcd(o);
   return o.backend === 'pg-session' || o.backend === 'pg-xact' ? startPostgres(o) : startRedis(o);
 }
 
@@ -207,4 +209,49 @@ function faultable(name: string, s: RedisServer | PostgresServer): FaultableServ
       return s.running;
     },
   };
+}
+
+/** A 3-member etcd cluster (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
+async function startEtcd(o: StartServersOptions): Promise<StressServers> {
+  // Election timeout 600 ms: etcd's shortest lease is then 1 s (1.5 election timeouts, rounded up to seconds).
+  const cluster = await EtcdCluster.start({ members: 3, electionMs: 600, parentDir: '/dev/shm' });
+  try {
+    const links: TcpProxy[][] = [];
+    if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => cluster.link(m))));
+    return {
+      backend: o.backend,
+      nodes: [0, 1, 2].map((m): FaultableServer => ({
+        name: `etcd ${m}`,
+        pause: () => cluster.pause(m),
+        resume: () => cluster.resume(m),
+        get paused() {
+          return cluster.paused(m);
+        },
+        crash: () => cluster.kill(m),
+        restart: () => cluster.restart(m),
+        get running() {
+          return cluster.running(m);
+        },
+      })),
+      links,
+      quorum: 2,
+      clocksFaked: false,
+      clientBackend: (client, storePolicy) => ({
+        kind: 'etcd',
+        hosts: o.proxied ? links[client]!.map((p) => `http://${p.host}:${p.port}`) : cluster.endpoints,
+        storePolicy,
+      }),
+      stepClock: () => {
+        throw new Error('stepClock: etcd is a Go program, libfaketime does not reach its clocks');
+      },
+      // A lease is the cluster's, not a member's: no member-wise answer to give.
+      nodesHolding: async () => [],
+      terminate: async () => undefined,
+      advisoryHolders: async () => [],
+      stop: () => cluster.stop(),
+    };
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
 }

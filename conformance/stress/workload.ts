@@ -35,7 +35,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
   const random = new Random(config.seed);
   const w = config.workload;
   const p = config.process;
-  const ttl = config.backend.kind === 'redis';
+  const ttl = config.backend.kind === 'redis' || config.backend.kind === 'etcd';
   const fenced = config.backend.kind !== 'pg-xact' && config.backend.storePolicy !== 'unfenced';
   let buffer: RecordedEvent[] = [];
   const record = (e: Unstamped<OperationEvent>): void => {

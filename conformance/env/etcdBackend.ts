@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import type { Etcd3 } from 'etcd3';
+import type { Clock } from '../../model/clock.ts';
+import { clockAt } from '../../model/clock.ts';
+import type { Design, StorePolicy } from '../../model/design.ts';
+import { clockMarginMs, designs, driftFactor } from '../../model/design.ts';
+import type { MonotonicClock } from '../../impl/clock.ts';
+import { etcdClient } from '../../impl/etcd/client.ts';
+import { lockKey } from '../../impl/etcd/keys.ts';
+import { EtcdLock } from '../../impl/etcd/lock.ts';
+import { etcd3Node, type EtcdNode } from '../../impl/etcd/node.ts';
+import { etcdFencedStore } from '../../impl/etcd/store.ts';
+import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import type { Endpoint } from '../sim/network.ts';
+import { SimNetwork } from '../sim/network.ts';
+import { VirtualTime } from '../sim/time.ts';
+import { EtcdCluster } from './etcdCluster.ts';
+
+/**
+ * The etcd backend (spec 7.6 `etcd-lease`) on a real 3-member etcd cluster,
+ * checked in lockstep against the model. etcd is a Go program on the
+ * machine's real clocks (libfaketime does not reach it) and grants ttls in
+ * whole seconds, so a run is paced to real time (spec 7.8) and its ttls are
+ * whole seconds. Clients are in process on virtual time; each talks to one
+ * member (client i to member i mod 3; followers forward to the leader)
+ * through the simulated network (cut, delay, hold while paused). The store
+ * is a fenced store in a separate one-member etcd: the model's store is
+ * always up, whatever the lock service does.
+ *
+ * Crash-restart is not offered in lockstep: a whole-cluster restart takes
+ * real time (an election) during which the model's time cannot move, and a
+ * new leader refreshes every lease from the moment it is elected, later than
+ * the model's instantaneous restart by more than the tolerance. A member's
+ * kill and restart is exercised by the cluster's own tests and by the
+ * stress runs.
+ */
+export interface EtcdCell {
+  readonly lock: EtcdCluster;
+  readonly store: EtcdCluster;
+  stop(): Promise<void>;
+}
+
+/** How closely a run follows real time, ms: the round trips of one step (an acquire and the look at the keys after it; each an fsync on the members) fit in it on a busy machine. */
+export const ETCD_PACING_TOLERANCE_MS = 200;
+/**
+ * How late etcd may remove an expired lease's key, ms, beyond the pacing:
+ * the leader's lessor looks for expired leases every 500 ms (measured on
+ * this machine: 7 to 524 ms after the ttl), then revokes through raft.
+ */
+export const ETCD_REVOKE_SLACK_MS = 600;
+/** The model's expiry tolerance for the etcd row (spec 7.7, 7.8). */
+export const ETCD_EXPIRY_TOLERANCE_MS = ETCD_PACING_TOLERANCE_MS + ETCD_REVOKE_SLACK_MS;
+/** The lease's clock margin: etcd never expires a key early, so the margin need only cover the pacing. */
+export const ETCD_CLOCK_MARGIN_MS = ETCD_PACING_TOLERANCE_MS + 2;
+
+/** The design the etcd row is judged by: etcd-lease with the margin the pacing needs. */
+export const etcdDesign: Design = designs.etcdLease({ clockMarginMs: ETCD_CLOCK_MARGIN_MS });
+
+const CALL_TIMEOUT_MS = 2_000;
+const READY_TIMEOUT_MS = 10_000;
+
+/**
+ * Starts the clusters a cell's runs share: the lock cluster (3 members, an
+ * election timeout of 600 ms so that etcd's minimum lease ttl is 1 s) and
+ * the store (1 member), data on /dev/shm.
+ */
+export async function startEtcdCell(): Promise<EtcdCell> {
+  const lock = await EtcdCluster.start({ members: 3, electionMs: 600, parentDir: '/dev/shm' });
+  try {
+    const store = await EtcdCluster.start({ members: 1, parentDir: '/dev/shm' });
+    return { lock, store, stop: async () => void (await Promise.all([lock.stop(), store.stop()])) };
+  } catch (error) {
+    await lock.stop();
+    throw error;
+  }
+}
+
+/** The faults the etcd row takes (advance, pause, partition, delay) are what its environment's injectors make. */
+export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
+  return {
+    name: options.name ?? `etcd etcd-lease / ${store}`,
+    design: etcdDesign,
+    capabilities: { store, ttl: true, sessionBound: false, reentrant: false, expiryToleranceMs: ETCD_EXPIRY_TOLERANCE_MS, ttlGrainMs: 1000, tokensComparedBy: 'order' },
+    // A keep-alive renews the ttl the lease was granted with.
+    contract: { refreshTtl: 'acquired' },
+    start: (o) => startInstance(cell, store, o.clients),
+  };
+}
+
+async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: number): Promise<BackendInstance> {
+  // A fresh prefix is the reset: nothing of an earlier run is in the way, and its leases expire by themselves.
+  const prefix = `run-${randomUUID()}/`;
+  const all: Etcd3[] = [];
+  const open = (hosts: string[]): Etcd3 => {
+    const c = etcdClient({ hosts });
+    all.push(c);
+    return c;
+  };
+  const close = async (): Promise<void> => {
+    for (const c of all) c.close();
+  };
+  try {
+    const up = [true];
+    // The network settles real I/O before virtual time moves on; the time waits on the network: made in turn.
+    const settle: { network?: SimNetwork } = {};
+    const time = new VirtualTime({ settle: () => settle.network!.settled(), realTime: { toleranceMs: ETCD_PACING_TOLERANCE_MS } });
+    const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up[0]! }));
+    settle.network = network;
+    const admin = open(cell.lock.endpoints);
+    const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+    const lockClients: LockClient[] = Array.from({ length: clients }, (_v, client) => {
+      const clock: MonotonicClock = time.clockOf(() => clientClocks[client]!);
+      const own = open([cell.lock.endpoints[client % cell.lock.size]!]);
+      const node = through(network, client, 0, etcd3Node(own, { clock, requestTimeoutMs: CALL_TIMEOUT_MS }));
+      const storeNode = through(network, client, 'store', etcd3Node(open(cell.store.endpoints), { clock, requestTimeoutMs: CALL_TIMEOUT_MS }));
+      const lock = new EtcdLock({ node, clock, driftFactor: driftFactor(etcdDesign), clockMarginMs: clockMarginMs(etcdDesign), prefix });
+      return {
+        acquire: (resource, o) => lock.acquire(resource, o),
+        extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
+        release: (lease) => lock.release(lease),
+        store: etcdFencedStore(storeNode, policy, { prefix }),
+        clock,
+      };
+    });
+    // Every connection answers before the run begins: the model's nodes are up from the start.
+    await Promise.all(all.map((c) => ready(c)));
+    const env: Environment = {
+      nowMs: () => time.nowMs(),
+      advanceTo: (t) => time.advanceTo(t),
+      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
+      // Only the network's faults: no clock of a member is the runner's (Go), no whole-cluster restart fits the
+      // model's instantaneous one, and an etcd lease lives with its ttl, not with a connection.
+      faults: network.faults(),
+      realTimeAheadMs: () => time.lagMs(),
+      inspect: async (resource) => {
+        const r = await admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
+        time.noteServerReply();
+        time.assertOnTime();
+        return [r.kvs[0]?.value.toString('utf8') ?? null];
+      },
+    };
+    return { clients: lockClients, env, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** Every call of `node` through the simulated network, as client `client` to `endpoint`. */
+function through(network: SimNetwork, client: number, endpoint: Endpoint, node: EtcdNode): EtcdNode {
+  return {
+    grant: (t) => network.call(client, endpoint, () => node.grant(t)),
+    putIfAbsent: (k, v, l) => network.call(client, endpoint, () => node.putIfAbsent(k, v, l)),
+    keepAlive: (l) => network.call(client, endpoint, () => node.keepAlive(l)),
+    deleteIfOwned: (k, l, r) => network.call(client, endpoint, () => node.deleteIfOwned(k, l, r)),
+    revoke: (l) => network.call(client, endpoint, () => node.revoke(l)),
+    get: (k) => network.call(client, endpoint, () => node.get(k)),
+    fencedWrite: (k, h, t, v, p) => network.call(client, endpoint, () => node.fencedWrite(k, h, t, v, p)),
+  };
+}
+
+/** Waits (bounded) until a client's connection answers a read. */
+async function ready(client: Etcd3): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      await client.kv.range({ key: Buffer.from('lockcheck/ready') }, { deadline: Date.now() + 1000 });
+      return;
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}

@@ -1,0 +1,195 @@
+import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
+import type { MonotonicClock } from '../clock.ts';
+import { sleep } from '../clock.ts';
+import { ConnectionConfigError, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { LeaseHandle } from '../lease.ts';
+import type { Lease } from '../lease.ts';
+import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
+import { DEFAULT_PREFIX, lockKey } from './keys.ts';
+import type { EtcdNode } from './node.ts';
+import { MAX_TOKEN } from '../../model/errors.ts';
+
+/**
+ * A lease lock on one etcd cluster (spec 7.6 `etcd-lease`). One attempt
+ * grants a fresh etcd lease and, in one transaction, puts the resource's key
+ * under it only if the key is absent; the key's create revision is the
+ * fencing token, strictly increasing across the whole cluster. The lease's
+ * validity is measured on the client's monotonic clock from before the
+ * grant, less the same drift allowance as Redlock (ceil(driftFactor * ttl) +
+ * clockMarginMs): etcd expires the lease on the leader's clock, which this
+ * client cannot see. Extend is one keep-alive round; release deletes the key
+ * only while it is under our lease with our create revision, and revokes
+ * the lease.
+ *
+ * etcd's ttls are whole seconds: the lease is granted for ceil(ttl / 1 s)
+ * (or etcd's minimum, if larger), so the key may outlive the validity the
+ * client computes from the ttl it asked for, never the other way round.
+ */
+export interface EtcdLockOptions {
+  readonly node: EtcdNode;
+  readonly clock: MonotonicClock;
+  /** Allowance for clock drift, a fraction of the ttl in [0, 1). Default 0.01. */
+  readonly driftFactor?: number;
+  /** The fixed part of the allowance, ms. Default 2. */
+  readonly clockMarginMs?: number;
+  /** The lease's signal fires this many ms before its validity deadline. Default 0. */
+  readonly safetyMarginMs?: number;
+  /** Key prefix. Default 'lockcheck/'. */
+  readonly prefix?: string;
+}
+
+interface Held {
+  readonly handle: LeaseHandle;
+  readonly leaseId: string;
+  /** The ttl the lease was granted with, ms: a keep-alive renews exactly that. */
+  readonly ttlMs: number;
+}
+
+const PRUNE_MIN = 64;
+
+export class EtcdLock {
+  readonly #node: EtcdNode;
+  readonly #clock: MonotonicClock;
+  readonly #driftFactor: number;
+  readonly #clockMarginMs: number;
+  readonly #safetyMarginMs: number;
+  readonly #prefix: string;
+  readonly #held = new Map<Lease, Held>();
+  #pruneAt = PRUNE_MIN;
+
+  constructor(options: EtcdLockOptions) {
+    const df = options.driftFactor ?? 0.01;
+    if (!(df >= 0 && df < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${df}`);
+    const margin = options.clockMarginMs ?? 2;
+    if (!Number.isInteger(margin) || margin < 0 || margin > 10_000) throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, 10000], got ${margin}`);
+    const safety = options.safetyMarginMs ?? 0;
+    if (!Number.isInteger(safety) || safety < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${safety}`);
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
+    if (typeof prefix !== 'string') throw new InvalidInputError('invalid-config', 'prefix must be a string');
+    this.#node = options.node;
+    this.#clock = options.clock;
+    this.#driftFactor = df;
+    this.#clockMarginMs = margin;
+    this.#safetyMarginMs = safety;
+    this.#prefix = prefix;
+  }
+
+  clockOf(): MonotonicClock {
+    return this.#clock;
+  }
+
+  /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
+  async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
+    checkResource(resource);
+    const ttlMs = checkTtl(options.ttlMs);
+    const retries = options.retries ?? 0;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
+    const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.#attempt(resource, ttlMs);
+      if (result.kind !== 'denied' || attempt >= retries) return result;
+      const jitter = Math.floor(Math.random() * (retryJitterMs + 1));
+      await sleep(this.#clock, retryDelayMs + jitter);
+    }
+  }
+
+  /**
+   * One keep-alive round. etcd renews a lease to the ttl it was granted
+   * with, so the lease is extended by that ttl whatever `ttlMs` asks.
+   * A lease etcd no longer knows is lost: its signal fires at once.
+   */
+  async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
+    checkTtl(ttlMs);
+    const held = this.#held.get(lease);
+    if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
+    const startedMs = this.#clock.now();
+    let remaining: number;
+    try {
+      remaining = await this.#node.keepAlive(held.leaseId);
+    } catch {
+      return { kind: 'not-extended', reason: 'no-quorum' };
+    }
+    if (remaining <= 0) {
+      held.handle.lose('expired');
+      return { kind: 'not-extended', reason: 'expired' };
+    }
+    const validUntilMs = startedMs + held.ttlMs - this.#driftMarginMs(held.ttlMs);
+    if (this.#clock.now() >= validUntilMs || held.handle.lost) return { kind: 'not-extended', reason: 'no-quorum' };
+    held.handle.extendTo(validUntilMs);
+    return { kind: 'extended', validUntilMs };
+  }
+
+  /** Deletes the key while it is ours and revokes the lease; fires the lease's signal. Never throws for etcd failures. */
+  async release(lease: Lease): Promise<void> {
+    const held = this.#held.get(lease);
+    if (held === undefined) return;
+    held.handle.lose('released');
+    this.#held.delete(lease);
+    // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
+    await Promise.all([
+      this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token).catch(() => false),
+      this.#node.revoke(held.leaseId).catch(() => undefined),
+    ]);
+  }
+
+  get trackedLeases(): number {
+    return this.#held.size;
+  }
+
+  #driftMarginMs(ttlMs: number): number {
+    return Math.ceil(this.#driftFactor * ttlMs) + this.#clockMarginMs;
+  }
+
+  async #attempt(resource: string, ttlMs: number): Promise<AcquireResult> {
+    const startedMs = this.#clock.now();
+    let leaseId: string;
+    try {
+      leaseId = (await this.#node.grant(Math.ceil(ttlMs / 1000))).id;
+    } catch (error) {
+      if (error instanceof ConnectionConfigError) throw error;
+      // No lease, so no key: nothing is held.
+      return { kind: 'denied', reason: 'no-quorum' };
+    }
+    const key = lockKey(resource, this.#prefix);
+    let put: Awaited<ReturnType<EtcdNode['putIfAbsent']>>;
+    try {
+      put = await this.#node.putIfAbsent(key, leaseId, leaseId);
+    } catch (error) {
+      // The put may have landed: revoking our lease takes the key with it, whichever way it went.
+      void this.#node.revoke(leaseId).catch(() => undefined);
+      if (error instanceof ConnectionConfigError) throw error;
+      return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
+    }
+    if (put.kind === 'exists' && put.lease !== leaseId) {
+      void this.#node.revoke(leaseId).catch(() => undefined);
+      return { kind: 'denied', reason: 'held' };
+    }
+    const token = put.createRevision;
+    if (token > MAX_TOKEN) {
+      void this.#node.revoke(leaseId).catch(() => undefined);
+      throw new TokenOverflowError(resource);
+    }
+    const elapsed = this.#clock.now() - startedMs;
+    if (elapsed >= ttlMs) {
+      void this.#node.revoke(leaseId).catch(() => undefined);
+      return { kind: 'timed-out' };
+    }
+    if (ttlMs - elapsed - this.#driftMarginMs(ttlMs) <= 0) {
+      await this.#node.revoke(leaseId).catch(() => undefined);
+      return { kind: 'denied', reason: 'validity-exhausted' };
+    }
+    const handle = new LeaseHandle(resource, leaseId, token, startedMs + ttlMs - this.#driftMarginMs(ttlMs), this.#clock, this.#safetyMarginMs);
+    this.#remember({ handle, leaseId, ttlMs });
+    return { kind: 'granted', lease: handle };
+  }
+
+  /** Forgets lost leases once the map has doubled, so it cannot grow without bound. */
+  #remember(held: Held): void {
+    if (this.#held.size >= this.#pruneAt) {
+      for (const [key, h] of this.#held) if (h.handle.lost) this.#held.delete(key);
+      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
+    }
+    this.#held.set(held.handle, held);
+  }
+}

@@ -1,0 +1,168 @@
+import { EtcdAuthenticationFailedError, EtcdLeaseInvalidError, GRPCDeadlineExceededError, type Etcd3, type ICompare, type IKeyValue, type IRequestOp, type ITxnRequest } from 'etcd3';
+import { match } from 'ts-pattern';
+import type { MonotonicClock } from '../clock.ts';
+import { ConnectionConfigError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import type { WriteResult } from '../fencedStore.ts';
+
+/** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
+const TOKEN_DIGITS = 19;
+
+/** gRPC call options (the deadline), as etcd3's calls take them. */
+type CallOptions = NonNullable<Parameters<Etcd3['kv']['txn']>[1]>;
+
+/**
+ * The etcd calls the lock and the store make, each one round trip bounded by
+ * a timeout (a gRPC deadline, and the same bound on the client's monotonic
+ * clock). Failures are typed: TimeoutError (no reply in time: the outcome is
+ * unknown), UnavailableError (the call failed: nothing happened, or for a
+ * write it may have), ConnectionConfigError (authentication refused).
+ * Conformance wraps each call in its simulated network; the lock reads
+ * nothing else.
+ */
+export interface EtcdNode {
+  /** LeaseGrant: a fresh lease of `ttlSeconds` (etcd may round it up to its minimum). */
+  grant(ttlSeconds: number): Promise<{ readonly id: string; readonly ttlSeconds: number }>;
+  /** One transaction: put `key` under `leaseId` if absent (create revision 0); else read it. */
+  putIfAbsent(key: Buffer, value: string, leaseId: string): Promise<PutIfAbsent>;
+  /** One keep-alive round: the lease's remaining ttl in seconds, 0 or less when it is gone. */
+  keepAlive(leaseId: string): Promise<number>;
+  /** One transaction: delete `key` only if it is still under `leaseId` with `createRevision`. */
+  deleteIfOwned(key: Buffer, leaseId: string, createRevision: bigint): Promise<boolean>;
+  /** LeaseRevoke; a lease already gone is no error. */
+  revoke(leaseId: string): Promise<void>;
+  /** Range of one key: its value, null when absent. */
+  get(key: Buffer): Promise<string | null>;
+  /**
+   * One transaction: judge `token` against the highest accepted (kept under
+   * `highestKey` as a 19-digit decimal, so that etcd's byte comparison is
+   * numeric order) by `policy`, and if accepted put `value` under `key` and
+   * raise the highest.
+   */
+  fencedWrite(key: Buffer, highestKey: Buffer, token: bigint, value: string, policy: 'unfenced' | 'strict' | 'monotonic'): Promise<WriteResult>;
+}
+
+export type PutIfAbsent =
+  | { readonly kind: 'created'; readonly createRevision: bigint }
+  | { readonly kind: 'exists'; readonly lease: string; readonly createRevision: bigint };
+
+export interface Etcd3NodeOptions {
+  readonly clock: MonotonicClock;
+  /** Bound on every call, ms. Default 2000. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** The calls on an etcd3 client (npm `etcd3`). Build the client with `etcdClient()` so that it does not retry on its own. */
+export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
+  const timeoutMs = options.requestTimeoutMs ?? 2000;
+  const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>): Promise<T> => {
+    let started: Promise<T>;
+    try {
+      started = work({ deadline: Date.now() + timeoutMs });
+    } catch (error) {
+      started = Promise.reject(error as Error);
+    }
+    return withTimeout(options.clock, timeoutMs, `etcd ${what}`, started).catch((error: unknown) => {
+      throw typed(error, what, timeoutMs);
+    });
+  };
+  return {
+    grant: (ttlSeconds) =>
+      bounded('lease grant', async (call) => {
+        const r = await client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, call);
+        if (r.error) throw new UnavailableError(`etcd lease grant: ${r.error}`);
+        return { id: r.ID, ttlSeconds: Number(r.TTL) };
+      }),
+    putIfAbsent: (key, value, leaseId) =>
+      bounded('put-if-absent', async (call) => {
+        const r = await client.kv.txn(
+          {
+            compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+            success: [{ request_put: { key, value: Buffer.from(value, 'utf8'), lease: leaseId } }],
+            failure: [{ request_range: { key } }],
+          },
+          call,
+        );
+        if (r.succeeded) return { kind: 'created', createRevision: BigInt(r.header.revision) };
+        const kv: IKeyValue | undefined = r.responses[0]?.response_range.kvs[0];
+        // Deleted between the compare and the range cannot happen (one transaction); say so loudly if it does.
+        if (kv === undefined) throw new UnavailableError('etcd put-if-absent: the key was neither absent nor present');
+        return { kind: 'exists', lease: kv.lease, createRevision: BigInt(kv.create_revision) };
+      }),
+    keepAlive: (leaseId) =>
+      bounded('lease keep-alive', async (call) => {
+        const stream = await client.leaseClient.leaseKeepAlive(call);
+        try {
+          const reply = await new Promise<{ TTL: string }>((resolve, reject) => {
+            stream.on('data', resolve);
+            stream.on('error', reject);
+            stream.write({ ID: leaseId });
+          });
+          return Number(reply.TTL);
+        } finally {
+          stream.end();
+        }
+      }),
+    deleteIfOwned: (key, leaseId, createRevision) =>
+      bounded('delete-if-owned', async (call) => {
+        const r = await client.kv.txn(
+          {
+            compare: [
+              { key, target: 'Create', result: 'Equal', create_revision: createRevision.toString() },
+              { key, target: 'Lease', result: 'Equal', lease: leaseId },
+            ],
+            success: [{ request_delete_range: { key } }],
+          },
+          call,
+        );
+        return r.succeeded;
+      }),
+    revoke: (leaseId) =>
+      bounded('lease revoke', async (call) => {
+        try {
+          await client.leaseClient.leaseRevoke({ ID: leaseId }, call);
+        } catch (error) {
+          if (!(error instanceof EtcdLeaseInvalidError)) throw error;
+        }
+      }),
+    get: (key) =>
+      bounded('range', async (call) => {
+        const r = await client.kv.range({ key }, call);
+        return r.kvs[0]?.value.toString('utf8') ?? null;
+      }),
+    fencedWrite: (key, highestKey, token, value, policy) =>
+      bounded('fenced write', async (call) => {
+        const padded = Buffer.from(token.toString().padStart(TOKEN_DIGITS, '0'), 'ascii');
+        const put: IRequestOp = { request_put: { key, value: Buffer.from(value, 'utf8') } };
+        const raise: IRequestOp = { request_put: { key: highestKey, value: padded } };
+        const readHighest: IRequestOp = { request_range: { key: highestKey } };
+        const below: ICompare = { key: highestKey, target: 'Value', result: 'Less', value: padded };
+        const above: ICompare = { key: highestKey, target: 'Value', result: 'Greater', value: padded };
+        // etcd's value compare on an absent key is false: the outer compare handles the first write.
+        const judged: ITxnRequest = match(policy)
+          .with('strict', (): ITxnRequest => ({ compare: [below], success: [put, raise], failure: [readHighest] }))
+          .with('monotonic', (): ITxnRequest => ({ compare: [above], success: [readHighest], failure: [put, raise] }))
+          .with('unfenced', (): ITxnRequest => ({ compare: [below], success: [put, raise], failure: [put] }))
+          .exhaustive();
+        const r = await client.kv.txn(
+          { compare: [{ key: highestKey, target: 'Create', result: 'Equal', create_revision: 0 }], success: [put, raise], failure: [{ request_txn: judged }] },
+          call,
+        );
+        if (r.succeeded) return { kind: 'accepted' };
+        const inner = r.responses[0]?.response_txn;
+        if (inner === undefined) throw new UnavailableError('etcd fenced write: no inner transaction reply');
+        const accepted = policy === 'monotonic' ? !inner.succeeded : inner.succeeded || policy === 'unfenced';
+        if (accepted) return { kind: 'accepted' };
+        const highest = inner.responses[0]?.response_range?.kvs[0]?.value.toString('ascii');
+        if (highest === undefined) throw new UnavailableError('etcd fenced write: the highest token vanished');
+        return { kind: 'rejected', highest: BigInt(highest) };
+      }),
+  };
+}
+
+/** The library's errors as the lock's typed ones. */
+function typed(error: unknown, what: string, timeoutMs: number): Error {
+  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof ConnectionConfigError) return error;
+  if (error instanceof GRPCDeadlineExceededError) return new TimeoutError(`etcd ${what}`, timeoutMs);
+  if (error instanceof EtcdAuthenticationFailedError) return new ConnectionConfigError('authentication', `etcd ${what}: ${error.message}`);
+  return new UnavailableError(`etcd ${what}: ${error instanceof Error ? error.message : String(error)}`);
+}

@@ -1,0 +1,277 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Etcd3 } from 'etcd3';
+import { EtcdCluster } from '../conformance/env/etcdCluster.ts';
+import { systemClock } from '../impl/clock.ts';
+import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
+import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
+import type { EtcdNode } from '../impl/etcd/index.ts';
+import type { MonotonicClock } from '../impl/clock.ts';
+
+/** The process exists and is not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
+}
+
+/** A client clock the test moves by hand (leases' deadlines), with real etcd underneath. */
+class HandClock implements MonotonicClock {
+  #now = 0;
+  #timers: Array<{ at: number; fn: () => void }> = [];
+  now(): number {
+    return this.#now;
+  }
+  schedule(atMs: number, fn: () => void): () => void {
+    const t = { at: atMs, fn };
+    this.#timers.push(t);
+    return () => {
+      this.#timers = this.#timers.filter((x) => x !== t);
+    };
+  }
+  advance(ms: number): void {
+    this.#now += ms;
+    const due = this.#timers.filter((t) => t.at <= this.#now);
+    this.#timers = this.#timers.filter((t) => t.at > this.#now);
+    for (const t of due) t.fn();
+  }
+}
+
+let cluster: EtcdCluster;
+const clients: Etcd3[] = [];
+
+function client(hosts = cluster.endpoints): Etcd3 {
+  const c = etcdClient({ hosts });
+  clients.push(c);
+  return c;
+}
+
+function lockOn(c: Etcd3, clock: MonotonicClock = systemClock, timeoutMs = 2000): { lock: EtcdLock; node: EtcdNode } {
+  const node = etcd3Node(c, { clock: systemClock, requestTimeoutMs: timeoutMs });
+  return { lock: new EtcdLock({ node, clock }), node };
+}
+
+beforeAll(async () => {
+  cluster = await EtcdCluster.start();
+});
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await cluster?.stop();
+});
+
+describe('EtcdCluster (real etcd, 3 members)', () => {
+  it('elects a leader; a killed leader is replaced and comes back on its data as a follower; a paused follower does not stop the cluster', async () => {
+    const leader = await cluster.leader();
+    const deadline = (): { deadline: number } => ({ deadline: Date.now() + 5000 });
+    await client([cluster.endpoints[leader]!]).put('k').value('v').options(deadline());
+    await cluster.kill(leader);
+    expect(cluster.running(leader)).toBe(false);
+    const next = await cluster.leader();
+    expect(next).not.toBe(leader);
+    const c = client([cluster.endpoints[next]!]);
+    expect(await c.get('k').options(deadline()).string()).toBe('v');
+    await cluster.restart(leader);
+    expect(cluster.running(leader)).toBe(true);
+    const follower = [0, 1, 2].find((m) => m !== next)!;
+    cluster.pause(follower);
+    try {
+      expect(cluster.paused(follower)).toBe(true);
+      await c.put('k').value('w').options(deadline());
+    } finally {
+      cluster.resume(follower);
+    }
+    // The resumed follower catches up with the leader's revision.
+    const caughtUp = await until(async () => {
+      const now = await cluster.status(500);
+      return now.every((s) => s !== null && s.revision === now[next]!.revision);
+    }, 10_000);
+    expect(caughtUp).toBe(true);
+  });
+
+  it('a link proxy cuts one client off (blackhole: the call times out) while another client goes on', async () => {
+    const proxy = await cluster.link(0);
+    const cut = client([`http://127.0.0.1:${proxy.port}`]);
+    const other = client([cluster.endpoints[1]!]);
+    const { lock: cutLock } = lockOn(cut, systemClock, 500);
+    expect((await cutLock.acquire('cut', { ttlMs: 5000 })).kind).toBe('granted');
+    proxy.setMode({ kind: 'blackhole' });
+    const r = await cutLock.acquire('cut-2', { ttlMs: 5000 });
+    expect(r).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    const { lock } = lockOn(other);
+    expect((await lock.acquire('cut-3', { ttlMs: 5000 })).kind).toBe('granted');
+    proxy.setMode({ kind: 'pass' });
+  });
+
+  it('leaves nothing behind: after stop() no member runs and the directory is gone', async () => {
+    const own = await EtcdCluster.start();
+    const pids = [0, 1, 2].map((m) => own.pid(m));
+    const dir = own.dir;
+    expect(pids.every(alive)).toBe(true);
+    expect(readFileSync(`/proc/${pids[0]}/cmdline`, 'utf8')).toContain('127.0.0.1');
+    await own.stop();
+    expect(pids.filter(alive)).toEqual([]);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('dies with its parent: after SIGKILL of the process that started it, the watchdog kills every member and removes the directory', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/startEtcd.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const started = await new Promise<{ pids: number[]; dir: string }>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`the child started no cluster within 60 s\n${stderr}`)), 60_000);
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line !== undefined && out.includes('\n')) {
+          clearTimeout(timer);
+          resolve(JSON.parse(line) as { pids: number[]; dir: string });
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the child exited (${String(code)}) before starting its cluster\n${stderr}`));
+      });
+    });
+    expect(started.pids.every(alive)).toBe(true);
+    child.kill('SIGKILL');
+    await until(() => !started.pids.some(alive) && !existsSync(started.dir), 15_000);
+    expect({ alive: started.pids.filter(alive), dir: existsSync(started.dir) }).toEqual({ alive: [], dir: false });
+  });
+});
+
+describe('EtcdLock (spec 7.6 etcd-lease, real etcd)', () => {
+  it('grants once (MUTEX-1), denies while held, and tokens are create revisions strictly increasing across resources (FENCE-1)', async () => {
+    const a = lockOn(client()).lock;
+    const b = lockOn(client()).lock;
+    const first = await a.acquire('mutex', { ttlMs: 5000 });
+    expect(first.kind).toBe('granted');
+    expect(await b.acquire('mutex', { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
+    const other = await b.acquire('mutex-other', { ttlMs: 5000 });
+    if (first.kind !== 'granted' || other.kind !== 'granted') throw new Error('expected grants');
+    expect(other.lease.token).toBeGreaterThan(first.lease.token);
+    await a.release(first.lease);
+    expect(first.lease.signal.aborted).toBe(true);
+    const again = await b.acquire('mutex', { ttlMs: 5000 });
+    if (again.kind !== 'granted') throw new Error('expected a grant after the release');
+    expect(again.lease.token).toBeGreaterThan(other.lease.token);
+    expect(typeof again.lease.token).toBe('bigint');
+    await b.release(again.lease);
+    await b.release(other.lease);
+  });
+
+  it('refuses bad input with InvalidInputError before any call', async () => {
+    const { lock } = lockOn(client());
+    await expect(lock.acquire('', { ttlMs: 1000 })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(lock.acquire('x', { ttlMs: 0 })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(lock.acquire('x', { ttlMs: 1.5 })).rejects.toBeInstanceOf(InvalidInputError);
+  });
+
+  it('the signal fires at validity minus the margin on the injected clock; extend (a keep-alive) moves it; a lease etcd revoked is lost at the next keep-alive', async () => {
+    const clock = new HandClock();
+    const c = client();
+    const { lock, node } = lockOn(c, clock);
+    const r = await lock.acquire('signal', { ttlMs: 3000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    // validity = ttl - ceil(0.01 * ttl) - 2 = 2968 ms from the start (the hand clock did not move during the calls)
+    expect(r.lease.validUntilMs).toBe(2968);
+    const signal = r.lease.signal;
+    clock.advance(2000);
+    expect(signal.aborted).toBe(false);
+    expect(await lock.extend(r.lease, 3000)).toEqual({ kind: 'extended', validUntilMs: 2000 + 2968 });
+    clock.advance(2967);
+    expect(signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+
+    const s = await lock.acquire('signal-2', { ttlMs: 3000 });
+    if (s.kind !== 'granted') throw new Error('expected a grant');
+    await node.revoke(s.lease.owner);
+    expect(await lock.extend(s.lease, 3000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(s.lease.signal.aborted).toBe(true);
+  });
+
+  it('release deletes the key only while lease and create revision are ours', async () => {
+    const c = client();
+    const { lock, node } = lockOn(c);
+    const r = await lock.acquire('owned', { ttlMs: 5000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    const key = Buffer.from('lockcheck/lock/owned');
+    expect(await node.deleteIfOwned(key, r.lease.owner, r.lease.token + 1n)).toBe(false);
+    expect(await node.deleteIfOwned(key, '1', r.lease.token)).toBe(false);
+    expect(await c.get('lockcheck/lock/owned').string()).toBe(r.lease.owner);
+    await lock.release(r.lease);
+    expect(await c.get('lockcheck/lock/owned').string()).toBeNull();
+  });
+
+  it('a lease outlives the kill of the leader: the lock stays held (a new leader refreshes it), tokens keep increasing', async () => {
+    const c = client();
+    const { lock } = lockOn(c);
+    const r = await lock.acquire('failover', { ttlMs: 5000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    const leader = await cluster.leader();
+    await cluster.kill(leader);
+    await cluster.leader();
+    const other = lockOn(client(cluster.endpoints.filter((_e, i) => i !== leader))).lock;
+    let denied = false;
+    await until(async () => {
+      const x = await other.acquire('failover', { ttlMs: 5000 });
+      denied = x.kind === 'denied' && x.reason === 'held';
+      return x.kind !== 'denied' || x.reason !== 'no-quorum';
+    }, 10_000);
+    expect(denied).toBe(true);
+    const y = await other.acquire('failover-2', { ttlMs: 5000 });
+    if (y.kind !== 'granted') throw new Error('expected a grant');
+    expect(y.lease.token).toBeGreaterThan(r.lease.token);
+    await cluster.restart(leader);
+  });
+});
+
+describe('etcdFencedStore (real etcd)', () => {
+  it('strict rejects token <= highest, monotonic rejects token < highest, unfenced accepts; reads return value and token', async () => {
+    const c = client();
+    const node = etcd3Node(c, { clock: systemClock });
+    const strict = etcdFencedStore(node, 'strict');
+    expect(await strict.write('s', 5n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await strict.write('s', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await strict.write('s', 4n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await strict.write('s', 2n ** 63n - 1n, 'c')).toEqual({ kind: 'accepted' });
+    expect(await strict.read('s')).toEqual({ value: 'c', token: 2n ** 63n - 1n });
+    const mono = etcdFencedStore(node, 'monotonic');
+    expect(await mono.write('m', 7n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await mono.write('m', 7n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await mono.write('m', 6n, 'c')).toEqual({ kind: 'rejected', highest: 7n });
+    const open = etcdFencedStore(node, 'unfenced');
+    expect(await open.write('u', 9n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await open.write('u', 1n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await open.read('u')).toEqual({ value: 'b', token: 1n });
+    expect(await open.read('absent')).toEqual({ value: null, token: null });
+    await expect(strict.write('s', -1n, 'x')).rejects.toBeInstanceOf(InvalidInputError);
+    expect(() => etcdFencedStore(node, 'transactional')).toThrow(InvalidInputError);
+  });
+
+  it('concurrent strict writes with distinct tokens: exactly the highest one ends up stored', async () => {
+    const node = etcd3Node(client(), { clock: systemClock });
+    const store = etcdFencedStore(node, 'monotonic');
+    const tokens = Array.from({ length: 10 }, (_v, i) => BigInt(i + 1));
+    await Promise.all(tokens.map((t) => store.write('race', t, `v${t}`)));
+    expect(await store.read('race')).toEqual({ value: 'v10', token: 10n });
+  });
+});
