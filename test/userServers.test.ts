@@ -124,7 +124,8 @@ describe('lockcheck on the user’s own servers', () => {
     expect(wrongPassword.code, wrongPassword.stderr).toBe(3);
     expect(wrongPassword.stderr).toMatch(/refused the credentials: WRONGPASS/);
     for (const r of [query, unparseable]) expect(r.stdout + r.stderr).not.toMatch(/s3cret/);
-  }, 120_000);
+    // Fifteen CLI processes one after another: at a load of 25 on 2 cores each takes seconds to start.
+  }, 300_000);
 
   it('Redis: runs paced to the servers’ clocks find what the design breaks; the user’s keys stay, lockcheck’s go', async () => {
     // Cleanup deletes the keys the run made, by name: it never SCANs the user's keyspace.
