@@ -10,7 +10,7 @@
 export default {
   testRunner: 'vitest',
   vitest: { configFile: 'stryker.vitest.config.ts', related: false },
-  mutate: process.env.LOCKCHECK_MUTATE ? process.env.LOCKCHECK_MUTATE.split(',') : ['impl/leaseLock.ts', 'impl/lease.ts', 'impl/using.ts', 'impl/clock.ts'],
+  mutate: process.env.LOCKCHECK_MUTATE ? process.env.LOCKCHECK_MUTATE.split(',') : ['impl/*.ts'],
   checkers: [],
   disableTypeChecks: false,
   // Stryker's tsconfig rewrite needs the TypeScript 5 API: point it at no file.
@@ -18,11 +18,16 @@ export default {
   coverageAnalysis: 'perTest',
   ignoreStatic: true,
   concurrency: 2,
-  timeoutMS: 10_000,
+  // Generous: on a loaded machine a run that is merely slow must not count as a hang (a timeout counts as killed).
+  timeoutMS: 30_000,
+  timeoutFactor: 2,
   // The event recorder writes each mutant's result as it is known: a run cut short still has its numbers.
   reporters: ['clear-text', 'json', 'progress', 'event-recorder'],
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   eventReporter: { baseDir: 'reports/mutation/events' },
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
+  // Reuses the results of mutants whose code and covering tests did not change (reports/mutation/incremental.json).
+  incremental: true,
+  incrementalFile: 'reports/mutation/incremental.json',
 };

@@ -1,6 +1,6 @@
 /**
  * The exploration's speed and reach, one command:
- *   npx tsx bench/explore.ts [--depth N] [--design KIND] [--fault CLASS] [--no-client-symmetry] [--budget-s S] [--verdicts]
+ *   npx tsx bench/explore.ts [--depth N] [--design KIND] [--fault CLASS] [--no-client-symmetry] [--no-node-symmetry] [--budget-s S] [--verdicts]
  * With --verdicts, each cell is explored to the depth recorded in
  * test/fixtures/explore-verdicts.json and its verdict compared with the
  * recorded one (the exit code says whether all agree).
@@ -20,6 +20,7 @@ const { values } = parseArgs({
     design: { type: 'string' },
     fault: { type: 'string' },
     'no-client-symmetry': { type: 'boolean', default: false },
+    'no-node-symmetry': { type: 'boolean', default: false },
     'budget-s': { type: 'string' },
     'max-states': { type: 'string', default: '50000000' },
     verdicts: { type: 'boolean', default: false },
@@ -56,6 +57,7 @@ for (const row of MATRIX_ROWS.filter((r) => values.design === undefined || r.des
         clock: cpuMs,
         budgetMs: values['budget-s'] === undefined ? undefined : Number(values['budget-s']) * 1000,
         clientSymmetry: !values['no-client-symmetry'],
+        nodeSymmetry: !values['no-node-symmetry'],
       });
       states += c.states;
       transitions += c.transitions;

@@ -9,11 +9,19 @@ import { connectPostgres } from '../conformance/env/userPostgres.ts';
 import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
 import { realPostgresBackend, targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { ReplicatedServers, realReplicatedBackend } from '../conformance/env/replicatedBackend.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
+import type { LibraryId } from '../conformance/adapters/libraries.ts';
+import { libraryConcurrent } from '../conformance/adapters/libraries.ts';
+import { concurrentOf } from '../conformance/stress/adapterRef.ts';
+import type { StressAdapter } from '../conformance/stress/runner.ts';
+import { layoutOf } from '../conformance/stress/runner.ts';
+import type { StressBackend } from '../conformance/stress/servers.ts';
+import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
 import type { EtcdCell } from '../conformance/env/etcdBackend.ts';
 import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
@@ -32,7 +40,7 @@ export interface BuiltIn {
   readonly maxRuns?: number;
 }
 
-export type LibraryId = 'redlock' | 'sesamecare-redlock' | 'advisory-lock' | 'redis-semaphore-mutex';
+export type { LibraryId };
 
 /**
  * The npm package each library audit drives. The adapters are loaded on
@@ -41,9 +49,13 @@ export type LibraryId = 'redlock' | 'sesamecare-redlock' | 'advisory-lock' | 're
  */
 export const LIBRARY_PACKAGES: Readonly<Record<LibraryId, { readonly name: string; readonly version: string }>> = {
   redlock: { name: 'redlock', version: '5.0.0-beta.2' },
+  // npm's `latest` tag of redlock, beside 5.0.0-beta.2 under an alias.
+  redlock4: { name: 'redlock4', version: 'npm:redlock@4.2.0' },
   'sesamecare-redlock': { name: '@sesamecare-oss/redlock', version: '1.4.0' },
   'advisory-lock': { name: 'advisory-lock', version: '2.0.0' },
   'redis-semaphore-mutex': { name: 'redis-semaphore', version: '5.8.0' },
+  'redis-semaphore-redlock-mutex': { name: 'redis-semaphore', version: '5.8.0' },
+  'ioredis-lock': { name: '@microfleet/ioredis-lock', version: '6.0.1' },
 };
 
 /** Why the library of an audit row cannot be loaded (not installed, or broken), or null if it can. */
@@ -73,6 +85,12 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
       return (await import('../conformance/adapters/advisoryLock.ts')).advisoryLockBackend(await pg(), { name: b.name });
     case 'redis-semaphore-mutex':
       return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreMutexBackend(await cluster(), { name: b.name });
+    case 'redis-semaphore-redlock-mutex':
+      return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreRedlockMutexBackend(await cluster(), { name: b.name });
+    case 'redlock4':
+      return (await import('../conformance/adapters/redlock4.ts')).redlock4Backend(await cluster(), { name: b.name });
+    case 'ioredis-lock':
+      return (await import('../conformance/adapters/ioredisLock.ts')).ioredisLockBackend(await cluster(), { name: b.name });
   }
 }
 
@@ -87,12 +105,17 @@ export const LIBRARY_AUDITS: readonly BuiltIn[] = [
   { name: 'lib:@sesamecare-oss/redlock@1.4.0', design: designs.redlock(), store: 'unfenced', library: 'sesamecare-redlock' },
   { name: 'lib:advisory-lock@2.0.0', design: designs.pgSession(), store: 'unfenced', library: 'advisory-lock' },
   { name: 'lib:redis-semaphore@5.8.0/Mutex', design: designs.redisSingle(), store: 'unfenced', library: 'redis-semaphore-mutex' },
+  { name: 'lib:redis-semaphore@5.8.0/RedlockMutex', design: designs.redlock(), store: 'unfenced', library: 'redis-semaphore-redlock-mutex' },
+  { name: 'lib:redlock@4.2.0', design: designs.redlock(), store: 'unfenced', library: 'redlock4' },
+  { name: 'lib:@microfleet/ioredis-lock@6.0.1', design: designs.redisSingle(), store: 'unfenced', library: 'ioredis-lock' },
 ];
 
 export const BUILT_INS: readonly BuiltIn[] = [
   ...[designs.redisSingle(), designs.redisSingle({ persistence: 'aof-always' }), designs.redlock(), designs.redlock({ persistence: 'aof-always' }), designs.redlock({ restartDelayMs: RESTART_DELAY_MS })].flatMap(
     (design) => (['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(design, store), design, store })),
   ),
+  // A primary, an asynchronous replica and Sentinel; the crash is a failover (spec 7.9). Without and with WAIT 1.
+  ...[designs.redisReplicated(), designs.redisReplicated({ wait: true })].map((design) => ({ name: builtInName(design, 'unfenced'), design, store: 'unfenced' as const })),
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.pgSession(), store), design: designs.pgSession(), store })),
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
   // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).
@@ -102,7 +125,11 @@ export const BUILT_INS: readonly BuiltIn[] = [
 function builtInName(design: Design, store: StorePolicy): string {
   const d = design;
   const variant =
-    d.kind === 'redis-single' || d.kind === 'redlock' ? `${d.kind}${d.persistence === 'aof-always' ? '-aof' : ''}${d.restartDelayMs > 0 ? '-delayed-restart' : ''}` : d.kind;
+    d.kind === 'redis-single' || d.kind === 'redlock'
+      ? `${d.kind}${d.persistence === 'aof-always' ? '-aof' : ''}${d.restartDelayMs > 0 ? '-delayed-restart' : ''}`
+      : d.kind === 'redis-replicated' && d.wait
+        ? 'redis-replicated-wait'
+        : d.kind;
   return `${variant}/${store}`;
 }
 
@@ -146,6 +173,7 @@ export interface ServerChoice {
 export class Servers {
   #redis = new Map<'none' | 'aof-always', Promise<RedisCluster>>();
   #pg: Promise<PostgresServer> | null = null;
+  #replicated: Promise<ReplicatedServers> | null = null;
   #userRedis: Promise<UserRedisCluster> | null = null;
   #userPg: ReturnType<typeof connectPostgres> | null = null;
   #etcd: Promise<EtcdCell> | null = null;
@@ -170,6 +198,7 @@ export class Servers {
   /** Why a row cannot run on the chosen servers, or null if it can. */
   unavailable(b: BuiltIn): string | null {
     const d = b.design;
+    if (d.kind === 'redis-replicated' && this.choice.redis !== undefined) return 'it needs a primary, a replica and Sentinel that lockcheck starts (the failover kills the primary)';
     if ((d.kind === 'redis-single' || d.kind === 'redlock') && this.choice.redis !== undefined) {
       const n = this.choice.redis.length;
       if (d.persistence !== 'none' || d.restartDelayMs > 0) return 'its persistence and restart only matter under crash-restart, which needs servers lockcheck starts';
@@ -188,6 +217,7 @@ export class Servers {
     if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
     // etcd always runs on clusters lockcheck starts (--redis and --pg do not name one).
     if (d.kind === 'etcd-lease') return realEtcdBackend(await (this.#etcd ??= startEtcdCell()), b.store, { name: b.name });
+    if (d.kind === 'redis-replicated') return realReplicatedBackend(await (this.#replicated ??= ReplicatedServers.start()), d, b.store, { name: b.name });
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
       const cluster = await redis();
       // On servers with their own clocks the lease needs the wider margin the pacing asks for.
@@ -219,7 +249,8 @@ export class Servers {
     const clusters = await Promise.allSettled([...this.#redis.values()]);
     const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
     const etcd = this.#etcd === null ? null : await this.#etcd.catch(() => null);
-    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop()]);
+    const replicated = this.#replicated === null ? null : await this.#replicated.catch(() => null);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop(), replicated?.stop()]);
   }
 }
 
@@ -249,6 +280,44 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
   // Loading it reads the faults it takes from one instance: an environment of the old API is refused here, before any run.
   await offeredFaults(exported);
   return exported;
+}
+
+/**
+ * What `lockcheck stress --backend` names: a built-in stress backend, a
+ * library audit row (its adapter's concurrent client), or the path of an
+ * adapter module whose backend has a `concurrent` member. The client
+ * processes load that module from the path given here, and from nowhere else.
+ */
+export async function resolveStressTarget(spec: string): Promise<{ backend: StressBackend; adapter?: StressAdapter }> {
+  if (STRESS_BACKENDS.includes(spec as StressBackend)) return { backend: spec as StressBackend };
+  const library = LIBRARY_AUDITS.find((b) => b.name === spec);
+  if (library?.library !== undefined) {
+    const missing = await missingLibrary(library);
+    const pkg = LIBRARY_PACKAGES[library.library];
+    if (missing !== null) throw new EnvironmentError(`${library.name} ${missing}`, `npm install --save-dev ${pkg.name}@${pkg.version}`);
+    const client = await libraryConcurrent(library.library);
+    return { backend: layoutOf(client), adapter: { name: library.name, ref: { kind: 'library', library: library.library }, client } };
+  }
+  if (spec.startsWith('lib:') || !/[/\\.]/.test(spec)) {
+    throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (${LIBRARY_AUDITS.map((b) => b.name).join(', ')}) or the path of an adapter module; got '${spec}'`);
+  }
+  const path = resolve(spec);
+  let mod: Record<string, unknown>;
+  try {
+    if (/\.[cm]?tsx?$/.test(spec)) await loadTypeScript();
+    mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (e) {
+    throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
+  }
+  let client;
+  try {
+    client = concurrentOf(mod, spec);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const d = mod['default'];
+  const name = typeof d === 'object' && d !== null && typeof (d as { name?: unknown }).name === 'string' ? (d as { name: string }).name : spec;
+  return { backend: layoutOf(client), adapter: { name, ref: { kind: 'module', path }, client } };
 }
 
 let typeScriptLoaded = false;

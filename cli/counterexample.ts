@@ -26,6 +26,8 @@ export interface CounterexampleFile {
   readonly consequence?: string | null;
   /** The adapter's settings it was found with: the design it was judged by, its capabilities and its library's contract (data, compared on replay). */
   readonly settings?: { readonly name: string; readonly design: unknown; readonly capabilities: unknown; readonly contract: unknown; readonly options?: unknown; readonly faults: readonly string[] };
+  /** The run tried the model's seed schedules first (conformance/seeds.ts), so the path counts them; absent in files from before. */
+  readonly modelSeeds?: boolean;
 }
 
 export type CounterexampleVerdict = 'conformance-failure' | 'property-violation';
@@ -70,7 +72,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   };
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('the file', `must hold a JSON object, got ${shown(json)}`);
   const o = json as Record<string, unknown>;
-  const known = new Set(['lockcheck', 'backend', 'faults', 'seed', 'path', 'runs', 'verdict', 'properties', 'steps', 'consequence', 'settings']);
+  const known = new Set(['lockcheck', 'backend', 'faults', 'seed', 'path', 'runs', 'verdict', 'properties', 'steps', 'consequence', 'settings', 'modelSeeds']);
   for (const key of Object.keys(o)) if (!known.has(key)) bad(`field ${shown(key)}`, 'is not part of the format');
   if (o['lockcheck'] !== 'counterexample') bad('"lockcheck"', `must be "counterexample", got ${shown(o['lockcheck'])}`);
   const backend = o['backend'];
@@ -102,6 +104,8 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
     const x = settings as Record<string, unknown> | null;
     if (typeof x !== 'object' || x === null || Array.isArray(x) || typeof x['name'] !== 'string' || typeof x['design'] !== 'object' || !Array.isArray(x['faults'])) bad('"settings"', `must be an object with name, design, capabilities, contract and faults, got ${shown(settings)}`);
   }
+  const modelSeeds = o['modelSeeds'];
+  if (modelSeeds !== undefined && typeof modelSeeds !== 'boolean') bad('"modelSeeds"', `must be true or false, got ${shown(modelSeeds)}`);
   return {
     lockcheck: 'counterexample',
     backend: backend as string,
@@ -114,5 +118,6 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
     steps: steps as string[],
     ...(consequence !== undefined ? { consequence: consequence as string | null } : {}),
     ...(settings !== undefined ? { settings: settings as NonNullable<CounterexampleFile['settings']> } : {}),
+    ...(modelSeeds !== undefined ? { modelSeeds: modelSeeds as boolean } : {}),
   };
 }

@@ -6,7 +6,7 @@ import { AdapterApiError } from '../conformance/backendApi.ts';
 import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
-import { BUILT_INS, MEASURED_FAULT_CLASSES } from './backends.ts';
+import { BUILT_INS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
 import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
 import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
@@ -14,7 +14,7 @@ import { checkCommand } from './check.ts';
 import { failoverCommand } from './failover.ts';
 import { stressCommand } from './stress.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
-import { STRESS_BACKENDS, type StressBackend } from '../conformance/stress/servers.ts';
+import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
 import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
@@ -43,14 +43,16 @@ commands:
   check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
             exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
   stress    concurrent client processes race on real servers under a nemesis; the history is checked
-            (docs/stress.md): --backend ${STRESS_BACKENDS.join('|')} --clients N --seconds S
+            (docs/stress.md): --backend ${STRESS_BACKENDS.join('|')}|lib:…|./adapter.ts (a library audit, or an
+            adapter module whose backend has a \`concurrent\` client) --clients N --seconds S
             --nemesis a,b (${NEMESIS_FAULTS.join(', ')}; default none)
             [--store unfenced|monotonic|strict] [--resources N] [--ttl MIN-MAX] [--seed S] [--json] [--out DIR]
             (defaults: 5 clients, 10 s, unfenced, 3 resources, ttl 500-2000 ms, which also paces the nemesis, out
             lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
 
 options:
-  --runs N          generated schedules per backend or cell (matrix default 30, run default 100)
+  --runs N          schedules per backend or cell (matrix default 30, run default 100); the first
+                    are the model's shortest counterexamples for the design, then generated ones
   --seed S          fast-check seed (default 20161010)
   --path P          with --seed (run): replay one exact case
   --faults a,b      matrix: fault classes (${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')})
@@ -205,23 +207,25 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'stress': {
       if (rest.length) throw new UsageError(`stress takes no arguments, got '${rest.join(' ')}'`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('stress starts its own servers (its faults kill and pause them): it takes no --redis or --pg');
-      const backend = values.backend;
-      if (backend === undefined || !STRESS_BACKENDS.includes(backend as StressBackend)) throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}${backend === undefined ? '' : `; got '${backend}'`}`);
+      if (values.backend === undefined) throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (lib:…) or the path of an adapter module`);
       const nemesis = (list(values.nemesis) ?? []).filter((f) => f !== 'none');
+      for (const f of nemesis) if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault '${f}' (known: ${NEMESIS_FAULTS.join(', ')})`);
+      const { backend, adapter } = await resolveStressTarget(values.backend);
       for (const f of nemesis) {
-        if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault '${f}' (known: ${NEMESIS_FAULTS.join(', ')})`);
-        const why = unsupported(f as NemesisFault, backend as StressBackend);
-        if (why !== null) throw new UsageError(why);
+        const why = unsupported(f as NemesisFault, backend);
+        if (why !== null) throw new UsageError(adapter === undefined ? why : `${why} (${adapter.name} runs on ${backend} servers)`);
       }
       const store = values.store ?? 'unfenced';
       if (!['unfenced', 'monotonic', 'strict'].includes(store)) throw new UsageError(`--store must be unfenced, monotonic or strict, got '${store}'`);
       if (backend === 'pg-xact' && values.store !== undefined) throw new UsageError('pg-xact writes in the lock\'s own transaction: it takes no --store');
+      if (adapter?.client.tokens === false && store !== 'unfenced') throw new UsageError(`${adapter.name} hands out no fencing tokens: its register's store must be unfenced, not ${store}`);
       const ttl = /^(\d+)(?:-(\d+))?$/.exec(values.ttl ?? '500-2000');
       if (ttl === null) throw new UsageError(`--ttl must be MS or MIN-MAX in ms, got '${values.ttl}'`);
       const ttlMinMs = int(ttl[1], 'ttl', 0, 10, 600_000);
       const ttlMaxMs = int(ttl[2] ?? ttl[1], 'ttl', 0, ttlMinMs, 600_000);
       return stressCommand({
-        backend: backend as StressBackend,
+        backend,
+        ...(adapter !== undefined ? { adapter } : {}),
         clients: int(values.clients, 'clients', 5, 1, 64),
         seconds: int(values.seconds, 'seconds', 10, 1, 86_400),
         nemesis: nemesis as NemesisFault[],

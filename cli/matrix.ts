@@ -10,7 +10,8 @@ import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
-import { derivedProperties, exploreCell } from '../model/matrix.ts';
+import { derivedProperties } from '../model/matrix.ts';
+import { SEED_CELLS } from '../conformance/seedSchedules.ts';
 import { describeDesign } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { ServerChoice } from './backends.ts';
@@ -49,6 +50,8 @@ export interface MatrixCell {
   readonly conformanceFailure: string | null;
   readonly measured: readonly PropertyId[];
   readonly predicted: readonly PropertyId[];
+  /** The depth to which the prediction holds: every schedule of the model's classes of up to this many commands was explored. */
+  readonly predictedDepth: number;
   /** Measured but not predicted by the model: flagged. */
   readonly unexpected: readonly PropertyId[];
   /** Predicted but not seen in these runs: noted. */
@@ -121,17 +124,17 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         };
         const audit = row.library !== undefined || backend.contract !== undefined;
         const result: CheckResult = audit
-          ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, timelineFile, onRun })
-          : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, timelineFile, onRun });
+          ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun })
+          : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun });
         for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
         const verdict = result.failure?.report.verdict;
         const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
         const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);
-        const predicted = predict(row, col);
+        const { properties: predicted, depth: predictedDepth } = predict(row, col);
         const first = measured[0];
         // One shrunk counterexample per cell: the bug if there is one, else the first finding.
         if (result.failure === null && first !== undefined) {
-          await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, failOn: { properties: [first] }, timelineFile });
+          await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile });
         }
         const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
         let observed: MatrixCell['observed'] = null;
@@ -149,6 +152,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           conformanceFailure: result.failure === null ? null : result.failure.message.split('\n')[0]!,
           measured,
           predicted,
+          predictedDepth,
           unexpected: measured.filter((p) => !predicted.includes(p)),
           unseen: predicted.filter((p) => !measured.includes(p)),
           timeline,
@@ -190,7 +194,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   return failures > 0 || unexpected > 0 ? 1 : 0;
 }
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 
 /**
  * A library audit of one cell: the runs go on past deviations that are not
@@ -208,22 +212,25 @@ async function auditCell(backend: BackendUnderTest, options: CheckOptions): Prom
   return { ...first, failure: shrunk.failure };
 }
 
-const predictions = new Map<string, PropertyId[]>();
-
-/** What the model predicts for a cell: the properties its bounded exploration breaks, and their consequences. */
-function predict(row: BuiltIn, col: MeasuredFaultClass): PropertyId[] {
-  const key = `${row.name}|${col.id}`;
-  const cached = predictions.get(key);
-  if (cached !== undefined) return cached;
+/**
+ * What the model predicts for a cell: the properties its bounded exploration
+ * breaks under the column's classes (the exploration recorded in
+ * conformance/seedSchedules.ts, the same that seeds the runs), their derived
+ * consequences, and the depth to which that holds (the least of the classes').
+ */
+function predict(row: BuiltIn, col: MeasuredFaultClass): { readonly properties: PropertyId[]; readonly depth: number } {
+  const label = describeDesign(row.design);
   const found = new Set<PropertyId>();
+  let depth = Number.POSITIVE_INFINITY;
   for (const faultClass of col.model) {
-    const cell = exploreCell({ label: row.name, design: row.design, stores: [row.store] }, row.store, faultClass, { maxDepth: 6, maxStates: 30_000 });
-    for (const c of cell.counterexamples) found.add(c.property);
+    const cell = SEED_CELLS.find((c) => c.design === label && c.store === row.store && c.fault === faultClass);
+    // Every matrix row is recorded (test/seeds.test.ts); a missing one is a stale file, not a prediction of nothing.
+    if (cell === undefined) throw new Error(`no recorded exploration of ${label} / ${row.store} / ${faultClass}: run npm run seeds`);
+    for (const f of cell.found) found.add(f.property);
+    depth = Math.min(depth, cell.depth);
   }
   for (const p of derivedProperties(found, row.store)) found.add(p);
-  const list = PROPERTY_IDS.filter((p) => found.has(p));
-  predictions.set(key, list);
-  return list;
+  return { properties: PROPERTY_IDS.filter((p) => found.has(p)), depth };
 }
 
 function fileName(backend: string, col: string): string {
@@ -284,7 +291,7 @@ function lockstepText(c: MatrixCell, link: (file: string) => string): string {
     c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
     c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
   ].filter((x) => x);
-  return `${c.timeline ? link(c.timeline) : ''}${measured}${flags.length ? ` (${flags.join('; ')})` : ''}`;
+  return `${c.timeline ? link(c.timeline) : ''}${measured}${flags.length ? ` (${flags.join('; ')})` : ''} [model to ${c.predictedDepth}]`;
 }
 
 /** Where the runs ran, in a sentence. */
@@ -301,7 +308,7 @@ function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: 
   const lines = [
     '# The measured matrix',
     '',
-    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration (depth 6); a property measured but not predicted is flagged. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted.${cells.some((c) => c.observed !== null) ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
+    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration, recorded in \`conformance/seedSchedules.ts\` (\`npm run seeds\`): "[model to k]" says it explored every schedule of the column's fault classes up to k commands (8, or less where its state cap stopped it); a property measured but not predicted is flagged. Each cell's runs start with the model's shortest counterexamples for it ([docs/conformance.md](conformance.md#the-models-counterexamples-run-first)), then random schedules. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted.${cells.some((c) => c.observed !== null) ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
     '',
     `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
     `|---|${cols.map(() => '---').join('|')}|`,

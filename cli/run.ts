@@ -41,6 +41,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
     const result = await checkConformance(resolved, {
       runs: o.runs,
       seed: o.seed,
+      // The model's shortest counterexamples for this design run first (conformance/seeds.ts).
+      modelSeeds: true,
       ...(o.path !== undefined ? { path: o.path } : {}),
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
@@ -64,6 +66,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
         consequence: failure.report.verdict.kind === 'conformance-failure' ? `${failure.report.verdict.consequence.kind}: ${failure.report.verdict.consequence.what}` : null,
         settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, options: resolved.options ?? null, faults: offered },
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
+        modelSeeds: true,
       };
       writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n');
     }
@@ -112,7 +115,8 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
-    const result = await checkConformance(backend, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn });
+    // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
+    const result = await checkConformance(backend, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn, modelSeeds: saved.modelSeeds === true });
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;

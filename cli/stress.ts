@@ -60,17 +60,17 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
   const run = await runStress(o);
   const store = storeOf(o);
   const history: History = [
-    { type: 'meta', store, backend: o.backend, description: `lockcheck stress --backend ${o.backend} --clients ${o.clients} --seconds ${o.seconds} --nemesis ${o.nemesis.join(',') || 'none'} --seed ${o.seed} --store ${store}` },
+    { type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `lockcheck stress --backend ${o.adapter?.name ?? o.backend} --clients ${o.clients} --seconds ${o.seconds} --nemesis ${o.nemesis.join(',') || 'none'} --seed ${o.seed} --store ${store}` },
     ...run.history,
   ];
   const report = checkHistory(history, { storePolicy: store });
   mkdirSync(out, { recursive: true });
   const historyFile = join(out, 'history.jsonl');
   writeFileSync(historyFile, toJsonl(history));
-  const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.backend} / ${store}`) : null;
+  const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`) : null;
   const c = report.counts;
   const summary: StressSummary = {
-    backend: o.backend,
+    backend: o.adapter?.name ?? o.backend,
     store,
     clients: o.clients,
     seconds: o.seconds,

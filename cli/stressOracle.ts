@@ -3,12 +3,14 @@ import type { History } from '../conformance/history/event.ts';
 import type { NemesisFault } from '../conformance/stress/nemesis.ts';
 import { needsFakeClocks, needsProxies, NEMESIS_FAULTS, unsupported } from '../conformance/stress/nemesis.ts';
 import type { FencePolicy } from '../conformance/stress/protocol.ts';
-import type { RunOptions } from '../conformance/stress/runner.ts';
-import { StressSession } from '../conformance/stress/runner.ts';
+import type { RunOptions, StressAdapter } from '../conformance/stress/runner.ts';
+import { layoutOf, StressSession } from '../conformance/stress/runner.ts';
+import { libraryConcurrent } from '../conformance/adapters/libraries.ts';
 import type { StressBackend } from '../conformance/stress/servers.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { restartDelayMs } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
+import { missingLibrary } from './backends.ts';
 
 /**
  * The matrix's second oracle: what concurrent client processes observed in
@@ -27,6 +29,8 @@ export interface Observed {
   readonly tokenOrderViolations: number;
   /** The properties those consequences break (MUTEX-1, STORE-1, FENCE-2, FENCE-1). */
   readonly broken: readonly PropertyId[];
+  /** Client processes that failed (a library that killed its process, say), one line each. */
+  readonly clientErrors: readonly string[];
   readonly elapsedMs: number;
 }
 
@@ -35,9 +39,14 @@ export const STRESS_CLIENTS = 3;
 const TTL_MIN_MS = 100;
 const TTL_MAX_MS = 200;
 
-/** The row's stress backend, or why it has none. */
-export function stressBackendOf(row: BuiltIn): { backend: StressBackend; store: FencePolicy } | { why: string } {
-  if (row.library !== undefined) return { why: 'no concurrent client for a library adapter yet' };
+/** The row's stress backend (a library row: the servers its adapter's concurrent client runs on, and that client), or why it has none. */
+export async function stressBackendOf(row: BuiltIn): Promise<{ backend: StressBackend; store: FencePolicy; adapter?: StressAdapter } | { why: string }> {
+  if (row.library !== undefined) {
+    const missing = await missingLibrary(row);
+    if (missing !== null) return { why: missing };
+    const client = await libraryConcurrent(row.library);
+    return { backend: layoutOf(client), store: 'unfenced', adapter: { name: row.name, ref: { kind: 'library', library: row.library }, client } };
+  }
   const d = row.design;
   const store: FencePolicy = row.store === 'transactional' ? 'unfenced' : row.store;
   switch (d.kind) {
@@ -84,7 +93,7 @@ export class StressOracle {
   ) {}
 
   async observe(row: BuiltIn, col: MeasuredFaultClass): Promise<Observed | { readonly notObserved: string }> {
-    const target = stressBackendOf(row);
+    const target = await stressBackendOf(row);
     if ('why' in target) return { notObserved: target.why };
     const nemesis = nemesisOf(col, target.backend);
     if (nemesis.length === 0) return { notObserved: `no ${col.id} fault for ${target.backend}` };
@@ -99,6 +108,7 @@ export class StressOracle {
       ttlMinMs: TTL_MIN_MS,
       ttlMaxMs: TTL_MAX_MS,
       restartDelayMs: restartDelayMs(row.design),
+      ...(target.adapter !== undefined ? { adapter: target.adapter } : {}),
     };
     const result = await session.run(run);
     const store = target.backend === 'pg-xact' ? 'transactional' : target.store;
@@ -111,7 +121,7 @@ export class StressOracle {
       ...(c.lostUpdates > 0 ? (['STORE-1'] as const) : []),
     ];
     return {
-      command: `lockcheck stress --backend ${target.backend}${target.backend === 'pg-xact' ? '' : ` --store ${target.store}`} --clients ${STRESS_CLIENTS} --seconds ${this.seconds} --resources 1 --ttl ${TTL_MIN_MS}-${TTL_MAX_MS} --nemesis ${nemesis.join(',')} --seed ${this.seed}`,
+      command: `lockcheck stress --backend ${target.adapter?.name ?? target.backend}${target.backend === 'pg-xact' ? '' : ` --store ${target.store}`} --clients ${STRESS_CLIENTS} --seconds ${this.seconds} --resources 1 --ttl ${TTL_MIN_MS}-${TTL_MAX_MS} --nemesis ${nemesis.join(',')} --seed ${this.seed}`,
       operations: c.operations,
       faults: result.faults,
       overlappingHolds: c.overlappingHolds,
@@ -119,6 +129,7 @@ export class StressOracle {
       staleWritesAccepted: c.staleWritesAccepted,
       tokenOrderViolations: c.tokenOrderViolations,
       broken,
+      clientErrors: result.clientErrors,
       elapsedMs: performance.now() - t0,
     };
   }
@@ -148,5 +159,6 @@ export function observedText(o: Observed): string {
     o.staleWritesAccepted > 0 ? `${o.staleWritesAccepted} stale write${o.staleWritesAccepted === 1 ? '' : 's'} accepted` : '',
     o.tokenOrderViolations > 0 ? `${o.tokenOrderViolations} token${o.tokenOrderViolations === 1 ? '' : 's'} out of order` : '',
   ].filter((x) => x);
-  return `${parts.length > 0 ? parts.join(', ') : 'none'} (${o.operations} ops, ${o.faults} faults)`;
+  const died = o.clientErrors.length > 0 ? `; ${o.clientErrors.length} client process${o.clientErrors.length === 1 ? '' : 'es'} failed: ${o.clientErrors[0]}` : '';
+  return `${parts.length > 0 ? parts.join(', ') : 'none'} (${o.operations} ops, ${o.faults} faults${died})`;
 }

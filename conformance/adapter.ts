@@ -4,6 +4,7 @@ import type { AcquireOptions, AcquireResult, ExtendResult } from '../impl/leaseL
 import type { Lease } from '../impl/lease.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
+import type { Misconfiguration } from './configuration.ts';
 
 /**
  * The adapter API: what a lock backend implements to be checked by the
@@ -107,6 +108,9 @@ export interface InstanceOptions {
   readonly clients: number;
   /** Token counters start here (a fresh counter issues tokenBase + 1). */
   readonly tokenBase: bigint;
+  /** The clients' bound on each request round to the lock nodes, in ms (absent: the operation's ttl). */
+  /** Drawn per run where the environment offers `nodeDelay`. */
+  readonly requestTimeoutMs?: number;
 }
 
 /**
@@ -155,6 +159,51 @@ export interface LibraryContract {
   readonly driftMargin?: { readonly factor: number; readonly fixedMs: number; readonly rounding: DriftRounding };
 }
 
+/**
+ * The real servers of a concurrent (stress) run, as one client process
+ * reaches them (through the run's proxies when it has link faults). URLs
+ * carry the servers' passwords: never print them.
+ */
+export interface ConcurrentServers {
+  /** Redis lock nodes, `redis://:password@host:port`, as many as `ConcurrentClient.servers` asked for (empty for PostgreSQL). */
+  readonly redis: readonly string[];
+  /** The PostgreSQL database, `postgres://user:password@host:port/db`, or null on Redis. */
+  readonly pg: string | null;
+}
+
+/**
+ * One client process's lock in a concurrent run: the library used as a user
+ * would (its own retries off, its own refresh timers on, real time). Every
+ * call must settle within a few seconds (give the connections timeouts): a
+ * call that outlives the workload's guard (15 s) stops the client.
+ */
+export interface ConcurrentLock {
+  /** One attempt: granted, denied (held elsewhere, or no quorum), or timed-out. Throws when the outcome is unknown. */
+  acquire(resource: string, ttlMs: number): Promise<AcquireResult>;
+  /** Throws when the outcome is unknown (the history records it as such). */
+  release(lease: Lease): Promise<void>;
+  /** PostgreSQL backend pids the client's locks live on, for the `terminate-holder` fault; absent: unknown (that fault then never strikes it). */
+  backendPids?(): readonly number[];
+  close(): Promise<void>;
+}
+
+/**
+ * How a backend runs in `lockcheck stress` and the matrix's concurrent
+ * oracle: real client processes, each building one lock with `connect`, race
+ * on servers the runner starts while the nemesis injects faults (issue 16,
+ * docs/stress.md). It is loaded in each client process from the module the
+ * user named, and must not need anything but the servers it is given.
+ */
+export interface ConcurrentClient {
+  /** The servers the runner starts for it: Redis lock nodes (1 or 5; plus a Redis for the register), or one PostgreSQL. */
+  readonly servers: { readonly kind: 'redis'; readonly nodes: 1 | 5 } | { readonly kind: 'postgres' };
+  /** The Redis key the lock on `resource` lives in, if the client's leases are Redis keys holding the lease's owner value: lets `clock-step-holder` find a holder's nodes. */
+  readonly lockKey?: (resource: string) => string;
+  /** Leases carry fencing tokens (default true); without them the register's store must be unfenced. */
+  readonly tokens?: boolean;
+  /** Builds one lock in a client process, its leases' deadlines on `clock` (the real monotonic clock every process shares). */
+  connect(servers: ConcurrentServers, clock: MonotonicClock): Promise<ConcurrentLock>;
+}
 export type { FaultInjectors, FaultKind } from './faults.ts';
 
 /** A backend as the suite sees it: its declaration and a way to start it. */
@@ -169,10 +218,14 @@ export interface BackendUnderTest {
   readonly options?: Readonly<Record<string, string | number | boolean | null>>;
   /** A fresh instance per run. The faults the backend takes are read from its environment's `faults`. */
   start(options: InstanceOptions): Promise<BackendInstance>;
+  /** Its client for concurrent runs (`lockcheck stress --backend ./module.ts`); absent: lockstep runs only. */
+  readonly concurrent?: ConcurrentClient;
   /**
    * The backend's close hook: stop what it keeps across runs (servers it
    * started, pools). Called once by conformanceSuite (after all) and the CLI
    * when they are done with it; checkConformance leaves it to its caller.
    */
   close?(): Promise<void>;
+  /** Configurations the backend must refuse with InvalidInputError naming the option (checkMisconfigurations tries them). */
+  readonly misconfigurations?: readonly Misconfiguration[];
 }

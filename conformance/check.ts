@@ -6,10 +6,11 @@ import type { Command } from '../model/command.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import type { ConsequenceKind } from './consequence.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
+import { seedSchedules } from './seeds.ts';
 import { offeredFaults } from './backendApi.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { ConformanceFailure, RunReport } from './verdict.ts';
@@ -47,6 +48,14 @@ export interface CheckOptions {
   readonly onRun?: (run: number, report: RunReport) => void;
   /** A clock for the elapsed figures only. */
   readonly clock?: () => number;
+  /**
+   * Run first, as runs 1, 2, ... (token base 0) before the generated ones,
+   * the model's shortest counterexamples for the backend's design and store
+   * under the faults taken (seedSchedules in seeds.ts), so a predicted
+   * finding shows up in the first runs. They count towards `runs`; a replay
+   * must ask for them too, as its path counts them.
+   */
+  readonly modelSeeds?: boolean;
 }
 
 export interface CheckFailure {
@@ -131,9 +140,12 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     return failOn === 'any' && r.verdict.kind === 'property-violation';
   };
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
-  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands: Command[], tokenBase: bigint) => {
+  // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
+  const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)) : [];
+  const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities));
+  const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
     run++;
-    const attempt = (): Promise<RunReport> => runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any' });
+    const attempt = (): Promise<RunReport> => runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
     let report = await attempt();
     // What the check fails on was judged on steps in pace (a late reply stops the run at once): a stop after it does not undo it.
     for (let attempts = 1; report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true && !fails(report) && attempts < MAX_ATTEMPTS; attempts++) {
@@ -172,6 +184,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   });
   const details = await fc.check(property, {
     numRuns: options.runs ?? 100,
+    examples: seeds.map((commands): [Command[], bigint, number | undefined] => [commands, 0n, undefined]),
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });

@@ -39,7 +39,8 @@ export function consequenceOf(property: PropertyId, command: Command, actual: Ou
   const op: Command = command.kind === 'pause' && command.inFlight ? command.inFlight : command;
   const kinds = new Set(allowed.map((o) => o.kind));
   // A refusal the model refuses too, for another reason: the client learns what it would have (no lease), nothing changed.
-  if ((actual.kind === 'denied' || actual.kind === 'not-extended') && allowed.every((o) => o.kind === actual.kind)) return { kind: 'safe', what: 'the same refusal, for another reason' };
+  // Not when the deviation is a key (OWN-1): a refusal that deleted a held lease's keys changed something.
+  if (property !== 'OWN-1' && (actual.kind === 'denied' || actual.kind === 'not-extended') && allowed.every((o) => o.kind === actual.kind)) return { kind: 'safe', what: 'the same refusal, for another reason' };
   return match(property)
     .with('MUTEX-1', (): Consequence => {
       if (op.kind === 'acquire' && actual.kind === 'granted' && !kinds.has('granted')) return { kind: 'unsafe', what: 'a grant the model refuses: the client may act while the lock is not its own (two holders)' };

@@ -1,4 +1,5 @@
 import { InvalidInputError, MAX_TOKEN, MAX_TTL_MS } from '../model/errors.ts';
+import type { ModelErrorCode } from '../model/errors.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { holdsValid } from '../model/world.ts';
 import type { World } from '../model/state.ts';
@@ -46,7 +47,8 @@ export function checkAcquireResult(r: unknown): AcquireResult {
       typeof x.lease.owner === 'string' &&
       isToken(x.lease.token) &&
       isDeadline(x.lease.validUntilMs) &&
-      x.lease.signal instanceof AbortSignal) ||
+      // The signal is read when user code first needs it, and checked then (a lease makes it on first read).
+      'signal' in x.lease) ||
       (x.kind === 'denied' && ['held', 'no-quorum', 'validity-exhausted'].includes(x.reason)) ||
       (x.kind === 'timed-out' && Object.keys(x).length === 1));
   // A token out of range breaks fencing; any other shape leaves the user not knowing whether it holds the lock.
@@ -94,6 +96,8 @@ export function signalProblem(worlds: readonly World[], held: ReadonlyArray<Read
   for (const [client, leases] of held.entries()) {
     for (const [resource, { lease, signal }] of leases) {
       if (worlds.some((w) => w.clients[client]!.sessionLost)) continue;
+      // A paused client runs no timers and no user code: its signal is judged once it resumes.
+      if (worlds.some((w) => w.clients[client]!.paused)) continue;
       const valid = worlds.map((w) => holdsValid(w, client, resource));
       const who = `client ${client}'s lease on '${resource}'`;
       if (signal.aborted && valid.every(Boolean)) return new ContractBreach('LIVE-1', `${who} signalled its loss (${lossReason(signal) ?? shown(signal.reason)}) while the model holds it valid`);
@@ -121,31 +125,40 @@ export function checkReleasedSignal(signal: AbortSignal, firedBefore: boolean, r
   if (!firedBefore && lossReason(signal) !== 'released') throw new ContractBreach('LIVE-1', `the released lease on '${resource}' signalled reason ${lossReason(signal) ?? shown(signal.reason)}, not 'released'`);
 }
 
-/** One invalid call a client must refuse with InvalidInputError before it touches any state. */
+/** One invalid call a client must refuse with InvalidInputError, naming what is wrong, before it touches any state. */
 export interface Probe {
   readonly what: string;
+  /** The input the error message must name: a clear error says what to fix. */
+  readonly names: string;
+  /** The error's code (spec: the table of InvalidInputError codes). */
+  readonly code: ModelErrorCode;
   readonly call: () => Promise<unknown>;
 }
 
 /**
  * The invalid inputs the harness sends, turn by turn: a bad resource, ttls
- * out of range or not integers, retries out of range, an extension to a bad
- * ttl, tokens below 0 and above 2^63-1 at the store.
+ * out of range or not integers, retries and retry delays out of range, an
+ * extension to a bad ttl, tokens below 0 and above 2^63-1 at the store.
  */
 export function probes(client: LockClient, resource: string, ttl: boolean, lease: Lease | undefined): Probe[] {
-  const acquire = (what: string, r: string, options: Record<string, unknown>): Probe => ({ what, call: () => client.acquire(r, options as never) });
+  const CODES: Record<string, ModelErrorCode> = { resource: 'invalid-resource', ttl: 'invalid-ttl', retries: 'precondition', retryDelayMs: 'invalid-duration' };
+  const acquire = (what: string, names: string, r: string, options: Record<string, unknown>): Probe => ({ what, names, code: CODES[names]!, call: () => client.acquire(r, options as never) });
   const ttlMs = ttl ? { ttlMs: 10 } : {};
   const list: Probe[] = [
-    acquire("acquire('')", '', ttlMs),
-    acquire(`acquire of a ${300}-character resource`, 'x'.repeat(300), ttlMs),
-    acquire('acquire with retries -1', resource, { ...ttlMs, retries: -1 }),
-    { what: 'write with token -1', call: () => client.store.write(resource, -1n, 'x') },
-    { what: 'write with token 2^63', call: () => client.store.write(resource, MAX_TOKEN + 1n, 'x') },
+    acquire("acquire('')", 'resource', '', ttlMs),
+    acquire(`acquire of a ${300}-character resource`, 'resource', 'x'.repeat(300), ttlMs),
+    acquire('acquire with retries -1', 'retries', resource, { ...ttlMs, retries: -1 }),
+    // Just past each end of the range, and not a whole number: a bound off by one or a missing integer check shows.
+    acquire('acquire with retries 101', 'retries', resource, { ...ttlMs, retries: 101 }),
+    acquire('acquire with retries 0.5', 'retries', resource, { ...ttlMs, retries: 0.5 }),
+    acquire('acquire with retryDelayMs -1', 'retryDelayMs', resource, { ...ttlMs, retries: 1, retryDelayMs: -1 }),
+    { what: 'write with token -1', names: 'token', code: 'invalid-token', call: () => client.store.write(resource, -1n, 'x') },
+    { what: 'write with token 2^63', names: 'token', code: 'invalid-token', call: () => client.store.write(resource, MAX_TOKEN + 1n, 'x') },
   ];
   if (ttl) {
-    list.push(acquire('acquire with ttl 0', resource, { ttlMs: 0 }), acquire('acquire with ttl 1.5', resource, { ttlMs: 1.5 }), acquire(`acquire with ttl ${MAX_TTL_MS + 1}`, resource, { ttlMs: MAX_TTL_MS + 1 }));
+    list.push(acquire('acquire with ttl 0', 'ttl', resource, { ttlMs: 0 }), acquire('acquire with ttl 1.5', 'ttl', resource, { ttlMs: 1.5 }), acquire(`acquire with ttl ${MAX_TTL_MS + 1}`, 'ttl', resource, { ttlMs: MAX_TTL_MS + 1 }));
     const extend = client.extend?.bind(client);
-    if (lease !== undefined && extend !== undefined) list.push({ what: 'extend to ttl -1', call: () => extend(lease, -1) });
+    if (lease !== undefined && extend !== undefined) list.push({ what: 'extend to ttl -1', names: 'ttl', code: 'invalid-ttl', call: () => extend(lease, -1) });
   }
   return list;
 }

@@ -8,10 +8,8 @@ import { RedisReplicated } from './env/redisReplicated.ts';
  * shortest MUTEX-1 counterexample the exploration finds in the crash-restart
  * column (acquire, failover, acquire), with the grant held back from the
  * replica. `lockcheck failover` prints it; test/redisReplicated.test.ts
- * asserts it. It is not a `lockcheck matrix` row: that runner draws schedules
- * and follows the model step by step, and a real replica replicates on its
- * own schedule, which the runner cannot tell the model (the model's
- * `replicate` step).
+ * asserts it. The matrix rows of the design (env/replicatedBackend.ts) run
+ * generated schedules instead, with replication told to the model.
  */
 export interface FailoverVariant {
   /** WAIT 1 after every script (the lease is returned only once the replica acknowledged). */

@@ -18,6 +18,15 @@ export interface FaultInjectors {
   readonly partition?: { cut(client: number, node: number): Promise<void>; heal(client: number, node: number): Promise<void> };
   /** Replies to the requests this client sends before true time moves on take `ms` of true time (0: none). */
   readonly delay?: (client: number, ms: number) => Promise<void>;
+  /**
+   * Like delay, for every operation (extend, release, store writes), and the
+   * promise that a paused client runs nothing, timers included, until it
+   * resumes (then its due timers fire before its replies arrive): acquires
+   * and extends can then be in flight across a pause.
+   */
+  readonly latency?: (client: number, ms: number) => Promise<void>;
+  /** Every reply from a lock node takes `ms` longer (0: none), or with 'never' none comes (a black hole); the clients take the run's requestTimeoutMs. */
+  readonly nodeDelay?: (node: number, ms: number | 'never') => Promise<void>;
   /** The client stops (a GC pause, SIGSTOP): its replies wait until it resumes. */
   readonly pause?: { pause(client: number): Promise<void>; resume(client: number): Promise<void> };
   /** The server ends the client's connection (and with it any session state). */
@@ -37,6 +46,8 @@ const FAULTS = {
   'crash-restart': { injector: 'crash', what: 'a node crashes and restarts' },
   partition: { injector: 'partition', what: 'the link between a client and a node is cut, then healed' },
   delay: { injector: 'delay', what: "a client's replies come late" },
+  latency: { injector: 'latency', what: "replies to every operation come late; with pause, an acquire or extend is in flight across its client's pause (its rounds interleave with other clients')" },
+  'slow-node': { injector: 'nodeDelay', what: "one lock node is slow or a black hole; each run draws the clients' request timeout" },
   'kill-connection': { injector: 'killConnection', what: "the server ends a client's connection" },
 } as const satisfies Record<string, { readonly injector: keyof FaultInjectors | null; readonly what: string }>;
 

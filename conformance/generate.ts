@@ -127,8 +127,19 @@ export function rescaled(command: Command, scale: number, name: (resource: strin
       ...(p.pendingWrite !== undefined ? { pendingWrite: { ...p.pendingWrite, resource: name(p.pendingWrite.resource) } } : {}),
       ...(p.inFlight !== undefined ? { inFlight: rescaled(p.inFlight, scale, name) as Operation } : {}),
     }))
-    .with({ kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'replicate' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'kill-connection' }, (c) => c)
+    .with({ kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'replicate' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'node-delay' }, { kind: 'kill-connection' }, (c) => c)
     .exhaustive();
+}
+
+/**
+ * The clients' request timeout for one run: drawn (or left to the ttl) when
+ * the schedules may slow a node down, so that a client's own timeout, not
+ * only the ttl, ends its waits. Without 'slow-node' it is never set, and
+ * draws nothing (other schedules replay as before).
+ */
+export function requestTimeoutArb(faults: readonly FaultKind[], ttlFloorMs = 5): fc.Arbitrary<number | undefined> {
+  if (!faults.includes('slow-node')) return fc.constant(undefined);
+  return fc.option(fc.integer({ min: 1, max: ttlFloorMs + 60 }), { nil: undefined, freq: 2 });
 }
 
 function range(from: number, to: number): number[] {
@@ -178,11 +189,15 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
         const timing = { ...(a.latencyMs ? { latencyMs: a.latencyMs } : {}), ...(a.retries ? { retries: a.retries, retryDelayMs: a.retryDelayMs } : {}) };
         return ttl ? { ...base, ttlMs: a.ttlMs, ...timing } : { ...base, ...timing };
       });
+  // Late replies on every operation (ttl designs): from a few ms to past the ttl, so a reply can outlive the deadline it brings.
+  const lateOps = ttl && has('latency');
+  const late = <O extends Operation>(op: fc.Arbitrary<O>): fc.Arbitrary<O> =>
+    !lateOps ? op : fc.tuple(op, fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: floor + 70 }) })).map(([o, l]) => (l > 0 ? { ...o, latencyMs: l } : o));
   const operation: fc.Arbitrary<Operation> = fc.oneof(
     { weight: 4, arbitrary: acquire(client, true) as fc.Arbitrary<Operation> },
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant('write' as const), client, resource, value }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('release' as const), client, resource }) },
-    { weight: ttl ? 2 : 0, arbitrary: fc.record({ kind: fc.constant('extend' as const), client, resource, ttlMs }) },
+    { weight: 3, arbitrary: late(fc.record({ kind: fc.constant('write' as const), client, resource, value })) },
+    { weight: 2, arbitrary: late(fc.record({ kind: fc.constant('release' as const), client, resource })) },
+    { weight: ttl ? 2 : 0, arbitrary: late(fc.record({ kind: fc.constant('extend' as const), client, resource, ttlMs })) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('read' as const), client, resource }) },
   );
   const advance = gapMs.map((ms): Command => ({ kind: 'advance', ms }));
@@ -206,6 +221,9 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
     single.push({ weight: 1, arbitrary: fc.record({ client, node }).map((l) => [{ kind: 'heal', ...l } as Command]) });
   }
   if (has('kill-connection')) single.push({ weight: 1, arbitrary: client.map((c) => [{ kind: 'kill-connection', client: c } as Command]) });
+  // One node slow or a black hole (and back): unlike a cut link, the client learns nothing until its timeout.
+  const nodeDelay = fc.oneof(fc.constant<number | 'never'>('never'), fc.integer({ min: 1, max: floor + 70 }), fc.constant(0));
+  if (has('slow-node') && ttl) single.push({ weight: 2, arbitrary: fc.record({ node, ms: nodeDelay }).map(({ node: n, ms }) => [{ kind: 'node-delay', node: n, ms } as Command]) });
 
   const scripts: Array<fc.WeightedArbitrary<Command[]>> = [];
   if (has('pause') && o.clients > 1) {
@@ -247,6 +265,67 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
             { kind: 'read', client: b.client, resource: a.resource },
           ];
         }),
+    });
+  }
+  // Time passing, or a node's clock jumping ahead (its keys expire early), while a client stalls.
+  const jolt: fc.Arbitrary<Command> = has('clock-step') ? fc.oneof(advance, fc.record({ node, deltaMs: gapMs }).map(({ node: n, deltaMs }): Command => ({ kind: 'clock-step', node: n, deltaMs }))) : advance;
+  if (has('latency') && has('pause') && ttl && o.clients > 1) {
+    // An acquire's rounds interleave with another client: its votes go out, the client stalls before reading them
+    // (and before its write-back), time passes or a node's clock jumps, another client acquires, then the first goes on.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, true), jolt, acquire(fc.constant(0), false), value)
+        .map(([first, gap, second, v]) => {
+          const a = first as Extract<Operation, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          return [
+            { kind: 'pause', client: a.client, inFlight: a },
+            gap,
+            b,
+            { kind: 'resume', client: a.client },
+            { kind: 'write', client: a.client, resource: a.resource, value: v },
+            { kind: 'write', client: b.client, resource: a.resource, value: 'new' },
+            { kind: 'read', client: b.client, resource: a.resource },
+          ];
+        }),
+    });
+    // An extension in flight across its client's pause while the lease runs out and another client takes over.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, false), ttlMs, fc.oneof(fc.constant(0), fc.integer({ min: 1, max: floor + 70 })), advance, acquire(fc.constant(0), false), value)
+        .map(([first, extendMs, latencyMs, gap, second, v]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          const extend: Operation = { kind: 'extend', client: a.client, resource: a.resource, ttlMs: extendMs, ...(latencyMs > 0 ? { latencyMs } : {}) };
+          return [
+            a,
+            { kind: 'pause', client: a.client, inFlight: extend },
+            gap,
+            b,
+            { kind: 'resume', client: a.client },
+            { kind: 'write', client: a.client, resource: a.resource, value: v },
+            { kind: 'write', client: b.client, resource: a.resource, value: 'new' },
+          ];
+        }),
+    });
+  }
+  if (has('slow-node') && ttl) {
+    // A slow or silent node while a lease is taken, extended and released.
+    scripts.push({
+      weight: 2,
+      arbitrary: fc.tuple(node, nodeDelay, acquire(client, true), ttlMs, acquire(fc.constant(0), false)).map(([n, ms, first, extendMs, second]) => {
+        const a = first as Extract<Command, { kind: 'acquire' }>;
+        return [
+          { kind: 'node-delay', node: n, ms },
+          a,
+          { kind: 'extend', client: a.client, resource: a.resource, ttlMs: extendMs },
+          { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource },
+          { kind: 'release', client: a.client, resource: a.resource },
+          { kind: 'node-delay', node: n, ms: 0 },
+        ];
+      }),
     });
   }
   if (has('kill-connection') && has('pause') && o.clients > 1) {
@@ -327,6 +406,21 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
           ...lost.map((node): Command => ({ kind: 'heal', client: a.client, node })),
         ];
       }),
+    });
+  }
+  if (has('partition') && !ttl && o.clients > 1) {
+    // A one-sided partition from a session lock's server (spec 3): the cut holder may release (its outcome unknown) or
+    // write on; time passes (keepalive may end the session); another client tries; the link heals.
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, false), fc.constantFrom('release', 'write'), value, advance, advance, acquire(fc.constant(0), false))
+        .map(([first, kind, v, gap1, gap2, second]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          const holder: Command = kind === 'release' ? { kind: 'release', client: a.client, resource: a.resource } : { kind: 'write', client: a.client, resource: a.resource, value: v };
+          return [a, { kind: 'partition', client: a.client, node: 0 }, holder, gap1, gap2, b, { kind: 'write', client: b.client, resource: a.resource, value: 'new' }, holder, { kind: 'heal', client: a.client, node: 0 }];
+        }),
     });
   }
   if (has('crash-restart')) {

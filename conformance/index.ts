@@ -11,6 +11,8 @@ export type { LockstepOptions } from './lockstep.ts';
 export { scheduleArb, tokenBaseArb, TOKEN_BASES } from './generate.ts';
 export type { ScheduleOptions } from './generate.ts';
 export { MAX_ATTEMPTS, checkConformance } from './check.ts';
+export { checkMisconfigurations } from './configuration.ts';
+export type { Misconfiguration } from './configuration.ts';
 export type { CheckFailure, CheckOptions, CheckResult } from './check.ts';
 export { htmlTimeline, textTimeline } from './timeline.ts';
 export { simLeaseBackend } from './sim/backend.ts';

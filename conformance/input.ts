@@ -1,14 +1,15 @@
-import { checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
+import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
 
 /**
  * The input checks every LockClient owes its caller (the suite sends
  * invalid calls and expects InvalidInputError before anything is sent), for
  * adapters around libraries that do not check themselves.
  */
-export function checkAcquireInput(resource: unknown, options: { readonly ttlMs?: unknown; readonly retries?: unknown }, ttl: boolean): void {
+export function checkAcquireInput(resource: unknown, options: { readonly ttlMs?: unknown; readonly retries?: unknown; readonly retryDelayMs?: unknown }, ttl: boolean): void {
   checkResource(resource);
   if (ttl) checkTtl(options.ttlMs);
   else if (options.ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a session lock has no ttl');
   const retries = options.retries ?? 0;
   if (typeof retries !== 'number' || !Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+  checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
 }

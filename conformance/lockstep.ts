@@ -20,7 +20,7 @@ import type { HeldLease } from './contract.ts';
 import { checkEnvironmentApi } from './backendApi.ts';
 import type { FaultInjectors } from './faults.ts';
 import { injectorFor } from './faults.ts';
-import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, probes, signalProblem } from './contract.ts';
+import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
 import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
@@ -41,15 +41,24 @@ export interface LockstepOptions {
    * stop at either.
    */
   readonly continueAfterViolation?: boolean;
+  /** The clients' bound on each request round to the lock nodes, in ms (ttl designs; default: the operation's ttl). */
+  readonly requestTimeoutMs?: number;
 }
 
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
 interface Driver {
   readonly leases: Map<string, Lease>;
-  /** Each lease's signal, read once when it was granted and held from then on, as `using()` hands it to user code. */
+  /** Each lease's signal, read once and held from then on, as `using()` hands it to user code. */
   readonly signals: Map<string, AbortSignal>;
+  /**
+   * Leases whose signal user code has not read yet: every second grant's is
+   * read only when first needed (a guarded write, a release), as code that
+   * looks at `lease.signal` late does; a lease must judge its deadline then.
+   */
+  readonly unread: Set<string>;
+  grants: number;
   /** A release sent in this step: its signal is judged once the model says whether the lease is gone or one level of a stack. */
-  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean } | null;
+  releasing: { readonly resource: string; readonly signal: AbortSignal; readonly firedBefore: boolean; unknown?: true } | null;
   /** Owner values of leases this client released: no node may keep them once the model has them gone. */
   readonly released: Map<string, Set<string>>;
   pendingWrite: { resource: string; value: string; token: bigint } | null;
@@ -63,7 +72,7 @@ interface Performed {
 }
 
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
-  const instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase });
+  const instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) });
   try {
     checkEnvironmentApi(instance.env, backend.name);
     const report = await loop(backend, instance, commands, options);
@@ -87,9 +96,10 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       clients: options.clients,
       tokenBase: options.tokenBase,
       ...(backend.capabilities.expiryToleranceMs !== undefined ? { expiryToleranceMs: backend.capabilities.expiryToleranceMs } : {}),
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     }),
   ];
-  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
+  const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), unread: new Set(), grants: 0, releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
   const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
   // A library audit goes past deviations that are not unsafe where the model can follow what the backend did.
@@ -147,7 +157,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       if (e instanceof ContractBreach) return fail(e.property, e.message, { kind: 'ok' });
       // Any other error is outside the adapter API too: a finding of this run, never the end of the process.
       if (e instanceof InvalidInputError) throw e;
-      return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
+      const unknown = unknownRelease(subject, e, branches, drivers);
+      if (unknown === null) return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
+      performed = unknown;
     }
     const actual = renaming === null ? performed.outcome : renaming.rename(performed.outcome, branches);
     const comparable = comparison(backend);
@@ -184,7 +196,15 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     if (performed.granted !== undefined) {
       const d = drivers[performed.granted.client]!;
       d.leases.set(performed.granted.resource, performed.granted.lease);
-      d.signals.set(performed.granted.resource, performed.granted.lease.signal);
+      // A new grant on the resource: the signal held for an earlier lease on it is no longer this lease's.
+      d.signals.delete(performed.granted.resource);
+      d.unread.add(performed.granted.resource);
+      try {
+        if (d.grants++ % 2 === 0) signalOf(d, performed.granted.resource);
+      } catch (e) {
+        if (e instanceof ContractBreach) return fail(e.property, e.message, actual);
+        throw e;
+      }
       if (subject.kind === 'acquire' && subject.ttlMs !== undefined) acquiredTtl.set(`${performed.granted.client}/${performed.granted.resource}`, subject.ttlMs);
     }
     await env.advanceTo(Math.min(...matching.map((b) => b.next.nowMs)));
@@ -257,14 +277,18 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
     .with({ kind: 'restart' }, async (c) => ok(await fault('crash').restart(c.node)))
     .with({ kind: 'partition' }, async (c) => ok(await fault('partition').cut(c.client, c.node)))
     .with({ kind: 'heal' }, async (c) => ok(await fault('partition').heal(c.client, c.node)))
+    .with({ kind: 'node-delay' }, async (c) => ok(await fault('nodeDelay')(c.node, c.ms)))
     .with({ kind: 'kill-connection' }, async (c) => ok(await fault('killConnection')(c.client)))
     .with({ kind: 'replicate' }, async () => {
       // A real replica replicates on its own schedule: the schedules the runner draws never contain this step.
       throw new InvalidInputError('unsupported-operation', 'a real replica cannot be told when to replicate');
     })
     .with({ kind: 'pause', inFlight: P.not(undefined) }, async (c) => {
-      // The requests go out now; the replies wait for the resume.
-      const outcome = operate(backend, instance, drivers, c.inFlight!);
+      // The requests go out now, late replies set up before they do; the replies wait for the resume.
+      const op = c.inFlight!;
+      const latencyMs = latencyOf(op);
+      if (latencyMs > 0) await lateReplies(backend, instance, op)(op.client, latencyMs);
+      const outcome = operate(backend, instance, drivers, latencyMs > 0 ? ({ ...op, latencyMs: 0 } as Operation) : op);
       outcome.catch(() => undefined); // awaited at the resume, if the run gets that far
       drivers[c.client]!.inFlight = { op: c.inFlight!, outcome };
       return ok(await fault('pause').pause(c.client));
@@ -273,13 +297,15 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       const d = drivers[c.client]!;
       const w = c.pendingWrite;
       const lease = w === undefined ? undefined : d.leases.get(w.resource);
-      const signal = w === undefined ? undefined : d.signals.get(w.resource);
+      const signal = w === undefined ? undefined : signalOf(d, w.resource);
       // The lease check happens before the pause; the write itself after it.
       d.pendingWrite = w !== undefined && lease !== undefined && signal !== undefined && !signal.aborted ? { resource: w.resource, value: w.value, token: lease.token } : null;
       return ok(await fault('pause').pause(c.client));
     })
     .with({ kind: 'resume' }, async (c) => {
       const d = drivers[c.client]!;
+      // The in-flight operation's delay is for its first round only.
+      if (d.inFlight !== null && latencyOf(d.inFlight.op) > 0) await lateReplies(backend, instance, d.inFlight.op)(c.client, 0);
       await fault('pause').resume(c.client);
       const pending = d.pendingWrite;
       const inFlight = d.inFlight;
@@ -289,6 +315,18 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       return inFlight?.outcome ?? ok();
     })
     .exhaustive();
+}
+
+/**
+ * A release that fails loudly (UnavailableError) where the model has its
+ * outcome unknown (spec 7.4, "Unknown outcomes") is that outcome; null for
+ * any other error.
+ */
+function unknownRelease(subject: Command, error: unknown, branches: readonly Branch[], drivers: Driver[]): Performed | null {
+  if (subject.kind !== 'release' || (error as Error | undefined)?.name !== 'UnavailableError' || !branches.some((b) => b.outcome.kind === 'timed-out')) return null;
+  const releasing = drivers[subject.client]!.releasing;
+  if (releasing !== null) releasing.unknown = true;
+  return { outcome: { kind: 'timed-out' } };
 }
 
 function ok(_?: void): Performed {
@@ -321,26 +359,30 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
     .with({ kind: 'extend' }, async (e): Promise<Performed> => {
       const lease = d.leases.get(e.resource);
       if (lease === undefined || client.extend === undefined) return outcome({ kind: 'not-extended', reason: 'not-held' });
-      const r = checkExtendResult(await client.extend(lease, e.ttlMs));
+      const r = checkExtendResult(await late(backend, instance, e, () => client.extend!(lease, e.ttlMs)));
       return outcome(r.kind === 'extended' ? { kind: 'extended', validUntilMs: r.validUntilMs } : { kind: 'not-extended', reason: r.reason });
     })
     .with({ kind: 'release' }, async (r): Promise<Performed> => {
       const lease = d.leases.get(r.resource);
       if (lease === undefined) return outcome({ kind: 'not-held' });
       d.released.set(r.resource, (d.released.get(r.resource) ?? new Set()).add(lease.owner));
-      const signal = d.signals.get(r.resource);
+      // Code that never looked at the signal releases without reading it: the signal, read after, must have fired.
+      const unread = d.unread.delete(r.resource);
+      const signal = unread ? undefined : signalOf(d, r.resource);
       // Released by the client: its signal is judged by the release (see released()), not against the model's deadline.
       if (signal !== undefined) d.releasing = { resource: r.resource, signal, firedBefore: signal.aborted };
       d.signals.delete(r.resource);
-      await client.release(lease);
+      await late(backend, instance, r, () => client.release(lease));
+      // Read after the release, it may say 'expired' for a lease that ran out as it was released: only its firing is judged.
+      if (unread) d.releasing = { resource: r.resource, signal: lease.signal, firedBefore: true };
       return outcome({ kind: 'released' });
     })
     .with({ kind: 'write' }, async (w): Promise<Performed> => {
       const lease = d.leases.get(w.resource);
-      const signal = d.signals.get(w.resource);
+      const signal = signalOf(d, w.resource);
       // The guarded write: the signal held since the grant is the client's only word on validity.
       if (lease === undefined || signal === undefined || signal.aborted) return outcome({ kind: 'not-held' });
-      const r = checkWriteResult(await client.store.write(w.resource, lease.token, w.value));
+      const r = checkWriteResult(await late(backend, instance, w, () => client.store.write(w.resource, lease.token, w.value)));
       return outcome(r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest });
     })
     .with({ kind: 'read' }, async (r): Promise<Performed> => {
@@ -348,6 +390,27 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       return outcome({ kind: 'value', value: v.value, token: v.token });
     })
     .exhaustive();
+}
+
+function latencyOf(op: Operation): number {
+  return op.kind === 'read' ? 0 : (op.latencyMs ?? 0);
+}
+
+/** The injector that makes an operation's replies late: an acquire's is `delay`; every other operation's is `latency`. */
+function lateReplies(backend: string, instance: BackendInstance, op: Operation): (client: number, ms: number) => Promise<void> {
+  return injectorFor(instance.env.faults, op.kind === 'acquire' ? 'delay' : 'latency', backend);
+}
+
+/** Runs `call` with the replies to the requests it sends now delayed by the operation's latency. */
+async function late<T>(backend: string, instance: BackendInstance, op: Exclude<Operation, { readonly kind: 'acquire' | 'read' }>, call: () => Promise<T>): Promise<T> {
+  if (!op.latencyMs) return call();
+  const delay = lateReplies(backend, instance, op);
+  await delay(op.client, op.latencyMs);
+  try {
+    return await call();
+  } finally {
+    await delay(op.client, 0);
+  }
 }
 
 /** Keeps the harness's leases in step with the model's after an agreed step. */
@@ -358,6 +421,7 @@ function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): vo
       if (modelLease === undefined) {
         d.leases.delete(resource);
         d.signals.delete(resource);
+        d.unread.delete(resource);
       } else owners.set(lease.owner, modelLease.owner);
     }
   });
@@ -378,6 +442,8 @@ function released(worlds: readonly World[], drivers: Driver[]): ContractBreach |
       d.signals.set(r.resource, r.signal);
       continue;
     }
+    // A release whose outcome is unknown ended the session: a stacked lease on it is lost with the connection.
+    if (r.unknown === true && r.signal.aborted && lossReason(r.signal) === 'connection-lost') continue;
     try {
       checkReleasedSignal(r.signal, r.firedBefore, r.resource);
     } catch (e) {
@@ -386,6 +452,19 @@ function released(worlds: readonly World[], drivers: Driver[]): ContractBreach |
     }
   }
   return null;
+}
+
+/** The lease's signal as user code holds it: read now if it was not yet, then kept. */
+function signalOf(d: Driver, resource: string): AbortSignal | undefined {
+  const lease = d.leases.get(resource);
+  if (d.unread.delete(resource) && lease !== undefined) {
+    const signal: unknown = lease.signal;
+    if (!(signal instanceof AbortSignal)) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' has signal ${String(signal)}, which the adapter API does not define`);
+    // One signal per lease: code that reads it again (using() and the task it runs) must hold the same one.
+    if (lease.signal !== signal) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' gives a different signal on each read: a signal read before another may never fire`);
+    d.signals.set(resource, signal);
+  }
+  return d.signals.get(resource);
 }
 
 function held(drivers: readonly Driver[]): Array<Map<string, HeldLease>> {
@@ -423,6 +502,8 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
   );
   if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
   if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${error instanceof Error ? `${error.name}: ${error.message}` : JSON.stringify(error)}`}, not with InvalidInputError`);
+  if ((error as InvalidInputError).code !== p.code) return new ContractBreach(property, `invalid input (${p.what}) was refused with code ${String((error as InvalidInputError).code)}, not ${p.code}`);
+  if (!(error as Error).message?.includes(p.names)) return new ContractBreach(property, `invalid input (${p.what}) was refused with "${(error as Error).message}", which does not name ${p.names}`);
   const after = await state();
   if (before !== after) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before} -> ${after}`);
   return null;
@@ -610,7 +691,8 @@ export function implicated(command: Command, branches: readonly Branch[], actual
     })
     // A refused extension the model grants gives a valid lease away: the safe direction.
     .with({ op: 'extend' }, (): PropertyId => (wantedKinds.has('extended') ? 'LIVE-1' : 'OWN-1'))
-    .with({ op: 'release' }, (): PropertyId => 'OWN-1')
+    // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
+    .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))
     // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
     .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
     .with({ op: 'write' }, (): PropertyId => 'LIVE-1')

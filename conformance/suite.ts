@@ -7,10 +7,11 @@ import type { BackendUnderTest } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { FAULT_KINDS, isFaultKind } from './faults.ts';
 import { checkBackendApi, offeredFaults } from './backendApi.ts';
-import { scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
+import { checkMisconfigurations } from './configuration.ts';
 
 /**
  * Registers the conformance suite for a backend in the caller's vitest file:
@@ -79,8 +80,8 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
       const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
       // fast-check's failure message carries the seed and the path that replay the shrunk case (LOCKCHECK_SEED, LOCKCHECK_PATH).
       await fc.assert(
-        fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), async (commands, tokenBase) => {
-          const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true });
+        fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeoutArb(faults, ttlFloorFor(backend.capabilities)), async (commands, tokenBase, requestTimeoutMs) => {
+          const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
           for (const w of report.warnings ?? []) warned.add(w);
           if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
             shortest = report.steps.length;
@@ -96,4 +97,10 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
     },
     o.timeoutMs ?? 120_000,
   );
+  if ((backend.misconfigurations?.length ?? 0) > 0) {
+    test(`${backend.name} refuses ${backend.misconfigurations!.length} invalid configurations with InvalidInputError naming the option`, async () => {
+      const problems = await checkMisconfigurations(backend);
+      if (problems.length > 0) throw new Error(problems.join('\n'));
+    });
+  }
 }

@@ -15,7 +15,7 @@ type Lane = { readonly kind: 'client'; readonly index: number } | { readonly kin
 
 function laneOf(command: Command): Lane {
   return match<Command, Lane>(command)
-    .with({ kind: 'clock-step' }, { kind: 'crash' }, { kind: 'restart' }, (c) => ({ kind: 'node', index: c.node }))
+    .with({ kind: 'clock-step' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'node-delay' }, (c) => ({ kind: 'node', index: c.node }))
     .with({ kind: 'clock-drift' }, (c) => ('node' in c.target ? { kind: 'node', index: c.target.node } : { kind: 'client', index: c.target.client }))
     .with({ kind: 'advance' }, () => ({ kind: 'store' }))
     .otherwise((c) => ({ kind: 'client', index: (c as { client: number }).client }));

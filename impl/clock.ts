@@ -13,7 +13,13 @@ export interface MonotonicClock {
 export const systemClock: MonotonicClock = {
   now: () => performance.now(),
   schedule(atMs, fn) {
-    const timer = setTimeout(fn, Math.max(0, atMs - performance.now()));
+    const delayMs = atMs - performance.now();
+    // Due already: run after this turn's I/O callbacks, not after setTimeout's 1 ms floor.
+    if (delayMs <= 0) {
+      const immediate = setImmediate(fn);
+      return () => clearImmediate(immediate);
+    }
+    const timer = setTimeout(fn, delayMs);
     timer.unref?.();
     return () => clearTimeout(timer);
   },

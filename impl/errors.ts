@@ -50,6 +50,25 @@ export class ConnectionConfigError extends Error {
   }
 }
 
+/**
+ * The server refused a statement or command for a reason no retry can fix:
+ * a missing permission, a missing schema or table, an SQL or script error.
+ * Thrown rather than read as contention or an outage. `serverCode` is the
+ * SQLSTATE (PostgreSQL) or the error's first word (Redis); `cause` is the
+ * driver's error.
+ */
+export class ServerRefusedError extends Error {
+  override readonly name = 'ServerRefusedError';
+  constructor(
+    readonly code: 'permission' | 'schema' | 'statement',
+    readonly serverCode: string,
+    message: string,
+    options?: { readonly cause?: unknown },
+  ) {
+    super(`${code} (${serverCode}): ${message}`, options);
+  }
+}
+
 /** Why a lease's AbortSignal fired. */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';

@@ -1,7 +1,7 @@
 import type { MonotonicClock } from './clock.ts';
 import { sleep } from './clock.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
-import { ConnectionConfigError, TokenOverflowError } from './errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
@@ -16,6 +16,13 @@ import type { LeaseNode } from './leaseNode.ts';
  * the highest counter of the quorum, written back to the quorum before the
  * lease is returned, so the next quorum (which intersects this one) mints a
  * higher one.
+ *
+ * Every round (acquire, write-back, extend, release) resolves as soon as its
+ * outcome is decided: a quorum of yes votes, or too few left to make one. A
+ * slow or paused node costs nothing then; its reply is awaited in the
+ * background, bounded by the request timeout (`settled()` waits for those).
+ * Replies that arrive at the same moment as the deciding one are still
+ * counted (the decision waits one turn of the clock for them).
  */
 export interface LeaseLockOptions {
   readonly nodes: readonly LeaseNode[];
@@ -63,8 +70,17 @@ function cryptoRandom(): number {
 
 const PRUNE_MIN = 64;
 
+/** One node's answer in a round; a node that has not answered (yet) is `{ ok: false }` without an error. */
 type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error?: unknown };
-const AGAINST = { ok: false } as const;
+
+/** The votes of a round so far. */
+interface Tally {
+  readonly yes: number;
+  /** Answered, but not yes. */
+  readonly no: number;
+  readonly failed: number;
+  readonly pending: number;
+}
 
 export class LeaseLock {
   readonly #nodes: readonly LeaseNode[];
@@ -77,6 +93,8 @@ export class LeaseLock {
   readonly #held = new Map<Lease, LeaseHandle>();
   /** Leases lost without a release (expired) are forgotten when the map reaches this size. */
   #pruneAt = PRUNE_MIN;
+  /** Rounds still awaiting replies, also after they resolved (each bounded by its deadline). */
+  readonly #background = new Set<Promise<void>>();
 
   constructor(options: LeaseLockOptions) {
     if (options.nodes.length < 1 || options.nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${options.nodes.length}`);
@@ -128,7 +146,7 @@ export class LeaseLock {
     const handle = this.#held.get(lease);
     if (handle === undefined || handle.lost) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.clock.now();
-    const votes = await this.fanOut(ttlMs, (node) => node.extend(lease.resource, lease.owner, ttlMs));
+    const votes = await this.round(ttlMs, (node) => node.extend(lease.resource, lease.owner, ttlMs), isTrue, this.#yesOrNever);
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
     if (votes.filter((v) => v.ok && v.value).length >= this.quorum && this.clock.now() < validUntilMs && !handle.lost) {
       handle.extendTo(validUntilMs);
@@ -137,11 +155,25 @@ export class LeaseLock {
     return { kind: 'not-extended', reason: 'no-quorum' };
   }
 
-  /** Releases on every node (compare-and-delete) and fires the lease's signal. Never throws for node failures. */
+  /**
+   * Releases on every node (compare-and-delete) and fires the lease's signal.
+   * Resolves once a quorum of nodes answered (the lock is free for others
+   * then); the rest finish in the background. Never throws for node failures.
+   */
   async release(lease: Lease): Promise<void> {
     this.#held.get(lease)?.lose('released');
     this.#held.delete(lease);
-    await this.fanOut(undefined, (node) => node.release(lease.resource, lease.owner));
+    await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered);
+  }
+
+  /** Resolves when no round is still waiting for a slow node's reply (each wait is bounded by the request timeout). */
+  async settled(): Promise<void> {
+    while (this.#background.size > 0) await Promise.all(this.#background);
+  }
+
+  /** Rounds still awaiting nodes' replies. */
+  get backgroundRounds(): number {
+    return this.#background.size;
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten (at most about twice the held ones). */
@@ -194,69 +226,153 @@ export class LeaseLock {
   private async attempt(resource: string, ttlMs: number, firstStartedMs: number): Promise<AcquireResult> {
     const owner = this.newOwner();
     const startedMs = this.validityStartMs(this.clock.now(), firstStartedMs);
+    const n = this.#nodes.length;
+    const q = this.quorum;
+    // Decided: a quorum said yes, or it cannot, and whether the cause is contention or unreachable nodes is known (the denial's reason).
+    const decided = (t: Tally): boolean => t.yes >= q || (t.yes + t.pending < q && (t.yes + t.no >= q || t.failed > n - q));
     // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
-    const votes = await this.fanOut(ttlMs, (node) => node.acquire(resource, owner, ttlMs));
+    const votes = await this.round(ttlMs, (node) => node.acquire(resource, owner, ttlMs), isGrant, decided);
     // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
     if (this.clock.now() - startedMs >= ttlMs) return { kind: 'timed-out' };
     const granted = votes.flatMap((v) => (v.ok && v.value !== null ? [v.value] : []));
     const validityMs = ttlMs - (this.clock.now() - startedMs) - this.driftMarginMs(ttlMs);
+    const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
     if (this.holds(granted.length, validityMs)) {
       const token = this.mintToken(granted);
-      // Write the token back where a granting node's counter is behind it; in the common case (counters in step) none is.
-      const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
-      if (behind.some(Boolean)) await this.fanOut(ttlMs, (node, i) => (behind[i] ? node.raiseToken(resource, token) : Promise.resolve()));
-      const lease = this.newLease(resource, owner, token, startedMs + ttlMs - this.driftMarginMs(ttlMs));
-      this.#remember(lease);
-      return { kind: 'granted', lease };
+      // The write-back is a second round trip: validity must still be left after it.
+      const written = await this.writeBack(resource, token, ttlMs, votes);
+      if (written && this.holds(granted.length, validUntilMs - this.clock.now())) {
+        const lease = this.newLease(resource, owner, token, validUntilMs);
+        this.#remember(lease);
+        return { kind: 'granted', lease };
+      }
+      // Without the write-back on a quorum this token could be minted again, so no lease carries it.
+      this.#releaseUnless(resource, owner, ttlMs, votes);
+      return { kind: 'denied', reason: written ? 'validity-exhausted' : 'no-quorum' };
     }
-    await this.fanOut(ttlMs, (node) => node.release(resource, owner));
+    // A node that has not answered yet may still grant: the release goes out now, behind the acquire on the same connection.
+    this.#releaseUnless(resource, owner, ttlMs, votes);
     const answered = votes.filter((v) => v.ok).length;
-    // Too few nodes could grant because of how they are configured (wrong password, token sequence at its end): say so, not no-quorum.
-    if (answered < this.quorum) {
-      const typedError = votes.find((v) => !v.ok && (v.error instanceof ConnectionConfigError || v.error instanceof TokenOverflowError));
+    // Too few nodes could grant because of how they are configured (wrong password, no permission, token sequence at its end): say so, not no-quorum.
+    if (answered < q) {
+      const typedError = votes.find((v) => !v.ok && (v.error instanceof ConnectionConfigError || v.error instanceof TokenOverflowError || v.error instanceof ServerRefusedError));
       if (typedError !== undefined && !typedError.ok) throw typedError.error;
     }
-    return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < this.quorum ? 'no-quorum' : 'held' };
+    return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < q ? 'no-quorum' : 'held' };
   }
 
-  /** Calls every node in parallel, each bounded by the request timeout; a failure is a vote against. */
+  /**
+   * Raises the counters of the granting nodes that are behind `token`, and
+   * says whether a quorum now holds a counter at or above it (spec 7.3: the
+   * write-back must reach a quorum before the lease is returned). In the
+   * common case the counters are in step and no request goes out.
+   */
+  private async writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
+    const atToken = votes.filter((v) => v.ok && v.value !== null && v.value >= token).length;
+    const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
+    if (atToken >= this.quorum || !behind.includes(true)) return atToken >= this.quorum;
+    const needed = this.quorum - atToken;
+    const raised = await this.round(
+      ttlMs,
+      (node, i) => (behind[i] ? node.raiseToken(resource, token).then(() => true) : Promise.resolve(false)),
+      isTrue,
+      (t) => t.yes >= needed || t.yes + t.pending < needed,
+    );
+    return raised.filter((v) => v.ok && v.value).length >= needed;
+  }
+
+  /** Compare-and-delete `owner` on every node that did not answer no, in the background (bounded and tracked like every round). */
+  #releaseUnless(resource: string, owner: string, ttlMs: number, votes: readonly Vote<bigint | null>[]): void {
+    const skip = votes.map((v) => v.ok && v.value === null);
+    void this.round(ttlMs, (node, i) => (skip[i] ? Promise.resolve(false) : node.release(resource, owner)), isTrue, never);
+  }
+
+  /** A release's outcome is known once a quorum answered: the key is gone there, and no other quorum can find ours. */
+  readonly #quorumAnswered = (t: Tally): boolean => t.pending <= this.#nodes.length - this.quorum;
+
+  /** Yes on a quorum, or too few left to make one. */
+  readonly #yesOrNever = (t: Tally): boolean => t.yes >= this.quorum || t.yes + t.pending < this.quorum;
+
+  /**
+   * Every node's vote, waiting for all of them (or the deadline): for
+   * variants that need the whole picture.
+   */
   protected fanOut<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>): Promise<Vote<T>[]> {
+    return this.round(ttlMs, call, () => false, never);
+  }
+
+  /**
+   * One request to every node in parallel. Resolves with the votes so far
+   * once `decided` holds (after one turn of the clock, so that replies
+   * arriving at the same moment are counted too), when every node answered,
+   * or at the deadline (the request timeout, else `ttlMs`, else 1 s), when
+   * the silent ones count as failed. Replies after that are still awaited,
+   * in the background and until the same deadline, so that none is left
+   * unhandled; `settled()` waits for them.
+   */
+  protected round<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>, isYes: (value: T) => boolean, decided: (tally: Tally) => boolean): Promise<Vote<T>[]> {
     const limitMs = this.#requestTimeoutMs ?? ttlMs ?? 1000;
-    // One deadline for the whole round: a node that has not answered by then votes against.
+    const clock = this.clock;
+    const n = this.#nodes.length;
+    const votes = new Array<Vote<T>>(n).fill(SILENT);
+    let pending = n;
+    let yes = 0;
+    let failed = 0;
+    let published = false;
+    let ended = false;
+    let cancelGrace: (() => void) | null = null;
+    let endBackground: () => void = () => undefined;
+    const background = new Promise<void>((resolve) => (endBackground = resolve));
     return new Promise((resolve) => {
-      const n = this.#nodes.length;
-      const votes: Array<Vote<T>> = new Array<Vote<T>>(n).fill(AGAINST);
-      let pending = n;
-      let done = false;
-      const finish = (): void => {
-        if (done) return;
-        done = true;
-        cancel();
-        resolve(votes);
+      const publish = (): void => {
+        if (published) return;
+        published = true;
+        cancelGrace?.();
+        resolve(votes.slice());
       };
-      const cancel = this.clock.schedule(this.clock.now() + limitMs, finish);
-      const answered = (): void => {
-        if (--pending === 0) finish();
+      const end = (): void => {
+        if (ended) return;
+        ended = true;
+        cancelDeadline();
+        publish();
+        if (this.#background.delete(background)) endBackground();
+      };
+      this.#background.add(background);
+      const cancelDeadline = clock.schedule(clock.now() + limitMs, end);
+      const counted = (): void => {
+        if (--pending === 0) return end();
+        if (published || cancelGrace !== null || !decided({ yes, no: n - pending - yes - failed, failed, pending })) return;
+        cancelGrace = clock.schedule(clock.now(), publish);
       };
       for (let i = 0; i < n; i++) {
         let answer: Promise<T>;
         try {
           answer = call(this.#nodes[i]!, i);
-        } catch {
-          answer = Promise.reject(new Error('node call failed'));
+        } catch (error) {
+          answer = Promise.reject(error instanceof Error ? error : new Error('node call failed'));
         }
         answer.then(
           (value) => {
-            // A reply after the deadline is not counted: the round's votes are already out.
-            if (!done) votes[i] = { ok: true, value };
-            answered();
+            // After the deadline a reply is not counted: the silent node voted against.
+            if (ended) return;
+            votes[i] = { ok: true, value };
+            if (isYes(value)) yes++;
+            counted();
           },
           (error: unknown) => {
-            if (!done) votes[i] = { ok: false, error };
-            answered();
+            if (ended) return;
+            votes[i] = { ok: false, error };
+            failed++;
+            counted();
           },
         );
       }
     });
   }
 }
+
+const SILENT = { ok: false } as const;
+const isGrant = (token: bigint | null): boolean => token !== null;
+const isTrue = (value: boolean): boolean => value;
+/** For rounds nobody waits on beyond every reply or the deadline. */
+const never = (): boolean => false;

@@ -2,7 +2,9 @@
  * One lock-service node as the lease algorithms see it: four atomic scripts.
  * Redis runs them as Lua scripts (impl/redis); tests run them in memory.
  * Every method may reject (node down, unreachable, timed out): the algorithm
- * counts that as a vote against.
+ * counts that as a vote against. Calls to one node take effect in the order
+ * they are made (one connection: Redis runs its commands in order), so a
+ * release sent while an acquire is still unanswered runs after it.
  */
 export interface LeaseNode {
   /**

@@ -1,6 +1,7 @@
 import { read } from './clock.ts';
 import { expiryNow } from './node.ts';
 import type { NodeState, World } from './state.ts';
+import { inFlightKey } from './state.ts';
 
 /**
  * A string that is equal for two states exactly when no future behaviour can
@@ -39,6 +40,7 @@ export function canonicalKey(world: World, options: { readonly nodeSymmetry?: bo
       countersOf(n.counters),
       cut.join(','),
       n.replica === undefined ? '' : `replica:${keysOf(n.replica.keys).join(',')}/${countersOf(n.replica.counters)}`,
+      n.delay ?? '',
     ].join('|');
   });
   const rest = options.nodeSymmetry === false ? nodes.slice(1) : nodes.slice(1).sort();
@@ -51,7 +53,7 @@ export function canonicalKey(world: World, options: { readonly nodeSymmetry?: bo
         return `${r}=${c.attempts - l.owner.attempt}/${l.token}/${left}/${l.count}/${l.buffered.join('+')}/${l.epoch}`;
       });
     const p = c.pendingWrite;
-    const reply = c.pendingReply === null ? '' : JSON.stringify(c.pendingReply, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+    const reply = c.inFlight === null ? '' : inFlightKey(c.inFlight, now, mono);
     return [mono - now, c.mono.driftPpm, c.paused ? 'P' : '', p ? `${p.resource}:${p.value}:${p.token}:${p.epoch}` : '', reply, c.sessionLost ? 'L' : '', leases.join(',')].join('|');
   });
   const store = Object.entries(world.store.cells)

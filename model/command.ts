@@ -11,7 +11,10 @@ export type Operation =
    * these with time passing between them. `latencyMs` is the true time the
    * first request/reply round trip takes (message delay); the grant happens on
    * the nodes when the request arrives, the client sees the reply `latencyMs`
-   * later. Later round trips (write-back, undo, retries) are not delayed.
+   * later. Later round trips (write-back, undo, retries) carry only the
+   * nodes' own delays (the `node-delay` fault). A reply later than the
+   * client's request timeout (WorldConfig.requestTimeoutMs, else the ttl)
+   * counts as no answer.
    * `ttlMs` is required by ttl designs and must be absent for session-bound ones.
    */
   | {
@@ -24,12 +27,17 @@ export type Operation =
       readonly retries?: number;
       readonly retryDelayMs?: number;
     }
-  /** Extends the client's lease to a fresh ttl, if it still owns it. */
-  | { readonly kind: 'extend'; readonly client: number; readonly resource: string; readonly ttlMs: number }
-  /** Releases the client's lease (a commit, for a transaction-scoped lock). */
-  | { readonly kind: 'release'; readonly client: number; readonly resource: string }
-  /** A guarded write: the client checks its lease on its own clock, then writes with its token. */
-  | { readonly kind: 'write'; readonly client: number; readonly resource: string; readonly value: string }
+  /**
+   * Extends the client's lease to a fresh ttl, if it still owns it. With
+   * `latencyMs` (ttl designs), its replies come that much later: the nodes
+   * extend when the requests arrive, the client judges the replies by its
+   * clock when they come.
+   */
+  | { readonly kind: 'extend'; readonly client: number; readonly resource: string; readonly ttlMs: number; readonly latencyMs?: number }
+  /** Releases the client's lease (a commit, for a transaction-scoped lock); `latencyMs` as for extend (ttl designs). */
+  | { readonly kind: 'release'; readonly client: number; readonly resource: string; readonly latencyMs?: number }
+  /** A guarded write: the client checks its lease on its own clock, then writes with its token; the store's reply may come `latencyMs` later (ttl designs). */
+  | { readonly kind: 'write'; readonly client: number; readonly resource: string; readonly value: string; readonly latencyMs?: number }
   /** Reads the store. */
   | { readonly kind: 'read'; readonly client: number; readonly resource: string };
 
@@ -50,9 +58,12 @@ export type Fault =
    * goes out when it resumes, unchecked. With `inFlight`, it stops right after
    * sending that operation's requests: they take effect now, and the client
    * reads the replies only when it resumes (the resume's outcome is the
-   * operation's). At most one of the two. Only release, write and read may be
-   * in flight: acquire and extend judge their replies by the clock at reading
-   * time, which this model does not split off.
+   * operation's). At most one of the two. An acquire or extend in flight
+   * (ttl designs) is one that takes several round trips interleaving with
+   * other clients' commands: its first round's requests take effect now, and
+   * at the resume the client reads the replies by its clock then (a request
+   * timeout that passed during the pause counts them as no answer), and only
+   * then sends its next round (Redlock's token write-back, or the undo).
    */
   | {
       readonly kind: 'pause';
@@ -74,6 +85,13 @@ export type Fault =
   /** Messages between a client and a node are lost (black hole) until healed. */
   | { readonly kind: 'partition'; readonly client: number; readonly node: number }
   | { readonly kind: 'heal'; readonly client: number; readonly node: number }
+  /**
+   * Every reply from this node takes `ms` longer (0: back to normal), or with
+   * 'never' the node is a black hole: requests to it vanish and no reply
+   * comes, so a client waits out its request timeout (unlike a partition,
+   * which fails at once). Ttl designs.
+   */
+  | { readonly kind: 'node-delay'; readonly node: number; readonly ms: number | 'never' }
   /** The server drops the client's connection and the session state with it (pg_terminate_backend). */
   | { readonly kind: 'kill-connection'; readonly client: number };
 

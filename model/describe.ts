@@ -2,6 +2,10 @@ import { match } from 'ts-pattern';
 import type { Command } from './command.ts';
 import type { Outcome } from './outcome.ts';
 
+function late(latencyMs: number | undefined): string {
+  return latencyMs ? ` (reply after ${latencyMs}ms)` : '';
+}
+
 /** Commands and outcomes in the domain's words, for traces people read. */
 export function describeCommand(c: Command): string {
   return match(c)
@@ -10,9 +14,9 @@ export function describeCommand(c: Command): string {
       (a) =>
         `client ${a.client} acquire '${a.resource}'${a.ttlMs !== undefined ? ` ttl ${a.ttlMs}ms` : ''}${a.latencyMs ? ` (reply after ${a.latencyMs}ms)` : ''}${a.retries ? `, ${a.retries} retries ${a.retryDelayMs ?? 0}ms apart` : ''}`,
     )
-    .with({ kind: 'extend' }, (e) => `client ${e.client} extend '${e.resource}' ttl ${e.ttlMs}ms`)
-    .with({ kind: 'release' }, (r) => `client ${r.client} release '${r.resource}'`)
-    .with({ kind: 'write' }, (w) => `client ${w.client} write '${w.resource}' := ${JSON.stringify(w.value)}`)
+    .with({ kind: 'extend' }, (e) => `client ${e.client} extend '${e.resource}' ttl ${e.ttlMs}ms${late(e.latencyMs)}`)
+    .with({ kind: 'release' }, (r) => `client ${r.client} release '${r.resource}'${late(r.latencyMs)}`)
+    .with({ kind: 'write' }, (w) => `client ${w.client} write '${w.resource}' := ${JSON.stringify(w.value)}${late(w.latencyMs)}`)
     .with({ kind: 'read' }, (r) => `client ${r.client} read '${r.resource}'`)
     .with({ kind: 'advance' }, (a) => `time passes ${a.ms}ms`)
     .with({ kind: 'clock-step' }, (s) => `node ${s.node} wall clock jumps ${s.deltaMs >= 0 ? '+' : ''}${s.deltaMs}ms`)
@@ -28,6 +32,7 @@ export function describeCommand(c: Command): string {
     .with({ kind: 'restart' }, (r) => `node ${r.node} restarts`)
     .with({ kind: 'partition' }, (p) => `link client ${p.client} <-> node ${p.node} cut`)
     .with({ kind: 'heal' }, (h) => `link client ${h.client} <-> node ${h.node} healed`)
+    .with({ kind: 'node-delay' }, (d) => (d.ms === 'never' ? `node ${d.node} becomes a black hole (requests vanish, no reply)` : d.ms === 0 ? `node ${d.node} answers at once again` : `node ${d.node}'s replies take ${d.ms}ms longer`))
     .with({ kind: 'kill-connection' }, (k) => `server kills client ${k.client}'s connection`)
     .exhaustive();
 }

@@ -6,7 +6,7 @@ import type { Outcome } from './outcome.ts';
 import type { PropertyId, Violation } from './properties.ts';
 import { checkProperties } from './properties.ts';
 import type { World } from './state.ts';
-import { enabled, step } from './world.ts';
+import { enabled, step, stepValid } from './world.ts';
 
 /**
  * Bounded exhaustive exploration: every schedule of the alphabet's commands up
@@ -25,8 +25,39 @@ export interface ExploreOptions {
   readonly clock?: () => number;
   /** Stop once this many ms of `clock` have passed (the result says which level was the last complete). */
   readonly budgetMs?: number;
-  /** Identify states that differ by a permutation of the clients (default true; nodes 1..n-1 are always permuted). */
+  /** Identify states that differ by a permutation of the clients (default true). */
   readonly clientSymmetry?: boolean;
+  /**
+   * Identify states that differ by a permutation of every node when the
+   * alphabet addresses all nodes alike (default true); nodes 1..n-1 are
+   * always permuted, node 0 too only then (nodeSymmetric).
+   */
+  readonly nodeSymmetry?: boolean;
+}
+
+/** Where the node a command addresses is, if any. */
+function addressedNode(c: Command): number | undefined {
+  if ('node' in c) return c.node;
+  if (c.kind === 'clock-drift' && 'node' in c.target) return c.target.node;
+  return undefined;
+}
+
+/**
+ * Whether renaming the nodes maps the alphabet onto itself: every command
+ * that addresses a node is there for every node. Then node 0 is no more
+ * special than the others (spec 8.4) and may be permuted with them.
+ */
+export function nodeSymmetric(alphabet: readonly Command[], nodes: number): boolean {
+  const keys = new Set(alphabet.map((c) => JSON.stringify(c)));
+  return alphabet.every((c) => {
+    const n = addressedNode(c);
+    if (n === undefined) return true;
+    for (let m = 0; m < nodes; m++) {
+      const moved = c.kind === 'clock-drift' ? { ...c, target: { node: m } } : { ...c, node: m };
+      if (!keys.has(JSON.stringify(moved))) return false;
+    }
+    return true;
+  });
 }
 
 export interface TraceStep {
@@ -99,7 +130,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   const startedMs = clock();
   const maxStates = options.maxStates ?? Number.POSITIVE_INFINITY;
   const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
-  const fpOptions = { clientSymmetry: options.clientSymmetry };
+  const fpOptions = { clientSymmetry: options.clientSymmetry, fixedNodes: options.nodeSymmetry !== false && nodeSymmetric(alphabet, initial.nodes.length) ? 0 : 1 };
   const fp: Fingerprint = { hi: 0, lo: 0 };
   const seen = new FingerprintSet();
   const links = new Links();
@@ -107,6 +138,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   fingerprint(initial, fp, fpOptions);
   seen.add(fp.hi, fp.lo);
   links.push(-1, 0, 0);
+  const checked = new Uint8Array(alphabet.length);
   let frontier: World[] = [initial];
   let frontierIds: number[] = [0];
   let peakFrontier = 1;
@@ -137,11 +169,15 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
       for (let c = 0; c < alphabet.length; c++) {
         const command = alphabet[c]!;
         if (!enabled(world, command)) continue;
-        const branches = step(world, command);
+        // Input is checked the first time a command is stepped; it depends only on the configuration.
+        const branches = checked[c] === 1 ? stepValid(world, command) : step(world, command);
+        checked[c] = 1;
         for (let b = 0; b < branches.length; b++) {
           const branch = branches[b]!;
           if (b > 0xff) throw new RangeError('a step has at most 256 branches');
           transitions++;
+          // A step that changed nothing (a read, a release of nothing): its state is the one being expanded, already checked.
+          if (branch.next === world && branch.events.length === 0) continue;
           const violations = checkProperties(branch.events, branch.next);
           for (const v of violations) {
             if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });

@@ -1,15 +1,17 @@
 import { read } from './clock.ts';
 import { expiryNow } from './node.ts';
 import type { ClientState, NodeState, World } from './state.ts';
+import { inFlightKey } from './state.ts';
 
 /**
  * A 64-bit fingerprint of a state's orbit: equal for two states that no
  * future behaviour can tell apart (the fields of canonicalKey, without
  * building a string), up to these symmetries (spec §8, "Symmetry"):
  * - a shift of true time (times relative to now, expired deadlines collapsed);
- * - a permutation of the lock-service nodes other than node 0, the node the
- *   fault alphabets single out (each node is hashed alone, then the hashes of
- *   nodes 1..n-1 are sorted);
+ * - a permutation of the lock-service nodes other than the first
+ *   `fixedNodes` (default 1: node 0, the node clock and crash alphabets
+ *   single out; 0 where the alphabet treats every node alike); each node is
+ *   hashed alone, then the hashes of the permuted ones are sorted;
  * - a permutation of the clients (for up to MAX_PERMUTED_CLIENTS clients);
  * - the values written: no guard and no property reads a value, only its
  *   token, so states that differ only in values behave alike (data
@@ -143,6 +145,8 @@ function hashNode(world: World, n: NodeState, index: number, perm: readonly numb
     hashKeys(world, n.replica.keys, expiry, perm);
     hashCounters(n.replica.counters);
   }
+  // A slow or black-holed node (never set by the exploration's alphabets); nodes without one hash as before.
+  if (n.delay !== undefined) num(n.delay === 'never' ? NONE : n.delay);
   // The clients cut off from this node, as a bit set of their permuted indices.
   let cut = 0;
   for (const l of world.partitions) {
@@ -166,8 +170,8 @@ function hashClient(world: World, c: ClientState): void {
     num(p.epoch);
   }
   // Never set by the exploration's alphabets (no operation in flight); hashed whole when it is.
-  if (c.pendingReply === null) word(NONE);
-  else str(JSON.stringify(c.pendingReply, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)));
+  if (c.inFlight === null) word(NONE);
+  else str(inFlightKey(c.inFlight, now, mono));
   const leases = sortedKeys(c.leases);
   word(leases.length);
   for (const r of leases) {
@@ -191,31 +195,31 @@ const clientLo: number[] = [];
 function byHash(hi: readonly number[], lo: readonly number[]): (a: number, b: number) => number {
   return (a, b) => hi[a]! - hi[b]! || lo[a]! - lo[b]!;
 }
-const byNodeHash = byHash(nodeHi, nodeLo);
 const byClientHash = byHash(clientHi, clientLo);
 
 /** The fingerprint with client `inverse[j]` in place j (perm is inverse's inverse). Client hashes must be in clientHi/clientLo. */
-function hashUnder(world: World, perm: readonly number[], inverse: readonly number[], out: Fingerprint): void {
+function hashUnder(world: World, perm: readonly number[], inverse: readonly number[], fixedNodes: number, out: Fingerprint): void {
   const nodes = world.nodes;
   for (let i = 0; i < nodes.length; i++) {
     h1 = 0x1234567;
     h2 = 0x7654321;
     hashNode(world, nodes[i]!, i, perm);
-    nodeHi[i] = fmix(h1);
-    nodeLo[i] = fmix(h2);
-    nodeOrder[i] = i;
+    const hi = fmix(h1);
+    const lo = fmix(h2);
+    nodeHi[i] = hi;
+    nodeLo[i] = lo;
+    // Nodes past the fixed ones are interchangeable: insertion sort of their hashes (n <= 15, no allocation).
+    let j = i;
+    if (i >= fixedNodes) for (; j > fixedNodes && (nodeHi[nodeOrder[j - 1]!]! > hi || (nodeHi[nodeOrder[j - 1]!] === hi && nodeLo[nodeOrder[j - 1]!]! > lo)); j--) nodeOrder[j] = nodeOrder[j - 1]!;
+    nodeOrder[j] = i;
   }
-  nodeOrder.length = nodes.length;
-  // Nodes 1..n-1 are interchangeable: take their hashes in sorted order.
-  const rest = nodeOrder.slice(1).sort(byNodeHash);
   h1 = 0x2545f491;
   h2 = 0x6c8e9cf5;
   word(nodes.length);
-  word(nodeHi[0]!);
-  word(nodeLo[0]!);
-  for (const i of rest) {
-    word(nodeHi[i]!);
-    word(nodeLo[i]!);
+  // Where node 0 is fixed this hashes as before the full node symmetry (the fingerprints, not the verdicts, would change otherwise).
+  for (let k = 0; k < nodes.length; k++) {
+    word(nodeHi[nodeOrder[k]!]!);
+    word(nodeLo[nodeOrder[k]!]!);
   }
   word(inverse.length);
   for (let j = 0; j < inverse.length; j++) {
@@ -265,6 +269,8 @@ const permsByClients = new Map<number, Array<readonly [number[], number[]]>>();
 export interface FingerprintOptions {
   /** Identify states that differ by a permutation of the clients (default true). */
   readonly clientSymmetry?: boolean;
+  /** How many leading nodes keep their place (default 1: node 0, which clock and crash faults single out); the rest are permuted. */
+  readonly fixedNodes?: number;
 }
 
 const candidate: Fingerprint = { hi: 0, lo: 0 };
@@ -280,6 +286,7 @@ const clientPerm: number[] = [];
  */
 export function fingerprint(world: World, out: Fingerprint, options: FingerprintOptions = {}): void {
   const n = world.clients.length;
+  const fixed = options.fixedNodes ?? 1;
   for (let i = 0; i < n; i++) {
     h1 = 0x3c6ef372;
     h2 = 0x510e527f;
@@ -290,16 +297,26 @@ export function fingerprint(world: World, out: Fingerprint, options: Fingerprint
   }
   clientOrder.length = n;
   if (options.clientSymmetry === false || n > MAX_PERMUTED_CLIENTS) {
-    hashUnder(world, clientOrder, clientOrder, out);
+    hashUnder(world, clientOrder, clientOrder, fixed, out);
     return;
   }
-  clientOrder.sort(byClientHash);
+  // Insertion sort by hash (n <= MAX_PERMUTED_CLIENTS): no comparator closure, no allocation.
   let tie = false;
-  for (let j = 1; j < n; j++) if (byClientHash(clientOrder[j - 1]!, clientOrder[j]!) === 0) tie = true;
+  for (let i = 1; i < n; i++) {
+    const x = clientOrder[i]!;
+    let j = i;
+    for (; j > 0; j--) {
+      const d = byClientHash(clientOrder[j - 1]!, x);
+      if (d === 0) tie = true;
+      if (d <= 0) break;
+      clientOrder[j] = clientOrder[j - 1]!;
+    }
+    clientOrder[j] = x;
+  }
   if (!tie) {
     for (let j = 0; j < n; j++) clientPerm[clientOrder[j]!] = j;
     clientPerm.length = n;
-    hashUnder(world, clientPerm, clientOrder, out);
+    hashUnder(world, clientPerm, clientOrder, fixed, out);
     return;
   }
   let perms = permsByClients.get(n);
@@ -307,9 +324,9 @@ export function fingerprint(world: World, out: Fingerprint, options: Fingerprint
     perms = permutations(n);
     permsByClients.set(n, perms);
   }
-  hashUnder(world, perms[0]![0], perms[0]![1], out);
+  hashUnder(world, perms[0]![0], perms[0]![1], fixed, out);
   for (let p = 1; p < perms.length; p++) {
-    hashUnder(world, perms[p]![0], perms[p]![1], candidate);
+    hashUnder(world, perms[p]![0], perms[p]![1], fixed, candidate);
     if (candidate.hi < out.hi || (candidate.hi === out.hi && candidate.lo < out.lo)) {
       out.hi = candidate.hi;
       out.lo = candidate.lo;

@@ -42,6 +42,11 @@ export function isReachable(world: World, client: number, node: number): boolean
   return n !== undefined && n.up && world.nowMs >= n.availableFromTrueMs && (world.partitions.length === 0 || !world.partitions.includes(`${client}:${node}`));
 }
 
+/** Whether a request from the client reaches the node: reachable, and not a black hole. */
+export function receives(world: World, client: number, node: number): boolean {
+  return isReachable(world, client, node) && world.nodes[node]!.delay !== 'never';
+}
+
 /** The counter a grant draws its token from: per resource, or one revision for the whole cluster (etcd). */
 export function counterKey(design: Design, resource: string): string {
   return rulesOf(design).tokenSource === 'cluster-revision' ? '#revision' : resource;

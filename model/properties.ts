@@ -1,4 +1,3 @@
-import { match } from 'ts-pattern';
 import { driftFactor } from './design.ts';
 import type { WorldEvent } from './event.ts';
 import { livenessIn } from './node.ts';
@@ -72,9 +71,10 @@ export function liveBoundMs(ttlMs: number, driftFactor: number, expiryToleranceM
  */
 function live(after: World, out: Violation[]): void {
   const design = after.config.design;
-  after.nodes.forEach((node, index) => {
+  for (let index = 0; index < after.nodes.length; index++) {
+    const node = after.nodes[index]!;
     // A node that is down blocks nobody.
-    if (!node.up) return;
+    if (!node.up) continue;
     for (const resource in node.keys) {
       const key = node.keys[resource]!;
       // A session lock has no ttl bound.
@@ -86,18 +86,21 @@ function live(after: World, out: Violation[]): void {
         out.push({ property: 'LIVE-1', resource, message: `node ${index} still holds '${resource}' ${after.nowMs - key.liveSinceTrueMs} ms after its last grant (bound ${boundMs} ms)` });
       }
     }
-  });
+  }
 }
 
 function fromEvent(event: WorldEvent): Violation[] {
-  return match(event)
-    .with({ kind: 'granted' }, (e): Violation[] =>
+  // A switch the compiler checks for exhaustiveness (the return type), not ts-pattern: this runs after every step of an exploration.
+  const e = event;
+  switch (e.kind) {
+    case 'granted':
+      return (
       // FENCE-1: a grant's token exceeds every token granted before it.
       e.maxTokenBefore !== null && e.token <= e.maxTokenBefore
         ? [{ property: 'FENCE-1', resource: e.resource, message: `client ${e.client} was granted token ${e.token} after token ${e.maxTokenBefore} was granted` }]
-        : [],
-    )
-    .with({ kind: 'write' }, (e): Violation[] => {
+        : []
+      );
+    case 'write': {
       const out: Violation[] = [];
       // FENCE-2: the store's decision is exactly its policy's.
       if (e.accepted !== passes(e.policy, e.token, e.highestBefore)) {
@@ -116,23 +119,25 @@ function fromEvent(event: WorldEvent): Violation[] {
         });
       }
       return out;
-    })
-    .with({ kind: 'key-changed' }, (e): Violation[] =>
+    }
+    case 'key-changed':
+      return (
       // OWN-1: a release or extend touches only the caller's own key.
       !sameOwner(e.ownerBefore, e.byOwner)
         ? [{ property: 'OWN-1', resource: e.resource, message: `client ${e.byClient} ${e.change} client ${e.ownerBefore.client}'s key on node ${e.node}` }]
-        : [],
-    )
-    .with({ kind: 'restarted' }, (e): Violation[] =>
+        : []
+      );
+    case 'restarted':
+      return (
       // DUR-1: no counter goes backwards across a restart.
       Object.entries(e.countersBefore).flatMap(([key, before]) => {
         const after = e.countersAfter[key] ?? 0n;
         return after < before
           ? [{ property: 'DUR-1' as const, resource: key, message: `node ${e.node} restarted with counter '${key}' at ${after}, was ${before}` }]
           : [];
-      }),
-    )
-    .exhaustive();
+      })
+      );
+  }
 }
 
 /** Every property violated by a step, given its events and the state after it. */

@@ -4,6 +4,8 @@ import type { Design, StorePolicy } from './design.ts';
 import { nodeCount, replication, storeFits, validateDesign } from './design.ts';
 import { checkToken, InvalidInputError } from './errors.ts';
 import type { Outcome } from './outcome.ts';
+import type { Arrival } from './round.ts';
+import { relativeArrivals } from './round.ts';
 import type { StoreState } from './store.ts';
 import { emptyStore } from './store.ts';
 
@@ -43,6 +45,8 @@ export interface NodeState {
   readonly counters: Readonly<Record<string, bigint>>;
   /** The replica's copy of keys and counters (redis-replicated), as far as replication has delivered it; absent without a replica. */
   readonly replica?: ReplicaState;
+  /** Every reply from this node comes this much later, or never (a black hole); absent: no delay. */
+  readonly delay?: number | 'never';
 }
 
 /** What a replica holds: the primary's keys and counters as of the last replication. */
@@ -75,12 +79,54 @@ export interface ClientState {
   readonly paused: boolean;
   /** A write checked before the pause, sent unchecked at resume. */
   readonly pendingWrite: PendingWrite | null;
-  /** The outcome of an operation sent just before the pause, read at resume. */
-  readonly pendingReply: Outcome | null;
+  /** An operation sent just before the pause, its replies read at resume. */
+  readonly inFlight: InFlight | null;
   /** The server dropped this client's session while it was paused; it notices at resume. */
   readonly sessionLost: boolean;
   readonly attempts: number;
   readonly leases: Readonly<Record<string, Lease>>;
+}
+
+/**
+ * An operation in flight across its client's pause. A release, write or read
+ * has its outcome settled when sent (`reply`); an acquire's or extend's
+ * first round is judged at the resume, by the client's clock then.
+ */
+export type InFlight =
+  | { readonly kind: 'reply'; readonly outcome: Outcome; readonly doneMs: number }
+  | {
+      readonly kind: 'acquire';
+      readonly resource: string;
+      readonly ttlMs: number;
+      readonly owner: Owner;
+      readonly startedMono: number;
+      readonly deadlineMs: number;
+      readonly arrivals: readonly Arrival[];
+      /** Per node: the token it minted for us, or null (held by another, or no request arrived). */
+      readonly votes: ReadonlyArray<bigint | null>;
+      readonly retries: number;
+      readonly retryDelayMs: number;
+    }
+  | {
+      readonly kind: 'extend';
+      readonly resource: string;
+      readonly ttlMs: number;
+      readonly startedMono: number;
+      readonly deadlineMs: number;
+      readonly arrivals: readonly Arrival[];
+      readonly votes: readonly boolean[];
+    };
+
+/** An in-flight operation as a string with its times relative to now and to the client's clock (for state keys). */
+export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string {
+  switch (f.kind) {
+    case 'reply':
+      return `reply:${JSON.stringify(f.outcome, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}:${f.doneMs - nowMs}`;
+    case 'acquire':
+      return `acquire:${f.resource}:${f.ttlMs}:${f.owner.client}/${f.owner.attempt}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}:${f.retries}:${f.retryDelayMs}`;
+    case 'extend':
+      return `extend:${f.resource}:${f.ttlMs}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}`;
+  }
 }
 
 export interface GhostResource {
@@ -105,6 +151,12 @@ export interface WorldConfig {
    * the runner can only pace (spec §7.8).
    */
   readonly expiryToleranceMs?: number;
+  /**
+   * The clients' bound on each request round to the lock-service nodes, in
+   * ms on their own clocks (ttl designs). Default: the ttl of the operation
+   * (1000 ms for a release).
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface World {
@@ -131,12 +183,16 @@ export function initialWorld(config: WorldConfig): World {
   if (tolerance !== undefined && !(Number.isInteger(tolerance) && tolerance >= 0 && tolerance <= MAX_EXPIRY_TOLERANCE_MS)) {
     throw new InvalidInputError('invalid-config', `expiryToleranceMs must be an integer in [0, ${MAX_EXPIRY_TOLERANCE_MS}], got ${String(tolerance)}`);
   }
+  const timeout = config.requestTimeoutMs;
+  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout >= 1 && timeout <= 2 ** 31 - 1)) {
+    throw new InvalidInputError('invalid-config', `requestTimeoutMs must be a positive integer of ms, got ${String(timeout)}`);
+  }
   if (!storeFits(config.design, config.store)) {
     throw new InvalidInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
   }
   const plain: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
   const node: NodeState = replication(config.design) === 'none' ? plain : { ...plain, replica: { keys: {}, counters: {} } };
-  const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, pendingReply: null, sessionLost: false, attempts: 0, leases: {} };
+  const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, inFlight: null, sessionLost: false, attempts: 0, leases: {} };
   return {
     config,
     nowMs: 0,

@@ -13,10 +13,13 @@ import {
   isReachable,
   livenessIn,
   raiseCounter,
+  receives,
   setKey,
 } from './node.ts';
 import type { Outcome } from './outcome.ts';
-import type { ClientState, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
+import type { Arrival } from './round.ts';
+import { roundEnds } from './round.ts';
+import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
 import { ghostOf, sameOwner } from './state.ts';
 import { cellOf, writeStore } from './store.ts';
 
@@ -38,6 +41,15 @@ export interface Branch {
  */
 export function step(world: World, command: Command): readonly Branch[] {
   validate(world, command);
+  return stepValid(world, command);
+}
+
+/**
+ * step() without its checks, for the exploration's hot path: `command` must
+ * have passed step()'s validation once in a world of the same configuration
+ * (its input checks depend on nothing else) and be `enabled` in `world`.
+ */
+export function stepValid(world: World, command: Command): readonly Branch[] {
   if (!isOperation(command)) return inject(world, command);
   const branches = operate(world, command);
   // WAIT 1 after every script: the reply comes only once the replica has what the primary has.
@@ -76,11 +88,15 @@ export function enabled(world: World, command: Command): boolean {
       return world.nodes[command.node]?.up === true && world.nodes[command.node]?.replica !== undefined;
     case 'restart':
       return world.nodes[command.node]?.up === false;
+    case 'clock-drift': {
+      const f = 'client' in command.target ? world.clients[command.target.client]?.inFlight : null;
+      return f?.kind !== 'acquire' && f?.kind !== 'extend';
+    }
     case 'advance':
     case 'clock-step':
-    case 'clock-drift':
     case 'partition':
     case 'heal':
+    case 'node-delay':
     case 'kill-connection':
       return true;
   }
@@ -104,6 +120,12 @@ function validate(world: World, command: Command): void {
   const active = (c: number): void => {
     if (client(c).paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
   };
+  // Late replies of extend, release and write, slow nodes and rounds in flight are timed against a ttl design's request timeout.
+  const timed = (what: string, latencyMs: number | undefined): void => {
+    if (latencyMs === undefined) return;
+    checkDuration(latencyMs, 'latencyMs');
+    if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks take no ${what} latency`);
+  };
   // A switch, not ts-pattern: this runs once per step of an exploration.
   const c = command;
   switch (c.kind) {
@@ -124,9 +146,15 @@ function validate(world: World, command: Command): void {
       checkResource(c.resource);
       if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks have no ttl to extend`);
       checkTtl(c.ttlMs);
+      timed('extend', c.latencyMs);
       return;
     }
-    case 'release':
+    case 'release': {
+      active(c.client);
+      checkResource(c.resource);
+      timed('release', c.latencyMs);
+      return;
+    }
     case 'read': {
       active(c.client);
       checkResource(c.resource);
@@ -136,6 +164,7 @@ function validate(world: World, command: Command): void {
       active(c.client);
       checkResource(c.resource);
       if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+      timed('write', c.latencyMs);
       return;
     }
     case 'advance': {
@@ -149,7 +178,10 @@ function validate(world: World, command: Command): void {
     }
     case 'clock-drift': {
       if ('node' in c.target) node(c.target.node);
-      else client(c.target.client);
+      // A round in flight is timed by the client's clock as it was sent: a new rate mid-round is not modelled.
+      else if (client(c.target.client).inFlight?.kind === 'acquire' || client(c.target.client).inFlight?.kind === 'extend') {
+        throw new InvalidInputError('precondition', `client ${c.target.client} has a round in flight`);
+      }
       if (!Number.isInteger(c.driftPpm) || c.driftPpm < MIN_DRIFT_PPM || c.driftPpm > MAX_DRIFT_PPM) {
         throw new InvalidInputError('invalid-duration', `driftPpm must be an integer in [${MIN_DRIFT_PPM}, ${MAX_DRIFT_PPM}]`);
       }
@@ -161,9 +193,9 @@ function validate(world: World, command: Command): void {
       if (c.inFlight !== undefined) {
         if (c.pendingWrite !== undefined) throw new InvalidInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
         if (c.inFlight.client !== c.client) throw new InvalidInputError('precondition', `the operation in flight must be client ${c.client}'s`);
-        // Acquire and extend judge their replies by the clock when they read them: not modelled in flight.
-        if (c.inFlight.kind !== 'release' && c.inFlight.kind !== 'write' && c.inFlight.kind !== 'read') {
-          throw new InvalidInputError('unsupported-operation', `only release, write and read can be in flight across a pause, not ${c.inFlight.kind}`);
+        // An acquire or extend in flight is judged by its rounds' timing: modelled for ttl designs (a session lock's statement timeout across a pause is not).
+        if ((c.inFlight.kind === 'acquire' || c.inFlight.kind === 'extend') && !hasTtl(design)) {
+          throw new InvalidInputError('unsupported-operation', `a ${c.inFlight.kind} cannot be in flight across a pause on ${design.kind} locks`);
         }
         validate(world, c.inFlight);
       }
@@ -191,6 +223,12 @@ function validate(world: World, command: Command): void {
     case 'heal': {
       client(c.client);
       node(c.node);
+      return;
+    }
+    case 'node-delay': {
+      node(c.node);
+      if (c.ms !== 'never') checkDuration(c.ms, 'node delay');
+      if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks take no node delay`);
       return;
     }
     case 'kill-connection': {
@@ -253,7 +291,7 @@ function fanOut<V>(
   const nodes = world.nodes;
   for (let index = 0; index < nodes.length; index++) {
     const node = nodes[index]!;
-    const mine = !isReachable(world, client, index) ? [{ node, vote: null }] : livenessIn(world, node, resource).map((alive) => script(node, index, alive));
+    const mine = !receives(world, client, index) ? [{ node, vote: null }] : livenessIn(world, node, resource).map((alive) => script(node, index, alive));
     answers.push(mine);
     combinations *= mine.length;
   }
@@ -276,8 +314,32 @@ function fanOut<V>(
 }
 
 function releaseEverywhere(world: World, client: number, resource: string, owner: Owner): World {
-  return { ...world, nodes: world.nodes.map((n, i) => (isReachable(world, client, i) ? deleteIfOwner(n, resource, owner) : n)) };
+  return { ...world, nodes: world.nodes.map((n, i) => (receives(world, client, i) ? deleteIfOwner(n, resource, owner) : n)) };
 }
+
+/** The client's bound on one round, in ms on its clock: the configured request timeout, else the operation's own. */
+function timeoutMs(world: World, fallbackMs: number): number {
+  return world.config.requestTimeoutMs ?? fallbackMs;
+}
+
+/**
+ * A round the client sends now (to the nodes `asked` picks): when each
+ * node's reply arrives (its first round is `latencyMs` late, and a node's
+ * own delay adds to every round), and the client's deadline in true time.
+ */
+function roundOf(world: World, client: number, latencyMs: number, limitMs: number, asked: (node: number) => boolean = () => true): { readonly arrivals: Arrival[]; readonly deadlineMs: number } {
+  const arrivals = world.nodes.map((n, i): Arrival => (!asked(i) || !isReachable(world, client, i) ? 'failed' : n.delay === 'never' ? 'never' : world.nowMs + latencyMs + (n.delay ?? 0)));
+  return { arrivals, deadlineMs: trueTimeOf(world.clients[client]!.mono, monoNow(world, client) + limitMs, world.nowMs) };
+}
+
+/** When a round sent now ends (its replies, or the deadline). */
+function roundEndMs(world: World, client: number, latencyMs: number, limitMs: number, asked?: (node: number) => boolean): number {
+  const r = roundOf(world, client, latencyMs, limitMs, asked);
+  return roundEnds(r.arrivals, r.deadlineMs, world.nowMs)[0]!.endMs;
+}
+
+type AcquireFlight = Extract<InFlight, { readonly kind: 'acquire' }>;
+type ExtendFlight = Extract<InFlight, { readonly kind: 'extend' }>;
 
 /** Delivers a write to the store and records what happened. */
 function deliverWrite(world: World, client: number, w: PendingWrite): { readonly world: World; readonly outcome: Outcome; readonly event: WorldEvent } {
@@ -315,11 +377,11 @@ function operate(world: World, op: Operation): readonly Branch[] {
     case 'acquire':
       return acquire(world, op.client, op.resource, op.ttlMs, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0);
     case 'extend':
-      return extend(world, op.client, op.resource, op.ttlMs);
+      return extend(world, op.client, op.resource, op.ttlMs, op.latencyMs ?? 0);
     case 'release':
-      return release(world, op.client, op.resource);
+      return release(world, op.client, op.resource, op.latencyMs ?? 0);
     case 'write':
-      return write(world, op.client, op.resource, op.value);
+      return write(world, op.client, op.resource, op.value, op.latencyMs ?? 0);
     case 'read': {
       const cell = cellOf(world.store, op.resource);
       return single({ kind: 'value', value: cell.value, token: cell.token }, world);
@@ -353,43 +415,83 @@ function acquire(world: World, client: number, resource: string, ttlMs: number |
  * a higher one.
  */
 function acquireLease(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): readonly Branch[] {
+  return sendAcquire(world, client, resource, ttlMs, latencyMs, 0, 0).flatMap(({ sent, flight, untouched }) => finishAcquire(sent, client, flight, world.nowMs, untouched));
+}
+
+/** The first round of an attempt goes out: each node that receives it sets the key if absent and mints a counter value. */
+function sendAcquire(world: World, client: number, resource: string, ttlMs: number, latencyMs: number, retries: number, retryDelayMs: number): Array<{ readonly sent: World; readonly flight: AcquireFlight; readonly untouched: World }> {
   const design = world.config.design;
-  const started = monoNow(world, client);
   const owner: Owner = { client, attempt: world.clients[client]!.attempts + 1 };
   const ckey = counterKey(design, resource);
   const counted = withClient(world, client, (c) => ({ ...c, attempts: owner.attempt }));
-  const attempts = fanOut(counted, client, resource, (node, _i, alive) => {
+  const round = roundOf(counted, client, latencyMs, timeoutMs(world, ttlMs));
+  const startedMono = monoNow(world, client);
+  return fanOut(counted, client, resource, (node, _i, alive) => {
     if (alive) return { node, vote: null as bigint | null };
     const bumped = bumpCounter(node, ckey, tokenBase(world));
     const expiresAtMs = expiryNow(design, node, world.nowMs) + ttlMs;
     return { node: setKey(bumped.node, resource, { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs }), vote: bumped.value };
-  });
-  const reachable = counted.nodes.filter((_n, i) => isReachable(counted, client, i)).length;
-  // With no node to answer there is no reply to wait for: every request fails at once.
-  const later = reachable > 0 ? latencyMs : 0;
-  return attempts.flatMap(({ nodes, votes }): Branch[] => {
-    const afterNodes: World = { ...counted, nodes, nowMs: counted.nowMs + later };
+  }).map(({ nodes, votes }) => ({
+    sent: { ...counted, nodes },
+    flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
+    untouched: counted,
+  }));
+}
+
+/**
+ * A client given no request timeout may bound its wait by the ttl (then it
+ * gives up at the deadline) or not at all: then it gives up when the late
+ * replies come. The same give-up, later.
+ */
+function readLate(gaveUp: readonly Branch[], f: AcquireFlight, earliestMs: number): Branch[] {
+  if (gaveUp.length === 0 || gaveUp[0]!.next.config.requestTimeoutMs !== undefined) return [];
+  const last = Math.max(...f.arrivals.map((a) => (typeof a === 'number' ? Math.max(a, earliestMs) : Number.NEGATIVE_INFINITY)));
+  if (!Number.isFinite(last) || last <= gaveUp[0]!.next.nowMs || f.arrivals.includes('never')) return [];
+  return gaveUp.map((b) => ({ ...b, next: { ...b.next, nowMs: last } }));
+}
+
+/**
+ * The client reads an attempt's replies (from `earliestMs` on: now, or its
+ * resume): a grant needs a quorum of replies in time and positive validity
+ * ttl - elapsed - drift margin, measured on the client's monotonic clock
+ * from before the first request. The token is the highest counter of the
+ * quorum, written back (a second round) to the nodes whose counter is behind
+ * it, so the next quorum, which intersects this one, mints a higher one.
+ * `untouched`: the world as if the requests never arrived (a timed-out
+ * attempt cannot tell), when the attempt is judged in the step that sent it.
+ */
+function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs: number, untouched: World | null): Branch[] {
+  const design = sent.config.design;
+  const { resource, ttlMs, owner } = f;
+  const ckey = counterKey(design, resource);
+  // The ways the round can end differ only in which replies count; the give-up is one way, whichever.
+  return roundEnds(f.arrivals, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }, way): Branch[] => {
+    // Judged at endMs (never before its resume), by the client's clock then.
+    const afterNodes: World = { ...sent, nowMs: endMs };
+    const votes = f.votes.map((v, i) => (counted[i] ? v : null));
     const grantedVotes = votes.filter((v): v is bigint => typeof v === 'bigint');
     // A reply later than the ttl (on the client's clock) is useless: the client has given up and does not
     // know what happened. Exactly at the ttl, the give-up and the reply race: both ways are allowed.
-    const elapsed = monoNow(afterNodes, client) - started;
+    const elapsed = read(sent.clients[client]!.mono, endMs) - f.startedMono;
     const gaveUp: Branch[] =
-      elapsed < ttlMs
+      elapsed < ttlMs || way > 0
         ? []
-        : [
-            { outcome: { kind: 'timed-out' }, next: { ...counted, nowMs: counted.nowMs + later }, events: [] },
-            { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] },
-          ];
-    if (elapsed > ttlMs) return gaveUp;
+        : [...(untouched === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: { ...untouched, nowMs: afterNodes.nowMs }, events: [] }]), { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] }];
+    // At the ttl itself only a reply read in time races the give-up.
+    if (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean))) return [...gaveUp, ...readLate(gaveUp, f, earliestMs)];
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
     if (grantedVotes.length >= quorum(design) && validityMs > 0) {
       const token = grantedVotes.reduce((a, b) => (b > a ? b : a));
       const ghost = ghostOf(afterNodes, resource);
       const epoch = ghost.grants + 1;
-      const lease: Lease = { owner, token, validUntilMs: started + ttlMs - driftMarginMs(design, ttlMs), count: 1, buffered: [], epoch };
+      const lease: Lease = { owner, token, validUntilMs: f.startedMono + ttlMs - driftMarginMs(design, ttlMs), count: 1, buffered: [], epoch };
+      // The write-back goes only to granting nodes whose counter is behind the token (none, while counters are in step); the lease is the client's when it is answered.
+      const behind = votes.map((v) => typeof v === 'bigint' && v < token);
+      const doneMs = behind.some(Boolean) ? roundEndMs(afterNodes, client, 0, timeoutMs(afterNodes, ttlMs), (i) => behind[i]!) : afterNodes.nowMs;
       const written: World = {
         ...afterNodes,
-        nodes: afterNodes.nodes.map((n, i) => (typeof votes[i] === 'bigint' ? raiseCounter(n, ckey, token) : n)),
+        nowMs: doneMs,
+        nodes: afterNodes.nodes.map((n, i) => (behind[i] && receives(afterNodes, client, i) ? raiseCounter(n, ckey, token) : n)),
         ghost: { ...afterNodes.ghost, [resource]: { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken } },
       };
       const next = withClient(written, client, (c) => withLease(c, resource, lease));
@@ -402,9 +504,10 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
         },
       ];
     }
-    // Failed: undo on every node (the client cannot know which ones said yes).
-    const undone = releaseEverywhere(afterNodes, client, resource, owner);
-    const reason = grantedVotes.length >= quorum(design) ? 'validity-exhausted' : reachable < quorum(design) ? 'no-quorum' : 'held';
+    // Failed: undo on every node (the client cannot know which ones said yes), a round of its own.
+    const undone = { ...releaseEverywhere(afterNodes, client, resource, owner), nowMs: roundEndMs(afterNodes, client, 0, timeoutMs(afterNodes, ttlMs)) };
+    const answered = counted.filter(Boolean).length;
+    const reason = grantedVotes.length >= quorum(design) ? 'validity-exhausted' : answered < quorum(design) ? 'no-quorum' : 'held';
     return [...gaveUp, { outcome: { kind: 'denied', reason }, next: undone, events: [] }];
   });
 }
@@ -416,7 +519,13 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
  */
 function acquireSession(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
   const later: World = { ...world, nowMs: world.nowMs + latencyMs };
-  if (!isReachable(world, client, 0)) return single({ kind: 'denied', reason: 'no-quorum' }, later);
+  if (!isReachable(world, client, 0)) {
+    // The statement fails on the open connection, so the client ends its session (7.4, "Unknown outcomes"): its
+    // leases go with it; the close cannot cross the cut link, and the server keeps the locks until heal or keepalive.
+    // A cut link fails at once, as with ttl designs (4.2): no reply to wait for, so latencyMs does not apply.
+    const closed = rulesOf(world.config.design).lateReplyEnds === 'session' ? withClient(world, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : world;
+    return single({ kind: 'denied', reason: 'no-quorum' }, closed);
+  }
   // The client's statement timeout, on its own clock: a later reply is an unknown outcome.
   const elapsed = monoNow(later, client) - monoNow(world, client);
   const timeoutMs = replyTimeoutMs(world.config.design)!;
@@ -479,36 +588,60 @@ function answeredSession(world: World, later: World, client: number, resource: s
   ]);
 }
 
-function extend(world: World, client: number, resource: string, ttlMs: number): readonly Branch[] {
+function extend(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): readonly Branch[] {
+  return extendRefused(world, client, resource) ?? sendExtend(world, client, resource, ttlMs, latencyMs).flatMap(({ sent, flight, events }) => finishExtend(sent, client, flight, world.nowMs, events));
+}
+
+/** An extension the client refuses before sending anything: no lease, or one already over (never revived: the client drops it). */
+function extendRefused(world: World, client: number, resource: string): readonly Branch[] | null {
+  if (world.clients[client]!.leases[resource] === undefined) return single({ kind: 'not-extended', reason: 'not-held' }, world);
+  if (!holdsValid(world, client, resource)) return single({ kind: 'not-extended', reason: 'expired' }, withClient(world, client, (c) => withLease(c, resource, null)));
+  return null;
+}
+
+/** The extension's round goes out: each node that receives it and still holds the client's live key re-arms it. */
+function sendExtend(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): Array<{ readonly sent: World; readonly flight: ExtendFlight; readonly events: readonly WorldEvent[] }> {
   const design = world.config.design;
-  const lease = world.clients[client]!.leases[resource];
-  if (lease === undefined) return single({ kind: 'not-extended', reason: 'not-held' }, world);
-  if (!holdsValid(world, client, resource)) {
-    // An expired lease is never revived: the client drops it.
-    return single({ kind: 'not-extended', reason: 'expired' }, withClient(world, client, (c) => withLease(c, resource, null)));
-  }
-  const started = monoNow(world, client);
-  return fanOut(world, client, resource, (node, index, alive) => {
+  const lease = world.clients[client]!.leases[resource]!;
+  const round = roundOf(world, client, latencyMs, timeoutMs(world, ttlMs));
+  const startedMono = monoNow(world, client);
+  return fanOut(world, client, resource, (node, _index, alive) => {
     const key = node.keys[resource];
     if (!alive || key === undefined || !sameOwner(key.owner, lease.owner)) return { node, vote: false };
     return {
       node: setKey(node, resource, { ...key, ttlMs, expiresAtMs: expiryNow(design, node, world.nowMs) + ttlMs, liveSinceTrueMs: world.nowMs }),
       vote: true,
     };
-  }).map(({ nodes, votes }): Branch => {
-    const changed: WorldEvent[] = nodes.flatMap((n, i): WorldEvent[] => {
+  }).map(({ nodes, votes }) => {
+    const events: WorldEvent[] = nodes.flatMap((n, i): WorldEvent[] => {
       const before = world.nodes[i]!.keys[resource];
       return before !== undefined && n.keys[resource] !== before
         ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'extended' }]
         : [];
     });
-    const yes = votes.filter((v) => v === true).length;
-    const next: World = { ...world, nodes };
-    if (yes >= quorum(design)) {
-      const validUntilMs = started + ttlMs - driftMarginMs(design, ttlMs);
-      return { outcome: { kind: 'extended', validUntilMs }, next: withClient(next, client, (c) => withLease(c, resource, { ...lease, validUntilMs })), events: changed };
-    }
-    return { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next, events: changed };
+    return { sent: { ...world, nodes }, flight: { kind: 'extend', resource, ttlMs, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes: votes.map((v) => v === true) }, events };
+  });
+}
+
+/**
+ * The client reads the extension's replies (from `earliestMs` on): extended
+ * if a quorum answered yes in time and, on its clock when they came, both
+ * the new deadline (from before the requests) and the old one are still
+ * ahead. An old deadline reached just then races the replies.
+ */
+function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: number, events: readonly WorldEvent[]): Branch[] {
+  const design = sent.config.design;
+  const lease = sent.clients[client]!.leases[f.resource];
+  return roundEnds(f.arrivals, f.deadlineMs, earliestMs).flatMap(({ endMs, counted }): Branch[] => {
+    const after: World = { ...sent, nowMs: endMs };
+    const refused: Branch = { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events };
+    if (lease === undefined || lease.validUntilMs === null) return [refused];
+    const yes = f.votes.filter((v, i) => v && counted[i]).length;
+    const validUntilMs = f.startedMono + f.ttlMs - driftMarginMs(design, f.ttlMs);
+    const mono = read(sent.clients[client]!.mono, endMs);
+    if (yes < quorum(design) || mono >= validUntilMs || mono > lease.validUntilMs) return [refused];
+    const extended: Branch = { outcome: { kind: 'extended', validUntilMs }, next: withClient(after, client, (c) => withLease(c, f.resource, { ...lease, validUntilMs })), events };
+    return mono === lease.validUntilMs ? [extended, refused] : [extended];
   });
 }
 
@@ -518,11 +651,13 @@ function reachesServer(world: World, op: Operation): boolean {
   return isSessionBound(world.config.design) && toServer && isReachable(world, op.client, 0);
 }
 
-function release(world: World, client: number, resource: string): readonly Branch[] {
+function release(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
   const design = world.config.design;
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined) return single({ kind: 'not-held' }, world);
   if (isSessionBound(design)) return releaseSession(world, client, resource, lease);
+  // Compare-and-delete on every node that receives it; the client waits for the replies (a release's own bound is 1 s).
+  const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000));
   const cleared = releaseEverywhere(world, client, resource, lease.owner);
   const events: WorldEvent[] = world.nodes.flatMap((n, i): WorldEvent[] => {
     const before = n.keys[resource];
@@ -535,7 +670,7 @@ function release(world: World, client: number, resource: string): readonly Branc
     rulesOf(design).tokenSource === 'cluster-revision' && events.length > 0
       ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) }
       : cleared;
-  return single({ kind: 'released' }, withClient(revised, client, (c) => withLease(c, resource, null)), events);
+  return single({ kind: 'released' }, withClient({ ...revised, nowMs: doneMs }, client, (c) => withLease(c, resource, null)), events);
 }
 
 /** Unlock (session) or commit (transaction): pg-xact applies the buffered writes atomically with the release. */
@@ -543,10 +678,12 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   const design = world.config.design;
   const server = world.nodes[0]!;
   if (!isReachable(world, client, 0)) {
-    // The unlock or commit never arrives: the client gives the lease up, the server keeps the lock until
-    // it notices the dead link, and a transaction's buffered writes are lost with it.
-    const left = rulesOf(design).stacking === 'per-release' && lease.count > 1 ? { ...lease, count: lease.count - 1 } : null;
-    return single({ kind: 'released' }, withClient(world, client, (c) => withLease(c, resource, left)));
+    // The unlock or commit gets no reply: its outcome is unknown, so the client closes the connection (7.4,
+    // "Unknown outcomes"). The close cannot cross the cut link either: the server keeps the lock until it
+    // notices (keepalive, at an advance) or the close arrives (at heal); a transaction's buffered writes are lost.
+    // pg-session: the session goes, with every lease on it; pg-xact: the lease's own transaction.
+    const gone = (c: ClientState): ClientState => (rulesOf(design).lateReplyEnds === 'session' ? { ...c, sessionLost: false, leases: {} } : withLease(c, resource, null));
+    return single({ kind: 'timed-out' }, withClient(world, client, gone));
   }
   const key = server.keys[resource];
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
@@ -567,7 +704,7 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   return single({ kind: 'released' }, withClient(next, client, (c) => withLease(c, resource, null)), events);
 }
 
-function write(world: World, client: number, resource: string, value: string): readonly Branch[] {
+function write(world: World, client: number, resource: string, value: string, latencyMs: number): readonly Branch[] {
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
   if (rulesOf(world.config.design).writes === 'at-commit') {
@@ -576,8 +713,9 @@ function write(world: World, client: number, resource: string, value: string): r
     // Inside the transaction: visible to others only at commit.
     return single({ kind: 'accepted' }, withClient(world, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
   }
+  // The store applies the write when it arrives; its reply may come later.
   const delivered = deliverWrite(world, client, { resource, value, token: lease.token, epoch: lease.epoch });
-  return single(delivered.outcome, delivered.world, [delivered.event]);
+  return single(delivered.outcome, { ...delivered.world, nowMs: world.nowMs + latencyMs }, [delivered.event]);
 }
 
 // ---------------------------------------------------------------------------
@@ -615,9 +753,20 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       return ok(withClient(world, t.client, (c) => ({ ...c, mono: setDrift(c.mono, world.nowMs, f.driftPpm) })));
     }
     case 'pause': {
-      const inFlight = f.inFlight;
-      if (inFlight !== undefined) {
-        return operate(world, inFlight).map((b) => ({ ...b, outcome: { kind: 'ok' } as const, next: withClient(b.next, f.client, (c) => ({ ...c, paused: true, pendingReply: b.outcome })) }));
+      const op = f.inFlight;
+      const pausing = (next: World, inFlight: InFlight, events: readonly WorldEvent[] = []): Branch => ({ outcome: { kind: 'ok' }, next: withClient(next, f.client, (c) => ({ ...c, paused: true, inFlight })), events });
+      if (op?.kind === 'acquire') {
+        // The first round goes out; its replies wait for the resume.
+        return sendAcquire(world, op.client, op.resource, op.ttlMs!, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0).map(({ sent, flight }) => pausing(sent, flight));
+      }
+      if (op?.kind === 'extend') {
+        const refused = extendRefused(world, op.client, op.resource);
+        if (refused !== null) return refused.map((b) => pausing(b.next, { kind: 'reply', outcome: b.outcome, doneMs: b.next.nowMs }));
+        return sendExtend(world, op.client, op.resource, op.ttlMs, op.latencyMs ?? 0).map(({ sent, flight, events }) => pausing(sent, flight, events));
+      }
+      if (op !== undefined) {
+        // Settled when sent; the client reads the outcome at its resume, or when the round ends if that is later.
+        return operate(world, op).map((b) => pausing({ ...b.next, nowMs: world.nowMs }, { kind: 'reply', outcome: b.outcome, doneMs: b.next.nowMs }, b.events));
       }
       const lease = f.pendingWrite === undefined ? undefined : world.clients[f.client]!.leases[f.pendingWrite.resource];
       // The check happens now; only a write that passed it is left pending.
@@ -671,11 +820,38 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       // A session outlives a cut link: the server notices only later, through keepalive (see advance).
       return ok(world.partitions.includes(link) ? world : { ...world, partitions: [...world.partitions, link].sort() });
     }
-    case 'heal':
-      return ok({ ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) });
+    case 'heal': {
+      const healed: World = { ...world, partitions: world.partitions.filter((l) => l !== `${f.client}:${f.node}`) };
+      return ok(isSessionBound(design) && f.node === 0 && world.partitions.includes(`${f.client}:0`) ? closesCross(healed, f.client) : healed);
+    }
+    case 'node-delay':
+      return ok({
+        ...world,
+        nodes: world.nodes.map((n, i) => {
+          if (i !== f.node) return n;
+          const { delay: _old, ...rest } = n;
+          return f.ms === 0 ? rest : { ...rest, delay: f.ms };
+        }),
+      });
     case 'kill-connection':
       return ok(isSessionBound(design) ? dropSessions(world, [f.client]) : world);
   }
+}
+
+/**
+ * A healed link lets through the closes it held back (spec 3, 7.4): a session
+ * (or transaction) the client gave up is ended on the server, and a running
+ * client whose session the server ended unheard now hears of it (a paused one
+ * at resume).
+ */
+function closesCross(world: World, client: number): World {
+  const c = world.clients[client]!;
+  const server = world.nodes[0]!;
+  // Locks of this client that none of its leases stands for: left by a session it closed.
+  const orphans = Object.entries(server.keys).filter(([r, k]) => k.owner.client === client && !(c.leases[r] !== undefined && sameOwner(c.leases[r].owner, k.owner)));
+  const nodes = orphans.length === 0 ? world.nodes : [orphans.reduce((n, [r]) => deleteKey(n, r), server), ...world.nodes.slice(1)];
+  const next: World = { ...world, nodes };
+  return c.sessionLost && !c.paused ? withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} })) : next;
 }
 
 /** Clients cut from the server whose session still holds a lock there: the ones keepalive may end. */
@@ -710,7 +886,7 @@ function dropSessions(world: World, clients: readonly number[], told: 'heard' | 
 /** The client runs again: a write checked before the pause goes out first, unchecked; then it learns of a lost session. */
 function resume(world: World, client: number): readonly Branch[] {
   const c = world.clients[client]!;
-  let next = withClient(world, client, (s) => ({ ...s, paused: false, pendingWrite: null, pendingReply: null }));
+  let next = withClient(world, client, (s) => ({ ...s, paused: false, pendingWrite: null, inFlight: null }));
   const events: WorldEvent[] = [];
   const pending = c.pendingWrite;
   if (pending !== null) {
@@ -729,5 +905,19 @@ function resume(world: World, client: number): readonly Branch[] {
   // A lost session is heard of at resume, unless the link is cut: then at the next statement that gets through.
   const hears = !world.partitions.includes(`${client}:0`);
   if (c.sessionLost && hears) next = withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} }));
-  return single(c.pendingReply ?? { kind: 'ok' }, next, events);
+  const f = c.inFlight;
+  if (f === null) return single({ kind: 'ok' }, next, events);
+  switch (f.kind) {
+    case 'reply':
+      return single(f.outcome, { ...next, nowMs: Math.max(next.nowMs, f.doneMs) }, events);
+    case 'extend':
+      return finishExtend(next, client, f, next.nowMs, events);
+    case 'acquire':
+      // A denied first attempt goes on with its retries, as a blocking acquire does.
+      return finishAcquire(next, client, f, next.nowMs, null).flatMap((b) =>
+        b.outcome.kind !== 'denied' || f.retries === 0
+          ? [b]
+          : acquire({ ...b.next, nowMs: trueTimeOf(b.next.clients[client]!.mono, monoNow(b.next, client) + f.retryDelayMs, b.next.nowMs) }, client, f.resource, f.ttlMs, 0, f.retries - 1, f.retryDelayMs).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
+      );
+  }
 }

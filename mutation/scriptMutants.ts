@@ -7,12 +7,13 @@
  * test/postgres.conformance.test.ts, which start their own servers) runs
  * against each mutant in a copy of the tree; a failing suite kills it.
  *
- * Run: npx tsx mutation/scriptMutants.ts [--list] [--only <substring>] [--jobs N] [--budget-min M] [--no-control]
+ * Run: npx tsx mutation/scriptMutants.ts [--list] [--only <substring>] [--jobs N] [--budget-min M] [--no-control] [--resume]
+ * (--resume keeps the results in reports/mutation/scripts.json and runs only the mutants not in it)
  * (the unmutated suites run first, as a control: they must pass)
  * Writes reports/mutation/scripts.json and prints a summary.
  */
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,10 +91,17 @@ export function editsOf(body: string, language: 'lua' | 'sql'): Edit[] {
     }
   }
   // Shift each constant by one (numbers; key and argument indices are swapped below instead).
+  // A number inside a quoted string is text (an error message), unless the string is the number (a digit-string token).
+  const insideText = (i: number, length: number) => {
+    const line = body.slice(body.lastIndexOf('\n', i) + 1, i);
+    const quotes = (line.match(/'/g) ?? []).length;
+    return quotes % 2 === 1 && !(body[i - 1] === "'" && body[i + length] === "'");
+  };
   for (const m of body.matchAll(/(?<![\w$.[])(\d+)(?![\w.\]])/g)) {
-    if (skipInterpolation(m.index!)) continue;
-    const n = Number(m[1]);
-    for (const to of [n + 1, n - 1]) if (to >= 0) edits.push({ at: m.index!, length: m[0].length, text: String(to), what: `constant ${n} -> ${to}` });
+    if (skipInterpolation(m.index!) || insideText(m.index!, m[0].length)) continue;
+    // BigInt: a token constant (2^63-1) is past a double's exact range.
+    const n = BigInt(m[1]!);
+    for (const to of [n + 1n, n - 1n]) if (to >= 0n) edits.push({ at: m.index!, length: m[0].length, text: String(to), what: `constant ${n} -> ${to}` });
   }
   // Swap each pair of keys (KEYS[i] with KEYS[j], ARGV[i] with ARGV[j], $i with $j).
   const keyPattern = language === 'lua' ? /(KEYS|ARGV)\[(\d)\]/g : /\$(\d)/g;
@@ -176,8 +184,16 @@ async function main(): Promise<void> {
     console.log(`${mutants.length} mutants`);
     return;
   }
-  const results: Array<{ id: string; file: string; description: string; killed: boolean; seconds: number }> = [];
   const out = join(ROOT, 'reports/mutation/scripts.json');
+  const results: Array<{ id: string; file: string; description: string; killed: boolean; seconds: number }> = args.includes('--resume') && existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : [];
+  // Mutants with the same description (one constant at two places) are told apart by their turn.
+  const turn = (list: ReadonlyArray<{ file: string; description: string }>) => list.map((m, i) => `${m.file} ${m.description} #${list.slice(0, i).filter((x) => x.file === m.file && x.description === m.description).length}`);
+  const keys = turn(mutants);
+  // Results of mutants the tool no longer makes are dropped.
+  const kept = turn(results).map((k, i) => (keys.includes(k) ? results[i] : undefined));
+  results.splice(0, results.length, ...kept.filter((r) => r !== undefined));
+  const done = new Set(turn(results));
+  const todo = mutants.filter((_m, i) => !done.has(keys[i]!));
   mkdirSync(dirname(out), { recursive: true });
   // A control run first: a suite that fails unmutated would "kill" every mutant.
   if (!args.includes('--no-control')) {
@@ -194,8 +210,8 @@ async function main(): Promise<void> {
   const worker = async (): Promise<void> => {
     const dir = copyTree();
     try {
-      for (let i = next++; i < mutants.length && Date.now() - startedAt < budgetMs; i = next++) {
-        const m = mutants[i]!;
+      for (let i = next++; i < todo.length && Date.now() - startedAt < budgetMs; i = next++) {
+        const m = todo[i]!;
         const original = readFileSync(join(dir, m.file), 'utf8');
         writeFileSync(join(dir, m.file), m.mutated);
         try {

@@ -29,8 +29,8 @@ const timeOf = (real: Environment) => ({ nowMs: () => real.nowMs(), advanceTo: (
 describe('the adapter API: an environment is time control plus a registry of fault injectors', () => {
   it('what a backend takes is read from the injectors its environment provides', async () => {
     expect(await offeredFaults(simLeaseBackend(designs.redisSingle(), 'strict'))).toEqual(FAULT_KINDS);
-    // The session lock: no expiry (no clock step), no crash, no partition.
-    expect(await offeredFaults(simSessionBackend('strict'))).toEqual(['advance', 'clock-drift', 'pause', 'delay', 'kill-connection']);
+    // The session lock: no expiry (no clock step), no crash; a one-sided partition (spec 3).
+    expect(await offeredFaults(simSessionBackend('strict'))).toEqual(['advance', 'clock-drift', 'pause', 'partition', 'delay', 'kill-connection']);
     expect(await offeredFaults(tinyLock)).toEqual(['advance', 'clock-step', 'pause', 'delay']);
     expect(faultKindsOf({})).toEqual(['advance']);
   });

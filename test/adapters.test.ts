@@ -12,7 +12,9 @@ import { redlockBackend } from '../conformance/adapters/redlock.ts';
 import type { RedlockAdapterOptions } from '../conformance/adapters/redlock.ts';
 import { sesamecareRedlockBackend } from '../conformance/adapters/sesamecareRedlock.ts';
 import { advisoryLockBackend } from '../conformance/adapters/advisoryLock.ts';
-import { redisSemaphoreMutexBackend } from '../conformance/adapters/redisSemaphore.ts';
+import { redisSemaphoreMutexBackend, redisSemaphoreRedlockMutexBackend } from '../conformance/adapters/redisSemaphore.ts';
+import { redlock4Backend } from '../conformance/adapters/redlock4.ts';
+import { ioredisLockBackend } from '../conformance/adapters/ioredisLock.ts';
 import type { Outcome } from '../model/index.ts';
 import { driftMarginMs } from '../model/index.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
@@ -145,6 +147,38 @@ describe('redis-semaphore@5.8.0 Mutex against the redis-single model', () => {
     expect(verdict.message).toMatch(/node 0 still holds client \d's released key on 'r0'/);
     expect(steps.some((s) => s.command.kind === 'pause' && s.command.inFlight?.kind === 'release')).toBe(true);
   }, 300_000);
+});
+
+describe('redlock@4.2.0 (npm latest) against the redlock model', () => {
+  it('a failed extend unlocks every node it reaches, while the caller\'s Lock keeps its expiration (OWN-1, unsafe): its keys are gone under a lease it still reports valid', async () => {
+    const b = redlock4Backend(cluster!);
+    // Found by `lockcheck run --backend lib:redlock@4.2.0 --seed 1`: acquire, three links cut, extend.
+    const r = await checkConformance(b, { seed: 1, path: '15:0:4:3:3:3:3:3:3:3:1' });
+    const { verdict, steps } = conformanceFailure(r);
+    expect(r.failure!.properties).toEqual(['OWN-1']);
+    expect(verdict.consequence.kind).toBe('unsafe');
+    expect(verdict.message).toMatch(/should hold client 0's key on 'r0'.* but holds nothing/);
+    expect(steps.at(-1)!.command.kind).toBe('extend');
+    expect(steps.at(-1)!.actual).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+  }, 120_000);
+});
+
+describe('redis-semaphore@5.8.0 RedlockMutex and @microfleet/ioredis-lock@6.0.1: no deadline', () => {
+  for (const [name, make, path] of [
+    // Shrunk schedules found with seed 1 (RedlockMutex: 30 runs of advance and pause, failing on unsafe only; ioredis-lock: `lockcheck run --seed 1`).
+    ['RedlockMutex', redisSemaphoreRedlockMutexBackend, '13:2:0:0:1:2:2:3:2:2:2:2:4:4:4:3'],
+    ['@microfleet/ioredis-lock', ioredisLockBackend, '0:0:1:0:1:1:1:2:1:1:1:1:1:1:3:3:3:3:3'],
+  ] as const) {
+    it(`${name}: a client paused with its write in flight past the lock's timeout writes after another client's acquire (MUTEX-1, unsafe)`, async () => {
+      const b = make(cluster!);
+      expect(b.contract).toMatchObject({ deadline: 'none', tokens: 'none' });
+      const r = await checkConformance(b, { seed: 1, path, ...(name === 'RedlockMutex' ? { faults: ['advance', 'pause'] as FaultKind[] } : {}), failOn: { consequences: ['unsafe'] } });
+      const { verdict } = conformanceFailure(r);
+      expect(r.failure!.properties).toEqual(['MUTEX-1']);
+      expect(verdict.consequence.kind).toBe('unsafe');
+      expect(verdict.step.actual).toEqual({ kind: 'accepted' });
+    }, 300_000);
+  }
 });
 
 describe('advisory-lock@2.0.0 against the pg-session model', () => {

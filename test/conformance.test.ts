@@ -2,11 +2,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_ATTEMPTS, checkConformance, runLockstep, simLeaseBackend } from '../conformance/index.ts';
+import { MAX_ATTEMPTS, checkConformance, checkMisconfigurations, runLockstep, simLeaseBackend } from '../conformance/index.ts';
+import type { LockParts } from '../conformance/index.ts';
+import type { Lease } from '../impl/lease.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
+import { InvalidInputError } from '../model/errors.ts';
 import { designs } from '../model/index.ts';
 import type { Command, Design, StorePolicy } from '../model/index.ts';
 import { BROKEN } from './fixtures/broken.ts';
-import { usingClient } from '../conformance/sim/usingClient.ts';
+import { usingClient, usingMisconfigurations } from '../conformance/sim/usingClient.ts';
+import { using } from '../impl/using.ts';
 import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { TimingError } from '../conformance/sim/time.ts';
 
@@ -19,6 +24,7 @@ const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('in-memory backends built on the model pass every run', () => {
+  const throughUsing = (extendAtFraction: number) => simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => usingClient(lock, using, extendAtFraction) }, 'memory redlock(3) through using() / strict');
   const cases: ReadonlyArray<readonly [Design, StorePolicy]> = [
     [designs.redisSingle(), 'strict'],
     [designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'],
@@ -28,7 +34,7 @@ describe('in-memory backends built on the model pass every run', () => {
   const backends = [
     ...cases.map(([design, store]) => simLeaseBackend(design, store)),
     // Every lease taken through using(), as application code takes it.
-    simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => usingClient(lock) }, 'memory redlock(3) through using() / strict'),
+    { ...throughUsing(0), misconfigurations: [...throughUsing(0).misconfigurations!, ...usingMisconfigurations(throughUsing)] },
     // Session-bound, in memory: lost sessions and signals without a deadline.
     simSessionBackend('strict'),
   ];
@@ -39,6 +45,59 @@ describe('in-memory backends built on the model pass every run', () => {
       expect(result.runs).toBe(SIM_RUNS);
     });
   }
+
+  it('refuse invalid configurations with InvalidInputError naming the option', async () => {
+    const problems = (await Promise.all(backends.map(checkMisconfigurations))).flat();
+    expect(problems).toEqual([]);
+    // Each lease lock is tried with every bad option; the using() one with bad extension fractions too.
+    expect(backends.map((b) => b.misconfigurations?.length ?? 0)).toEqual([10, 10, 10, 10, 13, 0]);
+  });
+
+  it('reports a lock that takes a bad option instead of refusing it, and an error that does not name the option', async () => {
+    // Clamps driftFactor into range; words its refusal of a negative safety margin vaguely; gives a large clock margin the wrong code.
+    const lax = simLeaseBackend(designs.redisSingle(), 'strict', {
+      lock: (p) => {
+        const o = p as LockParts & { safetyMarginMs?: number };
+        if ((o.safetyMarginMs ?? 0) < 0) throw new InvalidInputError('invalid-config', 'bad option');
+        if (o.clockMarginMs > 1000) throw new InvalidInputError('precondition', 'clockMarginMs too large');
+        return new LeaseLock({ ...o, driftFactor: Math.min(Math.max(Number.isNaN(o.driftFactor) ? 0.01 : o.driftFactor, 0), 0.99) });
+      },
+    });
+    expect(await checkMisconfigurations(lax)).toEqual([
+      `${lax.name}: a lock with driftFactor -0.01 was accepted`,
+      `${lax.name}: a lock with driftFactor 1 was accepted`,
+      `${lax.name}: a lock with driftFactor NaN was accepted`,
+      `${lax.name}: a lock with clockMarginMs 1001 was refused with code precondition, not invalid-config`,
+      `${lax.name}: a lock with safetyMarginMs -1 was refused with "invalid-config: bad option", which does not name safetyMarginMs`,
+    ]);
+  });
+
+  it('using() extends its lease in the background on virtual time while the task runs, and stops and releases when it ends', async () => {
+    // The runner's using() client has no background extension (the model has none it did not ask for): this drives it directly.
+    const locks: LeaseLock[] = [];
+    const backend = simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => (locks.push(lock), usingClient(lock)) });
+    const { env } = await backend.start({ clients: 1, tokenBase: 0n });
+    let lease: Lease | undefined;
+    let finish = (): void => undefined;
+    const task = using(locks[0]!, 'r', { ttlMs: 100, extendAtFraction: 0.5 }, (signal, l) => {
+      lease = l;
+      return new Promise<boolean>((done) => (finish = () => done(signal.aborted)));
+    });
+    const holders = async (): Promise<number> => (await env.inspect!('r')).filter((o) => o === lease!.owner).length;
+    await env.advanceTo(0);
+    // Valid until ttl - (ceil(0.01 * ttl) + 2) = 97; each extension, at half the ttl before the deadline, adds 47 ms.
+    expect(lease!.validUntilMs).toBe(97);
+    for (let t = 10; t <= 350; t += 10) await env.advanceTo(t);
+    expect(lease!.validUntilMs).toBe(97 + 7 * 47);
+    expect(await holders()).toBe(3);
+    finish();
+    expect(await task).toBe(false);
+    expect(lease!.signal.aborted).toBe(true);
+    expect(await holders()).toBe(0);
+    // No extension after the task ended: the deadline stays where it was.
+    await env.advanceTo(1000);
+    expect(lease!.validUntilMs).toBe(97 + 7 * 47);
+  });
 
   it('reports the design findings the model predicts, and only as findings', async () => {
     const unfenced = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'] });

@@ -10,6 +10,7 @@ describe('counterexample file schema', () => {
   it('accepts what run writes', () => {
     expect(parse(good)).toEqual(good);
     expect(parse({ ...good, faults: null })).toMatchObject({ faults: null });
+    expect(parse({ ...good, modelSeeds: true })).toEqual({ ...good, modelSeeds: true });
   });
 
   it.each([
@@ -36,6 +37,7 @@ describe('counterexample file schema', () => {
     ['steps object', { ...good, steps: {} }, /"steps" must be a list/],
     ['step number', { ...good, steps: [1] }, /"steps" holds number, not a string/],
     ['extra field', { ...good, module: './payload.mjs' }, /field "module" is not part of the format/],
+    ['modelSeeds not a boolean', { ...good, modelSeeds: 'yes' }, /"modelSeeds" must be true or false/],
   ])('rejects %s with a typed error (exit code 2)', (_name, value, message) => {
     let error: unknown;
     try {

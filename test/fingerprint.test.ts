@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { Command, NodeState, World } from '../model/index.ts';
 import { alphabetFor, canonicalKey, FAULT_CLASSES, initialWorld, MATRIX_ROWS, step } from '../model/index.ts';
 import { fingerprint } from '../model/fingerprint.ts';
+import { nodeSymmetric } from '../model/explore.ts';
+import { designs, nodeCount } from '../model/index.ts';
 import { enabled } from '../model/world.ts';
 
 const seed = Number(process.env.LOCKCHECK_SEED ?? 20161010);
@@ -85,5 +87,22 @@ describe('fingerprints of orbits (spec 8.4)', () => {
     const w = step(initialWorld({ design: row.design, store: 'strict', clients: 2 }), { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
     expect(fp(swapClients(w), false)).not.toBe(fp(w, false));
     expect(fp(swapClients(w))).toBe(fp(w));
+  });
+
+  it('permute node 0 with the others only where the alphabet addresses every node alike', () => {
+    const redlock = designs.redlock({ nodes: 5 });
+    const symmetric = FAULT_CLASSES.filter((f) => nodeSymmetric(alphabetFor(redlock, f), nodeCount(redlock)));
+    expect(symmetric).toEqual(['none', 'partition', 'delay', 'client-pause', 'clock-drift', 'connection-loss']);
+    // Client 0 cut from node 0, or from node 1: one orbit when node 0 is permuted too, two when it keeps its place.
+    const w = initialWorld({ design: redlock, store: 'strict', clients: 2 });
+    const cut = (node: number): World => step(w, { kind: 'partition', client: 0, node })[0]!.next;
+    const print = (x: World, fixedNodes: number): string => {
+      const out = { hi: 0, lo: 0 };
+      fingerprint(x, out, { fixedNodes });
+      return `${out.hi}:${out.lo}`;
+    };
+    expect(print(cut(0), 0)).toBe(print(cut(1), 0));
+    expect(print(cut(0), 1)).not.toBe(print(cut(1), 1));
+    expect(print(cut(1), 1)).toBe(print(cut(4), 1));
   });
 });

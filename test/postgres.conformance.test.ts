@@ -6,7 +6,7 @@ import { realPostgresBackend } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { brokenProperties, designs, runScenario, SCENARIOS } from '../model/index.ts';
-import type { Design, StorePolicy } from '../model/index.ts';
+import type { Command, Design, StorePolicy } from '../model/index.ts';
 import { advisoryKey } from '../impl/postgres/keys.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../impl/postgres/store.ts';
@@ -60,6 +60,37 @@ describe('the predicted findings come out of generated runs, shrunk', () => {
     const mutex = await checkConformance(backend(designs.pgSession(), 'strict'), { runs: 100, seed: SEED, faults: ['advance', 'pause', 'kill-connection'], failOn: { properties: ['MUTEX-1'] } });
     expect(mutex.failure?.properties).toContain('MUTEX-1');
   }, 300_000);
+
+  it('a session lock under a one-sided partition: keepalive ends the cut holder\'s session unheard and a second client is granted (MUTEX-1), found in generated runs', async () => {
+    // Short schedules: each shrink step runs on the real server.
+    const cut = await checkConformance(backend(designs.pgSession(), 'strict'), { runs: RUNS, seed: SEED, maxCommands: 10, faults: ['advance', 'partition'], failOn: { properties: ['MUTEX-1'] } });
+    expect(cut.failure?.report.verdict.kind).toBe('property-violation');
+    expect(cut.failure?.properties).toEqual(['MUTEX-1']);
+    const kinds = cut.failure!.report.steps.map((s) => s.command.kind);
+    expect(kinds).toContain('partition');
+    expect(kinds).toContain('advance');
+  }, 120_000);
+
+  it('a release on a cut link fails loudly (timed-out) and closes the session; the server keeps the lock until keepalive or the heal', async () => {
+    const r = 'r';
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: r },
+      { kind: 'acquire', client: 0, resource: 'q' },
+      { kind: 'partition', client: 0, node: 0 },
+      { kind: 'release', client: 0, resource: r },
+      { kind: 'acquire', client: 1, resource: r },
+      { kind: 'advance', ms: 30 },
+      { kind: 'acquire', client: 1, resource: r },
+      { kind: 'acquire', client: 1, resource: 'q' },
+      { kind: 'heal', client: 0, node: 0 },
+      { kind: 'acquire', client: 0, resource: 'q' },
+    ];
+    const report = await runLockstep(backend(designs.pgSession(), 'strict'), schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps.map((s) => s.actual.kind)).toEqual(['granted', 'granted', 'ok', 'timed-out', 'denied', 'ok', 'granted', 'granted', 'ok', 'denied']);
+    // Nobody held the lock twice: the released lease was the client's own word, and keepalive ended a session nobody used.
+    expect(report.findings).toEqual([]);
+  }, 60_000);
 
   it('with a durable fenced token, or the data in the lock transaction, the store stays safe in every run', async () => {
     for (const [design, store] of [

@@ -55,6 +55,15 @@ describe('Redis backends agree with their models on real servers', () => {
   }
 });
 
+describe('timing faults on real servers (issue 11, class 2)', () => {
+  it('late replies on every operation, slow and black-holed nodes, request timeouts and rounds in flight across a pause: no conformance failure', async () => {
+    for (const design of [designs.redisSingle(), designs.redlock({ nodes: 3 })]) {
+      const result = await checkConformance(backend(design, 'strict'), { runs: Math.ceil(RUNS / 2), seed: SEED, faults: ['advance', 'pause', 'delay', 'latency', 'slow-node'] });
+      expect(result.failure?.message ?? null).toBeNull();
+    }
+  }, 300_000);
+});
+
 describe('the findings the model predicts come out of generated runs on real servers, shrunk', () => {
   const find = async (design: Design, store: StorePolicy, faults: Parameters<typeof checkConformance>[1] extends infer O ? O extends { faults?: infer F } ? F : never : never, properties: PropertyId[], runs = 200) =>
     checkConformance(backend(design, store), { runs, seed: SEED, faults, failOn: { properties } });

@@ -44,7 +44,7 @@ import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, Environment, LockClient } from '../adapter.ts';
 import type { PostgresTarget } from '../env/postgresBackend.ts';
 import { underOwnNames } from '../env/postgresBackend.ts';
 import { SimNetwork } from '../sim/network.ts';
@@ -76,13 +76,58 @@ export function advisoryLockBackend(server: PostgresTarget, options: { readonly 
     // No deadline (a session lock), no tokens, and no timeout: its pg.Client is opened from a bare connection string.
     contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
     start: ({ clients }) => underOwnNames(server, () => startInstance(server, clients)),
+    concurrent: ADVISORY_LOCK_CONCURRENT,
   };
 }
 
+/** Bound on each library call in a concurrent run (its unknown outcome is recorded as such). */
+const CONCURRENT_CALL_TIMEOUT_MS = 2_000;
+
+/**
+ * The library in a concurrent run, as a user runs it: `advisoryLock(url)(name)`
+ * per resource and `tryLock()`, each call bounded here (the library has no
+ * timeout of its own). Its sessions still have no 'error' listener: a
+ * session the server ends (terminate-backend, a crash) kills the client
+ * process, and the run reports that client's death.
+ */
+export const ADVISORY_LOCK_CONCURRENT: ConcurrentClient = {
+  servers: { kind: 'postgres' },
+  tokens: false,
+  async connect(servers, clock) {
+    const url = servers.pg;
+    if (url === null) throw new Error('advisory-lock needs a PostgreSQL database');
+    const factory = advisoryLock(url);
+    const mutexes = new Map<string, ReturnType<typeof factory>>();
+    const unlocks = new Map<Lease, () => Promise<void>>();
+    return {
+      async acquire(resource) {
+        let mutex = mutexes.get(resource);
+        if (mutex === undefined) mutexes.set(resource, (mutex = factory(resource)));
+        const unlock = await bounded(mutex.tryLock(), 'tryLock', CONCURRENT_CALL_TIMEOUT_MS);
+        if (unlock === undefined) return { kind: 'denied', reason: 'held' };
+        const lease = new LeaseHandle(resource, randomUUID(), 0n, null, clock);
+        unlocks.set(lease, unlock);
+        return { kind: 'granted', lease };
+      },
+      async release(lease) {
+        const unlock = unlocks.get(lease);
+        if (unlock === undefined) return;
+        unlocks.delete(lease);
+        (lease as LeaseHandle).lose('released');
+        await bounded(unlock(), 'unlock', CONCURRENT_CALL_TIMEOUT_MS);
+      },
+      async close() {
+        await Promise.all([...unlocks.values()].map((unlock) => bounded(unlock(), 'unlock at close', CONCURRENT_CALL_TIMEOUT_MS).catch(() => undefined)));
+        unlocks.clear();
+      },
+    };
+  },
+};
+
 /** Rejects when `work` takes longer than `ms` of real time. */
-function bounded<T>(work: Promise<T>, what: string): Promise<T> {
+function bounded<T>(work: Promise<T>, what: string, ms = CALL_TIMEOUT_MS): Promise<T> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`advisory-lock: ${what} took more than ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
+    const timer = setTimeout(() => reject(new Error(`advisory-lock: ${what} took more than ${ms} ms`)), ms);
     work.then(
       (v) => {
         clearTimeout(timer);

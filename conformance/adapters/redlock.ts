@@ -42,7 +42,8 @@ import { checkAcquireInput } from '../input.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
+import { concurrentRedis } from '../stress/client.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
 import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
@@ -65,6 +66,7 @@ export interface RedlockLockLike {
 
 export interface RedlockLike {
   acquire(resources: string[], duration: number): Promise<RedlockLockLike>;
+  on(event: 'error', listener: (error: unknown) => void): unknown;
 }
 
 export interface RedlockSettingsLike {
@@ -121,6 +123,7 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
     contract: redlockContract(options.driftFactor ?? 0.01),
     options: { driftFactor: options.driftFactor ?? 0.01, dateNow: options.dateNow ?? 'client-clock', retryCount: 0 },
     start: ({ clients }) => startInstance(library, cluster, design, clients, options.dateNow ?? 'client-clock'),
+    concurrent: redlockConcurrent(library, options.driftFactor ?? 0.01),
   };
 }
 
@@ -136,6 +139,62 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
 export function redlockContract(driftFactor: number): LibraryContract {
   return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
 }
+
+/** A failed acquire as a denial: 'no-quorum' when fewer than a quorum of nodes answered at all, else 'held'. Rethrows anything but an ExecutionError. */
+async function denial(library: RedlockLibrary, error: unknown): Promise<AcquireResult> {
+  if (!(error instanceof library.ExecutionError)) throw error;
+  // The first (only) attempt's votes; the promise settles once every node has answered or failed.
+  const stats = await error.attempts[0]!;
+  const answered = stats.votesFor.size + [...stats.votesAgainst.values()].filter((e) => e instanceof library.ResourceLockedError).length;
+  return { kind: 'denied', reason: answered < stats.quorumSize ? 'no-quorum' : 'held' };
+}
+
+/**
+ * A Redlock library in a concurrent run (`lockcheck stress`), used as its
+ * README says: one Redlock over five ioredis connections (each command
+ * bounded by a 2 s timeout, as a user's connections should be), an 'error'
+ * listener (the library emits every node's failure, a plain denial included,
+ * and an EventEmitter without one throws), no retries of its own (the
+ * workload backs off and tries again), real time. The lease's deadline is
+ * `lock.expiration` moved onto the shared monotonic clock.
+ */
+export function redlockConcurrent(library: RedlockLibrary, driftFactor = 0.01): ConcurrentClient {
+  return {
+    servers: { kind: 'redis', nodes: 5 },
+    lockKey: redlockKey,
+    tokens: false,
+    async connect(servers, clock) {
+      const nodes = await Promise.all(servers.redis.map(concurrentRedis));
+      const redlock = new library.Redlock(nodes, { driftFactor, retryCount: 0, retryDelay: 0, retryJitter: 0, automaticExtensionThreshold: 500 });
+      redlock.on('error', () => undefined);
+      const locks = new Map<Lease, { handle: LeaseHandle; lock: RedlockLockLike }>();
+      return {
+        async acquire(resource, ttlMs) {
+          try {
+            const lock = await redlock.acquire([redlockKey(resource)], ttlMs);
+            const handle = new LeaseHandle(resource, lock.value, 0n, clock.now() + (lock.expiration - Date.now()), clock);
+            locks.set(handle, { handle, lock });
+            return { kind: 'granted', lease: handle };
+          } catch (error) {
+            return denial(library, error);
+          }
+        },
+        async release(lease) {
+          const held = locks.get(lease);
+          if (held === undefined) return;
+          locks.delete(lease);
+          held.handle.lose('released');
+          await held.lock.release();
+        },
+        async close() {
+          for (const n of nodes) n.disconnect();
+        },
+      };
+    },
+  };
+}
+
+export const REDLOCK_V5_CONCURRENT: ConcurrentClient = redlockConcurrent(REDLOCK_V5);
 
 /** redlock@5.0.0-beta.2 over 5 nodes. */
 export function redlockBackend(cluster: RedisCluster, options: RedlockAdapterOptions = {}): BackendUnderTest {
@@ -188,11 +247,7 @@ async function startInstance(
             locks.set(handle, { handle, lock });
             return { kind: 'granted', lease: handle };
           } catch (error) {
-            if (!(error instanceof library.ExecutionError)) throw error;
-            // The first (only) attempt's votes; the promise settles once every node has answered or failed.
-            const stats = await error.attempts[0]!;
-            const answered = stats.votesFor.size + [...stats.votesAgainst.values()].filter((e) => e instanceof library.ResourceLockedError).length;
-            return { kind: 'denied', reason: answered < stats.quorumSize ? 'no-quorum' : 'held' };
+            return denial(library, error);
           }
         });
 

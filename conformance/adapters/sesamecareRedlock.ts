@@ -7,10 +7,10 @@
  * shared Redlock adapter (redlock.ts).
  */
 import { ExecutionError, Redlock, ResourceLockedError } from '@sesamecare-oss/redlock';
-import type { BackendUnderTest } from '../adapter.ts';
+import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
 import type { RedlockAdapterOptions, RedlockLibrary } from './redlock.ts';
-import { redlockLibraryBackend } from './redlock.ts';
+import { redlockConcurrent, redlockLibraryBackend } from './redlock.ts';
 
 export const SESAMECARE_REDLOCK: RedlockLibrary = {
   name: '@sesamecare-oss/redlock@1.4.0',
@@ -24,3 +24,5 @@ export const SESAMECARE_REDLOCK: RedlockLibrary = {
 export function sesamecareRedlockBackend(cluster: RedisCluster, options: RedlockAdapterOptions = {}): BackendUnderTest {
   return redlockLibraryBackend(SESAMECARE_REDLOCK, cluster, options);
 }
+
+export const SESAMECARE_REDLOCK_CONCURRENT: ConcurrentClient = redlockConcurrent(SESAMECARE_REDLOCK);

@@ -13,8 +13,10 @@ import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
 import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
+import { KEEPALIVE_MS } from '../sim/sessionBackend.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { namespaced } from './namespace.ts';
+import { TcpProxy } from './proxy.ts';
 import { onInterrupt } from './processes.ts';
 import type { PostgresServer } from './postgresServer.ts';
 
@@ -23,12 +25,17 @@ import type { PostgresServer } from './postgresServer.ts';
  * on virtual time; every round trip to the server goes through the network
  * layer (cut, delay, hold while paused). Connection loss is real
  * (pg_terminate_backend), and so are crashes and restarts of the server.
- * A partition cuts the client's round trips only: the server keeps its
- * session, which is what it does until keepalive notices (spec §3; the model
- * allows the server to notice at any later passing of time, and this backend
- * never does, since the real socket is not cut and a termination would be
- * heard at once). pg-xact takes no partition here: a transaction given up on
- * a cut link closes its real socket, which the server would hear.
+ *
+ * A partition (pg-session, on a server lockcheck started) is one-sided, as
+ * spec 3 has it, and cuts the real socket too: each client's session runs
+ * through a TCP proxy of its own, which black-holes the link. A statement on
+ * the cut link fails at once and the client closes its session (7.4,
+ * "Unknown outcomes"); the close is held on the link, so the server keeps
+ * the session's locks. Keepalive is the server ending the cut session once
+ * the link has been cut `keepaliveMs` of true time, at the next advance
+ * (pg_terminate_backend; its goodbye is held on the link too, so the client
+ * is not told). Healing the link lets the held closes through, both ways.
+ * pg-xact takes no partition here.
  */
 export interface PostgresTarget {
   /** postgres:// URL of the database (user, password, host, port, database, options). */
@@ -53,13 +60,21 @@ export function targetOf(server: PostgresServer): PostgresTarget {
 /** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
 const NOTICE_TIMEOUT_MS = 10_000;
 
-export function realPostgresBackend(server: PostgresTarget, design: Design, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
+export function realPostgresBackend(
+  server: PostgresTarget,
+  design: Design,
+  store: StorePolicy,
+  options: { readonly name?: string; /** Cut time after which keepalive ends a cut session (default KEEPALIVE_MS). */ readonly keepaliveMs?: number } = {},
+): BackendUnderTest {
   if (design.kind !== 'pg-session' && design.kind !== 'pg-xact') throw new Error(`realPostgresBackend runs PostgreSQL designs, not ${design.kind}`);
   return {
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    start: (o) => underOwnNames(server, (run) => startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName)),
+    start: (o) =>
+      underOwnNames(server, (run) =>
+        startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName, options.keepaliveMs ?? KEEPALIVE_MS),
+      ),
   };
 }
 
@@ -124,6 +139,7 @@ async function startInstance(
   clients: number,
   tokenBase: bigint,
   applicationName: string,
+  keepaliveMs: number,
 ): Promise<BackendInstance> {
   // A session is ended only by its pid *and* the run's name: a pid reused by someone else's session is never hit.
   const connection: pg.ClientConfig = { connectionString: server.url, application_name: applicationName };
@@ -148,14 +164,24 @@ async function startInstance(
   let up = true;
   const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
   const network: SimNetwork = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up }));
+  // pg-session clients reach the server through proxies of their own: a partition cuts the real socket (spec 3).
+  const proxies: Array<TcpProxy | null> = [];
+  try {
+    for (let c = 0; c < clients; c++) proxies.push(design.kind === 'pg-session' && owned !== null ? await TcpProxy.start(targetOfUrl(server.url)) : null);
+  } catch (e) {
+    await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
+    await admin.end().catch(() => undefined);
+    throw e;
+  }
   const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
   const lossWaiters: Array<Array<() => void>> = Array.from({ length: clients }, () => []);
   const noticed = (client: number): void => {
     for (const w of lossWaiters[client]!.splice(0)) w();
   };
   const locks = clientClocks.map((_c, client) => {
+    const proxy = proxies[client];
     const options = {
-      connection,
+      connection: proxy ? { ...connection, connectionString: throughProxy(server.url, proxy) } : connection,
       clock: time.clockOf(() => clientClocks[client]!),
       tokenBase,
       link: <T>(roundTrip: () => Promise<T>) => network.call(client, 0, roundTrip),
@@ -172,6 +198,7 @@ async function startInstance(
   if (failed !== undefined) {
     await Promise.all([admin, ...opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))].map((c) => c.end().catch(() => undefined)));
     await Promise.all(locks.map((l) => l.close()));
+    await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
     throw failed.reason;
   }
   const storeConnections = opened.map((o) => (o as PromiseFulfilledResult<pg.Client>).value);
@@ -240,13 +267,35 @@ async function startInstance(
         resolve();
       });
     });
+  /** Cut clients: since when (true time), their backends on the server at the cut, and whether keepalive has ended them. */
+  const cut = new Map<number, { readonly sinceMs: number; pids: number[]; ended: boolean }>();
+  /** True time where the last advanceTo left it: only an `advance` moves on from there (an operation's latency moves time in runUntil). */
+  let settledMs = 0;
+  const terminate = async (backends: readonly number[]): Promise<void> => {
+    if (backends.length === 0) return;
+    await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND application_name = $2', [backends, applicationName]);
+  };
+  /** Breaks a cut client's real socket (RST both ways), as the model has a crash or a kill heard through a cut link; the link stays cut. */
+  const resetThrough = (client: number): void => {
+    proxies[client]?.setMode({ kind: 'reset' });
+    proxies[client]?.setMode({ kind: 'blackhole' });
+  };
   const env: Environment = {
     nowMs: () => time.nowMs(),
-    advanceTo: (t) => time.advanceTo(t),
+    advanceTo: async (t) => {
+      const advancing = t > time.nowMs() && time.nowMs() === settledMs;
+      await time.advanceTo(t);
+      settledMs = time.nowMs();
+      if (!advancing) return;
+      // Keepalive, at an advance as the model has it: the server ends a session cut long enough; its goodbye is held on the link.
+      for (const c of cut.values()) {
+        if (c.ended || t - c.sinceMs < keepaliveMs) continue;
+        await terminate(c.pids);
+        c.ended = true;
+      }
+    },
     runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    // No clock step: advisory locks have no expiry, no server clock matters. No partition: a release on a cut link
-    // ends the client's session (the unlock's outcome is unknown, spec 7.4), and the model does not describe release
-    // latency yet ("Not modelled"); a run would judge the model, not the backend.
+    // No clock step: advisory locks have no expiry, no server clock matters.
     faults: {
       clockDrift: async (target, driftPpm) => {
         if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
@@ -260,6 +309,11 @@ async function startInstance(
                 up = false;
                 const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
                 await owned.crash();
+                // A cut client's connection breaks with the server's process all the same (spec 7.7).
+                for (const [client, c] of cut) {
+                  resetThrough(client);
+                  c.pids = [];
+                }
                 await Promise.all(waits);
               },
               restart: async () => {
@@ -272,9 +326,44 @@ async function startInstance(
               },
             },
           }),
+      // A one-sided partition (pg-session, through the clients' proxies: on a server lockcheck started only).
+      ...(proxies.every((p) => p === null)
+        ? {}
+        : {
+            partition: {
+              cut: async (client: number, node: number) => {
+                network.cut(client, node);
+                const proxy = proxies[client];
+                if (proxy === null || proxy === undefined || cut.has(client)) return;
+                proxy.setMode({ kind: 'blackhole' });
+                cut.set(client, { sinceMs: time.nowMs(), pids: pids(client), ended: false });
+              },
+              heal: async (client: number, node: number) => {
+                network.heal(client, node);
+                const c = cut.get(client);
+                if (c === undefined) return;
+                cut.delete(client);
+                const current = pids(client);
+                // The closes held on the link cross: the server ends the sessions the client closed, and the client hears of the one the server ended.
+                const told = c.ended && c.pids.some((pid) => current.includes(pid)) ? notice(client) : null;
+                proxies[client]!.setMode({ kind: 'pass' });
+                await backendsGone(c.pids.filter((pid) => c.ended || !current.includes(pid)));
+                if (told !== null) await told;
+              },
+            },
+          }),
       pause: network.faults().pause,
       delay: network.faults().delay,
-      killConnection: async (client) => endSessions([client]),
+      killConnection: async (client) => {
+        const c = cut.get(client);
+        if (c === undefined) return endSessions([client]);
+        // Every session of the client's ends (also one it closed unheard), and the client hears of it through the cut link too.
+        const told = pids(client).length > 0 ? notice(client) : null;
+        await terminate([...new Set([...c.pids, ...pids(client)])]);
+        c.pids = [];
+        resetThrough(client);
+        if (told !== null) await told;
+      },
     },
   };
   return {
@@ -283,6 +372,21 @@ async function startInstance(
     close: async () => {
       await Promise.all(locks.map((l) => l.close()));
       await Promise.all([admin, ...storeConnections].map((c) => c.end().catch(() => undefined)));
+      await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
     },
   };
+}
+
+/** Where a postgres:// URL points (host and port), for a proxy in front of it. */
+function targetOfUrl(url: string): { host: string; port: number } {
+  const u = new URL(url);
+  return { host: u.hostname, port: u.port === '' ? 5432 : Number(u.port) };
+}
+
+/** The same URL, through `proxy`. */
+function throughProxy(url: string, proxy: TcpProxy): string {
+  const u = new URL(url);
+  u.hostname = proxy.host;
+  u.port = String(proxy.port);
+  return u.toString();
 }

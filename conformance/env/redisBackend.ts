@@ -141,7 +141,7 @@ export function realRedisBackend(
     name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, ...toleranceOn(cluster) },
-    start: (o) => startInstance(cluster, design, store, options.node ?? ((redis, x) => redisLeaseNode(redis, { tokenBase: x.tokenBase })), o.clients, o.tokenBase),
+    start: (o) => startInstance(cluster, design, store, options.node ?? ((redis, x) => redisLeaseNode(redis, { tokenBase: x.tokenBase })), o.clients, o.tokenBase, o.requestTimeoutMs),
   };
 }
 
@@ -403,7 +403,7 @@ class RunKeys {
   }
 }
 
-async function startInstance(cluster: RedisCluster, design: Design, policy: StorePolicy, makeNode: RedisNodeFactory, clients: number, tokenBase: bigint): Promise<BackendInstance> {
+async function startInstance(cluster: RedisCluster, design: Design, policy: StorePolicy, makeNode: RedisNodeFactory, clients: number, tokenBase: bigint, requestTimeoutMs?: number): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, design, { clients });
   const network = run.network;
   let seed = 0x1234567;
@@ -417,12 +417,13 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
         raiseToken: (r, t) => network.call(client, index, () => node.raiseToken(r, t)),
       };
     });
-    const clock = run.clocks[client]!;
+    // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process: what the timing faults need (on servers lockcheck started).
+    const clock = run.shared ? run.clocks[client]! : network.pausable(client, run.clocks[client]!);
     const random = (): number => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed / 2 ** 32;
     };
-    const lock = new LeaseLock({ nodes, clock, driftFactor: driftFactor(design), clockMarginMs: clockMarginMs(design), random });
+    const lock = new LeaseLock({ nodes, clock, driftFactor: driftFactor(design), clockMarginMs: clockMarginMs(design), random, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
     const fenced = redisFencedStore(conn.store, policy);
     return {
       acquire: (resource, o) => lock.acquire(resource, o),
@@ -434,7 +435,9 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
   });
   return {
     clients: lockClients,
-    env: run.env,
+    // lockcheck's own client takes the timing faults too (its clock holds timers while paused, it takes the run's request timeout),
+    // on servers lockcheck started: on the user's, paced to real time, they would only lengthen the runs.
+    env: run.shared ? run.env : { ...run.env, faults: { ...run.env.faults, ...network.timingFaults() } },
     close: () => run.close(),
   };
 }

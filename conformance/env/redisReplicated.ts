@@ -6,14 +6,16 @@
  * password (requirepass, masterauth, sentinel auth-pass); the Sentinel has a
  * random password of its own.
  *
- * The failover fault: `holdReplication()` stops the replica and drops its link
- * (so later writes stay on the primary only), `failover()` kills the primary,
+ * The failover fault: `holdReplication()` drops the replica's link and gives
+ * the replica a wrong masterauth, so it cannot sync again (later writes stay
+ * on the primary only) while it keeps answering Sentinel; `failover()` kills the primary,
  * lets the replica run again and waits until Sentinel names it primary.
  * Deterministic: no write reaches the replica between the two, whatever the timing.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { FakeClockFile } from './faketime.ts';
 import { EnvironmentError, RedisServer } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
 
@@ -21,12 +23,18 @@ import { RespError, type RespValue } from './resp.ts';
 export const MASTER_NAME = 'lockcheck';
 
 export interface ReplicatedOptions {
-  /** Sentinel's down-after-milliseconds: how long the primary must be silent before it is judged down. Default 300. */
+  /**
+   * Sentinel's down-after-milliseconds: how long the primary must be silent before it is judged down. Default 2000.
+   * Sentinel promotes only a replica whose link has been down less than ten times this (plus the primary's down time):
+   * a held replica's link is down from the hold, so a shorter one would leave Sentinel "no good slave" on a slow machine.
+   */
   readonly downAfterMs?: number;
   /** Sentinel's failover-timeout. Default 3000. */
   readonly failoverTimeoutMs?: number;
   /** Bound on each wait of start-up and failover. Default 20000. */
   readonly timeoutMs?: number;
+  /** One wall clock for both data servers (the model's node clock, spec 7.9); their timers run on real time. */
+  readonly clockFile?: FakeClockFile;
 }
 
 const POLL_MS = 50;
@@ -34,20 +42,33 @@ const INSTALL_SENTINEL = 'apt-get update && apt-get install -y --no-install-reco
 
 export class RedisReplicated {
   readonly #timeoutMs: number;
-  #replicaPaused = false;
+  #replicationHeld = false;
+  #primary: RedisServer;
+  #replica: RedisServer;
 
   private constructor(
-    readonly primary: RedisServer,
-    readonly replica: RedisServer,
+    primary: RedisServer,
+    replica: RedisServer,
     readonly sentinel: RedisServer,
     timeoutMs: number,
   ) {
+    this.#primary = primary;
+    this.#replica = replica;
     this.#timeoutMs = timeoutMs;
+  }
+
+  /** The data server serving as primary (after a failover and rejoin, the one that started as the replica). */
+  get primary(): RedisServer {
+    return this.#primary;
+  }
+
+  get replica(): RedisServer {
+    return this.#replica;
   }
 
   /** Starts primary, replica and Sentinel; resolves once the replica is in sync and Sentinel knows it. */
   static async start(options: ReplicatedOptions = {}): Promise<RedisReplicated> {
-    const downAfterMs = options.downAfterMs ?? 300;
+    const downAfterMs = options.downAfterMs ?? 2000;
     const failoverTimeoutMs = options.failoverTimeoutMs ?? 3000;
     const timeoutMs = options.timeoutMs ?? 20_000;
     const password = randomBytes(24).toString('base64url');
@@ -56,12 +77,14 @@ export class RedisReplicated {
       // The primary also carries masterauth: it comes back as a replica after a failover.
       // A full sync starts at once, not after the default 5 s wait for more replicas (either may serve one).
       const serving = [`masterauth ${password}`, 'repl-diskless-sync-delay 0'];
-      const primary = await RedisServer.start({ persistence: 'none', password, config: serving });
+      const clock = options.clockFile === undefined ? {} : { clockFile: options.clockFile, realMonotonic: true };
+      const primary = await RedisServer.start({ persistence: 'none', password, config: serving, ...clock });
       started.push(primary);
       const replica = await RedisServer.start({
         persistence: 'none',
         password,
         config: [...serving, `replicaof ${primary.host} ${primary.port}`],
+        ...clock,
       });
       started.push(replica);
       // Sentinel learns of replicas from the primary's INFO, which it asks for at once and then every 10 s:
@@ -148,27 +171,28 @@ export class RedisReplicated {
   }
 
   /**
-   * Stops replication once the replica has caught up: the replica is paused
-   * (SIGSTOP) and the primary drops its link (the reset discards whatever was
-   * in flight), so no write made from now on can reach the replica.
+   * Stops replication once the replica has caught up: the replica is given a
+   * wrong masterauth and the primary drops its link (the reset discards
+   * whatever was in flight), so no write made from now on can reach it. The
+   * replica keeps running: Sentinel only promotes a replica that has answered
+   * its PING and INFO lately (a paused one was "no good slave" after a few s).
    */
   async holdReplication(): Promise<void> {
     // Everything before the hold reaches the replica first (a replicate step): only later writes are held back.
     await this.#until('the replica to catch up', () => this.replicaInSync());
-    this.replica.pause();
-    this.#replicaPaused = true;
+    await this.#configSet(this.replica, 'masterauth', randomBytes(24).toString('base64url'));
+    this.#replicationHeld = true;
     const killed = await this.primary.command(['CLIENT', 'KILL', 'TYPE', 'replica']);
     if (killed !== 1) throw new Error(`the primary dropped ${describe(killed)} replica links, expected 1`);
   }
 
-  /** Kills the primary (SIGKILL), lets the replica run and waits until Sentinel has promoted it. */
+  /** Kills the primary (SIGKILL) and waits until Sentinel has promoted the replica. */
   async failover(): Promise<void> {
     await this.primary.crash();
-    if (this.#replicaPaused) {
-      this.replica.resume();
-      this.#replicaPaused = false;
-    }
     await this.#until('Sentinel to promote the replica', async () => (await this.primaryPort()) === this.replica.port && (await info(this.replica, 'replication'))['role'] === 'master');
+    // The promoted one will be a replica again one day (after a later failover): it needs the right password then.
+    if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
+    this.#replicationHeld = false;
   }
 
   /**
@@ -178,13 +202,31 @@ export class RedisReplicated {
    * then WAIT 1 on the new primary cannot succeed.
    */
   async rejoin(): Promise<void> {
-    await this.primary.restart();
-    const reply = await this.primary.command(['REPLICAOF', this.replica.host, String(this.replica.port)]);
+    const [old, promoted] = [this.#primary, this.#replica];
+    await old.restart();
+    // Its config file may carry the wrong masterauth of a hold (Sentinel rewrote it at a promotion): set the right one.
+    await this.#configSet(old, 'masterauth', old.password);
+    const reply = await old.command(['REPLICAOF', promoted.host, String(promoted.port)]);
     if (reply !== 'OK') throw new Error(`REPLICAOF: ${describe(reply)}`);
     await this.#until('the old primary to rejoin as a replica', async () => {
-      const r = await info(this.primary, 'replication');
-      return r['role'] === 'slave' && r['master_port'] === String(this.replica.port) && r['master_link_status'] === 'up';
+      const r = await info(old, 'replication');
+      return r['role'] === 'slave' && r['master_port'] === String(promoted.port) && r['master_link_status'] === 'up';
     });
+    // The roles have changed places: a later failover fails the promoted one over to the rejoined one.
+    this.#primary = promoted;
+    this.#replica = old;
+  }
+
+  /** Lets a held replica sync again (the end of holdReplication), waiting until it has caught up. */
+  async releaseReplication(): Promise<void> {
+    if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
+    this.#replicationHeld = false;
+    await this.#until('the replica to catch up', () => this.replicaInSync());
+  }
+
+  async #configSet(server: RedisServer, name: string, value: string): Promise<void> {
+    const reply = await server.command(['CONFIG', 'SET', name, value]);
+    if (reply !== 'OK') throw new Error(`CONFIG SET ${name}: ${describe(reply)}`);
   }
 
   /** Stops all three and removes their directories. Idempotent. */

@@ -40,6 +40,11 @@ export interface RedisServerOptions {
   config?: readonly string[];
   /** Run as Redis Sentinel (redis-sentinel) instead of a data server. */
   sentinel?: boolean;
+  /**
+   * With a clockFile: fake the wall clock only, and let timers run on the real monotonic clock
+   * (replication and Sentinel's checks need the server's cron to run while the wall clock is held).
+   */
+  realMonotonic?: boolean;
 }
 
 const HOST = '127.0.0.1';
@@ -62,6 +67,7 @@ export class RedisServer {
   readonly password: string;
   readonly #config: readonly string[];
   readonly #sentinel: boolean;
+  readonly #realMonotonic: boolean;
   #port: number;
   readonly #dir: string;
   readonly #preload: string | null;
@@ -77,6 +83,7 @@ export class RedisServer {
   private constructor(options: RedisServerOptions, dir: string, preload: string | null) {
     this.persistence = options.persistence;
     this.clockFile = options.clockFile ?? null;
+    this.#realMonotonic = options.realMonotonic ?? false;
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     this.password = options.password ?? randomBytes(24).toString('base64url');
     this.#config = options.config ?? [];
@@ -264,6 +271,7 @@ export class RedisServer {
       env['LD_PRELOAD'] = this.#preload;
       env['FAKETIME_TIMESTAMP_FILE'] = this.clockFile.path;
       env['FAKETIME_NO_CACHE'] = '1';
+      if (this.#realMonotonic) env['DONT_FAKE_MONOTONIC'] = '1';
     }
     return env;
   }

@@ -8,6 +8,7 @@ import type { LeaseLockOptions } from '../../impl/leaseLock.ts';
 import { LeaseLock } from '../../impl/leaseLock.ts';
 import type { LeaseNode } from '../../impl/leaseNode.ts';
 import type { BackendInstance, BackendUnderTest, Environment, InstanceOptions, LockClient } from '../adapter.ts';
+import type { Misconfiguration } from '../configuration.ts';
 import type { Endpoint } from './network.ts';
 import { SimNetwork } from './network.ts';
 import { leaseNodeOver, SimRedisNode } from './redisNode.ts';
@@ -28,6 +29,8 @@ export interface LockParts {
   readonly driftFactor: number;
   readonly clockMarginMs: number;
   readonly random: () => number;
+  /** The run's request timeout (absent: the operation's ttl). */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface SimParts {
@@ -68,8 +71,31 @@ export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimPa
     design,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
     start: async (options) => startSim(design, store, parts, options),
+    misconfigurations: leaseLockMisconfigurations(design, store, parts),
   };
 }
+
+/** Lock options out of range, each just past an end or not a whole number: the lock must refuse them as it is built. */
+const BAD_LOCK_OPTIONS: ReadonlyArray<{ readonly what: string; readonly names: string; readonly options: (nodes: readonly LeaseNode[]) => Partial<LeaseLockOptions> }> = [
+  { what: 'no nodes', names: 'nodes', options: () => ({ nodes: [] }) },
+  { what: '16 nodes', names: 'nodes', options: (nodes) => ({ nodes: Array.from({ length: 16 }, (_v, i) => nodes[i % nodes.length]!) }) },
+  ...[-0.01, 1, Number.NaN].map((driftFactor) => ({ what: `driftFactor ${driftFactor}`, names: 'driftFactor', options: () => ({ driftFactor }) })),
+  ...[-1, 1.5, 1001].map((clockMarginMs) => ({ what: `clockMarginMs ${clockMarginMs}`, names: 'clockMarginMs', options: () => ({ clockMarginMs }) })),
+  ...[-1, 0.5].map((safetyMarginMs) => ({ what: `safetyMarginMs ${safetyMarginMs}`, names: 'safetyMarginMs', options: () => ({ safetyMarginMs }) })),
+];
+
+function leaseLockMisconfigurations(design: Design, store: StorePolicy, parts: SimParts): Misconfiguration[] {
+  return BAD_LOCK_OPTIONS.map(({ what, names, options }) => ({
+    what: `a lock with ${what}`,
+    names,
+    attempt: async () => {
+      const lock = (p: LockParts): LeaseLock => (parts.lock ?? ((q: LockParts) => new LeaseLock(q)))({ ...p, ...options(p.nodes) } as LockParts);
+      const instance = startSim(design, store, { ...parts, lock }, { clients: 1, tokenBase: 0n });
+      await instance.close();
+    },
+  }));
+}
+
 
 function startSim(design: Design, policy: StorePolicy, parts: SimParts, options: InstanceOptions): BackendInstance {
   const time = new VirtualTime();
@@ -78,7 +104,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
   const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? storeServer : nodes[e]!));
   const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
   const clients: LockClient[] = clientClocks.map((_c, client) => {
-    const clock = time.clockOf(() => clientClocks[client]!);
+    const clock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
     const wallClock = time.clockOf(() => ({ ...clientClocks[client]!, readingMs: clientClocks[client]!.readingMs + WALL_EPOCH_MS }));
     const lockParts: LockParts = {
       nodes: nodes.map((node, index) => parts.node?.(network, client, index, node) ?? leaseNodeOver(network, client, index, node)),
@@ -87,6 +113,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
       driftFactor: driftFactor(design),
       clockMarginMs: clockMarginMs(design),
       random: seeded(0x5eed + client * 7919),
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     };
     const lock = parts.lock?.(lockParts) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);
     return {
@@ -107,6 +134,7 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
       },
       crash: { crash: async (node) => nodes[node]!.crash(), restart: async (node) => nodes[node]!.restart() },
       ...network.faults(),
+      ...network.timingFaults(),
       // A Redis connection carries no lock state: the client reconnects.
       killConnection: async () => undefined,
     },

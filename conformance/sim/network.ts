@@ -1,3 +1,4 @@
+import type { MonotonicClock } from '../../impl/clock.ts';
 import { UnavailableError } from '../../impl/errors.ts';
 import type { FaultInjectors } from '../faults.ts';
 import type { VirtualTime } from './time.ts';
@@ -5,8 +6,14 @@ import type { VirtualTime } from './time.ts';
 /**
  * The in-process network between clients and servers. A request runs on the
  * server at once (the server's step is atomic); its reply reaches the client
- * after the link's delay, and not before the client resumes if it is paused.
- * A cut link or a server that is down fails the call at once (a reset).
+ * after the link's delay and the node's own, and not before the client
+ * resumes if it is paused. A paused client does nothing until it resumes:
+ * its timers wait (on the clocks made by pausable()), so does every reply
+ * and reset, and with them whatever it would send next; at the resume the
+ * timers that came due fire first, then the replies arrive, as for a
+ * stopped process. A cut link or a server that is down fails the
+ * call at once (a reset); a black-holed node swallows the request and never
+ * answers (the client's own timeout ends the wait).
  */
 export type Endpoint = number | 'store';
 
@@ -19,6 +26,8 @@ export class SimNetwork {
   readonly #cut = new Set<string>();
   readonly #delay = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
   readonly #held = new Map<number, Array<() => void>>();
+  readonly #nodeDelay = new Map<number, number | 'never'>();
+  readonly #heldTimers = new Map<number, Array<{ readonly fire: () => void; cancelled: boolean }>>();
   /** Real requests still on the wire. */
   readonly #io = new Set<Promise<unknown>>();
 
@@ -34,9 +43,16 @@ export class SimNetwork {
    */
   async call<T>(client: number, endpoint: Endpoint, request: () => T | Promise<T>): Promise<T> {
     if (this.#cut.has(`${client}:${endpoint}`) || !this.servers(endpoint).reachable()) {
+      // A reset comes at once, but a client that has just paused reads it only when it resumes.
+      await Promise.resolve();
+      const held = this.#held.get(client);
+      if (held !== undefined) await new Promise<void>((resolve) => held.push(resolve));
       throw new UnavailableError(`client ${client} cannot reach ${endpoint === 'store' ? 'the store' : `node ${endpoint}`}`);
     }
     const sentAtMs = this.time.nowMs();
+    const own = endpoint === 'store' ? 0 : (this.#nodeDelay.get(endpoint) ?? 0);
+    // Swallowed: the caller's deadline is all that ends its wait.
+    if (own === 'never') return new Promise<T>(() => undefined);
     let reply: { ok: true; value: T } | { ok: false; error: unknown };
     try {
       const value = request();
@@ -56,7 +72,7 @@ export class SimNetwork {
       reply = { ok: false, error };
     }
     const delay = this.#delay.get(client);
-    const delayMs = delay !== undefined && delay.sentAtMs === sentAtMs ? delay.ms : 0;
+    const delayMs = (delay !== undefined && delay.sentAtMs === sentAtMs ? delay.ms : 0) + own;
     if (delayMs > 0) await this.time.sleep(delayMs);
     else await Promise.resolve();
     const held = this.#held.get(client);
@@ -89,16 +105,58 @@ export class SimNetwork {
     else this.#delay.set(client, { ms, sentAtMs: this.time.nowMs() });
   }
 
-  /** The client is paused: its replies wait. */
-  hold(client: number): void {
-    if (!this.#held.has(client)) this.#held.set(client, []);
+  /** Every reply from lock node `node` takes `ms` longer (0: none), or never comes. */
+  setNodeDelay(node: number, ms: number | 'never'): void {
+    if (ms === 0) this.#nodeDelay.delete(node);
+    else this.#nodeDelay.set(node, ms);
   }
 
-  /** The client runs again: the replies it missed arrive. */
+  /** The client's clock, with its timers held while the client is paused. */
+  pausable(client: number, clock: MonotonicClock): MonotonicClock {
+    return {
+      now: () => clock.now(),
+      schedule: (atMs, fn) => {
+        const timer = { fire: fn, cancelled: false };
+        const cancel = clock.schedule(atMs, () => {
+          const held = this.#heldTimers.get(client);
+          if (held !== undefined) held.push(timer);
+          else fn();
+        });
+        return () => {
+          timer.cancelled = true;
+          cancel();
+        };
+      },
+    };
+  }
+
+  /** The client is paused: its sends, timers and replies wait. */
+  hold(client: number): void {
+    if (!this.#held.has(client)) this.#held.set(client, []);
+    if (!this.#heldTimers.has(client)) this.#heldTimers.set(client, []);
+  }
+
+  /** The client runs again: the timers that came due fire, then the replies it missed arrive. */
   release(client: number): void {
+    const timers = this.#heldTimers.get(client) ?? [];
+    this.#heldTimers.delete(client);
     const waiting = this.#held.get(client) ?? [];
     this.#held.delete(client);
+    for (const t of timers) if (!t.cancelled) t.fire();
     for (const deliver of waiting) deliver();
+  }
+
+  /**
+   * The timing faults this layer injects (issue 11, class 2): late replies
+   * on every operation and rounds in flight across a pause (`latency`; the
+   * clients' clocks must be pausable()), and slow or black-holed nodes
+   * (`nodeDelay`; the clients must take the run's requestTimeoutMs).
+   */
+  timingFaults(): Required<Pick<FaultInjectors, 'latency' | 'nodeDelay'>> {
+    return {
+      latency: async (client, ms) => this.setDelay(client, ms),
+      nodeDelay: async (node, ms) => this.setNodeDelay(node, ms),
+    };
   }
 
   /** The faults this layer injects, as injectors of an Environment's `faults` (take the ones the backend offers). */

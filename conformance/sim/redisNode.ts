@@ -96,6 +96,13 @@ export class SimRedisNode implements Server {
     return this.#keys.delete(resource);
   }
 
+  /** INCR alone: the broken "token minted in a second round trip, after the SET". */
+  incr(resource: string): bigint {
+    const token = (this.#counters.get(resource) ?? this.tokenBase) + 1n;
+    this.#counters.set(resource, token);
+    return token;
+  }
+
   raiseToken(resource: string, token: bigint): void {
     if ((this.#counters.get(resource) ?? this.tokenBase) < token) this.#counters.set(resource, token);
   }

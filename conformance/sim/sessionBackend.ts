@@ -2,9 +2,9 @@ import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { StorePolicy } from '../../model/design.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, designs } from '../../model/design.ts';
-import { checkResource, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkResource, InvalidInputError } from '../../model/errors.ts';
 import { sleep } from '../../impl/clock.ts';
-import { TimeoutError, withTimeout } from '../../impl/errors.ts';
+import { TimeoutError, UnavailableError, withTimeout } from '../../impl/errors.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
@@ -24,6 +24,13 @@ import { VirtualTime } from './time.ts';
  * 'connection-lost') and opens a new session. The session-bound paths of
  * the runner (lost sessions, held signals with no deadline) run in memory
  * with this backend, checked against the pg-session model.
+ *
+ * A partition is one-sided, as spec 3 has it: a statement on a cut link
+ * fails, and the client then closes its session (7.4, "Unknown outcomes"),
+ * but the close does not cross the link: the server keeps that session's
+ * locks until the link heals or keepalive ends it (the environment's
+ * `keepaliveMs` of cut time, at the next advance). A session the server ends
+ * that way is not told to the client until the link heals.
  */
 export class SimSessionServer implements Server {
   readonly #locks = new Map<string, { session: number; count: number }>();
@@ -73,6 +80,8 @@ export class SimSessionLock {
   #session: number;
   #attempt = 0;
   readonly #held = new Map<string, { lease: LeaseHandle; count: number }>();
+  /** Sessions this client closed on a cut link: the server ends them when the close gets through. */
+  readonly closedUnheard: number[] = [];
 
   constructor(
     private readonly network: SimNetwork,
@@ -95,13 +104,22 @@ export class SimSessionLock {
     if (options.ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a session lock has no ttl');
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
     for (let attempt = 0; ; attempt++) {
       const session = this.#session;
       const r = await withTimeout(this.clock, this.statementTimeoutMs, 'statement', this.network.call(this.client, 0, () => this.server.tryLock(session, resource))).catch((e: unknown) => {
-        if (e instanceof TimeoutError) return null;
+        if (e instanceof TimeoutError) return 'late' as const;
+        if (e instanceof UnavailableError) return 'cut' as const;
         throw e;
       });
-      if (r === null) return this.lateReply(session);
+      if (r === 'late') return this.lateReply(session);
+      if (r === 'cut') {
+        // The statement failed on the open connection: its outcome is unknown, so the session is closed.
+        this.closeUnheard(session);
+        if (attempt >= retries) return { kind: 'denied', reason: 'no-quorum' };
+        await sleep(this.clock, options.retryDelayMs ?? 0);
+        continue;
+      }
       if (r.kind === 'granted') {
         const lease = new LeaseHandle(resource, `sim-pg:${session}:${++this.#attempt}`, r.token, null, this.clock);
         this.#held.set(resource, { lease, count: 1 });
@@ -113,7 +131,7 @@ export class SimSessionLock {
         return { kind: 'granted', lease: held.lease };
       }
       if (attempt >= retries) return { kind: 'denied', reason: 'held' };
-      await sleep(this.clock, options.retryDelayMs ?? 0);
+      await sleep(this.clock, retryDelayMs);
     }
   }
 
@@ -125,7 +143,29 @@ export class SimSessionLock {
       held.lease.lose('released');
     }
     const session = this.#session;
-    await this.network.call(this.client, 0, () => this.server.unlock(session, lease.resource));
+    try {
+      await this.network.call(this.client, 0, () => this.server.unlock(session, lease.resource));
+    } catch (e) {
+      if (!(e instanceof UnavailableError)) throw e;
+      this.releaseFailed(session, lease.resource, e);
+    }
+  }
+
+  /**
+   * The unlock did not get through: its outcome is unknown, so the client
+   * closes the session (every lease on it is lost) and says so (spec 7.4).
+   * Overridable only to build broken fixtures.
+   */
+  protected releaseFailed(session: number, resource: string, cause: UnavailableError): void {
+    this.closeUnheard(session);
+    throw new UnavailableError(`release of '${resource}' failed; the session was closed, so the server frees the lock once it sees the close`, { cause });
+  }
+
+  /** Closes `session` on a cut link: the client's leases on it are lost now, the server hears of it when the link heals. */
+  private closeUnheard(session: number): void {
+    if (session !== this.#session) return;
+    this.closedUnheard.push(session);
+    this.connectionLost();
   }
 
   /** The owner value of this client's lease on `resource` if `session` is its current one (for inspect). */
@@ -163,9 +203,14 @@ export class SimSessionLock {
   }
 }
 
+/** Cut time after which the server's keepalive ends a cut client's session (at the next advance), by default. */
+export const KEEPALIVE_MS = 20;
+
 export interface SimSessionParts {
   /** A client's session lock. Default: SimSessionLock. */
   readonly lock?: (...args: ConstructorParameters<typeof SimSessionLock>) => SimSessionLock;
+  /** Cut time after which keepalive ends a cut session (default KEEPALIVE_MS). */
+  readonly keepaliveMs?: number;
 }
 
 export function simSessionBackend(store: StorePolicy, parts: SimSessionParts = {}, name = `memory pg-session / ${store}`): BackendUnderTest {
@@ -195,19 +240,55 @@ function startSession(policy: StorePolicy, parts: SimSessionParts, options: Inst
     store: storeOver(network, client, store),
     clock,
   }));
+  const keepaliveMs = parts.keepaliveMs ?? KEEPALIVE_MS;
+  /** Cut clients, with the true time of the cut; and those whose session the server ended unheard. */
+  const cutSince = new Map<number, number>();
+  const endedUnheard = new Set<number>();
+  let settledMs = 0;
   const env: Environment = {
     nowMs: () => time.nowMs(),
-    advanceTo: (t) => time.advanceTo(t),
+    advanceTo: async (t) => {
+      // Only an `advance` moves time here from where the last one left it (an operation's latency moves it in runUntil):
+      // the model has keepalive act at an advance only.
+      const advancing = t > time.nowMs() && time.nowMs() === settledMs;
+      await time.advanceTo(t);
+      settledMs = time.nowMs();
+      if (!advancing) return;
+      // Keepalive: a session cut long enough is ended by the server; nobody tells the client.
+      for (const [client, since] of cutSince) {
+        if (t - since < keepaliveMs) continue;
+        const { lock } = locks[client]!;
+        for (const session of lock.closedUnheard.splice(0)) server.endSession(session);
+        server.endSession(lock.session);
+        endedUnheard.add(client);
+      }
+    },
     runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-    // No clock step (advisory locks have no expiry: no server clock matters), no crash, no partition.
+    // No clock step (advisory locks have no expiry: no server clock matters), no crash.
     faults: {
       clockDrift: async (target, driftPpm) => {
         if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
       },
       pause: network.faults().pause,
       delay: network.faults().delay,
+      partition: {
+        cut: async (client, node) => {
+          network.cut(client, node);
+          if (!cutSince.has(client)) cutSince.set(client, time.nowMs());
+        },
+        heal: async (client, node) => {
+          network.heal(client, node);
+          cutSince.delete(client);
+          // The closes held back cross now: the client's closed sessions end, and it hears of one the server ended.
+          const { lock } = locks[client]!;
+          for (const session of lock.closedUnheard.splice(0)) server.endSession(session);
+          if (endedUnheard.delete(client)) lock.connectionLost();
+        },
+      },
       killConnection: async (client) => {
         const { lock } = locks[client]!;
+        // Every session of the client's on the server: also one it closed that the server has not heard of.
+        for (const session of lock.closedUnheard.splice(0)) server.endSession(session);
         server.endSession(lock.session);
         lock.connectionLost();
       },

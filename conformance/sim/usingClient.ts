@@ -2,7 +2,8 @@ import type { Lease } from '../../impl/lease.ts';
 import type { LeaseLock } from '../../impl/leaseLock.ts';
 import type { UsingOptions } from '../../impl/using.ts';
 import { LockNotAcquiredError, using } from '../../impl/using.ts';
-import type { LockClient } from '../adapter.ts';
+import type { BackendUnderTest, LockClient } from '../adapter.ts';
+import type { Misconfiguration } from '../configuration.ts';
 
 type Using = typeof using;
 
@@ -15,12 +16,12 @@ type Using = typeof using;
  * Background extension is off (extendAtFraction 0): the model has no
  * extension the client did not ask for. Extend goes to the lock.
  */
-export function usingClient(lock: LeaseLock, run: Using = using): Pick<LockClient, 'acquire' | 'extend' | 'release'> {
+export function usingClient(lock: LeaseLock, run: Using = using, extendAtFraction = 0): Pick<LockClient, 'acquire' | 'extend' | 'release'> {
   const tasks = new Map<Lease, { readonly finish: () => void; readonly done: Promise<unknown> }>();
   return {
     acquire: (resource, options) =>
       new Promise((resolve, reject) => {
-        const o: UsingOptions = { ...options, extendAtFraction: 0 };
+        const o: UsingOptions = { ...options, extendAtFraction };
         // using() calls the task only after its acquire resolved: `task.done` is set by then.
         const task: { done?: Promise<unknown> } = {};
         task.done = run(lock, resource, o, (_signal, lease) =>
@@ -43,4 +44,23 @@ export function usingClient(lock: LeaseLock, run: Using = using): Pick<LockClien
       await task.done.catch(() => undefined);
     },
   };
+}
+
+/**
+ * using() must refuse an extendAtFraction outside [0, 1) (it would plan each
+ * extension at or before now: a spin) with InvalidInputError naming it.
+ */
+export function usingMisconfigurations(backendWith: (extendAtFraction: number) => BackendUnderTest): Misconfiguration[] {
+  return [-0.5, 1, Number.NaN].map((fraction) => ({
+    what: `using() with extendAtFraction ${fraction}`,
+    names: 'extendAtFraction',
+    attempt: async () => {
+      const instance = await backendWith(fraction).start({ clients: 1, tokenBase: 0n });
+      try {
+        await instance.clients[0]!.acquire('r', { ttlMs: 10 });
+      } finally {
+        await instance.close();
+      }
+    },
+  }));
 }

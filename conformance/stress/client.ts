@@ -11,6 +11,7 @@ import type { FencedStore } from '../../impl/fencedStore.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { sharedClock } from './sharedClock.ts';
+import { loadConcurrent } from './adapterRef.ts';
 
 /**
  * One client process's lock and store, as the workload uses them. Every call
@@ -36,8 +37,21 @@ export async function connectClient(backend: ClientBackend): Promise<StressClien
     .with({ kind: 'redis' }, (b) => redisClient(b))
     .with({ kind: 'pg-session' }, (b) => pgSessionClient(b))
     .with({ kind: 'pg-xact' }, (b) => pgXactClient(b))
+    .with({ kind: 'adapter' }, (b) => adapterClient(b))
     .with({ kind: 'etcd' }, (b) => etcdStressClient(b))
     .exhaustive();
+}
+
+/**
+ * An ioredis connection as a stress client wants it, connected: every command
+ * bounded (COMMAND_TIMEOUT_MS), no offline queue (a command on a broken link
+ * fails at once), reconnecting every 20 ms after a crash. A node that is down
+ * now is one it reconnects to. For adapters' concurrent clients (lockcheck/kit).
+ */
+export async function concurrentRedis(url: string): Promise<Redis> {
+  const redis = redisConnection(url);
+  await redis.connect().catch(() => undefined);
+  return redis;
 }
 
 function redisConnection(url: string): Redis {
@@ -71,6 +85,43 @@ async function redisClient(b: Extract<ClientBackend, { kind: 'redis' }>): Promis
     pids: () => [],
     close: async () => {
       for (const r of [...nodes, storeConnection]) r.disconnect();
+    },
+  };
+}
+
+async function adapterClient(b: Extract<ClientBackend, { kind: 'adapter' }>): Promise<StressClient> {
+  const concurrent = await loadConcurrent(b.adapter);
+  const lock = await concurrent.connect(b.servers, sharedClock);
+  const register = b.store !== null ? await redisRegister(b.store, b.storePolicy) : b.servers.pg !== null ? storeOutside(b.servers.pg, b.storePolicy) : null;
+  if (register === null) {
+    await lock.close();
+    throw new Error('an adapter client needs a Redis store or a PostgreSQL database for its register');
+  }
+  return {
+    acquire: (resource, ttlMs) => lock.acquire(resource, ttlMs),
+    read: async (lease) => (await register.store.read(lease.resource)).value,
+    write: async (lease, value) => (await register.store.write(lease.resource, lease.token, value)).kind,
+    release: async (lease) => {
+      await lock.release(lease);
+      return true;
+    },
+    pids: () => [...(lock.backendPids?.() ?? [])],
+    close: async () => {
+      try {
+        await lock.close();
+      } finally {
+        await register.close();
+      }
+    },
+  };
+}
+
+async function redisRegister(url: string, policy: FencePolicy): Promise<{ store: FencedStore; close(): Promise<void> }> {
+  const connection = await concurrentRedis(url);
+  return {
+    store: redisFencedStore(connection, policy),
+    close: async () => {
+      connection.disconnect();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { onExitKill } from '../env/processes.ts';
+import type { AdapterRef } from './adapterRef.ts';
 import type { ClientConfig, FromClient, ToClient } from './protocol.ts';
 
 const WORKER = fileURLToPath(new URL('./worker.mjs', import.meta.url));
@@ -56,12 +57,18 @@ export class ClientFleet {
             clearTimeout(timer);
             reject(new Error(`client process ${i} exited during start-up (${signal ?? code})\n${stderr[i]}`));
           });
+          let started = false;
           child.on('message', (raw: unknown) => {
             const m = raw as FromClient;
             if (m.kind === 'ready') {
               clearTimeout(timer);
+              started = true;
               resolve();
             } else onMessage(i, m);
+          });
+          // A client process that dies in a run (a library that crashes it on an unhandled 'error') is that client's error.
+          child.once('exit', (code, signal) => {
+            if (started) onMessage(i, { kind: 'exited', message: `its process exited (${signal ?? `code ${code}`}): ${lastLine(stderr[i]!)}` });
           });
         }),
       );
@@ -78,6 +85,17 @@ export class ClientFleet {
 
   get size(): number {
     return this.#children.length;
+  }
+
+  /** The client's process is still there (it may have died in an earlier run). */
+  alive(client: number): boolean {
+    const child = this.#children[client]!;
+    return child.exitCode === null && child.signalCode === null && child.connected;
+  }
+
+  /** Asks the client to load an adapter before a run (it answers `prepared`). */
+  prepare(client: number, adapter: AdapterRef): void {
+    this.#send(client, { kind: 'prepare', adapter });
   }
 
   start(client: number, config: ClientConfig): void {
@@ -143,6 +161,12 @@ export class ClientFleet {
     const child = this.#children[client]!;
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   }
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n').filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
+  // Node prints the error's own line (`Error: …`, `error: …`) between the throwing source line and the stack.
+  return (lines.find((l) => /^[\w.]*(Error|error)( \[\w+\])?: /.test(l.trim())) ?? lines[lines.length - 1] ?? 'no message').trim().slice(0, 300);
 }
 
 function killChild(child: ChildProcess): void {

@@ -62,6 +62,8 @@ export interface NemesisOptions {
   readonly ttlMaxMs: number;
   /** A killed server stays down at least this long. */
   readonly restartDelayMs: number;
+  /** The Redis key holding the lock on a resource (clock-step-holder looks for the holder's nodes there). */
+  readonly lockKey: (resource: string) => string;
 }
 
 type Armed = { readonly fault: (typeof TARGETED_FAULTS)[number]; readonly done: () => void };
@@ -291,7 +293,7 @@ export class Nemesis {
         return true;
       })
       .with('clock-step-holder', async () => {
-        const holding = await servers.nodesHolding(g.resource, g.owner);
+        const holding = await servers.nodesHolding(this.#o.lockKey(g.resource), g.owner);
         if (holding.length !== servers.quorum) return false;
         const n = holding[this.#o.random.int(0, holding.length - 1)]!;
         const ms = 2 * this.#o.ttlMaxMs;

@@ -1,4 +1,6 @@
+import type { ConcurrentServers } from '../adapter.ts';
 import type { HistoryEvent, MetaEvent } from '../history/event.ts';
+import type { AdapterRef } from './adapterRef.ts';
 
 /** What clients and the nemesis record: every event but the header. */
 export type RecordedEvent = Exclude<HistoryEvent, MetaEvent>;
@@ -14,6 +16,9 @@ export type ClientBackend =
   | { readonly kind: 'pg-session'; readonly url: string; readonly storePolicy: FencePolicy }
   /** The write goes into the lock's own transaction: committed with the release, discarded with the lock. */
   | { readonly kind: 'pg-xact'; readonly url: string }
+  /** An adapter's concurrent client on the servers it asked for; the register is in the Redis store, or in PostgreSQL outside the lock. */
+  /** `tokens: false`: its leases carry no fencing token, and the history records none. */
+  | { readonly kind: 'adapter'; readonly adapter: AdapterRef; readonly tokens: boolean; readonly servers: ConcurrentServers; readonly store: string | null; readonly storePolicy: FencePolicy }
   /** An etcd cluster's members (client URLs); the register is a fenced store in the same cluster, as in Jepsen's etcd analysis. */
   | { readonly kind: 'etcd'; readonly hosts: readonly string[]; readonly storePolicy: FencePolicy };
 
@@ -42,6 +47,8 @@ export interface ClientConfig {
 }
 
 export type ToClient =
+  /** Load an adapter's concurrent client now (answered by `prepared`), so that the run's time is not spent importing it. */
+  | { readonly kind: 'prepare'; readonly adapter: AdapterRef }
   | { readonly kind: 'start'; readonly config: ClientConfig }
   /** The gate opens: write now. */
   | { readonly kind: 'go' }
@@ -62,7 +69,11 @@ export interface GateRequest {
 
 export type FromClient =
   | { readonly kind: 'ready' }
+  /** The adapter is loaded (or `error` says why not). */
+  | { readonly kind: 'prepared'; readonly error?: string }
   | { readonly kind: 'events'; readonly events: readonly RecordedEvent[] }
   | GateRequest
   | { readonly kind: 'done'; readonly cycles: number }
-  | { readonly kind: 'error'; readonly message: string };
+  | { readonly kind: 'error'; readonly message: string }
+  /** Not sent by a client: the fleet's word that a client process died during a run. */
+  | { readonly kind: 'exited'; readonly message: string };

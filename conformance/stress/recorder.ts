@@ -18,6 +18,23 @@ export class Recorder {
     }
   }
 
+  /**
+   * A client process died: its holds end now (a dead process believes
+   * nothing). Records a `signal` for each grant of `process` that no release
+   * or signal has ended yet.
+   */
+  endHolds(process: number, reason: string): void {
+    const open = new Map<string, { resource: string; owner: string; token?: string }>();
+    for (const e of this.#events) {
+      if (e.process !== process || !('resource' in e) || !('owner' in e) || e.owner === undefined) continue;
+      const key = `${e.resource}\u0000${e.owner}`;
+      if (e.type === 'ok' && 'op' in e && e.op === 'acquire') open.set(key, { resource: e.resource, owner: e.owner, ...(e.token !== undefined ? { token: e.token } : {}) });
+      else if (e.type === 'signal' || (e.type === 'invoke' && 'op' in e && e.op === 'release')) open.delete(key);
+    }
+    const time = sharedNowMs();
+    this.add([...open.values()].map((h) => ({ type: 'signal' as const, process, time, ...h, reason })));
+  }
+
   get size(): number {
     return this.#events.length;
   }

@@ -1,3 +1,6 @@
+import type { ConcurrentClient } from '../adapter.ts';
+import { keysFor } from '../../impl/redis/keys.ts';
+import type { AdapterRef } from './adapterRef.ts';
 import type { RecordedEvent } from './protocol.ts';
 import { ClientFleet } from './fleet.ts';
 import type { NemesisFault } from './nemesis.ts';
@@ -37,6 +40,20 @@ export interface RunOptions {
   readonly maxFaults?: number;
   /** A killed server stays down at least this long (Redlock's delayed restart: longer than any ttl). Default 0. */
   readonly restartDelayMs?: number;
+  /** The clients drive this adapter's concurrent client instead of the layout's own lock (its servers: layoutOf). */
+  readonly adapter?: StressAdapter;
+}
+
+/** An adapter in a stress run: where the client processes load it from, and its client as loaded here. */
+export interface StressAdapter {
+  readonly name: string;
+  readonly ref: AdapterRef;
+  readonly client: ConcurrentClient;
+}
+
+/** The servers an adapter's concurrent client asks for, as the stress backend that starts them. */
+export function layoutOf(client: ConcurrentClient): StressBackend {
+  return client.servers.kind === 'postgres' ? 'pg-session' : client.servers.nodes === 1 ? 'redis-single' : 'redlock';
 }
 
 export interface StressRun {
@@ -57,6 +74,10 @@ export function checkStressOptions(backend: StressBackend, o: RunOptions): void 
     if (why !== null) throw new RangeError(why);
   }
   if (o.ttlMinMs > o.ttlMaxMs) throw new RangeError(`ttl range ${o.ttlMinMs}-${o.ttlMaxMs} is empty`);
+  if (o.adapter !== undefined) {
+    if (layoutOf(o.adapter.client) !== backend) throw new RangeError(`${o.adapter.name} runs on ${layoutOf(o.adapter.client)} servers, not ${backend}`);
+    if (o.adapter.client.tokens === false && o.store !== 'unfenced') throw new RangeError(`${o.adapter.name} hands out no fencing tokens: its register's store must be unfenced, not ${o.store}`);
+  }
 }
 
 export async function runStress(o: StressOptions): Promise<StressRun> {
@@ -132,14 +153,19 @@ export class StressSession {
     const t0 = sharedNowMs();
     const { clients, backend } = this.#o;
     const fleet = this.#fleet;
+    if (o.adapter !== undefined) await this.#prepare(o.adapter);
     const random = new Random(o.seed);
     const recorder = new Recorder();
     const clientErrors: string[] = [];
-    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0 });
+    const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0, lockKey: o.adapter?.client.lockKey ?? ((r) => keysFor(r).lock) });
     let cycles = 0;
-    let done = 0;
+    const finishedClients = new Set<number>();
     let allDone!: () => void;
     const finished = new Promise<void>((resolve) => (allDone = resolve));
+    const finish = (client: number): void => {
+      finishedClients.add(client);
+      if (finishedClients.size === clients) allDone();
+    };
     this.#route = (client, m) => {
       switch (m.kind) {
         case 'events':
@@ -150,13 +176,19 @@ export class StressSession {
           return;
         case 'done':
           cycles += m.cycles;
-          if (++done === clients) allDone();
+          finish(client);
           return;
         case 'error':
           clientErrors.push(`client ${client}: ${m.message}`);
-          if (++done === clients) allDone();
+          finish(client);
+          return;
+        case 'exited':
+          clientErrors.push(`client ${client}: ${m.message}`);
+          recorder.endHolds(client, 'process-exited');
+          finish(client);
           return;
         case 'ready':
+        case 'prepared':
           return;
       }
     };
@@ -165,15 +197,21 @@ export class StressSession {
     const gate = o.nemesis.some(isTargeted);
     const prefix = `s${this.#runs++}-`;
     for (let c = 0; c < clients; c++) {
+      if (!fleet.alive(c)) {
+        clientErrors.push(`client ${c}: its process is gone (it exited in an earlier run)`);
+        finish(c);
+        continue;
+      }
       fleet.start(c, {
         process: c,
         seed: (o.seed + 7919 * (c + 1)) | 0,
-        backend: this.#servers.clientBackend(c, o.store),
+        backend: this.#servers.clientBackend(c, o.store, o.adapter !== undefined ? { ref: o.adapter.ref, tokens: o.adapter.client.tokens ?? true } : undefined),
         workload: { resources: o.resources, prefix, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, untilMs, maxCycles: o.maxCycles ?? Number.MAX_SAFE_INTEGER, gate },
       });
     }
-    this.#progress(`${backend}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
-    const ticker = setInterval(() => this.#progress(`${backend}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
+    const label = o.adapter?.name ?? backend;
+    this.#progress(`${label}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
+    const ticker = setInterval(() => this.#progress(`${label}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
     try {
       await Promise.race([nemesis.run(untilMs, o.maxFaults), finished]);
       await nemesis.finish();
@@ -196,6 +234,29 @@ export class StressSession {
     return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors };
   }
 
+  /** Has every live client process load the adapter before the run's clock starts (bounded); a failure to load ends the run. */
+  async #prepare(adapter: StressAdapter): Promise<void> {
+    const live = Array.from({ length: this.#o.clients }, (_v, c) => c).filter((c) => this.#fleet.alive(c));
+    const waiting = new Map<number, () => void>();
+    const errors: string[] = [];
+    const all = Promise.all(live.map((c) => new Promise<void>((resolve) => waiting.set(c, resolve))));
+    this.#route = (client, m) => {
+      if (m.kind === 'prepared') {
+        if (m.error !== undefined) errors.push(`client ${client}: ${m.error}`);
+        waiting.get(client)?.();
+      } else if (m.kind === 'exited') {
+        waiting.get(client)?.(); // the run reports a process that is gone
+      }
+    };
+    for (const c of live) this.#fleet.prepare(c, adapter.ref);
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([all.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PREPARE_TIMEOUT_MS)))]);
+    clearTimeout(timer);
+    this.#route = () => undefined;
+    if (!inTime) throw new Error(`the client processes did not load ${adapter.name} within ${PREPARE_TIMEOUT_MS} ms`);
+    if (errors.length > 0) throw new Error(`the client processes could not load ${adapter.name}: ${errors[0]}`);
+  }
+
   /** Lets the client processes go and stops the servers. */
   async stop(): Promise<void> {
     this.#progress(`${this.#o.backend}: stopping clients and servers`);
@@ -206,6 +267,9 @@ export class StressSession {
     }
   }
 }
+
+/** Bound on the client processes loading an adapter (TypeScript through tsx, on a loaded machine). */
+const PREPARE_TIMEOUT_MS = 60_000;
 
 /** Bound on the clients finishing their cycles once asked (their calls are bounded by their own timeouts). */
 const RUN_END_TIMEOUT_MS = 30_000;

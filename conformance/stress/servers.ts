@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { match } from 'ts-pattern';
-import { keysFor } from '../../impl/redis/keys.ts';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { FakeClockFile } from '../env/faketime.ts';
 import { PostgresServer } from '../env/postgresServer.ts';
 import { onExitKill } from '../env/processes.ts';
 import { TcpProxy } from '../env/proxy.ts';
 import { RedisServer } from '../env/redisServer.ts';
+import type { AdapterRef } from './adapterRef.ts';
 import { EtcdCluster } from '../env/etcdCluster.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 
@@ -42,12 +42,13 @@ export interface StressServers {
   readonly links: readonly (readonly TcpProxy[])[];
   /** Majority of the lock nodes. */
   readonly quorum: number;
-  clientBackend(client: number, store: FencePolicy): ClientBackend;
+  /** What client `client` drives: the layout's own lock, or an adapter's concurrent client on these servers. */
+  clientBackend(client: number, store: FencePolicy, adapter?: { readonly ref: AdapterRef; readonly tokens: boolean }): ClientBackend;
   /** Redis: steps node's clock by deltaMs (cumulative); throws without faked clocks. */
   stepClock(node: number, deltaMs: number): void;
   readonly clocksFaked: boolean;
-  /** Redis: which nodes hold `resource` for `owner` now (asked directly, not through the proxies). */
-  nodesHolding(resource: string, owner: string): Promise<number[]>;
+  /** Redis: which nodes hold the lock key `key` for `owner` now (asked directly, not through the proxies). */
+  nodesHolding(key: string, owner: string): Promise<number[]>;
   /** PostgreSQL: ends these backends (pg_terminate_backend, waiting until they are gone). */
   terminate(pids: readonly number[]): Promise<void>;
   /** PostgreSQL: the backends holding an advisory lock now. */
@@ -110,19 +111,19 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
       links,
       quorum: Math.floor(count / 2) + 1,
       clocksFaked: clocks !== null,
-      clientBackend: (client, storePolicy) => ({
-        kind: 'redis',
-        nodes: nodes.map((s, i) => (o.proxied ? url(links[client]![i]!.host, links[client]![i]!.port, s) : url(s.host, s.port, s))),
-        store: url(store.host, store.port, store),
-        storePolicy,
-      }),
+      clientBackend: (client, storePolicy, adapter) => {
+        const nodeUrls = nodes.map((s, i) => (o.proxied ? url(links[client]![i]!.host, links[client]![i]!.port, s) : url(s.host, s.port, s)));
+        const storeUrl = url(store.host, store.port, store);
+        return adapter !== undefined
+          ? { kind: 'adapter', adapter: adapter.ref, tokens: adapter.tokens, servers: { redis: nodeUrls, pg: null }, store: storeUrl, storePolicy }
+          : { kind: 'redis', nodes: nodeUrls, store: storeUrl, storePolicy };
+      },
       stepClock: (node, deltaMs) => {
         if (clocks === null) throw new Error('stepClock: the nodes run on the real clock');
         offsets[node]! += deltaMs;
         clocks[node]!.setOffset(offsets[node]!);
       },
-      nodesHolding: async (resource, owner) => {
-        const key = keysFor(resource).lock;
+      nodesHolding: async (key, owner) => {
         const values = await Promise.all(nodes.map((s) => (s.running && !s.paused ? s.command(['GET', key], 500).catch(() => null) : Promise.resolve(null))));
         return values.flatMap((v, i) => (v === owner ? [i] : []));
       },
@@ -168,8 +169,9 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
       links,
       quorum: 1,
       clocksFaked: false,
-      clientBackend: (client, storePolicy) => {
+      clientBackend: (client, storePolicy, adapter) => {
         const url = o.proxied ? urlVia(links[client]![0]!.host, links[client]![0]!.port) : urlVia(server.host, server.port);
+        if (adapter !== undefined) return { kind: 'adapter', adapter: adapter.ref, tokens: adapter.tokens, servers: { redis: [], pg: url }, store: null, storePolicy };
         return match(o.backend)
           .with('pg-xact', (): ClientBackend => ({ kind: 'pg-xact', url }))
           .otherwise((): ClientBackend => ({ kind: 'pg-session', url, storePolicy }));

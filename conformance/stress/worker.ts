@@ -1,6 +1,7 @@
 import type { ClientConfig, FromClient, GateRequest, ToClient } from './protocol.ts';
 import { connectClient } from './client.ts';
 import { runWorkload } from './workload.ts';
+import { loadConcurrent } from './adapterRef.ts';
 
 /**
  * A client process of a stress session (forked by the runner through
@@ -25,6 +26,11 @@ process.on('message', (raw: unknown) => {
     const open = openGate;
     openGate = null;
     open?.();
+  } else if (m.kind === 'prepare') {
+    loadConcurrent(m.adapter).then(
+      () => send({ kind: 'prepared' }),
+      (e: unknown) => send({ kind: 'prepared', error: e instanceof Error ? e.message : String(e) }),
+    );
   } else if (m.kind === 'start') {
     stopping = false;
     void run(m.config);

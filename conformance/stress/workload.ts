@@ -35,8 +35,9 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
   const random = new Random(config.seed);
   const w = config.workload;
   const p = config.process;
-  const ttl = config.backend.kind === 'redis' || config.backend.kind === 'etcd';
+  const ttl = config.backend.kind === 'redis' || config.backend.kind === 'etcd' || (config.backend.kind === 'adapter' && config.backend.servers.redis.length > 0);
   const fenced = config.backend.kind !== 'pg-xact' && config.backend.storePolicy !== 'unfenced';
+  const tokens = config.backend.kind !== 'adapter' || config.backend.tokens;
   let buffer: RecordedEvent[] = [];
   const record = (e: Unstamped<OperationEvent>): void => {
     buffer.push({ ...e, process: p, time: sharedNowMs() } as OperationEvent);
@@ -72,9 +73,10 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
       await sleepMs(random.int(0, BACKOFF_MAX_MS));
       continue;
     }
-    const held = { resource, owner: lease.owner, token: lease.token.toString() };
+    // A lock without fencing tokens (a library's) records none: FENCE-1 then has nothing to judge.
+    const held = { resource, owner: lease.owner, ...(tokens ? { token: lease.token.toString() } : {}) };
     record({ type: 'ok', op: 'acquire', ...held, ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}) });
-    watchSignal(lease, p, (e) => buffer.push(e));
+    watchSignal(lease, p, tokens, (e) => buffer.push(e));
 
     let write: { readonly invokeTime: number; readonly value: string; readonly prev: string | null; outcome: 'ok' | 'fail' | 'info'; readonly reason?: string; readonly time: number } | null = null;
     if (!lease.signal.aborted) {
@@ -85,7 +87,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
       if (read.kind === 'ok' && !lease.signal.aborted) {
         if (w.gate) {
           flush();
-          await io.gate({ kind: 'gate', ...held, ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}), pids: client.pids() });
+          await io.gate({ kind: 'gate', ...held, token: held.token ?? 'none', ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}), pids: client.pids() });
         }
         const value = `${p}.${cycles}`;
         const invokeTime = sharedNowMs();
@@ -106,7 +108,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
       let outcome = write.outcome;
       if (config.backend.kind === 'pg-xact' && outcome === 'ok' && !committed) outcome = lostBeforeRelease ? 'fail' : 'info';
       if (config.backend.kind === 'pg-xact' && outcome === 'info' && lostBeforeRelease) outcome = 'fail';
-      const base = { op: 'write' as const, process: p, resource, key: resource, value: write.value, prev: write.prev, ...(fenced ? { token: held.token } : {}) };
+      const base = { op: 'write' as const, process: p, resource, key: resource, value: write.value, prev: write.prev, ...(fenced && held.token !== undefined ? { token: held.token } : {}) };
       return [
         { ...base, type: 'invoke', time: write.invokeTime },
         { ...base, type: outcome, time: write.time, ...(outcome !== 'ok' ? { reason: write.reason ?? (lostBeforeRelease ? 'transaction-lost' : 'commit-unknown') } : {}) },
@@ -129,12 +131,12 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
 }
 
 /** Records the lease's signal when it fires for any reason but its release (the release's invoke already ends the hold). */
-function watchSignal(lease: Lease, p: number, push: (e: RecordedEvent) => void): void {
+function watchSignal(lease: Lease, p: number, tokens: boolean, push: (e: RecordedEvent) => void): void {
   const signal = lease.signal;
   const fire = (): void => {
     const reason = reasonOf(lease);
     if (reason === 'released') return;
-    push({ type: 'signal', process: p, time: sharedNowMs(), resource: lease.resource, owner: lease.owner, token: lease.token.toString(), reason });
+    push({ type: 'signal', process: p, time: sharedNowMs(), resource: lease.resource, owner: lease.owner, ...(tokens ? { token: lease.token.toString() } : {}), reason });
   };
   if (signal.aborted) fire();
   else signal.addEventListener('abort', fire, { once: true });

@@ -78,7 +78,7 @@ export const tinyLock: BackendUnderTest = {
         store: storeOver(network, c, store),
         async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
           // Bad input is refused before anything is sent (the suite checks it).
-          checkAcquireInput(resource, { ttlMs, retries }, true);
+          checkAcquireInput(resource, { ttlMs, retries, retryDelayMs }, true);
           for (let tries = 0; ; tries++) {
             const result = await this.tryAcquire(resource, ttlMs);
             if (result.kind !== 'denied' || tries >= retries) return result;

@@ -1,8 +1,8 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { checkDuration, checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { ConnectionConfigError, TimeoutError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 
@@ -66,6 +66,36 @@ export function configError(e: unknown): ConnectionConfigError | null {
   if (code === '3D000') return new ConnectionConfigError('unknown-database', message);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`);
   return null;
+}
+
+/**
+ * SQLSTATEs that say the server is unreachable, going away, out of
+ * connections, or that a statement was cancelled or lost a race: an outage or
+ * a timeout, retried as `no-quorum`. Every other SQLSTATE is a refusal.
+ */
+const TRANSIENT_CLASSES = new Set(['08', '40', '53', '57', '58']);
+
+/** Missing objects: the schema lockcheck expects is not there, or not as it expects. */
+const SCHEMA_STATES = new Set(['3F000', '42P01', '42703', '42704', '42883', '42P02']);
+
+/**
+ * A failure no retry can fix, typed: wrong credentials, database or host
+ * (ConnectionConfigError), or a statement the server refused
+ * (ServerRefusedError: permission 42501, a missing schema or table, any other
+ * SQL error). Null for connection loss and timeouts (errors with no SQLSTATE,
+ * or one of an outage): only those are `no-quorum` or an unknown outcome.
+ */
+export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError | null {
+  const config = configError(e);
+  if (config !== null) return config;
+  // Only an error the server sent carries a SQLSTATE; a socket's code (EPIPE, ECONNRESET) is a lost connection.
+  if (!(e instanceof pg.DatabaseError)) return null;
+  const code = e.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || TRANSIENT_CLASSES.has(code.slice(0, 2))) return null;
+  const message = e instanceof Error ? e.message : String(e);
+  if (code === '42501') return new ServerRefusedError('permission', code, message, { cause: e });
+  if (SCHEMA_STATES.has(code)) return new ServerRefusedError('schema', code, message, { cause: e });
+  return new ServerRefusedError('statement', code, message, { cause: e });
 }
 
 /**

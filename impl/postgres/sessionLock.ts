@@ -4,7 +4,7 @@ import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
+import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
@@ -68,6 +68,8 @@ export class PostgresSessionLock {
   readonly #held = new Map<string, Held>();
   #attempt = 0;
   #closed = false;
+  /** Settles when the last statement sent on this lock's connection has. */
+  #inOrder: Promise<void> = Promise.resolve();
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
@@ -114,8 +116,8 @@ export class PostgresSessionLock {
     try {
       client = await this.connection();
     } catch (e) {
-      const config = configError(e);
-      if (config !== null) throw config;
+      const refused = refusal(e);
+      if (refused !== null) throw refused;
       // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
@@ -139,6 +141,8 @@ export class PostgresSessionLock {
       // end the session so the server drops whatever it holds (on a broken connection it went already).
       if (this.#client === client) this.destroy(client);
       if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
+      const refused = refusal(e);
+      if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
   }
@@ -149,10 +153,18 @@ export class PostgresSessionLock {
     this.lost(client);
   }
 
-  /** One statement, bounded; a named one is prepared once per connection. */
+  /**
+   * One statement, bounded (its wait for earlier ones included); a named one
+   * is prepared once per connection. Statements of concurrent callers go out
+   * one after another: node-postgres queues them itself only until pg 9.
+   */
   private query(client: pg.Client, statement: string | { readonly name: string; readonly text: string }, values: unknown[]): Promise<pg.QueryResult> {
     const config = typeof statement === 'string' ? { text: statement, values } : { ...statement, values };
-    return this.#s.statement(() => client.query(config));
+    return this.#s.statement(() => {
+      const reply = this.#inOrder.then(() => client.query(config));
+      this.#inOrder = reply.then(ignore, ignore);
+      return reply;
+    });
   }
 
   private connection(): Promise<pg.Client> {
@@ -163,7 +175,7 @@ export class PostgresSessionLock {
         keepAlive: true,
         connectionTimeoutMillis: this.#s.timeoutMs,
         statement_timeout: this.#s.timeoutMs,
-        query_timeout: this.#s.timeoutMs,
+        // No query_timeout: every statement is bounded by the lock's own timer already (one timer per query, not two).
         ...this.#options.connection,
       });
       // Any failure of the connection ends the session and every lock on it.
@@ -196,3 +208,5 @@ export class PostgresSessionLock {
     if (client !== undefined) this.#options.onConnectionLost?.();
   }
 }
+
+const ignore = (): void => undefined;

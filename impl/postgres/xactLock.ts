@@ -5,7 +5,7 @@ import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, replyMissing, TokenOverflowError } from './attempts.ts';
+import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKey } from './keys.ts';
 import { ensureSchema, MINT } from './schema.ts';
@@ -141,14 +141,16 @@ export class PostgresTransactionLock {
       }
     } catch (e) {
       // One more level of the same transaction's lock: whatever happened is released at its commit.
+      const refused = refusal(e);
+      if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     let client: pg.Client;
     try {
       client = await this.take();
     } catch (e) {
-      const config = configError(e);
-      if (config !== null) throw config;
+      const refused = refusal(e);
+      if (refused !== null) throw refused;
       // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
@@ -168,6 +170,8 @@ export class PostgresTransactionLock {
       // The lock may be held by this transaction: drop the connection so the server aborts it.
       this.drop(client);
       if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
+      const refused = refusal(e);
+      if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
   }

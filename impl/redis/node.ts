@@ -3,13 +3,16 @@ import { checkToken } from '../../model/errors.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { withLockCommands } from './commands.ts';
 import { keysFor } from './keys.ts';
-import { ConnectionConfigError, InvalidInputError, ReplicationError, TokenOverflowError } from '../errors.ts';
+import { ConnectionConfigError, InvalidInputError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../errors.ts';
 
 /** Errors that say the node can never grant as configured, typed so that they are not read as an outage. */
 function typed(resource: string, e: unknown): unknown {
   const message = e instanceof Error ? e.message : String(e);
   if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message);
   if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
+  // An ACL without the scripts' commands or keys, or a script the server cannot run: no retry fixes these.
+  if (/^NOPERM/.test(message)) return new ServerRefusedError('permission', 'NOPERM', message, { cause: e });
+  if (/^ERR (Error running script|user_script|unknown command)/.test(message)) return new ServerRefusedError('statement', 'ERR', message, { cause: e });
   return e;
 }
 
@@ -39,12 +42,27 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     if (acknowledged < wanted.count) throw new ReplicationError(wanted.count, acknowledged);
     return reply;
   };
+  const refused = (resource: string) => (e: unknown) => {
+    throw typed(resource, e);
+  };
+  // Without replicas each call is the script's promise and one .then: a lock round makes one per node, so they count.
+  if (wanted === undefined) {
+    return {
+      acquire: (resource, owner, ttlMs) => {
+        const k = keys(resource);
+        return r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).then(toToken, refused(resource));
+      },
+      release: (resource, owner) => r.lockcheckRelease(keys(resource).lock, owner).then(isOne),
+      extend: (resource, owner, ttlMs) => r.lockcheckExtend(keys(resource).lock, owner, ttlMs).then(isOne),
+      raiseToken: async (resource, token) => {
+        await r.lockcheckRaise(keys(resource).counter, checkToken(token).toString(), base);
+      },
+    };
+  }
   return {
     async acquire(resource, owner, ttlMs) {
       const k = keys(resource);
-      const token = await r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).catch((e: unknown) => {
-        throw typed(resource, e);
-      });
+      const token = await r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).catch(refused(resource));
       // A denial wrote nothing: only a grant waits for the replicas.
       return token === null ? null : BigInt(await replicated(token));
     },
@@ -59,3 +77,6 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     },
   };
 }
+
+const toToken = (token: string | null): bigint | null => (token === null ? null : BigInt(token));
+const isOne = (reply: number): boolean => reply === 1;

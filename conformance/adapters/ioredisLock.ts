@@ -1,0 +1,181 @@
+/**
+ * The adapter for `@microfleet/ioredis-lock` (npm, 6.0.1, MIT): a lock on
+ * one Redis node through ioredis, checked against lockcheck's redis-single
+ * model on real redis-server processes. Written from docs/adapter.md and
+ * lockcheck/kit alone (see docs/adapter.md, "Auditing a library from the
+ * docs"), as a user auditing a library would.
+ *
+ * What the library does (src/lock.ts, src/scripts.ts):
+ * - `createLock(client, { timeout, retries, delay, jitter })` is a Lock for
+ *   one key at a time; `acquire(key)` is `SET key uuid PX timeout NX`, and a
+ *   miss retries `retries` times (default 6) after a real
+ *   `timers/promises` delay: the adapter sets retries 0 and retries on the
+ *   client's clock itself;
+ * - the caller is given no deadline: the Lock stays `_locked` until a
+ *   release, or an extend that finds the key gone;
+ * - `extend(time)` is a Lua script (`pexpireifequal`): PEXPIRE key time if
+ *   the value is ours. It sets the time it is given; when the key is no
+ *   longer ours it drops the lock (`_locked = false`) and throws
+ *   LockExtendError. A Redis error (a timeout) throws the same error class
+ *   but keeps the lock;
+ * - `release()` is `delifequal` (GET = uuid then DEL) and throws
+ *   LockReleaseError when the key had expired;
+ * - the scripts are ioredis custom commands (defineCommand: EVALSHA with
+ *   ioredis's own EVAL fallback); no fencing tokens; no client-side timeout
+ *   (it uses the connection it is given); no input checks (an empty key is
+ *   a key).
+ *
+ * Links: `set`, `delifequal` and `pexpireifequal` on each client's
+ * connection go through `run.network.call(client, 0, ...)`, so partitions,
+ * delays and pauses apply to them.
+ */
+import type { Redis } from 'ioredis';
+import { createLock, LockAcquisitionError, LockExtendError } from '@microfleet/ioredis-lock';
+import type { Lock } from '@microfleet/ioredis-lock';
+import { designs } from '../../model/design.ts';
+import { sleep } from '../../impl/clock.ts';
+import { LeaseHandle } from '../../impl/lease.ts';
+import type { Lease } from '../../impl/lease.ts';
+import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
+import { redisFencedStore } from '../../impl/redis/store.ts';
+import type { BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
+import type { RedisCluster } from '../kit.ts';
+import { concurrentRedis, startRedisRun, toleranceOn } from '../kit.ts';
+
+export const IOREDIS_LOCK_NAME = '@microfleet/ioredis-lock@6.0.1';
+
+/** Where the adapter keeps the lock on a resource (the library locks the key it is given). */
+export const ioredisLockKey = (resource: string): string => `ioredis-lock:${resource}`;
+
+/** What the library promises (see above). */
+export const IOREDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'given', tokens: 'none', validatesInput: false };
+
+/** The value the library stores in the key: its Lock's private uuid (the Lock never says it). */
+const ownerOf = (lock: Lock): string => (lock as unknown as { readonly _id: string })._id;
+
+/** The ioredis methods the library sends requests with. */
+const COMMANDS: ReadonlySet<string> = new Set(['set', 'delifequal', 'pexpireifequal']);
+
+export function ioredisLockBackend(cluster: RedisCluster, options: { readonly name?: string } = {}): BackendUnderTest {
+  const design = designs.redisSingle();
+  if (cluster.persistence === 'aof-always') throw new Error(`${IOREDIS_LOCK_NAME}: the cluster's persistence (${cluster.persistence}) does not match redis-single without persistence`);
+  return {
+    name: options.name ?? `${IOREDIS_LOCK_NAME} redis-single`,
+    design,
+    capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
+    contract: IOREDIS_LOCK_CONTRACT,
+    async start({ clients }) {
+      const run = await startRedisRun(cluster, design, { clients, lockKey: ioredisLockKey });
+      try {
+        const lockClients = run.connections.map((conn, client): LockClient => {
+          const clock = run.clocks[client]!;
+          // The library's requests on this client's link to node 0.
+          const redis = new Proxy(conn.nodes[0]!, {
+            get(target, property, receiver) {
+              const value: unknown = Reflect.get(target, property, receiver);
+              if (typeof property !== 'string' || !COMMANDS.has(property) || typeof value !== 'function') return value;
+              return (...args: unknown[]) => run.network.call(client, 0, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+            },
+          });
+          const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock }>();
+          const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
+            const lock = createLock(redis as Redis, { timeout: ttlMs, retries: 0 });
+            try {
+              await lock.acquire(ioredisLockKey(resource));
+            } catch (error) {
+              // A miss and a Redis error look alike (LockAcquisitionError); an error of the link is a missing quorum of one.
+              if (!(error instanceof LockAcquisitionError)) throw error;
+              return { kind: 'denied', reason: /Could not acquire lock/.test(error.message) ? 'held' : 'no-quorum' };
+            }
+            const handle = new LeaseHandle(resource, ownerOf(lock), 0n, null, clock);
+            locks.set(handle, { handle, lock });
+            return { kind: 'granted', lease: handle };
+          };
+          const store = redisFencedStore(conn.store, 'unfenced');
+          return {
+            clock,
+            store: { write: (r, t, v) => run.network.call(client, 'store', () => store.write(r, t, v)), read: (r) => run.network.call(client, 'store', () => store.read(r)) },
+            async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
+              for (let tries = 0; ; tries++) {
+                const result = await attempt(resource, ttlMs);
+                if (result.kind !== 'denied' || tries >= retries) return result;
+                await sleep(clock, retryDelayMs);
+              }
+            },
+            async extend(lease, ttlMs): Promise<ExtendResult> {
+              const held = locks.get(lease);
+              if (held === undefined) return { kind: 'not-extended', reason: 'expired' };
+              try {
+                await held.lock.extend(ttlMs);
+                // No deadline from the library (contract: deadline none): the runner compares none.
+                return { kind: 'extended', validUntilMs: clock.now() + ttlMs };
+              } catch (error) {
+                if (!(error instanceof LockExtendError)) throw error;
+                if (/had expired/.test(error.message)) {
+                  // The key was not ours any more: the node did not extend it (the model's 'no-quorum'), and the library
+                  // dropped the lock, so its caller no longer holds it (the safe direction while the model still has it valid).
+                  locks.delete(lease);
+                  held.handle.lose('expired');
+                }
+                return { kind: 'not-extended', reason: 'no-quorum' };
+              }
+            },
+            async release(lease) {
+              const held = locks.get(lease);
+              if (held === undefined) return;
+              locks.delete(lease);
+              held.handle.lose('released');
+              // Throws LockReleaseError when the key had expired (or on a Redis error): the key is then not ours, or expires by its ttl.
+              await held.lock.release().catch(() => undefined);
+            },
+          };
+        });
+        return { clients: lockClients, env: run.env, close: () => run.close() };
+      } catch (e) {
+        await run.close();
+        throw e;
+      }
+    },
+    concurrent: IOREDIS_LOCK_CONCURRENT,
+  };
+}
+
+/**
+ * The library in a concurrent run, as its README has it: a Lock per acquire
+ * on a connection with a 2 s command timeout (concurrentRedis), no retries
+ * of its own (the workload backs off). No deadline: the lease is held until
+ * released (the workload never extends).
+ */
+export const IOREDIS_LOCK_CONCURRENT: ConcurrentClient = {
+  servers: { kind: 'redis', nodes: 1 },
+  lockKey: ioredisLockKey,
+  tokens: false,
+  async connect(servers, clock) {
+    const redis = await concurrentRedis(servers.redis[0]!);
+    const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock }>();
+    return {
+      async acquire(resource, ttlMs) {
+        const lock = createLock(redis, { timeout: ttlMs, retries: 0 });
+        try {
+          await lock.acquire(ioredisLockKey(resource));
+        } catch (error) {
+          if (error instanceof LockAcquisitionError && /Could not acquire lock/.test(error.message)) return { kind: 'denied', reason: 'held' };
+          throw error;
+        }
+        const handle = new LeaseHandle(resource, ownerOf(lock), 0n, null, clock);
+        locks.set(handle, { handle, lock });
+        return { kind: 'granted', lease: handle };
+      },
+      async release(lease) {
+        const held = locks.get(lease);
+        if (held === undefined) return;
+        locks.delete(lease);
+        held.handle.lose('released');
+        await held.lock.release();
+      },
+      async close() {
+        redis.disconnect();
+      },
+    };
+  },
+};

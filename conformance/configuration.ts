@@ -1,0 +1,36 @@
+import type { BackendUnderTest } from './adapter.ts';
+import { isInvalidInput } from './contract.ts';
+
+/**
+ * A configuration a backend must refuse. `attempt` builds the backend so
+ * configured (and, if that is accepted, uses it once and closes it); it must
+ * reject with InvalidInputError before anything is held.
+ */
+export interface Misconfiguration {
+  /** What is wrong, for the report: "driftFactor 1". */
+  readonly what: string;
+  /** The option the error message must name: a clear error says what to fix. */
+  readonly names: string;
+  readonly attempt: () => Promise<void>;
+}
+
+/**
+ * Tries each of the backend's misconfigurations (spec: bad input gets a clear
+ * typed error). Returns one line per configuration that was accepted, or
+ * refused otherwise than with an InvalidInputError of code invalid-config
+ * whose message names the option.
+ */
+export async function checkMisconfigurations(backend: BackendUnderTest): Promise<string[]> {
+  const problems: string[] = [];
+  for (const m of backend.misconfigurations ?? []) {
+    const error = await m.attempt().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    if (error === null) problems.push(`${backend.name}: ${m.what} was accepted`);
+    else if (!isInvalidInput(error)) problems.push(`${backend.name}: ${m.what} was refused with ${String(error)}, not with InvalidInputError`);
+    else if ((error as { code?: unknown }).code !== 'invalid-config') problems.push(`${backend.name}: ${m.what} was refused with code ${String((error as { code?: unknown }).code)}, not invalid-config`);
+    else if (!(error as Error).message.includes(m.names)) problems.push(`${backend.name}: ${m.what} was refused with "${(error as Error).message}", which does not name ${m.names}`);
+  }
+  return problems;
+}

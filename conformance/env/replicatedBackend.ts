@@ -1,0 +1,226 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import type { Clock } from '../../model/clock.ts';
+import { clockAt, read, setDrift, step } from '../../model/clock.ts';
+import type { Design, StorePolicy } from '../../model/design.ts';
+import { clockMarginMs, describeDesign, driftFactor } from '../../model/design.ts';
+import type { LeaseNode } from '../../impl/leaseNode.ts';
+import { LeaseLock } from '../../impl/leaseLock.ts';
+import { keysFor } from '../../impl/redis/keys.ts';
+import { redisLeaseNode } from '../../impl/redis/node.ts';
+import { redisFencedStore } from '../../impl/redis/store.ts';
+import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import { WAIT_FOR_ONE } from '../failover.ts';
+import type { Endpoint } from '../sim/network.ts';
+import { SimNetwork } from '../sim/network.ts';
+import { VirtualTime } from '../sim/time.ts';
+import { FakeClockFile } from './faketime.ts';
+import { onExitKill } from './processes.ts';
+import { RedisReplicated } from './redisReplicated.ts';
+import { RedisServer } from './redisServer.ts';
+
+/**
+ * redis-replicated (spec 7.9) as a backend of the conformance runs: a
+ * primary, its replica and Sentinel started by the environment, both data
+ * servers on one faked wall clock (the model's node clock), clients on
+ * virtual time reaching the primary through Sentinel.
+ *
+ * Replication is told to the model: with WAIT 1 every reply comes after the
+ * replica acknowledged, as the model has it; without WAIT the replica is held
+ * (its link dropped, kept from syncing again) for the whole run, which is the model's replica
+ * that no `replicate` step reached. The failover fault is the model's crash
+ * of node 0: the primary is killed and Sentinel promotes the replica; the
+ * restart is the promoted replica serving, with the old primary rejoined as
+ * its replica (held again without WAIT).
+ */
+/** The wall-clock instant the node's clock reads 0 at: far from the machine's own time on purpose. */
+const EPOCH_MS = Date.UTC(2031, 0, 1);
+const COMMAND_TIMEOUT_MS = 5_000;
+const READY_TIMEOUT_MS = 10_000;
+
+/**
+ * The servers of the replicated rows, started once and shared by their runs:
+ * a store server and a replicated cluster, replaced by a fresh one after a
+ * run that failed over (the roles, the Sentinel's epoch, a rejoined replica).
+ */
+export class ReplicatedServers {
+  #cluster: RedisReplicated | null = null;
+  #usedUp = false;
+
+  private constructor(
+    readonly clockFile: FakeClockFile,
+    readonly store: RedisServer,
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<ReplicatedServers> {
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-replicated-'));
+    // Also when the process is killed: the servers have their own clean-up, the clock file needs this one.
+    onExitKill(() => rmSync(dir, { recursive: true, force: true }));
+    const clockFile = new FakeClockFile(dir, 'node0.clock');
+    clockFile.set(EPOCH_MS);
+    try {
+      return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), dir);
+    } catch (e) {
+      rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  /** A cluster reset for a run: empty, the clock at the start, the replica in sync (and held without WAIT). */
+  async forRun(wait: boolean): Promise<RedisReplicated> {
+    if (this.#cluster !== null && this.#usedUp) {
+      await this.#cluster.stop();
+      this.#cluster = null;
+    }
+    this.#usedUp = false;
+    this.clockFile.set(EPOCH_MS);
+    this.#cluster ??= await RedisReplicated.start({ clockFile: this.clockFile });
+    const cluster = this.#cluster;
+    await cluster.releaseReplication();
+    await cluster.primary.command(['FLUSHALL']);
+    await cluster.releaseReplication();
+    if (!wait) await cluster.holdReplication();
+    return cluster;
+  }
+
+  /** The run failed over: the next run starts on a fresh cluster. */
+  failedOver(): void {
+    this.#usedUp = true;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.#cluster?.stop(), this.store.stop()]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function realReplicatedBackend(servers: ReplicatedServers, design: Design, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
+  if (design.kind !== 'redis-replicated') throw new Error(`realReplicatedBackend runs redis-replicated, not ${design.kind}`);
+  return {
+    name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
+    design,
+    capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
+    start: (o) => startInstance(servers, design, store, o.clients, o.tokenBase),
+  };
+}
+
+/** Waits for a connection to be ready, bounded. */
+function ready(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new Error(`redis-replicated: a connection was not ready within ${READY_TIMEOUT_MS} ms`));
+    }, READY_TIMEOUT_MS);
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
+}
+
+async function startInstance(servers: ReplicatedServers, design: Extract<Design, { kind: 'redis-replicated' }>, policy: StorePolicy, clients: number, tokenBase: bigint): Promise<BackendInstance> {
+  const cluster = await servers.forRun(design.wait);
+  const all: Redis[] = [];
+  const close = async (): Promise<void> => {
+    for (const r of all) r.disconnect();
+  };
+  try {
+    const primary = async (): Promise<Redis> => {
+      const r = await cluster.connect(COMMAND_TIMEOUT_MS);
+      all.push(r);
+      return r;
+    };
+    const storeConnection = async (): Promise<Redis> => {
+      const r = new Redis(servers.store.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: COMMAND_TIMEOUT_MS, connectTimeout: COMMAND_TIMEOUT_MS, lazyConnect: true });
+      r.on('error', () => undefined);
+      all.push(r);
+      await r.connect();
+      return r;
+    };
+    const admin = await primary();
+    const storeAdmin = await storeConnection();
+    await storeAdmin.flushall();
+    let up = true;
+    let wall: Clock = clockAt();
+    const time: VirtualTime = new VirtualTime({ settle: () => network.settled(), onTick: (now) => servers.clockFile.set(EPOCH_MS + read(wall, now)) });
+    const network: SimNetwork = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up }));
+    const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+    const nodeConnections: Redis[] = [];
+    let seed = 0x2545f491;
+    const random = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const lockClients: LockClient[] = [];
+    for (let client = 0; client < clients; client++) {
+      const redis = await primary();
+      nodeConnections.push(redis);
+      const node = redisLeaseNode(redis, { tokenBase, ...(design.wait ? { replicas: WAIT_FOR_ONE } : {}) });
+      const linked: LeaseNode = {
+        acquire: (r, o, t) => network.call(client, 0, () => node.acquire(r, o, t)),
+        release: (r, o) => network.call(client, 0, () => node.release(r, o)),
+        extend: (r, o, t) => network.call(client, 0, () => node.extend(r, o, t)),
+        raiseToken: (r, t) => network.call(client, 0, () => node.raiseToken(r, t)),
+      };
+      const clock = time.clockOf(() => clientClocks[client]!);
+      const lock = new LeaseLock({ nodes: [linked], clock, driftFactor: driftFactor(design), clockMarginMs: clockMarginMs(design), random });
+      const fenced = redisFencedStore(await storeConnection(), policy);
+      lockClients.push({
+        acquire: (resource, o) => lock.acquire(resource, o),
+        extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
+        release: (lease) => lock.release(lease),
+        store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
+        clock,
+      });
+    }
+    const env: Environment = {
+      nowMs: () => time.nowMs(),
+      advanceTo: (t) => time.advanceTo(t),
+      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
+      faults: {
+        clockStep: async (_node, deltaMs) => {
+          // One wall clock for primary and replica: the model's node clock, whichever of them serves.
+          wall = step(wall, time.nowMs(), deltaMs);
+          servers.clockFile.set(EPOCH_MS + read(wall, time.nowMs()));
+        },
+        clockDrift: async (target, driftPpm) => {
+          if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
+          else wall = setDrift(wall, time.nowMs(), driftPpm);
+        },
+        crash: {
+          crash: async () => {
+            // The failover: the primary is killed, Sentinel promotes the replica with what replication had delivered.
+            up = false;
+            servers.failedOver();
+            await cluster.failover();
+          },
+          restart: async () => {
+            // The promoted replica serves; the old primary rejoins as its replica (held again without WAIT).
+            await cluster.rejoin();
+            if (!design.wait) await cluster.holdReplication();
+            // Every connection follows Sentinel to the new primary before the node counts as up: the model's restart is instantaneous.
+            await Promise.all([admin, ...nodeConnections].map(ready));
+            up = true;
+          },
+        },
+        ...network.faults(),
+        // A Redis connection holds no lock state: a new one changes nothing the model sees.
+        killConnection: async () => undefined,
+      },
+      inspect: async (resource) => {
+        if (!up) return [null];
+        await ready(admin);
+        return [await admin.get(keysFor(resource).lock)];
+      },
+    };
+    return { clients: lockClients, env, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

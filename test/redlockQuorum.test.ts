@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { clockAt } from '../model/clock.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
+import type { LeaseNode } from '../impl/leaseNode.ts';
+import { SimNetwork } from '../conformance/sim/network.ts';
+import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
+import { VirtualTime } from '../conformance/sim/time.ts';
+
+/**
+ * Redlock resolves at the quorum (spec 7.3): a paused node costs an acquire,
+ * an extension or a release nothing, its late reply is awaited in the
+ * background (bounded by the request timeout), and a write-back that does not
+ * reach a quorum yields no lease.
+ */
+
+/** A node whose requests wait until `resume()`, as a paused server's do: they run when it resumes. */
+function pausable(node: LeaseNode): LeaseNode & { resume(): void } {
+  let paused = true;
+  const waiting: Array<() => void> = [];
+  const gate = <T>(request: () => Promise<T>): Promise<T> => (paused ? new Promise<void>((r) => waiting.push(r)).then(request) : request());
+  return {
+    acquire: (r, o, t) => gate(() => node.acquire(r, o, t)),
+    release: (r, o) => gate(() => node.release(r, o)),
+    extend: (r, o, t) => gate(() => node.extend(r, o, t)),
+    raiseToken: (r, t) => gate(() => node.raiseToken(r, t)),
+    resume() {
+      paused = false;
+      for (const go of waiting.splice(0)) go();
+    },
+  };
+}
+
+function fiveNodes(wrap: (node: LeaseNode, index: number) => LeaseNode = (n) => n) {
+  const time = new VirtualTime();
+  const servers = [0, 1, 2, 3, 4].map(() => new SimRedisNode(time, false, 0, 0n));
+  const network = new SimNetwork(time, (e) => (e === 'store' ? { reachable: () => true } : servers[e as number]!));
+  const clock = time.clockOf(() => clockAt());
+  const nodes = servers.map((s, i) => wrap(leaseNodeOver(network, 0, i, s), i));
+  const lock = new LeaseLock({ nodes, clock, requestTimeoutMs: 50 });
+  const run = async <T>(work: Promise<T>): Promise<T> => {
+    await time.runUntil(work, time.nowMs() + 10_000);
+    return work;
+  };
+  return { time, servers, network, lock, nodes, run };
+}
+
+describe('Redlock at the quorum (spec 7.3)', () => {
+  it('grants, extends and releases with one node paused, without waiting for it; its late reply is handled in the background', async () => {
+    let paused!: ReturnType<typeof pausable>;
+    const w = fiveNodes((n, i) => (i === 4 ? (paused = pausable(n)) : n));
+    const acquired = await w.run(w.lock.acquire('job', { ttlMs: 1000 }));
+    expect(acquired).toMatchObject({ kind: 'granted', lease: { token: 1n } });
+    // No virtual time passed waiting for the paused node: the quorum answered at once.
+    expect(w.time.nowMs()).toBe(0);
+    expect(w.lock.backgroundRounds).toBe(1);
+    if (acquired.kind !== 'granted') throw new Error('not granted');
+    expect(await w.run(w.lock.extend(acquired.lease, 1000))).toMatchObject({ kind: 'extended' });
+    await w.run(w.lock.release(acquired.lease));
+    expect(w.time.nowMs()).toBe(0);
+    expect(w.servers.slice(0, 4).map((s) => s.holder('job'))).toEqual([null, null, null, null]);
+    // The node resumes: it runs the acquire, the extension and the release in order, and ends up free.
+    paused.resume();
+    await w.run(w.lock.settled());
+    expect(w.lock.backgroundRounds).toBe(0);
+    expect(w.servers[4]!.holder('job')).toBeNull();
+  });
+
+  it('stops waiting for a node that never answers at the request timeout', async () => {
+    const w = fiveNodes((n, i) => (i === 4 ? pausable(n) : n));
+    const acquired = await w.run(w.lock.acquire('job', { ttlMs: 1000 }));
+    expect(acquired.kind).toBe('granted');
+    expect(w.lock.backgroundRounds).toBe(1);
+    await w.run(w.lock.settled());
+    expect(w.lock.backgroundRounds).toBe(0);
+    expect(w.time.nowMs()).toBe(50);
+  });
+
+  it('denies as soon as a quorum said held, without waiting for the paused node', async () => {
+    const w = fiveNodes((n, i) => (i === 4 ? pausable(n) : n));
+    for (const s of w.servers.slice(0, 3)) s.acquire('job', 'someone else', 10_000);
+    expect(await w.run(w.lock.acquire('job', { ttlMs: 1000 }))).toEqual({ kind: 'denied', reason: 'held' });
+    expect(w.time.nowMs()).toBe(0);
+    // The node that said yes (node 3) is released again at once.
+    expect(w.servers[3]!.holder('job')).toBeNull();
+  });
+
+  it('waits for the paused node when the quorum depends on it, and counts it failed at the timeout', async () => {
+    const w = fiveNodes((n, i) => (i === 4 ? pausable(n) : n));
+    w.network.cut(0, 0);
+    w.network.cut(0, 1);
+    expect(await w.run(w.lock.acquire('job', { ttlMs: 1000 }))).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(w.time.nowMs()).toBe(50);
+  });
+
+  it('writes the token back to granting nodes that are behind; a write-back that misses the quorum yields no lease', async () => {
+    const failing = new Set<number>();
+    const w = fiveNodes((n, i) => ({ ...n, raiseToken: (r, t) => (failing.has(i) ? Promise.reject(new Error('connection reset')) : n.raiseToken(r, t)) }));
+    for (const s of w.servers.slice(0, 3)) s.raiseToken('job', 5n);
+    // Only nodes 2, 3 and 4 answer: 6, 1, 1. The token is 6; nodes 3 and 4 must be raised to it.
+    w.network.cut(0, 0);
+    w.network.cut(0, 1);
+    failing.add(3);
+    expect(await w.run(w.lock.acquire('job', { ttlMs: 1000 }))).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(w.lock.trackedLeases).toBe(0);
+    expect(w.servers.map((s) => s.holder('job'))).toEqual([null, null, null, null, null]);
+    failing.clear();
+    const again = await w.run(w.lock.acquire('job', { ttlMs: 1000 }));
+    expect(again).toMatchObject({ kind: 'granted', lease: { token: 7n } });
+    // Raised where it was behind: a quorum now holds at least 7, so the next grant anywhere is above it.
+    if (again.kind !== 'granted') throw new Error('not granted');
+    await w.run(w.lock.release(again.lease));
+    w.network.heal(0, 0);
+    w.network.heal(0, 1);
+    w.network.cut(0, 2);
+    expect(await w.run(w.lock.acquire('job', { ttlMs: 1000 }))).toMatchObject({ kind: 'granted', lease: { token: 8n } });
+  });
+});

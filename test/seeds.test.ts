@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { checkConformance, simLeaseBackend } from '../conformance/index.ts';
+import { SEED_CELLS } from '../conformance/seedSchedules.ts';
+import { faultsNeededBy, seedSchedules } from '../conformance/seeds.ts';
+import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
+import { describeDesign, designs } from '../model/index.ts';
+
+/**
+ * The model's counterexamples seed the real-server runs (issue 12, item 6):
+ * the generated file must be current with the model, and a run asked for
+ * them must try them first.
+ */
+describe('seed schedules from the model', () => {
+  it('cover every cell of the matrix rows, each once', () => {
+    const want = seedCellKeys().map(({ row, fault }) => `${describeDesign(row.design)}|${row.store}|${fault}`);
+    expect(SEED_CELLS.map((c) => `${c.design}|${c.store}|${c.fault}`)).toEqual(want);
+  });
+
+  // Every cell small enough to explore again here (the rest: `npm run seeds`, minutes).
+  const small = seedCellKeys().filter((_k, i) => (SEED_CELLS[i]?.states ?? 0) <= 5_000);
+  it.each(small.map((k) => [`${describeDesign(k.row.design)} / ${k.row.store} / ${k.fault}`, k] as const))('are current with the model: %s (else npm run seeds)', (_name, k) => {
+    const recorded = SEED_CELLS.find((c) => c.design === describeDesign(k.row.design) && c.store === k.row.store && c.fault === k.fault)!;
+    expect(seedCell(k.row, k.fault)).toEqual(recorded);
+  });
+
+  it('include the known counterexamples: the paused unfenced holder, the Redlock clock jump and crash-restart', () => {
+    const lengths = (design: string, store: string, fault: string): Record<string, number> =>
+      Object.fromEntries(SEED_CELLS.find((c) => c.design === design && c.store === store && c.fault === fault)!.found.map((f) => [f.property, f.commands.length]));
+    expect(lengths('redis-single(none)', 'unfenced', 'client-pause')['STORE-1']).toBe(6);
+    expect(lengths(describeDesign(designs.redlock()), 'unfenced', 'clock-step')['MUTEX-1']).toBe(5);
+    expect(lengths(describeDesign(designs.redlock()), 'unfenced', 'crash-restart')['MUTEX-1']).toBe(6);
+  });
+
+  it('only use the faults the backend takes, with durations scaled to its ttl floor', () => {
+    const faults = ['advance', 'pause'] as const;
+    const seeds = seedSchedules(designs.redisSingle(), 'unfenced', faults);
+    expect(seeds.length).toBeGreaterThan(0);
+    for (const s of seeds) for (const c of s) expect(faultsNeededBy(c)!.every((k) => (faults as readonly string[]).includes(k))).toBe(true);
+    expect(seeds.every((s) => s.every((c) => !('resource' in c) || c.resource === 'r0'))).toBe(true);
+    const scaled = seedSchedules(designs.redisSingle(), 'unfenced', faults, 25);
+    const ttls = (ss: typeof seeds): number[] => ss.flat().flatMap((c) => (c.kind === 'acquire' && c.ttlMs !== undefined ? [c.ttlMs] : []));
+    expect(ttls(scaled)).toEqual(ttls(seeds).map((t) => t * 3));
+  });
+
+  it('run first: a one-run check of an unfenced lease under pauses finds the stale write at run 1', async () => {
+    const backend = simLeaseBackend(designs.redisSingle(), 'unfenced');
+    const seeded = await checkConformance(backend, { runs: 1, seed: 1, faults: ['advance', 'pause'], failOn: { properties: ['STORE-1'] }, modelSeeds: true });
+    expect(seeded.failure?.failedAtRun).toBe(1);
+    expect(seeded.failure?.properties).toContain('STORE-1');
+  });
+});

@@ -1,0 +1,78 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkHistory } from '../conformance/history/check.ts';
+import type { History } from '../conformance/history/event.ts';
+import { REDIS_SEMAPHORE_MUTEX_CONCURRENT } from '../conformance/adapters/redisSemaphore.ts';
+import { concurrentOf } from '../conformance/stress/adapterRef.ts';
+import { layoutOf, runStress } from '../conformance/stress/runner.ts';
+
+/**
+ * Concurrent clients of adapters (BackendUnderTest.concurrent): a library
+ * audit's client and a user's adapter module, each in real client processes
+ * on real servers, recorded and judged like the built-in backends.
+ */
+const SEED = Number(process.env['LOCKCHECK_SEED'] ?? 20161010);
+
+describe('lockcheck stress with an adapter\'s concurrent client', () => {
+  it('redis-semaphore Mutex (no deadline, no tokens): a holder paused past its lockTimeout keeps believing it holds, and its write loses another client\'s update', async () => {
+    const client = REDIS_SEMAPHORE_MUTEX_CONCURRENT;
+    const run = await runStress({
+      backend: layoutOf(client),
+      adapter: { name: 'lib:redis-semaphore@5.8.0/Mutex', ref: { kind: 'library', library: 'redis-semaphore-mutex' }, client },
+      clients: 3,
+      seconds: 15,
+      nemesis: ['pause-holder'],
+      maxFaults: 1,
+      seed: SEED,
+      store: 'unfenced',
+      resources: 1,
+      ttlMinMs: 200,
+      ttlMaxMs: 300,
+    });
+    const replay = `LOCKCHECK_SEED=${SEED}`;
+    expect(run.clientErrors, replay).toEqual([]);
+    const history: History = [{ type: 'meta', store: 'unfenced' }, ...run.history];
+    const report = checkHistory(history, { storePolicy: 'unfenced' });
+    // Recorded: grants of the library's own keys, with no token and no deadline (the library gives its caller neither).
+    const grants = run.history.filter((e) => e.type === 'ok' && 'op' in e && e.op === 'acquire');
+    expect(grants.length, replay).toBeGreaterThan(1);
+    expect(grants.every((g) => !('token' in g) && !('validUntil' in g)), replay).toBe(true);
+    // The strike resumed the holder only after another client had written the register: its write overwrote that one.
+    const strike = run.history.find((e) => e.process === 'nemesis' && e.type === 'ok' && 'fault' in e && e.fault === 'pause-client');
+    expect(strike !== undefined && 'detail' in strike ? strike.detail : '', replay).toMatch(/another client wrote/);
+    expect(report.counts.lostUpdates, replay).toBeGreaterThan(0);
+    expect(report.counts.overlappingHolds, replay).toBeGreaterThan(0);
+    expect(report.checks.find((c) => c.check === 'token-order')?.verdict, replay).toBe('skipped');
+    expect(report.verdict, replay).toBe('violation');
+  }, 90_000);
+
+  it('an adapter module through the CLI: `lockcheck stress --backend ./module.ts` runs its concurrent client in client processes and judges the history', () => {
+    const out = mkdtempSync(join(tmpdir(), 'lockcheck-stress-module-'));
+    try {
+      const r = spawnSync(
+        process.execPath,
+        ['cli/lockcheck.mjs', 'stress', '--backend', './test/fixtures/concurrentAdapter.ts', '--clients', '2', '--seconds', '2', '--resources', '2', '--ttl', '2000-3000', '--json', '--out', out],
+        { encoding: 'utf8', timeout: 120_000 },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      const summary = JSON.parse(r.stdout) as { backend: string; verdict: string; operations: number; holds: number; clientErrors: string[] };
+      expect(summary.backend).toBe('tiny-redis-lease');
+      expect(summary.clientErrors).toEqual([]);
+      expect(summary.holds).toBeGreaterThan(0);
+      expect(summary.verdict).toBe('safe');
+      expect(readFileSync(join(out, 'history.jsonl'), 'utf8')).toMatch(/"op":"acquire"/);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 150_000);
+
+  it('a module without a concurrent client, or with a malformed one, is refused with what to add', () => {
+    expect(() => concurrentOf({ default: { name: 'x' } }, './x.ts')).toThrow(/offers no concurrent client: give its backend a `concurrent` member/);
+    expect(() => concurrentOf({ default: () => ({}) }, './x.ts')).toThrow(/exported by name \(`export const concurrent`\)/);
+    expect(() => concurrentOf({ concurrent: { servers: { kind: 'redis', nodes: 3 }, connect: () => null } }, './x.ts')).toThrow(/nodes: 1 \| 5/);
+    expect(concurrentOf({ concurrent: REDIS_SEMAPHORE_MUTEX_CONCURRENT }, './x.ts')).toBe(REDIS_SEMAPHORE_MUTEX_CONCURRENT);
+  });
+});

@@ -1,0 +1,120 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { RedisServer } from '../conformance/env/redisServer.ts';
+import { ServerRefusedError } from '../impl/errors.ts';
+import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
+import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
+import { createRedisLock } from '../impl/redis/index.ts';
+
+/**
+ * Issue 17 item 4: only connection loss and timeouts are `no-quorum`. A
+ * permission the role lacks, a schema that is missing and a table that is
+ * not as lockcheck expects are refusals no retry fixes: both PostgreSQL locks
+ * and the Redis lock throw ServerRefusedError with the server's code and the
+ * driver's error as the cause, and leave no lock held.
+ */
+let server: PostgresServer;
+let admin: pg.Client;
+beforeAll(async () => {
+  server = await PostgresServer.start({ parentDir: '/dev/shm', startTimeoutMs: 30_000 });
+  admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+  await admin.connect();
+}, 60_000);
+afterAll(async () => {
+  await admin?.end().catch(() => undefined);
+  await server?.stop();
+});
+
+/** A fresh database (no lockcheck tables yet), made by the superuser. */
+async function database(name: string): Promise<pg.ClientConfig> {
+  await admin.query(`CREATE DATABASE ${name}`);
+  return { ...server.connection, database: name };
+}
+
+async function advisoryLocks(): Promise<number> {
+  const r = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'");
+  return r.rows[0]!.n;
+}
+
+const locks = {
+  session: (connection: pg.ClientConfig) => new PostgresSessionLock({ connection, statementTimeoutMs: 5_000 }),
+  transaction: (connection: pg.ClientConfig) => new PostgresTransactionLock({ connection, statementTimeoutMs: 5_000 }),
+};
+
+async function refusedWith(kind: keyof typeof locks, connection: pg.ClientConfig): Promise<ServerRefusedError> {
+  const lock = locks[kind](connection);
+  try {
+    const error: unknown = await lock.acquire('r').then(
+      (r) => new Error(`expected a ServerRefusedError, got ${JSON.stringify(r.kind)}`),
+      (e: unknown) => e,
+    );
+    if (!(error instanceof ServerRefusedError)) throw error;
+    return error;
+  } finally {
+    await lock.close();
+  }
+}
+
+describe.each(['session', 'transaction'] as const)('PostgreSQL %s lock: refusals are typed, not no-quorum', (kind) => {
+  it('permission denied (a role that may not create lockcheck tables): ServerRefusedError permission 42501', async () => {
+    const role = `lc_${kind}_limited`;
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited-pw'`);
+    const connection = { ...(await database(`lc_${kind}_perm`)), user: role, password: 'limited-pw' };
+    const e = await refusedWith(kind, connection);
+    expect(e).toMatchObject({ code: 'permission', serverCode: '42501' });
+    expect((e.cause as { code?: string }).code).toBe('42501');
+  });
+
+  it('a missing schema (search_path names none): ServerRefusedError schema 3F000', async () => {
+    const connection = { ...(await database(`lc_${kind}_noschema`)), options: '-c search_path=nowhere' };
+    expect(await refusedWith(kind, connection)).toMatchObject({ code: 'schema', serverCode: '3F000' });
+  });
+
+  it('a token table without its token column (an SQL error in the grant): ServerRefusedError schema 42703, and no lock left held', async () => {
+    const connection = await database(`lc_${kind}_badtable`);
+    const setup = new pg.Client({ ...connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await setup.connect();
+    try {
+      await setup.query('CREATE TABLE lockcheck_tokens (resource text PRIMARY KEY)');
+    } finally {
+      await setup.end();
+    }
+    expect(await refusedWith(kind, connection)).toMatchObject({ code: 'schema', serverCode: '42703' });
+    // The lock client dropped its session: the server freed whatever the statement took.
+    const deadline = Date.now() + 5_000;
+    while ((await advisoryLocks()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await advisoryLocks()).toBe(0);
+  });
+});
+
+describe('Redis: a user without permission to run the scripts', () => {
+  let redisServer: RedisServer;
+  const clients: Redis[] = [];
+  beforeAll(async () => {
+    redisServer = await RedisServer.start({ persistence: 'none' });
+  });
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await redisServer?.stop();
+  });
+  const connect = (username: string, password: string): Redis => {
+    const c = new Redis({ host: redisServer.host, port: redisServer.port, username, password, maxRetriesPerRequest: 0, retryStrategy: () => null, commandTimeout: 2_000 });
+    c.on('error', () => undefined);
+    clients.push(c);
+    return c;
+  };
+
+  it('is a ServerRefusedError permission NOPERM, not no-quorum', async () => {
+    const root = connect('default', redisServer.password);
+    await root.call('ACL', 'SETUSER', 'limited', 'on', '>limited-pw', '~*', '+@all', '-evalsha', '-eval');
+    const lock = createRedisLock({ nodes: [connect('limited', 'limited-pw')], requestTimeoutMs: 2_000 });
+    const error: unknown = await lock.acquire('r', { ttlMs: 5_000 }).then(
+      (r) => r,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ServerRefusedError);
+    expect(error).toMatchObject({ code: 'permission', serverCode: 'NOPERM' });
+  });
+});
