@@ -241,12 +241,17 @@ function describeCell(c: MatrixCell): string {
   if (c.notMeasured !== null) return `${c.backend} x ${c.faultClass}: not measured (${c.notMeasured})`;
   const parts = [`${c.backend} x ${c.faultClass}: ${c.runs} runs${c.stoppedEarly ? ` (${c.stoppedEarly} stopped early)` : ''}`];
   if (c.conformanceFailure !== null) parts.push(`CONFORMANCE FAILURE: ${c.conformanceFailure}`);
-  parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : 'all hold');
+  parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : holds(c));
   if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
   if (c.unseen.length) parts.push(`(predicted ${c.unseen.join(', ')}: not seen)`);
   const obs = observedCellText(c);
   if (obs !== '') parts.push(`concurrent clients observed ${obs}`);
   return parts.join('; ');
+}
+
+/** A cell without findings: 'all hold' only if some run was judged to its end (a run that stopped early is evidence of nothing). */
+function holds(c: MatrixCell): string {
+  return c.runs > 0 && c.stoppedEarly >= c.runs ? 'inconclusive' : 'all hold';
 }
 
 /** A library audit's cell: its worst consequence, then the design's findings and what else it deviated in. */
@@ -280,7 +285,7 @@ function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   if (c.notMeasured !== null) return `— (not measured: ${c.notMeasured})`;
   if (c.audit) return `${c.timeline ? link(c.timeline) : ''}${auditText(c).replaceAll('|', '/')}`;
   if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**${c.audit ? 'deviates from the model' : 'conformance failure'}** ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ').replaceAll('|', '/')}`;
-  const measured = c.measured.length ? c.measured.join(', ') : 'all hold';
+  const measured = c.measured.length ? c.measured.join(', ') : holds(c);
   const flags = [
     c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '',
     c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
@@ -334,7 +339,7 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
       return `<td class="${cls}" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">${body}<div class="note">${esc(auditText(c).replaceAll('**', ''))}</div></td>`;
     }
     const cls = c.conformanceFailure !== null ? 'bug' : c.unexpected.length ? 'unexpected' : c.measured.length ? 'finding' : 'holds';
-    const text = c.conformanceFailure !== null ? 'conformance failure' : c.measured.length ? c.measured.join(', ') : 'all hold';
+    const text = c.conformanceFailure !== null ? 'conformance failure' : c.measured.length ? c.measured.join(', ') : holds(c);
     const note = [
       c.conformanceFailure !== null ? c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ') : '',
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',

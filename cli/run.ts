@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { writeRedacted } from '../conformance/env/redact.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
-import { checkConformance } from '../conformance/check.ts';
+import { type CheckResult, checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
@@ -72,10 +72,9 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
     if (o.json) {
-      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings: result.findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings: result.findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
-      const early = result.stoppedEarly ? ` (${result.stoppedEarly} of them stopped early: too ambiguous to follow, or real time outran the pace)` : '';
-      console.log(failure === null ? `${resolved.name}: agrees with its model in ${result.runs} runs${early}` : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
+      console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
       const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} runs`).join(', ');
       console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
@@ -128,4 +127,12 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     await backend?.close?.();
     await servers.stop();
   }
+}
+
+/** A run without failure: how many runs were judged to their end; those that stopped early are evidence of nothing (spec 7.8). */
+function agreement(name: string, result: CheckResult): string {
+  const judged = result.runs - result.stoppedEarly;
+  const retried = result.retried ? `; ${result.retried} attempts out of pace with the servers' clocks were tried again` : '';
+  const early = result.stoppedEarly ? ` (${result.stoppedEarly} more stopped early: too ambiguous to follow, or real time outran the pace; no evidence either way${retried})` : retried ? ` (${retried.slice(2)})` : '';
+  return judged === 0 ? `${name}: inconclusive: none of ${result.runs} runs was judged to its end${early}` : `${name}: agrees with its model in ${judged} runs${early}`;
 }

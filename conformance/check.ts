@@ -77,16 +77,30 @@ export interface CheckResult {
   readonly backend: string;
   readonly runs: number;
   readonly failure: CheckFailure | null;
-  /** Runs that showed a property violation, per ID (findings about the design, not failures). */
+  /** Runs judged to their end that showed a property violation, per ID (findings about the design, not failures). */
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
   /** Conformance failures that did not fail the check (failOn consequences), per consequence. */
   readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
   /** What runs said beside their verdicts (RunReport.warnings), each once, with the number of runs that said it. */
   readonly warnings: Readonly<Record<string, number>>;
-  /** Runs whose verdict was `inconclusive` (stopped before their end: too ambiguous to follow, or real time outran the pace); they found nothing against the backend. */
+  /**
+   * Runs whose verdict was `inconclusive` after every attempt (too ambiguous
+   * to follow, or out of pace with servers on their own clocks): evidence of
+   * nothing, counted neither as passes nor in `findings` or `deviations`.
+   */
   readonly stoppedEarly: number;
+  /** Attempts made again because real time outran the pace (spec 7.8): the same schedule from a fresh start. */
+  readonly retried: number;
   readonly elapsedMs: number;
 }
+
+/**
+ * Attempts per schedule while real time outruns the pace (servers on their
+ * own clocks, spec 7.8): a busy machine slows the check down instead of
+ * leaving the schedule unjudged. Bounded: a machine that never keeps pace
+ * gets the run counted as stopped early.
+ */
+export const MAX_ATTEMPTS = 4;
 
 class RunFailed extends Error {
   constructor(readonly report: RunReport) {
@@ -106,6 +120,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const warnings: Record<string, number> = {};
   let run = 0;
   let stoppedEarly = 0;
+  let retried = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
   // Shrinking must never grow a counterexample: a smaller schedule that fails only after more steps
   // than the shortest failure seen so far is not accepted as a shrink (it counts as a pass).
@@ -116,17 +131,35 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
     throw new RunFailed(cut);
   };
+  /** Whether the check fails on this report: a deviation it seeks (any, outside an audit) or a property it seeks. */
+  const fails = (r: RunReport): boolean => {
+    const deviated = [...(r.deviations ?? []), ...(r.verdict.kind === 'conformance-failure' ? [r.verdict] : [])];
+    if (typeof failOn === 'object' && 'consequences' in failOn) return deviated.some((d) => failOn.consequences.includes(d.consequence.kind));
+    if (deviated.length > 0) return true;
+    if (typeof failOn === 'object' && 'properties' in failOn) return r.findings.some((f) => f.violations.some((v) => failOn.properties.includes(v.property)));
+    return failOn === 'any' && r.verdict.kind === 'property-violation';
+  };
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
   // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
   const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)) : [];
   const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities));
   const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
     run++;
-    const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
+    const attempt = (): Promise<RunReport> => runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
+    let report = await attempt();
+    // What the check fails on was judged on steps in pace (a late reply stops the run at once): a stop after it does not undo it.
+    for (let attempts = 1; report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true && !fails(report) && attempts < MAX_ATTEMPTS; attempts++) {
+      if (firstFailure === null) retried++;
+      report = await attempt();
+    }
     options.onRun?.(run, report);
     for (const w of report.warnings ?? []) warnings[w] = (warnings[w] ?? 0) + 1;
-    if (report.verdict.kind === 'inconclusive' && firstFailure === null) stoppedEarly++;
     const verdict = report.verdict;
+    if (verdict.kind === 'inconclusive' && !fails(report)) {
+      // Evidence of nothing: neither a pass nor the findings and deviations it saw before it stopped.
+      if (firstFailure === null) stoppedEarly++;
+      return;
+    }
     // Every deviation of the run, in order: those a library audit went past, then the one it ended on.
     const deviated = [...(report.deviations ?? []), ...(verdict.kind === 'conformance-failure' ? [verdict] : [])];
     const cutAt = (d: ConformanceFailure): RunReport => (d === verdict ? report : { ...report, verdict: d, steps: report.steps.slice(0, d.step.index + 1), deviations: (report.deviations ?? []).filter((p) => p.step.index < d.step.index) });
@@ -155,7 +188,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, retried, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const report = details.errorInstance.report;
@@ -194,6 +227,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     deviations,
     warnings,
     stoppedEarly,
+    retried,
     elapsedMs: clock() - started,
   };
 }

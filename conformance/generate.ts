@@ -20,7 +20,11 @@ export interface ScheduleOptions {
   readonly maxCommands: number;
   /** Draw replies later than a PostgreSQL design's statement timeout (default true): a client with no timeout of its own (declared) just waits. */
   readonly lateReplies?: boolean;
-  /** The shortest ttl drawn (default 5 ms); ttls reach 55 ms above it and advances 75 ms, so expiries are still crossed. */
+  /**
+   * The shortest ttl drawn (default 5 ms). Ttls reach 55 ms above it; advances
+   * reach 70 ms above twice it (80 ms at the default), so a pause outlasts a
+   * lease about as often at any floor.
+   */
   readonly ttlFloorMs?: number;
   /** Ttls are whole multiples of this (Capabilities.ttlGrainMs), rounded up. Default 1. */
   readonly ttlGrainMs?: number;
@@ -158,7 +162,8 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   const longestTtlMs = Math.ceil((floor + 55) / grain) * grain;
   const gapMs =
     o.ttlGrainMs === undefined
-      ? fc.integer({ min: 1, max: floor + 75 })
+      ? // Twice the floor: on servers with their own clocks (floor 5 + 2ε) a pause still outlasts a lease by more than ε about as often as at 5 ms.
+        fc.integer({ min: 1, max: 2 * floor + 70 })
       : fc.oneof(fc.integer({ min: 1, max: 75 }), fc.integer({ min: longestTtlMs, max: longestTtlMs + floor }));
   const value = fc.constantFrom('a', 'b', 'c');
 

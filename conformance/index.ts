@@ -10,7 +10,7 @@ export { runLockstep, sameOutcome } from './lockstep.ts';
 export type { LockstepOptions } from './lockstep.ts';
 export { scheduleArb, tokenBaseArb, TOKEN_BASES } from './generate.ts';
 export type { ScheduleOptions } from './generate.ts';
-export { checkConformance } from './check.ts';
+export { MAX_ATTEMPTS, checkConformance } from './check.ts';
 export { checkMisconfigurations } from './configuration.ts';
 export type { Misconfiguration } from './configuration.ts';
 export type { CheckFailure, CheckOptions, CheckResult } from './check.ts';

@@ -259,7 +259,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
   } catch (e) {
     // Real time outran the run's tolerance (servers on their own clocks): what follows cannot be judged.
-    if (e instanceof TimingError) return report({ kind: 'inconclusive', reason: e.message });
+    if (e instanceof TimingError) return report({ kind: 'inconclusive', reason: e.message, outOfPace: true });
     throw e;
   }
   return report({ kind: 'pass' });

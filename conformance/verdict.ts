@@ -54,6 +54,8 @@ export interface PropertyViolation {
 export interface Inconclusive {
   readonly kind: 'inconclusive';
   readonly reason: string;
+  /** Out of pace with servers on their own clocks (spec 7.8): the same schedule may keep pace when tried again. */
+  readonly outOfPace?: true;
 }
 
 export type Verdict = { readonly kind: 'pass' } | ConformanceFailure | PropertyViolation | Inconclusive;

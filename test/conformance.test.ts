@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkConformance, checkMisconfigurations, runLockstep, simLeaseBackend } from '../conformance/index.ts';
+import { MAX_ATTEMPTS, checkConformance, checkMisconfigurations, runLockstep, simLeaseBackend } from '../conformance/index.ts';
 import type { LockParts } from '../conformance/index.ts';
 import type { Lease } from '../impl/lease.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
@@ -172,14 +172,61 @@ describe('the lockstep runner', () => {
       ...backend,
       start: async (o) => {
         const instance = await backend.start(o);
-        return { ...instance, env: { ...instance.env, advanceTo: async () => Promise.reject(new TimingError('real time ran ahead')) } };
+        let moved = false;
+        return {
+          ...instance,
+          env: {
+            ...instance.env,
+            advanceTo: async () => {
+              if (!moved) attempts++;
+              moved = true;
+              return Promise.reject(new TimingError('real time ran ahead'));
+            },
+          },
+        };
       },
     };
+    let attempts = 0;
     const report = await runLockstep(late, [acquire(0), { kind: 'advance', ms: 5 }, acquire(1)], { clients: 2, tokenBase: 0n });
-    expect(report.verdict).toEqual({ kind: 'inconclusive', reason: 'real time ran ahead' });
+    expect(report.verdict).toEqual({ kind: 'inconclusive', reason: 'real time ran ahead', outOfPace: true });
+    // Out of pace in every attempt: each run (but an empty schedule, which never moves time) is tried MAX_ATTEMPTS times,
+    // then counted as stopped early; nothing is judged.
+    attempts = 0;
     const result = await checkConformance(late, { runs: 5, seed: SEED });
     expect(result.failure).toBeNull();
     expect(result.stoppedEarly).toBeGreaterThan(0);
+    expect(attempts).toBe(result.stoppedEarly * MAX_ATTEMPTS);
+    expect(result).toMatchObject({ runs: 5, retried: result.stoppedEarly * (MAX_ATTEMPTS - 1), findings: {}, deviations: {} });
+  });
+
+  it('tries a run out of pace again with the same schedule, and judges the attempt that kept pace (spec 7.8)', async () => {
+    // Every other instance that moves time falls out of pace at once: each run's first attempt, then its second keeps pace.
+    let moving = 0;
+    const clockJumps = simLeaseBackend(designs.redisSingle(), 'unfenced');
+    const firstLate: typeof backend = {
+      ...clockJumps,
+      start: async (o) => {
+        const instance = await clockJumps.start(o);
+        let late: boolean | null = null;
+        return {
+          ...instance,
+          env: {
+            ...instance.env,
+            advanceTo: async (ms: number) => {
+              late ??= moving++ % 2 === 0;
+              return late ? Promise.reject(new TimingError('real time ran ahead')) : instance.env.advanceTo(ms);
+            },
+          },
+        };
+      },
+    };
+    const retried = await checkConformance(firstLate, { runs: 10, seed: SEED });
+    const plain = await checkConformance(clockJumps, { runs: 10, seed: SEED });
+    // Each run that moves time at all (an empty schedule does not) took two attempts.
+    expect(moving).toBeGreaterThan(10);
+    expect(retried).toMatchObject({ failure: null, runs: 10, stoppedEarly: 0, retried: moving / 2, findings: plain.findings });
+    // The unfenced store under pauses breaks STORE-1: the judged attempts are the whole evidence, and it is there.
+    expect(plain.findings['STORE-1'] ?? 0).toBeGreaterThan(0);
   });
 
   it('carries tokens exactly up to 2^63-1', async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_ATTEMPTS } from '../conformance/check.ts';
 import { freeLoopbackPort } from '../conformance/env/processes.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
@@ -82,6 +83,7 @@ interface RunJson {
   readonly backend: string;
   readonly runs: number;
   readonly stoppedEarly: number;
+  readonly retried: number;
   readonly failure: unknown;
   readonly findings: Record<string, number>;
 }
@@ -122,7 +124,8 @@ describe('lockcheck on the user’s own servers', () => {
     expect(wrongPassword.code, wrongPassword.stderr).toBe(3);
     expect(wrongPassword.stderr).toMatch(/refused the credentials: WRONGPASS/);
     for (const r of [query, unparseable]) expect(r.stdout + r.stderr).not.toMatch(/s3cret/);
-  }, 120_000);
+    // Fifteen CLI processes one after another: at a load of 25 on 2 cores each takes seconds to start.
+  }, 300_000);
 
   it('Redis: runs paced to the servers’ clocks find what the design breaks; the user’s keys stay, lockcheck’s go', async () => {
     // Cleanup deletes the keys the run made, by name: it never SCANs the user's keyspace.
@@ -130,18 +133,25 @@ describe('lockcheck on the user’s own servers', () => {
     const scansBefore = await scans();
     const unfenced = lockcheck('run', '--backend', 'redis-single/unfenced', '--redis', redisUrl(redis[0]!), '--faults', 'advance,pause', '--runs', '25', '--json');
     expect(unfenced.code, unfenced.stderr).toBe(0);
-    expect(unfenced.stderr).toMatch(/paced to real time \(tolerance 20 ms, clock margin 22 ms\)/);
+    expect(unfenced.stderr).toMatch(/paced to real time \(tolerance 100 ms, clock margin 102 ms\)/);
     const u = JSON.parse(unfenced.stdout) as RunJson;
+    // How many runs this machine kept pace in: evidence of its load, not asserted (spec 7.8).
+    console.info(`redis-single/unfenced: ${u.runs - u.stoppedEarly} of ${u.runs} runs judged, ${u.stoppedEarly} stopped early, ${u.retried} attempts retried`);
     expect(u.failure).toBeNull();
-    // Most runs keep pace on this machine; the ones that could not are counted, never judged.
-    expect(u.stoppedEarly).toBeLessThan(u.runs / 2);
+    expect(u.runs).toBe(25);
+    // A run out of pace is tried again (bounded); some run is judged to its end, and only judged runs count as findings.
+    expect(u.stoppedEarly).toBeLessThan(u.runs);
+    expect(u.retried).toBeLessThanOrEqual(u.runs * (MAX_ATTEMPTS - 1));
     expect(u.findings['STORE-1']).toBeGreaterThan(0);
+    expect(u.findings['STORE-1']).toBeLessThanOrEqual(u.runs - u.stoppedEarly);
 
-    const redlock = lockcheck('run', '--backend', 'redlock/strict', '--redis', redis.map(redisUrl).join(','), '--runs', '25', '--json');
+    const redlock = lockcheck('run', '--backend', 'redlock/strict', '--redis', redis.map(redisUrl).join(','), '--runs', '10', '--json');
     expect(redlock.code, redlock.stderr).toBe(0);
     const r = JSON.parse(redlock.stdout) as RunJson;
+    console.info(`redlock/strict: ${r.runs - r.stoppedEarly} of ${r.runs} runs judged, ${r.stoppedEarly} stopped early, ${r.retried} attempts retried`);
     expect(r.failure).toBeNull();
-    expect(r.stoppedEarly).toBeLessThan(r.runs / 2);
+    expect(r.runs).toBe(10);
+    expect(r.stoppedEarly).toBeLessThan(r.runs);
     // With a strict fenced store and no clock or crash faults, Redlock keeps every property.
     expect(r.findings).toEqual({});
 

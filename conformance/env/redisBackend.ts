@@ -58,8 +58,12 @@ export interface RedisCluster {
   stop(): Promise<void>;
 }
 
-/** How closely a run follows the real clock of a server it does not drive, in ms. */
-export const REAL_TIME_TOLERANCE_MS = 20;
+/**
+ * How closely a run follows the real clock of a server it does not drive, in
+ * ms. Sized for a busy machine: a process waiting for a CPU sees replies tens
+ * of ms late (spec 7.8).
+ */
+export const REAL_TIME_TOLERANCE_MS = 100;
 /**
  * The clock margin a design needs on such servers: a key may expire up to
  * the tolerance early as the server sees time, and the lease must end first.
