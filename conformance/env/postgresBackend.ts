@@ -122,10 +122,16 @@ async function endRun(server: PostgresTarget, prefix: string, applicationName: s
   c.on('error', () => undefined);
   try {
     await c.connect();
-    if (applicationName !== null) {
-      await c.query('SELECT pg_terminate_backend(pid, 1000) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [applicationName]);
+    // A session that connects while the run is being ended could add a row after the delete: repeat until none of the run's is left (bounded).
+    for (let round = 0; round < 5; round++) {
+      if (applicationName !== null) {
+        await c.query('SELECT pg_terminate_backend(pid, 1000) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [applicationName]);
+      }
+      for (const table of ['lockcheck_tokens', 'lockcheck_store']) await c.query(`DELETE FROM ${table} WHERE starts_with(resource, $1)`, [prefix]);
+      if (applicationName === null) break;
+      const left = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [applicationName]);
+      if (left.rows[0]!.n === 0) break;
     }
-    for (const table of ['lockcheck_tokens', 'lockcheck_store']) await c.query(`DELETE FROM ${table} WHERE starts_with(resource, $1)`, [prefix]);
   } finally {
     await c.end().catch(() => undefined);
   }
