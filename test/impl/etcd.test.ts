@@ -193,6 +193,8 @@ describe('EtcdLock', () => {
     expect(granted(await pending).token).toBeGreaterThan(held.token);
     expect(grants).toBe(2);
     await leasesBecome(1);
+    // 100 retries is the most allowed; a free lock is granted at the first.
+    expect(granted(await lock.acquire('free', { ttlMs: 5000, retries: 100 })).resource).toBe('free');
   });
 
   it('no validity left after the allowance is a denial (validity-exhausted); one ms left is a grant', async () => {

@@ -79,6 +79,15 @@ async function until(cond: () => boolean, what = 'the condition'): Promise<void>
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
+/**
+ * A round trip that never answers; the statement's timeout (on `clock`, armed
+ * right after the link is called) then fires: the clock moves past it once
+ * this turn's callbacks ran.
+ */
+function unanswered(clock: ManualClock): Promise<never> {
+  setImmediate(() => clock.advance(30_000));
+  return new Promise<never>(() => undefined);
+}
 function dbError(code: string, message = `error ${code}`): pg.DatabaseError {
   const e = new pg.DatabaseError(message, message.length, 'error');
   e.code = code;
@@ -334,7 +343,8 @@ describe('PostgresSessionLock', () => {
 
   it('a statement with no reply in time is timed-out and ends the session; a failing connect is typed or no-quorum', async () => {
     let hang = false;
-    const a = session({ statementTimeoutMs: 300, link: (rt) => (hang ? new Promise<never>(() => undefined) : rt()) });
+    const clock = new ManualClock();
+    const a = session({ clock, statementTimeoutMs: 30_000, link: (rt) => (hang ? unanswered(clock) : rt()) });
     const held = granted(await a.acquire('held'));
     hang = true;
     expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
@@ -488,7 +498,8 @@ describe('PostgresTransactionLock', () => {
   it('no reply in time is timed-out, a failing statement no-quorum, and either drops the transaction; a failed commit is UnavailableError', async () => {
     let mode: 'ok' | 'hang' | 'fail' = 'ok';
     let lostCalls = 0;
-    const a = xact({ statementTimeoutMs: 300, onConnectionLost: () => void lostCalls++, link: (rt) => (mode === 'hang' ? new Promise<never>(() => undefined) : mode === 'fail' ? Promise.reject(new Error('link down')) : rt()) });
+    const clock = new ManualClock();
+    const a = xact({ clock, statementTimeoutMs: 30_000, onConnectionLost: () => void lostCalls++, link: (rt) => (mode === 'hang' ? unanswered(clock) : mode === 'fail' ? Promise.reject(new Error('link down')) : rt()) });
     const l = granted(await a.acquire('r'));
     mode = 'hang';
     expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
@@ -507,6 +518,47 @@ describe('PostgresTransactionLock', () => {
     expect(await thrown(refused.acquire('r'))).toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
     const nowhere = xact({ connection: { ...server(), port: 1 } });
     expect(await nowhere.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+  });
+
+  it('a failing BEGIN on an idle connection: timed-out or no-quorum, the connection dropped', async () => {
+    let mode: 'ok' | 'hang' | 'fail' = 'ok';
+    const clock = new ManualClock();
+    const a = xact({ clock, statementTimeoutMs: 30_000, link: (rt) => (mode === 'hang' ? unanswered(clock) : mode === 'fail' ? Promise.reject(new Error('link down')) : rt()) });
+    await a.release(granted(await a.acquire('r')));
+    expect(a.backendPids).toHaveLength(2);
+    mode = 'hang';
+    expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
+    expect(a.backendPids).toHaveLength(1);
+    mode = 'ok';
+    await a.release(granted(await a.acquire('r')));
+    mode = 'fail';
+    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(a.backendPids).toHaveLength(1);
+    mode = 'ok';
+    expect(granted(await a.acquire('r')).token).toBe(3n);
+  });
+
+  it('a minter that cannot connect fails that grant (no-quorum) and is made afresh for the next', async () => {
+    let calls = 0;
+    // Round trips of a fresh lock's first grant: connect, BEGIN, try-lock, the minter's connect (4th), MINT.
+    const a = xact({ link: (rt) => (++calls === 4 ? Promise.reject(new Error('minter link down')) : rt()) });
+    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(a.leaseFor('r')).toBeUndefined();
+    expect(granted(await a.acquire('r')).token).toBe(1n);
+  });
+
+  it('withLock: a ROLLBACK that fails drops the connection instead of keeping it', async () => {
+    let fail = false;
+    const a = xact({ link: (rt) => (fail ? Promise.reject(new Error('link down')) : rt()) });
+    await expect(
+      a.withLock('r', 100, async () => {
+        fail = true;
+        throw new Error('fn failed');
+      }),
+    ).rejects.toThrow('fn failed');
+    fail = false;
+    // Only the minter is left.
+    expect(a.backendPids).toHaveLength(1);
   });
 
   it('a terminated backend loses its lease (connection-lost)', async () => {

@@ -156,6 +156,23 @@ describe('redisLeaseNode', () => {
     }
   });
 
+  it('a server without the script commands is ServerRefusedError statement ERR (unknown command)', async () => {
+    const { RedisServer } = await import('../../conformance/env/redisServer.ts');
+    const bare = await RedisServer.start({ persistence: 'none', config: ['rename-command EVALSHA ""', 'rename-command EVAL ""'] });
+    const c = new Redis({ ...bare.connection, lazyConnect: true, maxRetriesPerRequest: 0, commandTimeout: 5_000, retryStrategy: () => null });
+    c.on('error', () => undefined);
+    try {
+      const e = await thrown(redisLeaseNode(c).acquire('r', 'o', 1000));
+      expect(e).toBeInstanceOf(ServerRefusedError);
+      expect(e).toMatchObject({ code: 'statement', serverCode: 'ERR' });
+      expect((e as Error).message).toMatch(/^statement \(ERR\): ERR unknown command/);
+      expect((e as Error).cause).toBeInstanceOf(Error);
+    } finally {
+      c.disconnect();
+      await bare.stop();
+    }
+  });
+
   it('replicas: bad settings are refused (WAIT 0 would block forever)', () => {
     for (const replicas of [{ count: 0, timeoutMs: 10 }, { count: 1, timeoutMs: 0 }, { count: 1.5, timeoutMs: 10 }, { count: 1, timeoutMs: 2.5 }]) {
       expect(() => redisLeaseNode(redis, { replicas })).toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringMatching(/replicas needs an integer count >= 1/) }));
@@ -228,6 +245,11 @@ describe('createRedisLock', () => {
     expect(r.lease.signal.aborted).toBe(true);
     await lock.release(r.lease);
     expect(await redis.exists('q:lock:r')).toBe(0);
+  });
+
+  it('passes replicas on: without a replica every grant is a vote against', async () => {
+    const lock = createRedisLock({ nodes: [redis], clock: new ManualClock(), replicas: { count: 1, timeoutMs: 1 } });
+    expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
   });
 
   it('defaults: prefix lockcheck, base 0, driftFactor 0.01, margin 2, the system clock', async () => {
