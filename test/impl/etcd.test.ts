@@ -1,5 +1,5 @@
 import type { Etcd3 } from 'etcd3';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConnectionConfigError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore, type EtcdNode } from '../../impl/etcd/index.ts';
 import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
@@ -197,6 +197,31 @@ describe('EtcdLock', () => {
     expect(granted(await lock.acquire('free', { ttlMs: 5000, retries: 100 })).resource).toBe('free');
   });
 
+  it('retry jitter: a draw in [0, retryJitterMs] added to retryDelayMs', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    const held = granted(await new EtcdLock({ node: real, clock, prefix: p }).acquire('r', { ttlMs: 5000 }));
+    const lock = new EtcdLock({ node: real, clock, prefix: p });
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    try {
+      const pending = lock.acquire('r', { ttlMs: 5000, retries: 1, retryDelayMs: 40, retryJitterMs: 10 });
+      const deadline = Date.now() + 10_000;
+      // The node's request timeouts are on this clock too (2000 ms): the retry's sleep is the one below them.
+      const sleeps = (): number[] => clock.delays.filter((d) => d >= 40 && d < 2000);
+      while (sleeps().length === 0) {
+        if (Date.now() > deadline) throw new Error('no retry sleep');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(sleeps()).toEqual([50]);
+      clock.advance(50);
+      expect(await pending).toEqual({ kind: 'denied', reason: 'held' });
+    } finally {
+      random.mockRestore();
+    }
+    expect(held.token).toBeGreaterThan(0n);
+  });
+
   it('no validity left after the allowance is a denial (validity-exhausted); one ms left is a grant', async () => {
     const clock = new ManualClock();
     const p = prefix();
@@ -291,6 +316,24 @@ describe('EtcdLock', () => {
     expect(second.signal.reason).toMatchObject({ reason: 'expired' });
     // A lease this lock never granted.
     expect(await lock.extend({ ...second }, 2000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+  });
+
+  it('a lease released while its extension is in flight is not extended', async () => {
+    const clock = new ManualClock(0);
+    const real = etcd3Node(c, { clock });
+    let during: (() => Promise<void>) | null = null;
+    const node = wrapped(real, {
+      keepAlive: async (id) => {
+        const r = await real.keepAlive(id);
+        await during?.();
+        return r;
+      },
+    });
+    const lock = new EtcdLock({ node, clock, prefix: prefix() });
+    const lease = granted(await lock.acquire('r', { ttlMs: 3000 }));
+    during = () => lock.release(lease);
+    expect(await lock.extend(lease, 3000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    expect(lease.signal.reason).toMatchObject({ reason: 'released' });
   });
 
   it('an extension that lands exactly at the new deadline is no-quorum', async () => {
