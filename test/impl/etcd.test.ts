@@ -367,21 +367,46 @@ describe('EtcdLock', () => {
     expect(l2.signal.reason).toMatchObject({ reason: 'released' });
   });
 
-  it('forgets lost leases once it tracks 64, so its map stays bounded', async () => {
+  it('forgets lost leases once it tracks 64, and next when the map has doubled', async () => {
     const clock = new ManualClock(0);
     const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock, prefix: prefix() });
-    for (let i = 0; i < 64; i++) granted(await lock.acquire(`r${i}`, { ttlMs: 1000 }));
+    granted(await lock.acquire('r0', { ttlMs: 1000 }));
+    clock.advance(1000);
+    // Below 64 nothing is forgotten, lost or not.
+    granted(await lock.acquire('r1', { ttlMs: 1000 }));
+    expect(lock.trackedLeases).toBe(2);
+    for (let i = 2; i < 64; i++) granted(await lock.acquire(`r${i}`, { ttlMs: 1000 }));
     expect(lock.trackedLeases).toBe(64);
     clock.advance(1000);
-    const kept = granted(await lock.acquire('kept', { ttlMs: 5000 }));
+    granted(await lock.acquire('kept', { ttlMs: 5000 }));
     expect(lock.trackedLeases).toBe(1);
-    for (let i = 0; i < 63; i++) granted(await lock.acquire(`s${i}`, { ttlMs: 5000 }));
+    // The next check is at 64 again (never below): a lost lease stays until then.
+    clock.advance(5000);
+    granted(await lock.acquire('u', { ttlMs: 100_000 }));
+    expect(lock.trackedLeases).toBe(2);
+    for (let i = 0; i < 62; i++) granted(await lock.acquire(`s${i}`, { ttlMs: 100_000 }));
     expect(lock.trackedLeases).toBe(64);
-    // None lost: nothing to forget, and the next check waits until twice as many.
-    granted(await lock.acquire('t', { ttlMs: 5000 }));
+    // At 64: 'kept' (lost) is forgotten; 63 live ones stay, so the next check is at 126.
+    granted(await lock.acquire('t', { ttlMs: 100_000 }));
+    expect(lock.trackedLeases).toBe(64);
+    clock.advance(100_000);
+    granted(await lock.acquire('v', { ttlMs: 100_000 }));
     expect(lock.trackedLeases).toBe(65);
-    await lock.release(kept);
-    expect(lock.trackedLeases).toBe(64);
+  });
+
+  it('a grant whose round trip ate the validity the allowance needs is validity-exhausted', async () => {
+    const clock = new ManualClock();
+    const real = etcd3Node(c, { clock });
+    const slow = wrapped(real, {
+      putIfAbsent: async (key, value, leaseId) => {
+        const r = await real.putIfAbsent(key, value, leaseId);
+        clock.advance(600);
+        return r;
+      },
+    });
+    const lock = new EtcdLock({ node: slow, clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 400 });
+    expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    await leasesBecome(0);
   });
 });
 
