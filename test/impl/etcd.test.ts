@@ -446,6 +446,14 @@ describe('etcd3Node', () => {
     await expect(node.get(lockKey('r'))).rejects.toThrow('etcd range timed out after 0 ms');
   });
 
+  it('the gRPC deadline is sent with each call: one already passed is a TimeoutError even when our own timer never fires', async () => {
+    const never = { now: () => 0, schedule: () => () => undefined };
+    const node = etcd3Node(c, { clock: never, requestTimeoutMs: 0 });
+    const e = await node.grant(5).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(TimeoutError);
+    expect((e as Error).message).toBe('etcd lease grant timed out after 0 ms');
+  });
+
   it('our own deadline bounds a call etcd does not answer; an unreachable host is UnavailableError naming the call', async () => {
     const clock = new ManualClock();
     const node = etcd3Node(c, { clock, requestTimeoutMs: 60_000 });
