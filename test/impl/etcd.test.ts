@@ -452,6 +452,13 @@ describe('etcd3Node', () => {
     const e = await node.grant(5).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(TimeoutError);
     expect((e as Error).message).toBe('etcd lease grant timed out after 0 ms');
+    // Each call names itself.
+    const key = lockKey('r', prefix());
+    await expect(node.putIfAbsent(key, 'v', '1')).rejects.toThrow(new TimeoutError('etcd put-if-absent', 0));
+    await expect(node.deleteIfOwned(key, '1', 1n)).rejects.toThrow(new TimeoutError('etcd delete-if-owned', 0));
+    await expect(node.revoke('1')).rejects.toThrow(new TimeoutError('etcd lease revoke', 0));
+    await expect(node.get(key)).rejects.toThrow(new TimeoutError('etcd range', 0));
+    await expect(node.fencedWrite(cellKey('r', 'x/'), highestKey('r', 'x/'), 1n, 'v', 'strict')).rejects.toThrow(new TimeoutError('etcd fenced write', 0));
   });
 
   it('our own deadline bounds a call etcd does not answer; an unreachable host is UnavailableError naming the call', async () => {
