@@ -132,7 +132,7 @@ describe('attempts: settings, retries and the error mapping', () => {
     await expect(run({}, { closed: true, clock })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: the lock was closed' }));
     await expect(run({ ttlMs: 10 })).rejects.toThrow(expect.objectContaining({ code: 'unsupported-operation', message: 'unsupported-operation: a PostgreSQL session lock has no ttl' }));
     for (const retries of [-1, 101, 0.5]) await expect(run({ retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
-    await expect(run({ retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration' }));
+    await expect(run({ retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryDelayMs must be') }));
     await expect(acquireWithRetries('session', '', {}, state, denied)).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
     expect(calls).toBe(0);
     expect(await run({})).toEqual({ kind: 'denied', reason: 'held' });
@@ -180,8 +180,11 @@ describe('attempts: settings, retries and the error mapping', () => {
     expect(refusal(dbError('42501', 'denied'))).toMatchObject({ code: 'permission', serverCode: '42501', message: 'permission (42501): denied' });
     for (const code of ['3F000', '42P01', '42703', '42704', '42883', '42P02']) expect(refusal(dbError(code))).toMatchObject({ code: 'schema', serverCode: code });
     for (const code of ['42601', '22P02', '23505', '42P03', '25P02']) expect(refusal(dbError(code))).toMatchObject({ code: 'statement', serverCode: code });
+    for (const code of ['42601', '42501', '42P01']) {
+      const e = dbError(code);
+      expect(refusal(e)?.cause).toBe(e);
+    }
     const e = dbError('42601');
-    expect(refusal(e)?.cause).toBe(e);
     expect(refusal(e)).toBeInstanceOf(ServerRefusedError);
     for (const code of ['08006', '40001', '40P01', '53300', '57P01', '57014', '58030']) expect(refusal(dbError(code))).toBeNull();
     for (const code of ['4250', '425011', 'a2501', '']) expect(refusal(dbError(code))).toBeNull();
@@ -211,6 +214,9 @@ describe('attempts: settings, retries and the error mapping', () => {
     destroyConnection({ connection: { stream } } as unknown as pg.Client);
     expect(destroyed).toBe(2);
     destroyConnection({} as unknown as pg.Client);
+    // A client that never connected has no socket to destroy: the timer must not throw.
+    await endWithin({ end: () => new Promise<void>(() => undefined) } as unknown as pg.Client, 5);
+    await endWithin({ end: () => new Promise<void>(() => undefined), connection: {} } as unknown as pg.Client, 5);
   });
 });
 
