@@ -43,6 +43,24 @@ describe('the adapter API: an environment is time control plus a registry of fau
     expect([...kinds].sort()).toEqual(['acquire', 'advance', 'extend', 'read', 'release', 'write']);
   });
 
+  it('a backend whose clients have no extend (a library without one) is sent none: an absent extend is not read as a refusal', async () => {
+    const sim = simLeaseBackend(designs.redisSingle(), 'strict');
+    const noExtend: BackendUnderTest = {
+      ...sim,
+      name: 'no extend',
+      start: async (o) => {
+        const instance = await sim.start(o);
+        return { ...instance, clients: instance.clients.map(({ extend: _, ...client }) => client) };
+      },
+    };
+    const kinds = new Set<string>();
+    const r = await checkConformance(noExtend, { runs: 30, seed: 7, onRun: (_run, report) => report.steps.forEach((s) => kinds.add(s.command.kind === 'pause' && s.command.inFlight !== undefined ? `pause ${s.command.inFlight.kind}` : s.command.kind)) });
+    expect(r.failure?.message ?? null).toBeNull();
+    expect(kinds.has('extend')).toBe(false);
+    expect(kinds.has('pause extend')).toBe(false);
+    expect(kinds.has('acquire') && kinds.has('release') && kinds.has('pause')).toBe(true);
+  });
+
   it('a command whose fault the environment does not provide (a counterexample replayed on another backend) is a typed error naming the injector', async () => {
     const bare = withEnvironment('no pause', (real) => ({ ...timeOf(real), faults: {} }));
     const run = runLockstep(bare, [{ kind: 'pause', client: 0 }], { clients: 2, tokenBase: 0n });
