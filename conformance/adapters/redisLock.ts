@@ -122,7 +122,7 @@ export function redisLockBackend(choice: RedisServerChoice = {}, options: { read
       lockKey: redisLockKey,
       client: ({ nodes, clock }) => {
         const calls = redisLockCalls(nodes[0]!, clock);
-        return { acquire: calls.acquire, release: (lease) => calls.release(lease) };
+        return { acquire: (resource, o) => calls.acquire(resource, o), release: (lease) => calls.release(lease) };
       },
     },
     choice,
