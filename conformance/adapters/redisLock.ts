@@ -49,33 +49,33 @@ const never = new Promise<never>(() => undefined);
 /**
  * The two node-redis v4 commands the library sends, over an ioredis
  * connection (the kit's go through the run's faults), allowing `attempts`
- * SETs: the next one calls `stopped` with what the last one met (refused:
- * held; an error: no quorum) and never settles. That is how one acquire
- * bounds the library's endless retry loop to the caller's retries. The value
- * of the SET that took the lock is the lease's owner (the library keeps it
- * in a closure).
+ * SETs: when the last one is refused (held) or fails (no quorum), `stopped`
+ * is told so at once and the SET never settles, so the library neither
+ * sleeps nor sends again. That is how one acquire bounds the library's
+ * endless retry loop to the caller's retries. The value of the SET that
+ * took the lock is the lease's owner (the library keeps it in a closure).
  */
 function limitedClient(redis: Redis, attempts: number, stopped: (denial: Denial) => void) {
   let sent = 0;
-  let last: Denial = 'held';
   const client = {
     v4: true as const,
     owner: '',
     async set(key: string, value: number | string, options: { PX: number; NX: true }): Promise<string | null> {
-      if (sent === attempts) {
-        stopped(last);
+      sent += 1;
+      let reply: string | null;
+      try {
+        reply = await redis.set(key, String(value), 'PX', options.PX, 'NX');
+      } catch (error) {
+        if (sent < attempts) throw error;
+        stopped('no-quorum');
         return never;
       }
-      sent += 1;
-      try {
-        const reply = await redis.set(key, String(value), 'PX', options.PX, 'NX');
-        last = 'held';
-        if (reply !== null) client.owner = String(value);
-        return reply;
-      } catch (error) {
-        last = 'no-quorum';
-        throw error;
+      if (reply !== null) client.owner = String(value);
+      else if (sent >= attempts) {
+        stopped('held');
+        return never;
       }
+      return reply;
     },
     del: (key: string): Promise<number> => redis.del(key),
   };
