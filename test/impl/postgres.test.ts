@@ -378,6 +378,7 @@ describe('PostgresSessionLock', () => {
     const e = await thrown(a.release(l2));
     expect(e).toBeInstanceOf(UnavailableError);
     expect((e as Error).message).toBe("release of 'r' failed (link down); the session was ended, so the server frees the lock");
+    expect((e as Error).cause).toMatchObject({ message: 'link down' });
     expect(other.signal.reason).toMatchObject({ reason: 'connection-lost' });
     // A failing statement on a grant: no-quorum, and the session ended too.
     fail = false;
