@@ -8,8 +8,9 @@
  * (LOCKCHECK_MUTATION_OUT) add up: a part's mutation.json when its run
  * completed, else its event recorder's results so far (a run still going or
  * cut short; mutants not tested yet are counted as pending). Where two parts
- * tested the same mutant, the complete run's result, else the later one, wins.
- * Run: npx tsx mutation/summary.ts
+ * tested the same mutant, the complete run's result, else that of the run
+ * started later (with the newer tests), wins.
+ * Run: npx tsx mutation/summary.ts [reports/mutation-<part> ...]
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -33,12 +34,19 @@ interface Part {
   readonly mutants: Mutant[];
 }
 
+/** When the part's run started (its test plan was made): a later run tested newer tests. */
+function started(dir: string, fallback: string): number {
+  const events = join(dir, 'events');
+  const plan = existsSync(events) ? readdirSync(events).find((f) => f.endsWith('-onMutationTestingPlanReady.json')) : undefined;
+  return statSync(plan !== undefined ? join(events, plan) : fallback).mtimeMs;
+}
+
 function readPart(dir: string): Part | null {
   const report = join(dir, 'mutation.json');
   if (existsSync(report)) {
     const r = JSON.parse(readFileSync(report, 'utf8')) as { files: Record<string, { mutants: Omit<Mutant, 'fileName'>[] }> };
     const mutants = Object.entries(r.files).flatMap(([file, f]) => f.mutants.map((m) => ({ ...m, fileName: file })));
-    return { dir, complete: true, when: statSync(report).mtimeMs, mutants };
+    return { dir, complete: true, when: started(dir, report), mutants };
   }
   const events = join(dir, 'events');
   if (!existsSync(events)) return null;
@@ -53,13 +61,15 @@ function readPart(dir: string): Part | null {
     const m = JSON.parse(readFileSync(join(events, f), 'utf8')) as Mutant;
     tested.set(m.id, m);
   }
-  return { dir, complete: false, when: statSync(events).mtimeMs, mutants: [...tested.values()] };
+  return { dir, complete: false, when: started(dir, events), mutants: [...tested.values()] };
 }
 
-const parts = existsSync('reports')
-  ? readdirSync('reports')
-      .filter((d) => d.startsWith('mutation'))
-      .map((d) => readPart(join('reports', d)))
+// Arguments name the parts to read (directories); none: every reports/mutation*.
+const named = process.argv.slice(2);
+const dirs = named.length > 0 ? named : existsSync('reports') ? readdirSync('reports').filter((d) => d.startsWith('mutation')).map((d) => join('reports', d)) : [];
+const parts = dirs.length > 0
+  ? dirs
+      .map((d) => readPart(d))
       .filter((p): p is Part => p !== null)
       .sort((a, b) => Number(a.complete) - Number(b.complete) || a.when - b.when)
   : [];
@@ -70,7 +80,8 @@ for (const part of parts) {
     const file = relative(process.cwd(), m.fileName.startsWith('/') ? m.fileName : join(process.cwd(), m.fileName));
     const key = `${file}:${m.location.start.line}:${m.location.start.column}:${m.mutatorName}:${m.replacement ?? ''}`;
     const known = byKey.get(key);
-    if (known !== undefined && m.status === 'Pending' && known.status !== 'Pending') continue;
+    // Not tested yet says nothing new; a mutant another part found static (evaluated at import) stays ignored.
+    if (known !== undefined && ((m.status === 'Pending' && known.status !== 'Pending') || known.status === 'Ignored')) continue;
     byKey.set(key, { ...m, fileName: file, part: `${part.dir}${part.complete ? '' : ' (partial)'}` });
   }
 }
