@@ -18,10 +18,6 @@ export interface Lease {
   readonly signal: AbortSignal;
 }
 
-/** AbortSignal's own accessors, called on a signal whose instance shadows them (see `#judgedOnRead`). */
-const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get! as (this: AbortSignal) => boolean;
-const reasonOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason')!.get! as (this: AbortSignal) => unknown;
-
 /**
  * The mutable side of a Lease, kept by the client that granted it. The
  * signal (an AbortController and its deadline timer) is made when first
@@ -116,8 +112,9 @@ export class LeaseHandle implements Lease {
   #judgedOnRead(signal: AbortSignal): void {
     const judge = (): void => this.#judge();
     Object.defineProperties(signal, {
-      aborted: { configurable: true, get: () => (judge(), abortedOf.call(signal)) },
-      reason: { configurable: true, get: () => (judge(), reasonOf.call(signal)) },
+      // AbortSignal's own accessors, run on this signal.
+      aborted: { configurable: true, get: () => (judge(), Reflect.get(AbortSignal.prototype, 'aborted', signal) as boolean) },
+      reason: { configurable: true, get: () => (judge(), Reflect.get(AbortSignal.prototype, 'reason', signal) as unknown) },
       throwIfAborted: { configurable: true, value: () => (judge(), AbortSignal.prototype.throwIfAborted.call(signal)) },
     });
   }
