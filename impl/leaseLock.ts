@@ -225,8 +225,8 @@ export class LeaseLock {
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
     if (this.holds(granted.length, validityMs)) {
       const token = this.mintToken(granted);
-      // The write-back is a second round trip: validity must still be left after it.
-      const written = await this.writeBack(resource, token, ttlMs, votes);
+      // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
+      const written = this.#atToken(votes, token) >= this.quorum || (await this.writeBack(resource, token, ttlMs, votes));
       if (written && this.holds(granted.length, validUntilMs - this.clock.now())) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
@@ -254,7 +254,7 @@ export class LeaseLock {
    * common case the counters are in step and no request goes out.
    */
   private async writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
-    const atToken = votes.filter((v) => v.ok && v.value !== null && v.value >= token).length;
+    const atToken = this.#atToken(votes, token);
     const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
     if (atToken >= this.quorum || !behind.includes(true)) return atToken >= this.quorum;
     const needed = this.quorum - atToken;
@@ -265,6 +265,13 @@ export class LeaseLock {
       (t) => t.yes >= needed || t.yes + t.pending < needed,
     );
     return raised.filter((v) => v.ok && v.value).length >= needed;
+  }
+
+  /** Granting nodes whose counter is at or above `token`. */
+  #atToken(votes: readonly Vote<bigint | null>[], token: bigint): number {
+    let n = 0;
+    for (const v of votes) if (v.ok && v.value !== null && v.value >= token) n++;
+    return n;
   }
 
   /** Compare-and-delete `owner` on every node that did not answer no, in the background (bounded and tracked like every round). */
