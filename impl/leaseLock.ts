@@ -218,16 +218,17 @@ export class LeaseLock {
     const q = this.quorum;
     // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
     const votes = await this.round(ttlMs, (node) => node.acquire(resource, owner, ttlMs), isGrant, this.#acquireDecided);
+    const answeredMs = this.clock.now();
     // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
-    if (this.clock.now() - startedMs >= ttlMs) return { kind: 'timed-out' };
+    if (answeredMs - startedMs >= ttlMs) return { kind: 'timed-out' };
     const granted = votes.flatMap((v) => (v.ok && v.value !== null ? [v.value] : []));
-    const validityMs = ttlMs - (this.clock.now() - startedMs) - this.driftMarginMs(ttlMs);
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
-    if (this.holds(granted.length, validityMs)) {
+    if (this.holds(granted.length, validUntilMs - answeredMs)) {
       const token = this.mintToken(granted);
       // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
-      const written = this.#atToken(votes, token) >= this.quorum || (await this.writeBack(resource, token, ttlMs, votes));
-      if (written && this.holds(granted.length, validUntilMs - this.clock.now())) {
+      const inStep = this.#atToken(votes, token) >= this.quorum;
+      const written = inStep || (await this.writeBack(resource, token, ttlMs, votes));
+      if (written && this.holds(granted.length, validUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
         return { kind: 'granted', lease };
