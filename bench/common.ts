@@ -38,8 +38,8 @@ export interface TargetRow {
   readonly ratio: number;
   /** The same comparison by CPU per operation (the peer's over lockcheck's): what a CPU-bound machine would show; less disturbed by load. */
   readonly cpuRatio?: number;
-  /** Met when ratio >= goal ('at-least') or ratio <= goal ('at-most'). */
-  readonly goal: number;
+  /** Met when ratio >= goal ('at-least') or ratio <= goal ('at-most'); none: a ratio reported beside the targets. */
+  readonly goal?: number;
   readonly kind?: 'at-least' | 'at-most';
 }
 
@@ -51,8 +51,13 @@ export function targetTable(rows: readonly TargetRow[], loadAverage: string): vo
   out('|---|---:|---:|---|---:|');
   for (const r of rows) {
     const atMost = r.kind === 'at-most';
+    const cpu = r.cpuRatio === undefined ? '' : fmtRatio(r.cpuRatio);
+    if (r.goal === undefined) {
+      out(`| ${r.target} | ${fmtRatio(r.ratio)} | | reported | ${cpu} |`);
+      continue;
+    }
     const met = Number.isFinite(r.ratio) && (atMost ? r.ratio <= r.goal : r.ratio >= r.goal);
-    out(`| ${r.target} | ${fmtRatio(r.ratio)} | ${atMost ? '≤' : '≥'} ${r.goal.toFixed(2)} | ${met ? 'met' : '**not met**'} | ${r.cpuRatio === undefined ? '' : fmtRatio(r.cpuRatio)} |`);
+    out(`| ${r.target} | ${fmtRatio(r.ratio)} | ${atMost ? '≤' : '≥'} ${r.goal.toFixed(2)} | ${met ? 'met' : '**not met**'} | ${cpu} |`);
   }
   out();
 }
