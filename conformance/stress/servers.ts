@@ -11,10 +11,11 @@ import { TcpProxy } from '../env/proxy.ts';
 import { RedisServer } from '../env/redisServer.ts';
 import type { AdapterRef } from './adapterRef.ts';
 import { EtcdCluster } from '../env/etcdCluster.ts';
+import { ZookeeperEnsemble } from '../env/zookeeperEnsemble.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 
 /** The backends a stress run drives, each on servers the runner starts. */
-export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact', 'etcd'] as const;
+export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact', 'etcd', 'zookeeper'] as const;
 export type StressBackend = (typeof STRESS_BACKENDS)[number];
 
 /** A server process the nemesis can pause, kill and restart. */
@@ -67,6 +68,7 @@ export interface StartServersOptions {
 
 export async function startServers(o: StartServersOptions): Promise<StressServers> {
   if (o.backend === 'etcd') return startEtcd(o);
+  if (o.backend === 'zookeeper') return startZookeeper(o);
   return o.backend === 'pg-session' || o.backend === 'pg-xact' ? startPostgres(o) : startRedis(o);
 }
 
@@ -254,6 +256,50 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
     };
   } catch (e) {
     await cluster.stop();
+    throw e;
+  }
+}
+
+/** A 3-member ZooKeeper ensemble (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
+async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
+  const ensemble = await ZookeeperEnsemble.start({ members: 3, parentDir: '/dev/shm' });
+  try {
+    const links: TcpProxy[][] = [];
+    if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => ensemble.link(m))));
+    return {
+      backend: o.backend,
+      nodes: [0, 1, 2].map((m): FaultableServer => ({
+        name: `zookeeper ${m}`,
+        pause: () => ensemble.pause(m),
+        resume: () => ensemble.resume(m),
+        get paused() {
+          return ensemble.paused(m);
+        },
+        crash: () => ensemble.kill(m),
+        restart: () => ensemble.restart(m),
+        get running() {
+          return ensemble.running(m);
+        },
+      })),
+      links,
+      quorum: 2,
+      clocksFaked: false,
+      clientBackend: (client, storePolicy) => ({
+        kind: 'zookeeper',
+        connectString: o.proxied ? links[client]!.map((p) => `${p.host}:${p.port}`).join(',') : ensemble.connectString,
+        storePolicy,
+      }),
+      stepClock: () => {
+        throw new Error('stepClock: no clock fault is offered on ZooKeeper members');
+      },
+      // A session is the ensemble's, not a member's: no member-wise answer to give.
+      nodesHolding: async () => [],
+      terminate: async () => undefined,
+      advisoryHolders: async () => [],
+      stop: () => ensemble.stop(),
+    };
+  } catch (e) {
+    await ensemble.stop();
     throw e;
   }
 }
