@@ -49,6 +49,7 @@ export async function stressBackendOf(row: BuiltIn): Promise<{ backend: StressBa
   }
   const d = row.design;
   const store: FencePolicy = row.store === 'transactional' ? 'unfenced' : row.store;
+  if (row.lockService === 'zookeeper') return { backend: 'zookeeper', store };
   switch (d.kind) {
     case 'redis-single':
       return { backend: d.persistence === 'aof-always' ? 'redis-single-aof' : 'redis-single', store };

@@ -10,7 +10,7 @@
  * The JVMs run small and start fast: a 96 MB heap, the serial collector,
  * only the first JIT tier, no perf data, no admin server, no JMX. tickTime is
  * 100 ms (the session expiry granularity), and the session timeouts a client
- * may ask for span 200 ms to 60 s. Writes are not fsynced (forceSync=no):
+ * may ask for span 100 ms to 60 s. Writes are not fsynced (forceSync=no):
  * the data sits on /dev/shm or a temp dir that dies with the ensemble, and no
  * test asks a member to survive a machine crash.
  *
@@ -275,7 +275,7 @@ export class ZookeeperEnsemble {
         `clientPortAddress=${HOST}`,
         'admin.enableServer=false',
         '4lw.commands.whitelist=srvr,ruok',
-        'minSessionTimeout=200',
+        'minSessionTimeout=100',
         'maxSessionTimeout=60000',
         'forceSync=no',
         'preAllocSize=1024',
