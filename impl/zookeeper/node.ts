@@ -72,6 +72,8 @@ const CAS_ROUNDS = 16;
 
 interface Session extends ZookeeperSession {
   readonly client: Client;
+  /** The ensemble reported the session expired: nothing is left to close. */
+  ended: boolean;
 }
 
 /**
@@ -92,7 +94,9 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     } catch (error) {
       started = Promise.reject(error as Error);
     }
-    return withTimeout(clock, timeoutMs, `zookeeper ${what}`, started).catch((error: unknown) => {
+    // Bounded on the client's clock and in real time: a request queued on a connection that never comes back
+    // (the library waits for a reconnect) must end even while the client's clock stands still (conformance).
+    return withTimeout(clock, timeoutMs, `zookeeper ${what}`, withRealTimeout(timeoutMs, `zookeeper ${what}`, started)).catch((error: unknown) => {
       throw typed(error, what);
     });
   };
@@ -112,7 +116,10 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         const expired = new Promise<void>((resolve) => client.once('expired', () => resolve()));
         // An expired session's client would reconnect forever: close it.
         void expired.then(() => client.close());
-        const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired };
+        const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired, ended: false };
+        void expired.then(() => {
+          session.ended = true;
+        });
         return session;
       }),
     contenders: (s, dir) =>
@@ -180,9 +187,12 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     closeSession: (s) =>
       bounded('close session', async () => {
         const client = own(s);
+        if ((s as Session).ended) return;
         await new Promise<void>((resolve) => {
-          // The client reports the end of the connection once the ensemble answered the close.
+          // The client reports the end of the connection once the ensemble answered the close; a session already
+          // expired or cut reports nothing more, and the bound ends the wait.
           client.once('disconnected', () => resolve());
+          client.once('expired', () => resolve());
           client.close();
         });
       }),
@@ -283,6 +293,16 @@ async function createWithParents(client: Client, path: string, data: Buffer): Pr
     await call<string>((cb) => client.mkdirp(path.slice(0, path.lastIndexOf('/')), cb));
     await create();
   }
+}
+
+/** `work`, or TimeoutError after `ms` of real time (the timer does not keep the process alive). */
+function withRealTimeout<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 function call<T>(start: (cb: (error: Error | Exception | null, value: T) => void) => void): Promise<T> {
