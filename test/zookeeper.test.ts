@@ -146,7 +146,7 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
     expect((signal.reason as LeaseLostError).reason).toBe('expired');
     await lock.release(r.lease);
 
-    // A session nobody renews ends on the ensemble's own clock: its contender is gone, the next extend says so.
+    // A session nobody renews ends on the ensemble's own clock: its contender is deleted, and the lease, past its validity, is lost.
     const n = node();
     const s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
     if (s.kind !== 'granted') throw new Error('expected a grant');
