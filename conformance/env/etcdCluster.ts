@@ -271,7 +271,7 @@ export class EtcdCluster {
 
   /**
    * Cuts the members in `side` from the others, both ways (every peer
-   * connection between the two sides is reset, and new ones are refused),
+   * connection between the two sides is closed, and new ones are closed at once),
    * replacing any earlier cut; clients still reach every member. Needs
    * `peerGates`.
    */

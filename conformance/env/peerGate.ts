@@ -5,8 +5,10 @@
  * instead: the connecting socket's owner (/proc/net/tcp gives the inode of
  * the socket bound to the connection's source port, /proc/<pid>/fd names the
  * process holding it) is the member that dialed. A connection from a member
- * the gate is told is cut off is reset at once, and cutting a member resets
- * the connections it already has: the two members then see a refused peer,
+ * the gate is told is cut off is closed at once, and cutting a member closes
+ * the connections it already has (destroy, not resetAndDestroy: on Node 20 a
+ * reset socket kept its handle and the process alive): the two members then
+ * see a peer that hangs up,
  * in both directions, whichever side dials (raft streams and pipelines,
  * forwarded lease renewals alike). Linux only, as the rest of the
  * environment. A connection whose owner cannot be found (not a member:
@@ -78,7 +80,7 @@ export class PeerGate {
   #accept(inbound: Socket): void {
     const from = this.sourceOf(inbound);
     if (from !== null && this.#cut.has(from)) {
-      inbound.resetAndDestroy();
+      inbound.destroy();
       return;
     }
     const outbound = createConnection({ host: HOST, port: this.targetPort });
@@ -93,8 +95,8 @@ export class PeerGate {
 
   #drop(pair: Pair): void {
     if (!this.#pairs.delete(pair)) return;
-    pair.inbound.resetAndDestroy();
-    pair.outbound.resetAndDestroy();
+    pair.inbound.destroy();
+    pair.outbound.destroy();
   }
 
   /** Resets every connection and stops listening. */
