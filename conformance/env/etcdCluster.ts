@@ -383,7 +383,7 @@ export class EtcdCluster {
   }
 
   async #closeGates(): Promise<void> {
-    await Promise.all(this.#members.map((m) => m.gate?.close()));
+    await Promise.all(this.#members.flatMap((m) => (m.gate === null ? [] : [m.gate.close()])));
     for (const m of this.#members) m.gate = null;
   }
 
