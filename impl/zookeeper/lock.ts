@@ -165,6 +165,8 @@ export class ZookeeperLock {
     // The ensemble may have negotiated a shorter timeout than asked: the lease is what it granted.
     const grantedMs = Math.min(ttlMs, session.timeoutMs);
     let own: { readonly name: string; readonly czxid: bigint };
+    // When the ensemble last heard from the session, at the latest: the lease counts from there.
+    let renewedMs = startedMs;
     try {
       // A held lock is refused before anything is created: a refused attempt leaves no contender in line.
       if (waitMs === 0 && (await this.#node.contenders(session, dir)).length > 0) {
@@ -184,7 +186,9 @@ export class ZookeeperLock {
         }
         // Wait for the one ahead only (no herd), renewing our session at a third of its timeout.
         await this.#node.watchGone(session, `${dir}/${line[at - 1]!}`, Math.min(waitMs - waitedMs, Math.floor(grantedMs / 3)));
+        const touchedMs = this.#clock.now();
         await this.#node.touch(session, `${dir}/${own.name}`);
+        renewedMs = touchedMs;
       }
     } catch (error) {
       this.#close(session);
@@ -194,8 +198,6 @@ export class ZookeeperLock {
       this.#close(session);
       throw new TokenOverflowError(resource);
     }
-    // While waiting in line the session was renewed; the lease counts from the last renewal we know began.
-    const renewedMs = waitMs === 0 ? startedMs : Math.max(startedMs, this.#clock.now() - Math.floor(grantedMs / 3));
     const elapsed = this.#clock.now() - renewedMs;
     if (elapsed >= grantedMs) {
       this.#close(session);
