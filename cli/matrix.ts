@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
-import { CONSEQUENCE_KINDS } from '../conformance/consequence.ts';
+import { CONSEQUENCE_KINDS, findingConsequence } from '../conformance/consequence.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
@@ -257,9 +257,16 @@ function holds(c: MatrixCell): string {
 /** A library audit's cell: its worst consequence, then the design's findings and what else it deviated in. */
 function auditText(c: MatrixCell): string {
   const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations[k] ?? 0) > 0).map((k) => `${k} in ${c.deviations[k]} runs`);
+  // What the contract itself costs: the model's findings under it, by consequence (the worst first).
+  const underIt = new Map<string, { kind: ConsequenceKind; properties: PropertyId[] }>();
+  for (const p of c.measured) {
+    const { kind, what } = findingConsequence(p);
+    underIt.set(what, { kind, properties: [...(underIt.get(what)?.properties ?? []), p] });
+  }
+  const costs = [...underIt].sort(([, a], [, b]) => CONSEQUENCE_KINDS.indexOf(a.kind) - CONSEQUENCE_KINDS.indexOf(b.kind));
   return [
     c.worst === null ? 'agrees with the model of its contract' : `**${c.worst.kind}**: ${c.worst.what} (${c.worst.property}, step ${c.worst.step} of the shrunk schedule)`,
-    c.measured.length ? `design findings: ${c.measured.join(', ')}` : '',
+    costs.length ? `under its contract **${costs[0]![1].kind}**: ${costs.map(([what, u]) => `${what} (${u.properties.join(', ')})`).join(', ')}` : '',
     others.length ? `also ${others.join(', ')}` : '',
     c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs inconclusive` : '',
   ]

@@ -64,6 +64,21 @@ export function consequenceOf(property: PropertyId, command: Command, actual: Ou
 }
 
 /**
+ * What a finding about the design costs a user, for a library audited
+ * against its contract: the library agreed with the model of what it
+ * promises, and the model breaks the property (two holders, a stale write).
+ */
+export function findingConsequence(property: PropertyId): Consequence {
+  return match(property)
+    .with('MUTEX-1', (): Consequence => ({ kind: 'unsafe', what: 'two clients hold the lock at once' }))
+    .with('STORE-1', (): Consequence => ({ kind: 'unsafe', what: 'a stale write landed' }))
+    .with('FENCE-1', 'FENCE-2', 'DUR-1', (): Consequence => ({ kind: 'unsafe', what: 'tokens do not order the holders' }))
+    .with('OWN-1', (): Consequence => ({ kind: 'unsafe', what: 'a key of another owner changed' }))
+    .with('LIVE-1', (): Consequence => ({ kind: 'liveness', what: 'an abandoned lock stays longer than its bound' }))
+    .exhaustive();
+}
+
+/**
  * The design the model judges the backend by: the adapter's design, with
  * what its library declares: its own drift allowance, no deadline, what a
  * refused extension does (model/design.ts, LeaseTerms).
