@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
-import { CONSEQUENCE_KINDS, findingConsequence } from '../conformance/consequence.ts';
+import { comparesTokens, CONSEQUENCE_KINDS, findingConsequence } from '../conformance/consequence.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
@@ -21,6 +21,9 @@ import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import type { Observed } from './stressOracle.ts';
 import { observedText, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
+
+/** The properties about fencing tokens. */
+const TOKEN_PROPERTIES: readonly PropertyId[] = ['FENCE-1', 'FENCE-2', 'DUR-1'];
 
 /**
  * `lockcheck matrix`: every built-in backend x fault class on real servers,
@@ -129,8 +132,12 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
         const verdict = result.failure?.report.verdict;
         const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
-        const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);
-        const { properties: predicted, depth: predictedDepth } = predict(row, col);
+        // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
+        const judged = (p: PropertyId): boolean => comparesTokens(backend) || !TOKEN_PROPERTIES.includes(p);
+        const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
+        const predictedAll = predict(row, col);
+        const predicted = predictedAll.properties.filter(judged);
+        const predictedDepth = predictedAll.depth;
         const first = measured[0];
         // One shrunk counterexample per cell: the bug if there is one, else the first finding.
         if (result.failure === null && first !== undefined) {
