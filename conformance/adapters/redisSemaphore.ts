@@ -114,7 +114,10 @@ async function startInstance(kind: SemaphoreMutexKind, cluster: RedisCluster, de
       const attempt = (resource: string, ttlMs: number): Promise<AcquireResult> =>
         onWall(async (): Promise<AcquireResult> => {
           const mutex = newMutex(kind, nodes, resource, { lockTimeout: ttlMs, acquireTimeout: 1, acquireAttemptsLimit: 1, retryInterval: 0, refreshInterval: 0, onLockLost: () => undefined });
-          if (!(await mutex.tryAcquire())) return { kind: 'denied', reason: 'held' };
+          // Mutex's acquire throws when its node cannot be reached (lib/mutex/acquire.js has no catch): the caller holds nothing.
+          const got = await mutex.tryAcquire().catch(() => null);
+          if (got === null) return { kind: 'denied', reason: 'no-quorum' };
+          if (!got) return { kind: 'denied', reason: 'held' };
           // No deadline: the library gives its caller none.
           const handle = new LeaseHandle(resource, mutex.identifier, 0n, null, clock);
           held.set(handle, { handle, mutex });
