@@ -121,7 +121,7 @@ async function noLockHeld(admin: pg.Client, prefix: string): Promise<void> {
   for (const deadline = Date.now() + CALL_TIMEOUT_MS; ; ) {
     const r = await admin.query(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND starts_with(a.application_name, $1)`, [prefix]);
     if ((r.rows[0] as { n: number }).n === 0) return;
-    if (Date.now() > deadline) throw new Error(`the library's sessions still hold advisory locks ${CALL_TIMEOUT_MS} ms after the run's close hooks (release them in parts.onClose)`);
+    if (Date.now() > deadline) throw new Error(`the library's sessions still hold advisory locks ${CALL_TIMEOUT_MS} ms after the run ended them`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -139,6 +139,8 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
   const restoreClocks = installLibraryClock();
   const notes = libraryClockNotes();
   const guard = guardUnheardErrors();
+  /** The library's would-be uncaught exceptions, for the run's warnings. */
+  const deaths: string[] = [];
   /** The application_name of a client's library sessions. */
   const nameOf = (client: number): string => `${applicationName}-c${client}`;
   const close = async (): Promise<void> => {
@@ -146,8 +148,12 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       // The run is over: every link is whole again, so the library's clean-up reaches the server.
       for (const p of proxies) p.setMode({ kind: 'pass' });
       for (const hook of closeHooks.splice(0).reverse()) await hook();
-      // No lock of this run's library sessions may reach into the next run (the adapter's close hook releases them).
-      if (connections[0] !== undefined) await noLockHeld(connections[0], `${applicationName}-c`);
+      if (connections[0] !== undefined) {
+        // No lock of this run's library sessions may reach into the next run: a session the library left open (an unlock
+        // that a cut link refused, a client it never closed) is ended here, and the kit waits until its locks are gone.
+        await connections[0].query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE starts_with(application_name, $1)', [`${applicationName}-c`]);
+        await noLockHeld(connections[0], `${applicationName}-c`);
+      }
     } finally {
       guard.restore();
       restoreClocks();
@@ -200,7 +206,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
         clock,
       });
       guard.watch(nameOf(client), (error) => {
-        notes.timerErrors.push(`client ${client}'s library connection emitted 'error' with no listener (${error}): in a real process that is an uncaught exception, and the process dies`);
+        deaths.push(`client ${client}'s library connection emitted 'error' with no listener (${error}): in a real process that is an uncaught exception, and the process dies`);
         crashed[client]!.abort();
       });
     }
@@ -286,7 +292,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
             }),
       },
     };
-    return { clients: lockClients, env, warnings: () => clockWarnings(notes), close };
+    return { clients: lockClients, env, warnings: () => [...clockWarnings(notes), ...deaths], close };
   } catch (e) {
     await close();
     throw e;
@@ -330,28 +336,44 @@ function dyingWith(lease: Lease, died: () => AbortSignal): Lease {
  * A library whose pg.Client has no 'error' listener dies when the server
  * ends its session: pg emits 'error', and with no listener that is an
  * uncaught exception. In the runner's process it would end the run, so the
- * kit takes it over: for the clients it watches (by their sessions'
- * application_name) the error is swallowed and reported, and the client
- * counts as dead from then on (its leases' signals fire).
+ * kit takes it over: for the clients of a run (by their sessions'
+ * application_name, unique per run) the error is swallowed and reported,
+ * and the client counts as dead from then on (its leases' signals fire).
+ * A run's library connections may still report their end after the run
+ * closed (their sockets close later): those are swallowed too, so the
+ * patch on pg.Client stays once installed; it touches no other client.
  */
+const unheard = { watched: new Map<string, (error: string) => void>(), ended: new Set<string>(), installed: false };
+
 function guardUnheardErrors(): { watch(applicationName: string, died: (error: string) => void): void; restore(): void } {
-  const watched = new Map<string, (error: string) => void>();
-  const proto = pg.Client.prototype as unknown as { emit(this: pg.Client, event: string | symbol, ...args: unknown[]): boolean };
-  const emit = proto.emit;
-  const patched = function (this: pg.Client, event: string | symbol, ...args: unknown[]): boolean {
-    const name = (this as unknown as { connectionParameters?: { application_name?: string } }).connectionParameters?.application_name;
-    const died = name === undefined ? undefined : watched.get(name);
-    if (event === 'error' && died !== undefined && this.listenerCount('error') === 0) {
-      died(args[0] instanceof Error ? args[0].message : String(args[0]));
-      return false;
-    }
-    return emit.call(this, event, ...args);
-  };
-  proto.emit = patched;
+  if (!unheard.installed) {
+    unheard.installed = true;
+    const proto = pg.Client.prototype as unknown as { emit(this: pg.Client, event: string | symbol, ...args: unknown[]): boolean };
+    const emit = proto.emit;
+    proto.emit = function (this: pg.Client, event: string | symbol, ...args: unknown[]): boolean {
+      if (event === 'error' && this.listenerCount('error') === 0) {
+        const name = (this as unknown as { connectionParameters?: { application_name?: string } }).connectionParameters?.application_name;
+        const died = name === undefined ? undefined : unheard.watched.get(name);
+        if (died !== undefined) {
+          died(args[0] instanceof Error ? args[0].message : String(args[0]));
+          return false;
+        }
+        if (name !== undefined && unheard.ended.has(name)) return false;
+      }
+      return emit.call(this, event, ...args);
+    };
+  }
+  const mine: string[] = [];
   return {
-    watch: (applicationName, died) => void watched.set(applicationName, died),
+    watch: (applicationName, died) => {
+      mine.push(applicationName);
+      unheard.watched.set(applicationName, died);
+    },
     restore: () => {
-      if (proto.emit === patched) proto.emit = emit;
+      for (const name of mine.splice(0)) {
+        unheard.watched.delete(name);
+        unheard.ended.add(name);
+      }
     },
   };
 }
