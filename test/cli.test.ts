@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +13,22 @@ function lockcheck(...args: string[]): { code: number | null; stdout: string; st
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** The same, without blocking: several of them run side by side (each start loads the TypeScript CLI). */
+function lockcheckAsync(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['cli/lockcheck.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 describe('lockcheck command line', () => {
-  it('rejects bad arguments with exit code 2 and a clear message', () => {
-    for (const [args, message] of [
+  it('rejects bad arguments with exit code 2 and a clear message', async () => {
+    const cases = [
       [['frobnicate'], /unknown command 'frobnicate'/],
       [['run'], /run needs --backend/],
       [['run', '--backend', 'nosuch'], /unknown backend 'nosuch'. Built-in: redis-single\/unfenced/],
@@ -27,13 +40,19 @@ describe('lockcheck command line', () => {
       [['replay'], /replay needs exactly one counterexample file/],
       [['replay', join(dir, 'missing.json')], /cannot read counterexample/],
       [['--bogus'], /Unknown option '--bogus'/],
-    ] as const) {
-      const r = lockcheck(...args);
-      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
-      expect(r.stderr).toMatch(message);
+    ] as const;
+    // Four at a time: serially, twelve starts of the CLI took over two minutes at load average 35.
+    for (let i = 0; i < cases.length; i += 4) {
+      const batch = cases.slice(i, i + 4);
+      const results = await Promise.all(batch.map(([args]) => lockcheckAsync(...args)));
+      batch.forEach(([args, message], j) => {
+        const r = results[j]!;
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toMatch(message);
+      });
     }
-    expect(lockcheck('--help').stdout).toMatch(/usage: lockcheck <command>/);
-  });
+    expect((await lockcheckAsync('--help')).stdout).toMatch(/usage: lockcheck <command>/);
+  }, 300_000);
 
   it('an adapter module of the old API is refused when loaded: exit 2, what changed and how to port', () => {
     const r = lockcheck('run', '--backend', 'test/fixtures/oldApiAdapter.ts');
