@@ -18,15 +18,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FakeClockFile } from './faketime.ts';
 import { EnvironmentError, RedisServer } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
+import { RunEnvironmentError } from './runEnvironment.ts';
 
 /** The name Sentinel monitors the primary under. */
 export const MASTER_NAME = 'lockcheck';
 
 export interface ReplicatedOptions {
   /**
-   * Sentinel's down-after-milliseconds: how long the primary must be silent before it is judged down. Default 2000.
-   * Sentinel promotes only a replica whose link has been down less than ten times this (plus the primary's down time):
-   * a held replica's link is down from the hold, so a shorter one would leave Sentinel "no good slave" on a slow machine.
+   * Sentinel's down-after-milliseconds: how long the primary must be silent before Sentinel judges it
+   * down by itself. Default 60000, longer than any run: the failover is asked for (SENTINEL FAILOVER),
+   * so a loaded machine that stalls a primary never fails it over behind the run's back; and Sentinel
+   * promotes only a replica whose link has been down less than ten times this, so a replica held for
+   * a whole run (holdReplication) stays promotable.
    */
   readonly downAfterMs?: number;
   /** Sentinel's failover-timeout. Default 3000. */
@@ -68,7 +71,7 @@ export class RedisReplicated {
 
   /** Starts primary, replica and Sentinel; resolves once the replica is in sync and Sentinel knows it. */
   static async start(options: ReplicatedOptions = {}): Promise<RedisReplicated> {
-    const downAfterMs = options.downAfterMs ?? 2000;
+    const downAfterMs = options.downAfterMs ?? 60_000;
     const failoverTimeoutMs = options.failoverTimeoutMs ?? 3000;
     const timeoutMs = options.timeoutMs ?? 20_000;
     const password = randomBytes(24).toString('base64url');
@@ -186,9 +189,27 @@ export class RedisReplicated {
     if (killed !== 1) throw new Error(`the primary dropped ${describe(killed)} replica links, expected 1`);
   }
 
-  /** Kills the primary (SIGKILL) and waits until Sentinel has promoted the replica. */
+  /**
+   * Kills the primary (SIGKILL), asks Sentinel to fail over (SENTINEL FAILOVER:
+   * at once, rather than after down-after-milliseconds) and waits until it has
+   * promoted the replica. Sentinel refuses while its last look at the replica
+   * is stale (NOGOODSLAVE): it is asked again until the bound. Throws
+   * RunEnvironmentError when the replica is not promoted within the bound.
+   */
   async failover(): Promise<void> {
     await this.primary.crash();
+    let refusal = '';
+    await this.#until(
+      'Sentinel to accept the failover',
+      async () => {
+        const reply = await this.sentinel.command(['SENTINEL', 'FAILOVER', MASTER_NAME]);
+        // INPROG: a failover already under way (its own, or one asked for before a lost reply) will do.
+        if (reply === 'OK' || (reply instanceof RespError && reply.message.startsWith('INPROG'))) return true;
+        refusal = describe(reply);
+        return false;
+      },
+      () => `last refusal: ${refusal}`,
+    );
     await this.#until('Sentinel to promote the replica', async () => (await this.primaryPort()) === this.replica.port && (await info(this.replica, 'replication'))['role'] === 'master');
     // The promoted one will be a replica again one day (after a later failover): it needs the right password then.
     if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
@@ -239,8 +260,11 @@ export class RedisReplicated {
     return Array.isArray(reply) && reply.some((fields) => Array.isArray(fields) && fields.includes(String(this.replica.port)));
   }
 
-  #until(what: string, check: () => Promise<boolean>): Promise<void> {
-    return until(this.#timeoutMs, what, check, () => this.sentinel.logTail());
+  /** Polls until `check` holds; RunEnvironmentError, with Sentinel's log, when it does not within the bound. */
+  #until(what: string, check: () => Promise<boolean>, detail: () => string = () => ''): Promise<void> {
+    return until(this.#timeoutMs, what, check, () => `${detail()}\n${this.sentinel.logTail()}`).catch((e: unknown) => {
+      throw e instanceof EnvironmentError ? new RunEnvironmentError(e.message) : e;
+    });
   }
 }
 
