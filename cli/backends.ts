@@ -38,12 +38,6 @@ export interface BuiltIn {
   readonly library?: LibraryId;
   /** At most this many schedules per cell: a row whose runs take seconds of real time each (etcd). */
   readonly maxRuns?: number;
-  /**
-   * Measured only when named (`--backend`), not in the default matrix: its
-   * failovers take seconds of real time each, and Sentinel refuses to promote
-   * a replica whose link has been held down for long (spec 7.9).
-   */
-  readonly onlyWhenNamed?: true;
 }
 
 export type { LibraryId };
@@ -121,7 +115,7 @@ export const BUILT_INS: readonly BuiltIn[] = [
     (design) => (['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(design, store), design, store })),
   ),
   // A primary, an asynchronous replica and Sentinel; the crash is a failover (spec 7.9). Without and with WAIT 1.
-  ...[designs.redisReplicated(), designs.redisReplicated({ wait: true })].map((design) => ({ name: builtInName(design, 'unfenced'), design, store: 'unfenced' as const, onlyWhenNamed: true as const })),
+  ...[designs.redisReplicated(), designs.redisReplicated({ wait: true })].map((design) => ({ name: builtInName(design, 'unfenced'), design, store: 'unfenced' as const })),
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.pgSession(), store), design: designs.pgSession(), store })),
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
   // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).

@@ -79,7 +79,7 @@ export interface MatrixCell {
 
 export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const all = [...BUILT_INS, ...LIBRARY_AUDITS];
-  const wanted = all.filter((b) => (o.backends === undefined ? b.onlyWhenNamed !== true : o.backends.includes(b.name)));
+  const wanted = all.filter((b) => o.backends === undefined || o.backends.includes(b.name));
   if (wanted.length === 0) throw new UsageError(`no backend among ${o.backends?.join(', ')}; known: ${all.map((b) => b.name).join(', ')}`);
   const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
   if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
