@@ -110,6 +110,7 @@ export class RedisReplicated {
         throw e instanceof EnvironmentError && /not installed|ENOENT/.test(e.message) ? new EnvironmentError('redis-sentinel is not installed', INSTALL_SENTINEL) : e;
       });
       started.push(sentinel);
+      await tuneSentinel(sentinel);
       const cluster = new RedisReplicated(primary, replica, sentinel, timeoutMs);
       await cluster.#until('the replica in sync and known to Sentinel', async () => (await cluster.replicaInSync()) && (await cluster.#sentinelKnowsReplica()));
       return cluster;
@@ -197,6 +198,8 @@ export class RedisReplicated {
    * RunEnvironmentError when the replica is not promoted within the bound.
    */
   async failover(): Promise<void> {
+    // Sentinel decides on its last look at the replica (INFO): let it be one taken now, not seconds ago.
+    await this.#sentinelLooksAgain();
     await this.primary.crash();
     let refusal = '';
     await this.#until(
@@ -238,6 +241,18 @@ export class RedisReplicated {
     this.#replica = old;
   }
 
+  /** Whether replication is held back now (holdReplication, until a failover or releaseReplication). */
+  get replicationHeld(): boolean {
+    return this.#replicationHeld;
+  }
+
+  /** The number of keys the replica holds (DBSIZE): 0 means nothing was replicated since the last reset. */
+  async replicaKeys(): Promise<number> {
+    const reply = await this.replica.command(['DBSIZE']);
+    if (typeof reply !== 'number') throw new Error(`DBSIZE: ${describe(reply)}`);
+    return reply;
+  }
+
   /** Lets a held replica sync again (the end of holdReplication), waiting until it has caught up. */
   async releaseReplication(): Promise<void> {
     if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
@@ -255,6 +270,28 @@ export class RedisReplicated {
     await Promise.all([this.sentinel.stop(), this.replica.stop(), this.primary.stop()]);
   }
 
+  /** Sentinel's view of the replica, as SENTINEL REPLICAS gives it (field name to value). */
+  async sentinelViewOfReplica(): Promise<Record<string, string> | null> {
+    const reply = await this.sentinel.command(['SENTINEL', 'replicas', MASTER_NAME]);
+    if (!Array.isArray(reply)) return null;
+    for (const fields of reply) {
+      if (!Array.isArray(fields)) continue;
+      const view: Record<string, string> = {};
+      for (let i = 0; i + 1 < fields.length; i += 2) if (typeof fields[i] === 'string' && typeof fields[i + 1] === 'string') view[fields[i] as string] = fields[i + 1] as string;
+      if (view['port'] === String(this.replica.port)) return view;
+    }
+    return null;
+  }
+
+  /** Waits until Sentinel has had an INFO reply from the replica since this call (bounded). */
+  async #sentinelLooksAgain(): Promise<void> {
+    const since = Date.now();
+    await this.#until("Sentinel's fresh look at the replica", async () => {
+      const view = await this.sentinelViewOfReplica();
+      return view !== null && Date.now() - Number(view['info-refresh']) > since;
+    });
+  }
+
   async #sentinelKnowsReplica(): Promise<boolean> {
     const reply = await this.sentinel.command(['SENTINEL', 'replicas', MASTER_NAME]);
     return Array.isArray(reply) && reply.some((fields) => Array.isArray(fields) && fields.includes(String(this.replica.port)));
@@ -267,6 +304,22 @@ export class RedisReplicated {
     });
   }
 }
+
+/**
+ * Sentinel's timing for a test bed (SENTINEL DEBUG, Redis 7.0 and later): INFO
+ * every second instead of every 10 s, as it already asks a replica whose link
+ * is down, so that its view of the replica is fresh when a failover is asked
+ * for (it trusts a view up to three periods old: shorter periods than the
+ * held replica's fixed second would make that view stale, "no good slave");
+ * and no TILT mode unless its timer stalls a minute (a loaded machine's stall
+ * of 2 s would make it refuse to act for 30 s).
+ */
+async function tuneSentinel(sentinel: RedisServer): Promise<void> {
+  await sentinel.command(['SENTINEL', 'DEBUG', 'info-period', String(SENTINEL_INFO_PERIOD_MS), 'tilt-trigger', '60000']);
+}
+
+/** How often Sentinel asks primary and replica for INFO here (its default: 10 s). */
+const SENTINEL_INFO_PERIOD_MS = 1_000;
 
 /** Polls `check` until it holds, at most `timeoutMs`; a failing check counts as not yet. */
 async function until(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string): Promise<void> {

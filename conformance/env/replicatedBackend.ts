@@ -54,16 +54,18 @@ export class ReplicatedServers {
     readonly clockFile: FakeClockFile,
     readonly store: RedisServer,
     private readonly dir: string,
+    private readonly timeoutMs: number | undefined,
   ) {}
 
-  static async start(): Promise<ReplicatedServers> {
+  /** `timeoutMs`: bound on each wait of a cluster's start-up, reset and failover (RedisReplicated's default: 20 s). */
+  static async start(options: { readonly timeoutMs?: number } = {}): Promise<ReplicatedServers> {
     const dir = mkdtempSync(join(tmpdir(), 'lockcheck-replicated-'));
     // Also when the process is killed: the servers have their own clean-up, the clock file needs this one.
     onExitKill(() => rmSync(dir, { recursive: true, force: true }));
     const clockFile = new FakeClockFile(dir, 'node0.clock');
     clockFile.set(EPOCH_MS);
     try {
-      return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), dir);
+      return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), dir, options.timeoutMs);
     } catch (e) {
       rmSync(dir, { recursive: true, force: true });
       throw e;
@@ -96,10 +98,17 @@ export class ReplicatedServers {
   async #reset(wait: boolean): Promise<RedisReplicated> {
     if (this.#usedUp) await this.#discard();
     this.clockFile.set(EPOCH_MS);
-    this.#cluster ??= await RedisReplicated.start({ clockFile: this.clockFile });
+    this.#cluster ??= await RedisReplicated.start({ clockFile: this.clockFile, ...(this.timeoutMs !== undefined ? { timeoutMs: this.timeoutMs } : {}) });
     const cluster = this.#cluster;
     // Any step failing leaves the cluster to be replaced (the catch in forRun); from here it is reset.
     this.#usedUp = true;
+    if (!wait && cluster.replicationHeld && (await cluster.replicaKeys()) === 0) {
+      // Still held since a reset that left it empty: the replica is the model's initial one already. The primary is emptied
+      // and the hold kept (releasing it costs up to a second: a replica retries its primary once a second).
+      await cluster.primary.command(['FLUSHALL']);
+      this.#usedUp = false;
+      return cluster;
+    }
     await cluster.releaseReplication();
     await cluster.primary.command(['FLUSHALL']);
     await cluster.releaseReplication();
@@ -113,6 +122,11 @@ export class ReplicatedServers {
     this.#cluster = null;
     this.#usedUp = false;
     await cluster?.stop();
+  }
+
+  /** The cluster of the run in progress (null between a discarded one and the next run). */
+  get cluster(): RedisReplicated | null {
+    return this.#cluster;
   }
 
   /** The run failed over, or a fault left the cluster in doubt: the next run starts on a fresh cluster. */
