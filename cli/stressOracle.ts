@@ -88,18 +88,19 @@ function isReplicated(backend: StressBackend): boolean {
 /**
  * How long a cell's run is and its ttls. A failover takes one to three
  * seconds of real time (Sentinel's look at the replica, the promotion, the
- * clients finding the new primary): the holder's lease must outlast it, or
- * no overlap can be seen. The nemesis arms its first fault ½ to 1½ longest
- * ttls into the run and strikes no later than two ttls before its end, so
- * the run lasts 3½ longest ttls and a little more.
+ * clients finding the new primary): the repeated token (FENCE-1) and the lost
+ * update (STORE-1) follow whatever it takes, but the holds overlap (MUTEX-1)
+ * only if the holder's lease outlasts it. The nemesis arms its first fault ½
+ * to 1½ longest ttls into the run and strikes no later than two ttls before
+ * its end, so the run lasts 3½ longest ttls and a little more.
  */
 export function cellShape(col: MeasuredFaultClass, backend: StressBackend, seconds: number): { seconds: number; ttlMinMs: number; ttlMaxMs: number } {
   if (isReplicated(backend) && col.id === 'crash-restart') return { seconds: Math.max(seconds, FAILOVER_SECONDS), ttlMinMs: FAILOVER_TTL_MIN_MS, ttlMaxMs: FAILOVER_TTL_MAX_MS };
   return { seconds, ttlMinMs: TTL_MIN_MS, ttlMaxMs: TTL_MAX_MS };
 }
-const FAILOVER_SECONDS = 18;
-const FAILOVER_TTL_MIN_MS = 4_000;
-const FAILOVER_TTL_MAX_MS = 5_000;
+const FAILOVER_SECONDS = 15;
+const FAILOVER_TTL_MIN_MS = 3_000;
+const FAILOVER_TTL_MAX_MS = 4_000;
 
 /**
  * Runs the cells of the matrix's rows one session per stress backend (servers

@@ -155,17 +155,19 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 /**
  * The concurrent oracle on redis-replicated: real client processes follow
  * Sentinel to the primary while the nemesis holds replication back, waits for
- * a client granted since (its grant cannot be on the replica) at its gate,
- * kills the primary and has Sentinel promote the replica, and lets the holder
- * write only once another client was granted the same resource (or its lease
- * is over). The lease (5-6 s) outlasts the failover (one to three seconds
- * on a loaded machine: Sentinel's look at the replica, the promotion, the
- * clients finding the new primary).
+ * a client granted since (neither its key nor its token can be on the
+ * replica) at its gate, kills the primary and has Sentinel promote the
+ * replica, and lets the holder write only once another client was granted
+ * the same resource and wrote it. What that makes certain, however long the
+ * failover takes on a loaded machine: the other client's token is not above
+ * the holder's (FENCE-1), and the holder's write loses the other's update
+ * (STORE-1). Whether the two holds overlap (MUTEX-1) depends on the failover
+ * being shorter than the lease, so it is not asserted.
  */
 describe('lockcheck stress on redis-replicated: the failover nemesis (spec 7.9)', () => {
-  it('a holder granted while replication was held loses its grant to the failover: another client holds the lock at the same time (MUTEX-1)', async () => {
+  it('a holder granted while replication was held loses its grant and its token to the failover: the next holder repeats its token (FENCE-1) and the holder loses its update (STORE-1)', async () => {
     const seed = Number(process.env['LOCKCHECK_SEED'] ?? 20161010);
-    const o: StressOptions = { backend: 'redis-replicated', clients: 3, seconds: 60, nemesis: ['failover-holder'], seed, store: 'unfenced', resources: 1, ttlMinMs: 5_000, ttlMaxMs: 6_000, maxFaults: 1 };
+    const o: StressOptions = { backend: 'redis-replicated', clients: 3, seconds: 60, nemesis: ['failover-holder'], seed, store: 'unfenced', resources: 1, ttlMinMs: 1_000, ttlMaxMs: 2_000, maxFaults: 1 };
     const result = await runStress(o);
     const replay = `LOCKCHECK_SEED=${seed}`;
     const report = checkHistory([{ type: 'meta', store: 'unfenced' }, ...result.history], { storePolicy: 'unfenced' });
@@ -173,8 +175,9 @@ describe('lockcheck stress on redis-replicated: the failover nemesis (spec 7.9)'
     expect(result.clientErrors, replay).toEqual([]);
     expect(failovers.map((e) => e.type), replay).toEqual(['invoke', 'ok']);
     expect('detail' in failovers[0]! ? failovers[0].detail : '', replay).toMatch(/granted while replication was held/);
-    expect('detail' in failovers[1]! ? failovers[1].detail : '', replay).toMatch(/another client acquired \S+ while client \d held it/);
-    expect(report.counts.overlappingHolds, replay).toBeGreaterThan(0);
+    expect('detail' in failovers[1]! ? failovers[1].detail : '', replay).toMatch(/another client acquired \S+ .*, and wrote it$/);
+    expect(report.counts.tokenOrderViolations, replay).toBeGreaterThan(0);
+    expect(report.counts.lostUpdates, replay).toBeGreaterThan(0);
     expect(report.verdict, replay).toBe('violation');
   }, 120_000);
 });

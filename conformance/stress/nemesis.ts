@@ -27,8 +27,8 @@ import { sharedNowMs } from './sharedClock.ts';
  *   holder whose acquire was sent after that (its grant cannot be on the
  *   replica), kill the primary so Sentinel promotes the replica, rejoin the
  *   old primary as a replica, and open the gate once another client has
- *   acquired the resource (or the holder's lease is over). With WAIT 1 no
- *   grant completes while replication is held: after the hold's window the
+ *   acquired the resource and written its register. With WAIT 1 no grant
+ *   completes while replication is held: after the hold's window the
  *   failover comes all the same, without a holder.
  *
  * The random `failover` holds replication back for a while, then fails over.
@@ -222,9 +222,10 @@ export class Nemesis {
 
   /** Holds replication back (redis-replicated): no write from now on reaches the replica until the failover. */
   async #hold(detail: string): Promise<void> {
-    this.#heldSince = sharedNowMs();
     this.#record('invoke', 'hold-replication', 'redis replica', detail);
     await this.#replication().hold();
+    // From now on (not from the invoke: the hold first lets the replica catch up), no grant reaches the replica.
+    this.#heldSince = sharedNowMs();
   }
 
   /** The hold ends (at the failover, or healed): the history's replication window closes. */
@@ -379,9 +380,13 @@ export class Nemesis {
         if (this.#heldSince === null || g.acquireInvokedAt === undefined || g.acquireInvokedAt < this.#heldSince) return false;
         const at = sharedNowMs();
         await this.#failover(`${target} holds ${g.resource} (token ${g.token}), granted while replication was held, between its read and its write`, async () => {
-          // Another client may now be granted what the promoted replica never saw; the holder writes after it, or once its lease is over.
-          const acquired = await recorder.waitFor(byOther('acquire', at), Math.min(endBy, g.validUntil ?? endBy), this.#stop.signal);
-          return acquired ? `another client acquired ${g.resource} while ${target} held it` : `no other grant of ${g.resource} while ${target}'s lease was valid`;
+          // The promoted replica never saw the grant nor its token: another client is granted the resource with a token
+          // not above the holder's (FENCE-1), within the holder's lease if the failover was quick enough (MUTEX-1); the
+          // holder writes after that client's write (a lost update on an unfenced store, STORE-1).
+          const acquired = await recorder.waitFor(byOther('acquire', at), endBy, this.#stop.signal);
+          const when = acquired ? (g.validUntil !== undefined && sharedNowMs() > g.validUntil ? `after ${target}'s lease was over` : `while ${target} held it`) : '';
+          const wrote = acquired && (await recorder.waitFor(byOther('write', at), endBy, this.#stop.signal));
+          return acquired ? `another client acquired ${g.resource} ${when}${wrote ? ', and wrote it' : ''}` : `no other grant of ${g.resource} within the bound`;
         });
         return true;
       })
