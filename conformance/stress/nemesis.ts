@@ -211,7 +211,10 @@ export class Nemesis {
     this.#armed = null;
     // A strike in progress finishes before the next fault is drawn.
     while (this.#busy) await new Promise((resolve) => setTimeout(resolve, 10));
-    if (holding && !hit && this.#heldSince !== null && !this.#stop.signal.aborted) await this.#failover('no client was granted a lease while replication was held');
+    if (holding && !hit && this.#heldSince !== null && !this.#stop.signal.aborted) {
+      this.#faults++;
+      await this.#failover('no client was granted a lease while replication was held');
+    }
   }
 
   #replication(): NonNullable<StressServers['replication']> {
@@ -241,7 +244,6 @@ export class Nemesis {
    * end is recorded, and says what followed.
    */
   async #failover(why: string, then: () => Promise<string> = async () => 'the replica promoted, the old primary rejoined as its replica'): Promise<void> {
-    this.#faults++;
     this.#endHold('the primary is killed next');
     this.#record('invoke', 'failover', 'redis primary', `kill -9 of the primary, SENTINEL FAILOVER, the old primary back as a replica (${why})`);
     await this.#replication().failover();
@@ -311,7 +313,6 @@ export class Nemesis {
       })
       .with('failover', async () => {
         const ms = this.#duration(endBy);
-        this.#faults--; // #failover counts it
         await this.#hold(`for ${ms} ms, then the failover: writes stay on the primary`);
         await this.#sleep(ms);
         // Stopped meanwhile: the heal lets replication run again, no failover after the run's end.
@@ -379,6 +380,7 @@ export class Nemesis {
         // A grant whose acquire was sent before the hold may be on the replica: not this fault's holder.
         if (this.#heldSince === null || g.acquireInvokedAt === undefined || g.acquireInvokedAt < this.#heldSince) return false;
         const at = sharedNowMs();
+        this.#faults++;
         await this.#failover(`${target} holds ${g.resource} (token ${g.token}), granted while replication was held, between its read and its write`, async () => {
           // The promoted replica never saw the grant nor its token: another client is granted the resource with a token
           // not above the holder's (FENCE-1), within the holder's lease if the failover was quick enough (MUTEX-1); the
