@@ -24,6 +24,8 @@ import type { StressBackend } from '../conformance/stress/servers.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
 import type { EtcdCell } from '../conformance/env/etcdBackend.ts';
 import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.ts';
+import type { ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
+import { realZookeeperBackend, startZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
 
 /**
@@ -38,6 +40,8 @@ export interface BuiltIn {
   readonly library?: LibraryId;
   /** At most this many schedules per cell: a row whose runs take seconds of real time each (etcd, redis-replicated). */
   readonly maxRuns?: number;
+  /** The design runs on ZooKeeper rather than on its own service: the zookeeper rows, judged by etcd-lease (spec 7.10). */
+  readonly lockService?: 'zookeeper';
 }
 
 export type { LibraryId };
@@ -99,6 +103,8 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
 
 /** Schedules per etcd cell in the matrix: each run takes seconds of real time (whole-second ttls, spec 7.8). */
 const ETCD_MATRIX_RUNS = 10;
+/** Schedules per ZooKeeper cell: paced to real time like etcd's, few enough that a cell takes about a minute. */
+const ZK_MATRIX_RUNS = 4;
 
 /**
  * Schedules per redis-replicated cell in the matrix: a failover takes a second
@@ -131,6 +137,8 @@ export const BUILT_INS: readonly BuiltIn[] = [
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
   // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.etcdLease(), store), design: designs.etcdLease(), store, maxRuns: ETCD_MATRIX_RUNS })),
+  // ZooKeeper's lock recipe on a real 3-member ensemble, judged by etcd-lease (spec 7.10), paced to real time as etcd's.
+  ...(['unfenced', 'strict'] as const).map((store) => ({ name: `zookeeper/${store}`, design: designs.etcdLease(), store, maxRuns: ZK_MATRIX_RUNS, lockService: 'zookeeper' as const })),
 ];
 
 function builtInName(design: Design, store: StorePolicy): string {
@@ -188,6 +196,7 @@ export class Servers {
   #userRedis: Promise<UserRedisCluster> | null = null;
   #userPg: ReturnType<typeof connectPostgres> | null = null;
   #etcd: Promise<EtcdCell> | null = null;
+  #zookeeper: Promise<ZookeeperCell> | null = null;
 
   constructor(readonly choice: ServerChoice = {}) {}
 
@@ -226,7 +235,8 @@ export class Servers {
     const redis = (): Promise<RedisCluster | UserRedisCluster> => (this.choice.redis !== undefined ? this.#userRedisCluster() : this.#localRedis(d.kind === 'redis-single' || d.kind === 'redlock' ? d.persistence : 'none'));
     const pg = async (): Promise<PostgresTarget> => (this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' }))));
     if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
-    // etcd always runs on clusters lockcheck starts (--redis and --pg do not name one).
+    // etcd and ZooKeeper always run on clusters lockcheck starts (--redis and --pg do not name one).
+    if (b.lockService === 'zookeeper') return realZookeeperBackend(await (this.#zookeeper ??= startZookeeperCell()), b.store, { name: b.name });
     if (d.kind === 'etcd-lease') return realEtcdBackend(await (this.#etcd ??= startEtcdCell()), b.store, { name: b.name });
     if (d.kind === 'redis-replicated') return realReplicatedBackend(await (this.#replicated ??= ReplicatedServers.start()), d, b.store, { name: b.name });
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
@@ -260,8 +270,9 @@ export class Servers {
     const clusters = await Promise.allSettled([...this.#redis.values()]);
     const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
     const etcd = this.#etcd === null ? null : await this.#etcd.catch(() => null);
+    const zookeeper = this.#zookeeper === null ? null : await this.#zookeeper.catch(() => null);
     const replicated = this.#replicated === null ? null : await this.#replicated.catch(() => null);
-    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop(), replicated?.stop()]);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop(), zookeeper?.stop(), replicated?.stop()]);
   }
 }
 

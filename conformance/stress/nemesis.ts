@@ -33,13 +33,18 @@ import { sharedNowMs } from './sharedClock.ts';
  *
  * The random `failover` holds replication back for a while, then fails over.
  */
-export const RANDOM_FAULTS = ['pause-client', 'pause-server', 'kill-server', 'clock-step', 'partition', 'delay', 'terminate-backend', 'failover'] as const;
+export const RANDOM_FAULTS = ['pause-client', 'pause-server', 'kill-server', 'clock-step', 'partition', 'delay', 'terminate-backend', 'partition-members', 'failover'] as const;
 export const TARGETED_FAULTS = ['pause-holder', 'terminate-holder', 'clock-step-holder', 'failover-holder'] as const;
 export type NemesisFault = (typeof RANDOM_FAULTS)[number] | (typeof TARGETED_FAULTS)[number];
 export const NEMESIS_FAULTS: readonly NemesisFault[] = [...RANDOM_FAULTS, ...TARGETED_FAULTS];
 
 export function isTargeted(f: NemesisFault): f is (typeof TARGETED_FAULTS)[number] {
   return (TARGETED_FAULTS as readonly string[]).includes(f);
+}
+
+/** Faults that need gates between the cluster's members (etcd's peer gates). */
+export function needsPeerGates(faults: readonly NemesisFault[]): boolean {
+  return faults.includes('partition-members');
 }
 
 /** Faults that need the links proxied. */
@@ -63,6 +68,8 @@ export function unsupported(fault: NemesisFault, backend: StressBackend): string
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && pg) return `${fault}: advisory locks have no expiry, no server clock matters to ${backend}`;
   if ((fault === 'terminate-backend' || fault === 'terminate-holder') && !pg) return `${fault}: ${backend} has no PostgreSQL backend to terminate`;
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'etcd') return `${fault}: etcd is a Go program, libfaketime does not reach its clocks`;
+  if (fault === 'partition-members' && backend !== 'etcd') return `${fault}: only the etcd cluster has gates between its members`;
+  if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'zookeeper') return `${fault}: ZooKeeper expires sessions on its monotonic clock (System.nanoTime); no clock fault is offered on its members (spec 7.10)`;
   return null;
 }
 
@@ -190,6 +197,7 @@ export class Nemesis {
       if (!s.running) await s.restart();
     }
     for (const l of servers.links.flat()) l.setMode({ kind: 'pass' });
+    servers.healMembers();
     // Also after a failover that did not complete: the killed primary was restarted above, the replica syncs again.
     if (servers.replication !== null) {
       this.#endHold('healed: replication runs again');
@@ -310,6 +318,16 @@ export class Nemesis {
         await this.#sleep(ms);
         link.setMode({ kind: 'pass' });
         this.#record('ok', kind, target);
+      })
+      .with('partition-members', async () => {
+        const n = random.int(0, servers.nodes.length - 1);
+        const ms = this.#duration(endBy);
+        const target = `${servers.nodes[n]!.name} | the other members`;
+        this.#record('invoke', 'partition-members', target, `peer links cut for ${ms} ms`);
+        servers.partitionMembers([n]);
+        await this.#sleep(ms);
+        servers.healMembers();
+        this.#record('ok', 'partition-members', target);
       })
       .with('failover', async () => {
         const ms = this.#duration(endBy);
