@@ -283,9 +283,14 @@ export class RedisReplicated {
     return null;
   }
 
-  /** Waits until Sentinel has had an INFO reply from the replica since this call (bounded). */
+  /**
+   * Waits until Sentinel has had an INFO reply from the replica taken at
+   * least 250 ms after this call (bounded): the replica reads its clock into
+   * a cache every 100 ms, so a reply right after a clock step may still
+   * carry the time before it.
+   */
   async #sentinelLooksAgain(): Promise<void> {
-    const since = Date.now();
+    const since = Date.now() + 250;
     await this.#until("Sentinel's fresh look at the replica", async () => {
       const view = await this.sentinelViewOfReplica();
       return view !== null && Date.now() - Number(view['info-refresh']) > since;
