@@ -19,6 +19,7 @@ import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibr
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
+import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { Observed } from './stressOracle.ts';
 import { observedText, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
@@ -81,7 +82,7 @@ export interface MatrixCell {
 
 export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const all = [...BUILT_INS, ...LIBRARY_AUDITS];
-  const wanted = all.filter((b) => (o.backends === undefined ? b.onlyWhenNamed !== true : o.backends.includes(b.name)));
+  const wanted = all.filter((b) => o.backends === undefined || o.backends.includes(b.name));
   if (wanted.length === 0) throw new UsageError(`no backend among ${o.backends?.join(', ')}; known: ${all.map((b) => b.name).join(', ')}`);
   const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
   if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
@@ -118,59 +119,66 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
           continue;
         }
-        const report = (run: number, found: string): void =>
-          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: ${runText(run, runs)}, findings ${found || 'none'}`, started, index + Math.min(run / runs, 1), total);
-        const seen = new Set<string>();
-        const onRun = (run: number, r: RunReport): void => {
-          for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
-          report(run, [...seen].sort().join(' '));
-        };
-        const audit = row.library !== undefined || backend.contract !== undefined;
-        const result: CheckResult = audit
-          ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun })
-          : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun });
-        for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
-        const verdict = result.failure?.report.verdict;
-        const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
-        // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
-        const judged = (p: PropertyId): boolean => comparesTokens(backend) || !TOKEN_PROPERTIES.includes(p);
-        const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
-        const predictedAll = predict(row, col);
-        const predicted = predictedAll.properties.filter(judged);
-        const predictedDepth = predictedAll.depth;
-        const first = measured[0];
-        // One shrunk counterexample per cell: the bug if there is one, else the first finding.
-        if (result.failure === null && first !== undefined) {
-          await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile });
+        let cell: MatrixCell;
+        try {
+          const report = (run: number, found: string): void =>
+            progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: ${runText(run, runs)}, findings ${found || 'none'}`, started, index + Math.min(run / runs, 1), total);
+          const seen = new Set<string>();
+          const onRun = (run: number, r: RunReport): void => {
+            for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
+            report(run, [...seen].sort().join(' '));
+          };
+          const audit = row.library !== undefined || backend.contract !== undefined;
+          const result: CheckResult = audit
+            ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun })
+            : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun });
+          for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
+          const verdict = result.failure?.report.verdict;
+          const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
+          // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
+          const judged = (p: PropertyId): boolean => comparesTokens(backend) || !TOKEN_PROPERTIES.includes(p);
+          const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
+          const predictedAll = predict(row, col);
+          const predicted = predictedAll.properties.filter(judged);
+          const predictedDepth = predictedAll.depth;
+          const first = measured[0];
+          // One shrunk counterexample per cell: the bug if there is one, else the first finding.
+          if (result.failure === null && first !== undefined) {
+            await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile });
+          }
+          const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
+          let observed: MatrixCell['observed'] = null;
+          if (oracle !== null) {
+            progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: concurrent clients, ${o.stressSeconds} s under the class's faults`, started, index + 1, total);
+            const s0 = performance.now();
+            observed = await oracle.observe(row, col);
+            stressMs += performance.now() - s0;
+          }
+          cell = {
+            backend: row.name,
+            audit: row.library !== undefined,
+            faultClass: col.id,
+            runs: result.runs,
+            conformanceFailure: result.failure === null ? null : result.failure.message.split('\n')[0]!,
+            measured,
+            predicted,
+            predictedDepth,
+            unexpected: measured.filter((p) => !predicted.includes(p)),
+            unseen: predicted.filter((p) => !measured.includes(p)),
+            timeline,
+            elapsedMs: performance.now() - t0,
+            notMeasured: null,
+            stoppedEarly: result.stoppedEarly,
+            worst: audit ? worst : null,
+            deviations: result.deviations,
+            observed,
+            observedUnpredicted: observed !== null && 'broken' in observed ? observed.broken.filter((p) => !predicted.includes(p)) : [],
+          };
+        } catch (e) {
+          // The servers failed this cell (not the machine: a missing program stops the matrix with its fix): say so, go on.
+          if (!(e instanceof EnvironmentError) || e.fix !== null) throw e;
+          cell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: `environment error: ${e.message.split('\n')[0]}`, elapsedMs: performance.now() - t0 };
         }
-        const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
-        let observed: MatrixCell['observed'] = null;
-        if (oracle !== null) {
-          progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: concurrent clients, ${o.stressSeconds} s under the class's faults`, started, index + 1, total);
-          const s0 = performance.now();
-          observed = await oracle.observe(row, col);
-          stressMs += performance.now() - s0;
-        }
-        const cell: MatrixCell = {
-          backend: row.name,
-          audit: row.library !== undefined,
-          faultClass: col.id,
-          runs: result.runs,
-          conformanceFailure: result.failure === null ? null : result.failure.message.split('\n')[0]!,
-          measured,
-          predicted,
-          predictedDepth,
-          unexpected: measured.filter((p) => !predicted.includes(p)),
-          unseen: predicted.filter((p) => !measured.includes(p)),
-          timeline,
-          elapsedMs: performance.now() - t0,
-          notMeasured: null,
-          stoppedEarly: result.stoppedEarly,
-          worst: audit ? worst : null,
-          deviations: result.deviations,
-          observed,
-          observedUnpredicted: observed !== null && 'broken' in observed ? observed.broken.filter((p) => !predicted.includes(p)) : [],
-        };
         cells.push(cell);
         process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
       }

@@ -8,6 +8,7 @@ import { layoutOf, StressSession } from '../conformance/stress/runner.ts';
 import { libraryConcurrent } from '../conformance/adapters/libraries.ts';
 import type { StressBackend } from '../conformance/stress/servers.ts';
 import type { PropertyId } from '../model/properties.ts';
+import { RunEnvironmentError } from '../conformance/env/runEnvironment.ts';
 import { restartDelayMs } from '../model/design.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import { missingLibrary } from './backends.ts';
@@ -61,8 +62,8 @@ export async function stressBackendOf(row: BuiltIn): Promise<{ backend: StressBa
       return { backend: 'pg-xact', store };
     case 'etcd-lease':
       return { backend: 'etcd', store };
-    default:
-      return { why: `no stress backend for ${d.kind}` };
+    case 'redis-replicated':
+      return { backend: d.wait ? 'redis-replicated-wait' : 'redis-replicated', store };
   }
 }
 
@@ -72,13 +73,35 @@ export function nemesisOf(col: MeasuredFaultClass, backend: StressBackend): Neme
   const faults: Record<string, NemesisFault[]> = {
     'client-pause': ['pause-holder', 'pause-client'],
     'clock-step': ['clock-step-holder', 'clock-step'],
-    'crash-restart': ['kill-server'],
+    // redis-replicated's crash is the failover (spec 7.9), as in its lockstep cells.
+    'crash-restart': isReplicated(backend) ? ['failover-holder'] : ['kill-server'],
     'partition-delay': ['partition', 'delay'],
     // A Redis connection holds no lock state: there the class is its pauses (as in the lockstep columns).
     'connection-loss': pg ? ['terminate-holder', 'terminate-backend'] : ['pause-client'],
   };
   return (faults[col.id] ?? []).filter((f) => NEMESIS_FAULTS.includes(f) && unsupported(f, backend) === null);
 }
+
+function isReplicated(backend: StressBackend): boolean {
+  return backend === 'redis-replicated' || backend === 'redis-replicated-wait';
+}
+
+/**
+ * How long a cell's run is and its ttls. A failover takes one to three
+ * seconds of real time (Sentinel's look at the replica, the promotion, the
+ * clients finding the new primary): the repeated token (FENCE-1) and the lost
+ * update (STORE-1) follow whatever it takes, but the holds overlap (MUTEX-1)
+ * only if the holder's lease outlasts it. The nemesis arms its first fault ½
+ * to 1½ longest ttls into the run and strikes no later than two ttls before
+ * its end, so the run lasts 3½ longest ttls and a little more.
+ */
+export function cellShape(col: MeasuredFaultClass, backend: StressBackend, seconds: number): { seconds: number; ttlMinMs: number; ttlMaxMs: number } {
+  if (isReplicated(backend) && col.id === 'crash-restart') return { seconds: Math.max(seconds, FAILOVER_SECONDS), ttlMinMs: FAILOVER_TTL_MIN_MS, ttlMaxMs: FAILOVER_TTL_MAX_MS };
+  return { seconds, ttlMinMs: TTL_MIN_MS, ttlMaxMs: TTL_MAX_MS };
+}
+const FAILOVER_SECONDS = 15;
+const FAILOVER_TTL_MIN_MS = 3_000;
+const FAILOVER_TTL_MAX_MS = 4_000;
 
 /**
  * Runs the cells of the matrix's rows one session per stress backend (servers
@@ -99,19 +122,27 @@ export class StressOracle {
     const nemesis = nemesisOf(col, target.backend);
     if (nemesis.length === 0) return { notObserved: `no ${col.id} fault for ${target.backend}` };
     const t0 = performance.now();
-    const session = await this.#sessionFor(target.backend);
+    const shape = cellShape(col, target.backend, this.seconds);
     const run: RunOptions = {
-      seconds: this.seconds,
+      seconds: shape.seconds,
       nemesis,
       seed: this.seed,
       store: target.store,
       resources: 1,
-      ttlMinMs: TTL_MIN_MS,
-      ttlMaxMs: TTL_MAX_MS,
+      ttlMinMs: shape.ttlMinMs,
+      ttlMaxMs: shape.ttlMaxMs,
       restartDelayMs: restartDelayMs(row.design),
       ...(target.adapter !== undefined ? { adapter: target.adapter } : {}),
     };
-    const result = await session.run(run);
+    let result;
+    try {
+      result = await (await this.#sessionFor(target.backend)).run(run);
+    } catch (e) {
+      // The servers failed this run (a failover Sentinel did not carry out): the cell says so, the next starts on fresh servers.
+      if (!(e instanceof RunEnvironmentError)) throw e;
+      await this.stop();
+      return { notObserved: `environment error: ${e.message.split('\n')[0]}` };
+    }
     const store = target.backend === 'pg-xact' ? 'transactional' : target.store;
     const history: History = [{ type: 'meta', store }, ...result.history];
     const c = checkHistory(history, { storePolicy: store }).counts;
@@ -122,7 +153,7 @@ export class StressOracle {
       ...(c.lostUpdates > 0 ? (['STORE-1'] as const) : []),
     ];
     return {
-      command: `lockcheck stress --backend ${target.adapter?.name ?? target.backend}${target.backend === 'pg-xact' ? '' : ` --store ${target.store}`} --clients ${STRESS_CLIENTS} --seconds ${this.seconds} --resources 1 --ttl ${TTL_MIN_MS}-${TTL_MAX_MS} --nemesis ${nemesis.join(',')} --seed ${this.seed}`,
+      command: `lockcheck stress --backend ${target.adapter?.name ?? target.backend}${target.backend === 'pg-xact' ? '' : ` --store ${target.store}`} --clients ${STRESS_CLIENTS} --seconds ${shape.seconds} --resources 1 --ttl ${shape.ttlMinMs}-${shape.ttlMaxMs} --nemesis ${nemesis.join(',')} --seed ${this.seed}`,
       operations: c.operations,
       faults: result.faults,
       overlappingHolds: c.overlappingHolds,

@@ -16,6 +16,7 @@ import { step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { BackendInstance, BackendUnderTest } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
+import { RunEnvironmentError } from './env/runEnvironment.ts';
 import type { HeldLease } from './contract.ts';
 import { checkEnvironmentApi } from './backendApi.ts';
 import type { FaultInjectors } from './faults.ts';
@@ -72,21 +73,37 @@ interface Performed {
 }
 
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
-  const instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) });
+  let instance: BackendInstance;
+  try {
+    instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) });
+  } catch (e) {
+    if (e instanceof RunEnvironmentError) return environmentFailed(backend, options, [], e);
+    throw e;
+  }
+  const steps: ExecutedStep[] = [];
   try {
     checkEnvironmentApi(instance.env, backend.name);
-    const report = await loop(backend, instance, commands, options);
+    const report = await loop(backend, instance, commands, options, steps);
     const warnings = instance.warnings?.() ?? [];
     return warnings.length > 0 ? { ...report, warnings } : report;
+  } catch (e) {
+    if (e instanceof RunEnvironmentError) return environmentFailed(backend, options, steps, e);
+    throw e;
   } finally {
     await instance.close();
   }
 }
 
+/** A run whose servers failed it (RunEnvironmentError): judged neither way, the reason kept as a warning. */
+function environmentFailed(backend: BackendUnderTest, options: LockstepOptions, steps: ExecutedStep[], e: RunEnvironmentError): RunReport {
+  const reason = `environment error, run not judged: ${e.message.split('\n')[0]}`;
+  return { backend: backend.name, verdict: { kind: 'inconclusive', reason }, steps, findings: [], clients: options.clients, nodes: nodeCount(backend.design), warnings: [reason] };
+}
+
 /** Candidate model states kept at once; more would mean an ambiguity the runner cannot afford to track. */
 const MAX_CANDIDATES = 512;
 
-async function loop(backend: BackendUnderTest, instance: BackendInstance, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
+async function loop(backend: BackendUnderTest, instance: BackendInstance, commands: readonly Command[], options: LockstepOptions, steps: ExecutedStep[]): Promise<RunReport> {
   // The states the model may be in, given everything the backend said so far: an ambiguous outcome
   // (a timed-out acquire, a key at its exact expiry) keeps every branch alive until a later one tells them apart.
   let worlds: World[] = [
@@ -100,7 +117,6 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }),
   ];
   const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), unread: new Set(), grants: 0, releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
-  const steps: ExecutedStep[] = [];
   const findings: PropertyViolation[] = [];
   // A library audit goes past deviations that are not unsafe where the model can follow what the backend did.
   const auditing = backend.contract !== undefined;

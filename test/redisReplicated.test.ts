@@ -1,5 +1,14 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClockFile } from '../conformance/env/faketime.ts';
+import { RedisReplicated } from '../conformance/env/redisReplicated.ts';
 import { runFailover } from '../conformance/failover.ts';
+import { checkHistory } from '../conformance/history/check.ts';
+import type { StressOptions } from '../conformance/stress/runner.ts';
+import { runStress } from '../conformance/stress/runner.ts';
 import { runLockstep } from '../conformance/index.ts';
 import { ReplicatedServers, realReplicatedBackend } from '../conformance/env/replicatedBackend.ts';
 import type { Command } from '../model/index.ts';
@@ -43,6 +52,18 @@ describe('redis-replicated: failover on real servers (spec 7.9)', () => {
   }, 60_000);
 });
 
+/** The crash-restart counterexample as a lockstep schedule: the crash is the failover. */
+const failover: Command[] = [
+  { kind: 'acquire', client: 0, resource: 'r', ttlMs: 60 },
+  { kind: 'write', client: 0, resource: 'r', value: 'a' },
+  { kind: 'crash', node: 0 },
+  { kind: 'restart', node: 0 },
+  { kind: 'acquire', client: 1, resource: 'r', ttlMs: 60 },
+  { kind: 'write', client: 1, resource: 'r', value: 'b' },
+  { kind: 'advance', ms: 70 },
+  { kind: 'acquire', client: 0, resource: 'r', ttlMs: 60 },
+];
+
 describe('redis-replicated as a conformance backend: the runner follows the model step by step (spec 7.9)', () => {
   let servers: ReplicatedServers;
   beforeAll(async () => {
@@ -51,16 +72,6 @@ describe('redis-replicated as a conformance backend: the runner follows the mode
   afterAll(async () => {
     await servers?.stop();
   });
-  const failover: Command[] = [
-    { kind: 'acquire', client: 0, resource: 'r', ttlMs: 60 },
-    { kind: 'write', client: 0, resource: 'r', value: 'a' },
-    { kind: 'crash', node: 0 },
-    { kind: 'restart', node: 0 },
-    { kind: 'acquire', client: 1, resource: 'r', ttlMs: 60 },
-    { kind: 'write', client: 1, resource: 'r', value: 'b' },
-    { kind: 'advance', ms: 70 },
-    { kind: 'acquire', client: 0, resource: 'r', ttlMs: 60 },
-  ];
 
   it('without WAIT: the failover loses the grant and its counter, as the model has it (MUTEX-1, FENCE-1, DUR-1)', async () => {
     const report = await runLockstep(realReplicatedBackend(servers, designs.redisReplicated(), 'unfenced'), failover, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
@@ -75,4 +86,98 @@ describe('redis-replicated as a conformance backend: the runner follows the mode
     expect(report.steps[4]!.actual).toEqual({ kind: 'denied', reason: 'held' });
     expect(report.findings).toEqual([]);
   }, 60_000);
+});
+
+/**
+ * Sentinel promotes only a replica whose link has been down less than ten
+ * times down-after-milliseconds (plus the primary's down time). A replica
+ * held for a whole run has its link down that long: with down-after 60 s
+ * (the failover is asked for, SENTINEL FAILOVER) the limit is 600 s. Both
+ * data servers run on a faked wall clock here, so "held for five minutes" is
+ * a clock step, not a wait; Sentinel runs on the real clock.
+ */
+describe('redis-replicated: a long-held replica, and a failover Sentinel refuses (spec 7.9)', () => {
+  const T0 = Date.UTC(2031, 0, 1);
+
+  it('a replica whose link has been held down 300 s (15 times the 20 s limit down-after 2 s gave) is still promoted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-held-'));
+    const clock = new FakeClockFile(dir, 'clock');
+    clock.set(T0);
+    const cluster = await RedisReplicated.start({ clockFile: clock, timeoutMs: 10_000 });
+    try {
+      await cluster.holdReplication();
+      clock.set(T0 + 300_000);
+      // Sentinel has seen it (its INFO of the replica): the link down for 300 s.
+      await until(async () => Number((await cluster.sentinelViewOfReplica())?.['master-link-down-time']) >= 300_000);
+      await cluster.failover();
+      expect(await cluster.primaryPort()).toBe(cluster.replica.port);
+    } finally {
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a failover Sentinel refuses (the link held down 700 s, past the limit) fails that run only, as an environment error; the next run gets a fresh topology', async () => {
+    const servers = await ReplicatedServers.start({ timeoutMs: 3_000 });
+    try {
+      const backend = realReplicatedBackend(servers, designs.redisReplicated(), 'unfenced');
+      const refused: Command[] = [
+        { kind: 'acquire', client: 0, resource: 'r', ttlMs: 60 },
+        { kind: 'clock-step', node: 0, deltaMs: 700_000 },
+        { kind: 'crash', node: 0 },
+        { kind: 'restart', node: 0 },
+        { kind: 'acquire', client: 1, resource: 'r', ttlMs: 60 },
+      ];
+      const report = await runLockstep(backend, refused, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+      expect(report.verdict).toMatchObject({ kind: 'inconclusive', reason: expect.stringMatching(/^environment error, run not judged: .*Sentinel to accept the failover/) });
+      expect(report.warnings).toEqual([(report.verdict as { reason: string }).reason]);
+      expect(report.steps.map((s) => s.command.kind)).toEqual(['acquire', 'clock-step']);
+      const broken = servers.cluster;
+      const next = await runLockstep(backend, failover, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+      expect(next.verdict).toEqual({ kind: 'pass' });
+      expect(next.steps[4]!.actual).toMatchObject({ kind: 'granted', token: 1n });
+      expect(servers.cluster).not.toBe(broken);
+    } finally {
+      await servers.stop();
+    }
+  }, 90_000);
+});
+
+/** Polls `check` every 50 ms until it holds; fails after 15 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error('condition not reached within 15 s');
+    await sleep(50);
+  }
+}
+
+/**
+ * The concurrent oracle on redis-replicated: real client processes follow
+ * Sentinel to the primary while the nemesis holds replication back, waits for
+ * a client granted since (neither its key nor its token can be on the
+ * replica) at its gate, kills the primary and has Sentinel promote the
+ * replica, and lets the holder write only once another client was granted
+ * the same resource and wrote it. What that makes certain, however long the
+ * failover takes on a loaded machine: the other client's token is not above
+ * the holder's (FENCE-1), and the holder's write loses the other's update
+ * (STORE-1). Whether the two holds overlap (MUTEX-1) depends on the failover
+ * being shorter than the lease, so it is not asserted.
+ */
+describe('lockcheck stress on redis-replicated: the failover nemesis (spec 7.9)', () => {
+  it('a holder granted while replication was held loses its grant and its token to the failover: the next holder repeats its token (FENCE-1) and the holder loses its update (STORE-1)', async () => {
+    const seed = Number(process.env['LOCKCHECK_SEED'] ?? 20161010);
+    const o: StressOptions = { backend: 'redis-replicated', clients: 3, seconds: 60, nemesis: ['failover-holder'], seed, store: 'unfenced', resources: 1, ttlMinMs: 1_000, ttlMaxMs: 2_000, maxFaults: 1 };
+    const result = await runStress(o);
+    const replay = `LOCKCHECK_SEED=${seed}`;
+    const report = checkHistory([{ type: 'meta', store: 'unfenced' }, ...result.history], { storePolicy: 'unfenced' });
+    const failovers = result.history.filter((e) => e.process === 'nemesis' && 'fault' in e && e.fault === 'failover');
+    expect(result.clientErrors, replay).toEqual([]);
+    expect(failovers.map((e) => e.type), replay).toEqual(['invoke', 'ok']);
+    expect('detail' in failovers[0]! ? failovers[0].detail : '', replay).toMatch(/granted while replication was held/);
+    expect('detail' in failovers[1]! ? failovers[1].detail : '', replay).toMatch(/another client acquired \S+ .*, and wrote it$/);
+    expect(report.counts.tokenOrderViolations, replay).toBeGreaterThan(0);
+    expect(report.counts.lostUpdates, replay).toBeGreaterThan(0);
+    expect(report.verdict, replay).toBe('violation');
+  }, 120_000);
 });

@@ -18,15 +18,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FakeClockFile } from './faketime.ts';
 import { EnvironmentError, RedisServer } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
+import { RunEnvironmentError } from './runEnvironment.ts';
 
 /** The name Sentinel monitors the primary under. */
 export const MASTER_NAME = 'lockcheck';
 
 export interface ReplicatedOptions {
   /**
-   * Sentinel's down-after-milliseconds: how long the primary must be silent before it is judged down. Default 2000.
-   * Sentinel promotes only a replica whose link has been down less than ten times this (plus the primary's down time):
-   * a held replica's link is down from the hold, so a shorter one would leave Sentinel "no good slave" on a slow machine.
+   * Sentinel's down-after-milliseconds: how long the primary must be silent before Sentinel judges it
+   * down by itself. Default 60000, longer than any run: the failover is asked for (SENTINEL FAILOVER),
+   * so a loaded machine that stalls a primary never fails it over behind the run's back; and Sentinel
+   * promotes only a replica whose link has been down less than ten times this, so a replica held for
+   * a whole run (holdReplication) stays promotable.
    */
   readonly downAfterMs?: number;
   /** Sentinel's failover-timeout. Default 3000. */
@@ -68,7 +71,7 @@ export class RedisReplicated {
 
   /** Starts primary, replica and Sentinel; resolves once the replica is in sync and Sentinel knows it. */
   static async start(options: ReplicatedOptions = {}): Promise<RedisReplicated> {
-    const downAfterMs = options.downAfterMs ?? 2000;
+    const downAfterMs = options.downAfterMs ?? 60_000;
     const failoverTimeoutMs = options.failoverTimeoutMs ?? 3000;
     const timeoutMs = options.timeoutMs ?? 20_000;
     const password = randomBytes(24).toString('base64url');
@@ -107,6 +110,7 @@ export class RedisReplicated {
         throw e instanceof EnvironmentError && /not installed|ENOENT/.test(e.message) ? new EnvironmentError('redis-sentinel is not installed', INSTALL_SENTINEL) : e;
       });
       started.push(sentinel);
+      await tuneSentinel(sentinel);
       const cluster = new RedisReplicated(primary, replica, sentinel, timeoutMs);
       await cluster.#until('the replica in sync and known to Sentinel', async () => (await cluster.replicaInSync()) && (await cluster.#sentinelKnowsReplica()));
       return cluster;
@@ -186,9 +190,29 @@ export class RedisReplicated {
     if (killed !== 1) throw new Error(`the primary dropped ${describe(killed)} replica links, expected 1`);
   }
 
-  /** Kills the primary (SIGKILL) and waits until Sentinel has promoted the replica. */
+  /**
+   * Kills the primary (SIGKILL), asks Sentinel to fail over (SENTINEL FAILOVER:
+   * at once, rather than after down-after-milliseconds) and waits until it has
+   * promoted the replica. Sentinel refuses while its last look at the replica
+   * is stale (NOGOODSLAVE): it is asked again until the bound. Throws
+   * RunEnvironmentError when the replica is not promoted within the bound.
+   */
   async failover(): Promise<void> {
+    // Sentinel decides on its last look at the replica (INFO): let it be one taken now, not seconds ago.
+    await this.#sentinelLooksAgain();
     await this.primary.crash();
+    let refusal = '';
+    await this.#until(
+      'Sentinel to accept the failover',
+      async () => {
+        const reply = await this.sentinel.command(['SENTINEL', 'FAILOVER', MASTER_NAME]);
+        // INPROG: a failover already under way (its own, or one asked for before a lost reply) will do.
+        if (reply === 'OK' || (reply instanceof RespError && reply.message.startsWith('INPROG'))) return true;
+        refusal = describe(reply);
+        return false;
+      },
+      () => `last refusal: ${refusal}`,
+    );
     await this.#until('Sentinel to promote the replica', async () => (await this.primaryPort()) === this.replica.port && (await info(this.replica, 'replication'))['role'] === 'master');
     // The promoted one will be a replica again one day (after a later failover): it needs the right password then.
     if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
@@ -217,6 +241,18 @@ export class RedisReplicated {
     this.#replica = old;
   }
 
+  /** Whether replication is held back now (holdReplication, until a failover or releaseReplication). */
+  get replicationHeld(): boolean {
+    return this.#replicationHeld;
+  }
+
+  /** The number of keys the replica holds (DBSIZE): 0 means nothing was replicated since the last reset. */
+  async replicaKeys(): Promise<number> {
+    const reply = await this.replica.command(['DBSIZE']);
+    if (typeof reply !== 'number') throw new Error(`DBSIZE: ${describe(reply)}`);
+    return reply;
+  }
+
   /** Lets a held replica sync again (the end of holdReplication), waiting until it has caught up. */
   async releaseReplication(): Promise<void> {
     if (this.#replicationHeld) await this.#configSet(this.replica, 'masterauth', this.replica.password);
@@ -234,15 +270,61 @@ export class RedisReplicated {
     await Promise.all([this.sentinel.stop(), this.replica.stop(), this.primary.stop()]);
   }
 
+  /** Sentinel's view of the replica, as SENTINEL REPLICAS gives it (field name to value). */
+  async sentinelViewOfReplica(): Promise<Record<string, string> | null> {
+    const reply = await this.sentinel.command(['SENTINEL', 'replicas', MASTER_NAME]);
+    if (!Array.isArray(reply)) return null;
+    for (const fields of reply) {
+      if (!Array.isArray(fields)) continue;
+      const view: Record<string, string> = {};
+      for (let i = 0; i + 1 < fields.length; i += 2) if (typeof fields[i] === 'string' && typeof fields[i + 1] === 'string') view[fields[i] as string] = fields[i + 1] as string;
+      if (view['port'] === String(this.replica.port)) return view;
+    }
+    return null;
+  }
+
+  /**
+   * Waits until Sentinel has had an INFO reply from the replica taken at
+   * least 250 ms after this call (bounded): the replica reads its clock into
+   * a cache every 100 ms, so a reply right after a clock step may still
+   * carry the time before it.
+   */
+  async #sentinelLooksAgain(): Promise<void> {
+    const since = Date.now() + 250;
+    await this.#until("Sentinel's fresh look at the replica", async () => {
+      const view = await this.sentinelViewOfReplica();
+      return view !== null && Date.now() - Number(view['info-refresh']) > since;
+    });
+  }
+
   async #sentinelKnowsReplica(): Promise<boolean> {
     const reply = await this.sentinel.command(['SENTINEL', 'replicas', MASTER_NAME]);
     return Array.isArray(reply) && reply.some((fields) => Array.isArray(fields) && fields.includes(String(this.replica.port)));
   }
 
-  #until(what: string, check: () => Promise<boolean>): Promise<void> {
-    return until(this.#timeoutMs, what, check, () => this.sentinel.logTail());
+  /** Polls until `check` holds; RunEnvironmentError, with Sentinel's log, when it does not within the bound. */
+  #until(what: string, check: () => Promise<boolean>, detail: () => string = () => ''): Promise<void> {
+    return until(this.#timeoutMs, what, check, () => `${detail()}\n${this.sentinel.logTail()}`).catch((e: unknown) => {
+      throw e instanceof EnvironmentError ? new RunEnvironmentError(e.message) : e;
+    });
   }
 }
+
+/**
+ * Sentinel's timing for a test bed (SENTINEL DEBUG, Redis 7.0 and later): INFO
+ * every second instead of every 10 s, as it already asks a replica whose link
+ * is down, so that its view of the replica is fresh when a failover is asked
+ * for (it trusts a view up to three periods old: shorter periods than the
+ * held replica's fixed second would make that view stale, "no good slave");
+ * and no TILT mode unless its timer stalls a minute (a loaded machine's stall
+ * of 2 s would make it refuse to act for 30 s).
+ */
+async function tuneSentinel(sentinel: RedisServer): Promise<void> {
+  await sentinel.command(['SENTINEL', 'DEBUG', 'info-period', String(SENTINEL_INFO_PERIOD_MS), 'tilt-trigger', '60000']);
+}
+
+/** How often Sentinel asks primary and replica for INFO here (its default: 10 s). */
+const SENTINEL_INFO_PERIOD_MS = 1_000;
 
 /** Polls `check` until it holds, at most `timeoutMs`; a failing check counts as not yet. */
 async function until(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string): Promise<void> {

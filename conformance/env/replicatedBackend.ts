@@ -19,7 +19,8 @@ import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
 import { onExitKill } from './processes.ts';
 import { RedisReplicated } from './redisReplicated.ts';
-import { RedisServer } from './redisServer.ts';
+import { EnvironmentError, RedisServer } from './redisServer.ts';
+import { RunEnvironmentError } from './runEnvironment.ts';
 
 /**
  * redis-replicated (spec 7.9) as a backend of the conformance runs: a
@@ -53,40 +54,82 @@ export class ReplicatedServers {
     readonly clockFile: FakeClockFile,
     readonly store: RedisServer,
     private readonly dir: string,
+    private readonly timeoutMs: number | undefined,
   ) {}
 
-  static async start(): Promise<ReplicatedServers> {
+  /** `timeoutMs`: bound on each wait of a cluster's start-up, reset and failover (RedisReplicated's default: 20 s). */
+  static async start(options: { readonly timeoutMs?: number } = {}): Promise<ReplicatedServers> {
     const dir = mkdtempSync(join(tmpdir(), 'lockcheck-replicated-'));
     // Also when the process is killed: the servers have their own clean-up, the clock file needs this one.
     onExitKill(() => rmSync(dir, { recursive: true, force: true }));
     const clockFile = new FakeClockFile(dir, 'node0.clock');
     clockFile.set(EPOCH_MS);
     try {
-      return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), dir);
+      return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), dir, options.timeoutMs);
     } catch (e) {
       rmSync(dir, { recursive: true, force: true });
       throw e;
     }
   }
 
-  /** A cluster reset for a run: empty, the clock at the start, the replica in sync (and held without WAIT). */
+  /**
+   * A cluster reset for a run: empty, the clock at the start, the replica in
+   * sync (and held without WAIT). A cluster that failed over, or that a run
+   * left degraded (a reset step that failed, a fault that did not complete),
+   * is replaced by a fresh one; a fresh one that cannot be started or reset
+   * fails this run only (RunEnvironmentError). Every wait is bounded.
+   */
   async forRun(wait: boolean): Promise<RedisReplicated> {
-    if (this.#cluster !== null && this.#usedUp) {
-      await this.#cluster.stop();
-      this.#cluster = null;
+    try {
+      return await this.#reset(wait);
+    } catch (first) {
+      if (isMachineError(first)) throw first;
+      await this.#discard();
+      try {
+        return await this.#reset(wait);
+      } catch (e) {
+        await this.#discard();
+        if (isMachineError(e)) throw e;
+        throw new RunEnvironmentError(`redis-replicated: no clean primary, replica and Sentinel for the run (${firstLine(first)}; then, on a fresh one: ${firstLine(e)})`);
+      }
     }
-    this.#usedUp = false;
+  }
+
+  async #reset(wait: boolean): Promise<RedisReplicated> {
+    if (this.#usedUp) await this.#discard();
     this.clockFile.set(EPOCH_MS);
-    this.#cluster ??= await RedisReplicated.start({ clockFile: this.clockFile });
+    this.#cluster ??= await RedisReplicated.start({ clockFile: this.clockFile, ...(this.timeoutMs !== undefined ? { timeoutMs: this.timeoutMs } : {}) });
     const cluster = this.#cluster;
+    // Any step failing leaves the cluster to be replaced (the catch in forRun); from here it is reset.
+    this.#usedUp = true;
+    if (!wait && cluster.replicationHeld && (await cluster.replicaKeys()) === 0) {
+      // Still held since a reset that left it empty: the replica is the model's initial one already. The primary is emptied
+      // and the hold kept (releasing it costs up to a second: a replica retries its primary once a second).
+      await cluster.primary.command(['FLUSHALL']);
+      this.#usedUp = false;
+      return cluster;
+    }
     await cluster.releaseReplication();
     await cluster.primary.command(['FLUSHALL']);
     await cluster.releaseReplication();
     if (!wait) await cluster.holdReplication();
+    this.#usedUp = false;
     return cluster;
   }
 
-  /** The run failed over: the next run starts on a fresh cluster. */
+  async #discard(): Promise<void> {
+    const cluster = this.#cluster;
+    this.#cluster = null;
+    this.#usedUp = false;
+    await cluster?.stop();
+  }
+
+  /** The cluster of the run in progress (null between a discarded one and the next run). */
+  get cluster(): RedisReplicated | null {
+    return this.#cluster;
+  }
+
+  /** The run failed over, or a fault left the cluster in doubt: the next run starts on a fresh cluster. */
   failedOver(): void {
     this.#usedUp = true;
   }
@@ -197,14 +240,16 @@ async function startInstance(servers: ReplicatedServers, design: Extract<Design,
             // The failover: the primary is killed, Sentinel promotes the replica with what replication had delivered.
             up = false;
             servers.failedOver();
-            await cluster.failover();
+            await inRun('the failover', () => cluster.failover());
           },
           restart: async () => {
-            // The promoted replica serves; the old primary rejoins as its replica (held again without WAIT).
-            await cluster.rejoin();
-            if (!design.wait) await cluster.holdReplication();
-            // Every connection follows Sentinel to the new primary before the node counts as up: the model's restart is instantaneous.
-            await Promise.all([admin, ...nodeConnections].map(ready));
+            await inRun('the restart after the failover', async () => {
+              // The promoted replica serves; the old primary rejoins as its replica (held again without WAIT).
+              await cluster.rejoin();
+              if (!design.wait) await cluster.holdReplication();
+              // Every connection follows Sentinel to the new primary before the node counts as up: the model's restart is instantaneous.
+              await Promise.all([admin, ...nodeConnections].map(ready));
+            });
             up = true;
           },
         },
@@ -221,6 +266,29 @@ async function startInstance(servers: ReplicatedServers, design: Extract<Design,
     return { clients: lockClients, env, close };
   } catch (e) {
     await close();
+    // A connection through Sentinel that never came: the next run gets a fresh cluster.
+    servers.failedOver();
+    if (e instanceof EnvironmentError && !isMachineError(e) && !(e instanceof RunEnvironmentError)) throw new RunEnvironmentError(`redis-replicated: ${firstLine(e)}`);
     throw e;
   }
+}
+
+/** A fault on the cluster that fails (a server, Sentinel, a bounded wait) fails this run only: RunEnvironmentError. */
+async function inRun(what: string, work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (e) {
+    // A programming error stays one; whatever the servers did fails the run.
+    if (e instanceof RunEnvironmentError || e instanceof TypeError || e instanceof ReferenceError) throw e;
+    throw new RunEnvironmentError(`redis-replicated: ${what} failed: ${firstLine(e)}`);
+  }
+}
+
+/** The machine lacks something (an install fixes it): no fresh cluster would help. */
+function isMachineError(e: unknown): boolean {
+  return e instanceof EnvironmentError && e.fix !== null;
+}
+
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
 }

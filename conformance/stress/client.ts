@@ -36,6 +36,7 @@ export const COMMAND_TIMEOUT_MS = 2_000;
 export async function connectClient(backend: ClientBackend): Promise<StressClient> {
   return match(backend)
     .with({ kind: 'redis' }, (b) => redisClient(b))
+    .with({ kind: 'redis-sentinel' }, (b) => sentinelClient(b))
     .with({ kind: 'pg-session' }, (b) => pgSessionClient(b))
     .with({ kind: 'pg-xact' }, (b) => pgXactClient(b))
     .with({ kind: 'adapter' }, (b) => adapterClient(b))
@@ -87,6 +88,49 @@ async function redisClient(b: Extract<ClientBackend, { kind: 'redis' }>): Promis
     pids: () => [],
     close: async () => {
       for (const r of [...nodes, storeConnection]) r.disconnect();
+    },
+  };
+}
+
+/** WAIT 1's bound in a stress client: shorter than the request timeout, or the WAIT outlives the vote. */
+const STRESS_WAIT = { count: 1, timeoutMs: COMMAND_TIMEOUT_MS / 2 } as const;
+
+/**
+ * redis-replicated: one connection that follows the primary through Sentinel
+ * (after a failover it asks Sentinel again, every 20 ms, until the promoted
+ * replica answers as primary), with WAIT 1 after every script or not.
+ */
+async function sentinelClient(b: Extract<ClientBackend, { kind: 'redis-sentinel' }>): Promise<StressClient> {
+  const primary = new Redis({
+    sentinels: [b.sentinel],
+    name: b.name,
+    password: b.password,
+    sentinelPassword: b.sentinelPassword,
+    role: 'master',
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: COMMAND_TIMEOUT_MS,
+    sentinelRetryStrategy: () => 20,
+    retryStrategy: () => 20,
+    lazyConnect: true,
+  });
+  primary.on('error', () => undefined); // reported by the commands that fail
+  const storeConnection = redisConnection(b.store);
+  await Promise.all([primary, storeConnection].map((r) => r.connect().catch(() => undefined)));
+  const lock = createRedisLock({ nodes: [primary], clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS, ...(b.wait ? { replicas: STRESS_WAIT } : {}) });
+  const store = redisFencedStore(storeConnection, b.storePolicy);
+  return {
+    acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
+    read: async (lease) => (await store.read(lease.resource)).value,
+    write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
+    release: async (lease) => {
+      await lock.release(lease);
+      return true;
+    },
+    pids: () => [],
+    close: async () => {
+      for (const r of [primary, storeConnection]) r.disconnect();
     },
   };
 }

@@ -23,9 +23,18 @@ import { sharedNowMs } from './sharedClock.ts';
  * - clock-step-holder (Redis): when the holder's key is on a bare majority of
  *   nodes, step one of those nodes' clocks past the key's expiry and open the
  *   gate once another client has acquired the resource.
+ * - failover-holder (redis-replicated): hold replication back, wait for a
+ *   holder whose acquire was sent after that (its grant cannot be on the
+ *   replica), kill the primary so Sentinel promotes the replica, rejoin the
+ *   old primary as a replica, and open the gate once another client has
+ *   acquired the resource and written its register. With WAIT 1 no grant
+ *   completes while replication is held: after the hold's window the
+ *   failover comes all the same, without a holder.
+ *
+ * The random `failover` holds replication back for a while, then fails over.
  */
-export const RANDOM_FAULTS = ['pause-client', 'pause-server', 'kill-server', 'clock-step', 'partition', 'delay', 'terminate-backend', 'partition-members'] as const;
-export const TARGETED_FAULTS = ['pause-holder', 'terminate-holder', 'clock-step-holder'] as const;
+export const RANDOM_FAULTS = ['pause-client', 'pause-server', 'kill-server', 'clock-step', 'partition', 'delay', 'terminate-backend', 'partition-members', 'failover'] as const;
+export const TARGETED_FAULTS = ['pause-holder', 'terminate-holder', 'clock-step-holder', 'failover-holder'] as const;
 export type NemesisFault = (typeof RANDOM_FAULTS)[number] | (typeof TARGETED_FAULTS)[number];
 export const NEMESIS_FAULTS: readonly NemesisFault[] = [...RANDOM_FAULTS, ...TARGETED_FAULTS];
 
@@ -51,6 +60,11 @@ export function needsFakeClocks(faults: readonly NemesisFault[]): boolean {
 /** Why `fault` cannot hit `backend`, or null. */
 export function unsupported(fault: NemesisFault, backend: StressBackend): string | null {
   const pg = backend === 'pg-session' || backend === 'pg-xact';
+  const replicated = backend === 'redis-replicated' || backend === 'redis-replicated-wait';
+  if ((fault === 'failover' || fault === 'failover-holder') && !replicated) return `${fault}: ${backend} has no replica for Sentinel to promote (redis-replicated has)`;
+  if (replicated && (fault === 'clock-step' || fault === 'clock-step-holder' || fault === 'partition' || fault === 'delay')) {
+    return `${fault}: ${backend}'s clients follow Sentinel to the primary directly, on real clocks (no proxies, no faked clocks)`;
+  }
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && pg) return `${fault}: advisory locks have no expiry, no server clock matters to ${backend}`;
   if ((fault === 'terminate-backend' || fault === 'terminate-holder') && !pg) return `${fault}: ${backend} has no PostgreSQL backend to terminate`;
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'etcd') return `${fault}: etcd is a Go program, libfaketime does not reach its clocks`;
@@ -78,6 +92,8 @@ type Armed = { readonly fault: (typeof TARGETED_FAULTS)[number]; readonly done: 
 export class Nemesis {
   readonly #o: NemesisOptions;
   #armed: Armed | null = null;
+  /** redis-replicated: when replication was held back (a failover is to come); null when it runs. */
+  #heldSince: number | null = null;
   #busy = false;
   #faults = 0;
   #healing = false;
@@ -182,16 +198,64 @@ export class Nemesis {
     }
     for (const l of servers.links.flat()) l.setMode({ kind: 'pass' });
     servers.healMembers();
+    // Also after a failover that did not complete: the killed primary was restarted above, the replica syncs again.
+    if (servers.replication !== null) {
+      this.#endHold('healed: replication runs again');
+      await servers.replication.release();
+    }
   }
 
   async #arm(fault: Armed['fault'], endBy: number): Promise<void> {
     let done!: () => void;
     const struck = new Promise<void>((resolve) => (done = resolve));
+    const holding = fault === 'failover-holder';
+    if (holding) {
+      await this.#hold('writes from now on stay on the primary, until the failover');
+      // The window for a holder: about a lease long, then the failover comes with or without one.
+      endBy = Math.min(endBy, sharedNowMs() + this.#duration(endBy));
+    }
     this.#armed = { fault, done };
-    await Promise.race([struck, this.#sleep(Math.max(0, endBy - sharedNowMs()))]);
+    const hit = await Promise.race([struck.then(() => true), this.#sleep(Math.max(0, endBy - sharedNowMs())).then(() => false)]);
     this.#armed = null;
     // A strike in progress finishes before the next fault is drawn.
     while (this.#busy) await new Promise((resolve) => setTimeout(resolve, 10));
+    if (holding && !hit && this.#heldSince !== null && !this.#stop.signal.aborted) {
+      this.#faults++;
+      await this.#failover('no client was granted a lease while replication was held');
+    }
+  }
+
+  #replication(): NonNullable<StressServers['replication']> {
+    const r = this.#o.servers.replication;
+    if (r === null) throw new Error(`the failover needs a replicated Redis, not ${this.#o.servers.backend}`);
+    return r;
+  }
+
+  /** Holds replication back (redis-replicated): no write from now on reaches the replica until the failover. */
+  async #hold(detail: string): Promise<void> {
+    this.#record('invoke', 'hold-replication', 'redis replica', detail);
+    await this.#replication().hold();
+    // From now on (not from the invoke: the hold first lets the replica catch up), no grant reaches the replica.
+    this.#heldSince = sharedNowMs();
+  }
+
+  /** The hold ends (at the failover, or healed): the history's replication window closes. */
+  #endHold(detail: string): void {
+    if (this.#heldSince === null) return;
+    this.#heldSince = null;
+    this.#record('ok', 'hold-replication', 'redis replica', detail);
+  }
+
+  /**
+   * Kills the primary, has Sentinel promote the replica, rejoins the old
+   * primary (replication runs again after); `then` runs before the fault's
+   * end is recorded, and says what followed.
+   */
+  async #failover(why: string, then: () => Promise<string> = async () => 'the replica promoted, the old primary rejoined as its replica'): Promise<void> {
+    this.#endHold('the primary is killed next');
+    this.#record('invoke', 'failover', 'redis primary', `kill -9 of the primary, SENTINEL FAILOVER, the old primary back as a replica (${why})`);
+    await this.#replication().failover();
+    this.#record('ok', 'failover', 'redis primary', await then());
   }
 
   #record(type: FaultEvent['type'], fault: string, target: string, detail?: string): void {
@@ -265,6 +329,13 @@ export class Nemesis {
         servers.healMembers();
         this.#record('ok', 'partition-members', target);
       })
+      .with('failover', async () => {
+        const ms = this.#duration(endBy);
+        await this.#hold(`for ${ms} ms, then the failover: writes stay on the primary`);
+        await this.#sleep(ms);
+        // Stopped meanwhile: the heal lets replication run again, no failover after the run's end.
+        if (!this.#stop.signal.aborted) await this.#failover(`after ${ms} ms of held replication`);
+      })
       .with('terminate-backend', async () => {
         const holders = await servers.advisoryHolders();
         if (holders.length === 0) return;
@@ -321,6 +392,22 @@ export class Nemesis {
         this.#record('invoke', 'clock-step', servers.nodes[n]!.name, `+${ms} ms, a node of ${target}'s bare majority for ${g.resource}`);
         this.#record('ok', 'clock-step', servers.nodes[n]!.name);
         await recorder.waitFor(byOther('acquire', at), Math.min(endBy, g.validUntil ?? endBy), this.#stop.signal);
+        return true;
+      })
+      .with('failover-holder', async () => {
+        // A grant whose acquire was sent before the hold may be on the replica: not this fault's holder.
+        if (this.#heldSince === null || g.acquireInvokedAt === undefined || g.acquireInvokedAt < this.#heldSince) return false;
+        const at = sharedNowMs();
+        this.#faults++;
+        await this.#failover(`${target} holds ${g.resource} (token ${g.token}), granted while replication was held, between its read and its write`, async () => {
+          // The promoted replica never saw the grant nor its token: another client is granted the resource with a token
+          // not above the holder's (FENCE-1), within the holder's lease if the failover was quick enough (MUTEX-1); the
+          // holder writes after that client's write (a lost update on an unfenced store, STORE-1).
+          const acquired = await recorder.waitFor(byOther('acquire', at), endBy, this.#stop.signal);
+          const when = acquired ? (g.validUntil !== undefined && sharedNowMs() > g.validUntil ? `after ${target}'s lease was over` : `while ${target} held it`) : '';
+          const wrote = acquired && (await recorder.waitFor(byOther('write', at), endBy, this.#stop.signal));
+          return acquired ? `another client acquired ${g.resource} ${when}${wrote ? ', and wrote it' : ''}` : `no other grant of ${g.resource} within the bound`;
+        });
         return true;
       })
       .exhaustive();

@@ -13,6 +13,8 @@ export type RecordedEvent = Exclude<HistoryEvent, MetaEvent>;
 /** The lock a client process drives, with the servers it reaches (through the runner's proxies). */
 export type ClientBackend =
   | { readonly kind: 'redis'; readonly nodes: readonly string[]; readonly store: string; readonly storePolicy: FencePolicy }
+  /** A primary found through Sentinel (redis-replicated, spec 7.9), with WAIT 1 after every script or not. Holds passwords: never printed. */
+  | { readonly kind: 'redis-sentinel'; readonly sentinel: { readonly host: string; readonly port: number }; readonly name: string; readonly password: string; readonly sentinelPassword: string; readonly wait: boolean; readonly store: string; readonly storePolicy: FencePolicy }
   | { readonly kind: 'pg-session'; readonly url: string; readonly storePolicy: FencePolicy }
   /** The write goes into the lock's own transaction: committed with the release, discarded with the lock. */
   | { readonly kind: 'pg-xact'; readonly url: string }
@@ -67,6 +69,8 @@ export interface GateRequest {
   readonly validUntil?: number;
   /** PostgreSQL backend pids the lease lives on (for pg_terminate_backend). */
   readonly pids: readonly number[];
+  /** On the shared clock: when the acquire that granted the lease was sent (failover-holder wants one sent while replication was held). */
+  readonly acquireInvokedAt?: number;
 }
 
 export type FromClient =

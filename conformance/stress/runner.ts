@@ -221,9 +221,9 @@ export class StressSession {
       // The clients stop by themselves at untilMs (or maxCycles); after enough faults they are asked to.
       const enough = o.maxFaults !== undefined && nemesis.count >= o.maxFaults;
       if (enough) fleet.stopRuns();
-      await Promise.race([finished, sleep(Math.max(0, untilMs - sharedNowMs()) + 100)]);
+      await within(finished.then(() => true), Math.max(0, untilMs - sharedNowMs()) + 100);
       fleet.stopRuns();
-      if (!(await Promise.race([finished.then(() => true), sleep(RUN_END_TIMEOUT_MS).then(() => false)]))) {
+      if (!(await within(finished.then(() => true), RUN_END_TIMEOUT_MS))) {
         throw new Error(`the clients did not finish their cycles within ${RUN_END_TIMEOUT_MS} ms of the run's end`);
       }
     } finally {
@@ -277,6 +277,12 @@ const PREPARE_TIMEOUT_MS = 60_000;
 /** Bound on the clients finishing their cycles once asked (their calls are bounded by their own timeouts). */
 const RUN_END_TIMEOUT_MS = 30_000;
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** `done`, or false after `ms`; the timer is cleared either way (a pending one would keep the CLI's process alive). */
+async function within(done: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([done, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

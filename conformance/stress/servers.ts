@@ -9,13 +9,14 @@ import { PostgresServer } from '../env/postgresServer.ts';
 import { onExitKill } from '../env/processes.ts';
 import { TcpProxy } from '../env/proxy.ts';
 import { RedisServer } from '../env/redisServer.ts';
+import { RedisReplicated } from '../env/redisReplicated.ts';
 import type { AdapterRef } from './adapterRef.ts';
 import { EtcdCluster } from '../env/etcdCluster.ts';
 import { ZookeeperEnsemble } from '../env/zookeeperEnsemble.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 
 /** The backends a stress run drives, each on servers the runner starts. */
-export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact', 'etcd', 'zookeeper'] as const;
+export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'redis-replicated', 'redis-replicated-wait', 'pg-session', 'pg-xact', 'etcd', 'zookeeper'] as const;
 export type StressBackend = (typeof STRESS_BACKENDS)[number];
 
 /** A server process the nemesis can pause, kill and restart. */
@@ -29,6 +30,21 @@ export interface FaultableServer {
   readonly running: boolean;
 }
 
+/** A primary with its replica and Sentinel (redis-replicated, spec 7.9): the failover nemesis's handles. */
+export interface Replication {
+  /** Holds replication back: no write made from now on reaches the replica. */
+  hold(): Promise<void>;
+  /**
+   * Kills the primary (SIGKILL), has Sentinel promote the replica (with what
+   * replication had delivered), then restarts the old primary empty as the
+   * new one's replica. RunEnvironmentError when Sentinel does not promote it
+   * within the bound.
+   */
+  failover(): Promise<void>;
+  /** Replication running again and the replica in sync (the nemesis's heal). */
+  release(): Promise<void>;
+}
+
 /**
  * The servers of one stress run and the links to them: Redis lock nodes
  * (under libfaketime clocks that run at real speed until the nemesis steps
@@ -39,6 +55,8 @@ export interface FaultableServer {
 export interface StressServers {
   readonly backend: StressBackend;
   readonly nodes: readonly FaultableServer[];
+  /** redis-replicated: the failover's handles; null elsewhere. */
+  readonly replication: Replication | null;
   /** links[client][node]; empty when not proxied. */
   readonly links: readonly (readonly TcpProxy[])[];
   /** Majority of the lock nodes. */
@@ -74,6 +92,7 @@ export interface StartServersOptions {
 
 export async function startServers(o: StartServersOptions): Promise<StressServers> {
   if (o.backend === 'etcd') return startEtcd(o);
+  if (o.backend === 'redis-replicated' || o.backend === 'redis-replicated-wait') return startReplicated(o);
   if (o.backend === 'zookeeper') return startZookeeper(o);
   return o.backend === 'pg-session' || o.backend === 'pg-xact' ? startPostgres(o) : startRedis(o);
 }
@@ -116,6 +135,7 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
     return {
       backend: o.backend,
       nodes: nodes.map((s, i) => faultable(`redis ${i}`, s)),
+      replication: null,
       links,
       quorum: Math.floor(count / 2) + 1,
       clocksFaked: clocks !== null,
@@ -178,6 +198,7 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
     return {
       backend: o.backend,
       nodes: [faultable('postgres', server)],
+      replication: null,
       links,
       quorum: 1,
       clocksFaked: false,
@@ -205,6 +226,74 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
         const r = await (await connectAdmin()).query<{ pid: number }>("SELECT DISTINCT pid FROM pg_locks WHERE locktype = 'advisory' AND granted");
         return r.rows.map((row) => row.pid);
       },
+      stop,
+    };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+/**
+ * redis-replicated: a primary, its replica and Sentinel on real clocks, and a
+ * store server. Clients find the primary through Sentinel (no proxies: they
+ * go where Sentinel names). The one node the nemesis pauses or kills is
+ * whichever server is primary now.
+ */
+async function startReplicated(o: StartServersOptions): Promise<StressServers> {
+  if (o.fakeClocks || o.proxied) throw new RangeError(`${o.backend}: its clients follow Sentinel to the primary, through no proxy, on real clocks (no clock steps, partitions or delays)`);
+  const cluster = await RedisReplicated.start();
+  let store: RedisServer | null = null;
+  const stop = async (): Promise<void> => {
+    await Promise.all([cluster.stop(), store?.stop()]);
+  };
+  try {
+    store = await RedisServer.start({ persistence: 'none' });
+    const storeServer = store;
+    const primary = (): RedisServer => cluster.primary;
+    const wait = o.backend === 'redis-replicated-wait';
+    return {
+      backend: o.backend,
+      nodes: [
+        {
+          name: 'redis primary',
+          pause: () => primary().pause(),
+          resume: () => primary().resume(),
+          get paused() {
+            return primary().paused;
+          },
+          crash: () => primary().crash(),
+          restart: () => primary().restart(),
+          get running() {
+            return primary().running;
+          },
+        },
+      ],
+      replication: {
+        hold: () => cluster.holdReplication(),
+        failover: async () => {
+          await cluster.failover();
+          await cluster.rejoin();
+        },
+        release: () => cluster.releaseReplication(),
+      },
+      links: [],
+      quorum: 1,
+      clocksFaked: false,
+      clientBackend: (_client, storePolicy) => {
+        const c = cluster.sentinelConnection;
+        return { kind: 'redis-sentinel', sentinel: c.sentinels[0]!, name: c.name, password: c.password, sentinelPassword: c.sentinelPassword, wait, store: `redis://:${encodeURIComponent(storeServer.password)}@${storeServer.host}:${storeServer.port}`, storePolicy };
+      },
+      stepClock: () => {
+        throw new Error('stepClock: the replicated servers run on the real clock here');
+      },
+      nodesHolding: async (key, owner) => ((await primary().command(['GET', key], 500).catch(() => null)) === owner ? [0] : []),
+      partitionMembers: () => {
+        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
+      },
+      healMembers: () => undefined,
+      terminate: async () => undefined,
+      advisoryHolders: async () => [],
       stop,
     };
   } catch (e) {
@@ -251,6 +340,7 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
           return cluster.running(m);
         },
       })),
+      replication: null,
       links,
       quorum: 2,
       clocksFaked: false,
@@ -297,6 +387,7 @@ async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
           return ensemble.running(m);
         },
       })),
+      replication: null,
       links,
       quorum: 2,
       clocksFaked: false,

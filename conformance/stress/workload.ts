@@ -35,7 +35,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
   const random = new Random(config.seed);
   const w = config.workload;
   const p = config.process;
-  const ttl = config.backend.kind === 'redis' || config.backend.kind === 'etcd' || config.backend.kind === 'zookeeper' || (config.backend.kind === 'adapter' && config.backend.servers.redis.length > 0);
+  const ttl = config.backend.kind === 'redis' || config.backend.kind === 'redis-sentinel' || config.backend.kind === 'etcd' || config.backend.kind === 'zookeeper' || (config.backend.kind === 'adapter' && config.backend.servers.redis.length > 0);
   const fenced = config.backend.kind !== 'pg-xact' && config.backend.storePolicy !== 'unfenced';
   const tokens = config.backend.kind !== 'adapter' || config.backend.tokens;
   let buffer: RecordedEvent[] = [];
@@ -50,6 +50,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
   for (; cycles < w.maxCycles && sharedNowMs() < w.untilMs && !io.stopping(); cycles++) {
     const resource = `${w.prefix}r${random.int(0, w.resources - 1)}`;
     const ttlMs = random.int(w.ttlMinMs, w.ttlMaxMs);
+    const acquireInvokedAt = sharedNowMs();
     record({ type: 'invoke', op: 'acquire', resource, ...(ttl ? { ttlMs } : {}) });
     const acquired = await guarded(client.acquire(resource, ttlMs));
     if (acquired.kind === 'error') {
@@ -87,7 +88,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
       if (read.kind === 'ok' && !lease.signal.aborted) {
         if (w.gate) {
           flush();
-          await io.gate({ kind: 'gate', ...held, token: held.token ?? 'none', ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}), pids: client.pids() });
+          await io.gate({ kind: 'gate', ...held, token: held.token ?? 'none', ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}), pids: client.pids(), acquireInvokedAt });
         }
         const value = `${p}.${cycles}`;
         const invokeTime = sharedNowMs();
