@@ -869,12 +869,22 @@ function inject(world: World, fault: Fault): readonly Branch[] {
         // A statement to a PostgreSQL server: it runs as it arrives (a black hole's never does); whether its reply
         // or the client's timer comes first is judged at the resume.
         const s = statementTiming(world, op.client, op.latencyMs ?? 0);
-        if (!s.arrives) return [pausing(world, { kind: 'reply', outcome: { kind: 'timed-out' }, doneMs: Number.POSITIVE_INFINITY, missed: { ...missed, ends: missed.ends === 'session' ? 'session' : 'transaction' } })];
+        // A new lock may need a connection (pg-session, unless it has one) or a BEGIN (pg-xact) first: its statement then goes out after the resume.
+        const later = op.kind === 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined;
+        const laterBranch: Branch[] = later ? [pausing(world, { kind: 'later', client: op.client, resource: op.resource, arrivalMs: s.arrives ? s.endMs : Number.POSITIVE_INFINITY, deadlineMs: missed.afterMs })] : [];
+        if (later && rulesOf(design).lateReplyEnds === 'transaction') return laterBranch;
+        if (!s.arrives) {
+          const ends = missed.ends === 'session' ? 'session' : op.kind === 'acquire' ? 'nothing' : 'transaction';
+          return [pausing(world, { kind: 'reply', outcome: { kind: 'timed-out' }, doneMs: Number.POSITIVE_INFINITY, missed: { ...missed, ends } }), ...laterBranch];
+        }
         const { delay, ...calm } = world.nodes[0]!;
         const answered = operate({ ...world, nodes: [calm, ...world.nodes.slice(1)] }, { ...op, latencyMs: 0 });
-        return answered.map((b) =>
-          pausing({ ...b.next, nowMs: world.nowMs, nodes: [{ ...b.next.nodes[0]!, ...(delay === undefined ? {} : { delay }) }, ...b.next.nodes.slice(1)] }, { kind: 'reply', outcome: b.outcome, doneMs: s.endMs, missed }, b.events),
-        );
+        return [
+          ...answered.map((b) =>
+            pausing({ ...b.next, nowMs: world.nowMs, nodes: [{ ...b.next.nodes[0]!, ...(delay === undefined ? {} : { delay }) }, ...b.next.nodes.slice(1)] }, { kind: 'reply', outcome: b.outcome, doneMs: s.endMs, missed }, b.events),
+          ),
+          ...laterBranch,
+        ];
       }
       if (op !== undefined) {
         // Settled when sent; the client reads the outcome at its resume, or when the round ends if that is later.
@@ -1033,6 +1043,14 @@ function resume(world: World, client: number): readonly Branch[] {
       const gone = m.ends === 'session' ? dropSessions(next, [client]) : m.ends === 'transaction' ? abortTransaction(next, client, m.resource) : next;
       const missed = single({ kind: 'timed-out' }, { ...gone, nowMs: endMs }, events);
       return readMs === m.afterMs ? [...single(f.outcome, { ...next, nowMs: readMs }, events), ...missed] : missed;
+    }
+    case 'later': {
+      // The first round trip's reply (a connect, a BEGIN), read at the resume or when it comes; past its timeout nothing is held yet.
+      const readMs = Math.max(next.nowMs, f.arrivalMs);
+      const missed = single({ kind: 'timed-out' }, { ...next, nowMs: Math.max(next.nowMs, f.deadlineMs) }, events);
+      if (readMs > f.deadlineMs) return missed;
+      const sent = acquire({ ...next, nowMs: readMs }, client, f.resource, undefined, 0, 0, 0, false).map((b) => ({ ...b, events: [...events, ...b.events] }));
+      return readMs === f.deadlineMs ? [...sent, ...missed] : sent;
     }
     case 'extend':
       return finishExtend(next, client, f, next.nowMs, events);
