@@ -260,7 +260,8 @@ async function startInstance(
           await lock.release(lease);
         } catch (e) {
           // No reply in time: the client dropped its connection; the model has the server end it at once: wait until it has.
-          await network.call(client, 'store', () => backendsGone(before.filter((pid) => !pids(client).includes(pid))));
+          // (On a cut link the close is held there: the server keeps the session until heal or keepalive.)
+          if (!cut.has(client)) await network.call(client, 'store', () => backendsGone(before.filter((pid) => !pids(client).includes(pid))));
           throw e;
         }
       },
