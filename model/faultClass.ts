@@ -60,7 +60,7 @@ export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
     '`crash` and `restart` of node 0 (restart at once, delayed only by the design\'s `restartDelayMs`), and `partition`; on redis-replicated the crash is a failover (Sentinel promotes the replica with what it has) and, without WAIT, `replicate` (asynchronous replication catches up) is scheduled too',
   'connection-loss': '`kill-connection`, and `pause` / `resume`',
   timing:
-    "`node-delay` of node 0 by the ttl and `never` (a black hole, for good), and late replies of exactly the ttl on `write` and `extend`; on PostgreSQL designs the statement timeout stands for the ttl (the reply races the client's timeout), on `write` and `release`",
+    "`node-delay` of node 0 by the ttl and `never` (a black hole, for good), and late replies of exactly the ttl on `write` and `release`; on PostgreSQL designs the statement timeout stands for the ttl (the reply races the client's timeout)",
 };
 
 /** Sizes of the exploration's small world. Times are in ms, chosen so that coarse steps straddle the deadlines. */
@@ -135,7 +135,7 @@ export function alphabetFor(design: Design, faultClass: FaultClass, a: Alphabet 
         { kind: 'node-delay', node: FAULTY_NODE, ms: 'never' },
         ...clients.flatMap((client): Command[] => [
           { kind: 'write', client, resource: r, value: `v${client}`, latencyMs: lateMs },
-          ttl ? { kind: 'extend', client, resource: r, ttlMs: a.ttlMs, latencyMs: lateMs } : { kind: 'release', client, resource: r, latencyMs: lateMs },
+          { kind: 'release', client, resource: r, latencyMs: lateMs },
         ]),
       ];
     })
