@@ -806,8 +806,7 @@ function write(world: World, client: number, resource: string, value: string, la
     if (!isReachable(world, client, 0)) return single({ kind: 'not-held' }, withClient(world, client, (c) => withLease(c, resource, null)));
     // Inside the transaction: visible to others only at commit. A reply later than the statement timeout: the client
     // drops the transaction's connection (7.4), and the server aborts it.
-    // A slow server slows the operations that take or free the lock; a statement in the transaction only by its own latency.
-    const s = statementTiming(world, client, latencyMs, false);
+    const s = statementTiming(world, client, latencyMs);
     const later: World = { ...world, nowMs: s.endMs };
     const accepted = single({ kind: 'accepted' }, withClient(later, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
     if (s.inTime === 'yes') return accepted;
@@ -869,7 +868,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       if (op !== undefined && op.kind !== 'read' && missed !== null && isReachable(world, op.client, 0)) {
         // A statement to a PostgreSQL server: it runs as it arrives (a black hole's never does); whether its reply
         // or the client's timer comes first is judged at the resume.
-        const s = statementTiming(world, op.client, op.latencyMs ?? 0, op.kind !== 'write');
+        const s = statementTiming(world, op.client, op.latencyMs ?? 0);
         // A new lock may need a connection (pg-session, unless it has one) or a BEGIN (pg-xact) first: its statement then goes out after the resume.
         const later = op.kind === 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined;
         const laterBranch: Branch[] = later ? [pausing(world, { kind: 'later', client: op.client, resource: op.resource, arrivalMs: s.arrives ? s.endMs : Number.POSITIVE_INFINITY, deadlineMs: missed.afterMs })] : [];
@@ -1021,10 +1020,12 @@ function resume(world: World, client: number): readonly Branch[] {
       const lease = c.leases[pending.resource];
       if (!c.sessionLost && lease !== undefined && isReachable(world, client, 0)) {
         // A black-holed server swallows it: the client gives up at its statement timeout and drops the transaction (7.4).
+        // A slow one answers it one slow round trip later.
+        const delay = world.nodes[0]!.delay ?? 0;
         next =
-          world.nodes[0]!.delay === 'never'
+          delay === 'never'
             ? abortTransaction({ ...next, nowMs: statementDeadlineMs(next, client) }, client, pending.resource)
-            : withClient(next, client, (s) => withLease(s, pending.resource, { ...lease, buffered: [...lease.buffered, pending.value] }));
+            : withClient({ ...next, nowMs: next.nowMs + delay }, client, (s) => withLease(s, pending.resource, { ...lease, buffered: [...lease.buffered, pending.value] }));
       }
     } else {
       const delivered = deliverWrite(next, client, pending);

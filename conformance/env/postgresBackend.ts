@@ -228,6 +228,7 @@ async function startInstance(
               if (lease === undefined) throw new InvalidInputError('precondition', `client ${client} has no open transaction on '${resource}'`);
               const connection = lock.queryable(lease) as pg.Client;
               const tx = postgresFencedStore(connection, 'transactional');
+              timing.slowOperation(client);
               try {
                 return await withTimeout(clocks[client]!, statementTimeoutMs, 'statement', network.call(client, 0, () => tx.write(resource, token, value)));
               } catch (e) {
