@@ -1,11 +1,31 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-// The in-memory conformance suite alone: what kills mutants in `npm run mutation`.
+/**
+ * The quick real-server tests of impl/ before the conformance suite: a
+ * mutant's run stops at its first failing test (Stryker bails), so a mutant
+ * those tests kill costs seconds, not a conformance run.
+ */
+class QuickFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const quick = (f: TestSpecification): boolean => f.moduleId.includes('/test/impl/');
+    return [...sorted.filter(quick), ...sorted.filter((f) => !quick(f))];
+  }
+}
+
+// What kills mutants in `npm run mutation`: the quick real-server tests of
+// impl/ (test/impl/, whose servers mutation/servers.ts starts once per Stryker
+// worker) and the in-memory conformance suite.
 export default defineConfig({
   test: {
-    include: ['test/conformance.test.ts'],
+    // LOCKCHECK_MUTATION_TESTS=impl: the quick tests alone (for the folders the in-memory suite never reaches).
+    include: process.env.LOCKCHECK_MUTATION_TESTS === 'impl' ? ['test/impl/*.test.ts'] : ['test/conformance.test.ts', 'test/impl/*.test.ts'],
     setupFiles: ['test/setup.ts'],
+    globalSetup: ['mutation/servers.ts'],
+    sequence: { sequencer: QuickFirst },
     testTimeout: 120_000,
+    hookTimeout: 120_000,
     env: { LOCKCHECK_SIM_RUNS: '20', LOCKCHECK_FINDING_RUNS: '50' },
   },
 });

@@ -24,6 +24,8 @@ import type { StressBackend } from '../conformance/stress/servers.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
 import type { EtcdCell } from '../conformance/env/etcdBackend.ts';
 import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.ts';
+import type { ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
+import { realZookeeperBackend, startZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
 
 /**
@@ -44,6 +46,8 @@ export interface BuiltIn {
    * a replica whose link has been held down for long (spec 7.9).
    */
   readonly onlyWhenNamed?: true;
+  /** The design runs on ZooKeeper rather than on its own service: the zookeeper rows, judged by etcd-lease (spec 7.10). */
+  readonly lockService?: 'zookeeper';
 }
 
 export type { LibraryId };
@@ -105,6 +109,8 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
 
 /** Schedules per etcd cell in the matrix: each run takes seconds of real time (whole-second ttls, spec 7.8). */
 const ETCD_MATRIX_RUNS = 10;
+/** Schedules per ZooKeeper cell: paced to real time like etcd's, few enough that a cell takes about a minute. */
+const ZK_MATRIX_RUNS = 4;
 
 const RESTART_DELAY_MS = 61; // longer than the longest ttl the schedules use (60 ms)
 
@@ -130,6 +136,8 @@ export const BUILT_INS: readonly BuiltIn[] = [
   { name: builtInName(designs.pgXact(), 'transactional'), design: designs.pgXact(), store: 'transactional' },
   // etcd on a real 3-member cluster; its runs are paced to real time, with the wider clock margin that needs (Servers.backend).
   ...(['unfenced', 'strict'] as const).map((store) => ({ name: builtInName(designs.etcdLease(), store), design: designs.etcdLease(), store, maxRuns: ETCD_MATRIX_RUNS })),
+  // ZooKeeper's lock recipe on a real 3-member ensemble, judged by etcd-lease (spec 7.10), paced to real time as etcd's.
+  ...(['unfenced', 'strict'] as const).map((store) => ({ name: `zookeeper/${store}`, design: designs.etcdLease(), store, maxRuns: ZK_MATRIX_RUNS, lockService: 'zookeeper' as const })),
 ];
 
 function builtInName(design: Design, store: StorePolicy): string {
@@ -189,6 +197,7 @@ export class Servers {
   #userRedis: Promise<UserRedisCluster> | null = null;
   #userPg: ReturnType<typeof connectPostgres> | null = null;
   #etcd: Promise<EtcdCell> | null = null;
+  #zookeeper: Promise<ZookeeperCell> | null = null;
 
   constructor(readonly choice: ServerChoice = {}) {}
 
@@ -227,7 +236,8 @@ export class Servers {
     const redis = (): Promise<RedisCluster | UserRedisCluster> => (this.choice.redis !== undefined ? this.#userRedisCluster() : this.#localRedis(d.kind === 'redis-single' || d.kind === 'redlock' ? d.persistence : 'none'));
     const pg = async (): Promise<PostgresTarget> => (this.choice.pg !== undefined ? await this.#userPostgres() : targetOf(await (this.#pg ??= PostgresServer.start({ parentDir: '/dev/shm' }))));
     if (b.library !== undefined) return libraryBackend({ ...b, library: b.library }, redis, pg);
-    // etcd always runs on clusters lockcheck starts (--redis and --pg do not name one).
+    // etcd and ZooKeeper always run on clusters lockcheck starts (--redis and --pg do not name one).
+    if (b.lockService === 'zookeeper') return realZookeeperBackend(await (this.#zookeeper ??= startZookeeperCell()), b.store, { name: b.name });
     if (d.kind === 'etcd-lease') return realEtcdBackend(await (this.#etcd ??= startEtcdCell()), b.store, { name: b.name });
     if (d.kind === 'redis-replicated') return realReplicatedBackend(await (this.#replicated ??= ReplicatedServers.start()), d, b.store, { name: b.name });
     if (d.kind === 'redis-single' || d.kind === 'redlock') {
@@ -261,8 +271,9 @@ export class Servers {
     const clusters = await Promise.allSettled([...this.#redis.values()]);
     const pg = this.#pg === null ? null : await this.#pg.catch(() => null);
     const etcd = this.#etcd === null ? null : await this.#etcd.catch(() => null);
+    const zookeeper = this.#zookeeper === null ? null : await this.#zookeeper.catch(() => null);
     const replicated = this.#replicated === null ? null : await this.#replicated.catch(() => null);
-    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop(), replicated?.stop()]);
+    await Promise.all([...clusters.flatMap((c) => (c.status === 'fulfilled' ? [c.value.stop()] : [])), pg?.stop(), etcd?.stop(), zookeeper?.stop(), replicated?.stop()]);
   }
 }
 

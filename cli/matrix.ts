@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
-import { CONSEQUENCE_KINDS } from '../conformance/consequence.ts';
+import { comparesTokens, CONSEQUENCE_KINDS, findingConsequence } from '../conformance/consequence.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
@@ -21,6 +21,9 @@ import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import type { Observed } from './stressOracle.ts';
 import { observedText, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
+
+/** The properties about fencing tokens. */
+const TOKEN_PROPERTIES: readonly PropertyId[] = ['FENCE-1', 'FENCE-2', 'DUR-1'];
 
 /**
  * `lockcheck matrix`: every built-in backend x fault class on real servers,
@@ -129,8 +132,12 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
         const verdict = result.failure?.report.verdict;
         const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
-        const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0);
-        const { properties: predicted, depth: predictedDepth } = predict(row, col);
+        // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
+        const judged = (p: PropertyId): boolean => comparesTokens(backend) || !TOKEN_PROPERTIES.includes(p);
+        const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
+        const predictedAll = predict(row, col);
+        const predicted = predictedAll.properties.filter(judged);
+        const predictedDepth = predictedAll.depth;
         const first = measured[0];
         // One shrunk counterexample per cell: the bug if there is one, else the first finding.
         if (result.failure === null && first !== undefined) {
@@ -257,9 +264,16 @@ function holds(c: MatrixCell): string {
 /** A library audit's cell: its worst consequence, then the design's findings and what else it deviated in. */
 function auditText(c: MatrixCell): string {
   const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations[k] ?? 0) > 0).map((k) => `${k} in ${c.deviations[k]} runs`);
+  // What the contract itself costs: the model's findings under it, by consequence (the worst first).
+  const underIt = new Map<string, { kind: ConsequenceKind; properties: PropertyId[] }>();
+  for (const p of c.measured) {
+    const { kind, what } = findingConsequence(p);
+    underIt.set(what, { kind, properties: [...(underIt.get(what)?.properties ?? []), p] });
+  }
+  const costs = [...underIt].sort(([, a], [, b]) => CONSEQUENCE_KINDS.indexOf(a.kind) - CONSEQUENCE_KINDS.indexOf(b.kind));
   return [
     c.worst === null ? 'agrees with the model of its contract' : `**${c.worst.kind}**: ${c.worst.what} (${c.worst.property}, step ${c.worst.step} of the shrunk schedule)`,
-    c.measured.length ? `design findings: ${c.measured.join(', ')}` : '',
+    costs.length ? `under its contract **${costs[0]![1].kind}**: ${costs.map(([what, u]) => `${what} (${u.properties.join(', ')})`).join(', ')}` : '',
     others.length ? `also ${others.join(', ')}` : '',
     c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs inconclusive` : '',
   ]

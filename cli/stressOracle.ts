@@ -49,6 +49,7 @@ export async function stressBackendOf(row: BuiltIn): Promise<{ backend: StressBa
   }
   const d = row.design;
   const store: FencePolicy = row.store === 'transactional' ? 'unfenced' : row.store;
+  if (row.lockService === 'zookeeper') return { backend: 'zookeeper', store };
   switch (d.kind) {
     case 'redis-single':
       return { backend: d.persistence === 'aof-always' ? 'redis-single-aof' : 'redis-single', store };
@@ -140,7 +141,8 @@ export class StressOracle {
     if (this.#session?.backend === backend) return this.#session.session;
     await this.stop();
     // Every cell of a session may need clock steps and link faults: start the servers for all of them.
-    const all = NEMESIS_FAULTS.filter((f) => unsupported(f, backend) === null);
+    // No column uses member partitions: the sessions start without peer gates.
+    const all = NEMESIS_FAULTS.filter((f) => unsupported(f, backend) === null && f !== 'partition-members');
     const session = StressSession.start({ backend, clients: STRESS_CLIENTS, fakeClocks: needsFakeClocks(all), proxied: needsProxies(all), progress: this.progress });
     this.#session = { backend, session };
     return session;

@@ -1,5 +1,5 @@
 import type { FaultInjectors } from './faults.ts';
-import type { Design, DriftRounding, StorePolicy } from '../model/design.ts';
+import type { Design, DriftRounding, FailedExtend, StorePolicy } from '../model/design.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../impl/leaseLock.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
@@ -123,8 +123,11 @@ export interface LibraryContract {
   /**
    * What the client learns of its lease's validity: a deadline (default), or
    * none (the library reports no validUntilMs; leases say null). Without a
-   * deadline the runner compares no deadlines; the lease's signal, and what
-   * the client does with the lease, are judged as always.
+   * deadline the model's client holds the lease until it releases or drops
+   * it, as the library's does, and grants on a quorum alone; what that costs
+   * is judged by its consequence: another client holding the lock once the
+   * keys expired on the server (MUTEX-1), a stale write landing (STORE-1),
+   * never the difference from lockcheck's deadline formula.
    */
   readonly deadline?: 'known' | 'none';
   /**
@@ -140,6 +143,16 @@ export interface LibraryContract {
    * refresh that re-arms a fixed ttl).
    */
   readonly refreshTtl?: 'given' | 'acquired';
+  /**
+   * What a refused extension does (default: the lease is kept until its
+   * deadline, and its keys too). A library may drop the lease (its signal
+   * fires, reason 'expired') and delete the keys it still holds
+   * (compare-and-delete on every node it reaches): `{ lease: 'dropped',
+   * keys: 'deleted' }`. A library that deletes its keys but still tells its
+   * caller the lease is valid declares `{ lease: 'kept', keys: 'deleted' }`,
+   * and the model shows what follows (another client gets the lock).
+   */
+  readonly failedExtend?: FailedExtend;
   /**
    * Fencing tokens: bigint (default, exact to 2^63-1), JS numbers (exact to
    * 2^53 only: token counters then start below it), or none (tokens are not

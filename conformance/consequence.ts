@@ -40,7 +40,9 @@ export function consequenceOf(property: PropertyId, command: Command, actual: Ou
   const kinds = new Set(allowed.map((o) => o.kind));
   // A refusal the model refuses too, for another reason: the client learns what it would have (no lease), nothing changed.
   // Not when the deviation is a key (OWN-1): a refusal that deleted a held lease's keys changed something.
-  if (property !== 'OWN-1' && (actual.kind === 'denied' || actual.kind === 'not-extended') && allowed.every((o) => o.kind === actual.kind)) return { kind: 'safe', what: 'the same refusal, for another reason' };
+  // Nor when the refusal is the model's own, reason and all: then the deviation is elsewhere (a signal that did not fire, say).
+  const sameReason = allowed.some((o) => (o.kind === 'denied' || o.kind === 'not-extended') && o.kind === actual.kind && o.reason === actual.reason);
+  if (property !== 'OWN-1' && (actual.kind === 'denied' || actual.kind === 'not-extended') && allowed.every((o) => o.kind === actual.kind) && !sameReason) return { kind: 'safe', what: 'the same refusal, for another reason' };
   return match(property)
     .with('MUTEX-1', (): Consequence => {
       if (op.kind === 'acquire' && actual.kind === 'granted' && !kinds.has('granted')) return { kind: 'unsafe', what: 'a grant the model refuses: the client may act while the lock is not its own (two holders)' };
@@ -61,11 +63,32 @@ export function consequenceOf(property: PropertyId, command: Command, actual: Ou
     .exhaustive();
 }
 
-/** The design the model judges the backend by: the adapter's design, with the library's own drift allowance if it declares one. */
+/**
+ * What a finding about the design costs a user, for a library audited
+ * against its contract: the library agreed with the model of what it
+ * promises, and the model breaks the property (two holders, a stale write).
+ */
+export function findingConsequence(property: PropertyId): Consequence {
+  return match(property)
+    .with('MUTEX-1', (): Consequence => ({ kind: 'unsafe', what: 'two clients hold the lock at once' }))
+    .with('STORE-1', (): Consequence => ({ kind: 'unsafe', what: 'a stale write landed' }))
+    .with('FENCE-1', 'FENCE-2', 'DUR-1', (): Consequence => ({ kind: 'unsafe', what: 'tokens do not order the holders' }))
+    .with('OWN-1', (): Consequence => ({ kind: 'unsafe', what: 'a key of another owner changed' }))
+    .with('LIVE-1', (): Consequence => ({ kind: 'liveness', what: 'an abandoned lock stays longer than its bound' }))
+    .exhaustive();
+}
+
+/**
+ * The design the model judges the backend by: the adapter's design, with
+ * what its library declares: its own drift allowance, no deadline, what a
+ * refused extension does (model/design.ts, LeaseTerms).
+ */
 export function judgedDesign(backend: BackendUnderTest): Design {
-  const m = backend.contract?.driftMargin;
+  const c = backend.contract ?? {};
+  const m = c.driftMargin;
+  const terms = { ...(c.deadline === 'none' ? { clientDeadline: 'none' as const } : {}), ...(c.failedExtend !== undefined ? { failedExtend: c.failedExtend } : {}) };
   return match(backend.design)
-    .with({ kind: P.union('redis-single', 'redlock', 'etcd-lease') }, (d): Design => (m === undefined ? d : { ...d, driftFactor: m.factor, clockMarginMs: m.fixedMs, driftRounding: m.rounding }))
+    .with({ kind: P.union('redis-single', 'redlock', 'etcd-lease') }, (d): Design => ({ ...d, ...(m === undefined ? {} : { driftFactor: m.factor, clockMarginMs: m.fixedMs, driftRounding: m.rounding }), ...terms }))
     // Session locks stack in PostgreSQL; a library that opens a session per call declares reentrant: false.
     .with({ kind: 'pg-session' }, (d): Design => (backend.capabilities.reentrant === false && backend.contract !== undefined ? { ...d, reentrant: false } : d))
     .otherwise((d) => d);

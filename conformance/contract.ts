@@ -2,6 +2,7 @@ import { InvalidInputError, MAX_TOKEN, MAX_TTL_MS } from '../model/errors.ts';
 import type { ModelErrorCode } from '../model/errors.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { holdsValid } from '../model/world.ts';
+import { hasTtl } from '../model/design.ts';
 import type { World } from '../model/state.ts';
 import type { AcquireResult, ExtendResult } from '../impl/leaseLock.ts';
 import type { Lease } from '../impl/lease.ts';
@@ -104,8 +105,8 @@ export function signalProblem(worlds: readonly World[], held: ReadonlyArray<Read
       if (!signal.aborted && valid.every((v) => !v)) return new ContractBreach('MUTEX-1', `${who} is over in the model but its signal has not fired: user code holding it goes on`);
       if (signal.aborted && valid.every((v) => !v)) {
         const reason = lossReason(signal);
-        // A lease with a deadline expires; one that lives with its session is lost with the connection.
-        const wanted = worlds.map((w): LossReason => (w.clients[client]!.leases[resource] !== undefined || lease.validUntilMs !== null ? 'expired' : 'connection-lost'));
+        // A ttl lease expires (also one whose client keeps no deadline and drops it); one that lives with its session is lost with the connection.
+        const wanted = worlds.map((w): LossReason => (w.clients[client]!.leases[resource] !== undefined || lease.validUntilMs !== null || hasTtl(w.config.design) ? 'expired' : 'connection-lost'));
         if (reason === null || !wanted.includes(reason)) return new ContractBreach('LIVE-1', `${who} signalled its loss with reason ${reason ?? shown(signal.reason)}; the model has it ${[...new Set(wanted)].join(' or ')}`);
       }
     }

@@ -130,7 +130,8 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const startMs = env.nowMs();
     const limitMs = Math.max(...branches.map((b) => b.next.nowMs));
     const subject: Command = command.kind === 'resume' ? (drivers[command.client]!.inFlight?.op ?? command) : command;
-    const work = perform(backend.name, instance, drivers, command);
+    // The backend is asked what the schedule asks (a library that re-arms a fixed ttl ignores it); the model judges by what it declared.
+    const work = perform(backend.name, instance, drivers, given);
     // A run may stop while the operation is still pending (it did not settle in time); its later failure is then nobody's to handle, and must not end the process.
     work.catch(() => undefined);
     // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
@@ -218,10 +219,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
     const kept = [...unique.values()];
     worlds = kept.map((b) => b.next);
-    // A library that gives its client no deadline (declared) has no signal to fire at the model's: what the client then does with the lease is judged instead.
+    // A library that gives its client no deadline (declared) is judged by a model whose client keeps none either (judgedDesign).
     const onRelease = released(worlds, drivers);
-    const atDeadline = onRelease ?? signalProblem(worlds, held(drivers));
-    const signalled = onRelease ?? (contract.deadline === 'none' && atDeadline?.property === 'MUTEX-1' ? null : atDeadline);
+    const signalled = onRelease ?? signalProblem(worlds, held(drivers));
     // An early loss signal in an audit is the safe direction: noted once, and the run goes on (the client stops using the lease).
     const early = signalled !== null && auditing && consequenceOf(signalled.property, subject, actual, branches.map((b) => b.outcome), signalled.message).kind === 'safe';
     if (signalled !== null && !early) return fail(signalled.property, signalled.message, actual);

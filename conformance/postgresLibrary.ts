@@ -13,6 +13,10 @@ import { connectPostgres } from './env/userPostgres.ts';
 import { clockWarnings, installLibraryClock, libraryClockNotes, offClientClock, onClientClock } from './libraryClock.ts';
 import type { LockCalls } from './redisLibrary.ts';
 import { SimNetwork } from './sim/network.ts';
+import { KEEPALIVE_MS } from './sim/sessionBackend.ts';
+import { TcpProxy } from './env/proxy.ts';
+import { LeaseLostError } from '../impl/errors.ts';
+import type { Lease } from '../impl/lease.ts';
 import { VirtualTime } from './sim/time.ts';
 
 /**
@@ -21,14 +25,25 @@ import { VirtualTime } from './sim/time.ts';
  * started on the first run and stopped by the backend's close hook; or the
  * user's, from `--pg`, where each run works under resource names of its own
  * and deletes its rows), a connection string per client (its own
- * application_name), the store, pauses, delays and client clock drift, a
- * close hook per run, and the library's Date.now() and timers on the
- * client's clock. A library opens its own connections, so the kit cannot
- * see its round trips: the adapter passes each call it makes to the server
- * through `parts.call`, which is where a pause holds the reply and a delay
- * slows it. Faults that end the library's sessions (connection loss, a
- * server crash) are not offered: a library must first be shown to survive
- * them (conformance/adapters/advisoryLock.ts shows one that does not).
+ * application_name, and on lockcheck's server a TCP proxy of its own), the
+ * store, a close hook per run, and the library's Date.now() and timers on
+ * the client's clock. A library opens its own connections, so the kit
+ * cannot see its round trips: the adapter passes each call it makes to the
+ * server through `parts.call`, which is where a pause holds the reply, a
+ * delay or latency slows it, a slow or black-holed server delays it or
+ * swallows it, and a cut link or a server that is down fails it at once
+ * (UnavailableError).
+ *
+ * Faults: pause, delay, latency, slow-node, client clock drift and
+ * connection loss (pg_terminate_backend of the client's library sessions;
+ * the fault waits until the library has read the server's goodbye) on any
+ * server; on lockcheck's own also crash-restart of the server, and partition
+ * (the client's proxy black-holes the real link, so its sessions keep their
+ * locks until keepalive ends them, KEEPALIVE_MS of true time after the cut,
+ * at an advance; healing lets what was held on the link through). A library
+ * whose connections have no 'error' listener would die of an uncaught
+ * exception when the server ends its session: the kit catches that, warns,
+ * and counts the client as dead (its leases' signals fire, connection-lost).
  */
 export interface PostgresLibraryAdapter {
   readonly name: string;
@@ -106,7 +121,7 @@ async function noLockHeld(admin: pg.Client, prefix: string): Promise<void> {
   for (const deadline = Date.now() + CALL_TIMEOUT_MS; ; ) {
     const r = await admin.query(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND starts_with(a.application_name, $1)`, [prefix]);
     if ((r.rows[0] as { n: number }).n === 0) return;
-    if (Date.now() > deadline) throw new Error(`the library's sessions still hold advisory locks ${CALL_TIMEOUT_MS} ms after the run's close hooks (release them in parts.onClose)`);
+    if (Date.now() > deadline) throw new Error(`the library's sessions still hold advisory locks ${CALL_TIMEOUT_MS} ms after the run ended them`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -119,63 +134,246 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
     return c;
   };
   const connections: pg.Client[] = [];
+  const proxies: TcpProxy[] = [];
   const closeHooks: Array<() => Promise<void> | void> = [];
   const restoreClocks = installLibraryClock();
   const notes = libraryClockNotes();
+  const guard = guardUnheardErrors();
+  /** The library's would-be uncaught exceptions, for the run's warnings. */
+  const deaths: string[] = [];
+  /** The application_name of a client's library sessions. */
+  const nameOf = (client: number): string => `${applicationName}-c${client}`;
   const close = async (): Promise<void> => {
     try {
+      // The run is over: every link is whole again, so the library's clean-up reaches the server.
+      for (const p of proxies) p.setMode({ kind: 'pass' });
       for (const hook of closeHooks.splice(0).reverse()) await hook();
-      // No lock of this run's library sessions may reach into the next run (the adapter's close hook releases them).
-      if (connections[0] !== undefined) await noLockHeld(connections[0], `${applicationName}-c`);
+      if (connections[0] !== undefined) {
+        // No lock of this run's library sessions may reach into the next run: a session the library left open (an unlock
+        // that a cut link refused, a client it never closed) is ended here, and the kit waits until its locks are gone.
+        await connections[0].query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE starts_with(application_name, $1)', [`${applicationName}-c`]);
+        await noLockHeld(connections[0], `${applicationName}-c`);
+      }
     } finally {
+      guard.restore();
       restoreClocks();
       await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
+      await Promise.all(proxies.map((p) => p.close()));
     }
   };
   try {
-    const admin = await open();
-    connections.push(admin);
-    await ensureSchema(admin);
-    if (server.process !== undefined) await admin.query('TRUNCATE lockcheck_store');
+    connections.push(await open());
+    await ensureSchema(connections[0]!);
+    if (server.process !== undefined) await connections[0]!.query('TRUNCATE lockcheck_store');
+    let up = true;
     const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
-    const network: SimNetwork = new SimNetwork(time, () => ({ reachable: () => true }));
+    const network: SimNetwork = new SimNetwork(time, () => ({ reachable: () => up }));
     const clocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+    // On a server lockcheck started each client's library reaches it through a TCP proxy of its own: a partition cuts the real link.
+    if (server.process !== undefined) for (let c = 0; c < clients; c++) proxies.push(await TcpProxy.start(hostAndPort(server.url)));
     const lockClients: LockClient[] = [];
+    const crashed: Array<AbortController> = [];
     for (let client = 0; client < clients; client++) {
-      const clock = time.clockOf(() => clocks[client]!);
+      const clock = network.pausable(client, time.clockOf(() => clocks[client]!));
       const onClock = <T>(fn: () => T): T => onClientClock(clock, fn, notes);
       const url = new URL(server.url);
-      url.searchParams.set('application_name', `${applicationName}-c${client}`);
+      const proxy = proxies[client];
+      if (proxy !== undefined) {
+        url.hostname = proxy.host;
+        url.port = String(proxy.port);
+      }
+      url.searchParams.set('application_name', nameOf(client));
       const calls = await onClock(() =>
         adapter.client({ client, url: url.href, clock, call: (work) => network.call(client, 0, () => bounded(work())), onClock, onClose: (fn) => closeHooks.push(fn) }),
       );
       const storeConnection = await open();
       connections.push(storeConnection);
-      const fenced = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => storeConnection.query(...args)) as pg.Client['query'] }, 'unfenced');
+      const fenced = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => connections[client + 1]!.query(...args)) as pg.Client['query'] }, 'unfenced');
+      crashed.push(new AbortController());
+      const leases = new Map<Lease, Lease>();
       lockClients.push({
-        acquire: (resource, options) => onClock(() => calls.acquire(resource, options)),
-        ...(calls.extend !== undefined ? { extend: (lease, ttlMs) => onClock(() => calls.extend!(lease, ttlMs)) } : {}),
-        release: (lease) => onClock(() => calls.release(lease)),
+        acquire: async (resource, options) => {
+          const r = await onClock(() => calls.acquire(resource, options));
+          if (r.kind !== 'granted') return r;
+          // The process would have died (see guardUnheardErrors): user code holding its leases does not go on.
+          const lease = dyingWith(r.lease, () => crashed[client]!.signal);
+          leases.set(lease, r.lease);
+          return { ...r, lease };
+        },
+        ...(calls.extend !== undefined ? { extend: (lease, ttlMs) => onClock(() => calls.extend!(leases.get(lease) ?? lease, ttlMs)) } : {}),
+        release: (lease) => onClock(() => calls.release(leases.get(lease) ?? lease)),
         store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
         clock,
       });
+      guard.watch(nameOf(client), (error) => {
+        deaths.push(`client ${client}'s library connection emitted 'error' with no listener (${error}): in a real process that is an uncaught exception, and the process dies`);
+        crashed[client]!.abort();
+      });
     }
-    const { pause, delay } = network.faults();
+    const admin = (): pg.Client => connections[0]!;
+    /** The backend pids of a client's library sessions now. */
+    const sessions = async (client: number): Promise<number[]> =>
+      (await admin().query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [nameOf(client)])).rows.map((r: { pid: number }) => r.pid);
+    /** Ends these backends (waiting until each has exited, and so released its locks). */
+    const terminate = async (pids: readonly number[]): Promise<void> => {
+      if (pids.length > 0) await admin().query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND starts_with(application_name, $2)', [pids, `${applicationName}-c`]);
+    };
+    /** Waits (bounded) until the client's side of its proxied connections is closed: the library has read the server's goodbye. */
+    const heard = async (client: number, left: number): Promise<void> => {
+      const proxy = proxies[client];
+      for (const deadline = Date.now() + CALL_TIMEOUT_MS; proxy !== undefined && proxy.connections > left && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    };
+    /** Cut clients: since when (true time), and their sessions' pids at the cut (null once keepalive ended them). */
+    const cut = new Map<number, { readonly sinceMs: number; pids: number[] | null }>();
+    let settledMs = 0;
+    const owned = server.process;
     const env: Environment = {
       nowMs: () => time.nowMs(),
-      advanceTo: (t) => time.advanceTo(t),
+      advanceTo: async (t) => {
+        const advancing = t > time.nowMs() && time.nowMs() === settledMs;
+        await time.advanceTo(t);
+        settledMs = time.nowMs();
+        if (!advancing) return;
+        // Keepalive, at an advance as the model has it: the server ends a session cut long enough; its goodbye is held on the link.
+        for (const c of cut.values()) {
+          if (c.pids === null || t - c.sinceMs < KEEPALIVE_MS) continue;
+          await terminate(c.pids);
+          c.pids = null;
+        }
+      },
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
       faults: {
-        pause,
-        delay,
+        ...network.faults(),
+        ...network.timingFaults(),
         clockDrift: async (target, driftPpm) => {
           if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
         },
+        // The server ends the client's library sessions (pg_terminate_backend), and the library reads the goodbye.
+        killConnection: async (client) => {
+          const pids = await sessions(client);
+          const before = proxies[client]?.connections ?? 0;
+          await terminate(pids);
+          if (!cut.has(client)) await heard(client, before - pids.length);
+        },
+        // Only on a server lockcheck started: the user's server process is not the runner's; a partition needs the proxies.
+        ...(owned === undefined
+          ? {}
+          : {
+              crash: {
+                crash: async () => {
+                  up = false;
+                  await owned.crash();
+                  for (let c = 0; c < clients; c++) if (!cut.has(c)) await heard(c, 0);
+                },
+                restart: async () => {
+                  await owned.restart();
+                  // A connection to the old server process cannot come back: open new ones.
+                  for (let i = 0; i < connections.length; i++) {
+                    await connections[i]!.end().catch(() => undefined);
+                    connections[i] = await open();
+                  }
+                  up = true;
+                },
+              },
+              partition: {
+                cut: async (client: number, node: number) => {
+                  network.cut(client, node);
+                  if (cut.has(client)) return;
+                  proxies[client]!.setMode({ kind: 'blackhole' });
+                  cut.set(client, { sinceMs: time.nowMs(), pids: await sessions(client) });
+                },
+                heal: async (client: number, node: number) => {
+                  network.heal(client, node);
+                  if (!cut.delete(client)) return;
+                  // What was held on the link crosses both ways: closes the library sent, the server's goodbye to a session keepalive ended.
+                  proxies[client]!.setMode({ kind: 'pass' });
+                },
+              },
+            }),
       },
     };
-    return { clients: lockClients, env, warnings: () => clockWarnings(notes), close };
+    return { clients: lockClients, env, warnings: () => [...clockWarnings(notes), ...deaths], close };
   } catch (e) {
     await close();
     throw e;
   }
+}
+
+/** Where a postgres:// URL points, for a proxy in front of it. */
+function hostAndPort(url: string): { host: string; port: number } {
+  const u = new URL(url);
+  return { host: u.hostname, port: u.port === '' ? 5432 : Number(u.port) };
+}
+
+/**
+ * The lease as the client's user code holds it: the library's own, whose
+ * signal also fires (connection-lost) when the process would have died.
+ */
+function dyingWith(lease: Lease, died: () => AbortSignal): Lease {
+  let signal: AbortSignal | null = null;
+  return {
+    resource: lease.resource,
+    owner: lease.owner,
+    token: lease.token,
+    get validUntilMs() {
+      return lease.validUntilMs;
+    },
+    get signal() {
+      if (signal === null) {
+        const death = new AbortController();
+        const dead = died();
+        const fire = (): void => death.abort(LeaseLostError.of('connection-lost', lease.resource));
+        if (dead.aborted) fire();
+        else dead.addEventListener('abort', fire, { once: true });
+        signal = AbortSignal.any([lease.signal, death.signal]);
+      }
+      return signal;
+    },
+  };
+}
+
+/**
+ * A library whose pg.Client has no 'error' listener dies when the server
+ * ends its session: pg emits 'error', and with no listener that is an
+ * uncaught exception. In the runner's process it would end the run, so the
+ * kit takes it over: for the clients of a run (by their sessions'
+ * application_name, unique per run) the error is swallowed and reported,
+ * and the client counts as dead from then on (its leases' signals fire).
+ * A run's library connections may still report their end after the run
+ * closed (their sockets close later): those are swallowed too, so the
+ * patch on pg.Client stays once installed; it touches no other client.
+ */
+const unheard = { watched: new Map<string, (error: string) => void>(), ended: new Set<string>(), installed: false };
+
+function guardUnheardErrors(): { watch(applicationName: string, died: (error: string) => void): void; restore(): void } {
+  if (!unheard.installed) {
+    unheard.installed = true;
+    const proto = pg.Client.prototype as unknown as { emit(this: pg.Client, event: string | symbol, ...args: unknown[]): boolean };
+    const emit = proto.emit;
+    proto.emit = function (this: pg.Client, event: string | symbol, ...args: unknown[]): boolean {
+      if (event === 'error' && this.listenerCount('error') === 0) {
+        const name = (this as unknown as { connectionParameters?: { application_name?: string } }).connectionParameters?.application_name;
+        const died = name === undefined ? undefined : unheard.watched.get(name);
+        if (died !== undefined) {
+          died(args[0] instanceof Error ? args[0].message : String(args[0]));
+          return false;
+        }
+        if (name !== undefined && unheard.ended.has(name)) return false;
+      }
+      return emit.call(this, event, ...args);
+    };
+  }
+  const mine: string[] = [];
+  return {
+    watch: (applicationName, died) => {
+      mine.push(applicationName);
+      unheard.watched.set(applicationName, died);
+    },
+    restore: () => {
+      for (const name of mine.splice(0)) {
+        unheard.watched.delete(name);
+        unheard.ended.add(name);
+      }
+    },
+  };
 }

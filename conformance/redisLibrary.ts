@@ -16,7 +16,8 @@ import type { LibraryClockNotes } from './libraryClock.ts';
  * own, started on the first run and stopped by the backend's close(); or the
  * user's, from `--redis`), every fault on them (those of lockcheck's Redis
  * backend), a key prefix per run on the user's servers, a close hook per run,
- * and the client's clocks for the library: inside its acquire, extend and
+ * late replies and slow or black-holed nodes (latency, nodeDelay, on
+ * lockcheck's own servers), and the client's clocks for the library: inside its acquire, extend and
  * release, Date.now(), setTimeout and setInterval run on the client's virtual
  * clock (libraryClock.ts), so the library's own retries and refresh timers
  * follow the runner's time. A run warns (RunReport.warnings, and the CLI on
@@ -52,6 +53,13 @@ export interface RedisClientParts {
   readonly clock: MonotonicClock;
   /** The run's key prefix on the user's servers (the connections apply it; the library never sees it); '' on lockcheck's own. */
   readonly keyPrefix: string;
+  /**
+   * The run's bound on each request round, in ms, where the run has slow or
+   * black-holed nodes (the `slow-node` fault); absent: the operation's ttl.
+   * A library that takes a command timeout should be given it; one without
+   * a client-side timeout declares `clientTimeout: false`.
+   */
+  readonly requestTimeoutMs?: number;
   /** Runs `fn` on this client's clocks (for library work outside acquire, extend and release, e.g. building it). */
   onClock<T>(fn: () => T): T;
   /** Clean-up at the end of the run (a library's pools, intervals): the run's close hook. */
@@ -87,7 +95,7 @@ export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisS
     },
     ...(adapter.contract !== undefined ? { contract: adapter.contract } : {}),
     ...(adapter.options !== undefined ? { options: adapter.options } : {}),
-    start: async ({ clients }) => startInstance(adapter, await servers(), design, clients),
+    start: async ({ clients, requestTimeoutMs }) => startInstance(adapter, await servers(), design, clients, requestTimeoutMs),
     close: async () => {
       const started = cluster;
       cluster = null;
@@ -96,7 +104,7 @@ export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisS
   };
 }
 
-async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster, design: Design, clients: number): Promise<BackendInstance> {
+async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster, design: Design, clients: number, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
   const run = await startRedisRun(cluster, design, { clients, ...(adapter.lockKey !== undefined ? { lockKey: adapter.lockKey } : {}) });
   const restoreClocks = installLibraryClock();
   const notes: LibraryClockNotes = libraryClockNotes();
@@ -113,10 +121,13 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
   try {
     const lockClients: LockClient[] = [];
     for (const [client, conn] of run.connections.entries()) {
-      const clock = run.clocks[client]!;
+      // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process: the library's timers too (on servers lockcheck started).
+      const clock = run.shared ? run.clocks[client]! : run.network.pausable(client, run.clocks[client]!);
       const onClock = <T>(fn: () => T): T => onClientClock(clock, fn, notes);
       const nodes = conn.nodes.map((redis, node) => throughFaults(redis, run.network.call.bind(run.network), client, node, notes, unfaulted));
-      const calls = await onClock(() => adapter.client({ client, nodes, clock, keyPrefix: run.keyPrefix, onClock, onClose: (fn) => closeHooks.push(fn) }));
+      const calls = await onClock(() =>
+        adapter.client({ client, nodes, clock, keyPrefix: run.keyPrefix, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}), onClock, onClose: (fn) => closeHooks.push(fn) }),
+      );
       const fenced = redisFencedStore(conn.store, 'unfenced');
       lockClients.push({
         acquire: (resource, options) => onClock(() => calls.acquire(resource, options)),
@@ -128,7 +139,8 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
     }
     return {
       clients: lockClients,
-      env: run.env,
+      // Late replies on every operation and slow or black-holed nodes too, on servers lockcheck started (on the user's, paced to real time, they would only lengthen the runs).
+      env: run.shared ? run.env : { ...run.env, faults: { ...run.env.faults, ...run.network.timingFaults() } },
       warnings: () => [
         ...clockWarnings(notes),
         ...(unfaulted.commands > 0 ? [`${unfaulted.commands} command(s) the library sent outside its clients' calls (a timer or event lockcheck did not start) skipped the run's faults`] : []),
@@ -143,9 +155,15 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
 
 /**
  * The connection with every command through the fault layer: the network's
- * call for this client and node (pauses, delays, cuts apply). A command sent
- * outside any client's call cannot be given a client's faults: it goes out
- * as is, and is counted for the run's warnings.
+ * call for this client and node (pauses, delays, cuts apply). Every way
+ * ioredis offers to send a command ends in sendCommand (promise and
+ * callback calls, pipelines and MULTI, EVALSHA with its EVAL fallback,
+ * defineCommand scripts), and every way to learn its reply reads the
+ * command's own promise (a callback is chained onto it when the command is
+ * made): so the command's resolve and reject are taken over, and the reply
+ * reaches the library only when the fault layer delivers it. A command
+ * sent outside any client's call cannot be given a client's faults: it goes
+ * out as is, and is counted for the run's warnings.
  */
 function throughFaults(
   redis: Redis,
@@ -162,7 +180,20 @@ function throughFaults(
       if (redis.status === 'ready' && !CONNECTION_COMMANDS.has(command.name.toLowerCase())) unfaulted.commands++;
       return send(command, stream as never);
     }
-    return call(client, node, () => send(command, stream as never));
+    const deliver = { resolve: command.resolve, reject: command.reject };
+    // The driver settles the command with its real reply here; the library hears of it through the fault layer.
+    const reply = new Promise<unknown>((resolve, reject) => {
+      command.resolve = resolve;
+      command.reject = reject;
+    });
+    call(client, node, () => {
+      Promise.resolve(send(command, stream as never)).catch(() => undefined);
+      return reply;
+    }).then(
+      (value) => deliver.resolve(value),
+      (error: unknown) => deliver.reject(error instanceof Error ? error : new Error(String(error))),
+    );
+    return command.promise;
   }) as Redis['sendCommand'];
   return redis;
 }

@@ -9,9 +9,9 @@ import { InvalidInputError } from './errors.ts';
  */
 export type Design =
   /** One Redis node: SET NX PX, compare-and-delete release, INCR counter token. */
-  | { readonly kind: 'redis-single'; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding }
+  | ({ readonly kind: 'redis-single'; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding } & LeaseTerms)
   /** Redlock over N independent Redis nodes; token = max of the quorum's counters, written back to the quorum. */
-  | { readonly kind: 'redlock'; readonly nodes: number; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding }
+  | ({ readonly kind: 'redlock'; readonly nodes: number; readonly persistence: Persistence; readonly restartDelayMs: number; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding } & LeaseTerms)
   /** PostgreSQL session-scoped advisory lock: lives with its connection, stacks; token from a sequence. */
   | { readonly kind: 'pg-session'; readonly reentrant?: false; readonly statementTimeoutMs?: number }
   /** PostgreSQL transaction-scoped advisory lock: released at commit or rollback; writes commit with it. */
@@ -24,7 +24,37 @@ export type Design =
    */
   | { readonly kind: 'redis-replicated'; readonly wait: boolean; readonly driftFactor: number; readonly clockMarginMs: number }
   /** Consensus lease lock (etcd): lease plus put-if-absent; token = the key's create revision. */
-  | { readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding };
+  | ({ readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding } & LeaseTerms);
+
+/**
+ * How the client of a ttl lease treats it, where an audited library's
+ * declared contract differs from lockcheck's own client (spec 7.11). Both
+ * absent: lockcheck's client (a deadline from ttl - elapsed - drift; a
+ * refused extension keeps the lease until that deadline, and its keys).
+ */
+export interface LeaseTerms {
+  /**
+   * 'none': the client learns no deadline. Its lease stays valid (to it)
+   * until it releases it or drops it, whatever the nodes' keys do: a grant
+   * needs a quorum only, an extension re-arms the keys and sets no deadline.
+   * What that costs (another holder once the keys expired, a stale write)
+   * is judged as a property of the design, by its consequence.
+   */
+  readonly clientDeadline?: 'none';
+  /** What a refused extension does (default: the lease is kept, its keys too). */
+  readonly failedExtend?: FailedExtend;
+}
+
+/** A refused extension: the client keeps or drops its lease; the keys it still holds are kept or deleted (compare-and-delete on every node it reaches). */
+export interface FailedExtend {
+  readonly lease: 'kept' | 'dropped';
+  readonly keys: 'kept' | 'deleted';
+}
+
+/** The lease terms of a design (none for session locks and redis-replicated: lockcheck's own client). */
+export function leaseTerms(design: Design): LeaseTerms {
+  return design.kind === 'redis-single' || design.kind === 'redlock' || design.kind === 'etcd-lease' ? design : {};
+}
 
 /**
  * How driftFactor * ttl becomes whole ms of the drift allowance: the

@@ -1,7 +1,7 @@
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, persists, quorum, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, leaseTerms, persists, quorum, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
 import type { Design } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
@@ -499,11 +499,13 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
     // At the ttl itself only a reply read in time races the give-up.
     if (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean))) return [...gaveUp, ...readLate(gaveUp, f, earliestMs)];
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
-    if (grantedVotes.length >= quorum(design) && validityMs > 0) {
+    // A client that keeps no deadline computes no validity either: a quorum in time is a grant.
+    const noDeadline = leaseTerms(design).clientDeadline === 'none';
+    if (grantedVotes.length >= quorum(design) && (validityMs > 0 || noDeadline)) {
       const token = grantedVotes.reduce((a, b) => (b > a ? b : a));
       const ghost = ghostOf(afterNodes, resource);
       const epoch = ghost.grants + 1;
-      const lease: Lease = { owner, token, validUntilMs: f.startedMono + ttlMs - driftMarginMs(design, ttlMs), count: 1, buffered: [], epoch };
+      const lease: Lease = { owner, token, validUntilMs: noDeadline ? null : f.startedMono + ttlMs - driftMarginMs(design, ttlMs), count: 1, buffered: [], epoch };
       // The write-back goes only to granting nodes whose counter is behind the token (none, while counters are in step); the lease is the
       // client's once enough of them answered that a quorum holds the token (7.3); the rest finish in the background.
       // None is sent when a quorum of the counted grants already holds the token: every later quorum meets one of them.
@@ -678,9 +680,11 @@ function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: 
   const lease = sent.clients[client]!.leases[f.resource];
   return roundEnds(f.arrivals, f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
     const after: World = { ...sent, nowMs: endMs };
-    const refused: Branch = { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events };
-    if (lease === undefined || lease.validUntilMs === null) return [refused];
+    const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, events);
+    if (lease === undefined) return [refused];
     const yes = f.votes.filter((v, i) => v && counted[i]).length;
+    // No deadline (declared by the library): a quorum re-armed its keys, and that is all the client learns.
+    if (lease.validUntilMs === null) return leaseTerms(design).clientDeadline === 'none' && yes >= quorum(design) ? [{ outcome: { kind: 'extended', validUntilMs: f.startedMono + f.ttlMs }, next: after, events }] : [refused];
     const validUntilMs = f.startedMono + f.ttlMs - driftMarginMs(design, f.ttlMs);
     const mono = read(sent.clients[client]!.mono, endMs);
     if (yes < quorum(design) || mono >= validUntilMs || mono > lease.validUntilMs) return [refused];
@@ -709,6 +713,25 @@ function statementMissed(world: World, op: Operation): NonNullable<Extract<InFli
         ? 'nothing'
         : 'transaction';
   return { afterMs: statementDeadlineMs(world, op.client), ends, resource: op.resource };
+}
+
+/**
+ * A refused extension, as the client's terms have it: by default the lease
+ * is kept (until its deadline) with its keys; a library may drop the lease,
+ * and delete the keys it still holds (compare-and-delete on every node it
+ * reaches, a round it does not wait for).
+ */
+function failedExtend(after: World, client: number, resource: string, lease: Lease, events: readonly WorldEvent[]): Branch {
+  const terms = leaseTerms(after.config.design).failedExtend ?? { lease: 'kept', keys: 'kept' };
+  const cleared = terms.keys === 'deleted' ? releaseEverywhere(after, client, resource, lease.owner) : after;
+  const deleted: WorldEvent[] = after.nodes.flatMap((n, i): WorldEvent[] => {
+    const before = n.keys[resource];
+    return before !== undefined && cleared.nodes[i]!.keys[resource] === undefined
+      ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
+      : [];
+  });
+  const next = terms.lease === 'dropped' ? withClient(cleared, client, (c) => withLease(c, resource, null)) : cleared;
+  return { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next, events: [...events, ...deleted] };
 }
 
 /** Whether an operation is a statement to the PostgreSQL server that the server answers (the store outside pg-xact is another system). */

@@ -3,9 +3,11 @@
  * statements (impl/postgres/*.ts), which Stryker sees only as strings. Each
  * mutant changes one thing in one script: flips a comparison, drops a
  * condition, shifts a constant by one, swaps two keys or arguments. The
- * real-server suite of that script (test/redis.conformance.test.ts or
- * test/postgres.conformance.test.ts, which start their own servers) runs
- * against each mutant in a copy of the tree; a failing suite kills it.
+ * tests of that script run against each mutant in a copy of the tree, the
+ * quick ones first (test/impl/redis.test.ts or test/impl/postgres.test.ts,
+ * seconds), then, only if those pass, the real-server conformance suite
+ * (test/redis.conformance.test.ts or test/postgres.conformance.test.ts,
+ * minutes); each starts its own servers. A failing file kills the mutant.
  *
  * Run: npx tsx mutation/scriptMutants.ts [--list] [--only <substring>] [--jobs N] [--budget-min M] [--no-control] [--resume]
  * (--resume keeps the results in reports/mutation/scripts.json and runs only the mutants not in it)
@@ -27,7 +29,8 @@ export interface ScriptMutant {
   readonly description: string;
   /** The whole file with the one change. */
   readonly mutated: string;
-  readonly suite: string;
+  /** The test files that may kill it, quickest first. */
+  readonly suite: readonly string[];
 }
 
 /** A script inside a source file: where its text lies. */
@@ -38,7 +41,10 @@ interface Script {
   readonly language: 'lua' | 'sql';
 }
 
-const SUITES = { lua: 'test/redis.conformance.test.ts', sql: 'test/postgres.conformance.test.ts' } as const;
+const SUITES = {
+  lua: ['test/impl/redis.test.ts', 'test/redis.conformance.test.ts'],
+  sql: ['test/impl/postgres.test.ts', 'test/postgres.conformance.test.ts'],
+} as const;
 
 /** The template literals of a file that hold Lua (exported constants of scripts.ts) or SQL (statements with SQL keywords). */
 export function scriptsIn(file: string, text: string): Script[] {
@@ -145,16 +151,24 @@ export const SCRIPT_FILES = ['impl/redis/scripts.ts', 'impl/postgres/schema.ts',
 /** A copy of the tree to mutate in (node_modules linked, not copied). */
 function copyTree(): string {
   const dir = mkdtempSync(join(tmpdir(), 'lockcheck-scriptmut-'));
-  for (const entry of ['conformance', 'impl', 'model', 'test', 'spec', 'cli', 'bench', 'scripts', 'package.json', 'tsconfig.json', 'vitest.config.ts']) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
+  for (const entry of ['conformance', 'impl', 'model', 'test', 'spec', 'cli', 'bench', 'scripts', 'mutation', 'package.json', 'tsconfig.json', 'vitest.config.ts']) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   return dir;
 }
 
-/** Runs the suite in `dir`; resolves with whether it failed (the mutant is killed). */
-function suiteFails(dir: string, suite: string): Promise<{ killed: boolean; seconds: number }> {
+/** Runs the files in `dir` one after another until one fails (the mutant is killed, by that file). */
+async function suiteFails(dir: string, suite: readonly string[]): Promise<{ killed: boolean; seconds: number; by?: string }> {
   const started = Date.now();
+  for (const file of suite) {
+    if (await fileFails(dir, file)) return { killed: true, seconds: (Date.now() - started) / 1000, by: file };
+  }
+  return { killed: false, seconds: (Date.now() - started) / 1000 };
+}
+
+/** Runs one test file in `dir`; resolves with whether it failed. */
+function fileFails(dir: string, file: string): Promise<boolean> {
   return new Promise((done) => {
-    const child = spawn('npx', ['vitest', 'run', suite, '--bail', '1', '--reporter', 'dot'], {
+    const child = spawn('npx', ['vitest', 'run', file, '--bail', '1', '--reporter', 'dot'], {
       cwd: dir,
       stdio: 'ignore',
       env: { ...process.env, LOCKCHECK_REDIS_RUNS: process.env.LOCKCHECK_REDIS_RUNS ?? '20', LOCKCHECK_PG_RUNS: process.env.LOCKCHECK_PG_RUNS ?? '15' },
@@ -162,7 +176,7 @@ function suiteFails(dir: string, suite: string): Promise<{ killed: boolean; seco
     const timer = setTimeout(() => child.kill('SIGTERM'), 15 * 60_000);
     child.on('close', (code) => {
       clearTimeout(timer);
-      done({ killed: code !== 0, seconds: (Date.now() - started) / 1000 });
+      done(code !== 0);
     });
   });
 }
@@ -185,7 +199,7 @@ async function main(): Promise<void> {
     return;
   }
   const out = join(ROOT, 'reports/mutation/scripts.json');
-  const results: Array<{ id: string; file: string; description: string; killed: boolean; seconds: number }> = args.includes('--resume') && existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : [];
+  const results: Array<{ id: string; file: string; description: string; killed: boolean; seconds: number; by?: string }> = args.includes('--resume') && existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : [];
   // Mutants with the same description (one constant at two places) are told apart by their turn.
   const turn = (list: ReadonlyArray<{ file: string; description: string }>) => list.map((m, i) => `${m.file} ${m.description} #${list.slice(0, i).filter((x) => x.file === m.file && x.description === m.description).length}`);
   const keys = turn(mutants);
@@ -199,8 +213,8 @@ async function main(): Promise<void> {
   if (!args.includes('--no-control')) {
     const dir = copyTree();
     try {
-      for (const suite of new Set(mutants.map((m) => m.suite))) {
-        if ((await suiteFails(dir, suite)).killed) throw new Error(`${suite} fails without any mutant: fix it before measuring (or pass --no-control)`);
+      for (const file of new Set(mutants.flatMap((m) => m.suite))) {
+        if (await fileFails(dir, file)) throw new Error(`${file} fails without any mutant: fix it before measuring (or pass --no-control)`);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -217,7 +231,7 @@ async function main(): Promise<void> {
         try {
           const r = await suiteFails(dir, m.suite);
           results.push({ id: m.id, file: m.file, description: m.description, ...r });
-          console.log(`${r.killed ? 'killed  ' : 'SURVIVED'} ${m.file}  ${m.description}  (${r.seconds.toFixed(0)} s)`);
+          console.log(`${r.killed ? 'killed  ' : 'SURVIVED'} ${m.file}  ${m.description}  (${r.seconds.toFixed(0)} s${r.by !== undefined ? `, by ${r.by}` : ''})`);
           writeFileSync(out, JSON.stringify(results, null, 2));
         } finally {
           writeFileSync(join(dir, m.file), original);

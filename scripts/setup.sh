@@ -13,7 +13,7 @@ fi
 # Debian packages for the real-server conformance layer: redis-server, redis-sentinel, libfaketime and
 # postgresql (PostgreSQL 15; its package postgresql-15 also ships pgbench); and
 # chromium, the headless browser the HTML report test drives through playwright-core
-# (playwright never downloads a browser of its own here); gcc and libc6-dev for the shim; etcd-server.
+# (playwright never downloads a browser of its own here); gcc and libc6-dev for the shim; etcd-server; zookeeper.
 # Skipped entirely when all are already present; never leaves a service running.
 LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 PG_BIN=/usr/lib/postgresql/15/bin
@@ -29,6 +29,8 @@ command -v gcc >/dev/null 2>&1 || missing="$missing gcc"
 [ -f /usr/include/stdio.h ] || missing="$missing libc6-dev"
 # etcd (3.4, Debian's etcd-server) for the etcd backend's 3-member clusters (its service is never started: policy-rc.d or none).
 command -v etcd >/dev/null 2>&1 || missing="$missing etcd-server"
+# ZooKeeper (3.8, Debian's zookeeper: the jars only, no service) for the zookeeper backend's 3-member ensembles; it runs on the installed Java.
+[ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "lockcheck setup: missing Debian packages:$missing" >&2

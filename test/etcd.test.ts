@@ -129,6 +129,41 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it('member partitions (peer gates): an isolated leader commits nothing, the majority elects a leader and grants the lock; after the heal every member agrees', async () => {
+    const gated = await EtcdCluster.start({ peerGates: true, electionMs: 600, parentDir: '/dev/shm' });
+    try {
+      const old = await gated.leader();
+      const rest = [0, 1, 2].filter((m) => m !== old);
+      const idOf = async (m: number): Promise<string> => (await gated.status(1000))[m]!.id;
+      const oldId = await idOf(old);
+      gated.partitionMembers([old]);
+      // The majority side elects a leader of its own, which the isolated member is not.
+      const elected = await until(async () => {
+        const s = await gated.status(500);
+        const leaders = new Set(rest.map((m) => s[m]?.leader ?? '0'));
+        return leaders.size === 1 && !leaders.has('0') && !leaders.has(oldId);
+      }, 20_000);
+      expect(elected).toBe(true);
+      const isolated = lockOn(client([gated.endpoints[old]!]), systemClock, 1500).lock;
+      const majority = lockOn(client(rest.map((m) => gated.endpoints[m]!)), systemClock, 3000).lock;
+      expect((await isolated.acquire('split', { ttlMs: 5000 })).kind).not.toBe('granted');
+      const held = await majority.acquire('split', { ttlMs: 5000 });
+      if (held.kind !== 'granted') throw new Error(`expected the majority's grant, got ${held.kind}`);
+      gated.healMembers();
+      const converged = await until(async () => {
+        const s = await gated.status(500);
+        return s.every((x) => x !== null && x.leader === s[rest[0]!]!.leader && x.revision === s[rest[0]!]!.revision);
+      }, 20_000);
+      expect(converged).toBe(true);
+      // The healed member serves the majority's state: the lock is held.
+      const after = lockOn(client([gated.endpoints[old]!]), systemClock, 3000).lock;
+      expect(await after.acquire('split', { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
+      await majority.release(held.lease);
+    } finally {
+      await gated.stop();
+    }
+  });
+
   it('dies with its parent: after SIGKILL of the process that started it, the watchdog kills every member and removes the directory', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/startEtcd.ts', import.meta.url))], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';

@@ -1,8 +1,11 @@
+import type { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Lease } from '../impl/lease.ts';
 import { LeaseHandle } from '../impl/lease.ts';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
+import { runLockstep } from '../conformance/lockstep.ts';
+import type { Command } from '../model/command.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { redisLibraryBackend } from '../conformance/redisLibrary.ts';
 import { postgresLibraryBackend } from '../conformance/postgresLibrary.ts';
@@ -64,7 +67,7 @@ describe('the adapter kit (lockcheck/kit) for a Redis lock library', () => {
     const realSetTimeout = globalThis.setTimeout;
     const realNow = Date.now;
     // Every fault on lockcheck's own servers, read from the kit's environment.
-    expect(await offeredFaults(onSetTimeout)).toEqual(['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay']);
+    expect(await offeredFaults(onSetTimeout)).toEqual(['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'latency', 'slow-node']);
     let retried = 0;
     const r = await checkConformance(onSetTimeout, {
       runs: 25,
@@ -86,6 +89,52 @@ describe('the adapter kit (lockcheck/kit) for a Redis lock library', () => {
     // The retry that waits on the machine's clock has not finished when the model has it done.
     expect(r.failure?.properties).toEqual(['LIVE-1']);
   }, 120_000);
+});
+
+describe("the Redis kit routes every way ioredis sends a command through the run's faults", () => {
+  /** When (on the client's clock) each path's reply reached the library. */
+  const heard = new Map<string, number>();
+  const paths = redisLibraryBackend({
+    name: 'every ioredis path',
+    contract: { tokens: 'none', validatesInput: false, deadline: 'none' },
+    client: ({ nodes, clock }) => {
+      const redis = nodes[0]! as Redis & { lockcheckDel?: (key: string, value: string, cb: (e: unknown, r: unknown) => void) => void };
+      redis.defineCommand('lockcheckDel', { numberOfKeys: 1, lua: "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0" });
+      const note = (path: string) => (): void => void heard.set(path, clock.now());
+      return {
+        async acquire(resource, { ttlMs }) {
+          // All sent at once, before true time moves on: the client's delay holds every reply.
+          const sent = [
+            new Promise<void>((resolve, reject) => void redis.set(resource, 'me', 'PX', ttlMs, 'NX', (e) => (e ? reject(e) : (note('callback')(), resolve())))),
+            redis.get(resource).then(note('promise')),
+            redis.pipeline().get(resource).pttl(resource).exec().then(note('pipeline')),
+            redis.multi().get(resource).exec().then(note('multi')),
+            new Promise<void>((resolve, reject) => redis.lockcheckDel!(`${resource}:other`, 'x', (e) => (e ? reject(e) : (note('defineCommand')(), resolve())))),
+            redis.eval('return 1', 0).then(note('eval')),
+            redis.evalsha('0000000000000000000000000000000000000000', 0).then(note('evalsha'), note('evalsha')),
+          ];
+          await Promise.all(sent);
+          return { kind: 'granted', lease: new LeaseHandle(resource, 'me', 0n, null, clock) };
+        },
+        async release() {},
+      };
+    },
+  });
+  afterAll(async () => paths.close?.());
+
+  it('promise, callback, pipeline, MULTI, scripts: each reply reaches the library when the delay has passed, not before', async () => {
+    const instance = await paths.start({ clients: 1, tokenBase: 0n });
+    try {
+      await instance.env.faults.delay!(0, 50);
+      const work = instance.clients[0]!.acquire('k', { ttlMs: 1000 });
+      expect(await instance.env.runUntil(work, 50)).toBe(true);
+      expect((await work).kind).toBe('granted');
+      expect(Object.fromEntries(heard)).toEqual({ callback: 50, promise: 50, pipeline: 50, multi: 50, defineCommand: 50, eval: 50, evalsha: 50 });
+      expect(instance.warnings?.() ?? []).toEqual([]);
+    } finally {
+      await instance.close();
+    }
+  }, 60_000);
 });
 
 describe('the adapter kit for a PostgreSQL lock library', () => {
@@ -126,9 +175,27 @@ describe('the adapter kit for a PostgreSQL lock library', () => {
   afterAll(async () => advisory.close?.());
 
   it('gives it its server, pauses, delays and clock drift; judged by its contract, it agrees with the model', async () => {
-    expect(await offeredFaults(advisory)).toEqual(['advance', 'clock-drift', 'pause', 'delay']);
-    const r = await checkConformance(advisory, { runs: 10, seed: SEED });
+    expect(await offeredFaults(advisory)).toEqual(['advance', 'clock-drift', 'pause', 'crash-restart', 'partition', 'delay', 'latency', 'slow-node', 'kill-connection']);
+    const r = await checkConformance(advisory, { runs: 10, seed: SEED, faults: ['advance', 'clock-drift', 'pause', 'delay'] });
     expect(r.failure?.message ?? null).toBeNull();
     expect(r.warnings).toEqual({});
   }, 180_000);
+
+  // Each fault that ends the library's session: the lock goes with it, and client 1 gets it.
+  const ended: ReadonlyArray<readonly [string, readonly Command[]]> = [
+    ['connection loss', [{ kind: 'kill-connection', client: 0 }]],
+    ['a server crash and restart', [{ kind: 'crash', node: 0 }, { kind: 'restart', node: 0 }]],
+    ['a partition, keepalive past', [{ kind: 'partition', client: 0, node: 0 }, { kind: 'advance', ms: 30 }]],
+  ];
+  it.each(ended)('%s: the session and its lock end, as the model has it; a library with no error listener is caught dying, and warned of', async (_what, fault) => {
+    const schedule: Command[] = [{ kind: 'acquire', client: 0, resource: 'r' }, ...fault, { kind: 'acquire', client: 1, resource: 'r' }];
+    const r = await runLockstep(advisory, schedule, { clients: 2, tokenBase: 0n });
+    const shown = JSON.stringify(r.verdict, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}` : v));
+    expect(r.steps.at(-1)!.actual.kind, shown).toBe('granted');
+    // Cut off, client 0 still holds its lease when keepalive has ended its session: two holders, as the model predicts (a finding about the design).
+    if (fault[0]!.kind === 'partition') expect(r.verdict.kind === 'property-violation' && r.verdict.violations.map((v) => v.property), shown).toEqual(['MUTEX-1']);
+    else expect(r.verdict, shown).toEqual({ kind: 'pass' });
+    // advisory-lock@2.0.0's pg.Client has no 'error' listener: the server's goodbye would kill the process (not heard through a cut link).
+    if (fault[0]!.kind !== 'partition') expect((r.warnings ?? []).join('\n')).toMatch(/emitted 'error' with no listener/);
+  }, 120_000);
 });

@@ -48,7 +48,7 @@ export const IOREDIS_LOCK_NAME = '@microfleet/ioredis-lock@6.0.1';
 export const ioredisLockKey = (resource: string): string => `ioredis-lock:${resource}`;
 
 /** What the library promises (see above). */
-export const IOREDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'given', tokens: 'none', validatesInput: false };
+export const IOREDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'given', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
 
 /** The value the library stores in the key: its Lock's private uuid (the Lock never says it). */
 const ownerOf = (lock: Lock): string => (lock as unknown as { readonly _id: string })._id;

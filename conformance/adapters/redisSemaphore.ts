@@ -61,8 +61,14 @@ function newMutex(kind: SemaphoreMutexKind, nodes: readonly Redis[], resource: s
   return kind === 'mutex' ? new Mutex(nodes[0]!, resource, options) : new RedlockMutex([...nodes], resource, options);
 }
 
-/** What redis-semaphore's Mutex promises (see above). */
-export const REDIS_SEMAPHORE_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false };
+/**
+ * What redis-semaphore's mutexes promise (see above). A refresh that finds
+ * its key gone drops the lock (Lock.js `_processRefresh`: `_acquired = false`,
+ * onLockLost); RedlockMutex's also deletes its value from every node when no
+ * quorum refreshed (redlockMutex/refresh.js, `delIfEqualLua` on every client).
+ */
+export const REDIS_SEMAPHORE_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
+export const REDIS_SEMAPHORE_REDLOCK_CONTRACT: LibraryContract = { ...REDIS_SEMAPHORE_CONTRACT, failedExtend: { lease: 'dropped', keys: 'deleted' } };
 
 export const mutexKey = (resource: string): string => `mutex:${resource}`;
 
@@ -88,7 +94,7 @@ function semaphoreBackend(kind: SemaphoreMutexKind, cluster: RedisCluster, optio
     name: options.name ?? `redis-semaphore@5.8.0 ${kind === 'mutex' ? 'Mutex' : 'RedlockMutex'}`,
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
-    contract: REDIS_SEMAPHORE_CONTRACT,
+    contract: kind === 'mutex' ? REDIS_SEMAPHORE_CONTRACT : REDIS_SEMAPHORE_REDLOCK_CONTRACT,
     options: { acquireAttemptsLimit: 1, refreshInterval: 0 },
     start: ({ clients }) => startInstance(kind, cluster, design, clients),
     concurrent: semaphoreConcurrent(kind),
@@ -108,7 +114,10 @@ async function startInstance(kind: SemaphoreMutexKind, cluster: RedisCluster, de
       const attempt = (resource: string, ttlMs: number): Promise<AcquireResult> =>
         onWall(async (): Promise<AcquireResult> => {
           const mutex = newMutex(kind, nodes, resource, { lockTimeout: ttlMs, acquireTimeout: 1, acquireAttemptsLimit: 1, retryInterval: 0, refreshInterval: 0, onLockLost: () => undefined });
-          if (!(await mutex.tryAcquire())) return { kind: 'denied', reason: 'held' };
+          // Mutex's acquire throws when its node cannot be reached (lib/mutex/acquire.js has no catch): the caller holds nothing.
+          const got = await mutex.tryAcquire().catch(() => null);
+          if (got === null) return { kind: 'denied', reason: 'no-quorum' };
+          if (!got) return { kind: 'denied', reason: 'held' };
           // No deadline: the library gives its caller none.
           const handle = new LeaseHandle(resource, mutex.identifier, 0n, null, clock);
           held.set(handle, { handle, mutex });
@@ -129,7 +138,10 @@ async function startInstance(kind: SemaphoreMutexKind, cluster: RedisCluster, de
           onWall(async (): Promise<ExtendResult> => {
             const h = held.get(lease);
             if (h === undefined) return { kind: 'not-extended', reason: 'expired' };
-            if (await (h.mutex as unknown as Refreshable)._refresh()) {
+            // A refresh that throws (Mutex: a node it cannot reach) rejects its setInterval's callback: the library leaves the lock acquired (Lock.js `_processRefresh` has no catch).
+            const refreshed = await (h.mutex as unknown as Refreshable)._refresh().catch(() => null);
+            if (refreshed === null) return { kind: 'not-extended', reason: 'no-quorum' };
+            if (refreshed) {
               // The library tells its caller nothing but success; the runner compares no deadline for it (contract: deadline none).
               return { kind: 'extended', validUntilMs: clock.now() + ttlMs };
             }

@@ -73,8 +73,10 @@ export function redlock4Backend(cluster: RedisCluster, options: { readonly name?
     name: options.name ?? `${REDLOCK4_NAME} redlock (5 nodes)`,
     design,
     capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
-    // The same promises as redlock 5 (deadline, drift allowance, no tokens, no timeout, no input checks); its failed extend is judged, not declared.
-    contract: redlockContract(0.01),
+    // The same promises as redlock 5 (deadline, drift allowance, no tokens, no timeout, no input checks), and its failed extend as redlock.js has it:
+    // the keys deleted on every node (`_lock`'s failure path calls `lock.unlock`), the caller's Lock kept with its old expiration.
+    // Declared, so the model shows what follows: another client gets the lock while the caller still holds it (MUTEX-1).
+    contract: { ...redlockContract(0.01), failedExtend: { lease: 'kept', keys: 'deleted' } },
     start: ({ clients }) => startInstance(cluster, design, clients),
     concurrent: REDLOCK4_CONCURRENT,
   };

@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
 import { freeLoopbackPort, onExitKill } from './processes.ts';
+import { PeerGate } from './peerGate.ts';
 import { TcpProxy } from './proxy.ts';
 import { Guard } from './watchdog.ts';
 
@@ -40,6 +41,12 @@ export interface EtcdClusterOptions {
   readonly electionMs?: number;
   /** Where the cluster's temporary directory goes (default: the OS temp dir; /dev/shm spares the disk's fsyncs). */
   readonly parentDir?: string;
+  /**
+   * Members reach each other through gates of this process (peerGate.ts), so
+   * that `partitionMembers` can cut them apart. Off by default: the gates put
+   * every raft message through this process's event loop.
+   */
+  readonly peerGates?: boolean;
 }
 
 /** What `status()` reports about one member. */
@@ -94,6 +101,14 @@ class Member {
   get peerUrl(): string {
     return `http://${HOST}:${this.peerPort}`;
   }
+
+  /** The gate in front of the peer port, when the cluster has them. */
+  gate: PeerGate | null = null;
+
+  /** The peer URL the other members dial: the gate's, or the member's own. */
+  get advertisedPeerUrl(): string {
+    return this.gate === null ? this.peerUrl : `http://${HOST}:${this.gate.port}`;
+  }
 }
 
 export class EtcdCluster {
@@ -106,6 +121,7 @@ export class EtcdCluster {
   readonly #electionMs: number;
   readonly #links = new Set<TcpProxy>();
   readonly #guard = new Guard();
+  readonly #peerGates: boolean;
   #stopping: Promise<void> | null = null;
 
   private constructor(dir: string, count: number, options: EtcdClusterOptions) {
@@ -113,6 +129,7 @@ export class EtcdCluster {
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     this.#heartbeatMs = options.heartbeatMs ?? 100;
     this.#electionMs = options.electionMs ?? 1000;
+    this.#peerGates = options.peerGates ?? false;
     this.#members = Array.from({ length: count }, (_, i) => new Member(i, `m${i}`, join(dir, `m${i}`), 0, 0));
     this.#guard.set({ processes: [], dirs: [dir] });
   }
@@ -137,6 +154,7 @@ export class EtcdCluster {
           m.peerPort = await freeLoopbackPort();
         }
         if (new Set(cluster.#members.flatMap((m) => [m.clientPort, m.peerPort])).size < 2 * count) continue;
+        await cluster.#openGates();
         for (const m of cluster.#members) cluster.#spawn(m);
         const result = await cluster.#waitReady(deadline);
         if (result.kind === 'ready') return cluster;
@@ -251,6 +269,24 @@ export class EtcdCluster {
     if (result.kind !== 'ready') throw this.#startError(`the cluster did not come back: ${result.kind === 'failed' ? result.reason : 'its ports were in use'}`);
   }
 
+  /**
+   * Cuts the members in `side` from the others, both ways (every peer
+   * connection between the two sides is closed, and new ones are closed at once),
+   * replacing any earlier cut; clients still reach every member. Needs
+   * `peerGates`.
+   */
+  partitionMembers(side: readonly number[]): void {
+    this.#assertNotStopped('partition');
+    if (!this.#peerGates) throw new Error('EtcdCluster: partitionMembers needs a cluster started with peerGates');
+    const inside = new Set(side.map((m) => this.#member(m).index));
+    for (const m of this.#members) m.gate!.setCut(this.#members.filter((x) => inside.has(x.index) !== inside.has(m.index)).map((x) => x.index));
+  }
+
+  /** Ends the member partition: every member reaches every other again. */
+  healMembers(): void {
+    for (const m of this.#members) m.gate?.setCut([]);
+  }
+
   /** SIGSTOP: the member keeps its sockets open but neither answers nor takes part in raft. */
   pause(member: number): void {
     this.#signal(this.#member(member), 'SIGSTOP', 'pause');
@@ -270,6 +306,7 @@ export class EtcdCluster {
         await Promise.all([...this.#links].map((p) => p.close()));
         this.#links.clear();
         await Promise.all(this.#members.map((m) => this.#kill(m)));
+        await this.#closeGates();
       } finally {
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
         this.#guard.release();
@@ -297,8 +334,8 @@ export class EtcdCluster {
       '--listen-client-urls', m.clientUrl,
       '--advertise-client-urls', m.clientUrl,
       '--listen-peer-urls', m.peerUrl,
-      '--initial-advertise-peer-urls', m.peerUrl,
-      '--initial-cluster', this.#members.map((x) => `${x.name}=${x.peerUrl}`).join(','),
+      '--initial-advertise-peer-urls', m.advertisedPeerUrl,
+      '--initial-cluster', this.#members.map((x) => `${x.name}=${x.advertisedPeerUrl}`).join(','),
       '--initial-cluster-state', 'new',
       '--initial-cluster-token', this.#token,
       '--heartbeat-interval', String(this.#heartbeatMs),
@@ -335,6 +372,19 @@ export class EtcdCluster {
     (child.stderr as Socket | null)?.unref();
     if (child.pid !== undefined) m.pid = child.pid;
     this.#guardNow();
+  }
+
+  /** A gate per member in front of its (new) peer port, when the cluster has them. */
+  async #openGates(): Promise<void> {
+    await this.#closeGates();
+    if (!this.#peerGates) return;
+    const pids = (): number[] => this.#members.map((x) => (x.running ? x.pid : -1));
+    for (const m of this.#members) m.gate = await PeerGate.start(m.peerPort, pids);
+  }
+
+  async #closeGates(): Promise<void> {
+    await Promise.all(this.#members.flatMap((m) => (m.gate === null ? [] : [m.gate.close()])));
+    for (const m of this.#members) m.gate = null;
   }
 
   #guardNow(): void {
@@ -408,6 +458,7 @@ export class EtcdCluster {
   /** Synchronous last-resort cleanup for the exit handler. */
   killSync(): void {
     for (const proxy of this.#links) proxy.destroyNow();
+    for (const m of this.#members) m.gate?.destroyNow();
     for (const m of this.#members) {
       if (m.running) {
         try {

@@ -9,6 +9,7 @@ import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
 import type { FencedStore } from '../../impl/fencedStore.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
+import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../../impl/zookeeper/index.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { sharedClock } from './sharedClock.ts';
 import { loadConcurrent } from './adapterRef.ts';
@@ -39,6 +40,7 @@ export async function connectClient(backend: ClientBackend): Promise<StressClien
     .with({ kind: 'pg-xact' }, (b) => pgXactClient(b))
     .with({ kind: 'adapter' }, (b) => adapterClient(b))
     .with({ kind: 'etcd' }, (b) => etcdStressClient(b))
+    .with({ kind: 'zookeeper' }, (b) => zookeeperStressClient(b))
     .exhaustive();
 }
 
@@ -206,5 +208,22 @@ async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Pr
     },
     pids: () => [],
     close: async () => client.close(),
+  };
+}
+
+async function zookeeperStressClient(b: Extract<ClientBackend, { kind: 'zookeeper' }>): Promise<StressClient> {
+  const node = zookeeperNode({ connectString: b.connectString, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
+  const lock = new ZookeeperLock({ node, clock: sharedClock });
+  const store = zookeeperFencedStore(node, b.storePolicy);
+  return {
+    acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
+    read: async (lease) => (await store.read(lease.resource)).value,
+    write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
+    release: async (lease) => {
+      await lock.release(lease);
+      return true;
+    },
+    pids: () => [],
+    close: async () => node.close(),
   };
 }

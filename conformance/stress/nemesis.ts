@@ -24,13 +24,18 @@ import { sharedNowMs } from './sharedClock.ts';
  *   nodes, step one of those nodes' clocks past the key's expiry and open the
  *   gate once another client has acquired the resource.
  */
-export const RANDOM_FAULTS = ['pause-client', 'pause-server', 'kill-server', 'clock-step', 'partition', 'delay', 'terminate-backend'] as const;
+export const RANDOM_FAULTS = ['pause-client', 'pause-server', 'kill-server', 'clock-step', 'partition', 'delay', 'terminate-backend', 'partition-members'] as const;
 export const TARGETED_FAULTS = ['pause-holder', 'terminate-holder', 'clock-step-holder'] as const;
 export type NemesisFault = (typeof RANDOM_FAULTS)[number] | (typeof TARGETED_FAULTS)[number];
 export const NEMESIS_FAULTS: readonly NemesisFault[] = [...RANDOM_FAULTS, ...TARGETED_FAULTS];
 
 export function isTargeted(f: NemesisFault): f is (typeof TARGETED_FAULTS)[number] {
   return (TARGETED_FAULTS as readonly string[]).includes(f);
+}
+
+/** Faults that need gates between the cluster's members (etcd's peer gates). */
+export function needsPeerGates(faults: readonly NemesisFault[]): boolean {
+  return faults.includes('partition-members');
 }
 
 /** Faults that need the links proxied. */
@@ -49,6 +54,8 @@ export function unsupported(fault: NemesisFault, backend: StressBackend): string
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && pg) return `${fault}: advisory locks have no expiry, no server clock matters to ${backend}`;
   if ((fault === 'terminate-backend' || fault === 'terminate-holder') && !pg) return `${fault}: ${backend} has no PostgreSQL backend to terminate`;
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'etcd') return `${fault}: etcd is a Go program, libfaketime does not reach its clocks`;
+  if (fault === 'partition-members' && backend !== 'etcd') return `${fault}: only the etcd cluster has gates between its members`;
+  if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'zookeeper') return `${fault}: ZooKeeper expires sessions on its monotonic clock (System.nanoTime); no clock fault is offered on its members (spec 7.10)`;
   return null;
 }
 
@@ -174,6 +181,7 @@ export class Nemesis {
       if (!s.running) await s.restart();
     }
     for (const l of servers.links.flat()) l.setMode({ kind: 'pass' });
+    servers.healMembers();
   }
 
   async #arm(fault: Armed['fault'], endBy: number): Promise<void> {
@@ -246,6 +254,16 @@ export class Nemesis {
         await this.#sleep(ms);
         link.setMode({ kind: 'pass' });
         this.#record('ok', kind, target);
+      })
+      .with('partition-members', async () => {
+        const n = random.int(0, servers.nodes.length - 1);
+        const ms = this.#duration(endBy);
+        const target = `${servers.nodes[n]!.name} | the other members`;
+        this.#record('invoke', 'partition-members', target, `peer links cut for ${ms} ms`);
+        servers.partitionMembers([n]);
+        await this.#sleep(ms);
+        servers.healMembers();
+        this.#record('ok', 'partition-members', target);
       })
       .with('terminate-backend', async () => {
         const holders = await servers.advisoryHolders();

@@ -20,7 +20,9 @@ export type ClientBackend =
   /** `tokens: false`: its leases carry no fencing token, and the history records none. */
   | { readonly kind: 'adapter'; readonly adapter: AdapterRef; readonly tokens: boolean; readonly servers: ConcurrentServers; readonly store: string | null; readonly storePolicy: FencePolicy }
   /** An etcd cluster's members (client URLs); the register is a fenced store in the same cluster, as in Jepsen's etcd analysis. */
-  | { readonly kind: 'etcd'; readonly hosts: readonly string[]; readonly storePolicy: FencePolicy };
+  | { readonly kind: 'etcd'; readonly hosts: readonly string[]; readonly storePolicy: FencePolicy }
+  /** A ZooKeeper ensemble's members (`host:port,…`); the register is a fenced store in the same ensemble. */
+  | { readonly kind: 'zookeeper'; readonly connectString: string; readonly storePolicy: FencePolicy };
 
 /** The register's store: plain (every write lands) or fenced by the lease's token with a policy (spec FENCE-2). */
 export type FencePolicy = 'unfenced' | 'monotonic' | 'strict';

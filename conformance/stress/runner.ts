@@ -4,7 +4,7 @@ import type { AdapterRef } from './adapterRef.ts';
 import type { RecordedEvent } from './protocol.ts';
 import { ClientFleet } from './fleet.ts';
 import type { NemesisFault } from './nemesis.ts';
-import { isTargeted, Nemesis, needsFakeClocks, needsProxies, unsupported } from './nemesis.ts';
+import { isTargeted, Nemesis, needsFakeClocks, needsPeerGates, needsProxies, unsupported } from './nemesis.ts';
 import type { FencePolicy, FromClient } from './protocol.ts';
 import { Random } from './random.ts';
 import { Recorder } from './recorder.ts';
@@ -83,7 +83,7 @@ export function checkStressOptions(backend: StressBackend, o: RunOptions): void 
 export async function runStress(o: StressOptions): Promise<StressRun> {
   checkStressOptions(o.backend, o);
   const t0 = sharedNowMs();
-  const session = await StressSession.start({ backend: o.backend, clients: o.clients, fakeClocks: needsFakeClocks(o.nemesis), proxied: needsProxies(o.nemesis), ...(o.progress ? { progress: o.progress } : {}) });
+  const session = await StressSession.start({ backend: o.backend, clients: o.clients, fakeClocks: needsFakeClocks(o.nemesis), proxied: needsProxies(o.nemesis), peerGates: needsPeerGates(o.nemesis), ...(o.progress ? { progress: o.progress } : {}) });
   try {
     const run = await session.run(o);
     return { ...run, overheadMs: sharedNowMs() - t0 - run.durationMs };
@@ -99,6 +99,8 @@ export interface SessionOptions {
   readonly fakeClocks: boolean;
   /** Client links through TCP proxies (for partitions and delays). */
   readonly proxied: boolean;
+  /** etcd: gates between the members (for member partitions). */
+  readonly peerGates?: boolean;
   readonly progress?: (line: string) => void;
 }
 
@@ -126,7 +128,7 @@ export class StressSession {
     const t0 = sharedNowMs();
     const progress = (line: string): void => o.progress?.(`[${((sharedNowMs() - t0) / 1000).toFixed(1)} s] ${line}`);
     progress(`${o.backend}: starting servers`);
-    const servers = await startServers({ backend: o.backend, clients: o.clients, fakeClocks: o.fakeClocks, proxied: o.proxied });
+    const servers = await startServers({ backend: o.backend, clients: o.clients, fakeClocks: o.fakeClocks, proxied: o.proxied, peerGates: o.peerGates ?? false });
     let session: StressSession | null = null;
     try {
       progress(`${o.backend}: starting ${o.clients} client processes`);
@@ -150,6 +152,7 @@ export class StressSession {
     checkStressOptions(this.#o.backend, o);
     if (needsFakeClocks(o.nemesis) && !this.#o.fakeClocks) throw new RangeError('this session runs its Redis nodes on the real clock: clock faults need fakeClocks');
     if (needsProxies(o.nemesis) && !this.#o.proxied) throw new RangeError('this session has no proxies: partitions and delays need proxied');
+    if (needsPeerGates(o.nemesis) && this.#o.peerGates !== true) throw new RangeError('this session has no gates between its members: partition-members needs peerGates');
     const t0 = sharedNowMs();
     const { clients, backend } = this.#o;
     const fleet = this.#fleet;

@@ -11,10 +11,11 @@ import { TcpProxy } from '../env/proxy.ts';
 import { RedisServer } from '../env/redisServer.ts';
 import type { AdapterRef } from './adapterRef.ts';
 import { EtcdCluster } from '../env/etcdCluster.ts';
+import { ZookeeperEnsemble } from '../env/zookeeperEnsemble.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 
 /** The backends a stress run drives, each on servers the runner starts. */
-export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact', 'etcd'] as const;
+export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'pg-session', 'pg-xact', 'etcd', 'zookeeper'] as const;
 export type StressBackend = (typeof STRESS_BACKENDS)[number];
 
 /** A server process the nemesis can pause, kill and restart. */
@@ -44,6 +45,10 @@ export interface StressServers {
   readonly quorum: number;
   /** What client `client` drives: the layout's own lock, or an adapter's concurrent client on these servers. */
   clientBackend(client: number, store: FencePolicy, adapter?: { readonly ref: AdapterRef; readonly tokens: boolean }): ClientBackend;
+  /** etcd with peer gates: cuts the members in `side` from the others, both ways; throws elsewhere. */
+  partitionMembers(side: readonly number[]): void;
+  /** Ends a member partition (nothing to do where there is none). */
+  healMembers(): void;
   /** Redis: steps node's clock by deltaMs (cumulative); throws without faked clocks. */
   stepClock(node: number, deltaMs: number): void;
   readonly clocksFaked: boolean;
@@ -63,10 +68,13 @@ export interface StartServersOptions {
   readonly fakeClocks: boolean;
   /** Route each client's links through proxies of their own (needed for partitions and delays). */
   readonly proxied: boolean;
+  /** etcd: gates between the members (needed for member partitions). */
+  readonly peerGates?: boolean;
 }
 
 export async function startServers(o: StartServersOptions): Promise<StressServers> {
   if (o.backend === 'etcd') return startEtcd(o);
+  if (o.backend === 'zookeeper') return startZookeeper(o);
   return o.backend === 'pg-session' || o.backend === 'pg-xact' ? startPostgres(o) : startRedis(o);
 }
 
@@ -118,6 +126,10 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
           ? { kind: 'adapter', adapter: adapter.ref, tokens: adapter.tokens, servers: { redis: nodeUrls, pg: null }, store: storeUrl, storePolicy }
           : { kind: 'redis', nodes: nodeUrls, store: storeUrl, storePolicy };
       },
+      partitionMembers: () => {
+        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
+      },
+      healMembers: () => undefined,
       stepClock: (node, deltaMs) => {
         if (clocks === null) throw new Error('stepClock: the nodes run on the real clock');
         offsets[node]! += deltaMs;
@@ -176,6 +188,10 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
           .with('pg-xact', (): ClientBackend => ({ kind: 'pg-xact', url }))
           .otherwise((): ClientBackend => ({ kind: 'pg-session', url, storePolicy }));
       },
+      partitionMembers: () => {
+        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
+      },
+      healMembers: () => undefined,
       stepClock: () => {
         throw new Error('stepClock: advisory locks have no expiry; no server clock matters');
       },
@@ -216,7 +232,7 @@ function faultable(name: string, s: RedisServer | PostgresServer): FaultableServ
 /** A 3-member etcd cluster (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
 async function startEtcd(o: StartServersOptions): Promise<StressServers> {
   // Election timeout 600 ms: etcd's shortest lease is then 1 s (1.5 election timeouts, rounded up to seconds).
-  const cluster = await EtcdCluster.start({ members: 3, electionMs: 600, parentDir: '/dev/shm' });
+  const cluster = await EtcdCluster.start({ members: 3, electionMs: 600, parentDir: '/dev/shm', peerGates: o.peerGates ?? false });
   try {
     const links: TcpProxy[][] = [];
     if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => cluster.link(m))));
@@ -243,6 +259,8 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
         hosts: o.proxied ? links[client]!.map((p) => `http://${p.host}:${p.port}`) : cluster.endpoints,
         storePolicy,
       }),
+      partitionMembers: (side) => cluster.partitionMembers(side),
+      healMembers: () => cluster.healMembers(),
       stepClock: () => {
         throw new Error('stepClock: etcd is a Go program, libfaketime does not reach its clocks');
       },
@@ -254,6 +272,54 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
     };
   } catch (e) {
     await cluster.stop();
+    throw e;
+  }
+}
+
+/** A 3-member ZooKeeper ensemble (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
+async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
+  const ensemble = await ZookeeperEnsemble.start({ members: 3, parentDir: '/dev/shm' });
+  try {
+    const links: TcpProxy[][] = [];
+    if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => ensemble.link(m))));
+    return {
+      backend: o.backend,
+      nodes: [0, 1, 2].map((m): FaultableServer => ({
+        name: `zookeeper ${m}`,
+        pause: () => ensemble.pause(m),
+        resume: () => ensemble.resume(m),
+        get paused() {
+          return ensemble.paused(m);
+        },
+        crash: () => ensemble.kill(m),
+        restart: () => ensemble.restart(m),
+        get running() {
+          return ensemble.running(m);
+        },
+      })),
+      links,
+      quorum: 2,
+      clocksFaked: false,
+      clientBackend: (client, storePolicy) => ({
+        kind: 'zookeeper',
+        connectString: o.proxied ? links[client]!.map((p) => `${p.host}:${p.port}`).join(',') : ensemble.connectString,
+        storePolicy,
+      }),
+      partitionMembers: () => {
+        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
+      },
+      healMembers: () => undefined,
+      stepClock: () => {
+        throw new Error('stepClock: no clock fault is offered on ZooKeeper members');
+      },
+      // A session is the ensemble's, not a member's: no member-wise answer to give.
+      nodesHolding: async () => [],
+      terminate: async () => undefined,
+      advisoryHolders: async () => [],
+      stop: () => ensemble.stop(),
+    };
+  } catch (e) {
+    await ensemble.stop();
     throw e;
   }
 }

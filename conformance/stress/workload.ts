@@ -35,7 +35,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
   const random = new Random(config.seed);
   const w = config.workload;
   const p = config.process;
-  const ttl = config.backend.kind === 'redis' || config.backend.kind === 'etcd' || (config.backend.kind === 'adapter' && config.backend.servers.redis.length > 0);
+  const ttl = config.backend.kind === 'redis' || config.backend.kind === 'etcd' || config.backend.kind === 'zookeeper' || (config.backend.kind === 'adapter' && config.backend.servers.redis.length > 0);
   const fenced = config.backend.kind !== 'pg-xact' && config.backend.storePolicy !== 'unfenced';
   const tokens = config.backend.kind !== 'adapter' || config.backend.tokens;
   let buffer: RecordedEvent[] = [];

@@ -30,7 +30,7 @@ export default function redisSemaphoreAudit(choice: RedisServerChoice = {}): Bac
       name: 'redis-semaphore@5.8.0 Mutex (kit walkthrough)',
       // What the library promises (read from its README and lib/): the client gets no deadline, calls have no
       // client-side timeout, a refresh re-arms the lockTimeout the Mutex was made with, no fencing tokens, no input checks.
-      contract: { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false },
+      contract: { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } },
       // Where it keeps a lock: lets the runner check on the node that only the holder's calls change its key (OWN-1).
       lockKey: (resource) => `mutex:${resource}`,
       client: ({ nodes, clock }) => {

@@ -1,0 +1,328 @@
+import zookeeper from 'node-zookeeper-client';
+import type { Client, Exception, Stat } from 'node-zookeeper-client';
+import { match } from 'ts-pattern';
+import type { MonotonicClock } from '../clock.ts';
+import { TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import type { WriteResult } from '../fencedStore.ts';
+import { CONTENDER } from './paths.ts';
+
+/**
+ * One ZooKeeper session of the lock: the lease. Its timeout is the one the
+ * ensemble negotiated; `expired` resolves when the ensemble reports the
+ * session gone.
+ */
+export interface ZookeeperSession {
+  readonly timeoutMs: number;
+  readonly expired: Promise<void>;
+}
+
+/**
+ * The ZooKeeper calls the lock and the store make, each bounded by a timeout
+ * on the client's monotonic clock. Failures are typed: TimeoutError (no reply
+ * in time: the outcome is unknown), UnavailableError (the call failed).
+ * Conformance wraps each call in its simulated network; the lock reads
+ * nothing else.
+ */
+export interface ZookeeperNode {
+  /** A fresh session asking for `timeoutMs`, renewed only by `touch` (see zookeeperNode). */
+  openSession(timeoutMs: number): Promise<ZookeeperSession>;
+  /** The children of `dir` (none when it does not exist). */
+  contenders(session: ZookeeperSession, dir: string): Promise<string[]>;
+  /** Creates an ephemeral sequential contender under `dir` (and `dir` if missing); its name and create zxid. */
+  enqueue(session: ZookeeperSession, dir: string): Promise<{ readonly name: string; readonly czxid: bigint }>;
+  /** One round trip on the session (renewing it): the create zxid of `path`, null when it is gone. */
+  touch(session: ZookeeperSession, path: string): Promise<bigint | null>;
+  /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. */
+  watchGone(session: ZookeeperSession, path: string, waitMs: number): Promise<void>;
+  /** Deletes `path` only while its create zxid is `czxid` (and at the version read). */
+  deleteOwned(session: ZookeeperSession, path: string, czxid: bigint): Promise<boolean>;
+  /** Ends the session: the ensemble deletes its ephemeral znodes. */
+  closeSession(session: ZookeeperSession): Promise<void>;
+  /** The children of `dir` on the node's long-lived session (none when it does not exist): a look that renews no lease. */
+  children(dir: string): Promise<string[]>;
+  /** A znode's data (on the node's long-lived session), null when absent. */
+  get(path: string): Promise<string | null>;
+  /**
+   * Judges `token` against the highest accepted, kept in the cell's own
+   * data, by `policy`; if accepted writes value, token and the new highest:
+   * a read, then one versioned setData (or create) that lands only if
+   * nothing else wrote between, else again from the read.
+   */
+  fencedWrite(path: string, token: bigint, value: string, policy: 'unfenced' | 'strict' | 'monotonic'): Promise<WriteResult>;
+  /** Closes the long-lived session. */
+  close(): void;
+}
+
+export interface ZookeeperNodeOptions {
+  /** `host:port` of the member(s) to talk to, comma-separated. */
+  readonly connectString: string;
+  readonly clock: MonotonicClock;
+  /** Bound on every call, ms. Default 2000. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** Data of a store cell. */
+interface Cell {
+  readonly value: string;
+  readonly token: string;
+  readonly highest: string;
+}
+
+const CAS_ROUNDS = 16;
+
+interface Session extends ZookeeperSession {
+  readonly client: Client;
+  /** The ensemble reported the session expired: nothing is left to close. */
+  ended: boolean;
+}
+
+/**
+ * The calls on node-zookeeper-client (pure JavaScript: no native build).
+ * Each lease is a session of its own, and its client's idle pings are
+ * switched off: the session lives exactly its timeout after the last request
+ * the ensemble heard, which only `touch` (the lock's extend) and the lock's
+ * own requests make. That is the lease of spec 7.6 with the session timeout
+ * as ttl (spec 7.10).
+ */
+export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
+  const timeoutMs = options.requestTimeoutMs ?? 2000;
+  const clock = options.clock;
+  const bounded = <T>(what: string, work: () => Promise<T>): Promise<T> => {
+    let started: Promise<T>;
+    try {
+      started = work();
+    } catch (error) {
+      started = Promise.reject(error as Error);
+    }
+    // Bounded on the client's clock and in real time: a request queued on a connection that never comes back
+    // (the library waits for a reconnect) must end even while the client's clock stands still (conformance).
+    return withTimeout(clock, timeoutMs, `zookeeper ${what}`, withRealTimeout(timeoutMs, `zookeeper ${what}`, started)).catch((error: unknown) => {
+      throw typed(error, what);
+    });
+  };
+  let shared: Promise<Client> | null = null;
+  const storeClient = (): Promise<Client> => {
+    shared ??= connected(options.connectString, 30_000, true).catch((error: unknown) => {
+      shared = null;
+      throw error;
+    });
+    return shared;
+  };
+  const own = (s: ZookeeperSession): Client => (s as Session).client;
+  return {
+    openSession: (sessionMs) =>
+      bounded('connect', async () => {
+        const client = await connected(options.connectString, sessionMs, false);
+        const expired = new Promise<void>((resolve) => client.once('expired', () => resolve()));
+        // An expired session's client would reconnect forever: close it.
+        void expired.then(() => client.close());
+        const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired, ended: false };
+        void expired.then(() => {
+          session.ended = true;
+        });
+        return session;
+      }),
+    contenders: (s, dir) =>
+      bounded('get children', async () => {
+        try {
+          return await call<string[]>((cb) => own(s).getChildren(dir, cb));
+        } catch (error) {
+          if (code(error) === zookeeper.Exception.NO_NODE) return [];
+          throw error;
+        }
+      }),
+    enqueue: (s, dir) =>
+      bounded('create', async () => {
+        const client = own(s);
+        const create = (): Promise<string> => call<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
+        let path: string;
+        try {
+          path = await create();
+        } catch (error) {
+          if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
+          await call<string>((cb) => client.mkdirp(dir, cb));
+          path = await create();
+        }
+        const stat = await call<Stat | null>((cb) => client.exists(path, cb));
+        if (stat === null) throw new UnavailableError('zookeeper create: the new znode vanished at once');
+        return { name: path.slice(dir.length + 1), czxid: zxid(stat.czxid) };
+      }),
+    touch: (s, path) =>
+      bounded('exists', async () => {
+        const stat = await call<Stat | null>((cb) => own(s).exists(path, cb));
+        return stat === null ? null : zxid(stat.czxid);
+      }),
+    watchGone: (s, path, waitMs) =>
+      new Promise<void>((resolve, reject) => {
+        const cancel = clock.schedule(clock.now() + waitMs, () => resolve());
+        const done = (): void => {
+          cancel();
+          resolve();
+        };
+        own(s).exists(
+          path,
+          () => done(),
+          (error, stat) => {
+            if (error) {
+              cancel();
+              reject(typed(error, 'exists (watch)'));
+            } else if (stat === null) done();
+          },
+        );
+      }),
+    deleteOwned: (s, path, czxid) =>
+      bounded('delete', async () => {
+        const client = own(s);
+        const stat = await call<Stat | null>((cb) => client.exists(path, cb));
+        if (stat === null || zxid(stat.czxid) !== czxid) return false;
+        try {
+          await call<void>((cb) => client.remove(path, stat.version, cb));
+          return true;
+        } catch (error) {
+          const c = code(error);
+          if (c === zookeeper.Exception.NO_NODE || c === zookeeper.Exception.BAD_VERSION) return false;
+          throw error;
+        }
+      }),
+    closeSession: (s) =>
+      bounded('close session', async () => {
+        const client = own(s);
+        if ((s as Session).ended) return;
+        await new Promise<void>((resolve) => {
+          // The client reports the end of the connection once the ensemble answered the close; a session already
+          // expired or cut reports nothing more, and the bound ends the wait.
+          client.once('disconnected', () => resolve());
+          client.once('expired', () => resolve());
+          client.close();
+        });
+      }),
+    children: (dir) =>
+      bounded('get children', async () => {
+        const client = await storeClient();
+        try {
+          return await call<string[]>((cb) => client.getChildren(dir, cb));
+        } catch (error) {
+          if (code(error) === zookeeper.Exception.NO_NODE) return [];
+          throw error;
+        }
+      }),
+    get: (path) =>
+      bounded('get data', async () => {
+        const client = await storeClient();
+        try {
+          const data = await call<Buffer | null>((cb) => client.getData(path, cb));
+          if (data === null) return null;
+          const cell = JSON.parse(data.toString('utf8')) as Cell;
+          return JSON.stringify({ value: cell.value, token: cell.token });
+        } catch (error) {
+          if (code(error) === zookeeper.Exception.NO_NODE) return null;
+          throw error;
+        }
+      }),
+    fencedWrite: (path, token, value, policy) =>
+      bounded('fenced write', async () => {
+        const client = await storeClient();
+        for (let round = 0; round < CAS_ROUNDS; round++) {
+          let current: { cell: Cell; version: number } | null = null;
+          try {
+            const [data, stat] = await call2<Buffer | null, Stat>((cb) => client.getData(path, cb));
+            if (data !== null) current = { cell: JSON.parse(data.toString('utf8')) as Cell, version: stat.version };
+          } catch (error) {
+            if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
+          }
+          const highest = current === null ? null : BigInt(current.cell.highest);
+          const accepted =
+            highest === null ||
+            match(policy)
+              .with('unfenced', () => true)
+              .with('strict', () => token > highest)
+              .with('monotonic', () => token >= highest)
+              .exhaustive();
+          if (!accepted) return { kind: 'rejected', highest: highest };
+          const next: Cell = { value, token: token.toString(), highest: (highest === null || token > highest ? token : highest).toString() };
+          const data = Buffer.from(JSON.stringify(next), 'utf8');
+          try {
+            if (current === null) await createWithParents(client, path, data);
+            else await call<Stat>((cb) => client.setData(path, data, current.version, cb));
+            return { kind: 'accepted' };
+          } catch (error) {
+            const c = code(error);
+            // Someone wrote between the read and the write: judge again on what is there now.
+            if (c !== zookeeper.Exception.BAD_VERSION && c !== zookeeper.Exception.NODE_EXISTS) throw error;
+          }
+        }
+        throw new UnavailableError(`zookeeper fenced write: ${CAS_ROUNDS} rounds lost to concurrent writers`);
+      }),
+    close: () => {
+      const s = shared;
+      shared = null;
+      void s?.then((c) => c.close()).catch(() => undefined);
+    },
+  };
+}
+
+/** A connected client; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
+function connected(connectString: string, sessionMs: number, pings: boolean): Promise<Client> {
+  const client = zookeeper.createClient(connectString, { sessionTimeout: sessionMs, spinDelay: 100, retries: 0 });
+  if (!pings) {
+    // node-zookeeper-client pings on its socket's idle timeout (onSocketTimeout); the lease must not renew itself.
+    (client as unknown as { connectionManager: { onSocketTimeout: () => void } }).connectionManager.onSocketTimeout = () => undefined;
+  }
+  return new Promise<Client>((resolve, reject) => {
+    const fail = (why: string): void => {
+      client.close();
+      reject(new UnavailableError(`zookeeper connect: ${why}`));
+    };
+    client.once('connected', () => resolve(client));
+    client.once('expired', () => fail('session expired'));
+    client.once('authenticationFailed', () => fail('authentication failed'));
+    client.connect();
+  }).catch((error: unknown) => {
+    client.close();
+    throw error;
+  });
+}
+
+/** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */
+async function createWithParents(client: Client, path: string, data: Buffer): Promise<void> {
+  const create = (): Promise<string> => call<string>((cb) => client.create(path, data, zookeeper.CreateMode.PERSISTENT, cb));
+  try {
+    await create();
+  } catch (error) {
+    if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
+    await call<string>((cb) => client.mkdirp(path.slice(0, path.lastIndexOf('/')), cb));
+    await create();
+  }
+}
+
+/** `work`, or TimeoutError after `ms` of real time (the timer does not keep the process alive). */
+function withRealTimeout<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+function call<T>(start: (cb: (error: Error | Exception | null, value: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
+}
+
+function call2<A, B>(start: (cb: (error: Error | Exception | null, a: A, b: B) => void) => void): Promise<[A, B]> {
+  return new Promise<[A, B]>((resolve, reject) => start((error, a, b) => (error ? reject(error) : resolve([a, b]))));
+}
+
+function code(error: unknown): number | null {
+  return error instanceof zookeeper.Exception ? error.getCode() : null;
+}
+
+/** A zxid as the 8 big-endian bytes ZooKeeper sends. */
+function zxid(bytes: Buffer): bigint {
+  return bytes.readBigInt64BE(0);
+}
+
+function typed(error: unknown, what: string): Error {
+  if (error instanceof TimeoutError || error instanceof UnavailableError) return error;
+  return new UnavailableError(`zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`);
+}

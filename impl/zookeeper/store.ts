@@ -1,0 +1,43 @@
+import type { StorePolicy } from '../../model/design.ts';
+import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
+import { cellPath, DEFAULT_ROOT } from './paths.ts';
+import type { ZookeeperNode } from './node.ts';
+
+/**
+ * A fenced store in ZooKeeper (spec FENCE-2): per resource, one znode
+ * holding the value, the token that wrote it and the highest token accepted.
+ * A write reads the cell, judges its token by the policy, and writes with
+ * the version it read (a create for the first write): the write lands only
+ * if nothing else wrote between, else it is judged again on what is there.
+ * Judgement and write are thus one atomic step at the versioned write, as
+ * the model's store is.
+ */
+export interface ZookeeperStoreOptions {
+  readonly root?: string;
+}
+
+interface Cell {
+  readonly value: string;
+  readonly token: string;
+}
+
+export function zookeeperFencedStore(node: ZookeeperNode, policy: StorePolicy, options: ZookeeperStoreOptions = {}): FencedStore {
+  if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a ZooKeeper store cannot be transactional');
+  const root = options.root ?? DEFAULT_ROOT;
+  return {
+    async write(resource, token, value): Promise<WriteResult> {
+      checkResource(resource);
+      checkToken(token);
+      if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+      return node.fencedWrite(cellPath(resource, root), token, value, policy);
+    },
+    async read(resource): Promise<ReadResult> {
+      checkResource(resource);
+      const text = await node.get(cellPath(resource, root));
+      if (text === null) return { value: null, token: null };
+      const cell = JSON.parse(text) as Cell;
+      return { value: cell.value, token: BigInt(cell.token) };
+    },
+  };
+}

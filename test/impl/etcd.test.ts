@@ -1,0 +1,521 @@
+import type { Etcd3 } from 'etcd3';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ConnectionConfigError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
+import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore, type EtcdNode } from '../../impl/etcd/index.ts';
+import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
+import type { AcquireResult } from '../../impl/leaseLock.ts';
+import type { Lease } from '../../impl/lease.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { ManualClock, sharedEtcd } from './servers.ts';
+
+/**
+ * impl/etcd against one real single-member etcd (every key under the test's
+ * own prefix): grants, create revisions as tokens, validity on the client's
+ * clock, keep-alive, conditional delete, the fenced store's transactions and
+ * the typed errors. Where a reply must be one etcd cannot give on demand (a
+ * round trip that takes the whole ttl, a revision past 2^63-1, a failed
+ * call), the real node is wrapped and its reply changed.
+ */
+const server = sharedEtcd();
+const clients: Etcd3[] = [];
+let c: Etcd3;
+let prefixes = 0;
+const MAX = 2n ** 63n - 1n;
+
+beforeAll(() => {
+  c = client();
+});
+afterEach(async () => {
+  // Every lease a test left (revoked ones are gone already) goes, and with it the keys under it.
+  const { leases } = await c.leaseClient.leaseLeases({});
+  await Promise.all(leases.map((l) => c.leaseClient.leaseRevoke({ ID: l.ID }).catch(() => undefined)));
+});
+afterAll(() => {
+  for (const x of clients) x.close();
+});
+
+function client(hosts = server().hosts, dialTimeoutMs?: number): Etcd3 {
+  const x = etcdClient({ hosts, ...(dialTimeoutMs !== undefined ? { dialTimeoutMs } : {}) });
+  clients.push(x);
+  return x;
+}
+function prefix(): string {
+  return `t${process.pid}-${++prefixes}/`;
+}
+function granted(r: AcquireResult): Lease {
+  if (r.kind !== 'granted') throw new Error(`expected granted, got ${JSON.stringify(r)}`);
+  return r.lease;
+}
+async function leaseCount(): Promise<number> {
+  return (await c.leaseClient.leaseLeases({})).leases.length;
+}
+/** Waits (bounded) until etcd has `n` leases: a denial's or failure's revoke is sent without waiting for it. */
+async function leasesBecome(n: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await leaseCount()) !== n) if (Date.now() > deadline) throw new Error(`etcd never had ${n} leases`);
+}
+async function createRevision(key: Buffer): Promise<bigint | null> {
+  const r = await c.kv.range({ key });
+  return r.kvs[0] === undefined ? null : BigInt(r.kvs[0].create_revision);
+}
+/** The real node with some calls replaced. */
+function wrapped(node: EtcdNode, changes: Partial<EtcdNode>): EtcdNode {
+  return { ...node, ...changes };
+}
+
+describe('etcdClient and keys', () => {
+  it('needs a host', () => {
+    expect(() => etcdClient({ hosts: [] })).toThrow(new RangeError('etcdClient: at least one host'));
+  });
+
+  it('keys sit under their own segments of the prefix', () => {
+    expect(lockKey('r').toString()).toBe('lockcheck/lock/r');
+    expect(cellKey('r', 'p/').toString()).toBe('p/cell/r');
+    expect(highestKey('ü').toString('utf8')).toBe('lockcheck/highest/ü');
+  });
+});
+
+describe('EtcdLock options', () => {
+  const node = {} as EtcdNode;
+  const clock = new ManualClock();
+  it.each([
+    [{ driftFactor: -0.1 }, 'invalid-config: driftFactor must be in [0, 1), got -0.1'],
+    [{ driftFactor: 1 }, 'invalid-config: driftFactor must be in [0, 1), got 1'],
+    [{ driftFactor: Number.NaN }, 'invalid-config: driftFactor must be in [0, 1), got NaN'],
+    [{ clockMarginMs: -1 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got -1'],
+    [{ clockMarginMs: 10_001 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001'],
+    [{ clockMarginMs: 0.5 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got 0.5'],
+    [{ safetyMarginMs: -1 }, 'invalid-config: safetyMarginMs must be a non-negative integer, got -1'],
+    [{ safetyMarginMs: 1.5 }, 'invalid-config: safetyMarginMs must be a non-negative integer, got 1.5'],
+    [{ prefix: 5 as unknown as string }, 'invalid-config: prefix must be a string'],
+  ])('refuses %o', (options, message) => {
+    expect(() => new EtcdLock({ node, clock, ...options })).toThrow(expect.objectContaining({ code: 'invalid-config', message }));
+  });
+  it('takes the ends of the ranges', () => {
+    expect(() => new EtcdLock({ node, clock, driftFactor: 0, clockMarginMs: 0, safetyMarginMs: 0 })).not.toThrow();
+    expect(() => new EtcdLock({ node, clock, driftFactor: 0.999, clockMarginMs: 10_000 })).not.toThrow();
+    expect(new EtcdLock({ node, clock }).clockOf()).toBe(clock);
+  });
+});
+
+describe('EtcdLock', () => {
+  it('a grant: the key under a fresh lease, its create revision the token, validity ttl less the drift allowance', async () => {
+    const clock = new ManualClock(5000);
+    const p = prefix();
+    const node = etcd3Node(c, { clock });
+    const lock = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.1, clockMarginMs: 3 });
+    const lease = granted(await lock.acquire('r', { ttlMs: 2500 }));
+    expect(lease.token).toBe(await createRevision(lockKey('r', p)));
+    expect(lease.validUntilMs).toBe(5000 + 2500 - (250 + 3));
+    expect(lease.resource).toBe('r');
+    expect(lock.trackedLeases).toBe(1);
+    // The lease etcd granted: ceil(2500 / 1000) = 3 s.
+    const ttl = await c.leaseClient.leaseTimeToLive({ ID: lease.owner, keys: false });
+    expect(Number(ttl.grantedTTL)).toBe(3);
+    expect((await c.kv.range({ key: lockKey('r', p) })).kvs[0]!.lease).toBe(lease.owner);
+    // Another client is denied, and its lease revoked.
+    const other = new EtcdLock({ node, clock, prefix: p });
+    expect(await other.acquire('r', { ttlMs: 2500 })).toEqual({ kind: 'denied', reason: 'held' });
+    await leasesBecome(1);
+    // The next grant after a release has a larger token.
+    await lock.release(lease);
+    expect(lease.signal.reason).toMatchObject({ reason: 'released' });
+    expect(await createRevision(lockKey('r', p))).toBeNull();
+    expect(await leaseCount()).toBe(0);
+    expect(lock.trackedLeases).toBe(0);
+    const next = granted(await other.acquire('r', { ttlMs: 1000 }));
+    expect(next.token).toBeGreaterThan(lease.token);
+    // A second release is nothing.
+    await lock.release(lease);
+    expect(await createRevision(lockKey('r', p))).toBe(next.token);
+  });
+
+  it('defaults: prefix lockcheck/, driftFactor 0.01, clockMarginMs 2, safetyMarginMs 0', async () => {
+    const clock = new ManualClock(0);
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock });
+    const lease = granted(await lock.acquire(`d-${process.pid}`, { ttlMs: 1000 }));
+    expect(lease.validUntilMs).toBe(1000 - 12);
+    expect(await createRevision(lockKey(`d-${process.pid}`))).toBe(lease.token);
+    clock.advance(987);
+    expect(lease.signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(lease.signal.reason).toMatchObject({ reason: 'expired' });
+    await lock.release(lease);
+  });
+
+  it('the signal fires safetyMarginMs before the validity', async () => {
+    const clock = new ManualClock(0);
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 0, safetyMarginMs: 100 });
+    const lease = granted(await lock.acquire('r', { ttlMs: 1000 }));
+    expect(lease.validUntilMs).toBe(1000);
+    clock.advance(899);
+    expect(lease.signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(lease.signal.aborted).toBe(true);
+    await lock.release(lease);
+  });
+
+  it('validates input before any call', async () => {
+    let calls = 0;
+    const clock = new ManualClock();
+    const lock = new EtcdLock({ node: wrapped({} as EtcdNode, { grant: () => (calls++, Promise.reject(new Error('no'))) }), clock });
+    await expect(lock.acquire('', { ttlMs: 10 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
+    await expect(lock.acquire('r', { ttlMs: 0 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-ttl' }));
+    for (const retries of [-1, 101, 0.5]) await expect(lock.acquire('r', { ttlMs: 10, retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
+    await expect(lock.acquire('r', { ttlMs: 10, retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryDelayMs') }));
+    await expect(lock.acquire('r', { ttlMs: 10, retryJitterMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryJitterMs') }));
+    expect(calls).toBe(0);
+    await expect(lock.extend({} as Lease, 0)).rejects.toThrow(expect.objectContaining({ code: 'invalid-ttl' }));
+  });
+
+  it('retries: once plus `retries` attempts, retryDelayMs apart on the clock; a grant ends them', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    let grants = 0;
+    const node = wrapped(real, { grant: (s) => (grants++, real.grant(s)) });
+    const holder = new EtcdLock({ node: real, clock, prefix: p });
+    const held = granted(await holder.acquire('r', { ttlMs: 5000 }));
+    const lock = new EtcdLock({ node, clock, prefix: p });
+    expect(await lock.acquire('r', { ttlMs: 5000, retries: 2 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(grants).toBe(3);
+    expect(clock.delays.filter((d) => d === 0)).toHaveLength(2);
+    grants = 0;
+    const pending = lock.acquire('r', { ttlMs: 5000, retries: 5, retryDelayMs: 40 });
+    const deadline = Date.now() + 10_000;
+    while (!clock.delays.includes(40)) {
+      if (Date.now() > deadline) throw new Error('no retry sleep');
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(grants).toBe(1);
+    await holder.release(held);
+    clock.advance(40);
+    expect(granted(await pending).token).toBeGreaterThan(held.token);
+    expect(grants).toBe(2);
+    await leasesBecome(1);
+    // 100 retries is the most allowed; a free lock is granted at the first.
+    expect(granted(await lock.acquire('free', { ttlMs: 5000, retries: 100 })).resource).toBe('free');
+  });
+
+  it('retry jitter: a draw in [0, retryJitterMs] added to retryDelayMs', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    const held = granted(await new EtcdLock({ node: real, clock, prefix: p }).acquire('r', { ttlMs: 5000 }));
+    const lock = new EtcdLock({ node: real, clock, prefix: p });
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    try {
+      const pending = lock.acquire('r', { ttlMs: 5000, retries: 1, retryDelayMs: 40, retryJitterMs: 10 });
+      const deadline = Date.now() + 10_000;
+      // The node's request timeouts are on this clock too (2000 ms): the retry's sleep is the one below them.
+      const sleeps = (): number[] => clock.delays.filter((d) => d >= 40 && d < 2000);
+      while (sleeps().length === 0) {
+        if (Date.now() > deadline) throw new Error('no retry sleep');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(sleeps()).toEqual([50]);
+      clock.advance(50);
+      expect(await pending).toEqual({ kind: 'denied', reason: 'held' });
+    } finally {
+      random.mockRestore();
+    }
+    expect(held.token).toBeGreaterThan(0n);
+  });
+
+  it('no validity left after the allowance is a denial (validity-exhausted); one ms left is a grant', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const node = etcd3Node(c, { clock });
+    const exhausted = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.5, clockMarginMs: 500 });
+    expect(await exhausted.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    expect(await leaseCount()).toBe(0);
+    expect(await createRevision(lockKey('r', p))).toBeNull();
+    const barely = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.5, clockMarginMs: 499 });
+    expect(granted(await barely.acquire('r', { ttlMs: 1000 })).validUntilMs).toBe(clock.now() + 1);
+  });
+
+  it('a grant that took the whole ttl is timed-out and revoked; one that took less is judged by the allowance', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    let took = 0;
+    const slow = wrapped(real, {
+      putIfAbsent: async (key, value, leaseId) => {
+        const r = await real.putIfAbsent(key, value, leaseId);
+        clock.advance(took);
+        return r;
+      },
+    });
+    const lock = new EtcdLock({ node: slow, clock, prefix: p, driftFactor: 0, clockMarginMs: 0 });
+    took = 1000;
+    expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'timed-out' });
+    await leasesBecome(0);
+    took = 999;
+    const start = clock.now();
+    const lease = granted(await lock.acquire('r', { ttlMs: 1000 }));
+    expect(lease.validUntilMs).toBe(start + 1000);
+  });
+
+  it('failed calls: a grant that fails is no-quorum, a put that fails no-quorum or timed-out (and revoked); configuration errors are thrown', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    const grantFails = (e: Error) => new EtcdLock({ node: wrapped(real, { grant: () => Promise.reject(e) }), clock, prefix: p });
+    expect(await grantFails(new UnavailableError('x')).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    const config = new ConnectionConfigError('authentication', 'no');
+    await expect(grantFails(config).acquire('r', { ttlMs: 1000 })).rejects.toBe(config);
+    const putFails = (e: Error) => new EtcdLock({ node: wrapped(real, { putIfAbsent: () => Promise.reject(e) }), clock, prefix: p });
+    expect(await putFails(new UnavailableError('x')).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(await putFails(new TimeoutError('put', 5)).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'timed-out' });
+    await expect(putFails(config).acquire('r', { ttlMs: 1000 })).rejects.toBe(config);
+    await leasesBecome(0);
+  });
+
+  it('a create revision past 2^63-1 is TokenOverflowError naming the resource, and the lease is revoked', async () => {
+    const clock = new ManualClock();
+    const real = etcd3Node(c, { clock });
+    const past = wrapped(real, { putIfAbsent: async (k, v, l) => ({ ...(await real.putIfAbsent(k, v, l)), createRevision: MAX + 1n }) });
+    const e = await new EtcdLock({ node: past, clock, prefix: prefix() }).acquire('r', { ttlMs: 1000 }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(TokenOverflowError);
+    expect(e).toMatchObject({ resource: 'r' });
+    const at = wrapped(real, { putIfAbsent: async (k, v, l) => ({ ...(await real.putIfAbsent(k, v, l)), createRevision: MAX }) });
+    expect(granted(await new EtcdLock({ node: at, clock, prefix: prefix() }).acquire('r', { ttlMs: 1000 })).token).toBe(MAX);
+    await leasesBecome(1);
+  });
+
+  it('extend: one keep-alive renews the granted ttl from the round\'s start; a lease etcd lost is expired; a failed or late round is no-quorum', async () => {
+    const clock = new ManualClock(0);
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    let mode: 'ok' | 'fail' | 'late' = 'ok';
+    const node = wrapped(real, {
+      keepAlive: async (id) => {
+        if (mode === 'fail') throw new UnavailableError('down');
+        const r = await real.keepAlive(id);
+        if (mode === 'late') clock.advance(5000);
+        return r;
+      },
+    });
+    const lock = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.1, clockMarginMs: 1 });
+    const lease = granted(await lock.acquire('r', { ttlMs: 2000 }));
+    expect(lease.validUntilMs).toBe(2000 - 201);
+    clock.advance(1500);
+    // The ttl asked for is not what etcd renews: the granted one is.
+    expect(await lock.extend(lease, 60_000)).toEqual({ kind: 'extended', validUntilMs: 1500 + 2000 - 201 });
+    expect(lease.validUntilMs).toBe(3299);
+    mode = 'fail';
+    expect(await lock.extend(lease, 2000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    mode = 'late';
+    expect(await lock.extend(lease, 2000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    expect(lease.signal.reason).toMatchObject({ reason: 'expired' });
+    expect(await lock.extend(lease, 2000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    mode = 'ok';
+    const second = granted(await lock.acquire('s', { ttlMs: 2000 }));
+    await c.leaseClient.leaseRevoke({ ID: second.owner });
+    expect(await lock.extend(second, 2000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(second.signal.reason).toMatchObject({ reason: 'expired' });
+    // A lease this lock never granted.
+    expect(await lock.extend({ ...second }, 2000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+  });
+
+  it('a lease released while its extension is in flight is not extended', async () => {
+    const clock = new ManualClock(0);
+    const real = etcd3Node(c, { clock });
+    let during: (() => Promise<void>) | null = null;
+    const node = wrapped(real, {
+      keepAlive: async (id) => {
+        const r = await real.keepAlive(id);
+        await during?.();
+        return r;
+      },
+    });
+    const lock = new EtcdLock({ node, clock, prefix: prefix() });
+    const lease = granted(await lock.acquire('r', { ttlMs: 3000 }));
+    during = () => lock.release(lease);
+    expect(await lock.extend(lease, 3000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    expect(lease.signal.reason).toMatchObject({ reason: 'released' });
+  });
+
+  it('an extension that lands exactly at the new deadline is no-quorum', async () => {
+    const clock = new ManualClock(0);
+    const real = etcd3Node(c, { clock });
+    let advance = 0;
+    const node = wrapped(real, { keepAlive: async (id) => ((await real.keepAlive(id)) + (clock.advance(advance), 0)) });
+    const lock = new EtcdLock({ node, clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 0 });
+    const lease = granted(await lock.acquire('r', { ttlMs: 3000 }));
+    advance = 2999;
+    expect(await lock.extend(lease, 3000)).toEqual({ kind: 'extended', validUntilMs: 3000 });
+    advance = 3000;
+    expect(await lock.extend(lease, 3000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+  });
+
+  it('release deletes only a key still ours, revokes the lease, and never throws for etcd failures', async () => {
+    const clock = new ManualClock(0);
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    const lock = new EtcdLock({ node: real, clock, prefix: p });
+    const lease = granted(await lock.acquire('r', { ttlMs: 5000 }));
+    // Someone else's key now (deleted and re-created under another lease): the release leaves it.
+    await c.kv.deleteRange({ key: lockKey('r', p) });
+    const theirs = granted(await new EtcdLock({ node: real, clock, prefix: p }).acquire('r', { ttlMs: 5000 }));
+    await lock.release(lease);
+    expect(await createRevision(lockKey('r', p))).toBe(theirs.token);
+    expect(await leaseCount()).toBe(1);
+    const broken = new EtcdLock({ node: wrapped(real, { deleteIfOwned: () => Promise.reject(new Error('x')), revoke: () => Promise.reject(new Error('y')) }), clock, prefix: p });
+    const l2 = granted(await broken.acquire('s', { ttlMs: 5000 }));
+    await broken.release(l2);
+    expect(l2.signal.reason).toMatchObject({ reason: 'released' });
+  });
+
+  it('forgets lost leases once it tracks 64, and next when the map has doubled', async () => {
+    const clock = new ManualClock(0);
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock, prefix: prefix() });
+    granted(await lock.acquire('r0', { ttlMs: 1000 }));
+    clock.advance(1000);
+    // Below 64 nothing is forgotten, lost or not.
+    granted(await lock.acquire('r1', { ttlMs: 1000 }));
+    expect(lock.trackedLeases).toBe(2);
+    for (let i = 2; i < 64; i++) granted(await lock.acquire(`r${i}`, { ttlMs: 1000 }));
+    expect(lock.trackedLeases).toBe(64);
+    clock.advance(1000);
+    granted(await lock.acquire('kept', { ttlMs: 5000 }));
+    expect(lock.trackedLeases).toBe(1);
+    // The next check is at 64 again (never below): a lost lease stays until then.
+    clock.advance(5000);
+    granted(await lock.acquire('u', { ttlMs: 100_000 }));
+    expect(lock.trackedLeases).toBe(2);
+    for (let i = 0; i < 62; i++) granted(await lock.acquire(`s${i}`, { ttlMs: 100_000 }));
+    expect(lock.trackedLeases).toBe(64);
+    // At 64: 'kept' (lost) is forgotten; 63 live ones stay, so the next check is at 126.
+    granted(await lock.acquire('t', { ttlMs: 100_000 }));
+    expect(lock.trackedLeases).toBe(64);
+    clock.advance(100_000);
+    granted(await lock.acquire('v', { ttlMs: 100_000 }));
+    expect(lock.trackedLeases).toBe(65);
+  });
+
+  it('a grant whose round trip ate the validity the allowance needs is validity-exhausted', async () => {
+    const clock = new ManualClock();
+    const real = etcd3Node(c, { clock });
+    const slow = wrapped(real, {
+      putIfAbsent: async (key, value, leaseId) => {
+        const r = await real.putIfAbsent(key, value, leaseId);
+        clock.advance(600);
+        return r;
+      },
+    });
+    const lock = new EtcdLock({ node: slow, clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 400 });
+    expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    await leasesBecome(0);
+  });
+});
+
+describe('etcd3Node', () => {
+  it('grant, put-if-absent, keep-alive, delete-if-owned, revoke and get, each one call', async () => {
+    const clock = new ManualClock();
+    const node = etcd3Node(c, { clock, requestTimeoutMs: 5000 });
+    const p = prefix();
+    const g = await node.grant(7);
+    expect(g.ttlSeconds).toBe(7);
+    const key = lockKey('r', p);
+    const put = await node.putIfAbsent(key, 'v', g.id);
+    expect(put.kind).toBe('created');
+    expect(put.createRevision).toBe(await createRevision(key));
+    expect(await node.get(key)).toBe('v');
+    const g2 = await node.grant(7);
+    expect(await node.putIfAbsent(key, 'w', g2.id)).toEqual({ kind: 'exists', lease: g.id, createRevision: put.createRevision });
+    expect(await node.get(key)).toBe('v');
+    const remaining = await node.keepAlive(g.id);
+    expect(remaining).toBeGreaterThan(0);
+    expect(remaining).toBeLessThanOrEqual(7);
+    expect(await node.deleteIfOwned(key, g2.id, put.createRevision)).toBe(false);
+    expect(await node.deleteIfOwned(key, g.id, put.createRevision + 1n)).toBe(false);
+    expect(await node.deleteIfOwned(key, g.id, put.createRevision)).toBe(true);
+    expect(await node.get(key)).toBeNull();
+    await node.revoke(g.id);
+    await node.revoke(g.id);
+    expect(await node.keepAlive(g.id)).toBeLessThanOrEqual(0);
+    await node.revoke(g2.id);
+  });
+
+  it('a deadline already passed is a TimeoutError naming the call', async () => {
+    const node = etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: 0 });
+    const e = await node.grant(5).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(TimeoutError);
+    expect((e as Error).message).toBe('etcd lease grant timed out after 0 ms');
+    await expect(node.get(lockKey('r'))).rejects.toThrow('etcd range timed out after 0 ms');
+  });
+
+  it('the gRPC deadline is sent with each call: one already passed is a TimeoutError even when our own timer never fires', async () => {
+    const never = { now: () => 0, schedule: () => () => undefined };
+    const node = etcd3Node(c, { clock: never, requestTimeoutMs: 0 });
+    const e = await node.grant(5).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(TimeoutError);
+    expect((e as Error).message).toBe('etcd lease grant timed out after 0 ms');
+    // Each call names itself.
+    const key = lockKey('r', prefix());
+    await expect(node.putIfAbsent(key, 'v', '1')).rejects.toThrow(new TimeoutError('etcd put-if-absent', 0));
+    await expect(node.deleteIfOwned(key, '1', 1n)).rejects.toThrow(new TimeoutError('etcd delete-if-owned', 0));
+    await expect(node.revoke('1')).rejects.toThrow(new TimeoutError('etcd lease revoke', 0));
+    await expect(node.get(key)).rejects.toThrow(new TimeoutError('etcd range', 0));
+    await expect(node.fencedWrite(cellKey('r', 'x/'), highestKey('r', 'x/'), 1n, 'v', 'strict')).rejects.toThrow(new TimeoutError('etcd fenced write', 0));
+  });
+
+  it('our own deadline bounds a call etcd does not answer; an unreachable host is UnavailableError naming the call', async () => {
+    const clock = new ManualClock();
+    const node = etcd3Node(c, { clock, requestTimeoutMs: 60_000 });
+    // The keep-alive of a lease that never answers... is answered; a stalled call is our clock running out first.
+    const pending = node.keepAlive('1').catch((x: unknown) => x);
+    clock.advance(60_000);
+    const e = await pending;
+    expect(e).toBeInstanceOf(TimeoutError);
+    expect((e as Error).message).toBe('etcd lease keep-alive timed out after 60000 ms');
+    const nowhere = etcd3Node(client(['http://127.0.0.1:1'], 300), { clock: new ManualClock(), requestTimeoutMs: 5000 });
+    const u = await nowhere.grant(5).catch((x: unknown) => x);
+    expect(u).toBeInstanceOf(UnavailableError);
+    expect((u as Error).message).toMatch(/^etcd lease grant: ./);
+    await expect(nowhere.revoke('1')).rejects.toThrow(/^etcd lease revoke: /);
+  });
+
+  it('a work function that throws at once is a failed call, typed', async () => {
+    const broken = { leaseClient: { leaseGrant: () => { throw new Error('sync'); } } } as unknown as Etcd3;
+    const e = await etcd3Node(broken, { clock: new ManualClock() }).grant(1).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect((e as Error).message).toBe('etcd lease grant: sync');
+  });
+});
+
+describe('etcdFencedStore', () => {
+  it('refuses a transactional policy and bad input before any call', async () => {
+    const node = etcd3Node(c, { clock: new ManualClock() });
+    expect(() => etcdFencedStore(node, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: an etcd store cannot be transactional' }));
+    const store = etcdFencedStore(node, 'strict', { prefix: prefix() });
+    await expect(store.write('', 1n, 'v')).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
+    await expect(store.write('r', -1n, 'v')).rejects.toThrow(expect.objectContaining({ code: 'invalid-token' }));
+    await expect(store.write('r', 1n, 1 as unknown as string)).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: value must be a string' }));
+    await expect(store.read('')).rejects.toThrow(InvalidInputError);
+    expect(await store.read('r')).toEqual({ value: null, token: null });
+  });
+
+  it.each([
+    ['strict', [[5n, 'accepted'], [5n, 'rejected'], [4n, 'rejected'], [6n, 'accepted'], [MAX, 'accepted'], [7n, 'rejected']], { value: 'v4', token: MAX }],
+    ['monotonic', [[5n, 'accepted'], [5n, 'accepted'], [4n, 'rejected'], [10n, 'accepted'], [9n, 'rejected']], { value: 'v3', token: 10n }],
+    ['unfenced', [[5n, 'accepted'], [2n, 'accepted'], [7n, 'accepted'], [3n, 'accepted']], { value: 'v3', token: 3n }],
+  ] as const)('%s: writes judged against the highest (digit-length boundaries included)', async (policy, writes, last) => {
+    const p = prefix();
+    const node = etcd3Node(c, { clock: new ManualClock() });
+    const store = etcdFencedStore(node, policy, { prefix: p });
+    let highest = 0n;
+    for (const [i, [token, outcome]] of writes.entries()) {
+      const r = await store.write('r', token, `v${i}`);
+      expect(r).toEqual(outcome === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest });
+      if (token > highest) highest = token;
+    }
+    expect(await store.read('r')).toEqual(last);
+    expect((await c.kv.range({ key: highestKey('r', p) })).kvs[0]!.value.toString()).toBe(highest.toString().padStart(19, '0'));
+    // Across a decimal-length boundary: 9 < 10 as numbers, though '9' > '10' as text.
+    const q = etcdFencedStore(node, policy, { prefix: prefix() });
+    expect(await q.write('s', 9n, 'a')).toEqual({ kind: 'accepted' });
+    expect((await q.write('s', 10n, 'b')).kind).toBe('accepted');
+  });
+});

@@ -1,0 +1,627 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
+import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing } from '../../impl/postgres/attempts.ts';
+import { advisoryKey, ensureSchema, PostgresSessionLock, PostgresTransactionLock, postgresFencedStore, SCHEMA } from '../../impl/postgres/index.ts';
+import type { AcquireResult } from '../../impl/leaseLock.ts';
+import type { Lease } from '../../impl/lease.ts';
+import { LockNotAcquiredError } from '../../impl/using.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { ManualClock, sharedPostgres } from './servers.ts';
+
+/**
+ * impl/postgres against one real PostgreSQL (tables emptied before each
+ * test): grants and tokens, stacking, release, loss of the connection,
+ * refusals typed from SQLSTATEs, timeouts, the fenced store's policies.
+ * Quick on purpose: `npm run mutation` kills impl/postgres with these.
+ */
+const server = sharedPostgres();
+let admin: pg.Client;
+const MAX = 2n ** 63n - 1n;
+const opened: Array<{ close(): Promise<void> }> = [];
+
+beforeAll(async () => {
+  admin = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+  await admin.connect();
+  await ensureSchema(admin);
+});
+afterAll(async () => {
+  await admin?.end().catch(() => undefined);
+});
+beforeEach(async () => {
+  await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
+});
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((l) => l.close()));
+  expect(await advisoryLocks()).toBe(0);
+});
+
+async function advisoryLocks(): Promise<number> {
+  // A closed connection's session ends a moment after the close: wait for its backend to go (bounded).
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const r = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'");
+    if (r.rows[0]!.n === 0 || Date.now() > deadline) return r.rows[0]!.n;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function session(options: Partial<ConstructorParameters<typeof PostgresSessionLock>[0]> = {}): PostgresSessionLock {
+  const lock = new PostgresSessionLock({ connection: server(), statementTimeoutMs: 5_000, ...options });
+  opened.push(lock);
+  return lock;
+}
+function xact(options: Partial<ConstructorParameters<typeof PostgresTransactionLock>[0]> = {}): PostgresTransactionLock {
+  const lock = new PostgresTransactionLock({ connection: server(), statementTimeoutMs: 5_000, ...options });
+  opened.push(lock);
+  return lock;
+}
+function granted(r: AcquireResult): Lease {
+  if (r.kind !== 'granted') throw new Error(`expected granted, got ${JSON.stringify(r)}`);
+  return r.lease;
+}
+async function thrown(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (v) => new Error(`expected a rejection, got ${JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`),
+    (e: unknown) => e,
+  );
+}
+/** Lets pending promise callbacks and I/O run (a bounded number of turns). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+/** Waits, bounded, until `cond` holds. */
+async function until(cond: () => boolean, what = 'the condition'): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+/**
+ * A round trip that never answers; the statement's timeout (on `clock`, armed
+ * right after the link is called) then fires: the clock moves past it once
+ * this turn's callbacks ran.
+ */
+function unanswered(clock: ManualClock): Promise<never> {
+  setImmediate(() => clock.advance(30_000));
+  return new Promise<never>(() => undefined);
+}
+function dbError(code: string, message = `error ${code}`): pg.DatabaseError {
+  const e = new pg.DatabaseError(message, message.length, 'error');
+  e.code = code;
+  return e;
+}
+
+describe('attempts: settings, retries and the error mapping', () => {
+  it('lockSettings checks statementTimeoutMs and tokenBase, and defaults to 5000 and 0', () => {
+    for (const statementTimeoutMs of [0, -1, 1.5]) {
+      expect(() => lockSettings({ connection: {}, statementTimeoutMs })).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: statementTimeoutMs must be a positive integer' }));
+    }
+    expect(() => lockSettings({ connection: {}, tokenBase: -1n })).toThrow(expect.objectContaining({ code: 'invalid-token' }));
+    const s = lockSettings({ connection: {} });
+    expect(s.timeoutMs).toBe(5000);
+    expect(s.base).toBe('0');
+    expect(lockSettings({ connection: {}, statementTimeoutMs: 1, tokenBase: 2n ** 53n + 1n })).toMatchObject({ timeoutMs: 1, base: '9007199254740993' });
+  });
+
+  it('the statement bound: a round trip with no reply is a TimeoutError naming the statement; the link carries it', async () => {
+    const clock = new ManualClock();
+    const carried: string[] = [];
+    const s = lockSettings({ connection: {}, clock, statementTimeoutMs: 50, link: (rt) => (carried.push('link'), rt()) });
+    expect(s.clock).toBe(clock);
+    expect(await s.statement(async () => 7)).toBe(7);
+    expect(await s.link(async () => 8)).toBe(8);
+    expect(carried).toEqual(['link', 'link']);
+    const late = s.statement(() => new Promise<never>(() => undefined));
+    clock.advance(49);
+    await Promise.resolve();
+    clock.advance(1);
+    const e = await thrown(late);
+    expect(e).toBeInstanceOf(TimeoutError);
+    expect((e as Error).message).toBe('statement timed out after 50 ms');
+  });
+
+  it('acquireWithRetries: validates, then tries once plus `retries`, retryDelayMs apart on the clock', async () => {
+    const clock = new ManualClock();
+    const state = { closed: false, clock };
+    let calls = 0;
+    const denied = async (): Promise<AcquireResult> => (calls++, { kind: 'denied', reason: 'held' });
+    const run = (options: object, s = state) => acquireWithRetries('session', 'r', options, s, denied);
+    await expect(run({}, { closed: true, clock })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: the lock was closed' }));
+    await expect(run({ ttlMs: 10 })).rejects.toThrow(expect.objectContaining({ code: 'unsupported-operation', message: 'unsupported-operation: a PostgreSQL session lock has no ttl' }));
+    for (const retries of [-1, 101, 0.5]) await expect(run({ retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
+    await expect(run({ retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryDelayMs must be') }));
+    await expect(acquireWithRetries('session', '', {}, state, denied)).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
+    expect(calls).toBe(0);
+    expect(await run({})).toEqual({ kind: 'denied', reason: 'held' });
+    expect(calls).toBe(1);
+    // Sleeps resolve at once on a clock that is never advanced only if their delay is 0.
+    expect(await run({ retries: 100 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(calls).toBe(102);
+    expect(clock.delays.slice(-100)).toEqual(Array(100).fill(0));
+    calls = 0;
+    const before = clock.delays.length;
+    const pending = run({ retries: 2, retryDelayMs: 30 });
+    await until(() => clock.delays.length > before);
+    expect(calls).toBe(1);
+    expect(clock.delays.at(-1)).toBe(30);
+    clock.advance(29);
+    await settle();
+    expect(calls).toBe(1);
+    clock.advance(1);
+    await until(() => clock.delays.length > before + 1);
+    expect(calls).toBe(2);
+    clock.advance(30);
+    expect(await pending).toEqual({ kind: 'denied', reason: 'held' });
+    expect(calls).toBe(3);
+    // A grant or any other outcome ends the loop at once.
+    let n = 0;
+    const timedOut = async (): Promise<AcquireResult> => (n++, { kind: 'timed-out' });
+    expect(await acquireWithRetries('transaction', 'r', { retries: 5 }, state, timedOut)).toEqual({ kind: 'timed-out' });
+    expect(n).toBe(1);
+  });
+
+  it('configError: credentials, database and host are ConnectionConfigError; anything else is not', () => {
+    const codes = (code: string, message = 'm') => configError(Object.assign(new Error(message), { code }));
+    expect(codes('28P01')).toMatchObject({ code: 'authentication', message: 'authentication: the server refused the credentials: m' });
+    expect(codes('28000')).toMatchObject({ code: 'authentication' });
+    expect(configError(new Error('SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string'))).toMatchObject({ code: 'authentication' });
+    expect(codes('3D000', 'no such db')).toMatchObject({ code: 'unknown-database', message: 'unknown-database: no such db' });
+    expect(codes('ENOTFOUND', 'x')).toMatchObject({ code: 'unknown-host', message: 'unknown-host: the host name does not resolve: x' });
+    expect(codes('EAI_AGAIN')).toMatchObject({ code: 'unknown-host' });
+    expect(codes('ECONNREFUSED')).toBeNull();
+    expect(configError('28P01')).toBeNull();
+    expect(configError(Object.assign(new Error('x'), { code: '28P02' }))).toBeNull();
+  });
+
+  it('refusal: permission, schema and statement refusals typed; outages, timeouts and sockets are null', () => {
+    expect(refusal(dbError('42501', 'denied'))).toMatchObject({ code: 'permission', serverCode: '42501', message: 'permission (42501): denied' });
+    for (const code of ['3F000', '42P01', '42703', '42704', '42883', '42P02']) expect(refusal(dbError(code))).toMatchObject({ code: 'schema', serverCode: code });
+    for (const code of ['42601', '22P02', '23505', '42P03', '25P02']) expect(refusal(dbError(code))).toMatchObject({ code: 'statement', serverCode: code });
+    for (const code of ['42601', '42501', '42P01']) {
+      const e = dbError(code);
+      expect(refusal(e)?.cause).toBe(e);
+    }
+    const e = dbError('42601');
+    expect(refusal(e)).toBeInstanceOf(ServerRefusedError);
+    for (const code of ['08006', '40001', '40P01', '53300', '57P01', '57014', '58030']) expect(refusal(dbError(code))).toBeNull();
+    for (const code of ['4250', '425011', 'a2501', '']) expect(refusal(dbError(code))).toBeNull();
+    expect(refusal(Object.assign(dbError('x'), { code: undefined }))).toBeNull();
+    expect(refusal(Object.assign(new Error('x'), { code: '42601' }))).toBeNull();
+    expect(refusal(Object.assign(new Error('x'), { code: 'EPIPE' }))).toBeNull();
+    expect(refusal(Object.assign(new Error('m'), { code: '28P01' }))).toBeInstanceOf(ConnectionConfigError);
+    expect(NUMERIC_OUT_OF_RANGE).toBe('22003');
+  });
+
+  it('replyMissing: our timeout or pg\'s query_timeout; nothing else', () => {
+    expect(replyMissing(new TimeoutError('statement', 1))).toBe(true);
+    expect(replyMissing(new Error('Query read timeout'))).toBe(true);
+    expect(replyMissing(new Error('Query read timeout!'))).toBe(false);
+    expect(replyMissing({ message: 'Query read timeout' })).toBe(false);
+    expect(replyMissing(new UnavailableError('x'))).toBe(false);
+  });
+
+  it('endWithin: a goodbye that never comes destroys the socket after ms; a goodbye that fails is no error', async () => {
+    let destroyed = 0;
+    const stream = { destroy: () => void destroyed++ };
+    await endWithin({ end: () => new Promise<void>(() => undefined), connection: { stream } } as unknown as pg.Client, 5);
+    expect(destroyed).toBe(1);
+    await endWithin({ end: () => Promise.reject(new Error('gone')), connection: { stream } } as unknown as pg.Client, 60_000);
+    await endWithin({ end: () => Promise.resolve(), connection: { stream } } as unknown as pg.Client, 60_000);
+    expect(destroyed).toBe(1);
+    destroyConnection({ connection: { stream } } as unknown as pg.Client);
+    expect(destroyed).toBe(2);
+    destroyConnection({} as unknown as pg.Client);
+    // A client that never connected has no socket to destroy: the timer must not throw.
+    await endWithin({ end: () => new Promise<void>(() => undefined) } as unknown as pg.Client, 5);
+    await endWithin({ end: () => new Promise<void>(() => undefined), connection: {} } as unknown as pg.Client, 5);
+  });
+});
+
+describe('schema and keys', () => {
+  it('advisoryKey is the first 8 bytes of SHA-256, signed, as PostgreSQL computes it', async () => {
+    for (const name of ['a', 'résumé/ключ', 'x'.repeat(256)]) {
+      const r = await admin.query<{ k: string }>("SELECT ('x' || substr(encode(sha256(convert_to($1, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint::text AS k", [name]);
+      expect(advisoryKey(name)).toBe(BigInt(r.rows[0]!.k));
+      expect(advisoryKey(name)).toBe(createHash('sha256').update(name, 'utf8').digest().readBigInt64BE(0));
+    }
+    expect(() => advisoryKey('')).toThrow(InvalidInputError);
+  });
+
+  it('ensureSchema makes the tables with their checks, twice is fine, a concurrent create is tolerated', async () => {
+    await ensureSchema(admin);
+    await expect(admin.query("INSERT INTO lockcheck_tokens VALUES ('neg', -1)")).rejects.toMatchObject({ code: '23514' });
+    await expect(admin.query("INSERT INTO lockcheck_store VALUES ('neg', 'v', 1, -1)")).rejects.toMatchObject({ code: '23514' });
+    await expect(admin.query("INSERT INTO lockcheck_store VALUES ('neg', 'v', -1, 1)")).rejects.toMatchObject({ code: '23514' });
+    expect(SCHEMA).toContain('CREATE TABLE IF NOT EXISTS lockcheck_tokens');
+    for (const code of ['23505', '42P07']) await ensureSchema({ query: () => Promise.reject(Object.assign(new Error(code), { code })) });
+    await expect(ensureSchema({ query: () => Promise.reject(Object.assign(new Error('other'), { code: '42501' })) })).rejects.toThrow('other');
+  });
+});
+
+describe('PostgresSessionLock', () => {
+  it('grants mint base + 1, + 2 across clients; a held lock is denied; the owner names the backend', async () => {
+    const a = session({ tokenBase: 2n ** 32n });
+    const b = session({ tokenBase: 2n ** 32n });
+    expect(a.backendPid).toBeNull();
+    const la = granted(await a.acquire('r'));
+    expect(la.token).toBe(2n ** 32n + 1n);
+    expect(la.owner).toBe(`pg:${a.backendPid}:1`);
+    expect(typeof a.backendPid).toBe('number');
+    expect(la.validUntilMs).toBeNull();
+    expect(la.resource).toBe('r');
+    expect(await b.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    await a.release(la);
+    expect(la.signal.aborted).toBe(true);
+    expect(la.signal.reason).toMatchObject({ reason: 'released' });
+    const lb = granted(await b.acquire('r'));
+    expect(lb.token).toBe(2n ** 32n + 2n);
+    expect(lb.owner).toBe(`pg:${b.backendPid}:1`);
+    const second = granted(await b.acquire('s'));
+    expect(second.owner).toBe(`pg:${b.backendPid}:2`);
+    const rows = await admin.query<{ resource: string; token: string }>('SELECT resource, token::text AS token FROM lockcheck_tokens ORDER BY resource');
+    expect(rows.rows).toEqual([
+      { resource: 'r', token: (2n ** 32n + 2n).toString() },
+      { resource: 's', token: (2n ** 32n + 1n).toString() },
+    ]);
+  });
+
+  it('stacks: the holder\'s acquire is the same lease and needs its own release', async () => {
+    const a = session();
+    const b = session();
+    const l1 = granted(await a.acquire('r'));
+    const l2 = granted(await a.acquire('r'));
+    expect(l2).toBe(l1);
+    const locks = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted");
+    expect(locks.rows[0]!.n).toBe(1);
+    await a.release(l1);
+    expect(l1.signal.aborted).toBe(false);
+    expect(await b.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    await a.release(l1);
+    expect(l1.signal.aborted).toBe(true);
+    expect(granted(await b.acquire('r')).token).toBe(2n);
+    // A release of a lease this lock does not hold is nothing.
+    await a.release(l1);
+    await b.release(l1);
+    expect(await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'").then((r) => r.rows[0].n)).toBe(1);
+  });
+
+  it('retries: a denial is tried again; the lock freed in between is granted', async () => {
+    const a = session();
+    const clock = new ManualClock();
+    const b = session({ clock });
+    const la = granted(await a.acquire('r'));
+    expect(await b.acquire('r', { retries: 1 })).toEqual({ kind: 'denied', reason: 'held' });
+    const pending = b.acquire('r', { retries: 3, retryDelayMs: 100 });
+    await until(() => clock.delays.includes(100), 'the retry sleep');
+    await a.release(la);
+    clock.advance(100);
+    expect(granted(await pending).token).toBe(2n);
+    expect(clock.delays.filter((d) => d === 100)).toHaveLength(1);
+    await expect(b.acquire('r', { ttlMs: 5 } as object)).rejects.toThrow(expect.objectContaining({ code: 'unsupported-operation', message: 'unsupported-operation: a PostgreSQL session lock has no ttl' }));
+  });
+
+  it('a terminated backend loses every lease on it (connection-lost) and calls onConnectionLost once; the next acquire reconnects', async () => {
+    let lostCalls = 0;
+    const a = session({ onConnectionLost: () => void lostCalls++ });
+    const l1 = granted(await a.acquire('r'));
+    const l2 = granted(await a.acquire('s'));
+    const signal = l1.signal;
+    const pid = a.backendPid!;
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    const deadline = Date.now() + 10_000;
+    while (!signal.aborted && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(signal.reason).toMatchObject({ reason: 'connection-lost' });
+    expect(l2.signal.reason).toMatchObject({ reason: 'connection-lost', message: "lease on 's' connection-lost" });
+    expect(lostCalls).toBe(1);
+    expect(a.backendPid).toBeNull();
+    await a.release(l1);
+    const l3 = granted(await a.acquire('r'));
+    expect(l3.token).toBe(2n);
+    expect(a.backendPid).not.toBe(pid);
+  });
+
+  it('close loses the held leases, ends the session, and refuses later acquires', async () => {
+    const a = session();
+    const b = session();
+    const l = granted(await a.acquire('r'));
+    await a.close();
+    expect(l.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    expect(a.backendPid).toBeNull();
+    await expect(a.acquire('r')).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: the lock was closed' }));
+    expect(granted(await b.acquire('r')).token).toBe(2n);
+    await a.close();
+  });
+
+  it('a token at 2^63-1 is TokenOverflowError, and the session (with the lock it took) is ended', async () => {
+    await admin.query("INSERT INTO lockcheck_tokens VALUES ('full', $1)", [MAX.toString()]);
+    const a = session();
+    const l = granted(await a.acquire('other'));
+    const e = await thrown(a.acquire('full'));
+    expect(e).toBeInstanceOf(TokenOverflowError);
+    expect(e).toMatchObject({ resource: 'full' });
+    expect(l.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    expect(await advisoryLocks()).toBe(0);
+    expect(granted(await session().acquire('other')).token).toBe(2n);
+  });
+
+  it('a statement with no reply in time is timed-out and ends the session; a failing connect is typed or no-quorum', async () => {
+    let hang = false;
+    const clock = new ManualClock();
+    const a = session({ clock, statementTimeoutMs: 30_000, link: (rt) => (hang ? unanswered(clock) : rt()) });
+    const held = granted(await a.acquire('held'));
+    hang = true;
+    expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
+    expect(held.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    // Connecting with no reply in time.
+    expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
+    hang = false;
+    expect(granted(await a.acquire('r')).token).toBe(1n);
+    const refused = session({ connection: { ...server(), password: 'wrong' } });
+    expect(await thrown(refused.acquire('r'))).toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
+    const noDb = session({ connection: { ...server(), database: 'absent_db' } });
+    expect(await thrown(noDb.acquire('r'))).toMatchObject({ name: 'ConnectionConfigError', code: 'unknown-database' });
+    const nowhere = session({ connection: { ...server(), port: 1 } });
+    expect(await nowhere.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+  });
+
+  it('a release whose unlock fails ends the session and throws UnavailableError', async () => {
+    let fail = false;
+    const a = session({ link: (rt) => (fail ? Promise.reject(new Error('link down')) : rt()) });
+    const l = granted(await a.acquire('r'));
+    const other = granted(await a.acquire('s'));
+    await a.release(l);
+    const l2 = granted(await a.acquire('r'));
+    fail = true;
+    const e = await thrown(a.release(l2));
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect((e as Error).message).toBe("release of 'r' failed (link down); the session was ended, so the server frees the lock");
+    expect((e as Error).cause).toMatchObject({ message: 'link down' });
+    expect(other.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    // A failing statement on a grant: no-quorum, and the session ended too.
+    fail = false;
+    const l3 = granted(await a.acquire('t'));
+    fail = true;
+    expect(await a.acquire('u')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(l3.signal.aborted).toBe(true);
+  });
+
+  it('refusals: a token table without its column is ServerRefusedError, the statement\'s lock is freed', async () => {
+    const a = session();
+    await admin.query('ALTER TABLE lockcheck_tokens RENAME COLUMN token TO t');
+    try {
+      expect(await thrown(a.acquire('r'))).toMatchObject({ name: 'ServerRefusedError', code: 'schema', serverCode: '42703' });
+    } finally {
+      await admin.query('ALTER TABLE lockcheck_tokens RENAME COLUMN t TO token');
+    }
+    expect(await advisoryLocks()).toBe(0);
+  });
+});
+
+describe('PostgresTransactionLock', () => {
+  it('a lease is a transaction: its writes commit with release, vanish with rollback', async () => {
+    const a = xact({ tokenBase: 99n });
+    const b = xact();
+    const l = granted(await a.acquire('r'));
+    expect(l.token).toBe(100n);
+    expect(l.owner).toBe('pgx:1');
+    expect(l.validUntilMs).toBeNull();
+    expect(a.leaseFor('r')).toBe(l);
+    expect(a.leaseFor('s')).toBeUndefined();
+    expect(await b.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    const store = postgresFencedStore(a.queryable(l), 'transactional');
+    expect(await store.write('r', l.token, 'v1')).toEqual({ kind: 'accepted' });
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: null, token: null });
+    await a.release(l);
+    expect(l.signal.reason).toMatchObject({ reason: 'released' });
+    expect(a.leaseFor('r')).toBeUndefined();
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'v1', token: 100n });
+    const l2 = granted(await b.acquire('r'));
+    expect(l2.token).toBe(101n);
+    expect(l2.owner).toBe('pgx:1');
+    await postgresFencedStore(b.queryable(l2), 'transactional').write('r', l2.token, 'v2');
+    await b.rollback(l2);
+    expect(l2.signal.aborted).toBe(true);
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'v1', token: 100n });
+    expect(() => b.queryable(l2)).toThrow(expect.objectContaining({ code: 'precondition', message: "precondition: no open transaction for 'r'" }));
+    await b.release(l2);
+    await b.rollback(l2);
+    expect(granted(await a.acquire('r')).owner).toBe('pgx:2');
+  });
+
+  it('stacks inside the transaction; connections are kept idle, at most four', async () => {
+    const a = xact();
+    const l = granted(await a.acquire('r'));
+    expect(granted(await a.acquire('r'))).toBe(l);
+    await a.release(l);
+    const leases = [];
+    for (const r of ['a', 'b', 'c', 'd', 'e', 'f']) leases.push(granted(await a.acquire(r)));
+    // Six transactions and the minter.
+    expect(a.backendPids).toHaveLength(7);
+    expect(new Set(a.backendPids).size).toBe(7);
+    for (const x of leases) await a.release(x);
+    // Four kept idle, plus the minter.
+    expect(a.backendPids).toHaveLength(5);
+    const again = granted(await a.acquire('g'));
+    expect(a.backendPids).toHaveLength(5);
+    await a.close();
+    expect(again.signal.reason).toMatchObject({ reason: 'released' });
+    expect(a.backendPids).toHaveLength(0);
+    await expect(a.acquire('r')).rejects.toThrow(expect.objectContaining({ message: 'precondition: the lock was closed' }));
+    await expect(xact().acquire('r', { ttlMs: 1 } as object)).rejects.toThrow(expect.objectContaining({ message: 'unsupported-operation: a PostgreSQL transaction lock has no ttl' }));
+  });
+
+  it('withLock: commits what fn wrote and returns its result; rolls back and rethrows; a wait that runs out is LockNotAcquiredError', async () => {
+    const a = xact();
+    const b = xact();
+    let seen: Lease | undefined;
+    const result = await a.withLock('r', 1000, async (tx, lease) => {
+      seen = lease;
+      expect(lease.token).toBe(1n);
+      expect(lease.owner).toBe('pgx:1');
+      await postgresFencedStore(tx, 'transactional').write('r', lease.token, 'in');
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(seen!.signal.reason).toMatchObject({ reason: 'released' });
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'in', token: 1n });
+    await expect(
+      a.withLock('r', 0, async (tx, lease) => {
+        await postgresFencedStore(tx, 'transactional').write('r', lease.token, 'lost');
+        throw new Error('fn failed');
+      }),
+    ).rejects.toThrow('fn failed');
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'in', token: 1n });
+    const held = granted(await b.acquire('r'));
+    const e = await thrown(a.withLock('r', 0, async () => 'never'));
+    expect(e).toBeInstanceOf(LockNotAcquiredError);
+    expect(e).toMatchObject({ reason: 'held' });
+    await b.release(held);
+    for (const waitMs of [-1, 1.5, 2 ** 31]) {
+      await expect(a.withLock('r', waitMs, async () => 1)).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: 'invalid-duration: waitMs must be an integer in [0, 2^31-1]' }));
+    }
+    await expect(a.withLock('', 1, async () => 1)).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
+    expect(await a.withLock('r', 2 ** 31 - 1, async (_tx, lease) => lease.token)).toBe(4n);
+    // The wait is lock_timeout: a holder that lets go within it is waited for.
+    const h = granted(await b.acquire('w'));
+    const waiting = a.withLock('w', 30_000, async (_tx, lease) => lease.token);
+    const waiters = async () => (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]!.n;
+    for (let deadline = Date.now() + 10_000; (await waiters()) === 0; ) if (Date.now() > deadline) throw new Error('withLock never waited');
+    await b.release(h);
+    expect(await waiting).toBe(2n);
+  });
+
+  it('a token at 2^63-1 is TokenOverflowError and the transaction is dropped', async () => {
+    await admin.query("INSERT INTO lockcheck_tokens VALUES ('full', $1)", [MAX.toString()]);
+    const a = xact();
+    const e = await thrown(a.acquire('full'));
+    expect(e).toBeInstanceOf(TokenOverflowError);
+    expect(a.leaseFor('full')).toBeUndefined();
+    expect(await advisoryLocks()).toBe(0);
+  });
+
+  it('no reply in time is timed-out, a failing statement no-quorum, and either drops the transaction; a failed commit is UnavailableError', async () => {
+    let mode: 'ok' | 'hang' | 'fail' = 'ok';
+    let lostCalls = 0;
+    const clock = new ManualClock();
+    const a = xact({ clock, statementTimeoutMs: 30_000, onConnectionLost: () => void lostCalls++, link: (rt) => (mode === 'hang' ? unanswered(clock) : mode === 'fail' ? Promise.reject(new Error('link down')) : rt()) });
+    const l = granted(await a.acquire('r'));
+    mode = 'hang';
+    expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
+    expect(await a.acquire('s')).toEqual({ kind: 'timed-out' });
+    mode = 'fail';
+    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(await a.acquire('s')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    const e = await thrown(a.release(l));
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect((e as Error).message).toBe("COMMIT of 'r' failed (link down); the connection was dropped, so the lock is freed, but the changes may or may not have been committed");
+    mode = 'ok';
+    expect(granted(await a.acquire('r')).token).toBe(2n);
+    // Dropping a connection is the lock's own doing, not a loss it reports.
+    expect(lostCalls).toBe(0);
+    const refused = xact({ connection: { ...server(), password: 'wrong' } });
+    expect(await thrown(refused.acquire('r'))).toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
+    const nowhere = xact({ connection: { ...server(), port: 1 } });
+    expect(await nowhere.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+  });
+
+  it('a failing BEGIN on an idle connection: timed-out or no-quorum, the connection dropped', async () => {
+    let mode: 'ok' | 'hang' | 'fail' = 'ok';
+    const clock = new ManualClock();
+    const a = xact({ clock, statementTimeoutMs: 30_000, link: (rt) => (mode === 'hang' ? unanswered(clock) : mode === 'fail' ? Promise.reject(new Error('link down')) : rt()) });
+    await a.release(granted(await a.acquire('r')));
+    expect(a.backendPids).toHaveLength(2);
+    mode = 'hang';
+    expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
+    expect(a.backendPids).toHaveLength(1);
+    mode = 'ok';
+    await a.release(granted(await a.acquire('r')));
+    mode = 'fail';
+    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(a.backendPids).toHaveLength(1);
+    mode = 'ok';
+    expect(granted(await a.acquire('r')).token).toBe(3n);
+  });
+
+  it('a minter that cannot connect fails that grant (no-quorum) and is made afresh for the next', async () => {
+    let calls = 0;
+    // Round trips of a fresh lock's first grant: connect, BEGIN, try-lock, the minter's connect (4th), MINT.
+    const a = xact({ link: (rt) => (++calls === 4 ? Promise.reject(new Error('minter link down')) : rt()) });
+    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(a.leaseFor('r')).toBeUndefined();
+    expect(granted(await a.acquire('r')).token).toBe(1n);
+  });
+
+  it('withLock: a ROLLBACK that fails drops the connection instead of keeping it', async () => {
+    let fail = false;
+    const a = xact({ link: (rt) => (fail ? Promise.reject(new Error('link down')) : rt()) });
+    await expect(
+      a.withLock('r', 100, async () => {
+        fail = true;
+        throw new Error('fn failed');
+      }),
+    ).rejects.toThrow('fn failed');
+    fail = false;
+    // Only the minter is left.
+    expect(a.backendPids).toHaveLength(1);
+  });
+
+  it('a terminated backend loses its lease (connection-lost)', async () => {
+    let lostCalls = 0;
+    const a = xact({ onConnectionLost: () => void lostCalls++ });
+    const l = granted(await a.acquire('r'));
+    const signal = l.signal;
+    const pids = a.backendPids;
+    expect(pids).toHaveLength(2);
+    for (const pid of pids) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    const deadline = Date.now() + 10_000;
+    while ((!signal.aborted || lostCalls < 2) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(signal.reason).toMatchObject({ reason: 'connection-lost' });
+    expect(a.leaseFor('r')).toBeUndefined();
+    expect(lostCalls).toBe(2);
+    expect(a.backendPids).toHaveLength(0);
+    expect(granted(await a.acquire('r')).token).toBe(2n);
+  });
+});
+
+describe('postgresFencedStore', () => {
+  it('validates before any statement', async () => {
+    const store = postgresFencedStore(admin, 'strict');
+    await expect(store.write('', 1n, 'v')).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
+    await expect(store.write('r', -1n, 'v')).rejects.toThrow(expect.objectContaining({ code: 'invalid-token' }));
+    await expect(store.write('r', 1n, 1 as unknown as string)).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: value must be a string' }));
+    await expect(store.read('')).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
+    expect(await store.read('r')).toEqual({ value: null, token: null });
+  });
+
+  it('strict: only a larger token writes, the rejection names the highest', async () => {
+    const store = postgresFencedStore(admin, 'strict');
+    expect(await store.write('r', 5n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await store.write('r', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await store.write('r', 3n, 'c')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await store.write('r', MAX, 'd')).toEqual({ kind: 'accepted' });
+    expect(await store.read('r')).toEqual({ value: 'd', token: MAX });
+  });
+
+  it('monotonic: an equal token writes, a smaller one does not', async () => {
+    const store = postgresFencedStore(admin, 'monotonic');
+    expect(await store.write('r', 5n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await store.write('r', 5n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await store.write('r', 4n, 'c')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await store.read('r')).toEqual({ value: 'b', token: 5n });
+  });
+
+  it('unfenced and transactional: every write lands; highest stays the largest', async () => {
+    for (const policy of ['unfenced', 'transactional'] as const) {
+      const store = postgresFencedStore(admin, policy);
+      const r = `r-${policy}`;
+      expect(await store.write(r, 9n, 'a')).toEqual({ kind: 'accepted' });
+      expect(await store.write(r, 2n, 'b')).toEqual({ kind: 'accepted' });
+      expect(await store.read(r)).toEqual({ value: 'b', token: 2n });
+      const h = await admin.query<{ h: string }>('SELECT highest::text AS h FROM lockcheck_store WHERE resource = $1', [r]);
+      expect(h.rows[0]!.h).toBe('9');
+    }
+  });
+});

@@ -1,0 +1,316 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ConnectionConfigError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../../impl/errors.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { createRedisLock, keysFor, redisFencedStore, redisLeaseNode } from '../../impl/redis/index.ts';
+import { withLockCommands } from '../../impl/redis/commands.ts';
+import { ManualClock, sharedRedis } from './servers.ts';
+
+/**
+ * impl/redis against one real redis-server (flushed before each test): the
+ * scripts' replies and the keys they leave, token bases, prefixes, WAIT for
+ * replicas, and the errors typed from the server's. Quick on purpose: these
+ * are what `npm run mutation` kills the TypeScript of impl/redis with.
+ */
+const server = sharedRedis();
+let redis: Redis;
+const MAX = 2n ** 63n - 1n;
+
+beforeAll(() => {
+  const s = server();
+  redis = new Redis({ ...s, lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, commandTimeout: 5_000 });
+});
+afterAll(() => redis?.disconnect());
+beforeEach(async () => {
+  await redis.flushall();
+});
+
+function client(options: { password?: string; username?: string } = {}): Redis {
+  const s = server();
+  const c = new Redis({ host: s.host, port: s.port, password: options.password ?? s.password, ...(options.username !== undefined ? { username: options.username } : {}), lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 5_000, commandTimeout: 5_000, retryStrategy: () => null, enableReadyCheck: false });
+  // Refusals are what these tests read from the commands; the connection's own error events are expected.
+  c.on('error', () => undefined);
+  return c;
+}
+
+async function thrown(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (v) => new Error(`expected a rejection, got ${String(v)}`),
+    (e: unknown) => e,
+  );
+}
+
+describe('keysFor', () => {
+  it('names the lock, counter and cell under the prefix', () => {
+    expect(keysFor('a/b')).toEqual({ lock: 'lockcheck:lock:a/b', counter: 'lockcheck:token:a/b', cell: 'lockcheck:store:a/b' });
+    expect(keysFor('r', 'app')).toEqual({ lock: 'app:lock:r', counter: 'app:token:r', cell: 'app:store:r' });
+    expect(() => keysFor('')).toThrow(InvalidInputError);
+  });
+});
+
+describe('redisLeaseNode', () => {
+  it('acquire mints tokenBase + 1, + 2, ... and sets the lock to the owner with the ttl', async () => {
+    const node = redisLeaseNode(redis);
+    expect(await node.acquire('r', 'o1', 60_000)).toBe(1n);
+    expect(await redis.get('lockcheck:lock:r')).toBe('o1');
+    const pttl = await redis.pttl('lockcheck:lock:r');
+    expect(pttl).toBeGreaterThan(50_000);
+    expect(pttl).toBeLessThanOrEqual(60_000);
+    expect(await node.acquire('r', 'o2', 60_000)).toBeNull();
+    expect(await redis.get('lockcheck:token:r')).toBe('1');
+    expect(await node.release('r', 'o1')).toBe(true);
+    expect(await node.acquire('r', 'o2', 60_000)).toBe(2n);
+  });
+
+  it('a token base across 2^53 is exact; the counter holds digits', async () => {
+    const base = 2n ** 53n + 7n;
+    const node = redisLeaseNode(redis, { tokenBase: base, prefix: 'p' });
+    expect(await node.acquire('r', 'o', 1000)).toBe(base + 1n);
+    expect(await redis.get('p:token:r')).toBe((base + 1n).toString());
+    expect(await redis.exists('lockcheck:lock:r')).toBe(0);
+    expect(() => redisLeaseNode(redis, { tokenBase: -1n })).toThrow(InvalidInputError);
+  });
+
+  it('release and extend act only for the owner', async () => {
+    const node = redisLeaseNode(redis);
+    await node.acquire('r', 'o', 5_000);
+    expect(await node.release('r', 'other')).toBe(false);
+    expect(await node.extend('r', 'other', 60_000)).toBe(false);
+    expect(await redis.pttl('lockcheck:lock:r')).toBeLessThanOrEqual(5_000);
+    expect(await node.extend('r', 'o', 60_000)).toBe(true);
+    expect(await redis.pttl('lockcheck:lock:r')).toBeGreaterThan(50_000);
+    expect(await redis.get('lockcheck:lock:r')).toBe('o');
+    expect(await node.release('r', 'o')).toBe(true);
+    expect(await redis.exists('lockcheck:lock:r')).toBe(0);
+    expect(await node.release('r', 'o')).toBe(false);
+    expect(await node.extend('r', 'o', 1000)).toBe(false);
+  });
+
+  it('raiseToken raises the counter, never lowers it, and starts from the base', async () => {
+    const node = redisLeaseNode(redis, { tokenBase: 10n });
+    await node.raiseToken('r', 5n);
+    expect(await redis.get('lockcheck:token:r')).toBeNull();
+    await node.raiseToken('r', 12n);
+    expect(await redis.get('lockcheck:token:r')).toBe('12');
+    await node.raiseToken('r', 9n);
+    expect(await redis.get('lockcheck:token:r')).toBe('12');
+    await node.raiseToken('r', 100n);
+    expect(await redis.get('lockcheck:token:r')).toBe('100');
+    expect(await node.acquire('r', 'o', 1000)).toBe(101n);
+    await expect(node.raiseToken('r', -1n)).rejects.toThrow(InvalidInputError);
+  });
+
+  it('a counter at 2^63-1 is a TokenOverflowError naming the resource, and the lock is not set', async () => {
+    await redis.set('lockcheck:token:full', MAX.toString());
+    const e = await thrown(redisLeaseNode(redis).acquire('full', 'o', 1000));
+    expect(e).toBeInstanceOf(TokenOverflowError);
+    expect((e as TokenOverflowError).resource).toBe('full');
+    expect((e as Error).message).toBe("the fencing token of 'full' reached 2^63-1; no further grant is possible");
+    expect(await redis.exists('lockcheck:lock:full')).toBe(0);
+    // One below the end still grants the last token.
+    await redis.set('lockcheck:token:last', (MAX - 1n).toString());
+    expect(await redisLeaseNode(redis).acquire('last', 'o', 1000)).toBe(MAX);
+  });
+
+  it('a server error that is no refusal passes through as it is', async () => {
+    await redis.rpush('lockcheck:token:list', 'x');
+    const e = await thrown(redisLeaseNode(redis).acquire('list', 'o', 1000));
+    expect(e).not.toBeInstanceOf(ServerRefusedError);
+    expect((e as Error).message).toMatch(/^WRONGTYPE/);
+  });
+
+  it('wrong credentials are ConnectionConfigError authentication', async () => {
+    for (const password of ['wrong-password', '']) {
+      const c = client({ password });
+      try {
+        const e = await thrown(redisLeaseNode(c).acquire('r', 'o', 1000));
+        expect(e).toBeInstanceOf(ConnectionConfigError);
+        expect((e as ConnectionConfigError).code).toBe('authentication');
+        expect((e as Error).message).toMatch(/^authentication: (WRONGPASS|NOAUTH)/);
+      } finally {
+        c.disconnect();
+      }
+    }
+  });
+
+  it('an ACL user without the scripts is ServerRefusedError permission NOPERM; without the keys too', async () => {
+    const s = server();
+    await redis.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw1', '~*', '+get');
+    await redis.call('ACL', 'SETUSER', 'nokeys', 'on', '>pw2', '~other:*', '+@all');
+    try {
+      for (const [username, password] of [['noscripts', 'pw1'], ['nokeys', 'pw2']] as const) {
+        const c = new Redis({ host: s.host, port: s.port, username, password, lazyConnect: true, maxRetriesPerRequest: 0, commandTimeout: 5_000, retryStrategy: () => null, enableReadyCheck: false });
+        c.on('error', () => undefined);
+        try {
+          const e = await thrown(redisLeaseNode(c).acquire('r', 'o', 1000));
+          expect(e).toBeInstanceOf(ServerRefusedError);
+          expect(e).toMatchObject({ code: 'permission', serverCode: 'NOPERM' });
+          expect((e as Error).cause).toBeInstanceOf(Error);
+          expect((e as Error).message).toMatch(/^permission \(NOPERM\): NOPERM/);
+        } finally {
+          c.disconnect();
+        }
+      }
+    } finally {
+      await redis.call('ACL', 'DELUSER', 'noscripts', 'nokeys');
+    }
+  });
+
+  it('a server without the script commands is ServerRefusedError statement ERR (unknown command)', async () => {
+    const { RedisServer } = await import('../../conformance/env/redisServer.ts');
+    const bare = await RedisServer.start({ persistence: 'none', config: ['rename-command EVALSHA ""', 'rename-command EVAL ""'] });
+    const c = new Redis({ ...bare.connection, lazyConnect: true, maxRetriesPerRequest: 0, commandTimeout: 5_000, retryStrategy: () => null });
+    c.on('error', () => undefined);
+    try {
+      const e = await thrown(redisLeaseNode(c).acquire('r', 'o', 1000));
+      expect(e).toBeInstanceOf(ServerRefusedError);
+      expect(e).toMatchObject({ code: 'statement', serverCode: 'ERR' });
+      expect((e as Error).message).toMatch(/^statement \(ERR\): ERR unknown command/);
+      expect((e as Error).cause).toBeInstanceOf(Error);
+    } finally {
+      c.disconnect();
+      await bare.stop();
+    }
+  });
+
+  it('replicas: bad settings are refused (WAIT 0 would block forever)', () => {
+    for (const replicas of [{ count: 0, timeoutMs: 10 }, { count: 1, timeoutMs: 0 }, { count: 1.5, timeoutMs: 10 }, { count: 1, timeoutMs: 2.5 }]) {
+      expect(() => redisLeaseNode(redis, { replicas })).toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringMatching(/replicas needs an integer count >= 1/) }));
+    }
+    expect(() => redisLeaseNode(redis, { replicas: { count: 1, timeoutMs: 1 } })).not.toThrow();
+  });
+
+  it('replicas on a server without any: every write is a ReplicationError after WAIT, a denial is not', async () => {
+    const node = redisLeaseNode(redis, { replicas: { count: 1, timeoutMs: 1 }, prefix: 'w', tokenBase: 5n });
+    const e = await thrown(node.acquire('r', 'o', 60_000));
+    expect(e).toBeInstanceOf(ReplicationError);
+    expect(e).toMatchObject({ wanted: 1, acknowledged: 0, message: 'WAIT: 0 of 1 replicas acknowledged' });
+    // The write is on the primary: the lock is set, and a second acquire is a plain denial (no WAIT).
+    expect(await redis.get('w:lock:r')).toBe('o');
+    expect(await redis.get('w:token:r')).toBe('6');
+    expect(await node.acquire('r', 'o2', 60_000)).toBeNull();
+    await expect(node.extend('r', 'o', 60_000)).rejects.toBeInstanceOf(ReplicationError);
+    await expect(node.raiseToken('r', 50n)).rejects.toBeInstanceOf(ReplicationError);
+    expect(await redis.get('w:token:r')).toBe('50');
+    await expect(node.raiseToken('r', -2n)).rejects.toThrow(InvalidInputError);
+    await expect(node.release('r', 'o')).rejects.toBeInstanceOf(ReplicationError);
+    expect(await redis.exists('w:lock:r')).toBe(0);
+    await redis.set('w:token:full', MAX.toString());
+    await expect(node.acquire('full', 'o', 1000)).rejects.toBeInstanceOf(TokenOverflowError);
+  });
+
+  it('replicas met (WAIT for 1 answered by a replica): the replies are the scripts\' own', async () => {
+    // A replica of the shared server, so WAIT 1 is answered.
+    const { RedisServer } = await import('../../conformance/env/redisServer.ts');
+    const s = server();
+    await redis.config('SET', 'repl-diskless-sync-delay', '0');
+    const replica = await RedisServer.start({ persistence: 'none', password: s.password, config: [`replicaof ${s.host} ${s.port}`, `masterauth ${s.password}`] });
+    try {
+      const deadline = Date.now() + 20_000;
+      while (Number(await redis.call('WAIT', '1', '100')) < 1) if (Date.now() > deadline) throw new Error('the replica never connected');
+      const node = redisLeaseNode(redis, { replicas: { count: 1, timeoutMs: 5_000 } });
+      expect(await node.acquire('r', 'o', 60_000)).toBe(1n);
+      expect(await node.acquire('r', 'x', 60_000)).toBeNull();
+      expect(await node.extend('r', 'x', 60_000)).toBe(false);
+      expect(await node.extend('r', 'o', 60_000)).toBe(true);
+      await node.raiseToken('r', 7n);
+      expect(await redis.get('lockcheck:token:r')).toBe('7');
+      expect(await node.release('r', 'x')).toBe(false);
+      expect(await node.release('r', 'o')).toBe(true);
+    } finally {
+      await replica.stop();
+    }
+  });
+});
+
+describe('createRedisLock', () => {
+  it('refuses no nodes', () => {
+    expect(() => createRedisLock({ nodes: [] })).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: need at least one Redis node' }));
+  });
+
+  it('passes prefix, tokenBase and the timing options on to the lease lock', async () => {
+    const clock = new ManualClock();
+    const lock = createRedisLock({ nodes: [redis], clock, prefix: 'q', tokenBase: 41n, driftFactor: 0.1, clockMarginMs: 5, safetyMarginMs: 7, requestTimeoutMs: 4_000 });
+    const r = await lock.acquire('r', { ttlMs: 1000 });
+    expect(r.kind).toBe('granted');
+    if (r.kind !== 'granted') return;
+    expect(r.lease.token).toBe(42n);
+    // Validity: started + ttl - (ceil(0.1 * 1000) + 5).
+    expect(r.lease.validUntilMs).toBe(1000 + 1000 - 105);
+    expect(await redis.get('q:lock:r')).toBe(r.lease.owner);
+    // The signal fires safetyMarginMs before the deadline.
+    clock.advance(1000 - 105 - 7 - 1);
+    expect(r.lease.signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(r.lease.signal.aborted).toBe(true);
+    await lock.release(r.lease);
+    expect(await redis.exists('q:lock:r')).toBe(0);
+  });
+
+  it('passes replicas on: without a replica every grant is a vote against', async () => {
+    const lock = createRedisLock({ nodes: [redis], clock: new ManualClock(), replicas: { count: 1, timeoutMs: 1 } });
+    expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+  });
+
+  it('defaults: prefix lockcheck, base 0, driftFactor 0.01, margin 2, the system clock', async () => {
+    const lock = createRedisLock({ nodes: [redis] });
+    const r = await lock.acquire('d', { ttlMs: 10_000 });
+    if (r.kind !== 'granted') throw new Error(r.kind);
+    expect(r.lease.token).toBe(1n);
+    expect(await redis.get('lockcheck:lock:d')).toBe(r.lease.owner);
+    const left = r.lease.validUntilMs! - performance.now();
+    expect(left).toBeLessThanOrEqual(10_000 - 102);
+    expect(left).toBeGreaterThan(5_000);
+    await lock.release(r.lease);
+  });
+});
+
+describe('redisFencedStore', () => {
+  it('refuses a transactional policy and a value that is no string', async () => {
+    expect(() => redisFencedStore(redis, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: a Redis store cannot be transactional' }));
+    const store = redisFencedStore(redis, 'strict');
+    await expect(store.write('r', 1n, 5 as unknown as string)).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: value must be a string' }));
+    await expect(store.write('r', -1n, 'v')).rejects.toThrow(InvalidInputError);
+    expect(await redis.exists('lockcheck:store:r')).toBe(0);
+  });
+
+  it('strict: only a larger token writes; the rejection names the highest', async () => {
+    const store = redisFencedStore(redis, 'strict', { prefix: 's' });
+    expect(await store.read('r')).toEqual({ value: null, token: null });
+    expect(await store.write('r', 5n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await store.write('r', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await store.write('r', 4n, 'c')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await store.write('r', MAX, 'd')).toEqual({ kind: 'accepted' });
+    expect(await store.read('r')).toEqual({ value: 'd', token: MAX });
+    expect(await redis.hget('s:store:r', 'highest')).toBe(MAX.toString());
+  });
+
+  it('monotonic: an equal token writes, a smaller one does not', async () => {
+    const store = redisFencedStore(redis, 'monotonic');
+    expect(await store.write('r', 10n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await store.write('r', 10n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await store.write('r', 9n, 'c')).toEqual({ kind: 'rejected', highest: 10n });
+    expect(await store.read('r')).toEqual({ value: 'b', token: 10n });
+  });
+
+  it('unfenced: every write lands; highest stays the largest', async () => {
+    const store = redisFencedStore(redis, 'unfenced');
+    expect(await store.write('r', 10n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await store.write('r', 2n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await store.read('r')).toEqual({ value: 'b', token: 2n });
+    expect(await redis.hget('lockcheck:store:r', 'highest')).toBe('10');
+  });
+});
+
+describe('withLockCommands', () => {
+  it('defines the scripts once per connection', () => {
+    const c = client();
+    try {
+      const a = withLockCommands(c);
+      expect(withLockCommands(c)).toBe(a);
+      expect(typeof a.lockcheckAcquire).toBe('function');
+    } finally {
+      c.disconnect();
+    }
+  });
+});

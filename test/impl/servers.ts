@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, inject } from 'vitest';
+import { EtcdCluster } from '../../conformance/env/etcdCluster.ts';
+import { PostgresServer } from '../../conformance/env/postgresServer.ts';
+import { RedisServer } from '../../conformance/env/redisServer.ts';
+import type { MonotonicClock } from '../../impl/clock.ts';
+
+/**
+ * Where the impl/ tests find their server. Each test file starts one server
+ * in beforeAll and stops it in afterAll; under `npm run mutation` the servers
+ * come from mutation/servers.ts (one set per Stryker worker, started once), so
+ * that a mutant's run costs only the tests that reach it, not a server start.
+ */
+export interface SharedServers {
+  readonly redis: { readonly host: string; readonly port: number; readonly password: string };
+  readonly postgres: { readonly host: string; readonly port: number; readonly user: string; readonly password: string; readonly database: string };
+  readonly etcd: { readonly hosts: readonly string[] };
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    lockcheckServers: SharedServers | undefined;
+  }
+}
+
+function provided(): SharedServers | undefined {
+  try {
+    return inject('lockcheckServers');
+  } catch {
+    return undefined;
+  }
+}
+
+/** A server for this file: `get()` after beforeAll. */
+function shared<K extends keyof SharedServers, S extends { stop(): Promise<void> }>(kind: K, start: () => Promise<S>, address: (s: S) => SharedServers[K]): () => SharedServers[K] {
+  let value: SharedServers[K] | undefined;
+  let own: S | undefined;
+  beforeAll(async () => {
+    const given = provided()?.[kind];
+    if (given !== undefined) {
+      value = given;
+      return;
+    }
+    own = await start();
+    value = address(own);
+  }, 60_000);
+  afterAll(async () => {
+    await own?.stop();
+  });
+  return () => {
+    if (value === undefined) throw new Error(`no ${kind} server: call get() inside a test`);
+    return value;
+  };
+}
+
+export const sharedRedis = (): (() => SharedServers['redis']) => shared('redis', () => RedisServer.start({ persistence: 'none' }), (s) => s.connection);
+export const sharedPostgres = (): (() => SharedServers['postgres']) =>
+  shared('postgres', () => PostgresServer.start({ parentDir: '/dev/shm', startTimeoutMs: 30_000 }), (s) => s.connection);
+export const sharedEtcd = (): (() => SharedServers['etcd']) => shared('etcd', () => EtcdCluster.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ hosts: s.endpoints }));
+
+/** A monotonic clock moved only by the test: `advance` runs what falls due, in order. */
+export class ManualClock implements MonotonicClock {
+  #now: number;
+  #due: Array<{ atMs: number; fn: () => void; cancelled: boolean }> = [];
+  /** Every `schedule` call's delay from now, in order (retries sleep on this clock). */
+  readonly delays: number[] = [];
+  constructor(startMs = 1000) {
+    this.#now = startMs;
+  }
+  now(): number {
+    return this.#now;
+  }
+  set(ms: number): void {
+    this.#now = ms;
+  }
+  schedule(atMs: number, fn: () => void): () => void {
+    const entry = { atMs, fn, cancelled: false };
+    this.delays.push(atMs - this.#now);
+    if (atMs <= this.#now) queueMicrotask(() => entry.cancelled || fn());
+    else this.#due.push(entry);
+    return () => {
+      entry.cancelled = true;
+    };
+  }
+  advance(ms: number): void {
+    this.#now += ms;
+    const due = this.#due.filter((e) => e.atMs <= this.#now).sort((a, b) => a.atMs - b.atMs);
+    this.#due = this.#due.filter((e) => e.atMs > this.#now);
+    for (const e of due) if (!e.cancelled) e.fn();
+  }
+}

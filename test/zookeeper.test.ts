@@ -1,0 +1,281 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkConformance, runLockstep } from '../conformance/index.ts';
+import { realZookeeperBackend, type ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
+import { ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
+import type { MonotonicClock } from '../impl/clock.ts';
+import { systemClock } from '../impl/clock.ts';
+import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
+import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
+import type { ZookeeperNode } from '../impl/zookeeper/index.ts';
+import type { Command } from '../model/index.ts';
+
+/**
+ * The ZooKeeper backend (spec 7.10) on one real 3-member ensemble for the
+ * whole file (a JVM start is seconds): the ensemble's faults, the lock and
+ * the store directly, then in lockstep against `etcd-lease`, paced to real
+ * time. LOCKCHECK_ZK_RUNS sets the generated schedules per store policy
+ * (default 1: CI keeps these small; `lockcheck matrix` runs more).
+ */
+const RUNS = Number(process.env.LOCKCHECK_ZK_RUNS ?? 1);
+const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
+
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return true;
+}
+
+/** A client clock the test moves by hand (leases' deadlines), with real ZooKeeper underneath. */
+class HandClock implements MonotonicClock {
+  #now = 0;
+  #timers: Array<{ at: number; fn: () => void }> = [];
+  now(): number {
+    return this.#now;
+  }
+  schedule(atMs: number, fn: () => void): () => void {
+    const t = { at: atMs, fn };
+    this.#timers.push(t);
+    return () => {
+      this.#timers = this.#timers.filter((x) => x !== t);
+    };
+  }
+  advance(ms: number): void {
+    this.#now += ms;
+    const due = this.#timers.filter((t) => t.at <= this.#now);
+    this.#timers = this.#timers.filter((t) => t.at > this.#now);
+    for (const t of due) t.fn();
+  }
+}
+
+let ensemble: ZookeeperEnsemble;
+const nodes: ZookeeperNode[] = [];
+
+function node(connectString = ensemble.connectString, timeoutMs = 2000): ZookeeperNode {
+  const n = zookeeperNode({ connectString, clock: systemClock, requestTimeoutMs: timeoutMs });
+  nodes.push(n);
+  return n;
+}
+
+function lockOn(n: ZookeeperNode, clock: MonotonicClock = systemClock, root = '/t'): ZookeeperLock {
+  return new ZookeeperLock({ node: n, clock, root });
+}
+
+beforeAll(async () => {
+  ensemble = await ZookeeperEnsemble.start({ parentDir: '/dev/shm' });
+}, 90_000);
+
+afterAll(async () => {
+  for (const n of nodes) n.close();
+  await ensemble?.stop();
+});
+
+describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
+  it('grants once (MUTEX-1), denies while held leaving no contender behind, tokens are create zxids strictly increasing (FENCE-1)', async () => {
+    const n = node();
+    const a = lockOn(node());
+    const b = lockOn(n);
+    const first = await a.acquire('mutex', { ttlMs: 5000 });
+    if (first.kind !== 'granted') throw new Error('expected a grant');
+    expect(await b.acquire('mutex', { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(await n.children('/t/lock/mutex')).toHaveLength(1);
+    const other = await b.acquire('mutex-other', { ttlMs: 5000 });
+    if (other.kind !== 'granted') throw new Error('expected a grant');
+    expect(other.lease.token).toBeGreaterThan(first.lease.token);
+    await a.release(first.lease);
+    expect(first.lease.signal.aborted).toBe(true);
+    const again = await b.acquire('mutex', { ttlMs: 5000 });
+    if (again.kind !== 'granted') throw new Error('expected a grant after the release');
+    expect(again.lease.token).toBeGreaterThan(other.lease.token);
+    expect(typeof again.lease.token).toBe('bigint');
+    await b.release(again.lease);
+    await b.release(other.lease);
+  });
+
+  it('waits in line with waitMs (watching its predecessor) and is granted at the release; without it, is denied', async () => {
+    const a = lockOn(node());
+    const b = lockOn(node());
+    const first = await a.acquire('line', { ttlMs: 5000 });
+    if (first.kind !== 'granted') throw new Error('expected a grant');
+    const waiting = b.acquire('line', { ttlMs: 5000, waitMs: 20_000 });
+    // The waiter is in line (two contenders) before the holder lets go.
+    expect(await until(async () => (await node().children('/t/lock/line')).length === 2, 10_000)).toBe(true);
+    await a.release(first.lease);
+    const second = await waiting;
+    if (second.kind !== 'granted') throw new Error(`expected the waiter's grant, got ${second.kind}`);
+    expect(second.lease.token).toBeGreaterThan(first.lease.token);
+    await b.release(second.lease);
+  });
+
+  it('refuses bad input with InvalidInputError before any call', async () => {
+    const lock = lockOn(node());
+    await expect(lock.acquire('', { ttlMs: 1000 })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(lock.acquire('x', { ttlMs: 0 })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(lock.acquire('x', { ttlMs: 1000, waitMs: -1 })).rejects.toBeInstanceOf(InvalidInputError);
+    expect(() => new ZookeeperLock({ node: node(), clock: systemClock, root: 'relative' })).toThrow(InvalidInputError);
+    expect(() => new ZookeeperLock({ node: node(), clock: systemClock, root: '/trailing/' })).toThrow(InvalidInputError);
+  });
+
+  it('the signal fires at validity minus the margin on the injected clock; extend moves it; a session nobody renews ends on the ensemble, its contender deleted', async () => {
+    const clock = new HandClock();
+    const lock = lockOn(node(), clock);
+    const r = await lock.acquire('signal', { ttlMs: 3000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    // validity = ttl - ceil(0.01 * ttl) - 2 = 2968 ms from the start (the hand clock did not move during the calls)
+    expect(r.lease.validUntilMs).toBe(2968);
+    const signal = r.lease.signal;
+    clock.advance(2000);
+    expect(await lock.extend(r.lease, 3000)).toEqual({ kind: 'extended', validUntilMs: 2000 + 2968 });
+    clock.advance(2967);
+    expect(signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    await lock.release(r.lease);
+
+    // A session nobody renews ends on the ensemble's own clock: its contender is deleted, and the lease, past its validity, is lost.
+    const n = node();
+    const s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
+    if (s.kind !== 'granted') throw new Error('expected a grant');
+    expect(await until(async () => (await n.children('/t/lock/expiring')).length === 0, 10_000)).toBe(true);
+    expect(s.lease.signal.aborted).toBe(true);
+  });
+
+  it('release deletes the contender only while its create zxid is ours', async () => {
+    const n = node();
+    const lock = lockOn(n);
+    const r = await lock.acquire('owned', { ttlMs: 5000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    const other = await n.openSession(5000);
+    expect(await n.deleteOwned(other, r.lease.owner, r.lease.token + 1n)).toBe(false);
+    expect(await n.children('/t/lock/owned')).toHaveLength(1);
+    await n.closeSession(other);
+    await lock.release(r.lease);
+    expect(await n.children('/t/lock/owned')).toEqual([]);
+  });
+
+  it('a lease outlives the kill of the leader: the lock stays held, tokens keep increasing', async () => {
+    const leader = await ensemble.leader();
+    const follower = [0, 1, 2].find((m) => m !== leader)!;
+    const lock = lockOn(node(ensemble.endpoints[follower]!));
+    const r = await lock.acquire('failover', { ttlMs: 8000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    await ensemble.kill(leader);
+    expect(ensemble.running(leader)).toBe(false);
+    await ensemble.leader();
+    const other = lockOn(node(ensemble.endpoints.filter((_e, i) => i !== leader).join(',')));
+    let denied = false;
+    await until(async () => {
+      const x = await other.acquire('failover', { ttlMs: 5000 });
+      denied = x.kind === 'denied' && x.reason === 'held';
+      if (x.kind === 'granted') await other.release(x.lease);
+      return x.kind !== 'denied' || x.reason !== 'no-quorum';
+    }, 15_000);
+    expect(denied).toBe(true);
+    const y = await other.acquire('failover-2', { ttlMs: 5000 });
+    if (y.kind !== 'granted') throw new Error('expected a grant');
+    expect(y.lease.token).toBeGreaterThan(r.lease.token);
+    await ensemble.restart(leader);
+    expect(ensemble.running(leader)).toBe(true);
+    await ensemble.leader();
+  });
+});
+
+describe('zookeeperFencedStore (real ensemble)', () => {
+  it('strict rejects token <= highest, monotonic rejects token < highest, unfenced accepts; reads return value and token', async () => {
+    const n = node();
+    const strict = zookeeperFencedStore(n, 'strict', { root: '/t' });
+    expect(await strict.write('s', 5n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await strict.write('s', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await strict.write('s', 4n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await strict.write('s', 2n ** 63n - 1n, 'c')).toEqual({ kind: 'accepted' });
+    expect(await strict.read('s')).toEqual({ value: 'c', token: 2n ** 63n - 1n });
+    const mono = zookeeperFencedStore(n, 'monotonic', { root: '/t' });
+    expect(await mono.write('m', 7n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await mono.write('m', 7n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await mono.write('m', 6n, 'c')).toEqual({ kind: 'rejected', highest: 7n });
+    const open = zookeeperFencedStore(n, 'unfenced', { root: '/t' });
+    expect(await open.write('u', 9n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await open.write('u', 1n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await open.read('u')).toEqual({ value: 'b', token: 1n });
+    expect(await open.read('absent')).toEqual({ value: null, token: null });
+    await expect(strict.write('s', -1n, 'x')).rejects.toBeInstanceOf(InvalidInputError);
+    expect(() => zookeeperFencedStore(n, 'transactional')).toThrow(InvalidInputError);
+  });
+
+  it('concurrent monotonic writes with distinct tokens (versioned writes that lose a race are judged again): the highest ends up stored', async () => {
+    const store = zookeeperFencedStore(node(), 'monotonic', { root: '/t' });
+    const tokens = Array.from({ length: 10 }, (_v, i) => BigInt(i + 1));
+    await Promise.all(tokens.map((t) => store.write('race', t, `v${t}`)));
+    expect(await store.read('race')).toEqual({ value: 'v10', token: 10n });
+  });
+});
+
+describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', () => {
+  const cell = (): ZookeeperCell => ({ ensemble, stop: () => ensemble.stop() });
+
+  for (const store of ['unfenced', 'strict'] as const) {
+    it(`zookeeper / ${store}: no conformance failure in ${RUNS} schedule(s) with pauses, partitions and delays`, async () => {
+      const result = await checkConformance(realZookeeperBackend(cell(), store), { runs: RUNS, seed: SEED, resources: 2, maxCommands: 12 });
+      expect(result.failure?.message ?? null).toBeNull();
+      expect(result.stoppedEarly).toBeLessThan(RUNS);
+    }, 300_000);
+  }
+
+  // The Jepsen pause in lockstep: a holder paused past its session timeout between its check and its write loses
+  // the next holder's update unless the store checks the create zxid.
+  const r = 'r0';
+  const pause: Command[] = [
+    { kind: 'acquire', client: 0, resource: r, ttlMs: 1000 },
+    { kind: 'pause', client: 0, pendingWrite: { resource: r, value: 'stale' } },
+    { kind: 'advance', ms: 1800 },
+    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000 },
+    { kind: 'write', client: 1, resource: r, value: 'fresh' },
+    { kind: 'resume', client: 0 },
+    { kind: 'read', client: 1, resource: r },
+  ];
+  it('a holder paused past its session: the stale write lands unfenced (STORE-1), the zxid fence rejects it', async () => {
+    const unfenced = await runLockstep(realZookeeperBackend(cell(), 'unfenced'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(unfenced.verdict.kind === 'pass' || unfenced.verdict.kind === 'property-violation').toBe(true);
+    expect(unfenced.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('STORE-1');
+    expect(unfenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'stale', token: expect.any(BigInt) as bigint });
+    const fenced = await runLockstep(realZookeeperBackend(cell(), 'strict'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(fenced.verdict).toEqual({ kind: 'pass' });
+    expect(fenced.findings).toEqual([]);
+    expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });
+  }, 60_000);
+});
+
+describe('ZookeeperEnsemble', () => {
+  it('a paused follower does not stop the ensemble; stop() leaves no member running and no directory', async () => {
+    const leader = await ensemble.leader();
+    const follower = [0, 1, 2].find((m) => m !== leader)!;
+    ensemble.pause(follower);
+    try {
+      expect(ensemble.paused(follower)).toBe(true);
+      const store = zookeeperFencedStore(node(ensemble.endpoints[leader]!), 'strict', { root: '/t' });
+      expect(await store.write('paused', 1n, 'a')).toEqual({ kind: 'accepted' });
+    } finally {
+      ensemble.resume(follower);
+    }
+    const pids = [0, 1, 2].map((m) => ensemble.pid(m));
+    const dir = ensemble.dir;
+    expect(pids.every(alive)).toBe(true);
+    await ensemble.stop();
+    expect(pids.filter(alive)).toEqual([]);
+    expect(existsSync(dir)).toBe(false);
+  });
+});
