@@ -191,10 +191,15 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
         const timing = { ...(a.latencyMs ? { latencyMs: a.latencyMs } : {}), ...(a.retries ? { retries: a.retries, retryDelayMs: a.retryDelayMs } : {}) };
         return ttl ? { ...base, ttlMs: a.ttlMs, ...timing } : { ...base, ...timing };
       });
-  // Late replies on every operation (ttl designs): from a few ms to past the ttl, so a reply can outlive the deadline it brings.
-  const lateOps = ttl && has('latency');
-  const late = <O extends Operation>(op: fc.Arbitrary<O>): fc.Arbitrary<O> =>
-    !lateOps ? op : fc.tuple(op, fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: floor + 70 }) })).map(([o, l]) => (l > 0 ? { ...o, latencyMs: l } : o));
+  // Late replies on every operation: from a few ms to past the ttl, so a reply can outlive the deadline it brings;
+  // on PostgreSQL designs also around the statement timeout (a late unlock, commit or statement in a transaction).
+  const lateOps = has('latency');
+  const lateMs = fc.oneof(
+    { weight: 2, arbitrary: fc.constant(0) },
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: floor + 70 }) },
+    ...(timeoutMs === null ? [] : [{ weight: 1, arbitrary: fc.integer({ min: Math.max(1, timeoutMs - 5), max: timeoutMs + 50 }) }]),
+  );
+  const late = <O extends Operation>(op: fc.Arbitrary<O>): fc.Arbitrary<O> => (!lateOps ? op : fc.tuple(op, lateMs).map(([o, l]) => (l > 0 ? { ...o, latencyMs: l } : o)));
   const operation: fc.Arbitrary<Operation> = fc.oneof(
     { weight: 4, arbitrary: acquire(client, true) as fc.Arbitrary<Operation> },
     { weight: 3, arbitrary: late(fc.record({ kind: fc.constant('write' as const), client, resource, value })) },
@@ -224,8 +229,14 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   }
   if (has('kill-connection')) single.push({ weight: 1, arbitrary: client.map((c) => [{ kind: 'kill-connection', client: c } as Command]) });
   // One node slow or a black hole (and back): unlike a cut link, the client learns nothing until its timeout.
-  const nodeDelay = fc.oneof(fc.constant<number | 'never'>('never'), fc.integer({ min: 1, max: floor + 70 }), fc.constant(0));
-  if (has('slow-node') && ttl) single.push({ weight: 2, arbitrary: fc.record({ node, ms: nodeDelay }).map(({ node: n, ms }) => [{ kind: 'node-delay', node: n, ms } as Command]) });
+  const nodeDelay = fc.oneof(
+    fc.constant<number | 'never'>('never'),
+    fc.integer({ min: 1, max: floor + 70 }),
+    fc.constant(0),
+    // A PostgreSQL server slow around the statement timeout.
+    ...(timeoutMs === null ? [] : [fc.integer({ min: Math.max(1, timeoutMs - 5), max: timeoutMs + 50 })]),
+  );
+  if (has('slow-node')) single.push({ weight: 2, arbitrary: fc.record({ node, ms: nodeDelay }).map(({ node: n, ms }) => [{ kind: 'node-delay', node: n, ms } as Command]) });
 
   const scripts: Array<fc.WeightedArbitrary<Command[]>> = [];
   if (has('pause') && o.clients > 1) {
@@ -271,6 +282,37 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   }
   // Time passing, or a node's clock jumping ahead (its keys expire early), while a client stalls.
   const jolt: fc.Arbitrary<Command> = has('clock-step') ? fc.oneof(advance, fc.record({ node, deltaMs: gapMs }).map(({ node: n, deltaMs }): Command => ({ kind: 'clock-step', node: n, deltaMs }))) : advance;
+  if (has('latency') && has('pause') && !ttl && timeoutMs !== null && o.clients > 1) {
+    // A statement in flight across its client's pause, the pause shorter or longer than the statement timeout:
+    // resumed past it, the client's timer fires before the reply is read and it drops its connection (7.4).
+    const around = fc.oneof(gapMs, fc.integer({ min: Math.max(1, timeoutMs - 5), max: timeoutMs + 50 }));
+    scripts.push({
+      weight: 3,
+      arbitrary: fc
+        .tuple(acquire(client, false), fc.constantFrom('acquire', 'release', 'write'), lateMs, around, acquire(fc.constant(0), false), value)
+        .map(([first, kind, latencyMs, gap, second, v]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          const timing = latencyMs > 0 ? { latencyMs } : {};
+          const inFlight: Operation =
+            kind === 'acquire'
+              ? { kind: 'acquire', client: a.client, resource: a.resource, ...timing }
+              : kind === 'write'
+                ? { kind: 'write', client: a.client, resource: a.resource, value: v, ...timing }
+                : { kind: 'release', client: a.client, resource: a.resource, ...timing };
+          return [
+            ...(kind === 'acquire' ? [] : [a]),
+            { kind: 'pause', client: a.client, inFlight },
+            { kind: 'advance', ms: gap },
+            b,
+            { kind: 'resume', client: a.client },
+            { kind: 'write', client: a.client, resource: a.resource, value: v },
+            { kind: 'write', client: b.client, resource: a.resource, value: 'new' },
+            { kind: 'read', client: b.client, resource: a.resource },
+          ];
+        }),
+    });
+  }
   if (has('latency') && has('pause') && ttl && o.clients > 1) {
     // An acquire's rounds interleave with another client: its votes go out, the client stalls before reading them
     // (and before its write-back), time passes or a node's clock jumps, another client acquires, then the first goes on.
@@ -311,6 +353,23 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
             { kind: 'write', client: b.client, resource: a.resource, value: 'new' },
           ];
         }),
+    });
+  }
+  if (has('slow-node') && !ttl) {
+    // A slow or silent PostgreSQL server while a lock is taken, written under and released.
+    scripts.push({
+      weight: 2,
+      arbitrary: fc.tuple(nodeDelay, acquire(client, true), value, acquire(fc.constant(0), false)).map(([ms, first, v, second]) => {
+        const a = first as Extract<Command, { kind: 'acquire' }>;
+        return [
+          { kind: 'node-delay', node: 0, ms },
+          a,
+          { kind: 'write', client: a.client, resource: a.resource, value: v },
+          { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource },
+          { kind: 'release', client: a.client, resource: a.resource },
+          { kind: 'node-delay', node: 0, ms: 0 },
+        ];
+      }),
     });
   }
   if (has('slow-node') && ttl) {
@@ -446,7 +505,8 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
         .slice(0, o.maxCommands)
         .map((c) => (scale === 1 && set === 0 ? c : rescaled(c, scale, name)))
         .flatMap((c) => (o.extend === false ? withoutExtend(c) : [c]));
-      return timeoutMs === null ? commands : noTimeoutWhilePaused(commands, timeoutMs);
+      // With latency, statements in flight across a pause longer than the timeout are part of what is drawn.
+      return timeoutMs === null || has('latency') ? commands : noTimeoutWhilePaused(commands, timeoutMs);
     });
 }
 

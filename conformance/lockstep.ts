@@ -334,13 +334,13 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
 }
 
 /**
- * A release that fails loudly (UnavailableError) where the model has its
- * outcome unknown (spec 7.4, "Unknown outcomes") is that outcome; null for
- * any other error.
+ * A release or a write in a transaction that fails loudly (UnavailableError)
+ * where the model has its outcome unknown (spec 7.4, "Unknown outcomes") is
+ * that outcome; null for any other error.
  */
 function unknownRelease(subject: Command, error: unknown, branches: readonly Branch[], drivers: Driver[]): Performed | null {
-  if (subject.kind !== 'release' || (error as Error | undefined)?.name !== 'UnavailableError' || !branches.some((b) => b.outcome.kind === 'timed-out')) return null;
-  const releasing = drivers[subject.client]!.releasing;
+  if ((subject.kind !== 'release' && subject.kind !== 'write') || (error as Error | undefined)?.name !== 'UnavailableError' || !branches.some((b) => b.outcome.kind === 'timed-out')) return null;
+  const releasing = subject.kind === 'release' ? drivers[subject.client]!.releasing : null;
   if (releasing !== null) releasing.unknown = true;
   return { outcome: { kind: 'timed-out' } };
 }

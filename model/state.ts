@@ -93,7 +93,24 @@ export interface ClientState {
  * first round is judged at the resume, by the client's clock then.
  */
 export type InFlight =
-  | { readonly kind: 'reply'; readonly outcome: Outcome; readonly doneMs: number }
+  | {
+      readonly kind: 'reply';
+      readonly outcome: Outcome;
+      readonly doneMs: number;
+      /**
+       * A statement to a PostgreSQL server: a client paused past its timeout
+       * (true time `afterMs`) reads no reply at its resume but its timer, and
+       * drops the connection (7.4): the whole session, the lease's own
+       * transaction, or nothing more (a stacked level, a COMMIT that ran).
+       */
+      readonly missed?: { readonly afterMs: number; readonly ends: 'session' | 'transaction' | 'nothing'; readonly resource: string };
+    }
+  /**
+   * A PostgreSQL acquire whose first round trip is a connect or a BEGIN: its
+   * lock statement goes out only once the client has read that reply (at
+   * `arrivalMs`, or its resume), unless its timeout (`deadlineMs`) came first.
+   */
+  | { readonly kind: 'later'; readonly client: number; readonly resource: string; readonly arrivalMs: number; readonly deadlineMs: number }
   | {
       readonly kind: 'acquire';
       readonly resource: string;
@@ -121,7 +138,9 @@ export type InFlight =
 export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string {
   switch (f.kind) {
     case 'reply':
-      return `reply:${JSON.stringify(f.outcome, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}:${f.doneMs - nowMs}`;
+      return `reply:${JSON.stringify(f.outcome, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}:${f.doneMs - nowMs}${f.missed === undefined ? '' : `:${f.missed.afterMs - nowMs}/${f.missed.ends}/${f.missed.resource}`}`;
+    case 'later':
+      return `later:${f.resource}:${f.arrivalMs - nowMs}:${f.deadlineMs - nowMs}`;
     case 'acquire':
       return `acquire:${f.resource}:${f.ttlMs}:${f.owner.client}/${f.owner.attempt}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}:${f.retries}:${f.retryDelayMs}`;
     case 'extend':

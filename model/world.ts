@@ -121,11 +121,9 @@ function validate(world: World, command: Command): void {
   const active = (c: number): void => {
     if (client(c).paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
   };
-  // Late replies of extend, release and write, slow nodes and rounds in flight are timed against a ttl design's request timeout.
-  const timed = (what: string, latencyMs: number | undefined): void => {
-    if (latencyMs === undefined) return;
-    checkDuration(latencyMs, 'latencyMs');
-    if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks take no ${what} latency`);
+  // Late replies of extend, release and write: timed against a ttl design's request timeout, or a PostgreSQL client's statement timeout.
+  const timed = (latencyMs: number | undefined): void => {
+    if (latencyMs !== undefined) checkDuration(latencyMs, 'latencyMs');
   };
   // A switch, not ts-pattern: this runs once per step of an exploration.
   const c = command;
@@ -147,13 +145,13 @@ function validate(world: World, command: Command): void {
       checkResource(c.resource);
       if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks have no ttl to extend`);
       checkTtl(c.ttlMs);
-      timed('extend', c.latencyMs);
+      timed(c.latencyMs);
       return;
     }
     case 'release': {
       active(c.client);
       checkResource(c.resource);
-      timed('release', c.latencyMs);
+      timed(c.latencyMs);
       return;
     }
     case 'read': {
@@ -165,7 +163,7 @@ function validate(world: World, command: Command): void {
       active(c.client);
       checkResource(c.resource);
       if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
-      timed('write', c.latencyMs);
+      timed(c.latencyMs);
       return;
     }
     case 'advance': {
@@ -194,9 +192,9 @@ function validate(world: World, command: Command): void {
       if (c.inFlight !== undefined) {
         if (c.pendingWrite !== undefined) throw new InvalidInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
         if (c.inFlight.client !== c.client) throw new InvalidInputError('precondition', `the operation in flight must be client ${c.client}'s`);
-        // An acquire or extend in flight is judged by its rounds' timing: modelled for ttl designs (a session lock's statement timeout across a pause is not).
-        if ((c.inFlight.kind === 'acquire' || c.inFlight.kind === 'extend') && !hasTtl(design)) {
-          throw new InvalidInputError('unsupported-operation', `a ${c.inFlight.kind} cannot be in flight across a pause on ${design.kind} locks`);
+        // On PostgreSQL designs one statement is in flight: its retries would be sent after the resume, which the model does not follow.
+        if (c.inFlight.kind === 'acquire' && !hasTtl(design) && (c.inFlight.retries ?? 0) > 0) {
+          throw new InvalidInputError('unsupported-operation', `an acquire with retries cannot be in flight across a pause on ${design.kind} locks`);
         }
         validate(world, c.inFlight);
       }
@@ -229,7 +227,6 @@ function validate(world: World, command: Command): void {
     case 'node-delay': {
       node(c.node);
       if (c.ms !== 'never') checkDuration(c.ms, 'node delay');
-      if (!hasTtl(design)) throw new InvalidInputError('unsupported-operation', `${design.kind} locks take no node delay`);
       return;
     }
     case 'kill-connection': {
@@ -415,15 +412,15 @@ function operate(world: World, op: Operation): readonly Branch[] {
  * One attempt, and after a denial up to `retries` more, `retryDelayMs` apart.
  * A timed-out attempt ends the loop: the client cannot know it failed.
  */
-function acquire(world: World, client: number, resource: string, ttlMs: number | undefined, latencyMs: number, retries: number, retryDelayMs: number): readonly Branch[] {
-  const attempt = hasTtl(world.config.design) ? acquireLease(world, client, resource, ttlMs!, latencyMs) : acquireSession(world, client, resource, latencyMs);
+function acquire(world: World, client: number, resource: string, ttlMs: number | undefined, latencyMs: number, retries: number, retryDelayMs: number, first = true): readonly Branch[] {
+  const attempt = hasTtl(world.config.design) ? acquireLease(world, client, resource, ttlMs!, latencyMs) : acquireSession(world, client, resource, latencyMs, first);
   if (retries === 0) return attempt;
   return attempt.flatMap((b) =>
     b.outcome.kind !== 'denied'
       ? [b]
       : // Only the first attempt's replies are delayed: latencyMs is one slow round trip.
         // The client sleeps on its own clock, which may run slow or fast.
-        acquire({ ...b.next, nowMs: trueTimeOf(b.next.clients[client]!.mono, monoNow(b.next, client) + retryDelayMs, b.next.nowMs) }, client, resource, ttlMs, 0, retries - 1, retryDelayMs).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
+        acquire({ ...b.next, nowMs: trueTimeOf(b.next.clients[client]!.mono, monoNow(b.next, client) + retryDelayMs, b.next.nowMs) }, client, resource, ttlMs, 0, retries - 1, retryDelayMs, false).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
   );
 }
 
@@ -544,8 +541,7 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
  * already held by this client's session (it stacks); a new grant draws a
  * token from a durable per-resource sequence in the same transaction.
  */
-function acquireSession(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
-  const later: World = { ...world, nowMs: world.nowMs + latencyMs };
+function acquireSession(world: World, client: number, resource: string, latencyMs: number, first: boolean): readonly Branch[] {
   if (!isReachable(world, client, 0)) {
     // The statement fails on the open connection, so the client ends its session (7.4, "Unknown outcomes"): its
     // leases go with it; the close cannot cross the cut link, and the server keeps the locks until heal or keepalive.
@@ -554,12 +550,35 @@ function acquireSession(world: World, client: number, resource: string, latencyM
     return single({ kind: 'denied', reason: 'no-quorum' }, closed);
   }
   // The client's statement timeout, on its own clock: a later reply is an unknown outcome.
-  const elapsed = monoNow(later, client) - monoNow(world, client);
-  const timeoutMs = replyTimeoutMs(world.config.design)!;
-  if (elapsed < timeoutMs) return answeredSession(world, later, client, resource);
+  const s = statementTiming(world, client, latencyMs, first);
+  const later: World = { ...world, nowMs: s.endMs };
+  if (s.inTime === 'yes') return answeredSession(world, later, client, resource);
   const gaveUp = lateAcquire(world, later, client, resource);
   // Exactly at the timeout the reply and the give-up race: either may win.
-  return elapsed === timeoutMs ? [...gaveUp, ...answeredSession(world, later, client, resource)] : gaveUp;
+  return s.inTime === 'race' ? [...gaveUp, ...answeredSession(world, later, client, resource)] : gaveUp;
+}
+
+/**
+ * A statement to the PostgreSQL server sent now (spec 7.4): its reply comes
+ * `latencyMs` plus the server's own delay later, or never (a black hole). A
+ * slow server is one slow round trip per operation, like latency: an
+ * acquire's retries (`first` false) are not slowed; a black hole swallows all.
+ * `inTime`: before the client's statement timeout on its clock ('race':
+ * exactly at it). `endMs`: when the client has its answer or gives up (a late
+ * reply's arrival, a black hole's timeout).
+ */
+function statementTiming(world: World, client: number, latencyMs: number, first = true): { readonly inTime: 'yes' | 'no' | 'race'; readonly endMs: number; readonly arrives: boolean } {
+  const delay = world.nodes[0]!.delay ?? 0;
+  if (delay === 'never') return { inTime: 'no', endMs: statementDeadlineMs(world, client), arrives: false };
+  const endMs = world.nowMs + latencyMs + (first ? delay : 0);
+  const elapsed = read(world.clients[client]!.mono, endMs) - monoNow(world, client);
+  const timeoutMs = replyTimeoutMs(world.config.design)!;
+  return { inTime: elapsed < timeoutMs ? 'yes' : elapsed === timeoutMs ? 'race' : 'no', endMs, arrives: true };
+}
+
+/** When a statement sent now stops being waited for (its timeout, in true time): a client paused past it reads no reply. */
+function statementDeadlineMs(world: World, client: number): number {
+  return trueTimeOf(world.clients[client]!.mono, monoNow(world, client) + replyTimeoutMs(world.config.design)!, world.nowMs);
 }
 
 /**
@@ -675,6 +694,28 @@ function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: 
 }
 
 /**
+ * What a statement in flight across a pause leaves when its client resumes
+ * past its timeout (see InFlight 'reply'); null for an operation that is no
+ * statement to the server, or one that failed at once.
+ */
+function statementMissed(world: World, op: Operation): NonNullable<Extract<InFlight, { readonly kind: 'reply' }>['missed']> | null {
+  const design = world.config.design;
+  const statement = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && rulesOf(design).writes === 'at-commit');
+  // A release or write with no lease sends nothing.
+  if (!isSessionBound(design) || !statement || (op.kind !== 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined)) return null;
+  const session = rulesOf(design).lateReplyEnds === 'session';
+  // On a cut link the statement failed at once and the client has closed its session already (unheard).
+  const ends = !isReachable(world, op.client, 0)
+    ? 'nothing'
+    : session
+      ? 'session'
+      : op.kind === 'release' || (op.kind === 'acquire' && world.clients[op.client]!.leases[op.resource] !== undefined)
+        ? 'nothing'
+        : 'transaction';
+  return { afterMs: statementDeadlineMs(world, op.client), ends, resource: op.resource };
+}
+
+/**
  * A refused extension, as the client's terms have it: by default the lease
  * is kept (until its deadline) with its keys; a library may drop the lease,
  * and delete the keys it still holds (compare-and-delete on every node it
@@ -703,7 +744,7 @@ function release(world: World, client: number, resource: string, latencyMs: numb
   const design = world.config.design;
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined) return single({ kind: 'not-held' }, world);
-  if (isSessionBound(design)) return releaseSession(world, client, resource, lease);
+  if (isSessionBound(design)) return releaseSession(world, client, resource, lease, latencyMs);
   // Compare-and-delete on every node that receives it; the client waits until a quorum answered (a release's own bound is 1 s).
   const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000), quorumAnswered(design, world.nodes.length));
   const cleared = releaseEverywhere(world, client, resource, lease.owner);
@@ -722,9 +763,8 @@ function release(world: World, client: number, resource: string, latencyMs: numb
 }
 
 /** Unlock (session) or commit (transaction): pg-xact applies the buffered writes atomically with the release. */
-function releaseSession(world: World, client: number, resource: string, lease: Lease): readonly Branch[] {
+function releaseSession(world: World, client: number, resource: string, lease: Lease, latencyMs: number): readonly Branch[] {
   const design = world.config.design;
-  const server = world.nodes[0]!;
   if (!isReachable(world, client, 0)) {
     // The unlock or commit gets no reply: its outcome is unknown, so the client closes the connection (7.4,
     // "Unknown outcomes"). The close cannot cross the cut link either: the server keeps the lock until it
@@ -733,6 +773,35 @@ function releaseSession(world: World, client: number, resource: string, lease: L
     const gone = (c: ClientState): ClientState => (rulesOf(design).lateReplyEnds === 'session' ? { ...c, sessionLost: false, leases: {} } : withLease(c, resource, null));
     return single({ kind: 'timed-out' }, withClient(world, client, gone));
   }
+  const s = statementTiming(world, client, latencyMs);
+  const answered = releasedSession(world, client, resource, lease).map((b) => ({ ...b, next: { ...b.next, nowMs: s.endMs } }));
+  if (s.inTime === 'yes') return answered;
+  // No reply in time: the client drops its connection (7.4). pg-session: the session goes, with every lock and lease on it.
+  // pg-xact: the COMMIT ran if it arrived (a black hole's may not have: either), and the transaction is over either way.
+  const late: Branch[] =
+    rulesOf(design).lateReplyEnds === 'session'
+      ? [{ outcome: { kind: 'timed-out' }, next: dropSessions({ ...world, nowMs: s.endMs }, [client]), events: [] }]
+      : [
+          ...answered.map((b) => ({ ...b, outcome: { kind: 'timed-out' } as const })),
+          ...(s.arrives ? [] : [{ outcome: { kind: 'timed-out' } as const, next: abortTransaction({ ...world, nowMs: s.endMs }, client, resource), events: [] }]),
+        ];
+  return s.inTime === 'race' ? [...answered, ...late] : late;
+}
+
+/** pg-xact: the client drops the transaction's connection; the server aborts it, its lock and its buffered writes go. */
+function abortTransaction(world: World, client: number, resource: string): World {
+  const lease = world.clients[client]!.leases[resource];
+  if (lease === undefined) return world;
+  const server = world.nodes[0]!;
+  const key = server.keys[resource];
+  const nodes = key !== undefined && sameOwner(key.owner, lease.owner) ? [deleteKey(server, resource), ...world.nodes.slice(1)] : world.nodes;
+  return withClient({ ...world, nodes }, client, (c) => withLease(c, resource, null));
+}
+
+/** The unlock or commit, answered. */
+function releasedSession(world: World, client: number, resource: string, lease: Lease): readonly Branch[] {
+  const design = world.config.design;
+  const server = world.nodes[0]!;
   const key = server.keys[resource];
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
   if (rulesOf(design).stacking === 'per-release' && lease.count > 1) {
@@ -758,8 +827,14 @@ function write(world: World, client: number, resource: string, value: string, la
   if (rulesOf(world.config.design).writes === 'at-commit') {
     // The statement cannot reach the transaction's connection: the client gives the transaction up.
     if (!isReachable(world, client, 0)) return single({ kind: 'not-held' }, withClient(world, client, (c) => withLease(c, resource, null)));
-    // Inside the transaction: visible to others only at commit.
-    return single({ kind: 'accepted' }, withClient(world, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
+    // Inside the transaction: visible to others only at commit. A reply later than the statement timeout: the client
+    // drops the transaction's connection (7.4), and the server aborts it.
+    const s = statementTiming(world, client, latencyMs);
+    const later: World = { ...world, nowMs: s.endMs };
+    const accepted = single({ kind: 'accepted' }, withClient(later, client, (c) => withLease(c, resource, { ...lease, buffered: [...lease.buffered, value] })));
+    if (s.inTime === 'yes') return accepted;
+    const late = single({ kind: 'timed-out' }, abortTransaction(later, client, resource));
+    return s.inTime === 'race' ? [...accepted, ...late] : late;
   }
   // The store applies the write when it arrives; its reply may come later.
   const delivered = deliverWrite(world, client, { resource, value, token: lease.token, epoch: lease.epoch });
@@ -803,7 +878,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     case 'pause': {
       const op = f.inFlight;
       const pausing = (next: World, inFlight: InFlight, events: readonly WorldEvent[] = []): Branch => ({ outcome: { kind: 'ok' }, next: withClient(next, f.client, (c) => ({ ...c, paused: true, inFlight })), events });
-      if (op?.kind === 'acquire') {
+      if (op?.kind === 'acquire' && hasTtl(design)) {
         // The first round goes out; its replies wait for the resume.
         return sendAcquire(world, op.client, op.resource, op.ttlMs!, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0).map(({ sent, flight }) => pausing(sent, flight));
       }
@@ -812,9 +887,34 @@ function inject(world: World, fault: Fault): readonly Branch[] {
         if (refused !== null) return refused.map((b) => pausing(b.next, { kind: 'reply', outcome: b.outcome, doneMs: b.next.nowMs }));
         return sendExtend(world, op.client, op.resource, op.ttlMs, op.latencyMs ?? 0).map(({ sent, flight, events }) => pausing(sent, flight, events));
       }
+      const missed = op === undefined ? null : statementMissed(world, op);
+      if (op !== undefined && op.kind !== 'read' && missed !== null && isReachable(world, op.client, 0)) {
+        // A statement to a PostgreSQL server: it runs as it arrives (a black hole's never does); whether its reply
+        // or the client's timer comes first is judged at the resume.
+        const s = statementTiming(world, op.client, op.latencyMs ?? 0);
+        // A new lock may need a connection (pg-session, unless it has one) or a BEGIN (pg-xact) first: its statement then goes out after the resume.
+        const later = op.kind === 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined;
+        const laterBranch: Branch[] = later ? [pausing(world, { kind: 'later', client: op.client, resource: op.resource, arrivalMs: s.arrives ? s.endMs : Number.POSITIVE_INFINITY, deadlineMs: missed.afterMs })] : [];
+        if (later && rulesOf(design).lateReplyEnds === 'transaction') return laterBranch;
+        if (!s.arrives) {
+          const ends = missed.ends === 'session' ? 'session' : op.kind === 'acquire' ? 'nothing' : 'transaction';
+          return [pausing(world, { kind: 'reply', outcome: { kind: 'timed-out' }, doneMs: Number.POSITIVE_INFINITY, missed: { ...missed, ends } }), ...laterBranch];
+        }
+        const { delay, ...calm } = world.nodes[0]!;
+        const answered = operate({ ...world, nodes: [calm, ...world.nodes.slice(1)] }, { ...op, latencyMs: 0 });
+        return [
+          ...answered.map((b) =>
+            pausing({ ...b.next, nowMs: world.nowMs, nodes: [{ ...b.next.nodes[0]!, ...(delay === undefined ? {} : { delay }) }, ...b.next.nodes.slice(1)] }, { kind: 'reply', outcome: b.outcome, doneMs: s.endMs, missed }, b.events),
+          ),
+          ...laterBranch,
+        ];
+      }
       if (op !== undefined) {
         // Settled when sent; the client reads the outcome at its resume, or when the round ends if that is later.
-        return operate(world, op).map((b) => pausing({ ...b.next, nowMs: world.nowMs }, { kind: 'reply', outcome: b.outcome, doneMs: b.next.nowMs }, b.events));
+        // A statement that failed at once on a cut link is read at the resume too: past its timeout, the timer fires first.
+        return operate(world, op).map((b) =>
+          pausing({ ...b.next, nowMs: world.nowMs }, { kind: 'reply', outcome: b.outcome, doneMs: b.next.nowMs, ...(missed === null ? {} : { missed }) }, b.events),
+        );
       }
       const lease = f.pendingWrite === undefined ? undefined : world.clients[f.client]!.leases[f.pendingWrite.resource];
       // The check happens now; only a write that passed it is left pending.
@@ -942,7 +1042,13 @@ function resume(world: World, client: number): readonly Branch[] {
       // The statement goes to the transaction's own connection: dead if the session was lost.
       const lease = c.leases[pending.resource];
       if (!c.sessionLost && lease !== undefined && isReachable(world, client, 0)) {
-        next = withClient(next, client, (s) => withLease(s, pending.resource, { ...lease, buffered: [...lease.buffered, pending.value] }));
+        // A black-holed server swallows it: the client gives up at its statement timeout and drops the transaction (7.4).
+        // A slow one answers it one slow round trip later.
+        const delay = world.nodes[0]!.delay ?? 0;
+        next =
+          delay === 'never'
+            ? abortTransaction({ ...next, nowMs: statementDeadlineMs(next, client) }, client, pending.resource)
+            : withClient({ ...next, nowMs: next.nowMs + delay }, client, (s) => withLease(s, pending.resource, { ...lease, buffered: [...lease.buffered, pending.value] }));
       }
     } else {
       const delivered = deliverWrite(next, client, pending);
@@ -956,8 +1062,25 @@ function resume(world: World, client: number): readonly Branch[] {
   const f = c.inFlight;
   if (f === null) return single({ kind: 'ok' }, next, events);
   switch (f.kind) {
-    case 'reply':
-      return single(f.outcome, { ...next, nowMs: Math.max(next.nowMs, f.doneMs) }, events);
+    case 'reply': {
+      const readMs = Math.max(next.nowMs, f.doneMs);
+      const m = f.missed;
+      if (m === undefined || readMs < m.afterMs) return single(f.outcome, { ...next, nowMs: readMs }, events);
+      // A statement's reply read only after its timeout (the client resumed past it, or the reply is later): the timer
+      // fires first, and the client drops its connection (7.4). Exactly at the timeout, either.
+      const endMs = Math.max(next.nowMs, m.afterMs);
+      const gone = m.ends === 'session' ? dropSessions(next, [client]) : m.ends === 'transaction' ? abortTransaction(next, client, m.resource) : next;
+      const missed = single({ kind: 'timed-out' }, { ...gone, nowMs: endMs }, events);
+      return readMs === m.afterMs ? [...single(f.outcome, { ...next, nowMs: readMs }, events), ...missed] : missed;
+    }
+    case 'later': {
+      // The first round trip's reply (a connect, a BEGIN), read at the resume or when it comes; past its timeout nothing is held yet.
+      const readMs = Math.max(next.nowMs, f.arrivalMs);
+      const missed = single({ kind: 'timed-out' }, { ...next, nowMs: Math.max(next.nowMs, f.deadlineMs) }, events);
+      if (readMs > f.deadlineMs) return missed;
+      const sent = acquire({ ...next, nowMs: readMs }, client, f.resource, undefined, 0, 0, 0, false).map((b) => ({ ...b, events: [...events, ...b.events] }));
+      return readMs === f.deadlineMs ? [...sent, ...missed] : sent;
+    }
     case 'extend':
       return finishExtend(next, client, f, next.nowMs, events);
     case 'acquire':

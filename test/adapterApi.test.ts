@@ -32,7 +32,7 @@ describe('the adapter API: an environment is time control plus a registry of fau
   it('what a backend takes is read from the injectors its environment provides', async () => {
     expect(await offeredFaults(simLeaseBackend(designs.redisSingle(), 'strict'))).toEqual(FAULT_KINDS);
     // The session lock: no expiry (no clock step), no crash; a one-sided partition (spec 3).
-    expect(await offeredFaults(simSessionBackend('strict'))).toEqual(['advance', 'clock-drift', 'pause', 'partition', 'delay', 'kill-connection']);
+    expect(await offeredFaults(simSessionBackend('strict'))).toEqual(['advance', 'clock-drift', 'pause', 'partition', 'delay', 'latency', 'slow-node', 'kill-connection']);
     expect(await offeredFaults(tinyLock)).toEqual(['advance', 'clock-step', 'pause', 'delay']);
     expect(faultKindsOf({})).toEqual(['advance']);
   });

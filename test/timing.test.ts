@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runLockstep, simLeaseBackend } from '../conformance/index.ts';
+import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { designs, initialWorld, step } from '../model/index.ts';
 import type { Command, Outcome } from '../model/index.ts';
 import { roundEnds } from '../model/round.ts';
@@ -133,5 +134,82 @@ describe('the in-memory backend follows the model under timing faults', () => {
     expect(interleaved.map((s) => s[2])).toEqual(['ok', 'ok', 'granted', 'granted']);
     const extend = await run(single, [acquire(0), { kind: 'pause', client: 0, inFlight: { kind: 'extend', client: 0, resource: 'r', ttlMs: 30, latencyMs: 3 } }, { kind: 'advance', ms: 28 }, { kind: 'resume', client: 0 }]);
     expect(extend.at(-1)).toEqual(['resume', 28, 'not-extended']);
+  });
+});
+
+describe('late statements on the PostgreSQL designs (spec 7.4)', () => {
+  const pg = (design = designs.pgSession({ statementTimeoutMs: 50 })) => initialWorld({ design, store: design.kind === 'pg-xact' ? 'transactional' : 'strict', clients: 2 });
+  const take = (client: number): Extract<Command, { kind: 'acquire' }> => ({ kind: 'acquire', client, resource: 'r' });
+  const other = (client: number): Command => ({ kind: 'acquire', client, resource: 's' });
+
+  it('a release later than the statement timeout ends the whole session (pg-session) or only the transaction, with its COMMIT in (pg-xact)', () => {
+    const w = step(step(pg(), take(0))[0]!.next, other(0))[0]!.next;
+    const late = step(w, { kind: 'release', client: 0, resource: 'r', latencyMs: 60 });
+    expect(kinds(late.map((b) => b.outcome))).toEqual(['timed-out']);
+    expect(late[0]!.next.clients[0]!.leases).toEqual({});
+    expect(late[0]!.next.nodes[0]!.keys).toEqual({});
+    expect(kinds(step(w, { kind: 'release', client: 0, resource: 'r', latencyMs: 50 }).map((b) => b.outcome))).toEqual(['released', 'timed-out']);
+    const x = step(step(pg(designs.pgXact({ statementTimeoutMs: 50 })), take(0))[0]!.next, { kind: 'write', client: 0, resource: 'r', value: 'v' })[0]!.next;
+    const commit = step(x, { kind: 'release', client: 0, resource: 'r', latencyMs: 60 });
+    expect(kinds(commit.map((b) => b.outcome))).toEqual(['timed-out']);
+    expect(commit[0]!.next.store.cells.r?.value).toBe('v');
+    // A write into the transaction answered too late: the transaction is aborted, the lock free, the write lost.
+    const write = step(x, { kind: 'write', client: 0, resource: 'r', value: 'w', latencyMs: 60 });
+    expect(kinds(write.map((b) => b.outcome))).toEqual(['timed-out']);
+    expect(write[0]!.next.nodes[0]!.keys.r).toBeUndefined();
+  });
+
+  it('a black-holed server is waited out to the statement timeout; a slow one is one slow round trip per operation', () => {
+    const holed = step(pg(), { kind: 'node-delay', node: 0, ms: 'never' })[0]!.next;
+    const a = step(holed, take(0));
+    expect(kinds(a.map((b) => b.outcome))).toEqual(['timed-out', 'timed-out']);
+    expect(a[0]!.next.nowMs).toBe(50);
+    expect(a.every((b) => b.next.nodes[0]!.keys.r === undefined)).toBe(true);
+    const slow = step(pg(), { kind: 'node-delay', node: 0, ms: 20 })[0]!.next;
+    const b = step(slow, { ...take(0), latencyMs: 10 });
+    expect(b.map((x) => [x.outcome.kind, x.next.nowMs])).toEqual([['granted', 30]]);
+  });
+
+  it('a statement in flight across a pause: resumed before its timeout the reply is read, at or after it the timer fires first', () => {
+    const held = step(pg(), take(0))[0]!.next;
+    const paused = step(held, { kind: 'pause', client: 0, inFlight: { kind: 'release', client: 0, resource: 'r' } })[0]!.next;
+    const resumeAt = (ms: number) => step(step(paused, { kind: 'advance', ms })[0]!.next, { kind: 'resume', client: 0 });
+    expect(kinds(resumeAt(49).map((b) => b.outcome))).toEqual(['released']);
+    expect(kinds(resumeAt(50).map((b) => b.outcome))).toEqual(['released', 'timed-out']);
+    expect(kinds(resumeAt(51).map((b) => b.outcome))).toEqual(['timed-out']);
+    // A new lock's acquire in flight: its statement ran at once, or (a connect first) goes out only after the resume.
+    const inFlight = step(pg(), { kind: 'pause', client: 0, inFlight: take(0) });
+    expect(inFlight.map((b) => b.next.clients[0]!.inFlight?.kind)).toEqual(['reply', 'later']);
+  });
+
+  it('the in-memory pg-session backend agrees: a late release, a black hole, a statement in flight across a pause past its timeout', async () => {
+    const r = await runLockstep(
+      simSessionBackend('strict'),
+      [
+        take(0),
+        { kind: 'release', client: 0, resource: 'r', latencyMs: 5001 },
+        take(1),
+        { kind: 'pause', client: 1, inFlight: { kind: 'release', client: 1, resource: 'r' } },
+        { kind: 'advance', ms: 5000 },
+        take(0),
+        { kind: 'resume', client: 1 },
+        { kind: 'node-delay', node: 0, ms: 'never' },
+        take(1),
+      ],
+      { clients: 2, tokenBase: 0n, continueAfterViolation: true },
+    );
+    expect(r.verdict).toEqual({ kind: 'pass' });
+    expect(r.steps.map((s) => [s.command.kind, s.endMs, s.actual.kind])).toEqual([
+      ['acquire', 0, 'granted'],
+      ['release', 5001, 'timed-out'],
+      ['acquire', 5001, 'granted'],
+      ['pause', 5001, 'ok'],
+      ['advance', 10001, 'ok'],
+      ['acquire', 10001, 'granted'],
+      // Resumed at the timeout: the reply and the timer race; the in-memory client's timer fires first.
+      ['resume', 10001, 'timed-out'],
+      ['node-delay', 10001, 'ok'],
+      ['acquire', 15001, 'timed-out'],
+    ]);
   });
 });

@@ -9,6 +9,8 @@ import type { FencedStore } from '../../impl/fencedStore.ts';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
+import { destroyConnection } from '../../impl/postgres/attempts.ts';
+import { TimeoutError, UnavailableError, withTimeout } from '../../impl/errors.ts';
 import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
 import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
@@ -180,6 +182,10 @@ async function startInstance(
     throw e;
   }
   const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+  // A paused client runs no timers until it resumes (then they fire before its replies): statements in flight across a pause.
+  const clocks = clientClocks.map((_c, client) => network.pausable(client, time.clockOf(() => clientClocks[client]!)));
+  const timing = network.serverTiming();
+  const statementTimeoutMs = replyTimeoutMs(design)!;
   const lossWaiters: Array<Array<() => void>> = Array.from({ length: clients }, () => []);
   const noticed = (client: number): void => {
     for (const w of lossWaiters[client]!.splice(0)) w();
@@ -188,12 +194,12 @@ async function startInstance(
     const proxy = proxies[client];
     const options = {
       connection: proxy ? { ...connection, connectionString: throughProxy(server.url, proxy) } : connection,
-      clock: time.clockOf(() => clientClocks[client]!),
+      clock: clocks[client]!,
       tokenBase,
       link: <T>(roundTrip: () => Promise<T>) => network.call(client, 0, roundTrip),
       onConnectionLost: () => noticed(client),
       // The design's statement timeout: a reply later than it is an unknown outcome (spec 7.4), as the model has it.
-      statementTimeoutMs: replyTimeoutMs(design)!,
+      statementTimeoutMs,
     };
     return design.kind === 'pg-session' ? new PostgresSessionLock(options) : new PostgresTransactionLock(options);
   });
@@ -220,8 +226,19 @@ async function startInstance(
               checkToken(token);
               const lease = lock.leaseFor(resource);
               if (lease === undefined) throw new InvalidInputError('precondition', `client ${client} has no open transaction on '${resource}'`);
-              const tx = postgresFencedStore(lock.queryable(lease), 'transactional');
-              return network.call(client, 0, () => tx.write(resource, token, value));
+              const connection = lock.queryable(lease) as pg.Client;
+              const tx = postgresFencedStore(connection, 'transactional');
+              timing.slowOperation(client);
+              try {
+                return await withTimeout(clocks[client]!, statementTimeoutMs, 'statement', network.call(client, 0, () => tx.write(resource, token, value)));
+              } catch (e) {
+                if (!(e instanceof TimeoutError)) throw e;
+                // No reply in time: the client drops the transaction's connection (7.4); the server aborts it, and its lock goes.
+                const pid = (connection as unknown as { processID: number }).processID;
+                destroyConnection(connection);
+                await network.call(client, 'store', () => backendsGone([pid]));
+                throw new UnavailableError(`the write to '${resource}' got no reply within ${statementTimeoutMs} ms; the transaction was dropped`, { cause: e });
+              }
             },
             read: (resource) => network.call(client, 'store', () => outside.read(resource)),
           }
@@ -229,6 +246,7 @@ async function startInstance(
     return {
       acquire: async (resource, o) => {
         const before = pids(client);
+        timing.slowOperation(client);
         const r = await lock.acquire(resource, { retries: o.retries ?? 0, retryDelayMs: o.retryDelayMs ?? 0 });
         // A late reply: the client dropped its connection. The model has the server end that session at once; wait until it has.
         // Carried as one real request on the network, so virtual time waits for it.
@@ -236,10 +254,19 @@ async function startInstance(
         return r;
       },
       release: async (lease) => {
-        await lock.release(lease);
+        const before = pids(client);
+        timing.slowOperation(client);
+        try {
+          await lock.release(lease);
+        } catch (e) {
+          // No reply in time: the client dropped its connection; the model has the server end it at once: wait until it has.
+          // (On a cut link the close is held there: the server keeps the session until heal or keepalive.)
+          if (!cut.has(client)) await network.call(client, 'store', () => backendsGone(before.filter((pid) => !pids(client).includes(pid))));
+          throw e;
+        }
       },
       store,
-      clock: time.clockOf(() => clientClocks[client]!),
+      clock: clocks[client]!,
     };
   });
   const pids = (client: number): number[] => {
@@ -360,6 +387,8 @@ async function startInstance(
           }),
       pause: network.faults().pause,
       delay: network.faults().delay,
+      // Late statements, a slow or black-holed server: virtual time, so on the user's server too.
+      ...timing.faults,
       killConnection: async (client) => {
         const c = cut.get(client);
         if (c === undefined) return endSessions([client]);

@@ -27,6 +27,7 @@ export class SimNetwork {
   readonly #delay = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
   readonly #held = new Map<number, Array<() => void>>();
   readonly #nodeDelay = new Map<number, number | 'never'>();
+  readonly #slow = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
   readonly #heldTimers = new Map<number, Array<{ readonly fire: () => void; cancelled: boolean }>>();
   /** Real requests still on the wire. */
   readonly #io = new Set<Promise<unknown>>();
@@ -72,7 +73,8 @@ export class SimNetwork {
       reply = { ok: false, error };
     }
     const delay = this.#delay.get(client);
-    const delayMs = (delay !== undefined && delay.sentAtMs === sentAtMs ? delay.ms : 0) + own;
+    const slow = endpoint === 'store' ? undefined : this.#slow.get(client);
+    const delayMs = (delay !== undefined && delay.sentAtMs === sentAtMs ? delay.ms : 0) + (slow !== undefined && slow.sentAtMs === sentAtMs ? slow.ms : 0) + own;
     if (delayMs > 0) await this.time.sleep(delayMs);
     else await Promise.resolve();
     const held = this.#held.get(client);
@@ -92,6 +94,11 @@ export class SimNetwork {
     this.#cut.add(`${client}:${endpoint}`);
   }
 
+  /** Whether the link is cut (a client's close cannot cross it). */
+  isCut(client: number, endpoint: Endpoint): boolean {
+    return this.#cut.has(`${client}:${endpoint}`);
+  }
+
   heal(client: number, endpoint: Endpoint): void {
     this.#cut.delete(`${client}:${endpoint}`);
   }
@@ -103,6 +110,16 @@ export class SimNetwork {
   setDelay(client: number, ms: number): void {
     if (ms === 0) this.#delay.delete(client);
     else this.#delay.set(client, { ms, sentAtMs: this.time.nowMs() });
+  }
+
+  /**
+   * A slow server as one slow round trip per operation (the one-node
+   * PostgreSQL designs, spec 7.4): replies from lock nodes to the requests
+   * this client sends now take `ms` longer. Call it as an operation starts.
+   */
+  slowNow(client: number, ms: number): void {
+    if (ms === 0) this.#slow.delete(client);
+    else this.#slow.set(client, { ms, sentAtMs: this.time.nowMs() });
   }
 
   /** Every reply from lock node `node` takes `ms` longer (0: none), or never comes. */
@@ -156,6 +173,26 @@ export class SimNetwork {
     return {
       latency: async (client, ms) => this.setDelay(client, ms),
       nodeDelay: async (node, ms) => this.setNodeDelay(node, ms),
+    };
+  }
+
+  /**
+   * The timing faults of a one-node PostgreSQL server (spec 7.4): `latency`,
+   * and `nodeDelay` as one slow round trip per operation, which
+   * `slowOperation(client)` applies (call it as each operation starts), or a
+   * black hole. The clients' clocks must be pausable().
+   */
+  serverTiming(): { readonly faults: Required<Pick<FaultInjectors, 'latency' | 'nodeDelay'>>; slowOperation(client: number): void } {
+    let slowMs = 0;
+    return {
+      faults: {
+        latency: async (client, ms) => this.setDelay(client, ms),
+        nodeDelay: async (node, ms) => {
+          this.setNodeDelay(node, ms === 'never' ? 'never' : 0);
+          slowMs = ms === 'never' ? 0 : ms;
+        },
+      },
+      slowOperation: (client) => this.slowNow(client, slowMs),
     };
   }
 

@@ -144,8 +144,13 @@ export class SimSessionLock {
     }
     const session = this.#session;
     try {
-      await this.network.call(this.client, 0, () => this.server.unlock(session, lease.resource));
+      await withTimeout(this.clock, this.statementTimeoutMs, 'statement', this.network.call(this.client, 0, () => this.server.unlock(session, lease.resource)));
     } catch (e) {
+      if (e instanceof TimeoutError) {
+        // No reply in time: the unlock may or may not have run; the client drops the connection (7.4).
+        this.dropConnection(session);
+        throw new UnavailableError(`release of '${lease.resource}' got no reply in time; the session was ended, so the server frees the lock`, { cause: e });
+      }
       if (!(e instanceof UnavailableError)) throw e;
       this.releaseFailed(session, lease.resource, e);
     }
@@ -180,8 +185,14 @@ export class SimSessionLock {
    * outcome is `timed-out` (spec 7.4). Overridable only to build broken fixtures.
    */
   protected lateReply(session: number): AcquireResult {
-    this.endSession(session);
+    this.dropConnection(session);
     return { kind: 'timed-out' };
+  }
+
+  /** The client drops its connection: the server ends the session, or on a cut link only when the close gets through. */
+  private dropConnection(session: number): void {
+    if (this.network.isCut(this.client, 0)) this.closeUnheard(session);
+    else this.endSession(session);
   }
 
   /** Drops the connection of `session`: the server ends it, and the client's leases on it are lost. */
@@ -229,14 +240,22 @@ function startSession(policy: StorePolicy, parts: SimSessionParts, options: Inst
   const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? store : server));
   let sessions = 0;
   const clocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
+  const timing = network.serverTiming();
   const locks = clocks.map((_c, client) => {
-    const clock = time.clockOf(() => clocks[client]!);
+    // A paused client runs no timers until it resumes (then they fire before its replies): a statement in flight across a pause.
+    const clock = network.pausable(client, time.clockOf(() => clocks[client]!));
     const args: ConstructorParameters<typeof SimSessionLock> = [network, client, server, clock, () => ++sessions];
     return { lock: parts.lock?.(...args) ?? new SimSessionLock(...args), clock };
   });
   const clients: LockClient[] = locks.map(({ lock, clock }, client) => ({
-    acquire: (resource, o) => lock.acquire(resource, o),
-    release: (lease) => lock.release(lease),
+    acquire: (resource, o) => {
+      timing.slowOperation(client);
+      return lock.acquire(resource, o);
+    },
+    release: (lease) => {
+      timing.slowOperation(client);
+      return lock.release(lease);
+    },
     store: storeOver(network, client, store),
     clock,
   }));
@@ -271,6 +290,7 @@ function startSession(policy: StorePolicy, parts: SimSessionParts, options: Inst
       },
       pause: network.faults().pause,
       delay: network.faults().delay,
+      ...timing.faults,
       partition: {
         cut: async (client, node) => {
           network.cut(client, node);
