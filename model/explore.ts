@@ -1,4 +1,6 @@
 import type { Command } from './command.ts';
+import type { Design } from './design.ts';
+import { rulesOf } from './design.ts';
 import type { Fingerprint } from './fingerprint.ts';
 import { fingerprint } from './fingerprint.ts';
 import { FingerprintSet } from './fingerprintSet.ts';
@@ -58,6 +60,20 @@ export function nodeSymmetric(alphabet: readonly Command[], nodes: number): bool
     }
     return true;
   });
+}
+
+/**
+ * Whether a key dead on its node (past its expiry by more than the
+ * tolerance) behaves as no key for the rest of every schedule: no command
+ * steps a node's clock back (so it stays dead: clocks only run forward,
+ * at most 90 % slow), and deleting it moves no token source (etcd's
+ * revision does move). Then an acquire overwrites it as it would fill an
+ * empty slot, an extend gets no vote from it, its owner's release deletes
+ * it with no effect a property reads (OWN-1 holds for the owner), and
+ * LIVE-1 ignores it (spec 8.4, "Abstractions").
+ */
+export function deadKeysStayDead(design: Design, alphabet: readonly Command[]): boolean {
+  return rulesOf(design).tokenSource !== 'cluster-revision' && !alphabet.some((c) => c.kind === 'clock-step' && c.deltaMs < 0);
 }
 
 export interface TraceStep {
@@ -130,7 +146,11 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   const startedMs = clock();
   const maxStates = options.maxStates ?? Number.POSITIVE_INFINITY;
   const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
-  const fpOptions = { clientSymmetry: options.clientSymmetry, fixedNodes: options.nodeSymmetry !== false && nodeSymmetric(alphabet, initial.nodes.length) ? 0 : 1 };
+  const fpOptions = {
+    clientSymmetry: options.clientSymmetry,
+    fixedNodes: options.nodeSymmetry !== false && nodeSymmetric(alphabet, initial.nodes.length) ? 0 : 1,
+    deadKeysGone: deadKeysStayDead(initial.config.design, alphabet),
+  };
   const fp: Fingerprint = { hi: 0, lo: 0 };
   const seen = new FingerprintSet();
   const links = new Links();
