@@ -169,10 +169,13 @@ function heldBefore(world: World, resource: string, epoch: number, upTo: number)
 
 /** Whether dead keys are hashed as absent (FingerprintOptions.deadKeysGone), for the fingerprint being computed. */
 let deadGone = false;
+/** Whether expired keys keep their exact expiry (FingerprintOptions.exactExpiry). */
+let exactExpiry = false;
 
 function hashKeys(world: World, keys: NodeState['keys'], expiry: number, perm: readonly number[]): void {
   const names = sortedKeys(keys);
-  const dead = -1 - (world.config.expiryToleranceMs ?? 0);
+  // A node clock stepped back revives an expired key only if it expired less than the step ago: then expiries stay exact.
+  const dead = exactExpiry ? Number.NEGATIVE_INFINITY : -1 - (world.config.expiryToleranceMs ?? 0);
   let live = names.length;
   if (deadGone) for (const r of names) if (keys[r]!.expiresAtMs !== null && keys[r]!.expiresAtMs! - expiry <= dead) live--;
   word(live);
@@ -349,6 +352,12 @@ export interface FingerprintOptions {
    * move a token source (deadKeysStayDead; spec 8.4, "Abstractions").
    */
   readonly deadKeysGone?: boolean;
+  /**
+   * Keep how long ago each expired key expired (default false: all expired
+   * keys alike). Needed where a node's expiry clock can step back: a step
+   * back revives a key that expired less than the step ago.
+   */
+  readonly exactExpiry?: boolean;
 }
 
 const candidate: Fingerprint = { hi: 0, lo: 0 };
@@ -366,6 +375,7 @@ export function fingerprint(world: World, out: Fingerprint, options: Fingerprint
   const n = world.clients.length;
   const fixed = options.fixedNodes ?? 1;
   deadGone = options.deadKeysGone === true;
+  exactExpiry = options.exactExpiry === true;
   for (let i = 0; i < n; i++) {
     h1 = 0x3c6ef372;
     h2 = 0x510e527f;
