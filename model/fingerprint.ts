@@ -9,7 +9,9 @@ import { inFlightKey } from './state.ts';
 /**
  * A 64-bit fingerprint of a state's orbit: equal for two states that no
  * future behaviour can tell apart (the fields of canonicalKey, without
- * building a string), up to these symmetries (spec §8, "Symmetry"):
+ * building a string, less what no step or property reads: ageClass,
+ * ownerClass, epochRank, and dead keys where deadKeysGone; spec 8.4,
+ * "Abstractions"), up to these symmetries (spec 8.4):
  * - a shift of true time (times relative to now, expired deadlines collapsed);
  * - a permutation of the lock-service nodes other than the first
  *   `fixedNodes` (default 1: node 0, the node clock and crash alphabets
