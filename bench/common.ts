@@ -30,3 +30,34 @@ export function median(xs: readonly number[]): number {
 
 export const fmtRate = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
 export const fmtRatio = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+
+/** One line of a benchmark's target table: a measured ratio against the issue's goal. */
+export interface TargetRow {
+  readonly target: string;
+  /** Rate ratio (medians of interleaved rounds). */
+  readonly ratio: number;
+  /** The same comparison by CPU per operation (the peer's over lockcheck's): what a CPU-bound machine would show; less disturbed by load. */
+  readonly cpuRatio?: number;
+  /** Met when ratio >= goal ('at-least') or ratio <= goal ('at-most'); none: a ratio reported beside the targets. */
+  readonly goal?: number;
+  readonly kind?: 'at-least' | 'at-most';
+}
+
+/** The compact table the lead re-runs on a quiet machine: each target, its ratio, met or not, with the load average beside it. */
+export function targetTable(rows: readonly TargetRow[], loadAverage: string): void {
+  out(`### Targets (load average ${loadAverage})`);
+  out();
+  out('| target | ratio | goal | met | CPU-per-op ratio |');
+  out('|---|---:|---:|---|---:|');
+  for (const r of rows) {
+    const atMost = r.kind === 'at-most';
+    const cpu = r.cpuRatio === undefined ? '' : fmtRatio(r.cpuRatio);
+    if (r.goal === undefined) {
+      out(`| ${r.target} | ${fmtRatio(r.ratio)} | | reported | ${cpu} |`);
+      continue;
+    }
+    const met = Number.isFinite(r.ratio) && (atMost ? r.ratio <= r.goal : r.ratio >= r.goal);
+    out(`| ${r.target} | ${fmtRatio(r.ratio)} | ${atMost ? '≤' : '≥'} ${r.goal.toFixed(2)} | ${met ? 'met' : '**not met**'} | ${cpu} |`);
+  }
+  out();
+}

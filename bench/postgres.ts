@@ -50,7 +50,7 @@ import { ensureSchema, MINT, SCHEMA, TRY_LOCK_AND_MINT } from '../impl/postgres/
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../impl/postgres/store.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
-import { fmtRate, fmtRatio, log, median, out, parseSeconds } from './common.ts';
+import { fmtRate, fmtRatio, log, median, out, parseSeconds, targetTable } from './common.ts';
 
 // ---------------------------------------------------------------- settings
 
@@ -717,6 +717,22 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
     return `| ${label} | ${cells.join(' | ')} | ${costs.join(' | ')} |`;
   };
   const within20 = (x: number): string => (x >= 0.8 ? '(meets ≥ 0.80)' : '(**misses** ≥ 0.80)');
+  {
+    const row = (results: Map<string, Measured>, target: string, a: string, b: string, goal?: number) => ({ target, ratio: ratio(results, a, b).value, cpuRatio: cost(results, b) / cost(results, a), ...(goal === undefined ? {} : { goal }) });
+    targetTable(
+      [
+        row(r1, 'session lock / pgbench same SQL, 1 client', 'lc-1', 'pgb-same-1', 0.9),
+        row(r1, 'session lock / raw node-postgres named, same statements, 8 clients', 'lc-8', 'named-8', 0.95),
+        row(r1, 'session lock / pgbench same SQL, 8 clients', 'lc-8', 'pgb-same-8'),
+        row(r2, 'transaction lock / pgbench persistent, 1 client', 'lc-1', 'pgb-xact-1', 0.8),
+        row(r3, 'fenced write / plain UPDATE, 1 client', 'fenced-1', 'plain-1', 0.8),
+        row(r3, 'fenced write / plain UPDATE, 8 clients', 'fenced-8', 'plain-8', 0.8),
+      ],
+      `1/5/15 min at start ${loadAtStart}, at end ${loadavg()}`,
+    );
+    out('CPU-per-op ratio here: the peer\'s client + server CPU per operation over lockcheck\'s (the rate ratio a CPU-bound machine would show).');
+    out();
+  }
   const mintCheck = (results: Map<string, Measured>, base: string): string =>
     ids(base)
       .map(({ c, id }) => {
@@ -756,7 +772,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   );
   out();
   header();
-  out(rateRow(r2, 'lockcheck `PostgresTransactionLock` acquire + release (idle connections reused)', 'lc'));
+  out(rateRow(r2, 'lockcheck `PostgresTransactionLock` acquire + release (idle connections reused; 3 round trips: `BEGIN; SELECT pg_try_advisory_xact_lock(…)` as one simple query, MINT prepared on the minting connection, COMMIT)', 'lc'));
   out(rateRow(r2, 'pgbench `-M prepared -C` (new connection per transaction): BEGIN; try xact lock; MINT; COMMIT', 'pgb-xact-C'));
   out(rateRow(r2, 'pgbench `-M prepared`, persistent connections: BEGIN; try xact lock; MINT; COMMIT', 'pgb-xact'));
   out(rateRow(r2, '*diagnostic:* raw node-postgres, the same statements as lockcheck over persistent connections (MINT on a second, autocommit connection)', 'raw'));
@@ -769,13 +785,13 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out(ratioRow(r2, '*diagnostic:* lockcheck / connect + ensureSchema + close alone', 'lc', 'conn'));
   out(ratioRow(r2, 'pgbench -C / pgbench persistent', 'pgb-xact-C', 'pgb-xact'));
   out();
-  out(`pgbench xact check: -C: ${mintCheck(r2, 'pgb-xact-C')}; persistent: ${mintCheck(r2, 'pgb-xact')}. pgbench mints inside the lock's transaction on the same connection (one connection per client); lockcheck mints on a separate autocommit connection (so that a rollback cannot reuse a token): one more round trip, on another connection.`);
+  out(`pgbench xact check: -C: ${mintCheck(r2, 'pgb-xact-C')}; persistent: ${mintCheck(r2, 'pgb-xact')}. pgbench mints inside the lock's transaction on the same connection (one connection per client); lockcheck mints on a separate autocommit connection (so that a rollback cannot reuse a token) and sends BEGIN and the try-lock together: three round trips to pgbench's four (one per statement).`);
   out();
 
   out('### 3. Fenced write vs plain UPDATE per second');
   out();
   header();
-  out(rateRow(r3, '`postgresFencedStore(client, "strict").write` (one conditional INSERT … ON CONFLICT UPDATE … WHERE token > highest, with the read-back of highest), increasing tokens', 'fenced'));
+  out(rateRow(r3, '`postgresFencedStore(client, "strict").write` (one conditional INSERT … ON CONFLICT UPDATE … WHERE token > highest, with the read-back of highest, a named prepared statement), increasing tokens', 'fenced'));
   out(rateRow(r3, 'plain `UPDATE lockcheck_store SET value = $1 WHERE resource = $2` (same table)', 'plain'));
   out();
   ratioHeader();

@@ -62,6 +62,7 @@ export const LIBRARY_PACKAGES: Readonly<Record<LibraryId, { readonly name: strin
   'redis-semaphore-mutex': { name: 'redis-semaphore', version: '5.8.0' },
   'redis-semaphore-redlock-mutex': { name: 'redis-semaphore', version: '5.8.0' },
   'ioredis-lock': { name: '@microfleet/ioredis-lock', version: '6.0.1' },
+  'redis-lock': { name: 'redis-lock', version: '1.0.0' },
 };
 
 /** Why the library of an audit row cannot be loaded (not installed, or broken), or null if it can. */
@@ -97,6 +98,8 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
       return (await import('../conformance/adapters/redlock4.ts')).redlock4Backend(await cluster(), { name: b.name });
     case 'ioredis-lock':
       return (await import('../conformance/adapters/ioredisLock.ts')).ioredisLockBackend(await cluster(), { name: b.name });
+    case 'redis-lock':
+      return (await import('../conformance/adapters/redisLock.ts')).redisLockBackend({ cluster: await cluster() }, { name: b.name });
   }
 }
 
@@ -114,6 +117,7 @@ export const LIBRARY_AUDITS: readonly BuiltIn[] = [
   { name: 'lib:redis-semaphore@5.8.0/RedlockMutex', design: designs.redlock(), store: 'unfenced', library: 'redis-semaphore-redlock-mutex' },
   { name: 'lib:redlock@4.2.0', design: designs.redlock(), store: 'unfenced', library: 'redlock4' },
   { name: 'lib:@microfleet/ioredis-lock@6.0.1', design: designs.redisSingle(), store: 'unfenced', library: 'ioredis-lock' },
+  { name: 'lib:redis-lock@1.0.0', design: designs.redisSingle(), store: 'unfenced', library: 'redis-lock' },
 ];
 
 export const BUILT_INS: readonly BuiltIn[] = [

@@ -256,6 +256,21 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+/**
+ * Every command closes what it opened, so the process normally ends as soon as
+ * main settles. Should anything still hold the event loop (a library's socket
+ * or timer an adapter did not close), the process still ends, boundedly, and
+ * says what held it: nothing may hang.
+ */
+function exitBounded(): void {
+  setTimeout(() => {
+    const held = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout');
+    process.stderr.write(`lockcheck: exiting with ${held.length ? held.join(', ') : 'handles'} still open ${EXIT_GRACE_MS} ms after the command ended\n`);
+    process.exit();
+  }, EXIT_GRACE_MS).unref();
+}
+const EXIT_GRACE_MS = 10_000;
+
 redactTerminalOutput();
 main(process.argv.slice(2)).then(
   (code) => {
@@ -274,4 +289,4 @@ main(process.argv.slice(2)).then(
       process.exitCode = 1;
     }
   },
-);
+).finally(exitBounded);

@@ -57,27 +57,39 @@ export function checkEnvironmentApi(env: unknown, backend: string): asserts env 
   if (e.faults === null || typeof e.faults !== 'object') throw new AdapterApiError(`${backend}: its environment has no \`faults\` registry (an object of injectors; {} for none). ${PORTING}`);
 }
 
-const offered = new WeakMap<BackendUnderTest, Promise<readonly FaultKind[]>>();
+/** What a backend takes, read from one instance it starts: the fault kinds its environment provides, and whether its clients extend. */
+interface Offer {
+  readonly faults: readonly FaultKind[];
+  readonly extend: boolean;
+}
 
-/**
- * The fault kinds a backend takes: read from the environment of one
- * instance it starts (and closes), once per backend object. Raises
- * AdapterApiError for an adapter of the old API.
- */
-export function offeredFaults(backend: BackendUnderTest): Promise<readonly FaultKind[]> {
+const offers = new WeakMap<BackendUnderTest, Promise<Offer>>();
+
+/** Starts (and closes) one instance, once per backend object. Raises AdapterApiError for an adapter of the old API. */
+function offerOf(backend: BackendUnderTest): Promise<Offer> {
   checkBackendApi(backend);
-  let kinds = offered.get(backend);
-  if (kinds === undefined) {
-    kinds = (async () => {
+  let offer = offers.get(backend);
+  if (offer === undefined) {
+    offer = (async () => {
       const instance = await backend.start({ clients: 2, tokenBase: 0n });
       try {
         checkEnvironmentApi(instance.env, backend.name);
-        return faultKindsOf(instance.env.faults);
+        return { faults: faultKindsOf(instance.env.faults), extend: instance.clients.every((c) => c.extend !== undefined) };
       } finally {
         await instance.close();
       }
     })();
-    offered.set(backend, kinds);
+    offers.set(backend, offer);
   }
-  return kinds;
+  return offer;
+}
+
+/** The fault kinds a backend takes: those its environment provides. */
+export async function offeredFaults(backend: BackendUnderTest): Promise<readonly FaultKind[]> {
+  return (await offerOf(backend)).faults;
+}
+
+/** Whether the backend's clients have an extend: a library without one (LockClient.extend absent) is sent none. */
+export async function offersExtend(backend: BackendUnderTest): Promise<boolean> {
+  return (await offerOf(backend)).extend;
 }

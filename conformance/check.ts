@@ -6,12 +6,12 @@ import type { Command } from '../model/command.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
-import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
+import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor, withoutExtend } from './generate.ts';
 import type { ConsequenceKind } from './consequence.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { seedSchedules } from './seeds.ts';
-import { offeredFaults } from './backendApi.ts';
+import { offeredFaults, offersExtend } from './backendApi.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { ConformanceFailure, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
@@ -114,6 +114,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const clients = options.clients ?? 2;
   const offered = await offeredFaults(backend);
   const faults = (options.faults ?? offered).filter((f) => offered.includes(f));
+  const extend = await offersExtend(backend);
   const failOn = options.failOn ?? 'conformance-failure';
   const findings: Partial<Record<PropertyId, number>> = {};
   const deviations: Partial<Record<ConsequenceKind, number>> = {};
@@ -139,9 +140,9 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     if (typeof failOn === 'object' && 'properties' in failOn) return r.findings.some((f) => f.violations.some((v) => failOn.properties.includes(v.property)));
     return failOn === 'any' && r.verdict.kind === 'property-violation';
   };
-  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+  const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false, extend });
   // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
-  const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)) : [];
+  const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)).map((commands) => (extend ? commands : commands.flatMap(withoutExtend))) : [];
   const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities));
   const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
     run++;

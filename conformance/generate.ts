@@ -36,6 +36,8 @@ export interface ScheduleOptions {
    * backends whose clocks the runner drives can take more (TIME_SCALES).
    */
   readonly timeScales?: readonly number[];
+  /** The clients have an extend (default true); false (a library without one, LockClient.extend absent): no extend is drawn. */
+  readonly extend?: boolean;
 }
 
 /** Time scales for backends on clocks the runner drives: ttls of ms, tens, hundreds of ms, seconds and minutes. */
@@ -442,9 +444,17 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
       const commands = cs
         .flat()
         .slice(0, o.maxCommands)
-        .map((c) => (scale === 1 && set === 0 ? c : rescaled(c, scale, name)));
+        .map((c) => (scale === 1 && set === 0 ? c : rescaled(c, scale, name)))
+        .flatMap((c) => (o.extend === false ? withoutExtend(c) : [c]));
       return timeoutMs === null ? commands : noTimeoutWhilePaused(commands, timeoutMs);
     });
+}
+
+/** A command for clients without extend: an extend is left out, a pause with an extend in flight is a plain pause. */
+export function withoutExtend(c: Command): Command[] {
+  if (c.kind === 'extend') return [];
+  if (c.kind === 'pause' && c.inFlight?.kind === 'extend') return [{ kind: 'pause', client: c.client }];
+  return [c];
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Design } from '../model/design.ts';
 import { designs, nodeCount } from '../model/design.ts';
 import type { BackendInstance, BackendUnderTest, Capabilities, LibraryContract, LockClient } from './adapter.ts';
 import type { RedisCluster } from './env/redisBackend.ts';
-import { REAL_TIME_TOLERANCE_MS, startRedisCluster, startRedisRun } from './env/redisBackend.ts';
+import { REAL_TIME_TOLERANCE_MS, startRedisCluster, startRedisRun, toleranceOn } from './env/redisBackend.ts';
 import { connectRedisCluster } from './env/userRedis.ts';
 import { clockWarnings, currentNotes, installLibraryClock, libraryClockNotes, onClientClock } from './libraryClock.ts';
 import type { LibraryClockNotes } from './libraryClock.ts';
@@ -61,14 +61,17 @@ export interface RedisClientParts {
 /** Where the servers come from: lockcheck's own (default), or the user's (`--redis`, handed to an adapter module's default export). */
 export interface RedisServerChoice {
   readonly redis?: readonly string[];
+  /** Servers already running (the matrix's, a test's): used as they are; the caller stops them, not close(). */
+  readonly cluster?: RedisCluster;
 }
 
 export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisServerChoice = {}): BackendUnderTest {
   const design = adapter.design ?? designs.redisSingle();
   if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`${adapter.name}: a Redis library is judged by redis-single or redlock, not ${design.kind}`);
   let cluster: Promise<RedisCluster> | null = null;
+  const given = choice.cluster;
   const servers = (): Promise<RedisCluster> =>
-    (cluster ??= choice.redis !== undefined ? connectRedisCluster(choice.redis) : startRedisCluster({ nodes: nodeCount(design), persistence: design.persistence }));
+    given !== undefined ? Promise.resolve(given) : (cluster ??= choice.redis !== undefined ? connectRedisCluster(choice.redis) : startRedisCluster({ nodes: nodeCount(design), persistence: design.persistence }));
   return {
     name: adapter.name,
     design,
@@ -80,7 +83,7 @@ export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisS
       tokens: adapter.contract?.tokens !== 'none',
       ...adapter.capabilities,
       // The user's servers keep their own clocks: the runs are paced to them.
-      ...(choice.redis !== undefined ? { expiryToleranceMs: REAL_TIME_TOLERANCE_MS } : {}),
+      ...(choice.redis !== undefined ? { expiryToleranceMs: REAL_TIME_TOLERANCE_MS } : given !== undefined ? toleranceOn(given) : {}),
     },
     ...(adapter.contract !== undefined ? { contract: adapter.contract } : {}),
     ...(adapter.options !== undefined ? { options: adapter.options } : {}),

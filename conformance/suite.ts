@@ -6,7 +6,7 @@ import { afterAll, test } from 'vitest';
 import type { BackendUnderTest } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { FAULT_KINDS, isFaultKind } from './faults.ts';
-import { checkBackendApi, offeredFaults } from './backendApi.ts';
+import { checkBackendApi, offeredFaults, offersExtend } from './backendApi.ts';
 import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
@@ -77,7 +77,7 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
       const offered = await offeredFaults(backend);
       const warned = new Set<string>();
       const faults = (o.faults ?? offered).filter((f) => offered.includes(f));
-      const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false });
+      const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false, extend: await offersExtend(backend) });
       // fast-check's failure message carries the seed and the path that replay the shrunk case (LOCKCHECK_SEED, LOCKCHECK_PATH).
       await fc.assert(
         fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeoutArb(faults, ttlFloorFor(backend.capabilities)), async (commands, tokenBase, requestTimeoutMs) => {

@@ -19,7 +19,8 @@ export const systemClock: MonotonicClock = {
       const immediate = setImmediate(fn);
       return () => clearImmediate(immediate);
     }
-    const timer = setTimeout(fn, delayMs);
+    // A whole number of ms: Node keeps one timer list per distinct delay, so fractional delays would each make a list of their own.
+    const timer = setTimeout(fn, Math.ceil(delayMs));
     timer.unref?.();
     return () => clearTimeout(timer);
   },

@@ -23,13 +23,19 @@ export interface Lease {
  * signal (an AbortController and its deadline timer) is made when first
  * asked for: most leases are released without anyone listening, and the
  * controller, the timer and the abort event are most of what a lease costs.
- * Until then the deadline is judged from the clock when it matters.
+ *
+ * The deadline is judged from the clock whenever the lease is looked at
+ * (`lost`, `signal`, and the signal's `aborted`, `reason` and
+ * `throwIfAborted()`), not only when the timer runs: a timer fires only when
+ * the event loop gets to it, so after a stall (GC, a busy loop, a paused
+ * process) it can be late, and a lease read in that gap would look usable
+ * past its deadline. Read at the moment of use, it never does.
  */
 export class LeaseHandle implements Lease {
   #controller: AbortController | null = null;
   #lost: LeaseLostError['reason'] | null = null;
   #validUntilMs: number | null;
-  #cancelTimer: () => void = () => undefined;
+  #cancelTimer: () => void = noTimer;
 
   constructor(
     readonly resource: string,
@@ -48,29 +54,40 @@ export class LeaseHandle implements Lease {
   }
 
   get signal(): AbortSignal {
+    this.#judge();
     if (this.#controller === null) {
-      const lost = this.#isLost(); // judged before the controller exists: until then no timer says so
       this.#controller = new AbortController();
-      if (lost) this.#controller.abort(LeaseLostError.of(this.#lost!, this.resource));
-      else this.#arm();
+      if (this.#lost !== null) this.#controller.abort(LeaseLostError.of(this.#lost, this.resource));
+      else {
+        this.#judgedOnRead(this.#controller.signal);
+        this.#arm();
+      }
     }
     return this.#controller.signal;
   }
 
-  /** Whether the lease must no longer be used: what `signal.aborted` would say, without making the signal. */
+  /** Whether the lease must no longer be used: what `signal.aborted` says, without making the signal. */
   get lost(): boolean {
-    return this.#controller !== null ? this.#controller.signal.aborted : this.#isLost();
+    this.#judge();
+    return this.#lost !== null;
   }
 
-  /** Moves the deadline (after a successful extension). */
+  /** Moves the deadline (after a successful extension); a lease past its deadline stays lost. */
   extendTo(validUntilMs: number): void {
-    if (this.#isLost()) return;
+    this.#judge();
+    if (this.#lost !== null) return;
     this.#validUntilMs = validUntilMs;
     if (this.#controller !== null) this.#arm();
   }
 
+  /** Ends the lease for `reason`, unless it is lost already (past its deadline it is, as 'expired'). */
   lose(reason: LeaseLostError['reason']): void {
-    if (this.#isLost()) return;
+    this.#judge();
+    this.#end(reason);
+  }
+
+  #end(reason: LeaseLostError['reason']): void {
+    if (this.#lost !== null) return;
     this.#cancelTimer();
     this.#lost = reason;
     this.#controller?.abort(LeaseLostError.of(reason, this.resource));
@@ -81,16 +98,34 @@ export class LeaseHandle implements Lease {
     return validUntilMs - this.safetyMarginMs;
   }
 
-  /** Lost already, or (with no timer to say so) past the deadline: then it is lost as 'expired', as the timer would have had it. */
-  #isLost(): boolean {
-    if (this.#lost === null && this.#controller === null && this.#validUntilMs !== null && this.clock.now() >= this.fireAtMs(this.#validUntilMs)) this.#lost = 'expired';
-    return this.#lost !== null;
+  /** Past the deadline by the clock and not lost yet: lost now, as 'expired', as the timer would have had it. */
+  #judge(): void {
+    if (this.#lost === null && this.#validUntilMs !== null && this.clock.now() >= this.fireAtMs(this.#validUntilMs)) this.#end('expired');
+  }
+
+  /**
+   * Makes the signal judge the deadline whenever user code reads it: its
+   * instance shadows `aborted`, `reason` and `throwIfAborted` with versions
+   * that first consult the clock. Listeners and APIs that take the signal
+   * (fetch, streams) see the same object; the timer still fires the event.
+   */
+  #judgedOnRead(signal: AbortSignal): void {
+    const judge = (): void => this.#judge();
+    Object.defineProperties(signal, {
+      // AbortSignal's own accessors, run on this signal.
+      aborted: { configurable: true, get: () => (judge(), Reflect.get(AbortSignal.prototype, 'aborted', signal) as boolean) },
+      reason: { configurable: true, get: () => (judge(), Reflect.get(AbortSignal.prototype, 'reason', signal) as unknown) },
+      throwIfAborted: { configurable: true, value: () => (judge(), AbortSignal.prototype.throwIfAborted.call(signal)) },
+    });
   }
 
   #arm(): void {
     this.#cancelTimer();
     const until = this.#validUntilMs;
     if (until === null) return;
-    this.#cancelTimer = this.clock.schedule(this.fireAtMs(until), () => this.lose('expired'));
+    this.#cancelTimer = this.clock.schedule(this.fireAtMs(until), () => this.#end('expired'));
   }
 }
+
+/** The timer of a lease without one (shared: a closure per lease would be made for every grant). */
+function noTimer(): void {}

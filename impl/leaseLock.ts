@@ -5,6 +5,7 @@ import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from '.
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
+import { Background, Round, type Tally, type Vote } from './round.ts';
 
 /**
  * A ttl lease lock over N independent nodes: Redlock, and with one node the
@@ -70,18 +71,6 @@ function cryptoRandom(): number {
 
 const PRUNE_MIN = 64;
 
-/** One node's answer in a round; a node that has not answered (yet) is `{ ok: false }` without an error. */
-type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error?: unknown };
-
-/** The votes of a round so far. */
-interface Tally {
-  readonly yes: number;
-  /** Answered, but not yes. */
-  readonly no: number;
-  readonly failed: number;
-  readonly pending: number;
-}
-
 export class LeaseLock {
   readonly #nodes: readonly LeaseNode[];
   protected readonly clock: MonotonicClock;
@@ -94,7 +83,7 @@ export class LeaseLock {
   /** Leases lost without a release (expired) are forgotten when the map reaches this size. */
   #pruneAt = PRUNE_MIN;
   /** Rounds still awaiting replies, also after they resolved (each bounded by its deadline). */
-  readonly #background = new Set<Promise<void>>();
+  readonly #background = new Background();
 
   constructor(options: LeaseLockOptions) {
     if (options.nodes.length < 1 || options.nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${options.nodes.length}`);
@@ -168,12 +157,12 @@ export class LeaseLock {
 
   /** Resolves when no round is still waiting for a slow node's reply (each wait is bounded by the request timeout). */
   async settled(): Promise<void> {
-    while (this.#background.size > 0) await Promise.all(this.#background);
+    await this.#background.settled();
   }
 
   /** Rounds still awaiting nodes' replies. */
   get backgroundRounds(): number {
-    return this.#background.size;
+    return this.#background.count;
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten (at most about twice the held ones). */
@@ -226,22 +215,20 @@ export class LeaseLock {
   private async attempt(resource: string, ttlMs: number, firstStartedMs: number): Promise<AcquireResult> {
     const owner = this.newOwner();
     const startedMs = this.validityStartMs(this.clock.now(), firstStartedMs);
-    const n = this.#nodes.length;
     const q = this.quorum;
-    // Decided: a quorum said yes, or it cannot, and whether the cause is contention or unreachable nodes is known (the denial's reason).
-    const decided = (t: Tally): boolean => t.yes >= q || (t.yes + t.pending < q && (t.yes + t.no >= q || t.failed > n - q));
     // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
-    const votes = await this.round(ttlMs, (node) => node.acquire(resource, owner, ttlMs), isGrant, decided);
+    const votes = await this.round(ttlMs, (node) => node.acquire(resource, owner, ttlMs), isGrant, this.#acquireDecided);
+    const answeredMs = this.clock.now();
     // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
-    if (this.clock.now() - startedMs >= ttlMs) return { kind: 'timed-out' };
+    if (answeredMs - startedMs >= ttlMs) return { kind: 'timed-out' };
     const granted = votes.flatMap((v) => (v.ok && v.value !== null ? [v.value] : []));
-    const validityMs = ttlMs - (this.clock.now() - startedMs) - this.driftMarginMs(ttlMs);
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
-    if (this.holds(granted.length, validityMs)) {
+    if (this.holds(granted.length, validUntilMs - answeredMs)) {
       const token = this.mintToken(granted);
-      // The write-back is a second round trip: validity must still be left after it.
-      const written = await this.writeBack(resource, token, ttlMs, votes);
-      if (written && this.holds(granted.length, validUntilMs - this.clock.now())) {
+      // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
+      const inStep = this.#atToken(votes, token) >= this.quorum;
+      const written = inStep || (await this.writeBack(resource, token, ttlMs, votes));
+      if (written && this.holds(granted.length, validUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
         return { kind: 'granted', lease };
@@ -268,7 +255,7 @@ export class LeaseLock {
    * common case the counters are in step and no request goes out.
    */
   private async writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
-    const atToken = votes.filter((v) => v.ok && v.value !== null && v.value >= token).length;
+    const atToken = this.#atToken(votes, token);
     const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
     if (atToken >= this.quorum || !behind.includes(true)) return atToken >= this.quorum;
     const needed = this.quorum - atToken;
@@ -281,11 +268,25 @@ export class LeaseLock {
     return raised.filter((v) => v.ok && v.value).length >= needed;
   }
 
+  /** Granting nodes whose counter is at or above `token`. */
+  #atToken(votes: readonly Vote<bigint | null>[], token: bigint): number {
+    let n = 0;
+    for (const v of votes) if (v.ok && v.value !== null && v.value >= token) n++;
+    return n;
+  }
+
   /** Compare-and-delete `owner` on every node that did not answer no, in the background (bounded and tracked like every round). */
   #releaseUnless(resource: string, owner: string, ttlMs: number, votes: readonly Vote<bigint | null>[]): void {
     const skip = votes.map((v) => v.ok && v.value === null);
     void this.round(ttlMs, (node, i) => (skip[i] ? Promise.resolve(false) : node.release(resource, owner)), isTrue, never);
   }
+
+  /** An acquire is decided once a quorum said yes, or it cannot and whether the cause is contention or unreachable nodes is known (the denial's reason). */
+  readonly #acquireDecided = (t: Tally): boolean => {
+    const n = this.#nodes.length;
+    const q = this.quorum;
+    return t.yes >= q || (t.yes + t.pending < q && (t.yes + t.no >= q || t.failed > n - q));
+  };
 
   /** A release's outcome is known once a quorum answered: the key is gone there, and no other quorum can find ours. */
   readonly #quorumAnswered = (t: Tally): boolean => t.pending <= this.#nodes.length - this.quorum;
@@ -311,67 +312,10 @@ export class LeaseLock {
    * unhandled; `settled()` waits for them.
    */
   protected round<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>, isYes: (value: T) => boolean, decided: (tally: Tally) => boolean): Promise<Vote<T>[]> {
-    const limitMs = this.#requestTimeoutMs ?? ttlMs ?? 1000;
-    const clock = this.clock;
-    const n = this.#nodes.length;
-    const votes = new Array<Vote<T>>(n).fill(SILENT);
-    let pending = n;
-    let yes = 0;
-    let failed = 0;
-    let published = false;
-    let ended = false;
-    let cancelGrace: (() => void) | null = null;
-    let endBackground: () => void = () => undefined;
-    const background = new Promise<void>((resolve) => (endBackground = resolve));
-    return new Promise((resolve) => {
-      const publish = (): void => {
-        if (published) return;
-        published = true;
-        cancelGrace?.();
-        resolve(votes.slice());
-      };
-      const end = (): void => {
-        if (ended) return;
-        ended = true;
-        cancelDeadline();
-        publish();
-        if (this.#background.delete(background)) endBackground();
-      };
-      this.#background.add(background);
-      const cancelDeadline = clock.schedule(clock.now() + limitMs, end);
-      const counted = (): void => {
-        if (--pending === 0) return end();
-        if (published || cancelGrace !== null || !decided({ yes, no: n - pending - yes - failed, failed, pending })) return;
-        cancelGrace = clock.schedule(clock.now(), publish);
-      };
-      for (let i = 0; i < n; i++) {
-        let answer: Promise<T>;
-        try {
-          answer = call(this.#nodes[i]!, i);
-        } catch (error) {
-          answer = Promise.reject(error instanceof Error ? error : new Error('node call failed'));
-        }
-        answer.then(
-          (value) => {
-            // After the deadline a reply is not counted: the silent node voted against.
-            if (ended) return;
-            votes[i] = { ok: true, value };
-            if (isYes(value)) yes++;
-            counted();
-          },
-          (error: unknown) => {
-            if (ended) return;
-            votes[i] = { ok: false, error };
-            failed++;
-            counted();
-          },
-        );
-      }
-    });
+    return new Round(this.#nodes, this.#requestTimeoutMs ?? ttlMs ?? 1000, this.clock, this.#background, call, isYes, decided).votes;
   }
 }
 
-const SILENT = { ok: false } as const;
 const isGrant = (token: bigint | null): boolean => token !== null;
 const isTrue = (value: boolean): boolean => value;
 /** For rounds nobody waits on beyond every reply or the deadline. */

@@ -19,9 +19,12 @@ import { PausableClient } from './pausable.ts';
  * a fenced store (monotonic: a holder writes more than once) while it holds its lease, with auto-extension
  * (using()), while servers restart, connections are killed in bursts and
  * clients pause. It samples heap, handles and acquisitions over time and
- * counts what must stay zero: unhandled rejections and stale writes a fenced
- * store accepted; and for ttl leases lost by expiry, whether the signal fired
- * before the servers' keys could have expired.
+ * counts what must stay zero: unhandled rejections, stale writes a fenced
+ * store accepted, and uses of a ttl lease that its signal allowed although
+ * the servers' keys could have expired (the safety consequence: the lease
+ * judges its deadline at the moment of use); and, beside it, for ttl leases
+ * lost by expiry, whether the signal's event fired before that expiry (a
+ * timer is as punctual as the event loop).
  */
 export interface SoakOptions {
   readonly durationMs: number;
@@ -60,6 +63,15 @@ export interface SoakReport {
   readonly writesRejected: number;
   readonly writeErrors: number;
   readonly staleWritesAccepted: number;
+  /**
+   * Before every write a Redis or Redlock holder reads its signal at the
+   * moment of use, as a careful client does (and then writes anyway, for the
+   * fence). Uses the signal allowed, and of those the ones later than the
+   * servers' earliest expiry of the lease's keys (must be 0); uses it refused.
+   */
+  readonly usesAllowed: number;
+  readonly usesAllowedAfterExpiry: number;
+  readonly usesRefused: number;
   /** ttl leases whose signal fired for expiry: all, and those that fired no later than the servers' earliest expiry. */
   readonly expired: number;
   readonly expiredInTime: number;
@@ -156,6 +168,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     let rejected = 0;
     let writeErrors = 0;
     let stale = 0;
+    let usesAllowed = 0;
+    let usesAllowedLate = 0;
+    let usesRefused = 0;
     let expired = 0;
     let expiredInTime = 0;
     let expiredPaused = 0;
@@ -191,6 +206,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       }
     };
 
+    /** The servers set a key's expiry when a request arrives, after the client sent it; validUntilMs is that send time + ttl - the drift allowance. */
+    const serversEarliestExpiry = (validUntilMs: number): number => validUntilMs + Math.ceil(DRIFT_FACTOR * options.ttlMs) + CLOCK_MARGIN_MS;
+
+    /** A use of a ttl lease, judged by its signal read now: one the signal allows must come before the servers' keys can expire. */
+    const use = (lease: Lease, signal: AbortSignal, client: PausableClient): void => {
+      if (signal.aborted) {
+        usesRefused++;
+        return;
+      }
+      usesAllowed++;
+      if (lease.validUntilMs === null || client.clock.now() > serversEarliestExpiry(lease.validUntilMs)) usesAllowedLate++;
+    };
+
     /** Watches a ttl lease's signal: an expiry must come no later than the servers' earliest expiry of its keys. */
     const watch = (lease: Lease, client: PausableClient): void => {
       const pausesAtGrant = client.pauses;
@@ -200,8 +228,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         () => {
           const reason = lease.signal.reason as unknown;
           if (!(reason instanceof LeaseLostError) || reason.reason !== 'expired' || lease.validUntilMs === null) return;
-          // validUntilMs is the request's send time + ttl - the drift allowance; the servers set their expiry later than the send.
-          const inTime = client.clock.now() <= lease.validUntilMs + Math.ceil(DRIFT_FACTOR * options.ttlMs) + CLOCK_MARGIN_MS;
+          const inTime = client.clock.now() <= serversEarliestExpiry(lease.validUntilMs);
           if (wasPaused()) {
             expiredPaused++;
             if (inTime) expiredPausedInTime++;
@@ -217,10 +244,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
 
     let stopping = false;
     /** Work while holding: 1-3 steps, each a pause of up to 60 % of the ttl (so auto-extension is needed) and a fenced write. */
-    const work = async (backend: Backend, resource: string, token: bigint, wait: (ms: number) => Promise<void>, rnd: () => number): Promise<void> => {
+    const work = async (backend: Backend, resource: string, token: bigint, wait: (ms: number) => Promise<void>, rnd: () => number, beforeWrite?: () => void): Promise<void> => {
       const steps = 1 + Math.floor(rnd() * 3);
       for (let k = 0; k < steps; k++) {
         await wait(Math.floor(rnd() * options.ttlMs * 0.6));
+        beforeWrite?.();
         // Written whatever the signal says: the fence, not the client's good manners, must stop a stale write.
         await write(backend, resource, token);
       }
@@ -255,11 +283,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
             }
           } else {
             const { client, lock } = leaseClients.filter((l) => l.backend === backend)[c]!;
-            await using(lock, resource, { ttlMs: options.ttlMs, retries: 3, retryDelayMs: 50, retryJitterMs: 50 }, async (_signal, lease) => {
+            await using(lock, resource, { ttlMs: options.ttlMs, retries: 3, retryDelayMs: 50, retryJitterMs: 50 }, async (signal, lease) => {
               acquisitions[backend]++;
               acquisitionsTotal++;
               watch(lease, client);
-              await work(backend, resource, lease.token, (ms) => client.sleep(ms), rnd);
+              await work(backend, resource, lease.token, (ms) => client.sleep(ms), rnd, () => use(lease, signal, client));
             });
           }
         } catch (e) {
@@ -352,6 +380,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       writesRejected: rejected,
       writeErrors,
       staleWritesAccepted: stale,
+      usesAllowed,
+      usesAllowedAfterExpiry: usesAllowedLate,
+      usesRefused,
       expired,
       expiredInTime,
       expiredWhilePaused: expiredPaused,

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { designs } from '../model/design.ts';
 import type { BackendUnderTest, Environment } from '../conformance/adapter.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { AcquireOptions } from '../impl/leaseLock.ts';
 import { AdapterApiError, checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { FAULT_KINDS, faultKindsOf, FaultNotOfferedError } from '../conformance/faults.ts';
@@ -41,6 +43,25 @@ describe('the adapter API: an environment is time control plus a registry of fau
     const r = await checkConformance(bare, { runs: 60, seed: 7, onRun: (_run, report) => report.steps.forEach((s) => kinds.add(s.command.kind)) });
     expect(r.failure?.message ?? null).toBeNull();
     expect([...kinds].sort()).toEqual(['acquire', 'advance', 'extend', 'read', 'release', 'write']);
+  });
+
+  it('a backend whose clients have no extend (a library without one) is sent none: an absent extend is not read as a refusal', async () => {
+    const sim = simLeaseBackend(designs.redisSingle(), 'strict');
+    const noExtend: BackendUnderTest = {
+      ...sim,
+      name: 'no extend',
+      start: async (o) => {
+        const instance = await sim.start(o);
+        // Each client as it is, but without its extend.
+        return { ...instance, clients: instance.clients.map((c) => ({ acquire: (r: string, a: AcquireOptions) => c.acquire(r, a), release: (l: Lease) => c.release(l), store: c.store, clock: c.clock })) };
+      },
+    };
+    const kinds = new Set<string>();
+    const r = await checkConformance(noExtend, { runs: 30, seed: 7, onRun: (_run, report) => report.steps.forEach((s) => kinds.add(s.command.kind === 'pause' && s.command.inFlight !== undefined ? `pause ${s.command.inFlight.kind}` : s.command.kind)) });
+    expect(r.failure?.message ?? null).toBeNull();
+    expect(kinds.has('extend')).toBe(false);
+    expect(kinds.has('pause extend')).toBe(false);
+    expect(kinds.has('acquire') && kinds.has('release') && kinds.has('pause')).toBe(true);
   });
 
   it('a command whose fault the environment does not provide (a counterexample replayed on another backend) is a typed error naming the injector', async () => {

@@ -15,7 +15,8 @@ import { advisoryLockBackend } from '../conformance/adapters/advisoryLock.ts';
 import { redisSemaphoreMutexBackend, redisSemaphoreRedlockMutexBackend } from '../conformance/adapters/redisSemaphore.ts';
 import { redlock4Backend } from '../conformance/adapters/redlock4.ts';
 import { ioredisLockBackend } from '../conformance/adapters/ioredisLock.ts';
-import type { Outcome } from '../model/index.ts';
+import { redisLockBackend } from '../conformance/adapters/redisLock.ts';
+import type { Command, Outcome } from '../model/index.ts';
 import { driftMarginMs } from '../model/index.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 
@@ -179,6 +180,33 @@ describe('redis-semaphore@5.8.0 RedlockMutex and @microfleet/ioredis-lock@6.0.1:
       expect(verdict.step.actual).toEqual({ kind: 'accepted' });
     }, 300_000);
   }
+});
+
+describe('redis-lock@1.0.0 against the redis-single model (written from docs/adapter.md and the kit)', () => {
+  // Shrunk by `lockcheck run --backend ./conformance/adapters/redisLock.ts --runs 300` (run 31 of 300, from 9 steps to 4).
+  const expiredEarly = (deltaMs: number): Command[] => [
+    { kind: 'acquire', client: 1, resource: 'a', ttlMs: 5 },
+    // Node 0's clock jumps: client 1's key expires there, while client 1's own clock says 5 ms are left.
+    deltaMs > 0 ? { kind: 'clock-step', node: 0, deltaMs } : { kind: 'advance', ms: 6 },
+    { kind: 'acquire', client: 0, resource: 'a', ttlMs: 5 },
+    { kind: 'release', client: 1, resource: 'a' },
+  ];
+
+  it("done() DELs the key whoever holds it, when the releasing client's own clock says its lock has not run out: a holder whose key expired early on the server deletes the next holder's (OWN-1, unsafe)", async () => {
+    const b = redisLockBackend({ cluster: cluster! });
+    expect(b.contract).toMatchObject({ deadline: 'none', tokens: 'none', clientTimeout: false });
+    const verdict = scriptedFailure(await runLockstep(b, expiredEarly(6), { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
+    expect(verdictProperties(verdict)).toEqual(['OWN-1']);
+    expect(verdict.consequence.kind).toBe('unsafe');
+    expect(verdict.step.command).toEqual({ kind: 'release', client: 1, resource: 'a' });
+    expect(verdict.message).toMatch(/node 0 should hold client 0's key on 'a'.* but holds nothing/);
+  }, 60_000);
+
+  it("the same schedule with the key run out on the client's clock too (6 ms pass): done() sees its time is up and deletes nothing, as the model has it", async () => {
+    const report = await runLockstep(redisLockBackend({ cluster: cluster! }), expiredEarly(0), { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(report.verdict.kind === 'conformance-failure' ? textTimeline(report) : 'no conformance failure').toBe('no conformance failure');
+    expect(report.steps.map((s) => s.actual.kind)).toEqual(['granted', 'ok', 'granted', 'released']);
+  }, 60_000);
 });
 
 describe('advisory-lock@2.0.0 against the pg-session model', () => {

@@ -170,3 +170,63 @@ describe('LeaseHandle: the signal is made when first asked for', () => {
     expect((signal.reason as LeaseLostError).reason).toBe('expired');
   });
 });
+
+describe('LeaseHandle: the deadline is judged when the lease is used, not only when its timer runs', () => {
+  /** A stalled event loop: the clock moves, no timer ever runs. */
+  function stalled() {
+    let nowMs = 0;
+    let timers = 0;
+    return { clock: { now: () => nowMs, schedule: () => (timers++, () => undefined) }, set: (ms: number) => void (nowMs = ms), timers: () => timers };
+  }
+
+  it('a signal read past the deadline is aborted (as expired, its event fired) although its timer has not run', () => {
+    const s = stalled();
+    const lease = new LeaseHandle('r', 'o', 1n, 10, s.clock, 2);
+    const signal = lease.signal;
+    expect(s.timers()).toBe(1);
+    let events = 0;
+    signal.addEventListener('abort', () => void events++);
+    s.set(7);
+    expect(signal.aborted).toBe(false);
+    expect(() => signal.throwIfAborted()).not.toThrow();
+    expect(lease.lost).toBe(false);
+    s.set(8); // the deadline less the safety margin; the timer is stuck
+    expect(signal.aborted).toBe(true);
+    expect(events).toBe(1);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    expect(lease.signal).toBe(signal);
+    expect(lease.lost).toBe(true);
+  });
+
+  it('reason and throwIfAborted judge the deadline too, and so does every way of reading', () => {
+    for (const read of [(sig: AbortSignal) => sig.reason, (sig: AbortSignal) => { try { sig.throwIfAborted(); } catch (e) { return e; } return undefined; }] as const) {
+      const s = stalled();
+      const lease = new LeaseHandle('r', 'o', 1n, 10, s.clock);
+      const signal = lease.signal;
+      s.set(10);
+      expect((read(signal) as LeaseLostError).reason).toBe('expired');
+    }
+  });
+
+  it('an extension that comes back after the deadline does not revive the lease, and a later release keeps the reason', () => {
+    const s = stalled();
+    const lease = new LeaseHandle('r', 'o', 1n, 10, s.clock);
+    const signal = lease.signal;
+    s.set(12);
+    lease.extendTo(100);
+    expect(lease.validUntilMs).toBe(10);
+    expect(signal.aborted).toBe(true);
+    lease.lose('released');
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+  });
+
+  it('a session lease (no deadline) is judged by its events only', () => {
+    const s = stalled();
+    const lease = new LeaseHandle('r', 'o', 1n, null, s.clock);
+    const signal = lease.signal;
+    s.set(1e9);
+    expect(signal.aborted).toBe(false);
+    lease.lose('connection-lost');
+    expect((signal.reason as LeaseLostError).reason).toBe('connection-lost');
+  });
+});

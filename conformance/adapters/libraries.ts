@@ -6,7 +6,7 @@ import type { ConcurrentClient } from '../adapter.ts';
  * adapters are imported on demand: lockcheck does not depend on the
  * libraries it audits.
  */
-export type LibraryId = 'redlock' | 'redlock4' | 'sesamecare-redlock' | 'advisory-lock' | 'redis-semaphore-mutex' | 'redis-semaphore-redlock-mutex' | 'ioredis-lock';
+export type LibraryId = 'redlock' | 'redlock4' | 'sesamecare-redlock' | 'advisory-lock' | 'redis-semaphore-mutex' | 'redis-semaphore-redlock-mutex' | 'ioredis-lock' | 'redis-lock';
 
 /** The concurrent client of a library's adapter (loaded in a stress client process). */
 export async function libraryConcurrent(id: LibraryId): Promise<ConcurrentClient> {
@@ -25,5 +25,7 @@ export async function libraryConcurrent(id: LibraryId): Promise<ConcurrentClient
       return (await import('./redisSemaphore.ts')).REDIS_SEMAPHORE_REDLOCK_MUTEX_CONCURRENT;
     case 'ioredis-lock':
       return (await import('./ioredisLock.ts')).IOREDIS_LOCK_CONCURRENT;
+    case 'redis-lock':
+      return (await import('./redisLock.ts')).REDIS_LOCK_CONCURRENT;
   }
 }

@@ -32,13 +32,14 @@ SELECT (SELECT count(*) FROM w)::int AS accepted, (SELECT highest::text FROM loc
 export type Queryable = Pick<pg.ClientBase, 'query'>;
 
 export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedStore {
-  const statement = writeStatement(policy);
+  // Named: prepared once per connection, so the server does not parse and plan the upsert on every write (one name per policy: the texts differ).
+  const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy) };
   return {
     async write(resource, token, value) {
       checkResource(resource);
       checkToken(token);
       if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
-      const r = await db.query<{ accepted: number; highest: string | null }>(statement, [resource, value, token.toString()]);
+      const r = await db.query<{ accepted: number; highest: string | null }>({ ...statement, values: [resource, value, token.toString()] });
       const row = r.rows[0]!;
       return row.accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(row.highest ?? '0') };
     },

@@ -104,8 +104,7 @@ export class PostgresTransactionLock {
     let lease: LeaseHandle | null = null;
     let clean = false;
     try {
-      await this.query(client, 'BEGIN');
-      await this.query(client, `SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
+      await this.query(client, `BEGIN; SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
       try {
         await this.query(client, 'SELECT pg_advisory_xact_lock($1::bigint)', [key]);
       } catch (e) {
@@ -155,9 +154,9 @@ export class PostgresTransactionLock {
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     try {
-      await this.query(client, 'BEGIN');
-      const r = await this.query(client, 'SELECT pg_try_advisory_xact_lock($1::bigint) AS got', [key]);
-      if ((r.rows[0] as { got: boolean }).got !== true) {
+      // BEGIN and the try-lock in one round trip: two statements in one simple query (the key is our own hash's digits, quoted).
+      const replies = (await this.query(client, `BEGIN; SELECT pg_try_advisory_xact_lock('${key}'::bigint) AS got`)) as unknown as pg.QueryResult[];
+      if ((replies[1]?.rows[0] as { got?: boolean } | undefined)?.got !== true) {
         await this.query(client, 'ROLLBACK');
         await this.give(client);
         return { kind: 'denied', reason: 'held' };
@@ -195,7 +194,7 @@ export class PostgresTransactionLock {
       this.#minter = null;
       throw e;
     });
-    const r = await this.query(minter, MINT, [resource, this.#s.base]);
+    const r = await this.#s.statement(() => minter.query({ name: 'lockcheck_mint', text: MINT, values: [resource, this.#s.base] }));
     return BigInt((r.rows[0] as { token: string }).token);
   }
 

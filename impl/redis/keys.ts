@@ -9,5 +9,10 @@ export interface KeyNames {
 
 export function keysFor(resource: string, prefix = 'lockcheck'): KeyNames {
   checkResource(resource);
-  return { lock: `${prefix}:lock:${resource}`, counter: `${prefix}:token:${resource}`, cell: `${prefix}:store:${resource}` };
+  return { lock: lockKey(resource, prefix), counter: counterKey(resource, prefix), cell: `${prefix}:store:${resource}` };
 }
+
+/** The lock key alone, for a resource already checked (the lock clients check it once per call, not per node). */
+export const lockKey = (resource: string, prefix = 'lockcheck'): string => `${prefix}:lock:${resource}`;
+/** The token counter's key alone, for a resource already checked. */
+export const counterKey = (resource: string, prefix = 'lockcheck'): string => `${prefix}:token:${resource}`;

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
-import { checkToken } from '../../model/errors.ts';
+import { checkResource, checkToken } from '../../model/errors.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { withLockCommands } from './commands.ts';
-import { keysFor } from './keys.ts';
+import { counterKey, keysFor, lockKey } from './keys.ts';
 import { ConnectionConfigError, InvalidInputError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../errors.ts';
 
 /** Errors that say the node can never grant as configured, typed so that they are not read as an outage. */
@@ -46,14 +46,22 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     throw typed(resource, e);
   };
   // Without replicas each call is the script's promise and one .then: a lock round makes one per node, so they count.
+  // The resource is checked once per acquire and release in the lock client, and once per call here (a LeaseNode is public too); the key built once.
   if (wanted === undefined) {
+    const prefix = options.prefix;
     return {
       acquire: (resource, owner, ttlMs) => {
-        const k = keys(resource);
-        return r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).then(toToken, refused(resource));
+        checkResource(resource);
+        return r.lockcheckAcquire(lockKey(resource, prefix), counterKey(resource, prefix), owner, ttlMs, base).then(toToken, refused(resource));
       },
-      release: (resource, owner) => r.lockcheckRelease(keys(resource).lock, owner).then(isOne),
-      extend: (resource, owner, ttlMs) => r.lockcheckExtend(keys(resource).lock, owner, ttlMs).then(isOne),
+      release: (resource, owner) => {
+        checkResource(resource);
+        return r.lockcheckRelease(lockKey(resource, prefix), owner).then(isOne);
+      },
+      extend: (resource, owner, ttlMs) => {
+        checkResource(resource);
+        return r.lockcheckExtend(lockKey(resource, prefix), owner, ttlMs).then(isOne);
+      },
       raiseToken: async (resource, token) => {
         await r.lockcheckRaise(keys(resource).counter, checkToken(token).toString(), base);
       },
