@@ -1,5 +1,7 @@
 import type { Command } from './command.ts';
-import type { Fingerprint } from './fingerprint.ts';
+import type { Design } from './design.ts';
+import { expiresByWallClock, rulesOf } from './design.ts';
+import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { fingerprint } from './fingerprint.ts';
 import { FingerprintSet } from './fingerprintSet.ts';
 import type { Outcome } from './outcome.ts';
@@ -58,6 +60,35 @@ export function nodeSymmetric(alphabet: readonly Command[], nodes: number): bool
     }
     return true;
   });
+}
+
+/**
+ * Whether a key dead on its node (past its expiry by more than the
+ * tolerance) behaves as no key for the rest of every schedule: no command
+ * steps a node's clock back (so it stays dead: clocks only run forward,
+ * at most 90 % slow), and deleting it moves no token source (etcd's
+ * revision does move). Then an acquire overwrites it as it would fill an
+ * empty slot, an extend gets no vote from it, its owner's release deletes
+ * it with no effect a property reads (OWN-1 holds for the owner), and
+ * LIVE-1 ignores it (spec 8.4, "Abstractions").
+ */
+export function deadKeysStayDead(design: Design, alphabet: readonly Command[]): boolean {
+  return rulesOf(design).tokenSource !== 'cluster-revision' && !expiryClockStepsBack(design, alphabet);
+}
+
+/** Whether a command steps back the clock a node expires its keys by (a wall clock step on Redis; etcd expires by a monotonic clock). */
+export function expiryClockStepsBack(design: Design, alphabet: readonly Command[]): boolean {
+  return expiresByWallClock(design) && alphabet.some((c) => c.kind === 'clock-step' && c.deltaMs < 0);
+}
+
+/** The symmetries and abstractions the exploration of `alphabet` from `initial` fingerprints its states under. */
+export function fingerprintOptionsFor(initial: World, alphabet: readonly Command[], options: Pick<ExploreOptions, 'clientSymmetry' | 'nodeSymmetry'> = {}): FingerprintOptions {
+  return {
+    clientSymmetry: options.clientSymmetry,
+    fixedNodes: options.nodeSymmetry !== false && nodeSymmetric(alphabet, initial.nodes.length) ? 0 : 1,
+    deadKeysGone: deadKeysStayDead(initial.config.design, alphabet),
+    exactExpiry: expiryClockStepsBack(initial.config.design, alphabet),
+  };
 }
 
 export interface TraceStep {
@@ -130,7 +161,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   const startedMs = clock();
   const maxStates = options.maxStates ?? Number.POSITIVE_INFINITY;
   const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
-  const fpOptions = { clientSymmetry: options.clientSymmetry, fixedNodes: options.nodeSymmetry !== false && nodeSymmetric(alphabet, initial.nodes.length) ? 0 : 1 };
+  const fpOptions = fingerprintOptionsFor(initial, alphabet, options);
   const fp: Fingerprint = { hi: 0, lo: 0 };
   const seen = new FingerprintSet();
   const links = new Links();

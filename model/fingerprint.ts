@@ -1,12 +1,17 @@
 import { read } from './clock.ts';
 import { expiryNow } from './node.ts';
-import type { ClientState, NodeState, World } from './state.ts';
+import { driftFactor } from './design.ts';
+import { liveBoundMs } from './properties.ts';
+import type { ClientState, NodeKey, NodeState, Owner, World } from './state.ts';
+import { NO_GHOST } from './state.ts';
 import { inFlightKey } from './state.ts';
 
 /**
  * A 64-bit fingerprint of a state's orbit: equal for two states that no
  * future behaviour can tell apart (the fields of canonicalKey, without
- * building a string), up to these symmetries (spec §8, "Symmetry"):
+ * building a string, less what no step or property reads: ageClass,
+ * ownerClass, epochRank, and dead keys where deadKeysGone; spec 8.4,
+ * "Abstractions"), up to these symmetries (spec 8.4):
  * - a shift of true time (times relative to now, expired deadlines collapsed);
  * - a permutation of the lock-service nodes other than the first
  *   `fixedNodes` (default 1: node 0, the node clock and crash alphabets
@@ -89,6 +94,7 @@ function sortedKeys(o: object): string[] {
 }
 
 const SESSION = -0x5e55;
+const STALE = -0x57a1e;
 const NONE = -0x404e;
 
 /** Partition links "client:node", parsed once per distinct string. */
@@ -103,17 +109,87 @@ function link(l: string): readonly [number, number] {
   return parsed;
 }
 
+/**
+ * A key's age (true time since its last grant, extension or refresh) as far
+ * as LIVE-1 can ever tell: the property reads it only as "age > bound", and
+ * ages only grow until the key is set anew, so every age past the bound is
+ * one (spec 8.4, "Abstractions"). A session key's age is never read.
+ */
+export function ageClass(world: World, k: NodeKey): number {
+  if (k.ttlMs === null) return 0;
+  const bound = liveBoundMs(k.ttlMs, driftFactor(world.config.design), world.config.expiryToleranceMs ?? 0);
+  return Math.min(world.nowMs - k.liveSinceTrueMs, bound + 1);
+}
+
+/**
+ * A key's owner attempt as far as any step can tell: the model compares it
+ * only for equality with the owner of that client's lease on the resource
+ * (release, extend, OWN-1, a closed session's orphans) or of its acquire in
+ * flight, and a new attempt is always fresh. So without an acquire in
+ * flight, the attempt is "the lease's" or "stale", whatever its number
+ * (spec 8.4, "Abstractions"); with one, it is kept relative as before.
+ */
+export function ownerClass(world: World, owner: Owner, resource: string): number {
+  const c = world.clients[owner.client];
+  if (c === undefined) return STALE;
+  if (c.inFlight !== null) return c.attempts - owner.attempt;
+  return c.leases[resource]?.owner.attempt === owner.attempt ? 0 : STALE;
+}
+
+/**
+ * An epoch (a grant's place in the true order of grants of its resource) as
+ * its rank among the epochs the state still holds for that resource: the
+ * leases', the pending writes' and the last accepted write's. Epochs are
+ * only compared (STORE-1: below the last accepted), and a new grant's is
+ * above all of them, so any order-preserving renumbering behaves alike
+ * (spec 8.4, "Abstractions").
+ */
+export function epochRank(world: World, resource: string, epoch: number): number {
+  const last = (world.ghost[resource] ?? NO_GHOST).lastAcceptedEpoch;
+  // Distinct values below `epoch`: at most 2 per client and one more, so a scan, no set.
+  let rank = last < epoch ? 1 : 0;
+  const clients = world.clients;
+  for (let i = 0; i < clients.length; i++) {
+    const c = clients[i]!;
+    const l = c.leases[resource];
+    const p = c.pendingWrite;
+    if (l !== undefined && l.epoch < epoch && l.epoch !== last && !heldBefore(world, resource, l.epoch, i)) rank++;
+    if (p !== null && p.resource === resource && p.epoch < epoch && p.epoch !== last && p.epoch !== l?.epoch && !heldBefore(world, resource, p.epoch, i)) rank++;
+  }
+  return rank;
+}
+
+/** Whether a client before `upTo` holds `epoch` for the resource (in a lease or a pending write): each value is counted once. */
+function heldBefore(world: World, resource: string, epoch: number, upTo: number): boolean {
+  for (let j = 0; j < upTo; j++) {
+    const c = world.clients[j]!;
+    if (c.leases[resource]?.epoch === epoch) return true;
+    if (c.pendingWrite !== null && c.pendingWrite.resource === resource && c.pendingWrite.epoch === epoch) return true;
+  }
+  return false;
+}
+
+/** Whether dead keys are hashed as absent (FingerprintOptions.deadKeysGone), for the fingerprint being computed. */
+let deadGone = false;
+/** Whether expired keys keep their exact expiry (FingerprintOptions.exactExpiry). */
+let exactExpiry = false;
+
 function hashKeys(world: World, keys: NodeState['keys'], expiry: number, perm: readonly number[]): void {
-  const now = world.nowMs;
   const names = sortedKeys(keys);
-  word(names.length);
+  // A node clock stepped back revives an expired key only if it expired less than the step ago: then expiries stay exact.
+  const dead = exactExpiry ? Number.NEGATIVE_INFINITY : -1 - (world.config.expiryToleranceMs ?? 0);
+  let live = names.length;
+  if (deadGone) for (const r of names) if (keys[r]!.expiresAtMs !== null && keys[r]!.expiresAtMs! - expiry <= dead) live--;
+  word(live);
   for (const r of names) {
     const k = keys[r]!;
+    const remaining = k.expiresAtMs === null ? SESSION : Math.max(dead, k.expiresAtMs - expiry);
+    if (deadGone && remaining === dead) continue;
     str(r);
-    num(k.expiresAtMs === null ? SESSION : Math.max(-1 - (world.config.expiryToleranceMs ?? 0), k.expiresAtMs - expiry));
-    num(Math.min(now - k.liveSinceTrueMs, 4 * (k.ttlMs ?? 0) + 4));
+    num(remaining);
+    num(ageClass(world, k));
     word(perm[k.owner.client] ?? -1);
-    num((world.clients[k.owner.client]?.attempts ?? 0) - k.owner.attempt);
+    num(ownerClass(world, k.owner, r));
     num(k.ttlMs ?? NONE);
     num(k.count);
   }
@@ -167,7 +243,7 @@ function hashClient(world: World, c: ClientState): void {
   else {
     str(p.resource);
     big(p.token);
-    num(p.epoch);
+    num(epochRank(world, p.resource, p.epoch));
   }
   // Never set by the exploration's alphabets (no operation in flight); hashed whole when it is.
   if (c.inFlight === null) word(NONE);
@@ -177,12 +253,13 @@ function hashClient(world: World, c: ClientState): void {
   for (const r of leases) {
     const l = c.leases[r]!;
     str(r);
-    num(c.attempts - l.owner.attempt);
+    // The lease's attempt matters only as the keys' owner class says it (ownerClass), unless an acquire is in flight.
+    num(c.inFlight === null ? 0 : c.attempts - l.owner.attempt);
     big(l.token);
     num(l.validUntilMs === null ? SESSION : Math.max(-1, l.validUntilMs - mono));
     num(l.count);
     num(l.buffered.length);
-    num(l.epoch);
+    num(epochRank(world, r, l.epoch));
   }
 }
 
@@ -239,9 +316,9 @@ function hashUnder(world: World, perm: readonly number[], inverse: readonly numb
   for (const r of ghosts) {
     const g = world.ghost[r]!;
     str(r);
-    num(g.grants);
+    // grants only numbers the next grant, above every epoch there is (epochRank): not hashed.
     big(g.maxToken);
-    num(g.lastAcceptedEpoch);
+    num(epochRank(world, r, g.lastAcceptedEpoch));
   }
   out.hi = fmix(h1);
   out.lo = fmix(h2);
@@ -271,6 +348,18 @@ export interface FingerprintOptions {
   readonly clientSymmetry?: boolean;
   /** How many leading nodes keep their place (default 1: node 0, which clock and crash faults single out); the rest are permuted. */
   readonly fixedNodes?: number;
+  /**
+   * Hash a key no node can see alive any more as no key (default false):
+   * sound where no node's expiry clock can go back and a delete does not
+   * move a token source (deadKeysStayDead; spec 8.4, "Abstractions").
+   */
+  readonly deadKeysGone?: boolean;
+  /**
+   * Keep how long ago each expired key expired (default false: all expired
+   * keys alike). Needed where a node's expiry clock can step back: a step
+   * back revives a key that expired less than the step ago.
+   */
+  readonly exactExpiry?: boolean;
 }
 
 const candidate: Fingerprint = { hi: 0, lo: 0 };
@@ -287,6 +376,8 @@ const clientPerm: number[] = [];
 export function fingerprint(world: World, out: Fingerprint, options: FingerprintOptions = {}): void {
   const n = world.clients.length;
   const fixed = options.fixedNodes ?? 1;
+  deadGone = options.deadKeysGone === true;
+  exactExpiry = options.exactExpiry === true;
   for (let i = 0; i < n; i++) {
     h1 = 0x3c6ef372;
     h2 = 0x510e527f;

@@ -71,12 +71,13 @@ describe('fingerprints of orbits (spec 8.4)', () => {
     );
   });
 
-  it('tell apart states the canonical key tells apart, up to client renumbering and values', () => {
+  // The fingerprint may merge more than the key (the abstractions of spec 8.4; test/exploreReduction checks those merges are sound), never less.
+  it('are equal for states the canonical key does not tell apart, up to client renumbering and values', () => {
     fc.assert(
       fc.property(reached, reached, (a, b) => {
         if (a.config.design !== b.config.design) return true;
         const sameKey = keyWithoutValues(a) === keyWithoutValues(b) || keyWithoutValues(swapClients(a)) === keyWithoutValues(b);
-        expect(fp(a) === fp(b)).toBe(sameKey);
+        if (sameKey) expect(fp(a)).toBe(fp(b));
       }),
       { seed, numRuns: runs * 5 },
     );
