@@ -505,8 +505,11 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
         .slice(0, o.maxCommands)
         .map((c) => (scale === 1 && set === 0 ? c : rescaled(c, scale, name)))
         .flatMap((c) => (o.extend === false ? withoutExtend(c) : [c]));
-      // With latency, statements in flight across a pause longer than the timeout are part of what is drawn.
-      return timeoutMs === null || has('latency') ? commands : noTimeoutWhilePaused(commands, timeoutMs);
+      // With latency, statements in flight across a pause longer than the timeout are part of what is drawn; a client
+      // with no timeout of its own (declared) is never paused past the model's timeout with a statement in flight.
+      const modelTimeoutMs = replyTimeoutMs(o.design);
+      if (modelTimeoutMs === null || (timeoutMs !== null && has('latency'))) return commands;
+      return noTimeoutWhilePaused(commands, modelTimeoutMs);
     });
 }
 

@@ -892,10 +892,10 @@ function inject(world: World, fault: Fault): readonly Branch[] {
         // A statement to a PostgreSQL server: it runs as it arrives (a black hole's never does); whether its reply
         // or the client's timer comes first is judged at the resume.
         const s = statementTiming(world, op.client, op.latencyMs ?? 0);
-        // A new lock may need a connection (pg-session, unless it has one) or a BEGIN (pg-xact) first: its statement then goes out after the resume.
+        // A new lock may need a connection first (unless one is open; pg-xact sends BEGIN with the lock in one round trip):
+        // its statement then goes out after the resume, or it went out before the pause.
         const later = op.kind === 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined;
         const laterBranch: Branch[] = later ? [pausing(world, { kind: 'later', client: op.client, resource: op.resource, arrivalMs: s.arrives ? s.endMs : Number.POSITIVE_INFINITY, deadlineMs: missed.afterMs })] : [];
-        if (later && rulesOf(design).lateReplyEnds === 'transaction') return laterBranch;
         if (!s.arrives) {
           const ends = missed.ends === 'session' ? 'session' : op.kind === 'acquire' ? 'nothing' : 'transaction';
           return [pausing(world, { kind: 'reply', outcome: { kind: 'timed-out' }, doneMs: Number.POSITIVE_INFINITY, missed: { ...missed, ends } }), ...laterBranch];
