@@ -241,24 +241,21 @@ async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Pr
   const client = etcdClient({ hosts: [...b.hosts], dialTimeoutMs: COMMAND_TIMEOUT_MS });
   const node = etcd3Node(client, { clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new EtcdLock({ node, clock: sharedClock });
-  const store = etcdFencedStore(node, b.storePolicy);
-  return {
-    acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
-    read: async (lease) => (await store.read(lease.resource)).value,
-    write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
-    release: async (lease) => {
-      await lock.release(lease);
-      return true;
-    },
-    pids: () => [],
-    close: async () => client.close(),
-  };
+  return consensusStressClient(lock, etcdFencedStore(node, b.storePolicy), async () => client.close());
 }
 
 async function zookeeperStressClient(b: Extract<ClientBackend, { kind: 'zookeeper' }>): Promise<StressClient> {
   const node = zookeeperNode({ connectString: b.connectString, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new ZookeeperLock({ node, clock: sharedClock });
-  const store = zookeeperFencedStore(node, b.storePolicy);
+  return consensusStressClient(lock, zookeeperFencedStore(node, b.storePolicy), async () => node.close());
+}
+
+/** A lock and a fenced store in one consensus service (etcd, ZooKeeper): nothing to commit at release, no backend pids. */
+function consensusStressClient(
+  lock: { acquire(resource: string, options: { ttlMs: number }): Promise<AcquireResult>; release(lease: Lease): Promise<unknown> },
+  store: { read(resource: string): Promise<{ readonly value: string | null }>; write(resource: string, token: bigint, value: string): Promise<{ readonly kind: 'accepted' | 'rejected' }> },
+  close: () => Promise<void>,
+): StressClient {
   return {
     acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
     read: async (lease) => (await store.read(lease.resource)).value,
@@ -268,6 +265,6 @@ async function zookeeperStressClient(b: Extract<ClientBackend, { kind: 'zookeepe
       return true;
     },
     pids: () => [],
-    close: async () => node.close(),
+    close,
   };
 }

@@ -1,5 +1,6 @@
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
+import { leaseMargins } from '../leaseMargins.ts';
 import { sleep } from '../clock.ts';
 import { ConnectionConfigError, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
@@ -58,12 +59,7 @@ export class EtcdLock {
   #pruneAt = PRUNE_MIN;
 
   constructor(options: EtcdLockOptions) {
-    const df = options.driftFactor ?? 0.01;
-    if (!(df >= 0 && df < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${df}`);
-    const margin = options.clockMarginMs ?? 2;
-    if (!Number.isInteger(margin) || margin < 0 || margin > 10_000) throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, 10000], got ${margin}`);
-    const safety = options.safetyMarginMs ?? 0;
-    if (!Number.isInteger(safety) || safety < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${safety}`);
+    const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     if (typeof prefix !== 'string') throw new InvalidInputError('invalid-config', 'prefix must be a string');
     this.#node = options.node;

@@ -1,5 +1,6 @@
 import { checkDuration, checkResource, checkTtl, InvalidInputError, MAX_TOKEN } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
+import { leaseMargins } from '../leaseMargins.ts';
 import { sleep } from '../clock.ts';
 import { TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
@@ -68,12 +69,7 @@ export class ZookeeperLock {
   #pruneAt = PRUNE_MIN;
 
   constructor(options: ZookeeperLockOptions) {
-    const df = options.driftFactor ?? 0.01;
-    if (!(df >= 0 && df < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${df}`);
-    const margin = options.clockMarginMs ?? 2;
-    if (!Number.isInteger(margin) || margin < 0 || margin > 10_000) throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, 10000], got ${margin}`);
-    const safety = options.safetyMarginMs ?? 0;
-    if (!Number.isInteger(safety) || safety < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${safety}`);
+    const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
     const root = options.root ?? DEFAULT_ROOT;
     if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) throw new InvalidInputError('invalid-config', `root must be an absolute znode path without a trailing slash, got ${String(root)}`);
     this.#node = options.node;

@@ -1,0 +1,24 @@
+import { InvalidInputError } from '../model/errors.ts';
+
+/** How much earlier than the service's expiry a lease client stops trusting its lease. */
+export interface LeaseMargins {
+  /** The clocks' drift allowance per ms of ttl, in [0, 1) (default 0.01). */
+  readonly driftFactor: number;
+  /** A fixed allowance, ms, on top of the drift (default 2). */
+  readonly clockMarginMs: number;
+  /** The signal fires this long before the deadline (default 0). */
+  readonly safetyMarginMs: number;
+}
+
+/** The margins of a lock's options, defaulted and validated (InvalidInputError 'invalid-config'). */
+export function leaseMargins(options: Partial<LeaseMargins>, maxClockMarginMs: number): LeaseMargins {
+  const driftFactor = options.driftFactor ?? 0.01;
+  if (!(driftFactor >= 0 && driftFactor < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${driftFactor}`);
+  const clockMarginMs = options.clockMarginMs ?? 2;
+  if (!Number.isInteger(clockMarginMs) || clockMarginMs < 0 || clockMarginMs > maxClockMarginMs) {
+    throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, ${maxClockMarginMs}], got ${clockMarginMs}`);
+  }
+  const safetyMarginMs = options.safetyMarginMs ?? 0;
+  if (!Number.isInteger(safetyMarginMs) || safetyMarginMs < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${safetyMarginMs}`);
+  return { driftFactor, clockMarginMs, safetyMarginMs };
+}
