@@ -318,6 +318,26 @@ function faultable(name: string, s: RedisServer | PostgresServer): FaultableServ
   };
 }
 
+/** The three members of a consensus group (etcd cluster, ZooKeeper ensemble) as servers the nemesis can pause, kill and restart. */
+function membersAsServers(
+  label: string,
+  group: { pause(m: number): void; resume(m: number): void; paused(m: number): boolean; kill(m: number): Promise<void>; restart(m: number): Promise<void>; running(m: number): boolean },
+): FaultableServer[] {
+  return [0, 1, 2].map((m): FaultableServer => ({
+    name: `${label} ${m}`,
+    pause: () => group.pause(m),
+    resume: () => group.resume(m),
+    get paused() {
+      return group.paused(m);
+    },
+    crash: () => group.kill(m),
+    restart: () => group.restart(m),
+    get running() {
+      return group.running(m);
+    },
+  }));
+}
+
 /** A 3-member etcd cluster (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
 async function startEtcd(o: StartServersOptions): Promise<StressServers> {
   // Election timeout 600 ms: etcd's shortest lease is then 1 s (1.5 election timeouts, rounded up to seconds).
@@ -327,19 +347,7 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
     if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => cluster.link(m))));
     return {
       backend: o.backend,
-      nodes: [0, 1, 2].map((m): FaultableServer => ({
-        name: `etcd ${m}`,
-        pause: () => cluster.pause(m),
-        resume: () => cluster.resume(m),
-        get paused() {
-          return cluster.paused(m);
-        },
-        crash: () => cluster.kill(m),
-        restart: () => cluster.restart(m),
-        get running() {
-          return cluster.running(m);
-        },
-      })),
+      nodes: membersAsServers('etcd', cluster),
       replication: null,
       links,
       quorum: 2,
@@ -374,19 +382,7 @@ async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
     if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => ensemble.link(m))));
     return {
       backend: o.backend,
-      nodes: [0, 1, 2].map((m): FaultableServer => ({
-        name: `zookeeper ${m}`,
-        pause: () => ensemble.pause(m),
-        resume: () => ensemble.resume(m),
-        get paused() {
-          return ensemble.paused(m);
-        },
-        crash: () => ensemble.kill(m),
-        restart: () => ensemble.restart(m),
-        get running() {
-          return ensemble.running(m);
-        },
-      })),
+      nodes: membersAsServers('zookeeper', ensemble),
       replication: null,
       links,
       quorum: 2,
