@@ -9,26 +9,7 @@ import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import type { EtcdNode } from '../impl/etcd/index.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
-
-/** The process exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return true;
-}
+import { alive, until } from './probes.ts';
 
 /** A client clock the test moves by hand (leases' deadlines), with real etcd underneath. */
 class HandClock implements MonotonicClock {

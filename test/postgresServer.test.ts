@@ -1,8 +1,9 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
+import { alive } from './probes.ts';
 
 const servers: PostgresServer[] = [];
 const clients: pg.Client[] = [];
@@ -31,17 +32,6 @@ async function connectClient(server: PostgresServer): Promise<{ client: pg.Clien
 async function endClient(client: pg.Client): Promise<void> {
   // end() on a dead connection can wait for a close that never comes: bound it.
   await Promise.race([client.end().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))]);
-}
-
-/** The process exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
 }
 
 function portAccepts(port: number): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkConformance, runLockstep } from '../conformance/index.ts';
 import { realZookeeperBackend, type ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
@@ -9,6 +9,7 @@ import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
 import type { ZookeeperNode } from '../impl/zookeeper/index.ts';
 import type { Command } from '../model/index.ts';
+import { alive, until } from './probes.ts';
 
 /**
  * The ZooKeeper backend (spec 7.10) on one real 3-member ensemble for the
@@ -19,25 +20,6 @@ import type { Command } from '../model/index.ts';
  */
 const RUNS = Number(process.env.LOCKCHECK_ZK_RUNS ?? 1);
 const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return true;
-}
 
 /** A client clock the test moves by hand (leases' deadlines), with real ZooKeeper underneath. */
 class HandClock implements MonotonicClock {
