@@ -2,6 +2,7 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { EtcdCluster } from '../../conformance/env/etcdCluster.ts';
 import { PostgresServer } from '../../conformance/env/postgresServer.ts';
 import { RedisServer } from '../../conformance/env/redisServer.ts';
+import { ZookeeperEnsemble } from '../../conformance/env/zookeeperEnsemble.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 
 /**
@@ -14,6 +15,8 @@ export interface SharedServers {
   readonly redis: { readonly host: string; readonly port: number; readonly password: string };
   readonly postgres: { readonly host: string; readonly port: number; readonly user: string; readonly password: string; readonly database: string };
   readonly etcd: { readonly hosts: readonly string[] };
+  /** A one-member ensemble; `pid` is its JVM's (a test pauses it with SIGSTOP to hold every reply back). */
+  readonly zookeeper: { readonly connectString: string; readonly pid: number };
 }
 
 declare module 'vitest' {
@@ -55,6 +58,8 @@ function shared<K extends keyof SharedServers, S extends { stop(): Promise<void>
 export const sharedRedis = (): (() => SharedServers['redis']) => shared('redis', () => RedisServer.start({ persistence: 'none' }), (s) => s.connection);
 export const sharedPostgres = (): (() => SharedServers['postgres']) =>
   shared('postgres', () => PostgresServer.start({ parentDir: '/dev/shm', startTimeoutMs: 30_000 }), (s) => s.connection);
+export const sharedZookeeper = (): (() => SharedServers['zookeeper']) =>
+  shared('zookeeper', () => ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ connectString: s.connectString, pid: s.pid(0) }));
 export const sharedEtcd = (): (() => SharedServers['etcd']) => shared('etcd', () => EtcdCluster.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ hosts: s.endpoints }));
 
 /** A monotonic clock moved only by the test: `advance` runs what falls due, in order. */

@@ -1,0 +1,649 @@
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { InvalidInputError, LeaseLostError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
+import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
+import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
+import type { AcquireResult } from '../../impl/leaseLock.ts';
+import type { Lease, LeaseHandle } from '../../impl/lease.ts';
+import { ManualClock, sharedZookeeper } from './servers.ts';
+
+/**
+ * impl/zookeeper against one real one-member ZooKeeper (every znode under
+ * the test's own root): contenders and their create zxids as tokens, the
+ * line and its watch, validity on the client's clock, the fenced store's
+ * versioned writes, and the typed errors. Where a reply must be one a
+ * healthy ensemble does not give on demand (a round trip that takes the
+ * whole ttl, a zxid past 2^63-1, a failed call), the real node is wrapped
+ * and its reply changed; to hold every reply back the member is paused
+ * (SIGSTOP) for a moment while a test clock runs the bounds out.
+ */
+const server = sharedZookeeper();
+const nodes: ZookeeperNode[] = [];
+// Unique per run: under `npm run mutation` one ensemble serves every run of this file.
+const run = `${process.pid}-${Date.now().toString(36)}`;
+let roots = 0;
+const MAX = 2n ** 63n - 1n;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+afterAll(() => {
+  for (const n of nodes) n.close();
+});
+
+function node(clock = new ManualClock(), requestTimeoutMs?: number): ZookeeperNode {
+  const n = zookeeperNode({ connectString: server().connectString, clock, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
+  nodes.push(n);
+  return n;
+}
+function root(): string {
+  return `/t${run}-${++roots}`;
+}
+function granted(r: AcquireResult): Lease {
+  if (r.kind !== 'granted') throw new Error(`expected granted, got ${JSON.stringify(r)}`);
+  return r.lease;
+}
+async function thrown(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (v) => new Error(`expected a rejection, got ${String(v)}`),
+    (e: unknown) => e,
+  );
+}
+/** Bounded wait for a condition on the server (a close or a deletion is sent without being waited for). */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) if (Date.now() > deadline) throw new Error(`never: ${what}`);
+}
+
+/** The node's calls, counted, each replaceable. */
+interface Spied {
+  readonly node: ZookeeperNode;
+  readonly calls: Record<string, number>;
+  readonly watches: Array<{ path: string; waitMs: number }>;
+}
+function spied(real: ZookeeperNode, over: Partial<ZookeeperNode> = {}): Spied {
+  const calls: Record<string, number> = {};
+  const watches: Array<{ path: string; waitMs: number }> = [];
+  const wrapped = { ...real, ...over } as ZookeeperNode;
+  const out = {} as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(wrapped)) {
+    out[name] = (...args: unknown[]): unknown => {
+      calls[name] = (calls[name] ?? 0) + 1;
+      if (name === 'watchGone') watches.push({ path: args[1] as string, waitMs: args[2] as number });
+      return (fn as (...a: unknown[]) => unknown)(...args);
+    };
+  }
+  return { node: out as unknown as ZookeeperNode, calls, watches };
+}
+
+/** Retry sleeps (short delays) pass at once; call bounds (2000 ms) only when the test advances. */
+class SleepsAtOnce extends ManualClock {
+  override schedule(atMs: number, fn: () => void): () => void {
+    const cancel = super.schedule(atMs, fn);
+    const ms = atMs - this.now();
+    if (ms > 0 && ms < 1000) queueMicrotask(() => this.advance(ms));
+    return cancel;
+  }
+}
+
+describe('paths', () => {
+  it('percent-encodes resources (and dots) under the root; sequences are the digits after the last dash', () => {
+    expect(DEFAULT_ROOT).toBe('/lockcheck');
+    expect(CONTENDER).toBe('c-');
+    expect(lockDir('a/b.c é')).toBe('/lockcheck/lock/a%2Fb%2Ec%20%C3%A9');
+    expect(cellPath('..')).toBe('/lockcheck/cell/%2E%2E');
+    expect(lockDir('x', '/r')).toBe('/r/lock/x');
+    expect(cellPath('x', '/r')).toBe('/r/cell/x');
+    expect(sequenceOf('c-0000000012')).toBe(12);
+    expect(sequenceOf('a-b-0000000003')).toBe(3);
+  });
+});
+
+describe('ZookeeperLock (real ZooKeeper)', () => {
+  it('grants with the contender as owner and its create zxid as token; denies while held leaving nothing behind; release deletes, closes and fires released', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const s = spied(node(clock));
+    const lock = new ZookeeperLock({ node: s.node, clock, root: r });
+    expect(lock.clockOf()).toBe(clock);
+    const lease = granted(await lock.acquire('a.b/c', { ttlMs: 30_001 }));
+    expect(lease.resource).toBe('a.b/c');
+    expect(lease.owner).toBe(`${r}/lock/a%2Eb%2Fc/c-0000000000`);
+    // validity = start + ttl - (ceil(0.01 * 30001) + 2)
+    expect(lease.validUntilMs).toBe(1000 + 30_001 - 303);
+    expect(lock.trackedLeases).toBe(1);
+    const look = node();
+    const probe = await look.openSession(5000);
+    expect(await look.touch(probe, lease.owner)).toBe(lease.token);
+    expect(typeof lease.token).toBe('bigint');
+    expect(s.calls).toEqual({ openSession: 1, contenders: 2, enqueue: 1 });
+
+    const other = spied(node(clock));
+    const second = new ZookeeperLock({ node: other.node, clock, root: r });
+    expect(await second.acquire('a.b/c', { ttlMs: 30_001 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(other.calls).toEqual({ openSession: 1, contenders: 1, closeSession: 1 });
+    expect(await look.contenders(probe, lockDir('a.b/c', r))).toEqual(['c-0000000000']);
+    expect(second.trackedLeases).toBe(0);
+
+    const signal = lease.signal;
+    await lock.release(lease);
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBeInstanceOf(LeaseLostError);
+    expect((signal.reason as LeaseLostError).reason).toBe('released');
+    expect(lock.trackedLeases).toBe(0);
+    expect(s.calls['deleteOwned']).toBe(1);
+    expect(s.calls['closeSession']).toBe(1);
+    expect(await look.contenders(probe, lockDir('a.b/c', r))).toEqual([]);
+    await lock.release(lease);
+    expect(s.calls['deleteOwned']).toBe(1);
+    expect(s.calls['closeSession']).toBe(1);
+    expect(await lock.extend(lease, 1000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+
+    const again = granted(await second.acquire('a.b/c', { ttlMs: 30_001 }));
+    expect(again.owner).toBe(`${r}/lock/a%2Eb%2Fc/c-0000000001`);
+    expect(again.token).toBeGreaterThan(lease.token);
+    await second.release(again);
+    await look.closeSession(probe);
+  });
+
+  it('the default root is /lockcheck; the margins are the options given', async () => {
+    const clock = new ManualClock();
+    const n = node(clock);
+    const resource = `default-${run}`;
+    const lock = new ZookeeperLock({ node: n, clock, driftFactor: 0.5, clockMarginMs: 10_000, safetyMarginMs: 100 });
+    const lease = granted(await lock.acquire(resource, { ttlMs: 30_001 }));
+    expect(lease.owner).toBe(`/lockcheck/lock/${resource}/c-0000000000`);
+    // 30001 - (ceil(15000.5) + 10000)
+    expect(lease.validUntilMs).toBe(1000 + 30_001 - 25_001);
+    const signal = lease.signal;
+    clock.advance(5000 - 101);
+    expect(signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    await lock.release(lease);
+  });
+
+  it('refuses bad options and input with typed errors naming them, before any call', async () => {
+    const clock = new ManualClock();
+    const s = spied(node(clock));
+    const refused = (f: () => unknown): InvalidInputError => {
+      try {
+        f();
+      } catch (e) {
+        if (e instanceof InvalidInputError) return e;
+        throw e;
+      }
+      throw new Error('expected a refusal');
+    };
+    for (const bad of ['relative', '/trailing/', '/', '//x', '/a//b', 42]) {
+      const e = refused(() => new ZookeeperLock({ node: s.node, clock, root: bad as string }));
+      expect(e.code).toBe('invalid-config');
+      expect(e.message).toBe(`invalid-config: root must be an absolute znode path without a trailing slash, got ${String(bad)}`);
+    }
+    expect(refused(() => new ZookeeperLock({ node: s.node, clock, driftFactor: 1 })).message).toBe('invalid-config: driftFactor must be in [0, 1), got 1');
+    expect(refused(() => new ZookeeperLock({ node: s.node, clock, clockMarginMs: 10_001 })).message).toBe('invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001');
+    expect(refused(() => new ZookeeperLock({ node: s.node, clock, safetyMarginMs: -1 })).code).toBe('invalid-config');
+    const lock = new ZookeeperLock({ node: s.node, clock, root: '/a/b' });
+    const bad = async (p: Promise<unknown>, code: string, message: string): Promise<void> => {
+      const e = await thrown(p);
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect((e as InvalidInputError).code).toBe(code);
+      expect((e as Error).message).toBe(`${code}: ${message}`);
+    };
+    await bad(lock.acquire('', { ttlMs: 1000 }), 'invalid-resource', 'resource must be a non-empty string of at most 256 characters');
+    await bad(lock.acquire('x', { ttlMs: 0 }), 'invalid-ttl', 'ttl must be an integer number of ms in [1, 2147483647], got 0');
+    for (const retries of [-1, 101, 1.5]) await bad(lock.acquire('x', { ttlMs: 1000, retries }), 'precondition', 'retries must be an integer in [0, 100]');
+    await bad(lock.acquire('x', { ttlMs: 1000, retryDelayMs: -1 }), 'invalid-duration', 'retryDelayMs must be an integer number of ms in [0, 2147483647], got -1');
+    await bad(lock.acquire('x', { ttlMs: 1000, retryJitterMs: -1 }), 'invalid-duration', 'retryJitterMs must be an integer number of ms in [0, 2147483647], got -1');
+    await bad(lock.acquire('x', { ttlMs: 1000, waitMs: -1 }), 'invalid-duration', 'waitMs must be an integer number of ms in [0, 2147483647], got -1');
+    await bad(lock.extend({} as Lease, 0), 'invalid-ttl', 'ttl must be an integer number of ms in [1, 2147483647], got 0');
+    expect(s.calls).toEqual({});
+  });
+
+  it('retries a denial `retries` times, sleeping retryDelayMs plus the jitter drawn between', async () => {
+    const clock = new SleepsAtOnce();
+    const r = root();
+    const holder = new ZookeeperLock({ node: node(clock), clock, root: r });
+    const held = granted(await holder.acquire('busy', { ttlMs: 30_000 }));
+    const s = spied(node(clock));
+    const lock = new ZookeeperLock({ node: s.node, clock, root: r });
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    expect(await lock.acquire('busy', { ttlMs: 5000, retries: 2, retryDelayMs: 10, retryJitterMs: 5 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(s.calls['openSession']).toBe(3);
+    // floor(0.5 * (5 + 1)) = 3
+    expect(clock.delays.filter((d) => d < 1000)).toEqual([13, 13]);
+    // A grant ends the retries: 100 is allowed.
+    expect((await lock.acquire('free', { ttlMs: 5000, retries: 100 })).kind).toBe('granted');
+    expect(s.calls['openSession']).toBe(4);
+    await holder.release(held);
+  });
+
+  it('with waitMs, waits for its predecessor only (a third of the session at most), counts the lease from its last renewal, and is granted at the release', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const holder = new ZookeeperLock({ node: node(clock), clock, root: r });
+    const first = granted(await holder.acquire('line', { ttlMs: 30_000 }));
+    const real = node(clock);
+    let watched = (): void => undefined;
+    const s = spied(real, {
+      watchGone: async (session, path, waitMs) => {
+        clock.advance(100);
+        const gone = real.watchGone(session, path, waitMs);
+        watched();
+        return gone;
+      },
+    });
+    const lock = new ZookeeperLock({ node: s.node, clock, root: r });
+    const inLine = new Promise<void>((resolve) => (watched = resolve));
+    const waiting = lock.acquire('line', { ttlMs: 30_000, waitMs: 20_000 });
+    await inLine;
+    expect(s.watches).toEqual([{ path: first.owner, waitMs: 10_000 }]);
+    await holder.release(first);
+    const second = granted(await waiting);
+    expect(second.owner).toBe(`${r}/lock/line/c-0000000001`);
+    expect(second.token).toBeGreaterThan(first.token);
+    // renewed at 1100 (the touch after the watch), not at the start (1000)
+    expect(second.validUntilMs).toBe(1100 + 30_000 - 302);
+    expect(s.calls['touch']).toBe(1);
+    await lock.release(second);
+  });
+
+  it('with waitMs, is denied once it has waited that long (its contender removed with its session); a line read out of order is sorted', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const holder = new ZookeeperLock({ node: node(clock), clock, root: r });
+    const first = granted(await holder.acquire('wait', { ttlMs: 30_000 }));
+    const real = node(clock);
+    const s = spied(real, {
+      // Ours first: only sorting by sequence puts the holder's ahead.
+      contenders: async (session, dir) => (await real.contenders(session, dir)).sort().reverse(),
+      watchGone: async (_session, _path, waitMs) => {
+        clock.advance(waitMs);
+      },
+    });
+    const lock = new ZookeeperLock({ node: s.node, clock, root: r });
+    expect(await lock.acquire('wait', { ttlMs: 30_000, waitMs: 50 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(s.watches).toEqual([{ path: first.owner, waitMs: 50 }]);
+    expect(s.calls['closeSession']).toBe(1);
+    const look = node();
+    const probe = await look.openSession(5000);
+    await until(async () => (await look.contenders(probe, lockDir('wait', r))).length === 1, 'the waiter left the line');
+    expect(await look.contenders(probe, lockDir('wait', r))).toEqual(['c-0000000000']);
+    await look.closeSession(probe);
+    await holder.release(first);
+  });
+
+  it('a contender missing from the line is a timeout; failed calls deny with no-quorum; a timed-out call is timed-out; each closes its session', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const missing = spied(real, { contenders: async () => ['c-9999999999'] });
+    expect(await new ZookeeperLock({ node: missing.node, clock, root: r }).acquire('gone', { ttlMs: 3000, waitMs: 10 })).toEqual({ kind: 'timed-out' });
+    expect(missing.calls['closeSession']).toBe(1);
+    const noSession = spied(real, { openSession: () => Promise.reject(new UnavailableError('down')) });
+    expect(await new ZookeeperLock({ node: noSession.node, clock, root: r }).acquire('x', { ttlMs: 3000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(noSession.calls['closeSession']).toBeUndefined();
+    const failing = spied(real, { contenders: () => Promise.reject(new UnavailableError('down')) });
+    expect(await new ZookeeperLock({ node: failing.node, clock, root: r }).acquire('x', { ttlMs: 3000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(failing.calls['closeSession']).toBe(1);
+    const late = spied(real, { enqueue: () => Promise.reject(new TimeoutError('zookeeper create', 5)) });
+    expect(await new ZookeeperLock({ node: late.node, clock, root: r }).acquire('x', { ttlMs: 3000 })).toEqual({ kind: 'timed-out' });
+    expect(late.calls['closeSession']).toBe(1);
+  });
+
+  it('a create zxid past 2^63-1 is a TokenOverflowError (session closed); 2^63-1 itself is a token', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const over = spied(real, { enqueue: async (session, dir) => ({ ...(await real.enqueue(session, dir)), czxid: MAX + 1n }) });
+    const e = await thrown(new ZookeeperLock({ node: over.node, clock, root: r }).acquire('top', { ttlMs: 3000 }));
+    expect(e).toBeInstanceOf(TokenOverflowError);
+    expect((e as TokenOverflowError).resource).toBe('top');
+    expect(over.calls['closeSession']).toBe(1);
+    const max = spied(real, { enqueue: async (session, dir) => ({ ...(await real.enqueue(session, dir)), czxid: MAX }) });
+    const lock = new ZookeeperLock({ node: max.node, clock, root: r });
+    await until(async () => (await real.children(lockDir('top', r))).length === 0, 'the overflowing contender went with its session');
+    const lease = granted(await lock.acquire('top', { ttlMs: 3000 }));
+    expect(lease.token).toBe(MAX);
+    await lock.release(lease);
+  });
+
+  it('the time the calls took counts against the lease: the whole session is timed-out, down to validity is validity-exhausted', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const slow = (ms: number): Spied =>
+      spied(real, {
+        enqueue: async (session, dir) => {
+          const c = await real.enqueue(session, dir);
+          clock.advance(ms);
+          return c;
+        },
+      });
+    const outcome = async (ms: number, resource: string): Promise<AcquireResult> => {
+      const s = slow(ms);
+      const result = await new ZookeeperLock({ node: s.node, clock, root: r }).acquire(resource, { ttlMs: 3000 });
+      if (result.kind !== 'granted') expect(s.calls['closeSession']).toBe(1);
+      return result;
+    };
+    expect(await outcome(3000, 'a')).toEqual({ kind: 'timed-out' });
+    // validity = 3000 - 32: at exactly that it is exhausted
+    expect(await outcome(2968, 'b')).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    const start = clock.now();
+    const lease = granted(await outcome(2967, 'c'));
+    expect(lease.validUntilMs).toBe(start + 2968);
+  });
+
+  it('the lease is the session the ensemble negotiated (a shorter one, or the maximum); the session ending fires expired', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    let end = (): void => undefined;
+    const short = spied(real, {
+      openSession: async (ms) => {
+        const session = await real.openSession(ms);
+        return { ...session, timeoutMs: 500, expired: new Promise<void>((resolve) => (end = resolve)) } as ZookeeperSession;
+      },
+    });
+    const lock = new ZookeeperLock({ node: short.node, clock, root: r });
+    const lease = granted(await lock.acquire('short', { ttlMs: 30_000 }));
+    expect(lease.validUntilMs).toBe(1000 + 500 - 7);
+    clock.advance(100);
+    expect(await lock.extend(lease, 30_000)).toEqual({ kind: 'extended', validUntilMs: 1100 + 493 });
+    const signal = lease.signal;
+    end();
+    await Promise.resolve();
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    await lock.release(lease);
+
+    const long = new ZookeeperLock({ node: real, clock, root: r });
+    const capped = granted(await long.acquire('long', { ttlMs: 70_000 }));
+    expect(capped.validUntilMs).toBe(clock.now() + 60_000 - 602);
+    await long.release(capped);
+  });
+
+  it('extend renews for the granted session from its start; a lost, released or foreign lease is expired; a failed or late round trip is no-quorum; a deleted contender loses the lease', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const realTouch: ZookeeperNode['touch'] = (session, path) => real.touch(session, path);
+    let touch = realTouch;
+    const s = spied(real, { touch: (session, path) => touch(session, path) });
+    const lock = new ZookeeperLock({ node: s.node, clock, root: r });
+    const lease = granted(await lock.acquire('ext', { ttlMs: 30_001 }));
+    clock.advance(500);
+    // The ttl asked for is checked, but the session's timeout is what a renewal lasts.
+    expect(await lock.extend(lease, 1)).toEqual({ kind: 'extended', validUntilMs: 1500 + 30_001 - 303 });
+    expect(lease.validUntilMs).toBe(1500 + 29_698);
+
+    touch = () => Promise.reject(new UnavailableError('down'));
+    expect(await lock.extend(lease, 30_001)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    expect((lease as LeaseHandle).lost).toBe(false);
+    // The round trip took the whole validity: a ms before the new deadline it is extended, at exactly it is no-quorum.
+    const late = (ms: number): ZookeeperNode['touch'] => async (session, path) => {
+      const c = await real.touch(session, path);
+      clock.advance(ms);
+      return c;
+    };
+    touch = late(29_697);
+    const before = clock.now();
+    expect(await lock.extend(lease, 30_001)).toEqual({ kind: 'extended', validUntilMs: before + 29_698 });
+    // Released while the round trip was out: no-quorum.
+    touch = async (session, path) => {
+      void lock.release(lease);
+      return real.touch(session, path);
+    };
+    expect(await lock.extend(lease, 30_001)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    touch = realTouch;
+    const slow = granted(await lock.acquire('ext-late', { ttlMs: 30_001 }));
+    touch = late(29_698);
+    expect(await lock.extend(slow, 30_001)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    await lock.release(slow);
+
+    touch = realTouch;
+    const gone = granted(await lock.acquire('ext-gone', { ttlMs: 30_001 }));
+    touch = async () => gone.token + 1n;
+    const signal = gone.signal;
+    expect(await lock.extend(gone, 30_001)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    const touches = s.calls['touch'];
+    expect(await lock.extend(gone, 30_001)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(s.calls['touch']).toBe(touches);
+    await lock.release(gone);
+
+    touch = realTouch;
+    const stale = granted(await lock.acquire('ext-stale', { ttlMs: 30_001 }));
+    clock.advance(29_698);
+    expect(await lock.extend(stale, 30_001)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(s.calls['touch']).toBe(touches);
+    const foreign = granted(await new ZookeeperLock({ node: real, clock, root: r }).acquire('ext-foreign', { ttlMs: 30_001 }));
+    expect(await lock.extend(foreign, 30_001)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    await lock.release(stale);
+  });
+
+  it('release never throws for ZooKeeper failures and still closes the session', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const s = spied(real, { deleteOwned: () => Promise.reject(new UnavailableError('down')), closeSession: () => Promise.reject(new UnavailableError('down')) });
+    const lock = new ZookeeperLock({ node: s.node, clock, root: r });
+    const lease = granted(await lock.acquire('rel', { ttlMs: 30_000 }));
+    await lock.release(lease);
+    expect(s.calls['closeSession']).toBe(1);
+    expect((lease as LeaseHandle).lost).toBe(true);
+    // Denials close their sessions through the same path.
+    const other = new ZookeeperLock({ node: s.node, clock, root: r });
+    const held = granted(await new ZookeeperLock({ node: real, clock, root: r }).acquire('rel-2', { ttlMs: 30_000 }));
+    expect(await other.acquire('rel-2', { ttlMs: 30_000 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(s.calls['closeSession']).toBe(2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((held as LeaseHandle).lost).toBe(false);
+  });
+
+  it('forgets lost leases once it holds 64, and then at twice what it keeps', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const lock = new ZookeeperLock({ node: node(clock), clock, root: r });
+    const leases: Lease[] = [];
+    for (let i = 0; i < 64; i++) leases.push(granted(await lock.acquire(`p${i}`, { ttlMs: 60_000 })));
+    expect(lock.trackedLeases).toBe(64);
+    // Every one of them lost (past its validity), the next grant prunes them all.
+    clock.advance(60_000);
+    const next = granted(await lock.acquire('p-next', { ttlMs: 60_000 }));
+    expect(lock.trackedLeases).toBe(1);
+    for (const l of [...leases, next]) await lock.release(l);
+  }, 60_000);
+});
+
+describe('zookeeperNode (real ZooKeeper)', () => {
+  it('contenders, enqueue, touch, deleteOwned and closeSession on a session', async () => {
+    const n = node();
+    const r = root();
+    const dir = `${r}/lock/q`;
+    const brief = await n.openSession(300);
+    expect(brief.timeoutMs).toBe(300);
+    await n.closeSession(brief);
+    const s = await n.openSession(30_000);
+    expect(await n.contenders(s, dir)).toEqual([]);
+    const a = await n.enqueue(s, dir);
+    const b = await n.enqueue(s, dir);
+    expect(a.name).toBe('c-0000000000');
+    expect(b.name).toBe('c-0000000001');
+    expect(b.czxid).toBeGreaterThan(a.czxid);
+    expect((await n.contenders(s, dir)).sort()).toEqual(['c-0000000000', 'c-0000000001']);
+    expect(await n.touch(s, `${dir}/${a.name}`)).toBe(a.czxid);
+    expect(await n.touch(s, `${dir}/absent`)).toBeNull();
+    expect(await n.deleteOwned(s, `${dir}/${a.name}`, a.czxid + 1n)).toBe(false);
+    expect(await n.deleteOwned(s, `${dir}/${a.name}`, a.czxid)).toBe(true);
+    expect(await n.deleteOwned(s, `${dir}/${a.name}`, a.czxid)).toBe(false);
+    expect(await n.children(dir)).toEqual(['c-0000000001']);
+    await n.closeSession(s);
+    expect(await n.children(dir)).toEqual([]);
+    expect(await n.children(`${r}/absent`)).toEqual([]);
+  });
+
+  it('watchGone resolves at a deletion, at once for an absent znode, and after its wait on the clock', async () => {
+    const clock = new ManualClock();
+    const n = node(clock);
+    const dir = `${root()}/lock/w`;
+    const s = await n.openSession(5000);
+    const other = await n.openSession(5000);
+    const c = await n.enqueue(other, dir);
+    let done = false;
+    const watch = n.watchGone(s, `${dir}/${c.name}`, 10_000).then(() => (done = true));
+    await n.touch(s, `${dir}/${c.name}`);
+    expect(done).toBe(false);
+    await n.closeSession(other);
+    await watch;
+    await n.watchGone(s, `${dir}/${c.name}`, 10_000);
+    const third = await n.openSession(5000);
+    const d = await n.enqueue(third, dir);
+    done = false;
+    const timed = n.watchGone(s, `${dir}/${d.name}`, 50).then(() => (done = true));
+    await n.touch(s, `${dir}/${d.name}`);
+    clock.advance(49);
+    await n.touch(s, `${dir}/${d.name}`);
+    expect(done).toBe(false);
+    clock.advance(1);
+    await timed;
+    expect(await n.touch(s, `${dir}/${d.name}`)).toBe(d.czxid);
+    await n.closeSession(third);
+    await n.closeSession(s);
+    // A watch on a closed session fails, typed.
+    const e = await thrown(n.watchGone(s, `${dir}/${d.name}`, 10_000));
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect((e as Error).message).toMatch(/^zookeeper exists \(watch\): /);
+  });
+
+  it('a ZooKeeper refusal is an UnavailableError naming the call', async () => {
+    const n = node();
+    const dir = `${root()}/lock/e`;
+    const s = await n.openSession(5000);
+    const c = await n.enqueue(s, dir);
+    // Ephemeral znodes cannot have children.
+    const e = await thrown(n.enqueue(s, `${dir}/${c.name}`));
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect((e as Error).message).toMatch(/^zookeeper create: .*NO_CHILDREN_FOR_EPHEMERALS/);
+    const f = await thrown(n.contenders(s, `${dir}/${c.name}/x/`));
+    expect(f).toBeInstanceOf(UnavailableError);
+    expect((f as Error).message).toMatch(/^zookeeper get children: /);
+    const g = await thrown(n.children(`${dir}/`));
+    expect((g as Error).message).toMatch(/^zookeeper get children: /);
+    const h = await thrown(n.get(`${dir}/`));
+    expect((h as Error).message).toMatch(/^zookeeper get data: /);
+    const i = await thrown(n.touch(s, `${dir}/`));
+    expect((i as Error).message).toMatch(/^zookeeper exists: /);
+    const j = await thrown(n.deleteOwned(s, `${dir}/`, 1n));
+    expect((j as Error).message).toMatch(/^zookeeper delete: /);
+    const k = await thrown(n.fencedWrite(`${dir}/`, 1n, 'v', 'strict'));
+    expect((k as Error).message).toMatch(/^zookeeper fenced write: /);
+
+    await n.closeSession(s);
+  });
+
+  it('every call is bounded by requestTimeoutMs on the clock, with a TimeoutError naming it (the member paused)', async () => {
+    const clock = new ManualClock();
+    const n = node(clock, 700);
+    const dir = `${root()}/lock/t`;
+    const defaultClock = new ManualClock();
+    const m = node(defaultClock);
+    await m.children(dir);
+    const s = await n.openSession(60_000);
+    const c = await n.enqueue(s, dir);
+    await n.children(dir);
+    const pid = server().pid;
+    process.kill(pid, 'SIGSTOP');
+    let errors: unknown[];
+    try {
+      const calls: Array<[string, Promise<unknown>]> = [
+        ['get children', n.contenders(s, dir)],
+        ['create', n.enqueue(s, dir)],
+        ['exists', n.touch(s, `${dir}/${c.name}`)],
+        ['delete', n.deleteOwned(s, `${dir}/${c.name}`, c.czxid)],
+        ['get children', n.children(dir)],
+        ['get data', n.get(`${dir}/${c.name}`)],
+        ['fenced write', n.fencedWrite(`${dir}-cell`, 1n, 'v', 'strict')],
+      ];
+      const settled = calls.map(([, p]) => thrown(p));
+      const bounded = thrown(m.children(dir));
+      clock.advance(700);
+      defaultClock.advance(2000);
+      errors = await Promise.all(settled);
+      for (const [i, [what]] of calls.entries()) {
+        expect(errors[i]).toBeInstanceOf(TimeoutError);
+        expect((errors[i] as Error).message).toBe(`zookeeper ${what} timed out after 700 ms`);
+      }
+      // The default bound is 2000 ms.
+      expect(((await bounded) as Error).message).toBe('zookeeper get children timed out after 2000 ms');
+      const closing = thrown(n.closeSession(s));
+      clock.advance(700);
+      const closed = await closing;
+      expect(closed).toBeInstanceOf(TimeoutError);
+      expect((closed as Error).message).toBe('zookeeper close session timed out after 700 ms');
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  });
+});
+
+describe('zookeeperFencedStore (real ZooKeeper)', () => {
+  it('judges by policy against the highest accepted (kept across policies), reads value and token; the default root is /lockcheck', async () => {
+    const n = node();
+    const r = root();
+    const open = zookeeperFencedStore(n, 'unfenced', { root: r });
+    const strict = zookeeperFencedStore(n, 'strict', { root: r });
+    const mono = zookeeperFencedStore(n, 'monotonic', { root: r });
+    expect(await strict.read('s')).toEqual({ value: null, token: null });
+    expect(await strict.write('s', 5n, 'a')).toEqual({ kind: 'accepted' });
+    expect(await strict.write('s', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await mono.write('s', 5n, 'b')).toEqual({ kind: 'accepted' });
+    expect(await mono.write('s', 4n, 'c')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await open.write('s', 1n, 'low')).toEqual({ kind: 'accepted' });
+    expect(await open.read('s')).toEqual({ value: 'low', token: 1n });
+    // The unfenced write kept the highest at 5.
+    expect(await strict.write('s', 5n, 'd')).toEqual({ kind: 'rejected', highest: 5n });
+    expect(await strict.write('s', MAX, 'top')).toEqual({ kind: 'accepted' });
+    expect(await strict.read('s')).toEqual({ value: 'top', token: MAX });
+    expect(JSON.parse((await n.get(cellPath('s', r)))!)).toEqual({ value: 'top', token: MAX.toString() });
+    expect(await open.write('s', 6n, 'again')).toEqual({ kind: 'accepted' });
+    expect(await mono.write('s', MAX - 1n, 'x')).toEqual({ kind: 'rejected', highest: MAX });
+
+    const resource = `default-${run}`;
+    const plain = zookeeperFencedStore(n, 'strict');
+    expect(await plain.write(resource, 1n, 'v')).toEqual({ kind: 'accepted' });
+    expect(await n.get(`/lockcheck/cell/${resource}`)).toBe(JSON.stringify({ value: 'v', token: '1' }));
+  });
+
+  it('concurrent first writes and racing writes are judged again on what is there: the highest ends up stored', async () => {
+    const store = zookeeperFencedStore(node(), 'monotonic', { root: root() });
+    const tokens = Array.from({ length: 8 }, (_v, i) => BigInt(i + 1));
+    expect(await Promise.all(tokens.map((t) => store.write('race', t, `v${t}`)))).toContainEqual({ kind: 'accepted' });
+    expect(await store.read('race')).toEqual({ value: 'v8', token: 8n });
+  });
+
+  it('refuses bad input with typed errors and a transactional policy', async () => {
+    const n = node();
+    const store = zookeeperFencedStore(n, 'strict', { root: root() });
+    const bad = async (p: Promise<unknown>, code: string, message: string): Promise<void> => {
+      const e = await thrown(p);
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect((e as InvalidInputError).code).toBe(code);
+      expect((e as Error).message).toBe(`${code}: ${message}`);
+    };
+    await bad(store.write('', 1n, 'v'), 'invalid-resource', 'resource must be a non-empty string of at most 256 characters');
+    await bad(store.write('x', -1n, 'v'), 'invalid-token', 'token must be a bigint in [0, 2^63-1], got -1');
+    await bad(store.write('x', 1n, 42 as unknown as string), 'precondition', 'value must be a string');
+    await bad(store.read(''), 'invalid-resource', 'resource must be a non-empty string of at most 256 characters');
+    let e: unknown;
+    try {
+      zookeeperFencedStore(n, 'transactional');
+    } catch (error) {
+      e = error;
+    }
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as InvalidInputError).code).toBe('invalid-config');
+    expect((e as Error).message).toBe('invalid-config: a ZooKeeper store cannot be transactional');
+  });
+});
