@@ -24,7 +24,9 @@ export default defineConfig({
     setupFiles: ['test/setup.ts'],
     globalSetup: ['mutation/servers.ts'],
     sequence: { sequencer: QuickFirst },
-    testTimeout: 120_000,
+    // A mutant that makes a test hang fails it here, not at Stryker's timeout (30 s plus twice the covering tests' time,
+    // minutes for the conformance suite); the slowest test takes about 15 s on the loaded machine.
+    testTimeout: 60_000,
     hookTimeout: 120_000,
     env: { LOCKCHECK_SIM_RUNS: '20', LOCKCHECK_FINDING_RUNS: '50' },
   },
