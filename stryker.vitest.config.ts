@@ -1,15 +1,18 @@
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
+/** In-memory tests of impl/*.ts (using(), the lease handle, Redlock at the quorum on simulated nodes): milliseconds. */
+const IN_MEMORY = ['test/lease.test.ts', 'test/redlockQuorum.test.ts'];
+
 /**
- * The quick real-server tests of impl/ before the conformance suite: a
+ * The quick real-server tests of impl/ (and the in-memory ones above) before the conformance suite: a
  * mutant's run stops at its first failing test (Stryker bails), so a mutant
  * those tests kill costs seconds, not a conformance run.
  */
 class QuickFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const quick = (f: TestSpecification): boolean => f.moduleId.includes('/test/impl/');
+    const quick = (f: TestSpecification): boolean => f.moduleId.includes('/test/impl/') || IN_MEMORY.some((name) => f.moduleId.endsWith(name));
     return [...sorted.filter(quick), ...sorted.filter((f) => !quick(f))];
   }
 }
@@ -20,7 +23,7 @@ class QuickFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     // LOCKCHECK_MUTATION_TESTS=impl: the quick tests alone (for the folders the in-memory suite never reaches).
-    include: process.env.LOCKCHECK_MUTATION_TESTS === 'impl' ? ['test/impl/*.test.ts'] : ['test/conformance.test.ts', 'test/impl/*.test.ts'],
+    include: process.env.LOCKCHECK_MUTATION_TESTS === 'impl' ? ['test/impl/*.test.ts'] : ['test/conformance.test.ts', 'test/impl/*.test.ts', ...IN_MEMORY],
     setupFiles: ['test/setup.ts'],
     globalSetup: ['mutation/servers.ts'],
     sequence: { sequencer: QuickFirst },
