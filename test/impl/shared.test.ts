@@ -1,0 +1,333 @@
+import { stat } from 'node:fs/promises';
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { sleep, systemClock } from '../../impl/clock.ts';
+import { ConnectionConfigError, InvalidInputError, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../../impl/errors.ts';
+import { leaseMargins } from '../../impl/leaseMargins.ts';
+import { LeaseLock, type LeaseLockOptions } from '../../impl/leaseLock.ts';
+import type { LeaseNode } from '../../impl/leaseNode.ts';
+import { Background } from '../../impl/round.ts';
+import { LockNotAcquiredError, using } from '../../impl/using.ts';
+import { ManualClock } from './servers.ts';
+
+/**
+ * The pieces of impl/ every client shares, in memory: the system clock and
+ * sleep, the typed errors and withTimeout, the lease margins, LeaseLock's
+ * options, owners, pruning and rounds over lease nodes written here (one
+ * that keeps keys in a map, one that throws), and using()'s options. Each
+ * test milliseconds.
+ */
+
+async function thrown(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (v) => new Error(`expected a rejection, got ${String(v)}`),
+    (e: unknown) => e,
+  );
+}
+function refused(f: () => unknown): InvalidInputError {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof InvalidInputError) return e;
+    throw e;
+  }
+  throw new Error('expected a refusal');
+}
+
+/** A lease node keeping keys in a map (no expiry: the tests move no server time). */
+class MapNode implements LeaseNode {
+  readonly keys = new Map<string, string>();
+  counter = 0n;
+  async acquire(resource: string, owner: string): Promise<bigint | null> {
+    if (this.keys.has(resource)) return null;
+    this.keys.set(resource, owner);
+    return ++this.counter;
+  }
+  async release(resource: string, owner: string): Promise<boolean> {
+    if (this.keys.get(resource) !== owner) return false;
+    this.keys.delete(resource);
+    return true;
+  }
+  async extend(resource: string, owner: string): Promise<boolean> {
+    return this.keys.get(resource) === owner;
+  }
+  async raiseToken(_resource: string, token: bigint): Promise<void> {
+    if (this.counter < token) this.counter = token;
+  }
+}
+
+function lockOver(nodes: LeaseNode[], options: Partial<LeaseLockOptions> = {}): { lock: LeaseLock; clock: ManualClock } {
+  const clock = new ManualClock();
+  return { lock: new LeaseLock({ nodes, clock, random: () => 0.5, ...options }), clock };
+}
+
+describe('systemClock and sleep', () => {
+  it('a due time in the past runs as an immediate, before a timer set first; a future one runs at its time, in order', async () => {
+    // From an I/O callback, immediates run before the next round of timers.
+    const order = await new Promise<string[]>((resolve, reject) => {
+      stat('.').then(() => {
+        const seen: string[] = [];
+        setTimeout(() => {
+          seen.push('timer');
+          resolve(seen);
+        }, 0);
+        systemClock.schedule(systemClock.now() - 1, () => seen.push('clock'));
+      }, reject);
+    });
+    expect(order).toEqual(['clock', 'timer']);
+    const startedMs = systemClock.now();
+    const fired = await new Promise<string>((resolve) => {
+      systemClock.schedule(startedMs + 20, () => resolve('clock'));
+      // Due later than the clock's timer by the time already elapsed (at least 1 ms): Node runs timers in due order.
+      setTimeout(() => resolve('fallback'), 21 + Math.ceil(startedMs));
+    });
+    expect(fired).toBe('clock');
+    expect(systemClock.now()).toBeGreaterThanOrEqual(startedMs + 20);
+  });
+
+  it('cancelling stops a timer and an immediate', async () => {
+    const calls: string[] = [];
+    systemClock.schedule(systemClock.now() - 1, () => calls.push('past'))();
+    const cancel = systemClock.schedule(systemClock.now() + 5, () => calls.push('future'));
+    cancel();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(calls).toEqual([]);
+  });
+
+  it('sleep resolves on the clock and leaves no listener; an abort rejects with its reason and cancels the timer; an aborted signal rejects at once', async () => {
+    const clock = new ManualClock();
+    const controller = new AbortController();
+    const slept = sleep(clock, 10, controller.signal);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    clock.advance(10);
+    await slept;
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+
+    const reason = new Error('stop');
+    const aborted = sleep(clock, 10, controller.signal);
+    controller.abort(reason);
+    expect(await thrown(aborted)).toBe(reason);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    // Its timer was cancelled: no callback left on the clock.
+    clock.advance(10);
+    const early = sleep(clock, 10, controller.signal);
+    clock.advance(10);
+    expect(await thrown(early)).toBe(reason);
+    expect(clock.delays).toEqual([10, 10]);
+    await sleep(clock, 0);
+  });
+});
+
+describe('typed errors and withTimeout', () => {
+  it('carry their names, fields and messages', () => {
+    const t = new TimeoutError('SET', 250);
+    expect([t.name, t.message, t instanceof Error]).toEqual(['TimeoutError', 'SET timed out after 250 ms', true]);
+    expect(new UnavailableError('down').name).toBe('UnavailableError');
+    const r = new ReplicationError(2, 1);
+    expect([r.name, r.message, r.wanted, r.acknowledged]).toEqual(['ReplicationError', 'WAIT: 1 of 2 replicas acknowledged', 2, 1]);
+    const o = new TokenOverflowError('res');
+    expect([o.name, o.message, o.resource]).toEqual(['TokenOverflowError', "the fencing token of 'res' reached 2^63-1; no further grant is possible", 'res']);
+    const c = new ConnectionConfigError('authentication', 'bad password');
+    expect([c.name, c.message, c.code]).toEqual(['ConnectionConfigError', 'authentication: bad password', 'authentication']);
+    const cause = new Error('driver');
+    const s = new ServerRefusedError('permission', '42501', 'no', { cause });
+    expect([s.name, s.message, s.code, s.serverCode, s.cause]).toEqual(['ServerRefusedError', 'permission (42501): no', 'permission', '42501', cause]);
+    const l = new LeaseLostError('released', 'res');
+    expect([l.name, l.message, l.reason]).toEqual(['LeaseLostError', "lease on 'res' released", 'released']);
+  });
+
+  it('LeaseLostError.of has no stack frames and restores the stack trace limit', () => {
+    const limit = Error.stackTraceLimit;
+    const e = LeaseLostError.of('expired', 'r');
+    expect(e.message).toBe("lease on 'r' expired");
+    expect(e.stack?.split('\n').filter((line) => line.trim().startsWith('at '))).toEqual([]);
+    expect(Error.stackTraceLimit).toBe(limit);
+  });
+
+  it('withTimeout passes a value or an error on and cancels its timer; past the bound it is a TimeoutError', async () => {
+    const clock = new ManualClock();
+    expect(await withTimeout(clock, 100, 'get', Promise.resolve(7))).toBe(7);
+    const failure = new Error('no');
+    expect(await thrown(withTimeout(clock, 100, 'get', Promise.reject(failure)))).toBe(failure);
+    // Both timers cancelled: advancing past them rejects nothing (an unhandled rejection would fail the file).
+    clock.advance(100);
+    const late = thrown(withTimeout(clock, 100, 'get', new Promise(() => undefined)));
+    clock.advance(99);
+    const settledEarly = await Promise.race([late, Promise.resolve('pending')]);
+    expect(settledEarly).toBe('pending');
+    clock.advance(1);
+    const e = await late;
+    expect(e).toBeInstanceOf(TimeoutError);
+    expect((e as Error).message).toBe('get timed out after 100 ms');
+  });
+});
+
+describe('leaseMargins', () => {
+  it('defaults to 0.01, 2 and 0 and refuses values out of range, naming them', () => {
+    expect(leaseMargins({}, 10)).toEqual({ driftFactor: 0.01, clockMarginMs: 2, safetyMarginMs: 0 });
+    expect(leaseMargins({ driftFactor: 0, clockMarginMs: 10, safetyMarginMs: 5 }, 10)).toEqual({ driftFactor: 0, clockMarginMs: 10, safetyMarginMs: 5 });
+    expect(leaseMargins({ driftFactor: 0.99, clockMarginMs: 0 }, 10).driftFactor).toBe(0.99);
+    const cases: Array<[Parameters<typeof leaseMargins>[0], string]> = [
+      [{ driftFactor: 1 }, 'driftFactor must be in [0, 1), got 1'],
+      [{ driftFactor: -0.01 }, 'driftFactor must be in [0, 1), got -0.01'],
+      [{ driftFactor: Number.NaN }, 'driftFactor must be in [0, 1), got NaN'],
+      [{ clockMarginMs: 11 }, 'clockMarginMs must be an integer in [0, 10], got 11'],
+      [{ clockMarginMs: -1 }, 'clockMarginMs must be an integer in [0, 10], got -1'],
+      [{ clockMarginMs: 1.5 }, 'clockMarginMs must be an integer in [0, 10], got 1.5'],
+      [{ safetyMarginMs: -1 }, 'safetyMarginMs must be a non-negative integer, got -1'],
+      [{ safetyMarginMs: 0.5 }, 'safetyMarginMs must be a non-negative integer, got 0.5'],
+    ];
+    for (const [options, message] of cases) {
+      const e = refused(() => leaseMargins(options, 10));
+      expect([e.code, e.message]).toEqual(['invalid-config', `invalid-config: ${message}`]);
+    }
+  });
+});
+
+describe('LeaseLock over nodes written here', () => {
+  it('refuses bad options naming them; the quorum is a majority', () => {
+    const node = new MapNode();
+    const clock = new ManualClock();
+    const make = (o: Partial<LeaseLockOptions>): LeaseLock => new LeaseLock({ nodes: [node], clock, ...o });
+    const cases: Array<[Partial<LeaseLockOptions>, string, string]> = [
+      [{ nodes: [] }, 'invalid-config', 'need 1..15 nodes, got 0'],
+      [{ nodes: Array.from({ length: 16 }, () => node) }, 'invalid-config', 'need 1..15 nodes, got 16'],
+      [{ driftFactor: 1 }, 'invalid-config', 'driftFactor must be in [0, 1), got 1'],
+      [{ driftFactor: -0.1 }, 'invalid-config', 'driftFactor must be in [0, 1), got -0.1'],
+      [{ clockMarginMs: 1001 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got 1001'],
+      [{ clockMarginMs: -1 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got -1'],
+      [{ clockMarginMs: 0.5 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got 0.5'],
+      [{ requestTimeoutMs: 0 }, 'invalid-ttl', 'ttl must be an integer number of ms in [1, 2147483647], got 0'],
+      [{ safetyMarginMs: -1 }, 'invalid-config', 'safetyMarginMs must be a non-negative integer, got -1'],
+      [{ safetyMarginMs: 0.5 }, 'invalid-config', 'safetyMarginMs must be a non-negative integer, got 0.5'],
+    ];
+    for (const [options, code, message] of cases) {
+      const e = refused(() => make(options));
+      expect([e.code, e.message]).toEqual([code, `${code}: ${message}`]);
+    }
+    expect(make({ clockMarginMs: 1000, driftFactor: 0, safetyMarginMs: 0, requestTimeoutMs: 1 }).clockOf()).toBe(clock);
+    expect([1, 2, 3, 4, 5, 15].map((n) => make({ nodes: Array.from({ length: n }, () => node) }).quorum)).toEqual([1, 2, 2, 3, 3, 8]);
+  });
+
+  it('owners: a UUID by default, else 32 hex digits drawn from the random source; retry jitter from it too', async () => {
+    const node = new MapNode();
+    const plain = new LeaseLock({ nodes: [node], clock: new ManualClock() });
+    const a = await plain.acquire('a', { ttlMs: 1000 });
+    if (a.kind !== 'granted') throw new Error('expected a grant');
+    expect(a.lease.owner).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const { lock, clock } = lockOver([node], { random: () => 0.75 });
+    const b = await lock.acquire('b', { ttlMs: 1000 });
+    if (b.kind !== 'granted') throw new Error('expected a grant');
+    expect(b.lease.owner).toBe('c0000000'.repeat(4));
+    const denied = lock.acquire('b', { ttlMs: 1000, retries: 1, retryDelayMs: 10, retryJitterMs: 3 });
+    // floor(0.75 * 4) = 3
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(clock.delays.filter((d) => d !== 1000)).toEqual([13]);
+    clock.advance(13);
+    expect(await denied).toEqual({ kind: 'denied', reason: 'held' });
+  });
+
+  it('forgets lost leases once it tracks 64, then at twice what it keeps', async () => {
+    const node = new MapNode();
+    const { lock, clock } = lockOver([node]);
+    for (let i = 0; i < 64; i++) expect((await lock.acquire(`p${i}`, { ttlMs: 1000 })).kind).toBe('granted');
+    expect(lock.trackedLeases).toBe(64);
+    clock.advance(1000);
+    const kept: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await lock.acquire(`q${i}`, { ttlMs: 100_000 });
+      if (r.kind === 'granted') kept.push(r.lease.resource);
+    }
+    // The 64 expired leases went at the 65th grant; nothing is pruned again until 64 are tracked.
+    expect(kept).toHaveLength(3);
+    expect(lock.trackedLeases).toBe(3);
+    for (let i = 3; i < 64; i++) await lock.acquire(`q${i}`, { ttlMs: 100_000 });
+    expect(lock.trackedLeases).toBe(64);
+    // All held: the 65th prunes nothing, and the next pruning waits for 2 x 65.
+    await lock.acquire('q64', { ttlMs: 100_000 });
+    expect(lock.trackedLeases).toBe(65);
+  });
+
+  it('a node that throws synchronously votes against; a typed error from too many nodes is thrown, not read as no-quorum; settled() waits for the background rounds', async () => {
+    const good = new MapNode();
+    const throwing: LeaseNode = {
+      acquire: () => {
+        throw 'not an error';
+      },
+      release: () => Promise.resolve(true),
+      extend: () => Promise.resolve(true),
+      raiseToken: () => Promise.resolve(),
+    };
+    const { lock } = lockOver([good, throwing, new MapNode()]);
+    expect((await lock.acquire('r', { ttlMs: 1000 })).kind).toBe('granted');
+    const config = new ConnectionConfigError('authentication', 'no');
+    const refusing: LeaseNode = { ...throwing, acquire: () => Promise.reject(config) };
+    const { lock: alone } = lockOver([refusing, throwing, refusing]);
+    expect(await thrown(alone.acquire('r', { ttlMs: 1000 }))).toBe(config);
+    const overflow = new TokenOverflowError('r');
+    const { lock: full } = lockOver([{ ...throwing, acquire: () => Promise.reject(overflow) }]);
+    expect(await thrown(full.acquire('r', { ttlMs: 1000 }))).toBe(overflow);
+    const refusal = new ServerRefusedError('permission', 'NOPERM', 'no');
+    const { lock: denied } = lockOver([{ ...throwing, acquire: () => Promise.reject(refusal) }]);
+    expect(await thrown(denied.acquire('r', { ttlMs: 1000 }))).toBe(refusal);
+    const { lock: down } = lockOver([{ ...throwing, acquire: () => Promise.reject(new UnavailableError('down')) }]);
+    expect(await down.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+
+    // A node that never answers keeps a round in the background until the deadline.
+    const silent: LeaseNode = { acquire: () => new Promise(() => undefined), release: () => new Promise(() => undefined), extend: () => new Promise(() => undefined), raiseToken: () => new Promise(() => undefined) };
+    const { lock: slow, clock } = lockOver([new MapNode(), new MapNode(), silent], { requestTimeoutMs: 50 });
+    const lease = await slow.acquire('s', { ttlMs: 1000 });
+    if (lease.kind !== 'granted') throw new Error('expected a grant');
+    expect(slow.backgroundRounds).toBe(1);
+    let settled = false;
+    const waiting = slow.settled().then(() => (settled = true));
+    await slow.release(lease.lease);
+    expect(slow.backgroundRounds).toBe(2);
+    clock.advance(49);
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    clock.advance(1);
+    await waiting;
+    expect(slow.backgroundRounds).toBe(0);
+  });
+});
+
+describe('Background', () => {
+  it('counts rounds and wakes every waiter when none is left', async () => {
+    const b = new Background();
+    await b.settled();
+    b.started();
+    b.started();
+    expect(b.count).toBe(2);
+    const woken: number[] = [];
+    const one = b.settled().then(() => woken.push(1));
+    const two = b.settled().then(() => woken.push(2));
+    b.ended();
+    await Promise.resolve();
+    expect(woken).toEqual([]);
+    b.ended();
+    await Promise.all([one, two]);
+    expect(woken).toEqual([1, 2]);
+    expect(b.count).toBe(0);
+  });
+});
+
+describe('using(): options and refusals', () => {
+  it('refuses an extension fraction outside [0, 1) or not a number, and a denial is a LockNotAcquiredError naming the reason', async () => {
+    const node = new MapNode();
+    const { lock } = lockOver([node]);
+    for (const bad of [1, -0.5, Number.NaN, '0.5']) {
+      const e = await thrown(using(lock, 'r', { ttlMs: 100, extendAtFraction: bad as number }, async () => 1));
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect((e as InvalidInputError).code).toBe('invalid-config');
+      expect((e as Error).message).toBe(`invalid-config: extendAtFraction must be a number in [0, 1), got ${String(bad)}`);
+    }
+    expect(node.keys.size).toBe(0);
+    await lock.acquire('r', { ttlMs: 100 });
+    const e = await thrown(using(lock, 'r', { ttlMs: 100 }, async () => 1));
+    expect(e).toBeInstanceOf(LockNotAcquiredError);
+    expect([(e as LockNotAcquiredError).name, (e as Error).message, (e as LockNotAcquiredError).resource, (e as LockNotAcquiredError).reason]).toEqual(['LockNotAcquiredError', "could not acquire 'r': held", 'r', 'held']);
+    expect(await using(lock, 'free', { ttlMs: 100, extendAtFraction: 0 }, async (_signal, lease) => lease.resource)).toBe('free');
+    expect(node.keys.has('free')).toBe(false);
+  });
+});
