@@ -257,13 +257,15 @@ describe('ZookeeperLock (real ZooKeeper)', () => {
     const s = spied(real, {
       // Ours first: only sorting by sequence puts the holder's ahead.
       contenders: async (session, dir) => (await real.contenders(session, dir)).sort().reverse(),
-      watchGone: async (_session, _path, waitMs) => {
-        clock.advance(waitMs);
+      // Nothing is deleted: each watch ends after 20 ms on the clock.
+      watchGone: async () => {
+        clock.advance(20);
       },
     });
     const lock = new ZookeeperLock({ node: s.node, clock, root: r });
     expect(await lock.acquire('wait', { ttlMs: 30_000, waitMs: 50 })).toEqual({ kind: 'denied', reason: 'held' });
-    expect(s.watches).toEqual([{ path: first.owner, waitMs: 50 }]);
+    // Each watch lasts what is left of waitMs; at 60 ms waited, the attempt gives up.
+    expect(s.watches).toEqual([50, 30, 10].map((waitMs) => ({ path: first.owner, waitMs })));
     expect(s.calls['closeSession']).toBe(1);
     const look = node();
     const probe = await look.openSession(5000);
