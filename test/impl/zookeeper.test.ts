@@ -444,18 +444,31 @@ describe('ZookeeperLock (real ZooKeeper)', () => {
     expect((held as LeaseHandle).lost).toBe(false);
   });
 
-  it('forgets lost leases once it holds 64, and then at twice what it keeps', async () => {
+  it('forgets lost leases once it holds 64 (not before), keeps the held ones, and then waits for twice what it kept', async () => {
     const clock = new ManualClock();
     const r = root();
     const lock = new ZookeeperLock({ node: node(clock), clock, root: r });
     const leases: Lease[] = [];
-    for (let i = 0; i < 64; i++) leases.push(granted(await lock.acquire(`p${i}`, { ttlMs: 60_000 })));
+    const take = async (resource: string, ttlMs: number): Promise<void> => {
+      leases.push(granted(await lock.acquire(resource, { ttlMs })));
+    };
+    await take('p0', 1000);
+    clock.advance(1000);
+    // p0 is lost, but below 64 tracked leases nothing is forgotten.
+    for (let i = 1; i < 24; i++) await take(`p${i}`, 10_000);
+    for (let i = 24; i < 64; i++) await take(`p${i}`, 60_000);
     expect(lock.trackedLeases).toBe(64);
-    // Every one of them lost (past its validity), the next grant prunes them all.
-    clock.advance(60_000);
-    const next = granted(await lock.acquire('p-next', { ttlMs: 60_000 }));
-    expect(lock.trackedLeases).toBe(1);
-    for (const l of [...leases, next]) await lock.release(l);
+    clock.advance(10_000);
+    // 24 lost, 40 held: the 65th grant forgets the lost ones only, and the next pruning is at 80.
+    await take('c', 60_000);
+    expect(lock.trackedLeases).toBe(41);
+    for (let i = 0; i < 23; i++) await take(`d${i}`, 10_000);
+    expect(lock.trackedLeases).toBe(64);
+    clock.advance(10_000);
+    await take('e', 60_000);
+    expect(lock.trackedLeases).toBe(65);
+    for (const l of leases) await lock.release(l);
+    expect(lock.trackedLeases).toBe(0);
   }, 60_000);
 });
 
@@ -484,6 +497,16 @@ describe('zookeeperNode (real ZooKeeper)', () => {
     await n.closeSession(s);
     expect(await n.children(dir)).toEqual([]);
     expect(await n.children(`${r}/absent`)).toEqual([]);
+  });
+
+  it('a lease session renews itself by no ping: nobody touching it, the ensemble ends it and deletes its contender', async () => {
+    const n = node();
+    const dir = `${root()}/lock/idle`;
+    const s = await n.openSession(200);
+    await n.enqueue(s, dir);
+    expect(await n.children(dir)).toHaveLength(1);
+    await until(async () => (await n.children(dir)).length === 0, 'the idle session ended');
+    await n.closeSession(s).catch(() => undefined);
   });
 
   it('watchGone resolves at a deletion, at once for an absent znode, and after its wait on the clock', async () => {
@@ -552,6 +575,8 @@ describe('zookeeperNode (real ZooKeeper)', () => {
     const defaultClock = new ManualClock();
     const m = node(defaultClock);
     await m.children(dir);
+    const still = node(new ManualClock(), 300);
+    await still.children(dir);
     const s = await n.openSession(60_000);
     const c = await n.enqueue(s, dir);
     await n.children(dir);
@@ -570,6 +595,9 @@ describe('zookeeperNode (real ZooKeeper)', () => {
       ];
       const settled = calls.map(([, p]) => thrown(p));
       const bounded = thrown(m.children(dir));
+      const connecting = thrown(n.openSession(100));
+      // A clock that never moves: the real-time bound ends the call all the same.
+      const stuck = thrown(still.children(dir));
       clock.advance(700);
       defaultClock.advance(2000);
       errors = await Promise.all(settled);
@@ -577,6 +605,12 @@ describe('zookeeperNode (real ZooKeeper)', () => {
         expect(errors[i]).toBeInstanceOf(TimeoutError);
         expect((errors[i] as Error).message).toBe(`zookeeper ${what} timed out after 700 ms`);
       }
+      const connect = await connecting;
+      expect(connect).toBeInstanceOf(TimeoutError);
+      expect((connect as Error).message).toBe('zookeeper connect timed out after 700 ms');
+      const real = await stuck;
+      expect(real).toBeInstanceOf(TimeoutError);
+      expect((real as Error).message).toBe('zookeeper get children timed out after 300 ms');
       // The default bound is 2000 ms.
       expect(((await bounded) as Error).message).toBe('zookeeper get children timed out after 2000 ms');
       const closing = thrown(n.closeSession(s));
