@@ -215,6 +215,15 @@ describe('LeaseLock over nodes written here', () => {
     const a = await plain.acquire('a', { ttlMs: 1000 });
     if (a.kind !== 'granted') throw new Error('expected a grant');
     expect(a.lease.owner).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // The default random source draws the jitter in [0, retryJitterMs].
+    const plainClock = new ManualClock();
+    const jittered = new LeaseLock({ nodes: [node], clock: plainClock });
+    const waiting = jittered.acquire('a', { ttlMs: 1000, retries: 1, retryJitterMs: 3 });
+    await new Promise((resolve) => setImmediate(resolve));
+    const [jitter] = plainClock.delays.filter((d) => d !== 1000);
+    expect(jitter === 0 || jitter === 1 || jitter === 2 || jitter === 3).toBe(true);
+    plainClock.advance(3);
+    expect(await waiting).toEqual({ kind: 'denied', reason: 'held' });
     const { lock, clock } = lockOver([node], { random: () => 0.75 });
     const b = await lock.acquire('b', { ttlMs: 1000 });
     if (b.kind !== 'granted') throw new Error('expected a grant');
