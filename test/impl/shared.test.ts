@@ -18,6 +18,9 @@ import { ManualClock } from './servers.ts';
  * test milliseconds.
  */
 
+/** In memory, each test takes milliseconds: a mutant that makes one hang fails it soon (under `npm run mutation` too). */
+const QUICK = { timeout: 10_000 };
+
 async function thrown(p: Promise<unknown>): Promise<unknown> {
   return p.then(
     (v) => new Error(`expected a rejection, got ${String(v)}`),
@@ -61,7 +64,7 @@ function lockOver(nodes: LeaseNode[], options: Partial<LeaseLockOptions> = {}): 
   return { lock: new LeaseLock({ nodes, clock, random: () => 0.5, ...options }), clock };
 }
 
-describe('systemClock and sleep', () => {
+describe('systemClock and sleep', QUICK, () => {
   it('a due time in the past runs as an immediate, before a timer set first; a future one runs at its time, in order', async () => {
     // From an I/O callback, immediates run before the next round of timers.
     const order = await new Promise<string[]>((resolve, reject) => {
@@ -118,7 +121,7 @@ describe('systemClock and sleep', () => {
   });
 });
 
-describe('typed errors and withTimeout', () => {
+describe('typed errors and withTimeout', QUICK, () => {
   it('carry their names, fields and messages', () => {
     const t = new TimeoutError('SET', 250);
     expect([t.name, t.message, t instanceof Error]).toEqual(['TimeoutError', 'SET timed out after 250 ms', true]);
@@ -162,7 +165,7 @@ describe('typed errors and withTimeout', () => {
   });
 });
 
-describe('leaseMargins', () => {
+describe('leaseMargins', QUICK, () => {
   it('defaults to 0.01, 2 and 0 and refuses values out of range, naming them', () => {
     expect(leaseMargins({}, 10)).toEqual({ driftFactor: 0.01, clockMarginMs: 2, safetyMarginMs: 0 });
     expect(leaseMargins({ driftFactor: 0, clockMarginMs: 10, safetyMarginMs: 5 }, 10)).toEqual({ driftFactor: 0, clockMarginMs: 10, safetyMarginMs: 5 });
@@ -184,7 +187,7 @@ describe('leaseMargins', () => {
   });
 });
 
-describe('LeaseLock over nodes written here', () => {
+describe('LeaseLock over nodes written here', QUICK, () => {
   it('refuses bad options naming them; the quorum is a majority', () => {
     const node = new MapNode();
     const clock = new ManualClock();
@@ -301,7 +304,7 @@ describe('LeaseLock over nodes written here', () => {
   });
 });
 
-describe('Background', () => {
+describe('Background', QUICK, () => {
   it('counts rounds and wakes every waiter when none is left', async () => {
     const b = new Background();
     await b.settled();
@@ -321,7 +324,7 @@ describe('Background', () => {
   });
 });
 
-describe('using(): options and refusals', () => {
+describe('using(): options and refusals', QUICK, () => {
   it('refuses an extension fraction outside [0, 1) or not a number, and a denial is a LockNotAcquiredError naming the reason', async () => {
     const node = new MapNode();
     const { lock } = lockOver([node]);
