@@ -22,6 +22,8 @@ const nodes: ZookeeperNode[] = [];
 const run = `${process.pid}-${Date.now().toString(36)}`;
 let roots = 0;
 const MAX = 2n ** 63n - 1n;
+/** Each test takes well under a second: a mutant that makes one hang fails it soon (under `npm run mutation` too). */
+const QUICK = { timeout: 15_000 };
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -85,7 +87,7 @@ class SleepsAtOnce extends ManualClock {
   }
 }
 
-describe('paths', () => {
+describe('paths', QUICK, () => {
   it('percent-encodes resources (and dots) under the root; sequences are the digits after the last dash', () => {
     expect(DEFAULT_ROOT).toBe('/lockcheck');
     expect(CONTENDER).toBe('c-');
@@ -98,7 +100,7 @@ describe('paths', () => {
   });
 });
 
-describe('ZookeeperLock (real ZooKeeper)', () => {
+describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
   it('grants with the contender as owner and its create zxid as token; denies while held leaving nothing behind; release deletes, closes and fires released', async () => {
     const clock = new ManualClock();
     const r = root();
@@ -469,10 +471,10 @@ describe('ZookeeperLock (real ZooKeeper)', () => {
     expect(lock.trackedLeases).toBe(65);
     for (const l of leases) await lock.release(l);
     expect(lock.trackedLeases).toBe(0);
-  }, 60_000);
+  }, 30_000);
 });
 
-describe('zookeeperNode (real ZooKeeper)', () => {
+describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
   it('contenders, enqueue, touch, deleteOwned and closeSession on a session', async () => {
     const n = node();
     const r = root();
@@ -624,7 +626,7 @@ describe('zookeeperNode (real ZooKeeper)', () => {
   });
 });
 
-describe('zookeeperFencedStore (real ZooKeeper)', () => {
+describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
   it('judges by policy against the highest accepted (kept across policies), reads value and token; the default root is /lockcheck', async () => {
     const n = node();
     const r = root();
