@@ -1,3 +1,4 @@
+import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { InvalidInputError, LeaseLostError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
@@ -54,6 +55,13 @@ async function thrown(p: Promise<unknown>): Promise<unknown> {
 async function until(check: () => Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!(await check())) if (Date.now() > deadline) throw new Error(`never: ${what}`);
+}
+
+/** Whether every thread of process `pid` is stopped (state T). */
+async function allStopped(pid: number): Promise<boolean> {
+  const tasks = await readdir(`/proc/${pid}/task`);
+  const states = await Promise.all(tasks.map(async (t) => (await readFile(`/proc/${pid}/task/${t}/stat`, 'utf8')).replace(/^.*\) /s, '')[0]));
+  return states.every((state) => state === 'T' || state === 't');
 }
 
 /** The node's calls, counted, each replaceable. */
@@ -584,6 +592,8 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await n.children(dir);
     const pid = server().pid;
     process.kill(pid, 'SIGSTOP');
+    // kill() returns before every thread of the JVM has stopped: wait (bounded) until none runs.
+    await until(async () => allStopped(pid), 'the member stopped');
     let errors: unknown[];
     try {
       const calls: Array<[string, Promise<unknown>]> = [
