@@ -185,7 +185,8 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
       }
       throw new Error('expected a refusal');
     };
-    for (const bad of ['relative', '/trailing/', '/', '//x', '/a//b', 42]) {
+    // Not a string, even one that reads as a path, is refused.
+    for (const bad of ['relative', '/trailing/', '/', '//x', '/a//b', 42, { toString: () => '/a' }]) {
       const e = refused(() => new ZookeeperLock({ node: s.node, clock, root: bad as string }));
       expect(e.code).toBe('invalid-config');
       expect(e.message).toBe(`invalid-config: root must be an absolute znode path without a trailing slash, got ${String(bad)}`);
