@@ -513,7 +513,8 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
   it('a lease session renews itself by no ping: nobody touching it, the ensemble ends it and deletes its contender', async () => {
     const n = node();
     const dir = `${root()}/lock/idle`;
-    const s = await n.openSession(200);
+    // A second: a client that pinged (every third of it) would keep it alive even on a loaded machine.
+    const s = await n.openSession(1000);
     await n.enqueue(s, dir);
     expect(await n.children(dir)).toHaveLength(1);
     await until(async () => (await n.children(dir)).length === 0, 'the idle session ended');
