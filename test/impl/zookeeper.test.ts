@@ -574,6 +574,10 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     expect((i as Error).message).toMatch(/^zookeeper exists: /);
     const j = await thrown(n.deleteOwned(s, `${dir}/`, 1n));
     expect((j as Error).message).toMatch(/^zookeeper delete: /);
+    // A delete the server refuses for another reason than a race (the line's directory still has a contender).
+    const line = await thrown(n.deleteOwned(s, dir, (await n.touch(s, dir))!));
+    expect(line).toBeInstanceOf(UnavailableError);
+    expect((line as Error).message).toMatch(/^zookeeper delete: .*NOT_EMPTY/);
     const k = await thrown(n.fencedWrite(`${dir}/`, 1n, 'v', 'strict'));
     expect((k as Error).message).toMatch(/^zookeeper fenced write: /);
 
