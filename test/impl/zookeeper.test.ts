@@ -650,6 +650,9 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
     const strict = zookeeperFencedStore(n, 'strict', { root: r });
     const mono = zookeeperFencedStore(n, 'monotonic', { root: r });
     expect(await strict.read('s')).toEqual({ value: null, token: null });
+    // The first write to a cell is accepted whatever its token, 0 included, and 0 is then the highest.
+    expect(await strict.write('zero', 0n, 'z')).toEqual({ kind: 'accepted' });
+    expect(await strict.write('zero', 0n, 'z')).toEqual({ kind: 'rejected', highest: 0n });
     expect(await strict.write('s', 5n, 'a')).toEqual({ kind: 'accepted' });
     expect(await strict.write('s', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
     expect(await mono.write('s', 5n, 'b')).toEqual({ kind: 'accepted' });
