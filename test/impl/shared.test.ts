@@ -3,6 +3,7 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { sleep, systemClock } from '../../impl/clock.ts';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../../impl/errors.ts';
+import { LeaseHandle } from '../../impl/lease.ts';
 import { leaseMargins } from '../../impl/leaseMargins.ts';
 import { LeaseLock, type LeaseLockOptions } from '../../impl/leaseLock.ts';
 import type { LeaseNode } from '../../impl/leaseNode.ts';
@@ -209,6 +210,7 @@ describe('LeaseLock over nodes written here', QUICK, () => {
       expect([e.code, e.message]).toEqual([code, `${code}: ${message}`]);
     }
     expect(make({ clockMarginMs: 1000, driftFactor: 0, safetyMarginMs: 0, requestTimeoutMs: 1 }).clockOf()).toBe(clock);
+    expect(make({ clockMarginMs: 0 }).clockOf()).toBe(clock);
     expect([1, 2, 3, 4, 5, 15].map((n) => make({ nodes: Array.from({ length: n }, () => node) }).quorum)).toEqual([1, 2, 2, 3, 3, 8]);
   });
 
@@ -301,6 +303,21 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     clock.advance(1);
     await waiting;
     expect(slow.backgroundRounds).toBe(0);
+  });
+});
+
+describe('LeaseHandle', QUICK, () => {
+  it("the signal's abort event fires at the deadline (less the safety margin) with nobody reading it, and moves with an extension", () => {
+    const clock = new ManualClock(0);
+    const lease = new LeaseHandle('r', 'o', 1n, 100, clock, 10);
+    const reasons: unknown[] = [];
+    lease.signal.addEventListener('abort', (e) => reasons.push((e.target as AbortSignal).reason));
+    lease.extendTo(150);
+    clock.advance(139);
+    expect(reasons).toEqual([]);
+    clock.advance(1);
+    expect(reasons).toHaveLength(1);
+    expect((reasons[0] as LeaseLostError).reason).toBe('expired');
   });
 });
 
