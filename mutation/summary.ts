@@ -55,7 +55,9 @@ function readPart(dir: string): Part | null {
   const tested = new Map<string, Mutant>();
   if (plan !== undefined) {
     const p = JSON.parse(readFileSync(join(events, plan), 'utf8')) as { mutantPlans: Array<{ mutant: Mutant }> };
-    for (const { mutant } of p.mutantPlans) tested.set(mutant.id, { ...mutant, status: mutant.status ?? 'Pending' });
+    // The plan's locations count lines and columns from 0, the results' from 1.
+    const fromOne = (m: Mutant): Mutant => ({ ...m, location: { start: { line: m.location.start.line + 1, column: m.location.start.column + 1 } } });
+    for (const { mutant } of p.mutantPlans) tested.set(mutant.id, fromOne({ ...mutant, status: mutant.status ?? 'Pending' }));
   }
   for (const f of names.filter((n) => n.endsWith('-onMutantTested.json'))) {
     const m = JSON.parse(readFileSync(join(events, f), 'utf8')) as Mutant;
