@@ -189,7 +189,7 @@ describe('leaseMargins', QUICK, () => {
 });
 
 describe('LeaseLock over nodes written here', QUICK, () => {
-  it('refuses bad options naming them; the quorum is a majority', () => {
+  it('refuses bad options naming them; the quorum is a majority', async () => {
     const node = new MapNode();
     const clock = new ManualClock();
     const make = (o: Partial<LeaseLockOptions>): LeaseLock => new LeaseLock({ nodes: [node], clock, ...o });
@@ -211,6 +211,11 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     }
     expect(make({ clockMarginMs: 1000, driftFactor: 0, safetyMarginMs: 0, requestTimeoutMs: 1 }).clockOf()).toBe(clock);
     expect(make({ clockMarginMs: 0 }).clockOf()).toBe(clock);
+    for (const retries of [-1, 101, 0.5]) {
+      const e = await thrown(make({}).acquire('r', { ttlMs: 100, retries }));
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect([(e as InvalidInputError).code, (e as Error).message]).toEqual(['precondition', 'precondition: retries must be an integer in [0, 100]']);
+    }
     expect([1, 2, 3, 4, 5, 15].map((n) => make({ nodes: Array.from({ length: n }, () => node) }).quorum)).toEqual([1, 2, 2, 3, 3, 8]);
   });
 
