@@ -216,6 +216,10 @@ describe('LeaseLock over nodes written here', QUICK, () => {
       expect(e).toBeInstanceOf(InvalidInputError);
       expect([(e as InvalidInputError).code, (e as Error).message]).toEqual(['precondition', 'precondition: retries must be an integer in [0, 100]']);
     }
+    for (const name of ['retryDelayMs', 'retryJitterMs']) {
+      const e = await thrown(make({}).acquire('r', { ttlMs: 100, [name]: -1 }));
+      expect((e as Error).message).toBe(`invalid-duration: ${name} must be an integer number of ms in [0, 2147483647], got -1`);
+    }
     expect([1, 2, 3, 4, 5, 15].map((n) => make({ nodes: Array.from({ length: n }, () => node) }).quorum)).toEqual([1, 2, 2, 3, 3, 8]);
   });
 
