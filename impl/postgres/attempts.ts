@@ -37,16 +37,11 @@ function send(client: pg.ClientBase, statement: Statement, values: readonly unkn
 function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => {
     const cancel = clock.schedule(clock.now() + ms, () => reject(new TimeoutError('statement', ms)));
-    const done: Callback = (e, r) => {
+    (client as unknown as CallbackClient).query(statement, values, (e, r) => {
       cancel();
       if (e) reject(e);
       else resolve(r);
-    };
-    try {
-      (client as unknown as CallbackClient).query(statement, values, done);
-    } catch (e) {
-      done(e as Error, undefined as never);
-    }
+    });
   });
 }
 

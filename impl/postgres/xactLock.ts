@@ -43,8 +43,6 @@ export class PostgresTransactionLock {
   readonly #open = new Map<string, Open>();
   readonly #connections = new Set<pg.Client>();
   #minter: Promise<pg.Client> | null = null;
-  /** The minting connection once connected: a mint needs no await before its statement. */
-  #minterClient: pg.Client | null = null;
   /** Connections with no transaction open, kept for the next acquire (a new connection costs more than the lock). */
   readonly #idle: pg.Client[] = [];
   #schemaReady = false;
@@ -198,21 +196,13 @@ export class PostgresTransactionLock {
    * back with it, and the next holder would get the same token again.
    */
   private async mint(resource: string): Promise<bigint> {
-    const minter = this.#minterClient ?? (await this.minter());
-    const r = await this.#s.query(minter, MINT_STATEMENT, [resource, this.#s.base]);
-    return BigInt((r.rows[0] as { token: string }).token);
-  }
-
-  /** The minting connection, connected once (and again after it is lost). */
-  private async minter(): Promise<pg.Client> {
     this.#minter ??= this.connect();
     const minter = await this.#minter.catch((e: unknown) => {
       this.#minter = null;
       throw e;
     });
-    // Kept only while open: a connection lost before this turn (its lost() ran already) would fail every mint.
-    if (this.#connections.has(minter)) this.#minterClient = minter;
-    return minter;
+    const r = await this.#s.query(minter, MINT_STATEMENT, [resource, this.#s.base]);
+    return BigInt((r.rows[0] as { token: string }).token);
   }
 
   private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
@@ -258,7 +248,6 @@ export class PostgresTransactionLock {
     });
     const lost = (): void => {
       // A minter that never connected has nothing to forget (its failure is mint()'s to report).
-      if (this.#minterClient === client) this.#minterClient = null;
       void this.#minter?.then(
         (m) => {
           if (m === client) this.#minter = null;
