@@ -292,6 +292,8 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
                   if (!cut.delete(client)) return;
                   // What was held on the link crosses both ways: closes the library sent, the server's goodbye to a session keepalive ended.
                   proxies[client]!.setMode({ kind: 'pass' });
+                  // The library reads the goodbyes before the heal is over, as at a connection loss: its leases' signals have fired by then.
+                  await heard(client, (await sessions(client)).length);
                 },
               },
             }),
