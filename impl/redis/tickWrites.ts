@@ -9,8 +9,10 @@ import type { Redis } from 'ioredis';
  * The socket is corked before the first command of a tick and uncorked
  * when the tick ends (process.nextTick runs after the promise callbacks that
  * send the commands); the order of commands on the connection is unchanged.
- * A connection that is not open has no socket to cork: its commands take
- * ioredis's own path (offline queue or an error).
+ * Only while commands await replies: a command sent on an idle connection is
+ * most likely alone in its tick (a sequential caller), and a plain write
+ * costs it less than the cork. A connection that is not open has no socket
+ * to cork: its commands take ioredis's own path (offline queue or an error).
  */
 export function tickWrites(redis: Redis): () => void {
   let corked: Redis['stream'] | null = null;
@@ -21,7 +23,7 @@ export function tickWrites(redis: Redis): () => void {
   return () => {
     if (corked !== null) return;
     const stream = redis.stream as Redis['stream'] | undefined;
-    if (stream === undefined || redis.status !== 'ready') return;
+    if (stream === undefined || redis.status !== 'ready' || redis.commandQueue.length === 0) return;
     stream.cork();
     corked = stream;
     process.nextTick(uncork);
