@@ -959,8 +959,11 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const keys = !kept
         ? {}
         : rulesOf(design).onRestart === 'refresh'
-          ? // A new etcd leader refreshes every lease to its full ttl, plus its election timeout (lessor.Promote).
-            Object.fromEntries(Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0) + refreshExtendMs(design), liveSinceTrueMs: world.nowMs }]))
+          ? // A new etcd leader refreshes every lease to its full ttl, plus its election timeout (lessor.Promote): that
+            // grace is the design's, so LIVE-1's bound counts from its end.
+            Object.fromEntries(
+              Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0) + refreshExtendMs(design), liveSinceTrueMs: world.nowMs + refreshExtendMs(design) }]),
+            )
           : before.keys;
       const counters = kept ? before.counters : {};
       // A failed-over primary comes back as the new primary's replica and resynchronises in full.
