@@ -6,8 +6,10 @@
  * port (`link`); a leader found by polling every member's status; a watchdog
  * (watchdog.ts) that kills the members and removes the directory should the
  * starting process die, even by SIGKILL, and a process 'exit' handler that
- * does the same on an ordinary exit. A subclass says how a member is
- * started, how its status is read and which member leads.
+ * does the same on an ordinary exit; and, when asked for, gates before the
+ * members' peer ports (peerGate.ts) that cut members apart
+ * (`partitionMembers`). A subclass says how a member is started, which peer
+ * ports it listens on, how its status is read and which member leads.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
+import { PeerGate } from './peerGate.ts';
 import { onExitKill } from './processes.ts';
 import { TcpProxy } from './proxy.ts';
 import { Guard } from './watchdog.ts';
@@ -36,6 +39,8 @@ export class GroupMember {
   output = '';
   spawnError: NodeJS.ErrnoException | null = null;
   clientPort = 0;
+  /** The gates before its peer ports (in peerPorts' order), when the group has them. */
+  gates: PeerGate[] = [];
 
   constructor(
     readonly index: number,
@@ -67,6 +72,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   readonly #dir: string;
   readonly #links = new Set<TcpProxy>();
   readonly #guard = new Guard();
+  readonly #peerGates: boolean;
   #stopping: Promise<void> | null = null;
 
   protected constructor(
@@ -77,7 +83,14 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     dir: string,
     members: readonly M[],
     startTimeoutMs: number,
+    /**
+     * Members reach each other through gates of this process, so that
+     * `partitionMembers` can cut them apart. Off by default: the gates put
+     * every message between members through this process's event loop.
+     */
+    peerGates: boolean,
   ) {
+    this.#peerGates = peerGates;
     this.#dir = dir;
     this.members = members;
     this.startTimeoutMs = startTimeoutMs;
@@ -99,14 +112,17 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   /** What a leader is, for messages: 'leader agreed by a majority'. */
   protected abstract readonly leaderWanted: string;
 
-  /** Fresh ports and whatever the members need before they start (configs, gates). */
+  /** The ports a member listens on for the other members (raft, quorum, election). */
+  protected abstract peerPorts(m: M): readonly number[];
+  /** Fresh ports and whatever the members need before they start (configs); the gates are opened after it. */
   protected abstract prepareStart(): Promise<void>;
   /** After a failed start, before the next try. */
   protected async afterFailedStart(): Promise<void> {}
-  /** More to close at stop(), after the members are killed. */
-  protected async closeMore(): Promise<void> {}
-  /** More to destroy at exit, synchronously. */
-  protected destroyMoreNow(): void {}
+
+  /** The port the other members dial for `m`'s `i`th peer port: its gate's, or the port itself. */
+  protected dialedPort(m: M, i: number): number {
+    return m.gates[i]?.port ?? this.peerPorts(m)[i]!;
+  }
 
   /** Starts every member and resolves once a leader serves (bounded by startTimeoutMs, port retries included). */
   protected async boot(): Promise<void> {
@@ -114,7 +130,10 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     try {
       // Free ports race with every other process: when a member cannot bind, start over on fresh ones.
       for (;;) {
+        await this.#closeGates();
         await this.prepareStart();
+        await this.#openGates();
+        await this.writeConfig();
         for (const m of this.members) this.#spawn(m);
         const result = await this.#waitReady(deadline);
         if (result.kind === 'ready') return;
@@ -210,6 +229,27 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     }
   }
 
+  /**
+   * Cuts the members in `side` from the others, both ways (every peer
+   * connection between the two sides is closed, and new ones are closed at once),
+   * replacing any earlier cut; clients still reach every member. Needs
+   * `peerGates`.
+   */
+  partitionMembers(side: readonly number[]): void {
+    this.assertNotStopped('partition');
+    if (!this.#peerGates) throw new Error(`${this.kind}: partitionMembers needs a${this.noun === 'ensemble' ? 'n' : ''} ${this.noun} started with peerGates`);
+    const inside = new Set(side.map((m) => this.member(m).index));
+    for (const m of this.members) {
+      const cut = this.members.filter((x) => inside.has(x.index) !== inside.has(m.index)).map((x) => x.index);
+      for (const gate of m.gates) gate.setCut(cut);
+    }
+  }
+
+  /** Ends the member partition: every member reaches every other again. */
+  healMembers(): void {
+    for (const m of this.members) for (const gate of m.gates) gate.setCut([]);
+  }
+
   /** SIGSTOP: the member keeps its sockets open but neither answers nor takes part in the quorum. */
   pause(member: number): void {
     this.#signal(this.member(member), 'SIGSTOP', 'pause');
@@ -229,7 +269,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
         await Promise.all([...this.#links].map((p) => p.close()));
         this.#links.clear();
         await Promise.all(this.members.map((m) => this.#kill(m)));
-        await this.closeMore();
+        await this.#closeGates();
       } finally {
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
         this.#guard.release();
@@ -262,6 +302,21 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     for (const m of this.members) this.#spawn(m);
     const result = await this.#waitReady(deadline);
     if (result.kind !== 'ready') throw this.startError(`${what} did not come back: ${result.kind === 'failed' ? result.reason : 'its ports were in use'}`);
+  }
+
+  /** Writes what the members read at start (their configs), once the ports and gates are known. */
+  protected async writeConfig(): Promise<void> {}
+
+  /** A gate per peer port of each member, when the group has them. */
+  async #openGates(): Promise<void> {
+    if (!this.#peerGates) return;
+    const pids = (): number[] => this.members.map((x) => (x.running ? x.pid : -1));
+    for (const m of this.members) m.gates = await Promise.all(this.peerPorts(m).map((port) => PeerGate.start(port, pids)));
+  }
+
+  async #closeGates(): Promise<void> {
+    await Promise.all(this.members.flatMap((m) => m.gates.map((g) => g.close())));
+    for (const m of this.members) m.gates = [];
   }
 
   #spawn(m: M): void {
@@ -365,7 +420,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   /** Synchronous last-resort cleanup for the exit handler. */
   killSync(): void {
     for (const proxy of this.#links) proxy.destroyNow();
-    this.destroyMoreNow();
+    for (const m of this.members) for (const gate of m.gates) gate.destroyNow();
     for (const m of this.members) {
       if (m.running) {
         try {

@@ -23,7 +23,6 @@ import { join } from 'node:path';
 import { ConsensusGroup, GroupMember, HOST, type MemberCommand, stopAllOf } from './consensusGroup.ts';
 import { EnvironmentError } from './faketime.ts';
 import { freeLoopbackPort } from './processes.ts';
-import { PeerGate } from './peerGate.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -60,8 +59,6 @@ const INSTALL_ETCD = 'apt-get update && apt-get install -y --no-install-recommen
 
 class Member extends GroupMember {
   peerPort = 0;
-  /** The gate in front of the peer port, when the cluster has them. */
-  gate: PeerGate | null = null;
 
   constructor(
     index: number,
@@ -79,25 +76,19 @@ class Member extends GroupMember {
     return `http://${HOST}:${this.peerPort}`;
   }
 
-  /** The peer URL the other members dial: the gate's, or the member's own. */
-  get advertisedPeerUrl(): string {
-    return this.gate === null ? this.peerUrl : `http://${HOST}:${this.gate.port}`;
-  }
 }
 
 export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
   readonly #token = `lockcheck-${randomBytes(8).toString('hex')}`;
   readonly #heartbeatMs: number;
   readonly #electionMs: number;
-  readonly #peerGates: boolean;
   protected readonly addressInUse = /address already in use/i;
   protected readonly leaderWanted = 'leader agreed by a majority';
 
   private constructor(dir: string, count: number, options: EtcdClusterOptions) {
-    super('EtcdCluster', 'cluster', dir, Array.from({ length: count }, (_, i) => new Member(i, `m${i}`, join(dir, `m${i}`))), options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS);
+    super('EtcdCluster', 'cluster', dir, Array.from({ length: count }, (_, i) => new Member(i, `m${i}`, join(dir, `m${i}`))), options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, options.peerGates ?? false);
     this.#heartbeatMs = options.heartbeatMs ?? 100;
     this.#electionMs = options.electionMs ?? 1000;
-    this.#peerGates = options.peerGates ?? false;
   }
 
   /** Starts every member and resolves once the cluster has a leader that serves reads. */
@@ -138,24 +129,6 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
     await this.respawnAll('the cluster');
   }
 
-  /**
-   * Cuts the members in `side` from the others, both ways (every peer
-   * connection between the two sides is closed, and new ones are closed at once),
-   * replacing any earlier cut; clients still reach every member. Needs
-   * `peerGates`.
-   */
-  partitionMembers(side: readonly number[]): void {
-    this.assertNotStopped('partition');
-    if (!this.#peerGates) throw new Error('EtcdCluster: partitionMembers needs a cluster started with peerGates');
-    const inside = new Set(side.map((m) => this.member(m).index));
-    for (const m of this.members) m.gate!.setCut(this.members.filter((x) => inside.has(x.index) !== inside.has(m.index)).map((x) => x.index));
-  }
-
-  /** Ends the member partition: every member reaches every other again. */
-  healMembers(): void {
-    for (const m of this.members) m.gate?.setCut([]);
-  }
-
   protected async prepareStart(): Promise<void> {
     for (;;) {
       for (const m of this.members) {
@@ -164,20 +137,20 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
       }
       if (new Set(this.members.flatMap((m) => [m.clientPort, m.peerPort])).size === 2 * this.size) break;
     }
-    await this.#openGates();
+  }
+
+  protected peerPorts(m: Member): readonly number[] {
+    return [m.peerPort];
+  }
+
+  /** The peer URL the other members dial: its gate's, or the member's own. */
+  #advertisedPeerUrl(m: Member): string {
+    return `http://${HOST}:${this.dialedPort(m, 0)}`;
   }
 
   /** A failed start leaves data of a cluster that never was: the next try starts on none. */
   protected override async afterFailedStart(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
-  }
-
-  protected override async closeMore(): Promise<void> {
-    await this.#closeGates();
-  }
-
-  protected override destroyMoreNow(): void {
-    for (const m of this.members) m.gate?.destroyNow();
   }
 
   protected command(m: Member): MemberCommand {
@@ -189,8 +162,8 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
         '--listen-client-urls', m.clientUrl,
         '--advertise-client-urls', m.clientUrl,
         '--listen-peer-urls', m.peerUrl,
-        '--initial-advertise-peer-urls', m.advertisedPeerUrl,
-        '--initial-cluster', this.members.map((x) => `${x.name}=${x.advertisedPeerUrl}`).join(','),
+        '--initial-advertise-peer-urls', this.#advertisedPeerUrl(m),
+        '--initial-cluster', this.members.map((x) => `${x.name}=${this.#advertisedPeerUrl(x)}`).join(','),
         '--initial-cluster-state', 'new',
         '--initial-cluster-token', this.#token,
         '--heartbeat-interval', String(this.#heartbeatMs),
@@ -206,19 +179,6 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
 
   protected notInstalled(m: Member): EnvironmentError | null {
     return m.spawnError?.code === 'ENOENT' ? new EnvironmentError('etcd is not installed (not found on PATH)', INSTALL_ETCD) : null;
-  }
-
-  /** A gate per member in front of its (new) peer port, when the cluster has them. */
-  async #openGates(): Promise<void> {
-    await this.#closeGates();
-    if (!this.#peerGates) return;
-    const pids = (): number[] => this.members.map((x) => (x.running ? x.pid : -1));
-    for (const m of this.members) m.gate = await PeerGate.start(m.peerPort, pids);
-  }
-
-  async #closeGates(): Promise<void> {
-    await Promise.all(this.members.flatMap((m) => (m.gate === null ? [] : [m.gate.close()])));
-    for (const m of this.members) m.gate = null;
   }
 
   /** One member's status through etcd's JSON gateway (POST /v3/maintenance/status), bounded by `timeoutMs`. */

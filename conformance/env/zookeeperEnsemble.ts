@@ -39,6 +39,13 @@ export interface ZookeeperEnsembleOptions {
   readonly startTimeoutMs?: number;
   /** Where the ensemble's temporary directory goes (default: the OS temp dir). */
   readonly parentDir?: string;
+  /**
+   * Members reach each other's quorum and election ports through gates of
+   * this process (peerGate.ts), so that `partitionMembers` can cut them
+   * apart: each member's config names its own ports for it to listen on and
+   * the gates' ports for the others. Off by default.
+   */
+  readonly peerGates?: boolean;
 }
 
 /** What `status()` reports about one member: its role and the last zxid it applied. */
@@ -53,7 +60,8 @@ const DEFAULT_START_TIMEOUT_MS = 60_000;
 /** ZooKeeper's tick, ms: sessions expire on tick boundaries (spec 7.10). */
 export const ZK_TICK_MS = 100;
 const INSTALL_ZOOKEEPER = 'apt-get update && apt-get install -y --no-install-recommends zookeeper';
-const JVM_FLAGS = ['-Xmx96m', '-Xss512k', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-XX:-UsePerfData', '-Djava.awt.headless=true', '-Dzookeeper.jmx.log4j.disable=true'];
+// IPv4 sockets only: the peer gates find a connection's owner in /proc/net/tcp (a dual-stack JVM socket is in tcp6).
+const JVM_FLAGS = ['-Xmx96m', '-Xss512k', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-XX:-UsePerfData', '-Djava.awt.headless=true', '-Dzookeeper.jmx.log4j.disable=true', '-Djava.net.preferIPv4Stack=true'];
 
 class Member extends GroupMember {
   quorumPort = 0;
@@ -76,7 +84,7 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
   protected readonly leaderWanted = 'leader with a quorum';
 
   private constructor(dir: string, count: number, options: ZookeeperEnsembleOptions) {
-    super('ZookeeperEnsemble', 'ensemble', dir, Array.from({ length: count }, (_, i) => new Member(i, join(dir, `m${i + 1}`))), options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS);
+    super('ZookeeperEnsemble', 'ensemble', dir, Array.from({ length: count }, (_, i) => new Member(i, join(dir, `m${i + 1}`))), options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, options.peerGates ?? false);
   }
 
   /** Starts every member and resolves once a leader serves a quorum of followers (or the one member serves). */
@@ -119,12 +127,19 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
       }
       if (new Set(this.members.flatMap((m) => [m.clientPort, m.quorumPort, m.electionPort])).size === 3 * this.size) break;
     }
-    await this.#writeConfigs();
   }
 
-  async #writeConfigs(): Promise<void> {
-    const servers = this.members.length === 1 ? [] : this.members.map((x) => `server.${x.index + 1}=${HOST}:${x.quorumPort}:${x.electionPort}`);
+  protected peerPorts(m: Member): readonly number[] {
+    return [m.quorumPort, m.electionPort];
+  }
+
+  /** Each member's config: its own quorum and election ports to listen on, the others' as it dials them (their gates', when there are gates). */
+  protected override async writeConfig(): Promise<void> {
     for (const m of this.members) {
+      const servers =
+        this.members.length === 1
+          ? []
+          : this.members.map((x) => `server.${x.index + 1}=${HOST}:${x === m ? `${x.quorumPort}:${x.electionPort}` : `${this.dialedPort(x, 0)}:${this.dialedPort(x, 1)}`}`);
       await mkdir(m.dir, { recursive: true, mode: 0o700 });
       await writeFile(join(m.dir, 'myid'), `${m.index + 1}\n`);
       const lines = [
