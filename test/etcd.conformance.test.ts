@@ -3,6 +3,7 @@ import { checkConformance, runLockstep } from '../conformance/index.ts';
 import type { EtcdCell } from '../conformance/env/etcdBackend.ts';
 import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.ts';
 import type { Command } from '../model/index.ts';
+import { inPace } from './probes.ts';
 
 /**
  * The etcd backend against `etcd-lease` on a real 3-member cluster, paced to
@@ -72,7 +73,7 @@ describe('etcd agrees with etcd-lease on a real cluster', () => {
     { kind: 'write', client: 0, resource: r, value: 'after' },
   ];
   it('a crash of the leader and a follower and their restart: the lease survives, refreshed; tokens go on increasing', async () => {
-    const run = await runLockstep(realEtcdBackend(cell, 'strict'), crashRestart, { clients: 2, tokenBase: 0n });
+    const run = await inPace(() => runLockstep(realEtcdBackend(cell, 'strict'), crashRestart, { clients: 2, tokenBase: 0n }));
     expect(run.verdict).toEqual({ kind: 'pass' });
     const outcomes = run.steps.filter((s) => s.command.kind !== 'advance').map((s) => s.actual.kind);
     expect(outcomes).toEqual(['granted', 'ok', 'denied', 'ok', 'denied', 'granted', 'ok', 'ok', 'released', 'granted', 'accepted']);
