@@ -14,6 +14,7 @@ import type { BackendInstance, BackendUnderTest, Environment, LockClient } from 
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
+import { failsTheRun } from './runEnvironment.ts';
 import { EtcdCluster } from './etcdCluster.ts';
 
 /**
@@ -161,16 +162,17 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       faults: {
         ...network.faults(),
         crash: {
-          crash: async () => {
-            up[0] = false;
-            const leader = await lockCluster.leader(READY_TIMEOUT_MS);
-            const followers = Array.from({ length: lockCluster.size }, (_v, m) => m).filter((m) => m !== leader);
-            killed = [leader, followers[crashes++ % followers.length]!];
-            await Promise.all(killed.map((m) => lockCluster.kill(m)));
-          },
-          prepareRestart: () => prepareRestart(),
+          crash: () =>
+            failsTheRun('the crash of the leader and a follower', async () => {
+              up[0] = false;
+              const leader = await lockCluster.leader(READY_TIMEOUT_MS);
+              const followers = Array.from({ length: lockCluster.size }, (_v, m) => m).filter((m) => m !== leader);
+              killed = [leader, followers[crashes++ % followers.length]!];
+              await Promise.all(killed.map((m) => lockCluster.kill(m)));
+            }),
+          prepareRestart: () => failsTheRun('the restart', prepareRestart),
           restart: async () => {
-            await prepareRestart();
+            await failsTheRun('the restart', prepareRestart);
             up[0] = true;
           },
         },

@@ -13,6 +13,7 @@ import type { BackendInstance, BackendUnderTest, Environment, LockClient } from 
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
+import { failsTheRun } from './runEnvironment.ts';
 import { ZK_TICK_MS, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
 
 /**
@@ -145,16 +146,17 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
       faults: {
         ...network.faults(),
         crash: {
-          crash: async () => {
-            up[0] = false;
-            const leader = await ensemble.leader(READY_TIMEOUT_MS);
-            const followers = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => m !== leader);
-            killed = [leader, followers[crashes++ % followers.length]!];
-            await Promise.all(killed.map((m) => ensemble.kill(m)));
-          },
-          prepareRestart: () => prepareRestart(),
+          crash: () =>
+            failsTheRun('the crash of the leader and a follower', async () => {
+              up[0] = false;
+              const leader = await ensemble.leader(READY_TIMEOUT_MS);
+              const followers = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => m !== leader);
+              killed = [leader, followers[crashes++ % followers.length]!];
+              await Promise.all(killed.map((m) => ensemble.kill(m)));
+            }),
+          prepareRestart: () => failsTheRun('the restart', prepareRestart),
           restart: async () => {
-            await prepareRestart();
+            await failsTheRun('the restart', prepareRestart);
             up[0] = true;
           },
         },
