@@ -57,8 +57,7 @@ function lockOn(n: ZookeeperNode, clock: MonotonicClock = systemClock, root = '/
 }
 
 beforeAll(async () => {
-  // Gates before the quorum and election ports: the member partition below needs them (one ensemble per file).
-  ensemble = await ZookeeperEnsemble.start({ parentDir: '/dev/shm', peerGates: true });
+  ensemble = await ZookeeperEnsemble.start({ parentDir: '/dev/shm' });
 }, 90_000);
 
 afterAll(async () => {
@@ -131,8 +130,11 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
 
     // A session nobody renews ends on the ensemble's own clock: its contender is deleted, and the lease, past its validity, is lost.
     const n = node();
-    const s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
-    if (s.kind !== 'granted') throw new Error('expected a grant');
+    // Four round trips must fit in 300 ms for a grant: a loaded machine may need a few attempts (bounded).
+    const bound = Date.now() + 20_000;
+    let s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
+    while (s.kind !== 'granted' && Date.now() < bound) s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
+    if (s.kind !== 'granted') throw new Error(`expected a grant, got ${s.kind}`);
     expect(await until(async () => (await n.children('/t/lock/expiring')).length === 0, 10_000)).toBe(true);
     expect(s.lease.signal.aborted).toBe(true);
   });
@@ -267,36 +269,6 @@ describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', ()
 });
 
 describe('ZookeeperEnsemble', () => {
-  it('member partitions (peer gates): an isolated leader stops serving, the majority elects a leader and grants the lock; after the heal the old leader serves it held', async () => {
-    const old = await ensemble.leader();
-    const rest = [0, 1, 2].filter((m) => m !== old);
-    ensemble.partitionMembers([old]);
-    try {
-      // The isolated leader loses its quorum (syncLimit) and stops serving; the majority elects one of its own.
-      const elected = await until(async () => {
-        const s = await ensemble.status(500);
-        return s[old] === null && rest.some((m) => s[m]?.mode === 'leader');
-      }, 20_000);
-      expect(elected).toBe(true);
-      const isolated = lockOn(node(ensemble.endpoints[old]!, 1500));
-      expect((await isolated.acquire('split', { ttlMs: 8000 })).kind).not.toBe('granted');
-      const majority = lockOn(node(rest.map((m) => ensemble.endpoints[m]!).join(',')));
-      // A loaded machine may time a first attempt out while the new leader settles: the majority grants within a bound.
-      const bound = Date.now() + 20_000;
-      let held = await majority.acquire('split', { ttlMs: 8000 });
-      while (held.kind !== 'granted' && Date.now() < bound) held = await majority.acquire('split', { ttlMs: 8000 });
-      if (held.kind !== 'granted') throw new Error(`expected the majority's grant, got ${held.kind}`);
-      ensemble.healMembers();
-      expect(await until(async () => (await ensemble.status(500)).every((x) => x !== null), 20_000)).toBe(true);
-      // The healed member serves the majority's state: the lock is held.
-      const after = lockOn(node(ensemble.endpoints[old]!));
-      expect(await after.acquire('split', { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
-      await majority.release(held.lease);
-    } finally {
-      ensemble.healMembers();
-    }
-  });
-
   it('a paused follower does not stop the ensemble; stop() leaves no member running and no directory', async () => {
     const leader = await ensemble.leader();
     const follower = [0, 1, 2].find((m) => m !== leader)!;

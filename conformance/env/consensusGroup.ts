@@ -14,7 +14,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import type { Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
 import { PeerGate } from './peerGate.ts';
@@ -133,6 +133,9 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
         await this.#closeGates();
         await this.prepareStart();
         await this.#openGates();
+        // A gate's port comes from the kernel and may be one a member is about to bind: then fresh ports.
+        const ports = this.members.flatMap((m) => [m.clientPort, ...this.peerPorts(m), ...m.gates.map((g) => g.port)]);
+        if (new Set(ports).size < ports.length) continue;
         await this.writeConfig();
         for (const m of this.members) this.#spawn(m);
         const result = await this.#waitReady(deadline);
@@ -369,7 +372,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   async #waitReady(deadline: number): Promise<Startup> {
     for (;;) {
       for (const m of this.members) {
-        const failed = this.#exitReason(m);
+        const failed = await this.#exitReason(m);
         if (failed !== null) return failed;
       }
       if (this.leaderOf(await this.status(PROBE_TIMEOUT_MS)) !== null) {
@@ -383,7 +386,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
 
   async #waitMember(m: M, deadline: number): Promise<Startup> {
     for (;;) {
-      const failed = this.#exitReason(m);
+      const failed = await this.#exitReason(m);
       if (failed !== null) return failed;
       if ((await this.memberStatus(m, PROBE_TIMEOUT_MS)) !== null) {
         this.#guardNow();
@@ -395,11 +398,12 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   }
 
   /** Why a member is no longer running (null while it runs). */
-  #exitReason(m: M): Startup | null {
+  async #exitReason(m: M): Promise<Startup | null> {
     if (m.running) return null;
     const missing = this.notInstalled(m);
     if (missing !== null) throw missing;
-    if (this.addressInUse.test(m.output)) return { kind: 'address-in-use' };
+    // A member that says nothing (ZooKeeper logs nowhere here) lost a port race if one of its ports is taken now.
+    if (this.addressInUse.test(m.output) || (await anyTaken([m.clientPort, ...this.peerPorts(m)]))) return { kind: 'address-in-use' };
     return { kind: 'failed', reason: `${m.label} exited during start-up${m.spawnError ? ` (${m.spawnError.message})` : ''}` };
   }
 
@@ -447,4 +451,17 @@ export async function stopAllOf(which: (group: object) => boolean): Promise<void
 
 function killAllSync(): void {
   for (const group of [...live]) group.killSync();
+}
+
+/** Whether any of `ports` cannot be bound on the loopback address now. */
+async function anyTaken(ports: readonly number[]): Promise<boolean> {
+  for (const port of ports) {
+    const taken = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(true));
+      server.listen(port, HOST, () => server.close(() => resolve(false)));
+    });
+    if (taken) return true;
+  }
+  return false;
 }
