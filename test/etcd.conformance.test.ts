@@ -45,11 +45,11 @@ describe('etcd agrees with etcd-lease on a real cluster', () => {
     { kind: 'read', client: 1, resource: r },
   ];
   it('a holder paused past its lease: the stale write lands unfenced (STORE-1), the revision fence rejects it', async () => {
-    const unfenced = await runLockstep(realEtcdBackend(cell, 'unfenced'), jepsen, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    const unfenced = await inPace(() => runLockstep(realEtcdBackend(cell, 'unfenced'), jepsen, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
     expect(unfenced.verdict.kind === 'pass' || unfenced.verdict.kind === 'property-violation').toBe(true);
     expect(unfenced.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('STORE-1');
     expect(unfenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'stale', token: expect.any(BigInt) as bigint });
-    const fenced = await runLockstep(realEtcdBackend(cell, 'strict'), jepsen, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    const fenced = await inPace(() => runLockstep(realEtcdBackend(cell, 'strict'), jepsen, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
     expect(fenced.verdict).toEqual({ kind: 'pass' });
     expect(fenced.findings).toEqual([]);
     expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });

@@ -233,11 +233,11 @@ describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', ()
     { kind: 'read', client: 1, resource: r },
   ];
   it('a holder paused past its session: the stale write lands unfenced (STORE-1), the zxid fence rejects it', async () => {
-    const unfenced = await runLockstep(realZookeeperBackend(cell(), 'unfenced'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    const unfenced = await inPace(() => runLockstep(realZookeeperBackend(cell(), 'unfenced'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
     expect(unfenced.verdict.kind === 'pass' || unfenced.verdict.kind === 'property-violation').toBe(true);
     expect(unfenced.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('STORE-1');
     expect(unfenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'stale', token: expect.any(BigInt) as bigint });
-    const fenced = await runLockstep(realZookeeperBackend(cell(), 'strict'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    const fenced = await inPace(() => runLockstep(realZookeeperBackend(cell(), 'strict'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
     expect(fenced.verdict).toEqual({ kind: 'pass' });
     expect(fenced.findings).toEqual([]);
     expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });
