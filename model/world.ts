@@ -1,7 +1,7 @@
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, leaseTerms, persists, quorum, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, lateReplyEnds, leaseTerms, persists, quorum, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
 import type { Design } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
@@ -546,7 +546,7 @@ function acquireSession(world: World, client: number, resource: string, latencyM
     // The statement fails on the open connection, so the client ends its session (7.4, "Unknown outcomes"): its
     // leases go with it; the close cannot cross the cut link, and the server keeps the locks until heal or keepalive.
     // A cut link fails at once, as with ttl designs (4.2): no reply to wait for, so latencyMs does not apply.
-    const closed = rulesOf(world.config.design).lateReplyEnds === 'session' ? withClient(world, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : world;
+    const closed = lateReplyEnds(world.config.design) === 'session' ? withClient(world, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : world;
     return single({ kind: 'denied', reason: 'no-quorum' }, closed);
   }
   // The client's statement timeout, on its own clock: a later reply is an unknown outcome.
@@ -592,7 +592,7 @@ function statementDeadlineMs(world: World, client: number): number {
  */
 function lateAcquire(world: World, later: World, client: number, resource: string): Branch[] {
   const timedOut = { kind: 'timed-out' } as const;
-  if (rulesOf(world.config.design).lateReplyEnds !== 'session') return [{ outcome: timedOut, next: later, events: [] }];
+  if (lateReplyEnds(world.config.design) !== 'session') return [{ outcome: timedOut, next: later, events: [] }];
   const ended = dropSessions(later, [client]);
   const server = later.nodes[0]!;
   const free = server.keys[resource] === undefined;
@@ -703,7 +703,7 @@ function statementMissed(world: World, op: Operation): NonNullable<Extract<InFli
   const statement = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && rulesOf(design).writes === 'at-commit');
   // A release or write with no lease sends nothing.
   if (!isSessionBound(design) || !statement || (op.kind !== 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined)) return null;
-  const session = rulesOf(design).lateReplyEnds === 'session';
+  const session = lateReplyEnds(design) === 'session';
   // On a cut link the statement failed at once and the client has closed its session already (unheard).
   const ends = !isReachable(world, op.client, 0)
     ? 'nothing'
@@ -770,7 +770,7 @@ function releaseSession(world: World, client: number, resource: string, lease: L
     // "Unknown outcomes"). The close cannot cross the cut link either: the server keeps the lock until it
     // notices (keepalive, at an advance) or the close arrives (at heal); a transaction's buffered writes are lost.
     // pg-session: the session goes, with every lease on it; pg-xact: the lease's own transaction.
-    const gone = (c: ClientState): ClientState => (rulesOf(design).lateReplyEnds === 'session' ? { ...c, sessionLost: false, leases: {} } : withLease(c, resource, null));
+    const gone = (c: ClientState): ClientState => (lateReplyEnds(design) === 'session' ? { ...c, sessionLost: false, leases: {} } : withLease(c, resource, null));
     return single({ kind: 'timed-out' }, withClient(world, client, gone));
   }
   const s = statementTiming(world, client, latencyMs);
@@ -779,7 +779,7 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   // No reply in time: the client drops its connection (7.4). pg-session: the session goes, with every lock and lease on it.
   // pg-xact: the COMMIT ran if it arrived (a black hole's may not have: either), and the transaction is over either way.
   const late: Branch[] =
-    rulesOf(design).lateReplyEnds === 'session'
+    lateReplyEnds(design) === 'session'
       ? [{ outcome: { kind: 'timed-out' }, next: dropSessions({ ...world, nowMs: s.endMs }, [client]), events: [] }]
       : [
           ...answered.map((b) => ({ ...b, outcome: { kind: 'timed-out' } as const })),

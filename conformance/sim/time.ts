@@ -21,6 +21,9 @@ export function flush(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** Turns of the event loop a pending operation gets to settle in before time moves on (a promise library's hops). */
+const SETTLE_TURNS = 8;
+
 /** Bound on the events one advance may fire: a runaway loop is a bug, not a wait. */
 const MAX_EVENTS_PER_ADVANCE = 100_000;
 
@@ -148,7 +151,13 @@ export class VirtualTime {
       () => (settled = true),
       () => (settled = true),
     );
-    await this.quiesce();
+    // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
+    // setImmediate): give them those turns before time moves on, or before the work is called unsettled.
+    const turns = async (): Promise<void> => {
+      await this.quiesce();
+      for (let i = 0; i < SETTLE_TURNS && !settled && work !== null; i++) await this.quiesce();
+    };
+    await turns();
     for (let fired = 0; !settled || work === null; fired++) {
       if (fired > MAX_EVENTS_PER_ADVANCE) throw new Error(`virtual time: more than ${MAX_EVENTS_PER_ADVANCE} events before t=${limitMs}`);
       this.#timers = this.#timers.filter((t) => !t.cancelled);
@@ -162,7 +171,7 @@ export class VirtualTime {
       this.moveTo(next.dueMs);
       next.timer.cancelled = true;
       next.timer.fire();
-      await this.quiesce();
+      await turns();
     }
     this.assertOnTime();
     return settled;
