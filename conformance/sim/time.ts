@@ -151,13 +151,7 @@ export class VirtualTime {
       () => (settled = true),
       () => (settled = true),
     );
-    // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
-    // setImmediate): give them those turns before time moves on, or before the work is called unsettled.
-    const turns = async (): Promise<void> => {
-      await this.quiesce();
-      for (let i = 0; i < SETTLE_TURNS && !settled && work !== null; i++) await this.quiesce();
-    };
-    await turns();
+    await this.quiesce();
     for (let fired = 0; !settled || work === null; fired++) {
       if (fired > MAX_EVENTS_PER_ADVANCE) throw new Error(`virtual time: more than ${MAX_EVENTS_PER_ADVANCE} events before t=${limitMs}`);
       this.#timers = this.#timers.filter((t) => !t.cancelled);
@@ -171,8 +165,11 @@ export class VirtualTime {
       this.moveTo(next.dueMs);
       next.timer.cancelled = true;
       next.timer.fire();
-      await turns();
+      await this.quiesce();
     }
+    // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
+    // setImmediate): they get those turns before the work is called unsettled.
+    for (let i = 0; i < SETTLE_TURNS && !settled && work !== null; i++) await this.quiesce();
     this.assertOnTime();
     return settled;
   }
