@@ -169,7 +169,8 @@ export class VirtualTime {
     }
     // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
     // setImmediate): they get those turns before the work is called unsettled.
-    for (let i = 0; i < SETTLE_TURNS && !settled && work !== null; i++) await this.quiesce();
+    // Turns only: waiting for outside work here would let real time run on a paced run.
+    for (let i = 0; i < SETTLE_TURNS && !settled && work !== null; i++) await flush();
     this.assertOnTime();
     return settled;
   }
