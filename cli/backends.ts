@@ -6,6 +6,7 @@ import { REAL_TIME_TOLERANCE_MS, USER_SERVER_CLOCK_MARGIN_MS, realRedisBackend, 
 import type { UserRedisCluster } from '../conformance/env/userRedis.ts';
 import { connectRedisCluster } from '../conformance/env/userRedis.ts';
 import { connectPostgres } from '../conformance/env/userPostgres.ts';
+import { noProxyReason } from '../conformance/env/postgresLink.ts';
 import type { PostgresTarget } from '../conformance/env/postgresBackend.ts';
 import { realPostgresBackend, targetOf } from '../conformance/env/postgresBackend.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
@@ -208,11 +209,12 @@ export class Servers {
     if (this.choice.redis !== undefined) {
       const cluster = await this.#userRedisCluster();
       for (const s of cluster.servers) lines.push(`redis ${s.shown}: Redis ${s.version}, round trip ${s.rttMs.toFixed(2)} ms`);
-      lines.push(`runs on these Redis servers are paced to real time (tolerance ${REAL_TIME_TOLERANCE_MS} ms, clock margin ${USER_SERVER_CLOCK_MARGIN_MS} ms); crash-restart and clock faults need servers lockcheck starts`);
+      lines.push(`runs on these Redis servers are paced to real time (tolerance ${REAL_TIME_TOLERANCE_MS} ms, clock margin ${USER_SERVER_CLOCK_MARGIN_MS} ms); crash-restart and clock faults need servers lockcheck starts (lockcheck --help says why)`);
     }
     if (this.choice.pg !== undefined) {
       const pg = await this.#userPostgres();
-      lines.push(`postgres ${pg.server.shown}: PostgreSQL ${pg.server.version}; crash-restart needs a server lockcheck starts`);
+      const noProxy = noProxyReason(pg.url);
+      lines.push(`postgres ${pg.server.shown}: PostgreSQL ${pg.server.version}; crash-restart needs a server lockcheck starts${noProxy === null ? '' : `; ${noProxy}`}`);
     }
     return lines;
   }

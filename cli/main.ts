@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { AdapterApiError } from '../conformance/backendApi.ts';
-import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind } from '../conformance/faults.ts';
+import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind, ownServersOnly } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
@@ -64,11 +64,14 @@ options:
   --redis URLS      use these Redis servers instead of starting local ones: comma list (or repeat the flag) of
                     redis://[user:password@]host:port[/db]; the first also holds the store; Redlock rows use
                     them all (at least 3; the library audits 5). Nothing is flushed: each run works under a
-                    key prefix of its own and deletes its keys. Runs are paced to the servers' real clocks;
-                    crash-restart and clock faults are not measured there.
+                    key prefix of its own and deletes its keys. Runs are paced to the servers' real clocks.
   --pg URL          use this PostgreSQL database (14 or newer) instead of starting a local server:
                     postgres://[user[:password]@]host[:port]/database. lockcheck creates its two tables there
-                    if missing, ends only its own sessions and deletes only its own rows; no crash-restart.
+                    if missing, ends only its own sessions and deletes only its own rows.
+                    On --redis and --pg servers every fault between the clients and the servers is injected
+                    (pause, partition, delay, latency, slow-node, kill-connection where the backend takes them;
+                    a pg-session partition through a TCP proxy per client, so not over TLS); not offered there:
+${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`                      ${k}: ${ownServersOnly(k)}`])).join('\n')}
   --stress-seconds N  matrix: seconds of the concurrent stress run per cell, the second oracle (default 2; 0 skips it)
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report

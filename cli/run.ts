@@ -4,6 +4,7 @@ import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
+import { ownServersOnly } from '../conformance/faults.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
@@ -36,7 +37,12 @@ export async function runCommand(o: RunOptions): Promise<number> {
     backend = resolved;
     const offered = await offeredFaults(resolved);
     const missing = (o.faults ?? []).filter((f) => !offered.includes(f));
-    if (missing.length > 0) throw new UsageError(`${resolved.name} takes no ${missing.join(', ')} fault here (it takes: ${offered.join(', ')})`);
+    if (missing.length > 0) {
+      // On the user's servers, say why a fault that needs the server's process or clock is not there.
+      const onUsers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
+      const why = onUsers ? missing.flatMap((f) => (ownServersOnly(f) === null ? [] : [`; ${f} ${ownServersOnly(f)}`])).join('') : '';
+      throw new UsageError(`${resolved.name} takes no ${missing.join(', ')} fault here (it takes: ${offered.join(', ')})${why}`);
+    }
     const started = performance.now();
     const result = await checkConformance(resolved, {
       runs: o.runs,

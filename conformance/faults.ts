@@ -12,8 +12,15 @@ export interface FaultInjectors {
   readonly clockStep?: (node: number, deltaMs: number) => Promise<void>;
   /** A node's or a client's clock runs fast or slow, from now on, by `driftPpm` parts per million. */
   readonly clockDrift?: (target: ClockTarget, driftPpm: number) => Promise<void>;
-  /** A node's process dies (losing what it did not persist), and later comes back. */
-  readonly crash?: { crash(node: number): Promise<void>; restart(node: number): Promise<void> };
+  /**
+   * A node's process dies (losing what it did not persist), and later comes
+   * back. On servers on their own clocks (spec 7.8) a restart takes real time
+   * (processes start, a leader is elected): `prepareRestart`, when given, does
+   * that work before true time catches up with real time, so that the
+   * restart's instant in the model follows it; `restart` then only lets the
+   * clients in again.
+   */
+  readonly crash?: { crash(node: number): Promise<void>; restart(node: number): Promise<void>; prepareRestart?(node: number): Promise<void> };
   /** The link between a client and a node is cut (calls fail at once), and later healed. */
   readonly partition?: { cut(client: number, node: number): Promise<void>; heal(client: number, node: number): Promise<void> };
   /** Replies to the requests this client sends before true time moves on take `ms` of true time (0: none). */
@@ -40,16 +47,20 @@ export interface FaultInjectors {
  */
 const FAULTS = {
   advance: { injector: null, what: 'true time passes (time control; every backend takes it)' },
-  'clock-step': { injector: 'clockStep', what: "a node's wall clock jumps forwards or back" },
-  'clock-drift': { injector: 'clockDrift', what: "a node's or a client's clock runs fast or slow" },
+  'clock-step': { injector: 'clockStep', what: "a node's wall clock jumps forwards or back", ownServersOnly: "moves the server's clock, which lockcheck drives only on servers it starts (libfaketime)" },
+  'clock-drift': {
+    injector: 'clockDrift',
+    what: "a node's or a client's clock runs fast or slow",
+    ownServersOnly: "drifts Redis nodes' clocks too, driven only on servers lockcheck starts (PostgreSQL: clients drift anywhere)",
+  },
   pause: { injector: 'pause', what: 'a client stops (also between its check and its write, and with replies in flight), then resumes' },
-  'crash-restart': { injector: 'crash', what: 'a node crashes and restarts' },
+  'crash-restart': { injector: 'crash', what: 'a node crashes and restarts', ownServersOnly: "kills and restarts the server's process, lockcheck's only on servers it starts" },
   partition: { injector: 'partition', what: 'the link between a client and a node is cut, then healed' },
   delay: { injector: 'delay', what: "a client's replies come late" },
   latency: { injector: 'latency', what: "replies to every operation come late; with pause, an acquire or extend is in flight across its client's pause (its rounds interleave with other clients')" },
   'slow-node': { injector: 'nodeDelay', what: "one lock node is slow or a black hole; each run draws the clients' request timeout" },
   'kill-connection': { injector: 'killConnection', what: "the server ends a client's connection" },
-} as const satisfies Record<string, { readonly injector: keyof FaultInjectors | null; readonly what: string }>;
+} as const satisfies Record<string, { readonly injector: keyof FaultInjectors | null; readonly what: string; readonly ownServersOnly?: string }>;
 
 export type FaultKind = keyof typeof FAULTS;
 
@@ -67,6 +78,17 @@ export function isFaultKind(value: unknown): value is FaultKind {
 /** One line per fault kind, for help texts. */
 export function describeFaultKind(kind: FaultKind): string {
   return FAULTS[kind].what;
+}
+
+/**
+ * Why a fault kind is not offered on the user's own servers (`--redis`,
+ * `--pg`), or null where it is: every fault that acts between the clients
+ * and the servers (in the run's network layer, or a TCP proxy in front of a
+ * server) is offered there too; what needs the server's process or clock is not.
+ */
+export function ownServersOnly(kind: FaultKind): string | null {
+  const f = FAULTS[kind];
+  return 'ownServersOnly' in f ? f.ownServersOnly : null;
 }
 
 /** The fault kinds these injectors make (advance always). */

@@ -14,7 +14,8 @@ import { clockWarnings, installLibraryClock, libraryClockNotes, offClientClock, 
 import type { LockCalls } from './redisLibrary.ts';
 import { SimNetwork } from './sim/network.ts';
 import { KEEPALIVE_MS } from './sim/sessionBackend.ts';
-import { TcpProxy } from './env/proxy.ts';
+import type { TcpProxy } from './env/proxy.ts';
+import { noProxyReason, startLink, throughLink } from './env/postgresLink.ts';
 import { LeaseLostError } from '../impl/errors.ts';
 import type { Lease } from '../impl/lease.ts';
 import { VirtualTime } from './sim/time.ts';
@@ -25,7 +26,7 @@ import { VirtualTime } from './sim/time.ts';
  * started on the first run and stopped by the backend's close hook; or the
  * user's, from `--pg`, where each run works under resource names of its own
  * and deletes its rows), a connection string per client (its own
- * application_name, and on lockcheck's server a TCP proxy of its own), the
+ * application_name, and a TCP proxy of its own unless the URL asks for TLS), the
  * store, a close hook per run, and the library's Date.now() and timers on
  * the client's clock. A library opens its own connections, so the kit
  * cannot see its round trips: the adapter passes each call it makes to the
@@ -36,11 +37,12 @@ import { VirtualTime } from './sim/time.ts';
  *
  * Faults: pause, delay, latency, slow-node, client clock drift and
  * connection loss (pg_terminate_backend of the client's library sessions;
- * the fault waits until the library has read the server's goodbye) on any
- * server; on lockcheck's own also crash-restart of the server, and partition
- * (the client's proxy black-holes the real link, so its sessions keep their
- * locks until keepalive ends them, KEEPALIVE_MS of true time after the cut,
- * at an advance; healing lets what was held on the link through). A library
+ * the fault waits until the library has read the server's goodbye) and
+ * partition (the client's proxy black-holes the real link, so its sessions
+ * keep their locks until keepalive ends them, KEEPALIVE_MS of true time
+ * after the cut, at an advance; healing lets what was held on the link
+ * through; not over TLS, see postgresLink.ts) on any server; on lockcheck's
+ * own also crash-restart of the server. A library
  * whose connections have no 'error' listener would die of an uncaught
  * exception when the server ends its session: the kit catches that, warns,
  * and counts the client as dead (its leases' signals fire, connection-lost).
@@ -169,19 +171,15 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
     const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
     const network: SimNetwork = new SimNetwork(time, () => ({ reachable: () => up }));
     const clocks: Clock[] = Array.from({ length: clients }, () => clockAt());
-    // On a server lockcheck started each client's library reaches it through a TCP proxy of its own: a partition cuts the real link.
-    if (server.process !== undefined) for (let c = 0; c < clients; c++) proxies.push(await TcpProxy.start(hostAndPort(server.url)));
+    // Each client's library reaches the server (lockcheck's or the user's) through a TCP proxy of its own: a partition cuts the real link.
+    if (noProxyReason(server.url) === null) for (let c = 0; c < clients; c++) proxies.push(await startLink(server.url));
     const lockClients: LockClient[] = [];
     const crashed: Array<AbortController> = [];
     for (let client = 0; client < clients; client++) {
       const clock = network.pausable(client, time.clockOf(() => clocks[client]!));
       const onClock = <T>(fn: () => T): T => onClientClock(clock, fn, notes);
-      const url = new URL(server.url);
       const proxy = proxies[client];
-      if (proxy !== undefined) {
-        url.hostname = proxy.host;
-        url.port = String(proxy.port);
-      }
+      const url = new URL(proxy !== undefined ? throughLink(server.url, proxy) : server.url);
       url.searchParams.set('application_name', nameOf(client));
       const calls = await onClock(() =>
         adapter.client({ client, url: url.href, clock, call: (work) => network.call(client, 0, () => bounded(work())), onClock, onClose: (fn) => closeHooks.push(fn) }),
@@ -243,7 +241,9 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       },
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
       faults: {
-        ...network.faults(),
+        // Not the network layer's partition: a cut that left the real sessions open would never meet keepalive (below, through the proxies).
+        pause: network.faults().pause,
+        delay: network.faults().delay,
         ...network.timingFaults(),
         clockDrift: async (target, driftPpm) => {
           if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
@@ -255,7 +255,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
           await terminate(pids);
           if (!cut.has(client)) await heard(client, before - pids.length);
         },
-        // Only on a server lockcheck started: the user's server process is not the runner's; a partition needs the proxies.
+        // Only on a server lockcheck started: the user's server process is not the runner's.
         ...(owned === undefined
           ? {}
           : {
@@ -275,6 +275,11 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
                   up = true;
                 },
               },
+            }),
+        // On any server the clients reach through proxies of their own (not over TLS).
+        ...(proxies.length === 0
+          ? {}
+          : {
               partition: {
                 cut: async (client: number, node: number) => {
                   network.cut(client, node);
@@ -287,6 +292,8 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
                   if (!cut.delete(client)) return;
                   // What was held on the link crosses both ways: closes the library sent, the server's goodbye to a session keepalive ended.
                   proxies[client]!.setMode({ kind: 'pass' });
+                  // The library reads the goodbyes before the heal is over, as at a connection loss: its leases' signals have fired by then.
+                  await heard(client, (await sessions(client)).length);
                 },
               },
             }),
@@ -297,12 +304,6 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
     await close();
     throw e;
   }
-}
-
-/** Where a postgres:// URL points, for a proxy in front of it. */
-function hostAndPort(url: string): { host: string; port: number } {
-  const u = new URL(url);
-  return { host: u.hostname, port: u.port === '' ? 5432 : Number(u.port) };
 }
 
 /**

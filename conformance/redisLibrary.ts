@@ -16,8 +16,8 @@ import type { LibraryClockNotes } from './libraryClock.ts';
  * own, started on the first run and stopped by the backend's close(); or the
  * user's, from `--redis`), every fault on them (those of lockcheck's Redis
  * backend), a key prefix per run on the user's servers, a close hook per run,
- * late replies and slow or black-holed nodes (latency, nodeDelay, on
- * lockcheck's own servers), and the client's clocks for the library: inside its acquire, extend and
+ * late replies and slow or black-holed nodes (latency, nodeDelay; on the
+ * user's servers too), and the client's clocks for the library: inside its acquire, extend and
  * release, Date.now(), setTimeout and setInterval run on the client's virtual
  * clock (libraryClock.ts), so the library's own retries and refresh timers
  * follow the runner's time. A run warns (RunReport.warnings, and the CLI on
@@ -121,8 +121,8 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
   try {
     const lockClients: LockClient[] = [];
     for (const [client, conn] of run.connections.entries()) {
-      // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process: the library's timers too (on servers lockcheck started).
-      const clock = run.shared ? run.clocks[client]! : run.network.pausable(client, run.clocks[client]!);
+      // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process: the library's timers too.
+      const clock = run.network.pausable(client, run.clocks[client]!);
       const onClock = <T>(fn: () => T): T => onClientClock(clock, fn, notes);
       const nodes = conn.nodes.map((redis, node) => throughFaults(redis, run.network.call.bind(run.network), client, node, notes, unfaulted));
       const calls = await onClock(() =>
@@ -139,8 +139,8 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
     }
     return {
       clients: lockClients,
-      // Late replies on every operation and slow or black-holed nodes too, on servers lockcheck started (on the user's, paced to real time, they would only lengthen the runs).
-      env: run.shared ? run.env : { ...run.env, faults: { ...run.env.faults, ...run.network.timingFaults() } },
+      // Late replies on every operation and slow or black-holed nodes too, on any servers: they act in the network layer, not on a server.
+      env: { ...run.env, faults: { ...run.env.faults, ...run.network.timingFaults() } },
       warnings: () => [
         ...clockWarnings(notes),
         ...(unfaulted.commands > 0 ? [`${unfaulted.commands} command(s) the library sent outside its clients' calls (a timer or event lockcheck did not start) skipped the run's faults`] : []),

@@ -1,7 +1,7 @@
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, leaseTerms, persists, quorum, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, leaseTerms, persists, quorum, refreshExtendMs, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
 import type { Design } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
@@ -1056,12 +1056,19 @@ function inject(world: World, fault: Fault): readonly Branch[] {
               { ...n, up: false, keys: n.replica?.keys ?? {}, counters: n.replica?.counters ?? {} }
             : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
               { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
-      const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? crashing(n) : n)) };
-      // A failover is the token issuer's restart: its counters are now the promoted replica's (DUR-1).
-      const failedOver: WorldEvent[] =
-        onCrash === 'promote-replica' ? [{ kind: 'restarted', node: f.node, countersBefore: world.nodes[f.node]!.counters, countersAfter: down.nodes[f.node]!.counters }] : [];
-      // A database crash ends every session, and session-bound locks with them.
-      return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down, failedOver);
+      const crashed = crashing(world.nodes[f.node]!);
+      // Within the expiry tolerance a real lessor may not have revoked an expired lease yet (spec 7.7): each such key
+      // was revoked before the crash or survives it, a branch per combination (none without a tolerance).
+      const unsure = onCrash === 'drop-expired' ? Object.keys(crashed.keys).filter((r) => livenessIn(world, crashed, r).includes(false)) : [];
+      const variants = unsure.reduce<NodeState[]>((ns, r) => ns.flatMap((n) => [n, deleteKey(n, r)]), [crashed]);
+      return variants.flatMap((node) => {
+        const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? node : n)) };
+        // A failover is the token issuer's restart: its counters are now the promoted replica's (DUR-1).
+        const failedOver: WorldEvent[] =
+          onCrash === 'promote-replica' ? [{ kind: 'restarted', node: f.node, countersBefore: world.nodes[f.node]!.counters, countersAfter: down.nodes[f.node]!.counters }] : [];
+        // A database crash ends every session, and session-bound locks with them.
+        return ok(isSessionBound(design) ? dropSessions(down, world.clients.map((_c, i) => i)) : down, failedOver);
+      });
     }
     case 'restart': {
       const before = world.nodes[f.node]!;
@@ -1070,8 +1077,11 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const keys = !kept
         ? {}
         : rulesOf(design).onRestart === 'refresh'
-          ? // A new etcd leader refreshes every lease to its full ttl.
-            Object.fromEntries(Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0), liveSinceTrueMs: world.nowMs }]))
+          ? // A new etcd leader refreshes every lease to its full ttl, plus its election timeout (lessor.Promote): that
+            // grace is the design's, so LIVE-1's bound counts from its end.
+            Object.fromEntries(
+              Object.entries(before.keys).map(([r, k]) => [r, { ...k, expiresAtMs: mono + (k.ttlMs ?? 0) + refreshExtendMs(design), liveSinceTrueMs: world.nowMs + refreshExtendMs(design) }]),
+            )
           : before.keys;
       const counters = kept ? before.counters : {};
       // A failed-over primary comes back as the new primary's replica and resynchronises in full.

@@ -18,7 +18,8 @@ import { SimNetwork } from '../sim/network.ts';
 import { KEEPALIVE_MS } from '../sim/sessionBackend.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { namespaced } from './namespace.ts';
-import { TcpProxy } from './proxy.ts';
+import { noProxyReason, startLink, throughLink } from './postgresLink.ts';
+import type { TcpProxy } from './proxy.ts';
 import { onInterrupt } from './processes.ts';
 import type { PostgresServer } from './postgresServer.ts';
 
@@ -28,7 +29,7 @@ import type { PostgresServer } from './postgresServer.ts';
  * layer (cut, delay, hold while paused). Connection loss is real
  * (pg_terminate_backend), and so are crashes and restarts of the server.
  *
- * A partition (pg-session, on a server lockcheck started) is one-sided, as
+ * A partition (pg-session, on lockcheck's server or the user's) is one-sided, as
  * spec 3 has it, and cuts the real socket too: each client's session runs
  * through a TCP proxy of its own, which black-holes the link. A statement on
  * the cut link fails at once and the client closes its session (7.4,
@@ -172,10 +173,10 @@ async function startInstance(
   let up = true;
   const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
   const network: SimNetwork = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up }));
-  // pg-session clients reach the server through proxies of their own: a partition cuts the real socket (spec 3).
+  // pg-session clients reach the server (lockcheck's or the user's) through proxies of their own: a partition cuts the real socket (spec 3).
   const proxies: Array<TcpProxy | null> = [];
   try {
-    for (let c = 0; c < clients; c++) proxies.push(design.kind === 'pg-session' && owned !== null ? await TcpProxy.start(targetOfUrl(server.url)) : null);
+    for (let c = 0; c < clients; c++) proxies.push(design.kind === 'pg-session' && noProxyReason(server.url) === null ? await startLink(server.url) : null);
   } catch (e) {
     await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
     await admin.end().catch(() => undefined);
@@ -193,7 +194,7 @@ async function startInstance(
   const locks = clientClocks.map((_c, client) => {
     const proxy = proxies[client];
     const options = {
-      connection: proxy ? { ...connection, connectionString: throughProxy(server.url, proxy) } : connection,
+      connection: proxy ? { ...connection, connectionString: throughLink(server.url, proxy) } : connection,
       clock: clocks[client]!,
       tokenBase,
       link: <T>(roundTrip: () => Promise<T>) => network.call(client, 0, roundTrip),
@@ -359,7 +360,7 @@ async function startInstance(
               },
             },
           }),
-      // A one-sided partition (pg-session, through the clients' proxies: on a server lockcheck started only).
+      // A one-sided partition (pg-session, through the clients' proxies: on any server not reached over TLS).
       ...(proxies.every((p) => p === null)
         ? {}
         : {
@@ -410,18 +411,4 @@ async function startInstance(
       await Promise.all(proxies.flatMap((p) => (p === null ? [] : [p.close()])));
     },
   };
-}
-
-/** Where a postgres:// URL points (host and port), for a proxy in front of it. */
-function targetOfUrl(url: string): { host: string; port: number } {
-  const u = new URL(url);
-  return { host: u.hostname, port: u.port === '' ? 5432 : Number(u.port) };
-}
-
-/** The same URL, through `proxy`. */
-function throughProxy(url: string, proxy: TcpProxy): string {
-  const u = new URL(url);
-  u.hostname = proxy.host;
-  u.port = String(proxy.port);
-  return u.toString();
 }

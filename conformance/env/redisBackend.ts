@@ -39,7 +39,9 @@ import { RedisServer } from './redisServer.ts';
  * own and deletes its keys at the end; the nodes keep real time, so the run
  * is paced to it within REAL_TIME_TOLERANCE_MS, and the faults that need the
  * process or the clock (crash-restart, clock-step, clock-drift) are not
- * available.
+ * available. Every other fault acts in the network layer between the
+ * clients and the servers (partition, delay, latency, a slow or black-holed
+ * node, a paused client), so it is the same on either.
  */
 export interface RedisTarget {
   /** redis:// or rediss:// URL, with the database number if not 0. */
@@ -417,8 +419,8 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
         raiseToken: (r, t) => network.call(client, index, () => node.raiseToken(r, t)),
       };
     });
-    // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process: what the timing faults need (on servers lockcheck started).
-    const clock = run.shared ? run.clocks[client]! : network.pausable(client, run.clocks[client]!);
+    // A paused client runs no timers until it resumes (then they fire before its replies), as a stopped process: what the timing faults need.
+    const clock = network.pausable(client, run.clocks[client]!);
     const random = (): number => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed / 2 ** 32;
@@ -436,8 +438,8 @@ async function startInstance(cluster: RedisCluster, design: Design, policy: Stor
   return {
     clients: lockClients,
     // lockcheck's own client takes the timing faults too (its clock holds timers while paused, it takes the run's request timeout),
-    // on servers lockcheck started: on the user's, paced to real time, they would only lengthen the runs.
-    env: run.shared ? run.env : { ...run.env, faults: { ...run.env.faults, ...network.timingFaults() } },
+    // on any servers: they act on the replies in the run's network layer, never on a server's process or clock.
+    env: { ...run.env, faults: { ...run.env.faults, ...network.timingFaults() } },
     close: () => run.close(),
   };
 }
