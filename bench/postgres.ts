@@ -15,15 +15,15 @@
  *    lockcheck sends per pair (TRY_LOCK_AND_MINT, then pg_advisory_unlock);
  *    diagnostics: the same statements through raw node-postgres, unnamed (as
  *    lockcheck sends them) and as named prepared statements;
- * 2. transaction lock: acquire (a NEW connection, ensureSchema, BEGIN,
- *    pg_try_advisory_xact_lock, MINT on the autocommit minter connection) +
- *    release (COMMIT, close the connection) per second, as implemented,
- *    against pgbench running BEGIN / try xact lock / MINT / COMMIT with -C (a
- *    new connection per transaction) and without; diagnostics: the same
- *    statements over persistent node-postgres connections, and connect +
- *    ensureSchema + close alone;
+ * 2. transaction lock: acquire (an idle connection, `BEGIN; SELECT
+ *    pg_try_advisory_xact_lock(...)` as one simple query, MINT on the
+ *    autocommit minting connection) + release (COMMIT) per second, against
+ *    pgbench running BEGIN / try xact lock / MINT / COMMIT over persistent
+ *    connections; diagnostic: lockcheck's three round trips through raw
+ *    node-postgres;
  * 3. a fenced write (postgresFencedStore(client, 'strict'), increasing
- *    tokens) against a plain UPDATE of the same table, per second.
+ *    tokens) against a plain UPDATE of the same table, unnamed (the target's
+ *    baseline) and named, per second.
  *
  * Each loop-driven measurement: a short warm-up, then a fixed duration;
  * pgbench runs for -T seconds (whole seconds) and its "tps" line is parsed.
@@ -46,7 +46,7 @@ import pg from 'pg';
 import postgresJs from 'postgres';
 import { PostgresServer, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
 import { advisoryKey } from '../impl/postgres/keys.ts';
-import { ensureSchema, MINT, SCHEMA, TRY_LOCK_AND_MINT } from '../impl/postgres/schema.ts';
+import { MINT, SCHEMA, TRY_LOCK_AND_MINT } from '../impl/postgres/schema.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../impl/postgres/store.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
@@ -74,10 +74,11 @@ const UNLOCK = 'SELECT pg_advisory_unlock($1::bigint)';
 const TRY_XACT_LOCK = 'SELECT pg_try_advisory_xact_lock($1::bigint) AS got';
 /** The baseline for the fenced write: same table, same row width, no guard. */
 const PLAIN_UPDATE = 'UPDATE lockcheck_store SET value = $1 WHERE resource = $2';
+/** The same UPDATE prepared, as the fenced write is. */
+const PLAIN_UPDATE_NAMED = { name: 'bench_plain_update', text: PLAIN_UPDATE } as const;
 /** pgbench resources and keys are numbers (pgbench variables are numeric): these bases keep each script's apart. */
 const PGBENCH_SAME_SQL_BASE = 7_100_000;
 const PGBENCH_XACT_BASE = 7_200_000;
-const PGBENCH_XACT_CONNECT_BASE = 7_300_000;
 
 const seconds = parseSeconds('bench/postgres.ts', process.argv.slice(2), '; pgbench runs round(N) >= 1 s');
 const DURATION_MS = Math.round(seconds * 1000);
@@ -198,8 +199,6 @@ interface PgbenchConfig {
   readonly label: string;
   readonly clients: number;
   readonly script: string;
-  /** -C: a new connection per transaction. */
-  readonly connectPerTransaction?: boolean;
   /** Resources whose tokens the script mints: the run checks how many it minted. */
   readonly mintsOn?: readonly string[];
 }
@@ -288,7 +287,6 @@ async function measurePgbench(ctx: Context, config: PgbenchConfig): Promise<RunR
     '-c', String(config.clients), '-j', String(Math.min(config.clients, PGBENCH_THREADS)),
     '-f', file,
   ];
-  if (config.connectPerTransaction === true) args.push('-C');
   args.push(ctx.server.database);
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v;
@@ -511,38 +509,24 @@ function porsagerSessionOp(sql: postgresJs.Sql, resource: string): Op {
   };
 }
 
-/** The statements of PostgresTransactionLock over persistent connections (no connect per acquire). */
+/** PostgresTransactionLock's three round trips through raw node-postgres: BEGIN and the try-lock in one simple query, MINT (named) on a second, autocommit connection, COMMIT. */
 function rawXactOp(client: pg.Client, minter: pg.Client, resource: string): Op {
   const key = advisoryKey(resource).toString();
+  const beginAndLock = `BEGIN; ${TRY_XACT_LOCK.replace('$1', `'${key}'`)}`;
+  const mint: pg.QueryConfig = { name: 'bench_mint', text: MINT, values: [resource, '0'] };
   return async () => {
     try {
-      await client.query('BEGIN');
-      const r = await client.query<{ got: boolean }>(TRY_XACT_LOCK, [key]);
-      if (r.rows[0]?.got !== true) {
+      const replies = (await client.query(beginAndLock)) as unknown as Array<pg.QueryResult<{ got: boolean }>>;
+      if (replies[1]?.rows[0]?.got !== true) {
         await client.query('ROLLBACK');
         return false;
       }
-      await minter.query(MINT, [resource, '0']);
+      await minter.query(mint);
       await client.query('COMMIT');
       return true;
     } catch (e) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw e;
-    }
-  };
-}
-
-/** What PostgresTransactionLock's connect() + disconnect() cost alone: a new connection, ensureSchema, close. */
-function connectOnlyOp(server: PostgresServer): Op {
-  return async () => {
-    const client = new pg.Client(clientConfig(server));
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      await ensureSchema(client);
-      return true;
-    } finally {
-      await client.end().catch(() => undefined);
     }
   };
 }
@@ -614,10 +598,8 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
           return xactLockOp(lock, `bench-xact-${c}-${i}`);
         },
       },
-      { kind: 'pgbench', id: `pgb-xact-C-${c}`, label: 'pgbench xact SQL, -C', clients: c, script: pgbenchXact(PGBENCH_XACT_CONNECT_BASE), connectPerTransaction: true, mintsOn: pgbenchResources(PGBENCH_XACT_CONNECT_BASE, c) },
       { kind: 'pgbench', id: `pgb-xact-${c}`, label: 'pgbench xact SQL', clients: c, script: pgbenchXact(PGBENCH_XACT_BASE), mintsOn: pgbenchResources(PGBENCH_XACT_BASE, c) },
-      { kind: 'loops', id: `raw-${c}`, label: 'node-postgres xact SQL, persistent connections', clients: c, makeOp: (i) => rawXactOp(rawClients[i]!, minters[i]!, `bench-raw-xact-${c}-${i}`) },
-      { kind: 'loops', id: `conn-${c}`, label: 'node-postgres connect + ensureSchema + close', clients: c, makeOp: () => connectOnlyOp(server) },
+      { kind: 'loops', id: `raw-${c}`, label: "node-postgres, lockcheck's xact round trips", clients: c, makeOp: (i) => rawXactOp(rawClients[i]!, minters[i]!, `bench-raw-xact-${c}-${i}`) },
     );
   }
   const r2 = await measureGroup(ctx, '[2]', xact);
@@ -629,6 +611,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   for (const c of CLIENT_COUNTS) {
     const fencedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `fenced-${c}-${i}`)));
     const plainClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `plain-${c}-${i}`)));
+    const namedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `plain-named-${c}-${i}`)));
     const plainResources = Array.from({ length: c }, (_, i) => `bench-plain-${c}-${i}`);
     await admin.query(
       "INSERT INTO lockcheck_store (resource, value, token, highest) SELECT r, 'v', 0, 0 FROM unnest($1::text[]) AS r ON CONFLICT (resource) DO NOTHING",
@@ -662,6 +645,17 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
           const client = plainClients[i]!;
           const resource = plainResources[i]!;
           return async () => (await client.query(PLAIN_UPDATE, ['v', resource])).rowCount === 1;
+        },
+      },
+      {
+        kind: 'loops',
+        id: `plain-named-${c}`,
+        label: 'plain UPDATE, named',
+        clients: c,
+        makeOp: (i) => {
+          const client = namedClients[i]!;
+          const resource = plainResources[i]!;
+          return async () => (await client.query(PLAIN_UPDATE_NAMED, ['v', resource])).rowCount === 1;
         },
       },
     );
@@ -767,35 +761,33 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out('### 2. Transaction lock: acquire + release (COMMIT) per second');
   out();
   out(
-    '`PostgresTransactionLock.acquire` takes an idle connection (keeping up to four; a new one only when none is idle), then BEGIN, pg_try_advisory_xact_lock, and MINT on the separate autocommit minter connection; `release` COMMITs and returns the connection. ' +
-      'The persistent-connection pgbench row is its fair baseline; the pgbench `-C` row shows what a connection per transaction would cost.',
+    '`PostgresTransactionLock.acquire` takes an idle connection (keeping up to four; a new one only when none is idle), then BEGIN and pg_try_advisory_xact_lock in one simple query, and MINT on the separate autocommit minting connection; `release` COMMITs and keeps the connection. ' +
+      'pgbench runs the same statements over persistent connections, one per client, minting inside the transaction (four round trips).',
   );
   out();
   header();
   out(rateRow(r2, 'lockcheck `PostgresTransactionLock` acquire + release (idle connections reused; 3 round trips: `BEGIN; SELECT pg_try_advisory_xact_lock(…)` as one simple query, MINT prepared on the minting connection, COMMIT)', 'lc'));
-  out(rateRow(r2, 'pgbench `-M prepared -C` (new connection per transaction): BEGIN; try xact lock; MINT; COMMIT', 'pgb-xact-C'));
   out(rateRow(r2, 'pgbench `-M prepared`, persistent connections: BEGIN; try xact lock; MINT; COMMIT', 'pgb-xact'));
-  out(rateRow(r2, '*diagnostic:* raw node-postgres, the same statements as lockcheck over persistent connections (MINT on a second, autocommit connection)', 'raw'));
-  out(rateRow(r2, '*diagnostic:* raw node-postgres connect + ensureSchema + close only (no lock)', 'conn'));
+  out(rateRow(r2, "*diagnostic:* raw node-postgres, lockcheck's three round trips (`BEGIN; SELECT pg_try_advisory_xact_lock(…)`, MINT named on a second, autocommit connection, COMMIT)", 'raw'));
   out();
   ratioHeader();
-  out(ratioRow(r2, 'lockcheck / pgbench -C (both connect per transaction)', 'lc', 'pgb-xact-C'));
   out(ratioRow(r2, 'lockcheck / pgbench persistent connections', 'lc', 'pgb-xact'));
-  out(ratioRow(r2, '*diagnostic:* lockcheck / raw node-postgres persistent (price of the connection per acquire)', 'lc', 'raw'));
-  out(ratioRow(r2, '*diagnostic:* lockcheck / connect + ensureSchema + close alone', 'lc', 'conn'));
-  out(ratioRow(r2, 'pgbench -C / pgbench persistent', 'pgb-xact-C', 'pgb-xact'));
+  out(ratioRow(r2, "*diagnostic:* lockcheck / raw node-postgres, the same round trips (price of lockcheck's own code)", 'lc', 'raw'));
+  out(ratioRow(r2, '*diagnostic:* raw node-postgres / pgbench persistent (the Node driver against libpq, three round trips against four)', 'raw', 'pgb-xact'));
   out();
-  out(`pgbench xact check: -C: ${mintCheck(r2, 'pgb-xact-C')}; persistent: ${mintCheck(r2, 'pgb-xact')}. pgbench mints inside the lock's transaction on the same connection (one connection per client); lockcheck mints on a separate autocommit connection (so that a rollback cannot reuse a token) and sends BEGIN and the try-lock together: three round trips to pgbench's four (one per statement).`);
+  out(`pgbench xact check: ${mintCheck(r2, 'pgb-xact')}. pgbench mints inside the lock's transaction on the same connection (one connection per client); lockcheck mints on a separate autocommit connection (so that a rollback cannot reuse a token) and sends BEGIN and the try-lock together: three round trips to pgbench's four (one per statement).`);
   out();
 
   out('### 3. Fenced write vs plain UPDATE per second');
   out();
   header();
   out(rateRow(r3, '`postgresFencedStore(client, "strict").write` (one conditional INSERT … ON CONFLICT UPDATE … WHERE token > highest, with the read-back of highest, a named prepared statement), increasing tokens', 'fenced'));
-  out(rateRow(r3, 'plain `UPDATE lockcheck_store SET value = $1 WHERE resource = $2` (same table)', 'plain'));
+  out(rateRow(r3, 'plain `UPDATE lockcheck_store SET value = $1 WHERE resource = $2` (same table), unnamed: the target\'s baseline', 'plain'));
+  out(rateRow(r3, '*diagnostic:* the same plain UPDATE, named (prepared, as the fenced write is)', 'plain-named'));
   out();
   ratioHeader();
-  out(ratioRow(r3, 'fenced / plain', 'fenced', 'plain'));
+  out(ratioRow(r3, 'fenced / plain (target: ≥ 0.80)', 'fenced', 'plain', within20));
+  out(ratioRow(r3, '*diagnostic:* fenced / plain named (both prepared: the price of the guard and the read-back alone)', 'fenced', 'plain-named'));
   out();
   out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every write carries a higher token). Node connection errors: ${connectionErrors}. Server CPU samples taken before the run's backends were reaped (settle timeouts): ${settleTimeouts}.`);
   out();
@@ -809,12 +801,12 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out(
     `- Target "session lock within 20 % of pgbench's prepared-statement rate on the same SQL": rate ratio 1 client ${fmtRatio(s1)}, 8 clients ${fmtRatio(s8)} (CPU-cost ratio ${fmtRatio(c1)}, ${fmtRatio(c8)}) — ` +
       `${s1 >= 0.8 && s8 >= 0.8 ? 'met' : `**not met${s1 < 0.8 && s8 < 0.8 ? '' : s1 < 0.8 ? ' with 1 client' : ' with 8 clients'}**`}. ` +
-      'Where the gap comes from, by the diagnostic rows: lockcheck vs raw node-postgres (same statements, same protocol) is lockcheck\'s own client code (what it adds per pair: a statement timer per query, a lease object, SHA-256 of the resource name on acquire and again on release; not profiled here); ' +
+      'Where the gap comes from, by the diagnostic rows: lockcheck vs raw node-postgres (same statements, same protocol) is lockcheck\'s own client code (what it adds per pair: input checks, a statement timer per query, a lease object; the advisory key is hashed once per name and remembered); ' +
       'raw node-postgres vs pgbench is the Node driver against libpq (client CPU µs/op) and unnamed statements (parsed and planned on every call: compare the server CPU µs/op of the unnamed and named rows with pgbench\'s).',
   );
   out(
-    `- Transaction lock: ${fmtRate(median(r2.get('lc-1')!.rates))} pairs/s with 1 client against ${fmtRate(median(r2.get('raw-1')!.rates))} for the same statements over a persistent connection: as implemented, every acquire pays a new connection (a backend fork, authentication, ensureSchema) and every release a disconnect, ` +
-      `about ${fmtRate(median(r2.get('conn-1')!.serverCpuPerOp))} µs of server CPU per connection on this machine (the connect-only row). pgbench -C pays the same connection price and lands at the same order of magnitude; without -C pgbench runs the same statements about ${ratio(r2, 'pgb-xact-1', 'pgb-xact-C-1').value.toFixed(0)}× faster (1 client).`,
+    `- Transaction lock: ${fmtRate(median(r2.get('lc-1')!.rates))} pairs/s with 1 client against ${fmtRate(median(r2.get('raw-1')!.rates))} for its round trips through raw node-postgres and ${fmtRate(median(r2.get('pgb-xact-1')!.rates))} for pgbench's four. ` +
+      'It cannot mint inside the lock\'s transaction (a rollback would hand the token out again), so the token costs a round trip on a second connection; BEGIN rides with the try-lock instead.',
   );
   out('- The session lock\'s acquire writes (it mints a durable token: an INSERT … ON CONFLICT UPDATE, a WAL record and a commit per acquire); the minimal pair writes nothing, so lockcheck / pgbench minimal also carries the price of the token.');
   out('- Each client uses its own resource and key, so no run measures contention; pgbench\'s minimal pair draws random keys (as the ARCHITECTURE.md baseline), disjoint per client.');

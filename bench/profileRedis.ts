@@ -4,7 +4,7 @@
  * functions with the most self time. Starts its own redis-server processes
  * and stops them.
  *
- *   npx tsx bench/profileRedis.ts [--seconds N] [--nodes 1|5]
+ *   npx tsx bench/profileRedis.ts [--seconds N] [--nodes 1|5] [--loops N]   (--loops 1: a sequential caller)
  */
 import { Session } from 'node:inspector/promises';
 import { Redis } from 'ioredis';
@@ -28,6 +28,7 @@ function arg(name: string, fallback: number): number {
 async function main(): Promise<void> {
   const seconds = arg('seconds', 3);
   const count = arg('nodes', 5);
+  const loops = arg('loops', 50);
   const servers: RedisServer[] = [];
   const clients: Redis[] = [];
   try {
@@ -43,14 +44,14 @@ async function main(): Promise<void> {
       }
       return n;
     };
-    await Promise.all(Array.from({ length: 50 }, (_, i) => loop(i, performance.now() + 500)));
+    await Promise.all(Array.from({ length: loops }, (_, i) => loop(i, performance.now() + 500)));
     const session = new Session();
     session.connect();
     await session.post('Profiler.enable');
     await session.post('Profiler.start');
     const cpu = process.cpuUsage();
     const until = performance.now() + seconds * 1000;
-    const ops = (await Promise.all(Array.from({ length: 50 }, (_, i) => loop(i, until)))).reduce((a, b) => a + b, 0);
+    const ops = (await Promise.all(Array.from({ length: loops }, (_, i) => loop(i, until)))).reduce((a, b) => a + b, 0);
     const used = process.cpuUsage(cpu);
     const { profile } = await session.post('Profiler.stop');
     session.disconnect();
@@ -63,7 +64,7 @@ async function main(): Promise<void> {
       const key = `${f.functionName || '(anonymous)'} ${where}`;
       self.set(key, (self.get(key) ?? 0) + (n.hitCount ?? 0));
     }
-    out(`### ${count} node(s), 50 concurrent: ${ops} pairs in ${seconds} s, client CPU ${((used.user + used.system) / ops).toFixed(1)} µs per pair`);
+    out(`### ${count} node(s), ${loops} concurrent: ${ops} pairs in ${seconds} s, client CPU ${((used.user + used.system) / ops).toFixed(1)} µs per pair`);
     out('');
     out('| self % | function |');
     out('|---:|---|');

@@ -12,8 +12,15 @@ export interface FaultInjectors {
   readonly clockStep?: (node: number, deltaMs: number) => Promise<void>;
   /** A node's or a client's clock runs fast or slow, from now on, by `driftPpm` parts per million. */
   readonly clockDrift?: (target: ClockTarget, driftPpm: number) => Promise<void>;
-  /** A node's process dies (losing what it did not persist), and later comes back. */
-  readonly crash?: { crash(node: number): Promise<void>; restart(node: number): Promise<void> };
+  /**
+   * A node's process dies (losing what it did not persist), and later comes
+   * back. On servers on their own clocks (spec 7.8) a restart takes real time
+   * (processes start, a leader is elected): `prepareRestart`, when given, does
+   * that work before true time catches up with real time, so that the
+   * restart's instant in the model follows it; `restart` then only lets the
+   * clients in again.
+   */
+  readonly crash?: { crash(node: number): Promise<void>; restart(node: number): Promise<void>; prepareRestart?(node: number): Promise<void> };
   /** The link between a client and a node is cut (calls fail at once), and later healed. */
   readonly partition?: { cut(client: number, node: number): Promise<void>; heal(client: number, node: number): Promise<void> };
   /** Replies to the requests this client sends before true time moves on take `ms` of true time (0: none). */

@@ -12,7 +12,7 @@ import type { Owner, World } from '../model/state.ts';
 import { initialWorld, sameOwner } from '../model/state.ts';
 import { canonicalKey } from '../model/canonical.ts';
 import type { Branch } from '../model/world.ts';
-import { step } from '../model/world.ts';
+import { enabled, step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { BackendInstance, BackendUnderTest } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
@@ -266,6 +266,9 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
 
   try {
     for (const generated of commands) {
+      // A restart's real work comes first, so that the catch-up covers it and the model restarts the node after it.
+      const crash = env.faults.crash;
+      if (generated.kind === 'restart' && crash?.prepareRestart !== undefined && worlds.every((w) => enabled(w, generated))) await crash.prepareRestart(generated.node);
       // Servers on their own clocks: true time first catches up with the real time the last steps took.
       const behind = Math.floor(env.realTimeAheadMs?.() ?? 0);
       for (const command of behind >= 1 ? [{ kind: 'advance', ms: behind } as const, generated] : [generated]) {

@@ -5,7 +5,7 @@ import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from '.
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
-import { Background, Round, type Tally, type Vote } from './round.ts';
+import { Background, Round, Turn, type Tally, type Vote } from './round.ts';
 
 /**
  * A ttl lease lock over N independent nodes: Redlock, and with one node the
@@ -84,6 +84,8 @@ export class LeaseLock {
   #pruneAt = PRUNE_MIN;
   /** Rounds still awaiting replies, also after they resolved (each bounded by its deadline). */
   readonly #background = new Background();
+  /** Rounds decided in one turn of the clock resolve together. */
+  readonly #turn: Turn;
 
   constructor(options: LeaseLockOptions) {
     if (options.nodes.length < 1 || options.nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${options.nodes.length}`);
@@ -91,6 +93,7 @@ export class LeaseLock {
     if (!(df >= 0 && df < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${df}`);
     this.#nodes = options.nodes;
     this.clock = options.clock;
+    this.#turn = new Turn(options.clock);
     this.driftFactor = df;
     const clockMargin = options.clockMarginMs ?? 2;
     if (!Number.isInteger(clockMargin) || clockMargin < 0 || clockMargin > 1000) throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, 1000], got ${clockMargin}`);
@@ -312,7 +315,7 @@ export class LeaseLock {
    * unhandled; `settled()` waits for them.
    */
   protected round<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>, isYes: (value: T) => boolean, decided: (tally: Tally) => boolean): Promise<Vote<T>[]> {
-    return new Round(this.#nodes, this.#requestTimeoutMs ?? ttlMs ?? 1000, this.clock, this.#background, call, isYes, decided).votes;
+    return new Round(this.#nodes, this.#requestTimeoutMs ?? ttlMs ?? 1000, this.clock, this.#background, this.#turn, call, isYes, decided).votes;
   }
 }
 

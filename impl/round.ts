@@ -36,6 +36,33 @@ export class Background {
   }
 }
 
+/**
+ * Decided rounds resolve one turn of the clock after their decision, so that
+ * replies arriving at the same moment are counted too. The rounds decided in
+ * one turn share one scheduled call: one timer per turn instead of one per
+ * round, and their callers' next commands are sent in the same tick, where
+ * a node can write them together (impl/redis/tickWrites.ts).
+ */
+export class Turn {
+  #due: Array<Round<unknown>> = [];
+  readonly #clock: MonotonicClock;
+
+  constructor(clock: MonotonicClock) {
+    this.#clock = clock;
+  }
+
+  /** Publishes `round` at the end of this turn (unless it ended before). */
+  defer(round: Round<unknown>): void {
+    if (this.#due.push(round) === 1) this.#clock.schedule(this.#clock.now(), this.#flush);
+  }
+
+  readonly #flush = (): void => {
+    const due = this.#due;
+    this.#due = [];
+    for (const round of due) round.publish();
+  };
+}
+
 const SILENT = { ok: false } as const;
 
 /**
@@ -51,13 +78,13 @@ export class Round<T> {
   #yes = 0;
   #failed = 0;
   #ended = false;
-  #cancelGrace: (() => void) | null = null;
+  #deferred = false;
   readonly #cancelDeadline: () => void;
   #resolve: ((votes: Vote<T>[]) => void) | null = null;
   readonly #isYes: (value: T) => boolean;
   readonly #decided: (tally: Tally) => boolean;
-  readonly #clock: MonotonicClock;
   readonly #background: Background;
+  readonly #turn: Turn;
 
   /** Resolves with the votes once the round is decided, every node answered, or the deadline passed. */
   readonly votes: Promise<Vote<T>[]>;
@@ -67,6 +94,7 @@ export class Round<T> {
     limitMs: number,
     clock: MonotonicClock,
     background: Background,
+    turn: Turn,
     call: (node: LeaseNode, index: number) => Promise<T>,
     isYes: (value: T) => boolean,
     decided: (tally: Tally) => boolean,
@@ -76,8 +104,8 @@ export class Round<T> {
     this.#pending = n;
     this.#isYes = isYes;
     this.#decided = decided;
-    this.#clock = clock;
     this.#background = background;
+    this.#turn = turn;
     this.votes = new Promise((resolve) => (this.#resolve = resolve));
     background.started();
     this.#cancelDeadline = clock.schedule(clock.now() + limitMs, () => this.#end());
@@ -112,20 +140,21 @@ export class Round<T> {
 
   #counted(): void {
     if (--this.#pending === 0) return this.#end();
-    if (this.#resolve === null || this.#cancelGrace !== null) return;
+    if (this.#resolve === null || this.#deferred) return;
     const yes = this.#yes;
     const failed = this.#failed;
     const pending = this.#pending;
     if (!this.#decided({ yes, no: this.#votes.length - pending - yes - failed, failed, pending })) return;
     // One turn of the clock, so that replies arriving at the same moment are counted too.
-    this.#cancelGrace = this.#clock.schedule(this.#clock.now(), () => this.#publish());
+    this.#deferred = true;
+    this.#turn.defer(this as Round<unknown>);
   }
 
-  #publish(): void {
+  /** Resolves the votes so far, once. */
+  publish(): void {
     const resolve = this.#resolve;
     if (resolve === null) return;
     this.#resolve = null;
-    this.#cancelGrace?.();
     resolve(this.#votes.slice());
   }
 
@@ -133,7 +162,7 @@ export class Round<T> {
     if (this.#ended) return;
     this.#ended = true;
     this.#cancelDeadline();
-    this.#publish();
+    this.publish();
     this.#background.ended();
   }
 }

@@ -24,7 +24,14 @@ export type Design =
    */
   | { readonly kind: 'redis-replicated'; readonly wait: boolean; readonly driftFactor: number; readonly clockMarginMs: number }
   /** Consensus lease lock (etcd): lease plus put-if-absent; token = the key's create revision. */
-  | ({ readonly kind: 'etcd-lease'; readonly driftFactor: number; readonly clockMarginMs: number; readonly driftRounding?: DriftRounding } & LeaseTerms);
+  | ({
+      readonly kind: 'etcd-lease';
+      readonly driftFactor: number;
+      readonly clockMarginMs: number;
+      readonly driftRounding?: DriftRounding;
+      /** What a new leader adds to every lease's ttl when it refreshes them (etcd's lessor.Promote(election timeout)); absent: 0. */
+      readonly leaderChangeExtendMs?: number;
+    } & LeaseTerms);
 
 /**
  * How the client of a ttl lease treats it, where an audited library's
@@ -111,10 +118,12 @@ export const designs = {
   }),
   pgSession: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-session', ...o }),
   pgXact: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-xact', ...o }),
-  etcdLease: (o: Partial<LeaseOptions> = {}): Design => ({
+  etcdLease: (o: Partial<LeaseOptions & { leaderChangeExtendMs: number }> = {}): Design => ({
     kind: 'etcd-lease',
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
+    // Left out when not given: the design (and its fingerprint) stays what it was.
+    ...(o.leaderChangeExtendMs === undefined ? {} : { leaderChangeExtendMs: o.leaderChangeExtendMs }),
   }),
 } as const;
 
@@ -155,6 +164,8 @@ export interface DesignRules<D extends Design = Design> {
   readonly replication: (d: D) => 'none' | 'async' | 'wait';
   /** At a restart that kept state: keys as they were (keep), or every lease refreshed to its full ttl (refresh: a new etcd leader). */
   readonly onRestart: 'keep' | 'refresh';
+  /** What a refresh at restart adds beyond each lease's ttl (etcd: the election timeout, lessor.Promote). */
+  readonly refreshExtendMs: (d: D) => number;
   /** True time a restarted node refuses to take part. */
   readonly restartDelayMs: (d: D) => number;
   /** Redlock's clock-drift allowance: driftFactor * ttl + clockMarginMs (0 for session locks). */
@@ -182,6 +193,7 @@ const redisRules = {
   onCrash: 'keep',
   replication: () => 'none' as const,
   onRestart: 'keep',
+  refreshExtendMs: () => 0,
   restartDelayMs: (d: { restartDelayMs: number }) => d.restartDelayMs,
   driftFactor: (d: { driftFactor: number }) => d.driftFactor,
   clockMarginMs: (d: { clockMarginMs: number }) => d.clockMarginMs,
@@ -200,6 +212,7 @@ const postgresRules = {
   onCrash: 'keep',
   replication: () => 'none' as const,
   onRestart: 'keep',
+  refreshExtendMs: () => 0,
   restartDelayMs: () => 0,
   driftFactor: () => 0,
   clockMarginMs: () => 0,
@@ -233,6 +246,7 @@ export const RULES: RulesByKind = {
     onCrash: 'drop-expired',
     replication: () => 'none' as const,
     onRestart: 'refresh',
+    refreshExtendMs: (d) => d.leaderChangeExtendMs ?? 0,
     restartDelayMs: () => 0,
     driftFactor: (d) => d.driftFactor,
     clockMarginMs: (d) => d.clockMarginMs,
@@ -279,6 +293,11 @@ export function expiresByWallClock(design: Design): boolean {
 
 export function restartDelayMs(design: Design): number {
   return rulesOf(design).restartDelayMs(design);
+}
+
+/** What a restart's lease refresh adds beyond each ttl (etcd's new leader: the election timeout). */
+export function refreshExtendMs(design: Design): number {
+  return rulesOf(design).refreshExtendMs(design);
 }
 
 export function driftFactor(design: Design): number {
@@ -337,6 +356,8 @@ export function validateDesign(design: Design): Design {
   if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) fail(`statementTimeoutMs must be a positive integer, got ${st}`);
   const rd = restartDelayMs(design);
   if (!Number.isInteger(rd) || rd < 0) fail(`restartDelayMs must be a non-negative integer, got ${rd}`);
+  const re = refreshExtendMs(design);
+  if (!Number.isInteger(re) || re < 0 || re > 60_000) fail(`leaderChangeExtendMs must be an integer in [0, 60000], got ${re}`);
   return design;
 }
 

@@ -293,3 +293,34 @@ describe('a partition from the PostgreSQL server (spec §3: one-sided, noticed l
     expect(commit.next.store).toEqual(x.store);
   });
 });
+
+describe('etcd-lease across a crash of the cluster (spec 3, 7.6.1, 7.7)', () => {
+  const design = designs.etcdLease({ leaderChangeExtendMs: 600 });
+  const at = (ms: number, expiryToleranceMs: number): World => {
+    const granted = step(initialWorld({ design, store: 'strict', clients: 2, expiryToleranceMs }), { kind: 'acquire', client: 0, resource: 'r', ttlMs: 1000 })[0]!.next;
+    return step(granted, { kind: 'advance', ms })[0]!.next;
+  };
+
+  it('a new leader refreshes the lease to its ttl plus the election timeout; LIVE-1 counts from the end of that grace', () => {
+    const down = step(at(500, 0), { kind: 'crash', node: 0 });
+    expect(down).toHaveLength(1);
+    const up = step(step(down[0]!.next, { kind: 'advance', ms: 300 })[0]!.next, { kind: 'restart', node: 0 })[0]!.next;
+    expect(up.nodes[0]!.keys['r']).toMatchObject({ expiresAtMs: 800 + 1000 + 600, liveSinceTrueMs: 800 + 600 });
+    // Held until ttl + grace (the instant itself races), free after; no LIVE-1 on the way.
+    const late = step(up, { kind: 'advance', ms: 1599 })[0]!;
+    expect(step(late.next, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 1000 }).map((b) => b.outcome.kind)).toEqual(['denied']);
+    expect(checkProperties(late.events, late.next).map((v) => v.property)).not.toContain('LIVE-1');
+    const free = step(late.next, { kind: 'advance', ms: 2 })[0]!.next;
+    expect(step(free, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 1000 }).map((b) => b.outcome.kind)).toEqual(['granted']);
+  });
+
+  it('a lease within the expiry tolerance at the crash was revoked or survives it: both branches; beyond it, dropped', () => {
+    const near = step(at(1100, 800), { kind: 'crash', node: 0 });
+    expect(near.map((b) => b.next.nodes[0]!.keys['r'] !== undefined)).toHaveLength(2);
+    expect(new Set(near.map((b) => b.next.nodes[0]!.keys['r'] !== undefined))).toEqual(new Set([false, true]));
+    const past = step(at(1900, 800), { kind: 'crash', node: 0 });
+    expect(past.map((b) => b.next.nodes[0]!.keys['r'] !== undefined)).toEqual([false]);
+    // Without a tolerance nothing is unsure: one branch.
+    expect(step(at(1100, 0), { kind: 'crash', node: 0 })).toHaveLength(1);
+  });
+});

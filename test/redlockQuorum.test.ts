@@ -5,6 +5,7 @@ import type { LeaseNode } from '../impl/leaseNode.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
 import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { VirtualTime } from '../conformance/sim/time.ts';
+import { ManualClock } from './impl/servers.ts';
 
 /**
  * Redlock resolves at the quorum (spec 7.3): a paused node costs an acquire,
@@ -113,5 +114,25 @@ describe('Redlock at the quorum (spec 7.3)', () => {
     w.network.heal(0, 1);
     w.network.cut(0, 2);
     expect(await w.run(w.lock.acquire('job', { ttlMs: 1000 }))).toMatchObject({ kind: 'granted', lease: { token: 8n } });
+  });
+
+  it('rounds decided in the same turn resolve together, from one scheduled call, each with its own votes', async () => {
+    const held = new Map<string, string>();
+    const memory = (i: number): LeaseNode => ({
+      acquire: (r, o) => (held.has(`${i}/${r}`) ? Promise.resolve(null) : (held.set(`${i}/${r}`, o), Promise.resolve(BigInt(i + 1)))),
+      release: (r, o) => Promise.resolve(held.get(`${i}/${r}`) === o && held.delete(`${i}/${r}`)),
+      extend: () => Promise.resolve(true),
+      raiseToken: () => Promise.resolve(),
+    });
+    // Node 4 never answers, so every round is decided at the quorum and waits one turn for simultaneous replies.
+    const silent: LeaseNode = { acquire: () => new Promise(() => {}), release: () => new Promise(() => {}), extend: () => new Promise(() => {}), raiseToken: () => new Promise(() => {}) };
+    const clock = new ManualClock();
+    const lock = new LeaseLock({ nodes: [0, 1, 2, 3].map(memory).concat(silent), clock, requestTimeoutMs: 50 });
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => lock.acquire(`r${i}`, { ttlMs: 1000 })));
+    // Every round counted the four replies of its turn: token 4, the highest, written back to nodes 0-2 (a second round each).
+    expect(results.map((r) => (r.kind === 'granted' ? r.lease.token : r.kind))).toEqual(Array.from({ length: 10 }, () => 4n));
+    // Ten acquire deadlines (50 ms) and one turn for their ten decisions; the same for the ten write-backs.
+    const ten = Array.from({ length: 10 }, () => 50);
+    expect(clock.delays).toEqual([...ten, 0, ...ten, 0]);
   });
 });

@@ -9,7 +9,7 @@ import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
 import type { ZookeeperNode } from '../impl/zookeeper/index.ts';
 import type { Command } from '../model/index.ts';
-import { alive, until } from './probes.ts';
+import { alive, inPace, until } from './probes.ts';
 
 /**
  * The ZooKeeper backend (spec 7.10) on one real 3-member ensemble for the
@@ -130,8 +130,11 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
 
     // A session nobody renews ends on the ensemble's own clock: its contender is deleted, and the lease, past its validity, is lost.
     const n = node();
-    const s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
-    if (s.kind !== 'granted') throw new Error('expected a grant');
+    // Four round trips must fit in 300 ms for a grant: a loaded machine may need a few attempts (bounded).
+    const bound = Date.now() + 20_000;
+    let s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
+    while (s.kind !== 'granted' && Date.now() < bound) s = await lockOn(n).acquire('expiring', { ttlMs: 300 });
+    if (s.kind !== 'granted') throw new Error(`expected a grant, got ${s.kind}`);
     expect(await until(async () => (await n.children('/t/lock/expiring')).length === 0, 10_000)).toBe(true);
     expect(s.lease.signal.aborted).toBe(true);
   });
@@ -211,7 +214,7 @@ describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', ()
 
   for (const store of ['unfenced', 'strict'] as const) {
     it(`zookeeper / ${store}: no conformance failure in ${RUNS} schedule(s) with pauses, partitions and delays`, async () => {
-      const result = await checkConformance(realZookeeperBackend(cell(), store), { runs: RUNS, seed: SEED, resources: 2, maxCommands: 12 });
+      const result = await checkConformance(realZookeeperBackend(cell(), store), { runs: RUNS, seed: SEED, resources: 2, maxCommands: 12, faults: ['advance', 'pause', 'partition', 'delay'] });
       expect(result.failure?.message ?? null).toBeNull();
       expect(result.stoppedEarly).toBeLessThan(RUNS);
     }, 300_000);
@@ -230,11 +233,11 @@ describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', ()
     { kind: 'read', client: 1, resource: r },
   ];
   it('a holder paused past its session: the stale write lands unfenced (STORE-1), the zxid fence rejects it', async () => {
-    const unfenced = await runLockstep(realZookeeperBackend(cell(), 'unfenced'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    const unfenced = await inPace(() => runLockstep(realZookeeperBackend(cell(), 'unfenced'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
     expect(unfenced.verdict.kind === 'pass' || unfenced.verdict.kind === 'property-violation').toBe(true);
     expect(unfenced.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('STORE-1');
     expect(unfenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'stale', token: expect.any(BigInt) as bigint });
-    const fenced = await runLockstep(realZookeeperBackend(cell(), 'strict'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    const fenced = await inPace(() => runLockstep(realZookeeperBackend(cell(), 'strict'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
     expect(fenced.verdict).toEqual({ kind: 'pass' });
     expect(fenced.findings).toEqual([]);
     expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });

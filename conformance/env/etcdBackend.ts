@@ -13,7 +13,8 @@ import { etcdFencedStore } from '../../impl/etcd/store.ts';
 import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
-import { VirtualTime } from '../sim/time.ts';
+import { TimingError, VirtualTime } from '../sim/time.ts';
+import { failsTheRun } from './runEnvironment.ts';
 import { EtcdCluster } from './etcdCluster.ts';
 
 /**
@@ -27,12 +28,15 @@ import { EtcdCluster } from './etcdCluster.ts';
  * is a fenced store in a separate one-member etcd: the model's store is
  * always up, whatever the lock service does.
  *
- * Crash-restart is not offered in lockstep: a whole-cluster restart takes
- * real time (an election) during which the model's time cannot move, and a
- * new leader refreshes every lease from the moment it is elected, later than
- * the model's instantaneous restart by more than the tolerance. A member's
- * kill and restart is exercised by the cluster's own tests and by the
- * stress runs.
+ * Crash-restart (spec 7.6.1): the model's crash of its one node is the
+ * cluster losing its quorum, the leader and a follower killed (kill -9; the
+ * follower left running alternates), so that no lessor runs while the node
+ * is down; the clients cannot reach it meanwhile. The restart brings both
+ * back on their WAL and waits (bounded) for a leader, whose promotion
+ * refreshes every lease to its ttl plus the election timeout, and for fresh
+ * client connections (a gRPC channel to a killed member backs off for about
+ * a second); all that before true time catches up (prepareRestart), so the
+ * model's refresh happens at the real one, within the pacing.
  */
 export interface EtcdCell {
   readonly lock: EtcdCluster;
@@ -53,8 +57,11 @@ export const ETCD_EXPIRY_TOLERANCE_MS = ETCD_PACING_TOLERANCE_MS + ETCD_REVOKE_S
 /** The lease's clock margin: etcd never expires a key early, so the margin need only cover the pacing. */
 export const ETCD_CLOCK_MARGIN_MS = ETCD_PACING_TOLERANCE_MS + 2;
 
-/** The design the etcd row is judged by: etcd-lease with the margin the pacing needs. */
-export const etcdDesign: Design = designs.etcdLease({ clockMarginMs: ETCD_CLOCK_MARGIN_MS });
+/** The lock cluster's raft election timeout, ms: etcd's minimum lease ttl is 1.5 of it rounded up to a second (1 s here). */
+export const ETCD_ELECTION_MS = 600;
+
+/** The design the etcd row is judged by: etcd-lease with the margin the pacing needs, and a new leader's lease refresh as etcd's. */
+export const etcdDesign: Design = designs.etcdLease({ clockMarginMs: ETCD_CLOCK_MARGIN_MS, leaderChangeExtendMs: ETCD_ELECTION_MS });
 
 const CALL_TIMEOUT_MS = 2_000;
 const READY_TIMEOUT_MS = 10_000;
@@ -65,7 +72,7 @@ const READY_TIMEOUT_MS = 10_000;
  * the store (1 member), data on /dev/shm.
  */
 export async function startEtcdCell(): Promise<EtcdCell> {
-  const lock = await EtcdCluster.start({ members: 3, electionMs: 600, parentDir: '/dev/shm' });
+  const lock = await EtcdCluster.start({ members: 3, electionMs: ETCD_ELECTION_MS, parentDir: '/dev/shm' });
   try {
     const store = await EtcdCluster.start({ members: 1, parentDir: '/dev/shm' });
     return { lock, store, stop: async () => void (await Promise.all([lock.stop(), store.stop()])) };
@@ -75,7 +82,7 @@ export async function startEtcdCell(): Promise<EtcdCell> {
   }
 }
 
-/** The faults the etcd row takes (advance, pause, partition, delay) are what its environment's injectors make. */
+/** The faults the etcd row takes (advance, pause, partition, delay, crash-restart) are what its environment's injectors make. */
 export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
   return {
     name: options.name ?? `etcd etcd-lease / ${store}`,
@@ -90,14 +97,17 @@ export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { r
 async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: number): Promise<BackendInstance> {
   // A fresh prefix is the reset: nothing of an earlier run is in the way, and its leases expire by themselves.
   const prefix = `run-${randomUUID()}/`;
-  const all: Etcd3[] = [];
+  const all = new Set<Etcd3>();
   const open = (hosts: string[]): Etcd3 => {
     const c = etcdClient({ hosts });
-    all.push(c);
+    all.add(c);
     return c;
   };
+  const lockCluster = cell.lock;
   const close = async (): Promise<void> => {
     for (const c of all) c.close();
+    // A run that ended with the cluster down leaves it whole for the next one.
+    await wholeAgain(lockCluster);
   };
   try {
     const up = [true];
@@ -106,34 +116,88 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
     const time = new VirtualTime({ settle: () => settle.network!.settled(), realTime: { toleranceMs: ETCD_PACING_TOLERANCE_MS } });
     const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up[0]! }));
     settle.network = network;
-    const admin = open(cell.lock.endpoints);
+    // The connections to the lock cluster, made again after a restart (a channel to a killed member backs off).
+    const connect = (): { readonly admin: Etcd3; readonly own: readonly Etcd3[]; readonly nodes: readonly EtcdNode[] } => {
+      const own = Array.from({ length: clients }, (_v, client) => open([lockCluster.endpoints[client % lockCluster.size]!]));
+      const nodes = own.map((c, client) => etcd3Node(c, { clock: clocks[client]!, requestTimeoutMs: CALL_TIMEOUT_MS }));
+      return { admin: open(lockCluster.endpoints), own, nodes };
+    };
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+    const clocks: MonotonicClock[] = Array.from({ length: clients }, (_v, client) => time.clockOf(() => clientClocks[client]!));
+    let lockLinks = connect();
     const lockClients: LockClient[] = Array.from({ length: clients }, (_v, client) => {
-      const clock: MonotonicClock = time.clockOf(() => clientClocks[client]!);
-      const own = open([cell.lock.endpoints[client % cell.lock.size]!]);
-      const node = through(network, client, 0, etcd3Node(own, { clock, requestTimeoutMs: CALL_TIMEOUT_MS }));
-      const storeNode = through(network, client, 'store', etcd3Node(open(cell.store.endpoints), { clock, requestTimeoutMs: CALL_TIMEOUT_MS }));
+      const clock = clocks[client]!;
+      const node = through(network, client, 0, () => lockLinks.nodes[client]!);
+      const storeNode = etcd3Node(open(cell.store.endpoints), { clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       const lock = new EtcdLock({ node, clock, driftFactor: driftFactor(etcdDesign), clockMarginMs: clockMarginMs(etcdDesign), prefix });
       return {
         acquire: (resource, o) => lock.acquire(resource, o),
         extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
         release: (lease) => lock.release(lease),
-        store: etcdFencedStore(storeNode, policy, { prefix }),
+        store: etcdFencedStore(through(network, client, 'store', () => storeNode), policy, { prefix }),
         clock,
       };
     });
     // Every connection answers before the run begins: the model's nodes are up from the start.
-    await Promise.all(all.map((c) => ready(c)));
+    await Promise.all([...all].map((c) => ready(c)));
+    // Crash-restart: which follower stays up alternates; a restart prepared is not prepared again.
+    let crashes = 0;
+    let killed: number[] = [];
+    const prepareRestart = async (): Promise<void> => {
+      if (killed.length === 0) return;
+      const electedAt = await failsTheRun('the restart', async () => {
+        // The leader is elected as soon as one of the two is back (with the member left running): watched meanwhile.
+        const restarting = Promise.all(killed.map((m) => lockCluster.restart(m)));
+        restarting.catch(() => undefined);
+        await lockCluster.leader(READY_TIMEOUT_MS);
+        const at = performance.now();
+        await restarting;
+        killed = [];
+        const stale = lockLinks;
+        lockLinks = connect();
+        for (const c of [stale.admin, ...stale.own]) closeClient(all, c);
+        await Promise.all([...all].map((c) => ready(c)));
+        return at;
+      });
+      // The new leader refreshed every lease when it was elected; the model restarts the node after all this: further
+      // apart than the expiry tolerance leaves beyond the pace, the run cannot be judged.
+      const skew = performance.now() - electedAt;
+      if (skew > ETCD_REVOKE_SLACK_MS) throw new TimingError(`the restart's connections were ready ${skew.toFixed(0)} ms after the election (more than ${ETCD_REVOKE_SLACK_MS} ms): the machine was too busy to keep pace`);
+    };
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // Only the network's faults: no clock of a member is the runner's (Go), no whole-cluster restart fits the
-      // model's instantaneous one, and an etcd lease lives with its ttl, not with a connection.
-      faults: network.faults(),
+      // The network's faults and crash-restart: no clock of a member is the runner's (Go), and an etcd lease lives
+      // with its ttl, not with a connection.
+      faults: {
+        ...network.faults(),
+        crash: {
+          crash: async () => {
+            await failsTheRun('the crash of the leader and a follower', async () => {
+              up[0] = false;
+              const leader = await lockCluster.leader(READY_TIMEOUT_MS);
+              const followers = Array.from({ length: lockCluster.size }, (_v, m) => m).filter((m) => m !== leader);
+              killed = [leader, followers[crashes++ % followers.length]!];
+              await Promise.all(killed.map((m) => lockCluster.kill(m)));
+            });
+            // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
+            // meanwhile) leaves the run unjudged, never judged wrong.
+            time.noteServerReply();
+            time.assertOnTime();
+          },
+          prepareRestart: () => prepareRestart(),
+          restart: async () => {
+            await prepareRestart();
+            up[0] = true;
+          },
+        },
+      },
       realTimeAheadMs: () => time.lagMs(),
       inspect: async (resource) => {
-        const r = await admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
+        // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
+        if (!up[0]) return [null];
+        const r = await lockLinks.admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
         time.noteServerReply();
         time.assertOnTime();
         return [r.kvs[0]?.value.toString('utf8') ?? null];
@@ -146,17 +210,32 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
   }
 }
 
-/** Every call of `node` through the simulated network, as client `client` to `endpoint`. */
-function through(network: SimNetwork, client: number, endpoint: Endpoint, node: EtcdNode): EtcdNode {
+/** Every call of the current `node` through the simulated network, as client `client` to `endpoint`. */
+function through(network: SimNetwork, client: number, endpoint: Endpoint, node: () => EtcdNode): EtcdNode {
   return {
-    grant: (t) => network.call(client, endpoint, () => node.grant(t)),
-    putIfAbsent: (k, v, l) => network.call(client, endpoint, () => node.putIfAbsent(k, v, l)),
-    keepAlive: (l) => network.call(client, endpoint, () => node.keepAlive(l)),
-    deleteIfOwned: (k, l, r) => network.call(client, endpoint, () => node.deleteIfOwned(k, l, r)),
-    revoke: (l) => network.call(client, endpoint, () => node.revoke(l)),
-    get: (k) => network.call(client, endpoint, () => node.get(k)),
-    fencedWrite: (k, h, t, v, p) => network.call(client, endpoint, () => node.fencedWrite(k, h, t, v, p)),
+    grant: (t) => network.call(client, endpoint, () => node().grant(t)),
+    putIfAbsent: (k, v, l) => network.call(client, endpoint, () => node().putIfAbsent(k, v, l)),
+    keepAlive: (l) => network.call(client, endpoint, () => node().keepAlive(l)),
+    deleteIfOwned: (k, l, r) => network.call(client, endpoint, () => node().deleteIfOwned(k, l, r)),
+    revoke: (l) => network.call(client, endpoint, () => node().revoke(l)),
+    get: (k) => network.call(client, endpoint, () => node().get(k)),
+    fencedWrite: (k, h, t, v, p) => network.call(client, endpoint, () => node().fencedWrite(k, h, t, v, p)),
   };
+}
+
+/** Closes a client and forgets it. */
+function closeClient(all: Set<Etcd3>, client: Etcd3): void {
+  client.close();
+  all.delete(client);
+}
+
+/** Every member running again and a leader agreed (bounded): a cell's runs share the cluster. */
+async function wholeAgain(cluster: EtcdCluster): Promise<void> {
+  if (cluster.stopped) return;
+  const down = Array.from({ length: cluster.size }, (_v, m) => m).filter((m) => !cluster.running(m));
+  if (down.length === 0) return;
+  await Promise.all(down.map((m) => cluster.restart(m)));
+  await cluster.leader(READY_TIMEOUT_MS);
 }
 
 /** Waits (bounded) until a client's connection answers a read. */

@@ -8,3 +8,13 @@ import { EnvironmentError } from './faketime.ts';
  * with the next run, which the backend gives a fresh environment.
  */
 export class RunEnvironmentError extends EnvironmentError {}
+
+/** `work`, any failure of which fails the run only (a restart that does not come back in its bound, say). */
+export async function failsTheRun<T>(what: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    if (e instanceof RunEnvironmentError) throw e;
+    throw new RunEnvironmentError(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}

@@ -68,7 +68,7 @@ export function unsupported(fault: NemesisFault, backend: StressBackend): string
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && pg) return `${fault}: advisory locks have no expiry, no server clock matters to ${backend}`;
   if ((fault === 'terminate-backend' || fault === 'terminate-holder') && !pg) return `${fault}: ${backend} has no PostgreSQL backend to terminate`;
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'etcd') return `${fault}: etcd is a Go program, libfaketime does not reach its clocks`;
-  if (fault === 'partition-members' && backend !== 'etcd') return `${fault}: only the etcd cluster has gates between its members`;
+  if (fault === 'partition-members' && backend !== 'etcd' && backend !== 'zookeeper') return `${fault}: only the etcd cluster and the ZooKeeper ensemble have gates between their members`;
   if ((fault === 'clock-step' || fault === 'clock-step-holder') && backend === 'zookeeper') return `${fault}: ZooKeeper expires sessions on its monotonic clock (System.nanoTime); no clock fault is offered on its members (spec 7.10)`;
   return null;
 }

@@ -147,7 +147,7 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
           : { kind: 'redis', nodes: nodeUrls, store: storeUrl, storePolicy };
       },
       partitionMembers: () => {
-        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
+        throw new Error('partitionMembers: only the etcd cluster and the ZooKeeper ensemble have gates between their members');
       },
       healMembers: () => undefined,
       stepClock: (node, deltaMs) => {
@@ -210,7 +210,7 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
           .otherwise((): ClientBackend => ({ kind: 'pg-session', url, storePolicy }));
       },
       partitionMembers: () => {
-        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
+        throw new Error('partitionMembers: only the etcd cluster and the ZooKeeper ensemble have gates between their members');
       },
       healMembers: () => undefined,
       stepClock: () => {
@@ -289,7 +289,7 @@ async function startReplicated(o: StartServersOptions): Promise<StressServers> {
       },
       nodesHolding: async (key, owner) => ((await primary().command(['GET', key], 500).catch(() => null)) === owner ? [0] : []),
       partitionMembers: () => {
-        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
+        throw new Error('partitionMembers: only the etcd cluster and the ZooKeeper ensemble have gates between their members');
       },
       healMembers: () => undefined,
       terminate: async () => undefined,
@@ -376,7 +376,7 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
 
 /** A 3-member ZooKeeper ensemble (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
 async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
-  const ensemble = await ZookeeperEnsemble.start({ members: 3, parentDir: '/dev/shm' });
+  const ensemble = await ZookeeperEnsemble.start({ members: 3, parentDir: '/dev/shm', peerGates: o.peerGates ?? false });
   try {
     const links: TcpProxy[][] = [];
     if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => ensemble.link(m))));
@@ -392,10 +392,8 @@ async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
         connectString: o.proxied ? links[client]!.map((p) => `${p.host}:${p.port}`).join(',') : ensemble.connectString,
         storePolicy,
       }),
-      partitionMembers: () => {
-        throw new Error('partitionMembers: only the etcd cluster has gates between its members');
-      },
-      healMembers: () => undefined,
+      partitionMembers: (side) => ensemble.partitionMembers(side),
+      healMembers: () => ensemble.healMembers(),
       stepClock: () => {
         throw new Error('stepClock: no clock fault is offered on ZooKeeper members');
       },

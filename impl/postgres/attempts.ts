@@ -15,8 +15,34 @@ export interface LockSettings {
   readonly base: string;
   /** Carries one round trip to the server (the options' link, or directly). */
   link<T>(roundTrip: () => Promise<T>): Promise<T>;
-  /** One statement's round trip, over the link and bounded by the statement timeout. */
+  /** One round trip (a connect, a goodbye), over the link and bounded by the statement timeout. */
   statement<T>(roundTrip: () => Promise<T>): Promise<T>;
+  /** One statement on `client`, over the link and bounded by the statement timeout: the hot path of every acquire and release. */
+  query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[]): Promise<pg.QueryResult>;
+}
+
+/** A statement as node-postgres takes it: text, or a named (prepared once per connection) one. */
+export type Statement = string | { readonly name: string; readonly text: string };
+
+type Callback = (error: Error | null, result: pg.QueryResult) => void;
+/** node-postgres's callback form, which also takes a named statement with its values (its types say text only). */
+type CallbackClient = { query(statement: Statement, values: readonly unknown[] | undefined, callback: Callback): void };
+
+/** Through the callback: the promise form adds a promise and a catch that rewrites the stack, on every statement. */
+function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => (client as unknown as CallbackClient).query(statement, values, (e, r) => (e ? reject(e) : resolve(r))));
+}
+
+/** A statement bounded by a timer of the clock, in one promise (no link: nothing between the client and the socket). */
+function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const cancel = clock.schedule(clock.now() + ms, () => reject(new TimeoutError('statement', ms)));
+    (client as unknown as CallbackClient).query(statement, values, (e, r) => {
+      cancel();
+      if (e) reject(e);
+      else resolve(r);
+    });
+  });
 }
 
 export function lockSettings(options: PostgresLockOptions): LockSettings {
@@ -24,8 +50,19 @@ export function lockSettings(options: PostgresLockOptions): LockSettings {
   const timeoutMs = options.statementTimeoutMs ?? 5000;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidInputError('invalid-config', 'statementTimeoutMs must be a positive integer');
   const base = checkToken(options.tokenBase ?? 0n).toString();
-  const link = options.link ?? (<T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip());
-  return { clock, timeoutMs, base, link, statement: (roundTrip) => withTimeout(clock, timeoutMs, 'statement', link(roundTrip)) };
+  const via = options.link;
+  const link = via ?? (<T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip());
+  return {
+    clock,
+    timeoutMs,
+    base,
+    link,
+    statement: (roundTrip) => withTimeout(clock, timeoutMs, 'statement', link(roundTrip)),
+    query:
+      via === undefined
+        ? (client, statement, values) => bounded(clock, timeoutMs, client, statement, values)
+        : (client, statement, values) => withTimeout(clock, timeoutMs, 'statement', via(() => send(client, statement, values))),
+  };
 }
 
 /**

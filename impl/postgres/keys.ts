@@ -17,3 +17,22 @@ export function advisoryKey(resource: string): bigint {
   checkResource(resource);
   return createHash('sha256').update(resource, 'utf8').digest().readBigInt64BE(0);
 }
+
+/** Keys of the names used lately, as the statements take them (decimal digits). */
+const recentKeys = new Map<string, string>();
+/** Bound on recentKeys: emptied when full, so a stream of distinct names costs a hash each, as without it. */
+const RECENT_KEYS = 1024;
+
+/**
+ * advisoryKey as the lock statements take it, remembered for the names used
+ * lately: the hash costs more client CPU than the rest of an acquire.
+ */
+export function advisoryKeyText(resource: string): string {
+  let key = recentKeys.get(resource);
+  if (key === undefined) {
+    key = advisoryKey(resource).toString();
+    if (recentKeys.size >= RECENT_KEYS) recentKeys.clear();
+    recentKeys.set(resource, key);
+  }
+  return key;
+}

@@ -6,7 +6,7 @@ import type { AcquireResult } from '../leaseLock.ts';
 import type { LockSettings } from './attempts.ts';
 import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
-import { advisoryKey } from './keys.ts';
+import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
 
 /**
@@ -52,6 +52,8 @@ export interface SessionAcquireOptions {
 /** The two statements of a grant and its release, prepared once per connection. */
 const LOCK_AND_MINT = { name: 'lockcheck_try_lock_and_mint', text: TRY_LOCK_AND_MINT } as const;
 const UNLOCK = { name: 'lockcheck_unlock', text: 'SELECT pg_advisory_unlock($1::bigint)' } as const;
+/** The lock once more, for a holder that takes it again. */
+const LOCK = { name: 'lockcheck_lock', text: 'SELECT pg_advisory_lock($1::bigint)' } as const;
 
 interface Held {
   readonly lease: LeaseHandle;
@@ -68,11 +70,6 @@ export class PostgresSessionLock {
   readonly #held = new Map<string, Held>();
   #attempt = 0;
   #closed = false;
-  /** Settles when the last statement sent on this lock's connection has. */
-  #inOrder: Promise<void> = Promise.resolve();
-  /** Statements sent and not yet settled: with none, the next goes out at once, not one promise turn later. */
-  #inFlight = 0;
-  readonly #settledOne = (): void => void this.#inFlight--;
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
@@ -84,7 +81,7 @@ export class PostgresSessionLock {
     return (this.#client as unknown as { processID?: number } | null)?.processID ?? null;
   }
 
-  async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
+  acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
     return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
   }
 
@@ -99,7 +96,7 @@ export class PostgresSessionLock {
     const client = this.#client;
     if (client === null) return;
     try {
-      await this.query(client, UNLOCK, [held.key]);
+      await this.#s.query(client, UNLOCK, [held.key]);
     } catch (e) {
       // The unlock may not have run: end the session, which frees every lock it held, and say so.
       if (this.#client === client) this.destroy(client);
@@ -115,25 +112,27 @@ export class PostgresSessionLock {
   }
 
   private async attempt(resource: string): Promise<AcquireResult> {
-    let client: pg.Client;
-    try {
-      client = await this.connection();
-    } catch (e) {
-      const refused = refusal(e);
-      if (refused !== null) throw refused;
-      // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
-      return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
+    let client = this.#client;
+    if (client === null) {
+      try {
+        client = await this.connection();
+      } catch (e) {
+        const refused = refusal(e);
+        if (refused !== null) throw refused;
+        // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
+        return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
+      }
     }
     const held = this.#held.get(resource);
-    const key = held?.key ?? advisoryKey(resource).toString();
+    const key = held?.key ?? advisoryKeyText(resource);
     try {
       if (held !== undefined) {
         // PostgreSQL stacks session locks: take it once more; the grant (and its token) stays the same.
-        await this.query(client, 'SELECT pg_advisory_lock($1::bigint)', [key]);
+        await this.#s.query(client, LOCK, [key]);
         held.count++;
         return { kind: 'granted', lease: held.lease };
       }
-      const r = await this.query(client, LOCK_AND_MINT, [key, resource, this.#s.base]);
+      const r = await this.#s.query(client, LOCK_AND_MINT, [key, resource, this.#s.base]);
       const row = r.rows[0] as { token: string } | undefined;
       if (row === undefined) return { kind: 'denied', reason: 'held' };
       const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#s.clock);
@@ -156,21 +155,6 @@ export class PostgresSessionLock {
     this.lost(client);
   }
 
-  /**
-   * One statement, bounded (its wait for earlier ones included); a named one
-   * is prepared once per connection. Statements of concurrent callers go out
-   * one after another: node-postgres queues them itself only until pg 9.
-   */
-  private query(client: pg.Client, statement: string | { readonly name: string; readonly text: string }, values: unknown[]): Promise<pg.QueryResult> {
-    const config = typeof statement === 'string' ? { text: statement, values } : { ...statement, values };
-    return this.#s.statement(() => {
-      const reply = this.#inFlight === 0 ? client.query(config) : this.#inOrder.then(() => client.query(config));
-      this.#inFlight++;
-      this.#inOrder = reply.then(this.#settledOne, this.#settledOne);
-      return reply;
-    });
-  }
-
   private connection(): Promise<pg.Client> {
     if (this.#closed) return Promise.reject(new Error('lock closed'));
     if (this.#client !== null) return Promise.resolve(this.#client);
@@ -181,6 +165,8 @@ export class PostgresSessionLock {
         statement_timeout: this.#s.timeoutMs,
         // No query_timeout: every statement is bounded by the lock's own timer already (one timer per query, not two).
         ...this.#options.connection,
+        // Statements of concurrent callers go out at once, in order, and their replies come back in that order (extended-protocol pipelining, a Sync each).
+        pipeline: true,
       });
       // Any failure of the connection ends the session and every lock on it.
       client.on('error', () => this.lost(client));

@@ -33,15 +33,16 @@ export type Queryable = Pick<pg.ClientBase, 'query'>;
 
 export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedStore {
   // Named: prepared once per connection, so the server does not parse and plan the upsert on every write (one name per policy: the texts differ).
-  const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy) };
+  // Rows as arrays: no object with named properties built per reply.
+  const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy), rowMode: 'array' } as const;
   return {
     async write(resource, token, value) {
       checkResource(resource);
       checkToken(token);
       if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
-      const r = await db.query<{ accepted: number; highest: string | null }>({ ...statement, values: [resource, value, token.toString()] });
-      const row = r.rows[0]!;
-      return row.accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(row.highest ?? '0') };
+      const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]);
+      const [accepted, highest] = r.rows[0]!;
+      return accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest ?? '0') };
     },
     async read(resource) {
       checkResource(resource);

@@ -7,7 +7,7 @@ import { LockNotAcquiredError } from '../using.ts';
 import type { LockSettings } from './attempts.ts';
 import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
-import { advisoryKey } from './keys.ts';
+import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import type { Queryable } from './store.ts';
@@ -26,6 +26,11 @@ import type { Queryable } from './store.ts';
  * a COMMIT that fails likewise drops the connection and release throws
  * UnavailableError: the changes may or may not have been committed.
  */
+/** The token's statement on the minting connection, prepared once per connection. */
+const MINT_STATEMENT = { name: 'lockcheck_mint', text: MINT } as const;
+/** The lock once more inside a transaction that holds it, or (withLock) waiting up to lock_timeout. */
+const XACT_LOCK = { name: 'lockcheck_xact_lock', text: 'SELECT pg_advisory_xact_lock($1::bigint)' } as const;
+
 interface Open {
   readonly lease: LeaseHandle;
   readonly client: pg.Client;
@@ -55,7 +60,7 @@ export class PostgresTransactionLock {
   }
 
   /** BEGIN, then take the lock without waiting and mint the token, in the same transaction. */
-  async acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
+  acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
     return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
   }
 
@@ -100,24 +105,24 @@ export class PostgresTransactionLock {
     checkResource(resource);
     if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'waitMs must be an integer in [0, 2^31-1]');
     const client = await this.take();
-    const key = advisoryKey(resource).toString();
+    const key = advisoryKeyText(resource);
     let lease: LeaseHandle | null = null;
     let clean = false;
     try {
-      await this.query(client, `BEGIN; SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
+      await this.#s.query(client, `BEGIN; SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
       try {
-        await this.query(client, 'SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+        await this.#s.query(client, XACT_LOCK, [key]);
       } catch (e) {
         if ((e as { code?: string }).code === '55P03') throw new LockNotAcquiredError(resource, 'held');
         throw e;
       }
       lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, await this.mint(resource), null, this.#s.clock);
       const result = await fn(client, lease);
-      await this.query(client, 'COMMIT');
+      await this.#s.query(client, 'COMMIT');
       clean = true;
       return result;
     } catch (e) {
-      clean = await this.query(client, 'ROLLBACK').then(
+      clean = await this.#s.query(client, 'ROLLBACK').then(
         () => true,
         () => false,
       );
@@ -129,12 +134,12 @@ export class PostgresTransactionLock {
   }
 
   private async attempt(resource: string): Promise<AcquireResult> {
-    const key = advisoryKey(resource).toString();
+    const key = advisoryKeyText(resource);
     const open = this.#open.get(resource);
     try {
       if (open !== undefined) {
         // Stacks inside the same transaction; released all at once at commit.
-        await this.query(open.client, 'SELECT pg_advisory_xact_lock($1::bigint)', [key]);
+        await this.#s.query(open.client, XACT_LOCK, [key]);
         open.count++;
         return { kind: 'granted', lease: open.lease };
       }
@@ -144,20 +149,22 @@ export class PostgresTransactionLock {
       if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
-    let client: pg.Client;
-    try {
-      client = await this.take();
-    } catch (e) {
-      const refused = refusal(e);
-      if (refused !== null) throw refused;
-      // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
-      return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
+    let client = this.idle();
+    if (client === undefined) {
+      try {
+        client = await this.connect();
+      } catch (e) {
+        const refused = refusal(e);
+        if (refused !== null) throw refused;
+        // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
+        return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
+      }
     }
     try {
       // BEGIN and the try-lock in one round trip: two statements in one simple query (the key is our own hash's digits, quoted).
-      const replies = (await this.query(client, `BEGIN; SELECT pg_try_advisory_xact_lock('${key}'::bigint) AS got`)) as unknown as pg.QueryResult[];
+      const replies = (await this.#s.query(client, `BEGIN; SELECT pg_try_advisory_xact_lock('${key}'::bigint) AS got`)) as unknown as pg.QueryResult[];
       if ((replies[1]?.rows[0] as { got?: boolean } | undefined)?.got !== true) {
-        await this.query(client, 'ROLLBACK');
+        await this.#s.query(client, 'ROLLBACK');
         await this.give(client);
         return { kind: 'denied', reason: 'held' };
       }
@@ -194,7 +201,7 @@ export class PostgresTransactionLock {
       this.#minter = null;
       throw e;
     });
-    const r = await this.#s.statement(() => minter.query({ name: 'lockcheck_mint', text: MINT, values: [resource, this.#s.base] }));
+    const r = await this.#s.query(minter, MINT_STATEMENT, [resource, this.#s.base]);
     return BigInt((r.rows[0] as { token: string }).token);
   }
 
@@ -204,7 +211,7 @@ export class PostgresTransactionLock {
     this.#open.delete(lease.resource);
     open.lease.lose('released');
     try {
-      await this.query(open.client, statement);
+      await this.#s.query(open.client, statement);
     } catch (e) {
       // Did the COMMIT land? Unknown: drop the connection (a transaction still open is aborted) and say so.
       this.drop(open.client);
@@ -215,8 +222,13 @@ export class PostgresTransactionLock {
 
   /** An idle connection, or a new one. */
   private async take(): Promise<pg.Client> {
+    return this.idle() ?? this.connect();
+  }
+
+  /** An idle connection still open, if any. */
+  private idle(): pg.Client | undefined {
     for (let c = this.#idle.pop(); c !== undefined; c = this.#idle.pop()) if (this.#connections.has(c)) return c;
-    return this.connect();
+    return undefined;
   }
 
   /** Back to the idle list (at most four kept), with no transaction open on it. */
@@ -224,10 +236,6 @@ export class PostgresTransactionLock {
     if (!this.#connections.has(client) || this.#idle.length >= 4) return this.disconnect(client);
     this.#idle.push(client);
     return Promise.resolve();
-  }
-
-  private query(client: pg.Client, text: string, values?: unknown[]): Promise<pg.QueryResult> {
-    return this.#s.statement(() => client.query(text, values));
   }
 
   private async connect(): Promise<pg.Client> {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { checkResource, checkToken } from '../../model/errors.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { withLockCommands } from './commands.ts';
+import { tickWrites } from './tickWrites.ts';
 import { counterKey, keysFor, lockKey } from './keys.ts';
 import { ConnectionConfigError, InvalidInputError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../errors.ts';
 
@@ -49,17 +50,21 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
   // The resource is checked once per acquire and release in the lock client, and once per call here (a LeaseNode is public too); the key built once.
   if (wanted === undefined) {
     const prefix = options.prefix;
+    const batch = tickWrites(redis);
     return {
       acquire: (resource, owner, ttlMs) => {
         checkResource(resource);
+        batch();
         return r.lockcheckAcquire(lockKey(resource, prefix), counterKey(resource, prefix), owner, ttlMs, base).then(toToken, refused(resource));
       },
       release: (resource, owner) => {
         checkResource(resource);
+        batch();
         return r.lockcheckRelease(lockKey(resource, prefix), owner).then(isOne);
       },
       extend: (resource, owner, ttlMs) => {
         checkResource(resource);
+        batch();
         return r.lockcheckExtend(lockKey(resource, prefix), owner, ttlMs).then(isOne);
       },
       raiseToken: async (resource, token) => {

@@ -8,13 +8,15 @@
 /**
  * KEYS: lock, counter. ARGV: owner, ttlMs, tokenBase. Returns the new token as a string, or nil when
  * held. A counter at 2^63-1 is refused before the lock is set (a script error does not undo writes).
+ * The counter is read once: that read decides the overflow and whether the counter starts at the base.
  */
 export const ACQUIRE = `
-if (redis.call('GET', KEYS[2]) or ARGV[3]) == '9223372036854775807' then
+local counter = redis.call('GET', KEYS[2])
+if (counter or ARGV[3]) == '9223372036854775807' then
   return redis.error_reply('TOKENOVERFLOW the token counter is at 2^63-1')
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[2], ARGV[3]) end
+  if not counter then redis.call('SET', KEYS[2], ARGV[3]) end
   redis.call('INCR', KEYS[2])
   return redis.call('GET', KEYS[2])
 end

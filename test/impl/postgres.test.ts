@@ -8,6 +8,7 @@ import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { LockNotAcquiredError } from '../../impl/using.ts';
 import { InvalidInputError } from '../../model/errors.ts';
+import { advisoryKeyText } from '../../impl/postgres/keys.ts';
 import { ManualClock, sharedPostgres } from './servers.ts';
 
 /**
@@ -230,6 +231,11 @@ describe('schema and keys', () => {
     expect(() => advisoryKey('')).toThrow(InvalidInputError);
   });
 
+  it('advisoryKeyText: the key as digits, the same for a name asked again, also past the bound of names remembered', () => {
+    for (let i = 0; i < 1100; i++) expect(advisoryKeyText(`k${i % 1030}`)).toBe(advisoryKey(`k${i % 1030}`).toString());
+    expect(() => advisoryKeyText('')).toThrow(InvalidInputError);
+  });
+
   it('ensureSchema makes the tables with their checks, twice is fine, a concurrent create is tolerated', async () => {
     await ensureSchema(admin);
     await expect(admin.query("INSERT INTO lockcheck_tokens VALUES ('neg', -1)")).rejects.toMatchObject({ code: '23514' });
@@ -242,6 +248,21 @@ describe('schema and keys', () => {
 });
 
 describe('PostgresSessionLock', () => {
+  it('a pair is two round trips; concurrent acquires on one lock (pipelined on its connection) are each answered', async () => {
+    let trips = 0;
+    const a = session({ link: (rt) => (trips++, rt()) });
+    granted(await a.acquire('warm'));
+    trips = 0;
+    const l = granted(await a.acquire('r'));
+    await a.release(l);
+    expect(trips).toBe(2);
+    // Four resources at once on one connection: each its own grant and first token.
+    const leases = await Promise.all(['p', 'q', 'p2', 'q2'].map((r) => a.acquire(r).then(granted)));
+    expect(leases.map((x) => x.token)).toEqual([1n, 1n, 1n, 1n]);
+    const other = session();
+    expect((await Promise.all([a.acquire('p'), other.acquire('p')])).map((x) => x.kind)).toEqual(['granted', 'denied']);
+  });
+
   it('grants mint base + 1, + 2 across clients; a held lock is denied; the owner names the backend', async () => {
     const a = session({ tokenBase: 2n ** 32n });
     const b = session({ tokenBase: 2n ** 32n });
@@ -401,6 +422,16 @@ describe('PostgresSessionLock', () => {
 });
 
 describe('PostgresTransactionLock', () => {
+  it('a pair is three round trips once connected: BEGIN with the try-lock, MINT, COMMIT', async () => {
+    let trips = 0;
+    const a = xact({ link: (rt) => (trips++, rt()) });
+    await a.release(granted(await a.acquire('warm')));
+    trips = 0;
+    const l = granted(await a.acquire('r'));
+    await a.release(l);
+    expect(trips).toBe(3);
+  });
+
   it('a lease is a transaction: its writes commit with release, vanish with rollback', async () => {
     const a = xact({ tokenBase: 99n });
     const b = xact();

@@ -173,6 +173,42 @@ describe('redisLeaseNode', () => {
     }
   });
 
+  it('commands sent in one tick while others await replies go out in one write, in the order they were made', async () => {
+    const node = redisLeaseNode(redis);
+    await redis.ping();
+    const stream = redis.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (chunks: unknown[], cb: unknown) => void };
+    const writes: number[] = [];
+    const write = stream._write.bind(stream);
+    const writev = stream._writev.bind(stream);
+    stream._write = (...a) => (writes.push(1), write(...a));
+    stream._writev = (chunks, cb) => (writes.push(chunks.length), writev(chunks, cb));
+    try {
+      // 20 acquires, then a release of the first behind them: on the server it runs after its acquire.
+      // The first goes out alone (nothing awaited a reply yet); the rest wait for the tick's end.
+      const acquired = Array.from({ length: 20 }, (_, i) => node.acquire(`t${i}`, `o${i}`, 60_000));
+      const released = node.release('t0', 'o0');
+      expect(await Promise.all(acquired)).toEqual(Array.from({ length: 20 }, () => 1n));
+      expect(await released).toBe(true);
+      expect(writes).toEqual([1, 20]);
+      // A command on an idle connection is written at once.
+      expect(await node.extend('t1', 'o1', 60_000)).toBe(true);
+      expect(writes).toEqual([1, 20, 1]);
+    } finally {
+      stream._write = write;
+      stream._writev = writev;
+    }
+    expect(await redis.exists('lockcheck:lock:t0')).toBe(0);
+  });
+
+  it('a connection that is not open yet is left to ioredis (its offline queue)', async () => {
+    const c = new Redis({ ...server(), lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, commandTimeout: 5_000 });
+    try {
+      expect(await redisLeaseNode(c).acquire('q', 'o', 60_000)).toBe(1n);
+    } finally {
+      c.disconnect();
+    }
+  });
+
   it('replicas: bad settings are refused (WAIT 0 would block forever)', () => {
     for (const replicas of [{ count: 0, timeoutMs: 10 }, { count: 1, timeoutMs: 0 }, { count: 1.5, timeoutMs: 10 }, { count: 1, timeoutMs: 2.5 }]) {
       expect(() => redisLeaseNode(redis, { replicas })).toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringMatching(/replicas needs an integer count >= 1/) }));
