@@ -1,6 +1,6 @@
 /**
  * The exploration's speed and reach, one command:
- *   npx tsx bench/explore.ts [--depth N] [--design KIND] [--fault CLASS] [--no-client-symmetry] [--no-node-symmetry] [--budget-s S] [--verdicts]
+ *   npx tsx bench/explore.ts [--depth N] [--design KIND] [--row LABEL] [--store POLICY] [--fault CLASS] [--no-client-symmetry] [--no-node-symmetry] [--budget-s S] [--verdicts]
  * With --verdicts, each cell is explored to the depth recorded in
  * test/fixtures/explore-verdicts.json and its verdict compared with the
  * recorded one (the exit code says whether all agree).
@@ -18,6 +18,8 @@ const { values } = parseArgs({
   options: {
     depth: { type: 'string', default: '6' },
     design: { type: 'string' },
+    row: { type: 'string' },
+    store: { type: 'string' },
     fault: { type: 'string' },
     'no-client-symmetry': { type: 'boolean', default: false },
     'no-node-symmetry': { type: 'boolean', default: false },
@@ -46,8 +48,8 @@ let bytes = 0;
 let collision = 0;
 const startCpu = cpuMs();
 const startWall = performance.now();
-for (const row of MATRIX_ROWS.filter((r) => values.design === undefined || r.design.kind === values.design)) {
-  for (const store of row.stores) {
+for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.design.kind === values.design) && (values.row === undefined || r.label === values.row))) {
+  for (const store of row.stores.filter((s) => values.store === undefined || s === values.store)) {
     for (const fault of FAULT_CLASSES.filter((f) => values.fault === undefined || f === values.fault)) {
       const t0 = cpuMs();
       const want = recorded.find((r) => r.row === row.label && r.store === store && r.fault === fault);

@@ -28,6 +28,9 @@ import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.t
 import type { ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { realZookeeperBackend, startZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
+import type { LibraryContract } from '../conformance/adapter.ts';
+import { contractDesign } from '../conformance/consequence.ts';
+import { ADVISORY_LOCK_CONTRACT, IOREDIS_LOCK_CONTRACT, REDIS_LOCK_CONTRACT, REDIS_SEMAPHORE_CONTRACT, REDIS_SEMAPHORE_REDLOCK_CONTRACT, REDLOCK4_CONTRACT, redlockContract } from '../conformance/adapters/contracts.ts';
 
 /**
  * The built-in backends the CLI runs, on servers it starts itself (and stops
@@ -35,6 +38,7 @@ import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
  */
 export interface BuiltIn {
   readonly name: string;
+  /** The model the row is judged, predicted and seeded by (a library row: the model of its library's contract). */
   readonly design: Design;
   readonly store: StorePolicy;
   /** An npm library audited through its adapter (conformance/adapters/): its deviations are the audit's findings. */
@@ -116,16 +120,23 @@ const REPLICATED_MATRIX_RUNS = 10;
 
 const RESTART_DELAY_MS = 61; // longer than the longest ttl the schedules use (60 ms)
 
-/** The library audits: rows of the matrix beside the built-in backends. */
+/**
+ * The library audits: rows of the matrix beside the built-in backends. A
+ * row's design is the model of its library's contract (contractDesign, the
+ * contract from conformance/adapters/contracts.ts, which its adapter
+ * declares too): the matrix predicts the row and seeds its runs from it, and
+ * checks that it is the design its adapter is judged by.
+ */
+const library = (design: Design, contract: LibraryContract): Design => contractDesign(design, contract, false);
 export const LIBRARY_AUDITS: readonly BuiltIn[] = [
-  { name: 'lib:redlock@5.0.0-beta.2', design: designs.redlock(), store: 'unfenced', library: 'redlock' },
-  { name: 'lib:@sesamecare-oss/redlock@1.4.0', design: designs.redlock(), store: 'unfenced', library: 'sesamecare-redlock' },
-  { name: 'lib:advisory-lock@2.0.0', design: designs.pgSession(), store: 'unfenced', library: 'advisory-lock' },
-  { name: 'lib:redis-semaphore@5.8.0/Mutex', design: designs.redisSingle(), store: 'unfenced', library: 'redis-semaphore-mutex' },
-  { name: 'lib:redis-semaphore@5.8.0/RedlockMutex', design: designs.redlock(), store: 'unfenced', library: 'redis-semaphore-redlock-mutex' },
-  { name: 'lib:redlock@4.2.0', design: designs.redlock(), store: 'unfenced', library: 'redlock4' },
-  { name: 'lib:@microfleet/ioredis-lock@6.0.1', design: designs.redisSingle(), store: 'unfenced', library: 'ioredis-lock' },
-  { name: 'lib:redis-lock@1.0.0', design: designs.redisSingle(), store: 'unfenced', library: 'redis-lock' },
+  { name: 'lib:redlock@5.0.0-beta.2', design: library(designs.redlock(), redlockContract(0.01)), store: 'unfenced', library: 'redlock' },
+  { name: 'lib:@sesamecare-oss/redlock@1.4.0', design: library(designs.redlock(), redlockContract(0.01)), store: 'unfenced', library: 'sesamecare-redlock' },
+  { name: 'lib:advisory-lock@2.0.0', design: library(designs.pgSession(), ADVISORY_LOCK_CONTRACT), store: 'unfenced', library: 'advisory-lock' },
+  { name: 'lib:redis-semaphore@5.8.0/Mutex', design: library(designs.redisSingle(), REDIS_SEMAPHORE_CONTRACT), store: 'unfenced', library: 'redis-semaphore-mutex' },
+  { name: 'lib:redis-semaphore@5.8.0/RedlockMutex', design: library(designs.redlock(), REDIS_SEMAPHORE_REDLOCK_CONTRACT), store: 'unfenced', library: 'redis-semaphore-redlock-mutex' },
+  { name: 'lib:redlock@4.2.0', design: library(designs.redlock(), REDLOCK4_CONTRACT), store: 'unfenced', library: 'redlock4' },
+  { name: 'lib:@microfleet/ioredis-lock@6.0.1', design: library(designs.redisSingle(), IOREDIS_LOCK_CONTRACT), store: 'unfenced', library: 'ioredis-lock' },
+  { name: 'lib:redis-lock@1.0.0', design: library(designs.redisSingle(), REDIS_LOCK_CONTRACT), store: 'unfenced', library: 'redis-lock' },
 ];
 
 export const BUILT_INS: readonly BuiltIn[] = [

@@ -12,7 +12,9 @@ import type { PropertyId } from '../model/properties.ts';
 import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import { derivedProperties } from '../model/matrix.ts';
 import { SEED_CELLS } from '../conformance/seedSchedules.ts';
+import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign } from '../model/design.ts';
+import { judgedDesign } from '../conformance/consequence.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibrary, notMeasurable } from './backends.ts';
@@ -138,7 +140,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
           const judged = (p: PropertyId): boolean => comparesTokens(backend) || !TOKEN_PROPERTIES.includes(p);
           const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
-          const predictedAll = predict(row, col);
+          const predictedAll = predict(predictionDesign(row, backend), row.store, col);
           const predicted = predictedAll.properties.filter(judged);
           const predictedDepth = predictedAll.depth;
           const first = measured[0];
@@ -228,23 +230,37 @@ async function auditCell(backend: BackendUnderTest, options: CheckOptions): Prom
 }
 
 /**
+ * The design a row's cell is predicted by: the row's; for a library audit
+ * the model of the library's declared contract, which must be the design its
+ * adapter is judged by (judgedDesign): a row predicted by another model than
+ * the one judging it would flag the contract's own consequences as
+ * "observed, not predicted".
+ */
+export function predictionDesign(row: BuiltIn, backend: BackendUnderTest): Design {
+  if (row.library === undefined) return row.design;
+  const judged = describeDesign(judgedDesign(backend));
+  if (judged !== describeDesign(row.design)) throw new Error(`${row.name}: its adapter is judged by ${judged}, the row is predicted by ${describeDesign(row.design)}: the row's design must be the model of the contract its adapter declares (cli/backends.ts, conformance/adapters/contracts.ts)`);
+  return row.design;
+}
+
+/**
  * What the model predicts for a cell: the properties its bounded exploration
- * breaks under the column's classes (the exploration recorded in
+ * of `design` breaks under the column's classes (the exploration recorded in
  * conformance/seedSchedules.ts, the same that seeds the runs), their derived
  * consequences, and the depth to which that holds (the least of the classes').
  */
-function predict(row: BuiltIn, col: MeasuredFaultClass): { readonly properties: PropertyId[]; readonly depth: number } {
-  const label = describeDesign(row.design);
+export function predict(design: Design, store: StorePolicy, col: MeasuredFaultClass): { readonly properties: PropertyId[]; readonly depth: number } {
+  const label = describeDesign(design);
   const found = new Set<PropertyId>();
   let depth = Number.POSITIVE_INFINITY;
   for (const faultClass of col.model) {
-    const cell = SEED_CELLS.find((c) => c.design === label && c.store === row.store && c.fault === faultClass);
+    const cell = SEED_CELLS.find((c) => c.design === label && c.store === store && c.fault === faultClass);
     // Every matrix row is recorded (test/seeds.test.ts); a missing one is a stale file, not a prediction of nothing.
-    if (cell === undefined) throw new Error(`no recorded exploration of ${label} / ${row.store} / ${faultClass}: run npm run seeds`);
+    if (cell === undefined) throw new Error(`no recorded exploration of ${label} / ${store} / ${faultClass}: run npm run seeds`);
     for (const f of cell.found) found.add(f.property);
     depth = Math.min(depth, cell.depth);
   }
-  for (const p of derivedProperties(found, row.store)) found.add(p);
+  for (const p of derivedProperties(found, store)) found.add(p);
   return { properties: PROPERTY_IDS.filter((p) => found.has(p)), depth };
 }
 

@@ -154,6 +154,13 @@ export interface LibraryContract {
    */
   readonly failedExtend?: FailedExtend;
   /**
+   * The library tells why an acquire was refused (default true): the lock is
+   * held, or too few nodes answered. A library that answers `false` either
+   * way declares false: its refusals are compared with the model's without
+   * their reason (the adapter reports 'held').
+   */
+  readonly denialReasons?: boolean;
+  /**
    * Fencing tokens: bigint (default, exact to 2^63-1), JS numbers (exact to
    * 2^53 only: token counters then start below it), or none (tokens are not
    * compared; the store must be unfenced).

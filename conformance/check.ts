@@ -8,7 +8,7 @@ import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
 import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor, withoutExtend } from './generate.ts';
 import type { ConsequenceKind } from './consequence.ts';
-import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
+import { judgedDesign, MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { seedSchedules } from './seeds.ts';
 import { offeredFaults, offersExtend } from './backendApi.ts';
@@ -142,7 +142,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   };
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false, extend });
   // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
-  const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(backend.design, backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)).map((commands) => (extend ? commands : commands.flatMap(withoutExtend))) : [];
+  const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(judgedDesign(backend), backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)).map((commands) => (extend ? commands : commands.flatMap(withoutExtend))) : [];
   const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities));
   const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
     run++;

@@ -3,7 +3,7 @@ import type { Command } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
 import type { Outcome } from '../model/outcome.ts';
 import type { PropertyId } from '../model/properties.ts';
-import type { BackendUnderTest } from './adapter.ts';
+import type { BackendUnderTest, LibraryContract } from './adapter.ts';
 
 /**
  * Every deviation from the model, classified by what it costs a user who
@@ -84,13 +84,23 @@ export function findingConsequence(property: PropertyId): Consequence {
  * refused extension does (model/design.ts, LeaseTerms).
  */
 export function judgedDesign(backend: BackendUnderTest): Design {
-  const c = backend.contract ?? {};
-  const m = c.driftMargin;
-  const terms = { ...(c.deadline === 'none' ? { clientDeadline: 'none' as const } : {}), ...(c.failedExtend !== undefined ? { failedExtend: c.failedExtend } : {}) };
-  return match(backend.design)
+  return contractDesign(backend.design, backend.contract, backend.capabilities.reentrant);
+}
+
+/**
+ * A design with a library's contract applied: the model of what the library
+ * promises. The matrix predicts a library row, and seeds its runs, from
+ * this model (conformance/writeSeeds.ts explores it), never from the bare
+ * design.
+ */
+export function contractDesign(design: Design, contract: LibraryContract | undefined, reentrant: boolean): Design {
+  if (contract === undefined) return design;
+  const m = contract.driftMargin;
+  const terms = { ...(contract.deadline === 'none' ? { clientDeadline: 'none' as const } : {}), ...(contract.failedExtend !== undefined ? { failedExtend: contract.failedExtend } : {}) };
+  return match(design)
     .with({ kind: P.union('redis-single', 'redlock', 'etcd-lease') }, (d): Design => ({ ...d, ...(m === undefined ? {} : { driftFactor: m.factor, clockMarginMs: m.fixedMs, driftRounding: m.rounding }), ...terms }))
     // Session locks stack in PostgreSQL; a library that opens a session per call declares reentrant: false.
-    .with({ kind: 'pg-session' }, (d): Design => (backend.capabilities.reentrant === false && backend.contract !== undefined ? { ...d, reentrant: false } : d))
+    .with({ kind: 'pg-session' }, (d): Design => (reentrant ? d : { ...d, reentrant: false }))
     .otherwise((d) => d);
 }
 

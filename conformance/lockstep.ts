@@ -627,9 +627,12 @@ class TokenRenaming {
 function comparison(backend: BackendUnderTest): (o: Outcome) => Outcome {
   const tokens = comparesTokens(backend);
   const deadlines = backend.contract?.deadline !== 'none';
+  const reasons = backend.contract?.denialReasons !== false;
   return (o) => {
     const t = tokens ? o : withoutTokens(o);
-    return deadlines ? t : withoutDeadline(t);
+    const d = deadlines ? t : withoutDeadline(t);
+    // A library that does not say why it refused (declared): a refusal is a refusal.
+    return reasons || d.kind !== 'denied' ? d : { kind: 'denied', reason: 'held' };
   };
 }
 

@@ -45,7 +45,8 @@ import { VirtualTime } from './sim/time.ts';
  * own also crash-restart of the server. A library
  * whose connections have no 'error' listener would die of an uncaught
  * exception when the server ends its session: the kit catches that, warns,
- * and counts the client as dead (its leases' signals fire, connection-lost).
+ * and counts the client as dead (the signals of the leases it held fire,
+ * connection-lost); what it does after that is a restarted process's.
  */
 export interface PostgresLibraryAdapter {
   readonly name: string;
@@ -69,6 +70,8 @@ export interface PostgresClientParts {
 
 export interface PostgresServerChoice {
   readonly pg?: string;
+  /** A server the caller already runs or reaches (the CLI's): used as it is, neither started nor stopped here. */
+  readonly target?: PostgresTarget;
 }
 
 /** Bound on every real wait: a library's connections may have no timeout at all. */
@@ -78,7 +81,7 @@ export function postgresLibraryBackend(adapter: PostgresLibraryAdapter, choice: 
   let own: Promise<PostgresServer> | null = null;
   let target: Promise<PostgresTarget> | null = null;
   const server = (): Promise<PostgresTarget> =>
-    (target ??= choice.pg !== undefined ? connectPostgres(choice.pg) : (own = PostgresServer.start({ parentDir: '/dev/shm' })).then(targetOf));
+    (target ??= choice.target !== undefined ? Promise.resolve(choice.target) : choice.pg !== undefined ? connectPostgres(choice.pg) : (own = PostgresServer.start({ parentDir: '/dev/shm' })).then(targetOf));
   return {
     name: adapter.name,
     design: designs.pgSession(),
@@ -145,8 +148,17 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
   const deaths: string[] = [];
   /** The application_name of a client's library sessions. */
   const nameOf = (client: number): string => `${applicationName}-c${client}`;
+  let up = true;
+  const owned = server.process;
   const close = async (): Promise<void> => {
     try {
+      // A run that stopped between a crash and its restart: the server comes back, for the clean-up and the next run.
+      if (!up && owned !== undefined) {
+        await owned.restart();
+        up = true;
+        await connections[0]?.end().catch(() => undefined);
+        if (connections[0] !== undefined) connections[0] = await open();
+      }
       // The run is over: every link is whole again, so the library's clean-up reaches the server.
       for (const p of proxies) p.setMode({ kind: 'pass' });
       for (const hook of closeHooks.splice(0).reverse()) await hook();
@@ -167,7 +179,6 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
     connections.push(await open());
     await ensureSchema(connections[0]!);
     if (server.process !== undefined) await connections[0]!.query('TRUNCATE lockcheck_store');
-    let up = true;
     const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
     const network: SimNetwork = new SimNetwork(time, () => ({ reachable: () => up }));
     const clocks: Clock[] = Array.from({ length: clients }, () => clockAt());
@@ -194,7 +205,8 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
           const r = await onClock(() => calls.acquire(resource, options));
           if (r.kind !== 'granted') return r;
           // The process would have died (see guardUnheardErrors): user code holding its leases does not go on.
-          const lease = dyingWith(r.lease, () => crashed[client]!.signal);
+          const died = crashed[client]!.signal;
+          const lease = dyingWith(r.lease, () => died);
           leases.set(lease, r.lease);
           return { ...r, lease };
         },
@@ -206,6 +218,8 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       guard.watch(nameOf(client), (error) => {
         deaths.push(`client ${client}'s library connection emitted 'error' with no listener (${error}): in a real process that is an uncaught exception, and the process dies`);
         crashed[client]!.abort();
+        // What the client does next is a new process's (the model's client goes on after its session ended): its leases live.
+        crashed[client] = new AbortController();
       });
     }
     const admin = (): pg.Client => connections[0]!;
@@ -224,7 +238,6 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
     /** Cut clients: since when (true time), and their sessions' pids at the cut (null once keepalive ended them). */
     const cut = new Map<number, { readonly sinceMs: number; pids: number[] | null }>();
     let settledMs = 0;
-    const owned = server.process;
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: async (t) => {
@@ -339,7 +352,7 @@ function dyingWith(lease: Lease, died: () => AbortSignal): Lease {
  * uncaught exception. In the runner's process it would end the run, so the
  * kit takes it over: for the clients of a run (by their sessions'
  * application_name, unique per run) the error is swallowed and reported,
- * and the client counts as dead from then on (its leases' signals fire).
+ * and the signals of the leases the client held fire.
  * A run's library connections may still report their end after the run
  * closed (their sockets close later): those are swallowed too, so the
  * patch on pg.Client stays once installed; it touches no other client.

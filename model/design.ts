@@ -177,8 +177,8 @@ export interface DesignRules<D extends Design = Design> {
    * bounds the wait instead (a lease's reply after its ttl is `timed-out`).
    */
   readonly replyTimeoutMs: (d: D) => number | null;
-  /** What a reply later than replyTimeoutMs ends: the client's whole session (session locks) or only the attempt's own transaction. */
-  readonly lateReplyEnds: 'session' | 'transaction' | null;
+  /** What a reply later than replyTimeoutMs (or a failed statement) ends: the client's whole session (session locks), or only the attempt's own connection (a transaction lock's; a library's session per call). */
+  readonly lateReplyEnds: (d: D) => 'session' | 'transaction' | null;
 }
 
 type RulesByKind = { readonly [K in DesignKind]: DesignRules<Extract<Design, { kind: K }>> };
@@ -198,7 +198,7 @@ const redisRules = {
   driftFactor: (d: { driftFactor: number }) => d.driftFactor,
   clockMarginMs: (d: { clockMarginMs: number }) => d.clockMarginMs,
   replyTimeoutMs: () => null,
-  lateReplyEnds: null,
+  lateReplyEnds: () => null,
 } as const;
 
 const postgresRules = {
@@ -231,9 +231,10 @@ export const RULES: RulesByKind = {
     replication: (d) => (d.wait ? 'wait' : 'async'),
     restartDelayMs: () => 0,
   },
-  'pg-session': { ...postgresRules, stacking: 'per-release', lateReplyEnds: 'session' },
+  // A library that opens a session per call (reentrant: false) loses only that call's own session, as a transaction lock its connection.
+  'pg-session': { ...postgresRules, stacking: 'per-release', lateReplyEnds: (d) => (d.reentrant === false ? 'transaction' : 'session') },
   // Each lock has its own transaction's connection: a late reply drops that one only.
-  'pg-xact': { ...postgresRules, stacking: 'until-commit', writes: 'at-commit', lateReplyEnds: 'transaction' },
+  'pg-xact': { ...postgresRules, stacking: 'until-commit', writes: 'at-commit', lateReplyEnds: () => 'transaction' },
   'etcd-lease': {
     nodes: () => 1,
     lifetime: 'ttl',
@@ -250,7 +251,7 @@ export const RULES: RulesByKind = {
     driftFactor: (d) => d.driftFactor,
     clockMarginMs: (d) => d.clockMarginMs,
     replyTimeoutMs: () => null,
-    lateReplyEnds: null,
+    lateReplyEnds: () => null,
   },
 };
 
@@ -312,6 +313,11 @@ export function clockMarginMs(design: Design): number {
   return rulesOf(design).clockMarginMs(design);
 }
 
+/** What a statement's failure or late reply ends: the client's whole session, only the attempt's own connection (a transaction, a session per call), or nothing (ttl designs). */
+export function lateReplyEnds(design: Design): 'session' | 'transaction' | null {
+  return rulesOf(design).lateReplyEnds(design);
+}
+
 /** Whether the design's node has a replica, and whether its scripts wait for it (WAIT 1). */
 export function replication(design: Design): 'none' | 'async' | 'wait' {
   return rulesOf(design).replication(design);
@@ -362,17 +368,27 @@ export function storeFits(design: Design, policy: StorePolicy): boolean {
 
 /** A short human label, e.g. "redlock(5 nodes, aof-always, delayed restart 20ms)". */
 export function describeDesign(design: Design): string {
-  const margin = clockMarginMs(design) === DEFAULT_CLOCK_MARGIN_MS ? '' : `, clock margin ${clockMarginMs(design)}ms`;
+  // A library's lease terms (spec 7.11) are part of the label: the model of a contract is another design than lockcheck's client.
+  const margin = `${clockMarginMs(design) === DEFAULT_CLOCK_MARGIN_MS ? '' : `, clock margin ${clockMarginMs(design)}ms`}${termsLabel(design)}`;
   return match(design)
     .with({ kind: 'redis-single' }, (d) => `redis-single(${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
     .with({ kind: 'redlock' }, (d) => `redlock(${d.nodes} nodes, ${d.persistence}${d.restartDelayMs ? `, delayed restart ${d.restartDelayMs}ms` : ''}${margin})`)
     .with({ kind: 'redis-replicated' }, (d) => `redis-replicated(${d.wait ? 'WAIT 1' : 'async'}${margin})`)
-    .with({ kind: 'pg-session' }, (d) => `pg-session${statementTimeout(d)}`)
-    .with({ kind: 'pg-xact' }, (d) => `pg-xact${statementTimeout(d)}`)
+    .with({ kind: 'pg-session' }, (d) => `pg-session${statementTimeout(d, d.reentrant === false ? ['not reentrant'] : [])}`)
+    .with({ kind: 'pg-xact' }, (d) => `pg-xact${statementTimeout(d, [])}`)
     .with({ kind: 'etcd-lease' }, () => `etcd-lease${margin ? `(${margin.slice(2)})` : ''}`)
     .exhaustive();
 }
 
-function statementTimeout(d: { statementTimeoutMs?: number }): string {
-  return d.statementTimeoutMs === undefined || d.statementTimeoutMs === DEFAULT_STATEMENT_TIMEOUT_MS ? '' : `(statement timeout ${d.statementTimeoutMs}ms)`;
+/** ", no client deadline, failed extend drops lease, deletes keys, drift rounded": what a contract changes, or ''. */
+function termsLabel(design: Design): string {
+  const terms = leaseTerms(design);
+  const rounding = 'driftRounding' in design && design.driftRounding === 'round' ? ', drift rounded' : '';
+  const extend = terms.failedExtend === undefined ? '' : `, failed extend ${terms.failedExtend.lease === 'kept' ? 'keeps' : 'drops'} lease, ${terms.failedExtend.keys === 'kept' ? 'keeps' : 'deletes'} keys`;
+  return `${terms.clientDeadline === 'none' ? ', no client deadline' : ''}${extend}${rounding}`;
+}
+
+function statementTimeout(d: { statementTimeoutMs?: number }, more: readonly string[]): string {
+  const parts = [...(d.statementTimeoutMs === undefined || d.statementTimeoutMs === DEFAULT_STATEMENT_TIMEOUT_MS ? [] : [`statement timeout ${d.statementTimeoutMs}ms`]), ...more];
+  return parts.length ? `(${parts.join(', ')})` : '';
 }

@@ -8,7 +8,7 @@ import type { Outcome } from './outcome.ts';
 import type { PropertyId, Violation } from './properties.ts';
 import { checkProperties } from './properties.ts';
 import type { World } from './state.ts';
-import { enabled, step, stepValid } from './world.ts';
+import { enabled, step, stepOrbits } from './world.ts';
 
 /**
  * Bounded exhaustive exploration: every schedule of the alphabet's commands up
@@ -162,6 +162,8 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   const maxStates = options.maxStates ?? Number.POSITIVE_INFINITY;
   const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
   const fpOptions = fingerprintOptionsFor(initial, alphabet, options);
+  // The nodes the fingerprint permutes are the ones the step branches over by orbit (stepOrbits).
+  const fixedNodes = fpOptions.fixedNodes ?? 1;
   const fp: Fingerprint = { hi: 0, lo: 0 };
   const seen = new FingerprintSet();
   const links = new Links();
@@ -185,7 +187,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
     let world = initial;
     return path.map(([ci, bi]) => {
       const command = alphabet[ci]!;
-      const branch = step(world, command)[bi]!;
+      const branch = stepOrbits(world, command, fixedNodes)[bi]!;
       world = branch.next;
       return { command, outcome: branch.outcome, violations: checkProperties(branch.events, branch.next) };
     });
@@ -200,9 +202,12 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
       for (let c = 0; c < alphabet.length; c++) {
         const command = alphabet[c]!;
         if (!enabled(world, command)) continue;
-        // Input is checked the first time a command is stepped; it depends only on the configuration.
-        const branches = checked[c] === 1 ? stepValid(world, command) : step(world, command);
-        checked[c] = 1;
+        // Input is checked the first time a command is stepped (step throws on bad input); it depends only on the configuration.
+        if (checked[c] === 0) {
+          step(world, command);
+          checked[c] = 1;
+        }
+        const branches = stepOrbits(world, command, fixedNodes);
         for (let b = 0; b < branches.length; b++) {
           const branch = branches[b]!;
           if (b > 0xff) throw new RangeError('a step has at most 256 branches');

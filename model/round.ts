@@ -54,16 +54,31 @@ export interface Decision {
  * moment are read too (the client waits one turn of its clock for them).
  */
 export function roundEnds(arrivals: readonly Arrival[], deadlineMs: number, earliestMs: number, decision?: Decision): readonly RoundEnd[] {
-  const at = arrivals.map((a) => (typeof a === 'number' ? Math.max(a, earliestMs) : a));
+  // Loops, not map/filter/Set: this runs for every acquire branch of an exploration.
+  const n = arrivals.length;
+  const at: Arrival[] = new Array(n);
+  let failed = 0;
+  for (let i = 0; i < n; i++) {
+    const a = arrivals[i]!;
+    at[i] = typeof a === 'number' ? Math.max(a, earliestMs) : a;
+    if (a === 'failed') failed++;
+  }
   if (decision !== undefined) {
-    const failed = at.filter((a) => a === 'failed').length;
-    const times = [...new Set([earliestMs, ...at.filter((a): a is number => typeof a === 'number')])].sort((a, b) => a - b);
-    for (const t of times) {
-      if (t >= deadlineMs) break;
-      const counted = at.map((a) => typeof a === 'number' && a <= t);
-      const read = counted.filter(Boolean).length;
-      const yes = counted.filter((c, i) => c && decision.yes[i]).length;
-      if (decision.decided({ yes, no: read - yes, failed, pending: at.length - read - failed })) return [{ endMs: t, counted }];
+    // The moments the client reads replies, in order: its first read, then each distinct arrival (none is before earliestMs).
+    for (let t = earliestMs; t < deadlineMs; ) {
+      let read = 0;
+      let yes = 0;
+      let next = Number.POSITIVE_INFINITY;
+      for (let i = 0; i < n; i++) {
+        const a = at[i]!;
+        if (typeof a !== 'number') continue;
+        if (a <= t) {
+          read++;
+          if (decision.yes[i]) yes++;
+        } else if (a < next) next = a;
+      }
+      if (decision.decided({ yes, no: read - yes, failed, pending: n - read - failed })) return [{ endMs: t, counted: at.map((a) => typeof a === 'number' && a <= t) }];
+      t = next;
     }
   }
   let last = earliestMs;
@@ -71,7 +86,7 @@ export function roundEnds(arrivals: readonly Arrival[], deadlineMs: number, earl
   if (last < deadlineMs) return [{ endMs: last, counted: at.map((a) => typeof a === 'number') }];
   const endMs = Math.max(deadlineMs, earliestMs);
   const before = at.map((a) => typeof a === 'number' && a < deadlineMs);
-  if (!at.some((a) => a === deadlineMs)) return [{ endMs, counted: before }];
+  if (!at.includes(deadlineMs)) return [{ endMs, counted: before }];
   return [
     { endMs, counted: before },
     { endMs, counted: at.map((a, i) => before[i]! || a === deadlineMs) },

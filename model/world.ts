@@ -1,7 +1,7 @@
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM, read, setDrift, step as stepClock, trueTimeOf } from './clock.ts';
 import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
-import { driftMarginMs, hasTtl, isReentrant, isSessionBound, leaseTerms, persists, quorum, refreshExtendMs, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
+import { driftMarginMs, hasTtl, isReentrant, isSessionBound, lateReplyEnds, leaseTerms, persists, quorum, refreshExtendMs, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
 import type { Design } from './design.ts';
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
@@ -273,9 +273,111 @@ function single(outcome: Outcome, next: World, events: readonly WorldEvent[] = [
 }
 
 /**
+ * The exploration's node orbits (stepOrbits): nodes from this index on that
+ * are equal in every respect are interchangeable, so fanOut branches over
+ * how many of them answer each way, not which ones. Null (the default, and
+ * always outside stepOrbits): every combination, as a runner matching a real
+ * server's answers needs.
+ */
+let orbitsFrom: number | null = null;
+
+/**
+ * stepValid for the exploration, with `fixedNodes` leading nodes kept in
+ * place and the rest interchangeable (the fingerprint's node symmetry): where
+ * m equal nodes may each see a key alive or gone, it yields the m + 1
+ * branches "the first k see it alive" instead of all 2^m. Each dropped
+ * branch is a renaming of the nodes of a kept one, in a state that renaming
+ * leaves as it is, so it has the same futures up to that renaming (spec 8.4,
+ * "Orbit branching").
+ */
+export function stepOrbits(world: World, command: Command, fixedNodes: number): readonly Branch[] {
+  orbitsFrom = fixedNodes;
+  try {
+    return stepValid(world, command);
+  } finally {
+    orbitsFrom = null;
+  }
+}
+
+function sameClock(a: NodeState['wall'], b: NodeState['wall']): boolean {
+  return a === b || (a.anchorTrueMs === b.anchorTrueMs && a.readingMs === b.readingMs && a.driftPpm === b.driftPpm);
+}
+
+function sameRecord<V>(a: Readonly<Record<string, V>>, b: Readonly<Record<string, V>>, same: (x: V, y: V) => boolean): boolean {
+  if (a === b) return true;
+  let n = 0;
+  for (const k in a) {
+    const y = b[k];
+    if (y === undefined || !same(a[k]!, y)) return false;
+    n++;
+  }
+  for (const _k in b) n--;
+  return n === 0;
+}
+
+function sameKey(a: NodeState['keys'][string], b: NodeState['keys'][string]): boolean {
+  return (
+    a === b ||
+    (sameOwner(a.owner, b.owner) && a.expiresAtMs === b.expiresAtMs && a.ttlMs === b.ttlMs && a.count === b.count && a.liveSinceTrueMs === b.liveSinceTrueMs)
+  );
+}
+
+function sameCounter(a: bigint, b: bigint): boolean {
+  return a === b;
+}
+
+/** Whether two nodes are equal in every field (a step or a property may read any). */
+function sameNode(a: NodeState, b: NodeState): boolean {
+  if (a === b) return true;
+  return (
+    a.up === b.up &&
+    a.availableFromTrueMs === b.availableFromTrueMs &&
+    a.delay === b.delay &&
+    sameClock(a.wall, b.wall) &&
+    sameClock(a.mono, b.mono) &&
+    sameRecord(a.keys, b.keys, sameKey) &&
+    sameRecord(a.counters, b.counters, sameCounter) &&
+    (a.replica === b.replica ||
+      (a.replica !== undefined && b.replica !== undefined && sameRecord(a.replica.keys, b.replica.keys, sameKey) && sameRecord(a.replica.counters, b.replica.counters, sameCounter)))
+  );
+}
+
+/** The clients cut off from node `i`, as a string to compare. */
+function cutFrom(world: World, i: number): string {
+  return world.partitions
+    .filter((l) => l.endsWith(`:${i}`))
+    .map((l) => l.slice(0, l.indexOf(':')))
+    .join();
+}
+
+/**
+ * Per node, the first node of its orbit: an interchangeable node (index at
+ * least `from`) equal to it with the same links to every client; itself if
+ * none. Renaming two such nodes leaves the world as it is, provided no
+ * client has a round in flight (its arrivals and votes name nodes).
+ */
+function orbitsOf(world: World, from: number): number[] {
+  const nodes = world.nodes;
+  const first = nodes.map((_n, i) => i);
+  if (world.clients.some((c) => c.inFlight?.kind === 'acquire' || c.inFlight?.kind === 'extend')) return first;
+  for (let i = from + 1; i < nodes.length; i++) {
+    for (let j = from; j < i; j++) {
+      if (first[j] === j && sameNode(nodes[i]!, nodes[j]!) && (world.partitions.length === 0 || cutFrom(world, i) === cutFrom(world, j))) {
+        first[i] = j;
+        break;
+      }
+    }
+  }
+  return first;
+}
+
+/**
  * Runs one per-node script on every node the client can reach, branching
  * where a node may see a key as alive or gone. Unreachable nodes answer
- * nothing and stay as they are.
+ * nothing and stay as they are. Within stepOrbits, equal interchangeable
+ * nodes answer in order: a combination is kept only if along each orbit the
+ * answers' indices never go down (the first of each set of renamings, in
+ * the order the branches come).
  */
 function fanOut<V>(
   world: World,
@@ -294,15 +396,30 @@ function fanOut<V>(
     combinations *= mine.length;
   }
   const out: Array<{ readonly nodes: readonly NodeState[]; readonly votes: ReadonlyArray<V | null> }> = [];
-  for (let k = 0; k < combinations; k++) {
+  const orbit = orbitsFrom === null || combinations === 1 ? null : orbitsOf(world, orbitsFrom);
+  const choice: number[] = new Array(nodes.length);
+  combination: for (let k = 0; k < combinations; k++) {
     // The earliest node varies slowest, as the branches were ordered before.
-    const picked: NodeState[] = new Array(nodes.length);
-    const votes: Array<V | null> = new Array(nodes.length);
     let rest = k;
     for (let index = nodes.length - 1; index >= 0; index--) {
-      const mine = answers[index]!;
-      const a = mine[rest % mine.length]!;
-      rest = Math.floor(rest / mine.length);
+      const n = answers[index]!.length;
+      choice[index] = rest % n;
+      rest = Math.floor(rest / n);
+    }
+    if (orbit !== null) {
+      for (let index = 0; index < nodes.length; index++) {
+        const o = orbit[index]!;
+        if (o === index) continue;
+        // The orbit's previous member: the nearest earlier node with the same first node.
+        let prev = index - 1;
+        while (orbit[prev] !== o) prev--;
+        if (choice[index]! < choice[prev]!) continue combination;
+      }
+    }
+    const picked: NodeState[] = new Array(nodes.length);
+    const votes: Array<V | null> = new Array(nodes.length);
+    for (let index = 0; index < nodes.length; index++) {
+      const a = answers[index]![choice[index]!]!;
       picked[index] = a.node;
       votes[index] = a.vote;
     }
@@ -434,7 +551,8 @@ function acquire(world: World, client: number, resource: string, ttlMs: number |
  * a higher one.
  */
 function acquireLease(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): readonly Branch[] {
-  return sendAcquire(world, client, resource, ttlMs, latencyMs, 0, 0).flatMap(({ sent, flight, untouched }) => finishAcquire(sent, client, flight, world.nowMs, untouched));
+  // The untouched give-up is one world whichever nodes said what: it is judged with the first combination only.
+  return sendAcquire(world, client, resource, ttlMs, latencyMs, 0, 0).flatMap(({ sent, flight, untouched }, i) => finishAcquire(sent, client, flight, world.nowMs, i === 0 ? untouched : null));
 }
 
 /** The first round of an attempt goes out: each node that receives it sets the key if absent and mints a counter value. */
@@ -546,7 +664,7 @@ function acquireSession(world: World, client: number, resource: string, latencyM
     // The statement fails on the open connection, so the client ends its session (7.4, "Unknown outcomes"): its
     // leases go with it; the close cannot cross the cut link, and the server keeps the locks until heal or keepalive.
     // A cut link fails at once, as with ttl designs (4.2): no reply to wait for, so latencyMs does not apply.
-    const closed = rulesOf(world.config.design).lateReplyEnds === 'session' ? withClient(world, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : world;
+    const closed = lateReplyEnds(world.config.design) === 'session' ? withClient(world, client, (c) => ({ ...c, sessionLost: false, leases: {} })) : world;
     return single({ kind: 'denied', reason: 'no-quorum' }, closed);
   }
   // The client's statement timeout, on its own clock: a later reply is an unknown outcome.
@@ -592,7 +710,7 @@ function statementDeadlineMs(world: World, client: number): number {
  */
 function lateAcquire(world: World, later: World, client: number, resource: string): Branch[] {
   const timedOut = { kind: 'timed-out' } as const;
-  if (rulesOf(world.config.design).lateReplyEnds !== 'session') return [{ outcome: timedOut, next: later, events: [] }];
+  if (lateReplyEnds(world.config.design) !== 'session') return [{ outcome: timedOut, next: later, events: [] }];
   const ended = dropSessions(later, [client]);
   const server = later.nodes[0]!;
   const free = server.keys[resource] === undefined;
@@ -703,7 +821,7 @@ function statementMissed(world: World, op: Operation): NonNullable<Extract<InFli
   const statement = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && rulesOf(design).writes === 'at-commit');
   // A release or write with no lease sends nothing.
   if (!isSessionBound(design) || !statement || (op.kind !== 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined)) return null;
-  const session = rulesOf(design).lateReplyEnds === 'session';
+  const session = lateReplyEnds(design) === 'session';
   // On a cut link the statement failed at once and the client has closed its session already (unheard).
   const ends = !isReachable(world, op.client, 0)
     ? 'nothing'
@@ -770,7 +888,7 @@ function releaseSession(world: World, client: number, resource: string, lease: L
     // "Unknown outcomes"). The close cannot cross the cut link either: the server keeps the lock until it
     // notices (keepalive, at an advance) or the close arrives (at heal); a transaction's buffered writes are lost.
     // pg-session: the session goes, with every lease on it; pg-xact: the lease's own transaction.
-    const gone = (c: ClientState): ClientState => (rulesOf(design).lateReplyEnds === 'session' ? { ...c, sessionLost: false, leases: {} } : withLease(c, resource, null));
+    const gone = (c: ClientState): ClientState => (lateReplyEnds(design) === 'session' ? { ...c, sessionLost: false, leases: {} } : withLease(c, resource, null));
     return single({ kind: 'timed-out' }, withClient(world, client, gone));
   }
   const s = statementTiming(world, client, latencyMs);
@@ -779,7 +897,7 @@ function releaseSession(world: World, client: number, resource: string, lease: L
   // No reply in time: the client drops its connection (7.4). pg-session: the session goes, with every lock and lease on it.
   // pg-xact: the COMMIT ran if it arrived (a black hole's may not have: either), and the transaction is over either way.
   const late: Branch[] =
-    rulesOf(design).lateReplyEnds === 'session'
+    lateReplyEnds(design) === 'session'
       ? [{ outcome: { kind: 'timed-out' }, next: dropSessions({ ...world, nowMs: s.endMs }, [client]), events: [] }]
       : [
           ...answered.map((b) => ({ ...b, outcome: { kind: 'timed-out' } as const })),

@@ -19,6 +19,10 @@ import { redisLockBackend } from '../conformance/adapters/redisLock.ts';
 import type { Command, Outcome } from '../model/index.ts';
 import { driftMarginMs } from '../model/index.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
+import { describeDesign } from '../model/design.ts';
+import type { LibraryId } from '../cli/backends.ts';
+import { LIBRARY_AUDITS } from '../cli/backends.ts';
+import { predictionDesign } from '../cli/matrix.ts';
 
 /**
  * Adapters for lock libraries from npm (conformance/adapters/), each checked
@@ -230,7 +234,8 @@ describe('advisory-lock@2.0.0 against the pg-session model', () => {
     const b = advisoryLockBackend(target());
     expect(b.capabilities.reentrant).toBe(false);
     expect(judgedDesign(b)).toEqual({ kind: 'pg-session', reentrant: false });
-    const r = await checkConformance(b, { runs: RUNS, seed: SEED });
+    // The faults that leave its sessions alone (those that end one: test/kit.test.ts and the matrix row).
+    const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ['advance', 'pause', 'delay', 'clock-drift'] });
     expect(r.failure?.message ?? null).toBeNull();
     expect(r.runs).toBe(RUNS);
   }, 300_000);
@@ -238,7 +243,7 @@ describe('advisory-lock@2.0.0 against the pg-session model', () => {
   it("the model of PostgreSQL's own session lock stacks a holder's acquire: declared reentrant, the library's refusal is a LIVE-1 deviation (liveness)", async () => {
     const declared = advisoryLockBackend(target());
     const b = { ...declared, capabilities: { ...declared.capabilities, reentrant: true } };
-    const r = await checkConformance(b, { runs: RUNS, seed: SEED });
+    const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ['advance', 'pause', 'delay', 'clock-drift'] });
     const { verdict } = conformanceFailure(r);
     expect(r.failure!.properties).toEqual(['LIVE-1']);
     expect(verdict.consequence.kind).toBe('liveness');
@@ -255,6 +260,26 @@ describe('advisory-lock@2.0.0 against the pg-session model', () => {
     expect(child.code).toBe(1);
     expect(child.stderr).toContain('terminating connection due to administrator command');
   }, 60_000);
+});
+
+describe("the matrix's lib: rows", () => {
+  const adapters: Record<LibraryId, () => BackendUnderTest> = {
+    redlock: () => redlockBackend(cluster!),
+    'sesamecare-redlock': () => sesamecareRedlockBackend(cluster!),
+    redlock4: () => redlock4Backend(cluster!),
+    'advisory-lock': () => advisoryLockBackend(target()),
+    'redis-semaphore-mutex': () => redisSemaphoreMutexBackend(cluster!),
+    'redis-semaphore-redlock-mutex': () => redisSemaphoreRedlockMutexBackend(cluster!),
+    'ioredis-lock': () => ioredisLockBackend(cluster!),
+    'redis-lock': () => redisLockBackend({ cluster: cluster! }),
+  };
+  it.each(LIBRARY_AUDITS.map((row) => [row.name, row] as const))('%s is predicted and seeded by the model of the contract its adapter declares, never by the bare design', (_name, row) => {
+    const backend = adapters[row.library!]();
+    expect(describeDesign(row.design)).toBe(describeDesign(judgedDesign(backend)));
+    expect(predictionDesign(row, backend)).toEqual(row.design);
+    // The row's prediction taken from lockcheck's own client instead (the design the adapter names): refused.
+    expect(() => predictionDesign({ ...row, design: backend.design }, backend)).toThrow(/judged by .* predicted by/);
+  });
 });
 
 /** Runs a TypeScript file in a child node (tsx), killed after `timeoutMs`. */

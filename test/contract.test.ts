@@ -35,9 +35,11 @@ interface Behaviour {
   readonly timeoutMs: number | null;
   /** What its tokens go through: exact, none (0), JS numbers, or 32-bit floats (a library losing precision). */
   readonly tokens: 'bigint' | 'none' | 'number' | 'float32';
+  /** It says why it refused (held, no quorum), or answers 'held' either way. */
+  readonly denialReasons: boolean;
 }
 
-const LOCKCHECK_LIKE: Behaviour = { deadline: 'known', margin: { factor: 0.01, fixedMs: 2 }, failedExtend: { lease: 'kept', keys: 'kept' }, refresh: 'given', timeoutMs: null, tokens: 'bigint' };
+const LOCKCHECK_LIKE: Behaviour = { deadline: 'known', margin: { factor: 0.01, fixedMs: 2 }, failedExtend: { lease: 'kept', keys: 'kept' }, refresh: 'given', timeoutMs: null, tokens: 'bigint', denialReasons: true };
 
 /** A lock library over the simulated nodes, written as small npm libraries are: one round per call, no write-back. */
 function tinyLibrary(parts: LockParts, b: Behaviour): Pick<LockClient, 'acquire' | 'extend' | 'release'> {
@@ -77,6 +79,7 @@ function tinyLibrary(parts: LockParts, b: Behaviour): Pick<LockClient, 'acquire'
       }
       await deleteEverywhere(resource, owner);
       const answered = votes.filter((a) => a !== null).length;
+      if (!b.denialReasons) return { kind: 'denied', reason: 'held' };
       return { kind: 'denied', reason: granted.length >= quorum ? 'validity-exhausted' : answered < quorum ? 'no-quorum' : 'held' };
     },
     async extend(lease, askedMs): Promise<ExtendResult> {
@@ -173,6 +176,20 @@ describe('library contracts: each promise is declarable and judged', () => {
     expect((await runLockstep(audited(design, {}, { clientTimeout: false }, 'no timeout'), slow, { clients: 1, tokenBase: 0n })).verdict.kind).toBe('pass');
     const deviating = await runLockstep(audited(design, { timeoutMs: 1 }, { clientTimeout: false }, 'a timeout after all'), slow, { clients: 1, tokenBase: 0n });
     expect(reported(deviating)).toBe(true);
+  });
+
+  it("no reason for a refusal: a grant refused for want of a quorum is compared as a refusal, not as 'the same refusal, for another reason'", async () => {
+    const design = designs.redlock({ nodes: 3 });
+    const schedule: Command[] = [
+      { kind: 'partition', client: 0, node: 1 },
+      { kind: 'partition', client: 0, node: 2 },
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 40 },
+    ];
+    const declared = await runLockstep(audited(design, { denialReasons: false }, { denialReasons: false }, 'no reasons'), schedule, { clients: 1, tokenBase: 0n });
+    expect(declared.verdict.kind).toBe('pass');
+    expect(declared.deviations).toBeUndefined();
+    // Undeclared, its 'held' where the model has 'no-quorum' is reported (the safe direction).
+    expect(reported(await runLockstep(audited(design, { denialReasons: false }, {}, 'no reasons, undeclared'), schedule, { clients: 1, tokenBase: 0n }))).toBe(true);
   });
 
   it('refresh re-arms a fixed ttl: extend is judged by the ttl the lease was acquired with', async () => {

@@ -198,4 +198,11 @@ describe('the adapter kit for a PostgreSQL lock library', () => {
     // advisory-lock@2.0.0's pg.Client has no 'error' listener: the server's goodbye would kill the process (not heard through a cut link).
     if (fault[0]!.kind !== 'partition') expect((r.warnings ?? []).join('\n')).toMatch(/emitted 'error' with no listener/);
   }, 120_000);
+
+  it("a client whose process would have died goes on as a new one, as the model's client does: a lease it gets later is alive", async () => {
+    const schedule: Command[] = [{ kind: 'acquire', client: 0, resource: 'r' }, { kind: 'kill-connection', client: 0 }, { kind: 'acquire', client: 0, resource: 'r' }, { kind: 'write', client: 0, resource: 'r', value: 'after' }];
+    const r = await runLockstep(advisory, schedule, { clients: 1, tokenBase: 0n });
+    expect(r.verdict, JSON.stringify(r.verdict, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}` : v))).toEqual({ kind: 'pass' });
+    expect(r.steps.at(-1)!.actual.kind).toBe('accepted');
+  }, 60_000);
 });

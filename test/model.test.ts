@@ -129,6 +129,20 @@ describe('a PostgreSQL reply later than the statement timeout (spec 7.4: unknown
     expect(run(late[1]!.next, { kind: 'acquire', client: 1, resource: 'r' }).outcome).toMatchObject({ token: 2n });
   });
 
+  it("a session per call (a library's non-reentrant session lock): a late or failed statement ends only its own session, never the client's other locks", () => {
+    const perCall: Design = { kind: 'pg-session', reentrant: false, statementTimeoutMs: 100 };
+    let w = initialWorld({ design: perCall, store: 'unfenced', clients: 2 });
+    w = run(w, { kind: 'acquire', client: 0, resource: 'other' }).next;
+    for (const b of step(w, { kind: 'acquire', client: 0, resource: 'r', latencyMs: 101 })) {
+      expect(b.outcome).toEqual({ kind: 'timed-out' });
+      expect(Object.keys(b.next.clients[0]!.leases)).toEqual(['other']);
+      expect(run(b.next, { kind: 'acquire', client: 1, resource: 'other' }).outcome).toEqual({ kind: 'denied', reason: 'held' });
+    }
+    const cut = run(run(w, { kind: 'partition', client: 0, node: 0 }).next, { kind: 'acquire', client: 0, resource: 'r' });
+    expect(cut.outcome).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(Object.keys(cut.next.clients[0]!.leases)).toEqual(['other']);
+  });
+
   it('races the reply exactly at the timeout and is answered before it', () => {
     const w = initialWorld({ design: designs.pgSession({ statementTimeoutMs: 100 }), store: 'strict', clients: 1 });
     expect(step(w, { kind: 'acquire', client: 0, resource: 'r', latencyMs: 100 }).map((b) => b.outcome.kind)).toEqual(['timed-out', 'timed-out', 'granted']);

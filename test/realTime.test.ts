@@ -44,3 +44,14 @@ describe('virtual time paced to real time', () => {
     time.assertOnTime();
   });
 });
+
+describe('virtual time and a library that settles on later turns of the event loop', () => {
+  it("gives pending work a few macrotask turns (bluebird resolves on setImmediate, as redlock 4's promises do) before calling it unsettled", async () => {
+    const time = new VirtualTime();
+    const hops = (n: number): Promise<void> => (n === 0 ? Promise.resolve() : new Promise<void>((resolve) => setImmediate(resolve)).then(() => hops(n - 1)));
+    expect(await time.runUntil(hops(5), 0)).toBe(true);
+    // Work that waits on something else entirely is still unsettled, and no time passed.
+    expect(await time.runUntil(new Promise(() => undefined), 0)).toBe(false);
+    expect(time.nowMs()).toBe(0);
+  });
+});

@@ -4,6 +4,8 @@ import { SEED_CELLS } from '../conformance/seedSchedules.ts';
 import { faultsNeededBy, seedSchedules } from '../conformance/seeds.ts';
 import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
 import { describeDesign, designs } from '../model/index.ts';
+import { LIBRARY_AUDITS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
+import { predict } from '../cli/matrix.ts';
 
 /**
  * The model's counterexamples seed the real-server runs (issue 12, item 6):
@@ -29,6 +31,17 @@ describe('seed schedules from the model', () => {
     expect(lengths('redis-single(none)', 'unfenced', 'client-pause')['STORE-1']).toBe(6);
     expect(lengths(describeDesign(designs.redlock()), 'unfenced', 'clock-step')['MUTEX-1']).toBe(5);
     expect(lengths(describeDesign(designs.redlock()), 'unfenced', 'crash-restart')['MUTEX-1']).toBe(6);
+  });
+
+  it("predict a library row by the model of its contract: redis-semaphore's deadline-less Mutex, paused, is two holders (MUTEX-1); lockcheck's own client, which stops at its deadline, is not", () => {
+    const row = LIBRARY_AUDITS.find((r) => r.name === 'lib:redis-semaphore@5.8.0/Mutex')!;
+    const pause = MEASURED_FAULT_CLASSES.find((c) => c.id === 'client-pause')!;
+    expect(describeDesign(row.design)).toBe('redis-single(none, no client deadline, failed extend drops lease, keeps keys)');
+    expect(predict(row.design, row.store, pause).properties).toContain('MUTEX-1');
+    expect(predict(designs.redisSingle(), row.store, pause).properties).not.toContain('MUTEX-1');
+    // And its runs start with that model's shortest counterexample: the key runs out under a holder that keeps no deadline, and a second client gets it.
+    expect(seedSchedules(row.design, row.store, pause.faults)[0]!.map((c) => c.kind)).toEqual(['acquire', 'advance', 'acquire']);
+    expect(seedSchedules(designs.redisSingle(), row.store, pause.faults)[0]!.map((c) => c.kind)).not.toEqual(['acquire', 'advance', 'acquire']);
   });
 
   it('only use the faults the backend takes, with durations scaled to its ttl floor', () => {

@@ -19,37 +19,29 @@
  *   'error' with no listener and the process dies of an uncaught exception
  *   (shown by advisoryLockConnectionLoss.ts, run in a child process).
  *
- * Links. The library's queries cannot be routed one by one, but each library
- * call (tryLock, unlock) goes through `network.call(client, 0, ...)` as one
- * request: virtual time waits for its real I/O, a delay fault delays its
- * reply, and a pause holds its reply (the call has taken effect on the
- * server, as the model's in-flight operation has). That is the model's
- * grain: one operation, one round trip.
- *
- * Faults offered: advance, pause, delay, clock-drift. Not offered, because
- * each ends a session the library holds, and the library then kills the
- * process instead of reporting anything: kill-connection, crash-restart and
- * partition (the model ends the session of a partitioned client). clock-step
- * does not apply (advisory locks never expire).
+ * The row runs on the PostgreSQL adapter kit (conformance/postgresLibrary.ts),
+ * which passes each library call (tryLock, unlock) through the run's faults
+ * as one request and gives the library its own connection string per client
+ * (through a TCP proxy of its own on a server lockcheck started). So it
+ * takes every fault the kit can inject: pauses, delays, late replies, a slow
+ * or black-holed server, client clock drift, connection loss
+ * (pg_terminate_backend of the client's library sessions), crash-restart of
+ * the server and partitions (the proxy black-holes the link; keepalive ends
+ * the sessions). The kit catches the library's would-be uncaught exception
+ * when the server ends a session, warns, and counts the client as dead.
+ * clock-step does not apply (advisory locks never expire).
  */
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import advisoryLockModule from 'advisory-lock';
-import type { Clock } from '../../model/clock.ts';
-import { clockAt, setDrift } from '../../model/clock.ts';
-import { designs } from '../../model/design.ts';
 import { sleep } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
-import { ensureSchema } from '../../impl/postgres/schema.ts';
-import { postgresFencedStore } from '../../impl/postgres/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, Environment, LockClient } from '../adapter.ts';
+import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import type { PostgresTarget } from '../env/postgresBackend.ts';
-import { underOwnNames } from '../env/postgresBackend.ts';
-import { SimNetwork } from '../sim/network.ts';
-import { VirtualTime } from '../sim/time.ts';
+import { postgresLibraryBackend } from '../postgresLibrary.ts';
 import { checkAcquireInput } from '../input.ts';
+import { ADVISORY_LOCK_CONTRACT } from './contracts.ts';
 
 type AdvisoryLockFactory = typeof advisoryLockModule.default;
 /** The CommonJS module's default export: node hands over the exports object, vite-node the function itself. */
@@ -59,25 +51,66 @@ export const advisoryLock: AdvisoryLockFactory =
 /** Bound on every real wait: the library's own connections have no timeout at all. */
 const CALL_TIMEOUT_MS = 10_000;
 
-/** Sessions of the library's clients are told apart by their application_name. */
-export const APPLICATION_NAME = 'lockcheck-advisory-lock';
-
-export function advisoryLockUrl(server: Pick<PostgresTarget, 'url'>, run: string, client: number): string {
-  const url = new URL(server.url);
-  url.searchParams.set('application_name', `${APPLICATION_NAME}-${run}-c${client}`);
-  return url.href;
-}
-
-export function advisoryLockBackend(server: PostgresTarget, options: { readonly name?: string } = {}): BackendUnderTest {
-  return {
-    name: options.name ?? 'advisory-lock@2.0.0 pg-session',
-    design: designs.pgSession(),
-    capabilities: { store: 'unfenced', ttl: false, sessionBound: true, reentrant: false, tokens: false },
-    // No deadline (a session lock), no tokens, and no timeout: its pg.Client is opened from a bare connection string.
-    contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
-    start: ({ clients }) => underOwnNames(server, () => startInstance(server, clients)),
-    concurrent: ADVISORY_LOCK_CONCURRENT,
-  };
+/**
+ * advisory-lock through the PostgreSQL kit, on `server` (the CLI's) or on a
+ * server the kit starts (and the backend's close hook stops).
+ */
+export function advisoryLockBackend(server?: PostgresTarget, options: { readonly name?: string } = {}): BackendUnderTest {
+  const backend = postgresLibraryBackend(
+    {
+      name: options.name ?? 'advisory-lock@2.0.0 pg-session',
+      contract: ADVISORY_LOCK_CONTRACT,
+      capabilities: { reentrant: false, tokens: false },
+      client: ({ url, clock, call, onClose }) => {
+        const unlocks = new Map<Lease, () => Promise<void>>();
+        let grants = 0;
+        onClose(async () => {
+          for (const unlock of unlocks.values()) await unlock().catch(() => undefined);
+        });
+        const attempt = async (resource: string): Promise<AcquireResult> => {
+          let unlock: (() => Promise<void>) | undefined;
+          try {
+            unlock = await call(() => advisoryLock(url)(resource).tryLock());
+          } catch (e) {
+            // A cut link or a server that is down fails the call at once (the kit's UnavailableError): nothing was locked.
+            if ((e as Error).name === 'UnavailableError') return { kind: 'denied', reason: 'no-quorum' };
+            throw e;
+          }
+          if (unlock === undefined) return { kind: 'denied', reason: 'held' };
+          const lease = new LeaseHandle(resource, `c#${++grants}`, 0n, null, clock);
+          unlocks.set(lease, unlock);
+          return { kind: 'granted', lease };
+        };
+        return {
+          async acquire(resource, { retries = 0, retryDelayMs = 0 }) {
+            checkAcquireInput(resource, { retries }, false);
+            for (let tries = 0; ; tries++) {
+              const result = await attempt(resource);
+              if (result.kind !== 'denied' || tries >= retries) return result;
+              await sleep(clock, retryDelayMs);
+            }
+          },
+          async release(lease) {
+            const unlock = unlocks.get(lease);
+            if (unlock === undefined) return;
+            unlocks.delete(lease);
+            // User code stops holding it when it asks for the release (the reply may be held by a pause).
+            (lease as LeaseHandle).lose('released');
+            try {
+              await call(unlock);
+            } catch (e) {
+              if ((e as Error).name !== 'UnavailableError') throw e;
+              // On a cut link the library's unlock waits as long as the link does (it has no timeout): its query crosses
+              // when the link heals. Declared (clientTimeout: false): a run that meets it ends inconclusive.
+              await unlock();
+            }
+          },
+        };
+      },
+    },
+    server === undefined ? {} : { target: server },
+  );
+  return { ...backend, concurrent: ADVISORY_LOCK_CONCURRENT };
 }
 
 /** Bound on each library call in a concurrent run (its unknown outcome is recorded as such). */
@@ -139,109 +172,4 @@ function bounded<T>(work: Promise<T>, what: string, ms = CALL_TIMEOUT_MS): Promi
       },
     );
   });
-}
-
-/**
- * The library's sessions that still hold an advisory lock: of any run on a
- * server lockcheck started (an earlier run's unlocks may still be under way),
- * of none but this run's own on the user's server (where every run has names
- * of its own, so concurrent runs never wait for each other).
- */
-async function heldByLibrary(admin: pg.Client, server: PostgresTarget, run: string): Promise<number> {
-  const r = await admin.query(
-    `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND starts_with(a.application_name, $1)`,
-    [server.process !== undefined ? `${APPLICATION_NAME}-` : `${APPLICATION_NAME}-${run}-`],
-  );
-  return (r.rows[0] as { n: number }).n;
-}
-
-async function startInstance(server: PostgresTarget, clients: number): Promise<BackendInstance> {
-  const run = randomUUID().slice(0, 8);
-  const connection: pg.ClientConfig = { connectionString: server.url };
-  const open = async (): Promise<pg.Client> => {
-    const c = new pg.Client({ ...connection, connectionTimeoutMillis: CALL_TIMEOUT_MS, query_timeout: CALL_TIMEOUT_MS });
-    c.on('error', () => undefined);
-    await c.connect();
-    return c;
-  };
-  const admin = await open();
-  const storeConnections: pg.Client[] = [];
-  const unlocks = new Map<Lease, () => Promise<void>>();
-  const close = async (): Promise<void> => {
-    // Release what is still held (directly: a paused client's link may be holding replies), so no session outlives the run.
-    await Promise.all([...unlocks.values()].map((unlock) => bounded(unlock(), 'unlock at close').catch(() => undefined)));
-    unlocks.clear();
-    await Promise.all([admin, ...storeConnections].map((c) => c.end().catch(() => undefined)));
-  };
-  try {
-    // Reset: empty store, and no session of the library left holding a lock (an unlock ends its client
-    // without waiting; the lock itself goes with pg_advisory_unlock, before that).
-    await ensureSchema(admin);
-    if (server.process !== undefined) await admin.query('TRUNCATE lockcheck_store');
-    const deadline = Date.now() + CALL_TIMEOUT_MS;
-    while ((await heldByLibrary(admin, server, run)) > 0) {
-      if (Date.now() > deadline) throw new Error('advisory-lock: sessions of an earlier run still hold advisory locks');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    for (let i = 0; i < clients; i++) storeConnections.push(await open());
-    const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
-    const network: SimNetwork = new SimNetwork(time, () => ({ reachable: () => true }));
-    const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
-    let grants = 0;
-    const lockClients: LockClient[] = clientClocks.map((_c, client) => {
-      const clock = time.clockOf(() => clientClocks[client]!);
-      const mutexes = new Map<string, ReturnType<ReturnType<typeof advisoryLock>>>();
-      const mutexFor = (resource: string) => {
-        let m = mutexes.get(resource);
-        if (m === undefined) mutexes.set(resource, (m = advisoryLock(advisoryLockUrl(server, run, client))(resource)));
-        return m;
-      };
-      const attempt = async (resource: string): Promise<AcquireResult> => {
-        // No fault offered here makes the server unreachable: an error is a real one and fails the run.
-        const unlock = await network.call(client, 0, () => bounded(mutexFor(resource).tryLock(), 'tryLock'));
-        if (unlock === undefined) return { kind: 'denied', reason: 'held' };
-        const lease = new LeaseHandle(resource, `${APPLICATION_NAME}-c${client}#${++grants}`, 0n, null, clock);
-        unlocks.set(lease, unlock);
-        return { kind: 'granted', lease };
-      };
-      const fenced = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => storeConnections[client]!.query(...args)) as pg.Client['query'] }, 'unfenced');
-      return {
-        clock,
-        store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
-        async acquire(resource, { retries = 0, retryDelayMs = 0 }) {
-          checkAcquireInput(resource, { retries }, false);
-          for (let tries = 0; ; tries++) {
-            const result = await attempt(resource);
-            if (result.kind !== 'denied' || tries >= retries) return result;
-            await sleep(clock, retryDelayMs);
-          }
-        },
-        async release(lease) {
-          const unlock = unlocks.get(lease);
-          if (unlock === undefined) return;
-          unlocks.delete(lease);
-          (lease as LeaseHandle).lose('released');
-          await network.call(client, 0, () => bounded(unlock(), 'unlock')).catch(() => undefined);
-        },
-      };
-    });
-    const env: Environment = {
-      nowMs: () => time.nowMs(),
-      advanceTo: (t) => time.advanceTo(t),
-      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // Delays, pauses and client clock drift. No clock step (advisory locks never expire: no server clock matters);
-      // no partition, crash or connection loss: each ends a session the library holds, which kills its process (above).
-      faults: {
-        clockDrift: async (target, driftPpm) => {
-          if ('client' in target) clientClocks[target.client] = setDrift(clientClocks[target.client]!, time.nowMs(), driftPpm);
-        },
-        pause: network.faults().pause,
-        delay: network.faults().delay,
-      },
-    };
-    return { clients: lockClients, env, close };
-  } catch (e) {
-    await close();
-    throw e;
-  }
 }

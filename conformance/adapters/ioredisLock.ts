@@ -38,9 +38,10 @@ import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendUnderTest, ConcurrentClient, LockClient } from '../adapter.ts';
 import type { RedisCluster } from '../kit.ts';
 import { concurrentRedis, startRedisRun, toleranceOn } from '../kit.ts';
+import { IOREDIS_LOCK_CONTRACT } from './contracts.ts';
 
 export const IOREDIS_LOCK_NAME = '@microfleet/ioredis-lock@6.0.1';
 
@@ -48,7 +49,7 @@ export const IOREDIS_LOCK_NAME = '@microfleet/ioredis-lock@6.0.1';
 export const ioredisLockKey = (resource: string): string => `ioredis-lock:${resource}`;
 
 /** What the library promises (see above). */
-export const IOREDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'given', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
+export { IOREDIS_LOCK_CONTRACT } from './contracts.ts';
 
 /** The value the library stores in the key: its Lock's private uuid (the Lock never says it). */
 const ownerOf = (lock: Lock): string => (lock as unknown as { readonly _id: string })._id;

@@ -24,22 +24,17 @@ import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
-import type { BackendUnderTest, ConcurrentClient, LibraryContract } from '../adapter.ts';
+import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
 import type { RedisServerChoice } from '../kit.ts';
+import { REDIS_LOCK_CONTRACT } from './contracts.ts';
 
 export const REDIS_LOCK_NAME = 'redis-lock@1.0.0';
 
 /** Where the library keeps the lock on a resource. */
 export const redisLockKey = (resource: string): string => `lock.${resource}`;
 
-/**
- * What the library promises: done() is all the caller gets (no deadline), a
- * node-redis v4 client without command timeouts and a retry loop without end
- * (no client timeout), no tokens, any name and timeout taken. It has no
- * extend (its clients have none, so the runner sends none).
- */
-export const REDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false };
+export { REDIS_LOCK_CONTRACT } from './contracts.ts';
 
 type Denial = 'held' | 'no-quorum';
 

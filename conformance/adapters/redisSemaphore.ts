@@ -39,11 +39,12 @@ import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, LockClient } from '../adapter.ts';
 import { concurrentRedis } from '../stress/client.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
 import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import { linked } from './redlock.ts';
+import { REDIS_SEMAPHORE_CONTRACT, REDIS_SEMAPHORE_REDLOCK_CONTRACT } from './contracts.ts';
 import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
 
 type MutexClass = typeof redisSemaphoreModule.Mutex;
@@ -61,14 +62,7 @@ function newMutex(kind: SemaphoreMutexKind, nodes: readonly Redis[], resource: s
   return kind === 'mutex' ? new Mutex(nodes[0]!, resource, options) : new RedlockMutex([...nodes], resource, options);
 }
 
-/**
- * What redis-semaphore's mutexes promise (see above). A refresh that finds
- * its key gone drops the lock (Lock.js `_processRefresh`: `_acquired = false`,
- * onLockLost); RedlockMutex's also deletes its value from every node when no
- * quorum refreshed (redlockMutex/refresh.js, `delIfEqualLua` on every client).
- */
-export const REDIS_SEMAPHORE_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
-export const REDIS_SEMAPHORE_REDLOCK_CONTRACT: LibraryContract = { ...REDIS_SEMAPHORE_CONTRACT, failedExtend: { lease: 'dropped', keys: 'deleted' } };
+export { REDIS_SEMAPHORE_CONTRACT, REDIS_SEMAPHORE_REDLOCK_CONTRACT } from './contracts.ts';
 
 export const mutexKey = (resource: string): string => `mutex:${resource}`;
 

@@ -42,12 +42,13 @@ import { checkAcquireInput } from '../input.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, LibraryContract, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, ConcurrentClient, LockClient } from '../adapter.ts';
 import { concurrentRedis } from '../stress/client.ts';
 import type { RedisCluster } from '../env/redisBackend.ts';
 import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
 import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
+import { redlockContract } from './contracts.ts';
 
 /** Per-attempt statistics, as both libraries record them. */
 export interface RedlockStats {
@@ -127,18 +128,7 @@ export function redlockLibraryBackend(library: RedlockLibrary, cluster: RedisClu
   };
 }
 
-/**
- * What both Redlock libraries promise (redlock 5 dist/esm/index.js, the fork
- * build/index.js): a deadline `lock.expiration` with their own drift
- * allowance, `Math.round(driftFactor * duration) + 2`, where lockcheck's
- * model rounds up; no fencing tokens; no client-side timeout (ioredis
- * connections without commandTimeout); `extend(duration)` sets the duration
- * it is given; a failed extend throws and leaves the Lock and its keys as
- * they were; and no check of its input (an empty resource name is a key).
- */
-export function redlockContract(driftFactor: number): LibraryContract {
-  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
-}
+export { redlockContract } from './contracts.ts';
 
 /** A failed acquire as a denial: 'no-quorum' when fewer than a quorum of nodes answered at all, else 'held'. Rethrows anything but an ExecutionError. */
 async function denial(library: RedlockLibrary, error: unknown): Promise<AcquireResult> {

@@ -43,7 +43,8 @@ import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
 import type { SimNetwork } from '../sim/network.ts';
 import { checkAcquireInput } from '../input.ts';
 import { concurrentRedis } from '../stress/client.ts';
-import { redlockContract, redlockKey } from './redlock.ts';
+import { redlockKey } from './redlock.ts';
+import { REDLOCK4_CONTRACT } from './contracts.ts';
 import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
 
 /** What of redlock 4's API the adapter uses (the package ships no types). */
@@ -76,7 +77,7 @@ export function redlock4Backend(cluster: RedisCluster, options: { readonly name?
     // The same promises as redlock 5 (deadline, drift allowance, no tokens, no timeout, no input checks), and its failed extend as redlock.js has it:
     // the keys deleted on every node (`_lock`'s failure path calls `lock.unlock`), the caller's Lock kept with its old expiration.
     // Declared, so the model shows what follows: another client gets the lock while the caller still holds it (MUTEX-1).
-    contract: { ...redlockContract(0.01), failedExtend: { lease: 'kept', keys: 'deleted' } },
+    contract: REDLOCK4_CONTRACT,
     start: ({ clients }) => startInstance(cluster, design, clients),
     concurrent: REDLOCK4_CONCURRENT,
   };

@@ -1,0 +1,58 @@
+import type { LibraryContract } from '../adapter.ts';
+
+/**
+ * What each audited library promises (its adapter's `contract`), in a module
+ * that loads none of the libraries: the matrix's `lib:` rows and the seed
+ * exploration (conformance/writeSeeds.ts) read the contracts from here, so
+ * the model that predicts a row and seeds its runs is the model of the
+ * library's contract, the same one its adapter is judged by.
+ */
+
+/**
+ * What both Redlock libraries promise (redlock 5 dist/esm/index.js, the fork
+ * build/index.js): a deadline `lock.expiration` with their own drift
+ * allowance, `Math.round(driftFactor * duration) + 2`, where lockcheck's
+ * model rounds up; no fencing tokens; no client-side timeout (ioredis
+ * connections without commandTimeout); `extend(duration)` sets the duration
+ * it is given; a failed extend throws and leaves the Lock and its keys as
+ * they were; and no check of its input (an empty resource name is a key).
+ */
+export function redlockContract(driftFactor: number): LibraryContract {
+  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
+}
+
+/**
+ * redlock 4.2.0: the promises of redlock 5, and its failed extend as
+ * redlock.js has it: `_lock`'s failure path unlocks (deletes the keys on
+ * every node it reaches) while the caller's Lock keeps its expiration.
+ */
+export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockContract(0.01), failedExtend: { lease: 'kept', keys: 'deleted' } };
+
+/**
+ * What redis-semaphore's mutexes promise: no deadline (`isAcquired` stays
+ * true until a refresh fails), no client-side timeout, a refresh re-arms the
+ * fixed lockTimeout, no tokens, no input checks. A refresh that finds its
+ * key gone drops the lock (Lock.js `_processRefresh`: `_acquired = false`,
+ * onLockLost); RedlockMutex's also deletes its value from every node when no
+ * quorum refreshed (redlockMutex/refresh.js, `delIfEqualLua` on every client).
+ */
+export const REDIS_SEMAPHORE_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
+/**
+ * RedlockMutex's acquire (redlockMutex/acquire.js, acquireRedlockMutex)
+ * counts a node that fails (`.catch(() => 0)`) as a node that said no, and
+ * returns false either way: it does not tell a held lock from too few nodes.
+ */
+export const REDIS_SEMAPHORE_REDLOCK_CONTRACT: LibraryContract = { ...REDIS_SEMAPHORE_CONTRACT, failedExtend: { lease: 'dropped', keys: 'deleted' }, denialReasons: false };
+
+/** @microfleet/ioredis-lock: no deadline, no timeout, extend sets the ttl given, an extend that finds the key gone drops the lock, no tokens. */
+export const IOREDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'given', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
+
+/**
+ * redis-lock: done() is all the caller gets (no deadline), a node-redis v4
+ * client without command timeouts and a retry loop without end (no client
+ * timeout), no tokens, any name and timeout taken. It has no extend.
+ */
+export const REDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false };
+
+/** advisory-lock: a session lock (no deadline), no tokens, and no timeout (its pg.Client is opened from a bare connection string). */
+export const ADVISORY_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false };
