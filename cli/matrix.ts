@@ -23,7 +23,7 @@ import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { Observed } from './stressOracle.ts';
-import { observedText, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
+import { observedText, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
 /** The properties about fencing tokens. */
 const TOKEN_PROPERTIES: readonly PropertyId[] = ['FENCE-1', 'FENCE-2', 'DUR-1'];
@@ -174,7 +174,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             worst: audit ? worst : null,
             deviations: result.deviations,
             observed,
-            observedUnpredicted: observed !== null && 'broken' in observed ? observed.broken.filter((p) => !predicted.includes(p)) : [],
+            observedUnpredicted: observed !== null && 'broken' in observed ? unpredictedBreaks(predicted, observed.broken) : [],
           };
         } catch (e) {
           // The servers failed this cell (not the machine: a missing program stops the matrix with its fix): say so, go on.

@@ -6,6 +6,7 @@ import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
 import { describeDesign, designs } from '../model/index.ts';
 import { LIBRARY_AUDITS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
 import { predict } from '../cli/matrix.ts';
+import { unpredictedBreaks } from '../cli/stressOracle.ts';
 
 /**
  * The model's counterexamples seed the real-server runs (issue 12, item 6):
@@ -42,6 +43,18 @@ describe('seed schedules from the model', () => {
     // And its runs start with that model's shortest counterexample: the key runs out under a holder that keeps no deadline, and a second client gets it.
     expect(seedSchedules(row.design, row.store, pause.faults)[0]!.map((c) => c.kind)).toEqual(['acquire', 'advance', 'acquire']);
     expect(seedSchedules(designs.redisSingle(), row.store, pause.faults)[0]!.map((c) => c.kind)).not.toEqual(['acquire', 'advance', 'acquire']);
+  });
+
+  it("judge the concurrent line by what the prediction implies: overlapping holds lose read-modify-writes even through a strict store (Redlock under clock steps); anything else outside the prediction is flagged", () => {
+    const col = (id: string) => MEASURED_FAULT_CLASSES.find((c) => c.id === id)!;
+    const clockStep = predict(designs.redlock(), 'strict', col('clock-step')).properties;
+    expect(clockStep).toContain('MUTEX-1');
+    expect(clockStep).not.toContain('STORE-1');
+    expect(unpredictedBreaks(clockStep, ['MUTEX-1', 'STORE-1'])).toEqual([]);
+    expect(unpredictedBreaks(clockStep, ['STORE-1', 'FENCE-2'])).toEqual(['FENCE-2']);
+    const paused = predict(designs.redlock(), 'strict', col('client-pause')).properties;
+    expect(paused).not.toContain('MUTEX-1');
+    expect(unpredictedBreaks(paused, ['MUTEX-1', 'STORE-1'])).toEqual(['MUTEX-1', 'STORE-1']);
   });
 
   it('only use the faults the backend takes, with durations scaled to its ttl floor', () => {
