@@ -91,9 +91,13 @@ export async function underOwnNames(server: PostgresTarget, start: (run: { reado
   const run = { applicationName: `lockcheck-${id}` };
   if (server.process !== undefined) return start(run);
   const prefix = `lockcheck-run:${id}:`;
-  // Interrupted (Ctrl-C, SIGTERM): the run's sessions end and its rows go all the same, bounded.
-  const stopInterrupt = onInterrupt(() => endRun(server, prefix, run.applicationName));
-  let instance: BackendInstance;
+  let instance: BackendInstance | undefined;
+  // Interrupted (Ctrl-C, SIGTERM): the run's sessions end and its rows go all the same, bounded. Its clients are
+  // closed first (bounded), so that none of them reconnects and adds a row after the delete.
+  const stopInterrupt = onInterrupt(async () => {
+    if (instance !== undefined) await boundedClose(instance, INTERRUPT_CLOSE_MS);
+    await endRun(server, prefix, run.applicationName);
+  });
   try {
     instance = await start(run);
   } catch (e) {
@@ -113,6 +117,16 @@ export async function underOwnNames(server: PostgresTarget, start: (run: { reado
     }
   };
   return namespaced({ ...instance, close }, prefix);
+}
+
+/** How long an interrupted run's clients get to close before its sessions are ended anyway (within INTERRUPT_CLEANUP_MS). */
+const INTERRUPT_CLOSE_MS = 1_500;
+
+/** Closes `instance`, giving up after `ms`; never rejects. */
+async function boundedClose(instance: BackendInstance, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([instance.close().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /**
