@@ -20,7 +20,7 @@ import { VirtualTime } from '../sim/time.ts';
 import { namespaced } from './namespace.ts';
 import { noProxyReason, startLink, throughLink } from './postgresLink.ts';
 import type { TcpProxy } from './proxy.ts';
-import { onInterrupt } from './processes.ts';
+import { onInterrupt, settleWithin } from './processes.ts';
 import type { PostgresServer } from './postgresServer.ts';
 
 /**
@@ -95,7 +95,7 @@ export async function underOwnNames(server: PostgresTarget, start: (run: { reado
   // Interrupted (Ctrl-C, SIGTERM): the run's sessions end and its rows go all the same, bounded. Its clients are
   // closed first (bounded), so that none of them reconnects and adds a row after the delete.
   const stopInterrupt = onInterrupt(async () => {
-    if (instance !== undefined) await boundedClose(instance, INTERRUPT_CLOSE_MS);
+    if (instance !== undefined) await settleWithin(instance.close(), INTERRUPT_CLOSE_MS);
     await endRun(server, prefix, run.applicationName);
   });
   try {
@@ -121,13 +121,6 @@ export async function underOwnNames(server: PostgresTarget, start: (run: { reado
 
 /** How long an interrupted run's clients get to close before its sessions are ended anyway (within INTERRUPT_CLEANUP_MS). */
 const INTERRUPT_CLOSE_MS = 1_500;
-
-/** Closes `instance`, giving up after `ms`; never rejects. */
-async function boundedClose(instance: BackendInstance, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([instance.close().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
 
 /**
  * Deletes a run's rows (resources under `prefix`) from lockcheck's tables on

@@ -44,16 +44,21 @@ function runCleanups(): void {
   for (const cleanup of cleanups) cleanup();
 }
 
-/** The async clean-ups, together bounded by INTERRUPT_CLEANUP_MS; never rejects. */
-async function runInterruptCleanups(): Promise<void> {
+/** Waits for `work` to settle, at most `ms` of real time; never rejects. */
+export async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
-    Promise.allSettled([...interruptCleanups].map((cleanup) => cleanup())),
+    work.catch(() => undefined),
     new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, INTERRUPT_CLEANUP_MS);
+      timer = setTimeout(resolve, ms);
     }),
   ]);
   clearTimeout(timer);
+}
+
+/** The async clean-ups, together bounded by INTERRUPT_CLEANUP_MS; never rejects. */
+function runInterruptCleanups(): Promise<void> {
+  return settleWithin(Promise.allSettled([...interruptCleanups].map((cleanup) => cleanup())), INTERRUPT_CLEANUP_MS);
 }
 
 function installHandlers(): void {
