@@ -254,13 +254,13 @@ export class LeaseLock {
   /**
    * Raises the counters of the granting nodes that are behind `token`, and
    * says whether a quorum now holds a counter at or above it (spec 7.3: the
-   * write-back must reach a quorum before the lease is returned). In the
-   * common case the counters are in step and no request goes out.
+   * write-back must reach a quorum before the lease is returned). Called
+   * only when fewer than a quorum are at the token (in the common case they
+   * are, and no request goes out).
    */
   private async writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
     const atToken = this.#atToken(votes, token);
     const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
-    if (atToken >= this.quorum || !behind.includes(true)) return atToken >= this.quorum;
     const needed = this.quorum - atToken;
     const raised = await this.round(
       ttlMs,

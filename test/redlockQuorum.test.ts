@@ -116,6 +116,22 @@ describe('Redlock at the quorum (spec 7.3)', () => {
     expect(await w.run(w.lock.acquire('job', { ttlMs: 1000 }))).toMatchObject({ kind: 'granted', lease: { token: 8n } });
   });
 
+  it('a write-back that reaches the quorum after the validity ended yields no lease (validity-exhausted), and the keys are released', async () => {
+    let time!: VirtualTime;
+    // Each raise takes 45 ms: inside the 50 ms request timeout, past a 40 ms lease's validity (40 - 2.4 ms margin).
+    const w = fiveNodes((n) => ({ ...n, raiseToken: (r, t) => time.sleep(45).then(() => n.raiseToken(r, t)) }));
+    time = w.time;
+    for (const s of w.servers.slice(0, 2)) s.raiseToken('job', 5n);
+    // All five grant: 6, 6, 1, 1, 1. The token is 6; three nodes must be raised to it, and all three are.
+    expect(await w.run(w.lock.acquire('job', { ttlMs: 40 }))).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    expect(w.time.nowMs()).toBe(45);
+    expect(w.lock.trackedLeases).toBe(0);
+    await w.run(w.lock.settled());
+    expect(w.servers.map((s) => s.holder('job'))).toEqual([null, null, null, null, null]);
+    // Raised on every node: the next grant is above the token no lease carried.
+    expect(await w.run(w.lock.acquire('job', { ttlMs: 1000 }))).toMatchObject({ kind: 'granted', lease: { token: 7n } });
+  });
+
   it('rounds decided in the same turn resolve together, from one scheduled call, each with its own votes', async () => {
     const held = new Map<string, string>();
     const memory = (i: number): LeaseNode => ({
