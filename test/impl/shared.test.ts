@@ -271,6 +271,93 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect(lock.trackedLeases).toBe(65);
   });
 
+  it('a pruning that kept every lease waits for twice as many before the next; lost leases under the bound are kept', async () => {
+    const node = new MapNode();
+    const { lock, clock } = lockOver([node]);
+    for (let i = 0; i < 10; i++) await lock.acquire(`e${i}`, { ttlMs: 10 });
+    clock.advance(10);
+    // Ten lost leases, far below the bound: the next grant prunes nothing.
+    await lock.acquire('e10', { ttlMs: 100_000 });
+    expect(lock.trackedLeases).toBe(11);
+    for (let i = 11; i < 64; i++) await lock.acquire(`e${i}`, { ttlMs: 100_000 });
+    // At 64 tracked the next grant prunes the ten lost ones (54 left), and the next pruning is at 2 x 54.
+    await lock.acquire('f0', { ttlMs: 100_000 });
+    expect(lock.trackedLeases).toBe(55);
+    for (let i = 1; i < 53; i++) await lock.acquire(`f${i}`, { ttlMs: 100_000 });
+    expect(lock.trackedLeases).toBe(107);
+    clock.advance(100_000);
+    // All lost, 107 tracked, below 108: kept until the count reaches it.
+    await lock.acquire('g0', { ttlMs: 1000 });
+    expect(lock.trackedLeases).toBe(108);
+    await lock.acquire('g1', { ttlMs: 1000 });
+    expect(lock.trackedLeases).toBe(2);
+  });
+
+  it('owners pad each 32-bit draw to 8 hex digits', async () => {
+    const { lock } = lockOver([new MapNode()], { random: () => 5 / 2 ** 32 });
+    const r = await lock.acquire('a', { ttlMs: 1000 });
+    expect(r.kind === 'granted' && r.lease.owner).toBe('00000005'.repeat(4));
+  });
+
+  it('a grant needs validity left when the quorum answered: a reply at the deadline (ttl less the margin) is validity-exhausted, one 1 ms before is a grant', async () => {
+    // ttl 40: the margin is ceil(0.01 x 40) + 2 = 3 ms, so the lease is valid until 37 ms after the request.
+    const clock = new ManualClock(0);
+    const node = new MapNode();
+    const slow = (ms: number): LeaseNode => ({
+      ...node,
+      acquire: (r, o) => new Promise((resolve) => clock.schedule(clock.now() + ms, () => resolve(node.acquire(r, o)))),
+      release: (r, o) => node.release(r, o),
+      extend: (r, o) => node.extend(r, o),
+      raiseToken: (r, t) => node.raiseToken(r, t),
+    });
+    const acquireAfter = async (ms: number) => {
+      const lock = new LeaseLock({ nodes: [slow(ms)], clock, random: () => 0.5 });
+      const p = lock.acquire('v', { ttlMs: 40 });
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(ms);
+      const result = await p;
+      await new Promise((resolve) => setImmediate(resolve));
+      return result;
+    };
+    expect(await acquireAfter(37)).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    expect(node.keys.size).toBe(0);
+    const granted = await acquireAfter(36);
+    expect(granted).toMatchObject({ kind: 'granted', lease: { validUntilMs: 37 + 37 } });
+  });
+
+  it('an extension needs its replies before its new deadline: one at the deadline is no-quorum, one 1 ms before extends; a released or unknown lease is expired, and releasing it again is quiet', async () => {
+    const clock = new ManualClock(0);
+    const node = new MapNode();
+    let delayMs = 0;
+    const slow: LeaseNode = {
+      acquire: (r, o) => node.acquire(r, o),
+      release: (r, o) => node.release(r, o),
+      extend: (r, o) => new Promise((resolve) => clock.schedule(clock.now() + delayMs, () => resolve(node.extend(r, o)))),
+      raiseToken: (r, t) => node.raiseToken(r, t),
+    };
+    const lock = new LeaseLock({ nodes: [slow], clock, random: () => 0.5 });
+    const r = await lock.acquire('x', { ttlMs: 1000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    const extendAfter = async (ms: number) => {
+      delayMs = ms;
+      const p = lock.extend(r.lease, 40);
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(ms);
+      return p;
+    };
+    // ttl 40: valid until 37 ms after the extension was sent.
+    expect(await extendAfter(37)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    expect(await extendAfter(36)).toEqual({ kind: 'extended', validUntilMs: 37 + 37 });
+    await lock.release(r.lease);
+    expect(node.keys.size).toBe(0);
+    // The node would still say yes to an extension of this owner's key if it were there: the client answers for a lease it no longer holds.
+    node.keys.set('x', r.lease.owner);
+    expect(await lock.extend(r.lease, 40)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    await lock.release(r.lease);
+    const stranger = { ...r.lease };
+    expect(await lock.extend(stranger, 40)).toEqual({ kind: 'not-extended', reason: 'expired' });
+  });
+
   it('a node that throws synchronously votes against; a typed error from too many nodes is thrown, not read as no-quorum; settled() waits for the background rounds', async () => {
     const good = new MapNode();
     const throwing: LeaseNode = {
