@@ -358,6 +358,45 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect(await lock.extend(stranger, 40)).toEqual({ kind: 'not-extended', reason: 'expired' });
   });
 
+  it('no counter is raised unless a grant needs it: none when a quorum is at the token, none for an acquire refused for its validity', async () => {
+    const raised: number[] = [];
+    const counting = (node: MapNode, i: number, delayMs: number, clock: ManualClock): LeaseNode => ({
+      acquire: (r, o) => (delayMs === 0 ? node.acquire(r, o) : new Promise((resolve) => clock.schedule(clock.now() + delayMs, () => resolve(node.acquire(r, o))))),
+      release: (r, o) => node.release(r, o),
+      extend: (r, o) => node.extend(r, o),
+      raiseToken: (r, t) => (raised.push(i), node.raiseToken(r, t)),
+    });
+    const nodesAt = (counters: bigint[]): MapNode[] =>
+      counters.map((c) => {
+        const n = new MapNode();
+        n.counter = c;
+        return n;
+      });
+    // Five nodes, three at 5: they grant 6, 6, 6, 1, 1; a quorum is at 6, so nodes 3 and 4 are left behind.
+    const clock = new ManualClock(0);
+    const inStep = new LeaseLock({ nodes: nodesAt([5n, 5n, 5n, 0n, 0n]).map((n, i) => counting(n, i, 0, clock)), clock, random: () => 0.5 });
+    expect(await inStep.acquire('a', { ttlMs: 1000 })).toMatchObject({ kind: 'granted', lease: { token: 6n } });
+    expect(raised).toEqual([]);
+    // Three nodes grant 6, 1, 1 (out of step) at 37 ms, when a 40 ms lease's validity is gone: refused before any write-back.
+    const late = nodesAt([5n, 0n, 0n]);
+    const outOfStep = new LeaseLock({ nodes: late.map((n, i) => counting(n, i, 37, clock)), clock, random: () => 0.5 });
+    const p = outOfStep.acquire('b', { ttlMs: 40 });
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(37);
+    expect(await p).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    expect(raised).toEqual([]);
+    expect(late.map((n) => n.counter)).toEqual([6n, 1n, 1n]);
+  });
+
+  it('a typed error from a node is thrown only when too few nodes answered: with a quorum answering held, it is a denial', async () => {
+    const config = new ConnectionConfigError('authentication', 'no');
+    const held = [new MapNode(), new MapNode()];
+    for (const n of held) n.keys.set('r', 'someone else');
+    const refusing: LeaseNode = { acquire: () => Promise.reject(config), release: () => Promise.resolve(false), extend: () => Promise.resolve(false), raiseToken: () => Promise.resolve() };
+    const { lock } = lockOver([...held, refusing]);
+    expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'held' });
+  });
+
   it('a node that throws synchronously votes against; a typed error from too many nodes is thrown, not read as no-quorum; settled() waits for the background rounds', async () => {
     const good = new MapNode();
     const throwing: LeaseNode = {
