@@ -388,6 +388,57 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect(late.map((n) => n.counter)).toEqual([6n, 1n, 1n]);
   });
 
+  it('the write-back raises only granting nodes behind the token, waits until as many as it needs are raised, and gives up as soon as too few are left', async () => {
+    type Raise = 'fail' | 'never' | number;
+    const setUp = (raises: Raise[], heldBy: number[] = []) => {
+      const clock = new ManualClock(0);
+      const raised: number[] = [];
+      // Node 0 is at 5 (grants 6), the others at 0 (grant 1): a quorum of three needs two of them raised.
+      const nodes = raises.map((how, i): LeaseNode => {
+        const n = new MapNode();
+        if (i === 0) n.counter = 5n;
+        if (heldBy.includes(i)) n.keys.set('w', 'someone else');
+        return {
+          acquire: (r, o) => n.acquire(r, o),
+          release: (r, o) => n.release(r, o),
+          extend: (r, o) => n.extend(r, o),
+          raiseToken: (r, t) => {
+            raised.push(i);
+            if (how === 'fail') return Promise.reject(new UnavailableError('down'));
+            if (how === 'never') return new Promise(() => undefined);
+            return new Promise((resolve) => clock.schedule(clock.now() + how, () => resolve(n.raiseToken(r, t))));
+          },
+        };
+      });
+      const lock = new LeaseLock({ nodes, clock, random: () => 0.5, requestTimeoutMs: 50 });
+      let outcome: unknown = 'pending';
+      void lock.acquire('w', { ttlMs: 1000 }).then((r) => (outcome = r));
+      const turns = async (): Promise<void> => {
+        for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+      };
+      return { clock, raised, turns, outcome: () => outcome };
+    };
+    // Two fail at once, two answer at 10 and 20 ms: the grant waits for the second of those.
+    const slow = setUp([0, 'fail', 'fail', 10, 20]);
+    await slow.turns();
+    slow.clock.advance(10);
+    await slow.turns();
+    expect(slow.outcome()).toBe('pending');
+    slow.clock.advance(10);
+    await slow.turns();
+    expect(slow.outcome()).toMatchObject({ kind: 'granted', lease: { token: 6n } });
+    expect(slow.raised).toEqual([1, 2, 3, 4]);
+    // Three fail at once and one never answers: no quorum can be raised, decided without waiting for the silent one.
+    const hopeless = setUp([0, 'fail', 'fail', 'fail', 'never']);
+    await hopeless.turns();
+    expect(hopeless.outcome()).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    // A node that said no (held by someone else) is not behind: it is not raised.
+    const denying = setUp([0, 0, 0, 0, 0], [4]);
+    await denying.turns();
+    expect(denying.outcome()).toMatchObject({ kind: 'granted', lease: { token: 6n } });
+    expect(denying.raised).toEqual([1, 2, 3]);
+  });
+
   it('a typed error from a node is thrown only when too few nodes answered: with a quorum answering held, it is a denial', async () => {
     const config = new ConnectionConfigError('authentication', 'no');
     const held = [new MapNode(), new MapNode()];
