@@ -439,6 +439,39 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect(denying.raised).toEqual([1, 2, 3]);
   });
 
+  it('an acquire is decided once its outcome and reason are known: failures beyond a quorum deny at once (no-quorum); a denial waits for enough answers to say held', async () => {
+    const clock = new ManualClock(0);
+    const failing: LeaseNode = { acquire: () => Promise.reject(new UnavailableError('down')), release: () => Promise.resolve(false), extend: () => Promise.resolve(false), raiseToken: () => Promise.resolve() };
+    const silent: LeaseNode = { ...failing, acquire: () => new Promise(() => undefined) };
+    const heldAfter = (ms: number): LeaseNode => ({ ...failing, acquire: () => new Promise((resolve) => clock.schedule(clock.now() + ms, () => resolve(null))) });
+    const outcomeOf = (nodes: LeaseNode[]) => {
+      let outcome: unknown = 'pending';
+      void new LeaseLock({ nodes, clock, random: () => 0.5, requestTimeoutMs: 50 }).acquire('d', { ttlMs: 1000 }).then((r) => (outcome = r));
+      return () => outcome;
+    };
+    const turns = async (): Promise<void> => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    // Two of three failed: no quorum can answer, whatever the silent one says.
+    const hopeless = outcomeOf([failing, failing, silent]);
+    await turns();
+    expect(hopeless()).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    // One held and two failed of five: held or no-quorum depends on the two still to answer; they say held at 10 ms.
+    const undecided = outcomeOf([heldAfter(0), failing, failing, heldAfter(10), heldAfter(10)]);
+    await turns();
+    expect(undecided()).toBe('pending');
+    clock.advance(10);
+    await turns();
+    expect(undecided()).toEqual({ kind: 'denied', reason: 'held' });
+    // One grant, one held, two failed: still undecided until the fifth says held.
+    const split = outcomeOf([new MapNode(), heldAfter(0), failing, failing, heldAfter(10)]);
+    await turns();
+    expect(split()).toBe('pending');
+    clock.advance(10);
+    await turns();
+    expect(split()).toEqual({ kind: 'denied', reason: 'held' });
+  });
+
   it('a typed error from a node is thrown only when too few nodes answered: with a quorum answering held, it is a denial', async () => {
     const config = new ConnectionConfigError('authentication', 'no');
     const held = [new MapNode(), new MapNode()];
