@@ -388,6 +388,30 @@ describe('PostgresSessionLock', () => {
     expect(await nowhere.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
   });
 
+  it('without a link, a statement blocked past statementTimeoutMs (its token row locked elsewhere) is timed-out on the lock clock and ends the session', async () => {
+    const clock = new ManualClock();
+    const a = session({ clock, statementTimeoutMs: 30_000 });
+    const held = granted(await a.acquire('held'));
+    await a.release(granted(await a.acquire('blocked')));
+    const blocker = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query("SELECT 1 FROM lockcheck_tokens WHERE resource = 'blocked' FOR UPDATE");
+      const before = clock.delays.length;
+      const waiting = a.acquire('blocked');
+      // The statement's timer is set when it is sent (bounded wait for that, not for a time).
+      for (let i = 0; i < 1000 && !clock.delays.slice(before).includes(30_000); i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(clock.delays.slice(before)).toContain(30_000);
+      clock.advance(30_000);
+      expect(await waiting).toEqual({ kind: 'timed-out' });
+      expect(held.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end().catch(() => undefined);
+    }
+  });
+
   it('a release whose unlock fails ends the session and throws UnavailableError', async () => {
     let fail = false;
     const a = session({ link: (rt) => (fail ? Promise.reject(new Error('link down')) : rt()) });
