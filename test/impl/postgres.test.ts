@@ -412,6 +412,16 @@ describe('PostgresSessionLock', () => {
     }
   });
 
+  it('a release whose unlock has no reply in time names the timed-out statement', async () => {
+    let hang = false;
+    const clock = new ManualClock();
+    const a = session({ clock, statementTimeoutMs: 30_000, link: (rt) => (hang ? unanswered(clock) : rt()) });
+    const l = granted(await a.acquire('r'));
+    hang = true;
+    const e = await thrown(a.release(l));
+    expect((e as Error).message).toBe("release of 'r' failed (statement timed out after 30000 ms); the session was ended, so the server frees the lock");
+  });
+
   it('a release whose unlock fails ends the session and throws UnavailableError', async () => {
     let fail = false;
     const a = session({ link: (rt) => (fail ? Promise.reject(new Error('link down')) : rt()) });
