@@ -472,6 +472,26 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect(split()).toEqual({ kind: 'denied', reason: 'held' });
   });
 
+  it('a reply after the deadline is not counted: the round leaves the background once, at the deadline', async () => {
+    const clock = new ManualClock(0);
+    const slowNode = new MapNode();
+    const late: LeaseNode = {
+      acquire: (r, o) => new Promise((resolve) => clock.schedule(clock.now() + 60, () => resolve(slowNode.acquire(r, o)))),
+      release: (r, o) => slowNode.release(r, o),
+      extend: (r, o) => slowNode.extend(r, o),
+      raiseToken: (r, t) => slowNode.raiseToken(r, t),
+    };
+    const lock = new LeaseLock({ nodes: [new MapNode(), new MapNode(), late], clock, random: () => 0.5, requestTimeoutMs: 50 });
+    expect((await lock.acquire('l', { ttlMs: 1000 })).kind).toBe('granted');
+    expect(lock.backgroundRounds).toBe(1);
+    clock.advance(50);
+    expect(lock.backgroundRounds).toBe(0);
+    clock.advance(10);
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(slowNode.keys.size).toBe(1);
+    expect(lock.backgroundRounds).toBe(0);
+  });
+
   it('a typed error from a node is thrown only when too few nodes answered: with a quorum answering held, it is a denial', async () => {
     const config = new ConnectionConfigError('authentication', 'no');
     const held = [new MapNode(), new MapNode()];
