@@ -598,4 +598,16 @@ describe('using(): options and refusals', QUICK, () => {
     expect(await using(lock, 'free', { ttlMs: 100, extendAtFraction: 0 }, async (_signal, lease) => lease.resource)).toBe('free');
     expect(node.keys.has('free')).toBe(false);
   });
+
+  it('extendAtFraction 0 plans no extension: the lease runs out at its deadline', async () => {
+    const { lock, clock } = lockOver([new MapNode()]);
+    let extensions = 0;
+    const extend = lock.extend.bind(lock);
+    lock.extend = (lease, ttlMs) => (extensions++, extend(lease, ttlMs));
+    const aborted = await using(lock, 'u', { ttlMs: 100, extendAtFraction: 0 }, async (signal) => {
+      clock.advance(200);
+      return signal.aborted;
+    });
+    expect([aborted, extensions]).toEqual([true, 0]);
+  });
 });
