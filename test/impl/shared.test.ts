@@ -492,6 +492,91 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect(lock.backgroundRounds).toBe(0);
   });
 
+  it('every round waits while its outcome is open: acquire, extend, release, and fanOut (every vote)', async () => {
+    type Reply<T> = { at: number; value: T } | 'fail' | 'never';
+    const clock = new ManualClock(0);
+    const answer = <T,>(reply: Reply<T>): Promise<T> =>
+      reply === 'fail' ? Promise.reject(new UnavailableError('down')) : reply === 'never' ? new Promise(() => undefined) : new Promise((resolve) => clock.schedule(clock.now() + reply.at, () => resolve(reply.value)));
+    const node = (acquire: Reply<bigint | null>, extend: Reply<boolean> = 'never', release: Reply<boolean> = 'never'): LeaseNode => ({
+      acquire: () => answer(acquire),
+      extend: () => answer(extend),
+      release: () => answer(release),
+      raiseToken: () => Promise.resolve(),
+    });
+    class Exposed extends LeaseLock {
+      votesOfAll(): Promise<unknown> {
+        return this.fanOut(undefined, (n) => n.extend('f', 'o', 100));
+      }
+    }
+    const lockOf = (nodes: LeaseNode[]) => new Exposed({ nodes, clock, random: () => 0.5, requestTimeoutMs: 50 });
+    const watch = (p: Promise<unknown>) => {
+      let outcome: unknown = 'pending';
+      void p.then((r) => (outcome = r ?? 'resolved'));
+      return () => outcome;
+    };
+    const turns = async (): Promise<void> => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    const at = async (ms: number): Promise<void> => {
+      clock.advance(ms - clock.now());
+      await turns();
+    };
+    const grant = (ms: number): Reply<bigint | null> => ({ at: ms, value: 1n });
+    const held = (ms: number): Reply<bigint | null> => ({ at: ms, value: null });
+    const yes = (ms: number): Reply<boolean> => ({ at: ms, value: true });
+    // Two grants, one held, one failed of five: the fifth decides between a grant and held.
+    const open = watch(lockOf([node(grant(0)), node(grant(0)), node(held(0)), node('fail'), node(grant(10))]).acquire('a', { ttlMs: 1000 }));
+    await at(0);
+    expect(open()).toBe('pending');
+    await at(10);
+    expect(open()).toMatchObject({ kind: 'granted', lease: { token: 1n } });
+    // One failed and one held of three: the third decides between held and no-quorum.
+    clock.set(0);
+    const reason = watch(lockOf([node('fail'), node(held(0)), node(held(10))]).acquire('a', { ttlMs: 1000 }));
+    await at(0);
+    expect(reason()).toBe('pending');
+    await at(10);
+    expect(reason()).toEqual({ kind: 'denied', reason: 'held' });
+    // Extensions: a quorum of yes at 10 ms; one failed, yes at 10 and 20 ms; two failed (decided at once).
+    const extendWith = async (nodes: LeaseNode[]) => {
+      clock.set(0);
+      const lock = lockOf(nodes);
+      const granted = await lock.acquire('a', { ttlMs: 10_000 });
+      if (granted.kind !== 'granted') throw new Error('expected a grant');
+      return watch(lock.extend(granted.lease, 1000));
+    };
+    const quorumAt10 = await extendWith([node(grant(0), yes(0)), node(grant(0), yes(10)), node(grant(0))]);
+    await at(0);
+    expect(quorumAt10()).toBe('pending');
+    await at(10);
+    expect(quorumAt10()).toMatchObject({ kind: 'extended' });
+    const lastDecides = await extendWith([node(grant(0), 'fail'), node(grant(0), yes(10)), node(grant(0), yes(20))]);
+    await at(10);
+    expect(lastDecides()).toBe('pending');
+    await at(20);
+    expect(lastDecides()).toMatchObject({ kind: 'extended' });
+    const hopeless = await extendWith([node(grant(0), 'fail'), node(grant(0), 'fail'), node(grant(0))]);
+    await at(0);
+    expect(hopeless()).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    // A release resolves once a quorum answered (two of three, the second at 10 ms).
+    clock.set(0);
+    const releasing = lockOf([node(grant(0), 'never', yes(0)), node(grant(0), 'never', yes(10)), node(grant(0), 'never', yes(20))]);
+    const r = await releasing.acquire('a', { ttlMs: 1000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    const released = watch(releasing.release(r.lease));
+    await at(0);
+    expect(released()).toBe('pending');
+    await at(10);
+    expect(released()).toBe('resolved');
+    // fanOut waits for every vote.
+    clock.set(0);
+    const all = watch(lockOf([node(grant(0), yes(0)), node(grant(0), yes(10))]).votesOfAll());
+    await at(0);
+    expect(all()).toBe('pending');
+    await at(10);
+    expect(all()).toEqual([{ ok: true, value: true }, { ok: true, value: true }]);
+  });
+
   it('a typed error from a node is thrown only when too few nodes answered: with a quorum answering held, it is a denial', async () => {
     const config = new ConnectionConfigError('authentication', 'no');
     const held = [new MapNode(), new MapNode()];
