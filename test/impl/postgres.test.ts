@@ -344,12 +344,14 @@ describe('PostgresSessionLock', () => {
     expect(a.backendPid).not.toBe(pid);
   });
 
-  it('close loses the held leases, ends the session, and refuses later acquires', async () => {
-    const a = session();
+  it('close loses the held leases, ends the session, and refuses later acquires (a close is not a lost connection)', async () => {
+    let lostCalls = 0;
+    const a = session({ onConnectionLost: () => void lostCalls++ });
     const b = session();
     const l = granted(await a.acquire('r'));
     await a.close();
     expect(l.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    expect(lostCalls).toBe(0);
     expect(a.backendPid).toBeNull();
     await expect(a.acquire('r')).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: the lock was closed' }));
     expect(granted(await b.acquire('r')).token).toBe(2n);
