@@ -617,8 +617,8 @@ describe('PostgresTransactionLock', () => {
 
   it('a minter that cannot connect fails that grant (no-quorum) and is made afresh for the next', async () => {
     let calls = 0;
-    // Round trips of a fresh lock's first grant: connect, BEGIN, try-lock, the minter's connect (4th), MINT.
-    const a = xact({ link: (rt) => (++calls === 4 ? Promise.reject(new Error('minter link down')) : rt()) });
+    // Round trips of a fresh lock's first grant: connect, BEGIN with the try-lock, the minter's connect (3rd), MINT.
+    const a = xact({ link: (rt) => (++calls === 3 ? Promise.reject(new Error('minter link down')) : rt()) });
     expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
     expect(a.leaseFor('r')).toBeUndefined();
     expect(granted(await a.acquire('r')).token).toBe(1n);
