@@ -271,6 +271,8 @@ describe('createRedisLock', () => {
     expect(r.kind).toBe('granted');
     if (r.kind !== 'granted') return;
     expect(r.lease.token).toBe(42n);
+    // The round's deadline is the request timeout, not the ttl.
+    expect(clock.delays).toContain(4_000);
     // Validity: started + ttl - (ceil(0.1 * 1000) + 5).
     expect(r.lease.validUntilMs).toBe(1000 + 1000 - 105);
     expect(await redis.get('q:lock:r')).toBe(r.lease.owner);
