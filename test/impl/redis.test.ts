@@ -344,9 +344,13 @@ describe('withLockCommands', () => {
   it('defines the scripts once per connection', () => {
     const c = client();
     try {
+      const defined: string[] = [];
+      const define = c.defineCommand.bind(c);
+      c.defineCommand = (name, definition) => (defined.push(name), define(name, definition));
       const a = withLockCommands(c);
       expect(withLockCommands(c)).toBe(a);
-      expect(typeof a.lockcheckAcquire).toBe('function');
+      expect(defined).toEqual(['lockcheckAcquire', 'lockcheckRelease', 'lockcheckExtend', 'lockcheckRaise', 'lockcheckFencedWrite']);
+      for (const name of defined) expect(typeof (a as unknown as Record<string, unknown>)[name]).toBe('function');
     } finally {
       c.disconnect();
     }
