@@ -64,8 +64,13 @@ function wrapped(node: EtcdNode, changes: Partial<EtcdNode>): EtcdNode {
 }
 
 describe('etcdClient and keys', () => {
-  it('needs a host', () => {
+  it('needs a host; a client of the hosts given makes calls on them', async () => {
     expect(() => etcdClient({ hosts: [] })).toThrow(new RangeError('etcdClient: at least one host'));
+    const x = client();
+    const key = `${prefix()}k`;
+    await x.put(key).value('v');
+    expect(await x.get(key).string()).toBe('v');
+    await x.delete().key(key);
   });
 
   it('keys sit under their own segments of the prefix', () => {
