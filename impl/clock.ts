@@ -19,10 +19,18 @@ export const systemClock: MonotonicClock = {
       const immediate = setImmediate(fn);
       return () => clearImmediate(immediate);
     }
+    let cancel: () => void;
+    // Node times timers on its loop's cached ms clock, which can run up to 1 ms behind performance.now(): a timer that
+    // fires before `atMs` waits out the rest, so that `now()` has reached `atMs` when `fn` runs.
+    const fire = (): void => {
+      if (performance.now() >= atMs) fn();
+      else cancel = systemClock.schedule(atMs, fn);
+    };
     // A whole number of ms: Node keeps one timer list per distinct delay, so fractional delays would each make a list of their own.
-    const timer = setTimeout(fn, Math.ceil(delayMs));
+    const timer = setTimeout(fire, Math.ceil(delayMs));
     timer.unref?.();
-    return () => clearTimeout(timer);
+    cancel = () => clearTimeout(timer);
+    return () => cancel();
   },
 };
 
