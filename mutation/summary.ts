@@ -21,7 +21,7 @@ interface Mutant {
   readonly mutatorName: string;
   readonly replacement?: string;
   readonly status: string;
-  readonly location: { readonly start: { readonly line: number; readonly column: number } };
+  readonly location: { readonly start: { readonly line: number; readonly column: number }; readonly end: { readonly line: number; readonly column: number } };
 }
 
 const KILLED = new Set(['Killed', 'Timeout']);
@@ -56,7 +56,10 @@ function readPart(dir: string): Part | null {
   if (plan !== undefined) {
     const p = JSON.parse(readFileSync(join(events, plan), 'utf8')) as { mutantPlans: Array<{ mutant: Mutant }> };
     // The plan's locations count lines and columns from 0, the results' from 1.
-    const fromOne = (m: Mutant): Mutant => ({ ...m, location: { start: { line: m.location.start.line + 1, column: m.location.start.column + 1 } } });
+    const fromOne = (m: Mutant): Mutant => {
+      const { start, end } = m.location;
+      return { ...m, location: { start: { line: start.line + 1, column: start.column + 1 }, end: { line: end.line + 1, column: end.column + 1 } } };
+    };
     for (const { mutant } of p.mutantPlans) tested.set(mutant.id, fromOne({ ...mutant, status: mutant.status ?? 'Pending' }));
   }
   for (const f of names.filter((n) => n.endsWith('-onMutantTested.json'))) {
@@ -75,12 +78,14 @@ const parts = dirs.length > 0
       .filter((p): p is Part => p !== null)
       .sort((a, b) => Number(a.complete) - Number(b.complete) || a.when - b.when)
   : [];
-// Later parts (complete ones last) override earlier ones, mutant by mutant (file, place and mutator).
+// Later parts (complete ones last) override earlier ones, mutant by mutant (file, span and mutator).
 const byKey = new Map<string, Mutant & { part: string }>();
 for (const part of parts) {
   for (const m of part.mutants) {
     const file = relative(process.cwd(), m.fileName.startsWith('/') ? m.fileName : join(process.cwd(), m.fileName));
-    const key = `${file}:${m.location.start.line}:${m.location.start.column}:${m.mutatorName}:${m.replacement ?? ''}`;
+    // The end too: `a && b` inside `a && b && c` starts where the whole does, and both have a mutant `true`.
+    const { start, end } = m.location;
+    const key = `${file}:${start.line}:${start.column}-${end.line}:${end.column}:${m.mutatorName}:${m.replacement ?? ''}`;
     const known = byKey.get(key);
     // Not tested yet says nothing new; a mutant another part found static (evaluated at import) stays ignored.
     if (known !== undefined && ((m.status === 'Pending' && known.status !== 'Pending') || known.status === 'Ignored')) continue;
