@@ -14,6 +14,7 @@ import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { ZK_TICK_MS, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
+import { RequestBound } from './requestBound.ts';
 
 /**
  * The ZooKeeper backend (spec 7.10 `zookeeper`) on a real 3-member
@@ -59,7 +60,7 @@ export async function startZookeeperCell(): Promise<ZookeeperCell> {
   return { ensemble, stop: () => ensemble.stop() };
 }
 
-/** The faults the ZooKeeper rows take (advance, pause, partition, delay) are what the environment's injectors make. */
+/** The faults the ZooKeeper rows take (advance, pause, partition, delay, latency, slow-node) are what the environment's injectors make. */
 export function realZookeeperBackend(cell: ZookeeperCell, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
   return {
     name: options.name ?? `zookeeper etcd-lease / ${store}`,
@@ -68,11 +69,11 @@ export function realZookeeperBackend(cell: ZookeeperCell, store: StorePolicy, op
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, expiryToleranceMs: ZK_EXPIRY_TOLERANCE_MS, ttlGrainMs: 1000, tokensComparedBy: 'order' },
     // A renewal lasts the session's timeout, the ttl it was opened with.
     contract: { refreshTtl: 'acquired' },
-    start: (o) => startInstance(cell, store, o.clients),
+    start: (o) => startInstance(cell, store, o.clients, o.requestTimeoutMs),
   };
 }
 
-async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: number): Promise<BackendInstance> {
+async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: number, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
   // A fresh root is the reset: nothing of an earlier run is in the way, and its sessions expire by themselves.
   const root = `/lockcheck/run-${randomUUID()}`;
   const nodes: ZookeeperNode[] = [];
@@ -88,16 +89,18 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     const admin = zookeeperNode({ connectString: cell.ensemble.connectString, clock: systemClock, requestTimeoutMs: CALL_TIMEOUT_MS });
     nodes.push(admin);
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+    // A slow member is one slow round trip per lock operation (an acquire's connect; the model's acquire is one round), or a black hole.
+    const timing = network.serverTiming();
     const lockClients: LockClient[] = Array.from({ length: clients }, (_v, client) => {
-      const clock: MonotonicClock = time.clockOf(() => clientClocks[client]!);
+      // A paused client runs no timers until it resumes (then they fire before its replies): requests in flight across a pause.
+      const clock: MonotonicClock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
       const own = zookeeperNode({ connectString: cell.ensemble.endpoints[client % cell.ensemble.size]!, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       const storeNode = zookeeperNode({ connectString: cell.ensemble.connectString, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       nodes.push(own, storeNode);
-      const lock = new ZookeeperLock({ node: through(network, client, 0, own), clock, driftFactor: driftFactor(zookeeperDesign), clockMarginMs: clockMarginMs(zookeeperDesign), root });
+      const bound = new RequestBound(clock, requestTimeoutMs);
+      const lock = new ZookeeperLock({ node: boundedNode(bound, through(network, client, 0, own)), clock, driftFactor: driftFactor(zookeeperDesign), clockMarginMs: clockMarginMs(zookeeperDesign), root });
       return {
-        acquire: (resource, o) => lock.acquire(resource, o),
-        extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
-        release: (lease) => lock.release(lease),
+        ...bound.operations(lock, () => timing.slowOperation(client)),
         store: zookeeperFencedStore(through(network, client, 'store', storeNode), policy, { root }),
         clock,
       };
@@ -108,8 +111,8 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // Only the network's faults: no member clock is the runner's, and crash-restart is not offered (spec 7.10).
-      faults: network.faults(),
+      // The network's faults and its timing faults: no member clock is the runner's, and crash-restart is not offered (spec 7.10).
+      faults: { ...network.faults(), ...timing.faults },
       realTimeAheadMs: () => time.lagMs(),
       inspect: async (resource) => {
         const dir = lockDir(resource, root);
@@ -128,6 +131,23 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     await close();
     throw error;
   }
+}
+
+/** The lock's calls bounded as the model bounds them (RequestBound); the store's and the look's are not. */
+function boundedNode(bound: RequestBound, node: ZookeeperNode): ZookeeperNode {
+  return {
+    openSession: (t) => bound.bounded('zookeeper connect', () => node.openSession(t)),
+    contenders: (s, d) => bound.bounded('zookeeper get children', () => node.contenders(s, d)),
+    enqueue: (s, d) => bound.bounded('zookeeper create', () => node.enqueue(s, d)),
+    touch: (s, p) => bound.bounded('zookeeper touch', () => node.touch(s, p)),
+    watchGone: (s, p, w) => node.watchGone(s, p, w),
+    deleteOwned: (s, p, z) => bound.bounded('zookeeper delete', () => node.deleteOwned(s, p, z)),
+    closeSession: (s) => node.closeSession(s),
+    children: (d) => node.children(d),
+    get: (p) => node.get(p),
+    fencedWrite: (p, t, v, pol) => node.fencedWrite(p, t, v, pol),
+    close: () => node.close(),
+  };
 }
 
 /** Every call of `node` through the simulated network, as client `client` to `endpoint`. */
