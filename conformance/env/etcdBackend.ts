@@ -126,17 +126,17 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
     // A paused client runs no timers until it resumes (then they fire before its replies): requests in flight across a pause.
     const clocks: MonotonicClock[] = Array.from({ length: clients }, (_v, client) => network.pausable(client, time.clockOf(() => clientClocks[client]!)));
-    // A slow member is one slow round trip per lock operation (an acquire's grant; the model's acquire is one round), or a black hole.
+    // A slow member is one slow round trip per attempt, extend or release (the model's one round: an attempt's grant), or a black hole.
     const timing = network.serverTiming();
     let lockLinks = connect();
     const lockClients: LockClient[] = Array.from({ length: clients }, (_v, client) => {
       const clock = clocks[client]!;
       const bound = new RequestBound(clock, requestTimeoutMs);
-      const node = boundedNode(bound, through(network, client, 0, () => lockLinks.nodes[client]!));
+      const node = boundedNode(bound, () => timing.slowOperation(client), through(network, client, 0, () => lockLinks.nodes[client]!));
       const storeNode = etcd3Node(open(cell.store.endpoints), { clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       const lock = new EtcdLock({ node, clock, driftFactor: driftFactor(etcdDesign), clockMarginMs: clockMarginMs(etcdDesign), prefix });
       return {
-        ...bound.operations(lock, () => timing.slowOperation(client)),
+        ...bound.operations(lock),
         store: etcdFencedStore(through(network, client, 'store', () => storeNode), policy, { prefix }),
         clock,
       };
@@ -227,14 +227,22 @@ function through(network: SimNetwork, client: number, endpoint: Endpoint, node: 
   };
 }
 
-/** The lock's calls bounded as the model bounds them (RequestBound); the store's are not. */
-function boundedNode(bound: RequestBound, node: EtcdNode): EtcdNode {
+/**
+ * The lock's calls bounded as the model bounds them (RequestBound); the
+ * store's are not. A slow member slows the first round of each attempt,
+ * extend and release (`slow` as it is sent), as the model's one round.
+ */
+function boundedNode(bound: RequestBound, slow: () => void, node: EtcdNode): EtcdNode {
+  const first = <T>(call: () => Promise<T>) => () => {
+    slow();
+    return call();
+  };
   return {
-    grant: (t) => bound.bounded('etcd lease grant', () => node.grant(t)),
+    grant: (t) => bound.bounded('etcd lease grant', first(() => node.grant(t))),
     putIfAbsent: (k, v, l) => bound.bounded('etcd put-if-absent', () => node.putIfAbsent(k, v, l)),
-    keepAlive: (l) => bound.bounded('etcd lease keep-alive', () => node.keepAlive(l)),
-    deleteIfOwned: (k, l, r) => bound.bounded('etcd delete-if-owned', () => node.deleteIfOwned(k, l, r)),
-    revoke: (l) => bound.bounded('etcd lease revoke', () => node.revoke(l)),
+    keepAlive: (l) => bound.bounded('etcd lease keep-alive', first(() => node.keepAlive(l))),
+    deleteIfOwned: (k, l, r) => bound.bounded('etcd delete-if-owned', first(() => node.deleteIfOwned(k, l, r))),
+    revoke: (l) => bound.bounded('etcd lease revoke', first(() => node.revoke(l))),
     get: (k) => node.get(k),
     fencedWrite: (k, h, t, v, p) => node.fencedWrite(k, h, t, v, p),
   };

@@ -29,22 +29,19 @@ export class RequestBound {
   ) {}
 
   /** The client's lock operations, each setting the bound of the requests it makes. */
-  operations(lock: LockOperations, starting: () => void): LockOperations {
+  operations(lock: LockOperations): LockOperations {
     return {
       acquire: async (resource, o) => {
-        starting();
         this.#ms = this.requestTimeoutMs ?? o.ttlMs;
         const result = await lock.acquire(resource, o);
         if (result.kind === 'granted') this.#acquired.set(result.lease, o.ttlMs);
         return result;
       },
       extend: (lease, ttlMs) => {
-        starting();
         this.#ms = this.requestTimeoutMs ?? this.#acquired.get(lease) ?? ttlMs;
         return lock.extend(lease, ttlMs);
       },
       release: (lease) => {
-        starting();
         this.#ms = this.requestTimeoutMs ?? RELEASE_BOUND_MS;
         return lock.release(lease);
       },

@@ -12,7 +12,8 @@ import { zookeeperFencedStore } from '../../impl/zookeeper/store.ts';
 import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
-import { VirtualTime } from '../sim/time.ts';
+import { TimingError, VirtualTime } from '../sim/time.ts';
+import { failsTheRun } from './runEnvironment.ts';
 import { ZK_TICK_MS, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
 import { RequestBound } from './requestBound.ts';
 
@@ -53,6 +54,9 @@ export const ZK_CLOCK_MARGIN_MS = ZK_PACING_TOLERANCE_MS + 2;
 export const zookeeperDesign: Design = designs.etcdLease({ clockMarginMs: ZK_CLOCK_MARGIN_MS });
 
 const CALL_TIMEOUT_MS = 2_000;
+const READY_TIMEOUT_MS = 20_000;
+/** How often the restart looks for the leader, ms: the look bounds when the sessions were refreshed. */
+const LEADER_POLL_MS = 20;
 
 /** Starts the 3-member ensemble a cell's runs share, data on /dev/shm. */
 export async function startZookeeperCell(): Promise<ZookeeperCell> {
@@ -60,7 +64,7 @@ export async function startZookeeperCell(): Promise<ZookeeperCell> {
   return { ensemble, stop: () => ensemble.stop() };
 }
 
-/** The faults the ZooKeeper rows take (advance, pause, partition, delay, latency, slow-node) are what the environment's injectors make. */
+/** The faults the ZooKeeper rows take (advance, pause, partition, delay, latency, slow-node, crash-restart) are what the environment's injectors make. */
 export function realZookeeperBackend(cell: ZookeeperCell, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
   return {
     name: options.name ?? `zookeeper etcd-lease / ${store}`,
@@ -79,6 +83,8 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
   const nodes: ZookeeperNode[] = [];
   const close = async (): Promise<void> => {
     for (const n of nodes) n.close();
+    // A run that ended with the ensemble down leaves it whole for the next one.
+    await wholeAgain(cell.ensemble);
   };
   try {
     const up = [true];
@@ -89,32 +95,91 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     const admin = zookeeperNode({ connectString: cell.ensemble.connectString, clock: systemClock, requestTimeoutMs: CALL_TIMEOUT_MS });
     nodes.push(admin);
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
-    // A slow member is one slow round trip per lock operation (an acquire's connect; the model's acquire is one round), or a black hole.
+    // A slow member is one slow round trip per attempt, extend or release (the model's one round: an attempt's connect), or a black hole.
     const timing = network.serverTiming();
     const lockClients: LockClient[] = Array.from({ length: clients }, (_v, client) => {
       // A paused client runs no timers until it resumes (then they fire before its replies): requests in flight across a pause.
       const clock: MonotonicClock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
-      const own = zookeeperNode({ connectString: cell.ensemble.endpoints[client % cell.ensemble.size]!, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
+      // Every member named: after a crash a session reconnects to whichever member serves first (spec 7.10).
+      const own = zookeeperNode({ connectString: cell.ensemble.connectString, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       const storeNode = zookeeperNode({ connectString: cell.ensemble.connectString, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       nodes.push(own, storeNode);
       const bound = new RequestBound(clock, requestTimeoutMs);
-      const lock = new ZookeeperLock({ node: boundedNode(bound, through(network, client, 0, own)), clock, driftFactor: driftFactor(zookeeperDesign), clockMarginMs: clockMarginMs(zookeeperDesign), root });
+      const lock = new ZookeeperLock({ node: boundedNode(bound, () => timing.slowOperation(client), through(network, client, 0, own)), clock, driftFactor: driftFactor(zookeeperDesign), clockMarginMs: clockMarginMs(zookeeperDesign), root });
       return {
-        ...bound.operations(lock, () => timing.slowOperation(client)),
+        ...bound.operations(lock),
         store: zookeeperFencedStore(through(network, client, 'store', storeNode), policy, { root }),
         clock,
       };
     });
     // The store sessions connect before the run begins: the model's store is up from the start.
-    await Promise.all(nodes.map((n) => n.get(`${root}/ready`)));
+    const answering = (): Promise<void> => ready(nodes, `${root}/ready`);
+    await answering();
+    const ensemble = cell.ensemble;
+    // Crash-restart: which follower stays up alternates; a restart prepared is not prepared again.
+    let crashes = 0;
+    let killed: number[] = [];
+    // The restarts under way: the election needs only one of the two back, the other is waited for after the model's restart.
+    let restarting: Promise<unknown> = Promise.resolve();
+    const prepareRestart = async (): Promise<void> => {
+      if (killed.length === 0) return;
+      const electedSince = await failsTheRun('the restart', async () => {
+        // The leader is watched from before the restarts: when it starts it gives every session its full timeout afresh.
+        const electing = ensemble.leaderSince(READY_TIMEOUT_MS, LEADER_POLL_MS);
+        electing.catch(() => undefined);
+        restarting = Promise.all(killed.map((m) => ensemble.restart(m)));
+        restarting.catch(() => undefined);
+        killed = [];
+        const { sinceMs } = await electing;
+        // The long-lived sessions answer again (the lease sessions reconnect as they do: every member is named).
+        await answering();
+        return sinceMs;
+      });
+      // The model restarts the node (refreshing every lease) once true time has caught up with now; the ensemble did at
+      // the election. Further apart than the expiry slack, a session may expire before the model's restart: the run
+      // cannot be judged (spec 7.10).
+      const skew = performance.now() - electedSince;
+      if (skew > ZK_EXPIRY_SLACK_MS) throw new TimingError(`the ensemble's sessions were refreshed up to ${skew.toFixed(0)} ms before the restart could be judged (more than ${ZK_EXPIRY_SLACK_MS} ms): the machine was too busy to keep pace`);
+    };
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // The network's faults and its timing faults: no member clock is the runner's, and crash-restart is not offered (spec 7.10).
-      faults: { ...network.faults(), ...timing.faults },
+      // The network's faults, its timing faults and crash-restart: no member clock is the runner's (spec 7.10).
+      faults: {
+        ...network.faults(),
+        ...timing.faults,
+        crash: {
+          crash: async () => {
+            await failsTheRun('the crash of the leader and a follower', async () => {
+              up[0] = false;
+              const leader = await ensemble.leader(READY_TIMEOUT_MS);
+              const followers = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => m !== leader);
+              killed = [leader, followers[crashes++ % followers.length]!];
+              await Promise.all(killed.map((m) => ensemble.kill(m)));
+            });
+            // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
+            // meanwhile) leaves the run unjudged, never judged wrong.
+            time.noteServerReply();
+            time.assertOnTime();
+          },
+          prepareRestart: () => prepareRestart(),
+          restart: async () => {
+            await prepareRestart();
+            up[0] = true;
+            // A restarted JVM answers its first requests slowly (its code not yet compiled): a session through every
+            // member warms them. After the model's restart: the next step's catch-up covers the time it takes.
+            await failsTheRun('the warm-up after the restart', async () => {
+              await restarting;
+              await Promise.all(ensemble.endpoints.map((endpoint) => warm(endpoint, `${root}/warm`)));
+            });
+          },
+        },
+      },
       realTimeAheadMs: () => time.lagMs(),
       inspect: async (resource) => {
+        // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
+        if (!up[0]) return [null];
         const dir = lockDir(resource, root);
         // ZooKeeper's reads are not linearizable: a member (the leader too) may not yet have applied a write another
         // member acknowledged. A write on the look's own session first is the barrier (the client library has no
@@ -133,15 +198,23 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
   }
 }
 
-/** The lock's calls bounded as the model bounds them (RequestBound); the store's and the look's are not. */
-function boundedNode(bound: RequestBound, node: ZookeeperNode): ZookeeperNode {
+/**
+ * The lock's calls bounded as the model bounds them (RequestBound); the
+ * store's and the look's are not. A slow member slows the first round of
+ * each attempt, extend and release (`slow` as it is sent), as the model's one round.
+ */
+function boundedNode(bound: RequestBound, slow: () => void, node: ZookeeperNode): ZookeeperNode {
+  const first = <T>(call: () => Promise<T>) => () => {
+    slow();
+    return call();
+  };
   return {
-    openSession: (t) => bound.bounded('zookeeper connect', () => node.openSession(t)),
+    openSession: (t) => bound.bounded('zookeeper connect', first(() => node.openSession(t))),
     contenders: (s, d) => bound.bounded('zookeeper get children', () => node.contenders(s, d)),
     enqueue: (s, d) => bound.bounded('zookeeper create', () => node.enqueue(s, d)),
-    touch: (s, p) => bound.bounded('zookeeper touch', () => node.touch(s, p)),
+    touch: (s, p) => bound.bounded('zookeeper touch', first(() => node.touch(s, p))),
     watchGone: (s, p, w) => node.watchGone(s, p, w),
-    deleteOwned: (s, p, z) => bound.bounded('zookeeper delete', () => node.deleteOwned(s, p, z)),
+    deleteOwned: (s, p, z) => bound.bounded('zookeeper delete', first(() => node.deleteOwned(s, p, z))),
     closeSession: (s) => node.closeSession(s),
     children: (d) => node.children(d),
     get: (p) => node.get(p),
@@ -165,4 +238,41 @@ function through(network: SimNetwork, client: number, endpoint: Endpoint, node: 
     fencedWrite: (p, t, v, pol) => network.call(client, endpoint, () => node.fencedWrite(p, t, v, pol)),
     close: () => node.close(),
   };
+}
+
+/** Waits (bounded) until every node's long-lived session answers a read. */
+async function ready(nodes: readonly ZookeeperNode[], path: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      await Promise.all(nodes.map((n) => n.get(path)));
+      return;
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+/** Every member running again and a leader serving (bounded): a cell's runs share the ensemble. */
+async function wholeAgain(ensemble: ZookeeperEnsemble): Promise<void> {
+  if (ensemble.stopped) return;
+  const down = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => !ensemble.running(m));
+  if (down.length === 0) return;
+  await Promise.all(down.map((m) => ensemble.restart(m)));
+  await ensemble.leader(READY_TIMEOUT_MS);
+}
+
+/** Sessions through `endpoint`: opened, a contender made under `dir`, closed (each call bounded). */
+async function warm(endpoint: string, dir: string): Promise<void> {
+  const node = zookeeperNode({ connectString: endpoint, clock: systemClock, requestTimeoutMs: READY_TIMEOUT_MS });
+  try {
+    for (let round = 0; round < 3; round++) {
+      const session = await node.openSession(1000);
+      await node.enqueue(session, dir);
+      await node.closeSession(session);
+    }
+  } finally {
+    node.close();
+  }
 }
