@@ -24,13 +24,20 @@ import { RequestBound } from './requestBound.ts';
  * service heard, put-if-first, a cluster-wide creation counter as token):
  * the differences are listed in spec 7.10. Runs are paced to real time as
  * etcd's (spec 7.8): the ensemble expires sessions on its own clock. Clients
- * are in process on virtual time; client i talks to member i mod 3 through
- * the simulated network (cut, delay, hold while paused). The store is a
- * fenced store in the same ensemble on a session of its own that the
- * network never cuts: the model's store is always up.
+ * are in process on virtual time; each talks to the ensemble (its sessions
+ * name every member) through the simulated network (cut, delay, hold while
+ * paused, slow or black-holed service). The store is a fenced store in the
+ * same ensemble on a session of its own that the network never cuts: the
+ * model's store is always up.
  *
- * Crash-restart is not offered in lockstep (spec 7.10): under heavy load a
- * lease session was gone at the model's restart that the model refreshes.
+ * Crash-restart (spec 7.10), as etcd's: the crash is the ensemble losing
+ * its quorum, the leader and a follower killed (kill -9; the follower left
+ * running alternates), with no leader to expire a session meanwhile. The
+ * new leader starts every session's timeout afresh when it starts, so the
+ * restart waits (bounded) only for it and for the long-lived sessions, and
+ * leaves the run unjudged when the model's restart would come later than
+ * the expiry slack after the election; the restarted JVMs are warmed after
+ * the model's restart (the next step's catch-up covers that time).
  */
 export interface ZookeeperCell {
   readonly ensemble: ZookeeperEnsemble;
