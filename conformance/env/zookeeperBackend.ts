@@ -88,9 +88,12 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
   // A fresh root is the reset: nothing of an earlier run is in the way, and its sessions expire by themselves.
   const root = `/lockcheck/run-${randomUUID()}`;
   const nodes: ZookeeperNode[] = [];
+  // The restarts under way: the election needs only one of the two back, the other is waited for after the model's restart.
+  let restarting: Promise<unknown> = Promise.resolve();
   const close = async (): Promise<void> => {
     for (const n of nodes) n.close();
-    // A run that ended with the ensemble down leaves it whole for the next one.
+    // A run that ended with the ensemble down (or coming back) leaves it whole for the next one.
+    await restarting.catch(() => undefined);
     await wholeAgain(cell.ensemble);
   };
   try {
@@ -126,8 +129,6 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     // Crash-restart: which follower stays up alternates; a restart prepared is not prepared again.
     let crashes = 0;
     let killed: number[] = [];
-    // The restarts under way: the election needs only one of the two back, the other is waited for after the model's restart.
-    let restarting: Promise<unknown> = Promise.resolve();
     const prepareRestart = async (): Promise<void> => {
       if (killed.length === 0) return;
       const electedSince = await failsTheRun('the restart', async () => {
