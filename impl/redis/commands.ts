@@ -8,15 +8,15 @@ import { ACQUIRE, EXTEND, FENCED_WRITE, RAISE, RELEASE } from './scripts.ts';
  *
  * Not ioredis's defineCommand, for two reasons. Per call it adds a promise (a
  * catch for NOSCRIPT), a closure and two copies of the arguments: with one
- * script call per node per acquire and per release, that was about 2 µs of a
- * single-node pair's client CPU (docs/redis.md, client speed). And on a
- * NOSCRIPT reply it resends the script as EVAL behind whatever the connection
- * sent meanwhile, so a release sent after an unanswered acquire could run
- * before it (the order a LeaseNode promises, impl/leaseNode.ts). Here a
- * NOSCRIPT reply (the server lost its script cache under a live connection:
- * SCRIPT FLUSH) fails that one call, a vote against, and the connection's next
- * call sends EVAL (`forgetScripts`). A reconnect is a new socket, so the first
- * call after a server restart sends EVAL anyway.
+ * script call per node per acquire and per release, that was about 1 µs of
+ * client CPU per pair on one node and 10 to 24 µs on five (docs/redis.md,
+ * client speed). And on a NOSCRIPT reply it resends the script as EVAL
+ * behind whatever the connection sent meanwhile, so a release sent after an
+ * unanswered acquire could run before it (the order a LeaseNode promises,
+ * impl/leaseNode.ts). Here a NOSCRIPT reply (the server lost its script cache
+ * under a live connection: SCRIPT FLUSH) fails that one call, a vote against,
+ * and the connection's next call sends EVAL (`forgetScripts`). A reconnect is
+ * a new socket, so the first call after a server restart sends EVAL anyway.
  */
 export class LuaScript {
   readonly sha: string;
