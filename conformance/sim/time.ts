@@ -160,17 +160,23 @@ export class VirtualTime {
         const dueMs = Math.max(this.#nowMs, timer.dueMs());
         if (next === undefined || dueMs < next.dueMs || (dueMs === next.dueMs && timer.seq < next.timer.seq)) next = { timer, dueMs };
       }
-      if (next === undefined || next.dueMs > limitMs) break;
+      if (next === undefined || next.dueMs > limitMs) {
+        if (work === null) break;
+        // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
+        // setImmediate): they get those turns before the work is called unsettled. Turns only: waiting for
+        // outside work here would let real time run on a paced run.
+        const seq = this.#seq;
+        for (let i = 0; i < SETTLE_TURNS && !settled; i++) await flush();
+        // What settled late may have set a timer (an adapter's retry sleep after a late denial): fire it if it is due in time.
+        if (settled || this.#seq === seq) break;
+        continue;
+      }
       await this.pace(next.dueMs);
       this.moveTo(next.dueMs);
       next.timer.cancelled = true;
       next.timer.fire();
       await this.quiesce();
     }
-    // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
-    // setImmediate): they get those turns before the work is called unsettled.
-    // Turns only: waiting for outside work here would let real time run on a paced run.
-    for (let i = 0; i < SETTLE_TURNS && !settled && work !== null; i++) await flush();
     this.assertOnTime();
     return settled;
   }
