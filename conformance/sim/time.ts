@@ -154,23 +154,27 @@ export class VirtualTime {
     await this.quiesce();
     for (let fired = 0; !settled || work === null; fired++) {
       if (fired > MAX_EVENTS_PER_ADVANCE) throw new Error(`virtual time: more than ${MAX_EVENTS_PER_ADVANCE} events before t=${limitMs}`);
+      if (work !== null) {
+        // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
+        // setImmediate): they get those turns before time moves on, or the work is called unsettled.
+        const seq = this.#seq;
+        for (let i = 0; i < SETTLE_TURNS && !settled; i++) await flush();
+        if (settled) break;
+        // What settled late may have sent requests (a refused Redlock attempt's unlocks) or set a timer (an adapter's
+        // retry sleep after a late denial): follow them, as after any event, before the next event is chosen.
+        if (this.options.settle !== undefined && (await this.options.settle())) {
+          await this.quiesce();
+          continue;
+        }
+        if (this.#seq !== seq) continue;
+      }
       this.#timers = this.#timers.filter((t) => !t.cancelled);
       let next: { timer: Timer; dueMs: number } | undefined;
       for (const timer of this.#timers) {
         const dueMs = Math.max(this.#nowMs, timer.dueMs());
         if (next === undefined || dueMs < next.dueMs || (dueMs === next.dueMs && timer.seq < next.timer.seq)) next = { timer, dueMs };
       }
-      if (next === undefined || next.dueMs > limitMs) {
-        if (work === null) break;
-        // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
-        // setImmediate): they get those turns before the work is called unsettled. Turns only: waiting for
-        // outside work here would let real time run on a paced run.
-        const seq = this.#seq;
-        for (let i = 0; i < SETTLE_TURNS && !settled; i++) await flush();
-        // What settled late may have set a timer (an adapter's retry sleep after a late denial): fire it if it is due in time.
-        if (settled || this.#seq === seq) break;
-        continue;
-      }
+      if (next === undefined || next.dueMs > limitMs) break;
       await this.pace(next.dueMs);
       this.moveTo(next.dueMs);
       next.timer.cancelled = true;
