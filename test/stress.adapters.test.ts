@@ -72,20 +72,18 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
   }, 150_000);
 
   it('a client process the library crashes in one run is reported there and replaced before the next, which records its operations again', async () => {
-    const session = await StressSession.start({ backend: 'redis-single', clients: 2, fakeClocks: false, proxied: false });
+    const session = await StressSession.start({ backend: 'redis-single', clients: 1, fakeClocks: false, proxied: false });
     try {
       const adapter = { name: 'crashing fixture', ref: { kind: 'module', path: fileURLToPath(new URL('./fixtures/crashingAdapter.ts', import.meta.url)) } as const, client: crashing };
-      const options = { adapter, seconds: 1, nemesis: [], seed: SEED, store: 'unfenced', resources: 2, ttlMinMs: 200, ttlMaxMs: 300, maxCycles: 5 } as const;
+      const options = { adapter, seconds: 1, nemesis: [], seed: SEED, store: 'unfenced', resources: 1, ttlMinMs: 200, ttlMaxMs: 300, maxCycles: 3 } as const;
       const first = await session.run(options);
-      // Reported: a finding about the library (it crashes its process), one per client, with the process's own last word.
-      expect(first.clientErrors).toHaveLength(2);
-      for (const e of first.clientErrors) expect(e).toMatch(/^client \d: its process exited \(code 1\): Error: Connection terminated unexpectedly/);
+      // Reported: a finding about the library (it crashes its process), with the process's own last word.
+      expect(first.clientErrors).toHaveLength(1);
+      expect(first.clientErrors[0]).toMatch(/^client 0: its process exited \(code 1\): Error: Connection terminated unexpectedly/);
       const second = await session.run(options);
       expect(second.clientErrors).toEqual([]);
-      // Both fresh processes took part: each completed acquires (granted, or refused while the other held the lock).
-      const answered = new Set(second.history.filter((e) => (e.type === 'ok' || e.type === 'fail') && 'op' in e && e.op === 'acquire').map((e) => e.process));
-      expect([...answered].sort()).toEqual([0, 1]);
-      expect(second.history.some((e) => e.type === 'ok' && 'op' in e && e.op === 'acquire')).toBe(true);
+      // The fresh process took part: it was granted the lock and released it.
+      expect(second.history.filter((e) => e.type === 'ok' && 'op' in e && (e.op === 'acquire' || e.op === 'release') && e.process === 0).length).toBeGreaterThan(1);
     } finally {
       await session.stop();
     }
