@@ -703,15 +703,18 @@ function statementDeadlineMs(world: World, client: number): number {
  * A reply later than the statement timeout: the client drops the connection
  * and returns `timed-out`, so nothing is held behind it (spec 7.4). Session
  * locks: the session ends, every lock it held goes and the client's leases
- * are lost (connection-lost); the statement may have drawn a token first, so
- * the counter may have moved. Transaction locks: only the attempt's own
- * transaction is aborted (a stacked level is released with its transaction's
- * commit).
+ * are lost (connection-lost). Transaction locks: only the attempt's own
+ * connection goes (a stacked level is released with its transaction's
+ * commit). On both designs a new lock's statement may have drawn a token
+ * first (pg-xact mints it committed on its own before BEGIN, 7.5), so the
+ * counter may have moved.
  */
 function lateAcquire(world: World, later: World, client: number, resource: string): Branch[] {
   const timedOut = { kind: 'timed-out' } as const;
-  if (lateReplyEnds(world.config.design) !== 'session') return [{ outcome: timedOut, next: later, events: [] }];
-  const ended = dropSessions(later, [client]);
+  const session = lateReplyEnds(world.config.design) === 'session';
+  // A stacked level draws nothing; a not-reentrant session library's per-call session is modelled without a draw.
+  if (!session && (world.clients[client]!.leases[resource] !== undefined || world.config.design.kind !== 'pg-xact')) return [{ outcome: timedOut, next: later, events: [] }];
+  const ended = session ? dropSessions(later, [client]) : later;
   const server = later.nodes[0]!;
   const free = server.keys[resource] === undefined;
   if (!free) return [{ outcome: timedOut, next: ended, events: [] }];

@@ -21,7 +21,8 @@ import type { Queryable } from './store.ts';
  *
  * Unknown outcomes fail safe (spec: "Unknown outcomes"): a statement of an
  * acquire that fails or answers after statementTimeoutMs drops its
- * connection at once (the server aborts the transaction and frees its lock)
+ * connection at once (the server aborts the transaction and frees the lock,
+ * at session and transaction level; a token already minted is a gap)
  * and the acquire returns `timed-out` (or `denied: no-quorum` on an error);
  * a COMMIT that fails likewise drops the connection and release throws
  * UnavailableError: the changes may or may not have been committed.
@@ -221,9 +222,9 @@ export class PostgresTransactionLock {
   }
 
   /**
-   * The token is minted on a separate autocommit connection while the lock is
-   * held: a counter row updated inside the lock's transaction would be rolled
-   * back with it, and the next holder would get the same token again.
+   * withLock's token, minted on a separate autocommit connection while the
+   * lock is held: a counter row updated inside the lock's transaction would
+   * be rolled back with it, and the next holder would get the same token again.
    */
   private async mint(resource: string): Promise<bigint> {
     this.#minter ??= this.connect();
