@@ -34,7 +34,7 @@ const shared = [...groups.values()].filter((g) => g.length > 1);
 describe('cells explored once', () => {
   it('groups the Redis rows that differ only in persistence or restart delay, under every class without a restart', () => {
     // redis-single: 2 rows; Redlock: 3 rows; each under 8 classes x 2 stores.
-    expect(shared.map((g) => g.length).sort()).toEqual([...Array<number>(16).fill(2), ...Array<number>(16).fill(3)]);
+    expect(shared.map((g) => g.length).sort((a, b) => a - b)).toEqual([...Array<number>(16).fill(2), ...Array<number>(16).fill(3)]);
     expect(shared.some((g) => g[0]!.fault === 'crash-restart')).toBe(false);
   });
 
