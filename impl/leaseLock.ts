@@ -125,7 +125,8 @@ export class LeaseLock {
     const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
     const firstStartedMs = this.clock.now();
     for (let attempt = 0; ; attempt++) {
-      const result = await this.attempt(resource, ttlMs, firstStartedMs);
+      // The first attempt starts when the acquire did: one clock read fewer.
+      const result = await this.attempt(resource, ttlMs, firstStartedMs, attempt === 0 ? firstStartedMs : this.clock.now());
       if (result.kind !== 'denied' || attempt >= retries) return result;
       const jitter = Math.floor(this.#random() * (retryJitterMs + 1));
       await sleep(this.clock, retryDelayMs + jitter);
@@ -215,16 +216,17 @@ export class LeaseLock {
     return counters.reduce((a, b) => (b > a ? b : a));
   }
 
-  private async attempt(resource: string, ttlMs: number, firstStartedMs: number): Promise<AcquireResult> {
+  private async attempt(resource: string, ttlMs: number, firstStartedMs: number, attemptStartedMs: number): Promise<AcquireResult> {
     const owner = this.newOwner();
-    const startedMs = this.validityStartMs(this.clock.now(), firstStartedMs);
+    const startedMs = this.validityStartMs(attemptStartedMs, firstStartedMs);
     const q = this.quorum;
     // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
     const votes = await this.round(ttlMs, (node) => node.acquire(resource, owner, ttlMs), isGrant, this.#acquireDecided);
     const answeredMs = this.clock.now();
     // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
     if (answeredMs - startedMs >= ttlMs) return { kind: 'timed-out' };
-    const granted = votes.flatMap((v) => (v.ok && v.value !== null ? [v.value] : []));
+    const granted: bigint[] = [];
+    for (const v of votes) if (v.ok && v.value !== null) granted.push(v.value);
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
     if (this.holds(granted.length, validUntilMs - answeredMs)) {
       const token = this.mintToken(granted);

@@ -155,7 +155,8 @@ export class Round<T> {
     const resolve = this.#resolve;
     if (resolve === null) return;
     this.#resolve = null;
-    resolve(this.#votes.slice());
+    // A round still open keeps counting late replies into its own array: the caller gets a copy of the votes so far.
+    resolve(this.#ended ? this.#votes : this.#votes.slice());
   }
 
   #end(): void {

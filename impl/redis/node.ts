@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { checkResource, checkToken } from '../../model/errors.ts';
 import type { LeaseNode } from '../leaseNode.ts';
-import { withLockCommands } from './commands.ts';
+import { acquireScript, extendScript, forgetScripts, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
 import { counterKey, keysFor, lockKey } from './keys.ts';
 import { ConnectionConfigError, InvalidInputError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../errors.ts';
@@ -29,7 +29,6 @@ export interface WaitForReplicas {
 
 /** One Redis node as a LeaseNode: the four lease scripts over an ioredis connection, each followed by WAIT if `replicas` is given. */
 export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string; readonly tokenBase?: bigint; readonly replicas?: WaitForReplicas } = {}): LeaseNode {
-  const r = withLockCommands(redis);
   const base = checkToken(options.tokenBase ?? 0n).toString();
   const keys = (resource: string) => keysFor(resource, options.prefix);
   const wanted = options.replicas;
@@ -44,7 +43,13 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     return reply;
   };
   const refused = (resource: string) => (e: unknown) => {
+    forgetScripts(redis, e);
     throw typed(resource, e);
+  };
+  /** A release's or an extend's failure, as it came (a vote against). */
+  const failed = (e: unknown): never => {
+    forgetScripts(redis, e);
+    throw e;
   };
   // Without replicas each call is the script's promise and one .then: a lock round makes one per node, so they count.
   // The resource is checked once per acquire and release in the lock client, and once per call here (a LeaseNode is public too); the key built once.
@@ -55,41 +60,41 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
       acquire: (resource, owner, ttlMs) => {
         checkResource(resource);
         batch();
-        return r.lockcheckAcquire(lockKey(resource, prefix), counterKey(resource, prefix), owner, ttlMs, base).then(toToken, refused(resource));
+        return acquireScript.run(redis, [lockKey(resource, prefix), counterKey(resource, prefix), owner, ttlMs, base]).then(toToken, refused(resource));
       },
       release: (resource, owner) => {
         checkResource(resource);
         batch();
-        return r.lockcheckRelease(lockKey(resource, prefix), owner).then(isOne);
+        return releaseScript.run(redis, [lockKey(resource, prefix), owner]).then(isOne, failed);
       },
       extend: (resource, owner, ttlMs) => {
         checkResource(resource);
         batch();
-        return r.lockcheckExtend(lockKey(resource, prefix), owner, ttlMs).then(isOne);
+        return extendScript.run(redis, [lockKey(resource, prefix), owner, ttlMs]).then(isOne, failed);
       },
       raiseToken: async (resource, token) => {
-        await r.lockcheckRaise(keys(resource).counter, checkToken(token).toString(), base);
+        await raiseScript.run(redis, [keys(resource).counter, checkToken(token).toString(), base]).catch(failed);
       },
     };
   }
   return {
     async acquire(resource, owner, ttlMs) {
       const k = keys(resource);
-      const token = await r.lockcheckAcquire(k.lock, k.counter, owner, ttlMs, base).catch(refused(resource));
+      const token = (await acquireScript.run(redis, [k.lock, k.counter, owner, ttlMs, base]).catch(refused(resource))) as string | null;
       // A denial wrote nothing: only a grant waits for the replicas.
       return token === null ? null : BigInt(await replicated(token));
     },
     async release(resource, owner) {
-      return (await replicated(await r.lockcheckRelease(keys(resource).lock, owner))) === 1;
+      return (await replicated(await releaseScript.run(redis, [keys(resource).lock, owner]).catch(failed))) === 1;
     },
     async extend(resource, owner, ttlMs) {
-      return (await replicated(await r.lockcheckExtend(keys(resource).lock, owner, ttlMs))) === 1;
+      return (await replicated(await extendScript.run(redis, [keys(resource).lock, owner, ttlMs]).catch(failed))) === 1;
     },
     async raiseToken(resource, token) {
-      await replicated(await r.lockcheckRaise(keys(resource).counter, checkToken(token).toString(), base));
+      await replicated(await raiseScript.run(redis, [keys(resource).counter, checkToken(token).toString(), base]).catch(failed));
     },
   };
 }
 
-const toToken = (token: string | null): bigint | null => (token === null ? null : BigInt(token));
-const isOne = (reply: number): boolean => reply === 1;
+const toToken = (token: unknown): bigint | null => (token === null ? null : BigInt(token as string));
+const isOne = (reply: unknown): boolean => reply === 1;

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConnectionConfigError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../../impl/errors.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { createRedisLock, keysFor, redisFencedStore, redisLeaseNode } from '../../impl/redis/index.ts';
-import { withLockCommands } from '../../impl/redis/commands.ts';
+import { acquireScript, LuaScript } from '../../impl/redis/commands.ts';
 import { ManualClock, sharedRedis } from './servers.ts';
+import { RedisServer } from '../../conformance/env/redisServer.ts';
 
 /**
  * impl/redis against one real redis-server (flushed before each test): the
@@ -338,15 +339,45 @@ describe('redisFencedStore', () => {
   });
 });
 
-describe('withLockCommands', () => {
-  it('defines the scripts once per connection', () => {
-    const c = client();
+describe('LuaScript', () => {
+  it('sends EVAL the first time on a socket, EVALSHA after; honours the connection keyPrefix', async () => {
+    const c = new Redis({ ...server(), lazyConnect: true, keyPrefix: 'kp:', maxRetriesPerRequest: 1, commandTimeout: 5_000 });
+    const script = new LuaScript(`return redis.call('SET', KEYS[1], ARGV[1])`, 1);
     try {
-      const a = withLockCommands(c);
-      expect(withLockCommands(c)).toBe(a);
-      expect(typeof a.lockcheckAcquire).toBe('function');
+      await c.connect();
+      const sent: string[] = [];
+      const write = c.stream.write.bind(c.stream);
+      c.stream.write = ((chunk: string | Buffer, ...rest: never[]) => (sent.push(String(chunk).split('\r\n')[2]!), write(chunk, ...rest))) as typeof c.stream.write;
+      expect(await script.run(c, ['k', 'v1'])).toBe('OK');
+      expect(await script.run(c, ['k', 'v2'])).toBe('OK');
+      expect(sent).toEqual(['eval', 'evalsha']);
+      expect(await redis.get('kp:k')).toBe('v2');
+      expect(script.sha).toBe(await redis.script('LOAD', script.lua));
     } finally {
       c.disconnect();
+    }
+  });
+
+  it('a NOSCRIPT reply fails that call and the calls already sent behind it, in order; the next call loads the script again (LeaseNode order)', async () => {
+    // Its own server: SCRIPT FLUSH would fail other files' script calls on the shared one.
+    const own = await RedisServer.start({ persistence: 'none' });
+    const c = new Redis({ ...own.connection, lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 });
+    try {
+      await c.connect();
+      const node = redisLeaseNode(c);
+      expect(await node.acquire('r', 'o1', 60_000)).toBe(1n);
+      expect(await node.release('r', 'o1')).toBe(true);
+      await c.script('FLUSH');
+      // An acquire and the release sent behind it: defineCommand would resend the acquire as EVAL after the release ran, leaving the key held.
+      const [acquired, released] = await Promise.allSettled([node.acquire('r', 'o2', 60_000), node.release('r', 'o2')]);
+      expect(acquired.status === 'rejected' && String(acquired.reason)).toMatch(/NOSCRIPT/);
+      expect(released.status === 'rejected' && String(released.reason)).toMatch(/NOSCRIPT/);
+      expect(await c.get('lockcheck:lock:r')).toBeNull();
+      expect(await node.acquire('r', 'o3', 60_000)).toBe(2n);
+      expect(await c.script('EXISTS', acquireScript.sha)).toEqual([1]);
+    } finally {
+      c.disconnect();
+      await own.stop();
     }
   });
 });
