@@ -88,19 +88,19 @@ async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () =
   if (missing !== null) throw new EnvironmentError(`${b.name} ${missing}`, `npm install --save-dev ${pkg.name}@${pkg.version}`);
   switch (b.library) {
     case 'redlock':
-      return (await import('../conformance/adapters/redlock.ts')).redlockBackend(await cluster(), { name: b.name });
+      return (await import('../conformance/adapters/redlock.ts')).redlockBackend({ cluster: await cluster() }, { name: b.name });
     case 'sesamecare-redlock':
-      return (await import('../conformance/adapters/sesamecareRedlock.ts')).sesamecareRedlockBackend(await cluster(), { name: b.name });
+      return (await import('../conformance/adapters/sesamecareRedlock.ts')).sesamecareRedlockBackend({ cluster: await cluster() }, { name: b.name });
     case 'advisory-lock':
       return (await import('../conformance/adapters/advisoryLock.ts')).advisoryLockBackend(await pg(), { name: b.name });
     case 'redis-semaphore-mutex':
-      return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreMutexBackend(await cluster(), { name: b.name });
+      return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreMutexBackend({ cluster: await cluster() }, { name: b.name });
     case 'redis-semaphore-redlock-mutex':
-      return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreRedlockMutexBackend(await cluster(), { name: b.name });
+      return (await import('../conformance/adapters/redisSemaphore.ts')).redisSemaphoreRedlockMutexBackend({ cluster: await cluster() }, { name: b.name });
     case 'redlock4':
-      return (await import('../conformance/adapters/redlock4.ts')).redlock4Backend(await cluster(), { name: b.name });
+      return (await import('../conformance/adapters/redlock4.ts')).redlock4Backend({ cluster: await cluster() }, { name: b.name });
     case 'ioredis-lock':
-      return (await import('../conformance/adapters/ioredisLock.ts')).ioredisLockBackend(await cluster(), { name: b.name });
+      return (await import('../conformance/adapters/ioredisLock.ts')).ioredisLockBackend({ cluster: await cluster() }, { name: b.name });
     case 'redis-lock':
       return (await import('../conformance/adapters/redisLock.ts')).redisLockBackend({ cluster: await cluster() }, { name: b.name });
   }

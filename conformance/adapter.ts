@@ -134,7 +134,8 @@ export interface LibraryContract {
    * The library bounds its calls with a client-side timeout (default true).
    * Without one, a call to an unreachable node waits as long as the link
    * does: an operation that has not settled when the model has it done ends
-   * the run as inconclusive rather than as a liveness finding.
+   * the run as inconclusive rather than as a liveness finding. Its schedules
+   * draw no black-holed node and no request timeout (it could take neither).
    */
   readonly clientTimeout?: boolean;
   /**

@@ -18,7 +18,13 @@ export interface ScheduleOptions {
   readonly clients: number;
   readonly resources: number;
   readonly maxCommands: number;
-  /** Draw replies later than a PostgreSQL design's statement timeout (default true): a client with no timeout of its own (declared) just waits. */
+  /**
+   * The clients bound their waits (default true). False: a library that
+   * declares no client-side timeout (LibraryContract.clientTimeout). Its
+   * call to a black-holed node, or one answering after a PostgreSQL
+   * design's statement timeout, waits for good (declared), so such a run
+   * could only stop there unjudged: neither is drawn.
+   */
   readonly lateReplies?: boolean;
   /**
    * The shortest ttl drawn (default 5 ms). Ttls reach 55 ms above it; advances
@@ -136,11 +142,13 @@ export function rescaled(command: Command, scale: number, name: (resource: strin
 /**
  * The clients' request timeout for one run: drawn (or left to the ttl) when
  * the schedules may slow a node down, so that a client's own timeout, not
- * only the ttl, ends its waits. Without 'slow-node' it is never set, and
- * draws nothing (other schedules replay as before).
+ * only the ttl, ends its waits. Without 'slow-node', or for a library that
+ * declares no client-side timeout, it is never set, and draws nothing (other
+ * schedules replay as before).
  */
-export function requestTimeoutArb(faults: readonly FaultKind[], ttlFloorMs = 5): fc.Arbitrary<number | undefined> {
-  if (!faults.includes('slow-node')) return fc.constant(undefined);
+export function requestTimeoutArb(faults: readonly FaultKind[], ttlFloorMs = 5, clientTimeout = true): fc.Arbitrary<number | undefined> {
+  // A library without a client-side timeout (declared) cannot take one: the model's client then waits for late replies as it does.
+  if (!faults.includes('slow-node') || !clientTimeout) return fc.constant(undefined);
   return fc.option(fc.integer({ min: 1, max: ttlFloorMs + 60 }), { nil: undefined, freq: 2 });
 }
 
@@ -230,7 +238,7 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   if (has('kill-connection')) single.push({ weight: 1, arbitrary: client.map((c) => [{ kind: 'kill-connection', client: c } as Command]) });
   // One node slow or a black hole (and back): unlike a cut link, the client learns nothing until its timeout.
   const nodeDelay = fc.oneof(
-    fc.constant<number | 'never'>('never'),
+    ...(o.lateReplies === false ? [] : [fc.constant<number | 'never'>('never')]),
     fc.integer({ min: 1, max: floor + 70 }),
     fc.constant(0),
     // A PostgreSQL server slow around the statement timeout.

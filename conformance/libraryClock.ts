@@ -1,6 +1,5 @@
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import type { MonotonicClock } from '../impl/clock.ts';
-import type { BackendInstance, Environment, LockClient } from './adapter.ts';
 
 /**
  * The runner's clocks for in-process lock libraries: Date.now(), setTimeout
@@ -209,32 +208,4 @@ export function clockWarnings(notes: LibraryClockNotes): string[] {
       : []),
     ...notes.timerErrors.map((e) => `a library timer threw: ${e}`),
   ];
-}
-
-/**
- * A library's backend instance over one run: Date.now() and the timers go
- * through the clients' clocks (when `faked`) from before the clients are
- * built until the instance closes; a failed build closes the run too.
- */
-export async function onLibraryClockInstance(
-  run: { readonly env: Environment; close(): Promise<void> },
-  clients: () => Promise<LockClient[]>,
-  faked = true,
-): Promise<BackendInstance> {
-  const restore = faked ? installLibraryClock() : () => undefined;
-  try {
-    const built = await clients();
-    return {
-      clients: built,
-      env: run.env,
-      close: async () => {
-        restore();
-        await run.close();
-      },
-    };
-  } catch (e) {
-    restore();
-    await run.close();
-    throw e;
-  }
 }

@@ -181,6 +181,9 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
     if (server.process !== undefined) await connections[0]!.query('TRUNCATE lockcheck_store');
     const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
     const network: SimNetwork = new SimNetwork(time, () => ({ reachable: () => up }));
+    // A slow server is one slow round trip per operation, as the pg-session model has it (spec 7.4): an acquire's retries, each
+    // a call of the library's own, are not slowed again (slowing each one made a slow server's acquire outlast the model's).
+    const timing = network.serverTiming();
     const clocks: Clock[] = Array.from({ length: clients }, () => clockAt());
     // Each client's library reaches the server (lockcheck's or the user's) through a TCP proxy of its own: a partition cuts the real link.
     if (noProxyReason(server.url) === null) for (let c = 0; c < clients; c++) proxies.push(await startLink(server.url));
@@ -202,6 +205,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       const leases = new Map<Lease, Lease>();
       lockClients.push({
         acquire: async (resource, options) => {
+          timing.slowOperation(client);
           const r = await onClock(() => calls.acquire(resource, options));
           if (r.kind !== 'granted') return r;
           // The process would have died (see guardUnheardErrors): user code holding its leases does not go on.
@@ -210,8 +214,18 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
           leases.set(lease, r.lease);
           return { ...r, lease };
         },
-        ...(calls.extend !== undefined ? { extend: (lease, ttlMs) => onClock(() => calls.extend!(leases.get(lease) ?? lease, ttlMs)) } : {}),
-        release: (lease) => onClock(() => calls.release(leases.get(lease) ?? lease)),
+        ...(calls.extend !== undefined
+          ? {
+              extend: (lease, ttlMs) => {
+                timing.slowOperation(client);
+                return onClock(() => calls.extend!(leases.get(lease) ?? lease, ttlMs));
+              },
+            }
+          : {}),
+        release: (lease) => {
+          timing.slowOperation(client);
+          return onClock(() => calls.release(leases.get(lease) ?? lease));
+        },
         store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
         clock,
       });
@@ -257,7 +271,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
         // Not the network layer's partition: a cut that left the real sessions open would never meet keepalive (below, through the proxies).
         pause: network.faults().pause,
         delay: network.faults().delay,
-        ...network.timingFaults(),
+        ...timing.faults,
         clockDrift: async (target, driftPpm) => {
           if ('client' in target) clocks[target.client] = setDrift(clocks[target.client]!, time.nowMs(), driftPpm);
         },

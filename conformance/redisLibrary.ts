@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { redisFencedStore } from '../impl/redis/store.ts';
 import type { Design } from '../model/design.ts';
-import { designs, nodeCount } from '../model/design.ts';
+import { describeDesign, designs, nodeCount } from '../model/design.ts';
 import type { BackendInstance, BackendUnderTest, Capabilities, LibraryContract, LockClient } from './adapter.ts';
 import type { RedisCluster } from './env/redisBackend.ts';
 import { REAL_TIME_TOLERANCE_MS, startRedisCluster, startRedisRun, toleranceOn } from './env/redisBackend.ts';
@@ -105,7 +105,17 @@ export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisS
 }
 
 async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster, design: Design, clients: number, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
+  const persistence = 'persistence' in design ? design.persistence : 'none';
+  if (cluster.persistence !== 'unknown' && cluster.persistence !== persistence) throw new Error(`${adapter.name}: ${describeDesign(design)} does not match the servers' persistence (${cluster.persistence})`);
   const run = await startRedisRun(cluster, design, { clients, ...(adapter.lockKey !== undefined ? { lockKey: adapter.lockKey } : {}) });
+  try {
+    // Fresh servers have no script cached: every run on lockcheck's own starts the same way (a library's first EVALSHA meets NOSCRIPT).
+    // The user's servers keep their script cache: there only the first run pays it.
+    if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
+  } catch (e) {
+    await run.close();
+    throw e;
+  }
   const restoreClocks = installLibraryClock();
   const notes: LibraryClockNotes = libraryClockNotes();
   const closeHooks: Array<() => Promise<void> | void> = [];

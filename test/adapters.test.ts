@@ -75,8 +75,8 @@ const slowAcquire = (backend: BackendUnderTest, ttlMs: number, latencyMs: number
 const WITHOUT_DELAY: readonly FaultKind[] = ['advance', 'clock-step', 'clock-drift', 'pause', 'crash-restart', 'partition'];
 
 const libraries = [
-  { library: 'redlock@5.0.0-beta.2', backend: (o: RedlockAdapterOptions = {}) => redlockBackend(cluster!, o) },
-  { library: '@sesamecare-oss/redlock@1.4.0', backend: (o: RedlockAdapterOptions = {}) => sesamecareRedlockBackend(cluster!, o) },
+  { library: 'redlock@5.0.0-beta.2', backend: (o: RedlockAdapterOptions = {}) => redlockBackend({ cluster: cluster! }, o) },
+  { library: '@sesamecare-oss/redlock@1.4.0', backend: (o: RedlockAdapterOptions = {}) => sesamecareRedlockBackend({ cluster: cluster! }, o) },
 ];
 
 for (const { library, backend } of libraries) {
@@ -143,7 +143,7 @@ for (const { library, backend } of libraries) {
 
 describe('redis-semaphore@5.8.0 Mutex against the redis-single model', () => {
   it('declares no deadline, no tokens and a refresh of its fixed lockTimeout; its release is EVALSHA then EVAL on NOSCRIPT, so a release sent before a pause takes effect after the resume (OWN-1, liveness)', async () => {
-    const b = redisSemaphoreMutexBackend(cluster!);
+    const b = redisSemaphoreMutexBackend({ cluster: cluster! });
     expect(b.contract).toMatchObject({ deadline: 'none', tokens: 'none', refreshTtl: 'acquired' });
     const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ['advance', 'pause'], failOn: { consequences: ['unsafe', 'liveness'] } });
     const { verdict, steps } = conformanceFailure(r);
@@ -156,7 +156,7 @@ describe('redis-semaphore@5.8.0 Mutex against the redis-single model', () => {
 
 describe('redlock@4.2.0 (npm latest) against the redlock model', () => {
   it("a failed extend unlocks every node it reaches while the caller's Lock keeps its expiration: declared, the model shows the consequence, another client gets the lock (MUTEX-1); undeclared, its own keys gone read as OWN-1", async () => {
-    const b = redlock4Backend(cluster!);
+    const b = redlock4Backend({ cluster: cluster! });
     expect(b.contract?.failedExtend).toEqual({ lease: 'kept', keys: 'deleted' });
     // Granted on nodes 2, 3 and 4; the extend reaches 3 and 4 only, fails, and the library unlocks them: nodes 0, 1, 3 and 4 are free for client 1.
     const schedule: Command[] = [
@@ -183,7 +183,7 @@ describe('redis-semaphore@5.8.0 RedlockMutex and @microfleet/ioredis-lock@6.0.1:
     ['@microfleet/ioredis-lock', ioredisLockBackend],
   ] as const) {
     it(`${name}: judged by consequence, a client paused past the lock's timeout still holds it when another client gets it (MUTEX-1), and its write lands after the new holder's (STORE-1)`, async () => {
-      const b = make(cluster!);
+      const b = make({ cluster: cluster! });
       expect(b.contract).toMatchObject({ deadline: 'none', tokens: 'none' });
       const schedule: Command[] = [
         { kind: 'acquire', client: 0, resource: 'r', ttlMs: 20 },
@@ -264,13 +264,13 @@ describe('advisory-lock@2.0.0 against the pg-session model', () => {
 
 describe("the matrix's lib: rows", () => {
   const adapters: Record<LibraryId, () => BackendUnderTest> = {
-    redlock: () => redlockBackend(cluster!),
-    'sesamecare-redlock': () => sesamecareRedlockBackend(cluster!),
-    redlock4: () => redlock4Backend(cluster!),
+    redlock: () => redlockBackend({ cluster: cluster! }),
+    'sesamecare-redlock': () => sesamecareRedlockBackend({ cluster: cluster! }),
+    redlock4: () => redlock4Backend({ cluster: cluster! }),
     'advisory-lock': () => advisoryLockBackend(target()),
-    'redis-semaphore-mutex': () => redisSemaphoreMutexBackend(cluster!),
-    'redis-semaphore-redlock-mutex': () => redisSemaphoreRedlockMutexBackend(cluster!),
-    'ioredis-lock': () => ioredisLockBackend(cluster!),
+    'redis-semaphore-mutex': () => redisSemaphoreMutexBackend({ cluster: cluster! }),
+    'redis-semaphore-redlock-mutex': () => redisSemaphoreRedlockMutexBackend({ cluster: cluster! }),
+    'ioredis-lock': () => ioredisLockBackend({ cluster: cluster! }),
     'redis-lock': () => redisLockBackend({ cluster: cluster! }),
   };
   it.each(LIBRARY_AUDITS.map((row) => [row.name, row] as const))('%s is predicted and seeded by the model of the contract its adapter declares, never by the bare design', (_name, row) => {

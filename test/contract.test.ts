@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { requestTimeoutArb, scheduleArb } from '../conformance/generate.ts';
 import type { BackendUnderTest, LibraryContract, LockClient } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { runLockstep } from '../conformance/lockstep.ts';
@@ -176,6 +178,17 @@ describe('library contracts: each promise is declarable and judged', () => {
     expect((await runLockstep(audited(design, {}, { clientTimeout: false }, 'no timeout'), slow, { clients: 1, tokenBase: 0n })).verdict.kind).toBe('pass');
     const deviating = await runLockstep(audited(design, { timeoutMs: 1 }, { clientTimeout: false }, 'a timeout after all'), slow, { clients: 1, tokenBase: 0n });
     expect(reported(deviating)).toBe(true);
+  });
+
+  it('no client-side timeout: a checked audit draws no black hole and no request timeout for it (each could only stop its run unjudged)', () => {
+    const faults = ['advance', 'delay', 'latency', 'slow-node'] as const;
+    const schedules = fc.sample(scheduleArb({ design: designs.redisSingle(), faults, clients: 2, resources: 1, maxCommands: 40, lateReplies: false }), { numRuns: 200, seed: 1 });
+    expect(schedules.flat().filter((c) => c.kind === 'node-delay' && c.ms === 'never')).toEqual([]);
+    expect(schedules.flat().some((c) => c.kind === 'node-delay' && c.ms !== 0)).toBe(true);
+    expect(fc.sample(requestTimeoutArb(faults, 5, false), { numRuns: 50, seed: 1 }).filter((t) => t !== undefined)).toEqual([]);
+    // With a timeout of its own, both are drawn.
+    expect(fc.sample(scheduleArb({ design: designs.redisSingle(), faults, clients: 2, resources: 1, maxCommands: 40 }), { numRuns: 200, seed: 1 }).flat().some((c) => c.kind === 'node-delay' && c.ms === 'never')).toBe(true);
+    expect(fc.sample(requestTimeoutArb(faults, 5), { numRuns: 50, seed: 1 }).some((t) => t !== undefined)).toBe(true);
   });
 
   it("no reason for a refusal: a grant refused for want of a quorum is compared as a refusal, not as 'the same refusal, for another reason'", async () => {

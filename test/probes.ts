@@ -22,13 +22,25 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
   return true;
 }
 
+/** A test's runtime skip (vitest's `ctx.skip`): ends the test as skipped, with the reason. */
+export type Skip = (note?: string) => never;
+
 /**
  * A fixed schedule on servers on their own clocks, run again from a fresh
  * start while the machine could not keep pace (spec 7.8), up to
- * MAX_ATTEMPTS in all, as checkConformance does for generated ones.
+ * MAX_ATTEMPTS in all, as checkConformance does for generated ones. A run
+ * still out of pace then is judged neither way: the test is skipped, saying
+ * so (a machine too busy to follow real time within the tolerance, not a
+ * finding).
  */
-export async function inPace(run: () => Promise<RunReport>): Promise<RunReport> {
+export async function inPace(skip: Skip, run: () => Promise<RunReport>): Promise<RunReport> {
   let report = await run();
   for (let attempt = 1; attempt < MAX_ATTEMPTS && report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true; attempt++) report = await run();
+  if (report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true) skip(`out of pace in ${MAX_ATTEMPTS} attempts, judged neither way: ${report.verdict.reason}`);
   return report;
+}
+
+/** Generated schedules on servers on their own clocks: skipped, saying so, when not one run could be judged (every attempt out of pace). */
+export function skipUnjudged(skip: Skip, result: { readonly runs: number; readonly stoppedEarly: number }): void {
+  if (result.stoppedEarly >= result.runs) skip(`none of ${result.runs} schedule(s) kept pace with real time in ${MAX_ATTEMPTS} attempts: judged neither way`);
 }

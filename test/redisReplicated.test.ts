@@ -73,6 +73,21 @@ describe('redis-replicated as a conformance backend: the runner follows the mode
     await servers?.stop();
   });
 
+  it('takes the timing faults: a black-holed primary ends the acquire at the request timeout with nothing granted, a late reply past the ttl grants nothing, as the model has it', async () => {
+    const schedule: Command[] = [
+      { kind: 'node-delay', node: 0, ms: 'never' },
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 30 },
+      { kind: 'node-delay', node: 0, ms: 0 },
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 30, latencyMs: 40 },
+      { kind: 'advance', ms: 40 },
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 30 },
+    ];
+    const report = await runLockstep(realReplicatedBackend(servers, designs.redisReplicated(), 'unfenced'), schedule, { clients: 2, tokenBase: 0n, requestTimeoutMs: 10 });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps.map((s) => s.actual.kind)).toEqual(['ok', 'denied', 'ok', report.steps[3]!.actual.kind, 'ok', 'granted']);
+    expect(report.steps[3]!.actual.kind).not.toBe('granted');
+  }, 60_000);
+
   it('without WAIT: the failover loses the grant and its counter, as the model has it (MUTEX-1, FENCE-1, DUR-1)', async () => {
     const report = await runLockstep(realReplicatedBackend(servers, designs.redisReplicated(), 'unfenced'), failover, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
     expect(report.verdict).toEqual({ kind: 'pass' });

@@ -2,12 +2,14 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
 import { REDIS_SEMAPHORE_MUTEX_CONCURRENT } from '../conformance/adapters/redisSemaphore.ts';
 import { concurrentOf } from '../conformance/stress/adapterRef.ts';
-import { layoutOf, runStress } from '../conformance/stress/runner.ts';
+import { layoutOf, runStress, StressSession } from '../conformance/stress/runner.ts';
+import { concurrent as crashing } from './fixtures/crashingAdapter.ts';
 
 /**
  * Concurrent clients of adapters (BackendUnderTest.concurrent): a library
@@ -68,6 +70,24 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
       rmSync(out, { recursive: true, force: true });
     }
   }, 150_000);
+
+  it('a client process the library crashes in one run is reported there and replaced before the next, which records its operations again', async () => {
+    const session = await StressSession.start({ backend: 'redis-single', clients: 1, fakeClocks: false, proxied: false });
+    try {
+      const adapter = { name: 'crashing fixture', ref: { kind: 'module', path: fileURLToPath(new URL('./fixtures/crashingAdapter.ts', import.meta.url)) } as const, client: crashing };
+      const options = { adapter, seconds: 1, nemesis: [], seed: SEED, store: 'unfenced', resources: 1, ttlMinMs: 200, ttlMaxMs: 300, maxCycles: 3 } as const;
+      const first = await session.run(options);
+      // Reported: a finding about the library (it crashes its process), with the process's own last word.
+      expect(first.clientErrors).toHaveLength(1);
+      expect(first.clientErrors[0]).toMatch(/^client 0: its process exited \(code 1\): Error: Connection terminated unexpectedly/);
+      const second = await session.run(options);
+      expect(second.clientErrors).toEqual([]);
+      // The fresh process took part: it was granted the lock and released it.
+      expect(second.history.filter((e) => e.type === 'ok' && 'op' in e && (e.op === 'acquire' || e.op === 'release') && e.process === 0).length).toBeGreaterThan(1);
+    } finally {
+      await session.stop();
+    }
+  }, 90_000);
 
   it('a module without a concurrent client, or with a malformed one, is refused with what to add', () => {
     expect(() => concurrentOf({ default: { name: 'x' } }, './x.ts')).toThrow(/offers no concurrent client: give its backend a `concurrent` member/);

@@ -25,22 +25,21 @@
  *   (it uses the connection it is given); no input checks (an empty key is
  *   a key).
  *
- * Links: `set`, `delifequal` and `pexpireifequal` on each client's
- * connection go through `run.network.call(client, 0, ...)`, so partitions,
- * delays and pauses apply to them.
+ * On the adapter kit (redisLibraryBackend): every command the library sends
+ * goes through the run's faults (partitions, delays, late replies, a slow or
+ * black-holed node, pauses, crashes), on the client's clocks.
  */
 import type { Redis } from 'ioredis';
 import { createLock, LockAcquisitionError, LockExtendError } from '@microfleet/ioredis-lock';
 import type { Lock } from '@microfleet/ioredis-lock';
-import { designs } from '../../model/design.ts';
 import { sleep } from '../../impl/clock.ts';
+import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
-import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendUnderTest, ConcurrentClient, LockClient } from '../adapter.ts';
-import type { RedisCluster } from '../kit.ts';
-import { concurrentRedis, startRedisRun, toleranceOn } from '../kit.ts';
+import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
+import type { LockCalls, RedisServerChoice } from '../kit.ts';
+import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
 import { IOREDIS_LOCK_CONTRACT } from './contracts.ts';
 
 export const IOREDIS_LOCK_NAME = '@microfleet/ioredis-lock@6.0.1';
@@ -54,90 +53,72 @@ export { IOREDIS_LOCK_CONTRACT } from './contracts.ts';
 /** The value the library stores in the key: its Lock's private uuid (the Lock never says it). */
 const ownerOf = (lock: Lock): string => (lock as unknown as { readonly _id: string })._id;
 
-/** The ioredis methods the library sends requests with. */
-const COMMANDS: ReadonlySet<string> = new Set(['set', 'delifequal', 'pexpireifequal']);
+/** The audit on the kit's servers: lockcheck's own, the user's (`--redis`), or a running cluster (`choice.cluster`). */
+export function ioredisLockBackend(choice: RedisServerChoice = {}, options: { readonly name?: string } = {}): BackendUnderTest {
+  const backend = redisLibraryBackend(
+    {
+      name: options.name ?? `${IOREDIS_LOCK_NAME} redis-single`,
+      contract: IOREDIS_LOCK_CONTRACT,
+      options: { retries: 0 },
+      lockKey: ioredisLockKey,
+      client: ({ nodes, clock }) => ioredisLockCalls(nodes[0]!, clock),
+    },
+    choice,
+  );
+  return { ...backend, concurrent: IOREDIS_LOCK_CONCURRENT };
+}
 
-export function ioredisLockBackend(cluster: RedisCluster, options: { readonly name?: string } = {}): BackendUnderTest {
-  const design = designs.redisSingle();
-  if (cluster.persistence === 'aof-always') throw new Error(`${IOREDIS_LOCK_NAME}: the cluster's persistence (${cluster.persistence}) does not match redis-single without persistence`);
+/** One client's calls through the library (the kit runs them on the client's clocks). */
+function ioredisLockCalls(redis: Redis, clock: MonotonicClock): LockCalls {
+  const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock }>();
+  const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
+    // retries 0: the library's own retries wait on node:timers/promises; the adapter retries on the client's clock.
+    const lock = createLock(redis, { timeout: ttlMs, retries: 0 });
+    try {
+      await lock.acquire(ioredisLockKey(resource));
+    } catch (error) {
+      // A miss and a Redis error look alike (LockAcquisitionError); an error of the link is a missing quorum of one.
+      if (!(error instanceof LockAcquisitionError)) throw error;
+      return { kind: 'denied', reason: /Could not acquire lock/.test(error.message) ? 'held' : 'no-quorum' };
+    }
+    const handle = new LeaseHandle(resource, ownerOf(lock), 0n, null, clock);
+    locks.set(handle, { handle, lock });
+    return { kind: 'granted', lease: handle };
+  };
   return {
-    name: options.name ?? `${IOREDIS_LOCK_NAME} redis-single`,
-    design,
-    capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
-    contract: IOREDIS_LOCK_CONTRACT,
-    async start({ clients }) {
-      const run = await startRedisRun(cluster, design, { clients, lockKey: ioredisLockKey });
-      try {
-        const lockClients = run.connections.map((conn, client): LockClient => {
-          const clock = run.clocks[client]!;
-          // The library's requests on this client's link to node 0.
-          const redis = new Proxy(conn.nodes[0]!, {
-            get(target, property, receiver) {
-              const value: unknown = Reflect.get(target, property, receiver);
-              if (typeof property !== 'string' || !COMMANDS.has(property) || typeof value !== 'function') return value;
-              return (...args: unknown[]) => run.network.call(client, 0, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
-            },
-          });
-          const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock }>();
-          const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
-            const lock = createLock(redis as Redis, { timeout: ttlMs, retries: 0 });
-            try {
-              await lock.acquire(ioredisLockKey(resource));
-            } catch (error) {
-              // A miss and a Redis error look alike (LockAcquisitionError); an error of the link is a missing quorum of one.
-              if (!(error instanceof LockAcquisitionError)) throw error;
-              return { kind: 'denied', reason: /Could not acquire lock/.test(error.message) ? 'held' : 'no-quorum' };
-            }
-            const handle = new LeaseHandle(resource, ownerOf(lock), 0n, null, clock);
-            locks.set(handle, { handle, lock });
-            return { kind: 'granted', lease: handle };
-          };
-          const store = redisFencedStore(conn.store, 'unfenced');
-          return {
-            clock,
-            store: { write: (r, t, v) => run.network.call(client, 'store', () => store.write(r, t, v)), read: (r) => run.network.call(client, 'store', () => store.read(r)) },
-            async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
-              for (let tries = 0; ; tries++) {
-                const result = await attempt(resource, ttlMs);
-                if (result.kind !== 'denied' || tries >= retries) return result;
-                await sleep(clock, retryDelayMs);
-              }
-            },
-            async extend(lease, ttlMs): Promise<ExtendResult> {
-              const held = locks.get(lease);
-              if (held === undefined) return { kind: 'not-extended', reason: 'expired' };
-              try {
-                await held.lock.extend(ttlMs);
-                // No deadline from the library (contract: deadline none): the runner compares none.
-                return { kind: 'extended', validUntilMs: clock.now() + ttlMs };
-              } catch (error) {
-                if (!(error instanceof LockExtendError)) throw error;
-                if (/had expired/.test(error.message)) {
-                  // The key was not ours any more: the node did not extend it (the model's 'no-quorum'), and the library
-                  // dropped the lock, so its caller no longer holds it (the safe direction while the model still has it valid).
-                  locks.delete(lease);
-                  held.handle.lose('expired');
-                }
-                return { kind: 'not-extended', reason: 'no-quorum' };
-              }
-            },
-            async release(lease) {
-              const held = locks.get(lease);
-              if (held === undefined) return;
-              locks.delete(lease);
-              held.handle.lose('released');
-              // Throws LockReleaseError when the key had expired (or on a Redis error): the key is then not ours, or expires by its ttl.
-              await held.lock.release().catch(() => undefined);
-            },
-          };
-        });
-        return { clients: lockClients, env: run.env, close: () => run.close() };
-      } catch (e) {
-        await run.close();
-        throw e;
+    async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
+      for (let tries = 0; ; tries++) {
+        const result = await attempt(resource, ttlMs);
+        if (result.kind !== 'denied' || tries >= retries) return result;
+        await sleep(clock, retryDelayMs);
       }
     },
-    concurrent: IOREDIS_LOCK_CONCURRENT,
+    async extend(lease, ttlMs): Promise<ExtendResult> {
+      const held = locks.get(lease);
+      if (held === undefined) return { kind: 'not-extended', reason: 'expired' };
+      try {
+        await held.lock.extend(ttlMs);
+        // No deadline from the library (contract: deadline none): the runner compares none.
+        return { kind: 'extended', validUntilMs: clock.now() + ttlMs };
+      } catch (error) {
+        if (!(error instanceof LockExtendError)) throw error;
+        if (/had expired/.test(error.message)) {
+          // The key was not ours any more: the node did not extend it (the model's 'no-quorum'), and the library
+          // dropped the lock, so its caller no longer holds it (the safe direction while the model still has it valid).
+          locks.delete(lease);
+          held.handle.lose('expired');
+        }
+        return { kind: 'not-extended', reason: 'no-quorum' };
+      }
+    },
+    async release(lease) {
+      const held = locks.get(lease);
+      if (held === undefined) return;
+      locks.delete(lease);
+      held.handle.lose('released');
+      // Throws LockReleaseError when the key had expired (or on a Redis error): the key is then not ours, or expires by its ttl.
+      await held.lock.release().catch(() => undefined);
+    },
   };
 }
 
@@ -180,3 +161,7 @@ export const IOREDIS_LOCK_CONCURRENT: ConcurrentClient = {
     };
   },
 };
+
+/** `lockcheck run --backend ./conformance/adapters/ioredisLock.ts [--redis …]`; `lockcheck stress` takes `concurrent`. */
+export default (choice: RedisServerChoice = {}): BackendUnderTest => ioredisLockBackend(choice);
+export const concurrent = IOREDIS_LOCK_CONCURRENT;

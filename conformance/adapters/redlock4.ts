@@ -21,11 +21,11 @@
  *   has no default throw); no fencing tokens; no client-side timeout; no
  *   input checks.
  *
- * Links: the library calls `evalsha(sha, args, callback)` and
- * `eval(args, callback)`; each such call goes through the client's link to
- * its node (network.call), and the callback is called when the link hands
- * the reply over, so that delays and pauses apply to it. Time: Date.now()
- * reads the client's wall clock during its calls (libraryClock.ts).
+ * On the adapter kit (redisLibraryBackend): every command the library sends
+ * (`evalsha(sha, args, callback)`, `eval(args, callback)`) goes through the
+ * run's faults, and its callback is called when the fault layer hands the
+ * reply over; Date.now() reads the client's wall clock during its calls.
+ * The adapter only watches the replies, to count each attempt's votes.
  */
 import type { Redis } from 'ioredis';
 // @ts-expect-error TS7016: redlock 4 ships no types; Redlock4Class below types what is used.
@@ -33,19 +33,16 @@ import Redlock4Module from 'redlock4';
 import { designs } from '../../model/design.ts';
 import { checkTtl } from '../../model/errors.ts';
 import { sleep } from '../../impl/clock.ts';
+import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
-import { redisFencedStore } from '../../impl/redis/store.ts';
-import type { BackendInstance, BackendUnderTest, ConcurrentClient, LockClient } from '../adapter.ts';
-import type { RedisCluster } from '../env/redisBackend.ts';
-import { startRedisRun, toleranceOn } from '../env/redisBackend.ts';
-import type { SimNetwork } from '../sim/network.ts';
+import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import { checkAcquireInput } from '../input.ts';
-import { concurrentRedis } from '../stress/client.ts';
+import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
+import type { LockCalls, RedisServerChoice } from '../kit.ts';
 import { redlockKey } from './redlock.ts';
 import { REDLOCK4_CONTRACT } from './contracts.ts';
-import { onClientClock, onLibraryClockInstance } from '../libraryClock.ts';
 
 /** What of redlock 4's API the adapter uses (the package ships no types). */
 interface Lock4 {
@@ -66,21 +63,23 @@ const Redlock4 = Redlock4Module as unknown as Redlock4Class;
 
 export const REDLOCK4_NAME = 'redlock@4.2.0';
 
-export function redlock4Backend(cluster: RedisCluster, options: { readonly name?: string } = {}): BackendUnderTest {
-  const design = designs.redlock({ nodes: 5 });
-  if (cluster.nodes.length < 5) throw new Error(`${REDLOCK4_NAME} runs on 5 nodes; the cluster has ${cluster.nodes.length}`);
-  if (cluster.persistence === 'aof-always') throw new Error(`${REDLOCK4_NAME}: the cluster's persistence (${cluster.persistence}) does not match redlock without persistence`);
-  return {
-    name: options.name ?? `${REDLOCK4_NAME} redlock (5 nodes)`,
-    design,
-    capabilities: { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: false, ...toleranceOn(cluster) },
-    // The same promises as redlock 5 (deadline, drift allowance, no tokens, no timeout, no input checks), and its failed extend as redlock.js has it:
-    // the keys deleted on every node (`_lock`'s failure path calls `lock.unlock`), the caller's Lock kept with its old expiration.
-    // Declared, so the model shows what follows: another client gets the lock while the caller still holds it (MUTEX-1).
-    contract: REDLOCK4_CONTRACT,
-    start: ({ clients }) => startInstance(cluster, design, clients),
-    concurrent: REDLOCK4_CONCURRENT,
-  };
+/** redlock 4 over 5 nodes on the kit's servers: lockcheck's own, the user's (`--redis`), or a running cluster (`choice.cluster`). */
+export function redlock4Backend(choice: RedisServerChoice = {}, options: { readonly name?: string } = {}): BackendUnderTest {
+  const backend = redisLibraryBackend(
+    {
+      name: options.name ?? `${REDLOCK4_NAME} redlock (5 nodes)`,
+      design: designs.redlock({ nodes: 5 }),
+      // The same promises as redlock 5 (deadline, drift allowance, no tokens, no timeout, no input checks), and its failed extend as redlock.js has it:
+      // the keys deleted on every node (`_lock`'s failure path calls `lock.unlock`), the caller's Lock kept with its old expiration.
+      // Declared, so the model shows what follows: another client gets the lock while the caller still holds it (MUTEX-1).
+      contract: REDLOCK4_CONTRACT,
+      options: { driftFactor: 0.01, retryCount: 0 },
+      lockKey: redlockKey,
+      client: ({ nodes, clock }) => redlock4Calls(nodes, clock),
+    },
+    choice,
+  );
+  return { ...backend, concurrent: REDLOCK4_CONCURRENT };
 }
 
 /** Each node's answer to one lock script: a vote for, a vote against (held), or no answer. */
@@ -88,19 +87,17 @@ type Vote = 'for' | 'against' | 'error';
 
 /**
  * The connection as redlock 4 sees it: `evalsha` and `eval` with a trailing
- * callback go through the client's link, and the callback runs when the link
- * hands the reply over. `onReply` sees each final reply (not a NOSCRIPT that
- * the library answers with EVAL).
+ * callback, whose replies `onReply` sees first (each final reply, not a
+ * NOSCRIPT that the library answers with EVAL).
  */
-function linkedCallbacks(redis: Redis, network: SimNetwork | null, client: number, node: number, onReply: (command: string, args: readonly unknown[], error: unknown, result: unknown) => void): Redis {
+function watchedReplies(redis: Redis, onReply: (command: string, args: readonly unknown[], error: unknown, result: unknown) => void): Redis {
   return new Proxy(redis, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
       if ((property !== 'evalsha' && property !== 'eval') || typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         const callback = typeof args[args.length - 1] === 'function' ? (args.pop() as (e: Error | null, r?: unknown) => void) : null;
-        const send = (): Promise<unknown> => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        const reply = network === null ? send() : network.call(client, node, send);
+        const reply = (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
         reply.then(
           (result) => {
             onReply(property, args, null, result);
@@ -150,74 +147,62 @@ function denialOf(votes: readonly Vote[], nodes: number): AcquireResult {
   return { kind: 'denied', reason: granted >= quorum ? 'validity-exhausted' : answered < quorum ? 'no-quorum' : 'held' };
 }
 
-async function startInstance(cluster: RedisCluster, design: ReturnType<typeof designs.redlock>, clients: number): Promise<BackendInstance> {
-  const run = await startRedisRun(cluster, design, { clients, lockKey: redlockKey });
-  return onLibraryClockInstance(run, async () => {
-    if (!run.shared) await Promise.all(run.admin.map((r) => r.script('FLUSH')));
-    const lockClients: LockClient[] = run.connections.map((conn, client) => {
-      const clock = run.clocks[client]!;
-      const onWall = <T>(fn: () => T): T => onClientClock(clock, fn);
-      const counter = voteCounter();
-      const nodes = conn.nodes.slice(0, 5).map((redis, node) => linkedCallbacks(redis, run.network, client, node, counter.onReply));
-      const redlock = new Redlock4(nodes, { driftFactor: 0.01, retryCount: 0, retryDelay: 0, retryJitter: 0 });
-      rememberLockSha(redlock);
-      redlock.on('clientError', () => undefined);
-      const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock4 }>();
-      const deadline = (lock: Lock4): number => clock.now() + (lock.expiration - Date.now());
-      const attempt = (resource: string, ttlMs: number): Promise<AcquireResult> =>
-        onWall(async (): Promise<AcquireResult> => {
-          counter.votes.length = 0;
-          try {
-            const lock = await redlock.lock(redlockKey(resource), ttlMs);
-            const handle = new LeaseHandle(resource, lock.value, 0n, deadline(lock), clock);
-            locks.set(handle, { handle, lock });
-            return { kind: 'granted', lease: handle };
-          } catch (error) {
-            if (!(error instanceof Redlock4.LockError)) throw error;
-            return denialOf(counter.votes.slice(0, 5), 5);
-          }
-        });
-      const fenced = redisFencedStore(conn.store, 'unfenced');
-      return {
-        clock,
-        store: { write: (r, t, v) => run.network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => run.network.call(client, 'store', () => fenced.read(r)) },
-        async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
-          checkAcquireInput(resource, { ttlMs, retries }, true);
-          for (let tries = 0; ; tries++) {
-            const result = await attempt(resource, ttlMs);
-            if (result.kind !== 'denied' || tries >= retries) return result;
-            await sleep(clock, retryDelayMs);
-          }
-        },
-        extend: (lease, ttlMs) =>
-          onWall(async (): Promise<ExtendResult> => {
-            checkTtl(ttlMs);
-            const held = locks.get(lease);
-            if (held === undefined) return { kind: 'not-extended', reason: 'expired' };
-            try {
-              const lock = await held.lock.extend(ttlMs);
-              const validUntilMs = deadline(lock);
-              held.handle.extendTo(validUntilMs);
-              return { kind: 'extended', validUntilMs };
-            } catch (error) {
-              if (!(error instanceof Redlock4.LockError)) throw error;
-              // attempts 0: found expired by its own clock before sending anything. Otherwise its keys were
-              // unlocked on every node, but the caller's Lock keeps its expiration: the lease stays as the library reports it.
-              return { kind: 'not-extended', reason: error.attempts === 0 ? 'expired' : 'no-quorum' };
-            }
-          }),
-        async release(lease) {
-          const held = locks.get(lease);
-          if (held === undefined) return;
-          locks.delete(lease);
-          held.handle.lose('released');
-          // Rejects when no quorum released; the keys then expire by their ttl.
-          await onWall(() => held.lock.unlock()).catch(() => undefined);
-        },
-      };
-    });
-    return lockClients;
-  });
+/** One client's calls through the library (the kit runs them on the client's clocks). */
+function redlock4Calls(connections: readonly Redis[], clock: MonotonicClock): LockCalls {
+  const counter = voteCounter();
+  const nodes = connections.slice(0, 5).map((redis) => watchedReplies(redis, counter.onReply));
+  // No retries inside the library: one attempt is one vote count; the adapter retries on the client's clock.
+  const redlock = new Redlock4(nodes, { driftFactor: 0.01, retryCount: 0, retryDelay: 0, retryJitter: 0 });
+  rememberLockSha(redlock);
+  redlock.on('clientError', () => undefined);
+  const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock4 }>();
+  const deadline = (lock: Lock4): number => clock.now() + (lock.expiration - Date.now());
+  const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
+    counter.votes.length = 0;
+    try {
+      const lock = await redlock.lock(redlockKey(resource), ttlMs);
+      const handle = new LeaseHandle(resource, lock.value, 0n, deadline(lock), clock);
+      locks.set(handle, { handle, lock });
+      return { kind: 'granted', lease: handle };
+    } catch (error) {
+      if (!(error instanceof Redlock4.LockError)) throw error;
+      return denialOf(counter.votes.slice(0, 5), 5);
+    }
+  };
+  return {
+    async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
+      checkAcquireInput(resource, { ttlMs, retries }, true);
+      for (let tries = 0; ; tries++) {
+        const result = await attempt(resource, ttlMs);
+        if (result.kind !== 'denied' || tries >= retries) return result;
+        await sleep(clock, retryDelayMs);
+      }
+    },
+    async extend(lease, ttlMs): Promise<ExtendResult> {
+      checkTtl(ttlMs);
+      const held = locks.get(lease);
+      if (held === undefined) return { kind: 'not-extended', reason: 'expired' };
+      try {
+        const lock = await held.lock.extend(ttlMs);
+        const validUntilMs = deadline(lock);
+        held.handle.extendTo(validUntilMs);
+        return { kind: 'extended', validUntilMs };
+      } catch (error) {
+        if (!(error instanceof Redlock4.LockError)) throw error;
+        // attempts 0: found expired by its own clock before sending anything. Otherwise its keys were
+        // unlocked on every node, but the caller's Lock keeps its expiration: the lease stays as the library reports it.
+        return { kind: 'not-extended', reason: error.attempts === 0 ? 'expired' : 'no-quorum' };
+      }
+    },
+    async release(lease) {
+      const held = locks.get(lease);
+      if (held === undefined) return;
+      locks.delete(lease);
+      held.handle.lose('released');
+      // Rejects when no quorum released; the keys then expire by their ttl.
+      await held.lock.unlock().catch(() => undefined);
+    },
+  };
 }
 
 /**
@@ -233,7 +218,7 @@ export const REDLOCK4_CONCURRENT: ConcurrentClient = {
   async connect(servers, clock) {
     const connections = await Promise.all(servers.redis.map(concurrentRedis));
     const counter = voteCounter();
-    const nodes = connections.map((redis, node) => linkedCallbacks(redis, null, 0, node, counter.onReply));
+    const nodes = connections.map((redis) => watchedReplies(redis, counter.onReply));
     const redlock = new Redlock4(nodes, { driftFactor: 0.01, retryCount: 0, retryDelay: 0, retryJitter: 0 });
     rememberLockSha(redlock);
     redlock.on('clientError', () => undefined);
@@ -264,3 +249,7 @@ export const REDLOCK4_CONCURRENT: ConcurrentClient = {
     };
   },
 };
+
+/** `lockcheck run --backend ./conformance/adapters/redlock4.ts [--redis …]` (five nodes); `lockcheck stress` takes `concurrent`. */
+export default (choice: RedisServerChoice = {}): BackendUnderTest => redlock4Backend(choice);
+export const concurrent = REDLOCK4_CONCURRENT;

@@ -195,12 +195,25 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
 
   /** The index of the leading member, waiting up to `timeoutMs` for one. */
   async leader(timeoutMs: number): Promise<number> {
+    return (await this.leaderSince(timeoutMs, this.pollMs)).member;
+  }
+
+  /**
+   * The leading member, waiting up to `timeoutMs` (looking every `pollMs`),
+   * and a lower bound on when it began to lead (performance.now()): the
+   * start of the last look that found none. Started while no leader can be,
+   * the bound is the true one to within a look and its interval.
+   */
+  async leaderSince(timeoutMs: number, pollMs: number): Promise<{ readonly member: number; readonly sinceMs: number }> {
     const deadline = Date.now() + timeoutMs;
+    let sinceMs = performance.now();
     for (;;) {
+      const lookedAt = performance.now();
       const found = this.leaderOf(await this.status(PROBE_TIMEOUT_MS));
-      if (found !== null) return found;
+      if (found !== null) return { member: found, sinceMs };
+      sinceMs = lookedAt;
       if (Date.now() >= deadline) throw new EnvironmentError(`${this.kind}: no ${this.leaderWanted} within ${timeoutMs} ms`);
-      await sleep(this.pollMs);
+      await sleep(pollMs);
     }
   }
 

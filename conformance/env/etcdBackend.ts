@@ -16,6 +16,7 @@ import { SimNetwork } from '../sim/network.ts';
 import { TimingError, VirtualTime } from '../sim/time.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { EtcdCluster } from './etcdCluster.ts';
+import { RequestBound } from './requestBound.ts';
 
 /**
  * The etcd backend (spec 7.6 `etcd-lease`) on a real 3-member etcd cluster,
@@ -82,7 +83,7 @@ export async function startEtcdCell(): Promise<EtcdCell> {
   }
 }
 
-/** The faults the etcd row takes (advance, pause, partition, delay, crash-restart) are what its environment's injectors make. */
+/** The faults the etcd row takes (advance, pause, partition, delay, crash-restart, latency, slow-node) are what its environment's injectors make. */
 export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
   return {
     name: options.name ?? `etcd etcd-lease / ${store}`,
@@ -90,11 +91,11 @@ export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { r
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, expiryToleranceMs: ETCD_EXPIRY_TOLERANCE_MS, ttlGrainMs: 1000, tokensComparedBy: 'order' },
     // A keep-alive renews the ttl the lease was granted with.
     contract: { refreshTtl: 'acquired' },
-    start: (o) => startInstance(cell, store, o.clients),
+    start: (o) => startInstance(cell, store, o.clients, o.requestTimeoutMs),
   };
 }
 
-async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: number): Promise<BackendInstance> {
+async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: number, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
   // A fresh prefix is the reset: nothing of an earlier run is in the way, and its leases expire by themselves.
   const prefix = `run-${randomUUID()}/`;
   const all = new Set<Etcd3>();
@@ -123,17 +124,19 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       return { admin: open(lockCluster.endpoints), own, nodes };
     };
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
-    const clocks: MonotonicClock[] = Array.from({ length: clients }, (_v, client) => time.clockOf(() => clientClocks[client]!));
+    // A paused client runs no timers until it resumes (then they fire before its replies): requests in flight across a pause.
+    const clocks: MonotonicClock[] = Array.from({ length: clients }, (_v, client) => network.pausable(client, time.clockOf(() => clientClocks[client]!)));
+    // A slow member is one slow round trip per attempt, extend or release (the model's one round: an attempt's grant), or a black hole.
+    const timing = network.serverTiming();
     let lockLinks = connect();
     const lockClients: LockClient[] = Array.from({ length: clients }, (_v, client) => {
       const clock = clocks[client]!;
-      const node = through(network, client, 0, () => lockLinks.nodes[client]!);
+      const bound = new RequestBound(clock, requestTimeoutMs);
+      const node = boundedNode(bound, () => timing.slowOperation(client), through(network, client, 0, () => lockLinks.nodes[client]!));
       const storeNode = etcd3Node(open(cell.store.endpoints), { clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       const lock = new EtcdLock({ node, clock, driftFactor: driftFactor(etcdDesign), clockMarginMs: clockMarginMs(etcdDesign), prefix });
       return {
-        acquire: (resource, o) => lock.acquire(resource, o),
-        extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
-        release: (lease) => lock.release(lease),
+        ...bound.operations(lock),
         store: etcdFencedStore(through(network, client, 'store', () => storeNode), policy, { prefix }),
         clock,
       };
@@ -172,6 +175,7 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       // with its ttl, not with a connection.
       faults: {
         ...network.faults(),
+        ...timing.faults,
         crash: {
           crash: async () => {
             await failsTheRun('the crash of the leader and a follower', async () => {
@@ -220,6 +224,27 @@ function through(network: SimNetwork, client: number, endpoint: Endpoint, node: 
     revoke: (l) => network.call(client, endpoint, () => node().revoke(l)),
     get: (k) => network.call(client, endpoint, () => node().get(k)),
     fencedWrite: (k, h, t, v, p) => network.call(client, endpoint, () => node().fencedWrite(k, h, t, v, p)),
+  };
+}
+
+/**
+ * The lock's calls bounded as the model bounds them (RequestBound); the
+ * store's are not. A slow member slows the first round of each attempt,
+ * extend and release (`slow` as it is sent), as the model's one round.
+ */
+function boundedNode(bound: RequestBound, slow: () => void, node: EtcdNode): EtcdNode {
+  const first = <T>(call: () => Promise<T>) => () => {
+    slow();
+    return call();
+  };
+  return {
+    grant: (t) => bound.bounded('etcd lease grant', first(() => node.grant(t))),
+    putIfAbsent: (k, v, l) => bound.bounded('etcd put-if-absent', () => node.putIfAbsent(k, v, l)),
+    keepAlive: (l) => bound.bounded('etcd lease keep-alive', first(() => node.keepAlive(l))),
+    deleteIfOwned: (k, l, r) => bound.bounded('etcd delete-if-owned', first(() => node.deleteIfOwned(k, l, r))),
+    revoke: (l) => bound.bounded('etcd lease revoke', first(() => node.revoke(l))),
+    get: (k) => node.get(k),
+    fencedWrite: (k, h, t, v, p) => node.fencedWrite(k, h, t, v, p),
   };
 }
 

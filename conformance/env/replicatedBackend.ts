@@ -146,7 +146,7 @@ export function realReplicatedBackend(servers: ReplicatedServers, design: Design
     name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
-    start: (o) => startInstance(servers, design, store, o.clients, o.tokenBase),
+    start: (o) => startInstance(servers, design, store, o.clients, o.tokenBase, o.requestTimeoutMs),
   };
 }
 
@@ -166,7 +166,7 @@ function ready(redis: Redis): Promise<void> {
   });
 }
 
-async function startInstance(servers: ReplicatedServers, design: Extract<Design, { kind: 'redis-replicated' }>, policy: StorePolicy, clients: number, tokenBase: bigint): Promise<BackendInstance> {
+async function startInstance(servers: ReplicatedServers, design: Extract<Design, { kind: 'redis-replicated' }>, policy: StorePolicy, clients: number, tokenBase: bigint, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
   const cluster = await servers.forRun(design.wait);
   const all: Redis[] = [];
   const close = async (): Promise<void> => {
@@ -210,8 +210,9 @@ async function startInstance(servers: ReplicatedServers, design: Extract<Design,
         extend: (r, o, t) => network.call(client, 0, () => node.extend(r, o, t)),
         raiseToken: (r, t) => network.call(client, 0, () => node.raiseToken(r, t)),
       };
-      const clock = time.clockOf(() => clientClocks[client]!);
-      const lock = new LeaseLock({ nodes: [linked], clock, driftFactor: driftFactor(design), clockMarginMs: clockMarginMs(design), random });
+      // A paused client runs no timers until it resumes, as a stopped process: what the timing faults need (as on lockcheck's other Redis backends).
+      const clock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
+      const lock = new LeaseLock({ nodes: [linked], clock, driftFactor: driftFactor(design), clockMarginMs: clockMarginMs(design), random, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
       const fenced = redisFencedStore(await storeConnection(), policy);
       lockClients.push({
         acquire: (resource, o) => lock.acquire(resource, o),
@@ -254,6 +255,8 @@ async function startInstance(servers: ReplicatedServers, design: Extract<Design,
           },
         },
         ...network.faults(),
+        // Late replies and a slow or black-holed primary act in the network layer in front of it, as on lockcheck's other Redis backends.
+        ...network.timingFaults(),
         // A Redis connection holds no lock state: a new one changes nothing the model sees.
         killConnection: async () => undefined,
       },

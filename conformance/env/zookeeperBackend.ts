@@ -12,8 +12,10 @@ import { zookeeperFencedStore } from '../../impl/zookeeper/store.ts';
 import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
-import { VirtualTime } from '../sim/time.ts';
+import { TimingError, VirtualTime } from '../sim/time.ts';
+import { failsTheRun } from './runEnvironment.ts';
 import { ZK_TICK_MS, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
+import { RequestBound } from './requestBound.ts';
 
 /**
  * The ZooKeeper backend (spec 7.10 `zookeeper`) on a real 3-member
@@ -22,13 +24,20 @@ import { ZK_TICK_MS, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
  * service heard, put-if-first, a cluster-wide creation counter as token):
  * the differences are listed in spec 7.10. Runs are paced to real time as
  * etcd's (spec 7.8): the ensemble expires sessions on its own clock. Clients
- * are in process on virtual time; client i talks to member i mod 3 through
- * the simulated network (cut, delay, hold while paused). The store is a
- * fenced store in the same ensemble on a session of its own that the
- * network never cuts: the model's store is always up.
+ * are in process on virtual time; each talks to the ensemble (its sessions
+ * name every member) through the simulated network (cut, delay, hold while
+ * paused, slow or black-holed service). The store is a fenced store in the
+ * same ensemble on a session of its own that the network never cuts: the
+ * model's store is always up.
  *
- * Crash-restart is not offered in lockstep (spec 7.10): under heavy load a
- * lease session was gone at the model's restart that the model refreshes.
+ * Crash-restart (spec 7.10), as etcd's: the crash is the ensemble losing
+ * its quorum, the leader and a follower killed (kill -9; the follower left
+ * running alternates), with no leader to expire a session meanwhile. The
+ * new leader starts every session's timeout afresh when it starts, so the
+ * restart waits (bounded) only for it and for the long-lived sessions, and
+ * leaves the run unjudged when the model's restart would come later than
+ * the expiry slack after the election; the restarted JVMs are warmed after
+ * the model's restart (the next step's catch-up covers that time).
  */
 export interface ZookeeperCell {
   readonly ensemble: ZookeeperEnsemble;
@@ -52,6 +61,9 @@ export const ZK_CLOCK_MARGIN_MS = ZK_PACING_TOLERANCE_MS + 2;
 export const zookeeperDesign: Design = designs.etcdLease({ clockMarginMs: ZK_CLOCK_MARGIN_MS });
 
 const CALL_TIMEOUT_MS = 2_000;
+const READY_TIMEOUT_MS = 20_000;
+/** How often the restart looks for the leader, ms: the look bounds when the sessions were refreshed. */
+const LEADER_POLL_MS = 20;
 
 /** Starts the 3-member ensemble a cell's runs share, data on /dev/shm. */
 export async function startZookeeperCell(): Promise<ZookeeperCell> {
@@ -59,7 +71,7 @@ export async function startZookeeperCell(): Promise<ZookeeperCell> {
   return { ensemble, stop: () => ensemble.stop() };
 }
 
-/** The faults the ZooKeeper rows take (advance, pause, partition, delay) are what the environment's injectors make. */
+/** The faults the ZooKeeper rows take (advance, pause, partition, delay, latency, slow-node, crash-restart) are what the environment's injectors make. */
 export function realZookeeperBackend(cell: ZookeeperCell, store: StorePolicy, options: { readonly name?: string } = {}): BackendUnderTest {
   return {
     name: options.name ?? `zookeeper etcd-lease / ${store}`,
@@ -68,16 +80,21 @@ export function realZookeeperBackend(cell: ZookeeperCell, store: StorePolicy, op
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, expiryToleranceMs: ZK_EXPIRY_TOLERANCE_MS, ttlGrainMs: 1000, tokensComparedBy: 'order' },
     // A renewal lasts the session's timeout, the ttl it was opened with.
     contract: { refreshTtl: 'acquired' },
-    start: (o) => startInstance(cell, store, o.clients),
+    start: (o) => startInstance(cell, store, o.clients, o.requestTimeoutMs),
   };
 }
 
-async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: number): Promise<BackendInstance> {
+async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: number, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
   // A fresh root is the reset: nothing of an earlier run is in the way, and its sessions expire by themselves.
   const root = `/lockcheck/run-${randomUUID()}`;
   const nodes: ZookeeperNode[] = [];
+  // The restarts under way: the election needs only one of the two back, the other is waited for after the model's restart.
+  let restarting: Promise<unknown> = Promise.resolve();
   const close = async (): Promise<void> => {
     for (const n of nodes) n.close();
+    // A run that ended with the ensemble down (or coming back) leaves it whole for the next one.
+    await restarting.catch(() => undefined);
+    await wholeAgain(cell.ensemble);
   };
   try {
     const up = [true];
@@ -88,30 +105,89 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     const admin = zookeeperNode({ connectString: cell.ensemble.connectString, clock: systemClock, requestTimeoutMs: CALL_TIMEOUT_MS });
     nodes.push(admin);
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+    // A slow member is one slow round trip per attempt, extend or release (the model's one round: an attempt's connect), or a black hole.
+    const timing = network.serverTiming();
     const lockClients: LockClient[] = Array.from({ length: clients }, (_v, client) => {
-      const clock: MonotonicClock = time.clockOf(() => clientClocks[client]!);
-      const own = zookeeperNode({ connectString: cell.ensemble.endpoints[client % cell.ensemble.size]!, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
+      // A paused client runs no timers until it resumes (then they fire before its replies): requests in flight across a pause.
+      const clock: MonotonicClock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
+      // Every member named: after a crash a session reconnects to whichever member serves first (spec 7.10).
+      const own = zookeeperNode({ connectString: cell.ensemble.connectString, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       const storeNode = zookeeperNode({ connectString: cell.ensemble.connectString, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       nodes.push(own, storeNode);
-      const lock = new ZookeeperLock({ node: through(network, client, 0, own), clock, driftFactor: driftFactor(zookeeperDesign), clockMarginMs: clockMarginMs(zookeeperDesign), root });
+      const bound = new RequestBound(clock, requestTimeoutMs);
+      const lock = new ZookeeperLock({ node: boundedNode(bound, () => timing.slowOperation(client), through(network, client, 0, own)), clock, driftFactor: driftFactor(zookeeperDesign), clockMarginMs: clockMarginMs(zookeeperDesign), root });
       return {
-        acquire: (resource, o) => lock.acquire(resource, o),
-        extend: (lease, ttlMs) => lock.extend(lease, ttlMs),
-        release: (lease) => lock.release(lease),
+        ...bound.operations(lock),
         store: zookeeperFencedStore(through(network, client, 'store', storeNode), policy, { root }),
         clock,
       };
     });
     // The store sessions connect before the run begins: the model's store is up from the start.
-    await Promise.all(nodes.map((n) => n.get(`${root}/ready`)));
+    const answering = (): Promise<void> => ready(nodes, `${root}/ready`);
+    await answering();
+    const ensemble = cell.ensemble;
+    // Crash-restart: which follower stays up alternates; a restart prepared is not prepared again.
+    let crashes = 0;
+    let killed: number[] = [];
+    const prepareRestart = async (): Promise<void> => {
+      if (killed.length === 0) return;
+      const electedSince = await failsTheRun('the restart', async () => {
+        // The leader is watched from before the restarts: when it starts it gives every session its full timeout afresh.
+        const electing = ensemble.leaderSince(READY_TIMEOUT_MS, LEADER_POLL_MS);
+        electing.catch(() => undefined);
+        restarting = Promise.all(killed.map((m) => ensemble.restart(m)));
+        restarting.catch(() => undefined);
+        killed = [];
+        const { sinceMs } = await electing;
+        // The long-lived sessions answer again (the lease sessions reconnect as they do: every member is named).
+        await answering();
+        return sinceMs;
+      });
+      // The model restarts the node (refreshing every lease) once true time has caught up with now; the ensemble did at
+      // the election. Further apart than the expiry slack, a session may expire before the model's restart: the run
+      // cannot be judged (spec 7.10).
+      const skew = performance.now() - electedSince;
+      if (skew > ZK_EXPIRY_SLACK_MS) throw new TimingError(`the ensemble's sessions were refreshed up to ${skew.toFixed(0)} ms before the restart could be judged (more than ${ZK_EXPIRY_SLACK_MS} ms): the machine was too busy to keep pace`);
+    };
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
       runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // Only the network's faults: no member clock is the runner's, and crash-restart is not offered (spec 7.10).
-      faults: network.faults(),
+      // The network's faults, its timing faults and crash-restart: no member clock is the runner's (spec 7.10).
+      faults: {
+        ...network.faults(),
+        ...timing.faults,
+        crash: {
+          crash: async () => {
+            await failsTheRun('the crash of the leader and a follower', async () => {
+              up[0] = false;
+              const leader = await ensemble.leader(READY_TIMEOUT_MS);
+              const followers = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => m !== leader);
+              killed = [leader, followers[crashes++ % followers.length]!];
+              await Promise.all(killed.map((m) => ensemble.kill(m)));
+            });
+            // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
+            // meanwhile) leaves the run unjudged, never judged wrong.
+            time.noteServerReply();
+            time.assertOnTime();
+          },
+          prepareRestart: () => prepareRestart(),
+          restart: async () => {
+            await prepareRestart();
+            up[0] = true;
+            // A restarted JVM answers its first requests slowly (its code not yet compiled): a session through every
+            // member warms them. After the model's restart: the next step's catch-up covers the time it takes.
+            await failsTheRun('the warm-up after the restart', async () => {
+              await restarting;
+              await Promise.all(ensemble.endpoints.map((endpoint) => warm(endpoint, `${root}/warm`)));
+            });
+          },
+        },
+      },
       realTimeAheadMs: () => time.lagMs(),
       inspect: async (resource) => {
+        // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
+        if (!up[0]) return [null];
         const dir = lockDir(resource, root);
         // ZooKeeper's reads are not linearizable: a member (the leader too) may not yet have applied a write another
         // member acknowledged. A write on the look's own session first is the barrier (the client library has no
@@ -130,6 +206,31 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
   }
 }
 
+/**
+ * The lock's calls bounded as the model bounds them (RequestBound); the
+ * store's and the look's are not. A slow member slows the first round of
+ * each attempt, extend and release (`slow` as it is sent), as the model's one round.
+ */
+function boundedNode(bound: RequestBound, slow: () => void, node: ZookeeperNode): ZookeeperNode {
+  const first = <T>(call: () => Promise<T>) => () => {
+    slow();
+    return call();
+  };
+  return {
+    openSession: (t) => bound.bounded('zookeeper connect', first(() => node.openSession(t))),
+    contenders: (s, d) => bound.bounded('zookeeper get children', () => node.contenders(s, d)),
+    enqueue: (s, d) => bound.bounded('zookeeper create', () => node.enqueue(s, d)),
+    touch: (s, p) => bound.bounded('zookeeper touch', first(() => node.touch(s, p))),
+    watchGone: (s, p, w) => node.watchGone(s, p, w),
+    deleteOwned: (s, p, z) => bound.bounded('zookeeper delete', first(() => node.deleteOwned(s, p, z))),
+    closeSession: (s) => node.closeSession(s),
+    children: (d) => node.children(d),
+    get: (p) => node.get(p),
+    fencedWrite: (p, t, v, pol) => node.fencedWrite(p, t, v, pol),
+    close: () => node.close(),
+  };
+}
+
 /** Every call of `node` through the simulated network, as client `client` to `endpoint`. */
 function through(network: SimNetwork, client: number, endpoint: Endpoint, node: ZookeeperNode): ZookeeperNode {
   return {
@@ -145,4 +246,41 @@ function through(network: SimNetwork, client: number, endpoint: Endpoint, node: 
     fencedWrite: (p, t, v, pol) => network.call(client, endpoint, () => node.fencedWrite(p, t, v, pol)),
     close: () => node.close(),
   };
+}
+
+/** Waits (bounded) until every node's long-lived session answers a read. */
+async function ready(nodes: readonly ZookeeperNode[], path: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      await Promise.all(nodes.map((n) => n.get(path)));
+      return;
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+/** Every member running again and a leader serving (bounded): a cell's runs share the ensemble. */
+async function wholeAgain(ensemble: ZookeeperEnsemble): Promise<void> {
+  if (ensemble.stopped) return;
+  const down = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => !ensemble.running(m));
+  if (down.length === 0) return;
+  await Promise.all(down.map((m) => ensemble.restart(m)));
+  await ensemble.leader(READY_TIMEOUT_MS);
+}
+
+/** Sessions through `endpoint`: opened, a contender made under `dir`, closed (each call bounded). */
+async function warm(endpoint: string, dir: string): Promise<void> {
+  const node = zookeeperNode({ connectString: endpoint, clock: systemClock, requestTimeoutMs: READY_TIMEOUT_MS });
+  try {
+    for (let round = 0; round < 3; round++) {
+      const session = await node.openSession(1000);
+      await node.enqueue(session, dir);
+      await node.closeSession(session);
+    }
+  } finally {
+    node.close();
+  }
 }

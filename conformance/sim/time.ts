@@ -154,6 +154,20 @@ export class VirtualTime {
     await this.quiesce();
     for (let fired = 0; !settled || work === null; fired++) {
       if (fired > MAX_EVENTS_PER_ADVANCE) throw new Error(`virtual time: more than ${MAX_EVENTS_PER_ADVANCE} events before t=${limitMs}`);
+      if (work !== null) {
+        // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
+        // setImmediate): they get those turns before time moves on, or the work is called unsettled.
+        const seq = this.#seq;
+        for (let i = 0; i < SETTLE_TURNS && !settled; i++) await flush();
+        if (settled) break;
+        // What settled late may have sent requests (a refused Redlock attempt's unlocks) or set a timer (an adapter's
+        // retry sleep after a late denial): follow them, as after any event, before the next event is chosen.
+        if (this.options.settle !== undefined && (await this.options.settle())) {
+          await this.quiesce();
+          continue;
+        }
+        if (this.#seq !== seq) continue;
+      }
       this.#timers = this.#timers.filter((t) => !t.cancelled);
       let next: { timer: Timer; dueMs: number } | undefined;
       for (const timer of this.#timers) {
@@ -167,10 +181,6 @@ export class VirtualTime {
       next.timer.fire();
       await this.quiesce();
     }
-    // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
-    // setImmediate): they get those turns before the work is called unsettled.
-    // Turns only: waiting for outside work here would let real time run on a paced run.
-    for (let i = 0; i < SETTLE_TURNS && !settled && work !== null; i++) await flush();
     this.assertOnTime();
     return settled;
   }

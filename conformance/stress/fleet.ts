@@ -16,71 +16,81 @@ const live = new Set<ChildProcess>();
 /**
  * The client processes of a stress run: real OS processes, so that a pause
  * (SIGSTOP) stops everything in them, timers included. All of them are
- * SIGKILLed at exit or on SIGINT/SIGTERM should the runner die first.
+ * SIGKILLed at exit or on SIGINT/SIGTERM should the runner die first. A
+ * process that dies in a run (a library that crashes it on an unhandled
+ * 'error') is reported to that run, and replaceDead() forks a fresh one in
+ * its place before the next.
  */
 export class ClientFleet {
-  readonly #children: ChildProcess[];
-  readonly #paused: boolean[];
-  readonly #stderr: string[];
-  readonly #exited: Promise<void>[];
+  readonly #children: ChildProcess[] = [];
+  readonly #paused: boolean[] = [];
+  readonly #stderr: string[] = [];
+  readonly #exited: Promise<void>[] = [];
+  readonly #onMessage: (client: number, m: FromClient) => void;
 
-  private constructor(children: ChildProcess[], stderr: string[], exited: Promise<void>[]) {
-    this.#children = children;
-    this.#paused = children.map(() => false);
-    this.#stderr = stderr;
-    this.#exited = exited;
+  private constructor(onMessage: (client: number, m: FromClient) => void) {
+    this.#onMessage = onMessage;
   }
 
   /** Forks `count` client processes and waits until each has loaded (bounded). */
   static async start(count: number, onMessage: (client: number, m: FromClient) => void): Promise<ClientFleet> {
     onExitKill(killAllSync);
-    const children: ChildProcess[] = [];
-    const stderr: string[] = [];
-    const exited: Promise<void>[] = [];
-    const ready: Promise<void>[] = [];
-    for (let i = 0; i < count; i++) {
-      const child = fork(WORKER, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
-      live.add(child);
-      children.push(child);
-      stderr.push('');
-      child.stderr?.on('data', (chunk: Buffer) => {
-        stderr[i] = (stderr[i]! + chunk.toString('utf8')).slice(-STDERR_TAIL);
-      });
-      exited.push(new Promise((resolve) => child.once('exit', () => {
-        live.delete(child);
-        resolve();
-      })));
-      ready.push(
-        new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`client process ${i} did not start within ${READY_TIMEOUT_MS} ms\n${stderr[i]}`)), READY_TIMEOUT_MS);
-          child.once('exit', (code, signal) => {
-            clearTimeout(timer);
-            reject(new Error(`client process ${i} exited during start-up (${signal ?? code})\n${stderr[i]}`));
-          });
-          let started = false;
-          child.on('message', (raw: unknown) => {
-            const m = raw as FromClient;
-            if (m.kind === 'ready') {
-              clearTimeout(timer);
-              started = true;
-              resolve();
-            } else onMessage(i, m);
-          });
-          // A client process that dies in a run (a library that crashes it on an unhandled 'error') is that client's error.
-          child.once('exit', (code, signal) => {
-            if (started) onMessage(i, { kind: 'exited', message: `its process exited (${signal ?? `code ${code}`}): ${lastLine(stderr[i]!)}` });
-          });
-        }),
-      );
-    }
-    const fleet = new ClientFleet(children, stderr, exited);
+    const fleet = new ClientFleet(onMessage);
     try {
-      await Promise.all(ready);
+      await Promise.all(Array.from({ length: count }, (_v, i) => fleet.#spawn(i)));
     } catch (e) {
       await fleet.kill();
       throw e;
     }
     return fleet;
+  }
+
+  /**
+   * Forks a fresh process in place of each one that is gone (it died in an
+   * earlier run), waits until each has loaded (bounded), and returns the
+   * clients it replaced, so that the next run measures all of them again.
+   */
+  async replaceDead(): Promise<number[]> {
+    const dead = this.#children.map((_c, i) => i).filter((i) => !this.alive(i));
+    await Promise.all(dead.map((i) => this.#spawn(i)));
+    return dead;
+  }
+
+  /** Forks client `i`'s process (in a fresh slot, or in place of a dead one) and waits until it has loaded (bounded). */
+  #spawn(i: number): Promise<void> {
+    const child = fork(WORKER, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    live.add(child);
+    this.#children[i] = child;
+    this.#paused[i] = false;
+    this.#stderr[i] = '';
+    const stderr = this.#stderr;
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (this.#children[i] === child) stderr[i] = (stderr[i]! + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    this.#exited[i] = new Promise((resolve) =>
+      child.once('exit', () => {
+        live.delete(child);
+        resolve();
+      }),
+    );
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`client process ${i} did not start within ${READY_TIMEOUT_MS} ms\n${stderr[i]}`)), READY_TIMEOUT_MS);
+      let started = false;
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        // A client process that dies in a run is that client's error; one that dies starting fails the start.
+        if (started) this.#onMessage(i, { kind: 'exited', message: `its process exited (${signal ?? `code ${code}`}): ${lastLine(stderr[i]!)}` });
+        else reject(new Error(`client process ${i} exited during start-up (${signal ?? code})\n${stderr[i]}`));
+      });
+      child.on('message', (raw: unknown) => {
+        const m = raw as FromClient;
+        if (m.kind === 'ready') {
+          clearTimeout(timer);
+          started = true;
+          resolve();
+        } else this.#onMessage(i, m);
+      });
+    });
   }
 
   get size(): number {
@@ -163,7 +173,8 @@ export class ClientFleet {
   }
 }
 
-function lastLine(text: string): string {
+/** The line of a process's stderr that says why it died (the error's own line, not its stack). */
+export function lastLine(text: string): string {
   const lines = text.trim().split('\n').filter((l) => l.trim() !== '' && !/^\s+at /.test(l));
   // Node prints the error's own line (`Error: …`, `error: …`) between the throwing source line and the stack.
   return (lines.find((l) => /^[\w.]*(Error|error)( \[\w+\])?: /.test(l.trim())) ?? lines[lines.length - 1] ?? 'no message').trim().slice(0, 300);

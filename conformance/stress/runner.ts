@@ -2,7 +2,7 @@ import type { ConcurrentClient } from '../adapter.ts';
 import { keysFor } from '../../impl/redis/keys.ts';
 import type { AdapterRef } from './adapterRef.ts';
 import type { RecordedEvent } from './protocol.ts';
-import { ClientFleet } from './fleet.ts';
+import { ClientFleet, lastLine as lastLineOf } from './fleet.ts';
 import type { NemesisFault } from './nemesis.ts';
 import { isTargeted, Nemesis, needsFakeClocks, needsPeerGates, needsProxies, unsupported } from './nemesis.ts';
 import type { FencePolicy, FromClient } from './protocol.ts';
@@ -156,6 +156,10 @@ export class StressSession {
     const t0 = sharedNowMs();
     const { clients, backend } = this.#o;
     const fleet = this.#fleet;
+    const label = o.adapter?.name ?? backend;
+    // A process that died in an earlier run was reported there (a finding about the library); this run measures a fresh one.
+    const replaced = await fleet.replaceDead();
+    if (replaced.length > 0) this.#progress(`${label}: client process ${replaced.join(', ')} replaced (it exited in an earlier run)`);
     if (o.adapter !== undefined) await this.#prepare(o.adapter);
     const random = new Random(o.seed);
     const recorder = new Recorder();
@@ -201,7 +205,7 @@ export class StressSession {
     const prefix = `s${this.#runs++}-`;
     for (let c = 0; c < clients; c++) {
       if (!fleet.alive(c)) {
-        clientErrors.push(`client ${c}: its process is gone (it exited in an earlier run)`);
+        clientErrors.push(`client ${c}: its process exited before the run started: ${lastLineOf(fleet.stderrOf(c))}`);
         finish(c);
         continue;
       }
@@ -212,7 +216,6 @@ export class StressSession {
         workload: { resources: o.resources, prefix, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, untilMs, maxCycles: o.maxCycles ?? Number.MAX_SAFE_INTEGER, gate },
       });
     }
-    const label = o.adapter?.name ?? backend;
     this.#progress(`${label}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
     const ticker = setInterval(() => this.#progress(`${label}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
     try {

@@ -144,8 +144,8 @@ export class EtcdLock {
       leaseId = (await this.#node.grant(Math.ceil(ttlMs / 1000))).id;
     } catch (error) {
       if (error instanceof ConnectionConfigError) throw error;
-      // No lease, so no key: nothing is held.
-      return { kind: 'denied', reason: 'no-quorum' };
+      // No lease, so no key: nothing is held. A wait that reached the ttl is a give-up, as for any attempt.
+      return error instanceof TimeoutError && this.#clock.now() - startedMs >= ttlMs ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     const key = lockKey(resource, this.#prefix);
     let put: Awaited<ReturnType<EtcdNode['putIfAbsent']>>;

@@ -155,8 +155,9 @@ export class ZookeeperLock {
     let session: ZookeeperSession;
     try {
       session = await this.#node.openSession(ttlMs);
-    } catch {
-      return { kind: 'denied', reason: 'no-quorum' };
+    } catch (error) {
+      // No session, so no contender. A wait that reached the ttl is a give-up, as for any attempt.
+      return error instanceof TimeoutError && this.#clock.now() - startedMs >= ttlMs ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     // The ensemble may have negotiated a shorter timeout than asked: the lease is what it granted.
     const grantedMs = Math.min(ttlMs, session.timeoutMs);

@@ -262,6 +262,21 @@ describe('EtcdLock', () => {
     const real = etcd3Node(c, { clock });
     const grantFails = (e: Error) => new EtcdLock({ node: wrapped(real, { grant: () => Promise.reject(e) }), clock, prefix: p });
     expect(await grantFails(new UnavailableError('x')).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    // A grant that timed out: denied before the ttl has passed on the client's clock, a give-up (timed-out) at it.
+    const grantFailsAfter = (ms: number, e: Error) =>
+      new EtcdLock({
+        node: wrapped(real, {
+          grant: () => {
+            clock.advance(ms);
+            return Promise.reject(e);
+          },
+        }),
+        clock,
+        prefix: p,
+      });
+    expect(await grantFailsAfter(999, new TimeoutError('lease grant', 999)).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(await grantFailsAfter(1000, new TimeoutError('lease grant', 1000)).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'timed-out' });
+    expect(await grantFailsAfter(1000, new UnavailableError('x')).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
     const config = new ConnectionConfigError('authentication', 'no');
     await expect(grantFails(config).acquire('r', { ttlMs: 1000 })).rejects.toBe(config);
     const putFails = (e: Error) => new EtcdLock({ node: wrapped(real, { putIfAbsent: () => Promise.reject(e) }), clock, prefix: p });

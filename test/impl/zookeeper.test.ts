@@ -296,6 +296,16 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     const noSession = spied(real, { openSession: () => Promise.reject(new UnavailableError('down')) });
     expect(await new ZookeeperLock({ node: noSession.node, clock, root: r }).acquire('x', { ttlMs: 3000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
     expect(noSession.calls['closeSession']).toBeUndefined();
+    // A connect that timed out: denied before the ttl has passed on the client's clock, a give-up (timed-out) at it.
+    const slowConnect = (ms: number) =>
+      spied(real, {
+        openSession: () => {
+          clock.advance(ms);
+          return Promise.reject(new TimeoutError('zookeeper connect', ms));
+        },
+      });
+    expect(await new ZookeeperLock({ node: slowConnect(2999).node, clock, root: r }).acquire('x', { ttlMs: 3000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(await new ZookeeperLock({ node: slowConnect(3000).node, clock, root: r }).acquire('x', { ttlMs: 3000 })).toEqual({ kind: 'timed-out' });
     const failing = spied(real, { contenders: () => Promise.reject(new UnavailableError('down')) });
     expect(await new ZookeeperLock({ node: failing.node, clock, root: r }).acquire('x', { ttlMs: 3000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
     expect(failing.calls['closeSession']).toBe(1);
