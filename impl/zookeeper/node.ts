@@ -110,9 +110,11 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   };
   const own = (s: ZookeeperSession): Client => (s as Session).client;
   return {
-    openSession: (sessionMs) =>
-      bounded('connect', async () => {
-        const client = await connected(options.connectString, sessionMs, false);
+    openSession: (sessionMs) => {
+      const attempt = connected(options.connectString, sessionMs, false);
+      // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
+      return bounded('connect', async () => {
+        const client = await attempt;
         const expired = new Promise<void>((resolve) => client.once('expired', () => resolve()));
         // An expired session's client would reconnect forever: close it.
         void expired.then(() => client.close());
@@ -121,7 +123,12 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           session.ended = true;
         });
         return session;
-      }),
+      }).catch((error: unknown) => {
+        // Closed once connected: node-zookeeper-client mishandles a close during its handshake.
+        void attempt.then((client) => client.close(), () => undefined);
+        throw error;
+      });
+    },
     contenders: (s, dir) =>
       bounded('get children', async () => {
         try {
@@ -254,9 +261,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         throw new UnavailableError(`zookeeper fenced write: ${CAS_ROUNDS} rounds lost to concurrent writers`);
       }),
     close: () => {
-      const s = shared;
+      void shared?.then((client) => client.close(), () => undefined);
       shared = null;
-      void s?.then((c) => c.close()).catch(() => undefined);
     },
   };
 }
