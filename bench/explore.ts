@@ -12,7 +12,8 @@
 import { parseArgs } from 'node:util';
 import { cpuUsage } from 'node:process';
 import { readFileSync } from 'node:fs';
-import { exploreCell, FAULT_CLASSES, MATRIX_ROWS } from '../model/index.ts';
+import type { CellResult } from '../model/index.ts';
+import { exploreCell, explorationKey, FAULT_CLASSES, MATRIX_ROWS } from '../model/index.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,6 +47,11 @@ let states = 0;
 let transitions = 0;
 let bytes = 0;
 let collision = 0;
+// Cells that are one transition system (explorationKey) are explored once, as `lockcheck explore` does.
+const explored = new Map<string, CellResult>();
+let cells = 0;
+// States of the explorations run (a cell explored once with another adds its states to `states` only).
+let exploredStates = 0;
 const startCpu = cpuMs();
 const startWall = performance.now();
 for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.design.kind === values.design) && (values.row === undefined || r.label === values.row))) {
@@ -53,7 +59,10 @@ for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.de
     for (const fault of FAULT_CLASSES.filter((f) => values.fault === undefined || f === values.fault)) {
       const t0 = cpuMs();
       const want = recorded.find((r) => r.row === row.label && r.store === store && r.fault === fault);
-      const c = exploreCell(row, store, fault, {
+      const key = `${explorationKey(row, store, fault)}|${want?.depth ?? depth}`;
+      const same = explored.get(key);
+      cells++;
+      const c = same ?? exploreCell(row, store, fault, {
         maxDepth: want?.depth ?? depth,
         maxStates: Number(values['max-states']),
         clock: cpuMs,
@@ -61,6 +70,8 @@ for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.de
         clientSymmetry: !values['no-client-symmetry'],
         nodeSymmetry: !values['no-node-symmetry'],
       });
+      explored.set(key, c);
+      if (same === undefined) exploredStates += c.states;
       states += c.states;
       transitions += c.transitions;
       bytes += c.bytesPerState * c.states;
@@ -75,7 +86,7 @@ for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.de
         }
       }
       console.log(
-        `${row.label} / ${store} / ${fault}: ${c.states} states, ${c.transitions} transitions, depth ${c.depthCompleted}${c.truncated ? ' (cut)' : ''}, ${((cpuMs() - t0) / 1000).toFixed(2)} cpu-s, ${c.bytesPerState.toFixed(1)} B/state, peak frontier ${c.peakFrontier}, found ${found}`,
+        `${row.label} / ${store} / ${fault}: ${c.states} states, ${c.transitions} transitions, depth ${c.depthCompleted}${c.truncated ? ' (cut)' : ''}, ${((cpuMs() - t0) / 1000).toFixed(2)} cpu-s, ${c.bytesPerState.toFixed(1)} B/state, peak frontier ${c.peakFrontier}, found ${found}${same === undefined ? '' : ` (explored once with ${same.row})`}`,
       );
     }
   }
@@ -83,7 +94,7 @@ for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.de
 const cpuS = (cpuMs() - startCpu) / 1000;
 const wallS = (performance.now() - startWall) / 1000;
 console.log(
-  `TOTAL depth ${depth}: ${states} states, ${transitions} transitions, ${cpuS.toFixed(1)} cpu-s (${wallS.toFixed(1)} wall-s): ${Math.round(states / cpuS)} states/cpu-s, ${Math.round(transitions / cpuS)} transitions/cpu-s, ${(bytes / states).toFixed(1)} B/state stored, collision probability ${collision.toExponential(2)}`,
+  `TOTAL depth ${depth}: ${cells} cells (${explored.size} explorations), ${states} states (${exploredStates} explored), ${transitions} transitions, ${cpuS.toFixed(1)} cpu-s (${wallS.toFixed(1)} wall-s): ${Math.round(states / cpuS)} states/cpu-s (${Math.round(exploredStates / cpuS)} explored), ${Math.round(transitions / cpuS)} transitions/cpu-s, ${(bytes / states).toFixed(1)} B/state stored, collision probability ${collision.toExponential(2)}`,
 );
 if (values.verdicts) {
   console.log(disagreements === 0 ? 'every verdict agrees with the recorded one' : `${disagreements} verdict(s) changed`);

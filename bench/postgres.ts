@@ -15,12 +15,11 @@
  *    lockcheck sends per pair (TRY_LOCK_AND_MINT, then pg_advisory_unlock);
  *    diagnostics: the same statements through raw node-postgres, unnamed (as
  *    lockcheck sends them) and as named prepared statements;
- * 2. transaction lock: acquire (an idle connection, `BEGIN; SELECT
- *    pg_try_advisory_xact_lock(...)` as one simple query, MINT on the
- *    autocommit minting connection) + release (COMMIT) per second, against
- *    pgbench running BEGIN / try xact lock / MINT / COMMIT over persistent
- *    connections; diagnostic: lockcheck's three round trips through raw
- *    node-postgres;
+ * 2. transaction lock: acquire (an idle connection, TRY_LOCK_AND_MINT, BEGIN
+ *    and the hand-over to the transaction pipelined in one round trip) +
+ *    release (COMMIT) per second, against pgbench running BEGIN / try xact
+ *    lock / MINT / COMMIT over persistent connections; diagnostic:
+ *    lockcheck's two round trips through raw node-postgres;
  * 3. a fenced write (postgresFencedStore(client, 'strict'), increasing
  *    tokens) against a plain UPDATE of the same table, unnamed (the target's
  *    baseline) and named, per second.
@@ -70,8 +69,10 @@ const SETTLE_TIMEOUT_MS = 3_000;
 const CLOSE_TIMEOUT_MS = 10_000;
 /** The statement lockcheck's PostgresSessionLock.release sends (sessionLock.ts; not exported there). */
 const UNLOCK = 'SELECT pg_advisory_unlock($1::bigint)';
-/** The statement PostgresTransactionLock.acquire sends after BEGIN (xactLock.ts; not exported there). */
+/** pgbench's transaction lock statement (the baseline's: the lock taken in the transaction, nothing else). */
 const TRY_XACT_LOCK = 'SELECT pg_try_advisory_xact_lock($1::bigint) AS got';
+/** The statement PostgresTransactionLock.acquire sends after TRY_LOCK_AND_MINT and BEGIN (xactLock.ts; not exported there). */
+const HAND_OVER = 'SELECT CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN pg_advisory_unlock($1::bigint) ELSE false END AS moved';
 /** The baseline for the fenced write: same table, same row width, no guard. */
 const PLAIN_UPDATE = 'UPDATE lockcheck_store SET value = $1 WHERE resource = $2';
 /** The same UPDATE prepared, as the fenced write is. */
@@ -413,7 +414,7 @@ ${withVariables(TRY_LOCK_AND_MINT, ['key', 'resource', 'base'])};
 ${withVariables(UNLOCK, ['key'])};
 `;
 
-/** What PostgresTransactionLock sends per acquire + release, on one connection (lockcheck mints on a second, autocommit one). */
+/** A transaction lock with its token, as a pgbench user would write it: four statements, the token minted inside the lock's transaction (a rollback would reuse it; lockcheck mints before BEGIN). */
 const pgbenchXact = (base: number): string => `\\set key ${base} + :client_id
 \\set resource ${base} + :client_id
 \\set base 0
@@ -443,8 +444,8 @@ function clientConfig(server: PostgresServer): pg.ClientConfig {
   };
 }
 
-async function connect(server: PostgresServer, name: string): Promise<pg.Client> {
-  const client = new pg.Client(clientConfig(server));
+async function connect(server: PostgresServer, name: string, pipeline = false): Promise<pg.Client> {
+  const client = new pg.Client({ ...clientConfig(server), pipeline });
   clients.push(client);
   client.on('error', (error: Error) => {
     if (++connectionErrors <= 5) log(`  [${name}] connection error: ${error.message}`);
@@ -509,19 +510,19 @@ function porsagerSessionOp(sql: postgresJs.Sql, resource: string): Op {
   };
 }
 
-/** PostgresTransactionLock's three round trips through raw node-postgres: BEGIN and the try-lock in one simple query, MINT (named) on a second, autocommit connection, COMMIT. */
-function rawXactOp(client: pg.Client, minter: pg.Client, resource: string): Op {
+/** PostgresTransactionLock's two round trips through raw node-postgres (a pipelined connection): TRY_LOCK_AND_MINT, BEGIN and the hand-over sent together, all named, then COMMIT. */
+function rawXactOp(client: pg.Client, resource: string): Op {
   const key = advisoryKey(resource).toString();
-  const beginAndLock = `BEGIN; ${TRY_XACT_LOCK.replace('$1', `'${key}'`)}`;
-  const mint: pg.QueryConfig = { name: 'bench_mint', text: MINT, values: [resource, '0'] };
+  const lock: pg.QueryConfig = { name: 'bench_try_lock_and_mint', text: TRY_LOCK_AND_MINT, values: [key, resource, '0'] };
+  const begin: pg.QueryConfig = { name: 'bench_begin', text: 'BEGIN' };
+  const handOver: pg.QueryConfig = { name: 'bench_hand_over', text: HAND_OVER, values: [key] };
   return async () => {
     try {
-      const replies = (await client.query(beginAndLock)) as unknown as Array<pg.QueryResult<{ got: boolean }>>;
-      if (replies[1]?.rows[0]?.got !== true) {
+      const [minted, , moved] = await Promise.all([client.query<{ token: string }>(lock), client.query(begin), client.query<{ moved: boolean }>(handOver)]);
+      if (minted.rows.length !== 1 || moved.rows[0]?.moved !== true) {
         await client.query('ROLLBACK');
         return false;
       }
-      await minter.query(mint);
       await client.query('COMMIT');
       return true;
     } catch (e) {
@@ -581,11 +582,10 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   const r1 = await measureGroup(ctx, '[1]', session);
 
   // 2. transaction lock -----------------------------------------------------
-  log('2. transaction lock: acquire (BEGIN + try xact lock on an idle connection, MINT on the minter) + release (COMMIT)');
+  log('2. transaction lock: acquire (TRY_LOCK_AND_MINT, BEGIN, hand-over, pipelined on an idle connection) + release (COMMIT)');
   const xact: Config[] = [];
   for (const c of CLIENT_COUNTS) {
-    const rawClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-xact-${c}-${i}`)));
-    const minters = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-minter-${c}-${i}`)));
+    const rawClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-xact-${c}-${i}`, true)));
     xact.push(
       {
         kind: 'loops',
@@ -599,7 +599,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
         },
       },
       { kind: 'pgbench', id: `pgb-xact-${c}`, label: 'pgbench xact SQL', clients: c, script: pgbenchXact(PGBENCH_XACT_BASE), mintsOn: pgbenchResources(PGBENCH_XACT_BASE, c) },
-      { kind: 'loops', id: `raw-${c}`, label: "node-postgres, lockcheck's xact round trips", clients: c, makeOp: (i) => rawXactOp(rawClients[i]!, minters[i]!, `bench-raw-xact-${c}-${i}`) },
+      { kind: 'loops', id: `raw-${c}`, label: "node-postgres, lockcheck's xact round trips", clients: c, makeOp: (i) => rawXactOp(rawClients[i]!, `bench-raw-xact-${c}-${i}`) },
     );
   }
   const r2 = await measureGroup(ctx, '[2]', xact);
@@ -761,21 +761,21 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out('### 2. Transaction lock: acquire + release (COMMIT) per second');
   out();
   out(
-    '`PostgresTransactionLock.acquire` takes an idle connection (keeping up to four; a new one only when none is idle), then BEGIN and pg_try_advisory_xact_lock in one simple query, and MINT on the separate autocommit minting connection; `release` COMMITs and keeps the connection. ' +
-      'pgbench runs the same statements over persistent connections, one per client, minting inside the transaction (four round trips).',
+    '`PostgresTransactionLock.acquire` takes an idle connection (keeping up to four; a new one only when none is idle), then sends TRY_LOCK_AND_MINT (the lock at session level and its token, committed on its own), BEGIN and the hand-over to the transaction (pg_try_advisory_xact_lock, then pg_advisory_unlock) pipelined in one round trip; `release` COMMITs and keeps the connection. ' +
+      'pgbench runs a transaction lock with a token over persistent connections, one per client, minting inside the transaction (four round trips).',
   );
   out();
   header();
-  out(rateRow(r2, 'lockcheck `PostgresTransactionLock` acquire + release (idle connections reused; 3 round trips: `BEGIN; SELECT pg_try_advisory_xact_lock(…)` as one simple query, MINT prepared on the minting connection, COMMIT)', 'lc'));
+  out(rateRow(r2, 'lockcheck `PostgresTransactionLock` acquire + release (idle connections reused; 2 round trips: TRY_LOCK_AND_MINT, BEGIN, hand-over pipelined, then COMMIT)', 'lc'));
   out(rateRow(r2, 'pgbench `-M prepared`, persistent connections: BEGIN; try xact lock; MINT; COMMIT', 'pgb-xact'));
-  out(rateRow(r2, "*diagnostic:* raw node-postgres, lockcheck's three round trips (`BEGIN; SELECT pg_try_advisory_xact_lock(…)`, MINT named on a second, autocommit connection, COMMIT)", 'raw'));
+  out(rateRow(r2, "*diagnostic:* raw node-postgres, lockcheck's two round trips (the three statements named and pipelined, then COMMIT)", 'raw'));
   out();
   ratioHeader();
   out(ratioRow(r2, 'lockcheck / pgbench persistent connections', 'lc', 'pgb-xact'));
   out(ratioRow(r2, "*diagnostic:* lockcheck / raw node-postgres, the same round trips (price of lockcheck's own code)", 'lc', 'raw'));
-  out(ratioRow(r2, '*diagnostic:* raw node-postgres / pgbench persistent (the Node driver against libpq, three round trips against four)', 'raw', 'pgb-xact'));
+  out(ratioRow(r2, '*diagnostic:* raw node-postgres / pgbench persistent (the Node driver against libpq, two round trips against four)', 'raw', 'pgb-xact'));
   out();
-  out(`pgbench xact check: ${mintCheck(r2, 'pgb-xact')}. pgbench mints inside the lock's transaction on the same connection (one connection per client); lockcheck mints on a separate autocommit connection (so that a rollback cannot reuse a token) and sends BEGIN and the try-lock together: three round trips to pgbench's four (one per statement).`);
+  out(`pgbench xact check: ${mintCheck(r2, 'pgb-xact')}. pgbench mints inside the lock's transaction (one connection per client); lockcheck mints before BEGIN, committed on its own (so that a rollback cannot reuse a token), and pipelines its acquire: two round trips to pgbench's four (one per statement), five statements to its four.`);
   out();
 
   out('### 3. Fenced write vs plain UPDATE per second');
@@ -806,7 +806,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   );
   out(
     `- Transaction lock: ${fmtRate(median(r2.get('lc-1')!.rates))} pairs/s with 1 client against ${fmtRate(median(r2.get('raw-1')!.rates))} for its round trips through raw node-postgres and ${fmtRate(median(r2.get('pgb-xact-1')!.rates))} for pgbench's four. ` +
-      'It cannot mint inside the lock\'s transaction (a rollback would hand the token out again), so the token costs a round trip on a second connection; BEGIN rides with the try-lock instead.',
+      'It cannot mint inside the lock\'s transaction (a rollback would hand the token out again), so it mints under a session-level hold before BEGIN and hands the lock over to the transaction, all in one pipelined round trip.',
   );
   out('- The session lock\'s acquire writes (it mints a durable token: an INSERT … ON CONFLICT UPDATE, a WAL record and a commit per acquire); the minimal pair writes nothing, so lockcheck / pgbench minimal also carries the price of the token.');
   out('- Each client uses its own resource and key, so no run measures contention; pgbench\'s minimal pair draws random keys (as the ARCHITECTURE.md baseline), disjoint per client.');

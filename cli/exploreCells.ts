@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { CellResult, FaultClass, MatrixRow, StorePolicy } from '../model/index.ts';
-import { exploreCell } from '../model/index.ts';
+import { exploreCell, explorationKey } from '../model/index.ts';
 
 /** One matrix cell to explore, as a worker receives it. */
 export interface CellTask {
@@ -14,7 +14,10 @@ export interface CellTask {
 /**
  * Explores the cells, on `jobs` worker threads when more than one (cells are
  * independent, so each worker takes the next cell when it is done), and
- * reports each result as it arrives. The results come back in the cells' order.
+ * reports each result as it arrives. Cells that are one transition system
+ * (explorationKey: rows that differ only in what their alphabet never reads)
+ * are explored once, and each gets the result under its own label. The
+ * results come back in the cells' order.
  */
 export async function exploreCells(
   cells: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>,
@@ -23,33 +26,47 @@ export async function exploreCells(
   onCell: (cell: CellResult) => void,
 ): Promise<CellResult[]> {
   const results: CellResult[] = new Array(cells.length);
+  // Per exploration, the cells that share it; the first is the one explored.
+  const groups = new Map<string, number[]>();
+  cells.forEach((c, i) => {
+    const key = explorationKey(c.row, c.store, c.fault);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [i]);
+    else group.push(i);
+  });
+  const explored = [...groups.values()];
+  const done = (group: readonly number[], result: CellResult): void => {
+    for (const i of group) {
+      results[i] = { ...result, row: cells[i]!.row.label };
+      onCell(results[i]);
+    }
+  };
   if (jobs <= 1) {
-    cells.forEach((c, i) => {
-      results[i] = exploreCell(c.row, c.store, c.fault, { ...options, clock: () => performance.now() });
-      onCell(results[i]!);
-    });
+    for (const group of explored) {
+      const c = cells[group[0]!]!;
+      done(group, exploreCell(c.row, c.store, c.fault, { ...options, clock: () => performance.now() }));
+    }
     return results;
   }
   let next = 0;
-  const workers = Array.from({ length: Math.min(jobs, cells.length) }, () => new Worker(new URL('./exploreWorker.mjs', import.meta.url)));
+  const workers = Array.from({ length: Math.min(jobs, explored.length) }, () => new Worker(new URL('./exploreWorker.mjs', import.meta.url)));
   try {
     await Promise.all(
       workers.map(
         (worker) =>
           new Promise<void>((resolve, reject) => {
             const give = (): void => {
-              if (next >= cells.length) return resolve();
-              const i = next++;
-              const c = cells[i]!;
-              worker.postMessage({ index: i, row: c.row.label, store: c.store, fault: c.fault, options } satisfies CellTask);
+              if (next >= explored.length) return resolve();
+              const g = next++;
+              const c = cells[explored[g]![0]!]!;
+              worker.postMessage({ index: g, row: c.row.label, store: c.store, fault: c.fault, options } satisfies CellTask);
             };
             worker.on('message', (m: { index: number; result: CellResult }) => {
-              results[m.index] = m.result;
-              onCell(m.result);
+              done(explored[m.index]!, m.result);
               give();
             });
             worker.on('error', reject);
-            worker.on('exit', (code) => (next < cells.length || code !== 0 ? reject(new Error(`explore worker exited with code ${code}`)) : undefined));
+            worker.on('exit', (code) => (next < explored.length || code !== 0 ? reject(new Error(`explore worker exited with code ${code}`)) : undefined));
             give();
           }),
       ),

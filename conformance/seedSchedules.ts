@@ -138,7 +138,7 @@ export const SEED_CELLS: ReadonlyArray<SeedCell & { readonly states: number }> =
   {"design":"pg-xact","store":"transactional","fault":"clock-drift","depth":8,"states":1929,"found":[]},
   {"design":"pg-xact","store":"transactional","fault":"crash-restart","depth":8,"states":703,"found":[{"property":"MUTEX-1","commands":[{"kind":"acquire","client":0,"resource":"r"},{"kind":"partition","client":0,"node":0},{"kind":"advance","ms":4},{"kind":"acquire","client":1,"resource":"r"}]}]},
   {"design":"pg-xact","store":"transactional","fault":"connection-loss","depth":8,"states":583,"found":[{"property":"MUTEX-1","commands":[{"kind":"acquire","client":0,"resource":"r"},{"kind":"pause","client":0,"pendingWrite":{"resource":"r","value":"late0"}},{"kind":"kill-connection","client":0},{"kind":"acquire","client":1,"resource":"r"}]}]},
-  {"design":"pg-xact","store":"transactional","fault":"timing","depth":8,"states":263,"found":[]},
+  {"design":"pg-xact","store":"transactional","fault":"timing","depth":8,"states":406,"found":[]},
   {"design":"etcd-lease","store":"unfenced","fault":"none","depth":8,"states":382,"found":[]},
   {"design":"etcd-lease","store":"unfenced","fault":"partition","depth":8,"states":1041,"found":[]},
   {"design":"etcd-lease","store":"unfenced","fault":"delay","depth":8,"states":1721,"found":[]},

@@ -6,7 +6,7 @@ import { fingerprint } from './fingerprint.ts';
 import { FingerprintSet } from './fingerprintSet.ts';
 import type { Outcome } from './outcome.ts';
 import type { PropertyId, Violation } from './properties.ts';
-import { checkProperties } from './properties.ts';
+import { checkEvents, checkProperties } from './properties.ts';
 import type { World } from './state.ts';
 import { enabled, step, stepOrbits } from './world.ts';
 
@@ -126,6 +126,8 @@ export interface ExploreResult {
   readonly peakFrontier: number;
 }
 
+const NONE: readonly Violation[] = [];
+
 /** Growable typed arrays of parent links: parent state, command index, branch index. */
 class Links {
   parent = new Int32Array(1 << 12);
@@ -214,12 +216,15 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
           transitions++;
           // A step that changed nothing (a read, a release of nothing): its state is the one being expanded, already checked.
           if (branch.next === world && branch.events.length === 0) continue;
-          const violations = checkProperties(branch.events, branch.next);
+          fingerprint(branch.next, fp, fpOptions);
+          const fresh = seen.add(fp.hi, fp.lo);
+          // A state seen before broke the same state properties (MUTEX-1, LIVE-1) when first reached: states with one fingerprint
+          // break the same ones (spec 8.4), so only the step's events are new.
+          const violations = fresh ? checkProperties(branch.events, branch.next) : branch.events.length === 0 ? NONE : checkEvents(branch.events);
           for (const v of violations) {
             if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
           }
-          fingerprint(branch.next, fp, fpOptions);
-          if (!seen.add(fp.hi, fp.lo)) continue;
+          if (!fresh) continue;
           next.push(branch.next);
           nextIds.push(links.push(id, c, b));
         }

@@ -88,10 +88,26 @@ function fmix(h: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-function sortedKeys(o: object): string[] {
-  const keys = Object.keys(o);
-  return keys.length > 1 ? keys.sort() : keys;
+/**
+ * Writes the keys of record `o` into `into`, sorted, and returns how many:
+ * no array is made per call (this runs for every record of every state
+ * fingerprinted; records here hold one or two keys).
+ */
+function keysInto(o: object, into: string[]): number {
+  let n = 0;
+  for (const k in o) {
+    let j = n++;
+    for (; j > 0 && into[j - 1]! > k; j--) into[j] = into[j - 1]!;
+    into[j] = k;
+  }
+  return n;
 }
+// One scratch array per kind of record, so that no use overwrites another's.
+const keyNames: string[] = [];
+const counterNames: string[] = [];
+const leaseNames: string[] = [];
+const cellNames: string[] = [];
+const ghostNames: string[] = [];
 
 const SESSION = -0x5e55;
 const STALE = -0x57a1e;
@@ -117,8 +133,20 @@ function link(l: string): readonly [number, number] {
  */
 export function ageClass(world: World, k: NodeKey): number {
   if (k.ttlMs === null) return 0;
-  const bound = liveBoundMs(k.ttlMs, driftFactor(world.config.design), world.config.expiryToleranceMs ?? 0);
-  return Math.min(world.nowMs - k.liveSinceTrueMs, bound + 1);
+  return Math.min(world.nowMs - k.liveSinceTrueMs, boundOf(world, k.ttlMs) + 1);
+}
+
+// The last bound computed and what it was computed from: one ttl and one configuration per exploration.
+let boundConfig: World['config'] | null = null;
+let boundTtl = 0;
+let bound = 0;
+function boundOf(world: World, ttlMs: number): number {
+  if (world.config !== boundConfig || ttlMs !== boundTtl) {
+    bound = liveBoundMs(ttlMs, driftFactor(world.config.design), world.config.expiryToleranceMs ?? 0);
+    boundConfig = world.config;
+    boundTtl = ttlMs;
+  }
+  return bound;
 }
 
 /**
@@ -175,13 +203,14 @@ let deadGone = false;
 let exactExpiry = false;
 
 function hashKeys(world: World, keys: NodeState['keys'], expiry: number, perm: readonly number[]): void {
-  const names = sortedKeys(keys);
+  const n = keysInto(keys, keyNames);
   // A node clock stepped back revives an expired key only if it expired less than the step ago: then expiries stay exact.
   const dead = exactExpiry ? Number.NEGATIVE_INFINITY : -1 - (world.config.expiryToleranceMs ?? 0);
-  let live = names.length;
-  if (deadGone) for (const r of names) if (keys[r]!.expiresAtMs !== null && keys[r]!.expiresAtMs! - expiry <= dead) live--;
+  let live = n;
+  if (deadGone) for (let i = 0; i < n; i++) if (keys[keyNames[i]!]!.expiresAtMs !== null && keys[keyNames[i]!]!.expiresAtMs! - expiry <= dead) live--;
   word(live);
-  for (const r of names) {
+  for (let i = 0; i < n; i++) {
+    const r = keyNames[i]!;
     const k = keys[r]!;
     const remaining = k.expiresAtMs === null ? SESSION : Math.max(dead, k.expiresAtMs - expiry);
     if (deadGone && remaining === dead) continue;
@@ -196,9 +225,10 @@ function hashKeys(world: World, keys: NodeState['keys'], expiry: number, perm: r
 }
 
 function hashCounters(counters: NodeState['counters']): void {
-  const names = sortedKeys(counters);
-  word(names.length);
-  for (const c of names) {
+  const n = keysInto(counters, counterNames);
+  word(n);
+  for (let i = 0; i < n; i++) {
+    const c = counterNames[i]!;
     str(c);
     big(counters[c]!);
   }
@@ -248,9 +278,10 @@ function hashClient(world: World, c: ClientState): void {
   // Never set by the exploration's alphabets (no operation in flight); hashed whole when it is.
   if (c.inFlight === null) word(NONE);
   else str(inFlightKey(c.inFlight, now, mono));
-  const leases = sortedKeys(c.leases);
-  word(leases.length);
-  for (const r of leases) {
+  const n = keysInto(c.leases, leaseNames);
+  word(n);
+  for (let i = 0; i < n; i++) {
+    const r = leaseNames[i]!;
     const l = c.leases[r]!;
     str(r);
     // The lease's attempt matters only as the keys' owner class says it (ownerClass), unless an acquire is in flight.
@@ -303,17 +334,19 @@ function hashUnder(world: World, perm: readonly number[], inverse: readonly numb
     word(clientHi[inverse[j]!]!);
     word(clientLo[inverse[j]!]!);
   }
-  const cells = sortedKeys(world.store.cells);
-  word(cells.length);
-  for (const r of cells) {
+  const cells = keysInto(world.store.cells, cellNames);
+  word(cells);
+  for (let i = 0; i < cells; i++) {
+    const r = cellNames[i]!;
     const cell = world.store.cells[r]!;
     str(r);
     big(cell.token);
     big(cell.highest);
   }
-  const ghosts = sortedKeys(world.ghost);
-  word(ghosts.length);
-  for (const r of ghosts) {
+  const ghosts = keysInto(world.ghost, ghostNames);
+  word(ghosts);
+  for (let i = 0; i < ghosts; i++) {
+    const r = ghostNames[i]!;
     const g = world.ghost[r]!;
     str(r);
     // grants only numbers the next grant, above every epoch there is (epochRank): not hashed.

@@ -1,7 +1,9 @@
 import type { Design, StorePolicy } from './design.ts';
+import { match } from 'ts-pattern';
 import { describeDesign, designs, rulesOf } from './design.ts';
 import type { ExploreOptions, ExploreResult } from './explore.ts';
 import { explore } from './explore.ts';
+import type { Command } from './command.ts';
 import type { FaultClass } from './faultClass.ts';
 import { alphabetFor, DEFAULT_ALPHABET } from './faultClass.ts';
 import type { PropertyId } from './properties.ts';
@@ -52,6 +54,30 @@ export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: Faul
   return { ...result, row: row.label, store, faultClass };
 }
 
+/**
+ * The design as an exploration of `alphabet` can tell it: persistence and the
+ * restart delay are read only where a node restarts (model/world.ts,
+ * 'restart'), so under an alphabet without `restart` they are set to one
+ * value. Two rows equal under it, with the same store and alphabet, start
+ * from states that differ only in those unread fields and step alike: one
+ * transition system, with the same states, transitions and counterexamples.
+ */
+export function designAsExplored(design: Design, alphabet: readonly Command[]): Design {
+  if (alphabet.some((c) => c.kind === 'restart')) return design;
+  return match(design)
+    .with({ kind: 'redis-single' }, { kind: 'redlock' }, (d): Design => ({ ...d, persistence: 'none', restartDelayMs: 0 }))
+    .with({ kind: 'redis-replicated' }, { kind: 'pg-session' }, { kind: 'pg-xact' }, { kind: 'etcd-lease' }, (d): Design => d)
+    .exhaustive();
+}
+
+/**
+ * A key equal for two cells exactly when designAsExplored makes them one
+ * exploration (spec 8.4, "Cells explored once"): the matrix explores each key
+ * once and gives every cell of it that result under its own label.
+ */
+export function explorationKey(row: MatrixRow, store: StorePolicy, faultClass: FaultClass): string {
+  return JSON.stringify([designAsExplored(row.design, alphabetFor(row.design, faultClass)), store, faultClass]);
+}
 
 /**
  * What a cell predicts beyond its exploration: two consequences a bounded

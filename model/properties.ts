@@ -140,9 +140,14 @@ function fromEvent(event: WorldEvent): Violation[] {
   }
 }
 
+/** The event properties (FENCE-1, FENCE-2, STORE-1, OWN-1, DUR-1) a step's events violate. */
+export function checkEvents(events: readonly WorldEvent[]): Violation[] {
+  return events.length === 0 ? [] : events.flatMap(fromEvent);
+}
+
 /** Every property violated by a step, given its events and the state after it. */
 export function checkProperties(events: readonly WorldEvent[], after: World): Violation[] {
-  const out: Violation[] = events.length === 0 ? [] : events.flatMap(fromEvent);
+  const out = checkEvents(events);
   mutex(after, out);
   live(after, out);
   return out;

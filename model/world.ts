@@ -244,12 +244,17 @@ function validate(world: World, command: Command): void {
 // Small pure helpers over the world.
 
 function withClient(world: World, index: number, f: (c: ClientState) => ClientState): World {
-  return { ...world, clients: world.clients.map((c, i) => (i === index ? f(c) : c)) };
+  const clients = world.clients.slice();
+  clients[index] = f(clients[index]!);
+  return { ...world, clients };
 }
 
 function withLease(c: ClientState, resource: string, lease: Lease | null): ClientState {
-  const { [resource]: _old, ...rest } = c.leases;
-  return { ...c, leases: lease === null ? rest : { ...rest, [resource]: lease } };
+  // A loop, not an object rest with a computed key (slow in V8): this runs for every grant and release of an exploration.
+  const leases: Record<string, Lease> = {};
+  for (const r in c.leases) if (r !== resource) leases[r] = c.leases[r]!;
+  if (lease !== null) leases[resource] = lease;
+  return { ...c, leases };
 }
 
 function tokenBase(world: World): bigint {
@@ -429,7 +434,9 @@ function fanOut<V>(
 }
 
 function releaseEverywhere(world: World, client: number, resource: string, owner: Owner): World {
-  return { ...world, nodes: world.nodes.map((n, i) => (receives(world, client, i) ? deleteIfOwner(n, resource, owner) : n)) };
+  const nodes = world.nodes.slice();
+  for (let i = 0; i < nodes.length; i++) if (receives(world, client, i)) nodes[i] = deleteIfOwner(nodes[i]!, resource, owner);
+  return { ...world, nodes };
 }
 
 /** The client's bound on one round, in ms on its clock: the configured request timeout, else the operation's own. */
@@ -565,9 +572,10 @@ function sendAcquire(world: World, client: number, resource: string, ttlMs: numb
   const startedMono = monoNow(world, client);
   return fanOut(counted, client, resource, (node, _i, alive) => {
     if (alive) return { node, vote: null as bigint | null };
-    const bumped = bumpCounter(node, ckey, tokenBase(world));
-    const expiresAtMs = expiryNow(design, node, world.nowMs) + ttlMs;
-    return { node: setKey(bumped.node, resource, { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs }), vote: bumped.value };
+    // bumpCounter and setKey in one copy of the node.
+    const value = (node.counters[ckey] ?? tokenBase(world)) + 1n;
+    const key = { owner, expiresAtMs: expiryNow(design, node, world.nowMs) + ttlMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
+    return { node: { ...node, counters: { ...node.counters, [ckey]: value }, keys: { ...node.keys, [resource]: key } }, vote: value };
   }).map(({ nodes, votes }) => ({
     sent: { ...counted, nodes },
     flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
@@ -703,15 +711,18 @@ function statementDeadlineMs(world: World, client: number): number {
  * A reply later than the statement timeout: the client drops the connection
  * and returns `timed-out`, so nothing is held behind it (spec 7.4). Session
  * locks: the session ends, every lock it held goes and the client's leases
- * are lost (connection-lost); the statement may have drawn a token first, so
- * the counter may have moved. Transaction locks: only the attempt's own
- * transaction is aborted (a stacked level is released with its transaction's
- * commit).
+ * are lost (connection-lost). Transaction locks: only the attempt's own
+ * connection goes (a stacked level is released with its transaction's
+ * commit). On both designs a new lock's statement may have drawn a token
+ * first (pg-xact mints it committed on its own before BEGIN, 7.5), so the
+ * counter may have moved.
  */
 function lateAcquire(world: World, later: World, client: number, resource: string): Branch[] {
   const timedOut = { kind: 'timed-out' } as const;
-  if (lateReplyEnds(world.config.design) !== 'session') return [{ outcome: timedOut, next: later, events: [] }];
-  const ended = dropSessions(later, [client]);
+  const session = lateReplyEnds(world.config.design) === 'session';
+  // A stacked level draws nothing; a not-reentrant session library's per-call session is modelled without a draw.
+  if (!session && (world.clients[client]!.leases[resource] !== undefined || world.config.design.kind !== 'pg-xact')) return [{ outcome: timedOut, next: later, events: [] }];
+  const ended = session ? dropSessions(later, [client]) : later;
   const server = later.nodes[0]!;
   const free = server.keys[resource] === undefined;
   if (!free) return [{ outcome: timedOut, next: ended, events: [] }];

@@ -55,7 +55,7 @@ out(`| fenced writes accepted / rejected / failed (server unreachable) | ${repor
 out(`| **safety:** uses of a ttl lease its signal allowed (read at the moment of use, before each write) that came before the servers' earliest expiry (must be 100 %) | ${pct(report.usesAllowed - report.usesAllowedAfterExpiry, report.usesAllowed)} |`);
 out(`| uses the signal refused (the lease was past its deadline, lost or released) | ${report.usesRefused} |`);
 out(`| **timer:** ttl leases lost by expiry whose signal's event fired (by its timer, or at an earlier read past the deadline) before the servers' earliest expiry (client not paused) | ${pct(report.expiredInTime, report.expired)} |`);
-out(`| worst lateness of such a signal against its schedule / worst event-loop stall of this process (it also restarts the servers) | ${report.worstLatenessMs} ms / ${report.worstLoopDelayMs} ms |`);
+out(`| worst lateness of such a signal against its schedule, less its timer's own / worst event-loop stall of this process (it also restarts the servers) | ${report.worstLatenessMs} ms / ${report.worstLoopDelayMs} ms |`);
 out(`| such signals later than the worst stall explains (must be 0) | ${report.expiredLateUnexplained} |`);
 out(`| the same for leases whose client was paused during the lease (its timers wait for the resume) | ${pct(report.expiredWhilePausedInTime, report.expiredWhilePaused)} |`);
 out(`| PostgreSQL leases lost with their connection | ${report.lostConnection} |`);

@@ -14,9 +14,24 @@ export class PausableClient {
   /** How many times this client was paused; a lease records it at grant to tell whether a pause fell into its life. */
   pauses = 0;
 
+  /**
+   * While a timer of this clock runs: how late it runs, ms past its due
+   * instant (the load's share of any lateness of what it does); else null.
+   */
+  timerLateMs: number | null = null;
+
   readonly clock: MonotonicClock = {
     now: () => systemClock.now(),
-    schedule: (atMs, fn) => systemClock.schedule(atMs, () => (this.#paused ? this.#waiting.push(fn) : fn())),
+    schedule: (atMs, fn) =>
+      systemClock.schedule(atMs, () => {
+        if (this.#paused) return void this.#waiting.push(fn);
+        this.timerLateMs = Math.max(0, systemClock.now() - atMs);
+        try {
+          fn();
+        } finally {
+          this.timerLateMs = null;
+        }
+      }),
   };
 
   get paused(): boolean {

@@ -19,7 +19,17 @@ export interface LockSettings {
   statement<T>(roundTrip: () => Promise<T>): Promise<T>;
   /** One statement on `client`, over the link and bounded by the statement timeout: the hot path of every acquire and release. */
   query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[]): Promise<pg.QueryResult>;
+  /**
+   * Statements sent together in one round trip (the client in pipeline mode:
+   * each with its own Sync, so each commits or fails on its own), over the
+   * link and bounded by one statement timeout. Their replies in order, or
+   * the first error.
+   */
+  pipelined(client: pg.ClientBase, statements: readonly Sent[]): Promise<pg.QueryResult[]>;
 }
+
+/** A statement and its values, as one of several sent together. */
+export type Sent = readonly [statement: Statement, values?: readonly unknown[]];
 
 /** A statement as node-postgres takes it: text, or a named (prepared once per connection) one. */
 export type Statement = string | { readonly name: string; readonly text: string };
@@ -42,6 +52,27 @@ function submit(client: pg.ClientBase, statement: Statement, values: readonly un
 
 function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<pg.QueryResult> {
   return new Promise((resolve, reject) => submit(client, statement, values, (e, r) => (e ? reject(e) : resolve(r))));
+}
+
+/** Every statement of `statements` submitted at once; settles when the last reply came, or at the first error. */
+function sendAll(client: pg.ClientBase, statements: readonly Sent[], done: (error: Error | undefined, results: pg.QueryResult[]) => void): void {
+  const results: pg.QueryResult[] = [];
+  let settled = false;
+  for (const [statement, values] of statements) {
+    submit(client, statement, values, (e, r) => {
+      if (settled) return;
+      if (e) {
+        settled = true;
+        done(e, results);
+        return;
+      }
+      results.push(r);
+      if (results.length === statements.length) {
+        settled = true;
+        done(undefined, results);
+      }
+    });
+  }
 }
 
 /** A statement bounded by a timer of the clock, in one promise (no link: nothing between the client and the socket). */
@@ -73,6 +104,13 @@ export function lockSettings(options: PostgresLockOptions): LockSettings {
       via === undefined
         ? (client, statement, values) => bounded(clock, timeoutMs, client, statement, values)
         : (client, statement, values) => withTimeout(clock, timeoutMs, 'statement', via(() => send(client, statement, values))),
+    pipelined: (client, statements) =>
+      withTimeout(
+        clock,
+        timeoutMs,
+        'statement',
+        link(() => new Promise<pg.QueryResult[]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r))))),
+      ),
   };
 }
 

@@ -8,7 +8,7 @@ import type { LockSettings } from './attempts.ts';
 import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
-import { ensureSchema, MINT } from './schema.ts';
+import { ensureSchema, MINT, TRY_LOCK_AND_MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import type { Queryable } from './store.ts';
 
@@ -21,12 +21,32 @@ import type { Queryable } from './store.ts';
  *
  * Unknown outcomes fail safe (spec: "Unknown outcomes"): a statement of an
  * acquire that fails or answers after statementTimeoutMs drops its
- * connection at once (the server aborts the transaction and frees its lock)
+ * connection at once (the server aborts the transaction and frees the lock,
+ * at session and transaction level; a token already minted is a gap)
  * and the acquire returns `timed-out` (or `denied: no-quorum` on an error);
  * a COMMIT that fails likewise drops the connection and release throws
  * UnavailableError: the changes may or may not have been committed.
  */
-/** The token's statement on the minting connection, prepared once per connection. */
+/**
+ * An acquire in one round trip on one connection, three statements each with
+ * its own Sync (so each is its own transaction until BEGIN):
+ * 1. LOCK_AND_MINT takes the lock at session level and, only if it got it,
+ *    mints the next token, committed on its own: a rollback of the lock's
+ *    transaction cannot undo it, so no token is ever handed out twice.
+ * 2. BEGIN.
+ * 3. HAND_OVER: the transaction takes the lock while the session still holds
+ *    it (a backend never conflicts with itself), then the session's hold goes.
+ *    The lock is never free in between, and the token was minted under it.
+ * In one simple query the three would be one transaction, and the token
+ * would roll back with it.
+ */
+const LOCK_AND_MINT = { name: 'lockcheck_try_lock_and_mint', text: TRY_LOCK_AND_MINT } as const;
+const BEGIN = { name: 'lockcheck_begin', text: 'BEGIN' } as const;
+const HAND_OVER = {
+  name: 'lockcheck_xact_hand_over',
+  text: 'SELECT CASE WHEN pg_try_advisory_xact_lock($1::bigint) THEN pg_advisory_unlock($1::bigint) ELSE false END AS moved',
+} as const;
+/** withLock's token, on the minting connection (its lock is taken waiting in the transaction), prepared once per connection. */
 const MINT_STATEMENT = { name: 'lockcheck_mint', text: MINT } as const;
 /** The lock once more inside a transaction that holds it, or (withLock) waiting up to lock_timeout. */
 const XACT_LOCK = { name: 'lockcheck_xact_lock', text: 'SELECT pg_advisory_xact_lock($1::bigint)' } as const;
@@ -59,7 +79,7 @@ export class PostgresTransactionLock {
     return [...this.#connections].map((c) => (c as unknown as { processID: number }).processID);
   }
 
-  /** BEGIN, then take the lock without waiting and mint the token, in the same transaction. */
+  /** Takes the lock without waiting, mints its durable token and opens its transaction, in one round trip (see HAND_OVER). */
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
     return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
   }
@@ -160,26 +180,37 @@ export class PostgresTransactionLock {
         return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
       }
     }
+    let replies: pg.QueryResult[];
     try {
-      // BEGIN and the try-lock in one round trip: two statements in one simple query (the key is our own hash's digits, quoted).
-      const replies = (await this.#s.query(client, `BEGIN; SELECT pg_try_advisory_xact_lock('${key}'::bigint) AS got`)) as unknown as pg.QueryResult[];
-      if ((replies[1]?.rows[0] as { got?: boolean } | undefined)?.got !== true) {
-        await this.#s.query(client, 'ROLLBACK');
-        await this.give(client);
-        return { kind: 'denied', reason: 'held' };
-      }
-      const token = await this.mint(resource);
-      const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, token, null, this.#s.clock);
-      this.#open.set(resource, { lease, client, count: 1 });
-      return { kind: 'granted', lease };
+      // One round trip: the three statements go out together, each with its own Sync (see ACQUIRE).
+      setPipeline(client, true);
+      replies = await this.#s.pipelined(client, [[LOCK_AND_MINT, [key, resource, this.#s.base]], [BEGIN], [HAND_OVER, [key]]]);
+      setPipeline(client, false);
     } catch (e) {
-      // The lock may be held by this transaction: drop the connection so the server aborts it.
+      // The session lock or the transaction's may be held: drop the connection so the server frees both.
       this.drop(client);
       if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
       const refused = refusal(e);
       if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
+    const row = replies[0]?.rows[0] as { token: string } | undefined;
+    if (row === undefined) {
+      // Held: no token was minted, but the transaction may have taken the lock if its holder let go meanwhile.
+      await this.#s.query(client, 'ROLLBACK').then(
+        () => this.give(client),
+        () => this.drop(client),
+      );
+      return { kind: 'denied', reason: 'held' };
+    }
+    if ((replies[2]?.rows[0] as { moved?: boolean } | undefined)?.moved !== true) {
+      // Cannot happen: a session holding the lock always gets it for its own transaction too.
+      this.drop(client);
+      throw new Error(`the transaction did not take over the lock on '${resource}' from its session`);
+    }
+    const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt(row.token), null, this.#s.clock);
+    this.#open.set(resource, { lease, client, count: 1 });
+    return { kind: 'granted', lease };
   }
 
   /** Closes the socket without a round trip: the server aborts the transaction and frees its locks when it sees the close. */
@@ -191,9 +222,9 @@ export class PostgresTransactionLock {
   }
 
   /**
-   * The token is minted on a separate autocommit connection while the lock is
-   * held: a counter row updated inside the lock's transaction would be rolled
-   * back with it, and the next holder would get the same token again.
+   * withLock's token, minted on a separate autocommit connection while the
+   * lock is held: a counter row updated inside the lock's transaction would
+   * be rolled back with it, and the next holder would get the same token again.
    */
   private async mint(resource: string): Promise<bigint> {
     this.#minter ??= this.connect();
@@ -287,4 +318,13 @@ export class PostgresTransactionLock {
     // Closing is a round trip too; if the link is gone, close it directly.
     await this.#s.link(() => endWithin(client, this.#s.timeoutMs)).catch(() => endWithin(client, this.#s.timeoutMs));
   }
+}
+
+/**
+ * Pipeline mode only while the acquire's statements are out: node-postgres
+ * refuses cursors and query streams on a pipelined connection, and the user's
+ * transaction (queryable) may use them. Switched only with nothing in flight.
+ */
+function setPipeline(client: pg.Client, on: boolean): void {
+  (client as unknown as { pipeline: boolean }).pipeline = on;
 }

@@ -48,6 +48,11 @@ async function advisoryLocks(): Promise<number> {
   }
 }
 
+/** The advisory locks granted right now (no waiting for closed sessions to end). */
+async function advisoryLocksNow(): Promise<number> {
+  return (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted")).rows[0]!.n;
+}
+
 function session(options: Partial<ConstructorParameters<typeof PostgresSessionLock>[0]> = {}): PostgresSessionLock {
   const lock = new PostgresSessionLock({ connection: server(), statementTimeoutMs: 5_000, ...options });
   opened.push(lock);
@@ -458,14 +463,45 @@ describe('PostgresSessionLock', () => {
 });
 
 describe('PostgresTransactionLock', () => {
-  it('a pair is three round trips once connected: BEGIN with the try-lock, MINT, COMMIT', async () => {
+  it('a pair is two round trips on one connection once connected: the acquire (three pipelined statements), COMMIT', async () => {
     let trips = 0;
     const a = xact({ link: (rt) => (trips++, rt()) });
     await a.release(granted(await a.acquire('warm')));
     trips = 0;
     const l = granted(await a.acquire('r'));
+    expect(await advisoryLocksNow()).toBe(1);
     await a.release(l);
-    expect(trips).toBe(3);
+    expect(trips).toBe(2);
+    expect(a.backendPids).toHaveLength(1);
+    // The session's hold went to the transaction: its ROLLBACK frees the lock, on a connection that stays open.
+    await a.rollback(granted(await a.acquire('r')));
+    expect(await advisoryLocksNow()).toBe(0);
+    expect(a.backendPids).toHaveLength(1);
+    // A denial costs its ROLLBACK too, and mints nothing.
+    const b = xact();
+    const h = granted(await b.acquire('r'));
+    trips = 0;
+    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    expect(trips).toBe(2);
+    expect(await advisoryLocksNow()).toBe(1);
+    await b.release(h);
+    expect(granted(await a.acquire('r')).token).toBe(4n);
+  });
+
+  it("the user's transaction is out of pipeline mode: a portal query (pg-cursor's and pg-query-stream's way) runs in it", async () => {
+    const a = xact();
+    const l = granted(await a.acquire('r'));
+    const tx = a.queryable(l) as pg.Client;
+    const rows = await new Promise<unknown[]>((resolve, reject) => {
+      const q = new pg.Query({ text: 'SELECT g FROM generate_series(1, 5) g', rows: 2 } as never);
+      const seen: unknown[] = [];
+      q.on('row', (row: unknown) => seen.push(row));
+      q.on('end', () => resolve(seen));
+      q.on('error', reject);
+      tx.query(q);
+    });
+    expect(rows).toHaveLength(5);
+    await a.release(l);
   });
 
   it('a lease is a transaction: its writes commit with release, vanish with rollback', async () => {
@@ -495,7 +531,10 @@ describe('PostgresTransactionLock', () => {
     expect(() => b.queryable(l2)).toThrow(expect.objectContaining({ code: 'precondition', message: "precondition: no open transaction for 'r'" }));
     await b.release(l2);
     await b.rollback(l2);
-    expect(granted(await a.acquire('r')).owner).toBe('pgx:2');
+    // The rolled-back transaction's token stays spent: never handed out again.
+    const l3 = granted(await a.acquire('r'));
+    expect(l3.owner).toBe('pgx:2');
+    expect(l3.token).toBe(102n);
   });
 
   it('stacks inside the transaction; connections are kept idle, at most four', async () => {
@@ -505,14 +544,14 @@ describe('PostgresTransactionLock', () => {
     await a.release(l);
     const leases = [];
     for (const r of ['a', 'b', 'c', 'd', 'e', 'f']) leases.push(granted(await a.acquire(r)));
-    // Six transactions and the minter.
-    expect(a.backendPids).toHaveLength(7);
-    expect(new Set(a.backendPids).size).toBe(7);
+    // Six transactions, no minter (an acquire mints on its own connection).
+    expect(a.backendPids).toHaveLength(6);
+    expect(new Set(a.backendPids).size).toBe(6);
     for (const x of leases) await a.release(x);
-    // Four kept idle, plus the minter.
-    expect(a.backendPids).toHaveLength(5);
+    // Four kept idle.
+    expect(a.backendPids).toHaveLength(4);
     const again = granted(await a.acquire('g'));
-    expect(a.backendPids).toHaveLength(5);
+    expect(a.backendPids).toHaveLength(4);
     await a.close();
     expect(again.signal.reason).toMatchObject({ reason: 'released' });
     expect(a.backendPids).toHaveLength(0);
@@ -597,31 +636,33 @@ describe('PostgresTransactionLock', () => {
     expect(await nowhere.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
   });
 
-  it('a failing BEGIN on an idle connection: timed-out or no-quorum, the connection dropped', async () => {
+  it('a failing acquire on an idle connection: timed-out or no-quorum, the connection dropped', async () => {
     let mode: 'ok' | 'hang' | 'fail' = 'ok';
     const clock = new ManualClock();
     const a = xact({ clock, statementTimeoutMs: 30_000, link: (rt) => (mode === 'hang' ? unanswered(clock) : mode === 'fail' ? Promise.reject(new Error('link down')) : rt()) });
     await a.release(granted(await a.acquire('r')));
-    expect(a.backendPids).toHaveLength(2);
+    expect(a.backendPids).toHaveLength(1);
     mode = 'hang';
     expect(await a.acquire('r')).toEqual({ kind: 'timed-out' });
-    expect(a.backendPids).toHaveLength(1);
+    expect(a.backendPids).toHaveLength(0);
     mode = 'ok';
     await a.release(granted(await a.acquire('r')));
     mode = 'fail';
     expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
-    expect(a.backendPids).toHaveLength(1);
+    expect(a.backendPids).toHaveLength(0);
     mode = 'ok';
     expect(granted(await a.acquire('r')).token).toBe(3n);
   });
 
-  it('a minter that cannot connect fails that grant (no-quorum) and is made afresh for the next', async () => {
+  it('withLock: a minter that cannot connect fails that call and is made afresh for the next; acquire needs no minter', async () => {
     let calls = 0;
-    // Round trips of a fresh lock's first grant: connect, BEGIN with the try-lock, the minter's connect (3rd), MINT.
-    const a = xact({ link: (rt) => (++calls === 3 ? Promise.reject(new Error('minter link down')) : rt()) });
-    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
-    expect(a.leaseFor('r')).toBeUndefined();
-    expect(granted(await a.acquire('r')).token).toBe(1n);
+    // Round trips of a fresh lock's first withLock: connect, BEGIN with SET LOCAL, the lock, the minter's connect (4th), MINT.
+    const a = xact({ link: (rt) => (++calls === 4 ? Promise.reject(new Error('minter link down')) : rt()) });
+    await expect(a.withLock('r', 100, async () => 'never')).rejects.toThrow('minter link down');
+    expect(await a.withLock('r', 100, async (_tx, lease) => lease.token)).toBe(1n);
+    const before = a.backendPids.length;
+    await a.release(granted(await a.acquire('s')));
+    expect(a.backendPids).toHaveLength(before);
   });
 
   it('withLock: a ROLLBACK that fails drops the connection instead of keeping it', async () => {
@@ -644,13 +685,13 @@ describe('PostgresTransactionLock', () => {
     const l = granted(await a.acquire('r'));
     const signal = l.signal;
     const pids = a.backendPids;
-    expect(pids).toHaveLength(2);
+    expect(pids).toHaveLength(1);
     for (const pid of pids) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
     const deadline = Date.now() + 10_000;
-    while ((!signal.aborted || lostCalls < 2) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    while ((!signal.aborted || lostCalls < 1) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(signal.reason).toMatchObject({ reason: 'connection-lost' });
     expect(a.leaseFor('r')).toBeUndefined();
-    expect(lostCalls).toBe(2);
+    expect(lostCalls).toBe(1);
     expect(a.backendPids).toHaveLength(0);
     expect(granted(await a.acquire('r')).token).toBe(2n);
   });
