@@ -124,7 +124,8 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     });
     // The store sessions connect before the run begins: the model's store is up from the start.
     const answering = (): Promise<void> => ready(nodes, `${root}/ready`);
-    await answering();
+    // An ensemble that does not answer in its bound (a member still coming back, a machine too busy) fails this run, not the matrix.
+    await failsTheRun('the sessions answering a read', answering);
     const ensemble = cell.ensemble;
     // Crash-restart: which follower stays up alternates; a restart prepared is not prepared again.
     let crashes = 0;
