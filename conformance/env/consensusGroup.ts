@@ -228,6 +228,19 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     await this.#kill(this.member(member));
   }
 
+  /**
+   * The crash of the model's one lock node: SIGKILL of the leader and of one
+   * follower (the `nth`, taken in turn), so that the group loses its quorum.
+   * Resolves with the members killed, once both have exited.
+   */
+  async killLeaderAndFollower(nth: number, timeoutMs: number): Promise<number[]> {
+    const leader = await this.leader(timeoutMs);
+    const followers = this.members.map((_m, i) => i).filter((i) => i !== leader);
+    const killed = [leader, followers[nth % followers.length]!];
+    await Promise.all(killed.map((m) => this.kill(m)));
+    return killed;
+  }
+
   /** Starts a killed member again on its data and ports (a running one is killed first); resolves when it answers. */
   async restart(member: number): Promise<void> {
     this.assertNotStopped('restart');

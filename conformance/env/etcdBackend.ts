@@ -180,10 +180,7 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
           crash: async () => {
             await failsTheRun('the crash of the leader and a follower', async () => {
               up[0] = false;
-              const leader = await lockCluster.leader(READY_TIMEOUT_MS);
-              const followers = Array.from({ length: lockCluster.size }, (_v, m) => m).filter((m) => m !== leader);
-              killed = [leader, followers[crashes++ % followers.length]!];
-              await Promise.all(killed.map((m) => lockCluster.kill(m)));
+              killed = await lockCluster.killLeaderAndFollower(crashes++, READY_TIMEOUT_MS);
             });
             // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
             // meanwhile) leaves the run unjudged, never judged wrong.

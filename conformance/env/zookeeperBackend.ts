@@ -162,10 +162,7 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
           crash: async () => {
             await failsTheRun('the crash of the leader and a follower', async () => {
               up[0] = false;
-              const leader = await ensemble.leader(READY_TIMEOUT_MS);
-              const followers = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => m !== leader);
-              killed = [leader, followers[crashes++ % followers.length]!];
-              await Promise.all(killed.map((m) => ensemble.kill(m)));
+              killed = await ensemble.killLeaderAndFollower(crashes++, READY_TIMEOUT_MS);
             });
             // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
             // meanwhile) leaves the run unjudged, never judged wrong.
