@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { clockAt } from '../model/clock.ts';
-import { LeaseLock } from '../impl/leaseLock.ts';
+import { LeaseLock, type AcquireResult } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
 import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
@@ -147,8 +147,37 @@ describe('Redlock at the quorum (spec 7.3)', () => {
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => lock.acquire(`r${i}`, { ttlMs: 1000 })));
     // Every round counted the four replies of its turn: token 4, the highest, written back to nodes 0-2 (a second round each).
     expect(results.map((r) => (r.kind === 'granted' ? r.lease.token : r.kind))).toEqual(Array.from({ length: 10 }, () => 4n));
-    // Ten acquire deadlines (50 ms) and one turn for their ten decisions; the same for the ten write-backs.
-    const ten = Array.from({ length: 10 }, () => 50);
-    expect(clock.delays).toEqual([...ten, 0, ...ten, 0]);
+    // One deadline timer (50 ms) for all twenty rounds, which share the limit; one turn for the ten acquires' decisions, one for the write-backs'.
+    expect(clock.delays).toEqual([50, 0, 0]);
+  });
+
+  it('rounds that never answer end at their own deadlines, in order, from one deadline timer', async () => {
+    const silent: LeaseNode = { acquire: () => new Promise(() => {}), release: () => new Promise(() => {}), extend: () => new Promise(() => {}), raiseToken: () => new Promise(() => {}) };
+    const clock = new ManualClock(1000);
+    const lock = new LeaseLock({ nodes: [silent, silent, silent], clock, requestTimeoutMs: 50 });
+    const ended: Array<[string, number, string]> = [];
+    const track = (name: string, p: Promise<AcquireResult>) => void p.then((r) => ended.push([name, clock.now(), r.kind === 'denied' ? r.reason : r.kind]));
+    const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+    track('a', lock.acquire('a', { ttlMs: 1000 }));
+    clock.advance(20);
+    track('b', lock.acquire('b', { ttlMs: 1000 }));
+    clock.advance(29);
+    await flush();
+    expect(ended).toEqual([]);
+    clock.advance(1); // a's deadline: its silent nodes count as failed
+    await flush();
+    expect(ended).toEqual([['a', 1050, 'no-quorum']]);
+    clock.advance(19);
+    await flush();
+    expect(ended).toHaveLength(1);
+    clock.advance(1); // b's
+    await flush();
+    expect(ended).toEqual([['a', 1050, 'no-quorum'], ['b', 1070, 'no-quorum']]);
+    // The releases sent after each denial end at their deadlines too, and then no round is left.
+    clock.advance(50);
+    await flush();
+    expect(lock.backgroundRounds).toBe(0);
+    // One timer for the oldest open round at a time: a at +50, then b 20 ms after that, then the releases'.
+    expect(clock.delays.slice(0, 2)).toEqual([50, 20]);
   });
 });
