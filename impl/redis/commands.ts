@@ -37,6 +37,7 @@ export class LuaScript {
   /** The start of the command on the wire, after the argument count: EVALSHA and the hash, or EVAL and the script; then the key count. */
   readonly #evalsha: string;
   readonly #eval: string;
+  readonly #keyCount: string;
 
   constructor(
     readonly lua: string,
@@ -44,7 +45,8 @@ export class LuaScript {
   ) {
     ALL.add(this);
     this.sha = createHash('sha1').update(lua).digest('hex');
-    const keys = bulk(String(numberOfKeys));
+    this.#keyCount = String(numberOfKeys);
+    const keys = bulk(this.#keyCount);
     this.#evalsha = `${bulk('evalsha')}${bulk(this.sha)}${keys}`;
     this.#eval = `${bulk('eval')}${bulk(lua)}${keys}`;
   }
@@ -56,20 +58,26 @@ export class LuaScript {
    * `failure`, with `context`.
    */
   run<T = unknown>(redis: Redis, keysAndArgs: readonly string[], reply: Reply<T> = asIs as Reply<T>, failure: Failure = unchanged, context = ''): Promise<T> {
-    const command = new ScriptCommand(this, keysAndArgs, redis.options.keyPrefix, reply, failure, context);
+    // The arguments as ioredis would keep them (its key tracking reads them: getKeys), built once, with no copy or conversion by ioredis.
+    const args = new Array<string>(keysAndArgs.length + 2);
+    args[0] = this.sha;
+    args[1] = this.#keyCount;
+    const prefix = redis.options.keyPrefix ?? '';
+    for (let i = 0; i < keysAndArgs.length; i++) args[i + 2] = i < this.numberOfKeys ? prefix + keysAndArgs[i]! : keysAndArgs[i]!;
+    const command = new ScriptCommand(this, args, reply, failure, context);
     void redis.sendCommand(command);
     return command.promise as Promise<T>;
   }
 
-  /** The command on the wire, for `socket`: EVAL there the first time. */
-  writable(socket: object, keysAndArgs: readonly string[], keyPrefix: string): string {
+  /** The command on the wire, for `socket` (EVAL there the first time); `args` as the command keeps them: the hash, the key count, the keys (prefixed), the arguments. */
+  writable(socket: object, args: readonly string[]): string {
     let head = this.#evalsha;
     if (!this.loadedOn.has(socket)) {
       this.loadedOn.add(socket);
       head = this.#eval;
     }
-    let out = `*${keysAndArgs.length + 3}\r\n${head}`;
-    for (let i = 0; i < keysAndArgs.length; i++) out += bulk(i < this.numberOfKeys ? keyPrefix + keysAndArgs[i]! : keysAndArgs[i]!);
+    let out = `*${args.length + 1}\r\n${head}`;
+    for (let i = 2; i < args.length; i++) out += bulk(args[i]!);
     return out;
   }
 }
@@ -85,16 +93,13 @@ const NO_ARGS: string[] = [];
 
 class ScriptCommand<T> extends Command {
   readonly #script: LuaScript;
-  readonly #keysAndArgs: readonly string[];
-  readonly #keyPrefix: string;
   readonly #reply: Reply<T>;
 
-  constructor(script: LuaScript, keysAndArgs: readonly string[], keyPrefix: string | undefined, reply: Reply<T>, failure: Failure, context: string) {
-    // No arguments for ioredis to copy and convert: the command writes its own (toWritable).
+  constructor(script: LuaScript, args: string[], reply: Reply<T>, failure: Failure, context: string) {
+    // No arguments for ioredis to copy and convert (they are strings, the keys prefixed): the command writes its own (toWritable).
     super('evalsha', NO_ARGS, UTF8);
+    this.args = args;
     this.#script = script;
-    this.#keysAndArgs = keysAndArgs;
-    this.#keyPrefix = keyPrefix ?? '';
     this.#reply = reply;
     const reject = this.reject;
     this.reject = (error: Error) => {
@@ -109,7 +114,7 @@ class ScriptCommand<T> extends Command {
   /** Called with the socket the command is written to, also when ioredis resends it after a reconnect. */
   override toWritable(socket: object): string {
     this.#socket = socket;
-    return this.#script.writable(socket, this.#keysAndArgs, this.#keyPrefix);
+    return this.#script.writable(socket, this.args as string[]);
   }
 
   /** The reply as the caller wants it (ioredis's type says a string or Buffer; the promise carries T). */
