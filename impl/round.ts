@@ -85,8 +85,13 @@ export class Deadlines {
   /** The queue of the rounds bounded by `limitMs`. */
   of(limitMs: number): DeadlineQueue {
     let queue = this.#queues.get(limitMs);
-    if (queue === undefined) this.#queues.set(limitMs, (queue = new DeadlineQueue(this.#clock)));
+    if (queue === undefined) this.#queues.set(limitMs, (queue = new DeadlineQueue(this.#clock, () => this.#queues.delete(limitMs))));
     return queue;
+  }
+
+  /** Limits with a queue: those used within the longest limit (a queue goes when its timer finds it empty). */
+  get limits(): number {
+    return this.#queues.size;
   }
 }
 
@@ -96,9 +101,12 @@ export class DeadlineQueue {
   #head = 0;
   #armed = false;
   readonly #clock: MonotonicClock;
+  /** Called when the timer finds the queue empty: a lock whose limits vary (the ttl as limit) keeps no queue per ttl it ever used. */
+  readonly #idle: () => void;
 
-  constructor(clock: MonotonicClock) {
+  constructor(clock: MonotonicClock, idle: () => void) {
     this.#clock = clock;
+    this.#idle = idle;
   }
 
   add(round: Round<unknown>): void {
@@ -134,6 +142,7 @@ export class DeadlineQueue {
     this.trim();
     while (this.#head < rounds.length && rounds[this.#head]!.deadlineMs <= nowMs) rounds[this.#head]!.expire();
     if (this.#head < rounds.length) this.#arm(rounds[this.#head]!.deadlineMs);
+    else this.#idle();
   };
 }
 

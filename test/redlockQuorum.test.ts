@@ -6,6 +6,7 @@ import { SimNetwork } from '../conformance/sim/network.ts';
 import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { VirtualTime } from '../conformance/sim/time.ts';
 import { ManualClock } from './impl/servers.ts';
+import { Background, Deadlines, Round, Turn } from '../impl/round.ts';
 
 /**
  * Redlock resolves at the quorum (spec 7.3): a paused node costs an acquire,
@@ -179,5 +180,22 @@ describe('Redlock at the quorum (spec 7.3)', () => {
     expect(lock.backgroundRounds).toBe(0);
     // One timer for the oldest open round at a time: a at +50, then b 20 ms after that, then the releases'.
     expect(clock.delays.slice(0, 2)).toEqual([50, 20]);
+  });
+
+  it('a queue of deadlines goes when its timer finds it empty: varying limits (the ttl as limit) keep no queue each', async () => {
+    const clock = new ManualClock(0);
+    const deadlines = new Deadlines(clock);
+    const context = { clock, background: new Background(), turn: new Turn(clock), deadlines };
+    const answering: LeaseNode = { acquire: () => Promise.resolve(1n), release: () => Promise.resolve(true), extend: () => Promise.resolve(true), raiseToken: () => Promise.resolve() };
+    for (const limitMs of [100, 200, 300]) await new Round([answering], limitMs, context, (n) => n.release('r', 'o'), (v) => v, () => false).votes;
+    expect(deadlines.limits).toBe(3);
+    clock.advance(300);
+    expect(deadlines.limits).toBe(0);
+    // A round after that gets a fresh queue and is still bounded.
+    const silent: LeaseNode = { ...answering, release: () => new Promise(() => {}) };
+    const late = new Round([silent], 100, context, (n) => n.release('r', 'o'), (v) => v, () => false).votes;
+    clock.advance(100);
+    expect(await late).toEqual([{ ok: false }]);
+    expect(context.background.count).toBe(0);
   });
 });
