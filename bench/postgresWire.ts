@@ -143,8 +143,10 @@ try {
   const script = join(tmp, 'same.sql');
   await writeFile(script, pgbenchScript(PGBENCH_BASE));
   const connectWire = async (): Promise<WireConnection> => {
-    const c = await WireConnection.connect({ ...server.connection, timeoutMs: TIMEOUT_MS, clock: systemClock, setup: SCHEMA, statements: [LOCK_AND_MINT, WIRE_UNLOCK], parameters: { statement_timeout: String(TIMEOUT_MS) } });
+    const c = await WireConnection.connect({ ...server.connection, timeoutMs: TIMEOUT_MS, clock: systemClock, parameters: { statement_timeout: String(TIMEOUT_MS) } });
     wires.push(c);
+    await c.simpleQuery(SCHEMA);
+    await c.prepare([LOCK_AND_MINT, WIRE_UNLOCK]);
     return c;
   };
   const connectPg = async (): Promise<pg.Client> => {

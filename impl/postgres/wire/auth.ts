@@ -1,4 +1,5 @@
 import { createHash, createHmac, pbkdf2, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ConnectionConfigError } from '../../errors.ts';
 import { WireProtocolError } from './errors.ts';
 
 /**
@@ -57,7 +58,7 @@ export class Scram {
     const v = scramAttributes(serverFinal).get('v');
     const expected = this.#serverSignature;
     const got = v === undefined ? null : Buffer.from(v, 'base64');
-    if (expected === null || got === null || got.length !== expected.length || !timingSafeEqual(got, expected)) throw new WireProtocolError('SCRAM: the server signature does not match');
+    if (expected === null || got === null || got.length !== expected.length || !timingSafeEqual(got, expected)) throw new ConnectionConfigError('authentication', 'SCRAM: the server signature does not match (the server does not know the password)');
   }
 
   #bare(): string {

@@ -9,13 +9,14 @@ import { readFields, serverError, WireConnectionError, WireProtocolError, WireSe
 /**
  * A minimal PostgreSQL frontend (protocol 3.0) for the lock's few
  * statements: start-up with trust, cleartext, MD5 or SCRAM-SHA-256
- * authentication; one setup query; the statements Parsed once; then each
- * call is Bind/Execute/Sync in one Buffer and settles at its ReadyForQuery.
+ * authentication; a simple query (the schema); the statements Parsed once;
+ * then each call is Bind/Execute/Sync in one Buffer and settles at its
+ * ReadyForQuery.
  * Calls of concurrent callers go out at once and their replies come back in
  * order (pipelining, a Sync each). No TLS: a plain TCP or Unix-socket link.
  *
- * Every wait is bounded: the connect (start-up, setup, Parse) and each call
- * by `timeoutMs` on the clock. A call that runs out, a socket error, a close
+ * Every wait is bounded: the connect (start-up and authentication) and each
+ * query, Parse and call by `timeoutMs` on the clock. A call that runs out, a socket error, a close
  * or a message this client cannot read drops the connection at once: every
  * call in flight fails (the timed-out one with TimeoutError, a call whose
  * ErrorResponse had come with that error, the others with
@@ -47,12 +48,10 @@ export interface WireConnectOptions {
   readonly database?: string;
   /** Start-up parameters beside user and database (statement_timeout, application_name, ...). */
   readonly parameters?: Readonly<Record<string, string>>;
-  /** Bound on the connect and on each call, in ms. */
+  /** Bound on each query, Parse and call, in ms; and on the connect unless `connectTimeoutMs` is given. */
   readonly timeoutMs: number;
+  readonly connectTimeoutMs?: number;
   readonly clock: MonotonicClock;
-  /** A simple query run once before the statements are parsed (the schema). */
-  readonly setup?: string;
-  readonly statements: readonly PreparedStatement[];
   /** TCP keepalive on the socket. Default true. */
   readonly keepAlive?: boolean;
 }
@@ -97,9 +96,10 @@ export class WireConnection {
     socket.on('close', () => this.destroy(new WireConnectionError('the server closed the connection')));
   }
 
-  /** Opens, authenticates, runs the setup and parses the statements; bounded by `timeoutMs`. */
+  /** Opens and authenticates; bounded by `timeoutMs`. */
   static connect(options: WireConnectOptions): Promise<WireConnection> {
-    const { clock, timeoutMs } = options;
+    const { clock } = options;
+    const timeoutMs = options.connectTimeoutMs ?? options.timeoutMs;
     const socket = options.path !== undefined ? net.connect({ path: options.path }) : net.connect({ host: options.host ?? '127.0.0.1', port: options.port ?? 5432 });
     if (options.keepAlive ?? true) socket.setKeepAlive(true);
     const connection = new WireConnection(socket, options);
@@ -111,20 +111,12 @@ export class WireConnection {
         reject(e);
       };
       socket.once('connect', () => {
-        const startup = connection.#enqueue(
-          () => {
-            const ready = options.setup === undefined ? Promise.resolve([]) : connection.#send(queryMessage(options.setup));
-            ready
-              .then(() => (options.statements.length === 0 ? [] : connection.#send(parseMessages(options.statements))))
-              .then(() => {
-                cancel();
-                resolve(connection);
-              }, fail);
-          },
-          fail,
-        );
+        // The start-up settles at the first ReadyForQuery (after authentication), or fails with the server's FATAL error.
+        connection.#enqueue(() => {
+          cancel();
+          resolve(connection);
+        }, fail);
         socket.write(startupMessage({ user: options.user, database: options.database ?? options.user, client_encoding: 'UTF8', ...options.parameters }));
-        void startup;
       });
       // Before the socket connects, a failure only reaches us through destroy: route it to this promise.
       connection.#onLost = (e) => {
@@ -147,6 +139,18 @@ export class WireConnection {
   /** Called once when the connection ends for any reason (destroy, close, error, timeout). Replaces the previous listener. */
   onLost(listener: (e: Error) => void): void {
     this.#onLost = listener;
+  }
+
+  /** A simple query (several statements allowed; rows are not kept), bounded by `timeoutMs`: the schema, once per connection. */
+  simpleQuery(sql: string): Promise<void> {
+    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
+    return this.#send(queryMessage(sql), true).then(() => undefined);
+  }
+
+  /** Parses the statements (one round trip), so that each call is Bind/Execute/Sync only; bounded by `timeoutMs`. */
+  prepare(statements: readonly PreparedStatement[]): Promise<void> {
+    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
+    return this.#send(parseMessages(statements), true).then(() => undefined);
   }
 
   /** One call of a prepared statement: its rows, or the server's error; bounded by `timeoutMs`. */
