@@ -77,6 +77,9 @@ export class WireConnection {
   #onLost: ((e: Error) => void) | null = null;
   #scram: Scram | null = null;
   #processId = 0;
+  /** Set at the first ReadyForQuery: the start-up is over (authenticated, parameters and key data sent). */
+  #ready = false;
+  #authenticated = false;
   /** The one timer of the connection, armed at the oldest call's deadline (null: none armed). */
   #timer: (() => void) | null = null;
 
@@ -230,6 +233,8 @@ export class WireConnection {
 
   #message(type: number, buf: Buffer, start: number, end: number): void {
     const head = this.#pending[0];
+    // During the start-up only authentication, parameters, key data, notices, errors and the first ReadyForQuery (after AuthenticationOk) may come.
+    if (this.#ready ? type === 0x52 || type === 0x4b : !(type === 0x52 || type === 0x53 || type === 0x4b || type === 0x4e || type === 0x45 || (type === 0x5a && this.#authenticated))) throw unexpected(type);
     switch (type) {
       case 0x44: // D DataRow
         if (head === undefined) throw unexpected(type);
@@ -238,6 +243,7 @@ export class WireConnection {
       case 0x5a: {
         // Z ReadyForQuery: the call at the head is complete.
         if (head === undefined) throw unexpected(type);
+        this.#ready = true;
         this.#pending.shift();
         if (head.error !== null) head.reject(head.error);
         else head.resolve(head.rows);
@@ -285,6 +291,7 @@ export class WireConnection {
     try {
       switch (kind) {
         case 0: // AuthenticationOk
+          this.#authenticated = true;
           return;
         case 3: // cleartext
           this.#socket.write(passwordMessage(needPassword(), true));
