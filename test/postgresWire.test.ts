@@ -8,6 +8,7 @@ import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { systemClock } from '../impl/clock.ts';
 import { ConnectionConfigError, TimeoutError } from '../impl/errors.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
+import { openPostgresFencedStore } from '../impl/postgres/store.ts';
 import type { WireConnectOptions } from '../impl/postgres/wire/connection.ts';
 import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { wireEndpoint } from '../impl/postgres/wire/endpoint.ts';
@@ -174,6 +175,28 @@ describe('wire client against PostgreSQL 15', () => {
       if (r.kind === 'granted') await lock.release(r.lease);
       await lock.close();
     }
+  });
+
+  it('the fenced store on its own connection: strict writes by token, exact to 2^63-1; a terminated backend is reconnected by the next call', async () => {
+    const store = openPostgresFencedStore({ connection: server.connection }, 'strict');
+    try {
+      const max = 2n ** 63n - 1n;
+      expect(await store.write('wire-store', 2n, 'a')).toEqual({ kind: 'accepted' });
+      expect(await store.write('wire-store', 1n, 'b')).toEqual({ kind: 'rejected', highest: 2n });
+      expect(await store.write('wire-store', max, 'c')).toEqual({ kind: 'accepted' });
+      expect(await store.write('wire-store', max - 1n, 'd')).toEqual({ kind: 'rejected', highest: max });
+      expect(await store.read('wire-store')).toEqual({ value: 'c', token: max });
+      expect(await store.read('wire-store-absent')).toEqual({ value: null, token: null });
+      const terminated = await admin.query("SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity WHERE query LIKE '%lockcheck_store%' AND pid <> pg_backend_pid()");
+      expect(terminated.rows).toEqual([{ t: true }]);
+      // The write in flight on the terminated session (if any) fails; the next opens a new connection.
+      let next: unknown = await store.write('wire-store-2', 1n, 'x').catch((e: unknown) => e);
+      if (next instanceof Error) next = await store.write('wire-store-2', 1n, 'x');
+      expect(next).toEqual({ kind: 'accepted' });
+    } finally {
+      await store.close();
+    }
+    await expect(store.write('wire-store', 3n, 'e')).rejects.toMatchObject({ name: 'InvalidInputError' });
   });
 });
 

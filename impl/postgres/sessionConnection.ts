@@ -136,5 +136,5 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
 
 /** node-postgres's row object as the wire client's row: the columns in order, as text. */
 function asRow(row: Record<string, unknown>): Row {
-  return Object.values(row).map((v) => (v === null || v === undefined ? null : String(v)));
+  return Object.values(row).map((v) => (v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v)));
 }

@@ -52,7 +52,11 @@ export function wireEndpoint(config: pg.ClientConfig, env: NodeJS.ProcessEnv = p
   const port = Number(merged.port ?? env.PGPORT ?? 5432);
   if (!Number.isInteger(port) || port < 1 || port > 65535) return { unsupported: `port ${String(merged.port)}` };
   const parameters: Record<string, string> = {};
-  for (const k of STARTUP_KEYS) if (merged[k] !== undefined && merged[k] !== null) parameters[k] = String(merged[k]);
+  for (const k of STARTUP_KEYS) {
+    const v = merged[k];
+    if (typeof v === 'string' || typeof v === 'number') parameters[k] = String(v);
+    else if (v !== undefined && v !== null) return { unsupported: `a ${typeof v} ${k}` };
+  }
   const connectTimeoutMs = typeof merged.connectionTimeoutMillis === 'number' && merged.connectionTimeoutMillis > 0 ? merged.connectionTimeoutMillis : undefined;
   const queryTimeoutMs = typeof merged.query_timeout === 'number' && merged.query_timeout > 0 ? merged.query_timeout : undefined;
   return {
