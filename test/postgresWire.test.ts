@@ -113,6 +113,12 @@ describe('wire client against PostgreSQL 15', () => {
       expect((results[3] as PromiseRejectedResult).reason.fields.M).toMatch(/invalid input syntax/);
       // An error leaves the connection usable (the Sync ends it).
       expect(await c.call(SELECT_ONE, ['3'])).toEqual([['4', null]]);
+      // Replies longer than the socket's read buffer arrive in several reads (the reader keeps a copy of the part read so far).
+      const long = new PreparedStatement('t_long', "SELECT repeat($1::text, 70000), 'é' || $1::text");
+      await c.prepare([long]);
+      const [big, small] = await Promise.all([c.call(long, ['ab']), c.call(long, ['c'])]);
+      expect(big).toEqual([['ab'.repeat(70_000), 'éab']]);
+      expect(small).toEqual([['c'.repeat(70_000), 'éc']]);
       expect(c.lostWith).toBeNull();
     } finally {
       await c.end();

@@ -4,7 +4,7 @@ import { WireProtocolError } from './errors.ts';
  * Frontend messages of protocol 3.0 as bytes, and the framing of backend
  * messages. Every message a call sends is encoded into one Buffer sized
  * before it is written (no intermediate arrays, no growth); replies are read
- * in place from the socket's chunks.
+ * in place from the socket's read buffer.
  */
 
 /** A parameter as sent: text format, or SQL NULL. */
@@ -135,8 +135,8 @@ const MAX_MESSAGE = 64 * 1024 * 1024;
 
 /**
  * Splits the byte stream into backend messages: `onMessage(type, buf, start,
- * end)` with the body in buf[start, end). Chunks are read in place; only a
- * message split across chunks is copied.
+ * end)` with the body in buf[start, end), valid only during the call.
+ * Chunks are read in place; only a message split across chunks is copied.
  */
 export class MessageReader {
   #rest: Buffer | null = null;
@@ -158,6 +158,7 @@ export class MessageReader {
       this.onMessage(buf[o]!, buf, o + 5, end);
       o = end;
     }
-    if (o < buf.length) this.#rest = buf.subarray(o);
+    // A message split across reads: keep a copy (the chunk's memory is the socket's read buffer, reused by the next read).
+    if (o < buf.length) this.#rest = Buffer.from(buf.subarray(o));
   }
 }

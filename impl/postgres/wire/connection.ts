@@ -35,6 +35,9 @@ export class PreparedStatement {
   }
 }
 
+/** The socket's read buffer: replies to the lock's statements are a few dozen bytes; a longer one arrives in several reads. */
+const READ_BUFFER = 16 * 1024;
+
 /** A row: each column as text, or null. */
 export type Row = (string | null)[];
 
@@ -88,25 +91,38 @@ export class WireConnection {
     this.#options = options;
     this.#reader = new MessageReader((type, buf, start, end) => this.#message(type, buf, start, end));
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      try {
-        this.#reader.push(chunk);
-      } catch (e) {
-        this.destroy(e instanceof WireProtocolError ? e : new WireProtocolError(`unreadable reply: ${(e as Error).message}`));
-      }
-    });
     socket.on('error', (e: NodeJS.ErrnoException) => this.destroy(connectionError(`connection failed: ${e.message}`, e)));
     socket.on('close', () => this.destroy(new WireConnectionError('the server closed the connection')));
+  }
+
+  /** Bytes from the socket, read into its one buffer (valid only during this call: the reader copies what it keeps). */
+  #data(chunk: Buffer): void {
+    try {
+      this.#reader.push(chunk);
+    } catch (e) {
+      this.destroy(e instanceof WireProtocolError ? e : new WireProtocolError(`unreadable reply: ${(e as Error).message}`));
+    }
   }
 
   /** Opens and authenticates; bounded by `timeoutMs`. */
   static connect(options: WireConnectOptions): Promise<WireConnection> {
     const { clock } = options;
     const timeoutMs = options.connectTimeoutMs ?? options.timeoutMs;
-    const socket = options.path !== undefined ? net.connect({ path: options.path }) : net.connect({ host: options.host ?? '127.0.0.1', port: options.port ?? 5432 });
+    let connection: WireConnection | null = null;
+    // Replies are read into one buffer per connection and handed over in place (`onread`): no chunk allocated and no stream 'data' event per reply.
+    const onread: net.OnReadOpts = {
+      buffer: Buffer.allocUnsafe(READ_BUFFER),
+      callback: (n: number, buf: Uint8Array): boolean => {
+        if (connection !== null) connection.#data(Buffer.from(buf.buffer, buf.byteOffset, n));
+        return true;
+      },
+    };
+    const socket = options.path !== undefined ? net.connect({ path: options.path, onread }) : net.connect({ host: options.host ?? '127.0.0.1', port: options.port ?? 5432, onread });
     if (options.keepAlive ?? true) socket.setKeepAlive(true);
-    const connection = new WireConnection(socket, options);
+    const created = new WireConnection(socket, options);
+    connection = created;
     return new Promise<WireConnection>((resolve, reject) => {
+      const connection = created;
       const cancel = clock.schedule(clock.now() + timeoutMs, () => connection.destroy(new TimeoutError('connect', timeoutMs)));
       const fail = (e: Error): void => {
         cancel();
