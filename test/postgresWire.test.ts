@@ -143,6 +143,14 @@ describe('wire client against PostgreSQL 15', () => {
     await expect(c.call(SELECT_ONE, ['1'])).rejects.toBeInstanceOf(WireConnectionError);
   });
 
+  it('an idle session the server ends (pg_terminate_backend): the connection reports the FATAL 57P01 as its loss', async () => {
+    const c = await WireConnection.connect(options());
+    const lost = new Promise<Error>((resolve) => c.onLost(resolve));
+    await admin.query('SELECT pg_terminate_backend($1)', [c.processId]);
+    expect(await lost).toMatchObject({ name: 'WireServerError', code: '57P01', severity: 'FATAL' });
+    await expect(c.call(SELECT_ONE, ['1'])).rejects.toBeInstanceOf(WireConnectionError);
+  });
+
   it('a server killed under a call in flight: the call fails with WireConnectionError and the connection reports its loss', async () => {
     const own = await PostgresServer.start({ parentDir: '/dev/shm' });
     try {

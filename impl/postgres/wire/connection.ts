@@ -268,9 +268,11 @@ export class WireConnection {
       case 0x45: {
         // E ErrorResponse: the call fails at its ReadyForQuery; a FATAL one ends the session (the close follows).
         const e = serverError(readFields(buf, start, end));
-        if (head === undefined) throw new WireProtocolError(`an error with no call in flight: ${e.message}`, { cause: e });
-        head.error ??= e;
-        if (e.severity === 'FATAL' || e.severity === 'PANIC') this.destroy(e);
+        const fatal = e.severity === 'FATAL' || e.severity === 'PANIC';
+        // An idle session may be ended by the server (pg_terminate_backend, a shutdown: 57P01 and the close); any other error needs a call.
+        if (head === undefined && !fatal) throw new WireProtocolError(`an error with no call in flight: ${e.message}`, { cause: e });
+        if (head !== undefined) head.error ??= e;
+        if (fatal) this.destroy(e);
         return;
       }
       case 0x31: // 1 ParseComplete
