@@ -266,6 +266,28 @@ describe('wire client against a server that breaks the protocol', () => {
     }
   });
 
+  it.each([
+    ['AuthenticationOk without the server signature', AUTH_OK],
+    ['a downgrade to a cleartext password', message('R', Buffer.from([0, 0, 0, 3]))],
+  ])('a server that begins SCRAM and then sends %s: ConnectionConfigError, nothing trusted', async (_what, after) => {
+    const sasl = message('R', Buffer.concat([Buffer.from([0, 0, 0, 10]), Buffer.from('SCRAM-SHA-256\0\0')]));
+    const sent: number[] = [];
+    // Chunk 0 is the start-up, chunk 1 the SASLInitialResponse.
+    const fake = await fakeServer((chunk, socket, n) => {
+      sent.push(chunk[0]!);
+      socket.write(n === 0 ? sasl : Buffer.concat([after, READY]));
+    });
+    try {
+      const e = await WireConnection.connect({ host: '127.0.0.1', port: fake.port, user: 'u', password: 'secret', timeoutMs: 30_000, clock: new ManualClock() }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(ConnectionConfigError);
+      expect((e as Error).message).toMatch(/SCRAM-SHA-256 unfinished/);
+      // The password never went out in clear: only the start-up and the SASL first message were sent.
+      expect(sent.length).toBe(2);
+    } finally {
+      await fake.close();
+    }
+  });
+
   it('a malformed reply to a call fails that call (WireProtocolError) and drops the connection; the session lock throws it, typed', async () => {
     // Per connection: the start-up is answered (authentication ok, key data, ready); then the first message with ready, every later one with a DataRow whose column runs past its end.
     const fake = await fakeServer((_chunk, socket, n) => {

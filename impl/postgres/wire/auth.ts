@@ -21,6 +21,7 @@ export class Scram {
   readonly #nonce = randomBytes(18).toString('base64');
   readonly #password: string;
   #serverSignature: Buffer | null = null;
+  #verified = false;
 
   constructor(password: string) {
     this.#password = password;
@@ -59,6 +60,12 @@ export class Scram {
     const expected = this.#serverSignature;
     const got = v === undefined ? null : Buffer.from(v, 'base64');
     if (expected === null || got === null || got.length !== expected.length || !timingSafeEqual(got, expected)) throw new ConnectionConfigError('authentication', 'SCRAM: the server signature does not match (the server does not know the password)');
+    this.#verified = true;
+  }
+
+  /** True once the server's signature checked out: only then may the server say AuthenticationOk. */
+  get verified(): boolean {
+    return this.#verified;
   }
 
   #bare(): string {

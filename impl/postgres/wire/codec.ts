@@ -136,29 +136,52 @@ const MAX_MESSAGE = 64 * 1024 * 1024;
 /**
  * Splits the byte stream into backend messages: `onMessage(type, buf, start,
  * end)` with the body in buf[start, end), valid only during the call.
- * Chunks are read in place; only a message split across chunks is copied.
+ * Chunks are read in place; only a message split across chunks is copied,
+ * into one buffer of its declared size (a long message arriving in many
+ * small reads is copied once, not once per read).
  */
 export class MessageReader {
-  #rest: Buffer | null = null;
+  /** A message header split across reads (under 5 bytes). */
+  #head: Buffer | null = null;
+  /** A message whose header is known, being filled: `#filled` bytes so far. */
+  #partial: Buffer | null = null;
+  #filled = 0;
 
   constructor(private readonly onMessage: (type: number, buf: Buffer, start: number, end: number) => void) {}
 
   push(chunk: Buffer): void {
     let buf = chunk;
-    if (this.#rest !== null) {
-      buf = Buffer.concat([this.#rest, chunk]);
-      this.#rest = null;
-    }
     let o = 0;
+    if (this.#partial !== null) {
+      const partial = this.#partial;
+      const n = Math.min(partial.length - this.#filled, chunk.length);
+      chunk.copy(partial, this.#filled, 0, n);
+      this.#filled += n;
+      if (this.#filled < partial.length) return;
+      this.#partial = null;
+      this.onMessage(partial[0]!, partial, 5, partial.length);
+      o = n;
+    } else if (this.#head !== null) {
+      buf = Buffer.concat([this.#head, chunk]);
+      this.#head = null;
+    }
     while (buf.length - o >= 5) {
-      const length = buf.readInt32BE(o + 1);
-      if (length < 4 || length > MAX_MESSAGE) throw new WireProtocolError(`a backend message of length ${length}`);
-      const end = o + 1 + length;
-      if (end > buf.length) break;
+      const end = o + 1 + messageLength(buf, o);
+      if (end > buf.length) {
+        // The rest of this message comes in later reads: one buffer of its size (the chunk's memory is the socket's read buffer, reused by the next read).
+        this.#partial = Buffer.allocUnsafe(end - o);
+        this.#filled = buf.copy(this.#partial, 0, o);
+        return;
+      }
       this.onMessage(buf[o]!, buf, o + 5, end);
       o = end;
     }
-    // A message split across reads: keep a copy (the chunk's memory is the socket's read buffer, reused by the next read).
-    if (o < buf.length) this.#rest = Buffer.from(buf.subarray(o));
+    if (o < buf.length) this.#head = Buffer.from(buf.subarray(o));
   }
+}
+
+function messageLength(buf: Buffer, o: number): number {
+  const length = buf.readInt32BE(o + 1);
+  if (length < 4 || length > MAX_MESSAGE) throw new WireProtocolError(`a backend message of length ${length}`);
+  return length;
 }

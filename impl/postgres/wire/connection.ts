@@ -307,6 +307,10 @@ export class WireConnection {
       return password;
     };
     try {
+      // Once SCRAM began, the server must finish it and prove it knows the password: no downgrade, no skipped proof (a server in the middle could otherwise pose as the database).
+      if (this.#scram !== null && (kind === 0 ? !this.#scram.verified : kind !== 11 && kind !== 12)) {
+        throw new ConnectionConfigError('authentication', `the server left SCRAM-SHA-256 unfinished (${kind === 0 ? 'AuthenticationOk without its signature' : `authentication request ${kind}`}): not trusted`);
+      }
       switch (kind) {
         case 0: // AuthenticationOk
           this.#authenticated = true;
