@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import type { WireConnectOptions } from '../impl/postgres/wire/connection.ts';
 import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { wireEndpoint } from '../impl/postgres/wire/endpoint.ts';
 import { WireConnectionError, WireProtocolError, WireServerError } from '../impl/postgres/wire/errors.ts';
+import { AUTH_OK, fakeServer, message, READY } from './impl/fakePostgres.ts';
 import { ManualClock } from './impl/servers.ts';
 
 /**
@@ -215,36 +215,6 @@ describe('wire client against PostgreSQL 15', () => {
     await expect(store.write('wire-store', 3n, 'e')).rejects.toMatchObject({ name: 'InvalidInputError' });
   });
 });
-
-/** A fake server on a loopback socket: `reply` gets each chunk the client sends (`n`: its index on that connection) and answers with bytes. */
-async function fakeServer(reply: (chunk: Buffer, socket: net.Socket, n: number) => void): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const fake = net.createServer((socket) => {
-    sockets.add(socket);
-    let n = 0;
-    socket.on('data', (chunk) => reply(chunk, socket, n++));
-    socket.on('error', () => undefined);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (fake.address() as net.AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        fake.close(() => resolve());
-      }),
-  };
-}
-
-const message = (type: string, body: Buffer = Buffer.alloc(0)): Buffer => {
-  const head = Buffer.alloc(5);
-  head.write(type, 0, 'latin1');
-  head.writeInt32BE(4 + body.length, 1);
-  return Buffer.concat([head, body]);
-};
-const AUTH_OK = message('R', Buffer.from([0, 0, 0, 0]));
-const READY = message('Z', Buffer.from('I'));
 
 describe('wire client against a server that breaks the protocol', () => {
   it.each([

@@ -16,11 +16,26 @@ export function md5Password(user: string, password: string, salt: Buffer): strin
   return `md5${createHash('md5').update(inner).update(salt).digest('hex')}`;
 }
 
+/**
+ * Bound on the server's iteration count. PBKDF2 runs on libuv's thread pool
+ * and cannot be cancelled: a server (or a party in the middle) asking for
+ * i=2^31 would hold a pool thread for many minutes after the connect timed
+ * out. PostgreSQL's default is 4096; this is 244 times that (about half a
+ * second of one core).
+ */
+export const MAX_SCRAM_ITERATIONS = 1_000_000;
+
+/** Base64 as RFC 5802 sends it: padded, nothing else. Buffer.from(…, 'base64') would skip any junk silently. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** The nonce: printable ASCII without ','. */
+const NONCE = /^[\x21-\x2b\x2d-\x7e]+$/;
+
 /** One SCRAM-SHA-256 exchange: first() → the server's first → final() → the server's final → verify(). */
 export class Scram {
   readonly #nonce = randomBytes(18).toString('base64');
   readonly #password: string;
   #serverSignature: Buffer | null = null;
+  #continued = false;
   #verified = false;
 
   constructor(password: string) {
@@ -34,12 +49,19 @@ export class Scram {
 
   /** The client-final-message for the server-first-message. */
   async final(serverFirst: string): Promise<string> {
+    // One server-first-message per exchange: a second would start a second PBKDF2 and a second proof.
+    if (this.#continued) throw new WireProtocolError('SCRAM: a second server-first-message');
+    this.#continued = true;
     const attrs = scramAttributes(serverFirst);
     const nonce = attrs.get('r');
     const salt = attrs.get('s');
-    const iterations = Number(attrs.get('i'));
-    if (nonce === undefined || !nonce.startsWith(this.#nonce) || nonce.length === this.#nonce.length) throw new WireProtocolError('SCRAM: the server nonce does not extend the client nonce');
-    if (salt === undefined || !Number.isInteger(iterations) || iterations < 1) throw new WireProtocolError('SCRAM: a server-first-message without salt or iteration count');
+    const i = attrs.get('i');
+    if (!serverFirst.startsWith('r=') || attrs.has('m')) throw new WireProtocolError('SCRAM: a server-first-message that does not begin with the nonce, or with a mandatory extension');
+    if (nonce === undefined || !NONCE.test(nonce) || !nonce.startsWith(this.#nonce) || nonce.length === this.#nonce.length) throw new WireProtocolError('SCRAM: the server nonce does not extend the client nonce');
+    if (salt === undefined || salt === '' || !BASE64.test(salt)) throw new WireProtocolError('SCRAM: a server-first-message without a base64 salt');
+    if (i === undefined || !/^[1-9][0-9]{0,9}$/.test(i)) throw new WireProtocolError('SCRAM: a server-first-message without an iteration count');
+    const iterations = Number(i);
+    if (iterations > MAX_SCRAM_ITERATIONS) throw new ConnectionConfigError('authentication', `SCRAM: the server asks for ${iterations} iterations, more than this client computes (${MAX_SCRAM_ITERATIONS})`);
     const salted = await new Promise<Buffer>((resolve, reject) =>
       pbkdf2(this.#password, Buffer.from(salt, 'base64'), iterations, 32, 'sha256', (e, key) => (e ? reject(e) : resolve(key))),
     );
@@ -56,9 +78,13 @@ export class Scram {
 
   /** Checks the server-final-message: the server proves it knows the password too. */
   verify(serverFinal: string): void {
-    const v = scramAttributes(serverFinal).get('v');
+    const attrs = scramAttributes(serverFinal);
+    // e=: the server's own refusal (RFC 5802 server-error), as authentication.
+    const refused = attrs.get('e');
+    if (refused !== undefined) throw new ConnectionConfigError('authentication', `SCRAM: the server refused: ${refused}`);
+    const v = attrs.get('v');
     const expected = this.#serverSignature;
-    const got = v === undefined ? null : Buffer.from(v, 'base64');
+    const got = v === undefined || !BASE64.test(v) ? null : Buffer.from(v, 'base64');
     if (expected === null || got === null || got.length !== expected.length || !timingSafeEqual(got, expected)) throw new ConnectionConfigError('authentication', 'SCRAM: the server signature does not match (the server does not know the password)');
     this.#verified = true;
   }

@@ -1,3 +1,4 @@
+import { InvalidInputError } from '../../../model/errors.ts';
 import { WireProtocolError } from './errors.ts';
 
 /**
@@ -125,6 +126,8 @@ function sync(b: Buffer, o: number): void {
 }
 
 function cstring(b: Buffer, o: number, s: string): number {
+  // A NUL would end the string early and let the rest be read as the next field or message.
+  if (s.includes('\0')) throw new InvalidInputError('invalid-config', 'a NUL character in a string the protocol sends NUL-terminated (a start-up parameter, a user or database name, a statement)');
   const n = b.write(s, o, 'utf8');
   b[o + n] = 0;
   return o + n + 1;

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import type { MonotonicClock } from '../../clock.ts';
-import { ConnectionConfigError, TimeoutError } from '../../errors.ts';
+import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../../errors.ts';
 import { md5Password, Scram } from './auth.ts';
 import type { Param } from './codec.ts';
 import { callMessage, MessageReader, parseMessages, passwordMessage, queryMessage, saslInitialResponse, startupMessage, TERMINATE } from './codec.ts';
@@ -31,6 +31,8 @@ export class PreparedStatement {
     readonly name: string,
     readonly text: string,
   ) {
+    // Bind carries the name as a C string: a NUL would cut it (the text's NUL is refused by Parse's encoder).
+    if (name.includes('\0')) throw new InvalidInputError('invalid-config', 'a NUL character in a statement name');
     this.nameBytes = Buffer.from(name);
   }
 }
@@ -77,6 +79,8 @@ export class WireConnection {
   readonly #reader: MessageReader;
   readonly #pending: Pending[] = [];
   #lost: Error | null = null;
+  /** Set by end(): no call may start (the Terminate is on its way). */
+  #ending = false;
   #onLost: ((e: Error) => void) | null = null;
   #scram: Scram | null = null;
   #processId = 0;
@@ -108,6 +112,14 @@ export class WireConnection {
   static connect(options: WireConnectOptions): Promise<WireConnection> {
     const { clock } = options;
     const timeoutMs = options.connectTimeoutMs ?? options.timeoutMs;
+    let startup: Buffer;
+    try {
+      // Validated before a socket opens: a NUL in a parameter (or the password) would cut it and smuggle what follows in as protocol bytes.
+      if (options.password?.includes('\0')) throw new InvalidInputError('invalid-config', 'the password contains a NUL character');
+      startup = startupMessage({ user: options.user, database: options.database ?? options.user, client_encoding: 'UTF8', ...options.parameters });
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
     let connection: WireConnection | null = null;
     // Replies are read into one buffer per connection and handed over in place (`onread`): no chunk allocated and no stream 'data' event per reply.
     const onread: net.OnReadOpts = {
@@ -135,7 +147,7 @@ export class WireConnection {
           cancel();
           resolve(connection);
         }, fail);
-        socket.write(startupMessage({ user: options.user, database: options.database ?? options.user, client_encoding: 'UTF8', ...options.parameters }));
+        socket.write(startup);
       });
       // Before the socket connects, a failure only reaches us through destroy: route it to this promise.
       connection.#onLost = (e) => {
@@ -162,20 +174,24 @@ export class WireConnection {
 
   /** A simple query (several statements allowed; rows are not kept), bounded by `timeoutMs`: the schema, once per connection. */
   simpleQuery(sql: string): Promise<void> {
-    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
-    return this.#send(queryMessage(sql), true).then(() => undefined);
+    if (this.#lost !== null || this.#ending) return Promise.reject(this.#gone());
+    return this.#encodeAndSend(() => queryMessage(sql)).then(() => undefined);
   }
 
   /** Parses the statements (one round trip), so that each call is Bind/Execute/Sync only; bounded by `timeoutMs`. */
   prepare(statements: readonly PreparedStatement[]): Promise<void> {
-    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
-    return this.#send(parseMessages(statements), true).then(() => undefined);
+    if (this.#lost !== null || this.#ending) return Promise.reject(this.#gone());
+    return this.#encodeAndSend(() => parseMessages(statements)).then(() => undefined);
   }
 
   /** One call of a prepared statement: its rows, or the server's error; bounded by `timeoutMs`. */
   call(statement: PreparedStatement, params: readonly Param[]): Promise<Row[]> {
-    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
+    if (this.#lost !== null || this.#ending) return Promise.reject(this.#gone());
     return this.#send(callMessage(statement.nameBytes, params), true);
+  }
+
+  #gone(): WireConnectionError {
+    return new WireConnectionError(this.#lost === null ? 'the connection is closing (end() was called)' : `the connection is gone: ${this.#lost.message}`);
   }
 
   /** Closes the socket at once, no goodbye: the server ends the session as soon as it sees the close. Calls in flight fail. */
@@ -197,6 +213,7 @@ export class WireConnection {
   /** Terminate, then wait for the close, at most `timeoutMs`; the socket is destroyed after it. */
   end(): Promise<void> {
     if (this.#lost !== null) return Promise.resolve();
+    this.#ending = true;
     const { clock, timeoutMs } = this.#options;
     return new Promise((resolve) => {
       const cancel = clock.schedule(clock.now() + timeoutMs, () => {
@@ -209,6 +226,17 @@ export class WireConnection {
       });
       this.#socket.end(TERMINATE);
     });
+  }
+
+  /** An encoder's refusal (a NUL in a C string) is this call's rejection, not a throw, and nothing is sent. */
+  #encodeAndSend(encode: () => Buffer): Promise<Row[]> {
+    let message: Buffer;
+    try {
+      message = encode();
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    return this.#send(message, true);
   }
 
   #send(message: Buffer, bounded = false): Promise<Row[]> {
@@ -257,8 +285,10 @@ export class WireConnection {
         head.rows.push(dataRow(buf, start, end));
         return;
       case 0x5a: {
-        // Z ReadyForQuery: the call at the head is complete.
+        // Z ReadyForQuery: the call at the head is complete. Each call is one implicit transaction: any status but idle means the session is not in the state the lock's statements assume.
         if (head === undefined) throw unexpected(type);
+        if (end - start !== 1) throw new WireProtocolError('ReadyForQuery of the wrong length');
+        if (buf[start] !== 0x49) throw new WireProtocolError(`ReadyForQuery with transaction status '${String.fromCharCode(buf[start]!)}' (a transaction left open): the session is not idle`);
         this.#ready = true;
         this.#pending.shift();
         if (head.error !== null) head.reject(head.error);
@@ -284,6 +314,8 @@ export class WireConnection {
         if (head === undefined) throw unexpected(type);
         return;
       case 0x53: // S ParameterStatus
+        parameterStatus(buf, start, end);
+        return;
       case 0x4e: // N NoticeResponse
       case 0x41: // A NotificationResponse
         return;
@@ -302,6 +334,8 @@ export class WireConnection {
     if (end - start < 4) throw new WireProtocolError('an Authentication message without its kind');
     const kind = buf.readInt32BE(start);
     const { user, password } = this.#options;
+    // After AuthenticationOk the exchange is over: a later request is a server (or a party in the middle) fishing for the password.
+    if (this.#authenticated) throw new WireProtocolError(`authentication request ${kind} after AuthenticationOk`);
     const needPassword = (): string => {
       if (password === undefined) throw new ConnectionConfigError('authentication', 'the server asks for a password and none was given');
       return password;
@@ -359,13 +393,15 @@ export class WireConnection {
 function dataRow(buf: Buffer, start: number, end: number): Row {
   if (end - start < 2) throw new WireProtocolError('a DataRow without its column count');
   const n = buf.readInt16BE(start);
+  if (n < 0) throw new WireProtocolError(`a DataRow of ${n} columns`);
   const row: Row = new Array<string | null>(n);
   let o = start + 2;
   for (let i = 0; i < n; i++) {
     if (o + 4 > end) throw new WireProtocolError('a DataRow shorter than its columns');
     const len = buf.readInt32BE(o);
     o += 4;
-    if (len < 0) {
+    if (len < -1) throw new WireProtocolError(`a DataRow column of length ${len}`);
+    if (len === -1) {
       row[i] = null;
       continue;
     }
@@ -373,7 +409,23 @@ function dataRow(buf: Buffer, start: number, end: number): Row {
     row[i] = buf.toString('utf8', o, o + len);
     o += len;
   }
+  if (o !== end) throw new WireProtocolError('a DataRow longer than its columns');
   return row;
+}
+
+/**
+ * A ParameterStatus: the reply text is read as UTF-8, so the client encoding
+ * must stay UTF8 (an `options` of `-c client_encoding=…` would change it).
+ * The others do not matter here: parameters go bound, never as literals
+ * (standard_conforming_strings), and results are text (integer_datetimes,
+ * DateStyle).
+ */
+function parameterStatus(buf: Buffer, start: number, end: number): void {
+  const zero = buf.indexOf(0, start);
+  if (zero < 0 || zero >= end - 1 || buf[end - 1] !== 0 || buf.indexOf(0, zero + 1) !== end - 1) throw new WireProtocolError('a ParameterStatus that is not two C strings');
+  if (buf.toString('latin1', start, zero) === 'client_encoding' && buf.toString('latin1', zero + 1, end - 1) !== 'UTF8') {
+    throw new WireProtocolError(`the server set client_encoding to ${buf.toString('latin1', zero + 1, end - 1)}: this client reads UTF8 only`);
+  }
 }
 
 function unexpected(type: number): WireProtocolError {

@@ -42,6 +42,7 @@ export function readFields(buf: Buffer, start: number, end: number): Record<stri
     fields[type] = buf.toString('utf8', i + 1, zero);
     i = zero + 1;
   }
+  if (i !== end - 1) throw new WireProtocolError('an error or notice without its final zero, or bytes after it');
   return fields;
 }
 

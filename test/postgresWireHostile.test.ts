@@ -1,0 +1,283 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { ConnectionConfigError, InvalidInputError } from '../impl/errors.ts';
+import type { WireConnectOptions } from '../impl/postgres/wire/connection.ts';
+import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
+import { NODE_POSTGRES_ONLY_DEFAULTS, NODE_POSTGRES_ONLY_ENV, wireEndpoint } from '../impl/postgres/wire/endpoint.ts';
+import { WireConnectionError, WireProtocolError } from '../impl/postgres/wire/errors.ts';
+import { AUTH_OK, fakeServer, message, READY } from './impl/fakePostgres.ts';
+import { ManualClock } from './impl/servers.ts';
+
+/**
+ * The wire client read as an attacker would: fake servers on loopback
+ * sockets send every backend message in every connection state, lengths
+ * that disagree with their content, a SCRAM exchange bent every way, and
+ * the client is handed strings that would smuggle protocol bytes. Each case
+ * is a typed error that fails the calls in flight and drops the connection
+ * (never a hang, never a reply handed to another caller), or is handled.
+ * The clock is a ManualClock that never moves: nothing here may wait for a
+ * timeout to end.
+ */
+
+const bytes = (...xs: number[]): Buffer => Buffer.from(xs);
+const int32 = (n: number): Buffer => {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(n);
+  return b;
+};
+const cstr = (s: string): Buffer => Buffer.from(`${s}\0`);
+const auth = (kind: number, rest: Buffer = Buffer.alloc(0)): Buffer => message('R', Buffer.concat([int32(kind), rest]));
+const status = (name: string, value: string): Buffer => message('S', Buffer.concat([cstr(name), cstr(value)]));
+const STARTUP_REPLY = Buffer.concat([AUTH_OK, message('K', Buffer.alloc(8, 1)), READY]);
+const ROW = message('D', Buffer.concat([bytes(0, 1), int32(1), Buffer.from('7')]));
+const STATEMENT = new PreparedStatement('t', 'SELECT 1');
+const PASSWORD = 'secret-Pässword';
+
+const connectTo = (port: number, over: Partial<WireConnectOptions> = {}): Promise<WireConnection> => WireConnection.connect({ host: '127.0.0.1', port, user: 'u', timeoutMs: 30_000, clock: new ManualClock(), ...over });
+
+/** The first byte of every chunk the client sent (its message types; 'p' is a password or SASL message). */
+const sentTypes = (chunks: readonly Buffer[]): string => chunks.map((c) => String.fromCharCode(c[0]!)).join('');
+
+describe('wire client: every backend message in every state', () => {
+  it.each([
+    ['an authentication request after AuthenticationOk (fishing for the password)', Buffer.concat([AUTH_OK, auth(3), READY])],
+    ['a ReadyForQuery with a transaction open', Buffer.concat([AUTH_OK, message('Z', Buffer.from('T'))])],
+    ['client_encoding other than UTF8', Buffer.concat([AUTH_OK, status('client_encoding', 'LATIN1'), READY])],
+    ['NegotiateProtocolVersion', message('v', Buffer.concat([int32(0), int32(0)]))],
+    ['CopyInResponse', Buffer.concat([AUTH_OK, message('G', bytes(0, 0, 0))])],
+  ])('start-up: %s fails the connect typed, nothing sent after the start-up', async (_what, reply) => {
+    const fake = await fakeServer((_chunk, socket) => socket.write(reply));
+    try {
+      const e = await connectTo(fake.port, { password: PASSWORD }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(WireProtocolError);
+      expect(sentTypes(fake.received)).toBe('\0');
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it.each([
+    ['CopyInResponse (a statement the server turned into COPY)', message('G', bytes(0, 0, 0))],
+    ['CopyOutResponse', message('H', bytes(0, 0, 0))],
+    ['CopyBothResponse', message('W', bytes(0, 0, 0))],
+    ['CopyData', message('d', Buffer.from('x'))],
+    ['CopyDone', message('c')],
+    ['PortalSuspended', message('s')],
+    ['ParameterDescription', message('t', bytes(0, 0))],
+    ['CloseComplete', message('3')],
+    ['FunctionCallResponse', message('V', int32(-1))],
+    ['NegotiateProtocolVersion', message('v', Buffer.concat([int32(0), int32(0)]))],
+    ['an authentication request', auth(3)],
+    ['BackendKeyData', message('K', Buffer.alloc(8))],
+    ["ReadyForQuery 'T' (a transaction left open)", message('Z', Buffer.from('T'))],
+    ["ReadyForQuery 'E' (a failed transaction)", message('Z', Buffer.from('E'))],
+    ['ReadyForQuery with an unknown status', message('Z', Buffer.from('X'))],
+    ['ReadyForQuery of two bytes', message('Z', Buffer.from('II'))],
+    ['a DataRow column of length -2', message('D', Buffer.concat([bytes(0, 1), int32(-2)]))],
+    ['a DataRow with a byte after its columns', message('D', Buffer.concat([bytes(0, 1), int32(1), Buffer.from('7x')]))],
+    ['a DataRow of -1 columns', message('D', bytes(0xff, 0xff))],
+    ['a DataRow column running past its end', message('D', Buffer.concat([bytes(0, 1), int32(9), Buffer.from('7')]))],
+    ['an ErrorResponse without its final zero', message('E', Buffer.concat([Buffer.from('C'), cstr('22012'), Buffer.from('M'), cstr('x')]))],
+    ['an ErrorResponse field running past its end', message('E', Buffer.from('Mabc'))],
+    ['client_encoding set to SQL_ASCII', status('client_encoding', 'SQL_ASCII')],
+    ['a ParameterStatus without its value', message('S', cstr('client_encoding'))],
+  ])('call in flight: %s fails that call with WireProtocolError and the call behind it too, never with its reply', async (_what, bad) => {
+    // The first call's reply is the bad message then a ReadyForQuery; the second call's is a good row: a lax client would hand it on.
+    const fake = await fakeServer((_chunk, socket, n) => {
+      if (n === 0) socket.write(STARTUP_REPLY);
+      else if (n === 1) socket.write(Buffer.concat([bad, READY, ROW, READY]));
+    });
+    try {
+      const c = await connectTo(fake.port);
+      const lost = new Promise<Error>((resolve) => c.onLost(resolve));
+      const [first, second] = await Promise.allSettled([c.call(STATEMENT, ['1']), c.call(STATEMENT, ['2'])]);
+      expect(first).toMatchObject({ status: 'rejected', reason: expect.any(WireProtocolError) });
+      expect(second.status).toBe('rejected');
+      const reason = (second as PromiseRejectedResult).reason as unknown;
+      expect(reason instanceof WireProtocolError || reason instanceof WireConnectionError).toBe(true);
+      expect(await lost).toBeInstanceOf(WireProtocolError);
+      await expect(c.call(STATEMENT, [])).rejects.toBeInstanceOf(WireConnectionError);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('call in flight: notices, notifications and harmless parameter changes are read past; each caller gets its own rows', async () => {
+    const noise = Buffer.concat([message('N', Buffer.concat([Buffer.from('S'), cstr('NOTICE'), Buffer.from('M'), cstr('n'), bytes(0)])), message('A', Buffer.concat([int32(1), cstr('ch'), cstr('p')])), status('standard_conforming_strings', 'off'), status('integer_datetimes', 'off'), status('client_encoding', 'UTF8')]);
+    const two = message('D', Buffer.concat([bytes(0, 1), int32(1), Buffer.from('2')]));
+    const fake = await fakeServer((_chunk, socket, n) => {
+      if (n === 0) socket.write(STARTUP_REPLY);
+      else if (n === 1) socket.write(Buffer.concat([noise, ROW, noise, READY, noise, two, READY, noise]));
+    });
+    try {
+      const c = await connectTo(fake.port);
+      expect(await Promise.all([c.call(STATEMENT, ['1']), c.call(STATEMENT, ['2'])])).toEqual([[['7']], [['2']]]);
+      expect(c.lostWith).toBeNull();
+      c.destroy();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it.each([
+    ['a DataRow', ROW],
+    ['a CommandComplete', message('C', cstr('SELECT 1'))],
+    ['a ReadyForQuery', READY],
+    ['a non-fatal ErrorResponse', message('E', Buffer.concat([Buffer.from('S'), cstr('ERROR'), Buffer.from('C'), cstr('22012'), bytes(0)]))],
+    ['an authentication request', auth(3)],
+    ['a CopyInResponse', message('G', bytes(0, 0, 0))],
+  ])('idle: %s with no call in flight drops the connection with WireProtocolError', async (_what, bad) => {
+    const fake = await fakeServer((_chunk, socket, n) => {
+      if (n === 0) socket.write(Buffer.concat([STARTUP_REPLY, bad]));
+    });
+    try {
+      const c = await connectTo(fake.port, { password: PASSWORD });
+      const lost = c.lostWith ?? (await new Promise<Error>((resolve) => c.onLost(resolve)));
+      expect(lost).toBeInstanceOf(WireProtocolError);
+      expect(sentTypes(fake.received)).toBe('\0');
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('after end(): a call fails at once, typed, and the Terminate is the last thing sent', async () => {
+    const fake = await fakeServer((chunk, socket, n) => {
+      if (n === 0) socket.write(STARTUP_REPLY);
+      else if (chunk[0] === 0x58) socket.end();
+    });
+    try {
+      const c = await connectTo(fake.port);
+      const ending = c.end();
+      await expect(c.call(STATEMENT, [])).rejects.toThrow(/closing/);
+      await ending;
+      expect(sentTypes(fake.received)).toBe('\0X');
+      await expect(c.call(STATEMENT, [])).rejects.toBeInstanceOf(WireConnectionError);
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe('wire client: strings that would smuggle protocol bytes', () => {
+  it('a NUL in a start-up parameter, user, database or password is InvalidInputError before a socket opens', async () => {
+    const fake = await fakeServer((_chunk, socket) => socket.write(Buffer.concat([auth(3), STARTUP_REPLY])));
+    try {
+      for (const over of [{ parameters: { application_name: 'x\0user\0postgres' } }, { user: 'u\0database\0other' }, { database: 'd\0' }, { password: 'pre\0fix' }]) {
+        const e = await connectTo(fake.port, over).catch((x: unknown) => x);
+        expect(e, JSON.stringify(over)).toBeInstanceOf(InvalidInputError);
+        expect((e as Error).message).not.toContain('fix');
+      }
+      expect(fake.connections).toBe(0);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('a NUL in a statement name or text is InvalidInputError (a rejection, nothing sent)', async () => {
+    expect(() => new PreparedStatement('a\0b', 'SELECT 1')).toThrow(InvalidInputError);
+    const fake = await fakeServer((_chunk, socket, n) => {
+      if (n === 0) socket.write(STARTUP_REPLY);
+    });
+    try {
+      const c = await connectTo(fake.port);
+      await expect(c.prepare([new PreparedStatement('s', 'SELECT 1;\0')])).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(c.simpleQuery('SELECT 1\0')).rejects.toBeInstanceOf(InvalidInputError);
+      expect(c.lostWith).toBeNull();
+      expect(sentTypes(fake.received)).toBe('\0');
+      c.destroy();
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe('wire client: a SCRAM-SHA-256 exchange bent every way', () => {
+  const SALT = Buffer.from('salt-of-sixteen!').toString('base64');
+  it.each([
+    ['an iteration count of 2^31-1 (a frozen client)', (nonce: string) => [auth(11, Buffer.from(`r=${nonce}s,s=${SALT},i=2147483647`))], ConnectionConfigError],
+    ['an iteration count that is not a plain integer', (nonce: string) => [auth(11, Buffer.from(`r=${nonce}s,s=${SALT},i=1e3`))], WireProtocolError],
+    ['a salt that is not base64', (nonce: string) => [auth(11, Buffer.from(`r=${nonce}s,s=!!not base64!!,i=4096`))], WireProtocolError],
+    ['a nonce that does not extend the client nonce', () => [auth(11, Buffer.from(`r=other,s=${SALT},i=4096`))], WireProtocolError],
+    ['a mandatory extension', (nonce: string) => [auth(11, Buffer.from(`m=ext,r=${nonce}s,s=${SALT},i=4096`))], WireProtocolError],
+    ['a second server-first-message', (nonce: string) => [auth(11, Buffer.from(`r=${nonce}s,s=${SALT},i=16`)), auth(11, Buffer.from(`r=${nonce}t,s=${SALT},i=16`))], WireProtocolError],
+  ])('%s: a typed error, the password never in it, no proof sent', async (_what, serverFirst, type) => {
+    const fake = await fakeServer((chunk, socket, n) => {
+      if (n === 0) socket.write(auth(10, Buffer.from('SCRAM-SHA-256\0\0')));
+      // The SASLInitialResponse: 'p', length, mechanism, length, then n,,n=*,r=<client nonce>.
+      else if (n === 1) socket.write(Buffer.concat(serverFirst(chunk.toString('utf8').split('r=')[1]!)));
+    });
+    try {
+      const e = await connectTo(fake.port, { password: PASSWORD }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(type);
+      expect((e as Error).message).not.toContain(PASSWORD);
+      expect(sentTypes(fake.received)).toBe('\0p');
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("a server-final-message with e= is the server's refusal, as authentication", async () => {
+    const fake = await fakeServer((chunk, socket, n) => {
+      if (n === 0) socket.write(auth(10, Buffer.from('SCRAM-SHA-256\0\0')));
+      else if (n === 1) socket.write(auth(11, Buffer.from(`r=${chunk.toString('utf8').split('r=')[1]!}s,s=c2FsdA==,i=16`)));
+      else socket.write(auth(12, Buffer.from('e=invalid-proof')));
+    });
+    try {
+      const e = await connectTo(fake.port, { password: PASSWORD }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(ConnectionConfigError);
+      expect((e as Error).message).toMatch(/refused: invalid-proof/);
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe('wire endpoint: what node-postgres honours and the wire client does not sends the lock to node-postgres', () => {
+  const plain = { host: '127.0.0.1', port: 5432, user: 'u', password: 'p' };
+
+  it('every environment variable node-postgres reads is honoured or listed (read from the installed pg)', () => {
+    const source = readFileSync(createRequire(import.meta.url).resolve('pg/lib/connection-parameters.js'), 'utf8');
+    const read = new Set<string>();
+    for (const m of source.matchAll(/val\('(\w+)', config(?:, (false|'(\w+)'))?\)/g)) if (m[2] !== 'false') read.add(m[3] ?? `PG${m[1]!.toUpperCase()}`);
+    for (const m of source.matchAll(/process\.env\.(\w+)/g)) read.add(m[1]!);
+    // Read by the wire client the same way; PGCONNECT_TIMEOUT is only for pg-native's libpq string.
+    const honoured = ['PGUSER', 'PGDATABASE', 'PGPORT', 'PGHOST', 'PGPASSWORD', 'PGAPPNAME', 'PGOPTIONS', 'PGCONNECT_TIMEOUT'];
+    expect([...read].filter((v) => !honoured.includes(v) && !(NODE_POSTGRES_ONLY_ENV as readonly string[]).includes(v))).toEqual([]);
+    for (const name of NODE_POSTGRES_ONLY_ENV) {
+      expect(wireEndpoint(plain, { [name]: 'require' }), name).toEqual({ unsupported: `${name}=require` });
+    }
+    expect('unsupported' in wireEndpoint(plain, { PGSSLMODE: 'disable' })).toBe(false);
+    expect(wireEndpoint(plain, { PGAPPNAME: 'app', PGOPTIONS: '-c search_path=x' })).toMatchObject({ parameters: { application_name: 'app', options: '-c search_path=x' } });
+  });
+
+  it('every pg.defaults key is read, irrelevant to the lock, or listed; a changed listed one is node-postgres', () => {
+    const defaults = pg.defaults as unknown as Record<string, unknown>;
+    const read = ['host', 'port', 'user', 'password', 'database', 'application_name', 'options', 'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'];
+    // Pool settings, Date parameters and int8 parsing (the lock binds strings and reads text only).
+    const irrelevant = ['max', 'idleTimeoutMillis', 'parseInputDatesAsUTC', 'parseInt8'];
+    expect(Object.keys(defaults).filter((k) => !read.includes(k) && !irrelevant.includes(k) && !(k in NODE_POSTGRES_ONLY_DEFAULTS))).toEqual([]);
+    for (const [k, stock] of Object.entries(NODE_POSTGRES_ONLY_DEFAULTS)) {
+      defaults[k] = k === 'ssl' ? true : 'changed';
+      try {
+        expect(wireEndpoint(plain, {}), k).toEqual({ unsupported: `pg.defaults.${k} changed` });
+      } finally {
+        defaults[k] = stock;
+      }
+    }
+    const saved = { application_name: defaults.application_name, host: defaults.host };
+    defaults.application_name = 'from-defaults';
+    defaults.host = '10.0.0.9';
+    try {
+      expect(wireEndpoint({ user: 'u' }, {})).toMatchObject({ host: '10.0.0.9', parameters: { application_name: 'from-defaults' } });
+    } finally {
+      Object.assign(defaults, saved);
+    }
+    expect(wireEndpoint(plain, {})).toMatchObject({ host: '127.0.0.1', parameters: {} });
+  });
+
+  it('an IPv6 address in a connection string is the bare address', () => {
+    expect(wireEndpoint({ connectionString: 'postgres://u:p@[::1]:5433/db' }, {})).toMatchObject({ host: '::1', port: 5433, user: 'u', password: 'p', database: 'db' });
+  });
+});
