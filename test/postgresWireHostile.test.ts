@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ConnectionConfigError, InvalidInputError } from '../impl/errors.ts';
+import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../impl/errors.ts';
 import type { WireConnectOptions } from '../impl/postgres/wire/connection.ts';
 import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { NODE_POSTGRES_ONLY_DEFAULTS, NODE_POSTGRES_ONLY_ENV, wireEndpoint } from '../impl/postgres/wire/endpoint.ts';
@@ -228,6 +228,55 @@ describe('wire client: a SCRAM-SHA-256 exchange bent every way', () => {
       const e = await connectTo(fake.port, { password: PASSWORD }).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ConnectionConfigError);
       expect((e as Error).message).toMatch(/refused: invalid-proof/);
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe('wire client: every timer and socket released on every path', () => {
+  it('a server that closes during the start-up, a connect that times out during SCRAM, an idle connection the server closes, end() and destroy()', async () => {
+    let sentServerFirst: () => void = () => undefined;
+    const serverFirstSent = new Promise<void>((resolve) => (sentServerFirst = resolve));
+    const fake = await fakeServer((chunk, socket, n) => {
+      const text = chunk.toString('utf8');
+      if (n === 0 && text.includes('close-at-once')) return void socket.destroy();
+      if (n === 0 && text.includes('scram')) return void socket.write(auth(10, Buffer.from('SCRAM-SHA-256\0\0')));
+      // A long PBKDF2 (within the bound): the connect times out while it runs.
+      if (n === 1 && text.includes('SCRAM-SHA-256')) return void socket.write(auth(11, Buffer.from(`r=${text.split('r=')[1]!}s,s=c2FsdA==,i=200000`)), () => sentServerFirst());
+      if (n === 0) socket.write(STARTUP_REPLY);
+      else if (chunk[0] === 0x58) socket.end();
+      else socket.write(Buffer.concat([ROW, READY]));
+    });
+    try {
+      const clock = new ManualClock();
+      await expect(connectTo(fake.port, { clock, user: 'close-at-once' })).rejects.toBeInstanceOf(WireConnectionError);
+      expect(clock.armed).toBe(0);
+
+      const scram = connectTo(fake.port, { clock, user: 'scram', password: PASSWORD });
+      await serverFirstSent;
+      clock.advance(30_000);
+      await expect(scram).rejects.toBeInstanceOf(TimeoutError);
+      expect(clock.armed).toBe(0);
+
+      const idle = await connectTo(fake.port, { clock });
+      expect(await idle.call(STATEMENT, [])).toEqual([['7']]);
+      const lost = new Promise<Error>((resolve) => idle.onLost(resolve));
+      await fake.closeClients();
+      expect(await lost).toBeInstanceOf(WireConnectionError);
+      expect(clock.armed).toBe(0);
+
+      const ended = await connectTo(fake.port, { clock });
+      expect(await ended.call(STATEMENT, [])).toEqual([['7']]);
+      await ended.end();
+      expect(clock.armed).toBe(0);
+
+      const destroyed = await connectTo(fake.port, { clock });
+      const inFlight = destroyed.call(STATEMENT, []);
+      destroyed.destroy();
+      await expect(inFlight).rejects.toBeInstanceOf(WireConnectionError);
+      expect(clock.armed).toBe(0);
+      await fake.allClosed();
     } finally {
       await fake.close();
     }

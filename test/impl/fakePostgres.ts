@@ -5,8 +5,13 @@ export interface FakeServer {
   readonly port: number;
   /** Every chunk the clients sent, in order. */
   readonly received: readonly Buffer[];
-  /** Connections accepted so far. */
+  /** Connections accepted so far, and those still open on the server's side. */
   readonly connections: number;
+  readonly open: number;
+  /** Resolves once no client connection is open on the server's side. */
+  allClosed(): Promise<void>;
+  /** Closes every client connection, the server staying up. */
+  closeClients(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -15,6 +20,7 @@ export async function fakeServer(reply: (chunk: Buffer, socket: net.Socket, n: n
   const sockets = new Set<net.Socket>();
   const received: Buffer[] = [];
   let connections = 0;
+  const waiters: (() => void)[] = [];
   const fake = net.createServer((socket) => {
     connections++;
     sockets.add(socket);
@@ -22,7 +28,11 @@ export async function fakeServer(reply: (chunk: Buffer, socket: net.Socket, n: n
     let n = 0;
     socket.on('data', (chunk) => reply(chunk, socket, n++));
     socket.on('error', () => undefined);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      if (sockets.size > 0) return;
+      for (const w of waiters.splice(0)) w();
+    });
   });
   await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
   return {
@@ -31,6 +41,11 @@ export async function fakeServer(reply: (chunk: Buffer, socket: net.Socket, n: n
     get connections() {
       return connections;
     },
+    get open() {
+      return sockets.size;
+    },
+    allClosed: () => (sockets.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+    closeClients: () => Promise.all([...sockets].map((s) => new Promise<void>((resolve) => s.end(resolve)))).then(() => undefined),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -86,6 +86,10 @@ export class ManualClock implements MonotonicClock {
       entry.cancelled = true;
     };
   }
+  /** Timers scheduled and neither run nor cancelled: what a released resource must leave at 0. */
+  get armed(): number {
+    return this.#due.filter((e) => !e.cancelled).length;
+  }
   advance(ms: number): void {
     this.#now += ms;
     const due = this.#due.filter((e) => e.atMs <= this.#now).sort((a, b) => a.atMs - b.atMs);

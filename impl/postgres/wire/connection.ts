@@ -276,6 +276,8 @@ export class WireConnection {
   }
 
   #message(type: number, buf: Buffer, start: number, end: number): void {
+    // The rest of a read that ended the connection is not acted on (a FATAL then an authentication request: no answer goes out).
+    if (this.#lost !== null) return;
     const head = this.#pending[0];
     // During the start-up only authentication, parameters, key data, notices, errors and the first ReadyForQuery (after AuthenticationOk) may come.
     if (this.#ready ? type === 0x52 || type === 0x4b : !(type === 0x52 || type === 0x53 || type === 0x4b || type === 0x4e || type === 0x45 || (type === 0x5a && this.#authenticated))) throw unexpected(type);
