@@ -30,46 +30,21 @@ export interface Fingerprint {
   lo: number;
 }
 
-// The words of the record being hashed, gathered into one scratch array and
-// hashed in one loop (digest): the two lanes stay in locals there, where a
-// word-by-word update of module variables was a quarter of the fingerprint's time.
-let buf = new Int32Array(1 << 10);
-let len = 0;
+// Two murmur3-style lanes with different constants: together one 64-bit hash.
+let h1 = 0;
+let h2 = 0;
 
 function word(k: number): void {
-  if (len === buf.length) {
-    const bigger = new Int32Array(buf.length * 2);
-    bigger.set(buf);
-    buf = bigger;
-  }
-  buf[len++] = k;
-}
-
-// The last digest's two halves.
-let dHi = 0;
-let dLo = 0;
-
-/** Two murmur3-style lanes with different constants over the gathered words (together one 64-bit hash); empties the scratch array. */
-function digest(seed1: number, seed2: number): void {
-  let h1 = seed1;
-  let h2 = seed2;
-  const b = buf;
-  for (let i = 0; i < len; i++) {
-    const k = b[i]!;
-    let x = Math.imul(k, 0xcc9e2d51);
-    x = (x << 15) | (x >>> 17);
-    h1 ^= Math.imul(x, 0x1b873593);
-    h1 = (h1 << 13) | (h1 >>> 19);
-    h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
-    let y = Math.imul(k ^ 0x5bd1e995, 0x85ebca6b);
-    y = (y << 17) | (y >>> 15);
-    h2 ^= Math.imul(y, 0xc2b2ae35);
-    h2 = (h2 << 11) | (h2 >>> 21);
-    h2 = (Math.imul(h2, 9) + 0x7f4a7c15) | 0;
-  }
-  len = 0;
-  dHi = fmix(h1);
-  dLo = fmix(h2);
+  let a = Math.imul(k, 0xcc9e2d51);
+  a = (a << 15) | (a >>> 17);
+  h1 ^= Math.imul(a, 0x1b873593);
+  h1 = (h1 << 13) | (h1 >>> 19);
+  h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
+  let b = Math.imul(k ^ 0x5bd1e995, 0x85ebca6b);
+  b = (b << 17) | (b >>> 15);
+  h2 ^= Math.imul(b, 0xc2b2ae35);
+  h2 = (h2 << 11) | (h2 >>> 21);
+  h2 = (Math.imul(h2, 9) + 0x7f4a7c15) | 0;
 }
 
 const WIDE = -0x80000000;
@@ -319,57 +294,6 @@ function hashClient(world: World, c: ClientState): void {
   }
 }
 
-/**
- * A node's hash, remembered per (index, client permutation) with the node
- * object it was computed for: it is reused while the rest of what it reads
- * stays as it was (the version below). The branches of one step share most
- * nodes, their time and their clients (an acquire's give-ups, say).
- */
-const memoNode: Array<NodeState | undefined> = [];
-const memoVersion: number[] = [];
-const memoHi: number[] = [];
-const memoLo: number[] = [];
-/**
- * What a node's hash reads besides the node, as of the last fingerprint: the
- * configuration and options, true time, the partitions and every client
- * (owner classes); `version` moves whenever one of them differs.
- */
-let version = 0;
-let lastConfig: World['config'] | null = null;
-let lastNow = Number.NaN;
-let lastPartitions: World['partitions'] | null = null;
-let lastDeadGone = false;
-let lastExactExpiry = false;
-const lastClients: ClientState[] = [];
-
-function noteContext(world: World): void {
-  const clients = world.clients;
-  let same =
-    world.config === lastConfig && world.nowMs === lastNow && world.partitions === lastPartitions && deadGone === lastDeadGone && exactExpiry === lastExactExpiry && clients.length === lastClients.length;
-  for (let i = 0; same && i < clients.length; i++) same = clients[i] === lastClients[i];
-  if (same) return;
-  version++;
-  lastConfig = world.config;
-  lastNow = world.nowMs;
-  lastPartitions = world.partitions;
-  lastDeadGone = deadGone;
-  lastExactExpiry = exactExpiry;
-  lastClients.length = clients.length;
-  for (let i = 0; i < clients.length; i++) lastClients[i] = clients[i]!;
-}
-
-/** The version and ghost the client hashes in clientHi/clientLo were computed under. */
-let memoClientVersion = -1;
-let memoGhost: World['ghost'] | null = null;
-
-/** A client permutation as a number below 64 (up to MAX_PERMUTED_CLIENTS clients; larger worlds are never permuted: 63). */
-function permCode(perm: readonly number[]): number {
-  if (perm.length > MAX_PERMUTED_CLIENTS) return 63;
-  let code = 0;
-  for (let i = 0; i < perm.length; i++) code |= perm[i]! << (2 * i);
-  return code;
-}
-
 const nodeHi: number[] = [];
 const nodeLo: number[] = [];
 const nodeOrder: number[] = [];
@@ -384,25 +308,12 @@ const byClientHash = byHash(clientHi, clientLo);
 /** The fingerprint with client `inverse[j]` in place j (perm is inverse's inverse). Client hashes must be in clientHi/clientLo. */
 function hashUnder(world: World, perm: readonly number[], inverse: readonly number[], fixedNodes: number, out: Fingerprint): void {
   const nodes = world.nodes;
-  const code = permCode(perm);
   for (let i = 0; i < nodes.length; i++) {
-    const node = nodes[i]!;
-    const slot = i * 64 + code;
-    let hi: number;
-    let lo: number;
-    if (memoNode[slot] === node && memoVersion[slot] === version) {
-      hi = memoHi[slot]!;
-      lo = memoLo[slot]!;
-    } else {
-      hashNode(world, node, i, perm);
-      digest(0x1234567, 0x7654321);
-      hi = dHi;
-      lo = dLo;
-      memoNode[slot] = node;
-      memoVersion[slot] = version;
-      memoHi[slot] = hi;
-      memoLo[slot] = lo;
-    }
+    h1 = 0x1234567;
+    h2 = 0x7654321;
+    hashNode(world, nodes[i]!, i, perm);
+    const hi = fmix(h1);
+    const lo = fmix(h2);
     nodeHi[i] = hi;
     nodeLo[i] = lo;
     // Nodes past the fixed ones are interchangeable: insertion sort of their hashes (n <= 15, no allocation).
@@ -410,6 +321,8 @@ function hashUnder(world: World, perm: readonly number[], inverse: readonly numb
     if (i >= fixedNodes) for (; j > fixedNodes && (nodeHi[nodeOrder[j - 1]!]! > hi || (nodeHi[nodeOrder[j - 1]!] === hi && nodeLo[nodeOrder[j - 1]!]! > lo)); j--) nodeOrder[j] = nodeOrder[j - 1]!;
     nodeOrder[j] = i;
   }
+  h1 = 0x2545f491;
+  h2 = 0x6c8e9cf5;
   word(nodes.length);
   // Where node 0 is fixed this hashes as before the full node symmetry (the fingerprints, not the verdicts, would change otherwise).
   for (let k = 0; k < nodes.length; k++) {
@@ -440,9 +353,8 @@ function hashUnder(world: World, perm: readonly number[], inverse: readonly numb
     big(g.maxToken);
     num(epochRank(world, r, g.lastAcceptedEpoch));
   }
-  digest(0x2545f491, 0x6c8e9cf5);
-  out.hi = dHi;
-  out.lo = dLo;
+  out.hi = fmix(h1);
+  out.lo = fmix(h2);
 }
 
 /** Every permutation of 0..n-1, as [perm, inverse] pairs (perm[old] = new). */
@@ -499,19 +411,12 @@ export function fingerprint(world: World, out: Fingerprint, options: Fingerprint
   const fixed = options.fixedNodes ?? 1;
   deadGone = options.deadKeysGone === true;
   exactExpiry = options.exactExpiry === true;
-  noteContext(world);
-  // A client's hash reads the clients, true time (the version) and the ghost's last accepted epochs (epochRank).
-  const ghost = world.ghost;
-  const fresh = memoClientVersion !== version || memoGhost !== ghost;
-  memoClientVersion = version;
-  memoGhost = ghost;
   for (let i = 0; i < n; i++) {
-    if (fresh) {
-      hashClient(world, world.clients[i]!);
-      digest(0x3c6ef372, 0x510e527f);
-      clientHi[i] = dHi;
-      clientLo[i] = dLo;
-    }
+    h1 = 0x3c6ef372;
+    h2 = 0x510e527f;
+    hashClient(world, world.clients[i]!);
+    clientHi[i] = fmix(h1);
+    clientLo[i] = fmix(h2);
     clientOrder[i] = i;
   }
   clientOrder.length = n;
