@@ -3,6 +3,7 @@ import type { Design } from './design.ts';
 import { expiresByWallClock, rulesOf } from './design.ts';
 import type { NodeKey, NodeState, Owner, World } from './state.ts';
 import { sameOwner } from './state.ts';
+import { withEntry } from './record.ts';
 
 /**
  * One lock-service node: key liveness by the node's own clock, and the atomic
@@ -61,17 +62,17 @@ export function counterKey(design: Design, resource: string): string {
 
 export function bumpCounter(node: NodeState, key: string, base: bigint): { readonly node: NodeState; readonly value: bigint } {
   const value = (node.counters[key] ?? base) + 1n;
-  return { node: { ...node, counters: { ...node.counters, [key]: value } }, value };
+  return { node: { ...node, counters: withEntry(node.counters, key, value) }, value };
 }
 
 /** Raises a counter to at least `value` (Redlock's write-back of the quorum's token). */
 export function raiseCounter(node: NodeState, key: string, value: bigint): NodeState {
   const current = node.counters[key] ?? 0n;
-  return current >= value ? node : { ...node, counters: { ...node.counters, [key]: value } };
+  return current >= value ? node : { ...node, counters: withEntry(node.counters, key, value) };
 }
 
 export function setKey(node: NodeState, resource: string, key: NodeKey): NodeState {
-  return { ...node, keys: { ...node.keys, [resource]: key } };
+  return { ...node, keys: withEntry(node.keys, resource, key) };
 }
 
 export function deleteKey(node: NodeState, resource: string): NodeState {

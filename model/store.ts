@@ -1,6 +1,7 @@
 import { match } from 'ts-pattern';
 import type { StorePolicy } from './design.ts';
 import { checkResource, checkToken } from './errors.ts';
+import { withEntry } from './record.ts';
 
 /**
  * The storage that a lock guards, one cell per resource. A fenced store keeps
@@ -61,6 +62,6 @@ export function writeStore(
   const highest = cell.highest === null || token > cell.highest ? token : cell.highest;
   return {
     decision: { accepted: true },
-    next: { ...store, cells: { ...store.cells, [resource]: { value, token, highest } } },
+    next: { ...store, cells: withEntry(store.cells, resource, { value, token, highest }) },
   };
 }

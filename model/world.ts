@@ -23,6 +23,7 @@ import { roundEnds } from './round.ts';
 import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
 import { ghostOf, sameOwner } from './state.ts';
 import { cellOf, writeStore } from './store.ts';
+import { withEntry } from './record.ts';
 
 /**
  * The world model: one pure step function from a state and a command to the
@@ -502,7 +503,7 @@ function deliverWrite(world: World, client: number, w: PendingWrite): { readonly
   };
   const ghostAfter = decision.accepted ? { ...ghost, lastAcceptedEpoch: Math.max(ghost.lastAcceptedEpoch, w.epoch) } : ghost;
   return {
-    world: { ...world, store: next, ghost: { ...world.ghost, [w.resource]: ghostAfter } },
+    world: { ...world, store: next, ghost: withEntry(world.ghost, w.resource, ghostAfter) },
     outcome: decision.accepted ? { kind: 'accepted' } : { kind: 'rejected', highest: decision.highest },
     event,
   };
@@ -575,7 +576,7 @@ function sendAcquire(world: World, client: number, resource: string, ttlMs: numb
     // bumpCounter and setKey in one copy of the node.
     const value = (node.counters[ckey] ?? tokenBase(world)) + 1n;
     const key = { owner, expiresAtMs: expiryNow(design, node, world.nowMs) + ttlMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
-    return { node: { ...node, counters: { ...node.counters, [ckey]: value }, keys: { ...node.keys, [resource]: key } }, vote: value };
+    return { node: { ...node, counters: withEntry(node.counters, ckey, value), keys: withEntry(node.keys, resource, key) }, vote: value };
   }).map(({ nodes, votes }) => ({
     sent: { ...counted, nodes },
     flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
@@ -642,7 +643,7 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
         ...afterNodes,
         nowMs: doneMs,
         nodes: afterNodes.nodes.map((n, i) => (behind[i] && receives(afterNodes, client, i) ? raiseCounter(n, ckey, token) : n)),
-        ghost: { ...afterNodes.ghost, [resource]: { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken } },
+        ghost: withEntry(afterNodes.ghost, resource, { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken }),
       };
       const next = withClient(written, client, (c) => withLease(c, resource, lease));
       return [
@@ -755,7 +756,7 @@ function answeredSession(world: World, later: World, client: number, resource: s
   const granted: World = {
     ...later,
     nodes: [setKey(bumped.node, resource, { owner, expiresAtMs: null, ttlMs: null, count: 1, liveSinceTrueMs: world.nowMs })],
-    ghost: { ...world.ghost, [resource]: { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken } },
+    ghost: withEntry(world.ghost, resource, { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken }),
   };
   const next = withClient(granted, client, (c) => withLease({ ...c, attempts: owner.attempt }, resource, { owner, token, validUntilMs: null, count: 1, buffered: [], epoch }));
   return single({ kind: 'granted', token, validUntilMs: null }, next, [
