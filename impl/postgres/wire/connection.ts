@@ -19,8 +19,11 @@ import { readFields, serverError, WireConnectionError, WireProtocolError, WireSe
  * query, Parse and call by `timeoutMs` on the clock. A call that runs out, a socket error, a close
  * or a message this client cannot read drops the connection at once: every
  * call in flight fails (the timed-out one with TimeoutError, a call whose
- * ErrorResponse had come with that error, the others with
- * WireConnectionError) and `onLost` runs once.
+ * ErrorResponse had come with that error, the others with the error that
+ * ended the connection: WireConnectionError, or WireProtocolError for a
+ * message not expected in the connection's state or not well formed) and
+ * `onLost` runs once. What it refuses is listed in docs/postgres.md
+ * ("What the wire client refuses").
  */
 
 /** A statement prepared once per connection under its name. */
