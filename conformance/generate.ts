@@ -135,7 +135,7 @@ export function rescaled(command: Command, scale: number, name: (resource: strin
       ...(p.pendingWrite !== undefined ? { pendingWrite: { ...p.pendingWrite, resource: name(p.pendingWrite.resource) } } : {}),
       ...(p.inFlight !== undefined ? { inFlight: rescaled(p.inFlight, scale, name) as Operation } : {}),
     }))
-    .with({ kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'replicate' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'node-delay' }, { kind: 'kill-connection' }, (c) => c)
+    .with({ kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'deliver' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'replicate' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'node-delay' }, { kind: 'kill-connection' }, (c) => c)
     .exhaustive();
 }
 

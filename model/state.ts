@@ -77,7 +77,10 @@ export interface PendingWrite {
 export interface ClientState {
   readonly mono: Clock;
   readonly paused: boolean;
-  /** A write checked before the pause, sent unchecked at resume. */
+  /**
+   * A write whose lease check passed and that has not reached the store: held by the paused client (sent unchecked at
+   * resume), or, while the client runs, held by the network (a delayed request: it lands at `deliver`; the client waits).
+   */
   readonly pendingWrite: PendingWrite | null;
   /** An operation sent just before the pause, its replies read at resume. */
   readonly inFlight: InFlight | null;

@@ -79,10 +79,17 @@ export function enabled(world: World, command: Command): boolean {
     case 'release':
     case 'write':
     case 'read':
-    case 'pause':
-      return world.clients[command.client]?.paused === false;
+    case 'pause': {
+      // A running client with a write in the network waits for its reply.
+      const c = world.clients[command.client];
+      return c?.paused === false && c.pendingWrite === null;
+    }
     case 'resume':
       return world.clients[command.client]?.paused === true;
+    case 'deliver': {
+      const c = world.clients[command.client];
+      return c?.paused === false && c.pendingWrite !== null;
+    }
     case 'crash':
       return world.nodes[command.node]?.up === true;
     case 'replicate':
@@ -119,7 +126,9 @@ function validate(world: World, command: Command): void {
     return state;
   };
   const active = (c: number): void => {
-    if (client(c).paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
+    const state = client(c);
+    if (state.paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
+    if (state.pendingWrite !== null) throw new InvalidInputError('precondition', `client ${c} waits for its delayed write to be delivered`);
   };
   // Late replies of extend, release and write: timed against a ttl design's request timeout, or a PostgreSQL client's statement timeout.
   const timed = (latencyMs: number | undefined): void => {
@@ -164,6 +173,13 @@ function validate(world: World, command: Command): void {
       checkResource(c.resource);
       if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
       timed(c.latencyMs);
+      if (c.delayed !== undefined) {
+        if (c.delayed !== true) throw new InvalidInputError('precondition', 'delayed must be true or absent');
+        if (c.latencyMs !== undefined) throw new InvalidInputError('precondition', 'a delayed write has no latencyMs: its reply comes at its delivery');
+        if (rulesOf(design).writes === 'at-commit') {
+          throw new InvalidInputError('unsupported-operation', `${design.kind} writes inside the lock's transaction, on its own connection: a delayed write there is a late reply (latencyMs)`);
+        }
+      }
       return;
     }
     case 'advance': {
@@ -202,6 +218,11 @@ function validate(world: World, command: Command): void {
     }
     case 'resume': {
       if (!client(c.client).paused) throw new InvalidInputError('precondition', `client ${c.client} is not paused`);
+      return;
+    }
+    case 'deliver': {
+      const state = client(c.client);
+      if (state.paused || state.pendingWrite === null) throw new InvalidInputError('precondition', `client ${c.client} has no delayed write in the network`);
       return;
     }
     case 'crash': {
@@ -524,7 +545,7 @@ function operate(world: World, op: Operation): readonly Branch[] {
     case 'release':
       return release(world, op.client, op.resource, op.latencyMs ?? 0);
     case 'write':
-      return write(world, op.client, op.resource, op.value, op.latencyMs ?? 0);
+      return write(world, op.client, op.resource, op.value, op.latencyMs ?? 0, op.delayed === true);
     case 'read': {
       const cell = cellOf(world.store, op.resource);
       return single({ kind: 'value', value: cell.value, token: cell.token }, world);
@@ -950,7 +971,7 @@ function releasedSession(world: World, client: number, resource: string, lease: 
   return single({ kind: 'released' }, withClient(next, client, (c) => withLease(c, resource, null)), events);
 }
 
-function write(world: World, client: number, resource: string, value: string, latencyMs: number): readonly Branch[] {
+function write(world: World, client: number, resource: string, value: string, latencyMs: number, delayed: boolean): readonly Branch[] {
   const lease = world.clients[client]!.leases[resource];
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
   if (rulesOf(world.config.design).writes === 'at-commit') {
@@ -965,8 +986,11 @@ function write(world: World, client: number, resource: string, value: string, la
     const late = single({ kind: 'timed-out' }, abortTransaction(later, client, resource));
     return s.inTime === 'race' ? [...accepted, ...late] : late;
   }
+  const w: PendingWrite = { resource, value, token: lease.token, epoch: lease.epoch };
+  // Checked and sent; the network holds it until the client's deliver (spec 3, "Delayed requests").
+  if (delayed) return single({ kind: 'ok' }, withClient(world, client, (c) => ({ ...c, pendingWrite: w })));
   // The store applies the write when it arrives; its reply may come later.
-  const delivered = deliverWrite(world, client, { resource, value, token: lease.token, epoch: lease.epoch });
+  const delivered = deliverWrite(world, client, w);
   return single(delivered.outcome, { ...delivered.world, nowMs: world.nowMs + latencyMs }, [delivered.event]);
 }
 
@@ -1055,6 +1079,12 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     }
     case 'resume':
       return resume(world, f.client);
+    case 'deliver': {
+      // The delayed write lands now, unchecked: the lease it was checked under may have ended since.
+      const pending = world.clients[f.client]!.pendingWrite!;
+      const delivered = deliverWrite(withClient(world, f.client, (c) => ({ ...c, pendingWrite: null })), f.client, pending);
+      return single(delivered.outcome, delivered.world, [delivered.event]);
+    }
     case 'replicate':
       return ok(replicated(world, f.node));
     case 'crash': {

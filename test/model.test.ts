@@ -328,3 +328,63 @@ describe('etcd-lease across a crash of the cluster (spec 3, 7.6.1, 7.7)', () => 
     expect(step(at(1100, 0), { kind: 'crash', node: 0 })).toHaveLength(1);
   });
 });
+
+describe('a delayed write request (spec 3, "Delayed requests"; Kleppmann\'s delayed packet)', () => {
+  /** Client 0 checks its lease and sends; the network holds the write past the lease's end, while client 1 takes over and writes. */
+  const late: readonly Command[] = [
+    { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 },
+    { kind: 'write', client: 0, resource: 'r', value: 'late', delayed: true },
+    { kind: 'advance', ms: 12 },
+    { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 },
+    { kind: 'write', client: 1, resource: 'r', value: 'new' },
+    { kind: 'deliver', client: 0 },
+  ];
+  const run = (design: Design, store: StorePolicy) => {
+    let w = initialWorld({ design, store, clients: 2 });
+    const outcomes: string[] = [];
+    const broken: string[] = [];
+    for (const c of late) {
+      const branches = step(w, c);
+      expect(branches).toHaveLength(1);
+      outcomes.push(branches[0]!.outcome.kind);
+      broken.push(...checkProperties(branches[0]!.events, branches[0]!.next).map((v) => v.property));
+      w = branches[0]!.next;
+    }
+    return { outcomes, broken, world: w };
+  };
+
+  it('lands after the next holder\'s write: an unfenced store loses that update (STORE-1)', () => {
+    for (const design of [designs.redisSingle(), designs.redlock({ nodes: 3 }), designs.etcdLease()]) {
+      const r = run(design, 'unfenced');
+      expect(r.outcomes).toEqual(['granted', 'ok', 'ok', 'granted', 'accepted', 'accepted']);
+      expect(r.broken).toEqual(['STORE-1']);
+      expect(r.world.store.cells['r']!.value).toBe('late');
+    }
+  });
+
+  it('is judged by the store when it lands: a strict store rejects the older token, and every property holds', () => {
+    const r = run(designs.redisSingle(), 'strict');
+    expect(r.outcomes).toEqual(['granted', 'ok', 'ok', 'granted', 'accepted', 'rejected']);
+    expect(r.broken).toEqual([]);
+    expect(r.world.store.cells['r']!.value).toBe('new');
+  });
+
+  it('is checked when sent: no lease, nothing sent; the client waits for the delivery and does nothing else meanwhile', () => {
+    let w = initialWorld({ design: designs.redisSingle(), store: 'unfenced', clients: 1 });
+    expect(step(w, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true })[0]!.outcome).toEqual({ kind: 'not-held' });
+    expect(() => step(w, { kind: 'deliver', client: 0 })).toThrow(/no delayed write/);
+    w = step(w, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
+    w = step(w, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true })[0]!.next;
+    expect(() => step(w, { kind: 'release', client: 0, resource: 'r' })).toThrow(/waits for its delayed write/);
+    expect(() => step(w, { kind: 'pause', client: 0 })).toThrow(/waits for its delayed write/);
+    expect(() => step(w, { kind: 'resume', client: 0 })).toThrow(/not paused/);
+    expect(step(w, { kind: 'deliver', client: 0 })[0]!.outcome).toEqual({ kind: 'accepted' });
+  });
+
+  it('is refused with latencyMs, and on pg-xact, whose writes share the lock\'s connection', () => {
+    const w = step(initialWorld({ design: designs.redisSingle(), store: 'unfenced', clients: 1 }), { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
+    expect(() => step(w, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true, latencyMs: 3 })).toThrow(/no latencyMs/);
+    const x = step(initialWorld({ design: designs.pgXact(), store: 'transactional', clients: 1 }), { kind: 'acquire', client: 0, resource: 'r' })[0]!.next;
+    expect(() => step(x, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true })).toThrow(/unsupported-operation/);
+  });
+});
