@@ -388,3 +388,45 @@ describe('a delayed write request (spec 3, "Delayed requests"; Kleppmann\'s dela
     expect(() => step(x, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true })).toThrow(/unsupported-operation/);
   });
 });
+
+describe('a consensus lock\'s acquire paused between its rounds (spec 7.7: the lease first, then the put)', () => {
+  const paused: Command = { kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 2 } };
+  const states = (design: Design) => step(initialWorld({ design, store: 'strict', clients: 2 }), paused);
+
+  it('on etcd-lease: the put went out before the pause, or only the lease did and the key is free until the resume', () => {
+    const branches = states(designs.etcdLease());
+    expect(branches.map((b) => b.next.nodes[0]!.keys['r'] === undefined)).toEqual([false, true]);
+    // Meanwhile another client is granted where the put has not gone out; the paused one, resumed, finds the key held.
+    const leased = branches[1]!.next;
+    const other = step(leased, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 });
+    expect(other.map((b) => b.outcome.kind)).toEqual(['granted']);
+    expect(step(other[0]!.next, { kind: 'resume', client: 0 }).map((b) => b.outcome)).toEqual([{ kind: 'denied', reason: 'held' }]);
+  });
+
+  it('resumed in time, the put is granted with validity from before the lease; the key ends with the lease (etcd) or a ttl after the put (ZooKeeper)', () => {
+    for (const [design, expiresAtMs] of [
+      [designs.etcdLease(), 10],
+      [designs.etcdLease({ leaseRenewal: 'last-request' }), 14],
+    ] as const) {
+      const leased = states(design)[1]!.next;
+      const later = step(leased, { kind: 'advance', ms: 4 })[0]!.next;
+      const [resumed, ...rest] = step(later, { kind: 'resume', client: 0 });
+      expect(rest).toEqual([]);
+      expect(resumed!.outcome).toMatchObject({ kind: 'granted', token: 1n });
+      expect(resumed!.next.nodes[0]!.keys['r']!.expiresAtMs).toBe(expiresAtMs);
+      expect(resumed!.next.clients[0]!.leases['r']!.validUntilMs).toBeLessThan(10);
+    }
+  });
+
+  it('resumed past its timeout, it gave up: timed-out, and no key is ever put', () => {
+    const leased = states(designs.etcdLease())[1]!.next;
+    const later = step(leased, { kind: 'advance', ms: 12 })[0]!.next;
+    const resumed = step(later, { kind: 'resume', client: 0 });
+    expect(resumed.map((b) => b.outcome.kind)).toEqual(['timed-out']);
+    expect(resumed[0]!.next.nodes[0]!.keys['r']).toBeUndefined();
+  });
+
+  it('on Redis designs the first round is the put: one branch, the key set at the pause', () => {
+    expect(states(designs.redisSingle()).map((b) => b.next.nodes[0]!.keys['r'] === undefined)).toEqual([false]);
+  });
+});
