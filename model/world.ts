@@ -1084,8 +1084,9 @@ function inject(world: World, fault: Fault): readonly Branch[] {
         const put = sendAcquire(world, op.client, op.resource, op.ttlMs!, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0).map(({ sent, flight }) => pausing(sent, flight));
         if (rulesOf(design).acquireFirstRound(design) === 'put') return put;
         // A consensus lock's first round is its lease: the client may also have paused before it read the grant and sent the put.
+        // First, as a stopped client is most often stopped there (the runner's token renaming tries the first grant first).
         const lease = leaseGranted(world, op.client, op.resource, op.ttlMs!, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0);
-        return [...put, pausing(lease.sent, lease.flight)];
+        return [pausing(lease.sent, lease.flight), ...put];
       }
       if (op?.kind === 'extend') {
         const refused = extendRefused(world, op.client, op.resource);
