@@ -730,9 +730,12 @@ export function implicated(command: Command, branches: readonly Branch[], actual
     // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
     .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))
     // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
-    .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
+    // (A delayed write's send is `ok`: sent.)
+    .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected', 'ok') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') && !wantedKinds.has('ok') ? 'MUTEX-1' : 'FENCE-2'))
     .with({ op: 'write' }, (): PropertyId => 'LIVE-1')
     .with({ op: 'read' }, (): PropertyId => 'STORE-1')
+    // A delayed write judged otherwise than the store's policy judges it when it lands.
+    .with({ op: 'deliver' }, (): PropertyId => 'FENCE-2')
     .otherwise((): PropertyId => (command.kind === 'resume' ? 'STORE-1' : 'LIVE-1'));
 }
 

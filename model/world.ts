@@ -664,6 +664,12 @@ function readLate(gaveUp: readonly Branch[], f: AcquireFlight, earliestMs: numbe
   return gaveUp.map((b) => ({ ...b, next: { ...b.next, nowMs: last } }));
 }
 
+/** The attempt judged once every reply that comes has come (none comes from a black hole: then it waits for good, judged never). */
+function readLateReplies(sent: World, client: number, f: AcquireFlight, earliestMs: number): Branch[] {
+  if (f.arrivals.includes('never')) return [];
+  return finishAcquire(sent, client, { ...f, deadlineMs: Number.POSITIVE_INFINITY }, earliestMs, null, true);
+}
+
 /**
  * The client reads an attempt's replies (from `earliestMs` on: now, or its
  * resume): a grant needs a quorum of replies in time and positive validity
@@ -674,7 +680,7 @@ function readLate(gaveUp: readonly Branch[], f: AcquireFlight, earliestMs: numbe
  * `untouched`: the world as if the requests never arrived (a timed-out
  * attempt cannot tell), when the attempt is judged in the step that sent it.
  */
-function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs: number, untouched: World | null): Branch[] {
+function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs: number, untouched: World | null, patient = false): Branch[] {
   const design = sent.config.design;
   const { resource, ttlMs, owner } = f;
   const ckey = counterKey(design, resource);
@@ -692,7 +698,12 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
         ? []
         : [...(untouched === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: { ...untouched, nowMs: afterNodes.nowMs }, events: [] }]), { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] }];
     // At the ttl itself only a reply read in time races the give-up.
-    if (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean))) return [...gaveUp, ...readLate(gaveUp, f, earliestMs)];
+    if (!patient && (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean)))) {
+      // A client with no deadline and no request timeout of its own (a library's declared contract, spec 7.11) waits for
+      // the late replies and reads a grant in them as a grant, however late.
+      const waits = leaseTerms(design).clientDeadline === 'none' && sent.config.requestTimeoutMs === undefined && way === 0;
+      return [...gaveUp, ...(waits ? readLateReplies(sent, client, f, earliestMs) : readLate(gaveUp, f, earliestMs))];
+    }
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
     // A client that keeps no deadline computes no validity either: a quorum in time is a grant.
     const noDeadline = leaseTerms(design).clientDeadline === 'none';

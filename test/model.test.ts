@@ -430,3 +430,14 @@ describe('a consensus lock\'s acquire paused between its rounds (spec 7.7: the l
     expect(states(designs.redisSingle()).map((b) => b.next.nodes[0]!.keys['r'] === undefined)).toEqual([false]);
   });
 });
+
+describe('a client with no deadline and no timeout of its own (a library\'s contract, spec 7.11)', () => {
+  it('waits for a grant later than the ttl and reads it as a grant; lockcheck\'s client gives up', () => {
+    const late = (design: Design) => {
+      const w = step(initialWorld({ design, store: 'unfenced', clients: 1 }), { kind: 'node-delay', node: 0, ms: 11 })[0]!.next;
+      return [...new Set(step(w, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 }).map((b) => b.outcome.kind))].sort();
+    };
+    expect(late({ ...designs.redisSingle(), clientDeadline: 'none' } as Design)).toEqual(['granted', 'timed-out']);
+    expect(late(designs.redisSingle())).toEqual(['timed-out']);
+  });
+});
