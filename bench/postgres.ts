@@ -14,7 +14,9 @@
  *    pg_advisory_lock + pg_advisory_unlock and (b) the exact statements
  *    lockcheck sends per pair (TRY_LOCK_AND_MINT, then pg_advisory_unlock);
  *    diagnostics: the same statements through raw node-postgres, unnamed (as
- *    lockcheck sends them) and as named prepared statements;
+ *    lockcheck sends them) and as named prepared statements, and through
+ *    lockcheck's own bare wire client (impl/postgres/wire, the session lock's
+ *    driver);
  * 2. transaction lock: acquire (an idle connection, TRY_LOCK_AND_MINT, BEGIN
  *    and the hand-over to the transaction pipelined in one round trip) +
  *    release (COMMIT) per second, against pgbench running BEGIN / try xact
@@ -22,7 +24,8 @@
  *    lockcheck's two round trips through raw node-postgres;
  * 3. a fenced write (postgresFencedStore(client, 'strict'), increasing
  *    tokens) against a plain UPDATE of the same table, unnamed (the target's
- *    baseline) and named, per second.
+ *    baseline) and named, per second; and the same write through
+ *    openPostgresFencedStore (its own connection, the wire client).
  *
  * Each loop-driven measurement: a short warm-up, then a fixed duration;
  * pgbench runs for -T seconds (whole seconds) and its "tps" line is parsed.
@@ -47,7 +50,10 @@ import { PostgresServer, stopAllPostgresServers } from '../conformance/env/postg
 import { advisoryKey } from '../impl/postgres/keys.ts';
 import { MINT, SCHEMA, TRY_LOCK_AND_MINT } from '../impl/postgres/schema.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
-import { postgresFencedStore } from '../impl/postgres/store.ts';
+import type { PostgresFencedStoreConnection } from '../impl/postgres/store.ts';
+import { openPostgresFencedStore, postgresFencedStore } from '../impl/postgres/store.ts';
+import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
+import { systemClock } from '../impl/clock.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
 import { fmtRate, fmtRatio, log, median, out, parseSeconds, targetTable } from './common.ts';
 
@@ -490,6 +496,30 @@ function rawSessionOp(client: pg.Client, resource: string, named: boolean): Op {
 }
 
 const porsagerClients: postgresJs.Sql[] = [];
+const wires: WireConnection[] = [];
+const wireStores: PostgresFencedStoreConnection[] = [];
+
+const WIRE_LOCK_AND_MINT = new PreparedStatement('bench_wire_lock_and_mint', TRY_LOCK_AND_MINT);
+const WIRE_UNLOCK = new PreparedStatement('bench_wire_unlock', UNLOCK);
+
+/** One connection of lockcheck's own wire client (impl/postgres/wire), the session lock's two statements prepared. */
+async function wire(server: PostgresServer): Promise<WireConnection> {
+  const c = await WireConnection.connect({ ...server.connection, timeoutMs: STATEMENT_TIMEOUT_MS, clock: systemClock, parameters: { statement_timeout: String(STATEMENT_TIMEOUT_MS) } });
+  wires.push(c);
+  await c.prepare([WIRE_LOCK_AND_MINT, WIRE_UNLOCK]);
+  return c;
+}
+
+/** The statements of PostgresSessionLock through the bare wire client: what the lock's driver costs without the lock. */
+function wireSessionOp(c: WireConnection, resource: string): Op {
+  const key = advisoryKey(resource).toString();
+  const lockParams = [key, resource, '0'];
+  const unlockParams = [key];
+  return async () => {
+    if ((await c.call(WIRE_LOCK_AND_MINT, lockParams)).length !== 1) return false;
+    return (await c.call(WIRE_UNLOCK, unlockParams))[0]?.[0] === 't';
+  };
+}
 
 /** One connection of the `postgres` driver (porsager), for the driver comparison. */
 function porsager(server: PostgresServer): postgresJs.Sql {
@@ -560,6 +590,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   for (const c of CLIENT_COUNTS) {
     const rawClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-session-${c}-${i}`)));
     const namedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `named-session-${c}-${i}`)));
+    const wireClients = await Promise.all(Array.from({ length: c }, () => wire(server)));
     session.push(
       {
         kind: 'loops',
@@ -577,6 +608,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
       { kind: 'loops', id: `raw-${c}`, label: 'node-postgres same SQL, unnamed', clients: c, makeOp: (i) => rawSessionOp(rawClients[i]!, `bench-raw-session-${c}-${i}`, false) },
       { kind: 'loops', id: `named-${c}`, label: 'node-postgres same SQL, named', clients: c, makeOp: (i) => rawSessionOp(namedClients[i]!, `bench-named-session-${c}-${i}`, true) },
       { kind: 'loops', id: `porsager-${c}`, label: 'postgres (porsager) same SQL, prepared', clients: c, makeOp: (i) => porsagerSessionOp(porsager(server), `bench-porsager-session-${c}-${i}`) },
+      { kind: 'loops', id: `wire-${c}`, label: 'own wire client same SQL, prepared', clients: c, makeOp: (i) => wireSessionOp(wireClients[i]!, `bench-wire-session-${c}-${i}`) },
     );
   }
   const r1 = await measureGroup(ctx, '[1]', session);
@@ -626,6 +658,25 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
         makeOp: (i) => {
           const store = postgresFencedStore(fencedClients[i]!, 'strict');
           const resource = `bench-fenced-${c}-${i}`;
+          let token = 0n;
+          return async () => {
+            token++;
+            const w = await store.write(resource, token, 'v');
+            if (w.kind === 'accepted') return true;
+            rejectedWrites++;
+            return false;
+          };
+        },
+      },
+      {
+        kind: 'loops',
+        id: `fenced-wire-${c}`,
+        label: 'fenced write (strict), own connection (wire client)',
+        clients: c,
+        makeOp: (i) => {
+          const store = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: STATEMENT_TIMEOUT_MS }, 'strict');
+          wireStores.push(store);
+          const resource = `bench-fenced-wire-${c}-${i}`;
           let token = 0n;
           return async () => {
             token++;
@@ -721,6 +772,8 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
         row(r2, 'transaction lock / pgbench persistent, 1 client', 'lc-1', 'pgb-xact-1', 0.8),
         row(r3, 'fenced write / plain UPDATE, 1 client', 'fenced-1', 'plain-1', 0.8),
         row(r3, 'fenced write / plain UPDATE, 8 clients', 'fenced-8', 'plain-8', 0.8),
+        row(r3, 'fenced write on its own connection (wire client) / plain UPDATE, 1 client', 'fenced-wire-1', 'plain-1', 0.8),
+        row(r3, 'fenced write on its own connection (wire client) / plain UPDATE, 8 clients', 'fenced-wire-8', 'plain-8', 0.8),
       ],
       `1/5/15 min at start ${loadAtStart}, at end ${loadavg()}`,
     );
@@ -738,12 +791,13 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out('### 1. Session lock: acquire + release pairs/s');
   out();
   header();
-  out(rateRow(r1, 'lockcheck `PostgresSessionLock` (acquire = TRY_LOCK_AND_MINT, an INSERT … ON CONFLICT UPDATE; release = pg_advisory_unlock; 2 round trips, named prepared statements)', 'lc'));
+  out(rateRow(r1, 'lockcheck `PostgresSessionLock` (acquire = TRY_LOCK_AND_MINT, an INSERT … ON CONFLICT UPDATE; release = pg_advisory_unlock; 2 round trips, prepared statements, on lockcheck\'s own wire client)', 'lc'));
   out(rateRow(r1, 'pgbench `-M prepared`, the same SQL (TRY_LOCK_AND_MINT + pg_advisory_unlock)', 'pgb-same'));
   out(rateRow(r1, 'pgbench `-M prepared`, minimal pair (pg_advisory_lock + pg_advisory_unlock, no token)', 'pgb-min'));
   out(rateRow(r1, '*diagnostic:* raw node-postgres, the same SQL, unnamed statements (lockcheck sent them so before it named them)', 'raw'));
   out(rateRow(r1, '*diagnostic:* raw node-postgres, the same SQL, named (prepared) statements', 'named'));
   out(rateRow(r1, '*driver choice:* `postgres` (porsager) 3.4.9, the same SQL, prepared, one connection per client', 'porsager'));
+  out(rateRow(r1, '*driver choice:* lockcheck\'s own wire client (impl/postgres/wire), bare, the same SQL, prepared', 'wire'));
   out();
   ratioHeader();
   out(ratioRow(r1, 'lockcheck / pgbench same SQL (target with 1 client: ≥ 0.90)', 'lc', 'pgb-same', within20));
@@ -754,6 +808,8 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out(ratioRow(r1, '*diagnostic:* raw node-postgres named / unnamed (what prepared statements would gain)', 'named', 'raw'));
   out(ratioRow(r1, 'lockcheck / raw node-postgres named, config objects (price of lockcheck\'s own code; target with 8 clients: ≥ 0.95)', 'lc', 'named'));
   out(ratioRow(r1, '*driver choice:* postgres (porsager) / node-postgres named, the same statements', 'porsager', 'named'));
+  out(ratioRow(r1, '*driver choice:* own wire client / node-postgres named, the same statements', 'wire', 'named'));
+  out(ratioRow(r1, '*diagnostic:* lockcheck / its bare wire client, the same statements (price of lockcheck\'s own code over its driver)', 'lc', 'wire'));
   out();
   out(`pgbench same-SQL check (every pair must have been granted, so must have minted): ${mintCheck(r1, 'pgb-same')}. A transaction cut off by -T can mint without being counted.`);
   out();
@@ -784,9 +840,11 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out(rateRow(r3, '`postgresFencedStore(client, "strict").write` (one conditional INSERT … ON CONFLICT UPDATE … WHERE token > highest, with the read-back of highest, a named prepared statement), increasing tokens', 'fenced'));
   out(rateRow(r3, 'plain `UPDATE lockcheck_store SET value = $1 WHERE resource = $2` (same table), unnamed: the target\'s baseline', 'plain'));
   out(rateRow(r3, '*diagnostic:* the same plain UPDATE, named (prepared, as the fenced write is)', 'plain-named'));
+  out(rateRow(r3, '`openPostgresFencedStore({ connection }, "strict").write`: the same statement on the store\'s own connection, through the wire client', 'fenced-wire'));
   out();
   ratioHeader();
   out(ratioRow(r3, 'fenced / plain (target: ≥ 0.80)', 'fenced', 'plain', within20));
+  out(ratioRow(r3, 'fenced on its own connection (wire client) / plain', 'fenced-wire', 'plain', within20));
   out(ratioRow(r3, '*diagnostic:* fenced / plain named (both prepared: the price of the guard and the read-back alone)', 'fenced', 'plain-named'));
   out();
   out(`Rejected fenced writes: ${rejectedWrites} (expected 0: every write carries a higher token). Node connection errors: ${connectionErrors}. Server CPU samples taken before the run's backends were reaped (settle timeouts): ${settleTimeouts}.`);
@@ -801,8 +859,8 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   out(
     `- Target "session lock within 20 % of pgbench's prepared-statement rate on the same SQL": rate ratio 1 client ${fmtRatio(s1)}, 8 clients ${fmtRatio(s8)} (CPU-cost ratio ${fmtRatio(c1)}, ${fmtRatio(c8)}) — ` +
       `${s1 >= 0.8 && s8 >= 0.8 ? 'met' : `**not met${s1 < 0.8 && s8 < 0.8 ? '' : s1 < 0.8 ? ' with 1 client' : ' with 8 clients'}**`}. ` +
-      'Where the gap comes from, by the diagnostic rows: lockcheck vs raw node-postgres (same statements, same protocol) is lockcheck\'s own client code (what it adds per pair: input checks, a statement timer per query, a lease object; the advisory key is hashed once per name and remembered); ' +
-      'raw node-postgres vs pgbench is the Node driver against libpq (client CPU µs/op) and unnamed statements (parsed and planned on every call: compare the server CPU µs/op of the unnamed and named rows with pgbench\'s).',
+      'Where the gap comes from, by the diagnostic rows: lockcheck vs its bare wire client (same statements, same protocol) is lockcheck\'s own client code (input checks, a lease object; the advisory key is hashed once per name and remembered); ' +
+      'the bare wire client vs pgbench is a Node process against libpq (client CPU µs/op: a socket write, an event-loop wakeup and a promise per statement); raw node-postgres vs the wire client is the driver lockcheck no longer uses for the session lock.',
   );
   out(
     `- Transaction lock: ${fmtRate(median(r2.get('lc-1')!.rates))} pairs/s with 1 client against ${fmtRate(median(r2.get('raw-1')!.rates))} for its round trips through raw node-postgres and ${fmtRate(median(r2.get('pgb-xact-1')!.rates))} for pgbench's four. ` +
@@ -834,6 +892,8 @@ try {
     ...xactLocks.map((l) => l.close().catch(() => undefined)),
     ...clients.map((c) => c.end().catch(() => undefined)),
     ...porsagerClients.map((sql) => sql.end({ timeout: 5 }).catch(() => undefined)),
+    ...wires.map((c) => c.end()),
+    ...wireStores.map((st) => st.close().catch(() => undefined)),
   ]);
   const bound = new AbortController();
   const closed = await Promise.race([closing.then(() => true), sleep(CLOSE_TIMEOUT_MS, false, { signal: bound.signal }).catch(() => false)]);

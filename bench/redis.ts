@@ -24,6 +24,7 @@
  * Progress goes to stderr, markdown tables to stdout.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -104,12 +105,30 @@ interface Measured {
   readonly rates: number[];
   /** Client CPU (user + system, this process) per successful operation, in µs. */
   readonly cpuPerOp: number[];
+  /** The redis-server processes' CPU (user + system, from /proc) per successful operation, in µs. */
+  readonly serverCpuPerOp: number[];
   failures: number;
 }
 
-async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: number; failures: number; elapsedMs: number; cpuUs: number }> {
+/** CPU time of processes in µs (utime + stime from /proc/<pid>/stat, in clock ticks of 10 ms); NaN where /proc is not readable. */
+function processCpuUs(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      // The fields after the command name: utime and stime are the 12th and 13th.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      return Number.NaN;
+    }
+  }
+  return ticks * 10_000;
+}
+
+async function runLoops(ops: readonly Op[], durationMs: number, serverPids: readonly number[] = []): Promise<{ ok: number; failures: number; elapsedMs: number; cpuUs: number; serverCpuUs: number }> {
   let ok = 0;
   let failures = 0;
+  const serverCpu = processCpuUs(serverPids);
   const cpu = process.cpuUsage();
   const start = performance.now();
   const deadline = start + durationMs;
@@ -123,25 +142,26 @@ async function runLoops(ops: readonly Op[], durationMs: number): Promise<{ ok: n
   );
   const elapsedMs = performance.now() - start;
   const used = process.cpuUsage(cpu);
-  return { ok, failures, elapsedMs, cpuUs: used.user + used.system };
+  return { ok, failures, elapsedMs, cpuUs: used.user + used.system, serverCpuUs: processCpuUs(serverPids) - serverCpu };
 }
 
-/** Runs every configuration ROUNDS times, interleaved, the order rotated each round. */
-async function measureGroup(title: string, configs: readonly ThroughputConfig[]): Promise<Map<string, Measured>> {
-  const results = new Map<string, Measured>(configs.map((c) => [c.id, { rates: [], cpuPerOp: [], failures: 0 }]));
+/** Runs every configuration ROUNDS times, interleaved, the order rotated each round; `serverPids`: the servers the group uses. */
+async function measureGroup(title: string, configs: readonly ThroughputConfig[], serverPids: readonly number[]): Promise<Map<string, Measured>> {
+  const results = new Map<string, Measured>(configs.map((c) => [c.id, { rates: [], cpuPerOp: [], serverCpuPerOp: [], failures: 0 }]));
   const ops = new Map(configs.map((c) => [c.id, Array.from({ length: c.concurrency }, (_, i) => c.makeOp(i))]));
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < configs.length; k++) {
       const config = configs[(k + round) % configs.length]!;
       const loops = ops.get(config.id)!;
       await runLoops(loops, WARMUP_MS);
-      const r = await runLoops(loops, DURATION_MS);
+      const r = await runLoops(loops, DURATION_MS, serverPids);
       const rate = r.ok / (r.elapsedMs / 1000);
       const m = results.get(config.id)!;
       m.rates.push(rate);
       m.cpuPerOp.push(r.ok > 0 ? r.cpuUs / r.ok : Number.NaN);
+      m.serverCpuPerOp.push(r.ok > 0 ? r.serverCpuUs / r.ok : Number.NaN);
       m.failures += r.failures;
-      log(`  ${title} round ${round + 1}/${ROUNDS}: ${config.label}, ${config.concurrency === 1 ? 'sequential' : `${config.concurrency} concurrent`}: ${fmtRate(rate)} ops/s, client CPU ${fmtRate(r.cpuUs / Math.max(1, r.ok))} µs/op${r.failures ? ` (${r.failures} failed)` : ''}`);
+      log(`  ${title} round ${round + 1}/${ROUNDS}: ${config.label}, ${config.concurrency === 1 ? 'sequential' : `${config.concurrency} concurrent`}: ${fmtRate(rate)} ops/s, client CPU ${fmtRate(r.cpuUs / Math.max(1, r.ok))} µs/op, server CPU ${fmtRate(r.serverCpuUs / Math.max(1, r.ok))} µs/op${r.failures ? ` (${r.failures} failed)` : ''}`);
     }
   }
   return results;
@@ -372,7 +392,7 @@ async function main(): Promise<void> {
       { id: `lcnode-${c}`, label: 'diagnostic: lockcheck scripts alone', concurrency, makeOp: (i) => leaseNodeOp(node1, `n-${c}-${i}`) },
     );
   }
-  const r1 = await measureGroup('[1]', single);
+  const r1 = await measureGroup('[1]', single, [servers[0]!.pid]);
 
   // 2. five nodes ----------------------------------------------------------
   log(`2. ${NODES} nodes (Redlock), acquire + release`);
@@ -390,7 +410,7 @@ async function main(): Promise<void> {
       { id: `rlp-${c}`, label: `redlock, ${NODES} nodes, auto-pipelined`, concurrency, makeOp: (i) => redlockOp(redlock5p, `bench:redlock5p:${c}:${i}`) },
     );
   }
-  const r2 = await measureGroup('[2]', five);
+  const r2 = await measureGroup('[2]', five, servers.map((s) => s.pid));
 
   // 4. fencing cost (run before the pause so that measurement 3's fresh connections stay apart) ----
   log('4. cost of fencing, single node');
@@ -425,7 +445,7 @@ async function main(): Promise<void> {
       },
     );
   }
-  const r4 = await measureGroup('[4]', fence);
+  const r4 = await measureGroup('[4]', fence, [servers[0]!.pid]);
 
   // 3. latency with a paused node --------------------------------------------
   log(`3. acquire latency on ${NODES} nodes, healthy and with node ${PAUSED_NODE} paused (SIGSTOP)`);
@@ -485,14 +505,14 @@ async function main(): Promise<void> {
       `at start ${loadAtStart}, at end ${os.loadavg()[0]!.toFixed(2)}`,
     );
   }
-  out('Rates are acquire+release pairs per second (with the write in between for table 4). "50 concurrent": 50 independent loops, each on its own resource, over one connection per node. "CPU µs/op": the client process\'s CPU time (user + system, from process.cpuUsage) per completed operation, median of the rounds; it is less sensitive to machine noise than the rates and shows client-side cost. Ratios are ratios of medians; the per-round ratios compare runs measured next to each other.');
+  out('Rates are acquire+release pairs per second (with the write in between for table 4). "50 concurrent": 50 independent loops, each on its own resource, over one connection per node. "client CPU µs/op": the client process\'s CPU time (user + system, from process.cpuUsage) per completed operation, median of the rounds; it is less sensitive to machine noise than the rates and shows client-side cost. "server CPU µs/op": the same for the redis-server processes the table uses (utime + stime from /proc, 10 ms ticks), summed over them. Ratios are ratios of medians; the per-round ratios compare runs measured next to each other.');
   out();
 
   const rateRow = (results: Map<string, Measured>, label: string, id: string): string => {
     const s = results.get(`${id}-seq`)!;
     const c = results.get(`${id}-conc`)!;
     const fails = s.failures + c.failures;
-    return `| ${label} | ${fmtRate(median(s.rates))} | ${roundsText(s)} | ${fmtRate(median(s.cpuPerOp))} | ${fmtRate(median(c.rates))} | ${roundsText(c)} | ${fmtRate(median(c.cpuPerOp))} |${fails ? ` ${fails} failed ops` : ''}`;
+    return `| ${label} | ${fmtRate(median(s.rates))} | ${roundsText(s)} | ${fmtRate(median(s.cpuPerOp))} | ${fmtRate(median(s.serverCpuPerOp))} | ${fmtRate(median(c.rates))} | ${roundsText(c)} | ${fmtRate(median(c.cpuPerOp))} | ${fmtRate(median(c.serverCpuPerOp))} |${fails ? ` ${fails} failed ops` : ''}`;
   };
   const ratioRow = (results: Map<string, Measured>, label: string, a: string, b: string, target?: (x: number) => string): string => {
     const s = ratio(results, `${a}-seq`, `${b}-seq`);
@@ -504,8 +524,8 @@ async function main(): Promise<void> {
 
   out(`### 1. Single node: acquire + release pairs/s`);
   out();
-  out(`| configuration | sequential | rounds | CPU µs/op | ${CONCURRENCY} concurrent | rounds | CPU µs/op |`);
-  out(`|---|---:|---|---:|---:|---|---:|`);
+  out(`| configuration | sequential | rounds | client CPU µs/op | server CPU µs/op | ${CONCURRENCY} concurrent | rounds | client CPU µs/op | server CPU µs/op |`);
+  out(`|---|---:|---|---:|---:|---:|---|---:|---:|`);
   out(rateRow(r1, 'lockcheck `createRedisLock({ nodes: [redis] })` (2 round trips: acquire+INCR script, release; a token write-back only when a counter is behind)', 'lc'));
   out(rateRow(r1, 'raw ioredis: `SET NX PX` + EVALSHA compare-and-delete (2 round trips, no token)', 'raw'));
   out(rateRow(r1, 'raw ioredis + INCR token in the same script (2 round trips, fencing token)', 'rawincr'));
@@ -524,8 +544,8 @@ async function main(): Promise<void> {
 
   out(`### 2. Redlock on ${NODES} nodes: acquire + release pairs/s`);
   out();
-  out(`| configuration | sequential | rounds | CPU µs/op | ${CONCURRENCY} concurrent | rounds | CPU µs/op |`);
-  out(`|---|---:|---|---:|---:|---|---:|`);
+  out(`| configuration | sequential | rounds | client CPU µs/op | server CPU µs/op | ${CONCURRENCY} concurrent | rounds | client CPU µs/op | server CPU µs/op |`);
+  out(`|---|---:|---|---:|---:|---:|---|---:|---:|`);
   out(rateRow(r2, `lockcheck \`createRedisLock({ nodes: five })\``, 'lc'));
   out(rateRow(r2, `redlock 5.0.0-beta.2, same ${NODES} connections`, 'rl'));
   out(rateRow(r2, `redlock 5.0.0-beta.2, ${NODES} connections with \`enableAutoPipelining: true\``, 'rlp'));
@@ -562,8 +582,8 @@ async function main(): Promise<void> {
 
   out(`### 4. The cost of fencing, single node: acquire + write + release per second`);
   out();
-  out(`| configuration | sequential | rounds | CPU µs/op | ${CONCURRENCY} concurrent | rounds | CPU µs/op |`);
-  out(`|---|---:|---|---:|---:|---|---:|`);
+  out(`| configuration | sequential | rounds | client CPU µs/op | server CPU µs/op | ${CONCURRENCY} concurrent | rounds | client CPU µs/op | server CPU µs/op |`);
+  out(`|---|---:|---|---:|---:|---:|---|---:|---:|`);
   out(rateRow(r4, 'lockcheck acquire + fenced write (`redisFencedStore(redis, "strict")`, one script) + release', 'fenced'));
   out(rateRow(r4, 'lockcheck acquire + plain `SET` + release', 'plain'));
   out();
@@ -583,8 +603,8 @@ async function main(): Promise<void> {
   out();
   out(
     `- Targets against raw ioredis (≥ 1.00 sequential, ≥ 0.95 with ${CONCURRENCY} concurrent): sequential ${fmtRatio(lcRaw)}, ${CONCURRENCY} concurrent ${fmtRatio(lcRawC)} — ${lcRaw >= 1 && lcRawC >= 0.95 ? 'met' : `**not met${lcRaw < 1 && lcRawC < 0.95 ? '' : lcRaw < 1 ? ' sequentially' : ' under concurrency'}**`}. ` +
-      `Where the gap comes from: lockcheck's single-node acquire runs GET + SET NX PX + INCR + GET in one script (heavier than a bare SET) and writes the token back only to nodes whose counter is behind (never, with one node), so an acquire+release costs 2 round trips like raw's. lockcheck's node writes the commands a tick sends on one connection in one write (the socket corked until the tick ends, \`impl/redis/tickWrites.ts\`); raw ioredis and redlock make a write system call per command. ` +
-      `On top of that comes client CPU per pair (the CPU µs/op column; compare the diagnostic row, which runs the same scripts without LeaseLock): under 50 concurrent loops the Node client is CPU-bound on this 2-core machine, so client CPU per pair decides the rate.`,
+      `How the two differ: lockcheck's single-node acquire runs GET + SET NX PX + INCR + GET in one script (heavier than a bare SET: compare the server CPU columns) and writes the token back only to nodes whose counter is behind (never, with one node), so an acquire+release costs 2 round trips like raw's. A lockcheck script call is one ioredis command and its one promise (the reply converted inside it, \`impl/redis/commands.ts\`), and its node writes the commands a tick sends on one connection in one write (the socket corked until the tick ends, \`impl/redis/tickWrites.ts\`); raw ioredis and redlock make a write system call per command. ` +
+      `Under 50 concurrent loops client and servers share the 2 cores, so the CPU per pair (client plus server columns) decides the rate; sequentially each pair waits for its round trips, and the scheduler decides much of the rate.`,
   );
   out(
     `- On ${NODES} nodes lockcheck, like redlock, resolves every round (acquire, extend, release) as soon as its outcome is decided by a quorum, counting the replies that arrive in the same event-loop turn; it writes the token back only to granting nodes whose counter is behind (none while the counters agree); the slow nodes' replies are awaited in the background, bounded by requestTimeoutMs.`,

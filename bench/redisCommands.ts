@@ -3,12 +3,14 @@
  * lockcheck against redlock 5.0.0-beta.2, counted rather than timed: the
  * commands the servers ran (INFO commandstats, the scripts' inner calls
  * included), the script calls the client sent (its round trips: one per
- * node per round), and the timers and immediates the client scheduled (the
- * event-loop turns beyond the replies). Deterministic on a healthy machine;
+ * node per round), the timers and immediates the client scheduled (the
+ * event-loop turns beyond the replies) and the promises it made (its own
+ * and its libraries', counted by an async hook). Deterministic on a healthy machine;
  * starts its own redis-server processes and stops them.
  *
  *   npx tsx bench/redisCommands.ts
  */
+import { createHook } from 'node:async_hooks';
 import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { createRedisLock } from '../impl/redis/index.ts';
@@ -20,7 +22,9 @@ const PAIRS = 2000;
 
 const servers: RedisServer[] = [];
 const clients: Redis[] = [];
-const scheduled = { timers: 0, immediates: 0 };
+const scheduled = { timers: 0, immediates: 0, promises: 0 };
+/** Counts the promises made while enabled (the client's own and its libraries'). */
+const promises = createHook({ init: (_id, type) => void (type === 'PROMISE' && scheduled.promises++) });
 const { setTimeout: realSetTimeout, setImmediate: realSetImmediate } = globalThis;
 
 /** Counts the client's timers and immediates (the lock's clock schedules through these). */
@@ -71,22 +75,25 @@ try {
   countScheduling();
   out(`## One sequential acquire + release on ${NODES} nodes, per pair (${PAIRS} pairs)`);
   out();
-  out('| client | script calls sent (round trips x nodes) | commands the servers ran | timers | immediates |');
-  out('|---|---:|---|---:|---:|');
+  out('| client | script calls sent (round trips x nodes) | commands the servers ran | timers | immediates | promises |');
+  out('|---|---:|---|---:|---:|---:|');
   for (const [name, pair] of pairs) {
     for (let i = 0; i < 100; i++) await pair(i);
     await lock.settled();
     for (const c of clients) await c.config('RESETSTAT');
     scheduled.timers = 0;
     scheduled.immediates = 0;
+    scheduled.promises = 0;
+    promises.enable();
     for (let i = 0; i < PAIRS; i++) await pair(i);
+    promises.disable();
     const { timers, immediates } = scheduled;
     // The late replies of the last rounds, so that every command is counted.
     await lock.settled();
     const calls = await commandStats();
     const scripts = (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
     const inner = [...calls].filter(([k]) => k !== 'evalsha' && k !== 'eval').map(([k, v]) => `${(v / PAIRS).toFixed(2)} ${k.toUpperCase()}`);
-    out(`| ${name} | ${(scripts / PAIRS).toFixed(2)} | ${inner.join(', ')} | ${(timers / PAIRS).toFixed(2)} | ${(immediates / PAIRS).toFixed(2)} |`);
+    out(`| ${name} | ${(scripts / PAIRS).toFixed(2)} | ${inner.join(', ')} | ${(timers / PAIRS).toFixed(2)} | ${(immediates / PAIRS).toFixed(2)} | ${(scheduled.promises / PAIRS).toFixed(1)} |`);
   }
 } catch (error) {
   process.exitCode = 1;

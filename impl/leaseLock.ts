@@ -5,7 +5,7 @@ import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from '.
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
-import { Background, Round, Turn, type Tally, type Vote } from './round.ts';
+import { Background, Deadlines, Round, Turn, type RoundContext, type Tally, type Vote } from './round.ts';
 
 /**
  * A ttl lease lock over N independent nodes: Redlock, and with one node the
@@ -84,8 +84,8 @@ export class LeaseLock {
   #pruneAt = PRUNE_MIN;
   /** Rounds still awaiting replies, also after they resolved (each bounded by its deadline). */
   readonly #background = new Background();
-  /** Rounds decided in one turn of the clock resolve together. */
-  readonly #turn: Turn;
+  /** What the rounds share: the background count, the turn in which decided rounds resolve together, their deadlines. */
+  readonly #rounds: RoundContext;
 
   constructor(options: LeaseLockOptions) {
     if (options.nodes.length < 1 || options.nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${options.nodes.length}`);
@@ -93,7 +93,7 @@ export class LeaseLock {
     if (!(df >= 0 && df < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${df}`);
     this.#nodes = options.nodes;
     this.clock = options.clock;
-    this.#turn = new Turn(options.clock);
+    this.#rounds = { clock: options.clock, background: this.#background, turn: new Turn(options.clock), deadlines: new Deadlines(options.clock) };
     this.driftFactor = df;
     const clockMargin = options.clockMarginMs ?? 2;
     if (!Number.isInteger(clockMargin) || clockMargin < 0 || clockMargin > 1000) throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, 1000], got ${clockMargin}`);
@@ -115,15 +115,26 @@ export class LeaseLock {
     return Math.floor(this.#nodes.length / 2) + 1;
   }
 
-  /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
-  async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
-    checkResource(resource);
-    const ttlMs = checkTtl(options.ttlMs);
-    const retries = options.retries ?? 0;
-    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);
-    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
-    const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
-    const firstStartedMs = this.clock.now();
+  /** One or more attempts, as `options` says. Rejects with InvalidInputError for a bad resource or options. */
+  acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
+    let ttlMs: number, retries: number, retryDelayMs: number, retryJitterMs: number;
+    try {
+      checkResource(resource);
+      ttlMs = checkTtl(options.ttlMs);
+      retries = options.retries ?? 0;
+      if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);
+      retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
+      retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    const startedMs = this.clock.now();
+    // A single attempt is the attempt's own promise: no async frame around it (a pair's allocations are most of the lock's CPU).
+    if (retries === 0) return this.attempt(resource, ttlMs, startedMs, startedMs);
+    return this.#retrying(resource, ttlMs, startedMs, retries, retryDelayMs, retryJitterMs);
+  }
+
+  async #retrying(resource: string, ttlMs: number, firstStartedMs: number, retries: number, retryDelayMs: number, retryJitterMs: number): Promise<AcquireResult> {
     for (let attempt = 0; ; attempt++) {
       // The first attempt starts when the acquire did: one clock read fewer.
       const result = await this.attempt(resource, ttlMs, firstStartedMs, attempt === 0 ? firstStartedMs : this.clock.now());
@@ -213,7 +224,9 @@ export class LeaseLock {
 
   /** The token: the highest counter the quorum minted. */
   protected mintToken(counters: readonly bigint[]): bigint {
-    return counters.reduce((a, b) => (b > a ? b : a));
+    let token = counters[0]!;
+    for (const c of counters) if (c > token) token = c;
+    return token;
   }
 
   private async attempt(resource: string, ttlMs: number, firstStartedMs: number, attemptStartedMs: number): Promise<AcquireResult> {
@@ -317,7 +330,7 @@ export class LeaseLock {
    * unhandled; `settled()` waits for them.
    */
   protected round<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>, isYes: (value: T) => boolean, decided: (tally: Tally) => boolean): Promise<Vote<T>[]> {
-    return new Round(this.#nodes, this.#requestTimeoutMs ?? ttlMs ?? 1000, this.clock, this.#background, this.#turn, call, isYes, decided).votes;
+    return new Round(this.#nodes, this.#requestTimeoutMs ?? ttlMs ?? 1000, this.#rounds, call, isYes, decided).votes;
   }
 }
 

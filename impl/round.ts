@@ -63,6 +63,97 @@ export class Turn {
   };
 }
 
+/**
+ * The deadlines of one lock's rounds. Every round is bounded by the request
+ * timeout, and nearly every round ends long before it: a timer per round
+ * (set, unref, clear, and the closures around them) was the largest part of
+ * the lock's own CPU per pair. Rounds with the same limit reach their
+ * deadlines in the order they started, so one queue per limit with one
+ * timer, for its oldest round, is enough. A round that ends early leaves the
+ * queue when it is the oldest; the timer stays armed (it would only be set
+ * again for the next round) and, when it fires, ends the rounds that are
+ * due and arms itself for the oldest one left.
+ */
+export class Deadlines {
+  readonly #queues = new Map<number, DeadlineQueue>();
+  readonly #clock: MonotonicClock;
+
+  constructor(clock: MonotonicClock) {
+    this.#clock = clock;
+  }
+
+  /** The queue of the rounds bounded by `limitMs`. */
+  of(limitMs: number): DeadlineQueue {
+    let queue = this.#queues.get(limitMs);
+    if (queue === undefined) this.#queues.set(limitMs, (queue = new DeadlineQueue(this.#clock, () => this.#queues.delete(limitMs))));
+    return queue;
+  }
+
+  /** Limits with a queue: those used within the longest limit (a queue goes when its timer finds it empty). */
+  get limits(): number {
+    return this.#queues.size;
+  }
+}
+
+/** Rounds with one limit, oldest first (so their deadlines are in order). */
+export class DeadlineQueue {
+  #rounds: Array<Round<unknown>> = [];
+  #head = 0;
+  #armed = false;
+  readonly #clock: MonotonicClock;
+  /** Called when the timer finds the queue empty: a lock whose limits vary (the ttl as limit) keeps no queue per ttl it ever used. */
+  readonly #idle: () => void;
+
+  constructor(clock: MonotonicClock, idle: () => void) {
+    this.#clock = clock;
+    this.#idle = idle;
+  }
+
+  add(round: Round<unknown>): void {
+    this.#rounds.push(round);
+    if (!this.#armed) this.#arm(round.deadlineMs);
+  }
+
+  /** Drops the ended rounds at the head (called when a round ends): the queue keeps rounds from the oldest open one on. */
+  trim(): void {
+    const rounds = this.#rounds;
+    let head = this.#head;
+    while (head < rounds.length && rounds[head]!.ended) head++;
+    if (head === rounds.length) {
+      rounds.length = 0;
+      head = 0;
+    } else if (head >= 1024 && 2 * head >= rounds.length) {
+      rounds.splice(0, head);
+      head = 0;
+    }
+    this.#head = head;
+  }
+
+  #arm(atMs: number): void {
+    this.#armed = true;
+    this.#clock.schedule(atMs, this.#fire);
+  }
+
+  readonly #fire = (): void => {
+    this.#armed = false;
+    const nowMs = this.#clock.now();
+    const rounds = this.#rounds;
+    // Each expire() trims the head, so the oldest open round is always first.
+    this.trim();
+    while (this.#head < rounds.length && rounds[this.#head]!.deadlineMs <= nowMs) rounds[this.#head]!.expire();
+    if (this.#head < rounds.length) this.#arm(rounds[this.#head]!.deadlineMs);
+    else this.#idle();
+  };
+}
+
+/** What the rounds of one lock share. */
+export interface RoundContext {
+  readonly clock: MonotonicClock;
+  readonly background: Background;
+  readonly turn: Turn;
+  readonly deadlines: Deadlines;
+}
+
 const SILENT = { ok: false } as const;
 
 /**
@@ -79,7 +170,9 @@ export class Round<T> {
   #failed = 0;
   #ended = false;
   #deferred = false;
-  readonly #cancelDeadline: () => void;
+  /** When the silent nodes count as failed, on the lock's clock. */
+  readonly deadlineMs: number;
+  readonly #queue: DeadlineQueue;
   #resolve: ((votes: Vote<T>[]) => void) | null = null;
   readonly #isYes: (value: T) => boolean;
   readonly #decided: (tally: Tally) => boolean;
@@ -92,9 +185,7 @@ export class Round<T> {
   constructor(
     nodes: readonly LeaseNode[],
     limitMs: number,
-    clock: MonotonicClock,
-    background: Background,
-    turn: Turn,
+    context: RoundContext,
     call: (node: LeaseNode, index: number) => Promise<T>,
     isYes: (value: T) => boolean,
     decided: (tally: Tally) => boolean,
@@ -104,11 +195,13 @@ export class Round<T> {
     this.#pending = n;
     this.#isYes = isYes;
     this.#decided = decided;
-    this.#background = background;
-    this.#turn = turn;
+    this.#background = context.background;
+    this.#turn = context.turn;
     this.votes = new Promise((resolve) => (this.#resolve = resolve));
-    background.started();
-    this.#cancelDeadline = clock.schedule(clock.now() + limitMs, () => this.#end());
+    context.background.started();
+    this.deadlineMs = context.clock.now() + limitMs;
+    this.#queue = context.deadlines.of(limitMs);
+    this.#queue.add(this as Round<unknown>);
     for (let i = 0; i < n; i++) {
       let answer: Promise<T>;
       try {
@@ -159,10 +252,20 @@ export class Round<T> {
     resolve(this.#ended ? this.#votes : this.#votes.slice());
   }
 
+  /** Every node answered, or (from the deadline queue) the deadline passed. */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** The deadline passed: the nodes that have not answered count as failed. */
+  expire(): void {
+    this.#end();
+  }
+
   #end(): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.#cancelDeadline();
+    this.#queue.trim();
     this.publish();
     this.#background.ended();
   }

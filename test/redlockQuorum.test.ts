@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { clockAt } from '../model/clock.ts';
-import { LeaseLock } from '../impl/leaseLock.ts';
+import { LeaseLock, type AcquireResult } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
 import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { VirtualTime } from '../conformance/sim/time.ts';
 import { ManualClock } from './impl/servers.ts';
+import { Background, Deadlines, Round, Turn } from '../impl/round.ts';
 
 /**
  * Redlock resolves at the quorum (spec 7.3): a paused node costs an acquire,
@@ -147,8 +148,54 @@ describe('Redlock at the quorum (spec 7.3)', () => {
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => lock.acquire(`r${i}`, { ttlMs: 1000 })));
     // Every round counted the four replies of its turn: token 4, the highest, written back to nodes 0-2 (a second round each).
     expect(results.map((r) => (r.kind === 'granted' ? r.lease.token : r.kind))).toEqual(Array.from({ length: 10 }, () => 4n));
-    // Ten acquire deadlines (50 ms) and one turn for their ten decisions; the same for the ten write-backs.
-    const ten = Array.from({ length: 10 }, () => 50);
-    expect(clock.delays).toEqual([...ten, 0, ...ten, 0]);
+    // One deadline timer (50 ms) for all twenty rounds, which share the limit; one turn for the ten acquires' decisions, one for the write-backs'.
+    expect(clock.delays).toEqual([50, 0, 0]);
+  });
+
+  it('rounds that never answer end at their own deadlines, in order, from one deadline timer', async () => {
+    const silent: LeaseNode = { acquire: () => new Promise(() => {}), release: () => new Promise(() => {}), extend: () => new Promise(() => {}), raiseToken: () => new Promise(() => {}) };
+    const clock = new ManualClock(1000);
+    const lock = new LeaseLock({ nodes: [silent, silent, silent], clock, requestTimeoutMs: 50 });
+    const ended: Array<[string, number, string]> = [];
+    const track = (name: string, p: Promise<AcquireResult>) => void p.then((r) => ended.push([name, clock.now(), r.kind === 'denied' ? r.reason : r.kind]));
+    const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+    track('a', lock.acquire('a', { ttlMs: 1000 }));
+    clock.advance(20);
+    track('b', lock.acquire('b', { ttlMs: 1000 }));
+    clock.advance(29);
+    await flush();
+    expect(ended).toEqual([]);
+    clock.advance(1); // a's deadline: its silent nodes count as failed
+    await flush();
+    expect(ended).toEqual([['a', 1050, 'no-quorum']]);
+    clock.advance(19);
+    await flush();
+    expect(ended).toHaveLength(1);
+    clock.advance(1); // b's
+    await flush();
+    expect(ended).toEqual([['a', 1050, 'no-quorum'], ['b', 1070, 'no-quorum']]);
+    // The releases sent after each denial end at their deadlines too, and then no round is left.
+    clock.advance(50);
+    await flush();
+    expect(lock.backgroundRounds).toBe(0);
+    // One timer for the oldest open round at a time: a at +50, then b 20 ms after that, then the releases'.
+    expect(clock.delays.slice(0, 2)).toEqual([50, 20]);
+  });
+
+  it('a queue of deadlines goes when its timer finds it empty: varying limits (the ttl as limit) keep no queue each', async () => {
+    const clock = new ManualClock(0);
+    const deadlines = new Deadlines(clock);
+    const context = { clock, background: new Background(), turn: new Turn(clock), deadlines };
+    const answering: LeaseNode = { acquire: () => Promise.resolve(1n), release: () => Promise.resolve(true), extend: () => Promise.resolve(true), raiseToken: () => Promise.resolve() };
+    for (const limitMs of [100, 200, 300]) await new Round([answering], limitMs, context, (n) => n.release('r', 'o'), (v) => v, () => false).votes;
+    expect(deadlines.limits).toBe(3);
+    clock.advance(300);
+    expect(deadlines.limits).toBe(0);
+    // A round after that gets a fresh queue and is still bounded.
+    const silent: LeaseNode = { ...answering, release: () => new Promise(() => {}) };
+    const late = new Round([silent], 100, context, (n) => n.release('r', 'o'), (v) => v, () => false).votes;
+    clock.advance(100);
+    expect(await late).toEqual([{ ok: false }]);
+    expect(context.background.count).toBe(0);
   });
 });

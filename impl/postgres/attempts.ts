@@ -5,6 +5,7 @@ import { sleep, systemClock } from '../clock.ts';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
+import { WireProtocolError, WireServerError } from './wire/errors.ts';
 
 /** What both PostgreSQL locks take from their options, checked once (InvalidInputError otherwise). */
 export interface LockSettings {
@@ -166,16 +167,20 @@ const SCHEMA_STATES = new Set(['3F000', '42P01', '42703', '42704', '42883', '42P
 
 /**
  * A failure no retry can fix, typed: wrong credentials, database or host
- * (ConnectionConfigError), or a statement the server refused
+ * (ConnectionConfigError), a statement the server refused
  * (ServerRefusedError: permission 42501, a missing schema or table, any other
- * SQL error). Null for connection loss and timeouts (errors with no SQLSTATE,
- * or one of an outage): only those are `no-quorum` or an unknown outcome.
+ * SQL error), or a server whose replies the wire client cannot read
+ * (WireProtocolError: not PostgreSQL, or a stream out of step). Null for
+ * connection loss and timeouts (errors with no SQLSTATE, or one of an
+ * outage): only those are `no-quorum` or an unknown outcome.
  */
-export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError | null {
+export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError | WireProtocolError | null {
+  // Typed already (the wire client's authentication).
+  if (e instanceof ConnectionConfigError || e instanceof ServerRefusedError || e instanceof WireProtocolError) return e;
   const config = configError(e);
   if (config !== null) return config;
   // Only an error the server sent carries a SQLSTATE; a socket's code (EPIPE, ECONNRESET) is a lost connection.
-  if (!(e instanceof pg.DatabaseError)) return null;
+  if (!(e instanceof pg.DatabaseError) && !(e instanceof WireServerError)) return null;
   const code = e.code;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || TRANSIENT_CLASSES.has(code.slice(0, 2))) return null;
   const message = e instanceof Error ? e.message : String(e);

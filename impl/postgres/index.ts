@@ -6,7 +6,7 @@
 export { PostgresSessionLock } from './sessionLock.ts';
 export type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 export { PostgresTransactionLock } from './xactLock.ts';
-export { postgresFencedStore } from './store.ts';
-export type { Queryable } from './store.ts';
+export { openPostgresFencedStore, postgresFencedStore } from './store.ts';
+export type { PostgresFencedStoreConnection, PostgresStoreOptions, Queryable } from './store.ts';
 export { ensureSchema, SCHEMA } from './schema.ts';
 export { advisoryKey } from './keys.ts';

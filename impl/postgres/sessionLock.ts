@@ -4,10 +4,13 @@ import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { LockSettings } from './attempts.ts';
-import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
+import { acquireWithRetries, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
-import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
+import { TRY_LOCK_AND_MINT } from './schema.ts';
+import type { SessionConnection } from './sessionConnection.ts';
+import { openSessionConnection } from './sessionConnection.ts';
+import { PreparedStatement } from './wire/connection.ts';
 
 /**
  * PostgreSQL session-scoped advisory locks (spec: pg-session) on one
@@ -28,7 +31,13 @@ import { ensureSchema, TRY_LOCK_AND_MINT } from './schema.ts';
  * behind a denial for longer than it takes the server to see the close.
  */
 export interface PostgresLockOptions {
-  /** How to reach the database. Each lock client opens its own connection(s). */
+  /**
+   * How to reach the database, as node-postgres takes it. Each lock client
+   * opens its own connection(s). The session lock speaks the protocol itself
+   * over plain TCP or a Unix socket; a configuration that needs more (TLS,
+   * a custom stream, a password function or file, connection-string options)
+   * runs it on node-postgres instead (docs/postgres.md, "Driver").
+   */
   readonly connection: pg.ClientConfig;
   readonly clock?: MonotonicClock;
   /** Where fresh token rows start (the first token is tokenBase + 1). Default 0. */
@@ -50,10 +59,11 @@ export interface SessionAcquireOptions {
 }
 
 /** The two statements of a grant and its release, prepared once per connection. */
-const LOCK_AND_MINT = { name: 'lockcheck_try_lock_and_mint', text: TRY_LOCK_AND_MINT } as const;
-const UNLOCK = { name: 'lockcheck_unlock', text: 'SELECT pg_advisory_unlock($1::bigint)' } as const;
+const LOCK_AND_MINT = new PreparedStatement('lockcheck_try_lock_and_mint', TRY_LOCK_AND_MINT);
+const UNLOCK = new PreparedStatement('lockcheck_unlock', 'SELECT pg_advisory_unlock($1::bigint)');
 /** The lock once more, for a holder that takes it again. */
-const LOCK = { name: 'lockcheck_lock', text: 'SELECT pg_advisory_lock($1::bigint)' } as const;
+const LOCK = new PreparedStatement('lockcheck_lock', 'SELECT pg_advisory_lock($1::bigint)');
+const STATEMENTS = [LOCK_AND_MINT, UNLOCK, LOCK];
 
 interface Held {
   readonly lease: LeaseHandle;
@@ -65,8 +75,8 @@ interface Held {
 export class PostgresSessionLock {
   readonly #options: PostgresLockOptions;
   readonly #s: LockSettings;
-  #client: pg.Client | null = null;
-  #connecting: Promise<pg.Client> | null = null;
+  #client: SessionConnection | null = null;
+  #connecting: Promise<SessionConnection> | null = null;
   readonly #held = new Map<string, Held>();
   #attempt = 0;
   #closed = false;
@@ -78,7 +88,7 @@ export class PostgresSessionLock {
 
   /** The backend pid of the current connection (for pg_terminate_backend), or null when not connected. */
   get backendPid(): number | null {
-    return (this.#client as unknown as { processID?: number } | null)?.processID ?? null;
+    return this.#client?.processId ?? null;
   }
 
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
@@ -96,7 +106,7 @@ export class PostgresSessionLock {
     const client = this.#client;
     if (client === null) return;
     try {
-      await this.#s.query(client, UNLOCK, [held.key]);
+      await client.call(UNLOCK, [held.key]);
     } catch (e) {
       // The unlock may not have run: end the session, which frees every lock it held, and say so.
       if (this.#client === client) this.destroy(client);
@@ -108,7 +118,7 @@ export class PostgresSessionLock {
     this.#closed = true;
     const client = this.#client;
     this.lost();
-    if (client !== null) await endWithin(client, this.#s.timeoutMs);
+    if (client !== null) await client.end();
   }
 
   private async attempt(resource: string): Promise<AcquireResult> {
@@ -128,14 +138,15 @@ export class PostgresSessionLock {
     try {
       if (held !== undefined) {
         // PostgreSQL stacks session locks: take it once more; the grant (and its token) stays the same.
-        await this.#s.query(client, LOCK, [key]);
+        await client.call(LOCK, [key]);
         held.count++;
         return { kind: 'granted', lease: held.lease };
       }
-      const r = await this.#s.query(client, LOCK_AND_MINT, [key, resource, this.#s.base]);
-      const row = r.rows[0] as { token: string } | undefined;
-      if (row === undefined) return { kind: 'denied', reason: 'held' };
-      const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(row.token), null, this.#s.clock);
+      const rows = await client.call(LOCK_AND_MINT, [key, resource, this.#s.base]);
+      const token = rows[0]?.[0];
+      if (token === undefined) return { kind: 'denied', reason: 'held' };
+      if (token === null) throw new Error('TRY_LOCK_AND_MINT returned no token');
+      const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(token), null, this.#s.clock);
       this.#held.set(resource, { lease, key, count: 1 });
       return { kind: 'granted', lease };
     } catch (e) {
@@ -150,47 +161,26 @@ export class PostgresSessionLock {
   }
 
   /** Drops the connection without a round trip: the server ends the session (and its locks) as soon as it sees the close. */
-  private destroy(client: pg.Client): void {
-    destroyConnection(client);
+  private destroy(client: SessionConnection): void {
+    client.destroy();
     this.lost(client);
   }
 
-  private connection(): Promise<pg.Client> {
+  private connection(): Promise<SessionConnection> {
     if (this.#closed) return Promise.reject(new Error('lock closed'));
     if (this.#client !== null) return Promise.resolve(this.#client);
-    this.#connecting ??= (async () => {
-      const client = new pg.Client({
-        keepAlive: true,
-        connectionTimeoutMillis: this.#s.timeoutMs,
-        statement_timeout: this.#s.timeoutMs,
-        // No query_timeout: every statement is bounded by the lock's own timer already (one timer per query, not two).
-        ...this.#options.connection,
-        // Statements of concurrent callers go out at once, in order, and their replies come back in that order (extended-protocol pipelining, a Sync each).
-        pipeline: true,
+    this.#connecting ??= openSessionConnection(this.#options.connection, this.#s, this.#options.link !== undefined, STATEMENTS, (c) => this.lost(c))
+      .then((client) => {
+        this.#client = client;
+        return client;
+      })
+      .finally(() => {
+        this.#connecting = null;
       });
-      // Any failure of the connection ends the session and every lock on it.
-      client.on('error', () => this.lost(client));
-      client.on('end', () => this.lost(client));
-      try {
-        await this.#s.statement(async () => {
-          await client.connect();
-          await ensureSchema(client);
-        });
-      } catch (e) {
-        // No reply within the statement timeout: it may yet connect, so drop the socket rather than wait on a goodbye.
-        if (replyMissing(e)) destroyConnection(client);
-        else await endWithin(client, this.#s.timeoutMs);
-        throw e;
-      }
-      this.#client = client;
-      return client;
-    })().finally(() => {
-      this.#connecting = null;
-    });
     return this.#connecting;
   }
 
-  private lost(client?: pg.Client): void {
+  private lost(client?: SessionConnection): void {
     if (client !== undefined && client !== this.#client) return;
     this.#client = null;
     for (const h of this.#held.values()) h.lease.lose('connection-lost');

@@ -1,7 +1,12 @@
 import type pg from 'pg';
 import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
-import type { FencedStore } from '../fencedStore.ts';
+import type { MonotonicClock } from '../clock.ts';
+import type { FencedStore, WriteResult } from '../fencedStore.ts';
+import { lockSettings } from './attempts.ts';
+import type { SessionConnection } from './sessionConnection.ts';
+import { openSessionConnection } from './sessionConnection.ts';
+import { PreparedStatement } from './wire/connection.ts';
 
 /**
  * The fenced store as a table: each write is one conditional statement,
@@ -31,24 +36,93 @@ SELECT (SELECT count(*) FROM w)::int AS accepted, (SELECT highest::text FROM loc
 /** Anything that runs a query: a pool, a client, or a client inside a transaction. */
 export type Queryable = Pick<pg.ClientBase, 'query'>;
 
+const READ = 'SELECT value, token::text AS token FROM lockcheck_store WHERE resource = $1';
+
+function checkWrite(resource: string, token: bigint, value: string): void {
+  checkResource(resource);
+  checkToken(token);
+  if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+}
+
+const written = (accepted: number | string | null | undefined, highest: string | null | undefined): WriteResult =>
+  accepted === 1 || accepted === '1' ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest ?? '0') };
+
+/** A fenced store on a connection the caller owns: a pool, a client, or the lock's transaction (policy `transactional`). */
 export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedStore {
   // Named: prepared once per connection, so the server does not parse and plan the upsert on every write (one name per policy: the texts differ).
   // Rows as arrays: no object with named properties built per reply.
   const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy), rowMode: 'array' } as const;
   return {
     async write(resource, token, value) {
-      checkResource(resource);
-      checkToken(token);
-      if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+      checkWrite(resource, token, value);
       const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]);
       const [accepted, highest] = r.rows[0]!;
-      return accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest ?? '0') };
+      return written(accepted, highest);
     },
     async read(resource) {
       checkResource(resource);
-      const r = await db.query<{ value: string; token: string }>('SELECT value, token::text AS token FROM lockcheck_store WHERE resource = $1', [resource]);
+      const r = await db.query<{ value: string; token: string }>(READ, [resource]);
       const row = r.rows[0];
       return row === undefined ? { value: null, token: null } : { value: row.value, token: BigInt(row.token) };
+    },
+  };
+}
+
+export interface PostgresStoreOptions {
+  /** How to reach the database, as node-postgres takes it (the wire client's rules as for the session lock: docs/postgres.md, "Driver"). */
+  readonly connection: pg.ClientConfig;
+  /** Bound on every statement and on the connect, in ms (also sent as statement_timeout). Default 5000. */
+  readonly statementTimeoutMs?: number;
+  readonly clock?: MonotonicClock;
+}
+
+/** A fenced store on a connection of its own; `close` ends it. */
+export interface PostgresFencedStoreConnection extends FencedStore {
+  close(): Promise<void>;
+}
+
+/**
+ * A fenced store on its own connection, through lockcheck's wire client
+ * when the configuration allows it (node-postgres otherwise), with the write
+ * and the read prepared once per connection. Opened at the first call; a
+ * lost connection is opened again by the next. A write whose connection is
+ * lost or whose reply does not come in time throws (its outcome is unknown:
+ * a later write with a larger token settles it).
+ */
+export function openPostgresFencedStore(options: PostgresStoreOptions, policy: Exclude<StorePolicy, 'transactional'>): PostgresFencedStoreConnection {
+  const s = lockSettings({ connection: options.connection, ...(options.statementTimeoutMs === undefined ? {} : { statementTimeoutMs: options.statementTimeoutMs }), ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  if (!(policy in GUARD)) throw new InvalidInputError('invalid-config', `unknown store policy '${String(policy)}'`);
+  const write = new PreparedStatement(`lockcheck_fenced_write_${policy}`, writeStatement(policy));
+  const read = new PreparedStatement('lockcheck_fenced_read', READ);
+  let live: SessionConnection | null = null;
+  let opening: Promise<SessionConnection> | null = null;
+  let closed = false;
+  const connection = (): Promise<SessionConnection> => {
+    if (closed) return Promise.reject(new InvalidInputError('precondition', 'the store was closed'));
+    if (live !== null) return Promise.resolve(live);
+    opening ??= openSessionConnection(options.connection, s, false, [write, read], (c) => {
+      if (live === c) live = null;
+    })
+      .then((c) => (live = c))
+      .finally(() => (opening = null));
+    return opening;
+  };
+  return {
+    async write(resource, token, value) {
+      checkWrite(resource, token, value);
+      const rows = await (await connection()).call(write, [resource, value, token.toString()]);
+      return written(rows[0]?.[0], rows[0]?.[1]);
+    },
+    async read(resource) {
+      checkResource(resource);
+      const row = (await (await connection()).call(read, [resource]))[0];
+      return row === undefined ? { value: null, token: null } : { value: row[0] ?? null, token: row[1] === null || row[1] === undefined ? null : BigInt(row[1]) };
+    },
+    async close() {
+      closed = true;
+      const c = live ?? (await opening?.catch(() => null)) ?? null;
+      live = null;
+      await c?.end();
     },
   };
 }

@@ -2,6 +2,14 @@ import { createHash } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
 import { ACQUIRE, EXTEND, FENCED_WRITE, RAISE, RELEASE } from './scripts.ts';
 
+/** What a call's reply becomes (run inside the command, before its promise resolves). */
+export type Reply<T> = (reply: unknown) => T;
+/** What a call's failure becomes, given the call's context (a lock call's resource). */
+export type Failure = (error: unknown, context: string) => unknown;
+
+const asIs: Reply<unknown> = (reply) => reply;
+const unchanged: Failure = (error) => error;
+
 /**
  * A Lua script sent as one ioredis Command: EVAL the first time it goes out
  * on a connection's socket (the server caches it then), EVALSHA after.
@@ -15,48 +23,103 @@ import { ACQUIRE, EXTEND, FENCED_WRITE, RAISE, RELEASE } from './scripts.ts';
  * unanswered acquire could run before it (the order a LeaseNode promises,
  * impl/leaseNode.ts). Here a NOSCRIPT reply (the server lost its script cache
  * under a live connection: SCRIPT FLUSH) fails that one call, a vote against,
- * and the connection's next call sends EVAL (`forgetScripts`). A reconnect is
- * a new socket, so the first call after a server restart sends EVAL anyway.
+ * and the next call on that socket sends EVAL. A reconnect is a new socket,
+ * so the first call after a server restart sends EVAL anyway.
+ *
+ * A call is ioredis's one promise: the reply and the failure are converted
+ * inside the command (`reply`, `failure`), not by a `.then` on top, and the
+ * command's wire form starts with a header made once per script.
  */
 export class LuaScript {
   readonly sha: string;
   /** The sockets this script went out on as EVAL: their server has it. */
   readonly loadedOn = new WeakSet<object>();
+  /** The start of the command on the wire, after the argument count: EVALSHA and the hash, or EVAL and the script; then the key count. */
+  readonly #evalsha: string;
+  readonly #eval: string;
+  readonly #keyCount: string;
 
   constructor(
     readonly lua: string,
     readonly numberOfKeys: number,
   ) {
+    ALL.add(this);
     this.sha = createHash('sha1').update(lua).digest('hex');
+    this.#keyCount = String(numberOfKeys);
+    const keys = bulk(this.#keyCount);
+    this.#evalsha = `${bulk('evalsha')}${bulk(this.sha)}${keys}`;
+    this.#eval = `${bulk('eval')}${bulk(lua)}${keys}`;
   }
 
-  /** Runs the script with `keysAndArgs` (the keys first); replies come as strings. */
-  run(redis: Redis, keysAndArgs: readonly (string | number)[]): Promise<unknown> {
-    const command = new ScriptCommand(this, keysAndArgs, redis.options.keyPrefix);
+  /**
+   * Runs the script with `keysAndArgs` (the keys first, then the arguments,
+   * all strings; the connection's keyPrefix is put before the keys).
+   * Replies come as strings or integers, through `reply`; a failure through
+   * `failure`, with `context`.
+   */
+  run<T = unknown>(redis: Redis, keysAndArgs: readonly string[], reply: Reply<T> = asIs as Reply<T>, failure: Failure = unchanged, context = ''): Promise<T> {
+    // The arguments as ioredis would keep them (its key tracking reads them: getKeys), built once, with no copy or conversion by ioredis.
+    const args = new Array<string>(keysAndArgs.length + 2);
+    args[0] = this.sha;
+    args[1] = this.#keyCount;
+    const prefix = redis.options.keyPrefix ?? '';
+    for (let i = 0; i < keysAndArgs.length; i++) args[i + 2] = i < this.numberOfKeys ? prefix + keysAndArgs[i]! : keysAndArgs[i]!;
+    const command = new ScriptCommand(this, args, reply, failure, context);
     void redis.sendCommand(command);
-    return command.promise;
+    return command.promise as Promise<T>;
+  }
+
+  /** The command on the wire, for `socket` (EVAL there the first time); `args` as the command keeps them: the hash, the key count, the keys (prefixed), the arguments. */
+  writable(socket: object, args: readonly string[]): string {
+    let head = this.#evalsha;
+    if (!this.loadedOn.has(socket)) {
+      this.loadedOn.add(socket);
+      head = this.#eval;
+    }
+    let out = `*${args.length + 1}\r\n${head}`;
+    for (let i = 2; i < args.length; i++) out += bulk(args[i]!);
+    return out;
   }
 }
 
+/** A RESP bulk string. */
+const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
+
+/** Every script: a NOSCRIPT reply means the server's whole script cache is gone. */
+const ALL = new Set<LuaScript>();
+
 const UTF8 = { replyEncoding: 'utf8' } as const;
+const NO_ARGS: string[] = [];
 
-class ScriptCommand extends Command {
+class ScriptCommand<T> extends Command {
   readonly #script: LuaScript;
+  readonly #reply: Reply<T>;
 
-  constructor(script: LuaScript, keysAndArgs: readonly (string | number)[], keyPrefix: string | undefined) {
-    super('evalsha', [script.sha, script.numberOfKeys, ...keysAndArgs], keyPrefix ? { ...UTF8, keyPrefix } : UTF8);
+  constructor(script: LuaScript, args: string[], reply: Reply<T>, failure: Failure, context: string) {
+    // No arguments for ioredis to copy and convert (they are strings, the keys prefixed): the command writes its own (toWritable).
+    super('evalsha', NO_ARGS, UTF8);
+    this.args = args;
     this.#script = script;
+    this.#reply = reply;
+    const reject = this.reject;
+    this.reject = (error: Error) => {
+      // NOSCRIPT: the server behind this socket lost its script cache; the socket's next call of each script loads it again.
+      if (error instanceof Error && error.message.startsWith('NOSCRIPT') && this.#socket !== null) for (const s of ALL) s.loadedOn.delete(this.#socket);
+      reject(failure(error, context) as Error);
+    };
   }
 
+  #socket: object | null = null;
+
   /** Called with the socket the command is written to, also when ioredis resends it after a reconnect. */
-  override toWritable(socket: object): string | Buffer {
-    const script = this.#script;
-    if (!script.loadedOn.has(socket)) {
-      script.loadedOn.add(socket);
-      this.name = 'eval';
-      this.args[0] = script.lua;
-    }
-    return super.toWritable(socket);
+  override toWritable(socket: object): string {
+    this.#socket = socket;
+    return this.#script.writable(socket, this.args as string[]);
+  }
+
+  /** The reply as the caller wants it (ioredis's type says a string or Buffer; the promise carries T). */
+  override transformReply(result: Buffer | Buffer[]): string {
+    return this.#reply(super.transformReply(result)) as unknown as string;
   }
 }
 
@@ -65,12 +128,3 @@ export const releaseScript = new LuaScript(RELEASE, 1);
 export const extendScript = new LuaScript(EXTEND, 1);
 export const raiseScript = new LuaScript(RAISE, 1);
 export const fencedWriteScript = new LuaScript(FENCED_WRITE, 1);
-
-const ALL = [acquireScript, releaseScript, extendScript, raiseScript, fencedWriteScript];
-
-/** After a NOSCRIPT reply: the connection's next call of each script sends EVAL again. */
-export function forgetScripts(redis: Redis, error: unknown): void {
-  if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) return;
-  const socket = redis.stream as object | undefined;
-  if (socket !== undefined) for (const script of ALL) script.loadedOn.delete(socket);
-}

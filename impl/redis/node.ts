@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import { checkResource, checkToken } from '../../model/errors.ts';
 import type { LeaseNode } from '../leaseNode.ts';
-import { acquireScript, extendScript, forgetScripts, raiseScript, releaseScript } from './commands.ts';
+import { acquireScript, extendScript, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
 import { counterKey, keysFor, lockKey } from './keys.ts';
 import { ConnectionConfigError, InvalidInputError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../errors.ts';
 
 /** Errors that say the node can never grant as configured, typed so that they are not read as an outage. */
-function typed(resource: string, e: unknown): unknown {
+function typed(e: unknown, resource: string): unknown {
   const message = e instanceof Error ? e.message : String(e);
   if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message);
   if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
@@ -42,59 +42,53 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     if (acknowledged < wanted.count) throw new ReplicationError(wanted.count, acknowledged);
     return reply;
   };
-  const refused = (resource: string) => (e: unknown) => {
-    forgetScripts(redis, e);
-    throw typed(resource, e);
-  };
-  /** A release's or an extend's failure, as it came (a vote against). */
-  const failed = (e: unknown): never => {
-    forgetScripts(redis, e);
-    throw e;
-  };
-  // Without replicas each call is the script's promise and one .then: a lock round makes one per node, so they count.
+  // Each call is the script command's one promise: the reply and the typed error are made inside it (impl/redis/commands.ts).
   // The resource is checked once per acquire and release in the lock client, and once per call here (a LeaseNode is public too); the key built once.
+  const prefix = options.prefix;
   if (wanted === undefined) {
-    const prefix = options.prefix;
     const batch = tickWrites(redis);
     return {
       acquire: (resource, owner, ttlMs) => {
         checkResource(resource);
         batch();
-        return acquireScript.run(redis, [lockKey(resource, prefix), counterKey(resource, prefix), owner, ttlMs, base]).then(toToken, refused(resource));
+        return acquireScript.run(redis, [lockKey(resource, prefix), counterKey(resource, prefix), owner, String(ttlMs), base], toToken, typed, resource);
       },
       release: (resource, owner) => {
         checkResource(resource);
         batch();
-        return releaseScript.run(redis, [lockKey(resource, prefix), owner]).then(isOne, failed);
+        return releaseScript.run(redis, [lockKey(resource, prefix), owner], isOne);
       },
       extend: (resource, owner, ttlMs) => {
         checkResource(resource);
         batch();
-        return extendScript.run(redis, [lockKey(resource, prefix), owner, ttlMs]).then(isOne, failed);
+        return extendScript.run(redis, [lockKey(resource, prefix), owner, String(ttlMs)], isOne);
       },
       raiseToken: async (resource, token) => {
-        await raiseScript.run(redis, [keys(resource).counter, checkToken(token).toString(), base]).catch(failed);
+        checkResource(resource);
+        await raiseScript.run(redis, [counterKey(resource, prefix), checkToken(token).toString(), base], nothing);
       },
     };
   }
   return {
     async acquire(resource, owner, ttlMs) {
       const k = keys(resource);
-      const token = (await acquireScript.run(redis, [k.lock, k.counter, owner, ttlMs, base]).catch(refused(resource))) as string | null;
+      const token = await acquireScript.run(redis, [k.lock, k.counter, owner, String(ttlMs), base], toToken, typed, resource);
       // A denial wrote nothing: only a grant waits for the replicas.
-      return token === null ? null : BigInt(await replicated(token));
+      return token === null ? null : replicated(token);
     },
     async release(resource, owner) {
-      return (await replicated(await releaseScript.run(redis, [keys(resource).lock, owner]).catch(failed))) === 1;
+      return replicated(await releaseScript.run(redis, [keys(resource).lock, owner], isOne));
     },
     async extend(resource, owner, ttlMs) {
-      return (await replicated(await extendScript.run(redis, [keys(resource).lock, owner, ttlMs]).catch(failed))) === 1;
+      return replicated(await extendScript.run(redis, [keys(resource).lock, owner, String(ttlMs)], isOne));
     },
     async raiseToken(resource, token) {
-      await replicated(await raiseScript.run(redis, [keys(resource).counter, checkToken(token).toString(), base]).catch(failed));
+      await replicated(await raiseScript.run(redis, [keys(resource).counter, checkToken(token).toString(), base], nothing));
     },
   };
 }
 
+/** The token comes as a digit string (exact to 2^63-1; never through a Lua number). */
 const toToken = (token: unknown): bigint | null => (token === null ? null : BigInt(token as string));
+const nothing = (): void => undefined;
 const isOne = (reply: unknown): boolean => reply === 1;

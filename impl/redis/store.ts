@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { StorePolicy } from '../../model/design.ts';
 import { checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore } from '../fencedStore.ts';
-import { fencedWriteScript, forgetScripts } from './commands.ts';
+import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
 
 /** A fenced store in Redis: each write is one script that applies the policy (spec FENCE-2). */
@@ -11,11 +11,7 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: { r
   return {
     async write(resource, token, value) {
       if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
-      const reply = fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), value, policy]);
-      const [accepted, highest] = (await reply.catch((e: unknown) => {
-        forgetScripts(redis, e);
-        throw e;
-      })) as [number, string?];
+      const [accepted, highest] = (await fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), value, policy])) as [number, string?];
       return accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest!) };
     },
     async read(resource) {

@@ -405,11 +405,14 @@ describe('PostgresSessionLock', () => {
     try {
       await blocker.query('BEGIN');
       await blocker.query("SELECT 1 FROM lockcheck_tokens WHERE resource = 'blocked' FOR UPDATE");
-      const before = clock.delays.length;
       const waiting = a.acquire('blocked');
-      // The statement's timer is set when it is sent (bounded wait for that, not for a time).
-      for (let i = 0; i < 1000 && !clock.delays.slice(before).includes(30_000); i++) await new Promise((resolve) => setImmediate(resolve));
-      expect(clock.delays.slice(before)).toContain(30_000);
+      // The statement is in flight once its backend waits on the row lock (a bounded number of looks, not a time).
+      const waits = async (): Promise<boolean> =>
+        (await blocker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [a.backendPid])).rows[0]!.n === 1;
+      let inFlight = false;
+      for (let i = 0; i < 1000 && !inFlight; i++) inFlight = await waits();
+      expect(inFlight).toBe(true);
+      // Its bound runs on the lock's clock (one timer per connection, armed at the oldest call's deadline).
       clock.advance(30_000);
       expect(await waiting).toEqual({ kind: 'timed-out' });
       expect(held.signal.reason).toMatchObject({ reason: 'connection-lost' });

@@ -360,6 +360,23 @@ describe('LuaScript', () => {
     }
   });
 
+  it('a script command shows ioredis its keys as sent, prefixed (the user-servers run records and deletes keys by them)', async () => {
+    const c = new Redis({ ...server(), lazyConnect: true, keyPrefix: 'kp:', maxRetriesPerRequest: 1, commandTimeout: 5_000 });
+    try {
+      await c.connect();
+      const keys: string[][] = [];
+      const send = c.sendCommand.bind(c);
+      c.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: never) => (keys.push(command.getKeys().map(String)), send(command, stream))) as Redis['sendCommand'];
+      const node = redisLeaseNode(c);
+      expect(await node.acquire('r', 'o', 60_000)).toBe(1n);
+      expect(await node.release('r', 'o')).toBe(true);
+      expect(keys).toEqual([['kp:lockcheck:lock:r', 'kp:lockcheck:token:r'], ['kp:lockcheck:lock:r']]);
+      expect(await redis.get('kp:lockcheck:token:r')).toBe('1');
+    } finally {
+      c.disconnect();
+    }
+  });
+
   it('a NOSCRIPT reply fails that call and the calls already sent behind it, in order; the next call loads the script again (LeaseNode order)', async () => {
     // Its own server: SCRIPT FLUSH would fail other files' script calls on the shared one.
     const own = await RedisServer.start({ persistence: 'none' });

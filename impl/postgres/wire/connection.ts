@@ -1,0 +1,387 @@
+import net from 'node:net';
+import type { MonotonicClock } from '../../clock.ts';
+import { ConnectionConfigError, TimeoutError } from '../../errors.ts';
+import { md5Password, Scram } from './auth.ts';
+import type { Param } from './codec.ts';
+import { callMessage, MessageReader, parseMessages, passwordMessage, queryMessage, saslInitialResponse, startupMessage, TERMINATE } from './codec.ts';
+import { readFields, serverError, WireConnectionError, WireProtocolError, WireServerError } from './errors.ts';
+
+/**
+ * A minimal PostgreSQL frontend (protocol 3.0) for the lock's few
+ * statements: start-up with trust, cleartext, MD5 or SCRAM-SHA-256
+ * authentication; a simple query (the schema); the statements Parsed once;
+ * then each call is Bind/Execute/Sync in one Buffer and settles at its
+ * ReadyForQuery.
+ * Calls of concurrent callers go out at once and their replies come back in
+ * order (pipelining, a Sync each). No TLS: a plain TCP or Unix-socket link.
+ *
+ * Every wait is bounded: the connect (start-up and authentication) and each
+ * query, Parse and call by `timeoutMs` on the clock. A call that runs out, a socket error, a close
+ * or a message this client cannot read drops the connection at once: every
+ * call in flight fails (the timed-out one with TimeoutError, a call whose
+ * ErrorResponse had come with that error, the others with
+ * WireConnectionError) and `onLost` runs once.
+ */
+
+/** A statement prepared once per connection under its name. */
+export class PreparedStatement {
+  /** The name as the Bind message carries it. */
+  readonly nameBytes: Buffer;
+  constructor(
+    readonly name: string,
+    readonly text: string,
+  ) {
+    this.nameBytes = Buffer.from(name);
+  }
+}
+
+/** The socket's read buffer: replies to the lock's statements are a few dozen bytes; a longer one arrives in several reads. */
+const READ_BUFFER = 16 * 1024;
+
+/** A row: each column as text, or null. */
+export type Row = (string | null)[];
+
+export interface WireConnectOptions {
+  /** TCP host (default 127.0.0.1) and port (default 5432), or `path`: a Unix socket (…/.s.PGSQL.5432). */
+  readonly host?: string;
+  readonly port?: number;
+  readonly path?: string;
+  readonly user: string;
+  readonly password?: string;
+  readonly database?: string;
+  /** Start-up parameters beside user and database (statement_timeout, application_name, ...). */
+  readonly parameters?: Readonly<Record<string, string>>;
+  /** Bound on each query, Parse and call, in ms; and on the connect unless `connectTimeoutMs` is given. */
+  readonly timeoutMs: number;
+  readonly connectTimeoutMs?: number;
+  readonly clock: MonotonicClock;
+  /** TCP keepalive on the socket. Default true. */
+  readonly keepAlive?: boolean;
+}
+
+/** A call in flight: its rows, the server's error if one came, and how it settles. */
+class Pending {
+  rows: Row[] = [];
+  error: WireServerError | null = null;
+  /** When the call runs out, on the clock (Infinity: bounded by the connect's own timer). */
+  deadline = Number.POSITIVE_INFINITY;
+  constructor(
+    readonly resolve: (rows: Row[]) => void,
+    readonly reject: (e: Error) => void,
+  ) {}
+}
+
+export class WireConnection {
+  readonly #socket: net.Socket;
+  readonly #options: WireConnectOptions;
+  readonly #reader: MessageReader;
+  readonly #pending: Pending[] = [];
+  #lost: Error | null = null;
+  #onLost: ((e: Error) => void) | null = null;
+  #scram: Scram | null = null;
+  #processId = 0;
+  /** Set at the first ReadyForQuery: the start-up is over (authenticated, parameters and key data sent). */
+  #ready = false;
+  #authenticated = false;
+  /** The one timer of the connection, armed at the oldest call's deadline (null: none armed). */
+  #timer: (() => void) | null = null;
+
+  private constructor(socket: net.Socket, options: WireConnectOptions) {
+    this.#socket = socket;
+    this.#options = options;
+    this.#reader = new MessageReader((type, buf, start, end) => this.#message(type, buf, start, end));
+    socket.setNoDelay(true);
+    socket.on('error', (e: NodeJS.ErrnoException) => this.destroy(connectionError(`connection failed: ${e.message}`, e)));
+    socket.on('close', () => this.destroy(new WireConnectionError('the server closed the connection')));
+  }
+
+  /** Bytes from the socket, read into its one buffer (valid only during this call: the reader copies what it keeps). */
+  #data(chunk: Buffer): void {
+    try {
+      this.#reader.push(chunk);
+    } catch (e) {
+      this.destroy(e instanceof WireProtocolError ? e : new WireProtocolError(`unreadable reply: ${(e as Error).message}`));
+    }
+  }
+
+  /** Opens and authenticates; bounded by `timeoutMs`. */
+  static connect(options: WireConnectOptions): Promise<WireConnection> {
+    const { clock } = options;
+    const timeoutMs = options.connectTimeoutMs ?? options.timeoutMs;
+    let connection: WireConnection | null = null;
+    // Replies are read into one buffer per connection and handed over in place (`onread`): no chunk allocated and no stream 'data' event per reply.
+    const onread: net.OnReadOpts = {
+      buffer: Buffer.allocUnsafe(READ_BUFFER),
+      callback: (n: number, buf: Uint8Array): boolean => {
+        if (connection !== null) connection.#data(Buffer.from(buf.buffer, buf.byteOffset, n));
+        return true;
+      },
+    };
+    const socket = options.path !== undefined ? net.connect({ path: options.path, onread }) : net.connect({ host: options.host ?? '127.0.0.1', port: options.port ?? 5432, onread });
+    if (options.keepAlive ?? true) socket.setKeepAlive(true);
+    const created = new WireConnection(socket, options);
+    connection = created;
+    return new Promise<WireConnection>((resolve, reject) => {
+      const connection = created;
+      const cancel = clock.schedule(clock.now() + timeoutMs, () => connection.destroy(new TimeoutError('connect', timeoutMs)));
+      const fail = (e: Error): void => {
+        cancel();
+        connection.destroy(e);
+        reject(e);
+      };
+      socket.once('connect', () => {
+        // The start-up settles at the first ReadyForQuery (after authentication), or fails with the server's FATAL error.
+        connection.#enqueue(() => {
+          cancel();
+          resolve(connection);
+        }, fail);
+        socket.write(startupMessage({ user: options.user, database: options.database ?? options.user, client_encoding: 'UTF8', ...options.parameters }));
+      });
+      // Before the socket connects, a failure only reaches us through destroy: route it to this promise.
+      connection.#onLost = (e) => {
+        cancel();
+        reject(e);
+      };
+    });
+  }
+
+  /** The backend's process id (BackendKeyData), for pg_terminate_backend. */
+  get processId(): number {
+    return this.#processId;
+  }
+
+  /** Null while the connection is up; the error that ended it after. */
+  get lostWith(): Error | null {
+    return this.#lost;
+  }
+
+  /** Called once when the connection ends for any reason (destroy, close, error, timeout). Replaces the previous listener. */
+  onLost(listener: (e: Error) => void): void {
+    this.#onLost = listener;
+  }
+
+  /** A simple query (several statements allowed; rows are not kept), bounded by `timeoutMs`: the schema, once per connection. */
+  simpleQuery(sql: string): Promise<void> {
+    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
+    return this.#send(queryMessage(sql), true).then(() => undefined);
+  }
+
+  /** Parses the statements (one round trip), so that each call is Bind/Execute/Sync only; bounded by `timeoutMs`. */
+  prepare(statements: readonly PreparedStatement[]): Promise<void> {
+    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
+    return this.#send(parseMessages(statements), true).then(() => undefined);
+  }
+
+  /** One call of a prepared statement: its rows, or the server's error; bounded by `timeoutMs`. */
+  call(statement: PreparedStatement, params: readonly Param[]): Promise<Row[]> {
+    if (this.#lost !== null) return Promise.reject(new WireConnectionError(`the connection is gone: ${this.#lost.message}`));
+    return this.#send(callMessage(statement.nameBytes, params), true);
+  }
+
+  /** Closes the socket at once, no goodbye: the server ends the session as soon as it sees the close. Calls in flight fail. */
+  destroy(reason: Error = new WireConnectionError('connection destroyed')): void {
+    if (this.#lost !== null) return;
+    this.#lost = reason;
+    this.#socket.destroy();
+    this.#timer?.();
+    this.#timer = null;
+    const pending = this.#pending.splice(0);
+    for (const p of pending) {
+      p.reject(p.error ?? reason);
+    }
+    const listener = this.#onLost;
+    this.#onLost = null;
+    listener?.(reason);
+  }
+
+  /** Terminate, then wait for the close, at most `timeoutMs`; the socket is destroyed after it. */
+  end(): Promise<void> {
+    if (this.#lost !== null) return Promise.resolve();
+    const { clock, timeoutMs } = this.#options;
+    return new Promise((resolve) => {
+      const cancel = clock.schedule(clock.now() + timeoutMs, () => {
+        this.destroy();
+        resolve();
+      });
+      this.#socket.once('close', () => {
+        cancel();
+        resolve();
+      });
+      this.#socket.end(TERMINATE);
+    });
+  }
+
+  #send(message: Buffer, bounded = false): Promise<Row[]> {
+    return new Promise<Row[]>((resolve, reject) => {
+      const p = this.#enqueue(resolve, reject);
+      if (bounded) {
+        p.deadline = this.#options.clock.now() + this.#options.timeoutMs;
+        if (this.#timer === null) this.#arm(p.deadline);
+      }
+      this.#socket.write(message);
+    });
+  }
+
+  /**
+   * One timer per connection, not one per call: replies come in order, so
+   * the oldest call in flight is the first to run out. When the timer fires
+   * it checks that call and re-arms for the call then oldest.
+   */
+  #arm(at: number): void {
+    const { clock, timeoutMs } = this.#options;
+    this.#timer = clock.schedule(at, () => {
+      this.#timer = null;
+      const head = this.#pending.find((p) => p.deadline !== Number.POSITIVE_INFINITY);
+      if (head === undefined) return;
+      if (head.deadline > clock.now()) return this.#arm(head.deadline);
+      // No reply in time: its outcome is unknown, and every call behind it waits on it; drop the connection.
+      this.#pending.splice(this.#pending.indexOf(head), 1);
+      head.reject(new TimeoutError('statement', timeoutMs));
+      this.destroy(new WireConnectionError(`a call got no reply within ${timeoutMs} ms`));
+    });
+  }
+
+  #enqueue(resolve: (rows: Row[]) => void, reject: (e: Error) => void): Pending {
+    const p = new Pending(resolve, reject);
+    this.#pending.push(p);
+    return p;
+  }
+
+  #message(type: number, buf: Buffer, start: number, end: number): void {
+    const head = this.#pending[0];
+    // During the start-up only authentication, parameters, key data, notices, errors and the first ReadyForQuery (after AuthenticationOk) may come.
+    if (this.#ready ? type === 0x52 || type === 0x4b : !(type === 0x52 || type === 0x53 || type === 0x4b || type === 0x4e || type === 0x45 || (type === 0x5a && this.#authenticated))) throw unexpected(type);
+    switch (type) {
+      case 0x44: // D DataRow
+        if (head === undefined) throw unexpected(type);
+        head.rows.push(dataRow(buf, start, end));
+        return;
+      case 0x5a: {
+        // Z ReadyForQuery: the call at the head is complete.
+        if (head === undefined) throw unexpected(type);
+        this.#ready = true;
+        this.#pending.shift();
+        if (head.error !== null) head.reject(head.error);
+        else head.resolve(head.rows);
+        return;
+      }
+      case 0x45: {
+        // E ErrorResponse: the call fails at its ReadyForQuery; a FATAL one ends the session (the close follows).
+        const e = serverError(readFields(buf, start, end));
+        const fatal = e.severity === 'FATAL' || e.severity === 'PANIC';
+        // An idle session may be ended by the server (pg_terminate_backend, a shutdown: 57P01 and the close); any other error needs a call.
+        if (head === undefined && !fatal) throw new WireProtocolError(`an error with no call in flight: ${e.message}`, { cause: e });
+        if (head !== undefined) head.error ??= e;
+        if (fatal) this.destroy(e);
+        return;
+      }
+      case 0x31: // 1 ParseComplete
+      case 0x32: // 2 BindComplete
+      case 0x43: // C CommandComplete
+      case 0x6e: // n NoData
+      case 0x49: // I EmptyQueryResponse
+      case 0x54: // T RowDescription (the setup query's)
+        if (head === undefined) throw unexpected(type);
+        return;
+      case 0x53: // S ParameterStatus
+      case 0x4e: // N NoticeResponse
+      case 0x41: // A NotificationResponse
+        return;
+      case 0x4b: // K BackendKeyData
+        if (end - start !== 8) throw new WireProtocolError('BackendKeyData of the wrong length');
+        this.#processId = buf.readInt32BE(start);
+        return;
+      case 0x52: // R Authentication*
+        return this.#authenticate(buf, start, end);
+      default:
+        throw unexpected(type);
+    }
+  }
+
+  #authenticate(buf: Buffer, start: number, end: number): void {
+    if (end - start < 4) throw new WireProtocolError('an Authentication message without its kind');
+    const kind = buf.readInt32BE(start);
+    const { user, password } = this.#options;
+    const needPassword = (): string => {
+      if (password === undefined) throw new ConnectionConfigError('authentication', 'the server asks for a password and none was given');
+      return password;
+    };
+    try {
+      // Once SCRAM began, the server must finish it and prove it knows the password: no downgrade, no skipped proof (a server in the middle could otherwise pose as the database).
+      if (this.#scram !== null && (kind === 0 ? !this.#scram.verified : kind !== 11 && kind !== 12)) {
+        throw new ConnectionConfigError('authentication', `the server left SCRAM-SHA-256 unfinished (${kind === 0 ? 'AuthenticationOk without its signature' : `authentication request ${kind}`}): not trusted`);
+      }
+      switch (kind) {
+        case 0: // AuthenticationOk
+          this.#authenticated = true;
+          return;
+        case 3: // cleartext
+          this.#socket.write(passwordMessage(needPassword(), true));
+          return;
+        case 5: // MD5, with a 4-byte salt
+          if (end - start !== 8) throw new WireProtocolError('AuthenticationMD5Password without its salt');
+          this.#socket.write(passwordMessage(md5Password(user, needPassword(), buf.subarray(start + 4, end)), true));
+          return;
+        case 10: {
+          // SASL: the mechanisms, each a C string.
+          const mechanisms = buf.toString('utf8', start + 4, end).split('\0');
+          if (!mechanisms.includes('SCRAM-SHA-256')) throw new ConnectionConfigError('authentication', `no supported SASL mechanism offered (${mechanisms.filter(Boolean).join(', ')})`);
+          this.#scram = new Scram(needPassword());
+          this.#socket.write(saslInitialResponse('SCRAM-SHA-256', this.#scram.first()));
+          return;
+        }
+        case 11: {
+          // SASLContinue: the server-first-message. PBKDF2 runs off the loop; the reply goes when it is done.
+          const scram = this.#scram;
+          if (scram === null) throw new WireProtocolError('SASLContinue before SASL');
+          scram.final(buf.toString('utf8', start + 4, end)).then(
+            (final) => {
+              if (this.#lost === null) this.#socket.write(passwordMessage(final, false));
+            },
+            (e: Error) => this.destroy(e),
+          );
+          return;
+        }
+        case 12: // SASLFinal: check the server's signature
+          if (this.#scram === null) throw new WireProtocolError('SASLFinal before SASL');
+          this.#scram.verify(buf.toString('utf8', start + 4, end));
+          return;
+        default:
+          throw new ConnectionConfigError('authentication', `unsupported authentication method ${kind} (this client speaks trust, password, md5 and scram-sha-256)`);
+      }
+    } catch (e) {
+      this.destroy(e as Error);
+    }
+  }
+}
+
+/** A DataRow's columns as text. */
+function dataRow(buf: Buffer, start: number, end: number): Row {
+  if (end - start < 2) throw new WireProtocolError('a DataRow without its column count');
+  const n = buf.readInt16BE(start);
+  const row: Row = new Array<string | null>(n);
+  let o = start + 2;
+  for (let i = 0; i < n; i++) {
+    if (o + 4 > end) throw new WireProtocolError('a DataRow shorter than its columns');
+    const len = buf.readInt32BE(o);
+    o += 4;
+    if (len < 0) {
+      row[i] = null;
+      continue;
+    }
+    if (o + len > end) throw new WireProtocolError('a DataRow column past the message end');
+    row[i] = buf.toString('utf8', o, o + len);
+    o += len;
+  }
+  return row;
+}
+
+function unexpected(type: number): WireProtocolError {
+  return new WireProtocolError(`unexpected backend message '${String.fromCharCode(type)}' (0x${type.toString(16)})`);
+}
+
+function connectionError(message: string, cause: NodeJS.ErrnoException): WireConnectionError {
+  const e = new WireConnectionError(message, { cause });
+  if (cause.code !== undefined) Object.defineProperty(e, 'code', { value: cause.code, enumerable: true });
+  return e;
+}
