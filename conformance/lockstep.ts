@@ -151,8 +151,8 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     // A run may stop while the operation is still pending (it did not settle in time); its later failure is then nobody's to handle, and must not end the process.
     work.catch(() => undefined);
     // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
-    // Operations, and a resume that delivers an operation's replies, settle as virtual time moves.
-    const settled = isOperation(command) || command.kind === 'resume' ? await env.runUntil(work, limitMs) : (await work, true);
+    // Operations, a resume that delivers an operation's replies and a delayed write's delivery settle as virtual time moves.
+    const settled = isOperation(command) || command.kind === 'resume' || command.kind === 'deliver' ? await env.runUntil(work, limitMs) : (await work, true);
     const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
       const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
       steps.push(executed);
@@ -333,6 +333,15 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       if (pending !== null) await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value).catch(() => undefined);
       return inFlight?.outcome ?? ok();
     })
+    .with({ kind: 'deliver' }, async (c): Promise<Performed> => {
+      // The write the runner held for the network (a delayed request) goes out now; the store cannot tell who held it.
+      const d = drivers[c.client]!;
+      const pending = d.pendingWrite;
+      d.pendingWrite = null;
+      if (pending === null) throw new InvalidInputError('precondition', `client ${c.client} has no delayed write`);
+      const r = checkWriteResult(await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value));
+      return { outcome: r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest } };
+    })
     .exhaustive();
 }
 
@@ -401,6 +410,11 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       const signal = signalOf(d, w.resource);
       // The guarded write: the signal held since the grant is the client's only word on validity.
       if (lease === undefined || signal === undefined || signal.aborted) return outcome({ kind: 'not-held' });
+      if (w.delayed === true) {
+        // Checked and sent: the runner holds the request as the network would, and sends it at the deliver step.
+        d.pendingWrite = { resource: w.resource, value: w.value, token: lease.token };
+        return ok();
+      }
       const r = checkWriteResult(await late(backend, instance, w, () => client.store.write(w.resource, lease.token, w.value)));
       return outcome(r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest });
     })
@@ -716,9 +730,12 @@ export function implicated(command: Command, branches: readonly Branch[], actual
     // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
     .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))
     // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
-    .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
+    // (A delayed write's send is `ok`: sent.)
+    .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected', 'ok') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') && !wantedKinds.has('ok') ? 'MUTEX-1' : 'FENCE-2'))
     .with({ op: 'write' }, (): PropertyId => 'LIVE-1')
     .with({ op: 'read' }, (): PropertyId => 'STORE-1')
+    // A delayed write judged otherwise than the store's policy judges it when it lands.
+    .with({ op: 'deliver' }, (): PropertyId => 'FENCE-2')
     .otherwise((): PropertyId => (command.kind === 'resume' ? 'STORE-1' : 'LIVE-1'));
 }
 
