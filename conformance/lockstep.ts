@@ -25,6 +25,7 @@ import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSi
 import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
+import { entryOf } from '../model/record.ts';
 
 /**
  * The lockstep loop: every command goes to the model (which answers the set
@@ -450,7 +451,7 @@ async function late<T>(backend: string, instance: BackendInstance, op: Exclude<O
 function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): void {
   drivers.forEach((d, client) => {
     for (const [resource, lease] of [...d.leases]) {
-      const modelLease = world.clients[client]!.leases[resource];
+      const modelLease = entryOf(world.clients[client]!.leases, resource);
       if (modelLease === undefined) {
         d.leases.delete(resource);
         d.signals.delete(resource);
@@ -580,7 +581,7 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
       for (const [index, node] of world.nodes.entries()) {
         const owner = held.get(resource)?.[index] ?? null;
         if (!node.up || owner === null || !gone.has(owner)) continue;
-        const key = node.keys[resource];
+        const key = entryOf(node.keys, resource);
         const modelOwner = owners.get(owner);
         const modelKeeps = key !== undefined && modelOwner !== undefined && sameOwner(key.owner, modelOwner) && livenessIn(world, node, resource).includes(true);
         if (!modelKeeps) return `node ${index} still holds client ${client}'s released key on '${resource}' (owner ${owner.slice(0, 8)}…)`;
@@ -589,10 +590,10 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
   }
   for (const [client, d] of drivers.entries()) {
     for (const [resource, lease] of d.leases) {
-      const modelLease = world.clients[client]!.leases[resource];
+      const modelLease = entryOf(world.clients[client]!.leases, resource);
       if (modelLease === undefined) continue;
       for (const [index, node] of world.nodes.entries()) {
-        const key = node.keys[resource];
+        const key = entryOf(node.keys, resource);
         const surelyLive = livenessIn(world, node, resource).every((alive) => alive);
         if (!node.up || key === undefined || !surelyLive || !sameOwner(key.owner, modelLease.owner)) continue;
         const owner = held.get(resource)?.[index] ?? null;

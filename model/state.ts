@@ -8,6 +8,7 @@ import type { Arrival } from './round.ts';
 import { relativeArrivals } from './round.ts';
 import type { StoreState } from './store.ts';
 import { emptyStore } from './store.ts';
+import { entryOf } from './record.ts';
 
 /**
  * The world's state as plain data: lock-service nodes, clients, the store,
@@ -256,7 +257,7 @@ export function initialWorld(config: WorldConfig): World {
 export const NO_GHOST: GhostResource = { grants: 0, maxToken: null, lastAcceptedEpoch: 0 };
 
 export function ghostOf(world: World, resource: string): GhostResource {
-  return world.ghost[resource] ?? NO_GHOST;
+  return entryOf(world.ghost, resource) ?? NO_GHOST;
 }
 
 export function sameOwner(a: Owner, b: Owner): boolean {

@@ -23,7 +23,7 @@ import { roundEnds } from './round.ts';
 import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
 import { ghostOf, roundInFlight, sameOwner } from './state.ts';
 import { cellOf, writeStore } from './store.ts';
-import { withEntry } from './record.ts';
+import { entryOf, putEntry, withEntry } from './record.ts';
 
 /**
  * The world model: one pure step function from a state and a command to the
@@ -274,8 +274,8 @@ function withClient(world: World, index: number, f: (c: ClientState) => ClientSt
 function withLease(c: ClientState, resource: string, lease: Lease | null): ClientState {
   // A loop, not an object rest with a computed key (slow in V8): this runs for every grant and release of an exploration.
   const leases: Record<string, Lease> = {};
-  for (const r in c.leases) if (r !== resource) leases[r] = c.leases[r]!;
-  if (lease !== null) leases[resource] = lease;
+  for (const r in c.leases) if (r !== resource) putEntry(leases, r, c.leases[r]!);
+  if (lease !== null) putEntry(leases, resource, lease);
   return { ...c, leases };
 }
 
@@ -290,7 +290,7 @@ function monoNow(world: World, client: number): number {
 /** Whether the client, by its own clock and what it has been told, holds a valid lease (MUTEX-1's view). */
 export function holdsValid(world: World, client: number, resource: string): boolean {
   const c = world.clients[client]!;
-  const lease = c.leases[resource];
+  const lease = entryOf(c.leases, resource);
   if (lease === undefined) return false;
   return lease.validUntilMs === null ? true : read(c.mono, world.nowMs) < lease.validUntilMs;
 }
@@ -625,7 +625,7 @@ function sendAcquire(
     // A lease that ran out before its put: the put fails (etcd: lease not found), nothing is set.
     if (expiresAtMs <= expiryNow(design, node, world.nowMs)) return { node, vote: null as bigint | null };
     // bumpCounter and setKey in one copy of the node.
-    const value = (node.counters[ckey] ?? tokenBase(world)) + 1n;
+    const value = (entryOf(node.counters, ckey) ?? tokenBase(world)) + 1n;
     const key = { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
     return { node: { ...node, counters: withEntry(node.counters, ckey, value), keys: withEntry(node.keys, resource, key) }, vote: value };
   }).map(({ nodes, votes }) => ({
@@ -802,10 +802,10 @@ function lateAcquire(world: World, later: World, client: number, resource: strin
   const timedOut = { kind: 'timed-out' } as const;
   const session = lateReplyEnds(world.config.design) === 'session';
   // A stacked level draws nothing; a not-reentrant session library's per-call session is modelled without a draw.
-  if (!session && (world.clients[client]!.leases[resource] !== undefined || world.config.design.kind !== 'pg-xact')) return [{ outcome: timedOut, next: later, events: [] }];
+  if (!session && (entryOf(world.clients[client]!.leases, resource) !== undefined || world.config.design.kind !== 'pg-xact')) return [{ outcome: timedOut, next: later, events: [] }];
   const ended = session ? dropSessions(later, [client]) : later;
   const server = later.nodes[0]!;
-  const free = server.keys[resource] === undefined;
+  const free = entryOf(server.keys, resource) === undefined;
   if (!free) return [{ outcome: timedOut, next: ended, events: [] }];
   const bumped = bumpCounter(ended.nodes[0]!, counterKey(world.config.design, resource), tokenBase(world)).node;
   return [
@@ -818,8 +818,8 @@ function lateAcquire(world: World, later: World, client: number, resource: strin
 function answeredSession(world: World, later: World, client: number, resource: string): readonly Branch[] {
   const design = world.config.design;
   const server = world.nodes[0]!;
-  const key = server.keys[resource];
-  const lease = world.clients[client]!.leases[resource];
+  const key = entryOf(server.keys, resource);
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (key !== undefined) {
     if (key.owner.client !== client || lease === undefined || !isReentrant(design)) return single({ kind: 'denied', reason: 'held' }, later);
     const stacked: World = {
@@ -850,7 +850,7 @@ function extend(world: World, client: number, resource: string, ttlMs: number, l
 
 /** An extension the client refuses before sending anything: no lease, or one already over (never revived: the client drops it). */
 function extendRefused(world: World, client: number, resource: string): readonly Branch[] | null {
-  if (world.clients[client]!.leases[resource] === undefined) return single({ kind: 'not-extended', reason: 'not-held' }, world);
+  if (entryOf(world.clients[client]!.leases, resource) === undefined) return single({ kind: 'not-extended', reason: 'not-held' }, world);
   if (!holdsValid(world, client, resource)) return single({ kind: 'not-extended', reason: 'expired' }, withClient(world, client, (c) => withLease(c, resource, null)));
   return null;
 }
@@ -858,11 +858,11 @@ function extendRefused(world: World, client: number, resource: string): readonly
 /** The extension's round goes out: each node that receives it and still holds the client's live key re-arms it. */
 function sendExtend(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): Array<{ readonly sent: World; readonly flight: ExtendFlight; readonly events: readonly WorldEvent[] }> {
   const design = world.config.design;
-  const lease = world.clients[client]!.leases[resource]!;
+  const lease = entryOf(world.clients[client]!.leases, resource)!;
   const round = roundOf(world, client, latencyMs, timeoutMs(world, ttlMs));
   const startedMono = monoNow(world, client);
   return fanOut(world, client, resource, (node, _index, alive) => {
-    const key = node.keys[resource];
+    const key = entryOf(node.keys, resource);
     if (!alive || key === undefined || !sameOwner(key.owner, lease.owner)) return { node, vote: false };
     return {
       node: setKey(node, resource, { ...key, ttlMs, expiresAtMs: expiryNow(design, node, world.nowMs) + ttlMs, liveSinceTrueMs: world.nowMs }),
@@ -870,8 +870,8 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
     };
   }).map(({ nodes, votes }) => {
     const events: WorldEvent[] = nodes.flatMap((n, i): WorldEvent[] => {
-      const before = world.nodes[i]!.keys[resource];
-      return before !== undefined && n.keys[resource] !== before
+      const before = entryOf(world.nodes[i]!.keys, resource);
+      return before !== undefined && entryOf(n.keys, resource) !== before
         ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'extended' }]
         : [];
     });
@@ -935,8 +935,8 @@ function failedExtend(after: World, client: number, resource: string, lease: Lea
   const terms = leaseTerms(after.config.design).failedExtend ?? { lease: 'kept', keys: 'kept' };
   const cleared = terms.keys === 'deleted' ? releaseEverywhere(after, client, resource, lease.owner) : after;
   const deleted: WorldEvent[] = after.nodes.flatMap((n, i): WorldEvent[] => {
-    const before = n.keys[resource];
-    return before !== undefined && cleared.nodes[i]!.keys[resource] === undefined
+    const before = entryOf(n.keys, resource);
+    return before !== undefined && entryOf(cleared.nodes[i]!.keys, resource) === undefined
       ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
@@ -952,15 +952,15 @@ function reachesServer(world: World, op: Operation): boolean {
 
 function release(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
   const design = world.config.design;
-  const lease = world.clients[client]!.leases[resource];
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (lease === undefined) return single({ kind: 'not-held' }, world);
   if (isSessionBound(design)) return releaseSession(world, client, resource, lease, latencyMs);
   // Compare-and-delete on every node that receives it; the client waits until a quorum answered (a release's own bound is 1 s).
   const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000), quorumAnswered(design, world.nodes.length));
   const cleared = releaseEverywhere(world, client, resource, lease.owner);
   const events: WorldEvent[] = world.nodes.flatMap((n, i): WorldEvent[] => {
-    const before = n.keys[resource];
-    return before !== undefined && cleared.nodes[i]!.keys[resource] === undefined
+    const before = entryOf(n.keys, resource);
+    return before !== undefined && entryOf(cleared.nodes[i]!.keys, resource) === undefined
       ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
@@ -1000,10 +1000,10 @@ function releaseSession(world: World, client: number, resource: string, lease: L
 
 /** pg-xact: the client drops the transaction's connection; the server aborts it, its lock and its buffered writes go. */
 function abortTransaction(world: World, client: number, resource: string): World {
-  const lease = world.clients[client]!.leases[resource];
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (lease === undefined) return world;
   const server = world.nodes[0]!;
-  const key = server.keys[resource];
+  const key = entryOf(server.keys, resource);
   const nodes = key !== undefined && sameOwner(key.owner, lease.owner) ? [deleteKey(server, resource), ...world.nodes.slice(1)] : world.nodes;
   return withClient({ ...world, nodes }, client, (c) => withLease(c, resource, null));
 }
@@ -1012,7 +1012,7 @@ function abortTransaction(world: World, client: number, resource: string): World
 function releasedSession(world: World, client: number, resource: string, lease: Lease): readonly Branch[] {
   const design = world.config.design;
   const server = world.nodes[0]!;
-  const key = server.keys[resource];
+  const key = entryOf(server.keys, resource);
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
   if (rulesOf(design).stacking === 'per-release' && lease.count > 1) {
     const nodes = own === undefined ? world.nodes : [setKey(server, resource, { ...own, count: own.count - 1 })];
@@ -1032,7 +1032,7 @@ function releasedSession(world: World, client: number, resource: string, lease: 
 }
 
 function write(world: World, client: number, resource: string, value: string, latencyMs: number, delayed: boolean): readonly Branch[] {
-  const lease = world.clients[client]!.leases[resource];
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
   if (rulesOf(world.config.design).writes === 'at-commit') {
     // The statement cannot reach the transaction's connection: the client gives the transaction up.

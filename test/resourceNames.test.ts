@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Command, Design, StorePolicy } from '../model/index.ts';
 import { alphabetFor, designs, FAULT_CLASSES, initialWorld, step } from '../model/index.ts';
+import { enabled } from '../model/world.ts';
 
 /**
  * A resource is any non-empty string (model/errors.ts, checkResource): its
@@ -21,15 +22,21 @@ const ROWS: ReadonlyArray<readonly [Design, StorePolicy]> = [
 
 /** `command` with its resource renamed, where it has one. */
 function renamed(command: Command, resource: string): Command {
-  return 'resource' in command ? { ...command, resource } : command;
+  if ('resource' in command) return { ...command, resource };
+  if (command.kind === 'pause' && command.pendingWrite !== undefined) return { ...command, pendingWrite: { ...command.pendingWrite, resource } };
+  return command;
 }
 
 /** The outcomes and events of a run, the resource's name written as R. */
-function trace(design: Design, store: StorePolicy, schedule: ReadonlyArray<readonly [Command, number]>, resource: string): string {
+function trace(design: Design, store: StorePolicy, alphabet: readonly Command[], schedule: ReadonlyArray<readonly [number, number]>, resource: string): string {
   let w = initialWorld({ design, store, clients: 2 });
   const out: string[] = [];
-  for (const [command, pick] of schedule) {
-    const branches = step(w, renamed(command, resource));
+  for (const [which, pick] of schedule) {
+    // The schedule picks among the commands enabled here (the same under either name, or the traces differ first).
+    const on = alphabet.filter((c) => enabled(w, renamed(c, resource)));
+    if (on.length === 0) break;
+    const command = renamed(on[which % on.length]!, resource);
+    const branches = step(w, command);
     const b = branches[pick % branches.length]!;
     out.push(JSON.stringify([b.outcome, b.events], (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v === resource ? 'R' : v)));
     w = b.next;
@@ -42,9 +49,9 @@ describe('a resource name never changes what happens to the resource', () => {
     it(`${design.kind} (${store}): every fault class, names that are also Object.prototype properties behave as 'r'`, () => {
       const alphabet = FAULT_CLASSES.flatMap((c) => alphabetFor(design, c));
       fc.assert(
-        fc.property(fc.array(fc.tuple(fc.constantFrom(...alphabet), fc.nat()), { maxLength: 14 }), (schedule) => {
-          const reference = trace(design, store, schedule, 'r');
-          for (const name of NAMES) expect(trace(design, store, schedule, name)).toBe(reference);
+        fc.property(fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 14 }), (schedule) => {
+          const reference = trace(design, store, alphabet, schedule, 'r');
+          for (const name of NAMES) expect(trace(design, store, alphabet, schedule, name)).toBe(reference);
         }),
         { seed: 20161010, numRuns: 150 },
       );
