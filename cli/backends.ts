@@ -182,7 +182,7 @@ export const MEASURED_FAULT_CLASSES: readonly MeasuredFaultClass[] = [
   // A Redis connection holds no lock state: there the class is its pauses, and is measured as such.
   { id: 'connection-loss', title: 'connection loss (with pauses)', faults: ['advance', 'pause', 'kill-connection'], essential: ['pause'], model: ['connection-loss'] },
   // Late replies on every operation, one node slow or a black hole, and the clients' request (or statement) timeout.
-  { id: 'timing', title: 'late replies on every operation, a slow or black-holed node', faults: ['advance', 'delay', 'latency', 'slow-node'], essential: ['latency', 'slow-node'], model: ['timing', 'delay'] },
+  { id: 'timing', title: 'late replies on every operation, delayed write requests, a slow or black-holed node', faults: ['advance', 'delay', 'latency', 'slow-node'], essential: ['latency', 'slow-node'], model: ['timing', 'delay'] },
 ];
 
 /** Why `backend` cannot be measured under `col`, or null if it can. */

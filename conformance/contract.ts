@@ -8,6 +8,7 @@ import type { AcquireResult, ExtendResult } from '../impl/leaseLock.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { ReadResult, WriteResult } from '../impl/fencedStore.ts';
 import type { LockClient } from './adapter.ts';
+import { entryOf } from '../model/record.ts';
 
 /**
  * What the harness checks of a backend beyond its outcomes: that every
@@ -106,7 +107,7 @@ export function signalProblem(worlds: readonly World[], held: ReadonlyArray<Read
       if (signal.aborted && valid.every((v) => !v)) {
         const reason = lossReason(signal);
         // A ttl lease expires (also one whose client keeps no deadline and drops it); one that lives with its session is lost with the connection.
-        const wanted = worlds.map((w): LossReason => (w.clients[client]!.leases[resource] !== undefined || lease.validUntilMs !== null || hasTtl(w.config.design) ? 'expired' : 'connection-lost'));
+        const wanted = worlds.map((w): LossReason => (entryOf(w.clients[client]!.leases, resource) !== undefined || lease.validUntilMs !== null || hasTtl(w.config.design) ? 'expired' : 'connection-lost'));
         if (reason === null || !wanted.includes(reason)) return new ContractBreach('LIVE-1', `${who} signalled its loss with reason ${reason ?? shown(signal.reason)}; the model has it ${[...new Set(wanted)].join(' or ')}`);
       }
     }

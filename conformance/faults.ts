@@ -57,7 +57,7 @@ const FAULTS = {
   'crash-restart': { injector: 'crash', what: 'a node crashes and restarts', ownServersOnly: "kills and restarts the server's process, lockcheck's only on servers it starts" },
   partition: { injector: 'partition', what: 'the link between a client and a node is cut, then healed' },
   delay: { injector: 'delay', what: "a client's replies come late" },
-  latency: { injector: 'latency', what: "replies to every operation come late; with pause, an acquire or extend is in flight across its client's pause (its rounds interleave with other clients')" },
+  latency: { injector: 'latency', what: "replies to every operation come late, and a write's request may be delayed (the runner holds it until the schedule's deliver step); with pause, an acquire or extend is in flight across its client's pause (its rounds interleave with other clients')" },
   'slow-node': { injector: 'nodeDelay', what: "one lock node is slow or a black hole; each run draws the clients' request timeout" },
   'kill-connection': { injector: 'killConnection', what: "the server ends a client's connection" },
 } as const satisfies Record<string, { readonly injector: keyof FaultInjectors | null; readonly what: string; readonly ownServersOnly?: string }>;

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { match } from 'ts-pattern';
 import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
-import { hasTtl, nodeCount, replyTimeoutMs, restartDelayMs } from '../model/design.ts';
+import { hasTtl, nodeCount, replyTimeoutMs, restartDelayMs, rulesOf } from '../model/design.ts';
 import type { Capabilities, FaultKind } from './adapter.ts';
 
 /**
@@ -135,7 +135,7 @@ export function rescaled(command: Command, scale: number, name: (resource: strin
       ...(p.pendingWrite !== undefined ? { pendingWrite: { ...p.pendingWrite, resource: name(p.pendingWrite.resource) } } : {}),
       ...(p.inFlight !== undefined ? { inFlight: rescaled(p.inFlight, scale, name) as Operation } : {}),
     }))
-    .with({ kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'replicate' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'node-delay' }, { kind: 'kill-connection' }, (c) => c)
+    .with({ kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'deliver' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'replicate' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'node-delay' }, { kind: 'kill-connection' }, (c) => c)
     .exhaustive();
 }
 
@@ -150,6 +150,10 @@ export function requestTimeoutArb(faults: readonly FaultKind[], ttlFloorMs = 5, 
   // A library without a client-side timeout (declared) cannot take one: the model's client then waits for late replies as it does.
   if (!faults.includes('slow-node') || !clientTimeout) return fc.constant(undefined);
   return fc.option(fc.integer({ min: 1, max: ttlFloorMs + 60 }), { nil: undefined, freq: 2 });
+}
+
+function writesInTransaction(design: Design): boolean {
+  return rulesOf(design).writes === 'at-commit';
 }
 
 function range(from: number, to: number): number[] {
@@ -247,6 +251,31 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   if (has('slow-node')) single.push({ weight: 2, arbitrary: fc.record({ node, ms: nodeDelay }).map(({ node: n, ms }) => [{ kind: 'node-delay', node: n, ms } as Command]) });
 
   const scripts: Array<fc.WeightedArbitrary<Command[]>> = [];
+  // A write whose request the network delays (spec 3, "Delayed requests"): the runner holds it until the client's deliver.
+  // Not where writes share the lock's own connection (pg-xact): there a late write is a late reply.
+  if (lateOps && !writesInTransaction(o.design)) {
+    single.push({ weight: 2, arbitrary: fc.record({ client, resource, value }).map((w) => [{ kind: 'write', ...w, delayed: true } as Command]) });
+    single.push({ weight: 2, arbitrary: client.map((c) => [{ kind: 'deliver', client: c } as Command]) });
+    if (o.clients > 1) {
+      // Kleppmann's delayed packet: checked under a valid lease, it lands after the lease ended and the next holder wrote.
+      scripts.push({
+        weight: 3,
+        arbitrary: fc.tuple(acquire(client, false), value, advance, acquire(fc.constant(0), false)).map(([first, v, gap, second]) => {
+          const a = first as Extract<Command, { kind: 'acquire' }>;
+          const b = { ...(second as Extract<Command, { kind: 'acquire' }>), client: other(a.client), resource: a.resource };
+          return [
+            a,
+            { kind: 'write', client: a.client, resource: a.resource, value: v, delayed: true },
+            gap,
+            b,
+            { kind: 'write', client: b.client, resource: a.resource, value: 'new' },
+            { kind: 'deliver', client: a.client },
+            { kind: 'read', client: b.client, resource: a.resource },
+          ];
+        }),
+      });
+    }
+  }
   if (has('pause') && o.clients > 1) {
     // A pause across an expiry, with the write checked before it and sent after it.
     scripts.push({

@@ -25,6 +25,7 @@ import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSi
 import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
+import { entryOf } from '../model/record.ts';
 
 /**
  * The lockstep loop: every command goes to the model (which answers the set
@@ -151,8 +152,8 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     // A run may stop while the operation is still pending (it did not settle in time); its later failure is then nobody's to handle, and must not end the process.
     work.catch(() => undefined);
     // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
-    // Operations, and a resume that delivers an operation's replies, settle as virtual time moves.
-    const settled = isOperation(command) || command.kind === 'resume' ? await env.runUntil(work, limitMs) : (await work, true);
+    // Operations, a resume that delivers an operation's replies and a delayed write's delivery settle as virtual time moves.
+    const settled = isOperation(command) || command.kind === 'resume' || command.kind === 'deliver' ? await env.runUntil(work, limitMs) : (await work, true);
     const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
       const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
       steps.push(executed);
@@ -333,6 +334,15 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       if (pending !== null) await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value).catch(() => undefined);
       return inFlight?.outcome ?? ok();
     })
+    .with({ kind: 'deliver' }, async (c): Promise<Performed> => {
+      // The write the runner held for the network (a delayed request) goes out now; the store cannot tell who held it.
+      const d = drivers[c.client]!;
+      const pending = d.pendingWrite;
+      d.pendingWrite = null;
+      if (pending === null) throw new InvalidInputError('precondition', `client ${c.client} has no delayed write`);
+      const r = checkWriteResult(await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value));
+      return { outcome: r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest } };
+    })
     .exhaustive();
 }
 
@@ -401,6 +411,11 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       const signal = signalOf(d, w.resource);
       // The guarded write: the signal held since the grant is the client's only word on validity.
       if (lease === undefined || signal === undefined || signal.aborted) return outcome({ kind: 'not-held' });
+      if (w.delayed === true) {
+        // Checked and sent: the runner holds the request as the network would, and sends it at the deliver step.
+        d.pendingWrite = { resource: w.resource, value: w.value, token: lease.token };
+        return ok();
+      }
       const r = checkWriteResult(await late(backend, instance, w, () => client.store.write(w.resource, lease.token, w.value)));
       return outcome(r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest });
     })
@@ -436,7 +451,7 @@ async function late<T>(backend: string, instance: BackendInstance, op: Exclude<O
 function mirror(world: World, drivers: Driver[], owners: Map<string, Owner>): void {
   drivers.forEach((d, client) => {
     for (const [resource, lease] of [...d.leases]) {
-      const modelLease = world.clients[client]!.leases[resource];
+      const modelLease = entryOf(world.clients[client]!.leases, resource);
       if (modelLease === undefined) {
         d.leases.delete(resource);
         d.signals.delete(resource);
@@ -566,7 +581,7 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
       for (const [index, node] of world.nodes.entries()) {
         const owner = held.get(resource)?.[index] ?? null;
         if (!node.up || owner === null || !gone.has(owner)) continue;
-        const key = node.keys[resource];
+        const key = entryOf(node.keys, resource);
         const modelOwner = owners.get(owner);
         const modelKeeps = key !== undefined && modelOwner !== undefined && sameOwner(key.owner, modelOwner) && livenessIn(world, node, resource).includes(true);
         if (!modelKeeps) return `node ${index} still holds client ${client}'s released key on '${resource}' (owner ${owner.slice(0, 8)}…)`;
@@ -575,10 +590,10 @@ function wrongKey(world: World, drivers: Driver[], held: ReadonlyMap<string, Rea
   }
   for (const [client, d] of drivers.entries()) {
     for (const [resource, lease] of d.leases) {
-      const modelLease = world.clients[client]!.leases[resource];
+      const modelLease = entryOf(world.clients[client]!.leases, resource);
       if (modelLease === undefined) continue;
       for (const [index, node] of world.nodes.entries()) {
-        const key = node.keys[resource];
+        const key = entryOf(node.keys, resource);
         const surelyLive = livenessIn(world, node, resource).every((alive) => alive);
         if (!node.up || key === undefined || !surelyLive || !sameOwner(key.owner, modelLease.owner)) continue;
         const owner = held.get(resource)?.[index] ?? null;
@@ -716,9 +731,12 @@ export function implicated(command: Command, branches: readonly Branch[], actual
     // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
     .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))
     // A write the client should not have sent acts on a lease that is over; one it refused gave a valid lease away.
-    .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') ? 'MUTEX-1' : 'FENCE-2'))
+    // (A delayed write's send is `ok`: sent.)
+    .with({ op: 'write', actual: { kind: P.union('accepted', 'rejected', 'ok') } }, (): PropertyId => (wantedKinds.has('not-held') && !wantedKinds.has('accepted') && !wantedKinds.has('rejected') && !wantedKinds.has('ok') ? 'MUTEX-1' : 'FENCE-2'))
     .with({ op: 'write' }, (): PropertyId => 'LIVE-1')
     .with({ op: 'read' }, (): PropertyId => 'STORE-1')
+    // A delayed write judged otherwise than the store's policy judges it when it lands.
+    .with({ op: 'deliver' }, (): PropertyId => 'FENCE-2')
     .otherwise((): PropertyId => (command.kind === 'resume' ? 'STORE-1' : 'LIVE-1'));
 }
 

@@ -33,8 +33,12 @@ export function faultsNeededBy(command: Command): readonly FaultKind[] | null {
       return (command.latencyMs ?? 0) > 0 ? ['delay'] : [];
     case 'extend':
     case 'release':
-    case 'write':
       return (command.latencyMs ?? 0) > 0 ? ['latency'] : [];
+    case 'write':
+      // The runner holds a delayed write itself (the store cannot tell); it belongs with the late replies.
+      return (command.latencyMs ?? 0) > 0 || command.delayed === true ? ['latency'] : [];
+    case 'deliver':
+      return ['latency'];
     case 'read':
       return [];
     case 'advance':

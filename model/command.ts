@@ -36,8 +36,14 @@ export type Operation =
   | { readonly kind: 'extend'; readonly client: number; readonly resource: string; readonly ttlMs: number; readonly latencyMs?: number }
   /** Releases the client's lease (a commit, for a transaction-scoped lock); `latencyMs` as for extend (ttl designs). */
   | { readonly kind: 'release'; readonly client: number; readonly resource: string; readonly latencyMs?: number }
-  /** A guarded write: the client checks its lease on its own clock, then writes with its token; the store's reply may come `latencyMs` later (ttl designs). */
-  | { readonly kind: 'write'; readonly client: number; readonly resource: string; readonly value: string; readonly latencyMs?: number }
+  /**
+   * A guarded write: the client checks its lease on its own clock, then writes with its token; the store's reply may come `latencyMs` later (ttl designs).
+   * With `delayed`, the network holds the request (Kleppmann's delayed packet): the client checks and sends now (outcome `ok`, or
+   * `not-held` and nothing sent), the store receives the write only at the client's `deliver`, a later step, and judges it then.
+   * Until then the client waits for the reply and does nothing else. Not with `latencyMs`, and not on designs that write inside
+   * the lock's transaction (pg-xact: the write shares the lock's connection, which delivers in order).
+   */
+  | { readonly kind: 'write'; readonly client: number; readonly resource: string; readonly value: string; readonly latencyMs?: number; readonly delayed?: true }
   /** Reads the store. */
   | { readonly kind: 'read'; readonly client: number; readonly resource: string };
 
@@ -73,6 +79,8 @@ export type Fault =
     }
   /** The client runs again; its outcome is the in-flight operation's, if there was one. */
   | { readonly kind: 'resume'; readonly client: number }
+  /** The network delivers the client's delayed write (`write` with `delayed`) to the store; the outcome is the store's reply. */
+  | { readonly kind: 'deliver'; readonly client: number }
   /**
    * Asynchronous replication delivers: the node's replica now has everything
    * the primary has (redis-replicated; a no-op elsewhere).

@@ -16,7 +16,7 @@ export function describeCommand(c: Command): string {
     )
     .with({ kind: 'extend' }, (e) => `client ${e.client} extend '${e.resource}' ttl ${e.ttlMs}ms${late(e.latencyMs)}`)
     .with({ kind: 'release' }, (r) => `client ${r.client} release '${r.resource}'${late(r.latencyMs)}`)
-    .with({ kind: 'write' }, (w) => `client ${w.client} write '${w.resource}' := ${JSON.stringify(w.value)}${late(w.latencyMs)}`)
+    .with({ kind: 'write' }, (w) => `client ${w.client} write '${w.resource}' := ${JSON.stringify(w.value)}${late(w.latencyMs)}${w.delayed ? ' (the network delays the request)' : ''}`)
     .with({ kind: 'read' }, (r) => `client ${r.client} read '${r.resource}'`)
     .with({ kind: 'advance' }, (a) => `time passes ${a.ms}ms`)
     .with({ kind: 'clock-step' }, (s) => `node ${s.node} wall clock jumps ${s.deltaMs >= 0 ? '+' : ''}${s.deltaMs}ms`)
@@ -27,6 +27,7 @@ export function describeCommand(c: Command): string {
         : `client ${p.client} pauses${p.pendingWrite ? ` after checking its lease, before writing '${p.pendingWrite.resource}' := ${JSON.stringify(p.pendingWrite.value)}` : ''}`,
     )
     .with({ kind: 'resume' }, (r) => `client ${r.client} resumes`)
+    .with({ kind: 'deliver' }, (d) => `client ${d.client}'s delayed write reaches the store`)
     .with({ kind: 'replicate' }, (r) => `node ${r.node}'s replica receives everything so far`)
     .with({ kind: 'crash' }, (c) => `node ${c.node} crashes`)
     .with({ kind: 'restart' }, (r) => `node ${r.node} restarts`)

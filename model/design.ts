@@ -31,6 +31,12 @@ export type Design =
       readonly driftRounding?: DriftRounding;
       /** What a new leader adds to every lease's ttl when it refreshes them (etcd's lessor.Promote(election timeout)); absent: 0. */
       readonly leaderChangeExtendMs?: number;
+      /**
+       * When the lease's ttl runs from: absent, its grant (etcd's LeaseGrant: the put that
+       * follows does not renew it); 'last-request', the lock's latest request (a ZooKeeper
+       * session, renewed by every request on it, the contender's create included).
+       */
+      readonly leaseRenewal?: 'last-request';
     } & LeaseTerms);
 
 /**
@@ -118,12 +124,13 @@ export const designs = {
   }),
   pgSession: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-session', ...o }),
   pgXact: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-xact', ...o }),
-  etcdLease: (o: Partial<LeaseOptions & { leaderChangeExtendMs: number }> = {}): Design => ({
+  etcdLease: (o: Partial<LeaseOptions & { leaderChangeExtendMs: number; leaseRenewal: 'last-request' }> = {}): Design => ({
     kind: 'etcd-lease',
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
     // Left out when not given: the design (and its fingerprint) stays what it was.
     ...(o.leaderChangeExtendMs === undefined ? {} : { leaderChangeExtendMs: o.leaderChangeExtendMs }),
+    ...(o.leaseRenewal === undefined ? {} : { leaseRenewal: o.leaseRenewal }),
   }),
 } as const;
 
@@ -151,6 +158,12 @@ export interface DesignRules<D extends Design = Design> {
   readonly writes: 'direct' | 'at-commit';
   /** Whether node state (keys, counters) survives a crash-restart. */
   readonly persists: (d: D) => boolean;
+  /**
+   * An acquire's first round: the put itself (Redis: SET NX), or a lease
+   * (etcd's LeaseGrant, a ZooKeeper session) that the put follows in a later
+   * round, with a ttl from the grant or renewed by the put (spec 7.6, 7.10).
+   */
+  readonly acquireFirstRound: (d: D) => 'put' | 'lease-from-grant' | 'lease-renewed';
   /**
    * At a crash: keys stay as they are (keep), only live ones are kept
    * (drop-expired: etcd's leader revokes leases as they expire), or the
@@ -190,6 +203,7 @@ const redisRules = {
   stacking: 'none',
   writes: 'direct',
   persists: (d: { persistence: Persistence }) => d.persistence === 'aof-always',
+  acquireFirstRound: () => 'put' as const,
   onCrash: 'keep',
   replication: () => 'none' as const,
   onRestart: 'keep',
@@ -209,6 +223,7 @@ const postgresRules = {
   tokenSource: 'per-resource-counter',
   writes: 'direct',
   persists: () => true,
+  acquireFirstRound: () => 'put' as const,
   onCrash: 'keep',
   replication: () => 'none' as const,
   onRestart: 'keep',
@@ -243,6 +258,7 @@ export const RULES: RulesByKind = {
     stacking: 'none',
     writes: 'direct',
     persists: () => true,
+    acquireFirstRound: (d) => (d.leaseRenewal === 'last-request' ? 'lease-renewed' : 'lease-from-grant'),
     onCrash: 'drop-expired',
     replication: () => 'none' as const,
     onRestart: 'refresh',

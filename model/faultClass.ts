@@ -1,7 +1,7 @@
 import { match } from 'ts-pattern';
 import type { Command } from './command.ts';
 import type { Design } from './design.ts';
-import { hasTtl, nodeCount, replication, replyTimeoutMs } from './design.ts';
+import { hasTtl, nodeCount, replication, replyTimeoutMs, rulesOf } from './design.ts';
 
 /**
  * The fault classes of the comparison matrix (spec/SPEC.md, "Predicted
@@ -40,7 +40,7 @@ export const FAULT_CLASS_TITLES: Readonly<Record<FaultClass, string>> = {
   'clock-drift': "a client's clock runs slow beyond the drift allowance",
   'crash-restart': 'a node crashes and restarts at once (with lost messages)',
   'connection-loss': "the server drops a client's connection (with pauses)",
-  timing: 'late replies on every operation, one node slow or a black hole',
+  timing: 'late replies on every operation, delayed write requests, one node slow or a black hole',
 };
 
 /**
@@ -60,7 +60,7 @@ export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
     '`crash` and `restart` of node 0 (restart at once, delayed only by the design\'s `restartDelayMs`), and `partition`; on redis-replicated the crash is a failover (Sentinel promotes the replica with what it has) and, without WAIT, `replicate` (asynchronous replication catches up) is scheduled too',
   'connection-loss': '`kill-connection`, and `pause` / `resume`',
   timing:
-    "`node-delay` of node 0 by the ttl and `never` (a black hole, for good), and late replies of exactly the ttl on `write` and `release`; on PostgreSQL designs the statement timeout stands for the ttl (the reply races the client's timeout)",
+    "`node-delay` of node 0 by the ttl and `never` (a black hole, for good), late replies of exactly the ttl on `write` and `release`, and a `write` whose request the network delays (`delayed`), landing at the client's `deliver` step whenever the schedule puts it (not on pg-xact, whose writes share the lock's connection); on PostgreSQL designs the statement timeout stands for the ttl (the reply races the client's timeout)",
 };
 
 /** Sizes of the exploration's small world. Times are in ms, chosen so that coarse steps straddle the deadlines. */
@@ -130,12 +130,20 @@ export function alphabetFor(design: Design, faultClass: FaultClass, a: Alphabet 
     .with('timing', (): Command[] => {
       // Late exactly at the bound the client waits by (its ttl, or a PostgreSQL statement timeout): the reply races the give-up.
       const lateMs = ttl ? a.ttlMs : replyTimeoutMs(design)!;
+      // A delayed request: the write checked now lands at a later deliver (not where it shares the lock's own connection).
+      const delayable = rulesOf(design).writes !== 'at-commit';
       return [
         { kind: 'node-delay', node: FAULTY_NODE, ms: lateMs },
         { kind: 'node-delay', node: FAULTY_NODE, ms: 'never' },
         ...clients.flatMap((client): Command[] => [
           { kind: 'write', client, resource: r, value: `v${client}`, latencyMs: lateMs },
           { kind: 'release', client, resource: r, latencyMs: lateMs },
+          ...(delayable
+            ? [
+                { kind: 'write', client, resource: r, value: `late${client}`, delayed: true } as const,
+                { kind: 'deliver', client } as const,
+              ]
+            : []),
         ]),
       ];
     })

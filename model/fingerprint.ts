@@ -5,6 +5,7 @@ import { liveBoundMs } from './properties.ts';
 import type { ClientState, NodeKey, NodeState, Owner, World } from './state.ts';
 import { NO_GHOST } from './state.ts';
 import { inFlightKey } from './state.ts';
+import { entryOf } from './record.ts';
 
 /**
  * A 64-bit fingerprint of a state's orbit: equal for two states that no
@@ -161,7 +162,7 @@ export function ownerClass(world: World, owner: Owner, resource: string): number
   const c = world.clients[owner.client];
   if (c === undefined) return STALE;
   if (c.inFlight !== null) return c.attempts - owner.attempt;
-  return c.leases[resource]?.owner.attempt === owner.attempt ? 0 : STALE;
+  return entryOf(c.leases, resource)?.owner.attempt === owner.attempt ? 0 : STALE;
 }
 
 /**
@@ -173,13 +174,13 @@ export function ownerClass(world: World, owner: Owner, resource: string): number
  * (spec 8.4, "Abstractions").
  */
 export function epochRank(world: World, resource: string, epoch: number): number {
-  const last = (world.ghost[resource] ?? NO_GHOST).lastAcceptedEpoch;
+  const last = (entryOf(world.ghost, resource) ?? NO_GHOST).lastAcceptedEpoch;
   // Distinct values below `epoch`: at most 2 per client and one more, so a scan, no set.
   let rank = last < epoch ? 1 : 0;
   const clients = world.clients;
   for (let i = 0; i < clients.length; i++) {
     const c = clients[i]!;
-    const l = c.leases[resource];
+    const l = entryOf(c.leases, resource);
     const p = c.pendingWrite;
     if (l !== undefined && l.epoch < epoch && l.epoch !== last && !heldBefore(world, resource, l.epoch, i)) rank++;
     if (p !== null && p.resource === resource && p.epoch < epoch && p.epoch !== last && p.epoch !== l?.epoch && !heldBefore(world, resource, p.epoch, i)) rank++;
@@ -191,7 +192,7 @@ export function epochRank(world: World, resource: string, epoch: number): number
 function heldBefore(world: World, resource: string, epoch: number, upTo: number): boolean {
   for (let j = 0; j < upTo; j++) {
     const c = world.clients[j]!;
-    if (c.leases[resource]?.epoch === epoch) return true;
+    if (entryOf(c.leases, resource)?.epoch === epoch) return true;
     if (c.pendingWrite !== null && c.pendingWrite.resource === resource && c.pendingWrite.epoch === epoch) return true;
   }
   return false;

@@ -3,7 +3,7 @@ import type { Design } from './design.ts';
 import { expiresByWallClock, rulesOf } from './design.ts';
 import type { NodeKey, NodeState, Owner, World } from './state.ts';
 import { sameOwner } from './state.ts';
-import { withEntry } from './record.ts';
+import { entryOf, putEntry, withEntry } from './record.ts';
 
 /**
  * One lock-service node: key liveness by the node's own clock, and the atomic
@@ -24,7 +24,7 @@ export function expiryNow(design: Design, node: NodeState, trueMs: number): numb
  * follows to within that (WorldConfig.expiryToleranceMs).
  */
 export function liveness(design: Design, node: NodeState, resource: string, trueMs: number, toleranceMs = 0): readonly boolean[] {
-  const key = node.keys[resource];
+  const key = entryOf(node.keys, resource);
   if (key === undefined) return [false];
   if (key.expiresAtMs === null) return [true];
   const now = expiryNow(design, node, trueMs);
@@ -61,13 +61,13 @@ export function counterKey(design: Design, resource: string): string {
 }
 
 export function bumpCounter(node: NodeState, key: string, base: bigint): { readonly node: NodeState; readonly value: bigint } {
-  const value = (node.counters[key] ?? base) + 1n;
+  const value = (entryOf(node.counters, key) ?? base) + 1n;
   return { node: { ...node, counters: withEntry(node.counters, key, value) }, value };
 }
 
 /** Raises a counter to at least `value` (Redlock's write-back of the quorum's token). */
 export function raiseCounter(node: NodeState, key: string, value: bigint): NodeState {
-  const current = node.counters[key] ?? 0n;
+  const current = entryOf(node.counters, key) ?? 0n;
   return current >= value ? node : { ...node, counters: withEntry(node.counters, key, value) };
 }
 
@@ -78,12 +78,12 @@ export function setKey(node: NodeState, resource: string, key: NodeKey): NodeSta
 export function deleteKey(node: NodeState, resource: string): NodeState {
   // A loop, not an object rest with a computed key (slow in V8): this runs for every release of an exploration.
   const rest: Record<string, NodeKey> = {};
-  for (const r in node.keys) if (r !== resource) rest[r] = node.keys[r]!;
+  for (const r in node.keys) if (r !== resource) putEntry(rest, r, node.keys[r]!);
   return { ...node, keys: rest };
 }
 
 /** Compare-and-delete: removes the key only if `owner` set it. */
 export function deleteIfOwner(node: NodeState, resource: string, owner: Owner): NodeState {
-  const key = node.keys[resource];
+  const key = entryOf(node.keys, resource);
   return key !== undefined && sameOwner(key.owner, owner) ? deleteKey(node, resource) : node;
 }

@@ -5,6 +5,7 @@ import type { World } from './state.ts';
 import { sameOwner } from './state.ts';
 import { passes } from './store.ts';
 import { holdsValid } from './world.ts';
+import { entryOf } from './record.ts';
 
 /**
  * The spec's properties (spec/SPEC.md, "Properties"), one named check each,
@@ -49,7 +50,7 @@ function mutex(after: World, out: Violation[]): void {
     for (const resource in clients[i]!.leases) {
       // Reported once, by the first client that holds the resource.
       let earlier = false;
-      for (let j = 0; j < i && !earlier; j++) earlier = clients[j]!.leases[resource] !== undefined;
+      for (let j = 0; j < i && !earlier; j++) earlier = entryOf(clients[j]!.leases, resource) !== undefined;
       if (earlier) continue;
       const holders: number[] = [];
       for (let j = i; j < clients.length; j++) if (holdsValid(after, j, resource)) holders.push(j);
@@ -76,7 +77,7 @@ function live(after: World, out: Violation[]): void {
     // A node that is down blocks nobody.
     if (!node.up) continue;
     for (const resource in node.keys) {
-      const key = node.keys[resource]!;
+      const key = entryOf(node.keys, resource)!;
       // A session lock has no ttl bound.
       if (key.ttlMs === null) continue;
       // The nodes' own alive/gone set, tolerance included; the bound grows by the same tolerance.
@@ -131,7 +132,7 @@ function fromEvent(event: WorldEvent): Violation[] {
       return (
       // DUR-1: no counter goes backwards across a restart.
       Object.entries(e.countersBefore).flatMap(([key, before]) => {
-        const after = e.countersAfter[key] ?? 0n;
+        const after = entryOf(e.countersAfter, key) ?? 0n;
         return after < before
           ? [{ property: 'DUR-1' as const, resource: key, message: `node ${e.node} restarted with counter '${key}' at ${after}, was ${before}` }]
           : [];

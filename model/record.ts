@@ -11,3 +11,19 @@ export function withEntry<V>(record: Readonly<Record<string, V>>, key: string, v
   copy[key] = value;
   return copy;
 }
+
+/**
+ * The entry of `record` under `key`, or undefined: never a property every
+ * object inherits (a resource named `constructor` or `toString` is as free
+ * as any other until it is set).
+ */
+export function entryOf<V>(record: Readonly<Record<string, V>>, key: string): V | undefined {
+  const value = record[key];
+  return value !== undefined && Object.hasOwn(record, key) ? value : undefined;
+}
+
+/** Sets `key` on a record being built, as an own entry also when `key` is `__proto__` (an assignment would set the prototype). */
+export function putEntry<V>(record: Record<string, V>, key: string, value: V): void {
+  if (key === '__proto__') Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  else record[key] = value;
+}

@@ -8,6 +8,7 @@ import type { Arrival } from './round.ts';
 import { relativeArrivals } from './round.ts';
 import type { StoreState } from './store.ts';
 import { emptyStore } from './store.ts';
+import { entryOf } from './record.ts';
 
 /**
  * The world's state as plain data: lock-service nodes, clients, the store,
@@ -77,7 +78,10 @@ export interface PendingWrite {
 export interface ClientState {
   readonly mono: Clock;
   readonly paused: boolean;
-  /** A write checked before the pause, sent unchecked at resume. */
+  /**
+   * A write whose lease check passed and that has not reached the store: held by the paused client (sent unchecked at
+   * resume), or, while the client runs, held by the network (a delayed request: it lands at `deliver`; the client waits).
+   */
   readonly pendingWrite: PendingWrite | null;
   /** An operation sent just before the pause, its replies read at resume. */
   readonly inFlight: InFlight | null;
@@ -132,7 +136,32 @@ export type InFlight =
       readonly deadlineMs: number;
       readonly arrivals: readonly Arrival[];
       readonly votes: readonly boolean[];
+    }
+  /**
+   * A consensus lock's acquire paused between its rounds (etcd, ZooKeeper):
+   * its first round only granted a lease (a session), which changes no
+   * lock state; the put goes out once the client has read that reply (at
+   * `arrival`, or its resume), unless its timeout (`deadlineMs`) came first.
+   * `leaseExpiresAtMs`: the lease's end on the node's expiry clock, had
+   * nothing renewed it since the grant.
+   */
+  | {
+      readonly kind: 'lease';
+      readonly resource: string;
+      readonly ttlMs: number;
+      readonly owner: Owner;
+      readonly startedMono: number;
+      readonly deadlineMs: number;
+      readonly arrival: Arrival;
+      readonly leaseExpiresAtMs: number;
+      readonly retries: number;
+      readonly retryDelayMs: number;
     };
+
+/** Whether a client's in-flight operation is a lock-service round the client times by its clock (an acquire's or extend's). */
+export function roundInFlight(f: InFlight | null): boolean {
+  return f?.kind === 'acquire' || f?.kind === 'extend' || f?.kind === 'lease';
+}
 
 /** An in-flight operation as a string with its times relative to now and to the client's clock (for state keys). */
 export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string {
@@ -145,6 +174,8 @@ export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string 
       return `acquire:${f.resource}:${f.ttlMs}:${f.owner.client}/${f.owner.attempt}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}:${f.retries}:${f.retryDelayMs}`;
     case 'extend':
       return `extend:${f.resource}:${f.ttlMs}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals(f.arrivals, nowMs)}:${f.votes.join(',')}`;
+    case 'lease':
+      return `lease:${f.resource}:${f.ttlMs}:${f.owner.client}/${f.owner.attempt}:${f.startedMono - monoMs}:${f.deadlineMs - nowMs}:${relativeArrivals([f.arrival], nowMs)}:${f.leaseExpiresAtMs - nowMs}:${f.retries}:${f.retryDelayMs}`;
   }
 }
 
@@ -226,7 +257,7 @@ export function initialWorld(config: WorldConfig): World {
 export const NO_GHOST: GhostResource = { grants: 0, maxToken: null, lastAcceptedEpoch: 0 };
 
 export function ghostOf(world: World, resource: string): GhostResource {
-  return world.ghost[resource] ?? NO_GHOST;
+  return entryOf(world.ghost, resource) ?? NO_GHOST;
 }
 
 export function sameOwner(a: Owner, b: Owner): boolean {

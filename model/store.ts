@@ -1,7 +1,7 @@
 import { match } from 'ts-pattern';
 import type { StorePolicy } from './design.ts';
 import { checkResource, checkToken } from './errors.ts';
-import { withEntry } from './record.ts';
+import { entryOf, withEntry } from './record.ts';
 
 /**
  * The storage that a lock guards, one cell per resource. A fenced store keeps
@@ -30,7 +30,7 @@ export function emptyStore(policy: StorePolicy): StoreState {
 }
 
 export function cellOf(store: StoreState, resource: string): StoreCell {
-  return store.cells[resource] ?? EMPTY_CELL;
+  return entryOf(store.cells, resource) ?? EMPTY_CELL;
 }
 
 /** Whether `policy` lets a write with `token` through when `highest` was accepted before (FENCE-2). */

@@ -21,9 +21,9 @@ import type { Outcome } from './outcome.ts';
 import type { Arrival, Decision } from './round.ts';
 import { roundEnds } from './round.ts';
 import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
-import { ghostOf, sameOwner } from './state.ts';
+import { ghostOf, roundInFlight, sameOwner } from './state.ts';
 import { cellOf, writeStore } from './store.ts';
-import { withEntry } from './record.ts';
+import { entryOf, putEntry, withEntry } from './record.ts';
 
 /**
  * The world model: one pure step function from a state and a command to the
@@ -80,10 +80,17 @@ export function enabled(world: World, command: Command): boolean {
     case 'release':
     case 'write':
     case 'read':
-    case 'pause':
-      return world.clients[command.client]?.paused === false;
+    case 'pause': {
+      // A running client with a write in the network waits for its reply.
+      const c = world.clients[command.client];
+      return c?.paused === false && c.pendingWrite === null;
+    }
     case 'resume':
       return world.clients[command.client]?.paused === true;
+    case 'deliver': {
+      const c = world.clients[command.client];
+      return c?.paused === false && c.pendingWrite !== null;
+    }
     case 'crash':
       return world.nodes[command.node]?.up === true;
     case 'replicate':
@@ -92,7 +99,7 @@ export function enabled(world: World, command: Command): boolean {
       return world.nodes[command.node]?.up === false;
     case 'clock-drift': {
       const f = 'client' in command.target ? world.clients[command.target.client]?.inFlight : null;
-      return f?.kind !== 'acquire' && f?.kind !== 'extend';
+      return !roundInFlight(f ?? null);
     }
     case 'advance':
     case 'clock-step':
@@ -120,7 +127,9 @@ function validate(world: World, command: Command): void {
     return state;
   };
   const active = (c: number): void => {
-    if (client(c).paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
+    const state = client(c);
+    if (state.paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
+    if (state.pendingWrite !== null) throw new InvalidInputError('precondition', `client ${c} waits for its delayed write to be delivered`);
   };
   // Late replies of extend, release and write: timed against a ttl design's request timeout, or a PostgreSQL client's statement timeout.
   const timed = (latencyMs: number | undefined): void => {
@@ -165,6 +174,13 @@ function validate(world: World, command: Command): void {
       checkResource(c.resource);
       if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
       timed(c.latencyMs);
+      if (c.delayed !== undefined) {
+        if (c.delayed !== true) throw new InvalidInputError('precondition', 'delayed must be true or absent');
+        if (c.latencyMs !== undefined) throw new InvalidInputError('precondition', 'a delayed write has no latencyMs: its reply comes at its delivery');
+        if (rulesOf(design).writes === 'at-commit') {
+          throw new InvalidInputError('unsupported-operation', `${design.kind} writes inside the lock's transaction, on its own connection: a delayed write there is a late reply (latencyMs)`);
+        }
+      }
       return;
     }
     case 'advance': {
@@ -179,7 +195,7 @@ function validate(world: World, command: Command): void {
     case 'clock-drift': {
       if ('node' in c.target) node(c.target.node);
       // A round in flight is timed by the client's clock as it was sent: a new rate mid-round is not modelled.
-      else if (client(c.target.client).inFlight?.kind === 'acquire' || client(c.target.client).inFlight?.kind === 'extend') {
+      else if (roundInFlight(client(c.target.client).inFlight)) {
         throw new InvalidInputError('precondition', `client ${c.target.client} has a round in flight`);
       }
       if (!Number.isInteger(c.driftPpm) || c.driftPpm < MIN_DRIFT_PPM || c.driftPpm > MAX_DRIFT_PPM) {
@@ -203,6 +219,11 @@ function validate(world: World, command: Command): void {
     }
     case 'resume': {
       if (!client(c.client).paused) throw new InvalidInputError('precondition', `client ${c.client} is not paused`);
+      return;
+    }
+    case 'deliver': {
+      const state = client(c.client);
+      if (state.paused || state.pendingWrite === null) throw new InvalidInputError('precondition', `client ${c.client} has no delayed write in the network`);
       return;
     }
     case 'crash': {
@@ -253,8 +274,8 @@ function withClient(world: World, index: number, f: (c: ClientState) => ClientSt
 function withLease(c: ClientState, resource: string, lease: Lease | null): ClientState {
   // A loop, not an object rest with a computed key (slow in V8): this runs for every grant and release of an exploration.
   const leases: Record<string, Lease> = {};
-  for (const r in c.leases) if (r !== resource) leases[r] = c.leases[r]!;
-  if (lease !== null) leases[resource] = lease;
+  for (const r in c.leases) if (r !== resource) putEntry(leases, r, c.leases[r]!);
+  if (lease !== null) putEntry(leases, resource, lease);
   return { ...c, leases };
 }
 
@@ -269,7 +290,7 @@ function monoNow(world: World, client: number): number {
 /** Whether the client, by its own clock and what it has been told, holds a valid lease (MUTEX-1's view). */
 export function holdsValid(world: World, client: number, resource: string): boolean {
   const c = world.clients[client]!;
-  const lease = c.leases[resource];
+  const lease = entryOf(c.leases, resource);
   if (lease === undefined) return false;
   return lease.validUntilMs === null ? true : read(c.mono, world.nowMs) < lease.validUntilMs;
 }
@@ -365,7 +386,7 @@ function cutFrom(world: World, i: number): string {
 function orbitsOf(world: World, from: number): number[] {
   const nodes = world.nodes;
   const first = nodes.map((_n, i) => i);
-  if (world.clients.some((c) => c.inFlight?.kind === 'acquire' || c.inFlight?.kind === 'extend')) return first;
+  if (world.clients.some((c) => roundInFlight(c.inFlight))) return first;
   for (let i = from + 1; i < nodes.length; i++) {
     for (let j = from; j < i; j++) {
       if (first[j] === j && sameNode(nodes[i]!, nodes[j]!) && (world.partitions.length === 0 || cutFrom(world, i) === cutFrom(world, j))) {
@@ -484,6 +505,7 @@ function quorumAnswered(design: Design, n: number): Decision {
 
 type AcquireFlight = Extract<InFlight, { readonly kind: 'acquire' }>;
 type ExtendFlight = Extract<InFlight, { readonly kind: 'extend' }>;
+type LeaseFlight = Extract<InFlight, { readonly kind: 'lease' }>;
 
 /** Delivers a write to the store and records what happened. */
 function deliverWrite(world: World, client: number, w: PendingWrite): { readonly world: World; readonly outcome: Outcome; readonly event: WorldEvent } {
@@ -525,7 +547,7 @@ function operate(world: World, op: Operation): readonly Branch[] {
     case 'release':
       return release(world, op.client, op.resource, op.latencyMs ?? 0);
     case 'write':
-      return write(world, op.client, op.resource, op.value, op.latencyMs ?? 0);
+      return write(world, op.client, op.resource, op.value, op.latencyMs ?? 0, op.delayed === true);
     case 'read': {
       const cell = cellOf(world.store, op.resource);
       return single({ kind: 'value', value: cell.value, token: cell.token }, world);
@@ -563,25 +585,72 @@ function acquireLease(world: World, client: number, resource: string, ttlMs: num
   return sendAcquire(world, client, resource, ttlMs, latencyMs, 0, 0).flatMap(({ sent, flight, untouched }, i) => finishAcquire(sent, client, flight, world.nowMs, i === 0 ? untouched : null));
 }
 
-/** The first round of an attempt goes out: each node that receives it sets the key if absent and mints a counter value. */
-function sendAcquire(world: World, client: number, resource: string, ttlMs: number, latencyMs: number, retries: number, retryDelayMs: number): Array<{ readonly sent: World; readonly flight: AcquireFlight; readonly untouched: World }> {
+/**
+ * The put of a consensus lock's attempt that was paused after its lease's
+ * grant: the attempt's owner, start and deadline, and the lease's end on the
+ * node's expiry clock (null: the put renews it, a ZooKeeper session).
+ */
+interface AfterLease {
+  readonly owner: Owner;
+  readonly startedMono: number;
+  readonly deadlineMs: number;
+  readonly leaseExpiresAtMs: number | null;
+}
+
+/**
+ * The first round of an attempt goes out (or, `after` a lease granted
+ * earlier, its put): each node that receives it sets the key if absent and
+ * mints a counter value.
+ */
+function sendAcquire(
+  world: World,
+  client: number,
+  resource: string,
+  ttlMs: number,
+  latencyMs: number,
+  retries: number,
+  retryDelayMs: number,
+  after?: AfterLease,
+): Array<{ readonly sent: World; readonly flight: AcquireFlight; readonly untouched: World }> {
   const design = world.config.design;
-  const owner: Owner = { client, attempt: world.clients[client]!.attempts + 1 };
+  const owner: Owner = after?.owner ?? { client, attempt: world.clients[client]!.attempts + 1 };
   const ckey = counterKey(design, resource);
-  const counted = withClient(world, client, (c) => ({ ...c, attempts: owner.attempt }));
+  const counted = after !== undefined ? world : withClient(world, client, (c) => ({ ...c, attempts: owner.attempt }));
   const round = roundOf(counted, client, latencyMs, timeoutMs(world, ttlMs));
-  const startedMono = monoNow(world, client);
+  const startedMono = after?.startedMono ?? monoNow(world, client);
+  const deadlineMs = after?.deadlineMs ?? round.deadlineMs;
   return fanOut(counted, client, resource, (node, _i, alive) => {
     if (alive) return { node, vote: null as bigint | null };
+    const expiresAtMs = after?.leaseExpiresAtMs ?? expiryNow(design, node, world.nowMs) + ttlMs;
+    // A lease that ran out before its put: the put fails (etcd: lease not found), nothing is set.
+    if (expiresAtMs <= expiryNow(design, node, world.nowMs)) return { node, vote: null as bigint | null };
     // bumpCounter and setKey in one copy of the node.
-    const value = (node.counters[ckey] ?? tokenBase(world)) + 1n;
-    const key = { owner, expiresAtMs: expiryNow(design, node, world.nowMs) + ttlMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
+    const value = (entryOf(node.counters, ckey) ?? tokenBase(world)) + 1n;
+    const key = { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
     return { node: { ...node, counters: withEntry(node.counters, ckey, value), keys: withEntry(node.keys, resource, key) }, vote: value };
   }).map(({ nodes, votes }) => ({
     sent: { ...counted, nodes },
-    flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
+    flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
     untouched: counted,
   }));
+}
+
+/**
+ * A consensus lock's attempt whose client pauses before it has read its
+ * lease's grant (spec 7.7): the first round changed no lock state; the put
+ * waits for the resume.
+ */
+function leaseGranted(world: World, client: number, resource: string, ttlMs: number, latencyMs: number, retries: number, retryDelayMs: number): { readonly sent: World; readonly flight: LeaseFlight } {
+  const design = world.config.design;
+  const owner: Owner = { client, attempt: world.clients[client]!.attempts + 1 };
+  const counted = withClient(world, client, (c) => ({ ...c, attempts: owner.attempt }));
+  const round = roundOf(counted, client, latencyMs, timeoutMs(world, ttlMs));
+  // One logical node (a cluster): its grant's expiry, on its expiry clock.
+  const leaseExpiresAtMs = expiryNow(design, world.nodes[0]!, world.nowMs) + ttlMs;
+  return {
+    sent: counted,
+    flight: { kind: 'lease', resource, ttlMs, owner, startedMono: monoNow(world, client), deadlineMs: round.deadlineMs, arrival: round.arrivals[0]!, leaseExpiresAtMs, retries, retryDelayMs },
+  };
 }
 
 /**
@@ -596,6 +665,12 @@ function readLate(gaveUp: readonly Branch[], f: AcquireFlight, earliestMs: numbe
   return gaveUp.map((b) => ({ ...b, next: { ...b.next, nowMs: last } }));
 }
 
+/** The attempt judged once every reply that comes has come (none comes from a black hole: then it waits for good, judged never). */
+function readLateReplies(sent: World, client: number, f: AcquireFlight, earliestMs: number): Branch[] {
+  if (f.arrivals.includes('never')) return [];
+  return finishAcquire(sent, client, { ...f, deadlineMs: Number.POSITIVE_INFINITY }, earliestMs, null, true);
+}
+
 /**
  * The client reads an attempt's replies (from `earliestMs` on: now, or its
  * resume): a grant needs a quorum of replies in time and positive validity
@@ -606,7 +681,7 @@ function readLate(gaveUp: readonly Branch[], f: AcquireFlight, earliestMs: numbe
  * `untouched`: the world as if the requests never arrived (a timed-out
  * attempt cannot tell), when the attempt is judged in the step that sent it.
  */
-function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs: number, untouched: World | null): Branch[] {
+function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs: number, untouched: World | null, patient = false): Branch[] {
   const design = sent.config.design;
   const { resource, ttlMs, owner } = f;
   const ckey = counterKey(design, resource);
@@ -624,7 +699,12 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
         ? []
         : [...(untouched === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: { ...untouched, nowMs: afterNodes.nowMs }, events: [] }]), { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] }];
     // At the ttl itself only a reply read in time races the give-up.
-    if (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean))) return [...gaveUp, ...readLate(gaveUp, f, earliestMs)];
+    if (!patient && (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean)))) {
+      // A client with no deadline and no request timeout of its own (a library's declared contract, spec 7.11) waits for
+      // the late replies and reads a grant in them as a grant, however late.
+      const waits = leaseTerms(design).clientDeadline === 'none' && sent.config.requestTimeoutMs === undefined && way === 0;
+      return [...gaveUp, ...(waits ? readLateReplies(sent, client, f, earliestMs) : readLate(gaveUp, f, earliestMs))];
+    }
     const validityMs = ttlMs - elapsed - driftMarginMs(design, ttlMs);
     // A client that keeps no deadline computes no validity either: a quorum in time is a grant.
     const noDeadline = leaseTerms(design).clientDeadline === 'none';
@@ -722,10 +802,10 @@ function lateAcquire(world: World, later: World, client: number, resource: strin
   const timedOut = { kind: 'timed-out' } as const;
   const session = lateReplyEnds(world.config.design) === 'session';
   // A stacked level draws nothing; a not-reentrant session library's per-call session is modelled without a draw.
-  if (!session && (world.clients[client]!.leases[resource] !== undefined || world.config.design.kind !== 'pg-xact')) return [{ outcome: timedOut, next: later, events: [] }];
+  if (!session && (entryOf(world.clients[client]!.leases, resource) !== undefined || world.config.design.kind !== 'pg-xact')) return [{ outcome: timedOut, next: later, events: [] }];
   const ended = session ? dropSessions(later, [client]) : later;
   const server = later.nodes[0]!;
-  const free = server.keys[resource] === undefined;
+  const free = entryOf(server.keys, resource) === undefined;
   if (!free) return [{ outcome: timedOut, next: ended, events: [] }];
   const bumped = bumpCounter(ended.nodes[0]!, counterKey(world.config.design, resource), tokenBase(world)).node;
   return [
@@ -738,8 +818,8 @@ function lateAcquire(world: World, later: World, client: number, resource: strin
 function answeredSession(world: World, later: World, client: number, resource: string): readonly Branch[] {
   const design = world.config.design;
   const server = world.nodes[0]!;
-  const key = server.keys[resource];
-  const lease = world.clients[client]!.leases[resource];
+  const key = entryOf(server.keys, resource);
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (key !== undefined) {
     if (key.owner.client !== client || lease === undefined || !isReentrant(design)) return single({ kind: 'denied', reason: 'held' }, later);
     const stacked: World = {
@@ -770,7 +850,7 @@ function extend(world: World, client: number, resource: string, ttlMs: number, l
 
 /** An extension the client refuses before sending anything: no lease, or one already over (never revived: the client drops it). */
 function extendRefused(world: World, client: number, resource: string): readonly Branch[] | null {
-  if (world.clients[client]!.leases[resource] === undefined) return single({ kind: 'not-extended', reason: 'not-held' }, world);
+  if (entryOf(world.clients[client]!.leases, resource) === undefined) return single({ kind: 'not-extended', reason: 'not-held' }, world);
   if (!holdsValid(world, client, resource)) return single({ kind: 'not-extended', reason: 'expired' }, withClient(world, client, (c) => withLease(c, resource, null)));
   return null;
 }
@@ -778,11 +858,11 @@ function extendRefused(world: World, client: number, resource: string): readonly
 /** The extension's round goes out: each node that receives it and still holds the client's live key re-arms it. */
 function sendExtend(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): Array<{ readonly sent: World; readonly flight: ExtendFlight; readonly events: readonly WorldEvent[] }> {
   const design = world.config.design;
-  const lease = world.clients[client]!.leases[resource]!;
+  const lease = entryOf(world.clients[client]!.leases, resource)!;
   const round = roundOf(world, client, latencyMs, timeoutMs(world, ttlMs));
   const startedMono = monoNow(world, client);
   return fanOut(world, client, resource, (node, _index, alive) => {
-    const key = node.keys[resource];
+    const key = entryOf(node.keys, resource);
     if (!alive || key === undefined || !sameOwner(key.owner, lease.owner)) return { node, vote: false };
     return {
       node: setKey(node, resource, { ...key, ttlMs, expiresAtMs: expiryNow(design, node, world.nowMs) + ttlMs, liveSinceTrueMs: world.nowMs }),
@@ -790,8 +870,8 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
     };
   }).map(({ nodes, votes }) => {
     const events: WorldEvent[] = nodes.flatMap((n, i): WorldEvent[] => {
-      const before = world.nodes[i]!.keys[resource];
-      return before !== undefined && n.keys[resource] !== before
+      const before = entryOf(world.nodes[i]!.keys, resource);
+      return before !== undefined && entryOf(n.keys, resource) !== before
         ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'extended' }]
         : [];
     });
@@ -855,8 +935,8 @@ function failedExtend(after: World, client: number, resource: string, lease: Lea
   const terms = leaseTerms(after.config.design).failedExtend ?? { lease: 'kept', keys: 'kept' };
   const cleared = terms.keys === 'deleted' ? releaseEverywhere(after, client, resource, lease.owner) : after;
   const deleted: WorldEvent[] = after.nodes.flatMap((n, i): WorldEvent[] => {
-    const before = n.keys[resource];
-    return before !== undefined && cleared.nodes[i]!.keys[resource] === undefined
+    const before = entryOf(n.keys, resource);
+    return before !== undefined && entryOf(cleared.nodes[i]!.keys, resource) === undefined
       ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
@@ -872,15 +952,15 @@ function reachesServer(world: World, op: Operation): boolean {
 
 function release(world: World, client: number, resource: string, latencyMs: number): readonly Branch[] {
   const design = world.config.design;
-  const lease = world.clients[client]!.leases[resource];
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (lease === undefined) return single({ kind: 'not-held' }, world);
   if (isSessionBound(design)) return releaseSession(world, client, resource, lease, latencyMs);
   // Compare-and-delete on every node that receives it; the client waits until a quorum answered (a release's own bound is 1 s).
   const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000), quorumAnswered(design, world.nodes.length));
   const cleared = releaseEverywhere(world, client, resource, lease.owner);
   const events: WorldEvent[] = world.nodes.flatMap((n, i): WorldEvent[] => {
-    const before = n.keys[resource];
-    return before !== undefined && cleared.nodes[i]!.keys[resource] === undefined
+    const before = entryOf(n.keys, resource);
+    return before !== undefined && entryOf(cleared.nodes[i]!.keys, resource) === undefined
       ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
@@ -920,10 +1000,10 @@ function releaseSession(world: World, client: number, resource: string, lease: L
 
 /** pg-xact: the client drops the transaction's connection; the server aborts it, its lock and its buffered writes go. */
 function abortTransaction(world: World, client: number, resource: string): World {
-  const lease = world.clients[client]!.leases[resource];
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (lease === undefined) return world;
   const server = world.nodes[0]!;
-  const key = server.keys[resource];
+  const key = entryOf(server.keys, resource);
   const nodes = key !== undefined && sameOwner(key.owner, lease.owner) ? [deleteKey(server, resource), ...world.nodes.slice(1)] : world.nodes;
   return withClient({ ...world, nodes }, client, (c) => withLease(c, resource, null));
 }
@@ -932,7 +1012,7 @@ function abortTransaction(world: World, client: number, resource: string): World
 function releasedSession(world: World, client: number, resource: string, lease: Lease): readonly Branch[] {
   const design = world.config.design;
   const server = world.nodes[0]!;
-  const key = server.keys[resource];
+  const key = entryOf(server.keys, resource);
   const own = key !== undefined && sameOwner(key.owner, lease.owner) ? key : undefined;
   if (rulesOf(design).stacking === 'per-release' && lease.count > 1) {
     const nodes = own === undefined ? world.nodes : [setKey(server, resource, { ...own, count: own.count - 1 })];
@@ -951,8 +1031,8 @@ function releasedSession(world: World, client: number, resource: string, lease: 
   return single({ kind: 'released' }, withClient(next, client, (c) => withLease(c, resource, null)), events);
 }
 
-function write(world: World, client: number, resource: string, value: string, latencyMs: number): readonly Branch[] {
-  const lease = world.clients[client]!.leases[resource];
+function write(world: World, client: number, resource: string, value: string, latencyMs: number, delayed: boolean): readonly Branch[] {
+  const lease = entryOf(world.clients[client]!.leases, resource);
   if (lease === undefined || !holdsValid(world, client, resource)) return single({ kind: 'not-held' }, world);
   if (rulesOf(world.config.design).writes === 'at-commit') {
     // The statement cannot reach the transaction's connection: the client gives the transaction up.
@@ -966,8 +1046,11 @@ function write(world: World, client: number, resource: string, value: string, la
     const late = single({ kind: 'timed-out' }, abortTransaction(later, client, resource));
     return s.inTime === 'race' ? [...accepted, ...late] : late;
   }
+  const w: PendingWrite = { resource, value, token: lease.token, epoch: lease.epoch };
+  // Checked and sent; the network holds it until the client's deliver (spec 3, "Delayed requests").
+  if (delayed) return single({ kind: 'ok' }, withClient(world, client, (c) => ({ ...c, pendingWrite: w })));
   // The store applies the write when it arrives; its reply may come later.
-  const delivered = deliverWrite(world, client, { resource, value, token: lease.token, epoch: lease.epoch });
+  const delivered = deliverWrite(world, client, w);
   return single(delivered.outcome, { ...delivered.world, nowMs: world.nowMs + latencyMs }, [delivered.event]);
 }
 
@@ -1010,7 +1093,12 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       const pausing = (next: World, inFlight: InFlight, events: readonly WorldEvent[] = []): Branch => ({ outcome: { kind: 'ok' }, next: withClient(next, f.client, (c) => ({ ...c, paused: true, inFlight })), events });
       if (op?.kind === 'acquire' && hasTtl(design)) {
         // The first round goes out; its replies wait for the resume.
-        return sendAcquire(world, op.client, op.resource, op.ttlMs!, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0).map(({ sent, flight }) => pausing(sent, flight));
+        const put = sendAcquire(world, op.client, op.resource, op.ttlMs!, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0).map(({ sent, flight }) => pausing(sent, flight));
+        if (rulesOf(design).acquireFirstRound(design) === 'put') return put;
+        // A consensus lock's first round is its lease: the client may also have paused before it read the grant and sent the put.
+        // First, as a stopped client is most often stopped there (the runner's token renaming tries the first grant first).
+        const lease = leaseGranted(world, op.client, op.resource, op.ttlMs!, op.latencyMs ?? 0, op.retries ?? 0, op.retryDelayMs ?? 0);
+        return [pausing(lease.sent, lease.flight), ...put];
       }
       if (op?.kind === 'extend') {
         const refused = extendRefused(world, op.client, op.resource);
@@ -1056,6 +1144,12 @@ function inject(world: World, fault: Fault): readonly Branch[] {
     }
     case 'resume':
       return resume(world, f.client);
+    case 'deliver': {
+      // The delayed write lands now, unchecked: the lease it was checked under may have ended since.
+      const pending = world.clients[f.client]!.pendingWrite!;
+      const delivered = deliverWrite(withClient(world, f.client, (c) => ({ ...c, pendingWrite: null })), f.client, pending);
+      return single(delivered.outcome, delivered.world, [delivered.event]);
+    }
     case 'replicate':
       return ok(replicated(world, f.node));
     case 'crash': {
@@ -1224,11 +1318,39 @@ function resume(world: World, client: number): readonly Branch[] {
     case 'extend':
       return finishExtend(next, client, f, next.nowMs, events);
     case 'acquire':
-      // A denied first attempt goes on with its retries, as a blocking acquire does.
-      return finishAcquire(next, client, f, next.nowMs, null).flatMap((b) =>
-        b.outcome.kind !== 'denied' || f.retries === 0
-          ? [b]
-          : acquire({ ...b.next, nowMs: trueTimeOf(b.next.clients[client]!.mono, monoNow(b.next, client) + f.retryDelayMs, b.next.nowMs) }, client, f.resource, f.ttlMs, 0, f.retries - 1, f.retryDelayMs).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
-      );
+      return retried(finishAcquire(next, client, f, next.nowMs, null), client, f);
+    case 'lease':
+      return resumeAfterLease(next, client, f, events);
   }
+}
+
+/** A denied first attempt goes on with its retries, as a blocking acquire does. */
+function retried(first: readonly Branch[], client: number, f: AcquireFlight | LeaseFlight): Branch[] {
+  return first.flatMap((b) =>
+    b.outcome.kind !== 'denied' || f.retries === 0
+      ? [b]
+      : acquire({ ...b.next, nowMs: trueTimeOf(b.next.clients[client]!.mono, monoNow(b.next, client) + f.retryDelayMs, b.next.nowMs) }, client, f.resource, f.ttlMs, 0, f.retries - 1, f.retryDelayMs).map((r) => ({ ...r, events: [...b.events, ...r.events] })),
+  );
+}
+
+/**
+ * The client reads its lease's grant (at the resume, or when it comes) and
+ * only then sends the put, judged by its clock when the put's replies come;
+ * past its timeout it gave up first, and the lease just runs out.
+ */
+function resumeAfterLease(next: World, client: number, f: LeaseFlight, events: readonly WorldEvent[]): readonly Branch[] {
+  const design = next.config.design;
+  const gaveUp = single({ kind: 'timed-out' }, { ...next, nowMs: Math.max(next.nowMs, f.deadlineMs) }, events);
+  if (f.arrival === 'never') return gaveUp;
+  // The grant failed at once (the service down or cut off): no quorum, read at the resume.
+  if (f.arrival === 'failed') return retried(single({ kind: 'denied', reason: 'no-quorum' }, next, events), client, f);
+  const readMs = Math.max(next.nowMs, f.arrival);
+  if (readMs > f.deadlineMs) return gaveUp;
+  const renewed = rulesOf(design).acquireFirstRound(design) === 'lease-renewed';
+  const after: AfterLease = { owner: f.owner, startedMono: f.startedMono, deadlineMs: f.deadlineMs, leaseExpiresAtMs: renewed ? null : f.leaseExpiresAtMs };
+  const put = sendAcquire({ ...next, nowMs: readMs }, client, f.resource, f.ttlMs, 0, f.retries, f.retryDelayMs, after).flatMap(({ sent, flight }) =>
+    finishAcquire(sent, client, flight, readMs, null).map((b) => ({ ...b, events: [...events, ...b.events] })),
+  );
+  const sent = retried(put, client, f);
+  return readMs === f.deadlineMs ? [...sent, ...gaveUp] : sent;
 }

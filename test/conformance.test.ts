@@ -167,6 +167,27 @@ describe('the lockstep runner', () => {
     expect(failure.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1' });
   });
 
+  it('holds a delayed write until its deliver step: it lands after the next holder\'s, a finding unfenced, rejected fenced', async () => {
+    const late: Command[] = [
+      acquire(0),
+      { kind: 'write', client: 0, resource: 'r', value: 'late', delayed: true },
+      { kind: 'advance', ms: 12 },
+      acquire(1),
+      { kind: 'write', client: 1, resource: 'r', value: 'new' },
+      { kind: 'deliver', client: 0 },
+      { kind: 'read', client: 1, resource: 'r' },
+    ];
+    const unfenced = await runLockstep(simLeaseBackend(designs.redisSingle(), 'unfenced'), late, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(unfenced.verdict).toEqual({ kind: 'pass' });
+    expect(unfenced.findings.map((f) => f.violations.map((v) => v.property))).toEqual([['STORE-1']]);
+    expect(unfenced.steps.map((s) => s.actual.kind)).toEqual(['granted', 'ok', 'ok', 'granted', 'accepted', 'accepted', 'value']);
+    expect(unfenced.steps[6]!.actual).toMatchObject({ value: 'late' });
+    const fenced = await runLockstep(backend, late, { clients: 2, tokenBase: 0n });
+    expect(fenced.verdict).toEqual({ kind: 'pass' });
+    expect(fenced.steps.map((s) => s.actual.kind)).toEqual(['granted', 'ok', 'ok', 'granted', 'accepted', 'rejected', 'value']);
+    expect(fenced.steps[6]!.actual).toMatchObject({ value: 'new' });
+  });
+
   it('calls a run that stops early inconclusive, never a pass', async () => {
     const late: typeof backend = {
       ...backend,

@@ -328,3 +328,116 @@ describe('etcd-lease across a crash of the cluster (spec 3, 7.6.1, 7.7)', () => 
     expect(step(at(1100, 0), { kind: 'crash', node: 0 })).toHaveLength(1);
   });
 });
+
+describe('a delayed write request (spec 3, "Delayed requests"; Kleppmann\'s delayed packet)', () => {
+  /** Client 0 checks its lease and sends; the network holds the write past the lease's end, while client 1 takes over and writes. */
+  const late: readonly Command[] = [
+    { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 },
+    { kind: 'write', client: 0, resource: 'r', value: 'late', delayed: true },
+    { kind: 'advance', ms: 12 },
+    { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 },
+    { kind: 'write', client: 1, resource: 'r', value: 'new' },
+    { kind: 'deliver', client: 0 },
+  ];
+  const run = (design: Design, store: StorePolicy) => {
+    let w = initialWorld({ design, store, clients: 2 });
+    const outcomes: string[] = [];
+    const broken: string[] = [];
+    for (const c of late) {
+      const branches = step(w, c);
+      expect(branches).toHaveLength(1);
+      outcomes.push(branches[0]!.outcome.kind);
+      broken.push(...checkProperties(branches[0]!.events, branches[0]!.next).map((v) => v.property));
+      w = branches[0]!.next;
+    }
+    return { outcomes, broken, world: w };
+  };
+
+  it('lands after the next holder\'s write: an unfenced store loses that update (STORE-1)', () => {
+    for (const design of [designs.redisSingle(), designs.redlock({ nodes: 3 }), designs.etcdLease()]) {
+      const r = run(design, 'unfenced');
+      expect(r.outcomes).toEqual(['granted', 'ok', 'ok', 'granted', 'accepted', 'accepted']);
+      expect(r.broken).toEqual(['STORE-1']);
+      expect(r.world.store.cells['r']!.value).toBe('late');
+    }
+  });
+
+  it('is judged by the store when it lands: a strict store rejects the older token, and every property holds', () => {
+    const r = run(designs.redisSingle(), 'strict');
+    expect(r.outcomes).toEqual(['granted', 'ok', 'ok', 'granted', 'accepted', 'rejected']);
+    expect(r.broken).toEqual([]);
+    expect(r.world.store.cells['r']!.value).toBe('new');
+  });
+
+  it('is checked when sent: no lease, nothing sent; the client waits for the delivery and does nothing else meanwhile', () => {
+    let w = initialWorld({ design: designs.redisSingle(), store: 'unfenced', clients: 1 });
+    expect(step(w, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true })[0]!.outcome).toEqual({ kind: 'not-held' });
+    expect(() => step(w, { kind: 'deliver', client: 0 })).toThrow(/no delayed write/);
+    w = step(w, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
+    w = step(w, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true })[0]!.next;
+    expect(() => step(w, { kind: 'release', client: 0, resource: 'r' })).toThrow(/waits for its delayed write/);
+    expect(() => step(w, { kind: 'pause', client: 0 })).toThrow(/waits for its delayed write/);
+    expect(() => step(w, { kind: 'resume', client: 0 })).toThrow(/not paused/);
+    expect(step(w, { kind: 'deliver', client: 0 })[0]!.outcome).toEqual({ kind: 'accepted' });
+  });
+
+  it('is refused with latencyMs, and on pg-xact, whose writes share the lock\'s connection', () => {
+    const w = step(initialWorld({ design: designs.redisSingle(), store: 'unfenced', clients: 1 }), { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
+    expect(() => step(w, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true, latencyMs: 3 })).toThrow(/no latencyMs/);
+    const x = step(initialWorld({ design: designs.pgXact(), store: 'transactional', clients: 1 }), { kind: 'acquire', client: 0, resource: 'r' })[0]!.next;
+    expect(() => step(x, { kind: 'write', client: 0, resource: 'r', value: 'x', delayed: true })).toThrow(/unsupported-operation/);
+  });
+});
+
+describe('a consensus lock\'s acquire paused between its rounds (spec 7.7: the lease first, then the put)', () => {
+  const paused: Command = { kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 2 } };
+  const states = (design: Design) => step(initialWorld({ design, store: 'strict', clients: 2 }), paused);
+
+  it('on etcd-lease: the put went out before the pause, or only the lease did and the key is free until the resume', () => {
+    const branches = states(designs.etcdLease());
+    expect(branches.map((b) => b.next.nodes[0]!.keys['r'] === undefined)).toEqual([true, false]);
+    // Meanwhile another client is granted where the put has not gone out; the paused one, resumed, finds the key held.
+    const leased = branches[0]!.next;
+    const other = step(leased, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 });
+    expect(other.map((b) => b.outcome.kind)).toEqual(['granted']);
+    expect(step(other[0]!.next, { kind: 'resume', client: 0 }).map((b) => b.outcome)).toEqual([{ kind: 'denied', reason: 'held' }]);
+  });
+
+  it('resumed in time, the put is granted with validity from before the lease; the key ends with the lease (etcd) or a ttl after the put (ZooKeeper)', () => {
+    for (const [design, expiresAtMs] of [
+      [designs.etcdLease(), 10],
+      [designs.etcdLease({ leaseRenewal: 'last-request' }), 14],
+    ] as const) {
+      const leased = states(design)[0]!.next;
+      const later = step(leased, { kind: 'advance', ms: 4 })[0]!.next;
+      const [resumed, ...rest] = step(later, { kind: 'resume', client: 0 });
+      expect(rest).toEqual([]);
+      expect(resumed!.outcome).toMatchObject({ kind: 'granted', token: 1n });
+      expect(resumed!.next.nodes[0]!.keys['r']!.expiresAtMs).toBe(expiresAtMs);
+      expect(resumed!.next.clients[0]!.leases['r']!.validUntilMs).toBeLessThan(10);
+    }
+  });
+
+  it('resumed past its timeout, it gave up: timed-out, and no key is ever put', () => {
+    const leased = states(designs.etcdLease())[0]!.next;
+    const later = step(leased, { kind: 'advance', ms: 12 })[0]!.next;
+    const resumed = step(later, { kind: 'resume', client: 0 });
+    expect(resumed.map((b) => b.outcome.kind)).toEqual(['timed-out']);
+    expect(resumed[0]!.next.nodes[0]!.keys['r']).toBeUndefined();
+  });
+
+  it('on Redis designs the first round is the put: one branch, the key set at the pause', () => {
+    expect(states(designs.redisSingle()).map((b) => b.next.nodes[0]!.keys['r'] === undefined)).toEqual([false]);
+  });
+});
+
+describe('a client with no deadline and no timeout of its own (a library\'s contract, spec 7.11)', () => {
+  it('waits for a grant later than the ttl and reads it as a grant; lockcheck\'s client gives up', () => {
+    const late = (design: Design) => {
+      const w = step(initialWorld({ design, store: 'unfenced', clients: 1 }), { kind: 'node-delay', node: 0, ms: 11 })[0]!.next;
+      return [...new Set(step(w, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 }).map((b) => b.outcome.kind))].sort();
+    };
+    expect(late({ ...designs.redisSingle(), clientDeadline: 'none' } as Design)).toEqual(['granted', 'timed-out']);
+    expect(late(designs.redisSingle())).toEqual(['timed-out']);
+  });
+});

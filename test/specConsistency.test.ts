@@ -131,7 +131,7 @@ describe('the guide is reachable and its links resolve', () => {
   }
 });
 
-const KINDS = new Set(['acquire', 'extend', 'release', 'write', 'read', 'advance', 'clock-step', 'clock-drift', 'pause', 'resume', 'crash', 'restart', 'partition', 'heal', 'node-delay', 'kill-connection']);
+const KINDS = new Set(['acquire', 'extend', 'release', 'write', 'read', 'advance', 'clock-step', 'clock-drift', 'pause', 'resume', 'deliver', 'crash', 'restart', 'partition', 'heal', 'node-delay', 'kill-connection']);
 
 /** GitHub's anchor for a markdown heading. */
 function slug(heading: string): string {

@@ -243,6 +243,44 @@ describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', ()
     expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });
   }, 60_000);
 
+  // Kleppmann's delayed packet (spec 3, "Delayed requests"): a write checked under a valid lease and held in the network
+  // lands after the session ran out and the next holder wrote, as the stress runs' proxy made it land.
+  const delayed: Command[] = [
+    { kind: 'acquire', client: 0, resource: r, ttlMs: 1000 },
+    { kind: 'write', client: 0, resource: r, value: 'stale', delayed: true },
+    { kind: 'advance', ms: 1800 },
+    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000 },
+    { kind: 'write', client: 1, resource: r, value: 'fresh' },
+    { kind: 'deliver', client: 0 },
+    { kind: 'read', client: 1, resource: r },
+  ];
+  it('a delayed write lands after the next holder\'s: lost unfenced (STORE-1), rejected by the zxid fence', async ({ skip }) => {
+    const unfenced = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'unfenced'), delayed, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
+    expect(unfenced.verdict.kind === 'pass' || unfenced.verdict.kind === 'property-violation').toBe(true);
+    expect(unfenced.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('STORE-1');
+    expect(unfenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'stale', token: expect.any(BigInt) as bigint });
+    const fenced = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'strict'), delayed, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
+    expect(fenced.verdict).toEqual({ kind: 'pass' });
+    expect(fenced.steps.find((s) => s.command.kind === 'deliver')?.actual.kind).toBe('rejected');
+    expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });
+  }, 60_000);
+
+  // An acquire split by its client's pause (spec 7.7): the session is opened, the client stops before it puts its
+  // contender; another client is granted meanwhile, and the first, resumed, finds the line taken.
+  const split: Command[] = [
+    // A ttl far beyond the expiry tolerance: the other client's grant can only mean the key was never put.
+    { kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: r, ttlMs: 3000, latencyMs: 100 } },
+    { kind: 'advance', ms: 200 },
+    { kind: 'acquire', client: 1, resource: r, ttlMs: 3000 },
+    { kind: 'resume', client: 0 },
+  ];
+  it('an acquire paused after its session opened: another client is granted, the resumed one is denied', async ({ skip }) => {
+    const run = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'strict'), split, { clients: 2, tokenBase: 0n }));
+    expect(run.verdict).toEqual({ kind: 'pass' });
+    // Catch-up advances (real time the steps took) may come between the steps.
+    expect(run.steps.filter((s) => s.command.kind !== 'advance').map((s) => s.actual.kind)).toEqual(['ok', 'granted', 'denied']);
+  }, 60_000);
+
   // Timing faults (spec 7.6.1, 7.10): the service a black hole, so an extend (a touch) gets no reply and gives up at its
   // bound (the ttl); back to normal, the session runs out; a late first round of the next acquire shortens its validity.
   const timing: Command[] = [

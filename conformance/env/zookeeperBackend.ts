@@ -58,7 +58,7 @@ export const ZK_EXPIRY_TOLERANCE_MS = ZK_PACING_TOLERANCE_MS + ZK_EXPIRY_SLACK_M
 export const ZK_CLOCK_MARGIN_MS = ZK_PACING_TOLERANCE_MS + 2;
 
 /** The design the ZooKeeper rows are judged by: etcd-lease with the margin the pacing needs. */
-export const zookeeperDesign: Design = designs.etcdLease({ clockMarginMs: ZK_CLOCK_MARGIN_MS });
+export const zookeeperDesign: Design = designs.etcdLease({ clockMarginMs: ZK_CLOCK_MARGIN_MS, leaseRenewal: 'last-request' });
 
 const CALL_TIMEOUT_MS = 2_000;
 const READY_TIMEOUT_MS = 20_000;
