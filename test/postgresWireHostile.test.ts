@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import net from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../impl/errors.ts';
@@ -8,6 +9,7 @@ import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connect
 import { NODE_POSTGRES_ONLY_DEFAULTS, NODE_POSTGRES_ONLY_ENV, wireEndpoint } from '../impl/postgres/wire/endpoint.ts';
 import { WireConnectionError, WireProtocolError } from '../impl/postgres/wire/errors.ts';
 import { AUTH_OK, fakeServer, message, READY } from './impl/fakePostgres.ts';
+import { until } from './probes.ts';
 import { ManualClock } from './impl/servers.ts';
 
 /**
@@ -152,10 +154,37 @@ describe('wire client: every backend message in every state', () => {
       const ending = c.end();
       await expect(c.call(STATEMENT, [])).rejects.toThrow(/closing/);
       await ending;
-      expect(sentTypes(fake.received)).toBe('\0X');
+      // The client is gone once its Terminate is written; the server reads it a moment later.
+      expect(await until(() => sentTypes(fake.received) === '\0X', 5000)).toBe(true);
       await expect(c.call(STATEMENT, [])).rejects.toBeInstanceOf(WireConnectionError);
     } finally {
       await fake.close();
+    }
+  });
+
+  it('end() does not wait for the server: a server that never closes (a cut link) still lets it finish, with the clock standing still', async () => {
+    // The server reads the Terminate and keeps its side open for good (half-open: our FIN does not close it).
+    const received: Buffer[] = [];
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer({ allowHalfOpen: true }, (socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('data', (chunk) => {
+        received.push(chunk);
+        if (received.length === 1) socket.write(STARTUP_REPLY);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const clock = new ManualClock();
+      const c = await connectTo((server.address() as net.AddressInfo).port, { clock });
+      // Nothing moves the lock's clock here (as in a lockstep run's teardown): the close must not need it.
+      await c.end();
+      expect(clock.armed).toBe(0);
+      expect(await until(() => sentTypes(received) === '\0X', 5000)).toBe(true);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });

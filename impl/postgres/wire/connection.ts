@@ -213,21 +213,24 @@ export class WireConnection {
     listener?.(reason);
   }
 
-  /** Terminate, then wait for the close, at most `timeoutMs`; the socket is destroyed after it. */
+  /**
+   * Terminate, and the socket goes as soon as the Terminate is written: the
+   * server's own close is not waited for (through a cut link it never comes,
+   * and a close must not wait on the lock's clock, which nothing may be
+   * driving then). A Terminate that cannot be written within `timeoutMs` is
+   * dropped with the socket.
+   */
   end(): Promise<void> {
     if (this.#lost !== null) return Promise.resolve();
     this.#ending = true;
     const { clock, timeoutMs } = this.#options;
     return new Promise((resolve) => {
-      const cancel = clock.schedule(clock.now() + timeoutMs, () => {
-        this.destroy();
-        resolve();
-      });
+      const cancel = clock.schedule(clock.now() + timeoutMs, () => this.destroy());
       this.#socket.once('close', () => {
         cancel();
         resolve();
       });
-      this.#socket.end(TERMINATE);
+      this.#socket.end(TERMINATE, () => this.destroy());
     });
   }
 
