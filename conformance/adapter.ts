@@ -101,6 +101,7 @@ export interface BackendInstance {
   readonly env: Environment;
   /** What the run should say beside its verdict (the kit's: real timers that fired in a library's calls, commands past the faults); read before close. */
   warnings?(): readonly string[];
+  /** Stops what start() started. Bounded in real time by the runner (LockstepOptions.closeLimitMs, 60 s): a close still running then is left behind and named in the run's warnings. */
   close(): Promise<void>;
 }
 

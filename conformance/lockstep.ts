@@ -45,7 +45,16 @@ export interface LockstepOptions {
   readonly continueAfterViolation?: boolean;
   /** The clients' bound on each request round to the lock nodes, in ms (ttl designs; default: the operation's ttl). */
   readonly requestTimeoutMs?: number;
+  /**
+   * Real time the backend instance's close() may take, in ms (default
+   * CLOSE_LIMIT_MS). A close still running then is left behind and named in
+   * the report's warnings: a backend's teardown never stops the suite.
+   */
+  readonly closeLimitMs?: number;
 }
+
+/** How long a backend instance's close() may take before the run goes on without it (real time: nothing drives the virtual clock at teardown). */
+export const CLOSE_LIMIT_MS = 60_000;
 
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
 interface Driver {
@@ -82,17 +91,38 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
     throw e;
   }
   const steps: ExecutedStep[] = [];
+  let report: RunReport;
   try {
     checkEnvironmentApi(instance.env, backend.name);
-    const report = await loop(backend, instance, commands, options, steps);
+    const r = await loop(backend, instance, commands, options, steps);
     const warnings = instance.warnings?.() ?? [];
-    return warnings.length > 0 ? { ...report, warnings } : report;
+    report = warnings.length > 0 ? { ...r, warnings } : r;
   } catch (e) {
-    if (e instanceof RunEnvironmentError) return environmentFailed(backend, options, steps, e);
-    throw e;
-  } finally {
-    await instance.close();
+    if (!(e instanceof RunEnvironmentError)) {
+      await closeWithin(instance, options.closeLimitMs ?? CLOSE_LIMIT_MS);
+      throw e;
+    }
+    report = environmentFailed(backend, options, steps, e);
   }
+  const stuck = await closeWithin(instance, options.closeLimitMs ?? CLOSE_LIMIT_MS);
+  return stuck === null ? report : { ...report, warnings: [...(report.warnings ?? []), stuck] };
+}
+
+/** Closes the instance, at most `limitMs` of real time; null when it closed, else what to warn of (a close that failed is thrown, as before). */
+async function closeWithin(instance: BackendInstance, limitMs: number): Promise<string | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), limitMs);
+  });
+  try {
+    const closing = instance.close();
+    // A close given up on may still fail later: that is nobody's to handle.
+    closing.catch(() => undefined);
+    if ((await Promise.race([closing.then(() => 'closed' as const), late])) === 'closed') return null;
+  } finally {
+    clearTimeout(timer);
+  }
+  return `the backend's close() had not finished after ${limitMs} ms; the run went on without it (its connections or processes may be left open: a defect of the backend's teardown)`;
 }
 
 /** A run whose servers failed it (RunEnvironmentError): judged neither way, the reason kept as a warning. */

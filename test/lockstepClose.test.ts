@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { BackendUnderTest } from '../conformance/adapter.ts';
+import { runLockstep } from '../conformance/index.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import type { Command } from '../model/index.ts';
+import { designs } from '../model/index.ts';
+
+/** The backend with its instances' close() replaced: one that never finishes (after the real close), or one that fails. */
+function withClose(backend: BackendUnderTest, close: (real: () => Promise<void>) => Promise<void>): BackendUnderTest {
+  return {
+    ...backend,
+    start: async (o) => {
+      const instance = await backend.start(o);
+      return { ...instance, close: () => close(() => instance.close()) };
+    },
+  };
+}
+
+const schedule: Command[] = [
+  { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 50 },
+  { kind: 'write', client: 0, resource: 'r0', value: 'a' },
+  { kind: 'release', client: 0, resource: 'r0' },
+];
+
+describe("lockstep: a backend's teardown never stops the suite", () => {
+  it('a close() that never finishes: the run returns its verdict after closeLimitMs, with a warning naming it', async () => {
+    const base = simLeaseBackend(designs.redisSingle(), 'strict');
+    const stuck = withClose(base, async (real) => {
+      await real();
+      await new Promise<never>(() => undefined);
+    });
+    const report = await runLockstep(stuck, schedule, { clients: 2, tokenBase: 0n, closeLimitMs: 50 });
+    expect(report.verdict.kind).toBe('pass');
+    expect(report.warnings?.some((w) => w.includes("close() had not finished after 50 ms"))).toBe(true);
+  });
+
+  it('a close() that finishes in time adds no warning; one that fails still throws', async () => {
+    const base = simLeaseBackend(designs.redisSingle(), 'strict');
+    const report = await runLockstep(base, schedule, { clients: 2, tokenBase: 0n, closeLimitMs: 50 });
+    expect(report.verdict.kind).toBe('pass');
+    expect(report.warnings ?? []).toEqual([]);
+    const failing = withClose(base, async (real) => {
+      await real();
+      throw new Error('teardown failed');
+    });
+    await expect(runLockstep(failing, schedule, { clients: 2, tokenBase: 0n })).rejects.toThrow('teardown failed');
+  });
+});
