@@ -14,7 +14,7 @@ import { canonicalKey } from '../model/canonical.ts';
 import type { Branch } from '../model/world.ts';
 import { enabled, step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
-import type { BackendInstance, BackendUnderTest } from './adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
 import { RunEnvironmentError } from './env/runEnvironment.ts';
 import type { HeldLease } from './contract.ts';
@@ -554,7 +554,7 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
   const state = async (): Promise<string> =>
     property === 'FENCE-2'
       ? JSON.stringify(await client.store.read(op.resource).catch(() => null), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}` : x))
-      : JSON.stringify((await env.inspect?.(op.resource)) ?? null);
+      : JSON.stringify(env.inspect === undefined ? null : await look(env.inspect, op.resource));
   const before = await state();
   let error: unknown = null;
   // A call that throws at once, not in its promise, counts the same.
@@ -591,8 +591,22 @@ async function observe(instance: BackendInstance, branches: readonly Branch[], d
   const inspect = instance.env.inspect;
   if (inspect === undefined) return [...branches];
   const held = new Map<string, ReadonlyArray<string | null>>();
-  for (const resource of resourcesOf(drivers)) held.set(resource, await inspect(resource));
+  for (const resource of resourcesOf(drivers)) held.set(resource, await look(inspect, resource));
   return branches.filter((b) => wrongKey(b.next, drivers, held, owners) === null);
+}
+
+/**
+ * The environment's own look at the keys. Its failure (a server the harness
+ * could not read in its bound) is the environment's, not the backend's: the
+ * run is judged neither way, and the check goes on (out of pace stays so).
+ */
+async function look(inspect: NonNullable<Environment['inspect']>, resource: string): Promise<ReadonlyArray<string | null>> {
+  try {
+    return await inspect(resource);
+  } catch (e) {
+    if (e instanceof RunEnvironmentError || e instanceof TimingError) throw e;
+    throw new RunEnvironmentError(`the environment could not inspect '${resource}': ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 /** What is wrong with the backend's keys against this model state, or null (also when it cannot inspect). */
@@ -600,7 +614,7 @@ async function ownershipProblem(instance: BackendInstance, world: World, drivers
   const inspect = instance.env.inspect;
   if (inspect === undefined) return null;
   const held = new Map<string, ReadonlyArray<string | null>>();
-  for (const resource of resourcesOf(drivers)) held.set(resource, await inspect(resource));
+  for (const resource of resourcesOf(drivers)) held.set(resource, await look(inspect, resource));
   return wrongKey(world, drivers, held, owners);
 }
 

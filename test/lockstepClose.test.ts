@@ -45,4 +45,26 @@ describe("lockstep: a backend's teardown never stops the suite", () => {
     });
     await expect(runLockstep(failing, schedule, { clients: 2, tokenBase: 0n })).rejects.toThrow('teardown failed');
   });
+
+  it("an environment whose own inspect() fails: that run is judged neither way, with the reason, and nothing is thrown", async () => {
+    const base = simLeaseBackend(designs.redisSingle(), 'strict');
+    const failing: BackendUnderTest = {
+      ...base,
+      start: async (o) => {
+        const instance = await base.start(o);
+        return {
+          ...instance,
+          env: {
+            ...instance.env,
+            inspect: async () => {
+              throw new Error('admin read timed out');
+            },
+          },
+        };
+      },
+    };
+    const report = await runLockstep(failing, schedule, { clients: 2, tokenBase: 0n });
+    expect(report.verdict.kind).toBe('inconclusive');
+    expect(report.warnings?.some((w) => w.includes("could not inspect 'r0': admin read timed out"))).toBe(true);
+  });
 });
