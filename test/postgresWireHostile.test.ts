@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../impl/errors.ts';
@@ -164,27 +163,21 @@ describe('wire client: every backend message in every state', () => {
 
   it('end() does not wait for the server: a server that never closes (a cut link) still lets it finish, with the clock standing still', async () => {
     // The server reads the Terminate and keeps its side open for good (half-open: our FIN does not close it).
-    const received: Buffer[] = [];
-    const sockets = new Set<net.Socket>();
-    const server = net.createServer({ allowHalfOpen: true }, (socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('data', (chunk) => {
-        received.push(chunk);
-        if (received.length === 1) socket.write(STARTUP_REPLY);
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const fake = await fakeServer(
+      (_chunk, socket, n) => {
+        if (n === 0) socket.write(STARTUP_REPLY);
+      },
+      { halfOpen: true },
+    );
     try {
       const clock = new ManualClock();
-      const c = await connectTo((server.address() as net.AddressInfo).port, { clock });
+      const c = await connectTo(fake.port, { clock });
       // Nothing moves the lock's clock here (as in a lockstep run's teardown): the close must not need it.
       await c.end();
       expect(clock.armed).toBe(0);
-      expect(await until(() => sentTypes(received) === '\0X', 5000)).toBe(true);
+      expect(await until(() => sentTypes(fake.received) === '\0X', 5000)).toBe(true);
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await fake.close();
     }
   });
 });

@@ -15,13 +15,16 @@ export interface FakeServer {
   close(): Promise<void>;
 }
 
-/** A fake server on a loopback socket: `reply` gets each chunk the client sends (`n`: its index on that connection) and answers with bytes. */
-export async function fakeServer(reply: (chunk: Buffer, socket: net.Socket, n: number) => void): Promise<FakeServer> {
+/**
+ * A fake server on a loopback socket: `reply` gets each chunk the client sends (`n`: its index on that connection) and answers with bytes.
+ * `halfOpen`: a client's FIN leaves the server's side open (a peer that never closes, as behind a cut link).
+ */
+export async function fakeServer(reply: (chunk: Buffer, socket: net.Socket, n: number) => void, options: { readonly halfOpen?: boolean } = {}): Promise<FakeServer> {
   const sockets = new Set<net.Socket>();
   const received: Buffer[] = [];
   let connections = 0;
   const waiters: (() => void)[] = [];
-  const fake = net.createServer((socket) => {
+  const fake = net.createServer({ allowHalfOpen: options.halfOpen === true }, (socket) => {
     connections++;
     sockets.add(socket);
     socket.on('data', (chunk) => received.push(chunk));
