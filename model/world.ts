@@ -1340,7 +1340,12 @@ function retried(first: readonly Branch[], client: number, f: AcquireFlight | Le
  */
 function resumeAfterLease(next: World, client: number, f: LeaseFlight, events: readonly WorldEvent[]): readonly Branch[] {
   const design = next.config.design;
-  const gaveUp = single({ kind: 'timed-out' }, { ...next, nowMs: Math.max(next.nowMs, f.deadlineMs) }, events);
+  // The lease's request timed out (its timer fires at the resume at the earliest): no put went out, so the lock was not
+  // taken; only a wait that reached the ttl on the client's clock is the attempt's give-up, `timed-out` (7.1, 7.6.1).
+  const gaveUpMs = Math.max(next.nowMs, f.deadlineMs);
+  const gaveUpAt: World = { ...next, nowMs: gaveUpMs };
+  const waitedOut = read(next.clients[client]!.mono, gaveUpMs) - f.startedMono >= f.ttlMs;
+  const gaveUp = waitedOut ? single({ kind: 'timed-out' }, gaveUpAt, events) : retried(single({ kind: 'denied', reason: 'no-quorum' }, gaveUpAt, events), client, f);
   if (f.arrival === 'never') return gaveUp;
   // The grant failed at once (the service down or cut off): no quorum, read at the resume.
   if (f.arrival === 'failed') return retried(single({ kind: 'denied', reason: 'no-quorum' }, next, events), client, f);

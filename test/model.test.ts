@@ -426,6 +426,16 @@ describe('a consensus lock\'s acquire paused between its rounds (spec 7.7: the l
     expect(resumed[0]!.next.nodes[0]!.keys['r']).toBeUndefined();
   });
 
+  it('resumed past a request timeout shorter than the ttl, its lease request failed and no put went out: denied (no-quorum), as the real etcd and ZooKeeper locks say', () => {
+    // Found by lockcheck run --backend etcd-lease/unfenced --faults advance,delay,latency,slow-node,pause --seed 1 --runs 12 (it said timed-out).
+    const leased = step(initialWorld({ design: designs.etcdLease(), store: 'strict', clients: 2, requestTimeoutMs: 5 }), paused)[0]!.next;
+    const later = step(leased, { kind: 'advance', ms: 7 })[0]!.next;
+    const resumed = step(later, { kind: 'resume', client: 0 });
+    expect(resumed.map((b) => b.outcome)).toEqual([{ kind: 'denied', reason: 'no-quorum' }]);
+    expect(resumed[0]!.next.nodes[0]!.keys['r']).toBeUndefined();
+    expect(resumed[0]!.next.clients[0]!.leases['r']).toBeUndefined();
+  });
+
   it('on Redis designs the first round is the put: one branch, the key set at the pause', () => {
     expect(states(designs.redisSingle()).map((b) => b.next.nodes[0]!.keys['r'] === undefined)).toEqual([false]);
   });
