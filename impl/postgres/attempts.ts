@@ -55,8 +55,24 @@ function send(client: pg.ClientBase, statement: Statement, values: readonly unkn
   return new Promise((resolve, reject) => submit(client, statement, values, (e, r) => (e ? reject(e) : resolve(r))));
 }
 
-/** Every statement of `statements` submitted at once; settles when the last reply came, or at the first error. */
+/**
+ * Every statement of `statements` submitted at once, in one write; settles
+ * when the last reply came, or at the first error. node-postgres corks its
+ * socket around each statement's messages only, so each statement was a
+ * write syscall of its own (and a server wakeup): the socket stays corked
+ * across all of them (cork nests; the last uncork writes).
+ */
 function sendAll(client: pg.ClientBase, statements: readonly Sent[], done: (error: Error | undefined, results: pg.QueryResult[]) => void): void {
+  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+  stream?.cork?.();
+  try {
+    submitAll(client, statements, done);
+  } finally {
+    stream?.uncork?.();
+  }
+}
+
+function submitAll(client: pg.ClientBase, statements: readonly Sent[], done: (error: Error | undefined, results: pg.QueryResult[]) => void): void {
   const results: pg.QueryResult[] = [];
   let settled = false;
   for (const [statement, values] of statements) {

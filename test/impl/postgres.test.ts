@@ -491,6 +491,28 @@ describe('PostgresTransactionLock', () => {
     expect(granted(await a.acquire('r')).token).toBe(4n);
   });
 
+  it("the acquire's three statements go out in one write (node-postgres corks each statement alone), COMMIT in one more", async () => {
+    const a = xact();
+    const warm = granted(await a.acquire('warm'));
+    const client = a.queryable(warm) as pg.Client;
+    await a.release(warm);
+    // The released connection is the idle one the next acquire takes: count the writes its socket makes.
+    const stream = (client as unknown as { connection: { stream: { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void } } }).connection.stream;
+    let writes = 0;
+    for (const method of ['_write', '_writev'] as const) {
+      const original = stream[method];
+      stream[method] = (...args: unknown[]) => {
+        writes++;
+        original.apply(stream, args);
+      };
+    }
+    const l = granted(await a.acquire('r'));
+    expect(a.queryable(l)).toBe(client);
+    expect(writes).toBe(1);
+    await a.release(l);
+    expect(writes).toBe(2);
+  });
+
   it("the user's transaction is out of pipeline mode: a portal query (pg-cursor's and pg-query-stream's way) runs in it", async () => {
     const a = xact();
     const l = granted(await a.acquire('r'));
