@@ -513,6 +513,22 @@ describe('PostgresTransactionLock', () => {
     expect(writes).toBe(2);
   });
 
+  it('a client configured `binary` still reads the lock statements as text (the session lock then runs on node-postgres too); the user gets binary results', async () => {
+    const connection = { ...server(), binary: true };
+    const a = xact({ connection });
+    const s = session({ connection });
+    const l = granted(await a.acquire('bin'));
+    expect(l.token).toBe(1n);
+    expect((await a.queryable(l).query('SELECT 7::int4 AS n')).rows).toEqual([{ n: 7 }]);
+    await a.release(l);
+    expect(granted(await a.acquire('bin')).token).toBe(2n);
+    const h = granted(await s.acquire('bin-s'));
+    expect(h.token).toBe(1n);
+    await s.release(h);
+    expect(granted(await s.acquire('bin-s')).token).toBe(2n);
+    expect(await a.withLock('bin-w', 100, async (_tx, lease) => lease.token)).toBe(1n);
+  });
+
   it("the user's transaction is out of pipeline mode: a portal query (pg-cursor's and pg-query-stream's way) runs in it", async () => {
     const a = xact();
     const l = granted(await a.acquire('r'));
