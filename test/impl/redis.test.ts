@@ -72,6 +72,20 @@ describe('redisLeaseNode', () => {
     expect(() => redisLeaseNode(redis, { tokenBase: -1n })).toThrow(InvalidInputError);
   });
 
+  it('tokens on both sides of 2^53 are exact (an integer reply below it, digits from it on); a counter that is not a number fails and sets no lock', async () => {
+    const node = redisLeaseNode(redis);
+    await redis.set('lockcheck:token:edge', (2n ** 53n - 2n).toString());
+    const tokens: Array<bigint | null> = [];
+    for (let i = 0; i < 3; i++) {
+      tokens.push(await node.acquire('edge', `o${i}`, 1000));
+      await node.release('edge', `o${i}`);
+    }
+    expect(tokens).toEqual([2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n]);
+    await redis.set('lockcheck:token:junk', 'x');
+    await expect(node.acquire('junk', 'o', 1000)).rejects.toThrow(/not an integer/);
+    expect(await redis.exists('lockcheck:lock:junk')).toBe(0);
+  });
+
   it('release and extend act only for the owner', async () => {
     const node = redisLeaseNode(redis);
     await node.acquire('r', 'o', 5_000);
