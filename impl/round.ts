@@ -38,39 +38,21 @@ export class Background {
 
 /**
  * Decided rounds resolve one turn of the clock after their decision, so that
- * replies arriving at the same moment are counted too, when other rounds of
- * the lock are still open: the rounds decided in one turn share one
- * scheduled call (one timer per turn instead of one per round), and their
- * callers' next commands are sent in the same tick, where a node can write
- * them together (impl/redis/tickWrites.ts). A round decided while no other
- * round of its lock is undecided or due (a sequential caller) resolves at
- * once: nothing could be written together with its caller's next commands,
- * and the turn was a wake-up of the event loop and a later write on the
- * critical path of every round (docs/redis.md, client speed).
+ * replies arriving at the same moment are counted too. The rounds decided in
+ * one turn share one scheduled call: one timer per turn instead of one per
+ * round, and their callers' next commands are sent in the same tick, where
+ * a node can write them together (impl/redis/tickWrites.ts).
  */
 export class Turn {
   #due: Array<Round<unknown>> = [];
-  /** Rounds started and not yet decided (nor ended). */
-  #undecided = 0;
   readonly #clock: MonotonicClock;
 
   constructor(clock: MonotonicClock) {
     this.#clock = clock;
   }
 
-  /** A round started. */
-  opened(): void {
-    this.#undecided++;
-  }
-
-  /** A round ended before it was decided: it publishes by itself. */
-  closed(): void {
-    this.#undecided--;
-  }
-
-  /** Publishes `round`, decided now: at once when it is the only open round of the lock, else at the end of this turn (unless it ended before). */
+  /** Publishes `round` at the end of this turn (unless it ended before). */
   defer(round: Round<unknown>): void {
-    if (--this.#undecided === 0 && this.#due.length === 0) return round.publish();
     if (this.#due.push(round) === 1) this.#clock.schedule(this.#clock.now(), this.#flush);
   }
 
@@ -217,7 +199,6 @@ export class Round<T> {
     this.#turn = context.turn;
     this.votes = new Promise((resolve) => (this.#resolve = resolve));
     context.background.started();
-    context.turn.opened();
     this.deadlineMs = context.clock.now() + limitMs;
     this.#queue = context.deadlines.of(limitMs);
     this.#queue.add(this as Round<unknown>);
@@ -257,7 +238,7 @@ export class Round<T> {
     const failed = this.#failed;
     const pending = this.#pending;
     if (!this.#decided({ yes, no: this.#votes.length - pending - yes - failed, failed, pending })) return;
-    // One turn of the clock, so that replies arriving at the same moment are counted too (unless no other round is open: Turn).
+    // One turn of the clock, so that replies arriving at the same moment are counted too.
     this.#deferred = true;
     this.#turn.defer(this as Round<unknown>);
   }
@@ -284,10 +265,6 @@ export class Round<T> {
   #end(): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (!this.#deferred) {
-      this.#deferred = true;
-      this.#turn.closed();
-    }
     this.#queue.trim();
     this.publish();
     this.#background.ended();
