@@ -70,6 +70,8 @@ describe('redisLeaseNode', () => {
     expect(await redis.get('p:token:r')).toBe((base + 1n).toString());
     expect(await redis.exists('lockcheck:lock:r')).toBe(0);
     expect(() => redisLeaseNode(redis, { tokenBase: -1n })).toThrow(InvalidInputError);
+    // Small bases too: the script skips setting the base only when it is 0.
+    expect(await redisLeaseNode(redis, { tokenBase: 1n, prefix: 'q' }).acquire('r', 'o', 1000)).toBe(2n);
   });
 
   it('tokens on both sides of 2^53 are exact (an integer reply below it, digits from it on); a counter that is not a number fails and sets no lock', async () => {
