@@ -1,29 +1,27 @@
 /**
  * The Lua scripts a Redis node runs, each one atomic step. Tokens never pass
- * through a Lua number (a double) at or above 2^53, where it is no longer
- * exact: counters are read back with GET as strings there, and compared as
- * digit strings, by length then lexicographically (tokens are non-negative
- * integers without leading zeros).
+ * through a Lua number (a double, exact only to 2^53): counters are read back
+ * with GET as strings, and compared as digit strings, by length then
+ * lexicographically (tokens are non-negative integers without leading zeros).
  */
 
 /**
- * KEYS: lock, counter. ARGV: owner, ttlMs, tokenBase. Returns the new token, or nil when held.
- * Two calls per grant (SET, INCR), one per denial: the server's cost of a script grows with its calls.
- * A counter at 2^63-1 makes INCR fail: the lock just set is deleted again (a script error does not
- * undo writes), so nothing is written. A fresh counter starts at the base (INCR of a missing key
- * starts at 0, the default base). The token comes as an integer below 2^53, where a Lua number
- * (a double) holds INCR's reply exactly, else read back with GET as a digit string.
+ * KEYS: lock, counter. ARGV: owner, ttlMs, tokenBase. Returns the new token as a digit string, or nil
+ * when held. Three calls per grant (SET, INCR, GET), one per denial: the server's cost of a script
+ * grows with its calls. A counter at 2^63-1 makes INCR fail: the lock just set is deleted again (a
+ * script error does not undo writes), so nothing is written. A fresh counter starts at the base (INCR
+ * of a missing key starts at 0, the default base). INCR's reply is a Lua number (a double): only
+ * whether it failed is read, the token is read back with GET, so it never passes through a double.
  */
 export const ACQUIRE = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
 if ARGV[3] ~= '0' then redis.call('SET', KEYS[2], ARGV[3], 'NX') end
-local token = redis.pcall('INCR', KEYS[2])
-if type(token) == 'table' then
+local incremented = redis.pcall('INCR', KEYS[2])
+if type(incremented) == 'table' then
   redis.call('DEL', KEYS[1])
-  if string.find(token.err, 'overflow', 1, true) then return redis.error_reply('TOKENOVERFLOW the token counter is at 2^63-1') end
-  return token
+  if string.find(incremented.err, 'overflow', 1, true) then return redis.error_reply('TOKENOVERFLOW the token counter is at 2^63-1') end
+  return incremented
 end
-if token < 9007199254740992 then return token end
 return redis.call('GET', KEYS[2])
 `;
 
