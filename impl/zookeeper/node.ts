@@ -49,7 +49,7 @@ export interface ZookeeperNode {
    * nothing else wrote between, else again from the read.
    */
   fencedWrite(path: string, token: bigint, value: string, policy: 'unfenced' | 'strict' | 'monotonic'): Promise<WriteResult>;
-  /** Closes the long-lived session. */
+  /** Ends every client the node made: the long-lived store session, and any lease session still open (one whose opener gave up on it included). */
   close(): void;
 }
 
@@ -100,32 +100,47 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       throw typed(error, what);
     });
   };
-  let shared: Promise<Client> | null = null;
+  // Every client this node made and has not ended: close() ends them all, also a session whose
+  // opener gave up on it (a reply the run's network dropped) and that nobody else can close.
+  const live = new Set<Client>();
+  const open = (sessionMs: number, pings: boolean): Connecting => {
+    const attempt = connecting(options.connectString, sessionMs, pings);
+    live.add(attempt.client);
+    return attempt;
+  };
+  const finish = (client: Client): void => {
+    live.delete(client);
+    end(client);
+  };
+  let shared: Connecting | null = null;
   const storeClient = (): Promise<Client> => {
-    shared ??= connected(options.connectString, 30_000, true).catch((error: unknown) => {
-      shared = null;
-      throw error;
-    });
-    return shared;
+    if (shared === null) {
+      const attempt = open(30_000, true);
+      shared = attempt;
+      attempt.ready.catch(() => {
+        if (shared === attempt) shared = null;
+      });
+    }
+    return shared.ready;
   };
   const own = (s: ZookeeperSession): Client => (s as Session).client;
   return {
     openSession: (sessionMs) => {
-      const attempt = connected(options.connectString, sessionMs, false);
+      const attempt = open(sessionMs, false);
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
-        const client = await attempt;
+        const client = await attempt.ready;
         const expired = new Promise<void>((resolve) => client.once('expired', () => resolve()));
         // An expired session's client would reconnect forever: close it.
-        void expired.then(() => client.close());
+        void expired.then(() => finish(client));
         const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired, ended: false };
         void expired.then(() => {
           session.ended = true;
         });
         return session;
       }).catch((error: unknown) => {
-        // Closed once connected: node-zookeeper-client mishandles a close during its handshake.
-        void attempt.then((client) => client.close(), () => undefined);
+        // A connect that did not finish in its bound is ended wherever it is: else it reconnects for ever.
+        finish(attempt.client);
         throw error;
       });
     },
@@ -200,7 +215,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           // expired or cut reports nothing more, and the bound ends the wait.
           client.once('disconnected', () => resolve());
           client.once('expired', () => resolve());
-          client.close();
+          finish(client);
         });
       }),
     children: (dir) =>
@@ -261,32 +276,63 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         throw new UnavailableError(`zookeeper fenced write: ${CAS_ROUNDS} rounds lost to concurrent writers`);
       }),
     close: () => {
-      void shared?.then((client) => client.close(), () => undefined);
       shared = null;
+      for (const client of live) finish(client);
     },
   };
 }
 
-/** A connected client; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
-function connected(connectString: string, sessionMs: number, pings: boolean): Promise<Client> {
+/** A client and its first connection: `ready` once connected, or rejected (the client then ended). */
+interface Connecting {
+  readonly client: Client;
+  readonly ready: Promise<Client>;
+}
+
+/** A client connecting; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
+function connecting(connectString: string, sessionMs: number, pings: boolean): Connecting {
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionMs, spinDelay: 100, retries: 0 });
   if (!pings) {
     // node-zookeeper-client pings on its socket's idle timeout (onSocketTimeout); the lease must not renew itself.
     (client as unknown as { connectionManager: { onSocketTimeout: () => void } }).connectionManager.onSocketTimeout = () => undefined;
   }
-  return new Promise<Client>((resolve, reject) => {
-    const fail = (why: string): void => {
-      client.close();
-      reject(new UnavailableError(`zookeeper connect: ${why}`));
-    };
+  const ready = new Promise<Client>((resolve, reject) => {
+    const fail = (why: string): void => reject(new UnavailableError(`zookeeper connect: ${why}`));
     client.once('connected', () => resolve(client));
     client.once('expired', () => fail('session expired'));
     client.once('authenticationFailed', () => fail('authentication failed'));
     client.connect();
   }).catch((error: unknown) => {
-    client.close();
+    end(client);
     throw error;
   });
+  return { client, ready };
+}
+
+/**
+ * Ends a client in whatever state it is. node-zookeeper-client reconnects on
+ * its own until a close: a client that never connected (its ensemble stopped
+ * or cut off) went on reconnecting for ever, a timer every spinDelay that kept
+ * the process alive (seen after `lockcheck run` on the ZooKeeper rows). And
+ * its close() is a request written to the socket, which throws while no
+ * socket is connected. So a connected client sends its close; any other
+ * drops its connection, and neither opens another.
+ */
+function end(client: Client): void {
+  type Manager = { connect(): void; onSocketConnected(): void; socket?: { destroy(): void }; connectTimeoutHandler?: NodeJS.Timeout };
+  const manager = (client as unknown as { connectionManager: Manager }).connectionManager;
+  const state = client.getState();
+  manager.connect = () => undefined;
+  if (state === zookeeper.State.SYNC_CONNECTED || state === zookeeper.State.CONNECTED_READ_ONLY) {
+    client.close();
+    return;
+  }
+  // A socket still on its way (the library's next try) is dropped when it connects.
+  manager.onSocketConnected = function (this: Manager) {
+    clearTimeout(this.connectTimeoutHandler);
+    this.socket?.destroy();
+  };
+  clearTimeout(manager.connectTimeoutHandler);
+  manager.socket?.destroy();
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */

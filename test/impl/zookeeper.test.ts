@@ -543,6 +543,21 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     expect(await n.children(`${r}/absent`)).toEqual([]);
   });
 
+  it('close() ends every session the node opened, also one nobody closed: its contender goes with it', async () => {
+    const n = zookeeperNode({ connectString: server().connectString, clock: new ManualClock() });
+    const watcher = node();
+    const dir = `${root()}/lock/c`;
+    const forgotten = await n.openSession(30_000);
+    const c = await n.enqueue(forgotten, dir);
+    const ws = await watcher.openSession(30_000);
+    const gone = watcher.watchGone(ws, `${dir}/${c.name}`, 60_000);
+    n.close();
+    // Resolves only at the deletion (the watcher's clock never moves): the ensemble ended the session.
+    await gone;
+    expect(await watcher.children(dir)).toEqual([]);
+    await watcher.closeSession(ws);
+  });
+
   it('a lease session renews itself by no ping: nobody touching it, the ensemble ends it and deletes its contender', async () => {
     const n = node();
     const dir = `${root()}/lock/idle`;
