@@ -96,6 +96,8 @@ export const GHOST_STRIDE = 4;
 /** The layout for an exploration of `alphabet` from `initial`, or null where its design does not pack (session-bound locks). */
 export function layoutFor(initial: World, alphabet: readonly Command[]): PackedLayout | null {
   if (isSessionBound(initial.config.design)) return null;
+  // Tokens are held as doubles: counters must stay well inside 2^53.
+  if ((initial.config.tokenBase ?? 0n) > 2n ** 52n) return null;
   const names = new Set<string>();
   for (const c of alphabet) {
     if ('resource' in c) names.add(c.resource);

@@ -1,4 +1,6 @@
-import { driftFactor, expiresByWallClock } from './design.ts';
+import type { Design } from './design.ts';
+import { driftFactor, expiresByWallClock, leaseTerms, quorum, replication } from './design.ts';
+import { counterKey } from './node.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
 import { bigSafe, finishHi, finishLo, num, start, str, word } from './fingerprintHash.ts';
@@ -70,6 +72,18 @@ export interface PackedContext {
   readonly fixedNodes: number;
   readonly deadKeysGone: boolean;
   readonly exactExpiry: boolean;
+  // What the packed operations read of the design and configuration (model/world.ts reads the same through rulesOf).
+  readonly design: Design;
+  readonly quorum: number;
+  /** The client keeps no deadline (leaseTerms: clientDeadline 'none'). */
+  readonly noDeadline: boolean;
+  /** WorldConfig.requestTimeoutMs, NaN when absent. */
+  readonly requestTimeoutMs: number;
+  readonly tokenBase: number;
+  /** WAIT 1 after every script: replicas are brought up to date after each operation. */
+  readonly waitReplication: boolean;
+  /** Per resource index: the index of its counter (counterKey) in layout.counters. */
+  readonly counterOf: readonly number[];
 }
 
 export function packedContext(layout: PackedLayout, initial: World, options: FingerprintOptions): PackedContext {
@@ -83,6 +97,13 @@ export function packedContext(layout: PackedLayout, initial: World, options: Fin
     fixedNodes: options.fixedNodes ?? 1,
     deadKeysGone: options.deadKeysGone === true,
     exactExpiry: options.exactExpiry === true,
+    design,
+    quorum: quorum(design),
+    noDeadline: leaseTerms(design).clientDeadline === 'none',
+    requestTimeoutMs: initial.config.requestTimeoutMs ?? Number.NaN,
+    tokenBase: Number(initial.config.tokenBase ?? 0n),
+    waitReplication: replication(design) === 'wait',
+    counterOf: layout.resources.map((r) => layout.counters.indexOf(counterKey(design, r))),
   };
 }
 

@@ -1,5 +1,7 @@
 import type { Command } from './command.ts';
-import { rulesOf } from './design.ts';
+import { hasTtl, rulesOf } from './design.ts';
+import type { PackedBranches } from './packedBranches.ts';
+import { packedAcquire } from './packedAcquire.ts';
 import type { PackedLayout } from './packed.ts';
 import {
   C_MONO_ANCHOR,
@@ -56,6 +58,7 @@ export function packs(initial: World, command: Command): boolean {
     case 'replicate':
       return true;
     case 'acquire':
+      return hasTtl(initial.config.design) && (command.retries ?? 0) === 0;
     case 'extend':
     case 'release':
     case 'write':
@@ -79,42 +82,50 @@ function setDriftAt(w: Float64Array, at: number, now: number, drift: number): vo
 
 /**
  * Steps `command` (one `packs` accepts, enabled in `w`) from the packed
- * state `w`, writing its branches into `out[0]`, `out[1]` (each
- * layout.size long). Returns how many, or UNCHANGED.
+ * state `w`, writing its branches into `out`. Returns how many, or
+ * UNCHANGED.
  */
-export function packedStep(ctx: PackedContext, w: Float64Array, command: Command, out: readonly Float64Array[]): number {
+export function packedStep(ctx: PackedContext, w: Float64Array, command: Command, out: PackedBranches): number {
+  out.clear();
+  if (command.kind === 'acquire') {
+    const r = ctx.layout.resources.indexOf(command.resource);
+    packedAcquire(ctx, w, command.client, r, command.ttlMs!, command.latencyMs ?? 0, out);
+    return out.count;
+  }
+  return packedFault(ctx, w, command, out);
+}
+
+function packedFault(ctx: PackedContext, w: Float64Array, command: Command, out: PackedBranches): number {
   const l: PackedLayout = ctx.layout;
   const now = w[0]!;
-  const first = out[0]!;
   switch (command.kind) {
     case 'advance':
-      first.set(w);
-      first[0] = now + command.ms;
+      out.push(w)[0] = now + command.ms;
       return 1;
     case 'partition': {
       const at = nodeAt(l, command.node) + N_CUT;
       const bit = 1 << command.client;
       // The reference keeps the very world when the link is cut already.
       if ((w[at]! & bit) !== 0) return UNCHANGED;
-      first.set(w);
+      const first = out.push(w);
       first[at] = (w[at]! | bit) >>> 0;
       return 1;
     }
     case 'heal': {
       const at = nodeAt(l, command.node) + N_CUT;
-      first.set(w);
+      const first = out.push(w);
       first[at] = (w[at]! & ~(1 << command.client)) >>> 0;
       return 1;
     }
     case 'node-delay': {
       const at = nodeAt(l, command.node);
-      first.set(w);
+      const first = out.push(w);
       first[at + N_DELAY_KIND] = command.ms === 0 ? 0 : command.ms === 'never' ? 2 : 1;
       first[at + N_DELAY_MS] = typeof command.ms === 'number' ? command.ms : 0;
       return 1;
     }
     case 'clock-drift': {
-      first.set(w);
+      const first = out.push(w);
       const t = command.target;
       if ('node' in t) {
         const at = nodeAt(l, t.node);
@@ -137,8 +148,7 @@ export function packedStep(ctx: PackedContext, w: Float64Array, command: Command
       }
       const branches = dead ? 2 : 1;
       for (let b = 0; b < branches; b++) {
-        const o = out[b]!;
-        o.set(w);
+        const o = out.push(w);
         o[wall] = now;
         o[wall + 1] = reading;
         if (b === 1 || !dead) continue;
@@ -152,12 +162,11 @@ export function packedStep(ctx: PackedContext, w: Float64Array, command: Command
     }
     case 'crash':
       // 'keep' (packs): the node goes down with its keys; a session-bound design never packs.
-      first.set(w);
-      first[nodeAt(l, command.node) + N_UP] = 0;
+      out.push(w)[nodeAt(l, command.node) + N_UP] = 0;
       return 1;
     case 'replicate': {
       const at = nodeAt(l, command.node);
-      first.set(w);
+      const first = out.push(w);
       if (w[at + N_HAS_REPLICA] === 1 && w[at + N_UP] === 1) {
         const size = l.resources.length * KEY_STRIDE + l.counters.length * COUNTER_STRIDE;
         first.copyWithin(replicaAt(l, at), at + N_KEYS, at + N_KEYS + size);
