@@ -37,7 +37,7 @@ import {
 } from './packed.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt } from './packedFingerprint.ts';
-import { ALIVE, clientMono, clientTrueTimeOf, GONE, livenessAt, reachable, receivesAt } from './packedNode.ts';
+import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt } from './packedNode.ts';
 import type { PackedRound, RoundWays } from './packedRound.ts';
 import { ARRIVES, DECIDE_ACQUIRE, DECIDE_YES_OR_NEVER, FAILED, NEVER, packedRound, roundEndsInto, roundWays } from './packedRound.ts';
 import { driftMarginMs } from './design.ts';
@@ -102,18 +102,6 @@ export function waitForReplicas(ctx: PackedContext, b: Float64Array): void {
   }
 }
 
-/** Whether nodes i and j are equal in every field, their cut links included (world.ts's sameNode and cutFrom). */
-function sameBlock(l: PackedLayout, w: Float64Array, i: number, j: number): boolean {
-  const a = nodeAt(l, i);
-  const b = nodeAt(l, j);
-  for (let k = 0; k < l.nodeStride; k++) {
-    const x = w[a + k]!;
-    const y = w[b + k]!;
-    if (x !== y && !(Number.isNaN(x) && Number.isNaN(y))) return false;
-  }
-  return true;
-}
-
 /** The ways the node's answer may go: bit 0 "unchanged" (not reached, or the key alive), bit 1 "set". */
 const UNCHANGED_ANSWER = 1;
 const SET_ANSWER = 2;
@@ -146,20 +134,10 @@ export function packedAcquire(ctx: PackedContext, w: Float64Array, client: numbe
     combinations *= answers[i] === 3 ? 2 : 1;
   }
   const orbits = combinations > 1;
-  if (orbits) {
-    for (let i = 0; i < n; i++) orbit[i] = i;
-    for (let i = ctx.fixedNodes + 1; i < n; i++) {
-      for (let j = ctx.fixedNodes; j < i; j++) {
-        if (orbit[j] === j && sameBlock(l, w, i, j)) {
-          orbit[i] = j;
-          break;
-        }
-      }
-    }
-  }
+  if (orbits) orbitsInto(ctx, w, orbit);
   const counter = ctx.counterOf[r]!;
   let kept = 0;
-  combination: for (let k = 0; k < combinations; k++) {
+  for (let k = 0; k < combinations; k++) {
     // The earliest node varies slowest, as fanOut orders them.
     let rest = k;
     for (let i = n - 1; i >= 0; i--) {
@@ -167,15 +145,7 @@ export function packedAcquire(ctx: PackedContext, w: Float64Array, client: numbe
       choice[i] = rest % m;
       rest = Math.floor(rest / m);
     }
-    if (orbits) {
-      for (let i = 0; i < n; i++) {
-        const o = orbit[i]!;
-        if (o === i) continue;
-        let prev = i - 1;
-        while (orbit[prev] !== o) prev--;
-        if (choice[i]! < choice[prev]!) continue combination;
-      }
-    }
+    if (orbits && !inOrder(orbit, choice, n)) continue;
     sent.set(counted);
     for (let i = 0; i < n; i++) {
       votes[i] = Number.NaN;

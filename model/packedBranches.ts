@@ -18,6 +18,9 @@ export const FENCE_2 = 2;
 export const STORE_1 = 4;
 export const OWN_1 = 8;
 
+/** What a packed step returns where the reference step returns the very state it was given (the explorer skips it). */
+export const UNCHANGED = -1;
+
 export class PackedBranches {
   private readonly buffers: Float64Array[] = [];
   private masks = new Int32Array(16);

@@ -1,5 +1,5 @@
-import type { Design } from './design.ts';
-import { driftFactor, expiresByWallClock, leaseTerms, quorum, replication } from './design.ts';
+import type { Design, FailedExtend, StorePolicy } from './design.ts';
+import { driftFactor, expiresByWallClock, leaseTerms, quorum, replication, rulesOf } from './design.ts';
 import { counterKey } from './node.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
@@ -84,6 +84,11 @@ export interface PackedContext {
   readonly waitReplication: boolean;
   /** Per resource index: the index of its counter (counterKey) in layout.counters. */
   readonly counterOf: readonly number[];
+  readonly policy: StorePolicy;
+  /** What a refused extension does (leaseTerms; lockcheck's own client by default). */
+  readonly failedExtend: FailedExtend;
+  /** A delete moves the token source (etcd's revision). */
+  readonly revisionOnDelete: boolean;
 }
 
 export function packedContext(layout: PackedLayout, initial: World, options: FingerprintOptions): PackedContext {
@@ -104,6 +109,9 @@ export function packedContext(layout: PackedLayout, initial: World, options: Fin
     tokenBase: Number(initial.config.tokenBase ?? 0n),
     waitReplication: replication(design) === 'wait',
     counterOf: layout.resources.map((r) => layout.counters.indexOf(counterKey(design, r))),
+    policy: initial.store.policy,
+    failedExtend: leaseTerms(design).failedExtend ?? { lease: 'kept', keys: 'kept' },
+    revisionOnDelete: rulesOf(design).tokenSource === 'cluster-revision',
   };
 }
 

@@ -45,3 +45,44 @@ export function clientTrueTimeOf(l: PackedLayout, w: Float64Array, c: number, re
 export function clientMono(l: PackedLayout, w: Float64Array, c: number, t: number): number {
   return readAt(w, clientAt(l, c) + C_MONO_ANCHOR, t);
 }
+
+/** Whether nodes i and j are equal in every field, their cut links included (world.ts's sameNode and cutFrom). */
+function sameBlock(l: PackedLayout, w: Float64Array, i: number, j: number): boolean {
+  const a = nodeAt(l, i);
+  const b = nodeAt(l, j);
+  for (let k = 0; k < l.nodeStride; k++) {
+    const x = w[a + k]!;
+    const y = w[b + k]!;
+    if (x !== y && !(Number.isNaN(x) && Number.isNaN(y))) return false;
+  }
+  return true;
+}
+
+/**
+ * world.ts's orbitsOf: per node, the first interchangeable node (from
+ * ctx.fixedNodes on) equal to it, its links included; itself if none.
+ */
+export function orbitsInto(ctx: PackedContext, w: Float64Array, orbit: Int32Array): void {
+  const l = ctx.layout;
+  for (let i = 0; i < l.nodes; i++) orbit[i] = i;
+  for (let i = ctx.fixedNodes + 1; i < l.nodes; i++) {
+    for (let j = ctx.fixedNodes; j < i; j++) {
+      if (orbit[j] === j && sameBlock(l, w, i, j)) {
+        orbit[i] = j;
+        break;
+      }
+    }
+  }
+}
+
+/** fanOut's filter: along each orbit the answers' indices never go down (the first of each set of renamings). */
+export function inOrder(orbit: Int32Array, choice: Int32Array, n: number): boolean {
+  for (let i = 0; i < n; i++) {
+    const o = orbit[i]!;
+    if (o === i) continue;
+    let prev = i - 1;
+    while (orbit[prev] !== o) prev--;
+    if (choice[i]! < choice[prev]!) return false;
+  }
+  return true;
+}

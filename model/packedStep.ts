@@ -1,7 +1,9 @@
 import type { Command } from './command.ts';
 import { hasTtl, rulesOf } from './design.ts';
 import type { PackedBranches } from './packedBranches.ts';
+import { UNCHANGED } from './packedBranches.ts';
 import { packedAcquire } from './packedAcquire.ts';
+import { packedExtend, packedRead, packedRelease, packedWrite } from './packedOps.ts';
 import type { PackedLayout } from './packed.ts';
 import {
   C_MONO_ANCHOR,
@@ -35,8 +37,7 @@ import type { World } from './state.ts';
  * packed here, and every operation, take the reference step.
  */
 
-/** What a packed step did: UNCHANGED where the reference step returns the very state it was given (the explorer skips it). */
-export const UNCHANGED = -1;
+export { UNCHANGED } from './packedBranches.ts';
 
 /**
  * Whether the packed step computes `command` for explorations from
@@ -63,6 +64,7 @@ export function packs(initial: World, command: Command): boolean {
     case 'release':
     case 'write':
     case 'read':
+      return hasTtl(initial.config.design) && rulesOf(initial.config.design).writes === 'direct';
     case 'pause':
     case 'resume':
     case 'deliver':
@@ -87,12 +89,21 @@ function setDriftAt(w: Float64Array, at: number, now: number, drift: number): vo
  */
 export function packedStep(ctx: PackedContext, w: Float64Array, command: Command, out: PackedBranches): number {
   out.clear();
-  if (command.kind === 'acquire') {
-    const r = ctx.layout.resources.indexOf(command.resource);
-    packedAcquire(ctx, w, command.client, r, command.ttlMs!, command.latencyMs ?? 0, out);
-    return out.count;
+  switch (command.kind) {
+    case 'acquire':
+      packedAcquire(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.ttlMs!, command.latencyMs ?? 0, out);
+      return out.count;
+    case 'extend':
+      return packedExtend(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.ttlMs, command.latencyMs ?? 0, out);
+    case 'release':
+      return packedRelease(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.latencyMs ?? 0, out);
+    case 'write':
+      return packedWrite(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.latencyMs ?? 0, command.delayed === true, out);
+    case 'read':
+      return packedRead(ctx, w, out);
+    default:
+      return packedFault(ctx, w, command, out);
   }
-  return packedFault(ctx, w, command, out);
 }
 
 function packedFault(ctx: PackedContext, w: Float64Array, command: Command, out: PackedBranches): number {
