@@ -40,6 +40,13 @@ export interface ExploreOptions {
    * always permuted, node 0 too only then (nodeSymmetric).
    */
   readonly nodeSymmetry?: boolean;
+  /**
+   * Step and fingerprint with the packed engine where the design and the
+   * command pack (default true; packed.ts): the same states, transitions and
+   * counterexamples, less CPU. False: the reference step alone (for
+   * comparing the two).
+   */
+  readonly packed?: boolean;
 }
 
 /** Where the node a command addresses is, if any. */
@@ -181,7 +188,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   const checked = new Uint8Array(alphabet.length);
   // The packed engine (packed.ts): where the design packs, the faults packedStep computes are stepped and fingerprinted
   // packed, and only a fresh state's World is taken from the reference step (the same branch, by index).
-  const layout = layoutFor(initial, alphabet);
+  const layout = options.packed === false ? null : layoutFor(initial, alphabet);
   const packedCtx = layout === null ? null : packedContext(layout, initial, fpOptions);
   const packedCommand = alphabet.map((c) => layout !== null && packs(initial, c));
   const current = new Float64Array(layout?.size ?? 0);
