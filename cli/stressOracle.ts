@@ -10,6 +10,7 @@ import type { StressBackend } from '../conformance/stress/servers.ts';
 import type { PropertyId } from '../model/properties.ts';
 import { RunEnvironmentError } from '../conformance/env/runEnvironment.ts';
 import { restartDelayMs } from '../model/design.ts';
+import { finishWithin, valueWithin } from '../conformance/realTimeLimit.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import { missingLibrary } from './backends.ts';
 
@@ -116,6 +117,8 @@ export function cellShape(col: MeasuredFaultClass, backend: StressBackend, secon
   return { seconds, ttlMinMs: TTL_MIN_MS, ttlMaxMs: TTL_MAX_MS };
 }
 const FAILOVER_SECONDS = 15;
+/** Setup and teardown of a ZooKeeper ensemble or a Sentinel failover take tens of seconds on a loaded machine; three minutes is beyond any run seen. */
+const STRESS_SLACK_MS = 180_000;
 const FAILOVER_TTL_MIN_MS = 3_000;
 const FAILOVER_TTL_MAX_MS = 4_000;
 
@@ -125,11 +128,15 @@ const FAILOVER_TTL_MAX_MS = 4_000;
  */
 export class StressOracle {
   #session: { backend: StressBackend; session: Promise<StressSession> } | null = null;
+  /** Stops of sessions whose run overran, not finished when given up on. */
+  readonly #stopping: Promise<void>[] = [];
 
   constructor(
     readonly seconds: number,
     readonly seed: number,
     readonly progress: (line: string) => void,
+    /** Real time a cell's stress run may take beyond its seconds (servers and client processes started, the checks); also the bound on stopping a run that overran. */
+    readonly slackMs: number = STRESS_SLACK_MS,
   ) {}
 
   async observe(row: BuiltIn, col: MeasuredFaultClass): Promise<Observed | { readonly notObserved: string }> {
@@ -151,8 +158,16 @@ export class StressOracle {
       ...(target.adapter !== undefined ? { adapter: target.adapter } : {}),
     };
     let result;
+    // Bounded in real time, servers' start included: a stress run that hangs (a server or client
+    // process that never answers) must cost one cell's concurrent line, never the whole matrix.
+    const limitMs = shape.seconds * 1000 + this.slackMs;
     try {
-      result = await (await this.#sessionFor(target.backend)).run(run);
+      const bounded = await valueWithin((async () => (await this.#sessionFor(target.backend)).run(run))(), limitMs);
+      if (!bounded.done) {
+        await this.#abandon();
+        return { notObserved: `the stress run had not finished after ${Math.round(limitMs / 1000)} s of real time (servers and client processes stopped; the next cell starts fresh ones)` };
+      }
+      result = bounded.value;
     } catch (e) {
       // The servers failed this run (a failover Sentinel did not carry out): the cell says so, the next starts on fresh servers.
       if (!(e instanceof RunEnvironmentError)) throw e;
@@ -193,10 +208,20 @@ export class StressOracle {
     return session;
   }
 
+  /** Stops a session whose run overran, itself bounded: what does not stop in time is left to the exit's clean-ups. */
+  async #abandon(): Promise<void> {
+    const stopping = this.stop();
+    this.#stopping.push(stopping.catch(() => undefined));
+    if (!(await finishWithin(stopping, this.slackMs))) this.progress(`the stress session did not stop within ${Math.round(this.slackMs / 1000)} s; the next cell goes on, the last stop() waits for it`);
+  }
+
+  /** Stops the current session, and waits for any abandoned one still stopping. */
   async stop(): Promise<void> {
     const current = this.#session;
     this.#session = null;
     if (current !== null) await (await current.session.catch(() => null))?.stop();
+    const abandoned = this.#stopping.splice(0);
+    await Promise.all(abandoned);
   }
 }
 

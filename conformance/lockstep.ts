@@ -17,6 +17,7 @@ import type { Lease } from '../impl/lease.ts';
 import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
 import { RunEnvironmentError } from './env/runEnvironment.ts';
+import { finishWithin } from './realTimeLimit.ts';
 import type { HeldLease } from './contract.ts';
 import { checkEnvironmentApi } from './backendApi.ts';
 import type { FaultInjectors } from './faults.ts';
@@ -110,18 +111,7 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
 
 /** Closes the instance, at most `limitMs` of real time; null when it closed, else what to warn of (a close that failed is thrown, as before). */
 async function closeWithin(instance: BackendInstance, limitMs: number): Promise<string | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), limitMs);
-  });
-  try {
-    const closing = instance.close();
-    // A close given up on may still fail later: that is nobody's to handle.
-    closing.catch(() => undefined);
-    if ((await Promise.race([closing.then(() => 'closed' as const), late])) === 'closed') return null;
-  } finally {
-    clearTimeout(timer);
-  }
+  if (await finishWithin(instance.close(), limitMs)) return null;
   return `the backend's close() had not finished after ${limitMs} ms; the run went on without it (its connections or processes may be left open: a defect of the backend's teardown)`;
 }
 

@@ -51,6 +51,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
 import { onExitKill, onFreePort } from './processes.ts';
 import { Guard } from './watchdog.ts';
+import { finishWithin } from '../realTimeLimit.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -493,7 +494,7 @@ export class PostgresServer {
       }
       signalPid(postmaster, 'SIGQUIT');
       child.ref(); // keep the event loop alive while we wait for the exit
-      const exitedInTime = await within(this.#exited, SHUTDOWN_TIMEOUT_MS);
+      const exitedInTime = await finishWithin(this.#exited, SHUTDOWN_TIMEOUT_MS);
       if (!exitedInTime) {
         await this.crash();
         return;
@@ -509,7 +510,7 @@ export class PostgresServer {
 
   async #waitExit(timeoutMs: number): Promise<void> {
     this.#child?.ref();
-    if (!(await within(this.#exited, timeoutMs))) throw new Error(`PostgresServer: postmaster ${this.#pid} did not exit within ${timeoutMs} ms of SIGKILL`);
+    if (!(await finishWithin(this.#exited, timeoutMs))) throw new Error(`PostgresServer: postmaster ${this.#pid} did not exit within ${timeoutMs} ms of SIGKILL`);
   }
 
   #startError(reason: string): EnvironmentError {
@@ -757,19 +758,6 @@ async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs:
   while (!(await condition())) {
     if (Date.now() >= deadline) throw new Error(`${message} (waited ${timeoutMs} ms)`);
     await sleep(POLL_INTERVAL_MS);
-  }
-}
-
-/** true when `promise` settles within `timeoutMs`, false otherwise (the timer is cleared either way). */
-async function within(promise: Promise<unknown>, timeoutMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-  });
-  try {
-    return await Promise.race([promise.then(() => true as const), timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import { finishWithin } from '../realTimeLimit.ts';
 
 /**
  * What every server process the environment starts needs: a free loopback
@@ -46,14 +47,7 @@ function runCleanups(): void {
 
 /** Waits for `work` to settle, at most `ms` of real time; never rejects. */
 export async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    work.catch(() => undefined),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
+  await finishWithin(work.catch(() => undefined), ms);
 }
 
 /** The async clean-ups, together bounded by INTERRUPT_CLEANUP_MS; never rejects. */

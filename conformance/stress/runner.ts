@@ -11,6 +11,7 @@ import { Recorder } from './recorder.ts';
 import type { StressBackend, StressServers } from './servers.ts';
 import { startServers } from './servers.ts';
 import { sharedNowMs } from './sharedClock.ts';
+import { finishWithin } from '../realTimeLimit.ts';
 
 /**
  * A stress run: N client processes race on real servers with a Jepsen-style
@@ -224,9 +225,9 @@ export class StressSession {
       // The clients stop by themselves at untilMs (or maxCycles); after enough faults they are asked to.
       const enough = o.maxFaults !== undefined && nemesis.count >= o.maxFaults;
       if (enough) fleet.stopRuns();
-      await within(finished.then(() => true), Math.max(0, untilMs - sharedNowMs()) + 100);
+      await finishWithin(finished, Math.max(0, untilMs - sharedNowMs()) + 100);
       fleet.stopRuns();
-      if (!(await within(finished.then(() => true), RUN_END_TIMEOUT_MS))) {
+      if (!(await finishWithin(finished, RUN_END_TIMEOUT_MS))) {
         throw new Error(`the clients did not finish their cycles within ${RUN_END_TIMEOUT_MS} ms of the run's end`);
       }
     } finally {
@@ -280,12 +281,3 @@ const PREPARE_TIMEOUT_MS = 60_000;
 /** Bound on the clients finishing their cycles once asked (their calls are bounded by their own timeouts). */
 const RUN_END_TIMEOUT_MS = 30_000;
 
-/** `done`, or false after `ms`; the timer is cleared either way (a pending one would keep the CLI's process alive). */
-async function within(done: Promise<boolean>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([done, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
