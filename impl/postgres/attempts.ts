@@ -19,14 +19,14 @@ export interface LockSettings {
   /** One round trip (a connect, a goodbye), over the link and bounded by the statement timeout. */
   statement<T>(roundTrip: () => Promise<T>): Promise<T>;
   /** One statement on `client`, over the link and bounded by the statement timeout: the hot path of every acquire and release. */
-  query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[]): Promise<pg.QueryResult>;
+  query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[]): Promise<Row[]>;
   /**
    * Statements sent together in one round trip (the client in pipeline mode:
    * each with its own Sync, so each commits or fails on its own), over the
    * link and bounded by one statement timeout. Their replies in order, or
    * the first error.
    */
-  pipelined(client: pg.ClientBase, statements: readonly Sent[]): Promise<pg.QueryResult[]>;
+  pipelined(client: pg.ClientBase, statements: readonly Sent[]): Promise<Row[][]>;
 }
 
 /** A statement and its values, as one of several sent together. */
@@ -35,29 +35,79 @@ export type Sent = readonly [statement: Statement, values?: readonly unknown[]];
 /** A statement as node-postgres takes it: text, or a named (prepared once per connection) one. */
 export type Statement = string | { readonly name: string; readonly text: string };
 
-type Callback = (error: Error | undefined, result: pg.QueryResult) => void;
+/** A reply's rows as the locks read them: each column as the server's text, or null (the wire client's Row). */
+export type Row = (string | null)[];
+
+type Callback = (error: Error | undefined, rows: Row[]) => void;
 
 /**
- * Hands `statement` to node-postgres as a pg.Query built from its text, the
- * name set after: given a config object, node-postgres copies it property by
- * property onto a fresh object (property descriptors, a dictionary-mode
- * object), about 3 µs per named statement, more than the rest of the lock's
- * own client code per pair. A Query is submitted as it is, through its
- * callback: no promise and no stack-rewriting catch of the promise form.
+ * A lock statement handed to node-postgres, its rows kept as the server sent
+ * them: the locks read a token or a flag from a fixed column, so
+ * node-postgres's result (the field descriptions, an object per row through
+ * the type parsers, the command tag parsed, a 'row' and an 'end' event) is
+ * work for nothing, and the largest part of node-postgres's own CPU per
+ * statement. A pg.Query still (pipeline mode takes no other kind), built from
+ * the statement's text with the name set after (node-postgres copies a config
+ * object property by property, about 3 µs per named statement), and submitted
+ * as it is, through its callback: no promise and no stack-rewriting catch of
+ * the promise form.
  */
-function submit(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, callback: Callback): void {
-  const query = new pg.Query(typeof statement === 'string' ? statement : statement.text, values as unknown[] | undefined, callback as never);
-  if (typeof statement !== 'string') (query as unknown as { name: string }).name = statement.name;
-  client.query(query);
+class LockQuery extends pg.Query {
+  readonly #rows: Row[] = [];
+
+  constructor(statement: Statement, values: readonly unknown[] | undefined, callback: Callback) {
+    super(typeof statement === 'string' ? statement : statement.text, values as unknown[] | undefined, callback as never);
+    if (typeof statement !== 'string') (this as unknown as { name: string }).name = statement.name;
+  }
+
+  /** Text columns always: a client configured `binary` sets this on every query, and the rows would be bytes the locks do not read. */
+  get binary(): boolean {
+    return false;
+  }
+
+  set binary(_: boolean) {}
+
+  handleRowDescription(): void {}
+
+  handleDataRow(message: { readonly fields: Row }): void {
+    this.#rows.push(message.fields);
+  }
+
+  handleCommandComplete(): void {}
+
+  /** Through node-postgres's callback: its query_timeout, when set, wraps it to clear its timer. */
+  handleReadyForQuery(): void {
+    (this as unknown as { callback: Callback }).callback(undefined, this.#rows);
+  }
 }
 
-function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<pg.QueryResult> {
+function submit(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, callback: Callback): void {
+  client.query(new LockQuery(statement, values, callback));
+}
+
+function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<Row[]> {
   return new Promise((resolve, reject) => submit(client, statement, values, (e, r) => (e ? reject(e) : resolve(r))));
 }
 
-/** Every statement of `statements` submitted at once; settles when the last reply came, or at the first error. */
-function sendAll(client: pg.ClientBase, statements: readonly Sent[], done: (error: Error | undefined, results: pg.QueryResult[]) => void): void {
-  const results: pg.QueryResult[] = [];
+/**
+ * Every statement of `statements` submitted at once, in one write; settles
+ * when the last reply came, or at the first error. node-postgres corks its
+ * socket around each statement's messages only, so each statement was a
+ * write syscall of its own (and a server wakeup): the socket stays corked
+ * across all of them (cork nests; the last uncork writes).
+ */
+function sendAll(client: pg.ClientBase, statements: readonly Sent[], done: (error: Error | undefined, results: Row[][]) => void): void {
+  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+  stream?.cork?.();
+  try {
+    submitAll(client, statements, done);
+  } finally {
+    stream?.uncork?.();
+  }
+}
+
+function submitAll(client: pg.ClientBase, statements: readonly Sent[], done: (error: Error | undefined, results: Row[][]) => void): void {
+  const results: Row[][] = [];
   let settled = false;
   for (const [statement, values] of statements) {
     submit(client, statement, values, (e, r) => {
@@ -77,7 +127,7 @@ function sendAll(client: pg.ClientBase, statements: readonly Sent[], done: (erro
 }
 
 /** A statement bounded by a timer of the clock, in one promise (no link: nothing between the client and the socket). */
-function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<pg.QueryResult> {
+function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<Row[]> {
   return new Promise((resolve, reject) => {
     const cancel = clock.schedule(clock.now() + ms, () => reject(new TimeoutError('statement', ms)));
     submit(client, statement, values, (e, r) => {
@@ -110,7 +160,7 @@ export function lockSettings(options: PostgresLockOptions): LockSettings {
         clock,
         timeoutMs,
         'statement',
-        link(() => new Promise<pg.QueryResult[]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r))))),
+        link(() => new Promise<Row[][]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r))))),
       ),
   };
 }

@@ -107,7 +107,7 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
     get processId() {
       return (client as unknown as { processID?: number }).processID ?? null;
     },
-    call: (statement, params) => s.query(client, statement, params).then((r) => r.rows.map(asRow)),
+    call: (statement, params) => s.query(client, statement, params),
     destroy: () => destroyConnection(client),
     end: () => endWithin(client, s.timeoutMs),
   };
@@ -132,9 +132,4 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
   // node-postgres prepares a named statement with its first use.
   open = true;
   return connection;
-}
-
-/** node-postgres's row object as the wire client's row: the columns in order, as text. */
-function asRow(row: Record<string, unknown>): Row {
-  return Object.values(row).map((v) => (v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v)));
 }

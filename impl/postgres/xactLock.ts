@@ -4,7 +4,7 @@ import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
-import type { LockSettings } from './attempts.ts';
+import type { LockSettings, Row } from './attempts.ts';
 import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
 import { UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
@@ -180,7 +180,7 @@ export class PostgresTransactionLock {
         return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
       }
     }
-    let replies: pg.QueryResult[];
+    let replies: Row[][];
     try {
       // One round trip: the three statements go out together, each with its own Sync (see ACQUIRE).
       setPipeline(client, true);
@@ -194,8 +194,8 @@ export class PostgresTransactionLock {
       if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
-    const row = replies[0]?.rows[0] as { token: string } | undefined;
-    if (row === undefined) {
+    const token = replies[0]?.[0]?.[0];
+    if (token === undefined) {
       // Held: no token was minted, but the transaction may have taken the lock if its holder let go meanwhile.
       await this.#s.query(client, 'ROLLBACK').then(
         () => this.give(client),
@@ -203,12 +203,12 @@ export class PostgresTransactionLock {
       );
       return { kind: 'denied', reason: 'held' };
     }
-    if ((replies[2]?.rows[0] as { moved?: boolean } | undefined)?.moved !== true) {
-      // Cannot happen: a session holding the lock always gets it for its own transaction too.
+    if (replies[2]?.[0]?.[0] !== 't' || token === null) {
+      // Cannot happen: a session holding the lock always gets it for its own transaction too, and the token column is NOT NULL.
       this.drop(client);
-      throw new Error(`the transaction did not take over the lock on '${resource}' from its session`);
+      throw new Error(token === null ? 'TRY_LOCK_AND_MINT returned no token' : `the transaction did not take over the lock on '${resource}' from its session`);
     }
-    const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt(row.token), null, this.#s.clock);
+    const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt(token), null, this.#s.clock);
     this.#open.set(resource, { lease, client, count: 1 });
     return { kind: 'granted', lease };
   }
@@ -232,8 +232,9 @@ export class PostgresTransactionLock {
       this.#minter = null;
       throw e;
     });
-    const r = await this.#s.query(minter, MINT_STATEMENT, [resource, this.#s.base]);
-    return BigInt((r.rows[0] as { token: string }).token);
+    const token = (await this.#s.query(minter, MINT_STATEMENT, [resource, this.#s.base]))[0]?.[0];
+    if (token === undefined || token === null) throw new Error('MINT returned no token');
+    return BigInt(token);
   }
 
   private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {

@@ -491,6 +491,44 @@ describe('PostgresTransactionLock', () => {
     expect(granted(await a.acquire('r')).token).toBe(4n);
   });
 
+  it("the acquire's three statements go out in one write (node-postgres corks each statement alone), COMMIT in one more", async () => {
+    const a = xact();
+    const warm = granted(await a.acquire('warm'));
+    const client = a.queryable(warm) as pg.Client;
+    await a.release(warm);
+    // The released connection is the idle one the next acquire takes: count the writes its socket makes.
+    const stream = (client as unknown as { connection: { stream: { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void } } }).connection.stream;
+    let writes = 0;
+    for (const method of ['_write', '_writev'] as const) {
+      const original = stream[method];
+      stream[method] = (...args: unknown[]) => {
+        writes++;
+        original.apply(stream, args);
+      };
+    }
+    const l = granted(await a.acquire('r'));
+    expect(a.queryable(l)).toBe(client);
+    expect(writes).toBe(1);
+    await a.release(l);
+    expect(writes).toBe(2);
+  });
+
+  it('a client configured `binary` still reads the lock statements as text (the session lock then runs on node-postgres too); the user gets binary results', async () => {
+    const connection = { ...server(), binary: true };
+    const a = xact({ connection });
+    const s = session({ connection });
+    const l = granted(await a.acquire('bin'));
+    expect(l.token).toBe(1n);
+    expect((await a.queryable(l).query('SELECT 7::int4 AS n')).rows).toEqual([{ n: 7 }]);
+    await a.release(l);
+    expect(granted(await a.acquire('bin')).token).toBe(2n);
+    const h = granted(await s.acquire('bin-s'));
+    expect(h.token).toBe(1n);
+    await s.release(h);
+    expect(granted(await s.acquire('bin-s')).token).toBe(2n);
+    expect(await a.withLock('bin-w', 100, async (_tx, lease) => lease.token)).toBe(1n);
+  });
+
   it("the user's transaction is out of pipeline mode: a portal query (pg-cursor's and pg-query-stream's way) runs in it", async () => {
     const a = xact();
     const l = granted(await a.acquire('r'));
