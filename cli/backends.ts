@@ -181,8 +181,15 @@ export const MEASURED_FAULT_CLASSES: readonly MeasuredFaultClass[] = [
   { id: 'partition-delay', title: 'partitions and delayed replies', faults: ['advance', 'partition', 'delay'], essential: ['partition', 'delay'], model: ['partition', 'delay'] },
   // A Redis connection holds no lock state: there the class is its pauses, and is measured as such.
   { id: 'connection-loss', title: 'connection loss (with pauses)', faults: ['advance', 'pause', 'kill-connection'], essential: ['pause'], model: ['connection-loss'] },
-  // Late replies on every operation, one node slow or a black hole, and the clients' request (or statement) timeout.
-  { id: 'timing', title: 'late replies on every operation, delayed write requests, a slow or black-holed node', faults: ['advance', 'delay', 'latency', 'slow-node'], essential: ['latency', 'slow-node'], model: ['timing', 'delay'] },
+  // Late replies on every operation, one node slow or a black hole, and the clients' request (or statement) timeout;
+  // with pauses, so that an operation is in flight across its client's pause (an acquire split at its rounds, spec 7.7).
+  {
+    id: 'timing',
+    title: 'late replies on every operation (also across a pause), delayed write requests, a slow or black-holed node',
+    faults: ['advance', 'delay', 'latency', 'slow-node', 'pause'],
+    essential: ['latency', 'slow-node'],
+    model: ['timing', 'delay', 'client-pause'],
+  },
 ];
 
 /** Why `backend` cannot be measured under `col`, or null if it can. */

@@ -132,8 +132,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           };
           const audit = row.library !== undefined || backend.contract !== undefined;
           const result: CheckResult = audit
-            ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun })
-            : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun });
+            ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS })
+            : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS });
           for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
           const verdict = result.failure?.report.verdict;
           const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
@@ -146,8 +146,10 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const first = measured[0];
           // One shrunk counterexample per cell: the bug if there is one, else the first finding.
           if (result.failure === null && first !== undefined) {
-            await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile });
+            const shown = await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile, shrinkLimitMs: SHRINK_LIMIT_MS });
+            if (shown.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the timeline shows a ${shown.failure.shrunkLength}-step ${first} that a smaller schedule may also show\n`);
           }
+          if (result.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the counterexample may not be the smallest\n`);
           const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
           let observed: MatrixCell['observed'] = null;
           if (oracle !== null) {
@@ -210,6 +212,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   process.stderr.write(`\nwrote ${join(o.out, 'matrix.md')} and ${join(cellsDir, 'index.html')}; ${failures} conformance failure(s), ${unexpected} cell(s) unlike the prediction\n`);
   return failures > 0 || unexpected > 0 ? 1 : 0;
 }
+
+/** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
+const SHRINK_LIMIT_MS = 120_000;
 
 const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 

@@ -93,8 +93,8 @@ export function nemesisOf(col: MeasuredFaultClass, backend: StressBackend): Neme
     'partition-delay': ['partition', 'delay'],
     // A Redis connection holds no lock state: there the class is its pauses (as in the lockstep columns).
     'connection-loss': pg ? ['terminate-holder', 'terminate-backend'] : ['pause-client'],
-    // The stress nemesis delays links (every request on them); it has no black hole.
-    timing: ['delay'],
+    // The stress nemesis delays links (every request on them); it has no black hole. Pauses too, as the lockstep column draws them.
+    timing: ['delay', 'pause-client'],
   };
   return (faults[col.id] ?? []).filter((f) => NEMESIS_FAULTS.includes(f) && unsupported(f, backend) === null);
 }

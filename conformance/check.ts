@@ -56,6 +56,13 @@ export interface CheckOptions {
    * must ask for them too, as its path counts them.
    */
   readonly modelSeeds?: boolean;
+  /**
+   * Real time shrinking may take once the first failure is found. Past it,
+   * every further candidate is passed over unrun and the smallest failure
+   * found so far is the counterexample (`CheckFailure.shrinkCut`): on servers
+   * paced to real time one candidate costs seconds. Default: no limit.
+   */
+  readonly shrinkLimitMs?: number;
 }
 
 export interface CheckFailure {
@@ -69,6 +76,8 @@ export interface CheckFailure {
   readonly shrunkLength: number;
   readonly seed: number;
   readonly path: string;
+  /** Shrinking stopped at `shrinkLimitMs`: the counterexample fails, but a smaller one may exist. */
+  readonly shrinkCut: boolean;
   /** Ready to print: verdict, replay line and the schedule as steps. */
   readonly message: string;
 }
@@ -123,6 +132,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   let stoppedEarly = 0;
   let retried = 0;
   let firstFailure: { run: number; ms: number; length: number } | null = null;
+  let shrinkCut = false;
   // Shrinking must never grow a counterexample: a smaller schedule that fails only after more steps
   // than the shortest failure seen so far is not accepted as a shrink (it counts as a pass).
   let shortest = Number.POSITIVE_INFINITY;
@@ -145,6 +155,10 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(judgedDesign(backend), backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)).map((commands) => (extend ? commands : commands.flatMap(withoutExtend))) : [];
   const requestTimeout = requestTimeoutArb(faults, ttlFloorFor(backend.capabilities), backend.contract?.clientTimeout !== false);
   const property = fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeout, async (commands: Command[], tokenBase: bigint, requestTimeoutMs: number | undefined) => {
+    if (firstFailure !== null && options.shrinkLimitMs !== undefined && clock() - started - firstFailure.ms > options.shrinkLimitMs) {
+      shrinkCut = true;
+      return;
+    }
     run++;
     const attempt = (): Promise<RunReport> => runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
     let report = await attempt();
@@ -203,7 +217,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const message = [
     textTimeline(report),
     '',
-    `found at run ${first.run} of ${options.runs ?? 100}, shrunk from ${first.length} to ${report.steps.length} steps; ${replay}`,
+    `found at run ${first.run} of ${options.runs ?? 100}, shrunk from ${first.length} to ${report.steps.length} steps${shrinkCut ? ` (shrinking stopped after ${Math.round((options.shrinkLimitMs ?? 0) / 1000)} s: a smaller counterexample may exist)` : ''}; ${replay}`,
     options.timelineFile !== undefined ? `timeline: ${options.timelineFile}` : '',
     'schedule:',
     ...report.steps.map((s, i) => `  ${i + 1}. ${describeCommand(s.command)}`),
@@ -220,6 +234,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       msToDetection: first.ms,
       originalLength: first.length,
       shrunkLength: report.steps.length,
+      shrinkCut,
       seed: details.seed,
       path: details.counterexamplePath ?? '',
       message,

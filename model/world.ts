@@ -471,8 +471,8 @@ function timeoutMs(world: World, fallbackMs: number): number {
  * node's reply arrives (its first round is `latencyMs` late, and a node's
  * own delay adds to every round), and the client's deadline in true time.
  */
-function roundOf(world: World, client: number, latencyMs: number, limitMs: number, asked: (node: number) => boolean = () => true): { readonly arrivals: Arrival[]; readonly deadlineMs: number } {
-  const arrivals = world.nodes.map((n, i): Arrival => (!asked(i) || !isReachable(world, client, i) ? 'failed' : n.delay === 'never' ? 'never' : world.nowMs + latencyMs + (n.delay ?? 0)));
+function roundOf(world: World, client: number, latencyMs: number, limitMs: number, asked: (node: number) => boolean = () => true, slowed = true): { readonly arrivals: Arrival[]; readonly deadlineMs: number } {
+  const arrivals = world.nodes.map((n, i): Arrival => (!asked(i) || !isReachable(world, client, i) ? 'failed' : n.delay === 'never' ? 'never' : world.nowMs + latencyMs + (slowed ? (n.delay ?? 0) : 0)));
   return { arrivals, deadlineMs: trueTimeOf(world.clients[client]!.mono, monoNow(world, client) + limitMs, world.nowMs) };
 }
 
@@ -581,6 +581,14 @@ function acquire(world: World, client: number, resource: string, ttlMs: number |
  * a higher one.
  */
 function acquireLease(world: World, client: number, resource: string, ttlMs: number, latencyMs: number): readonly Branch[] {
+  const design = world.config.design;
+  if (rulesOf(design).acquireFirstRound(design) !== 'put') {
+    // A consensus lock sends its put only once it has read its lease's grant: a late grant (latency, a slow or
+    // black-holed node) puts the key late, judged by what the node holds then (a key that expired meanwhile is gone).
+    const lease = leaseGranted(world, client, resource, ttlMs, latencyMs, 0, 0);
+    const arrival = lease.flight.arrival;
+    if (arrival === 'never' || (typeof arrival === 'number' && arrival > world.nowMs)) return resumeAfterLease(lease.sent, client, lease.flight, []);
+  }
   // The untouched give-up is one world whichever nodes said what: it is judged with the first combination only.
   return sendAcquire(world, client, resource, ttlMs, latencyMs, 0, 0).flatMap(({ sent, flight, untouched }, i) => finishAcquire(sent, client, flight, world.nowMs, i === 0 ? untouched : null));
 }
@@ -616,7 +624,8 @@ function sendAcquire(
   const owner: Owner = after?.owner ?? { client, attempt: world.clients[client]!.attempts + 1 };
   const ckey = counterKey(design, resource);
   const counted = after !== undefined ? world : withClient(world, client, (c) => ({ ...c, attempts: owner.attempt }));
-  const round = roundOf(counted, client, latencyMs, timeoutMs(world, ttlMs));
+  // A slow node slows an attempt's first round only: the put that follows a consensus lock's lease is not (7.6.1).
+  const round = roundOf(counted, client, latencyMs, timeoutMs(world, ttlMs), undefined, after === undefined);
   const startedMono = after?.startedMono ?? monoNow(world, client);
   const deadlineMs = after?.deadlineMs ?? round.deadlineMs;
   return fanOut(counted, client, resource, (node, _i, alive) => {
@@ -1340,7 +1349,12 @@ function retried(first: readonly Branch[], client: number, f: AcquireFlight | Le
  */
 function resumeAfterLease(next: World, client: number, f: LeaseFlight, events: readonly WorldEvent[]): readonly Branch[] {
   const design = next.config.design;
-  const gaveUp = single({ kind: 'timed-out' }, { ...next, nowMs: Math.max(next.nowMs, f.deadlineMs) }, events);
+  // The lease's request timed out (its timer fires at the resume at the earliest): no put went out, so the lock was not
+  // taken; only a wait that reached the ttl on the client's clock is the attempt's give-up, `timed-out` (7.1, 7.6.1).
+  const gaveUpMs = Math.max(next.nowMs, f.deadlineMs);
+  const gaveUpAt: World = { ...next, nowMs: gaveUpMs };
+  const waitedOut = read(next.clients[client]!.mono, gaveUpMs) - f.startedMono >= f.ttlMs;
+  const gaveUp = waitedOut ? single({ kind: 'timed-out' }, gaveUpAt, events) : retried(single({ kind: 'denied', reason: 'no-quorum' }, gaveUpAt, events), client, f);
   if (f.arrival === 'never') return gaveUp;
   // The grant failed at once (the service down or cut off): no quorum, read at the resume.
   if (f.arrival === 'failed') return retried(single({ kind: 'denied', reason: 'no-quorum' }, next, events), client, f);

@@ -110,6 +110,25 @@ describe('in-memory backends built on the model pass every run', () => {
     const strictRun = await checkConformance(simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'unfenced'), { runs: FINDING_RUNS, seed: SEED, faults: ['advance', 'pause'], failOn: 'any' });
     expect(strictRun.failure?.report.verdict.kind).toBe('property-violation');
     expect(strictRun.failure?.properties).toContain('STORE-1');
+    expect(strictRun.failure?.shrinkCut).toBe(false);
+  });
+
+  it('stops shrinking at shrinkLimitMs and says so: the first failure is the counterexample, still replayable', async () => {
+    let now = 0;
+    // Without persistence a restart loses the key: a 14-step first failure at this seed, shrunk to 3.
+    const backend = simLeaseBackend(designs.redisSingle(), 'unfenced');
+    const options = { runs: FINDING_RUNS, seed: 20161010, faults: ['advance', 'pause', 'crash-restart'] as const, failOn: 'any' as const };
+    const full = await checkConformance(backend, options);
+    // Each read of the clock moves it 1 ms: past a 0 ms limit as soon as the first failure is found.
+    const cut = await checkConformance(backend, { ...options, clock: () => now++, shrinkLimitMs: 0 });
+    expect(full.failure?.shrunkLength).toBeLessThan(full.failure?.originalLength ?? 0);
+    expect(cut.failure?.shrinkCut).toBe(true);
+    expect(cut.failure?.shrunkLength).toBe(cut.failure?.originalLength);
+    expect(cut.failure?.message).toMatch(/shrinking stopped after 0 s: a smaller counterexample may exist/);
+    // The replay line runs that very counterexample first (and shrinks on from it, without a limit).
+    const replayed = await checkConformance(backend, { ...options, seed: cut.failure!.seed, path: cut.failure!.path });
+    expect(replayed.failure?.originalLength).toBe(cut.failure?.shrunkLength);
+    expect(replayed.failure?.shrunkLength).toBe(full.failure?.shrunkLength);
   });
 });
 

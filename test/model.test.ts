@@ -426,6 +426,40 @@ describe('a consensus lock\'s acquire paused between its rounds (spec 7.7: the l
     expect(resumed[0]!.next.nodes[0]!.keys['r']).toBeUndefined();
   });
 
+  it('resumed past a request timeout shorter than the ttl, its lease request failed and no put went out: denied (no-quorum), as the real etcd and ZooKeeper locks say', () => {
+    // Found by lockcheck run --backend etcd-lease/unfenced --faults advance,delay,latency,slow-node,pause --seed 1 --runs 12 (it said timed-out).
+    const leased = step(initialWorld({ design: designs.etcdLease(), store: 'strict', clients: 2, requestTimeoutMs: 5 }), paused)[0]!.next;
+    const later = step(leased, { kind: 'advance', ms: 7 })[0]!.next;
+    const resumed = step(later, { kind: 'resume', client: 0 });
+    expect(resumed.map((b) => b.outcome)).toEqual([{ kind: 'denied', reason: 'no-quorum' }]);
+    expect(resumed[0]!.next.nodes[0]!.keys['r']).toBeUndefined();
+    expect(resumed[0]!.next.clients[0]!.leases['r']).toBeUndefined();
+  });
+
+  it('a late lease grant (a slow node) puts the key only when read: a key that expired meanwhile is gone, and the attempt is granted', () => {
+    // Found by lockcheck run --backend zookeeper/unfenced --faults advance,delay,latency,slow-node,pause --seed 2 (run 9): the real lock
+    // was granted after its slow session creation, where the model had put the key at the request and found it held.
+    for (const [design, expiresAtMs] of [
+      [designs.etcdLease(), 18],
+      [designs.etcdLease({ leaseRenewal: 'last-request' }), 22],
+    ] as const) {
+      let w = initialWorld({ design, store: 'strict', clients: 2 });
+      for (const c of [
+        { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 },
+        { kind: 'advance', ms: 8 },
+        { kind: 'node-delay', node: 0, ms: 4 },
+      ] as const satisfies readonly Command[])
+        w = step(w, c)[0]!.next;
+      const late = step(w, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 });
+      expect(late.map((b) => b.outcome.kind)).toEqual(['granted']);
+      expect(late[0]!.next.nowMs).toBe(12);
+      expect(late[0]!.next.nodes[0]!.keys['r']).toMatchObject({ owner: { client: 1 }, expiresAtMs });
+      // On Redis the key is set at the request, while the first holder's key is still there.
+      const redis = step(step(step(step(initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2 }), { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next, { kind: 'advance', ms: 8 })[0]!.next, { kind: 'node-delay', node: 0, ms: 4 })[0]!.next, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 });
+      expect(redis.map((b) => b.outcome)).toEqual([{ kind: 'denied', reason: 'held' }]);
+    }
+  });
+
   it('on Redis designs the first round is the put: one branch, the key set at the pause', () => {
     expect(states(designs.redisSingle()).map((b) => b.next.nodes[0]!.keys['r'] === undefined)).toEqual([false]);
   });

@@ -45,6 +45,15 @@ describe('seed schedules from the model', () => {
     expect(seedSchedules(designs.redisSingle(), row.store, pause.faults)[0]!.map((c) => c.kind)).not.toEqual(['acquire', 'advance', 'acquire']);
   });
 
+  it('the timing column draws pause with latency (operations in flight across a pause), so it predicts what pauses break too and its runs start with the pause seeds', () => {
+    const timing = MEASURED_FAULT_CLASSES.find((c) => c.id === 'timing')!;
+    expect(timing.faults).toEqual(expect.arrayContaining(['latency', 'pause']));
+    const row = LIBRARY_AUDITS.find((r) => r.name === 'lib:redis-semaphore@5.8.0/Mutex')!;
+    // The deadline-less Mutex, paused, is two holders: a timing cell with pauses in it must predict that.
+    expect(predict(row.design, row.store, timing).properties).toContain('MUTEX-1');
+    expect(seedSchedules(row.design, row.store, timing.faults).map((s) => s.map((c) => c.kind))).toContainEqual(['acquire', 'advance', 'acquire']);
+  });
+
   it("judge the concurrent line by what the prediction implies: overlapping holds lose read-modify-writes even through a strict store (Redlock under clock steps); anything else outside the prediction is flagged", () => {
     const col = (id: string) => MEASURED_FAULT_CLASSES.find((c) => c.id === id)!;
     const clockStep = predict(designs.redlock(), 'strict', col('clock-step')).properties;

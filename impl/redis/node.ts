@@ -88,7 +88,7 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
   };
 }
 
-/** The token comes as a digit string (exact to 2^63-1; never through a Lua number). */
+/** The token comes as a digit string (exact to 2^63-1; never through a Lua number or a JS number). */
 const toToken = (token: unknown): bigint | null => (token === null ? null : BigInt(token as string));
 const nothing = (): void => undefined;
 const isOne = (reply: unknown): boolean => reply === 1;

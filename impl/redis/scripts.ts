@@ -6,21 +6,23 @@
  */
 
 /**
- * KEYS: lock, counter. ARGV: owner, ttlMs, tokenBase. Returns the new token as a string, or nil when
- * held. A counter at 2^63-1 is refused before the lock is set (a script error does not undo writes).
- * The counter is read once: that read decides the overflow and whether the counter starts at the base.
+ * KEYS: lock, counter. ARGV: owner, ttlMs, tokenBase. Returns the new token as a digit string, or nil
+ * when held. Three calls per grant (SET, INCR, GET), one per denial: the server's cost of a script
+ * grows with its calls. A counter at 2^63-1 makes INCR fail: the lock just set is deleted again (a
+ * script error does not undo writes), so nothing is written. A fresh counter starts at the base (INCR
+ * of a missing key starts at 0, the default base). INCR's reply is a Lua number (a double): only
+ * whether it failed is read, the token is read back with GET, so it never passes through a double.
  */
 export const ACQUIRE = `
-local counter = redis.call('GET', KEYS[2])
-if (counter or ARGV[3]) == '9223372036854775807' then
-  return redis.error_reply('TOKENOVERFLOW the token counter is at 2^63-1')
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+if ARGV[3] ~= '0' then redis.call('SET', KEYS[2], ARGV[3], 'NX') end
+local incremented = redis.pcall('INCR', KEYS[2])
+if type(incremented) == 'table' then
+  redis.call('DEL', KEYS[1])
+  if string.find(incremented.err, 'overflow', 1, true) then return redis.error_reply('TOKENOVERFLOW the token counter is at 2^63-1') end
+  return incremented
 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  if not counter then redis.call('SET', KEYS[2], ARGV[3]) end
-  redis.call('INCR', KEYS[2])
-  return redis.call('GET', KEYS[2])
-end
-return false
+return redis.call('GET', KEYS[2])
 `;
 
 /** KEYS: lock. ARGV: owner. Compare-and-delete; returns 1 if deleted. */

@@ -458,6 +458,34 @@ describe('etcd3Node', () => {
     await node.revoke(g2.id);
   });
 
+  it("late requests (spec 3, \"Delayed requests\"): a release, keep-alive or put held past the lease's expiry and another holder's grant changes nothing of the holder's", async () => {
+    const node = etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: 5000 });
+    const key = lockKey('r', prefix());
+    const old = await node.grant(1);
+    const first = await node.putIfAbsent(key, 'o1', old.id);
+    if (first.kind !== 'created') throw new Error('the first put must create');
+    // The lessor's own expiry of the 1 s lease takes the key (bounded wait: etcd says when).
+    const deadline = Date.now() + 10_000;
+    while ((await node.get(key)) !== null) if (Date.now() > deadline) throw new Error('the 1 s lease never expired');
+    const held = await node.grant(60);
+    const second = await node.putIfAbsent(key, 'o2', held.id);
+    if (second.kind !== 'created') throw new Error('the second put must create');
+    expect(second.createRevision).toBeGreaterThan(first.createRevision);
+    // The requests o1 sent before the expiry land now, as sent: each is judged by lease and create revision, not by the key's name.
+    expect(await node.deleteIfOwned(key, old.id, first.createRevision)).toBe(false);
+    expect(await node.keepAlive(old.id)).toBeLessThanOrEqual(0);
+    const late = await node.grant(60);
+    expect(await node.putIfAbsent(key, 'o3', late.id)).toEqual({ kind: 'exists', lease: held.id, createRevision: second.createRevision });
+    expect(await node.get(key)).toBe('o2');
+    expect(await createRevision(key)).toBe(second.createRevision);
+    // A put held past the end of its own lease puts nothing, even on a free key: etcd refuses a lease it no longer has.
+    expect(await node.deleteIfOwned(key, held.id, second.createRevision)).toBe(true);
+    await node.revoke(late.id);
+    await expect(node.putIfAbsent(key, 'o3', late.id)).rejects.toThrow();
+    expect(await node.get(key)).toBeNull();
+    await node.revoke(held.id);
+  });
+
   it('a deadline already passed is a TimeoutError naming the call', async () => {
     const node = etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: 0 });
     const e = await node.grant(5).catch((x: unknown) => x);

@@ -4,6 +4,7 @@ import { ConnectionConfigError, ReplicationError, ServerRefusedError, TokenOverf
 import { InvalidInputError } from '../../model/errors.ts';
 import { createRedisLock, keysFor, redisFencedStore, redisLeaseNode } from '../../impl/redis/index.ts';
 import { acquireScript, LuaScript } from '../../impl/redis/commands.ts';
+import { ACQUIRE } from '../../impl/redis/scripts.ts';
 import { ManualClock, sharedRedis } from './servers.ts';
 import { RedisServer } from '../../conformance/env/redisServer.ts';
 
@@ -70,6 +71,24 @@ describe('redisLeaseNode', () => {
     expect(await redis.get('p:token:r')).toBe((base + 1n).toString());
     expect(await redis.exists('lockcheck:lock:r')).toBe(0);
     expect(() => redisLeaseNode(redis, { tokenBase: -1n })).toThrow(InvalidInputError);
+    // Small bases too: the script skips setting the base only when it is 0.
+    expect(await redisLeaseNode(redis, { tokenBase: 1n, prefix: 'q' }).acquire('r', 'o', 1000)).toBe(2n);
+  });
+
+  it('tokens on both sides of 2^53 are exact, always a digit string on the wire (never a Lua or JS number); a counter that is not a number fails and sets no lock', async () => {
+    const node = redisLeaseNode(redis);
+    await redis.set('lockcheck:token:edge', (2n ** 53n - 2n).toString());
+    const tokens: Array<bigint | null> = [];
+    for (let i = 0; i < 3; i++) {
+      tokens.push(await node.acquire('edge', `o${i}`, 1000));
+      await node.release('edge', `o${i}`);
+    }
+    expect(tokens).toEqual([2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n]);
+    // The script's own reply, small tokens included: digits, never an integer reply (a Lua double, a JS number).
+    expect(await redis.eval(ACQUIRE, 2, 'lockcheck:lock:raw', 'lockcheck:token:raw', 'o', '1000', '0')).toBe('1');
+    await redis.set('lockcheck:token:junk', 'x');
+    await expect(node.acquire('junk', 'o', 1000)).rejects.toThrow(/not an integer/);
+    expect(await redis.exists('lockcheck:lock:junk')).toBe(0);
   });
 
   it('release and extend act only for the owner', async () => {

@@ -494,6 +494,29 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
 });
 
 describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
+  it("late requests (spec 3, \"Delayed requests\"): a delete, touch or enqueue of a session that ended lands on nothing of the next holder's", async () => {
+    const n = node();
+    const dir = `${root()}/lock/q`;
+    const old = await n.openSession(30_000);
+    const a = await n.enqueue(old, dir);
+    // The session's end (closed here; an expiry ends it the same way) deletes its ephemeral contender.
+    await n.closeSession(old);
+    await until(async () => (await n.children(dir)).length === 0, 'the ended session left its contender');
+    const s = await n.openSession(30_000);
+    const b = await n.enqueue(s, dir);
+    expect(b.name).not.toBe(a.name);
+    // The ended session's requests, as sent (its path, its zxid), land now: the ensemble refuses every one (the session is gone).
+    const outcomes = await Promise.all([
+      n.deleteOwned(old, `${dir}/${a.name}`, a.czxid).catch(() => 'refused'),
+      n.touch(old, `${dir}/${a.name}`).catch(() => 'refused'),
+      n.enqueue(old, dir).catch(() => 'refused'),
+    ]);
+    expect(outcomes).toEqual(['refused', 'refused', 'refused']);
+    expect(await n.children(dir)).toEqual([b.name]);
+    expect(await n.touch(s, `${dir}/${b.name}`)).toBe(b.czxid);
+    await n.closeSession(s);
+  });
+
   it('contenders, enqueue, touch, deleteOwned and closeSession on a session', async () => {
     const n = node();
     const r = root();
