@@ -58,8 +58,11 @@ export function packs(initial: World, command: Command): boolean {
       return rulesOf(initial.config.design).onCrash === 'keep';
     case 'replicate':
       return true;
-    case 'acquire':
-      return hasTtl(initial.config.design) && (command.retries ?? 0) === 0;
+    case 'acquire': {
+      // A consensus lock (etcd) sends its put only once it has read its lease's grant (world.ts, acquireLease): not packed.
+      const design = initial.config.design;
+      return hasTtl(design) && rulesOf(design).acquireFirstRound(design) === 'put' && (command.retries ?? 0) === 0;
+    }
     case 'extend':
     case 'release':
     case 'write':
