@@ -1,6 +1,7 @@
 /**
  * The exploration's speed and reach, one command:
- *   npx tsx bench/explore.ts [--depth N] [--design KIND] [--row LABEL] [--store POLICY] [--fault CLASS] [--no-client-symmetry] [--no-node-symmetry] [--budget-s S] [--verdicts]
+ *   npx tsx bench/explore.ts [--depth N] [--design KIND] [--row LABEL] [--store POLICY] [--fault CLASS] [--no-client-symmetry] [--no-node-symmetry] [--reference] [--budget-s S] [--verdicts]
+ * With --reference, the reference step alone (no packed engine), to compare.
  * With --verdicts, each cell is explored to the depth recorded in
  * test/fixtures/explore-verdicts.json and its verdict compared with the
  * recorded one (the exit code says whether all agree).
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     fault: { type: 'string' },
     'no-client-symmetry': { type: 'boolean', default: false },
     'no-node-symmetry': { type: 'boolean', default: false },
+    reference: { type: 'boolean', default: false },
     'budget-s': { type: 'string' },
     'max-states': { type: 'string', default: '50000000' },
     verdicts: { type: 'boolean', default: false },
@@ -69,6 +71,7 @@ for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.de
         budgetMs: values['budget-s'] === undefined ? undefined : Number(values['budget-s']) * 1000,
         clientSymmetry: !values['no-client-symmetry'],
         nodeSymmetry: !values['no-node-symmetry'],
+        packed: !values.reference,
       });
       explored.set(key, c);
       if (same === undefined) exploredStates += c.states;

@@ -8,7 +8,12 @@ import type { Outcome } from './outcome.ts';
 import type { PropertyId, Violation } from './properties.ts';
 import { checkEvents, checkProperties } from './properties.ts';
 import type { World } from './state.ts';
+import type { Branch } from './world.ts';
 import { enabled, step, stepOrbits } from './world.ts';
+import { encode, layoutFor } from './packed.ts';
+import { packedContext, packedFingerprint } from './packedFingerprint.ts';
+import { packedStep, packs, UNCHANGED } from './packedStep.ts';
+import { EVENT_BITS, PackedBranches } from './packedBranches.ts';
 
 /**
  * Bounded exhaustive exploration: every schedule of the alphabet's commands up
@@ -35,6 +40,13 @@ export interface ExploreOptions {
    * always permuted, node 0 too only then (nodeSymmetric).
    */
   readonly nodeSymmetry?: boolean;
+  /**
+   * Step and fingerprint with the packed engine where the design and the
+   * command pack (default true; packed.ts): the same states, transitions and
+   * counterexamples, less CPU. False: the reference step alone (for
+   * comparing the two).
+   */
+  readonly packed?: boolean;
 }
 
 /** Where the node a command addresses is, if any. */
@@ -174,6 +186,13 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   seen.add(fp.hi, fp.lo);
   links.push(-1, 0, 0);
   const checked = new Uint8Array(alphabet.length);
+  // The packed engine (packed.ts): where the design packs, the faults packedStep computes are stepped and fingerprinted
+  // packed, and only a fresh state's World is taken from the reference step (the same branch, by index).
+  const layout = options.packed === false ? null : layoutFor(initial, alphabet);
+  const packedCtx = layout === null ? null : packedContext(layout, initial, fpOptions);
+  const packedCommand = alphabet.map((c) => layout !== null && packs(initial, c));
+  const current = new Float64Array(layout?.size ?? 0);
+  const successors = new PackedBranches(layout?.size ?? 0);
   let frontier: World[] = [initial];
   let frontierIds: number[] = [0];
   let peakFrontier = 1;
@@ -201,6 +220,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
     for (let f = 0; f < frontier.length; f++) {
       const world = frontier[f]!;
       const id = frontierIds[f]!;
+      const packed = packedCtx !== null && encode(packedCtx.layout, world, current);
       for (let c = 0; c < alphabet.length; c++) {
         const command = alphabet[c]!;
         if (!enabled(world, command)) continue;
@@ -208,6 +228,39 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
         if (checked[c] === 0) {
           step(world, command);
           checked[c] = 1;
+        }
+        if (packed && packedCommand[c]) {
+          const n = packedStep(packedCtx, current, command, successors);
+          if (n === UNCHANGED) {
+            transitions++;
+            continue;
+          }
+          // The reference step's branches, made only if one of them is fresh: its World goes to the frontier.
+          let reference: readonly Branch[] | null = null;
+          for (let b = 0; b < n; b++) {
+            if (b > 0xff) throw new RangeError('a step has at most 256 branches');
+            transitions++;
+            packedFingerprint(packedCtx, successors.state(b), fp);
+            if (!seen.add(fp.hi, fp.lo)) {
+              // A state seen before broke the same state properties: only the step's events are new, and their checks are
+              // the reference's, asked for only where the packed step says an event breaks a property not found yet.
+              const bits = successors.events(b);
+              if (bits === 0 || EVENT_BITS.every(([p, bit]) => (bits & bit) === 0 || found.has(p))) continue;
+              reference ??= stepOrbits(world, command, fixedNodes);
+              for (const v of checkEvents(reference[b]!.events)) {
+                if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
+              }
+              continue;
+            }
+            reference ??= stepOrbits(world, command, fixedNodes);
+            const branch = reference[b]!;
+            for (const v of checkProperties(branch.events, branch.next)) {
+              if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
+            }
+            next.push(branch.next);
+            nextIds.push(links.push(id, c, b));
+          }
+          continue;
         }
         const branches = stepOrbits(world, command, fixedNodes);
         for (let b = 0; b < branches.length; b++) {

@@ -6,6 +6,7 @@ import type { ClientState, NodeKey, NodeState, Owner, World } from './state.ts';
 import { NO_GHOST } from './state.ts';
 import { inFlightKey } from './state.ts';
 import { entryOf } from './record.ts';
+import { big, finishHi, finishLo, num, start, str, word } from './fingerprintHash.ts';
 
 /**
  * A 64-bit fingerprint of a state's orbit: equal for two states that no
@@ -31,64 +32,6 @@ export interface Fingerprint {
   lo: number;
 }
 
-// Two murmur3-style lanes with different constants: together one 64-bit hash.
-let h1 = 0;
-let h2 = 0;
-
-function word(k: number): void {
-  let a = Math.imul(k, 0xcc9e2d51);
-  a = (a << 15) | (a >>> 17);
-  h1 ^= Math.imul(a, 0x1b873593);
-  h1 = (h1 << 13) | (h1 >>> 19);
-  h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
-  let b = Math.imul(k ^ 0x5bd1e995, 0x85ebca6b);
-  b = (b << 17) | (b >>> 15);
-  h2 ^= Math.imul(b, 0xc2b2ae35);
-  h2 = (h2 << 11) | (h2 >>> 21);
-  h2 = (Math.imul(h2, 9) + 0x7f4a7c15) | 0;
-}
-
-const WIDE = -0x80000000;
-
-/** An integer up to 2^53 in magnitude: one word if it fits 32 bits, else a marker and two words. */
-function num(n: number): void {
-  if ((n | 0) === n && n !== WIDE) word(n);
-  else {
-    word(WIDE);
-    word(n | 0);
-    word(Math.floor(n / 4294967296) | 0);
-  }
-}
-
-function big(t: bigint | null): void {
-  if (t === null) {
-    word(-7);
-    return;
-  }
-  const n = Number(t);
-  if (Number.isSafeInteger(n)) {
-    word(1);
-    num(n);
-  } else {
-    word(2);
-    word(Number(BigInt.asIntN(32, t)));
-    word(Number(BigInt.asIntN(32, t >> 32n)));
-  }
-}
-
-function str(s: string): void {
-  word(s.length);
-  for (let i = 0; i < s.length; i++) word(s.charCodeAt(i));
-}
-
-function fmix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
 /**
  * Writes the keys of record `o` into `into`, sorted, and returns how many:
  * no array is made per call (this runs for every record of every state
@@ -110,9 +53,9 @@ const leaseNames: string[] = [];
 const cellNames: string[] = [];
 const ghostNames: string[] = [];
 
-const SESSION = -0x5e55;
-const STALE = -0x57a1e;
-const NONE = -0x404e;
+export const SESSION = -0x5e55;
+export const STALE = -0x57a1e;
+export const NONE = -0x404e;
 
 /** Partition links "client:node", parsed once per distinct string. */
 const links = new Map<string, readonly [number, number]>();
@@ -310,11 +253,10 @@ const byClientHash = byHash(clientHi, clientLo);
 function hashUnder(world: World, perm: readonly number[], inverse: readonly number[], fixedNodes: number, out: Fingerprint): void {
   const nodes = world.nodes;
   for (let i = 0; i < nodes.length; i++) {
-    h1 = 0x1234567;
-    h2 = 0x7654321;
+    start(0x1234567, 0x7654321);
     hashNode(world, nodes[i]!, i, perm);
-    const hi = fmix(h1);
-    const lo = fmix(h2);
+    const hi = finishHi();
+    const lo = finishLo();
     nodeHi[i] = hi;
     nodeLo[i] = lo;
     // Nodes past the fixed ones are interchangeable: insertion sort of their hashes (n <= 15, no allocation).
@@ -322,8 +264,7 @@ function hashUnder(world: World, perm: readonly number[], inverse: readonly numb
     if (i >= fixedNodes) for (; j > fixedNodes && (nodeHi[nodeOrder[j - 1]!]! > hi || (nodeHi[nodeOrder[j - 1]!] === hi && nodeLo[nodeOrder[j - 1]!]! > lo)); j--) nodeOrder[j] = nodeOrder[j - 1]!;
     nodeOrder[j] = i;
   }
-  h1 = 0x2545f491;
-  h2 = 0x6c8e9cf5;
+  start(0x2545f491, 0x6c8e9cf5);
   word(nodes.length);
   // Where node 0 is fixed this hashes as before the full node symmetry (the fingerprints, not the verdicts, would change otherwise).
   for (let k = 0; k < nodes.length; k++) {
@@ -354,8 +295,8 @@ function hashUnder(world: World, perm: readonly number[], inverse: readonly numb
     big(g.maxToken);
     num(epochRank(world, r, g.lastAcceptedEpoch));
   }
-  out.hi = fmix(h1);
-  out.lo = fmix(h2);
+  out.hi = finishHi();
+  out.lo = finishLo();
 }
 
 /** Every permutation of 0..n-1, as [perm, inverse] pairs (perm[old] = new). */
@@ -376,6 +317,16 @@ function permutations(n: number): Array<readonly [number[], number[]]> {
 }
 
 const permsByClients = new Map<number, Array<readonly [number[], number[]]>>();
+
+/** Every permutation of n clients as [perm, inverse] pairs, in the order the least fingerprint is searched (made once per n). */
+export function permutationsOf(n: number): ReadonlyArray<readonly [number[], number[]]> {
+  let perms = permsByClients.get(n);
+  if (perms === undefined) {
+    perms = permutations(n);
+    permsByClients.set(n, perms);
+  }
+  return perms;
+}
 
 export interface FingerprintOptions {
   /** Identify states that differ by a permutation of the clients (default true). */
@@ -413,11 +364,10 @@ export function fingerprint(world: World, out: Fingerprint, options: Fingerprint
   deadGone = options.deadKeysGone === true;
   exactExpiry = options.exactExpiry === true;
   for (let i = 0; i < n; i++) {
-    h1 = 0x3c6ef372;
-    h2 = 0x510e527f;
+    start(0x3c6ef372, 0x510e527f);
     hashClient(world, world.clients[i]!);
-    clientHi[i] = fmix(h1);
-    clientLo[i] = fmix(h2);
+    clientHi[i] = finishHi();
+    clientLo[i] = finishLo();
     clientOrder[i] = i;
   }
   clientOrder.length = n;
@@ -444,11 +394,7 @@ export function fingerprint(world: World, out: Fingerprint, options: Fingerprint
     hashUnder(world, clientPerm, clientOrder, fixed, out);
     return;
   }
-  let perms = permsByClients.get(n);
-  if (perms === undefined) {
-    perms = permutations(n);
-    permsByClients.set(n, perms);
-  }
+  const perms = permutationsOf(n);
   hashUnder(world, perms[0]![0], perms[0]![1], fixed, out);
   for (let p = 1; p < perms.length; p++) {
     hashUnder(world, perms[p]![0], perms[p]![1], fixed, candidate);

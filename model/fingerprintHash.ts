@@ -1,0 +1,91 @@
+/**
+ * The 64-bit hash both fingerprints feed (fingerprint.ts over a World,
+ * packedFingerprint.ts over a packed state): the same words in, the same
+ * numbers out, so the two may share one set of visited states.
+ */
+
+// Two murmur3-style lanes with different constants: together one 64-bit hash.
+let h1 = 0;
+let h2 = 0;
+
+/** Starts a hash with the two lanes' seeds. */
+export function start(seed1: number, seed2: number): void {
+  h1 = seed1;
+  h2 = seed2;
+}
+
+/** The hash so far, first lane, finalised. */
+export function finishHi(): number {
+  return fmix(h1);
+}
+
+/** The hash so far, second lane, finalised. */
+export function finishLo(): number {
+  return fmix(h2);
+}
+
+export function word(k: number): void {
+  let a = Math.imul(k, 0xcc9e2d51);
+  a = (a << 15) | (a >>> 17);
+  h1 ^= Math.imul(a, 0x1b873593);
+  h1 = (h1 << 13) | (h1 >>> 19);
+  h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
+  let b = Math.imul(k ^ 0x5bd1e995, 0x85ebca6b);
+  b = (b << 17) | (b >>> 15);
+  h2 ^= Math.imul(b, 0xc2b2ae35);
+  h2 = (h2 << 11) | (h2 >>> 21);
+  h2 = (Math.imul(h2, 9) + 0x7f4a7c15) | 0;
+}
+
+const WIDE = -0x80000000;
+
+/** An integer up to 2^53 in magnitude: one word if it fits 32 bits, else a marker and two words. */
+export function num(n: number): void {
+  if ((n | 0) === n && n !== WIDE) word(n);
+  else {
+    word(WIDE);
+    word(n | 0);
+    word(Math.floor(n / 4294967296) | 0);
+  }
+}
+
+const NULL_TOKEN = -7;
+
+/** A token or null. */
+export function big(t: bigint | null): void {
+  if (t === null) {
+    word(NULL_TOKEN);
+    return;
+  }
+  const n = Number(t);
+  if (Number.isSafeInteger(n)) {
+    word(1);
+    num(n);
+  } else {
+    word(2);
+    word(Number(BigInt.asIntN(32, t)));
+    word(Number(BigInt.asIntN(32, t >> 32n)));
+  }
+}
+
+/** A token held as a safe integer, or NaN for null: the words big() writes for the same token. */
+export function bigSafe(n: number): void {
+  if (Number.isNaN(n)) word(NULL_TOKEN);
+  else {
+    word(1);
+    num(n);
+  }
+}
+
+export function str(s: string): void {
+  word(s.length);
+  for (let i = 0; i < s.length; i++) word(s.charCodeAt(i));
+}
+
+export function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}

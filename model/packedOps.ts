@@ -1,0 +1,300 @@
+import { driftMarginMs } from './design.ts';
+import type { PackedLayout } from './packed.ts';
+import {
+  C_LEASES,
+  C_PENDING,
+  C_PENDING_EPOCH,
+  C_PENDING_RESOURCE,
+  C_PENDING_TOKEN,
+  CELL_STRIDE,
+  clientAt,
+  COUNTER_STRIDE,
+  countersAt,
+  G_LAST_ACCEPTED,
+  G_PRESENT,
+  GHOST_STRIDE,
+  K_ATTEMPT,
+  K_CLIENT,
+  K_EXPIRES,
+  K_LIVE_SINCE,
+  K_PRESENT,
+  K_TTL,
+  KEY_STRIDE,
+  L_ATTEMPT,
+  L_EPOCH,
+  L_PRESENT,
+  L_TOKEN,
+  L_VALID_UNTIL,
+  LEASE_STRIDE,
+  N_DELAY_KIND,
+  N_DELAY_MS,
+  N_KEYS,
+  nodeAt,
+} from './packed.ts';
+import { waitForReplicas } from './packedAcquire.ts';
+import type { PackedBranches } from './packedBranches.ts';
+import { STORE_1, UNCHANGED } from './packedBranches.ts';
+import type { PackedContext } from './packedFingerprint.ts';
+import { expiryAt } from './packedFingerprint.ts';
+import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt } from './packedNode.ts';
+import type { PackedRound } from './packedRound.ts';
+import { ARRIVES, DECIDE_QUORUM_ANSWERED, DECIDE_YES_OR_NEVER, FAILED, NEVER, packedRound, roundEndsInto, roundWays } from './packedRound.ts';
+
+/**
+ * model/world.ts's release, extend and write for the ttl designs that are
+ * not session-bound, on a packed state: the same branches in the same
+ * order. A step the reference answers with the very state it was given
+ * returns UNCHANGED (the explorer skips it), except where WAIT's
+ * replication makes every operation's state a new one.
+ */
+
+let nodes = -1;
+let round: PackedRound = packedRound(0);
+const ways = roundWays();
+let votes = new Uint8Array(0);
+let answers = new Int8Array(0);
+let choice = new Int32Array(0);
+let orbit = new Int32Array(0);
+let size = -1;
+let sent = new Float64Array(0);
+
+function scratch(l: PackedLayout): void {
+  if (l.nodes !== nodes) {
+    nodes = l.nodes;
+    round = packedRound(nodes);
+    votes = new Uint8Array(nodes);
+    answers = new Int8Array(nodes);
+    choice = new Int32Array(nodes);
+    orbit = new Int32Array(nodes);
+  }
+  if (l.size !== size) {
+    size = l.size;
+    sent = new Float64Array(size);
+  }
+}
+
+function leaseAt(l: PackedLayout, client: number, r: number): number {
+  return clientAt(l, client) + C_LEASES + r * LEASE_STRIDE;
+}
+
+/** holdsValid: a lease, valid by the client's clock now. */
+function holdsValidAt(l: PackedLayout, w: Float64Array, client: number, r: number): boolean {
+  const lease = leaseAt(l, client, r);
+  if (w[lease + L_PRESENT] !== 1) return false;
+  const until = w[lease + L_VALID_UNTIL]!;
+  return Number.isNaN(until) || clientMono(l, w, client, w[0]!) < until;
+}
+
+/** read: the store's cell, the state as it was. */
+export function packedRead(ctx: PackedContext, w: Float64Array, out: PackedBranches): number {
+  return unchanged(ctx, w, out);
+}
+
+/** A step that changes nothing: UNCHANGED, or under WAIT the same state with its replicas brought up to date. */
+function unchanged(ctx: PackedContext, w: Float64Array, out: PackedBranches): number {
+  if (!ctx.waitReplication) return UNCHANGED;
+  waitForReplicas(ctx, out.push(w));
+  return out.count;
+}
+
+/** A round sent now to every node (roundOf): arrivals `latency` late plus each node's delay, and the deadline. */
+function roundOf(ctx: PackedContext, w: Float64Array, client: number, latency: number, limit: number): number {
+  const l = ctx.layout;
+  const now = w[0]!;
+  for (let i = 0; i < l.nodes; i++) {
+    const at = nodeAt(l, i);
+    const delay = w[at + N_DELAY_KIND]!;
+    round.kind[i] = !reachable(l, w, now, client, i) ? FAILED : delay === 2 ? NEVER : ARRIVES;
+    round.at[i] = now + latency + (delay === 1 ? w[at + N_DELAY_MS]! : 0);
+  }
+  return clientTrueTimeOf(l, w, client, clientMono(l, w, client, now) + limit, now);
+}
+
+/** Compare-and-delete of the client's key on every node it reaches at `now` (releaseEverywhere); how many keys went. */
+function releaseEverywhere(ctx: PackedContext, b: Float64Array, now: number, client: number, r: number, attempt: number): number {
+  const l = ctx.layout;
+  let deleted = 0;
+  for (let i = 0; i < l.nodes; i++) {
+    if (!receivesAt(l, b, now, client, i)) continue;
+    const key = nodeAt(l, i) + N_KEYS + r * KEY_STRIDE;
+    if (b[key + K_PRESENT] === 1 && b[key + K_CLIENT] === client && b[key + K_ATTEMPT] === attempt) {
+      b.fill(0, key, key + KEY_STRIDE);
+      deleted++;
+    }
+  }
+  return deleted;
+}
+
+export function packedRelease(ctx: PackedContext, w: Float64Array, client: number, r: number, latency: number, out: PackedBranches): number {
+  const l = ctx.layout;
+  scratch(l);
+  const lease = leaseAt(l, client, r);
+  if (w[lease + L_PRESENT] !== 1) return unchanged(ctx, w, out);
+  const limit = Number.isNaN(ctx.requestTimeoutMs) ? 1000 : ctx.requestTimeoutMs;
+  const deadline = roundOf(ctx, w, client, latency, limit);
+  for (let i = 0; i < l.nodes; i++) round.yes[i] = 0;
+  roundEndsInto(round, l.nodes, deadline, w[0]!, DECIDE_QUORUM_ANSWERED, ctx.quorum, ways);
+  const b = out.push(w);
+  // Key-changed events: only the owner's keys are deleted, so none breaks OWN-1.
+  const deleted = releaseEverywhere(ctx, b, w[0]!, client, r, w[lease + L_ATTEMPT]!);
+  if (ctx.revisionOnDelete && deleted > 0) {
+    for (let i = 0; i < l.nodes; i++) {
+      const c = countersAt(l, nodeAt(l, i) + N_KEYS) + ctx.counterOf[r]! * COUNTER_STRIDE;
+      b[c + 1] = (b[c] === 1 ? b[c + 1]! : ctx.tokenBase) + 1;
+      b[c] = 1;
+    }
+  }
+  b[0] = ways.endMs[0]!;
+  b.fill(0, lease, lease + LEASE_STRIDE);
+  waitForReplicas(ctx, b);
+  return out.count;
+}
+
+export function packedWrite(ctx: PackedContext, w: Float64Array, client: number, r: number, latency: number, delayed: boolean, out: PackedBranches): number {
+  const l = ctx.layout;
+  const lease = leaseAt(l, client, r);
+  if (!holdsValidAt(l, w, client, r)) return unchanged(ctx, w, out);
+  const token = w[lease + L_TOKEN]!;
+  const epoch = w[lease + L_EPOCH]!;
+  const b = out.push(w);
+  if (delayed) {
+    const c = clientAt(l, client);
+    b[c + C_PENDING] = 1;
+    b[c + C_PENDING_RESOURCE] = r;
+    b[c + C_PENDING_TOKEN] = token;
+    b[c + C_PENDING_EPOCH] = epoch;
+    waitForReplicas(ctx, b);
+    return out.count;
+  }
+  // deliverWrite: the store judges the token by its policy; the ghost's entry is set either way.
+  const cell = l.cellBase + r * CELL_STRIDE;
+  const highest = b[cell] === 1 ? b[cell + 2]! : Number.NaN;
+  const passes =
+    ctx.policy === 'unfenced' || ctx.policy === 'transactional' || Number.isNaN(highest) || (ctx.policy === 'strict' ? token > highest : token >= highest);
+  const g = l.ghostBase + r * GHOST_STRIDE;
+  const before = b[g + G_PRESENT] === 1 ? b[g + G_LAST_ACCEPTED]! : 0;
+  if (b[g + G_PRESENT] !== 1) b.fill(0, g, g + GHOST_STRIDE);
+  b[g + G_PRESENT] = 1;
+  if (passes) {
+    b[cell] = 1;
+    b[cell + 1] = token;
+    b[cell + 2] = Number.isNaN(highest) || token > highest ? token : highest;
+    b[g + G_LAST_ACCEPTED] = Math.max(before, epoch);
+    if (epoch < before) out.mark(STORE_1);
+  }
+  b[0] = w[0]! + latency;
+  waitForReplicas(ctx, b);
+  return out.count;
+}
+
+let marginTtl = Number.NaN;
+let marginCtx: PackedContext | null = null;
+let margin = 0;
+function marginOf(ctx: PackedContext, ttl: number): number {
+  if (ctx !== marginCtx || ttl !== marginTtl) {
+    margin = driftMarginMs(ctx.design, ttl);
+    marginCtx = ctx;
+    marginTtl = ttl;
+  }
+  return margin;
+}
+
+const SET = 2;
+
+/** failedExtend: the lease kept or dropped, the keys kept or deleted, as the design's terms say. */
+function refused(ctx: PackedContext, endMs: number, client: number, r: number, attempt: number, lease: number, out: PackedBranches): void {
+  const b = out.push(sent);
+  b[0] = endMs;
+  if (ctx.failedExtend.keys === 'deleted') releaseEverywhere(ctx, b, endMs, client, r, attempt);
+  if (ctx.failedExtend.lease === 'dropped') b.fill(0, lease, lease + LEASE_STRIDE);
+  waitForReplicas(ctx, b);
+}
+
+export function packedExtend(ctx: PackedContext, w: Float64Array, client: number, r: number, ttl: number, latency: number, out: PackedBranches): number {
+  const l = ctx.layout;
+  scratch(l);
+  const n = l.nodes;
+  const now = w[0]!;
+  const lease = leaseAt(l, client, r);
+  if (w[lease + L_PRESENT] !== 1) return unchanged(ctx, w, out);
+  if (!holdsValidAt(l, w, client, r)) {
+    // Refused before sending: the lease is over, and dropped.
+    const b = out.push(w);
+    b.fill(0, lease, lease + LEASE_STRIDE);
+    waitForReplicas(ctx, b);
+    return out.count;
+  }
+  const attempt = w[lease + L_ATTEMPT]!;
+  const limit = Number.isNaN(ctx.requestTimeoutMs) ? ttl : ctx.requestTimeoutMs;
+  const startedMono = clientMono(l, w, client, now);
+  const deadline = roundOf(ctx, w, client, latency, limit);
+  let combinations = 1;
+  for (let i = 0; i < n; i++) {
+    if (!receivesAt(l, w, now, client, i)) answers[i] = 1;
+    else {
+      const live = livenessAt(ctx, w, now, i, r);
+      answers[i] = (live & ALIVE ? 1 : 0) | (live & GONE ? SET : 0);
+    }
+    if (answers[i] === 3) combinations *= 2;
+  }
+  const orbits = combinations > 1;
+  if (orbits) orbitsInto(ctx, w, orbit);
+  const m = marginOf(ctx, ttl);
+  const validUntil = startedMono + ttl - m;
+  const oldUntil = w[lease + L_VALID_UNTIL]!;
+  for (let k = 0; k < combinations; k++) {
+    let rest = k;
+    for (let i = n - 1; i >= 0; i--) {
+      const span = answers[i] === 3 ? 2 : 1;
+      choice[i] = rest % span;
+      rest = Math.floor(rest / span);
+    }
+    if (orbits && !inOrder(orbit, choice, n)) continue;
+    sent.set(w);
+    for (let i = 0; i < n; i++) {
+      votes[i] = 0;
+      // Liveness's answers in order: alive first (1), then gone (2); only a node that sees the key alive re-arms it.
+      const alive = answers[i] === 1 ? receivesAt(l, w, now, client, i) : answers[i] === 3 && choice[i] === 0;
+      if (!alive) continue;
+      const at = nodeAt(l, i);
+      const key = at + N_KEYS + r * KEY_STRIDE;
+      if (w[key + K_PRESENT] !== 1 || w[key + K_CLIENT] !== client || w[key + K_ATTEMPT] !== attempt) continue;
+      sent[key + K_TTL] = ttl;
+      sent[key + K_EXPIRES] = expiryAt(ctx, w, at, now) + ttl;
+      sent[key + K_LIVE_SINCE] = now;
+      votes[i] = 1;
+    }
+    for (let i = 0; i < n; i++) round.yes[i] = votes[i]!;
+    roundEndsInto(round, n, deadline, now, DECIDE_YES_OR_NEVER, ctx.quorum, ways);
+    const count = ways.ways;
+    const end0 = ways.endMs[0]!;
+    const end1 = ways.endMs[1]!;
+    const got0 = ways.counted[0]!;
+    const got1 = ways.counted[1]!;
+    for (let way = 0; way < count; way++) {
+      const endMs = way === 0 ? end0 : end1;
+      const got = way === 0 ? got0 : got1;
+      let yes = 0;
+      for (let i = 0; i < n; i++) if (votes[i] === 1 && (got >>> i) & 1) yes++;
+      if (Number.isNaN(oldUntil)) {
+        if (ctx.noDeadline && yes >= ctx.quorum) {
+          const b = out.push(sent);
+          b[0] = endMs;
+          waitForReplicas(ctx, b);
+        } else refused(ctx, endMs, client, r, attempt, lease, out);
+        continue;
+      }
+      const mono = clientMono(l, sent, client, endMs);
+      if (yes < ctx.quorum || mono >= validUntil || mono > oldUntil) {
+        refused(ctx, endMs, client, r, attempt, lease, out);
+        continue;
+      }
+      const b = out.push(sent);
+      b[0] = endMs;
+      b[lease + L_VALID_UNTIL] = validUntil;
+      waitForReplicas(ctx, b);
+      if (mono === oldUntil) refused(ctx, endMs, client, r, attempt, lease, out);
+    }
+  }
+  return out.count;
+}

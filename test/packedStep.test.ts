@@ -1,0 +1,142 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Command, World } from '../model/index.ts';
+import { alphabetFor, FAULT_CLASSES, initialWorld, MATRIX_ROWS } from '../model/index.ts';
+import type { FingerprintOptions } from '../model/fingerprint.ts';
+import { fingerprint } from '../model/fingerprint.ts';
+import { explore, fingerprintOptionsFor } from '../model/explore.ts';
+import { encode, layoutFor } from '../model/packed.ts';
+import { EVENT_BITS, PackedBranches, UNCHANGED } from '../model/packedBranches.ts';
+import { packedContext, packedFingerprint } from '../model/packedFingerprint.ts';
+import { packedStep, packs } from '../model/packedStep.ts';
+import { checkEvents } from '../model/properties.ts';
+import { enabled, stepOrbits } from '../model/world.ts';
+
+// Replay a failure with LOCKCHECK_SEED=<seed printed by fast-check>.
+const seed = Number(process.env.LOCKCHECK_SEED ?? 20261130);
+const runs = Number(process.env.LOCKCHECK_RUNS ?? 150);
+
+/** The matrix's explorations whose design packs (packed.ts): each row with its first store, under every fault class. */
+const cells = MATRIX_ROWS.flatMap((row) =>
+  FAULT_CLASSES.map((fault) => {
+    const alphabet: Command[] = alphabetFor(row.design, fault);
+    const initial = initialWorld({ design: row.design, store: row.stores[row.stores.length - 1]!, clients: 2 });
+    return { label: `${row.label} / ${fault}`, alphabet, initial, layout: layoutFor(initial, alphabet) };
+  }),
+).filter((c) => c.layout !== null);
+
+/** A state reached by a random schedule of a packed cell's alphabet, a random branch each step (as stepOrbits gives them). */
+const reached = fc
+  .record({ cell: fc.nat(cells.length - 1), picks: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 9 }), symmetry: fc.boolean() })
+  .map(({ cell, picks, symmetry }) => {
+    const c = cells[cell]!;
+    const options: FingerprintOptions = fingerprintOptionsFor(c.initial, c.alphabet, { clientSymmetry: symmetry });
+    let w = c.initial;
+    for (const [pick, b] of picks) {
+      const on = c.alphabet.filter((cmd) => enabled(w, cmd));
+      const branches = stepOrbits(w, on[pick % on.length]!, options.fixedNodes ?? 1);
+      w = branches[b % branches.length]!.next;
+    }
+    return { ...c, options, world: w };
+  });
+
+const print = (w: World, options: FingerprintOptions): string => {
+  const out = { hi: 0, lo: 0 };
+  fingerprint(w, out, options);
+  return `${out.hi}:${out.lo}`;
+};
+
+/** The event properties a reference branch breaks, as the packed step's bits. */
+const eventBits = (events: Parameters<typeof checkEvents>[0]): number =>
+  checkEvents(events).reduce((bits, v) => bits | EVENT_BITS.find(([p]) => p === v.property)![1], 0);
+
+describe('the packed engine against the reference step (model/world.ts)', () => {
+  it('packs every reachable state, and its fingerprint is the reference fingerprint of the World', () => {
+    fc.assert(
+      fc.property(reached, ({ world, layout, initial, options }) => {
+        const packed = new Float64Array(layout!.size);
+        expect(encode(layout!, world, packed)).toBe(true);
+        const out = { hi: 0, lo: 0 };
+        packedFingerprint(packedContext(layout!, initial, options), packed, out);
+        expect(`${out.hi}:${out.lo}`).toBe(print(world, options));
+      }),
+      { seed, numRuns: runs },
+    );
+  });
+
+  it('gives every enabled packed command the reference branches: the same states, in order, the same event violations and fingerprints', () => {
+    fc.assert(
+      fc.property(reached, ({ world, layout, initial, options, alphabet }) => {
+        const ctx = packedContext(layout!, initial, options);
+        const packed = new Float64Array(layout!.size);
+        const expected = new Float64Array(layout!.size);
+        const out = new PackedBranches(layout!.size);
+        expect(encode(layout!, world, packed)).toBe(true);
+        for (const command of alphabet) {
+          if (!enabled(world, command) || !packs(initial, command)) continue;
+          const reference = stepOrbits(world, command, ctx.fixedNodes);
+          const n = packedStep(ctx, packed, command, out);
+          const what = JSON.stringify(command);
+          if (n === UNCHANGED) {
+            // The reference returns the very state (the explorer skips it).
+            expect(reference.length, what).toBe(1);
+            expect(reference[0]!.next === world && reference[0]!.events.length === 0, what).toBe(true);
+            continue;
+          }
+          expect(n, what).toBe(reference.length);
+          reference.forEach((branch, b) => {
+            expect(encode(layout!, branch.next, expected), what).toBe(true);
+            expect(Array.from(out.state(b)), `${what} branch ${b}`).toEqual(Array.from(expected));
+            expect(out.events(b), `${what} branch ${b} events`).toBe(eventBits(branch.events));
+            const fp = { hi: 0, lo: 0 };
+            packedFingerprint(ctx, out.state(b), fp);
+            expect(`${fp.hi}:${fp.lo}`, `${what} branch ${b} fingerprint`).toBe(print(branch.next, options));
+          });
+        }
+      }),
+      { seed, numRuns: runs },
+    );
+  });
+
+  it('fingerprints two reachable states alike exactly when the reference does', () => {
+    fc.assert(
+      fc.property(reached, reached, (a, b) => {
+        if (a.initial !== b.initial) return;
+        const ctx = packedContext(a.layout!, a.initial, a.options);
+        const pa = new Float64Array(a.layout!.size);
+        const pb = new Float64Array(a.layout!.size);
+        encode(a.layout!, a.world, pa);
+        encode(a.layout!, b.world, pb);
+        const fa = { hi: 0, lo: 0 };
+        const fb = { hi: 0, lo: 0 };
+        packedFingerprint(ctx, pa, fa);
+        packedFingerprint(ctx, pb, fb);
+        expect(fa.hi === fb.hi && fa.lo === fb.lo).toBe(print(a.world, a.options) === print(b.world, a.options));
+      }),
+      { seed, numRuns: runs },
+    );
+  });
+
+  it('explores as the reference alone does: the same states, transitions and shortest counterexamples', () => {
+    const picked: ReadonlyArray<readonly [string, number]> = [
+      ['redlock(5 nodes, none) / delay', 4],
+      ['redlock(5 nodes, none) / clock-step', 4],
+      ['redis-replicated(WAIT 1) / crash-restart', 5],
+      ['etcd-lease / timing', 5],
+      ['redis-single(none) / client-pause', 5],
+    ];
+    for (const [label, depth] of picked) {
+      const c = cells.find((x) => x.label === label)!;
+      expect(c, label).toBeDefined();
+      const packed = explore(c.initial, c.alphabet, { maxDepth: depth });
+      const reference = explore(c.initial, c.alphabet, { maxDepth: depth, packed: false });
+      const shape = (r: typeof packed): unknown => ({
+        states: r.states,
+        transitions: r.transitions,
+        depth: r.depthCompleted,
+        found: r.counterexamples.map((x) => [x.property, x.steps.length, x.violation.message, x.steps.map((s) => JSON.stringify(s.command))]),
+      });
+      expect(shape(packed), c.label).toEqual(shape(reference));
+    }
+  });
+});
