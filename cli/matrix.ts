@@ -100,6 +100,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const onStressServers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
   const oracle = o.stressSeconds > 0 && !onStressServers ? new StressOracle(o.stressSeconds, o.seed, () => undefined) : null;
   let stressMs = 0;
+  /** Cells that ended by an error other than their servers failing: each a bug, reported, and the matrix fails at its end. */
+  let harnessErrors = 0;
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
@@ -179,9 +181,20 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             observedUnpredicted: observed !== null && 'broken' in observed ? unpredictedBreaks(predicted, observed.broken) : [],
           };
         } catch (e) {
-          // The servers failed this cell (not the machine: a missing program stops the matrix with its fix): say so, go on.
-          if (!(e instanceof EnvironmentError) || e.fix !== null) throw e;
-          cell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: `environment error: ${e.message.split('\n')[0]}`, elapsedMs: performance.now() - t0 };
+          // A missing program stops the matrix with its fix.
+          if (e instanceof EnvironmentError && e.fix !== null) throw e;
+          let why: string;
+          if (e instanceof EnvironmentError) {
+            // The servers failed this cell, not the machine: say so, go on.
+            why = `environment error: ${e.message.split('\n')[0]}`;
+          } else {
+            // Anything else is a bug (lockcheck's, or an environment's): the cell says so and the matrix fails at its end, but
+            // the other cells are still measured (one such error ended a 40-minute npm start at its 81st cell).
+            harnessErrors++;
+            process.stderr.write(`\nerror: ${row.name} x ${col.id}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+            why = `error: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`;
+          }
+          cell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why, elapsedMs: performance.now() - t0 };
         }
         cells.push(cell);
         process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
@@ -209,8 +222,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   // Library audits report what they find; only lockcheck's own backends fail the run.
   const failures = cells.filter((c) => !c.audit && c.conformanceFailure !== null).length;
   const unexpected = cells.filter((c) => !c.audit && c.unexpected.length > 0).length;
-  process.stderr.write(`\nwrote ${join(o.out, 'matrix.md')} and ${join(cellsDir, 'index.html')}; ${failures} conformance failure(s), ${unexpected} cell(s) unlike the prediction\n`);
-  return failures > 0 || unexpected > 0 ? 1 : 0;
+  process.stderr.write(`\nwrote ${join(o.out, 'matrix.md')} and ${join(cellsDir, 'index.html')}; ${failures} conformance failure(s), ${unexpected} cell(s) unlike the prediction${harnessErrors > 0 ? `, ${harnessErrors} cell(s) ended by an error (above)` : ''}\n`);
+  return failures > 0 || unexpected > 0 || harnessErrors > 0 ? 1 : 0;
 }
 
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */

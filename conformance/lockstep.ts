@@ -17,11 +17,12 @@ import type { Lease } from '../impl/lease.ts';
 import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
 import { RunEnvironmentError } from './env/runEnvironment.ts';
+import { EnvironmentError } from './env/faketime.ts';
 import { finishWithin } from './realTimeLimit.ts';
 import type { HeldLease } from './contract.ts';
 import { checkEnvironmentApi } from './backendApi.ts';
 import type { FaultInjectors } from './faults.ts';
-import { injectorFor } from './faults.ts';
+import { FaultNotOfferedError, injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
 import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 import type { Consequence } from './consequence.ts';
@@ -311,14 +312,14 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
   return match<Command, Promise<Performed>>(command)
     .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(backend, instance, drivers, op))
     .with({ kind: 'advance' }, async () => ok())
-    .with({ kind: 'clock-step' }, async (c) => ok(await fault('clockStep')(c.node, c.deltaMs)))
-    .with({ kind: 'clock-drift' }, async (c) => ok(await fault('clockDrift')(c.target, c.driftPpm)))
-    .with({ kind: 'crash' }, async (c) => ok(await fault('crash').crash(c.node)))
-    .with({ kind: 'restart' }, async (c) => ok(await fault('crash').restart(c.node)))
-    .with({ kind: 'partition' }, async (c) => ok(await fault('partition').cut(c.client, c.node)))
-    .with({ kind: 'heal' }, async (c) => ok(await fault('partition').heal(c.client, c.node)))
-    .with({ kind: 'node-delay' }, async (c) => ok(await fault('nodeDelay')(c.node, c.ms)))
-    .with({ kind: 'kill-connection' }, async (c) => ok(await fault('killConnection')(c.client)))
+    .with({ kind: 'clock-step' }, async (c) => ok(await injected(c, () => fault('clockStep')(c.node, c.deltaMs))))
+    .with({ kind: 'clock-drift' }, async (c) => ok(await injected(c, () => fault('clockDrift')(c.target, c.driftPpm))))
+    .with({ kind: 'crash' }, async (c) => ok(await injected(c, () => fault('crash').crash(c.node))))
+    .with({ kind: 'restart' }, async (c) => ok(await injected(c, () => fault('crash').restart(c.node))))
+    .with({ kind: 'partition' }, async (c) => ok(await injected(c, () => fault('partition').cut(c.client, c.node))))
+    .with({ kind: 'heal' }, async (c) => ok(await injected(c, () => fault('partition').heal(c.client, c.node))))
+    .with({ kind: 'node-delay' }, async (c) => ok(await injected(c, () => fault('nodeDelay')(c.node, c.ms))))
+    .with({ kind: 'kill-connection' }, async (c) => ok(await injected(c, () => fault('killConnection')(c.client))))
     .with({ kind: 'replicate' }, async () => {
       // A real replica replicates on its own schedule: the schedules the runner draws never contain this step.
       throw new InvalidInputError('unsupported-operation', 'a real replica cannot be told when to replicate');
@@ -331,7 +332,7 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       const outcome = operate(backend, instance, drivers, latencyMs > 0 ? ({ ...op, latencyMs: 0 } as Operation) : op);
       outcome.catch(() => undefined); // awaited at the resume, if the run gets that far
       drivers[c.client]!.inFlight = { op: c.inFlight!, outcome };
-      return ok(await fault('pause').pause(c.client));
+      return ok(await injected(c, () => fault('pause').pause(c.client)));
     })
     .with({ kind: 'pause' }, async (c) => {
       const d = drivers[c.client]!;
@@ -340,13 +341,13 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       const signal = w === undefined ? undefined : signalOf(d, w.resource);
       // The lease check happens before the pause; the write itself after it.
       d.pendingWrite = w !== undefined && lease !== undefined && signal !== undefined && !signal.aborted ? { resource: w.resource, value: w.value, token: lease.token } : null;
-      return ok(await fault('pause').pause(c.client));
+      return ok(await injected(c, () => fault('pause').pause(c.client)));
     })
     .with({ kind: 'resume' }, async (c) => {
       const d = drivers[c.client]!;
       // The in-flight operation's delay is for its first round only.
       if (d.inFlight !== null && latencyOf(d.inFlight.op) > 0) await lateReplies(backend, instance, d.inFlight.op)(c.client, 0);
-      await fault('pause').resume(c.client);
+      await injected(c, () => fault('pause').resume(c.client));
       const pending = d.pendingWrite;
       const inFlight = d.inFlight;
       d.pendingWrite = null;
@@ -364,6 +365,26 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       return { outcome: r.kind === 'accepted' ? { kind: 'accepted' } : { kind: 'rejected', highest: r.highest } };
     })
     .exhaustive();
+}
+
+/**
+ * A fault the environment injects (its servers, proxies, clocks): a failure
+ * of its own (a restarted server whose admin connection timed out on a
+ * loaded machine: a driver's untyped error) fails that run only, judged
+ * neither way, and the check goes on (RunEnvironmentError), as a failed
+ * inspect() does. The environment's typed errors (EnvironmentError: the
+ * machine, or the run, already decided), a fault it does not offer, a pace
+ * lost to real time, and a bug in the runner or the environment's code
+ * (TypeError, RangeError, ReferenceError) go up as they are.
+ */
+async function injected<T>(command: Command, inject: () => T | Promise<T>): Promise<T> {
+  try {
+    return await inject();
+  } catch (e) {
+    if (e instanceof EnvironmentError || e instanceof TimingError || e instanceof FaultNotOfferedError || e instanceof InvalidInputError) throw e;
+    if (e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || !(e instanceof Error)) throw e;
+    throw new RunEnvironmentError(`the environment's ${command.kind} fault failed: ${e.message.split('\n')[0]}`);
+  }
 }
 
 /**

@@ -67,4 +67,36 @@ describe("lockstep: a backend's teardown never stops the suite", () => {
     expect(report.verdict.kind).toBe('inconclusive');
     expect(report.warnings?.some((w) => w.includes("could not inspect 'r0': admin read timed out"))).toBe(true);
   });
+
+  it("a fault the environment fails to inject (a driver's untyped error): that run is judged neither way; a bug in its code still throws", async () => {
+    const base = simLeaseBackend(designs.redisSingle({ persistence: 'aof-always' }), 'strict');
+    const restartFailing = (error: Error): BackendUnderTest => ({
+      ...base,
+      start: async (o) => {
+        const instance = await base.start(o);
+        const crash = instance.env.faults.crash!;
+        return {
+          ...instance,
+          env: {
+            ...instance.env,
+            faults: {
+              ...instance.env.faults,
+              crash: {
+                crash: (node: number) => crash.crash(node),
+                restart: async () => {
+                  throw error;
+                },
+              },
+            },
+          },
+        };
+      },
+    });
+    const crashing: Command[] = [{ kind: 'acquire', client: 0, resource: 'r0', ttlMs: 50 }, { kind: 'crash', node: 0 }, { kind: 'restart', node: 0 }];
+    // node-postgres's own connect timeout, as it ended an npm start at pg-session/strict x crash-restart.
+    const report = await runLockstep(restartFailing(new Error('timeout expired')), crashing, { clients: 2, tokenBase: 0n });
+    expect(report.verdict.kind).toBe('inconclusive');
+    expect(report.warnings?.some((w) => w.includes("the environment's restart fault failed: timeout expired"))).toBe(true);
+    await expect(runLockstep(restartFailing(new TypeError('x is undefined')), crashing, { clients: 2, tokenBase: 0n })).rejects.toThrow(TypeError);
+  });
 });

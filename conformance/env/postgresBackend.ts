@@ -10,7 +10,7 @@ import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
 import { postgresFencedStore } from '../../impl/postgres/store.ts';
 import { destroyConnection } from '../../impl/postgres/attempts.ts';
-import { TimeoutError, UnavailableError, withTimeout } from '../../impl/errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../../impl/errors.ts';
 import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
 import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
@@ -22,6 +22,8 @@ import { noProxyReason, startLink, throughLink } from './postgresLink.ts';
 import type { TcpProxy } from './proxy.ts';
 import { onInterrupt, settleWithin } from './processes.ts';
 import type { PostgresServer } from './postgresServer.ts';
+import { EnvironmentError } from './faketime.ts';
+import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
 
 /**
  * PostgreSQL advisory-lock backends on a real server. Clients are in process
@@ -165,7 +167,8 @@ async function startInstance(
     await c.connect();
     return c;
   };
-  let admin = await open();
+  // The harness's own connection, not the backend's: a connect that times out on a loaded machine fails this run only.
+  let admin = await failsTheRun("the run's admin connection", open);
   try {
     await ensureSchema(admin);
     if (owned !== null) {
@@ -175,7 +178,8 @@ async function startInstance(
     }
   } catch (e) {
     await admin.end().catch(() => undefined);
-    throw e;
+    // A refusal is the server's configuration (say so loudly); anything else fails this run only.
+    throw e instanceof EnvironmentError || e instanceof ServerRefusedError || e instanceof ConnectionConfigError ? e : new RunEnvironmentError(`the run's reset: ${e instanceof Error ? e.message : String(e)}`);
   }
   let up = true;
   const time: VirtualTime = new VirtualTime({ settle: () => network.settled() });
