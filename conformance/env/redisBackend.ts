@@ -22,6 +22,7 @@ import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
 import { onExitKill, onInterrupt } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
+import { failsTheRun } from './runEnvironment.ts';
 import { RunSlot } from './runSlot.ts';
 
 /**
@@ -249,7 +250,7 @@ async function openRun(
   leave: () => void,
 ): Promise<RedisRun> {
   // Reset: every node up, empty, its clock at the start. On shared servers a fresh key prefix is the reset.
-  if (local !== null) for (const s of local.servers) if (!s.running) await s.restart();
+  if (local !== null) for (const s of local.servers) if (!s.running) await failsTheRun('the reset (restarting a node a run left down)', () => s.restart());
   const prefix = local === null ? `lockcheck-run:${randomUUID()}:` : '';
   const walls: Clock[] = targets.map(() => clockAt());
   const up = targets.map(() => true);
@@ -319,9 +320,12 @@ async function openRun(
                 await local.servers[node]!.crash();
               },
               restart: async (node) => {
-                await local.servers[node]!.restart();
-                // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
-                await Promise.all(nodeConnections(node).map(ready));
+                // A restart that does not come back within its bound (a starved machine) fails this run only: inconclusive, the next run resets.
+                await failsTheRun(`the restart of node ${node}`, async () => {
+                  await local.servers[node]!.restart();
+                  // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
+                  await Promise.all(nodeConnections(node).map(ready));
+                });
                 up[node] = true;
                 availableFrom[node] = time.nowMs() + restartDelayMs(design);
               },
