@@ -61,4 +61,5 @@ out(`| the same for leases whose client was paused during the lease (its timers 
 out(`| PostgreSQL leases lost with their connection | ${report.lostConnection} |`);
 out(`| acquisitions denied after retries | ${report.notAcquired} |`);
 out(`| other errors | ${JSON.stringify(report.otherErrors)} |`);
+for (const [name, sample] of Object.entries(report.otherErrorSamples)) out(`| first ${name} | ${sample.replaceAll('|', '\\|')} |`);
 out(`| faults | ${JSON.stringify(report.faults)} |`);

@@ -91,6 +91,8 @@ export interface SoakReport {
   readonly notAcquired: number;
   /** Errors other than a denial, by name. */
   readonly otherErrors: Readonly<Record<string, number>>;
+  /** The first error of each name in `otherErrors`: where it came from and its message (and its cause's). */
+  readonly otherErrorSamples: Readonly<Record<string, string>>;
   readonly faults: Readonly<Record<FaultKind, number>>;
 }
 
@@ -186,9 +188,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const faultCounts: Record<FaultKind, number> = { 'redis-restart': 0, 'kill-connections': 0, 'client-pause': 0, 'postgres-restart': 0 };
     /** Per backend and resource: the highest token whose write the store accepted, as replies arrived. */
     const acceptedUpTo = new Map<string, bigint>();
-    const other = (e: unknown): void => {
+    const otherErrorSamples: Record<string, string> = {};
+    const other = (where: string, during: string) => (e: unknown): void => {
       const name = e instanceof Error ? e.name : typeof e;
       otherErrors[name] = (otherErrors[name] ?? 0) + 1;
+      const cause = e instanceof Error && e.cause instanceof Error ? ` (cause: ${e.cause.message})` : '';
+      otherErrorSamples[name] ??= `${where} ${during}: ${e instanceof Error ? e.message : String(e)}${cause}`;
     };
 
     /** A fenced write (monotonic: a holder writes several times with its token); stale if accepted although a higher token's write had been accepted before it was sent. */
@@ -280,7 +285,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
               try {
                 await work(backend, resource, lease.token, sleep, rnd);
               } finally {
-                await lock.release(lease).catch(other);
+                await lock.release(lease).catch(other(backend, 'release'));
               }
             }
           } else {
@@ -294,7 +299,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           }
         } catch (e) {
           if (e instanceof LockNotAcquiredError) notAcquired++;
-          else other(e);
+          else other(backend, backend === 'postgres' ? 'acquire' : 'using()')(e);
         }
         await sleep(20 + Math.floor(rnd() * 100));
       }
@@ -332,7 +337,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       while (!stopping) {
         await sleep(options.faultEveryMs);
         if (stopping) break;
-        await fault(FAULTS[faultIndex % FAULTS.length]!).catch(other);
+        const kind = FAULTS[faultIndex % FAULTS.length]!;
+        await fault(kind).catch(other('fault', kind));
         if (++faultIndex === FAULTS.length) cycleDone();
       }
     })();
@@ -392,6 +398,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       lostConnection,
       notAcquired,
       otherErrors,
+      otherErrorSamples,
       faults: faultCounts,
     };
   } finally {

@@ -20,6 +20,7 @@ describe('the soak, briefly', () => {
     expect(report.samples.length).toBeGreaterThanOrEqual(3);
     for (const kind of ['redis-restart', 'kill-connections', 'client-pause', 'postgres-restart'] as const) expect(report.faults[kind], kind).toBeGreaterThanOrEqual(1);
     // Only a release cut off by a killed connection may fail (UnavailableError, the outcome unknown); nothing else escapes.
-    expect(Object.keys(report.otherErrors).filter((name) => name !== 'UnavailableError')).toEqual([]);
+    const escaped = Object.keys(report.otherErrors).filter((name) => name !== 'UnavailableError');
+    expect(escaped, JSON.stringify(report.otherErrorSamples)).toEqual([]);
   }, 60_000);
 });
