@@ -55,6 +55,34 @@ describe('Redis backends agree with their models on real servers', () => {
   }
 });
 
+describe('one run at a time on a cluster lockcheck started', () => {
+  // A check left running by a timed-out test must not reset the servers under the next test's run: that read as OWN-1, 'holds nothing' after an AOF restart.
+  it('a run started while another is open on the same servers waits for it to close, and the open run keeps its key across a crash-restart', async () => {
+    const design = designs.redisSingle({ persistence: 'aof-always' });
+    const steps = [
+      { kind: 'acquire', client: 0, resource: 'a', ttlMs: 5 },
+      { kind: 'crash', node: 0 },
+      { kind: 'restart', node: 0 },
+    ] as const;
+    const first = runLockstep(backend(design, 'strict'), steps, { clients: 1, tokenBase: 0n });
+    // Queued at once: startRedisRun enters the cluster's slot before its first await.
+    const second = backend(design, 'strict').start({ clients: 1, tokenBase: 0n });
+    let secondStarted = false;
+    void second.then(() => (secondStarted = true), () => undefined);
+    const report = await first;
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps).toHaveLength(3);
+    // Its reset (FLUSHALL, restart) came only after the first run had closed.
+    expect(secondStarted).toBe(false);
+    const instance = await second;
+    try {
+      expect(await instance.env.inspect!('a')).toEqual([null]);
+    } finally {
+      await instance.close();
+    }
+  }, 60_000);
+});
+
 describe('timing faults on real servers (issue 11, class 2)', () => {
   it('late replies on every operation, slow and black-holed nodes, request timeouts and rounds in flight across a pause: no conformance failure', async () => {
     for (const design of [designs.redisSingle(), designs.redlock({ nodes: 3 })]) {

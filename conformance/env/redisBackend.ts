@@ -22,6 +22,8 @@ import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
 import { onExitKill, onInterrupt } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
+import { failsTheRun } from './runEnvironment.ts';
+import { RunSlot } from './runSlot.ts';
 
 /**
  * Redis backends on real redis-server processes. Each lock node runs under
@@ -220,8 +222,35 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
   if (n > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${n} nodes; the cluster has ${cluster.nodes.length}`);
   const targets = cluster.nodes.slice(0, n);
   const local = cluster.local === undefined ? null : { servers: cluster.local.servers.slice(0, n), clockFiles: cluster.local.clockFiles };
+  // The reset below would wipe any other run open on these servers: one run at a time (runSlot.ts). The user's servers need none: each run has its own prefix.
+  const leave = cluster.local === undefined ? () => undefined : await slotOf(cluster.local).enter();
+  try {
+    return await openRun(cluster, design, targets, local, lockKey, options.clients, leave);
+  } catch (e) {
+    leave();
+    throw e;
+  }
+}
+
+/** Each cluster lockcheck started has one slot, shared by every design run on it (they share node 0 at least). */
+const slots = new WeakMap<object, RunSlot>();
+function slotOf(local: NonNullable<RedisCluster['local']>): RunSlot {
+  let slot = slots.get(local);
+  if (slot === undefined) slots.set(local, (slot = new RunSlot('redis conformance run')));
+  return slot;
+}
+
+async function openRun(
+  cluster: RedisCluster,
+  design: Design,
+  targets: readonly RedisTarget[],
+  local: { readonly servers: readonly RedisServer[]; readonly clockFiles: readonly FakeClockFile[] } | null,
+  lockKey: (resource: string) => string,
+  clients: number,
+  leave: () => void,
+): Promise<RedisRun> {
   // Reset: every node up, empty, its clock at the start. On shared servers a fresh key prefix is the reset.
-  if (local !== null) for (const s of local.servers) if (!s.running) await s.restart();
+  if (local !== null) for (const s of local.servers) if (!s.running) await failsTheRun('the reset (restarting a node a run left down)', () => s.restart());
   const prefix = local === null ? `lockcheck-run:${randomUUID()}:` : '';
   const walls: Clock[] = targets.map(() => clockAt());
   const up = targets.map(() => true);
@@ -251,6 +280,7 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
     } finally {
       stopInterrupt();
       made?.stop();
+      leave();
     }
   };
   try {
@@ -266,8 +296,8 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
       (e: Endpoint) => (e === 'store' ? { reachable: () => true } : endpoints[e]!),
     );
     writeClocks();
-    const clientClocks: Clock[] = Array.from({ length: options.clients }, () => clockAt());
-    const connections = Array.from({ length: options.clients }, () => ({ nodes: targets.map(open), store: open(cluster.store) }));
+    const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
+    const connections = Array.from({ length: clients }, () => ({ nodes: targets.map(open), store: open(cluster.store) }));
     await Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready));
     const clocks = clientClocks.map((_c, client) => time.clockOf(() => clientClocks[client]!));
     const nodeConnections = (i: number): Redis[] => [admin[i]!, ...connections.map((c) => c.nodes[i]!)];
@@ -290,9 +320,12 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
                 await local.servers[node]!.crash();
               },
               restart: async (node) => {
-                await local.servers[node]!.restart();
-                // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
-                await Promise.all(nodeConnections(node).map(ready));
+                // A restart that does not come back within its bound (a starved machine) fails this run only: inconclusive, the next run resets.
+                await failsTheRun(`the restart of node ${node}`, async () => {
+                  await local.servers[node]!.restart();
+                  // Every client reconnects before the node counts as up again: the model's restart is instantaneous.
+                  await Promise.all(nodeConnections(node).map(ready));
+                });
                 up[node] = true;
                 availableFrom[node] = time.nowMs() + restartDelayMs(design);
               },
@@ -313,7 +346,7 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
         return owners;
       },
     };
-    return { time, network, connections, clocks, admin: admin.slice(0, n), shared: local === null, keyPrefix: prefix, env, close };
+    return { time, network, connections, clocks, admin: admin.slice(0, targets.length), shared: local === null, keyPrefix: prefix, env, close };
   } catch (e) {
     await close();
     throw e;

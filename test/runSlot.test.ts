@@ -1,0 +1,62 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { RunSlot } from '../conformance/env/runSlot.ts';
+import { RunEnvironmentError } from '../conformance/env/runEnvironment.ts';
+
+/** Whether a promise has settled, after every queued microtask has run (fake timers: no real time passes). */
+async function settled(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await vi.advanceTimersByTimeAsync(0);
+  return done;
+}
+
+describe('RunSlot: one run at a time on servers the runner resets', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('lets runs in one by one, in the order they entered, each once the one before has left', async () => {
+    vi.useFakeTimers();
+    const slot = new RunSlot('test run', 1_000);
+    const first = slot.enter();
+    const second = slot.enter();
+    const third = slot.enter();
+    expect(slot.waiting).toBe(3);
+    const leaveFirst = await first;
+    expect(await settled(second)).toBe(false);
+    expect(slot.waiting).toBe(2);
+    leaveFirst();
+    leaveFirst(); // leaving twice lets no one else in
+    const leaveSecond = await second;
+    expect(await settled(third)).toBe(false);
+    leaveSecond();
+    (await third)();
+    expect(slot.waiting).toBe(0);
+  });
+
+  it('fails a run whose predecessor never leaves as an environment error (inconclusive), and the runs behind it wait only for that predecessor', async () => {
+    vi.useFakeTimers();
+    const slot = new RunSlot('test run', 1_000);
+    const leaveFirst = await slot.enter();
+    const second = slot.enter();
+    const failed = expect(second).rejects.toBeInstanceOf(RunEnvironmentError);
+    await vi.advanceTimersByTimeAsync(500);
+    const third = slot.enter();
+    await vi.advanceTimersByTimeAsync(499);
+    expect(await settled(second)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await failed;
+    expect(await settled(third)).toBe(false);
+    leaveFirst();
+    (await third)();
+    expect(slot.waiting).toBe(0);
+  });
+
+  it('rejects a limit that is not a positive number', () => {
+    expect(() => new RunSlot('x', 0)).toThrow(RangeError);
+    expect(() => new RunSlot('x', Number.NaN)).toThrow(RangeError);
+  });
+});
