@@ -161,7 +161,7 @@ describe('wire client: every backend message in every state', () => {
     }
   });
 
-  it('end() does not wait for the server: a server that never closes (a cut link) still lets it finish, with the clock standing still', async () => {
+  it("end() waits for the server's close a bounded real time: a server that never closes (a cut link) still lets it finish, with the clock standing still", async () => {
     // The server reads the Terminate and keeps its side open for good (half-open: our FIN does not close it).
     const fake = await fakeServer(
       (_chunk, socket, n) => {

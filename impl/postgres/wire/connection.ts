@@ -26,6 +26,9 @@ import { readFields, serverError, WireConnectionError, WireProtocolError, WireSe
  * ("What the wire client refuses").
  */
 
+/** How long end() waits for the server's close after its Terminate (real time). */
+const END_GRACE_MS = 2_000;
+
 /** A statement prepared once per connection under its name. */
 export class PreparedStatement {
   /** The name as the Bind message carries it. */
@@ -214,23 +217,23 @@ export class WireConnection {
   }
 
   /**
-   * Terminate, and the socket goes as soon as the Terminate is written: the
-   * server's own close is not waited for (through a cut link it never comes,
-   * and a close must not wait on the lock's clock, which nothing may be
-   * driving then). A Terminate that cannot be written within `timeoutMs` is
-   * dropped with the socket.
+   * Terminate, then wait for the server's close: the server ends the session
+   * (and releases its advisory locks) before it closes its side, so a lock
+   * given up by end() is free for others once end() resolves. The wait is
+   * bounded in real time, not on the lock's clock (nothing may be driving
+   * that at a teardown): a server that never closes (a cut link) costs at
+   * most END_GRACE_MS (or `timeoutMs`, if shorter), then the socket goes.
    */
   end(): Promise<void> {
     if (this.#lost !== null) return Promise.resolve();
     this.#ending = true;
-    const { clock, timeoutMs } = this.#options;
     return new Promise((resolve) => {
-      const cancel = clock.schedule(clock.now() + timeoutMs, () => this.destroy());
+      const timer = setTimeout(() => this.destroy(), Math.min(this.#options.timeoutMs, END_GRACE_MS));
       this.#socket.once('close', () => {
-        cancel();
+        clearTimeout(timer);
         resolve();
       });
-      this.#socket.end(TERMINATE, () => this.destroy());
+      this.#socket.end(TERMINATE);
     });
   }
 
