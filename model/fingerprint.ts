@@ -6,7 +6,7 @@ import type { ClientState, NodeKey, NodeState, Owner, World } from './state.ts';
 import { NO_GHOST } from './state.ts';
 import { inFlightKey } from './state.ts';
 import { entryOf } from './record.ts';
-import { big, finishHi, finishLo, num, start, str, word } from './fingerprintHash.ts';
+import { big, finishHi, finishLo, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
 
 /**
  * A 64-bit fingerprint of a state's orbit: equal for two states that no
@@ -259,23 +259,13 @@ function hashUnder(world: World, perm: readonly number[], inverse: readonly numb
     const lo = finishLo();
     nodeHi[i] = hi;
     nodeLo[i] = lo;
-    // Nodes past the fixed ones are interchangeable: insertion sort of their hashes (n <= 15, no allocation).
-    let j = i;
-    if (i >= fixedNodes) for (; j > fixedNodes && (nodeHi[nodeOrder[j - 1]!]! > hi || (nodeHi[nodeOrder[j - 1]!] === hi && nodeLo[nodeOrder[j - 1]!]! > lo)); j--) nodeOrder[j] = nodeOrder[j - 1]!;
-    nodeOrder[j] = i;
+    // Nodes past the fixed ones are interchangeable.
+    orderByHash(nodeHi, nodeLo, nodeOrder, i, fixedNodes);
   }
   start(0x2545f491, 0x6c8e9cf5);
-  word(nodes.length);
   // Where node 0 is fixed this hashes as before the full node symmetry (the fingerprints, not the verdicts, would change otherwise).
-  for (let k = 0; k < nodes.length; k++) {
-    word(nodeHi[nodeOrder[k]!]!);
-    word(nodeLo[nodeOrder[k]!]!);
-  }
-  word(inverse.length);
-  for (let j = 0; j < inverse.length; j++) {
-    word(clientHi[inverse[j]!]!);
-    word(clientLo[inverse[j]!]!);
-  }
+  wordsInOrder(nodeHi, nodeLo, nodeOrder, nodes.length);
+  wordsInOrder(clientHi, clientLo, inverse, inverse.length);
   const cells = keysInto(world.store.cells, cellNames);
   word(cells);
   for (let i = 0; i < cells; i++) {

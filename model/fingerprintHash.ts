@@ -89,3 +89,25 @@ export function fmix(h: number): number {
   h = Math.imul(h, 0xc2b2ae35);
   return (h ^ (h >>> 16)) >>> 0;
 }
+
+/**
+ * Places member `i` (its hash in hi/lo) among the interchangeable members, those from `fixed` on, by
+ * an insertion sort of their hashes into `order` (n <= 15, no allocation): the canonical order of a
+ * symmetric set, the same for both fingerprints.
+ */
+export function orderByHash(hi: readonly number[], lo: readonly number[], order: number[], i: number, fixed: number): void {
+  const h = hi[i]!;
+  const l = lo[i]!;
+  let j = i;
+  if (i >= fixed) for (; j > fixed && (hi[order[j - 1]!]! > h || (hi[order[j - 1]!] === h && lo[order[j - 1]!]! > l)); j--) order[j] = order[j - 1]!;
+  order[j] = i;
+}
+
+/** Hashes the count, then each member's hash in `order` (or the members 0..n-1 through `order` as an index map). */
+export function wordsInOrder(hi: readonly number[], lo: readonly number[], order: readonly number[], n: number): void {
+  word(n);
+  for (let k = 0; k < n; k++) {
+    word(hi[order[k]!]!);
+    word(lo[order[k]!]!);
+  }
+}

@@ -3,7 +3,7 @@ import { driftFactor, expiresByWallClock, leaseTerms, quorum, replication, rules
 import { counterKey } from './node.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
-import { bigSafe, finishHi, finishLo, num, start, str, word } from './fingerprintHash.ts';
+import { bigSafe, finishHi, finishLo, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
 import type { PackedLayout } from './packed.ts';
 import {
   C_LEASES,
@@ -301,21 +301,11 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
     const lo = finishLo();
     nodeHi[i] = hi;
     nodeLo[i] = lo;
-    let j = i;
-    if (i >= fixed) for (; j > fixed && (nodeHi[nodeOrder[j - 1]!]! > hi || (nodeHi[nodeOrder[j - 1]!] === hi && nodeLo[nodeOrder[j - 1]!]! > lo)); j--) nodeOrder[j] = nodeOrder[j - 1]!;
-    nodeOrder[j] = i;
+    orderByHash(nodeHi, nodeLo, nodeOrder, i, fixed);
   }
   start(0x2545f491, 0x6c8e9cf5);
-  word(l.nodes);
-  for (let k = 0; k < l.nodes; k++) {
-    word(nodeHi[nodeOrder[k]!]!);
-    word(nodeLo[nodeOrder[k]!]!);
-  }
-  word(inverse.length);
-  for (let j = 0; j < inverse.length; j++) {
-    word(clientHi[inverse[j]!]!);
-    word(clientLo[inverse[j]!]!);
-  }
+  wordsInOrder(nodeHi, nodeLo, nodeOrder, l.nodes);
+  wordsInOrder(clientHi, clientLo, inverse, inverse.length);
   const rs = l.resources;
   let cells = 0;
   for (let r = 0; r < rs.length; r++) if (w[l.cellBase + r * CELL_STRIDE] === 1) cells++;
