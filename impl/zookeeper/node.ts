@@ -314,25 +314,21 @@ function connecting(connectString: string, sessionMs: number, pings: boolean): C
  * or cut off) went on reconnecting for ever, a timer every spinDelay that kept
  * the process alive (seen after `lockcheck run` on the ZooKeeper rows). And
  * its close() is a request written to the socket, which throws while no
- * socket is connected. So a connected client sends its close; any other
- * drops its connection, and neither opens another.
+ * socket is there. So the close is queued (it goes out on the connection
+ * being made, if that comes: a session disconnected for a moment still ends
+ * and takes its contender with it), no further connection is opened, and a
+ * close the library cannot queue drops what is left.
  */
 function end(client: Client): void {
-  type Manager = { connect(): void; onSocketConnected(): void; socket?: { destroy(): void }; connectTimeoutHandler?: NodeJS.Timeout };
-  const manager = (client as unknown as { connectionManager: Manager }).connectionManager;
-  const state = client.getState();
+  const manager = (client as unknown as { connectionManager: { connect(): void; socket?: { destroy(): void } } }).connectionManager;
+  // No new connection after this one: a close queued now goes out on the connection being made, if it comes.
   manager.connect = () => undefined;
-  if (state === zookeeper.State.SYNC_CONNECTED || state === zookeeper.State.CONNECTED_READ_ONLY) {
+  try {
     client.close();
-    return;
+  } catch {
+    // The library writes the close to a socket that is not there yet: drop whatever is left.
+    manager.socket?.destroy();
   }
-  // A socket still on its way (the library's next try) is dropped when it connects.
-  manager.onSocketConnected = function (this: Manager) {
-    clearTimeout(this.connectTimeoutHandler);
-    this.socket?.destroy();
-  };
-  clearTimeout(manager.connectTimeoutHandler);
-  manager.socket?.destroy();
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */
