@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkConformance, runLockstep } from '../conformance/index.ts';
 import { realZookeeperBackend, type ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
+import { TcpProxy } from '../conformance/env/proxy.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { systemClock } from '../impl/clock.ts';
 import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
@@ -150,6 +151,32 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
     await n.closeSession(other);
     await lock.release(r.lease);
     expect(await n.children('/t/lock/owned')).toEqual([]);
+  });
+
+  it('a session ended while it reconnects closes on its new connection: the contender goes at once, and the handshake reply is not read as the close\'s', async () => {
+    const [host, port] = ensemble.endpoints[0]!.split(':');
+    const proxy = await TcpProxy.start({ host: host!, port: Number(port) });
+    const uncaught: unknown[] = [];
+    const record = (error: unknown): void => void uncaught.push(error);
+    process.on('uncaughtException', record);
+    try {
+      const n = node(`127.0.0.1:${proxy.port}`);
+      // A session far longer than the wait below: a contender gone in time was deleted by the close, not by expiry.
+      const s = await n.openSession(30_000);
+      const mine = await n.enqueue(s, '/t/lock/reconnect');
+      expect(await n.children('/t/lock/reconnect')).toEqual([mine.name]);
+      proxy.setMode({ kind: 'reset' });
+      // The cut is seen: a call on the session fails (connection loss, or no reply within its bound).
+      await expect(n.touch(s, `/t/lock/reconnect/${mine.name}`)).rejects.toThrow();
+      const closed = n.closeSession(s);
+      proxy.setMode({ kind: 'pass' });
+      await closed.catch(() => undefined);
+      expect(await until(async () => (await node().children('/t/lock/reconnect')).length === 0, 15_000)).toBe(true);
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', record);
+      await proxy.close();
+    }
   });
 
   it('a lease outlives the kill of the leader: the lock stays held, tokens keep increasing', async () => {

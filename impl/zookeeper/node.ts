@@ -288,13 +288,60 @@ interface Connecting {
   readonly ready: Promise<Client>;
 }
 
+/** The parts of node-zookeeper-client's connection manager this module adjusts (lib/ConnectionManager.js, 1.1.x). */
+interface ConnectionManager {
+  state: number;
+  sessionTimeout: number;
+  sessionId: Buffer;
+  pendingBuffer: Buffer | null;
+  socket?: { destroy(): void };
+  connectTimeoutHandler?: NodeJS.Timeout;
+  connect(): void;
+  onSocketConnected(): void;
+  onSocketData(buffer: Buffer): void;
+  onSocketClosed(hasError: boolean): void;
+  onSocketTimeout(): void;
+}
+
+/** The manager's connection states (lib/ConnectionManager.js). */
+const CONNECTED = 2;
+const CONNECTED_READ_ONLY = 3;
+
+const managerOf = (client: Client): ConnectionManager => (client as unknown as { connectionManager: ConnectionManager }).connectionManager;
+
+/**
+ * Makes the library's socket handling fail as a connection loss, never as an
+ * exception thrown from a socket event (which ends the process): a reply it
+ * cannot decode destroys the socket (the library then reconnects and fails
+ * the calls in flight with CONNECTION_LOSS), and the bytes of a frame cut
+ * short with its connection are dropped when that connection closes, instead
+ * of being read as the start of the next connection's handshake.
+ */
+function hardened(manager: ConnectionManager): void {
+  const onData = manager.onSocketData.bind(manager);
+  const onClosed = manager.onSocketClosed.bind(manager);
+  manager.onSocketData = (buffer) => {
+    try {
+      onData(buffer);
+    } catch {
+      manager.pendingBuffer = null;
+      manager.socket?.destroy();
+    }
+  };
+  manager.onSocketClosed = (hasError) => {
+    manager.pendingBuffer = null;
+    onClosed(hasError);
+  };
+}
+
 /** A client connecting; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
 function connecting(connectString: string, sessionMs: number, pings: boolean): Connecting {
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionMs, spinDelay: 100, retries: 0 });
-  if (!pings) {
-    // node-zookeeper-client pings on its socket's idle timeout (onSocketTimeout); the lease must not renew itself.
-    (client as unknown as { connectionManager: { onSocketTimeout: () => void } }).connectionManager.onSocketTimeout = () => undefined;
-  }
+  const manager = managerOf(client);
+  // Before connect(): the library binds these handlers to each socket it opens.
+  hardened(manager);
+  // node-zookeeper-client pings on its socket's idle timeout (onSocketTimeout); the lease must not renew itself.
+  if (!pings) manager.onSocketTimeout = () => undefined;
   const ready = new Promise<Client>((resolve, reject) => {
     const fail = (why: string): void => reject(new UnavailableError(`zookeeper connect: ${why}`));
     client.once('connected', () => resolve(client));
@@ -309,26 +356,53 @@ function connecting(connectString: string, sessionMs: number, pings: boolean): C
 }
 
 /**
+ * How long end() waits for a client that lost its connection to reconnect, so
+ * that its close reaches the ensemble and its ephemeral znodes go at once.
+ * Only a speed-up: past it the ensemble still ends the session at its timeout.
+ */
+const CLOSE_ON_RECONNECT_MS = 3_000;
+
+/**
  * Ends a client in whatever state it is. node-zookeeper-client reconnects on
- * its own until a close: a client that never connected (its ensemble stopped
- * or cut off) went on reconnecting for ever, a timer every spinDelay that kept
- * the process alive (seen after `lockcheck run` on the ZooKeeper rows). And
- * its close() is a request written to the socket, which throws while no
- * socket is there. So the close is queued (it goes out on the connection
- * being made, if that comes: a session disconnected for a moment still ends
- * and takes its contender with it), no further connection is opened, and a
- * close the library cannot queue drops what is left.
+ * its own until a close: a client that never connected went on reconnecting
+ * for ever, a timer every spinDelay that kept the process alive (seen after
+ * `lockcheck run` on the ZooKeeper rows). Its close() is a request: while
+ * connected it goes out at once. While a connection is being made it must
+ * not be queued, because the library would then read the handshake's reply
+ * as the close's (seen as "Unknown code" thrown from a socket event): a
+ * session that had connected waits for its reconnect and closes then (its
+ * contender goes at once), for at most CLOSE_ON_RECONNECT_MS; a client with
+ * no session yet has nothing on the ensemble to end and stops at once.
  */
 function end(client: Client): void {
-  const manager = (client as unknown as { connectionManager: { connect(): void; socket?: { destroy(): void } } }).connectionManager;
-  // No new connection after this one: a close queued now goes out on the connection being made, if it comes.
-  manager.connect = () => undefined;
-  try {
-    client.close();
-  } catch {
-    // The library writes the close to a socket that is not there yet: drop whatever is left.
+  const manager = managerOf(client);
+  // No connection from here on: none opened, and one already on its way is cut as it connects.
+  const stop = (): void => {
+    manager.connect = () => undefined;
+    manager.onSocketConnected = () => {
+      clearTimeout(manager.connectTimeoutHandler);
+      manager.socket?.destroy();
+    };
+    clearTimeout(manager.connectTimeoutHandler);
     manager.socket?.destroy();
-  }
+  };
+  // The close, then the socket cut if the ensemble does not answer it in time (a black-holed link).
+  const close = (): void => {
+    manager.connect = () => undefined;
+    client.close();
+    setTimeout(stop, CLOSE_ON_RECONNECT_MS).unref();
+  };
+  if (manager.state === CONNECTED || manager.state === CONNECTED_READ_ONLY) return close();
+  if (manager.state < 0) return; // closing, closed, expired or refused: the library reconnects no more
+  if (manager.sessionId.every((byte) => byte === 0)) return stop();
+  // unref: the reconnect in progress keeps the process up as long as there is something to wait for.
+  const giveUp = setTimeout(stop, Math.min(manager.sessionTimeout, CLOSE_ON_RECONNECT_MS)).unref();
+  const settled = (): void => clearTimeout(giveUp);
+  client.once('connected', () => {
+    settled();
+    close();
+  });
+  client.once('expired', settled);
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */
