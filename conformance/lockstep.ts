@@ -512,7 +512,7 @@ function released(worlds: readonly World[], drivers: Driver[]): ContractBreach |
     const r = d.releasing;
     if (r === null) continue;
     d.releasing = null;
-    if (worlds.every((w) => w.clients[client]!.leases[r.resource] !== undefined)) {
+    if (worlds.every((w) => entryOf(w.clients[client]!.leases, r.resource) !== undefined)) {
       if (r.signal.aborted && !r.firedBefore) return new ContractBreach('LIVE-1', `client ${client} released one level of its stacked lease on '${r.resource}' and its signal fired: the lease is still held`);
       d.signals.set(r.resource, r.signal);
       continue;
@@ -798,9 +798,10 @@ export function implicated(command: Command, branches: readonly Branch[], actual
 /** Whether a node holds a key on the operation's resource that is not the client's own lease's. */
 function othersKey(world: World, op: Command): boolean {
   if (!('resource' in op) || !('client' in op)) return false;
-  const mine = world.clients[op.client]?.leases[op.resource]?.owner;
+  const leases = world.clients[op.client]?.leases;
+  const mine = leases === undefined ? undefined : entryOf(leases, op.resource)?.owner;
   return world.nodes.some((n) => {
-    const key = n.keys[op.resource];
+    const key = entryOf(n.keys, op.resource);
     return key !== undefined && (mine === undefined || !sameOwner(key.owner, mine));
   });
 }

@@ -80,6 +80,15 @@ export class LeaseHandle implements Lease {
     if (this.#controller !== null) this.#arm();
   }
 
+  /** Brings the deadline forward to `validUntilMs` if that is earlier (an extension with a shorter ttl, at its send). */
+  limitTo(validUntilMs: number): void {
+    this.#judge();
+    if (this.#lost !== null || (this.#validUntilMs !== null && this.#validUntilMs <= validUntilMs)) return;
+    this.#validUntilMs = validUntilMs;
+    if (this.#controller !== null) this.#arm();
+    this.#judge();
+  }
+
   /** Ends the lease for `reason`, unless it is lost already (past its deadline it is, as 'expired'). */
   lose(reason: LeaseLostError['reason']): void {
     this.#judge();

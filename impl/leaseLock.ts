@@ -150,8 +150,10 @@ export class LeaseLock {
     const handle = this.#held.get(lease);
     if (handle === undefined || handle.lost) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.clock.now();
-    const votes = await this.round(ttlMs, (node) => node.extend(lease.resource, lease.owner, ttlMs), isTrue, this.#yesOrNever);
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
+    // A shorter ttl may be in force on a node as soon as the request arrives: the deadline comes down now (spec 4.1).
+    handle.limitTo(validUntilMs);
+    const votes = await this.round(ttlMs, (node) => node.extend(lease.resource, lease.owner, ttlMs), isTrue, this.#yesOrNever);
     if (votes.filter((v) => v.ok && v.value).length >= this.quorum && this.clock.now() < validUntilMs && !handle.lost) {
       handle.extendTo(validUntilMs);
       return { kind: 'extended', validUntilMs };

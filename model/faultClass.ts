@@ -60,7 +60,7 @@ export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
     '`crash` and `restart` of node 0 (restart at once, delayed only by the design\'s `restartDelayMs`), and `partition`; on redis-replicated the crash is a failover (Sentinel promotes the replica with what it has) and, without WAIT, `replicate` (asynchronous replication catches up) is scheduled too',
   'connection-loss': '`kill-connection`, and `pause` / `resume`',
   timing:
-    "`node-delay` of node 0 by the ttl and `never` (a black hole, for good), late replies of exactly the ttl on `write` and `release`, and a `write` whose request the network delays (`delayed`), landing at the client's `deliver` step whenever the schedule puts it (not on pg-xact, whose writes share the lock's connection); on PostgreSQL designs the statement timeout stands for the ttl (the reply races the client's timeout)",
+    "`node-delay` of node 0 by the ttl and `never` (a black hole, for good), late replies of exactly the ttl on `write` and `release`, an operation held in flight across its client's `pause` until `resume` (on ttl designs an extension with a shorter ttl, 0.3 of it; on PostgreSQL designs an acquire), and a `write` whose request the network delays (`delayed`), landing at the client's `deliver` step whenever the schedule puts it (not on pg-xact, whose writes share the lock's connection); on PostgreSQL designs the statement timeout stands for the ttl (the reply races the client's timeout)",
 };
 
 /** Sizes of the exploration's small world. Times are in ms, chosen so that coarse steps straddle the deadlines. */
@@ -135,6 +135,13 @@ export function alphabetFor(design: Design, faultClass: FaultClass, a: Alphabet 
       return [
         { kind: 'node-delay', node: FAULTY_NODE, ms: lateMs },
         { kind: 'node-delay', node: FAULTY_NODE, ms: 'never' },
+        // An operation in flight across its client's pause, as the matrix's timing column draws pauses with late
+        // replies: on ttl designs an extension with a shorter ttl, whose key may run out before the client reads
+        // a word (spec 4.1); on PostgreSQL designs a lock statement, which runs or not while the client is stopped.
+        ...clients.flatMap((client): Command[] => [
+          { kind: 'pause', client, inFlight: ttl ? { kind: 'extend', client, resource: r, ttlMs: Math.ceil(a.ttlMs * 0.3) } : { kind: 'acquire', client, resource: r } },
+          { kind: 'resume', client },
+        ]),
         ...clients.flatMap((client): Command[] => [
           { kind: 'write', client, resource: r, value: `v${client}`, latencyMs: lateMs },
           { kind: 'release', client, resource: r, latencyMs: lateMs },

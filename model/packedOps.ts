@@ -241,7 +241,8 @@ export function packedExtend(ctx: PackedContext, w: Float64Array, client: number
   if (orbits) orbitsInto(ctx, w, orbit);
   const m = marginOf(ctx, ttl);
   const validUntil = startedMono + ttl - m;
-  const oldUntil = w[lease + L_VALID_UNTIL]!;
+  // world.ts sendExtend: a shorter ttl lowers the lease's deadline at the send.
+  const oldUntil = Math.min(w[lease + L_VALID_UNTIL]!, validUntil);
   for (let k = 0; k < combinations; k++) {
     let rest = k;
     for (let i = n - 1; i >= 0; i--) {
@@ -251,6 +252,7 @@ export function packedExtend(ctx: PackedContext, w: Float64Array, client: number
     }
     if (orbits && !inOrder(orbit, choice, n)) continue;
     sent.set(w);
+    if (!Number.isNaN(oldUntil)) sent[lease + L_VALID_UNTIL] = oldUntil;
     for (let i = 0; i < n; i++) {
       votes[i] = 0;
       // Liveness's answers in order: alive first (1), then gone (2); only a node that sees the key alive re-arms it.

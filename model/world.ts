@@ -870,6 +870,10 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
   const lease = entryOf(world.clients[client]!.leases, resource)!;
   const round = roundOf(world, client, latencyMs, timeoutMs(world, ttlMs));
   const startedMono = monoNow(world, client);
+  // A shorter ttl counts from the send: a node may re-arm the key with it at once, so the lease is good until
+  // the earlier of the two deadlines until the replies say more, and after a refusal (spec 4.1, MUTEX-1).
+  const shortened = startedMono + ttlMs - driftMarginMs(design, ttlMs);
+  const atSend = lease.validUntilMs !== null && shortened < lease.validUntilMs ? withClient(world, client, (c) => withLease(c, resource, { ...lease, validUntilMs: shortened })) : world;
   return fanOut(world, client, resource, (node, _index, alive) => {
     const key = entryOf(node.keys, resource);
     if (!alive || key === undefined || !sameOwner(key.owner, lease.owner)) return { node, vote: false };
@@ -884,7 +888,7 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
         ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'extended' }]
         : [];
     });
-    return { sent: { ...world, nodes }, flight: { kind: 'extend', resource, ttlMs, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes: votes.map((v) => v === true) }, events };
+    return { sent: { ...atSend, nodes }, flight: { kind: 'extend', resource, ttlMs, startedMono, deadlineMs: round.deadlineMs, arrivals: round.arrivals, votes: votes.map((v) => v === true) }, events };
   });
 }
 
@@ -896,7 +900,7 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
  */
 function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: number, events: readonly WorldEvent[]): Branch[] {
   const design = sent.config.design;
-  const lease = sent.clients[client]!.leases[f.resource];
+  const lease = entryOf(sent.clients[client]!.leases, f.resource);
   return roundEnds(f.arrivals, f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
     const after: World = { ...sent, nowMs: endMs };
     const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, events);
@@ -921,14 +925,14 @@ function statementMissed(world: World, op: Operation): NonNullable<Extract<InFli
   const design = world.config.design;
   const statement = op.kind === 'acquire' || op.kind === 'release' || (op.kind === 'write' && rulesOf(design).writes === 'at-commit');
   // A release or write with no lease sends nothing.
-  if (!isSessionBound(design) || !statement || (op.kind !== 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined)) return null;
+  if (!isSessionBound(design) || !statement || (op.kind !== 'acquire' && entryOf(world.clients[op.client]!.leases, op.resource) === undefined)) return null;
   const session = lateReplyEnds(design) === 'session';
   // On a cut link the statement failed at once and the client has closed its session already (unheard).
   const ends = !isReachable(world, op.client, 0)
     ? 'nothing'
     : session
       ? 'session'
-      : op.kind === 'release' || (op.kind === 'acquire' && world.clients[op.client]!.leases[op.resource] !== undefined)
+      : op.kind === 'release' || (op.kind === 'acquire' && entryOf(world.clients[op.client]!.leases, op.resource) !== undefined)
         ? 'nothing'
         : 'transaction';
   return { afterMs: statementDeadlineMs(world, op.client), ends, resource: op.resource };
@@ -1121,7 +1125,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
         const s = statementTiming(world, op.client, op.latencyMs ?? 0);
         // A new lock may need a connection first (unless one is open; pg-xact sends BEGIN with the lock in one round trip):
         // its statement then goes out after the resume, or it went out before the pause.
-        const later = op.kind === 'acquire' && world.clients[op.client]!.leases[op.resource] === undefined;
+        const later = op.kind === 'acquire' && entryOf(world.clients[op.client]!.leases, op.resource) === undefined;
         const laterBranch: Branch[] = later ? [pausing(world, { kind: 'later', client: op.client, resource: op.resource, arrivalMs: s.arrives ? s.endMs : Number.POSITIVE_INFINITY, deadlineMs: missed.afterMs })] : [];
         if (!s.arrives) {
           const ends = missed.ends === 'session' ? 'session' : op.kind === 'acquire' ? 'nothing' : 'transaction';
@@ -1143,7 +1147,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
           pausing({ ...b.next, nowMs: world.nowMs }, { kind: 'reply', outcome: b.outcome, doneMs: b.next.nowMs, ...(missed === null ? {} : { missed }) }, b.events),
         );
       }
-      const lease = f.pendingWrite === undefined ? undefined : world.clients[f.client]!.leases[f.pendingWrite.resource];
+      const lease = f.pendingWrite === undefined ? undefined : entryOf(world.clients[f.client]!.leases, f.pendingWrite.resource);
       // The check happens now; only a write that passed it is left pending.
       const pendingWrite: PendingWrite | null =
         f.pendingWrite !== undefined && lease !== undefined && holdsValid(world, f.client, f.pendingWrite.resource)
@@ -1239,7 +1243,7 @@ function closesCross(world: World, client: number): World {
   const c = world.clients[client]!;
   const server = world.nodes[0]!;
   // Locks of this client that none of its leases stands for: left by a session it closed.
-  const orphans = Object.entries(server.keys).filter(([r, k]) => k.owner.client === client && !(c.leases[r] !== undefined && sameOwner(c.leases[r].owner, k.owner)));
+  const orphans = Object.entries(server.keys).filter(([r, k]) => k.owner.client === client && !(entryOf(c.leases, r) !== undefined && sameOwner(entryOf(c.leases, r)!.owner, k.owner)));
   const nodes = orphans.length === 0 ? world.nodes : [orphans.reduce((n, [r]) => deleteKey(n, r), server), ...world.nodes.slice(1)];
   const next: World = { ...world, nodes };
   return c.sessionLost && !c.paused ? withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} })) : next;
@@ -1283,7 +1287,7 @@ function resume(world: World, client: number): readonly Branch[] {
   if (pending !== null) {
     if (rulesOf(world.config.design).writes === 'at-commit') {
       // The statement goes to the transaction's own connection: dead if the session was lost.
-      const lease = c.leases[pending.resource];
+      const lease = entryOf(c.leases, pending.resource);
       if (!c.sessionLost && lease !== undefined && isReachable(world, client, 0)) {
         // A black-holed server swallows it: the client gives up at its statement timeout and drops the transaction (7.4).
         // A slow one answers it one slow round trip later.

@@ -389,6 +389,41 @@ describe('a delayed write request (spec 3, "Delayed requests"; Kleppmann\'s dela
   });
 });
 
+describe('an extension with a shorter ttl (spec 4.1)', () => {
+  it('brings the deadline down at its send: held across its pause, the lease ends before the key, and the next grant overlaps nothing (MUTEX-1)', () => {
+    // Found by npm start (matrix timing column, redis-single and redlock rows): ttl 10 valid until 7, an extend
+    // with ttl 5 sent and its client paused, the key gone at 5, another client granted at 6 while the first still
+    // believed itself the holder until 7.
+    for (const design of [designs.redisSingle(), designs.redlock({ nodes: 3 })]) {
+      let w = initialWorld({ design, store: 'unfenced', clients: 2 });
+      const schedule: Command[] = [
+        { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 },
+        { kind: 'pause', client: 0, inFlight: { kind: 'extend', client: 0, resource: 'r', ttlMs: 5 } },
+        { kind: 'advance', ms: 6 },
+        { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 },
+        { kind: 'resume', client: 0 },
+      ];
+      const outcomes: string[] = [];
+      const broken: string[] = [];
+      for (const command of schedule) {
+        const b = step(w, command)[0]!;
+        outcomes.push(b.outcome.kind);
+        broken.push(...checkProperties(b.events, b.next).map((v) => v.property));
+        if (command.kind === 'pause') expect(b.next.clients[0]!.leases['r']!.validUntilMs).toBe(5 - 2 - 1);
+        w = b.next;
+      }
+      expect(outcomes).toEqual(['granted', 'ok', 'ok', 'granted', 'not-extended']);
+      expect(broken).toEqual([]);
+    }
+  });
+
+  it('a longer ttl leaves the deadline alone until the quorum confirms it', () => {
+    const granted = step(initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 1 }), { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
+    const paused = step(granted, { kind: 'pause', client: 0, inFlight: { kind: 'extend', client: 0, resource: 'r', ttlMs: 100 } })[0]!.next;
+    expect(paused.clients[0]!.leases['r']!.validUntilMs).toBe(granted.clients[0]!.leases['r']!.validUntilMs);
+  });
+});
+
 describe('a consensus lock\'s acquire paused between its rounds (spec 7.7: the lease first, then the put)', () => {
   const paused: Command = { kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 2 } };
   const states = (design: Design) => step(initialWorld({ design, store: 'strict', clients: 2 }), paused);

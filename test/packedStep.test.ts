@@ -55,7 +55,10 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
     fc.assert(
       fc.property(reached, ({ world, layout, initial, options }) => {
         const packed = new Float64Array(layout!.size);
-        expect(encode(layout!, world, packed)).toBe(true);
+        // A state with an operation in flight does not pack (the explorer steps it with the reference).
+        const inFlight = world.clients.some((c) => c.inFlight !== null);
+        expect(encode(layout!, world, packed)).toBe(!inFlight);
+        if (inFlight) return;
         const out = { hi: 0, lo: 0 };
         packedFingerprint(packedContext(layout!, initial, options), packed, out);
         expect(`${out.hi}:${out.lo}`).toBe(print(world, options));
@@ -71,6 +74,7 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
         const packed = new Float64Array(layout!.size);
         const expected = new Float64Array(layout!.size);
         const out = new PackedBranches(layout!.size);
+        if (world.clients.some((c) => c.inFlight !== null)) return;
         expect(encode(layout!, world, packed)).toBe(true);
         for (const command of alphabet) {
           if (!enabled(world, command) || !packs(initial, command)) continue;

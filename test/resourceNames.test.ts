@@ -24,6 +24,7 @@ const ROWS: ReadonlyArray<readonly [Design, StorePolicy]> = [
 function renamed(command: Command, resource: string): Command {
   if ('resource' in command) return { ...command, resource };
   if (command.kind === 'pause' && command.pendingWrite !== undefined) return { ...command, pendingWrite: { ...command.pendingWrite, resource } };
+  if (command.kind === 'pause' && command.inFlight !== undefined) return { ...command, inFlight: { ...command.inFlight, resource } };
   return command;
 }
 

@@ -353,8 +353,10 @@ describe('LeaseLock over nodes written here', QUICK, () => {
       return p;
     };
     // ttl 40: valid until 37 ms after the extension was sent.
+    expect(await extendAfter(36)).toEqual({ kind: 'extended', validUntilMs: 37 });
+    // Sent at 36, due by 73: a reply at 73 is too late.
     expect(await extendAfter(37)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
-    expect(await extendAfter(36)).toEqual({ kind: 'extended', validUntilMs: 37 + 37 });
+    expect(r.lease.signal.aborted).toBe(true);
     await lock.release(r.lease);
     expect(node.keys.size).toBe(0);
     // The node would still say yes to an extension of this owner's key if it were there: the client answers for a lease it no longer holds.
@@ -363,6 +365,44 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     await lock.release(r.lease);
     const stranger = { ...r.lease };
     expect(await lock.extend(stranger, 40)).toEqual({ kind: 'not-extended', reason: 'expired' });
+  });
+
+  it('an extension with a shorter ttl brings the deadline down when it is sent: the signal fires on it while the reply is out, a refusal leaves it down; a longer one waits for the quorum', async () => {
+    const clock = new ManualClock(0);
+    const node = new MapNode();
+    const held: Array<() => void> = [];
+    const gated: LeaseNode = {
+      acquire: (r, o) => node.acquire(r, o),
+      release: (r, o) => node.release(r, o),
+      extend: (r, o) => new Promise((resolve) => held.push(() => resolve(node.extend(r, o)))),
+      raiseToken: (r, t) => node.raiseToken(r, t),
+    };
+    const lock = new LeaseLock({ nodes: [gated], clock, random: () => 0.5 });
+    const r = await lock.acquire('short', { ttlMs: 1000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    expect(r.lease.validUntilMs).toBe(988);
+    const signal = r.lease.signal;
+    // ttl 40 sent at 0: a node may hold the key for 40 ms from now on, so the lease is good until 37, not 988.
+    const shorter = lock.extend(r.lease, 40);
+    expect(r.lease.validUntilMs).toBe(37);
+    clock.advance(36);
+    expect(signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    held.shift()!();
+    expect(await shorter).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    expect(r.lease.validUntilMs).toBe(37);
+
+    const s = await lock.acquire('long', { ttlMs: 1000 });
+    if (s.kind !== 'granted') throw new Error('expected a grant');
+    expect(s.lease.validUntilMs).toBe(37 + 988);
+    const longer = lock.extend(s.lease, 5000);
+    // Until a quorum confirms it, the longer ttl moves nothing.
+    expect(s.lease.validUntilMs).toBe(37 + 988);
+    held.shift()!();
+    expect(await longer).toEqual({ kind: 'extended', validUntilMs: 37 + 5000 - 52 });
+    await lock.release(s.lease);
   });
 
   it('no counter is raised unless a grant needs it: none when a quorum is at the token, none for an acquire refused for its validity', async () => {
