@@ -12,7 +12,7 @@ import type { Branch } from './world.ts';
 import { enabled, step, stepOrbits } from './world.ts';
 import { encode, layoutFor } from './packed.ts';
 import { packedContext, packedFingerprint } from './packedFingerprint.ts';
-import { packedStep, packs, UNCHANGED } from './packedStep.ts';
+import { FALLBACK, packedStep, packs, UNCHANGED } from './packedStep.ts';
 import { EVENT_BITS, PackedBranches } from './packedBranches.ts';
 
 /**
@@ -229,8 +229,8 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
           step(world, command);
           checked[c] = 1;
         }
-        if (packed && packedCommand[c]) {
-          const n = packedStep(packedCtx, current, command, successors);
+        const n = packed && packedCommand[c] && packedCtx !== null ? packedStep(packedCtx, current, command, successors) : FALLBACK;
+        if (n !== FALLBACK && packedCtx !== null) {
           if (n === UNCHANGED) {
             transitions++;
             continue;

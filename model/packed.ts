@@ -1,6 +1,7 @@
 import type { Command } from './command.ts';
 import { isSessionBound } from './design.ts';
-import type { NodeKey, NodeState, World } from './state.ts';
+import type { InFlight, NodeKey, NodeState, World } from './state.ts';
+import { ARRIVES, FAILED, NEVER } from './packedRound.ts';
 
 /**
  * A world as the explorer's packed engine holds it: one Float64Array of
@@ -13,7 +14,8 @@ import type { NodeKey, NodeState, World } from './state.ts';
  * explorer takes the World of a fresh state from the reference step).
  *
  * Only some worlds pack (packable): a design whose locks are not
- * session-bound, no client with an operation in flight, every token a safe
+ * session-bound, no client with an operation in flight other than an
+ * extension (its round, or its refusal at the send), every token a safe
  * integer, every resource and counter one the layout names.
  */
 export interface PackedLayout {
@@ -25,6 +27,8 @@ export interface PackedLayout {
   readonly counters: readonly string[];
   readonly nodeStride: number;
   readonly clientStride: number;
+  /** Where a client's in-flight block starts in its block (after its leases). */
+  readonly flightAt: number;
   readonly nodeBase: number;
   readonly clientBase: number;
   readonly cellBase: number;
@@ -85,6 +89,21 @@ export const L_BUFFERED = 5;
 export const L_EPOCH = 6;
 export const LEASE_STRIDE = 7;
 
+// Offsets in a client's in-flight block (an operation sent before its pause; model/state.ts InFlight).
+/** 0: none; F_EXTEND: an extension's round; F_NOT_HELD, F_EXPIRED: an extension refused before sending (a 'reply'). */
+export const F_KIND = 0;
+export const F_RESOURCE = 1;
+export const F_TTL = 2;
+export const F_STARTED_MONO = 3;
+/** The round's deadline (true ms); a reply's doneMs. */
+export const F_DEADLINE = 4;
+/** Per node i, at F_NODES + i * FLIGHT_NODE_STRIDE: its arrival's kind (packedRound's ARRIVES, FAILED, NEVER), time, and vote. */
+export const F_NODES = 5;
+export const FLIGHT_NODE_STRIDE = 3;
+export const F_EXTEND = 1;
+export const F_NOT_HELD = 2;
+export const F_EXPIRED = 3;
+
 // A store cell: present, token, highest. A ghost: present, grants, maxToken, lastAcceptedEpoch.
 export const CELL_STRIDE = 3;
 export const G_PRESENT = 0;
@@ -108,7 +127,8 @@ export function layoutFor(initial: World, alphabet: readonly Command[]): PackedL
   const counters = [...new Set([...resources, '#revision'])].sort();
   const keysSize = resources.length * KEY_STRIDE + counters.length * COUNTER_STRIDE;
   const nodeStride = N_KEYS + 2 * keysSize;
-  const clientStride = C_LEASES + resources.length * LEASE_STRIDE;
+  const flightAt = C_LEASES + resources.length * LEASE_STRIDE;
+  const clientStride = flightAt + F_NODES + initial.nodes.length * FLIGHT_NODE_STRIDE;
   const nodeBase = 1;
   const clientBase = nodeBase + initial.nodes.length * nodeStride;
   const cellBase = clientBase + initial.clients.length * clientStride;
@@ -120,6 +140,7 @@ export function layoutFor(initial: World, alphabet: readonly Command[]): PackedL
     counters,
     nodeStride,
     clientStride,
+    flightAt,
     nodeBase,
     clientBase,
     cellBase,
@@ -231,6 +252,37 @@ function encodeNode(layout: PackedLayout, n: NodeState, out: Float64Array, at: n
   return true;
 }
 
+/** Writes a client's operation in flight at `at`: none, an extension's round, or an extension refused at its send; false for any other. */
+function encodeFlight(layout: PackedLayout, f: InFlight | null, out: Float64Array, at: number): boolean {
+  out.fill(0, at, at + F_NODES + layout.nodes * FLIGHT_NODE_STRIDE);
+  if (f === null) return true;
+  if (f.kind === 'reply') {
+    const o = f.outcome;
+    if (f.missed !== undefined || o.kind !== 'not-extended' || (o.reason !== 'not-held' && o.reason !== 'expired')) return false;
+    // The exact outcome object pause makes (its JSON is hashed): no other field.
+    if (Object.keys(o).length !== 2) return false;
+    out[at + F_KIND] = o.reason === 'not-held' ? F_NOT_HELD : F_EXPIRED;
+    out[at + F_DEADLINE] = f.doneMs;
+    return true;
+  }
+  if (f.kind !== 'extend') return false;
+  const r = layout.resources.indexOf(f.resource);
+  if (r < 0 || f.arrivals.length !== layout.nodes || f.votes.length !== layout.nodes) return false;
+  out[at + F_KIND] = F_EXTEND;
+  out[at + F_RESOURCE] = r;
+  out[at + F_TTL] = f.ttlMs;
+  out[at + F_STARTED_MONO] = f.startedMono;
+  out[at + F_DEADLINE] = f.deadlineMs;
+  for (let i = 0; i < layout.nodes; i++) {
+    const o = at + F_NODES + i * FLIGHT_NODE_STRIDE;
+    const a = f.arrivals[i]!;
+    out[o] = a === 'failed' ? FAILED : a === 'never' ? NEVER : ARRIVES;
+    out[o + 1] = typeof a === 'number' ? a : 0;
+    out[o + 2] = f.votes[i] ? 1 : 0;
+  }
+  return true;
+}
+
 /**
  * Packs `world` into `out` (layout.size numbers); false where it does not
  * pack (then `out` holds nothing meaningful and the reference step is used).
@@ -247,8 +299,8 @@ export function encode(layout: PackedLayout, world: World, out: Float64Array): b
   const rs = layout.resources;
   for (let i = 0; i < layout.clients; i++) {
     const c = world.clients[i]!;
-    if (c.inFlight !== null) return false;
     const at = clientAt(layout, i);
+    if (!encodeFlight(layout, c.inFlight, out, at + layout.flightAt)) return false;
     out[at + C_MONO_ANCHOR] = c.mono.anchorTrueMs;
     out[at + C_MONO_READING] = c.mono.readingMs;
     out[at + C_MONO_DRIFT] = c.mono.driftPpm;

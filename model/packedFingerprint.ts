@@ -5,7 +5,9 @@ import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
 import { bigSafe, finishHi, finishLo, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
 import type { PackedLayout } from './packed.ts';
+import { FAILED, NEVER } from './packedRound.ts';
 import {
+  C_ATTEMPTS,
   C_LEASES,
   C_MONO_ANCHOR,
   C_MONO_DRIFT,
@@ -19,6 +21,15 @@ import {
   clientAt,
   COUNTER_STRIDE,
   countersAt,
+  F_DEADLINE,
+  F_EXPIRED,
+  F_KIND,
+  F_NODES,
+  F_NOT_HELD,
+  F_RESOURCE,
+  F_STARTED_MONO,
+  F_TTL,
+  FLIGHT_NODE_STRIDE,
   G_LAST_ACCEPTED,
   G_MAX_TOKEN,
   G_PRESENT,
@@ -31,6 +42,7 @@ import {
   K_PRESENT,
   K_TTL,
   KEY_STRIDE,
+  L_ATTEMPT,
   L_BUFFERED,
   L_COUNT,
   L_EPOCH,
@@ -200,11 +212,13 @@ function hashKeys(ctx: PackedContext, w: Float64Array, keys: number, expiry: num
     num(Number.isNaN(ttl) ? 0 : Math.min(now - w[k + K_LIVE_SINCE]!, boundOf(ctx, ttl) + 1));
     const owner = w[k + K_CLIENT]!;
     word(perm[owner] ?? -1);
-    // ownerClass: no operation is in flight in a packed state.
+    // ownerClass: relative to the client's attempts while it has an operation in flight.
     let ownerClass = STALE;
     if (owner >= 0 && owner < l.clients && Number.isInteger(owner)) {
+      const c = clientAt(l, owner);
       const lease = leaseAt(l, owner, r);
-      if (w[lease + L_PRESENT] === 1 && w[lease + 1] === w[k + K_ATTEMPT]) ownerClass = 0;
+      if (w[c + l.flightAt + F_KIND] !== 0) ownerClass = w[c + C_ATTEMPTS]! - w[k + K_ATTEMPT]!;
+      else if (w[lease + L_PRESENT] === 1 && w[lease + 1] === w[k + K_ATTEMPT]) ownerClass = 0;
     }
     num(ownerClass);
     num(Number.isNaN(ttl) ? NONE : ttl);
@@ -251,6 +265,30 @@ function hashNode(ctx: PackedContext, w: Float64Array, index: number, perm: read
   word(cut);
 }
 
+// The outcomes pause records for an extension refused at its send, as state.ts's inFlightKey writes them.
+const NOT_HELD_KEY = `reply:${JSON.stringify({ kind: 'not-extended', reason: 'not-held' })}:`;
+const EXPIRED_KEY = `reply:${JSON.stringify({ kind: 'not-extended', reason: 'expired' })}:`;
+
+/** state.ts's inFlightKey of the in-flight block at `f` (a string only for a client with an operation in flight). */
+function flightKey(l: PackedLayout, w: Float64Array, f: number, now: number, mono: number): string {
+  const kind = w[f + F_KIND]!;
+  if (kind === F_NOT_HELD) return NOT_HELD_KEY + String(w[f + F_DEADLINE]! - now);
+  if (kind === F_EXPIRED) return EXPIRED_KEY + String(w[f + F_DEADLINE]! - now);
+  let arrivals = '';
+  let votes = '';
+  for (let i = 0; i < l.nodes; i++) {
+    const o = f + F_NODES + i * FLIGHT_NODE_STRIDE;
+    const a = w[o]!;
+    if (i > 0) {
+      arrivals += ',';
+      votes += ',';
+    }
+    arrivals += a === FAILED ? 'failed' : a === NEVER ? 'never' : String(w[o + 1]! - now);
+    votes += w[o + 2] === 1 ? 'true' : 'false';
+  }
+  return `extend:${l.resources[w[f + F_RESOURCE]!]!}:${w[f + F_TTL]!}:${w[f + F_STARTED_MONO]! - mono}:${w[f + F_DEADLINE]! - now}:${arrivals}:${votes}`;
+}
+
 function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
   const l = ctx.layout;
   const now = w[0]!;
@@ -266,8 +304,10 @@ function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
     bigSafe(w[at + C_PENDING_TOKEN]!);
     num(epochRank(l, w, r, w[at + C_PENDING_EPOCH]!));
   }
-  // No operation in flight in a packed state.
-  word(NONE);
+  const flight = at + l.flightAt;
+  const inFlight = w[flight + F_KIND] !== 0;
+  if (!inFlight) word(NONE);
+  else str(flightKey(l, w, flight, now, mono));
   let n = 0;
   for (let r = 0; r < l.resources.length; r++) if (w[leaseAt(l, i, r) + L_PRESENT] === 1) n++;
   word(n);
@@ -275,7 +315,7 @@ function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
     const o = leaseAt(l, i, r);
     if (w[o + L_PRESENT] !== 1) continue;
     str(l.resources[r]!);
-    num(0);
+    num(inFlight ? w[at + C_ATTEMPTS]! - w[o + L_ATTEMPT]! : 0);
     bigSafe(w[o + L_TOKEN]!);
     const valid = w[o + L_VALID_UNTIL]!;
     num(Number.isNaN(valid) ? SESSION : Math.max(-1, valid - mono));

@@ -1,5 +1,5 @@
 import type { PackedLayout } from './packed.ts';
-import { C_MONO_ANCHOR, clientAt, K_EXPIRES, K_PRESENT, KEY_STRIDE, N_AVAILABLE, N_CUT, N_DELAY_KIND, N_KEYS, N_UP, nodeAt } from './packed.ts';
+import { C_MONO_ANCHOR, clientAt, F_EXTEND, F_KIND, K_EXPIRES, K_PRESENT, KEY_STRIDE, N_AVAILABLE, N_CUT, N_DELAY_KIND, N_KEYS, N_UP, nodeAt } from './packed.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt, readAt } from './packedFingerprint.ts';
 
@@ -60,11 +60,14 @@ function sameBlock(l: PackedLayout, w: Float64Array, i: number, j: number): bool
 
 /**
  * world.ts's orbitsOf: per node, the first interchangeable node (from
- * ctx.fixedNodes on) equal to it, its links included; itself if none.
+ * ctx.fixedNodes on) equal to it, its links included; itself if none, and
+ * for every node while a client has a round in flight.
  */
 export function orbitsInto(ctx: PackedContext, w: Float64Array, orbit: Int32Array): void {
   const l = ctx.layout;
   for (let i = 0; i < l.nodes; i++) orbit[i] = i;
+  // A round in flight names its nodes (its arrivals and votes): no renaming leaves the state as it is.
+  for (let c = 0; c < l.clients; c++) if (w[clientAt(l, c) + l.flightAt + F_KIND] === F_EXTEND) return;
   for (let i = ctx.fixedNodes + 1; i < l.nodes; i++) {
     for (let j = ctx.fixedNodes; j < i; j++) {
       if (orbit[j] === j && sameBlock(l, w, i, j)) {

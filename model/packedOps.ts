@@ -2,14 +2,26 @@ import { driftMarginMs } from './design.ts';
 import type { PackedLayout } from './packed.ts';
 import {
   C_LEASES,
+  C_PAUSED,
   C_PENDING,
   C_PENDING_EPOCH,
   C_PENDING_RESOURCE,
   C_PENDING_TOKEN,
+  C_SESSION_LOST,
   CELL_STRIDE,
   clientAt,
   COUNTER_STRIDE,
   countersAt,
+  F_DEADLINE,
+  F_EXPIRED,
+  F_EXTEND,
+  F_KIND,
+  F_NODES,
+  F_NOT_HELD,
+  F_RESOURCE,
+  F_STARTED_MONO,
+  F_TTL,
+  FLIGHT_NODE_STRIDE,
   G_LAST_ACCEPTED,
   G_PRESENT,
   GHOST_STRIDE,
@@ -201,27 +213,112 @@ function marginOf(ctx: PackedContext, ttl: number): number {
 
 const SET = 2;
 
-/** failedExtend: the lease kept or dropped, the keys kept or deleted, as the design's terms say. */
-function refused(ctx: PackedContext, endMs: number, client: number, r: number, attempt: number, lease: number, out: PackedBranches): void {
-  const b = out.push(sent);
+/**
+ * failedExtend from `base`: the lease kept or dropped, the keys kept or
+ * deleted, as the design's terms say; WAIT's replication only after an
+ * operation (`replicate`), not at a resume (a fault).
+ */
+function refused(ctx: PackedContext, base: Float64Array, endMs: number, client: number, r: number, attempt: number, lease: number, replicate: boolean, out: PackedBranches): void {
+  const b = out.push(base);
   b[0] = endMs;
   if (ctx.failedExtend.keys === 'deleted') releaseEverywhere(ctx, b, endMs, client, r, attempt);
   if (ctx.failedExtend.lease === 'dropped') b.fill(0, lease, lease + LEASE_STRIDE);
-  waitForReplicas(ctx, b);
+  if (replicate) waitForReplicas(ctx, b);
 }
 
-export function packedExtend(ctx: PackedContext, w: Float64Array, client: number, r: number, ttl: number, latency: number, out: PackedBranches): number {
+/** The extension's replies read from `base` (the state they were sent from, or the resumed one), from true time `earliest` on: world.ts's finishExtend. */
+function finishExtend(
+  ctx: PackedContext,
+  base: Float64Array,
+  client: number,
+  r: number,
+  ttl: number,
+  startedMono: number,
+  deadline: number,
+  earliest: number,
+  replicate: boolean,
+  out: PackedBranches,
+): void {
+  const l = ctx.layout;
+  const n = l.nodes;
+  const lease = leaseAt(l, client, r);
+  for (let i = 0; i < n; i++) round.yes[i] = votes[i]!;
+  roundEndsInto(round, n, deadline, earliest, DECIDE_YES_OR_NEVER, ctx.quorum, ways);
+  const count = ways.ways;
+  const end0 = ways.endMs[0]!;
+  const end1 = ways.endMs[1]!;
+  const got0 = ways.counted[0]!;
+  const got1 = ways.counted[1]!;
+  const held = base[lease + L_PRESENT] === 1;
+  const attempt = base[lease + L_ATTEMPT]!;
+  const oldUntil = base[lease + L_VALID_UNTIL]!;
+  const validUntil = startedMono + ttl - marginOf(ctx, ttl);
+  for (let way = 0; way < count; way++) {
+    const endMs = way === 0 ? end0 : end1;
+    const got = way === 0 ? got0 : got1;
+    if (!held) {
+      // The lease went while the replies were out (a resume after it was dropped): refused, nothing else changes.
+      const b = out.push(base);
+      b[0] = endMs;
+      if (replicate) waitForReplicas(ctx, b);
+      continue;
+    }
+    let yes = 0;
+    for (let i = 0; i < n; i++) if (votes[i] === 1 && (got >>> i) & 1) yes++;
+    if (Number.isNaN(oldUntil)) {
+      if (ctx.noDeadline && yes >= ctx.quorum) {
+        const b = out.push(base);
+        b[0] = endMs;
+        if (replicate) waitForReplicas(ctx, b);
+      } else refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
+      continue;
+    }
+    const mono = clientMono(l, base, client, endMs);
+    if (yes < ctx.quorum || mono >= validUntil || mono > oldUntil) {
+      refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
+      continue;
+    }
+    const b = out.push(base);
+    b[0] = endMs;
+    b[lease + L_VALID_UNTIL] = validUntil;
+    if (replicate) waitForReplicas(ctx, b);
+    if (mono === oldUntil) refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
+  }
+}
+
+/** A pause: the client stops with `kind` in flight (its block at `flight` zeroed by the caller's copy or here). */
+function paused(l: PackedLayout, b: Float64Array, client: number, kind: number): number {
+  const c = clientAt(l, client);
+  b[c + C_PAUSED] = 1;
+  const f = c + l.flightAt;
+  b.fill(0, f, f + F_NODES + l.nodes * FLIGHT_NODE_STRIDE);
+  b[f + F_KIND] = kind;
+  return f;
+}
+
+/**
+ * An extension (world.ts's extend), or with `pausing` its client's pause
+ * right after sending it (inject's pause with an extend in flight): each
+ * combination of answers is then a paused state holding the round.
+ */
+export function packedExtend(ctx: PackedContext, w: Float64Array, client: number, r: number, ttl: number, latency: number, pausing: boolean, out: PackedBranches): number {
   const l = ctx.layout;
   scratch(l);
   const n = l.nodes;
   const now = w[0]!;
   const lease = leaseAt(l, client, r);
-  if (w[lease + L_PRESENT] !== 1) return unchanged(ctx, w, out);
+  if (w[lease + L_PRESENT] !== 1) {
+    if (!pausing) return unchanged(ctx, w, out);
+    const b = out.push(w);
+    b[paused(l, b, client, F_NOT_HELD) + F_DEADLINE] = now;
+    return out.count;
+  }
   if (!holdsValidAt(l, w, client, r)) {
     // Refused before sending: the lease is over, and dropped.
     const b = out.push(w);
     b.fill(0, lease, lease + LEASE_STRIDE);
-    waitForReplicas(ctx, b);
+    if (pausing) b[paused(l, b, client, F_EXPIRED) + F_DEADLINE] = now;
+    else waitForReplicas(ctx, b);
     return out.count;
   }
   const attempt = w[lease + L_ATTEMPT]!;
@@ -266,37 +363,61 @@ export function packedExtend(ctx: PackedContext, w: Float64Array, client: number
       sent[key + K_LIVE_SINCE] = now;
       votes[i] = 1;
     }
-    for (let i = 0; i < n; i++) round.yes[i] = votes[i]!;
-    roundEndsInto(round, n, deadline, now, DECIDE_YES_OR_NEVER, ctx.quorum, ways);
-    const count = ways.ways;
-    const end0 = ways.endMs[0]!;
-    const end1 = ways.endMs[1]!;
-    const got0 = ways.counted[0]!;
-    const got1 = ways.counted[1]!;
-    for (let way = 0; way < count; way++) {
-      const endMs = way === 0 ? end0 : end1;
-      const got = way === 0 ? got0 : got1;
-      let yes = 0;
-      for (let i = 0; i < n; i++) if (votes[i] === 1 && (got >>> i) & 1) yes++;
-      if (Number.isNaN(oldUntil)) {
-        if (ctx.noDeadline && yes >= ctx.quorum) {
-          const b = out.push(sent);
-          b[0] = endMs;
-          waitForReplicas(ctx, b);
-        } else refused(ctx, endMs, client, r, attempt, lease, out);
-        continue;
-      }
-      const mono = clientMono(l, sent, client, endMs);
-      if (yes < ctx.quorum || mono >= validUntil || mono > oldUntil) {
-        refused(ctx, endMs, client, r, attempt, lease, out);
-        continue;
-      }
+    if (pausing) {
+      // The replies wait for the resume (packedResume): the round is held as the client's in-flight block.
       const b = out.push(sent);
-      b[0] = endMs;
-      b[lease + L_VALID_UNTIL] = validUntil;
-      waitForReplicas(ctx, b);
-      if (mono === oldUntil) refused(ctx, endMs, client, r, attempt, lease, out);
+      const f = paused(l, b, client, F_EXTEND);
+      b[f + F_RESOURCE] = r;
+      b[f + F_TTL] = ttl;
+      b[f + F_STARTED_MONO] = startedMono;
+      b[f + F_DEADLINE] = deadline;
+      for (let i = 0; i < n; i++) {
+        const o = f + F_NODES + i * FLIGHT_NODE_STRIDE;
+        b[o] = round.kind[i]!;
+        b[o + 1] = round.kind[i] === ARRIVES ? round.at[i]! : 0;
+        b[o + 2] = votes[i]!;
+      }
+      continue;
     }
+    finishExtend(ctx, sent, client, r, ttl, startedMono, deadline, now, true, out);
   }
+  return out.count;
+}
+
+/** A packed resume returns this where it does not compute the state (a write held across the pause, a lost session): the explorer takes the reference step. */
+export const FALLBACK = -2;
+
+/**
+ * world.ts's resume for a client with no write held and its session intact:
+ * nothing in flight, an extension refused at its send (read now), or an
+ * extension's round (its replies read from now on: finishExtend, with no
+ * WAIT after it, as a resume is a fault).
+ */
+export function packedResume(ctx: PackedContext, w: Float64Array, client: number, out: PackedBranches): number {
+  const l = ctx.layout;
+  scratch(l);
+  const c = clientAt(l, client);
+  if (w[c + C_PENDING] === 1 || w[c + C_SESSION_LOST] === 1) return FALLBACK;
+  const f = c + l.flightAt;
+  const kind = w[f + F_KIND]!;
+  const now = w[0]!;
+  if (kind !== F_EXTEND) {
+    const b = out.push(w);
+    b[c + C_PAUSED] = 0;
+    b.fill(0, f, f + F_NODES + l.nodes * FLIGHT_NODE_STRIDE);
+    // A reply settled at the send is read now (its doneMs is past).
+    if (kind !== 0) b[0] = Math.max(now, w[f + F_DEADLINE]!);
+    return out.count;
+  }
+  for (let i = 0; i < l.nodes; i++) {
+    const o = f + F_NODES + i * FLIGHT_NODE_STRIDE;
+    round.kind[i] = w[o]!;
+    round.at[i] = w[o + 1]!;
+    votes[i] = w[o + 2]!;
+  }
+  sent.set(w);
+  sent[c + C_PAUSED] = 0;
+  sent.fill(0, f, f + F_NODES + l.nodes * FLIGHT_NODE_STRIDE);
+  finishExtend(ctx, sent, client, w[f + F_RESOURCE]!, w[f + F_TTL]!, w[f + F_STARTED_MONO]!, w[f + F_DEADLINE]!, now, false, out);
   return out.count;
 }

@@ -3,7 +3,7 @@ import { hasTtl, rulesOf } from './design.ts';
 import type { PackedBranches } from './packedBranches.ts';
 import { UNCHANGED } from './packedBranches.ts';
 import { packedAcquire } from './packedAcquire.ts';
-import { packedExtend, packedRead, packedRelease, packedWrite } from './packedOps.ts';
+import { packedExtend, packedRead, packedRelease, packedResume, packedWrite } from './packedOps.ts';
 import type { PackedLayout } from './packed.ts';
 import {
   C_MONO_ANCHOR,
@@ -38,6 +38,7 @@ import type { World } from './state.ts';
  */
 
 export { UNCHANGED } from './packedBranches.ts';
+export { FALLBACK } from './packedOps.ts';
 
 /**
  * Whether the packed step computes `command` for explorations from
@@ -67,14 +68,23 @@ export function packs(initial: World, command: Command): boolean {
     case 'release':
     case 'write':
     case 'read':
-      return hasTtl(initial.config.design) && rulesOf(initial.config.design).writes === 'direct';
+      return packsExtend(initial);
     case 'pause':
+      // An extension held across its client's pause (the timing class); a pause holding a write takes the reference step.
+      return command.inFlight?.kind === 'extend' && command.pendingWrite === undefined && packsExtend(initial);
     case 'resume':
+      // Per state: packedResume answers FALLBACK where it does not compute the resume.
+      return packsExtend(initial);
     case 'deliver':
     case 'restart':
     case 'kill-connection':
       return false;
   }
+}
+
+/** The ttl designs whose writes go straight to the store: their extend, release, write and read pack. */
+function packsExtend(initial: World): boolean {
+  return hasTtl(initial.config.design) && rulesOf(initial.config.design).writes === 'direct';
 }
 
 /** Sets a clock (three numbers at `at`) to run at `drift` from true time `now` on, its reading continuous (clock.ts's setDrift). */
@@ -87,8 +97,8 @@ function setDriftAt(w: Float64Array, at: number, now: number, drift: number): vo
 
 /**
  * Steps `command` (one `packs` accepts, enabled in `w`) from the packed
- * state `w`, writing its branches into `out`. Returns how many, or
- * UNCHANGED.
+ * state `w`, writing its branches into `out`. Returns how many, UNCHANGED,
+ * or FALLBACK (a resume this state does not pack: take the reference step).
  */
 export function packedStep(ctx: PackedContext, w: Float64Array, command: Command, out: PackedBranches): number {
   out.clear();
@@ -97,7 +107,14 @@ export function packedStep(ctx: PackedContext, w: Float64Array, command: Command
       packedAcquire(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.ttlMs!, command.latencyMs ?? 0, out);
       return out.count;
     case 'extend':
-      return packedExtend(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.ttlMs, command.latencyMs ?? 0, out);
+      return packedExtend(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.ttlMs, command.latencyMs ?? 0, false, out);
+    case 'pause': {
+      const op = command.inFlight;
+      if (op?.kind !== 'extend') throw new RangeError('the packed step computes a pause only with an extend in flight');
+      return packedExtend(ctx, w, command.client, ctx.layout.resources.indexOf(op.resource), op.ttlMs, op.latencyMs ?? 0, true, out);
+    }
+    case 'resume':
+      return packedResume(ctx, w, command.client, out);
     case 'release':
       return packedRelease(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.latencyMs ?? 0, out);
     case 'write':

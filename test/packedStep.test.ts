@@ -8,7 +8,7 @@ import { explore, fingerprintOptionsFor } from '../model/explore.ts';
 import { encode, layoutFor } from '../model/packed.ts';
 import { EVENT_BITS, PackedBranches, UNCHANGED } from '../model/packedBranches.ts';
 import { packedContext, packedFingerprint } from '../model/packedFingerprint.ts';
-import { packedStep, packs } from '../model/packedStep.ts';
+import { FALLBACK, packedStep, packs } from '../model/packedStep.ts';
 import { checkEvents } from '../model/properties.ts';
 import { enabled, stepOrbits } from '../model/world.ts';
 
@@ -25,20 +25,47 @@ const cells = MATRIX_ROWS.flatMap((row) =>
   }),
 ).filter((c) => c.layout !== null);
 
-/** A state reached by a random schedule of a packed cell's alphabet, a random branch each step (as stepOrbits gives them). */
-const reached = fc
-  .record({ cell: fc.nat(cells.length - 1), picks: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 9 }), symmetry: fc.boolean() })
-  .map(({ cell, picks, symmetry }) => {
-    const c = cells[cell]!;
-    const options: FingerprintOptions = fingerprintOptionsFor(c.initial, c.alphabet, { clientSymmetry: symmetry });
-    let w = c.initial;
-    for (const [pick, b] of picks) {
-      const on = c.alphabet.filter((cmd) => enabled(w, cmd));
-      const branches = stepOrbits(w, on[pick % on.length]!, options.fixedNodes ?? 1);
-      w = branches[b % branches.length]!.next;
-    }
-    return { ...c, options, world: w };
-  });
+/** A state reached by a random schedule of one of `among`'s alphabet, a random branch each step (as stepOrbits gives them), and the states on the way. */
+const reachedIn = (among: typeof cells, unbiased = false) =>
+  fc
+    .record({
+      cell: fc.nat(among.length - 1),
+      // Unbiased picks reach deeper into an alphabet (fast-check's bias favours the first commands).
+      picks: fc.array(unbiased ? fc.tuple(fc.noBias(fc.nat()), fc.noBias(fc.nat())) : fc.tuple(fc.nat(), fc.nat()), { maxLength: 9 }),
+      symmetry: fc.boolean(),
+      holder: fc.nat(1),
+      pausing: fc.boolean(),
+    })
+    .map(({ cell, picks, symmetry, holder, pausing }) => {
+      const c = among[cell]!;
+      const options: FingerprintOptions = fingerprintOptionsFor(c.initial, c.alphabet, { clientSymmetry: symmetry });
+      let w = c.initial;
+      const path: World[] = [w];
+      // Unbiased paths open with a client's acquire, half of them with its pause right after: a lease's extension in flight.
+      const opening = unbiased
+        ? c.alphabet.filter((cmd) => 'client' in cmd && cmd.client === holder && ((cmd.kind === 'acquire' && cmd.latencyMs === undefined) || (pausing && cmd.kind === 'pause')))
+        : [];
+      for (const [pick, b] of [...opening.map((_cmd, i) => [-1 - i, 0] as const), ...picks]) {
+        const on = c.alphabet.filter((cmd) => enabled(w, cmd));
+        const branches = stepOrbits(w, pick < 0 ? opening[-1 - pick]! : on[pick % on.length]!, options.fixedNodes ?? 1);
+        w = branches[b % branches.length]!.next;
+        path.push(w);
+      }
+      return { ...c, options, world: w, path };
+    });
+const reached = reachedIn(cells);
+/**
+ * The timing cells, whose alphabets hold an extension across its client's
+ * pause: every state on the way is checked, so that states with the round
+ * in flight (and their resumes) come up often.
+ */
+const timing = cells.filter((c) => c.label.endsWith(' / timing'));
+const reachedTiming = reachedIn(timing, true);
+const timingRuns = Number(process.env.LOCKCHECK_RUNS ?? 60);
+
+/** Whether the packed engine holds `world`: an operation in flight packs only as an extension's round or its refusal at the send. */
+const packable = (world: World): boolean =>
+  world.clients.every((c) => c.inFlight === null || c.inFlight.kind === 'extend' || (c.inFlight.kind === 'reply' && c.inFlight.outcome.kind === 'not-extended'));
 
 const print = (w: World, options: FingerprintOptions): string => {
   const out = { hi: 0, lo: 0 };
@@ -51,36 +78,61 @@ const eventBits = (events: Parameters<typeof checkEvents>[0]): number =>
   checkEvents(events).reduce((bits, v) => bits | EVENT_BITS.find(([p]) => p === v.property)![1], 0);
 
 describe('the packed engine against the reference step (model/world.ts)', () => {
+  /** A state packs exactly when `packable` says, and its packed fingerprint is the World's. */
+  const packsAsReference = (world: World, layout: NonNullable<(typeof cells)[number]['layout']>, initial: World, options: FingerprintOptions): void => {
+    const packed = new Float64Array(layout.size);
+    // Any other operation in flight does not pack (the explorer steps it with the reference).
+    const ok = packable(world);
+    expect(encode(layout, world, packed)).toBe(ok);
+    if (!ok) return;
+    const out = { hi: 0, lo: 0 };
+    packedFingerprint(packedContext(layout, initial, options), packed, out);
+    expect(`${out.hi}:${out.lo}`).toBe(print(world, options));
+  };
+
   it('packs every reachable state, and its fingerprint is the reference fingerprint of the World', () => {
     fc.assert(
-      fc.property(reached, ({ world, layout, initial, options }) => {
-        const packed = new Float64Array(layout!.size);
-        // A state with an operation in flight does not pack (the explorer steps it with the reference).
-        const inFlight = world.clients.some((c) => c.inFlight !== null);
-        expect(encode(layout!, world, packed)).toBe(!inFlight);
-        if (inFlight) return;
-        const out = { hi: 0, lo: 0 };
-        packedFingerprint(packedContext(layout!, initial, options), packed, out);
-        expect(`${out.hi}:${out.lo}`).toBe(print(world, options));
-      }),
+      fc.property(reached, ({ world, layout, initial, options }) => packsAsReference(world, layout!, initial, options)),
       { seed, numRuns: runs },
     );
   });
 
-  it('gives every enabled packed command the reference branches: the same states, in order, the same event violations and fingerprints', () => {
+  it('packs the timing cells\' states with an extension in flight, with the reference fingerprint', () => {
+    let inFlight = 0;
     fc.assert(
-      fc.property(reached, ({ world, layout, initial, options, alphabet }) => {
-        const ctx = packedContext(layout!, initial, options);
-        const packed = new Float64Array(layout!.size);
-        const expected = new Float64Array(layout!.size);
-        const out = new PackedBranches(layout!.size);
-        if (world.clients.some((c) => c.inFlight !== null)) return;
-        expect(encode(layout!, world, packed)).toBe(true);
+      fc.property(reachedTiming, ({ path, layout, initial, options }) => {
+        for (const w of path) {
+          packsAsReference(w, layout!, initial, options);
+          if (w.clients.some((c) => c.inFlight?.kind === 'extend' && c.inFlight.votes.some((v) => v))) inFlight++;
+        }
+      }),
+      { seed, numRuns: timingRuns },
+    );
+    // The property must reach what it is about.
+    expect(inFlight).toBeGreaterThan(20);
+  });
+
+  /** Every enabled packed command from `world` against the reference step, word for word; how many in-flight commands (a pause with an extension, a resume reading one) were compared. */
+  const stepsAsReference = (world: World, layout: NonNullable<(typeof cells)[number]['layout']>, initial: World, options: FingerprintOptions, alphabet: readonly Command[]): number => {
+        let flights = 0;
+        const ctx = packedContext(layout, initial, options);
+        const packed = new Float64Array(layout.size);
+        const expected = new Float64Array(layout.size);
+        const out = new PackedBranches(layout.size);
+        if (!packable(world)) return 0;
+        expect(encode(layout, world, packed)).toBe(true);
         for (const command of alphabet) {
           if (!enabled(world, command) || !packs(initial, command)) continue;
           const reference = stepOrbits(world, command, ctx.fixedNodes);
           const n = packedStep(ctx, packed, command, out);
           const what = JSON.stringify(command);
+          if (n === FALLBACK) {
+            // Only a resume with a write held or a session lost falls back.
+            const c = command.kind === 'resume' ? world.clients[command.client]! : null;
+            expect(c !== null && (c.pendingWrite !== null || c.sessionLost), what).toBe(true);
+            continue;
+          }
+          if ((command.kind === 'pause' && command.inFlight !== undefined) || (command.kind === 'resume' && world.clients[command.client]!.inFlight !== null)) flights++;
           if (n === UNCHANGED) {
             // The reference returns the very state (the explorer skips it).
             expect(reference.length, what).toBe(1);
@@ -97,9 +149,27 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
             expect(`${fp.hi}:${fp.lo}`, `${what} branch ${b} fingerprint`).toBe(print(branch.next, options));
           });
         }
+        return flights;
+  };
+
+  it('gives every enabled packed command the reference branches: the same states, in order, the same event violations and fingerprints', () => {
+    fc.assert(
+      fc.property(reached, ({ world, layout, initial, options, alphabet }) => {
+        stepsAsReference(world, layout!, initial, options, alphabet);
       }),
       { seed, numRuns: runs },
     );
+  });
+
+  it('steps the timing cells\' pauses with an extension in flight and their resumes as the reference does, word for word', () => {
+    let flights = 0;
+    fc.assert(
+      fc.property(reachedTiming, ({ path, layout, initial, options, alphabet }) => {
+        for (const w of path) flights += stepsAsReference(w, layout!, initial, options, alphabet);
+      }),
+      { seed, numRuns: timingRuns },
+    );
+    expect(flights).toBeGreaterThan(50);
   });
 
   it('fingerprints two reachable states alike exactly when the reference does', () => {
@@ -128,6 +198,8 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
       ['redis-replicated(WAIT 1) / crash-restart', 5],
       ['etcd-lease / timing', 5],
       ['redis-single(none) / client-pause', 5],
+      ['redlock(5 nodes, none) / timing', 4],
+      ['redis-single(none) / timing', 5],
     ];
     for (const [label, depth] of picked) {
       const c = cells.find((x) => x.label === label)!;
