@@ -178,7 +178,15 @@ export function packedWrite(ctx: PackedContext, w: Float64Array, client: number,
     waitForReplicas(ctx, b);
     return out.count;
   }
-  // deliverWrite: the store judges the token by its policy; the ghost's entry is set either way.
+  deliverAt(ctx, b, r, token, epoch, out);
+  b[0] = w[0]! + latency;
+  waitForReplicas(ctx, b);
+  return out.count;
+}
+
+/** deliverWrite into the last branch `b`: the store judges the token by its policy; the ghost's entry is set either way. */
+function deliverAt(ctx: PackedContext, b: Float64Array, r: number, token: number, epoch: number, out: PackedBranches): void {
+  const l = ctx.layout;
   const cell = l.cellBase + r * CELL_STRIDE;
   const highest = b[cell] === 1 ? b[cell + 2]! : Number.NaN;
   const passes =
@@ -194,8 +202,36 @@ export function packedWrite(ctx: PackedContext, w: Float64Array, client: number,
     b[g + G_LAST_ACCEPTED] = Math.max(before, epoch);
     if (epoch < before) out.mark(STORE_1);
   }
-  b[0] = w[0]! + latency;
-  waitForReplicas(ctx, b);
+}
+
+/** The client's write held at `c` (a delayed write, or one checked before a pause) lands now, unchecked, and is no longer held. */
+function deliverHeld(ctx: PackedContext, b: Float64Array, c: number, out: PackedBranches): void {
+  const r = b[c + C_PENDING_RESOURCE]!;
+  const token = b[c + C_PENDING_TOKEN]!;
+  const epoch = b[c + C_PENDING_EPOCH]!;
+  b.fill(0, c + C_PENDING, c + C_LEASES);
+  deliverAt(ctx, b, r, token, epoch, out);
+}
+
+/** world.ts's deliver: the delayed write lands (a fault: no WAIT after it). */
+export function packedDeliver(ctx: PackedContext, w: Float64Array, client: number, out: PackedBranches): number {
+  deliverHeld(ctx, out.push(w), clientAt(ctx.layout, client), out);
+  return out.count;
+}
+
+/** world.ts's pause holding a write (resource index `r`, or -1 for none): checked now (a valid lease), it is held until the resume; else none is. */
+export function packedPauseWrite(ctx: PackedContext, w: Float64Array, client: number, r: number, out: PackedBranches): number {
+  const l = ctx.layout;
+  const c = clientAt(l, client);
+  const b = out.push(w);
+  b[c + C_PAUSED] = 1;
+  if (r >= 0 && holdsValidAt(l, w, client, r)) {
+    const lease = leaseAt(l, client, r);
+    b[c + C_PENDING] = 1;
+    b[c + C_PENDING_RESOURCE] = r;
+    b[c + C_PENDING_TOKEN] = w[lease + L_TOKEN]!;
+    b[c + C_PENDING_EPOCH] = w[lease + L_EPOCH]!;
+  } else b.fill(0, c + C_PENDING, c + C_LEASES);
   return out.count;
 }
 
@@ -384,23 +420,31 @@ export function packedExtend(ctx: PackedContext, w: Float64Array, client: number
   return out.count;
 }
 
-/** A packed resume returns this where it does not compute the state (a write held across the pause, a lost session): the explorer takes the reference step. */
+/** A packed resume returns this where it does not compute the state (a lost session): the explorer takes the reference step. */
 export const FALLBACK = -2;
 
 /**
- * world.ts's resume for a client with no write held and its session intact:
- * nothing in flight, an extension refused at its send (read now), or an
- * extension's round (its replies read from now on: finishExtend, with no
- * WAIT after it, as a resume is a fault).
+ * world.ts's resume for a client whose session is intact: a write held
+ * across the pause lands; else nothing in flight, an extension refused at
+ * its send (read now), or an extension's round (its replies read from now
+ * on: finishExtend, with no WAIT after it, as a resume is a fault).
  */
 export function packedResume(ctx: PackedContext, w: Float64Array, client: number, out: PackedBranches): number {
   const l = ctx.layout;
   scratch(l);
   const c = clientAt(l, client);
-  if (w[c + C_PENDING] === 1 || w[c + C_SESSION_LOST] === 1) return FALLBACK;
+  if (w[c + C_SESSION_LOST] === 1) return FALLBACK;
   const f = c + l.flightAt;
   const kind = w[f + F_KIND]!;
   const now = w[0]!;
+  if (w[c + C_PENDING] === 1) {
+    // A write checked before the pause goes out first, unchecked (a pause holds a write or an operation, never both).
+    if (kind !== 0) return FALLBACK;
+    const b = out.push(w);
+    b[c + C_PAUSED] = 0;
+    deliverHeld(ctx, b, c, out);
+    return out.count;
+  }
   if (kind !== F_EXTEND) {
     const b = out.push(w);
     b[c + C_PAUSED] = 0;

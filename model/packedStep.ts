@@ -3,7 +3,7 @@ import { hasTtl, rulesOf } from './design.ts';
 import type { PackedBranches } from './packedBranches.ts';
 import { UNCHANGED } from './packedBranches.ts';
 import { packedAcquire } from './packedAcquire.ts';
-import { packedExtend, packedRead, packedRelease, packedResume, packedWrite } from './packedOps.ts';
+import { packedDeliver, packedExtend, packedPauseWrite, packedRead, packedRelease, packedResume, packedWrite } from './packedOps.ts';
 import type { PackedLayout } from './packed.ts';
 import {
   C_MONO_ANCHOR,
@@ -70,12 +70,13 @@ export function packs(initial: World, command: Command): boolean {
     case 'read':
       return packsExtend(initial);
     case 'pause':
-      // An extension held across its client's pause (the timing class); a pause holding a write takes the reference step.
-      return command.inFlight?.kind === 'extend' && command.pendingWrite === undefined && packsExtend(initial);
+      // A pause holding an extension (the timing class) or a write (client-pause); any other operation takes the reference step.
+      return (command.inFlight === undefined || command.inFlight.kind === 'extend') && packsExtend(initial);
     case 'resume':
       // Per state: packedResume answers FALLBACK where it does not compute the resume.
       return packsExtend(initial);
     case 'deliver':
+      return packsExtend(initial);
     case 'restart':
     case 'kill-connection':
       return false;
@@ -110,9 +111,12 @@ export function packedStep(ctx: PackedContext, w: Float64Array, command: Command
       return packedExtend(ctx, w, command.client, ctx.layout.resources.indexOf(command.resource), command.ttlMs, command.latencyMs ?? 0, false, out);
     case 'pause': {
       const op = command.inFlight;
-      if (op?.kind !== 'extend') throw new RangeError('the packed step computes a pause only with an extend in flight');
+      if (op === undefined) return packedPauseWrite(ctx, w, command.client, command.pendingWrite === undefined ? -1 : ctx.layout.resources.indexOf(command.pendingWrite.resource), out);
+      if (op.kind !== 'extend') throw new RangeError('the packed step computes a pause only with an extend in flight');
       return packedExtend(ctx, w, command.client, ctx.layout.resources.indexOf(op.resource), op.ttlMs, op.latencyMs ?? 0, true, out);
     }
+    case 'deliver':
+      return packedDeliver(ctx, w, command.client, out);
     case 'resume':
       return packedResume(ctx, w, command.client, out);
     case 'release':
