@@ -53,7 +53,11 @@ export class ConnectionConfigError extends Error {
 /**
  * The server refused a statement or command for a reason no retry can fix:
  * a missing permission, a missing schema or table, an SQL or script error.
- * Thrown rather than read as contention or an outage. `serverCode` is the
+ * Thrown rather than read as contention or an outage. Never a refusal a
+ * server gives only while it restarts, shuts down, loads, is read-only or
+ * busy for a moment, or because an earlier statement of the same
+ * transaction failed: those are outages (impl/redis/replyErrors.ts,
+ * impl/postgres/attempts.ts refusal). `serverCode` is the
  * SQLSTATE (PostgreSQL) or the error's first word (Redis); `cause` is the
  * driver's error.
  */

@@ -206,11 +206,22 @@ export function configError(e: unknown): ConnectionConfigError | null {
 }
 
 /**
- * SQLSTATEs that say the server is unreachable, going away, out of
- * connections, or that a statement was cancelled or lost a race: an outage or
- * a timeout, retried as `no-quorum`. Every other SQLSTATE is a refusal.
+ * SQLSTATE classes that say the server is unreachable (08), going away or
+ * starting up, or that a statement was cancelled (57: 57P01-57P05, 57014),
+ * out of resources such as connections (53), a race lost (40), or a system
+ * error (58): an outage or a timeout, retried as `no-quorum`.
  */
 const TRANSIENT_CLASSES = new Set(['08', '40', '53', '57', '58']);
+
+/**
+ * Single SQLSTATEs of other classes that pass as well: 25P02, a statement
+ * refused only because an earlier one of its transaction failed (that one's
+ * class is what counts, and a lock client that meets it drops the
+ * connection); 25P03 and 25P04, a session ended by a timeout; 25006, a
+ * read-only server (a standby not yet promoted, or read-only for a moment);
+ * 55P03, a lock not available in time. Every other SQLSTATE is a refusal.
+ */
+const TRANSIENT_STATES = new Set(['25P02', '25P03', '25P04', '25006', '55P03']);
 
 /** Missing objects: the schema lockcheck expects is not there, or not as it expects. */
 const SCHEMA_STATES = new Set(['3F000', '42P01', '42703', '42704', '42883', '42P02']);
@@ -232,7 +243,7 @@ export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError 
   // Only an error the server sent carries a SQLSTATE; a socket's code (EPIPE, ECONNRESET) is a lost connection.
   if (!(e instanceof pg.DatabaseError) && !(e instanceof WireServerError)) return null;
   const code = e.code;
-  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || TRANSIENT_CLASSES.has(code.slice(0, 2))) return null;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || TRANSIENT_CLASSES.has(code.slice(0, 2)) || TRANSIENT_STATES.has(code)) return null;
   const message = e instanceof Error ? e.message : String(e);
   if (code === '42501') return new ServerRefusedError('permission', code, message, { cause: e });
   if (SCHEMA_STATES.has(code)) return new ServerRefusedError('schema', code, message, { cause: e });

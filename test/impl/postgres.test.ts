@@ -185,14 +185,16 @@ describe('attempts: settings, retries and the error mapping', () => {
   it('refusal: permission, schema and statement refusals typed; outages, timeouts and sockets are null', () => {
     expect(refusal(dbError('42501', 'denied'))).toMatchObject({ code: 'permission', serverCode: '42501', message: 'permission (42501): denied' });
     for (const code of ['3F000', '42P01', '42703', '42704', '42883', '42P02']) expect(refusal(dbError(code))).toMatchObject({ code: 'schema', serverCode: code });
-    for (const code of ['42601', '22P02', '23505', '42P03', '25P02']) expect(refusal(dbError(code))).toMatchObject({ code: 'statement', serverCode: code });
+    for (const code of ['42601', '22P02', '23505', '42P03', '25001', '55000']) expect(refusal(dbError(code))).toMatchObject({ code: 'statement', serverCode: code });
     for (const code of ['42601', '42501', '42P01']) {
       const e = dbError(code);
       expect(refusal(e)?.cause).toBe(e);
     }
     const e = dbError('42601');
     expect(refusal(e)).toBeInstanceOf(ServerRefusedError);
-    for (const code of ['08006', '40001', '40P01', '53300', '57P01', '57014', '58030']) expect(refusal(dbError(code))).toBeNull();
+    for (const code of ['08006', '40001', '40P01', '53300', '57P01', '57P02', '57P03', '57P04', '57P05', '57014', '58030']) expect(refusal(dbError(code))).toBeNull();
+    // Passing states of other classes: a transaction an earlier statement failed, a session timeout, a read-only server, a lock not available in time.
+    for (const code of ['25P02', '25P03', '25P04', '25006', '55P03']) expect(refusal(dbError(code))).toBeNull();
     for (const code of ['4250', '425011', 'a2501', '']) expect(refusal(dbError(code))).toBeNull();
     expect(refusal(Object.assign(dbError('x'), { code: undefined }))).toBeNull();
     expect(refusal(Object.assign(new Error('x'), { code: '42601' }))).toBeNull();

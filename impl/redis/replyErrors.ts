@@ -1,0 +1,34 @@
+/**
+ * What a Redis error reply means to a lock client: a state of the server that
+ * passes (an outage: a vote against), or a refusal no retry fixes.
+ */
+
+/**
+ * Codes of replies a server gives only while it is in a passing state:
+ * loading its dataset (LOADING), running a long script (BUSY), a replica
+ * whose primary is gone or that is not yet promoted (MASTERDOWN, READONLY),
+ * unable to persist or out of memory for now (MISCONF, OOM), short of
+ * replicas (NOREPLICAS), a cluster in flux (TRYAGAIN, CLUSTERDOWN), a script
+ * cache emptied by a restart (NOSCRIPT), a blocked call cut short
+ * (UNBLOCKED). None says the lock is misconfigured, so none may be a
+ * ServerRefusedError.
+ */
+const PASSING = new Set(['LOADING', 'BUSY', 'MASTERDOWN', 'READONLY', 'MISCONF', 'OOM', 'NOREPLICAS', 'TRYAGAIN', 'CLUSTERDOWN', 'NOSCRIPT', 'UNBLOCKED']);
+
+/**
+ * The code of an error reply: its first word; for the error of a command a
+ * script called, as Redis before 7 wrapped it ("ERR Error running script
+ * (call to f_...): @user_script:1: @user_script: 1: -READONLY You can't
+ * write ..."), the wrapped reply's code. Redis 7 passes the called command's
+ * reply on with its own code ("READONLY ... script: ..., on @user_script:1.").
+ */
+export function replyCode(message: string): string {
+  const wrapped = /^ERR Error running script\b.*?: -([A-Z]+)\b/.exec(message);
+  if (wrapped !== null) return wrapped[1]!;
+  return /^[A-Z]+\b/.exec(message)?.[0] ?? '';
+}
+
+/** The reply says the server is in a passing state: an outage, never a refusal. */
+export function isPassingState(message: string): boolean {
+  return PASSING.has(replyCode(message));
+}
