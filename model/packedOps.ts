@@ -262,6 +262,18 @@ function refused(ctx: PackedContext, base: Float64Array, endMs: number, client: 
   if (replicate) waitForReplicas(ctx, b);
 }
 
+/** `base` as it stands when the replies are read at `endMs` (WAIT's replication after an operation). */
+function readAt(ctx: PackedContext, base: Float64Array, endMs: number, replicate: boolean, out: PackedBranches): void {
+  const b = out.push(base);
+  b[0] = endMs;
+  if (replicate) waitForReplicas(ctx, b);
+}
+
+/** Zeroes the in-flight block at `f`: nothing in flight. */
+function clearFlight(l: PackedLayout, b: Float64Array, f: number): void {
+  b.fill(0, f, f + F_NODES + l.nodes * FLIGHT_NODE_STRIDE);
+}
+
 /** The extension's replies read from `base` (the state they were sent from, or the resumed one), from true time `earliest` on: world.ts's finishExtend. */
 function finishExtend(
   ctx: PackedContext,
@@ -294,19 +306,14 @@ function finishExtend(
     const got = way === 0 ? got0 : got1;
     if (!held) {
       // The lease went while the replies were out (a resume after it was dropped): refused, nothing else changes.
-      const b = out.push(base);
-      b[0] = endMs;
-      if (replicate) waitForReplicas(ctx, b);
+      readAt(ctx, base, endMs, replicate, out);
       continue;
     }
     let yes = 0;
     for (let i = 0; i < n; i++) if (votes[i] === 1 && (got >>> i) & 1) yes++;
     if (Number.isNaN(oldUntil)) {
-      if (ctx.noDeadline && yes >= ctx.quorum) {
-        const b = out.push(base);
-        b[0] = endMs;
-        if (replicate) waitForReplicas(ctx, b);
-      } else refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
+      if (ctx.noDeadline && yes >= ctx.quorum) readAt(ctx, base, endMs, replicate, out);
+      else refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
       continue;
     }
     const mono = clientMono(l, base, client, endMs);
@@ -327,7 +334,7 @@ function paused(l: PackedLayout, b: Float64Array, client: number, kind: number):
   const c = clientAt(l, client);
   b[c + C_PAUSED] = 1;
   const f = c + l.flightAt;
-  b.fill(0, f, f + F_NODES + l.nodes * FLIGHT_NODE_STRIDE);
+  clearFlight(l, b, f);
   b[f + F_KIND] = kind;
   return f;
 }
@@ -448,7 +455,7 @@ export function packedResume(ctx: PackedContext, w: Float64Array, client: number
   if (kind !== F_EXTEND) {
     const b = out.push(w);
     b[c + C_PAUSED] = 0;
-    b.fill(0, f, f + F_NODES + l.nodes * FLIGHT_NODE_STRIDE);
+    clearFlight(l, b, f);
     // A reply settled at the send is read now (its doneMs is past).
     if (kind !== 0) b[0] = Math.max(now, w[f + F_DEADLINE]!);
     return out.count;
@@ -461,7 +468,7 @@ export function packedResume(ctx: PackedContext, w: Float64Array, client: number
   }
   sent.set(w);
   sent[c + C_PAUSED] = 0;
-  sent.fill(0, f, f + F_NODES + l.nodes * FLIGHT_NODE_STRIDE);
+  clearFlight(l, sent, f);
   finishExtend(ctx, sent, client, w[f + F_RESOURCE]!, w[f + F_TTL]!, w[f + F_STARTED_MONO]!, w[f + F_DEADLINE]!, now, false, out);
   return out.count;
 }
