@@ -19,8 +19,8 @@ export interface LevelsTask {
   readonly kind: 'levels';
   readonly cells: ReadonlyArray<{ readonly index: number; readonly row: string; readonly store: StorePolicy; readonly fault: FaultClass }>;
   readonly options: { readonly maxDepth: number; readonly maxStates: number };
-  /** The budget left when the share was sent, ms. */
-  readonly remainingMs: number;
+  /** When the budget is up, on the clock every thread shares (epochMs): a worker's deadline does not move with its start-up. */
+  readonly deadlineEpochMs: number;
   readonly memoryLimitBytes: number;
 }
 
@@ -97,6 +97,11 @@ export async function exploreCells(
     await Promise.all(workers.map((w) => w.terminate()));
   }
   return results;
+}
+
+/** Milliseconds on a clock all threads share: each thread's monotonic clock from its own origin, which is in epoch ms. */
+export function epochMs(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 /** How a budgeted run ended, and what it held. */
@@ -195,7 +200,7 @@ export async function exploreCellsByLevels(
               kind: 'levels',
               cells: share,
               options: level,
-              remainingMs: Math.max(0, started + options.budgetMs - performance.now()),
+              deadlineEpochMs: performance.timeOrigin + started + options.budgetMs,
               memoryLimitBytes: options.memoryLimitBytes / workers.length,
             } satisfies LevelsTask);
           }),

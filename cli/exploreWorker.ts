@@ -4,6 +4,7 @@ import { match } from 'ts-pattern';
 import type { CellResult, Exploration } from '../model/index.ts';
 import { exploreByLevels, exploreCell, MATRIX_ROWS, startCell } from '../model/index.ts';
 import type { LevelMessage, WorkerTask } from './exploreCells.ts';
+import { epochMs } from './exploreCells.ts';
 
 const rowOf = (label: string) => MATRIX_ROWS.find((r) => r.label === label)!;
 const clock = (): number => performance.now();
@@ -18,13 +19,12 @@ parentPort!.on('message', (task: WorkerTask) => {
       parentPort!.postMessage({ kind: 'cell', index: t.index, result } satisfies LevelMessage);
     })
     .with({ kind: 'levels' }, (t) => {
-      // The deadline on this thread's clock: the budget left when the main thread sent the share.
-      const deadlineMs = clock() + t.remainingMs;
-      const runs: Exploration[] = t.cells.map((c) => startCell(rowOf(c.row), c.store, c.fault, { ...t.options, clock }));
+      // Every clock here is the one the threads share (epochMs): the runs read the deadline on it too.
+      const runs: Exploration[] = t.cells.map((c) => startCell(rowOf(c.row), c.store, c.fault, { ...t.options, clock: epochMs }));
       let peakHeap = 0;
       const end = exploreByLevels(runs, {
-        clock,
-        deadlineMs,
+        clock: epochMs,
+        deadlineMs: t.deadlineEpochMs,
         memoryLimitBytes: t.memoryLimitBytes,
         memoryUsed: () => {
           const used = getHeapStatistics().used_heap_size;

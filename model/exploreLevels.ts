@@ -10,7 +10,7 @@ export type LevelsEnd =
   | { readonly kind: 'memory'; readonly usedBytes: number };
 
 export interface LevelsOptions {
-  /** A monotonic clock, ms. */
+  /** A monotonic clock, ms: the one the runs were started with (their deadline checks within a level read theirs). */
   readonly clock: () => number;
   readonly deadlineMs: number;
   /** Bytes in use now (the heap); asked before each level of each exploration and every 256 states within one. */
