@@ -184,9 +184,9 @@ function printLevels(run: LevelsRun, cells: readonly CellResult[], explorations:
   const open = cells.filter((c) => !c.exhausted);
   const every = Math.min(...cells.map((c) => c.depthCompleted));
   const exhausted = cells.length - open.length;
-  const ends = run.ends.map((e) => (e.kind === 'memory' ? `memory bound (${(e.usedBytes / 2 ** 30).toFixed(2)} GiB heap)` : e.kind === 'deadline' ? 'the budget' : 'every cell over')).join(', ');
+  const ends = [...new Set(run.ends.map((e) => (e.kind === 'memory' ? `the memory bound (${(e.usedBytes / 2 ** 30).toFixed(2)} GiB heap)` : e.kind === 'deadline' ? 'the budget' : 'every cell over')))].join(', ');
   console.log(
-    `\nEvery cell complete to depth ${every}${open.length > 0 ? ` (the ${open.length} cells not exhausted: ${Math.min(...open.map((c) => c.depthCompleted))} to ${Math.max(...open.map((c) => c.depthCompleted))})` : ''}; ${exhausted} cells exhausted; ${explorations} explorations, ${states} states in ${seconds.toFixed(1)} s, ${Math.round(states / seconds)} distinct states/s; ended by ${ends}; peak heap of a thread ${(run.peakHeapBytes / 2 ** 30).toFixed(2)} GiB, process resident ${(process.memoryUsage().rss / 2 ** 30).toFixed(2)} GiB at the end`,
+    `\nEvery cell complete to depth ${every}${open.length > 0 ? ` (the ${open.length} cells not exhausted: ${Math.min(...open.map((c) => c.depthCompleted))} to ${Math.max(...open.map((c) => c.depthCompleted))})` : ''}; ${exhausted} cells exhausted; ${explorations} explorations, ${states} states in ${seconds.toFixed(1)} s, ${Math.round(states / seconds)} distinct states/s; ended by ${ends}; peak heap of a thread ${(run.peakHeapBytes / 2 ** 30).toFixed(2)} GiB, process resident ${(run.residentBytes / 2 ** 30).toFixed(2)} GiB as the explorations ended`,
   );
 }
 

@@ -112,6 +112,8 @@ export interface LevelsRun {
   readonly ends: readonly LevelsEnd[];
   /** The most heap any one thread held at a level's start, bytes (each thread has a heap of its own). */
   readonly peakHeapBytes: number;
+  /** The process's resident size when the last thread was done, its explorations still held, bytes. */
+  readonly residentBytes: number;
 }
 
 /**
@@ -167,12 +169,13 @@ export async function exploreCellsByLevels(
       const c = cells[explored[g]![0]!]!;
       done(g, { ...r.result(), row: c.row.label, store: c.store, faultClass: c.fault });
     });
-    return { results, ends: [end], peakHeapBytes: peakHeap };
+    return { results, ends: [end], peakHeapBytes: peakHeap, residentBytes: process.memoryUsage().rss };
   }
   const shares = Array.from({ length: Math.min(jobs, explored.length) }, (_, w) => explored.flatMap((_g, g) => (g % jobs === w ? [g] : [])));
   const workers = shares.map(() => new Worker(new URL('./exploreWorker.mjs', import.meta.url)));
   const ends: LevelsEnd[] = [];
   let peakHeap = 0;
+  let resident = 0;
   try {
     await Promise.all(
       workers.map(
@@ -185,6 +188,8 @@ export async function exploreCellsByLevels(
                   for (const r of d.results) done(r.index, r.result);
                   ends.push(d.end);
                   peakHeap = Math.max(peakHeap, d.peakHeapBytes);
+                  // Read before any worker ends: the other's explorations are still in memory, or were freed as it finished.
+                  resident = Math.max(resident, process.memoryUsage().rss);
                   resolve();
                 })
                 .with({ kind: 'cell' }, () => reject(new Error('explore worker answered a cell to a share of levels')))
@@ -209,5 +214,5 @@ export async function exploreCellsByLevels(
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
   }
-  return { results, ends, peakHeapBytes: peakHeap };
+  return { results, ends, peakHeapBytes: peakHeap, residentBytes: resident };
 }

@@ -52,12 +52,15 @@ describe('exploring level by level (lockcheck explore --budget)', () => {
       const end = exploreByLevels(runs, { clock, deadlineMs: budget });
       expect(end.kind).toBe('deadline');
       const depths = runs.map((r) => r.depthCompleted);
+      cutShort += runs.filter((r) => r.truncated).length;
       // Fair: the open cells are within one level of each other; a cell is only ever behind by the level cut short.
       const open = runs.filter((r) => !r.exhausted).map((r) => r.depthCompleted);
       expect(Math.max(...open) - Math.min(...open)).toBeLessThanOrEqual(1);
       return depths;
     };
     let before = CELLS.map(() => 0);
+    // How many runs the deadline stopped within a level (the clock is read every 256 states there too).
+    let cutShort = 0;
     for (const budget of [6, 16, 40]) {
       const depths = depthsWithin(budget);
       depths.forEach((d, i) => expect(d, `${CELLS[i]!.join(' / ')} within ${budget}`).toBeGreaterThanOrEqual(before[i]!));
@@ -65,6 +68,7 @@ describe('exploring level by level (lockcheck explore --budget)', () => {
     }
     // The largest budget must take them somewhere: the test is about depths, not about zeros.
     expect(Math.min(...before)).toBeGreaterThanOrEqual(3);
+    expect(cutShort).toBeGreaterThan(0);
   });
 
   it('says when an exploration is exhausted: its next level found no new state', () => {
@@ -74,6 +78,10 @@ describe('exploring level by level (lockcheck explore --budget)', () => {
     expect(exploreByLevels([run], { clock: () => 0, deadlineMs: 1 }).kind).toBe('done');
     expect([run.exhausted, run.truncated, run.depthCompleted, run.statesAt]).toEqual([true, false, 1, [1, 1]]);
     expect(run.result().exhausted).toBe(true);
+    // A level cut short (here by maxStates) is no proof of exhaustion, even where it had found nothing new yet.
+    const stopped = startExploration(initial, [{ kind: 'advance', ms: 4 }], { maxDepth: 10, maxStates: 1 });
+    expect(stopped.expandLevel()).toBe(false);
+    expect([stopped.exhausted, stopped.truncated, stopped.depthCompleted, stopped.result().exhausted]).toEqual([false, true, 0, false]);
     // A cell at its maxDepth with states left to expand is not.
     const cut = start(CELLS[0]!, () => 0, 2);
     expect(exploreByLevels([cut], { clock: () => 0, deadlineMs: 1 }).kind).toBe('done');
