@@ -65,3 +65,43 @@ export class RunSlot {
 
 /** How long a run waits for the one before it on the same servers: far past any run's length, short of a test's timeout. */
 export const RUN_SLOT_LIMIT_MS = 120_000;
+
+/**
+ * The slot of one set of servers: named by the object that holds them (a
+ * cluster, an ensemble) or by a URL. Every run that resets those servers or
+ * injects a fault into their processes (a crash, a failover) takes it.
+ */
+export function slotOf(servers: object | string, what: string): RunSlot {
+  if (typeof servers === 'string') {
+    let slot = byUrl.get(servers);
+    if (slot === undefined) byUrl.set(servers, (slot = new RunSlot(what)));
+    return slot;
+  }
+  let slot = byObject.get(servers);
+  if (slot === undefined) byObject.set(servers, (slot = new RunSlot(what)));
+  return slot;
+}
+const byObject = new WeakMap<object, RunSlot>();
+const byUrl = new Map<string, RunSlot>();
+
+/** Starts a run (a plain instance object) once it has the slot; the run's close leaves the slot (also when the close fails), and so does a start that fails. */
+export async function inSlot<I extends { close(): Promise<void> }>(slot: RunSlot, start: () => Promise<I>): Promise<I> {
+  const leave = await slot.enter();
+  let instance: I;
+  try {
+    instance = await start();
+  } catch (e) {
+    leave();
+    throw e;
+  }
+  return {
+    ...instance,
+    close: async () => {
+      try {
+        await instance.close();
+      } finally {
+        leave();
+      }
+    },
+  };
+}
