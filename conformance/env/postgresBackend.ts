@@ -24,6 +24,7 @@ import { onInterrupt, settleWithin } from './processes.ts';
 import type { PostgresServer } from './postgresServer.ts';
 import { EnvironmentError } from './faketime.ts';
 import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
+import { inSlot, slotOf } from './runSlot.ts';
 
 /**
  * PostgreSQL advisory-lock backends on a real server. Clients are in process
@@ -76,10 +77,15 @@ export function realPostgresBackend(
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    start: (o) =>
-      underOwnNames(server, (run) =>
-        startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName, options.keepaliveMs ?? KEEPALIVE_MS),
-      ),
+    start: (o) => {
+      const start = () =>
+        underOwnNames(server, (run) =>
+          startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName, options.keepaliveMs ?? KEEPALIVE_MS),
+        );
+      // A run on lockcheck's server resets it (ends every other session, empties the tables) and may crash it: one run at a time (runSlot.ts).
+      // On the user's server each run keeps to its own sessions and names.
+      return server.process === undefined ? start() : inSlot(slotOf(server.url, 'postgres conformance run'), start);
+    },
   };
 }
 
