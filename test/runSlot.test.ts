@@ -96,4 +96,17 @@ describe('RunSlot: one run at a time on servers the runner resets', () => {
     expect(slotOf('postgres://127.0.0.1:1/a', 'x')).toBe(slotOf('postgres://127.0.0.1:1/a', 'x'));
     expect(slotOf('postgres://127.0.0.1:2/a', 'x')).not.toBe(slotOf('postgres://127.0.0.1:1/a', 'x'));
   });
+
+  it('inSlot: a close that never ends leaves the slot at its limit, so later runs are not held by it', async () => {
+    vi.useFakeTimers();
+    const slot = new RunSlot('test run', 10_000);
+    const stuck = await inSlot(slot, async () => ({ close: () => new Promise<void>(() => undefined) }), 1_000);
+    void stuck.close();
+    const next = inSlot(slot, async () => ({ close: async () => undefined }), 1_000);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(await settled(next)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await (await next).close();
+    expect(slot.waiting).toBe(0);
+  });
 });

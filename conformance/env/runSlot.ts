@@ -1,3 +1,4 @@
+import { finishWithin } from '../realTimeLimit.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
 
 /**
@@ -84,8 +85,15 @@ export function slotOf(servers: object | string, what: string): RunSlot {
 const byObject = new WeakMap<object, RunSlot>();
 const byUrl = new Map<string, RunSlot>();
 
-/** Starts a run (a plain instance object) once it has the slot; the run's close leaves the slot (also when the close fails), and so does a start that fails. */
-export async function inSlot<I extends { close(): Promise<void> }>(slot: RunSlot, start: () => Promise<I>): Promise<I> {
+/**
+ * Starts a run (a plain instance object) once it has the slot; the run's
+ * close leaves the slot (also when the close fails), and so does a start
+ * that fails. A close still running after `closeLimitMs` leaves it too: the
+ * runner has given up on that close by then (lockstep's CLOSE_LIMIT_MS, a
+ * warning of a teardown defect), and a close that never ends (a goodbye held
+ * for a client still paused) must not keep every later run waiting.
+ */
+export async function inSlot<I extends { close(): Promise<void> }>(slot: RunSlot, start: () => Promise<I>, closeLimitMs = SLOT_CLOSE_LIMIT_MS): Promise<I> {
   const leave = await slot.enter();
   let instance: I;
   try {
@@ -97,11 +105,16 @@ export async function inSlot<I extends { close(): Promise<void> }>(slot: RunSlot
   return {
     ...instance,
     close: async () => {
+      const closing = instance.close();
+      void finishWithin(closing, closeLimitMs).then(leave);
       try {
-        await instance.close();
+        await closing;
       } finally {
         leave();
       }
     },
   };
 }
+
+/** How long a run's close holds its slot at most: the runner's own bound on a close (lockstep's CLOSE_LIMIT_MS). */
+export const SLOT_CLOSE_LIMIT_MS = 60_000;
