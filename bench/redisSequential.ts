@@ -15,7 +15,8 @@
  * One node: lockcheck; raw ioredis (SET NX PX + EVALSHA compare-and-delete);
  * raw ioredis sending lockcheck's acquire script instead of the SET (the
  * server's Lua cost, isolated); lockcheck's node without the lock client.
- * Five nodes: lockcheck against redlock 5.0.0-beta.2.
+ * Five nodes: lockcheck against redlock 5.0.0-beta.2, and the protocol's floor: bare ioredis
+ * calls at the quorum (SET NX PX, then compare-and-delete), nothing else.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -171,6 +172,35 @@ async function main(): Promise<void> {
           if (r.kind !== 'granted') return false;
           await lock.release(r.lease);
           return true;
+        },
+      });
+      // The protocol's floor in Node: the same ten calls (SET NX PX, then the compare-and-delete script, on every node), each
+      // round resolved at the third reply, nothing else: no owner beyond a UUID, no token, no lease, no deadline.
+      const bare = (await Promise.all(servers.map(connect))) as Array<Redis & Raw>;
+      for (const r of bare) r.defineCommand('seqRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
+      const atQuorum = (calls: ReadonlyArray<Promise<unknown>>, yes: (reply: unknown) => boolean): Promise<boolean> =>
+        new Promise((resolve) => {
+          let granted = 0;
+          let answered = 0;
+          for (const call of calls)
+            void call.then(
+              (reply) => {
+                answered++;
+                if (yes(reply) && ++granted === 3) resolve(true);
+                else if (answered === calls.length) resolve(granted >= 3);
+              },
+              () => {
+                if (++answered === calls.length) resolve(granted >= 3);
+              },
+            );
+        });
+      configs.push({
+        label: 'floor: bare ioredis at the quorum',
+        op: async () => {
+          const v = randomUUID();
+          const ok = await atQuorum(bare.map((r) => r.set('seq-floor', v, 'PX', TTL_MS, 'NX')), (reply) => reply === 'OK');
+          const released = await atQuorum(bare.map((r) => r.seqRelease('seq-floor', v)), (reply) => reply === 1);
+          return ok && released;
         },
       });
       const redlock = new Redlock(await Promise.all(servers.map(connect)), { retryCount: 0 });
