@@ -75,6 +75,17 @@ describe('one run at a time on a server lockcheck started', () => {
   }, 60_000);
 });
 
+describe('a server a run left down', () => {
+  // A run that stops between a crash and its restart (a fault that failed, the machine out of pace) left the server down, and every later run failed to connect.
+  it('is restarted by the next run\'s reset', async () => {
+    const crashed = await runLockstep(backend(designs.pgSession(), 'strict'), [{ kind: 'acquire', client: 0, resource: 'a' }, { kind: 'crash', node: 0 }], { clients: 1, tokenBase: 0n });
+    expect(crashed.verdict).toEqual({ kind: 'pass' });
+    const next = await runLockstep(backend(designs.pgSession(), 'strict'), [{ kind: 'acquire', client: 0, resource: 'a' }], { clients: 1, tokenBase: 0n });
+    expect(next.verdict).toEqual({ kind: 'pass' });
+    expect(next.steps.map((s) => s.actual.kind)).toEqual(['granted']);
+  }, 60_000);
+});
+
 describe('the predicted findings come out of generated runs, shrunk', () => {
   it('a session lock killed under a paused holder: two holders, and an unfenced store takes the stale write', async () => {
     const unfenced = await checkConformance(backend(designs.pgSession(), 'unfenced'), { runs: 100, seed: SEED, faults: ['advance', 'pause', 'kill-connection'], failOn: { properties: ['STORE-1'] } });
