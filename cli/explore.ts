@@ -1,4 +1,4 @@
-import type { CellResult, Counterexample, FaultClass, PropertyId, StorePolicy } from '../model/index.ts';
+import type { CellResult, Counterexample, FaultClass, MatrixRow, PropertyId, StorePolicy } from '../model/index.ts';
 import {
   brokenProperties,
   describeCommand,
@@ -10,7 +10,8 @@ import {
   runScenario,
   SCENARIOS,
 } from '../model/index.ts';
-import { exploreCells } from './exploreCells.ts';
+import type { LevelsRun } from './exploreCells.ts';
+import { exploreCells, exploreCellsByLevels } from './exploreCells.ts';
 import { UsageError } from './usage.ts';
 
 export interface ExploreCommandOptions {
@@ -22,6 +23,10 @@ export interface ExploreCommandOptions {
   readonly seconds?: number;
   /** Worker threads exploring cells side by side (1: none). */
   readonly jobs?: number;
+  /** A whole-run budget, s: every cell explored level by level until it is up (exploreCellsByLevels). */
+  readonly budget?: number;
+  /** Under a budget: the heap all threads together may hold before no level starts, MiB. */
+  readonly memoryMib?: number;
 }
 
 /** The cells the exploration must find a counterexample in: the published ones. */
@@ -58,22 +63,30 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
     console.log('');
   }
 
-  console.log(`## Bounded exhaustive exploration (depth ${options.depth}, at most ${options.maxStates} states a cell)\n`);
   const tasks = rows.flatMap((row) => row.stores.flatMap((store) => faults.map((fault) => ({ row, store, fault }))));
   const total = tasks.length;
   const started = performance.now();
   let done = 0;
-  const cells = await exploreCells(
-    tasks,
-    { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.seconds === undefined ? undefined : options.seconds * 1000 },
-    options.jobs ?? 1,
-    (cell) => {
-      const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
-      process.stderr.write(
-        `[${String(++done).padStart(3)}/${total}] ${cell.row} / ${cell.store} / ${cell.faultClass}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? ' (cut)' : ''}, found ${found}\n`,
-      );
-    },
-  );
+  let levels: LevelsRun | null = null;
+  let cells: CellResult[];
+  if (options.budget === undefined) {
+    console.log(`## Bounded exhaustive exploration (depth ${options.depth}, at most ${options.maxStates} states a cell)\n`);
+    cells = await exploreCells(
+      tasks,
+      { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.seconds === undefined ? undefined : options.seconds * 1000 },
+      options.jobs ?? 1,
+      (cell) => {
+        const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
+        process.stderr.write(
+          `[${String(++done).padStart(3)}/${total}] ${cell.row} / ${cell.store} / ${cell.faultClass}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? ' (cut)' : ''}, found ${found}\n`,
+        );
+      },
+    );
+  } else {
+    console.log(`## Bounded exhaustive exploration within ${options.budget} s, level by level (every cell completes depth d before any starts d+1)\n`);
+    levels = await exploreByBudget(tasks, options, started);
+    cells = levels.results;
+  }
   const elapsedMs = performance.now() - started;
 
   const cellText = (c: CellResult): string =>
@@ -106,8 +119,9 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
     `\n${states} distinct states (up to symmetry), ${transitions} transitions over the ${cells.length} cells, which took ${explored.size} explorations (cells that differ only in what their faults never read are explored once, spec 8.4): ${exploredStates} states and ${exploredTransitions} transitions explored in ${seconds.toFixed(1)} s, ${Math.round(exploredStates / seconds)} distinct states/s, ${Math.round(exploredTransitions / seconds)} transitions/s; ${(stored / states).toFixed(1)} bytes stored per state`,
   );
   console.log(`fingerprint collision probability (states x (transitions - states) / 2^64, summed over the cells): ${collision.toExponential(1)}`);
+  if (levels !== null) printLevels(levels, cells, explored.size, exploredStates, seconds);
   const cut = cells.filter((c) => c.truncated);
-  if (cut.length > 0) console.log(`${cut.length} cells stopped (--max-states or --seconds) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
+  if (cut.length > 0 && levels === null) console.log(`${cut.length} cells stopped (--max-states or --seconds) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
 
   console.log('\n## Shortest counterexamples\n');
   for (const c of cells) {
@@ -138,6 +152,42 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   }
   console.log(failures === 0 ? '\nall scenarios agree with the spec; all known counterexamples found' : `\n${failures} disagreement(s) with the spec`);
   return failures === 0 ? 0 : 1;
+}
+
+/** Runs the cells under the budget, with a line on stderr each time every cell has completed one more depth. */
+async function exploreByBudget(tasks: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>, options: ExploreCommandOptions, started: number): Promise<LevelsRun> {
+  const depths = new Map<number, { depth: number; over: boolean }>();
+  let reported = 0;
+  return exploreCellsByLevels(
+    tasks,
+    { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.budget! * 1000, memoryLimitBytes: (options.memoryMib ?? 3072) * 2 ** 20 },
+    options.jobs ?? 1,
+    (exploration, depth, over) => {
+      depths.set(exploration, { depth, over });
+      // Every exploration has reported once it completed level 1 or was over; the depth all reached is the least of the open ones.
+      const open = [...depths.values()].filter((d) => !d.over).map((d) => d.depth);
+      const all = open.length === 0 ? Math.max(...[...depths.values()].map((d) => d.depth)) : Math.min(...open);
+      if (all > reported) {
+        reported = all;
+        process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1)} s] depth ${all} complete in every cell still open\n`);
+      }
+    },
+  );
+}
+
+/** The budgeted run's figures: per cell the deepest depth completed, then the depth every cell reached, rate and memory. */
+function printLevels(run: LevelsRun, cells: readonly CellResult[], explorations: number, states: number, seconds: number): void {
+  console.log('\nDeepest depth completed per cell within the budget ("exhausted": no new state at the next level, the whole reachable space explored):\n');
+  console.log('| design | store | fault | depth | states |');
+  console.log('|---|---|---|---|---|');
+  for (const c of cells) console.log(`| ${c.row} | ${c.store} | ${c.faultClass} | ${c.depthCompleted}${c.exhausted ? ' (exhausted)' : ''} | ${c.states} |`);
+  const open = cells.filter((c) => !c.exhausted);
+  const every = Math.min(...cells.map((c) => c.depthCompleted));
+  const exhausted = cells.length - open.length;
+  const ends = [...new Set(run.ends.map((e) => (e.kind === 'memory' ? `the memory bound (${(e.usedBytes / 2 ** 30).toFixed(2)} GiB heap)` : e.kind === 'deadline' ? 'the budget' : 'every cell over')))].join(', ');
+  console.log(
+    `\nEvery cell complete to depth ${every}${open.length > 0 ? ` (the ${open.length} cells not exhausted: ${Math.min(...open.map((c) => c.depthCompleted))} to ${Math.max(...open.map((c) => c.depthCompleted))})` : ''}; ${exhausted} cells exhausted; ${explorations} explorations, ${states} states in ${seconds.toFixed(1)} s, ${Math.round(states / seconds)} distinct states/s; ended by ${ends}; peak heap of a thread ${(run.peakHeapBytes / 2 ** 30).toFixed(2)} GiB, process resident ${(run.residentBytes / 2 ** 30).toFixed(2)} GiB as the explorations ended`,
+  );
 }
 
 function printCounterexample(cell: CellResult, ce: Counterexample): void {

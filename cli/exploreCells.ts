@@ -1,15 +1,36 @@
 import { Worker } from 'node:worker_threads';
-import type { CellResult, FaultClass, MatrixRow, StorePolicy } from '../model/index.ts';
-import { exploreCell, explorationKey } from '../model/index.ts';
+import { getHeapStatistics } from 'node:v8';
+import { match } from 'ts-pattern';
+import type { CellResult, Exploration, FaultClass, LevelsEnd, MatrixRow, StorePolicy } from '../model/index.ts';
+import { exploreByLevels, exploreCell, explorationKey, startCell } from '../model/index.ts';
 
 /** One matrix cell to explore, as a worker receives it. */
 export interface CellTask {
+  readonly kind: 'cell';
   readonly index: number;
   readonly row: string;
   readonly store: StorePolicy;
   readonly fault: FaultClass;
   readonly options: { readonly maxDepth: number; readonly maxStates: number; readonly budgetMs?: number };
 }
+
+/** A worker's share of a budgeted run (exploreCellsByLevels): its cells, each kept in the worker from level to level. */
+export interface LevelsTask {
+  readonly kind: 'levels';
+  readonly cells: ReadonlyArray<{ readonly index: number; readonly row: string; readonly store: StorePolicy; readonly fault: FaultClass }>;
+  readonly options: { readonly maxDepth: number; readonly maxStates: number };
+  /** When the budget is up, on the clock every thread shares (epochMs): a worker's deadline does not move with its start-up. */
+  readonly deadlineEpochMs: number;
+  readonly memoryLimitBytes: number;
+}
+
+export type WorkerTask = CellTask | LevelsTask;
+
+/** What a worker answers. */
+export type LevelMessage =
+  | { readonly kind: 'cell'; readonly index: number; readonly result: CellResult }
+  | { readonly kind: 'level'; readonly index: number; readonly depth: number; readonly over: boolean }
+  | { readonly kind: 'levels-done'; readonly results: ReadonlyArray<{ readonly index: number; readonly result: CellResult }>; readonly end: LevelsEnd; readonly peakHeapBytes: number };
 
 /**
  * Explores the cells, on `jobs` worker threads when more than one (cells are
@@ -59,9 +80,10 @@ export async function exploreCells(
               if (next >= explored.length) return resolve();
               const g = next++;
               const c = cells[explored[g]![0]!]!;
-              worker.postMessage({ index: g, row: c.row.label, store: c.store, fault: c.fault, options } satisfies CellTask);
+              worker.postMessage({ kind: 'cell', index: g, row: c.row.label, store: c.store, fault: c.fault, options } satisfies CellTask);
             };
-            worker.on('message', (m: { index: number; result: CellResult }) => {
+            worker.on('message', (m: LevelMessage) => {
+              if (m.kind !== 'cell') return reject(new Error(`explore worker answered '${m.kind}' to a cell`));
               done(explored[m.index]!, m.result);
               give();
             });
@@ -75,4 +97,122 @@ export async function exploreCells(
     await Promise.all(workers.map((w) => w.terminate()));
   }
   return results;
+}
+
+/** Milliseconds on a clock all threads share: each thread's monotonic clock from its own origin, which is in epoch ms. */
+export function epochMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** How a budgeted run ended, and what it held. */
+export interface LevelsRun {
+  /** The cells' results in the cells' order: depthCompleted is the deepest level the cell completed within the budget. */
+  readonly results: CellResult[];
+  /** Per thread (the main one, or each worker): why its share ended. */
+  readonly ends: readonly LevelsEnd[];
+  /** The most heap any one thread held at a level's start, bytes (each thread has a heap of its own). */
+  readonly peakHeapBytes: number;
+  /** The process's resident size when the last thread was done, its explorations still held, bytes. */
+  readonly residentBytes: number;
+}
+
+/**
+ * Explores the cells level by level within a whole-run budget
+ * (exploreByLevels): each keeps its frontier and visited states from level
+ * to level, every cell completes depth d before any starts d+1, until the
+ * budget is up or every cell is over (exhausted: its reachable space all
+ * explored; or at options.maxDepth). With `jobs` > 1 the explorations are
+ * dealt round robin to the workers, each keeping that order among its own
+ * (a state cannot move between threads): a worker whose share is lighter
+ * may be a level ahead of the other. A thread starts no level once its heap
+ * holds memoryLimitBytes / jobs. `onLevel` hears of every level completed.
+ */
+export async function exploreCellsByLevels(
+  cells: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>,
+  options: { readonly maxDepth: number; readonly maxStates: number; readonly budgetMs: number; readonly memoryLimitBytes: number },
+  jobs: number,
+  onLevel: (cell: number, depth: number, over: boolean) => void,
+): Promise<LevelsRun> {
+  const started = performance.now();
+  const groups = new Map<string, number[]>();
+  cells.forEach((c, i) => {
+    const key = explorationKey(c.row, c.store, c.fault);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [i]);
+    else group.push(i);
+  });
+  const explored = [...groups.values()];
+  const results: CellResult[] = new Array(cells.length);
+  const done = (g: number, result: CellResult): void => {
+    for (const i of explored[g]!) results[i] = { ...result, row: cells[i]!.row.label };
+  };
+  const level = { maxDepth: options.maxDepth, maxStates: options.maxStates };
+  if (jobs <= 1) {
+    const clock = (): number => performance.now();
+    const runs: Exploration[] = explored.map((group) => {
+      const c = cells[group[0]!]!;
+      return startCell(c.row, c.store, c.fault, { ...level, clock });
+    });
+    let peakHeap = 0;
+    const end = exploreByLevels(runs, {
+      clock,
+      deadlineMs: started + options.budgetMs,
+      memoryLimitBytes: options.memoryLimitBytes,
+      memoryUsed: () => {
+        const used = getHeapStatistics().used_heap_size;
+        peakHeap = Math.max(peakHeap, used);
+        return used;
+      },
+      onLevel: (g, r) => onLevel(g, r.depthCompleted, r.over),
+    });
+    runs.forEach((r, g) => {
+      const c = cells[explored[g]![0]!]!;
+      done(g, { ...r.result(), row: c.row.label, store: c.store, faultClass: c.fault });
+    });
+    return { results, ends: [end], peakHeapBytes: peakHeap, residentBytes: process.memoryUsage().rss };
+  }
+  const shares = Array.from({ length: Math.min(jobs, explored.length) }, (_, w) => explored.flatMap((_g, g) => (g % jobs === w ? [g] : [])));
+  const workers = shares.map(() => new Worker(new URL('./exploreWorker.mjs', import.meta.url)));
+  const ends: LevelsEnd[] = [];
+  let peakHeap = 0;
+  let resident = 0;
+  try {
+    await Promise.all(
+      workers.map(
+        (worker, w) =>
+          new Promise<void>((resolve, reject) => {
+            worker.on('message', (m: LevelMessage) =>
+              match(m)
+                .with({ kind: 'level' }, (l) => onLevel(l.index, l.depth, l.over))
+                .with({ kind: 'levels-done' }, (d) => {
+                  for (const r of d.results) done(r.index, r.result);
+                  ends.push(d.end);
+                  peakHeap = Math.max(peakHeap, d.peakHeapBytes);
+                  // Read before any worker ends: the other's explorations are still in memory, or were freed as it finished.
+                  resident = Math.max(resident, process.memoryUsage().rss);
+                  resolve();
+                })
+                .with({ kind: 'cell' }, () => reject(new Error('explore worker answered a cell to a share of levels')))
+                .exhaustive(),
+            );
+            worker.on('error', reject);
+            worker.on('exit', (code) => reject(new Error(`explore worker exited with code ${code}`)));
+            const share = shares[w]!.map((g) => {
+              const c = cells[explored[g]![0]!]!;
+              return { index: g, row: c.row.label, store: c.store, fault: c.fault };
+            });
+            worker.postMessage({
+              kind: 'levels',
+              cells: share,
+              options: level,
+              deadlineEpochMs: performance.timeOrigin + started + options.budgetMs,
+              memoryLimitBytes: options.memoryLimitBytes / workers.length,
+            } satisfies LevelsTask);
+          }),
+      ),
+    );
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+  return { results, ends, peakHeapBytes: peakHeap, residentBytes: resident };
 }

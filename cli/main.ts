@@ -80,6 +80,12 @@ ${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`              
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
                     threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
+                    --budget S: the whole run gets S s, every cell explored level by level (all cells complete
+                    depth d before any starts d+1, each keeping its frontier and visited states); prints the
+                    deepest depth each cell completed ("exhausted": its whole reachable space) and the depth
+                    every cell reached. --depth then bounds the levels (default none), --max-states a cell's
+                    states (default 500000000), --memory-mib M the heap all threads together may hold before
+                    no level starts (default 3072)
 
 fault kinds (run --faults; a backend takes those its environment's \`faults\` provides, docs/adapter.md):
 ${FAULT_KINDS.map((k) => `  ${k.padEnd(17)}${describeFaultKind(k)}`).join('\n')}
@@ -126,6 +132,8 @@ async function main(argv: readonly string[]): Promise<number> {
       depth: { type: 'string' },
       'max-states': { type: 'string' },
       seconds: { type: 'string' },
+      budget: { type: 'string' },
+      'memory-mib': { type: 'string' },
       jobs: { type: 'string' },
       design: { type: 'string' },
       fault: { type: 'string' },
@@ -246,11 +254,14 @@ async function main(argv: readonly string[]): Promise<number> {
       if (rest.length) throw new UsageError(`explore takes no arguments, got '${rest.join(' ')}'`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       return exploreCommand({
-        depth: int(values.depth, 'depth', 6, 1, 10),
-        maxStates: int(values['max-states'], 'max-states', 5_000_000, 1, 500_000_000),
+        // Under --budget the depth is a bound the time usually reaches first; without one, none.
+        depth: values.budget === undefined ? int(values.depth, 'depth', 6, 1, 10) : int(values.depth, 'depth', 1000, 1, 1000),
+        maxStates: int(values['max-states'], 'max-states', values.budget === undefined ? 5_000_000 : 500_000_000, 1, 500_000_000),
         design: values.design,
         fault: values.fault,
         seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
+        budget: values.budget === undefined ? undefined : int(values.budget, 'budget', 0, 1, 86_400),
+        memoryMib: int(values['memory-mib'], 'memory-mib', 3072, 64, 1 << 20),
         jobs: int(values.jobs, 'jobs', 1, 1, Math.max(1, availableParallelism())),
       });
     }

@@ -136,6 +136,8 @@ export interface ExploreResult {
   readonly bytesPerState: number;
   /** Most states held whole at once (one BFS level). */
   readonly peakFrontier: number;
+  /** The last level expanded found no new state: the whole reachable space was explored. */
+  readonly exhausted: boolean;
 }
 
 const NONE: readonly Violation[] = [];
@@ -169,12 +171,48 @@ class Links {
   }
 }
 
+/**
+ * An exploration expanded one level at a time, keeping its frontier and
+ * visited states between levels: `explore` runs one to its depth, and a
+ * run under a whole-run time budget (exploreLevels.ts) takes every cell's
+ * level d before any cell's level d+1.
+ */
+export interface Exploration {
+  /**
+   * Expands the next level unless the search is over (exhausted, truncated
+   * or at maxDepth); stops (truncated) at maxStates, once `clock` passes
+   * `deadlineMs`, or once `full()` says so (asked, like the clock, every
+   * 256 states). Returns whether the level completed.
+   */
+  expandLevel(deadlineMs?: number, full?: () => boolean): boolean;
+  /** Deepest level whose every state was expanded. */
+  readonly depthCompleted: number;
+  /** The frontier is empty: every reachable state was expanded. */
+  readonly exhausted: boolean;
+  /** maxStates or a deadline cut a level short: the search is over. */
+  readonly truncated: boolean;
+  /** Nothing left to expand: exhausted, truncated, or at maxDepth. */
+  readonly over: boolean;
+  /** States held whole in the frontier now (the level to expand next). */
+  readonly frontierSize: number;
+  /** Distinct states seen after each completed level: statesAt[d] for d <= depthCompleted (statesAt[0] is 1). */
+  readonly statesAt: readonly number[];
+  result(): ExploreResult;
+}
+
 export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
+  const clock = options.clock ?? (() => 0);
+  const run = startExploration(initial, alphabet, options);
+  const deadline = clock() + (options.budgetMs ?? Number.POSITIVE_INFINITY);
+  while (run.expandLevel(deadline));
+  return run.result();
+}
+
+export function startExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions): Exploration {
   if (alphabet.length > 0xffff) throw new RangeError('an alphabet has at most 65535 commands');
   const clock = options.clock ?? (() => 0);
   const startedMs = clock();
   const maxStates = options.maxStates ?? Number.POSITIVE_INFINITY;
-  const budgetMs = options.budgetMs ?? Number.POSITIVE_INFINITY;
   const fpOptions = fingerprintOptionsFor(initial, alphabet, options);
   // The nodes the fingerprint permutes are the ones the step branches over by orbit (stepOrbits).
   const fixedNodes = fpOptions.fixedNodes ?? 1;
@@ -199,6 +237,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   let depthCompleted = 0;
   let transitions = 0;
   let truncated = false;
+  const statesAt: number[] = [1];
 
   /** The steps from the initial state to state `id`, then one more (command c, branch b), replayed. */
   const traceTo = (id: number, c: number, b: number): TraceStep[] => {
@@ -214,7 +253,9 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
     });
   };
 
-  for (let depth = 1; depth <= options.maxDepth && frontier.length > 0 && !truncated; depth++) {
+  const expandLevel = (deadlineMs = Number.POSITIVE_INFINITY, full?: () => boolean): boolean => {
+    if (truncated || frontier.length === 0 || depthCompleted >= options.maxDepth) return false;
+    const depth = depthCompleted + 1;
     const next: World[] = [];
     const nextIds: number[] = [];
     for (let f = 0; f < frontier.length; f++) {
@@ -283,25 +324,49 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
         }
       }
       // The clock is read every 256 states only: reading it is not free.
-      if (seen.size >= maxStates || ((f & 0xff) === 0xff && clock() - startedMs > budgetMs)) {
+      if (seen.size >= maxStates || ((f & 0xff) === 0xff && (clock() > deadlineMs || full?.() === true))) {
         truncated = true;
         break;
       }
     }
-    if (!truncated) depthCompleted = depth;
+    if (!truncated) {
+      depthCompleted = depth;
+      statesAt.push(seen.size);
+    }
     frontier = next;
     frontierIds = nextIds;
     peakFrontier = Math.max(peakFrontier, next.length);
-  }
+    return !truncated;
+  };
   return {
-    depthCompleted,
-    truncated,
-    states: seen.size,
-    transitions,
-    elapsedMs: clock() - startedMs,
-    counterexamples: [...found.values()],
-    collisionProbability: (seen.size * Math.max(0, transitions - seen.size)) / 2 ** 64,
-    bytesPerState: (seen.bytes + links.bytes) / seen.size,
-    peakFrontier,
+    expandLevel,
+    get depthCompleted() {
+      return depthCompleted;
+    },
+    get exhausted() {
+      return frontier.length === 0 && !truncated;
+    },
+    get truncated() {
+      return truncated;
+    },
+    get over() {
+      return truncated || frontier.length === 0 || depthCompleted >= options.maxDepth;
+    },
+    get frontierSize() {
+      return frontier.length;
+    },
+    statesAt,
+    result: () => ({
+      depthCompleted,
+      truncated,
+      states: seen.size,
+      transitions,
+      elapsedMs: clock() - startedMs,
+      counterexamples: [...found.values()],
+      collisionProbability: (seen.size * Math.max(0, transitions - seen.size)) / 2 ** 64,
+      bytesPerState: (seen.bytes + links.bytes) / seen.size,
+      peakFrontier,
+      exhausted: frontier.length === 0 && !truncated,
+    }),
   };
 }

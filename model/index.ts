@@ -20,3 +20,4 @@ export * from './scenarios.ts';
 export * from './describe.ts';
 export { canonicalKey } from './canonical.ts';
 export * from './matrix.ts';
+export * from './exploreLevels.ts';

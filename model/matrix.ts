@@ -1,8 +1,8 @@
 import type { Design, StorePolicy } from './design.ts';
 import { match } from 'ts-pattern';
 import { describeDesign, designs, rulesOf } from './design.ts';
-import type { ExploreOptions, ExploreResult } from './explore.ts';
-import { explore } from './explore.ts';
+import type { Exploration, ExploreOptions, ExploreResult } from './explore.ts';
+import { explore, startExploration } from './explore.ts';
 import type { Command } from './command.ts';
 import type { FaultClass } from './faultClass.ts';
 import { alphabetFor, DEFAULT_ALPHABET } from './faultClass.ts';
@@ -52,6 +52,12 @@ export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: Faul
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
   const result = explore(world, alphabetFor(row.design, faultClass), options);
   return { ...result, row: row.label, store, faultClass };
+}
+
+/** One matrix cell's exploration, to be expanded a level at a time (exploreLevels.ts). */
+export function startCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): Exploration {
+  const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
+  return startExploration(world, alphabetFor(row.design, faultClass), options);
 }
 
 /**

@@ -1,0 +1,54 @@
+import type { Exploration } from './explore.ts';
+
+/** Why a run of explorations by levels ended. */
+export type LevelsEnd =
+  /** Every exploration is over: exhausted, or at its maxDepth (or its maxStates). */
+  | { readonly kind: 'done' }
+  /** The deadline passed: the exploration it hit mid-level is truncated at its last complete level. */
+  | { readonly kind: 'deadline' }
+  /** The memory bound was reached: the exploration expanding then is truncated at its last complete level, and no other went on. */
+  | { readonly kind: 'memory'; readonly usedBytes: number };
+
+export interface LevelsOptions {
+  /** A monotonic clock, ms: the one the runs were started with (their deadline checks within a level read theirs). */
+  readonly clock: () => number;
+  readonly deadlineMs: number;
+  /** Bytes in use now (the heap); asked before each level of each exploration and every 256 states within one. */
+  readonly memoryUsed?: () => number;
+  /** No level is started once memoryUsed() passes this. */
+  readonly memoryLimitBytes?: number;
+  /** Called after each level an exploration completes. */
+  readonly onLevel?: (index: number, run: Exploration) => void;
+}
+
+/**
+ * Expands `runs` breadth first across them: every run's level d before any
+ * run's level d+1 (the shallowest open run goes next, ties in `runs`
+ * order), until all are over or the deadline passes. So under a time budget
+ * every cell reaches the same depth, give or take the one level a run was
+ * expanding when the time ran out, and the depth a cell reaches is the
+ * deepest its reachable space and the budget allow together (issue 12: the
+ * deepest depth reached by every cell within 5 minutes).
+ */
+export function exploreByLevels(runs: readonly Exploration[], options: LevelsOptions): LevelsEnd {
+  const limit = options.memoryLimitBytes ?? Number.POSITIVE_INFINITY;
+  for (;;) {
+    let depth = Number.POSITIVE_INFINITY;
+    for (const r of runs) if (!r.over) depth = Math.min(depth, r.depthCompleted);
+    if (depth === Number.POSITIVE_INFINITY) return { kind: 'done' };
+    for (let i = 0; i < runs.length; i++) {
+      const r = runs[i]!;
+      if (r.over || r.depthCompleted !== depth) continue;
+      if (options.clock() > options.deadlineMs) return { kind: 'deadline' };
+      let used = options.memoryUsed?.() ?? 0;
+      if (used > limit) return { kind: 'memory', usedBytes: used };
+      const full = (): boolean => {
+        used = options.memoryUsed?.() ?? 0;
+        return used > limit;
+      };
+      if (r.expandLevel(options.deadlineMs, full)) options.onLevel?.(i, r);
+      else if (r.truncated && used > limit) return { kind: 'memory', usedBytes: used };
+      else if (r.truncated && options.clock() > options.deadlineMs) return { kind: 'deadline' };
+    }
+  }
+}
