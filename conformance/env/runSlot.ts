@@ -106,7 +106,8 @@ export async function inSlot<I extends { close(): Promise<void> }>(slot: RunSlot
     ...instance,
     close: async () => {
       const closing = instance.close();
-      void finishWithin(closing, closeLimitMs).then(leave);
+      // Leaves at the end of the close or at the limit, whichever comes first; the close's own failure goes to the caller below.
+      void finishWithin(closing, closeLimitMs).then(leave, leave);
       try {
         await closing;
       } finally {
