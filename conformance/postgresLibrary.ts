@@ -7,6 +7,7 @@ import { clockAt, setDrift } from '../model/clock.ts';
 import { designs } from '../model/design.ts';
 import type { BackendInstance, BackendUnderTest, Capabilities, Environment, LibraryContract, LockClient } from './adapter.ts';
 import type { PostgresTarget } from './env/postgresBackend.ts';
+import { inSlot, slotOf } from './env/runSlot.ts';
 import { targetOf, underOwnNames } from './env/postgresBackend.ts';
 import { PostgresServer } from './env/postgresServer.ts';
 import { connectPostgres } from './env/userPostgres.ts';
@@ -90,7 +91,9 @@ export function postgresLibraryBackend(adapter: PostgresLibraryAdapter, choice: 
     ...(adapter.options !== undefined ? { options: adapter.options } : {}),
     start: async ({ clients }) => {
       const t = await server();
-      return underOwnNames(t, (run) => startInstance(adapter, t, run.applicationName, clients));
+      const start = () => underOwnNames(t, (run) => startInstance(adapter, t, run.applicationName, clients));
+      // On lockcheck's server a run truncates the store and may crash the server: one run at a time (runSlot.ts).
+      return t.process === undefined ? start() : inSlot(slotOf(t.url, 'postgres conformance run'), start);
     },
     close: async () => {
       const started = own;

@@ -52,6 +52,40 @@ describe('PostgreSQL backends agree with their models on a real server', () => {
   }
 });
 
+describe('one run at a time on a server lockcheck started', () => {
+  // A run's reset ends every other session on the server: a run left going by a timed-out test would lose its locks under the next test's run, or end them.
+  it('a run started while another is open waits for it to close: the open run keeps its session lock to the end', async () => {
+    const steps: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'a' },
+      { kind: 'advance', ms: 10 },
+      { kind: 'write', client: 0, resource: 'a', value: 'v' },
+      { kind: 'release', client: 0, resource: 'a' },
+    ];
+    const first = runLockstep(backend(designs.pgSession(), 'strict'), steps, { clients: 1, tokenBase: 0n });
+    // Queued at once: the backend's start enters the server's slot before its first await.
+    const second = backend(designs.pgSession(), 'strict').start({ clients: 1, tokenBase: 0n });
+    let secondStarted = false;
+    void second.then(() => (secondStarted = true), () => undefined);
+    const report = await first;
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps.map((s) => s.actual.kind)).toEqual(['granted', 'ok', 'accepted', 'released']);
+    // Its reset (ending other sessions, TRUNCATE) came only after the first run had closed.
+    expect(secondStarted).toBe(false);
+    await (await second).close();
+  }, 60_000);
+});
+
+describe('a server a run left down', () => {
+  // A run that stops between a crash and its restart (a fault that failed, the machine out of pace) left the server down, and every later run failed to connect.
+  it('is restarted by the next run\'s reset', async () => {
+    const crashed = await runLockstep(backend(designs.pgSession(), 'strict'), [{ kind: 'acquire', client: 0, resource: 'a' }, { kind: 'crash', node: 0 }], { clients: 1, tokenBase: 0n });
+    expect(crashed.verdict).toEqual({ kind: 'pass' });
+    const next = await runLockstep(backend(designs.pgSession(), 'strict'), [{ kind: 'acquire', client: 0, resource: 'a' }], { clients: 1, tokenBase: 0n });
+    expect(next.verdict).toEqual({ kind: 'pass' });
+    expect(next.steps.map((s) => s.actual.kind)).toEqual(['granted']);
+  }, 60_000);
+});
+
 describe('the predicted findings come out of generated runs, shrunk', () => {
   it('a session lock killed under a paused holder: two holders, and an unfenced store takes the stale write', async () => {
     const unfenced = await checkConformance(backend(designs.pgSession(), 'unfenced'), { runs: 100, seed: SEED, faults: ['advance', 'pause', 'kill-connection'], failOn: { properties: ['STORE-1'] } });

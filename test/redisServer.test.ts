@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FakeClockFile, formatFaketime } from '../conformance/env/faketime.ts';
 import { RedisServer, type RedisServerOptions, stopAllRedisServers } from '../conformance/env/redisServer.ts';
+import { PORT_CLAIMS, restartPorts } from '../conformance/env/processes.ts';
 import { RespAuthError, RespError, RespTimeoutError, type RespValue, sendCommand } from '../conformance/env/resp.ts';
 
 const servers: RedisServer[] = [];
@@ -145,6 +146,29 @@ describe('RedisServer (real redis-server)', () => {
     expect(existsSync(dir)).toBe(false);
     await server.stop();
     await expect(server.restart()).rejects.toThrow(/stopped/);
+  });
+
+  // A restart leaves the port free for a moment; a port the kernel hands out could be taken then (a Sentinel answered the lock's script: ServerRefusedError).
+  it('keeps its port across a restart: one below the kernel\'s ephemeral range, claimed until stop()', async () => {
+    const range = restartPorts()!;
+    const server = await startServer({ persistence: 'none' });
+    const { port } = server;
+    expect(port).toBeGreaterThanOrEqual(range.from);
+    expect(port).toBeLessThanOrEqual(range.to);
+    const claim = join(PORT_CLAIMS, String(port));
+    expect(readFileSync(claim, 'utf8')).toBe(String(process.pid));
+    await server.crash();
+    expect(existsSync(claim)).toBe(true);
+    await server.restart();
+    expect(server.port).toBe(port);
+    await server.stop();
+    expect(existsSync(claim)).toBe(false);
+  });
+
+  it('takes restart ports from 20000 to just below the ephemeral range, or none when that leaves too little room', () => {
+    expect(restartPorts({ from: 32768 })).toEqual({ from: 20000, to: 32767 });
+    expect(restartPorts({ from: 20500 })).toBeNull();
+    expect(restartPorts(null)).toEqual({ from: 20000, to: 32767 });
   });
 
   it('stops a paused faked server too (SIGKILL, no clock needed)', async () => {

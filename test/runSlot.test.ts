@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RunSlot } from '../conformance/env/runSlot.ts';
+import { inSlot, RunSlot, slotOf } from '../conformance/env/runSlot.ts';
 import { RunEnvironmentError } from '../conformance/env/runEnvironment.ts';
 
 /** Whether a promise has settled, after every queued microtask has run (fake timers: no real time passes). */
@@ -58,5 +58,55 @@ describe('RunSlot: one run at a time on servers the runner resets', () => {
   it('rejects a limit that is not a positive number', () => {
     expect(() => new RunSlot('x', 0)).toThrow(RangeError);
     expect(() => new RunSlot('x', Number.NaN)).toThrow(RangeError);
+  });
+
+  it('inSlot: the run holds the slot from its start to the end of its close, also when the start or the close fails', async () => {
+    vi.useFakeTimers();
+    const slot = new RunSlot('test run', 1_000);
+    const order: string[] = [];
+    const run = (name: string, fail?: 'start' | 'close') =>
+      inSlot(slot, async () => {
+        order.push(`${name} starts`);
+        if (fail === 'start') throw new Error(`${name}: start failed`);
+        return {
+          name,
+          close: async () => {
+            order.push(`${name} closes`);
+            if (fail === 'close') throw new Error(`${name}: close failed`);
+          },
+        };
+      });
+    const a = run('a', 'close');
+    const b = run('b', 'start');
+    const c = run('c');
+    const first = await a;
+    expect(first.name).toBe('a');
+    expect(await settled(c)).toBe(false);
+    await expect(first.close()).rejects.toThrow('a: close failed');
+    await expect(b).rejects.toThrow('b: start failed');
+    await (await c).close();
+    expect(order).toEqual(['a starts', 'a closes', 'b starts', 'c starts', 'c closes']);
+    expect(slot.waiting).toBe(0);
+  });
+
+  it('slotOf: one slot per set of servers, named by the object that holds them or by URL', () => {
+    const cluster = {};
+    expect(slotOf(cluster, 'x')).toBe(slotOf(cluster, 'x'));
+    expect(slotOf({}, 'x')).not.toBe(slotOf(cluster, 'x'));
+    expect(slotOf('postgres://127.0.0.1:1/a', 'x')).toBe(slotOf('postgres://127.0.0.1:1/a', 'x'));
+    expect(slotOf('postgres://127.0.0.1:2/a', 'x')).not.toBe(slotOf('postgres://127.0.0.1:1/a', 'x'));
+  });
+
+  it('inSlot: a close that never ends leaves the slot at its limit, so later runs are not held by it', async () => {
+    vi.useFakeTimers();
+    const slot = new RunSlot('test run', 10_000);
+    const stuck = await inSlot(slot, async () => ({ close: () => new Promise<void>(() => undefined) }), 1_000);
+    void stuck.close();
+    const next = inSlot(slot, async () => ({ close: async () => undefined }), 1_000);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(await settled(next)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await (await next).close();
+    expect(slot.waiting).toBe(0);
   });
 });

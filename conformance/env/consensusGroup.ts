@@ -18,7 +18,7 @@ import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
 import { PeerGate } from './peerGate.ts';
-import { onExitKill } from './processes.ts';
+import { claimPort, onExitKill } from './processes.ts';
 import { TcpProxy } from './proxy.ts';
 import { Guard } from './watchdog.ts';
 
@@ -124,6 +124,20 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     return m.gates[i]?.port ?? this.peerPorts(m)[i]!;
   }
 
+  /** The releases of the members' ports (processes.ts claimPort): kept across restarts, given back at stop() or a fresh start. */
+  #claims: Array<() => void> = [];
+
+  /** A port for a member: one it keeps across its restarts (no other process is given it between a kill and the restart). */
+  protected async claimedPort(): Promise<number> {
+    const claim = await claimPort();
+    this.#claims.push(claim.release);
+    return claim.port;
+  }
+
+  #releasePorts(): void {
+    for (const release of this.#claims.splice(0)) release();
+  }
+
   /** Starts every member and resolves once a leader serves (bounded by startTimeoutMs, port retries included). */
   protected async boot(): Promise<void> {
     const deadline = Date.now() + this.startTimeoutMs;
@@ -131,6 +145,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
       // Free ports race with every other process: when a member cannot bind, start over on fresh ones.
       for (;;) {
         await this.#closeGates();
+        this.#releasePorts();
         await this.prepareStart();
         await this.#openGates();
         // A gate's port comes from the kernel and may be one a member is about to bind: then fresh ports.
@@ -302,6 +317,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
       } finally {
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
         this.#guard.release();
+        this.#releasePorts();
         live.delete(this);
       }
     })();

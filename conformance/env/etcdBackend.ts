@@ -14,6 +14,7 @@ import type { BackendInstance, BackendUnderTest, Environment, LockClient } from 
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { TimingError, VirtualTime } from '../sim/time.ts';
+import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { EtcdCluster } from './etcdCluster.ts';
 import { RequestBound } from './requestBound.ts';
@@ -91,7 +92,8 @@ export function realEtcdBackend(cell: EtcdCell, store: StorePolicy, options: { r
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, expiryToleranceMs: ETCD_EXPIRY_TOLERANCE_MS, ttlGrainMs: 1000, tokensComparedBy: 'order' },
     // A keep-alive renews the ttl the lease was granted with.
     contract: { refreshTtl: 'acquired' },
-    start: (o) => startInstance(cell, store, o.clients, o.requestTimeoutMs),
+    // Runs keep to prefixes of their own, but a crash-restart kills members of the shared cluster and a close brings them back: one run at a time (runSlot.ts).
+    start: (o) => inSlot(slotOf(cell.lock, 'etcd conformance run'), () => startInstance(cell, store, o.clients, o.requestTimeoutMs)),
   };
 }
 

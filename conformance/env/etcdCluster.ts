@@ -22,7 +22,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConsensusGroup, GroupMember, HOST, type MemberCommand, stopAllOf } from './consensusGroup.ts';
 import { EnvironmentError } from './faketime.ts';
-import { freeLoopbackPort } from './processes.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -132,8 +131,8 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
   protected async prepareStart(): Promise<void> {
     for (;;) {
       for (const m of this.members) {
-        m.clientPort = await freeLoopbackPort();
-        m.peerPort = await freeLoopbackPort();
+        m.clientPort = await this.claimedPort();
+        m.peerPort = await this.claimedPort();
       }
       if (new Set(this.members.flatMap((m) => [m.clientPort, m.peerPort])).size === 2 * this.size) break;
     }

@@ -24,6 +24,7 @@ import { onInterrupt, settleWithin } from './processes.ts';
 import type { PostgresServer } from './postgresServer.ts';
 import { EnvironmentError } from './faketime.ts';
 import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
+import { inSlot, slotOf } from './runSlot.ts';
 
 /**
  * PostgreSQL advisory-lock backends on a real server. Clients are in process
@@ -62,6 +63,9 @@ export function targetOf(server: PostgresServer): PostgresTarget {
   };
 }
 
+/** Servers lockcheck started that a run crashed and did not restart (it stopped in between): the next run's reset restarts them. */
+const leftDown = new Set<string>();
+
 /** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
 const NOTICE_TIMEOUT_MS = 10_000;
 
@@ -76,10 +80,15 @@ export function realPostgresBackend(
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: false, sessionBound: true, reentrant: true },
-    start: (o) =>
-      underOwnNames(server, (run) =>
-        startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName, options.keepaliveMs ?? KEEPALIVE_MS),
-      ),
+    start: (o) => {
+      const start = () =>
+        underOwnNames(server, (run) =>
+          startInstance(server, server.process ?? null, design as Extract<Design, { kind: 'pg-session' | 'pg-xact' }>, store, o.clients, o.tokenBase, run.applicationName, options.keepaliveMs ?? KEEPALIVE_MS),
+        );
+      // A run on lockcheck's server resets it (ends every other session, empties the tables) and may crash it: one run at a time (runSlot.ts).
+      // On the user's server each run keeps to its own sessions and names.
+      return server.process === undefined ? start() : inSlot(slotOf(server.url, 'postgres conformance run'), start);
+    },
   };
 }
 
@@ -167,6 +176,11 @@ async function startInstance(
     await c.connect();
     return c;
   };
+  // Reset: a server an earlier run crashed and left down (it stopped before the restart) comes back first.
+  if (owned !== null && leftDown.has(server.url)) {
+    await failsTheRun('the reset (restarting the server a run left down)', () => owned.restart());
+    leftDown.delete(server.url);
+  }
   // The harness's own connection, not the backend's: a connect that times out on a loaded machine fails this run only.
   let admin = await failsTheRun("the run's admin connection", open);
   try {
@@ -352,6 +366,7 @@ async function startInstance(
             crash: {
               crash: async () => {
                 up = false;
+                leftDown.add(server.url);
                 const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
                 await owned.crash();
                 // A cut client's connection breaks with the server's process all the same (spec 7.7).
@@ -363,6 +378,7 @@ async function startInstance(
               },
               restart: async () => {
                 await owned.restart();
+                leftDown.delete(server.url);
                 // A connection to the old server process cannot come back: open new ones.
                 for (const c of [admin, ...storeConnections]) await c.end().catch(() => undefined);
                 admin = await open();

@@ -124,6 +124,8 @@ export class PostgresServer {
   #timings: PostgresStartTimings = { initdbMs: 0, startMs: 0 };
   /** The watchdog's record of this cluster: killed and removed should this process die without cleaning up. */
   readonly #guard = new Guard();
+  /** Gives the server's port back (processes.ts onFreePort): only once it is stopped for good, never at a restart. */
+  #releasePort: () => void = () => undefined;
 
   private constructor(options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
     this.fsync = options.fsync ?? false;
@@ -154,7 +156,7 @@ export class PostgresServer {
       const initdbStarted = Date.now();
       await server.#initdb(deadline);
       const initdbMs = Date.now() - initdbStarted;
-      return await onFreePort(
+      const started = await onFreePort(
         deadline,
         async (port) => {
           server.#port = port;
@@ -165,6 +167,8 @@ export class PostgresServer {
         },
         () => server.#startError('no free port could be bound'),
       );
+      server.#releasePort = started.release;
+      return started.value;
     } catch (error) {
       await server.stop();
       throw error;
@@ -306,6 +310,7 @@ export class PostgresServer {
         removeStaleShmem(this.dataDir, this.#pid);
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
         this.#guard.release();
+        this.#releasePort();
         live.delete(this);
       }
     })();
@@ -340,6 +345,7 @@ export class PostgresServer {
       // best effort at exit
     }
     this.#guard.release();
+    this.#releasePort();
     live.delete(this);
   }
 

@@ -1,4 +1,8 @@
+import { randomInt } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { finishWithin } from '../realTimeLimit.ts';
 
 /**
@@ -22,16 +26,123 @@ export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
 }
 
 /**
- * Starts a server on a free loopback port. The probe and the server's bind
- * race with every other process on the machine, so while `start` reports the
- * port taken it tries a fresh one, until `deadlineMs` (then `tooLate()`).
+ * Starts a server on a free loopback port it keeps across restarts, and
+ * returns it with the port's release (call it once the server is stopped for
+ * good). The probe and the server's bind race with every other process on
+ * the machine, so while `start` reports the port taken it tries a fresh one,
+ * until `deadlineMs` (then `tooLate()`).
+ *
+ * A server that is killed and restarted on its port leaves the port free in
+ * between, and its clients reconnect to whatever listens there then. A port
+ * the kernel hands out (listen on 0) may be handed to anyone in that gap: a
+ * Redis Sentinel another test started answered the lock client's script with
+ * `ERR unknown command 'eval'` (a ServerRefusedError), and a plain Redis
+ * without a password would have granted. So the port comes from below the
+ * kernel's ephemeral range (RESTART_PORTS), which no other process's listen
+ * on 0 and no outgoing connection's local port is ever given, and among
+ * lockcheck processes it is claimed by a file (PORT_CLAIMS/<port>, holding
+ * the claimant's pid; a dead claimant's claim is taken over).
  */
-export async function onFreePort<T>(deadlineMs: number, start: (port: number) => Promise<T | 'address-in-use'>, tooLate: () => Error): Promise<T> {
+export async function onFreePort<T>(deadlineMs: number, start: (port: number) => Promise<T | 'address-in-use'>, tooLate: () => Error): Promise<{ readonly value: T; release(): void }> {
   for (;;) {
-    const result = await start(await freeLoopbackPort());
-    if (result !== 'address-in-use') return result;
+    const claim = await claimPort();
+    let result: T | 'address-in-use';
+    try {
+      result = await start(claim.port);
+    } catch (e) {
+      claim.release();
+      throw e;
+    }
+    if (result !== 'address-in-use') return { value: result, release: claim.release };
+    claim.release();
     if (Date.now() >= deadlineMs) throw tooLate();
   }
+}
+
+/** Where lockcheck processes claim the ports of their servers (one file per port, holding the claimant's pid). */
+export const PORT_CLAIMS = join(tmpdir(), 'lockcheck-ports');
+
+/** The ports servers that restart on their port are given: from 20000 to just below the kernel's ephemeral range (null: no room there, use the kernel's). */
+export function restartPorts(range = readEphemeralRange()): { readonly from: number; readonly to: number } | null {
+  const from = 20_000;
+  const to = range === null ? 32_767 : range.from - 1;
+  return to - from >= 1_000 ? { from, to } : null;
+}
+
+function readEphemeralRange(): { readonly from: number } | null {
+  try {
+    const [from] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    return from !== undefined && Number.isInteger(from) ? { from } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A port of RESTART_PORTS nobody has claimed and nothing listens on, claimed; the kernel's choice where that range has no room. */
+export async function claimPort(): Promise<{ readonly port: number; release(): void }> {
+  const range = restartPorts();
+  if (range === null) return { port: await freeLoopbackPort(), release: () => undefined };
+  mkdirSync(PORT_CLAIMS, { recursive: true, mode: 0o1777 });
+  for (let tries = 0; ; tries++) {
+    const port = range.from + randomInt(range.to - range.from + 1);
+    const file = join(PORT_CLAIMS, String(port));
+    if (!takeClaim(file)) {
+      if (tries > 10_000) throw new Error(`no unclaimed port in ${range.from}-${range.to} (${PORT_CLAIMS})`);
+      continue;
+    }
+    if (await bindable(port)) {
+      let released = false;
+      return {
+        port,
+        release: () => {
+          if (released) return;
+          released = true;
+          rmSync(file, { force: true });
+        },
+      };
+    }
+    rmSync(file, { force: true });
+  }
+}
+
+/** Creates the claim file; takes over one whose claimant is gone. */
+function takeClaim(file: string): boolean {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      if (claimantAlive(file)) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function claimantAlive(file: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(file, 'utf8'));
+  } catch {
+    return true; // being written or removed right now: not ours to take
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function bindable(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.unref();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, host, () => probe.close(() => resolve(true)));
+  });
 }
 
 const cleanups = new Set<() => void>();

@@ -22,8 +22,10 @@ import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
 import { onExitKill, onInterrupt } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { redactUrl } from './redact.ts';
 import { failsTheRun } from './runEnvironment.ts';
-import { RunSlot } from './runSlot.ts';
+import { slotOf } from './runSlot.ts';
 
 /**
  * Redis backends on real redis-server processes. Each lock node runs under
@@ -58,7 +60,12 @@ export interface RedisCluster {
   /** 'unknown' on servers lockcheck did not start (crash faults are unavailable there, so it does not matter). */
   readonly persistence: 'none' | 'aof-always' | 'unknown';
   /** Servers lockcheck started: their processes and clocks are the runner's. Absent on the user's servers. */
-  readonly local?: { readonly servers: readonly RedisServer[]; readonly clockFiles: readonly FakeClockFile[] };
+  readonly local?: {
+    readonly servers: readonly RedisServer[];
+    readonly clockFiles: readonly FakeClockFile[];
+    /** The real-time bound on every command of a run (default COMMAND_TIMEOUT_MS); one that runs out stalls the run. */
+    readonly commandTimeoutMs?: number;
+  };
   stop(): Promise<void>;
 }
 
@@ -77,7 +84,9 @@ export const USER_SERVER_CLOCK_MARGIN_MS = REAL_TIME_TOLERANCE_MS + 2;
 /** The wall-clock instant a node's clock reads 0 at: far from the machine's own time on purpose. */
 const EPOCH_MS = Date.UTC(2030, 0, 1);
 
-export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always' }): Promise<RedisCluster> {
+export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always'; readonly commandTimeoutMs?: number }): Promise<RedisCluster> {
+  const { commandTimeoutMs } = options;
+  if (commandTimeoutMs !== undefined && !(Number.isInteger(commandTimeoutMs) && commandTimeoutMs > 0)) throw new InvalidInputError('invalid-config', `commandTimeoutMs must be a positive integer, got ${String(commandTimeoutMs)}`);
   const dir = mkdtempSync(join(tmpdir(), 'lockcheck-clocks-'));
   // Also when the process is killed: the servers have their own clean-up, the clock files need this one.
   onExitKill(() => rmSync(dir, { recursive: true, force: true }));
@@ -95,7 +104,7 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
     return {
       nodes: servers.map(targetOf),
       store: targetOf(store),
-      local: { servers, clockFiles },
+      local: { servers, clockFiles, ...(commandTimeoutMs !== undefined ? { commandTimeoutMs } : {}) },
       persistence: options.persistence,
       stop: async () => {
         await Promise.all(started.map((s) => s.stop()));
@@ -149,13 +158,13 @@ export function realRedisBackend(
   };
 }
 
-function connect(target: RedisTarget, keyPrefix = ''): Redis {
+function connect(target: RedisTarget, keyPrefix = '', commandTimeoutMs = COMMAND_TIMEOUT_MS): Redis {
   const redis = new Redis(target.url, {
     keyPrefix,
     // Fail at once while disconnected (the model's node is down or the link cut), never queue.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: COMMAND_TIMEOUT_MS,
+    commandTimeout: commandTimeoutMs,
     connectTimeout: COMMAND_TIMEOUT_MS,
     retryStrategy: () => 20,
     lazyConnect: true,
@@ -221,9 +230,10 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
   const n = nodeCount(design);
   if (n > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${n} nodes; the cluster has ${cluster.nodes.length}`);
   const targets = cluster.nodes.slice(0, n);
-  const local = cluster.local === undefined ? null : { servers: cluster.local.servers.slice(0, n), clockFiles: cluster.local.clockFiles };
+  const local = cluster.local === undefined ? null : { servers: cluster.local.servers.slice(0, n), clockFiles: cluster.local.clockFiles, commandTimeoutMs: cluster.local.commandTimeoutMs ?? COMMAND_TIMEOUT_MS };
   // The reset below would wipe any other run open on these servers: one run at a time (runSlot.ts). The user's servers need none: each run has its own prefix.
-  const leave = cluster.local === undefined ? () => undefined : await slotOf(cluster.local).enter();
+  // Each cluster lockcheck started has one slot, shared by every design run on it (they share node 0 at least).
+  const leave = cluster.local === undefined ? () => undefined : await slotOf(cluster.local, 'redis conformance run').enter();
   try {
     return await openRun(cluster, design, targets, local, lockKey, options.clients, leave);
   } catch (e) {
@@ -232,19 +242,12 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
   }
 }
 
-/** Each cluster lockcheck started has one slot, shared by every design run on it (they share node 0 at least). */
-const slots = new WeakMap<object, RunSlot>();
-function slotOf(local: NonNullable<RedisCluster['local']>): RunSlot {
-  let slot = slots.get(local);
-  if (slot === undefined) slots.set(local, (slot = new RunSlot('redis conformance run')));
-  return slot;
-}
 
 async function openRun(
   cluster: RedisCluster,
   design: Design,
   targets: readonly RedisTarget[],
-  local: { readonly servers: readonly RedisServer[]; readonly clockFiles: readonly FakeClockFile[] } | null,
+  local: { readonly servers: readonly RedisServer[]; readonly clockFiles: readonly FakeClockFile[]; readonly commandTimeoutMs: number } | null,
   lockKey: (resource: string) => string,
   clients: number,
   leave: () => void,
@@ -256,6 +259,8 @@ async function openRun(
   const up = targets.map(() => true);
   const availableFrom = targets.map(() => 0);
   let time: VirtualTime;
+  // Until the run's time exists a stall fails the start (failsTheRun below), not a step.
+  let stalled = (_what: string): void => undefined;
   const writeClocks = (): void => {
     if (local !== null) targets.forEach((_s, i) => local.clockFiles[i]!.set(EPOCH_MS + read(walls[i]!, time.nowMs())));
   };
@@ -263,11 +268,16 @@ async function openRun(
   // On shared servers every key the run's connections touch is recorded: the run deletes exactly those.
   const made = local === null ? new RunKeys([...targets, cluster.store]) : null;
   const open = (target: RedisTarget): Redis => {
-    const redis = connect(target, prefix);
+    const redis = connect(target, prefix, local?.commandTimeoutMs);
     made?.watch(target, redis);
     // The driver's own timers (its command timeout) stay on the real clock, also inside a library's call on a client's clock.
     const send = redis.sendCommand.bind(redis);
-    redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: unknown) => offClientClock(() => send(command, stream as never))) as Redis['sendCommand'];
+    redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: unknown) => {
+      const sentMs = performance.now();
+      const reply = offClientClock(() => send(command, stream as never));
+      if (local !== null) stallsFail(reply as Promise<unknown>, sentMs, local.commandTimeoutMs, target, command.name, (what) => stalled(what));
+      return reply;
+    }) as Redis['sendCommand'];
     all.push(redis);
     return redis;
   };
@@ -285,8 +295,12 @@ async function openRun(
   };
   try {
     const admin = [...targets.map(open), open(cluster.store)];
-    await Promise.all(admin.map(ready));
-    if (local !== null) await Promise.all(admin.map((r) => r.flushall()));
+    // On lockcheck's servers a reset or connect that a starved machine holds past its bound fails this run only.
+    const bounded = local === null ? <T>(_what: string, work: () => Promise<T>) => work() : failsTheRun;
+    await bounded('the reset', async () => {
+      await Promise.all(admin.map(ready));
+      if (local !== null) await Promise.all(admin.map((r) => r.flushall()));
+    });
     const endpoints: Server[] = targets.map((_s, i) => ({ reachable: () => up[i]! && time.nowMs() >= availableFrom[i]! }));
     const network: SimNetwork = new SimNetwork(
       (time = new VirtualTime({
@@ -296,9 +310,10 @@ async function openRun(
       (e: Endpoint) => (e === 'store' ? { reachable: () => true } : endpoints[e]!),
     );
     writeClocks();
+    stalled = (what) => time.stalled(what);
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
     const connections = Array.from({ length: clients }, () => ({ nodes: targets.map(open), store: open(cluster.store) }));
-    await Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready));
+    await bounded("the run's connections", () => Promise.all(connections.flatMap((c) => [...c.nodes, c.store]).map(ready)));
     const clocks = clientClocks.map((_c, client) => time.clockOf(() => clientClocks[client]!));
     const nodeConnections = (i: number): Redis[] => [admin[i]!, ...connections.map((c) => c.nodes[i]!)];
     // Servers lockcheck started: every fault on them. The user's: no process or clock of theirs is the runner's.
@@ -351,6 +366,25 @@ async function openRun(
     await close();
     throw e;
   }
+}
+
+/**
+ * On servers lockcheck started, no fault the runner injects makes a request
+ * take real time: a crash resets the connection at once, a black hole or a
+ * delay acts in the network layer on virtual time. A command that fails only
+ * after the whole command timeout of real time (COMMAND_TIMEOUT_MS) was held
+ * up by the machine (the test process or the server starved of CPU, an
+ * fsync of appendfsync always behind other processes' writes): its failure,
+ * a vote against in the lock client, is no evidence against the backend, and
+ * the run is stalled (out of pace: inconclusive, tried again). Measured from
+ * the send, so that a driver's timer firing before a reply already in the
+ * socket (Node runs timers before reading, after a stall) counts too.
+ */
+function stallsFail(reply: Promise<unknown>, sentMs: number, boundMs: number, target: RedisTarget, name: string, stalled: (what: string) => void): void {
+  reply.catch(() => {
+    const tookMs = performance.now() - sentMs;
+    if (tookMs >= boundMs) stalled(`${name} to ${redactUrl(target.url)} failed after ${Math.round(tookMs)} ms of real time (bound ${boundMs} ms)`);
+  });
 }
 
 /** How long a key a run made on a shared server lives should the run die before deleting it. */

@@ -81,6 +81,8 @@ export class RedisServer {
   #output = '';
   /** The watchdog's record of this server: killed and removed should this process die without cleaning up. */
   readonly #guard = new Guard();
+  /** Gives the server's port back (processes.ts onFreePort): only once it is stopped for good, never at a restart. */
+  #releasePort: () => void = () => undefined;
 
   private constructor(options: RedisServerOptions, dir: string, preload: string | null) {
     this.persistence = options.persistence;
@@ -117,7 +119,7 @@ export class RedisServer {
       // The password goes in a 0600 file in the 0700 directory: on the command line every local user could read it.
       // Sentinel rewrites its config file: it lives in the server's own directory.
       await writeFile(server.#configFile, [`requirepass ${server.password}`, ...server.#config].map((l) => `${l}\n`).join(''), { mode: 0o600, flag: 'wx' });
-      return await onFreePort(
+      const started = await onFreePort(
         deadline,
         async (port) => {
           server.#port = port;
@@ -125,6 +127,8 @@ export class RedisServer {
         },
         () => server.#startError('no free port could be bound'),
       );
+      server.#releasePort = started.release;
+      return started.value;
     } catch (error) {
       await server.stop();
       throw error;
@@ -226,6 +230,7 @@ export class RedisServer {
       } finally {
         await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
         this.#guard.release();
+        this.#releasePort();
         live.delete(this);
       }
     })();
@@ -379,6 +384,7 @@ export class RedisServer {
       // best effort at exit
     }
     this.#guard.release();
+    this.#releasePort();
     live.delete(this);
   }
 }

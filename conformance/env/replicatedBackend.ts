@@ -21,6 +21,7 @@ import { onExitKill } from './processes.ts';
 import { RedisReplicated } from './redisReplicated.ts';
 import { EnvironmentError, RedisServer } from './redisServer.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
+import { inSlot, slotOf } from './runSlot.ts';
 
 /**
  * redis-replicated (spec 7.9) as a backend of the conformance runs: a
@@ -146,7 +147,8 @@ export function realReplicatedBackend(servers: ReplicatedServers, design: Design
     name: options.name ?? `redis ${describeDesign(design)} / ${store}`,
     design,
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false },
-    start: (o) => startInstance(servers, design, store, o.clients, o.tokenBase, o.requestTimeoutMs),
+    // A run resets the servers (FLUSHALL, a fresh cluster after a failover) and fails them over: one run at a time (runSlot.ts).
+    start: (o) => inSlot(slotOf(servers, 'redis-replicated conformance run'), () => startInstance(servers, design, store, o.clients, o.tokenBase, o.requestTimeoutMs)),
   };
 }
 

@@ -1,3 +1,4 @@
+import { finishWithin } from '../realTimeLimit.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
 
 /**
@@ -65,3 +66,56 @@ export class RunSlot {
 
 /** How long a run waits for the one before it on the same servers: far past any run's length, short of a test's timeout. */
 export const RUN_SLOT_LIMIT_MS = 120_000;
+
+/**
+ * The slot of one set of servers: named by the object that holds them (a
+ * cluster, an ensemble) or by a URL. Every run that resets those servers or
+ * injects a fault into their processes (a crash, a failover) takes it.
+ */
+export function slotOf(servers: object | string, what: string): RunSlot {
+  if (typeof servers === 'string') {
+    let slot = byUrl.get(servers);
+    if (slot === undefined) byUrl.set(servers, (slot = new RunSlot(what)));
+    return slot;
+  }
+  let slot = byObject.get(servers);
+  if (slot === undefined) byObject.set(servers, (slot = new RunSlot(what)));
+  return slot;
+}
+const byObject = new WeakMap<object, RunSlot>();
+const byUrl = new Map<string, RunSlot>();
+
+/**
+ * Starts a run (a plain instance object) once it has the slot; the run's
+ * close leaves the slot (also when the close fails), and so does a start
+ * that fails. A close still running after `closeLimitMs` leaves it too: the
+ * runner has given up on that close by then (lockstep's CLOSE_LIMIT_MS, a
+ * warning of a teardown defect), and a close that never ends (a goodbye held
+ * for a client still paused) must not keep every later run waiting.
+ */
+export async function inSlot<I extends { close(): Promise<void> }>(slot: RunSlot, start: () => Promise<I>, closeLimitMs = SLOT_CLOSE_LIMIT_MS): Promise<I> {
+  const leave = await slot.enter();
+  let instance: I;
+  try {
+    instance = await start();
+  } catch (e) {
+    leave();
+    throw e;
+  }
+  return {
+    ...instance,
+    close: async () => {
+      const closing = instance.close();
+      // Leaves at the end of the close or at the limit, whichever comes first; the close's own failure goes to the caller below.
+      void finishWithin(closing, closeLimitMs).then(leave, leave);
+      try {
+        await closing;
+      } finally {
+        leave();
+      }
+    },
+  };
+}
+
+/** How long a run's close holds its slot at most: the runner's own bound on a close (lockstep's CLOSE_LIMIT_MS). */
+export const SLOT_CLOSE_LIMIT_MS = 60_000;

@@ -13,6 +13,7 @@ import type { BackendInstance, BackendUnderTest, Environment, LockClient } from 
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { TimingError, VirtualTime } from '../sim/time.ts';
+import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { ZK_TICK_MS, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
 import { RequestBound } from './requestBound.ts';
@@ -80,7 +81,8 @@ export function realZookeeperBackend(cell: ZookeeperCell, store: StorePolicy, op
     capabilities: { store, ttl: true, sessionBound: false, reentrant: false, expiryToleranceMs: ZK_EXPIRY_TOLERANCE_MS, ttlGrainMs: 1000, tokensComparedBy: 'order' },
     // A renewal lasts the session's timeout, the ttl it was opened with.
     contract: { refreshTtl: 'acquired' },
-    start: (o) => startInstance(cell, store, o.clients, o.requestTimeoutMs),
+    // Runs keep to prefixes of their own, but a crash-restart kills members of the shared cluster and a close brings them back: one run at a time (runSlot.ts).
+    start: (o) => inSlot(slotOf(cell.ensemble, 'zookeeper conformance run'), () => startInstance(cell, store, o.clients, o.requestTimeoutMs)),
   };
 }
 

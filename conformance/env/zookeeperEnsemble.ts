@@ -28,7 +28,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConsensusGroup, GroupMember, HOST, type MemberCommand, stopAllOf } from './consensusGroup.ts';
 import { EnvironmentError } from './faketime.ts';
-import { freeLoopbackPort } from './processes.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -121,9 +120,9 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
   protected async prepareStart(): Promise<void> {
     for (;;) {
       for (const m of this.members) {
-        m.clientPort = await freeLoopbackPort();
-        m.quorumPort = await freeLoopbackPort();
-        m.electionPort = await freeLoopbackPort();
+        m.clientPort = await this.claimedPort();
+        m.quorumPort = await this.claimedPort();
+        m.electionPort = await this.claimedPort();
       }
       if (new Set(this.members.flatMap((m) => [m.clientPort, m.quorumPort, m.electionPort])).size === 3 * this.size) break;
     }

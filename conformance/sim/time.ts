@@ -108,7 +108,19 @@ export class VirtualTime {
     if (lag > rt.toleranceMs) this.#late = `real time ran ${lag.toFixed(1)} ms ahead of true time t=${this.#nowMs} while a server answered (tolerance ${rt.toleranceMs} ms): the machine was too busy to keep pace`;
   }
 
-  /** Throws TimingError if a server answered while real time was beyond tolerance. */
+  /**
+   * A real-time bound of the harness ran out on a request the model has
+   * answered at once (a driver's command timeout on a server lockcheck
+   * started): the machine stalled the test process or the server, which is
+   * no fault the runner injected, and the request's failure says nothing of
+   * the backend. The run is out of pace from here (TimingError at the next
+   * check): judged neither way, and tried again.
+   */
+  stalled(what: string): void {
+    this.#late ??= `${what}: the machine stalled the run (no fault the runner injected takes real time), so that failure is not the backend's`;
+  }
+
+  /** Throws TimingError if a server answered while real time was beyond tolerance, or a request ran out of real time (stalled). */
   assertOnTime(): void {
     if (this.#late !== null) throw new TimingError(this.#late);
   }
