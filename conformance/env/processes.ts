@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,7 +82,6 @@ function readEphemeralRange(): { readonly from: number } | null {
 export async function claimPort(): Promise<{ readonly port: number; release(): void }> {
   const range = restartPorts();
   if (range === null) return { port: await freeLoopbackPort(), release: () => undefined };
-  mkdirSync(PORT_CLAIMS, { recursive: true, mode: 0o1777 });
   for (let tries = 0; ; tries++) {
     const port = range.from + randomInt(range.to - range.from + 1);
     const file = join(PORT_CLAIMS, String(port));
@@ -97,21 +96,34 @@ export async function claimPort(): Promise<{ readonly port: number; release(): v
         release: () => {
           if (released) return;
           released = true;
-          rmSync(file, { force: true });
+          dropClaim(file);
         },
       };
     }
-    rmSync(file, { force: true });
+    dropClaim(file);
+  }
+}
+
+/** Removes a claim, and the claims' directory once it is empty: nothing of lockcheck stays in the temp dir when no server runs. */
+function dropClaim(file: string): void {
+  rmSync(file, { force: true });
+  try {
+    rmdirSync(PORT_CLAIMS);
+  } catch {
+    // Another process's claims are in it (ENOTEMPTY), or it is gone already.
   }
 }
 
 /** Creates the claim file; takes over one whose claimant is gone. */
 function takeClaim(file: string): boolean {
-  for (let attempt = 0; attempt < 2; attempt++) {
+  for (let attempt = 0; attempt < 4; attempt++) {
     try {
+      // The directory goes with its last claim (dropClaim): made again here, and again should another process remove it in between.
+      mkdirSync(PORT_CLAIMS, { recursive: true, mode: 0o1777 });
       writeFileSync(file, String(process.pid), { flag: 'wx' });
       return true;
     } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       if (claimantAlive(file)) return false;
       rmSync(file, { force: true });
