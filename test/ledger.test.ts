@@ -15,7 +15,7 @@ let server: PostgresServer | undefined;
 let connection: pg.ClientConfig;
 
 beforeAll(async () => {
-  server = await PostgresServer.start({ parentDir: '/dev/shm', startTimeoutMs: 20_000 });
+  server = await PostgresServer.start({ parentDir: '/dev/shm' });
   connection = server.connection;
 });
 

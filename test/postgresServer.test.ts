@@ -9,7 +9,7 @@ const servers: PostgresServer[] = [];
 const clients: pg.Client[] = [];
 
 async function startServer(): Promise<PostgresServer> {
-  const server = await PostgresServer.start({ startTimeoutMs: 20_000 });
+  const server = await PostgresServer.start();
   servers.push(server);
   return server;
 }
@@ -99,7 +99,7 @@ describe('PostgresServer (real PostgreSQL 15): one shared running cluster', () =
 
   beforeAll(async () => {
     // Not in `servers`: the per-test afterEach must leave it running.
-    shared = await PostgresServer.start({ startTimeoutMs: 20_000 });
+    shared = await PostgresServer.start();
   });
 
   afterAll(async () => {

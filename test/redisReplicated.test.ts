@@ -118,7 +118,7 @@ describe('redis-replicated: a long-held replica, and a failover Sentinel refuses
     const dir = mkdtempSync(join(tmpdir(), 'lockcheck-held-'));
     const clock = new FakeClockFile(dir, 'clock');
     clock.set(T0);
-    const cluster = await RedisReplicated.start({ clockFile: clock, timeoutMs: 10_000 });
+    const cluster = await RedisReplicated.start({ clockFile: clock, timeoutMs: 30_000 });
     try {
       await cluster.holdReplication();
       clock.set(T0 + 300_000);
@@ -130,7 +130,7 @@ describe('redis-replicated: a long-held replica, and a failover Sentinel refuses
       await cluster.stop();
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 120_000);
 
   it('a failover Sentinel refuses (the link held down 700 s, past the limit) fails that run only, as an environment error; the next run gets a fresh topology', async () => {
     const servers = await ReplicatedServers.start({ timeoutMs: 3_000 });

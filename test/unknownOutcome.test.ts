@@ -21,7 +21,7 @@ const DELAY_MS = 1_500;
 let server: PostgresServer;
 let admin: pg.Client;
 beforeAll(async () => {
-  server = await PostgresServer.start({ parentDir: '/dev/shm', startTimeoutMs: 30_000 });
+  server = await PostgresServer.start({ parentDir: '/dev/shm' });
   admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
   await admin.connect();
 }, 60_000);

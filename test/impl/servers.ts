@@ -57,7 +57,7 @@ function shared<K extends keyof SharedServers, S extends { stop(): Promise<void>
 
 export const sharedRedis = (): (() => SharedServers['redis']) => shared('redis', () => RedisServer.start({ persistence: 'none' }), (s) => s.connection);
 export const sharedPostgres = (): (() => SharedServers['postgres']) =>
-  shared('postgres', () => PostgresServer.start({ parentDir: '/dev/shm', startTimeoutMs: 30_000 }), (s) => s.connection);
+  shared('postgres', () => PostgresServer.start({ parentDir: '/dev/shm' }), (s) => s.connection);
 export const sharedZookeeper = (): (() => SharedServers['zookeeper']) =>
   shared('zookeeper', () => ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ connectString: s.connectString, pid: s.pid(0) }));
 export const sharedEtcd = (): (() => SharedServers['etcd']) => shared('etcd', () => EtcdCluster.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ hosts: s.endpoints }));
