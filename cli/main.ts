@@ -253,6 +253,8 @@ async function main(argv: readonly string[]): Promise<number> {
     case undefined: {
       if (rest.length) throw new UsageError(`explore takes no arguments, got '${rest.join(' ')}'`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
+      if (values['memory-mib'] !== undefined && values.budget === undefined) throw new UsageError('--memory-mib bounds a --budget run: give --budget S too');
+      if (values.seconds !== undefined && values.budget !== undefined) throw new UsageError('--seconds (a bound per cell) and --budget (one for the whole run) do not go together: give one');
       return exploreCommand({
         // Under --budget the depth is a bound the time usually reaches first; without one, none.
         depth: values.budget === undefined ? int(values.depth, 'depth', 6, 1, 10) : int(values.depth, 'depth', 1000, 1, 1000),

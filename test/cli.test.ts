@@ -40,6 +40,9 @@ describe('lockcheck command line', () => {
       [['replay'], /replay needs exactly one counterexample file/],
       [['replay', join(dir, 'missing.json')], /cannot read counterexample/],
       [['--bogus'], /Unknown option '--bogus'/],
+      [['explore', '--memory-mib', '100'], /--memory-mib bounds a --budget run/],
+      [['explore', '--budget', '5', '--seconds', '3'], /--seconds \(a bound per cell\) and --budget/],
+      [['explore', '--budget', '0'], /--budget must be an integer/],
     ] as const;
     // Four at a time: serially, twelve starts of the CLI took over two minutes at load average 35.
     for (let i = 0; i < cases.length; i += 4) {
