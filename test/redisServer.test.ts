@@ -1,10 +1,12 @@
-import { readFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FakeClockFile, formatFaketime } from '../conformance/env/faketime.ts';
 import { RedisServer, type RedisServerOptions, stopAllRedisServers } from '../conformance/env/redisServer.ts';
-import { PORT_CLAIMS, restartPorts } from '../conformance/env/processes.ts';
+import { claimPort, PORT_CLAIMS, restartPorts } from '../conformance/env/processes.ts';
 import { RespAuthError, RespError, RespTimeoutError, type RespValue, sendCommand } from '../conformance/env/resp.ts';
 
 const servers: RedisServer[] = [];
@@ -163,6 +165,24 @@ describe('RedisServer (real redis-server)', () => {
     expect(server.port).toBe(port);
     await server.stop();
     expect(existsSync(claim)).toBe(false);
+  });
+
+  it('leaves no claim behind: a process that exits holding claims drops them, and a dead process\'s claims go at the next claim', async () => {
+    // A process that claims two ports and exits without releasing them (as when its servers are killed at exit): its exit drops them.
+    const code = `const { claimPort } = await import(${JSON.stringify(pathToFileURL(resolve('conformance/env/processes.ts')).href)}); const a = await claimPort(); const b = await claimPort(); console.log(a.port + ' ' + b.port);`;
+    const printed = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 60_000 });
+    const ports = printed.trim().split(' ').map(Number);
+    expect(ports).toHaveLength(2);
+    for (const port of ports) expect(existsSync(join(PORT_CLAIMS, String(port)))).toBe(false);
+    // A claim whose process is gone (killed: no exit handler ran) is swept by the next claim.
+    const dead = spawnSync('true').pid!;
+    mkdirSync(PORT_CLAIMS, { recursive: true });
+    const stale = join(PORT_CLAIMS, '20001');
+    writeFileSync(stale, String(dead));
+    const claim = await claimPort();
+    expect(existsSync(stale)).toBe(false);
+    claim.release();
+    expect(existsSync(join(PORT_CLAIMS, String(claim.port)))).toBe(false);
   });
 
   it('takes restart ports from 20000 to just below the ephemeral range, or none when that leaves too little room', () => {

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +43,7 @@ export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
  * lockcheck processes it is claimed by a file (PORT_CLAIMS/<port>, holding
  * the claimant's pid; a dead claimant's claim is taken over).
  */
-export async function onFreePort<T>(deadlineMs: number, start: (port: number) => Promise<T | 'address-in-use'>, tooLate: () => Error): Promise<{ readonly value: T; release(): void }> {
+export async function onFreePort<T>(deadlineMs: number, start: (port: number) => Promise<T | 'address-in-use'>, tooLate: () => Error): Promise<{ readonly value: T; readonly release: () => void }> {
   for (;;) {
     const claim = await claimPort();
     let result: T | 'address-in-use';
@@ -79,9 +79,10 @@ function readEphemeralRange(): { readonly from: number } | null {
 }
 
 /** A port of RESTART_PORTS nobody has claimed and nothing listens on, claimed; the kernel's choice where that range has no room. */
-export async function claimPort(): Promise<{ readonly port: number; release(): void }> {
+export async function claimPort(): Promise<{ readonly port: number; readonly release: () => void }> {
   const range = restartPorts();
   if (range === null) return { port: await freeLoopbackPort(), release: () => undefined };
+  sweepDeadClaims();
   for (let tries = 0; ; tries++) {
     const port = range.from + randomInt(range.to - range.from + 1);
     const file = join(PORT_CLAIMS, String(port));
@@ -106,11 +107,46 @@ export async function claimPort(): Promise<{ readonly port: number; release(): v
 
 /** Removes a claim, and the claims' directory once it is empty: nothing of lockcheck stays in the temp dir when no server runs. */
 function dropClaim(file: string): void {
+  ownClaims.delete(file);
   rmSync(file, { force: true });
   try {
     rmdirSync(PORT_CLAIMS);
   } catch {
     // Another process's claims are in it (ENOTEMPTY), or it is gone already.
+  }
+}
+
+/** How long a claim file may stay empty before it counts as its maker's, killed between making and writing it. */
+const EMPTY_CLAIM_MS = 10_000;
+
+/** This process's claims: dropped at exit and on SIGINT, SIGTERM and SIGHUP too, for servers stopped by a kill at exit rather than by stop(). */
+const ownClaims = new Set<string>();
+
+function dropOwnClaims(): void {
+  for (const file of [...ownClaims]) {
+    // Only while the claim is still this process's (a claim is taken over only from a dead claimant, but never remove another's).
+    let holder = '';
+    try {
+      holder = readFileSync(file, 'utf8');
+    } catch {
+      // gone already
+    }
+    if (holder === String(process.pid)) dropClaim(file);
+    else ownClaims.delete(file);
+  }
+}
+
+/** Removes the claims of processes that are gone (killed, so their exit handler never ran), then the directory if that empties it. */
+function sweepDeadClaims(): void {
+  let names: string[];
+  try {
+    names = readdirSync(PORT_CLAIMS);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const file = join(PORT_CLAIMS, name);
+    if (!claimantAlive(file)) dropClaim(file);
   }
 }
 
@@ -121,6 +157,8 @@ function takeClaim(file: string): boolean {
       // The directory goes with its last claim (dropClaim): made again here, and again should another process remove it in between.
       mkdirSync(PORT_CLAIMS, { recursive: true, mode: 0o1777 });
       writeFileSync(file, String(process.pid), { flag: 'wx' });
+      ownClaims.add(file);
+      if (ownClaims.size === 1) onExitKill(dropOwnClaims);
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
@@ -135,7 +173,10 @@ function takeClaim(file: string): boolean {
 function claimantAlive(file: string): boolean {
   let pid: number;
   try {
-    pid = Number(readFileSync(file, 'utf8'));
+    const text = readFileSync(file, 'utf8');
+    // Empty: made and not yet written (takeClaim creates, then writes), unless it has been empty for long (its maker killed in between).
+    if (text === '') return Date.now() - statSync(file).mtimeMs < EMPTY_CLAIM_MS;
+    pid = Number(text);
   } catch {
     return true; // being written or removed right now: not ours to take
   }
