@@ -47,15 +47,7 @@ export async function exploreCells(
   onCell: (cell: CellResult) => void,
 ): Promise<CellResult[]> {
   const results: CellResult[] = new Array(cells.length);
-  // Per exploration, the cells that share it; the first is the one explored.
-  const groups = new Map<string, number[]>();
-  cells.forEach((c, i) => {
-    const key = explorationKey(c.row, c.store, c.fault);
-    const group = groups.get(key);
-    if (group === undefined) groups.set(key, [i]);
-    else group.push(i);
-  });
-  const explored = [...groups.values()];
+  const explored = explorationGroups(cells);
   const done = (group: readonly number[], result: CellResult): void => {
     for (const i of group) {
       results[i] = { ...result, row: cells[i]!.row.label };
@@ -134,42 +126,17 @@ export async function exploreCellsByLevels(
   onLevel: (cell: number, depth: number, over: boolean) => void,
 ): Promise<LevelsRun> {
   const started = performance.now();
-  const groups = new Map<string, number[]>();
-  cells.forEach((c, i) => {
-    const key = explorationKey(c.row, c.store, c.fault);
-    const group = groups.get(key);
-    if (group === undefined) groups.set(key, [i]);
-    else group.push(i);
-  });
-  const explored = [...groups.values()];
+  const explored = explorationGroups(cells);
   const results: CellResult[] = new Array(cells.length);
   const done = (g: number, result: CellResult): void => {
     for (const i of explored[g]!) results[i] = { ...result, row: cells[i]!.row.label };
   };
   const level = { maxDepth: options.maxDepth, maxStates: options.maxStates };
   if (jobs <= 1) {
-    const clock = (): number => performance.now();
-    const runs: Exploration[] = explored.map((group) => {
-      const c = cells[group[0]!]!;
-      return startCell(c.row, c.store, c.fault, { ...level, clock });
-    });
-    let peakHeap = 0;
-    const end = exploreByLevels(runs, {
-      clock,
-      deadlineMs: started + options.budgetMs,
-      memoryLimitBytes: options.memoryLimitBytes,
-      memoryUsed: () => {
-        const used = getHeapStatistics().used_heap_size;
-        peakHeap = Math.max(peakHeap, used);
-        return used;
-      },
-      onLevel: (g, r) => onLevel(g, r.depthCompleted, r.over),
-    });
-    runs.forEach((r, g) => {
-      const c = cells[explored[g]![0]!]!;
-      done(g, { ...r.result(), row: c.row.label, store: c.store, faultClass: c.fault });
-    });
-    return { results, ends: [end], peakHeapBytes: peakHeap, residentBytes: process.memoryUsage().rss };
+    const share = explored.map((group) => cells[group[0]!]!);
+    const run = exploreShareByLevels(share, level, () => performance.now(), started + options.budgetMs, options.memoryLimitBytes, (g, r) => onLevel(g, r.depthCompleted, r.over));
+    run.results.forEach((result, g) => done(g, result));
+    return { results, ends: [run.end], peakHeapBytes: run.peakHeapBytes, residentBytes: process.memoryUsage().rss };
   }
   const shares = Array.from({ length: Math.min(jobs, explored.length) }, (_, w) => explored.flatMap((_g, g) => (g % jobs === w ? [g] : [])));
   const workers = shares.map(() => new Worker(new URL('./exploreWorker.mjs', import.meta.url)));
@@ -215,4 +182,48 @@ export async function exploreCellsByLevels(
     await Promise.all(workers.map((w) => w.terminate()));
   }
   return { results, ends, peakHeapBytes: peakHeap, residentBytes: resident };
+}
+
+/** The cells grouped by exploration (explorationKey: rows that differ only in what their alphabet never reads are one transition system); the first of each group is the one explored. */
+function explorationGroups(cells: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>): number[][] {
+  const groups = new Map<string, number[]>();
+  cells.forEach((c, i) => {
+    const key = explorationKey(c.row, c.store, c.fault);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [i]);
+    else group.push(i);
+  });
+  return [...groups.values()];
+}
+
+/**
+ * One thread's share of a budgeted run (the main thread's, or a worker's):
+ * its explorations expanded level by level until `deadlineMs` on `clock`
+ * (exploreByLevels), no level started once this thread's heap passes
+ * `memoryLimitBytes`. Returns each cell's result, why the share ended, and
+ * the most heap the thread held when asked.
+ */
+export function exploreShareByLevels(
+  share: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>,
+  options: { readonly maxDepth: number; readonly maxStates: number },
+  clock: () => number,
+  deadlineMs: number,
+  memoryLimitBytes: number,
+  onLevel: (index: number, run: Exploration) => void,
+): { readonly results: CellResult[]; readonly end: LevelsEnd; readonly peakHeapBytes: number } {
+  const runs: Exploration[] = share.map((c) => startCell(c.row, c.store, c.fault, { ...options, clock }));
+  let peakHeapBytes = 0;
+  const end = exploreByLevels(runs, {
+    clock,
+    deadlineMs,
+    memoryLimitBytes,
+    memoryUsed: () => {
+      const used = getHeapStatistics().used_heap_size;
+      peakHeapBytes = Math.max(peakHeapBytes, used);
+      return used;
+    },
+    onLevel,
+  });
+  const results = runs.map((r, i) => ({ ...r.result(), row: share[i]!.row.label, store: share[i]!.store, faultClass: share[i]!.fault }));
+  return { results, end, peakHeapBytes };
 }

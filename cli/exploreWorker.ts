@@ -1,10 +1,8 @@
 import { parentPort } from 'node:worker_threads';
-import { getHeapStatistics } from 'node:v8';
 import { match } from 'ts-pattern';
-import type { CellResult, Exploration } from '../model/index.ts';
-import { exploreByLevels, exploreCell, MATRIX_ROWS, startCell } from '../model/index.ts';
+import { exploreCell, MATRIX_ROWS } from '../model/index.ts';
 import type { LevelMessage, WorkerTask } from './exploreCells.ts';
-import { epochMs } from './exploreCells.ts';
+import { epochMs, exploreShareByLevels } from './exploreCells.ts';
 
 const rowOf = (label: string) => MATRIX_ROWS.find((r) => r.label === label)!;
 const clock = (): number => performance.now();
@@ -20,24 +18,12 @@ parentPort!.on('message', (task: WorkerTask) => {
     })
     .with({ kind: 'levels' }, (t) => {
       // Every clock here is the one the threads share (epochMs): the runs read the deadline on it too.
-      const runs: Exploration[] = t.cells.map((c) => startCell(rowOf(c.row), c.store, c.fault, { ...t.options, clock: epochMs }));
-      let peakHeap = 0;
-      const end = exploreByLevels(runs, {
-        clock: epochMs,
-        deadlineMs: t.deadlineEpochMs,
-        memoryLimitBytes: t.memoryLimitBytes,
-        memoryUsed: () => {
-          const used = getHeapStatistics().used_heap_size;
-          peakHeap = Math.max(peakHeap, used);
-          return used;
-        },
-        onLevel: (i, r) => parentPort!.postMessage({ kind: 'level', index: t.cells[i]!.index, depth: r.depthCompleted, over: r.over } satisfies LevelMessage),
-      });
-      const results: Array<{ index: number; result: CellResult }> = runs.map((r, i) => {
-        const c = t.cells[i]!;
-        return { index: c.index, result: { ...r.result(), row: c.row, store: c.store, faultClass: c.fault } };
-      });
-      parentPort!.postMessage({ kind: 'levels-done', results, end, peakHeapBytes: peakHeap } satisfies LevelMessage);
+      const share = t.cells.map((c) => ({ row: rowOf(c.row), store: c.store, fault: c.fault }));
+      const run = exploreShareByLevels(share, t.options, epochMs, t.deadlineEpochMs, t.memoryLimitBytes, (i, r) =>
+        parentPort!.postMessage({ kind: 'level', index: t.cells[i]!.index, depth: r.depthCompleted, over: r.over } satisfies LevelMessage),
+      );
+      const results = run.results.map((result, i) => ({ index: t.cells[i]!.index, result }));
+      parentPort!.postMessage({ kind: 'levels-done', results, end: run.end, peakHeapBytes: run.peakHeapBytes } satisfies LevelMessage);
     })
     .exhaustive();
 });

@@ -16,8 +16,10 @@ import type { Command } from '../model/index.ts';
  * end by the bound, whatever the load.
  */
 let cluster: RedisCluster;
+// Short, so the stalled case ends soon; long enough that the unstalled case is never held this long by a loaded machine.
+const BOUND_MS = 2000;
 beforeAll(async () => {
-  cluster = await startRedisCluster({ nodes: 1, persistence: 'none', commandTimeoutMs: 300 });
+  cluster = await startRedisCluster({ nodes: 1, persistence: 'none', commandTimeoutMs: BOUND_MS });
 }, 60_000);
 afterAll(async () => {
   await cluster?.stop();
@@ -58,7 +60,7 @@ describe('a stalled machine makes a run inconclusive, not a failure', () => {
   it('an acquire whose command runs out of real time on a server the model has up is out of pace (was: LIVE-1, denied no-quorum)', async () => {
     const report = await runLockstep(stalledAfterFirstAdvance(), schedule, { clients: 1, tokenBase: 0n });
     expect(report.verdict).toMatchObject({ kind: 'inconclusive', outOfPace: true });
-    expect(report.verdict.kind === 'inconclusive' && report.verdict.reason).toMatch(/evalsha .* failed after \d+ ms of real time \(bound 300 ms\): the machine stalled the run/);
+    expect(report.verdict.kind === 'inconclusive' && report.verdict.reason).toMatch(new RegExp(`evalsha .* failed after \\d+ ms of real time \\(bound ${BOUND_MS} ms\\): the machine stalled the run`));
   }, 30_000);
 
   it('the same schedule on the same servers, not stalled, is judged: it passes', async () => {

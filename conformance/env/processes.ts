@@ -12,15 +12,22 @@ import { finishWithin } from '../realTimeLimit.ts';
  */
 
 /** Asks the kernel for a free loopback port: listen on port 0, read it, close. */
-export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => (port > 0 ? resolve(port) : reject(new Error('could not read the probe port'))));
+export async function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
+  const port = await probe(0, host);
+  if (port === null) throw new Error(`could not listen on ${host} to find a free port`);
+  return port;
+}
+
+/** Listens on `port` (0: one the kernel picks) and closes again: the port it listened on, or null when it could not. */
+function probe(port: number, host: string): Promise<number | null> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(null));
+    server.listen(port, host, () => {
+      const address = server.address();
+      const bound = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(bound > 0 ? bound : null));
     });
   });
 }
@@ -38,7 +45,7 @@ export function freeLoopbackPort(host = '127.0.0.1'): Promise<number> {
  * Redis Sentinel another test started answered the lock client's script with
  * `ERR unknown command 'eval'` (a ServerRefusedError), and a plain Redis
  * without a password would have granted. So the port comes from below the
- * kernel's ephemeral range (RESTART_PORTS), which no other process's listen
+ * kernel's ephemeral range (restartPorts()), which no other process's listen
  * on 0 and no outgoing connection's local port is ever given, and among
  * lockcheck processes it is claimed by a file (PORT_CLAIMS/<port>, holding
  * the claimant's pid; a dead claimant's claim is taken over).
@@ -78,7 +85,7 @@ function readEphemeralRange(): { readonly from: number } | null {
   }
 }
 
-/** A port of RESTART_PORTS nobody has claimed and nothing listens on, claimed; the kernel's choice where that range has no room. */
+/** A port of restartPorts() nobody has claimed and nothing listens on, claimed; the kernel's choice where that range has no room. */
 export async function claimPort(): Promise<{ readonly port: number; readonly release: () => void }> {
   const range = restartPorts();
   if (range === null) return { port: await freeLoopbackPort(), release: () => undefined };
@@ -90,7 +97,7 @@ export async function claimPort(): Promise<{ readonly port: number; readonly rel
       if (tries > 10_000) throw new Error(`no unclaimed port in ${range.from}-${range.to} (${PORT_CLAIMS})`);
       continue;
     }
-    if (await bindable(port)) {
+    if ((await probe(port, '127.0.0.1')) !== null) {
       let released = false;
       return {
         port,
@@ -189,14 +196,6 @@ function claimantAlive(file: string): boolean {
   }
 }
 
-function bindable(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.unref();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, host, () => probe.close(() => resolve(true)));
-  });
-}
 
 const cleanups = new Set<() => void>();
 const interruptCleanups = new Set<() => Promise<void>>();
