@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkConformance, runLockstep } from '../conformance/index.ts';
 import { realZookeeperBackend, type ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
@@ -6,7 +8,7 @@ import { ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
 import { TcpProxy } from '../conformance/env/proxy.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { systemClock } from '../impl/clock.ts';
-import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
+import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError } from '../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
 import type { ZookeeperNode } from '../impl/zookeeper/index.ts';
 import type { Command } from '../model/index.ts';
@@ -242,6 +244,90 @@ describe('zookeeperFencedStore (real ensemble)', () => {
     const tokens = Array.from({ length: 10 }, (_v, i) => BigInt(i + 1));
     await Promise.all(tokens.map((t) => store.write('race', t, `v${t}`)));
     expect(await store.read('race')).toEqual({ value: 'v10', token: 10n });
+  });
+});
+
+/**
+ * Typed refusals (issue 17): a tree whose ACL the lock's identity does not
+ * satisfy, or credentials the ensemble refuses, are errors no retry fixes,
+ * thrown as such, never `denied: no-quorum`. The tree is made by the
+ * library directly, as an operator would: '/acl' writable only by the
+ * digest identity admin:secret, readable by anyone.
+ */
+describe('ZooKeeper refusals are typed (real ensemble, digest ACLs)', () => {
+  const ROOT = '/acl';
+  const CREDENTIALS = 'admin:secret';
+  let admin: zookeeper.Client;
+  const call = <T,>(start: (cb: (error: Error | zookeeper.Exception | null, value: T) => void) => void): Promise<T> =>
+    new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
+  const withAuth = (): ZookeeperNode => {
+    const n = zookeeperNode({ connectString: ensemble.endpoints[0]!, clock: systemClock, auth: [{ scheme: 'digest', credentials: CREDENTIALS }] });
+    nodes.push(n);
+    return n;
+  };
+
+  beforeAll(async () => {
+    admin = zookeeper.createClient(ensemble.endpoints[0]!, { sessionTimeout: 10_000, retries: 0 });
+    admin.addAuthInfo('digest', Buffer.from(CREDENTIALS));
+    const connected = new Promise<void>((resolve) => admin.once('connected', () => resolve()));
+    admin.connect();
+    await connected;
+    const digest = `admin:${createHash('sha1').update(CREDENTIALS).digest('base64')}`;
+    const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, new zookeeper.Id('digest', digest)), new zookeeper.ACL(zookeeper.Permission.READ, new zookeeper.Id('world', 'anyone'))];
+    await call<string>((cb) => admin.create(ROOT, Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
+  }, 30_000);
+
+  afterAll(() => admin?.close());
+
+  it('an identity the ACL does not let create: acquire throws ServerRefusedError(permission, NO_AUTH) with the cause, leaves nothing behind, and is not retried', async () => {
+    const lock = lockOn(node(), systemClock, ROOT);
+    const refused = await lock.acquire('r', { ttlMs: 5000, retries: 3, retryDelayMs: 60_000 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ServerRefusedError);
+    expect(refused).toMatchObject({ code: 'permission', serverCode: 'NO_AUTH' });
+    expect((refused as Error).cause).toBeInstanceOf(zookeeper.Exception);
+    expect(lock.trackedLeases).toBe(0);
+    expect(await call<string[]>((cb) => admin.getChildren(ROOT, cb))).toEqual([]);
+  });
+
+  it('the same identity presenting its credentials (auth): granted, released, and its fenced store writes', async () => {
+    const n = withAuth();
+    const lock = lockOn(n, systemClock, ROOT);
+    const granted = await lock.acquire('r', { ttlMs: 5000 });
+    if (granted.kind !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(granted)}`);
+    expect(typeof granted.lease.token).toBe('bigint');
+    const store = zookeeperFencedStore(n, 'strict', { root: ROOT });
+    expect(await store.write('r', granted.lease.token, 'v')).toEqual({ kind: 'accepted' });
+    await lock.release(granted.lease);
+    expect(granted.lease.signal.aborted).toBe(true);
+  });
+
+  it('what the credentials created is closed to clients without them (CREATOR_ALL_ACL): their lock and store are refused, typed; the cell is unchanged', async () => {
+    const owner = withAuth();
+    const mine = zookeeperFencedStore(owner, 'strict', { root: ROOT });
+    expect(await mine.write('s', 5n, 'kept')).toEqual({ kind: 'accepted' });
+    const granted = await lockOn(owner, systemClock, ROOT).acquire('s', { ttlMs: 5000 });
+    expect(granted.kind).toBe('granted');
+    const outsider = node();
+    for (const attempt of [zookeeperFencedStore(outsider, 'strict', { root: ROOT }).write('s', 9n, 'x'), lockOn(outsider, systemClock, ROOT).acquire('s', { ttlMs: 5000 })]) {
+      const refused = await attempt.catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ServerRefusedError);
+      expect(refused).toMatchObject({ code: 'permission', serverCode: 'NO_AUTH' });
+    }
+    expect(await mine.read('s')).toEqual({ value: 'kept', token: 5n });
+  });
+
+  it('a scheme the ensemble does not know: acquire throws ConnectionConfigError(authentication)', async () => {
+    const n = zookeeperNode({ connectString: ensemble.endpoints[0]!, clock: systemClock, auth: [{ scheme: 'no-such-scheme', credentials: 'x' }] });
+    nodes.push(n);
+    const refused = await lockOn(n).acquire('auth', { ttlMs: 5000 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConnectionConfigError);
+    expect(refused).toMatchObject({ code: 'authentication' });
+  });
+
+  it('a malformed auth option is InvalidInputError before any client is made', () => {
+    for (const auth of [[{ scheme: '', credentials: 'x' }], [{ scheme: 'digest' }], 'digest:x', [null]]) {
+      expect(() => zookeeperNode({ connectString: ensemble.endpoints[0]!, clock: systemClock, auth: auth as never })).toThrow(InvalidInputError);
+    }
   });
 });
 

@@ -1,8 +1,9 @@
 import zookeeper from 'node-zookeeper-client';
-import type { Client, Exception, Stat } from 'node-zookeeper-client';
+import type { ACL, Client, Exception, Stat } from 'node-zookeeper-client';
 import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
-import { TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { CONTENDER } from './paths.ts';
 
@@ -19,7 +20,13 @@ export interface ZookeeperSession {
 /**
  * The ZooKeeper calls the lock and the store make, each bounded by a timeout
  * on the client's monotonic clock. Failures are typed: TimeoutError (no reply
- * in time: the outcome is unknown), UnavailableError (the call failed).
+ * in time: the outcome is unknown), UnavailableError (the call failed: the
+ * connection or session is gone, or the ensemble is in a passing state);
+ * refusals no retry fixes are ConnectionConfigError('authentication') (the
+ * ensemble refused the credentials: AUTH_FAILED) and ServerRefusedError
+ * ('permission' for NO_AUTH and INVALID_ACL, 'schema' for a parent that
+ * cannot have children, 'statement' for BAD_ARGUMENTS and UNIMPLEMENTED),
+ * their `cause` the library's error.
  * Conformance wraps each call in its simulated network; the lock reads
  * nothing else.
  */
@@ -59,6 +66,16 @@ export interface ZookeeperNodeOptions {
   readonly clock: MonotonicClock;
   /** Bound on every call, ms. Default 2000. */
   readonly requestTimeoutMs?: number;
+  /**
+   * Credentials every client of the node presents when it connects, as
+   * ZooKeeper's addAuthInfo takes them: `{ scheme: 'digest', credentials:
+   * 'user:password' }` for an ensemble whose znodes carry digest ACLs.
+   * Default none. The znodes the node creates are then open only to those
+   * identities (CREATOR_ALL_ACL), else to anyone. A scheme the ensemble does not know is
+   * ConnectionConfigError('authentication'); an ACL the identity does not
+   * satisfy, ServerRefusedError('permission').
+   */
+  readonly auth?: ReadonlyArray<{ readonly scheme: string; readonly credentials: string }>;
 }
 
 /** Data of a store cell. */
@@ -87,6 +104,10 @@ interface Session extends ZookeeperSession {
 export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const timeoutMs = options.requestTimeoutMs ?? 2000;
   const clock = options.clock;
+  const auth = checkAuth(options.auth ?? []);
+  // What the node creates is open to anyone, as ZooKeeper's default; with credentials, only to the identities it
+  // presented (CREATOR_ALL_ACL), so that a client without them can neither take nor tamper with the tree it made.
+  const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, auth.length > 0 ? new zookeeper.Id('auth', '') : new zookeeper.Id('world', 'anyone'))];
   const bounded = <T>(what: string, work: () => Promise<T>): Promise<T> => {
     let started: Promise<T>;
     try {
@@ -104,7 +125,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   // opener gave up on it (a reply the run's network dropped) and that nobody else can close.
   const live = new Set<Client>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
-    const attempt = connecting(options.connectString, sessionMs, pings);
+    const attempt = connecting(options.connectString, sessionMs, pings, auth);
     live.add(attempt.client);
     return attempt;
   };
@@ -156,13 +177,13 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     enqueue: (s, dir) =>
       bounded('create', async () => {
         const client = own(s);
-        const create = (): Promise<string> => call<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
+        const create = (): Promise<string> => call<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), acl, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
         let path: string;
         try {
           path = await create();
         } catch (error) {
           if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-          await call<string>((cb) => client.mkdirp(dir, cb));
+          await call<string>((cb) => client.mkdirp(dir, acl, cb));
           path = await create();
         }
         const stat = await call<Stat | null>((cb) => client.exists(path, cb));
@@ -264,7 +285,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           const next: Cell = { value, token: token.toString(), highest: (highest === null || token > highest ? token : highest).toString() };
           const data = Buffer.from(JSON.stringify(next), 'utf8');
           try {
-            if (current === null) await createWithParents(client, path, data);
+            if (current === null) await createWithParents(client, path, data, acl);
             else await call<Stat>((cb) => client.setData(path, data, current.version, cb));
             return { kind: 'accepted' };
           } catch (error) {
@@ -335,18 +356,19 @@ function hardened(manager: ConnectionManager): void {
 }
 
 /** A client connecting; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
-function connecting(connectString: string, sessionMs: number, pings: boolean): Connecting {
+function connecting(connectString: string, sessionMs: number, pings: boolean, auth: NonNullable<ZookeeperNodeOptions['auth']>): Connecting {
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionMs, spinDelay: 100, retries: 0 });
   const manager = managerOf(client);
   // Before connect(): the library binds these handlers to each socket it opens.
   hardened(manager);
   // node-zookeeper-client pings on its socket's idle timeout (onSocketTimeout); the lease must not renew itself.
   if (!pings) manager.onSocketTimeout = () => undefined;
+  // Sent right after each handshake, ahead of any request of the lock's.
+  for (const a of auth) client.addAuthInfo(a.scheme, Buffer.from(a.credentials, 'utf8'));
   const ready = new Promise<Client>((resolve, reject) => {
-    const fail = (why: string): void => reject(new UnavailableError(`zookeeper connect: ${why}`));
     client.once('connected', () => resolve(client));
-    client.once('expired', () => fail('session expired'));
-    client.once('authenticationFailed', () => fail('authentication failed'));
+    client.once('expired', () => reject(new UnavailableError('zookeeper connect: session expired')));
+    client.once('authenticationFailed', () => reject(new ConnectionConfigError('authentication', 'zookeeper connect: the ensemble refused the credentials (AUTH_FAILED)')));
     client.connect();
   }).catch((error: unknown) => {
     end(client);
@@ -406,13 +428,13 @@ function end(client: Client): void {
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */
-async function createWithParents(client: Client, path: string, data: Buffer): Promise<void> {
-  const create = (): Promise<string> => call<string>((cb) => client.create(path, data, zookeeper.CreateMode.PERSISTENT, cb));
+async function createWithParents(client: Client, path: string, data: Buffer, acl: ACL[]): Promise<void> {
+  const create = (): Promise<string> => call<string>((cb) => client.create(path, data, acl, zookeeper.CreateMode.PERSISTENT, cb));
   try {
     await create();
   } catch (error) {
     if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-    await call<string>((cb) => client.mkdirp(path.slice(0, path.lastIndexOf('/')), cb));
+    await call<string>((cb) => client.mkdirp(path.slice(0, path.lastIndexOf('/')), acl, cb));
     await create();
   }
 }
@@ -444,7 +466,35 @@ function zxid(bytes: Buffer): bigint {
   return bytes.readBigInt64BE(0);
 }
 
+/** The credentials option, checked before any client is made. */
+function checkAuth(auth: unknown): NonNullable<ZookeeperNodeOptions['auth']> {
+  const ok = (a: unknown): boolean =>
+    typeof a === 'object' && a !== null && typeof (a as { scheme?: unknown }).scheme === 'string' && (a as { scheme: string }).scheme !== '' && typeof (a as { credentials?: unknown }).credentials === 'string';
+  if (!Array.isArray(auth) || !auth.every(ok)) throw new InvalidInputError('invalid-config', 'auth must be a list of { scheme, credentials }: a non-empty scheme and string credentials');
+  return auth as NonNullable<ZookeeperNodeOptions['auth']>;
+}
+
+type Refusal = { readonly kind: 'authentication' } | { readonly kind: 'refused'; readonly code: ServerRefusedError['code'] };
+
+/** Replies no retry fixes, by the library's code: the refusal each is. */
+const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
+  [zookeeper.Exception.AUTH_FAILED, { kind: 'authentication' }],
+  [zookeeper.Exception.NO_AUTH, { kind: 'refused', code: 'permission' }],
+  [zookeeper.Exception.INVALID_ACL, { kind: 'refused', code: 'permission' }],
+  [zookeeper.Exception.NO_CHILDREN_FOR_EPHEMERALS, { kind: 'refused', code: 'schema' }],
+  [zookeeper.Exception.BAD_ARGUMENTS, { kind: 'refused', code: 'statement' }],
+  [zookeeper.Exception.UNIMPLEMENTED, { kind: 'refused', code: 'statement' }],
+]);
+
+/** The library's errors as the lock's typed ones: a refusal (above) as such, any other failure UnavailableError; the cause kept. */
 function typed(error: unknown, what: string): Error {
-  if (error instanceof TimeoutError || error instanceof UnavailableError) return error;
-  return new UnavailableError(`zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`);
+  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof ConnectionConfigError || error instanceof ServerRefusedError) return error;
+  const message = `zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`;
+  const c = code(error);
+  const refusal = c === null ? undefined : REFUSALS.get(c);
+  if (refusal === undefined) return new UnavailableError(message, { cause: error });
+  return match(refusal)
+    .with({ kind: 'authentication' }, () => new ConnectionConfigError('authentication', message))
+    .with({ kind: 'refused' }, (r) => new ServerRefusedError(r.code, (error as Exception).getName(), message, { cause: error }))
+    .exhaustive();
 }

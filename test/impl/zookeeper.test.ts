@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
+import zookeeper from 'node-zookeeper-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidInputError, LeaseLostError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
+import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
@@ -314,6 +315,29 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     expect(late.calls['closeSession']).toBe(1);
   });
 
+  it('a refusal no retry fixes is thrown, not read as no-quorum: from the connect, the line or the create (session closed, no retry), and from extend', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const refused = (): ServerRefusedError => new ServerRefusedError('permission', 'NO_AUTH', 'zookeeper create: NO_AUTH');
+    const authentication = new ConnectionConfigError('authentication', 'zookeeper connect: AUTH_FAILED');
+    const connect = spied(real, { openSession: () => Promise.reject(authentication) });
+    expect(await thrown(new ZookeeperLock({ node: connect.node, clock, root: r }).acquire('x', { ttlMs: 3000, retries: 5 }))).toBe(authentication);
+    expect(connect.calls['openSession']).toBe(1);
+    for (const call of ['contenders', 'enqueue'] as const) {
+      const failing = spied(real, { [call]: () => Promise.reject(refused()) });
+      const e = await thrown(new ZookeeperLock({ node: failing.node, clock, root: r }).acquire('x', { ttlMs: 3000, retries: 5 }));
+      expect(e).toBeInstanceOf(ServerRefusedError);
+      expect(failing.calls['openSession']).toBe(1);
+      expect(failing.calls['closeSession']).toBe(1);
+    }
+    const touchRefused = spied(real, { touch: () => Promise.reject(refused()) });
+    const lock = new ZookeeperLock({ node: touchRefused.node, clock, root: r });
+    const lease = granted(await lock.acquire('ext', { ttlMs: 3000 }));
+    expect(await thrown(lock.extend(lease, 3000))).toBeInstanceOf(ServerRefusedError);
+    await lock.release(lease);
+  });
+
   it('a create zxid past 2^63-1 is a TokenOverflowError (session closed); 2^63-1 itself is a token', async () => {
     const clock = new ManualClock();
     const r = root();
@@ -602,15 +626,17 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     expect((e as Error).message).toMatch(/^zookeeper exists \(watch\): /);
   });
 
-  it('a ZooKeeper refusal is an UnavailableError naming the call', async () => {
+  it('a failed call is an UnavailableError naming the call; a refusal no retry fixes is a ServerRefusedError with its code and cause', async () => {
     const n = node();
     const dir = `${root()}/lock/e`;
     const s = await n.openSession(5000);
     const c = await n.enqueue(s, dir);
-    // Ephemeral znodes cannot have children.
+    // Ephemeral znodes cannot have children: a path the lock cannot use, whatever it retries.
     const e = await thrown(n.enqueue(s, `${dir}/${c.name}`));
-    expect(e).toBeInstanceOf(UnavailableError);
-    expect((e as Error).message).toMatch(/^zookeeper create: .*NO_CHILDREN_FOR_EPHEMERALS/);
+    expect(e).toBeInstanceOf(ServerRefusedError);
+    expect(e).toMatchObject({ code: 'schema', serverCode: 'NO_CHILDREN_FOR_EPHEMERALS' });
+    expect((e as Error).cause).toBeInstanceOf(zookeeper.Exception);
+    expect((e as Error).message).toMatch(/zookeeper create: .*NO_CHILDREN_FOR_EPHEMERALS/);
     const f = await thrown(n.contenders(s, `${dir}/${c.name}/x/`));
     expect(f).toBeInstanceOf(UnavailableError);
     expect((f as Error).message).toMatch(/^zookeeper get children: /);
