@@ -4,25 +4,8 @@ import type { LeaseNode } from '../leaseNode.ts';
 import { acquireScript, extendScript, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
 import { counterKey, keysFor, lockKey } from './keys.ts';
-import { ConnectionConfigError, InvalidInputError, ReplicationError, ServerRefusedError, TokenOverflowError, UnavailableError } from '../errors.ts';
-import { isPassingState } from './replyErrors.ts';
-
-/**
- * Errors that say the node can never grant as configured, typed so that they
- * are not read as an outage; and replies of a server in a passing state
- * (loading, read-only, busy, ...: replyErrors.ts), an UnavailableError
- * whatever wraps them, so that they are never read as a refusal.
- */
-function typed(e: unknown, resource: string): unknown {
-  const message = e instanceof Error ? e.message : String(e);
-  if (isPassingState(message)) return new UnavailableError(`the node cannot grant for now: ${message}`, { cause: e });
-  if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message);
-  if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
-  // An ACL without the scripts' commands or keys, or a script the server cannot run: no retry fixes these.
-  if (/^NOPERM/.test(message)) return new ServerRefusedError('permission', 'NOPERM', message, { cause: e });
-  if (/^ERR (Error running script|user_script|unknown command)/.test(message)) return new ServerRefusedError('statement', 'ERR', message, { cause: e });
-  return e;
-}
+import { InvalidInputError, ReplicationError } from '../errors.ts';
+import { typed } from './replyErrors.ts';
 
 /**
  * Replicas a script's writes must reach before its reply counts (WAIT

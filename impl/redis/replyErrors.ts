@@ -1,3 +1,5 @@
+import { ConnectionConfigError, ServerRefusedError, TokenOverflowError, UnavailableError } from '../errors.ts';
+
 /**
  * What a Redis error reply means to a lock client: a state of the server that
  * passes (an outage: a vote against), or a refusal no retry fixes.
@@ -31,4 +33,21 @@ export function replyCode(message: string): string {
 /** The reply says the server is in a passing state: an outage, never a refusal. */
 export function isPassingState(message: string): boolean {
   return PASSING.has(replyCode(message));
+}
+
+/**
+ * Errors that say the node can never grant as configured, typed so that they
+ * are not read as an outage; and replies of a server in a passing state
+ * (loading, read-only, busy, ...: above), an UnavailableError
+ * whatever wraps them, so that they are never read as a refusal.
+ */
+export function typed(e: unknown, resource: string): unknown {
+  const message = e instanceof Error ? e.message : String(e);
+  if (isPassingState(message)) return new UnavailableError(`the node cannot grant for now: ${message}`, { cause: e });
+  if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message);
+  if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
+  // An ACL without the scripts' commands or keys, or a script the server cannot run: no retry fixes these.
+  if (/^NOPERM/.test(message)) return new ServerRefusedError('permission', 'NOPERM', message, { cause: e });
+  if (/^ERR (Error running script|user_script|unknown command)/.test(message)) return new ServerRefusedError('statement', 'ERR', message, { cause: e });
+  return e;
 }

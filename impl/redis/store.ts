@@ -1,22 +1,67 @@
 import type { Redis } from 'ioredis';
 import type { StorePolicy } from '../../model/design.ts';
-import { checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkToken, InvalidInputError } from '../../model/errors.ts';
+import type { MonotonicClock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { FencedStore } from '../fencedStore.ts';
 import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
+import { typed } from './replyErrors.ts';
 
-/** A fenced store in Redis: each write is one script that applies the policy (spec FENCE-2). */
-export function redisFencedStore(redis: Redis, policy: StorePolicy, options: { readonly prefix?: string } = {}): FencedStore {
+export interface RedisStoreOptions {
+  /** Key prefix. Default 'lockcheck'. */
+  readonly prefix?: string;
+  /**
+   * Bound on each write and read, in ms on `clock`. Default 5000. A write
+   * with no reply in time is a TimeoutError: it may have landed (a later
+   * write with a larger token settles it).
+   */
+  readonly timeoutMs?: number;
+  /** The clock the bound is on. Default: performance.now(). */
+  readonly clock?: MonotonicClock;
+}
+
+/**
+ * A fenced store in Redis: each write is one script that applies the policy
+ * (spec FENCE-2). Failures are typed as the lock's: TimeoutError (no reply
+ * in time), ConnectionConfigError (credentials refused), ServerRefusedError
+ * (no permission for the script or the keys, a script the server cannot
+ * run), UnavailableError (the connection is gone, or the server is in a
+ * passing state), each with the client's error as `cause`.
+ */
+export function redisFencedStore(redis: Redis, policy: StorePolicy, options: RedisStoreOptions = {}): FencedStore {
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a Redis store cannot be transactional');
+  const timeoutMs = checkDuration(options.timeoutMs ?? 5000, 'timeoutMs');
+  if (timeoutMs === 0) throw new InvalidInputError('invalid-config', 'timeoutMs must be positive');
+  const clock = options.clock ?? systemClock;
+  const bounded = <T>(what: string, resource: string, work: Promise<T>): Promise<T> =>
+    withTimeout(clock, timeoutMs, `redis fenced store ${what}`, work).catch((e: unknown) => {
+      throw storeError(e, what, resource);
+    });
   return {
-    async write(resource, token, value) {
-      if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
-      const [accepted, highest] = (await fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), value, policy])) as [number, string?];
-      return accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest!) };
+    write(resource, token, value) {
+      if (typeof value !== 'string') return Promise.reject(new InvalidInputError('precondition', 'value must be a string'));
+      let sent: Promise<[number, string?]>;
+      try {
+        sent = fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), value, policy]) as Promise<[number, string?]>;
+      } catch (e) {
+        // Bad input (InvalidInputError), or the client refusing to queue the command at all (ioredis throws in some states).
+        return Promise.reject(storeError(e, 'write', resource));
+      }
+      return bounded('write', resource, sent).then(([accepted, highest]) => (accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest!) }));
     },
     async read(resource) {
-      const [value, token] = await redis.hmget(keysFor(resource, options.prefix).cell, 'value', 'token');
+      const [value, token] = await bounded('read', resource, redis.hmget(keysFor(resource, options.prefix).cell, 'value', 'token'));
       return { value: value ?? null, token: token === null || token === undefined ? null : BigInt(token) };
     },
   };
+}
+
+/** What a store call's failure is: the lock's typing of Redis replies, and any other failure of the call an UnavailableError. */
+function storeError(e: unknown, what: string, resource: string): Error {
+  if (e instanceof TimeoutError || e instanceof InvalidInputError) return e;
+  const t = typed(e, resource);
+  if (t instanceof ConnectionConfigError || t instanceof ServerRefusedError || t instanceof UnavailableError) return t;
+  return new UnavailableError(`redis fenced store ${what} of '${resource}' failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
 }

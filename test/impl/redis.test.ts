@@ -1,6 +1,7 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConnectionConfigError, ReplicationError, ServerRefusedError, TokenOverflowError } from '../../impl/errors.ts';
+import { ConnectionConfigError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { createRedisLock, keysFor, redisFencedStore, redisLeaseNode } from '../../impl/redis/index.ts';
 import { acquireScript, LuaScript } from '../../impl/redis/commands.ts';
@@ -349,6 +350,68 @@ describe('redisFencedStore', () => {
     expect(await store.write('r', 10n, 'b')).toEqual({ kind: 'accepted' });
     expect(await store.write('r', 9n, 'c')).toEqual({ kind: 'rejected', highest: 10n });
     expect(await store.read('r')).toEqual({ value: 'b', token: 10n });
+  });
+
+  it('a write or read with no reply in time is a TimeoutError on the store\'s clock (the write\'s outcome unknown); a bad timeoutMs is refused', async () => {
+    // A server that accepts and never answers (a black hole): the connection's commands wait until the bound.
+    const hole = createServer(() => undefined);
+    await new Promise<void>((resolve) => hole.listen(0, '127.0.0.1', resolve));
+    const dead = new Redis({ host: '127.0.0.1', port: (hole.address() as AddressInfo).port, enableReadyCheck: false, maxRetriesPerRequest: null });
+    dead.on('error', () => undefined);
+    const clock = new ManualClock();
+    const store = redisFencedStore(dead, 'strict', { timeoutMs: 250, clock });
+    try {
+      const write = thrown(store.write('r', 1n, 'v'));
+      const read = thrown(store.read('r'));
+      clock.advance(249);
+      clock.advance(1);
+      for (const e of [await write, await read]) {
+        expect(e).toBeInstanceOf(TimeoutError);
+        expect((e as Error).message).toMatch(/redis fenced store (write|read).*250/);
+      }
+    } finally {
+      dead.disconnect();
+      await new Promise<void>((resolve) => hole.close(() => resolve()));
+    }
+    for (const timeoutMs of [0, -1, 1.5, Number.NaN]) expect(() => redisFencedStore(redis, 'strict', { timeoutMs })).toThrow(InvalidInputError);
+  });
+
+  it('failures are typed: a closed connection UnavailableError, wrong credentials ConnectionConfigError, an ACL without the script or the keys ServerRefusedError NOPERM; each with its cause', async () => {
+    const closed = client();
+    closed.disconnect();
+    const gone = await thrown(redisFencedStore(closed, 'strict').write('r', 1n, 'v'));
+    expect(gone).toBeInstanceOf(UnavailableError);
+    expect((gone as Error).cause).toBeInstanceOf(Error);
+    const wrong = client({ password: 'wrong-password' });
+    try {
+      expect(await thrown(redisFencedStore(wrong, 'strict').write('r', 1n, 'v'))).toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
+    } finally {
+      wrong.disconnect();
+    }
+    await redis.call('ACL', 'SETUSER', 'storenoscripts', 'on', '>pw1', '~*', '+hmget');
+    await redis.call('ACL', 'SETUSER', 'storenokeys', 'on', '>pw2', '~other:*', '+@all');
+    try {
+      for (const [username, password] of [['storenoscripts', 'pw1'], ['storenokeys', 'pw2']] as const) {
+        const c = client({ username, password });
+        try {
+          const e = await thrown(redisFencedStore(c, 'strict').write('r', 1n, 'v'));
+          expect(e).toBeInstanceOf(ServerRefusedError);
+          expect(e).toMatchObject({ code: 'permission', serverCode: 'NOPERM' });
+          expect((e as Error).cause).toBeInstanceOf(Error);
+        } finally {
+          c.disconnect();
+        }
+      }
+      const reader = client({ username: 'storenokeys', password: 'pw2' });
+      try {
+        expect(await thrown(redisFencedStore(reader, 'strict').read('r'))).toMatchObject({ name: 'ServerRefusedError', code: 'permission' });
+      } finally {
+        reader.disconnect();
+      }
+    } finally {
+      await redis.call('ACL', 'DELUSER', 'storenoscripts', 'storenokeys');
+    }
+    expect(await redis.exists('lockcheck:store:r')).toBe(0);
   });
 
   it('unfenced: every write lands; highest stays the largest', async () => {
