@@ -39,14 +39,18 @@ export class TokenOverflowError extends Error {
   }
 }
 
-/** A connection that can never succeed as configured (not an outage): thrown rather than read as a denial. */
+/**
+ * A connection that can never succeed as configured (not an outage): thrown
+ * rather than read as a denial. `cause`, when given, is the driver's error.
+ */
 export class ConnectionConfigError extends Error {
   override readonly name = 'ConnectionConfigError';
   constructor(
     readonly code: 'authentication' | 'unknown-database' | 'unknown-host',
     message: string,
+    options?: { readonly cause?: unknown },
   ) {
-    super(`${code}: ${message}`);
+    super(`${code}: ${message}`, options);
   }
 }
 
@@ -58,8 +62,8 @@ export class ConnectionConfigError extends Error {
  * busy for a moment, or because an earlier statement of the same
  * transaction failed: those are outages (impl/redis/replyErrors.ts,
  * impl/postgres/attempts.ts refusal). `serverCode` is the
- * SQLSTATE (PostgreSQL) or the error's first word (Redis); `cause` is the
- * driver's error.
+ * SQLSTATE (PostgreSQL), the error's first word (Redis) or the gRPC status
+ * name (etcd, e.g. PermissionDenied); `cause` is the driver's error.
  */
 export class ServerRefusedError extends Error {
   override readonly name = 'ServerRefusedError';

@@ -6,6 +6,11 @@ export interface EtcdClientOptions {
   readonly hosts: readonly string[];
   /** Bound on establishing a connection, ms. Default 2000. */
   readonly dialTimeoutMs?: number;
+  /**
+   * etcd user and password, for a cluster with auth enabled (etcd3's `auth`:
+   * the client exchanges them for a token and sends it with every call).
+   */
+  readonly auth?: { readonly username: string; readonly password: string };
 }
 
 /**
@@ -20,5 +25,6 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     hosts: [...options.hosts],
     dialTimeout: options.dialTimeoutMs ?? 2000,
     faultHandling: { global: noop, host: () => noop },
+    ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password } } : {}),
   });
 }

@@ -2,7 +2,7 @@ import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../..
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { sleep } from '../clock.ts';
-import { ConnectionConfigError, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
@@ -48,6 +48,11 @@ interface Held {
 
 const PRUNE_MIN = 64;
 
+/** A failure no retry fixes (credentials, a permission, a request etcd cannot take): thrown, never read as an outage. */
+function isRefusal(error: unknown): error is ConnectionConfigError | ServerRefusedError {
+  return error instanceof ConnectionConfigError || error instanceof ServerRefusedError;
+}
+
 export class EtcdLock {
   readonly #node: EtcdNode;
   readonly #clock: MonotonicClock;
@@ -74,7 +79,11 @@ export class EtcdLock {
     return this.#clock;
   }
 
-  /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
+  /**
+   * One or more attempts, as `options` says. Throws InvalidInputError for a
+   * bad resource or options, and ConnectionConfigError or ServerRefusedError
+   * (no further attempt) when etcd refuses the credentials or the calls.
+   */
   async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
     const ttlMs = checkTtl(options.ttlMs);
@@ -94,6 +103,8 @@ export class EtcdLock {
    * One keep-alive round. etcd renews a lease to the ttl it was granted
    * with, so the lease is extended by that ttl whatever `ttlMs` asks.
    * A lease etcd no longer knows is lost: its signal fires at once.
+   * A refused keep-alive (ConnectionConfigError, ServerRefusedError) is
+   * thrown, not read as no-quorum; the lease stays valid until its deadline.
    */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
@@ -103,7 +114,8 @@ export class EtcdLock {
     let remaining: number;
     try {
       remaining = await this.#node.keepAlive(held.leaseId);
-    } catch {
+    } catch (error) {
+      if (isRefusal(error)) throw error;
       return { kind: 'not-extended', reason: 'no-quorum' };
     }
     if (remaining <= 0) {
@@ -116,7 +128,12 @@ export class EtcdLock {
     return { kind: 'extended', validUntilMs };
   }
 
-  /** Deletes the key while it is ours and revokes the lease; fires the lease's signal. Never throws for etcd failures. */
+  /**
+   * Deletes the key while it is ours and revokes the lease; fires the
+   * lease's signal. Never throws for etcd failures, a refusal included (as
+   * the Redis lock's release): the lease is dropped whatever etcd says, and
+   * a key etcd would not delete goes with its lease's ttl.
+   */
   async release(lease: Lease): Promise<void> {
     const held = this.#held.get(lease);
     if (held === undefined) return;
@@ -143,7 +160,7 @@ export class EtcdLock {
     try {
       leaseId = (await this.#node.grant(Math.ceil(ttlMs / 1000))).id;
     } catch (error) {
-      if (error instanceof ConnectionConfigError) throw error;
+      if (isRefusal(error)) throw error;
       // No lease, so no key: nothing is held. A wait that reached the ttl is a give-up, as for any attempt.
       return error instanceof TimeoutError && this.#clock.now() - startedMs >= ttlMs ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
@@ -154,7 +171,7 @@ export class EtcdLock {
     } catch (error) {
       // The put may have landed: revoking our lease takes the key with it, whichever way it went.
       void this.#node.revoke(leaseId).catch(() => undefined);
-      if (error instanceof ConnectionConfigError) throw error;
+      if (isRefusal(error)) throw error;
       return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     if (put.kind === 'exists' && put.lease !== leaseId) {

@@ -1,7 +1,24 @@
-import { EtcdAuthenticationFailedError, EtcdLeaseInvalidError, GRPCDeadlineExceededError, type Etcd3, type ICompare, type IKeyValue, type IRequestOp, type ITxnRequest } from 'etcd3';
-import { match } from 'ts-pattern';
+import {
+  castGrpcError,
+  EtcdAuthenticationFailedError,
+  EtcdInvalidAuthTokenError,
+  EtcdLeaseInvalidError,
+  EtcdPermissionDeniedError,
+  EtcdRoleNotGrantedError,
+  EtcdUserNotFoundError,
+  GRPCDeadlineExceededError,
+  GRPCFailedPreconditionError,
+  GRPCInvalidArgumentError,
+  GRPCUnauthenticatedError,
+  type Etcd3,
+  type ICompare,
+  type IKeyValue,
+  type IRequestOp,
+  type ITxnRequest,
+} from 'etcd3';
+import { match, P } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
-import { ConnectionConfigError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 
 /** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
@@ -15,9 +32,10 @@ type CallOptions = NonNullable<Parameters<Etcd3['kv']['txn']>[1]>;
  * a timeout (a gRPC deadline, and the same bound on the client's monotonic
  * clock). Failures are typed: TimeoutError (no reply in time: the outcome is
  * unknown), UnavailableError (the call failed: nothing happened, or for a
- * write it may have), ConnectionConfigError (authentication refused).
- * Conformance wraps each call in its simulated network; the lock reads
- * nothing else.
+ * write it may have), ConnectionConfigError (authentication refused),
+ * ServerRefusedError (etcd refused the call, a permission or an argument:
+ * nothing happened, and no retry changes that). Conformance wraps each call
+ * in its simulated network; the lock reads nothing else.
  */
 export interface EtcdNode {
   /** LeaseGrant: a fresh lease of `ttlSeconds` (etcd may round it up to its minimum). */
@@ -159,10 +177,41 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   };
 }
 
-/** The library's errors as the lock's typed ones. */
+/**
+ * etcd's InvalidArgument replies that are about the credentials (a call
+ * without a user on a cluster with auth on), not the request.
+ */
+const NO_USER = /etcdserver: user name is empty/;
+/** InvalidArgument that passes: the auth store changed under the call (etcd 3.5+); the next call carries a fresh revision. */
+const AUTH_OLD_REVISION = /etcdserver: revision of auth store is old/;
+/** FailedPrecondition from Authenticate when the cluster has no auth on: credentials were given that it cannot take. */
+const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
+
+/**
+ * The library's errors as the lock's typed ones. Only what no retry can fix
+ * is a refusal (ConnectionConfigError, ServerRefusedError, carrying etcd3's
+ * error as the cause); anything else, an expired auth token included
+ * (etcd3 authenticates again on the next call), is an UnavailableError.
+ */
 function typed(error: unknown, what: string, timeoutMs: number): Error {
-  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof ConnectionConfigError) return error;
-  if (error instanceof GRPCDeadlineExceededError) return new TimeoutError(`etcd ${what}`, timeoutMs);
-  if (error instanceof EtcdAuthenticationFailedError) return new ConnectionConfigError('authentication', `etcd ${what}: ${error.message}`);
-  return new UnavailableError(`etcd ${what}: ${error instanceof Error ? error.message : String(error)}`);
+  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof ConnectionConfigError || error instanceof ServerRefusedError) return error;
+  // etcd3 casts its unary calls' errors; a stream's (the keep-alive's) come raw from gRPC, with the status code.
+  const cause = error instanceof Error && error.constructor === Error && typeof (error as { code?: unknown }).code === 'number' ? castGrpcError(error) : error;
+  const message = `etcd ${what}: ${cause instanceof Error ? cause.message : String(cause)}`;
+  const options = { cause };
+  return match(cause)
+    .with(P.instanceOf(GRPCDeadlineExceededError), () => new TimeoutError(`etcd ${what}`, timeoutMs))
+    .with(P.instanceOf(EtcdInvalidAuthTokenError), () => new UnavailableError(message, options))
+    .with(P.instanceOf(EtcdAuthenticationFailedError), P.instanceOf(EtcdUserNotFoundError), P.instanceOf(GRPCUnauthenticatedError), () => new ConnectionConfigError('authentication', message, options))
+    .with(P.instanceOf(EtcdPermissionDeniedError), () => new ServerRefusedError('permission', 'PermissionDenied', message, options))
+    .with(P.instanceOf(EtcdRoleNotGrantedError), () => new ServerRefusedError('permission', 'RoleNotGranted', message, options))
+    .with(P.instanceOf(GRPCInvalidArgumentError), (e) =>
+      NO_USER.test(e.message)
+        ? new ConnectionConfigError('authentication', message, options)
+        : AUTH_OLD_REVISION.test(e.message)
+          ? new UnavailableError(message, options)
+          : new ServerRefusedError('statement', 'InvalidArgument', message, options),
+    )
+    .with(P.instanceOf(GRPCFailedPreconditionError), (e) => (AUTH_NOT_ENABLED.test(e.message) ? new ConnectionConfigError('authentication', message, options) : new UnavailableError(message, options)))
+    .otherwise(() => new UnavailableError(message, options));
 }

@@ -1,6 +1,19 @@
-import type { Etcd3 } from 'etcd3';
+import {
+  EtcdAuthenticationFailedError,
+  EtcdError,
+  EtcdInvalidAuthTokenError,
+  EtcdPermissionDeniedError,
+  EtcdRoleNotGrantedError,
+  EtcdUserNotFoundError,
+  GRPCDeadlineExceededError,
+  GRPCFailedPreconditionError,
+  GRPCInvalidArgumentError,
+  GRPCUnauthenticatedError,
+  GRPCUnavailableError,
+  type Etcd3,
+} from 'etcd3';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConnectionConfigError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
+import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore, type EtcdNode } from '../../impl/etcd/index.ts';
 import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
@@ -291,6 +304,24 @@ describe('EtcdLock', () => {
     await leasesBecome(0);
   });
 
+  it('refusals (ServerRefusedError, ConnectionConfigError) of the grant or the put are thrown after one attempt, never retried; a refused put\'s lease is revoked', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    // The node's call timers on a clock of their own: the lock's clock sees only retry sleeps.
+    const real = etcd3Node(c, { clock: new ManualClock() });
+    const refusals = [new ServerRefusedError('permission', 'PermissionDenied', 'no'), new ServerRefusedError('statement', 'InvalidArgument', 'no'), new ConnectionConfigError('authentication', 'no')];
+    for (const refusal of refusals) {
+      let grants = 0;
+      const grantRefused = new EtcdLock({ node: wrapped(real, { grant: () => (grants++, Promise.reject(refusal)) }), clock, prefix: p });
+      await expect(grantRefused.acquire('r', { ttlMs: 1000, retries: 3, retryDelayMs: 0 })).rejects.toBe(refusal);
+      let puts = 0;
+      const putRefused = new EtcdLock({ node: wrapped(real, { putIfAbsent: () => (puts++, Promise.reject(refusal)) }), clock, prefix: p });
+      await expect(putRefused.acquire('r', { ttlMs: 1000, retries: 3, retryDelayMs: 0 })).rejects.toBe(refusal);
+      expect([grants, puts, clock.delays.length]).toEqual([1, 1, 0]);
+      await leasesBecome(0);
+    }
+  });
+
   it('a create revision past 2^63-1 is TokenOverflowError naming the resource, and the lease is revoked', async () => {
     const clock = new ManualClock();
     const real = etcd3Node(c, { clock });
@@ -336,6 +367,30 @@ describe('EtcdLock', () => {
     expect(second.signal.reason).toMatchObject({ reason: 'expired' });
     // A lease this lock never granted.
     expect(await lock.extend({ ...second }, 2000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+  });
+
+  it('extend: a refused keep-alive is thrown, not no-quorum, and the lease stays valid; release swallows refusals as any failure', async () => {
+    const clock = new ManualClock(0);
+    const real = etcd3Node(c, { clock });
+    let refusal: Error | null = null;
+    const node = wrapped(real, {
+      keepAlive: (id) => (refusal === null ? real.keepAlive(id) : Promise.reject(refusal)),
+      deleteIfOwned: (...args) => (refusal === null ? real.deleteIfOwned(...args) : Promise.reject(refusal)),
+      revoke: (id) => (refusal === null ? real.revoke(id) : Promise.reject(refusal)),
+    });
+    const lock = new EtcdLock({ node, clock, prefix: prefix() });
+    const lease = granted(await lock.acquire('r', { ttlMs: 5000 }));
+    for (const r of [new ServerRefusedError('permission', 'PermissionDenied', 'no'), new ConnectionConfigError('authentication', 'no')]) {
+      refusal = r;
+      await expect(lock.extend(lease, 5000)).rejects.toBe(r);
+      expect(lease.signal.aborted).toBe(false);
+    }
+    refusal = null;
+    expect((await lock.extend(lease, 5000)).kind).toBe('extended');
+    refusal = new ServerRefusedError('permission', 'PermissionDenied', 'no');
+    await lock.release(lease);
+    expect(lease.signal.reason).toMatchObject({ reason: 'released' });
+    expect(lock.trackedLeases).toBe(0);
   });
 
   it('a lease released while its extension is in flight is not extended', async () => {
@@ -523,6 +578,51 @@ describe('etcd3Node', () => {
     expect(u).toBeInstanceOf(UnavailableError);
     expect((u as Error).message).toMatch(/^etcd lease grant: ./);
     await expect(nowhere.revoke('1')).rejects.toThrow(/^etcd lease revoke: /);
+  });
+
+  it.each([
+    ['EtcdPermissionDeniedError', new EtcdPermissionDeniedError('7 PERMISSION_DENIED: etcdserver: permission denied'), ServerRefusedError, { code: 'permission', serverCode: 'PermissionDenied' }],
+    ['EtcdRoleNotGrantedError', new EtcdRoleNotGrantedError('9 FAILED_PRECONDITION: etcdserver: role is not granted to the user'), ServerRefusedError, { code: 'permission', serverCode: 'RoleNotGranted' }],
+    ['GRPCInvalidArgumentError', new GRPCInvalidArgumentError('3 INVALID_ARGUMENT: etcdserver: request is too large'), ServerRefusedError, { code: 'statement', serverCode: 'InvalidArgument' }],
+    ['EtcdAuthenticationFailedError', new EtcdAuthenticationFailedError('3 INVALID_ARGUMENT: etcdserver: authentication failed, invalid user ID or password'), ConnectionConfigError, { code: 'authentication' }],
+    ['EtcdUserNotFoundError', new EtcdUserNotFoundError('9 FAILED_PRECONDITION: etcdserver: user name not found'), ConnectionConfigError, { code: 'authentication' }],
+    ['GRPCUnauthenticatedError', new GRPCUnauthenticatedError('16 UNAUTHENTICATED: x'), ConnectionConfigError, { code: 'authentication' }],
+    ['user name is empty (InvalidArgument)', new GRPCInvalidArgumentError('3 INVALID_ARGUMENT: etcdserver: user name is empty'), ConnectionConfigError, { code: 'authentication' }],
+    ['authentication is not enabled (FailedPrecondition)', new GRPCFailedPreconditionError('9 FAILED_PRECONDITION: etcdserver: authentication is not enabled'), ConnectionConfigError, { code: 'authentication' }],
+    ['a raw gRPC PERMISSION_DENIED (a stream\'s error)', Object.assign(new Error('7 PERMISSION_DENIED: etcdserver: permission denied'), { code: 7 }), ServerRefusedError, { code: 'permission', serverCode: 'PermissionDenied' }],
+    ['EtcdInvalidAuthTokenError (expired: etcd3 authenticates again)', new EtcdInvalidAuthTokenError('16 UNAUTHENTICATED: etcdserver: invalid auth token'), UnavailableError, {}],
+    ['revision of auth store is old (InvalidArgument, etcd 3.5)', new GRPCInvalidArgumentError('3 INVALID_ARGUMENT: etcdserver: revision of auth store is old'), UnavailableError, {}],
+    ['other FailedPrecondition (not leader)', new GRPCFailedPreconditionError('9 FAILED_PRECONDITION: etcdserver: not leader'), UnavailableError, {}],
+    ['GRPCUnavailableError', new GRPCUnavailableError('14 UNAVAILABLE: etcdserver: no leader'), UnavailableError, {}],
+    ['EtcdError', new EtcdError('etcdserver: something new'), UnavailableError, {}],
+    ['a plain Error', new Error('x'), UnavailableError, {}],
+  ] as const)('a failed call: %s is typed, with etcd3\'s error as the cause', async (_, error, type, fields) => {
+    const broken = { leaseClient: { leaseGrant: () => Promise.reject(error) } } as unknown as Etcd3;
+    const e = await etcd3Node(broken, { clock: new ManualClock() }).grant(1).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(type);
+    expect(e).toMatchObject(fields);
+    expect((e as Error).message).toContain(`etcd lease grant: ${error.message}`);
+    const cause = (e as Error).cause;
+    // The raw gRPC error arrives cast by etcd3's own rule, the rest as they were.
+    if (error.constructor === Error && 'code' in error) expect(cause).toBeInstanceOf(EtcdPermissionDeniedError);
+    else expect(cause).toBe(error);
+  });
+
+  it('a gRPC deadline is a TimeoutError; typed errors pass through unchanged', async () => {
+    const refusal = new ServerRefusedError('permission', 'PermissionDenied', 'no');
+    const node = (error: Error) => etcd3Node({ leaseClient: { leaseGrant: () => Promise.reject(error) } } as unknown as Etcd3, { clock: new ManualClock(), requestTimeoutMs: 7 });
+    await expect(node(new GRPCDeadlineExceededError('4 DEADLINE_EXCEEDED')).grant(1)).rejects.toThrow(new TimeoutError('etcd lease grant', 7));
+    await expect(node(refusal).grant(1)).rejects.toBe(refusal);
+  });
+
+  it('credentials sent to an etcd without auth are ConnectionConfigError authentication (real etcd: authentication is not enabled)', async () => {
+    const x = etcdClient({ hosts: server().hosts, auth: { username: 'u', password: 'p' } });
+    clients.push(x);
+    const e = await new EtcdLock({ node: etcd3Node(x, { clock: new ManualClock() }), clock: new ManualClock(), prefix: prefix() }).acquire('r', { ttlMs: 1000 }).catch((y: unknown) => y);
+    expect(e).toBeInstanceOf(ConnectionConfigError);
+    expect(e).toMatchObject({ code: 'authentication' });
+    expect((e as Error).message).toMatch(/authentication is not enabled/);
+    expect((e as Error).cause).toBeInstanceOf(GRPCFailedPreconditionError);
   });
 
   it('a work function that throws at once is a failed call, typed', async () => {
