@@ -199,9 +199,9 @@ export { TokenOverflowError } from '../errors.ts';
 export function configError(e: unknown): ConnectionConfigError | null {
   const code = (e as { code?: string }).code;
   const message = e instanceof Error ? e.message : String(e);
-  if (code === '28P01' || code === '28000' || /client password must be a string/.test(message)) return new ConnectionConfigError('authentication', `the server refused the credentials: ${message}`);
-  if (code === '3D000') return new ConnectionConfigError('unknown-database', message);
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`);
+  if (code === '28P01' || code === '28000' || /client password must be a string/.test(message)) return new ConnectionConfigError('authentication', `the server refused the credentials: ${message}`, { cause: e });
+  if (code === '3D000') return new ConnectionConfigError('unknown-database', message, { cause: e });
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`, { cause: e });
   return null;
 }
 

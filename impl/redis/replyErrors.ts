@@ -44,7 +44,7 @@ export function isPassingState(message: string): boolean {
 export function typed(e: unknown, resource: string): unknown {
   const message = e instanceof Error ? e.message : String(e);
   if (isPassingState(message)) return new UnavailableError(`the node cannot grant for now: ${message}`, { cause: e });
-  if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message);
+  if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message, { cause: e });
   if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
   // An ACL without the scripts' commands or keys, or a script the server cannot run: no retry fixes these.
   if (/^NOPERM/.test(message)) return new ServerRefusedError('permission', 'NOPERM', message, { cause: e });

@@ -494,7 +494,7 @@ function typed(error: unknown, what: string): Error {
   const refusal = c === null ? undefined : REFUSALS.get(c);
   if (refusal === undefined) return new UnavailableError(message, { cause: error });
   return match(refusal)
-    .with({ kind: 'authentication' }, () => new ConnectionConfigError('authentication', message))
+    .with({ kind: 'authentication' }, () => new ConnectionConfigError('authentication', message, { cause: error }))
     .with({ kind: 'refused' }, (r) => new ServerRefusedError(r.code, (error as Exception).getName(), message, { cause: error }))
     .exhaustive();
 }

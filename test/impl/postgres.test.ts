@@ -177,6 +177,8 @@ describe('attempts: settings, retries and the error mapping', () => {
     expect(codes('3D000', 'no such db')).toMatchObject({ code: 'unknown-database', message: 'unknown-database: no such db' });
     expect(codes('ENOTFOUND', 'x')).toMatchObject({ code: 'unknown-host', message: 'unknown-host: the host name does not resolve: x' });
     expect(codes('EAI_AGAIN')).toMatchObject({ code: 'unknown-host' });
+    // The driver's error is kept as the cause of each.
+    for (const code of ['28P01', '3D000', 'ENOTFOUND']) expect(codes(code)?.cause).toMatchObject({ code });
     expect(codes('ECONNREFUSED')).toBeNull();
     expect(configError('28P01')).toBeNull();
     expect(configError(Object.assign(new Error('x'), { code: '28P02' }))).toBeNull();

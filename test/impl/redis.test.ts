@@ -148,6 +148,7 @@ describe('redisLeaseNode', () => {
         expect(e).toBeInstanceOf(ConnectionConfigError);
         expect((e as ConnectionConfigError).code).toBe('authentication');
         expect((e as Error).message).toMatch(/^authentication: (WRONGPASS|NOAUTH)/);
+        expect((e as Error).cause).toBeInstanceOf(Error);
       } finally {
         c.disconnect();
       }
