@@ -5,6 +5,8 @@ import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { ServerRefusedError } from '../impl/errors.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
+import { openPostgresFencedStore, postgresFencedStore } from '../impl/postgres/store.ts';
+import { ensureSchema } from '../impl/postgres/schema.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
 import { createRedisLock } from '../impl/redis/index.ts';
 
@@ -56,6 +58,40 @@ async function refusedWith(kind: keyof typeof locks, connection: pg.ClientConfig
     await lock.close();
   }
 }
+
+describe('PostgreSQL fenced stores: refusals are typed as the locks\' are', () => {
+  it('a role without privileges on lockcheck_store: write and read throw ServerRefusedError permission 42501 with the cause, on the caller\'s connection and on the store\'s own', async () => {
+    const connection = await database('lc_store_perm');
+    const setup = new pg.Client({ ...connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await setup.connect();
+    try {
+      await ensureSchema(setup);
+      await setup.query("CREATE ROLE lc_store_reader LOGIN PASSWORD 'reader-pw'");
+    } finally {
+      await setup.end();
+    }
+    const limited = { ...connection, user: 'lc_store_reader', password: 'reader-pw' };
+    const client = new pg.Client({ ...limited, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await client.connect();
+    const own = openPostgresFencedStore({ connection: limited, statementTimeoutMs: 5_000 }, 'strict');
+    try {
+      for (const store of [postgresFencedStore(client, 'strict'), own]) {
+        for (const call of [() => store.write('r', 1n, 'v'), () => store.read('r')]) {
+          const e: unknown = await call().then(
+            (r) => new Error(`expected a ServerRefusedError, got ${JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`),
+            (x: unknown) => x,
+          );
+          expect(e).toBeInstanceOf(ServerRefusedError);
+          expect(e).toMatchObject({ code: 'permission', serverCode: '42501' });
+          expect(((e as Error).cause as { code?: string }).code).toBe('42501');
+        }
+      }
+    } finally {
+      await own.close();
+      await client.end();
+    }
+  });
+});
 
 describe.each(['session', 'transaction'] as const)('PostgreSQL %s lock: refusals are typed, not no-quorum', (kind) => {
   it('permission denied (a role that may not create lockcheck tables): ServerRefusedError permission 42501', async () => {

@@ -3,7 +3,7 @@ import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
-import { lockSettings } from './attempts.ts';
+import { lockSettings, refusal } from './attempts.ts';
 import type { SessionConnection } from './sessionConnection.ts';
 import { openSessionConnection } from './sessionConnection.ts';
 import { PreparedStatement } from './wire/connection.ts';
@@ -44,6 +44,11 @@ function checkWrite(resource: string, token: bigint, value: string): void {
   if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
 }
 
+/** A refusal no retry fixes (a permission, a missing schema or table, an SQL error) typed as the locks' (ServerRefusedError, ConnectionConfigError, the driver's error as cause); any other failure as it came. */
+function typedFailure(e: unknown): never {
+  throw refusal(e) ?? e;
+}
+
 const written = (accepted: number | string | null | undefined, highest: string | null | undefined): WriteResult =>
   accepted === 1 || accepted === '1' ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest ?? '0') };
 
@@ -55,13 +60,13 @@ export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedS
   return {
     async write(resource, token, value) {
       checkWrite(resource, token, value);
-      const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]);
+      const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]).catch(typedFailure);
       const [accepted, highest] = r.rows[0]!;
       return written(accepted, highest);
     },
     async read(resource) {
       checkResource(resource);
-      const r = await db.query<{ value: string; token: string }>(READ, [resource]);
+      const r = await db.query<{ value: string; token: string }>(READ, [resource]).catch(typedFailure);
       const row = r.rows[0];
       return row === undefined ? { value: null, token: null } : { value: row.value, token: BigInt(row.token) };
     },
@@ -110,12 +115,18 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
   return {
     async write(resource, token, value) {
       checkWrite(resource, token, value);
-      const rows = await (await connection()).call(write, [resource, value, token.toString()]);
+      const rows = await connection()
+        .then((c) => c.call(write, [resource, value, token.toString()]))
+        .catch(typedFailure);
       return written(rows[0]?.[0], rows[0]?.[1]);
     },
     async read(resource) {
       checkResource(resource);
-      const row = (await (await connection()).call(read, [resource]))[0];
+      const row = (
+        await connection()
+          .then((c) => c.call(read, [resource]))
+          .catch(typedFailure)
+      )[0];
       return row === undefined ? { value: null, token: null } : { value: row[0] ?? null, token: row[1] === null || row[1] === undefined ? null : BigInt(row[1]) };
     },
     async close() {
