@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { designs } from '../model/design.ts';
@@ -115,17 +115,18 @@ describe('the guide is reachable and its links resolve', () => {
     expect(SPEC.slice(0, 600)).toContain('(../docs/choosing-a-lock.md)');
   });
 
-  for (const file of ['docs/choosing-a-lock.md', 'spec/SPEC.md']) {
-    it(`${file}: every relative link names a file that exists, and every spec anchor a heading`, () => {
+  // Every guide a reader follows links through: the README, the spec, docs/ and the READMEs beside the code.
+  const guides = ['README.md', 'spec/SPEC.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`), 'conformance/adapters/README.md'].filter((f) => existsSync(f));
+  const anchorsOf = (file: string): Set<string> => new Set(read(file).split('\n').filter((l) => l.startsWith('#')).map(slug));
+  for (const file of guides) {
+    it(`${file}: every relative link names a file that exists, and every anchor into a markdown file a heading there`, () => {
       const text = read(file);
-      const specAnchors = new Set(SPEC.split('\n').filter((l) => l.startsWith('#')).map(slug));
       for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
         if (/^[a-z]+:/.test(target!)) continue;
         const [path, anchor] = target!.split('#');
         const resolved = path === '' ? file : join(dirname(file), path!);
         expect(existsSync(resolved), `${file} -> ${target}`).toBe(true);
-        if (anchor !== undefined && resolved.endsWith('SPEC.md')) expect(specAnchors.has(anchor), `${file} -> ${target}`).toBe(true);
-        if (anchor !== undefined && resolved === file) expect(new Set(text.split('\n').filter((l) => l.startsWith('#')).map(slug)).has(anchor), `${file} -> ${target}`).toBe(true);
+        if (anchor !== undefined && resolved.endsWith('.md')) expect(anchorsOf(resolved).has(anchor), `${file} -> ${target}`).toBe(true);
       }
     });
   }
