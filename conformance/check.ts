@@ -12,6 +12,7 @@ import { judgedDesign, MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { seedSchedules } from './seeds.ts';
 import { offeredFaults, offersExtend } from './backendApi.ts';
+import { checkCheckOptions } from './options.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { ConformanceFailure, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
@@ -118,6 +119,7 @@ class RunFailed extends Error {
 }
 
 export async function checkConformance(backend: BackendUnderTest, options: CheckOptions = {}): Promise<CheckResult> {
+  checkCheckOptions(options);
   const clock = options.clock ?? (() => performance.now());
   const started = clock();
   const clients = options.clients ?? 2;

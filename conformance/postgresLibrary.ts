@@ -20,6 +20,7 @@ import { noProxyReason, startLink, throughLink } from './env/postgresLink.ts';
 import { LeaseLostError } from '../impl/errors.ts';
 import type { Lease } from '../impl/lease.ts';
 import { VirtualTime } from './sim/time.ts';
+import { checkLibraryAdapter } from './options.ts';
 
 /**
  * The adapter kit for a lock library over PostgreSQL (session advisory
@@ -79,6 +80,7 @@ export interface PostgresServerChoice {
 const CALL_TIMEOUT_MS = 10_000;
 
 export function postgresLibraryBackend(adapter: PostgresLibraryAdapter, choice: PostgresServerChoice = {}): BackendUnderTest {
+  checkLibraryAdapter(adapter, choice, 'pg');
   let own: Promise<PostgresServer> | null = null;
   let target: Promise<PostgresTarget> | null = null;
   const server = (): Promise<PostgresTarget> =>

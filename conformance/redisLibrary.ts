@@ -9,6 +9,8 @@ import { REAL_TIME_TOLERANCE_MS, startRedisCluster, startRedisRun, toleranceOn }
 import { connectRedisCluster } from './env/userRedis.ts';
 import { clockWarnings, currentNotes, installLibraryClock, libraryClockNotes, onClientClock } from './libraryClock.ts';
 import type { LibraryClockNotes } from './libraryClock.ts';
+import { InvalidInputError } from '../model/errors.ts';
+import { checkLibraryAdapter } from './options.ts';
 
 /**
  * The adapter kit for a lock library over Redis: everything but the mapping
@@ -74,8 +76,9 @@ export interface RedisServerChoice {
 }
 
 export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisServerChoice = {}): BackendUnderTest {
+  checkLibraryAdapter(adapter, choice, 'redis');
   const design = adapter.design ?? designs.redisSingle();
-  if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`${adapter.name}: a Redis library is judged by redis-single or redlock, not ${design.kind}`);
+  if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new InvalidInputError('invalid-config', `${adapter.name}: adapter.design must be redis-single or redlock (a Redis library is judged by them), not ${String(design.kind)}`);
   let cluster: Promise<RedisCluster> | null = null;
   const given = choice.cluster;
   const servers = (): Promise<RedisCluster> =>

@@ -12,6 +12,7 @@ import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import { checkMisconfigurations } from './configuration.ts';
+import { checkSuiteOptions } from './options.ts';
 
 /**
  * Registers the conformance suite for a backend in the caller's vitest file:
@@ -63,6 +64,7 @@ export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<
 
 export function conformanceSuite(backend: BackendUnderTest, options: SuiteOptions = {}): void {
   checkBackendApi(backend);
+  checkSuiteOptions(options);
   // The backend's close hook: what it keeps across runs (servers it started) goes when the file is done.
   afterAll(async () => backend.close?.());
   const o = suiteOptionsFromEnv(options);

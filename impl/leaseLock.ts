@@ -5,7 +5,12 @@ import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from '.
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
+import { leaseMargins } from './leaseMargins.ts';
+import { checkClock, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, shown } from './options.ts';
 import { Background, Deadlines, Round, Turn, type RoundContext, type Tally, type Vote } from './round.ts';
+
+/** What a lock calls on each of its nodes. */
+const NODE_METHODS = ['acquire', 'release', 'extend', 'raiseToken'];
 
 /**
  * A ttl lease lock over N independent nodes: Redlock, and with one node the
@@ -88,22 +93,21 @@ export class LeaseLock {
   readonly #rounds: RoundContext;
 
   constructor(options: LeaseLockOptions) {
-    if (options.nodes.length < 1 || options.nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${options.nodes.length}`);
-    const df = options.driftFactor ?? 0.01;
-    if (!(df >= 0 && df < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${df}`);
+    checkObject(options, 'LeaseLock options');
+    const nodes: unknown = options.nodes;
+    if (!Array.isArray(nodes) || nodes.length < 1 || nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${Array.isArray(nodes) ? nodes.length : shown(nodes)}`);
+    nodes.forEach((node, i) => checkMethods(node, `nodes[${i}]`, 'a LeaseNode', NODE_METHODS));
+    const clock = checkClock(options.clock);
+    const { driftFactor, clockMarginMs, safetyMarginMs } = leaseMargins(options, 1000);
     this.#nodes = options.nodes;
-    this.clock = options.clock;
-    this.#rounds = { clock: options.clock, background: this.#background, turn: new Turn(options.clock), deadlines: new Deadlines(options.clock) };
-    this.driftFactor = df;
-    const clockMargin = options.clockMarginMs ?? 2;
-    if (!Number.isInteger(clockMargin) || clockMargin < 0 || clockMargin > 1000) throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, 1000], got ${clockMargin}`);
-    this.clockMarginMs = clockMargin;
-    if (options.requestTimeoutMs !== undefined) checkTtl(options.requestTimeoutMs);
-    this.#requestTimeoutMs = options.requestTimeoutMs;
+    this.clock = clock;
+    this.#rounds = { clock, background: this.#background, turn: new Turn(clock), deadlines: new Deadlines(clock) };
+    this.driftFactor = driftFactor;
+    this.clockMarginMs = clockMarginMs;
+    this.#requestTimeoutMs = options.requestTimeoutMs === undefined ? undefined : checkTimeoutMs(options.requestTimeoutMs, 'requestTimeoutMs');
+    checkOptionalFunction(options.random, 'random');
     this.#random = options.random ?? cryptoRandom;
-    const margin = options.safetyMarginMs ?? 0;
-    if (!Number.isInteger(margin) || margin < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${margin}`);
-    this.#safetyMarginMs = margin;
+    this.#safetyMarginMs = safetyMarginMs;
   }
 
   /** The clock this lock times its leases by. */

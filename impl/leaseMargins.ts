@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../model/errors.ts';
+import { shown } from './options.ts';
 
 /** How much earlier than the service's expiry a lease client stops trusting its lease. */
 export interface LeaseMargins {
@@ -12,13 +13,14 @@ export interface LeaseMargins {
 
 /** The margins of a lock's options, defaulted and validated (InvalidInputError 'invalid-config'). */
 export function leaseMargins(options: Partial<LeaseMargins>, maxClockMarginMs: number): LeaseMargins {
-  const driftFactor = options.driftFactor ?? 0.01;
-  if (!(driftFactor >= 0 && driftFactor < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${driftFactor}`);
-  const clockMarginMs = options.clockMarginMs ?? 2;
-  if (!Number.isInteger(clockMarginMs) || clockMarginMs < 0 || clockMarginMs > maxClockMarginMs) {
-    throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, ${maxClockMarginMs}], got ${clockMarginMs}`);
+  const driftFactor: unknown = options.driftFactor ?? 0.01;
+  // typeof first: a string such as '0.5' compares as a number and would pass the range test.
+  if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 1)) throw new InvalidInputError('invalid-config', `driftFactor must be in [0, 1), got ${shown(driftFactor)}`);
+  const clockMarginMs: unknown = options.clockMarginMs ?? 2;
+  if (typeof clockMarginMs !== 'number' || !Number.isInteger(clockMarginMs) || clockMarginMs < 0 || clockMarginMs > maxClockMarginMs) {
+    throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, ${maxClockMarginMs}], got ${shown(clockMarginMs)}`);
   }
-  const safetyMarginMs = options.safetyMarginMs ?? 0;
-  if (!Number.isInteger(safetyMarginMs) || safetyMarginMs < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${safetyMarginMs}`);
+  const safetyMarginMs: unknown = options.safetyMarginMs ?? 0;
+  if (typeof safetyMarginMs !== 'number' || !Number.isInteger(safetyMarginMs) || safetyMarginMs < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${shown(safetyMarginMs)}`);
   return { driftFactor, clockMarginMs, safetyMarginMs };
 }

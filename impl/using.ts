@@ -1,6 +1,7 @@
 import type { AcquireOptions, LeaseLock } from './leaseLock.ts';
 import type { Lease } from './lease.ts';
 import { InvalidInputError } from '../model/errors.ts';
+import { checkMethods, checkObject, shown } from './options.ts';
 
 /** The lock could not be taken. */
 export class LockNotAcquiredError extends Error {
@@ -26,6 +27,9 @@ export interface UsingOptions extends AcquireOptions {
  * Releases when `fn` settles, whatever happens.
  */
 export async function using<T>(lock: LeaseLock, resource: string, options: UsingOptions, fn: (signal: AbortSignal, lease: Lease) => Promise<T>): Promise<T> {
+  checkMethods(lock, 'lock', 'a LeaseLock', ['acquire', 'extend', 'release', 'clockOf']);
+  checkObject(options, 'using options');
+  if (typeof fn !== 'function') throw new InvalidInputError('invalid-config', `fn must be a function, got ${shown(fn)}`);
   const fractionOption: unknown = options.extendAtFraction ?? 0.5;
   // Outside [0, 1) the extension would be planned at or before now, again and again: a spin.
   if (typeof fractionOption !== 'number' || !(fractionOption >= 0 && fractionOption < 1)) {

@@ -99,9 +99,9 @@ describe('input validation', () => {
       expect(() => createRedisLock({ nodes: [] })).toThrow(InvalidInputError);
       expect(() => createRedisLock({ nodes: [redis], driftFactor: 1 })).toThrow(/driftFactor/);
       expect(() => createRedisLock({ nodes: [redis], driftFactor: -0.1 })).toThrow(InvalidInputError);
-      expect(() => createRedisLock({ nodes: [redis], requestTimeoutMs: 0 })).toThrow(/invalid-ttl/);
+      expect(() => createRedisLock({ nodes: [redis], requestTimeoutMs: 0 })).toThrow(/invalid-config: requestTimeoutMs/);
       expect(() => createRedisLock({ nodes: [redis], safetyMarginMs: -1 })).toThrow(/safetyMarginMs/);
-      expect(() => createRedisLock({ nodes: [redis], tokenBase: -1n })).toThrow(/invalid-token/);
+      expect(() => createRedisLock({ nodes: [redis], tokenBase: -1n })).toThrow(/invalid-token: tokenBase/);
       expect(() => createRedisLock({ nodes: Array(16).fill(redis) })).toThrow(/1..15 nodes/);
     } finally {
       redis.disconnect();

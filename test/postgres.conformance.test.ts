@@ -146,7 +146,7 @@ describe('bad input and a server that is down', () => {
       await expect(lock.acquire('')).rejects.toBeInstanceOf(InvalidInputError);
       await expect(lock.acquire('r', { ttlMs: 100 } as never)).rejects.toMatchObject({ code: 'unsupported-operation' });
       await expect(lock.acquire('r', { retries: -1 })).rejects.toBeInstanceOf(InvalidInputError);
-      expect(() => new PostgresSessionLock({ connection: connection(), tokenBase: -1n })).toThrow(/invalid-token/);
+      expect(() => new PostgresSessionLock({ connection: connection(), tokenBase: -1n })).toThrow(/invalid-token: tokenBase/);
       expect(() => advisoryKey('')).toThrow(InvalidInputError);
       const client = new pg.Client(connection());
       await client.connect();

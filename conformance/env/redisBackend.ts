@@ -22,6 +22,8 @@ import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
 import { onExitKill, onInterrupt } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
+import { checkObject, checkOptionalFunction, refuse } from '../../impl/options.ts';
+import { integerIn } from '../options.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { redactUrl } from './redact.ts';
 import { failsTheRun } from './runEnvironment.ts';
@@ -85,6 +87,9 @@ export const USER_SERVER_CLOCK_MARGIN_MS = REAL_TIME_TOLERANCE_MS + 2;
 const EPOCH_MS = Date.UTC(2030, 0, 1);
 
 export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always'; readonly commandTimeoutMs?: number }): Promise<RedisCluster> {
+  checkObject(options, 'startRedisCluster options');
+  integerIn(options, 'nodes', 1, 15, true);
+  if (options.persistence !== 'none' && options.persistence !== 'aof-always') refuse('persistence', "'none' or 'aof-always'", options.persistence);
   const { commandTimeoutMs } = options;
   if (commandTimeoutMs !== undefined && !(Number.isInteger(commandTimeoutMs) && commandTimeoutMs > 0)) throw new InvalidInputError('invalid-config', `commandTimeoutMs must be a positive integer, got ${String(commandTimeoutMs)}`);
   const dir = mkdtempSync(join(tmpdir(), 'lockcheck-clocks-'));
@@ -226,6 +231,9 @@ export interface RedisRunOptions {
 }
 
 export async function startRedisRun(cluster: RedisCluster, design: Design, options: RedisRunOptions): Promise<RedisRun> {
+  checkObject(options, 'startRedisRun options');
+  integerIn(options, 'clients', 1, 16, true);
+  checkOptionalFunction(options.lockKey, 'lockKey');
   const lockKey = options.lockKey ?? ((resource: string) => keysFor(resource).lock);
   const n = nodeCount(design);
   if (n > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${n} nodes; the cluster has ${cluster.nodes.length}`);

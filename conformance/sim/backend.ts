@@ -14,6 +14,7 @@ import { SimNetwork } from './network.ts';
 import { leaseNodeOver, SimRedisNode } from './redisNode.ts';
 import { SimStore, storeOver } from './store.ts';
 import { VirtualTime } from './time.ts';
+import { checkObject, refuse } from '../../impl/options.ts';
 
 /**
  * In-memory Redis lease backends: the real LeaseLock algorithm (impl/) over
@@ -64,8 +65,11 @@ function seeded(seed: number): () => number {
   };
 }
 
-export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimParts = {}, name = `memory ${describeDesign(design)} / ${store}`): BackendUnderTest {
-  if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`simLeaseBackend runs Redis designs, not ${design.kind}`);
+export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimParts = {}, name?: string): BackendUnderTest {
+  const kind = (checkObject(design, 'design') as { kind?: unknown }).kind;
+  if (kind !== 'redis-single' && kind !== 'redlock') refuse('design', 'a redis-single or redlock design (simLeaseBackend runs Redis designs)', kind);
+  checkObject(parts, 'parts');
+  name ??= `memory ${describeDesign(design)} / ${store}`;
   return {
     name,
     design,

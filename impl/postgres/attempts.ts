@@ -1,11 +1,12 @@
 import pg from 'pg';
-import { checkDuration, checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
+import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase } from '../options.ts';
 
 /** What both PostgreSQL locks take from their options, checked once (InvalidInputError otherwise). */
 export interface LockSettings {
@@ -138,11 +139,14 @@ function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, state
   });
 }
 
-export function lockSettings(options: PostgresLockOptions): LockSettings {
-  const clock = options.clock ?? systemClock;
-  const timeoutMs = options.statementTimeoutMs ?? 5000;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidInputError('invalid-config', 'statementTimeoutMs must be a positive integer');
-  const base = checkToken(options.tokenBase ?? 0n).toString();
+export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lock options'): LockSettings {
+  checkObject(options, what);
+  checkObject(options.connection, 'connection', 'a node-postgres ClientConfig object');
+  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
+  const timeoutMs = checkTimeoutMs(options.statementTimeoutMs ?? 5000, 'statementTimeoutMs');
+  const base = checkTokenBase(options.tokenBase ?? 0n).toString();
+  checkOptionalFunction(options.link, 'link');
+  checkOptionalFunction(options.onConnectionLost, 'onConnectionLost');
   const via = options.link;
   const link = via ?? (<T>(roundTrip: () => Promise<T>): Promise<T> => roundTrip());
   return {

@@ -83,7 +83,7 @@ export class PostgresSessionLock {
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
-    this.#s = lockSettings(options);
+    this.#s = lockSettings(options, 'PostgresSessionLock options');
   }
 
   /** The backend pid of the current connection (for pg_terminate_backend), or null when not connected. */

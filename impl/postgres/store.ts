@@ -4,6 +4,7 @@ import { checkResource, checkToken, InvalidInputError } from '../../model/errors
 import type { MonotonicClock } from '../clock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal } from './attempts.ts';
+import { checkMethods, checkObject, checkPolicy, FENCES } from '../options.ts';
 import type { SessionConnection } from './sessionConnection.ts';
 import { openSessionConnection } from './sessionConnection.ts';
 import { PreparedStatement } from './wire/connection.ts';
@@ -54,6 +55,8 @@ const written = (accepted: number | string | null | undefined, highest: string |
 
 /** A fenced store on a connection the caller owns: a pool, a client, or the lock's transaction (policy `transactional`). */
 export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedStore {
+  checkMethods(db, 'db', 'a pg Pool or Client', ['query']);
+  checkPolicy(policy, [...FENCES, 'transactional']);
   // Named: prepared once per connection, so the server does not parse and plan the upsert on every write (one name per policy: the texts differ).
   // Rows as arrays: no object with named properties built per reply.
   const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy), rowMode: 'array' } as const;
@@ -95,8 +98,9 @@ export interface PostgresFencedStoreConnection extends FencedStore {
  * a later write with a larger token settles it).
  */
 export function openPostgresFencedStore(options: PostgresStoreOptions, policy: Exclude<StorePolicy, 'transactional'>): PostgresFencedStoreConnection {
+  checkObject(options, 'openPostgresFencedStore options');
   const s = lockSettings({ connection: options.connection, ...(options.statementTimeoutMs === undefined ? {} : { statementTimeoutMs: options.statementTimeoutMs }), ...(options.clock === undefined ? {} : { clock: options.clock }) });
-  if (!(policy in GUARD)) throw new InvalidInputError('invalid-config', `unknown store policy '${String(policy)}'`);
+  checkPolicy(policy, FENCES);
   const write = new PreparedStatement(`lockcheck_fenced_write_${policy}`, writeStatement(policy));
   const read = new PreparedStatement('lockcheck_fenced_read', READ);
   let live: SessionConnection | null = null;

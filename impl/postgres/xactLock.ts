@@ -71,7 +71,7 @@ export class PostgresTransactionLock {
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
-    this.#s = lockSettings(options);
+    this.#s = lockSettings(options, 'PostgresTransactionLock options');
   }
 
   /** Backend pids of this client's open connections (for pg_terminate_backend). */

@@ -3,7 +3,8 @@ import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { LeaseLock } from '../leaseLock.ts';
-import { redisLeaseNode, type WaitForReplicas } from './node.ts';
+import { checkObject, shown } from '../options.ts';
+import { checkConnection, redisLeaseNode, type WaitForReplicas } from './node.ts';
 
 export { redisLeaseNode, type WaitForReplicas } from './node.ts';
 export { redisFencedStore } from './store.ts';
@@ -36,7 +37,10 @@ export interface RedisLockOptions {
  * Throws InvalidInputError for bad options.
  */
 export function createRedisLock(options: RedisLockOptions): LeaseLock {
-  if (options.nodes.length === 0) throw new InvalidInputError('invalid-config', 'need at least one Redis node');
+  checkObject(options, 'createRedisLock options');
+  const nodes: unknown = options.nodes;
+  if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidInputError('invalid-config', `nodes must be a non-empty array of ioredis connections, got ${shown(nodes)}`);
+  nodes.forEach((redis, i) => checkConnection(redis, `nodes[${i}]`));
   return new LeaseLock({
     nodes: options.nodes.map((redis) =>
       redisLeaseNode(redis, {

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { checkResource, checkToken } from '../../model/errors.ts';
+import { checkMethods, checkObject, checkString, checkTokenBase, isObject } from '../options.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { acquireScript, extendScript, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
@@ -17,12 +18,26 @@ export interface WaitForReplicas {
   readonly timeoutMs: number;
 }
 
+/**
+ * Throws InvalidInputError unless `redis` looks like an ioredis connection:
+ * the calls the scripts make (sendCommand; call for WAIT), and its options
+ * (the key prefix is read from them). `extra`: what else the caller calls.
+ */
+export function checkConnection(redis: unknown, name: string, extra: readonly string[] = []): Redis {
+  checkMethods(redis, name, 'an ioredis connection', ['sendCommand', 'call', ...extra]);
+  checkObject((redis as Redis).options, `${name}.options`);
+  return redis as Redis;
+}
+
 /** One Redis node as a LeaseNode: the four lease scripts over an ioredis connection, each followed by WAIT if `replicas` is given. */
 export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string; readonly tokenBase?: bigint; readonly replicas?: WaitForReplicas } = {}): LeaseNode {
-  const base = checkToken(options.tokenBase ?? 0n).toString();
+  checkConnection(redis, 'redis');
+  checkObject(options, 'redisLeaseNode options');
+  const base = checkTokenBase(options.tokenBase ?? 0n).toString();
+  if (options.prefix !== undefined) checkString(options.prefix, 'prefix', false);
   const keys = (resource: string) => keysFor(resource, options.prefix);
   const wanted = options.replicas;
-  if (wanted !== undefined && !(Number.isInteger(wanted.count) && wanted.count >= 1 && Number.isInteger(wanted.timeoutMs) && wanted.timeoutMs >= 1)) {
+  if (wanted !== undefined && !(isObject(wanted) && Number.isInteger(wanted.count) && wanted.count >= 1 && Number.isInteger(wanted.timeoutMs) && wanted.timeoutMs >= 1)) {
     throw new InvalidInputError('invalid-config', 'replicas needs an integer count >= 1 and an integer timeoutMs >= 1 (WAIT 0 would block forever)');
   }
   /** WAIT on the same connection: it covers every write this connection made so far. */

@@ -1,13 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { StorePolicy } from '../../model/design.ts';
-import { checkDuration, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { FencedStore } from '../fencedStore.ts';
 import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
+import { checkConnection } from './node.ts';
 import { typed } from './replyErrors.ts';
+import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES } from '../options.ts';
 
 export interface RedisStoreOptions {
   /** Key prefix. Default 'lockcheck'. */
@@ -31,10 +33,13 @@ export interface RedisStoreOptions {
  * passing state), each with the client's error as `cause`.
  */
 export function redisFencedStore(redis: Redis, policy: StorePolicy, options: RedisStoreOptions = {}): FencedStore {
+  checkConnection(redis, 'redis', ['hmget']);
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a Redis store cannot be transactional');
-  const timeoutMs = checkDuration(options.timeoutMs ?? 5000, 'timeoutMs');
-  if (timeoutMs === 0) throw new InvalidInputError('invalid-config', 'timeoutMs must be positive');
-  const clock = options.clock ?? systemClock;
+  checkPolicy(policy, FENCES);
+  checkObject(options, 'redisFencedStore options');
+  if (options.prefix !== undefined) checkString(options.prefix, 'prefix', false);
+  const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
+  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   const bounded = <T>(what: string, resource: string, work: Promise<T>): Promise<T> =>
     withTimeout(clock, timeoutMs, `redis fenced store ${what}`, work).catch((e: unknown) => {
       throw storeError(e, what, resource);

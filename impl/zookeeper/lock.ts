@@ -6,7 +6,8 @@ import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowE
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
-import { DEFAULT_ROOT, lockDir, sequenceOf } from './paths.ts';
+import { checkRoot, lockDir, sequenceOf } from './paths.ts';
+import { checkClock, checkMethods, checkObject } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
 /**
@@ -58,6 +59,9 @@ interface Held {
 
 const PRUNE_MIN = 64;
 
+/** What the lock calls on its node. */
+const LOCK_CALLS = ['openSession', 'contenders', 'enqueue', 'touch', 'watchGone', 'deleteOwned', 'closeSession'];
+
 export class ZookeeperLock {
   readonly #node: ZookeeperNode;
   readonly #clock: MonotonicClock;
@@ -69,11 +73,11 @@ export class ZookeeperLock {
   #pruneAt = PRUNE_MIN;
 
   constructor(options: ZookeeperLockOptions) {
+    checkObject(options, 'ZookeeperLock options');
+    this.#node = checkMethods(options.node, 'node', 'a ZookeeperNode', LOCK_CALLS);
+    this.#clock = checkClock(options.clock);
     const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
-    const root = options.root ?? DEFAULT_ROOT;
-    if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) throw new InvalidInputError('invalid-config', `root must be an absolute znode path without a trailing slash, got ${String(root)}`);
-    this.#node = options.node;
-    this.#clock = options.clock;
+    const root = checkRoot(options.root);
     this.#driftFactor = df;
     this.#clockMarginMs = margin;
     this.#safetyMarginMs = safety;

@@ -6,6 +6,7 @@ import { InvalidInputError } from '../../model/errors.ts';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { CONTENDER } from './paths.ts';
+import { checkClock, checkObject, checkString, checkTimeoutMs } from '../options.ts';
 
 /**
  * One ZooKeeper session of the lock: the lease. Its timeout is the one the
@@ -102,8 +103,10 @@ interface Session extends ZookeeperSession {
  * as ttl (spec 7.10).
  */
 export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
-  const timeoutMs = options.requestTimeoutMs ?? 2000;
-  const clock = options.clock;
+  checkObject(options, 'zookeeperNode options');
+  checkString(options.connectString, 'connectString', true);
+  const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
+  const clock = checkClock(options.clock);
   const auth = checkAuth(options.auth ?? []);
   // What the node creates is open to anyone, as ZooKeeper's default; with credentials, only to the identities it
   // presented (CREATOR_ALL_ACL), so that a client without them can neither take nor tamper with the tree it made.

@@ -1,3 +1,5 @@
+import { InvalidInputError } from '../../model/errors.ts';
+
 /**
  * Where a resource's lock queue and store cell live in ZooKeeper. Resource
  * names are percent-encoded (and '.' too, since '.' and '..' are not path
@@ -5,6 +7,12 @@
  * kinds of znode sit under different parents.
  */
 export const DEFAULT_ROOT = '/lockcheck';
+
+/** The root option of the lock and the store: an absolute znode path, default DEFAULT_ROOT. */
+export function checkRoot(root: unknown = DEFAULT_ROOT): string {
+  if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) throw new InvalidInputError('invalid-config', `root must be an absolute znode path without a trailing slash, got ${String(root)}`);
+  return root;
+}
 
 /** The prefix of the ephemeral sequential znodes a lock's contenders create. */
 export const CONTENDER = 'c-';

@@ -1,7 +1,8 @@
 import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
-import { cellPath, DEFAULT_ROOT } from './paths.ts';
+import { cellPath, checkRoot } from './paths.ts';
+import { checkMethods, checkObject, checkPolicy, FENCES } from '../options.ts';
 import type { ZookeeperNode } from './node.ts';
 
 /**
@@ -23,8 +24,10 @@ interface Cell {
 }
 
 export function zookeeperFencedStore(node: ZookeeperNode, policy: StorePolicy, options: ZookeeperStoreOptions = {}): FencedStore {
+  checkMethods(node, 'node', 'a ZookeeperNode', ['get', 'fencedWrite']);
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a ZooKeeper store cannot be transactional');
-  const root = options.root ?? DEFAULT_ROOT;
+  checkPolicy(policy, FENCES);
+  const root = checkRoot(checkObject(options, 'zookeeperFencedStore options').root);
   return {
     async write(resource, token, value): Promise<WriteResult> {
       checkResource(resource);

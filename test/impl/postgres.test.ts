@@ -103,9 +103,9 @@ function dbError(code: string, message = `error ${code}`): pg.DatabaseError {
 describe('attempts: settings, retries and the error mapping', () => {
   it('lockSettings checks statementTimeoutMs and tokenBase, and defaults to 5000 and 0', () => {
     for (const statementTimeoutMs of [0, -1, 1.5]) {
-      expect(() => lockSettings({ connection: {}, statementTimeoutMs })).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: statementTimeoutMs must be a positive integer' }));
+      expect(() => lockSettings({ connection: {}, statementTimeoutMs })).toThrow(expect.objectContaining({ code: 'invalid-config', message: `invalid-config: statementTimeoutMs must be an integer number of ms in [1, 2147483647], got ${statementTimeoutMs}` }));
     }
-    expect(() => lockSettings({ connection: {}, tokenBase: -1n })).toThrow(expect.objectContaining({ code: 'invalid-token' }));
+    expect(() => lockSettings({ connection: {}, tokenBase: -1n })).toThrow(expect.objectContaining({ code: 'invalid-token', message: 'invalid-token: tokenBase must be a bigint in [0, 2^63-1], got -1n' }));
     const s = lockSettings({ connection: {} });
     expect(s.timeoutMs).toBe(5000);
     expect(s.base).toBe('0');

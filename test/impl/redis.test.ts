@@ -283,7 +283,7 @@ describe('redisLeaseNode', () => {
 
 describe('createRedisLock', () => {
   it('refuses no nodes', () => {
-    expect(() => createRedisLock({ nodes: [] })).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: need at least one Redis node' }));
+    expect(() => createRedisLock({ nodes: [] })).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: nodes must be a non-empty array of ioredis connections, got an array of 0' }));
   });
 
   it('passes prefix, tokenBase and the timing options on to the lease lock', async () => {

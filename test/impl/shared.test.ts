@@ -208,7 +208,7 @@ describe('LeaseLock over nodes written here', QUICK, () => {
       [{ clockMarginMs: 1001 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got 1001'],
       [{ clockMarginMs: -1 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got -1'],
       [{ clockMarginMs: 0.5 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got 0.5'],
-      [{ requestTimeoutMs: 0 }, 'invalid-ttl', 'ttl must be an integer number of ms in [1, 2147483647], got 0'],
+      [{ requestTimeoutMs: 0 }, 'invalid-config', 'requestTimeoutMs must be an integer number of ms in [1, 2147483647], got 0'],
       [{ safetyMarginMs: -1 }, 'invalid-config', 'safetyMarginMs must be a non-negative integer, got -1'],
       [{ safetyMarginMs: 0.5 }, 'invalid-config', 'safetyMarginMs must be a non-negative integer, got 0.5'],
     ];

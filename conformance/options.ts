@@ -1,0 +1,81 @@
+import { PROPERTY_IDS } from '../model/properties.ts';
+import { checkObject, checkOptionalFunction, checkString, refuse } from '../impl/options.ts';
+import { CONSEQUENCE_KINDS } from './consequence.ts';
+import { FAULT_KINDS, isFaultKind } from './faults.ts';
+import { RESOURCE_NAMES } from './generate.ts';
+
+/**
+ * The options of a conformance check (checkConformance, conformanceSuite),
+ * checked before any instance starts: InvalidInputError('invalid-config')
+ * naming the option, where a bad one would otherwise fail deep inside
+ * fast-check, or run no schedule at all and pass.
+ */
+
+/** `options[name]`, when given (or always, if `required`), an integer in [min, max]. */
+export function integerIn(options: object, name: string, min: number, max: number, required = false): void {
+  const value = (options as Readonly<Record<string, unknown>>)[name];
+  if ((value !== undefined || required) && (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)) refuse(name, `an integer in [${min}, ${max}]`, value);
+}
+
+function listOf(value: unknown, name: string, known: readonly string[], isKnown: (v: unknown) => boolean = (v) => known.includes(v as string)): void {
+  if (!Array.isArray(value)) refuse(name, `an array of ${known.join(', ')}`, value);
+  value.forEach((v, i) => {
+    if (!isKnown(v)) refuse(`${name}[${i}]`, `one of ${known.join(', ')}`, v);
+  });
+}
+
+/** What checkConformance and conformanceSuite both take; `what` names the options object. */
+export function checkRunOptions(options: object, what: string): void {
+  const o = checkObject(options, what) as Readonly<Record<string, unknown>>;
+  integerIn(o, 'runs', 1, Number.MAX_SAFE_INTEGER);
+  integerIn(o, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  if (o.path !== undefined) checkString(o.path, 'path', false);
+  if (o.faults !== undefined) listOf(o.faults, 'faults', FAULT_KINDS, isFaultKind);
+  integerIn(o, 'maxCommands', 1, Number.MAX_SAFE_INTEGER);
+  integerIn(o, 'clients', 1, 16);
+  integerIn(o, 'resources', 1, RESOURCE_NAMES.length);
+}
+
+/** checkConformance's own options, beyond checkRunOptions. */
+export function checkCheckOptions(options: object): void {
+  checkRunOptions(options, 'checkConformance options');
+  const o = options as Readonly<Record<string, unknown>>;
+  const failOn = o.failOn;
+  if (failOn !== undefined && failOn !== 'conformance-failure' && failOn !== 'any') {
+    const f = failOn as { properties?: unknown; consequences?: unknown } | null;
+    if (typeof f !== 'object' || f === null || (f.properties === undefined) === (f.consequences === undefined)) refuse('failOn', "'conformance-failure', 'any', { properties } or { consequences }", failOn);
+    if (f.properties !== undefined) listOf(f.properties, 'failOn.properties', PROPERTY_IDS);
+    else listOf(f.consequences, 'failOn.consequences', CONSEQUENCE_KINDS);
+  }
+  if (o.timelineFile !== undefined) checkString(o.timelineFile, 'timelineFile', true);
+  checkOptionalFunction(o.onRun, 'onRun');
+  checkOptionalFunction(o.clock, 'clock');
+  if (o.modelSeeds !== undefined && typeof o.modelSeeds !== 'boolean') refuse('modelSeeds', 'a boolean', o.modelSeeds);
+  if (o.shrinkLimitMs !== undefined && !(typeof o.shrinkLimitMs === 'number' && o.shrinkLimitMs >= 0 && o.shrinkLimitMs < Number.POSITIVE_INFINITY)) refuse('shrinkLimitMs', 'a non-negative number of ms', o.shrinkLimitMs);
+}
+
+/** conformanceSuite's own options, beyond checkRunOptions. */
+export function checkSuiteOptions(options: object): void {
+  checkRunOptions(options, 'conformanceSuite options');
+  const o = options as Readonly<Record<string, unknown>>;
+  if (o.timelineDir !== undefined) checkString(o.timelineDir, 'timelineDir', true);
+  integerIn(o, 'timeoutMs', 1, 2 ** 31 - 1);
+}
+
+/**
+ * The adapter and server choice of redisLibraryBackend and
+ * postgresLibraryBackend: an adapter with a name and a client(), and where
+ * the servers are (URLs as strings); `urls` names the choice's URL option.
+ */
+export function checkLibraryAdapter(adapter: object, choice: object, urls: 'redis' | 'pg'): void {
+  const a = checkObject(adapter, 'adapter') as Readonly<Record<string, unknown>>;
+  checkString(a.name, 'adapter.name', true);
+  if (typeof a.client !== 'function') refuse('adapter.client', 'a function', a.client);
+  checkOptionalFunction(a.lockKey, 'adapter.lockKey');
+  const c = checkObject(choice, 'the server choice') as Readonly<Record<string, unknown>>;
+  const given = c[urls];
+  if (given === undefined) return;
+  if (urls === 'pg') checkString(given, 'pg', true);
+  else if (!Array.isArray(given) || given.length === 0) refuse('redis', 'a non-empty array of redis:// URLs', given);
+  else given.forEach((url, i) => checkString(url, `redis[${i}]`, true));
+}
