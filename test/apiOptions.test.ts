@@ -8,6 +8,7 @@ import { using } from '../impl/using.ts';
 import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis/index.ts';
 import { openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock, postgresFencedStore } from '../impl/postgres/index.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
+import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import { ManualClock } from './impl/servers.ts';
 import { checkConformance, simLeaseBackend } from '../conformance/index.ts';
 import { conformanceSuite } from '../conformance/suite.ts';
@@ -26,9 +27,12 @@ import { designs } from '../model/index.ts';
 
 const redis = new Redis({ lazyConnect: true });
 const zk = zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock });
+const etcd = etcdClient({ hosts: ['http://127.0.0.1:1'] });
+const etcdNode = etcd3Node(etcd, { clock: systemClock });
 afterAll(() => {
   redis.disconnect();
   zk.close();
+  etcd.close();
 });
 
 const node: LeaseNode = { acquire: async () => null, release: async () => false, extend: async () => false, raiseToken: async () => undefined };
@@ -182,6 +186,43 @@ refuses('zookeeperFencedStore', [
   ['a relative root', () => zookeeperFencedStore(zk, 'strict', { root: 'relative' }), 'root'],
 ]);
 
+refuses('etcdClient', [
+  ...notObjects('etcdClient options', (o) => etcdClient(o as never)),
+  ['no hosts', () => etcdClient({} as never), 'hosts'],
+  ['no host in hosts', () => etcdClient({ hosts: [] }), 'hosts'],
+  ['a string for hosts', () => etcdClient({ hosts: 'http://x' as never }), 'hosts'],
+  ['an empty host', () => etcdClient({ hosts: ['http://127.0.0.1:1', ''] }), 'hosts[1]'],
+  ...timeouts('dialTimeoutMs', (ms) => etcdClient({ hosts: ['http://127.0.0.1:1'], dialTimeoutMs: ms as never })),
+  ['auth without a username', () => etcdClient({ hosts: ['http://127.0.0.1:1'], auth: { password: 'x' } as never }), 'auth.username'],
+  ['a number password', () => etcdClient({ hosts: ['http://127.0.0.1:1'], auth: { username: 'u', password: 5 as never } }), 'auth.password'],
+]);
+
+refuses('etcd3Node', [
+  ['no client', () => etcd3Node(undefined as never, { clock: systemClock }), 'client'],
+  ['a client without its KV calls', () => etcd3Node({ leaseClient: etcd.leaseClient } as never, { clock: systemClock }), 'client.kv'],
+  ...notObjects('etcd3Node options', (o) => etcd3Node(etcd, o as never)),
+  ...clocks((clock) => etcd3Node(etcd, { clock } as never), false),
+  ...timeouts('requestTimeoutMs', (ms) => etcd3Node(etcd, { clock: systemClock, requestTimeoutMs: ms as never })),
+]);
+
+const etcdLock = (o: object): unknown => new EtcdLock({ node: etcdNode, clock: systemClock, ...o } as never);
+refuses('EtcdLock', [
+  ...notObjects('EtcdLock options', (o) => new EtcdLock(o as never)),
+  ['no node', () => new EtcdLock({ clock: systemClock } as never), 'node'],
+  ['a node without revoke()', () => etcdLock({ node: { ...etcdNode, revoke: undefined } }), 'revoke()'],
+  ...clocks((clock) => etcdLock({ clock }), false),
+  ['driftFactor NaN', () => etcdLock({ driftFactor: Number.NaN }), 'driftFactor'],
+  ['a number prefix', () => etcdLock({ prefix: 5 }), 'prefix'],
+]);
+
+refuses('etcdFencedStore', [
+  ['no node', () => etcdFencedStore(undefined as never, 'strict'), 'node'],
+  ['a node without fencedWrite()', () => etcdFencedStore({ get: async () => null } as never, 'strict'), 'fencedWrite()'],
+  ['an unknown policy', () => etcdFencedStore(etcdNode, 'fenced' as never), 'policy'],
+  ['null options', () => etcdFencedStore(etcdNode, 'strict', null as never), 'etcdFencedStore options'],
+  ['a number prefix', () => etcdFencedStore(etcdNode, 'strict', { prefix: 5 as never }), 'prefix'],
+]);
+
 const lockForUsing = new LeaseLock({ nodes: [node], clock: systemClock });
 const task = async (): Promise<number> => 1;
 refuses('using', [
@@ -275,6 +316,10 @@ describe('good options still construct', () => {
     expect(new ZookeeperLock({ node: zk, clock, root: '/a/b', clockMarginMs: 10_000 }).clockOf()).toBe(clock);
     const other = zookeeperNode({ connectString: '127.0.0.1:1,127.0.0.1:2', clock, requestTimeoutMs: 1, auth: [] });
     other.close();
+    const etcdOther = etcdClient({ hosts: ['http://127.0.0.1:1', 'http://127.0.0.1:2'], dialTimeoutMs: 1, auth: { username: 'u', password: '' } });
+    expect(new EtcdLock({ node: etcd3Node(etcdOther, { clock, requestTimeoutMs: 2 ** 31 - 1 }), clock, prefix: '' }).clockOf()).toBe(clock);
+    expect(Object.keys(etcdFencedStore(etcdNode, 'monotonic', { prefix: 'p/' })).sort()).toEqual(['read', 'write']);
+    etcdOther.close();
     expect(Object.keys(zookeeperFencedStore(zk, 'strict', { root: '/t' })).sort()).toEqual(['read', 'write']);
     expect(await using(lockForUsing, 'r', { ttlMs: 100, extendAtFraction: 0 }, task).catch((e: unknown) => (e as Error).name)).toBe('LockNotAcquiredError');
     expect((await checkConformance(sim, { runs: 1, seed: 1, clients: 1, resources: 4, maxCommands: 1, faults: [], failOn: { consequences: ['unsafe'] }, modelSeeds: false, shrinkLimitMs: 0, onRun: () => undefined, clock: () => 0 })).runs).toBe(1);

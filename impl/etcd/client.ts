@@ -1,5 +1,7 @@
 import { noop } from 'cockatiel';
 import { Etcd3 } from 'etcd3';
+import { InvalidInputError } from '../../model/errors.ts';
+import { checkObject, checkString, checkTimeoutMs, shown } from '../options.ts';
 
 export interface EtcdClientOptions {
   /** Client URLs of the members, e.g. http://127.0.0.1:2379. */
@@ -20,10 +22,19 @@ export interface EtcdClientOptions {
  * every call the lock makes is exactly one round trip under its own timeout.
  */
 export function etcdClient(options: EtcdClientOptions): Etcd3 {
-  if (options.hosts.length === 0) throw new RangeError('etcdClient: at least one host');
+  checkObject(options, 'etcdClient options');
+  const hosts: unknown = options.hosts;
+  if (!Array.isArray(hosts) || hosts.length === 0) throw new InvalidInputError('invalid-config', `hosts must be a non-empty array of URLs, got ${shown(hosts)}`);
+  hosts.forEach((host, i) => checkString(host, `hosts[${i}]`, true));
+  const dialTimeout = checkTimeoutMs(options.dialTimeoutMs ?? 2000, 'dialTimeoutMs');
+  if (options.auth !== undefined) {
+    checkObject(options.auth, 'auth');
+    checkString(options.auth.username, 'auth.username', true);
+    checkString(options.auth.password, 'auth.password', false);
+  }
   return new Etcd3({
     hosts: [...options.hosts],
-    dialTimeout: options.dialTimeoutMs ?? 2000,
+    dialTimeout,
     faultHandling: { global: noop, host: () => noop },
     ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password } } : {}),
   });

@@ -1,6 +1,7 @@
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
+import { checkClock, checkMethods, checkObject } from '../options.ts';
 import { sleep } from '../clock.ts';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
@@ -64,6 +65,9 @@ export class EtcdLock {
   #pruneAt = PRUNE_MIN;
 
   constructor(options: EtcdLockOptions) {
+    checkObject(options, 'EtcdLock options');
+    checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'deleteIfOwned', 'revoke']);
+    checkClock(options.clock);
     const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
     if (typeof prefix !== 'string') throw new InvalidInputError('invalid-config', 'prefix must be a string');

@@ -20,6 +20,7 @@ import { match, P } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
+import { checkClock, checkMethods, checkObject, checkTimeoutMs } from '../options.ts';
 
 /** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
 const TOKEN_DIGITS = 19;
@@ -71,7 +72,12 @@ export interface Etcd3NodeOptions {
 
 /** The calls on an etcd3 client (npm `etcd3`). Build the client with `etcdClient()` so that it does not retry on its own. */
 export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
-  const timeoutMs = options.requestTimeoutMs ?? 2000;
+  checkObject(client, 'client', 'an etcd3 client');
+  checkMethods(client.kv, 'client.kv', 'an etcd3 KV client', ['txn', 'range']);
+  checkMethods(client.leaseClient, 'client.leaseClient', 'an etcd3 lease client', ['leaseGrant', 'leaseKeepAlive', 'leaseRevoke']);
+  checkObject(options, 'etcd3Node options');
+  checkClock(options.clock);
+  const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
   const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>): Promise<T> => {
     let started: Promise<T>;
     try {

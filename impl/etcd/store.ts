@@ -3,6 +3,7 @@ import { checkResource, checkToken, InvalidInputError } from '../../model/errors
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellKey, DEFAULT_PREFIX, highestKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
+import { checkMethods, checkObject, checkPolicy, checkString, FENCES } from '../options.ts';
 
 /**
  * A fenced store in etcd (spec FENCE-2): per resource, a cell holding the
@@ -27,8 +28,11 @@ interface Cell {
 }
 
 export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: EtcdStoreOptions = {}): FencedStore {
+  checkMethods(node, 'node', 'an EtcdNode', ['get', 'fencedWrite']);
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'an etcd store cannot be transactional');
-  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  checkPolicy(policy, FENCES);
+  checkObject(options, 'etcdFencedStore options');
+  const prefix = options.prefix === undefined ? DEFAULT_PREFIX : checkString(options.prefix, 'prefix', false);
   return {
     async write(resource, token, value): Promise<WriteResult> {
       checkResource(resource);

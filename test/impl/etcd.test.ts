@@ -76,9 +76,13 @@ function wrapped(node: EtcdNode, changes: Partial<EtcdNode>): EtcdNode {
   return { ...node, ...changes };
 }
 
+/** An EtcdNode whose every call fails: for what must be decided before any call. */
+const unused = (): Promise<never> => Promise.reject(new Error('not called'));
+const STUB: EtcdNode = { grant: unused, putIfAbsent: unused, keepAlive: unused, deleteIfOwned: unused, revoke: unused, get: unused, fencedWrite: unused };
+
 describe('etcdClient and keys', () => {
   it('needs a host; a client of the hosts given makes calls on them', async () => {
-    expect(() => etcdClient({ hosts: [] })).toThrow(new RangeError('etcdClient: at least one host'));
+    expect(() => etcdClient({ hosts: [] })).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: hosts must be a non-empty array of URLs, got an array of 0' }));
     const x = client();
     const key = `${prefix()}k`;
     await x.put(key).value('v');
@@ -94,7 +98,7 @@ describe('etcdClient and keys', () => {
 });
 
 describe('EtcdLock options', () => {
-  const node = {} as EtcdNode;
+  const node = STUB;
   const clock = new ManualClock();
   it.each([
     [{ driftFactor: -0.1 }, 'invalid-config: driftFactor must be in [0, 1), got -0.1'],
@@ -176,7 +180,7 @@ describe('EtcdLock', () => {
   it('validates input before any call', async () => {
     let calls = 0;
     const clock = new ManualClock();
-    const lock = new EtcdLock({ node: wrapped({} as EtcdNode, { grant: () => (calls++, Promise.reject(new Error('no'))) }), clock });
+    const lock = new EtcdLock({ node: wrapped(STUB, { grant: () => (calls++, Promise.reject(new Error('no'))) }), clock });
     await expect(lock.acquire('', { ttlMs: 10 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
     await expect(lock.acquire('r', { ttlMs: 0 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-ttl' }));
     for (const retries of [-1, 101, 0.5]) await expect(lock.acquire('r', { ttlMs: 10, retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
@@ -541,27 +545,42 @@ describe('etcd3Node', () => {
     await node.revoke(held.id);
   });
 
-  it('a deadline already passed is a TimeoutError naming the call', async () => {
-    const node = etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: 0 });
-    const e = await node.grant(5).catch((x: unknown) => x);
+  it('a call still out when the bound passes on the clock is a TimeoutError naming the call', async () => {
+    const clock = new ManualClock();
+    const node = etcd3Node(c, { clock, requestTimeoutMs: 1 });
+    // The clock passes the bound before any reply can have been read.
+    const grant = node.grant(5).catch((x: unknown) => x);
+    const get = node.get(lockKey('r')).catch((x: unknown) => x);
+    clock.advance(1);
+    const e = await grant;
     expect(e).toBeInstanceOf(TimeoutError);
-    expect((e as Error).message).toBe('etcd lease grant timed out after 0 ms');
-    await expect(node.get(lockKey('r'))).rejects.toThrow('etcd range timed out after 0 ms');
+    expect((e as Error).message).toBe('etcd lease grant timed out after 1 ms');
+    expect(await get).toMatchObject({ name: 'TimeoutError', message: 'etcd range timed out after 1 ms' });
   });
 
   it('the gRPC deadline is sent with each call: one already passed is a TimeoutError even when our own timer never fires', async () => {
     const never = { now: () => 0, schedule: () => () => undefined };
-    const node = etcd3Node(c, { clock: never, requestTimeoutMs: 0 });
-    const e = await node.grant(5).catch((x: unknown) => x);
+    const node = etcd3Node(c, { clock: never, requestTimeoutMs: 1 });
+    /** Starts a call while Date.now reads a minute early: the gRPC deadline it sets (Date.now() + 1 ms) is long past. */
+    const late = <T,>(start: () => Promise<T>): Promise<T> => {
+      const real = Date.now;
+      Date.now = () => real() - 60_000;
+      try {
+        return start();
+      } finally {
+        Date.now = real;
+      }
+    };
+    const e = await late(() => node.grant(5)).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(TimeoutError);
-    expect((e as Error).message).toBe('etcd lease grant timed out after 0 ms');
+    expect((e as Error).message).toBe('etcd lease grant timed out after 1 ms');
     // Each call names itself.
     const key = lockKey('r', prefix());
-    await expect(node.putIfAbsent(key, 'v', '1')).rejects.toThrow(new TimeoutError('etcd put-if-absent', 0));
-    await expect(node.deleteIfOwned(key, '1', 1n)).rejects.toThrow(new TimeoutError('etcd delete-if-owned', 0));
-    await expect(node.revoke('1')).rejects.toThrow(new TimeoutError('etcd lease revoke', 0));
-    await expect(node.get(key)).rejects.toThrow(new TimeoutError('etcd range', 0));
-    await expect(node.fencedWrite(cellKey('r', 'x/'), highestKey('r', 'x/'), 1n, 'v', 'strict')).rejects.toThrow(new TimeoutError('etcd fenced write', 0));
+    await expect(late(() => node.putIfAbsent(key, 'v', '1'))).rejects.toThrow(new TimeoutError('etcd put-if-absent', 1));
+    await expect(late(() => node.deleteIfOwned(key, '1', 1n))).rejects.toThrow(new TimeoutError('etcd delete-if-owned', 1));
+    await expect(late(() => node.revoke('1'))).rejects.toThrow(new TimeoutError('etcd lease revoke', 1));
+    await expect(late(() => node.get(key))).rejects.toThrow(new TimeoutError('etcd range', 1));
+    await expect(late(() => node.fencedWrite(cellKey('r', 'x/'), highestKey('r', 'x/'), 1n, 'v', 'strict'))).rejects.toThrow(new TimeoutError('etcd fenced write', 1));
   });
 
   it('our own deadline bounds a call etcd does not answer; an unreachable host is UnavailableError naming the call', async () => {
@@ -597,7 +616,7 @@ describe('etcd3Node', () => {
     ['EtcdError', new EtcdError('etcdserver: something new'), UnavailableError, {}],
     ['a plain Error', new Error('x'), UnavailableError, {}],
   ] as const)('a failed call: %s is typed, with etcd3\'s error as the cause', async (_, error, type, fields) => {
-    const broken = { leaseClient: { leaseGrant: () => Promise.reject(error) } } as unknown as Etcd3;
+    const broken = { kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => Promise.reject(error), leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3;
     const e = await etcd3Node(broken, { clock: new ManualClock() }).grant(1).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(type);
     expect(e).toMatchObject(fields);
@@ -610,7 +629,7 @@ describe('etcd3Node', () => {
 
   it('a gRPC deadline is a TimeoutError; typed errors pass through unchanged', async () => {
     const refusal = new ServerRefusedError('permission', 'PermissionDenied', 'no');
-    const node = (error: Error) => etcd3Node({ leaseClient: { leaseGrant: () => Promise.reject(error) } } as unknown as Etcd3, { clock: new ManualClock(), requestTimeoutMs: 7 });
+    const node = (error: Error) => etcd3Node({ kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => Promise.reject(error), leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3, { clock: new ManualClock(), requestTimeoutMs: 7 });
     await expect(node(new GRPCDeadlineExceededError('4 DEADLINE_EXCEEDED')).grant(1)).rejects.toThrow(new TimeoutError('etcd lease grant', 7));
     await expect(node(refusal).grant(1)).rejects.toBe(refusal);
   });
@@ -626,7 +645,7 @@ describe('etcd3Node', () => {
   });
 
   it('a work function that throws at once is a failed call, typed', async () => {
-    const broken = { leaseClient: { leaseGrant: () => { throw new Error('sync'); } } } as unknown as Etcd3;
+    const broken = { kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => { throw new Error('sync'); }, leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3;
     const e = await etcd3Node(broken, { clock: new ManualClock() }).grant(1).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(UnavailableError);
     expect((e as Error).message).toBe('etcd lease grant: sync');
