@@ -77,6 +77,11 @@ export class ServerRefusedError extends Error {
   }
 }
 
+/** A refusal no retry fixes (credentials, a permission, a schema, a statement): thrown by the locks and stores, never read as contention or an outage. */
+export function isRefusal(e: unknown): e is ConnectionConfigError | ServerRefusedError {
+  return e instanceof ConnectionConfigError || e instanceof ServerRefusedError;
+}
+
 /** Why a lease's AbortSignal fired. */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';

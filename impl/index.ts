@@ -15,4 +15,4 @@ export { sleep, systemClock } from './clock.ts';
 export type { MonotonicClock } from './clock.ts';
 export { using, LockNotAcquiredError } from './using.ts';
 export type { UsingOptions } from './using.ts';
-export { ConnectionConfigError, InvalidInputError, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from './errors.ts';
+export { ConnectionConfigError, InvalidInputError, isRefusal, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from './errors.ts';

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
-import { ServerRefusedError } from '../impl/errors.ts';
+import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError } from '../impl/errors.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { openPostgresFencedStore, postgresFencedStore } from '../impl/postgres/store.ts';
 import { ensureSchema } from '../impl/postgres/schema.ts';
@@ -58,6 +58,14 @@ async function refusedWith(kind: keyof typeof locks, connection: pg.ClientConfig
     await lock.close();
   }
 }
+
+describe('isRefusal', () => {
+  it('is true for the two refusals a retry meets again, false for outages, timeouts and anything else', () => {
+    expect(isRefusal(new ServerRefusedError('permission', '42501', 'm'))).toBe(true);
+    expect(isRefusal(new ConnectionConfigError('authentication', 'm'))).toBe(true);
+    for (const e of [new UnavailableError('m'), new TimeoutError('x', 1), new Error('m'), null, 'ServerRefusedError']) expect(isRefusal(e)).toBe(false);
+  });
+});
 
 describe('PostgreSQL fenced stores: refusals are typed as the locks\' are', () => {
   it('a role without privileges on lockcheck_store: write and read throw ServerRefusedError permission 42501 with the cause, on the caller\'s connection and on the store\'s own', async () => {

@@ -3,7 +3,7 @@ import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { checkClock, checkMethods, checkObject } from '../options.ts';
 import { sleep } from '../clock.ts';
-import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { isRefusal, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
@@ -48,11 +48,6 @@ interface Held {
 }
 
 const PRUNE_MIN = 64;
-
-/** A failure no retry fixes (credentials, a permission, a request etcd cannot take): thrown, never read as an outage. */
-function isRefusal(error: unknown): error is ConnectionConfigError | ServerRefusedError {
-  return error instanceof ConnectionConfigError || error instanceof ServerRefusedError;
-}
 
 export class EtcdLock {
   readonly #node: EtcdNode;

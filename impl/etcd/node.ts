@@ -18,7 +18,7 @@ import {
 } from 'etcd3';
 import { match, P } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
-import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { checkClock, checkMethods, checkObject, checkTimeoutMs } from '../options.ts';
 
@@ -200,7 +200,7 @@ const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
  * (etcd3 authenticates again on the next call), is an UnavailableError.
  */
 function typed(error: unknown, what: string, timeoutMs: number): Error {
-  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof ConnectionConfigError || error instanceof ServerRefusedError) return error;
+  if (error instanceof TimeoutError || error instanceof UnavailableError || isRefusal(error)) return error;
   // etcd3 casts its unary calls' errors; a stream's (the keep-alive's) come raw from gRPC, with the status code.
   const cause = error instanceof Error && error.constructor === Error && typeof (error as { code?: unknown }).code === 'number' ? castGrpcError(error) : error;
   const message = `etcd ${what}: ${cause instanceof Error ? cause.message : String(cause)}`;

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { checkDuration, checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { ConnectionConfigError, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
@@ -241,7 +241,7 @@ const SCHEMA_STATES = new Set(['3F000', '42P01', '42703', '42704', '42883', '42P
  */
 export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError | WireProtocolError | null {
   // Typed already (the wire client's authentication).
-  if (e instanceof ConnectionConfigError || e instanceof ServerRefusedError || e instanceof WireProtocolError) return e;
+  if (isRefusal(e) || e instanceof WireProtocolError) return e;
   const config = configError(e);
   if (config !== null) return config;
   // Only an error the server sent carries a SQLSTATE; a socket's code (EPIPE, ECONNRESET) is a lost connection.

@@ -3,7 +3,7 @@ import type { StorePolicy } from '../../model/design.ts';
 import { checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
-import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { isRefusal, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { FencedStore } from '../fencedStore.ts';
 import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
@@ -67,6 +67,6 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: Red
 function storeError(e: unknown, what: string, resource: string): Error {
   if (e instanceof TimeoutError || e instanceof InvalidInputError) return e;
   const t = typed(e, resource);
-  if (t instanceof ConnectionConfigError || t instanceof ServerRefusedError || t instanceof UnavailableError) return t;
+  if (isRefusal(t) || t instanceof UnavailableError) return t;
   return new UnavailableError(`redis fenced store ${what} of '${resource}' failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
 }

@@ -2,7 +2,7 @@ import { checkDuration, checkResource, checkTtl, InvalidInputError, MAX_TOKEN } 
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { sleep } from '../clock.ts';
-import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { isRefusal, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
@@ -118,7 +118,7 @@ export class ZookeeperLock {
     try {
       czxid = await this.#node.touch(held.session, held.path);
     } catch (error) {
-      throwIfRefused(error);
+      if (isRefusal(error)) throw error;
       return { kind: 'not-extended', reason: 'no-quorum' };
     }
     if (czxid !== lease.token) {
@@ -161,7 +161,7 @@ export class ZookeeperLock {
     try {
       session = await this.#node.openSession(ttlMs);
     } catch (error) {
-      throwIfRefused(error);
+      if (isRefusal(error)) throw error;
       // No session, so no contender. A wait that reached the ttl is a give-up, as for any attempt.
       return error instanceof TimeoutError && this.#clock.now() - startedMs >= ttlMs ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
@@ -195,7 +195,7 @@ export class ZookeeperLock {
       }
     } catch (error) {
       this.#close(session);
-      throwIfRefused(error);
+      if (isRefusal(error)) throw error;
       return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     if (own.czxid > MAX_TOKEN) {
@@ -225,13 +225,4 @@ export class ZookeeperLock {
     }
     this.#held.set(held.handle, held);
   }
-}
-
-/**
- * A refusal no retry fixes (credentials the ensemble refused, an ACL the
- * identity does not satisfy, a path it cannot use) is thrown, never read as
- * contention or an outage: a retry would meet it again.
- */
-function throwIfRefused(error: unknown): void {
-  if (error instanceof ConnectionConfigError || error instanceof ServerRefusedError) throw error;
 }

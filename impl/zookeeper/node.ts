@@ -2,11 +2,10 @@ import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, Exception, Stat } from 'node-zookeeper-client';
 import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
-import { InvalidInputError } from '../../model/errors.ts';
-import { ConnectionConfigError, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { CONTENDER } from './paths.ts';
-import { checkClock, checkObject, checkString, checkTimeoutMs } from '../options.ts';
+import { checkClock, checkObject, checkString, checkTimeoutMs, refuse } from '../options.ts';
 
 /**
  * One ZooKeeper session of the lock: the lease. Its timeout is the one the
@@ -471,9 +470,12 @@ function zxid(bytes: Buffer): bigint {
 
 /** The credentials option, checked before any client is made. */
 function checkAuth(auth: unknown): NonNullable<ZookeeperNodeOptions['auth']> {
-  const ok = (a: unknown): boolean =>
-    typeof a === 'object' && a !== null && typeof (a as { scheme?: unknown }).scheme === 'string' && (a as { scheme: string }).scheme !== '' && typeof (a as { credentials?: unknown }).credentials === 'string';
-  if (!Array.isArray(auth) || !auth.every(ok)) throw new InvalidInputError('invalid-config', 'auth must be a list of { scheme, credentials }: a non-empty scheme and string credentials');
+  if (!Array.isArray(auth)) refuse('auth', 'a list of { scheme, credentials }', auth);
+  auth.forEach((a: unknown, i) => {
+    const entry = checkObject(a, `auth[${i}]`) as Readonly<Record<string, unknown>>;
+    checkString(entry.scheme, `auth[${i}].scheme`, true);
+    checkString(entry.credentials, `auth[${i}].credentials`, false);
+  });
   return auth as NonNullable<ZookeeperNodeOptions['auth']>;
 }
 
@@ -491,7 +493,7 @@ const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
 
 /** The library's errors as the lock's typed ones: a refusal (above) as such, any other failure UnavailableError; the cause kept. */
 function typed(error: unknown, what: string): Error {
-  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof ConnectionConfigError || error instanceof ServerRefusedError) return error;
+  if (error instanceof TimeoutError || error instanceof UnavailableError || isRefusal(error)) return error;
   const message = `zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`;
   const c = code(error);
   const refusal = c === null ? undefined : REFUSALS.get(c);
