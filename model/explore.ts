@@ -14,6 +14,7 @@ import { encode, layoutFor } from './packed.ts';
 import { packedContext, packedFingerprint } from './packedFingerprint.ts';
 import { FALLBACK, packedStep, packs, UNCHANGED } from './packedStep.ts';
 import { EVENT_BITS, PackedBranches } from './packedBranches.ts';
+import { packedStateBreaks, STATE_BITS } from './packedProperties.ts';
 
 /**
  * Bounded exhaustive exploration: every schedule of the alphabet's commands up
@@ -21,8 +22,9 @@ import { EVENT_BITS, PackedBranches } from './packedBranches.ts';
  * fingerprints of their orbit under the model's symmetries (fingerprint.ts).
  * Breadth first makes the first counterexample found for a property a
  * shortest one. Only the frontier keeps whole states; every visited state
- * keeps its parent, the command and the branch that reached it (7 bytes),
- * and a counterexample is rebuilt by replaying those from the initial state.
+ * below the last level keeps its parent, the command and the branch that
+ * reached it (7 bytes), and a counterexample is rebuilt by replaying those
+ * from the initial state (one ending on the last level from its parent).
  */
 export interface ExploreOptions {
   readonly maxDepth: number;
@@ -220,6 +222,9 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
   const seen = new FingerprintSet();
   const links = new Links();
   const found = new Map<PropertyId, Counterexample>();
+  /** Whether `bits` (a packed check's, one bit per property of `table`) name a property not found yet. */
+  const newlyBroken = (bits: number, table: ReadonlyArray<readonly [PropertyId, number]>): boolean =>
+    bits !== 0 && table.some(([p, bit]) => (bits & bit) !== 0 && !found.has(p));
   fingerprint(initial, fp, fpOptions);
   seen.add(fp.hi, fp.lo);
   links.push(-1, 0, 0);
@@ -232,6 +237,8 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
   const current = new Float64Array(layout?.size ?? 0);
   const successors = new PackedBranches(layout?.size ?? 0);
   let frontier: World[] = [initial];
+  // The states of the level last expanded (the frontier holds them, except after the last level: spec 8.4).
+  let frontierCount = 1;
   let frontierIds: number[] = [0];
   let peakFrontier = 1;
   let depthCompleted = 0;
@@ -254,10 +261,14 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
   };
 
   const expandLevel = (deadlineMs = Number.POSITIVE_INFINITY, full?: () => boolean): boolean => {
-    if (truncated || frontier.length === 0 || depthCompleted >= options.maxDepth) return false;
+    if (truncated || frontierCount === 0 || depthCompleted >= options.maxDepth) return false;
     const depth = depthCompleted + 1;
+    // The last level is never expanded: its fresh states are counted and checked, and kept neither whole nor linked
+    // (a counterexample ending in one is rebuilt from its parent, traceTo).
+    const last = depth >= options.maxDepth;
     const next: World[] = [];
     const nextIds: number[] = [];
+    let fresh = 0;
     for (let f = 0; f < frontier.length; f++) {
       const world = frontier[f]!;
       const id = frontierIds[f]!;
@@ -286,18 +297,26 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
               // A state seen before broke the same state properties: only the step's events are new, and their checks are
               // the reference's, asked for only where the packed step says an event breaks a property not found yet.
               const bits = successors.events(b);
-              if (bits === 0 || EVENT_BITS.every(([p, bit]) => (bits & bit) === 0 || found.has(p))) continue;
+              if (!newlyBroken(bits, EVENT_BITS)) continue;
               reference ??= stepOrbits(world, command, fixedNodes);
               for (const v of checkEvents(reference[b]!.events)) {
                 if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
               }
               continue;
             }
+            fresh++;
+            // On the last level the state's World is wanted only where it may break a property not found yet.
+            if (last) {
+              const bits = successors.events(b);
+              const stateBits = packedStateBreaks(packedCtx, successors.state(b));
+              if (!newlyBroken(bits, EVENT_BITS) && !newlyBroken(stateBits, STATE_BITS)) continue;
+            }
             reference ??= stepOrbits(world, command, fixedNodes);
             const branch = reference[b]!;
             for (const v of checkProperties(branch.events, branch.next)) {
               if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
             }
+            if (last) continue;
             next.push(branch.next);
             nextIds.push(links.push(id, c, b));
           }
@@ -311,14 +330,16 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
           // A step that changed nothing (a read, a release of nothing): its state is the one being expanded, already checked.
           if (branch.next === world && branch.events.length === 0) continue;
           fingerprint(branch.next, fp, fpOptions);
-          const fresh = seen.add(fp.hi, fp.lo);
+          const isFresh = seen.add(fp.hi, fp.lo);
           // A state seen before broke the same state properties (MUTEX-1, LIVE-1) when first reached: states with one fingerprint
           // break the same ones (spec 8.4), so only the step's events are new.
-          const violations = fresh ? checkProperties(branch.events, branch.next) : branch.events.length === 0 ? NONE : checkEvents(branch.events);
+          const violations = isFresh ? checkProperties(branch.events, branch.next) : branch.events.length === 0 ? NONE : checkEvents(branch.events);
           for (const v of violations) {
             if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
           }
-          if (!fresh) continue;
+          if (!isFresh) continue;
+          fresh++;
+          if (last) continue;
           next.push(branch.next);
           nextIds.push(links.push(id, c, b));
         }
@@ -334,6 +355,7 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
       statesAt.push(seen.size);
     }
     frontier = next;
+    frontierCount = fresh;
     frontierIds = nextIds;
     peakFrontier = Math.max(peakFrontier, next.length);
     return !truncated;
@@ -344,13 +366,13 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
       return depthCompleted;
     },
     get exhausted() {
-      return frontier.length === 0 && !truncated;
+      return frontierCount === 0 && !truncated;
     },
     get truncated() {
       return truncated;
     },
     get over() {
-      return truncated || frontier.length === 0 || depthCompleted >= options.maxDepth;
+      return truncated || frontierCount === 0 || depthCompleted >= options.maxDepth;
     },
     get frontierSize() {
       return frontier.length;
@@ -366,7 +388,7 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
       collisionProbability: (seen.size * Math.max(0, transitions - seen.size)) / 2 ** 64,
       bytesPerState: (seen.bytes + links.bytes) / seen.size,
       peakFrontier,
-      exhausted: frontier.length === 0 && !truncated,
+      exhausted: frontierCount === 0 && !truncated,
     }),
   };
 }

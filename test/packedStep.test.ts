@@ -9,7 +9,9 @@ import { encode, layoutFor } from '../model/packed.ts';
 import { EVENT_BITS, PackedBranches, UNCHANGED } from '../model/packedBranches.ts';
 import { packedContext, packedFingerprint } from '../model/packedFingerprint.ts';
 import { FALLBACK, packedStep, packs } from '../model/packedStep.ts';
-import { checkEvents } from '../model/properties.ts';
+import { checkEvents, checkProperties } from '../model/properties.ts';
+import { LIVE_1, MUTEX_1, packedStateBreaks, STATE_BITS } from '../model/packedProperties.ts';
+import { read } from '../model/clock.ts';
 import { enabled, stepOrbits } from '../model/world.ts';
 
 // Replay a failure with LOCKCHECK_SEED=<seed printed by fast-check>.
@@ -189,6 +191,70 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
       }),
       { seed, numRuns: runs },
     );
+  });
+
+  it('judges MUTEX-1 and LIVE-1 on a packed state as the reference judges its World, in every state to a depth', () => {
+    // Cells whose shortest MUTEX-1 and LIVE-1 counterexamples lie within the depth: both verdicts of both checks come up.
+    const picked: ReadonlyArray<readonly [string, number]> = [
+      ['redis-replicated(async) / clock-step', 4],
+      ['redlock(5 nodes, none) / clock-step', 5],
+      ['redis-single(none) / timing', 5],
+      ['etcd-lease / clock-drift', 4],
+    ];
+    const broken = { 'MUTEX-1': 0, 'LIVE-1': 0 };
+    let judged = 0;
+    for (const [label, depth] of picked) {
+      const c = cells.find((x) => x.label === label)!;
+      expect(c, label).toBeDefined();
+      const options = fingerprintOptionsFor(c.initial, c.alphabet, {});
+      const ctx = packedContext(c.layout!, c.initial, options);
+      const packed = new Float64Array(c.layout!.size);
+      const seen = new Set<string>([print(c.initial, options)]);
+      /** Checks the packed verdict against the World's; returns the World's. */
+      const judgedAlike = (world: World, what: string): number => {
+        expect(encode(c.layout!, world, packed), what).toBe(true);
+        const want = checkProperties([], world).reduce((bits, v) => bits | STATE_BITS.find(([p]) => p === v.property)![1], 0);
+        expect(packedStateBreaks(ctx, packed), what).toBe(want);
+        return want;
+      };
+      let level: World[] = [c.initial];
+      for (let d = 0; d <= depth; d++) {
+        const next: World[] = [];
+        for (const world of level) {
+          if (packable(world)) {
+            const want = judgedAlike(world, `${label}, a state at depth ${d}`);
+            for (const [p, bit] of STATE_BITS) if ((want & bit) !== 0) broken[p as keyof typeof broken]++;
+            judged++;
+            // At the edges: each lease running out at this very instant of its client's clock, each node down.
+            if ((want & MUTEX_1) !== 0) {
+              world.clients.forEach((client, i) => {
+                const leases = Object.fromEntries(Object.entries(client.leases).map(([r, l]) => [r, { ...l, validUntilMs: read(client.mono, world.nowMs) }]));
+                judgedAlike({ ...world, clients: world.clients.map((x, j) => (j === i ? { ...x, leases } : x)) }, `${label}, depth ${d}, client ${i}'s leases just out`);
+              });
+            }
+            if ((want & LIVE_1) !== 0) {
+              world.nodes.forEach((_n, i) => judgedAlike({ ...world, nodes: world.nodes.map((x, j) => (j === i ? { ...x, up: false } : x)) }, `${label}, depth ${d}, node ${i} down`));
+            }
+          }
+          if (d === depth) continue;
+          for (const command of c.alphabet) {
+            if (!enabled(world, command)) continue;
+            for (const branch of stepOrbits(world, command, ctx.fixedNodes)) {
+              const key = print(branch.next, options);
+              if (seen.has(key)) continue;
+              seen.add(key);
+              next.push(branch.next);
+            }
+          }
+        }
+        level = next;
+      }
+    }
+    // The test must reach what it is about: both verdicts of both checks.
+    expect(judged).toBeGreaterThan(1000);
+    expect(broken['MUTEX-1']).toBeGreaterThan(10);
+    expect(broken['LIVE-1']).toBeGreaterThan(10);
+    expect(judged - broken['MUTEX-1'] - broken['LIVE-1']).toBeGreaterThan(1000);
   });
 
   it('explores as the reference alone does: the same states, transitions and shortest counterexamples', () => {
