@@ -1,10 +1,13 @@
 import { writeFileSync } from 'node:fs';
+import { inspect } from 'node:util';
 /**
  * The one place lockcheck decides what of a server URL it may show: the
  * scheme, host, port and database, never a user name, password or query
  * (ioredis and pg take `?password=` too). Every message, report, JSON, JUnit
  * and counterexample file shows URLs through redactUrl, or passes its whole
- * text through redactSecrets.
+ * text through redactSecrets, which also hides the value of anything named
+ * like a secret (`password=…`, `"apiKey": "…"`, `requirepass …`): an
+ * adapter's options, a driver's message or a server's log line.
  */
 
 const DEFAULT_PORTS: Readonly<Record<string, string>> = {
@@ -43,13 +46,64 @@ const NEXT_URL = /,(?=[a-z][a-z0-9+.-]*:\/\/)/i;
 /** Sentence punctuation after a URL is not part of it. */
 const TRAILING = /[.,:;)\]]+$/;
 
-/** `text` with every database URL, and every URL with credentials, reduced to scheme://host:port/db. */
+/**
+ * A name that holds a secret, prefixes included (PGPASSWORD, db_password,
+ * clientSecret, x-api-key). Not `token` alone: a fencing token is no secret
+ * and lockcheck prints them everywhere.
+ */
+const SECRET_NAME = String.raw`[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)`;
+const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`;
+/**
+ * A secret-named key and its value: `key=value` (query strings, libpq
+ * keywords, environment), `"key": "value"` and `key: 'value'` (JSON,
+ * util.inspect; an unquoted `key: text` is prose, "the credentials: WRONGPASS"),
+ * `requirepass value` / `masterauth value` / `auth-pass master value` (redis.conf
+ * lines a server log may quote) and `Bearer value`.
+ */
+const SECRET_VALUE = new RegExp(
+  [
+    String.raw`(\b${SECRET_NAME}=)(${QUOTED}|[^\s&;,'"<>\`]+)`,
+    String.raw`((["'])${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
+    String.raw`(\b${SECRET_NAME}:\s*)(${QUOTED})`,
+    String.raw`(\b(?:requirepass|masterauth|auth-pass\s+\S+)\s+)(${QUOTED}|[^\s'"]+)`,
+    String.raw`(\bBearer\s+)([\w.~+/-]+=*)`,
+  ].join('|'),
+  'gi',
+);
+
+/** A redacted value keeps its quotes, so JSON stays JSON. */
+function hidden(value: string): string {
+  const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
+  return `${quote}<redacted>${quote}`;
+}
+
+/** `text` with every database URL, and every URL with credentials, reduced to scheme://host:port/db, and every secret-named value hidden. */
 export function redactSecrets(text: string): string {
-  return text.replace(SECRET_URL, (match) => {
-    const trailing = TRAILING.exec(match)?.[0] ?? '';
-    const body = match.slice(0, match.length - trailing.length);
-    return body.split(NEXT_URL).map((u) => redactUrl(u)).join(',') + trailing;
-  });
+  return text
+    .replace(SECRET_URL, (match) => {
+      const trailing = TRAILING.exec(match)?.[0] ?? '';
+      const body = match.slice(0, match.length - trailing.length);
+      return body.split(NEXT_URL).map((u) => redactUrl(u)).join(',') + trailing;
+    })
+    .replace(SECRET_VALUE, (...m: (string | undefined)[]) => {
+      const groups = m.slice(1, 12);
+      const pairs: [number, number][] = [[0, 1], [2, 4], [5, 6], [7, 8], [9, 10]];
+      for (const [k, v] of pairs) if (groups[k] !== undefined) return groups[k] + hidden(groups[v]!);
+      return m[0]!;
+    });
+}
+
+/**
+ * Terminal control characters other than newline, carriage return and tab
+ * (ESC, BEL, C1 CSI...), shown as \xNN: text from a history or counterexample
+ * file, a server's message or an adapter's name can otherwise rewrite the
+ * user's terminal (title, clipboard, hidden lines).
+ */
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+
+/** Text fit for the user's terminal: secrets redacted, control characters made visible. */
+export function terminalSafe(text: string): string {
+  return redactSecrets(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
 /** Writes a report, counterexample or timeline file with its secrets redacted. */
@@ -57,10 +111,32 @@ export function writeRedacted(path: string, text: string): void {
   writeFileSync(path, redactSecrets(text));
 }
 
-/** From now on everything this process prints on stdout and stderr has its secrets redacted (the CLI calls this first). */
+/**
+ * From now on everything this process prints on stdout and stderr has its
+ * secrets redacted and its control characters made visible (the CLI calls
+ * this first): strings and bytes (a worker's piped output) alike, and an
+ * uncaught exception or unhandled rejection, which Node would otherwise
+ * print straight to the file descriptor, past these streams.
+ */
 export function redactTerminalOutput(): void {
   for (const stream of [process.stdout, process.stderr]) {
     const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
-    stream.write = ((chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? redactSecrets(chunk) : chunk, ...rest)) as typeof stream.write;
+    stream.write = ((chunk: unknown, ...rest: unknown[]) => {
+      if (typeof chunk === 'string') {
+        // An encoding other than UTF-8 (hex, base64) is binary: decoded, it would be written as text.
+        const encoding = typeof rest[0] === 'string' ? rest[0] : 'utf8';
+        const text = encoding === 'utf8' || encoding === 'utf-8' ? chunk : Buffer.from(chunk, encoding as BufferEncoding).toString('utf8');
+        return write(terminalSafe(text), ...(typeof rest[0] === 'string' ? ['utf8', ...rest.slice(1)] : rest));
+      }
+      if (chunk instanceof Uint8Array) return write(terminalSafe(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8')), ...rest);
+      return write(chunk, ...rest);
+    }) as typeof stream.write;
   }
+  const fatal = (e: unknown, what: string): void => {
+    process.stderr.write(`lockcheck: ${what}: ${inspect(e)}\n`);
+    // Node's own code for an uncaught exception; 'exit' handlers still run (servers stopped, claims dropped).
+    process.exit(1);
+  };
+  process.on('uncaughtException', (e) => fatal(e, 'uncaught exception'));
+  process.on('unhandledRejection', (e) => fatal(e, 'unhandled rejection'));
 }
