@@ -1,4 +1,10 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkHistory } from '../conformance/history/check.ts';
+import { parseHistory } from '../conformance/history/parse.ts';
+import { writeHistoryReport } from '../conformance/history/report.ts';
 import { describe, expect, it } from 'vitest';
 import { redactSecrets, redactUrl, terminalSafe } from '../conformance/env/redact.ts';
 
@@ -74,4 +80,21 @@ describe('terminalSafe and redactTerminalOutput: nothing reaches the terminal un
     expect(r.stdout).toBe('bytes redis://h:1 \\x1b]52;c;AAAA\\x07\ntext password=<redacted> \\x1b[2J\n');
     expect(r.stderr).toMatch(how === 'rejection' ? /^lockcheck: unhandled rejection: Error: lost redis:\/\/h:1\/0\n[^]*\[cause\]: \{ password: '<redacted>' \}/ : /^lockcheck: uncaught exception: Error: thrown postgres:\/\/h:5432\/db \\x1b\[31m/);
   });
+});
+
+it("the history report holds no secret a client's error message quoted", () => {
+  const lines = [
+    { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
+    { type: 'info', process: 0, time: 5, op: 'acquire', resource: 'r', reason: 'connect to redis://:s3cret@127.0.0.1:1 failed; password=s3cret' },
+  ];
+  const history = parseHistory(lines.map((l) => JSON.stringify(l)).join('\n'));
+  if (history instanceof Error) throw history;
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
+  try {
+    const html = readFileSync(writeHistoryReport(dir, history, checkHistory(history), 'redact'), 'utf8');
+    expect(html).toContain('redis://127.0.0.1:1');
+    expect(html).not.toContain('s3cret');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
