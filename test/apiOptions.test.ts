@@ -1,3 +1,5 @@
+import { handleAll, retry } from 'cockatiel';
+import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../impl/clock.ts';
@@ -29,10 +31,15 @@ const redis = new Redis({ lazyConnect: true });
 const zk = zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock });
 const etcd = etcdClient({ hosts: ['http://127.0.0.1:1'] });
 const etcdNode = etcd3Node(etcd, { clock: systemClock });
+// etcd3 clients that retry failed calls on their own: its default, and a retry policy given.
+const etcdRetrying = new Etcd3({ hosts: ['http://127.0.0.1:1'] });
+const etcdRetryPolicy = new Etcd3({ hosts: ['http://127.0.0.1:1'], faultHandling: { global: retry(handleAll, { maxAttempts: 2 }) } });
 afterAll(() => {
   redis.disconnect();
   zk.close();
   etcd.close();
+  etcdRetrying.close();
+  etcdRetryPolicy.close();
 });
 
 const node: LeaseNode = { acquire: async () => null, release: async () => false, extend: async () => false, raiseToken: async () => undefined };
@@ -203,6 +210,9 @@ refuses('etcd3Node', [
   ...notObjects('etcd3Node options', (o) => etcd3Node(etcd, o as never)),
   ...clocks((clock) => etcd3Node(etcd, { clock } as never), false),
   ...timeouts('requestTimeoutMs', (ms) => etcd3Node(etcd, { clock: systemClock, requestTimeoutMs: ms as never })),
+  // A retried call whose first reply was lost may have run: a fenced write run twice reads as rejected.
+  ['a client that retries on its own (etcd3 default)', () => etcd3Node(etcdRetrying, { clock: systemClock }), 'client retries failed calls on its own'],
+  ['a client with a retry policy', () => etcd3Node(etcdRetryPolicy, { clock: systemClock }), 'client retries failed calls on its own'],
 ]);
 
 const etcdLock = (o: object): unknown => new EtcdLock({ node: etcdNode, clock: systemClock, ...o } as never);
