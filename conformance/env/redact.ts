@@ -106,6 +106,19 @@ export function terminalSafe(text: string): string {
   return redactSecrets(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
+/**
+ * Every local user can read a process's command line (ps, /proc/<pid>/cmdline),
+ * so a password given in --redis or --pg is overwritten with the redacted
+ * command line (process.title) as soon as the CLI starts. Returns whether
+ * there was anything to hide: the caller warns that it was visible until then.
+ */
+export function hideCommandLineSecrets(argv: readonly string[] = process.argv): boolean {
+  const shown = argv.map((arg) => redactSecrets(arg));
+  if (shown.every((arg, i) => arg === argv[i])) return false;
+  process.title = ['lockcheck', ...shown.slice(2)].join(' ');
+  return true;
+}
+
 /** Writes a report, counterexample or timeline file with its secrets redacted. */
 export function writeRedacted(path: string, text: string): void {
   writeFileSync(path, redactSecrets(text));
