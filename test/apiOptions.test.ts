@@ -337,3 +337,18 @@ describe('good options still construct', () => {
     expect(postgresLibraryBackend(adapter, { pg: 'postgres://127.0.0.1:1/x' }).name).toBe('a library');
   });
 });
+
+describe('a refused option that may be a secret is never shown in the message', () => {
+  it.for([
+    ['a connection string with a password where a ClientConfig goes', () => new PostgresSessionLock({ connection: 'postgres://app:hunter2@db.example/ledger' } as never), 'hunter2', 'connection must be'],
+    ['a store connection string with a password', () => openPostgresFencedStore({ connection: 'postgres://app:hunter2@db.example/x' as never }, 'strict'), 'hunter2', 'connection must be'],
+    ['a number password', () => etcdClient({ hosts: ['http://127.0.0.1:1'], auth: { username: 'u', password: 904413 as never } }), '904413', 'auth.password must be'],
+    ['a number credential', () => zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock, auth: [{ scheme: 'digest', credentials: 904413 as never }] }), '904413', 'auth[0].credentials must be'],
+  ] as const)('%s', async ([, call, secret, names]) => {
+    const e = await refusal(call);
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toContain(names);
+    expect((e as Error).message).toContain('not shown: it may hold a secret');
+    expect((e as Error).message).not.toContain(secret);
+  });
+});
