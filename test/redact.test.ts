@@ -53,6 +53,8 @@ describe('redactSecrets: the value of anything named like a secret is hidden, wh
       ['masterauth s3cret / sentinel auth-pass mymaster s3cret', 'masterauth <redacted> / sentinel auth-pass mymaster <redacted>'],
       ['Authorization: Bearer ey.s3cret-x', 'Authorization: Bearer <redacted>'],
       ['https://api.example/v1?api_key=s3cret&x=1', 'https://api.example/v1?api_key=<redacted>&x=1'],
+      // JSON inside an HTML report.
+      ['<td>{&quot;password&quot;:&quot;s3cret&quot;,&quot;driftFactor&quot;:0.01}</td>', '<td>{&quot;password&quot;:&quot;<redacted>&quot;,&quot;driftFactor&quot;:0.01}</td>'],
     ];
     for (const [text, redacted] of cases) expect(redactSecrets(text)).toBe(redacted);
   });

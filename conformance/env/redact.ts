@@ -52,7 +52,8 @@ const TRAILING = /[.,:;)\]]+$/;
  * and lockcheck prints them everywhere.
  */
 const SECRET_NAME = String.raw`[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)`;
-const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`;
+/** A quoted value: JSON's or inspect's quotes, or JSON in an HTML report (&quot;). */
+const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|&quot;(?:(?!&quot;).)*?&quot;`;
 /**
  * A secret-named key and its value: `key=value` (query strings, libpq
  * keywords, environment), `"key": "value"` and `key: 'value'` (JSON,
@@ -63,7 +64,7 @@ const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`;
 const SECRET_VALUE = new RegExp(
   [
     String.raw`(\b${SECRET_NAME}=)(${QUOTED}|[^\s&;,'"<>\`]+)`,
-    String.raw`((["'])${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
+    String.raw`((["']|&quot;)${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
     String.raw`(\b${SECRET_NAME}:\s*)(${QUOTED})`,
     String.raw`(\b(?:requirepass|masterauth|auth-pass\s+\S+)\s+)(${QUOTED}|[^\s'"]+)`,
     String.raw`(\bBearer\s+)([\w.~+/-]+=*)`,
@@ -73,7 +74,7 @@ const SECRET_VALUE = new RegExp(
 
 /** A redacted value keeps its quotes, so JSON stays JSON. */
 function hidden(value: string): string {
-  const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
+  const quote = value.startsWith('&quot;') ? '&quot;' : value[0] === '"' || value[0] === "'" ? value[0] : '';
   return `${quote}<redacted>${quote}`;
 }
 
