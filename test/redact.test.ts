@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkHistory } from '../conformance/history/check.ts';
 import { parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl, terminalSafe } from '../conformance/env/redact.ts';
+import { redactSecrets, redactUrl, terminalSafe, writeRedacted } from '../conformance/env/redact.ts';
 
 describe('redactUrl and redactSecrets: URLs are shown only as scheme://host:port/db', () => {
   it('drops user, password and query, keeps host, port and database', () => {
@@ -96,6 +96,23 @@ it("the history report holds no secret a client's error message quoted", () => {
     const html = readFileSync(writeHistoryReport(dir, history, checkHistory(history), 'redact'), 'utf8');
     expect(html).toContain('redis://127.0.0.1:1');
     expect(html).not.toContain('s3cret');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('writeRedacted replaces a symlink planted at the path instead of writing through it, and leaves no temporary file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
+  try {
+    const victim = join(dir, 'victim.txt');
+    writeFileSync(victim, 'the user\'s own file\n');
+    const out = join(dir, 'lockcheck-counterexample.json');
+    symlinkSync(victim, out);
+    writeRedacted(out, '{"password":"s3cret"}\n');
+    expect(readFileSync(victim, 'utf8')).toBe('the user\'s own file\n');
+    expect(lstatSync(out).isFile()).toBe(true);
+    expect(readFileSync(out, 'utf8')).toBe('{"password":"<redacted>"}\n');
+    expect(readdirSync(dir).sort()).toEqual(['lockcheck-counterexample.json', 'victim.txt']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

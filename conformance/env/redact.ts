@@ -1,4 +1,6 @@
-import { writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { inspect } from 'node:util';
 /**
  * The one place lockcheck decides what of a server URL it may show: the
@@ -120,9 +122,22 @@ export function hideCommandLineSecrets(argv: readonly string[] = process.argv): 
   return true;
 }
 
-/** Writes a report, counterexample or timeline file with its secrets redacted. */
+/**
+ * Writes a report, counterexample or timeline file with its secrets
+ * redacted. Written beside it under a fresh name (O_EXCL: never through a
+ * link) and renamed over it: a symlink planted at the path (an output in a
+ * shared directory) is replaced, never followed into the file it names, and
+ * a reader never sees half a file.
+ */
 export function writeRedacted(path: string, text: string): void {
-  writeFileSync(path, redactSecrets(text));
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  writeFileSync(temporary, redactSecrets(text), { flag: 'wx', mode: 0o644 });
+  try {
+    renameSync(temporary, path);
+  } catch (e) {
+    rmSync(temporary, { force: true });
+    throw e;
+  }
 }
 
 /**
