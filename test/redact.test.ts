@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lchownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkHistory } from '../conformance/history/check.ts';
@@ -113,6 +113,26 @@ it('writeRedacted replaces a symlink planted at the path instead of writing thro
     expect(lstatSync(out).isFile()).toBe(true);
     expect(readFileSync(out, 'utf8')).toBe('{"password":"<redacted>"}\n');
     expect(readdirSync(dir).sort()).toEqual(['lockcheck-counterexample.json', 'victim.txt']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// Making a link another user owns needs root (lchown); elsewhere this case cannot be set up.
+it.skipIf(process.getuid?.() !== 0)('writeRedacted refuses to write through a directory link another user made, and follows the user\'s own', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
+  try {
+    const elsewhere = join(dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    const planted = join(dir, 'lockcheck-stress');
+    symlinkSync(elsewhere, planted);
+    lchownSync(planted, 65534, 65534);
+    expect(() => writeRedacted(join(planted, 'history.jsonl'), '{}\n')).toThrow(/refusing to write under .*lockcheck-stress: it is a symbolic link made by another user \(uid 65534\)/);
+    expect(readdirSync(elsewhere)).toEqual([]);
+    const own = join(dir, 'own');
+    symlinkSync(elsewhere, own);
+    writeRedacted(join(own, 'history.jsonl'), '{}\n');
+    expect(readdirSync(elsewhere)).toEqual(['history.jsonl']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { lstatSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { inspect } from 'node:util';
 /**
  * The one place lockcheck decides what of a server URL it may show: the
@@ -123,6 +123,30 @@ export function hideCommandLineSecrets(argv: readonly string[] = process.argv): 
 }
 
 /**
+ * Throws when a directory on the way to `dir` is a symbolic link another
+ * user made (not this user, not root): an output directory in a shared place
+ * (lockcheck-stress/, lockcheck-timelines/ under a shared working directory)
+ * replaced by a link would have lockcheck write wherever that user chose.
+ * The user's own links, and the system's (root's), are followed as usual.
+ */
+export function refuseForeignLinks(dir: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  for (let at = dir; ; at = dirname(at)) {
+    let stat;
+    try {
+      stat = lstatSync(at);
+    } catch {
+      stat = null; // not there (yet): nothing to follow
+    }
+    if (stat !== null && stat.isSymbolicLink() && stat.uid !== uid && stat.uid !== 0) {
+      throw new Error(`refusing to write under ${at}: it is a symbolic link made by another user (uid ${stat.uid}), which would choose where lockcheck writes`);
+    }
+    if (dirname(at) === at) return;
+  }
+}
+
+/**
  * Writes a report, counterexample or timeline file with its secrets
  * redacted. Written beside it under a fresh name (O_EXCL: never through a
  * link) and renamed over it: a symlink planted at the path (an output in a
@@ -130,6 +154,7 @@ export function hideCommandLineSecrets(argv: readonly string[] = process.argv): 
  * a reader never sees half a file.
  */
 export function writeRedacted(path: string, text: string): void {
+  refuseForeignLinks(dirname(resolve(path)));
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   writeFileSync(temporary, redactSecrets(text), { flag: 'wx', mode: 0o644 });
   try {
