@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
+import { InputFileError, readInputText } from './readInput.ts';
 
 /**
  * `lockcheck check <history.jsonl>`: judges a history recorded anywhere.
@@ -19,14 +19,18 @@ export interface CheckCommandOptions {
   readonly timeoutMs: number | undefined;
 }
 
+/** The largest history `check` reads: its events are held in memory several times over (parsed, ordered, searched). */
+export const MAX_HISTORY_BYTES = 256 * 1024 * 1024;
+
 export const EXIT_BY_VERDICT = { safe: 0, violation: 1, unknown: 4 } as const;
 
 export function checkCommand(o: CheckCommandOptions): number {
   let text: string;
   try {
-    text = readFileSync(o.file === '-' ? 0 : o.file, 'utf8');
+    text = readInputText(o.file, MAX_HISTORY_BYTES, 'a history');
   } catch (e) {
-    console.error(`lockcheck: cannot read history ${o.file}: ${e instanceof Error ? e.message : String(e)}`);
+    if (!(e instanceof InputFileError)) throw e;
+    console.error(`lockcheck: ${e.message}`);
     return 2;
   }
   const history = parseHistory(text);

@@ -19,7 +19,7 @@ import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
-import { redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
+import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
@@ -288,6 +288,9 @@ function exitBounded(): void {
 const EXIT_GRACE_MS = 10_000;
 
 redactTerminalOutput();
+if (hideCommandLineSecrets()) {
+  process.stderr.write('lockcheck: warning: a password on the command line can be read by every local user (ps) until lockcheck starts and hides it; give it in REDISCLI_AUTH (--redis) or PGPASSWORD (--pg) instead\n');
+}
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync } from 'node:fs';
-import { redactUrl, writeRedacted } from '../conformance/env/redact.ts';
-import { join } from 'node:path';
+import { redactUrl, refuseForeignLinks, writeRedacted } from '../conformance/env/redact.ts';
+import { join, resolve } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
@@ -94,6 +94,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
   if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
   const cellsDir = join(o.out, 'matrix');
+  // Old timelines are removed there before each cell: never under a link another user made.
+  refuseForeignLinks(resolve(cellsDir));
   mkdirSync(cellsDir, { recursive: true });
   const cells: MatrixCell[] = [];
   const started = performance.now();

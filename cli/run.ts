@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { writeRedacted } from '../conformance/env/redact.ts';
+import { redactSecrets, writeRedacted } from '../conformance/env/redact.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
@@ -11,6 +10,7 @@ import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
 import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample } from './counterexample.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
+import { readInputText } from './readInput.ts';
 import { UsageError } from './usage.ts';
 
 /** `lockcheck run`: one backend (built-in, or a user's adapter module) against its model. `lockcheck replay`: one saved counterexample. */
@@ -92,18 +92,16 @@ export async function runCommand(o: RunOptions): Promise<number> {
   }
 }
 
+/** The largest counterexample `replay` reads: lockcheck's own are a few kB (at most MAX_STEPS short steps). */
+export const MAX_COUNTEREXAMPLE_BYTES = 16 * 1024 * 1024;
+
 /**
  * `lockcheck replay <file> [--backend <module>]`. The file names its backend;
  * a built-in one is used as is, but a module is loaded only when the user
  * passes it on the command line: a file is data, never code to run.
  */
 export async function replayCommand(file: string, choice: ServerChoice = {}, backendArg?: string): Promise<number> {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new UsageError(`cannot read counterexample '${file}': ${(e as Error).message}`);
-  }
+  const text = readInputText(file, MAX_COUNTEREXAMPLE_BYTES, 'a counterexample');
   const saved = parseCounterexample(file, text);
   const spec = backendArg ?? saved.backend;
   if (backendArg === undefined && !isBuiltIn(saved.backend)) {
@@ -116,8 +114,9 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     backend = await resolveBackend(spec, servers);
-    const now = JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null, options: backend.options ?? null });
-    const then = saved.settings === undefined ? now : JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract, options: saved.settings.options ?? null });
+    // Compared as the file holds them: with secret-named options redacted (writeRedacted).
+    const now = redactSecrets(JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null, options: backend.options ?? null }));
+    const then = saved.settings === undefined ? now : redactSecrets(JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract, options: saved.settings.options ?? null }));
     // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);

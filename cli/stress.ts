@@ -1,5 +1,6 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeRedacted } from '../conformance/env/redact.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History, StorePolicy } from '../conformance/history/event.ts';
@@ -66,7 +67,8 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
   const report = checkHistory(history, { storePolicy: store });
   mkdirSync(out, { recursive: true });
   const historyFile = join(out, 'history.jsonl');
-  writeFileSync(historyFile, toJsonl(history));
+  // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
+  writeRedacted(historyFile, toJsonl(history));
   const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`) : null;
   const c = report.counts;
   const summary: StressSummary = {

@@ -8,8 +8,27 @@ import type { MonotonicClock } from './clock.ts';
  * given, at construction, rather than a TypeError deep inside a later call.
  */
 
-/** What was given, for a message: its kind and a short form, never the whole of an object (it may hold a password). */
-export function shown(value: unknown): string {
+/** Options whose value is a secret, whatever its type: a message gives only its kind. */
+const SECRET_OPTION = /pass|secret|credential|api.?key|private.?key/i;
+/** Text that may carry a secret: a URL with user info (postgres://user:password@...), or a secret-named key with a value. */
+const SECRET_TEXT = /:\/\/[^/\s]*@|(?:pass|secret|credential|api.?key|private.?key)\w*\s*[=:]/i;
+
+/** A value's kind alone: a string, a number, ... */
+function kindOf(value: unknown): string {
+  if (typeof value === 'string') return `a string of ${value.length} characters`;
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return `a ${typeof value}`;
+}
+
+/**
+ * What was given, for a message: its kind and a short form, never the whole
+ * of an object (it may hold a password); for an option named like a secret
+ * (`name`), or text that may carry one (a URL with a password in it), only
+ * its kind.
+ */
+export function shown(value: unknown, name?: string): string {
+  if ((name !== undefined && SECRET_OPTION.test(name)) || (typeof value === 'string' && SECRET_TEXT.test(value))) return `${kindOf(value)} (not shown: it may hold a secret)`;
   if (typeof value === 'string') return value.length > 60 ? `a string of ${value.length} characters` : JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return 'a function';
@@ -19,7 +38,7 @@ export function shown(value: unknown): string {
 }
 
 export function refuse(name: string, wanted: string, value: unknown): never {
-  throw new InvalidInputError('invalid-config', `${name} must be ${wanted}, got ${shown(value)}`);
+  throw new InvalidInputError('invalid-config', `${name} must be ${wanted}, got ${shown(value, name)}`);
 }
 
 export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

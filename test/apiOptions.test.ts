@@ -1,3 +1,5 @@
+import { handleAll, retry } from 'cockatiel';
+import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../impl/clock.ts';
@@ -29,10 +31,15 @@ const redis = new Redis({ lazyConnect: true });
 const zk = zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock });
 const etcd = etcdClient({ hosts: ['http://127.0.0.1:1'] });
 const etcdNode = etcd3Node(etcd, { clock: systemClock });
+// etcd3 clients that retry failed calls on their own: its default, and a retry policy given.
+const etcdRetrying = new Etcd3({ hosts: ['http://127.0.0.1:1'] });
+const etcdRetryPolicy = new Etcd3({ hosts: ['http://127.0.0.1:1'], faultHandling: { global: retry(handleAll, { maxAttempts: 2 }) } });
 afterAll(() => {
   redis.disconnect();
   zk.close();
   etcd.close();
+  etcdRetrying.close();
+  etcdRetryPolicy.close();
 });
 
 const node: LeaseNode = { acquire: async () => null, release: async () => false, extend: async () => false, raiseToken: async () => undefined };
@@ -203,6 +210,9 @@ refuses('etcd3Node', [
   ...notObjects('etcd3Node options', (o) => etcd3Node(etcd, o as never)),
   ...clocks((clock) => etcd3Node(etcd, { clock } as never), false),
   ...timeouts('requestTimeoutMs', (ms) => etcd3Node(etcd, { clock: systemClock, requestTimeoutMs: ms as never })),
+  // A retried call whose first reply was lost may have run: a fenced write run twice reads as rejected.
+  ['a client that retries on its own (etcd3 default)', () => etcd3Node(etcdRetrying, { clock: systemClock }), 'client retries failed calls on its own'],
+  ['a client with a retry policy', () => etcd3Node(etcdRetryPolicy, { clock: systemClock }), 'client retries failed calls on its own'],
 ]);
 
 const etcdLock = (o: object): unknown => new EtcdLock({ node: etcdNode, clock: systemClock, ...o } as never);
@@ -325,5 +335,20 @@ describe('good options still construct', () => {
     expect((await checkConformance(sim, { runs: 1, seed: 1, clients: 1, resources: 4, maxCommands: 1, faults: [], failOn: { consequences: ['unsafe'] }, modelSeeds: false, shrinkLimitMs: 0, onRun: () => undefined, clock: () => 0 })).runs).toBe(1);
     expect(redisLibraryBackend({ ...adapter, lockKey: (r) => r }, { redis: ['redis://127.0.0.1:1'] }).name).toBe('a library');
     expect(postgresLibraryBackend(adapter, { pg: 'postgres://127.0.0.1:1/x' }).name).toBe('a library');
+  });
+});
+
+describe('a refused option that may be a secret is never shown in the message', () => {
+  it.for([
+    ['a connection string with a password where a ClientConfig goes', () => new PostgresSessionLock({ connection: 'postgres://app:hunter2@db.example/ledger' } as never), 'hunter2', 'connection must be'],
+    ['a store connection string with a password', () => openPostgresFencedStore({ connection: 'postgres://app:hunter2@db.example/x' as never }, 'strict'), 'hunter2', 'connection must be'],
+    ['a number password', () => etcdClient({ hosts: ['http://127.0.0.1:1'], auth: { username: 'u', password: 904413 as never } }), '904413', 'auth.password must be'],
+    ['a number credential', () => zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock, auth: [{ scheme: 'digest', credentials: 904413 as never }] }), '904413', 'auth[0].credentials must be'],
+  ] as const)('%s', async ([, call, secret, names]) => {
+    const e = await refusal(call);
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toContain(names);
+    expect((e as Error).message).toContain('not shown: it may hold a secret');
+    expect((e as Error).message).not.toContain(secret);
   });
 });

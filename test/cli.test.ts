@@ -38,7 +38,7 @@ describe('lockcheck command line', () => {
       [['run', '--backend', './no/such/module.ts'], /cannot load adapter module/],
       [['matrix', '--faults', 'earthquake'], /unknown fault class 'earthquake'/],
       [['replay'], /replay needs exactly one counterexample file/],
-      [['replay', join(dir, 'missing.json')], /cannot read counterexample/],
+      [['replay', join(dir, 'missing.json')], /cannot read .*missing.json: ENOENT/],
       [['--bogus'], /Unknown option '--bogus'/],
       [['explore', '--memory-mib', '100'], /--memory-mib bounds a --budget run/],
       [['explore', '--budget', '5', '--seconds', '3'], /--seconds \(a bound per cell\) and --budget/],

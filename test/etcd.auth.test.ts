@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdAuthenticationFailedError, EtcdPermissionDeniedError, Range, type Etcd3 } from 'etcd3';
 import { EtcdCluster } from '../conformance/env/etcdCluster.ts';
@@ -113,6 +114,8 @@ describe('etcd with auth enabled (real etcd, 1 member)', () => {
     expect(wrong).toBeInstanceOf(ConnectionConfigError);
     expect(wrong).toMatchObject({ code: 'authentication' });
     expect((wrong as Error).cause).toBeInstanceOf(EtcdAuthenticationFailedError);
+    // Printed whole, causes and properties included, the error holds neither password.
+    expect(inspect(wrong, { depth: 20, showHidden: true })).not.toMatch(new RegExp(`not-the-password|${passwords.writer}`));
     const unknown = await thrown(new EtcdLock({ node: nodeOf(client({ username: 'ghost', password: 'x' })), clock: systemClock }).acquire('auth', { ttlMs: 5000 }));
     expect(unknown).toBeInstanceOf(ConnectionConfigError);
     expect(unknown).toMatchObject({ code: 'authentication' });

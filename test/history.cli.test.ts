@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,6 +12,19 @@ const FIXTURES = 'test/fixtures/histories';
 function lockcheck(args: string[], input?: string): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', ...args], { encoding: 'utf8', timeout: 60_000, ...(input === undefined ? {} : { input }) });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The same without blocking, for several side by side; a child still running after `timeoutMs` is killed (code null). */
+function lockcheckAsync(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['cli/lockcheck.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 describe('lockcheck check', () => {
@@ -73,5 +86,39 @@ describe('lockcheck check', () => {
     const r = lockcheck(['check', join(FIXTURES, 'safe.jsonl'), '--store-policy', 'fenced']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown store policy 'fenced' \(known: unfenced, monotonic, strict, transactional\)/);
+  });
+
+  it('input files are bounded regular files: a FIFO, a directory or an oversized file is refused with exit 2 (check and replay), never read', async () => {
+    const fifo = join(dir, 'fifo.jsonl');
+    execFileSync('mkfifo', [fifo]);
+    const huge = join(dir, 'huge.jsonl');
+    writeFileSync(huge, '');
+    truncateSync(huge, 256 * 1024 * 1024 + 1); // sparse: no disk used
+    const hugeCounterexample = join(dir, 'huge.json');
+    writeFileSync(hugeCounterexample, '');
+    truncateSync(hugeCounterexample, 16 * 1024 * 1024 + 1);
+    const cases: [string[], RegExp][] = [
+      // Before, a FIFO nobody writes to held the CLI forever: bounded here by the child's 20 s.
+      [['check', fifo], /cannot read .*fifo\.jsonl: a history must be a regular file/],
+      [['check', huge], /cannot read .*huge\.jsonl: a history larger than 268435456 bytes is refused/],
+      [['replay', dir], /cannot read .*: a counterexample must be a regular file/],
+      [['replay', hugeCounterexample], /cannot read .*huge\.json: a counterexample larger than 16777216 bytes is refused/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => lockcheckAsync(args, 20_000)));
+    cases.forEach(([args, message], i) => {
+      expect(results[i]!.code, `${args.join(' ')}: ${results[i]!.stderr}`).toBe(2);
+      expect(results[i]!.stderr).toMatch(message);
+    });
+  }, 60_000);
+
+  it("text from the file reaches the terminal with its control characters shown, never as a terminal's escape sequence", () => {
+    const file = join(dir, 'escape.jsonl');
+    // The message quotes the bad value: an OSC 52 sequence would write the user's clipboard.
+    writeFileSync(file, `${JSON.stringify({ type: 'invoke', process: 0, time: 0, op: '\u001b]52;c;AAAA\u0007', resource: 'r' })}\n`);
+    const r = lockcheck(['check', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).not.toContain('\u001b');
+    expect(r.stderr).not.toContain('\u0007');
+    expect(r.stderr).toContain("field 'op': must be one of acquire, extend, release, write, read, got '\\x1b]52;c;AAAA\\x07'");
   });
 });

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../conformance/env/redisServer.ts';
@@ -7,7 +8,7 @@ import { VirtualTime } from '../conformance/sim/time.ts';
 import { ConnectionConfigError, TokenOverflowError } from '../impl/errors.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
-import { createRedisLock } from '../impl/redis/index.ts';
+import { createRedisLock, redisFencedStore } from '../impl/redis/index.ts';
 import { using } from '../impl/using.ts';
 import { clockAt } from '../model/clock.ts';
 import { checkResource, InvalidInputError } from '../model/errors.ts';
@@ -76,8 +77,15 @@ describe('typed errors on a real redis-server', () => {
   };
 
   it('a wrong password is a ConnectionConfigError, not no-quorum', async () => {
-    const lock = createRedisLock({ nodes: [client('wrong')], requestTimeoutMs: 2_000 });
-    await expect(lock.acquire('r', { ttlMs: 5_000 })).rejects.toBeInstanceOf(ConnectionConfigError);
+    const lock = createRedisLock({ nodes: [client('wrong-pw-904413')], requestTimeoutMs: 2_000 });
+    const e = await lock.acquire('r', { ttlMs: 5_000 }).then(() => null, (error: unknown) => error);
+    expect(e).toBeInstanceOf(ConnectionConfigError);
+    // Printed whole, causes and properties included (ioredis keeps a failed command's arguments), the error holds neither password.
+    expect(inspect(e, { depth: 20, showHidden: true })).not.toMatch(new RegExp(`wrong-pw-904413|${server.password}`));
+    const store = redisFencedStore(client('wrong-pw-904413'), 'strict', { timeoutMs: 2_000 });
+    const w = await store.write('r', 1n, 'v').then(() => null, (error: unknown) => error);
+    expect(w).toBeInstanceOf(ConnectionConfigError);
+    expect(inspect(w, { depth: 20, showHidden: true })).not.toMatch(new RegExp(`wrong-pw-904413|${server.password}`));
   });
 
   it('a token counter at 2^63-1 is a TokenOverflowError, and the lock is not left set', async () => {

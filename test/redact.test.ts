@@ -1,5 +1,12 @@
+import { spawnSync } from 'node:child_process';
+import { lchownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkHistory } from '../conformance/history/check.ts';
+import { parseHistory } from '../conformance/history/parse.ts';
+import { writeHistoryReport } from '../conformance/history/report.ts';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl } from '../conformance/env/redact.ts';
+import { redactSecrets, redactUrl, terminalSafe, writeRedacted } from '../conformance/env/redact.ts';
 
 describe('redactUrl and redactSecrets: URLs are shown only as scheme://host:port/db', () => {
   it('drops user, password and query, keeps host, port and database', () => {
@@ -29,5 +36,104 @@ describe('redactUrl and redactSecrets: URLs are shown only as scheme://host:port
 it('leaves prose about schemes alone', () => {
   for (const prose of ['the scheme must be redis:// or rediss://, not ftp://', 'redis://[user:password@]host:port[/db] or postgres://[user[:password]@]host[:port]/database']) {
     expect(redactSecrets(prose)).toBe(prose);
+  }
+});
+
+describe('redactSecrets: the value of anything named like a secret is hidden, whatever the form', () => {
+  it('key=value, JSON and util.inspect keys, redis.conf lines and bearer tokens; quotes kept so JSON stays JSON', () => {
+    const settings = JSON.stringify({ options: { password: 's3cret', clientSecret: 'a"s3cret', apiKey: 's3cret', db_password: 's3cret', token: '5', driftFactor: 0.01 } }, null, 2);
+    const shown = redactSecrets(settings);
+    expect(shown).not.toContain('s3cret');
+    expect(JSON.parse(shown)).toEqual({ options: { password: '<redacted>', clientSecret: '<redacted>', apiKey: '<redacted>', db_password: '<redacted>', token: '5', driftFactor: 0.01 } });
+    const cases: [string, string][] = [
+      ['host=h password=s3cret dbname=x', 'host=h password=<redacted> dbname=x'],
+      ['PGPASSWORD=s3cret npm start', 'PGPASSWORD=<redacted> npm start'],
+      ["{ auth: [ { scheme: 'digest', credentials: 'u:s3cret' } ] }", "{ auth: [ { scheme: 'digest', credentials: '<redacted>' } ] }"],
+      ['Bad directive or wrong number of arguments: requirepass s3cret', 'Bad directive or wrong number of arguments: requirepass <redacted>'],
+      ['masterauth s3cret / sentinel auth-pass mymaster s3cret', 'masterauth <redacted> / sentinel auth-pass mymaster <redacted>'],
+      ['Authorization: Bearer ey.s3cret-x', 'Authorization: Bearer <redacted>'],
+      ['https://api.example/v1?api_key=s3cret&x=1', 'https://api.example/v1?api_key=<redacted>&x=1'],
+      // JSON inside an HTML report.
+      ['<td>{&quot;password&quot;:&quot;s3cret&quot;,&quot;driftFactor&quot;:0.01}</td>', '<td>{&quot;password&quot;:&quot;<redacted>&quot;,&quot;driftFactor&quot;:0.01}</td>'],
+    ];
+    for (const [text, redacted] of cases) expect(redactSecrets(text)).toBe(redacted);
+  });
+
+  it('leaves prose and fencing tokens alone', () => {
+    for (const prose of ['the server refused the credentials: WRONGPASS invalid username-password pair', 'token 5 granted; "token": "7"', 'no password given: set one with requirepass']) {
+      expect(redactSecrets(prose)).toBe(prose);
+    }
+  });
+});
+
+describe('terminalSafe and redactTerminalOutput: nothing reaches the terminal unredacted or as a control sequence', () => {
+  it('shows control characters other than newline, carriage return and tab as \\xNN', () => {
+    expect(terminalSafe('a\u001b]0;title\u0007b\u009bc\r\n\td\u007f')).toBe('a\\x1b]0;title\\x07b\\x9bc\r\n\td\\x7f');
+  });
+
+  // Node prints an uncaught exception or unhandled rejection straight to fd 2, past process.stderr.write; bytes written to stdout are not strings.
+  it.each(['rejection', 'throw'])('covers bytes and an uncaught %s, which Node would print past the streams; exit code 1', (how) => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'test/fixtures/terminalLeak.ts', how], { encoding: 'utf8', timeout: 60_000 });
+    const all = r.stdout + r.stderr;
+    expect(r.status, all).toBe(1);
+    expect(all).not.toContain('s3cret');
+    expect(all).not.toContain('\u001b');
+    expect(all).not.toContain('\u0007');
+    expect(r.stdout).toBe('bytes redis://h:1 \\x1b]52;c;AAAA\\x07\ntext password=<redacted> \\x1b[2J\n');
+    expect(r.stderr).toMatch(how === 'rejection' ? /^lockcheck: unhandled rejection: Error: lost redis:\/\/h:1\/0\n[^]*\[cause\]: \{ password: '<redacted>' \}/ : /^lockcheck: uncaught exception: Error: thrown postgres:\/\/h:5432\/db \\x1b\[31m/);
+  });
+});
+
+it("the history report holds no secret a client's error message quoted", () => {
+  const lines = [
+    { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
+    { type: 'info', process: 0, time: 5, op: 'acquire', resource: 'r', reason: 'connect to redis://:s3cret@127.0.0.1:1 failed; password=s3cret' },
+  ];
+  const history = parseHistory(lines.map((l) => JSON.stringify(l)).join('\n'));
+  if (history instanceof Error) throw history;
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
+  try {
+    const html = readFileSync(writeHistoryReport(dir, history, checkHistory(history), 'redact'), 'utf8');
+    expect(html).toContain('redis://127.0.0.1:1');
+    expect(html).not.toContain('s3cret');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('writeRedacted replaces a symlink planted at the path instead of writing through it, and leaves no temporary file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
+  try {
+    const victim = join(dir, 'victim.txt');
+    writeFileSync(victim, 'the user\'s own file\n');
+    const out = join(dir, 'lockcheck-counterexample.json');
+    symlinkSync(victim, out);
+    writeRedacted(out, '{"password":"s3cret"}\n');
+    expect(readFileSync(victim, 'utf8')).toBe('the user\'s own file\n');
+    expect(lstatSync(out).isFile()).toBe(true);
+    expect(readFileSync(out, 'utf8')).toBe('{"password":"<redacted>"}\n');
+    expect(readdirSync(dir).sort()).toEqual(['lockcheck-counterexample.json', 'victim.txt']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// Making a link another user owns needs root (lchown); elsewhere this case cannot be set up.
+it.skipIf(process.getuid?.() !== 0)('writeRedacted refuses to write through a directory link another user made, and follows the user\'s own', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
+  try {
+    const elsewhere = join(dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    const planted = join(dir, 'lockcheck-stress');
+    symlinkSync(elsewhere, planted);
+    lchownSync(planted, 65534, 65534);
+    expect(() => writeRedacted(join(planted, 'history.jsonl'), '{}\n')).toThrow(/refusing to write under .*lockcheck-stress: it is a symbolic link made by another user \(uid 65534\)/);
+    expect(readdirSync(elsewhere)).toEqual([]);
+    const own = join(dir, 'own');
+    symlinkSync(elsewhere, own);
+    writeRedacted(join(own, 'history.jsonl'), '{}\n');
+    expect(readdirSync(elsewhere)).toEqual(['history.jsonl']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { finishWithin } from '../realTimeLimit.ts';
 
 /**
@@ -66,8 +66,59 @@ export async function onFreePort<T>(deadlineMs: number, start: (port: number) =>
   }
 }
 
-/** Where lockcheck processes claim the ports of their servers (one file per port, holding the claimant's pid). */
+/** Where lockcheck processes claim the ports of their servers (one file per port, holding the claimant's pid): shared by every user of the machine. */
 export const PORT_CLAIMS = join(tmpdir(), 'lockcheck-ports');
+
+/** Where this user's claims go when PORT_CLAIMS cannot be trusted: private (0700), so they coordinate only this user's runs. */
+export function privateClaims(): string {
+  return join(tmpdir(), `lockcheck-ports-${process.getuid?.() ?? 'user'}`);
+}
+
+/**
+ * The claims directory to use, made if missing. PORT_CLAIMS is in the shared
+ * temp dir, so any local user may have made it, or planted something in its
+ * place: it is used only when it is a real directory (not a symlink into
+ * somewhere claims would be written and swept) that every user may add to
+ * and none may empty (mode 1777). Made by this user, it is set to 1777 (the
+ * umask would leave 1755, and every other user's runs would then fail).
+ * Otherwise this user's private directory, checked the same way; null when
+ * neither can be trusted (the kernel's ports then).
+ */
+function claimsDir(): string | null {
+  try {
+    mkdirSync(PORT_CLAIMS, { mode: 0o1777 });
+  } catch {
+    // there already (or not ours to make): checked below
+  }
+  const shared = trusted(PORT_CLAIMS, 0o1777);
+  if (shared) return PORT_CLAIMS;
+  const own = privateClaims();
+  try {
+    mkdirSync(own, { mode: 0o700 });
+  } catch {
+    // there already: checked below
+  }
+  return trusted(own, 0o700) ? own : null;
+}
+
+/** `dir` is a directory (not a symlink) with exactly `mode`; one this user owns is set to it. */
+function trusted(dir: string, mode: number): boolean {
+  let stat;
+  try {
+    stat = lstatSync(dir);
+  } catch {
+    return false;
+  }
+  if (!stat.isDirectory()) return false;
+  if ((stat.mode & 0o7777) === mode && (mode === 0o1777 || stat.uid === process.getuid?.())) return true;
+  if (stat.uid !== process.getuid?.()) return false;
+  try {
+    chmodSync(dir, mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The ports servers that restart on their port are given: from 20000 to just below the kernel's ephemeral range (null: no room there, use the kernel's). */
 export function restartPorts(range = readEphemeralRange()): { readonly from: number; readonly to: number } | null {
@@ -88,13 +139,14 @@ function readEphemeralRange(): { readonly from: number } | null {
 /** A port of restartPorts() nobody has claimed and nothing listens on, claimed; the kernel's choice where that range has no room. */
 export async function claimPort(): Promise<{ readonly port: number; readonly release: () => void }> {
   const range = restartPorts();
-  if (range === null) return { port: await freeLoopbackPort(), release: () => undefined };
-  sweepDeadClaims();
+  const dir = range === null ? null : claimsDir();
+  if (range === null || dir === null) return { port: await freeLoopbackPort(), release: () => undefined };
+  sweepDeadClaims(dir);
   for (let tries = 0; ; tries++) {
     const port = range.from + randomInt(range.to - range.from + 1);
-    const file = join(PORT_CLAIMS, String(port));
+    const file = join(dir, String(port));
     if (!takeClaim(file)) {
-      if (tries > 10_000) throw new Error(`no unclaimed port in ${range.from}-${range.to} (${PORT_CLAIMS})`);
+      if (tries > 10_000) throw new Error(`no unclaimed port in ${range.from}-${range.to} (${dir})`);
       continue;
     }
     if ((await probe(port, '127.0.0.1')) !== null) {
@@ -115,9 +167,14 @@ export async function claimPort(): Promise<{ readonly port: number; readonly rel
 /** Removes a claim, and the claims' directory once it is empty: nothing of lockcheck stays in the temp dir when no server runs. */
 function dropClaim(file: string): void {
   ownClaims.delete(file);
-  rmSync(file, { force: true });
   try {
-    rmdirSync(PORT_CLAIMS);
+    rmSync(file, { force: true });
+  } catch {
+    // Another user's, in the shared (sticky) directory: not ours to remove; its port stays taken.
+    return;
+  }
+  try {
+    rmdirSync(dirname(file));
   } catch {
     // Another process's claims are in it (ENOTEMPTY), or it is gone already.
   }
@@ -132,27 +189,22 @@ const ownClaims = new Set<string>();
 function dropOwnClaims(): void {
   for (const file of [...ownClaims]) {
     // Only while the claim is still this process's (a claim is taken over only from a dead claimant, but never remove another's).
-    let holder = '';
-    try {
-      holder = readFileSync(file, 'utf8');
-    } catch {
-      // gone already
-    }
+    const holder = readClaim(file);
     if (holder === String(process.pid)) dropClaim(file);
     else ownClaims.delete(file);
   }
 }
 
 /** Removes the claims of processes that are gone (killed, so their exit handler never ran), then the directory if that empties it. */
-function sweepDeadClaims(): void {
+function sweepDeadClaims(dir: string): void {
   let names: string[];
   try {
-    names = readdirSync(PORT_CLAIMS);
+    names = readdirSync(dir);
   } catch {
     return;
   }
   for (const name of names) {
-    const file = join(PORT_CLAIMS, name);
+    const file = join(dir, name);
     if (!claimantAlive(file)) dropClaim(file);
   }
 }
@@ -161,8 +213,9 @@ function sweepDeadClaims(): void {
 function takeClaim(file: string): boolean {
   for (let attempt = 0; attempt < 4; attempt++) {
     try {
-      // The directory goes with its last claim (dropClaim): made again here, and again should another process remove it in between.
-      mkdirSync(PORT_CLAIMS, { recursive: true, mode: 0o1777 });
+      // The directory goes with its last claim (dropClaim): made again here, and checked again, should another process remove it in between.
+      const dir = dirname(file);
+      if (claimsDir() !== dir) return false;
       writeFileSync(file, String(process.pid), { flag: 'wx' });
       ownClaims.add(file);
       if (ownClaims.size === 1) onExitKill(dropOwnClaims);
@@ -171,21 +224,54 @@ function takeClaim(file: string): boolean {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       if (claimantAlive(file)) return false;
-      rmSync(file, { force: true });
+      try {
+        rmSync(file, { force: true });
+      } catch {
+        return false; // another user's dead claim in the sticky directory: only they may remove it
+      }
     }
   }
   return false;
 }
 
+/** The longest claim lockcheck writes (a pid), with room to spare. */
+const CLAIM_MAX_BYTES = 32;
+
+/**
+ * A claim's text, or null when it is not a regular file of a few bytes. The
+ * shared directory is anyone's: what another user put there (a FIFO, a
+ * symlink to /dev/zero or to a large file) must not hang or exhaust this
+ * process, so it is opened without following a link or blocking, and read
+ * only when it is a regular file, at most CLAIM_MAX_BYTES.
+ */
+function readClaim(file: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return null;
+    const buffer = Buffer.alloc(CLAIM_MAX_BYTES + 1);
+    const n = readSync(fd, buffer, 0, buffer.length, 0);
+    return n > CLAIM_MAX_BYTES ? null : buffer.subarray(0, n).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function claimantAlive(file: string): boolean {
   let pid: number;
   try {
-    const text = readFileSync(file, 'utf8');
+    const text = readClaim(file);
+    // Unreadable: being written or removed right now, or not a claim lockcheck wrote: not ours to take.
+    if (text === null) return true;
     // Empty: made and not yet written (takeClaim creates, then writes), unless it has been empty for long (its maker killed in between).
     if (text === '') return Date.now() - statSync(file).mtimeMs < EMPTY_CLAIM_MS;
     pid = Number(text);
   } catch {
-    return true; // being written or removed right now: not ours to take
+    return true; // removed right now: not ours to take
   }
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {

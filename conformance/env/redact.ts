@@ -1,10 +1,15 @@
-import { writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { lstatSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { inspect } from 'node:util';
 /**
  * The one place lockcheck decides what of a server URL it may show: the
  * scheme, host, port and database, never a user name, password or query
  * (ioredis and pg take `?password=` too). Every message, report, JSON, JUnit
  * and counterexample file shows URLs through redactUrl, or passes its whole
- * text through redactSecrets.
+ * text through redactSecrets, which also hides the value of anything named
+ * like a secret (`password=…`, `"apiKey": "…"`, `requirepass …`): an
+ * adapter's options, a driver's message or a server's log line.
  */
 
 const DEFAULT_PORTS: Readonly<Record<string, string>> = {
@@ -43,24 +48,149 @@ const NEXT_URL = /,(?=[a-z][a-z0-9+.-]*:\/\/)/i;
 /** Sentence punctuation after a URL is not part of it. */
 const TRAILING = /[.,:;)\]]+$/;
 
-/** `text` with every database URL, and every URL with credentials, reduced to scheme://host:port/db. */
+/**
+ * A name that holds a secret, prefixes included (PGPASSWORD, db_password,
+ * clientSecret, x-api-key). Not `token` alone: a fencing token is no secret
+ * and lockcheck prints them everywhere.
+ */
+const SECRET_NAME = String.raw`[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)`;
+/** A quoted value: JSON's or inspect's quotes, or JSON in an HTML report (&quot;). */
+const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|&quot;(?:(?!&quot;).)*?&quot;`;
+/**
+ * A secret-named key and its value: `key=value` (query strings, libpq
+ * keywords, environment), `"key": "value"` and `key: 'value'` (JSON,
+ * util.inspect; an unquoted `key: text` is prose, "the credentials: WRONGPASS"),
+ * `requirepass value` / `masterauth value` / `auth-pass master value` (redis.conf
+ * lines a server log may quote) and `Bearer value`.
+ */
+const SECRET_VALUE = new RegExp(
+  [
+    String.raw`(\b${SECRET_NAME}=)(${QUOTED}|[^\s&;,'"<>\`]+)`,
+    String.raw`((["']|&quot;)${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
+    String.raw`(\b${SECRET_NAME}:\s*)(${QUOTED})`,
+    String.raw`(\b(?:requirepass|masterauth|auth-pass\s+\S+)\s+)(${QUOTED}|[^\s'"]+)`,
+    String.raw`(\bBearer\s+)([\w.~+/-]+=*)`,
+  ].join('|'),
+  'gi',
+);
+
+/** A redacted value keeps its quotes, so JSON stays JSON. */
+function hidden(value: string): string {
+  const quote = value.startsWith('&quot;') ? '&quot;' : value[0] === '"' || value[0] === "'" ? value[0] : '';
+  return `${quote}<redacted>${quote}`;
+}
+
+/** `text` with every database URL, and every URL with credentials, reduced to scheme://host:port/db, and every secret-named value hidden. */
 export function redactSecrets(text: string): string {
-  return text.replace(SECRET_URL, (match) => {
-    const trailing = TRAILING.exec(match)?.[0] ?? '';
-    const body = match.slice(0, match.length - trailing.length);
-    return body.split(NEXT_URL).map((u) => redactUrl(u)).join(',') + trailing;
-  });
+  return text
+    .replace(SECRET_URL, (match) => {
+      const trailing = TRAILING.exec(match)?.[0] ?? '';
+      const body = match.slice(0, match.length - trailing.length);
+      return body.split(NEXT_URL).map((u) => redactUrl(u)).join(',') + trailing;
+    })
+    .replace(SECRET_VALUE, (...m: (string | undefined)[]) => {
+      const groups = m.slice(1, 12);
+      const pairs: [number, number][] = [[0, 1], [2, 4], [5, 6], [7, 8], [9, 10]];
+      for (const [k, v] of pairs) if (groups[k] !== undefined) return groups[k] + hidden(groups[v]!);
+      return m[0]!;
+    });
 }
 
-/** Writes a report, counterexample or timeline file with its secrets redacted. */
+/**
+ * Terminal control characters other than newline, carriage return and tab
+ * (ESC, BEL, C1 CSI...), shown as \xNN: text from a history or counterexample
+ * file, a server's message or an adapter's name can otherwise rewrite the
+ * user's terminal (title, clipboard, hidden lines).
+ */
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+
+/** Text fit for the user's terminal: secrets redacted, control characters made visible. */
+export function terminalSafe(text: string): string {
+  return redactSecrets(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/**
+ * Every local user can read a process's command line (ps, /proc/<pid>/cmdline),
+ * so a password given in --redis or --pg is overwritten with the redacted
+ * command line (process.title) as soon as the CLI starts. Returns whether
+ * there was anything to hide: the caller warns that it was visible until then.
+ */
+export function hideCommandLineSecrets(argv: readonly string[] = process.argv): boolean {
+  const shown = argv.map((arg) => redactSecrets(arg));
+  if (shown.every((arg, i) => arg === argv[i])) return false;
+  process.title = ['lockcheck', ...shown.slice(2)].join(' ');
+  return true;
+}
+
+/**
+ * Throws when a directory on the way to `dir` is a symbolic link another
+ * user made (not this user, not root): an output directory in a shared place
+ * (lockcheck-stress/, lockcheck-timelines/ under a shared working directory)
+ * replaced by a link would have lockcheck write wherever that user chose.
+ * The user's own links, and the system's (root's), are followed as usual.
+ */
+export function refuseForeignLinks(dir: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  for (let at = dir; ; at = dirname(at)) {
+    let stat;
+    try {
+      stat = lstatSync(at);
+    } catch {
+      stat = null; // not there (yet): nothing to follow
+    }
+    if (stat !== null && stat.isSymbolicLink() && stat.uid !== uid && stat.uid !== 0) {
+      throw new Error(`refusing to write under ${at}: it is a symbolic link made by another user (uid ${stat.uid}), which would choose where lockcheck writes`);
+    }
+    if (dirname(at) === at) return;
+  }
+}
+
+/**
+ * Writes a report, counterexample or timeline file with its secrets
+ * redacted. Written beside it under a fresh name (O_EXCL: never through a
+ * link) and renamed over it: a symlink planted at the path (an output in a
+ * shared directory) is replaced, never followed into the file it names, and
+ * a reader never sees half a file.
+ */
 export function writeRedacted(path: string, text: string): void {
-  writeFileSync(path, redactSecrets(text));
+  refuseForeignLinks(dirname(resolve(path)));
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  writeFileSync(temporary, redactSecrets(text), { flag: 'wx', mode: 0o644 });
+  try {
+    renameSync(temporary, path);
+  } catch (e) {
+    rmSync(temporary, { force: true });
+    throw e;
+  }
 }
 
-/** From now on everything this process prints on stdout and stderr has its secrets redacted (the CLI calls this first). */
+/**
+ * From now on everything this process prints on stdout and stderr has its
+ * secrets redacted and its control characters made visible (the CLI calls
+ * this first): strings and bytes (a worker's piped output) alike, and an
+ * uncaught exception or unhandled rejection, which Node would otherwise
+ * print straight to the file descriptor, past these streams.
+ */
 export function redactTerminalOutput(): void {
   for (const stream of [process.stdout, process.stderr]) {
     const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
-    stream.write = ((chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? redactSecrets(chunk) : chunk, ...rest)) as typeof stream.write;
+    stream.write = ((chunk: unknown, ...rest: unknown[]) => {
+      if (typeof chunk === 'string') {
+        // An encoding other than UTF-8 (hex, base64) is binary: decoded, it would be written as text.
+        const encoding = typeof rest[0] === 'string' ? rest[0] : 'utf8';
+        const text = encoding === 'utf8' || encoding === 'utf-8' ? chunk : Buffer.from(chunk, encoding as BufferEncoding).toString('utf8');
+        return write(terminalSafe(text), ...(typeof rest[0] === 'string' ? ['utf8', ...rest.slice(1)] : rest));
+      }
+      if (chunk instanceof Uint8Array) return write(terminalSafe(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8')), ...rest);
+      return write(chunk, ...rest);
+    }) as typeof stream.write;
   }
+  const fatal = (e: unknown, what: string): void => {
+    process.stderr.write(`lockcheck: ${what}: ${inspect(e)}\n`);
+    // Node's own code for an uncaught exception; 'exit' handlers still run (servers stopped, claims dropped).
+    process.exit(1);
+  };
+  process.on('uncaughtException', (e) => fatal(e, 'uncaught exception'));
+  process.on('unhandledRejection', (e) => fatal(e, 'unhandled rejection'));
 }

@@ -45,10 +45,22 @@ export function parseRedisUrl(raw: string): URL {
   return url;
 }
 
+/**
+ * A URL without a password takes REDISCLI_AUTH's, as redis-cli does: a
+ * password there is not on the command line, which every local user can read.
+ */
+function withEnvironmentPassword(url: URL): URL {
+  const password = process.env['REDISCLI_AUTH'];
+  if (url.password !== '' || url.searchParams.has('password') || password === undefined || password === '') return url;
+  const withPassword = new URL(url.href);
+  withPassword.password = encodeURIComponent(password);
+  return withPassword;
+}
+
 /** Checks every server and returns them as a cluster: the first URL also holds the store. */
 export async function connectRedisCluster(urls: readonly string[]): Promise<UserRedisCluster> {
   if (urls.length === 0) throw new ServerUrlError('--redis needs at least one URL');
-  const parsed = urls.map(parseRedisUrl);
+  const parsed = urls.map(parseRedisUrl).map(withEnvironmentPassword);
   const checked = await Promise.all(parsed.map(check));
   const seen = new Map<string, number>();
   checked.forEach((c, i) => {

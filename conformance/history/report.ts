@@ -1,5 +1,6 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeRedacted } from '../env/redact.ts';
 import type { CheckReport } from './check.ts';
 import type { History, OperationEvent } from './event.ts';
 import type { Hold } from './holds.ts';
@@ -128,10 +129,10 @@ function drawFault(parts: string[], f: FaultInterval, x: (t: number) => number, 
   );
 }
 
-/** Writes `<dir>/history.html` (the timeline, checks and findings); returns its path. */
+/** Writes `<dir>/history.html` (the timeline, checks and findings), secrets redacted (a client's error message may quote a URL with its password); returns its path. */
 export function writeHistoryReport(dir: string, history: History, report: CheckReport, title?: string): string {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'history.html');
-  writeFileSync(file, historyReportHtml(history, report, title));
+  writeRedacted(file, historyReportHtml(history, report, title));
   return file;
 }

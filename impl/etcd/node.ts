@@ -16,7 +16,9 @@ import {
   type IRequestOp,
   type ITxnRequest,
 } from 'etcd3';
+import { RetryPolicy } from 'cockatiel';
 import { match, P } from 'ts-pattern';
+import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
@@ -70,11 +72,19 @@ export interface Etcd3NodeOptions {
   readonly requestTimeoutMs?: number;
 }
 
+/** etcd3's own retry is on: no global policy given (its default retries), or a retry policy. */
+function retriesOnItsOwn(client: Etcd3): boolean {
+  const faultHandling = (client as unknown as { options?: { faultHandling?: { global?: unknown } } }).options?.faultHandling;
+  return faultHandling?.global === undefined || faultHandling.global instanceof RetryPolicy;
+}
+
 /** The calls on an etcd3 client (npm `etcd3`). Build the client with `etcdClient()` so that it does not retry on its own. */
 export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   checkObject(client, 'client', 'an etcd3 client');
   checkMethods(client.kv, 'client.kv', 'an etcd3 KV client', ['txn', 'range']);
   checkMethods(client.leaseClient, 'client.leaseClient', 'an etcd3 lease client', ['leaseGrant', 'leaseKeepAlive', 'leaseRevoke']);
+  // etcd3 retries a failed call three times unless told otherwise: for a call whose reply was lost that is a retry of an unknown outcome (a fenced write that ran reads as rejected when run again: its own token is the highest).
+  if (retriesOnItsOwn(client)) throw new InvalidInputError('invalid-config', "client retries failed calls on its own (etcd3's default faultHandling.global: three attempts), and a retried write whose first reply was lost may have run: build it with etcdClient(), or give it faultHandling: { global: noop }");
   checkObject(options, 'etcd3Node options');
   checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
+import { UnavailableError } from '../errors.ts';
 import { ACQUIRE, EXTEND, FENCED_WRITE, RAISE, RELEASE } from './scripts.ts';
 
 /** What a call's reply becomes (run inside the command, before its promise resolves). */
@@ -89,6 +90,8 @@ const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
 const ALL = new Set<LuaScript>();
 
 const UTF8 = { replyEncoding: 'utf8' } as const;
+/** What a call that must not be resent writes instead: one command, one reply, no effect. */
+const PING = '*1\r\n$4\r\nPING\r\n';
 const NO_ARGS: string[] = [];
 
 class ScriptCommand<T> extends Command {
@@ -110,15 +113,32 @@ class ScriptCommand<T> extends Command {
   }
 
   #socket: object | null = null;
+  /** Written once and left unanswered by a connection that closed: failed, and its resend made a PING. */
+  #abandoned = false;
 
-  /** Called with the socket the command is written to, also when ioredis resends it after a reconnect. */
+  /**
+   * Called with the socket the command is written to, also when ioredis
+   * resends it after a reconnect (autoResendUnfulfilledCommands, on by
+   * default). A resend is a retry of a call whose outcome is unknown: the
+   * first may have run, and run again a fenced write reads as rejected (its
+   * own token is the highest now) and an acquire as held (by its own key,
+   * left to its ttl). So the call fails instead, an UnavailableError (a vote
+   * against; the store's caller learns the outcome is unknown), and what goes
+   * out in its place is a PING, which keeps the connection's replies in step.
+   */
   override toWritable(socket: object): string {
+    if (this.#socket !== null && this.#socket !== socket) {
+      this.#abandoned = true;
+      this.reject(new UnavailableError('the connection closed before the reply: the call may have run, so it is not sent again (its outcome is unknown)'));
+      return PING;
+    }
     this.#socket = socket;
     return this.#script.writable(socket, this.args as string[]);
   }
 
   /** The reply as the caller wants it (ioredis's type says a string or Buffer; the promise carries T). */
   override transformReply(result: Buffer | Buffer[]): string {
+    if (this.#abandoned) return '';
     return this.#reply(super.transformReply(result)) as unknown as string;
   }
 }

@@ -35,6 +35,23 @@ export function isPassingState(message: string): boolean {
   return PASSING.has(replyCode(message));
 }
 
+/** Commands whose arguments carry credentials: AUTH, HELLO ... AUTH, MIGRATE ... AUTH, ACL SETUSER, CONFIG SET requirepass. */
+const CREDENTIAL_COMMANDS = new Set(['auth', 'hello', 'migrate', 'acl', 'config']);
+
+/**
+ * ioredis keeps a failed command's name and arguments on its error
+ * (`command`): a refused AUTH at connect keeps the password there, and the
+ * error is passed on as a typed error's `cause`, so printing that error
+ * (console.error, util.inspect, a logger's error serializer) showed the
+ * password. For the commands that carry credentials the arguments are
+ * replaced before the error goes anywhere.
+ */
+export function withoutCredentials(e: unknown): void {
+  const command = typeof e === 'object' && e !== null ? (e as { command?: { name?: unknown; args?: unknown } }).command : undefined;
+  if (typeof command !== 'object' || command === null || typeof command.name !== 'string' || !CREDENTIAL_COMMANDS.has(command.name.toLowerCase())) return;
+  if (Array.isArray(command.args)) command.args = command.args.map(() => '<redacted>');
+}
+
 /**
  * Errors that say the node can never grant as configured, typed so that they
  * are not read as an outage; and replies of a server in a passing state
@@ -42,6 +59,7 @@ export function isPassingState(message: string): boolean {
  * whatever wraps them, so that they are never read as a refusal.
  */
 export function typed(e: unknown, resource: string): unknown {
+  withoutCredentials(e);
   const message = e instanceof Error ? e.message : String(e);
   if (isPassingState(message)) return new UnavailableError(`the node cannot grant for now: ${message}`, { cause: e });
   if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message, { cause: e });
