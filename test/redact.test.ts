@@ -101,18 +101,37 @@ it("the history report holds no secret a client's error message quoted", () => {
   }
 });
 
-it('writeRedacted replaces a symlink planted at the path instead of writing through it, and leaves no temporary file', () => {
+it('writeRedacted writes the redacted text, follows the user\'s own link at the path, and leaves nothing else behind', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
+  try {
+    const out = join(dir, 'lockcheck-counterexample.json');
+    writeFileSync(out, 'a longer text that was there before\n');
+    writeRedacted(out, '{"password":"s3cret"}\n');
+    expect(readFileSync(out, 'utf8')).toBe('{"password":"<redacted>"}\n');
+    // The user's own link (as /dev/stdout is the system's) is where the user asked lockcheck to write.
+    const target = join(dir, 'target.json');
+    const own = join(dir, 'own.json');
+    symlinkSync(target, own);
+    writeRedacted(own, '{"apiKey":"k3y"}\n');
+    expect(lstatSync(own).isSymbolicLink()).toBe(true);
+    expect(readFileSync(target, 'utf8')).toBe('{"apiKey":"<redacted>"}\n');
+    expect(readdirSync(dir).sort()).toEqual(['lockcheck-counterexample.json', 'own.json', 'target.json']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// Making a link another user owns needs root (lchown); elsewhere this case cannot be set up.
+it.skipIf(process.getuid?.() !== 0)('writeRedacted refuses a link another user planted at the path, and leaves the file it names alone', () => {
   const dir = mkdtempSync(join(tmpdir(), 'lockcheck-redact-'));
   try {
     const victim = join(dir, 'victim.txt');
     writeFileSync(victim, 'the user\'s own file\n');
     const out = join(dir, 'lockcheck-counterexample.json');
     symlinkSync(victim, out);
-    writeRedacted(out, '{"password":"s3cret"}\n');
+    lchownSync(out, 65534, 65534);
+    expect(() => writeRedacted(out, '{"password":"s3cret"}\n')).toThrow(/refusing to write under .*lockcheck-counterexample\.json: it is a symbolic link made by another user \(uid 65534\)/);
     expect(readFileSync(victim, 'utf8')).toBe('the user\'s own file\n');
-    expect(lstatSync(out).isFile()).toBe(true);
-    expect(readFileSync(out, 'utf8')).toBe('{"password":"<redacted>"}\n');
-    expect(readdirSync(dir).sort()).toEqual(['lockcheck-counterexample.json', 'victim.txt']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

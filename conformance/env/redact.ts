@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { lstatSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { closeSync, constants, lstatSync, openSync, writeSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { inspect } from 'node:util';
 /**
  * The one place lockcheck decides what of a server URL it may show: the
@@ -123,8 +122,8 @@ export function hideCommandLineSecrets(argv: readonly string[] = process.argv): 
 }
 
 /**
- * Throws when a directory on the way to `dir` is a symbolic link another
- * user made (not this user, not root): an output directory in a shared place
+ * Throws when `dir` or a directory on the way to it is a symbolic link another
+ * user made (not this user, not root): an output in a shared place
  * (lockcheck-stress/, lockcheck-timelines/ under a shared working directory)
  * replaced by a link would have lockcheck write wherever that user chose.
  * The user's own links, and the system's (root's), are followed as usual.
@@ -148,20 +147,27 @@ export function refuseForeignLinks(dir: string): void {
 
 /**
  * Writes a report, counterexample or timeline file with its secrets
- * redacted. Written beside it under a fresh name (O_EXCL: never through a
- * link) and renamed over it: a symlink planted at the path (an output in a
- * shared directory) is replaced, never followed into the file it names, and
- * a reader never sees half a file.
+ * redacted. A symbolic link another user made, at the path or on the way to
+ * it (an output in a shared directory), is refused: it would choose where
+ * lockcheck writes. The user's own links and the system's (`/dev/stdout`)
+ * are followed; where the path was no link when checked, it is opened with
+ * O_NOFOLLOW, so a link planted after the check is not followed either.
  */
 export function writeRedacted(path: string, text: string): void {
-  refuseForeignLinks(dirname(resolve(path)));
-  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  writeFileSync(temporary, redactSecrets(text), { flag: 'wx', mode: 0o644 });
+  const target = resolve(path);
+  refuseForeignLinks(target);
+  let link = false;
   try {
-    renameSync(temporary, path);
-  } catch (e) {
-    rmSync(temporary, { force: true });
-    throw e;
+    link = lstatSync(target).isSymbolicLink();
+  } catch {
+    // not there yet: created below
+  }
+  const fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (link ? 0 : constants.O_NOFOLLOW), 0o644);
+  try {
+    const bytes = Buffer.from(redactSecrets(text), 'utf8');
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+  } finally {
+    closeSync(fd);
   }
 }
 
