@@ -17,6 +17,7 @@ export interface CheckCommandOptions {
   readonly report: string | undefined;
   readonly storePolicy: StorePolicy | undefined;
   readonly timeoutMs: number | undefined;
+  readonly maxMemoryBytes: number | undefined;
 }
 
 export const EXIT_BY_VERDICT = { safe: 0, violation: 1, unknown: 4 } as const;
@@ -34,7 +35,7 @@ export function checkCommand(o: CheckCommandOptions): number {
     console.error(`lockcheck: ${o.file} is not a valid history: ${history.message}\n(the format: docs/histories.md)`);
     return 2;
   }
-  const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) });
+  const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}) });
   const html = o.report === undefined ? undefined : writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
   if (o.json) console.log(JSON.stringify({ file: o.file, ...report, ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
   else console.log(reportText(o.file, report, html));

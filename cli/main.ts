@@ -76,7 +76,8 @@ ${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`              
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
-            (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
+            (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget,
+            default 10000), --memory-mib M (the linearizability search's memory bound per object, default 1024)
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
                     threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
@@ -208,6 +209,7 @@ async function main(argv: readonly string[]): Promise<number> {
         report: values.report,
         storePolicy: policy as StorePolicy | undefined,
         timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 1, 86_400_000),
+        maxMemoryBytes: values['memory-mib'] === undefined ? undefined : int(values['memory-mib'], 'memory-mib', 1024, 1, 1 << 20) * 2 ** 20,
       });
     }
     case 'failover': {

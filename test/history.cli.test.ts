@@ -57,8 +57,21 @@ describe('lockcheck check', () => {
     const r = lockcheck(['check', join(FIXTURES, 'undecided.jsonl'), '--timeout-ms', '1']);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stdout).toMatch(/: UNKNOWN\n/);
-    expect(r.stdout).toMatch(/LIN-1 +lock-linearizable +unknown: 1 of 1 locks not decided within the 1 ms budget/);
+    expect(r.stdout).toMatch(/LIN-1 +lock-linearizable +unknown: 1 of 1 locks not decided: 1 ran out of the 1 ms budget \(--timeout-ms\)/);
     expect(r.stdout).not.toMatch(/\bviolation\b/);
+  });
+
+  it('a search that reaches its memory bound: exit 4 naming --memory-mib, however long the time budget', () => {
+    // 16 concurrent writes, then a read of a value none wrote: every subset of the writes is tried (about 30 MB of memo table).
+    const events = [
+      ...Array.from({ length: 16 }, (_, i) => ({ type: 'invoke', process: i, time: i, op: 'write', resource: 'r', key: 'k', value: `w${i}` })),
+      ...Array.from({ length: 16 }, (_, i) => ({ type: 'ok', process: i, time: 100 + i, op: 'write', resource: 'r', key: 'k' })),
+      { type: 'invoke', process: 0, time: 200, op: 'read', resource: 'r', key: 'k' },
+      { type: 'ok', process: 0, time: 201, op: 'read', resource: 'r', key: 'k', value: 'never written' },
+    ];
+    const r = lockcheck(['check', '-', '--memory-mib', '1', '--timeout-ms', '86400000'], events.map((e) => JSON.stringify(e)).join('\n'));
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stdout).toMatch(/LIN-1 +register-linearizable +unknown: 1 of 1 registers not decided: 1 reached the 1 MiB memory bound \(--memory-mib\)/);
   });
 
   it('a malformed history: exit 2 with a message naming the line and field', () => {

@@ -180,6 +180,30 @@ describe('checkLinearizability on small histories', () => {
     expect(result.stats.partitions).toBe(2);
   });
 
+  it('decides a long sequential history without memoising its forced steps (memory linear, not quadratic, in its length)', () => {
+    // 60,000 operations one after another on one register: each has one place. Memoising every step kept a bitset of
+    // every operation per step (60,000 × 1,875 words, 450 MB) and ran out of the time budget before deciding.
+    const ops: RegOp[] = [];
+    for (let i = 0; i < 30_000; i++) ops.push(write(4 * i, 4 * i + 1, i), read(4 * i + 2, 4 * i + 3, i));
+    const ok = checkLinearizability(etcdRegister(), ops, { timeoutMs: 20_000 });
+    expect(ok.verdict).toBe('linearizable');
+    expect(ok.stats.configurations).toBe(0);
+    const stale = checkLinearizability(etcdRegister(), [...ops, read(200_000, 200_001, 7)], { timeoutMs: 20_000 });
+    expect(stale).toMatchObject({ verdict: 'not-linearizable', blocked: 60_000 });
+  });
+
+  it('stops at its memory bound with unknown (reason memory), never a verdict or a crash', () => {
+    // 16 concurrent writes, then a read of a value none wrote: not linearizable, but only after trying every subset of
+    // the writes in every order's last value (16 × 2^15 configurations, about 30 MB of memo table).
+    const hard: RegOp[] = [];
+    for (let i = 0; i < 16; i++) hard.push({ process: i, call: i, return: 100 + i, input: { f: 'write', value: i } });
+    hard.push(read(200, 201, 99));
+    const bounded = checkLinearizability(etcdRegister(), hard, { maxMemoryBytes: 4 * 2 ** 20 });
+    expect(bounded).toMatchObject({ verdict: 'unknown', reason: 'memory' });
+    expect(bounded.stats.configurations).toBeGreaterThan(1000);
+    expect(checkLinearizability(etcdRegister(), hard).verdict).toBe('not-linearizable');
+  });
+
   it('rejects operations with impossible times with a typed error', () => {
     expect(() => checkLinearizability(etcdRegister(), [write(5, 4, 1)])).toThrow(InvalidOperationError);
     expect(() => checkLinearizability(etcdRegister(), [write(Number.NaN, 4, 1)])).toThrow(InvalidOperationError);

@@ -53,19 +53,33 @@ function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, 
   };
 }
 
-export function linearizabilityChecks(history: History, timeoutMs: number, maxFindings: number): LinearizabilityReport {
+/** The bounds of the search: time shared by every object of the history; memory per object (one object's tables are searched at a time). */
+export interface SearchBounds {
+  readonly timeoutMs: number;
+  readonly maxMemoryBytes: number;
+}
+
+const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
+
+export function linearizabilityChecks(history: History, bounds: SearchBounds, maxFindings: number): LinearizabilityReport {
+  const { timeoutMs, maxMemoryBytes } = bounds;
   const deadline = performance.now() + timeoutMs;
-  const left = () => ({ timeoutMs: Math.max(0, deadline - performance.now()) });
+  const left = () => ({ timeoutMs: Math.max(0, deadline - performance.now()), maxMemoryBytes });
   const judge = <I, O>(kind: 'lock' | 'register', objects: readonly ObjectHistory<I, O>[], run: (h: ObjectHistory<I, O>) => LinearizabilityResult) => {
     const list = new FindingList(maxFindings);
-    let unknown = 0;
+    const unknown = { timeout: 0, memory: 0 };
     for (const h of objects) {
       const result = run(h);
       if (result.verdict === 'not-linearizable') list.add(finding(kind, h as ObjectHistory<unknown, unknown>, result));
-      else if (result.verdict === 'unknown') unknown++;
+      else if (result.verdict === 'unknown') unknown[result.reason]++;
     }
-    const verdict: Verdict | 'skipped' = objects.length === 0 ? 'skipped' : list.total > 0 ? 'violation' : unknown > 0 ? 'unknown' : 'safe';
-    const note = objects.length === 0 ? `no ${kind} operations` : unknown > 0 ? `${unknown} of ${objects.length} ${kind}s not decided within the ${timeoutMs} ms budget` : undefined;
+    const undecided = unknown.timeout + unknown.memory;
+    const verdict: Verdict | 'skipped' = objects.length === 0 ? 'skipped' : list.total > 0 ? 'violation' : undecided > 0 ? 'unknown' : 'safe';
+    const why = [
+      ...(unknown.timeout > 0 ? [`${unknown.timeout} ran out of the ${timeoutMs} ms budget (--timeout-ms)`] : []),
+      ...(unknown.memory > 0 ? [`${unknown.memory} reached the ${mib(maxMemoryBytes)} MiB memory bound (--memory-mib)`] : []),
+    ];
+    const note = objects.length === 0 ? `no ${kind} operations` : undecided > 0 ? `${undecided} of ${objects.length} ${kind}s not decided: ${why.join(', ')}` : undefined;
     const result: CheckResult = { check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable', property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
     return { result, list };
   };

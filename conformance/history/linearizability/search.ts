@@ -117,7 +117,15 @@ export class PartitionSearch<S, I, O> {
           const bit = 1 << (o & 31);
           lin[word]! |= bit;
           const h = setHash ^ zobrist[o]!;
-          if (cache.add((h ^ Math.imul(model.hash(ns), 0x9e3779b1)) | 0, lin, ns)) {
+          // The first entry, with its own return next, of an operation that
+          // must be placed: every other operation left began after it
+          // returned, so it is the only candidate and the
+          // configuration after it has one way in from here. Not memoised:
+          // a sequential stretch of the history then costs neither a bitset
+          // per operation (quadratic memory) nor a cache probe; a second way
+          // in costs at most a walk to the next memoised configuration.
+          const alone = m !== NIL && optional[o] === 0 && e === next[head] && next[e] === m;
+          if (alone || cache.add((h ^ Math.imul(model.hash(ns), 0x9e3779b1)) | 0, lin, ns)) {
             stackEntry[sp] = e;
             stackState[sp] = state;
             stackForced[sp] = forced;
@@ -219,6 +227,11 @@ export class PartitionSearch<S, I, O> {
   /** Configurations memoised so far. */
   get explored(): number {
     return this.cache.size;
+  }
+
+  /** Bytes the memo table may hold once `steps` more iterations have run (each memoises at most one configuration). */
+  memoryAfter(steps: number): number {
+    return this.cache.bytesAfter(steps);
   }
 }
 
