@@ -7,7 +7,9 @@ import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from '.
  *
  * Completions inherit the fields of their invoke they do not repeat (a
  * write's `ok` need not repeat the value), so a parsed completion carries the
- * whole operation. Fields a history adds beyond the format are dropped.
+ * whole operation; a field both carry must be equal on both (`reason`
+ * excepted). Tokens come out canonical (no leading zeros). Fields a history
+ * adds beyond the format are dropped.
  */
 export class HistoryFormatError extends Error {
   override readonly name = 'HistoryFormatError';
@@ -82,8 +84,10 @@ function checkValue(spec: FieldSpec, v: unknown): unknown {
       return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : bad('a positive number of ms');
     case 'token': {
       if (typeof v !== 'string' || !/^[0-9]{1,40}$/.test(v)) return bad('a string of decimal digits (tokens are never JSON numbers)');
-      if (BigInt(v) > MAX_TOKEN) return bad('at most 2^63-1');
-      return v;
+      const token = BigInt(v);
+      if (token > MAX_TOKEN) return bad('at most 2^63-1');
+      // Canonical (no leading zeros): checks compare tokens as strings too (is this release of that lease?), so '07' must be '7'.
+      return token.toString();
     }
   }
 }
@@ -156,10 +160,12 @@ function operationEvent(o: Record<string, unknown>, type: string, process: numbe
   if (open === undefined) throw new Bad('type', `${type} of ${String(op)} for process ${process}, which has no operation in flight`);
   if (open.op !== op) throw new Bad('op', `completes process ${process}'s ${open.op} of line ${open.line} but says ${describe(op)}`);
   const rest = fields(o, specs, (n) => n === 'identity' || (n === 'ok' && type === 'ok'));
+  // A completion adds what the invoke could not know (a token, a deadline, a value read); a field both carry names
+  // the same operation and must agree, or the checks would judge the completion's value and the search the invoke's.
   for (const spec of specs) {
-    if (spec.need === 'identity' && rest[spec.name] !== open.event[spec.name]) {
-      throw new Bad(spec.name, `is ${describe(rest[spec.name])} but the invoke of line ${open.line} says ${describe(open.event[spec.name])}`);
-    }
+    const name = spec.name;
+    if (name === 'reason' || !Object.hasOwn(rest, name) || !Object.hasOwn(open.event, name)) continue;
+    if (rest[name] !== open.event[name]) throw new Bad(name, `is ${describe(rest[name])} but the invoke of line ${open.line} says ${describe(open.event[name])}`);
   }
   state.open.delete(process);
   return { type, process, time, op, ...open.event, ...rest } as HistoryEvent;
