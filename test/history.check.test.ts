@@ -59,6 +59,18 @@ describe('MUTEX-1: overlapping holds as the clients believed them', () => {
     expect(r.counts.overlappingHolds).toBe(1);
   });
 
+  it('findings name the lines (1-based, as the text report lists them), processes, operations and times', () => {
+    // Line 1 and 2: process 0's acquire; lines 3 and 4: process 1's; line 5: process 0's release.
+    const r = check(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 10, 20, { validUntil: 120 }), release(0, 30, 31)));
+    const mutex = r.findings.find((x) => x.property === 'MUTEX-1')!;
+    expect(mutex.message).toMatch(/process 0 from 5 to 30 ms \(granted on line 2;.* process 1 from 20 to 120 ms \(granted on line 4;/);
+    const lin = r.findings.find((x) => x.check === 'lock-linearizable')!;
+    expect(lin.message).toMatch(/the last of them process 0's acquire by o0 \(line 1, invoked at 0 ms, returned at 5 ms\), and then process 1's acquire by o1 \(line 3, invoked at 10 ms, returned at 20 ms\) cannot be placed/);
+    expect(lin.events).toEqual([0, 2]);
+    const reg = check(history(write(0, 0, 1, ok, 'a', null), read(1, 2, 3, 'b'), read(1, 4, 5, 'c'))).findings.find((x) => x.check === 'register-linearizable')!;
+    expect(reg.message).toMatch(/process 1's read of 'b' \(line 3, invoked at 2 ms, returned at 3 ms\) cannot be placed/);
+  });
+
   it('an info or pending acquire is no hold: never a false positive', () => {
     const infoAcquire = [inv(0, 0, 'acquire', { ttlMs: 100 }), info(0, 50, 'acquire', { reason: 'timeout' })];
     expect(check(history(infoAcquire, acquire(1, 10, 20, { validUntil: 120 }))).verdict).toBe('safe');

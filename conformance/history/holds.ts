@@ -106,7 +106,7 @@ function unreachable(x: never): never {
 }
 
 function describeHold(h: Hold): string {
-  return `process ${h.process} from ${ms(h.start)} to ${ms(h.end)} ms (grant at event ${h.grantIndex}${h.token === undefined ? '' : `, token ${h.token}`}; ended by ${h.endedBy})`;
+  return `process ${h.process} from ${ms(h.start)} to ${ms(h.end)} ms (granted on line ${h.grantIndex + 1}${h.token === undefined ? '' : `, token ${h.token}`}; ended by ${h.endedBy})`;
 }
 
 /** Pairs of holds of one resource, by different processes, that share an instant. */

@@ -1,6 +1,7 @@
 import type { History } from './event.ts';
 import type { CheckResult, Finding, Verdict } from './findings.ts';
 import { FindingList, sortedUnique } from './findings.ts';
+import { ms } from './operations.ts';
 import type { LinearizabilityResult, ObjectHistory, Operation, RegisterInput, RegisterOutput } from './linearizability/index.ts';
 import { checkLinearizability, etcdRegister, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
 
@@ -39,16 +40,28 @@ function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, histo
   return { ...h, operations: [...h.operations, initial] };
 }
 
-function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, result: LinearizabilityResult & { verdict: 'not-linearizable' }): Finding {
+/** One operation of an object's history as a reader finds it: who, what, when, and the line of its invoke. */
+function describeOperation(o: Operation<unknown, unknown>, eventIndex: number | undefined, history: History): string {
+  if (eventIndex === undefined || history[eventIndex] === undefined) return `the register's value before the history (${JSON.stringify((o.input as { value?: unknown }).value ?? null)})`;
+  const input = o.input as { readonly f: string; readonly value?: unknown; readonly owner?: string };
+  const read = (o.output as RegisterOutput | undefined)?.value;
+  const what = input.f === 'write' ? `write of '${String(input.value)}'` : input.f === 'read' ? `read of ${read === null ? 'nothing' : `'${String(read)}'`}` : `${input.f} by ${input.owner ?? '?'}`;
+  const returned = o.return === undefined || o.return === Infinity ? 'outcome unknown' : `returned at ${ms(o.return)} ms`;
+  return `process ${String(o.process)}'s ${what} (line ${eventIndex! + 1}, invoked at ${ms(o.call)} ms, ${returned})`;
+}
+
+function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, result: LinearizabilityResult & { verdict: 'not-linearizable' }, history: History): Finding {
   const eventOf = (i: number | undefined) => (i === undefined ? undefined : h.events[i]);
   const blocked = result.blocked === undefined ? undefined : h.operations[result.blocked];
   const last = result.longestPrefix.slice(-3);
+  const lastPlaced = last.at(-1);
   return {
     check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable',
     property: 'LIN-1',
     message:
       `${h.object} is not linearizable${result.key === undefined ? '' : ` (${result.key})`}: ${result.longestPrefix.length} of its ${h.operations.length} operations can be put in an order the sequential ${kind} allows` +
-      (blocked === undefined ? '' : `, and then process ${String(blocked.process)}'s operation at event ${eventOf(result.blocked) ?? '(initial value)'} cannot be placed`),
+      (lastPlaced === undefined ? '' : `, the last of them ${describeOperation(h.operations[lastPlaced]!, eventOf(lastPlaced), history)}`) +
+      (blocked === undefined ? '' : `, and then ${describeOperation(blocked, eventOf(result.blocked), history)} cannot be placed`),
     events: sortedUnique([eventOf(result.blocked), ...last.map(eventOf)]),
   };
 }
@@ -70,7 +83,7 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
     const unknown = { timeout: 0, memory: 0 };
     for (const h of objects) {
       const result = run(h);
-      if (result.verdict === 'not-linearizable') list.add(finding(kind, h as ObjectHistory<unknown, unknown>, result));
+      if (result.verdict === 'not-linearizable') list.add(finding(kind, h as ObjectHistory<unknown, unknown>, result, history));
       else if (result.verdict === 'unknown') unknown[result.reason]++;
     }
     const undecided = unknown.timeout + unknown.memory;
