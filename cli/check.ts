@@ -2,12 +2,13 @@ import { readFileSync } from 'node:fs';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
-import { parseHistory } from '../conformance/history/parse.ts';
+import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 
 /**
  * `lockcheck check <history.jsonl>`: judges a history recorded anywhere.
- * Exit codes: 0 safe, 1 violation, 2 bad input (the message names the line),
+ * Exit codes: 0 safe, 1 violation, 2 bad input (the message names the line;
+ * a history without a client operation is bad input, not safe),
  * 4 unknown (a check could not decide, e.g. the linearizability search timed out).
  */
 export interface CheckCommandOptions {
@@ -23,16 +24,22 @@ export interface CheckCommandOptions {
 export const EXIT_BY_VERDICT = { safe: 0, violation: 1, unknown: 4 } as const;
 
 export function checkCommand(o: CheckCommandOptions): number {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(o.file === '-' ? 0 : o.file, 'utf8');
+    bytes = readFileSync(o.file === '-' ? 0 : o.file);
   } catch (e) {
     console.error(`lockcheck: cannot read history ${o.file}: ${e instanceof Error ? e.message : String(e)}`);
     return 2;
   }
-  const history = parseHistory(text);
+  const text = decodeHistory(bytes);
+  const history = text instanceof Error ? text : parseHistory(text);
   if (history instanceof Error) {
     console.error(`lockcheck: ${o.file} is not a valid history: ${history.message}\n(the format: docs/histories.md)`);
+    return 2;
+  }
+  // Nothing to judge is not 'safe': an empty or truncated recording would pass as a clean bill of health.
+  if (!history.some((e) => e.type !== 'meta' && e.process !== 'nemesis' && e.type !== 'signal')) {
+    console.error(`lockcheck: ${o.file} has no client operations (${history.length} events): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
     return 2;
   }
   const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}) });

@@ -41,7 +41,7 @@ commands:
   failover  redis-replicated on a primary, a replica and Sentinel it starts itself: the double grant after a
             failover without WAIT, and WAIT 1 (spec 7.9); exit 0 when it agrees with the model
   check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
-            exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
+            exit 0 safe, 1 violation, 2 malformed history (the message names the line) or none to judge, 4 unknown
   stress    concurrent client processes race on real servers under a nemesis; the history is checked
             (docs/stress.md): --backend ${STRESS_BACKENDS.join('|')}|lib:…|./adapter.ts (a library audit, or an
             adapter module whose backend has a \`concurrent\` client) --clients N --seconds S

@@ -82,6 +82,13 @@ describe('lockcheck check', () => {
     expect(r.stderr).toMatch(/bad\.jsonl is not a valid history: line 11, field 'token': must be a string of decimal digits/);
   });
 
+  it('a history without a client operation: exit 2, not a safe verdict (an empty or truncated recording)', () => {
+    const r = lockcheck(['check', '-'], JSON.stringify({ type: 'meta', store: 'strict' }) + '\n');
+    expect(r.code, r.stdout).toBe(2);
+    expect(r.stderr).toMatch(/- has no client operations \(1 events\): nothing to judge/);
+    expect(r.stdout).toBe('');
+  });
+
   it('bad arguments: exit 2', () => {
     const r = lockcheck(['check', join(FIXTURES, 'safe.jsonl'), '--store-policy', 'fenced']);
     expect(r.code).toBe(2);

@@ -4,7 +4,7 @@ import type { History } from '../conformance/history/event.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import { formatHistory } from '../conformance/history/format.ts';
 import { historyReportHtml } from '../conformance/history/report.ts';
-import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
+import { decodeHistory, HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
 
 /** The history format's reader (spec 10.2, 10.3): typed history or a typed error naming line and field; never a crash. */
 const jsonl = (...events: object[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
@@ -28,6 +28,19 @@ function parsed(text: string): History {
   if (h instanceof HistoryFormatError) throw h;
   return h;
 }
+
+describe('decodeHistory', () => {
+  it('drops a UTF-8 byte-order mark and names UTF-16 instead of failing as not JSON', () => {
+    const line = JSON.stringify({ type: 'invoke', process: 0, time: 0, op: 'read', resource: 'r', key: 'k' });
+    const withBom = decodeHistory(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(line)]));
+    expect(parsed(withBom as string)).toHaveLength(1);
+    for (const bytes of [Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(line, 'utf16le')]), Buffer.from([0xfe, 0xff, 0, 0x7b])]) {
+      const r = decodeHistory(bytes);
+      expect(r).toBeInstanceOf(HistoryFormatError);
+      expect((r as HistoryFormatError).message).toMatch(/^line 1: the file is UTF-16 .* a history is UTF-8/);
+    }
+  });
+});
 
 describe('parseHistory', () => {
   it('reads tokens with leading zeros as the same token (a release of token 7 ends the grant of token 07)', () => {

@@ -205,6 +205,19 @@ export function validateHistory(values: readonly unknown[]): History | HistoryFo
 }
 
 /**
+ * The bytes of a history file as text: UTF-8, a leading byte-order mark
+ * dropped (editors and Windows tools write one). UTF-16 (what PowerShell's
+ * `>` writes) is named as such instead of failing as 'not JSON' on line 1.
+ */
+export function decodeHistory(bytes: Uint8Array): string | HistoryFormatError {
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    return new HistoryFormatError(1, undefined, 'the file is UTF-16 (it starts with a UTF-16 byte-order mark); a history is UTF-8 text (PowerShell: Out-File -Encoding utf8)');
+  }
+  const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, bytes.byteLength - start).toString('utf8');
+}
+
+/**
  * A JSONL history: one event per line, `\n` or `\r\n`, blank lines only at
  * the end (so that event i is line i+1). Open operations at the end are fine:
  * their effect is unknown, like an `info`.
