@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { CheckReport } from '../conformance/history/check.ts';
+import type { CheckReport, Finding } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
@@ -49,6 +49,11 @@ export function checkCommand(o: CheckCommandOptions): number {
   return EXIT_BY_VERDICT[report.verdict];
 }
 
+/** One finding as the text reports print it: the property, the message, the lines of the events involved. */
+export function findingText(f: Finding): string {
+  return `${f.property}: ${f.message} [lines ${f.events.map((i) => i + 1).join(', ')}]`;
+}
+
 export function reportText(file: string, report: CheckReport, html?: string): string {
   const c = report.counts;
   const lines = [
@@ -57,7 +62,7 @@ export function reportText(file: string, report: CheckReport, html?: string): st
     `  overlapping holds ${c.overlappingHolds}, lost updates ${c.lostUpdates}, stale writes accepted ${c.staleWritesAccepted}, token order violations ${c.tokenOrderViolations}`,
     `  store policy: ${report.storePolicy ?? 'not given'}`,
     ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
-    ...report.findings.map((f) => `${f.property}: ${f.message} [lines ${f.events.map((i) => i + 1).join(', ')}]`),
+    ...report.findings.map(findingText),
     ...(html === undefined ? [] : [`report: ${html}`]),
   ];
   return lines.join('\n');

@@ -7,7 +7,7 @@ import { writeHistoryReport } from '../conformance/history/report.ts';
 import { toJsonl } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { runStress } from '../conformance/stress/runner.ts';
-import { EXIT_BY_VERDICT } from './check.ts';
+import { EXIT_BY_VERDICT, findingText } from './check.ts';
 
 /**
  * `lockcheck stress`: real client processes race on real servers under the
@@ -112,8 +112,10 @@ export function summaryText(s: StressSummary): string {
     `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${s.holds} holds, ${s.faults} faults`,
     `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
     ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
-    ...s.findings.slice(0, 5).map((f) => `  ${f.property}: ${f.message}`),
+    ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
+    ...(s.findings.length > 5 ? [`  ... ${s.findings.length - 5} more findings (--json lists them)`] : []),
     ...s.clientErrors.map((e) => `  client error: ${e}`),
-    `  history: ${s.historyFile}${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
+    // A stress run is real processes racing: it does not replay; its history is judged again as it is.
+    `  history: ${s.historyFile} (judge it again: lockcheck check ${s.historyFile})${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
   ].join('\n');
 }

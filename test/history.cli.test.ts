@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { StressSummary } from '../cli/stress.ts';
+import { summaryText } from '../cli/stress.ts';
 
 /** `lockcheck check` as a user runs it: a child process, its exit code, its output. */
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-check-'));
@@ -93,5 +95,20 @@ describe('lockcheck check', () => {
     const r = lockcheck(['check', join(FIXTURES, 'safe.jsonl'), '--store-policy', 'fenced']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown store policy 'fenced' \(known: unfenced, monotonic, strict, transactional\)/);
+  });
+});
+
+describe('the stress summary', () => {
+  it('names the lines of each finding, says how many it left out, and how to judge the history again', () => {
+    const finding = { check: 'overlapping-holds', property: 'MUTEX-1', message: 'two clients believed they held r at once', events: [3, 7] } as const;
+    const summary = {
+      backend: 'redis-single', store: 'unfenced', clients: 2, seconds: 1, nemesis: [], seed: 1, verdict: 'violation', operations: 10, opsPerSecond: 10, cycles: 2,
+      holds: 2, overlappingHolds: 7, lostUpdates: 0, staleWritesAccepted: 0, writesRejected: 0, unknownOutcomes: 0, faults: 0, durationMs: 1000, overheadMs: 0,
+      clientErrors: [], checks: [], findings: Array.from({ length: 7 }, () => finding), historyFile: 'out/history.jsonl', reportFile: 'out/history.html',
+    } as unknown as StressSummary;
+    const text = summaryText(summary);
+    expect(text).toMatch(/^ {2}MUTEX-1: two clients believed they held r at once \[lines 4, 8\]$/m);
+    expect(text).toMatch(/\.\.\. 2 more findings \(--json lists them\)/);
+    expect(text).toMatch(/history: out\/history\.jsonl \(judge it again: lockcheck check out\/history\.jsonl\)/);
   });
 });
