@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import type { CheckOptions, CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
+import type { Hold } from '../conformance/history/holds.ts';
+import { holdIntervals, overlappingHolds } from '../conformance/history/holds.ts';
 import { HistoryFormatError, parseHistory, validateHistory } from '../conformance/history/parse.ts';
 
 /**
@@ -57,6 +60,43 @@ describe('MUTEX-1: overlapping holds as the clients believed them', () => {
     ]);
     expect(f.events).toEqual([0, 1, 2, 3, 4]);
     expect(r.counts.overlappingHolds).toBe(1);
+  });
+
+  it('20,000 session locks never released (every pair overlaps) are counted without building a finding per pair', () => {
+    // 2 × 10^8 pairs: a message per pair took minutes; the count is n(n-1)/2 and 20 findings are kept.
+    const n = 20_000;
+    const h = history(...Array.from({ length: n }, (_, p) => [inv(p, 2 * p, 'acquire'), ok(p, 2 * p + 1, 'acquire', { owner: `o${p}` })]));
+    const list = overlappingHolds(holdIntervals(h), 20);
+    expect(list.total).toBe((n * (n - 1)) / 2);
+    expect(list.kept).toHaveLength(20);
+    expect(list.kept[19]!.intervals).toEqual([
+      { process: 0, resource: 'r', start: 1, end: null },
+      { process: 20, resource: 'r', start: 41, end: null },
+    ]);
+  }, 20_000);
+
+  /** Per process, disjoint holds one after another; several processes on two resources. */
+  const holdSets = fc.array(fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 8 }), fc.boolean()), { maxLength: 6 }), { maxLength: 5 }).map((perProcess) =>
+    perProcess.flatMap((spans, process) => {
+      let t = 0;
+      return spans.map(([gap, length, other], k): Hold => {
+        const start = (t += gap);
+        t += length;
+        return { process, resource: other ? 's' : 'r', owner: undefined, token: undefined, start, end: k === spans.length - 1 && length > 6 ? Infinity : t, endedBy: 'release', events: [], grantIndex: process * 100 + k };
+      });
+    }),
+  );
+  test.prop([holdSets], { seed: 20161010 })('counts exactly the pairs of different processes that share an instant, and keeps them in order', (holds) => {
+    const sorted = [...holds].sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
+    const pairs: [Hold, Hold][] = [];
+    // Resources in the order they first hold (as findings are listed).
+    for (const resource of new Set(sorted.map((h) => h.resource))) {
+      const hs = sorted.filter((h) => h.resource === resource);
+      for (let i = 0; i < hs.length; i++) for (let j = i + 1; j < hs.length; j++) if (hs[i]!.process !== hs[j]!.process && hs[j]!.start < hs[i]!.end) pairs.push([hs[i]!, hs[j]!]);
+    }
+    const list = overlappingHolds(sorted, 3);
+    expect(list.total).toBe(pairs.length);
+    expect(list.kept.map((f) => f.intervals!.map((x) => x.process))).toEqual(pairs.slice(0, 3).map(([a, b]) => [a.process, b.process]));
   });
 
   it('findings name the lines (1-based, as the text report lists them), processes, operations and times', () => {

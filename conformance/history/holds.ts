@@ -1,5 +1,4 @@
 import type { History, OperationEvent, SignalEvent } from './event.ts';
-import type { Finding } from './findings.ts';
 import { FindingList, sortedUnique } from './findings.ts';
 import { groupBy } from './group.ts';
 import { ms } from './operations.ts';
@@ -109,26 +108,54 @@ function describeHold(h: Hold): string {
   return `process ${h.process} from ${ms(h.start)} to ${ms(h.end)} ms (granted on line ${h.grantIndex + 1}${h.token === undefined ? '' : `, token ${h.token}`}; ended by ${h.endedBy})`;
 }
 
-/** Pairs of holds of one resource, by different processes, that share an instant. */
+/** The first index of the ascending `xs` at or after `from` whose value is at least `x`. */
+function lowerBound(xs: Float64Array, x: number, from = 0): number {
+  let lo = from;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * Pairs of holds of one resource, by different processes, that share an
+ * instant. Counted by binary search and built only while kept, so that many
+ * holds at once (thousands of session locks never released: every pair
+ * overlaps) cost O(n log n), not a message per pair.
+ */
 export function overlappingHolds(holds: readonly Hold[], maxFindings: number): FindingList {
   const list = new FindingList(maxFindings);
   const byResource = groupBy(holds, (h) => h.resource);
-  for (const [resource, hs] of byResource) {
-    // hs is sorted by start; an interval can only overlap later ones that start before it ends.
+  for (const [resource, unsorted] of byResource) {
+    const hs = [...unsorted].sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
+    const starts = Float64Array.from(hs, (h) => h.start);
+    // Per process, the starts of its holds in this order, and each hold's place among them.
+    const byProcess = groupBy(hs, (h) => h.process);
+    const processStarts = new Map([...byProcess].map(([p, ph]) => [p, Float64Array.from(ph, (h) => h.start)]));
+    const place = new Map<Hold, number>();
+    for (const ph of byProcess.values()) ph.forEach((h, k) => place.set(h, k));
     for (let i = 0; i < hs.length; i++) {
       const a = hs[i]!;
-      for (let j = i + 1; j < hs.length && hs[j]!.start < a.end; j++) {
+      // Later holds overlap a exactly when they start before it ends; those of its own process do not count.
+      const upper = lowerBound(starts, a.end, i + 1);
+      const own = lowerBound(processStarts.get(a.process)!, a.end, place.get(a)! + 1) - place.get(a)! - 1;
+      let pairs = upper - i - 1 - own;
+      for (let j = i + 1; j < upper && pairs > 0 && list.room; j++) {
         const b = hs[j]!;
         if (b.process === a.process) continue;
-        const finding: Finding = {
+        pairs--;
+        list.add({
           check: 'overlapping-holds',
           property: 'MUTEX-1',
           message: `two clients believed they held '${resource}' at once: ${describeHold(a)} and ${describeHold(b)}`,
           events: sortedUnique([...a.events, ...b.events]),
           intervals: [a, b].map((h) => ({ process: h.process, resource, start: h.start, end: Number.isFinite(h.end) ? h.end : null })),
-        };
-        list.add(finding);
+        });
       }
+      list.count(pairs);
     }
   }
   return list;
