@@ -6,6 +6,7 @@ import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
 import type { Hold } from '../conformance/history/holds.ts';
 import { holdIntervals, overlappingHolds } from '../conformance/history/holds.ts';
+import { faultIntervals } from '../conformance/history/operations.ts';
 import { HistoryFormatError, parseHistory, validateHistory } from '../conformance/history/parse.ts';
 
 /**
@@ -259,6 +260,17 @@ describe('FENCE-2: stale writes accepted by a fenced store', () => {
 });
 
 describe('the report', () => {
+  it('pairs 60,000 faults begun at once with their ends, oldest first, in linear time', () => {
+    // The pairing copied its queue of open begins at every begin and every end: 60,000 at once took minutes.
+    const n = 60_000;
+    const fault = (type: string, t: number) => ev(type, 'nemesis', t, 'fault', { fault: 'pause-client', target: 'client 1' });
+    const h = history([...Array.from({ length: n }, (_, i) => fault('invoke', i)), ...Array.from({ length: n - 1 }, (_, i) => fault('ok', n + i))]);
+    const faults = faultIntervals(h);
+    expect(faults).toHaveLength(n);
+    expect(faults[0]).toMatchObject({ start: 0, end: n, beginIndex: 0, endIndex: n });
+    expect(faults[n - 1]).toMatchObject({ start: n - 1, end: 2 * n - 2, beginIndex: n - 1, endIndex: undefined });
+  }, 20_000);
+
   it('counts operations, unknown outcomes and faults; the verdict is the worst check', () => {
     const r = check(
       history(
