@@ -50,7 +50,7 @@ commands:
             (defaults: 5 clients, 10 s, unfenced, 3 resources, ttl 500-2000 ms, which also paces the nemesis, out
             lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
 
-options:
+options (a command refuses an option it does not take, exit 2):
   --runs N          schedules per backend or cell (matrix default 30, run default 100); the first
                     are the model's shortest counterexamples for the design, then generated ones
   --seed S          fast-check seed (default 20161010)
@@ -116,6 +116,31 @@ function serverChoice(redis: readonly string[] | undefined, pg: string | undefin
   return { ...(urls !== undefined ? { redis: urls } : {}), ...(pg !== undefined ? { pg } : {}) };
 }
 
+/**
+ * The options each command reads (--redis and --pg aside: each command says
+ * itself whether it takes servers). parseArgs knows every command's options,
+ * so without this one command's option given to another was silently ignored
+ * (`check h.jsonl --seconds 60` ran with the default budget).
+ */
+const COMMAND_OPTIONS: Record<string, readonly string[]> = {
+  matrix: ['runs', 'seed', 'out', 'json', 'junit', 'backend', 'faults', 'stress-seconds'],
+  run: ['backend', 'faults', 'path', 'seed', 'runs', 'json', 'junit', 'counterexample'],
+  replay: ['backend'],
+  check: ['json', 'report', 'store-policy', 'timeout-ms', 'memory-mib'],
+  failover: ['json'],
+  stress: ['backend', 'nemesis', 'store', 'ttl', 'clients', 'seconds', 'seed', 'resources', 'json', 'out'],
+  explore: ['depth', 'max-states', 'design', 'fault', 'seconds', 'budget', 'memory-mib', 'jobs'],
+};
+
+function rejectForeignOptions(command: string, values: Record<string, unknown>): void {
+  const takes = COMMAND_OPTIONS[command];
+  if (takes === undefined) return; // an unknown command: the switch says so
+  for (const [option, value] of Object.entries(values)) {
+    if (value === undefined || option === 'help' || option === 'redis' || option === 'pg' || takes.includes(option)) continue;
+    throw new UsageError(`${command} does not take --${option} (it takes ${takes.map((o) => `--${o}`).join(', ')})`);
+  }
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: [...argv],
@@ -157,6 +182,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...rest] = positionals;
+  rejectForeignOptions(command ?? 'explore', values);
   const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);
   const servers = serverChoice(values.redis, values.pg);
   switch (command) {

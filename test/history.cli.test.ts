@@ -96,6 +96,16 @@ describe('lockcheck check', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown store policy 'fenced' \(known: unfenced, monotonic, strict, transactional\)/);
   });
+
+  it("another command's option: exit 2 naming it and what the command takes, instead of being ignored", () => {
+    const r = lockcheck(['check', join(FIXTURES, 'safe.jsonl'), '--seconds', '60']);
+    expect(r.code, r.stdout).toBe(2);
+    expect(r.stderr).toMatch(/check does not take --seconds \(it takes --json, --report, --store-policy, --timeout-ms, --memory-mib\)/);
+    // Before any server starts.
+    const s = lockcheck(['stress', '--backend', 'redis-single', '--timeout-ms', '5']);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toMatch(/stress does not take --timeout-ms/);
+  });
 });
 
 describe('the stress summary', () => {
