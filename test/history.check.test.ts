@@ -7,6 +7,7 @@ import type { History } from '../conformance/history/event.ts';
 import type { Hold } from '../conformance/history/holds.ts';
 import { holdIntervals, overlappingHolds } from '../conformance/history/holds.ts';
 import { faultIntervals } from '../conformance/history/operations.ts';
+import { historyReportHtml } from '../conformance/history/report.ts';
 import { HistoryFormatError, parseHistory, validateHistory } from '../conformance/history/parse.ts';
 
 /**
@@ -260,6 +261,13 @@ describe('FENCE-2: stale writes accepted by a fenced store', () => {
 });
 
 describe('the report', () => {
+  it("the timeline's operations name their lines (1-based), like the findings", () => {
+    const h = history(acquire(0, 0, 5, { validUntil: 100 }), inv(1, 6, 'acquire'));
+    const html = historyReportHtml(h, check(h));
+    expect(html).toMatch(/process 0: acquire 'r' .*-&gt; ok \(0\.\.5 ms; lines 1, 2\)/);
+    expect(html).toMatch(/process 1: acquire 'r' .*-&gt; pending \(6\.\.6 ms; line 3\)/);
+  });
+
   it('pairs 60,000 faults begun at once with their ends, oldest first, in linear time', () => {
     // The pairing copied its queue of open begins at every begin and every end: 60,000 at once took minutes.
     const n = 60_000;
