@@ -101,6 +101,13 @@ describe('MUTEX-1: overlapping holds as the clients believed them', () => {
     expect(list.kept.map((f) => f.intervals!.map((x) => x.process))).toEqual(pairs.slice(0, 3).map(([a, b]) => [a.process, b.process]));
   });
 
+  it('a hold without deadline after its acquire asked for a ttl says so (a recorder that left out validUntil)', () => {
+    // acquire() gives ttlMs 100 on the invoke; neither ok carries validUntil: both holds last to the end of the history.
+    const r = check(history(acquire(0, 0, 5, {}), acquire(1, 200, 205, { validUntil: 300 })));
+    const f = r.findings.find((x) => x.property === 'MUTEX-1')!;
+    expect(f.message).toMatch(/process 0 from 5 to ∞ ms \(granted on line 2; ended by history-end; no deadline: its acquire asked for a ttl of 100 ms but its ok carries no validUntil, so it lasts until a release or signal\) and process 1 from 205 to 300 ms \(granted on line 4; ended by deadline\)$/);
+  });
+
   it('findings name the lines (1-based, as the text report lists them), processes, operations and times', () => {
     // Line 1 and 2: process 0's acquire; lines 3 and 4: process 1's; line 5: process 0's release.
     const r = check(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 10, 20, { validUntil: 120 }), release(0, 30, 31)));

@@ -26,6 +26,8 @@ export interface Hold {
   readonly events: readonly number[];
   /** The acquire ok this belief descends from. */
   readonly grantIndex: number;
+  /** A ttl the acquire asked for although its ok carries no validUntil (a hold without deadline: often a recorder that forgot it). */
+  readonly ttlWithoutDeadline?: number;
 }
 
 interface Current {
@@ -36,6 +38,7 @@ interface Current {
   deadline: number;
   readonly events: number[];
   readonly grantIndex: number;
+  readonly ttlWithoutDeadline?: number;
 }
 
 function sameLease(c: Current, e: { readonly owner?: string; readonly token?: string }): boolean {
@@ -51,7 +54,18 @@ export function holdIntervals(history: History): Hold[] {
     const end = Math.min(at, c.deadline);
     const endedBy = c.deadline < at ? 'deadline' : by;
     if (end > c.start) {
-      holds.push({ process, resource: c.resource, owner: c.owner, token: c.token, start: c.start, end, endedBy, events: sortedUnique([...c.events, endedBy === 'deadline' ? undefined : index]), grantIndex: c.grantIndex });
+      holds.push({
+        process,
+        resource: c.resource,
+        owner: c.owner,
+        token: c.token,
+        start: c.start,
+        end,
+        endedBy,
+        events: sortedUnique([...c.events, endedBy === 'deadline' ? undefined : index]),
+        grantIndex: c.grantIndex,
+        ...(c.ttlWithoutDeadline === undefined || Number.isFinite(c.deadline) ? {} : { ttlWithoutDeadline: c.ttlWithoutDeadline }),
+      });
     }
     current.delete(keyOf(process, c.resource));
   };
@@ -73,7 +87,18 @@ export function holdIntervals(history: History): Hold[] {
     switch (op.op) {
       case 'acquire':
         if (op.type === 'invoke' && c !== undefined) close(process, c, op.time, 'reacquire', i);
-        if (op.type === 'ok') current.set(keyOf(process, op.resource), { resource: op.resource, owner: op.owner, token: op.token, start: op.time, deadline: op.validUntil ?? Infinity, events: [invokeIndex, i], grantIndex: i });
+        if (op.type === 'ok') {
+          current.set(keyOf(process, op.resource), {
+            resource: op.resource,
+            owner: op.owner,
+            token: op.token,
+            start: op.time,
+            deadline: op.validUntil ?? Infinity,
+            events: [invokeIndex, i],
+            grantIndex: i,
+            ...(op.validUntil === undefined && op.ttlMs !== undefined ? { ttlWithoutDeadline: op.ttlMs } : {}),
+          });
+        }
         return;
       case 'extend':
         if (op.type === 'ok') {
@@ -105,7 +130,9 @@ function unreachable(x: never): never {
 }
 
 function describeHold(h: Hold): string {
-  return `process ${h.process} from ${ms(h.start)} to ${ms(h.end)} ms (granted on line ${h.grantIndex + 1}${h.token === undefined ? '' : `, token ${h.token}`}; ended by ${h.endedBy})`;
+  // A hold without deadline after a ttl was asked is what a recorder that left out validUntil produces: say so.
+  const noDeadline = h.ttlWithoutDeadline === undefined ? '' : `; no deadline: its acquire asked for a ttl of ${ms(h.ttlWithoutDeadline)} ms but its ok carries no validUntil, so it lasts until a release or signal`;
+  return `process ${h.process} from ${ms(h.start)} to ${ms(h.end)} ms (granted on line ${h.grantIndex + 1}${h.token === undefined ? '' : `, token ${h.token}`}; ended by ${h.endedBy}${noDeadline})`;
 }
 
 /** The first index of the ascending `xs` at or after `from` whose value is at least `x`. */
