@@ -479,6 +479,13 @@ describe('corpus parsers', () => {
     expect(err).toBeInstanceOf(CorpusParseError);
     expect((err as CorpusParseError).line).toBe(2);
   });
+  it('fail with a typed error, not a stack overflow, on forms nested 100,000 deep (open, closed, or discarded)', () => {
+    for (const text of ['['.repeat(100_000), '['.repeat(100_000) + ']'.repeat(100_000), '#_'.repeat(100_000) + '1 2']) {
+      expect(() => readEdn(text)).toThrow(/forms nested deeper than 256/);
+      expect(() => readEdn(text)).toThrow(CorpusParseError);
+    }
+    expect(readEdn('['.repeat(200) + ']'.repeat(200))).toBeDefined();
+  });
   it('reject an etcd log line of no known shape, and a completion with no invoke', () => {
     expect(() => parseEtcdLog('INFO  jepsen.util - 1\t:invoke\t:frob\tnil\n')).toThrow(CorpusParseError);
     expect(() => parseEtcdLog('INFO  jepsen.util - 1\t:ok\t:read\t3\n')).toThrow(/no open invoke/);
