@@ -237,6 +237,14 @@ describe('checkLinearizability on small histories', () => {
     expect(bounded).toMatchObject({ verdict: 'unknown', reason: 'memory' });
     expect(bounded.stats.configurations).toBeGreaterThan(1000);
     expect(checkLinearizability(etcdRegister(), hard).verdict).toBe('not-linearizable');
+    // The same bound through checkHistoryLinearizability, which checks a whole recorded history object by object.
+    const events = [
+      ...hard.slice(0, 16).map((o) => ({ type: 'invoke', process: o.process, time: o.call, op: 'write', resource: 'r', key: 'k', value: String((o.input as { value: number }).value) })),
+      ...hard.slice(0, 16).map((o) => ({ type: 'ok', process: o.process, time: o.return, op: 'write', resource: 'r', key: 'k' })),
+      { type: 'invoke', process: 0, time: 200, op: 'read', resource: 'r', key: 'k' },
+      { type: 'ok', process: 0, time: 201, op: 'read', resource: 'r', key: 'k', value: '99' },
+    ] as unknown as History;
+    expect(checkHistoryLinearizability(events, { maxMemoryBytes: 4 * 2 ** 20 })[0]!.result).toMatchObject({ verdict: 'unknown', reason: 'memory' });
   });
 
   it('rejects operations with impossible times with a typed error', () => {

@@ -136,7 +136,8 @@ export interface ObjectVerdict {
 export function checkHistoryLinearizability(history: History, options: CheckOptions = {}): ObjectVerdict[] {
   const clock = options.clock ?? (() => performance.now());
   const deadline = options.timeoutMs === undefined ? Infinity : clock() + options.timeoutMs;
-  const left = (): CheckOptions => ({ clock, ...(deadline === Infinity ? {} : { timeoutMs: Math.max(0, deadline - clock()) }) });
+  // Every option passes through (the memory bound included); only the time left shrinks from object to object.
+  const left = (): CheckOptions => ({ ...options, clock, ...(deadline === Infinity ? {} : { timeoutMs: Math.max(0, deadline - clock()) }) });
   const verdicts: ObjectVerdict[] = [];
   for (const h of lockHistories(history)) verdicts.push({ object: h.object, kind: 'lock', events: h.events, result: checkLinearizability(leaseLock(), h.operations, left()) });
   for (const h of registerHistories(history)) verdicts.push({ object: h.object, kind: 'register', events: h.events, result: checkLinearizability(etcdRegister(), h.operations, left()) });
