@@ -12,7 +12,7 @@ import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { checkCommand } from './check.ts';
 import { failoverCommand } from './failover.ts';
-import { stressCommand } from './stress.ts';
+import { MalformedRecordingError, stressCommand } from './stress.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
 import { exploreCommand } from './explore.ts';
@@ -323,6 +323,9 @@ main(process.argv.slice(2)).then(
   (e: unknown) => {
     if (e instanceof UsageError || e instanceof ServerUrlError || e instanceof AdapterApiError || e instanceof FaultNotOfferedError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
+      process.exitCode = 2;
+    } else if (e instanceof MalformedRecordingError) {
+      console.error(`lockcheck: ${e.message}`);
       process.exitCode = 2;
     } else if (e instanceof EnvironmentError) {
       // The message already ends with the fix (EnvironmentError appends it).

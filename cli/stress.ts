@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History, StorePolicy } from '../conformance/history/event.ts';
+import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { toJsonl } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
@@ -55,18 +56,45 @@ export function storeOf(o: Pick<StressOptions, 'backend' | 'store'>): StorePolic
   return o.backend === 'pg-xact' ? 'transactional' : o.store;
 }
 
+/**
+ * A run's history that the format refuses: a client recorded what `lockcheck
+ * check` would reject (an adapter's lease with an empty owner, a negative
+ * token, a deadline that is not a number...). It is not judged: the checkers
+ * assume the format, and a verdict on it would not be the one `lockcheck
+ * check` gives on the file written.
+ */
+export class MalformedRecordingError extends Error {
+  override readonly name = 'MalformedRecordingError';
+  constructor(
+    readonly problem: HistoryFormatError,
+    readonly historyFile: string | undefined,
+  ) {
+    super(
+      `the recorded history is not valid, so it is not judged: ${problem.message}${historyFile === undefined ? '' : ` (in ${historyFile})`}; a client recorded what the history format does not allow: an adapter's lease (owner, token, validUntilMs)? (the format: docs/histories.md)`,
+    );
+  }
+}
+
+/** The recorded history, checked against the format as `lockcheck check` reads it; throws MalformedRecordingError. */
+export function validRecording(recorded: History, historyFile?: string): History {
+  const checked = validateHistory(recorded);
+  if (checked instanceof HistoryFormatError) throw new MalformedRecordingError(checked, historyFile);
+  return checked;
+}
+
 /** Runs, checks, and writes `<out>/history.jsonl` and `<out>/history.html`. */
 export async function stressAndCheck(o: StressOptions, out: string): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
   const run = await runStress(o);
   const store = storeOf(o);
-  const history: History = [
+  const recorded: History = [
     { type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `lockcheck stress --backend ${o.adapter?.name ?? o.backend} --clients ${o.clients} --seconds ${o.seconds} --nemesis ${o.nemesis.join(',') || 'none'} --seed ${o.seed} --store ${store}` },
     ...run.history,
   ];
-  const report = checkHistory(history, { storePolicy: store });
   mkdirSync(out, { recursive: true });
   const historyFile = join(out, 'history.jsonl');
-  writeFileSync(historyFile, toJsonl(history));
+  writeFileSync(historyFile, toJsonl(recorded));
+  const history = validRecording(recorded, historyFile);
+  const report = checkHistory(history, { storePolicy: store });
   const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`) : null;
   const c = report.counts;
   const summary: StressSummary = {

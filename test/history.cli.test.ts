@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StressSummary } from '../cli/stress.ts';
-import { summaryText } from '../cli/stress.ts';
+import { MalformedRecordingError, summaryText, validRecording } from '../cli/stress.ts';
+import type { History } from '../conformance/history/event.ts';
 
 /** `lockcheck check` as a user runs it: a child process, its exit code, its output. */
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-check-'));
@@ -120,5 +121,25 @@ describe('the stress summary', () => {
     expect(text).toMatch(/^ {2}MUTEX-1: two clients believed they held r at once \[lines 4, 8\]$/m);
     expect(text).toMatch(/\.\.\. 2 more findings \(--json lists them\)/);
     expect(text).toMatch(/history: out\/history\.jsonl \(judge it again: lockcheck check out\/history\.jsonl\)/);
+  });
+});
+
+describe("a stress run's recorded history", () => {
+  it('is judged only if lockcheck check would read it: an adapter lease with an empty owner or a negative token is named, not judged', () => {
+    const meta = { type: 'meta', store: 'strict' };
+    const acquire = (grant: Record<string, unknown>) => [
+      { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
+      { type: 'ok', process: 0, time: 1, op: 'acquire', resource: 'r', ...grant },
+    ];
+    expect(validRecording([meta, ...acquire({ owner: 'a', token: '1', validUntil: 90 })] as unknown as History)).toHaveLength(3);
+    for (const [grant, field] of [
+      [{ owner: '', token: '1' }, 'owner'],
+      [{ owner: 'a', token: '-1' }, 'token'],
+      [{ owner: 'a', token: '1', validUntil: null }, 'validUntil'],
+    ] as const) {
+      const bad = [meta, ...acquire(grant)] as unknown as History;
+      expect(() => validRecording(bad, 'out/history.jsonl')).toThrow(MalformedRecordingError);
+      expect(() => validRecording(bad, 'out/history.jsonl')).toThrow(new RegExp(`not judged: line 3, field '${field}'.* \\(in out/history\\.jsonl\\); .*an adapter's lease`));
+    }
   });
 });
