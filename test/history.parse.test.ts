@@ -40,6 +40,13 @@ describe('decodeHistory', () => {
       expect((r as HistoryFormatError).message).toMatch(/^line 1: the file is UTF-16 .* a history is UTF-8/);
     }
   });
+
+  it('refuses a file larger than one string can hold with a typed error, not a throw from the decoder', () => {
+    const r = decodeHistory(Buffer.from('{"type":"meta"}\n'.repeat(10)), 100);
+    expect(r).toBeInstanceOf(HistoryFormatError);
+    expect((r as HistoryFormatError).message).toMatch(/^line 1: the file has 160 bytes; a history is read whole, as one string of at most 100 characters: split it/);
+    expect(decodeHistory(Buffer.from('{"type":"meta"}'), 100)).toBe('{"type":"meta"}');
+  });
 });
 
 describe('parseHistory', () => {

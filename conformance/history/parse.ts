@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
 
 /**
@@ -209,7 +210,11 @@ export function validateHistory(values: readonly unknown[]): History | HistoryFo
  * dropped (editors and Windows tools write one). UTF-16 (what PowerShell's
  * `>` writes) is named as such instead of failing as 'not JSON' on line 1.
  */
-export function decodeHistory(bytes: Uint8Array): string | HistoryFormatError {
+export function decodeHistory(bytes: Uint8Array, maxChars = constants.MAX_STRING_LENGTH): string | HistoryFormatError {
+  // UTF-8 never decodes to more UTF-16 units than it has bytes: under the bound, the text fits in one string.
+  if (bytes.byteLength > maxChars) {
+    return new HistoryFormatError(1, undefined, `the file has ${bytes.byteLength} bytes; a history is read whole, as one string of at most ${maxChars} characters: split it (by resource: each is judged on its own)`);
+  }
   if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
     return new HistoryFormatError(1, undefined, 'the file is UTF-16 (it starts with a UTF-16 byte-order mark); a history is UTF-8 text (PowerShell: Out-File -Encoding utf8)');
   }
