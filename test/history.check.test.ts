@@ -267,6 +267,25 @@ describe('FENCE-2: stale writes accepted by a fenced store', () => {
   });
 });
 
+describe('registers are told apart whatever their names', () => {
+  it("'a/b' key 'c' and 'a' key 'b/c' are two registers (LIN-1), and so are names with a NUL in them (STORE-1)", () => {
+    const w = (p: number, t: number, resource: string, key: string, value: string, prev?: string | null) => [
+      inv(p, t, 'write', { resource, key, value, ...(prev === undefined ? {} : { prev }) }),
+      ok(p, t + 1, 'write', { resource, key }),
+    ];
+    const r = (p: number, t: number, resource: string, key: string, value: string) => [inv(p, t, 'read', { resource, key }), ok(p, t + 1, 'read', { resource, key, value })];
+    const slash = check(history(w(0, 0, 'a/b', 'c', '1'), w(1, 2, 'a', 'b/c', '2'), r(0, 4, 'a/b', 'c', '1')));
+    expect(slash.verdict).toBe('safe');
+    expect(slash.checks.find((c) => c.check === 'register-linearizable')?.verdict).toBe('safe');
+    const nul = check(history(w(0, 0, 'a\u0000b', 'c', '1', null), w(1, 2, 'a', 'b\u0000c', '2', null)));
+    expect(nul.counts.lostUpdates).toBe(0);
+    expect(nul.verdict).toBe('safe');
+    // Named so that one can tell which: quoted when a name has a '/'.
+    const bad = check(history(w(0, 0, 'a/b', 'c', '1'), r(0, 4, 'a/b', 'c', '2'), r(0, 6, 'a/b', 'c', '3')));
+    expect(bad.findings.find((f) => f.check === 'register-linearizable')?.message).toMatch(/^register 'a\/b' key 'c' is not linearizable/);
+  });
+});
+
 describe('the report', () => {
   it("the timeline's operations name their lines (1-based), like the findings", () => {
     const h = history(acquire(0, 0, 5, { validUntil: 100 }), inv(1, 6, 'acquire'));

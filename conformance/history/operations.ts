@@ -1,4 +1,5 @@
 import type { FaultEvent, History, OperationEvent } from './event.ts';
+import { compositeKey } from './group.ts';
 
 /**
  * A history's operations: each invoke paired with its completion. What the
@@ -62,7 +63,7 @@ export function faultIntervals(history: History): FaultInterval[] {
     lastTime = Math.max(lastTime, e.time);
     if (e.type === 'signal' || e.process !== 'nemesis') return;
     const f = e as FaultEvent;
-    const key = `${f.fault}\u0000${f.target ?? ''}`;
+    const key = compositeKey(f.fault, f.target ?? '');
     let queue = open.get(key);
     if (queue === undefined) open.set(key, (queue = { begins: [], head: 0 }));
     if (f.type === 'invoke') queue.begins.push(i);

@@ -1,5 +1,6 @@
 import { constants } from 'node:buffer';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
+import { compositeKey } from './group.ts';
 
 /**
  * Reading a history (spec/SPEC.md 10.2, 10.3): JSONL in, a typed `History`
@@ -135,7 +136,7 @@ function faultEvent(o: Record<string, unknown>, type: string, time: number, stat
   if (o.op !== 'fault') throw new Bad('op', `the nemesis records only op 'fault', got ${describe(o.op)}`);
   if (type !== 'invoke' && type !== 'ok' && type !== 'info') throw new Bad('type', `a fault is 'invoke' (begins) or 'ok'/'info' (ends), got ${describe(type)}`);
   const rest = fields(o, FAULT_FIELDS, (n) => n === 'invoke') as { fault: string; target?: string };
-  const key = `${rest.fault}\u0000${rest.target ?? ''}`;
+  const key = compositeKey(rest.fault, rest.target ?? '');
   if (type === 'invoke') state.faults.set(key, (state.faults.get(key) ?? 0) + 1);
   else {
     const n = state.faults.get(key) ?? 0;

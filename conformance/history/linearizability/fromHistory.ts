@@ -1,4 +1,5 @@
 import type { History, HistoryEvent, OperationEvent } from '../event.ts';
+import { compositeKey } from '../group.ts';
 import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from './check.ts';
 import { leaseLock, type LeaseLockInput } from './models/leaseLock.ts';
 import { etcdRegister, type RegisterInput, type RegisterOutput } from './models/register.ts';
@@ -103,12 +104,19 @@ export function lockHistories(history: History): ObjectHistory<LeaseLockInput, u
   }));
 }
 
+/** A register as people read it: resource/key, quoted when either has a '/' (so that the name says which register). */
+function registerName(e: OperationEvent): string {
+  const { resource, key } = e as OperationEvent & { readonly key: string };
+  return resource.includes('/') || key.includes('/') ? `'${resource}' key '${key}'` : `${resource}/${key}`;
+}
+
 /** Per store register (resource and key), its writes and reads; a read of null saw it never written. */
 export function registerHistories(history: History): ObjectHistory<RegisterInput, RegisterOutput>[] {
   const paired = pair(history).filter((p) => p.invoke.op === 'write' || (p.invoke.op === 'read' && p.done !== undefined));
-  const byKey = group(paired, (p) => (p.invoke.op === 'write' || p.invoke.op === 'read' ? `${p.invoke.resource}/${p.invoke.key}` : undefined));
-  return [...byKey].map(([key, ps]) => ({
-    object: `register ${key}`,
+  // Grouped by an unambiguous key ('a/b' + 'c' is not 'a' + 'b/c'); named for people as resource/key.
+  const byKey = group(paired, (p) => (p.invoke.op === 'write' || p.invoke.op === 'read' ? compositeKey(p.invoke.resource, p.invoke.key) : undefined));
+  return [...byKey].map(([, ps]) => ({
+    object: `register ${registerName(ps[0]!.invoke)}`,
     events: ps.map((p) => p.index),
     operations: ps.map((p): Operation<RegisterInput, RegisterOutput> => {
       const inv = p.invoke;
