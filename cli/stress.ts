@@ -39,7 +39,10 @@ export interface StressSummary {
   readonly staleWritesAccepted: number;
   readonly writesRejected: number;
   readonly unknownOutcomes: number;
+  /** Faults the nemesis injected (one may take several steps: pause a client, then terminate its backend). */
   readonly faults: number;
+  /** The fault intervals the history records (what `lockcheck check` counts as faults). */
+  readonly faultIntervals: number;
   readonly durationMs: number;
   readonly overheadMs: number;
   readonly clientErrors: readonly string[];
@@ -115,6 +118,7 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
     writesRejected: c.writesRejected,
     unknownOutcomes: c.unknownOutcomes,
     faults: run.faults,
+    faultIntervals: c.faults,
     durationMs: Math.round(run.durationMs),
     overheadMs: Math.round(run.overheadMs),
     clientErrors: run.clientErrors,
@@ -137,7 +141,7 @@ export async function stressCommand(o: StressCommandOptions): Promise<number> {
 export function summaryText(s: StressSummary): string {
   return [
     `${s.backend} / ${s.store}, ${s.clients} clients, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}`,
-    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${s.holds} holds, ${s.faults} faults`,
+    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${s.holds} holds, ${s.faults} faults injected (${s.faultIntervals} fault intervals in the history)`,
     `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
     ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),

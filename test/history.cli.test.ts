@@ -114,12 +114,14 @@ describe('the stress summary', () => {
     const finding = { check: 'overlapping-holds', property: 'MUTEX-1', message: 'two clients believed they held r at once', events: [3, 7] } as const;
     const summary = {
       backend: 'redis-single', store: 'unfenced', clients: 2, seconds: 1, nemesis: [], seed: 1, verdict: 'violation', operations: 10, opsPerSecond: 10, cycles: 2,
-      holds: 2, overlappingHolds: 7, lostUpdates: 0, staleWritesAccepted: 0, writesRejected: 0, unknownOutcomes: 0, faults: 0, durationMs: 1000, overheadMs: 0,
+      holds: 2, overlappingHolds: 7, lostUpdates: 0, staleWritesAccepted: 0, writesRejected: 0, unknownOutcomes: 0, faults: 3, faultIntervals: 6, durationMs: 1000, overheadMs: 0,
       clientErrors: [], checks: [], findings: Array.from({ length: 7 }, () => finding), historyFile: 'out/history.jsonl', reportFile: 'out/history.html',
     } as unknown as StressSummary;
     const text = summaryText(summary);
     expect(text).toMatch(/^ {2}MUTEX-1: two clients believed they held r at once \[lines 4, 8\]$/m);
     expect(text).toMatch(/\.\.\. 2 more findings \(--json lists them\)/);
+    // What lockcheck check calls faults (intervals in the history) beside what the nemesis did (a strike may be two steps).
+    expect(text).toMatch(/, 2 holds, 3 faults injected \(6 fault intervals in the history\)$/m);
     expect(text).toMatch(/history: out\/history\.jsonl \(judge it again: lockcheck check out\/history\.jsonl\)/);
   });
 });
