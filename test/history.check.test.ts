@@ -108,6 +108,13 @@ describe('MUTEX-1: overlapping holds as the clients believed them', () => {
     expect(f.message).toMatch(/process 0 from 5 to ∞ ms \(granted on line 2; ended by history-end; no deadline: its acquire asked for a ttl of 100 ms but its ok carries no validUntil, so it lasts until a release or signal\) and process 1 from 205 to 300 ms \(granted on line 4; ended by deadline\)$/);
   });
 
+  it("a register's value from before the history, the last operation placed, is named as such (it crashed the report)", () => {
+    // 'v0' is read but never written: the register starts with it. The read of 'x' before anyone wrote 'x' cannot follow it.
+    const r = check(history(read(0, 0, 1, 'x'), write(1, 5, 6, ok, 'x', null), read(0, 10, 11, 'v0')));
+    const lin = r.findings.find((x) => x.check === 'register-linearizable')!;
+    expect(lin.message).toMatch(/1 of its 4 operations .* the last of them the register's value before the history \("v0"\), and then process 0's read of 'x' \(line 1, invoked at 0 ms, returned at 1 ms\) cannot be placed/);
+  });
+
   it('findings name the lines (1-based, as the text report lists them), processes, operations and times', () => {
     // Line 1 and 2: process 0's acquire; lines 3 and 4: process 1's; line 5: process 0's release.
     const r = check(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 10, 20, { validUntil: 120 }), release(0, 30, 31)));

@@ -97,6 +97,11 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
     return { result, list };
   };
   const lock = judge('lock', lockHistories(history), (h) => checkLinearizability(leaseLock(), h.operations, left()));
-  const register = judge('register', registerHistories(history), (h) => checkLinearizability(etcdRegister(), withInitialValue(h, history).operations, left()));
+  // With its initial value in the object (not added inside the search), so that a finding can name that operation too.
+  const register = judge(
+    'register',
+    registerHistories(history).map((h) => withInitialValue(h, history)),
+    (h) => checkLinearizability(etcdRegister(), h.operations, left()),
+  );
   return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
 }
