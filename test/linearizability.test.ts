@@ -20,7 +20,6 @@ import {
   type LeaseLockInput,
   type Model,
   type MutexInput,
-  type NotLinearizable,
   type Operation,
   type RegisterInput,
   type RegisterOutput,
@@ -29,6 +28,7 @@ import {
 import { findCorpora, loadCorpora, prepareCase } from '../conformance/history/linearizability/corpora/catalog.ts';
 import { readEdn } from '../conformance/history/linearizability/corpora/edn.ts';
 import { CorpusParseError } from '../conformance/history/linearizability/corpora/errors.ts';
+import { PartitionSearch } from '../conformance/history/linearizability/search.ts';
 import { leaseLockRelevance } from '../conformance/history/linearizability/models/leaseLockRelevance.ts';
 import { parseKnossosHistory, toRegisterOperations } from '../conformance/history/linearizability/corpora/knossos.ts';
 import { parseEtcdLog } from '../conformance/history/linearizability/corpora/porcupine.ts';
@@ -210,22 +210,24 @@ describe('checkLinearizability on small histories', () => {
     // 0.4 s here; the quadratic bounds took 24 s on this machine, at least 12 s on a quiet one.
   }, 5_000);
 
-  it('keeps the longest linearized prefix in time linear in the steps, also when each block fails a little deeper', () => {
+  it('keeps the longest linearized prefix with copies linear in the steps, also when each block fails a little deeper', () => {
     // Per block: two concurrent writes x and y, then a read of x. The search places x, y first, fails at the read and
-    // keeps the deeper prefix: copying the whole stack each time cost 12,000 blocks × 18,000 operations (about 25 s; now 2.5 s).
-    const blocks = 12_000;
+    // keeps the deeper prefix: copying the whole stack each time was quadratic (16,000 blocks: 34 of 38.7 s).
+    const blocks = 2000;
     const ops: RegOp[] = [];
     for (let i = 0; i < blocks; i++) {
       const t = 10 * i;
       ops.push({ process: 1, call: t, return: t + 2, input: { f: 'write', value: `x${i}` } }, { process: 2, call: t + 1, return: t + 3, input: { f: 'write', value: `y${i}` } }, read(t + 4, t + 5, `x${i}`));
     }
     ops.push(read(10 * blocks, 10 * blocks + 1, 'never written'));
-    const result = checkLinearizability(etcdRegister(), ops, { timeoutMs: 60_000 });
-    expect(result.verdict).toBe('not-linearizable');
-    const { longestPrefix, blocked } = result as NotLinearizable;
-    expect(blocked).toBe(3 * blocks);
-    expect(longestPrefix).toEqual(Array.from({ length: blocks }, (_, i) => [3 * i + 1, 3 * i, 3 * i + 2]).flat());
-  }, 10_000);
+    const search = new PartitionSearch(etcdRegister(), ops);
+    expect(search.run(10_000_000)).toBe('not-linearizable');
+    expect(search.blocked).toBe(3 * blocks);
+    expect([...search.longest]).toEqual(Array.from({ length: blocks }, (_, i) => [3 * i + 1, 3 * i, 3 * i + 2]).flat());
+    // Each stack entry is copied once per push at most: the whole stack each time was about blocks² × 3/2 (6 million) here.
+    expect(search.copied).toBeLessThanOrEqual(search.steps);
+    expect(search.copied).toBeGreaterThanOrEqual(3 * blocks);
+  });
 
   it('stops at its memory bound with unknown (reason memory), never a verdict or a crash', () => {
     // 16 concurrent writes, then a read of a value none wrote: not linearizable, but only after trying every subset of

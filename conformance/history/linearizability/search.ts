@@ -39,6 +39,8 @@ export class PartitionSearch<S, I, O> {
   /** Operations (not drops) in the best stack. */
   private bestCount = 0;
   private lowWater = 0;
+  /** Stack entries copied into the best stack so far (linear in the steps; a test reads it). */
+  copied = 0;
   /** The operation that could not be placed after `longest` (-1: none). */
   blocked = -1;
 
@@ -245,6 +247,7 @@ export class PartitionSearch<S, I, O> {
       this.bestEntry[i] = this.stackEntry[i]!;
       this.bestDropped[i] = this.stackDropped[i]!;
     }
+    this.copied += Math.max(0, sp - this.lowWater);
     this.bestSp = sp;
     this.bestCount = sp - drops;
     this.lowWater = sp;
