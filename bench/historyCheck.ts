@@ -14,7 +14,7 @@ import { checkHistory } from '../conformance/history/check.ts';
 import { formatHistory } from '../conformance/history/format.ts';
 import { linearizabilityChecks } from '../conformance/history/linearizable.ts';
 import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
-import { checkLinearizability, etcdRegister, leaseLock, lockHistories, registerHistories, type Model } from '../conformance/history/linearizability/index.ts';
+import { checkLinearizability, DEFAULT_MAX_MEMORY_BYTES, etcdRegister, leaseLock, lockHistories, registerHistories, type Model } from '../conformance/history/linearizability/index.ts';
 import { simulate } from '../test/fixtures/historySim.ts';
 import { fmtRate, log, out, parseSeconds } from './common.ts';
 
@@ -36,7 +36,7 @@ for (const operations of [1_000, 10_000, 100_000]) {
     if (history instanceof HistoryFormatError) throw history;
     // timeoutMs 0: the search gets one slice per object, so this is (almost all) the interval checks.
     const [report, checkMs] = timed(() => checkHistory(history, { timeoutMs: 0 }));
-    const [lin, linMs] = timed(() => linearizabilityChecks(history, budgetMs, 20));
+    const [lin, linMs] = timed(() => linearizabilityChecks(history, { timeoutMs: budgetMs, maxMemoryBytes: DEFAULT_MAX_MEMORY_BYTES }, 20));
     const n = report.counts.operations;
     out(`| ${fmtRate(n)} | ${lossRate * 100}% | ${fmtRate(history.length)} | ${parseMs.toFixed(0)} | ${checkMs.toFixed(0)} | ${fmtRate(n / ((parseMs + checkMs) / 1000))} | ${linMs.toFixed(0)} | ${lin.lock.verdict} / ${lin.register.verdict} |`);
   }

@@ -1,13 +1,14 @@
-import type { CheckReport } from '../conformance/history/check.ts';
+import type { CheckReport, Finding } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
-import { parseHistory } from '../conformance/history/parse.ts';
+import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
-import { InputFileError, readInputText } from './readInput.ts';
+import { InputFileError, readInputBytes } from './readInput.ts';
 
 /**
  * `lockcheck check <history.jsonl>`: judges a history recorded anywhere.
- * Exit codes: 0 safe, 1 violation, 2 bad input (the message names the line),
+ * Exit codes: 0 safe, 1 violation, 2 bad input (the message names the line;
+ * a history without a client operation is bad input, not safe),
  * 4 unknown (a check could not decide, e.g. the linearizability search timed out).
  */
 export interface CheckCommandOptions {
@@ -17,6 +18,7 @@ export interface CheckCommandOptions {
   readonly report: string | undefined;
   readonly storePolicy: StorePolicy | undefined;
   readonly timeoutMs: number | undefined;
+  readonly maxMemoryBytes: number | undefined;
 }
 
 /** The largest history `check` reads: its events are held in memory several times over (parsed, ordered, searched). */
@@ -25,24 +27,35 @@ export const MAX_HISTORY_BYTES = 256 * 1024 * 1024;
 export const EXIT_BY_VERDICT = { safe: 0, violation: 1, unknown: 4 } as const;
 
 export function checkCommand(o: CheckCommandOptions): number {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readInputText(o.file, MAX_HISTORY_BYTES, 'a history');
+    bytes = readInputBytes(o.file, MAX_HISTORY_BYTES, 'a history');
   } catch (e) {
     if (!(e instanceof InputFileError)) throw e;
     console.error(`lockcheck: ${e.message}`);
     return 2;
   }
-  const history = parseHistory(text);
+  const text = decodeHistory(bytes);
+  const history = text instanceof Error ? text : parseHistory(text);
   if (history instanceof Error) {
     console.error(`lockcheck: ${o.file} is not a valid history: ${history.message}\n(the format: docs/histories.md)`);
     return 2;
   }
-  const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) });
+  // Nothing to judge is not 'safe': an empty or truncated recording would pass as a clean bill of health.
+  if (!history.some((e) => e.type !== 'meta' && e.process !== 'nemesis' && e.type !== 'signal')) {
+    console.error(`lockcheck: ${o.file} has no client operations (${history.length} events): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
+    return 2;
+  }
+  const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}) });
   const html = o.report === undefined ? undefined : writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
   if (o.json) console.log(JSON.stringify({ file: o.file, ...report, ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
   else console.log(reportText(o.file, report, html));
   return EXIT_BY_VERDICT[report.verdict];
+}
+
+/** One finding as the text reports print it: the property, the message, the lines of the events involved. */
+export function findingText(f: Finding): string {
+  return `${f.property}: ${f.message} [lines ${f.events.map((i) => i + 1).join(', ')}]`;
 }
 
 export function reportText(file: string, report: CheckReport, html?: string): string {
@@ -53,7 +66,7 @@ export function reportText(file: string, report: CheckReport, html?: string): st
     `  overlapping holds ${c.overlappingHolds}, lost updates ${c.lostUpdates}, stale writes accepted ${c.staleWritesAccepted}, token order violations ${c.tokenOrderViolations}`,
     `  store policy: ${report.storePolicy ?? 'not given'}`,
     ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
-    ...report.findings.map((f) => `${f.property}: ${f.message} [lines ${f.events.map((i) => i + 1).join(', ')}]`),
+    ...report.findings.map(findingText),
     ...(html === undefined ? [] : [`report: ${html}`]),
   ];
   return lines.join('\n');

@@ -12,7 +12,7 @@ import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { checkCommand } from './check.ts';
 import { failoverCommand } from './failover.ts';
-import { stressCommand } from './stress.ts';
+import { MalformedRecordingError, stressCommand } from './stress.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
 import { exploreCommand } from './explore.ts';
@@ -41,7 +41,7 @@ commands:
   failover  redis-replicated on a primary, a replica and Sentinel it starts itself: the double grant after a
             failover without WAIT, and WAIT 1 (spec 7.9); exit 0 when it agrees with the model
   check     judge a concurrent history recorded anywhere: lockcheck check <history.jsonl | -> (format: docs/histories.md);
-            exit 0 safe, 1 violation, 2 malformed history (the message names the line), 4 unknown
+            exit 0 safe, 1 violation, 2 malformed history (the message names the line) or none to judge, 4 unknown
   stress    concurrent client processes race on real servers under a nemesis; the history is checked
             (docs/stress.md): --backend ${STRESS_BACKENDS.join('|')}|lib:…|./adapter.ts (a library audit, or an
             adapter module whose backend has a \`concurrent\` client) --clients N --seconds S
@@ -50,7 +50,7 @@ commands:
             (defaults: 5 clients, 10 s, unfenced, 3 resources, ttl 500-2000 ms, which also paces the nemesis, out
             lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
 
-options:
+options (a command refuses an option it does not take, exit 2):
   --runs N          schedules per backend or cell (matrix default 30, run default 100); the first
                     are the model's shortest counterexamples for the design, then generated ones
   --seed S          fast-check seed (default 20161010)
@@ -76,7 +76,8 @@ ${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`              
   --json            machine-readable output on stdout
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
-            (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget)
+            (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget,
+            default 10000), --memory-mib M (the linearizability search's memory bound per object, default 1024)
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
                     threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
@@ -113,6 +114,31 @@ function serverChoice(redis: readonly string[] | undefined, pg: string | undefin
   for (const u of urls ?? []) parseRedisUrl(u);
   if (pg !== undefined) parsePostgresUrl(pg);
   return { ...(urls !== undefined ? { redis: urls } : {}), ...(pg !== undefined ? { pg } : {}) };
+}
+
+/**
+ * The options each command reads (--redis and --pg aside: each command says
+ * itself whether it takes servers). parseArgs knows every command's options,
+ * so without this one command's option given to another was silently ignored
+ * (`check h.jsonl --seconds 60` ran with the default budget).
+ */
+const COMMAND_OPTIONS: Record<string, readonly string[]> = {
+  matrix: ['runs', 'seed', 'out', 'json', 'junit', 'backend', 'faults', 'stress-seconds'],
+  run: ['backend', 'faults', 'path', 'seed', 'runs', 'json', 'junit', 'counterexample'],
+  replay: ['backend'],
+  check: ['json', 'report', 'store-policy', 'timeout-ms', 'memory-mib'],
+  failover: ['json'],
+  stress: ['backend', 'nemesis', 'store', 'ttl', 'clients', 'seconds', 'seed', 'resources', 'json', 'out'],
+  explore: ['depth', 'max-states', 'design', 'fault', 'seconds', 'budget', 'memory-mib', 'jobs'],
+};
+
+function rejectForeignOptions(command: string, values: Record<string, unknown>): void {
+  const takes = COMMAND_OPTIONS[command];
+  if (takes === undefined) return; // an unknown command: the switch says so
+  for (const [option, value] of Object.entries(values)) {
+    if (value === undefined || option === 'help' || option === 'redis' || option === 'pg' || takes.includes(option)) continue;
+    throw new UsageError(`${command} does not take --${option} (it takes ${takes.map((o) => `--${o}`).join(', ')})`);
+  }
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -156,6 +182,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...rest] = positionals;
+  rejectForeignOptions(command ?? 'explore', values);
   const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);
   const servers = serverChoice(values.redis, values.pg);
   switch (command) {
@@ -208,6 +235,7 @@ async function main(argv: readonly string[]): Promise<number> {
         report: values.report,
         storePolicy: policy as StorePolicy | undefined,
         timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 1, 86_400_000),
+        maxMemoryBytes: values['memory-mib'] === undefined ? undefined : int(values['memory-mib'], 'memory-mib', 1024, 1, 1 << 20) * 2 ** 20,
       });
     }
     case 'failover': {
@@ -298,6 +326,9 @@ main(process.argv.slice(2)).then(
   (e: unknown) => {
     if (e instanceof UsageError || e instanceof ServerUrlError || e instanceof AdapterApiError || e instanceof FaultNotOfferedError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
+      process.exitCode = 2;
+    } else if (e instanceof MalformedRecordingError) {
+      console.error(`lockcheck: ${e.message}`);
       process.exitCode = 2;
     } else if (e instanceof EnvironmentError) {
       // The message already ends with the fix (EnvironmentError appends it).

@@ -21,7 +21,7 @@ export class InputFileError extends UsageError {
 const CHUNK_BYTES = 1 << 20;
 
 /** Reads `fd` to its end, refusing more than `maxBytes`. */
-function readAll(fd: number, file: string, maxBytes: number, what: string): string {
+function readAll(fd: number, file: string, maxBytes: number, what: string): Buffer {
   const chunks: Buffer[] = [];
   let total = 0;
   for (;;) {
@@ -42,15 +42,15 @@ function readAll(fd: number, file: string, maxBytes: number, what: string): stri
     total += n;
     if (total > maxBytes) throw new InputFileError(file, `${what} larger than ${maxBytes} bytes is refused`);
   }
-  return Buffer.concat(chunks, total).toString('utf8');
+  return Buffer.concat(chunks, total);
 }
 
 /**
- * The text of `file` (`-`: stdin), at most `maxBytes`. A path must name a
+ * The bytes of `file` (`-`: stdin), at most `maxBytes`. A path must name a
  * regular file: it is opened without blocking and checked before any read,
  * so a FIFO, a device or a directory is refused rather than read.
  */
-export function readInputText(file: string, maxBytes: number, what: string): string {
+export function readInputBytes(file: string, maxBytes: number, what: string): Buffer {
   if (file === '-') return readAll(0, 'stdin', maxBytes, what);
   let fd: number;
   try {
@@ -66,4 +66,9 @@ export function readInputText(file: string, maxBytes: number, what: string): str
   } finally {
     closeSync(fd);
   }
+}
+
+/** readInputBytes as UTF-8 text. */
+export function readInputText(file: string, maxBytes: number, what: string): string {
+  return readInputBytes(file, maxBytes, what).toString('utf8');
 }

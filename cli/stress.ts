@@ -4,11 +4,12 @@ import { writeRedacted } from '../conformance/env/redact.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History, StorePolicy } from '../conformance/history/event.ts';
+import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { toJsonl } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { runStress } from '../conformance/stress/runner.ts';
-import { EXIT_BY_VERDICT } from './check.ts';
+import { EXIT_BY_VERDICT, findingText } from './check.ts';
 
 /**
  * `lockcheck stress`: real client processes race on real servers under the
@@ -39,7 +40,10 @@ export interface StressSummary {
   readonly staleWritesAccepted: number;
   readonly writesRejected: number;
   readonly unknownOutcomes: number;
+  /** Faults the nemesis injected (one may take several steps: pause a client, then terminate its backend). */
   readonly faults: number;
+  /** The fault intervals the history records (what `lockcheck check` counts as faults). */
+  readonly faultIntervals: number;
   readonly durationMs: number;
   readonly overheadMs: number;
   readonly clientErrors: readonly string[];
@@ -56,19 +60,46 @@ export function storeOf(o: Pick<StressOptions, 'backend' | 'store'>): StorePolic
   return o.backend === 'pg-xact' ? 'transactional' : o.store;
 }
 
+/**
+ * A run's history that the format refuses: a client recorded what `lockcheck
+ * check` would reject (an adapter's lease with an empty owner, a negative
+ * token, a deadline that is not a number...). It is not judged: the checkers
+ * assume the format, and a verdict on it would not be the one `lockcheck
+ * check` gives on the file written.
+ */
+export class MalformedRecordingError extends Error {
+  override readonly name = 'MalformedRecordingError';
+  constructor(
+    readonly problem: HistoryFormatError,
+    readonly historyFile: string | undefined,
+  ) {
+    super(
+      `the recorded history is not valid, so it is not judged: ${problem.message}${historyFile === undefined ? '' : ` (in ${historyFile})`}; a client recorded what the history format does not allow: an adapter's lease (owner, token, validUntilMs)? (the format: docs/histories.md)`,
+    );
+  }
+}
+
+/** The recorded history, checked against the format as `lockcheck check` reads it; throws MalformedRecordingError. */
+export function validRecording(recorded: History, historyFile?: string): History {
+  const checked = validateHistory(recorded);
+  if (checked instanceof HistoryFormatError) throw new MalformedRecordingError(checked, historyFile);
+  return checked;
+}
+
 /** Runs, checks, and writes `<out>/history.jsonl` and `<out>/history.html`. */
 export async function stressAndCheck(o: StressOptions, out: string): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
   const run = await runStress(o);
   const store = storeOf(o);
-  const history: History = [
+  const recorded: History = [
     { type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `lockcheck stress --backend ${o.adapter?.name ?? o.backend} --clients ${o.clients} --seconds ${o.seconds} --nemesis ${o.nemesis.join(',') || 'none'} --seed ${o.seed} --store ${store}` },
     ...run.history,
   ];
-  const report = checkHistory(history, { storePolicy: store });
   mkdirSync(out, { recursive: true });
   const historyFile = join(out, 'history.jsonl');
   // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
-  writeRedacted(historyFile, toJsonl(history));
+  writeRedacted(historyFile, toJsonl(recorded));
+  const history = validRecording(recorded, historyFile);
+  const report = checkHistory(history, { storePolicy: store });
   const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`) : null;
   const c = report.counts;
   const summary: StressSummary = {
@@ -89,6 +120,7 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
     writesRejected: c.writesRejected,
     unknownOutcomes: c.unknownOutcomes,
     faults: run.faults,
+    faultIntervals: c.faults,
     durationMs: Math.round(run.durationMs),
     overheadMs: Math.round(run.overheadMs),
     clientErrors: run.clientErrors,
@@ -111,11 +143,13 @@ export async function stressCommand(o: StressCommandOptions): Promise<number> {
 export function summaryText(s: StressSummary): string {
   return [
     `${s.backend} / ${s.store}, ${s.clients} clients, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}`,
-    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${s.holds} holds, ${s.faults} faults`,
+    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${s.holds} holds, ${s.faults} faults injected (${s.faultIntervals} fault intervals in the history)`,
     `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
     ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
-    ...s.findings.slice(0, 5).map((f) => `  ${f.property}: ${f.message}`),
+    ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
+    ...(s.findings.length > 5 ? [`  ... ${s.findings.length - 5} more findings (--json lists them)`] : []),
     ...s.clientErrors.map((e) => `  client error: ${e}`),
-    `  history: ${s.historyFile}${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
+    // A stress run is real processes racing: it does not replay; its history is judged again as it is.
+    `  history: ${s.historyFile} (judge it again: lockcheck check ${s.historyFile})${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
   ].join('\n');
 }

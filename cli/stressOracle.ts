@@ -13,6 +13,7 @@ import { restartDelayMs } from '../model/design.ts';
 import { finishWithin, valueWithin } from '../conformance/realTimeLimit.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import { missingLibrary } from './backends.ts';
+import { MalformedRecordingError, validRecording } from './stress.ts';
 
 /**
  * The matrix's second oracle: what concurrent client processes observed in
@@ -175,7 +176,13 @@ export class StressOracle {
       return { notObserved: `environment error: ${e.message.split('\n')[0]}` };
     }
     const store = target.backend === 'pg-xact' ? 'transactional' : target.store;
-    const history: History = [{ type: 'meta', store }, ...result.history];
+    let history: History;
+    try {
+      history = validRecording([{ type: 'meta', store }, ...result.history]);
+    } catch (e) {
+      if (!(e instanceof MalformedRecordingError)) throw e;
+      return { notObserved: `malformed history: ${e.problem.message}` };
+    }
     const c = checkHistory(history, { storePolicy: store }).counts;
     const broken: PropertyId[] = [
       ...(c.overlappingHolds > 0 ? (['MUTEX-1'] as const) : []),

@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import type { CheckOptions, CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
+import type { Hold } from '../conformance/history/holds.ts';
+import { holdIntervals, overlappingHolds } from '../conformance/history/holds.ts';
+import { faultIntervals } from '../conformance/history/operations.ts';
+import { historyReportHtml } from '../conformance/history/report.ts';
 import { HistoryFormatError, parseHistory, validateHistory } from '../conformance/history/parse.ts';
 
 /**
@@ -57,6 +62,69 @@ describe('MUTEX-1: overlapping holds as the clients believed them', () => {
     ]);
     expect(f.events).toEqual([0, 1, 2, 3, 4]);
     expect(r.counts.overlappingHolds).toBe(1);
+  });
+
+  it('20,000 session locks never released (every pair overlaps) are counted without building a finding per pair', () => {
+    // 2 × 10^8 pairs: a message per pair took minutes; the count is n(n-1)/2 and 20 findings are kept.
+    const n = 20_000;
+    const h = history(...Array.from({ length: n }, (_, p) => [inv(p, 2 * p, 'acquire'), ok(p, 2 * p + 1, 'acquire', { owner: `o${p}` })]));
+    const list = overlappingHolds(holdIntervals(h), 20);
+    expect(list.total).toBe((n * (n - 1)) / 2);
+    expect(list.kept).toHaveLength(20);
+    expect(list.kept[19]!.intervals).toEqual([
+      { process: 0, resource: 'r', start: 1, end: null },
+      { process: 20, resource: 'r', start: 41, end: null },
+    ]);
+  }, 20_000);
+
+  /** Per process, disjoint holds one after another; several processes on two resources. */
+  const holdSets = fc.array(fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 8 }), fc.boolean()), { maxLength: 6 }), { maxLength: 5 }).map((perProcess) =>
+    perProcess.flatMap((spans, process) => {
+      let t = 0;
+      return spans.map(([gap, length, other], k): Hold => {
+        const start = (t += gap);
+        t += length;
+        return { process, resource: other ? 's' : 'r', owner: undefined, token: undefined, start, end: k === spans.length - 1 && length > 6 ? Infinity : t, endedBy: 'release', events: [], grantIndex: process * 100 + k };
+      });
+    }),
+  );
+  test.prop([holdSets], { seed: 20161010 })('counts exactly the pairs of different processes that share an instant, and keeps them in order', (holds) => {
+    const sorted = [...holds].sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
+    const pairs: [Hold, Hold][] = [];
+    // Resources in the order they first hold (as findings are listed).
+    for (const resource of new Set(sorted.map((h) => h.resource))) {
+      const hs = sorted.filter((h) => h.resource === resource);
+      for (let i = 0; i < hs.length; i++) for (let j = i + 1; j < hs.length; j++) if (hs[i]!.process !== hs[j]!.process && hs[j]!.start < hs[i]!.end) pairs.push([hs[i]!, hs[j]!]);
+    }
+    const list = overlappingHolds(sorted, 3);
+    expect(list.total).toBe(pairs.length);
+    expect(list.kept.map((f) => f.intervals!.map((x) => x.process))).toEqual(pairs.slice(0, 3).map(([a, b]) => [a.process, b.process]));
+  });
+
+  it('a hold without deadline after its acquire asked for a ttl says so (a recorder that left out validUntil)', () => {
+    // acquire() gives ttlMs 100 on the invoke; neither ok carries validUntil: both holds last to the end of the history.
+    const r = check(history(acquire(0, 0, 5, {}), acquire(1, 200, 205, { validUntil: 300 })));
+    const f = r.findings.find((x) => x.property === 'MUTEX-1')!;
+    expect(f.message).toMatch(/process 0 from 5 to ∞ ms \(granted on line 2; ended by history-end; no deadline: its acquire asked for a ttl of 100 ms but its ok carries no validUntil, so it lasts until a release or signal\) and process 1 from 205 to 300 ms \(granted on line 4; ended by deadline\)$/);
+  });
+
+  it("a register's value from before the history, the last operation placed, is named as such (it crashed the report)", () => {
+    // 'v0' is read but never written: the register starts with it. The read of 'x' before anyone wrote 'x' cannot follow it.
+    const r = check(history(read(0, 0, 1, 'x'), write(1, 5, 6, ok, 'x', null), read(0, 10, 11, 'v0')));
+    const lin = r.findings.find((x) => x.check === 'register-linearizable')!;
+    expect(lin.message).toMatch(/1 of its 4 operations .* the last of them the register's value before the history \("v0"\), and then process 0's read of 'x' \(line 1, invoked at 0 ms, returned at 1 ms\) cannot be placed/);
+  });
+
+  it('findings name the lines (1-based, as the text report lists them), processes, operations and times', () => {
+    // Line 1 and 2: process 0's acquire; lines 3 and 4: process 1's; line 5: process 0's release.
+    const r = check(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 10, 20, { validUntil: 120 }), release(0, 30, 31)));
+    const mutex = r.findings.find((x) => x.property === 'MUTEX-1')!;
+    expect(mutex.message).toMatch(/process 0 from 5 to 30 ms \(granted on line 2;.* process 1 from 20 to 120 ms \(granted on line 4;/);
+    const lin = r.findings.find((x) => x.check === 'lock-linearizable')!;
+    expect(lin.message).toMatch(/the last of them process 0's acquire by o0 \(line 1, invoked at 0 ms, returned at 5 ms\), and then process 1's acquire by o1 \(line 3, invoked at 10 ms, returned at 20 ms\) cannot be placed/);
+    expect(lin.events).toEqual([0, 2]);
+    const reg = check(history(write(0, 0, 1, ok, 'a', null), read(1, 2, 3, 'b'), read(1, 4, 5, 'c'))).findings.find((x) => x.check === 'register-linearizable')!;
+    expect(reg.message).toMatch(/process 1's read of 'b' \(line 3, invoked at 2 ms, returned at 3 ms\) cannot be placed/);
   });
 
   it('an info or pending acquire is no hold: never a false positive', () => {
@@ -206,7 +274,44 @@ describe('FENCE-2: stale writes accepted by a fenced store', () => {
   });
 });
 
+describe('registers are told apart whatever their names', () => {
+  it("'a/b' key 'c' and 'a' key 'b/c' are two registers (LIN-1), and so are names with a NUL in them (STORE-1)", () => {
+    const w = (p: number, t: number, resource: string, key: string, value: string, prev?: string | null) => [
+      inv(p, t, 'write', { resource, key, value, ...(prev === undefined ? {} : { prev }) }),
+      ok(p, t + 1, 'write', { resource, key }),
+    ];
+    const r = (p: number, t: number, resource: string, key: string, value: string) => [inv(p, t, 'read', { resource, key }), ok(p, t + 1, 'read', { resource, key, value })];
+    const slash = check(history(w(0, 0, 'a/b', 'c', '1'), w(1, 2, 'a', 'b/c', '2'), r(0, 4, 'a/b', 'c', '1')));
+    expect(slash.verdict).toBe('safe');
+    expect(slash.checks.find((c) => c.check === 'register-linearizable')?.verdict).toBe('safe');
+    const nul = check(history(w(0, 0, 'a\u0000b', 'c', '1', null), w(1, 2, 'a', 'b\u0000c', '2', null)));
+    expect(nul.counts.lostUpdates).toBe(0);
+    expect(nul.verdict).toBe('safe');
+    // Named so that one can tell which: quoted when a name has a '/'.
+    const bad = check(history(w(0, 0, 'a/b', 'c', '1'), r(0, 4, 'a/b', 'c', '2'), r(0, 6, 'a/b', 'c', '3')));
+    expect(bad.findings.find((f) => f.check === 'register-linearizable')?.message).toMatch(/^register 'a\/b' key 'c' is not linearizable/);
+  });
+});
+
 describe('the report', () => {
+  it("the timeline's operations name their lines (1-based), like the findings", () => {
+    const h = history(acquire(0, 0, 5, { validUntil: 100 }), inv(1, 6, 'acquire'));
+    const html = historyReportHtml(h, check(h));
+    expect(html).toMatch(/process 0: acquire 'r' .*-&gt; ok \(0\.\.5 ms; lines 1, 2\)/);
+    expect(html).toMatch(/process 1: acquire 'r' .*-&gt; pending \(6\.\.6 ms; line 3\)/);
+  });
+
+  it('pairs 60,000 faults begun at once with their ends, oldest first, in linear time', () => {
+    // The pairing copied its queue of open begins at every begin and every end: 60,000 at once took minutes.
+    const n = 60_000;
+    const fault = (type: string, t: number) => ev(type, 'nemesis', t, 'fault', { fault: 'pause-client', target: 'client 1' });
+    const h = history([...Array.from({ length: n }, (_, i) => fault('invoke', i)), ...Array.from({ length: n - 1 }, (_, i) => fault('ok', n + i))]);
+    const faults = faultIntervals(h);
+    expect(faults).toHaveLength(n);
+    expect(faults[0]).toMatchObject({ start: 0, end: n, beginIndex: 0, endIndex: n });
+    expect(faults[n - 1]).toMatchObject({ start: n - 1, end: 2 * n - 2, beginIndex: n - 1, endIndex: undefined });
+  }, 20_000);
+
   it('counts operations, unknown outcomes and faults; the verdict is the worst check', () => {
     const r = check(
       history(

@@ -3,6 +3,9 @@ import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { StressSummary } from '../cli/stress.ts';
+import { MalformedRecordingError, summaryText, validRecording } from '../cli/stress.ts';
+import type { History } from '../conformance/history/event.ts';
 
 /** `lockcheck check` as a user runs it: a child process, its exit code, its output. */
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-check-'));
@@ -70,8 +73,21 @@ describe('lockcheck check', () => {
     const r = lockcheck(['check', join(FIXTURES, 'undecided.jsonl'), '--timeout-ms', '1']);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stdout).toMatch(/: UNKNOWN\n/);
-    expect(r.stdout).toMatch(/LIN-1 +lock-linearizable +unknown: 1 of 1 locks not decided within the 1 ms budget/);
+    expect(r.stdout).toMatch(/LIN-1 +lock-linearizable +unknown: 1 of 1 locks not decided: 1 ran out of the 1 ms budget \(--timeout-ms\)/);
     expect(r.stdout).not.toMatch(/\bviolation\b/);
+  });
+
+  it('a search that reaches its memory bound: exit 4 naming --memory-mib, however long the time budget', () => {
+    // 16 concurrent writes, then a read of a value none wrote: every subset of the writes is tried (about 30 MB of memo table).
+    const events = [
+      ...Array.from({ length: 16 }, (_, i) => ({ type: 'invoke', process: i, time: i, op: 'write', resource: 'r', key: 'k', value: `w${i}` })),
+      ...Array.from({ length: 16 }, (_, i) => ({ type: 'ok', process: i, time: 100 + i, op: 'write', resource: 'r', key: 'k' })),
+      { type: 'invoke', process: 0, time: 200, op: 'read', resource: 'r', key: 'k' },
+      { type: 'ok', process: 0, time: 201, op: 'read', resource: 'r', key: 'k', value: 'never written' },
+    ];
+    const r = lockcheck(['check', '-', '--memory-mib', '1', '--timeout-ms', '86400000'], events.map((e) => JSON.stringify(e)).join('\n'));
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stdout).toMatch(/LIN-1 +register-linearizable +unknown: 1 of 1 registers not decided: 1 reached the 1 MiB memory bound \(--memory-mib\)/);
   });
 
   it('a malformed history: exit 2 with a message naming the line and field', () => {
@@ -80,6 +96,13 @@ describe('lockcheck check', () => {
     const r = lockcheck(['check', file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/bad\.jsonl is not a valid history: line 11, field 'token': must be a string of decimal digits/);
+  });
+
+  it('a history without a client operation: exit 2, not a safe verdict (an empty or truncated recording)', () => {
+    const r = lockcheck(['check', '-'], JSON.stringify({ type: 'meta', store: 'strict' }) + '\n');
+    expect(r.code, r.stdout).toBe(2);
+    expect(r.stderr).toMatch(/- has no client operations \(1 events\): nothing to judge/);
+    expect(r.stdout).toBe('');
   });
 
   it('bad arguments: exit 2', () => {
@@ -120,5 +143,52 @@ describe('lockcheck check', () => {
     expect(r.stderr).not.toContain('\u001b');
     expect(r.stderr).not.toContain('\u0007');
     expect(r.stderr).toContain("field 'op': must be one of acquire, extend, release, write, read, got '\\x1b]52;c;AAAA\\x07'");
+  });
+
+  it("another command's option: exit 2 naming it and what the command takes, instead of being ignored", () => {
+    const r = lockcheck(['check', join(FIXTURES, 'safe.jsonl'), '--seconds', '60']);
+    expect(r.code, r.stdout).toBe(2);
+    expect(r.stderr).toMatch(/check does not take --seconds \(it takes --json, --report, --store-policy, --timeout-ms, --memory-mib\)/);
+    // Before any server starts.
+    const s = lockcheck(['stress', '--backend', 'redis-single', '--timeout-ms', '5']);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toMatch(/stress does not take --timeout-ms/);
+  });
+});
+
+describe('the stress summary', () => {
+  it('names the lines of each finding, says how many it left out, and how to judge the history again', () => {
+    const finding = { check: 'overlapping-holds', property: 'MUTEX-1', message: 'two clients believed they held r at once', events: [3, 7] } as const;
+    const summary = {
+      backend: 'redis-single', store: 'unfenced', clients: 2, seconds: 1, nemesis: [], seed: 1, verdict: 'violation', operations: 10, opsPerSecond: 10, cycles: 2,
+      holds: 2, overlappingHolds: 7, lostUpdates: 0, staleWritesAccepted: 0, writesRejected: 0, unknownOutcomes: 0, faults: 3, faultIntervals: 6, durationMs: 1000, overheadMs: 0,
+      clientErrors: [], checks: [], findings: Array.from({ length: 7 }, () => finding), historyFile: 'out/history.jsonl', reportFile: 'out/history.html',
+    } as unknown as StressSummary;
+    const text = summaryText(summary);
+    expect(text).toMatch(/^ {2}MUTEX-1: two clients believed they held r at once \[lines 4, 8\]$/m);
+    expect(text).toMatch(/\.\.\. 2 more findings \(--json lists them\)/);
+    // What lockcheck check calls faults (intervals in the history) beside what the nemesis did (a strike may be two steps).
+    expect(text).toMatch(/, 2 holds, 3 faults injected \(6 fault intervals in the history\)$/m);
+    expect(text).toMatch(/history: out\/history\.jsonl \(judge it again: lockcheck check out\/history\.jsonl\)/);
+  });
+});
+
+describe("a stress run's recorded history", () => {
+  it('is judged only if lockcheck check would read it: an adapter lease with an empty owner or a negative token is named, not judged', () => {
+    const meta = { type: 'meta', store: 'strict' };
+    const acquire = (grant: Record<string, unknown>) => [
+      { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
+      { type: 'ok', process: 0, time: 1, op: 'acquire', resource: 'r', ...grant },
+    ];
+    expect(validRecording([meta, ...acquire({ owner: 'a', token: '1', validUntil: 90 })] as unknown as History)).toHaveLength(3);
+    for (const [grant, field] of [
+      [{ owner: '', token: '1' }, 'owner'],
+      [{ owner: 'a', token: '-1' }, 'token'],
+      [{ owner: 'a', token: '1', validUntil: null }, 'validUntil'],
+    ] as const) {
+      const bad = [meta, ...acquire(grant)] as unknown as History;
+      expect(() => validRecording(bad, 'out/history.jsonl')).toThrow(MalformedRecordingError);
+      expect(() => validRecording(bad, 'out/history.jsonl')).toThrow(new RegExp(`not judged: line 3, field '${field}'.* \\(in out/history\\.jsonl\\); .*an adapter's lease`));
+    }
   });
 });

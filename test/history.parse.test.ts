@@ -4,7 +4,7 @@ import type { History } from '../conformance/history/event.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import { formatHistory } from '../conformance/history/format.ts';
 import { historyReportHtml } from '../conformance/history/report.ts';
-import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
+import { decodeHistory, HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
 
 /** The history format's reader (spec 10.2, 10.3): typed history or a typed error naming line and field; never a crash. */
 const jsonl = (...events: object[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
@@ -29,7 +29,56 @@ function parsed(text: string): History {
   return h;
 }
 
+describe('decodeHistory', () => {
+  it('drops a UTF-8 byte-order mark and names UTF-16 instead of failing as not JSON', () => {
+    const line = JSON.stringify({ type: 'invoke', process: 0, time: 0, op: 'read', resource: 'r', key: 'k' });
+    const withBom = decodeHistory(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(line)]));
+    expect(parsed(withBom as string)).toHaveLength(1);
+    for (const bytes of [Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(line, 'utf16le')]), Buffer.from([0xfe, 0xff, 0, 0x7b])]) {
+      const r = decodeHistory(bytes);
+      expect(r).toBeInstanceOf(HistoryFormatError);
+      expect((r as HistoryFormatError).message).toMatch(/^line 1: the file is UTF-16 .* a history is UTF-8/);
+    }
+  });
+
+  it('refuses a file larger than one string can hold with a typed error, not a throw from the decoder', () => {
+    const r = decodeHistory(Buffer.from('{"type":"meta"}\n'.repeat(10)), 100);
+    expect(r).toBeInstanceOf(HistoryFormatError);
+    expect((r as HistoryFormatError).message).toMatch(/^line 1: the file has 160 bytes; a history is read whole, as one string of at most 100 characters: split it/);
+    expect(decodeHistory(Buffer.from('{"type":"meta"}'), 100)).toBe('{"type":"meta"}');
+  });
+});
+
 describe('parseHistory', () => {
+  it('reads tokens with leading zeros as the same token (a release of token 7 ends the grant of token 07)', () => {
+    const h = parsed(
+      jsonl(
+        { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 1000 },
+        { type: 'ok', process: 0, time: 1, op: 'acquire', resource: 'r', owner: 'a', token: '007', validUntil: 900 },
+        { type: 'invoke', process: 0, time: 2, op: 'release', resource: 'r', owner: 'a', token: '7' },
+        { type: 'ok', process: 0, time: 3, op: 'release', resource: 'r', owner: 'a', token: '0007' },
+        { type: 'invoke', process: 1, time: 4, op: 'acquire', resource: 'r', ttlMs: 1000 },
+        { type: 'ok', process: 1, time: 5, op: 'acquire', resource: 'r', owner: 'b', token: '8', validUntil: 900 },
+      ),
+    );
+    expect(h[1]).toMatchObject({ token: '7' });
+    const report = checkHistory(h);
+    expect(report.checks.find((c) => c.check === 'overlapping-holds')?.verdict).toBe('safe');
+    expect(report.verdict).toBe('safe');
+  });
+
+  it('accepts a completion that repeats its invoke, and one that adds what the invoke could not know', () => {
+    const h = parsed(
+      jsonl(
+        { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', owner: 'a', ttlMs: 100 },
+        { type: 'ok', process: 0, time: 1, op: 'acquire', resource: 'r', owner: 'a', ttlMs: 100, token: '3', validUntil: 90 },
+        { type: 'invoke', process: 0, time: 2, op: 'extend', resource: 'r', owner: 'a', token: '3', ttlMs: 100 },
+        { type: 'fail', process: 0, time: 3, op: 'extend', resource: 'r', owner: 'a', token: '3', reason: 'expired' },
+      ),
+    );
+    expect(h[3]).toMatchObject({ type: 'fail', owner: 'a', token: '3', ttlMs: 100, reason: 'expired' });
+  });
+
   it('reads a valid history: typed events, completions carry their invoke fields, unknown fields dropped', () => {
     const h = parsed(VALID);
     expect(h).toHaveLength(11);
@@ -54,6 +103,11 @@ describe('parseHistory', () => {
       [jsonl(inv, { ...inv, type: 'ok', op: 'release', owner: 'o' }), 2, 'op', /completes process 0's acquire of line 1/],
       [jsonl(inv, { ...inv, type: 'ok', resource: 's' }), 2, 'resource', /the invoke of line 1 says 'r'/],
       [jsonl(inv, { ...inv, type: 'ok', token: 12 }), 2, 'token', /never JSON numbers/],
+      // A completion that contradicts its invoke on a field both carry: which one would the checks believe?
+      [jsonl({ ...inv, owner: 'a' }, { ...inv, type: 'ok', owner: 'b' }), 2, 'owner', /is 'b' but the invoke of line 1 says 'a'/],
+      [jsonl({ ...inv, op: 'write', key: 'k', value: '1' }, { ...inv, op: 'write', key: 'k', type: 'ok', value: '2' }), 2, 'value', /is '2' but the invoke of line 1 says '1'/],
+      [jsonl({ ...inv, op: 'write', key: 'k', value: '1', prev: null }, { ...inv, op: 'write', key: 'k', type: 'fail', prev: '0' }), 2, 'prev', /is '0' but the invoke of line 1 says null/],
+      [jsonl({ ...inv, op: 'release', owner: 'a', token: '7' }, { ...inv, op: 'release', owner: 'a', type: 'ok', token: '8' }), 2, 'token', /is '8' but the invoke of line 1 says '7'/],
       [jsonl(inv, { ...inv, type: 'ok', token: '9223372036854775808' }), 2, 'token', /at most 2\^63-1/],
       [jsonl(inv, { ...inv, type: 'ok', token: '-1' }), 2, 'token', /decimal digits/],
       [jsonl({ ...inv, process: -1 }), 1, 'process', /non-negative integer/],

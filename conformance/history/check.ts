@@ -1,6 +1,7 @@
 import type { History, StorePolicy } from './event.ts';
 import type { CheckResult, Finding, FindingList, Verdict } from './findings.ts';
 import { holdIntervals, overlappingHolds } from './holds.ts';
+import { DEFAULT_MAX_MEMORY_BYTES } from './linearizability/index.ts';
 import { linearizabilityChecks } from './linearizable.ts';
 import { faultIntervals, operations } from './operations.ts';
 import { lostUpdates, staleWrites, storeCounts } from './store.ts';
@@ -22,6 +23,11 @@ export interface CheckOptions {
    * gives each object one slice of the search (small histories are decided).
    */
   readonly timeoutMs?: number;
+  /**
+   * Memory bound of the linearizability search, per object (estimated bytes
+   * of its memo tables); past it LIN-1 says 'unknown'. Default 1 GiB.
+   */
+  readonly maxMemoryBytes?: number;
   /** Findings kept per check (all are counted). Default 20. */
   readonly maxFindings?: number;
 }
@@ -80,7 +86,7 @@ export function checkHistory(history: History, options: CheckOptions = {}): Chec
   const stale = staleWrites(ops, storePolicy ?? 'unfenced', max);
   const store = storeCounts(ops);
   const hasTokenedWrites = ops.some((o) => o.event.op === 'write' && o.event.token !== undefined);
-  const lin = linearizabilityChecks(history, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, max);
+  const lin = linearizabilityChecks(history, { timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, maxMemoryBytes: options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES }, max);
 
   const checks: CheckResult[] = [
     { check: 'overlapping-holds', property: 'MUTEX-1', verdict: holds.length === 0 ? 'skipped' : verdictOf(overlaps), findings: overlaps.total, ...(holds.length === 0 ? { note: 'no holds in the history' } : {}) },

@@ -48,6 +48,14 @@ export class FindingList {
     this.total++;
     if (this.kept.length < this.max) this.kept.push(f);
   }
+  /** Whether another finding would be kept (if not, it need not be built: `count` it). */
+  get room(): boolean {
+    return this.kept.length < this.max;
+  }
+  /** Findings counted but not kept. */
+  count(n: number): void {
+    this.total += n;
+  }
 }
 
 export function sortedUnique(xs: Iterable<number | undefined>): number[] {

@@ -9,3 +9,12 @@ export function groupBy<T, K>(items: Iterable<T>, key: (item: T) => K): Map<K, T
   }
   return out;
 }
+
+/**
+ * One key for several names (a resource and a register key, a fault and its
+ * target): JSON of the list, so that no choice of names can make two lists
+ * one key ('a/b' + 'c' and 'a' + 'b/c' joined with '/' are one register).
+ */
+export function compositeKey(...parts: readonly string[]): string {
+  return JSON.stringify(parts);
+}

@@ -1,6 +1,7 @@
 import type { History } from './event.ts';
 import type { CheckResult, Finding, Verdict } from './findings.ts';
 import { FindingList, sortedUnique } from './findings.ts';
+import { ms } from './operations.ts';
 import type { LinearizabilityResult, ObjectHistory, Operation, RegisterInput, RegisterOutput } from './linearizability/index.ts';
 import { checkLinearizability, etcdRegister, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
 
@@ -39,37 +40,68 @@ function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, histo
   return { ...h, operations: [...h.operations, initial] };
 }
 
-function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, result: LinearizabilityResult & { verdict: 'not-linearizable' }): Finding {
+/** One operation of an object's history as a reader finds it: who, what, when, and the line of its invoke. */
+function describeOperation(o: Operation<unknown, unknown>, eventIndex: number | undefined, history: History): string {
+  if (eventIndex === undefined || history[eventIndex] === undefined) return `the register's value before the history (${JSON.stringify((o.input as { value?: unknown }).value ?? null)})`;
+  const input = o.input as { readonly f: string; readonly value?: unknown; readonly owner?: string };
+  const read = (o.output as RegisterOutput | undefined)?.value;
+  const what = input.f === 'write' ? `write of '${String(input.value)}'` : input.f === 'read' ? `read of ${read === null ? 'nothing' : `'${String(read)}'`}` : `${input.f} by ${input.owner ?? '?'}`;
+  const returned = o.return === undefined || o.return === Infinity ? 'outcome unknown' : `returned at ${ms(o.return)} ms`;
+  return `process ${String(o.process)}'s ${what} (line ${eventIndex! + 1}, invoked at ${ms(o.call)} ms, ${returned})`;
+}
+
+function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, result: LinearizabilityResult & { verdict: 'not-linearizable' }, history: History): Finding {
   const eventOf = (i: number | undefined) => (i === undefined ? undefined : h.events[i]);
   const blocked = result.blocked === undefined ? undefined : h.operations[result.blocked];
   const last = result.longestPrefix.slice(-3);
+  const lastPlaced = last.at(-1);
   return {
     check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable',
     property: 'LIN-1',
     message:
       `${h.object} is not linearizable${result.key === undefined ? '' : ` (${result.key})`}: ${result.longestPrefix.length} of its ${h.operations.length} operations can be put in an order the sequential ${kind} allows` +
-      (blocked === undefined ? '' : `, and then process ${String(blocked.process)}'s operation at event ${eventOf(result.blocked) ?? '(initial value)'} cannot be placed`),
+      (lastPlaced === undefined ? '' : `, the last of them ${describeOperation(h.operations[lastPlaced]!, eventOf(lastPlaced), history)}`) +
+      (blocked === undefined ? '' : `, and then ${describeOperation(blocked, eventOf(result.blocked), history)} cannot be placed`),
     events: sortedUnique([eventOf(result.blocked), ...last.map(eventOf)]),
   };
 }
 
-export function linearizabilityChecks(history: History, timeoutMs: number, maxFindings: number): LinearizabilityReport {
+/** The bounds of the search: time shared by every object of the history; memory per object (one object's tables are searched at a time). */
+export interface SearchBounds {
+  readonly timeoutMs: number;
+  readonly maxMemoryBytes: number;
+}
+
+const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
+
+export function linearizabilityChecks(history: History, bounds: SearchBounds, maxFindings: number): LinearizabilityReport {
+  const { timeoutMs, maxMemoryBytes } = bounds;
   const deadline = performance.now() + timeoutMs;
-  const left = () => ({ timeoutMs: Math.max(0, deadline - performance.now()) });
+  const left = () => ({ timeoutMs: Math.max(0, deadline - performance.now()), maxMemoryBytes });
   const judge = <I, O>(kind: 'lock' | 'register', objects: readonly ObjectHistory<I, O>[], run: (h: ObjectHistory<I, O>) => LinearizabilityResult) => {
     const list = new FindingList(maxFindings);
-    let unknown = 0;
+    const unknown = { timeout: 0, memory: 0 };
     for (const h of objects) {
       const result = run(h);
-      if (result.verdict === 'not-linearizable') list.add(finding(kind, h as ObjectHistory<unknown, unknown>, result));
-      else if (result.verdict === 'unknown') unknown++;
+      if (result.verdict === 'not-linearizable') list.add(finding(kind, h as ObjectHistory<unknown, unknown>, result, history));
+      else if (result.verdict === 'unknown') unknown[result.reason]++;
     }
-    const verdict: Verdict | 'skipped' = objects.length === 0 ? 'skipped' : list.total > 0 ? 'violation' : unknown > 0 ? 'unknown' : 'safe';
-    const note = objects.length === 0 ? `no ${kind} operations` : unknown > 0 ? `${unknown} of ${objects.length} ${kind}s not decided within the ${timeoutMs} ms budget` : undefined;
+    const undecided = unknown.timeout + unknown.memory;
+    const verdict: Verdict | 'skipped' = objects.length === 0 ? 'skipped' : list.total > 0 ? 'violation' : undecided > 0 ? 'unknown' : 'safe';
+    const why = [
+      ...(unknown.timeout > 0 ? [`${unknown.timeout} ran out of the ${timeoutMs} ms budget (--timeout-ms)`] : []),
+      ...(unknown.memory > 0 ? [`${unknown.memory} reached the ${mib(maxMemoryBytes)} MiB memory bound (--memory-mib)`] : []),
+    ];
+    const note = objects.length === 0 ? `no ${kind} operations` : undecided > 0 ? `${undecided} of ${objects.length} ${kind}s not decided: ${why.join(', ')}` : undefined;
     const result: CheckResult = { check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable', property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
     return { result, list };
   };
   const lock = judge('lock', lockHistories(history), (h) => checkLinearizability(leaseLock(), h.operations, left()));
-  const register = judge('register', registerHistories(history), (h) => checkLinearizability(etcdRegister(), withInitialValue(h, history).operations, left()));
+  // With its initial value in the object (not added inside the search), so that a finding can name that operation too.
+  const register = judge(
+    'register',
+    registerHistories(history).map((h) => withInitialValue(h, history)),
+    (h) => checkLinearizability(etcdRegister(), h.operations, left()),
+  );
   return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
 }

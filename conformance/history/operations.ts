@@ -1,4 +1,5 @@
 import type { FaultEvent, History, OperationEvent } from './event.ts';
+import { compositeKey } from './group.ts';
 
 /**
  * A history's operations: each invoke paired with its completion. What the
@@ -54,25 +55,26 @@ export interface FaultInterval {
 
 export function faultIntervals(history: History): FaultInterval[] {
   const out: FaultInterval[] = [];
-  const open = new Map<string, number[]>();
+  // Per fault and target, the begins not yet ended, oldest first (a queue: an end matches the oldest begin).
+  const open = new Map<string, { readonly begins: number[]; head: number }>();
   let lastTime = -Infinity;
   history.forEach((e, i) => {
     if (e.type === 'meta') return;
     lastTime = Math.max(lastTime, e.time);
     if (e.type === 'signal' || e.process !== 'nemesis') return;
     const f = e as FaultEvent;
-    const key = `${f.fault}\u0000${f.target ?? ''}`;
-    const stack = open.get(key) ?? [];
-    if (f.type === 'invoke') open.set(key, [...stack, i]);
-    else if (stack.length > 0) {
-      const begin = stack[0]!;
-      open.set(key, stack.slice(1));
+    const key = compositeKey(f.fault, f.target ?? '');
+    let queue = open.get(key);
+    if (queue === undefined) open.set(key, (queue = { begins: [], head: 0 }));
+    if (f.type === 'invoke') queue.begins.push(i);
+    else if (queue.head < queue.begins.length) {
+      const begin = queue.begins[queue.head++]!;
       const b = history[begin] as FaultEvent;
       out.push({ fault: b.fault, target: b.target, detail: b.detail ?? f.detail, start: b.time, end: f.time, beginIndex: begin, endIndex: i });
     }
   });
-  for (const stack of open.values()) {
-    for (const begin of stack) {
+  for (const queue of open.values()) {
+    for (const begin of queue.begins.slice(queue.head)) {
       const b = history[begin] as FaultEvent;
       out.push({ fault: b.fault, target: b.target, detail: b.detail, start: b.time, end: Math.max(b.time, lastTime), beginIndex: begin, endIndex: undefined });
     }

@@ -1,4 +1,6 @@
+import { constants } from 'node:buffer';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
+import { compositeKey } from './group.ts';
 
 /**
  * Reading a history (spec/SPEC.md 10.2, 10.3): JSONL in, a typed `History`
@@ -7,7 +9,9 @@ import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from '.
  *
  * Completions inherit the fields of their invoke they do not repeat (a
  * write's `ok` need not repeat the value), so a parsed completion carries the
- * whole operation. Fields a history adds beyond the format are dropped.
+ * whole operation; a field both carry must be equal on both (`reason`
+ * excepted). Tokens come out canonical (no leading zeros). Fields a history
+ * adds beyond the format are dropped.
  */
 export class HistoryFormatError extends Error {
   override readonly name = 'HistoryFormatError';
@@ -82,8 +86,10 @@ function checkValue(spec: FieldSpec, v: unknown): unknown {
       return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : bad('a positive number of ms');
     case 'token': {
       if (typeof v !== 'string' || !/^[0-9]{1,40}$/.test(v)) return bad('a string of decimal digits (tokens are never JSON numbers)');
-      if (BigInt(v) > MAX_TOKEN) return bad('at most 2^63-1');
-      return v;
+      const token = BigInt(v);
+      if (token > MAX_TOKEN) return bad('at most 2^63-1');
+      // Canonical (no leading zeros): checks compare tokens as strings too (is this release of that lease?), so '07' must be '7'.
+      return token.toString();
     }
   }
 }
@@ -130,7 +136,7 @@ function faultEvent(o: Record<string, unknown>, type: string, time: number, stat
   if (o.op !== 'fault') throw new Bad('op', `the nemesis records only op 'fault', got ${describe(o.op)}`);
   if (type !== 'invoke' && type !== 'ok' && type !== 'info') throw new Bad('type', `a fault is 'invoke' (begins) or 'ok'/'info' (ends), got ${describe(type)}`);
   const rest = fields(o, FAULT_FIELDS, (n) => n === 'invoke') as { fault: string; target?: string };
-  const key = `${rest.fault}\u0000${rest.target ?? ''}`;
+  const key = compositeKey(rest.fault, rest.target ?? '');
   if (type === 'invoke') state.faults.set(key, (state.faults.get(key) ?? 0) + 1);
   else {
     const n = state.faults.get(key) ?? 0;
@@ -156,10 +162,12 @@ function operationEvent(o: Record<string, unknown>, type: string, process: numbe
   if (open === undefined) throw new Bad('type', `${type} of ${String(op)} for process ${process}, which has no operation in flight`);
   if (open.op !== op) throw new Bad('op', `completes process ${process}'s ${open.op} of line ${open.line} but says ${describe(op)}`);
   const rest = fields(o, specs, (n) => n === 'identity' || (n === 'ok' && type === 'ok'));
+  // A completion adds what the invoke could not know (a token, a deadline, a value read); a field both carry names
+  // the same operation and must agree, or the checks would judge the completion's value and the search the invoke's.
   for (const spec of specs) {
-    if (spec.need === 'identity' && rest[spec.name] !== open.event[spec.name]) {
-      throw new Bad(spec.name, `is ${describe(rest[spec.name])} but the invoke of line ${open.line} says ${describe(open.event[spec.name])}`);
-    }
+    const name = spec.name;
+    if (name === 'reason' || !Object.hasOwn(rest, name) || !Object.hasOwn(open.event, name)) continue;
+    if (rest[name] !== open.event[name]) throw new Bad(name, `is ${describe(rest[name])} but the invoke of line ${open.line} says ${describe(open.event[name])}`);
   }
   state.open.delete(process);
   return { type, process, time, op, ...open.event, ...rest } as HistoryEvent;
@@ -196,6 +204,23 @@ export function validateHistory(values: readonly unknown[]): History | HistoryFo
     }
   }
   return events;
+}
+
+/**
+ * The bytes of a history file as text: UTF-8, a leading byte-order mark
+ * dropped (editors and Windows tools write one). UTF-16 (what PowerShell's
+ * `>` writes) is named as such instead of failing as 'not JSON' on line 1.
+ */
+export function decodeHistory(bytes: Uint8Array, maxChars = constants.MAX_STRING_LENGTH): string | HistoryFormatError {
+  // UTF-8 never decodes to more UTF-16 units than it has bytes: under the bound, the text fits in one string.
+  if (bytes.byteLength > maxChars) {
+    return new HistoryFormatError(1, undefined, `the file has ${bytes.byteLength} bytes; a history is read whole, as one string of at most ${maxChars} characters: split it (by resource: each is judged on its own)`);
+  }
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    return new HistoryFormatError(1, undefined, 'the file is UTF-16 (it starts with a UTF-16 byte-order mark); a history is UTF-8 text (PowerShell: Out-File -Encoding utf8)');
+  }
+  const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, bytes.byteLength - start).toString('utf8');
 }
 
 /**

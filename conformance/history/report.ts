@@ -38,7 +38,7 @@ function opLabel(o: OperationRecord): string {
     .filter((k) => e[k] !== undefined)
     .map((k) => `${k}=${JSON.stringify(e[k])}`)
     .join(' ');
-  return `process ${o.process}: ${e.op} '${e.resource}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; events ${o.invokeIndex}${o.completeIndex === undefined ? '' : `, ${o.completeIndex}`})`;
+  return `process ${o.process}: ${e.op} '${e.resource}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; ${o.completeIndex === undefined ? `line ${o.invokeIndex + 1}` : `lines ${o.invokeIndex + 1}, ${o.completeIndex + 1}`})`;
 }
 
 export function historyReportHtml(history: History, report: CheckReport, title = 'lockcheck history'): string {

@@ -1,6 +1,6 @@
 import type { ReadEvent, StorePolicy, WriteEvent } from './event.ts';
 import { FindingList, sortedUnique } from './findings.ts';
-import { groupBy } from './group.ts';
+import { compositeKey, groupBy } from './group.ts';
 import type { OperationRecord } from './operations.ts';
 import { ms } from './operations.ts';
 
@@ -14,7 +14,7 @@ import { ms } from './operations.ts';
 type Write = OperationRecord & { readonly event: WriteEvent };
 type Read = OperationRecord & { readonly event: ReadEvent };
 
-const registerOf = (e: { readonly resource: string; readonly key: string }) => `${e.resource}\u0000${e.key}`;
+const registerOf = (e: { readonly resource: string; readonly key: string }) => compositeKey(e.resource, e.key);
 const show = (v: string | null | undefined) => (v === null || v === undefined ? 'nothing' : `'${v.length > 30 ? `${v.slice(0, 30)}…` : v}'`);
 
 export interface StoreCounts {

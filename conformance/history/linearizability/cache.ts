@@ -7,6 +7,9 @@
  * growing Uint32Array arena, so an insertion allocates nothing but the
  * occasional doubling.
  */
+/** Per memoised configuration: the reference to its state and a small state object (an estimate). */
+const STATE_BYTES = 8 + 32;
+
 export class ConfigurationCache<S> {
   private readonly words: number;
   private mask: number;
@@ -41,6 +44,21 @@ export class ConfigurationCache<S> {
 
   get size(): number {
     return this.count;
+  }
+
+  /**
+   * An estimate of the bytes the table holds once `more` configurations are
+   * added: its arrays at the capacity it will have then, the arrays they
+   * are copied from while it grows (both are alive during the copy), and a
+   * reference plus a small state per configuration.
+   */
+  bytesAfter(more: number): number {
+    const perSlot = 4 * this.words + 4 + 4 + 4 + 1;
+    const capacity = this.hashes.length;
+    let grown = capacity;
+    while (grown < this.count + more) grown *= 2;
+    const arrays = grown === capacity ? capacity * perSlot : (grown + grown / 2) * perSlot;
+    return arrays + (this.count + more) * STATE_BYTES;
   }
 
   /**

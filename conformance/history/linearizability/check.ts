@@ -8,7 +8,17 @@ export interface CheckOptions {
   readonly timeoutMs?: number;
   /** Milliseconds, monotonic (default `performance.now`). */
   readonly clock?: () => number;
+  /**
+   * Give up with verdict `unknown` (reason `memory`) before the memo tables
+   * of the partitions searched together would hold more than this many
+   * bytes (an estimate: see ConfigurationCache.bytesAfter). Default 1 GiB.
+   * The search is exponential in the worst case; without this bound a long
+   * time budget ends in an out-of-memory crash instead of a verdict.
+   */
+  readonly maxMemoryBytes?: number;
 }
+
+export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
 
 /** Operations are referred to by their index in the checked history. */
 export type LinearizabilityResult = Linearizable | NotLinearizable | Undecided;
@@ -31,10 +41,10 @@ export interface NotLinearizable {
   readonly stats: SearchStats;
 }
 
-/** The deadline passed before the search decided: never a guess. */
+/** The deadline passed (`timeout`), or the memory bound would have (`memory`), before the search decided: never a guess. */
 export interface Undecided {
   readonly verdict: 'unknown';
-  readonly reason: 'timeout';
+  readonly reason: 'timeout' | 'memory';
   readonly stats: SearchStats;
 }
 
@@ -76,6 +86,7 @@ export function checkLinearizability<S, I, O>(
   const clock = options.clock ?? (() => performance.now());
   const start = clock();
   const deadline = options.timeoutMs === undefined ? Infinity : start + options.timeoutMs;
+  const maxBytes = options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES;
   const parts = partitionHistory(model, operations);
   const searches = parts.map((p) => new PartitionSearch(model, p.operations));
   const stats = (): SearchStats => ({
@@ -92,6 +103,10 @@ export function checkLinearizability<S, I, O>(
       let left = budget;
       while (left > 0 && search.status === 'running') {
         const slice = Math.min(left, SLICE);
+        // Every partition's table stays alive until the end: the bound is on their sum.
+        let bytes = 0;
+        for (const s of searches) bytes += s === search ? s.memoryAfter(slice) : s.memoryAfter(0);
+        if (bytes > maxBytes) return { verdict: 'unknown', reason: 'memory', stats: stats() };
         search.run(slice);
         left -= slice;
         if (search.status === 'running' && clock() >= deadline) return { verdict: 'unknown', reason: 'timeout', stats: stats() };

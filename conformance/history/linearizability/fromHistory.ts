@@ -1,4 +1,5 @@
 import type { History, HistoryEvent, OperationEvent } from '../event.ts';
+import { compositeKey } from '../group.ts';
 import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from './check.ts';
 import { leaseLock, type LeaseLockInput } from './models/leaseLock.ts';
 import { etcdRegister, type RegisterInput, type RegisterOutput } from './models/register.ts';
@@ -103,12 +104,19 @@ export function lockHistories(history: History): ObjectHistory<LeaseLockInput, u
   }));
 }
 
+/** A register as people read it: resource/key, quoted when either has a '/' (so that the name says which register). */
+function registerName(e: OperationEvent): string {
+  const { resource, key } = e as OperationEvent & { readonly key: string };
+  return resource.includes('/') || key.includes('/') ? `'${resource}' key '${key}'` : `${resource}/${key}`;
+}
+
 /** Per store register (resource and key), its writes and reads; a read of null saw it never written. */
 export function registerHistories(history: History): ObjectHistory<RegisterInput, RegisterOutput>[] {
   const paired = pair(history).filter((p) => p.invoke.op === 'write' || (p.invoke.op === 'read' && p.done !== undefined));
-  const byKey = group(paired, (p) => (p.invoke.op === 'write' || p.invoke.op === 'read' ? `${p.invoke.resource}/${p.invoke.key}` : undefined));
-  return [...byKey].map(([key, ps]) => ({
-    object: `register ${key}`,
+  // Grouped by an unambiguous key ('a/b' + 'c' is not 'a' + 'b/c'); named for people as resource/key.
+  const byKey = group(paired, (p) => (p.invoke.op === 'write' || p.invoke.op === 'read' ? compositeKey(p.invoke.resource, p.invoke.key) : undefined));
+  return [...byKey].map(([, ps]) => ({
+    object: `register ${registerName(ps[0]!.invoke)}`,
     events: ps.map((p) => p.index),
     operations: ps.map((p): Operation<RegisterInput, RegisterOutput> => {
       const inv = p.invoke;
@@ -136,7 +144,8 @@ export interface ObjectVerdict {
 export function checkHistoryLinearizability(history: History, options: CheckOptions = {}): ObjectVerdict[] {
   const clock = options.clock ?? (() => performance.now());
   const deadline = options.timeoutMs === undefined ? Infinity : clock() + options.timeoutMs;
-  const left = (): CheckOptions => ({ clock, ...(deadline === Infinity ? {} : { timeoutMs: Math.max(0, deadline - clock()) }) });
+  // Every option passes through (the memory bound included); only the time left shrinks from object to object.
+  const left = (): CheckOptions => ({ ...options, clock, ...(deadline === Infinity ? {} : { timeoutMs: Math.max(0, deadline - clock()) }) });
   const verdicts: ObjectVerdict[] = [];
   for (const h of lockHistories(history)) verdicts.push({ object: h.object, kind: 'lock', events: h.events, result: checkLinearizability(leaseLock(), h.operations, left()) });
   for (const h of registerHistories(history)) verdicts.push({ object: h.object, kind: 'register', events: h.events, result: checkLinearizability(etcdRegister(), h.operations, left()) });

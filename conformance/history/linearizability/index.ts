@@ -3,7 +3,7 @@
  * docs/histories.md, "Linearizability"): a Wing–Gong–Lowe search with
  * memoised configurations, per-key partitioning and a deadline.
  */
-export { checkLinearizability, InvalidOperationError } from './check.ts';
+export { checkLinearizability, DEFAULT_MAX_MEMORY_BYTES, InvalidOperationError } from './check.ts';
 export type { CheckOptions, LinearizabilityResult, Linearizable, NotLinearizable, Undecided, SearchStats } from './check.ts';
 export { illegal, hashString, hashValue, mix32 } from './model.ts';
 export type { Illegal, Model, RegisterValue } from './model.ts';

@@ -25,8 +25,22 @@ export class PartitionSearch<S, I, O> {
   status: SearchStatus = 'running';
   /** Loop iterations so far. */
   steps = 0;
-  /** Longest sequence of operations (partition indices) linearized at once; the full order when linearizable. */
-  longest: Int32Array = new Int32Array(0);
+  /**
+   * The deepest stack seen (its entries and drop flags, `bestSp` of them):
+   * the longest sequence linearized at once, the full order when
+   * linearizable. Copied incrementally: positions below `lowWater` (the
+   * lowest the stack fell since the last copy) have not changed since, so a
+   * copy costs the pushes since the last one, not the stack's depth (a
+   * history failing a little deeper at each of n blocks copied n stacks).
+   */
+  private readonly bestEntry: Int32Array;
+  private readonly bestDropped: Uint8Array;
+  private bestSp = 0;
+  /** Operations (not drops) in the best stack. */
+  private bestCount = 0;
+  private lowWater = 0;
+  /** Stack entries copied into the best stack so far (linear in the steps; a test reads it). */
+  copied = 0;
   /** The operation that could not be placed after `longest` (-1: none). */
   blocked = -1;
 
@@ -73,6 +87,8 @@ export class PartitionSearch<S, I, O> {
     this.stackDropped = new Uint8Array(ops.length);
     this.readOnly = Uint8Array.from(ops, (o) => (!isPending(o) && model.readOnly?.(o.input, o.output) === true ? 1 : 0));
     this.stackState = new Array<S | undefined>(ops.length).fill(undefined);
+    this.bestEntry = new Int32Array(ops.length);
+    this.bestDropped = new Uint8Array(ops.length);
     this.entry = this.entries.next[this.entries.head]!;
     this.state = model.init();
     this.remaining = this.entries.mandatory;
@@ -97,7 +113,7 @@ export class PartitionSearch<S, I, O> {
     for (; n < budget; n++) {
       if (remaining === 0) {
         this.status = 'linearizable';
-        this.longest = stackOps(stackEntry, stackDropped, sp, op);
+        this.keep(sp, drops);
         break;
       }
       const m = e === NIL ? RETURN : match[e]!;
@@ -117,7 +133,15 @@ export class PartitionSearch<S, I, O> {
           const bit = 1 << (o & 31);
           lin[word]! |= bit;
           const h = setHash ^ zobrist[o]!;
-          if (cache.add((h ^ Math.imul(model.hash(ns), 0x9e3779b1)) | 0, lin, ns)) {
+          // The first entry, with its own return next, of an operation that
+          // must be placed: every other operation left began after it
+          // returned, so it is the only candidate and the
+          // configuration after it has one way in from here. Not memoised:
+          // a sequential stretch of the history then costs neither a bitset
+          // per operation (quadratic memory) nor a cache probe; a second way
+          // in costs at most a walk to the next memoised configuration.
+          const alone = m !== NIL && optional[o] === 0 && e === next[head] && next[e] === m;
+          if (alone || cache.add((h ^ Math.imul(model.hash(ns), 0x9e3779b1)) | 0, lin, ns)) {
             stackEntry[sp] = e;
             stackState[sp] = state;
             stackForced[sp] = forced;
@@ -176,8 +200,8 @@ export class PartitionSearch<S, I, O> {
       } else {
         // A return entry: its operation had to be linearized before this
         // point. NIL: this configuration is known to be redundant.
-        if (e !== NIL && (sp - drops > this.longest.length || this.blocked < 0)) {
-          this.longest = stackOps(stackEntry, stackDropped, sp, op);
+        if (e !== NIL && (sp - drops > this.bestCount || this.blocked < 0)) {
+          this.keep(sp, drops);
           this.blocked = op[e]!;
         }
         if (sp === 0) {
@@ -185,6 +209,7 @@ export class PartitionSearch<S, I, O> {
           break;
         }
         sp--;
+        if (sp < this.lowWater) this.lowWater = sp;
         drops -= stackDropped[sp]!;
         e = stackEntry[sp]!;
         state = stackState[sp]!;
@@ -216,9 +241,31 @@ export class PartitionSearch<S, I, O> {
     return this.status;
   }
 
+  /** Copies the stack's changed part into the best one (see `bestEntry`). */
+  private keep(sp: number, drops: number): void {
+    for (let i = this.lowWater; i < sp; i++) {
+      this.bestEntry[i] = this.stackEntry[i]!;
+      this.bestDropped[i] = this.stackDropped[i]!;
+    }
+    this.copied += Math.max(0, sp - this.lowWater);
+    this.bestSp = sp;
+    this.bestCount = sp - drops;
+    this.lowWater = sp;
+  }
+
+  /** Longest sequence of operations (partition indices) linearized at once; the full order when linearizable. */
+  get longest(): Int32Array {
+    return stackOps(this.bestEntry, this.bestDropped, this.bestSp, this.entries.op);
+  }
+
   /** Configurations memoised so far. */
   get explored(): number {
     return this.cache.size;
+  }
+
+  /** Bytes the memo table may hold once `steps` more iterations have run (each memoises at most one configuration). */
+  memoryAfter(steps: number): number {
+    return this.cache.bytesAfter(steps);
   }
 }
 

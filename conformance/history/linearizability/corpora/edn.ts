@@ -51,8 +51,12 @@ export function readEdn(text: string, source = 'edn'): Edn {
   return forms[0]!;
 }
 
+/** Histories nest three or four deep (a vector of maps of vectors); a deeper file is not one. */
+const MAX_DEPTH = 256;
+
 class Reader {
   private pos = 0;
+  private depth = 0;
   constructor(
     private readonly text: string,
     private readonly source: string,
@@ -78,13 +82,22 @@ class Reader {
         while (this.pos < t.length && t[this.pos] !== '\n') this.pos++;
       } else if (c === '#' && t[this.pos + 1] === '_') {
         this.pos += 2;
-        this.skip();
-        this.form();
+        this.form(); // skips what comes before the discarded form itself, and counts its depth
       } else return;
     }
   }
 
   form(): Edn {
+    // Forms nest by recursion: past this depth a typed error, not the stack's RangeError.
+    if (++this.depth > MAX_DEPTH) this.fail(`forms nested deeper than ${MAX_DEPTH}`);
+    try {
+      return this.formAt();
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private formAt(): Edn {
     this.skip();
     if (this.atEnd()) this.fail('unexpected end of input');
     const t = this.text;

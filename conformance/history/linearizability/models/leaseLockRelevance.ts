@@ -44,28 +44,41 @@ export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unkno
   ops.forEach((o, i) => {
     if (isPending(o) && o.input.f === 'extend' && o.input.validUntil === Infinity) out[i] = -Infinity;
   });
+  // What bounds an unknown release depends on its owner only: computed once per owner, not once per release
+  // (an owner with many unknown releases made this quadratic, before the search's deadline could apply).
+  const releaseBound = new Map<string, number>();
   ops.forEach((o, i) => {
     if (!isPending(o) || o.input.f !== 'release') return;
-    let afterGrant = -Infinity;
-    let deadline = -Infinity;
-    for (const j of byOwner.get(o.input.owner)!) {
-      const x = ops[j]!;
-      if (x.input.f === 'release' || out[j] === -Infinity) continue;
-      deadline = Math.max(deadline, x.input.validUntil);
-      if (x.input.f === 'acquire') afterGrant = Math.max(afterGrant, isPending(x) ? Infinity : firstReturnCalledAfter(x.return!));
+    let bound = releaseBound.get(o.input.owner);
+    if (bound === undefined) {
+      let afterGrant = -Infinity;
+      let deadline = -Infinity;
+      for (const j of byOwner.get(o.input.owner)!) {
+        const x = ops[j]!;
+        if (x.input.f === 'release' || out[j] === -Infinity) continue;
+        deadline = Math.max(deadline, x.input.validUntil);
+        if (x.input.f === 'acquire') afterGrant = Math.max(afterGrant, isPending(x) ? Infinity : firstReturnCalledAfter(x.return!));
+      }
+      releaseBound.set(o.input.owner, (bound = Math.min(afterGrant, lastReturnBefore(deadline))));
     }
-    out[i] = Math.min(afterGrant, lastReturnBefore(deadline));
+    out[i] = bound;
   });
+  // An unknown acquire matters until the latest instant by which one of its owner's extends or releases is done,
+  // if that is not before its call: the owner's latest such instant, once per owner.
+  const latestBy = new Map<string, number>();
   ops.forEach((o, i) => {
     if (!isPending(o) || o.input.f !== 'acquire' || o.input.validUntil !== Infinity || o.input.latest !== Infinity) return;
-    let until = -Infinity;
-    for (const j of byOwner.get(o.input.owner)!) {
-      const z = ops[j]!;
-      if (z.input.f === 'acquire' || out[j] === -Infinity) continue;
-      const by = isPending(z) ? (out[j] ?? Infinity) : z.return!;
-      if (by >= o.call) until = Math.max(until, by);
+    let latest = latestBy.get(o.input.owner);
+    if (latest === undefined) {
+      latest = -Infinity;
+      for (const j of byOwner.get(o.input.owner)!) {
+        const z = ops[j]!;
+        if (z.input.f === 'acquire' || out[j] === -Infinity) continue;
+        latest = Math.max(latest, isPending(z) ? (out[j] ?? Infinity) : z.return!);
+      }
+      latestBy.set(o.input.owner, latest);
     }
-    out[i] = until;
+    out[i] = latest >= o.call ? latest : -Infinity;
   });
   return out;
 }

@@ -68,20 +68,19 @@ function makeRegister(rules: RegisterRules): RegisterModel {
 function writeRelevance(ops: readonly Operation<RegisterInput, RegisterOutput>[], nilReadMatchesAnything: boolean): (number | undefined)[] {
   const out = new Array<number | undefined>(ops.length).fill(undefined);
   if (ops.some((o) => o.input.f === 'cas')) return out;
-  /** Per value, the return times of the reads that observed it (a wildcard read observes nothing). */
-  const seen = new Map<RegisterValue, number[]>();
+  /** Per value, the latest return of a read that observed it (a wildcard read observes nothing). */
+  const lastSeen = new Map<RegisterValue, number>();
   for (const o of ops) {
     const v = o.input.f === 'read' ? o.output?.value : undefined;
     if (v === undefined || (v === null && nilReadMatchesAnything)) continue;
-    const list = seen.get(v);
-    if (list === undefined) seen.set(v, [o.return ?? Infinity]);
-    else list.push(o.return ?? Infinity);
+    lastSeen.set(v, Math.max(lastSeen.get(v) ?? -Infinity, o.return ?? Infinity));
   }
+  // Until the last read of its value returns, if that is not before its call (once per value, not per write and read:
+  // a register whose values repeat made this quadratic before the search's deadline could apply).
   ops.forEach((o, i) => {
     if (!isPending(o) || o.input.f !== 'write') return;
-    let until = -Infinity;
-    for (const t of seen.get(o.input.value) ?? []) if (t >= o.call) until = Math.max(until, t);
-    out[i] = until;
+    const last = lastSeen.get(o.input.value) ?? -Infinity;
+    out[i] = last >= o.call ? last : -Infinity;
   });
   return out;
 }
