@@ -143,6 +143,12 @@ describe('the npm package', () => {
     const kit = sh(project, 'npx', ['--no', '--', 'lockcheck', 'run', '--backend', './my-kit-adapter.ts', '--runs', '3']);
     expect(kit.out).toMatch(/redis-semaphore@5\.8\.0 Mutex: (agrees with its model in 3 runs|CONFORMANCE FAILURE)/);
 
+    // An adapter whose own code fails outside an operation: one line naming the adapter and the call, and its frame, no stack trace of lockcheck's.
+    writeFileSync(join(project, 'bad-adapter.mjs'), ["import backend from './my-adapter.mjs';", "export default { ...backend, name: 'bad', start: async () => { throw new Error('cannot start'); } };"].join('\n'));
+    const bad = sh(project, bin, ['run', '--backend', './bad-adapter.mjs']);
+    expect(bad.code, bad.out).toBe(2);
+    expect(bad.out.trim()).toMatch(/^lockcheck: adapter bad: start\(\) threw Error: cannot start\n {2}at [^\n]*bad-adapter\.mjs:2:\d+\)?$/);
+
     // A library audit whose library is not installed: one line and the install command, no stack trace.
     const lib = sh(project, bin, ['run', '--backend', 'lib:redlock@5.0.0-beta.2']);
     expect(lib.code, lib.out).toBe(3);
