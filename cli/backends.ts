@@ -28,6 +28,7 @@ import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.t
 import type { ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { realZookeeperBackend, startZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
+import { START_LIMIT_MS, callAdapter } from '../conformance/adapterCall.ts';
 import type { LibraryContract } from '../conformance/adapter.ts';
 import { contractDesign } from '../conformance/consequence.ts';
 import { ADVISORY_LOCK_CONTRACT, IOREDIS_LOCK_CONTRACT, REDIS_LOCK_CONTRACT, REDIS_SEMAPHORE_CONTRACT, REDIS_SEMAPHORE_REDLOCK_CONTRACT, REDLOCK4_CONTRACT, redlockContract } from '../conformance/adapters/contracts.ts';
@@ -319,7 +320,8 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
     throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
   }
   // A function gets the servers the user gave (--redis, --pg), so that an adapter can use them too.
-  const exported = typeof mod.default === 'function' ? await (mod.default as (choice: ServerChoice) => unknown)(servers.choice) : mod.default;
+  const factory = mod.default;
+  const exported = typeof factory === 'function' ? await callAdapter(spec, 'its default export (a function of the servers given)', () => (factory as (choice: ServerChoice) => unknown)(servers.choice), START_LIMIT_MS) : factory;
   checkBackendApi(exported, `'${spec}' must export default a BackendUnderTest or a function returning one: its export`);
   // Loading it reads the faults it takes from one instance: an environment of the old API is refused here, before any run.
   await offeredFaults(exported);

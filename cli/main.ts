@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { AdapterApiError } from '../conformance/backendApi.ts';
+import { AdapterError } from '../conformance/adapterCall.ts';
 import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind, ownServersOnly } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
@@ -319,16 +320,30 @@ redactTerminalOutput();
 if (hideCommandLineSecrets()) {
   process.stderr.write('lockcheck: warning: a password on the command line can be read by every local user (ps) until lockcheck starts and hides it; give it in REDISCLI_AUTH (--redis) or PGPASSWORD (--pg) instead\n');
 }
+// A command whose work can never finish (an adapter's promise that never settles, with nothing left to run) would let Node end with exit code 0 as if all went well.
+let ended = false;
+process.on('exit', () => {
+  if (ended) return;
+  process.stderr.write('lockcheck: the command stopped unfinished: it waited on a promise that can never settle (nothing was left to run); an adapter call that never returns?\n');
+  process.exitCode = 1;
+});
 main(process.argv.slice(2)).then(
   (code) => {
+    ended = true;
     process.exitCode = code;
   },
   (e: unknown) => {
+    ended = true;
     if (e instanceof UsageError || e instanceof ServerUrlError || e instanceof AdapterApiError || e instanceof FaultNotOfferedError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
       process.exitCode = 2;
     } else if (e instanceof MalformedRecordingError) {
       console.error(`lockcheck: ${e.message}`);
+      process.exitCode = 2;
+    } else if (e instanceof AdapterError) {
+      // The adapter's own code failed: its message, and where in the adapter (the first frame of its error), not lockcheck's stack.
+      const at = e.cause instanceof Error ? e.cause.stack?.split('\n').find((l) => /^\s+at /.test(l))?.trim() : undefined;
+      console.error(redactSecrets(`lockcheck: ${e.message}${at === undefined ? '' : `\n  ${at}`}`));
       process.exitCode = 2;
     } else if (e instanceof EnvironmentError) {
       // The message already ends with the fix (EnvironmentError appends it).

@@ -3,6 +3,7 @@ import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
+import { closeBackend } from '../conformance/adapterCall.ts';
 import { ownServersOnly } from '../conformance/faults.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
@@ -87,8 +88,11 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     return failure === null ? 0 : 1;
   } finally {
-    await backend?.close?.();
-    await servers.stop();
+    try {
+      if (backend !== null) await closeBackend(backend);
+    } finally {
+      await servers.stop();
+    }
   }
 }
 
@@ -129,8 +133,11 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     console.log(textTimeline(result.failure.report));
     return 1;
   } finally {
-    await backend?.close?.();
-    await servers.stop();
+    try {
+      if (backend !== null) await closeBackend(backend);
+    } finally {
+      await servers.stop();
+    }
   }
 }
 

@@ -1,6 +1,7 @@
-import type { BackendUnderTest, Environment } from './adapter.ts';
+import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { faultKindsOf } from './faults.ts';
+import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
 
 /**
  * A loaded backend checked against the adapter API, and the faults it takes
@@ -57,6 +58,28 @@ export function checkEnvironmentApi(env: unknown, backend: string): asserts env 
   if (e.faults === null || typeof e.faults !== 'object') throw new AdapterApiError(`${backend}: its environment has no \`faults\` registry (an object of injectors; {} for none). ${PORTING}`);
 }
 
+/** Throws AdapterApiError unless start() returned a BackendInstance: `clients` handles (acquire, release, store, clock), an env and a close(). */
+export function checkInstanceApi(instance: unknown, backend: string, clients: number): asserts instance is BackendInstance {
+  const i = instance as Record<string, unknown> | null | undefined;
+  if (i === null || typeof i !== 'object') throw new AdapterApiError(`${backend}: start() returned ${i === null ? 'null' : typeof i}, not a BackendInstance ({ clients, env, close })`);
+  if (typeof i.close !== 'function') throw new AdapterApiError(`${backend}: start() returned an instance without close()`);
+  if (!Array.isArray(i.clients) || i.clients.length < clients) {
+    throw new AdapterApiError(`${backend}: start({ clients: ${clients} }) returned ${Array.isArray(i.clients) ? `${i.clients.length} clients` : `clients that are not an array (${typeof i.clients})`}; it must return one LockClient per client`);
+  }
+  i.clients.forEach((c: unknown, n: number) => {
+    const client = c as Record<string, unknown> | null | undefined;
+    const missing = client === null || typeof client !== 'object'
+      ? ['the client itself']
+      : [
+          ...(['acquire', 'release'] as const).filter((m) => typeof client[m] !== 'function').map((m) => `${m}()`),
+          ...(client.extend !== undefined && typeof client.extend !== 'function' ? ['extend() (a function, or absent)'] : []),
+          ...(typeof (client.store as Record<string, unknown> | undefined)?.write !== 'function' || typeof (client.store as Record<string, unknown> | undefined)?.read !== 'function' ? ['store (write, read)'] : []),
+          ...(typeof (client.clock as Record<string, unknown> | undefined)?.now !== 'function' ? ['clock (now)'] : []),
+        ];
+    if (missing.length > 0) throw new AdapterApiError(`${backend}: start() returned client ${n} without ${missing.join(', ')} (a LockClient: acquire, extend?, release, store, clock)`);
+  });
+}
+
 /** What a backend takes, read from one instance it starts: the fault kinds its environment provides, and whether its clients extend. */
 interface Offer {
   readonly faults: readonly FaultKind[];
@@ -71,12 +94,13 @@ function offerOf(backend: BackendUnderTest): Promise<Offer> {
   let offer = offers.get(backend);
   if (offer === undefined) {
     offer = (async () => {
-      const instance = await backend.start({ clients: 2, tokenBase: 0n });
+      const instance = await callAdapter(backend.name, 'start()', () => backend.start({ clients: 2, tokenBase: 0n }), START_LIMIT_MS);
       try {
+        checkInstanceApi(instance, backend.name, 2);
         checkEnvironmentApi(instance.env, backend.name);
         return { faults: faultKindsOf(instance.env.faults), extend: instance.clients.every((c) => c.extend !== undefined) };
       } finally {
-        await instance.close();
+        if (typeof (instance as Partial<BackendInstance> | null)?.close === 'function') await callAdapter(backend.name, 'close() of an instance', () => instance.close(), CLOSE_LIMIT_MS);
       }
     })();
     offers.set(backend, offer);

@@ -20,7 +20,8 @@ import { RunEnvironmentError } from './env/runEnvironment.ts';
 import { EnvironmentError } from './env/faketime.ts';
 import { finishWithin } from './realTimeLimit.ts';
 import type { HeldLease } from './contract.ts';
-import { checkEnvironmentApi } from './backendApi.ts';
+import { checkEnvironmentApi, checkInstanceApi } from './backendApi.ts';
+import { AdapterError, CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
 import type { FaultInjectors } from './faults.ts';
 import { FaultNotOfferedError, injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
@@ -53,10 +54,12 @@ export interface LockstepOptions {
    * the report's warnings: a backend's teardown never stops the suite.
    */
   readonly closeLimitMs?: number;
+  /** Real time start() may take, in ms (default START_LIMIT_MS); a start still pending then fails the check with AdapterError. */
+  readonly startLimitMs?: number;
 }
 
 /** How long a backend instance's close() may take before the run goes on without it (real time: nothing drives the virtual clock at teardown). */
-export const CLOSE_LIMIT_MS = 60_000;
+export { CLOSE_LIMIT_MS } from './adapterCall.ts';
 
 /** Per-client bookkeeping of the harness: the leases the backend handed out, a pause's pending work. */
 interface Driver {
@@ -87,7 +90,8 @@ interface Performed {
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
   let instance: BackendInstance;
   try {
-    instance = await backend.start({ clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) });
+    const startOptions = { clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) };
+    instance = await callAdapter(backend.name, 'start()', () => backend.start(startOptions), options.startLimitMs ?? START_LIMIT_MS);
   } catch (e) {
     if (e instanceof RunEnvironmentError) return environmentFailed(backend, options, [], e);
     throw e;
@@ -95,24 +99,48 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
   const steps: ExecutedStep[] = [];
   let report: RunReport;
   try {
+    checkInstanceApi(instance, backend.name, options.clients);
+  } catch (e) {
+    // Not a BackendInstance: there may be nothing to close.
+    if (typeof (instance as Partial<BackendInstance> | null)?.close === 'function') await closeWithin(backend, instance, options.closeLimitMs ?? CLOSE_LIMIT_MS);
+    throw e;
+  }
+  try {
     checkEnvironmentApi(instance.env, backend.name);
     const r = await loop(backend, instance, commands, options, steps);
-    const warnings = instance.warnings?.() ?? [];
+    const warnings = warningsOf(backend, instance);
     report = warnings.length > 0 ? { ...r, warnings } : r;
   } catch (e) {
     if (!(e instanceof RunEnvironmentError)) {
-      await closeWithin(instance, options.closeLimitMs ?? CLOSE_LIMIT_MS);
+      await closeWithin(backend, instance, options.closeLimitMs ?? CLOSE_LIMIT_MS).catch(() => undefined); // the first failure is the one to report
       throw e;
     }
     report = environmentFailed(backend, options, steps, e);
   }
-  const stuck = await closeWithin(instance, options.closeLimitMs ?? CLOSE_LIMIT_MS);
+  const stuck = await closeWithin(backend, instance, options.closeLimitMs ?? CLOSE_LIMIT_MS);
   return stuck === null ? report : { ...report, warnings: [...(report.warnings ?? []), stuck] };
 }
 
-/** Closes the instance, at most `limitMs` of real time; null when it closed, else what to warn of (a close that failed is thrown, as before). */
-async function closeWithin(instance: BackendInstance, limitMs: number): Promise<string | null> {
-  if (await finishWithin(instance.close(), limitMs)) return null;
+/** The instance's warnings; a warnings() that throws is the adapter's failure (AdapterError). */
+function warningsOf(backend: BackendUnderTest, instance: BackendInstance): readonly string[] {
+  try {
+    const w: unknown = instance.warnings?.() ?? [];
+    if (Array.isArray(w) && w.every((x) => typeof x === 'string')) return w as string[];
+    throw new AdapterError(backend.name, 'warnings()', `returned ${JSON.stringify(w)}, not an array of strings`);
+  } catch (e) {
+    if (e instanceof AdapterError) throw e;
+    throw new AdapterError(backend.name, 'warnings()', `threw ${e instanceof Error ? `${e.name}: ${e.message.split('\n')[0]}` : String(e)}`, { cause: e });
+  }
+}
+
+/** Closes the instance, at most `limitMs` of real time; null when it closed, else what to warn of (a close that failed is the adapter's AdapterError). */
+async function closeWithin(backend: BackendUnderTest, instance: BackendInstance, limitMs: number): Promise<string | null> {
+  const closing = Promise.resolve()
+    .then(() => instance.close())
+    .catch((e: unknown) => {
+      throw new AdapterError(backend.name, 'close() of an instance', `threw ${e instanceof Error ? `${e.name}: ${e.message.split('\n')[0]}` : String(e)}`, { cause: e });
+    });
+  if (await finishWithin(closing, limitMs)) return null;
   return `the backend's close() had not finished after ${limitMs} ms; the run went on without it (its connections or processes may be left open: a defect of the backend's teardown)`;
 }
 

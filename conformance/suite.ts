@@ -7,6 +7,7 @@ import type { BackendUnderTest } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { FAULT_KINDS, isFaultKind } from './faults.ts';
 import { checkBackendApi, offeredFaults, offersExtend } from './backendApi.ts';
+import { closeBackend } from './adapterCall.ts';
 import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
 import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
@@ -66,7 +67,7 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
   checkBackendApi(backend);
   checkSuiteOptions(options);
   // The backend's close hook: what it keeps across runs (servers it started) goes when the file is done.
-  afterAll(async () => backend.close?.());
+  afterAll(async () => closeBackend(backend));
   const o = suiteOptionsFromEnv(options);
   const clients = o.clients ?? 2;
   // Shrinking never grows a counterexample: a candidate that fails after more steps than the shortest failure so far passes.

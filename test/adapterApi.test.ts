@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { designs } from '../model/design.ts';
-import type { BackendUnderTest, Environment } from '../conformance/adapter.ts';
+import type { BackendUnderTest, Environment, LockClient } from '../conformance/adapter.ts';
+import type { Command } from '../model/command.ts';
+import { AdapterError, closeBackend } from '../conformance/adapterCall.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireOptions } from '../impl/leaseLock.ts';
 import { AdapterApiError, checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
@@ -87,5 +89,51 @@ describe('the adapter API: an environment is time control plus a registry of fau
     // Without the registry at all, too.
     const none = withEnvironment('no registry', (real) => ({ ...timeOf(real) }));
     await expect(offeredFaults(none)).rejects.toThrow(/no registry: its environment has no `faults` registry/);
+  });
+});
+
+describe("the adapter's own calls: a throw, a hang or a malformed instance is an error naming the adapter and the call", () => {
+  const sim = simLeaseBackend(designs.redisSingle(), 'strict');
+  const acquire: Command = { kind: 'acquire', client: 0, resource: 'a', ttlMs: 10 } as Command;
+  const opts = { clients: 2, tokenBase: 0n } as const;
+
+  it('start() that throws: AdapterError with the cause, from the runner and from reading its faults', async () => {
+    const b: BackendUnderTest = { ...sim, name: 'throws-at-start', start: () => Promise.reject(new Error('cannot start')) };
+    const e = await runLockstep(b, [acquire], opts).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(AdapterError);
+    expect((e as AdapterError).message).toBe('adapter throws-at-start: start() threw Error: cannot start');
+    expect((e as AdapterError).cause).toBeInstanceOf(Error);
+    // A synchronous throw, not a rejected promise, the same.
+    const sync: BackendUnderTest = { ...sim, name: 'throws-sync', start: () => { throw new TypeError('x is undefined'); } };
+    await expect(offeredFaults(sync)).rejects.toThrow('adapter throws-sync: start() threw TypeError: x is undefined');
+  });
+
+  it('start() that never settles: AdapterError at the bound, in real time', async () => {
+    const b: BackendUnderTest = { ...sim, name: 'hangs-at-start', start: () => new Promise(() => undefined) };
+    await expect(runLockstep(b, [acquire], { ...opts, startLimitMs: 50 })).rejects.toThrow('adapter hangs-at-start: start() had not settled after 50 ms of real time');
+  });
+
+  it('an instance that is not a BackendInstance: AdapterApiError naming what is missing, and what was started is closed', async () => {
+    let closed = 0;
+    const shaped = (name: string, f: (i: Record<string, unknown>) => Record<string, unknown>): BackendUnderTest => ({
+      ...sim,
+      name,
+      start: async (o) => {
+        const i = await sim.start(o);
+        return f({ ...i, close: async () => { closed++; await i.close(); } }) as never;
+      },
+    });
+    await expect(runLockstep(shaped('no-clients', (i) => ({ ...i, clients: 'nope' })), [acquire], opts)).rejects.toThrow(new AdapterApiError('no-clients: start({ clients: 2 }) returned clients that are not an array (string); it must return one LockClient per client'));
+    await expect(runLockstep(shaped('one-client', (i) => ({ ...i, clients: (i.clients as unknown[]).slice(0, 1) })), [acquire], opts)).rejects.toThrow('one-client: start({ clients: 2 }) returned 1 clients');
+    await expect(offeredFaults(shaped('no-store', (i) => ({ ...i, clients: (i.clients as object[]).map((c) => ({ ...c, acquire: (c as LockClient).acquire, release: (c as LockClient).release, clock: (c as LockClient).clock, store: {} })) })))).rejects.toThrow('no-store: start() returned client 0 without store (write, read)');
+    expect(closed).toBe(3);
+  });
+
+  it('close() of an instance, warnings() and the close hook that throw: AdapterError naming each call', async () => {
+    const closing: BackendUnderTest = { ...sim, name: 'throws-at-close', start: async (o) => ({ ...(await sim.start(o)), close: () => Promise.reject(new Error('close failed')) }) };
+    await expect(runLockstep(closing, [acquire], opts)).rejects.toThrow('adapter throws-at-close: close() of an instance threw Error: close failed');
+    const warning: BackendUnderTest = { ...sim, name: 'throws-at-warnings', start: async (o) => ({ ...(await sim.start(o)), warnings: () => { throw new Error('no'); } }) };
+    await expect(runLockstep(warning, [acquire], opts)).rejects.toThrow('adapter throws-at-warnings: warnings() threw Error: no');
+    await expect(closeBackend({ name: 'hook', close: () => Promise.reject(new Error('pool')) })).rejects.toThrow("adapter hook: close() (the backend's close hook) threw Error: pool");
   });
 });

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +49,23 @@ const files: Record<string, string> = {
   ].join('\n'),
 };
 
+const adapterDoc = readFileSync(join(repo, 'docs/adapter.md'), 'utf8');
+
+function manifestOf(root: string): { exports: Record<string, unknown> } {
+  return JSON.parse(readFileSync(join(root, 'node_modules/lockcheck/package.json'), 'utf8')) as { exports: Record<string, unknown> };
+}
+
+/** Every `import … from 'lockcheck…'` in a ts code block of the README and docs/*.md, with the value names it imports. */
+function documentedImports(): { statement: string; from: string; values: string[] }[] {
+  const pages = ['README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const blocks = pages.flatMap((p) => [...readFileSync(join(repo, p), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!));
+  const statements = blocks.flatMap((b) => [...b.matchAll(/^import\s+(type\s+)?([^;]*?)\s+from\s+'(lockcheck(?:\/[^']*)?)';/gm)]);
+  return statements.map((m) => {
+    const names = m[1] !== undefined ? [] : (m[2]!.match(/\{([^}]*)\}/)?.[1] ?? '').split(',').map((n) => n.trim()).filter((n) => n !== '' && !n.startsWith('type '));
+    return { statement: m[0], from: m[3]!, values: names };
+  });
+}
+
 describe('the npm package', () => {
   it('packs without tests or reports, installs into an empty project, and runs the suite and the CLI there', () => {
     // Pack: `prepare` compiles the JavaScript and declarations into dist/.
@@ -63,8 +80,11 @@ describe('the npm package', () => {
 
     mkdirSync(join(project, 'test'), { recursive: true });
     for (const [name, text] of Object.entries(files)) writeFileSync(join(project, name), `${text}\n`);
-    const vitestVersion = (JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies.vitest!;
-    const install = sh(project, 'npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(dir, packed[0].filename), `vitest@${vitestVersion}`]);
+    const devDependencies = (JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
+    // The packages docs/adapter.md's kit example tells a user to install, at the versions lockcheck's own audits use (unpinned: the registry's latest).
+    const exampleInstall = adapterDoc.match(/```sh\nnpm install --save-dev lockcheck vitest ([^\n]*)\n```[\s\S]*?```ts\n\/\/ my-adapter\.ts/)?.[1]?.split(' ') ?? [];
+    expect(exampleInstall).toContain('redis-semaphore');
+    const install = sh(project, 'npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(dir, packed[0].filename), `vitest@${devDependencies.vitest!}`, ...exampleInstall.map((p) => (devDependencies[p] === undefined ? p : `${p}@${devDependencies[p]}`))]);
     expect(install.code, install.out).toBe(0);
     // The libraries lockcheck audits are not its dependencies.
     const manifest = JSON.parse(readFileSync(join(project, 'node_modules/lockcheck/package.json'), 'utf8')) as { dependencies: Record<string, string> };
@@ -96,6 +116,38 @@ describe('the npm package', () => {
     const setup = sh(project, 'sh', ['node_modules/lockcheck/scripts/setup.sh']);
     expect(setup.code, setup.out).toBe(0);
     expect(setup.out).not.toMatch(/npm ci/);
+
+    // Every entry point of the exports map loads in plain Node (compiled JavaScript, no tsx), and every import the docs show
+    // names exports that exist: at run time (.mjs) and in its types (tsc on the installed declarations, skipLibCheck off).
+    const entries = Object.keys(manifestOf(project).exports).map((k) => k.replace(/^\./, 'lockcheck')).filter((k) => !k.endsWith('.json'));
+    expect(entries).toEqual(expect.arrayContaining(['lockcheck', 'lockcheck/suite', 'lockcheck/adapter', 'lockcheck/kit', 'lockcheck/model', 'lockcheck/lock', 'lockcheck/history']));
+    const documented = documentedImports();
+    expect(documented.length).toBeGreaterThan(5);
+    writeFileSync(join(project, 'entries.mjs'), entries.map((e, i) => `import * as e${i} from '${e}';\nif (typeof e${i} !== 'object') throw new Error('${e}');`).join('\n') + "\nconsole.log('entries ok');\n");
+    const loaded = sh(project, 'node', ['entries.mjs']);
+    expect(loaded.out).toContain('entries ok');
+    documented.forEach((d, i) => {
+      writeFileSync(join(project, `doc${i}.ts`), `${d.statement}\n`);
+      if (d.values.length > 0) writeFileSync(join(project, `doc${i}.mjs`), `import { ${d.values.join(', ')} } from '${d.from}';\n`);
+    });
+    writeFileSync(join(project, 'docs.mjs'), documented.flatMap((d, i) => (d.values.length > 0 ? [`await import('./doc${i}.mjs').catch((e) => console.log(${JSON.stringify(d.statement)} + ': ' + e.message));`] : [])).join('\n') + "\nconsole.log('docs ok');\n");
+    const docs = sh(project, 'node', ['docs.mjs']);
+    expect(docs.out.trim()).toBe('docs ok');
+    // The kit example of docs/adapter.md, exactly as written, type-checks against the installed package.
+    writeFileSync(join(project, 'my-kit-adapter.ts'), `${adapterDoc.match(/```ts\n(\/\/ my-adapter\.ts\n[\s\S]*?)```/)![1]}`);
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false, allowImportingTsExtensions: true }, include: ['doc*.ts', 'my-kit-adapter.ts', 'my-adapter.ts', 'test/good.test.ts'] }));
+    const tsc = sh(project, join(repo, 'node_modules/.bin/tsc'), ['-p', '.']);
+    expect(tsc.out, tsc.out).toBe('');
+    expect(tsc.code).toBe(0);
+    // ... and runs: the kit starts its Redis servers, the library is judged, the servers are stopped.
+    const kit = sh(project, 'npx', ['--no', '--', 'lockcheck', 'run', '--backend', './my-kit-adapter.ts', '--runs', '3']);
+    expect(kit.out).toMatch(/redis-semaphore@5\.8\.0 Mutex: (agrees with its model in 3 runs|CONFORMANCE FAILURE)/);
+
+    // An adapter whose own code fails outside an operation: one line naming the adapter and the call, and its frame, no stack trace of lockcheck's.
+    writeFileSync(join(project, 'bad-adapter.mjs'), ["import backend from './my-adapter.mjs';", "export default { ...backend, name: 'bad', start: async () => { throw new Error('cannot start'); } };"].join('\n'));
+    const bad = sh(project, bin, ['run', '--backend', './bad-adapter.mjs']);
+    expect(bad.code, bad.out).toBe(2);
+    expect(bad.out.trim()).toMatch(/^lockcheck: adapter bad: start\(\) threw Error: cannot start\n {2}at [^\n]*bad-adapter\.mjs:2:\d+\)?$/);
 
     // A library audit whose library is not installed: one line and the install command, no stack trace.
     const lib = sh(project, bin, ['run', '--backend', 'lib:redlock@5.0.0-beta.2']);

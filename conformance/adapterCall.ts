@@ -1,0 +1,66 @@
+import { EnvironmentError } from './env/faketime.ts';
+import { TimingError } from './sim/time.ts';
+import { valueWithin } from './realTimeLimit.ts';
+
+/**
+ * The adapter's own code failed in one of the calls the runner makes into it
+ * outside a schedule's operations (its factory, start(), close(), warnings()):
+ * it threw, or never settled within its bound. The message names the adapter
+ * and the call; the adapter's error is the `cause`. (An operation that throws
+ * or hangs is judged instead, as the model judges an acquire that fails.)
+ */
+export class AdapterError extends Error {
+  override readonly name = 'AdapterError';
+  constructor(
+    readonly backend: string,
+    readonly call: string,
+    what: string,
+    options?: ErrorOptions,
+  ) {
+    super(`adapter ${backend}: ${call} ${what}`, options);
+  }
+}
+
+/** How long start() may take: starting servers under load takes seconds; a start that never settles must still end. */
+export const START_LIMIT_MS = 180_000;
+
+/** How long the runner waits for a close(): a teardown that never ends must not hold the check. */
+export const CLOSE_LIMIT_MS = 60_000;
+
+/** Errors that already say what failed and whose they are: passed on as they are. */
+function saysWhatFailed(e: unknown): boolean {
+  return e instanceof AdapterError || e instanceof EnvironmentError || e instanceof TimingError;
+}
+
+function describe(e: unknown): string {
+  if (e instanceof Error) return `${e.name}: ${e.message.split('\n')[0]}`;
+  try {
+    return JSON.stringify(e) ?? String(e);
+  } catch {
+    return String(e);
+  }
+}
+
+/**
+ * Runs `work` (a call into the adapter) at most `limitMs` of real time: a
+ * throw, synchronous or not, becomes an AdapterError naming `backend` and
+ * `call`; a call still pending at the limit rejects with one (the timer is
+ * a real one, and keeps the process alive until then: a promise that never
+ * settles must not let the process end as if all went well).
+ */
+export async function callAdapter<T>(backend: string, call: string, work: () => T | Promise<T>, limitMs: number): Promise<T> {
+  let result;
+  try {
+    result = await valueWithin(Promise.resolve().then(work), limitMs);
+  } catch (e) {
+    if (saysWhatFailed(e)) throw e;
+    throw new AdapterError(backend, call, `threw ${describe(e)}`, { cause: e });
+  }
+  if (!result.done) throw new AdapterError(backend, call, `had not settled after ${limitMs} ms of real time (a promise of the adapter that never settles?)`);
+  return result.value;
+}
+
+/** Calls the backend's close hook, if it has one, bounded as a close() is. */
+export async function closeBackend(backend: { readonly name: string; close?(): Promise<void> }): Promise<void> {
+  if (backend.close !== undefined) await callAdapter(backend.name, "close() (the backend's close hook)", () => backend.close!(), CLOSE_LIMIT_MS);
+}
