@@ -20,6 +20,10 @@ import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { ManualClock, sharedEtcd } from './servers.ts';
+import { noop } from 'cockatiel';
+
+/** What a fake client needs to pass etcd3Node's check that it does not retry on its own (etcdClient's policy). */
+const NO_RETRY = { options: { faultHandling: { global: noop } } };
 
 /**
  * impl/etcd against one real single-member etcd (every key under the test's
@@ -616,7 +620,7 @@ describe('etcd3Node', () => {
     ['EtcdError', new EtcdError('etcdserver: something new'), UnavailableError, {}],
     ['a plain Error', new Error('x'), UnavailableError, {}],
   ] as const)('a failed call: %s is typed, with etcd3\'s error as the cause', async (_, error, type, fields) => {
-    const broken = { kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => Promise.reject(error), leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3;
+    const broken = { ...NO_RETRY, kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => Promise.reject(error), leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3;
     const e = await etcd3Node(broken, { clock: new ManualClock() }).grant(1).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(type);
     expect(e).toMatchObject(fields);
@@ -629,7 +633,7 @@ describe('etcd3Node', () => {
 
   it('a gRPC deadline is a TimeoutError; typed errors pass through unchanged', async () => {
     const refusal = new ServerRefusedError('permission', 'PermissionDenied', 'no');
-    const node = (error: Error) => etcd3Node({ kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => Promise.reject(error), leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3, { clock: new ManualClock(), requestTimeoutMs: 7 });
+    const node = (error: Error) => etcd3Node({ ...NO_RETRY, kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => Promise.reject(error), leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3, { clock: new ManualClock(), requestTimeoutMs: 7 });
     await expect(node(new GRPCDeadlineExceededError('4 DEADLINE_EXCEEDED')).grant(1)).rejects.toThrow(new TimeoutError('etcd lease grant', 7));
     await expect(node(refusal).grant(1)).rejects.toBe(refusal);
   });
@@ -645,7 +649,7 @@ describe('etcd3Node', () => {
   });
 
   it('a work function that throws at once is a failed call, typed', async () => {
-    const broken = { kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => { throw new Error('sync'); }, leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3;
+    const broken = { ...NO_RETRY, kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => { throw new Error('sync'); }, leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3;
     const e = await etcd3Node(broken, { clock: new ManualClock() }).grant(1).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(UnavailableError);
     expect((e as Error).message).toBe('etcd lease grant: sync');
