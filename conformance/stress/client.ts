@@ -238,7 +238,7 @@ async function pgXactClient(b: Extract<ClientBackend, { kind: 'pg-xact' }>): Pro
 }
 
 async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Promise<StressClient> {
-  const client = etcdClient({ hosts: [...b.hosts], dialTimeoutMs: COMMAND_TIMEOUT_MS });
+  const client = etcdClient({ hosts: [...b.hosts], tls: b.tls, dialTimeoutMs: COMMAND_TIMEOUT_MS });
   const node = etcd3Node(client, { clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new EtcdLock({ node, clock: sharedClock });
   return consensusStressClient(lock, etcdFencedStore(node, b.storePolicy), async () => client.close());

@@ -354,7 +354,8 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
       clocksFaked: false,
       clientBackend: (client, storePolicy) => ({
         kind: 'etcd',
-        hosts: o.proxied ? links[client]!.map((p) => `http://${p.host}:${p.port}`) : cluster.endpoints,
+        hosts: o.proxied ? links[client]!.map((p) => `https://${p.host}:${p.port}`) : cluster.endpoints,
+        tls: cluster.clientTls,
         storePolicy,
       }),
       partitionMembers: (side) => cluster.partitionMembers(side),
