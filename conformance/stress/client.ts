@@ -245,7 +245,7 @@ async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Pr
 }
 
 async function zookeeperStressClient(b: Extract<ClientBackend, { kind: 'zookeeper' }>): Promise<StressClient> {
-  const node = zookeeperNode({ connectString: b.connectString, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
+  const node = zookeeperNode({ connectString: b.connectString, auth: b.auth, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new ZookeeperLock({ node, clock: sharedClock });
   return consensusStressClient(lock, zookeeperFencedStore(node, b.storePolicy), async () => node.close());
 }

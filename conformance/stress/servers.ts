@@ -391,6 +391,7 @@ async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
       clientBackend: (client, storePolicy) => ({
         kind: 'zookeeper',
         connectString: o.proxied ? links[client]!.map((p) => `${p.host}:${p.port}`).join(',') : ensemble.connectString,
+        auth: ensemble.auth,
         storePolicy,
       }),
       partitionMembers: (side) => ensemble.partitionMembers(side),

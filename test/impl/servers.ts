@@ -16,8 +16,8 @@ export interface SharedServers {
   readonly postgres: { readonly host: string; readonly port: number; readonly user: string; readonly password: string; readonly database: string };
   /** `tls`: the cluster's CA and the client certificate it requires (every member refuses a client without it). */
   readonly etcd: { readonly hosts: readonly string[]; readonly tls: { readonly ca: string; readonly cert: string; readonly key: string } };
-  /** A one-member ensemble; `pid` is its JVM's (a test pauses it with SIGSTOP to hold every reply back). */
-  readonly zookeeper: { readonly connectString: string; readonly pid: number };
+  /** A one-member ensemble, closed to clients without `auth`; `pid` is its JVM's (a test pauses it with SIGSTOP to hold every reply back). */
+  readonly zookeeper: { readonly connectString: string; readonly auth: ReadonlyArray<{ readonly scheme: 'digest'; readonly credentials: string }>; readonly pid: number };
 }
 
 declare module 'vitest' {
@@ -60,7 +60,7 @@ export const sharedRedis = (): (() => SharedServers['redis']) => shared('redis',
 export const sharedPostgres = (): (() => SharedServers['postgres']) =>
   shared('postgres', () => PostgresServer.start({ parentDir: '/dev/shm' }), (s) => s.connection);
 export const sharedZookeeper = (): (() => SharedServers['zookeeper']) =>
-  shared('zookeeper', () => ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ connectString: s.connectString, pid: s.pid(0) }));
+  shared('zookeeper', () => ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ ...s.clientOptions(), pid: s.pid(0) }));
 export const sharedEtcd = (): (() => SharedServers['etcd']) => shared('etcd', () => EtcdCluster.start({ members: 1, parentDir: '/dev/shm' }), (s) => s.clientOptions());
 
 /** A monotonic clock moved only by the test: `advance` runs what falls due, in order. */
