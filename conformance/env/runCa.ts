@@ -50,7 +50,8 @@ export async function makeRunCa(dir: string): Promise<RunCa> {
   await newKey('ca.key');
   await newKey('server.key');
   const clientKey = await newKey('client.key');
-  await writeFile(file('leaf.ext'), ['subjectAltName=IP:127.0.0.1', 'extendedKeyUsage=serverAuth,clientAuth', 'basicConstraints=critical,CA:FALSE', ''].join('\n'), { mode: 0o600, flag: 'wx' });
+  // A config of the leaves' extensions alone (no system openssl.cnf read): IP 127.0.0.1, for serving and for dialling.
+  await writeFile(file('leaf.cnf'), ['[leaf]', 'subjectAltName=IP:127.0.0.1', 'extendedKeyUsage=serverAuth,clientAuth', 'basicConstraints=critical,CA:FALSE', ''].join('\n'), { mode: 0o600, flag: 'wx' });
   const openssl = async (args: readonly string[]): Promise<void> => {
     try {
       await run('openssl', [...args], { timeout: 10_000, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' } });
@@ -63,13 +64,14 @@ export async function makeRunCa(dir: string): Promise<RunCa> {
   // A random subject per run: a certificate of another run (or user) names another CA and is refused.
   const runId = randomBytes(8).toString('hex');
   await openssl(['req', '-x509', '-new', '-key', file('ca.key'), '-subj', `/CN=lockcheck run CA ${runId}`, '-days', '2', '-out', file('ca.crt'), '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  for (const leaf of ['server', 'client'] as const) {
-    await openssl(['req', '-new', '-key', file(`${leaf}.key`), '-subj', `/CN=lockcheck ${leaf} ${runId}`, '-out', file(`${leaf}.csr`)]);
-    await openssl(['x509', '-req', '-in', file(`${leaf}.csr`), '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-set_serial', `0x${randomBytes(16).toString('hex')}`, '-days', '2', '-extfile', file('leaf.ext'), '-out', file(`${leaf}.crt`)]);
-    await rm(file(`${leaf}.csr`));
-  }
+  // Each leaf in one call (OpenSSL 3: req -x509 -CA signs with the CA), both at once.
+  await Promise.all(
+    (['server', 'client'] as const).map((leaf) =>
+      openssl(['req', '-x509', '-new', '-key', file(`${leaf}.key`), '-subj', `/CN=lockcheck ${leaf} ${runId}`, '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-set_serial', `0x${randomBytes(16).toString('hex')}`, '-days', '2', '-config', file('leaf.cnf'), '-extensions', 'leaf', '-out', file(`${leaf}.crt`)]),
+    ),
+  );
   await rm(file('ca.key'));
-  await rm(file('leaf.ext'));
+  await rm(file('leaf.cnf'));
   const ca = await readFile(file('ca.crt'), 'utf8');
   return {
     server: { caFile: file('ca.crt'), certFile: file('server.crt'), keyFile: file('server.key') },
