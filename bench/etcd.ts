@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const seconds = parseSeconds('bench/etcd.ts', process.argv.slice(2));
   log('starting a 3-member etcd cluster (data on /dev/shm)');
   const cluster = await EtcdCluster.start({ parentDir: '/dev/shm' });
-  const client = etcdClient({ hosts: cluster.endpoints });
+  const client = etcdClient(cluster.clientOptions());
   try {
     const lock = new EtcdLock({ node: etcd3Node(client, { clock: systemClock, requestTimeoutMs: 5000 }), clock: systemClock });
     // Warm-up: connections to every member, the leader's lessor.

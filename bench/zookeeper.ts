@@ -36,8 +36,11 @@ function cb<T>(start: (done: (error: unknown, value: T) => void) => void): Promi
 }
 
 /** The recipe on a shared session: one acquire + release, granted since every worker has its own resource. */
+/** What the recipe creates is its run identity's alone (the ensemble's tree admits no one else). */
+const OWN = [new zookeeper.ACL(zookeeper.Permission.ALL, new zookeeper.Id('auth', ''))];
+
 async function recipePair(client: Client, dir: string): Promise<void> {
-  const path = await cb<string>((done) => client.create(`${dir}/c-`, Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, done));
+  const path = await cb<string>((done) => client.create(`${dir}/c-`, Buffer.alloc(0), OWN, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, done));
   const line = await cb<string[]>((done) => client.getChildren(dir, done));
   if (line.sort()[0] !== path.slice(dir.length + 1)) throw new Error('recipe: not first in line');
   await cb<void>((done) => client.remove(path, -1, (error) => done(error, undefined)));
@@ -49,7 +52,7 @@ async function measure(kind: Kind, client: Client, lock: ZookeeperLock, workers:
   const loop = async (w: number): Promise<void> => {
     const resource = `bench-${kind}-${round}-${workers}-${w}`;
     const dir = `/bench/${resource}`;
-    if (kind === 'recipe') await cb<string>((done) => client.mkdirp(dir, done));
+    if (kind === 'recipe') await cb<string>((done) => client.mkdirp(dir, OWN, done));
     while (performance.now() < until) {
       if (kind === 'lockcheck') {
         const r = await lock.acquire(resource, { ttlMs: TTL_MS });
@@ -69,7 +72,9 @@ async function main(): Promise<void> {
   log('starting a 3-member ZooKeeper ensemble (data on /dev/shm)');
   const ensemble = await ZookeeperEnsemble.start({ parentDir: '/dev/shm' });
   const client = zookeeper.createClient(ensemble.connectString, { sessionTimeout: TTL_MS, retries: 0 });
-  const node = zookeeperNode({ connectString: ensemble.connectString, clock: systemClock, requestTimeoutMs: 5000 });
+  // The ensemble's tree is open only to its run's credentials.
+  for (const a of ensemble.auth) client.addAuthInfo(a.scheme, Buffer.from(a.credentials, 'utf8'));
+  const node = zookeeperNode({ ...ensemble.clientOptions(), clock: systemClock, requestTimeoutMs: 5000 });
   try {
     await new Promise<void>((resolve) => {
       client.once('connected', () => resolve());

@@ -18,7 +18,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     EtcdCluster.start({ members: 1, parentDir: '/dev/shm' }),
     ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' }),
   ]);
-  project.provide('lockcheckServers', { redis: redis.connection, postgres: postgres.connection, etcd: { hosts: etcd.endpoints }, zookeeper: { connectString: zookeeper.connectString, pid: zookeeper.pid(0) } });
+  project.provide('lockcheckServers', { redis: redis.connection, postgres: postgres.connection, etcd: etcd.clientOptions(), zookeeper: { ...zookeeper.clientOptions(), pid: zookeeper.pid(0) } });
   return async () => {
     await Promise.all([redis.stop(), postgres.stop(), etcd.stop(), zookeeper.stop()]);
   };

@@ -29,6 +29,8 @@ command -v gcc >/dev/null 2>&1 || missing="$missing gcc"
 [ -f /usr/include/stdio.h ] || missing="$missing libc6-dev"
 # etcd (3.4, Debian's etcd-server) for the etcd backend's 3-member clusters (its service is never started: policy-rc.d or none).
 command -v etcd >/dev/null 2>&1 || missing="$missing etcd-server"
+# openssl signs the per-run certificates the etcd clusters require of every client and peer.
+command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 # ZooKeeper (3.8, Debian's zookeeper: the jars only, no service) for the zookeeper backend's 3-member ensembles; it runs on the installed Java.
 [ -f /usr/share/java/zookeeper.jar ] || missing="$missing zookeeper"
 if [ -n "$missing" ]; then

@@ -1,5 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Etcd3 } from 'etcd3';
@@ -9,6 +13,7 @@ import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import type { EtcdNode } from '../impl/etcd/index.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
+import { makeRunCa } from '../conformance/env/runCa.ts';
 import { alive, until } from './probes.ts';
 
 /** A client clock the test moves by hand (leases' deadlines), with real etcd underneath. */
@@ -36,8 +41,8 @@ class HandClock implements MonotonicClock {
 let cluster: EtcdCluster;
 const clients: Etcd3[] = [];
 
-function client(hosts = cluster.endpoints): Etcd3 {
-  const c = etcdClient({ hosts });
+function client(hosts = cluster.endpoints, of: EtcdCluster = cluster): Etcd3 {
+  const c = etcdClient(of.clientOptions(hosts));
   clients.push(c);
   return c;
 }
@@ -87,7 +92,7 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
 
   it('a link proxy cuts one client off (blackhole: the call times out) while another client goes on', async () => {
     const proxy = await cluster.link(0);
-    const cut = client([`http://127.0.0.1:${proxy.port}`]);
+    const cut = client([`https://127.0.0.1:${proxy.port}`]);
     const other = client([cluster.endpoints[1]!]);
     // Calls that should succeed get a bound a loaded machine keeps (a fresh connection's first calls, fsyncs); only the
     // black-holed call has a short one: it never gets a reply, however idle or busy the machine.
@@ -99,6 +104,37 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
     const { lock } = lockOn(other, systemClock, 10_000);
     expect((await lock.acquire('cut-3', { ttlMs: 5000 })).kind).toBe('granted');
     proxy.setMode({ kind: 'pass' });
+  });
+
+  it('is private: a client without a certificate of the cluster\'s own CA is refused on every client and peer port, directly and through a link; lockcheck\'s clients get in', async () => {
+    const proxy = await cluster.link(0);
+    const through = `https://127.0.0.1:${proxy.port}`;
+    // Another run's CA and certificates: valid TLS, the wrong issuer.
+    const otherDir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
+    try {
+      const other = (await makeRunCa(otherDir)).client;
+      // What an open member answers with 200: the JSON gateway's status on a client port, raft's member list on a peer port.
+      const doors = [...[...cluster.endpoints, through].map((url) => `${url}/v3/maintenance/status`), ...cluster.peerEndpoints.map((url) => `${url}/members`)];
+      for (const door of doors) {
+        // Plaintext HTTP, TLS without a certificate, TLS with another CA's.
+        expect(await knock(door.replace('https:', 'http:'), {}), door).toBe('refused');
+        expect(await knock(door, {}), door).toBe('refused');
+        expect(await knock(door, { cert: other.cert, key: other.key }), door).toBe('refused');
+        // The cluster's own certificate is let in (the knock itself works).
+        expect(await knock(door, { cert: cluster.clientTls.cert, key: cluster.clientTls.key }), door).toBe('answered');
+      }
+      // The gRPC API: a plaintext client, and one with the other run's certificate, get no call through.
+      const plain = etcdClient({ hosts: cluster.endpoints.map((u) => u.replace('https:', 'http:')), dialTimeoutMs: 1000 });
+      const foreign = etcdClient({ hosts: cluster.endpoints, tls: { ca: cluster.clientTls.ca, cert: other.cert, key: other.key }, dialTimeoutMs: 1000 });
+      clients.push(plain, foreign);
+      const deadline = (): { deadline: number } => ({ deadline: Date.now() + 5000 });
+      for (const c of [plain, foreign]) await expect(c.put('private').value('x').options(deadline())).rejects.toThrow();
+      // The cluster's own clients, directly and through the link, do.
+      await client([through]).put('private').value('mine').options(deadline());
+      expect(await client().get('private').string()).toBe('mine');
+    } finally {
+      rmSync(otherDir, { recursive: true, force: true });
+    }
   });
 
   it('leaves nothing behind: after stop() no member runs and the directory is gone', async () => {
@@ -127,8 +163,8 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
         return leaders.size === 1 && !leaders.has('0') && !leaders.has(oldId);
       }, 20_000);
       expect(elected).toBe(true);
-      const isolated = lockOn(client([gated.endpoints[old]!]), systemClock, 1500).lock;
-      const majority = lockOn(client(rest.map((m) => gated.endpoints[m]!)), systemClock, 3000).lock;
+      const isolated = lockOn(client([gated.endpoints[old]!], gated), systemClock, 1500).lock;
+      const majority = lockOn(client(rest.map((m) => gated.endpoints[m]!), gated), systemClock, 3000).lock;
       expect((await isolated.acquire('split', { ttlMs: 5000 })).kind).not.toBe('granted');
       // A loaded machine may time a first attempt out while the new leader settles: the majority grants within a bound.
       const bound = Date.now() + 20_000;
@@ -142,7 +178,7 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
       }, 20_000);
       expect(converged).toBe(true);
       // The healed member serves the majority's state: the lock is held.
-      const after = lockOn(client([gated.endpoints[old]!]), systemClock, 3000).lock;
+      const after = lockOn(client([gated.endpoints[old]!], gated), systemClock, 3000).lock;
       expect(await after.acquire('split', { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
       await majority.release(held.lease);
     } finally {
@@ -296,3 +332,22 @@ describe('etcdFencedStore (real etcd)', () => {
     expect(await store.read('race')).toEqual({ value: 'v10', token: 10n });
   });
 });
+
+/**
+ * One request to `url` (http: plaintext; https: TLS trusting any server, with the client certificate given; a
+ * `/members` door is a GET, any other a POST of `{}`): 'answered' when a reply below 400 comes back, else 'refused'
+ * (the handshake or the connection failed, or the server said no). Bounded.
+ */
+function knock(url: string, tls: { readonly cert?: string; readonly key?: string }): Promise<'answered' | 'refused'> {
+  return new Promise((resolve) => {
+    const secure = url.startsWith('https:');
+    const options = { method: url.endsWith('/members') ? 'GET' : 'POST', timeout: 3000, agent: false as const, ...(secure ? { rejectUnauthorized: false, ...tls } : {}) };
+    const req = (secure ? httpsRequest : httpRequest)(url, options, (res) => {
+      res.resume();
+      resolve(res.statusCode !== undefined && res.statusCode < 400 ? 'answered' : 'refused');
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve('refused'));
+    req.end(options.method === 'POST' ? '{}' : undefined);
+  });
+}

@@ -16,7 +16,7 @@ let gated: ZookeeperEnsemble;
 const nodes: ZookeeperNode[] = [];
 
 function lockOn(connectString: string, timeoutMs = 2000): ZookeeperLock {
-  const node = zookeeperNode({ connectString, clock: systemClock, requestTimeoutMs: timeoutMs });
+  const node = zookeeperNode({ ...gated.clientOptions(connectString), clock: systemClock, requestTimeoutMs: timeoutMs });
   nodes.push(node);
   return new ZookeeperLock({ node, clock: systemClock, root: '/t' });
 }

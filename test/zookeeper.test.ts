@@ -6,6 +6,8 @@ import { checkConformance, runLockstep } from '../conformance/index.ts';
 import { realZookeeperBackend, type ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
 import { TcpProxy } from '../conformance/env/proxy.ts';
+import { EnvironmentError } from '../conformance/env/faketime.ts';
+import { lockDown } from '../conformance/env/zookeeperLockdown.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { systemClock } from '../impl/clock.ts';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError } from '../impl/errors.ts';
@@ -56,7 +58,7 @@ const nodes: ZookeeperNode[] = [];
  * acknowledges them). Seen: a release's delete acknowledged, the contender still listed by a lagging follower.
  */
 function node(connectString = ensemble.endpoints[0]!, timeoutMs = 2000): ZookeeperNode {
-  const n = zookeeperNode({ connectString, clock: systemClock, requestTimeoutMs: timeoutMs });
+  const n = zookeeperNode({ ...ensemble.clientOptions(connectString), clock: systemClock, requestTimeoutMs: timeoutMs });
   nodes.push(n);
   return n;
 }
@@ -248,6 +250,73 @@ describe('zookeeperFencedStore (real ensemble)', () => {
 });
 
 /**
+ * The ensemble is closed to clients without the run's credentials: what a
+ * client of another local user could do to a run's results.
+ */
+describe('ZookeeperEnsemble is private (real ensemble)', () => {
+  const call = <T,>(start: (cb: (error: Error | zookeeper.Exception | null, value: T) => void) => void): Promise<T> =>
+    new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
+  /** What `work` ends with: 'ok', or the name of ZooKeeper's error. */
+  const outcome = (work: Promise<unknown>): Promise<string> => work.then(() => 'ok', (e: unknown) => (e instanceof zookeeper.Exception ? e.getName() : String(e)));
+
+  it('a client without the run\'s credentials (none, or another digest) creates, reads, changes and deletes nothing and changes no ACL; lockcheck\'s clients work; its lock and store are refused, typed', async () => {
+    // A cell and a held lock of the run's own clients.
+    const own = node();
+    const store = zookeeperFencedStore(own, 'strict', { root: '/t' });
+    expect(await store.write('private', 3n, 'mine')).toEqual({ kind: 'accepted' });
+    const held = await lockOn(own).acquire('private', { ttlMs: 10_000 });
+    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    const [holder] = await own.children('/t/lock/private');
+    expect(holder).toBeDefined();
+    for (const credentials of [null, 'lockcheck:guessed']) {
+      const intruder = zookeeper.createClient(ensemble.endpoints[0]!, { sessionTimeout: 10_000, retries: 0 });
+      if (credentials !== null) intruder.addAuthInfo('digest', Buffer.from(credentials));
+      const connected = new Promise<void>((resolve) => intruder.once('connected', () => resolve()));
+      intruder.connect();
+      await connected;
+      try {
+        const open = [new zookeeper.ACL(zookeeper.Permission.ALL, new zookeeper.Id('world', 'anyone'))];
+        const tries = {
+          createTop: await outcome(call<string>((cb) => intruder.create('/intruder', Buffer.alloc(0), cb))),
+          createInTree: await outcome(call<string>((cb) => intruder.create('/t/intruder', Buffer.alloc(0), cb))),
+          createInLockDir: await outcome(call<string>((cb) => intruder.create('/t/lock/private/c-', Buffer.alloc(0), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb))),
+          createQuota: await outcome(call<string>((cb) => intruder.create('/zookeeper/quota/t', Buffer.alloc(0), cb))),
+          listRoot: await outcome(call<string[]>((cb) => intruder.getChildren('/', cb))),
+          listLock: await outcome(call<string[]>((cb) => intruder.getChildren('/t/lock/private', cb))),
+          setRootAcl: await outcome(call<unknown>((cb) => intruder.setACL('/', open, -1, cb))),
+          setTreeAcl: await outcome(call<unknown>((cb) => intruder.setACL('/t', open, -1, cb))),
+          readCell: await outcome(call<Buffer>((cb) => intruder.getData('/t/cell/private', cb))),
+          writeCell: await outcome(call<unknown>((cb) => intruder.setData('/t/cell/private', Buffer.from('x'), -1, cb))),
+          deleteHolder: await outcome(call<void>((cb) => intruder.remove(`/t/lock/private/${holder!}`, -1, cb))),
+        };
+        expect(tries, String(credentials)).toEqual(Object.fromEntries(Object.keys(tries).map((k) => [k, 'NO_AUTH'])));
+      } finally {
+        intruder.close();
+      }
+      // lockcheck's own lock and store without the run's credentials are refused, typed, and change nothing.
+      const outsider = zookeeperNode({ connectString: ensemble.endpoints[0]!, clock: systemClock, requestTimeoutMs: 2000, ...(credentials !== null ? { auth: [{ scheme: 'digest', credentials }] } : {}) });
+      nodes.push(outsider);
+      for (const attempt of [zookeeperFencedStore(outsider, 'strict', { root: '/t' }).write('private', 9n, 'x'), lockOn(outsider).acquire('private', { ttlMs: 5000 }), lockOn(outsider).acquire('elsewhere', { ttlMs: 5000 })]) {
+        const refused = await attempt.catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(ServerRefusedError);
+        expect(refused).toMatchObject({ code: 'permission', serverCode: 'NO_AUTH' });
+      }
+    }
+    expect(await store.read('private')).toEqual({ value: 'mine', token: 3n });
+    expect((await lockOn(node()).acquire('private', { ttlMs: 5000 })).kind).toBe('denied');
+    await lockOn(own).release(held.lease);
+  });
+
+  it('the lock-down catches a tree someone changed before it: run again on this (used) ensemble it fails, naming what it found', async () => {
+    const credentials = ensemble.auth[0]!.credentials;
+    const e = await lockDown(ensemble.connectString, credentials, 10_000).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(EnvironmentError);
+    expect((e as Error).message).toMatch(/another client changed the fresh ensemble before it was closed to others: \/ holds "t"/);
+    expect((e as Error).message).not.toContain(credentials);
+  });
+});
+
+/**
  * Typed refusals (issue 17): a tree whose ACL the lock's identity does not
  * satisfy, or credentials the ensemble refuses, are errors no retry fixes,
  * thrown as such, never `denied: no-quorum`. The tree is made by the
@@ -269,6 +338,8 @@ describe('ZooKeeper refusals are typed (real ensemble, digest ACLs)', () => {
   beforeAll(async () => {
     admin = zookeeper.createClient(ensemble.endpoints[0]!, { sessionTimeout: 10_000, retries: 0 });
     admin.addAuthInfo('digest', Buffer.from(CREDENTIALS));
+    // The ensemble's tree is open only to its run's identity: the operator creates '/acl' as that one too.
+    for (const a of ensemble.auth) admin.addAuthInfo(a.scheme, Buffer.from(a.credentials));
     const connected = new Promise<void>((resolve) => admin.once('connected', () => resolve()));
     admin.connect();
     await connected;

@@ -101,8 +101,9 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
   // A fresh prefix is the reset: nothing of an earlier run is in the way, and its leases expire by themselves.
   const prefix = `run-${randomUUID()}/`;
   const all = new Set<Etcd3>();
-  const open = (hosts: string[]): Etcd3 => {
-    const c = etcdClient({ hosts });
+  // Every member requires a client certificate of its cluster's own CA (the store cluster has its own).
+  const open = (cluster: EtcdCluster, hosts: readonly string[]): Etcd3 => {
+    const c = etcdClient(cluster.clientOptions(hosts));
     all.add(c);
     return c;
   };
@@ -121,9 +122,9 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
     settle.network = network;
     // The connections to the lock cluster, made again after a restart (a channel to a killed member backs off).
     const connect = (): { readonly admin: Etcd3; readonly own: readonly Etcd3[]; readonly nodes: readonly EtcdNode[] } => {
-      const own = Array.from({ length: clients }, (_v, client) => open([lockCluster.endpoints[client % lockCluster.size]!]));
+      const own = Array.from({ length: clients }, (_v, client) => open(lockCluster, [lockCluster.endpoints[client % lockCluster.size]!]));
       const nodes = own.map((c, client) => etcd3Node(c, { clock: clocks[client]!, requestTimeoutMs: CALL_TIMEOUT_MS }));
-      return { admin: open(lockCluster.endpoints), own, nodes };
+      return { admin: open(lockCluster, lockCluster.endpoints), own, nodes };
     };
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
     // A paused client runs no timers until it resumes (then they fire before its replies): requests in flight across a pause.
@@ -135,7 +136,7 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       const clock = clocks[client]!;
       const bound = new RequestBound(clock, requestTimeoutMs);
       const node = boundedNode(bound, () => timing.slowOperation(client), through(network, client, 0, () => lockLinks.nodes[client]!));
-      const storeNode = etcd3Node(open(cell.store.endpoints), { clock, requestTimeoutMs: CALL_TIMEOUT_MS });
+      const storeNode = etcd3Node(open(cell.store, cell.store.endpoints), { clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       const lock = new EtcdLock({ node, clock, driftFactor: driftFactor(etcdDesign), clockMarginMs: clockMarginMs(etcdDesign), prefix });
       return {
         ...bound.operations(lock),

@@ -7,9 +7,14 @@
  * (partition) or delay that link alone. The bookkeeping of members is
  * consensusGroup.ts's, shared with the ZooKeeper ensemble.
  *
- * Members listen on 127.0.0.1 only, without client authentication: etcd's
- * auth needs TLS or a token flow the lockstep clients would have to carry,
- * and nothing off the machine can connect. A watchdog (watchdog.ts) kills the
+ * Members listen on 127.0.0.1 only, and only over TLS with a client
+ * certificate of the run's own CA (runCa.ts), on the client and on the peer
+ * ports alike: another local user cannot send a request (nor a raft message)
+ * to a member, nor through the per-link proxies, which carry the handshake
+ * through. etcd's password auth alone would not do: on etcd 3.4 a client
+ * without a token still raised the NOSPACE alarm, compacted and even disabled
+ * auth through the JSON gateway. `clientTls` is what lockcheck's own clients
+ * present (etcdClient's `tls`). A watchdog (watchdog.ts) kills the
  * members and removes the directory should the starting process die, even by
  * SIGKILL; a process 'exit' handler does the same on an ordinary exit.
  *
@@ -17,11 +22,13 @@
  * the machine's real clocks (spec 7.8) and no clock fault is offered.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConsensusGroup, GroupMember, HOST, type MemberCommand, stopAllOf } from './consensusGroup.ts';
 import { EnvironmentError } from './faketime.ts';
+import { type ClientTls, makeRunCa, type RunCa } from './runCa.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -68,11 +75,11 @@ class Member extends GroupMember {
   }
 
   get clientUrl(): string {
-    return `http://${HOST}:${this.clientPort}`;
+    return `https://${HOST}:${this.clientPort}`;
   }
 
   get peerUrl(): string {
-    return `http://${HOST}:${this.peerPort}`;
+    return `https://${HOST}:${this.peerPort}`;
   }
 
 }
@@ -81,13 +88,15 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
   readonly #token = `lockcheck-${randomBytes(8).toString('hex')}`;
   readonly #heartbeatMs: number;
   readonly #electionMs: number;
+  readonly #ca: RunCa;
   protected readonly addressInUse = /address already in use/i;
   protected readonly leaderWanted = 'leader agreed by a majority';
 
-  private constructor(dir: string, count: number, options: EtcdClusterOptions) {
+  private constructor(dir: string, ca: RunCa, count: number, options: EtcdClusterOptions) {
     super('EtcdCluster', 'cluster', dir, Array.from({ length: count }, (_, i) => new Member(i, `m${i}`, join(dir, `m${i}`))), options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, options.peerGates ?? false);
     this.#heartbeatMs = options.heartbeatMs ?? 100;
     this.#electionMs = options.electionMs ?? 1000;
+    this.#ca = ca;
   }
 
   /** Starts every member and resolves once the cluster has a leader that serves reads. */
@@ -98,7 +107,16 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
     // mkdtemp makes the directory 0700: the members' data and logs are the invoking user's alone.
     const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-etcd-'));
-    const cluster = new EtcdCluster(dir, count, options);
+    let ca: RunCa;
+    try {
+      const tlsDir = join(dir, 'tls');
+      await mkdir(tlsDir, { mode: 0o700 });
+      ca = await makeRunCa(tlsDir);
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+    const cluster = new EtcdCluster(dir, ca, count, options);
     await cluster.boot();
     return cluster;
   }
@@ -106,6 +124,21 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
   /** The members' own client URLs (no proxy). */
   get endpoints(): string[] {
     return this.members.map((m) => m.clientUrl);
+  }
+
+  /** The members' own peer URLs (for tests that knock on them). */
+  get peerEndpoints(): string[] {
+    return this.members.map((m) => m.peerUrl);
+  }
+
+  /** What a client presents to be let in (etcdClient's `tls`): secret, never to be printed. */
+  get clientTls(): ClientTls {
+    return this.#ca.client;
+  }
+
+  /** etcdClient options for `hosts` (default: every member's own URL), TLS included. */
+  clientOptions(hosts: readonly string[] = this.endpoints): { readonly hosts: readonly string[]; readonly tls: ClientTls } {
+    return { hosts, tls: this.#ca.client };
   }
 
   /**
@@ -144,12 +177,12 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
 
   /** The peer URL the other members dial: its gate's, or the member's own. */
   #advertisedPeerUrl(m: Member): string {
-    return `http://${HOST}:${this.dialedPort(m, 0)}`;
+    return `https://${HOST}:${this.dialedPort(m, 0)}`;
   }
 
-  /** A failed start leaves data of a cluster that never was: the next try starts on none. */
+  /** A failed start leaves data of a cluster that never was: the next try starts on none (the certificates stay). */
   protected override async afterFailedStart(): Promise<void> {
-    await rm(this.dir, { recursive: true, force: true });
+    await Promise.all(this.members.map((m) => rm(m.dataDir, { recursive: true, force: true })));
   }
 
   protected command(m: Member): MemberCommand {
@@ -170,6 +203,11 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
         '--logger', 'zap',
         '--log-outputs', 'stderr',
         '--log-level', 'warn',
+        // Clients and peers alike must present a certificate of the run's CA.
+        '--client-cert-auth', '--trusted-ca-file', this.#ca.server.caFile,
+        '--cert-file', this.#ca.server.certFile, '--key-file', this.#ca.server.keyFile,
+        '--peer-client-cert-auth', '--peer-trusted-ca-file', this.#ca.server.caFile,
+        '--peer-cert-file', this.#ca.server.certFile, '--peer-key-file', this.#ca.server.keyFile,
       ],
       // An inherited ETCD_* variable would override a flag (etcd refuses both); LD_PRELOAD has no business here.
       dropEnv: /^(ETCD|LD_PRELOAD$|FAKETIME)/,
@@ -184,9 +222,9 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
   protected async memberStatus(m: Member, timeoutMs: number): Promise<MemberStatus | null> {
     if (!m.running || m.paused) return null;
     try {
-      const response = await fetch(`${m.clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(timeoutMs) });
-      if (!response.ok) return null;
-      const body = (await response.json()) as { header?: { member_id?: string; revision?: string }; leader?: string };
+      const text = await postTls(`${m.clientUrl}/v3/maintenance/status`, '{}', this.#ca.client, timeoutMs);
+      if (text === null) return null;
+      const body = JSON.parse(text) as { header?: { member_id?: string; revision?: string }; leader?: string };
       const id = body.header?.member_id;
       if (id === undefined) return null;
       return { member: m.index, id, leader: body.leader ?? '0', revision: BigInt(body.header?.revision ?? '0') };
@@ -211,4 +249,22 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
 /** Stops every cluster started in this process and not yet stopped. */
 export async function stopAllEtcdClusters(): Promise<void> {
   await stopAllOf((g) => g instanceof EtcdCluster);
+}
+
+/** POSTs `body` over TLS with the client certificate; the reply's text on a 2xx, else null (also on any error or after `timeoutMs`). */
+function postTls(url: string, body: string, tls: ClientTls, timeoutMs: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'POST', ca: tls.ca, cert: tls.cert, key: tls.key, timeout: timeoutMs, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve(res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300 ? text : null));
+      res.on('error', () => resolve(null));
+    });
+    const timer = setTimeout(() => req.destroy(), timeoutMs);
+    req.on('close', () => clearTimeout(timer));
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(null));
+    req.end(body);
+  });
 }

@@ -15,7 +15,7 @@ import { SimNetwork } from '../sim/network.ts';
 import { TimingError, VirtualTime } from '../sim/time.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
-import { ZK_TICK_MS, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
+import { ZK_TICK_MS, type ZookeeperAuth, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
 import { RequestBound } from './requestBound.ts';
 
 /**
@@ -104,7 +104,7 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     const time = new VirtualTime({ settle: () => settle.network!.settled(), realTime: { toleranceMs: ZK_PACING_TOLERANCE_MS } });
     const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up[0]! }));
     settle.network = network;
-    const admin = zookeeperNode({ connectString: cell.ensemble.connectString, clock: systemClock, requestTimeoutMs: CALL_TIMEOUT_MS });
+    const admin = zookeeperNode({ ...cell.ensemble.clientOptions(), clock: systemClock, requestTimeoutMs: CALL_TIMEOUT_MS });
     nodes.push(admin);
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
     // A slow member is one slow round trip per attempt, extend or release (the model's one round: an attempt's connect), or a black hole.
@@ -113,8 +113,8 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
       // A paused client runs no timers until it resumes (then they fire before its replies): requests in flight across a pause.
       const clock: MonotonicClock = network.pausable(client, time.clockOf(() => clientClocks[client]!));
       // Every member named: after a crash a session reconnects to whichever member serves first (spec 7.10).
-      const own = zookeeperNode({ connectString: cell.ensemble.connectString, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
-      const storeNode = zookeeperNode({ connectString: cell.ensemble.connectString, clock, requestTimeoutMs: CALL_TIMEOUT_MS });
+      const own = zookeeperNode({ ...cell.ensemble.clientOptions(), clock, requestTimeoutMs: CALL_TIMEOUT_MS });
+      const storeNode = zookeeperNode({ ...cell.ensemble.clientOptions(), clock, requestTimeoutMs: CALL_TIMEOUT_MS });
       nodes.push(own, storeNode);
       const bound = new RequestBound(clock, requestTimeoutMs);
       const lock = new ZookeeperLock({ node: boundedNode(bound, () => timing.slowOperation(client), through(network, client, 0, own)), clock, driftFactor: driftFactor(zookeeperDesign), clockMarginMs: clockMarginMs(zookeeperDesign), root });
@@ -179,7 +179,7 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
             // member warms them. After the model's restart: the next step's catch-up covers the time it takes.
             await failsTheRun('the warm-up after the restart', async () => {
               await restarting;
-              await Promise.all(ensemble.endpoints.map((endpoint) => warm(endpoint, `${root}/warm`)));
+              await Promise.all(ensemble.endpoints.map((endpoint) => warm(ensemble.clientOptions(endpoint), `${root}/warm`)));
             });
           },
         },
@@ -271,9 +271,9 @@ async function wholeAgain(ensemble: ZookeeperEnsemble): Promise<void> {
   await ensemble.leader(READY_TIMEOUT_MS);
 }
 
-/** Sessions through `endpoint`: opened, a contender made under `dir`, closed (each call bounded). */
-async function warm(endpoint: string, dir: string): Promise<void> {
-  const node = zookeeperNode({ connectString: endpoint, clock: systemClock, requestTimeoutMs: READY_TIMEOUT_MS });
+/** Sessions through one member (with the ensemble's credentials): opened, a contender made under `dir`, closed (each call bounded). */
+async function warm(through: { readonly connectString: string; readonly auth: ZookeeperAuth }, dir: string): Promise<void> {
+  const node = zookeeperNode({ ...through, clock: systemClock, requestTimeoutMs: READY_TIMEOUT_MS });
   try {
     for (let round = 0; round < 3; round++) {
       const session = await node.openSession(1000);

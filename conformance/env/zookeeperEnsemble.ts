@@ -16,18 +16,30 @@
  * test asks a member to survive a machine crash.
  *
  * Members listen on 127.0.0.1 only and only the four-letter words `srvr` and
- * `ruok` answer. A watchdog (watchdog.ts) kills the members and removes the
+ * `ruok` answer. The ensemble is closed to clients without the run's digest
+ * credentials (a password made per run, never printed): right after the
+ * first start every znode of ZooKeeper's own gets an ACL for that identity
+ * alone (zookeeperLockdown.ts), and what lockcheck's clients create carries
+ * it too (zookeeperNode's `auth`, CREATOR_ALL_ACL). node-zookeeper-client
+ * speaks neither SASL nor TLS, so clients cannot be refused at the door:
+ * another local user can still connect, ask whether a path exists and add
+ * load, but changes nothing. The members' quorum and election ports require
+ * SASL (DIGEST-MD5, a second per-run password in a 0600 JAAS file): a
+ * connection without it is dropped, so no one else can join the quorum or
+ * vote. A watchdog (watchdog.ts) kills the members and removes the
  * directory should the starting process die, even by SIGKILL; a process
  * 'exit' handler does the same on an ordinary exit. ZooKeeper expires
  * sessions on the leader's monotonic clock (System.nanoTime); libfaketime
  * would reach a JVM, but no fault here steps it (spec 7.10).
  */
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConsensusGroup, GroupMember, HOST, type MemberCommand, stopAllOf } from './consensusGroup.ts';
 import { EnvironmentError } from './faketime.ts';
+import { lockDown } from './zookeeperLockdown.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -78,7 +90,14 @@ class Member extends GroupMember {
   }
 }
 
+/** Digest credentials as zookeeperNode's `auth` takes them. */
+export type ZookeeperAuth = ReadonlyArray<{ readonly scheme: 'digest'; readonly credentials: string }>;
+
 export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberStatus> {
+  /** The run's client identity, `lockcheck:<random>`: the only one the tree lets in. */
+  readonly #credentials = `lockcheck:${randomBytes(24).toString('base64url')}`;
+  /** The members' password to one another (quorum SASL). */
+  readonly #quorumSecret = randomBytes(24).toString('base64url');
   protected readonly addressInUse = /Address already in use|BindException/i;
   protected readonly leaderWanted = 'leader with a quorum';
 
@@ -95,6 +114,12 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
     const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-zk-'));
     const ensemble = new ZookeeperEnsemble(dir, count, options);
     await ensemble.boot();
+    try {
+      await lockDown(ensemble.connectString, ensemble.#credentials, Math.max(5000, ensemble.startTimeoutMs / 4));
+    } catch (error) {
+      await ensemble.stop();
+      throw error;
+    }
     return ensemble;
   }
 
@@ -106,6 +131,16 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
   /** A connection string naming every member. */
   get connectString(): string {
     return this.endpoints.join(',');
+  }
+
+  /** What a client presents to be let into the tree (zookeeperNode's `auth`): secret, never to be printed. */
+  get auth(): ZookeeperAuth {
+    return [{ scheme: 'digest', credentials: this.#credentials }];
+  }
+
+  /** zookeeperNode options for `connectString` (default: every member), credentials included. */
+  clientOptions(connectString: string = this.connectString): { readonly connectString: string; readonly auth: ZookeeperAuth } {
+    return { connectString, auth: this.auth };
   }
 
   /** The index of the member that leads with a quorum behind it, waiting up to `timeoutMs`. */
@@ -157,16 +192,22 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
         'preAllocSize=1024',
         'snapCount=100000',
         'maxClientCnxns=0',
+        ...(this.members.length === 1 ? [] : QUORUM_SASL),
         ...servers,
       ];
       await writeFile(m.config, `${lines.join('\n')}\n`, { mode: 0o600 });
     }
+    if (this.members.length > 1) await writeFile(this.#jaasFile, jaas(this.#quorumSecret), { mode: 0o600 });
+  }
+
+  get #jaasFile(): string {
+    return join(this.dir, 'jaas.conf');
   }
 
   protected command(m: Member): MemberCommand {
     return {
       file: 'java',
-      args: [...JVM_FLAGS, `-Dzookeeper.log.dir=${m.dir}`, '-cp', ZK_JAR, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', m.config],
+      args: [...JVM_FLAGS, `-Dzookeeper.log.dir=${m.dir}`, ...(this.members.length === 1 ? [] : [`-Djava.security.auth.login.config=${this.#jaasFile}`]), '-cp', ZK_JAR, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', m.config],
       // JVM and ZooKeeper variables of the caller have no business here, nor libfaketime.
       dropEnv: /^(JAVA|JDK|_JAVA|ZOO|CLASSPATH|JVMFLAGS|LD_PRELOAD|FAKETIME)/,
     };
@@ -197,6 +238,15 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
     const leader = serving.find((s) => s.mode === 'leader');
     return leader !== undefined && serving.length > this.size / 2 ? leader.member : null;
   }
+}
+
+/** Members speak to one another only after SASL (DIGEST-MD5), both as leader and as learner. */
+const QUORUM_SASL = ['quorum.auth.enableSasl=true', 'quorum.auth.learnerRequireSasl=true', 'quorum.auth.serverRequireSasl=true'];
+
+/** The members' login: each serves as QuorumServer and joins as QuorumLearner with the one per-run password. */
+function jaas(secret: string): string {
+  const module = 'org.apache.zookeeper.server.auth.DigestLoginModule required';
+  return `QuorumServer {\n  ${module}\n  user_lockcheck="${secret}";\n};\nQuorumLearner {\n  ${module}\n  username="lockcheck"\n  password="${secret}";\n};\n`;
 }
 
 export async function stopAllZookeeperEnsembles(): Promise<void> {

@@ -238,14 +238,14 @@ async function pgXactClient(b: Extract<ClientBackend, { kind: 'pg-xact' }>): Pro
 }
 
 async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Promise<StressClient> {
-  const client = etcdClient({ hosts: [...b.hosts], dialTimeoutMs: COMMAND_TIMEOUT_MS });
+  const client = etcdClient({ hosts: [...b.hosts], tls: b.tls, dialTimeoutMs: COMMAND_TIMEOUT_MS });
   const node = etcd3Node(client, { clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new EtcdLock({ node, clock: sharedClock });
   return consensusStressClient(lock, etcdFencedStore(node, b.storePolicy), async () => client.close());
 }
 
 async function zookeeperStressClient(b: Extract<ClientBackend, { kind: 'zookeeper' }>): Promise<StressClient> {
-  const node = zookeeperNode({ connectString: b.connectString, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
+  const node = zookeeperNode({ connectString: b.connectString, auth: b.auth, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new ZookeeperLock({ node, clock: sharedClock });
   return consensusStressClient(lock, zookeeperFencedStore(node, b.storePolicy), async () => node.close());
 }

@@ -354,7 +354,8 @@ async function startEtcd(o: StartServersOptions): Promise<StressServers> {
       clocksFaked: false,
       clientBackend: (client, storePolicy) => ({
         kind: 'etcd',
-        hosts: o.proxied ? links[client]!.map((p) => `http://${p.host}:${p.port}`) : cluster.endpoints,
+        hosts: o.proxied ? links[client]!.map((p) => `https://${p.host}:${p.port}`) : cluster.endpoints,
+        tls: cluster.clientTls,
         storePolicy,
       }),
       partitionMembers: (side) => cluster.partitionMembers(side),
@@ -390,6 +391,7 @@ async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
       clientBackend: (client, storePolicy) => ({
         kind: 'zookeeper',
         connectString: o.proxied ? links[client]!.map((p) => `${p.host}:${p.port}`).join(',') : ensemble.connectString,
+        auth: ensemble.auth,
         storePolicy,
       }),
       partitionMembers: (side) => ensemble.partitionMembers(side),

@@ -13,6 +13,12 @@ export interface EtcdClientOptions {
    * the client exchanges them for a token and sends it with every call).
    */
   readonly auth?: { readonly username: string; readonly password: string };
+  /**
+   * TLS: the CA (PEM) that signed the members' certificates, and the
+   * client's own certificate and key (PEM) for members that require client
+   * certificates (etcd's --client-cert-auth). Default: plaintext.
+   */
+  readonly tls?: { readonly ca: string; readonly cert: string; readonly key: string };
 }
 
 /**
@@ -32,10 +38,19 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     checkString(options.auth.username, 'auth.username', true);
     checkString(options.auth.password, 'auth.password', false);
   }
+  if (options.tls !== undefined) {
+    checkObject(options.tls, 'tls');
+    checkString(options.tls.ca, 'tls.ca', true);
+    checkString(options.tls.cert, 'tls.cert', true);
+    checkString(options.tls.key, 'tls.key', true);
+  }
   return new Etcd3({
     hosts: [...options.hosts],
     dialTimeout,
     faultHandling: { global: noop, host: () => noop },
     ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password } } : {}),
+    ...(options.tls !== undefined
+      ? { credentials: { rootCertificate: Buffer.from(options.tls.ca), certChain: Buffer.from(options.tls.cert), privateKey: Buffer.from(options.tls.key) } }
+      : {}),
   });
 }

@@ -185,7 +185,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           path = await create();
         } catch (error) {
           if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-          await call<string>((cb) => client.mkdirp(dir, acl, cb));
+          await mkdirs(client, dir, acl);
           path = await create();
         }
         const stat = await call<Stat | null>((cb) => client.exists(path, cb));
@@ -436,7 +436,7 @@ async function createWithParents(client: Client, path: string, data: Buffer, acl
     await create();
   } catch (error) {
     if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-    await call<string>((cb) => client.mkdirp(path.slice(0, path.lastIndexOf('/')), acl, cb));
+    await mkdirs(client, path.slice(0, path.lastIndexOf('/')), acl);
     await create();
   }
 }
@@ -449,6 +449,29 @@ function withRealTimeout<T>(ms: number, what: string, work: Promise<T>): Promise
     timer.unref();
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Creates `dir` and its missing ancestors, from the deepest one that exists.
+ * Not the library's mkdirp: that creates every ancestor from the root and
+ * takes NODE_EXISTS as done, but ZooKeeper checks the parent's ACL before it
+ * says NODE_EXISTS, so an identity that may create in its own root (made by
+ * an operator, or by lockcheck's private ensembles) but not in '/' was
+ * refused (NO_AUTH) on the way there.
+ */
+async function mkdirs(client: Client, dir: string, acl: ACL[]): Promise<void> {
+  const parts = dir.split('/').slice(1);
+  const at = (depth: number): string => `/${parts.slice(0, depth).join('/')}`;
+  let depth = parts.length;
+  while (depth > 0 && (await call<Stat | null>((cb) => client.exists(at(depth), cb))) === null) depth--;
+  for (let d = depth + 1; d <= parts.length; d++) {
+    try {
+      await call<string>((cb) => client.create(at(d), Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
+    } catch (error) {
+      // Made meanwhile by another client: as good.
+      if (code(error) !== zookeeper.Exception.NODE_EXISTS) throw error;
+    }
+  }
 }
 
 function call<T>(start: (cb: (error: Error | Exception | null, value: T) => void) => void): Promise<T> {

@@ -52,7 +52,7 @@ afterAll(() => {
 });
 
 function client(hosts = server().hosts, dialTimeoutMs?: number): Etcd3 {
-  const x = etcdClient({ hosts, ...(dialTimeoutMs !== undefined ? { dialTimeoutMs } : {}) });
+  const x = etcdClient({ hosts, tls: server().tls, ...(dialTimeoutMs !== undefined ? { dialTimeoutMs } : {}) });
   clients.push(x);
   return x;
 }
@@ -639,7 +639,7 @@ describe('etcd3Node', () => {
   });
 
   it('credentials sent to an etcd without auth are ConnectionConfigError authentication (real etcd: authentication is not enabled)', async () => {
-    const x = etcdClient({ hosts: server().hosts, auth: { username: 'u', password: 'p' } });
+    const x = etcdClient({ ...server(), auth: { username: 'u', password: 'p' } });
     clients.push(x);
     const e = await new EtcdLock({ node: etcd3Node(x, { clock: new ManualClock() }), clock: new ManualClock(), prefix: prefix() }).acquire('r', { ttlMs: 1000 }).catch((y: unknown) => y);
     expect(e).toBeInstanceOf(ConnectionConfigError);

@@ -14,9 +14,10 @@ import type { MonotonicClock } from '../../impl/clock.ts';
 export interface SharedServers {
   readonly redis: { readonly host: string; readonly port: number; readonly password: string };
   readonly postgres: { readonly host: string; readonly port: number; readonly user: string; readonly password: string; readonly database: string };
-  readonly etcd: { readonly hosts: readonly string[] };
-  /** A one-member ensemble; `pid` is its JVM's (a test pauses it with SIGSTOP to hold every reply back). */
-  readonly zookeeper: { readonly connectString: string; readonly pid: number };
+  /** `tls`: the cluster's CA and the client certificate it requires (every member refuses a client without it). */
+  readonly etcd: { readonly hosts: readonly string[]; readonly tls: { readonly ca: string; readonly cert: string; readonly key: string } };
+  /** A one-member ensemble, closed to clients without `auth`; `pid` is its JVM's (a test pauses it with SIGSTOP to hold every reply back). */
+  readonly zookeeper: { readonly connectString: string; readonly auth: ReadonlyArray<{ readonly scheme: 'digest'; readonly credentials: string }>; readonly pid: number };
 }
 
 declare module 'vitest' {
@@ -59,8 +60,8 @@ export const sharedRedis = (): (() => SharedServers['redis']) => shared('redis',
 export const sharedPostgres = (): (() => SharedServers['postgres']) =>
   shared('postgres', () => PostgresServer.start({ parentDir: '/dev/shm' }), (s) => s.connection);
 export const sharedZookeeper = (): (() => SharedServers['zookeeper']) =>
-  shared('zookeeper', () => ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ connectString: s.connectString, pid: s.pid(0) }));
-export const sharedEtcd = (): (() => SharedServers['etcd']) => shared('etcd', () => EtcdCluster.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ hosts: s.endpoints }));
+  shared('zookeeper', () => ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' }), (s) => ({ ...s.clientOptions(), pid: s.pid(0) }));
+export const sharedEtcd = (): (() => SharedServers['etcd']) => shared('etcd', () => EtcdCluster.start({ members: 1, parentDir: '/dev/shm' }), (s) => s.clientOptions());
 
 /** A monotonic clock moved only by the test: `advance` runs what falls due, in order. */
 export class ManualClock implements MonotonicClock {

@@ -35,7 +35,7 @@ afterAll(() => {
 });
 
 function node(clock = new ManualClock(), requestTimeoutMs?: number): ZookeeperNode {
-  const n = zookeeperNode({ connectString: server().connectString, clock, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
+  const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
   nodes.push(n);
   return n;
 }
@@ -568,7 +568,7 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
   });
 
   it('close() ends every session the node opened, also one nobody closed: its contender goes with it', async () => {
-    const n = zookeeperNode({ connectString: server().connectString, clock: new ManualClock() });
+    const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: new ManualClock() });
     const watcher = node();
     const dir = `${root()}/lock/c`;
     const forgotten = await n.openSession(30_000);
