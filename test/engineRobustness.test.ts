@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import type { BackendUnderTest, LockClient } from '../conformance/adapter.ts';
+import { checkConformance, checkMisconfigurations, runLockstep } from '../conformance/index.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { Command } from '../model/index.ts';
+import { designs } from '../model/index.ts';
+
+/**
+ * The engine against an adapter that breaks the adapter API in the ways
+ * adapters written by hand do: an operation that never settles, a throw of
+ * something that is no Error, an answer of the wrong kind, a lease whose
+ * signal cannot be read. Each is a finding of the run, named and bounded in
+ * time, never the harness's own crash or hang.
+ */
+const base = simLeaseBackend(designs.redisSingle(), 'strict');
+
+/** The backend with each client's `op` replaced by `make(the real one)`. */
+function withClient<K extends 'acquire' | 'extend' | 'release'>(op: K, make: (real: NonNullable<LockClient[K]>) => unknown): BackendUnderTest {
+  return {
+    ...base,
+    name: `broken ${op}`,
+    start: async (o) => {
+      const instance = await base.start(o);
+      const clients = instance.clients.map((c): LockClient => {
+        const real = { acquire: c.acquire.bind(c), extend: c.extend?.bind(c), release: c.release.bind(c) };
+        return { acquire: real.acquire, ...(real.extend ? { extend: real.extend } : {}), release: real.release, store: c.store, clock: c.clock, [op]: make(real[op] as NonNullable<LockClient[K]>) };
+      });
+      return { ...instance, clients };
+    },
+  };
+}
+
+/** Grants leases whose `signal` is `signal(the real lease, reads of it so far, grants before it)`, read through a getter each time. */
+function withSignal(signal: (real: Lease, reads: number, grant: number) => unknown): BackendUnderTest {
+  let grants = 0;
+  return withClient('acquire', (real) => async (...args: Parameters<LockClient['acquire']>) => {
+    const r = await real(...args);
+    if (r.kind !== 'granted') return r;
+    const l = r.lease;
+    const grant = grants++;
+    let reads = 0;
+    const lease = { resource: l.resource, owner: l.owner, token: l.token, validUntilMs: l.validUntilMs, get signal() { return signal(l, reads++, grant); } };
+    return { kind: 'granted', lease };
+  });
+}
+
+const acquire: Command = { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 };
+const schedule: Command[] = [acquire, { kind: 'extend', client: 0, resource: 'r', ttlMs: 10 }, { kind: 'write', client: 0, resource: 'r', value: 'a' }, { kind: 'release', client: 0, resource: 'r' }];
+const never = () => () => new Promise<never>(() => undefined);
+
+async function verdictOf(backend: BackendUnderTest, commands: readonly Command[] = schedule) {
+  const started = performance.now();
+  const report = await runLockstep(backend, commands, { clients: 2, tokenBase: 0n, closeLimitMs: 1000 });
+  return { verdict: report.verdict, realMs: performance.now() - started };
+}
+
+describe('the engine reports an adapter that breaks the API, and stays bounded in time', () => {
+  it.each([
+    ['acquire', "client 0's acquire did not complete by t=0 ms"],
+    ['extend', "client 0's extend did not complete by t=0 ms"],
+    ['release', "client 0's release did not complete by t=0 ms"],
+  ] as const)('an %s that never settles is LIVE-1 at the model\'s time, in real milliseconds', async (op, message) => {
+    const { verdict, realMs } = await verdictOf(withClient(op, never));
+    expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1' });
+    expect(verdict.kind === 'conformance-failure' && verdict.message).toContain(message);
+    // Virtual time: nothing waits for real time to pass.
+    expect(realMs).toBeLessThan(5000);
+  });
+
+  it.each([
+    ['null', null, '(null)'],
+    ['undefined', undefined, '(undefined)'],
+    ['a string', 'boom', '("boom")'],
+    ['a plain object', { code: 7 }, '({"code":7})'],
+  ])('a throw of %s is reported as what was thrown, not as the harness\'s TypeError', async (_what, thrown, shown) => {
+    for (const op of ['acquire', 'release'] as const) {
+      const { verdict } = await verdictOf(
+        withClient(op, () => async () => {
+          throw thrown;
+        }),
+      );
+      expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1' });
+      expect(verdict.kind === 'conformance-failure' && verdict.message).toBe(`client 0's ${op} threw a value that is no Error ${shown}, where the model has it done`);
+    }
+  });
+
+  it('a whole check of an adapter that throws null ends in a failure to replay, not an exception', async () => {
+    const result = await checkConformance(
+      withClient('release', () => async () => {
+        throw null;
+      }),
+      { runs: 20, seed: 11, faults: ['advance'] },
+    );
+    expect(result.failure?.report.verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1' });
+    expect(result.failure?.message).toContain('threw a value that is no Error (null)');
+  });
+
+  it('an answer of the wrong kind is a breach naming it, never mapped to a neighbour', async () => {
+    const acquired = await verdictOf(withClient('acquire', () => async () => ({ kind: 'extended', validUntilMs: 5 })));
+    expect(acquired.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1', message: 'acquire answered {"kind":"extended","validUntilMs":5}, which the adapter API does not define' });
+    const extended = await verdictOf(withClient('extend', () => async () => ({ kind: 'granted' })));
+    expect(extended.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1', message: 'extend answered {"kind":"granted"}, which the adapter API does not define' });
+  });
+
+  it('a lease whose signal getter throws is a breach (MUTEX-1), at the grant and at a later read', async () => {
+    const atGrant = await verdictOf(
+      withSignal(() => {
+        throw null;
+      }),
+    );
+    expect(atGrant.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1', message: "reading the signal of the lease on 'r' threw a value that is no Error (null): user code cannot learn when the lease ends" });
+    // The second read (the harness checks that every read gives the same signal) throws.
+    const later = await verdictOf(
+      withSignal((l, reads) => {
+        if (reads > 0) throw new Error('gone');
+        return l.signal;
+      }),
+    );
+    expect(later.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1', message: "reading the signal of the lease on 'r' threw Error: gone: user code cannot learn when the lease ends" });
+  });
+
+  it('a signal that is no AbortSignal, first read at a pause before a write, is a breach of that step, not an exception', async () => {
+    // Every second grant's signal is read late: here at the pause that checks the lease before its write.
+    const late: Command[] = [acquire, { ...acquire, resource: 'q' }, { kind: 'pause', client: 0, pendingWrite: { resource: 'q', value: 'a' } }];
+    const { verdict } = await verdictOf(
+      withSignal((l, _reads, grant) => (grant === 0 ? l.signal : 'not a signal')),
+      late,
+    );
+    expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1', message: "the lease on 'q' has signal not a signal, which the adapter API does not define" });
+    expect(verdict.kind === 'conformance-failure' && verdict.step.command.kind).toBe('pause');
+  });
+
+  it('invalid input refused by a throw of null is reported as that, not as accepted', async () => {
+    // The first step's probe is acquire('').
+    const throwsNull = withClient('acquire', (real) => async (resource: string, options: Parameters<LockClient['acquire']>[1]) => {
+      if (resource === '') throw null;
+      return real(resource, options);
+    });
+    const { verdict } = await verdictOf(throwsNull, [acquire]);
+    expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1', message: "invalid input (acquire('')) was refused with a value that is no Error (null), not with InvalidInputError" });
+  });
+
+  it('a misconfiguration refused by a throw of null is reported as that, not as accepted', async () => {
+    const problems = await checkMisconfigurations({
+      ...base,
+      misconfigurations: [
+        {
+          what: 'driftFactor 1',
+          names: 'driftFactor',
+          attempt: async () => {
+            throw null;
+          },
+        },
+      ],
+    });
+    expect(problems).toEqual([`${base.name}: driftFactor 1 was refused with a value that is no Error (null), not with InvalidInputError`]);
+  });
+});
