@@ -103,6 +103,32 @@ describe('the engine reports an adapter that breaks the API, and stays bounded i
     expect(extended.verdict).toMatchObject({ kind: 'conformance-failure', property: 'MUTEX-1', message: 'extend answered {"kind":"granted"}, which the adapter API does not define' });
   });
 
+  it.each([
+    ['acquire', 'a timed-out with a lease beside it', { kind: 'timed-out', lease: null }, 'MUTEX-1', 'acquire answered {"kind":"timed-out","lease":null}'],
+    ['acquire', 'a denial for a reason the API does not have', { kind: 'denied', reason: 'busy' }, 'MUTEX-1', 'acquire answered {"kind":"denied","reason":"busy"}'],
+    ['extend', 'a refusal for a reason the API does not have', { kind: 'not-extended', reason: 'busy' }, 'MUTEX-1', 'extend answered {"kind":"not-extended","reason":"busy"}'],
+    ['write', 'an acceptance that also names a highest token', { kind: 'accepted', highest: 3n }, 'FENCE-2', "the store's write answered {\"kind\":\"accepted\",\"highest\":\"3n\"}"],
+    ['read', 'a value without its token', { value: 'a', token: null }, 'STORE-1', "the store's read answered {\"value\":\"a\",\"token\":null}"],
+  ] as const)('%s answering %s is a breach naming the answer (never compared as a neighbouring outcome)', async (op, _what, answer, property, message) => {
+    const backend: BackendUnderTest =
+      op === 'write' || op === 'read'
+        ? {
+            ...base,
+            start: async (o) => {
+              const instance = await base.start(o);
+              const clients = instance.clients.map((c): LockClient => {
+                const store = { read: c.store.read.bind(c.store), write: c.store.write.bind(c.store), [op]: async () => answer } as LockClient['store'];
+                return { acquire: c.acquire.bind(c), ...(c.extend ? { extend: c.extend.bind(c) } : {}), release: c.release.bind(c), store, clock: c.clock };
+              });
+              return { ...instance, clients };
+            },
+          }
+        : withClient(op, () => async () => answer);
+    const commands: Command[] = op === 'read' ? [{ kind: 'read', client: 0, resource: 'r' }] : schedule;
+    const { verdict } = await verdictOf(backend, commands);
+    expect(verdict).toMatchObject({ kind: 'conformance-failure', property, message: `${message}, which the adapter API does not define` });
+  });
+
   it('a lease whose signal getter throws is a breach (MUTEX-1), at the grant and at a later read', async () => {
     const atGrant = await verdictOf(
       withSignal(() => {
