@@ -129,6 +129,28 @@ describe('the engine reports an adapter that breaks the API, and stays bounded i
     expect(verdict).toMatchObject({ kind: 'conformance-failure', property, message: `${message}, which the adapter API does not define` });
   });
 
+  it("a release whose signal fires with a reason that is no LeaseLostError (a plain { reason: 'released' }) is reported: user code cannot tell why", async () => {
+    const controllers = new Map<string, AbortController>();
+    const plain = withSignal((l) => {
+      const c = controllers.get(l.owner) ?? new AbortController();
+      controllers.set(l.owner, c);
+      return c.signal;
+    });
+    const backend: BackendUnderTest = {
+      ...plain,
+      start: async (o) => {
+        const instance = await plain.start(o);
+        const clients = instance.clients.map((c): LockClient => ({ ...c, acquire: c.acquire.bind(c), ...(c.extend ? { extend: c.extend.bind(c) } : {}), release: async (lease) => {
+          await c.release(lease);
+          controllers.get(lease.owner)?.abort({ reason: 'released' });
+        } }));
+        return { ...instance, clients };
+      },
+    };
+    const { verdict } = await verdictOf(backend, [acquire, { kind: 'release', client: 0, resource: 'r' }]);
+    expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1', message: `the released lease on 'r' signalled reason {"reason":"released"}, not 'released'` });
+  });
+
   it('a lease whose signal getter throws is a breach (MUTEX-1), at the grant and at a later read', async () => {
     const atGrant = await verdictOf(
       withSignal(() => {
