@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { BackendUnderTest, LockClient } from '../conformance/adapter.ts';
 import { checkConformance, checkMisconfigurations, runLockstep } from '../conformance/index.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import { LeaseLostError } from '../impl/errors.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { Command } from '../model/index.ts';
 import { designs } from '../model/index.ts';
@@ -149,6 +150,33 @@ describe('the engine reports an adapter that breaks the API, and stays bounded i
     };
     const { verdict } = await verdictOf(backend, [acquire, { kind: 'release', client: 0, resource: 'r' }]);
     expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1', message: `the released lease on 'r' signalled reason {"reason":"released"}, not 'released'` });
+  });
+
+  it("a ttl lease whose signal fires at its deadline with reason 'connection-lost' (not 'expired') is LIVE-1 naming both", async () => {
+    const relabelled = withSignal((l) => {
+      const c = new AbortController();
+      l.signal.addEventListener('abort', () => c.abort(new LeaseLostError('connection-lost', l.resource)), { once: true });
+      return c.signal;
+    });
+    // One signal per lease, read twice by the harness: the same controller each time.
+    const signals = new Map<string, AbortSignal>();
+    const backend: BackendUnderTest = {
+      ...relabelled,
+      start: async (o) => {
+        const instance = await relabelled.start(o);
+        const clients = instance.clients.map((c): LockClient => ({ ...c, acquire: async (r, options) => {
+          const x = await c.acquire(r, options);
+          if (x.kind !== 'granted') return x;
+          const l = x.lease;
+          const signal = signals.get(l.owner) ?? l.signal;
+          signals.set(l.owner, signal);
+          return { kind: 'granted', lease: { resource: l.resource, owner: l.owner, token: l.token, validUntilMs: l.validUntilMs, signal } as Lease };
+        }, ...(c.extend ? { extend: c.extend.bind(c) } : {}), release: c.release.bind(c) }));
+        return { ...instance, clients };
+      },
+    };
+    const { verdict } = await verdictOf(backend, [acquire, { kind: 'advance', ms: 20 }]);
+    expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1', message: "client 0's lease on 'r' signalled its loss with reason connection-lost; the model has it expired" });
   });
 
   it('a lease whose signal getter throws is a breach (MUTEX-1), at the grant and at a later read', async () => {
