@@ -1,5 +1,6 @@
 import type { BackendUnderTest } from './adapter.ts';
 import { isInvalidInput } from './contract.ts';
+import { describeThrown } from './thrown.ts';
 
 /**
  * A configuration a backend must refuse. `attempt` builds the backend so
@@ -23,12 +24,17 @@ export interface Misconfiguration {
 export async function checkMisconfigurations(backend: BackendUnderTest): Promise<string[]> {
   const problems: string[] = [];
   for (const m of backend.misconfigurations ?? []) {
-    const error = await m.attempt().then(
-      () => null,
-      (e: unknown) => e,
+    // A refusal may throw anything, null included: whether it threw is kept apart from what.
+    const attempt = await m.attempt().then(
+      () => ({ refused: false as const }),
+      (e: unknown) => ({ refused: true as const, error: e }),
     );
-    if (error === null) problems.push(`${backend.name}: ${m.what} was accepted`);
-    else if (!isInvalidInput(error)) problems.push(`${backend.name}: ${m.what} was refused with ${String(error)}, not with InvalidInputError`);
+    if (!attempt.refused) {
+      problems.push(`${backend.name}: ${m.what} was accepted`);
+      continue;
+    }
+    const error = attempt.error;
+    if (!isInvalidInput(error)) problems.push(`${backend.name}: ${m.what} was refused with ${describeThrown(error)}, not with InvalidInputError`);
     else if ((error as { code?: unknown }).code !== 'invalid-config') problems.push(`${backend.name}: ${m.what} was refused with code ${String((error as { code?: unknown }).code)}, not invalid-config`);
     else if (!(error as Error).message.includes(m.names)) problems.push(`${backend.name}: ${m.what} was refused with "${(error as Error).message}", which does not name ${m.names}`);
   }

@@ -29,6 +29,7 @@ import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Ve
 import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
 import { entryOf } from '../model/record.ts';
+import { describeThrown } from './thrown.ts';
 
 /**
  * The lockstep loop: every command goes to the model (which answers the set
@@ -202,7 +203,8 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     work.catch(() => undefined);
     // A fault other than a resume never waits on virtual time (a real one may wait on a process): await it.
     // Operations, a resume that delivers an operation's replies and a delayed write's delivery settle as virtual time moves.
-    const settled = isOperation(command) || command.kind === 'resume' || command.kind === 'deliver' ? await env.runUntil(work, limitMs) : (await work, true);
+    // A contract breach in a fault's own step (a lease's signal first read at a pause) is judged below, as an operation's is.
+    const settled = isOperation(command) || command.kind === 'resume' || command.kind === 'deliver' ? await env.runUntil(work, limitMs) : await work.then(() => true, (e: unknown) => (e instanceof ContractBreach ? true : Promise.reject(e)));
     const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
       const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
       steps.push(executed);
@@ -225,7 +227,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       // Any other error is outside the adapter API too: a finding of this run, never the end of the process.
       if (e instanceof InvalidInputError) throw e;
       const unknown = unknownRelease(subject, e, branches, drivers);
-      if (unknown === null) return fail('LIVE-1', `${describeKind(command)} threw ${(e as Error).name ?? 'an error'}: ${(e as Error).message ?? String(e)}, where the model has it done`, { kind: 'timed-out' });
+      if (unknown === null) return fail('LIVE-1', `${describeKind(command)} threw ${describeThrown(e)}, where the model has it done`, { kind: 'timed-out' });
       performed = unknown;
     }
     const actual = renaming === null ? performed.outcome : renaming.rename(performed.outcome, branches);
@@ -472,7 +474,11 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
       d.signals.delete(r.resource);
       await late(backend, instance, r, () => client.release(lease));
       // Read after the release, it may say 'expired' for a lease that ran out as it was released: only its firing is judged.
-      if (unread) d.releasing = { resource: r.resource, signal: lease.signal, firedBefore: true };
+      if (unread) {
+        const late = readSignal(lease, r.resource);
+        if (!(late instanceof AbortSignal)) throw new ContractBreach('MUTEX-1', `the released lease on '${r.resource}' has signal ${String(late)}, which the adapter API does not define`);
+        d.releasing = { resource: r.resource, signal: late, firedBefore: true };
+      }
       return outcome({ kind: 'released' });
     })
     .with({ kind: 'write' }, async (w): Promise<Performed> => {
@@ -561,13 +567,22 @@ function released(worlds: readonly World[], drivers: Driver[]): ContractBreach |
 function signalOf(d: Driver, resource: string): AbortSignal | undefined {
   const lease = d.leases.get(resource);
   if (d.unread.delete(resource) && lease !== undefined) {
-    const signal: unknown = lease.signal;
+    const signal = readSignal(lease, resource);
     if (!(signal instanceof AbortSignal)) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' has signal ${String(signal)}, which the adapter API does not define`);
     // One signal per lease: code that reads it again (using() and the task it runs) must hold the same one.
-    if (lease.signal !== signal) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' gives a different signal on each read: a signal read before another may never fire`);
+    if (readSignal(lease, resource) !== signal) throw new ContractBreach('MUTEX-1', `the lease on '${resource}' gives a different signal on each read: a signal read before another may never fire`);
     d.signals.set(resource, signal);
   }
   return d.signals.get(resource);
+}
+
+/** `lease.signal`, read as user code reads it; a getter that throws is a breach of the adapter API, not the harness's failure. */
+function readSignal(lease: Lease, resource: string): unknown {
+  try {
+    return lease.signal;
+  } catch (e) {
+    throw new ContractBreach('MUTEX-1', `reading the signal of the lease on '${resource}' threw ${describeThrown(e)}: user code cannot learn when the lease ends`);
+  }
 }
 
 function held(drivers: readonly Driver[]): Array<Map<string, HeldLease>> {
@@ -596,15 +611,17 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
       : JSON.stringify(env.inspect === undefined ? null : await look(env.inspect, op.resource));
   const before = await state();
   let error: unknown = null;
+  let refused = false;
   // A call that throws at once, not in its promise, counts the same.
   const call = Promise.resolve().then(p.call).then(
     () => undefined,
     (e: unknown) => {
       error = e;
+      refused = true;
     },
   );
   if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
-  if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${error === null ? 'accepted' : `refused with ${error instanceof Error ? `${error.name}: ${error.message}` : JSON.stringify(error)}`}, not with InvalidInputError`);
+  if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${refused ? `refused with ${describeThrown(error)}` : 'accepted'}, not with InvalidInputError`);
   if ((error as InvalidInputError).code !== p.code) return new ContractBreach(property, `invalid input (${p.what}) was refused with code ${String((error as InvalidInputError).code)}, not ${p.code}`);
   if (!(error as Error).message?.includes(p.names)) return new ContractBreach(property, `invalid input (${p.what}) was refused with "${(error as Error).message}", which does not name ${p.names}`);
   const after = await state();

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { BackendUnderTest, LockClient } from '../conformance/adapter.ts';
+import { runLockstep } from '../conformance/index.ts';
+import { implicated } from '../conformance/lockstep.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import { UnavailableError } from '../impl/errors.ts';
+import type { Command, Outcome } from '../model/index.ts';
+import { designs } from '../model/index.ts';
+import { initialWorld } from '../model/state.ts';
+import type { Branch } from '../model/world.ts';
+
+/**
+ * The lockstep's judgement at its edges, each pinned by a test because a
+ * hand mutant of the engine there survived every other test
+ * (docs/mutation.md, "The conformance engine by hand").
+ */
+const world = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2, tokenBase: 0n });
+const branch = (outcome: Outcome): Branch => ({ outcome, next: world, events: [] });
+const acquire: Command = { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 };
+
+describe('implicated: a deviation named by its consequence, at the boundaries', () => {
+  it('a grant whose deadline is the client\'s now has no validity left: MUTEX-1, even with the model\'s token', () => {
+    const allowed = [branch({ kind: 'granted', token: 1n, validUntilMs: 10 })];
+    expect(implicated(acquire, allowed, { kind: 'granted', token: 1n, validUntilMs: 5 }, 5)).toBe('MUTEX-1');
+    // One ms of validity left, shorter than the model's: the safe direction.
+    expect(implicated(acquire, allowed, { kind: 'granted', token: 1n, validUntilMs: 6 }, 5)).toBe('LIVE-1');
+  });
+});
+
+describe('an UnavailableError is an unknown outcome only where the model has one', () => {
+  it('a release that throws UnavailableError where the model has it done is LIVE-1 naming the error, not mapped to timed-out', async () => {
+    const base = simLeaseBackend(designs.redisSingle(), 'strict');
+    const failing: BackendUnderTest = {
+      ...base,
+      start: async (o) => {
+        const instance = await base.start(o);
+        const clients = instance.clients.map(
+          (c): LockClient => ({
+            acquire: c.acquire.bind(c),
+            ...(c.extend ? { extend: c.extend.bind(c) } : {}),
+            release: async (lease) => {
+              await c.release(lease);
+              throw new UnavailableError('release: the node did not answer');
+            },
+            store: c.store,
+            clock: c.clock,
+          }),
+        );
+        return { ...instance, clients };
+      },
+    };
+    const report = await runLockstep(failing, [acquire, { kind: 'release', client: 0, resource: 'r' }], { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toMatchObject({
+      kind: 'conformance-failure',
+      property: 'LIVE-1',
+      message: "client 0's release threw UnavailableError: release: the node did not answer, where the model has it done",
+    });
+  });
+});
