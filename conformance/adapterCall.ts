@@ -49,9 +49,16 @@ function describe(e: unknown): string {
  * settles must not let the process end as if all went well).
  */
 export async function callAdapter<T>(backend: string, call: string, work: () => T | Promise<T>, limitMs: number): Promise<T> {
+  // Called at once, not a tick later: a start() that queues for its servers takes its place in the queue before the caller's next step.
+  let started: Promise<T>;
+  try {
+    started = Promise.resolve(work());
+  } catch (e) {
+    started = Promise.reject(e);
+  }
   let result;
   try {
-    result = await valueWithin(Promise.resolve().then(work), limitMs);
+    result = await valueWithin(started, limitMs);
   } catch (e) {
     if (saysWhatFailed(e)) throw e;
     throw new AdapterError(backend, call, `threw ${describe(e)}`, { cause: e });

@@ -296,8 +296,9 @@ describe('ZookeeperEnsemble is private (real ensemble)', () => {
       // lockcheck's own lock and store without the run's credentials are refused, typed, and change nothing.
       const outsider = zookeeperNode({ connectString: ensemble.endpoints[0]!, clock: systemClock, requestTimeoutMs: 2000, ...(credentials !== null ? { auth: [{ scheme: 'digest', credentials }] } : {}) });
       nodes.push(outsider);
-      for (const attempt of [zookeeperFencedStore(outsider, 'strict', { root: '/t' }).write('private', 9n, 'x'), lockOn(outsider).acquire('private', { ttlMs: 5000 }), lockOn(outsider).acquire('elsewhere', { ttlMs: 5000 })]) {
-        const refused = await attempt.catch((e: unknown) => e);
+      // Each refusal caught as it is made: three calls run at once, and one awaited after another rejects would be unhandled.
+      const attempts = [zookeeperFencedStore(outsider, 'strict', { root: '/t' }).write('private', 9n, 'x'), lockOn(outsider).acquire('private', { ttlMs: 5000 }), lockOn(outsider).acquire('elsewhere', { ttlMs: 5000 })].map((a) => a.catch((e: unknown) => e));
+      for (const refused of await Promise.all(attempts)) {
         expect(refused).toBeInstanceOf(ServerRefusedError);
         expect(refused).toMatchObject({ code: 'permission', serverCode: 'NO_AUTH' });
       }

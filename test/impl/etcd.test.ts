@@ -551,7 +551,10 @@ describe('etcd3Node', () => {
 
   it('a call still out when the bound passes on the clock is a TimeoutError naming the call', async () => {
     const clock = new ManualClock();
-    const node = etcd3Node(c, { clock, requestTimeoutMs: 1 });
+    // A client of its own, connected first: the shared one's channel may be reconnecting after an earlier test's deadlines (UNAVAILABLE at the start, under load).
+    const own = client();
+    await own.kv.range({ key: Buffer.from(prefix()) });
+    const node = etcd3Node(own, { clock, requestTimeoutMs: 1 });
     // The clock passes the bound before any reply can have been read.
     const grant = node.grant(5).catch((x: unknown) => x);
     const get = node.get(lockKey('r')).catch((x: unknown) => x);
