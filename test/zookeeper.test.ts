@@ -380,8 +380,9 @@ describe('ZooKeeper refusals are typed (real ensemble, digest ACLs)', () => {
     const granted = await lockOn(owner, systemClock, ROOT).acquire('s', { ttlMs: 5000 });
     expect(granted.kind).toBe('granted');
     const outsider = node();
-    for (const attempt of [zookeeperFencedStore(outsider, 'strict', { root: ROOT }).write('s', 9n, 'x'), lockOn(outsider, systemClock, ROOT).acquire('s', { ttlMs: 5000 })]) {
-      const refused = await attempt.catch((e: unknown) => e);
+    // Each refusal caught as it is made: both calls run at once, and one awaited after the other rejects would be unhandled.
+    const attempts = [zookeeperFencedStore(outsider, 'strict', { root: ROOT }).write('s', 9n, 'x'), lockOn(outsider, systemClock, ROOT).acquire('s', { ttlMs: 5000 })].map((a) => a.catch((e: unknown) => e));
+    for (const refused of await Promise.all(attempts)) {
       expect(refused).toBeInstanceOf(ServerRefusedError);
       expect(refused).toMatchObject({ code: 'permission', serverCode: 'NO_AUTH' });
     }
