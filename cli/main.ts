@@ -21,6 +21,7 @@ import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
+import { checkOutputDir, checkOutputFile, OutputFileError } from '../conformance/env/outputFile.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
@@ -191,6 +192,9 @@ async function main(argv: readonly string[]): Promise<number> {
       if (rest.length) throw new UsageError(`matrix takes no arguments, got '${rest.join(' ')}'`);
       const faults = list(values.faults);
       for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class '${f}' (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
+      // Every output checked before the run: a run of many minutes must not end by failing to save what it found.
+      checkOutputDir(values.out ?? 'docs', 'the matrix into (--out)');
+      if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       return matrixCommand({
         runs: int(values.runs, 'runs', 30, 1, 100_000),
         seed,
@@ -209,6 +213,8 @@ async function main(argv: readonly string[]): Promise<number> {
       const faults = list(values.faults);
       for (const f of faults ?? []) if (!isFaultKind(f)) throw new UsageError(`unknown fault kind '${f}' (known: ${FAULT_KINDS.join(', ')})`);
       if (values.path !== undefined && values.seed === undefined) throw new UsageError('--path needs the --seed it was found with');
+      if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
+      checkOutputFile(values.counterexample ?? 'lockcheck-counterexample.json', 'a counterexample (--counterexample)');
       return runCommand({
         backend: values.backend,
         faults: faults as FaultKind[] | undefined,
@@ -230,6 +236,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('check judges a recorded history: it takes no --redis or --pg');
       const policy = values['store-policy'];
       if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy '${policy}' (known: ${STORE_POLICIES.join(', ')})`);
+      if (values.report !== undefined) checkOutputDir(values.report, 'the history report into (--report)');
       return checkCommand({
         file: rest[0]!,
         json: values.json ?? false,
@@ -263,6 +270,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (ttl === null) throw new UsageError(`--ttl must be MS or MIN-MAX in ms, got '${values.ttl}'`);
       const ttlMinMs = int(ttl[1], 'ttl', 0, 10, 600_000);
       const ttlMaxMs = int(ttl[2] ?? ttl[1], 'ttl', 0, ttlMinMs, 600_000);
+      checkOutputDir(values.out ?? 'lockcheck-stress', 'the stress history into (--out)');
       return stressCommand({
         backend,
         ...(adapter !== undefined ? { adapter } : {}),
@@ -337,7 +345,7 @@ main(process.argv.slice(2)).then(
     if (e instanceof UsageError || e instanceof ServerUrlError || e instanceof AdapterApiError || e instanceof FaultNotOfferedError || (e instanceof Error && 'code' in e && String((e as { code: unknown }).code).startsWith('ERR_PARSE_ARGS'))) {
       console.error(`lockcheck: ${e.message}\n(lockcheck --help lists the commands and options)`);
       process.exitCode = 2;
-    } else if (e instanceof MalformedRecordingError) {
+    } else if (e instanceof MalformedRecordingError || e instanceof OutputFileError) {
       console.error(`lockcheck: ${e.message}`);
       process.exitCode = 2;
     } else if (e instanceof AdapterError) {

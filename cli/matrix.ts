@@ -1,6 +1,7 @@
-import { mkdirSync, rmSync } from 'node:fs';
-import { redactUrl, refuseForeignLinks, writeRedacted } from '../conformance/env/redact.ts';
-import { join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { redactUrl } from '../conformance/env/redact.ts';
+import { makeOutputDir, writeRedacted } from '../conformance/env/outputFile.ts';
+import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
@@ -94,9 +95,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
   if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
   const cellsDir = join(o.out, 'matrix');
-  // Old timelines are removed there before each cell: never under a link another user made.
-  refuseForeignLinks(resolve(cellsDir));
-  mkdirSync(cellsDir, { recursive: true });
+  // Old timelines are removed there before each cell: never under a link another user made (makeOutputDir refuses one).
+  makeOutputDir(cellsDir, 'the matrix timelines into');
   const cells: MatrixCell[] = [];
   const started = performance.now();
   const onStressServers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
@@ -208,8 +208,11 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   }
   if (oracle !== null) process.stderr.write(`the concurrent oracle (stress runs, ${o.stressSeconds} s each, setup included) took ${Math.round(stressMs / 1000)} s of ${Math.round((performance.now() - started) / 1000)} s; --stress-seconds 0 skips it\n`);
   else if (o.stressSeconds > 0 && onStressServers) process.stderr.write('the concurrent oracle needs servers lockcheck starts (its faults kill and pause them): not run on --redis/--pg\n');
-  writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped));
-  writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped));
+  // Printed before the files are written: a file that cannot be written then loses nothing of the run.
+  if (o.json) console.log(JSON.stringify({ seed: o.seed, runs: o.runs, cells }, null, 2));
+  else console.log(markdown(cells, rows, cols, o, skipped));
+  writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped), 'the matrix');
+  writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped), 'the matrix page');
   if (o.junit !== undefined) {
     writeRedacted(
       o.junit,
@@ -217,10 +220,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         'lockcheck matrix',
         cells.map((c) => ({ name: `${c.backend} x ${c.faultClass}`, failure: c.audit ? null : (c.conformanceFailure ?? (c.unexpected.length ? `unexpected: ${c.unexpected.join(', ')}` : null)), timeMs: c.elapsedMs })),
       ),
+      'the JUnit report',
     );
   }
-  if (o.json) console.log(JSON.stringify({ seed: o.seed, runs: o.runs, cells }, null, 2));
-  else console.log(markdown(cells, rows, cols, o, skipped));
   // Library audits report what they find; only lockcheck's own backends fail the run.
   const failures = cells.filter((c) => !c.audit && c.conformanceFailure !== null).length;
   const unexpected = cells.filter((c) => !c.audit && c.unexpected.length > 0).length;

@@ -1,4 +1,5 @@
-import { redactSecrets, writeRedacted } from '../conformance/env/redact.ts';
+import { redactSecrets } from '../conformance/env/redact.ts';
+import { writeRedacted } from '../conformance/env/outputFile.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
@@ -75,9 +76,9 @@ export async function runCommand(o: RunOptions): Promise<number> {
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
         modelSeeds: true,
       };
-      writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n');
+      writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n', 'the counterexample');
     }
-    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]));
+    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
     if (o.json) {
       console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings: result.findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {

@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeRedacted } from '../conformance/env/redact.ts';
+import { makeOutputDir, writeRedacted } from '../conformance/env/outputFile.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History, StorePolicy } from '../conformance/history/event.ts';
@@ -94,10 +93,10 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
     { type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `lockcheck stress --backend ${o.adapter?.name ?? o.backend} --clients ${o.clients} --seconds ${o.seconds} --nemesis ${o.nemesis.join(',') || 'none'} --seed ${o.seed} --store ${store}` },
     ...run.history,
   ];
-  mkdirSync(out, { recursive: true });
+  makeOutputDir(out, 'the stress history into');
   const historyFile = join(out, 'history.jsonl');
   // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
-  writeRedacted(historyFile, toJsonl(recorded));
+  writeRedacted(historyFile, toJsonl(recorded), 'the history');
   const history = validRecording(recorded, historyFile);
   const report = checkHistory(history, { storePolicy: store });
   const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`) : null;

@@ -1,6 +1,8 @@
 import { EnvironmentError } from './env/faketime.ts';
 import { TimingError } from './sim/time.ts';
 import { valueWithin } from './realTimeLimit.ts';
+import type { Environment } from './adapter.ts';
+import type { FaultInjectors } from './faults.ts';
 
 /**
  * The adapter's own code failed in one of the calls the runner makes into it
@@ -26,6 +28,13 @@ export const START_LIMIT_MS = 180_000;
 
 /** How long the runner waits for a close(): a teardown that never ends must not hold the check. */
 export const CLOSE_LIMIT_MS = 60_000;
+
+/**
+ * How long one call into the run's environment may take (a fault's
+ * injection, inspect(), prepareRestart()): a server restarted under load
+ * takes seconds; a call that never settles must still end the check.
+ */
+export const ENVIRONMENT_LIMIT_MS = 120_000;
 
 /** Errors that already say what failed and whose they are: passed on as they are. */
 function saysWhatFailed(e: unknown): boolean {
@@ -70,4 +79,46 @@ export async function callAdapter<T>(backend: string, call: string, work: () => 
 /** Calls the backend's close hook, if it has one, bounded as a close() is. */
 export async function closeBackend(backend: { readonly name: string; close?(): Promise<void> }): Promise<void> {
   if (backend.close !== undefined) await callAdapter(backend.name, "close() (the backend's close hook)", () => backend.close!(), CLOSE_LIMIT_MS);
+}
+
+function isThenable<R>(x: R | Promise<R>): x is Promise<R> {
+  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (x as { then?: unknown }).then === 'function';
+}
+
+/** The calls into a run's environment that the runner makes outside time control, each bounded (boundedCalls). */
+export interface BoundedCalls {
+  readonly faults: FaultInjectors;
+  readonly inspect?: Environment['inspect'];
+}
+
+/**
+ * `env`'s fault injectors and inspect(), each bounded to `limitMs` of real
+ * time: a call still pending then rejects with an AdapterError naming it;
+ * what a call throws is passed on as it is (the runner judges an
+ * environment's failures). The adapter's objects are not changed; methods
+ * keep their `this`.
+ */
+export function boundedCalls(backend: string, env: Environment, limitMs: number): BoundedCalls {
+  const bounded = <A extends unknown[], R>(call: string, f: (...args: A) => R | Promise<R>, self: unknown) =>
+    async (...args: A): Promise<R> => {
+      // Called at once, not a tick later: an injection must take effect before the runner's next step.
+      const returned = f.apply(self, args);
+      if (!isThenable(returned)) return returned;
+      const result = await valueWithin(Promise.resolve(returned), limitMs);
+      if (!result.done) throw new AdapterError(backend, call, `had not settled after ${limitMs} ms of real time (a promise of the environment that never settles?)`);
+      return result.value;
+    };
+  const faults: Record<string, unknown> = {};
+  for (const [kind, injector] of Object.entries(env.faults)) {
+    if (typeof injector === 'function') faults[kind] = bounded(`the ${kind} fault`, injector as (...a: unknown[]) => unknown, env.faults);
+    else if (injector !== null && typeof injector === 'object') {
+      const methods: Record<string, unknown> = {};
+      for (const [name, method] of Object.entries(injector as Record<string, unknown>)) {
+        methods[name] = typeof method === 'function' ? bounded(`the ${kind} fault's ${name}()`, method as (...a: unknown[]) => unknown, injector) : method;
+      }
+      faults[kind] = methods;
+    } else faults[kind] = injector;
+  }
+  const inspect = env.inspect;
+  return { faults: faults as FaultInjectors, ...(inspect === undefined ? {} : { inspect: bounded('inspect()', inspect, env) }) };
 }

@@ -1,5 +1,4 @@
-import { mkdirSync } from 'node:fs';
-import { writeRedacted } from './env/redact.ts';
+import { makeOutputDir, writeRedacted } from './env/outputFile.ts';
 import { dirname } from 'node:path';
 import fc from 'fast-check';
 import type { Command } from '../model/command.ts';
@@ -211,9 +210,9 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const report = details.errorInstance.report;
   const first = firstFailure ?? { run: details.numRuns, ms: clock() - started, length: report.steps.length };
   if (options.timelineFile !== undefined) {
-    mkdirSync(dirname(options.timelineFile), { recursive: true });
-    writeRedacted(options.timelineFile, htmlTimeline(report));
-    writeRedacted(options.timelineFile.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n');
+    makeOutputDir(dirname(options.timelineFile), 'the timeline into');
+    writeRedacted(options.timelineFile, htmlTimeline(report), 'the timeline');
+    writeRedacted(options.timelineFile.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n', 'the timeline');
   }
   const replay = `seed ${details.seed}, path "${details.counterexamplePath}" (replay: LOCKCHECK_SEED=${details.seed} LOCKCHECK_PATH=${details.counterexamplePath}, or checkConformance(backend, { seed: ${details.seed}, path: '${details.counterexamplePath}' }))`;
   const message = [

@@ -18,5 +18,7 @@ export { htmlTimeline, textTimeline } from './timeline.ts';
 export { simLeaseBackend } from './sim/backend.ts';
 export { FAULT_KINDS, faultKindsOf, isFaultKind, describeFaultKind, FaultNotOfferedError } from './faults.ts';
 export { AdapterApiError, checkBackendApi, offeredFaults } from './backendApi.ts';
-export { AdapterError, CLOSE_LIMIT_MS, START_LIMIT_MS } from './adapterCall.ts';
+export { AdapterError, CLOSE_LIMIT_MS, ENVIRONMENT_LIMIT_MS, START_LIMIT_MS } from './adapterCall.ts';
+export { OutputFileError } from './env/outputFile.ts';
+export type { OutputFileProblem } from './env/outputFile.ts';
 export type { LockParts, SimParts } from './sim/backend.ts';

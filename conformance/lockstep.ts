@@ -21,7 +21,8 @@ import { EnvironmentError } from './env/faketime.ts';
 import { finishWithin } from './realTimeLimit.ts';
 import type { HeldLease } from './contract.ts';
 import { checkEnvironmentApi, checkInstanceApi } from './backendApi.ts';
-import { AdapterError, CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
+import type { BoundedCalls } from './adapterCall.ts';
+import { AdapterError, boundedCalls, CLOSE_LIMIT_MS, ENVIRONMENT_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
 import type { FaultInjectors } from './faults.ts';
 import { FaultNotOfferedError, injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
@@ -57,6 +58,15 @@ export interface LockstepOptions {
   readonly closeLimitMs?: number;
   /** Real time start() may take, in ms (default START_LIMIT_MS); a start still pending then fails the check with AdapterError. */
   readonly startLimitMs?: number;
+  /** Real time one fault injection or inspect() may take, in ms (default ENVIRONMENT_LIMIT_MS); one still pending then fails the check with AdapterError. */
+  readonly environmentLimitMs?: number;
+}
+
+/** Each run's environment calls, bounded (set once the instance passed its checks). */
+const bounds = new WeakMap<BackendInstance, BoundedCalls>();
+/** The run's bounded fault injectors and inspect() (the environment's own where the run set none, as in a probe's unit test). */
+function callsOf(instance: BackendInstance): BoundedCalls {
+  return bounds.get(instance) ?? instance.env;
 }
 
 /** How long a backend instance's close() may take before the run goes on without it (real time: nothing drives the virtual clock at teardown). */
@@ -108,6 +118,7 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
   }
   try {
     checkEnvironmentApi(instance.env, backend.name);
+    bounds.set(instance, boundedCalls(backend.name, instance.env, options.environmentLimitMs ?? ENVIRONMENT_LIMIT_MS));
     const r = await loop(backend, instance, commands, options, steps);
     const warnings = warningsOf(backend, instance);
     report = warnings.length > 0 ? { ...r, warnings } : r;
@@ -319,7 +330,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   try {
     for (const generated of commands) {
       // A restart's real work comes first, so that the catch-up covers it and the model restarts the node after it.
-      const crash = env.faults.crash;
+      const crash = callsOf(instance).faults.crash;
       if (generated.kind === 'restart' && crash?.prepareRestart !== undefined && worlds.every((w) => enabled(w, generated))) await crash.prepareRestart(generated.node);
       // Servers on their own clocks: true time first catches up with the real time the last steps took.
       const behind = Math.floor(env.realTimeAheadMs?.() ?? 0);
@@ -338,7 +349,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
 
 /** Starts the command on the backend; resolves with its outcome (faults: ok). Never drives time. */
 function perform(backend: string, instance: BackendInstance, drivers: Driver[], command: Command): Promise<Performed> {
-  const fault = <K extends keyof FaultInjectors>(key: K): NonNullable<FaultInjectors[K]> => injectorFor(instance.env.faults, key, backend);
+  const fault = <K extends keyof FaultInjectors>(key: K): NonNullable<FaultInjectors[K]> => injectorFor(callsOf(instance).faults, key, backend);
   return match<Command, Promise<Performed>>(command)
     .with({ kind: 'acquire' }, { kind: 'extend' }, { kind: 'release' }, { kind: 'write' }, { kind: 'read' }, (op) => operate(backend, instance, drivers, op))
     .with({ kind: 'advance' }, async () => ok())
@@ -440,7 +451,7 @@ async function operate(backend: string, instance: BackendInstance, drivers: Driv
   const outcome = (o: Outcome): Performed => ({ outcome: o });
   return match(op)
     .with({ kind: 'acquire' }, async (a): Promise<Performed> => {
-      const delay = a.latencyMs ? injectorFor(instance.env.faults, 'delay', backend) : null;
+      const delay = a.latencyMs ? injectorFor(callsOf(instance).faults, 'delay', backend) : null;
       if (delay !== null) await delay(a.client, a.latencyMs!);
       try {
         const r = checkAcquireResult(await client.acquire(a.resource, { ttlMs: a.ttlMs!, retries: a.retries ?? 0, retryDelayMs: a.retryDelayMs ?? 0 }));
@@ -507,7 +518,7 @@ function latencyOf(op: Operation): number {
 
 /** The injector that makes an operation's replies late: an acquire's is `delay`; every other operation's is `latency`. */
 function lateReplies(backend: string, instance: BackendInstance, op: Operation): (client: number, ms: number) => Promise<void> {
-  return injectorFor(instance.env.faults, op.kind === 'acquire' ? 'delay' : 'latency', backend);
+  return injectorFor(callsOf(instance).faults, op.kind === 'acquire' ? 'delay' : 'latency', backend);
 }
 
 /** Runs `call` with the replies to the requests it sends now delayed by the operation's latency. */
@@ -602,13 +613,12 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
   const client = instance.clients[op.client]!;
   const list = probes(client, op.resource, ttl, drivers[op.client]!.leases.get(op.resource));
   const p = list[index % list.length]!;
-  const env = instance.env;
   const property = p.what.startsWith('write') ? 'FENCE-2' : 'MUTEX-1';
   // What the call could change: the store's cell for a write, the nodes' keys for a lock call.
   const state = async (): Promise<string> =>
     property === 'FENCE-2'
       ? JSON.stringify(await client.store.read(op.resource).catch(() => null), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}` : x))
-      : JSON.stringify(env.inspect === undefined ? null : await look(env.inspect, op.resource));
+      : JSON.stringify(callsOf(instance).inspect === undefined ? null : await look(callsOf(instance).inspect!, op.resource));
   const before = await state();
   let error: unknown = null;
   let refused = false;
@@ -620,7 +630,7 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
       refused = true;
     },
   );
-  if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
+  if (!(await instance.env.runUntil(call, instance.env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
   if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${refused ? `refused with ${describeThrown(error)}` : 'accepted'}, not with InvalidInputError`);
   if ((error as InvalidInputError).code !== p.code) return new ContractBreach(property, `invalid input (${p.what}) was refused with code ${String((error as InvalidInputError).code)}, not ${p.code}`);
   if (!(error as Error).message?.includes(p.names)) return new ContractBreach(property, `invalid input (${p.what}) was refused with "${(error as Error).message}", which does not name ${p.names}`);
@@ -644,7 +654,7 @@ function resourcesOf(drivers: readonly Driver[]): Set<string> {
  * the backend's keys agree with.
  */
 async function observe(instance: BackendInstance, branches: readonly Branch[], drivers: Driver[], owners: ReadonlyMap<string, Owner>): Promise<Branch[]> {
-  const inspect = instance.env.inspect;
+  const inspect = callsOf(instance).inspect;
   if (inspect === undefined) return [...branches];
   const held = new Map<string, ReadonlyArray<string | null>>();
   for (const resource of resourcesOf(drivers)) held.set(resource, await look(inspect, resource));
@@ -667,7 +677,7 @@ async function look(inspect: NonNullable<Environment['inspect']>, resource: stri
 
 /** What is wrong with the backend's keys against this model state, or null (also when it cannot inspect). */
 async function ownershipProblem(instance: BackendInstance, world: World, drivers: Driver[], owners: ReadonlyMap<string, Owner>): Promise<string | null> {
-  const inspect = instance.env.inspect;
+  const inspect = callsOf(instance).inspect;
   if (inspect === undefined) return null;
   const held = new Map<string, ReadonlyArray<string | null>>();
   for (const resource of resourcesOf(drivers)) held.set(resource, await look(inspect, resource));

@@ -1,5 +1,4 @@
-import { mkdirSync } from 'node:fs';
-import { writeRedacted } from './env/redact.ts';
+import { makeOutputDir, writeRedacted } from './env/outputFile.ts';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, test } from 'vitest';
@@ -89,8 +88,8 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
           if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
             shortest = report.steps.length;
             // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
-            mkdirSync(o.timelineDir ?? 'lockcheck-timelines', { recursive: true });
-            writeRedacted(timelineFile, htmlTimeline(report));
+            makeOutputDir(o.timelineDir ?? 'lockcheck-timelines', 'the timeline into');
+            writeRedacted(timelineFile, htmlTimeline(report), 'the timeline');
             throw new Error(`${textTimeline(report)}\ntimeline: ${timelineFile}`);
           }
         }),

@@ -113,6 +113,30 @@ describe("the adapter's own calls: a throw, a hang or a malformed instance is an
     await expect(runLockstep(b, [acquire], { ...opts, startLimitMs: 50 })).rejects.toThrow('adapter hangs-at-start: start() had not settled after 50 ms of real time');
   });
 
+  it("a fault injection or inspect() that never settles: the run ends unjudged at the bound, naming the call (AdapterError); the instance is still closed", async () => {
+    let closed = 0;
+    const hanging = (name: string, env: (real: Environment) => Environment): BackendUnderTest => ({
+      ...sim,
+      name,
+      start: async (o) => {
+        const i = await sim.start(o);
+        return { ...i, env: env(i.env), close: async () => { closed++; await i.close(); } };
+      },
+    });
+    const pause = hanging('hangs-in-pause', (real) => ({ ...real, faults: { ...real.faults, pause: { pause: () => new Promise<void>(() => undefined), resume: (c: number) => real.faults.pause!.resume(c) } } }));
+    const paused: Command[] = [acquire, { kind: 'pause', client: 0 } as Command];
+    // A fault that fails leaves the run unjudged, as any failing injection does (the environment's failure, not the lock's).
+    const stuck = await runLockstep(pause, paused, { ...opts, environmentLimitMs: 50 });
+    expect(stuck.verdict).toEqual({ kind: 'inconclusive', reason: expect.stringContaining("adapter hangs-in-pause: the pause fault's pause() had not settled after 50 ms of real time") as string });
+    const inspect = hanging('hangs-in-inspect', (real) => ({ ...real, inspect: () => new Promise<never>(() => undefined) }));
+    const blind = await runLockstep(inspect, [acquire], { ...opts, environmentLimitMs: 50 });
+    expect(blind.verdict).toEqual({ kind: 'inconclusive', reason: expect.stringContaining('adapter hangs-in-inspect: inspect() had not settled after 50 ms of real time') as string });
+    expect(closed).toBe(2);
+    // Injections that settle in time are untouched: the same schedule with the real injectors passes.
+    const fine = await runLockstep(hanging('settles', (real) => real), paused, { ...opts, environmentLimitMs: 50 });
+    expect(fine.verdict).toEqual({ kind: 'pass' });
+  });
+
   it('an instance that is not a BackendInstance: AdapterApiError naming what is missing, and what was started is closed', async () => {
     let closed = 0;
     const shaped = (name: string, f: (i: Record<string, unknown>) => Record<string, unknown>): BackendUnderTest => ({

@@ -1,30 +1,20 @@
-import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { LockcheckProcess } from './lockcheckProcess.ts';
+import { lockcheckAsync as lockcheckAsyncIn, lockcheckSync } from './lockcheckProcess.ts';
 
 /** The lockcheck command as a user runs it: a child process, its exit code, its output. */
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** A plain file where a directory is asked for. */
+const aFile = join(dir, 'a-file');
+writeFileSync(aFile, 'not a directory\n');
 
-function lockcheck(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', ...args], { encoding: 'utf8', timeout: 240_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** The same, without blocking: several of them run side by side (each start loads the TypeScript CLI). */
-function lockcheckAsync(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['cli/lockcheck.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** The lockcheck command as a user runs it; a command of the real-server kind gets minutes. */
+const lockcheck = (...args: string[]): LockcheckProcess => lockcheckSync(args, { timeoutMs: 240_000 });
+const lockcheckAsync = (...args: string[]): Promise<LockcheckProcess> => lockcheckAsyncIn(args, 240_000);
 
 describe('lockcheck command line', () => {
   it('rejects bad arguments with exit code 2 and a clear message', async () => {
@@ -55,6 +45,28 @@ describe('lockcheck command line', () => {
       });
     }
     expect((await lockcheckAsync('--help')).stdout).toMatch(/usage: lockcheck <command>/);
+  }, 300_000);
+
+  it('refuses an output it cannot write before any work starts: exit 2, the path and why', async () => {
+    // No server is started for these: the check comes first (a run of many minutes must not end by failing to save what it found).
+    const cases = [
+      [['run', '--backend', 'redis-single/strict', '--junit', dir], /cannot write the JUnit report \(--junit\) .*: it is a directory/],
+      [['run', '--backend', 'redis-single/strict', '--counterexample', join(dir, 'no-such-dir', 'c.json')], /cannot write a counterexample \(--counterexample\) .*c\.json: its directory does not exist/],
+      [['matrix', '--out', join(aFile, 'out')], /cannot write the matrix into \(--out\) .*: .*a-file is not a directory/],
+      [['matrix', '--junit', join(dir, 'no-such-dir', 'j.xml')], /cannot write the JUnit report \(--junit\) .*j\.xml: its directory does not exist/],
+      [['stress', '--backend', 'redis-single', '--out', aFile], /cannot write the stress history into \(--out\) .*a-file: .*a-file is not a directory/],
+      [['check', 'test/fixtures/histories/safe.jsonl', '--report', join(aFile, 'r')], /cannot write the history report into \(--report\) .*: .*a-file is not a directory/],
+    ] as const;
+    for (let i = 0; i < cases.length; i += 3) {
+      const batch = cases.slice(i, i + 3);
+      const results = await Promise.all(batch.map(([args]) => lockcheckAsync(...args)));
+      batch.forEach(([args, message], j) => {
+        const r = results[j]!;
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toMatch(message);
+        expect(r.stderr).not.toMatch(/^\s+at /m);
+      });
+    }
   }, 300_000);
 
   it('an adapter module of the old API is refused when loaded: exit 2, what changed and how to port', () => {

@@ -6,7 +6,8 @@ import { checkHistory } from '../conformance/history/check.ts';
 import { parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl, terminalSafe, writeRedacted } from '../conformance/env/redact.ts';
+import { redactSecrets, redactUrl, terminalSafe } from '../conformance/env/redact.ts';
+import { writeRedacted } from '../conformance/env/outputFile.ts';
 
 describe('redactUrl and redactSecrets: URLs are shown only as scheme://host:port/db', () => {
   it('drops user, password and query, keeps host, port and database', () => {
@@ -130,7 +131,7 @@ it.skipIf(process.getuid?.() !== 0)('writeRedacted refuses a link another user p
     const out = join(dir, 'lockcheck-counterexample.json');
     symlinkSync(victim, out);
     lchownSync(out, 65534, 65534);
-    expect(() => writeRedacted(out, '{"password":"s3cret"}\n')).toThrow(/refusing to write under .*lockcheck-counterexample\.json: it is a symbolic link made by another user \(uid 65534\)/);
+    expect(() => writeRedacted(out, '{"password":"s3cret"}\n')).toThrow(/refusing to write the file .*lockcheck-counterexample\.json: .*lockcheck-counterexample\.json is a symbolic link made by another user \(uid 65534\)/);
     expect(readFileSync(victim, 'utf8')).toBe('the user\'s own file\n');
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -146,7 +147,7 @@ it.skipIf(process.getuid?.() !== 0)('writeRedacted refuses to write through a di
     const planted = join(dir, 'lockcheck-stress');
     symlinkSync(elsewhere, planted);
     lchownSync(planted, 65534, 65534);
-    expect(() => writeRedacted(join(planted, 'history.jsonl'), '{}\n')).toThrow(/refusing to write under .*lockcheck-stress: it is a symbolic link made by another user \(uid 65534\)/);
+    expect(() => writeRedacted(join(planted, 'history.jsonl'), '{}\n')).toThrow(/refusing to write the file .*history\.jsonl: .*lockcheck-stress is a symbolic link made by another user \(uid 65534\)/);
     expect(readdirSync(elsewhere)).toEqual([]);
     const own = join(dir, 'own');
     symlinkSync(elsewhere, own);

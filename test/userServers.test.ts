@@ -1,10 +1,12 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LockcheckProcess } from './lockcheckProcess.ts';
+import { lockcheckSync } from './lockcheckProcess.ts';
 import { MAX_ATTEMPTS } from '../conformance/check.ts';
 import { freeLoopbackPort } from '../conformance/env/processes.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
@@ -74,10 +76,7 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed ou
   }
 }
 
-function lockcheck(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', ...args], { encoding: 'utf8', timeout: 240_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const lockcheck = (...args: string[]): LockcheckProcess => lockcheckSync(args, { timeoutMs: 240_000 });
 
 interface RunJson {
   readonly backend: string;

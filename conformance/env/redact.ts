@@ -1,5 +1,3 @@
-import { closeSync, constants, lstatSync, openSync, writeSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { inspect } from 'node:util';
 /**
  * The one place lockcheck decides what of a server URL it may show: the
@@ -119,56 +117,6 @@ export function hideCommandLineSecrets(argv: readonly string[] = process.argv): 
   if (shown.every((arg, i) => arg === argv[i])) return false;
   process.title = ['lockcheck', ...shown.slice(2)].join(' ');
   return true;
-}
-
-/**
- * Throws when `dir` or a directory on the way to it is a symbolic link another
- * user made (not this user, not root): an output in a shared place
- * (lockcheck-stress/, lockcheck-timelines/ under a shared working directory)
- * replaced by a link would have lockcheck write wherever that user chose.
- * The user's own links, and the system's (root's), are followed as usual.
- */
-export function refuseForeignLinks(dir: string): void {
-  const uid = process.getuid?.();
-  if (uid === undefined) return;
-  for (let at = dir; ; at = dirname(at)) {
-    let stat;
-    try {
-      stat = lstatSync(at);
-    } catch {
-      stat = null; // not there (yet): nothing to follow
-    }
-    if (stat !== null && stat.isSymbolicLink() && stat.uid !== uid && stat.uid !== 0) {
-      throw new Error(`refusing to write under ${at}: it is a symbolic link made by another user (uid ${stat.uid}), which would choose where lockcheck writes`);
-    }
-    if (dirname(at) === at) return;
-  }
-}
-
-/**
- * Writes a report, counterexample or timeline file with its secrets
- * redacted. A symbolic link another user made, at the path or on the way to
- * it (an output in a shared directory), is refused: it would choose where
- * lockcheck writes. The user's own links and the system's (`/dev/stdout`)
- * are followed; where the path was no link when checked, it is opened with
- * O_NOFOLLOW, so a link planted after the check is not followed either.
- */
-export function writeRedacted(path: string, text: string): void {
-  const target = resolve(path);
-  refuseForeignLinks(target);
-  let link = false;
-  try {
-    link = lstatSync(target).isSymbolicLink();
-  } catch {
-    // not there yet: created below
-  }
-  const fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (link ? 0 : constants.O_NOFOLLOW), 0o644);
-  try {
-    const bytes = Buffer.from(redactSecrets(text), 'utf8');
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**

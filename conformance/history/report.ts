@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeRedacted } from '../env/redact.ts';
+import { makeOutputDir, writeRedacted } from '../env/outputFile.ts';
 import type { CheckReport } from './check.ts';
 import type { History, OperationEvent } from './event.ts';
 import type { Hold } from './holds.ts';
@@ -131,8 +130,8 @@ function drawFault(parts: string[], f: FaultInterval, x: (t: number) => number, 
 
 /** Writes `<dir>/history.html` (the timeline, checks and findings), secrets redacted (a client's error message may quote a URL with its password); returns its path. */
 export function writeHistoryReport(dir: string, history: History, report: CheckReport, title?: string): string {
-  mkdirSync(dir, { recursive: true });
+  makeOutputDir(dir, 'the history report into');
   const file = join(dir, 'history.html');
-  writeRedacted(file, historyReportHtml(history, report, title));
+  writeRedacted(file, historyReportHtml(history, report, title), 'the history report');
   return file;
 }

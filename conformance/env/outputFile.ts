@@ -1,0 +1,177 @@
+import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { redactSecrets } from './redact.ts';
+
+/** Why an output could not be written. */
+export type OutputFileProblem =
+  | 'missing-directory' // the directory it goes in does not exist
+  | 'is-directory' // a file was asked for where a directory is
+  | 'not-a-directory' // a directory was asked for where a file is, or a part of the path is a file
+  | 'permission' // the user may not write there
+  | 'foreign-link' // a symbolic link another user made, at the path or on the way
+  | 'io'; // anything else the system refused (no space, read-only file system...)
+
+/**
+ * A report, counterexample, timeline or history file (or their directory)
+ * that cannot be written, naming the path and why. The CLI checks every
+ * output it was given before it starts work and prints this as a bad
+ * argument (exit 2); a library caller gets it from the write itself.
+ */
+export class OutputFileError extends Error {
+  override readonly name = 'OutputFileError';
+  constructor(
+    readonly problem: OutputFileProblem,
+    readonly path: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const REASONS: Readonly<Record<string, { problem: OutputFileProblem; says: string }>> = {
+  ENOENT: { problem: 'missing-directory', says: 'its directory does not exist' },
+  EISDIR: { problem: 'is-directory', says: 'it is a directory' },
+  ENOTDIR: { problem: 'not-a-directory', says: 'a part of the path is not a directory' },
+  EEXIST: { problem: 'not-a-directory', says: 'a file is there, not a directory' },
+  EACCES: { problem: 'permission', says: 'permission denied' },
+  EPERM: { problem: 'permission', says: 'permission denied' },
+  EROFS: { problem: 'permission', says: 'the file system is read-only' },
+  ENOSPC: { problem: 'io', says: 'no space left on the device' },
+  ELOOP: { problem: 'foreign-link', says: 'it is a symbolic link created after it was checked' },
+};
+
+/** A file-system error met while writing `what` at `path`, as an OutputFileError. */
+function failed(error: unknown, what: string, path: string): OutputFileError {
+  if (error instanceof OutputFileError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  const reason = typeof code === 'string' ? REASONS[code] : undefined;
+  const says = reason?.says ?? (error instanceof Error ? error.message : String(error));
+  return new OutputFileError(reason?.problem ?? 'io', path, `cannot write ${what} ${path}: ${says}`, { cause: error });
+}
+
+/**
+ * Throws when `path` or a directory on the way to it is a symbolic link another
+ * user made (not this user, not root): an output in a shared place
+ * (lockcheck-stress/, lockcheck-timelines/ under a shared working directory)
+ * replaced by a link would have lockcheck write wherever that user chose.
+ * The user's own links, and the system's (root's), are followed as usual.
+ */
+export function refuseForeignLinks(path: string, what = 'under'): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  for (let at = resolve(path); ; at = dirname(at)) {
+    let stat;
+    try {
+      stat = lstatSync(at);
+    } catch {
+      stat = null; // not there (yet): nothing to follow
+    }
+    if (stat !== null && stat.isSymbolicLink() && stat.uid !== uid && stat.uid !== 0) {
+      throw new OutputFileError('foreign-link', path, `refusing to write ${what} ${path}: ${at} is a symbolic link made by another user (uid ${stat.uid}), which would choose where lockcheck writes`);
+    }
+    if (dirname(at) === at) return;
+  }
+}
+
+/** The nearest part of `path` that exists (the path itself, or a directory on the way). */
+function nearestExisting(path: string): { at: string; isDirectory: boolean } {
+  for (let at = resolve(path); ; at = dirname(at)) {
+    try {
+      return { at, isDirectory: statSync(at).isDirectory() };
+    } catch {
+      if (dirname(at) === at) return { at, isDirectory: true };
+    }
+  }
+}
+
+function writable(dir: string, what: string, path: string): void {
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    throw failed(error, what, path);
+  }
+}
+
+/**
+ * Checks, before any work starts, that a file can be written at `path` (named
+ * `what` in the message: "the JUnit report"): its directory exists and may be
+ * written, it is not a directory, no foreign link leads there. A long run must
+ * not end by failing to save what it found.
+ */
+export function checkOutputFile(path: string, what: string): void {
+  refuseForeignLinks(path, what);
+  const target = resolve(path);
+  let existing;
+  try {
+    existing = statSync(target);
+  } catch {
+    existing = null;
+  }
+  if (existing?.isDirectory() === true) throw new OutputFileError('is-directory', path, `cannot write ${what} ${path}: it is a directory`);
+  if (existing !== null) {
+    if (existing.isFile()) writable(target, what, path);
+    return; // a device or pipe (/dev/stdout): opened as it is
+  }
+  const parent = dirname(target);
+  let dir;
+  try {
+    dir = statSync(parent);
+  } catch (error) {
+    throw failed(error, what, path);
+  }
+  if (!dir.isDirectory()) throw new OutputFileError('not-a-directory', path, `cannot write ${what} ${path}: ${parent} is not a directory`);
+  writable(parent, what, path);
+}
+
+/** Checks, before any work starts, that directory `path` exists or can be made, and may be written. */
+export function checkOutputDir(path: string, what: string): void {
+  refuseForeignLinks(path, what);
+  const near = nearestExisting(path);
+  if (!near.isDirectory) throw new OutputFileError('not-a-directory', path, `cannot write ${what} ${path}: ${near.at} is not a directory`);
+  writable(near.at, what, path);
+}
+
+/** Makes output directory `dir` (and those on the way); a failure is an OutputFileError. */
+export function makeOutputDir(dir: string, what = 'into'): void {
+  refuseForeignLinks(dir, what);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    throw failed(error, what, dir);
+  }
+}
+
+/**
+ * Writes a report, counterexample or timeline file with its secrets
+ * redacted. A symbolic link another user made, at the path or on the way to
+ * it (an output in a shared directory), is refused: it would choose where
+ * lockcheck writes. The user's own links and the system's (`/dev/stdout`)
+ * are followed; where the path was no link when checked, it is opened with
+ * O_NOFOLLOW, so a link planted after the check is not followed either.
+ * Throws OutputFileError naming the path and why when it cannot be written.
+ */
+export function writeRedacted(path: string, text: string, what = 'the file'): void {
+  const target = resolve(path);
+  refuseForeignLinks(target, what);
+  let link = false;
+  try {
+    link = lstatSync(target).isSymbolicLink();
+  } catch {
+    // not there yet: created below
+  }
+  let fd;
+  try {
+    fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (link ? 0 : constants.O_NOFOLLOW), 0o644);
+  } catch (error) {
+    throw failed(error, what, path);
+  }
+  try {
+    const bytes = Buffer.from(redactSecrets(text), 'utf8');
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+  } catch (error) {
+    throw failed(error, what, path);
+  } finally {
+    closeSync(fd);
+  }
+}
