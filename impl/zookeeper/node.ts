@@ -4,6 +4,8 @@ import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { checkConnectString } from './connectString.ts';
 import { CONTENDER } from './paths.ts';
 import { checkClock, checkObject, checkString, checkTimeoutMs, refuse } from '../options.ts';
 
@@ -14,7 +16,13 @@ import { checkClock, checkObject, checkString, checkTimeoutMs, refuse } from '..
  */
 export interface ZookeeperSession {
   readonly timeoutMs: number;
-  readonly expired: Promise<void>;
+  /**
+   * Resolves when the session is over other than by `closeSession`:
+   * 'expired' when the ensemble reports it expired, 'closed' when the node's
+   * close() ended it (its contender is deleted then, at once). Resolving
+   * with nothing reads as 'expired'.
+   */
+  readonly expired: Promise<'expired' | 'closed' | void>;
 }
 
 /**
@@ -56,7 +64,13 @@ export interface ZookeeperNode {
    * nothing else wrote between, else again from the read.
    */
   fencedWrite(path: string, token: bigint, value: string, policy: 'unfenced' | 'strict' | 'monotonic'): Promise<WriteResult>;
-  /** Ends every client the node made: the long-lived store session, and any lease session still open (one whose opener gave up on it included). */
+  /**
+   * Ends every client the node made: the long-lived store session, and any
+   * lease session still open (one whose opener gave up on it included; a
+   * held lease's session resolves `expired` with 'closed'). A connect in
+   * progress fails, and every later call, with InvalidInputError
+   * ('precondition'): a closed node opens no new client.
+   */
   close(): void;
 }
 
@@ -103,14 +117,17 @@ interface Session extends ZookeeperSession {
  */
 export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   checkObject(options, 'zookeeperNode options');
-  checkString(options.connectString, 'connectString', true);
+  checkConnectString(options.connectString);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
   const clock = checkClock(options.clock);
   const auth = checkAuth(options.auth ?? []);
   // What the node creates is open to anyone, as ZooKeeper's default; with credentials, only to the identities it
   // presented (CREATOR_ALL_ACL), so that a client without them can neither take nor tamper with the tree it made.
   const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, auth.length > 0 ? new zookeeper.Id('auth', '') : new zookeeper.Id('world', 'anyone'))];
+  let closed = false;
+  const closedError = (what: string): InvalidInputError => new InvalidInputError('precondition', `zookeeper ${what}: the node was closed`);
   const bounded = <T>(what: string, work: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(closedError(what));
     let started: Promise<T>;
     try {
       started = work();
@@ -125,14 +142,17 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   };
   // Every client this node made and has not ended: close() ends them all, also a session whose
   // opener gave up on it (a reply the run's network dropped) and that nobody else can close.
-  const live = new Set<Client>();
+  const live = new Map<Client, Connecting>();
+  // The lease sessions handed out and not yet over: close() tells each that it ended.
+  const leases = new Map<Client, (why: 'closed') => void>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
     const attempt = connecting(options.connectString, sessionMs, pings, auth);
-    live.add(attempt.client);
+    live.set(attempt.client, attempt);
     return attempt;
   };
   const finish = (client: Client): void => {
     live.delete(client);
+    leases.delete(client);
     end(client);
   };
   let shared: Connecting | null = null;
@@ -149,16 +169,20 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const own = (s: ZookeeperSession): Client => (s as Session).client;
   return {
     openSession: (sessionMs) => {
+      if (closed) return Promise.reject(closedError('connect'));
       const attempt = open(sessionMs, false);
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
         const client = await attempt.ready;
-        const expired = new Promise<void>((resolve) => client.once('expired', () => resolve()));
-        // An expired session's client would reconnect forever: close it.
-        void expired.then(() => finish(client));
+        let over!: (why: 'expired' | 'closed') => void;
+        const expired = new Promise<'expired' | 'closed'>((resolve) => (over = resolve));
+        client.once('expired', () => over('expired'));
+        leases.set(client, over);
         const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired, ended: false };
-        void expired.then(() => {
+        void expired.then((why) => {
           session.ended = true;
+          // An expired session's client would reconnect forever: close it.
+          if (why === 'expired') finish(client);
         });
         return session;
       }).catch((error: unknown) => {
@@ -199,6 +223,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     watchGone: (s, path, waitMs) =>
       new Promise<void>((resolve, reject) => {
+        if (closed) return reject(closedError('exists (watch)'));
         const cancel = clock.schedule(clock.now() + waitMs, () => resolve());
         const done = (): void => {
           cancel();
@@ -299,8 +324,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         throw new UnavailableError(`zookeeper fenced write: ${CAS_ROUNDS} rounds lost to concurrent writers`);
       }),
     close: () => {
+      closed = true;
       shared = null;
-      for (const client of live) finish(client);
+      for (const [client, attempt] of live) {
+        // A lease whose session this ends must not look held: its contender goes now, and another may be granted.
+        leases.get(client)?.('closed');
+        attempt.abandon(closedError('connect'));
+        finish(client);
+      }
     },
   };
 }
@@ -309,6 +340,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
 interface Connecting {
   readonly client: Client;
   readonly ready: Promise<Client>;
+  /** Fails `ready` with `error` if it has not settled (the node was closed while connecting). */
+  readonly abandon: (error: Error) => void;
 }
 
 /** The parts of node-zookeeper-client's connection manager this module adjusts (lib/ConnectionManager.js, 1.1.x). */
@@ -367,7 +400,9 @@ function connecting(connectString: string, sessionMs: number, pings: boolean, au
   if (!pings) manager.onSocketTimeout = () => undefined;
   // Sent right after each handshake, ahead of any request of the lock's.
   for (const a of auth) client.addAuthInfo(a.scheme, Buffer.from(a.credentials, 'utf8'));
+  let abandon!: (error: Error) => void;
   const ready = new Promise<Client>((resolve, reject) => {
+    abandon = reject;
     client.once('connected', () => resolve(client));
     client.once('expired', () => reject(new UnavailableError('zookeeper connect: session expired')));
     client.once('authenticationFailed', () => reject(new ConnectionConfigError('authentication', 'zookeeper connect: the ensemble refused the credentials (AUTH_FAILED)')));
@@ -376,7 +411,7 @@ function connecting(connectString: string, sessionMs: number, pings: boolean, au
     end(client);
     throw error;
   });
-  return { client, ready };
+  return { client, ready, abandon };
 }
 
 /**
@@ -516,7 +551,7 @@ const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
 
 /** The library's errors as the lock's typed ones: a refusal (above) as such, any other failure UnavailableError; the cause kept. */
 function typed(error: unknown, what: string): Error {
-  if (error instanceof TimeoutError || error instanceof UnavailableError || isRefusal(error)) return error;
+  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
   const message = `zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`;
   const c = code(error);
   const refusal = c === null ? undefined : REFUSALS.get(c);

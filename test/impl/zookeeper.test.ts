@@ -582,6 +582,60 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await watcher.closeSession(ws);
   });
 
+  it("close() with a lease held fires its signal at once (connection-lost), before another client can be granted: the lease's contender went with the session", async () => {
+    const clock = new ManualClock();
+    const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    const r = root();
+    const lease = granted(await new ZookeeperLock({ node: n, clock, root: r }).acquire('held', { ttlMs: 30_000 }));
+    const signal = lease.signal;
+    const fired = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
+    n.close();
+    // The clock never moves: only the session's end can fire the signal.
+    const reason = await fired;
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect((reason as LeaseLostError).reason).toBe('connection-lost');
+    const other = new ZookeeperLock({ node: node(), clock: new ManualClock(), root: r });
+    let next: AcquireResult;
+    const deadline = Date.now() + 10_000;
+    while ((next = await other.acquire('held', { ttlMs: 30_000 })).kind !== 'granted') if (Date.now() > deadline) throw new Error('the closed session kept its contender');
+    expect(next.lease.token).toBeGreaterThan(lease.token);
+  });
+
+  it('after close() every call, and a connect in progress, is InvalidInputError(precondition): no new client is opened, and the lock throws it rather than deny', async () => {
+    const clock = new ManualClock();
+    const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    const lock = new ZookeeperLock({ node: n, clock, root: root() });
+    const store = zookeeperFencedStore(n, 'strict', { root: root() });
+    const closedError = async (p: Promise<unknown>, what: string): Promise<void> => {
+      const e = await thrown(p);
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect((e as Error).message).toBe(`precondition: zookeeper ${what}: the node was closed`);
+    };
+    const connecting = lock.acquire('r', { ttlMs: 30_000 });
+    n.close();
+    await closedError(connecting, 'connect');
+    await closedError(lock.acquire('r', { ttlMs: 30_000 }), 'connect');
+    await closedError(n.openSession(30_000), 'connect');
+    await closedError(store.write('r', 1n, 'v'), 'fenced write');
+    await closedError(store.read('r'), 'get data');
+    await closedError(n.children('/'), 'get children');
+  });
+
+  it('a connect string the library cannot use is refused at construction, naming it (a port out of range was thrown from its reconnect timer and ended the process)', () => {
+    for (const bad of ['127.0.0.1:99999', '127.0.0.1:0', 'zk://127.0.0.1:2181', 'not a host', 'a:1:2', 'a:1,,b:2', 'a:x', 'a:1/', 'a:1/b/', 'a:1//b', ':2181']) {
+      let e: unknown;
+      try {
+        zookeeperNode({ connectString: bad, clock: new ManualClock() });
+      } catch (error) {
+        e = error;
+      }
+      expect(e, bad).toBeInstanceOf(InvalidInputError);
+      expect((e as InvalidInputError).code).toBe('invalid-config');
+      expect((e as Error).message).toMatch(/^invalid-config: connectString must be host\[:port\]\[,host\[:port\]\.\.\.\]\[\/chroot\] \(.+\), got "/);
+    }
+    for (const good of ['h', 'h:2181', 'a.b-c:1,10.0.0.2:65535', 'h:2181/chroot/x']) zookeeperNode({ connectString: good, clock: new ManualClock() }).close();
+  });
+
   it('a lease session renews itself by no ping: nobody touching it, the ensemble ends it and deletes its contender', async () => {
     const n = node();
     const dir = `${root()}/lock/idle`;
