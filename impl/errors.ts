@@ -47,7 +47,7 @@ export class TokenOverflowError extends Error {
 export class ConnectionConfigError extends Error {
   override readonly name = 'ConnectionConfigError';
   constructor(
-    readonly code: 'authentication' | 'unknown-database' | 'unknown-host',
+    readonly code: 'authentication' | 'unknown-database' | 'unknown-host' | 'tls',
     message: string,
     options?: { readonly cause?: unknown },
   ) {

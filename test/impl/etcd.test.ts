@@ -19,6 +19,10 @@ import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { InvalidInputError } from '../../model/errors.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeRunCa } from '../../conformance/env/runCa.ts';
 import { ManualClock, sharedEtcd } from './servers.ts';
 import { noop } from 'cockatiel';
 
@@ -649,6 +653,74 @@ describe('etcd3Node', () => {
     expect(e).toMatchObject({ code: 'authentication' });
     expect((e as Error).message).toMatch(/authentication is not enabled/);
     expect((e as Error).cause).toBeInstanceOf(GRPCFailedPreconditionError);
+  });
+
+  it('configuration mistakes are thrown by acquire (real etcd), never a denial: a host that does not resolve, TLS the member refuses or cannot be verified, a closed client', async () => {
+    const acquireError = async (x: Etcd3): Promise<unknown> => {
+      clients.push(x);
+      const lock = new EtcdLock({ node: etcd3Node(x, { clock: new ManualClock(), requestTimeoutMs: 10_000 }), clock: new ManualClock(), prefix: prefix() });
+      return lock.acquire('r', { ttlMs: 60_000, retries: 3 }).catch((y: unknown) => y);
+    };
+    const port = new URL(server().hosts[0]!).port;
+    const unknown = await acquireError(etcdClient({ hosts: [`https://no-such-host.invalid:${port}`], tls: server().tls }));
+    expect(unknown).toBeInstanceOf(ConnectionConfigError);
+    expect(unknown).toMatchObject({ code: 'unknown-host', message: expect.stringMatching(/^unknown-host: the host name does not resolve: etcd lease grant: .*no-such-host\.invalid/) });
+    expect((unknown as Error).cause).toBeInstanceOf(GRPCUnavailableError);
+    // The member's certificate checked against a CA that did not sign it (the client's own certificate given as the CA).
+    const unverified = await acquireError(etcdClient({ hosts: server().hosts, tls: { ...server().tls, ca: server().tls.cert } }));
+    expect(unverified).toBeInstanceOf(ConnectionConfigError);
+    expect(unverified).toMatchObject({ code: 'tls', message: expect.stringMatching(/^tls: etcd lease grant: .*unable to verify/) });
+    // A client certificate of another CA: the member refuses the handshake.
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
+    try {
+      const other = (await makeRunCa(dir)).client;
+      const foreign = await acquireError(etcdClient({ hosts: server().hosts, tls: { ca: server().tls.ca, cert: other.cert, key: other.key } }));
+      expect(foreign).toBeInstanceOf(ConnectionConfigError);
+      expect(foreign).toMatchObject({ code: 'tls' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // A closed client stays closed: a misuse thrown by acquire and extend; release still never throws.
+    const x = client();
+    const lock = new EtcdLock({ node: etcd3Node(x, { clock: new ManualClock() }), clock: new ManualClock(), prefix: prefix() });
+    const lease = granted(await lock.acquire('r', { ttlMs: 60_000 }));
+    x.close();
+    const closed = { name: 'InvalidInputError', code: 'precondition' };
+    await expect(lock.acquire('s', { ttlMs: 60_000, retries: 3 })).rejects.toMatchObject({ ...closed, message: 'precondition: etcd lease grant: the client was closed' });
+    await expect(lock.extend(lease, 60_000)).rejects.toMatchObject({ ...closed, message: 'precondition: etcd lease keep-alive: the client was closed' });
+    await lock.release(lease);
+  });
+
+  it('hosts etcd3 cannot dial and TLS material that does not parse or match are refused at construction, naming the option (the key never shown)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
+    let other: { cert: string; key: string };
+    try {
+      other = (await makeRunCa(dir)).client;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const refusal = (make: () => unknown): InvalidInputError => {
+      try {
+        make();
+      } catch (e) {
+        if (e instanceof InvalidInputError) return e;
+        throw e;
+      }
+      throw new Error('expected a refusal');
+    };
+    for (const bad of ['ftp://127.0.0.1:2379', '127.0.0.1', 'not a url', 'https://u:p@h:2379', 'https://h:2379/v3', 'https://h:99999', 'https://h:0', 'unix:///tmp/etcd.sock']) {
+      const e = refusal(() => etcdClient({ hosts: ['http://127.0.0.1:1', bad] }));
+      expect(e.code, bad).toBe('invalid-config');
+      expect(e.message, bad).toMatch(/^invalid-config: hosts\[1\] must be http:\/\/host:port, https:\/\/host:port or host:port with a port in 1\.\.65535, got /);
+    }
+    expect(refusal(() => etcdClient({ hosts: ['https://u:p@h:2379'] })).message).not.toContain('u:p');
+    for (const good of ['http://h:1', 'https://a.b-c:2379/', 'h:65535', 'https://[::1]:2379']) etcdClient({ hosts: [good] }).close();
+    const tls = server().tls;
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, ca: 'not a pem' } })).message).toBe('invalid-config: tls.ca must be a PEM certificate, got "not a pem"');
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, cert: tls.key } })).message).toMatch(/^invalid-config: tls.cert must be a PEM certificate, got a string of \d+ characters$/);
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: 'garbage key' } })).message).toBe('invalid-config: tls.key must be a PEM private key, got a string of 11 characters (not shown: it may hold a secret)');
+    // Another certificate's key: gRPC threw a bare OpenSSL error (ERR_OSSL_X509_KEY_VALUES_MISMATCH) from the constructor.
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: other.key } })).message).toBe('invalid-config: tls.key is not the private key of tls.cert');
   });
 
   it('a work function that throws at once is a failed call, typed', async () => {
