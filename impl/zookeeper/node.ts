@@ -350,12 +350,14 @@ interface ConnectionManager {
   sessionTimeout: number;
   sessionId: Buffer;
   pendingBuffer: Buffer | null;
+  servers: ReadonlyArray<{ readonly host: string }>;
   socket?: { destroy(): void };
   connectTimeoutHandler?: NodeJS.Timeout;
   connect(): void;
   onSocketConnected(): void;
   onSocketData(buffer: Buffer): void;
   onSocketClosed(hasError: boolean): void;
+  onSocketError(error: Error): void;
   onSocketTimeout(): void;
 }
 
@@ -390,6 +392,28 @@ function hardened(manager: ConnectionManager): void {
   };
 }
 
+/**
+ * Fails the connect with ConnectionConfigError('unknown-host') once every
+ * host of the connect string failed to resolve (ENOTFOUND, as PostgreSQL's):
+ * the library would try them for ever, every call read as an outage. One
+ * host that resolves is enough to go on trying.
+ */
+function unresolvable(manager: ConnectionManager, reject: (error: Error) => void): void {
+  // Sorted, for a message that is the same every time (the library shuffles its list).
+  const hosts = new Set(manager.servers.map((s) => s.host).sort());
+  const unknown = new Set<string>();
+  const onError = manager.onSocketError.bind(manager);
+  manager.onSocketError = (error) => {
+    onError(error);
+    const e = error as NodeJS.ErrnoException & { hostname?: string };
+    if (e.code !== 'ENOTFOUND' || e.hostname === undefined) return;
+    unknown.add(e.hostname);
+    if (unknown.size >= hosts.size && [...hosts].every((h) => unknown.has(h))) {
+      reject(new ConnectionConfigError('unknown-host', `the host name does not resolve: zookeeper connect: ${[...hosts].join(', ')}`, { cause: error }));
+    }
+  };
+}
+
 /** A client connecting; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
 function connecting(connectString: string, sessionMs: number, pings: boolean, auth: NonNullable<ZookeeperNodeOptions['auth']>): Connecting {
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionMs, spinDelay: 100, retries: 0 });
@@ -403,6 +427,7 @@ function connecting(connectString: string, sessionMs: number, pings: boolean, au
   let abandon!: (error: Error) => void;
   const ready = new Promise<Client>((resolve, reject) => {
     abandon = reject;
+    unresolvable(manager, reject);
     client.once('connected', () => resolve(client));
     client.once('expired', () => reject(new UnavailableError('zookeeper connect: session expired')));
     client.once('authenticationFailed', () => reject(new ConnectionConfigError('authentication', 'zookeeper connect: the ensemble refused the credentials (AUTH_FAILED)')));

@@ -621,6 +621,20 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await closedError(n.children('/'), 'get children');
   });
 
+  it("a connect string none of whose hosts resolves is ConnectionConfigError('unknown-host'), thrown by acquire at once; one host that resolves is enough", async () => {
+    const clock = new ManualClock();
+    const lockOn = (connectString: string): ZookeeperLock => {
+      const n = zookeeperNode({ connectString, auth: server().auth, clock, requestTimeoutMs: 10_000 });
+      nodes.push(n);
+      return new ZookeeperLock({ node: n, clock, root: root() });
+    };
+    const e = await thrown(lockOn('no-such-host.invalid:2181,other.invalid:2181').acquire('r', { ttlMs: 30_000, retries: 3 }));
+    expect(e).toBeInstanceOf(ConnectionConfigError);
+    expect(e).toMatchObject({ code: 'unknown-host', message: 'unknown-host: the host name does not resolve: zookeeper connect: no-such-host.invalid, other.invalid' });
+    expect((e as Error).cause).toMatchObject({ code: 'ENOTFOUND' });
+    granted(await lockOn(`no-such-host.invalid:2181,${server().connectString}`).acquire('r', { ttlMs: 30_000 }));
+  });
+
   it('a connect string the library cannot use is refused at construction, naming it (a port out of range was thrown from its reconnect timer and ended the process)', () => {
     for (const bad of ['127.0.0.1:99999', '127.0.0.1:0', 'zk://127.0.0.1:2181', 'not a host', 'a:1:2', 'a:1,,b:2', 'a:x', 'a:1/', 'a:1/b/', 'a:1//b', ':2181']) {
       let e: unknown;
