@@ -85,6 +85,7 @@ export class EtcdLock {
    */
   async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
+    checkObject(options, 'acquire options');
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');

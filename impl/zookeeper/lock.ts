@@ -91,6 +91,7 @@ export class ZookeeperLock {
   /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
   async acquire(resource: string, options: ZookeeperAcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
+    checkObject(options, 'acquire options');
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
