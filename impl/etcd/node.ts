@@ -24,6 +24,7 @@ import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
+import { storedToken } from '../storeCell.ts';
 import { checkClock, checkMethods, checkObject, checkTimeoutMs } from '../options.ts';
 
 /** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
@@ -188,9 +189,10 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         if (inner === undefined) throw new UnavailableError('etcd fenced write: no inner transaction reply');
         const accepted = policy === 'monotonic' ? !inner.succeeded : inner.succeeded || policy === 'unfenced';
         if (accepted) return { kind: 'accepted' };
-        const highest = inner.responses[0]?.response_range?.kvs[0]?.value.toString('ascii');
+        const highest = inner.responses[0]?.response_range?.kvs[0]?.value.toString('utf8');
         if (highest === undefined) throw new UnavailableError('etcd fenced write: the highest token vanished');
-        return { kind: 'rejected', highest: BigInt(highest) };
+        // Not digits: the key holds something the store did not write (a refusal, not an outage to retry).
+        return { kind: 'rejected', highest: storedToken(highest, `etcd key '${highestKey.toString('utf8')}'`, 'the highest token') };
       }),
   };
 }

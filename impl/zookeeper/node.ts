@@ -6,6 +6,7 @@ import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, Una
 import type { WriteResult } from '../fencedStore.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { checkConnectString } from './connectString.ts';
+import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
 import { checkClock, checkObject, checkString, checkTimeoutMs, refuse } from '../options.ts';
 
@@ -281,9 +282,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         const client = await storeClient();
         try {
           const data = await call<Buffer | null>((cb) => client.getData(path, cb));
-          if (data === null) return null;
-          const cell = JSON.parse(data.toString('utf8')) as Cell;
-          return JSON.stringify({ value: cell.value, token: cell.token });
+          const cell = readCell(data, path);
+          return JSON.stringify({ value: cell.value, token: cell.token.toString() });
         } catch (error) {
           if (code(error) === zookeeper.Exception.NO_NODE) return null;
           throw error;
@@ -293,14 +293,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       bounded('fenced write', async () => {
         const client = await storeClient();
         for (let round = 0; round < CAS_ROUNDS; round++) {
-          let current: { cell: Cell; version: number } | null = null;
+          let current: { highest: bigint; version: number } | null = null;
           try {
             const [data, stat] = await call2<Buffer | null, Stat>((cb) => client.getData(path, cb));
-            if (data !== null) current = { cell: JSON.parse(data.toString('utf8')) as Cell, version: stat.version };
+            current = { highest: readCell(data, path).highest, version: stat.version };
           } catch (error) {
             if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
           }
-          const highest = current === null ? null : BigInt(current.cell.highest);
+          const highest = current === null ? null : current.highest;
           const accepted =
             highest === null ||
             match(policy)
@@ -487,6 +487,19 @@ function end(client: Client): void {
     close();
   });
   client.once('expired', settled);
+}
+
+/**
+ * A store cell's data. A znode that exists without it (no data, or not what
+ * the store writes) is refused as foreign. Before, data that did not parse
+ * was an outage (UnavailableError), and a znode with null data (zkCli's
+ * `create` without data) read as no cell: a write then lost every round to
+ * its own create's NODE_EXISTS ("concurrent writers"), again an outage.
+ */
+function readCell(data: Buffer | null, path: string): { readonly value: string; readonly token: bigint; readonly highest: bigint } {
+  const where = `zookeeper znode '${path}'`;
+  if (data === null || data.length === 0) throw foreignCell(where, 'no data');
+  return parseCell(data.toString('utf8'), where, ['token', 'highest'] as const);
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */

@@ -734,6 +734,26 @@ describe('etcd3Node', () => {
 });
 
 describe('etcdFencedStore', () => {
+  it("a cell or highest key holding what the store did not write is ServerRefusedError('schema', 'UnexpectedValue') naming the key, never a bare SyntaxError or an outage; the data is not shown", async () => {
+    const p = prefix();
+    const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock() }), 'strict', { prefix: p });
+    const foreign = (key: Buffer, why: string) => ({ name: 'ServerRefusedError', code: 'schema', serverCode: 'UnexpectedValue', message: `schema (UnexpectedValue): etcd key '${key.toString()}' does not hold a lockcheck cell (${why})` });
+    for (const [text, why] of [
+      ['secret-ish text', 'not JSON'],
+      ['[1]', 'not a JSON object'],
+      ['{"value":1,"token":"1"}', 'value is not a string'],
+      ['{"value":"v","token":"-1"}', 'token is not a token'],
+      ['{"value":"v","token":"9223372036854775808"}', 'token is not a token'],
+    ] as const) {
+      await c.put(cellKey('r', p)).value(text);
+      const e = await store.read('r').catch((x: unknown) => x);
+      expect(e, text).toMatchObject(foreign(cellKey('r', p), why));
+      expect((e as Error).message).not.toContain(text);
+    }
+    await c.put(highestKey('w', p)).value('not digits');
+    await expect(store.write('w', 1n, 'v')).rejects.toMatchObject(foreign(highestKey('w', p), 'the highest token is not a token'));
+  });
+
   it('refuses a transactional policy and bad input before any call', async () => {
     const node = etcd3Node(c, { clock: new ManualClock() });
     expect(() => etcdFencedStore(node, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: an etcd store cannot be transactional' }));

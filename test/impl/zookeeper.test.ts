@@ -787,6 +787,36 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
 });
 
 describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
+  it("a cell znode holding what the store did not write is ServerRefusedError('schema', 'UnexpectedValue') naming it, on read and write; an empty one too", async () => {
+    const n = node();
+    const r = root();
+    const store = zookeeperFencedStore(n, 'strict', { root: r });
+    expect(await store.write('c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const path = cellPath('c', r);
+    // Another client of the same identity writes the cell (the node's own calls only ever write cells).
+    const raw = zookeeper.createClient(server().connectString, { retries: 0 });
+    for (const a of server().auth) raw.addAuthInfo(a.scheme, Buffer.from(a.credentials));
+    try {
+      await new Promise<void>((resolve) => {
+        raw.once('connected', () => resolve());
+        raw.connect();
+      });
+      for (const [data, why] of [
+        ['not json at all', 'not JSON'],
+        ['{"value":"v","token":"1","highest":"x"}', 'highest is not a token'],
+        ['{"value":"v","token":"1"}', 'highest is not a token'],
+        ['', 'no data'],
+      ] as const) {
+        await new Promise<void>((resolve, reject) => raw.setData(path, Buffer.from(data), -1, (e) => (e ? reject(e) : resolve())));
+        const expected = { name: 'ServerRefusedError', code: 'schema', serverCode: 'UnexpectedValue', message: `schema (UnexpectedValue): zookeeper znode '${path}' does not hold a lockcheck cell (${why})` };
+        await expect(store.read('c'), data).rejects.toMatchObject(expected);
+        await expect(store.write('c', 2n, 'w'), data).rejects.toMatchObject(expected);
+      }
+    } finally {
+      raw.close();
+    }
+  });
+
   it('judges by policy against the highest accepted (kept across policies), reads value and token; the default root is /lockcheck', async () => {
     const n = node();
     const r = root();
