@@ -50,7 +50,9 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     hosts: [...options.hosts],
     dialTimeout,
     faultHandling: { global: noop, host: () => noop },
-    ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password } } : {}),
+    // etcd3 authenticates before a call, without the call's deadline, and every call waits on that one exchange:
+    // on a connection that never answers it hung for ever, and every later call with it. Bounded like a dial.
+    ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password, callOptions: () => ({ deadline: Date.now() + dialTimeout }) } } : {}),
     ...(options.tls !== undefined
       ? { credentials: { rootCertificate: Buffer.from(options.tls.ca), certChain: Buffer.from(options.tls.cert), privateKey: Buffer.from(options.tls.key) } }
       : {}),

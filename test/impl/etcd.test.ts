@@ -20,6 +20,7 @@ import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeRunCa } from '../../conformance/env/runCa.ts';
@@ -723,6 +724,23 @@ describe('etcd3Node', () => {
     expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: 'garbage key' } })).message).toBe('invalid-config: tls.key must be a PEM private key, got a string of 11 characters (not shown: it may hold a secret)');
     // Another certificate's key: gRPC threw a bare OpenSSL error (ERR_OSSL_X509_KEY_VALUES_MISMATCH) from the constructor.
     expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: other.key } })).message).toBe('invalid-config: tls.key is not the private key of tls.cert');
+  });
+
+  it("with auth, etcd3's authentication before a call is bounded by dialTimeoutMs: a member that accepts and never answers no longer hangs the call, nor every later one, for ever", { timeout: 20_000 }, async () => {
+    const silent: Socket[] = [];
+    const hole = createServer((socket) => void silent.push(socket));
+    await new Promise<void>((resolve) => hole.listen(0, '127.0.0.1', resolve));
+    try {
+      const x = etcdClient({ hosts: [`http://127.0.0.1:${(hole.address() as AddressInfo).port}`], auth: { username: 'u', password: 'p' }, dialTimeoutMs: 300 });
+      clients.push(x);
+      // Our clock never moves: only the authentication's own deadline can end the call.
+      const node = etcd3Node(x, { clock: new ManualClock(), requestTimeoutMs: 60_000 });
+      for (let call = 0; call < 2; call++) await expect(node.grant(5)).rejects.toBeInstanceOf(TimeoutError);
+      expect(silent.length).toBeGreaterThan(0);
+    } finally {
+      for (const socket of silent) socket.destroy();
+      await new Promise((resolve) => hole.close(resolve));
+    }
   });
 
   it('a work function that throws at once is a failed call, typed', async () => {
