@@ -164,6 +164,12 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       attempt.ready.catch(() => {
         if (shared === attempt) shared = null;
       });
+      // An expired session never comes back (the library makes no new one): the next call opens a fresh client,
+      // else every store call of the node failed from then on (after a partition or pause longer than 30 s).
+      attempt.client.once('expired', () => {
+        if (shared === attempt) shared = null;
+        finish(attempt.client);
+      });
     }
     return shared.ready;
   };

@@ -6,6 +6,7 @@ import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode,
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
+import { TcpProxy } from '../../conformance/env/proxy.ts';
 import { ManualClock, sharedZookeeper } from './servers.ts';
 
 /**
@@ -845,6 +846,49 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
     const plain = zookeeperFencedStore(n, 'strict');
     expect(await plain.write(resource, 1n, 'v')).toEqual({ kind: 'accepted' });
     expect(await n.get(`/lockcheck/cell/${resource}`)).toBe(JSON.stringify({ value: 'v', token: '1' }));
+  });
+
+  it("the store's session expiring (a partition or pause past its 30 s) costs one failed call at most: the next call opens a fresh session", async () => {
+    const made: zookeeper.Client[] = [];
+    const create = zookeeper.createClient.bind(zookeeper);
+    vi.spyOn(zookeeper, 'createClient').mockImplementation((...args: Parameters<typeof zookeeper.createClient>) => {
+      const c = create(...args);
+      made.push(c);
+      return c;
+    });
+    const [host, port] = server().connectString.split(',')[0]!.split(':');
+    const proxy = await TcpProxy.start({ host: host!, port: Number(port) });
+    try {
+      const n = zookeeperNode({ connectString: `127.0.0.1:${proxy.port}`, auth: server().auth, clock: new ManualClock() });
+      nodes.push(n);
+      const store = zookeeperFencedStore(n, 'strict', { root: root() });
+      expect(await store.write('e', 1n, 'a')).toEqual({ kind: 'accepted' });
+      expect(made).toHaveLength(1);
+      const shared = made[0]!;
+      const expired = new Promise<void>((resolve) => shared.once('expired', () => resolve()));
+      // Cut off, the store's client cannot renew; another client takes its session over and closes it: the
+      // ensemble ends it, as it ends one that timed out. Back on the link, the store's client hears it expired.
+      proxy.setMode({ kind: 'reset' });
+      const taken = create(server().connectString, { sessionId: shared.getSessionId(), sessionPassword: shared.getSessionPassword(), retries: 0 } as never);
+      for (const a of server().auth) taken.addAuthInfo(a.scheme, Buffer.from(a.credentials));
+      await new Promise<void>((resolve) => {
+        taken.once('connected', () => resolve());
+        taken.connect();
+      });
+      await new Promise<void>((resolve) => {
+        taken.once('disconnected', () => resolve());
+        taken.close();
+      });
+      proxy.setMode({ kind: 'pass' });
+      await expired;
+      // At most the call that meets the expiry fails (an outage); the ones after it are served.
+      await store.write('e', 2n, 'b').catch((e: unknown) => expect(e).toBeInstanceOf(UnavailableError));
+      expect(await store.write('e', 3n, 'c')).toEqual({ kind: 'accepted' });
+      expect(await store.read('e')).toEqual({ value: 'c', token: 3n });
+      expect(made.length).toBeGreaterThan(1);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('concurrent first writes and racing writes are judged again on what is there: the highest ends up stored', async () => {
