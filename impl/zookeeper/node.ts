@@ -297,6 +297,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     fencedWrite: (path, token, value, policy) =>
       bounded('fenced write', async () => {
+        checkCellSize(path, value);
         const client = await storeClient();
         for (let round = 0; round < CAS_ROUNDS; round++) {
           let current: { highest: bigint; version: number } | null = null;
@@ -506,6 +507,26 @@ function readCell(data: Buffer | null, path: string): { readonly value: string; 
   const where = `zookeeper znode '${path}'`;
   if (data === null || data.length === 0) throw foreignCell(where, 'no data');
   return parseCell(data.toString('utf8'), where, ['token', 'highest'] as const);
+}
+
+/**
+ * The most a store cell's data and path may take: ZooKeeper's default
+ * jute.maxbuffer (1 MiB - 1) bounds the whole request, less room for its
+ * header. Past it the ensemble drops the connection (CONNECTION_LOSS for
+ * every call on it) and node-zookeeper-client asserts on data over 1 MiB.
+ */
+const MAX_CELL_BYTES = 1_047_552;
+const WIDEST_TOKEN = '9'.repeat(19);
+
+/**
+ * A value whose cell cannot fit in a znode is refused before anything is
+ * sent: it read as an outage (UnavailableError) that every retry met again,
+ * and cut the store session's connection for the calls beside it. Judged
+ * with the widest tokens, so that a value fits or not whatever they are.
+ */
+function checkCellSize(path: string, value: string): void {
+  const bytes = Buffer.byteLength(path, 'utf8') + Buffer.byteLength(JSON.stringify({ value, token: WIDEST_TOKEN, highest: WIDEST_TOKEN }), 'utf8');
+  if (bytes > MAX_CELL_BYTES) throw new InvalidInputError('precondition', `value too large for a ZooKeeper store cell: ${bytes} bytes with its path and tokens, at most ${MAX_CELL_BYTES}`);
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */

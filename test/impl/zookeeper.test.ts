@@ -900,7 +900,8 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
 
   it('refuses bad input with typed errors and a transactional policy', async () => {
     const n = node();
-    const store = zookeeperFencedStore(n, 'strict', { root: root() });
+    const r = root();
+    const store = zookeeperFencedStore(n, 'strict', { root: r });
     const bad = async (p: Promise<unknown>, code: string, message: string): Promise<void> => {
       const e = await thrown(p);
       expect(e).toBeInstanceOf(InvalidInputError);
@@ -911,6 +912,12 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
     await bad(store.write('x', -1n, 'v'), 'invalid-token', 'token must be a bigint in [0, 2^63-1], got -1');
     await bad(store.write('x', 1n, 42 as unknown as string), 'precondition', 'value must be a string');
     await bad(store.read(''), 'invalid-resource', 'resource must be a non-empty string of at most 256 characters');
+    // A value whose cell cannot fit in a znode (the ensemble's 1 MiB request bound): refused before sending, not
+    // an outage every retry meets again (the ensemble dropped the connection).
+    await bad(store.write('x', 1n, 'v'.repeat(1_100_000)), 'precondition', `value too large for a ZooKeeper store cell: ${1_100_000 + cellPath('x', r).length + 74} bytes with its path and tokens, at most 1047552`);
+    const overhead = cellPath('x', r).length + JSON.stringify({ value: '', token: '9'.repeat(19), highest: '9'.repeat(19) }).length;
+    await bad(store.write('x', 1n, 'v'.repeat(1_047_552 - overhead + 1)), 'precondition', 'value too large for a ZooKeeper store cell: 1047553 bytes with its path and tokens, at most 1047552');
+    expect(await store.write('x', 1n, 'v'.repeat(1_047_552 - overhead))).toEqual({ kind: 'accepted' });
     let e: unknown;
     try {
       zookeeperFencedStore(n, 'transactional');
