@@ -586,9 +586,14 @@ function code(error: unknown): number | null {
   return error instanceof zookeeper.Exception ? error.getCode() : null;
 }
 
-/** A zxid as the 8 big-endian bytes ZooKeeper sends. */
-function zxid(bytes: Buffer): bigint {
-  return bytes.readBigInt64BE(0);
+/**
+ * A zxid as the 8 big-endian bytes ZooKeeper sends, unsigned: read signed, a
+ * zxid with the top bit set (an epoch past 2^31) was a negative token, which
+ * the lock granted as smaller than every earlier one; unsigned it is past
+ * 2^63-1, and the lock refuses it (TokenOverflowError). Exported for tests.
+ */
+export function zxid(bytes: Buffer): bigint {
+  return bytes.readBigUInt64BE(0);
 }
 
 /** The credentials option, checked before any client is made. */

@@ -3,6 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
+import { zxid } from '../../impl/zookeeper/node.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
@@ -96,6 +97,14 @@ class SleepsAtOnce extends ManualClock {
     return cancel;
   }
 }
+
+describe('zxid', () => {
+  it('reads the 8 bytes unsigned: a top bit set is past 2^63-1 (refused by the lock), never a negative token', () => {
+    expect(zxid(Buffer.from('0000000100000002', 'hex'))).toBe(2n ** 32n + 2n);
+    expect(zxid(Buffer.from('7fffffffffffffff', 'hex'))).toBe(MAX);
+    expect(zxid(Buffer.from('8000000000000001', 'hex'))).toBe(MAX + 2n);
+  });
+});
 
 describe('paths', QUICK, () => {
   it('percent-encodes resources (and dots) under the root; sequences are the digits after the last dash', () => {
