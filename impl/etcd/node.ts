@@ -38,7 +38,9 @@ type CallOptions = NonNullable<Parameters<Etcd3['kv']['txn']>[1]>;
  * a timeout (a gRPC deadline, and the same bound on the client's monotonic
  * clock). Failures are typed: TimeoutError (no reply in time: the outcome is
  * unknown), UnavailableError (the call failed: nothing happened, or for a
- * write it may have), ConnectionConfigError (authentication refused),
+ * write it may have), ConnectionConfigError (authentication refused, a host
+ * name that does not resolve, a TLS handshake refusing the configuration),
+ * InvalidInputError('precondition') (the client was closed),
  * ServerRefusedError (etcd refused the call, a permission or an argument:
  * nothing happened, and no retry changes that). Conformance wraps each call
  * in its simulated network; the lock reads nothing else.

@@ -32,10 +32,13 @@ export interface ZookeeperSession {
  * in time: the outcome is unknown), UnavailableError (the call failed: the
  * connection or session is gone, or the ensemble is in a passing state);
  * refusals no retry fixes are ConnectionConfigError('authentication') (the
- * ensemble refused the credentials: AUTH_FAILED) and ServerRefusedError
+ * ensemble refused the credentials: AUTH_FAILED), ConnectionConfigError
+ * ('unknown-host') (no host of the connect string resolves) and ServerRefusedError
  * ('permission' for NO_AUTH and INVALID_ACL, 'schema' for a parent that
- * cannot have children, 'statement' for BAD_ARGUMENTS and UNIMPLEMENTED),
- * their `cause` the library's error.
+ * cannot have children or a store cell holding what the store did not
+ * write, 'statement' for BAD_ARGUMENTS and UNIMPLEMENTED), their `cause` the
+ * library's error; InvalidInputError('precondition') after close() and for a
+ * store value too large for a znode.
  * Conformance wraps each call in its simulated network; the lock reads
  * nothing else.
  */
