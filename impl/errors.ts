@@ -3,7 +3,8 @@
  * the model: the same rules and codes as the spec); a call that cannot finish
  * in time throws TimeoutError; a network failure throws UnavailableError.
  */
-export { InvalidInputError } from '../model/errors.ts';
+import { InvalidInputError } from '../model/errors.ts';
+export { InvalidInputError };
 
 export class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
@@ -46,7 +47,7 @@ export class TokenOverflowError extends Error {
 export class ConnectionConfigError extends Error {
   override readonly name = 'ConnectionConfigError';
   constructor(
-    readonly code: 'authentication' | 'unknown-database' | 'unknown-host',
+    readonly code: 'authentication' | 'unknown-database' | 'unknown-host' | 'tls',
     message: string,
     options?: { readonly cause?: unknown },
   ) {
@@ -80,6 +81,15 @@ export class ServerRefusedError extends Error {
 /** A refusal no retry fixes (credentials, a permission, a schema, a statement): thrown by the locks and stores, never read as contention or an outage. */
 export function isRefusal(e: unknown): e is ConnectionConfigError | ServerRefusedError {
   return e instanceof ConnectionConfigError || e instanceof ServerRefusedError;
+}
+
+/**
+ * What a lock passes on from a failed call instead of reading it as an
+ * outage: a refusal, or an InvalidInputError (a client or node used after
+ * its close(), which no retry fixes either).
+ */
+export function mustThrow(e: unknown): boolean {
+  return isRefusal(e) || e instanceof InvalidInputError;
 }
 
 /** Why a lease's AbortSignal fired. */

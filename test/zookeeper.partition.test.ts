@@ -47,8 +47,10 @@ describe('ZookeeperEnsemble with peer gates', () => {
       const majority = lockOn(rest.map((m) => gated.endpoints[m]!).join(','));
       // A loaded machine may time a first attempt out while the new leader settles: the majority grants within a bound.
       const bound = Date.now() + 20_000;
-      let held = await majority.acquire('split', { ttlMs: 8000 });
-      while (held.kind !== 'granted' && Date.now() < bound) held = await majority.acquire('split', { ttlMs: 8000 });
+      // Longer than the heal below may take on a loaded machine (up to 20 s): the session is renewed only by the lock's
+      // requests, and one that ran out there let the healed member grant the lock (seen at load 22).
+      let held = await majority.acquire('split', { ttlMs: 45_000 });
+      while (held.kind !== 'granted' && Date.now() < bound) held = await majority.acquire('split', { ttlMs: 45_000 });
       if (held.kind !== 'granted') throw new Error(`expected the majority's grant, got ${held.kind}`);
       gated.healMembers();
       expect(await until(async () => (await gated.status(500)).every((x) => x !== null), 20_000)).toBe(true);

@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { noop } from 'cockatiel';
 import { Etcd3 } from 'etcd3';
 import { InvalidInputError } from '../../model/errors.ts';
@@ -31,7 +32,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   checkObject(options, 'etcdClient options');
   const hosts: unknown = options.hosts;
   if (!Array.isArray(hosts) || hosts.length === 0) throw new InvalidInputError('invalid-config', `hosts must be a non-empty array of URLs, got ${shown(hosts)}`);
-  hosts.forEach((host, i) => checkString(host, `hosts[${i}]`, true));
+  hosts.forEach((host, i) => checkHost(host, `hosts[${i}]`));
   const dialTimeout = checkTimeoutMs(options.dialTimeoutMs ?? 2000, 'dialTimeoutMs');
   if (options.auth !== undefined) {
     checkObject(options.auth, 'auth');
@@ -43,14 +44,58 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     checkString(options.tls.ca, 'tls.ca', true);
     checkString(options.tls.cert, 'tls.cert', true);
     checkString(options.tls.key, 'tls.key', true);
+    checkTls(options.tls);
   }
   return new Etcd3({
     hosts: [...options.hosts],
     dialTimeout,
     faultHandling: { global: noop, host: () => noop },
-    ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password } } : {}),
+    // etcd3 authenticates before a call, without the call's deadline, and every call waits on that one exchange:
+    // on a connection that never answers it hung for ever, and every later call with it. Bounded like a dial.
+    ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password, callOptions: () => ({ deadline: Date.now() + dialTimeout }) } } : {}),
     ...(options.tls !== undefined
       ? { credentials: { rootCertificate: Buffer.from(options.tls.ca), certChain: Buffer.from(options.tls.cert), privateKey: Buffer.from(options.tls.key) } }
       : {}),
   });
+}
+
+/**
+ * What etcd3 can dial: `http://host:port`, `https://host:port` or
+ * `host:port` (etcd3 strips the scheme; TLS is whatever `tls` says). Anything
+ * else (another scheme, a path, user info, no port) it handed to gRPC as a
+ * host name that never resolves: every call an outage, never the mistake.
+ */
+const HOST = /^(?:https?:\/\/)?(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):(\d{1,5})\/?$/;
+
+function checkHost(value: unknown, name: string): void {
+  const port = typeof value === 'string' ? HOST.exec(value)?.[1] : undefined;
+  if (port === undefined || Number(port) < 1 || Number(port) > 65535) refuseHost(name, value);
+}
+
+function refuseHost(name: string, value: unknown): never {
+  throw new InvalidInputError('invalid-config', `${name} must be http://host:port, https://host:port or host:port with a port in 1..65535, got ${shown(value)}`);
+}
+
+/**
+ * The PEMs parse and the key is the certificate's: else gRPC threw a bare
+ * OpenSSL error from the constructor (a mismatched key), or every call failed
+ * as UNAVAILABLE (a CA that is not a certificate). The key is never shown.
+ */
+function checkTls(tls: { readonly ca: string; readonly cert: string; readonly key: string }): void {
+  const certificate = (pem: string, name: string): X509Certificate => {
+    try {
+      return new X509Certificate(pem);
+    } catch {
+      throw new InvalidInputError('invalid-config', `${name} must be a PEM certificate, got ${shown(pem)}`);
+    }
+  };
+  certificate(tls.ca, 'tls.ca');
+  const cert = certificate(tls.cert, 'tls.cert');
+  let key;
+  try {
+    key = createPrivateKey(tls.key);
+  } catch {
+    throw new InvalidInputError('invalid-config', `tls.key must be a PEM private key, got ${shown(tls.key, 'privateKey')}`);
+  }
+  if (!cert.checkPrivateKey(key)) throw new InvalidInputError('invalid-config', "tls.key is not the private key of tls.cert");
 }

@@ -3,7 +3,7 @@ import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { checkClock, checkMethods, checkObject } from '../options.ts';
 import { sleep } from '../clock.ts';
-import { isRefusal, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
@@ -85,6 +85,7 @@ export class EtcdLock {
    */
   async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
+    checkObject(options, 'acquire options');
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
@@ -114,7 +115,7 @@ export class EtcdLock {
     try {
       remaining = await this.#node.keepAlive(held.leaseId);
     } catch (error) {
-      if (isRefusal(error)) throw error;
+      if (mustThrow(error)) throw error;
       return { kind: 'not-extended', reason: 'no-quorum' };
     }
     if (remaining <= 0) {
@@ -159,7 +160,7 @@ export class EtcdLock {
     try {
       leaseId = (await this.#node.grant(Math.ceil(ttlMs / 1000))).id;
     } catch (error) {
-      if (isRefusal(error)) throw error;
+      if (mustThrow(error)) throw error;
       // No lease, so no key: nothing is held. A wait that reached the ttl is a give-up, as for any attempt.
       return error instanceof TimeoutError && this.#clock.now() - startedMs >= ttlMs ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
@@ -170,7 +171,7 @@ export class EtcdLock {
     } catch (error) {
       // The put may have landed: revoking our lease takes the key with it, whichever way it went.
       void this.#node.revoke(leaseId).catch(() => undefined);
-      if (isRefusal(error)) throw error;
+      if (mustThrow(error)) throw error;
       return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     if (put.kind === 'exists' && put.lease !== leaseId) {

@@ -1,5 +1,6 @@
 import {
   castGrpcError,
+  ClientClosedError,
   EtcdAuthenticationFailedError,
   EtcdInvalidAuthTokenError,
   EtcdLeaseInvalidError,
@@ -10,6 +11,7 @@ import {
   GRPCFailedPreconditionError,
   GRPCInvalidArgumentError,
   GRPCUnauthenticatedError,
+  GRPCUnavailableError,
   type Etcd3,
   type ICompare,
   type IKeyValue,
@@ -22,6 +24,7 @@ import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
+import { storedToken } from '../storeCell.ts';
 import { checkClock, checkMethods, checkObject, checkTimeoutMs } from '../options.ts';
 
 /** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
@@ -35,7 +38,9 @@ type CallOptions = NonNullable<Parameters<Etcd3['kv']['txn']>[1]>;
  * a timeout (a gRPC deadline, and the same bound on the client's monotonic
  * clock). Failures are typed: TimeoutError (no reply in time: the outcome is
  * unknown), UnavailableError (the call failed: nothing happened, or for a
- * write it may have), ConnectionConfigError (authentication refused),
+ * write it may have), ConnectionConfigError (authentication refused, a host
+ * name that does not resolve, a TLS handshake refusing the configuration),
+ * InvalidInputError('precondition') (the client was closed),
  * ServerRefusedError (etcd refused the call, a permission or an argument:
  * nothing happened, and no retry changes that). Conformance wraps each call
  * in its simulated network; the lock reads nothing else.
@@ -186,9 +191,10 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         if (inner === undefined) throw new UnavailableError('etcd fenced write: no inner transaction reply');
         const accepted = policy === 'monotonic' ? !inner.succeeded : inner.succeeded || policy === 'unfenced';
         if (accepted) return { kind: 'accepted' };
-        const highest = inner.responses[0]?.response_range?.kvs[0]?.value.toString('ascii');
+        const highest = inner.responses[0]?.response_range?.kvs[0]?.value.toString('utf8');
         if (highest === undefined) throw new UnavailableError('etcd fenced write: the highest token vanished');
-        return { kind: 'rejected', highest: BigInt(highest) };
+        // Not digits: the key holds something the store did not write (a refusal, not an outage to retry).
+        return { kind: 'rejected', highest: storedToken(highest, `etcd key '${highestKey.toString('utf8')}'`, 'the highest token') };
       }),
   };
 }
@@ -202,6 +208,16 @@ const NO_USER = /etcdserver: user name is empty/;
 const AUTH_OLD_REVISION = /etcdserver: revision of auth store is old/;
 /** FailedPrecondition from Authenticate when the cluster has no auth on: credentials were given that it cannot take. */
 const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
+/** UNAVAILABLE from gRPC's resolver: a host name that does not resolve (as PostgreSQL's ENOTFOUND). */
+const NAME_NOT_RESOLVED = /Name resolution failed for target/;
+/**
+ * UNAVAILABLE whose last connection error is the TLS handshake refusing the
+ * configuration: a member's certificate the CA does not verify, or issued for
+ * another name; a client certificate the member refuses; TLS spoken to a
+ * plaintext port. gRPC keeps retrying these, and no retry can succeed.
+ */
+const TLS_REFUSED =
+  /unable to verify the first certificate|unable to get (?:local )?issuer certificate|self[- ]signed certificate|certificate has expired|certificate is not yet valid|ERR_TLS_CERT_ALTNAME_INVALID|alert (?:bad certificate|unknown ca|certificate required|certificate unknown|certificate expired|handshake failure)|wrong version number/;
 
 /**
  * The library's errors as the lock's typed ones. Only what no retry can fix
@@ -210,13 +226,22 @@ const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
  * (etcd3 authenticates again on the next call), is an UnavailableError.
  */
 function typed(error: unknown, what: string, timeoutMs: number): Error {
-  if (error instanceof TimeoutError || error instanceof UnavailableError || isRefusal(error)) return error;
+  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
   // etcd3 casts its unary calls' errors; a stream's (the keep-alive's) come raw from gRPC, with the status code.
   const cause = error instanceof Error && error.constructor === Error && typeof (error as { code?: unknown }).code === 'number' ? castGrpcError(error) : error;
   const message = `etcd ${what}: ${cause instanceof Error ? cause.message : String(cause)}`;
   const options = { cause };
   return match(cause)
     .with(P.instanceOf(GRPCDeadlineExceededError), () => new TimeoutError(`etcd ${what}`, timeoutMs))
+    // A closed client stays closed: a misuse, not an outage to retry.
+    .with(P.instanceOf(ClientClosedError), () => new InvalidInputError('precondition', `etcd ${what}: the client was closed`))
+    .with(P.instanceOf(GRPCUnavailableError), (e) =>
+      NAME_NOT_RESOLVED.test(e.message)
+        ? new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`, options)
+        : TLS_REFUSED.test(e.message)
+          ? new ConnectionConfigError('tls', message, options)
+          : new UnavailableError(message, options),
+    )
     .with(P.instanceOf(EtcdInvalidAuthTokenError), () => new UnavailableError(message, options))
     .with(P.instanceOf(EtcdAuthenticationFailedError), P.instanceOf(EtcdUserNotFoundError), P.instanceOf(GRPCUnauthenticatedError), () => new ConnectionConfigError('authentication', message, options))
     .with(P.instanceOf(EtcdPermissionDeniedError), () => new ServerRefusedError('permission', 'PermissionDenied', message, options))

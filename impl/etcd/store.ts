@@ -4,6 +4,7 @@ import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellKey, DEFAULT_PREFIX, highestKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
 import { checkMethods, checkObject, checkPolicy, checkString, FENCES } from '../options.ts';
+import { parseCell } from '../storeCell.ts';
 
 /**
  * A fenced store in etcd (spec FENCE-2): per resource, a cell holding the
@@ -43,10 +44,11 @@ export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: Et
     },
     async read(resource): Promise<ReadResult> {
       checkResource(resource);
-      const text = await node.get(cellKey(resource, prefix));
+      const key = cellKey(resource, prefix);
+      const text = await node.get(key);
       if (text === null) return { value: null, token: null };
-      const cell = JSON.parse(text) as Cell;
-      return { value: cell.value, token: BigInt(cell.token) };
+      const cell = parseCell(text, `etcd key '${key.toString('utf8')}'`, ['token'] as const);
+      return { value: cell.value, token: cell.token };
     },
   };
 }

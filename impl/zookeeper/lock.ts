@@ -2,7 +2,7 @@ import { checkDuration, checkResource, checkTtl, InvalidInputError, MAX_TOKEN } 
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { sleep } from '../clock.ts';
-import { isRefusal, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
@@ -91,6 +91,7 @@ export class ZookeeperLock {
   /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
   async acquire(resource: string, options: ZookeeperAcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
+    checkObject(options, 'acquire options');
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
@@ -118,7 +119,7 @@ export class ZookeeperLock {
     try {
       czxid = await this.#node.touch(held.session, held.path);
     } catch (error) {
-      if (isRefusal(error)) throw error;
+      if (mustThrow(error)) throw error;
       return { kind: 'not-extended', reason: 'no-quorum' };
     }
     if (czxid !== lease.token) {
@@ -161,7 +162,7 @@ export class ZookeeperLock {
     try {
       session = await this.#node.openSession(ttlMs);
     } catch (error) {
-      if (isRefusal(error)) throw error;
+      if (mustThrow(error)) throw error;
       // No session, so no contender. A wait that reached the ttl is a give-up, as for any attempt.
       return error instanceof TimeoutError && this.#clock.now() - startedMs >= ttlMs ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
@@ -195,7 +196,7 @@ export class ZookeeperLock {
       }
     } catch (error) {
       this.#close(session);
-      if (isRefusal(error)) throw error;
+      if (mustThrow(error)) throw error;
       return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     if (own.czxid > MAX_TOKEN) {
@@ -213,7 +214,8 @@ export class ZookeeperLock {
       return { kind: 'denied', reason: 'validity-exhausted' };
     }
     const handle = new LeaseHandle(resource, `${dir}/${own.name}`, own.czxid, validUntilMs, this.#clock, this.#safetyMarginMs);
-    void session.expired.then(() => handle.lose('expired'));
+    // Ended by the node's close(), the session took the contender with it: the lease is lost at once, not at its deadline.
+    void session.expired.then((why) => handle.lose(why === 'closed' ? 'connection-lost' : 'expired'));
     this.#remember({ handle, session, path: `${dir}/${own.name}`, ttlMs: grantedMs });
     return { kind: 'granted', lease: handle };
   }

@@ -4,6 +4,9 @@ import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { checkConnectString } from './connectString.ts';
+import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
 import { checkClock, checkObject, checkString, checkTimeoutMs, refuse } from '../options.ts';
 
@@ -14,7 +17,13 @@ import { checkClock, checkObject, checkString, checkTimeoutMs, refuse } from '..
  */
 export interface ZookeeperSession {
   readonly timeoutMs: number;
-  readonly expired: Promise<void>;
+  /**
+   * Resolves when the session is over other than by `closeSession`:
+   * 'expired' when the ensemble reports it expired, 'closed' when the node's
+   * close() ended it (its contender is deleted then, at once). Resolving
+   * with nothing reads as 'expired'.
+   */
+  readonly expired: Promise<'expired' | 'closed' | void>;
 }
 
 /**
@@ -23,10 +32,13 @@ export interface ZookeeperSession {
  * in time: the outcome is unknown), UnavailableError (the call failed: the
  * connection or session is gone, or the ensemble is in a passing state);
  * refusals no retry fixes are ConnectionConfigError('authentication') (the
- * ensemble refused the credentials: AUTH_FAILED) and ServerRefusedError
+ * ensemble refused the credentials: AUTH_FAILED), ConnectionConfigError
+ * ('unknown-host') (no host of the connect string resolves) and ServerRefusedError
  * ('permission' for NO_AUTH and INVALID_ACL, 'schema' for a parent that
- * cannot have children, 'statement' for BAD_ARGUMENTS and UNIMPLEMENTED),
- * their `cause` the library's error.
+ * cannot have children or a store cell holding what the store did not
+ * write, 'statement' for BAD_ARGUMENTS and UNIMPLEMENTED), their `cause` the
+ * library's error; InvalidInputError('precondition') after close() and for a
+ * store value too large for a znode.
  * Conformance wraps each call in its simulated network; the lock reads
  * nothing else.
  */
@@ -56,7 +68,13 @@ export interface ZookeeperNode {
    * nothing else wrote between, else again from the read.
    */
   fencedWrite(path: string, token: bigint, value: string, policy: 'unfenced' | 'strict' | 'monotonic'): Promise<WriteResult>;
-  /** Ends every client the node made: the long-lived store session, and any lease session still open (one whose opener gave up on it included). */
+  /**
+   * Ends every client the node made: the long-lived store session, and any
+   * lease session still open (one whose opener gave up on it included; a
+   * held lease's session resolves `expired` with 'closed'). A connect in
+   * progress fails, and every later call, with InvalidInputError
+   * ('precondition'): a closed node opens no new client.
+   */
   close(): void;
 }
 
@@ -103,14 +121,17 @@ interface Session extends ZookeeperSession {
  */
 export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   checkObject(options, 'zookeeperNode options');
-  checkString(options.connectString, 'connectString', true);
+  checkConnectString(options.connectString);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
   const clock = checkClock(options.clock);
   const auth = checkAuth(options.auth ?? []);
   // What the node creates is open to anyone, as ZooKeeper's default; with credentials, only to the identities it
   // presented (CREATOR_ALL_ACL), so that a client without them can neither take nor tamper with the tree it made.
   const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, auth.length > 0 ? new zookeeper.Id('auth', '') : new zookeeper.Id('world', 'anyone'))];
+  let closed = false;
+  const closedError = (what: string): InvalidInputError => new InvalidInputError('precondition', `zookeeper ${what}: the node was closed`);
   const bounded = <T>(what: string, work: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(closedError(what));
     let started: Promise<T>;
     try {
       started = work();
@@ -125,14 +146,17 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   };
   // Every client this node made and has not ended: close() ends them all, also a session whose
   // opener gave up on it (a reply the run's network dropped) and that nobody else can close.
-  const live = new Set<Client>();
+  const live = new Map<Client, Connecting>();
+  // The lease sessions handed out and not yet over: close() tells each that it ended.
+  const leases = new Map<Client, (why: 'closed') => void>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
     const attempt = connecting(options.connectString, sessionMs, pings, auth);
-    live.add(attempt.client);
+    live.set(attempt.client, attempt);
     return attempt;
   };
   const finish = (client: Client): void => {
     live.delete(client);
+    leases.delete(client);
     end(client);
   };
   let shared: Connecting | null = null;
@@ -143,22 +167,32 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       attempt.ready.catch(() => {
         if (shared === attempt) shared = null;
       });
+      // An expired session never comes back (the library makes no new one): the next call opens a fresh client,
+      // else every store call of the node failed from then on (after a partition or pause longer than 30 s).
+      attempt.client.once('expired', () => {
+        if (shared === attempt) shared = null;
+        finish(attempt.client);
+      });
     }
     return shared.ready;
   };
   const own = (s: ZookeeperSession): Client => (s as Session).client;
   return {
     openSession: (sessionMs) => {
+      if (closed) return Promise.reject(closedError('connect'));
       const attempt = open(sessionMs, false);
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
         const client = await attempt.ready;
-        const expired = new Promise<void>((resolve) => client.once('expired', () => resolve()));
-        // An expired session's client would reconnect forever: close it.
-        void expired.then(() => finish(client));
+        let over!: (why: 'expired' | 'closed') => void;
+        const expired = new Promise<'expired' | 'closed'>((resolve) => (over = resolve));
+        client.once('expired', () => over('expired'));
+        leases.set(client, over);
         const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired, ended: false };
-        void expired.then(() => {
+        void expired.then((why) => {
           session.ended = true;
+          // An expired session's client would reconnect forever: close it.
+          if (why === 'expired') finish(client);
         });
         return session;
       }).catch((error: unknown) => {
@@ -199,6 +233,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     watchGone: (s, path, waitMs) =>
       new Promise<void>((resolve, reject) => {
+        if (closed) return reject(closedError('exists (watch)'));
         const cancel = clock.schedule(clock.now() + waitMs, () => resolve());
         const done = (): void => {
           cancel();
@@ -256,9 +291,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         const client = await storeClient();
         try {
           const data = await call<Buffer | null>((cb) => client.getData(path, cb));
-          if (data === null) return null;
-          const cell = JSON.parse(data.toString('utf8')) as Cell;
-          return JSON.stringify({ value: cell.value, token: cell.token });
+          const cell = readCell(data, path);
+          return JSON.stringify({ value: cell.value, token: cell.token.toString() });
         } catch (error) {
           if (code(error) === zookeeper.Exception.NO_NODE) return null;
           throw error;
@@ -266,16 +300,17 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     fencedWrite: (path, token, value, policy) =>
       bounded('fenced write', async () => {
+        checkCellSize(path, value);
         const client = await storeClient();
         for (let round = 0; round < CAS_ROUNDS; round++) {
-          let current: { cell: Cell; version: number } | null = null;
+          let current: { highest: bigint; version: number } | null = null;
           try {
             const [data, stat] = await call2<Buffer | null, Stat>((cb) => client.getData(path, cb));
-            if (data !== null) current = { cell: JSON.parse(data.toString('utf8')) as Cell, version: stat.version };
+            current = { highest: readCell(data, path).highest, version: stat.version };
           } catch (error) {
             if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
           }
-          const highest = current === null ? null : BigInt(current.cell.highest);
+          const highest = current === null ? null : current.highest;
           const accepted =
             highest === null ||
             match(policy)
@@ -299,8 +334,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         throw new UnavailableError(`zookeeper fenced write: ${CAS_ROUNDS} rounds lost to concurrent writers`);
       }),
     close: () => {
+      closed = true;
       shared = null;
-      for (const client of live) finish(client);
+      for (const [client, attempt] of live) {
+        // A lease whose session this ends must not look held: its contender goes now, and another may be granted.
+        leases.get(client)?.('closed');
+        attempt.abandon(closedError('connect'));
+        finish(client);
+      }
     },
   };
 }
@@ -309,6 +350,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
 interface Connecting {
   readonly client: Client;
   readonly ready: Promise<Client>;
+  /** Fails `ready` with `error` if it has not settled (the node was closed while connecting). */
+  readonly abandon: (error: Error) => void;
 }
 
 /** The parts of node-zookeeper-client's connection manager this module adjusts (lib/ConnectionManager.js, 1.1.x). */
@@ -317,12 +360,14 @@ interface ConnectionManager {
   sessionTimeout: number;
   sessionId: Buffer;
   pendingBuffer: Buffer | null;
+  servers: ReadonlyArray<{ readonly host: string }>;
   socket?: { destroy(): void };
   connectTimeoutHandler?: NodeJS.Timeout;
   connect(): void;
   onSocketConnected(): void;
   onSocketData(buffer: Buffer): void;
   onSocketClosed(hasError: boolean): void;
+  onSocketError(error: Error): void;
   onSocketTimeout(): void;
 }
 
@@ -357,6 +402,28 @@ function hardened(manager: ConnectionManager): void {
   };
 }
 
+/**
+ * Fails the connect with ConnectionConfigError('unknown-host') once every
+ * host of the connect string failed to resolve (ENOTFOUND, as PostgreSQL's):
+ * the library would try them for ever, every call read as an outage. One
+ * host that resolves is enough to go on trying.
+ */
+function unresolvable(manager: ConnectionManager, reject: (error: Error) => void): void {
+  // Sorted, for a message that is the same every time (the library shuffles its list).
+  const hosts = new Set(manager.servers.map((s) => s.host).sort());
+  const unknown = new Set<string>();
+  const onError = manager.onSocketError.bind(manager);
+  manager.onSocketError = (error) => {
+    onError(error);
+    const e = error as NodeJS.ErrnoException & { hostname?: string };
+    if (e.code !== 'ENOTFOUND' || e.hostname === undefined) return;
+    unknown.add(e.hostname);
+    if (unknown.size >= hosts.size && [...hosts].every((h) => unknown.has(h))) {
+      reject(new ConnectionConfigError('unknown-host', `the host name does not resolve: zookeeper connect: ${[...hosts].join(', ')}`, { cause: error }));
+    }
+  };
+}
+
 /** A client connecting; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
 function connecting(connectString: string, sessionMs: number, pings: boolean, auth: NonNullable<ZookeeperNodeOptions['auth']>): Connecting {
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionMs, spinDelay: 100, retries: 0 });
@@ -367,7 +434,10 @@ function connecting(connectString: string, sessionMs: number, pings: boolean, au
   if (!pings) manager.onSocketTimeout = () => undefined;
   // Sent right after each handshake, ahead of any request of the lock's.
   for (const a of auth) client.addAuthInfo(a.scheme, Buffer.from(a.credentials, 'utf8'));
+  let abandon!: (error: Error) => void;
   const ready = new Promise<Client>((resolve, reject) => {
+    abandon = reject;
+    unresolvable(manager, reject);
     client.once('connected', () => resolve(client));
     client.once('expired', () => reject(new UnavailableError('zookeeper connect: session expired')));
     client.once('authenticationFailed', () => reject(new ConnectionConfigError('authentication', 'zookeeper connect: the ensemble refused the credentials (AUTH_FAILED)')));
@@ -376,7 +446,7 @@ function connecting(connectString: string, sessionMs: number, pings: boolean, au
     end(client);
     throw error;
   });
-  return { client, ready };
+  return { client, ready, abandon };
 }
 
 /**
@@ -427,6 +497,39 @@ function end(client: Client): void {
     close();
   });
   client.once('expired', settled);
+}
+
+/**
+ * A store cell's data. A znode that exists without it (no data, or not what
+ * the store writes) is refused as foreign. Before, data that did not parse
+ * was an outage (UnavailableError), and a znode with null data (zkCli's
+ * `create` without data) read as no cell: a write then lost every round to
+ * its own create's NODE_EXISTS ("concurrent writers"), again an outage.
+ */
+function readCell(data: Buffer | null, path: string): { readonly value: string; readonly token: bigint; readonly highest: bigint } {
+  const where = `zookeeper znode '${path}'`;
+  if (data === null || data.length === 0) throw foreignCell(where, 'no data');
+  return parseCell(data.toString('utf8'), where, ['token', 'highest'] as const);
+}
+
+/**
+ * The most a store cell's data and path may take: ZooKeeper's default
+ * jute.maxbuffer (1 MiB - 1) bounds the whole request, less room for its
+ * header. Past it the ensemble drops the connection (CONNECTION_LOSS for
+ * every call on it) and node-zookeeper-client asserts on data over 1 MiB.
+ */
+const MAX_CELL_BYTES = 1_047_552;
+const WIDEST_TOKEN = '9'.repeat(19);
+
+/**
+ * A value whose cell cannot fit in a znode is refused before anything is
+ * sent: it read as an outage (UnavailableError) that every retry met again,
+ * and cut the store session's connection for the calls beside it. Judged
+ * with the widest tokens, so that a value fits or not whatever they are.
+ */
+function checkCellSize(path: string, value: string): void {
+  const bytes = Buffer.byteLength(path, 'utf8') + Buffer.byteLength(JSON.stringify({ value, token: WIDEST_TOKEN, highest: WIDEST_TOKEN }), 'utf8');
+  if (bytes > MAX_CELL_BYTES) throw new InvalidInputError('precondition', `value too large for a ZooKeeper store cell: ${bytes} bytes with its path and tokens, at most ${MAX_CELL_BYTES}`);
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */
@@ -486,9 +589,14 @@ function code(error: unknown): number | null {
   return error instanceof zookeeper.Exception ? error.getCode() : null;
 }
 
-/** A zxid as the 8 big-endian bytes ZooKeeper sends. */
-function zxid(bytes: Buffer): bigint {
-  return bytes.readBigInt64BE(0);
+/**
+ * A zxid as the 8 big-endian bytes ZooKeeper sends, unsigned: read signed, a
+ * zxid with the top bit set (an epoch past 2^31) was a negative token, which
+ * the lock granted as smaller than every earlier one; unsigned it is past
+ * 2^63-1, and the lock refuses it (TokenOverflowError). Exported for tests.
+ */
+export function zxid(bytes: Buffer): bigint {
+  return bytes.readBigUInt64BE(0);
 }
 
 /** The credentials option, checked before any client is made. */
@@ -516,7 +624,7 @@ const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
 
 /** The library's errors as the lock's typed ones: a refusal (above) as such, any other failure UnavailableError; the cause kept. */
 function typed(error: unknown, what: string): Error {
-  if (error instanceof TimeoutError || error instanceof UnavailableError || isRefusal(error)) return error;
+  if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
   const message = `zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`;
   const c = code(error);
   const refusal = c === null ? undefined : REFUSALS.get(c);

@@ -19,6 +19,11 @@ import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { InvalidInputError } from '../../model/errors.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeRunCa } from '../../conformance/env/runCa.ts';
 import { ManualClock, sharedEtcd } from './servers.ts';
 import { noop } from 'cockatiel';
 
@@ -187,6 +192,8 @@ describe('EtcdLock', () => {
     const lock = new EtcdLock({ node: wrapped(STUB, { grant: () => (calls++, Promise.reject(new Error('no'))) }), clock });
     await expect(lock.acquire('', { ttlMs: 10 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
     await expect(lock.acquire('r', { ttlMs: 0 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-ttl' }));
+    // No options at all: a typed refusal naming them, not a TypeError from reading ttlMs of undefined.
+    for (const options of [undefined, null, 5000]) await expect(lock.acquire('r', options as never)).rejects.toThrow(expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: `invalid-config: acquire options must be an object, got ${String(options)}` }));
     for (const retries of [-1, 101, 0.5]) await expect(lock.acquire('r', { ttlMs: 10, retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
     await expect(lock.acquire('r', { ttlMs: 10, retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryDelayMs') }));
     await expect(lock.acquire('r', { ttlMs: 10, retryJitterMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryJitterMs') }));
@@ -651,6 +658,91 @@ describe('etcd3Node', () => {
     expect((e as Error).cause).toBeInstanceOf(GRPCFailedPreconditionError);
   });
 
+  it('configuration mistakes are thrown by acquire (real etcd), never a denial: a host that does not resolve, TLS the member refuses or cannot be verified, a closed client', async () => {
+    const acquireError = async (x: Etcd3): Promise<unknown> => {
+      clients.push(x);
+      const lock = new EtcdLock({ node: etcd3Node(x, { clock: new ManualClock(), requestTimeoutMs: 10_000 }), clock: new ManualClock(), prefix: prefix() });
+      return lock.acquire('r', { ttlMs: 60_000, retries: 3 }).catch((y: unknown) => y);
+    };
+    const port = new URL(server().hosts[0]!).port;
+    const unknown = await acquireError(etcdClient({ hosts: [`https://no-such-host.invalid:${port}`], tls: server().tls }));
+    expect(unknown).toBeInstanceOf(ConnectionConfigError);
+    expect(unknown).toMatchObject({ code: 'unknown-host', message: expect.stringMatching(/^unknown-host: the host name does not resolve: etcd lease grant: .*no-such-host\.invalid/) });
+    expect((unknown as Error).cause).toBeInstanceOf(GRPCUnavailableError);
+    // The member's certificate checked against a CA that did not sign it (the client's own certificate given as the CA).
+    const unverified = await acquireError(etcdClient({ hosts: server().hosts, tls: { ...server().tls, ca: server().tls.cert } }));
+    expect(unverified).toBeInstanceOf(ConnectionConfigError);
+    expect(unverified).toMatchObject({ code: 'tls', message: expect.stringMatching(/^tls: etcd lease grant: .*unable to verify/) });
+    // A client certificate of another CA: the member refuses the handshake.
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
+    try {
+      const other = (await makeRunCa(dir)).client;
+      const foreign = await acquireError(etcdClient({ hosts: server().hosts, tls: { ca: server().tls.ca, cert: other.cert, key: other.key } }));
+      expect(foreign).toBeInstanceOf(ConnectionConfigError);
+      expect(foreign).toMatchObject({ code: 'tls' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // A closed client stays closed: a misuse thrown by acquire and extend; release still never throws.
+    const x = client();
+    const lock = new EtcdLock({ node: etcd3Node(x, { clock: new ManualClock() }), clock: new ManualClock(), prefix: prefix() });
+    const lease = granted(await lock.acquire('r', { ttlMs: 60_000 }));
+    x.close();
+    const closed = { name: 'InvalidInputError', code: 'precondition' };
+    await expect(lock.acquire('s', { ttlMs: 60_000, retries: 3 })).rejects.toMatchObject({ ...closed, message: 'precondition: etcd lease grant: the client was closed' });
+    await expect(lock.extend(lease, 60_000)).rejects.toMatchObject({ ...closed, message: 'precondition: etcd lease keep-alive: the client was closed' });
+    await lock.release(lease);
+  });
+
+  it('hosts etcd3 cannot dial and TLS material that does not parse or match are refused at construction, naming the option (the key never shown)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
+    let other: { cert: string; key: string };
+    try {
+      other = (await makeRunCa(dir)).client;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const refusal = (make: () => unknown): InvalidInputError => {
+      try {
+        make();
+      } catch (e) {
+        if (e instanceof InvalidInputError) return e;
+        throw e;
+      }
+      throw new Error('expected a refusal');
+    };
+    for (const bad of ['ftp://127.0.0.1:2379', '127.0.0.1', 'not a url', 'https://u:p@h:2379', 'https://h:2379/v3', 'https://h:99999', 'https://h:0', 'unix:///tmp/etcd.sock']) {
+      const e = refusal(() => etcdClient({ hosts: ['http://127.0.0.1:1', bad] }));
+      expect(e.code, bad).toBe('invalid-config');
+      expect(e.message, bad).toMatch(/^invalid-config: hosts\[1\] must be http:\/\/host:port, https:\/\/host:port or host:port with a port in 1\.\.65535, got /);
+    }
+    expect(refusal(() => etcdClient({ hosts: ['https://u:p@h:2379'] })).message).not.toContain('u:p');
+    for (const good of ['http://h:1', 'https://a.b-c:2379/', 'h:65535', 'https://[::1]:2379']) etcdClient({ hosts: [good] }).close();
+    const tls = server().tls;
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, ca: 'not a pem' } })).message).toBe('invalid-config: tls.ca must be a PEM certificate, got "not a pem"');
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, cert: tls.key } })).message).toMatch(/^invalid-config: tls.cert must be a PEM certificate, got a string of \d+ characters$/);
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: 'garbage key' } })).message).toBe('invalid-config: tls.key must be a PEM private key, got a string of 11 characters (not shown: it may hold a secret)');
+    // Another certificate's key: gRPC threw a bare OpenSSL error (ERR_OSSL_X509_KEY_VALUES_MISMATCH) from the constructor.
+    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: other.key } })).message).toBe('invalid-config: tls.key is not the private key of tls.cert');
+  });
+
+  it("with auth, etcd3's authentication before a call is bounded by dialTimeoutMs: a member that accepts and never answers no longer hangs the call, nor every later one, for ever", { timeout: 20_000 }, async () => {
+    const silent: Socket[] = [];
+    const hole = createServer((socket) => void silent.push(socket));
+    await new Promise<void>((resolve) => hole.listen(0, '127.0.0.1', resolve));
+    try {
+      const x = etcdClient({ hosts: [`http://127.0.0.1:${(hole.address() as AddressInfo).port}`], auth: { username: 'u', password: 'p' }, dialTimeoutMs: 300 });
+      clients.push(x);
+      // Our clock never moves: only the authentication's own deadline can end the call.
+      const node = etcd3Node(x, { clock: new ManualClock(), requestTimeoutMs: 60_000 });
+      for (let call = 0; call < 2; call++) await expect(node.grant(5)).rejects.toBeInstanceOf(TimeoutError);
+      expect(silent.length).toBeGreaterThan(0);
+    } finally {
+      for (const socket of silent) socket.destroy();
+      await new Promise((resolve) => hole.close(resolve));
+    }
+  });
+
   it('a work function that throws at once is a failed call, typed', async () => {
     const broken = { ...NO_RETRY, kv: { txn: unused, range: unused }, leaseClient: { leaseGrant: () => { throw new Error('sync'); }, leaseKeepAlive: unused, leaseRevoke: unused } } as unknown as Etcd3;
     const e = await etcd3Node(broken, { clock: new ManualClock() }).grant(1).catch((x: unknown) => x);
@@ -660,6 +752,26 @@ describe('etcd3Node', () => {
 });
 
 describe('etcdFencedStore', () => {
+  it("a cell or highest key holding what the store did not write is ServerRefusedError('schema', 'UnexpectedValue') naming the key, never a bare SyntaxError or an outage; the data is not shown", async () => {
+    const p = prefix();
+    const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock() }), 'strict', { prefix: p });
+    const foreign = (key: Buffer, why: string) => ({ name: 'ServerRefusedError', code: 'schema', serverCode: 'UnexpectedValue', message: `schema (UnexpectedValue): etcd key '${key.toString()}' does not hold a lockcheck cell (${why})` });
+    for (const [text, why] of [
+      ['secret-ish text', 'not JSON'],
+      ['[1]', 'not a JSON object'],
+      ['{"value":1,"token":"1"}', 'value is not a string'],
+      ['{"value":"v","token":"-1"}', 'token is not a token'],
+      ['{"value":"v","token":"9223372036854775808"}', 'token is not a token'],
+    ] as const) {
+      await c.put(cellKey('r', p)).value(text);
+      const e = await store.read('r').catch((x: unknown) => x);
+      expect(e, text).toMatchObject(foreign(cellKey('r', p), why));
+      expect((e as Error).message).not.toContain(text);
+    }
+    await c.put(highestKey('w', p)).value('not digits');
+    await expect(store.write('w', 1n, 'v')).rejects.toMatchObject(foreign(highestKey('w', p), 'the highest token is not a token'));
+  });
+
   it('refuses a transactional policy and bad input before any call', async () => {
     const node = etcd3Node(c, { clock: new ManualClock() });
     expect(() => etcdFencedStore(node, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: an etcd store cannot be transactional' }));

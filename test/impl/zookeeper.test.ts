@@ -3,9 +3,11 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
+import { zxid } from '../../impl/zookeeper/node.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
+import { TcpProxy } from '../../conformance/env/proxy.ts';
 import { ManualClock, sharedZookeeper } from './servers.ts';
 
 /**
@@ -95,6 +97,14 @@ class SleepsAtOnce extends ManualClock {
     return cancel;
   }
 }
+
+describe('zxid', () => {
+  it('reads the 8 bytes unsigned: a top bit set is past 2^63-1 (refused by the lock), never a negative token', () => {
+    expect(zxid(Buffer.from('0000000100000002', 'hex'))).toBe(2n ** 32n + 2n);
+    expect(zxid(Buffer.from('7fffffffffffffff', 'hex'))).toBe(MAX);
+    expect(zxid(Buffer.from('8000000000000001', 'hex'))).toBe(MAX + 2n);
+  });
+});
 
 describe('paths', QUICK, () => {
   it('percent-encodes resources (and dots) under the root; sequences are the digits after the last dash', () => {
@@ -204,6 +214,8 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     };
     await bad(lock.acquire('', { ttlMs: 1000 }), 'invalid-resource', 'resource must be a non-empty string of at most 256 characters');
     await bad(lock.acquire('x', { ttlMs: 0 }), 'invalid-ttl', 'ttl must be an integer number of ms in [1, 2147483647], got 0');
+    // No options at all: a typed refusal naming them, not a TypeError from reading ttlMs of undefined.
+    for (const options of [undefined, null, 5000]) await bad(lock.acquire('x', options as never), 'invalid-config', `acquire options must be an object, got ${String(options)}`);
     for (const retries of [-1, 101, 1.5]) await bad(lock.acquire('x', { ttlMs: 1000, retries }), 'precondition', 'retries must be an integer in [0, 100]');
     await bad(lock.acquire('x', { ttlMs: 1000, retryDelayMs: -1 }), 'invalid-duration', 'retryDelayMs must be an integer number of ms in [0, 2147483647], got -1');
     await bad(lock.acquire('x', { ttlMs: 1000, retryJitterMs: -1 }), 'invalid-duration', 'retryJitterMs must be an integer number of ms in [0, 2147483647], got -1');
@@ -582,6 +594,74 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await watcher.closeSession(ws);
   });
 
+  it("close() with a lease held fires its signal at once (connection-lost), before another client can be granted: the lease's contender went with the session", async () => {
+    const clock = new ManualClock();
+    const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    const r = root();
+    const lease = granted(await new ZookeeperLock({ node: n, clock, root: r }).acquire('held', { ttlMs: 30_000 }));
+    const signal = lease.signal;
+    const fired = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
+    n.close();
+    // The clock never moves: only the session's end can fire the signal.
+    const reason = await fired;
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect((reason as LeaseLostError).reason).toBe('connection-lost');
+    const other = new ZookeeperLock({ node: node(), clock: new ManualClock(), root: r });
+    let next: AcquireResult;
+    const deadline = Date.now() + 10_000;
+    while ((next = await other.acquire('held', { ttlMs: 30_000 })).kind !== 'granted') if (Date.now() > deadline) throw new Error('the closed session kept its contender');
+    expect(next.lease.token).toBeGreaterThan(lease.token);
+  });
+
+  it('after close() every call, and a connect in progress, is InvalidInputError(precondition): no new client is opened, and the lock throws it rather than deny', async () => {
+    const clock = new ManualClock();
+    const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    const lock = new ZookeeperLock({ node: n, clock, root: root() });
+    const store = zookeeperFencedStore(n, 'strict', { root: root() });
+    const closedError = async (p: Promise<unknown>, what: string): Promise<void> => {
+      const e = await thrown(p);
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect((e as Error).message).toBe(`precondition: zookeeper ${what}: the node was closed`);
+    };
+    const connecting = lock.acquire('r', { ttlMs: 30_000 });
+    n.close();
+    await closedError(connecting, 'connect');
+    await closedError(lock.acquire('r', { ttlMs: 30_000 }), 'connect');
+    await closedError(n.openSession(30_000), 'connect');
+    await closedError(store.write('r', 1n, 'v'), 'fenced write');
+    await closedError(store.read('r'), 'get data');
+    await closedError(n.children('/'), 'get children');
+  });
+
+  it("a connect string none of whose hosts resolves is ConnectionConfigError('unknown-host'), thrown by acquire at once; one host that resolves is enough", async () => {
+    const clock = new ManualClock();
+    const lockOn = (connectString: string): ZookeeperLock => {
+      const n = zookeeperNode({ connectString, auth: server().auth, clock, requestTimeoutMs: 10_000 });
+      nodes.push(n);
+      return new ZookeeperLock({ node: n, clock, root: root() });
+    };
+    const e = await thrown(lockOn('no-such-host.invalid:2181,other.invalid:2181').acquire('r', { ttlMs: 30_000, retries: 3 }));
+    expect(e).toBeInstanceOf(ConnectionConfigError);
+    expect(e).toMatchObject({ code: 'unknown-host', message: 'unknown-host: the host name does not resolve: zookeeper connect: no-such-host.invalid, other.invalid' });
+    expect((e as Error).cause).toMatchObject({ code: 'ENOTFOUND' });
+    granted(await lockOn(`no-such-host.invalid:2181,${server().connectString}`).acquire('r', { ttlMs: 30_000 }));
+  });
+
+  it('a connect string the library cannot use is refused at construction, naming it (a port out of range was thrown from its reconnect timer and ended the process)', () => {
+    for (const bad of ['127.0.0.1:99999', '127.0.0.1:0', 'zk://127.0.0.1:2181', 'not a host', 'a:1:2', 'a:1,,b:2', 'a:x', 'a:1/', 'a:1/b/', 'a:1//b', ':2181']) {
+      let e: unknown;
+      try {
+        zookeeperNode({ connectString: bad, clock: new ManualClock() });
+      } catch (error) {
+        e = error;
+      }
+      expect(e, bad).toBeInstanceOf(InvalidInputError);
+      expect((e as InvalidInputError).code).toBe('invalid-config');
+      expect((e as Error).message).toMatch(/^invalid-config: connectString must be host\[:port\]\[,host\[:port\]\.\.\.\]\[\/chroot\] \(.+\), got "/);
+    }
+    for (const good of ['h', 'h:2181', 'a.b-c:1,10.0.0.2:65535', 'h:2181/chroot/x']) zookeeperNode({ connectString: good, clock: new ManualClock() }).close();
+  });
+
   it('a lease session renews itself by no ping: nobody touching it, the ensemble ends it and deletes its contender', async () => {
     const n = node();
     const dir = `${root()}/lock/idle`;
@@ -717,6 +797,36 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
 });
 
 describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
+  it("a cell znode holding what the store did not write is ServerRefusedError('schema', 'UnexpectedValue') naming it, on read and write; an empty one too", async () => {
+    const n = node();
+    const r = root();
+    const store = zookeeperFencedStore(n, 'strict', { root: r });
+    expect(await store.write('c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const path = cellPath('c', r);
+    // Another client of the same identity writes the cell (the node's own calls only ever write cells).
+    const raw = zookeeper.createClient(server().connectString, { retries: 0 });
+    for (const a of server().auth) raw.addAuthInfo(a.scheme, Buffer.from(a.credentials));
+    try {
+      await new Promise<void>((resolve) => {
+        raw.once('connected', () => resolve());
+        raw.connect();
+      });
+      for (const [data, why] of [
+        ['not json at all', 'not JSON'],
+        ['{"value":"v","token":"1","highest":"x"}', 'highest is not a token'],
+        ['{"value":"v","token":"1"}', 'highest is not a token'],
+        ['', 'no data'],
+      ] as const) {
+        await new Promise<void>((resolve, reject) => raw.setData(path, Buffer.from(data), -1, (e) => (e ? reject(e) : resolve())));
+        const expected = { name: 'ServerRefusedError', code: 'schema', serverCode: 'UnexpectedValue', message: `schema (UnexpectedValue): zookeeper znode '${path}' does not hold a lockcheck cell (${why})` };
+        await expect(store.read('c'), data).rejects.toMatchObject(expected);
+        await expect(store.write('c', 2n, 'w'), data).rejects.toMatchObject(expected);
+      }
+    } finally {
+      raw.close();
+    }
+  });
+
   it('judges by policy against the highest accepted (kept across policies), reads value and token; the default root is /lockcheck', async () => {
     const n = node();
     const r = root();
@@ -747,6 +857,49 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
     expect(await n.get(`/lockcheck/cell/${resource}`)).toBe(JSON.stringify({ value: 'v', token: '1' }));
   });
 
+  it("the store's session expiring (a partition or pause past its 30 s) costs one failed call at most: the next call opens a fresh session", async () => {
+    const made: zookeeper.Client[] = [];
+    const create = zookeeper.createClient.bind(zookeeper);
+    vi.spyOn(zookeeper, 'createClient').mockImplementation((...args: Parameters<typeof zookeeper.createClient>) => {
+      const c = create(...args);
+      made.push(c);
+      return c;
+    });
+    const [host, port] = server().connectString.split(',')[0]!.split(':');
+    const proxy = await TcpProxy.start({ host: host!, port: Number(port) });
+    try {
+      const n = zookeeperNode({ connectString: `127.0.0.1:${proxy.port}`, auth: server().auth, clock: new ManualClock() });
+      nodes.push(n);
+      const store = zookeeperFencedStore(n, 'strict', { root: root() });
+      expect(await store.write('e', 1n, 'a')).toEqual({ kind: 'accepted' });
+      expect(made).toHaveLength(1);
+      const shared = made[0]!;
+      const expired = new Promise<void>((resolve) => shared.once('expired', () => resolve()));
+      // Cut off, the store's client cannot renew; another client takes its session over and closes it: the
+      // ensemble ends it, as it ends one that timed out. Back on the link, the store's client hears it expired.
+      proxy.setMode({ kind: 'reset' });
+      const taken = create(server().connectString, { sessionId: shared.getSessionId(), sessionPassword: shared.getSessionPassword(), retries: 0 } as never);
+      for (const a of server().auth) taken.addAuthInfo(a.scheme, Buffer.from(a.credentials));
+      await new Promise<void>((resolve) => {
+        taken.once('connected', () => resolve());
+        taken.connect();
+      });
+      await new Promise<void>((resolve) => {
+        taken.once('disconnected', () => resolve());
+        taken.close();
+      });
+      proxy.setMode({ kind: 'pass' });
+      await expired;
+      // At most the call that meets the expiry fails (an outage); the ones after it are served.
+      await store.write('e', 2n, 'b').catch((e: unknown) => expect(e).toBeInstanceOf(UnavailableError));
+      expect(await store.write('e', 3n, 'c')).toEqual({ kind: 'accepted' });
+      expect(await store.read('e')).toEqual({ value: 'c', token: 3n });
+      expect(made.length).toBeGreaterThan(1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('concurrent first writes and racing writes are judged again on what is there: the highest ends up stored', async () => {
     const store = zookeeperFencedStore(node(), 'monotonic', { root: root() });
     const tokens = Array.from({ length: 8 }, (_v, i) => BigInt(i + 1));
@@ -756,7 +909,8 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
 
   it('refuses bad input with typed errors and a transactional policy', async () => {
     const n = node();
-    const store = zookeeperFencedStore(n, 'strict', { root: root() });
+    const r = root();
+    const store = zookeeperFencedStore(n, 'strict', { root: r });
     const bad = async (p: Promise<unknown>, code: string, message: string): Promise<void> => {
       const e = await thrown(p);
       expect(e).toBeInstanceOf(InvalidInputError);
@@ -767,6 +921,12 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
     await bad(store.write('x', -1n, 'v'), 'invalid-token', 'token must be a bigint in [0, 2^63-1], got -1');
     await bad(store.write('x', 1n, 42 as unknown as string), 'precondition', 'value must be a string');
     await bad(store.read(''), 'invalid-resource', 'resource must be a non-empty string of at most 256 characters');
+    // A value whose cell cannot fit in a znode (the ensemble's 1 MiB request bound): refused before sending, not
+    // an outage every retry meets again (the ensemble dropped the connection).
+    await bad(store.write('x', 1n, 'v'.repeat(1_100_000)), 'precondition', `value too large for a ZooKeeper store cell: ${1_100_000 + cellPath('x', r).length + 74} bytes with its path and tokens, at most 1047552`);
+    const overhead = cellPath('x', r).length + JSON.stringify({ value: '', token: '9'.repeat(19), highest: '9'.repeat(19) }).length;
+    await bad(store.write('x', 1n, 'v'.repeat(1_047_552 - overhead + 1)), 'precondition', 'value too large for a ZooKeeper store cell: 1047553 bytes with its path and tokens, at most 1047552');
+    expect(await store.write('x', 1n, 'v'.repeat(1_047_552 - overhead))).toEqual({ kind: 'accepted' });
     let e: unknown;
     try {
       zookeeperFencedStore(n, 'transactional');
