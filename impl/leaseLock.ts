@@ -124,6 +124,7 @@ export class LeaseLock {
     let ttlMs: number, retries: number, retryDelayMs: number, retryJitterMs: number;
     try {
       checkResource(resource);
+      checkObject(options, 'acquire options');
       ttlMs = checkTtl(options.ttlMs);
       retries = options.retries ?? 0;
       if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);

@@ -182,6 +182,7 @@ export async function acquireWithRetries(
   attempt: (resource: string) => Promise<AcquireResult>,
 ): Promise<AcquireResult> {
   checkResource(resource);
+  checkObject(options, 'acquire options');
   if (state.closed) throw new InvalidInputError('precondition', 'the lock was closed');
   if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
   const retries = options.retries ?? 0;

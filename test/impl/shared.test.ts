@@ -218,6 +218,12 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     }
     expect(make({ clockMarginMs: 1000, driftFactor: 0, safetyMarginMs: 0, requestTimeoutMs: 1 }).clockOf()).toBe(clock);
     expect(make({ clockMarginMs: 0 }).clockOf()).toBe(clock);
+    // No options object at all: a typed refusal naming them, not a TypeError from reading ttlMs of undefined.
+    for (const options of [undefined, null, 5000]) {
+      const e = await thrown(make({}).acquire('r', options as never));
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect([(e as InvalidInputError).code, (e as Error).message]).toEqual(['invalid-config', `invalid-config: acquire options must be an object, got ${String(options)}`]);
+    }
     for (const retries of [-1, 101, 0.5]) {
       const e = await thrown(make({}).acquire('r', { ttlMs: 100, retries }));
       expect(e).toBeInstanceOf(InvalidInputError);
