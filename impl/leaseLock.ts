@@ -6,7 +6,7 @@ import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
 import { leaseMargins } from './leaseMargins.ts';
-import { checkClock, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, shown } from './options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, shown } from './options.ts';
 import { Background, Deadlines, Round, Turn, type RoundContext, type Tally, type Vote } from './round.ts';
 
 /** What a lock calls on each of its nodes. */
@@ -151,6 +151,7 @@ export class LeaseLock {
 
   /** Extends a lease this client holds to a fresh ttl, on a majority, within its validity. */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
+    checkLease(lease, 'extend');
     checkTtl(ttlMs);
     const handle = this.#held.get(lease);
     if (handle === undefined || handle.lost) return { kind: 'not-extended', reason: 'expired' };
@@ -172,6 +173,7 @@ export class LeaseLock {
    * then); the rest finish in the background. Never throws for node failures.
    */
   async release(lease: Lease): Promise<void> {
+    checkLease(lease, 'release');
     this.#held.get(lease)?.lose('released');
     this.#held.delete(lease);
     await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered);

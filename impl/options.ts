@@ -49,6 +49,17 @@ export function checkObject<T>(value: T, name: string, kind = 'an object'): T {
   return value;
 }
 
+/**
+ * The lease given to release, extend or a transaction call: an object with its
+ * resource and owner, as acquire returned it. Anything else (null, a token, a
+ * resource name) is a caller's mistake, refused by name, never a TypeError.
+ */
+export function checkLease(lease: unknown, call: string): void {
+  if (!isObject(lease) || typeof lease.resource !== 'string' || typeof lease.owner !== 'string') {
+    throw new InvalidInputError('precondition', `${call} needs a lease that acquire returned, got ${shown(lease)}`);
+  }
+}
+
 /** An object (or a function: a class instance or a callable) with each of `methods` as a function. */
 export function checkMethods<T>(value: T, name: string, kind: string, methods: readonly string[]): T {
   const wanted = `${kind} (with ${methods.map((m) => `${m}()`).join(', ')})`;

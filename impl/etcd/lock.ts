@@ -1,7 +1,7 @@
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
-import { checkClock, checkMethods, checkObject } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject } from '../options.ts';
 import { sleep } from '../clock.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
@@ -107,6 +107,7 @@ export class EtcdLock {
    * thrown, not read as no-quorum; the lease stays valid until its deadline.
    */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
+    checkLease(lease, 'extend');
     checkTtl(ttlMs);
     const held = this.#held.get(lease);
     if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
@@ -135,6 +136,7 @@ export class EtcdLock {
    * a key etcd would not delete goes with its lease's ttl.
    */
   async release(lease: Lease): Promise<void> {
+    checkLease(lease, 'release');
     const held = this.#held.get(lease);
     if (held === undefined) return;
     held.handle.lose('released');

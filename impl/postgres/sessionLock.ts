@@ -1,3 +1,4 @@
+import { checkLease } from '../options.ts';
 import pg from 'pg';
 import type { MonotonicClock } from '../clock.ts';
 import type { Lease } from '../lease.ts';
@@ -96,6 +97,7 @@ export class PostgresSessionLock {
   }
 
   async release(lease: Lease): Promise<void> {
+    checkLease(lease, 'release');
     const held = this.#held.get(lease.resource);
     if (held === undefined || held.lease !== lease) return;
     held.count--;

@@ -1,3 +1,4 @@
+import { checkLease } from '../options.ts';
 import pg from 'pg';
 import { checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { Lease } from '../lease.ts';
@@ -92,6 +93,7 @@ export class PostgresTransactionLock {
 
   /** The transaction a lease lives in: run the data changes it guards here. */
   queryable(lease: Lease): Queryable {
+    checkLease(lease, 'queryable');
     const open = this.#open.get(lease.resource);
     if (open === undefined || open.lease !== lease) throw new InvalidInputError('precondition', `no open transaction for '${lease.resource}'`);
     return open.client;
@@ -238,6 +240,7 @@ export class PostgresTransactionLock {
   }
 
   private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    checkLease(lease, statement === 'COMMIT' ? 'release' : 'rollback');
     const open = this.#open.get(lease.resource);
     if (open === undefined || open.lease !== lease) return;
     this.#open.delete(lease.resource);

@@ -7,7 +7,7 @@ import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
 import { checkRoot, lockDir, sequenceOf } from './paths.ts';
-import { checkClock, checkMethods, checkObject } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
 /**
@@ -111,6 +111,7 @@ export class ZookeeperLock {
    * A contender the ensemble no longer has is lost: the signal fires at once.
    */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
+    checkLease(lease, 'extend');
     checkTtl(ttlMs);
     const held = this.#held.get(lease);
     if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
@@ -134,6 +135,7 @@ export class ZookeeperLock {
 
   /** Deletes the contender while it is ours and closes the session; fires the lease's signal. Never throws for ZooKeeper failures. */
   async release(lease: Lease): Promise<void> {
+    checkLease(lease, 'release');
     const held = this.#held.get(lease);
     if (held === undefined) return;
     held.handle.lose('released');
