@@ -24,7 +24,12 @@ export interface ClientTls {
   readonly ca: string;
   readonly cert: string;
   readonly key: string;
+  /** The name the servers' certificate carries besides 127.0.0.1, sent as the TLS server name (an IP address may not be one). */
+  readonly serverName: string;
 }
+
+/** The host name in the run's server certificate (with IP 127.0.0.1): what clients send as the TLS server name. */
+export const RUN_SERVER_NAME = 'localhost';
 
 /** Files a server reads: the CA it trusts for clients and peers, its certificate and key. */
 export interface ServerTlsFiles {
@@ -50,8 +55,8 @@ export async function makeRunCa(dir: string): Promise<RunCa> {
   await newKey('ca.key');
   await newKey('server.key');
   const clientKey = await newKey('client.key');
-  // A config of the leaves' extensions alone (no system openssl.cnf read): IP 127.0.0.1, for serving and for dialling.
-  await writeFile(file('leaf.cnf'), ['[leaf]', 'subjectAltName=IP:127.0.0.1', 'extendedKeyUsage=serverAuth,clientAuth', 'basicConstraints=critical,CA:FALSE', ''].join('\n'), { mode: 0o600, flag: 'wx' });
+  // A config of the leaves' extensions alone (no system openssl.cnf read): IP 127.0.0.1 and the name clients send, for serving and for dialling.
+  await writeFile(file('leaf.cnf'), ['[leaf]', `subjectAltName=IP:127.0.0.1,DNS:${RUN_SERVER_NAME}`, 'extendedKeyUsage=serverAuth,clientAuth', 'basicConstraints=critical,CA:FALSE', ''].join('\n'), { mode: 0o600, flag: 'wx' });
   const openssl = async (args: readonly string[]): Promise<void> => {
     try {
       await run('openssl', [...args], { timeout: 10_000, env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' } });
@@ -75,6 +80,6 @@ export async function makeRunCa(dir: string): Promise<RunCa> {
   const ca = await readFile(file('ca.crt'), 'utf8');
   return {
     server: { caFile: file('ca.crt'), certFile: file('server.crt'), keyFile: file('server.key') },
-    client: { ca, cert: await readFile(file('client.crt'), 'utf8'), key: clientKey },
+    client: { ca, cert: await readFile(file('client.crt'), 'utf8'), key: clientKey, serverName: RUN_SERVER_NAME },
   };
 }

@@ -22,7 +22,7 @@ export type ClientBackend =
   /** `tokens: false`: its leases carry no fencing token, and the history records none. */
   | { readonly kind: 'adapter'; readonly adapter: AdapterRef; readonly tokens: boolean; readonly servers: ConcurrentServers; readonly store: string | null; readonly storePolicy: FencePolicy }
   /** An etcd cluster's members (client URLs) and the client certificate they require (secret: never printed); the register is a fenced store in the same cluster, as in Jepsen's etcd analysis. */
-  | { readonly kind: 'etcd'; readonly hosts: readonly string[]; readonly tls: { readonly ca: string; readonly cert: string; readonly key: string }; readonly storePolicy: FencePolicy }
+  | { readonly kind: 'etcd'; readonly hosts: readonly string[]; readonly tls: { readonly ca: string; readonly cert: string; readonly key: string; readonly serverName: string }; readonly storePolicy: FencePolicy }
   /** A ZooKeeper ensemble's members (`host:port,…`) and the credentials its tree requires (secret: never printed); the register is a fenced store in the same ensemble. */
   | { readonly kind: 'zookeeper'; readonly connectString: string; readonly auth: ReadonlyArray<{ readonly scheme: string; readonly credentials: string }>; readonly storePolicy: FencePolicy };
 

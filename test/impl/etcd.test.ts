@@ -19,7 +19,8 @@ import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -692,6 +693,39 @@ describe('etcd3Node', () => {
     await expect(lock.acquire('s', { ttlMs: 60_000, retries: 3 })).rejects.toMatchObject({ ...closed, message: 'precondition: etcd lease grant: the client was closed' });
     await expect(lock.extend(lease, 60_000)).rejects.toMatchObject({ ...closed, message: 'precondition: etcd lease keep-alive: the client was closed' });
     await lock.release(lease);
+  });
+
+  it("tls.serverName: sent as the TLS server name and checked against the member's certificate (an IP address is no server name: Node's DEP0123); a name the certificate lacks is ConnectionConfigError('tls')", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
+    try {
+      const ca = await makeRunCa(dir);
+      expect(ca.client.serverName).toBe('localhost');
+      // What a member sees of the handshake: a TLS server with the run's certificate, recording the server name sent.
+      const names: Array<string | false | null> = [];
+      const tlsServer = createTlsServer({ cert: readFileSync(ca.server.certFile), key: readFileSync(ca.server.keyFile) }, (socket) => socket.destroy());
+      tlsServer.on('secureConnection', (socket: TLSSocket) => names.push(socket.servername));
+      tlsServer.on('tlsClientError', () => undefined);
+      await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
+      try {
+        const x = etcdClient({ hosts: [`https://127.0.0.1:${(tlsServer.address() as AddressInfo).port}`], tls: ca.client, dialTimeoutMs: 2000 });
+        clients.push(x);
+        await new EtcdLock({ node: etcd3Node(x, { clock: new ManualClock(), requestTimeoutMs: 5000 }), clock: new ManualClock(), prefix: prefix() }).acquire('r', { ttlMs: 1000 }).catch(() => undefined);
+        x.close();
+      } finally {
+        await new Promise<void>((resolve) => tlsServer.close(() => resolve()));
+      }
+      expect(names.length).toBeGreaterThan(0);
+      expect(new Set(names)).toEqual(new Set(['localhost']));
+      // A name the real member's certificate does not carry is refused by the check, not skipped.
+      const wrongName = etcdClient({ hosts: server().hosts, tls: { ...server().tls, serverName: 'not-the-member.example' } });
+      clients.push(wrongName);
+      const e = await new EtcdLock({ node: etcd3Node(wrongName, { clock: new ManualClock(), requestTimeoutMs: 10_000 }), clock: new ManualClock(), prefix: prefix() }).acquire('r', { ttlMs: 60_000 }).catch((y: unknown) => y);
+      expect(e).toBeInstanceOf(ConnectionConfigError);
+      expect(e).toMatchObject({ code: 'tls' });
+      for (const serverName of ['127.0.0.1', '::1', '', 5]) expect(() => etcdClient({ hosts: server().hosts, tls: { ...ca.client, serverName: serverName as never } })).toThrow(InvalidInputError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('hosts etcd3 cannot dial and TLS material that does not parse or match are refused at construction, naming the option (the key never shown)', async () => {
