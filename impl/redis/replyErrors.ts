@@ -66,6 +66,9 @@ export function typed(e: unknown, resource: string): unknown {
   if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
   // An ACL without the scripts' commands or keys, or a script the server cannot run: no retry fixes these.
   if (/^NOPERM/.test(message)) return new ServerRefusedError('permission', 'NOPERM', message, { cause: e });
+  // A key lockcheck uses holding data it did not write (a shared prefix, a hand edit): the wrong type, or a counter that is no integer.
+  if (/(^|\s|-)WRONGTYPE\b/.test(message)) return new ServerRefusedError('schema', 'WRONGTYPE', message, { cause: e });
+  if (/value is not an integer or out of range/.test(message)) return new ServerRefusedError('schema', 'ERR', message, { cause: e });
   if (/^ERR (Error running script|user_script|unknown command)/.test(message)) return new ServerRefusedError('statement', 'ERR', message, { cause: e });
   return e;
 }

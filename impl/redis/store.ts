@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { StorePolicy } from '../../model/design.ts';
 import { checkToken, InvalidInputError } from '../../model/errors.ts';
+import { storedToken } from '../storeCell.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { isRefusal, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
@@ -54,11 +55,13 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: Red
         // Bad input (InvalidInputError), or the client refusing to queue the command at all (ioredis throws in some states).
         return Promise.reject(storeError(e, 'write', resource));
       }
-      return bounded('write', resource, sent).then(([accepted, highest]) => (accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest!) }));
+      return bounded('write', resource, sent).then(([accepted, highest]) => (accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: storedToken(highest, `redis key ${keysFor(resource, options.prefix).cell}`, 'highest') }));
     },
     async read(resource) {
-      const [value, token] = await bounded('read', resource, redis.hmget(keysFor(resource, options.prefix).cell, 'value', 'token'));
-      return { value: value ?? null, token: token === null || token === undefined ? null : BigInt(token) };
+      const cell = keysFor(resource, options.prefix).cell;
+      const [value, token] = await bounded('read', resource, redis.hmget(cell, 'value', 'token'));
+      // A token field lockcheck did not write is a typed refusal, never a SyntaxError from BigInt.
+      return { value: value ?? null, token: token === null || token === undefined ? null : storedToken(token, `redis key ${cell}`, 'token') };
     },
   };
 }

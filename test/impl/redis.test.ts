@@ -88,7 +88,8 @@ describe('redisLeaseNode', () => {
     // The script's own reply, small tokens included: digits, never an integer reply (a Lua double, a JS number).
     expect(await redis.eval(ACQUIRE, 2, 'lockcheck:lock:raw', 'lockcheck:token:raw', 'o', '1000', '0')).toBe('1');
     await redis.set('lockcheck:token:junk', 'x');
-    await expect(node.acquire('junk', 'o', 1000)).rejects.toThrow(/not an integer/);
+    // A counter holding what lockcheck did not write is a schema refusal (no retry fixes it), and nothing stays held.
+    await expect(node.acquire('junk', 'o', 1000)).rejects.toThrow(expect.objectContaining({ name: 'ServerRefusedError', code: 'schema', serverCode: 'ERR', message: expect.stringMatching(/not an integer/) as string }));
     expect(await redis.exists('lockcheck:lock:junk')).toBe(0);
   });
 
@@ -133,11 +134,12 @@ describe('redisLeaseNode', () => {
     expect(await redisLeaseNode(redis).acquire('last', 'o', 1000)).toBe(MAX);
   });
 
-  it('a server error that is no refusal passes through as it is', async () => {
+  it("a key lockcheck uses holding another type (a list at the counter) is ServerRefusedError('schema', 'WRONGTYPE'): no retry fixes it", async () => {
     await redis.rpush('lockcheck:token:list', 'x');
     const e = await thrown(redisLeaseNode(redis).acquire('list', 'o', 1000));
-    expect(e).not.toBeInstanceOf(ServerRefusedError);
-    expect((e as Error).message).toMatch(/^WRONGTYPE/);
+    expect(e).toBeInstanceOf(ServerRefusedError);
+    expect(e).toMatchObject({ code: 'schema', serverCode: 'WRONGTYPE', message: expect.stringMatching(/^schema \(WRONGTYPE\): WRONGTYPE/) as string });
+    expect(await redis.exists('lockcheck:lock:list')).toBe(0);
   });
 
   it('wrong credentials are ConnectionConfigError authentication', async () => {
@@ -332,6 +334,21 @@ describe('redisFencedStore', () => {
     await expect(store.write('r', 1n, 5 as unknown as string)).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: value must be a string' }));
     await expect(store.write('r', -1n, 'v')).rejects.toThrow(InvalidInputError);
     expect(await redis.exists('lockcheck:store:r')).toBe(0);
+  });
+
+  it("a cell holding data the store did not write is ServerRefusedError('schema'), never a SyntaxError or an outage; a lock over such a counter throws the same", async () => {
+    const store = redisFencedStore(redis, 'strict', { prefix: 'foreign' });
+    await redis.hset('foreign:store:r', 'value', 'v', 'token', 'not-a-token');
+    await expect(store.read('r')).rejects.toThrow(expect.objectContaining({ name: 'ServerRefusedError', code: 'schema', serverCode: 'UnexpectedValue', message: 'schema (UnexpectedValue): redis key foreign:store:r does not hold a lockcheck cell (token is not a token)' }));
+    await redis.hset('foreign:store:h', 'highest', 'zzzzzzzzzzzzzzzzzzzzzzzzz');
+    await expect(store.write('h', 5n, 'x')).rejects.toThrow(expect.objectContaining({ code: 'schema', serverCode: 'UnexpectedValue', message: expect.stringContaining('highest is not a token') as string }));
+    await redis.set('foreign:store:s', 'a plain string');
+    for (const call of [() => store.write('s', 5n, 'x'), () => store.read('s')]) await expect(call()).rejects.toThrow(expect.objectContaining({ name: 'ServerRefusedError', code: 'schema', serverCode: 'WRONGTYPE' }));
+    expect(await redis.get('foreign:store:s')).toBe('a plain string');
+    const lock = createRedisLock({ nodes: [redis], prefix: 'foreign', requestTimeoutMs: 2000 });
+    await redis.set('foreign:token:c', 'x');
+    await expect(lock.acquire('c', { ttlMs: 1000, retries: 3 })).rejects.toThrow(expect.objectContaining({ name: 'ServerRefusedError', code: 'schema' }));
+    expect(await redis.exists('foreign:lock:c')).toBe(0);
   });
 
   it('strict: only a larger token writes; the rejection names the highest', async () => {
