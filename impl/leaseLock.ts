@@ -151,8 +151,8 @@ export class LeaseLock {
 
   /** Extends a lease this client holds to a fresh ttl, on a majority, within its validity. */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
-    checkLease(lease, 'extend');
     checkTtl(ttlMs);
+    checkLease(lease, 'extend');
     const handle = this.#held.get(lease);
     if (handle === undefined || handle.lost) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.clock.now();

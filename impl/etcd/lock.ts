@@ -107,8 +107,8 @@ export class EtcdLock {
    * thrown, not read as no-quorum; the lease stays valid until its deadline.
    */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
-    checkLease(lease, 'extend');
     checkTtl(ttlMs);
+    checkLease(lease, 'extend');
     const held = this.#held.get(lease);
     if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.#clock.now();

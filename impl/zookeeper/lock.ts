@@ -111,8 +111,8 @@ export class ZookeeperLock {
    * A contender the ensemble no longer has is lost: the signal fires at once.
    */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
-    checkLease(lease, 'extend');
     checkTtl(ttlMs);
+    checkLease(lease, 'extend');
     const held = this.#held.get(lease);
     if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.#clock.now();
