@@ -211,7 +211,9 @@ function hashKeys(ctx: PackedContext, w: Float64Array, keys: number, expiry: num
     const ttl = w[k + K_TTL]!;
     num(Number.isNaN(ttl) ? 0 : Math.min(now - w[k + K_LIVE_SINCE]!, boundOf(ctx, ttl) + 1));
     const owner = w[k + K_CLIENT]!;
-    word(perm[owner] ?? -1);
+    const placed = perm[owner];
+    if (placed !== undefined) permRead = true;
+    word(placed ?? -1);
     // ownerClass: relative to the client's attempts while it has an operation in flight.
     let ownerClass = STALE;
     if (owner >= 0 && owner < l.clients && Number.isInteger(owner)) {
@@ -260,6 +262,7 @@ function hashNode(ctx: PackedContext, w: Float64Array, index: number, perm: read
   const delay = w[at + N_DELAY_KIND]!;
   if (delay !== 0) num(delay === 2 ? NONE : w[at + N_DELAY_MS]!);
   const bits = w[at + N_CUT]!;
+  if (bits !== 0) permRead = true;
   let cut = 0;
   for (let c = 0; c < l.clients; c++) if ((bits >>> c) & 1) cut |= 1 << perm[c]!;
   word(cut);
@@ -328,19 +331,57 @@ function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
 const nodeHi: number[] = [];
 const nodeLo: number[] = [];
 const nodeOrder: number[] = [];
+/** Per node: whether its hash read the client permutation (a key's owner, a cut-off client), in the last hashUnder. */
+const nodeReadsPerm: boolean[] = [];
 const clientHi: number[] = [];
 const clientLo: number[] = [];
+/** Set by hashNode when what it hashes depends on the permutation it is given. */
+let permRead = false;
 
-function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[], inverse: readonly number[], out: Fingerprint): void {
+/**
+ * Whether the blocks of `size` words at `a` and `b` hold the same numbers (NaN equal to NaN): then their nodes hash alike,
+ * as a node's hash reads only its own block, `now`, the permutation and the clients (the same state).
+ */
+export function sameBlock(w: Float64Array, a: number, b: number, size: number): boolean {
+  // The keys first: the nodes' headers (clocks, availability) mostly agree, their keys mostly not.
+  for (let k = N_KEYS; k < size; k++) {
+    const x = w[a + k]!;
+    const y = w[b + k]!;
+    if (x !== y && (x === x || y === y)) return false;
+  }
+  for (let k = 0; k < N_KEYS; k++) {
+    const x = w[a + k]!;
+    const y = w[b + k]!;
+    if (x !== y && (x === x || y === y)) return false;
+  }
+  return true;
+}
+
+/**
+ * The fingerprint with client `inverse[j]` in place j. With `again`, the nodes whose hashes did not read the permutation in
+ * the call just before (on the same state) keep those hashes; a node whose block equals an earlier node's takes its hash.
+ */
+function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[], inverse: readonly number[], out: Fingerprint, again: boolean): void {
   const l = ctx.layout;
   const fixed = ctx.fixedNodes;
   for (let i = 0; i < l.nodes; i++) {
-    start(0x1234567, 0x7654321);
-    hashNode(ctx, w, i, perm);
-    const hi = finishHi();
-    const lo = finishLo();
-    nodeHi[i] = hi;
-    nodeLo[i] = lo;
+    if (!again || nodeReadsPerm[i]!) {
+      const at = nodeAt(l, i);
+      let j = 0;
+      for (; j < i; j++) if (sameBlock(w, nodeAt(l, j), at, l.nodeStride)) break;
+      if (j < i) {
+        nodeHi[i] = nodeHi[j]!;
+        nodeLo[i] = nodeLo[j]!;
+        nodeReadsPerm[i] = nodeReadsPerm[j]!;
+      } else {
+        permRead = false;
+        start(0x1234567, 0x7654321);
+        hashNode(ctx, w, i, perm);
+        nodeHi[i] = finishHi();
+        nodeLo[i] = finishLo();
+        nodeReadsPerm[i] = permRead;
+      }
+    }
     orderByHash(nodeHi, nodeLo, nodeOrder, i, fixed);
   }
   start(0x2545f491, 0x6c8e9cf5);
@@ -372,6 +413,16 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
 }
 
 const candidate: Fingerprint = { hi: 0, lo: 0 };
+
+function anyReadsPerm(nodes: number): boolean {
+  for (let i = 0; i < nodes; i++) if (nodeReadsPerm[i]!) return true;
+  return false;
+}
+
+function allAlike(n: number): boolean {
+  for (let i = 1; i < n; i++) if (clientHi[i] !== clientHi[0] || clientLo[i] !== clientLo[0]) return false;
+  return true;
+}
 const clientOrder: number[] = [];
 const clientPerm: number[] = [];
 
@@ -387,7 +438,7 @@ export function packedFingerprint(ctx: PackedContext, w: Float64Array, out: Fing
   }
   clientOrder.length = n;
   if (!ctx.clientSymmetry || n > MAX_PERMUTED_CLIENTS) {
-    hashUnder(ctx, w, clientOrder, clientOrder, out);
+    hashUnder(ctx, w, clientOrder, clientOrder, out, false);
     return;
   }
   let tie = false;
@@ -406,13 +457,15 @@ export function packedFingerprint(ctx: PackedContext, w: Float64Array, out: Fing
   if (!tie) {
     for (let j = 0; j < n; j++) clientPerm[clientOrder[j]!] = j;
     clientPerm.length = n;
-    hashUnder(ctx, w, clientPerm, clientOrder, out);
+    hashUnder(ctx, w, clientPerm, clientOrder, out, false);
     return;
   }
   const perms = permutationsOf(n);
-  hashUnder(ctx, w, perms[0]![0], perms[0]![1], out);
+  hashUnder(ctx, w, perms[0]![0], perms[0]![1], out, false);
+  // Every client hashing alike and no node reading the permutation: every permutation hashes the same words.
+  if (!anyReadsPerm(ctx.layout.nodes) && allAlike(n)) return;
   for (let p = 1; p < perms.length; p++) {
-    hashUnder(ctx, w, perms[p]![0], perms[p]![1], candidate);
+    hashUnder(ctx, w, perms[p]![0], perms[p]![1], candidate, true);
     if (candidate.hi < out.hi || (candidate.hi === out.hi && candidate.lo < out.lo)) {
       out.hi = candidate.hi;
       out.lo = candidate.lo;
