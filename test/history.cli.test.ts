@@ -121,18 +121,18 @@ describe('lockcheck check', () => {
     writeFileSync(hugeCounterexample, '');
     truncateSync(hugeCounterexample, 16 * 1024 * 1024 + 1);
     const cases: [string[], RegExp][] = [
-      // Before, a FIFO nobody writes to held the CLI forever: bounded here by the child's 20 s.
+      // Before, a FIFO nobody writes to held the CLI forever: bounded here by the child's 60 s (four CLIs starting at once took over 20 s on a loaded machine).
       [['check', fifo], /cannot read .*fifo\.jsonl: a history must be a regular file/],
       [['check', huge], /cannot read .*huge\.jsonl: a history larger than 268435456 bytes is refused/],
       [['replay', dir], /cannot read .*: a counterexample must be a regular file/],
       [['replay', hugeCounterexample], /cannot read .*huge\.json: a counterexample larger than 16777216 bytes is refused/],
     ];
-    const results = await Promise.all(cases.map(([args]) => lockcheckAsync(args, 20_000)));
+    const results = await Promise.all(cases.map(([args]) => lockcheckAsync(args, 60_000)));
     cases.forEach(([args, message], i) => {
       expect(results[i]!.code, `${args.join(' ')}: ${results[i]!.stderr}`).toBe(2);
       expect(results[i]!.stderr).toMatch(message);
     });
-  }, 60_000);
+  }, 120_000);
 
   it("text from the file reaches the terminal with its control characters shown, never as a terminal's escape sequence", () => {
     const file = join(dir, 'escape.jsonl');
