@@ -17,7 +17,7 @@ import { SimNetwork } from './sim/network.ts';
 import { KEEPALIVE_MS } from './sim/sessionBackend.ts';
 import type { TcpProxy } from './env/proxy.ts';
 import { noProxyReason, startLink, throughLink } from './env/postgresLink.ts';
-import { LeaseLostError } from '../impl/errors.ts';
+import { dyingWith } from './dyingLease.ts';
 import type { Lease } from '../impl/lease.ts';
 import { VirtualTime } from './sim/time.ts';
 import { checkLibraryAdapter } from './options.ts';
@@ -207,7 +207,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       connections.push(storeConnection);
       const fenced = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => connections[client + 1]!.query(...args)) as pg.Client['query'] }, 'unfenced');
       crashed.push(new AbortController());
-      const leases = new Map<Lease, Lease>();
+      const leases = new Map<Lease, { readonly original: Lease; detach(): void }>();
       lockClients.push({
         acquire: async (resource, options) => {
           timing.slowOperation(client);
@@ -215,21 +215,23 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
           if (r.kind !== 'granted') return r;
           // The process would have died (see guardUnheardErrors): user code holding its leases does not go on.
           const died = crashed[client]!.signal;
-          const lease = dyingWith(r.lease, () => died);
-          leases.set(lease, r.lease);
+          const { lease, detach } = dyingWith(r.lease, () => died);
+          leases.set(lease, { original: r.lease, detach });
           return { ...r, lease };
         },
         ...(calls.extend !== undefined
           ? {
               extend: (lease, ttlMs) => {
                 timing.slowOperation(client);
-                return onClock(() => calls.extend!(leases.get(lease) ?? lease, ttlMs));
+                return onClock(() => calls.extend!(leases.get(lease)?.original ?? lease, ttlMs));
               },
             }
           : {}),
         release: (lease) => {
           timing.slowOperation(client);
-          return onClock(() => calls.release(leases.get(lease) ?? lease));
+          const held = leases.get(lease);
+          // Once the release has answered, user code is done with the lease: it no longer dies with the client (a failed release may be retried).
+          return onClock(() => calls.release(held?.original ?? lease)).then((r) => (held?.detach(), r));
         },
         store: { write: (r, t, v) => network.call(client, 'store', () => fenced.write(r, t, v)), read: (r) => network.call(client, 'store', () => fenced.read(r)) },
         clock,
@@ -336,33 +338,6 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
     await close();
     throw e;
   }
-}
-
-/**
- * The lease as the client's user code holds it: the library's own, whose
- * signal also fires (connection-lost) when the process would have died.
- */
-function dyingWith(lease: Lease, died: () => AbortSignal): Lease {
-  let signal: AbortSignal | null = null;
-  return {
-    resource: lease.resource,
-    owner: lease.owner,
-    token: lease.token,
-    get validUntilMs() {
-      return lease.validUntilMs;
-    },
-    get signal() {
-      if (signal === null) {
-        const death = new AbortController();
-        const dead = died();
-        const fire = (): void => death.abort(LeaseLostError.of('connection-lost', lease.resource));
-        if (dead.aborted) fire();
-        else dead.addEventListener('abort', fire, { once: true });
-        signal = AbortSignal.any([lease.signal, death.signal]);
-      }
-      return signal;
-    },
-  };
 }
 
 /**

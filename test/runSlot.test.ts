@@ -78,12 +78,14 @@ describe('RunSlot: one run at a time on servers the runner resets', () => {
       });
     const a = run('a', 'close');
     const b = run('b', 'start');
+    // Its failure expected as it is made: b fails while a's close is awaited.
+    const bFailed = expect(b).rejects.toThrow('b: start failed');
     const c = run('c');
     const first = await a;
     expect(first.name).toBe('a');
     expect(await settled(c)).toBe(false);
     await expect(first.close()).rejects.toThrow('a: close failed');
-    await expect(b).rejects.toThrow('b: start failed');
+    await bFailed;
     await (await c).close();
     expect(order).toEqual(['a starts', 'a closes', 'b starts', 'c starts', 'c closes']);
     expect(slot.waiting).toBe(0);

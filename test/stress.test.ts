@@ -57,6 +57,21 @@ describe('lockcheck stress (real redis-server, real client processes)', () => {
     expect(report.counts.lostUpdates, replay).toBe(0);
   }, 90_000);
 
+  it('strike after strike, the nemesis leaves no wait behind: no MaxListenersExceededWarning on its stop signal', async () => {
+    // Each strike used to leave its fault window's sleep pending (a timer and a listener on the stop signal) for up to 5 ttls + 10 s: 11 at once warned.
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const { result, strikes, replay } = await run({ ...base, clients: 4, resources: 2, seconds: 40, maxFaults: 14 });
+      expect(result.clientErrors, replay).toEqual([]);
+      expect(strikes.length, replay).toBeGreaterThanOrEqual(12);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+  }, 120_000);
+
   it('with no faults the concurrent history is safe', async () => {
     const { result, report, replay } = await run({ ...base, nemesis: [], seconds: 2, maxFaults: undefined, resources: 2, ttlMinMs: 2_000, ttlMaxMs: 5_000 });
     expect(result.clientErrors, replay).toEqual([]);

@@ -25,6 +25,7 @@ import type { PostgresServer } from './postgresServer.ts';
 import { EnvironmentError } from './faketime.ts';
 import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
 import { inSlot, slotOf } from './runSlot.ts';
+import { LossNotices } from './lossNotices.ts';
 
 /**
  * PostgreSQL advisory-lock backends on a real server. Clients are in process
@@ -212,10 +213,8 @@ async function startInstance(
   const clocks = clientClocks.map((_c, client) => network.pausable(client, time.clockOf(() => clientClocks[client]!)));
   const timing = network.serverTiming();
   const statementTimeoutMs = replyTimeoutMs(design)!;
-  const lossWaiters: Array<Array<() => void>> = Array.from({ length: clients }, () => []);
-  const noticed = (client: number): void => {
-    for (const w of lossWaiters[client]!.splice(0)) w();
-  };
+  const losses = new LossNotices(clients, NOTICE_TIMEOUT_MS);
+  const noticed = (client: number): void => losses.noticed(client);
   const locks = clientClocks.map((_c, client) => {
     const proxy = proxies[client];
     const options = {
@@ -310,22 +309,18 @@ async function startInstance(
   };
   /** Ends these clients' sessions on the server and waits until each client has seen it. */
   const endSessions = async (clientsToEnd: readonly number[]): Promise<void> => {
-    const waits = clientsToEnd.filter((c) => pids(c).length > 0).map((c) => notice(c));
-    const all = clientsToEnd.flatMap(pids);
-    // With a timeout, pg_terminate_backend waits until the backend has exited, and so released its locks.
-    if (all.length > 0) {
-      await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND application_name = $2', [all, applicationName]);
+    const told = losses.expect(clientsToEnd.filter((c) => pids(c).length > 0));
+    try {
+      const all = clientsToEnd.flatMap(pids);
+      // With a timeout, pg_terminate_backend waits until the backend has exited, and so released its locks.
+      if (all.length > 0) {
+        await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND application_name = $2', [all, applicationName]);
+      }
+      await told.done;
+    } finally {
+      told.cancel();
     }
-    await Promise.all(waits);
   };
-  const notice = (client: number): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`client ${client} did not notice its lost connection within ${NOTICE_TIMEOUT_MS} ms`)), NOTICE_TIMEOUT_MS);
-      lossWaiters[client]!.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
   /** Cut clients: since when (true time), their backends on the server at the cut, and whether keepalive has ended them. */
   const cut = new Map<number, { readonly sinceMs: number; pids: number[]; ended: boolean }>();
   /** True time where the last advanceTo left it: only an `advance` moves on from there (an operation's latency moves time in runUntil). */
@@ -367,14 +362,18 @@ async function startInstance(
               crash: async () => {
                 up = false;
                 leftDown.add(server.url);
-                const waits = locks.map((_l, c) => c).filter((c) => pids(c).length > 0).map(notice);
-                await owned.crash();
-                // A cut client's connection breaks with the server's process all the same (spec 7.7).
-                for (const [client, c] of cut) {
-                  resetThrough(client);
-                  c.pids = [];
+                const told = losses.expect(locks.map((_l, c) => c).filter((c) => pids(c).length > 0));
+                try {
+                  await owned.crash();
+                  // A cut client's connection breaks with the server's process all the same (spec 7.7).
+                  for (const [client, c] of cut) {
+                    resetThrough(client);
+                    c.pids = [];
+                  }
+                  await told.done;
+                } finally {
+                  told.cancel();
                 }
-                await Promise.all(waits);
               },
               restart: async () => {
                 await owned.restart();
@@ -406,10 +405,14 @@ async function startInstance(
                 cut.delete(client);
                 const current = pids(client);
                 // The closes held on the link cross: the server ends the sessions the client closed, and the client hears of the one the server ended.
-                const told = c.ended && c.pids.some((pid) => current.includes(pid)) ? notice(client) : null;
-                proxies[client]!.setMode({ kind: 'pass' });
-                await backendsGone(c.pids.filter((pid) => c.ended || !current.includes(pid)));
-                if (told !== null) await told;
+                const told = losses.expect(c.ended && c.pids.some((pid) => current.includes(pid)) ? [client] : []);
+                try {
+                  proxies[client]!.setMode({ kind: 'pass' });
+                  await backendsGone(c.pids.filter((pid) => c.ended || !current.includes(pid)));
+                  await told.done;
+                } finally {
+                  told.cancel();
+                }
               },
             },
           }),
@@ -421,11 +424,15 @@ async function startInstance(
         const c = cut.get(client);
         if (c === undefined) return endSessions([client]);
         // Every session of the client's ends (also one it closed unheard), and the client hears of it through the cut link too.
-        const told = pids(client).length > 0 ? notice(client) : null;
-        await terminate([...new Set([...c.pids, ...pids(client)])]);
-        c.pids = [];
-        resetThrough(client);
-        if (told !== null) await told;
+        const told = losses.expect(pids(client).length > 0 ? [client] : []);
+        try {
+          await terminate([...new Set([...c.pids, ...pids(client)])]);
+          c.pids = [];
+          resetThrough(client);
+          await told.done;
+        } finally {
+          told.cancel();
+        }
       },
     },
   };

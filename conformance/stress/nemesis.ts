@@ -135,18 +135,18 @@ export class Nemesis {
     await this.heal();
   }
 
-  /** Resolves after `ms`, or at once when finish() is called. */
-  #sleep(ms: number): Promise<void> {
-    const signal = this.#stop.signal;
+  /** Resolves after `ms`, or at once when finish() is called or `ended` aborts. */
+  #sleep(ms: number, ended?: AbortSignal): Promise<void> {
+    const signals = [this.#stop.signal, ...(ended === undefined ? [] : [ended])];
     return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
+      if (signals.some((s) => s.aborted)) return resolve();
       const timer = setTimeout(done, Math.max(0, ms));
       function done(): void {
         clearTimeout(timer);
-        signal.removeEventListener('abort', done);
+        for (const s of signals) s.removeEventListener('abort', done);
         resolve();
       }
-      signal.addEventListener('abort', done, { once: true });
+      for (const s of signals) s.addEventListener('abort', done, { once: true });
     });
   }
 
@@ -215,7 +215,10 @@ export class Nemesis {
       endBy = Math.min(endBy, sharedNowMs() + this.#duration(endBy));
     }
     this.#armed = { fault, done };
-    const hit = await Promise.race([struck.then(() => true), this.#sleep(Math.max(0, endBy - sharedNowMs())).then(() => false)]);
+    // The window's sleep ends with the window: left pending after a strike, each kept a timer and a listener on the stop signal for up to #maxFaultMs (11 at once: MaxListenersExceededWarning).
+    const window = new AbortController();
+    const hit = await Promise.race([struck.then(() => true), this.#sleep(Math.max(0, endBy - sharedNowMs()), window.signal).then(() => false)]);
+    window.abort();
     this.#armed = null;
     // A strike in progress finishes before the next fault is drawn.
     while (this.#busy) await new Promise((resolve) => setTimeout(resolve, 10));

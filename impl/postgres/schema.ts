@@ -40,13 +40,30 @@ ON CONFLICT (resource) DO UPDATE SET token = lockcheck_tokens.token + 1
 RETURNING token::text
 `;
 
-/** Creates the tables; tolerates another session creating them at the same moment. */
+/**
+ * SQLSTATEs of a concurrent CREATE TABLE IF NOT EXISTS that won the race on
+ * the same table: unique_violation (23505, on the catalog), duplicate_table
+ * (42P07) and duplicate_object (42710, the table's row type: seen when many
+ * sessions of one process made the schema of a fresh database at once).
+ */
+const CREATE_RACE = new Set(['23505', '42P07', '42710']);
+/** How many times the schema is sent again after a lost race (each loss means another session just made a table). */
+const CREATE_ATTEMPTS = 3;
+
+/**
+ * Creates the tables; tolerates another session creating them at the same
+ * moment. A lost race fails the whole multi-statement SCHEMA at that table,
+ * so the tables after it may not exist yet: it is sent again.
+ */
 export async function ensureSchema(db: { query(text: string): Promise<unknown> }): Promise<void> {
-  try {
-    await db.query(SCHEMA);
-  } catch (e) {
-    // 23505 / 42P07: a concurrent CREATE TABLE IF NOT EXISTS won the race; the tables exist.
-    const code = (e as { code?: string }).code;
-    if (code !== '23505' && code !== '42P07') throw e;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.query(SCHEMA);
+      return;
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code === undefined || !CREATE_RACE.has(code)) throw e;
+      if (attempt >= CREATE_ATTEMPTS) return;
+    }
   }
 }

@@ -253,7 +253,12 @@ describe('schema and keys', () => {
     await expect(admin.query("INSERT INTO lockcheck_store VALUES ('neg', 'v', 1, -1)")).rejects.toMatchObject({ code: '23514' });
     await expect(admin.query("INSERT INTO lockcheck_store VALUES ('neg', 'v', -1, 1)")).rejects.toMatchObject({ code: '23514' });
     expect(SCHEMA).toContain('CREATE TABLE IF NOT EXISTS lockcheck_tokens');
-    for (const code of ['23505', '42P07']) await ensureSchema({ query: () => Promise.reject(Object.assign(new Error(code), { code })) });
+    for (const code of ['23505', '42P07', '42710']) await ensureSchema({ query: () => Promise.reject(Object.assign(new Error(code), { code })) });
+    // A lost race stops the multi-statement schema at that table: it is sent again, so the tables after it are made too.
+    const sent: string[] = [];
+    let races = 1;
+    await ensureSchema({ query: (sql) => (sent.push(sql), races-- > 0 ? Promise.reject(Object.assign(new Error('type "lockcheck_tokens" already exists'), { code: '42710' })) : Promise.resolve()) });
+    expect(sent).toEqual([SCHEMA, SCHEMA]);
     await expect(ensureSchema({ query: () => Promise.reject(Object.assign(new Error('other'), { code: '42501' })) })).rejects.toThrow('other');
   });
 });
