@@ -81,10 +81,6 @@ export async function closeBackend(backend: { readonly name: string; close?(): P
   if (backend.close !== undefined) await callAdapter(backend.name, "close() (the backend's close hook)", () => backend.close!(), CLOSE_LIMIT_MS);
 }
 
-function isThenable<R>(x: R | Promise<R>): x is Promise<R> {
-  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (x as { then?: unknown }).then === 'function';
-}
-
 /** The calls into a run's environment that the runner makes outside time control, each bounded (boundedCalls). */
 export interface BoundedCalls {
   readonly faults: FaultInjectors;
@@ -102,9 +98,7 @@ export function boundedCalls(backend: string, env: Environment, limitMs: number)
   const bounded = <A extends unknown[], R>(call: string, f: (...args: A) => R | Promise<R>, self: unknown) =>
     async (...args: A): Promise<R> => {
       // Called at once, not a tick later: an injection must take effect before the runner's next step.
-      const returned = f.apply(self, args);
-      if (!isThenable(returned)) return returned;
-      const result = await valueWithin(Promise.resolve(returned), limitMs);
+      const result = await valueWithin(Promise.resolve(f.apply(self, args)), limitMs);
       if (!result.done) throw new AdapterError(backend, call, `had not settled after ${limitMs} ms of real time (a promise of the environment that never settles?)`);
       return result.value;
     };

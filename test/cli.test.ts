@@ -16,6 +16,23 @@ writeFileSync(aFile, 'not a directory\n');
 const lockcheck = (...args: string[]): LockcheckProcess => lockcheckSync(args, { timeoutMs: 240_000 });
 const lockcheckAsync = (...args: string[]): Promise<LockcheckProcess> => lockcheckAsyncIn(args, 240_000);
 
+/**
+ * Each command line exits 2 with its message and no stack. Four at a time:
+ * serially, twelve starts of the CLI took over two minutes at load average 35.
+ */
+async function expectBadArguments(cases: ReadonlyArray<readonly [readonly string[], RegExp]>): Promise<void> {
+  for (let i = 0; i < cases.length; i += 4) {
+    const batch = cases.slice(i, i + 4);
+    const results = await Promise.all(batch.map(([args]) => lockcheckAsync(...args)));
+    batch.forEach(([args, message], j) => {
+      const r = results[j]!;
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/^\s+at /m);
+    });
+  }
+}
+
 describe('lockcheck command line', () => {
   it('rejects bad arguments with exit code 2 and a clear message', async () => {
     const cases = [
@@ -34,16 +51,7 @@ describe('lockcheck command line', () => {
       [['explore', '--budget', '5', '--seconds', '3'], /--seconds \(a bound per cell\) and --budget/],
       [['explore', '--budget', '0'], /--budget must be an integer/],
     ] as const;
-    // Four at a time: serially, twelve starts of the CLI took over two minutes at load average 35.
-    for (let i = 0; i < cases.length; i += 4) {
-      const batch = cases.slice(i, i + 4);
-      const results = await Promise.all(batch.map(([args]) => lockcheckAsync(...args)));
-      batch.forEach(([args, message], j) => {
-        const r = results[j]!;
-        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
-        expect(r.stderr).toMatch(message);
-      });
-    }
+    await expectBadArguments(cases);
     expect((await lockcheckAsync('--help')).stdout).toMatch(/usage: lockcheck <command>/);
   }, 300_000);
 
@@ -57,16 +65,7 @@ describe('lockcheck command line', () => {
       [['stress', '--backend', 'redis-single', '--out', aFile], /cannot write the stress history into \(--out\) .*a-file: .*a-file is not a directory/],
       [['check', 'test/fixtures/histories/safe.jsonl', '--report', join(aFile, 'r')], /cannot write the history report into \(--report\) .*: .*a-file is not a directory/],
     ] as const;
-    for (let i = 0; i < cases.length; i += 3) {
-      const batch = cases.slice(i, i + 3);
-      const results = await Promise.all(batch.map(([args]) => lockcheckAsync(...args)));
-      batch.forEach(([args, message], j) => {
-        const r = results[j]!;
-        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
-        expect(r.stderr).toMatch(message);
-        expect(r.stderr).not.toMatch(/^\s+at /m);
-      });
-    }
+    await expectBadArguments(cases);
   }, 300_000);
 
   it('an adapter module of the old API is refused when loaded: exit 2, what changed and how to port', () => {

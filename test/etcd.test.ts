@@ -155,6 +155,8 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
       const rest = [0, 1, 2].filter((m) => m !== old);
       const idOf = async (m: number): Promise<string> => (await gated.status(1000))[m]!.id;
       const oldId = await idOf(old);
+      /** The members' status, for a message when a wait misses (revisions are bigints). */
+      const statusText = async (): Promise<string> => JSON.stringify(await gated.status(2000), (_k, v: unknown) => (typeof v === 'bigint' ? `${v}` : v));
       gated.partitionMembers([old]);
       // The majority side elects a leader of its own, which the isolated member is not.
       const elected = await until(async () => {
@@ -163,7 +165,7 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
         return leaders.size === 1 && !leaders.has('0') && !leaders.has(oldId);
       }, 60_000);
       // Real events, bounded generously: an election on a loaded 2-core machine can take tens of seconds.
-      expect(elected, `no new leader on the majority side within 60 s: ${JSON.stringify(await gated.status(2000), (_k, v: unknown) => (typeof v === 'bigint' ? `${v}` : v))}`).toBe(true);
+      if (!elected) throw new Error(`no new leader on the majority side within 60 s: ${await statusText()}`);
       const isolated = lockOn(client([gated.endpoints[old]!], gated), systemClock, 1500).lock;
       const majority = lockOn(client(rest.map((m) => gated.endpoints[m]!), gated), systemClock, 3000).lock;
       expect((await isolated.acquire('split', { ttlMs: 5000 })).kind).not.toBe('granted');
@@ -178,7 +180,7 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
         const s = await gated.status(2000);
         return s.every((x) => x !== null && x.leader === s[rest[0]!]!.leader && x.revision === s[rest[0]!]!.revision);
       }, 60_000);
-      expect(converged, `the members did not agree within 60 s of the heal: ${JSON.stringify(await gated.status(2000), (_k, v: unknown) => (typeof v === 'bigint' ? `${v}` : v))}`).toBe(true);
+      if (!converged) throw new Error(`the members did not agree within 60 s of the heal: ${await statusText()}`);
       // The healed member serves the majority's state: the lock is held.
       const after = lockOn(client([gated.endpoints[old]!], gated), systemClock, 3000).lock;
       expect(await after.acquire('split', { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { refused } from './refused.ts';
 import { checkOutputDir, checkOutputFile, makeOutputDir, OutputFileError, writeRedacted } from '../conformance/env/outputFile.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-output-'));
@@ -9,16 +10,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const aFile = join(dir, 'a-file');
 writeFileSync(aFile, 'kept\n');
 
-/** What `f` threw, which must be an OutputFileError. */
-function refusal(f: () => void): OutputFileError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(OutputFileError);
-    return e as OutputFileError;
-  }
-  throw new Error('nothing was thrown');
-}
+const refusal = (f: () => unknown): OutputFileError => refused(f, OutputFileError);
 
 describe('outputs that cannot be written are typed errors naming the path and why', () => {
   it('writeRedacted: a directory, a missing directory, a path through a file', () => {

@@ -13,6 +13,7 @@ import {
   type Etcd3,
 } from 'etcd3';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { refused } from '../refused.ts';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore, type EtcdNode } from '../../impl/etcd/index.ts';
 import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
@@ -736,28 +737,19 @@ describe('etcd3Node', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    const refusal = (make: () => unknown): InvalidInputError => {
-      try {
-        make();
-      } catch (e) {
-        if (e instanceof InvalidInputError) return e;
-        throw e;
-      }
-      throw new Error('expected a refusal');
-    };
     for (const bad of ['ftp://127.0.0.1:2379', '127.0.0.1', 'not a url', 'https://u:p@h:2379', 'https://h:2379/v3', 'https://h:99999', 'https://h:0', 'unix:///tmp/etcd.sock']) {
-      const e = refusal(() => etcdClient({ hosts: ['http://127.0.0.1:1', bad] }));
+      const e = refused(() => etcdClient({ hosts: ['http://127.0.0.1:1', bad] }));
       expect(e.code, bad).toBe('invalid-config');
       expect(e.message, bad).toMatch(/^invalid-config: hosts\[1\] must be http:\/\/host:port, https:\/\/host:port or host:port with a port in 1\.\.65535, got /);
     }
-    expect(refusal(() => etcdClient({ hosts: ['https://u:p@h:2379'] })).message).not.toContain('u:p');
+    expect(refused(() => etcdClient({ hosts: ['https://u:p@h:2379'] })).message).not.toContain('u:p');
     for (const good of ['http://h:1', 'https://a.b-c:2379/', 'h:65535', 'https://[::1]:2379']) etcdClient({ hosts: [good] }).close();
     const tls = server().tls;
-    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, ca: 'not a pem' } })).message).toBe('invalid-config: tls.ca must be a PEM certificate, got "not a pem"');
-    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, cert: tls.key } })).message).toMatch(/^invalid-config: tls.cert must be a PEM certificate, got a string of \d+ characters$/);
-    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: 'garbage key' } })).message).toBe('invalid-config: tls.key must be a PEM private key, got a string of 11 characters (not shown: it may hold a secret)');
+    expect(refused(() => etcdClient({ hosts: server().hosts, tls: { ...tls, ca: 'not a pem' } })).message).toBe('invalid-config: tls.ca must be a PEM certificate, got "not a pem"');
+    expect(refused(() => etcdClient({ hosts: server().hosts, tls: { ...tls, cert: tls.key } })).message).toMatch(/^invalid-config: tls.cert must be a PEM certificate, got a string of \d+ characters$/);
+    expect(refused(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: 'garbage key' } })).message).toBe('invalid-config: tls.key must be a PEM private key, got a string of 11 characters (not shown: it may hold a secret)');
     // Another certificate's key: gRPC threw a bare OpenSSL error (ERR_OSSL_X509_KEY_VALUES_MISMATCH) from the constructor.
-    expect(refusal(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: other.key } })).message).toBe('invalid-config: tls.key is not the private key of tls.cert');
+    expect(refused(() => etcdClient({ hosts: server().hosts, tls: { ...tls, key: other.key } })).message).toBe('invalid-config: tls.key is not the private key of tls.cert');
   });
 
   it("with auth, etcd3's authentication before a call is bounded by dialTimeoutMs: a member that accepts and never answers no longer hangs the call, nor every later one, for ever", { timeout: 20_000 }, async () => {

@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { refused } from '../refused.ts';
 import { sleep, systemClock } from '../../impl/clock.ts';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../../impl/errors.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
@@ -27,15 +28,6 @@ async function thrown(p: Promise<unknown>): Promise<unknown> {
     (v) => new Error(`expected a rejection, got ${String(v)}`),
     (e: unknown) => e,
   );
-}
-function refused(f: () => unknown): InvalidInputError {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof InvalidInputError) return e;
-    throw e;
-  }
-  throw new Error('expected a refusal');
 }
 
 /** A lease node keeping keys in a map (no expiry: the tests move no server time). */

@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { refused } from '../refused.ts';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
 import { zxid } from '../../impl/zookeeper/node.ts';
@@ -187,15 +188,6 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
   it('refuses bad options and input with typed errors naming them, before any call', async () => {
     const clock = new ManualClock();
     const s = spied(node(clock));
-    const refused = (f: () => unknown): InvalidInputError => {
-      try {
-        f();
-      } catch (e) {
-        if (e instanceof InvalidInputError) return e;
-        throw e;
-      }
-      throw new Error('expected a refusal');
-    };
     // Not a string, even one that reads as a path, is refused.
     for (const bad of ['relative', '/trailing/', '/', '//x', '/a//b', 42, { toString: () => '/a' }]) {
       const e = refused(() => new ZookeeperLock({ node: s.node, clock, root: bad as string }));
