@@ -8,6 +8,7 @@ import { zxid } from '../../impl/zookeeper/node.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
+import type { Exception } from 'node-zookeeper-client';
 import { TcpProxy } from '../../conformance/env/proxy.ts';
 import { ManualClock, sharedZookeeper } from './servers.ts';
 
@@ -472,6 +473,39 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     const foreign = granted(await new ZookeeperLock({ node: real, clock, root: r }).acquire('ext-foreign', { ttlMs: 30_001 }));
     expect(await lock.extend(foreign, 30_001)).toEqual({ kind: 'not-extended', reason: 'expired' });
     await lock.release(stale);
+  });
+
+  it("a contender deleted by another session (an operator's delete), or replaced by a znode of the same name, is expired at the next extend; the release leaves the other's znode", async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const lock = new ZookeeperLock({ node: node(clock), clock, root: r });
+    const raw = zookeeper.createClient(server().connectString, { retries: 0 });
+    for (const a of server().auth) raw.addAuthInfo(a.scheme, Buffer.from(a.credentials));
+    const done = <T>(work: (cb: (e: Error | Exception | null, v?: T) => void) => void): Promise<T | undefined> =>
+      new Promise((resolve, reject) => work((e, v) => (e ? reject(e) : resolve(v))));
+    try {
+      await new Promise<void>((resolve) => {
+        raw.once('connected', () => resolve());
+        raw.connect();
+      });
+      const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, new zookeeper.Id('auth', ''))];
+      for (const replaced of [false, true]) {
+        const resource = replaced ? 'replaced' : 'deleted';
+        const lease = granted(await lock.acquire(resource, { ttlMs: 30_000 }));
+        expect((await lock.extend(lease, 30_000)).kind).toBe('extended');
+        const signal = lease.signal;
+        await done((cb) => raw.remove(lease.owner, -1, cb));
+        if (replaced) await done<string>((cb) => raw.create(lease.owner, Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
+        expect(await lock.extend(lease, 30_000), resource).toEqual({ kind: 'not-extended', reason: 'expired' });
+        expect(signal.reason, resource).toMatchObject({ reason: 'expired' });
+        await lock.release(lease);
+        // The other's znode stays: the release deletes only a contender with our create zxid.
+        expect(await done<unknown>((cb) => raw.exists(lease.owner, cb)).then((stat) => stat !== null), resource).toBe(replaced);
+        if (replaced) await done((cb) => raw.remove(lease.owner, -1, cb));
+      }
+    } finally {
+      raw.close();
+    }
   });
 
   it('release never throws for ZooKeeper failures and still closes the session', async () => {
