@@ -8,6 +8,7 @@ import { acquireScript, LuaScript } from '../../impl/redis/commands.ts';
 import { ACQUIRE } from '../../impl/redis/scripts.ts';
 import { ManualClock, sharedRedis } from './servers.ts';
 import { RedisServer } from '../../conformance/env/redisServer.ts';
+import { LeaseLock } from '../../impl/leaseLock.ts';
 
 /**
  * impl/redis against one real redis-server (flushed before each test): the
@@ -307,6 +308,34 @@ describe('createRedisLock', () => {
     expect(r.lease.signal.aborted).toBe(true);
     await lock.release(r.lease);
     expect(await redis.exists('q:lock:r')).toBe(0);
+  });
+
+  it("a lock key deleted or replaced behind the holder's back (DEL, SET to another owner, on one node or a Redlock quorum) is never extended; the release leaves the other owner's key", async () => {
+    const clock = new ManualClock();
+    const single = createRedisLock({ nodes: [redis], clock });
+    const redlock = new LeaseLock({ nodes: ['n0', 'n1', 'n2'].map((prefix) => redisLeaseNode(redis, { prefix })), clock });
+    const tamperings: Array<[string, (key: string) => Promise<unknown>]> = [
+      ['DEL', (key) => redis.del(key)],
+      ['SET to another owner', (key) => redis.set(key, 'someone-else', 'PX', 60_000)],
+    ];
+    for (const [name, tamper] of tamperings) {
+      for (const [lock, keys] of [
+        [single, ['lockcheck:lock:r']],
+        // Two of three: no quorum is ours any more (one node's key alone still is a quorum's worth of nothing).
+        [redlock, ['n0:lock:r', 'n1:lock:r']],
+      ] as const) {
+        const r = await lock.acquire('r', { ttlMs: 10_000 });
+        if (r.kind !== 'granted') throw new Error(`expected a grant, got ${r.kind}`);
+        expect((await lock.extend(r.lease, 10_000)).kind).toBe('extended');
+        for (const key of keys) await tamper(key);
+        expect(await lock.extend(r.lease, 10_000), `${name}, ${keys.length} keys`).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+        const before = await Promise.all(keys.map((key) => redis.get(key)));
+        await lock.release(r.lease);
+        await lock.settled();
+        expect(await Promise.all(keys.map((key) => redis.get(key))), name).toEqual(before);
+        for (const key of keys) await redis.del(key);
+      }
+    }
   });
 
   it('passes replicas on: without a replica every grant is a vote against', async () => {
