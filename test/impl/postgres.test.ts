@@ -793,6 +793,8 @@ describe('PostgresTransactionLock', () => {
     while ((!signal.aborted || lostCalls < 1) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(signal.reason).toMatchObject({ reason: 'connection-lost' });
     expect(a.leaseFor('r')).toBeUndefined();
+    // Nothing more runs in the ended transaction: queryable no longer knows the lease.
+    expect(() => a.queryable(l)).toThrow(expect.objectContaining({ code: 'precondition', message: "precondition: no open transaction for 'r'" }));
     expect(lostCalls).toBe(1);
     expect(a.backendPids).toHaveLength(0);
     expect(granted(await a.acquire('r')).token).toBe(2n);
