@@ -440,6 +440,13 @@ describe('EtcdLock', () => {
     await c.kv.deleteRange({ key: lockKey('r', p) });
     expect(await lock.extend(lease, 5000)).toEqual({ kind: 'not-extended', reason: 'expired' });
     expect(lease.signal.reason).toMatchObject({ reason: 'expired' });
+    // The other way round: the keep-alive finds the lease gone while the check fails.
+    failing = null;
+    const second = granted(await lock.acquire('s', { ttlMs: 5000 }));
+    await c.leaseClient.leaseRevoke({ ID: second.owner });
+    failing = 'owns';
+    expect(await lock.extend(second, 5000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(second.signal.reason).toMatchObject({ reason: 'expired' });
   });
 
   it('extend: a refused keep-alive is thrown, not no-quorum, and the lease stays valid; release swallows refusals as any failure', async () => {
