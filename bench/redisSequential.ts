@@ -82,8 +82,8 @@ const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.
 return 0`;
 interface Raw {
   seqRelease(key: string, value: string): Promise<number>;
-  seqAcquire(key: string, counter: string, value: string, ttl: number, base: string): Promise<string | null>;
-  seqAcquireBefore(key: string, counter: string, value: string, ttl: number, base: string): Promise<string | null>;
+  seqAcquire(...keysAndArgs: Array<string | number>): Promise<string | null>;
+  seqAcquireBefore(...keysAndArgs: Array<string | number>): Promise<string | null>;
 }
 
 async function main(): Promise<void> {
@@ -126,8 +126,11 @@ async function main(): Promise<void> {
       });
       const raw = (await connect(servers[0]!)) as Redis & Raw;
       raw.defineCommand('seqRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
-      raw.defineCommand('seqAcquire', { numberOfKeys: 2, lua: ACQUIRE });
-      if (old !== undefined) raw.defineCommand('seqAcquireBefore', { numberOfKeys: 2, lua: old.ACQUIRE });
+      // Since session h13 the script takes a third key (the `minted` marker) and the first token; a tree before that, two keys.
+      const withMarker = (lua: string): boolean => lua.includes('KEYS[3]');
+      const acquireArgs = (lua: string, key: string, v: string): Array<string | number> => (withMarker(lua) ? [key, `${key}-t`, `${key}-m`, v, TTL_MS, '0', '1'] : [key, `${key}-t`, v, TTL_MS, '0']);
+      raw.defineCommand('seqAcquire', { numberOfKeys: withMarker(ACQUIRE) ? 3 : 2, lua: ACQUIRE });
+      if (old !== undefined) raw.defineCommand('seqAcquireBefore', { numberOfKeys: withMarker(old.ACQUIRE) ? 3 : 2, lua: old.ACQUIRE });
       configs.push({
         label: 'raw ioredis',
         op: async () => {
@@ -140,7 +143,7 @@ async function main(): Promise<void> {
         label: 'raw ioredis, acquire script',
         op: async () => {
           const v = randomUUID();
-          if ((await raw.seqAcquire('seq-rawlua', 'seq-rawlua-t', v, TTL_MS, '0')) === null) return false;
+          if ((await raw.seqAcquire(...acquireArgs(ACQUIRE, 'seq-rawlua', v))) === null) return false;
           return (await raw.seqRelease('seq-rawlua', v)) === 1;
         },
       });
@@ -149,7 +152,7 @@ async function main(): Promise<void> {
           label: 'raw ioredis, acquire script before',
           op: async () => {
             const v = randomUUID();
-            if ((await raw.seqAcquireBefore('seq-rawlua-b', 'seq-rawlua-b-t', v, TTL_MS, '0')) === null) return false;
+            if ((await raw.seqAcquireBefore(...acquireArgs(old.ACQUIRE, 'seq-rawlua-b', v))) === null) return false;
             return (await raw.seqRelease('seq-rawlua-b', v)) === 1;
           },
         });

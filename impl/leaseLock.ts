@@ -258,6 +258,7 @@ export class LeaseLock {
       if (written && this.holds(granted.length, validUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
+        if (votes.length > 1) this.#restoreLostCounters(resource, token, ttlMs, votes);
         return { kind: 'granted', lease };
       }
       // Without the write-back on a quorum this token could be minted again, so no lease carries it.
@@ -300,6 +301,17 @@ export class LeaseLock {
     let n = 0;
     for (const v of votes) if (v.ok && v.value !== null && v.value >= token) n++;
     return n;
+  }
+
+  /**
+   * A node whose counter was deleted behind lockcheck refuses every grant
+   * (TOKENLOST: it would mint issued tokens again). The quorum's token is
+   * above every token that node issued, so raising its counter to it
+   * restores it: in the background, as the release of a refused acquire.
+   */
+  #restoreLostCounters(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): void {
+    const lost = votes.map((v) => !v.ok && v.error instanceof ServerRefusedError && v.error.serverCode === 'TOKENLOST');
+    if (lost.includes(true)) void this.round(ttlMs, (node, i) => (lost[i] ? node.raiseToken(resource, token).then(() => true) : Promise.resolve(false)), isTrue, never);
   }
 
   /** Compare-and-delete `owner` on every node that did not answer no, in the background (bounded and tracked like every round). */

@@ -31,7 +31,7 @@ const nowhere = { connection: { host: '127.0.0.1', port: 1 } };
 const calls: Record<string, ReadonlyArray<[string, (lease: never) => unknown]>> = {};
 {
   const lease = new LeaseLock({ nodes: [leaseNodeOver(network, 0, 0, node)], clock });
-  const etcd = new EtcdLock({ node: { grant: never, putIfAbsent: never, keepAlive: never, deleteIfOwned: never, revoke: never } as never, clock });
+  const etcd = new EtcdLock({ node: { grant: never, putIfAbsent: never, keepAlive: never, owns: never, deleteIfOwned: never, revoke: never } as never, clock });
   const zookeeper = new ZookeeperLock({ node: Object.fromEntries(['openSession', 'contenders', 'enqueue', 'touch', 'watchGone', 'deleteOwned', 'closeSession'].map((m) => [m, never])) as never, clock });
   const session = new PostgresSessionLock(nowhere);
   const xact = new PostgresTransactionLock(nowhere);

@@ -220,6 +220,7 @@ function through(network: SimNetwork, client: number, endpoint: Endpoint, node: 
     grant: (t) => network.call(client, endpoint, () => node().grant(t)),
     putIfAbsent: (k, v, l) => network.call(client, endpoint, () => node().putIfAbsent(k, v, l)),
     keepAlive: (l) => network.call(client, endpoint, () => node().keepAlive(l)),
+    owns: (k, l, r) => network.call(client, endpoint, () => node().owns(k, l, r)),
     deleteIfOwned: (k, l, r) => network.call(client, endpoint, () => node().deleteIfOwned(k, l, r)),
     revoke: (l) => network.call(client, endpoint, () => node().revoke(l)),
     get: (k) => network.call(client, endpoint, () => node().get(k)),
@@ -241,6 +242,8 @@ function boundedNode(bound: RequestBound, slow: () => void, node: EtcdNode): Etc
     grant: (t) => bound.bounded('etcd lease grant', first(() => node.grant(t))),
     putIfAbsent: (k, v, l) => bound.bounded('etcd put-if-absent', () => node.putIfAbsent(k, v, l)),
     keepAlive: (l) => bound.bounded('etcd lease keep-alive', first(() => node.keepAlive(l))),
+    // Sent beside the keep-alive, in the same round: the slow member slowed that round once already.
+    owns: (k, l, r) => bound.bounded('etcd owns', () => node.owns(k, l, r)),
     deleteIfOwned: (k, l, r) => bound.bounded('etcd delete-if-owned', first(() => node.deleteIfOwned(k, l, r))),
     revoke: (l) => bound.bounded('etcd lease revoke', first(() => node.revoke(l))),
     get: (k) => node.get(k),

@@ -144,6 +144,8 @@ async function endRun(server: PostgresTarget, prefix: string, applicationName: s
   c.on('error', () => undefined);
   try {
     await c.connect();
+    // The run's token rows go on purpose: the tokens they held are the run's only (impl/postgres/schema.ts).
+    await c.query('SET lockcheck.reset_tokens = on');
     // A session that connects while the run is being ended could add a row after the delete: repeat until none of the run's is left (bounded).
     for (let round = 0; round < 5; round++) {
       if (applicationName !== null) {
@@ -189,6 +191,7 @@ async function startInstance(
     if (owned !== null) {
       // Reset: no session of an earlier run left holding a lock, empty tables. (On a shared server the run's own names are the reset.)
       await admin.query('SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()');
+      await admin.query('SET lockcheck.reset_tokens = on');
       await admin.query('TRUNCATE lockcheck_tokens, lockcheck_store');
     }
   } catch (e) {

@@ -19,7 +19,8 @@ import { MAX_TOKEN } from '../../model/errors.ts';
  * validity is measured on the client's monotonic clock from before the
  * grant, less the same drift allowance as Redlock (ceil(driftFactor * ttl) +
  * clockMarginMs): etcd expires the lease on the leader's clock, which this
- * client cannot see. Extend is one keep-alive round; release deletes the key
+ * client cannot see. Extend is one keep-alive round and, beside it, a check
+ * that the key is still ours; release deletes the key
  * only while it is under our lease with our create revision, and revokes
  * the lease.
  *
@@ -61,7 +62,7 @@ export class EtcdLock {
 
   constructor(options: EtcdLockOptions) {
     checkObject(options, 'EtcdLock options');
-    checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'deleteIfOwned', 'revoke']);
+    checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'owns', 'deleteIfOwned', 'revoke']);
     checkClock(options.clock);
     const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
     const prefix = options.prefix ?? DEFAULT_PREFIX;
@@ -100,11 +101,16 @@ export class EtcdLock {
   }
 
   /**
-   * One keep-alive round. etcd renews a lease to the ttl it was granted
-   * with, so the lease is extended by that ttl whatever `ttlMs` asks.
-   * A lease etcd no longer knows is lost: its signal fires at once.
-   * A refused keep-alive (ConnectionConfigError, ServerRefusedError) is
-   * thrown, not read as no-quorum; the lease stays valid until its deadline.
+   * One keep-alive round, and beside it one transaction that checks the key
+   * is still ours (its create revision and our lease). etcd renews a lease
+   * to the ttl it was granted with, so the lease is extended by that ttl
+   * whatever `ttlMs` asks. A lease etcd no longer knows, or a key deleted or
+   * replaced behind the holder's back (an operator's delete or put: the
+   * lease lives on without the key, and another client can be granted), is
+   * lost: its signal fires at once, and the lease is revoked. Nothing
+   * watches the key between extends: a deletion is seen at the next extend.
+   * A refused call (ConnectionConfigError, ServerRefusedError) is thrown,
+   * not read as no-quorum; the lease stays valid until its deadline.
    */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
@@ -112,17 +118,15 @@ export class EtcdLock {
     const held = this.#held.get(lease);
     if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.#clock.now();
-    let remaining: number;
-    try {
-      remaining = await this.#node.keepAlive(held.leaseId);
-    } catch (error) {
-      if (mustThrow(error)) throw error;
-      return { kind: 'not-extended', reason: 'no-quorum' };
-    }
-    if (remaining <= 0) {
+    const [renewed, owned] = await Promise.allSettled([this.#node.keepAlive(held.leaseId), this.#node.owns(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token)]);
+    // A loss either call proves wins over the other's failure: the lock is free for others already.
+    if ((renewed.status === 'fulfilled' && renewed.value <= 0) || (owned.status === 'fulfilled' && !owned.value)) {
       held.handle.lose('expired');
+      if (renewed.status === 'fulfilled' && renewed.value > 0) void this.#node.revoke(held.leaseId).catch(() => undefined);
       return { kind: 'not-extended', reason: 'expired' };
     }
+    for (const r of [renewed, owned]) if (r.status === 'rejected' && mustThrow(r.reason)) throw r.reason;
+    if (renewed.status === 'rejected' || owned.status === 'rejected') return { kind: 'not-extended', reason: 'no-quorum' };
     const validUntilMs = startedMs + held.ttlMs - this.#driftMarginMs(held.ttlMs);
     if (this.#clock.now() >= validUntilMs || held.handle.lost) return { kind: 'not-extended', reason: 'no-quorum' };
     held.handle.extendTo(validUntilMs);

@@ -52,6 +52,12 @@ export interface EtcdNode {
   putIfAbsent(key: Buffer, value: string, leaseId: string): Promise<PutIfAbsent>;
   /** One keep-alive round: the lease's remaining ttl in seconds, 0 or less when it is gone. */
   keepAlive(leaseId: string): Promise<number>;
+  /**
+   * One transaction that changes nothing: whether `key` is still under
+   * `leaseId` with `createRevision` (false when it was deleted, or replaced
+   * by another put: a new create revision, or another lease or none).
+   */
+  owns(key: Buffer, leaseId: string, createRevision: bigint): Promise<boolean>;
   /** One transaction: delete `key` only if it is still under `leaseId` with `createRevision`. */
   deleteIfOwned(key: Buffer, leaseId: string, createRevision: bigint): Promise<boolean>;
   /** LeaseRevoke; a lease already gone is no error. */
@@ -141,14 +147,16 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
           stream.end();
         }
       }),
+    owns: (key, leaseId, createRevision) =>
+      bounded('owns', async (call) => {
+        const r = await client.kv.txn({ compare: owned(key, leaseId, createRevision), success: [], failure: [] }, call);
+        return r.succeeded;
+      }),
     deleteIfOwned: (key, leaseId, createRevision) =>
       bounded('delete-if-owned', async (call) => {
         const r = await client.kv.txn(
           {
-            compare: [
-              { key, target: 'Create', result: 'Equal', create_revision: createRevision.toString() },
-              { key, target: 'Lease', result: 'Equal', lease: leaseId },
-            ],
+            compare: owned(key, leaseId, createRevision),
             success: [{ request_delete_range: { key } }],
           },
           call,
@@ -197,6 +205,14 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         return { kind: 'rejected', highest: storedToken(highest, `etcd key '${highestKey.toString('utf8')}'`, 'the highest token') };
       }),
   };
+}
+
+/** The key is the one our put created (its create revision) and still under our lease (an operator's put keeps the first, not the second). */
+function owned(key: Buffer, leaseId: string, createRevision: bigint): ICompare[] {
+  return [
+    { key, target: 'Create', result: 'Equal', create_revision: createRevision.toString() },
+    { key, target: 'Lease', result: 'Equal', lease: leaseId },
+  ];
 }
 
 /**

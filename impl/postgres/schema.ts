@@ -4,7 +4,15 @@
  *
  * - lockcheck_tokens: one durable, strictly increasing fencing token per
  *   resource, incremented in the same statement (and transaction) that takes
- *   the lock.
+ *   the lock. A row deleted (or the table truncated) would start again at
+ *   the base, and a row set lower would count up through tokens already
+ *   issued: either mints a token twice (FENCE-1). Triggers refuse both
+ *   (SQLSTATE 23001, naming the table), unless the session says
+ *   `SET lockcheck.reset_tokens = on`: a reset on purpose (tests, a
+ *   database whose fenced data went with it). The lock's own statements only
+ *   ever raise a token. The triggers are made with the tables, by a role
+ *   that may (the tables' owner); a role that may not skips them
+ *   (docs/postgres.md, "The lock record changed behind the holder").
  * - lockcheck_store: the fenced store, one row per resource; a write is one
  *   conditional INSERT ... ON CONFLICT DO UPDATE ... WHERE.
  */
@@ -19,6 +27,30 @@ CREATE TABLE IF NOT EXISTS lockcheck_store (
   token bigint NOT NULL CHECK (token >= 0),
   highest bigint NOT NULL CHECK (highest >= 0)
 );
+DO $lockcheck$
+BEGIN
+  IF to_regprocedure('lockcheck_tokens_kept()') IS NULL THEN
+    CREATE FUNCTION lockcheck_tokens_kept() RETURNS trigger LANGUAGE plpgsql AS $kept$
+    BEGIN
+      IF current_setting('lockcheck.reset_tokens', true) = 'on' THEN
+        RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+      END IF;
+      RAISE EXCEPTION 'lockcheck_tokens: % refused: a fencing token row never goes down or away (its tokens would be minted again); SET lockcheck.reset_tokens = on to reset on purpose', TG_OP
+        USING ERRCODE = 'restrict_violation', TABLE = 'lockcheck_tokens';
+    END
+    $kept$;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND tgname = 'lockcheck_tokens_kept') THEN
+    CREATE TRIGGER lockcheck_tokens_kept BEFORE UPDATE ON lockcheck_tokens FOR EACH ROW
+      WHEN (NEW.token < OLD.token OR NEW.resource <> OLD.resource) EXECUTE FUNCTION lockcheck_tokens_kept();
+    CREATE TRIGGER lockcheck_tokens_kept_delete BEFORE DELETE ON lockcheck_tokens FOR EACH ROW EXECUTE FUNCTION lockcheck_tokens_kept();
+    CREATE TRIGGER lockcheck_tokens_kept_truncate BEFORE TRUNCATE ON lockcheck_tokens FOR EACH STATEMENT EXECUTE FUNCTION lockcheck_tokens_kept();
+  END IF;
+EXCEPTION WHEN insufficient_privilege THEN
+  -- Not the tables' owner (another role made them): the lock works without the triggers, as before them.
+  NULL;
+END
+$lockcheck$;
 `;
 
 /**

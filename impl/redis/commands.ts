@@ -143,7 +143,7 @@ class ScriptCommand<T> extends Command {
   }
 }
 
-export const acquireScript = new LuaScript(ACQUIRE, 2);
+export const acquireScript = new LuaScript(ACQUIRE, 3);
 export const releaseScript = new LuaScript(RELEASE, 1);
 export const extendScript = new LuaScript(EXTEND, 1);
 export const raiseScript = new LuaScript(RAISE, 1);

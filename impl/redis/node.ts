@@ -4,7 +4,7 @@ import { checkMethods, checkObject, checkString, checkTokenBase, isObject } from
 import type { LeaseNode } from '../leaseNode.ts';
 import { acquireScript, extendScript, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
-import { counterKey, keysFor, lockKey } from './keys.ts';
+import { counterKey, keysFor, lockKey, mintedKey } from './keys.ts';
 import { InvalidInputError, ReplicationError } from '../errors.ts';
 import { typed } from './replyErrors.ts';
 
@@ -33,7 +33,10 @@ export function checkConnection(redis: unknown, name: string, extra: readonly st
 export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string; readonly tokenBase?: bigint; readonly replicas?: WaitForReplicas } = {}): LeaseNode {
   checkConnection(redis, 'redis');
   checkObject(options, 'redisLeaseNode options');
-  const base = checkTokenBase(options.tokenBase ?? 0n).toString();
+  const baseToken = checkTokenBase(options.tokenBase ?? 0n);
+  const base = baseToken.toString();
+  /** The first token a fresh counter mints: the script tells a counter deleted behind it by this one (ACQUIRE). */
+  const first = (baseToken + 1n).toString();
   if (options.prefix !== undefined) checkString(options.prefix, 'prefix', false);
   const keys = (resource: string) => keysFor(resource, options.prefix);
   const wanted = options.replicas;
@@ -56,7 +59,7 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
       acquire: (resource, owner, ttlMs) => {
         checkResource(resource);
         batch();
-        return acquireScript.run(redis, [lockKey(resource, prefix), counterKey(resource, prefix), owner, String(ttlMs), base], toToken, typed, resource);
+        return acquireScript.run(redis, [lockKey(resource, prefix), counterKey(resource, prefix), mintedKey(resource, prefix), owner, String(ttlMs), base, first], toToken, typed, resource);
       },
       release: (resource, owner) => {
         checkResource(resource);
@@ -77,7 +80,7 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
   return {
     async acquire(resource, owner, ttlMs) {
       const k = keys(resource);
-      const token = await acquireScript.run(redis, [k.lock, k.counter, owner, String(ttlMs), base], toToken, typed, resource);
+      const token = await acquireScript.run(redis, [k.lock, k.counter, k.minted, owner, String(ttlMs), base, first], toToken, typed, resource);
       // A denial wrote nothing: only a grant waits for the replicas.
       return token === null ? null : replicated(token);
     },

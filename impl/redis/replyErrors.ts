@@ -64,6 +64,8 @@ export function typed(e: unknown, resource: string): unknown {
   if (isPassingState(message)) return new UnavailableError(`the node cannot grant for now: ${message}`, { cause: e });
   if (/^(NOAUTH|WRONGPASS)/.test(message)) return new ConnectionConfigError('authentication', message, { cause: e });
   if (/^TOKENOVERFLOW/.test(message)) return new TokenOverflowError(resource);
+  // The counter was deleted behind lockcheck (ACQUIRE): minting would repeat issued tokens until someone restores it.
+  if (/^TOKENLOST/.test(message)) return new ServerRefusedError('schema', 'TOKENLOST', `'${resource}': ${message.slice('TOKENLOST '.length)}`, { cause: e });
   // An ACL without the scripts' commands or keys, or a script the server cannot run: no retry fixes these.
   if (/^NOPERM/.test(message)) return new ServerRefusedError('permission', 'NOPERM', message, { cause: e });
   // A key lockcheck uses holding data it did not write (a shared prefix, a hand edit): the wrong type, or a counter that is no integer.

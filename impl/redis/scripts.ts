@@ -6,12 +6,18 @@
  */
 
 /**
- * KEYS: lock, counter. ARGV: owner, ttlMs, tokenBase. Returns the new token as a digit string, or nil
- * when held. Three calls per grant (SET, INCR, GET), one per denial: the server's cost of a script
- * grows with its calls. A counter at 2^63-1 makes INCR fail: the lock just set is deleted again (a
- * script error does not undo writes), so nothing is written. A fresh counter starts at the base (INCR
- * of a missing key starts at 0, the default base). INCR's reply is a Lua number (a double): only
- * whether it failed is read, the token is read back with GET, so it never passes through a double.
+ * KEYS: lock, counter, minted. ARGV: owner, ttlMs, tokenBase, tokenBase + 1. Returns the new token as
+ * a digit string, or nil when held. Three calls per grant (SET, INCR, GET), one per denial: the
+ * server's cost of a script grows with its calls. A counter at 2^63-1 makes INCR fail: the lock just
+ * set is deleted again (a script error does not undo writes), so nothing is written. A fresh counter
+ * starts at the base (INCR of a missing key starts at 0, the default base). INCR's reply is a Lua
+ * number (a double): only whether it failed is read, the token is read back with GET, so it never
+ * passes through a double.
+ *
+ * The first token of a resource (tokenBase + 1: the counter was missing) also sets the `minted`
+ * marker (one more call, once per resource). A first token while the marker is there means the
+ * counter was deleted (or set back to the base) behind lockcheck: minting would hand out tokens
+ * already issued (FENCE-1), so the script undoes the lock and the counter and replies TOKENLOST.
  */
 export const ACQUIRE = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
@@ -22,7 +28,12 @@ if type(incremented) == 'table' then
   if string.find(incremented.err, 'overflow', 1, true) then return redis.error_reply('TOKENOVERFLOW the token counter is at 2^63-1') end
   return incremented
 end
-return redis.call('GET', KEYS[2])
+local token = redis.call('GET', KEYS[2])
+if token == ARGV[4] and not redis.call('SET', KEYS[3], '1', 'NX') then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return redis.error_reply('TOKENLOST the token counter ' .. KEYS[2] .. ' was deleted or set back to the base while ' .. KEYS[3] .. ' says tokens were issued: set the counter to at least the highest token issued, or delete both to start again on purpose')
+end
+return token
 `;
 
 /** KEYS: lock. ARGV: owner. Compare-and-delete; returns 1 if deleted. */

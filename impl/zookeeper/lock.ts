@@ -108,7 +108,9 @@ export class ZookeeperLock {
 
   /**
    * One round trip on the lease's session, which renews it for its timeout.
-   * A contender the ensemble no longer has is lost: the signal fires at once.
+   * A contender the ensemble no longer has, or one another session deleted
+   * and made again (another create zxid), is lost: the signal fires at once.
+   * (A deletion fires it before that too: the watch the grant set.)
    */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
@@ -170,7 +172,7 @@ export class ZookeeperLock {
     }
     // The ensemble may have negotiated a shorter timeout than asked: the lease is what it granted.
     const grantedMs = Math.min(ttlMs, session.timeoutMs);
-    let own: { readonly name: string; readonly czxid: bigint };
+    let own: Awaited<ReturnType<ZookeeperNode['enqueue']>>;
     // When the ensemble last heard from the session, at the latest: the lease counts from there.
     let renewedMs = startedMs;
     try {
@@ -218,6 +220,8 @@ export class ZookeeperLock {
     const handle = new LeaseHandle(resource, `${dir}/${own.name}`, own.czxid, validUntilMs, this.#clock, this.#safetyMarginMs);
     // Ended by the node's close(), the session took the contender with it: the lease is lost at once, not at its deadline.
     void session.expired.then((why) => handle.lose(why === 'closed' ? 'connection-lost' : 'expired'));
+    // Deleted by another session (an operator's delete): the lock is free for others at once, so the lease is lost at once.
+    void own.deleted?.then(() => handle.lose('expired'));
     this.#remember({ handle, session, path: `${dir}/${own.name}`, ttlMs: grantedMs });
     return { kind: 'granted', lease: handle };
   }

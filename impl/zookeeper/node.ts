@@ -47,8 +47,14 @@ export interface ZookeeperNode {
   openSession(timeoutMs: number): Promise<ZookeeperSession>;
   /** The children of `dir` (none when it does not exist). */
   contenders(session: ZookeeperSession, dir: string): Promise<string[]>;
-  /** Creates an ephemeral sequential contender under `dir` (and `dir` if missing); its name and create zxid. */
-  enqueue(session: ZookeeperSession, dir: string): Promise<{ readonly name: string; readonly czxid: bigint }>;
+  /**
+   * Creates an ephemeral sequential contender under `dir` (and `dir` if
+   * missing); its name and create zxid, and `deleted`, which resolves when
+   * the ensemble reports the contender deleted (a watch set by the request
+   * that read the create zxid: no request of its own). It never settles for
+   * a contender that goes with its session.
+   */
+  enqueue(session: ZookeeperSession, dir: string): Promise<{ readonly name: string; readonly czxid: bigint; readonly deleted?: Promise<void> }>;
   /** One round trip on the session (renewing it): the create zxid of `path`, null when it is gone. */
   touch(session: ZookeeperSession, path: string): Promise<bigint | null>;
   /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. */
@@ -222,9 +228,11 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           await mkdirs(client, dir, acl);
           path = await create();
         }
-        const stat = await call<Stat | null>((cb) => client.exists(path, cb));
+        let deletedNow!: () => void;
+        const deleted = new Promise<void>((resolve) => (deletedNow = resolve));
+        const stat = await call<Stat | null>((cb) => client.exists(path, watchDeletion(client, path, deletedNow), cb));
         if (stat === null) throw new UnavailableError('zookeeper create: the new znode vanished at once');
-        return { name: path.slice(dir.length + 1), czxid: zxid(stat.czxid) };
+        return { name: path.slice(dir.length + 1), czxid: zxid(stat.czxid), deleted };
       }),
     touch: (s, path) =>
       bounded('exists', async () => {
@@ -344,6 +352,22 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }
     },
   };
+}
+
+/**
+ * A watcher that calls `deleted` when `path` is deleted. A watch fires once:
+ * any other event on the znode (another client's setData) arms it again,
+ * with one more request; a re-arm that fails leaves the deletion to the
+ * lock's next extend.
+ */
+function watchDeletion(client: Client, path: string, deleted: () => void): (event: zookeeper.Event) => void {
+  const watcher = (event: zookeeper.Event): void => {
+    if (event.getType() === zookeeper.Event.NODE_DELETED) return deleted();
+    client.exists(path, watcher, (error, stat) => {
+      if (!error && stat === null) deleted();
+    });
+  };
+  return watcher;
 }
 
 /** A client and its first connection: `ready` once connected, or rejected (the client then ended). */

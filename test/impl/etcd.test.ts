@@ -89,7 +89,7 @@ function wrapped(node: EtcdNode, changes: Partial<EtcdNode>): EtcdNode {
 
 /** An EtcdNode whose every call fails: for what must be decided before any call. */
 const unused = (): Promise<never> => Promise.reject(new Error('not called'));
-const STUB: EtcdNode = { grant: unused, putIfAbsent: unused, keepAlive: unused, deleteIfOwned: unused, revoke: unused, get: unused, fencedWrite: unused };
+const STUB: EtcdNode = { grant: unused, putIfAbsent: unused, keepAlive: unused, owns: unused, deleteIfOwned: unused, revoke: unused, get: unused, fencedWrite: unused };
 
 describe('etcdClient and keys', () => {
   it('needs a host; a client of the hosts given makes calls on them', async () => {
@@ -386,6 +386,69 @@ describe('EtcdLock', () => {
     expect(await lock.extend({ ...second }, 2000)).toEqual({ kind: 'not-extended', reason: 'expired' });
   });
 
+  it("extend: a key deleted or replaced behind the holder's back (an operator's delete, a put without the lease, another owner's key) is expired, never extended: the signal fires and the lease is revoked", async () => {
+    const clock = new ManualClock(0);
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    const lock = new EtcdLock({ node: real, clock, prefix: p });
+    const other = new EtcdLock({ node: real, clock, prefix: p });
+    const tampered: Array<[string, (lease: Lease) => Promise<unknown>]> = [
+      ['deleted', (lease) => c.kv.deleteRange({ key: lockKey(lease.resource, p) })],
+      // etcdctl put without --lease: same create revision, the key no longer under the holder's lease (it never expires).
+      ['put over', (lease) => c.kv.put({ key: lockKey(lease.resource, p), value: Buffer.from('operator') })],
+      ['another owner', async (lease) => {
+        await c.kv.deleteRange({ key: lockKey(lease.resource, p) });
+        const theirs = granted(await other.acquire(lease.resource, { ttlMs: 5000 }));
+        expect(theirs.token).toBeGreaterThan(lease.token);
+      }],
+    ];
+    for (const [name, tamper] of tampered) {
+      const lease = granted(await lock.acquire(name, { ttlMs: 5000 }));
+      expect((await lock.extend(lease, 5000)).kind).toBe('extended');
+      const signal = lease.signal;
+      await tamper(lease);
+      // The keep-alive alone still renews the lease: etcd does not tie a lease to its keys.
+      expect(await real.keepAlive(lease.owner)).toBeGreaterThan(0);
+      expect(await lock.extend(lease, 5000), name).toEqual({ kind: 'not-extended', reason: 'expired' });
+      expect(signal.reason, name).toMatchObject({ reason: 'expired' });
+      // The lease is revoked (bounded wait: the revoke is sent without waiting for it).
+      const deadline = Date.now() + 10_000;
+      while ((await real.keepAlive(lease.owner)) > 0) if (Date.now() > deadline) throw new Error(`${name}: the lease was never revoked`);
+      // Its release throws nothing and leaves whatever key is there now.
+      const before = await createRevision(lockKey(name, p));
+      await lock.release(lease);
+      expect(await createRevision(lockKey(name, p))).toBe(before);
+    }
+  });
+
+  it('extend: a loss either call proves wins over the other\'s failure; a failed check beside a renewed lease is no-quorum', async () => {
+    const clock = new ManualClock(0);
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    let failing: 'keepAlive' | 'owns' | null = null;
+    const node = wrapped(real, {
+      keepAlive: (id) => (failing === 'keepAlive' ? Promise.reject(new UnavailableError('down')) : real.keepAlive(id)),
+      owns: (...args) => (failing === 'owns' ? Promise.reject(new UnavailableError('down')) : real.owns(...args)),
+    });
+    const lock = new EtcdLock({ node, clock, prefix: p });
+    const lease = granted(await lock.acquire('r', { ttlMs: 5000 }));
+    failing = 'owns';
+    expect(await lock.extend(lease, 5000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    expect(lease.signal.aborted).toBe(false);
+    failing = 'keepAlive';
+    expect(await lock.extend(lease, 5000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+    await c.kv.deleteRange({ key: lockKey('r', p) });
+    expect(await lock.extend(lease, 5000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(lease.signal.reason).toMatchObject({ reason: 'expired' });
+    // The other way round: the keep-alive finds the lease gone while the check fails.
+    failing = null;
+    const second = granted(await lock.acquire('s', { ttlMs: 5000 }));
+    await c.leaseClient.leaseRevoke({ ID: second.owner });
+    failing = 'owns';
+    expect(await lock.extend(second, 5000)).toEqual({ kind: 'not-extended', reason: 'expired' });
+    expect(second.signal.reason).toMatchObject({ reason: 'expired' });
+  });
+
   it('extend: a refused keep-alive is thrown, not no-quorum, and the lease stays valid; release swallows refusals as any failure', async () => {
     const clock = new ManualClock(0);
     const real = etcd3Node(c, { clock });
@@ -430,7 +493,8 @@ describe('EtcdLock', () => {
 
   it('an extension that lands exactly at the new deadline is no-quorum', async () => {
     const clock = new ManualClock(0);
-    const real = etcd3Node(c, { clock });
+    // The ownership check beside the keep-alive must not time out on the clock the keep-alive's reply moves.
+    const real = etcd3Node(c, { clock, requestTimeoutMs: 10_000 });
     let advance = 0;
     const node = wrapped(real, { keepAlive: async (id) => ((await real.keepAlive(id)) + (clock.advance(advance), 0)) });
     const lock = new EtcdLock({ node, clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 0 });

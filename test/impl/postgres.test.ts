@@ -26,6 +26,8 @@ beforeAll(async () => {
   admin = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
   await admin.connect();
   await ensureSchema(admin);
+  // Each test starts from empty tables: a reset on purpose (the triggers refuse it otherwise).
+  await admin.query('SET lockcheck.reset_tokens = on');
 });
 afterAll(async () => {
   await admin?.end().catch(() => undefined);
@@ -260,6 +262,54 @@ describe('schema and keys', () => {
     await ensureSchema({ query: (sql) => (sent.push(sql), races-- > 0 ? Promise.reject(Object.assign(new Error('type "lockcheck_tokens" already exists'), { code: '42710' })) : Promise.resolve()) });
     expect(sent).toEqual([SCHEMA, SCHEMA]);
     await expect(ensureSchema({ query: () => Promise.reject(Object.assign(new Error('other'), { code: '42501' })) })).rejects.toThrow('other');
+  });
+});
+
+describe('the token rows never go down or away (FENCE-1 against a hand edit)', () => {
+  /** An operator's session: no lockcheck.reset_tokens. */
+  async function operator(): Promise<pg.Client> {
+    const c = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await c.connect();
+    return c;
+  }
+
+  it('a DELETE, a TRUNCATE, an UPDATE lowering or renaming a row are refused (23001, naming the table); the next grant is above every earlier token', async () => {
+    const a = session();
+    const first = granted(await a.acquire('r'));
+    await a.release(first);
+    const op = await operator();
+    try {
+      for (const sql of ["DELETE FROM lockcheck_tokens WHERE resource = 'r'", 'TRUNCATE lockcheck_tokens', "UPDATE lockcheck_tokens SET token = 0 WHERE resource = 'r'", "UPDATE lockcheck_tokens SET resource = 'moved' WHERE resource = 'r'"]) {
+        await expect(op.query(sql), sql).rejects.toMatchObject({ code: '23001', table: 'lockcheck_tokens', message: expect.stringContaining('a fencing token row never goes down or away') });
+      }
+      // Raising (or leaving it as it is) is no repeat.
+      await op.query("UPDATE lockcheck_tokens SET token = token WHERE resource = 'r'");
+      await op.query("UPDATE lockcheck_tokens SET token = 10 WHERE resource = 'r'");
+    } finally {
+      await op.end();
+    }
+    const next = granted(await a.acquire('r'));
+    expect(next.token).toBe(11n);
+    await a.release(next);
+    // A reset on purpose.
+    await admin.query("DELETE FROM lockcheck_tokens WHERE resource = 'r'");
+    expect((await admin.query('SELECT count(*)::int AS n FROM lockcheck_tokens')).rows[0]).toEqual({ n: 0 });
+  });
+
+  it('a role that may not make the triggers (not the tables\' owner, no TRIGGER privilege) still makes its schema: the triggers are skipped', async () => {
+    await admin.query('DROP TRIGGER lockcheck_tokens_kept ON lockcheck_tokens; DROP TRIGGER lockcheck_tokens_kept_delete ON lockcheck_tokens; DROP TRIGGER lockcheck_tokens_kept_truncate ON lockcheck_tokens');
+    const other = await operator();
+    try {
+      await admin.query("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'lockcheck_not_owner') THEN CREATE ROLE lockcheck_not_owner; END IF; END $$");
+      await admin.query('GRANT USAGE, CREATE ON SCHEMA public TO lockcheck_not_owner; GRANT SELECT, INSERT, UPDATE ON lockcheck_tokens, lockcheck_store TO lockcheck_not_owner');
+      await other.query('SET ROLE lockcheck_not_owner');
+      await ensureSchema(other);
+      expect((await other.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND NOT tgisinternal")).rows[0]).toEqual({ n: 0 });
+    } finally {
+      await other.end();
+      await ensureSchema(admin);
+    }
+    expect((await admin.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND NOT tgisinternal")).rows[0]).toEqual({ n: 3 });
   });
 });
 
@@ -743,6 +793,8 @@ describe('PostgresTransactionLock', () => {
     while ((!signal.aborted || lostCalls < 1) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(signal.reason).toMatchObject({ reason: 'connection-lost' });
     expect(a.leaseFor('r')).toBeUndefined();
+    // Nothing more runs in the ended transaction: queryable no longer knows the lease.
+    expect(() => a.queryable(l)).toThrow(expect.objectContaining({ code: 'precondition', message: "precondition: no open transaction for 'r'" }));
     expect(lostCalls).toBe(1);
     expect(a.backendPids).toHaveLength(0);
     expect(granted(await a.acquire('r')).token).toBe(2n);

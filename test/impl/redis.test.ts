@@ -8,6 +8,7 @@ import { acquireScript, LuaScript } from '../../impl/redis/commands.ts';
 import { ACQUIRE } from '../../impl/redis/scripts.ts';
 import { ManualClock, sharedRedis } from './servers.ts';
 import { RedisServer } from '../../conformance/env/redisServer.ts';
+import { LeaseLock } from '../../impl/leaseLock.ts';
 
 /**
  * impl/redis against one real redis-server (flushed before each test): the
@@ -45,8 +46,8 @@ async function thrown(p: Promise<unknown>): Promise<unknown> {
 
 describe('keysFor', () => {
   it('names the lock, counter and cell under the prefix', () => {
-    expect(keysFor('a/b')).toEqual({ lock: 'lockcheck:lock:a/b', counter: 'lockcheck:token:a/b', cell: 'lockcheck:store:a/b' });
-    expect(keysFor('r', 'app')).toEqual({ lock: 'app:lock:r', counter: 'app:token:r', cell: 'app:store:r' });
+    expect(keysFor('a/b')).toEqual({ lock: 'lockcheck:lock:a/b', counter: 'lockcheck:token:a/b', minted: 'lockcheck:minted:a/b', cell: 'lockcheck:store:a/b' });
+    expect(keysFor('r', 'app')).toEqual({ lock: 'app:lock:r', counter: 'app:token:r', minted: 'app:minted:r', cell: 'app:store:r' });
     expect(() => keysFor('')).toThrow(InvalidInputError);
   });
 });
@@ -86,7 +87,7 @@ describe('redisLeaseNode', () => {
     }
     expect(tokens).toEqual([2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n]);
     // The script's own reply, small tokens included: digits, never an integer reply (a Lua double, a JS number).
-    expect(await redis.eval(ACQUIRE, 2, 'lockcheck:lock:raw', 'lockcheck:token:raw', 'o', '1000', '0')).toBe('1');
+    expect(await redis.eval(ACQUIRE, 3, 'lockcheck:lock:raw', 'lockcheck:token:raw', 'lockcheck:minted:raw', 'o', '1000', '0', '1')).toBe('1');
     await redis.set('lockcheck:token:junk', 'x');
     // A counter holding what lockcheck did not write is a schema refusal (no retry fixes it), and nothing stays held.
     await expect(node.acquire('junk', 'o', 1000)).rejects.toThrow(expect.objectContaining({ name: 'ServerRefusedError', code: 'schema', serverCode: 'ERR', message: expect.stringMatching(/not an integer/) as string }));
@@ -120,6 +121,56 @@ describe('redisLeaseNode', () => {
     expect(await redis.get('lockcheck:token:r')).toBe('100');
     expect(await node.acquire('r', 'o', 1000)).toBe(101n);
     await expect(node.raiseToken('r', -1n)).rejects.toThrow(InvalidInputError);
+  });
+
+  it("a counter deleted, or set back to the base, behind lockcheck is ServerRefusedError('schema', 'TOKENLOST') naming it, never a token issued again; nothing is held; setting it to the highest issued restores the lock", async () => {
+    for (const base of [0n, 41n]) {
+      const prefix = `p${base}`;
+      const node = redisLeaseNode(redis, { tokenBase: base, prefix });
+      const counter = `${prefix}:token:r`;
+      expect(await node.acquire('r', 'o1', 60_000)).toBe(base + 1n);
+      expect(await redis.get(`${prefix}:minted:r`)).toBe('1');
+      await node.release('r', 'o1');
+      expect(await node.acquire('r', 'o2', 60_000)).toBe(base + 2n);
+      await node.release('r', 'o2');
+      for (const tamper of [() => redis.del(counter), () => redis.set(counter, base.toString())]) {
+        await tamper();
+        for (let i = 0; i < 2; i++) {
+          const e = await thrown(node.acquire('r', 'o3', 60_000));
+          expect(e, `base ${base}`).toMatchObject({ name: 'ServerRefusedError', code: 'schema', serverCode: 'TOKENLOST' });
+          expect((e as Error).message).toContain(`'r': the token counter ${counter} was deleted or set back to the base`);
+          expect(await redis.exists(`${prefix}:lock:r`)).toBe(0);
+          expect(await redis.exists(counter)).toBe(0);
+        }
+      }
+      // The operator puts the counter back at (or above) the highest token issued: tokens go on from there.
+      await redis.set(counter, (base + 2n).toString());
+      expect(await node.acquire('r', 'o4', 60_000)).toBe(base + 3n);
+    }
+    // The lock throws it (one node: no quorum can grant without it).
+    const lock = createRedisLock({ nodes: [redis], clock: new ManualClock() });
+    const first = await lock.acquire('s', { ttlMs: 1000 });
+    if (first.kind !== 'granted') throw new Error(first.kind);
+    await lock.release(first.lease);
+    await redis.del('lockcheck:token:s');
+    await expect(lock.acquire('s', { ttlMs: 1000, retries: 3 })).rejects.toMatchObject({ name: 'ServerRefusedError', serverCode: 'TOKENLOST' });
+  });
+
+  it('Redlock: a node whose counter was deleted refuses, the quorum grants above every earlier token and restores that counter in the background', async () => {
+    const nodes = ['n0', 'n1', 'n2'].map((prefix) => redisLeaseNode(redis, { prefix }));
+    const lock = new LeaseLock({ nodes, clock: new ManualClock() });
+    const tokens: bigint[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await lock.acquire('r', { ttlMs: 10_000 });
+      if (r.kind !== 'granted') throw new Error(r.kind);
+      tokens.push(r.lease.token);
+      await lock.release(r.lease);
+      await lock.settled();
+      if (i === 0) await redis.del('n1:token:r');
+    }
+    expect(tokens).toEqual([1n, 2n, 3n]);
+    // n1 refused the second grant and was raised to its token; it granted the third.
+    expect(await Promise.all(['n0', 'n1', 'n2'].map((p) => redis.get(`${p}:token:r`)))).toEqual(['3', '3', '3']);
   });
 
   it('a counter at 2^63-1 is a TokenOverflowError naming the resource, and the lock is not set', async () => {
@@ -309,6 +360,34 @@ describe('createRedisLock', () => {
     expect(await redis.exists('q:lock:r')).toBe(0);
   });
 
+  it("a lock key deleted or replaced behind the holder's back (DEL, SET to another owner, on one node or a Redlock quorum) is never extended; the release leaves the other owner's key", async () => {
+    const clock = new ManualClock();
+    const single = createRedisLock({ nodes: [redis], clock });
+    const redlock = new LeaseLock({ nodes: ['n0', 'n1', 'n2'].map((prefix) => redisLeaseNode(redis, { prefix })), clock });
+    const tamperings: Array<[string, (key: string) => Promise<unknown>]> = [
+      ['DEL', (key) => redis.del(key)],
+      ['SET to another owner', (key) => redis.set(key, 'someone-else', 'PX', 60_000)],
+    ];
+    for (const [name, tamper] of tamperings) {
+      for (const [lock, keys] of [
+        [single, ['lockcheck:lock:r']],
+        // Two of three: no quorum is ours any more (one node's key alone still is a quorum's worth of nothing).
+        [redlock, ['n0:lock:r', 'n1:lock:r']],
+      ] as const) {
+        const r = await lock.acquire('r', { ttlMs: 10_000 });
+        if (r.kind !== 'granted') throw new Error(`expected a grant, got ${r.kind}`);
+        expect((await lock.extend(r.lease, 10_000)).kind).toBe('extended');
+        for (const key of keys) await tamper(key);
+        expect(await lock.extend(r.lease, 10_000), `${name}, ${keys.length} keys`).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+        const before = await Promise.all(keys.map((key) => redis.get(key)));
+        await lock.release(r.lease);
+        await lock.settled();
+        expect(await Promise.all(keys.map((key) => redis.get(key))), name).toEqual(before);
+        for (const key of keys) await redis.del(key);
+      }
+    }
+  });
+
   it('passes replicas on: without a replica every grant is a vote against', async () => {
     const lock = createRedisLock({ nodes: [redis], clock: new ManualClock(), replicas: { count: 1, timeoutMs: 1 } });
     expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
@@ -470,7 +549,7 @@ describe('LuaScript', () => {
       const node = redisLeaseNode(c);
       expect(await node.acquire('r', 'o', 60_000)).toBe(1n);
       expect(await node.release('r', 'o')).toBe(true);
-      expect(keys).toEqual([['kp:lockcheck:lock:r', 'kp:lockcheck:token:r'], ['kp:lockcheck:lock:r']]);
+      expect(keys).toEqual([['kp:lockcheck:lock:r', 'kp:lockcheck:token:r', 'kp:lockcheck:minted:r'], ['kp:lockcheck:lock:r']]);
       expect(await redis.get('kp:lockcheck:token:r')).toBe('1');
     } finally {
       c.disconnect();

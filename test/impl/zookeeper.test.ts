@@ -8,6 +8,7 @@ import { zxid } from '../../impl/zookeeper/node.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
+import type { Exception } from 'node-zookeeper-client';
 import { TcpProxy } from '../../conformance/env/proxy.ts';
 import { ManualClock, sharedZookeeper } from './servers.ts';
 
@@ -472,6 +473,48 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     const foreign = granted(await new ZookeeperLock({ node: real, clock, root: r }).acquire('ext-foreign', { ttlMs: 30_001 }));
     expect(await lock.extend(foreign, 30_001)).toEqual({ kind: 'not-extended', reason: 'expired' });
     await lock.release(stale);
+  });
+
+  it("a contender deleted by another session (an operator's delete), or replaced by a znode of the same name, fires the signal at the deletion (the grant's watch) and is expired at the next extend; the release leaves the other's znode", async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const watching = new ZookeeperLock({ node: real, clock, root: r });
+    // Without the grant's watch: what extend alone sees.
+    const unwatched: ZookeeperNode = { ...real, enqueue: async (session, dir) => ({ ...(await real.enqueue(session, dir)), deleted: undefined }) };
+    const blind = new ZookeeperLock({ node: unwatched, clock, root: r });
+    const raw = zookeeper.createClient(server().connectString, { retries: 0 });
+    for (const a of server().auth) raw.addAuthInfo(a.scheme, Buffer.from(a.credentials));
+    const done = <T>(work: (cb: (e: Error | Exception | null, v?: T) => void) => void): Promise<T | undefined> =>
+      new Promise((resolve, reject) => work((e, v) => (e ? reject(e) : resolve(v))));
+    try {
+      await new Promise<void>((resolve) => {
+        raw.once('connected', () => resolve());
+        raw.connect();
+      });
+      const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, new zookeeper.Id('auth', ''))];
+      for (const [lock, replaced] of [[watching, false], [watching, true], [blind, false], [blind, true]] as const) {
+        const resource = `${lock === watching ? 'watched' : 'blind'}-${replaced ? 'replaced' : 'deleted'}`;
+        const lease = granted(await lock.acquire(resource, { ttlMs: 30_000 }));
+        expect((await lock.extend(lease, 30_000)).kind).toBe('extended');
+        const signal = lease.signal;
+        // Another client's setData first uses up the one-shot watch: it is armed again, and the deletion still fires it.
+        if (!replaced) await done((cb) => raw.setData(lease.owner, Buffer.from('edited'), -1, cb));
+        await done((cb) => raw.remove(lease.owner, -1, cb));
+        if (replaced) await done<string>((cb) => raw.create(lease.owner, Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
+        // No extend yet, no clock moved: the watch the grant set fires the signal (bounded wait for the event).
+        if (lock === watching) await until(() => Promise.resolve(signal.aborted), `${resource}: the signal fires at the deletion`);
+        else expect(signal.aborted, resource).toBe(false);
+        expect(await lock.extend(lease, 30_000), resource).toEqual({ kind: 'not-extended', reason: 'expired' });
+        expect(signal.reason, resource).toMatchObject({ reason: 'expired' });
+        await lock.release(lease);
+        // The other's znode stays: the release deletes only a contender with our create zxid.
+        expect(await done<unknown>((cb) => raw.exists(lease.owner, cb)).then((stat) => stat !== null), resource).toBe(replaced);
+        if (replaced) await done((cb) => raw.remove(lease.owner, -1, cb));
+      }
+    } finally {
+      raw.close();
+    }
   });
 
   it('release never throws for ZooKeeper failures and still closes the session', async () => {
