@@ -76,9 +76,12 @@ RETURNING token::text
  * SQLSTATEs of a concurrent CREATE TABLE IF NOT EXISTS that won the race on
  * the same table: unique_violation (23505, on the catalog), duplicate_table
  * (42P07) and duplicate_object (42710, the table's row type: seen when many
- * sessions of one process made the schema of a fresh database at once).
+ * sessions of one process made the schema of a fresh database at once; also
+ * a trigger made twice), and duplicate_function (42723: the token rows'
+ * trigger function, made by another session between our check and our
+ * CREATE FUNCTION).
  */
-const CREATE_RACE = new Set(['23505', '42P07', '42710']);
+const CREATE_RACE = new Set(['23505', '42P07', '42710', '42723']);
 /** How many times the schema is sent again after a lost race (each loss means another session just made a table). */
 const CREATE_ATTEMPTS = 3;
 

@@ -255,7 +255,7 @@ describe('schema and keys', () => {
     await expect(admin.query("INSERT INTO lockcheck_store VALUES ('neg', 'v', 1, -1)")).rejects.toMatchObject({ code: '23514' });
     await expect(admin.query("INSERT INTO lockcheck_store VALUES ('neg', 'v', -1, 1)")).rejects.toMatchObject({ code: '23514' });
     expect(SCHEMA).toContain('CREATE TABLE IF NOT EXISTS lockcheck_tokens');
-    for (const code of ['23505', '42P07', '42710']) await ensureSchema({ query: () => Promise.reject(Object.assign(new Error(code), { code })) });
+    for (const code of ['23505', '42P07', '42710', '42723']) await ensureSchema({ query: () => Promise.reject(Object.assign(new Error(code), { code })) });
     // A lost race stops the multi-statement schema at that table: it is sent again, so the tables after it are made too.
     const sent: string[] = [];
     let races = 1;
@@ -263,6 +263,27 @@ describe('schema and keys', () => {
     expect(sent).toEqual([SCHEMA, SCHEMA]);
     await expect(ensureSchema({ query: () => Promise.reject(Object.assign(new Error('other'), { code: '42501' })) })).rejects.toThrow('other');
   });
+});
+
+it('ensureSchema from many sessions at once on fresh databases: every one succeeds, the tables and the three triggers made once', async () => {
+  // The races are real: tables, row types, the trigger function and the triggers made by six sessions at the same moment.
+  for (let round = 0; round < 3; round++) {
+    const db = `lockcheck_schema_race_${round}`;
+    await admin.query(`DROP DATABASE IF EXISTS ${db}`);
+    await admin.query(`CREATE DATABASE ${db}`);
+    const clients = Array.from({ length: 6 }, () => new pg.Client({ ...server(), database: db, connectionTimeoutMillis: 5_000, query_timeout: 20_000 }));
+    try {
+      await Promise.all(clients.map((c) => c.connect()));
+      await Promise.all(clients.map((c) => ensureSchema(c)));
+      const triggers = await clients[0]!.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND NOT tgisinternal");
+      expect(triggers.rows[0]).toEqual({ n: 3 });
+      await clients[0]!.query("INSERT INTO lockcheck_tokens VALUES ('r', 1)");
+      await expect(clients[1]!.query("DELETE FROM lockcheck_tokens WHERE resource = 'r'")).rejects.toMatchObject({ code: '23001' });
+    } finally {
+      await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+      await admin.query(`DROP DATABASE IF EXISTS ${db}`);
+    }
+  }
 });
 
 describe('the token rows never go down or away (FENCE-1 against a hand edit)', () => {
