@@ -6,7 +6,7 @@ import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
 import { leaseMargins } from './leaseMargins.ts';
-import { checkClock, checkLease, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, shown } from './options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, knownOptions, shown } from './options.ts';
 import { Background, Deadlines, Round, Turn, type RoundContext, type Tally, type Vote } from './round.ts';
 
 /** What a lock calls on each of its nodes. */
@@ -69,6 +69,11 @@ export interface AcquireOptions {
   readonly retryJitterMs?: number;
 }
 
+const checkLockKeys = knownOptions('LeaseLock options', ['nodes', 'clock', 'driftFactor', 'clockMarginMs', 'requestTimeoutMs', 'random', 'safetyMarginMs']);
+/** The acquire options every lease lock takes (etcd's too); a backend with more adds its own. */
+export const ACQUIRE_OPTIONS = ['ttlMs', 'retries', 'retryDelayMs', 'retryJitterMs'] as const;
+const checkAcquireKeys = knownOptions('acquire options', ACQUIRE_OPTIONS);
+
 /** Owner values must not collide across clients: draw them from the OS's generator. */
 function cryptoRandom(): number {
   return globalThis.crypto.getRandomValues(new Uint32Array(1))[0]! / 2 ** 32;
@@ -94,6 +99,7 @@ export class LeaseLock {
 
   constructor(options: LeaseLockOptions) {
     checkObject(options, 'LeaseLock options');
+    checkLockKeys(options);
     const nodes: unknown = options.nodes;
     if (!Array.isArray(nodes) || nodes.length < 1 || nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${Array.isArray(nodes) ? nodes.length : shown(nodes)}`);
     nodes.forEach((node, i) => checkMethods(node, `nodes[${i}]`, 'a LeaseNode', NODE_METHODS));
@@ -125,6 +131,7 @@ export class LeaseLock {
     try {
       checkResource(resource);
       checkObject(options, 'acquire options');
+      checkAcquireKeys(options);
       ttlMs = checkTtl(options.ttlMs);
       retries = options.retries ?? 0;
       if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);

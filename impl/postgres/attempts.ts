@@ -6,7 +6,7 @@ import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, wit
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
-import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase } from '../options.ts';
+import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase, knownOptions } from '../options.ts';
 
 /** What both PostgreSQL locks take from their options, checked once (InvalidInputError otherwise). */
 export interface LockSettings {
@@ -139,8 +139,14 @@ function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, state
   });
 }
 
+/** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, passed through unchecked). */
+const LOCK_OPTIONS = ['connection', 'clock', 'tokenBase', 'statementTimeoutMs', 'link', 'onConnectionLost'];
+/** ttlMs is known so that it is refused as what it is: a session or transaction lock has none. */
+const checkAcquireKeys = knownOptions('acquire options', ['retries', 'retryDelayMs', 'ttlMs']);
+
 export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lock options'): LockSettings {
   checkObject(options, what);
+  knownOptions(what, LOCK_OPTIONS)(options);
   checkObject(options.connection, 'connection', 'a node-postgres ClientConfig object');
   const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.statementTimeoutMs ?? 5000, 'statementTimeoutMs');
@@ -183,6 +189,7 @@ export async function acquireWithRetries(
 ): Promise<AcquireResult> {
   checkResource(resource);
   checkObject(options, 'acquire options');
+  checkAcquireKeys(options);
   if (state.closed) throw new InvalidInputError('precondition', 'the lock was closed');
   if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
   const retries = options.retries ?? 0;

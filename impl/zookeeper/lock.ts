@@ -5,9 +5,9 @@ import { sleep } from '../clock.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
-import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
+import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { checkRoot, lockDir, sequenceOf } from './paths.ts';
-import { checkClock, checkLease, checkMethods, checkObject } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
 /**
@@ -49,6 +49,9 @@ export interface ZookeeperAcquireOptions extends AcquireOptions {
   readonly waitMs?: number;
 }
 
+const checkLockKeys = knownOptions('ZookeeperLock options', ['node', 'clock', 'driftFactor', 'clockMarginMs', 'safetyMarginMs', 'root']);
+const checkAcquireKeys = knownOptions('acquire options', [...ACQUIRE_OPTIONS, 'waitMs']);
+
 interface Held {
   readonly handle: LeaseHandle;
   readonly session: ZookeeperSession;
@@ -74,6 +77,7 @@ export class ZookeeperLock {
 
   constructor(options: ZookeeperLockOptions) {
     checkObject(options, 'ZookeeperLock options');
+    checkLockKeys(options);
     this.#node = checkMethods(options.node, 'node', 'a ZookeeperNode', LOCK_CALLS);
     this.#clock = checkClock(options.clock);
     const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
@@ -92,6 +96,7 @@ export class ZookeeperLock {
   async acquire(resource: string, options: ZookeeperAcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
     checkObject(options, 'acquire options');
+    checkAcquireKeys(options);
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
