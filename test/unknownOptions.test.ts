@@ -153,7 +153,7 @@ describe('a typo gets the nearest known key as a suggestion', () => {
 
   it('suggests nothing for a key near none of them', async () => {
     const e = await refusal(() => lock.acquire('r', { ttlMs: 5000, colour: 'red' } as never));
-    expect((e as Error).message).toBe('invalid-config: acquire options: unknown option "colour"; known: ttlMs, retries, retryDelayMs, retryJitterMs');
+    expect((e as Error).message).toBe('invalid-config: acquire options: unknown option "colour"; known: ttlMs, retries, retryDelayMs, retryJitterMs, signal');
   });
 
   it.for([

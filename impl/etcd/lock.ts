@@ -3,6 +3,7 @@ import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
 import { sleep } from '../clock.ts';
+import { abortReason, checkSignal, settleAborted } from '../abort.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
@@ -96,11 +97,14 @@ export class EtcdLock {
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
     const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
     const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+    const signal = checkSignal(options.signal);
+    if (signal?.aborted) throw abortReason(signal);
     for (let attempt = 0; ; attempt++) {
-      const result = await this.#attempt(resource, ttlMs);
+      // An attempt in flight when the signal fires finishes (its calls are bounded); a grant it brings is released.
+      const result = await settleAborted(await this.#attempt(resource, ttlMs), signal, (lease) => this.release(lease));
       if (result.kind !== 'denied' || attempt >= retries) return result;
       const jitter = Math.floor(Math.random() * (retryJitterMs + 1));
-      await sleep(this.#clock, retryDelayMs + jitter);
+      await sleep(this.#clock, retryDelayMs + jitter, signal);
     }
   }
 

@@ -82,7 +82,7 @@ export class PostgresTransactionLock {
 
   /** Takes the lock without waiting, mints its durable token and opens its transaction, in one round trip (see HAND_OVER). */
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
+    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r), (lease) => this.release(lease));
   }
 
 
