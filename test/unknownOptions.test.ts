@@ -12,7 +12,7 @@ import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zook
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import { checkConformance, runLockstep, scheduleArb, simLeaseBackend } from '../conformance/index.ts';
 import { conformanceSuite } from '../conformance/suite.ts';
-import { PostgresServer, postgresLibraryBackend, RedisServer, redisLibraryBackend, startRedisCluster, startRedisRun, VirtualTime } from '../conformance/kit.ts';
+import { PostgresServer, postgresLibraryBackend, realPostgresBackend, realRedisBackend, RedisServer, redisLibraryBackend, startRedisCluster, startRedisRun, VirtualTime } from '../conformance/kit.ts';
 import { checkHistory } from '../conformance/history/index.ts';
 import { designs } from '../model/index.ts';
 
@@ -90,6 +90,8 @@ const CASES: readonly Case[] = [
   ['simLeaseBackend parts', (x) => simLeaseBackend(designs.redisSingle(), 'strict', { ...x }), 'parts'],
   ['startRedisCluster', (x) => startRedisCluster({ nodes: 1, persistence: 'none', ...x }), 'startRedisCluster options'],
   ['startRedisRun', (x) => startRedisRun({} as never, designs.redisSingle(), { clients: 1, ...x }), 'startRedisRun options'],
+  ['realRedisBackend', (x) => realRedisBackend({ nodes: [{}], persistence: 'unknown', local: { servers: [], clockFiles: [] } } as never, designs.redisSingle(), 'strict', { name: 'r', ...x }), 'realRedisBackend options'],
+  ['realPostgresBackend', (x) => realPostgresBackend({} as never, designs.pgSession(), 'strict', { name: 'p', ...x }), 'realPostgresBackend options'],
   ['RedisServer.start', (x) => RedisServer.start({ persistence: 'none', ...x }), 'RedisServer options'],
   ['PostgresServer.start', (x) => PostgresServer.start({ parentDir: '/dev/shm', ...x }), 'PostgresServer options'],
   ['VirtualTime', (x) => new VirtualTime({ onTick: () => undefined, ...x }), 'VirtualTime options'],

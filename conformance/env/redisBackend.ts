@@ -88,6 +88,7 @@ const EPOCH_MS = Date.UTC(2030, 0, 1);
 
 const checkClusterKeys = knownOptions('startRedisCluster options', ['nodes', 'persistence', 'commandTimeoutMs']);
 const checkRunKeys = knownOptions('startRedisRun options', ['clients', 'lockKey']);
+const checkBackendKeys = knownOptions('realRedisBackend options', ['name', 'node']);
 
 export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always'; readonly commandTimeoutMs?: number }): Promise<RedisCluster> {
   checkObject(options, 'startRedisCluster options');
@@ -149,6 +150,7 @@ export function realRedisBackend(
   store: StorePolicy,
   options: { readonly name?: string; readonly node?: RedisNodeFactory } = {},
 ): BackendUnderTest {
+  checkBackendKeys(checkObject(options, 'realRedisBackend options'));
   if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`realRedisBackend runs Redis designs, not ${design.kind}`);
   if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
   if (cluster.local === undefined && clockMarginMs(design) < USER_SERVER_CLOCK_MARGIN_MS) {
