@@ -33,7 +33,9 @@ const ADAPTER_OPTIONS = { redis: ['name', 'design', 'contract', 'options', 'capa
 const checkAdapterKeys = { redis: knownOptions('adapter', ADAPTER_OPTIONS.redis), pg: knownOptions('adapter', ADAPTER_OPTIONS.pg) } as const;
 /** The CLI hands one choice ({ redis?, pg? }) to every adapter module: each kind takes the other's URL too (and ignores it). */
 const checkChoiceKeys = { redis: knownOptions('the server choice', ['redis', 'pg', 'cluster']), pg: knownOptions('the server choice', ['pg', 'redis', 'target']) } as const;
-const checkContractKeys = knownOptions('adapter.contract', ['deadline', 'clientTimeout', 'refreshTtl', 'failedExtend', 'denialReasons', 'tokens', 'validatesInput', 'driftMargin']);
+/** The keys of a LibraryContract. */
+export const CONTRACT_OPTIONS = ['deadline', 'clientTimeout', 'refreshTtl', 'failedExtend', 'denialReasons', 'tokens', 'validatesInput', 'driftMargin'];
+const checkContractKeys = knownOptions('adapter.contract', CONTRACT_OPTIONS);
 const checkCapabilityKeys = { redis: knownOptions('adapter.capabilities', ['reentrant', 'ttl', 'tokens']), pg: knownOptions('adapter.capabilities', ['reentrant', 'tokens']) } as const;
 
 /** What checkConformance and conformanceSuite both take; `what` names the options object. */

@@ -10,7 +10,7 @@ import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis
 import { openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock } from '../impl/postgres/index.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
-import { checkConformance, runLockstep, scheduleArb, simLeaseBackend } from '../conformance/index.ts';
+import { AdapterApiError, checkConformance, runLockstep, scheduleArb, simLeaseBackend } from '../conformance/index.ts';
 import { conformanceSuite } from '../conformance/suite.ts';
 import { PostgresServer, postgresLibraryBackend, realPostgresBackend, realRedisBackend, RedisServer, redisLibraryBackend, startRedisCluster, startRedisRun, VirtualTime } from '../conformance/kit.ts';
 import { checkHistory } from '../conformance/history/index.ts';
@@ -131,6 +131,17 @@ describe('every public options object refuses a key it does not know', () => {
   it('accepts a known key whose value is undefined (the default)', async () => {
     expect(new LeaseLock({ nodes: [node], clock: systemClock, requestTimeoutMs: undefined } as never).quorum).toBe(1);
     expect(await new LeaseLock({ nodes: [node], clock: systemClock }).acquire('r', { ttlMs: 100, retries: undefined } as never)).toEqual({ kind: 'denied', reason: 'held' });
+  });
+});
+
+describe("a backend's declarations (capabilities, contract) are refused with a key they do not take", () => {
+  it.for([
+    ['conformanceSuite, capabilities', () => conformanceSuite({ ...sim, capabilities: { ...sim.capabilities, sessionbound: true } as never }), 'capabilities: unknown option "sessionbound" (did you mean sessionBound?)'],
+    ['checkConformance, contract', () => checkConformance({ ...sim, contract: { clientTimeOut: false } as never }, { runs: 1 }), 'contract: unknown option "clientTimeOut" (did you mean clientTimeout?)'],
+  ] as const)('%s', async ([, call, says]) => {
+    const e = await refusal(call);
+    expect(e).toBeInstanceOf(AdapterApiError);
+    expect((e as Error).message).toBe(`${sim.name}: ${says}; known: ${says.startsWith('capabilities') ? 'store, ttl, sessionBound, reentrant, tokens, expiryToleranceMs, ttlGrainMs, tokensComparedBy' : 'deadline, clientTimeout, refreshTtl, failedExtend, denialReasons, tokens, validatesInput, driftMargin'}`);
   });
 });
 
