@@ -1,5 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import type { Etcd3 } from 'etcd3';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock, type MonotonicClock } from '../impl/clock.ts';
@@ -332,5 +333,86 @@ describe('using() passes the signal to the lock', () => {
     );
     expect((e as DOMException).name).toBe('AbortError');
     expect(called).toBe(false);
+  });
+});
+
+describe('postgres transaction: withLock with a signal', () => {
+  /** Advisory locks some backend is waiting for, read on a connection of its own. */
+  async function waiters(): Promise<number> {
+    const c = new pg.Client(postgresServer());
+    await c.connect();
+    try {
+      return (await c.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]!.n;
+    } finally {
+      await c.end();
+    }
+  }
+  /** Polls the server until `check` holds, for 10 s at most. */
+  async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!(await check())) if (Date.now() > deadline) throw new Error(`never: ${what}`);
+  }
+  function waitingLock(h: Hooks): PostgresTransactionLock {
+    const lock = new PostgresTransactionLock({
+      connection: postgresServer(),
+      statementTimeoutMs: 60_000,
+      link: (roundTrip) => {
+        h.calls++;
+        return roundTrip();
+      },
+    });
+    closers.push(() => lock.close());
+    return lock;
+  }
+
+  it('already aborted: rejects with its reason, sends nothing, never runs fn', async () => {
+    const h: Hooks = { calls: 0 };
+    const controller = new AbortController();
+    const reason = new Error('the caller gave up');
+    controller.abort(reason);
+    let ran = false;
+    const e = await rejection(
+      waitingLock(h).withLock(resource(), 1000, async () => {
+        ran = true;
+      }, { signal: controller.signal }),
+    );
+    expect(e).toBe(reason);
+    expect(h.calls).toBe(0);
+    expect(ran).toBe(false);
+  });
+
+  it('refuses an unknown option and a signal that is not one', async () => {
+    const lock = waitingLock({ calls: 0 });
+    expect((await rejection(lock.withLock(resource(), 1000, async () => 1, { signl: undefined } as never))) as Error).toMatchObject({ code: 'invalid-config', message: expect.stringContaining('withLock options: unknown option "signl" (did you mean signal?)') });
+    expect((await rejection(lock.withLock(resource(), 1000, async () => 1, { signal: {} as never }))) as Error).toMatchObject({ code: 'invalid-config', message: expect.stringContaining('signal must be an AbortSignal') });
+  });
+
+  it('aborted while the server makes it wait: rejects at once, fn never runs, the wait ends on the server, no listener left', async () => {
+    const r = resource();
+    const holder = postgresRig(PostgresSessionLock)({ calls: 0 });
+    const lease = granted(await holder.acquire(r, {}));
+    try {
+      const controller = new AbortController();
+      let ran = false;
+      const pending = rejection(
+        waitingLock({ calls: 0 }).withLock(r, 30_000, async () => {
+          ran = true;
+        }, { signal: controller.signal }),
+      );
+      await until(async () => (await waiters()) === 1, 'withLock waits for the lock');
+      const started = performance.now();
+      controller.abort();
+      const e = await pending;
+      expect(performance.now() - started).toBeLessThan(PROMPT_MS);
+      expect((e as DOMException).name).toBe('AbortError');
+      expect(ran).toBe(false);
+      expect(listeners(controller.signal)).toBe(0);
+      // The server ends the dropped connection's transaction, and its wait with it.
+      await until(async () => (await waiters()) === 0, 'the cancelled wait ends on the server');
+    } finally {
+      await holder.release(lease);
+    }
+    const other = postgresRig(PostgresSessionLock)({ calls: 0 });
+    await other.release(granted(await other.acquire(r, {})));
   });
 });
