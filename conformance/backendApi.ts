@@ -2,6 +2,9 @@ import type { BackendInstance, BackendUnderTest, Environment } from './adapter.t
 import type { FaultKind } from './faults.ts';
 import { faultKindsOf } from './faults.ts';
 import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
+import { InvalidInputError } from '../model/errors.ts';
+import { isObject, knownOptions } from '../impl/options.ts';
+import { CONTRACT_OPTIONS } from './options.ts';
 
 /**
  * A loaded backend checked against the adapter API, and the faults it takes
@@ -34,6 +37,10 @@ const PORTING =
   'crash/restart -> faults.crash: { crash, restart }; setDelay -> faults.delay; clockStep, clockDrift, killConnection keep their names) and delete every stub of a fault you cannot inject. ' +
   'See docs/adapter.md, "Porting from the old API".';
 
+/** What a backend declares: a key of neither (a typo such as sessionbound) would be read as absent, and the run judged by the wrong rules. */
+const checkCapabilityKeys = knownOptions('capabilities', ['store', 'ttl', 'sessionBound', 'reentrant', 'tokens', 'expiryToleranceMs', 'ttlGrainMs', 'tokensComparedBy']);
+const checkContractKeys = knownOptions('contract', CONTRACT_OPTIONS);
+
 /** Throws AdapterApiError unless `value` has the shape of a BackendUnderTest of this API. */
 export function checkBackendApi(value: unknown, where = 'the backend'): asserts value is BackendUnderTest {
   const b = value as Partial<Record<keyof BackendUnderTest | 'faults', unknown>> | null | undefined;
@@ -42,6 +49,14 @@ export function checkBackendApi(value: unknown, where = 'the backend'): asserts 
   }
   if (Array.isArray(b.faults)) {
     throw new AdapterApiError(`${b.name}: written for the old adapter API (BackendUnderTest.faults, a list of fault kinds). ${PORTING}`);
+  }
+  try {
+    if (isObject(b.capabilities)) checkCapabilityKeys(b.capabilities);
+    if (isObject(b.contract)) checkContractKeys(b.contract);
+  } catch (e) {
+    // The adapter's declaration, not a caller's option: said as the API's other shape errors are (the CLI prints it without a stack).
+    if (e instanceof InvalidInputError) throw new AdapterApiError(`${b.name}: ${e.message.replace(/^invalid-config: /, '')}`);
+    throw e;
   }
 }
 

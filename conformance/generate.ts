@@ -4,6 +4,7 @@ import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
 import { hasTtl, nodeCount, replyTimeoutMs, restartDelayMs, rulesOf } from '../model/design.ts';
 import type { Capabilities, FaultKind } from './adapter.ts';
+import { checkObject, knownOptions } from '../impl/options.ts';
 
 /**
  * Schedules of operations and faults for the lockstep runner. A schedule is
@@ -160,7 +161,10 @@ function range(from: number, to: number): number[] {
   return Array.from({ length: Math.max(0, to - from) }, (_v, i) => from + i);
 }
 
+const checkScheduleKeys = knownOptions('scheduleArb options', ['design', 'faults', 'clients', 'resources', 'maxCommands', 'lateReplies', 'ttlFloorMs', 'ttlGrainMs', 'timeScales', 'extend']);
+
 export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
+  checkScheduleKeys(checkObject(o, 'scheduleArb options'));
   const ttl = hasTtl(o.design);
   const has = (f: FaultKind) => o.faults.includes(f);
   const client = fc.integer({ min: 0, max: o.clients - 1 });

@@ -31,6 +31,7 @@ import type { Consequence } from './consequence.ts';
 import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
 import { entryOf } from '../model/record.ts';
 import { describeThrown } from './thrown.ts';
+import { checkObject, knownOptions } from '../impl/options.ts';
 
 /**
  * The lockstep loop: every command goes to the model (which answers the set
@@ -61,6 +62,8 @@ export interface LockstepOptions {
   /** Real time one fault injection or inspect() may take, in ms (default ENVIRONMENT_LIMIT_MS); one still pending then fails the check with AdapterError. */
   readonly environmentLimitMs?: number;
 }
+
+const checkKeys = knownOptions('runLockstep options', ['clients', 'tokenBase', 'continueAfterViolation', 'requestTimeoutMs', 'closeLimitMs', 'startLimitMs', 'environmentLimitMs']);
 
 /** Each run's environment calls, bounded (set once the instance passed its checks). */
 const bounds = new WeakMap<BackendInstance, BoundedCalls>();
@@ -99,6 +102,7 @@ interface Performed {
 }
 
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
+  checkKeys(checkObject(options, 'runLockstep options'));
   let instance: BackendInstance;
   try {
     const startOptions = { clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) };

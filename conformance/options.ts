@@ -1,5 +1,5 @@
 import { PROPERTY_IDS } from '../model/properties.ts';
-import { checkObject, checkOptionalFunction, checkString, refuse } from '../impl/options.ts';
+import { checkObject, checkOptionalFunction, checkString, knownOptions, refuse } from '../impl/options.ts';
 import { CONSEQUENCE_KINDS } from './consequence.ts';
 import { FAULT_KINDS, isFaultKind } from './faults.ts';
 import { RESOURCE_NAMES } from './generate.ts';
@@ -24,6 +24,20 @@ function listOf(value: unknown, name: string, known: readonly string[], isKnown:
   });
 }
 
+/** What checkConformance and conformanceSuite both take. */
+const RUN_OPTIONS = ['runs', 'seed', 'path', 'faults', 'maxCommands', 'clients', 'resources'];
+const checkCheckKeys = knownOptions('checkConformance options', [...RUN_OPTIONS, 'failOn', 'timelineFile', 'onRun', 'clock', 'modelSeeds', 'shrinkLimitMs']);
+const checkSuiteKeys = knownOptions('conformanceSuite options', [...RUN_OPTIONS, 'timelineDir', 'timeoutMs']);
+const checkFailOnKeys = knownOptions('failOn', ['properties', 'consequences']);
+const ADAPTER_OPTIONS = { redis: ['name', 'design', 'contract', 'options', 'capabilities', 'lockKey', 'client'], pg: ['name', 'contract', 'options', 'capabilities', 'client'] } as const;
+const checkAdapterKeys = { redis: knownOptions('adapter', ADAPTER_OPTIONS.redis), pg: knownOptions('adapter', ADAPTER_OPTIONS.pg) } as const;
+/** The CLI hands one choice ({ redis?, pg? }) to every adapter module: each kind takes the other's URL too (and ignores it). */
+const checkChoiceKeys = { redis: knownOptions('the server choice', ['redis', 'pg', 'cluster']), pg: knownOptions('the server choice', ['pg', 'redis', 'target']) } as const;
+/** The keys of a LibraryContract. */
+export const CONTRACT_OPTIONS = ['deadline', 'clientTimeout', 'refreshTtl', 'failedExtend', 'denialReasons', 'tokens', 'validatesInput', 'driftMargin'];
+const checkContractKeys = knownOptions('adapter.contract', CONTRACT_OPTIONS);
+const checkCapabilityKeys = { redis: knownOptions('adapter.capabilities', ['reentrant', 'ttl', 'tokens']), pg: knownOptions('adapter.capabilities', ['reentrant', 'tokens']) } as const;
+
 /** What checkConformance and conformanceSuite both take; `what` names the options object. */
 export function checkRunOptions(options: object, what: string): void {
   const o = checkObject(options, what) as Readonly<Record<string, unknown>>;
@@ -39,11 +53,14 @@ export function checkRunOptions(options: object, what: string): void {
 /** checkConformance's own options, beyond checkRunOptions. */
 export function checkCheckOptions(options: object): void {
   checkRunOptions(options, 'checkConformance options');
+  checkCheckKeys(options);
   const o = options as Readonly<Record<string, unknown>>;
   const failOn = o.failOn;
   if (failOn !== undefined && failOn !== 'conformance-failure' && failOn !== 'any') {
     const f = failOn as { properties?: unknown; consequences?: unknown } | null;
-    if (typeof f !== 'object' || f === null || (f.properties === undefined) === (f.consequences === undefined)) refuse('failOn', "'conformance-failure', 'any', { properties } or { consequences }", failOn);
+    if (typeof f !== 'object' || f === null) refuse('failOn', "'conformance-failure', 'any', { properties } or { consequences }", failOn);
+    checkFailOnKeys(f);
+    if ((f.properties === undefined) === (f.consequences === undefined)) refuse('failOn', "'conformance-failure', 'any', { properties } or { consequences }", failOn);
     if (f.properties !== undefined) listOf(f.properties, 'failOn.properties', PROPERTY_IDS);
     else listOf(f.consequences, 'failOn.consequences', CONSEQUENCE_KINDS);
   }
@@ -57,6 +74,7 @@ export function checkCheckOptions(options: object): void {
 /** conformanceSuite's own options, beyond checkRunOptions. */
 export function checkSuiteOptions(options: object): void {
   checkRunOptions(options, 'conformanceSuite options');
+  checkSuiteKeys(options);
   const o = options as Readonly<Record<string, unknown>>;
   if (o.timelineDir !== undefined) checkString(o.timelineDir, 'timelineDir', true);
   integerIn(o, 'timeoutMs', 1, 2 ** 31 - 1);
@@ -69,10 +87,14 @@ export function checkSuiteOptions(options: object): void {
  */
 export function checkLibraryAdapter(adapter: object, choice: object, urls: 'redis' | 'pg'): void {
   const a = checkObject(adapter, 'adapter') as Readonly<Record<string, unknown>>;
+  checkAdapterKeys[urls](a);
+  if (a.contract !== undefined) checkContractKeys(checkObject(a.contract, 'adapter.contract') as object);
+  if (a.capabilities !== undefined) checkCapabilityKeys[urls](checkObject(a.capabilities, 'adapter.capabilities') as object);
   checkString(a.name, 'adapter.name', true);
   if (typeof a.client !== 'function') refuse('adapter.client', 'a function', a.client);
   checkOptionalFunction(a.lockKey, 'adapter.lockKey');
   const c = checkObject(choice, 'the server choice') as Readonly<Record<string, unknown>>;
+  checkChoiceKeys[urls](c);
   const given = c[urls];
   if (given === undefined) return;
   if (urls === 'pg') checkString(given, 'pg', true);

@@ -6,7 +6,8 @@ import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
 import { leaseMargins } from './leaseMargins.ts';
-import { checkClock, checkLease, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, shown } from './options.ts';
+import { abortReason, checkSignal, settleAborted } from './abort.ts';
+import { checkClock, checkLease, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, knownOptions, shown } from './options.ts';
 import { Background, Deadlines, Round, Turn, type RoundContext, type Tally, type Vote } from './round.ts';
 
 /** What a lock calls on each of its nodes. */
@@ -67,7 +68,20 @@ export interface AcquireOptions {
   readonly retryDelayMs?: number;
   /** Random extra pause of up to this many ms per retry. Default 0. */
   readonly retryJitterMs?: number;
+  /**
+   * Cancels the acquire: already aborted, it rejects before anything is
+   * sent; fired during a wait between attempts, the wait ends at once; fired
+   * during an attempt, the attempt finishes (bounded by the request timeout)
+   * and a grant it brings is released first. The acquire then rejects with
+   * the signal's reason (an AbortError DOMException for a plain abort()).
+   */
+  readonly signal?: AbortSignal;
 }
+
+const checkLockKeys = knownOptions('LeaseLock options', ['nodes', 'clock', 'driftFactor', 'clockMarginMs', 'requestTimeoutMs', 'random', 'safetyMarginMs']);
+/** The acquire options every lease lock takes (etcd's too); a backend with more adds its own. */
+export const ACQUIRE_OPTIONS = ['ttlMs', 'retries', 'retryDelayMs', 'retryJitterMs', 'signal'] as const;
+const checkAcquireKeys = knownOptions('acquire options', ACQUIRE_OPTIONS);
 
 /** Owner values must not collide across clients: draw them from the OS's generator. */
 function cryptoRandom(): number {
@@ -94,6 +108,7 @@ export class LeaseLock {
 
   constructor(options: LeaseLockOptions) {
     checkObject(options, 'LeaseLock options');
+    checkLockKeys(options);
     const nodes: unknown = options.nodes;
     if (!Array.isArray(nodes) || nodes.length < 1 || nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${Array.isArray(nodes) ? nodes.length : shown(nodes)}`);
     nodes.forEach((node, i) => checkMethods(node, `nodes[${i}]`, 'a LeaseNode', NODE_METHODS));
@@ -121,31 +136,36 @@ export class LeaseLock {
 
   /** One or more attempts, as `options` says. Rejects with InvalidInputError for a bad resource or options. */
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
-    let ttlMs: number, retries: number, retryDelayMs: number, retryJitterMs: number;
+    let ttlMs: number, retries: number, retryDelayMs: number, retryJitterMs: number, signal: AbortSignal | undefined;
     try {
       checkResource(resource);
       checkObject(options, 'acquire options');
+      checkAcquireKeys(options);
       ttlMs = checkTtl(options.ttlMs);
       retries = options.retries ?? 0;
       if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);
       retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
       retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+      signal = checkSignal(options.signal);
     } catch (error) {
       return Promise.reject(error as Error);
     }
+    // Cancelled already: nothing is sent.
+    if (signal?.aborted) return Promise.reject(abortReason(signal) as Error);
     const startedMs = this.clock.now();
     // A single attempt is the attempt's own promise: no async frame around it (a pair's allocations are most of the lock's CPU).
-    if (retries === 0) return this.attempt(resource, ttlMs, startedMs, startedMs);
-    return this.#retrying(resource, ttlMs, startedMs, retries, retryDelayMs, retryJitterMs);
+    if (retries === 0 && signal === undefined) return this.attempt(resource, ttlMs, startedMs, startedMs);
+    return this.#retrying(resource, ttlMs, startedMs, retries, retryDelayMs, retryJitterMs, signal);
   }
 
-  async #retrying(resource: string, ttlMs: number, firstStartedMs: number, retries: number, retryDelayMs: number, retryJitterMs: number): Promise<AcquireResult> {
+  async #retrying(resource: string, ttlMs: number, firstStartedMs: number, retries: number, retryDelayMs: number, retryJitterMs: number, signal: AbortSignal | undefined): Promise<AcquireResult> {
     for (let attempt = 0; ; attempt++) {
       // The first attempt starts when the acquire did: one clock read fewer.
-      const result = await this.attempt(resource, ttlMs, firstStartedMs, attempt === 0 ? firstStartedMs : this.clock.now());
+      const result = await settleAborted(await this.attempt(resource, ttlMs, firstStartedMs, attempt === 0 ? firstStartedMs : this.clock.now()), signal, (lease) => this.release(lease));
       if (result.kind !== 'denied' || attempt >= retries) return result;
       const jitter = Math.floor(this.#random() * (retryJitterMs + 1));
-      await sleep(this.clock, retryDelayMs + jitter);
+      // A cancel ends the pause at once (sleep removes its listener either way).
+      await sleep(this.clock, retryDelayMs + jitter, signal);
     }
   }
 

@@ -103,3 +103,78 @@ export function checkPolicy<P extends StorePolicy>(value: unknown, allowed: read
 
 /** The policies of a store outside the lock's transaction. */
 export const FENCES = ['unfenced', 'strict', 'monotonic'] as const;
+
+/**
+ * A checker of an options object's keys: a key not in `known` (a typo such
+ * as `retry` for `retries`, or an option of another backend) would
+ * otherwise be ignored and the default run in its place, unnoticed. Throws
+ * InvalidInputError('invalid-config') naming the object (`name`), each
+ * unknown key (with the closest known one, when one is near) and the known
+ * ones. Only own keys count, whatever their value; a known key whose value is
+ * undefined passes (it means the default). Built once per object kind: the
+ * check is a loop over the keys given, cheap enough for every acquire.
+ * `as` names the object in place of `name` (an element of a list: `auth[1]`).
+ */
+export function knownOptions(name: string, known: readonly string[]): (options: object, as?: string) => void {
+  const set = new Set(known);
+  return (options, as = name) => {
+    let unknown: string[] | undefined;
+    for (const key in options) if (!set.has(key) && Object.hasOwn(options, key)) (unknown ??= []).push(key);
+    if (unknown !== undefined) refuseUnknown(as, unknown, known);
+  };
+}
+
+function refuseUnknown(name: string, unknown: readonly string[], known: readonly string[]): never {
+  const each = unknown.map((key) => {
+    const near = closest(key, known);
+    return `${shownKey(key)}${near === undefined ? '' : ` (did you mean ${near}?)`}`;
+  });
+  const knownText = known.length === 0 ? 'it takes none' : `known: ${known.join(', ')}`;
+  throw new InvalidInputError('invalid-config', `${name}: unknown option${unknown.length > 1 ? 's' : ''} ${each.join(', ')}; ${knownText}`);
+}
+
+/** A key as given, quoted; a very long one cut short (it is the caller's text, not a secret: values are never shown). */
+function shownKey(key: string): string {
+  return JSON.stringify(key.length > 60 ? `${key.slice(0, 57)}...` : key);
+}
+
+/**
+ * The known key nearest `key` by edit distance (case ignored), when near
+ * enough to be a typo: within 40 % of the longer name (rounded), or one
+ * name the start of the other (`ttl` for `ttlMs`). Ties go to the first in
+ * `known`.
+ */
+export function closest(key: string, known: readonly string[]): string | undefined {
+  const k = key.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of known) {
+    const c = candidate.toLowerCase();
+    const distance = editDistance(k, c);
+    const near = distance <= Math.max(1, Math.round(0.4 * Math.max(k.length, c.length))) || (k.length >= 3 && (c.startsWith(k) || k.startsWith(c)));
+    if (near && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance with adjacent transpositions (optimal string alignment). */
+function editDistance(a: string, b: string): number {
+  if (a.length > 200 || b.length > 200) return Number.POSITIVE_INFINITY;
+  let before = new Array<number>(b.length + 1).fill(0);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
+      current.push(d);
+    }
+    before = previous;
+    previous = current;
+  }
+  return previous[b.length]!;
+}

@@ -1,7 +1,7 @@
 import type { AcquireOptions, LeaseLock } from './leaseLock.ts';
 import type { Lease } from './lease.ts';
 import { InvalidInputError } from '../model/errors.ts';
-import { checkMethods, checkObject, shown } from './options.ts';
+import { checkMethods, checkObject, closest, shown } from './options.ts';
 
 /** The lock could not be taken. */
 export class LockNotAcquiredError extends Error {
@@ -19,6 +19,9 @@ export interface UsingOptions extends AcquireOptions {
   readonly extendAtFraction?: number;
 }
 
+/** using()'s own options, beyond the lock's acquire options. */
+const USING_OPTIONS = ['extendAtFraction'];
+
 /**
  * Runs `fn` while holding `resource`. The lease is extended in the background
  * before it runs out; if an extension fails, the lease simply runs out and its
@@ -35,7 +38,13 @@ export async function using<T>(lock: LeaseLock, resource: string, options: Using
   if (typeof fractionOption !== 'number' || !(fractionOption >= 0 && fractionOption < 1)) {
     throw new InvalidInputError('invalid-config', `extendAtFraction must be a number in [0, 1), got ${String(fractionOption)}`);
   }
-  const result = await lock.acquire(resource, options);
+  // The acquire options alone go to the lock, which refuses any key it does not know by its own list (backends differ);
+  // extendAtFraction is using()'s own, and a key that looks like a typo of it is refused here, where it can be told.
+  const { extendAtFraction: _own, ...acquireOptions } = options;
+  for (const key of Object.keys(acquireOptions)) {
+    if (closest(key, USING_OPTIONS) !== undefined) throw new InvalidInputError('invalid-config', `using options: unknown option ${JSON.stringify(key)} (did you mean extendAtFraction?); using() takes extendAtFraction and the lock's acquire options`);
+  }
+  const result = await lock.acquire(resource, acquireOptions);
   if (result.kind !== 'granted') throw new LockNotAcquiredError(resource, result.kind === 'denied' ? result.reason : 'timed-out');
   const lease = result.lease;
   const clock = lock.clockOf();

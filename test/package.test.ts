@@ -39,7 +39,7 @@ const files: Record<string, string> = {
     "import { simLeaseBackend } from 'lockcheck';",
     "import { LeaseLock } from 'lockcheck/lock';",
     "import { designs } from 'lockcheck/model';",
-    "export default simLeaseBackend(designs.redisSingle(), 'strict', { lock: (parts) => new LeaseLock({ ...parts, clock: parts.wallClock }) }, 'wall-clock lock (js)');",
+    "export default simLeaseBackend(designs.redisSingle(), 'strict', { lock: (parts, wallClock) => new LeaseLock({ ...parts, clock: wallClock }) }, 'wall-clock lock (js)');",
   ].join('\n'),
   'test/good.test.ts': ["import { conformanceSuite } from 'lockcheck/suite';", "import backend from '../my-adapter.ts';", 'conformanceSuite(backend, { runs: 20, seed: 1 });'].join('\n'),
   'test/broken.test.ts': [

@@ -26,6 +26,7 @@ import { EnvironmentError } from './faketime.ts';
 import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { LossNotices } from './lossNotices.ts';
+import { checkObject, knownOptions } from '../../impl/options.ts';
 
 /**
  * PostgreSQL advisory-lock backends on a real server. Clients are in process
@@ -67,6 +68,8 @@ export function targetOf(server: PostgresServer): PostgresTarget {
 /** Servers lockcheck started that a run crashed and did not restart (it stopped in between): the next run's reset restarts them. */
 const leftDown = new Set<string>();
 
+const checkBackendKeys = knownOptions('realPostgresBackend options', ['name', 'keepaliveMs']);
+
 /** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
 const NOTICE_TIMEOUT_MS = 10_000;
 
@@ -76,6 +79,7 @@ export function realPostgresBackend(
   store: StorePolicy,
   options: { readonly name?: string; /** Cut time after which keepalive ends a cut session (default KEEPALIVE_MS). */ readonly keepaliveMs?: number } = {},
 ): BackendUnderTest {
+  checkBackendKeys(checkObject(options, 'realPostgresBackend options'));
   if (design.kind !== 'pg-session' && design.kind !== 'pg-xact') throw new Error(`realPostgresBackend runs PostgreSQL designs, not ${design.kind}`);
   return {
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,

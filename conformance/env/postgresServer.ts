@@ -52,6 +52,7 @@ import { EnvironmentError } from './faketime.ts';
 import { onExitKill, onFreePort } from './processes.ts';
 import { Guard } from './watchdog.ts';
 import { finishWithin } from '../realTimeLimit.ts';
+import { checkObject, knownOptions } from '../../impl/options.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -82,6 +83,8 @@ export interface PostgresStartTimings {
   /** Spawn of the postmaster to accepting TCP connections (the successful attempt). */
   readonly startMs: number;
 }
+
+const checkKeys = knownOptions('PostgresServer options', ['startTimeoutMs', 'fsync', 'settings', 'parentDir']);
 
 const HOST = '127.0.0.1';
 const USER = 'postgres';
@@ -139,6 +142,7 @@ export class PostgresServer {
 
   /** Creates a cluster in a new temporary directory, starts it and resolves once it accepts TCP connections. */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
+    checkKeys(checkObject(options, 'PostgresServer options'));
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
     for (const [name, value] of Object.entries(options.settings ?? {})) {

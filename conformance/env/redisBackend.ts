@@ -22,7 +22,7 @@ import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
 import { onExitKill, onInterrupt } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
-import { checkObject, checkOptionalFunction, refuse } from '../../impl/options.ts';
+import { checkObject, checkOptionalFunction, knownOptions, refuse } from '../../impl/options.ts';
 import { integerIn } from '../options.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { redactUrl } from './redact.ts';
@@ -86,8 +86,13 @@ export const USER_SERVER_CLOCK_MARGIN_MS = REAL_TIME_TOLERANCE_MS + 2;
 /** The wall-clock instant a node's clock reads 0 at: far from the machine's own time on purpose. */
 const EPOCH_MS = Date.UTC(2030, 0, 1);
 
+const checkClusterKeys = knownOptions('startRedisCluster options', ['nodes', 'persistence', 'commandTimeoutMs']);
+const checkRunKeys = knownOptions('startRedisRun options', ['clients', 'lockKey']);
+const checkBackendKeys = knownOptions('realRedisBackend options', ['name', 'node']);
+
 export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always'; readonly commandTimeoutMs?: number }): Promise<RedisCluster> {
   checkObject(options, 'startRedisCluster options');
+  checkClusterKeys(options);
   integerIn(options, 'nodes', 1, 15, true);
   if (options.persistence !== 'none' && options.persistence !== 'aof-always') refuse('persistence', "'none' or 'aof-always'", options.persistence);
   const { commandTimeoutMs } = options;
@@ -145,6 +150,7 @@ export function realRedisBackend(
   store: StorePolicy,
   options: { readonly name?: string; readonly node?: RedisNodeFactory } = {},
 ): BackendUnderTest {
+  checkBackendKeys(checkObject(options, 'realRedisBackend options'));
   if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`realRedisBackend runs Redis designs, not ${design.kind}`);
   if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
   if (cluster.local === undefined && clockMarginMs(design) < USER_SERVER_CLOCK_MARGIN_MS) {
@@ -232,6 +238,7 @@ export interface RedisRunOptions {
 
 export async function startRedisRun(cluster: RedisCluster, design: Design, options: RedisRunOptions): Promise<RedisRun> {
   checkObject(options, 'startRedisRun options');
+  checkRunKeys(options);
   integerIn(options, 'clients', 1, 16, true);
   checkOptionalFunction(options.lockKey, 'lockKey');
   const lockKey = options.lockKey ?? ((resource: string) => keysFor(resource).lock);

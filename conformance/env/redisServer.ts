@@ -22,6 +22,7 @@ import { EnvironmentError, type FakeClockFile, ensureMallocShim, removeFaketimeS
 import { onExitKill, onFreePort } from './processes.ts';
 import { type RespValue, sendCommand } from './resp.ts';
 import { Guard } from './watchdog.ts';
+import { checkObject, knownOptions } from '../../impl/options.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -46,6 +47,8 @@ export interface RedisServerOptions {
    */
   realMonotonic?: boolean;
 }
+
+const checkKeys = knownOptions('RedisServer options', ['persistence', 'clockFile', 'startTimeoutMs', 'password', 'config', 'sentinel', 'realMonotonic']);
 
 const HOST = '127.0.0.1';
 const DEFAULT_START_TIMEOUT_MS = 10_000;
@@ -100,6 +103,7 @@ export class RedisServer {
 
   /** Starts a server and resolves once it answers PING. */
   static async start(options: RedisServerOptions): Promise<RedisServer> {
+    checkKeys(checkObject(options, 'RedisServer options'));
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
     let preload: string | null = null;

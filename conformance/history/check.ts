@@ -6,6 +6,7 @@ import { linearizabilityChecks } from './linearizable.ts';
 import { faultIntervals, operations } from './operations.ts';
 import { lostUpdates, staleWrites, storeCounts } from './store.ts';
 import { tokenOrder } from './tokens.ts';
+import { checkObject, knownOptions } from '../../impl/options.ts';
 
 export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './findings.ts';
 
@@ -73,7 +74,10 @@ export function overallVerdict(checks: readonly CheckResult[]): Verdict {
   return 'safe';
 }
 
+const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings']);
+
 export function checkHistory(history: History, options: CheckOptions = {}): CheckReport {
+  checkKeys(checkObject(options, 'checkHistory options'));
   const max = options.maxFindings ?? 20;
   const meta = history[0]?.type === 'meta' ? history[0] : undefined;
   const storePolicy = options.storePolicy ?? meta?.store;

@@ -14,7 +14,7 @@ import { SimNetwork } from './network.ts';
 import { leaseNodeOver, SimRedisNode } from './redisNode.ts';
 import { SimStore, storeOver } from './store.ts';
 import { VirtualTime } from './time.ts';
-import { checkObject, refuse } from '../../impl/options.ts';
+import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 
 /**
  * In-memory Redis lease backends: the real LeaseLock algorithm (impl/) over
@@ -22,11 +22,13 @@ import { checkObject, refuse } from '../../impl/options.ts';
  * virtual time. Each part can be swapped, which is how the broken fixtures
  * are built: one wrong part each.
  */
+/**
+ * A client lock's options, as LeaseLock takes them (`new LeaseLock(parts)`:
+ * a LeaseLock refuses a key it does not know, so nothing else is in here).
+ */
 export interface LockParts {
   readonly nodes: readonly LeaseNode[];
   readonly clock: MonotonicClock;
-  /** The client's wall clock: epoch-based, and not what a lease may be timed by. */
-  readonly wallClock: MonotonicClock;
   readonly driftFactor: number;
   readonly clockMarginMs: number;
   readonly random: () => number;
@@ -39,8 +41,8 @@ export interface SimParts {
   readonly nodeServer?: (time: VirtualTime, persistent: boolean, restartDelayMs: number, tokenBase: bigint) => SimRedisNode;
   /** What a client's calls go through, given its lock. Default: the lock's own acquire, extend and release. */
   readonly client?: (lock: LeaseLock) => Pick<LockClient, 'acquire' | 'extend' | 'release'>;
-  /** The client algorithm. Default: LeaseLock. */
-  readonly lock?: (parts: LockParts) => LeaseLock;
+  /** The client algorithm, given its options and the client's wall clock (epoch-based, and not what a lease may be timed by). Default: LeaseLock. */
+  readonly lock?: (parts: LockParts, wallClock: MonotonicClock) => LeaseLock;
   /** A client's view of one node. Default: the atomic scripts. */
   readonly node?: (network: SimNetwork, client: number, index: number, node: SimRedisNode) => LeaseNode;
   /** The store server. Default: the model's policy, atomically. */
@@ -48,6 +50,8 @@ export interface SimParts {
   /** A client's view of the store. Default: one atomic call per write. */
   readonly store?: (network: SimNetwork, client: number, store: SimStore) => FencedStore;
 }
+
+const checkPartKeys = knownOptions('parts', ['nodeServer', 'client', 'lock', 'node', 'storeServer', 'store']);
 
 /** Where client wall clocks start: an epoch reading, unlike a monotonic clock's. */
 const WALL_EPOCH_MS = 1_700_000_000_000;
@@ -68,7 +72,7 @@ function seeded(seed: number): () => number {
 export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimParts = {}, name?: string): BackendUnderTest {
   const kind = (checkObject(design, 'design') as { kind?: unknown }).kind;
   if (kind !== 'redis-single' && kind !== 'redlock') refuse('design', 'a redis-single or redlock design (simLeaseBackend runs Redis designs)', kind);
-  checkObject(parts, 'parts');
+  checkPartKeys(checkObject(parts, 'parts'));
   name ??= `memory ${describeDesign(design)} / ${store}`;
   return {
     name,
@@ -93,13 +97,12 @@ function leaseLockMisconfigurations(design: Design, store: StorePolicy, parts: S
     what: `a lock with ${what}`,
     names,
     attempt: async () => {
-      const lock = (p: LockParts): LeaseLock => (parts.lock ?? ((q: LockParts) => new LeaseLock(q)))({ ...p, ...options(p.nodes) } as LockParts);
+      const lock = (p: LockParts, wallClock: MonotonicClock): LeaseLock => (parts.lock ?? ((q: LockParts) => new LeaseLock(q)))({ ...p, ...options(p.nodes) } as LockParts, wallClock);
       const instance = startSim(design, store, { ...parts, lock }, { clients: 1, tokenBase: 0n });
       await instance.close();
     },
   }));
 }
-
 
 function startSim(design: Design, policy: StorePolicy, parts: SimParts, options: InstanceOptions): BackendInstance {
   const time = new VirtualTime();
@@ -113,13 +116,12 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
     const lockParts: LockParts = {
       nodes: nodes.map((node, index) => parts.node?.(network, client, index, node) ?? leaseNodeOver(network, client, index, node)),
       clock,
-      wallClock,
       driftFactor: driftFactor(design),
       clockMarginMs: clockMarginMs(design),
       random: seeded(0x5eed + client * 7919),
       ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     };
-    const lock = parts.lock?.(lockParts) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);
+    const lock = parts.lock?.(lockParts, wallClock) ?? new LeaseLock(lockParts satisfies LeaseLockOptions);
     return {
       ...(parts.client?.(lock) ?? { acquire: (resource, o) => lock.acquire(resource, o), extend: (lease, ttlMs) => lock.extend(lease, ttlMs), release: (lease) => lock.release(lease) }),
       store: parts.store?.(network, client, storeServer) ?? storeOver(network, client, storeServer),

@@ -1,6 +1,7 @@
 import type { Clock } from '../../model/clock.ts';
 import { read, trueTimeOf } from '../../model/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
+import { checkObject, knownOptions } from '../../impl/options.ts';
 
 /**
  * Virtual true time for in-process backends: a queue of events at true
@@ -50,6 +51,9 @@ export class TimingError extends Error {
   override readonly name = 'TimingError';
 }
 
+const checkKeys = knownOptions('VirtualTime options', ['settle', 'onTick', 'realTime']);
+const checkRealTimeKeys = knownOptions('realTime', ['toleranceMs', 'now']);
+
 export class VirtualTime {
   #nowMs = 0;
   #seq = 0;
@@ -58,7 +62,10 @@ export class VirtualTime {
   #realStartMs: number | null = null;
   #late: string | null = null;
 
-  constructor(private readonly options: VirtualTimeOptions = {}) {}
+  constructor(private readonly options: VirtualTimeOptions = {}) {
+    checkKeys(checkObject(options, 'VirtualTime options'));
+    if (options.realTime !== undefined) checkRealTimeKeys(checkObject(options.realTime, 'realTime'));
+  }
 
   nowMs(): number {
     return this.#nowMs;

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
 import { Etcd3 } from 'etcd3';
 import { InvalidInputError } from '../../model/errors.ts';
-import { checkObject, checkString, checkTimeoutMs, shown } from '../options.ts';
+import { checkObject, checkString, checkTimeoutMs, knownOptions, shown } from '../options.ts';
 
 export interface EtcdClientOptions {
   /** Client URLs of the members, e.g. http://127.0.0.1:2379. */
@@ -27,6 +27,11 @@ export interface EtcdClientOptions {
   readonly tls?: { readonly ca: string; readonly cert: string; readonly key: string; readonly serverName?: string };
 }
 
+const checkKeys = knownOptions('etcdClient options', ['hosts', 'dialTimeoutMs', 'auth', 'tls']);
+const checkAuthKeys = knownOptions('auth', ['username', 'password']);
+/** Not Node's TLS options: lockcheck turns these into gRPC credentials, so they are closed too. */
+const checkTlsKeys = knownOptions('tls', ['ca', 'cert', 'key', 'serverName']);
+
 /**
  * An etcd3 client for the lock: it does not retry a failed call by itself
  * (etcd3 retries three times by default, and a retried put-if-absent whose
@@ -35,17 +40,20 @@ export interface EtcdClientOptions {
  */
 export function etcdClient(options: EtcdClientOptions): Etcd3 {
   checkObject(options, 'etcdClient options');
+  checkKeys(options);
   const hosts: unknown = options.hosts;
   if (!Array.isArray(hosts) || hosts.length === 0) throw new InvalidInputError('invalid-config', `hosts must be a non-empty array of URLs, got ${shown(hosts)}`);
   hosts.forEach((host, i) => checkHost(host, `hosts[${i}]`));
   const dialTimeout = checkTimeoutMs(options.dialTimeoutMs ?? 2000, 'dialTimeoutMs');
   if (options.auth !== undefined) {
     checkObject(options.auth, 'auth');
+    checkAuthKeys(options.auth);
     checkString(options.auth.username, 'auth.username', true);
     checkString(options.auth.password, 'auth.password', false);
   }
   if (options.tls !== undefined) {
     checkObject(options.tls, 'tls');
+    checkTlsKeys(options.tls);
     checkString(options.tls.ca, 'tls.ca', true);
     checkString(options.tls.cert, 'tls.cert', true);
     checkString(options.tls.key, 'tls.key', true);

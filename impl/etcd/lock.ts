@@ -1,12 +1,13 @@
 import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
-import { checkClock, checkLease, checkMethods, checkObject } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
 import { sleep } from '../clock.ts';
+import { abortReason, checkSignal, settleAborted } from '../abort.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
-import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
+import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { DEFAULT_PREFIX, lockKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
 import { MAX_TOKEN } from '../../model/errors.ts';
@@ -41,6 +42,9 @@ export interface EtcdLockOptions {
   readonly prefix?: string;
 }
 
+const checkLockKeys = knownOptions('EtcdLock options', ['node', 'clock', 'driftFactor', 'clockMarginMs', 'safetyMarginMs', 'prefix']);
+const checkAcquireKeys = knownOptions('acquire options', ACQUIRE_OPTIONS);
+
 interface Held {
   readonly handle: LeaseHandle;
   readonly leaseId: string;
@@ -62,6 +66,7 @@ export class EtcdLock {
 
   constructor(options: EtcdLockOptions) {
     checkObject(options, 'EtcdLock options');
+    checkLockKeys(options);
     checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'owns', 'deleteIfOwned', 'revoke']);
     checkClock(options.clock);
     const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
@@ -87,16 +92,20 @@ export class EtcdLock {
   async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
     checkObject(options, 'acquire options');
+    checkAcquireKeys(options);
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
     const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
     const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+    const signal = checkSignal(options.signal);
+    if (signal?.aborted) throw abortReason(signal);
     for (let attempt = 0; ; attempt++) {
-      const result = await this.#attempt(resource, ttlMs);
+      // An attempt in flight when the signal fires finishes (its calls are bounded); a grant it brings is released.
+      const result = await settleAborted(await this.#attempt(resource, ttlMs), signal, (lease) => this.release(lease));
       if (result.kind !== 'denied' || attempt >= retries) return result;
       const jitter = Math.floor(Math.random() * (retryJitterMs + 1));
-      await sleep(this.#clock, retryDelayMs + jitter);
+      await sleep(this.#clock, retryDelayMs + jitter, signal);
     }
   }
 

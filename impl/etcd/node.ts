@@ -25,7 +25,7 @@ import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { storedToken } from '../storeCell.ts';
-import { checkClock, checkMethods, checkObject, checkTimeoutMs } from '../options.ts';
+import { checkClock, checkMethods, checkObject, checkTimeoutMs, knownOptions } from '../options.ts';
 
 /** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
 const TOKEN_DIGITS = 19;
@@ -83,6 +83,8 @@ export interface Etcd3NodeOptions {
   readonly requestTimeoutMs?: number;
 }
 
+const checkKeys = knownOptions('etcd3Node options', ['clock', 'requestTimeoutMs']);
+
 /** etcd3's own retry is on: no global policy given (its default retries), or a retry policy. */
 function retriesOnItsOwn(client: Etcd3): boolean {
   const faultHandling = (client as unknown as { options?: { faultHandling?: { global?: unknown } } }).options?.faultHandling;
@@ -97,6 +99,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   // etcd3 retries a failed call three times unless told otherwise: for a call whose reply was lost that is a retry of an unknown outcome (a fenced write that ran reads as rejected when run again: its own token is the highest).
   if (retriesOnItsOwn(client)) throw new InvalidInputError('invalid-config', "client retries failed calls on its own (etcd3's default faultHandling.global: three attempts), and a retried write whose first reply was lost may have run: build it with etcdClient(), or give it faultHandling: { global: noop }");
   checkObject(options, 'etcd3Node options');
+  checkKeys(options);
   checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
   const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>): Promise<T> => {

@@ -3,7 +3,7 @@ import { checkResource, checkToken, InvalidInputError } from '../../model/errors
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellKey, DEFAULT_PREFIX, highestKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
-import { checkMethods, checkObject, checkPolicy, checkString, FENCES } from '../options.ts';
+import { checkMethods, checkObject, checkPolicy, checkString, FENCES, knownOptions } from '../options.ts';
 import { parseCell } from '../storeCell.ts';
 
 /**
@@ -23,6 +23,8 @@ export interface EtcdStoreOptions {
   readonly prefix?: string;
 }
 
+const checkKeys = knownOptions('etcdFencedStore options', ['prefix']);
+
 interface Cell {
   readonly value: string;
   readonly token: string;
@@ -33,6 +35,7 @@ export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: Et
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'an etcd store cannot be transactional');
   checkPolicy(policy, FENCES);
   checkObject(options, 'etcdFencedStore options');
+  checkKeys(options);
   const prefix = options.prefix === undefined ? DEFAULT_PREFIX : checkString(options.prefix, 'prefix', false);
   return {
     async write(resource, token, value): Promise<WriteResult> {

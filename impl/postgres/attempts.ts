@@ -6,7 +6,9 @@ import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, wit
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
-import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase } from '../options.ts';
+import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase, knownOptions } from '../options.ts';
+import { abortReason, checkSignal, settleAborted } from '../abort.ts';
+import type { Lease } from '../lease.ts';
 
 /** What both PostgreSQL locks take from their options, checked once (InvalidInputError otherwise). */
 export interface LockSettings {
@@ -139,8 +141,14 @@ function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, state
   });
 }
 
+/** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, passed through unchecked). */
+const LOCK_OPTIONS = ['connection', 'clock', 'tokenBase', 'statementTimeoutMs', 'link', 'onConnectionLost'];
+/** ttlMs is known so that it is refused as what it is: a session or transaction lock has none. */
+const checkAcquireKeys = knownOptions('acquire options', ['retries', 'retryDelayMs', 'signal', 'ttlMs']);
+
 export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lock options'): LockSettings {
   checkObject(options, what);
+  knownOptions(what, LOCK_OPTIONS)(options);
   checkObject(options.connection, 'connection', 'a node-postgres ClientConfig object');
   const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.statementTimeoutMs ?? 5000, 'statementTimeoutMs');
@@ -172,7 +180,9 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
 /**
  * The acquire loop both PostgreSQL locks share: validate, then one attempt
  * and, after a denial, up to `retries` more, `retryDelayMs` apart on the
- * lock's clock.
+ * lock's clock. A `signal` that fires ends the pause at once; an attempt in
+ * flight (one statement, bounded) finishes, and a grant it brings is
+ * released (`release`) before the acquire rejects with the signal's reason.
  */
 export async function acquireWithRetries(
   what: string,
@@ -180,18 +190,22 @@ export async function acquireWithRetries(
   options: SessionAcquireOptions,
   state: { readonly closed: boolean; readonly clock: MonotonicClock },
   attempt: (resource: string) => Promise<AcquireResult>,
+  release: (lease: Lease) => Promise<void>,
 ): Promise<AcquireResult> {
   checkResource(resource);
   checkObject(options, 'acquire options');
+  checkAcquireKeys(options);
   if (state.closed) throw new InvalidInputError('precondition', 'the lock was closed');
   if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
   const retries = options.retries ?? 0;
   if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
   const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
+  const signal = checkSignal(options.signal);
+  if (signal?.aborted) throw abortReason(signal);
   for (let tries = 0; ; tries++) {
-    const result = await attempt(resource);
+    const result = await settleAborted(await attempt(resource), signal, release);
     if (result.kind !== 'denied' || tries >= retries) return result;
-    await sleep(state.clock, retryDelayMs);
+    await sleep(state.clock, retryDelayMs, signal);
   }
 }
 

@@ -6,6 +6,7 @@
 export { PostgresSessionLock } from './sessionLock.ts';
 export type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 export { PostgresTransactionLock } from './xactLock.ts';
+export type { WithLockOptions } from './xactLock.ts';
 export { openPostgresFencedStore, postgresFencedStore } from './store.ts';
 export type { PostgresFencedStoreConnection, PostgresStoreOptions, Queryable } from './store.ts';
 export { ensureSchema, SCHEMA } from './schema.ts';

@@ -55,6 +55,8 @@ export interface SessionAcquireOptions {
   /** After a denial, try again up to this many times. Default 0. */
   readonly retries?: number;
   readonly retryDelayMs?: number;
+  /** Cancels the acquire, as a lease lock's `signal` (a pause between attempts ends at once; a grant that lands after the abort is released). */
+  readonly signal?: AbortSignal;
   /** A ttl is not supported: a session lock lives with its connection. Passing one is an error. */
   readonly ttlMs?: never;
 }
@@ -93,7 +95,7 @@ export class PostgresSessionLock {
   }
 
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
+    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r), (lease) => this.release(lease));
   }
 
   async release(lease: Lease): Promise<void> {

@@ -4,7 +4,7 @@ import { checkResource, checkToken, InvalidInputError } from '../../model/errors
 import type { MonotonicClock } from '../clock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal } from './attempts.ts';
-import { checkMethods, checkObject, checkPolicy, FENCES } from '../options.ts';
+import { checkMethods, checkObject, checkPolicy, FENCES, knownOptions } from '../options.ts';
 import type { SessionConnection } from './sessionConnection.ts';
 import { openSessionConnection } from './sessionConnection.ts';
 import { PreparedStatement } from './wire/connection.ts';
@@ -84,6 +84,8 @@ export interface PostgresStoreOptions {
   readonly clock?: MonotonicClock;
 }
 
+const checkStoreKeys = knownOptions('openPostgresFencedStore options', ['connection', 'statementTimeoutMs', 'clock']);
+
 /** A fenced store on a connection of its own; `close` ends it. */
 export interface PostgresFencedStoreConnection extends FencedStore {
   close(): Promise<void>;
@@ -99,6 +101,7 @@ export interface PostgresFencedStoreConnection extends FencedStore {
  */
 export function openPostgresFencedStore(options: PostgresStoreOptions, policy: Exclude<StorePolicy, 'transactional'>): PostgresFencedStoreConnection {
   checkObject(options, 'openPostgresFencedStore options');
+  checkStoreKeys(options);
   const s = lockSettings({ connection: options.connection, ...(options.statementTimeoutMs === undefined ? {} : { statementTimeoutMs: options.statementTimeoutMs }), ...(options.clock === undefined ? {} : { clock: options.clock }) });
   checkPolicy(policy, FENCES);
   const write = new PreparedStatement(`lockcheck_fenced_write_${policy}`, writeStatement(policy));

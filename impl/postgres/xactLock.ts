@@ -1,4 +1,5 @@
-import { checkLease } from '../options.ts';
+import { checkLease, checkObject, knownOptions } from '../options.ts';
+import { abortReason, checkSignal, unlessAborted } from '../abort.ts';
 import pg from 'pg';
 import { checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { Lease } from '../lease.ts';
@@ -52,6 +53,21 @@ const MINT_STATEMENT = { name: 'lockcheck_mint', text: MINT } as const;
 /** The lock once more inside a transaction that holds it, or (withLock) waiting up to lock_timeout. */
 const XACT_LOCK = { name: 'lockcheck_xact_lock', text: 'SELECT pg_advisory_xact_lock($1::bigint)' } as const;
 
+/** withLock's options. */
+export interface WithLockOptions {
+  /**
+   * Cancels the wait for the lock: aborted already, nothing is sent; fired
+   * while the server makes the transaction wait, the wait is cancelled on
+   * the server (pg_cancel_backend, from the lock's minting connection) and
+   * the connection dropped, and withLock rejects with the signal's reason,
+   * `fn` never run; fired as the lock comes, the transaction is rolled back.
+   * Once `fn` runs, the signal is no longer looked at.
+   */
+  readonly signal?: AbortSignal;
+}
+
+const checkWithLockKeys = knownOptions('withLock options', ['signal']);
+
 interface Open {
   readonly lease: LeaseHandle;
   readonly client: pg.Client;
@@ -82,7 +98,7 @@ export class PostgresTransactionLock {
 
   /** Takes the lock without waiting, mints its durable token and opens its transaction, in one round trip (see HAND_OVER). */
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r));
+    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r), (lease) => this.release(lease));
   }
 
 
@@ -121,38 +137,71 @@ export class PostgresTransactionLock {
    * Runs `fn` in a transaction holding the lock on `resource`, waiting for it
    * at most `waitMs` (lock_timeout). Commits when `fn` resolves; rolls back
    * and rethrows when it throws. Throws LockNotAcquiredError when the wait
-   * runs out.
+   * runs out. `options.signal` cancels the wait (WithLockOptions).
    */
-  async withLock<T>(resource: string, waitMs: number, fn: (tx: Queryable, lease: Lease) => Promise<T>): Promise<T> {
+  async withLock<T>(resource: string, waitMs: number, fn: (tx: Queryable, lease: Lease) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
     checkResource(resource);
     if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'waitMs must be an integer in [0, 2^31-1]');
+    checkWithLockKeys(checkObject(options, 'withLock options'));
+    const signal = checkSignal(options.signal);
+    if (signal?.aborted) throw abortReason(signal);
     const client = await this.take();
     const key = advisoryKeyText(resource);
     let lease: LeaseHandle | null = null;
     let clean = false;
+    /** Cancelled while the server made us wait: the wait is cancelled on the server and the connection dropped, not rolled back (the statement is still out). */
+    let cancelled = false;
     try {
       await this.#s.query(client, `BEGIN; SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
       try {
-        await this.#s.query(client, XACT_LOCK, [key]);
+        await unlessAborted(this.#s.query(client, XACT_LOCK, [key]), signal);
       } catch (e) {
+        cancelled = signal?.aborted === true;
+        if (cancelled) throw abortReason(signal!);
         if ((e as { code?: string }).code === '55P03') throw new LockNotAcquiredError(resource, 'held');
         throw e;
       }
+      // Cancelled as the lock came: not used, and rolled back below (the lock goes with the transaction).
+      if (signal?.aborted) throw abortReason(signal);
       lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, await this.mint(resource), null, this.#s.clock);
       const result = await fn(client, lease);
       await this.#s.query(client, 'COMMIT');
       clean = true;
       return result;
     } catch (e) {
-      clean = await this.#s.query(client, 'ROLLBACK').then(
-        () => true,
-        () => false,
-      );
+      clean =
+        !cancelled &&
+        (await this.#s.query(client, 'ROLLBACK').then(
+          () => true,
+          () => false,
+        ));
       throw e;
     } finally {
       lease?.lose('released');
-      await (clean ? this.give(client) : this.disconnect(client));
+      if (cancelled) await this.cancelWait(client);
+      else await (clean ? this.give(client) : this.disconnect(client));
     }
+  }
+
+  /**
+   * Ends the statement `client` is still running on the server (withLock's
+   * wait for the lock): pg_cancel_backend from the minting connection (a
+   * backend waiting for a lock does not see its client go until the wait
+   * ends), then the connection is dropped.
+   */
+  private async cancelWait(client: pg.Client): Promise<void> {
+    const pid = (client as unknown as { processID: number }).processID;
+    try {
+      this.#minter ??= this.connect();
+      const minter = await this.#minter.catch((e: unknown) => {
+        this.#minter = null;
+        throw e;
+      });
+      await this.#s.query(minter, 'SELECT pg_cancel_backend($1)', [pid]);
+    } catch {
+      // Not cancelled: the dropped connection ends the transaction when the server next looks (lock_timeout at the latest).
+    }
+    this.drop(client);
   }
 
   private async attempt(resource: string): Promise<AcquireResult> {

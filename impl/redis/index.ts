@@ -3,7 +3,7 @@ import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { LeaseLock } from '../leaseLock.ts';
-import { checkObject, shown } from '../options.ts';
+import { checkObject, knownOptions, shown } from '../options.ts';
 import { checkConnection, redisLeaseNode, type WaitForReplicas } from './node.ts';
 
 export { redisLeaseNode, type WaitForReplicas } from './node.ts';
@@ -31,6 +31,8 @@ export interface RedisLockOptions {
   readonly replicas?: WaitForReplicas;
 }
 
+const checkKeys = knownOptions('createRedisLock options', ['nodes', 'clock', 'driftFactor', 'clockMarginMs', 'requestTimeoutMs', 'safetyMarginMs', 'prefix', 'tokenBase', 'replicas']);
+
 /**
  * A lease lock on Redis: with one node, SET NX PX with a fencing token minted
  * in the same script; with N nodes, Redlock (spec: redis-single, redlock).
@@ -38,6 +40,7 @@ export interface RedisLockOptions {
  */
 export function createRedisLock(options: RedisLockOptions): LeaseLock {
   checkObject(options, 'createRedisLock options');
+  checkKeys(options);
   const nodes: unknown = options.nodes;
   if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidInputError('invalid-config', `nodes must be a non-empty array of ioredis connections, got ${shown(nodes)}`);
   nodes.forEach((redis, i) => checkConnection(redis, `nodes[${i}]`));

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { checkResource, checkToken } from '../../model/errors.ts';
-import { checkMethods, checkObject, checkString, checkTokenBase, isObject } from '../options.ts';
+import { checkMethods, checkObject, checkString, checkTokenBase, isObject, knownOptions } from '../options.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { acquireScript, extendScript, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
@@ -18,6 +18,9 @@ export interface WaitForReplicas {
   readonly timeoutMs: number;
 }
 
+const checkKeys = knownOptions('redisLeaseNode options', ['prefix', 'tokenBase', 'replicas']);
+const checkReplicaKeys = knownOptions('replicas', ['count', 'timeoutMs']);
+
 /**
  * Throws InvalidInputError unless `redis` looks like an ioredis connection:
  * the calls the scripts make (sendCommand; call for WAIT), and its options
@@ -33,6 +36,7 @@ export function checkConnection(redis: unknown, name: string, extra: readonly st
 export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string; readonly tokenBase?: bigint; readonly replicas?: WaitForReplicas } = {}): LeaseNode {
   checkConnection(redis, 'redis');
   checkObject(options, 'redisLeaseNode options');
+  checkKeys(options);
   const baseToken = checkTokenBase(options.tokenBase ?? 0n);
   const base = baseToken.toString();
   /** The first token a fresh counter mints: the script tells a counter deleted behind it by this one (ACQUIRE). */
@@ -43,6 +47,7 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
   if (wanted !== undefined && !(isObject(wanted) && Number.isInteger(wanted.count) && wanted.count >= 1 && Number.isInteger(wanted.timeoutMs) && wanted.timeoutMs >= 1)) {
     throw new InvalidInputError('invalid-config', 'replicas needs an integer count >= 1 and an integer timeoutMs >= 1 (WAIT 0 would block forever)');
   }
+  if (wanted !== undefined) checkReplicaKeys(wanted);
   /** WAIT on the same connection: it covers every write this connection made so far. */
   const replicated = async <T>(reply: T): Promise<T> => {
     if (wanted === undefined) return reply;

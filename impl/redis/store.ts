@@ -10,7 +10,7 @@ import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
 import { checkConnection } from './node.ts';
 import { typed } from './replyErrors.ts';
-import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES } from '../options.ts';
+import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
 
 export interface RedisStoreOptions {
   /** Key prefix. Default 'lockcheck'. */
@@ -25,6 +25,8 @@ export interface RedisStoreOptions {
   readonly clock?: MonotonicClock;
 }
 
+const checkKeys = knownOptions('redisFencedStore options', ['prefix', 'timeoutMs', 'clock']);
+
 /**
  * A fenced store in Redis: each write is one script that applies the policy
  * (spec FENCE-2). Failures are typed as the lock's: TimeoutError (no reply
@@ -38,6 +40,7 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: Red
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a Redis store cannot be transactional');
   checkPolicy(policy, FENCES);
   checkObject(options, 'redisFencedStore options');
+  checkKeys(options);
   if (options.prefix !== undefined) checkString(options.prefix, 'prefix', false);
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
   const clock = options.clock === undefined ? systemClock : checkClock(options.clock);

@@ -2,12 +2,13 @@ import { checkDuration, checkResource, checkTtl, InvalidInputError, MAX_TOKEN } 
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { sleep } from '../clock.ts';
+import { abortReason, checkSignal, settleAborted, unlessAborted } from '../abort.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
-import type { AcquireOptions, AcquireResult, ExtendResult } from '../leaseLock.ts';
+import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { checkRoot, lockDir, sequenceOf } from './paths.ts';
-import { checkClock, checkLease, checkMethods, checkObject } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
 /**
@@ -45,9 +46,12 @@ export interface ZookeeperLockOptions {
 }
 
 export interface ZookeeperAcquireOptions extends AcquireOptions {
-  /** Wait in line up to this many ms (watching the predecessor) instead of being denied at once. Default 0. */
+  /** Wait in line up to this many ms (watching the predecessor) instead of being denied at once. Default 0. A `signal` ends the wait at once, and the contender goes with its session. */
   readonly waitMs?: number;
 }
+
+const checkLockKeys = knownOptions('ZookeeperLock options', ['node', 'clock', 'driftFactor', 'clockMarginMs', 'safetyMarginMs', 'root']);
+const checkAcquireKeys = knownOptions('acquire options', [...ACQUIRE_OPTIONS, 'waitMs']);
 
 interface Held {
   readonly handle: LeaseHandle;
@@ -74,6 +78,7 @@ export class ZookeeperLock {
 
   constructor(options: ZookeeperLockOptions) {
     checkObject(options, 'ZookeeperLock options');
+    checkLockKeys(options);
     this.#node = checkMethods(options.node, 'node', 'a ZookeeperNode', LOCK_CALLS);
     this.#clock = checkClock(options.clock);
     const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
@@ -92,17 +97,21 @@ export class ZookeeperLock {
   async acquire(resource: string, options: ZookeeperAcquireOptions): Promise<AcquireResult> {
     checkResource(resource);
     checkObject(options, 'acquire options');
+    checkAcquireKeys(options);
     const ttlMs = checkTtl(options.ttlMs);
     const retries = options.retries ?? 0;
     if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
     const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
     const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
     const waitMs = checkDuration(options.waitMs ?? 0, 'waitMs');
+    const signal = checkSignal(options.signal);
+    if (signal?.aborted) throw abortReason(signal);
     for (let attempt = 0; ; attempt++) {
-      const result = await this.#attempt(resource, ttlMs, waitMs);
+      // A cancel ends a wait in line at once (#attempt); a request in flight finishes (bounded), and a grant it brings is released.
+      const result = await settleAborted(await this.#attempt(resource, ttlMs, waitMs, signal), signal, (lease) => this.release(lease));
       if (result.kind !== 'denied' || attempt >= retries) return result;
       const jitter = Math.floor(Math.random() * (retryJitterMs + 1));
-      await sleep(this.#clock, retryDelayMs + jitter);
+      await sleep(this.#clock, retryDelayMs + jitter, signal);
     }
   }
 
@@ -159,7 +168,7 @@ export class ZookeeperLock {
     void this.#node.closeSession(session).catch(() => undefined);
   }
 
-  async #attempt(resource: string, ttlMs: number, waitMs: number): Promise<AcquireResult> {
+  async #attempt(resource: string, ttlMs: number, waitMs: number, signal: AbortSignal | undefined): Promise<AcquireResult> {
     const startedMs = this.#clock.now();
     const dir = lockDir(resource, this.#root);
     let session: ZookeeperSession;
@@ -193,12 +202,17 @@ export class ZookeeperLock {
           return { kind: 'denied', reason: 'held' };
         }
         // Wait for the one ahead only (no herd), renewing our session at a third of its timeout.
-        await this.#node.watchGone(session, `${dir}/${line[at - 1]!}`, Math.min(waitMs - waitedMs, Math.floor(grantedMs / 3)));
+        await unlessAborted(this.#node.watchGone(session, `${dir}/${line[at - 1]!}`, Math.min(waitMs - waitedMs, Math.floor(grantedMs / 3))), signal);
         const touchedMs = this.#clock.now();
         await this.#node.touch(session, `${dir}/${own.name}`);
         renewedMs = touchedMs;
       }
     } catch (error) {
+      if (signal?.aborted) {
+        // Cancelled in line: the session goes, and with it our contender, before the acquire rejects (the line moves on at once).
+        await this.#node.closeSession(session).catch(() => undefined);
+        throw abortReason(signal);
+      }
       this.#close(session);
       if (mustThrow(error)) throw error;
       return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };

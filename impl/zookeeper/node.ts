@@ -8,7 +8,7 @@ import { InvalidInputError } from '../../model/errors.ts';
 import { checkConnectString } from './connectString.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
-import { checkClock, checkObject, checkString, checkTimeoutMs, refuse } from '../options.ts';
+import { checkClock, checkObject, checkString, checkTimeoutMs, knownOptions, refuse } from '../options.ts';
 
 /**
  * One ZooKeeper session of the lock: the lease. Its timeout is the one the
@@ -127,6 +127,7 @@ interface Session extends ZookeeperSession {
  */
 export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   checkObject(options, 'zookeeperNode options');
+  checkNodeKeys(options);
   checkConnectString(options.connectString);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
   const clock = checkClock(options.clock);
@@ -624,10 +625,14 @@ export function zxid(bytes: Buffer): bigint {
 }
 
 /** The credentials option, checked before any client is made. */
+const checkNodeKeys = knownOptions('zookeeperNode options', ['connectString', 'clock', 'requestTimeoutMs', 'auth']);
+const checkAuthKeys = knownOptions('auth[i]', ['scheme', 'credentials']);
+
 function checkAuth(auth: unknown): NonNullable<ZookeeperNodeOptions['auth']> {
   if (!Array.isArray(auth)) refuse('auth', 'a list of { scheme, credentials }', auth);
   auth.forEach((a: unknown, i) => {
     const entry = checkObject(a, `auth[${i}]`) as Readonly<Record<string, unknown>>;
+    checkAuthKeys(entry, `auth[${i}]`);
     checkString(entry.scheme, `auth[${i}].scheme`, true);
     checkString(entry.credentials, `auth[${i}].credentials`, false);
   });

@@ -2,7 +2,7 @@ import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellPath, checkRoot } from './paths.ts';
-import { checkMethods, checkObject, checkPolicy, FENCES } from '../options.ts';
+import { checkMethods, checkObject, checkPolicy, FENCES, knownOptions } from '../options.ts';
 import type { ZookeeperNode } from './node.ts';
 
 /**
@@ -18,6 +18,8 @@ export interface ZookeeperStoreOptions {
   readonly root?: string;
 }
 
+const checkKeys = knownOptions('zookeeperFencedStore options', ['root']);
+
 interface Cell {
   readonly value: string;
   readonly token: string;
@@ -27,7 +29,9 @@ export function zookeeperFencedStore(node: ZookeeperNode, policy: StorePolicy, o
   checkMethods(node, 'node', 'a ZookeeperNode', ['get', 'fencedWrite']);
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a ZooKeeper store cannot be transactional');
   checkPolicy(policy, FENCES);
-  const root = checkRoot(checkObject(options, 'zookeeperFencedStore options').root);
+  checkObject(options, 'zookeeperFencedStore options');
+  checkKeys(options);
+  const root = checkRoot(options.root);
   return {
     async write(resource, token, value): Promise<WriteResult> {
       checkResource(resource);

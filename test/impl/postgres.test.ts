@@ -136,14 +136,15 @@ describe('attempts: settings, retries and the error mapping', () => {
     const state = { closed: false, clock };
     let calls = 0;
     const denied = async (): Promise<AcquireResult> => (calls++, { kind: 'denied', reason: 'held' });
-    const run = (options: object, s = state) => acquireWithRetries('session', 'r', options, s, denied);
+    const noRelease = async (): Promise<void> => undefined;
+    const run = (options: object, s = state) => acquireWithRetries('session', 'r', options, s, denied, noRelease);
     await expect(run({}, { closed: true, clock })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: the lock was closed' }));
     await expect(run({ ttlMs: 10 })).rejects.toThrow(expect.objectContaining({ code: 'unsupported-operation', message: 'unsupported-operation: a PostgreSQL session lock has no ttl' }));
     for (const retries of [-1, 101, 0.5]) await expect(run({ retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
     // An options value that is no object (undefined takes the default {} in the locks' own acquire): typed, not a TypeError.
     for (const options of [null, 5000]) await expect(run(options as never)).rejects.toThrow(expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: `invalid-config: acquire options must be an object, got ${String(options)}` }));
     await expect(run({ retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryDelayMs must be') }));
-    await expect(acquireWithRetries('session', '', {}, state, denied)).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
+    await expect(acquireWithRetries('session', '', {}, state, denied, noRelease)).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
     expect(calls).toBe(0);
     expect(await run({})).toEqual({ kind: 'denied', reason: 'held' });
     expect(calls).toBe(1);
@@ -169,7 +170,7 @@ describe('attempts: settings, retries and the error mapping', () => {
     // A grant or any other outcome ends the loop at once.
     let n = 0;
     const timedOut = async (): Promise<AcquireResult> => (n++, { kind: 'timed-out' });
-    expect(await acquireWithRetries('transaction', 'r', { retries: 5 }, state, timedOut)).toEqual({ kind: 'timed-out' });
+    expect(await acquireWithRetries('transaction', 'r', { retries: 5 }, state, timedOut, noRelease)).toEqual({ kind: 'timed-out' });
     expect(n).toBe(1);
   });
 
