@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { Etcd3 } from 'etcd3';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { eventually } from './probes.ts';
 import { systemClock, type MonotonicClock } from '../impl/clock.ts';
 import { InvalidInputError } from '../impl/errors.ts';
 import type { Lease } from '../impl/lease.ts';
@@ -347,11 +348,6 @@ describe('postgres transaction: withLock with a signal', () => {
       await c.end();
     }
   }
-  /** Polls the server until `check` holds, for 10 s at most. */
-  async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (!(await check())) if (Date.now() > deadline) throw new Error(`never: ${what}`);
-  }
   function waitingLock(h: Hooks): PostgresTransactionLock {
     const lock = new PostgresTransactionLock({
       connection: postgresServer(),
@@ -399,7 +395,7 @@ describe('postgres transaction: withLock with a signal', () => {
           ran = true;
         }, { signal: controller.signal }),
       );
-      await until(async () => (await waiters()) === 1, 'withLock waits for the lock');
+      await eventually(async () => (await waiters()) === 1, 'withLock waits for the lock');
       const started = performance.now();
       controller.abort();
       const e = await pending;
@@ -408,7 +404,7 @@ describe('postgres transaction: withLock with a signal', () => {
       expect(ran).toBe(false);
       expect(listeners(controller.signal)).toBe(0);
       // The server ends the dropped connection's transaction, and its wait with it.
-      await until(async () => (await waiters()) === 0, 'the cancelled wait ends on the server');
+      await eventually(async () => (await waiters()) === 0, 'the cancelled wait ends on the server');
     } finally {
       await holder.release(lease);
     }

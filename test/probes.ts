@@ -22,6 +22,16 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
   return true;
 }
 
+/**
+ * Waits until `condition` holds, for `timeoutMs` (default 10 s), and throws
+ * naming `what` if it never does. Each miss yields to the event loop (a
+ * timer, not a microtask): a condition that an I/O event makes true (a
+ * watch notification, a reply on another socket) must get the chance to.
+ */
+export async function eventually(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  if (!(await until(condition, timeoutMs))) throw new Error(`never within ${timeoutMs} ms: ${what}`);
+}
+
 /** A test's runtime skip (vitest's `ctx.skip`): ends the test as skipped, with the reason. */
 export type Skip = (note?: string) => never;
 

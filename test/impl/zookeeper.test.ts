@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { eventually } from '../probes.ts';
 import { refused } from '../refused.ts';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
@@ -57,10 +58,6 @@ async function thrown(p: Promise<unknown>): Promise<unknown> {
   );
 }
 /** Bounded wait for a condition on the server (a close or a deletion is sent without being waited for). */
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) if (Date.now() > deadline) throw new Error(`never: ${what}`);
-}
 
 /** Whether every thread of process `pid` is stopped (state T). */
 async function allStopped(pid: number): Promise<boolean> {
@@ -286,7 +283,7 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     expect(s.calls['closeSession']).toBe(1);
     const look = node();
     const probe = await look.openSession(5000);
-    await until(async () => (await look.contenders(probe, lockDir('wait', r))).length === 1, 'the waiter left the line');
+    await eventually(async () => (await look.contenders(probe, lockDir('wait', r))).length === 1, 'the waiter left the line');
     expect(await look.contenders(probe, lockDir('wait', r))).toEqual(['c-0000000000']);
     await look.closeSession(probe);
     await holder.release(first);
@@ -354,7 +351,7 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     expect(over.calls['closeSession']).toBe(1);
     const max = spied(real, { enqueue: async (session, dir) => ({ ...(await real.enqueue(session, dir)), czxid: MAX }) });
     const lock = new ZookeeperLock({ node: max.node, clock, root: r });
-    await until(async () => (await real.children(lockDir('top', r))).length === 0, 'the overflowing contender went with its session');
+    await eventually(async () => (await real.children(lockDir('top', r))).length === 0, 'the overflowing contender went with its session');
     const lease = granted(await lock.acquire('top', { ttlMs: 3000 }));
     expect(lease.token).toBe(MAX);
     await lock.release(lease);
@@ -503,7 +500,7 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
         await done((cb) => raw.remove(lease.owner, -1, cb));
         if (replaced) await done<string>((cb) => raw.create(lease.owner, Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
         // No extend yet, no clock moved: the watch the grant set fires the signal (bounded wait for the event).
-        if (lock === watching) await until(() => Promise.resolve(signal.aborted), `${resource}: the signal fires at the deletion`);
+        if (lock === watching) await eventually(() => Promise.resolve(signal.aborted), `${resource}: the signal fires at the deletion`);
         else expect(signal.aborted, resource).toBe(false);
         expect(await lock.extend(lease, 30_000), resource).toEqual({ kind: 'not-extended', reason: 'expired' });
         expect(signal.reason, resource).toMatchObject({ reason: 'expired' });
@@ -572,7 +569,7 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     const a = await n.enqueue(old, dir);
     // The session's end (closed here; an expiry ends it the same way) deletes its ephemeral contender.
     await n.closeSession(old);
-    await until(async () => (await n.children(dir)).length === 0, 'the ended session left its contender');
+    await eventually(async () => (await n.children(dir)).length === 0, 'the ended session left its contender');
     const s = await n.openSession(30_000);
     const b = await n.enqueue(s, dir);
     expect(b.name).not.toBe(a.name);
@@ -704,7 +701,7 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     const s = await n.openSession(1000);
     await n.enqueue(s, dir);
     expect(await n.children(dir)).toHaveLength(1);
-    await until(async () => (await n.children(dir)).length === 0, 'the idle session ended');
+    await eventually(async () => (await n.children(dir)).length === 0, 'the idle session ended');
     await n.closeSession(s).catch(() => undefined);
   });
 
@@ -788,7 +785,7 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     const pid = server().pid;
     process.kill(pid, 'SIGSTOP');
     // kill() returns before every thread of the JVM has stopped: wait (bounded) until none runs.
-    await until(async () => allStopped(pid), 'the member stopped');
+    await eventually(async () => allStopped(pid), 'the member stopped');
     let errors: unknown[];
     try {
       const calls: Array<[string, Promise<unknown>]> = [
