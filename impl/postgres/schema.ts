@@ -14,8 +14,15 @@
  *   that may (the tables' owner); a role that may not skips them
  *   (docs/postgres.md, "The lock record changed behind the holder").
  * - lockcheck_store: the fenced store, one row per resource; a write is one
- *   conditional INSERT ... ON CONFLICT DO UPDATE ... WHERE.
+ *   conditional INSERT ... ON CONFLICT DO UPDATE ... WHERE. A row is the
+ *   store's memory of the highest token it accepted: deleted, truncated or
+ *   lowered by hand, a stale holder's write would land after it (STORE-1).
+ *   The same triggers refuse that, with the same reset.
  */
+/** Why a hand edit of each table is refused (the triggers' argument, in their message). */
+const TOKENS_KEPT = 'a fencing token row never goes down or away (its tokens would be minted again)';
+const STORE_KEPT = 'the highest token of a fenced store row never goes down or away (a stale write would be accepted after it)';
+
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS lockcheck_tokens (
   resource text PRIMARY KEY,
@@ -29,26 +36,38 @@ CREATE TABLE IF NOT EXISTS lockcheck_store (
 );
 DO $lockcheck$
 BEGIN
-  IF to_regprocedure('lockcheck_tokens_kept()') IS NULL THEN
-    CREATE FUNCTION lockcheck_tokens_kept() RETURNS trigger LANGUAGE plpgsql AS $kept$
+  IF to_regprocedure('lockcheck_kept()') IS NULL THEN
+    CREATE FUNCTION lockcheck_kept() RETURNS trigger LANGUAGE plpgsql AS $kept$
     BEGIN
       IF current_setting('lockcheck.reset_tokens', true) = 'on' THEN
         RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
       END IF;
-      RAISE EXCEPTION 'lockcheck_tokens: % refused: a fencing token row never goes down or away (its tokens would be minted again); SET lockcheck.reset_tokens = on to reset on purpose', TG_OP
-        USING ERRCODE = 'restrict_violation', TABLE = 'lockcheck_tokens';
+      RAISE EXCEPTION '%: % refused: %; SET lockcheck.reset_tokens = on to reset on purpose', TG_TABLE_NAME, TG_OP, TG_ARGV[0]
+        USING ERRCODE = 'restrict_violation', TABLE = TG_TABLE_NAME;
     END
     $kept$;
   END IF;
-  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND tgname = 'lockcheck_tokens_kept') THEN
-    CREATE TRIGGER lockcheck_tokens_kept BEFORE UPDATE ON lockcheck_tokens FOR EACH ROW
-      WHEN (NEW.token < OLD.token OR NEW.resource <> OLD.resource) EXECUTE FUNCTION lockcheck_tokens_kept();
-    CREATE TRIGGER lockcheck_tokens_kept_delete BEFORE DELETE ON lockcheck_tokens FOR EACH ROW EXECUTE FUNCTION lockcheck_tokens_kept();
-    CREATE TRIGGER lockcheck_tokens_kept_truncate BEFORE TRUNCATE ON lockcheck_tokens FOR EACH STATEMENT EXECUTE FUNCTION lockcheck_tokens_kept();
-  END IF;
-EXCEPTION WHEN insufficient_privilege THEN
-  -- Not the tables' owner (another role made them): the lock works without the triggers, as before them.
-  NULL;
+  BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND tgname = 'lockcheck_tokens_kept') THEN
+      CREATE TRIGGER lockcheck_tokens_kept BEFORE UPDATE ON lockcheck_tokens FOR EACH ROW
+        WHEN (NEW.token < OLD.token OR NEW.resource <> OLD.resource) EXECUTE FUNCTION lockcheck_kept('${TOKENS_KEPT}');
+      CREATE TRIGGER lockcheck_tokens_kept_delete BEFORE DELETE ON lockcheck_tokens FOR EACH ROW EXECUTE FUNCTION lockcheck_kept('${TOKENS_KEPT}');
+      CREATE TRIGGER lockcheck_tokens_kept_truncate BEFORE TRUNCATE ON lockcheck_tokens FOR EACH STATEMENT EXECUTE FUNCTION lockcheck_kept('${TOKENS_KEPT}');
+    END IF;
+  EXCEPTION WHEN insufficient_privilege THEN
+    -- Not the table's owner (another role made it): the lock works without the triggers, as before them.
+    NULL;
+  END;
+  BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lockcheck_store'::regclass AND tgname = 'lockcheck_store_kept') THEN
+      CREATE TRIGGER lockcheck_store_kept BEFORE UPDATE ON lockcheck_store FOR EACH ROW
+        WHEN (NEW.highest < OLD.highest OR NEW.resource <> OLD.resource) EXECUTE FUNCTION lockcheck_kept('${STORE_KEPT}');
+      CREATE TRIGGER lockcheck_store_kept_delete BEFORE DELETE ON lockcheck_store FOR EACH ROW EXECUTE FUNCTION lockcheck_kept('${STORE_KEPT}');
+      CREATE TRIGGER lockcheck_store_kept_truncate BEFORE TRUNCATE ON lockcheck_store FOR EACH STATEMENT EXECUTE FUNCTION lockcheck_kept('${STORE_KEPT}');
+    END IF;
+  EXCEPTION WHEN insufficient_privilege THEN
+    NULL;
+  END;
 END
 $lockcheck$;
 `;

@@ -276,8 +276,8 @@ it('ensureSchema from many sessions at once on fresh databases: every one succee
     try {
       await Promise.all(clients.map((c) => c.connect()));
       await Promise.all(clients.map((c) => ensureSchema(c)));
-      const triggers = await clients[0]!.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND NOT tgisinternal");
-      expect(triggers.rows[0]).toEqual({ n: 3 });
+      const triggers = await clients[0]!.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid IN ('lockcheck_tokens'::regclass, 'lockcheck_store'::regclass) AND NOT tgisinternal");
+      expect(triggers.rows[0]).toEqual({ n: 6 });
       await clients[0]!.query("INSERT INTO lockcheck_tokens VALUES ('r', 1)");
       await expect(clients[1]!.query("DELETE FROM lockcheck_tokens WHERE resource = 'r'")).rejects.toMatchObject({ code: '23001' });
     } finally {
@@ -318,20 +318,40 @@ describe('the token rows never go down or away (FENCE-1 against a hand edit)', (
     expect((await admin.query('SELECT count(*)::int AS n FROM lockcheck_tokens')).rows[0]).toEqual({ n: 0 });
   });
 
+  it("the fenced store's rows too: a DELETE, a TRUNCATE, an UPDATE lowering highest or renaming a row are refused (23001, naming the table), so a stale write cannot land after them; a reset on purpose still can", async () => {
+    const store = postgresFencedStore(admin, 'strict');
+    expect(await store.write('cell', 7n, 'new')).toEqual({ kind: 'accepted' });
+    const op = await operator();
+    try {
+      for (const sql of ["DELETE FROM lockcheck_store WHERE resource = 'cell'", 'TRUNCATE lockcheck_store', "UPDATE lockcheck_store SET highest = 1 WHERE resource = 'cell'", "UPDATE lockcheck_store SET resource = 'moved' WHERE resource = 'cell'"]) {
+        await expect(op.query(sql), sql).rejects.toMatchObject({ code: '23001', table: 'lockcheck_store', message: expect.stringContaining('the highest token of a fenced store row never goes down or away') });
+      }
+      // The value may change by hand; the highest stays, so the stale holder's write (token 3) is still rejected.
+      await op.query("UPDATE lockcheck_store SET value = 'edited' WHERE resource = 'cell'");
+    } finally {
+      await op.end();
+    }
+    expect(await store.write('cell', 3n, 'stale')).toEqual({ kind: 'rejected', highest: 7n });
+    expect(await store.read('cell')).toEqual({ value: 'edited', token: 7n });
+    await admin.query("DELETE FROM lockcheck_store WHERE resource = 'cell'");
+    expect(await store.write('cell', 3n, 'after a reset')).toEqual({ kind: 'accepted' });
+  });
+
   it('a role that may not make the triggers (not the tables\' owner, no TRIGGER privilege) still makes its schema: the triggers are skipped', async () => {
     await admin.query('DROP TRIGGER lockcheck_tokens_kept ON lockcheck_tokens; DROP TRIGGER lockcheck_tokens_kept_delete ON lockcheck_tokens; DROP TRIGGER lockcheck_tokens_kept_truncate ON lockcheck_tokens');
+    await admin.query('DROP TRIGGER lockcheck_store_kept ON lockcheck_store; DROP TRIGGER lockcheck_store_kept_delete ON lockcheck_store; DROP TRIGGER lockcheck_store_kept_truncate ON lockcheck_store');
     const other = await operator();
     try {
       await admin.query("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'lockcheck_not_owner') THEN CREATE ROLE lockcheck_not_owner; END IF; END $$");
       await admin.query('GRANT USAGE, CREATE ON SCHEMA public TO lockcheck_not_owner; GRANT SELECT, INSERT, UPDATE ON lockcheck_tokens, lockcheck_store TO lockcheck_not_owner');
       await other.query('SET ROLE lockcheck_not_owner');
       await ensureSchema(other);
-      expect((await other.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND NOT tgisinternal")).rows[0]).toEqual({ n: 0 });
+      for (const table of ['lockcheck_tokens', 'lockcheck_store']) expect((await other.query(`SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND NOT tgisinternal`)).rows[0]).toEqual({ n: 0 });
     } finally {
       await other.end();
       await ensureSchema(admin);
     }
-    expect((await admin.query("SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND NOT tgisinternal")).rows[0]).toEqual({ n: 3 });
+    for (const table of ['lockcheck_tokens', 'lockcheck_store']) expect((await admin.query(`SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND NOT tgisinternal`)).rows[0]).toEqual({ n: 3 });
   });
 });
 
