@@ -4,7 +4,7 @@
  * numbers out, so the two may share one set of visited states.
  */
 
-// Two murmur3-style lanes with different constants: together one 64-bit hash.
+// Two 32-bit lanes with different constants, each finalised by murmur3's fmix: together one 64-bit hash.
 let h1 = 0;
 let h2 = 0;
 
@@ -24,17 +24,19 @@ export function finishLo(): number {
   return fmix(h2);
 }
 
+/**
+ * Mixes one 32-bit word into both lanes: the word premixed once (a multiply and an xorshift, a bijection, so distinct
+ * words stay distinct and nearby small integers differ in many bits), then each lane a multiply and an xorshift of its
+ * own (3 multiplications a word; murmur3's two lanes took 6, and their chain was twice as long). bench/explore.md
+ * (session h13) counts each lane's collisions over the real distinct states against the birthday figure.
+ */
 export function word(k: number): void {
   let a = Math.imul(k, 0xcc9e2d51);
-  a = (a << 15) | (a >>> 17);
-  h1 ^= Math.imul(a, 0x1b873593);
-  h1 = (h1 << 13) | (h1 >>> 19);
-  h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
-  let b = Math.imul(k ^ 0x5bd1e995, 0x85ebca6b);
-  b = (b << 17) | (b >>> 15);
-  h2 ^= Math.imul(b, 0xc2b2ae35);
-  h2 = (h2 << 11) | (h2 >>> 21);
-  h2 = (Math.imul(h2, 9) + 0x7f4a7c15) | 0;
+  a ^= a >>> 16;
+  h1 = Math.imul(h1 ^ a, 0x9e3779b1);
+  h1 ^= h1 >>> 15;
+  h2 = Math.imul(h2 ^ a, 0xc2b2ae3d);
+  h2 ^= h2 >>> 13;
 }
 
 const WIDE = -0x80000000;

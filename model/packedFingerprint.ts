@@ -129,7 +129,11 @@ export function packedContext(layout: PackedLayout, initial: World, options: Fin
 
 /** A clock's reading at true time `now`, the clock's three numbers at `at` (anchor, reading, drift): clock.ts's read(). */
 export function readAt(w: Float64Array, at: number, now: number): number {
-  return w[at + 1]! + Math.floor(((now - w[at]!) * (1_000_000 + w[at + 2]!)) / 1_000_000);
+  const elapsed = now - w[at]!;
+  const drift = w[at + 2]!;
+  // Without drift, an integer elapsed time (within 32 bits, so elapsed * 10^6 is exact) reads as itself: no division.
+  if (drift === 0 && (elapsed | 0) === elapsed) return w[at + 1]! + elapsed;
+  return w[at + 1]! + Math.floor((elapsed * (1_000_000 + drift)) / 1_000_000);
 }
 
 /** A node's reading of the clock its keys expire by. */
@@ -211,7 +215,8 @@ function hashKeys(ctx: PackedContext, w: Float64Array, keys: number, expiry: num
     const ttl = w[k + K_TTL]!;
     num(Number.isNaN(ttl) ? 0 : Math.min(now - w[k + K_LIVE_SINCE]!, boundOf(ctx, ttl) + 1));
     const owner = w[k + K_CLIENT]!;
-    const placed = perm[owner];
+    // perm may hold entries past layout.clients (kept from a layout with more clients): an owner outside reads none.
+    const placed = owner >= 0 && owner < l.clients ? perm[owner] : undefined;
     if (placed !== undefined) permRead = true;
     word(placed ?? -1);
     // ownerClass: relative to the client's attempts while it has an operation in flight.
@@ -386,7 +391,7 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
   }
   start(0x2545f491, 0x6c8e9cf5);
   wordsInOrder(nodeHi, nodeLo, nodeOrder, l.nodes);
-  wordsInOrder(clientHi, clientLo, inverse, inverse.length);
+  wordsInOrder(clientHi, clientLo, inverse, l.clients);
   const rs = l.resources;
   let cells = 0;
   for (let r = 0; r < rs.length; r++) if (w[l.cellBase + r * CELL_STRIDE] === 1) cells++;
@@ -436,7 +441,7 @@ export function packedFingerprint(ctx: PackedContext, w: Float64Array, out: Fing
     clientLo[i] = finishLo();
     clientOrder[i] = i;
   }
-  clientOrder.length = n;
+  // The orders and permutations are read to layout.clients only (setting an array's length is a runtime call).
   if (!ctx.clientSymmetry || n > MAX_PERMUTED_CLIENTS) {
     hashUnder(ctx, w, clientOrder, clientOrder, out, false);
     return;
@@ -456,7 +461,6 @@ export function packedFingerprint(ctx: PackedContext, w: Float64Array, out: Fing
   }
   if (!tie) {
     for (let j = 0; j < n; j++) clientPerm[clientOrder[j]!] = j;
-    clientPerm.length = n;
     hashUnder(ctx, w, clientPerm, clientOrder, out, false);
     return;
   }
