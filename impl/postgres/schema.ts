@@ -19,9 +19,27 @@
  *   lowered by hand, a stale holder's write would land after it (STORE-1).
  *   The same triggers refuse that, with the same reset.
  */
-/** Why a hand edit of each table is refused (the triggers' argument, in their message). */
-const TOKENS_KEPT = 'a fencing token row never goes down or away (its tokens would be minted again)';
-const STORE_KEPT = 'the highest token of a fenced store row never goes down or away (a stale write would be accepted after it)';
+/**
+ * The three triggers that keep one table's rows (made or skipped on their
+ * own): an UPDATE lowering `column` or renaming a row, a DELETE and a
+ * TRUNCATE are refused with `why` in the message, unless the session resets
+ * on purpose. A role that may not make triggers (not the table's owner)
+ * skips them, and the lock works as before them.
+ */
+function keptBy(table: string, column: string, why: string): string {
+  const run = `EXECUTE FUNCTION lockcheck_kept('${why}')`;
+  return `
+  BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND tgname = '${table}_kept') THEN
+      CREATE TRIGGER ${table}_kept BEFORE UPDATE ON ${table} FOR EACH ROW
+        WHEN (NEW.${column} < OLD.${column} OR NEW.resource <> OLD.resource) ${run};
+      CREATE TRIGGER ${table}_kept_delete BEFORE DELETE ON ${table} FOR EACH ROW ${run};
+      CREATE TRIGGER ${table}_kept_truncate BEFORE TRUNCATE ON ${table} FOR EACH STATEMENT ${run};
+    END IF;
+  EXCEPTION WHEN insufficient_privilege THEN
+    NULL;
+  END;`;
+}
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS lockcheck_tokens (
@@ -47,27 +65,8 @@ BEGIN
     END
     $kept$;
   END IF;
-  BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lockcheck_tokens'::regclass AND tgname = 'lockcheck_tokens_kept') THEN
-      CREATE TRIGGER lockcheck_tokens_kept BEFORE UPDATE ON lockcheck_tokens FOR EACH ROW
-        WHEN (NEW.token < OLD.token OR NEW.resource <> OLD.resource) EXECUTE FUNCTION lockcheck_kept('${TOKENS_KEPT}');
-      CREATE TRIGGER lockcheck_tokens_kept_delete BEFORE DELETE ON lockcheck_tokens FOR EACH ROW EXECUTE FUNCTION lockcheck_kept('${TOKENS_KEPT}');
-      CREATE TRIGGER lockcheck_tokens_kept_truncate BEFORE TRUNCATE ON lockcheck_tokens FOR EACH STATEMENT EXECUTE FUNCTION lockcheck_kept('${TOKENS_KEPT}');
-    END IF;
-  EXCEPTION WHEN insufficient_privilege THEN
-    -- Not the table's owner (another role made it): the lock works without the triggers, as before them.
-    NULL;
-  END;
-  BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'lockcheck_store'::regclass AND tgname = 'lockcheck_store_kept') THEN
-      CREATE TRIGGER lockcheck_store_kept BEFORE UPDATE ON lockcheck_store FOR EACH ROW
-        WHEN (NEW.highest < OLD.highest OR NEW.resource <> OLD.resource) EXECUTE FUNCTION lockcheck_kept('${STORE_KEPT}');
-      CREATE TRIGGER lockcheck_store_kept_delete BEFORE DELETE ON lockcheck_store FOR EACH ROW EXECUTE FUNCTION lockcheck_kept('${STORE_KEPT}');
-      CREATE TRIGGER lockcheck_store_kept_truncate BEFORE TRUNCATE ON lockcheck_store FOR EACH STATEMENT EXECUTE FUNCTION lockcheck_kept('${STORE_KEPT}');
-    END IF;
-  EXCEPTION WHEN insufficient_privilege THEN
-    NULL;
-  END;
+  ${keptBy('lockcheck_tokens', 'token', 'a fencing token row never goes down or away (its tokens would be minted again)')}
+  ${keptBy('lockcheck_store', 'highest', 'the highest token of a fenced store row never goes down or away (a stale write would be accepted after it)')}
 END
 $lockcheck$;
 `;
