@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { KNOWN_COUNTEREXAMPLES, knownVerdict } from '../cli/explore.ts';
+import { exploreCell, MATRIX_ROWS } from '../model/index.ts';
+import { lockcheckSync } from './lockcheckProcess.ts';
+
+/**
+ * A known counterexample the depth explored cannot reach is no disagreement with the spec; one reachable and
+ * missed, or found with another length, is. (`explore --depth 4` said "3 disagreement(s)" and exited 1 for the
+ * three published counterexamples of 5 and 6 steps.)
+ */
+const failover = KNOWN_COUNTEREXAMPLES.find((k) => k.row === 'redis-replicated(async)')!;
+const row = MATRIX_ROWS.find((r) => r.label === failover.row)!;
+const explore = (depth: number) => exploreCell(row, failover.store, failover.fault, { maxDepth: depth, maxStates: 1_000_000 });
+
+describe('known counterexamples against the depth explored', () => {
+  it('the failover double grant: 4 steps, so not reached at depth 3 and found at depth 4', () => {
+    expect(failover.steps).toBe(4);
+    const shallow = knownVerdict(explore(3), failover);
+    expect(shallow).toEqual({ agrees: true, text: expect.stringMatching(/^not reached: its shortest schedule has 4 steps, this run completed depth 3/) });
+    expect(knownVerdict(explore(4), failover)).toEqual({ agrees: true, text: 'found, 4 steps (MUTEX-1)' });
+  });
+
+  it('a different shortest length, or a reachable one missed, is a mismatch', () => {
+    const cell = explore(4);
+    expect(knownVerdict(cell, { ...failover, steps: 3 })).toEqual({ agrees: false, text: expect.stringMatching(/found with 4 steps, MISMATCH: its shortest schedule has 3/) });
+    expect(knownVerdict(cell, { ...failover, property: 'LIVE-1' })).toEqual({ agrees: false, text: expect.stringMatching(/NOT FOUND to depth 4, MISMATCH/) });
+  });
+
+  it('lockcheck explore --depth 4 exits 0 and says which known counterexamples lie deeper', () => {
+    const r = lockcheckSync(['explore', '--depth', '4', '--design', 'redlock'], { timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/Redlock double grant under a clock jump on one node: not reached: its shortest schedule has 5 steps, this run completed depth 4/);
+    expect(r.stdout).toMatch(/all scenarios agree with the spec; 2 known counterexample\(s\) beyond the depth explored/);
+    expect(r.stdout).not.toMatch(/disagreement/);
+  });
+});
