@@ -1,4 +1,4 @@
-import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
+import { checkDuration, checkRetries, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
 
 /**
  * The input checks every LockClient owes its caller (the suite sends
@@ -9,7 +9,6 @@ export function checkAcquireInput(resource: unknown, options: { readonly ttlMs?:
   checkResource(resource);
   if (ttl) checkTtl(options.ttlMs);
   else if (options.ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a session lock has no ttl');
-  const retries = options.retries ?? 0;
-  if (typeof retries !== 'number' || !Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+  checkRetries(options.retries);
   checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
 }

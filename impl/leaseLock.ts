@@ -1,6 +1,6 @@
 import type { MonotonicClock } from './clock.ts';
 import { sleep } from './clock.ts';
-import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
+import { checkDuration, checkRetries, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
 import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
@@ -142,8 +142,7 @@ export class LeaseLock {
       checkObject(options, 'acquire options');
       checkAcquireKeys(options);
       ttlMs = checkTtl(options.ttlMs);
-      retries = options.retries ?? 0;
-      if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100]`);
+      retries = checkRetries(options.retries);
       retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
       retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
       signal = checkSignal(options.signal);

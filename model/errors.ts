@@ -42,6 +42,13 @@ export function checkDuration(ms: unknown, what: string): number {
   return ms;
 }
 
+/** How many attempts an acquire makes after the first; absent means none. */
+export function checkRetries(retries: unknown): number {
+  const n = retries ?? 0;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100], got ${typeof n === 'number' ? n : `a ${typeof n}`}`);
+  return n;
+}
+
 /** A UTF-16 surrogate with no partner: it has no UTF-8 form, so two such names would become the same bytes on the wire. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

@@ -2,7 +2,7 @@ import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { StorePolicy } from '../../model/design.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, designs } from '../../model/design.ts';
-import { checkDuration, checkResource, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkRetries, checkResource, InvalidInputError } from '../../model/errors.ts';
 import { sleep } from '../../impl/clock.ts';
 import { TimeoutError, UnavailableError, withTimeout } from '../../impl/errors.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
@@ -102,8 +102,7 @@ export class SimSessionLock {
   async acquire(resource: string, options: { readonly ttlMs?: number; readonly retries?: number; readonly retryDelayMs?: number }): Promise<AcquireResult> {
     checkResource(resource);
     if (options.ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', 'a session lock has no ttl');
-    const retries = options.retries ?? 0;
-    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+    const retries = checkRetries(options.retries);
     const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
     for (let attempt = 0; ; attempt++) {
       const session = this.#session;

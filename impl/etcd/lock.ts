@@ -1,4 +1,4 @@
-import { checkDuration, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkRetries, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
 import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
@@ -94,8 +94,7 @@ export class EtcdLock {
     checkObject(options, 'acquire options');
     checkAcquireKeys(options);
     const ttlMs = checkTtl(options.ttlMs);
-    const retries = options.retries ?? 0;
-    if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+    const retries = checkRetries(options.retries);
     const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
     const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
     const signal = checkSignal(options.signal);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { checkDuration, checkResource, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkRetries, checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
@@ -197,8 +197,7 @@ export async function acquireWithRetries(
   checkAcquireKeys(options);
   if (state.closed) throw new InvalidInputError('precondition', 'the lock was closed');
   if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
-  const retries = options.retries ?? 0;
-  if (!Number.isInteger(retries) || retries < 0 || retries > 100) throw new InvalidInputError('precondition', 'retries must be an integer in [0, 100]');
+  const retries = checkRetries(options.retries);
   const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
   const signal = checkSignal(options.signal);
   if (signal?.aborted) throw abortReason(signal);

@@ -196,7 +196,7 @@ describe('EtcdLock', () => {
     await expect(lock.acquire('r', { ttlMs: 0 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-ttl' }));
     // No options at all: a typed refusal naming them, not a TypeError from reading ttlMs of undefined.
     for (const options of [undefined, null, 5000]) await expect(lock.acquire('r', options as never)).rejects.toThrow(expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: `invalid-config: acquire options must be an object, got ${String(options)}` }));
-    for (const retries of [-1, 101, 0.5]) await expect(lock.acquire('r', { ttlMs: 10, retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
+    for (const retries of [-1, 101, 0.5]) await expect(lock.acquire('r', { ttlMs: 10, retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: `precondition: retries must be an integer in [0, 100], got ${retries}` }));
     await expect(lock.acquire('r', { ttlMs: 10, retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryDelayMs') }));
     await expect(lock.acquire('r', { ttlMs: 10, retryJitterMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryJitterMs') }));
     expect(calls).toBe(0);

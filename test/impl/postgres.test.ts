@@ -140,7 +140,7 @@ describe('attempts: settings, retries and the error mapping', () => {
     const run = (options: object, s = state) => acquireWithRetries('session', 'r', options, s, denied, noRelease);
     await expect(run({}, { closed: true, clock })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: the lock was closed' }));
     await expect(run({ ttlMs: 10 })).rejects.toThrow(expect.objectContaining({ code: 'unsupported-operation', message: 'unsupported-operation: a PostgreSQL session lock has no ttl' }));
-    for (const retries of [-1, 101, 0.5]) await expect(run({ retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: retries must be an integer in [0, 100]' }));
+    for (const retries of [-1, 101, 0.5]) await expect(run({ retries })).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: `precondition: retries must be an integer in [0, 100], got ${retries}` }));
     // An options value that is no object (undefined takes the default {} in the locks' own acquire): typed, not a TypeError.
     for (const options of [null, 5000]) await expect(run(options as never)).rejects.toThrow(expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: `invalid-config: acquire options must be an object, got ${String(options)}` }));
     await expect(run({ retryDelayMs: -1 })).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: expect.stringContaining('retryDelayMs must be') }));

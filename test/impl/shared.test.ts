@@ -216,10 +216,11 @@ describe('LeaseLock over nodes written here', QUICK, () => {
       expect(e).toBeInstanceOf(InvalidInputError);
       expect([(e as InvalidInputError).code, (e as Error).message]).toEqual(['invalid-config', `invalid-config: acquire options must be an object, got ${String(options)}`]);
     }
-    for (const retries of [-1, 101, 0.5]) {
-      const e = await thrown(make({}).acquire('r', { ttlMs: 100, retries }));
+    for (const retries of [-1, 101, 0.5, '3']) {
+      const e = await thrown(make({}).acquire('r', { ttlMs: 100, retries } as never));
       expect(e).toBeInstanceOf(InvalidInputError);
-      expect([(e as InvalidInputError).code, (e as Error).message]).toEqual(['precondition', 'precondition: retries must be an integer in [0, 100]']);
+      const got = typeof retries === 'number' ? retries : 'a string';
+      expect([(e as InvalidInputError).code, (e as Error).message]).toEqual(['precondition', `precondition: retries must be an integer in [0, 100], got ${got}`]);
     }
     for (const name of ['retryDelayMs', 'retryJitterMs']) {
       const e = await thrown(make({}).acquire('r', { ttlMs: 100, [name]: -1 }));

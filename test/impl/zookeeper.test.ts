@@ -206,7 +206,7 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     await bad(lock.acquire('x', { ttlMs: 0 }), 'invalid-ttl', 'ttl must be an integer number of ms in [1, 2147483647], got 0');
     // No options at all: a typed refusal naming them, not a TypeError from reading ttlMs of undefined.
     for (const options of [undefined, null, 5000]) await bad(lock.acquire('x', options as never), 'invalid-config', `acquire options must be an object, got ${String(options)}`);
-    for (const retries of [-1, 101, 1.5]) await bad(lock.acquire('x', { ttlMs: 1000, retries }), 'precondition', 'retries must be an integer in [0, 100]');
+    for (const retries of [-1, 101, 1.5]) await bad(lock.acquire('x', { ttlMs: 1000, retries }), 'precondition', `retries must be an integer in [0, 100], got ${retries}`);
     await bad(lock.acquire('x', { ttlMs: 1000, retryDelayMs: -1 }), 'invalid-duration', 'retryDelayMs must be an integer number of ms in [0, 2147483647], got -1');
     await bad(lock.acquire('x', { ttlMs: 1000, retryJitterMs: -1 }), 'invalid-duration', 'retryJitterMs must be an integer number of ms in [0, 2147483647], got -1');
     await bad(lock.acquire('x', { ttlMs: 1000, waitMs: -1 }), 'invalid-duration', 'waitMs must be an integer number of ms in [0, 2147483647], got -1');
