@@ -8,8 +8,9 @@
  *
  * Rows: the session lock and its bare wire statements against pgbench
  * -M prepared on the same SQL, with and without the lock's statement_timeout
- * (the server arms and disarms a timer per statement when it is set: the
- * same server work as lockcheck's connection); the transaction lock against
+ * (the same server settings as lockcheck's connection; PostgreSQL 15 keeps
+ * its alarm armed between statements, so the setting costs no system call
+ * per statement: bench/postgresTimerAB.ts); the transaction lock against
  * pgbench's BEGIN / try xact lock / MINT / COMMIT. A pair's wall time is its
  * round trips times (server time + client wakeup + client CPU), so the three
  * figures side by side say which one a change must cut.
