@@ -6,7 +6,8 @@ import { linearizabilityChecks } from './linearizable.ts';
 import { faultIntervals, operations } from './operations.ts';
 import { lostUpdates, staleWrites, storeCounts } from './store.ts';
 import { tokenOrder } from './tokens.ts';
-import { checkObject, knownOptions } from '../../impl/options.ts';
+import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
+import { HistoryFormatError, validateHistory, wasRead } from './parse.ts';
 
 export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './findings.ts';
 
@@ -75,12 +76,43 @@ export function overallVerdict(checks: readonly CheckResult[]): Verdict {
 }
 
 const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings']);
+const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
+/** A day: a longer search is a mistake in the unit, not a budget. */
+const MAX_TIMEOUT_MS = 86_400_000;
 
-export function checkHistory(history: History, options: CheckOptions = {}): CheckReport {
+const isIntegerIn = (v: unknown, min: number, max: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+
+/** The options, every value checked: a bad one is an InvalidInputError naming it, never a silent default. */
+function checkedOptions(options: CheckOptions): Required<Omit<CheckOptions, 'storePolicy'>> & Pick<CheckOptions, 'storePolicy'> {
   checkKeys(checkObject(options, 'checkHistory options'));
-  const max = options.maxFindings ?? 20;
+  const { storePolicy, timeoutMs = DEFAULT_TIMEOUT_MS, maxMemoryBytes = DEFAULT_MAX_MEMORY_BYTES, maxFindings = 20 } = options;
+  if (storePolicy !== undefined && !STORE_POLICIES.includes(storePolicy)) refuse('checkHistory options.storePolicy', `one of ${STORE_POLICIES.join(', ')}`, storePolicy);
+  if (!isIntegerIn(timeoutMs, 0, MAX_TIMEOUT_MS)) refuse('checkHistory options.timeoutMs', `an integer number of ms in [0, ${MAX_TIMEOUT_MS}]`, timeoutMs);
+  if (!isIntegerIn(maxMemoryBytes, 1, Number.MAX_SAFE_INTEGER)) refuse('checkHistory options.maxMemoryBytes', 'a positive integer number of bytes', maxMemoryBytes);
+  if (!isIntegerIn(maxFindings, 0, 1_000_000)) refuse('checkHistory options.maxFindings', 'an integer in [0, 1000000]', maxFindings);
+  return { storePolicy, timeoutMs, maxMemoryBytes, maxFindings };
+}
+
+/**
+ * The history to judge: one validateHistory or parseHistory gave as is; any other (a recorder's events, a
+ * hand-built array) read by validateHistory first, so a malformed one is a HistoryFormatError naming the event
+ * (line = index + 1), never a TypeError or a verdict on garbage. parseHistory's own error, passed on unchecked,
+ * is thrown.
+ */
+function readHistory(history: History | HistoryFormatError): History {
+  if (history instanceof HistoryFormatError) throw history;
+  if (wasRead(history)) return history;
+  const read = validateHistory(history);
+  if (read instanceof HistoryFormatError) throw read;
+  return read;
+}
+
+/** Judges a history. Throws InvalidInputError for bad options and HistoryFormatError for a malformed history. */
+export function checkHistory(given: History, options: CheckOptions = {}): CheckReport {
+  const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max } = checkedOptions(options);
+  const history = readHistory(given);
   const meta = history[0]?.type === 'meta' ? history[0] : undefined;
-  const storePolicy = options.storePolicy ?? meta?.store;
+  const storePolicy = policy ?? meta?.store;
   const ops = operations(history);
   const holds = holdIntervals(history);
 
@@ -90,7 +122,7 @@ export function checkHistory(history: History, options: CheckOptions = {}): Chec
   const stale = staleWrites(ops, storePolicy ?? 'unfenced', max);
   const store = storeCounts(ops);
   const hasTokenedWrites = ops.some((o) => o.event.op === 'write' && o.event.token !== undefined);
-  const lin = linearizabilityChecks(history, { timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, maxMemoryBytes: options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES }, max);
+  const lin = linearizabilityChecks(history, { timeoutMs, maxMemoryBytes }, max);
 
   const checks: CheckResult[] = [
     { check: 'overlapping-holds', property: 'MUTEX-1', verdict: holds.length === 0 ? 'skipped' : verdictOf(overlaps), findings: overlaps.total, ...(holds.length === 0 ? { note: 'no holds in the history' } : {}) },

@@ -16,14 +16,22 @@ import { compositeKey } from './group.ts';
 export class HistoryFormatError extends Error {
   override readonly name = 'HistoryFormatError';
   constructor(
-    /** 1-based line of the input. */
+    /** 1-based line of the input; 0 when the input as a whole is not a history (not text, not an array). */
     readonly line: number,
     /** The offending field, when one is to blame. */
     readonly field: string | undefined,
     readonly problem: string,
   ) {
-    super(`line ${line}${field === undefined ? '' : `, field '${field}'`}: ${problem}`);
+    super(`${line === 0 ? 'the history' : `line ${line}`}${field === undefined ? '' : `, field '${field}'`}: ${problem}`);
   }
+}
+
+/** Histories this module read (validateHistory, parseHistory): checkHistory takes them without reading them again. */
+const READ = new WeakSet<History>();
+
+/** Whether `history` came out of validateHistory or parseHistory. */
+export function wasRead(history: unknown): boolean {
+  return typeof history === 'object' && history !== null && READ.has(history as History);
 }
 
 export const MAX_TOKEN = 2n ** 63n - 1n;
@@ -193,6 +201,7 @@ function eventOf(raw: unknown, index: number, line: number, state: State): Histo
 
 /** Checks events already in memory (a recorder's own); `line` in errors is index + 1. */
 export function validateHistory(values: readonly unknown[]): History | HistoryFormatError {
+  if (!Array.isArray(values)) return new HistoryFormatError(0, undefined, `must be an array of events, got ${describe(values)}`);
   const state: State = { open: new Map(), faults: new Map(), lastTime: new Map() };
   const events: HistoryEvent[] = [];
   for (let i = 0; i < values.length; i++) {
@@ -203,6 +212,7 @@ export function validateHistory(values: readonly unknown[]): History | HistoryFo
       return new HistoryFormatError(i + 1, undefined, `unreadable event (${e instanceof Error ? e.message : String(e)})`);
     }
   }
+  READ.add(events);
   return events;
 }
 
@@ -229,6 +239,7 @@ export function decodeHistory(bytes: Uint8Array, maxChars = constants.MAX_STRING
  * their effect is unknown, like an `info`.
  */
 export function parseHistory(text: string): History | HistoryFormatError {
+  if (typeof text !== 'string') return new HistoryFormatError(0, undefined, `must be text (JSON lines), got ${describe(text)}${(text as unknown) instanceof Uint8Array ? ': decodeHistory turns bytes into text' : ''}`);
   const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
   while (lines.length > 0 && lines[lines.length - 1]!.trim() === '') lines.pop();
   const values: unknown[] = [];
