@@ -1,6 +1,7 @@
 import type { BackendUnderTest } from './adapter.ts';
 import { isInvalidInput } from './contract.ts';
 import { describeThrown } from './thrown.ts';
+import { AdapterApiError, checkBackendApi } from './backendApi.ts';
 
 /**
  * A configuration a backend must refuse. `attempt` builds the backend so
@@ -22,10 +23,19 @@ export interface Misconfiguration {
  * whose message names the option.
  */
 export async function checkMisconfigurations(backend: BackendUnderTest): Promise<string[]> {
+  checkBackendApi(backend, 'checkMisconfigurations: the backend');
+  const list: unknown = backend.misconfigurations ?? [];
+  if (!Array.isArray(list)) throw new AdapterApiError(`${backend.name}: misconfigurations must be an array of { what, names, attempt }`);
+  list.forEach((m: unknown, i) => {
+    const c = m as Partial<Record<keyof Misconfiguration, unknown>> | null;
+    if (typeof c !== 'object' || c === null || typeof c.what !== 'string' || typeof c.names !== 'string' || typeof c.attempt !== 'function') {
+      throw new AdapterApiError(`${backend.name}: misconfigurations[${i}] must be { what: string, names: string, attempt: () => Promise<void> }`);
+    }
+  });
   const problems: string[] = [];
-  for (const m of backend.misconfigurations ?? []) {
-    // A refusal may throw anything, null included: whether it threw is kept apart from what.
-    const attempt = await m.attempt().then(
+  for (const m of list as readonly Misconfiguration[]) {
+    // A refusal may throw anything, null included, and synchronously: whether it threw is kept apart from what.
+    const attempt = await (async () => m.attempt())().then(
       () => ({ refused: false as const }),
       (e: unknown) => ({ refused: true as const, error: e }),
     );

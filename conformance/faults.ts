@@ -1,4 +1,5 @@
 import type { ClockTarget } from '../model/command.ts';
+import { checkObject, refuse } from '../impl/options.ts';
 
 /**
  * The faults an environment can inject, as a registry: each entry is an
@@ -77,6 +78,7 @@ export function isFaultKind(value: unknown): value is FaultKind {
 
 /** One line per fault kind, for help texts. */
 export function describeFaultKind(kind: FaultKind): string {
+  if (!isFaultKind(kind)) refuse('kind', `a fault kind (${FAULT_KINDS.join(', ')})`, kind);
   return FAULTS[kind].what;
 }
 
@@ -93,6 +95,7 @@ export function ownServersOnly(kind: FaultKind): string | null {
 
 /** The fault kinds these injectors make (advance always). */
 export function faultKindsOf(faults: FaultInjectors): FaultKind[] {
+  checkObject(faults, 'faults', 'a FaultInjectors registry (an object; {} for none)');
   return FAULT_KINDS.filter((k) => {
     const injector = FAULTS[k].injector;
     return injector === null || faults[injector] !== undefined;
@@ -101,8 +104,13 @@ export function faultKindsOf(faults: FaultInjectors): FaultKind[] {
 
 /** Only the injectors of the given kinds (all when `kinds` is undefined): how a backend offers fewer faults than its environment could. */
 export function onlyFaults(faults: FaultInjectors, kinds: readonly FaultKind[] | undefined): FaultInjectors {
+  checkObject(faults, 'faults', 'a FaultInjectors registry (an object; {} for none)');
   if (kinds === undefined) return faults;
-  const keep = new Set(kinds.map((k) => FAULTS[k].injector));
+  if (!Array.isArray(kinds)) refuse('kinds', 'an array of fault kinds, or undefined for all', kinds);
+  kinds.forEach((k, i) => {
+    if (!isFaultKind(k)) refuse(`kinds[${i}]`, `a fault kind (${FAULT_KINDS.join(', ')})`, k);
+  });
+  const keep = new Set((kinds as readonly FaultKind[]).map((k) => FAULTS[k].injector));
   return Object.fromEntries(Object.entries(faults).filter(([key]) => keep.has(key as keyof FaultInjectors))) as FaultInjectors;
 }
 
@@ -113,7 +121,8 @@ export class FaultNotOfferedError extends Error {
     readonly backend: string,
     readonly kind: FaultKind,
   ) {
-    super(`${backend} takes no ${kind} fault: its environment provides no faults.${FAULTS[kind].injector}`);
+    // An error's constructor must not throw: a kind it does not know, or a Symbol, is still said.
+    super(`${String(backend)} takes no ${String(kind)} fault: ${isFaultKind(kind) ? `its environment provides no faults.${FAULTS[kind].injector}` : 'no such fault kind'}`);
   }
 }
 

@@ -32,6 +32,7 @@ export { redisLibraryBackend } from './redisLibrary.ts';
 export { postgresLibraryBackend } from './postgresLibrary.ts';
 export type { PostgresClientParts, PostgresLibraryAdapter, PostgresServerChoice } from './postgresLibrary.ts';
 export type { LockCalls, RedisClientParts, RedisLibraryAdapter, RedisServerChoice } from './redisLibrary.ts';
-export { installLibraryClock, onClientClock, offClientClock, WALL_EPOCH_MS } from './libraryClock.ts';
+export { installLibraryClock, WALL_EPOCH_MS } from './libraryClock.ts';
+export { onClientClock, offClientClock } from './kitInput.ts';
 export { FAULT_KINDS, faultKindsOf, onlyFaults } from './faults.ts';
 export type { FaultInjectors, FaultKind } from './faults.ts';

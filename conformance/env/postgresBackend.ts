@@ -21,12 +21,13 @@ import { namespaced } from './namespace.ts';
 import { noProxyReason, startLink, throughLink } from './postgresLink.ts';
 import type { TcpProxy } from './proxy.ts';
 import { onInterrupt, settleWithin } from './processes.ts';
-import type { PostgresServer } from './postgresServer.ts';
+import { PostgresServer } from './postgresServer.ts';
 import { EnvironmentError } from './faketime.ts';
 import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { LossNotices } from './lossNotices.ts';
-import { checkObject, knownOptions } from '../../impl/options.ts';
+import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
+import { checkDesignOf, checkFunction, checkPostgresTarget, checkStorePolicy } from '../kitInput.ts';
 
 /**
  * PostgreSQL advisory-lock backends on a real server. Clients are in process
@@ -59,6 +60,7 @@ export interface PostgresTarget {
 
 /** The target of a server lockcheck started. */
 export function targetOf(server: PostgresServer): PostgresTarget {
+  if (!(server instanceof PostgresServer)) refuse('server', 'a PostgresServer (from PostgresServer.start)', server);
   return {
     url: server.url,
     process: { crash: () => server.crash(), restart: () => server.restart() },
@@ -79,8 +81,13 @@ export function realPostgresBackend(
   store: StorePolicy,
   options: { readonly name?: string; /** Cut time after which keepalive ends a cut session (default KEEPALIVE_MS). */ readonly keepaliveMs?: number } = {},
 ): BackendUnderTest {
+  checkPostgresTarget(server);
+  checkDesignOf(design, ['pg-session', 'pg-xact'], 'realPostgresBackend');
+  checkStorePolicy(store);
   checkBackendKeys(checkObject(options, 'realPostgresBackend options'));
-  if (design.kind !== 'pg-session' && design.kind !== 'pg-xact') throw new Error(`realPostgresBackend runs PostgreSQL designs, not ${design.kind}`);
+  if (options.name !== undefined && typeof options.name !== 'string') refuse('name', 'a string', options.name);
+  const k = options.keepaliveMs;
+  if (k !== undefined && (typeof k !== 'number' || !Number.isInteger(k) || k < 1)) refuse('keepaliveMs', 'a positive integer number of ms', k);
   return {
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,
@@ -102,6 +109,8 @@ export function realPostgresBackend(
  * under resource names of its own, whose rows are deleted at the end.
  */
 export async function underOwnNames(server: PostgresTarget, start: (run: { readonly applicationName: string }) => Promise<BackendInstance>): Promise<BackendInstance> {
+  checkPostgresTarget(server);
+  checkFunction(start, 'start');
   const id = randomUUID();
   // Every session of the run carries it: sessions are ended by pid and this name, never by pid alone.
   const run = { applicationName: `lockcheck-${id}` };

@@ -52,7 +52,8 @@ import { EnvironmentError } from './faketime.ts';
 import { onExitKill, onFreePort } from './processes.ts';
 import { Guard } from './watchdog.ts';
 import { finishWithin } from '../realTimeLimit.ts';
-import { checkObject, knownOptions } from '../../impl/options.ts';
+import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
+import { InvalidInputError } from '../../model/errors.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -85,6 +86,26 @@ export interface PostgresStartTimings {
 }
 
 const checkKeys = knownOptions('PostgresServer options', ['startTimeoutMs', 'fsync', 'settings', 'parentDir']);
+
+/** Each option's value, before initdb: a wrong one is refused by name, not met later as a TypeError. */
+function checkOptions(options: PostgresServerOptions): void {
+  checkKeys(checkObject(options, 'PostgresServer options'));
+  const o = options as unknown as Readonly<Record<string, unknown>>;
+  const t = o.startTimeoutMs;
+  if (t !== undefined && (typeof t !== 'number' || !Number.isFinite(t) || t <= 0)) refuse('startTimeoutMs', 'a positive number of ms', t);
+  if (o.fsync !== undefined && typeof o.fsync !== 'boolean') refuse('fsync', 'a boolean', o.fsync);
+  if (o.parentDir !== undefined && (typeof o.parentDir !== 'string' || o.parentDir === '')) refuse('parentDir', 'a directory path', o.parentDir);
+  if (o.settings === undefined) return;
+  checkObject(o.settings, 'settings', 'an object of setting names and values');
+  for (const [name, value] of Object.entries(o.settings as object)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name)) throw new InvalidInputError('invalid-config', `PostgresServer: bad setting name ${JSON.stringify(name)}`);
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') refuse(`settings.${name}`, 'a string, number or boolean', value);
+    void settingValue(value);
+  }
+}
+
+/** Only start() makes a server (a cluster directory and a process behind it): `new` from outside is refused. */
+const STARTING: unique symbol = Symbol('PostgresServer.start');
 
 const HOST = '127.0.0.1';
 const USER = 'postgres';
@@ -131,7 +152,8 @@ export class PostgresServer {
   /** Gives the server's port back (processes.ts onFreePort): only once it is stopped for good, never at a restart. */
   #releasePort: () => void = () => undefined;
 
-  private constructor(options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
+  private constructor(starting: typeof STARTING, options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
+    if (starting !== STARTING) throw new InvalidInputError('invalid-config', 'a PostgresServer is made by PostgresServer.start(options), not by new PostgresServer()');
     this.fsync = options.fsync ?? false;
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(value)] as const);
@@ -142,19 +164,14 @@ export class PostgresServer {
 
   /** Creates a cluster in a new temporary directory, starts it and resolves once it accepts TCP connections. */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
-    checkKeys(checkObject(options, 'PostgresServer options'));
+    checkOptions(options);
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
-    for (const [name, value] of Object.entries(options.settings ?? {})) {
-      if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name)) throw new RangeError(`PostgresServer: bad setting name ${JSON.stringify(name)}`);
-      void settingValue(value);
-    }
     const deadline = Date.now() + timeoutMs;
     requirePostgresBinaries();
     const runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
     installCleanupHandlers();
     const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-'));
-    const server = new PostgresServer(options, dir, runAs);
+    const server = new PostgresServer(STARTING, options, dir, runAs);
     live.add(server);
     try {
       if (runAs !== null) await chown(dir, runAs.uid, runAs.gid);
@@ -557,7 +574,7 @@ export function requirePostgresBinaries(): void {
 
 function settingValue(value: string | number | boolean): string {
   const text = typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value);
-  if (/[\0\n]/.test(text)) throw new RangeError(`PostgresServer: bad setting value ${JSON.stringify(text)}`);
+  if (/[\0\n]/.test(text)) throw new InvalidInputError('invalid-config', `PostgresServer: bad setting value ${JSON.stringify(text)}`);
   return text;
 }
 

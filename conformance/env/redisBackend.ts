@@ -25,6 +25,7 @@ import { RedisServer } from './redisServer.ts';
 import { checkObject, checkOptionalFunction, knownOptions, refuse } from '../../impl/options.ts';
 import { integerIn } from '../options.ts';
 import { InvalidInputError } from '../../model/errors.ts';
+import { checkDesignOf, checkRedisCluster, checkStorePolicy } from '../kitInput.ts';
 import { redactUrl } from './redact.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { slotOf } from './runSlot.ts';
@@ -137,6 +138,7 @@ export type RedisNodeFactory = (redis: Redis, options: { readonly tokenBase: big
 
 /** The run's timing tolerance on this cluster, as Capabilities.expiryToleranceMs wants it. */
 export function toleranceOn(cluster: RedisCluster): { readonly expiryToleranceMs?: number } {
+  checkRedisCluster(cluster);
   return cluster.local !== undefined ? {} : { expiryToleranceMs: REAL_TIME_TOLERANCE_MS };
 }
 
@@ -150,8 +152,12 @@ export function realRedisBackend(
   store: StorePolicy,
   options: { readonly name?: string; readonly node?: RedisNodeFactory } = {},
 ): BackendUnderTest {
+  checkRedisCluster(cluster);
+  checkDesignOf(design, ['redis-single', 'redlock'], 'realRedisBackend');
+  checkStorePolicy(store);
   checkBackendKeys(checkObject(options, 'realRedisBackend options'));
-  if (design.kind !== 'redis-single' && design.kind !== 'redlock') throw new Error(`realRedisBackend runs Redis designs, not ${design.kind}`);
+  if (options.name !== undefined && typeof options.name !== 'string') refuse('name', 'a string', options.name);
+  checkOptionalFunction(options.node, 'node');
   if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
   if (cluster.local === undefined && clockMarginMs(design) < USER_SERVER_CLOCK_MARGIN_MS) {
     throw new Error(
@@ -237,6 +243,8 @@ export interface RedisRunOptions {
 }
 
 export async function startRedisRun(cluster: RedisCluster, design: Design, options: RedisRunOptions): Promise<RedisRun> {
+  checkRedisCluster(cluster);
+  checkDesignOf(design, ['redis-single', 'redlock'], 'startRedisRun');
   checkObject(options, 'startRedisRun options');
   checkRunKeys(options);
   integerIn(options, 'clients', 1, 16, true);

@@ -22,7 +22,8 @@ import { EnvironmentError, type FakeClockFile, ensureMallocShim, removeFaketimeS
 import { onExitKill, onFreePort } from './processes.ts';
 import { type RespValue, sendCommand } from './resp.ts';
 import { Guard } from './watchdog.ts';
-import { checkObject, knownOptions } from '../../impl/options.ts';
+import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
+import { InvalidInputError } from '../../model/errors.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -49,6 +50,22 @@ export interface RedisServerOptions {
 }
 
 const checkKeys = knownOptions('RedisServer options', ['persistence', 'clockFile', 'startTimeoutMs', 'password', 'config', 'sentinel', 'realMonotonic']);
+
+/** Each option's value, before any process or directory is made: a wrong one is refused by name, not met later as a TypeError. */
+function checkOptions(options: RedisServerOptions): void {
+  checkKeys(checkObject(options, 'RedisServer options'));
+  const o = options as unknown as Readonly<Record<string, unknown>>;
+  if (o.persistence !== 'none' && o.persistence !== 'aof-always') refuse('persistence', "'none' or 'aof-always'", o.persistence);
+  if (o.clockFile !== undefined && (typeof o.clockFile !== 'object' || o.clockFile === null || typeof (o.clockFile as { path?: unknown }).path !== 'string')) refuse('clockFile', 'a FakeClockFile', o.clockFile);
+  const t = o.startTimeoutMs;
+  if (t !== undefined && (typeof t !== 'number' || !Number.isFinite(t) || t <= 0)) refuse('startTimeoutMs', 'a positive number of ms', t);
+  if (o.password !== undefined && typeof o.password !== 'string') refuse('password', 'a string', o.password);
+  if (o.config !== undefined && (!Array.isArray(o.config) || !o.config.every((l) => typeof l === 'string' && !/[\r\n]/.test(l)))) refuse('config', 'an array of redis.conf lines (strings without line breaks)', o.config);
+  for (const name of ['sentinel', 'realMonotonic'] as const) if (o[name] !== undefined && typeof o[name] !== 'boolean') refuse(name, 'a boolean', o[name]);
+}
+
+/** Only start() makes a server (a directory and a process behind it): `new` from outside is refused. */
+const STARTING: unique symbol = Symbol('RedisServer.start');
 
 const HOST = '127.0.0.1';
 const DEFAULT_START_TIMEOUT_MS = 10_000;
@@ -87,7 +104,8 @@ export class RedisServer {
   /** Gives the server's port back (processes.ts onFreePort): only once it is stopped for good, never at a restart. */
   #releasePort: () => void = () => undefined;
 
-  private constructor(options: RedisServerOptions, dir: string, preload: string | null) {
+  private constructor(starting: typeof STARTING, options: RedisServerOptions, dir: string, preload: string | null) {
+    if (starting !== STARTING) throw new InvalidInputError('invalid-config', 'a RedisServer is made by RedisServer.start(options), not by new RedisServer()');
     this.persistence = options.persistence;
     this.clockFile = options.clockFile ?? null;
     this.#realMonotonic = options.realMonotonic ?? false;
@@ -103,9 +121,8 @@ export class RedisServer {
 
   /** Starts a server and resolves once it answers PING. */
   static async start(options: RedisServerOptions): Promise<RedisServer> {
-    checkKeys(checkObject(options, 'RedisServer options'));
+    checkOptions(options);
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
     let preload: string | null = null;
     if (options.clockFile !== undefined) {
       const shim = await ensureMallocShim();
@@ -116,7 +133,7 @@ export class RedisServer {
     }
     installCleanupHandlers();
     const dir = await mkdtemp(join(tmpdir(), 'lockcheck-redis-'));
-    const server = new RedisServer(options, dir, preload);
+    const server = new RedisServer(STARTING, options, dir, preload);
     live.add(server);
     const deadline = Date.now() + timeoutMs;
     try {

@@ -3,6 +3,7 @@ import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { EnvironmentError } from './faketime.ts';
 import type { PostgresTarget } from './postgresBackend.ts';
 import { redactUrl } from './redact.ts';
+import { checkUrlText } from '../kitInput.ts';
 import { ServerUrlError } from './userRedis.ts';
 
 /**
@@ -23,6 +24,7 @@ export interface PostgresServerInfo {
 }
 
 export function parsePostgresUrl(raw: string): URL {
+  checkUrlText(raw);
   let url: URL;
   try {
     url = new URL(raw);

@@ -1,7 +1,9 @@
 import { Redis } from 'ioredis';
 import { EnvironmentError } from './faketime.ts';
 import { redactUrl } from './redact.ts';
+import { checkUrlText } from '../kitInput.ts';
 import type { RedisCluster, RedisTarget } from './redisBackend.ts';
+import { refuse } from '../../impl/options.ts';
 
 /**
  * The user's own Redis servers as a RedisCluster (`lockcheck --redis`):
@@ -32,6 +34,7 @@ const CHECK_TIMEOUT_MS = 5_000;
 
 
 export function parseRedisUrl(raw: string): URL {
+  checkUrlText(raw);
   let url: URL;
   try {
     url = new URL(raw);
@@ -59,7 +62,9 @@ function withEnvironmentPassword(url: URL): URL {
 
 /** Checks every server and returns them as a cluster: the first URL also holds the store. */
 export async function connectRedisCluster(urls: readonly string[]): Promise<UserRedisCluster> {
+  if (!Array.isArray(urls)) refuse('urls', 'an array of redis:// URLs', urls);
   if (urls.length === 0) throw new ServerUrlError('--redis needs at least one URL');
+  urls.forEach((u, i) => checkUrlText(u, `urls[${i}]`));
   const parsed = urls.map(parseRedisUrl).map(withEnvironmentPassword);
   const checked = await Promise.all(parsed.map(check));
   const seen = new Map<string, number>();

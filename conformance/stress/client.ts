@@ -13,6 +13,7 @@ import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../../impl/z
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { sharedClock } from './sharedClock.ts';
 import { loadConcurrent } from './adapterRef.ts';
+import { checkUrlText } from '../kitInput.ts';
 
 /**
  * One client process's lock and store, as the workload uses them. Every call
@@ -52,6 +53,7 @@ export async function connectClient(backend: ClientBackend): Promise<StressClien
  * now is one it reconnects to. For adapters' concurrent clients (lockcheck/kit).
  */
 export async function concurrentRedis(url: string): Promise<Redis> {
+  checkUrlText(url);
   const redis = redisConnection(url);
   await redis.connect().catch(() => undefined);
   return redis;

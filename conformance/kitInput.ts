@@ -1,0 +1,66 @@
+import type { Design, StorePolicy } from '../model/design.ts';
+import { validateDesign } from '../model/design.ts';
+import { InvalidInputError } from '../model/errors.ts';
+import { checkClock, isObject, refuse, shown } from '../impl/options.ts';
+import { offClientClock as offClock, onClientClock as onClock, type LibraryClockNotes } from './libraryClock.ts';
+import type { MonotonicClock } from '../impl/clock.ts';
+
+/**
+ * Checks of what the kit's (lockcheck/kit) public functions take: a wrong
+ * argument is InvalidInputError('invalid-config') naming it and what was
+ * given, before any server, connection or file is touched, never a TypeError
+ * from deep inside.
+ */
+
+const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
+
+/** A design of one of `kinds`, checked by the model's validateDesign; `fn` names the function for the message. */
+export function checkDesignOf<K extends Design['kind']>(design: unknown, kinds: readonly K[], fn: string): Extract<Design, { kind: K }> {
+  if (!isObject(design) || typeof design.kind !== 'string') refuse('design', `a Design (an object with a kind: ${kinds.join(' or ')})`, design);
+  if (!kinds.includes(design.kind as K)) throw new InvalidInputError('invalid-config', `${fn} runs ${kinds.join(' and ')} designs, not ${shown(design.kind)}`);
+  return validateDesign(design as unknown as Design) as Extract<Design, { kind: K }>;
+}
+
+export function checkStorePolicy(store: unknown): StorePolicy {
+  if (!STORE_POLICIES.includes(store as StorePolicy)) refuse('store', `one of ${STORE_POLICIES.join(', ')}`, store);
+  return store as StorePolicy;
+}
+
+/** A RedisCluster as startRedisCluster or connectRedisCluster return it. */
+export function checkRedisCluster(cluster: unknown): void {
+  if (!isObject(cluster) || !Array.isArray(cluster.nodes) || !isObject(cluster.store)) refuse('cluster', 'a RedisCluster (from startRedisCluster or connectRedisCluster)', cluster);
+}
+
+/** A PostgresTarget: a url, and a process when lockcheck started the server (targetOf, connectPostgres). */
+export function checkPostgresTarget(server: unknown): void {
+  if (!isObject(server) || typeof server.url !== 'string') refuse('server', 'a PostgresTarget (from targetOf or connectPostgres)', server);
+  const p = server.process;
+  if (p !== undefined && (!isObject(p) || typeof p.crash !== 'function' || typeof p.restart !== 'function')) refuse('server.process', 'an object with crash() and restart()', p);
+}
+
+/** A server URL given to parse or connect: a string (the URL's own checks follow, as ServerUrlError). */
+export function checkUrlText(raw: unknown, name = 'url'): string {
+  if (typeof raw !== 'string') refuse(name, 'a URL string', raw);
+  return raw;
+}
+
+export function checkFunction(value: unknown, name: string): void {
+  if (typeof value !== 'function') refuse(name, 'a function', value);
+}
+
+/**
+ * onClientClock and offClientClock as the kit gives them to users, with
+ * their arguments checked; lockcheck's own adapters call the unchecked ones
+ * (libraryClock.ts) on every client call.
+ */
+export function onClientClock<T>(clock: MonotonicClock, fn: () => T, notes?: LibraryClockNotes): T {
+  checkClock(clock);
+  checkFunction(fn, 'fn');
+  if (notes !== undefined && (!isObject(notes) || typeof notes.realTimers !== 'number' || !Array.isArray(notes.timerErrors))) refuse('notes', 'LibraryClockNotes (from libraryClockNotes())', notes);
+  return notes === undefined ? onClock(clock, fn) : onClock(clock, fn, notes);
+}
+
+export function offClientClock<T>(fn: () => T): T {
+  checkFunction(fn, 'fn');
+  return offClock(fn);
+}
