@@ -4,7 +4,7 @@ import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
 import { hasTtl, nodeCount, replyTimeoutMs, restartDelayMs, rulesOf } from '../model/design.ts';
 import type { Capabilities, FaultKind } from './adapter.ts';
-import { checkObject, knownOptions } from '../impl/options.ts';
+import { checkObject, knownOptions, refuse } from '../impl/options.ts';
 
 /**
  * Schedules of operations and faults for the lockstep runner. A schedule is
@@ -108,6 +108,8 @@ export const TOKEN_BASES: readonly bigint[] = [
 
 /** Token bases to start counters at; `below` keeps them under a bound (a library whose tokens are JS numbers). */
 export function tokenBaseArb(below?: bigint): fc.Arbitrary<bigint> {
+  // Above 0 at least: no base fits under 0 or 0, and fast-check would throw on an empty choice.
+  if (below !== undefined && (typeof below !== 'bigint' || below <= 0n)) refuse('below', 'a positive bigint (or undefined for every base)', below);
   return fc.constantFrom(...TOKEN_BASES.filter((b) => below === undefined || b < below));
 }
 

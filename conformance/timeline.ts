@@ -4,6 +4,7 @@ import { describeCommand, describeOutcome } from '../model/describe.ts';
 import { PROPERTY_TITLES } from '../model/properties.ts';
 import type { ExecutedStep, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
+import { checkRunReport } from './reportInput.ts';
 
 /**
  * Counterexamples people can read: one lane per client and per node and one
@@ -56,6 +57,7 @@ function passedLines(report: RunReport): string[] {
 }
 
 export function textTimeline(report: RunReport): string {
+  checkRunReport(report);
   const lines = [headline(report), ...passedLines(report), ''];
   report.steps.forEach((s, i) => lines.push(`${String(i + 1).padStart(3)}. ${stepLine(s)}`));
   const v = report.verdict;
@@ -69,6 +71,7 @@ function esc(s: string): string {
 
 /** A self-contained HTML page: the SVG lanes, then the steps as a table. */
 export function htmlTimeline(report: RunReport): string {
+  checkRunReport(report);
   const all = lanes(report);
   const laneH = 46;
   const left = 110;

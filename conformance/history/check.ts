@@ -8,6 +8,7 @@ import { lostUpdates, staleWrites, storeCounts } from './store.ts';
 import { tokenOrder } from './tokens.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 import { HistoryFormatError, validateHistory, wasRead } from './parse.ts';
+import { checkResults } from './reportInput.ts';
 
 export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './findings.ts';
 
@@ -70,6 +71,7 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 const verdictOf = (list: FindingList): Verdict => (list.total > 0 ? 'violation' : 'safe');
 
 export function overallVerdict(checks: readonly CheckResult[]): Verdict {
+  checkResults(checks);
   if (checks.some((c) => c.verdict === 'violation')) return 'violation';
   if (checks.some((c) => c.verdict === 'unknown')) return 'unknown';
   return 'safe';
@@ -99,7 +101,7 @@ function checkedOptions(options: CheckOptions): Required<Omit<CheckOptions, 'sto
  * (line = index + 1), never a TypeError or a verdict on garbage. parseHistory's own error, passed on unchecked,
  * is thrown.
  */
-function readHistory(history: History | HistoryFormatError): History {
+export function readHistory(history: History | HistoryFormatError): History {
   if (history instanceof HistoryFormatError) throw history;
   if (wasRead(history)) return history;
   const read = validateHistory(history);

@@ -1,6 +1,9 @@
 import { join } from 'node:path';
 import { makeOutputDir, writeRedacted } from '../env/outputFile.ts';
 import type { CheckReport } from './check.ts';
+import { readHistory } from './check.ts';
+import { checkReport } from './reportInput.ts';
+import { checkString } from '../../impl/options.ts';
 import type { History, OperationEvent } from './event.ts';
 import type { Hold } from './holds.ts';
 import { holdIntervals } from './holds.ts';
@@ -40,7 +43,11 @@ function opLabel(o: OperationRecord): string {
   return `process ${o.process}: ${e.op} '${e.resource}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; ${o.completeIndex === undefined ? `line ${o.invokeIndex + 1}` : `lines ${o.invokeIndex + 1}, ${o.completeIndex + 1}`})`;
 }
 
-export function historyReportHtml(history: History, report: CheckReport, title = 'lockcheck history'): string {
+export function historyReportHtml(given: History, report: CheckReport, title = 'lockcheck history'): string {
+  // The history as checkHistory reads it (a HistoryFormatError naming a malformed event), and the report's shape: before any of it is drawn.
+  const history = readHistory(given);
+  checkReport(report);
+  checkString(title, 'title', false);
   const ops = operations(history);
   const holds = holdIntervals(history);
   const faults = faultIntervals(history);
@@ -130,8 +137,11 @@ function drawFault(parts: string[], f: FaultInterval, x: (t: number) => number, 
 
 /** Writes `<dir>/history.html` (the timeline, checks and findings), secrets redacted (a client's error message may quote a URL with its password); returns its path. */
 export function writeHistoryReport(dir: string, history: History, report: CheckReport, title?: string): string {
+  checkString(dir, 'dir', true);
+  // The page first: a bad history or report is refused before the directory is made.
+  const html = historyReportHtml(history, report, title);
   makeOutputDir(dir, 'the history report into');
   const file = join(dir, 'history.html');
-  writeRedacted(file, historyReportHtml(history, report, title), 'the history report');
+  writeRedacted(file, html, 'the history report');
   return file;
 }

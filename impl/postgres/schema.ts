@@ -1,3 +1,4 @@
+import { checkMethods } from '../options.ts';
 /**
  * The tables lockcheck keeps in PostgreSQL. Created on first use; all
  * statements are idempotent.
@@ -109,6 +110,7 @@ const CREATE_ATTEMPTS = 3;
  * so the tables after it may not exist yet: it is sent again.
  */
 export async function ensureSchema(db: { query(text: string): Promise<unknown> }): Promise<void> {
+  checkMethods(db, 'db', 'a pg Client or Pool', ['query']);
   for (let attempt = 1; ; attempt++) {
     try {
       await db.query(SCHEMA);

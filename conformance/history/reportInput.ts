@@ -1,0 +1,49 @@
+import { InvalidInputError } from '../../model/errors.ts';
+import { isObject, shown } from '../../impl/options.ts';
+import type { CheckReport, CheckResult } from './check.ts';
+
+/**
+ * The check results and report handed to overallVerdict, historyReportHtml
+ * and writeHistoryReport, checked for the shape checkHistory gives them:
+ * anything else is InvalidInputError('invalid-config') naming the part and
+ * what was given, never a TypeError from the page's template (nor a file
+ * half written).
+ */
+
+const VERDICTS = ['safe', 'violation', 'unknown'];
+
+function bad(name: string, wanted: string, value: unknown): never {
+  throw new InvalidInputError('invalid-config', `${name} must be ${wanted}, got ${shown(value)}`);
+}
+
+export function checkResults(checks: unknown, name = 'checks'): readonly CheckResult[] {
+  if (!Array.isArray(checks)) bad(name, 'an array of check results (CheckReport.checks)', checks);
+  checks.forEach((c: unknown, i) => {
+    const at = `${name}[${i}]`;
+    if (!isObject(c)) bad(at, 'a check result ({ check, property, verdict, findings })', c);
+    if (!VERDICTS.includes(c.verdict as string) && c.verdict !== 'skipped') bad(`${at}.verdict`, `one of ${VERDICTS.join(', ')}, skipped`, c.verdict);
+    if (typeof c.check !== 'string') bad(`${at}.check`, 'a string', c.check);
+    if (typeof c.property !== 'string') bad(`${at}.property`, 'a string', c.property);
+    if (typeof c.findings !== 'number') bad(`${at}.findings`, 'a number', c.findings);
+    if (c.note !== undefined && typeof c.note !== 'string') bad(`${at}.note`, 'a string', c.note);
+  });
+  return checks as readonly CheckResult[];
+}
+
+export function checkReport(report: unknown): CheckReport {
+  if (!isObject(report)) bad('report', 'a CheckReport (from checkHistory)', report);
+  if (!VERDICTS.includes(report.verdict as string)) bad('report.verdict', `one of ${VERDICTS.join(', ')}`, report.verdict);
+  if (report.storePolicy !== undefined && typeof report.storePolicy !== 'string') bad('report.storePolicy', 'a store policy', report.storePolicy);
+  checkResults(report.checks, 'report.checks');
+  if (!Array.isArray(report.findings)) bad('report.findings', 'an array of findings', report.findings);
+  report.findings.forEach((f: unknown, i) => {
+    const at = `report.findings[${i}]`;
+    if (!isObject(f)) bad(at, 'a finding ({ check, property, message, events })', f);
+    if (typeof f.property !== 'string') bad(`${at}.property`, 'a string', f.property);
+    if (typeof f.message !== 'string') bad(`${at}.message`, 'a string', f.message);
+    if (!Array.isArray(f.events) || !f.events.every((e) => Number.isInteger(e))) bad(`${at}.events`, 'an array of event indices', f.events);
+    if (f.intervals !== undefined && (!Array.isArray(f.intervals) || !f.intervals.every(isObject))) bad(`${at}.intervals`, 'an array of hold spans', f.intervals);
+  });
+  if (!isObject(report.counts)) bad('report.counts', 'an object of counts', report.counts);
+  return report as unknown as CheckReport;
+}

@@ -1,0 +1,44 @@
+import { sleep as sleepOn, type MonotonicClock } from './clock.ts';
+import { withTimeout as boundOn } from './errors.ts';
+import { checkClock, refuse } from './options.ts';
+import { MAX_TTL_MS } from '../model/errors.ts';
+
+/**
+ * sleep and withTimeout as lockcheck/lock gives them to users, with their
+ * arguments checked (InvalidInputError('invalid-config') naming the argument,
+ * as a rejection: they return promises); the lock clients call the unchecked
+ * ones (clock.ts, errors.ts) on every request.
+ */
+
+function checkMs(ms: unknown): void {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_TTL_MS) refuse('ms', `a number of ms in [0, ${MAX_TTL_MS}]`, ms);
+}
+
+function checkSignal(signal: unknown): void {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) refuse('signal', 'an AbortSignal', signal);
+}
+
+/** Resolves after `ms` on `clock`, or rejects when `signal` aborts first. */
+export function sleep(clock: MonotonicClock, ms: number, signal?: AbortSignal): Promise<void> {
+  try {
+    checkClock(clock);
+    checkMs(ms);
+    checkSignal(signal);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return sleepOn(clock, ms, signal);
+}
+
+/** Bounds a promise by a deadline on `clock`. */
+export function withTimeout<T>(clock: MonotonicClock, ms: number, what: string, work: Promise<T>): Promise<T> {
+  try {
+    checkClock(clock);
+    checkMs(ms);
+    if (typeof what !== 'string') refuse('what', 'a string naming the call', what);
+    if (typeof (work as { then?: unknown } | null)?.then !== 'function') refuse('work', 'a Promise', work);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return boundOn(clock, ms, what, work);
+}
