@@ -3,6 +3,7 @@ import { TimingError } from './sim/time.ts';
 import { valueWithin } from './realTimeLimit.ts';
 import type { Environment } from './adapter.ts';
 import type { FaultInjectors } from './faults.ts';
+import { asText } from '../impl/errorText.ts';
 
 /**
  * The adapter's own code failed in one of the calls the runner makes into it
@@ -19,7 +20,7 @@ export class AdapterError extends Error {
     what: string,
     options?: ErrorOptions,
   ) {
-    super(`adapter ${backend}: ${call} ${what}`, options);
+    super(`adapter ${asText(backend)}: ${asText(call)} ${asText(what)}`, options);
   }
 }
 

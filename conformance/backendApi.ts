@@ -5,6 +5,7 @@ import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
+import { messageText } from '../impl/errorText.ts';
 
 /**
  * A loaded backend checked against the adapter API, and the faults it takes
@@ -14,6 +15,9 @@ import { CONTRACT_OPTIONS } from './options.ts';
 /** A backend or environment that does not follow the adapter API; the message says what changed and how to port. */
 export class AdapterApiError extends Error {
   override readonly name = 'AdapterApiError';
+  constructor(message?: string, options?: ErrorOptions) {
+    super(messageText(message), options);
+  }
 }
 
 /** The members of the old 13-member Environment that are fault injectors now. */

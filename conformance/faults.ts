@@ -1,5 +1,6 @@
 import type { ClockTarget } from '../model/command.ts';
 import { checkObject, refuse } from '../impl/options.ts';
+import { asText } from '../impl/errorText.ts';
 
 /**
  * The faults an environment can inject, as a registry: each entry is an
@@ -122,7 +123,7 @@ export class FaultNotOfferedError extends Error {
     readonly kind: FaultKind,
   ) {
     // An error's constructor must not throw: a kind it does not know, or a Symbol, is still said.
-    super(`${String(backend)} takes no ${String(kind)} fault: ${isFaultKind(kind) ? `its environment provides no faults.${FAULTS[kind].injector}` : 'no such fault kind'}`);
+    super(`${asText(backend)} takes no ${asText(kind)} fault: ${isFaultKind(kind) ? `its environment provides no faults.${FAULTS[kind].injector}` : 'no such fault kind'}`);
   }
 }
 

@@ -4,17 +4,21 @@
  * in time throws TimeoutError; a network failure throws UnavailableError.
  */
 import { InvalidInputError } from '../model/errors.ts';
+import { asText, messageText } from './errorText.ts';
 export { InvalidInputError };
 
 export class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
   constructor(what: string, ms: number) {
-    super(`${what} timed out after ${ms} ms`);
+    super(`${asText(what)} timed out after ${asText(ms)} ms`);
   }
 }
 
 export class UnavailableError extends Error {
   override readonly name = 'UnavailableError';
+  constructor(message?: string, options?: ErrorOptions) {
+    super(messageText(message), options);
+  }
 }
 
 /**
@@ -28,7 +32,7 @@ export class ReplicationError extends Error {
     readonly wanted: number,
     readonly acknowledged: number,
   ) {
-    super(`WAIT: ${acknowledged} of ${wanted} replicas acknowledged`);
+    super(`WAIT: ${asText(acknowledged)} of ${asText(wanted)} replicas acknowledged`);
   }
 }
 
@@ -36,7 +40,7 @@ export class ReplicationError extends Error {
 export class TokenOverflowError extends Error {
   override readonly name = 'TokenOverflowError';
   constructor(readonly resource: string) {
-    super(`the fencing token of '${resource}' reached 2^63-1; no further grant is possible`);
+    super(`the fencing token of '${asText(resource)}' reached 2^63-1; no further grant is possible`);
   }
 }
 
@@ -51,7 +55,7 @@ export class ConnectionConfigError extends Error {
     message: string,
     options?: { readonly cause?: unknown },
   ) {
-    super(`${code}: ${message}`, options);
+    super(`${asText(code)}: ${asText(message)}`, options);
   }
 }
 
@@ -74,7 +78,7 @@ export class ServerRefusedError extends Error {
     message: string,
     options?: { readonly cause?: unknown },
   ) {
-    super(`${code} (${serverCode}): ${message}`, options);
+    super(`${asText(code)} (${asText(serverCode)}): ${asText(message)}`, options);
   }
 }
 
@@ -99,7 +103,7 @@ export class LeaseLostError extends Error {
     readonly reason: 'expired' | 'released' | 'connection-lost',
     resource: string,
   ) {
-    super(`lease on '${resource}' ${reason}`);
+    super(`lease on '${asText(resource)}' ${asText(reason)}`);
   }
 
   /** One without a stack trace: one is made on every release, and the reason says it all. */

@@ -2,6 +2,7 @@ import type { AcquireOptions, LeaseLock } from './leaseLock.ts';
 import type { Lease } from './lease.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { checkMethods, checkObject, closest, shown } from './options.ts';
+import { asText } from './errorText.ts';
 
 /** The lock could not be taken. */
 export class LockNotAcquiredError extends Error {
@@ -10,7 +11,7 @@ export class LockNotAcquiredError extends Error {
     readonly resource: string,
     readonly reason: 'held' | 'no-quorum' | 'validity-exhausted' | 'timed-out',
   ) {
-    super(`could not acquire '${resource}': ${reason}`);
+    super(`could not acquire '${asText(resource)}': ${asText(reason)}`);
   }
 }
 

@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { onExitKill } from './processes.ts';
+import { asText, messageText } from '../../impl/errorText.ts';
 
 export const LIBFAKETIME_PATH = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -31,7 +32,7 @@ export class EnvironmentError extends Error {
     message: string,
     readonly fix: string | null = null,
   ) {
-    super(fix === null ? message : `${message}\n  fix: ${fix}`);
+    super(fix === null ? messageText(message) : `${asText(message)}\n  fix: ${asText(fix)}`);
   }
 }
 

@@ -1,6 +1,7 @@
 import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { redactSecrets } from './redact.ts';
+import { messageText } from '../../impl/errorText.ts';
 
 /** Why an output could not be written. */
 export type OutputFileProblem =
@@ -25,7 +26,7 @@ export class OutputFileError extends Error {
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(messageText(message), options);
   }
 }
 

@@ -4,6 +4,7 @@ import { redactUrl } from './redact.ts';
 import { checkUrlText } from '../kitInput.ts';
 import type { RedisCluster, RedisTarget } from './redisBackend.ts';
 import { refuse } from '../../impl/options.ts';
+import { messageText } from '../../impl/errorText.ts';
 
 /**
  * The user's own Redis servers as a RedisCluster (`lockcheck --redis`):
@@ -15,6 +16,9 @@ import { refuse } from '../../impl/options.ts';
 /** A server URL that cannot be used, said before anything connects. */
 export class ServerUrlError extends Error {
   override readonly name = 'ServerUrlError';
+  constructor(message?: string, options?: ErrorOptions) {
+    super(messageText(message), options);
+  }
 }
 
 /** What the check found about one server. */

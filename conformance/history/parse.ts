@@ -1,6 +1,7 @@
 import { constants } from 'node:buffer';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
 import { compositeKey } from './group.ts';
+import { asText } from '../../impl/errorText.ts';
 
 /**
  * Reading a history (spec/SPEC.md 10.2, 10.3): JSONL in, a typed `History`
@@ -22,7 +23,7 @@ export class HistoryFormatError extends Error {
     readonly field: string | undefined,
     readonly problem: string,
   ) {
-    super(`${line === 0 ? 'the history' : `line ${line}`}${field === undefined ? '' : `, field '${field}'`}: ${problem}`);
+    super(`${line === 0 ? 'the history' : `line ${asText(line)}`}${field === undefined ? '' : `, field '${asText(field)}'`}: ${asText(problem)}`);
   }
 }
 

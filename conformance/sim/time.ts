@@ -2,6 +2,7 @@ import type { Clock } from '../../model/clock.ts';
 import { read, trueTimeOf } from '../../model/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { checkObject, knownOptions } from '../../impl/options.ts';
+import { messageText } from '../../impl/errorText.ts';
 
 /**
  * Virtual true time for in-process backends: a queue of events at true
@@ -49,6 +50,9 @@ export interface VirtualTimeOptions {
  */
 export class TimingError extends Error {
   override readonly name = 'TimingError';
+  constructor(message?: string, options?: ErrorOptions) {
+    super(messageText(message), options);
+  }
 }
 
 const checkKeys = knownOptions('VirtualTime options', ['settle', 'onTick', 'realTime']);

@@ -14,6 +14,7 @@ import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { sharedClock } from './sharedClock.ts';
 import { loadConcurrent } from './adapterRef.ts';
 import { checkUrlText } from '../kitInput.ts';
+import { parseRedisUrl } from '../env/userRedis.ts';
 
 /**
  * One client process's lock and store, as the workload uses them. Every call
@@ -53,7 +54,8 @@ export async function connectClient(backend: ClientBackend): Promise<StressClien
  * now is one it reconnects to. For adapters' concurrent clients (lockcheck/kit).
  */
 export async function concurrentRedis(url: string): Promise<Redis> {
-  checkUrlText(url);
+  // A redis:// URL (ServerUrlError otherwise) before a connection is made: ioredis would take any text and retry forever.
+  parseRedisUrl(checkUrlText(url));
   const redis = redisConnection(url);
   await redis.connect().catch(() => undefined);
   return redis;

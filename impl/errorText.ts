@@ -1,0 +1,18 @@
+/**
+ * Any value as text for an error's message. An error's constructor must not
+ * throw in the place of the error it makes: a template literal throws a
+ * TypeError on a Symbol, and String() on an object whose toString throws.
+ */
+export function asText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    return String(value);
+  } catch {
+    return `a ${typeof value}`;
+  }
+}
+
+/** An error's message as Error takes it: absent stays absent (an empty message), anything else as text. */
+export function messageText(message: unknown): string | undefined {
+  return message === undefined ? undefined : asText(message);
+}
