@@ -5,7 +5,7 @@ import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
-import { messageText } from '../impl/errorText.ts';
+import { asText, messageText } from '../impl/errorText.ts';
 
 /**
  * A loaded backend checked against the adapter API, and the faults it takes
@@ -49,7 +49,7 @@ const checkContractKeys = knownOptions('contract', CONTRACT_OPTIONS);
 export function checkBackendApi(value: unknown, where = 'the backend'): asserts value is BackendUnderTest {
   const b = value as Partial<Record<keyof BackendUnderTest | 'faults', unknown>> | null | undefined;
   if (b === null || typeof b !== 'object' || typeof b.name !== 'string' || typeof b.start !== 'function' || b.design === undefined || b.capabilities === undefined) {
-    throw new AdapterApiError(`${where} must be a BackendUnderTest (name, design, capabilities, start; contract optional)`);
+    throw new AdapterApiError(`${asText(where)} must be a BackendUnderTest (name, design, capabilities, start; contract optional)`);
   }
   if (Array.isArray(b.faults)) {
     throw new AdapterApiError(`${b.name}: written for the old adapter API (BackendUnderTest.faults, a list of fault kinds). ${PORTING}`);

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { match } from 'ts-pattern';
 import type { Command, Operation } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
-import { hasTtl, nodeCount, replyTimeoutMs, restartDelayMs, rulesOf } from '../model/design.ts';
+import { hasTtl, nodeCount, replyTimeoutMs, restartDelayMs, rulesOf, validateDesign } from '../model/design.ts';
+import { FAULT_KINDS, isFaultKind } from './faults.ts';
 import type { Capabilities, FaultKind } from './adapter.ts';
 import { checkObject, knownOptions, refuse } from '../impl/options.ts';
 
@@ -165,8 +166,32 @@ function range(from: number, to: number): number[] {
 
 const checkScheduleKeys = knownOptions('scheduleArb options', ['design', 'faults', 'clients', 'resources', 'maxCommands', 'lateReplies', 'ttlFloorMs', 'ttlGrainMs', 'timeScales', 'extend']);
 
+/** scheduleArb's options' values (its keys are checkScheduleKeys'): a wrong one is refused by name, not a TypeError inside fast-check. */
+function checkScheduleValues(o: Readonly<Record<string, unknown>>): void {
+  const int = (name: string, min: number, max: number, required: boolean): void => {
+    const v = o[name];
+    if ((v !== undefined || required) && (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)) refuse(name, `an integer in [${min}, ${max}]`, v);
+  };
+  const d = o.design;
+  if (typeof d !== 'object' || d === null || typeof (d as { kind?: unknown }).kind !== 'string') refuse('design', 'a Design (an object with a kind)', d);
+  validateDesign(d as Design);
+  if (!Array.isArray(o.faults)) refuse('faults', `an array of fault kinds (${FAULT_KINDS.join(', ')})`, o.faults);
+  o.faults.forEach((f, i) => {
+    if (!isFaultKind(f)) refuse(`faults[${i}]`, `a fault kind (${FAULT_KINDS.join(', ')})`, f);
+  });
+  int('clients', 1, 16, true);
+  int('resources', 1, RESOURCE_NAMES.length, true);
+  int('maxCommands', 1, Number.MAX_SAFE_INTEGER, true);
+  int('ttlFloorMs', 1, 2 ** 31 - 1, false);
+  int('ttlGrainMs', 1, 2 ** 31 - 1, false);
+  for (const name of ['lateReplies', 'extend']) if (o[name] !== undefined && typeof o[name] !== 'boolean') refuse(name, 'a boolean', o[name]);
+  const scales = o.timeScales;
+  if (scales !== undefined && (!Array.isArray(scales) || scales.length === 0 || !scales.every((s) => typeof s === 'number' && Number.isFinite(s) && s > 0))) refuse('timeScales', 'a non-empty array of positive numbers', scales);
+}
+
 export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   checkScheduleKeys(checkObject(o, 'scheduleArb options'));
+  checkScheduleValues(o as unknown as Readonly<Record<string, unknown>>);
   const ttl = hasTtl(o.design);
   const has = (f: FaultKind) => o.faults.includes(f);
   const client = fc.integer({ min: 0, max: o.clients - 1 });

@@ -13,6 +13,8 @@ import { runLockstep } from './lockstep.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import { checkMisconfigurations } from './configuration.ts';
 import { checkSuiteOptions } from './options.ts';
+import { checkObject } from '../impl/options.ts';
+import { InvalidInputError } from '../model/errors.ts';
 
 /**
  * Registers the conformance suite for a backend in the caller's vitest file:
@@ -42,15 +44,17 @@ export interface SuiteOptions {
 
 /** Reads the LOCKCHECK_* variables over `options`; throws a clear error for a bad value. */
 export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<string, string | undefined>> = process.env): SuiteOptions {
+  checkObject(options, 'options');
+  checkObject(env, 'env', 'an object of environment variables');
   const int = (name: string, min: number, max: number): number | undefined => {
     const raw = env[name];
     if (raw === undefined || raw === '') return undefined;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in [${min}, ${max}], got '${raw}'`);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidInputError('invalid-config', `${name} must be an integer in [${min}, ${max}], got '${raw}'`);
     return n;
   };
-  const faults = env.LOCKCHECK_FAULTS?.split(',').map((f) => f.trim()).filter((f) => f !== '');
-  for (const f of faults ?? []) if (!isFaultKind(f)) throw new Error(`LOCKCHECK_FAULTS: unknown fault '${f}' (known: ${FAULT_KINDS.join(', ')})`);
+  const faults = (typeof env.LOCKCHECK_FAULTS === 'string' ? env.LOCKCHECK_FAULTS : undefined)?.split(',').map((f) => f.trim()).filter((f) => f !== '');
+  for (const f of faults ?? []) if (!isFaultKind(f)) throw new InvalidInputError('invalid-config', `LOCKCHECK_FAULTS: unknown fault '${f}' (known: ${FAULT_KINDS.join(', ')})`);
   return {
     ...options,
     ...(int('LOCKCHECK_RUNS', 1, 1_000_000) !== undefined ? { runs: int('LOCKCHECK_RUNS', 1, 1_000_000)! } : {}),
