@@ -81,13 +81,13 @@ export function realPostgresBackend(
   store: StorePolicy,
   options: { readonly name?: string; /** Cut time after which keepalive ends a cut session (default KEEPALIVE_MS). */ readonly keepaliveMs?: number } = {},
 ): BackendUnderTest {
-  checkPostgresTarget(server);
-  checkDesignOf(design, ['pg-session', 'pg-xact'], 'realPostgresBackend');
-  checkStorePolicy(store);
   checkBackendKeys(checkObject(options, 'realPostgresBackend options'));
   if (options.name !== undefined && typeof options.name !== 'string') refuse('name', 'a string', options.name);
   const k = options.keepaliveMs;
   if (k !== undefined && (typeof k !== 'number' || !Number.isInteger(k) || k < 1)) refuse('keepaliveMs', 'a positive integer number of ms', k);
+  checkPostgresTarget(server);
+  checkDesignOf(design, ['pg-session', 'pg-xact'], 'realPostgresBackend');
+  checkStorePolicy(store);
   return {
     name: options.name ?? `postgres ${describeDesign(design)} / ${store}`,
     design,

@@ -152,12 +152,12 @@ export function realRedisBackend(
   store: StorePolicy,
   options: { readonly name?: string; readonly node?: RedisNodeFactory } = {},
 ): BackendUnderTest {
-  checkRedisCluster(cluster);
-  checkDesignOf(design, ['redis-single', 'redlock'], 'realRedisBackend');
-  checkStorePolicy(store);
   checkBackendKeys(checkObject(options, 'realRedisBackend options'));
   if (options.name !== undefined && typeof options.name !== 'string') refuse('name', 'a string', options.name);
   checkOptionalFunction(options.node, 'node');
+  checkRedisCluster(cluster);
+  checkDesignOf(design, ['redis-single', 'redlock'], 'realRedisBackend');
+  checkStorePolicy(store);
   if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
   if (cluster.local === undefined && clockMarginMs(design) < USER_SERVER_CLOCK_MARGIN_MS) {
     throw new Error(
@@ -243,12 +243,12 @@ export interface RedisRunOptions {
 }
 
 export async function startRedisRun(cluster: RedisCluster, design: Design, options: RedisRunOptions): Promise<RedisRun> {
-  checkRedisCluster(cluster);
-  checkDesignOf(design, ['redis-single', 'redlock'], 'startRedisRun');
   checkObject(options, 'startRedisRun options');
   checkRunKeys(options);
   integerIn(options, 'clients', 1, 16, true);
   checkOptionalFunction(options.lockKey, 'lockKey');
+  checkRedisCluster(cluster);
+  checkDesignOf(design, ['redis-single', 'redlock'], 'startRedisRun');
   const lockKey = options.lockKey ?? ((resource: string) => keysFor(resource).lock);
   const n = nodeCount(design);
   if (n > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${n} nodes; the cluster has ${cluster.nodes.length}`);
