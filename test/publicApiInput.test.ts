@@ -122,6 +122,64 @@ describe('the public API on junk arguments', () => {
   });
 });
 
+describe('junk in each position of a call that is right otherwise', async () => {
+  const kit = await import('../conformance/kit.ts');
+  const lc = await import('../conformance/index.ts');
+  const lock = await import('../impl/index.ts');
+  const history = await import('../conformance/history/index.ts');
+  const { designs } = await import('../model/index.ts');
+  const parent = mkdtempSync(join(tmpdir(), 'lockcheck-apiinput-'));
+  afterAll(() => rmSync(parent, { recursive: true, force: true }));
+  const events = [
+    { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
+    { type: 'ok', process: 0, time: 1, op: 'acquire', resource: 'r', owner: 'a', token: '1' },
+  ];
+  const report = history.checkHistory(events as never);
+  // Its timers fire at once: a sleep of any length given it ends.
+  const clock = { now: () => 0, schedule: (_at: number, fire: () => void) => (queueMicrotask(fire), () => undefined) };
+  const cluster = { nodes: [{ url: 'redis://127.0.0.1:1' }], store: { url: 'redis://127.0.0.1:1' }, persistence: 'unknown', stop: async () => undefined };
+  const target = { url: 'postgres://127.0.0.1:1/x' };
+  // [name, the call, its right arguments]: each position in turn takes each junk value, the others stay right.
+  const CALLS: readonly [string, (...a: unknown[]) => unknown, readonly unknown[]][] = [
+    ['realRedisBackend', kit.realRedisBackend as never, [cluster, designs.redisSingle(), 'strict', { name: 'r' }]],
+    ['realPostgresBackend', kit.realPostgresBackend as never, [target, designs.pgSession(), 'strict', { name: 'p' }]],
+    ['startRedisRun', kit.startRedisRun as never, [cluster, designs.redisSingle(), { clients: 1 }]],
+    ['underOwnNames', kit.underOwnNames as never, [{ ...target, process: { crash: async () => undefined, restart: async () => undefined } }, async () => ({})]],
+    ['onClientClock', kit.onClientClock as never, [clock, () => 1]],
+    ['onlyFaults', kit.onlyFaults as never, [{}, ['pause']]],
+    ['checkBackendApi', lc.checkBackendApi as never, [{}, 'the backend']],
+    ['sleep', lock.sleep as never, [clock, 1, new AbortController().signal]],
+    ['withTimeout', lock.withTimeout as never, [clock, 1, 'w', Promise.resolve(1)]],
+    ['historyReportHtml', history.historyReportHtml as never, [events, report, 'title']],
+    ['writeHistoryReport', history.writeHistoryReport as never, [join(parent, 'out'), events, report, 'title']],
+    ['new FaultNotOfferedError', (...a) => new lc.FaultNotOfferedError(...(a as [never, never])), ['b', 'pause']],
+    ['new AdapterError', (...a) => new lc.AdapterError(...(a as [never, never, never])), ['b', 'start()', 'failed']],
+    ['new TimeoutError', (...a) => new lock.TimeoutError(...(a as [never, never])), ['call', 5]],
+    ['new ConnectionConfigError', (...a) => new lock.ConnectionConfigError(...(a as [never, never, never])), ['tls', 'm', {}]],
+    ['new ServerRefusedError', (...a) => new lock.ServerRefusedError(...(a as [never, never, never, never])), ['schema', '42P01', 'm', {}]],
+    ['new LeaseLostError', (...a) => new lock.LeaseLostError(...(a as [never, never])), ['expired', 'r']],
+    ['LeaseLostError.of', (...a) => lock.LeaseLostError.of(...(a as [never, never])), ['expired', 'r']],
+    ['new LockNotAcquiredError', (...a) => new lock.LockNotAcquiredError(...(a as [never, never])), ['r', 'held']],
+    ['new ReplicationError', (...a) => new lock.ReplicationError(...(a as [never, never])), [1, 0]],
+    ['new TokenOverflowError', (...a) => new lock.TokenOverflowError(...(a as [never])), ['r']],
+    ['new HistoryFormatError', (...a) => new history.HistoryFormatError(...(a as [never, never, never])), [1, 'op', 'unknown']],
+    ['new EnvironmentError', (...a) => new kit.EnvironmentError(...(a as [never, never])), ['m', 'fix']],
+    ['new OutputFileError', (...a) => new lc.OutputFileError(...(a as [never, never, never])), ['exists', '/x', 'm']],
+  ];
+
+  it.each(CALLS)('%s: nothing escapes, nothing hangs', async (_name, fn, right) => {
+    const escaped: string[] = [];
+    for (let i = 0; i < right.length; i++) {
+      for (const [shown, junk] of JUNK) {
+        const args = right.map((a, k) => (k === i ? junk : a));
+        const what = await outcome(() => fn(...args));
+        if (what !== 'ok') escaped.push(`argument ${i + 1} ${shown}: ${what}`);
+      }
+    }
+    expect(escaped).toEqual([]);
+  });
+});
+
 /** The error `f` throws or rejects with. */
 async function errorOf(f: () => unknown): Promise<unknown> {
   try {
