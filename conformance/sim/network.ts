@@ -2,6 +2,22 @@ import type { MonotonicClock } from '../../impl/clock.ts';
 import { UnavailableError } from '../../impl/errors.ts';
 import type { FaultInjectors } from '../faults.ts';
 import type { VirtualTime } from './time.ts';
+import { checkClock, refuse } from '../../impl/options.ts';
+
+/**
+ * Checks of what call() and the fault methods take: a junk client or
+ * endpoint would name a link no request uses (the fault would silently not
+ * happen), or fail later as a TypeError.
+ */
+function checkClient(client: unknown): void {
+  if (typeof client !== 'number' || !Number.isInteger(client) || client < 0) refuse('client', 'a client index (an integer >= 0)', client);
+}
+function checkEndpoint(endpoint: unknown): void {
+  if (endpoint !== 'store' && (typeof endpoint !== 'number' || !Number.isInteger(endpoint) || endpoint < 0)) refuse('endpoint', "a node index (an integer >= 0) or 'store'", endpoint);
+}
+function checkDelayMs(ms: unknown, never = false): void {
+  if ((!never || ms !== 'never') && (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)) refuse('ms', `a number of ms >= 0${never ? " or 'never'" : ''}`, ms);
+}
 
 /**
  * The in-process network between clients and servers. A request runs on the
@@ -35,7 +51,10 @@ export class SimNetwork {
   constructor(
     private readonly time: VirtualTime,
     private readonly servers: (endpoint: Endpoint) => Server,
-  ) {}
+  ) {
+    if (typeof time !== 'object' || time === null || typeof (time as { nowMs?: unknown }).nowMs !== 'function') refuse('time', 'a VirtualTime', time);
+    if (typeof servers !== 'function') refuse('servers', 'a function from an endpoint to its Server', servers);
+  }
 
   /**
    * Runs `request` on the server now; for a real server it returns a promise
@@ -43,6 +62,10 @@ export class SimNetwork {
    * while real I/O is still under way (see settled()).
    */
   async call<T>(client: number, endpoint: Endpoint, request: () => T | Promise<T>): Promise<T> {
+    // Three type tests against a call's promises and map lookups: no measurable cost on the sim's request path.
+    checkClient(client);
+    checkEndpoint(endpoint);
+    if (typeof request !== 'function') refuse('request', 'a function', request);
     if (this.#cut.has(`${client}:${endpoint}`) || !this.servers(endpoint).reachable()) {
       // A reset comes at once, but a client that has just paused reads it only when it resumes.
       await Promise.resolve();
@@ -91,15 +114,21 @@ export class SimNetwork {
   }
 
   cut(client: number, endpoint: Endpoint): void {
+    checkClient(client);
+    checkEndpoint(endpoint);
     this.#cut.add(`${client}:${endpoint}`);
   }
 
   /** Whether the link is cut (a client's close cannot cross it). */
   isCut(client: number, endpoint: Endpoint): boolean {
+    checkClient(client);
+    checkEndpoint(endpoint);
     return this.#cut.has(`${client}:${endpoint}`);
   }
 
   heal(client: number, endpoint: Endpoint): void {
+    checkClient(client);
+    checkEndpoint(endpoint);
     this.#cut.delete(`${client}:${endpoint}`);
   }
 
@@ -108,6 +137,8 @@ export class SimNetwork {
    * take `ms` of true time (one slow round trip; later ones are not delayed).
    */
   setDelay(client: number, ms: number): void {
+    checkClient(client);
+    checkDelayMs(ms);
     if (ms === 0) this.#delay.delete(client);
     else this.#delay.set(client, { ms, sentAtMs: this.time.nowMs() });
   }
@@ -118,18 +149,24 @@ export class SimNetwork {
    * this client sends now take `ms` longer. Call it as an operation starts.
    */
   slowNow(client: number, ms: number): void {
+    checkClient(client);
+    checkDelayMs(ms);
     if (ms === 0) this.#slow.delete(client);
     else this.#slow.set(client, { ms, sentAtMs: this.time.nowMs() });
   }
 
   /** Every reply from lock node `node` takes `ms` longer (0: none), or never comes. */
   setNodeDelay(node: number, ms: number | 'never'): void {
+    if (typeof node !== 'number' || !Number.isInteger(node) || node < 0) refuse('node', 'a node index (an integer >= 0)', node);
+    checkDelayMs(ms, true);
     if (ms === 0) this.#nodeDelay.delete(node);
     else this.#nodeDelay.set(node, ms);
   }
 
   /** The client's clock, with its timers held while the client is paused. */
   pausable(client: number, clock: MonotonicClock): MonotonicClock {
+    checkClient(client);
+    checkClock(clock);
     return {
       now: () => clock.now(),
       schedule: (atMs, fn) => {
@@ -149,12 +186,14 @@ export class SimNetwork {
 
   /** The client is paused: its sends, timers and replies wait. */
   hold(client: number): void {
+    checkClient(client);
     if (!this.#held.has(client)) this.#held.set(client, []);
     if (!this.#heldTimers.has(client)) this.#heldTimers.set(client, []);
   }
 
   /** The client runs again: the timers that came due fire, then the replies it missed arrive. */
   release(client: number): void {
+    checkClient(client);
     const timers = this.#heldTimers.get(client) ?? [];
     this.#heldTimers.delete(client);
     const waiting = this.#held.get(client) ?? [];

@@ -3,12 +3,15 @@ import { checkResource, checkToken } from '../../model/errors.ts';
 import { passes } from '../../model/store.ts';
 import type { FencedStore, ReadResult, WriteResult } from '../../impl/fencedStore.ts';
 import type { SimNetwork, Server } from './network.ts';
+import { checkPolicy } from '../../impl/options.ts';
 
 /** An in-memory store server: each write judged by the policy in one atomic step. */
 export class SimStore implements Server {
   readonly #cells = new Map<string, { value: string; token: bigint; highest: bigint }>();
 
-  constructor(readonly policy: StorePolicy) {}
+  constructor(readonly policy: StorePolicy) {
+    checkPolicy(policy, ['unfenced', 'strict', 'monotonic', 'transactional']);
+  }
 
   reachable(): boolean {
     return true;

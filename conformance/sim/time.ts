@@ -1,7 +1,8 @@
 import type { Clock } from '../../model/clock.ts';
 import { read, trueTimeOf } from '../../model/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
-import { checkObject, knownOptions } from '../../impl/options.ts';
+import { checkObject, knownOptions, refuse, shown } from '../../impl/options.ts';
+import { InvalidInputError } from '../../model/errors.ts';
 import { messageText } from '../../impl/errorText.ts';
 
 /**
@@ -58,6 +59,11 @@ export class TimingError extends Error {
 const checkKeys = knownOptions('VirtualTime options', ['settle', 'onTick', 'realTime']);
 const checkRealTimeKeys = knownOptions('realTime', ['toleranceMs', 'now']);
 
+/** A true time: a finite number of ms (NaN or a non-number would stop time or break every later advance). */
+function checkTimeMs(ms: unknown, name: string): void {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) refuse(name, 'a finite number of ms', ms);
+}
+
 export class VirtualTime {
   #nowMs = 0;
   #seq = 0;
@@ -77,11 +83,15 @@ export class VirtualTime {
 
   /** Runs `fn` at true time `trueMs`. */
   at(trueMs: number, fn: () => void): () => void {
+    // Checked here, where a user's call enters (clockOf's schedule, a client's per-call path, is not): a junk timer would break every later advance.
+    checkTimeMs(trueMs, 'trueMs');
+    if (typeof fn !== 'function') refuse('fn', 'a function', fn);
     return this.add(() => trueMs, fn);
   }
 
   /** A monotonic clock for one process, reading `clock()` (which faults may replace). */
   clockOf(clock: () => Clock): MonotonicClock {
+    if (typeof clock !== 'function') refuse('clock', 'a function returning the process\'s Clock', clock);
     return {
       now: () => read(clock(), this.#nowMs),
       schedule: (atMs, fn) => this.add(() => trueTimeOf(clock(), atMs, this.#nowMs), fn),
@@ -90,11 +100,13 @@ export class VirtualTime {
 
   /** Resolves at true time now + ms. */
   sleep(ms: number): Promise<void> {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) return Promise.reject(new InvalidInputError('invalid-config', `ms must be a finite number of ms >= 0, got ${shown(ms)}`));
     return new Promise((resolve) => this.at(this.#nowMs + ms, resolve));
   }
 
   /** Moves true time to `targetMs`, firing every event due on the way, in order. */
   async advanceTo(targetMs: number): Promise<void> {
+    checkTimeMs(targetMs, 'targetMs');
     await this.runUntil(null, targetMs);
     await this.pace(targetMs);
     this.moveTo(targetMs);
@@ -128,6 +140,7 @@ export class VirtualTime {
    * check): judged neither way, and tried again.
    */
   stalled(what: string): void {
+    if (typeof what !== 'string') refuse('what', 'a string', what);
     this.#late ??= `${what}: the machine stalled the run (no fault the runner injected takes real time), so that failure is not the backend's`;
   }
 
@@ -169,6 +182,8 @@ export class VirtualTime {
    * last event fired (not at the limit).
    */
   async runUntil(work: Promise<unknown> | null, limitMs: number): Promise<boolean> {
+    if (work !== null && typeof (work as { then?: unknown } | undefined)?.then !== 'function') refuse('work', 'a Promise, or null to run to limitMs', work);
+    if (typeof limitMs !== 'number' || Number.isNaN(limitMs)) refuse('limitMs', 'a number of ms (Infinity for no limit)', limitMs);
     let settled = false;
     work?.then(
       () => (settled = true),
