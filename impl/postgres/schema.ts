@@ -1,4 +1,3 @@
-import { checkMethods } from '../options.ts';
 /**
  * The tables lockcheck keeps in PostgreSQL. Created on first use; all
  * statements are idempotent.
@@ -20,6 +19,7 @@ import { checkMethods } from '../options.ts';
  *   lowered by hand, a stale holder's write would land after it (STORE-1).
  *   The same triggers refuse that, with the same reset.
  */
+import { checkMethods } from '../options.ts';
 /**
  * The three triggers that keep one table's rows (made or skipped on their
  * own): an UPDATE lowering `column` or renaming a row, a DELETE and a
