@@ -10,6 +10,9 @@ function late(latencyMs: number | undefined): string {
 /** Commands and outcomes in the domain's words, for traces people read. */
 export function describeCommand(c: Command): string {
   checkCommandShape(c, 'describeCommand command');
+  // What the text interpolates: a Symbol has no string form, and a clock-drift's target is looked into.
+  for (const [field, v] of Object.entries(c)) if (typeof v === 'symbol') refuse(`describeCommand command.${field}`, 'a number, a string or an object', v);
+  if (c.kind === 'clock-drift' && !isObject(c.target)) refuse('describeCommand command.target', 'an object { node } or { client }', c.target);
   return match(c)
     .with(
       { kind: 'acquire' },
