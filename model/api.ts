@@ -160,12 +160,36 @@ export function liveBoundMs(ttlMs: number, factor: number, expiryToleranceMs: nu
   return properties.liveBoundMs(ttlMs, factor, expiryToleranceMs);
 }
 
-const EVENT_KINDS: readonly string[] = ['granted', 'write', 'key-changed', 'restarted'];
+type FieldCheck = readonly [field: string, ok: (v: unknown) => boolean, wanted: string];
+const int: FieldCheck[1] = (v) => typeof v === 'number' && Number.isInteger(v);
+const text: FieldCheck[1] = (v) => typeof v === 'string';
+const big: FieldCheck[1] = (v) => typeof v === 'bigint';
+const bigOrNull: FieldCheck[1] = (v) => v === null || typeof v === 'bigint';
+const owner: FieldCheck[1] = (v) => isObject(v) && typeof v.client === 'number' && typeof v.attempt === 'number';
+const counters: FieldCheck[1] = (v) => isObject(v) && Object.values(v).every((c) => typeof c === 'bigint');
+
+/** The fields the event properties read, per event kind (model/event.ts). */
+const EVENT_FIELDS: Readonly<Record<WorldEvent['kind'], readonly FieldCheck[]>> = {
+  granted: [['client', int, 'an integer'], ['resource', text, 'a string'], ['token', big, 'a bigint'], ['epoch', int, 'an integer'], ['maxTokenBefore', bigOrNull, 'a bigint or null']],
+  write: [
+    ['client', int, 'an integer'],
+    ['resource', text, 'a string'],
+    ['token', big, 'a bigint'],
+    ['epoch', int, 'an integer'],
+    ['policy', (v) => typeof v === 'string' && (design.STORE_POLICIES as readonly string[]).includes(v), 'a store policy'],
+    ['highestBefore', bigOrNull, 'a bigint or null'],
+    ['accepted', (v) => typeof v === 'boolean', 'a boolean'],
+    ['lastAcceptedEpochBefore', int, 'an integer'],
+  ],
+  'key-changed': [['node', int, 'an integer'], ['resource', text, 'a string'], ['byClient', int, 'an integer'], ['byOwner', owner, 'an owner { client, attempt }'], ['ownerBefore', owner, 'an owner { client, attempt }'], ['change', (v) => v === 'deleted' || v === 'extended', "'deleted' or 'extended'"]],
+  restarted: [['node', int, 'an integer'], ['countersBefore', counters, 'a record of bigint counters'], ['countersAfter', counters, 'a record of bigint counters']],
+};
 
 function checkEventList(events: unknown, name: string): void {
   checkArray(events, name, 'an array of events (a step branch events)');
   (events as readonly unknown[]).forEach((e, i) => {
-    if (!isObject(e) || typeof e.kind !== 'string' || !EVENT_KINDS.includes(e.kind)) refuse(`${name}[${i}]`, `an event of kind ${EVENT_KINDS.join(', ')}`, e);
+    if (!isObject(e) || typeof e.kind !== 'string' || !Object.hasOwn(EVENT_FIELDS, e.kind)) refuse(`${name}[${i}]`, `an event of kind ${Object.keys(EVENT_FIELDS).join(', ')}`, e);
+    for (const [field, ok, wanted] of EVENT_FIELDS[e.kind as WorldEvent['kind']]) if (!ok(e[field])) refuse(`${name}[${i}].${field}`, wanted, e[field]);
   });
 }
 

@@ -124,6 +124,8 @@ describe('the entry points name the argument they refuse', () => {
     ['alphabetFor with an alphabet of no clients', () => model.alphabetFor(design, 'none', { ...model.DEFAULT_ALPHABET, clients: 0 }), 'alphabetFor alphabet.clients must be an integer in [1, 16], got 0'],
     ['checkProperties of no events', () => model.checkProperties(null as never, w), 'checkProperties events must be an array of events (a step branch events), got null'],
     ['checkEvents of an unknown event', () => model.checkEvents([{ kind: 'boom' }] as never), 'checkEvents events[0] must be an event of kind granted, write, key-changed, restarted, got an object'],
+    ['checkEvents of a restart without counters', () => model.checkEvents([{ kind: 'restarted', node: 0, countersBefore: null, countersAfter: {} }] as never), 'checkEvents events[0].countersBefore must be a record of bigint counters, got null'],
+    ['checkEvents of a grant with a number token', () => model.checkEvents([{ kind: 'granted', client: 0, resource: 'r', token: 1, epoch: 1, maxTokenBefore: null }] as never), 'checkEvents events[0].token must be a bigint, got 1'],
     ['derivedProperties of an array', () => model.derivedProperties(['MUTEX-1'] as never, 'strict'), 'derivedProperties found must be a Set of property IDs, got an array of 1'],
     ['brokenProperties of no result', () => model.brokenProperties(null as never), 'brokenProperties result must be a run result { world, steps, violations }, got null'],
     ['canonicalKey with null options', () => model.canonicalKey(w, null as never), 'canonicalKey options must be an options object or absent, got null'],
@@ -138,6 +140,22 @@ describe('the entry points name the argument they refuse', () => {
     ['clockAt of a string', () => model.clockAt('0' as never), 'clockAt readingMs must be a finite number, got "0"'],
   ])('%s', (_what, f, message) => {
     expect(refusal(f).message).toContain(message);
+  });
+
+  it("the events and worlds step makes pass the checks (every scenario's run through the checked functions)", () => {
+    let events = 0;
+    for (const sc of model.SCENARIOS) {
+      for (const store of Object.keys(sc.breaks) as Array<keyof typeof sc.breaks>) {
+        let w = initialWorld({ design: sc.design, store, clients: 2 });
+        for (const c of sc.steps) {
+          const b = model.firstBranch(model.step(w, c), c);
+          expect(model.checkProperties(b.events, b.next)).toEqual(model.checkEvents(b.events).concat(model.checkProperties([], b.next)));
+          events += b.events.length;
+          w = b.next;
+        }
+      }
+    }
+    expect(events).toBeGreaterThan(20);
   });
 
   it('InvalidInputError takes any message, a Symbol included', () => {
