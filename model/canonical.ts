@@ -1,4 +1,5 @@
 import { read } from './clock.ts';
+import { checkOptions, checkWorld } from './checks.ts';
 import { expiryNow } from './node.ts';
 import type { NodeState, World } from './state.ts';
 import { inFlightKey } from './state.ts';
@@ -12,6 +13,8 @@ import { inFlightKey } from './state.ts';
  * place). The exploration deduplicates visited states by it.
  */
 export function canonicalKey(world: World, options: { readonly nodeSymmetry?: boolean } = {}): string {
+  checkWorld(world, 'canonicalKey world');
+  checkOptions(options, 'canonicalKey options');
   const now = world.nowMs;
   const design = world.config.design;
   const nodes = world.nodes.map((n, index) => {

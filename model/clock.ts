@@ -4,6 +4,8 @@
  * million) and, for wall clocks, may be stepped. A clock reading is a pure
  * function of true time, so nothing here reads the machine's time.
  */
+import { checkNumber } from './checks.ts';
+
 export interface Clock {
   /** True time (ms) at which `readingMs` was taken. */
   readonly anchorTrueMs: number;
@@ -17,6 +19,8 @@ export const MIN_DRIFT_PPM = -900_000;
 export const MAX_DRIFT_PPM = 9_000_000;
 
 export function clockAt(readingMs = 0, trueMs = 0): Clock {
+  checkNumber(readingMs, 'clockAt readingMs');
+  checkNumber(trueMs, 'clockAt trueMs');
   return { anchorTrueMs: trueMs, readingMs, driftPpm: 0 };
 }
 

@@ -1,4 +1,5 @@
 import { match } from 'ts-pattern';
+import { checkCommandShape, isObject, refuse } from './checks.ts';
 import type { Command } from './command.ts';
 import type { Outcome } from './outcome.ts';
 
@@ -8,6 +9,10 @@ function late(latencyMs: number | undefined): string {
 
 /** Commands and outcomes in the domain's words, for traces people read. */
 export function describeCommand(c: Command): string {
+  checkCommandShape(c, 'describeCommand command');
+  // What the text interpolates: a Symbol has no string form, and a clock-drift's target is looked into.
+  for (const [field, v] of Object.entries(c)) if (typeof v === 'symbol') refuse(`describeCommand command.${field}`, 'a number, a string or an object', v);
+  if (c.kind === 'clock-drift' && !isObject(c.target)) refuse('describeCommand command.target', 'an object { node } or { client }', c.target);
   return match(c)
     .with(
       { kind: 'acquire' },
@@ -35,10 +40,11 @@ export function describeCommand(c: Command): string {
     .with({ kind: 'heal' }, (h) => `link client ${h.client} <-> node ${h.node} healed`)
     .with({ kind: 'node-delay' }, (d) => (d.ms === 'never' ? `node ${d.node} becomes a black hole (requests vanish, no reply)` : d.ms === 0 ? `node ${d.node} answers at once again` : `node ${d.node}'s replies take ${d.ms}ms longer`))
     .with({ kind: 'kill-connection' }, (k) => `server kills client ${k.client}'s connection`)
-    .exhaustive();
+    .otherwise(() => refuse('describeCommand command', 'a command of a known kind', (c as { kind: unknown }).kind, 'precondition'));
 }
 
 export function describeOutcome(o: Outcome): string {
+  if (!isObject(o) || typeof o.kind !== 'string') refuse('describeOutcome outcome', 'an outcome (an object with a kind)', o);
   return match(o)
     .with({ kind: 'granted' }, (g) => `granted, token ${g.token}${g.validUntilMs !== null ? `, valid until ${g.validUntilMs}ms on its clock` : ''}`)
     .with({ kind: 'denied' }, (d) => `denied (${d.reason})`)
@@ -51,5 +57,5 @@ export function describeOutcome(o: Outcome): string {
     .with({ kind: 'value' }, (v) => `read ${v.value === null ? 'nothing' : JSON.stringify(v.value)}${v.token !== null ? ` (token ${v.token})` : ''}`)
     .with({ kind: 'ok' }, () => 'ok')
     .with({ kind: 'timed-out' }, () => 'timed out (may or may not have taken effect)')
-    .exhaustive();
+    .otherwise(() => refuse('describeOutcome outcome', 'an outcome of a known kind', (o as { kind: unknown }).kind));
 }

@@ -1,4 +1,5 @@
 import { match } from 'ts-pattern';
+import { checkObject, checkOneOf, checkOptions, refuse, shown } from './checks.ts';
 import { InvalidInputError } from './errors.ts';
 
 /**
@@ -100,38 +101,44 @@ export const DEFAULT_CLOCK_MARGIN_MS = 2;
 
 type LeaseOptions = { driftFactor: number; clockMarginMs: number };
 
+/** A helper's options: absent or an object (not null); the design it makes is checked whole (validateDesign). */
+function made(name: string, o: unknown, make: () => Design): Design {
+  checkOptions(o, `${name} options`);
+  return validateDesign(make());
+}
+
 export const designs = {
-  redisSingle: (o: Partial<{ persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => ({
+  redisSingle: (o: Partial<{ persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => made('designs.redisSingle', o, () => ({
     kind: 'redis-single',
     persistence: o.persistence ?? 'none',
     restartDelayMs: o.restartDelayMs ?? 0,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
-  }),
-  redlock: (o: Partial<{ nodes: number; persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => ({
+  })),
+  redlock: (o: Partial<{ nodes: number; persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => made('designs.redlock', o, () => ({
     kind: 'redlock',
     nodes: o.nodes ?? 5,
     persistence: o.persistence ?? 'none',
     restartDelayMs: o.restartDelayMs ?? 0,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
-  }),
-  redisReplicated: (o: Partial<{ wait: boolean } & LeaseOptions> = {}): Design => ({
+  })),
+  redisReplicated: (o: Partial<{ wait: boolean } & LeaseOptions> = {}): Design => made('designs.redisReplicated', o, () => ({
     kind: 'redis-replicated',
     wait: o.wait ?? false,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
-  }),
-  pgSession: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-session', ...o }),
-  pgXact: (o: { statementTimeoutMs?: number } = {}): Design => ({ kind: 'pg-xact', ...o }),
-  etcdLease: (o: Partial<LeaseOptions & { leaderChangeExtendMs: number; leaseRenewal: 'last-request' }> = {}): Design => ({
+  })),
+  pgSession: (o: { statementTimeoutMs?: number } = {}): Design => made('designs.pgSession', o, () => ({ kind: 'pg-session', ...o })),
+  pgXact: (o: { statementTimeoutMs?: number } = {}): Design => made('designs.pgXact', o, () => ({ kind: 'pg-xact', ...o })),
+  etcdLease: (o: Partial<LeaseOptions & { leaderChangeExtendMs: number; leaseRenewal: 'last-request' }> = {}): Design => made('designs.etcdLease', o, () => ({
     kind: 'etcd-lease',
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
     // Left out when not given: the design (and its fingerprint) stays what it was.
     ...(o.leaderChangeExtendMs === undefined ? {} : { leaderChangeExtendMs: o.leaderChangeExtendMs }),
     ...(o.leaseRenewal === undefined ? {} : { leaseRenewal: o.leaseRenewal }),
-  }),
+  })),
 } as const;
 
 /**
@@ -355,25 +362,67 @@ export function driftMarginMs(design: Design, ttlMs: number): number {
   return rounding(driftFactor(design) * ttlMs) + clockMarginMs(design);
 }
 
+export const DESIGN_KINDS: readonly DesignKind[] = ['redis-single', 'redlock', 'redis-replicated', 'pg-session', 'pg-xact', 'etcd-lease'];
+export const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
+
+/**
+ * Checks a design's every field, as a design from `designs` has it, and
+ * returns it. The model's public functions that take a design pass through
+ * here (a wrong type, null or an unknown kind is an InvalidInputError naming
+ * the field, never a TypeError); the step function's own reads do not.
+ */
 export function validateDesign(design: Design): Design {
   const fail = (msg: string): never => {
     throw new InvalidInputError('invalid-config', msg);
   };
+  checkObject(design, 'design', `a lock design (an object with kind ${DESIGN_KINDS.map((k) => `'${k}'`).join(', ')})`);
+  checkOneOf(design.kind, 'design.kind', DESIGN_KINDS);
+  const optional = <T extends string>(value: unknown, name: string, allowed: readonly T[]): void => {
+    if (value !== undefined) checkOneOf(value, `${design.kind} ${name}`, allowed);
+  };
+  const terms = (d: LeaseTerms & { readonly driftRounding?: unknown }): void => {
+    optional(d.clientDeadline, 'clientDeadline', ['none']);
+    if (d.failedExtend !== undefined) {
+      checkObject(d.failedExtend, `${design.kind} failedExtend`, "an object { lease: 'kept' | 'dropped', keys: 'kept' | 'deleted' } or absent");
+      checkOneOf(d.failedExtend.lease, `${design.kind} failedExtend.lease`, ['kept', 'dropped']);
+      checkOneOf(d.failedExtend.keys, `${design.kind} failedExtend.keys`, ['kept', 'deleted']);
+    }
+    optional(d.driftRounding, 'driftRounding', ['ceil', 'round']);
+  };
   match(design)
     .with({ kind: 'redlock' }, (d) => {
-      if (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15) fail(`redlock needs 1..15 nodes, got ${d.nodes}`);
+      if (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15) fail(`redlock needs 1..15 nodes, got ${shown(d.nodes)}`);
     })
     .otherwise(() => undefined);
+  match(design)
+    .with({ kind: 'redis-single' }, { kind: 'redlock' }, (d) => {
+      checkOneOf(d.persistence, `${d.kind} persistence`, ['none', 'aof-always']);
+      terms(d);
+    })
+    .with({ kind: 'redis-replicated' }, (d) => {
+      if (typeof d.wait !== 'boolean') refuse('redis-replicated wait', 'a boolean', d.wait);
+    })
+    .with({ kind: 'pg-session' }, { kind: 'pg-xact' }, (d) => {
+      if ('reentrant' in d && d.reentrant !== undefined && d.reentrant !== false) refuse('pg-session reentrant', 'false or absent', d.reentrant);
+      // Absent is the default; null or a string would be read as the default by replyTimeoutMs's ??.
+      if (d.statementTimeoutMs !== undefined && typeof d.statementTimeoutMs !== 'number') refuse(`${d.kind} statementTimeoutMs`, 'a positive integer of ms or absent', d.statementTimeoutMs);
+    })
+    .with({ kind: 'etcd-lease' }, (d) => {
+      optional(d.leaseRenewal, 'leaseRenewal', ['last-request']);
+      if (d.leaderChangeExtendMs !== undefined && typeof d.leaderChangeExtendMs !== 'number') refuse('etcd-lease leaderChangeExtendMs', 'an integer in [0, 60000] or absent', d.leaderChangeExtendMs);
+      terms(d);
+    })
+    .exhaustive();
   const df = driftFactor(design);
-  if (!(df >= 0 && df < 1)) fail(`driftFactor must be in [0, 1), got ${df}`);
+  if (!(typeof df === 'number' && df >= 0 && df < 1)) fail(`driftFactor must be in [0, 1), got ${shown(df)}`);
   const cm = clockMarginMs(design);
-  if (!Number.isInteger(cm) || cm < 0 || cm > 1000) fail(`clockMarginMs must be an integer in [0, 1000], got ${cm}`);
+  if (!Number.isInteger(cm) || cm < 0 || cm > 1000) fail(`clockMarginMs must be an integer in [0, 1000], got ${shown(cm)}`);
   const st = replyTimeoutMs(design);
-  if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) fail(`statementTimeoutMs must be a positive integer, got ${st}`);
+  if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) fail(`statementTimeoutMs must be a positive integer, got ${shown(st)}`);
   const rd = restartDelayMs(design);
-  if (!Number.isInteger(rd) || rd < 0) fail(`restartDelayMs must be a non-negative integer, got ${rd}`);
+  if (!Number.isInteger(rd) || rd < 0) fail(`restartDelayMs must be a non-negative integer, got ${shown(rd)}`);
   const re = refreshExtendMs(design);
-  if (!Number.isInteger(re) || re < 0 || re > 60_000) fail(`leaderChangeExtendMs must be an integer in [0, 60000], got ${re}`);
+  if (!Number.isInteger(re) || re < 0 || re > 60_000) fail(`leaderChangeExtendMs must be an integer in [0, 60000], got ${shown(re)}`);
   return design;
 }
 
@@ -384,6 +433,7 @@ export function storeFits(design: Design, policy: StorePolicy): boolean {
 
 /** A short human label, e.g. "redlock(5 nodes, aof-always, delayed restart 20ms)". */
 export function describeDesign(design: Design): string {
+  validateDesign(design);
   // A library's lease terms (spec 7.11) are part of the label: the model of a contract is another design than lockcheck's client.
   const margin = `${clockMarginMs(design) === DEFAULT_CLOCK_MARGIN_MS ? '' : `, clock margin ${clockMarginMs(design)}ms`}${termsLabel(design)}`;
   return match(design)

@@ -19,7 +19,8 @@ export class InvalidInputError extends Error {
     readonly code: ModelErrorCode,
     message: string,
   ) {
-    super(`${code}: ${message}`);
+    // String(): a Symbol (or any value) given by mistake still makes an error, not a TypeError.
+    super(`${String(code)}: ${String(message)}`);
   }
 }
 
@@ -37,7 +38,7 @@ export function checkTtl(ttlMs: unknown): number {
 
 export function checkDuration(ms: unknown, what: string): number {
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_TTL_MS) {
-    throw new InvalidInputError('invalid-duration', `${what} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${String(ms)}`);
+    throw new InvalidInputError('invalid-duration', `${String(what)} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${String(ms)}`);
   }
   return ms;
 }

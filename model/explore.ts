@@ -1,6 +1,7 @@
 import type { Command } from './command.ts';
 import type { Design } from './design.ts';
-import { expiresByWallClock, rulesOf } from './design.ts';
+import { expiresByWallClock, rulesOf, validateDesign } from './design.ts';
+import { checkCommands, checkInteger, checkObject, checkOptions, checkWorld, refuse } from './checks.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { fingerprint } from './fingerprint.ts';
 import { FingerprintSet } from './fingerprintSet.ts';
@@ -64,6 +65,8 @@ function addressedNode(c: Command): number | undefined {
  * special than the others (spec 8.4) and may be permuted with them.
  */
 export function nodeSymmetric(alphabet: readonly Command[], nodes: number): boolean {
+  checkCommands(alphabet, 'nodeSymmetric alphabet');
+  checkInteger(nodes, 'nodeSymmetric nodes', 1, 15);
   const keys = new Set(alphabet.map((c) => JSON.stringify(c)));
   return alphabet.every((c) => {
     const n = addressedNode(c);
@@ -87,16 +90,24 @@ export function nodeSymmetric(alphabet: readonly Command[], nodes: number): bool
  * LIVE-1 ignores it (spec 8.4, "Abstractions").
  */
 export function deadKeysStayDead(design: Design, alphabet: readonly Command[]): boolean {
+  validateDesign(design);
+  checkCommands(alphabet, 'deadKeysStayDead alphabet');
   return rulesOf(design).tokenSource !== 'cluster-revision' && !expiryClockStepsBack(design, alphabet);
 }
 
 /** Whether a command steps back the clock a node expires its keys by (a wall clock step on Redis; etcd expires by a monotonic clock). */
 export function expiryClockStepsBack(design: Design, alphabet: readonly Command[]): boolean {
+  validateDesign(design);
+  checkCommands(alphabet, 'expiryClockStepsBack alphabet');
   return expiresByWallClock(design) && alphabet.some((c) => c.kind === 'clock-step' && c.deltaMs < 0);
 }
 
 /** The symmetries and abstractions the exploration of `alphabet` from `initial` fingerprints its states under. */
 export function fingerprintOptionsFor(initial: World, alphabet: readonly Command[], options: Pick<ExploreOptions, 'clientSymmetry' | 'nodeSymmetry'> = {}): FingerprintOptions {
+  checkWorld(initial, 'fingerprintOptionsFor initial');
+  checkCommands(alphabet, 'fingerprintOptionsFor alphabet');
+  checkOptions(options, 'fingerprintOptionsFor options');
+  checkFlags(options, 'fingerprintOptionsFor options', ['clientSymmetry', 'nodeSymmetry']);
   return {
     clientSymmetry: options.clientSymmetry,
     fixedNodes: options.nodeSymmetry !== false && nodeSymmetric(alphabet, initial.nodes.length) ? 0 : 1,
@@ -202,7 +213,30 @@ export interface Exploration {
   result(): ExploreResult;
 }
 
+/** The optional booleans of an options object: absent or a boolean. */
+function checkFlags(options: object, name: string, flags: readonly string[]): void {
+  for (const flag of flags) {
+    const value = (options as Record<string, unknown>)[flag];
+    if (value !== undefined && typeof value !== 'boolean') refuse(`${name}.${flag}`, 'a boolean or absent', value);
+  }
+}
+
+/** An exploration's arguments, checked before anything is read or stepped. */
+function checkExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions, call: string): void {
+  checkWorld(initial, `${call} initial`);
+  checkCommands(alphabet, `${call} alphabet`);
+  // The parent links keep a command's index in 16 bits.
+  if (alphabet.length > 0xffff) refuse(`${call} alphabet`, 'at most 65535 commands', alphabet);
+  const o = checkObject(options, `${call} options`, 'an options object { maxDepth, ... }');
+  checkInteger(o.maxDepth, `${call} options.maxDepth`, 0, 2 ** 31 - 1);
+  if (o.maxStates !== undefined) checkInteger(o.maxStates, `${call} options.maxStates`, 1, Number.MAX_SAFE_INTEGER);
+  if (o.clock !== undefined && typeof o.clock !== 'function') refuse(`${call} options.clock`, 'a function returning ms, or absent', o.clock);
+  if (o.budgetMs !== undefined && (typeof o.budgetMs !== 'number' || !(o.budgetMs >= 0))) refuse(`${call} options.budgetMs`, 'a number of ms >= 0, or absent', o.budgetMs);
+  checkFlags(o, `${call} options`, ['clientSymmetry', 'nodeSymmetry', 'packed']);
+}
+
 export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
+  checkExploration(initial, alphabet, options, 'explore');
   const clock = options.clock ?? (() => 0);
   const run = startExploration(initial, alphabet, options);
   const deadline = clock() + (options.budgetMs ?? Number.POSITIVE_INFINITY);
@@ -211,7 +245,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
 }
 
 export function startExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions): Exploration {
-  if (alphabet.length > 0xffff) throw new RangeError('an alphabet has at most 65535 commands');
+  checkExploration(initial, alphabet, options, 'startExploration');
   const clock = options.clock ?? (() => 0);
   const startedMs = clock();
   const maxStates = options.maxStates ?? Number.POSITIVE_INFINITY;

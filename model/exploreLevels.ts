@@ -1,4 +1,5 @@
 import type { Exploration } from './explore.ts';
+import { checkArray, checkObject, refuse } from './checks.ts';
 
 /** Why a run of explorations by levels ended. */
 export type LevelsEnd =
@@ -31,6 +32,15 @@ export interface LevelsOptions {
  * deepest depth reached by every cell within 5 minutes).
  */
 export function exploreByLevels(runs: readonly Exploration[], options: LevelsOptions): LevelsEnd {
+  checkArray(runs, 'exploreByLevels runs', 'an array of explorations (startExploration, startCell)');
+  runs.forEach((r, i) => {
+    if (typeof checkObject(r, `exploreByLevels runs[${i}]`, 'an exploration (startExploration, startCell)').expandLevel !== 'function') refuse(`exploreByLevels runs[${i}]`, 'an exploration (startExploration, startCell)', r);
+  });
+  const o = checkObject(options, 'exploreByLevels options', 'an options object { clock, deadlineMs, ... }');
+  if (typeof o.clock !== 'function') refuse('exploreByLevels options.clock', 'a function returning ms', o.clock);
+  if (typeof o.deadlineMs !== 'number' || Number.isNaN(o.deadlineMs)) refuse('exploreByLevels options.deadlineMs', 'a number of ms', o.deadlineMs);
+  for (const f of ['memoryUsed', 'onLevel'] as const) if (o[f] !== undefined && typeof o[f] !== 'function') refuse(`exploreByLevels options.${f}`, 'a function or absent', o[f]);
+  if (o.memoryLimitBytes !== undefined && (typeof o.memoryLimitBytes !== 'number' || Number.isNaN(o.memoryLimitBytes))) refuse('exploreByLevels options.memoryLimitBytes', 'a number of bytes or absent', o.memoryLimitBytes);
   const limit = options.memoryLimitBytes ?? Number.POSITIVE_INFINITY;
   for (;;) {
     let depth = Number.POSITIVE_INFINITY;

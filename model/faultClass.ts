@@ -1,7 +1,10 @@
 import { match } from 'ts-pattern';
 import type { Command } from './command.ts';
 import type { Design } from './design.ts';
-import { hasTtl, nodeCount, replication, replyTimeoutMs, rulesOf } from './design.ts';
+import { hasTtl, nodeCount, replication, replyTimeoutMs, rulesOf, validateDesign } from './design.ts';
+import { checkArray, checkInteger, checkObject, checkOneOf } from './checks.ts';
+import { checkDuration, checkResource, checkTtl } from './errors.ts';
+import { MAX_CLIENTS } from './state.ts';
 
 /**
  * The fault classes of the comparison matrix (spec/SPEC.md, "Predicted
@@ -83,6 +86,14 @@ function range(n: number): number[] {
 
 /** The commands an exploration of `design` under `faultClass` may schedule. */
 export function alphabetFor(design: Design, faultClass: FaultClass, a: Alphabet = DEFAULT_ALPHABET): Command[] {
+  validateDesign(design);
+  checkOneOf(faultClass, 'alphabetFor faultClass', FAULT_CLASSES);
+  checkObject(a, 'alphabetFor alphabet', 'an alphabet { clients, resource, ttlMs, advanceMs } or absent');
+  checkInteger(a.clients, 'alphabetFor alphabet.clients', 1, MAX_CLIENTS);
+  checkResource(a.resource);
+  checkTtl(a.ttlMs);
+  checkArray(a.advanceMs, 'alphabetFor alphabet.advanceMs', 'an array of ms');
+  for (const ms of a.advanceMs) checkDuration(ms, 'alphabetFor alphabet.advanceMs');
   const clients = range(a.clients);
   const nodes = range(nodeCount(design));
   const r = a.resource;

@@ -10,7 +10,7 @@ export * from './errors.ts';
 export * from './store.ts';
 export * from './state.ts';
 export * from './event.ts';
-export { step, holdsValid } from './world.ts';
+export { step } from './world.ts';
 export type { Branch } from './world.ts';
 export * from './properties.ts';
 export * from './run.ts';
@@ -21,3 +21,38 @@ export * from './describe.ts';
 export { canonicalKey } from './canonical.ts';
 export * from './matrix.ts';
 export * from './exploreLevels.ts';
+// The checked faces of functions the model calls per step (api.ts): these names shadow the star exports above.
+export {
+  rulesOf,
+  leaseTerms,
+  nodeCount,
+  hasTtl,
+  isSessionBound,
+  isReentrant,
+  persists,
+  expiresByWallClock,
+  restartDelayMs,
+  refreshExtendMs,
+  driftFactor,
+  replyTimeoutMs,
+  clockMarginMs,
+  lateReplyEnds,
+  replication,
+  quorum,
+  driftMarginMs,
+  storeFits,
+  read,
+  trueTimeOf,
+  setDrift,
+  isOperation,
+  sameOwner,
+  ghostOf,
+  inFlightKey,
+  cellOf,
+  passes,
+  holdsValid,
+  liveBoundMs,
+  checkEvents,
+  checkProperties,
+  firstBranch,
+} from './api.ts';

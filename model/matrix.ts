@@ -1,6 +1,8 @@
 import type { Design, StorePolicy } from './design.ts';
 import { match } from 'ts-pattern';
-import { describeDesign, designs, rulesOf } from './design.ts';
+import { describeDesign, designs, rulesOf, STORE_POLICIES, validateDesign } from './design.ts';
+import { checkCommands, checkObject, checkOneOf, refuse } from './checks.ts';
+import { FAULT_CLASSES } from './faultClass.ts';
 import type { Exploration, ExploreOptions, ExploreResult } from './explore.ts';
 import { explore, startExploration } from './explore.ts';
 import type { Command } from './command.ts';
@@ -48,7 +50,15 @@ export interface CellResult extends ExploreResult {
 export type CellOptions = ExploreOptions & { readonly maxStates: number };
 
 /** Explores one matrix cell: a design with a store under one fault class. */
+/** A cell's row, store and fault class, checked before anything is built. */
+function checkCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, call: string): void {
+  validateDesign(checkObject(row, `${call} row`, 'a matrix row { label, design, stores }').design as Design);
+  checkOneOf(store, `${call} store`, STORE_POLICIES);
+  checkOneOf(faultClass, `${call} faultClass`, FAULT_CLASSES);
+}
+
 export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): CellResult {
+  checkCell(row, store, faultClass, 'exploreCell');
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
   const result = explore(world, alphabetFor(row.design, faultClass), options);
   return { ...result, row: row.label, store, faultClass };
@@ -56,6 +66,7 @@ export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: Faul
 
 /** One matrix cell's exploration, to be expanded a level at a time (exploreLevels.ts). */
 export function startCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): Exploration {
+  checkCell(row, store, faultClass, 'startCell');
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
   return startExploration(world, alphabetFor(row.design, faultClass), options);
 }
@@ -69,6 +80,8 @@ export function startCell(row: MatrixRow, store: StorePolicy, faultClass: FaultC
  * transition system, with the same states, transitions and counterexamples.
  */
 export function designAsExplored(design: Design, alphabet: readonly Command[]): Design {
+  validateDesign(design);
+  checkCommands(alphabet, 'designAsExplored alphabet');
   if (alphabet.some((c) => c.kind === 'restart')) return design;
   return match(design)
     .with({ kind: 'redis-single' }, { kind: 'redlock' }, (d): Design => ({ ...d, persistence: 'none', restartDelayMs: 0 }))
@@ -82,6 +95,7 @@ export function designAsExplored(design: Design, alphabet: readonly Command[]): 
  * once and gives every cell of it that result under its own label.
  */
 export function explorationKey(row: MatrixRow, store: StorePolicy, faultClass: FaultClass): string {
+  checkCell(row, store, faultClass, 'explorationKey');
   return JSON.stringify([designAsExplored(row.design, alphabetFor(row.design, faultClass)), store, faultClass]);
 }
 
@@ -95,6 +109,8 @@ export function explorationKey(row: MatrixRow, store: StorePolicy, faultClass: F
  * no store), so it derives nothing by itself.
  */
 export function derivedProperties(found: ReadonlySet<PropertyId>, store: StorePolicy): PropertyId[] {
+  if (!(found instanceof Set)) refuse('derivedProperties found', 'a Set of property IDs', found);
+  checkOneOf(store, 'derivedProperties store', STORE_POLICIES);
   const derived = new Set<PropertyId>();
   if (found.has('MUTEX-1') && store === 'unfenced') derived.add('STORE-1');
   if (found.has('MUTEX-1') && found.has('FENCE-1') && store !== 'transactional') derived.add('STORE-1');

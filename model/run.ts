@@ -6,6 +6,7 @@ import { checkProperties } from './properties.ts';
 import type { World } from './state.ts';
 import type { Branch } from './world.ts';
 import { step } from './world.ts';
+import { checkCommands, checkFunction, checkWorld, refuse } from './checks.ts';
 
 /**
  * Picks one branch where the model allows several. Schedules run with the
@@ -18,6 +19,7 @@ export const firstBranch: Chooser = (branches) => branches[0]!;
 
 /** Prefers the branch with the given outcome kind, else the first. */
 export function preferOutcome(kind: Outcome['kind']): Chooser {
+  if (typeof kind !== 'string') refuse('preferOutcome kind', 'an outcome kind', kind);
   return (branches) => branches.find((b) => b.outcome.kind === kind) ?? branches[0]!;
 }
 
@@ -29,10 +31,16 @@ export interface RunResult {
 
 /** Runs a whole schedule, checking every property after every step. */
 export function runSchedule(initial: World, commands: readonly Command[], choose: Chooser = firstBranch): RunResult {
+  checkWorld(initial, 'runSchedule initial');
+  checkCommands(commands, 'runSchedule commands');
+  checkFunction(choose, 'runSchedule choose', 'a chooser (branches, command) => branch');
   let world = initial;
   const steps: TraceStep[] = [];
   for (const command of commands) {
-    const branch = choose(step(world, command), command);
+    const branches = step(world, command);
+    const branch = choose(branches, command);
+    // A chooser picks one of the model's branches; anything else would be read as a branch.
+    if (!branches.includes(branch)) refuse('runSchedule choose', "a chooser returning one of the step's branches", branch, 'precondition');
     const violations = checkProperties(branch.events, branch.next);
     steps.push({ command, outcome: branch.outcome, violations });
     world = branch.next;

@@ -5,6 +5,7 @@ import type { PropertyId } from './properties.ts';
 import type { RunResult } from './run.ts';
 import { runSchedule } from './run.ts';
 import { initialWorld } from './state.ts';
+import { checkArray, checkObject } from './checks.ts';
 
 /**
  * The scenario catalogue: the published counterexamples, step by step, each
@@ -149,10 +150,14 @@ export const SCENARIOS: readonly Scenario[] = [
 
 /** Runs a scenario under one store policy. */
 export function runScenario(scenario: Scenario, store: StorePolicy): RunResult {
+  checkObject(scenario, 'runScenario scenario', 'a scenario { design, steps, ... }');
+  // The design, the store and the steps are checked where they are used (initialWorld, runSchedule, step).
   return runSchedule(initialWorld({ design: scenario.design, store, clients: 2 }), scenario.steps);
 }
 
 /** The distinct property IDs a run violated, sorted. */
 export function brokenProperties(result: RunResult): PropertyId[] {
+  const violations = checkArray(checkObject(result, 'brokenProperties result', 'a run result { world, steps, violations }').violations, 'brokenProperties result.violations', 'an array of violations');
+  (violations as readonly unknown[]).forEach((v, i) => checkObject(v, `brokenProperties result.violations[${i}]`, 'a violation { property, ... }'));
   return [...new Set(result.violations.map((v) => v.property))].sort();
 }

@@ -1,7 +1,8 @@
 import type { Clock } from './clock.ts';
 import { clockAt } from './clock.ts';
 import type { Design, StorePolicy } from './design.ts';
-import { nodeCount, replication, storeFits, validateDesign } from './design.ts';
+import { checkObject, checkOneOf, shown } from './checks.ts';
+import { nodeCount, replication, STORE_POLICIES, storeFits, validateDesign } from './design.ts';
 import { checkToken, InvalidInputError } from './errors.ts';
 import type { Outcome } from './outcome.ts';
 import type { Arrival } from './round.ts';
@@ -224,9 +225,11 @@ export const MAX_CLIENTS = 16;
 export const MAX_EXPIRY_TOLERANCE_MS = 1000;
 
 export function initialWorld(config: WorldConfig): World {
+  checkObject(config, 'initialWorld config', 'a world configuration { design, store, clients }');
   validateDesign(config.design);
+  checkOneOf(config.store, 'store', STORE_POLICIES);
   if (!Number.isInteger(config.clients) || config.clients < 1 || config.clients > MAX_CLIENTS) {
-    throw new InvalidInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${config.clients}`);
+    throw new InvalidInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${shown(config.clients)}`);
   }
   if (config.tokenBase !== undefined) checkToken(config.tokenBase);
   const tolerance = config.expiryToleranceMs;

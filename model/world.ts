@@ -22,6 +22,7 @@ import type { Arrival, Decision } from './round.ts';
 import { roundEnds } from './round.ts';
 import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
 import { ghostOf, roundInFlight, sameOwner } from './state.ts';
+import { checkCommandShape, checkWorld, isObject, refuse } from './checks.ts';
 import { cellOf, writeStore } from './store.ts';
 import { entryOf, putEntry, withEntry } from './record.ts';
 
@@ -42,6 +43,8 @@ export interface Branch {
  * nothing changed: the caller still holds the old, immutable state).
  */
 export function step(world: World, command: Command): readonly Branch[] {
+  checkWorld(world, 'step world');
+  checkCommandShape(command, 'step command');
   validate(world, command);
   return stepValid(world, command);
 }
@@ -193,6 +196,7 @@ function validate(world: World, command: Command): void {
       return;
     }
     case 'clock-drift': {
+      if (!isObject(c.target)) refuse('clock-drift target', 'an object { node } or { client }', c.target, 'precondition');
       if ('node' in c.target) node(c.target.node);
       // A round in flight is timed by the client's clock as it was sent: a new rate mid-round is not modelled.
       else if (roundInFlight(client(c.target.client).inFlight)) {
@@ -205,8 +209,13 @@ function validate(world: World, command: Command): void {
     }
     case 'pause': {
       active(c.client);
-      if (c.pendingWrite !== undefined) checkResource(c.pendingWrite.resource);
+      if (c.pendingWrite !== undefined) {
+        if (!isObject(c.pendingWrite)) refuse('pause pendingWrite', 'an object { resource, value } or absent', c.pendingWrite, 'precondition');
+        checkResource(c.pendingWrite.resource);
+        if (typeof c.pendingWrite.value !== 'string') refuse('pause pendingWrite.value', 'a string', c.pendingWrite.value, 'precondition');
+      }
       if (c.inFlight !== undefined) {
+        checkCommandShape(c.inFlight, 'pause inFlight');
         if (c.pendingWrite !== undefined) throw new InvalidInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
         if (c.inFlight.client !== c.client) throw new InvalidInputError('precondition', `the operation in flight must be client ${c.client}'s`);
         // On PostgreSQL designs one statement is in flight: its retries would be sent after the resume, which the model does not follow.
