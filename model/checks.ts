@@ -1,5 +1,7 @@
-import { InvalidInputError } from './errors.ts';
+import { InvalidInputError, shown } from './errors.ts';
 import type { ModelErrorCode } from './errors.ts';
+
+export { shown };
 
 /**
  * Checks of the arguments the model's public functions take, so a wrong type
@@ -8,16 +10,6 @@ import type { ModelErrorCode } from './errors.ts';
  * unchecked functions with values these checks (or initialWorld and step)
  * accepted before.
  */
-
-/** A value as a message shows it: short, never a crash (a Symbol, an object without toString). */
-export function shown(value: unknown): string {
-  if (typeof value === 'string') return value.length > 60 ? `a string of ${value.length} characters` : JSON.stringify(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (typeof value === 'object' && value !== null) return 'an object';
-  return String(value);
-}
 
 export function refuse(name: string, wanted: string, value: unknown, code: ModelErrorCode = 'invalid-config'): never {
   throw new InvalidInputError(code, `${name} must be ${wanted}, got ${shown(value)}`);

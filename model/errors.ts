@@ -24,6 +24,16 @@ export class InvalidInputError extends Error {
   }
 }
 
+/** What was given, for a message: its kind and a short form, never the whole of an object, and never a throw (a Symbol, an object without a prototype). */
+export function shown(value: unknown): string {
+  if (typeof value === 'string') return value.length > 60 ? `a string of ${value.length} characters` : JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'object' && value !== null) return 'an object';
+  return String(value);
+}
+
 export const MAX_TTL_MS = 2 ** 31 - 1;
 export const MAX_RESOURCE_LENGTH = 256;
 /** Tokens are exact up to 2^63-1 (a signed 64-bit integer, as Redis and PostgreSQL keep them). */
@@ -31,14 +41,14 @@ export const MAX_TOKEN = 2n ** 63n - 1n;
 
 export function checkTtl(ttlMs: unknown): number {
   if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_TTL_MS) {
-    throw new InvalidInputError('invalid-ttl', `ttl must be an integer number of ms in [1, ${MAX_TTL_MS}], got ${String(ttlMs)}`);
+    throw new InvalidInputError('invalid-ttl', `ttl must be an integer number of ms in [1, ${MAX_TTL_MS}], got ${shown(ttlMs)}`);
   }
   return ttlMs;
 }
 
 export function checkDuration(ms: unknown, what: string): number {
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_TTL_MS) {
-    throw new InvalidInputError('invalid-duration', `${String(what)} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${String(ms)}`);
+    throw new InvalidInputError('invalid-duration', `${String(what)} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${shown(ms)}`);
   }
   return ms;
 }
@@ -46,7 +56,7 @@ export function checkDuration(ms: unknown, what: string): number {
 /** How many attempts an acquire makes after the first; absent means none. */
 export function checkRetries(retries: unknown): number {
   const n = retries ?? 0;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100], got ${typeof n === 'number' ? n : `a ${typeof n}`}`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 100) throw new InvalidInputError('precondition', `retries must be an integer in [0, 100], got ${shown(n)}`);
   return n;
 }
 

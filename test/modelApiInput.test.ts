@@ -169,3 +169,23 @@ describe('the entry points name the argument they refuse', () => {
     expect(model.describeDesign(design)).toBe('redlock(3 nodes, none)');
   });
 });
+
+describe('the input checks every lock client shares say what they were given, whatever it is', () => {
+  // String(x) in their messages threw a TypeError for an object without a prototype, and showed '100' and 100n as 100.
+  it.each([
+    [Object.create(null) as unknown, 'an object'],
+    [Symbol('s'), 'Symbol(s)'],
+    ['100', '"100"'],
+    [100n, '100n'],
+  ])('%s', (value, text) => {
+    const cases: readonly [() => unknown, string][] = [
+      [() => model.checkTtl(value), `invalid-ttl: ttl must be an integer number of ms in [1, 2147483647], got ${text}`],
+      [() => model.checkDuration(value, 'retryDelayMs'), `invalid-duration: retryDelayMs must be an integer number of ms in [0, 2147483647], got ${text}`],
+      [() => model.checkRetries(value), `precondition: retries must be an integer in [0, 100], got ${text}`],
+    ];
+    for (const [call, message] of cases) {
+      expect(call).toThrow(InvalidInputError);
+      expect(call).toThrow(message);
+    }
+  });
+});

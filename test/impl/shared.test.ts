@@ -219,7 +219,7 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     for (const retries of [-1, 101, 0.5, '3']) {
       const e = await thrown(make({}).acquire('r', { ttlMs: 100, retries } as never));
       expect(e).toBeInstanceOf(InvalidInputError);
-      const got = typeof retries === 'number' ? retries : 'a string';
+      const got = typeof retries === 'number' ? retries : JSON.stringify(retries);
       expect([(e as InvalidInputError).code, (e as Error).message]).toEqual(['precondition', `precondition: retries must be an integer in [0, 100], got ${got}`]);
     }
     for (const name of ['retryDelayMs', 'retryJitterMs']) {
