@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { processStartTime } from '../conformance/env/watchdog.ts';
 import { alive, until } from './probes.ts';
 
 interface Started {
@@ -48,3 +51,33 @@ it('servers die with their parent: after SIGKILL of the process that started the
     }
   }
 }, 90_000);
+
+it('the watchdog removes what its registry names as absolute paths only, and junk in the registry keeps it from nothing', async () => {
+  // A registry written with junk (null, a number, a relative 'x', an object) made the watchdog throw on its first
+  // rmSync, so the registry and the good directories after it stayed in /tmp; a relative path would have been
+  // removed from the watchdog's working directory.
+  const base = mkdtempSync(join(tmpdir(), 'lockcheck-watchdog-test-'));
+  const registry = join(base, 'registry');
+  const cwd = join(base, 'cwd');
+  const kept = join(base, 'kept');
+  mkdirSync(registry);
+  mkdirSync(join(cwd, 'x'), { recursive: true });
+  mkdirSync(kept);
+  writeFileSync(join(registry, '1-0.json'), JSON.stringify({ processes: [{ pid: 'x' }, { files: [null, 'x'] }, null], dirs: [null, 42, 'x', {}, kept] }));
+  writeFileSync(join(registry, '1-1.json'), 'not json');
+  writeFileSync(join(registry, '1-2.json'), JSON.stringify(null));
+  // The "parent": a process of our own, ended below.
+  const parent = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  const watchdog = spawn(process.execPath, [fileURLToPath(new URL('../conformance/env/watchdog.mjs', import.meta.url)), String(parent.pid), processStartTime(parent.pid!)!, registry], { cwd, stdio: 'ignore' });
+  try {
+    const exited = new Promise<number | null>((resolve) => watchdog.once('exit', resolve));
+    parent.kill('SIGKILL');
+    const code = await Promise.race([exited, new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 15_000))]);
+    expect(code).toBe(0);
+    expect({ registry: existsSync(registry), kept: existsSync(kept), relative: existsSync(join(cwd, 'x')) }).toEqual({ registry: false, kept: false, relative: true });
+  } finally {
+    parent.kill('SIGKILL');
+    watchdog.kill('SIGKILL');
+    rmSync(base, { recursive: true, force: true });
+  }
+}, 30_000);

@@ -148,12 +148,14 @@ export class PostgresServer {
   #stopping: Promise<void> | null = null;
   #timings: PostgresStartTimings = { initdbMs: 0, startMs: 0 };
   /** The watchdog's record of this cluster: killed and removed should this process die without cleaning up. */
-  readonly #guard = new Guard();
+  readonly #guard: Guard;
   /** Gives the server's port back (processes.ts onFreePort): only once it is stopped for good, never at a restart. */
   #releasePort: () => void = () => undefined;
 
   private constructor(starting: typeof STARTING, options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
     if (starting !== STARTING) throw new InvalidInputError('invalid-config', 'a PostgresServer is made by PostgresServer.start(options), not by new PostgresServer()');
+    // Made only now: a refused `new` starts no watchdog.
+    this.#guard = new Guard();
     this.fsync = options.fsync ?? false;
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(value)] as const);

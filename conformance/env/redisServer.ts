@@ -100,12 +100,14 @@ export class RedisServer {
   #stopping: Promise<void> | null = null;
   #output = '';
   /** The watchdog's record of this server: killed and removed should this process die without cleaning up. */
-  readonly #guard = new Guard();
+  readonly #guard: Guard;
   /** Gives the server's port back (processes.ts onFreePort): only once it is stopped for good, never at a restart. */
   #releasePort: () => void = () => undefined;
 
   private constructor(starting: typeof STARTING, options: RedisServerOptions, dir: string, preload: string | null) {
     if (starting !== STARTING) throw new InvalidInputError('invalid-config', 'a RedisServer is made by RedisServer.start(options), not by new RedisServer()');
+    // Made only now: a refused `new` starts no watchdog.
+    this.#guard = new Guard();
     this.persistence = options.persistence;
     this.clockFile = options.clockFile ?? null;
     this.#realMonotonic = options.realMonotonic ?? false;

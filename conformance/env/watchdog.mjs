@@ -4,7 +4,7 @@
 // process) it SIGKILLs every server the registry names that is still the same
 // process (pid and start time), removes their directories and exits.
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 
 const [parentPid, parentStart, registry] = [Number(process.argv[2]), process.argv[3], process.argv[4]];
 const POLL_MS = 100;
@@ -30,6 +30,17 @@ function kill(pid, group) {
   }
 }
 
+/** Only an absolute path is removed: a relative one would be read from the watchdog's own working directory. */
+const removable = (path) => typeof path === 'string' && isAbsolute(path);
+
+function remove(path, options) {
+  try {
+    rmSync(path, options);
+  } catch {
+    // one that cannot be removed must not keep the others (or the registry) from going
+  }
+}
+
 function cleanUp() {
   let names = [];
   try {
@@ -45,14 +56,15 @@ function cleanUp() {
     } catch {
       continue;
     }
-    for (const p of entry.processes ?? []) {
-      if (Number.isInteger(p.pid) && p.pid > 1 && startOf(p.pid) === p.start) kill(p.pid, p.group === true);
-      for (const file of p.files ?? []) rmSync(file, { force: true });
+    const processes = Array.isArray(entry?.processes) ? entry.processes : [];
+    for (const p of processes) {
+      if (Number.isInteger(p?.pid) && p.pid > 1 && startOf(p.pid) === p.start) kill(p.pid, p.group === true);
+      for (const file of Array.isArray(p?.files) ? p.files : []) if (removable(file)) remove(file, { force: true });
     }
-    dirs.push(...(entry.dirs ?? []));
+    if (Array.isArray(entry?.dirs)) dirs.push(...entry.dirs.filter(removable));
   }
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-  rmSync(registry, { recursive: true, force: true });
+  for (const dir of dirs) remove(dir, { recursive: true, force: true, maxRetries: 3 });
+  remove(registry, { recursive: true, force: true });
   process.exit(0);
 }
 

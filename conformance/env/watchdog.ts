@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface GuardedProcess {
@@ -72,6 +72,9 @@ export class Guard {
 
   /** Records the current processes and directories (replaces the previous record, atomically). */
   set(guarded: Guarded): void {
+    // The watchdog removes only absolute paths; anything else here is a bug upstream, caught where it is made.
+    const bad = [...guarded.dirs, ...guarded.processes.flatMap((p) => p.files ?? [])].find((path) => typeof path !== 'string' || !isAbsolute(path));
+    if (bad !== undefined) throw new Error(`watchdog: a guarded path must be absolute, got ${typeof bad === 'string' ? JSON.stringify(bad) : typeof bad}`);
     const entry = {
       processes: guarded.processes.flatMap((p) => {
         const start = processStartTime(p.pid);
