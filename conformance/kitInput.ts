@@ -1,5 +1,5 @@
 import type { Design, StorePolicy } from '../model/design.ts';
-import { validateDesign } from '../model/design.ts';
+import { STORE_POLICIES, validateDesign } from '../model/design.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { checkClock, isObject, refuse, shown } from '../impl/options.ts';
 import { offClientClock as offClock, onClientClock as onClock, type LibraryClockNotes } from './libraryClock.ts';
@@ -11,8 +11,6 @@ import type { MonotonicClock } from '../impl/clock.ts';
  * given, before any server, connection or file is touched, never a TypeError
  * from deep inside.
  */
-
-const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
 
 /** A design of one of `kinds`, checked by the model's validateDesign; `fn` names the function for the message. */
 export function checkDesignOf<K extends Design['kind']>(design: unknown, kinds: readonly K[], fn: string): Extract<Design, { kind: K }> {

@@ -1,4 +1,5 @@
 import type { History, StorePolicy } from './event.ts';
+import { STORE_POLICIES } from '../../model/design.ts';
 import type { CheckResult, Finding, FindingList, Verdict } from './findings.ts';
 import { holdIntervals, overlappingHolds } from './holds.ts';
 import { DEFAULT_MAX_MEMORY_BYTES } from './linearizability/index.ts';
@@ -78,7 +79,6 @@ export function overallVerdict(checks: readonly CheckResult[]): Verdict {
 }
 
 const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings']);
-const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
 /** A day: a longer search is a mistake in the unit, not a budget. */
 const MAX_TIMEOUT_MS = 86_400_000;
 

@@ -1,4 +1,5 @@
 import { constants } from 'node:buffer';
+import { STORE_POLICIES } from '../../model/design.ts';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
 import { compositeKey } from './group.ts';
 import { asText } from '../../impl/errorText.ts';
@@ -36,7 +37,6 @@ export function wasRead(history: unknown): boolean {
 }
 
 export const MAX_TOKEN = 2n ** 63n - 1n;
-const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
 const OPERATIONS: readonly Operation[] = ['acquire', 'extend', 'release', 'write', 'read'];
 
 type Kind = 'text' | 'name' | 'ms' | 'positive' | 'token' | 'nullable';
