@@ -1,5 +1,5 @@
 import type { StorePolicy } from '../model/design.ts';
-import { InvalidInputError, MAX_TOKEN, MAX_TTL_MS } from '../model/errors.ts';
+import { InvalidInputError, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
 import type { MonotonicClock } from './clock.ts';
 
 /**
@@ -29,12 +29,7 @@ function kindOf(value: unknown): string {
  */
 export function shown(value: unknown, name?: string): string {
   if ((name !== undefined && SECRET_OPTION.test(name)) || (typeof value === 'string' && SECRET_TEXT.test(value))) return `${kindOf(value)} (not shown: it may hold a secret)`;
-  if (typeof value === 'string') return value.length > 60 ? `a string of ${value.length} characters` : JSON.stringify(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (typeof value === 'object' && value !== null) return 'an object';
-  return String(value);
+  return shownValue(value);
 }
 
 export function refuse(name: string, wanted: string, value: unknown): never {
