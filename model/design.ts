@@ -390,12 +390,8 @@ export function validateDesign(design: Design): Design {
     optional(d.driftRounding, 'driftRounding', ['ceil', 'round']);
   };
   match(design)
-    .with({ kind: 'redlock' }, (d) => {
-      if (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15) fail(`redlock needs 1..15 nodes, got ${shown(d.nodes)}`);
-    })
-    .otherwise(() => undefined);
-  match(design)
     .with({ kind: 'redis-single' }, { kind: 'redlock' }, (d) => {
+      if (d.kind === 'redlock' && (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15)) fail(`redlock needs 1..15 nodes, got ${shown(d.nodes)}`);
       checkOneOf(d.persistence, `${d.kind} persistence`, ['none', 'aof-always']);
       terms(d);
     })
@@ -403,7 +399,7 @@ export function validateDesign(design: Design): Design {
       if (typeof d.wait !== 'boolean') refuse('redis-replicated wait', 'a boolean', d.wait);
     })
     .with({ kind: 'pg-session' }, { kind: 'pg-xact' }, (d) => {
-      if ('reentrant' in d && d.reentrant !== undefined && d.reentrant !== false) refuse('pg-session reentrant', 'false or absent', d.reentrant);
+      if ('reentrant' in d && d.reentrant !== undefined && d.reentrant !== false) refuse(`${d.kind} reentrant`, 'false or absent', d.reentrant);
       // Absent is the default; null or a string would be read as the default by replyTimeoutMs's ??.
       if (d.statementTimeoutMs !== undefined && typeof d.statementTimeoutMs !== 'number') refuse(`${d.kind} statementTimeoutMs`, 'a positive integer of ms or absent', d.statementTimeoutMs);
     })
