@@ -1,5 +1,4 @@
-import { InvalidInputError } from '../model/errors.ts';
-import { isObject, shown } from '../impl/options.ts';
+import { isObject, refuse as bad } from '../impl/options.ts';
 import type { RunReport } from './verdict.ts';
 
 /**
@@ -13,10 +12,6 @@ import type { RunReport } from './verdict.ts';
 const VERDICT_KINDS = ['pass', 'inconclusive', 'conformance-failure', 'property-violation'];
 /** Far above any run (16 clients, 15 nodes): a lane count beyond it is garbage, not a run. */
 const MAX_LANES = 1000;
-
-function bad(name: string, wanted: string, value: unknown): never {
-  throw new InvalidInputError('invalid-config', `${name} must be ${wanted}, got ${shown(value)}`);
-}
 
 const isCount = (n: unknown): boolean => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_LANES;
 

@@ -1,5 +1,4 @@
-import { InvalidInputError } from '../../model/errors.ts';
-import { isObject, shown } from '../../impl/options.ts';
+import { isObject, refuse as bad } from '../../impl/options.ts';
 import type { CheckReport, CheckResult } from './check.ts';
 
 /**
@@ -11,10 +10,6 @@ import type { CheckReport, CheckResult } from './check.ts';
  */
 
 const VERDICTS = ['safe', 'violation', 'unknown'];
-
-function bad(name: string, wanted: string, value: unknown): never {
-  throw new InvalidInputError('invalid-config', `${name} must be ${wanted}, got ${shown(value)}`);
-}
 
 export function checkResults(checks: unknown, name = 'checks'): readonly CheckResult[] {
   if (!Array.isArray(checks)) bad(name, 'an array of check results (CheckReport.checks)', checks);
