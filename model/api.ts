@@ -8,7 +8,8 @@
  */
 import * as clock from './clock.ts';
 import type { Clock } from './clock.ts';
-import { checkArray, checkCommandShape, checkInteger, checkNumber, checkObject, checkWorld, isObject, refuse } from './checks.ts';
+import { checkArray, checkCommandShape, checkInteger, checkNumber, checkObject, isObject, refuse } from './checks.ts';
+import { checkWorld } from './worldCheck.ts';
 import * as command from './command.ts';
 import type { Command, Operation } from './command.ts';
 import * as design from './design.ts';
@@ -17,6 +18,7 @@ import { checkDuration, checkResource, checkToken, checkTtl, InvalidInputError }
 import type { WorldEvent } from './event.ts';
 import * as properties from './properties.ts';
 import type { Violation } from './properties.ts';
+import { modelChooser } from './madeChoosers.ts';
 import * as run from './run.ts';
 import type { Chooser } from './run.ts';
 import * as state from './state.ts';
@@ -207,8 +209,8 @@ export function checkProperties(events: readonly WorldEvent[], after: World): Vi
 }
 
 /** The chooser that takes a step's first branch. */
-export const firstBranch: Chooser = (branches, c) => {
+export const firstBranch: Chooser = modelChooser((branches, c) => {
   checkArray(branches, 'firstBranch branches', 'a non-empty array of branches');
   if (branches.length === 0) refuse('firstBranch branches', 'a non-empty array of branches', branches);
   return run.firstBranch(branches, c);
-};
+});

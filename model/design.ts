@@ -372,54 +372,73 @@ export const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'mo
  * the field, never a TypeError); the step function's own reads do not.
  */
 export function validateDesign(design: Design): Design {
-  const fail = (msg: string): never => {
-    throw new InvalidInputError('invalid-config', msg);
-  };
   checkObject(design, 'design', `a lock design (an object with kind ${DESIGN_KINDS.map((k) => `'${k}'`).join(', ')})`);
   checkOneOf(design.kind, 'design.kind', DESIGN_KINDS);
-  const optional = <T extends string>(value: unknown, name: string, allowed: readonly T[]): void => {
-    if (value !== undefined) checkOneOf(value, `${design.kind} ${name}`, allowed);
-  };
-  const terms = (d: LeaseTerms & { readonly driftRounding?: unknown }): void => {
-    optional(d.clientDeadline, 'clientDeadline', ['none']);
-    if (d.failedExtend !== undefined) {
-      checkObject(d.failedExtend, `${design.kind} failedExtend`, "an object { lease: 'kept' | 'dropped', keys: 'kept' | 'deleted' } or absent");
-      checkOneOf(d.failedExtend.lease, `${design.kind} failedExtend.lease`, ['kept', 'dropped']);
-      checkOneOf(d.failedExtend.keys, `${design.kind} failedExtend.keys`, ['kept', 'deleted']);
-    }
-    optional(d.driftRounding, 'driftRounding', ['ceil', 'round']);
-  };
-  match(design)
-    .with({ kind: 'redis-single' }, { kind: 'redlock' }, (d) => {
-      if (d.kind === 'redlock' && (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15)) fail(`redlock needs 1..15 nodes, got ${shown(d.nodes)}`);
-      checkOneOf(d.persistence, `${d.kind} persistence`, ['none', 'aof-always']);
-      terms(d);
-    })
-    .with({ kind: 'redis-replicated' }, (d) => {
+  // A switch and module-level helpers, not ts-pattern and closures: this runs at every public step (the world's design).
+  const d = design;
+  switch (d.kind) {
+    case 'redis-single':
+    case 'redlock':
+      if (d.kind === 'redlock' && (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15)) failDesign(`redlock needs 1..15 nodes, got ${shown(d.nodes)}`);
+      checkOneOf(d.persistence, `${d.kind} persistence`, PERSISTENCES);
+      checkTerms(d);
+      break;
+    case 'redis-replicated':
       if (typeof d.wait !== 'boolean') refuse('redis-replicated wait', 'a boolean', d.wait);
-    })
-    .with({ kind: 'pg-session' }, { kind: 'pg-xact' }, (d) => {
+      break;
+    case 'pg-session':
+    case 'pg-xact':
       if ('reentrant' in d && d.reentrant !== undefined && d.reentrant !== false) refuse(`${d.kind} reentrant`, 'false or absent', d.reentrant);
       // Absent is the default; null or a string would be read as the default by replyTimeoutMs's ??.
       if (d.statementTimeoutMs !== undefined && typeof d.statementTimeoutMs !== 'number') refuse(`${d.kind} statementTimeoutMs`, 'a positive integer of ms or absent', d.statementTimeoutMs);
-    })
-    .with({ kind: 'etcd-lease' }, (d) => {
-      optional(d.leaseRenewal, 'leaseRenewal', ['last-request']);
+      break;
+    case 'etcd-lease':
+      optionalOneOf(d.leaseRenewal, d.kind, 'leaseRenewal', LEASE_RENEWALS);
       if (d.leaderChangeExtendMs !== undefined && typeof d.leaderChangeExtendMs !== 'number') refuse('etcd-lease leaderChangeExtendMs', 'an integer in [0, 60000] or absent', d.leaderChangeExtendMs);
-      terms(d);
-    })
-    .exhaustive();
+      checkTerms(d);
+      break;
+    default: {
+      const unknown: never = d;
+      return unknown;
+    }
+  }
   const df = driftFactor(design);
-  if (!(typeof df === 'number' && df >= 0 && df < 1)) fail(`driftFactor must be in [0, 1), got ${shown(df)}`);
+  if (!(typeof df === 'number' && df >= 0 && df < 1)) failDesign(`driftFactor must be in [0, 1), got ${shown(df)}`);
   const cm = clockMarginMs(design);
-  if (!Number.isInteger(cm) || cm < 0 || cm > 1000) fail(`clockMarginMs must be an integer in [0, 1000], got ${shown(cm)}`);
+  if (!Number.isInteger(cm) || cm < 0 || cm > 1000) failDesign(`clockMarginMs must be an integer in [0, 1000], got ${shown(cm)}`);
   const st = replyTimeoutMs(design);
-  if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) fail(`statementTimeoutMs must be a positive integer, got ${shown(st)}`);
+  if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) failDesign(`statementTimeoutMs must be a positive integer, got ${shown(st)}`);
   const rd = restartDelayMs(design);
-  if (!Number.isInteger(rd) || rd < 0) fail(`restartDelayMs must be a non-negative integer, got ${shown(rd)}`);
+  if (!Number.isInteger(rd) || rd < 0) failDesign(`restartDelayMs must be a non-negative integer, got ${shown(rd)}`);
   const re = refreshExtendMs(design);
-  if (!Number.isInteger(re) || re < 0 || re > 60_000) fail(`leaderChangeExtendMs must be an integer in [0, 60000], got ${shown(re)}`);
+  if (!Number.isInteger(re) || re < 0 || re > 60_000) failDesign(`leaderChangeExtendMs must be an integer in [0, 60000], got ${shown(re)}`);
   return design;
+}
+
+const PERSISTENCES: readonly Persistence[] = Object.freeze(['none', 'aof-always'] as const);
+const LEASE_RENEWALS: readonly string[] = Object.freeze(['last-request']);
+const CLIENT_DEADLINES: readonly string[] = Object.freeze(['none']);
+const DRIFT_ROUNDINGS: readonly string[] = Object.freeze(['ceil', 'round']);
+const FAILED_EXTEND_LEASE: readonly string[] = Object.freeze(['kept', 'dropped']);
+const FAILED_EXTEND_KEYS: readonly string[] = Object.freeze(['kept', 'deleted']);
+
+function failDesign(msg: string): never {
+  throw new InvalidInputError('invalid-config', msg);
+}
+
+function optionalOneOf(value: unknown, kind: DesignKind, name: string, allowed: readonly string[]): void {
+  if (value !== undefined) checkOneOf(value, `${kind} ${name}`, allowed);
+}
+
+/** A ttl design's lease terms (spec 7.11): each absent or one of its values. */
+function checkTerms(d: Extract<Design, { kind: 'redis-single' | 'redlock' | 'etcd-lease' }>): void {
+  optionalOneOf(d.clientDeadline, d.kind, 'clientDeadline', CLIENT_DEADLINES);
+  if (d.failedExtend !== undefined) {
+    checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'dropped', keys: 'kept' | 'deleted' } or absent");
+    checkOneOf(d.failedExtend.lease, `${d.kind} failedExtend.lease`, FAILED_EXTEND_LEASE);
+    checkOneOf(d.failedExtend.keys, `${d.kind} failedExtend.keys`, FAILED_EXTEND_KEYS);
+  }
+  optionalOneOf(d.driftRounding, d.kind, 'driftRounding', DRIFT_ROUNDINGS);
 }
 
 export function storeFits(design: Design, policy: StorePolicy): boolean {
