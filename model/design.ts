@@ -1,6 +1,7 @@
 import { match } from 'ts-pattern';
 import { checkObject, checkOneOf, checkOptions, refuse, shown } from './checks.ts';
 import { InvalidInputError } from './errors.ts';
+import { frozen } from './frozen.ts';
 
 /**
  * The lock designs lockcheck specifies (spec/SPEC.md, "Designs"). A design
@@ -107,7 +108,7 @@ function made(name: string, o: unknown, make: () => Design): Design {
   return validateDesign(make());
 }
 
-export const designs = {
+export const designs = frozen({
   redisSingle: (o: Partial<{ persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => made('designs.redisSingle', o, () => ({
     kind: 'redis-single',
     persistence: o.persistence ?? 'none',
@@ -139,7 +140,7 @@ export const designs = {
     ...(o.leaderChangeExtendMs === undefined ? {} : { leaderChangeExtendMs: o.leaderChangeExtendMs }),
     ...(o.leaseRenewal === undefined ? {} : { leaseRenewal: o.leaseRenewal }),
   })),
-} as const;
+} as const);
 
 /**
  * Everything the model does differently per design, in one record per design
@@ -241,7 +242,7 @@ const postgresRules = {
   replyTimeoutMs: (d: { statementTimeoutMs?: number }) => d.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
 } as const;
 
-export const RULES: RulesByKind = {
+export const RULES: RulesByKind = frozen({
   'redis-single': { ...redisRules, nodes: () => 1 },
   redlock: { ...redisRules, nodes: (d) => d.nodes },
   'redis-replicated': {
@@ -276,7 +277,7 @@ export const RULES: RulesByKind = {
     replyTimeoutMs: () => null,
     lateReplyEnds: () => null,
   },
-};
+});
 
 /** The rules of `design`'s kind. */
 export function rulesOf(design: Design): DesignRules {
@@ -362,8 +363,8 @@ export function driftMarginMs(design: Design, ttlMs: number): number {
   return rounding(driftFactor(design) * ttlMs) + clockMarginMs(design);
 }
 
-export const DESIGN_KINDS: readonly DesignKind[] = ['redis-single', 'redlock', 'redis-replicated', 'pg-session', 'pg-xact', 'etcd-lease'];
-export const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
+export const DESIGN_KINDS: readonly DesignKind[] = frozen(['redis-single', 'redlock', 'redis-replicated', 'pg-session', 'pg-xact', 'etcd-lease']);
+export const STORE_POLICIES: readonly StorePolicy[] = frozen(['unfenced', 'strict', 'monotonic', 'transactional']);
 
 /**
  * Checks a design's every field, as a design from `designs` has it, and

@@ -3,6 +3,7 @@ import { clockAt } from './clock.ts';
 import type { Design, StorePolicy } from './design.ts';
 import { nodeCount, replication } from './design.ts';
 import { checkConfig } from './worldCheck.ts';
+import { frozen } from './frozen.ts';
 import type { Outcome } from './outcome.ts';
 import type { Arrival } from './round.ts';
 import { relativeArrivals } from './round.ts';
@@ -239,7 +240,7 @@ export function initialWorld(config: WorldConfig): World {
   };
 }
 
-export const NO_GHOST: GhostResource = { grants: 0, maxToken: null, lastAcceptedEpoch: 0 };
+export const NO_GHOST: GhostResource = frozen({ grants: 0, maxToken: null, lastAcceptedEpoch: 0 });
 
 export function ghostOf(world: World, resource: string): GhostResource {
   return entryOf(world.ghost, resource) ?? NO_GHOST;
