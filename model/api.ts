@@ -9,7 +9,7 @@
 import * as clock from './clock.ts';
 import type { Clock } from './clock.ts';
 import { checkArray, checkCommandShape, checkInteger, checkNumber, checkObject, isObject, refuse } from './checks.ts';
-import { checkWorld } from './worldCheck.ts';
+import { checkInFlightAlone, checkStoreAlone, checkWorld } from './worldCheck.ts';
 import * as command from './command.ts';
 import type { Command, Operation } from './command.ts';
 import * as design from './design.ts';
@@ -122,12 +122,9 @@ export function ghostOf(w: World, resource: string): GhostResource {
   return state.ghostOf(w, checkResource(resource));
 }
 
-const IN_FLIGHT_KINDS: readonly string[] = ['reply', 'later', 'acquire', 'extend', 'lease'];
-
 /** An in-flight operation as a string with its times relative to now and to the client's clock. */
 export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string {
-  const o = checkObject(f, 'inFlightKey operation', 'an operation in flight (a client state inFlight)');
-  if (typeof o.kind !== 'string' || !IN_FLIGHT_KINDS.includes(o.kind)) refuse('inFlightKey operation', `an operation in flight of kind ${IN_FLIGHT_KINDS.join(', ')}`, f);
+  checkInFlightAlone(f, 'inFlightKey operation');
   checkNumber(nowMs, 'inFlightKey nowMs');
   checkNumber(monoMs, 'inFlightKey monoMs');
   return state.inFlightKey(f, nowMs, monoMs);
@@ -142,8 +139,7 @@ export function passes(policy: StorePolicy, token: bigint, highest: bigint | nul
 }
 
 export function cellOf(s: StoreState, resource: string): StoreCell {
-  const o = checkObject(s, 'cellOf store', 'a store state { policy, cells }');
-  if (!isObject(o.cells)) refuse('cellOf store', 'a store state { policy, cells }', s);
+  checkStoreAlone(s, 'cellOf store');
   return store.cellOf(s, checkResource(resource));
 }
 

@@ -6,6 +6,7 @@ import type { Design } from './design.ts';
 import { hasTtl, leaseTerms, nodeCount, replication, rulesOf, STORE_POLICIES, storeFits, validateDesign } from './design.ts';
 import { MAX_CLIENTS, MAX_EXPIRY_TOLERANCE_MS } from './state.ts';
 import type { World, WorldConfig } from './state.ts';
+import type { StorePolicy } from './design.ts';
 
 /**
  * A world handed in by a caller, checked whole before any public function
@@ -140,12 +141,23 @@ interface Ctx {
   readonly attempts: readonly number[];
 }
 
+/**
+ * What an operation in flight is checked against: its world's design, node
+ * count and clients' attempts, or nothing of them (null) when it is handed in
+ * alone (inFlightKey), then only its own fields.
+ */
+interface FlightCtx {
+  readonly design: Design | null;
+  readonly nodes: number | null;
+  readonly attempts: readonly number[] | null;
+}
+
 /** An owner: a client of this world and one of the attempts it has made (the model counts attempts from 1). */
-function checkOwner(v: unknown, at: Path, ctx: Ctx, client?: number): void {
+function checkOwner(v: unknown, at: Path, ctx: FlightCtx, client: number | null = null): void {
   const o = object(v, at, 'an owner { client, attempt }');
-  const c = integer(o.client, at, 'client', 0, ctx.attempts.length - 1);
-  if (client !== undefined && c !== client) refuse(`${at}.client`, `${client} (the client it belongs to)`, c);
-  integer(o.attempt, at, 'attempt', 1, Math.max(1, ctx.attempts[c]!));
+  const c = integer(o.client, at, 'client', 0, ctx.attempts === null ? MAX_CLIENTS - 1 : ctx.attempts.length - 1);
+  if (client !== null && c !== client) refuse(`${at}.client`, `${client} (the client it belongs to)`, c);
+  integer(o.attempt, at, 'attempt', 1, ctx.attempts === null ? Number.MAX_SAFE_INTEGER : Math.max(1, ctx.attempts[c]!));
 }
 
 function checkKeys(v: unknown, at: Path, ctx: Ctx): void {
@@ -255,18 +267,18 @@ function checkArrival(v: unknown, at: Path, field: string): void {
 }
 
 /** One entry per node: the round's arrivals and votes name nodes by index. */
-function perNode(v: unknown, at: Path, field: string, ctx: Ctx, wanted: string): readonly unknown[] {
-  const a = array(v, `${at}.${field}`, `an array of ${ctx.nodes} ${wanted} (one per node)`);
-  if (a.length !== ctx.nodes) refuse(`${at}.${field}`, `an array of ${ctx.nodes} ${wanted} (one per node)`, v);
+function perNode(v: unknown, at: Path, field: string, ctx: FlightCtx, wanted: string): readonly unknown[] {
+  const a = array(v, `${at}.${field}`, ctx.nodes === null ? `an array of ${wanted}` : `an array of ${ctx.nodes} ${wanted} (one per node)`);
+  if (ctx.nodes !== null && a.length !== ctx.nodes) refuse(`${at}.${field}`, `an array of ${ctx.nodes} ${wanted} (one per node)`, v);
   return a;
 }
 
 /** An operation in flight across its client's pause (model/state.ts InFlight), of a kind the design makes. */
-function checkInFlight(v: unknown, at: Path, ctx: Ctx, client: number): void {
+function checkInFlight(v: unknown, at: Path, ctx: FlightCtx, client: number | null): void {
   const f = object(v, at, 'an operation in flight (an object with a kind) or null');
   const design = ctx.design;
   const round = (): void => {
-    if (!hasTtl(design)) refuse(`${at}.kind`, `'reply' or 'later' (${design.kind} has no lease rounds)`, f.kind);
+    if (design !== null && !hasTtl(design)) refuse(`${at}.kind`, `'reply' or 'later' (${design.kind} has no lease rounds)`, f.kind);
     resource(f.resource, at, 'resource');
     integer(f.ttlMs, at, 'ttlMs', 1, TTL_MAX);
     time(f.startedMono, at, 'startedMono');
@@ -289,8 +301,9 @@ function checkInFlight(v: unknown, at: Path, ctx: Ctx, client: number): void {
       }
     })
     .with('later', () => {
-      if (hasTtl(design)) refuse(`${at}.kind`, `not 'later' (a PostgreSQL acquire's; ${design.kind} has none)`, f.kind);
-      if (f.client !== client) refuse(`${at}.client`, `${client} (the client it belongs to)`, f.client);
+      if (design !== null && hasTtl(design)) refuse(`${at}.kind`, `not 'later' (a PostgreSQL acquire's; ${design.kind} has none)`, f.kind);
+      if (client === null) integer(f.client, at, 'client', 0, MAX_CLIENTS - 1);
+      else if (f.client !== client) refuse(`${at}.client`, `${client} (the client it belongs to)`, f.client);
       resource(f.resource, at, 'resource');
       timeOrNever(f.arrivalMs, at, 'arrivalMs');
       time(f.deadlineMs, at, 'deadlineMs');
@@ -309,7 +322,7 @@ function checkInFlight(v: unknown, at: Path, ctx: Ctx, client: number): void {
     })
     .with('lease', () => {
       round();
-      if (rulesOf(design).acquireFirstRound(design) === 'put') refuse(`${at}.kind`, `not 'lease' (a consensus lock's; ${design.kind} puts its key at once)`, f.kind);
+      if (design !== null && rulesOf(design).acquireFirstRound(design) === 'put') refuse(`${at}.kind`, `not 'lease' (a consensus lock's; ${design.kind} puts its key at once)`, f.kind);
       checkOwner(f.owner, `${at}.owner`, ctx, client);
       checkArrival(f.arrival, at, 'arrival');
       time(f.leaseExpiresAtMs, at, 'leaseExpiresAtMs');
@@ -350,9 +363,11 @@ function checkPartitions(v: unknown, at: Path, ctx: Ctx): void {
   }
 }
 
-function checkStore(v: unknown, at: Path, ctx: Ctx): void {
+/** A store state: of the configured policy (`policy`), or any (null: handed in alone, to cellOf). */
+function checkStore(v: unknown, at: Path, policy: StorePolicy | null): void {
   const s = object(v, at, 'a store state { policy, cells }');
-  if (s.policy !== ctx.config.store) refuse(`${at}.policy`, `'${ctx.config.store}' (the configuration's store)`, s.policy);
+  if (policy === null) checkOneOf(s.policy, `${at}.policy`, STORE_POLICIES);
+  else if (s.policy !== policy) refuse(`${at}.policy`, `'${policy}' (the configuration's store)`, s.policy);
   const cells = record(s.cells, `${at}.cells`, 'a record of store cells by resource');
   for (const r of Object.keys(cells)) {
     resourceKey(r, `${at}.cells`);
@@ -379,6 +394,16 @@ function checkGhost(v: unknown, at: Path): void {
   }
 }
 
+/** An operation in flight handed in alone (inFlightKey): every field of its kind, with no world to check it against. */
+export function checkInFlightAlone(f: unknown, name: string): void {
+  checkInFlight(f, name, { design: null, nodes: null, attempts: null }, null);
+}
+
+/** A store state handed in alone (cellOf): its policy one of the model's, every cell whole or empty. */
+export function checkStoreAlone(s: unknown, name: string): void {
+  checkStore(s, name, null);
+}
+
 /** Checks every field of `world` against its configuration; `name` names the argument (`step world`). */
 export function checkWorld(world: unknown, name: string): asserts world is World {
   const w = object(world, name, 'a world (as initialWorld or step returned it)');
@@ -402,7 +427,7 @@ export function checkWorld(world: unknown, name: string): asserts world is World
   for (let i = 0; i < n; i++) checkNode(nodes[i], `${name}.nodes[${i}]`, ctx);
   for (let i = 0; i < clients.length; i++) checkClient(clients[i], `${name}.clients[${i}]`, ctx, i);
   checkPartitions(w.partitions, `${name}.partitions`, ctx);
-  checkStore(w.store, `${name}.store`, ctx);
+  checkStore(w.store, `${name}.store`, config.store);
   checkGhost(w.ghost, `${name}.ghost`);
 }
 

@@ -4,6 +4,7 @@ import * as model from '../model/index.ts';
 import type { Branch, Command, World } from '../model/index.ts';
 import { alphabetFor, designs, FAULT_CLASSES, initialWorld, InvalidInputError, MATRIX_ROWS } from '../model/index.ts';
 import { enabled } from '../model/world.ts';
+import { get, junkFor, mustRefuse, paths, put } from './fixtures/corrupt.ts';
 import { WORLDS } from './fixtures/modelWorlds.ts';
 
 /**
@@ -136,3 +137,42 @@ describe('runSchedule checks the world once with the model\'s choosers, and agai
     expect(model.runSchedule(w, resumed, model.preferOutcome('granted'))).toEqual(model.runSchedule(w, resumed, model.firstBranch));
   });
 });
+
+describe('the parts of a world the entry takes alone are checked whole too', () => {
+  /** Each path of `value` corrupted with each junk: what `f` threw that is not an InvalidInputError, and wrong types it answered. */
+  const sweep = (value: unknown, f: (v: never) => unknown): string[] => {
+    const out: string[] = [];
+    for (const p of paths(value)) {
+      const original = get(value, p);
+      for (const junk of junkFor(original)) {
+        try {
+          f(put(value, p, junk) as never);
+          if (mustRefuse(original, junk)) out.push(`answered ${p.join('.')} = ${String(junk)}`);
+        } catch (e) {
+          if (!(e instanceof InvalidInputError)) out.push(`${p.join('.')} = ${String(junk)}: ${String(e)}`);
+        }
+      }
+    }
+    return out;
+  };
+
+  it('inFlightKey: every kind of operation in flight, corrupted field by field', () => {
+    const flights = Object.values(WORLDS).flatMap((w) => w.clients.flatMap((c) => (c.inFlight === null ? [] : [c.inFlight])));
+    expect(new Set(flights.map((f) => f.kind))).toEqual(new Set(['acquire', 'extend', 'lease', 'reply', 'later']));
+    expect(flights.flatMap((f) => sweep(f, (g) => model.inFlightKey(g, 0, 0)))).toEqual([]);
+    expect(refusal(() => model.inFlightKey({ kind: 'acquire' } as never, 0, 0))).toBe('invalid-config: inFlightKey operation.resource must be a resource name (a string), got undefined');
+    expect(refusal(() => model.inFlightKey({ kind: 'reply', outcome: { kind: 'ok' }, doneMs: 1, missed: null } as never, 0, 0))).toBe(
+      'invalid-config: inFlightKey operation.missed must be an object { afterMs, ends, resource } or absent, got null',
+    );
+  });
+
+  it('cellOf: a store state, corrupted field by field', () => {
+    const stores = Object.values(WORLDS).map((w) => w.store);
+    expect(stores.some((st) => Object.keys(st.cells).length > 0)).toBe(true);
+    expect(stores.flatMap((st) => sweep(st, (t) => model.cellOf(t, 'r')))).toEqual([]);
+    // A cell that is not one was handed back as the cell (null read as empty, 5 as the cell itself).
+    expect(refusal(() => model.cellOf({ policy: 'strict', cells: { r: 5 } } as never, 'r'))).toBe('invalid-config: cellOf store.cells["r"] must be a store cell { value, token, highest }, got 5');
+    expect(refusal(() => model.cellOf({ policy: 'strict', cells: { r: null } } as never, 'r'))).toContain('cellOf store.cells["r"] must be a store cell');
+  });
+});
+
