@@ -105,7 +105,8 @@ type LeaseOptions = { driftFactor: number; clockMarginMs: number };
 /** A helper's options: absent or an object (not null); the design it makes is checked whole (validateDesign). */
 function made(name: string, o: unknown, make: () => Design): Design {
   checkOptions(o, `${name} options`);
-  return validateDesign(make());
+  // Frozen: the design cannot change after its check, so the checks of the functions it is handed to are done once (validateDesign).
+  return validateDesign(frozen(make()));
 }
 
 export const designs = frozen({
@@ -373,6 +374,7 @@ export const STORE_POLICIES: readonly StorePolicy[] = frozen(['unfenced', 'stric
  * the field, never a TypeError); the step function's own reads do not.
  */
 export function validateDesign(design: Design): Design {
+  if (typeof design === 'object' && design !== null && CHECKED.has(design)) return design;
   checkObject(design, 'design', `a lock design (an object with kind ${DESIGN_KINDS.map((k) => `'${k}'`).join(', ')})`);
   checkOneOf(design.kind, 'design.kind', DESIGN_KINDS);
   // A switch and module-level helpers, not ts-pattern and closures: this runs at every public step (the world's design).
@@ -413,7 +415,26 @@ export function validateDesign(design: Design): Design {
   if (!Number.isInteger(rd) || rd < 0) failDesign(`restartDelayMs must be a non-negative integer, got ${shown(rd)}`);
   const re = refreshExtendMs(design);
   if (!Number.isInteger(re) || re < 0 || re > 60_000) failDesign(`leaderChangeExtendMs must be an integer in [0, 60000], got ${shown(re)}`);
+  if (unchangeable(design)) CHECKED.add(design);
   return design;
+}
+
+/**
+ * Designs checked whole that cannot have changed since: frozen, with plain
+ * values (no getter, which could answer otherwise the next time), their
+ * failedExtend too. The world check reads the design at every public step;
+ * such a design (the designs helpers', MATRIX_ROWS', SCENARIOS') is checked
+ * once. A design a caller can still edit is checked every time.
+ */
+const CHECKED = new WeakSet<object>();
+
+function unchangeable(o: object): boolean {
+  if (!Object.isFrozen(o)) return false;
+  for (const d of Object.values(Object.getOwnPropertyDescriptors(o))) {
+    if (!('value' in d)) return false;
+    if (typeof d.value === 'object' && d.value !== null && !unchangeable(d.value as object)) return false;
+  }
+  return true;
 }
 
 const PERSISTENCES: readonly Persistence[] = Object.freeze(['none', 'aof-always'] as const);

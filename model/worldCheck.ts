@@ -31,6 +31,8 @@ const REVISION = '#revision';
 /** Read once: an imported binding is a getter call per read under tsx's loader, and these are read for every field. */
 const TOKEN_MAX = MAX_TOKEN;
 const TTL_MAX = MAX_TTL_MS;
+const DRIFT_MIN = MIN_DRIFT_PPM;
+const DRIFT_MAX = MAX_DRIFT_PPM;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -129,7 +131,7 @@ function checkClock(v: unknown, at: Path): void {
   time(c.anchorTrueMs, at, 'anchorTrueMs');
   time(c.readingMs, at, 'readingMs');
   // A rate of 0 or less would never reach a reading (trueTimeOf would not end).
-  integer(c.driftPpm, at, 'driftPpm', MIN_DRIFT_PPM, MAX_DRIFT_PPM);
+  integer(c.driftPpm, at, 'driftPpm', DRIFT_MIN, DRIFT_MAX);
 }
 
 /** What the checks of one world share: its configuration, and how many attempts each client has made (owners point into them). */
@@ -139,6 +141,11 @@ interface Ctx {
   readonly design: Design;
   readonly nodes: number;
   readonly attempts: readonly number[];
+  /** What the design says, read once per world: keys and leases with a ttl, one revision counter, a replica, a client deadline. */
+  readonly ttl: boolean;
+  readonly revision: boolean;
+  readonly replica: boolean;
+  readonly deadline: boolean;
 }
 
 /**
@@ -162,7 +169,7 @@ function checkOwner(v: unknown, at: Path, ctx: FlightCtx, client: number | null 
 
 function checkKeys(v: unknown, at: Path, ctx: Ctx): void {
   const keys = record(v, at, 'a record of keys by resource');
-  const ttl = hasTtl(ctx.design);
+  const ttl = ctx.ttl;
   for (const r of Object.keys(keys)) {
     resourceKey(r, at);
     const kat = entry(at, r);
@@ -183,7 +190,7 @@ function checkKeys(v: unknown, at: Path, ctx: Ctx): void {
 
 function checkCounters(v: unknown, at: Path, ctx: Ctx): void {
   const counters = record(v, at, 'a record of bigint counters');
-  const revision = rulesOf(ctx.design).tokenSource === 'cluster-revision';
+  const revision = ctx.revision;
   for (const k of Object.keys(counters)) {
     if (revision) {
       if (k !== REVISION) refuse(`${at} key ${JSON.stringify(k.slice(0, 40))}`, `'${REVISION}' (${ctx.design.kind} has one revision counter)`, k);
@@ -201,7 +208,7 @@ function checkNode(v: unknown, at: Path, ctx: Ctx): void {
   time(n.availableFromTrueMs, at, 'availableFromTrueMs');
   checkKeys(n.keys, `${at}.keys`, ctx);
   checkCounters(n.counters, `${at}.counters`, ctx);
-  if (replication(ctx.design) === 'none') {
+  if (!ctx.replica) {
     if (n.replica !== undefined) refuse(`${at}.replica`, `absent (${ctx.design.kind} has no replica)`, n.replica);
   } else {
     const r = object(n.replica, `${at}.replica`, `a replica { keys, counters } (${ctx.design.kind} has one)`);
@@ -217,7 +224,7 @@ function checkLease(v: unknown, at: Path, ctx: Ctx, client: number): void {
   checkOwner(l.owner, `${at}.owner`, ctx, client);
   token(l.token, at, 'token');
   // A deadline on ttl designs whose client keeps one; null for a session-bound lock or a client with no deadline (7.11).
-  const deadline = hasTtl(ctx.design) && leaseTerms(ctx.design).clientDeadline !== 'none';
+  const deadline = ctx.deadline;
   if (deadline) time(l.validUntilMs, at, 'validUntilMs');
   else if (l.validUntilMs !== null) refuse(`${at}.validUntilMs`, `null (a ${ctx.design.kind} lease has no deadline)`, l.validUntilMs);
   integer(l.count, at, 'count', 1);
@@ -423,7 +430,18 @@ export function checkWorld(world: unknown, name: string): asserts world is World
     const at = `${name}.clients[${i}]`;
     attempts[i] = integer(object(clients[i], at, 'a client { mono, paused, pendingWrite, inFlight, sessionLost, attempts, leases }').attempts, at, 'attempts', 0);
   }
-  const ctx: Ctx = { name, config, design, nodes: n, attempts };
+  const ttl = hasTtl(design);
+  const ctx: Ctx = {
+    name,
+    config,
+    design,
+    nodes: n,
+    attempts,
+    ttl,
+    revision: rulesOf(design).tokenSource === 'cluster-revision',
+    replica: replication(design) !== 'none',
+    deadline: ttl && leaseTerms(design).clientDeadline !== 'none',
+  };
   for (let i = 0; i < n; i++) checkNode(nodes[i], `${name}.nodes[${i}]`, ctx);
   for (let i = 0; i < clients.length; i++) checkClient(clients[i], `${name}.clients[${i}]`, ctx, i);
   checkPartitions(w.partitions, `${name}.partitions`, ctx);

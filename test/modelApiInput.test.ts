@@ -246,3 +246,37 @@ describe("the model's exported tables are frozen whole: a caller cannot change t
     expect(model.designs.redlock().kind).toBe('redlock');
   });
 });
+
+describe('a design is checked once only when it cannot have changed since', () => {
+  it('the designs helpers return frozen designs: an edit throws, the design stays checked', () => {
+    const d = designs.redlock({ nodes: 3 });
+    expect(Object.isFrozen(d)).toBe(true);
+    expect(() => ((d as { nodes: number }).nodes = 0)).toThrow(TypeError);
+    expect(model.quorum(d)).toBe(2);
+  });
+
+  it('a design a caller can still edit is checked again at every call', () => {
+    const d = { ...designs.redlock({ nodes: 3 }) } as { nodes: unknown };
+    expect(model.quorum(d as never)).toBe(2);
+    d.nodes = '3';
+    expect(refusal(() => model.quorum(d as never)).message).toContain('redlock needs 1..15 nodes, got "3"');
+    // The same for a world's design: edited in place after initialWorld, it is refused at the next step.
+    const mine = { ...designs.redisSingle() } as { persistence: unknown };
+    const w = initialWorld({ design: mine as never, store: 'strict', clients: 1 });
+    mine.persistence = 'fsync';
+    expect(refusal(() => model.step(w, { kind: 'advance', ms: 1 })).message).toContain('step world.config.design: redis-single persistence must be one of');
+  });
+
+  it('a frozen design with a getter, or with a failedExtend that is not frozen, is checked again too', () => {
+    let nodes: unknown = 3;
+    const getter = Object.freeze(Object.defineProperty({ ...designs.redlock({ nodes: 3 }) }, 'nodes', { get: () => nodes, enumerable: true }));
+    expect(model.quorum(getter)).toBe(2);
+    nodes = '3';
+    expect(refusal(() => model.quorum(getter)).message).toContain('redlock needs 1..15 nodes, got "3"');
+    const failedExtend = { lease: 'kept', keys: 'kept' };
+    const outer = Object.freeze({ ...designs.redlock({ nodes: 3 }), failedExtend }) as Design;
+    expect(model.quorum(outer)).toBe(2);
+    failedExtend.keys = 'gone';
+    expect(refusal(() => model.quorum(outer)).message).toContain("redlock failedExtend.keys must be one of 'kept', 'deleted', got \"gone\"");
+  });
+});
