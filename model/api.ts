@@ -8,7 +8,8 @@
  */
 import * as clock from './clock.ts';
 import type { Clock } from './clock.ts';
-import { checkArray, checkCommandShape, checkInteger, checkNumber, checkObject, checkWorld, isObject, refuse } from './checks.ts';
+import { checkArray, checkCommandShape, checkInteger, checkNumber, checkObject, isObject, refuse } from './checks.ts';
+import { checkInFlightAlone, checkStoreAlone, checkWorld } from './worldCheck.ts';
 import * as command from './command.ts';
 import type { Command, Operation } from './command.ts';
 import * as design from './design.ts';
@@ -17,6 +18,7 @@ import { checkDuration, checkResource, checkToken, checkTtl, InvalidInputError }
 import type { WorldEvent } from './event.ts';
 import * as properties from './properties.ts';
 import type { Violation } from './properties.ts';
+import { modelChooser } from './madeChoosers.ts';
 import * as run from './run.ts';
 import type { Chooser } from './run.ts';
 import * as state from './state.ts';
@@ -120,12 +122,9 @@ export function ghostOf(w: World, resource: string): GhostResource {
   return state.ghostOf(w, checkResource(resource));
 }
 
-const IN_FLIGHT_KINDS: readonly string[] = ['reply', 'later', 'acquire', 'extend', 'lease'];
-
 /** An in-flight operation as a string with its times relative to now and to the client's clock. */
 export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string {
-  const o = checkObject(f, 'inFlightKey operation', 'an operation in flight (a client state inFlight)');
-  if (typeof o.kind !== 'string' || !IN_FLIGHT_KINDS.includes(o.kind)) refuse('inFlightKey operation', `an operation in flight of kind ${IN_FLIGHT_KINDS.join(', ')}`, f);
+  checkInFlightAlone(f, 'inFlightKey operation');
   checkNumber(nowMs, 'inFlightKey nowMs');
   checkNumber(monoMs, 'inFlightKey monoMs');
   return state.inFlightKey(f, nowMs, monoMs);
@@ -140,8 +139,7 @@ export function passes(policy: StorePolicy, token: bigint, highest: bigint | nul
 }
 
 export function cellOf(s: StoreState, resource: string): StoreCell {
-  const o = checkObject(s, 'cellOf store', 'a store state { policy, cells }');
-  if (!isObject(o.cells)) refuse('cellOf store', 'a store state { policy, cells }', s);
+  checkStoreAlone(s, 'cellOf store');
   return store.cellOf(s, checkResource(resource));
 }
 
@@ -207,8 +205,8 @@ export function checkProperties(events: readonly WorldEvent[], after: World): Vi
 }
 
 /** The chooser that takes a step's first branch. */
-export const firstBranch: Chooser = (branches, c) => {
+export const firstBranch: Chooser = modelChooser((branches, c) => {
   checkArray(branches, 'firstBranch branches', 'a non-empty array of branches');
   if (branches.length === 0) refuse('firstBranch branches', 'a non-empty array of branches', branches);
   return run.firstBranch(branches, c);
-};
+});

@@ -1,5 +1,6 @@
 import { read } from './clock.ts';
-import { checkOptions, checkWorld } from './checks.ts';
+import { checkOptions} from './checks.ts';
+import { checkWorld } from './worldCheck.ts';
 import { expiryNow } from './node.ts';
 import type { NodeState, World } from './state.ts';
 import { inFlightKey } from './state.ts';

@@ -56,18 +56,6 @@ export function checkInteger(value: unknown, name: string, min: number, max: num
   return value;
 }
 
-/**
- * A world as initialWorld and step make it, checked only as far as its shape
- * (not every field of every node): enough that a wrong value is refused by
- * name rather than read as a world.
- */
-export function checkWorld(world: unknown, name: string): void {
-  const w = checkObject(world, name, 'a world (as initialWorld or step returned it)');
-  if (!isObject(w.config) || !isObject(w.config.design) || typeof w.nowMs !== 'number' || !Array.isArray(w.nodes) || !Array.isArray(w.clients) || !Array.isArray(w.partitions) || !isObject(w.store) || !isObject(w.ghost)) {
-    refuse(name, 'a world (as initialWorld or step returned it)', world);
-  }
-}
-
 /** A command's outer shape: an object with a string kind (step checks the rest, and names an unknown kind). */
 export function checkCommandShape(command: unknown, name: string): void {
   if (!isObject(command) || typeof command.kind !== 'string') refuse(name, 'a command (an object with a kind)', command);

@@ -1,6 +1,7 @@
 import { match } from 'ts-pattern';
 import { checkObject, checkOneOf, checkOptions, refuse, shown } from './checks.ts';
 import { InvalidInputError } from './errors.ts';
+import { frozen } from './frozen.ts';
 
 /**
  * The lock designs lockcheck specifies (spec/SPEC.md, "Designs"). A design
@@ -104,10 +105,11 @@ type LeaseOptions = { driftFactor: number; clockMarginMs: number };
 /** A helper's options: absent or an object (not null); the design it makes is checked whole (validateDesign). */
 function made(name: string, o: unknown, make: () => Design): Design {
   checkOptions(o, `${name} options`);
-  return validateDesign(make());
+  // Frozen: the design cannot change after its check, so the checks of the functions it is handed to are done once (validateDesign).
+  return validateDesign(frozen(make()));
 }
 
-export const designs = {
+export const designs = frozen({
   redisSingle: (o: Partial<{ persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => made('designs.redisSingle', o, () => ({
     kind: 'redis-single',
     persistence: o.persistence ?? 'none',
@@ -139,7 +141,7 @@ export const designs = {
     ...(o.leaderChangeExtendMs === undefined ? {} : { leaderChangeExtendMs: o.leaderChangeExtendMs }),
     ...(o.leaseRenewal === undefined ? {} : { leaseRenewal: o.leaseRenewal }),
   })),
-} as const;
+} as const);
 
 /**
  * Everything the model does differently per design, in one record per design
@@ -241,7 +243,7 @@ const postgresRules = {
   replyTimeoutMs: (d: { statementTimeoutMs?: number }) => d.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
 } as const;
 
-export const RULES: RulesByKind = {
+export const RULES: RulesByKind = frozen({
   'redis-single': { ...redisRules, nodes: () => 1 },
   redlock: { ...redisRules, nodes: (d) => d.nodes },
   'redis-replicated': {
@@ -276,7 +278,7 @@ export const RULES: RulesByKind = {
     replyTimeoutMs: () => null,
     lateReplyEnds: () => null,
   },
-};
+});
 
 /** The rules of `design`'s kind. */
 export function rulesOf(design: Design): DesignRules {
@@ -362,8 +364,8 @@ export function driftMarginMs(design: Design, ttlMs: number): number {
   return rounding(driftFactor(design) * ttlMs) + clockMarginMs(design);
 }
 
-export const DESIGN_KINDS: readonly DesignKind[] = ['redis-single', 'redlock', 'redis-replicated', 'pg-session', 'pg-xact', 'etcd-lease'];
-export const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'monotonic', 'transactional'];
+export const DESIGN_KINDS: readonly DesignKind[] = frozen(['redis-single', 'redlock', 'redis-replicated', 'pg-session', 'pg-xact', 'etcd-lease']);
+export const STORE_POLICIES: readonly StorePolicy[] = frozen(['unfenced', 'strict', 'monotonic', 'transactional']);
 
 /**
  * Checks a design's every field, as a design from `designs` has it, and
@@ -372,54 +374,93 @@ export const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'strict', 'mo
  * the field, never a TypeError); the step function's own reads do not.
  */
 export function validateDesign(design: Design): Design {
-  const fail = (msg: string): never => {
-    throw new InvalidInputError('invalid-config', msg);
-  };
+  if (typeof design === 'object' && design !== null && CHECKED.has(design)) return design;
   checkObject(design, 'design', `a lock design (an object with kind ${DESIGN_KINDS.map((k) => `'${k}'`).join(', ')})`);
   checkOneOf(design.kind, 'design.kind', DESIGN_KINDS);
-  const optional = <T extends string>(value: unknown, name: string, allowed: readonly T[]): void => {
-    if (value !== undefined) checkOneOf(value, `${design.kind} ${name}`, allowed);
-  };
-  const terms = (d: LeaseTerms & { readonly driftRounding?: unknown }): void => {
-    optional(d.clientDeadline, 'clientDeadline', ['none']);
-    if (d.failedExtend !== undefined) {
-      checkObject(d.failedExtend, `${design.kind} failedExtend`, "an object { lease: 'kept' | 'dropped', keys: 'kept' | 'deleted' } or absent");
-      checkOneOf(d.failedExtend.lease, `${design.kind} failedExtend.lease`, ['kept', 'dropped']);
-      checkOneOf(d.failedExtend.keys, `${design.kind} failedExtend.keys`, ['kept', 'deleted']);
-    }
-    optional(d.driftRounding, 'driftRounding', ['ceil', 'round']);
-  };
-  match(design)
-    .with({ kind: 'redis-single' }, { kind: 'redlock' }, (d) => {
-      if (d.kind === 'redlock' && (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15)) fail(`redlock needs 1..15 nodes, got ${shown(d.nodes)}`);
-      checkOneOf(d.persistence, `${d.kind} persistence`, ['none', 'aof-always']);
-      terms(d);
-    })
-    .with({ kind: 'redis-replicated' }, (d) => {
+  // A switch and module-level helpers, not ts-pattern and closures: this runs at every public step (the world's design).
+  const d = design;
+  switch (d.kind) {
+    case 'redis-single':
+    case 'redlock':
+      if (d.kind === 'redlock' && (!Number.isInteger(d.nodes) || d.nodes < 1 || d.nodes > 15)) failDesign(`redlock needs 1..15 nodes, got ${shown(d.nodes)}`);
+      checkOneOf(d.persistence, `${d.kind} persistence`, PERSISTENCES);
+      checkTerms(d);
+      break;
+    case 'redis-replicated':
       if (typeof d.wait !== 'boolean') refuse('redis-replicated wait', 'a boolean', d.wait);
-    })
-    .with({ kind: 'pg-session' }, { kind: 'pg-xact' }, (d) => {
+      break;
+    case 'pg-session':
+    case 'pg-xact':
       if ('reentrant' in d && d.reentrant !== undefined && d.reentrant !== false) refuse(`${d.kind} reentrant`, 'false or absent', d.reentrant);
       // Absent is the default; null or a string would be read as the default by replyTimeoutMs's ??.
       if (d.statementTimeoutMs !== undefined && typeof d.statementTimeoutMs !== 'number') refuse(`${d.kind} statementTimeoutMs`, 'a positive integer of ms or absent', d.statementTimeoutMs);
-    })
-    .with({ kind: 'etcd-lease' }, (d) => {
-      optional(d.leaseRenewal, 'leaseRenewal', ['last-request']);
+      break;
+    case 'etcd-lease':
+      optionalOneOf(d.leaseRenewal, d.kind, 'leaseRenewal', LEASE_RENEWALS);
       if (d.leaderChangeExtendMs !== undefined && typeof d.leaderChangeExtendMs !== 'number') refuse('etcd-lease leaderChangeExtendMs', 'an integer in [0, 60000] or absent', d.leaderChangeExtendMs);
-      terms(d);
-    })
-    .exhaustive();
+      checkTerms(d);
+      break;
+    default: {
+      const unknown: never = d;
+      return unknown;
+    }
+  }
   const df = driftFactor(design);
-  if (!(typeof df === 'number' && df >= 0 && df < 1)) fail(`driftFactor must be in [0, 1), got ${shown(df)}`);
+  if (!(typeof df === 'number' && df >= 0 && df < 1)) failDesign(`driftFactor must be in [0, 1), got ${shown(df)}`);
   const cm = clockMarginMs(design);
-  if (!Number.isInteger(cm) || cm < 0 || cm > 1000) fail(`clockMarginMs must be an integer in [0, 1000], got ${shown(cm)}`);
+  if (!Number.isInteger(cm) || cm < 0 || cm > 1000) failDesign(`clockMarginMs must be an integer in [0, 1000], got ${shown(cm)}`);
   const st = replyTimeoutMs(design);
-  if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) fail(`statementTimeoutMs must be a positive integer, got ${shown(st)}`);
+  if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) failDesign(`statementTimeoutMs must be a positive integer, got ${shown(st)}`);
   const rd = restartDelayMs(design);
-  if (!Number.isInteger(rd) || rd < 0) fail(`restartDelayMs must be a non-negative integer, got ${shown(rd)}`);
+  if (!Number.isInteger(rd) || rd < 0) failDesign(`restartDelayMs must be a non-negative integer, got ${shown(rd)}`);
   const re = refreshExtendMs(design);
-  if (!Number.isInteger(re) || re < 0 || re > 60_000) fail(`leaderChangeExtendMs must be an integer in [0, 60000], got ${shown(re)}`);
+  if (!Number.isInteger(re) || re < 0 || re > 60_000) failDesign(`leaderChangeExtendMs must be an integer in [0, 60000], got ${shown(re)}`);
+  if (unchangeable(design)) CHECKED.add(design);
   return design;
+}
+
+/**
+ * Designs checked whole that cannot have changed since: frozen, with plain
+ * values (no getter, which could answer otherwise the next time), their
+ * failedExtend too. The world check reads the design at every public step;
+ * such a design (the designs helpers', MATRIX_ROWS', SCENARIOS') is checked
+ * once. A design a caller can still edit is checked every time.
+ */
+const CHECKED = new WeakSet<object>();
+
+function unchangeable(o: object): boolean {
+  if (!Object.isFrozen(o)) return false;
+  for (const d of Object.values(Object.getOwnPropertyDescriptors(o))) {
+    if (!('value' in d)) return false;
+    if (typeof d.value === 'object' && d.value !== null && !unchangeable(d.value as object)) return false;
+  }
+  return true;
+}
+
+const PERSISTENCES: readonly Persistence[] = Object.freeze(['none', 'aof-always'] as const);
+const LEASE_RENEWALS: readonly string[] = Object.freeze(['last-request']);
+const CLIENT_DEADLINES: readonly string[] = Object.freeze(['none']);
+const DRIFT_ROUNDINGS: readonly string[] = Object.freeze(['ceil', 'round']);
+const FAILED_EXTEND_LEASE: readonly string[] = Object.freeze(['kept', 'dropped']);
+const FAILED_EXTEND_KEYS: readonly string[] = Object.freeze(['kept', 'deleted']);
+
+function failDesign(msg: string): never {
+  throw new InvalidInputError('invalid-config', msg);
+}
+
+function optionalOneOf(value: unknown, kind: DesignKind, name: string, allowed: readonly string[]): void {
+  if (value !== undefined) checkOneOf(value, `${kind} ${name}`, allowed);
+}
+
+/** A ttl design's lease terms (spec 7.11): each absent or one of its values. */
+function checkTerms(d: Extract<Design, { kind: 'redis-single' | 'redlock' | 'etcd-lease' }>): void {
+  optionalOneOf(d.clientDeadline, d.kind, 'clientDeadline', CLIENT_DEADLINES);
+  if (d.failedExtend !== undefined) {
+    checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'dropped', keys: 'kept' | 'deleted' } or absent");
+    checkOneOf(d.failedExtend.lease, `${d.kind} failedExtend.lease`, FAILED_EXTEND_LEASE);
+    checkOneOf(d.failedExtend.keys, `${d.kind} failedExtend.keys`, FAILED_EXTEND_KEYS);
+  }
+  optionalOneOf(d.driftRounding, d.kind, 'driftRounding', DRIFT_ROUNDINGS);
 }
 
 export function storeFits(design: Design, policy: StorePolicy): boolean {

@@ -1,7 +1,8 @@
 import type { Command } from './command.ts';
 import type { Design } from './design.ts';
 import { expiresByWallClock, rulesOf, validateDesign } from './design.ts';
-import { checkCommands, checkInteger, checkObject, checkOptions, checkWorld, refuse } from './checks.ts';
+import { checkCommands, checkInteger, checkObject, checkOptions, refuse } from './checks.ts';
+import { checkWorld } from './worldCheck.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { fingerprint } from './fingerprint.ts';
 import { FingerprintSet } from './fingerprintSet.ts';

@@ -5,6 +5,7 @@ import { hasTtl, nodeCount, replication, replyTimeoutMs, rulesOf, validateDesign
 import { checkArray, checkInteger, checkObject, checkOneOf } from './checks.ts';
 import { checkDuration, checkResource, checkTtl } from './errors.ts';
 import { MAX_CLIENTS } from './state.ts';
+import { frozen } from './frozen.ts';
 
 /**
  * The fault classes of the comparison matrix (spec/SPEC.md, "Predicted
@@ -22,7 +23,7 @@ export type FaultClass =
   | 'connection-loss'
   | 'timing';
 
-export const FAULT_CLASSES: readonly FaultClass[] = [
+export const FAULT_CLASSES: readonly FaultClass[] = frozen([
   'none',
   'partition',
   'delay',
@@ -32,9 +33,9 @@ export const FAULT_CLASSES: readonly FaultClass[] = [
   'crash-restart',
   'connection-loss',
   'timing',
-];
+]);
 
-export const FAULT_CLASS_TITLES: Readonly<Record<FaultClass, string>> = {
+export const FAULT_CLASS_TITLES: Readonly<Record<FaultClass, string>> = frozen({
   none: 'no faults',
   partition: 'client-node links lose every message',
   delay: 'replies delayed (acquire latency)',
@@ -44,14 +45,14 @@ export const FAULT_CLASS_TITLES: Readonly<Record<FaultClass, string>> = {
   'crash-restart': 'a node crashes and restarts at once (with lost messages)',
   'connection-loss': "the server drops a client's connection (with pauses)",
   timing: 'late replies on every operation, delayed write requests, one node slow or a black hole',
-};
+});
 
 /**
  * What each class's exploration schedules besides the operations and
  * `advance`, as spec/SPEC.md section 8 prints it (generated from here; the
  * consistency test checks the named fault kinds against alphabetFor).
  */
-export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
+export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = frozen({
   none: 'nothing else',
   partition: '`partition` of any client from any node; no heal, so a cut lasts to the end of the schedule',
   delay:
@@ -64,7 +65,7 @@ export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = {
   'connection-loss': '`kill-connection`, and `pause` / `resume`',
   timing:
     "`node-delay` of node 0 by the ttl and `never` (a black hole, for good), late replies of exactly the ttl on `write` and `release`, an operation held in flight across its client's `pause` until `resume` (on ttl designs an extension with a shorter ttl, 0.3 of it; on PostgreSQL designs an acquire), and a `write` whose request the network delays (`delayed`), landing at the client's `deliver` step whenever the schedule puts it (not on pg-xact, whose writes share the lock's connection); on PostgreSQL designs the statement timeout stands for the ttl (the reply races the client's timeout)",
-};
+});
 
 /** Sizes of the exploration's small world. Times are in ms, chosen so that coarse steps straddle the deadlines. */
 export interface Alphabet {
@@ -75,7 +76,7 @@ export interface Alphabet {
   readonly advanceMs: readonly number[];
 }
 
-export const DEFAULT_ALPHABET: Alphabet = { clients: 2, resource: 'r', ttlMs: 10, advanceMs: [4, 12] };
+export const DEFAULT_ALPHABET: Alphabet = frozen({ clients: 2, resource: 'r', ttlMs: 10, advanceMs: [4, 12] });
 
 /** The node that clock and crash faults hit: one node, a minority of any cluster larger than two (nodes are symmetric). */
 export const FAULTY_NODE = 0;

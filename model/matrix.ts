@@ -11,6 +11,7 @@ import { alphabetFor, DEFAULT_ALPHABET } from './faultClass.ts';
 import type { PropertyId } from './properties.ts';
 import { PROPERTY_IDS } from './properties.ts';
 import { initialWorld } from './state.ts';
+import { frozen } from './frozen.ts';
 
 /**
  * The rows of the comparison matrix: each design variant with the stores it
@@ -24,7 +25,7 @@ export interface MatrixRow {
 
 const TTL = DEFAULT_ALPHABET.ttlMs;
 
-export const MATRIX_ROWS: readonly MatrixRow[] = [
+export const MATRIX_ROWS: readonly MatrixRow[] = frozen([
   designs.redisSingle(),
   designs.redisSingle({ persistence: 'aof-always' }),
   designs.redlock({ nodes: 5 }),
@@ -39,7 +40,7 @@ export const MATRIX_ROWS: readonly MatrixRow[] = [
   label: describeDesign(design),
   design,
   stores: rulesOf(design).writes === 'at-commit' ? (['transactional'] as const) : (['unfenced', 'strict'] as const),
-}));
+})));
 
 export interface CellResult extends ExploreResult {
   readonly row: string;

@@ -6,6 +6,7 @@ import { sameOwner } from './state.ts';
 import { passes } from './store.ts';
 import { holdsValid } from './world.ts';
 import { entryOf } from './record.ts';
+import { frozen } from './frozen.ts';
 
 /**
  * The spec's properties (spec/SPEC.md, "Properties"), one named check each,
@@ -13,9 +14,9 @@ import { entryOf } from './record.ts';
  */
 export type PropertyId = 'MUTEX-1' | 'FENCE-1' | 'FENCE-2' | 'STORE-1' | 'OWN-1' | 'LIVE-1' | 'DUR-1';
 
-export const PROPERTY_IDS: readonly PropertyId[] = ['MUTEX-1', 'FENCE-1', 'FENCE-2', 'STORE-1', 'OWN-1', 'LIVE-1', 'DUR-1'];
+export const PROPERTY_IDS: readonly PropertyId[] = frozen(['MUTEX-1', 'FENCE-1', 'FENCE-2', 'STORE-1', 'OWN-1', 'LIVE-1', 'DUR-1']);
 
-export const PROPERTY_TITLES: Readonly<Record<PropertyId, string>> = {
+export const PROPERTY_TITLES: Readonly<Record<PropertyId, string>> = frozen({
   'MUTEX-1': 'mutual exclusion as the clients experience it',
   'FENCE-1': 'fencing tokens increase strictly per resource across grants',
   'FENCE-2': "the store accepts a write only if its token passes the store's policy",
@@ -23,10 +24,10 @@ export const PROPERTY_TITLES: Readonly<Record<PropertyId, string>> = {
   'OWN-1': "only the holder's release or extend takes effect",
   'LIVE-1': 'an abandoned lock becomes acquirable within its bound',
   'DUR-1': 'token issuer state survives a restart',
-};
+});
 
 /** How each property is judged (spec section 5's summary table is generated from this). */
-export const PROPERTY_KINDS: Readonly<Record<PropertyId, { readonly kind: 'state' | 'event'; readonly on: string }>> = {
+export const PROPERTY_KINDS: Readonly<Record<PropertyId, { readonly kind: 'state' | 'event'; readonly on: string }>> = frozen({
   'MUTEX-1': { kind: 'state', on: 'client leases and client clocks' },
   'FENCE-1': { kind: 'event', on: '`granted` + ghost `maxToken`' },
   'FENCE-2': { kind: 'event', on: '`write` + store policy' },
@@ -34,7 +35,7 @@ export const PROPERTY_KINDS: Readonly<Record<PropertyId, { readonly kind: 'state
   'OWN-1': { kind: 'event', on: '`key-changed`' },
   'LIVE-1': { kind: 'state', on: 'node keys, node clocks (with the expiry tolerance), ghost `liveSinceTrueMs`' },
   'DUR-1': { kind: 'event', on: '`restarted` counters' },
-};
+});
 
 export interface Violation {
   readonly property: PropertyId;

@@ -5,8 +5,10 @@ import type { Violation } from './properties.ts';
 import { checkProperties } from './properties.ts';
 import type { World } from './state.ts';
 import type { Branch } from './world.ts';
-import { step } from './world.ts';
-import { checkCommands, checkFunction, checkWorld, refuse } from './checks.ts';
+import { step, stepMade } from './world.ts';
+import { isModelChooser, modelChooser } from './madeChoosers.ts';
+import { checkCommands, checkFunction, refuse } from './checks.ts';
+import { checkWorld } from './worldCheck.ts';
 
 /**
  * Picks one branch where the model allows several. Schedules run with the
@@ -15,12 +17,12 @@ import { checkCommands, checkFunction, checkWorld, refuse } from './checks.ts';
  */
 export type Chooser = (branches: readonly Branch[], command: Command) => Branch;
 
-export const firstBranch: Chooser = (branches) => branches[0]!;
+export const firstBranch: Chooser = modelChooser((branches) => branches[0]!);
 
 /** Prefers the branch with the given outcome kind, else the first. */
 export function preferOutcome(kind: Outcome['kind']): Chooser {
   if (typeof kind !== 'string') refuse('preferOutcome kind', 'an outcome kind', kind);
-  return (branches) => branches.find((b) => b.outcome.kind === kind) ?? branches[0]!;
+  return modelChooser((branches) => branches.find((b) => b.outcome.kind === kind) ?? branches[0]!);
 }
 
 export interface RunResult {
@@ -36,8 +38,10 @@ export function runSchedule(initial: World, commands: readonly Command[], choose
   checkFunction(choose, 'runSchedule choose', 'a chooser (branches, command) => branch');
   let world = initial;
   const steps: TraceStep[] = [];
-  for (const command of commands) {
-    const branches = step(world, command);
+  const made = isModelChooser(choose);
+  for (const [i, command] of commands.entries()) {
+    // The initial world was checked above; after a caller's chooser, the world it picked is checked again.
+    const branches = i === 0 || made ? stepMade(world, command) : step(world, command);
     const branch = choose(branches, command);
     // A chooser picks one of the model's branches; anything else would be read as a branch.
     if (!branches.includes(branch)) refuse('runSchedule choose', "a chooser returning one of the step's branches", branch, 'precondition');

@@ -6,6 +6,7 @@ import type { RunResult } from './run.ts';
 import { runSchedule } from './run.ts';
 import { initialWorld } from './state.ts';
 import { checkArray, checkObject } from './checks.ts';
+import { frozen } from './frozen.ts';
 
 /**
  * The scenario catalogue: the published counterexamples, step by step, each
@@ -48,7 +49,7 @@ const crashC: readonly Command[] = [
   { kind: 'restart', node: 2 },
 ];
 
-export const SCENARIOS: readonly Scenario[] = [
+export const SCENARIOS: readonly Scenario[] = frozen([
   {
     id: 'storage-demo',
     title: 'Client 1 gets token 1 and pauses; client 2 gets token 2 and writes; client 1 wakes and writes',
@@ -146,7 +147,7 @@ export const SCENARIOS: readonly Scenario[] = [
     steps: [acquire(0), pauseBeforeWrite(0, 'stale'), { kind: 'advance', ms: 15_000 }, acquire(1), write(1, 'fresh'), { kind: 'resume', client: 0 }],
     breaks: { unfenced: ['STORE-1'], strict: [], monotonic: [] },
   },
-];
+]);
 
 /** Runs a scenario under one store policy. */
 export function runScenario(scenario: Scenario, store: StorePolicy): RunResult {

@@ -1,9 +1,9 @@
 import type { Clock } from './clock.ts';
 import { clockAt } from './clock.ts';
 import type { Design, StorePolicy } from './design.ts';
-import { checkObject, checkOneOf, shown } from './checks.ts';
-import { nodeCount, replication, STORE_POLICIES, storeFits, validateDesign } from './design.ts';
-import { checkToken, InvalidInputError } from './errors.ts';
+import { nodeCount, replication } from './design.ts';
+import { checkConfig } from './worldCheck.ts';
+import { frozen } from './frozen.ts';
 import type { Outcome } from './outcome.ts';
 import type { Arrival } from './round.ts';
 import { relativeArrivals } from './round.ts';
@@ -225,24 +225,7 @@ export const MAX_CLIENTS = 16;
 export const MAX_EXPIRY_TOLERANCE_MS = 1000;
 
 export function initialWorld(config: WorldConfig): World {
-  checkObject(config, 'initialWorld config', 'a world configuration { design, store, clients }');
-  validateDesign(config.design);
-  checkOneOf(config.store, 'store', STORE_POLICIES);
-  if (!Number.isInteger(config.clients) || config.clients < 1 || config.clients > MAX_CLIENTS) {
-    throw new InvalidInputError('invalid-config', `clients must be an integer in [1, ${MAX_CLIENTS}], got ${shown(config.clients)}`);
-  }
-  if (config.tokenBase !== undefined) checkToken(config.tokenBase);
-  const tolerance = config.expiryToleranceMs;
-  if (tolerance !== undefined && !(Number.isInteger(tolerance) && tolerance >= 0 && tolerance <= MAX_EXPIRY_TOLERANCE_MS)) {
-    throw new InvalidInputError('invalid-config', `expiryToleranceMs must be an integer in [0, ${MAX_EXPIRY_TOLERANCE_MS}], got ${String(tolerance)}`);
-  }
-  const timeout = config.requestTimeoutMs;
-  if (timeout !== undefined && !(Number.isInteger(timeout) && timeout >= 1 && timeout <= 2 ** 31 - 1)) {
-    throw new InvalidInputError('invalid-config', `requestTimeoutMs must be a positive integer of ms, got ${String(timeout)}`);
-  }
-  if (!storeFits(config.design, config.store)) {
-    throw new InvalidInputError('invalid-config', `store policy '${config.store}' does not fit design '${config.design.kind}'`);
-  }
+  checkConfig(config, 'initialWorld config');
   const plain: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
   const node: NodeState = replication(config.design) === 'none' ? plain : { ...plain, replica: { keys: {}, counters: {} } };
   const client: ClientState = { mono: clockAt(), paused: false, pendingWrite: null, inFlight: null, sessionLost: false, attempts: 0, leases: {} };
@@ -257,7 +240,7 @@ export function initialWorld(config: WorldConfig): World {
   };
 }
 
-export const NO_GHOST: GhostResource = { grants: 0, maxToken: null, lastAcceptedEpoch: 0 };
+export const NO_GHOST: GhostResource = frozen({ grants: 0, maxToken: null, lastAcceptedEpoch: 0 });
 
 export function ghostOf(world: World, resource: string): GhostResource {
   return entryOf(world.ghost, resource) ?? NO_GHOST;

@@ -2,6 +2,7 @@ import { match } from 'ts-pattern';
 import type { StorePolicy } from './design.ts';
 import { checkResource, checkToken } from './errors.ts';
 import { entryOf, withEntry } from './record.ts';
+import { frozen } from './frozen.ts';
 
 /**
  * The storage that a lock guards, one cell per resource. A fenced store keeps
@@ -23,7 +24,7 @@ export interface StoreState {
 
 export type StoreDecision = { readonly accepted: true } | { readonly accepted: false; readonly highest: bigint };
 
-export const EMPTY_CELL: StoreCell = { value: null, token: null, highest: null };
+export const EMPTY_CELL: StoreCell = frozen({ value: null, token: null, highest: null });
 
 export function emptyStore(policy: StorePolicy): StoreState {
   return { policy, cells: {} };

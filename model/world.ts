@@ -22,7 +22,8 @@ import type { Arrival, Decision } from './round.ts';
 import { roundEnds } from './round.ts';
 import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
 import { ghostOf, roundInFlight, sameOwner } from './state.ts';
-import { checkCommandShape, checkWorld, isObject, refuse } from './checks.ts';
+import { checkCommandShape, isObject, refuse } from './checks.ts';
+import { checkWorld } from './worldCheck.ts';
 import { cellOf, writeStore } from './store.ts';
 import { entryOf, putEntry, withEntry } from './record.ts';
 
@@ -44,6 +45,15 @@ export interface Branch {
  */
 export function step(world: World, command: Command): readonly Branch[] {
   checkWorld(world, 'step world');
+  return stepMade(world, command);
+}
+
+/**
+ * step() on a world the model made from one checked whole (a branch's next
+ * world no caller has had in hand): the command is checked, the world is not
+ * again (runSchedule with the model's own choosers).
+ */
+export function stepMade(world: World, command: Command): readonly Branch[] {
   checkCommandShape(command, 'step command');
   validate(world, command);
   return stepValid(world, command);

@@ -189,3 +189,94 @@ describe('the input checks every lock client shares say what they were given, wh
     }
   });
 });
+
+describe("the model's exported tables are frozen whole: a caller cannot change the model for everyone", () => {
+  /** Every object and array reachable from `v` (functions left as they are: their properties are never read). */
+  const unfrozen = (v: unknown, at: string, out: string[] = []): string[] => {
+    if (typeof v !== 'object' || v === null) return out;
+    if (!Object.isFrozen(v)) out.push(at);
+    for (const k of Reflect.ownKeys(v)) unfrozen((v as Record<PropertyKey, unknown>)[k], `${at}.${String(k)}`, out);
+    return out;
+  };
+
+  it('every object lockcheck/model exports is frozen, every object and array in it too', () => {
+    const tables = Object.entries(model).filter(([, v]) => typeof v === 'object' && v !== null);
+    expect(tables.map(([k]) => k).sort()).toEqual(
+      ['DEFAULT_ALPHABET', 'DESIGN_KINDS', 'EMPTY_CELL', 'FAULT_CLASSES', 'FAULT_CLASS_ALLOWS', 'FAULT_CLASS_TITLES', 'MATRIX_ROWS', 'NO_GHOST', 'PROPERTY_IDS', 'PROPERTY_KINDS', 'PROPERTY_TITLES', 'RULES', 'SCENARIOS', 'STORE_POLICIES', 'designs'].sort(),
+    );
+    expect(tables.flatMap(([k, v]) => unfrozen(v, k))).toEqual([]);
+  });
+
+  it('an edit attempt throws (strict mode) and the model answers as before', () => {
+    const w = world();
+    const before = {
+      ttl: model.hasTtl(design),
+      quorum: model.quorum(design),
+      alphabet: model.alphabetFor(design, 'none'),
+      label: model.describeDesign(MATRIX_ROWS[0]!.design),
+      ghost: model.ghostOf(w, 'r'),
+      cell: model.cellOf(w.store, 'r'),
+      run: model.runScenario(model.SCENARIOS[0]!, 'unfenced'),
+    };
+    const r = model.RULES as unknown as Record<string, Record<string, unknown>>;
+    const edits: Array<() => void> = [
+      () => void (r.redlock!.lifetime = 'session'),
+      () => void (r.redlock!.nodes = () => 1),
+      () => void (r['redis-single'] = r['pg-session']!),
+      () => void (model.STORE_POLICIES as string[]).push('eventual'),
+      () => void ((model.DEFAULT_ALPHABET as { ttlMs: number }).ttlMs = 1),
+      () => void ((model.DEFAULT_ALPHABET.advanceMs as number[])[0] = 1000),
+      () => void ((MATRIX_ROWS[0]!.design as { persistence: string }).persistence = 'aof-always'),
+      () => void ((model.NO_GHOST as { grants: number }).grants = 5),
+      () => void ((model.EMPTY_CELL as { value: string | null }).value = 'x'),
+      () => void ((model.SCENARIOS[0]!.steps as unknown[]).length = 0),
+      () => void ((model.designs as Record<string, unknown>).redlock = () => ({ kind: 'redis-single' })),
+    ];
+    for (const edit of edits) expect(edit).toThrow(TypeError);
+    expect({
+      ttl: model.hasTtl(design),
+      quorum: model.quorum(design),
+      alphabet: model.alphabetFor(design, 'none'),
+      label: model.describeDesign(MATRIX_ROWS[0]!.design),
+      ghost: model.ghostOf(w, 'r'),
+      cell: model.cellOf(w.store, 'r'),
+      run: model.runScenario(model.SCENARIOS[0]!, 'unfenced'),
+    }).toEqual(before);
+    expect(refusal(() => model.storeFits(design, 'eventual' as never)).message).toContain('storeFits policy must be one of');
+    expect(model.designs.redlock().kind).toBe('redlock');
+  });
+});
+
+describe('a design is checked once only when it cannot have changed since', () => {
+  it('the designs helpers return frozen designs: an edit throws, the design stays checked', () => {
+    const d = designs.redlock({ nodes: 3 });
+    expect(Object.isFrozen(d)).toBe(true);
+    expect(() => ((d as { nodes: number }).nodes = 0)).toThrow(TypeError);
+    expect(model.quorum(d)).toBe(2);
+  });
+
+  it('a design a caller can still edit is checked again at every call', () => {
+    const d = { ...designs.redlock({ nodes: 3 }) } as { nodes: unknown };
+    expect(model.quorum(d as never)).toBe(2);
+    d.nodes = '3';
+    expect(refusal(() => model.quorum(d as never)).message).toContain('redlock needs 1..15 nodes, got "3"');
+    // The same for a world's design: edited in place after initialWorld, it is refused at the next step.
+    const mine = { ...designs.redisSingle() } as { persistence: unknown };
+    const w = initialWorld({ design: mine as never, store: 'strict', clients: 1 });
+    mine.persistence = 'fsync';
+    expect(refusal(() => model.step(w, { kind: 'advance', ms: 1 })).message).toContain('step world.config.design: redis-single persistence must be one of');
+  });
+
+  it('a frozen design with a getter, or with a failedExtend that is not frozen, is checked again too', () => {
+    let nodes: unknown = 3;
+    const getter = Object.freeze(Object.defineProperty({ ...designs.redlock({ nodes: 3 }) }, 'nodes', { get: () => nodes, enumerable: true }));
+    expect(model.quorum(getter)).toBe(2);
+    nodes = '3';
+    expect(refusal(() => model.quorum(getter)).message).toContain('redlock needs 1..15 nodes, got "3"');
+    const failedExtend = { lease: 'kept', keys: 'kept' };
+    const outer = Object.freeze({ ...designs.redlock({ nodes: 3 }), failedExtend }) as Design;
+    expect(model.quorum(outer)).toBe(2);
+    failedExtend.keys = 'gone';
+    expect(refusal(() => model.quorum(outer)).message).toContain("redlock failedExtend.keys must be one of 'kept', 'deleted', got \"gone\"");
+  });
+});
