@@ -4,6 +4,7 @@ import { expiresByWallClock, rulesOf } from './design.ts';
 import type { NodeKey, NodeState, Owner, World } from './state.ts';
 import { sameOwner } from './state.ts';
 import { entryOf, putEntry, withEntry } from './record.ts';
+import { InvalidInputError, MAX_TOKEN } from './errors.ts';
 
 /**
  * One lock-service node: key liveness by the node's own clock, and the atomic
@@ -61,8 +62,18 @@ export function counterKey(design: Design, resource: string): string {
 }
 
 export function bumpCounter(node: NodeState, key: string, base: bigint): { readonly node: NodeState; readonly value: bigint } {
-  const value = (entryOf(node.counters, key) ?? base) + 1n;
+  const value = nextToken(entryOf(node.counters, key) ?? base, key);
   return { node: { ...node, counters: withEntry(node.counters, key, value) }, value };
+}
+
+/**
+ * The token a counter at `current` mints next. Past 2^63-1 there is none: every real backend refuses that grant
+ * (TokenOverflowError), and the model does not step into a world holding a token outside the range (FENCE-1's tokens
+ * are exact signed 64-bit integers), so the step is refused by name.
+ */
+export function nextToken(current: bigint, key: string): bigint {
+  if (current >= MAX_TOKEN) throw new InvalidInputError('invalid-token', `the token counter ${JSON.stringify(key)} is at 2^63-1: a grant would mint a token past the range (real backends refuse it with TokenOverflowError); start the counter lower (tokenBase)`);
+  return current + 1n;
 }
 
 /** Raises a counter to at least `value` (Redlock's write-back of the quorum's token). */

@@ -13,6 +13,7 @@ import {
   expiryNow,
   isReachable,
   livenessIn,
+  nextToken,
   raiseCounter,
   receives,
   setKey,
@@ -653,7 +654,7 @@ function sendAcquire(
     // A lease that ran out before its put: the put fails (etcd: lease not found), nothing is set.
     if (expiresAtMs <= expiryNow(design, node, world.nowMs)) return { node, vote: null as bigint | null };
     // bumpCounter and setKey in one copy of the node.
-    const value = (entryOf(node.counters, ckey) ?? tokenBase(world)) + 1n;
+    const value = nextToken(entryOf(node.counters, ckey) ?? tokenBase(world), ckey);
     const key = { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
     return { node: { ...node, counters: withEntry(node.counters, ckey, value), keys: withEntry(node.keys, resource, key) }, vote: value };
   }).map(({ nodes, votes }) => ({

@@ -60,6 +60,22 @@ describe('the model without faults', () => {
     expect(tokens).toEqual([1n, 2n, 3n]);
   });
 
+  it('mints 2^63-1 exactly, and refuses by name the grant that would pass it, in every design (real backends throw TokenOverflowError)', () => {
+    const all: Design[] = [designs.redisSingle(), designs.redlock({ nodes: 3 }), designs.redisReplicated(), designs.pgSession(), designs.pgXact(), designs.etcdLease()];
+    const acquire: Command = { kind: 'acquire', client: 0, resource: 'r', ttlMs: 100 };
+    const pgAcquire: Command = { kind: 'acquire', client: 0, resource: 'r' };
+    for (const design of all) {
+      const a = design.kind.startsWith('pg') ? pgAcquire : acquire;
+      const store: StorePolicy = design.kind === 'pg-xact' ? 'transactional' : 'strict';
+      const top = initialWorld({ design, store, clients: 1, tokenBase: 2n ** 63n - 2n });
+      const granted = step(top, a).find((b) => b.outcome.kind === 'granted');
+      expect(granted?.outcome, design.kind).toMatchObject({ kind: 'granted', token: 2n ** 63n - 1n });
+      const full = initialWorld({ design, store, clients: 1, tokenBase: 2n ** 63n - 1n });
+      expect(() => step(full, a), design.kind).toThrow(InvalidInputError);
+      expect(() => step(full, a), design.kind).toThrow(/invalid-token: the token counter .* is at 2\^63-1/);
+    }
+  });
+
   it('allows both outcomes for a key read at its exact expiry instant', () => {
     const w0 = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2 });
     const w1 = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 })[0]!.next;
