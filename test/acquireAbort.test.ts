@@ -354,7 +354,17 @@ describe('postgres transaction: withLock with a signal', () => {
       statementTimeoutMs: 60_000,
       link: (roundTrip) => {
         h.calls++;
-        return roundTrip();
+        // The transaction lock's reply is the grant: pg_advisory_xact_lock returns void, one row of one empty value.
+        return roundTrip().then((reply) => {
+          const rows = reply as unknown;
+          const isGrant = Array.isArray(rows) && rows.length === 1 && Array.isArray(rows[0]) && rows[0].length === 1 && rows[0][0] === '';
+          if (h.onGrant !== undefined && isGrant) {
+            const onGrant = h.onGrant;
+            h.onGrant = undefined;
+            onGrant();
+          }
+          return reply;
+        });
       },
     });
     closers.push(() => lock.close());
@@ -381,6 +391,26 @@ describe('postgres transaction: withLock with a signal', () => {
     const lock = waitingLock({ calls: 0 });
     expect((await rejection(lock.withLock(resource(), 1000, async () => 1, { signl: undefined } as never))) as Error).toMatchObject({ code: 'invalid-config', message: expect.stringContaining('withLock options: unknown option "signl" (did you mean signal?)') });
     expect((await rejection(lock.withLock(resource(), 1000, async () => 1, { signal: {} as never }))) as Error).toMatchObject({ code: 'invalid-config', message: expect.stringContaining('signal must be an AbortSignal') });
+  });
+
+  it('aborted as the grant lands: rejects with the reason, fn never runs, the transaction (and the lock with it) rolled back, no listener left', async () => {
+    const r = resource();
+    const controller = new AbortController();
+    const reason = new Error('the caller gave up');
+    const h: Hooks = { calls: 0, onGrant: () => controller.abort(reason) };
+    let ran = false;
+    const e = await rejection(
+      waitingLock(h).withLock(r, 1000, async () => {
+        ran = true;
+      }, { signal: controller.signal }),
+    );
+    expect(e).toBe(reason);
+    expect(h.onGrant).toBeUndefined();
+    expect(ran).toBe(false);
+    expect(listeners(controller.signal)).toBe(0);
+    // Free at once for another owner: a session lock that does not wait is granted.
+    const other = postgresRig(PostgresSessionLock)({ calls: 0 });
+    await other.release(granted(await other.acquire(r, {})));
   });
 
   it('aborted while the server makes it wait: rejects at once, fn never runs, the wait ends on the server, no listener left', async () => {
