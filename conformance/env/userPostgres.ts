@@ -4,7 +4,7 @@ import { EnvironmentError } from './faketime.ts';
 import type { PostgresTarget } from './postgresBackend.ts';
 import { redactUrl } from './redact.ts';
 import { checkUrlText } from '../kitInput.ts';
-import { ServerUrlError } from './userRedis.ts';
+import { checkPort, ServerUrlError, unparseableUrl } from './userRedis.ts';
 
 /**
  * The user's own PostgreSQL database as a PostgresTarget (`lockcheck --pg`):
@@ -29,10 +29,11 @@ export function parsePostgresUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new ServerUrlError(`'${redactUrl(raw)}' is not a URL (expected postgres://[user[:password]@]host[:port]/database)`);
+    throw unparseableUrl(raw, 'postgres://[user[:password]@]host[:port]/database');
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be postgres:// or postgresql://, not ${url.protocol}//`);
   if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
+  checkPort(url);
   return url;
 }
 

@@ -37,16 +37,35 @@ export interface UserRedisCluster extends RedisCluster {
 const CHECK_TIMEOUT_MS = 5_000;
 
 
+/**
+ * A URL that does not parse, shown redacted (it may hold a password), with
+ * the commonest reason said: a port out of range, which `new URL` refuses
+ * without saying so. Only a port of digits is echoed: text after a host's
+ * colon may be a password whose '@' was forgotten.
+ */
+export function unparseableUrl(raw: string, expected: string): ServerUrlError {
+  const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#@]*):([^/?#]*)(?:[/?#]|$)/i.exec(raw)?.[1];
+  const why = port === undefined || port === '' ? '' : /^\d{1,10}$/.test(port) ? `: its port must be in [1, 65535], got ${port}` : ': its port must be a number in [1, 65535]';
+  return new ServerUrlError(`'${redactUrl(raw)}' is not a URL${why} (expected ${expected})`);
+}
+
+/** Port 0 parses, and then names no server (the OS would pick any port): refused with the rest of the form. */
+export function checkPort(url: URL): void {
+  if (url.port === '0') throw new ServerUrlError(`'${redactUrl(url)}': its port must be in [1, 65535], got 0`);
+}
+
 export function parseRedisUrl(raw: string): URL {
   checkUrlText(raw);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ServerUrlError(`'${redactUrl(raw)}' is not a URL (expected redis://host:port[/db] or rediss://…)`);
+    // Not "redis://host:port[/db]": the terminal's redaction would take that for a URL and rewrite it.
+    throw unparseableUrl(raw, 'redis://[user:password@]host[:port][/db], or rediss:// for TLS');
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be redis:// or rediss://, not ${url.protocol}//`);
   if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
+  checkPort(url);
   const db = url.pathname.replace(/^\//, '');
   if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${redactUrl(url)}': the path must be a database number, got '${db}'`);
   return url;

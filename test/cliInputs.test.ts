@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { LockcheckProcess } from './lockcheckProcess.ts';
+import { lockcheckAsync } from './lockcheckProcess.ts';
+
+/**
+ * The command line under a demanding user's hand: odd but plausible input to
+ * every command is refused with exit 2 and a message naming the option and
+ * the value, before any work starts. Each case ends in an error of its own
+ * further on (a tripwire: an output that cannot be written, an unknown
+ * backend), so that were the input accepted the case would fail fast on the
+ * wrong message rather than start real work.
+ */
+const dir = mkdtempSync(join(tmpdir(), 'lockcheck-cli-inputs-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const aFile = join(dir, 'a-file');
+writeFileSync(aFile, 'not a directory\n');
+/** Tripwires: where nothing can be written, and a history that does not exist. */
+const noDir = join(aFile, 'out');
+const noJunit = join(dir, 'no-such-dir', 'j.xml');
+const noHistory = join(dir, 'missing.jsonl');
+
+type Case = readonly [args: readonly string[], message: RegExp, absent?: RegExp];
+
+/** Each command line exits 2 with its message, no stack, and (when given) without `absent`. Four at a time, as in cli.test.ts. */
+async function expectBadArguments(cases: readonly Case[]): Promise<void> {
+  for (let i = 0; i < cases.length; i += 4) {
+    const batch = cases.slice(i, i + 4);
+    const results = await Promise.all(batch.map(([args]) => lockcheckAsync(args, 120_000)));
+    batch.forEach(([args, message, absent], j) => {
+      const r = results[j]!;
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+      expect(r.stderr).not.toMatch(/^\s+at /m);
+      if (absent !== undefined) expect(r.stderr, args.join(' ')).not.toMatch(absent);
+    });
+  }
+}
+
+describe('lockcheck command line: odd input', () => {
+  it('a number option takes decimal digits in its range only, for every command (no hex, exponent, blank, fraction, unit)', async () => {
+    await expectBadArguments([
+      [['run', '--backend', 'redis-single/strict', '--runs', '1e3', '--junit', noJunit], /--runs must be an integer in \[1, 1000000\] in decimal digits, got '1e3'/],
+      [['run', '--backend', 'nosuch', '--seed', '0x10'], /--seed must be an integer in \[-2147483648, 2147483647\] in decimal digits, got '0x10'/],
+      // fast-check seeds are 32-bit: one outside is refused, not wrapped.
+      [['run', '--backend', 'nosuch', '--seed=4294967295'], /--seed must be an integer in \[-2147483648, 2147483647\].*got '4294967295'/],
+      [['matrix', '--runs', ' 5', '--out', noDir], /--runs must be an integer .*got ' 5'/],
+      [['matrix', '--stress-seconds', '1.0', '--out', noDir], /--stress-seconds must be an integer .*got '1\.0'/],
+      [['check', noHistory, '--memory-mib', '1e3'], /--memory-mib must be an integer .*got '1e3'/],
+      [['check', noHistory, '--timeout-ms', '+5'], /--timeout-ms must be an integer .*got '\+5'/],
+      [['stress', '--backend', 'redis-single', '--clients', '0b11', '--out', noDir], /--clients must be an integer .*got '0b11'/],
+      [['stress', '--backend', 'redis-single', '--seconds', '10s', '--out', noDir], /--seconds must be an integer .*got '10s'/],
+      [['explore', '--depth', '6.0', '--design', 'nosuch'], /--depth must be an integer in \[1, 10\] .*got '6\.0'/],
+      [['explore', '--budget', '9007199254740993', '--design', 'nosuch'], /--budget must be an integer .*got '9007199254740993'/],
+    ]);
+  }, 300_000);
+
+  it('an option given twice, or with an empty value, is refused (--redis alone repeats: it is a list)', async () => {
+    await expectBadArguments([
+      [['run', '--backend', 'nosuch', '--runs', '5', '--runs', '7'], /--runs is given twice \('5' and '7'\): give it once/],
+      [['check', noHistory, '--json', '--json'], /--json is given twice: give it once/],
+      [['run', '--backend='], /--backend needs a value, got ''/],
+      [['matrix', '--out', '', '--faults', 'nosuch'], /--out needs a value, got ''/],
+      [['run', '--backend', 'nosuch', '--faults', ','], /--faults names nothing, got ','/],
+      [['matrix', '--backend', 'redis-single/strict,nosuch', '--out', noDir], /unknown backend 'nosuch' in --backend/],
+    ]);
+  }, 300_000);
+
+  it('--ttl MIN-MAX: reversed is said to be reversed; equal is fine', async () => {
+    await expectBadArguments([
+      [['stress', '--backend', 'redis-single', '--ttl', '2000-500', '--out', noDir], /--ttl MIN-MAX: MIN 2000 is above MAX 500/],
+      [['stress', '--backend', 'redis-single', '--ttl', '500-500', '--out', noDir], /cannot write the stress history into \(--out\)/],
+    ]);
+  }, 300_000);
+
+  it('a backend name mistyped (case, white space, a typo) is said to be one, not loaded as a module path', async () => {
+    await expectBadArguments([
+      [['run', '--backend', ' redis-single/strict'], /unknown backend ' redis-single\/strict'; did you mean 'redis-single\/strict'\?/],
+      [['run', '--backend', 'REDLOCK/STRICT'], /unknown backend 'REDLOCK\/STRICT'; did you mean 'redlock\/strict'\?/],
+      [['stress', '--backend', 'Redis-Single'], /unknown stress backend 'Redis-Single'; did you mean 'redis-single'\?/],
+      [['matrix', '--backend', 'redis-single/strikt', '--out', noDir], /unknown backend 'redis-single\/strikt' in --backend; did you mean 'redis-single\/strict'\?/],
+    ]);
+  }, 300_000);
+
+  it('--path: a malformed one, or one that names no case of the seed, is exit 2 naming it, not a crash', async () => {
+    await expectBadArguments([
+      [['run', '--backend', 'redis-single/strict', '--seed', '1', '--path', 'garbage', '--junit', noJunit], /--path must be a replay path like 12:0:3 .*got 'garbage'/],
+      // A simulated backend: no server starts.
+      [['run', '--backend', 'test/fixtures/brokenAdapter.ts', '--seed', '1', '--path', '0:99:99', '--runs', '5', '--counterexample', join(dir, 'ce.json')], /--path '0:99:99' with --seed 1 names no case fast-check can replay/],
+    ]);
+  }, 300_000);
+
+  it('--redis and --pg: a port out of range is said to be, the expected form is not mangled, and no password means no password warning', async () => {
+    const warning = /a password on the command line/;
+    await expectBadArguments([
+      [['run', '--backend', 'nosuch', '--redis', 'redis://127.0.0.1:70000'], /its port must be in \[1, 65535\], got 70000/, warning],
+      [['run', '--backend', 'nosuch', '--pg', 'postgres://someone@127.0.0.1:99999/db'], /its port must be in \[1, 65535\], got 99999/, warning],
+      [['run', '--backend', 'nosuch', '--redis', 'redis://127.0.0.1:0'], /'redis:\/\/127\.0\.0\.1:0': its port must be in \[1, 65535\], got 0/],
+      [['run', '--backend', 'nosuch', '--redis', 'not a url'], /expected redis:\/\/\[user:password@\]host\[:port\]\[\/db\], or rediss:\/\/ for TLS/],
+      // Text after a host's colon may be a password whose '@' was forgotten: it is not echoed.
+      [['run', '--backend', 'nosuch', '--redis', 'redis://someone:sekrit'], /its port must be a number in \[1, 65535\]/, /sekrit/],
+    ]);
+  }, 300_000);
+
+  it('an adapter module whose top-level code never finishes is given up on, boundedly (LOCKCHECK_IMPORT_LIMIT_MS)', async () => {
+    const r = await run(['run', '--backend', 'test/fixtures/hangingAdapter.mjs'], { LOCKCHECK_IMPORT_LIMIT_MS: '2000' }, 90_000);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/cannot load adapter module 'test\/fixtures\/hangingAdapter\.mjs': its top-level code did not finish within 2000 ms/);
+  }, 120_000);
+
+  it('Ctrl-C while a server command works: it says it is stopping, and ends by the signal (exit 130)', async () => {
+    // Interrupted while it loads an adapter that never finishes: nothing else to wait for, and no server to start.
+    const r = await run(['run', '--backend', 'test/fixtures/hangingAdapter.mjs'], {}, 90_000, 'hangingAdapter: loading');
+    expect(r.signal, r.stderr).toBe('SIGINT');
+    expect(r.stderr).toMatch(/lockcheck: SIGINT: stopping/);
+  }, 120_000);
+});
+
+/** lockcheck with `env` added, killed at `timeoutMs`; with `interruptOn`, sent SIGINT once its stdout shows that text. */
+function run(args: readonly string[], env: Record<string, string>, timeoutMs: number, interruptOn?: string): Promise<LockcheckProcess & { readonly signal: NodeJS.Signals | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['cli/lockcheck.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    let sent = false;
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+      if (interruptOn !== undefined && !sent && stdout.includes(interruptOn)) {
+        sent = true;
+        child.kill('SIGINT');
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
