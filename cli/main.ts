@@ -116,11 +116,13 @@ function int(raw: string | undefined, name: string, fallback: number, min: numbe
   return n;
 }
 
-/** A comma list option: undefined when not given; given, it must name something (`--faults ''` ran with no fault at all). */
+/** A comma list option: undefined when not given; given, it must name something (`--faults ''` ran with no fault at all), each item once. */
 function list(raw: string | undefined, name: string): string[] | undefined {
   if (raw === undefined) return undefined;
   const items = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
   if (items.length === 0) throw new UsageError(`--${name} names nothing, got ${shownValue(raw)}`);
+  const twice = items.find((x, i) => items.indexOf(x) !== i);
+  if (twice !== undefined) throw new UsageError(`--${name} lists ${shownValue(twice)} twice, got ${shownValue(raw)}`);
   return items;
 }
 

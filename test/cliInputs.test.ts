@@ -58,7 +58,7 @@ describe('lockcheck command line: odd input', () => {
     ]);
   }, 300_000);
 
-  it('an option given twice, or with an empty value, is refused (--redis alone repeats: it is a list)', async () => {
+  it('an option given twice, an empty value, or a list naming nothing, an unknown item or one item twice, is refused (--redis alone repeats: it is a list)', async () => {
     await expectBadArguments([
       [['run', '--backend', 'nosuch', '--runs', '5', '--runs', '7'], /--runs is given twice \('5' and '7'\): give it once/],
       [['check', noHistory, '--json', '--json'], /--json is given twice: give it once/],
@@ -66,6 +66,8 @@ describe('lockcheck command line: odd input', () => {
       [['matrix', '--out', '', '--faults', 'nosuch'], /--out needs a value, got ''/],
       [['run', '--backend', 'nosuch', '--faults', ','], /--faults names nothing, got ','/],
       [['matrix', '--backend', 'redis-single/strict,nosuch', '--out', noDir], /unknown backend 'nosuch' in --backend/],
+      [['run', '--backend', 'nosuch', '--faults', 'advance,pause,advance'], /--faults lists 'advance' twice/],
+      [['stress', '--backend', 'redis-single', '--nemesis', 'pause-client,pause-client', '--out', noDir], /--nemesis lists 'pause-client' twice/],
     ]);
   }, 300_000);
 
