@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -106,6 +107,30 @@ describe('lockcheck command line: odd input', () => {
       [['run', '--backend', 'nosuch', '--redis', 'redis://someone:sekrit'], /its port must be a number in \[1, 65535\]/, /sekrit/],
     ]);
   }, 300_000);
+
+  it('a --redis or --pg server that takes the connection and never answers: exit 3, saying it had no answer within 5 s', async () => {
+    // A host that does not answer, made real: a listener that accepts and stays silent (no server, no protocol).
+    const sockets = new Set<Socket>();
+    const silent = createServer((s) => {
+      sockets.add(s);
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const [redis, pg] = await Promise.all([
+        run(['run', '--backend', 'redis-single/strict', '--redis', `redis://127.0.0.1:${port}`], {}, 90_000),
+        run(['run', '--backend', 'pg-session/strict', '--pg', `postgres://someone@127.0.0.1:${port}/db`], {}, 90_000),
+      ]);
+      expect(redis.code, redis.stderr).toBe(3);
+      expect(redis.stderr).toMatch(new RegExp(`cannot reach the Redis server redis://127\\.0\\.0\\.1:${port}: no answer within 5 s`));
+      expect(pg.code, pg.stderr).toBe(3);
+      expect(pg.stderr).toMatch(new RegExp(`cannot reach the PostgreSQL database postgres://127\\.0\\.0\\.1:${port}/db: .*\\(no answer within 5 s\\)`));
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  }, 120_000);
 
   it('an adapter module whose top-level code never finishes is given up on, boundedly (LOCKCHECK_IMPORT_LIMIT_MS)', async () => {
     const r = await run(['run', '--backend', 'test/fixtures/hangingAdapter.mjs'], { LOCKCHECK_IMPORT_LIMIT_MS: '2000' }, 90_000);

@@ -5,6 +5,7 @@ import { checkUrlText } from '../kitInput.ts';
 import type { RedisCluster, RedisTarget } from './redisBackend.ts';
 import { refuse } from '../../impl/options.ts';
 import { messageText } from '../../impl/errorText.ts';
+import { valueWithin } from '../realTimeLimit.ts';
 
 /**
  * The user's own Redis servers as a RedisCluster (`lockcheck --redis`):
@@ -35,6 +36,11 @@ export interface UserRedisCluster extends RedisCluster {
 }
 
 const CHECK_TIMEOUT_MS = 5_000;
+
+/** A driver's timeout message ("Command timed out", "timeout expired") with the bound said: ` (no answer within 5 s)`. */
+export function timedOut(e: unknown): string {
+  return e instanceof Error && /time(d)? ?out|timeout/i.test(e.message) ? ` (no answer within ${CHECK_TIMEOUT_MS / 1000} s)` : '';
+}
 
 
 /**
@@ -122,13 +128,16 @@ async function check(url: URL): Promise<{ readonly identity: string; readonly in
     firstError ??= e;
   });
   try {
+    let connected;
     try {
-      await redis.connect();
+      // Bounded as a whole: a server that accepts the connection and never answers took ioredis some 12 s, ending in "Command timed out".
+      connected = await valueWithin(redis.connect(), CHECK_TIMEOUT_MS);
     } catch (e) {
       const why = (firstError as Error | null) ?? (e as Error);
       if (/^(WRONGPASS|NOAUTH)/.test(why.message)) throw new EnvironmentError(`the Redis server ${shown} refused the credentials: ${why.message}`);
-      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${why.message}`);
+      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${why.message}${timedOut(why)}`);
     }
+    if (!connected.done) throw new EnvironmentError(`cannot reach the Redis server ${shown}: no answer within ${CHECK_TIMEOUT_MS / 1000} s`);
     const info = await redis.info('server');
     const field = (name: string): string => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? '';
     if ((await redis.info('cluster')).includes('cluster_enabled:1')) {
@@ -145,7 +154,7 @@ async function check(url: URL): Promise<{ readonly identity: string; readonly in
     return { identity: `${field('run_id')}/${db}`, info: { shown, version: field('redis_version') || 'unknown', rttMs: rtts[2]! } };
   } catch (e) {
     if (e instanceof EnvironmentError || e instanceof ServerUrlError) throw e;
-    throw new EnvironmentError(`the Redis server ${shown} did not answer lockcheck's checks: ${(e as Error).message}`);
+    throw new EnvironmentError(`the Redis server ${shown} did not answer lockcheck's checks: ${(e as Error).message}${timedOut(e)}`);
   } finally {
     redis.disconnect();
   }
