@@ -20,6 +20,7 @@ import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
+import { resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 import { checkOutputDir, checkOutputFile, OutputFileError } from '../conformance/env/outputFile.ts';
 
@@ -143,6 +144,24 @@ function rejectRepeatsAndEmpties(tokens: ReadonlyArray<{ kind: string; name?: st
       throw new UsageError(`--${t.name} is given twice${a !== undefined && b !== undefined ? ` (${shownValue(a)} and ${shownValue(b)})` : ''}: give it once`);
     }
     seen.set(t.name, t.value);
+  }
+}
+
+/**
+ * Two outputs of one command at one path: the second written silently
+ * replaced the first (`run --junit c.json --counterexample c.json` kept the
+ * JUnit report and lost the counterexample). `under` is a directory the
+ * command writes into (matrix --out): a file output inside it is refused too.
+ */
+function distinctOutputs(outputs: ReadonlyArray<readonly [option: string, path: string | undefined]>, under?: readonly [option: string, dir: string]): void {
+  const seen = new Map<string, string>();
+  for (const [option, path] of outputs) {
+    if (path === undefined) continue;
+    const full = resolvePath(path);
+    const earlier = seen.get(full);
+    if (earlier !== undefined) throw new UsageError(`${option} and ${earlier} name one file, '${path}': each output needs a path of its own`);
+    if (under !== undefined && (full + sep).startsWith(resolvePath(under[1]) + sep)) throw new UsageError(`${option} '${path}' is inside ${under[0]} '${under[1]}', which the command writes: give it a path outside`);
+    seen.set(full, option);
   }
 }
 
@@ -272,6 +291,7 @@ async function main(argv: readonly string[]): Promise<number> {
       const runs = int(values.runs, 'runs', 30, 1, 100_000);
       const stressSeconds = int(values['stress-seconds'], 'stress-seconds', 2, 0, 600);
       // Every output checked before the run: a run of many minutes must not end by failing to save what it found.
+      distinctOutputs([['--junit', values.junit]], ['--out', values.out ?? 'docs']);
       checkOutputDir(values.out ?? 'docs', 'the matrix into (--out)');
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       return matrixCommand({
@@ -294,6 +314,10 @@ async function main(argv: readonly string[]): Promise<number> {
       if (values.path !== undefined && values.seed === undefined) throw new UsageError('--path needs the --seed it was found with');
       if (values.path !== undefined && !/^\d{1,9}(:\d{1,9})*$/.test(values.path)) throw new UsageError(`--path must be a replay path like 12:0:3 (as a failure prints it), got ${shownValue(values.path)}`);
       const runs = int(values.runs, 'runs', 100, 1, 1_000_000);
+      // The counterexample's timeline goes beside it (.html, .txt).
+      const counterexample = values.counterexample ?? 'lockcheck-counterexample.json';
+      const timeline = counterexample.replace(/\.json$/, '');
+      distinctOutputs([['--counterexample', counterexample], ['--counterexample\'s timeline', `${timeline}.html`], ['--counterexample\'s timeline', `${timeline}.txt`], ['--junit', values.junit]]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       checkOutputFile(values.counterexample ?? 'lockcheck-counterexample.json', 'a counterexample (--counterexample)');
       return runCommand({

@@ -72,6 +72,14 @@ describe('lockcheck command line: odd input', () => {
     ]);
   }, 300_000);
 
+  it('two outputs of one command at one path are refused (the second written replaced the first)', async () => {
+    await expectBadArguments([
+      [['run', '--backend', 'nosuch', '--junit', join(dir, 'c.json'), '--counterexample', join(dir, 'c.json')], /--junit and --counterexample name one file, '.*c\.json': each output needs a path of its own/],
+      [['run', '--backend', 'nosuch', '--junit', join(dir, 'c.html'), '--counterexample', join(dir, 'c.json')], /--junit and --counterexample's timeline name one file/],
+      [['matrix', '--out', noDir, '--junit', join(noDir, 'matrix.md')], /--junit '.*matrix\.md' is inside --out '.*', which the command writes/],
+    ]);
+  }, 300_000);
+
   it('--ttl MIN-MAX: reversed is said to be reversed; equal is fine', async () => {
     await expectBadArguments([
       [['stress', '--backend', 'redis-single', '--ttl', '2000-500', '--out', noDir], /--ttl MIN-MAX: MIN 2000 is above MAX 500/],
