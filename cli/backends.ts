@@ -17,7 +17,7 @@ import type { FaultClass } from '../model/faultClass.ts';
 import { UsageError } from './usage.ts';
 import { closest } from '../impl/options.ts';
 import { valueWithin } from '../conformance/realTimeLimit.ts';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { LibraryId } from '../conformance/adapters/libraries.ts';
 import { libraryConcurrent } from '../conformance/adapters/libraries.ts';
@@ -351,6 +351,9 @@ async function importAdapterModule(spec: string, names: readonly string[]): Prom
   const path = resolve(spec);
   const near = didYouMean(spec, names);
   if (near !== '' && !existsSync(path)) throw new UsageError(`unknown backend '${spec}'${near} (no built-in has that name, and there is no adapter module at ${path})`);
+  // Said plainly, not as Node's resolver says it (a "Cannot find module ... imported from" lockcheck's own file).
+  if (!existsSync(path)) throw new UsageError(`cannot load adapter module '${spec}': there is no file at ${path}`);
+  if (statSync(path).isDirectory()) throw new UsageError(`cannot load adapter module '${spec}': ${path} is a directory; give the module file`);
   const limit = importLimitMs();
   let loaded;
   try {

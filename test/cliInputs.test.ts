@@ -93,6 +93,9 @@ describe('lockcheck command line: odd input', () => {
       [['run', '--backend', 'REDLOCK/STRICT'], /unknown backend 'REDLOCK\/STRICT'; did you mean 'redlock\/strict'\?/],
       [['stress', '--backend', 'Redis-Single'], /unknown stress backend 'Redis-Single'; did you mean 'redis-single'\?/],
       [['matrix', '--backend', 'redis-single/strikt', '--out', noDir], /unknown backend 'redis-single\/strikt' in --backend; did you mean 'redis-single\/strict'\?/],
+      // A path to no file, or to a directory, is said plainly, not in the words of Node's resolver about lockcheck's own file.
+      [['run', '--backend', './no/such/adapter.ts'], /cannot load adapter module '\.\/no\/such\/adapter\.ts': there is no file at .*no\/such\/adapter\.ts$/m, /backends\.ts|Cannot find module/],
+      [['stress', '--backend', dir], /cannot load adapter module '.*': .* is a directory; give the module file/],
     ]);
   }, 300_000);
 
