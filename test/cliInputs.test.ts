@@ -72,6 +72,22 @@ describe('lockcheck command line: odd input', () => {
     ]);
   }, 300_000);
 
+  it('replay reads a counterexample as check reads a history: a byte-order mark dropped, UTF-16 and binary named', async () => {
+    const partial = '{"lockcheck":"counterexample"}';
+    const bom = join(dir, 'bom.json');
+    writeFileSync(bom, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(partial)]));
+    const utf16 = join(dir, 'utf16.json');
+    writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(partial, 'utf16le')]));
+    const binary = join(dir, 'binary.json');
+    writeFileSync(binary, Buffer.from([0x7b, 0xff, 0x00, 0xc3, 0x28, 0x7d]));
+    await expectBadArguments([
+      // Past the mark, the file parses: the first field it lacks is named.
+      [['replay', bom], /is not a valid lockcheck counterexample: "backend" must be a backend name or module path, got undefined/],
+      [['replay', utf16], /a counterexample must be UTF-8 text; this is UTF-16/],
+      [['replay', binary], /a counterexample must be UTF-8 text; this is not \(a binary file\?\)/],
+    ]);
+  }, 300_000);
+
   it('two outputs of one command at one path are refused (the second written replaced the first)', async () => {
     await expectBadArguments([
       [['run', '--backend', 'nosuch', '--junit', join(dir, 'c.json'), '--counterexample', join(dir, 'c.json')], /--junit and --counterexample name one file, '.*c\.json': each output needs a path of its own/],
