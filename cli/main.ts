@@ -100,9 +100,11 @@ built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
 const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'monotonic', 'strict', 'transactional'];
 
-/** A value as a message shows it: quoted, and cut short (a value may be a whole file pasted by mistake). */
+/** A value as a message shows it: quoted, secrets redacted, and cut short (a value may be a whole file pasted by mistake). */
 function shownValue(raw: string): string {
-  return `'${raw.length > 40 ? `${raw.slice(0, 37)}...` : raw}'`;
+  // Redacted before it is cut: a URL cut in its middle would no longer be recognised as one, password and all.
+  const text = redactSecrets(raw);
+  return `'${text.length > 40 ? `${text.slice(0, 37)}...` : text}'`;
 }
 
 /**

@@ -69,6 +69,8 @@ describe('lockcheck command line: odd input', () => {
       [['matrix', '--backend', 'redis-single/strict,nosuch', '--out', noDir], /unknown backend 'nosuch' in --backend/],
       [['run', '--backend', 'nosuch', '--faults', 'advance,pause,advance'], /--faults lists 'advance' twice/],
       [['stress', '--backend', 'redis-single', '--nemesis', 'pause-client,pause-client', '--out', noDir], /--nemesis lists 'pause-client' twice/],
+      // A value shown is redacted before it is cut short: no password, and no URL mangled by the cut.
+      [['run', '--backend', 'nosuch', '--redis', 'redis://:sekrit@127.0.0.1:1,redis://:sekrit@127.0.0.1:1'], /--redis lists 'redis:\/\/127\.0\.0\.1:1' twice, got 'redis:\/\/127\.0\.0\.1:1,redis:\/\/127\.0\.0\.1:1'/, /sekrit|<no host>/],
     ]);
   }, 300_000);
 
