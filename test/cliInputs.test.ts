@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LockcheckProcess } from './lockcheckProcess.ts';
 import { lockcheckAsync } from './lockcheckProcess.ts';
+import { stressCommandLine } from '../cli/stress.ts';
+import { resolve } from 'node:path';
 
 /**
  * The command line under a demanding user's hand: odd but plausible input to
@@ -88,6 +90,18 @@ describe('lockcheck command line: odd input', () => {
       [['replay', utf16], /a counterexample must be UTF-8 text; this is UTF-16/],
       [['replay', binary], /a counterexample must be UTF-8 text; this is not \(a binary file\?\)/],
     ]);
+  }, 300_000);
+
+  it('the stress command line lockcheck prints to run a history again is one the CLI takes', async () => {
+    const base = { clients: 3, seconds: 2, resources: 1, ttlMinMs: 200, ttlMaxMs: 300, store: 'strict', nemesis: [] } as const;
+    // pg-xact takes no --store; no nemesis is 'none', not an empty value; a negative seed is --seed=-5; an adapter module by its path, not its name.
+    const lines = [
+      stressCommandLine({ ...base, backend: 'pg-xact', seed: -5 }),
+      stressCommandLine({ ...base, backend: 'redis-single', store: 'unfenced', seed: 7, nemesis: ['pause-holder'], adapter: { name: 'a fixture', ref: { kind: 'module', path: resolve('test/fixtures/concurrentAdapter.ts') }, client: {} as never } }),
+    ];
+    expect(lines[0]).toBe('lockcheck stress --backend pg-xact --clients 3 --seconds 2 --resources 1 --ttl 200-300 --nemesis none --seed=-5');
+    // Each is accepted as far as the output, which is made unwritable here so that nothing runs.
+    await expectBadArguments(lines.map((line): Case => [[...line.split(' ').slice(1), '--out', noDir], /cannot write the stress history into \(--out\)/]));
   }, 300_000);
 
   it('two outputs of one command at one path are refused (the second written replaced the first)', async () => {
