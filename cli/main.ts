@@ -234,49 +234,62 @@ function sayWhenInterrupted(): void {
   }
 }
 
+/** Every option of every command, for parseArgs (each command's own: COMMAND_OPTIONS). */
+const OPTIONS = {
+  runs: { type: 'string' },
+  seed: { type: 'string' },
+  path: { type: 'string' },
+  faults: { type: 'string' },
+  backend: { type: 'string' },
+  out: { type: 'string' },
+  counterexample: { type: 'string' },
+  json: { type: 'boolean' },
+  junit: { type: 'string' },
+  depth: { type: 'string' },
+  'max-states': { type: 'string' },
+  seconds: { type: 'string' },
+  budget: { type: 'string' },
+  'memory-mib': { type: 'string' },
+  jobs: { type: 'string' },
+  design: { type: 'string' },
+  fault: { type: 'string' },
+  redis: { type: 'string', multiple: true },
+  pg: { type: 'string' },
+  report: { type: 'string' },
+  'store-policy': { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  clients: { type: 'string' },
+  'stress-seconds': { type: 'string' },
+  nemesis: { type: 'string' },
+  store: { type: 'string' },
+  resources: { type: 'string' },
+  ttl: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const COMMANDS = Object.keys(COMMAND_OPTIONS);
+
+/** parseArgs, with the option a typo was near named (`--run` -> did you mean '--runs'?). */
+function parseWithSuggestions(argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], allowPositionals: true, tokens: true, options: OPTIONS });
+  } catch (e) {
+    const unknown = e instanceof Error && (e as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '--([^'=]+)'/.exec(e.message)?.[1] : undefined;
+    const near = unknown === undefined ? '' : didYouMean(unknown, Object.keys(OPTIONS));
+    if (near === '') throw e;
+    throw new UsageError(`unknown option '--${unknown}'${near.replace(/'([^']+)'\?$/, "'--$1'?")}`);
+  }
+}
+
 async function main(argv: readonly string[]): Promise<number> {
-  const { values, positionals, tokens } = parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    tokens: true,
-    options: {
-      runs: { type: 'string' },
-      seed: { type: 'string' },
-      path: { type: 'string' },
-      faults: { type: 'string' },
-      backend: { type: 'string' },
-      out: { type: 'string' },
-      counterexample: { type: 'string' },
-      json: { type: 'boolean' },
-      junit: { type: 'string' },
-      depth: { type: 'string' },
-      'max-states': { type: 'string' },
-      seconds: { type: 'string' },
-      budget: { type: 'string' },
-      'memory-mib': { type: 'string' },
-      jobs: { type: 'string' },
-      design: { type: 'string' },
-      fault: { type: 'string' },
-      redis: { type: 'string', multiple: true },
-      pg: { type: 'string' },
-      report: { type: 'string' },
-      'store-policy': { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      clients: { type: 'string' },
-      'stress-seconds': { type: 'string' },
-      nemesis: { type: 'string' },
-      store: { type: 'string' },
-      resources: { type: 'string' },
-      ttl: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals, tokens } = parseWithSuggestions(argv);
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
   rejectRepeatsAndEmpties(tokens);
   const [command, ...rest] = positionals;
+  if (command !== undefined && !COMMANDS.includes(command)) throw new UsageError(`unknown command '${command}'${didYouMean(command, COMMANDS)}`);
   rejectForeignOptions(command ?? 'explore', values);
   if (command !== undefined && CLEANING_COMMANDS.has(command)) sayWhenInterrupted();
   const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);

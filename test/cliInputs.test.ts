@@ -112,6 +112,15 @@ describe('lockcheck command line: odd input', () => {
     ]);
   }, 300_000);
 
+  it('a mistyped command or option names the one it is near', async () => {
+    await expectBadArguments([
+      [['chek', noHistory], /unknown command 'chek'; did you mean 'check'\?/],
+      [['run', '--backend', 'nosuch', '--run', '5'], /unknown option '--run'; did you mean '--runs'\?/],
+      [['run', '--backnd', 'nosuch'], /unknown option '--backnd'; did you mean '--backend'\?/],
+      [['--bogus'], /Unknown option '--bogus'/],
+    ]);
+  }, 300_000);
+
   it('--ttl MIN-MAX: reversed is said to be reversed; equal is fine', async () => {
     await expectBadArguments([
       [['stress', '--backend', 'redis-single', '--ttl', '2000-500', '--out', noDir], /--ttl MIN-MAX: MIN 2000 is above MAX 500/],
