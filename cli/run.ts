@@ -107,7 +107,7 @@ export const MAX_COUNTEREXAMPLE_BYTES = 16 * 1024 * 1024;
  */
 export async function replayCommand(file: string, choice: ServerChoice = {}, backendArg?: string): Promise<number> {
   const text = readInputText(file, MAX_COUNTEREXAMPLE_BYTES, 'a counterexample');
-  const saved = parseCounterexample(file, text);
+  const saved = parseCounterexample(file === '-' ? 'stdin' : file, text);
   const spec = backendArg ?? saved.backend;
   if (backendArg === undefined && !isBuiltIn(saved.backend)) {
     throw new UsageError(

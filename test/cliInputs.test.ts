@@ -76,7 +76,7 @@ describe('lockcheck command line: odd input', () => {
     ]);
   }, 300_000);
 
-  it('replay reads a counterexample as check reads a history: a byte-order mark dropped, UTF-16 and binary named', async () => {
+  it('replay reads a counterexample as check reads a history: a byte-order mark dropped, UTF-16, binary and empty named, stdin as stdin', async () => {
     const partial = '{"lockcheck":"counterexample"}';
     const bom = join(dir, 'bom.json');
     writeFileSync(bom, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(partial)]));
@@ -84,11 +84,15 @@ describe('lockcheck command line: odd input', () => {
     writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(partial, 'utf16le')]));
     const binary = join(dir, 'binary.json');
     writeFileSync(binary, Buffer.from([0x7b, 0xff, 0x00, 0xc3, 0x28, 0x7d]));
+    writeFileSync(join(dir, 'empty.json'), '\n');
     await expectBadArguments([
       // Past the mark, the file parses: the first field it lacks is named.
       [['replay', bom], /is not a valid lockcheck counterexample: "backend" must be a backend name or module path, got undefined/],
       [['replay', utf16], /a counterexample must be UTF-8 text; this is UTF-16/],
       [['replay', binary], /a counterexample must be UTF-8 text; this is not \(a binary file\?\)/],
+      [['replay', join(dir, 'empty.json')], /'.*empty\.json' is not a valid lockcheck counterexample: the file is empty/],
+      // stdin is /dev/null here: empty, and named as stdin.
+      [['replay', '-'], /'stdin' is not a valid lockcheck counterexample: the file is empty/],
     ]);
   }, 300_000);
 
