@@ -15,6 +15,9 @@ import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign, designs } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
 import { UsageError } from './usage.ts';
+import { closest } from '../impl/options.ts';
+import { valueWithin } from '../conformance/realTimeLimit.ts';
+import { existsSync, statSync } from 'node:fs';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { LibraryId } from '../conformance/adapters/libraries.ts';
 import { libraryConcurrent } from '../conformance/adapters/libraries.ts';
@@ -311,14 +314,9 @@ export function isBuiltIn(spec: string): boolean {
 export async function resolveBackend(spec: string, servers: Servers): Promise<BackendUnderTest> {
   const builtIn = [...BUILT_INS, ...LIBRARY_AUDITS].find((b) => b.name === spec);
   if (builtIn !== undefined) return servers.backend(builtIn);
-  if (!/[/\\.]/.test(spec)) throw new UsageError(`unknown backend '${spec}'. Built-in: ${BUILT_INS.map((b) => b.name).join(', ')}; or give the path of an adapter module`);
-  let mod: { default?: unknown };
-  try {
-    if (/\.[cm]?tsx?$/.test(spec)) await loadTypeScript();
-    mod = (await import(pathToFileURL(resolve(spec)).href)) as { default?: unknown };
-  } catch (e) {
-    throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
-  }
+  const names = [...BUILT_INS, ...LIBRARY_AUDITS].map((b) => b.name);
+  if (!/[/\\.]/.test(spec)) throw new UsageError(`unknown backend '${spec}'${didYouMean(spec, names)}. Built-in: ${BUILT_INS.map((b) => b.name).join(', ')}; or give the path of an adapter module`);
+  const mod = (await importAdapterModule(spec, names)) as { default?: unknown };
   // A function gets the servers the user gave (--redis, --pg), so that an adapter can use them too.
   const factory = mod.default;
   const exported = typeof factory === 'function' ? await callAdapter(spec, 'its default export (a function of the servers given)', () => (factory as (choice: ServerChoice) => unknown)(servers.choice), START_LIMIT_MS) : factory;
@@ -326,6 +324,46 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
   // Loading it reads the faults it takes from one instance: an environment of the old API is refused here, before any run.
   await offeredFaults(exported);
   return exported;
+}
+
+/** `; did you mean 'x'?` when `spec`, trimmed and in any case, or with a typo, is near a name lockcheck knows. */
+export function didYouMean(spec: string, names: readonly string[]): string {
+  const trimmed = spec.trim();
+  const near = names.find((n) => n.toLowerCase() === trimmed.toLowerCase()) ?? closest(trimmed, names);
+  return near === undefined ? '' : `; did you mean '${near}'?`;
+}
+
+/** How long an adapter module may take to load (LOCKCHECK_IMPORT_LIMIT_MS): one whose top-level code never ends must not hang the CLI. */
+function importLimitMs(): number {
+  const raw = process.env['LOCKCHECK_IMPORT_LIMIT_MS'];
+  if (raw === undefined || raw === '') return 60_000;
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`LOCKCHECK_IMPORT_LIMIT_MS must be a positive integer of milliseconds, got '${raw.slice(0, 40)}'`);
+  return n;
+}
+
+/**
+ * Loads the adapter module at `spec`, bounded in time. A path with no file
+ * that is near a built-in name (' redis-single/strict', 'REDLOCK/STRICT') is
+ * a mistyped name, and said to be one, not a module that cannot be found.
+ */
+async function importAdapterModule(spec: string, names: readonly string[]): Promise<Record<string, unknown>> {
+  const path = resolve(spec);
+  const near = didYouMean(spec, names);
+  if (near !== '' && !existsSync(path)) throw new UsageError(`unknown backend '${spec}'${near} (no built-in has that name, and there is no adapter module at ${path})`);
+  // Said plainly, not as Node's resolver says it (a "Cannot find module ... imported from" lockcheck's own file).
+  if (!existsSync(path)) throw new UsageError(`cannot load adapter module '${spec}': there is no file at ${path}`);
+  if (statSync(path).isDirectory()) throw new UsageError(`cannot load adapter module '${spec}': ${path} is a directory; give the module file`);
+  const limit = importLimitMs();
+  let loaded;
+  try {
+    if (/\.[cm]?tsx?$/.test(spec)) await loadTypeScript();
+    loaded = await valueWithin(import(pathToFileURL(path).href) as Promise<Record<string, unknown>>, limit);
+  } catch (e) {
+    throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
+  }
+  if (!loaded.done) throw new UsageError(`cannot load adapter module '${spec}': its top-level code did not finish within ${limit} ms (LOCKCHECK_IMPORT_LIMIT_MS sets the limit)`);
+  return loaded.value;
 }
 
 /**
@@ -345,16 +383,10 @@ export async function resolveStressTarget(spec: string): Promise<{ backend: Stre
     return { backend: layoutOf(client), adapter: { name: library.name, ref: { kind: 'library', library: library.library }, client } };
   }
   if (spec.startsWith('lib:') || !/[/\\.]/.test(spec)) {
-    throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (${LIBRARY_AUDITS.map((b) => b.name).join(', ')}) or the path of an adapter module; got '${spec}'`);
+    throw new UsageError(`unknown stress backend '${spec}'${didYouMean(spec, [...STRESS_BACKENDS, ...LIBRARY_AUDITS.map((b) => b.name)])} (--backend takes one of ${STRESS_BACKENDS.join(', ')}, a library audit (${LIBRARY_AUDITS.map((b) => b.name).join(', ')}) or the path of an adapter module)`);
   }
   const path = resolve(spec);
-  let mod: Record<string, unknown>;
-  try {
-    if (/\.[cm]?tsx?$/.test(spec)) await loadTypeScript();
-    mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-  } catch (e) {
-    throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
-  }
+  const mod = await importAdapterModule(spec, [...STRESS_BACKENDS, ...LIBRARY_AUDITS.map((b) => b.name)]);
   let client;
   try {
     client = concurrentOf(mod, spec);

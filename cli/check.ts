@@ -35,15 +35,17 @@ export function checkCommand(o: CheckCommandOptions): number {
     console.error(`lockcheck: ${e.message}`);
     return 2;
   }
+  // `-` in a message reads as a typo: stdin is named.
+  const shown = o.file === '-' ? 'stdin' : o.file;
   const text = decodeHistory(bytes);
   const history = text instanceof Error ? text : parseHistory(text);
   if (history instanceof Error) {
-    console.error(`lockcheck: ${o.file} is not a valid history: ${history.message}\n(the format: docs/histories.md)`);
+    console.error(`lockcheck: ${shown} is not a valid history: ${history.message}\n(the format: docs/histories.md)`);
     return 2;
   }
   // Nothing to judge is not 'safe': an empty or truncated recording would pass as a clean bill of health.
   if (!history.some((e) => e.type !== 'meta' && e.process !== 'nemesis' && e.type !== 'signal')) {
-    console.error(`lockcheck: ${o.file} has no client operations (${history.length} events): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
+    console.error(`lockcheck: ${shown} has no client operations (${history.length} events): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
     return 2;
   }
   const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}) });

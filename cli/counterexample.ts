@@ -62,6 +62,8 @@ function shown(value: unknown): string {
 /** Parses and checks a counterexample file's text; throws CounterexampleFileError naming the first bad field. */
 export function parseCounterexample(file: string, text: string): CounterexampleFile {
   let json: unknown;
+  // An empty file (a save that never happened, a closed stdin) said as such, not as JSON's "Unexpected end of JSON input".
+  if (text.trim() === '') throw new CounterexampleFileError(file, 'the file', 'is empty');
   try {
     json = JSON.parse(text);
   } catch (e) {

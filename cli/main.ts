@@ -7,7 +7,7 @@ import { AdapterError } from '../conformance/adapterCall.ts';
 import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind, ownServersOnly } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
-import { BUILT_INS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
+import { BUILT_INS, didYouMean, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
 import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
 import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
@@ -20,6 +20,7 @@ import { exploreCommand } from './explore.ts';
 import { matrixCommand } from './matrix.ts';
 import { replayCommand, runCommand } from './run.ts';
 import { UsageError } from './usage.ts';
+import { resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 import { checkOutputDir, checkOutputFile, OutputFileError } from '../conformance/env/outputFile.ts';
 
@@ -28,7 +29,8 @@ import { checkOutputDir, checkOutputFile, OutputFileError } from '../conformance
  * fine); 1 a conformance failure, or a finding the model did not predict, or
  * (check) a violation in the history; 2 bad arguments or a malformed
  * history; 3 the environment is missing something (the message says how to
- * install it); 4 (check) a check could not decide.
+ * install it); 4 (check) a check could not decide; 130/143/129 ended by
+ * SIGINT/SIGTERM/SIGHUP (docs/getting-started.md#exit-codes).
  */
 
 export const USAGE = `usage: lockcheck <command> [options]
@@ -52,7 +54,8 @@ commands:
             (defaults: 5 clients, 10 s, unfenced, 3 resources, ttl 500-2000 ms, which also paces the nemesis, out
             lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
 
-options (a command refuses an option it does not take, exit 2):
+options (a command refuses an option it does not take, exit 2; each is given once, --redis alone repeats;
+numbers are decimal digits, a negative one as --seed=-5):
   --runs N          schedules per backend or cell (matrix default 30, run default 100); the first
                     are the model's shortest counterexamples for the design, then generated ones
   --seed S          fast-check seed (default 20161010)
@@ -97,20 +100,88 @@ built-in backends: ${BUILT_INS.map((b) => b.name).join(', ')}`;
 
 const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'monotonic', 'strict', 'transactional'];
 
+/** A value as a message shows it: quoted, secrets redacted, and cut short (a value may be a whole file pasted by mistake). */
+function shownValue(raw: string): string {
+  // Redacted before it is cut: a URL cut in its middle would no longer be recognised as one, password and all.
+  const text = redactSecrets(raw);
+  return `'${text.length > 40 ? `${text.slice(0, 37)}...` : text}'`;
+}
+
+/**
+ * A number option: decimal digits only. Number() alone took '' as 0, ' 5' as
+ * 5, '0x10' as 16, '1e3' as 1000 and '1.0' as 1, so a typo ran with a value
+ * the user never wrote.
+ */
 function int(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
   if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer in [${min}, ${max}], got '${raw}'`);
+  const n = /^-?\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer in [${min}, ${max}] in decimal digits, got ${shownValue(raw)}`);
   return n;
 }
 
-function list(raw: string | undefined): string[] | undefined {
-  return raw === undefined ? undefined : raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+/** A comma list option: undefined when not given; given, it must name something (`--faults ''` ran with no fault at all), each item once. */
+function list(raw: string | undefined, name: string): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const items = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  if (items.length === 0) throw new UsageError(`--${name} names nothing, got ${shownValue(raw)}`);
+  const twice = items.find((x, i) => items.indexOf(x) !== i);
+  if (twice !== undefined) throw new UsageError(`--${name} lists ${shownValue(twice)} twice, got ${shownValue(raw)}`);
+  return items;
+}
+
+/**
+ * What parseArgs lets through: an option given twice (parseArgs keeps the
+ * last, silently: `--runs 5 ... --runs 50` ran 50), and an empty value
+ * (`--out ''`, `--backend=`), which every option would read as something it
+ * did not mean. --redis alone may repeat: it is a list.
+ */
+function rejectRepeatsAndEmpties(tokens: ReadonlyArray<{ kind: string; name?: string; value?: string | undefined }>): void {
+  const seen = new Map<string, string | undefined>();
+  for (const t of tokens) {
+    if (t.kind !== 'option' || t.name === undefined) continue;
+    if (t.value !== undefined && t.value.trim() === '') throw new UsageError(`--${t.name} needs a value, got ${shownValue(t.value)}`);
+    if (t.name === 'redis') continue;
+    if (seen.has(t.name)) {
+      const [a, b] = [seen.get(t.name), t.value];
+      throw new UsageError(`--${t.name} is given twice${a !== undefined && b !== undefined ? ` (${shownValue(a)} and ${shownValue(b)})` : ''}: give it once`);
+    }
+    seen.set(t.name, t.value);
+  }
+}
+
+/**
+ * Two outputs of one command at one path: the second written silently
+ * replaced the first (`run --junit c.json --counterexample c.json` kept the
+ * JUnit report and lost the counterexample). `under` is a directory the
+ * command writes into (matrix --out): a file output inside it is refused too.
+ */
+function distinctOutputs(outputs: ReadonlyArray<readonly [option: string, path: string | undefined]>, under?: readonly [option: string, dir: string]): void {
+  const seen = new Map<string, string>();
+  for (const [option, path] of outputs) {
+    if (path === undefined) continue;
+    const full = resolvePath(path);
+    const earlier = seen.get(full);
+    if (earlier !== undefined) throw new UsageError(`${option} and ${earlier} name one file, '${path}': each output needs a path of its own`);
+    if (under !== undefined && (full + sep).startsWith(resolvePath(under[1]) + sep)) throw new UsageError(`${option} '${path}' is inside ${under[0]} '${under[1]}', which the command writes: give it a path outside`);
+    seen.set(full, option);
+  }
+}
+
+/** --ttl MS or MIN-MAX (ms), each in [10, 600000], MIN not above MAX. */
+function ttlRange(raw: string | undefined): { ttlMinMs: number; ttlMaxMs: number } {
+  if (raw === undefined) return { ttlMinMs: 500, ttlMaxMs: 2000 };
+  const m = /^([^-]*)-([^-]*)$/.exec(raw);
+  const [min, max] = m === null ? [raw, raw] : [m[1]!, m[2]!];
+  if (min === '' || max === '') throw new UsageError(`--ttl must be MS or MIN-MAX in ms, got ${shownValue(raw)}`);
+  const ttlMinMs = int(min, 'ttl', 0, 10, 600_000);
+  const ttlMaxMs = int(max, 'ttl', 0, 10, 600_000);
+  if (ttlMinMs > ttlMaxMs) throw new UsageError(`--ttl MIN-MAX: MIN ${ttlMinMs} is above MAX ${ttlMaxMs}, got ${shownValue(raw)}`);
+  return { ttlMinMs, ttlMaxMs };
 }
 
 /** --redis and --pg, checked for form here (reachability is checked when a command starts). */
 function serverChoice(redis: readonly string[] | undefined, pg: string | undefined): ServerChoice {
-  const urls = redis?.flatMap((r) => list(r) ?? []);
+  const urls = redis?.flatMap((r) => list(r, 'redis') ?? []);
   if (urls !== undefined && urls.length === 0) throw new UsageError('--redis needs at least one URL');
   if (urls !== undefined && urls.length > 15) throw new UsageError(`--redis takes at most 15 URLs, got ${urls.length}`);
   for (const u of urls ?? []) parseRedisUrl(u);
@@ -143,82 +214,131 @@ function rejectForeignOptions(command: string, values: Record<string, unknown>):
   }
 }
 
+/** The commands that start servers or load adapters: their clean-up on a signal takes up to 5 s, so they say what it is doing. */
+const CLEANING_COMMANDS = new Set(['matrix', 'run', 'replay', 'failover', 'stress']);
+
+/**
+ * Ctrl-C (SIGINT), SIGTERM or SIGHUP: what a server command prints while its
+ * clean-up runs (conformance/env/processes.ts stops the servers, deletes the
+ * run's keys and rows, then re-raises the signal: exit 130, 143, 129).
+ * check and explore install no handler: their work is synchronous and a
+ * handler would only run once it ended; the default action ends them at once.
+ */
+function sayWhenInterrupted(): void {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\nlockcheck: ${signal}: stopping: the servers it started are stopped and what it made is deleted (within 5 s)\n`);
+      // Nothing started yet, so no clean-up handler: end as the signal would have.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  }
+}
+
+/** Every option of every command, for parseArgs (each command's own: COMMAND_OPTIONS). */
+const OPTIONS = {
+  runs: { type: 'string' },
+  seed: { type: 'string' },
+  path: { type: 'string' },
+  faults: { type: 'string' },
+  backend: { type: 'string' },
+  out: { type: 'string' },
+  counterexample: { type: 'string' },
+  json: { type: 'boolean' },
+  junit: { type: 'string' },
+  depth: { type: 'string' },
+  'max-states': { type: 'string' },
+  seconds: { type: 'string' },
+  budget: { type: 'string' },
+  'memory-mib': { type: 'string' },
+  jobs: { type: 'string' },
+  design: { type: 'string' },
+  fault: { type: 'string' },
+  redis: { type: 'string', multiple: true },
+  pg: { type: 'string' },
+  report: { type: 'string' },
+  'store-policy': { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  clients: { type: 'string' },
+  'stress-seconds': { type: 'string' },
+  nemesis: { type: 'string' },
+  store: { type: 'string' },
+  resources: { type: 'string' },
+  ttl: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const COMMANDS = Object.keys(COMMAND_OPTIONS);
+
+/** parseArgs, with the option a typo was near named (`--run` -> did you mean '--runs'?). */
+function parseWithSuggestions(argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], allowPositionals: true, tokens: true, options: OPTIONS });
+  } catch (e) {
+    const unknown = e instanceof Error && (e as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '--([^'=]+)'/.exec(e.message)?.[1] : undefined;
+    const near = unknown === undefined ? '' : didYouMean(unknown, Object.keys(OPTIONS));
+    if (near === '') throw e;
+    throw new UsageError(`unknown option '--${unknown}'${near.replace(/'([^']+)'\?$/, "'--$1'?")}`);
+  }
+}
+
 async function main(argv: readonly string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    options: {
-      runs: { type: 'string' },
-      seed: { type: 'string' },
-      path: { type: 'string' },
-      faults: { type: 'string' },
-      backend: { type: 'string' },
-      out: { type: 'string' },
-      counterexample: { type: 'string' },
-      json: { type: 'boolean' },
-      junit: { type: 'string' },
-      depth: { type: 'string' },
-      'max-states': { type: 'string' },
-      seconds: { type: 'string' },
-      budget: { type: 'string' },
-      'memory-mib': { type: 'string' },
-      jobs: { type: 'string' },
-      design: { type: 'string' },
-      fault: { type: 'string' },
-      redis: { type: 'string', multiple: true },
-      pg: { type: 'string' },
-      report: { type: 'string' },
-      'store-policy': { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      clients: { type: 'string' },
-      'stress-seconds': { type: 'string' },
-      nemesis: { type: 'string' },
-      store: { type: 'string' },
-      resources: { type: 'string' },
-      ttl: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals, tokens } = parseWithSuggestions(argv);
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
+  rejectRepeatsAndEmpties(tokens);
   const [command, ...rest] = positionals;
+  if (command !== undefined && !COMMANDS.includes(command)) throw new UsageError(`unknown command '${command}'${didYouMean(command, COMMANDS)}`);
   rejectForeignOptions(command ?? 'explore', values);
+  if (command !== undefined && CLEANING_COMMANDS.has(command)) sayWhenInterrupted();
   const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);
   const servers = serverChoice(values.redis, values.pg);
   switch (command) {
     case 'matrix': {
       if (rest.length) throw new UsageError(`matrix takes no arguments, got '${rest.join(' ')}'`);
-      const faults = list(values.faults);
+      const faults = list(values.faults, 'faults');
       for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class '${f}' (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
+      // Each name: one mistyped among several was dropped silently, and its row was missing from the table.
+      const rows = [...BUILT_INS, ...LIBRARY_AUDITS].map((b) => b.name);
+      const backends = list(values.backend, 'backend');
+      for (const b of backends ?? []) if (!rows.includes(b)) throw new UsageError(`unknown backend '${b}' in --backend${didYouMean(b, rows)} (known: ${rows.join(', ')})`);
+      const runs = int(values.runs, 'runs', 30, 1, 100_000);
+      const stressSeconds = int(values['stress-seconds'], 'stress-seconds', 2, 0, 600);
       // Every output checked before the run: a run of many minutes must not end by failing to save what it found.
+      distinctOutputs([['--junit', values.junit]], ['--out', values.out ?? 'docs']);
       checkOutputDir(values.out ?? 'docs', 'the matrix into (--out)');
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       return matrixCommand({
-        runs: int(values.runs, 'runs', 30, 1, 100_000),
+        runs,
         seed,
         out: values.out ?? 'docs',
         json: values.json ?? false,
         junit: values.junit,
-        backends: list(values.backend),
+        backends,
         faults,
         servers,
-        stressSeconds: int(values['stress-seconds'], 'stress-seconds', 2, 0, 600),
+        stressSeconds,
       });
     }
     case 'run': {
       if (rest.length) throw new UsageError(`run takes no arguments, got '${rest.join(' ')}'`);
       if (values.backend === undefined) throw new UsageError('run needs --backend <built-in name | adapter module path>');
-      const faults = list(values.faults);
+      const faults = list(values.faults, 'faults');
       for (const f of faults ?? []) if (!isFaultKind(f)) throw new UsageError(`unknown fault kind '${f}' (known: ${FAULT_KINDS.join(', ')})`);
       if (values.path !== undefined && values.seed === undefined) throw new UsageError('--path needs the --seed it was found with');
+      if (values.path !== undefined && !/^\d{1,9}(:\d{1,9})*$/.test(values.path)) throw new UsageError(`--path must be a replay path like 12:0:3 (as a failure prints it), got ${shownValue(values.path)}`);
+      const runs = int(values.runs, 'runs', 100, 1, 1_000_000);
+      // The counterexample's timeline goes beside it (.html, .txt).
+      const counterexample = values.counterexample ?? 'lockcheck-counterexample.json';
+      const timeline = counterexample.replace(/\.json$/, '');
+      distinctOutputs([['--counterexample', counterexample], ['--counterexample\'s timeline', `${timeline}.html`], ['--counterexample\'s timeline', `${timeline}.txt`], ['--junit', values.junit]]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       checkOutputFile(values.counterexample ?? 'lockcheck-counterexample.json', 'a counterexample (--counterexample)');
       return runCommand({
         backend: values.backend,
         faults: faults as FaultKind[] | undefined,
-        runs: int(values.runs, 'runs', 100, 1, 1_000_000),
+        runs,
         seed,
         path: values.path,
         json: values.json ?? false,
@@ -255,7 +375,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (rest.length) throw new UsageError(`stress takes no arguments, got '${rest.join(' ')}'`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('stress starts its own servers (its faults kill and pause them): it takes no --redis or --pg');
       if (values.backend === undefined) throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (lib:…) or the path of an adapter module`);
-      const nemesis = (list(values.nemesis) ?? []).filter((f) => f !== 'none');
+      const nemesis = (list(values.nemesis, 'nemesis') ?? []).filter((f) => f !== 'none');
       for (const f of nemesis) if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault '${f}' (known: ${NEMESIS_FAULTS.join(', ')})`);
       const { backend, adapter } = await resolveStressTarget(values.backend);
       for (const f of nemesis) {
@@ -266,20 +386,20 @@ async function main(argv: readonly string[]): Promise<number> {
       if (!['unfenced', 'monotonic', 'strict'].includes(store)) throw new UsageError(`--store must be unfenced, monotonic or strict, got '${store}'`);
       if (backend === 'pg-xact' && values.store !== undefined) throw new UsageError('pg-xact writes in the lock\'s own transaction: it takes no --store');
       if (adapter?.client.tokens === false && store !== 'unfenced') throw new UsageError(`${adapter.name} hands out no fencing tokens: its register's store must be unfenced, not ${store}`);
-      const ttl = /^(\d+)(?:-(\d+))?$/.exec(values.ttl ?? '500-2000');
-      if (ttl === null) throw new UsageError(`--ttl must be MS or MIN-MAX in ms, got '${values.ttl}'`);
-      const ttlMinMs = int(ttl[1], 'ttl', 0, 10, 600_000);
-      const ttlMaxMs = int(ttl[2] ?? ttl[1], 'ttl', 0, ttlMinMs, 600_000);
+      const { ttlMinMs, ttlMaxMs } = ttlRange(values.ttl);
+      const clients = int(values.clients, 'clients', 5, 1, 64);
+      const seconds = int(values.seconds, 'seconds', 10, 1, 86_400);
+      const resources = int(values.resources, 'resources', 3, 1, 10_000);
       checkOutputDir(values.out ?? 'lockcheck-stress', 'the stress history into (--out)');
       return stressCommand({
         backend,
         ...(adapter !== undefined ? { adapter } : {}),
-        clients: int(values.clients, 'clients', 5, 1, 64),
-        seconds: int(values.seconds, 'seconds', 10, 1, 86_400),
+        clients,
+        seconds,
         nemesis: nemesis as NemesisFault[],
         seed,
         store: store as 'unfenced' | 'monotonic' | 'strict',
-        resources: int(values.resources, 'resources', 3, 1, 10_000),
+        resources,
         ttlMinMs,
         ttlMaxMs,
         json: values.json ?? false,

@@ -68,7 +68,22 @@ export function readInputBytes(file: string, maxBytes: number, what: string): Bu
   }
 }
 
-/** readInputBytes as UTF-8 text. */
+/**
+ * readInputBytes as UTF-8 text, as `check` reads a history: a leading
+ * byte-order mark dropped (Notepad writes one; JSON.parse failed on it as
+ * "not JSON"), UTF-16 (PowerShell's `>`) and bytes that are not UTF-8 (a
+ * binary file) named as such.
+ */
 export function readInputText(file: string, maxBytes: number, what: string): string {
-  return readInputBytes(file, maxBytes, what).toString('utf8');
+  const bytes = readInputBytes(file, maxBytes, what);
+  const name = file === '-' ? 'stdin' : file;
+  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
+    throw new InputFileError(name, `${what} must be UTF-8 text; this is UTF-16 (it starts with a UTF-16 byte-order mark; PowerShell: Out-File -Encoding utf8)`);
+  }
+  const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(start));
+  } catch {
+    throw new InputFileError(name, `${what} must be UTF-8 text; this is not (a binary file?)`);
+  }
 }

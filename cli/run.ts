@@ -46,7 +46,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       throw new UsageError(`${resolved.name} takes no ${missing.join(', ')} fault here (it takes: ${offered.join(', ')})${why}`);
     }
     const started = performance.now();
-    const result = await checkConformance(resolved, {
+    const result = await withReplayPath(o.path, `--path '${o.path}' with --seed ${o.seed}`, () => checkConformance(resolved, {
       runs: o.runs,
       seed: o.seed,
       // The model's shortest counterexamples for this design run first (conformance/seeds.ts).
@@ -57,7 +57,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
       ...(resolved.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {}),
       onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
-    });
+    }));
     process.stderr.write('\n');
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
     const failure = result.failure;
@@ -107,7 +107,7 @@ export const MAX_COUNTEREXAMPLE_BYTES = 16 * 1024 * 1024;
  */
 export async function replayCommand(file: string, choice: ServerChoice = {}, backendArg?: string): Promise<number> {
   const text = readInputText(file, MAX_COUNTEREXAMPLE_BYTES, 'a counterexample');
-  const saved = parseCounterexample(file, text);
+  const saved = parseCounterexample(file === '-' ? 'stdin' : file, text);
   const spec = backendArg ?? saved.backend;
   if (backendArg === undefined && !isBuiltIn(saved.backend)) {
     throw new UsageError(
@@ -126,7 +126,8 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
     // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
-    const result = await checkConformance(backend, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn, modelSeeds: saved.modelSeeds === true });
+    const b = backend;
+    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn, modelSeeds: saved.modelSeeds === true }));
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
@@ -139,6 +140,20 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     } finally {
       await servers.stop();
     }
+  }
+}
+
+/**
+ * fast-check refuses a replay path that names no case of the seed (a shrink
+ * index beyond the shrinks there are) with a bare Error: it was printed as a
+ * crash (exit 1, a stack). It is a bad argument: exit 2, naming the path.
+ */
+async function withReplayPath<T>(path: string | undefined, what: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    if (path !== undefined && e instanceof Error && e.message.startsWith('Unable to replay')) throw new UsageError(`${what} names no case fast-check can replay (${e.message}): give the seed and path exactly as the failure printed them`);
+    throw e;
   }
 }
 

@@ -85,12 +85,30 @@ export function validRecording(recorded: History, historyFile?: string): History
   return checked;
 }
 
+/**
+ * The command line that runs `o` again, as the history's meta line and the
+ * matrix's stress cells print it. Every option the run used, in a form the
+ * CLI takes: an adapter module by its path (its name is no --backend),
+ * pg-xact without --store (it refuses one), no empty --nemesis, and a
+ * negative seed as --seed=-5 (`--seed -5` reads -5 as an option).
+ */
+export function stressCommandLine(o: Pick<StressOptions, 'backend' | 'adapter' | 'clients' | 'seconds' | 'resources' | 'ttlMinMs' | 'ttlMaxMs' | 'nemesis' | 'seed' | 'store'>): string {
+  const backend = o.adapter === undefined ? o.backend : o.adapter.ref.kind === 'module' ? o.adapter.ref.path : o.adapter.name;
+  return [
+    `lockcheck stress --backend ${backend}`,
+    ...(o.backend === 'pg-xact' ? [] : [`--store ${o.store}`]),
+    `--clients ${o.clients} --seconds ${o.seconds} --resources ${o.resources} --ttl ${o.ttlMinMs}-${o.ttlMaxMs}`,
+    `--nemesis ${o.nemesis.join(',') || 'none'}`,
+    o.seed < 0 ? `--seed=${o.seed}` : `--seed ${o.seed}`,
+  ].join(' ');
+}
+
 /** Runs, checks, and writes `<out>/history.jsonl` and `<out>/history.html`. */
 export async function stressAndCheck(o: StressOptions, out: string): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
   const run = await runStress(o);
   const store = storeOf(o);
   const recorded: History = [
-    { type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `lockcheck stress --backend ${o.adapter?.name ?? o.backend} --clients ${o.clients} --seconds ${o.seconds} --nemesis ${o.nemesis.join(',') || 'none'} --seed ${o.seed} --store ${store}` },
+    { type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: stressCommandLine(o) },
     ...run.history,
   ];
   makeOutputDir(out, 'the stress history into');

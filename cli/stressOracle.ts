@@ -13,7 +13,7 @@ import { restartDelayMs } from '../model/design.ts';
 import { finishWithin, valueWithin } from '../conformance/realTimeLimit.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import { missingLibrary } from './backends.ts';
-import { MalformedRecordingError, validRecording } from './stress.ts';
+import { MalformedRecordingError, stressCommandLine, validRecording } from './stress.ts';
 
 /**
  * The matrix's second oracle: what concurrent client processes observed in
@@ -191,7 +191,7 @@ export class StressOracle {
       ...(c.lostUpdates > 0 ? (['STORE-1'] as const) : []),
     ];
     return {
-      command: `lockcheck stress --backend ${target.adapter?.name ?? target.backend}${target.backend === 'pg-xact' ? '' : ` --store ${target.store}`} --clients ${STRESS_CLIENTS} --seconds ${shape.seconds} --resources 1 --ttl ${shape.ttlMinMs}-${shape.ttlMaxMs} --nemesis ${nemesis.join(',')} --seed ${this.seed}`,
+      command: stressCommandLine({ ...run, backend: target.backend, clients: STRESS_CLIENTS }),
       operations: c.operations,
       faults: result.faults,
       overlappingHolds: c.overlappingHolds,

@@ -87,7 +87,7 @@ describe('lockcheck check', () => {
   it('a history without a client operation: exit 2, not a safe verdict (an empty or truncated recording)', () => {
     const r = lockcheck(['check', '-'], JSON.stringify({ type: 'meta', store: 'strict' }) + '\n');
     expect(r.code, r.stdout).toBe(2);
-    expect(r.stderr).toMatch(/- has no client operations \(1 events\): nothing to judge/);
+    expect(r.stderr).toMatch(/lockcheck: stdin has no client operations \(1 events\): nothing to judge/);
     expect(r.stdout).toBe('');
   });
 

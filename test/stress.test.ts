@@ -86,7 +86,7 @@ describe('lockcheck stress: bad usage', () => {
   it('exits 2 with a message naming the problem, before starting anything', () => {
     const unknown = cli(['--backend', 'nope']);
     expect(unknown.status).toBe(2);
-    expect(unknown.stderr).toMatch(/--backend, one of redis-single/);
+    expect(unknown.stderr).toMatch(/unknown stress backend 'nope' \(--backend takes one of redis-single/);
     const wrongFault = cli(['--backend', 'pg-session', '--nemesis', 'clock-step']);
     expect(wrongFault.status).toBe(2);
     expect(wrongFault.stderr).toMatch(/advisory locks have no expiry/);

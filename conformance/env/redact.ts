@@ -116,7 +116,27 @@ export function hideCommandLineSecrets(argv: readonly string[] = process.argv): 
   const shown = argv.map((arg) => redactSecrets(arg));
   if (shown.every((arg, i) => arg === argv[i])) return false;
   process.title = ['lockcheck', ...shown.slice(2)].join(' ');
-  return true;
+  // Redaction also drops user names and rewrites URLs it cannot parse; only a password makes the warning true.
+  return argv.some(holdsPassword);
+}
+
+/** A secret-named value, or a URL with a password (in its user part or its query); a URL that does not parse counts when a ':' comes before its last '@'. */
+function holdsPassword(text: string): boolean {
+  if (new RegExp(SECRET_VALUE.source, 'i').test(text)) return true;
+  const secretKey = new RegExp(`^${SECRET_NAME}$`, 'i');
+  for (const match of text.match(SECRET_URL) ?? []) {
+    for (const u of match.split(NEXT_URL)) {
+      let url: URL;
+      try {
+        url = new URL(u);
+      } catch {
+        if (/:\/\/.*:.*@/.test(u)) return true;
+        continue;
+      }
+      if (url.password !== '' || [...url.searchParams.keys()].some((k) => secretKey.test(k))) return true;
+    }
+  }
+  return false;
 }
 
 /**

@@ -4,7 +4,7 @@ import { EnvironmentError } from './faketime.ts';
 import type { PostgresTarget } from './postgresBackend.ts';
 import { redactUrl } from './redact.ts';
 import { checkUrlText } from '../kitInput.ts';
-import { ServerUrlError } from './userRedis.ts';
+import { checkPort, ServerUrlError, timedOut, unparseableUrl } from './userRedis.ts';
 
 /**
  * The user's own PostgreSQL database as a PostgresTarget (`lockcheck --pg`):
@@ -29,10 +29,11 @@ export function parsePostgresUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new ServerUrlError(`'${redactUrl(raw)}' is not a URL (expected postgres://[user[:password]@]host[:port]/database)`);
+    throw unparseableUrl(raw, 'postgres://[user[:password]@]host[:port]/database');
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be postgres:// or postgresql://, not ${url.protocol}//`);
   if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
+  checkPort(url);
   return url;
 }
 
@@ -45,7 +46,7 @@ export async function connectPostgres(raw: string): Promise<PostgresTarget & { r
     try {
       await client.connect();
     } catch (e) {
-      throw new EnvironmentError(`cannot reach the PostgreSQL database ${shown}: ${(e as Error).message}`);
+      throw new EnvironmentError(`cannot reach the PostgreSQL database ${shown}: ${(e as Error).message}${timedOut(e)}`);
     }
     const r = await client.query<{ num: string; version: string }>("SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version");
     const { num, version } = r.rows[0]!;
@@ -58,7 +59,7 @@ export async function connectPostgres(raw: string): Promise<PostgresTarget & { r
     return { url: url.href, server: { shown, version } };
   } catch (e) {
     if (e instanceof EnvironmentError) throw e;
-    throw new EnvironmentError(`the PostgreSQL database ${shown} did not answer lockcheck's checks: ${(e as Error).message}`);
+    throw new EnvironmentError(`the PostgreSQL database ${shown} did not answer lockcheck's checks: ${(e as Error).message}${timedOut(e)}`);
   } finally {
     await client.end().catch(() => undefined);
   }

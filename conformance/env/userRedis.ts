@@ -5,6 +5,7 @@ import { checkUrlText } from '../kitInput.ts';
 import type { RedisCluster, RedisTarget } from './redisBackend.ts';
 import { refuse } from '../../impl/options.ts';
 import { messageText } from '../../impl/errorText.ts';
+import { valueWithin } from '../realTimeLimit.ts';
 
 /**
  * The user's own Redis servers as a RedisCluster (`lockcheck --redis`):
@@ -36,6 +37,28 @@ export interface UserRedisCluster extends RedisCluster {
 
 const CHECK_TIMEOUT_MS = 5_000;
 
+/** A driver's timeout message ("Command timed out", "timeout expired") with the bound said: ` (no answer within 5 s)`. */
+export function timedOut(e: unknown): string {
+  return e instanceof Error && /time(d)? ?out|timeout/i.test(e.message) ? ` (no answer within ${CHECK_TIMEOUT_MS / 1000} s)` : '';
+}
+
+
+/**
+ * A URL that does not parse, shown redacted (it may hold a password), with
+ * the commonest reason said: a port out of range, which `new URL` refuses
+ * without saying so. Only a port of digits is echoed: text after a host's
+ * colon may be a password whose '@' was forgotten.
+ */
+export function unparseableUrl(raw: string, expected: string): ServerUrlError {
+  const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#@]*):([^/?#]*)(?:[/?#]|$)/i.exec(raw)?.[1];
+  const why = port === undefined || port === '' ? '' : /^\d{1,10}$/.test(port) ? `: its port must be in [1, 65535], got ${port}` : ': its port must be a number in [1, 65535]';
+  return new ServerUrlError(`'${redactUrl(raw)}' is not a URL${why} (expected ${expected})`);
+}
+
+/** Port 0 parses, and then names no server (the OS would pick any port): refused with the rest of the form. */
+export function checkPort(url: URL): void {
+  if (url.port === '0') throw new ServerUrlError(`'${redactUrl(url)}': its port must be in [1, 65535], got 0`);
+}
 
 export function parseRedisUrl(raw: string): URL {
   checkUrlText(raw);
@@ -43,10 +66,12 @@ export function parseRedisUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new ServerUrlError(`'${redactUrl(raw)}' is not a URL (expected redis://host:port[/db] or rediss://…)`);
+    // Not "redis://host:port[/db]": the terminal's redaction would take that for a URL and rewrite it.
+    throw unparseableUrl(raw, 'redis://[user:password@]host[:port][/db], or rediss:// for TLS');
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be redis:// or rediss://, not ${url.protocol}//`);
   if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
+  checkPort(url);
   const db = url.pathname.replace(/^\//, '');
   if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${redactUrl(url)}': the path must be a database number, got '${db}'`);
   return url;
@@ -103,13 +128,16 @@ async function check(url: URL): Promise<{ readonly identity: string; readonly in
     firstError ??= e;
   });
   try {
+    let connected;
     try {
-      await redis.connect();
+      // Bounded as a whole: a server that accepts the connection and never answers took ioredis some 12 s, ending in "Command timed out".
+      connected = await valueWithin(redis.connect(), CHECK_TIMEOUT_MS);
     } catch (e) {
       const why = (firstError as Error | null) ?? (e as Error);
       if (/^(WRONGPASS|NOAUTH)/.test(why.message)) throw new EnvironmentError(`the Redis server ${shown} refused the credentials: ${why.message}`);
-      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${why.message}`);
+      throw new EnvironmentError(`cannot reach the Redis server ${shown}: ${why.message}${timedOut(why)}`);
     }
+    if (!connected.done) throw new EnvironmentError(`cannot reach the Redis server ${shown}: no answer within ${CHECK_TIMEOUT_MS / 1000} s`);
     const info = await redis.info('server');
     const field = (name: string): string => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? '';
     if ((await redis.info('cluster')).includes('cluster_enabled:1')) {
@@ -126,7 +154,7 @@ async function check(url: URL): Promise<{ readonly identity: string; readonly in
     return { identity: `${field('run_id')}/${db}`, info: { shown, version: field('redis_version') || 'unknown', rttMs: rtts[2]! } };
   } catch (e) {
     if (e instanceof EnvironmentError || e instanceof ServerUrlError) throw e;
-    throw new EnvironmentError(`the Redis server ${shown} did not answer lockcheck's checks: ${(e as Error).message}`);
+    throw new EnvironmentError(`the Redis server ${shown} did not answer lockcheck's checks: ${(e as Error).message}${timedOut(e)}`);
   } finally {
     redis.disconnect();
   }
