@@ -1,6 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { refused } from './refused.ts';
 import { checkOutputDir, checkOutputFile, makeOutputDir, OutputFileError, writeRedacted } from '../conformance/env/outputFile.ts';
@@ -37,5 +38,38 @@ describe('outputs that cannot be written are typed errors naming the path and wh
     // What can be written passes: a new file in an existing directory, an existing file, a directory still to be made, a device.
     for (const ok of [join(dir, 'new.xml'), aFile, '/dev/null']) expect(() => checkOutputFile(ok, 'the report')).not.toThrow();
     for (const ok of [dir, join(dir, 'new', 'deeper')]) expect(() => checkOutputDir(ok, 'the report')).not.toThrow();
+  });
+});
+
+describe('a write cut short leaves the file as it was', () => {
+  it('over the size limit (ulimit -f): OutputFileError, the old file whole, no temporary file left', () => {
+    const sub = mkdtempSync(join(dir, 'cut-'));
+    const target = join(sub, 'report.md');
+    writeFileSync(target, 'the old report\n');
+    // A child whose files may not pass 1 KiB (Node ignores SIGXFSZ: the write fails with EFBIG) writes 5 KB over it.
+    const module = resolve('conformance/env/outputFile.ts');
+    const code = `import { writeRedacted } from ${JSON.stringify(module)};
+try { writeRedacted(${JSON.stringify(target)}, 'x'.repeat(5000), 'the report'); console.log('written'); }
+catch (e) { console.log(e.name, e.problem, e.message); }`;
+    const r = spawnSync('sh', ['-c', 'ulimit -f 1; exec "$0" --import tsx --input-type=module -e "$1"', process.execPath, code], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stdout).toMatch(/^OutputFileError io cannot write the report .*report\.md: the file is larger than this process may write \(ulimit -f\)/);
+    expect(readFileSync(target, 'utf8')).toBe('the old report\n');
+    expect(readdirSync(sub)).toEqual(['report.md']);
+  }, 90_000);
+
+  it('keeps the mode of an existing file; writes through a link the user made', () => {
+    const sub = mkdtempSync(join(dir, 'mode-'));
+    const target = join(sub, 'c.json');
+    writeFileSync(target, '{}');
+    chmodSync(target, 0o600);
+    writeRedacted(target, '{"a":1}');
+    expect(readFileSync(target, 'utf8')).toBe('{"a":1}');
+    expect(statSync(target).mode & 0o777).toBe(0o600);
+    expect(readdirSync(sub)).toEqual(['c.json']);
+    // The user's own link is written through, as before: the file it points at changes.
+    const link = join(sub, 'link.json');
+    symlinkSync(target, link);
+    writeRedacted(link, '{"b":2}');
+    expect(readFileSync(target, 'utf8')).toBe('{"b":2}');
   });
 });

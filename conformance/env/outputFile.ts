@@ -1,5 +1,6 @@
-import { accessSync, closeSync, constants, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { redactSecrets } from './redact.ts';
 import { messageText } from '../../impl/errorText.ts';
 
@@ -39,6 +40,8 @@ const REASONS: Readonly<Record<string, { problem: OutputFileProblem; says: strin
   EPERM: { problem: 'permission', says: 'permission denied' },
   EROFS: { problem: 'permission', says: 'the file system is read-only' },
   ENOSPC: { problem: 'io', says: 'no space left on the device' },
+  EFBIG: { problem: 'io', says: 'the file is larger than this process may write (ulimit -f)' },
+  EDQUOT: { problem: 'io', says: 'the disk quota is exhausted' },
   ELOOP: { problem: 'foreign-link', says: 'it is a symbolic link created after it was checked' },
 };
 
@@ -145,22 +148,60 @@ export function makeOutputDir(dir: string, what = 'into'): void {
 
 /**
  * Writes a report, counterexample or timeline file with its secrets
- * redacted. A symbolic link another user made, at the path or on the way to
- * it (an output in a shared directory), is refused: it would choose where
- * lockcheck writes. The user's own links and the system's (`/dev/stdout`)
- * are followed; where the path was no link when checked, it is opened with
- * O_NOFOLLOW, so a link planted after the check is not followed either.
+ * redacted. A regular file (or none yet) is written whole beside it and
+ * renamed over it, so a write cut short (no space left, a size limit, the
+ * process killed) leaves the file as it was, never half of the new one; a
+ * link planted at the path after the check is replaced, not followed. A
+ * symbolic link another user made, at the path or on the way to it (an output
+ * in a shared directory), is refused: it would choose where lockcheck writes.
+ * The user's own links and the system's (`/dev/stdout`), and devices and
+ * pipes, are written through as they are.
  * Throws OutputFileError naming the path and why when it cannot be written.
  */
 export function writeRedacted(path: string, text: string, what = 'the file'): void {
   const target = resolve(path);
   refuseForeignLinks(target, what);
-  let link = false;
+  let stat;
   try {
-    link = lstatSync(target).isSymbolicLink();
+    stat = lstatSync(target);
   } catch {
-    // not there yet: created below
+    stat = null; // not there yet: created by the rename
   }
+  const bytes = Buffer.from(redactSecrets(text), 'utf8');
+  if (stat === null || stat.isFile()) replaceWhole(target, bytes, stat?.mode, what, path);
+  else writeThrough(target, bytes, stat.isSymbolicLink(), what, path);
+}
+
+/** Writes `bytes` to a new file beside `target` (keeping `mode`, an existing file's), then renames it over `target`. */
+function replaceWhole(target: string, bytes: Buffer, mode: number | undefined, what: string, path: string): void {
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  let fd;
+  try {
+    fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  } catch (error) {
+    throw failed(error, what, path);
+  }
+  let written = false;
+  try {
+    if (mode !== undefined) fchmodSync(fd, mode & 0o7777);
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+    written = true;
+  } catch (error) {
+    throw failed(error, what, path);
+  } finally {
+    closeSync(fd);
+    if (!written) removeQuietly(temp);
+  }
+  try {
+    renameSync(temp, target);
+  } catch (error) {
+    removeQuietly(temp);
+    throw failed(error, what, path);
+  }
+}
+
+/** A link of the user's own or the system's, a device or a pipe: opened and written as it is. */
+function writeThrough(target: string, bytes: Buffer, link: boolean, what: string, path: string): void {
   let fd;
   try {
     fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (link ? 0 : constants.O_NOFOLLOW), 0o644);
@@ -168,11 +209,18 @@ export function writeRedacted(path: string, text: string, what = 'the file'): vo
     throw failed(error, what, path);
   }
   try {
-    const bytes = Buffer.from(redactSecrets(text), 'utf8');
     for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
   } catch (error) {
     throw failed(error, what, path);
   } finally {
     closeSync(fd);
+  }
+}
+
+function removeQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone: nothing to remove
   }
 }
