@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { makeOutputDir, writeRedacted } from '../conformance/env/outputFile.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
-import type { History, StorePolicy } from '../conformance/history/event.ts';
+import type { History, HistoryEvent, StorePolicy } from '../conformance/history/event.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { toJsonl } from '../conformance/stress/recorder.ts';
@@ -105,16 +105,22 @@ export function stressCommandLine(o: Pick<StressOptions, 'backend' | 'adapter' |
 
 /** Runs, checks, and writes `<out>/history.jsonl` and `<out>/history.html`. */
 export async function stressAndCheck(o: StressOptions, out: string): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
-  const run = await runStress(o);
   const store = storeOf(o);
-  const recorded: History = [
-    { type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: stressCommandLine(o) },
-    ...run.history,
-  ];
-  makeOutputDir(out, 'the stress history into');
   const historyFile = join(out, 'history.jsonl');
-  // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
-  writeRedacted(historyFile, toJsonl(recorded), 'the history');
+  const save = (events: readonly HistoryEvent[], note = ''): History => {
+    const recorded: History = [{ type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `${stressCommandLine(o)}${note}` }, ...events];
+    makeOutputDir(out, 'the stress history into');
+    // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
+    writeRedacted(historyFile, toJsonl(recorded), 'the history');
+    return recorded;
+  };
+  // Interrupted: the history so far is saved (its operations in flight without completion), to be judged with check.
+  const onInterrupt = (events: readonly HistoryEvent[]): void => {
+    save(events, ' (interrupted)');
+    process.stderr.write(`lockcheck: the history so far (${events.length} events) is in ${historyFile}: judge it with lockcheck check ${historyFile}\n`);
+  };
+  const run = await runStress({ ...o, onInterrupt });
+  const recorded = save(run.history);
   const history = validRecording(recorded, historyFile);
   const report = checkHistory(history, { storePolicy: store });
   const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`) : null;

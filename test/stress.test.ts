@@ -1,4 +1,7 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
@@ -83,6 +86,36 @@ describe('lockcheck stress (real redis-server, real client processes)', () => {
 
 describe('lockcheck stress: bad usage', () => {
   const cli = (args: string[]) => spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', ...args], { encoding: 'utf8', timeout: 60_000 });
+  it('interrupted (Ctrl-C) mid-run: the history so far is saved, marked interrupted, and check judges it; it ends by the signal', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'lockcheck-stress-int-'));
+    try {
+      // Interrupted once the progress line shows events recorded (it comes every 5 s): a signal mid-run, not at its start.
+      const child = spawn(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', 'redis-single', '--clients', '2', '--seconds', '120', '--seed', String(SEED), '--out', out], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 150_000 });
+      let stderr = '';
+      let sent = false;
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+        if (!sent && /: \d+ s, [1-9]\d* events, /.test(stderr)) {
+          sent = true;
+          child.kill('SIGINT');
+        }
+      });
+      child.stdout.resume();
+      const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, s) => resolve(s)));
+      expect(signal, stderr).toBe('SIGINT');
+      const file = join(out, 'history.jsonl');
+      expect(stderr).toMatch(new RegExp(`the history so far \\((\\d+) events\\) is in ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      expect(existsSync(file)).toBe(true);
+      const lines = readFileSync(file, 'utf8').trim().split('\n');
+      expect(JSON.parse(lines[0]!)).toMatchObject({ type: 'meta', store: 'unfenced', description: expect.stringMatching(/--backend redis-single .*\(interrupted\)$/) as string });
+      expect(lines.length).toBeGreaterThan(1);
+      const judged = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'check', file], { encoding: 'utf8', timeout: 60_000 });
+      expect([0, 1], judged.stderr).toContain(judged.status);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   it('exits 2 with a message naming the problem, before starting anything', () => {
     const unknown = cli(['--backend', 'nope']);
     expect(unknown.status).toBe(2);

@@ -12,6 +12,7 @@ import type { StressBackend, StressServers } from './servers.ts';
 import { startServers } from './servers.ts';
 import { sharedNowMs } from './sharedClock.ts';
 import { finishWithin } from '../realTimeLimit.ts';
+import { onInterrupt } from '../env/processes.ts';
 
 /**
  * A stress run: N client processes race on real servers with a Jepsen-style
@@ -43,6 +44,11 @@ export interface RunOptions {
   readonly restartDelayMs?: number;
   /** The clients drive this adapter's concurrent client instead of the layout's own lock (its servers: layoutOf). */
   readonly adapter?: StressAdapter;
+  /**
+   * Called with the history recorded so far when SIGINT, SIGTERM or SIGHUP ends the run (before the servers are
+   * stopped): minutes of racing are not lost to a Ctrl-C. Operations still in flight have no completion in it.
+   */
+  readonly onInterrupt?: (historySoFar: RecordedEvent[]) => void;
 }
 
 /** An adapter in a stress run: where the client processes load it from, and its client as loaded here. */
@@ -219,6 +225,8 @@ export class StressSession {
     }
     this.#progress(`${label}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
     const ticker = setInterval(() => this.#progress(`${label}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
+    const saved = o.onInterrupt;
+    const unregister = saved === undefined ? () => false : onInterrupt(async () => saved(recorder.history()));
     try {
       await Promise.race([nemesis.run(untilMs, o.maxFaults), finished]);
       await nemesis.finish();
@@ -231,6 +239,7 @@ export class StressSession {
         throw new Error(`the clients did not finish their cycles within ${RUN_END_TIMEOUT_MS} ms of the run's end`);
       }
     } finally {
+      unregister();
       clearInterval(ticker);
       await nemesis.finish();
       this.#route = () => undefined;
