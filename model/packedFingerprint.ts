@@ -3,7 +3,7 @@ import { driftFactor, expiresByWallClock, leaseTerms, quorum, replication, rules
 import { counterKey } from './node.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
-import { bigSafe, finishHi, finishLo, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
+import { bigSafe, finishHi, finishLo, name, nameWords, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
 import type { PackedLayout } from './packed.ts';
 import { FAILED, NEVER } from './packedRound.ts';
 import {
@@ -101,6 +101,11 @@ export interface PackedContext {
   readonly failedExtend: FailedExtend;
   /** A delete moves the token source (etcd's revision). */
   readonly revisionOnDelete: boolean;
+  /** Per resource, then per counter: the two words str() mixes for its name (nameWords), computed once. */
+  readonly resourceHi: readonly number[];
+  readonly resourceLo: readonly number[];
+  readonly counterHi: readonly number[];
+  readonly counterLo: readonly number[];
 }
 
 export function packedContext(layout: PackedLayout, initial: World, options: FingerprintOptions): PackedContext {
@@ -124,6 +129,10 @@ export function packedContext(layout: PackedLayout, initial: World, options: Fin
     policy: initial.store.policy,
     failedExtend: leaseTerms(design).failedExtend ?? { lease: 'kept', keys: 'kept' },
     revisionOnDelete: rulesOf(design).tokenSource === 'cluster-revision',
+    resourceHi: layout.resources.map((r) => nameWords(r)[0]),
+    resourceLo: layout.resources.map((r) => nameWords(r)[1]),
+    counterHi: layout.counters.map((c) => nameWords(c)[0]),
+    counterLo: layout.counters.map((c) => nameWords(c)[1]),
   };
 }
 
@@ -210,7 +219,7 @@ function hashKeys(ctx: PackedContext, w: Float64Array, keys: number, expiry: num
     const e = w[k + K_EXPIRES]!;
     const remaining = Number.isNaN(e) ? SESSION : Math.max(dead, e - expiry);
     if (ctx.deadKeysGone && remaining === dead) continue;
-    str(rs[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     num(remaining);
     const ttl = w[k + K_TTL]!;
     num(Number.isNaN(ttl) ? 0 : Math.min(now - w[k + K_LIVE_SINCE]!, boundOf(ctx, ttl) + 1));
@@ -233,15 +242,15 @@ function hashKeys(ctx: PackedContext, w: Float64Array, keys: number, expiry: num
   }
 }
 
-function hashCounters(l: PackedLayout, w: Float64Array, counters: number): void {
-  const cs = l.counters;
+function hashCounters(ctx: PackedContext, w: Float64Array, counters: number): void {
+  const cs = ctx.layout.counters;
   let n = 0;
   for (let i = 0; i < cs.length; i++) if (w[counters + i * COUNTER_STRIDE] === 1) n++;
   word(n);
   for (let i = 0; i < cs.length; i++) {
     const o = counters + i * COUNTER_STRIDE;
     if (w[o] !== 1) continue;
-    str(cs[i]!);
+    name(ctx.counterHi[i]!, ctx.counterLo[i]!);
     bigSafe(w[o + 1]!);
   }
 }
@@ -258,11 +267,11 @@ function hashNode(ctx: PackedContext, w: Float64Array, index: number, perm: read
   num(readAt(w, at + N_MONO_ANCHOR, now) - now);
   num(w[at + N_MONO_DRIFT]!);
   hashKeys(ctx, w, at + N_KEYS, expiry, perm);
-  hashCounters(l, w, countersAt(l, at + N_KEYS));
+  hashCounters(ctx, w, countersAt(l, at + N_KEYS));
   if (w[at + N_HAS_REPLICA] === 1) {
     const replica = replicaAt(l, at);
     hashKeys(ctx, w, replica, expiry, perm);
-    hashCounters(l, w, countersAt(l, replica));
+    hashCounters(ctx, w, countersAt(l, replica));
   }
   const delay = w[at + N_DELAY_KIND]!;
   if (delay !== 0) num(delay === 2 ? NONE : w[at + N_DELAY_MS]!);
@@ -308,7 +317,7 @@ function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
   if (w[at + C_PENDING] !== 1) word(NONE);
   else {
     const r = w[at + C_PENDING_RESOURCE]!;
-    str(l.resources[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     bigSafe(w[at + C_PENDING_TOKEN]!);
     num(epochRank(l, w, r, w[at + C_PENDING_EPOCH]!));
   }
@@ -322,7 +331,7 @@ function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
   for (let r = 0; r < l.resources.length; r++) {
     const o = leaseAt(l, i, r);
     if (w[o + L_PRESENT] !== 1) continue;
-    str(l.resources[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     num(inFlight ? w[at + C_ATTEMPTS]! - w[o + L_ATTEMPT]! : 0);
     bigSafe(w[o + L_TOKEN]!);
     const valid = w[o + L_VALID_UNTIL]!;
@@ -399,7 +408,7 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
   for (let r = 0; r < rs.length; r++) {
     const o = l.cellBase + r * CELL_STRIDE;
     if (w[o] !== 1) continue;
-    str(rs[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     bigSafe(w[o + 1]!);
     bigSafe(w[o + 2]!);
   }
@@ -409,7 +418,7 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
   for (let r = 0; r < rs.length; r++) {
     const o = l.ghostBase + r * GHOST_STRIDE;
     if (w[o + G_PRESENT] !== 1) continue;
-    str(rs[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     bigSafe(w[o + G_MAX_TOKEN]!);
     num(epochRank(l, w, r, w[o + G_LAST_ACCEPTED]!));
   }
