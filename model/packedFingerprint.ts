@@ -2,8 +2,8 @@ import type { Design, FailedExtend, StorePolicy } from './design.ts';
 import { driftFactor, expiresByWallClock, leaseTerms, quorum, replication, rulesOf } from './design.ts';
 import { counterKey } from './node.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
-import { MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
-import { bigSafe, finishHi, finishLo, name, nameWords, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
+import { ARRIVAL_FAILED, ARRIVAL_NEVER, FLIGHT_EXTEND, FLIGHT_REPLY, MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
+import { bigSafe, finishHi, finishLo, name, nameWords, num, orderByHash, start, word, wordsInOrder } from './fingerprintHash.ts';
 import type { PackedLayout } from './packed.ts';
 import { FAILED, NEVER } from './packedRound.ts';
 import {
@@ -282,28 +282,41 @@ function hashNode(ctx: PackedContext, w: Float64Array, index: number, perm: read
   word(cut);
 }
 
-// The outcomes pause records for an extension refused at its send, as state.ts's inFlightKey writes them.
-const NOT_HELD_KEY = `reply:${JSON.stringify({ kind: 'not-extended', reason: 'not-held' })}:`;
-const EXPIRED_KEY = `reply:${JSON.stringify({ kind: 'not-extended', reason: 'expired' })}:`;
+// The outcomes pause records for an extension refused at its send, as fingerprint.ts hashes them (str of outcomeKey).
+const NOT_HELD = nameWords(JSON.stringify({ kind: 'not-extended', reason: 'not-held' }));
+const EXPIRED = nameWords(JSON.stringify({ kind: 'not-extended', reason: 'expired' }));
 
-/** state.ts's inFlightKey of the in-flight block at `f` (a string only for a client with an operation in flight). */
-function flightKey(l: PackedLayout, w: Float64Array, f: number, now: number, mono: number): string {
+/** fingerprint.ts's hashFlight of the in-flight block at `f` (a client with an operation in flight): words, no string. */
+function hashFlight(ctx: PackedContext, w: Float64Array, f: number, now: number, mono: number): void {
+  const l = ctx.layout;
   const kind = w[f + F_KIND]!;
-  if (kind === F_NOT_HELD) return NOT_HELD_KEY + String(w[f + F_DEADLINE]! - now);
-  if (kind === F_EXPIRED) return EXPIRED_KEY + String(w[f + F_DEADLINE]! - now);
-  let arrivals = '';
-  let votes = '';
+  if (kind === F_NOT_HELD || kind === F_EXPIRED) {
+    const outcome = kind === F_NOT_HELD ? NOT_HELD : EXPIRED;
+    word(FLIGHT_REPLY);
+    name(outcome[0], outcome[1]);
+    num(w[f + F_DEADLINE]! - now);
+    return;
+  }
+  const r = w[f + F_RESOURCE]!;
+  word(FLIGHT_EXTEND);
+  name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
+  num(w[f + F_TTL]!);
+  num(w[f + F_STARTED_MONO]! - mono);
+  num(w[f + F_DEADLINE]! - now);
+  word(l.nodes);
+  let votes = 0;
   for (let i = 0; i < l.nodes; i++) {
     const o = f + F_NODES + i * FLIGHT_NODE_STRIDE;
     const a = w[o]!;
-    if (i > 0) {
-      arrivals += ',';
-      votes += ',';
+    if (a === FAILED) word(ARRIVAL_FAILED);
+    else if (a === NEVER) word(ARRIVAL_NEVER);
+    else {
+      word(1);
+      num(w[o + 1]! - now);
     }
-    arrivals += a === FAILED ? 'failed' : a === NEVER ? 'never' : String(w[o + 1]! - now);
-    votes += w[o + 2] === 1 ? 'true' : 'false';
+    if (w[o + 2] === 1) votes |= 1 << i;
   }
-  return `extend:${l.resources[w[f + F_RESOURCE]!]!}:${w[f + F_TTL]!}:${w[f + F_STARTED_MONO]! - mono}:${w[f + F_DEADLINE]! - now}:${arrivals}:${votes}`;
+  word(votes);
 }
 
 function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
@@ -324,7 +337,7 @@ function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
   const flight = at + l.flightAt;
   const inFlight = w[flight + F_KIND] !== 0;
   if (!inFlight) word(NONE);
-  else str(flightKey(l, w, flight, now, mono));
+  else hashFlight(ctx, w, flight, now, mono);
   let n = 0;
   for (let r = 0; r < l.resources.length; r++) if (w[leaseAt(l, i, r) + L_PRESENT] === 1) n++;
   word(n);
