@@ -360,6 +360,8 @@ const nodeLo: number[] = [];
 const nodeOrder: number[] = [];
 /** Per node: whether its hash read the client permutation (a key's owner, a cut-off client), in the last hashUnder. */
 const nodeReadsPerm: boolean[] = [];
+/** Per node: the first node whose block equals its own (itself if none before it), in the last hashUnder on this state. */
+const nodeFirst: number[] = [];
 const clientHi: number[] = [];
 const clientLo: number[] = [];
 /** Set by hashNode when what it hashes depends on the permutation it is given. */
@@ -395,11 +397,13 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
     if (!again || nodeReadsPerm[i]!) {
       const at = nodeAt(l, i);
       let j = 0;
-      for (; j < i; j++) if (sameBlock(w, nodeAt(l, j), at, l.nodeStride)) break;
+      // Only the first node of each block seen is compared: a node equal to a later one of its class equals that first one.
+      for (; j < i; j++) if (nodeFirst[j] === j && sameBlock(w, nodeAt(l, j), at, l.nodeStride)) break;
       if (j < i) {
         nodeHi[i] = nodeHi[j]!;
         nodeLo[i] = nodeLo[j]!;
         nodeReadsPerm[i] = nodeReadsPerm[j]!;
+        nodeFirst[i] = j;
       } else {
         permRead = false;
         start(0x1234567, 0x7654321);
@@ -407,6 +411,7 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
         nodeHi[i] = finishHi();
         nodeLo[i] = finishLo();
         nodeReadsPerm[i] = permRead;
+        nodeFirst[i] = i;
       }
     }
     orderByHash(nodeHi, nodeLo, nodeOrder, i, fixed);
