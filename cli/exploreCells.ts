@@ -3,6 +3,7 @@ import { getHeapStatistics } from 'node:v8';
 import { match } from 'ts-pattern';
 import type { CellResult, Exploration, FaultClass, LevelsEnd, MatrixRow, StorePolicy } from '../model/index.ts';
 import { exploreByLevels, exploreCell, explorationKey, startCell } from '../model/index.ts';
+import { exploreWorkerScript } from './exploreWorkerScript.ts';
 
 /** One matrix cell to explore, as a worker receives it. */
 export interface CellTask {
@@ -62,7 +63,8 @@ export async function exploreCells(
     return results;
   }
   let next = 0;
-  const workers = Array.from({ length: Math.min(jobs, explored.length) }, () => new Worker(new URL('./exploreWorker.mjs', import.meta.url)));
+  const script = await exploreWorkerScript();
+  const workers = Array.from({ length: Math.min(jobs, explored.length) }, () => new Worker(script));
   try {
     await Promise.all(
       workers.map(
@@ -139,7 +141,8 @@ export async function exploreCellsByLevels(
     return { results, ends: [run.end], peakHeapBytes: run.peakHeapBytes, residentBytes: process.memoryUsage().rss };
   }
   const shares = Array.from({ length: Math.min(jobs, explored.length) }, (_, w) => explored.flatMap((_g, g) => (g % jobs === w ? [g] : [])));
-  const workers = shares.map(() => new Worker(new URL('./exploreWorker.mjs', import.meta.url)));
+  const script = await exploreWorkerScript();
+  const workers = shares.map(() => new Worker(script));
   const ends: LevelsEnd[] = [];
   let peakHeap = 0;
   let resident = 0;

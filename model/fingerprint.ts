@@ -2,9 +2,9 @@ import { read } from './clock.ts';
 import { expiryNow } from './node.ts';
 import { driftFactor } from './design.ts';
 import { liveBoundMs } from './properties.ts';
-import type { ClientState, NodeKey, NodeState, Owner, World } from './state.ts';
+import type { ClientState, InFlight, NodeKey, NodeState, Owner, World } from './state.ts';
 import { NO_GHOST } from './state.ts';
-import { inFlightKey } from './state.ts';
+import { inFlightKey, outcomeKey } from './state.ts';
 import { entryOf } from './record.ts';
 import { big, finishHi, finishLo, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
 
@@ -56,6 +56,44 @@ const ghostNames: string[] = [];
 export const SESSION = -0x5e55;
 export const STALE = -0x57a1e;
 export const NONE = -0x404e;
+/** The first word of an in-flight extension, or of a reply a client is still to read (no missed end): hashed as words. */
+export const FLIGHT_EXTEND = -0xf1e7;
+export const FLIGHT_REPLY = -0xf11e;
+/** An arrival that is not a time: the request failed, or its reply never comes. */
+export const ARRIVAL_FAILED = -0xfa11;
+export const ARRIVAL_NEVER = -0x4e7e;
+
+/**
+ * An operation in flight, its times relative to now and the client's clock. The kinds the packed engine holds (an
+ * extension, a reply) as words, the same the packed fingerprint mixes with no string built; the others as their
+ * inFlightKey.
+ */
+function hashFlight(f: InFlight, now: number, mono: number): void {
+  if (f.kind === 'extend') {
+    word(FLIGHT_EXTEND);
+    str(f.resource);
+    num(f.ttlMs);
+    num(f.startedMono - mono);
+    num(f.deadlineMs - now);
+    word(f.arrivals.length);
+    let votes = 0;
+    for (let i = 0; i < f.arrivals.length; i++) {
+      const a = f.arrivals[i]!;
+      if (a === 'failed') word(ARRIVAL_FAILED);
+      else if (a === 'never') word(ARRIVAL_NEVER);
+      else {
+        word(1);
+        num(a - now);
+      }
+      if (f.votes[i] === true) votes |= 1 << i;
+    }
+    word(votes);
+  } else if (f.kind === 'reply' && f.missed === undefined) {
+    word(FLIGHT_REPLY);
+    str(outcomeKey(f.outcome));
+    num(f.doneMs - now);
+  } else str(inFlightKey(f, now, mono));
+}
 
 /** Partition links "client:node", parsed once per distinct string. */
 const links = new Map<string, readonly [number, number]>();
@@ -221,7 +259,7 @@ function hashClient(world: World, c: ClientState): void {
   }
   // Never set by the exploration's alphabets (no operation in flight); hashed whole when it is.
   if (c.inFlight === null) word(NONE);
-  else str(inFlightKey(c.inFlight, now, mono));
+  else hashFlight(c.inFlight, now, mono);
   const n = keysInto(c.leases, leaseNames);
   word(n);
   for (let i = 0; i < n; i++) {

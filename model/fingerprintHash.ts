@@ -79,9 +79,47 @@ export function bigSafe(n: number): void {
   }
 }
 
+// A string's own 64-bit hash (nameHash), in two words: set by nameHash, read at once.
+let nameHi = 0;
+let nameLo = 0;
+
+/**
+ * Hashes `s` apart from the running hash (the same two lanes and mix as word(), from seeds of its own, each finalised),
+ * into nameHi and nameLo. A name the packed fingerprint hashes (a resource's, a counter's) is hashed once per
+ * exploration (packedContext) and mixed in as its two words, not a word per character.
+ */
+function nameHash(s: string): void {
+  let a = 0x6a09e667 ^ s.length;
+  let b = 0x3c6ef372 ^ s.length;
+  for (let i = 0; i < s.length; i++) {
+    let k = Math.imul(s.charCodeAt(i), 0xcc9e2d51);
+    k ^= k >>> 16;
+    a = Math.imul(a ^ k, 0x9e3779b1);
+    a ^= a >>> 15;
+    b = Math.imul(b ^ k, 0xc2b2ae3d);
+    b ^= b >>> 13;
+  }
+  nameHi = fmix(a);
+  nameLo = fmix(b);
+}
+
+/** A string: its own hash's two words (the words the packed fingerprint mixes for a name it knows, with `name`). */
 export function str(s: string): void {
-  word(s.length);
-  for (let i = 0; i < s.length; i++) word(s.charCodeAt(i));
+  nameHash(s);
+  word(nameHi);
+  word(nameLo);
+}
+
+/** The two words str(s) mixes, computed once: [hi, lo]. */
+export function nameWords(s: string): readonly [number, number] {
+  nameHash(s);
+  return [nameHi, nameLo];
+}
+
+/** A name by its two words (nameWords): what str() of it mixes. */
+export function name(hi: number, lo: number): void {
+  word(hi);
+  word(lo);
 }
 
 export function fmix(h: number): number {

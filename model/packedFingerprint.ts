@@ -2,8 +2,8 @@ import type { Design, FailedExtend, StorePolicy } from './design.ts';
 import { driftFactor, expiresByWallClock, leaseTerms, quorum, replication, rulesOf } from './design.ts';
 import { counterKey } from './node.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
-import { MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
-import { bigSafe, finishHi, finishLo, num, orderByHash, start, str, word, wordsInOrder } from './fingerprintHash.ts';
+import { ARRIVAL_FAILED, ARRIVAL_NEVER, FLIGHT_EXTEND, FLIGHT_REPLY, MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
+import { bigSafe, finishHi, finishLo, name, nameWords, num, orderByHash, start, word, wordsInOrder } from './fingerprintHash.ts';
 import type { PackedLayout } from './packed.ts';
 import { FAILED, NEVER } from './packedRound.ts';
 import {
@@ -101,6 +101,11 @@ export interface PackedContext {
   readonly failedExtend: FailedExtend;
   /** A delete moves the token source (etcd's revision). */
   readonly revisionOnDelete: boolean;
+  /** Per resource, then per counter: the two words str() mixes for its name (nameWords), computed once. */
+  readonly resourceHi: readonly number[];
+  readonly resourceLo: readonly number[];
+  readonly counterHi: readonly number[];
+  readonly counterLo: readonly number[];
 }
 
 export function packedContext(layout: PackedLayout, initial: World, options: FingerprintOptions): PackedContext {
@@ -124,6 +129,10 @@ export function packedContext(layout: PackedLayout, initial: World, options: Fin
     policy: initial.store.policy,
     failedExtend: leaseTerms(design).failedExtend ?? { lease: 'kept', keys: 'kept' },
     revisionOnDelete: rulesOf(design).tokenSource === 'cluster-revision',
+    resourceHi: layout.resources.map((r) => nameWords(r)[0]),
+    resourceLo: layout.resources.map((r) => nameWords(r)[1]),
+    counterHi: layout.counters.map((c) => nameWords(c)[0]),
+    counterLo: layout.counters.map((c) => nameWords(c)[1]),
   };
 }
 
@@ -210,7 +219,7 @@ function hashKeys(ctx: PackedContext, w: Float64Array, keys: number, expiry: num
     const e = w[k + K_EXPIRES]!;
     const remaining = Number.isNaN(e) ? SESSION : Math.max(dead, e - expiry);
     if (ctx.deadKeysGone && remaining === dead) continue;
-    str(rs[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     num(remaining);
     const ttl = w[k + K_TTL]!;
     num(Number.isNaN(ttl) ? 0 : Math.min(now - w[k + K_LIVE_SINCE]!, boundOf(ctx, ttl) + 1));
@@ -233,15 +242,15 @@ function hashKeys(ctx: PackedContext, w: Float64Array, keys: number, expiry: num
   }
 }
 
-function hashCounters(l: PackedLayout, w: Float64Array, counters: number): void {
-  const cs = l.counters;
+function hashCounters(ctx: PackedContext, w: Float64Array, counters: number): void {
+  const cs = ctx.layout.counters;
   let n = 0;
   for (let i = 0; i < cs.length; i++) if (w[counters + i * COUNTER_STRIDE] === 1) n++;
   word(n);
   for (let i = 0; i < cs.length; i++) {
     const o = counters + i * COUNTER_STRIDE;
     if (w[o] !== 1) continue;
-    str(cs[i]!);
+    name(ctx.counterHi[i]!, ctx.counterLo[i]!);
     bigSafe(w[o + 1]!);
   }
 }
@@ -258,11 +267,11 @@ function hashNode(ctx: PackedContext, w: Float64Array, index: number, perm: read
   num(readAt(w, at + N_MONO_ANCHOR, now) - now);
   num(w[at + N_MONO_DRIFT]!);
   hashKeys(ctx, w, at + N_KEYS, expiry, perm);
-  hashCounters(l, w, countersAt(l, at + N_KEYS));
+  hashCounters(ctx, w, countersAt(l, at + N_KEYS));
   if (w[at + N_HAS_REPLICA] === 1) {
     const replica = replicaAt(l, at);
     hashKeys(ctx, w, replica, expiry, perm);
-    hashCounters(l, w, countersAt(l, replica));
+    hashCounters(ctx, w, countersAt(l, replica));
   }
   const delay = w[at + N_DELAY_KIND]!;
   if (delay !== 0) num(delay === 2 ? NONE : w[at + N_DELAY_MS]!);
@@ -273,28 +282,41 @@ function hashNode(ctx: PackedContext, w: Float64Array, index: number, perm: read
   word(cut);
 }
 
-// The outcomes pause records for an extension refused at its send, as state.ts's inFlightKey writes them.
-const NOT_HELD_KEY = `reply:${JSON.stringify({ kind: 'not-extended', reason: 'not-held' })}:`;
-const EXPIRED_KEY = `reply:${JSON.stringify({ kind: 'not-extended', reason: 'expired' })}:`;
+// The outcomes pause records for an extension refused at its send, as fingerprint.ts hashes them (str of outcomeKey).
+const NOT_HELD = nameWords(JSON.stringify({ kind: 'not-extended', reason: 'not-held' }));
+const EXPIRED = nameWords(JSON.stringify({ kind: 'not-extended', reason: 'expired' }));
 
-/** state.ts's inFlightKey of the in-flight block at `f` (a string only for a client with an operation in flight). */
-function flightKey(l: PackedLayout, w: Float64Array, f: number, now: number, mono: number): string {
+/** fingerprint.ts's hashFlight of the in-flight block at `f` (a client with an operation in flight): words, no string. */
+function hashFlight(ctx: PackedContext, w: Float64Array, f: number, now: number, mono: number): void {
+  const l = ctx.layout;
   const kind = w[f + F_KIND]!;
-  if (kind === F_NOT_HELD) return NOT_HELD_KEY + String(w[f + F_DEADLINE]! - now);
-  if (kind === F_EXPIRED) return EXPIRED_KEY + String(w[f + F_DEADLINE]! - now);
-  let arrivals = '';
-  let votes = '';
+  if (kind === F_NOT_HELD || kind === F_EXPIRED) {
+    const outcome = kind === F_NOT_HELD ? NOT_HELD : EXPIRED;
+    word(FLIGHT_REPLY);
+    name(outcome[0], outcome[1]);
+    num(w[f + F_DEADLINE]! - now);
+    return;
+  }
+  const r = w[f + F_RESOURCE]!;
+  word(FLIGHT_EXTEND);
+  name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
+  num(w[f + F_TTL]!);
+  num(w[f + F_STARTED_MONO]! - mono);
+  num(w[f + F_DEADLINE]! - now);
+  word(l.nodes);
+  let votes = 0;
   for (let i = 0; i < l.nodes; i++) {
     const o = f + F_NODES + i * FLIGHT_NODE_STRIDE;
     const a = w[o]!;
-    if (i > 0) {
-      arrivals += ',';
-      votes += ',';
+    if (a === FAILED) word(ARRIVAL_FAILED);
+    else if (a === NEVER) word(ARRIVAL_NEVER);
+    else {
+      word(1);
+      num(w[o + 1]! - now);
     }
-    arrivals += a === FAILED ? 'failed' : a === NEVER ? 'never' : String(w[o + 1]! - now);
-    votes += w[o + 2] === 1 ? 'true' : 'false';
+    if (w[o + 2] === 1) votes |= 1 << i;
   }
-  return `extend:${l.resources[w[f + F_RESOURCE]!]!}:${w[f + F_TTL]!}:${w[f + F_STARTED_MONO]! - mono}:${w[f + F_DEADLINE]! - now}:${arrivals}:${votes}`;
+  word(votes);
 }
 
 function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
@@ -308,21 +330,21 @@ function hashClient(ctx: PackedContext, w: Float64Array, i: number): void {
   if (w[at + C_PENDING] !== 1) word(NONE);
   else {
     const r = w[at + C_PENDING_RESOURCE]!;
-    str(l.resources[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     bigSafe(w[at + C_PENDING_TOKEN]!);
     num(epochRank(l, w, r, w[at + C_PENDING_EPOCH]!));
   }
   const flight = at + l.flightAt;
   const inFlight = w[flight + F_KIND] !== 0;
   if (!inFlight) word(NONE);
-  else str(flightKey(l, w, flight, now, mono));
+  else hashFlight(ctx, w, flight, now, mono);
   let n = 0;
   for (let r = 0; r < l.resources.length; r++) if (w[leaseAt(l, i, r) + L_PRESENT] === 1) n++;
   word(n);
   for (let r = 0; r < l.resources.length; r++) {
     const o = leaseAt(l, i, r);
     if (w[o + L_PRESENT] !== 1) continue;
-    str(l.resources[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     num(inFlight ? w[at + C_ATTEMPTS]! - w[o + L_ATTEMPT]! : 0);
     bigSafe(w[o + L_TOKEN]!);
     const valid = w[o + L_VALID_UNTIL]!;
@@ -338,6 +360,8 @@ const nodeLo: number[] = [];
 const nodeOrder: number[] = [];
 /** Per node: whether its hash read the client permutation (a key's owner, a cut-off client), in the last hashUnder. */
 const nodeReadsPerm: boolean[] = [];
+/** Per node: the first node whose block equals its own (itself if none before it), in the last hashUnder on this state. */
+const nodeFirst: number[] = [];
 const clientHi: number[] = [];
 const clientLo: number[] = [];
 /** Set by hashNode when what it hashes depends on the permutation it is given. */
@@ -373,11 +397,13 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
     if (!again || nodeReadsPerm[i]!) {
       const at = nodeAt(l, i);
       let j = 0;
-      for (; j < i; j++) if (sameBlock(w, nodeAt(l, j), at, l.nodeStride)) break;
+      // Only the first node of each block seen is compared: a node equal to a later one of its class equals that first one.
+      for (; j < i; j++) if (nodeFirst[j] === j && sameBlock(w, nodeAt(l, j), at, l.nodeStride)) break;
       if (j < i) {
         nodeHi[i] = nodeHi[j]!;
         nodeLo[i] = nodeLo[j]!;
         nodeReadsPerm[i] = nodeReadsPerm[j]!;
+        nodeFirst[i] = j;
       } else {
         permRead = false;
         start(0x1234567, 0x7654321);
@@ -385,6 +411,7 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
         nodeHi[i] = finishHi();
         nodeLo[i] = finishLo();
         nodeReadsPerm[i] = permRead;
+        nodeFirst[i] = i;
       }
     }
     orderByHash(nodeHi, nodeLo, nodeOrder, i, fixed);
@@ -399,7 +426,7 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
   for (let r = 0; r < rs.length; r++) {
     const o = l.cellBase + r * CELL_STRIDE;
     if (w[o] !== 1) continue;
-    str(rs[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     bigSafe(w[o + 1]!);
     bigSafe(w[o + 2]!);
   }
@@ -409,7 +436,7 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
   for (let r = 0; r < rs.length; r++) {
     const o = l.ghostBase + r * GHOST_STRIDE;
     if (w[o + G_PRESENT] !== 1) continue;
-    str(rs[r]!);
+    name(ctx.resourceHi[r]!, ctx.resourceLo[r]!);
     bigSafe(w[o + G_MAX_TOKEN]!);
     num(epochRank(l, w, r, w[o + G_LAST_ACCEPTED]!));
   }

@@ -164,11 +164,16 @@ export function roundInFlight(f: InFlight | null): boolean {
   return f?.kind === 'acquire' || f?.kind === 'extend' || f?.kind === 'lease';
 }
 
+/** An outcome as a string (a token as its digits and n). */
+export function outcomeKey(o: Outcome): string {
+  return JSON.stringify(o, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+}
+
 /** An in-flight operation as a string with its times relative to now and to the client's clock (for state keys). */
 export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string {
   switch (f.kind) {
     case 'reply':
-      return `reply:${JSON.stringify(f.outcome, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}:${f.doneMs - nowMs}${f.missed === undefined ? '' : `:${f.missed.afterMs - nowMs}/${f.missed.ends}/${f.missed.resource}`}`;
+      return `reply:${outcomeKey(f.outcome)}:${f.doneMs - nowMs}${f.missed === undefined ? '' : `:${f.missed.afterMs - nowMs}/${f.missed.ends}/${f.missed.resource}`}`;
     case 'later':
       return `later:${f.resource}:${f.arrivalMs - nowMs}:${f.deadlineMs - nowMs}`;
     case 'acquire':
