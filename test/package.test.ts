@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -111,6 +111,12 @@ describe('the npm package', () => {
     const replay = sh(project, bin, ['replay', 'lockcheck-counterexample.json', '--backend', './my-adapter.mjs']);
     expect(replay.code, replay.out).toBe(1);
     expect(replay.out).toMatch(/MUTEX-1/);
+    // The model's exploration with worker threads, and a history judged: compiled, the workers run their own .js file.
+    const explored = sh(project, bin, ['explore', '--depth', '2', '--jobs', '2']);
+    expect(explored.code, explored.out).toBe(0);
+    expect(explored.out).toMatch(/Bounded exhaustive exploration \(depth 2/);
+    const checked = sh(project, bin, ['check', resolve('test/fixtures/histories/safe.jsonl')]);
+    expect(checked.code, checked.out).toBe(0);
 
     // The setup script from the installed package installs only system packages (none are missing here), no npm packages.
     const setup = sh(project, 'sh', ['node_modules/lockcheck/scripts/setup.sh']);

@@ -98,7 +98,9 @@ describe('lockcheck on the user’s own servers', () => {
       [['run', '--backend', 'redis-single-aof/strict', '--redis', redisUrl(redis[0]!)], /redis-single-aof\/strict cannot run on the given servers: its persistence/],
       [['run', '--backend', 'redlock/strict', '--redis', redisUrl(redis[0]!)], /Redlock needs at least 3 independent nodes; --redis gave 1/],
       [['run', '--backend', 'redis-single/strict', '--redis', redisUrl(redis[0]!), '--faults', 'advance,crash-restart'], /redis-single\/strict takes no crash-restart fault here \(it takes: advance, pause, partition, delay, latency, slow-node\); crash-restart kills and restarts the server's process, lockcheck's only on servers it starts/],
-      [['run', '--backend', 'redis-single/strict', '--redis', `${redisUrl(redis[0]!)},${redisUrl(redis[0]!)}`], /are the same server and database/],
+      // The same URL twice is a list naming one item twice; the same server spelled two ways is found by asking the servers.
+      [['run', '--backend', 'redis-single/strict', '--redis', `${redisUrl(redis[0]!)},${redisUrl(redis[0]!)}`], /--redis lists '.*' twice/],
+      [['run', '--backend', 'redis-single/strict', '--redis', `${redisUrl(redis[0]!)},${redisUrl(redis[0]!)}/0`], /are the same server and database/],
     ] as const) {
       const r = lockcheck(...args);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
