@@ -184,7 +184,7 @@ function replaceWhole(target: string, bytes: Buffer, mode: number | undefined, w
   let written = false;
   try {
     if (mode !== undefined) fchmodSync(fd, mode & 0o7777);
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+    writeAll(fd, bytes);
     written = true;
   } catch (error) {
     throw failed(error, what, path);
@@ -209,12 +209,17 @@ function writeThrough(target: string, bytes: Buffer, link: boolean, what: string
     throw failed(error, what, path);
   }
   try {
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+    writeAll(fd, bytes);
   } catch (error) {
     throw failed(error, what, path);
   } finally {
     closeSync(fd);
   }
+}
+
+/** writeSync until every byte is written (it may write fewer than asked). */
+function writeAll(fd: number, bytes: Buffer): void {
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
 }
 
 function removeQuietly(file: string): void {

@@ -42,7 +42,6 @@ export function timedOut(e: unknown): string {
   return e instanceof Error && /time(d)? ?out|timeout/i.test(e.message) ? ` (no answer within ${CHECK_TIMEOUT_MS / 1000} s)` : '';
 }
 
-
 /**
  * A URL that does not parse, shown redacted (it may hold a password), with
  * the commonest reason said: a port out of range, which `new URL` refuses
