@@ -1,6 +1,5 @@
-import { rmSync } from 'node:fs';
 import { redactUrl } from '../conformance/env/redact.ts';
-import { makeOutputDir, writeRedacted } from '../conformance/env/outputFile.ts';
+import { writeRedacted } from '../conformance/env/outputFile.ts';
 import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
@@ -20,9 +19,11 @@ import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibrary, notMeasurable } from './backends.ts';
 import { junitXml } from './junit.ts';
+import { StagedTimelines } from './matrixTimelines.ts';
 import { progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
+import { interruptedBy } from '../conformance/env/processes.ts';
 import type { Observed } from './stressOracle.ts';
 import { observedText, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
@@ -95,8 +96,6 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
   if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
   const cellsDir = join(o.out, 'matrix');
-  // Old timelines are removed there before each cell: never under a link another user made (makeOutputDir refuses one).
-  makeOutputDir(cellsDir, 'the matrix timelines into');
   const cells: MatrixCell[] = [];
   const started = performance.now();
   const onStressServers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
@@ -104,6 +103,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   let stressMs = 0;
   /** Cells that ended by an error other than their servers failing: each a bug, reported, and the matrix fails at its end. */
   let harnessErrors = 0;
+  const timelines = new StagedTimelines(cellsDir);
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
@@ -115,9 +115,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const index = cells.length;
         const total = rows.length * cols.length;
         const t0 = performance.now();
-        const timelineFile = join(cellsDir, `${fileName(row.name, col.id)}.html`);
-        // A timeline of an earlier run must not outlive its cell.
-        for (const f of [timelineFile, timelineFile.replace(/\.html$/, '.txt')]) rmSync(f, { force: true });
+        const timelineFile = timelines.path(fileName(row.name, col.id));
         const why = notMeasurable(backend, await offeredFaults(backend), col);
         if (why !== null) {
           const cell: MatrixCell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why };
@@ -202,17 +200,31 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
       }
     }
+  } catch (e) {
+    timelines.drop();
+    throw e;
   } finally {
     await oracle?.stop();
     await servers.stop();
+  }
+  // Interrupted: the cells measured after the signal failed for want of their servers; the previous report stays as it was.
+  if (interruptedBy() !== null) {
+    timelines.drop();
+    return 1;
   }
   if (oracle !== null) process.stderr.write(`the concurrent oracle (stress runs, ${o.stressSeconds} s each, setup included) took ${Math.round(stressMs / 1000)} s of ${Math.round((performance.now() - started) / 1000)} s; --stress-seconds 0 skips it\n`);
   else if (o.stressSeconds > 0 && onStressServers) process.stderr.write('the concurrent oracle needs servers lockcheck starts (its faults kill and pause them): not run on --redis/--pg\n');
   // Printed before the files are written: a file that cannot be written then loses nothing of the run.
   if (o.json) console.log(JSON.stringify({ seed: o.seed, runs: o.runs, cells }, null, 2));
   else console.log(markdown(cells, rows, cols, o, skipped));
-  writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped), 'the matrix');
-  writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped), 'the matrix page');
+  try {
+    // The timelines first: the report written after them links only to files that are there.
+    timelines.publish(cells.map((c) => fileName(c.backend, c.faultClass)));
+    writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped), 'the matrix');
+    writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped), 'the matrix page');
+  } finally {
+    timelines.drop();
+  }
   if (o.junit !== undefined) {
     writeRedacted(
       o.junit,

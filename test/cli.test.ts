@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -122,6 +123,10 @@ describe('lockcheck command line', () => {
   it('matrix: measures, compares with the prediction, writes the markdown and the HTML report', () => {
     const out = join(dir, 'docs');
     const junit = join(dir, 'matrix.xml');
+    // A timeline of an earlier run: replaced where this run measures its cell, kept where it does not.
+    mkdirSync(join(out, 'matrix'), { recursive: true });
+    writeFileSync(join(out, 'matrix', 'redis-single_unfenced__clock-step.html'), 'an earlier run\n');
+    writeFileSync(join(out, 'matrix', 'redlock_unfenced__clock-step.html'), 'a cell not measured now\n');
     const r = lockcheck('matrix', '--backend', 'redis-single/unfenced,redis-single/strict', '--faults', 'clock-step', '--runs', '15', '--out', out, '--junit', junit);
     expect(r.code, r.stderr).toBe(0);
     const md = readFileSync(join(out, 'matrix.md'), 'utf8');
@@ -130,5 +135,45 @@ describe('lockcheck command line', () => {
     expect(html).toMatch(/<a href="redis-single_strict__clock-step.html">/);
     expect(readFileSync(join(out, 'matrix', 'redis-single_strict__clock-step.html'), 'utf8')).toMatch(/PROPERTY VIOLATION/);
     expect(readFileSync(junit, 'utf8')).toMatch(/tests="2" failures="0"/);
+    expect(readFileSync(join(out, 'matrix', 'redis-single_unfenced__clock-step.html'), 'utf8')).toMatch(/PROPERTY VIOLATION/);
+    expect(readFileSync(join(out, 'matrix', 'redlock_unfenced__clock-step.html'), 'utf8')).toBe('a cell not measured now\n');
+    expect(readdirSync(join(out, 'matrix')).filter((f) => f.startsWith('.'))).toEqual([]);
+  }, 240_000);
+
+  it('matrix: interrupted, it leaves the previous report and its timelines as they were, and nothing of its own', async () => {
+    const out = join(dir, 'interrupted');
+    const timeline = join(out, 'matrix', 'redis-single_unfenced__clock-step.html');
+    mkdirSync(join(out, 'matrix'), { recursive: true });
+    writeFileSync(join(out, 'matrix.md'), 'the previous report\n');
+    writeFileSync(timeline, 'the previous timeline\n');
+    // Interrupted once the cell's runs are under way (a progress line names it), so its timeline would be written.
+    const r = await interrupted(['matrix', '--backend', 'redis-single/unfenced', '--faults', 'clock-step', '--runs', '200', '--stress-seconds', '0', '--out', out], 'redis-single/unfenced x clock-step: ');
+    expect(r.signal, r.stderr).toBe('SIGINT');
+    expect(readFileSync(join(out, 'matrix.md'), 'utf8')).toBe('the previous report\n');
+    expect(readFileSync(timeline, 'utf8')).toBe('the previous timeline\n');
+    expect(readdirSync(join(out, 'matrix'))).toEqual(['redis-single_unfenced__clock-step.html']);
+    // A first run interrupted leaves no empty directories behind.
+    const fresh = join(dir, 'fresh', 'docs');
+    const first = await interrupted(['matrix', '--backend', 'redis-single/unfenced', '--faults', 'clock-step', '--runs', '200', '--stress-seconds', '0', '--out', fresh], 'redis-single/unfenced x clock-step: ');
+    expect(first.signal, first.stderr).toBe('SIGINT');
+    expect(existsSync(join(dir, 'fresh'))).toBe(false);
   }, 240_000);
 });
+
+/** lockcheck sent one SIGINT once its stderr shows `when`; killed at 200 s if it never does. */
+function interrupted(args: readonly string[], when: string): Promise<LockcheckProcess & { readonly signal: NodeJS.Signals | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['cli/lockcheck.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 200_000 });
+    let stdout = '';
+    let stderr = '';
+    let sent = false;
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      // Once: a second Ctrl-C ends the process at once, without its clean-up.
+      if (!sent && stderr.includes(when)) sent = child.kill('SIGINT');
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}

@@ -304,12 +304,24 @@ function runInterruptCleanups(): Promise<void> {
   return settleWithin(Promise.allSettled([...interruptCleanups].map((cleanup) => cleanup())), INTERRUPT_CLEANUP_MS);
 }
 
+let endingSignal: NodeJS.Signals | null = null;
+
+/**
+ * The signal that is ending this process while its clean-ups run, or null.
+ * Work still running then fails for want of the servers being stopped: a
+ * command must not save what it made after that as if the run had ended.
+ */
+export function interruptedBy(): NodeJS.Signals | null {
+  return endingSignal;
+}
+
 function installHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   process.on('exit', runCleanups);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
+      endingSignal ??= signal;
       void runInterruptCleanups().then(() => {
         runCleanups();
         if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
@@ -320,8 +332,18 @@ function installHandlers(): void {
 
 /** Runs `killAllSync` at exit and on SIGINT, SIGTERM and SIGHUP (then re-raised when nobody else handles it). */
 export function onExitKill(killAllSync: () => void): void {
-  cleanups.add(killAllSync);
+  atExit(killAllSync);
+}
+
+/**
+ * Runs `cleanup` (synchronous) at exit, and on SIGINT, SIGTERM and SIGHUP
+ * after the async clean-ups, as the last thing before the process ends.
+ * Returns the function that unregisters it.
+ */
+export function atExit(cleanup: () => void): () => void {
+  cleanups.add(cleanup);
   installHandlers();
+  return () => cleanups.delete(cleanup);
 }
 
 /**

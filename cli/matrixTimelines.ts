@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { atExit } from '../conformance/env/processes.ts';
+import { makeOutputDir, OutputFileError } from '../conformance/env/outputFile.ts';
+
+/**
+ * The matrix run's counterexample timelines. They are written into a
+ * directory of their own inside the report's (`matrix/.run.PID.RAND`) and
+ * moved into place only when the report is written: a run interrupted, or
+ * ended by an error, leaves the previous report and every timeline it links
+ * to as they were, and the staging directory is removed (on Ctrl-C too, as
+ * the last thing before the process ends).
+ */
+export class StagedTimelines {
+  readonly #dir: string;
+  readonly #staging: string;
+  readonly #unregister: () => void;
+  /** The outermost directory this run made (null: none): an interrupted first run leaves no empty ones behind. */
+  readonly #made: string | null = null;
+
+  constructor(dir: string) {
+    this.#dir = resolve(dir);
+    for (let d = this.#dir; !existsSync(d) && d !== dirname(d); d = dirname(d)) this.#made = d;
+    // Checked before any work: never under a link another user made (makeOutputDir refuses one).
+    makeOutputDir(dir, 'the matrix timelines into');
+    this.#staging = join(dir, `.run.${process.pid}.${randomBytes(4).toString('hex')}`);
+    makeOutputDir(this.#staging, 'the matrix timelines into');
+    // At exit, and last when a signal ends the run (cells still running then may write here).
+    this.#unregister = atExit(() => this.drop());
+  }
+
+  /** Where this run writes the timeline of a cell (`name` without extension; its `.txt` goes beside it). */
+  path(name: string): string {
+    return join(this.#staging, `${name}.html`);
+  }
+
+  /**
+   * Moves the timelines of the cells this run measured into place: each
+   * cell's earlier timeline is removed (it must not outlive its cell) and
+   * this run's, if the cell has one, takes its name. Cells not measured in
+   * this run keep theirs.
+   */
+  publish(names: readonly string[]): void {
+    for (const name of names) {
+      for (const file of [`${name}.html`, `${name}.txt`]) {
+        const staged = join(this.#staging, file);
+        const target = join(this.#dir, file);
+        try {
+          if (existsSync(staged)) renameSync(staged, target);
+          else rmSync(target, { force: true });
+        } catch (error) {
+          throw new OutputFileError('io', target, `cannot move the timeline into ${target}: ${(error as Error).message}`, { cause: error });
+        }
+      }
+    }
+  }
+
+  /** Removes the staging directory and whatever is left in it. Never throws. */
+  drop(): void {
+    this.#unregister();
+    try {
+      rmSync(this.#staging, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // Best effort: a hidden directory of this run's own files, nothing the report links to.
+    }
+    for (let d = this.#dir; this.#made !== null; d = dirname(d)) {
+      try {
+        rmdirSync(d);
+      } catch {
+        break; // not empty: the report is in it
+      }
+      if (d === this.#made) break;
+    }
+  }
+}
