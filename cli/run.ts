@@ -1,5 +1,6 @@
 import { redactSecrets } from '../conformance/env/redact.ts';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
+import { interruptedBy } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
@@ -59,6 +60,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
       onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
     }));
     process.stderr.write('\n');
+    // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
+    if (interruptedBy() !== null) return 1;
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
     const failure = result.failure;
     if (failure !== null) {
