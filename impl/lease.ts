@@ -36,17 +36,22 @@ export class LeaseHandle implements Lease {
   #lost: LeaseLostError['reason'] | null = null;
   #validUntilMs: number | null;
   #cancelTimer: () => void = noTimer;
+  // ES-private, not TS-private: a caller's code cannot reach (or change) the clock or the margin the deadline is judged by.
+  readonly #clock: MonotonicClock;
+  readonly #safetyMarginMs: number;
 
   constructor(
     readonly resource: string,
     readonly owner: string,
     readonly token: bigint,
     validUntilMs: number | null,
-    private readonly clock: MonotonicClock,
+    clock: MonotonicClock,
     /** The signal fires this long before the deadline: room for the work it guards to stop. */
-    private readonly safetyMarginMs = 0,
+    safetyMarginMs = 0,
   ) {
     this.#validUntilMs = validUntilMs;
+    this.#clock = clock;
+    this.#safetyMarginMs = safetyMarginMs;
   }
 
   get validUntilMs(): number | null {
@@ -104,12 +109,12 @@ export class LeaseHandle implements Lease {
 
   /** When the signal fires: the deadline less the safety margin. Overridable only to build broken fixtures. */
   protected fireAtMs(validUntilMs: number): number {
-    return validUntilMs - this.safetyMarginMs;
+    return validUntilMs - this.#safetyMarginMs;
   }
 
   /** Past the deadline by the clock and not lost yet: lost now, as 'expired', as the timer would have had it. */
   #judge(): void {
-    if (this.#lost === null && this.#validUntilMs !== null && this.clock.now() >= this.fireAtMs(this.#validUntilMs)) this.#end('expired');
+    if (this.#lost === null && this.#validUntilMs !== null && this.#clock.now() >= this.fireAtMs(this.#validUntilMs)) this.#end('expired');
   }
 
   /**
@@ -132,7 +137,7 @@ export class LeaseHandle implements Lease {
     this.#cancelTimer();
     const until = this.#validUntilMs;
     if (until === null) return;
-    this.#cancelTimer = this.clock.schedule(this.fireAtMs(until), () => this.#end('expired'));
+    this.#cancelTimer = this.#clock.schedule(this.fireAtMs(until), () => this.#end('expired'));
   }
 }
 

@@ -123,6 +123,8 @@ export class LeaseLock {
     checkOptionalFunction(options.random, 'random');
     this.#random = options.random ?? cryptoRandom;
     this.#safetyMarginMs = safetyMarginMs;
+    // Fields a subclass reads (protected is a compile-time word only): fixed, so a caller's code cannot loosen the margins of a lock in use.
+    for (const field of ['clock', 'driftFactor', 'clockMarginMs'] as const) Object.defineProperty(this, field, { writable: false, configurable: false });
   }
 
   /** The clock this lock times its leases by. */
@@ -153,14 +155,14 @@ export class LeaseLock {
     if (signal?.aborted) return Promise.reject(abortReason(signal) as Error);
     const startedMs = this.clock.now();
     // A single attempt is the attempt's own promise: no async frame around it (a pair's allocations are most of the lock's CPU).
-    if (retries === 0 && signal === undefined) return this.attempt(resource, ttlMs, startedMs, startedMs);
+    if (retries === 0 && signal === undefined) return this.#attempt(resource, ttlMs, startedMs, startedMs);
     return this.#retrying(resource, ttlMs, startedMs, retries, retryDelayMs, retryJitterMs, signal);
   }
 
   async #retrying(resource: string, ttlMs: number, firstStartedMs: number, retries: number, retryDelayMs: number, retryJitterMs: number, signal: AbortSignal | undefined): Promise<AcquireResult> {
     for (let attempt = 0; ; attempt++) {
       // The first attempt starts when the acquire did: one clock read fewer.
-      const result = await settleAborted(await this.attempt(resource, ttlMs, firstStartedMs, attempt === 0 ? firstStartedMs : this.clock.now()), signal, (lease) => this.release(lease));
+      const result = await settleAborted(await this.#attempt(resource, ttlMs, firstStartedMs, attempt === 0 ? firstStartedMs : this.clock.now()), signal, (lease) => this.release(lease));
       if (result.kind !== 'denied' || attempt >= retries) return result;
       const jitter = Math.floor(this.#random() * (retryJitterMs + 1));
       // A cancel ends the pause at once (sleep removes its listener either way).
@@ -257,7 +259,7 @@ export class LeaseLock {
     return token;
   }
 
-  private async attempt(resource: string, ttlMs: number, firstStartedMs: number, attemptStartedMs: number): Promise<AcquireResult> {
+  async #attempt(resource: string, ttlMs: number, firstStartedMs: number, attemptStartedMs: number): Promise<AcquireResult> {
     const owner = this.newOwner();
     const startedMs = this.validityStartMs(attemptStartedMs, firstStartedMs);
     const q = this.quorum;
@@ -273,7 +275,7 @@ export class LeaseLock {
       const token = this.mintToken(granted);
       // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
       const inStep = this.#atToken(votes, token) >= this.quorum;
-      const written = inStep || (await this.writeBack(resource, token, ttlMs, votes));
+      const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes));
       if (written && this.holds(granted.length, validUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
@@ -302,7 +304,7 @@ export class LeaseLock {
    * only when fewer than a quorum are at the token (in the common case they
    * are, and no request goes out).
    */
-  private async writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
+  async #writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
     const atToken = this.#atToken(votes, token);
     const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
     const needed = this.quorum - atToken;
