@@ -4,6 +4,7 @@ import { LeaseHandle } from '../impl/lease.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
 import { EtcdLock } from '../impl/etcd/lock.ts';
 import { ZookeeperLock } from '../impl/zookeeper/lock.ts';
+import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
 import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { VirtualTime } from '../conformance/sim/time.ts';
@@ -24,6 +25,7 @@ const PUBLIC = {
   },
   EtcdLock: { methods: ['acquire', 'extend', 'release', 'trackedLeases', 'clockOf'], extensionPoints: [] },
   ZookeeperLock: { methods: ['acquire', 'extend', 'release', 'trackedLeases', 'clockOf'], extensionPoints: [] },
+  PostgresTransactionLock: { methods: ['acquire', 'release', 'rollback', 'withLock', 'leaseFor', 'queryable', 'backendPids', 'close'], extensionPoints: [] },
   LeaseHandle: { methods: ['validUntilMs', 'signal', 'lost', 'extendTo', 'limitTo', 'lose'], extensionPoints: ['fireAtMs'] },
 } as const;
 
@@ -38,6 +40,7 @@ describe('the lock classes show only their API at run time', () => {
     ['LeaseLock', LeaseLock],
     ['EtcdLock', EtcdLock],
     ['ZookeeperLock', ZookeeperLock],
+    ['PostgresTransactionLock', PostgresTransactionLock],
     ['LeaseHandle', LeaseHandle],
   ] as const)('%s: its prototype holds its public methods and documented extension points, nothing else', (name, c) => {
     const api = PUBLIC[name];

@@ -81,10 +81,10 @@ export class PostgresTransactionLock {
   readonly #connections = new Set<pg.Client>();
   #minter: Promise<pg.Client> | null = null;
   /** Connections with no transaction open, kept for the next acquire (a new connection costs more than the lock). */
-  readonly #idle: pg.Client[] = [];
+  readonly #idleClients: pg.Client[] = [];
   #schemaReady = false;
   #closed = false;
-  #attempt = 0;
+  #attempts = 0;
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
@@ -98,7 +98,7 @@ export class PostgresTransactionLock {
 
   /** Takes the lock without waiting, mints its durable token and opens its transaction, in one round trip (see HAND_OVER). */
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r), (lease) => this.release(lease));
+    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.#attempt(r), (lease) => this.release(lease));
   }
 
 
@@ -117,12 +117,12 @@ export class PostgresTransactionLock {
 
   /** COMMIT: the data changes and the lock's release happen together. */
   async release(lease: Lease): Promise<void> {
-    await this.finish(lease, 'COMMIT');
+    await this.#finish(lease, 'COMMIT');
   }
 
   /** ROLLBACK: the changes are discarded and the lock released. */
   async rollback(lease: Lease): Promise<void> {
-    await this.finish(lease, 'ROLLBACK');
+    await this.#finish(lease, 'ROLLBACK');
   }
 
   async close(): Promise<void> {
@@ -145,7 +145,7 @@ export class PostgresTransactionLock {
     checkWithLockKeys(checkObject(options, 'withLock options'));
     const signal = checkSignal(options.signal);
     if (signal?.aborted) throw abortReason(signal);
-    const client = await this.take();
+    const client = await this.#take();
     const key = advisoryKeyText(resource);
     let lease: LeaseHandle | null = null;
     let clean = false;
@@ -163,7 +163,7 @@ export class PostgresTransactionLock {
       }
       // Cancelled as the lock came: not used, and rolled back below (the lock goes with the transaction).
       if (signal?.aborted) throw abortReason(signal);
-      lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, await this.mint(resource), null, this.#s.clock);
+      lease = new LeaseHandle(resource, `pgx:${++this.#attempts}`, await this.#mint(resource), null, this.#s.clock);
       const result = await fn(client, lease);
       await this.#s.query(client, 'COMMIT');
       clean = true;
@@ -178,8 +178,8 @@ export class PostgresTransactionLock {
       throw e;
     } finally {
       lease?.lose('released');
-      if (cancelled) await this.cancelWait(client);
-      else await (clean ? this.give(client) : this.disconnect(client));
+      if (cancelled) await this.#cancelWait(client);
+      else await (clean ? this.#give(client) : this.#disconnect(client));
     }
   }
 
@@ -189,10 +189,10 @@ export class PostgresTransactionLock {
    * backend waiting for a lock does not see its client go until the wait
    * ends), then the connection is dropped.
    */
-  private async cancelWait(client: pg.Client): Promise<void> {
+  async #cancelWait(client: pg.Client): Promise<void> {
     const pid = (client as unknown as { processID: number }).processID;
     try {
-      this.#minter ??= this.connect();
+      this.#minter ??= this.#connect();
       const minter = await this.#minter.catch((e: unknown) => {
         this.#minter = null;
         throw e;
@@ -201,10 +201,10 @@ export class PostgresTransactionLock {
     } catch {
       // Not cancelled: the dropped connection ends the transaction when the server next looks (lock_timeout at the latest).
     }
-    this.drop(client);
+    this.#drop(client);
   }
 
-  private async attempt(resource: string): Promise<AcquireResult> {
+  async #attempt(resource: string): Promise<AcquireResult> {
     const key = advisoryKeyText(resource);
     const open = this.#open.get(resource);
     try {
@@ -220,10 +220,10 @@ export class PostgresTransactionLock {
       if (refused !== null) throw refused;
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
-    let client = this.idle();
+    let client = this.#idle();
     if (client === undefined) {
       try {
-        client = await this.connect();
+        client = await this.#connect();
       } catch (e) {
         const refused = refusal(e);
         if (refused !== null) throw refused;
@@ -239,7 +239,7 @@ export class PostgresTransactionLock {
       setPipeline(client, false);
     } catch (e) {
       // The session lock or the transaction's may be held: drop the connection so the server frees both.
-      this.drop(client);
+      this.#drop(client);
       if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
       const refused = refusal(e);
       if (refused !== null) throw refused;
@@ -249,26 +249,26 @@ export class PostgresTransactionLock {
     if (token === undefined) {
       // Held: no token was minted, but the transaction may have taken the lock if its holder let go meanwhile.
       await this.#s.query(client, 'ROLLBACK').then(
-        () => this.give(client),
-        () => this.drop(client),
+        () => this.#give(client),
+        () => this.#drop(client),
       );
       return { kind: 'denied', reason: 'held' };
     }
     if (replies[2]?.[0]?.[0] !== 't' || token === null) {
       // Cannot happen: a session holding the lock always gets it for its own transaction too, and the token column is NOT NULL.
-      this.drop(client);
+      this.#drop(client);
       throw new Error(token === null ? 'TRY_LOCK_AND_MINT returned no token' : `the transaction did not take over the lock on '${resource}' from its session`);
     }
-    const lease = new LeaseHandle(resource, `pgx:${++this.#attempt}`, BigInt(token), null, this.#s.clock);
+    const lease = new LeaseHandle(resource, `pgx:${++this.#attempts}`, BigInt(token), null, this.#s.clock);
     this.#open.set(resource, { lease, client, count: 1 });
     return { kind: 'granted', lease };
   }
 
   /** Closes the socket without a round trip: the server aborts the transaction and frees its locks when it sees the close. */
-  private drop(client: pg.Client): void {
+  #drop(client: pg.Client): void {
     this.#connections.delete(client);
-    const idle = this.#idle.indexOf(client);
-    if (idle >= 0) this.#idle.splice(idle, 1);
+    const idle = this.#idleClients.indexOf(client);
+    if (idle >= 0) this.#idleClients.splice(idle, 1);
     destroyConnection(client);
   }
 
@@ -277,8 +277,8 @@ export class PostgresTransactionLock {
    * lock is held: a counter row updated inside the lock's transaction would
    * be rolled back with it, and the next holder would get the same token again.
    */
-  private async mint(resource: string): Promise<bigint> {
-    this.#minter ??= this.connect();
+  async #mint(resource: string): Promise<bigint> {
+    this.#minter ??= this.#connect();
     const minter = await this.#minter.catch((e: unknown) => {
       this.#minter = null;
       throw e;
@@ -288,7 +288,7 @@ export class PostgresTransactionLock {
     return BigInt(token);
   }
 
-  private async finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+  async #finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
     checkLease(lease, statement === 'COMMIT' ? 'release' : 'rollback');
     const open = this.#open.get(lease.resource);
     if (open === undefined || open.lease !== lease) return;
@@ -298,31 +298,31 @@ export class PostgresTransactionLock {
       await this.#s.query(open.client, statement);
     } catch (e) {
       // Did the COMMIT land? Unknown: drop the connection (a transaction still open is aborted) and say so.
-      this.drop(open.client);
+      this.#drop(open.client);
       throw new UnavailableError(`${statement} of '${lease.resource}' failed (${(e as Error).message}); the connection was dropped, so the lock is freed, but the changes may or may not have been committed`, { cause: e });
     }
-    await this.give(open.client);
+    await this.#give(open.client);
   }
 
   /** An idle connection, or a new one. */
-  private async take(): Promise<pg.Client> {
-    return this.idle() ?? this.connect();
+  async #take(): Promise<pg.Client> {
+    return this.#idle() ?? this.#connect();
   }
 
   /** An idle connection still open, if any. */
-  private idle(): pg.Client | undefined {
-    for (let c = this.#idle.pop(); c !== undefined; c = this.#idle.pop()) if (this.#connections.has(c)) return c;
+  #idle(): pg.Client | undefined {
+    for (let c = this.#idleClients.pop(); c !== undefined; c = this.#idleClients.pop()) if (this.#connections.has(c)) return c;
     return undefined;
   }
 
   /** Back to the idle list (at most four kept), with no transaction open on it. */
-  private give(client: pg.Client): Promise<void> {
-    if (!this.#connections.has(client) || this.#idle.length >= 4) return this.disconnect(client);
-    this.#idle.push(client);
+  #give(client: pg.Client): Promise<void> {
+    if (!this.#connections.has(client) || this.#idleClients.length >= 4) return this.#disconnect(client);
+    this.#idleClients.push(client);
     return Promise.resolve();
   }
 
-  private async connect(): Promise<pg.Client> {
+  async #connect(): Promise<pg.Client> {
     const client = new pg.Client({
       keepAlive: true,
       connectionTimeoutMillis: this.#s.timeoutMs,
@@ -364,10 +364,10 @@ export class PostgresTransactionLock {
     return client;
   }
 
-  private async disconnect(client: pg.Client): Promise<void> {
+  async #disconnect(client: pg.Client): Promise<void> {
     this.#connections.delete(client);
-    const idle = this.#idle.indexOf(client);
-    if (idle >= 0) this.#idle.splice(idle, 1);
+    const idle = this.#idleClients.indexOf(client);
+    if (idle >= 0) this.#idleClients.splice(idle, 1);
     // Closing is a round trip too; if the link is gone, close it directly.
     await this.#s.link(() => endWithin(client, this.#s.timeoutMs)).catch(() => endWithin(client, this.#s.timeoutMs));
   }
