@@ -48,6 +48,7 @@ export class SimStore implements Server {
   }
 }
 
+/** A client's FencedStore over `store`: every read and write goes through the network as that client's call (faults apply). */
 export function storeOver(network: SimNetwork, client: number, store: SimStore): FencedStore {
   return {
     write: (resource, token, value) => network.call(client, 'store', () => store.write(resource, token, value)),
