@@ -21,8 +21,10 @@ export type { StorePolicy };
 /** A client process (a non-negative integer), or the fault injector. */
 export type ProcessId = number | 'nemesis';
 
+/** An operation's invocation, or its completion: ok (done), fail (certainly not done), info (unknown). */
 export type EventType = 'invoke' | 'ok' | 'fail' | 'info';
 
+/** What a client process does: on the lock, or on the store's registers. */
 export type Operation = 'acquire' | 'extend' | 'release' | 'write' | 'read';
 
 /** Fields every event carries. */
@@ -94,6 +96,7 @@ export interface ReadEvent extends EventBase {
   readonly reason?: string;
 }
 
+/** An invocation or completion of a client's operation. */
 export type OperationEvent = AcquireEvent | ExtendEvent | ReleaseEvent | WriteEvent | ReadEvent;
 
 /** The lease's loss signal fired (expired by the client's clock, lost, released). Ends a hold. */
@@ -133,6 +136,7 @@ export interface MetaEvent {
   readonly description?: string;
 }
 
+/** One line of a history. */
 export type HistoryEvent = MetaEvent | OperationEvent | SignalEvent | FaultEvent;
 
 /** A whole history, in recorded order; findings name events by their index here (0-based). */
