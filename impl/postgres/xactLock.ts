@@ -74,6 +74,11 @@ interface Open {
   count: number;
 }
 
+/**
+ * The transaction-scoped advisory lock (see the module comment): each lease
+ * an open transaction that guards the caller's changes (`queryable`),
+ * committed by release. Throws InvalidInputError for bad options.
+ */
 export class PostgresTransactionLock {
   readonly #options: PostgresLockOptions;
   readonly #s: LockSettings;

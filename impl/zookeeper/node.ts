@@ -84,9 +84,11 @@ export interface ZookeeperNode {
   close(): void;
 }
 
+/** zookeeperNode's options: where the ensemble is and how to reach it. */
 export interface ZookeeperNodeOptions {
   /** `host:port` of the member(s) to talk to, comma-separated. */
   readonly connectString: string;
+  /** The client's monotonic clock: every call is bounded on it. */
   readonly clock: MonotonicClock;
   /** Bound on every call, ms. Default 2000. */
   readonly requestTimeoutMs?: number;
