@@ -49,6 +49,7 @@ const crashC: readonly Command[] = [
   { kind: 'restart', node: 2 },
 ];
 
+/** The scenario catalogue (docs/model.md): each published counterexample with the properties it breaks per store policy. */
 export const SCENARIOS: readonly Scenario[] = frozen([
   {
     id: 'storage-demo',
