@@ -16,6 +16,7 @@ import type { Consequence } from './consequence.ts';
 export interface ExecutedStep {
   /** 0-based position in the run's steps. */
   readonly index: number;
+  /** The schedule's command, as run on both sides. */
   readonly command: Command;
   /** True time before and after the step. */
   readonly startMs: number;
@@ -49,6 +50,7 @@ export interface ConformanceFailure {
 /** The backend agreed with its model step by step, and the model breaks a property at `step`: a finding about the design. */
 export interface PropertyViolation {
   readonly kind: 'property-violation';
+  /** The properties broken after `step`. */
   readonly violations: readonly Violation[];
   /** The step after which the properties broke. */
   readonly step: ExecutedStep;
@@ -74,6 +76,7 @@ export type Verdict = { readonly kind: 'pass' } | ConformanceFailure | PropertyV
 export interface RunReport {
   /** The backend's name. */
   readonly backend: string;
+  /** How the run ended. */
   readonly verdict: Verdict;
   /** The steps that ran (commands the model did not enable are skipped and not listed). */
   readonly steps: readonly ExecutedStep[];

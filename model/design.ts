@@ -199,6 +199,7 @@ export interface DesignRules<D extends Design = Design> {
   readonly restartDelayMs: (d: D) => number;
   /** Redlock's clock-drift allowance: driftFactor * ttl + clockMarginMs (0 for session locks). */
   readonly driftFactor: (d: D) => number;
+  /** The fixed part of that allowance, ms (0 for session locks). */
   readonly clockMarginMs: (d: D) => number;
   /**
    * How long the client waits for a lock statement's reply (client clock)

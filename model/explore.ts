@@ -29,6 +29,7 @@ import { packedStateBreaks, STATE_BITS } from './packedProperties.ts';
  * from the initial state (one ending on the last level from its parent).
  */
 export interface ExploreOptions {
+  /** Longest schedule explored, in commands. */
   readonly maxDepth: number;
   /** Stop expanding once this many distinct states were seen (the result says so). */
   readonly maxStates?: number;
@@ -218,6 +219,7 @@ export interface Exploration {
   readonly frontierSize: number;
   /** Distinct states seen after each completed level: statesAt[d] for d <= depthCompleted (statesAt[0] is 1). */
   readonly statesAt: readonly number[];
+  /** What the search has covered and found so far. */
   result(): ExploreResult;
 }
 

@@ -18,8 +18,10 @@ import { frozen } from './frozen.ts';
  * is paired with (unfenced, and fenced by its own token).
  */
 export interface MatrixRow {
+  /** The row's name in tables (describeDesign). */
   readonly label: string;
   readonly design: Design;
+  /** The store policies it is explored with. */
   readonly stores: readonly StorePolicy[];
 }
 

@@ -19,7 +19,9 @@ import { entryOf } from './record.ts';
 
 /** Who set a key: a client and the number of its acquisition attempt (the random owner value of a real lock). */
 export interface Owner {
+  /** The client's index. */
   readonly client: number;
+  /** The client's acquisition attempt, from 1. */
   readonly attempt: number;
 }
 

@@ -92,6 +92,7 @@ const live = new Set<RedisServer>();
 export class RedisServer {
   /** Always 127.0.0.1. */
   readonly host = HOST;
+  /** Whether its keys survive a crash (RedisServerOptions.persistence). */
   readonly persistence: RedisPersistence;
   /** The libfaketime clock file the server runs on, or null for the real clock. */
   readonly clockFile: FakeClockFile | null;

@@ -76,6 +76,7 @@ export interface CheckReport {
   readonly checks: readonly CheckResult[];
   /** At most maxFindings per check, in check order. */
   readonly findings: readonly Finding[];
+  /** What the history holds and what was found, counted. */
   readonly counts: CheckCounts;
 }
 

@@ -115,6 +115,7 @@ export class SimNetwork {
     return true;
   }
 
+  /** Cuts the link between `client` and `endpoint`: calls over it fail at once with UnavailableError until heal(). */
   cut(client: number, endpoint: Endpoint): void {
     checkClient(client);
     checkEndpoint(endpoint);
@@ -128,6 +129,7 @@ export class SimNetwork {
     return this.#cut.has(`${client}:${endpoint}`);
   }
 
+  /** Heals a cut link. */
   heal(client: number, endpoint: Endpoint): void {
     checkClient(client);
     checkEndpoint(endpoint);

@@ -169,6 +169,7 @@ export class EtcdLock {
     ]);
   }
 
+  /** Leases this lock still tracks: held, or lost but not yet forgotten. */
   get trackedLeases(): number {
     return this.#held.size;
   }

@@ -130,6 +130,7 @@ export class PostgresTransactionLock {
     await this.finish(lease, 'ROLLBACK');
   }
 
+  /** Ends every connection: open transactions are rolled back by the server (their changes discarded) and their leases' signals fire. */
   async close(): Promise<void> {
     this.#closed = true;
     for (const o of this.#open.values()) o.lease.lose('released');

@@ -165,6 +165,7 @@ export class ZookeeperLock {
     this.#close(held.session);
   }
 
+  /** Leases this lock still tracks: held, or lost but not yet forgotten. */
   get trackedLeases(): number {
     return this.#held.size;
   }

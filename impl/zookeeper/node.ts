@@ -16,6 +16,7 @@ import { checkClock, checkObject, checkString, checkTimeoutMs, knownOptions, ref
  * session gone.
  */
 export interface ZookeeperSession {
+  /** The session timeout the ensemble negotiated, ms: each renewal lasts that long. */
   readonly timeoutMs: number;
   /**
    * Resolves when the session is over other than by `closeSession`:
