@@ -197,8 +197,8 @@ function checkScheduleValues(o: Readonly<Record<string, unknown>>): void {
 
 /**
  * A fast-check arbitrary of schedules: command lists for runLockstep, each
- * enabled by the design (no extend without a ttl, faults only of `faults`),
- * shrinking towards fewer and simpler commands. Throws
+ * enabled by the design (no extend without a ttl, faults only of `faults`).
+ * Throws
  * InvalidInputError('invalid-config') naming a bad option.
  */
 export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {

@@ -6,8 +6,10 @@ import { dirname, join, normalize } from 'node:path';
  * source as text (TypeScript 7 has no compiler API for JavaScript): each
  * entry module's exported names, followed through `export ... from`,
  * `export *` and local `export { x }` of an import to the file and line that
- * declare them. Enough for this codebase's plain ES module syntax; a form it
- * does not know is reported as a problem, never silently passed.
+ * declare them. Enough for this codebase's plain ES module syntax; an
+ * `export` line of a form it does not know (`export default`, a destructuring
+ * `export const { a } = ...`) is reported as a problem, never silently passed.
+ * (A second declarator, `export const a = 1, b = 2`, is not seen.)
  */
 
 /** Where an exported name is declared (`line` is 1-based). */
@@ -37,6 +39,8 @@ const EXPORTED_DECLARATION = new RegExp(String.raw`^export\s+${DECLARES}`);
 const LOCAL_DECLARATION = new RegExp(String.raw`^(?:export\s+)?${DECLARES}`);
 const EXPORT_LIST = /^export\s+(?:type\s+)?\{([^}]*)\}\s*(?:from\s+['"]([^'"]+)['"])?/gm;
 const EXPORT_STAR = /^export\s+(?:type\s+)?\*\s+(?:as\s+\S+\s+)?from\s+['"]([^'"]+)['"]/gm;
+/** Every export line must be one of the forms above. */
+const KNOWN_EXPORT = new RegExp(String.raw`^export\s+(?:${DECLARES}|(?:type\s+)?\{|(?:type\s+)?\*\s)`);
 const IMPORT_LIST = /^import\s+(?:type\s+)?\{([^}]*)\}\s*from\s+['"]([^'"]+)['"]/gm;
 
 /** `a`, `type b`, `c as d` -> [local, exported] pairs. */
@@ -95,6 +99,7 @@ export function exportResolver(root: string, read: (path: string) => string = (p
 
     // Declarations exported where they stand.
     lines.forEach((l, i) => {
+      if (/^export\b/.test(l) && !KNOWN_EXPORT.test(l)) problems.push(`${file}:${i + 1}: an export the scan does not read: ${l.trim().slice(0, 60)}`);
       const name = EXPORTED_DECLARATION.exec(l)?.[1];
       if (name !== undefined && !names.has(name)) names.set(name, { name, file, line: i + 1 });
     });

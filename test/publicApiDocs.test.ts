@@ -77,9 +77,14 @@ describe('public API documentation', () => {
     });
 
     it('reports what it cannot follow instead of passing it', () => {
-      const broken = { 'index.ts': "export { gone } from './a.ts';\nexport { Redis } from 'ioredis';", 'a.ts': '' };
+      const broken = { 'index.ts': "export { gone } from './a.ts';\nexport { Redis } from 'ioredis';\nexport default 1;\nexport const { x } = { x: 1 };", 'a.ts': '' };
       const { problems } = undocumented('.', ['index.ts'], (p) => broken[p as keyof typeof broken]);
-      expect(problems).toEqual(["index.ts:1: 'gone' is not exported by a.ts", "index.ts:2: 'Redis' is re-exported from package 'ioredis' (not lockcheck's to document)"]);
+      expect(problems).toEqual([
+        'index.ts:3: an export the scan does not read: export default 1;',
+        'index.ts:4: an export the scan does not read: export const { x } = { x: 1 };',
+        "index.ts:1: 'gone' is not exported by a.ts",
+        "index.ts:2: 'Redis' is re-exported from package 'ioredis' (not lockcheck's to document)",
+      ]);
     });
 
     it('a doc comment counts only directly above the declaration', () => {

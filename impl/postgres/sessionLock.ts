@@ -104,7 +104,13 @@ export class PostgresSessionLock {
     return this.#client?.processId ?? null;
   }
 
-  /** One or more attempts without waiting on the server (pg_try_advisory_lock): granted with a fresh token, or stacked on the holder's lease; denied 'held'; or timed-out. */
+  /**
+   * One or more attempts, none waiting on the server (pg_try_advisory_lock):
+   * granted (a fresh token, or the holder's own lease once more), denied
+   * ('held'; 'no-quorum' after a failed statement), or timed-out (see
+   * PostgresLockOptions on unknown outcomes). Rejects with InvalidInputError
+   * for a bad resource or options.
+   */
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
     return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r), (lease) => this.release(lease));
   }
