@@ -54,9 +54,11 @@ export interface Capabilities {
 
 /** One simulated client's handle on the backend. */
 export interface LockClient {
+  /** One acquire as the schedule's command asks it (ttl, retries): granted, denied or timed out; throws on an unknown outcome. */
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
   /** Absent when the backend has no ttl. */
   extend?(lease: Lease, ttlMs: number): Promise<ExtendResult>;
+  /** Gives the lease up; throws when the outcome is unknown. */
   release(lease: Lease): Promise<void>;
   /** The store, reached over this client's own links. */
   readonly store: FencedStore;
@@ -87,6 +89,7 @@ export interface TimeControl {
  * optional white-box look at the nodes' keys.
  */
 export interface Environment extends TimeControl {
+  /** The faults this run can inject; what is left out the backend does not take. */
   readonly faults: FaultInjectors;
   /**
    * Optional white-box look: the owner value each node holds for `resource`
@@ -97,7 +100,9 @@ export interface Environment extends TimeControl {
 
 /** A backend instance for one run: fresh servers, `clients` clients. */
 export interface BackendInstance {
+  /** One per simulated client, `InstanceOptions.clients` of them. */
   readonly clients: readonly LockClient[];
+  /** The run's time control and faults. */
   readonly env: Environment;
   /** What the run should say beside its verdict (the kit's: real timers that fired in a library's calls, commands past the faults); read before close. */
   warnings?(): readonly string[];
@@ -105,12 +110,17 @@ export interface BackendInstance {
   close(): Promise<void>;
 }
 
+/** What the runner asks of one instance (BackendUnderTest.start). */
 export interface InstanceOptions {
+  /** Simulated clients: the instance's `clients` must have this many. */
   readonly clients: number;
   /** Token counters start here (a fresh counter issues tokenBase + 1). */
   readonly tokenBase: bigint;
-  /** The clients' bound on each request round to the lock nodes, in ms (absent: the operation's ttl). */
-  /** Drawn per run where the environment offers `nodeDelay`. */
+  /**
+   * The clients' bound on each request round to the lock nodes, in ms
+   * (absent: the operation's ttl). Drawn per run where the environment
+   * offers `nodeDelay`.
+   */
   readonly requestTimeoutMs?: number;
 }
 
@@ -206,6 +216,7 @@ export interface ConcurrentLock {
   release(lease: Lease): Promise<void>;
   /** PostgreSQL backend pids the client's locks live on, for the `terminate-holder` fault; absent: unknown (that fault then never strikes it). */
   backendPids?(): readonly number[];
+  /** Ends the client's connections at the end of the run. */
   close(): Promise<void>;
 }
 
@@ -230,9 +241,11 @@ export type { FaultInjectors, FaultKind } from './faults.ts';
 
 /** A backend as the suite sees it: its declaration and a way to start it. */
 export interface BackendUnderTest {
+  /** Names it in test titles, reports, timeline files and counterexample files. */
   readonly name: string;
   /** The model it is checked against. */
   readonly design: Design;
+  /** What it is (store, ttl, session, reentrancy, tokens): which commands and properties apply. */
   readonly capabilities: Capabilities;
   /** What the library promises (an npm library audited through its adapter); absent: the design's own behaviour. */
   readonly contract?: LibraryContract;

@@ -27,10 +27,13 @@ export interface CheckOptions {
   readonly maxCommands?: number;
   /** fast-check seed; with `path`, replays one exact case. */
   readonly seed?: number;
+  /** fast-check's counterexample path (CheckFailure.path); with `seed`, replays that one case. */
   readonly path?: string;
   /** Fault kinds to generate (intersected with what the backend supports). Default: all it supports. */
   readonly faults?: readonly FaultKind[];
+  /** Simulated clients per run. Default 2. */
   readonly clients?: number;
+  /** Resources (lock names) the schedules use, 1..4. Default 1. */
   readonly resources?: number;
   /**
    * What fails a run: only a conformance failure (default; property
@@ -65,16 +68,23 @@ export interface CheckOptions {
   readonly shrinkLimitMs?: number;
 }
 
+/** The failure a check stopped on, shrunk: what it shows and how to replay it. */
 export interface CheckFailure {
   /** The shrunk counterexample's report. */
   readonly report: RunReport;
+  /** The properties its verdict names (verdictProperties): the one a conformance failure endangers, or those a violation breaks. */
   readonly properties: PropertyId[];
   /** 1-based index of the first failing run. */
   readonly failedAtRun: number;
+  /** Time from the check's start to the first failure, in ms (on `CheckOptions.clock`), before shrinking. */
   readonly msToDetection: number;
+  /** Steps of the first failing run, before shrinking. */
   readonly originalLength: number;
+  /** Steps of the shrunk counterexample. */
   readonly shrunkLength: number;
+  /** fast-check seed of the check; with `path`, replays the shrunk case (CheckOptions.seed/path, LOCKCHECK_SEED/LOCKCHECK_PATH). */
   readonly seed: number;
+  /** fast-check's counterexample path ('' if it gave none). */
   readonly path: string;
   /** Shrinking stopped at `shrinkLimitMs`: the counterexample fails, but a smaller one may exist. */
   readonly shrinkCut: boolean;
@@ -82,9 +92,13 @@ export interface CheckFailure {
   readonly message: string;
 }
 
+/** What checkConformance found: the failure it stopped on (or none), and what the runs showed on the way. */
 export interface CheckResult {
+  /** The backend's name. */
   readonly backend: string;
+  /** Runs made before the check ended (fast-check's numRuns: shrinking's candidates not counted). */
   readonly runs: number;
+  /** The shrunk failure, or null when every run passed (findings and deviations may still be counted). */
   readonly failure: CheckFailure | null;
   /** Runs judged to their end that showed a property violation, per ID (findings about the design, not failures). */
   readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
@@ -100,6 +114,7 @@ export interface CheckResult {
   readonly stoppedEarly: number;
   /** Attempts made again because real time outran the pace (spec 7.8): the same schedule from a fresh start. */
   readonly retried: number;
+  /** Time the whole check took, shrinking included, in ms (on `CheckOptions.clock`). */
   readonly elapsedMs: number;
 }
 
@@ -117,6 +132,17 @@ class RunFailed extends Error {
   }
 }
 
+/**
+ * Checks `backend` against its model: runs generated schedules (CheckOptions)
+ * in lockstep, each on a fresh instance, and shrinks the first run that fails
+ * (`failOn`) to a minimal schedule with its replay line and timeline.
+ * Resolves to the result either way; a failure is `result.failure`, not a
+ * rejection. Rejects with InvalidInputError('invalid-config') for bad
+ * options and AdapterApiError for a backend not shaped as the adapter API
+ * says, before anything starts; an error that is not a run's verdict (the
+ * backend's start or close failing: AdapterError) goes up as it is. Leaves
+ * the backend's `close` to the caller.
+ */
 export async function checkConformance(backend: BackendUnderTest, options: CheckOptions = {}): Promise<CheckResult> {
   checkCheckOptions(options);
   const clock = options.clock ?? (() => performance.now());

@@ -13,6 +13,7 @@ export interface Misconfiguration {
   readonly what: string;
   /** The option the error message must name: a clear error says what to fix. */
   readonly names: string;
+  /** Builds the backend so configured (and if that is accepted, uses it once and closes it); must reject with InvalidInputError naming `names`. */
   readonly attempt: () => Promise<void>;
 }
 

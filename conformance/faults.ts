@@ -64,6 +64,7 @@ const FAULTS = {
   'kill-connection': { injector: 'killConnection', what: "the server ends a client's connection" },
 } as const satisfies Record<string, { readonly injector: keyof FaultInjectors | null; readonly what: string; readonly ownServersOnly?: string }>;
 
+/** A fault a schedule can inject (`advance`, `pause`, `crash`, ...): FAULT_KINDS lists them, describeFaultKind says what each does. */
 export type FaultKind = keyof typeof FAULTS;
 
 /** Every fault kind, in the order they are listed. */
@@ -73,6 +74,7 @@ export const FAULT_KINDS = Object.keys(FAULTS) as readonly FaultKind[];
 type Unlisted = Exclude<keyof FaultInjectors, (typeof FAULTS)[FaultKind]['injector']>;
 export const everyInjectorListed: [Unlisted] extends [never] ? true : Unlisted = true;
 
+/** Whether `value` names a fault kind (any value; never throws). */
 export function isFaultKind(value: unknown): value is FaultKind {
   return typeof value === 'string' && Object.hasOwn(FAULTS, value);
 }

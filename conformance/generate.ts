@@ -14,11 +14,17 @@ import { checkObject, knownOptions, refuse } from '../impl/options.ts';
  * while another client takes over, a clock step or a crash on one node while
  * it holds a grant). Shrinking removes whole chunks, then commands in them.
  */
+/** What scheduleArb draws schedules for. */
 export interface ScheduleOptions {
+  /** The design whose commands and rules apply (its nodes, ttl, session). */
   readonly design: Design;
+  /** The fault kinds drawn (those the backend takes); `advance` is time, drawn anyway. */
   readonly faults: readonly FaultKind[];
+  /** Simulated clients, 1..16. */
   readonly clients: number;
+  /** Resources (lock names), 1..4. */
   readonly resources: number;
+  /** Commands per schedule, at most. */
   readonly maxCommands: number;
   /**
    * The clients bound their waits (default true). False: a library that
@@ -189,6 +195,12 @@ function checkScheduleValues(o: Readonly<Record<string, unknown>>): void {
   if (scales !== undefined && (!Array.isArray(scales) || scales.length === 0 || !scales.every((s) => typeof s === 'number' && Number.isFinite(s) && s > 0))) refuse('timeScales', 'a non-empty array of positive numbers', scales);
 }
 
+/**
+ * A fast-check arbitrary of schedules: command lists for runLockstep, each
+ * enabled by the design (no extend without a ttl, faults only of `faults`).
+ * Throws
+ * InvalidInputError('invalid-config') naming a bad option.
+ */
 export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   checkScheduleKeys(checkObject(o, 'scheduleArb options'));
   checkScheduleValues(o as unknown as Readonly<Record<string, unknown>>);

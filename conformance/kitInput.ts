@@ -58,6 +58,7 @@ export function onClientClock<T>(clock: MonotonicClock, fn: () => T, notes?: Lib
   return notes === undefined ? onClock(clock, fn) : onClock(clock, fn, notes);
 }
 
+/** Runs `fn` outside any client's call, on the real clock (a driver's own I/O timeouts must stay real); returns what `fn` returns. */
 export function offClientClock<T>(fn: () => T): T {
   checkFunction(fn, 'fn');
   return offClock(fn);

@@ -41,7 +41,9 @@ import { checkObject, knownOptions } from '../impl/options.ts';
  * enable in the current state (resume of a running client, say) are skipped.
  */
 export interface LockstepOptions {
+  /** Simulated clients (InstanceOptions.clients). */
   readonly clients: number;
+  /** Where the backend's and the model's token counters start (InstanceOptions.tokenBase). */
   readonly tokenBase: bigint;
   /**
    * Keep going after a property violation (it is a finding about the design,
@@ -101,6 +103,15 @@ interface Performed {
   readonly granted?: { readonly client: number; readonly resource: string; readonly lease: Lease };
 }
 
+/**
+ * Runs `commands` once on a fresh instance of `backend` and on its model in
+ * lockstep (LockstepOptions), closes the instance, and reports the verdict
+ * with the steps taken. A deviation or a property violation is the
+ * report's verdict, not an error; an environment that fails makes the run
+ * inconclusive. Throws InvalidInputError('invalid-config') for bad options,
+ * AdapterApiError for an instance or environment not shaped as the adapter
+ * API says, and AdapterError when start() throws or outlives startLimitMs.
+ */
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
   checkKeys(checkObject(options, 'runLockstep options'));
   let instance: BackendInstance;

@@ -51,26 +51,37 @@ import { checkLibraryAdapter } from './options.ts';
  * connection-lost); what it does after that is a restarted process's.
  */
 export interface PostgresLibraryAdapter {
+  /** The row's name, e.g. 'my-lock@1.2.3'. */
   readonly name: string;
+  /** What the library promises (docs/adapter.md); absent: the pg-session model's own behaviour. */
   readonly contract?: LibraryContract;
+  /** The library's settings the adapter uses (recorded in counterexample files). */
   readonly options?: Readonly<Record<string, string | number | boolean | null>>;
   /** Beyond the kit's: store 'unfenced', no ttl, session-bound, not reentrant (a session per call), tokens as the contract says. */
   readonly capabilities?: Partial<Pick<Capabilities, 'reentrant' | 'tokens'>>;
+  /** One client's lock calls, built on its parts. The kit adds its store and clock, and runs the calls on the client's clocks. */
   client(parts: PostgresClientParts): LockCalls | Promise<LockCalls>;
 }
 
+/** What the kit gives an adapter to build one client's lock on (PostgresLibraryAdapter.client). */
 export interface PostgresClientParts {
+  /** The simulated client's index. */
   readonly client: number;
   /** The connection string this client's library connects with (its own application_name; the run's, on the user's server). */
   readonly url: string;
+  /** The client's monotonic clock: Date.now() and timers inside its calls follow it. */
   readonly clock: MonotonicClock;
   /** One call of the library to the server, through the run's faults (pause, delay). Bounded in real time. */
   call<T>(work: () => Promise<T>): Promise<T>;
+  /** Runs `fn` on this client's clocks (for library work outside acquire, extend and release, e.g. building it). */
   onClock<T>(fn: () => T): T;
+  /** Clean-up at the end of the run (the library's pools): the run's close hook. */
   onClose(fn: () => Promise<void> | void): void;
 }
 
+/** Where the server comes from: lockcheck's own (default), or the user's (`--pg`). */
 export interface PostgresServerChoice {
+  /** The user's database URL (`--pg`): checked by connectPostgres before the first run. */
   readonly pg?: string;
   /** A server the caller already runs or reaches (the CLI's): used as it is, neither started nor stopped here. */
   readonly target?: PostgresTarget;
@@ -79,6 +90,12 @@ export interface PostgresServerChoice {
 /** Bound on every real wait: a library's connections may have no timeout at all. */
 const CALL_TIMEOUT_MS = 10_000;
 
+/**
+ * A lock library over PostgreSQL as a backend judged by the pg-session
+ * model (see PostgresLibraryAdapter): lockcheck's own server started on the
+ * first run and stopped by the backend's close hook, or the user's. Throws
+ * InvalidInputError('invalid-config') naming a bad adapter or choice key.
+ */
 export function postgresLibraryBackend(adapter: PostgresLibraryAdapter, choice: PostgresServerChoice = {}): BackendUnderTest {
   checkLibraryAdapter(adapter, choice, 'pg');
   let own: Promise<PostgresServer> | null = null;

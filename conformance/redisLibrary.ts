@@ -46,6 +46,7 @@ export interface RedisLibraryAdapter {
 /** The calls an adapter maps onto the library (LockClient without the store and clock the kit adds). */
 export type LockCalls = Pick<LockClient, 'acquire' | 'release'> & Pick<Partial<LockClient>, 'extend'>;
 
+/** What the kit gives an adapter to build one client's lock on (RedisLibraryAdapter.client). */
 export interface RedisClientParts {
   /** The simulated client's index. */
   readonly client: number;
@@ -70,11 +71,19 @@ export interface RedisClientParts {
 
 /** Where the servers come from: lockcheck's own (default), or the user's (`--redis`, handed to an adapter module's default export). */
 export interface RedisServerChoice {
+  /** The user's server URLs (`--redis`), at least one per node of the design, the first also holding the store: checked by connectRedisCluster before the first run. */
   readonly redis?: readonly string[];
   /** Servers already running (the matrix's, a test's): used as they are; the caller stops them, not close(). */
   readonly cluster?: RedisCluster;
 }
 
+/**
+ * A lock library over Redis as a backend judged by its design's model (see
+ * RedisLibraryAdapter): lockcheck's own servers started on the first run
+ * and stopped by the backend's close hook, or the user's, or a cluster the
+ * caller runs. Throws InvalidInputError('invalid-config') naming a bad
+ * adapter or choice key, or a design other than redis-single or redlock.
+ */
 export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisServerChoice = {}): BackendUnderTest {
   checkLibraryAdapter(adapter, choice, 'redis');
   const design = adapter.design ?? designs.redisSingle();

@@ -30,13 +30,21 @@ import { InvalidInputError } from '../model/errors.ts';
  * LOCKCHECK_TIMELINE_DIR (default: lockcheck-timelines).
  */
 export interface SuiteOptions {
+  /** Number of generated schedules. Default 100. */
   readonly runs?: number;
+  /** fast-check seed; with `path`, replays one exact case. */
   readonly seed?: number;
+  /** fast-check's counterexample path, from a failure's message. */
   readonly path?: string;
+  /** Fault kinds to generate (intersected with what the backend takes). Default: all it takes. */
   readonly faults?: readonly FaultKind[];
+  /** Commands per schedule, at most. Default 40. */
   readonly maxCommands?: number;
+  /** Simulated clients per run. Default 2. */
   readonly clients?: number;
+  /** Resources (lock names) the schedules use, 1..4. Default 1. */
   readonly resources?: number;
+  /** Where a failure's timeline file goes (`<backend name>.html`). Default lockcheck-timelines. */
   readonly timelineDir?: string;
   /** Per-test timeout in ms (default 120000). */
   readonly timeoutMs?: number;
@@ -66,6 +74,14 @@ export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<
   };
 }
 
+/**
+ * Registers the suite's tests for `backend` in the calling vitest file (see
+ * SuiteOptions): the conformance property test and, where the backend lists
+ * misconfigurations, a test that each is refused; an afterAll calls the
+ * backend's close hook. Throws AdapterApiError for a backend not shaped as
+ * the adapter API says and InvalidInputError('invalid-config') for bad
+ * options (LOCKCHECK_* variables included), at registration.
+ */
 export function conformanceSuite(backend: BackendUnderTest, options: SuiteOptions = {}): void {
   checkBackendApi(backend);
   checkSuiteOptions(options);

@@ -50,12 +50,12 @@ function stepLine(s: ExecutedStep): string {
   return `t=${s.startMs}..${s.endMs} ms  [${laneName(laneOf(s.command))}] ${describeCommand(s.command)} -> ${describeOutcome(s.actual)}${s.allowed.length > 1 ? `  (model allowed ${s.allowed.length} outcomes)` : ''}\n      leases: ${leases || 'none'}   nodes: ${nodes}${s.violations.length ? `\n      !! ${s.violations.map((v) => `${v.property}: ${v.message}`).join('; ')}` : ''}`;
 }
 
-/** The run as numbered steps: time, lane, command, outcome, leases (token < deadline in true ms), node clocks. */
 /** The deviations a library audit went past before its verdict, one line each. */
 function passedLines(report: RunReport): string[] {
   return (report.deviations ?? []).map((d) => `  went past at step ${d.step.index + 1}: ${d.property}, ${d.consequence.kind}: ${d.consequence.what}: ${d.message}`);
 }
 
+/** The run as numbered steps: time, lane, command, outcome, leases (token < deadline in true ms), node clocks. */
 export function textTimeline(report: RunReport): string {
   checkRunReport(report);
   const lines = [headline(report), ...passedLines(report), ''];

@@ -14,15 +14,19 @@ import type { Consequence } from './consequence.ts';
 
 /** One executed step, as the timeline and the reports show it. */
 export interface ExecutedStep {
+  /** 0-based position in the run's steps. */
   readonly index: number;
+  /** The schedule's command, as run on both sides. */
   readonly command: Command;
   /** True time before and after the step. */
   readonly startMs: number;
+  /** True time after the step, in ms. */
   readonly endMs: number;
   /** What the backend did. */
   readonly actual: Outcome;
   /** What the model allowed. */
   readonly allowed: readonly Outcome[];
+  /** Properties the model's state breaks after the step (findings about the design). */
   readonly violations: readonly Violation[];
   /** The token and deadline of each client's lease after the step, for the timeline. */
   readonly leases: ReadonlyArray<{ readonly client: number; readonly resource: string; readonly token: bigint; readonly validUntilTrueMs: number | null }>;
@@ -30,19 +34,25 @@ export interface ExecutedStep {
   readonly nodes: ReadonlyArray<{ readonly up: boolean; readonly clockOffsetMs: number }>;
 }
 
+/** The backend did what its model forbids at `step`: an implementation bug (or, for a library, a deviation from its contract). */
 export interface ConformanceFailure {
   readonly kind: 'conformance-failure';
   /** The property the backend's deviation endangers. */
   readonly property: PropertyId;
   /** What the deviation costs a user who trusts the backend: unsafe, liveness, or the safe direction. */
   readonly consequence: Consequence;
+  /** What the backend did and what the model allowed instead. */
   readonly message: string;
+  /** The step it deviated at. */
   readonly step: ExecutedStep;
 }
 
+/** The backend agreed with its model step by step, and the model breaks a property at `step`: a finding about the design. */
 export interface PropertyViolation {
   readonly kind: 'property-violation';
+  /** The properties broken after `step`. */
   readonly violations: readonly Violation[];
+  /** The step after which the properties broke. */
   readonly step: ExecutedStep;
 }
 
@@ -53,15 +63,20 @@ export interface PropertyViolation {
  */
 export interface Inconclusive {
   readonly kind: 'inconclusive';
+  /** Why the run stopped, for the report. */
   readonly reason: string;
   /** Out of pace with servers on their own clocks (spec 7.8): the same schedule may keep pace when tried again. */
   readonly outOfPace?: true;
 }
 
+/** A lockstep run's verdict: `pass` (the backend agreed with its model and the model broke no property), or one of the three above. */
 export type Verdict = { readonly kind: 'pass' } | ConformanceFailure | PropertyViolation | Inconclusive;
 
+/** One lockstep run: its verdict and the steps that led there, what timelines and reports are drawn from. */
 export interface RunReport {
+  /** The backend's name. */
   readonly backend: string;
+  /** How the run ended. */
   readonly verdict: Verdict;
   /** The steps that ran (commands the model did not enable are skipped and not listed). */
   readonly steps: readonly ExecutedStep[];
@@ -74,7 +89,9 @@ export interface RunReport {
    * what came after them.
    */
   readonly deviations?: readonly ConformanceFailure[];
+  /** Simulated clients in the run. */
   readonly clients: number;
+  /** Lock nodes of the backend's design. */
   readonly nodes: number;
   /** What the backend's instance said beside the verdict (BackendInstance.warnings): the run may not have followed the model's time. */
   readonly warnings?: readonly string[];

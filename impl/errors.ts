@@ -7,6 +7,7 @@ import { InvalidInputError } from '../model/errors.ts';
 import { asText, messageText } from './errorText.ts';
 export { InvalidInputError };
 
+/** A call got no reply within its bound (the message names the call and the ms): its outcome is unknown; a write may have landed. */
 export class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
   constructor(what: string, ms: number) {
@@ -14,6 +15,7 @@ export class TimeoutError extends Error {
   }
 }
 
+/** A call failed (the connection is gone, a server cannot serve it now): nothing happened, or for a write it may have. */
 export class UnavailableError extends Error {
   override readonly name = 'UnavailableError';
   constructor(message?: string, options?: ErrorOptions) {

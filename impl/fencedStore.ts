@@ -4,13 +4,21 @@
  */
 export type WriteResult = { readonly kind: 'accepted' } | { readonly kind: 'rejected'; readonly highest: bigint };
 
+/** What a read sees: the value last written and its token (both null: never written). */
 export interface ReadResult {
   readonly value: string | null;
   /** Token of the write that produced the value. */
   readonly token: bigint | null;
 }
 
+/** A store guarded by fencing tokens, one cell per resource (spec 6). */
 export interface FencedStore {
+  /**
+   * Writes `value` to `resource`'s cell with `token`: accepted, or rejected
+   * with the highest token the cell has accepted when the policy refuses it.
+   * Throws TimeoutError or UnavailableError when the outcome is unknown.
+   */
   write(resource: string, token: bigint, value: string): Promise<WriteResult>;
+  /** Reads `resource`'s cell. */
   read(resource: string): Promise<ReadResult>;
 }

@@ -54,10 +54,12 @@ export class LeaseHandle implements Lease {
     this.#safetyMarginMs = safetyMarginMs;
   }
 
+  /** The deadline now, on the client's monotonic clock (an extension moves it); null for a session lock. */
   get validUntilMs(): number | null {
     return this.#validUntilMs;
   }
 
+  /** Aborts when the lease must no longer be used (made on first read); its reason is a LeaseLostError. */
   get signal(): AbortSignal {
     this.#judge();
     if (this.#controller === null) {

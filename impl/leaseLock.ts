@@ -32,7 +32,9 @@ const NODE_METHODS = ['acquire', 'release', 'extend', 'raiseToken'];
  * counted (the decision waits one turn of the clock for them).
  */
 export interface LeaseLockOptions {
+  /** The lease nodes, 1..15: one for the single-instance lease, several independent ones for Redlock (a majority must grant). */
   readonly nodes: readonly LeaseNode[];
+  /** The client's monotonic clock: validity is measured on it and the lease's deadline is on it. */
   readonly clock: MonotonicClock;
   /** Allowance for clock drift, a fraction of the ttl in [0, 1). Default 0.01. */
   readonly driftFactor?: number;
@@ -50,17 +52,21 @@ export interface LeaseLockOptions {
   readonly safetyMarginMs?: number;
 }
 
+/** One acquire's outcome: a lease, a denial and why (held elsewhere; too few nodes answered; the validity left was not positive), or replies too late. */
 export type AcquireResult =
   | { readonly kind: 'granted'; readonly lease: Lease }
   | { readonly kind: 'denied'; readonly reason: 'held' | 'no-quorum' | 'validity-exhausted' }
   /** The replies came too late: the nodes may or may not hold our key (it expires by its ttl). */
   | { readonly kind: 'timed-out' };
 
+/** One extend's outcome: the new deadline (ms on the lock's clock), or why not ('expired': the lease was already lost or is not this lock's; 'no-quorum': too few nodes extended it in time). */
 export type ExtendResult =
   | { readonly kind: 'extended'; readonly validUntilMs: number }
   | { readonly kind: 'not-extended'; readonly reason: 'expired' | 'no-quorum' };
 
+/** One acquire's request. */
 export interface AcquireOptions {
+  /** The lease's time to live, in ms: an integer in [1, 2^31-1]. */
   readonly ttlMs: number;
   /** A blocking acquire: after a denial, try again up to this many times. Default 0. */
   readonly retries?: number;
@@ -90,6 +96,12 @@ function cryptoRandom(): number {
 
 const PRUNE_MIN = 64;
 
+/**
+ * The lease lock of LeaseLockOptions: acquire, extend and release over its
+ * nodes, each lease carrying a fencing token (bigint) and an AbortSignal
+ * that fires when it may no longer be used. The constructor throws
+ * InvalidInputError('invalid-config') for bad options.
+ */
 export class LeaseLock {
   readonly #nodes: readonly LeaseNode[];
   protected readonly clock: MonotonicClock;
@@ -132,6 +144,7 @@ export class LeaseLock {
     return this.clock;
   }
 
+  /** Nodes that must agree: a majority of them. */
   get quorum(): number {
     return Math.floor(this.#nodes.length / 2) + 1;
   }

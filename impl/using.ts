@@ -15,6 +15,7 @@ export class LockNotAcquiredError extends Error {
   }
 }
 
+/** using()'s options: the lock's acquire options, and when to extend. */
 export interface UsingOptions extends AcquireOptions {
   /** Extend when this fraction of the ttl is left, in [0, 1) (default 0.5); set to 0 to never extend. */
   readonly extendAtFraction?: number;

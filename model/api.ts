@@ -27,27 +27,47 @@ import * as store from './store.ts';
 import type { StoreCell, StoreState } from './store.ts';
 import * as world from './world.ts';
 
-/** A design helper that first checks its design (validateDesign: an object of a known kind, every field of its type). */
+/**
+ * A design helper that first checks its design (validateDesign: an object of a
+ * known kind, every field of its type): each below throws
+ * InvalidInputError('invalid-config') naming what is wrong with `d`.
+ */
 const ofDesign =
   <A extends unknown[], R>(f: (d: Design, ...rest: A) => R) =>
   (d: Design, ...rest: A): R =>
     f(design.validateDesign(d), ...rest);
 
+/** The rules of `d`'s kind (DesignRules): everything the model does differently per design. */
 export const rulesOf = ofDesign(design.rulesOf);
+/** The lease terms of `d` (none for session locks and redis-replicated: lockcheck's own client). */
 export const leaseTerms = ofDesign(design.leaseTerms);
+/** Number of lock-service nodes `d` runs on (a consensus cluster is one logical node). */
 export const nodeCount = ofDesign(design.nodeCount);
+/** Whether leases carry a ttl (and so `extend` applies); PostgreSQL locks live with their session instead. */
 export const hasTtl = ofDesign(design.hasTtl);
+/** Whether a lock lives with the client's connection (connection loss drops it on the server). */
 export const isSessionBound = ofDesign(design.isSessionBound);
+/** Whether an acquire by the current holder stacks (PostgreSQL advisory locks do). */
 export const isReentrant = ofDesign(design.isReentrant);
+/** Whether node state (keys, counters) survives a crash-restart. */
 export const persists = ofDesign(design.persists);
+/** Whether the node's key expiry follows its wall clock (Redis) or a step-immune monotonic clock (etcd). */
 export const expiresByWallClock = ofDesign(design.expiresByWallClock);
+/** True time, in ms, a restarted node refuses to take part. */
 export const restartDelayMs = ofDesign(design.restartDelayMs);
+/** What a restart's lease refresh adds beyond each ttl, in ms (etcd's new leader: the election timeout). */
 export const refreshExtendMs = ofDesign(design.refreshExtendMs);
+/** The proportional part of the drift allowance, a fraction of the ttl (0 for session locks). */
 export const driftFactor = ofDesign(design.driftFactor);
+/** The client's statement timeout in ms on session-bound designs (null on ttl designs: their ttl bounds the wait). */
 export const replyTimeoutMs = ofDesign(design.replyTimeoutMs);
+/** The fixed part of the drift allowance, in ms (0 for session locks). */
 export const clockMarginMs = ofDesign(design.clockMarginMs);
+/** What a statement's failure or late reply ends: the client's whole session, only the attempt's own connection, or nothing (ttl designs). */
 export const lateReplyEnds = ofDesign(design.lateReplyEnds);
+/** Whether the design's node has a replica, and whether its scripts wait for it (WAIT 1). */
 export const replication = ofDesign(design.replication);
+/** Votes needed for a grant: a majority of the nodes. */
 export const quorum = ofDesign(design.quorum);
 
 /** The drift allowance of a lease of `ttlMs` (0 on session designs). */
@@ -64,6 +84,7 @@ export function storeFits(d: Design, policy: StorePolicy): boolean {
   return design.storeFits(d, policy);
 }
 
+/** `policy` if it is one of STORE_POLICIES; else throws InvalidInputError('invalid-config') naming `name`. */
 export function checkStorePolicy(policy: unknown, name: string): StorePolicy {
   if (typeof policy !== 'string' || !(design.STORE_POLICIES as readonly string[]).includes(policy)) refuse(name, `one of ${design.STORE_POLICIES.map((p) => `'${p}'`).join(', ')}`, policy);
   return policy as StorePolicy;
@@ -100,6 +121,7 @@ export function setDrift(c: Clock, trueMs: number, driftPpm: number): Clock {
   return clock.setDrift(c, trueMs, driftPpm);
 }
 
+/** Whether `c` is a client operation (acquire, extend, release, write, read) rather than time or a fault. */
 export function isOperation(c: Command): c is Operation {
   checkCommandShape(c, 'isOperation command');
   return command.isOperation(c);
@@ -111,12 +133,14 @@ function checkOwner(o: unknown, name: string): void {
   checkNumber(owner.attempt, `${name}.attempt`);
 }
 
+/** Whether two owners are the same client's same attempt. */
 export function sameOwner(a: Owner, b: Owner): boolean {
   checkOwner(a, 'sameOwner a');
   checkOwner(b, 'sameOwner b');
   return state.sameOwner(a, b);
 }
 
+/** The ghost state of `resource` (grants so far, highest token granted, last accepted epoch: what the properties are checked against); NO_GHOST before any. */
 export function ghostOf(w: World, resource: string): GhostResource {
   checkWorld(w, 'ghostOf world');
   return state.ghostOf(w, checkResource(resource));
@@ -138,6 +162,7 @@ export function passes(policy: StorePolicy, token: bigint, highest: bigint | nul
   return store.passes(policy, token, highest);
 }
 
+/** The store's cell of `resource` (EMPTY_CELL if never written). */
 export function cellOf(s: StoreState, resource: string): StoreCell {
   checkStoreAlone(s, 'cellOf store');
   return store.cellOf(s, checkResource(resource));

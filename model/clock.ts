@@ -6,6 +6,7 @@
  */
 import { checkNumber } from './checks.ts';
 
+/** One process's clock: a reading anchored at a true time, and its rate error from then on. */
 export interface Clock {
   /** True time (ms) at which `readingMs` was taken. */
   readonly anchorTrueMs: number;
@@ -15,9 +16,12 @@ export interface Clock {
   readonly driftPpm: number;
 }
 
+/** The slowest drift, in ppm: a clock at 10 % of true rate (a rate of 0 or less would never reach a reading). */
 export const MIN_DRIFT_PPM = -900_000;
+/** The fastest drift, in ppm: a clock at 10 times true rate. */
 export const MAX_DRIFT_PPM = 9_000_000;
 
+/** A clock reading `readingMs` at true time `trueMs` (both default 0), without drift. Throws InvalidInputError for a non-number. */
 export function clockAt(readingMs = 0, trueMs = 0): Clock {
   checkNumber(readingMs, 'clockAt readingMs');
   checkNumber(trueMs, 'clockAt trueMs');

@@ -103,7 +103,9 @@ export type Fault =
   /** The server drops the client's connection and the session state with it (pg_terminate_backend). */
   | { readonly kind: 'kill-connection'; readonly client: number };
 
+/** One step of a schedule: a client's operation, or time passing and faults. */
 export type Command = Operation | Fault;
+/** The kinds of Command. */
 export type CommandKind = Command['kind'];
 
 const OPERATION_KINDS = new Set<CommandKind>(['acquire', 'extend', 'release', 'write', 'read']);

@@ -43,6 +43,7 @@ export function describeCommand(c: Command): string {
     .otherwise(() => refuse('describeCommand command', 'a command of a known kind', (c as { kind: unknown }).kind, 'precondition'));
 }
 
+/** An outcome in words, as timelines print it. Throws InvalidInputError for what is not an outcome. */
 export function describeOutcome(o: Outcome): string {
   if (!isObject(o) || typeof o.kind !== 'string') refuse('describeOutcome outcome', 'an outcome (an object with a kind)', o);
   return match(o)

@@ -78,6 +78,7 @@ export function leaseTerms(design: Design): LeaseTerms {
  */
 export type DriftRounding = 'ceil' | 'round';
 
+/** The kinds of Design (DESIGN_KINDS lists them). */
 export type DesignKind = Design['kind'];
 
 /** How a Redis node keeps its keys and counters across a crash. */
@@ -94,6 +95,7 @@ export type StorePolicy =
   /** The data lives in the lock's own database transaction (pg-xact only). */
   | 'transactional';
 
+/** The proportional part of the drift allowance when a design names none: 1 % of the ttl (Redlock's). */
 export const DEFAULT_DRIFT_FACTOR = 0.01;
 /** The PostgreSQL clients' statement timeout when a design names none (impl/postgres: statementTimeoutMs). */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 5000;
@@ -109,6 +111,11 @@ function made(name: string, o: unknown, make: () => Design): Design {
   return validateDesign(frozen(make()));
 }
 
+/**
+ * Makes each design with its defaults filled in (driftFactor 0.01,
+ * clockMarginMs 2, no persistence, redlock on 5 nodes, ...), checked whole
+ * and frozen. Each throws InvalidInputError naming a bad option.
+ */
 export const designs = frozen({
   redisSingle: (o: Partial<{ persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => made('designs.redisSingle', o, () => ({
     kind: 'redis-single',
@@ -192,6 +199,7 @@ export interface DesignRules<D extends Design = Design> {
   readonly restartDelayMs: (d: D) => number;
   /** Redlock's clock-drift allowance: driftFactor * ttl + clockMarginMs (0 for session locks). */
   readonly driftFactor: (d: D) => number;
+  /** The fixed part of that allowance, ms (0 for session locks). */
   readonly clockMarginMs: (d: D) => number;
   /**
    * How long the client waits for a lock statement's reply (client clock)
@@ -243,6 +251,7 @@ const postgresRules = {
   replyTimeoutMs: (d: { statementTimeoutMs?: number }) => d.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
 } as const;
 
+/** The DesignRules of each design kind (rulesOf reads them). */
 export const RULES: RulesByKind = frozen({
   'redis-single': { ...redisRules, nodes: () => 1 },
   redlock: { ...redisRules, nodes: (d) => d.nodes },
@@ -364,7 +373,9 @@ export function driftMarginMs(design: Design, ttlMs: number): number {
   return rounding(driftFactor(design) * ttlMs) + clockMarginMs(design);
 }
 
+/** Every design kind. */
 export const DESIGN_KINDS: readonly DesignKind[] = frozen(['redis-single', 'redlock', 'redis-replicated', 'pg-session', 'pg-xact', 'etcd-lease']);
+/** Every store policy. */
 export const STORE_POLICIES: readonly StorePolicy[] = frozen(['unfenced', 'strict', 'monotonic', 'transactional']);
 
 /**

@@ -13,6 +13,12 @@ export type ModelErrorCode =
   | 'unsupported-operation'
   | 'precondition';
 
+/**
+ * Input refused before anything changed (docs/errors.md): `code` says
+ * which rule (an invalid ttl, resource, token, duration or option; an
+ * unknown client or node; an unsupported operation; a precondition), and
+ * the message names the input and what was given.
+ */
 export class InvalidInputError extends Error {
   override readonly name = 'InvalidInputError';
   constructor(
@@ -34,11 +40,14 @@ export function shown(value: unknown): string {
   return String(value);
 }
 
+/** The longest ttl or duration, in ms (2^31-1, about 24.8 days). */
 export const MAX_TTL_MS = 2 ** 31 - 1;
+/** The longest resource name, in UTF-16 code units. */
 export const MAX_RESOURCE_LENGTH = 256;
 /** Tokens are exact up to 2^63-1 (a signed 64-bit integer, as Redis and PostgreSQL keep them). */
 export const MAX_TOKEN = 2n ** 63n - 1n;
 
+/** `ttlMs` if it is an integer number of ms in [1, MAX_TTL_MS]; else throws InvalidInputError('invalid-ttl'). */
 export function checkTtl(ttlMs: unknown): number {
   if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_TTL_MS) {
     throw new InvalidInputError('invalid-ttl', `ttl must be an integer number of ms in [1, ${MAX_TTL_MS}], got ${shown(ttlMs)}`);
@@ -46,6 +55,7 @@ export function checkTtl(ttlMs: unknown): number {
   return ttlMs;
 }
 
+/** `ms` if it is an integer number of ms in [0, MAX_TTL_MS]; else throws InvalidInputError('invalid-duration') naming `what`. */
 export function checkDuration(ms: unknown, what: string): number {
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_TTL_MS) {
     throw new InvalidInputError('invalid-duration', `${String(what)} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${shown(ms)}`);
@@ -63,6 +73,7 @@ export function checkRetries(retries: unknown): number {
 /** A UTF-16 surrogate with no partner: it has no UTF-8 form, so two such names would become the same bytes on the wire. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** `resource` if it is a non-empty string of at most MAX_RESOURCE_LENGTH, well-formed Unicode, without NUL; else throws InvalidInputError('invalid-resource'). */
 export function checkResource(resource: unknown): string {
   if (typeof resource !== 'string' || resource.length === 0 || resource.length > MAX_RESOURCE_LENGTH) {
     throw new InvalidInputError('invalid-resource', `resource must be a non-empty string of at most ${MAX_RESOURCE_LENGTH} characters`);
@@ -74,6 +85,7 @@ export function checkResource(resource: unknown): string {
   return resource;
 }
 
+/** `token` if it is a bigint in [0, MAX_TOKEN]; else throws InvalidInputError('invalid-token'). */
 export function checkToken(token: unknown): bigint {
   if (typeof token !== 'bigint' || token < 0n || token > MAX_TOKEN) {
     throw new InvalidInputError('invalid-token', `token must be a bigint in [0, 2^63-1], got ${typeof token === 'bigint' ? token.toString() : typeof token}`);

@@ -29,6 +29,7 @@ import { packedStateBreaks, STATE_BITS } from './packedProperties.ts';
  * from the initial state (one ending on the last level from its parent).
  */
 export interface ExploreOptions {
+  /** Longest schedule explored, in commands. */
   readonly maxDepth: number;
   /** Stop expanding once this many distinct states were seen (the result says so). */
   readonly maxStates?: number;
@@ -117,18 +118,23 @@ export function fingerprintOptionsFor(initial: World, alphabet: readonly Command
   };
 }
 
+/** One step of a run or a counterexample: the command, the branch's outcome, and the properties broken after it. */
 export interface TraceStep {
   readonly command: Command;
   readonly outcome: Outcome;
   readonly violations: readonly Violation[];
 }
 
+/** A shortest schedule from the initial world that breaks `property` (breadth first finds it first). */
 export interface Counterexample {
   readonly property: PropertyId;
+  /** The violation at the last step. */
   readonly violation: Violation;
+  /** The schedule, from the initial world, as replayed. */
   readonly steps: readonly TraceStep[];
 }
 
+/** What an exploration covered and found: one counterexample per property it saw broken. */
 export interface ExploreResult {
   /** Deepest level whose every state was expanded. */
   readonly depthCompleted: number;
@@ -136,7 +142,9 @@ export interface ExploreResult {
   readonly truncated: boolean;
   /** Distinct states (orbits) seen. */
   readonly states: number;
+  /** Successor states generated: each branch of each enabled command from each expanded state. */
   readonly transitions: number;
+  /** Time the exploration took, in ms on `ExploreOptions.clock` (0 without one). */
   readonly elapsedMs: number;
   /** Shortest counterexample found per property, in the order found. */
   readonly counterexamples: readonly Counterexample[];
@@ -211,6 +219,7 @@ export interface Exploration {
   readonly frontierSize: number;
   /** Distinct states seen after each completed level: statesAt[d] for d <= depthCompleted (statesAt[0] is 1). */
   readonly statesAt: readonly number[];
+  /** What the search has covered and found so far. */
   result(): ExploreResult;
 }
 
@@ -236,6 +245,12 @@ function checkExploration(initial: World, alphabet: readonly Command[], options:
   checkFlags(o, `${call} options`, ['clientSymmetry', 'nodeSymmetry', 'packed']);
 }
 
+/**
+ * Explores every schedule of `alphabet` from `initial` up to
+ * `options.maxDepth`, within maxStates and budgetMs, and returns what it
+ * covered with a shortest counterexample per property broken. Throws
+ * InvalidInputError naming a bad argument.
+ */
 export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
   checkExploration(initial, alphabet, options, 'explore');
   const clock = options.clock ?? (() => 0);
@@ -245,6 +260,7 @@ export function explore(initial: World, alphabet: readonly Command[], options: E
   return run.result();
 }
 
+/** The same search as explore, level by level under the caller's control (Exploration.expandLevel). Throws InvalidInputError naming a bad argument. */
 export function startExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions): Exploration {
   checkExploration(initial, alphabet, options, 'startExploration');
   const clock = options.clock ?? (() => 0);

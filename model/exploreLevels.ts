@@ -10,9 +10,11 @@ export type LevelsEnd =
   /** The memory bound was reached: the exploration expanding then is truncated at its last complete level, and no other went on. */
   | { readonly kind: 'memory'; readonly usedBytes: number };
 
+/** How a run of explorations by levels is bounded and reported. */
 export interface LevelsOptions {
   /** A monotonic clock, ms: the one the runs were started with (their deadline checks within a level read theirs). */
   readonly clock: () => number;
+  /** Time on `clock` after which no further level is started (and the one being expanded is cut). */
   readonly deadlineMs: number;
   /** Bytes in use now (the heap); asked before each level of each exploration and every 256 states within one. */
   readonly memoryUsed?: () => number;

@@ -23,6 +23,7 @@ export type FaultClass =
   | 'connection-loss'
   | 'timing';
 
+/** Every fault class, in the matrix's column order. */
 export const FAULT_CLASSES: readonly FaultClass[] = frozen([
   'none',
   'partition',
@@ -35,6 +36,7 @@ export const FAULT_CLASSES: readonly FaultClass[] = frozen([
   'timing',
 ]);
 
+/** Each fault class in a line, for tables and reports. */
 export const FAULT_CLASS_TITLES: Readonly<Record<FaultClass, string>> = frozen({
   none: 'no faults',
   partition: 'client-node links lose every message',
@@ -69,13 +71,17 @@ export const FAULT_CLASS_ALLOWS: Readonly<Record<FaultClass, string>> = frozen({
 
 /** Sizes of the exploration's small world. Times are in ms, chosen so that coarse steps straddle the deadlines. */
 export interface Alphabet {
+  /** Clients in the world. */
   readonly clients: number;
+  /** The one resource every operation names. */
   readonly resource: string;
+  /** The ttl of every acquire and extend, ms. */
   readonly ttlMs: number;
   /** A short and a long passing of time: the long one outlasts a lease. */
   readonly advanceMs: readonly number[];
 }
 
+/** The matrix's small world: two clients, one resource, ttl 10 ms, advances of 4 and 12 ms. */
 export const DEFAULT_ALPHABET: Alphabet = frozen({ clients: 2, resource: 'r', ttlMs: 10, advanceMs: [4, 12] });
 
 /** The node that clock and crash faults hit: one node, a minority of any cluster larger than two (nodes are symmetric). */

@@ -18,13 +18,16 @@ import { frozen } from './frozen.ts';
  * is paired with (unfenced, and fenced by its own token).
  */
 export interface MatrixRow {
+  /** The row's name in tables (describeDesign). */
   readonly label: string;
   readonly design: Design;
+  /** The store policies it is explored with. */
   readonly stores: readonly StorePolicy[];
 }
 
 const TTL = DEFAULT_ALPHABET.ttlMs;
 
+/** The predicted matrix's rows, in table order: each design variant with its stores (unfenced and strict; transactional for pg-xact). */
 export const MATRIX_ROWS: readonly MatrixRow[] = frozen([
   designs.redisSingle(),
   designs.redisSingle({ persistence: 'aof-always' }),
@@ -42,15 +45,17 @@ export const MATRIX_ROWS: readonly MatrixRow[] = frozen([
   stores: rulesOf(design).writes === 'at-commit' ? (['transactional'] as const) : (['unfenced', 'strict'] as const),
 })));
 
+/** One cell's exploration, with the cell it is. */
 export interface CellResult extends ExploreResult {
+  /** The row's label (MatrixRow.label). */
   readonly row: string;
   readonly store: StorePolicy;
   readonly faultClass: FaultClass;
 }
 
+/** A cell's exploration options: maxStates is required (a cell is bounded). */
 export type CellOptions = ExploreOptions & { readonly maxStates: number };
 
-/** Explores one matrix cell: a design with a store under one fault class. */
 /** A cell's row, store and fault class, checked before anything is built. */
 function checkCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, call: string): void {
   validateDesign(checkObject(row, `${call} row`, 'a matrix row { label, design, stores }').design as Design);
@@ -58,6 +63,11 @@ function checkCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, c
   checkOneOf(faultClass, `${call} faultClass`, FAULT_CLASSES);
 }
 
+/**
+ * Explores one matrix cell: a design with a store under one fault class,
+ * from DEFAULT_ALPHABET's world (two clients). Throws InvalidInputError
+ * naming a bad row, store, fault class or option.
+ */
 export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): CellResult {
   checkCell(row, store, faultClass, 'exploreCell');
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });

@@ -3,6 +3,7 @@
  * acquire may or may not have taken effect, and the model allows both.
  */
 
+/** Why an acquire was denied. */
 export type DenyReason =
   /** Someone else holds it (on a quorum of the nodes asked). */
   | 'held'
@@ -11,6 +12,7 @@ export type DenyReason =
   /** A quorum answered but the time it took left no validity (Redlock step 3). */
   | 'validity-exhausted';
 
+/** One command's outcome, by operation (granted/denied, extended/not-extended, released/not-held, accepted/rejected, a read's value), or ok/timed-out. */
 export type Outcome =
   | { readonly kind: 'granted'; readonly token: bigint; readonly validUntilMs: number | null }
   | { readonly kind: 'denied'; readonly reason: DenyReason }
@@ -25,4 +27,5 @@ export type Outcome =
   | { readonly kind: 'ok' }
   | { readonly kind: 'timed-out' };
 
+/** The kinds of Outcome. */
 export type OutcomeKind = Outcome['kind'];

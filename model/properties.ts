@@ -14,8 +14,10 @@ import { frozen } from './frozen.ts';
  */
 export type PropertyId = 'MUTEX-1' | 'FENCE-1' | 'FENCE-2' | 'STORE-1' | 'OWN-1' | 'LIVE-1' | 'DUR-1';
 
+/** Every property ID, in the spec's order. */
 export const PROPERTY_IDS: readonly PropertyId[] = frozen(['MUTEX-1', 'FENCE-1', 'FENCE-2', 'STORE-1', 'OWN-1', 'LIVE-1', 'DUR-1']);
 
+/** Each property's title, as the spec states it. */
 export const PROPERTY_TITLES: Readonly<Record<PropertyId, string>> = frozen({
   'MUTEX-1': 'mutual exclusion as the clients experience it',
   'FENCE-1': 'fencing tokens increase strictly per resource across grants',
@@ -37,9 +39,12 @@ export const PROPERTY_KINDS: Readonly<Record<PropertyId, { readonly kind: 'state
   'DUR-1': { kind: 'event', on: '`restarted` counters' },
 });
 
+/** A property broken by a step. */
 export interface Violation {
   readonly property: PropertyId;
+  /** The resource it concerns, where one does. */
   readonly resource?: string;
+  /** What broke it, naming the clients, tokens and times. */
   readonly message: string;
 }
 

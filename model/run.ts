@@ -25,9 +25,13 @@ export function preferOutcome(kind: Outcome['kind']): Chooser {
   return modelChooser((branches) => branches.find((b) => b.outcome.kind === kind) ?? branches[0]!);
 }
 
+/** runSchedule's result. */
 export interface RunResult {
+  /** The world after the last step. */
   readonly world: World;
+  /** Each command as stepped, with the chosen branch's outcome and its violations. */
   readonly steps: readonly TraceStep[];
+  /** Every violation of the run, in step order. */
   readonly violations: readonly Violation[];
 }
 

@@ -14,11 +14,17 @@ import { frozen } from './frozen.ts';
  * violates under each store policy; everything else must hold.
  */
 export interface Scenario {
+  /** A short stable name, e.g. 'storage-demo'. */
   readonly id: string;
+  /** What happens, in a sentence. */
   readonly title: string;
+  /** Where it was published. */
   readonly source: string;
+  /** The design it runs on. */
   readonly design: Design;
+  /** The schedule. */
   readonly steps: readonly Command[];
+  /** Per store policy, the property IDs the schedule breaks; every other property must hold. */
   readonly breaks: Partial<Record<StorePolicy, readonly PropertyId[]>>;
 }
 
@@ -49,6 +55,7 @@ const crashC: readonly Command[] = [
   { kind: 'restart', node: 2 },
 ];
 
+/** The scenario catalogue (docs/model.md): each published counterexample with the properties it breaks per store policy. */
 export const SCENARIOS: readonly Scenario[] = frozen([
   {
     id: 'storage-demo',

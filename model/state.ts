@@ -19,14 +19,18 @@ import { entryOf } from './record.ts';
 
 /** Who set a key: a client and the number of its acquisition attempt (the random owner value of a real lock). */
 export interface Owner {
+  /** The client's index. */
   readonly client: number;
+  /** The client's acquisition attempt, from 1. */
   readonly attempt: number;
 }
 
+/** A lock key as a node holds it. */
 export interface NodeKey {
   readonly owner: Owner;
   /** Expiry on the node's expiry clock; null for a session-bound lock. */
   readonly expiresAtMs: number | null;
+  /** The ttl it was set or last extended with, ms; null for a session-bound lock. */
   readonly ttlMs: number | null;
   /** Stack depth (PostgreSQL advisory locks stack; others are always 1). */
   readonly count: number;
@@ -34,14 +38,17 @@ export interface NodeKey {
   readonly liveSinceTrueMs: number;
 }
 
+/** One lock-service node: its clocks, whether it is up, its keys and token counters. */
 export interface NodeState {
   /** Wall clock: Redis expires keys by it; steps hit it. */
   readonly wall: Clock;
   /** Monotonic clock: etcd expires leases by it; steps do not hit it. */
   readonly mono: Clock;
+  /** False between a crash and its restart. */
   readonly up: boolean;
   /** True time before which a restarted node refuses to take part (delayed restart). */
   readonly availableFromTrueMs: number;
+  /** Lock keys by resource. */
   readonly keys: Readonly<Record<string, NodeKey>>;
   /** Token counters: per resource (Redis INCR, PostgreSQL sequence) or one revision (etcd). */
   readonly counters: Readonly<Record<string, bigint>>;
@@ -57,11 +64,14 @@ export interface ReplicaState {
   readonly counters: Readonly<Record<string, bigint>>;
 }
 
+/** A lease as its client believes it holds it. */
 export interface Lease {
   readonly owner: Owner;
+  /** Its fencing token. */
   readonly token: bigint;
   /** Deadline on the client's monotonic clock; null for a session-bound lock. */
   readonly validUntilMs: number | null;
+  /** Stack depth: acquires by the holder not yet released (1 unless the design stacks). */
   readonly count: number;
   /** Writes buffered in the open transaction (pg-xact), applied at commit. */
   readonly buffered: readonly string[];
@@ -69,14 +79,19 @@ export interface Lease {
   readonly epoch: number;
 }
 
+/** A write on its way to the store (ClientState.pendingWrite). */
 export interface PendingWrite {
   readonly resource: string;
   readonly value: string;
+  /** The token it carries. */
   readonly token: bigint;
+  /** Ghost: the epoch of the lease it was written under (STORE-1). */
   readonly epoch: number;
 }
 
+/** One client: its monotonic clock, whether it is paused, what it has in flight, and the leases it believes it holds. */
 export interface ClientState {
+  /** The client's monotonic clock (its leases' deadlines are on it; drift faults hit it). */
   readonly mono: Clock;
   readonly paused: boolean;
   /**
@@ -88,7 +103,9 @@ export interface ClientState {
   readonly inFlight: InFlight | null;
   /** The server dropped this client's session while it was paused; it notices at resume. */
   readonly sessionLost: boolean;
+  /** Acquisition attempts so far (the next attempt's Owner.attempt is one more). */
   readonly attempts: number;
+  /** The leases it believes it holds, by resource. */
   readonly leases: Readonly<Record<string, Lease>>;
 }
 
@@ -185,6 +202,7 @@ export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string 
   }
 }
 
+/** Ghost variables of one resource: the true order of its grants and writes, which no process can observe. */
 export interface GhostResource {
   /** Number of grants so far, in true order. */
   readonly grants: number;
@@ -194,9 +212,13 @@ export interface GhostResource {
   readonly lastAcceptedEpoch: number;
 }
 
+/** What a world is made of (initialWorld). */
 export interface WorldConfig {
+  /** The lock design the world runs. */
   readonly design: Design;
+  /** The store's policy. */
   readonly store: StorePolicy;
+  /** Number of clients, 1..MAX_CLIENTS. */
   readonly clients: number;
   /** Where token counters start (a fresh counter issues tokenBase + 1); default 0. Lets a run reach 2^53 and 2^63-1. */
   readonly tokenBase?: bigint;
@@ -215,20 +237,30 @@ export interface WorldConfig {
   readonly requestTimeoutMs?: number;
 }
 
+/** The whole state of the model at one instant: what step() takes and returns. */
 export interface World {
   readonly config: WorldConfig;
+  /** True time, ms. */
   readonly nowMs: number;
   readonly nodes: readonly NodeState[];
   readonly clients: readonly ClientState[];
   /** Links that lose every message, as "client:node". */
   readonly partitions: readonly string[];
   readonly store: StoreState;
+  /** Ghost variables by resource (ghostOf). */
   readonly ghost: Readonly<Record<string, GhostResource>>;
 }
 
+/** The most clients a world may have. */
 export const MAX_CLIENTS = 16;
+/** The largest WorldConfig.expiryToleranceMs, in ms. */
 export const MAX_EXPIRY_TOLERANCE_MS = 1000;
 
+/**
+ * The world at true time 0: every node up with no keys, clocks at 0, the
+ * clients idle with no leases, an empty store. Throws InvalidInputError for
+ * a config that is not valid (naming the field).
+ */
 export function initialWorld(config: WorldConfig): World {
   checkConfig(config, 'initialWorld config');
   const plain: NodeState = { wall: clockAt(), mono: clockAt(), up: true, availableFromTrueMs: 0, keys: {}, counters: {} };
@@ -245,6 +277,7 @@ export function initialWorld(config: WorldConfig): World {
   };
 }
 
+/** A resource's ghost before its first grant. */
 export const NO_GHOST: GhostResource = frozen({ grants: 0, maxToken: null, lastAcceptedEpoch: 0 });
 
 export function ghostOf(world: World, resource: string): GhostResource {

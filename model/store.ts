@@ -17,15 +17,20 @@ export interface StoreCell {
   readonly highest: bigint | null;
 }
 
+/** The fenced store: its policy and one cell per resource. */
 export interface StoreState {
   readonly policy: StorePolicy;
+  /** Cells by resource (absent: never written; cellOf gives EMPTY_CELL). */
   readonly cells: Readonly<Record<string, StoreCell>>;
 }
 
+/** The store's judgement of a write: accepted, or rejected with the highest token accepted before. */
 export type StoreDecision = { readonly accepted: true } | { readonly accepted: false; readonly highest: bigint };
 
+/** A cell never written. */
 export const EMPTY_CELL: StoreCell = frozen({ value: null, token: null, highest: null });
 
+/** A store with `policy` and no cells. */
 export function emptyStore(policy: StorePolicy): StoreState {
   return { policy, cells: {} };
 }

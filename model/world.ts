@@ -35,8 +35,11 @@ import { entryOf, putEntry, withEntry } from './record.ts';
  * exact expiry instant, an acquire whose reply never came.
  */
 export interface Branch {
+  /** What the command returns in this branch. */
   readonly outcome: Outcome;
+  /** The world after it. */
   readonly next: World;
+  /** What happened that the event properties judge (grants, writes, key changes, restarts). */
   readonly events: readonly WorldEvent[];
 }
 

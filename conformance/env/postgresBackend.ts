@@ -46,6 +46,8 @@ import { checkDesignOf, checkFunction, checkPostgresTarget, checkStorePolicy } f
  * is not told). Healing the link lets the held closes through, both ways.
  * pg-xact takes no partition here.
  */
+
+/** A PostgreSQL database runs work in: lockcheck's own server (targetOf) or the user's (connectPostgres). */
 export interface PostgresTarget {
   /** postgres:// URL of the database (user, password, host, port, database, options). */
   readonly url: string;
@@ -75,6 +77,14 @@ const checkBackendKeys = knownOptions('realPostgresBackend options', ['name', 'k
 /** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
 const NOTICE_TIMEOUT_MS = 10_000;
 
+/**
+ * lockcheck's own PostgreSQL locks (PostgresSessionLock for pg-session,
+ * PostgresTransactionLock for pg-xact) on `server` as a backend for
+ * `design`, writing through a store with `store`'s policy. Runs on
+ * lockcheck's server reset it, one at a time; on the user's each run keeps
+ * to its own sessions and rows. Throws InvalidInputError('invalid-config')
+ * for bad arguments.
+ */
 export function realPostgresBackend(
   server: PostgresTarget,
   design: Design,

@@ -59,6 +59,7 @@ export { EnvironmentError } from './faketime.ts';
 
 export const POSTGRES_BIN_DIR = '/usr/lib/postgresql/15/bin';
 
+/** How PostgresServer.start creates and starts a cluster. */
 export interface PostgresServerOptions {
   /**
    * Bound on start(): initdb plus start-up to accepting connections, port
@@ -127,12 +128,24 @@ interface OsUser {
   gid: number;
 }
 
+/**
+ * A throwaway PostgreSQL 15 cluster lockcheck started (see the module
+ * comment): made by PostgresServer.start, with crash, restart, pause, resume
+ * and stop; stop() removes it, and the exit handlers and a watchdog do
+ * should this process end first.
+ */
 export class PostgresServer {
+  /** Always 127.0.0.1. */
   readonly host = HOST;
+  /** The superuser it is reached as ('postgres'). */
   readonly user = USER;
+  /** The database it is reached in ('postgres'). */
   readonly database = DATABASE;
+  /** Where initdb and postgres are taken from. */
   readonly binDir = POSTGRES_BIN_DIR;
+  /** fsync and full_page_writes are on (PostgresServerOptions.fsync). */
   readonly fsync: boolean;
+  /** Bound on start() and on each restart(), in ms (PostgresServerOptions.startTimeoutMs). */
   readonly startTimeoutMs: number;
   /** The superuser's password, random per cluster (scram-sha-256 on every connection). */
   readonly password = randomBytes(24).toString('base64url');
@@ -164,7 +177,13 @@ export class PostgresServer {
     this.#guard.set({ processes: [], dirs: [dir] });
   }
 
-  /** Creates a cluster in a new temporary directory, starts it and resolves once it accepts TCP connections. */
+  /**
+   * Creates a cluster in a new temporary directory, starts it and resolves
+   * once it accepts TCP connections. Rejects with
+   * InvalidInputError('invalid-config') for bad options and EnvironmentError
+   * when PostgreSQL 15 is not installed or the cluster does not come up
+   * within startTimeoutMs (its log tail attached); nothing is left behind.
+   */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
     checkOptions(options);
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
@@ -199,6 +218,7 @@ export class PostgresServer {
     }
   }
 
+  /** The TCP port it listens on (the same across restarts). */
   get port(): number {
     return this.#port;
   }
@@ -208,6 +228,7 @@ export class PostgresServer {
     return this.#dir;
   }
 
+  /** The cluster's data directory (PGDATA). */
   get dataDir(): string {
     return join(this.#dir, 'data');
   }
@@ -217,6 +238,7 @@ export class PostgresServer {
     return this.#dir;
   }
 
+  /** The server's log file. */
   get logFile(): string {
     return join(this.#dir, 'log');
   }
@@ -241,14 +263,17 @@ export class PostgresServer {
     return this.#child !== null && childAlive(this.#child);
   }
 
+  /** Stopped by pause() and not yet resumed. */
   get paused(): boolean {
     return this.#paused;
   }
 
+  /** stop() was called: the cluster is gone for good. */
   get stopped(): boolean {
     return this.#stopping !== null;
   }
 
+  /** What start() took (initdb, then start-up), in ms. */
   get timings(): PostgresStartTimings {
     return this.#timings;
   }

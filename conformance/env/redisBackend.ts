@@ -50,11 +50,14 @@ import { slotOf } from './runSlot.ts';
  * clients and the servers (partition, delay, latency, a slow or black-holed
  * node, a paused client), so it is the same on either.
  */
+
+/** One Redis server (and database) a run connects to. */
 export interface RedisTarget {
   /** redis:// or rediss:// URL, with the database number if not 0. */
   readonly url: string;
 }
 
+/** Redis servers a run works on: lockcheck's own (startRedisCluster) or the user's (connectRedisCluster). */
 export interface RedisCluster {
   /** The lock nodes. */
   readonly nodes: readonly RedisTarget[];
@@ -64,11 +67,14 @@ export interface RedisCluster {
   readonly persistence: 'none' | 'aof-always' | 'unknown';
   /** Servers lockcheck started: their processes and clocks are the runner's. Absent on the user's servers. */
   readonly local?: {
+    /** The lock nodes' processes, then the store's. */
     readonly servers: readonly RedisServer[];
+    /** Each lock node's libfaketime clock file, which the runner writes. */
     readonly clockFiles: readonly FakeClockFile[];
     /** The real-time bound on every command of a run (default COMMAND_TIMEOUT_MS); one that runs out stalls the run. */
     readonly commandTimeoutMs?: number;
   };
+  /** Stops what was started for the cluster (nothing on the user's servers). */
   stop(): Promise<void>;
 }
 
@@ -91,6 +97,13 @@ const checkClusterKeys = knownOptions('startRedisCluster options', ['nodes', 'pe
 const checkRunKeys = knownOptions('startRedisRun options', ['clients', 'lockKey']);
 const checkBackendKeys = knownOptions('realRedisBackend options', ['name', 'node']);
 
+/**
+ * Starts `nodes` redis-server processes (1..15) as lock nodes, each under
+ * libfaketime on a clock the runner writes, with the given persistence, and
+ * one plain server for the store. The caller stops them (`stop()`; also on
+ * process exit). Rejects with InvalidInputError('invalid-config') for bad
+ * options and EnvironmentError when redis-server or libfaketime is missing.
+ */
 export async function startRedisCluster(options: { readonly nodes: number; readonly persistence: 'none' | 'aof-always'; readonly commandTimeoutMs?: number }): Promise<RedisCluster> {
   checkObject(options, 'startRedisCluster options');
   checkClusterKeys(options);
@@ -146,6 +159,15 @@ export function toleranceOn(cluster: RedisCluster): { readonly expiryToleranceMs
 const COMMAND_TIMEOUT_MS = 5_000;
 const READY_TIMEOUT_MS = 10_000;
 
+/**
+ * lockcheck's own Redis lock (createRedisLock's LeaseLock over redisLeaseNode)
+ * on `cluster` as a backend for `design` (redis-single or redlock), writing
+ * through a store with `store`'s policy; `options.node` swaps how a client
+ * talks to a node (broken variants). Throws InvalidInputError for bad
+ * arguments, and an Error when the cluster has too few nodes, the wrong
+ * persistence, or (the user's servers) the design's clockMarginMs is under
+ * USER_SERVER_CLOCK_MARGIN_MS. Stopping the cluster is the caller's.
+ */
 export function realRedisBackend(
   cluster: RedisCluster,
   design: Design,
@@ -219,7 +241,9 @@ function ready(redis: Redis): Promise<void> {
  * and how virtual time waits for real I/O.
  */
 export interface RedisRun {
+  /** The run's virtual time, which the runner drives. */
   readonly time: VirtualTime;
+  /** The network layer every request of the run's clients goes through (`network.call`). */
   readonly network: SimNetwork;
   /** Per client: a connection to each node and one to the store. */
   readonly connections: ReadonlyArray<{ readonly nodes: readonly Redis[]; readonly store: Redis }>;
@@ -231,17 +255,27 @@ export interface RedisRun {
   readonly shared: boolean;
   /** The run's key prefix on shared servers (every connection of the run applies it: the library never sees it); '' on lockcheck's own. */
   readonly keyPrefix: string;
+  /** The Environment the runner drives: time control, the faults the cluster takes, inspect. */
   readonly env: Environment;
   /** Disconnects every connection of the run (and on shared servers deletes the run's keys first). */
   close(): Promise<void>;
 }
 
+/** What startRedisRun opens a run for. */
 export interface RedisRunOptions {
+  /** Simulated clients, 1..16. */
   readonly clients: number;
   /** The key a lock on `resource` lives under (for inspect). Default: lockcheck's own. */
   readonly lockKey?: (resource: string) => string;
 }
 
+/**
+ * Opens one run on `cluster` for `design` (see RedisRun): on lockcheck's
+ * servers resets them (one run at a time per cluster, waiting for the
+ * previous one to close), on the user's takes a fresh key prefix. The caller
+ * closes the run. Rejects with InvalidInputError for bad arguments, and an
+ * Error when the cluster has too few nodes for the design.
+ */
 export async function startRedisRun(cluster: RedisCluster, design: Design, options: RedisRunOptions): Promise<RedisRun> {
   checkObject(options, 'startRedisRun options');
   checkRunKeys(options);

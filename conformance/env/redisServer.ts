@@ -27,8 +27,10 @@ import { InvalidInputError } from '../../model/errors.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
+/** Whether a server's keys survive a crash: 'none' (lost) or 'aof-always' (AOF, fsync on every write). */
 export type RedisPersistence = 'none' | 'aof-always';
 
+/** How RedisServer.start starts a server. */
 export interface RedisServerOptions {
   /** 'none': a crash loses every key. 'aof-always': AOF with fsync on every write, keys survive a crash. */
   persistence: RedisPersistence;
@@ -80,10 +82,21 @@ const INSTALL_REDIS = 'apt-get update && apt-get install -y --no-install-recomme
 /** Servers started and not yet stopped (crashed ones included: their directories still exist). */
 const live = new Set<RedisServer>();
 
+/**
+ * A redis-server process lockcheck started on 127.0.0.1 (a free port, a
+ * temporary directory, a random password), with the faults a run needs on
+ * it: crash (SIGKILL) and restart, pause (SIGSTOP) and resume, and its wall
+ * clock under libfaketime. Made by RedisServer.start; stop() removes it, and
+ * a watchdog does should this process die first.
+ */
 export class RedisServer {
+  /** Always 127.0.0.1. */
   readonly host = HOST;
+  /** Whether its keys survive a crash (RedisServerOptions.persistence). */
   readonly persistence: RedisPersistence;
+  /** The libfaketime clock file the server runs on, or null for the real clock. */
   readonly clockFile: FakeClockFile | null;
+  /** Bound on start-up and on each restart, in ms (RedisServerOptions.startTimeoutMs). */
   readonly startTimeoutMs: number;
   /** Random per server unless given (requirepass); `url` carries it. Never print it (redactUrl). */
   readonly password: string;
@@ -121,7 +134,12 @@ export class RedisServer {
     this.#guard.set({ processes: [], dirs: [dir] });
   }
 
-  /** Starts a server and resolves once it answers PING. */
+  /**
+   * Starts a server and resolves once it answers PING. Rejects with
+   * InvalidInputError('invalid-config') for bad options and EnvironmentError
+   * when redis-server (or libfaketime, with a clockFile) is missing or the
+   * server does not come up within startTimeoutMs (its log tail attached).
+   */
   static async start(options: RedisServerOptions): Promise<RedisServer> {
     checkOptions(options);
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
@@ -158,10 +176,12 @@ export class RedisServer {
     }
   }
 
+  /** The TCP port it listens on (the same across restarts). */
   get port(): number {
     return this.#port;
   }
 
+  /** Its temporary directory (config, log, AOF); removed by stop(). */
   get dir(): string {
     return this.#dir;
   }
@@ -195,10 +215,12 @@ export class RedisServer {
     return this.#child !== null && isAlive(this.#child);
   }
 
+  /** Stopped by pause() (SIGSTOP) and not yet resumed. */
   get paused(): boolean {
     return this.#paused;
   }
 
+  /** stop() was called: the server is gone for good (restart throws). */
   get stopped(): boolean {
     return this.#stopping !== null;
   }

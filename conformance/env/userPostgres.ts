@@ -20,9 +20,11 @@ const CHECK_TIMEOUT_MS = 5_000;
 export interface PostgresServerInfo {
   /** The URL without its password, for messages. */
   readonly shown: string;
+  /** The server's version string (server_version). */
   readonly version: string;
 }
 
+/** Parses a `postgres://` or `postgresql://` URL with a host; throws ServerUrlError saying what is wrong, the password redacted. */
 export function parsePostgresUrl(raw: string): URL {
   checkUrlText(raw);
   let url: URL;
@@ -37,6 +39,12 @@ export function parsePostgresUrl(raw: string): URL {
   return url;
 }
 
+/**
+ * Checks the user's database at `raw` (reachable within 5 s, PostgreSQL 14
+ * or newer, lockcheck's tables there or created) and returns it as a
+ * PostgresTarget with what was found. Rejects with ServerUrlError for a bad
+ * URL and EnvironmentError saying what failed (no password shown).
+ */
 export async function connectPostgres(raw: string): Promise<PostgresTarget & { readonly server: PostgresServerInfo }> {
   const url = parsePostgresUrl(raw);
   const shown = redactUrl(url);

@@ -26,12 +26,15 @@ export class ServerUrlError extends Error {
 export interface RedisServerInfo {
   /** The URL without its password, for messages. */
   readonly shown: string;
+  /** The server's redis_version. */
   readonly version: string;
   /** Round trip of a PING, median of a few, in ms. */
   readonly rttMs: number;
 }
 
+/** The user's own Redis servers (`--redis`) as a RedisCluster, after connectRedisCluster checked them. */
 export interface UserRedisCluster extends RedisCluster {
+  /** What the check found about each server, in the order of the URLs. */
   readonly servers: readonly RedisServerInfo[];
 }
 
@@ -59,6 +62,7 @@ export function checkPort(url: URL): void {
   if (url.port === '0') throw new ServerUrlError(`'${redactUrl(url)}': its port must be in [1, 65535], got 0`);
 }
 
+/** Parses a `redis://` or `rediss://` URL with a host and at most a database number; throws ServerUrlError saying what is wrong, the password redacted. */
 export function parseRedisUrl(raw: string): URL {
   checkUrlText(raw);
   let url: URL;

@@ -36,7 +36,9 @@ export interface CheckOptions {
   readonly maxFindings?: number;
 }
 
+/** What the history holds and what the checks found, counted (all of it, not only the findings kept). */
 export interface CheckCounts {
+  /** Lines of the history (meta line included). */
   readonly events: number;
   /** Invocations of client operations (acquire, extend, release, write, read). */
   readonly operations: number;
@@ -44,33 +46,46 @@ export interface CheckCounts {
   readonly grants: number;
   /** Intervals in which a client believed it held a lease. */
   readonly holds: number;
+  /** MUTEX-1: pairs of holds of one resource by different processes that overlap. */
   readonly overlappingHolds: number;
+  /** Writes the store acknowledged (ok). */
   readonly writesAccepted: number;
+  /** Writes the store rejected (fail: a stale token). */
   readonly writesRejected: number;
   /** info or never completed: may or may not have landed. */
   readonly writesUnknown: number;
+  /** STORE-1: accepted read-modify-writes whose effect no later state builds on. */
   readonly lostUpdates: number;
+  /** FENCE-2: writes a fenced store accepted although their token does not pass its policy against one accepted before. */
   readonly staleWritesAccepted: number;
+  /** FENCE-1: grants whose token is not greater than that of a grant completed before they were invoked. */
   readonly tokenOrderViolations: number;
   /** Operations whose outcome is unknown (info, or never completed). */
   readonly unknownOutcomes: number;
+  /** Faults the nemesis injected (each begin with its end). */
   readonly faults: number;
 }
 
+/** checkHistory's report: the verdict, each check's result, the findings kept, the counts. */
 export interface CheckReport {
   /** violation if any check found one; else unknown if any check could not decide; else safe. */
   readonly verdict: Verdict;
+  /** The store policy the writes were judged by (the option's, else the meta line's); undefined: not known, FENCE-2 skipped. */
   readonly storePolicy: StorePolicy | undefined;
+  /** One result per check, in a fixed order. */
   readonly checks: readonly CheckResult[];
   /** At most maxFindings per check, in check order. */
   readonly findings: readonly Finding[];
+  /** What the history holds and what was found, counted. */
   readonly counts: CheckCounts;
 }
 
+/** The linearizability search's default budget, in ms (CheckOptions.timeoutMs). */
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 const verdictOf = (list: FindingList): Verdict => (list.total > 0 ? 'violation' : 'safe');
 
+/** The report's verdict from its checks' results: violation if any found one, else unknown if any could not decide, else safe. Throws InvalidInputError for results not shaped as CheckResult. */
 export function overallVerdict(checks: readonly CheckResult[]): Verdict {
   checkResults(checks);
   if (checks.some((c) => c.verdict === 'violation')) return 'violation';

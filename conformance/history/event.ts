@@ -21,8 +21,10 @@ export type { StorePolicy };
 /** A client process (a non-negative integer), or the fault injector. */
 export type ProcessId = number | 'nemesis';
 
+/** An operation's invocation, or its completion: ok (done), fail (certainly not done), info (unknown). */
 export type EventType = 'invoke' | 'ok' | 'fail' | 'info';
 
+/** What a client process does: on the lock, or on the store's registers. */
 export type Operation = 'acquire' | 'extend' | 'release' | 'write' | 'read';
 
 /** Fields every event carries. */
@@ -41,9 +43,13 @@ interface EventBase {
 export interface AcquireEvent extends EventBase {
   readonly op: 'acquire';
   readonly resource: string;
+  /** invoke: the ttl asked for, ms (absent: a session lock). */
   readonly ttlMs?: number;
+  /** ok: the owner value that identifies the grant. */
   readonly owner?: string;
+  /** ok: the fencing token, decimal digits. */
   readonly token?: string;
+  /** ok: the deadline the client believes in, ms on the history clock (absent: none). */
   readonly validUntil?: number;
   /** fail/info: why (`contended`, `no-quorum`, `timeout`, ...). */
   readonly reason?: string;
@@ -53,10 +59,15 @@ export interface AcquireEvent extends EventBase {
 export interface ExtendEvent extends EventBase {
   readonly op: 'extend';
   readonly resource: string;
+  /** The lease's owner value. */
   readonly owner: string;
+  /** The lease's token, decimal digits. */
   readonly token?: string;
+  /** invoke: the ttl asked for, ms. */
   readonly ttlMs?: number;
+  /** ok: the new deadline, ms on the history clock. */
   readonly validUntil?: number;
+  /** fail/info: why. */
   readonly reason?: string;
 }
 
@@ -64,8 +75,11 @@ export interface ExtendEvent extends EventBase {
 export interface ReleaseEvent extends EventBase {
   readonly op: 'release';
   readonly resource: string;
+  /** The lease's owner value. */
   readonly owner: string;
+  /** The lease's token, decimal digits. */
   readonly token?: string;
+  /** fail/info: why. */
   readonly reason?: string;
 }
 
@@ -78,10 +92,14 @@ export interface ReleaseEvent extends EventBase {
 export interface WriteEvent extends EventBase {
   readonly op: 'write';
   readonly resource: string;
+  /** The register written. */
   readonly key: string;
   readonly value: string;
+  /** The value the writer read first (null: none yet); absent: a blind write. */
   readonly prev?: string | null;
+  /** The fencing token sent with it, decimal digits; absent: an unfenced write. */
   readonly token?: string;
+  /** fail/info: why. */
   readonly reason?: string;
 }
 
@@ -89,21 +107,30 @@ export interface WriteEvent extends EventBase {
 export interface ReadEvent extends EventBase {
   readonly op: 'read';
   readonly resource: string;
+  /** The register read. */
   readonly key: string;
+  /** ok: the value read (null: never written). */
   readonly value?: string | null;
+  /** fail/info: why. */
   readonly reason?: string;
 }
 
+/** An invocation or completion of a client's operation. */
 export type OperationEvent = AcquireEvent | ExtendEvent | ReleaseEvent | WriteEvent | ReadEvent;
 
 /** The lease's loss signal fired (expired by the client's clock, lost, released). Ends a hold. */
 export interface SignalEvent {
   readonly type: 'signal';
+  /** The client process whose lease it was. */
   readonly process: number;
+  /** ms on the history's shared monotonic clock. */
   readonly time: number;
   readonly resource: string;
+  /** The lease's owner value. */
   readonly owner: string;
+  /** The lease's token, decimal digits. */
   readonly token?: string;
+  /** Why the lease ended (free text: expired, connection-lost, released, ...). */
   readonly reason: string;
 }
 
@@ -111,12 +138,14 @@ export interface SignalEvent {
 export interface FaultEvent {
   readonly type: 'invoke' | 'ok' | 'info';
   readonly process: 'nemesis';
+  /** ms on the history's shared monotonic clock. */
   readonly time: number;
   readonly op: 'fault';
   /** e.g. `pause-client`, `pause-server`, `kill-server`, `clock-step`, `partition`, `delay`, `terminate-backend`. */
   readonly fault: string;
   /** What it hit: `client 3`, `redis 1`, `postgres`... */
   readonly target?: string;
+  /** Free text: anything else about the fault. */
   readonly detail?: string;
 }
 
@@ -127,12 +156,14 @@ export interface FaultEvent {
  */
 export interface MetaEvent {
   readonly type: 'meta';
+  /** The policy of the store behind every write. */
   readonly store?: StorePolicy;
   /** Free text: the backend, the workload, the seed... */
   readonly backend?: string;
   readonly description?: string;
 }
 
+/** One line of a history. */
 export type HistoryEvent = MetaEvent | OperationEvent | SignalEvent | FaultEvent;
 
 /** A whole history, in recorded order; findings name events by their index here (0-based). */

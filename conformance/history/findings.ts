@@ -9,11 +9,14 @@ export type Verdict = 'safe' | 'violation' | 'unknown';
 /** The spec property a check judges (section 5; LIN-1 in section 10.4). */
 export type HistoryPropertyId = 'MUTEX-1' | 'FENCE-1' | 'FENCE-2' | 'STORE-1' | 'LIN-1';
 
+/** The checks checkHistory makes, each judging one property (CheckResult.property). */
 export type CheckId = 'overlapping-holds' | 'token-order' | 'stale-writes' | 'lost-updates' | 'lock-linearizable' | 'register-linearizable';
 
+/** One thing a check found wrong, naming the events involved. */
 export interface Finding {
   readonly check: CheckId;
   readonly property: HistoryPropertyId;
+  /** What is wrong, in a sentence, for the report. */
   readonly message: string;
   /** Indices (0-based, = line - 1) of the events involved, in history order. */
   readonly events: readonly number[];
@@ -21,14 +24,18 @@ export interface Finding {
   readonly intervals?: readonly HoldSpan[];
 }
 
+/** An interval in which a process believed it held a lease on `resource`. */
 export interface HoldSpan {
+  /** The client process. */
   readonly process: number;
   readonly resource: string;
+  /** When the hold began (the acquire's or extend's ok), ms on the history clock. */
   readonly start: number;
   /** null: never ended within the history (a session lock never released). */
   readonly end: number | null;
 }
 
+/** One check's result over the whole history. */
 export interface CheckResult {
   readonly check: CheckId;
   readonly property: HistoryPropertyId;
@@ -36,6 +43,7 @@ export interface CheckResult {
   readonly verdict: Verdict | 'skipped';
   /** Findings of this check in total (the report keeps at most `maxFindings` of them). */
   readonly findings: number;
+  /** Why the check was skipped, or what limited it. */
   readonly note?: string;
 }
 

@@ -43,6 +43,12 @@ function opLabel(o: OperationRecord): string {
   return `process ${o.process}: ${e.op} '${e.resource}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; ${o.completeIndex === undefined ? `line ${o.invokeIndex + 1}` : `lines ${o.invokeIndex + 1}, ${o.completeIndex + 1}`})`;
 }
 
+/**
+ * The report as a self-contained HTML page titled `title`: the verdict, each
+ * check, the findings, and a timeline of the processes' operations, holds
+ * and faults. Throws HistoryFormatError for a malformed history and
+ * InvalidInputError for a report not shaped as CheckReport.
+ */
 export function historyReportHtml(given: History, report: CheckReport, title = 'lockcheck history'): string {
   // The history as checkHistory reads it (a HistoryFormatError naming a malformed event), and the report's shape: before any of it is drawn.
   const history = readHistory(given);

@@ -27,15 +27,24 @@ import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
  * a LeaseLock refuses a key it does not know, so nothing else is in here).
  */
 export interface LockParts {
+  /** The client's view of each simulated node. */
   readonly nodes: readonly LeaseNode[];
+  /** The client's monotonic clock, on virtual time (drifting as the schedule says). */
   readonly clock: MonotonicClock;
+  /** The design's drift allowance, a fraction of the ttl. */
   readonly driftFactor: number;
+  /** The design's fixed drift allowance, in ms. */
   readonly clockMarginMs: number;
+  /** Seeded per client, so owner values repeat run to run. */
   readonly random: () => number;
   /** The run's request timeout (absent: the operation's ttl). */
   readonly requestTimeoutMs?: number;
 }
 
+/**
+ * The parts of an in-memory backend (simLeaseBackend), each replaceable:
+ * absent parts are lockcheck's correct ones. A broken fixture swaps one.
+ */
 export interface SimParts {
   /** A lock-service node. Default: the atomic in-memory Redis node. */
   readonly nodeServer?: (time: VirtualTime, persistent: boolean, restartDelayMs: number, tokenBase: bigint) => SimRedisNode;
@@ -69,6 +78,14 @@ function seeded(seed: number): () => number {
   };
 }
 
+/**
+ * An in-memory backend for a redis-single or redlock design: LeaseLock over
+ * simulated Redis nodes, network and store on virtual time, with `parts`
+ * swapped in; named `name` (default: the design and store). Needs no
+ * servers: what the suite's own tests and the broken fixtures run on.
+ * Throws InvalidInputError('invalid-config') for another design or an
+ * unknown part.
+ */
 export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimParts = {}, name?: string): BackendUnderTest {
   const kind = (checkObject(design, 'design') as { kind?: unknown }).kind;
   if (kind !== 'redis-single' && kind !== 'redlock') refuse('design', 'a redis-single or redlock design (simLeaseBackend runs Redis designs)', kind);

@@ -19,6 +19,15 @@ function checkDelayMs(ms: unknown, never = false): void {
   if ((!never || ms !== 'never') && (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)) refuse('ms', `a number of ms >= 0${never ? " or 'never'" : ''}`, ms);
 }
 
+/** What a request goes to: a lock node by index, or the store. */
+export type Endpoint = number | 'store';
+
+/** A server on the in-process network, as the network sees it. */
+export interface Server {
+  /** Whether the server takes requests now. */
+  reachable(): boolean;
+}
+
 /**
  * The in-process network between clients and servers. A request runs on the
  * server at once (the server's step is atomic); its reply reaches the client
@@ -31,13 +40,6 @@ function checkDelayMs(ms: unknown, never = false): void {
  * call at once (a reset); a black-holed node swallows the request and never
  * answers (the client's own timeout ends the wait).
  */
-export type Endpoint = number | 'store';
-
-export interface Server {
-  /** Whether the server takes requests now. */
-  reachable(): boolean;
-}
-
 export class SimNetwork {
   readonly #cut = new Set<string>();
   readonly #delay = new Map<number, { readonly ms: number; readonly sentAtMs: number }>();
@@ -113,6 +115,7 @@ export class SimNetwork {
     return true;
   }
 
+  /** Cuts the link between `client` and `endpoint`: calls over it fail at once with UnavailableError until heal(). */
   cut(client: number, endpoint: Endpoint): void {
     checkClient(client);
     checkEndpoint(endpoint);
@@ -126,6 +129,7 @@ export class SimNetwork {
     return this.#cut.has(`${client}:${endpoint}`);
   }
 
+  /** Heals a cut link. */
   heal(client: number, endpoint: Endpoint): void {
     checkClient(client);
     checkEndpoint(endpoint);

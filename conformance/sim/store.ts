@@ -13,10 +13,12 @@ export class SimStore implements Server {
     checkPolicy(policy, ['unfenced', 'strict', 'monotonic', 'transactional']);
   }
 
+  /** Always: the store is never down (faults reach it through the network's links). */
   reachable(): boolean {
     return true;
   }
 
+  /** Judges and applies one write atomically: accepted, or rejected with the highest token accepted. Throws InvalidInputError for a bad resource or token. */
   write(resource: string, token: bigint, value: string): WriteResult {
     checkResource(resource);
     checkToken(token);
@@ -26,6 +28,7 @@ export class SimStore implements Server {
     return { kind: 'accepted' };
   }
 
+  /** The cell's value and the token that wrote it (both null: never written). */
   read(resource: string): ReadResult {
     const cell = this.#cells.get(resource);
     return { value: cell?.value ?? null, token: cell?.token ?? null };
@@ -48,6 +51,7 @@ export class SimStore implements Server {
   }
 }
 
+/** A client's FencedStore over `store`: every read and write goes through the network as that client's call (faults apply). */
 export function storeOver(network: SimNetwork, client: number, store: SimStore): FencedStore {
   return {
     write: (resource, token, value) => network.call(client, 'store', () => store.write(resource, token, value)),

@@ -30,6 +30,7 @@ const SETTLE_TURNS = 8;
 /** Bound on the events one advance may fire: a runaway loop is a bug, not a wait. */
 const MAX_EVENTS_PER_ADVANCE = 100_000;
 
+/** How a VirtualTime waits for real work: all absent for a run wholly in process. */
 export interface VirtualTimeOptions {
   /** Waits for work outside the process (real servers) before time moves on; says whether there was any. */
   readonly settle?: () => Promise<boolean>;
@@ -64,6 +65,13 @@ function checkTimeMs(ms: unknown, name: string): void {
   if (typeof ms !== 'number' || !Number.isFinite(ms)) refuse(name, 'a finite number of ms', ms);
 }
 
+/**
+ * A run's true time, in ms from 0, moved only by the runner: timers and
+ * sleeps on it fire as it advances, in order, after the process's pending
+ * work has settled (and, with `realTime`, paced to real time). Every clock of
+ * a simulated run reads it (clockOf). Throws InvalidInputError for bad
+ * options or arguments.
+ */
 export class VirtualTime {
   #nowMs = 0;
   #seq = 0;
@@ -77,6 +85,7 @@ export class VirtualTime {
     if (options.realTime !== undefined) checkRealTimeKeys(checkObject(options.realTime, 'realTime'));
   }
 
+  /** True time now, in ms. */
   nowMs(): number {
     return this.#nowMs;
   }

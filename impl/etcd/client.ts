@@ -5,6 +5,7 @@ import { Etcd3 } from 'etcd3';
 import { InvalidInputError } from '../../model/errors.ts';
 import { checkObject, checkString, checkTimeoutMs, knownOptions, shown } from '../options.ts';
 
+/** etcdClient's options: where the cluster is and how to reach it. */
 export interface EtcdClientOptions {
   /** Client URLs of the members, e.g. http://127.0.0.1:2379. */
   readonly hosts: readonly string[];

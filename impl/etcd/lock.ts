@@ -30,7 +30,9 @@ import { MAX_TOKEN } from '../../model/errors.ts';
  * client computes from the ttl it asked for, never the other way round.
  */
 export interface EtcdLockOptions {
+  /** The etcd calls (etcd3Node over an etcdClient). */
   readonly node: EtcdNode;
+  /** The client's monotonic clock: validity is measured on it and the lease's deadline is on it. */
   readonly clock: MonotonicClock;
   /** Allowance for clock drift, a fraction of the ttl in [0, 1). Default 0.01. */
   readonly driftFactor?: number;
@@ -54,6 +56,12 @@ interface Held {
 
 const PRUNE_MIN = 64;
 
+/**
+ * The etcd lease lock of EtcdLockOptions: acquire, extend and release, each
+ * lease carrying the key's create revision as its fencing token and a
+ * signal that fires when it may no longer be used. The constructor throws
+ * InvalidInputError('invalid-config') for bad options.
+ */
 export class EtcdLock {
   readonly #node: EtcdNode;
   readonly #clock: MonotonicClock;
@@ -80,6 +88,7 @@ export class EtcdLock {
     this.#prefix = prefix;
   }
 
+  /** The clock this lock times its leases by. */
   clockOf(): MonotonicClock {
     return this.#clock;
   }
@@ -160,6 +169,7 @@ export class EtcdLock {
     ]);
   }
 
+  /** Leases this lock still tracks: held, or lost but not yet forgotten. */
   get trackedLeases(): number {
     return this.#held.size;
   }

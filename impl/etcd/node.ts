@@ -73,11 +73,14 @@ export interface EtcdNode {
   fencedWrite(key: Buffer, highestKey: Buffer, token: bigint, value: string, policy: 'unfenced' | 'strict' | 'monotonic'): Promise<WriteResult>;
 }
 
+/** putIfAbsent's outcome: the key made (its create revision, the token), or the key already there (whose lease, its create revision). */
 export type PutIfAbsent =
   | { readonly kind: 'created'; readonly createRevision: bigint }
   | { readonly kind: 'exists'; readonly lease: string; readonly createRevision: bigint };
 
+/** etcd3Node's options. */
 export interface Etcd3NodeOptions {
+  /** The client's monotonic clock: every call is bounded on it too, beside its gRPC deadline. */
   readonly clock: MonotonicClock;
   /** Bound on every call, ms. Default 2000. */
   readonly requestTimeoutMs?: number;

@@ -19,7 +19,9 @@ import { parseCell } from '../storeCell.ts';
  * revision of the cluster it is in; conformance keeps it in a cluster of its
  * own, and tokens are compared by order only anyway (spec 7.7).
  */
+/** etcdFencedStore's options. */
 export interface EtcdStoreOptions {
+  /** Key prefix of the cells and their highest tokens. Default 'lockcheck/'. */
   readonly prefix?: string;
 }
 
@@ -30,6 +32,11 @@ interface Cell {
   readonly token: string;
 }
 
+/**
+ * The fenced store in etcd over `node`, judging tokens by `policy`
+ * ('unfenced', 'strict' or 'monotonic'). Throws InvalidInputError for a
+ * transactional policy or bad options; its calls throw as EtcdNode's do.
+ */
 export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: EtcdStoreOptions = {}): FencedStore {
   checkMethods(node, 'node', 'an EtcdNode', ['get', 'fencedWrite']);
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'an etcd store cannot be transactional');

@@ -42,6 +42,7 @@ function keptBy(table: string, column: string, why: string): string {
   END;`;
 }
 
+/** The tables lockcheck's PostgreSQL locks and store use (lockcheck_tokens, lockcheck_store) and the token rows' trigger, as DDL that may run again: what ensureSchema sends. */
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS lockcheck_tokens (
   resource text PRIMARY KEY,

@@ -40,6 +40,7 @@ export interface PostgresLockOptions {
    * runs it on node-postgres instead (docs/postgres.md, "Driver").
    */
   readonly connection: pg.ClientConfig;
+  /** The client's monotonic clock, which times retries and statement bounds (leases have no deadline). Default: performance.now(). */
   readonly clock?: MonotonicClock;
   /** Where fresh token rows start (the first token is tokenBase + 1). Default 0. */
   readonly tokenBase?: bigint;
@@ -51,9 +52,11 @@ export interface PostgresLockOptions {
   readonly onConnectionLost?: () => void;
 }
 
+/** A PostgreSQL lock's acquire options: retries, no ttl. */
 export interface SessionAcquireOptions {
   /** After a denial, try again up to this many times. Default 0. */
   readonly retries?: number;
+  /** Pause between attempts, in ms. Default 0. */
   readonly retryDelayMs?: number;
   /** Cancels the acquire, as a lease lock's `signal` (a pause between attempts ends at once; a grant that lands after the abort is released). */
   readonly signal?: AbortSignal;
@@ -75,6 +78,13 @@ interface Held {
   count: number;
 }
 
+/**
+ * The session advisory lock (see PostgresLockOptions): leases without a
+ * deadline, each lost with its connection; a holder's acquire stacks. Throws
+ * InvalidInputError for bad options, an acquire rejects with it for a bad
+ * resource or options (a ttl: 'unsupported-operation'); close() ends the
+ * connection and with it every lock.
+ */
 export class PostgresSessionLock {
   readonly #options: PostgresLockOptions;
   readonly #s: LockSettings;
@@ -94,10 +104,18 @@ export class PostgresSessionLock {
     return this.#client?.processId ?? null;
   }
 
+  /**
+   * One or more attempts, none waiting on the server (pg_try_advisory_lock):
+   * granted (a fresh token, or the holder's own lease once more), denied
+   * ('held'; 'no-quorum' after a failed statement), or timed-out (see
+   * PostgresLockOptions on unknown outcomes). Rejects with InvalidInputError
+   * for a bad resource or options.
+   */
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
     return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r), (lease) => this.release(lease));
   }
 
+  /** Gives up one level of the lease's stack (the lock goes with the last); throws UnavailableError when the unlock may not have run (the session is then ended, so the server frees the lock). */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
     const held = this.#held.get(lease.resource);
@@ -118,6 +136,7 @@ export class PostgresSessionLock {
     }
   }
 
+  /** Ends the connection: every lease on it fires its signal and the server frees their locks. */
   async close(): Promise<void> {
     this.#closed = true;
     const client = this.#client;

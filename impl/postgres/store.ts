@@ -76,11 +76,13 @@ export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedS
   };
 }
 
+/** openPostgresFencedStore's options. */
 export interface PostgresStoreOptions {
   /** How to reach the database, as node-postgres takes it (the wire client's rules as for the session lock: docs/postgres.md, "Driver"). */
   readonly connection: pg.ClientConfig;
   /** Bound on every statement and on the connect, in ms (also sent as statement_timeout). Default 5000. */
   readonly statementTimeoutMs?: number;
+  /** The clock that times the statement bounds. Default: performance.now(). */
   readonly clock?: MonotonicClock;
 }
 
@@ -88,6 +90,7 @@ const checkStoreKeys = knownOptions('openPostgresFencedStore options', ['connect
 
 /** A fenced store on a connection of its own; `close` ends it. */
 export interface PostgresFencedStoreConnection extends FencedStore {
+  /** Ends the store's connection. */
   close(): Promise<void>;
 }
 

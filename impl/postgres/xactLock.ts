@@ -74,6 +74,11 @@ interface Open {
   count: number;
 }
 
+/**
+ * The transaction-scoped advisory lock (see the module comment): each lease
+ * an open transaction that guards the caller's changes (`queryable`),
+ * committed by release. Throws InvalidInputError for bad options.
+ */
 export class PostgresTransactionLock {
   readonly #options: PostgresLockOptions;
   readonly #s: LockSettings;
@@ -125,6 +130,7 @@ export class PostgresTransactionLock {
     await this.#finish(lease, 'ROLLBACK');
   }
 
+  /** Ends every connection: open transactions are rolled back by the server (their changes discarded) and their leases' signals fire. */
   async close(): Promise<void> {
     this.#closed = true;
     for (const o of this.#open.values()) o.lease.lose('released');

@@ -10,6 +10,7 @@ export { redisLeaseNode, type WaitForReplicas } from './node.ts';
 export { redisFencedStore } from './store.ts';
 export { keysFor } from './keys.ts';
 
+/** createRedisLock's options. */
 export interface RedisLockOptions {
   /** One connection for the single-node lease; several independent nodes for Redlock (a majority must grant). */
   readonly nodes: readonly Redis[];

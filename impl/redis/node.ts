@@ -14,7 +14,9 @@ import { typed } from './replyErrors.ts';
  * be shorter than the lock's request timeout, or the WAIT outlives the vote.
  */
 export interface WaitForReplicas {
+  /** Replicas that must acknowledge. */
   readonly count: number;
+  /** WAIT's own timeout, ms. */
   readonly timeoutMs: number;
 }
 

@@ -33,7 +33,9 @@ import type { ZookeeperNode, ZookeeperSession } from './node.ts';
  * recipe does, renewing its session meanwhile.
  */
 export interface ZookeeperLockOptions {
+  /** The ZooKeeper calls (zookeeperNode). */
   readonly node: ZookeeperNode;
+  /** The client's monotonic clock: validity is measured on it and the lease's deadline is on it. */
   readonly clock: MonotonicClock;
   /** Allowance for clock drift, a fraction of the ttl in [0, 1). Default 0.01. */
   readonly driftFactor?: number;
@@ -45,6 +47,7 @@ export interface ZookeeperLockOptions {
   readonly root?: string;
 }
 
+/** ZookeeperLock's acquire options: a lease lock's, and a wait in line. */
 export interface ZookeeperAcquireOptions extends AcquireOptions {
   /** Wait in line up to this many ms (watching the predecessor) instead of being denied at once. Default 0. A `signal` ends the wait at once, and the contender goes with its session. */
   readonly waitMs?: number;
@@ -66,6 +69,13 @@ const PRUNE_MIN = 64;
 /** What the lock calls on its node. */
 const LOCK_CALLS = ['openSession', 'contenders', 'enqueue', 'touch', 'watchGone', 'deleteOwned', 'closeSession'];
 
+/**
+ * The ZooKeeper lease lock of ZookeeperLockOptions: acquire, extend and
+ * release, each lease a session of its own carrying its contender's create
+ * zxid as fencing token and a signal that fires when it may no longer be
+ * used. The constructor throws InvalidInputError('invalid-config') for bad
+ * options.
+ */
 export class ZookeeperLock {
   readonly #node: ZookeeperNode;
   readonly #clock: MonotonicClock;
@@ -89,6 +99,7 @@ export class ZookeeperLock {
     this.#root = root;
   }
 
+  /** The clock this lock times its leases by. */
   clockOf(): MonotonicClock {
     return this.#clock;
   }
@@ -154,6 +165,7 @@ export class ZookeeperLock {
     this.#close(held.session);
   }
 
+  /** Leases this lock still tracks: held, or lost but not yet forgotten. */
   get trackedLeases(): number {
     return this.#held.size;
   }

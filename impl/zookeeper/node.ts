@@ -16,6 +16,7 @@ import { checkClock, checkObject, checkString, checkTimeoutMs, knownOptions, ref
  * session gone.
  */
 export interface ZookeeperSession {
+  /** The session timeout the ensemble negotiated, ms: each renewal lasts that long. */
   readonly timeoutMs: number;
   /**
    * Resolves when the session is over other than by `closeSession`:
@@ -84,9 +85,11 @@ export interface ZookeeperNode {
   close(): void;
 }
 
+/** zookeeperNode's options: where the ensemble is and how to reach it. */
 export interface ZookeeperNodeOptions {
   /** `host:port` of the member(s) to talk to, comma-separated. */
   readonly connectString: string;
+  /** The client's monotonic clock: every call is bounded on it. */
   readonly clock: MonotonicClock;
   /** Bound on every call, ms. Default 2000. */
   readonly requestTimeoutMs?: number;

@@ -15,6 +15,7 @@ import type { ZookeeperNode } from './node.ts';
  * the model's store is.
  */
 export interface ZookeeperStoreOptions {
+  /** Root znode of the cells. Default '/lockcheck'. */
   readonly root?: string;
 }
 
@@ -25,6 +26,11 @@ interface Cell {
   readonly token: string;
 }
 
+/**
+ * The fenced store in ZooKeeper over `node`, judging tokens by `policy`
+ * ('unfenced', 'strict' or 'monotonic'). Throws InvalidInputError for a
+ * transactional policy or bad options; its calls throw as ZookeeperNode's do.
+ */
 export function zookeeperFencedStore(node: ZookeeperNode, policy: StorePolicy, options: ZookeeperStoreOptions = {}): FencedStore {
   checkMethods(node, 'node', 'a ZookeeperNode', ['get', 'fencedWrite']);
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a ZooKeeper store cannot be transactional');
