@@ -20,7 +20,7 @@ import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibrary, notMeasurable } from './backends.ts';
 import { junitXml } from './junit.ts';
 import { StagedTimelines } from './matrixTimelines.ts';
-import { progressLine, runText } from './progress.ts';
+import { progressDone, progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
@@ -120,7 +120,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         if (why !== null) {
           const cell: MatrixCell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why };
           cells.push(cell);
-          process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
+          progressDone(describeCell(cell));
           continue;
         }
         let cell: MatrixCell;
@@ -197,7 +197,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           cell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why, elapsedMs: performance.now() - t0 };
         }
         cells.push(cell);
-        process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
+        progressDone(describeCell(cell));
       }
     }
   } catch (e) {
