@@ -196,8 +196,10 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const renaming = backend.capabilities.tokensComparedBy === 'order' ? new TokenRenaming() : null;
   /** The ttl each held lease was acquired with, by client and resource: a library that re-arms a fixed ttl extends by it. */
   const acquiredTtl = new Map<string, number>();
-  const refit = (c: Command): Command =>
+  const refitExtend = <C extends Command>(c: C): C =>
     c.kind === 'extend' && contract.refreshTtl === 'acquired' && acquiredTtl.has(`${c.client}/${c.resource}`) ? { ...c, ttlMs: acquiredTtl.get(`${c.client}/${c.resource}`)! } : c;
+  // An extend in flight across a pause re-arms the same fixed ttl as one that is not.
+  const refit = (c: Command): Command => (c.kind === 'pause' && c.inFlight !== undefined ? { ...c, inFlight: refitExtend(c.inFlight) } : refitExtend(c));
 
   /** Runs one command on model and backend; returns the report if the run ends here. */
   const execute = async (given: Command): Promise<RunReport | undefined> => {
