@@ -842,7 +842,9 @@ export function implicated(command: Command, branches: readonly Branch[], actual
       const quorumless = branches.some((b) => b.outcome.kind === 'not-extended' && b.outcome.reason === 'no-quorum' && !othersKey(b.next, op));
       return quorumless ? 'MUTEX-1' : 'OWN-1';
     })
-    // A refused extension the model grants gives a valid lease away: the safe direction.
+    // A refused extension the model grants gives a valid lease away: the safe direction. So does one the model
+    // refuses too, for another reason: the client learns what it would have (the keys are compared on their own).
+    .with({ op: 'extend', actual: { kind: 'not-extended' } }, (): PropertyId => (wantedKinds.has('extended') || (wantedKinds.size === 1 && wantedKinds.has('not-extended')) ? 'LIVE-1' : 'OWN-1'))
     .with({ op: 'extend' }, (): PropertyId => (wantedKinds.has('extended') ? 'LIVE-1' : 'OWN-1'))
     // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
     .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))
