@@ -14,6 +14,7 @@ import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexampl
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { readInputText } from './readInput.ts';
+import { replayHint } from './replayHint.ts';
 import { UsageError } from './usage.ts';
 
 /** `lockcheck run`: one backend (built-in, or a user's adapter module) against its model. `lockcheck replay`: one saved counterexample. */
@@ -85,8 +86,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
     if (o.json) {
       console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings: result.findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
-      console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
-      const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} runs`).join(', ');
+      console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
+      const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} run${n === 1 ? '' : 's'}`).join(', ');
       console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
     }
