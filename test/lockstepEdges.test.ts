@@ -39,6 +39,16 @@ describe('implicated: a deviation named by its consequence, at the boundaries', 
     // A refusal where the outcome may be unknown (the extension may have taken effect) is still named by the keys.
     expect(implicated(extend, [...refused, branch({ kind: 'timed-out' })], actual, 0)).toBe('OWN-1');
   });
+
+  it('an extension claimed where the model has the lease over is named for what the client believes, not as a changed key', () => {
+    const extend: Command = { kind: 'extend', client: 0, resource: 'r', ttlMs: 10 };
+    const claimed: Outcome = { kind: 'extended', validUntilMs: 12 };
+    const c = consequenceOf('OWN-1', { kind: 'pause', client: 0, inFlight: extend }, claimed, [{ kind: 'not-extended', reason: 'no-quorum' }], 'deviation');
+    expect(c).toEqual({ kind: 'unsafe', what: "an extension claimed for a lease that is over: the client may act while another holds the lock (or the other's key was extended)" });
+    // A key changed behind the model (its message names the key) is still that.
+    expect(consequenceOf('OWN-1', extend, claimed, [{ kind: 'not-extended', reason: 'no-quorum' }], "node 0 should hold client 0's key on 'r' but holds nothing; then …")).toEqual({ kind: 'unsafe', what: 'a key of another owner changed' });
+    expect(consequenceOf('OWN-1', extend, claimed, [claimed], 'the backend holds keys no model state allows')).toEqual({ kind: 'unsafe', what: 'a key of another owner changed' });
+  });
 });
 
 describe('an UnavailableError is an unknown outcome only where the model has one', () => {
