@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
-import { comparesTokens, CONSEQUENCE_KINDS, findingConsequence } from '../conformance/consequence.ts';
+import { CONSEQUENCE_KINDS, findingConsequence, judgesProperty } from '../conformance/consequence.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
@@ -28,7 +28,6 @@ import type { Observed } from './stressOracle.ts';
 import { observedText, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
 /** The properties about fencing tokens. */
-const TOKEN_PROPERTIES: readonly PropertyId[] = ['FENCE-1', 'FENCE-2', 'DUR-1'];
 
 /**
  * `lockcheck matrix`: every built-in backend x fault class on real servers,
@@ -140,7 +139,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const verdict = result.failure?.report.verdict;
           const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
           // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
-          const judged = (p: PropertyId): boolean => comparesTokens(backend) || !TOKEN_PROPERTIES.includes(p);
+          const judged = (p: PropertyId): boolean => judgesProperty(backend, p);
           const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
           const predictedAll = predict(predictionDesign(row, backend), row.store, col);
           const predicted = predictedAll.properties.filter(judged);

@@ -2,7 +2,7 @@ import { redactSecrets } from '../conformance/env/redact.ts';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
-import { judgedDesign } from '../conformance/consequence.ts';
+import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { closeBackend } from '../conformance/adapterCall.ts';
@@ -65,6 +65,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
     if (interruptedBy() !== null) return 1;
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
     const failure = result.failure;
+    // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
+    const findings = judgedFindings(resolved, result.findings);
     if (failure !== null) {
       const file: CounterexampleFile = {
         lockcheck: 'counterexample',
@@ -84,11 +86,11 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
     if (o.json) {
-      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings: result.findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
-      const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} run${n === 1 ? '' : 's'}`).join(', ');
-      console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
+      const listed = Object.entries(findings).map(([p, n]) => `${p} in ${n} run${n === 1 ? '' : 's'}`).join(', ');
+      console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
     }
     return failure === null ? 0 : 1;

@@ -114,5 +114,18 @@ export function comparesTokens(backend: BackendUnderTest): boolean {
   return backend.capabilities.tokens !== false && backend.contract?.tokens !== 'none';
 }
 
+/** The properties about tokens: a lock without any (declared) has none to order, so they say nothing about it. */
+export const TOKEN_PROPERTIES: readonly PropertyId[] = ['FENCE-1', 'FENCE-2', 'DUR-1'];
+
+/** Whether a property is judged for this backend: every one, but the token properties only for a lock with tokens. */
+export function judgesProperty(backend: BackendUnderTest, property: PropertyId): boolean {
+  return comparesTokens(backend) || !TOKEN_PROPERTIES.includes(property);
+}
+
+/** The findings reported for a backend: those of the properties it is judged by (what `run` prints, as the matrix does). */
+export function judgedFindings(backend: BackendUnderTest, findings: Readonly<Partial<Record<PropertyId, number>>>): Partial<Record<PropertyId, number>> {
+  return Object.fromEntries(Object.entries(findings).filter(([p]) => judgesProperty(backend, p as PropertyId)));
+}
+
 /** Token counters start below this for a library whose tokens are JS numbers (exact to 2^53 only). */
 export const MAX_NUMBER_TOKEN_BASE = 2n ** 53n - 2n ** 20n;
