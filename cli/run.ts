@@ -14,6 +14,7 @@ import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexampl
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { readInputText } from './readInput.ts';
+import { counted } from './counted.ts';
 import { replayHint } from './replayHint.ts';
 import { UsageError } from './usage.ts';
 
@@ -89,7 +90,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
-      const listed = Object.entries(findings).map(([p, n]) => `${p} in ${n} run${n === 1 ? '' : 's'}`).join(', ');
+      const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');
       console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
     }
