@@ -10,7 +10,7 @@ import { ownServersOnly } from '../conformance/faults.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
-import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample } from './counterexample.ts';
+import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample, replayDifferences } from './counterexample.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { readInputText } from './readInput.ts';
@@ -49,7 +49,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       throw new UsageError(`${resolved.name} takes no ${missing.join(', ')} fault here (it takes: ${offered.join(', ')})${why}`);
     }
     const started = performance.now();
-    const result = await withReplayPath(o.path, `--path '${o.path}' with --seed ${o.seed}`, () => checkConformance(resolved, {
+    const result = await withReplayPath(o.path, `--path '${o.path}' with --seed ${o.seed}`, '', () => checkConformance(resolved, {
       runs: o.runs,
       seed: o.seed,
       // The model's shortest counterexamples for this design run first (conformance/seeds.ts).
@@ -131,10 +131,13 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     const then = saved.settings === undefined ? now : redactSecrets(JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract, options: saved.settings.options ?? null }));
     // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
+    const differences = replayDifferences(saved, { name: backend.name, faults: await offeredFaults(backend) });
+    for (const d of differences) process.stderr.write(`warning: ${d}\n`);
     const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
     // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
     const b = backend;
-    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn, modelSeeds: saved.modelSeeds === true }));
+    const why = differences.length > 0 ? ` (${differences.join('; ')})` : '';
+    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn, modelSeeds: saved.modelSeeds === true }));
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
@@ -155,11 +158,15 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
  * index beyond the shrinks there are) with a bare Error: it was printed as a
  * crash (exit 1, a stack). It is a bad argument: exit 2, naming the path.
  */
-async function withReplayPath<T>(path: string | undefined, what: string, work: () => Promise<T>): Promise<T> {
+async function withReplayPath<T>(path: string | undefined, what: string, differences: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (e) {
-    if (path !== undefined && e instanceof Error && e.message.startsWith('Unable to replay')) throw new UsageError(`${what} names no case fast-check can replay (${e.message}): give the seed and path exactly as the failure printed them`);
+    if (path !== undefined && e instanceof Error && e.message.startsWith('Unable to replay')) {
+      // On another backend than the file's, or other faults, the path names cases of another generator: that is the cause to name.
+      const fix = differences === '' ? 'give the seed and path exactly as the failure printed them' : `replay it on the backend it was found on${differences}`;
+      throw new UsageError(`${what} names no case fast-check can replay (${e.message}): ${fix}`);
+    }
     throw e;
   }
 }
