@@ -176,5 +176,5 @@ function agreement(name: string, result: CheckResult): string {
   const judged = result.runs - result.stoppedEarly;
   const retried = result.retried ? `; ${result.retried} attempts out of pace with the servers' clocks were tried again` : '';
   const early = result.stoppedEarly ? ` (${result.stoppedEarly} more stopped early: too ambiguous to follow, or real time outran the pace; no evidence either way${retried})` : retried ? ` (${retried.slice(2)})` : '';
-  return judged === 0 ? `${name}: inconclusive: none of ${result.runs} runs was judged to its end${early}` : `${name}: agrees with its model in ${judged} runs${early}`;
+  return judged === 0 ? `${name}: inconclusive: none of ${result.runs} runs was judged to its end${early}` : `${name}: agrees with its model in ${counted(judged, 'run')}${early}`;
 }
