@@ -58,7 +58,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
       // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
-      ...(resolved.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {}),
+      ...auditFailOn(resolved),
       onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
     }));
     process.stderr.write('\n');
@@ -133,11 +133,12 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
     const differences = replayDifferences(saved, { name: backend.name, faults: await offeredFaults(backend) });
     for (const d of differences) process.stderr.write(`warning: ${d}\n`);
-    const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
+    // A library audit's failure is replayed as run found it: past the deviations in the safe direction, to the worse one.
+    const failOn = saved.verdict === 'property-violation' ? { failOn: 'any' as const } : backend.contract !== undefined ? auditFailOn(backend) : { failOn: 'conformance-failure' as const };
     // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
     const b = backend;
     const why = differences.length > 0 ? ` (${differences.join('; ')})` : '';
-    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn, modelSeeds: saved.modelSeeds === true }));
+    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
@@ -151,6 +152,11 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
       await servers.stop();
     }
   }
+}
+
+/** What a library audit fails on (run and replay alike): it goes past deviations in the safe direction to what is worse. */
+function auditFailOn(backend: BackendUnderTest): { failOn?: { consequences: readonly ['unsafe', 'liveness'] } } {
+  return backend.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {};
 }
 
 /**
