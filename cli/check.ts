@@ -4,6 +4,7 @@ import type { StorePolicy } from '../conformance/history/event.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { InputFileError, readInputBytes } from './readInput.ts';
+import { counted } from './counted.ts';
 
 /**
  * `lockcheck check <history.jsonl>`: judges a history recorded anywhere.
@@ -45,7 +46,7 @@ export function checkCommand(o: CheckCommandOptions): number {
   }
   // Nothing to judge is not 'safe': an empty or truncated recording would pass as a clean bill of health.
   if (!history.some((e) => e.type !== 'meta' && e.process !== 'nemesis' && e.type !== 'signal')) {
-    console.error(`lockcheck: ${shown} has no client operations (${history.length} events): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
+    console.error(`lockcheck: ${shown} has no client operations (${counted(history.length, 'event')}): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
     return 2;
   }
   const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}) });
@@ -64,7 +65,7 @@ export function reportText(file: string, report: CheckReport, html?: string): st
   const c = report.counts;
   const lines = [
     `${file}: ${report.verdict.toUpperCase()}`,
-    `  ${c.operations} operations (${c.unknownOutcomes} with unknown outcome), ${c.grants} grants, ${c.holds} holds, writes ${c.writesAccepted} accepted / ${c.writesRejected} rejected / ${c.writesUnknown} unknown, ${c.faults} faults`,
+    `  ${c.operations} operations (${c.unknownOutcomes} with unknown outcome), ${c.grants} grants, ${c.holds} holds, writes ${c.writesAccepted} accepted / ${c.writesRejected} rejected / ${c.writesUnknown} unknown, ${counted(c.faults, 'fault')}`,
     `  overlapping holds ${c.overlappingHolds}, lost updates ${c.lostUpdates}, stale writes accepted ${c.staleWritesAccepted}, token order violations ${c.tokenOrderViolations}`,
     `  store policy: ${report.storePolicy ?? 'not given'}`,
     ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),

@@ -123,3 +123,19 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
     ...(modelSeeds !== undefined ? { modelSeeds: modelSeeds as boolean } : {}),
   };
 }
+
+/**
+ * What differs between the backend a counterexample was found on and the one
+ * it is replayed on, beyond its settings (compared apart): another backend
+ * altogether (its name), or other faults offered. Either changes what the
+ * seed and path generate, so the replay may run another case or none.
+ */
+export function replayDifferences(saved: CounterexampleFile, now: { readonly name: string; readonly faults: readonly string[] }): string[] {
+  if (saved.settings === undefined) return [];
+  const differences: string[] = [];
+  if (saved.settings.name !== now.name) differences.push(`it was found on '${saved.settings.name}' (${saved.backend}), and this backend is '${now.name}'`);
+  const then = [...saved.settings.faults].sort().join(', ');
+  const offered = [...now.faults].sort().join(', ');
+  if (then !== offered) differences.push(`the backend takes other faults than when it was saved (then: ${then}; now: ${offered})`);
+  return differences;
+}

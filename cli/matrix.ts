@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
-import { comparesTokens, CONSEQUENCE_KINDS, findingConsequence } from '../conformance/consequence.ts';
+import { CONSEQUENCE_KINDS, findingConsequence, judgesProperty } from '../conformance/consequence.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
@@ -20,7 +20,7 @@ import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibrary, notMeasurable } from './backends.ts';
 import { junitXml } from './junit.ts';
 import { StagedTimelines } from './matrixTimelines.ts';
-import { progressLine, runText } from './progress.ts';
+import { progressDone, progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
@@ -28,7 +28,6 @@ import type { Observed } from './stressOracle.ts';
 import { observedText, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 
 /** The properties about fencing tokens. */
-const TOKEN_PROPERTIES: readonly PropertyId[] = ['FENCE-1', 'FENCE-2', 'DUR-1'];
 
 /**
  * `lockcheck matrix`: every built-in backend x fault class on real servers,
@@ -120,7 +119,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         if (why !== null) {
           const cell: MatrixCell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why };
           cells.push(cell);
-          process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
+          progressDone(describeCell(cell));
           continue;
         }
         let cell: MatrixCell;
@@ -140,7 +139,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const verdict = result.failure?.report.verdict;
           const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
           // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
-          const judged = (p: PropertyId): boolean => comparesTokens(backend) || !TOKEN_PROPERTIES.includes(p);
+          const judged = (p: PropertyId): boolean => judgesProperty(backend, p);
           const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
           const predictedAll = predict(predictionDesign(row, backend), row.store, col);
           const predicted = predictedAll.properties.filter(judged);
@@ -197,7 +196,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           cell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why, elapsedMs: performance.now() - t0 };
         }
         cells.push(cell);
-        process.stderr.write(`\r${' '.repeat(100)}\r${describeCell(cell)}\n`);
+        progressDone(describeCell(cell));
       }
     }
   } catch (e) {

@@ -26,6 +26,20 @@ export function progressLine(what: string, startedMs: number, doneSoFar: number,
   }
 }
 
+/**
+ * A line that stays, after progress lines: on a terminal it first blanks the
+ * status line in place (its whole width, as progressLine drew it); in a log
+ * (CI, a file) there is nothing to blank, so it is only the line.
+ */
+export function progressDone(line: string): void {
+  if (process.stderr.isTTY) {
+    const width = (process.stderr.columns ?? 120) - 1;
+    process.stderr.write(`\r${' '.repeat(width)}\r${line}\n`);
+    return;
+  }
+  process.stderr.write(`${line}\n`);
+}
+
 function fmt(s: number): string {
   return s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.round(s)}s`;
 }

@@ -2,7 +2,7 @@ import { redactSecrets } from '../conformance/env/redact.ts';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
-import { judgedDesign } from '../conformance/consequence.ts';
+import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { closeBackend } from '../conformance/adapterCall.ts';
@@ -10,10 +10,12 @@ import { ownServersOnly } from '../conformance/faults.ts';
 import { textTimeline } from '../conformance/timeline.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
-import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample } from './counterexample.ts';
+import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample, replayDifferences } from './counterexample.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { readInputText } from './readInput.ts';
+import { counted } from './counted.ts';
+import { replayHint } from './replayHint.ts';
 import { UsageError } from './usage.ts';
 
 /** `lockcheck run`: one backend (built-in, or a user's adapter module) against its model. `lockcheck replay`: one saved counterexample. */
@@ -47,7 +49,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       throw new UsageError(`${resolved.name} takes no ${missing.join(', ')} fault here (it takes: ${offered.join(', ')})${why}`);
     }
     const started = performance.now();
-    const result = await withReplayPath(o.path, `--path '${o.path}' with --seed ${o.seed}`, () => checkConformance(resolved, {
+    const result = await withReplayPath(o.path, `--path '${o.path}' with --seed ${o.seed}`, '', () => checkConformance(resolved, {
       runs: o.runs,
       seed: o.seed,
       // The model's shortest counterexamples for this design run first (conformance/seeds.ts).
@@ -56,7 +58,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       ...(o.faults !== undefined ? { faults: o.faults } : {}),
       timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
       // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
-      ...(resolved.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {}),
+      ...auditFailOn(resolved),
       onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
     }));
     process.stderr.write('\n');
@@ -64,6 +66,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
     if (interruptedBy() !== null) return 1;
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
     const failure = result.failure;
+    // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
+    const findings = judgedFindings(resolved, result.findings);
     if (failure !== null) {
       const file: CounterexampleFile = {
         lockcheck: 'counterexample',
@@ -83,11 +87,11 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
     if (o.json) {
-      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings: result.findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
     } else {
-      console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (lockcheck replay ${o.counterexample})`);
-      const findings = Object.entries(result.findings).map(([p, n]) => `${p} in ${n} runs`).join(', ');
-      console.log(`findings (property violations of the design, not bugs): ${findings || 'none'}`);
+      console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
+      const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');
+      console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
     }
     return failure === null ? 0 : 1;
@@ -127,10 +131,14 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     const then = saved.settings === undefined ? now : redactSecrets(JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract, options: saved.settings.options ?? null }));
     // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
-    const failOn = saved.verdict === 'property-violation' ? ('any' as const) : ('conformance-failure' as const);
+    const differences = replayDifferences(saved, { name: backend.name, faults: await offeredFaults(backend) });
+    for (const d of differences) process.stderr.write(`warning: ${d}\n`);
+    // A library audit's failure is replayed as run found it: past the deviations in the safe direction, to the worse one.
+    const failOn = saved.verdict === 'property-violation' ? { failOn: 'any' as const } : backend.contract !== undefined ? auditFailOn(backend) : { failOn: 'conformance-failure' as const };
     // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
     const b = backend;
-    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), failOn, modelSeeds: saved.modelSeeds === true }));
+    const why = differences.length > 0 ? ` (${differences.join('; ')})` : '';
+    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
@@ -146,16 +154,25 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   }
 }
 
+/** What a library audit fails on (run and replay alike): it goes past deviations in the safe direction to what is worse. */
+function auditFailOn(backend: BackendUnderTest): { failOn?: { consequences: readonly ['unsafe', 'liveness'] } } {
+  return backend.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {};
+}
+
 /**
  * fast-check refuses a replay path that names no case of the seed (a shrink
  * index beyond the shrinks there are) with a bare Error: it was printed as a
  * crash (exit 1, a stack). It is a bad argument: exit 2, naming the path.
  */
-async function withReplayPath<T>(path: string | undefined, what: string, work: () => Promise<T>): Promise<T> {
+async function withReplayPath<T>(path: string | undefined, what: string, differences: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (e) {
-    if (path !== undefined && e instanceof Error && e.message.startsWith('Unable to replay')) throw new UsageError(`${what} names no case fast-check can replay (${e.message}): give the seed and path exactly as the failure printed them`);
+    if (path !== undefined && e instanceof Error && e.message.startsWith('Unable to replay')) {
+      // On another backend than the file's, or other faults, the path names cases of another generator: that is the cause to name.
+      const fix = differences === '' ? 'give the seed and path exactly as the failure printed them' : `replay it on the backend it was found on${differences}`;
+      throw new UsageError(`${what} names no case fast-check can replay (${e.message}): ${fix}`);
+    }
     throw e;
   }
 }
@@ -165,5 +182,5 @@ function agreement(name: string, result: CheckResult): string {
   const judged = result.runs - result.stoppedEarly;
   const retried = result.retried ? `; ${result.retried} attempts out of pace with the servers' clocks were tried again` : '';
   const early = result.stoppedEarly ? ` (${result.stoppedEarly} more stopped early: too ambiguous to follow, or real time outran the pace; no evidence either way${retried})` : retried ? ` (${retried.slice(2)})` : '';
-  return judged === 0 ? `${name}: inconclusive: none of ${result.runs} runs was judged to its end${early}` : `${name}: agrees with its model in ${judged} runs${early}`;
+  return judged === 0 ? `${name}: inconclusive: none of ${result.runs} runs was judged to its end${early}` : `${name}: agrees with its model in ${counted(judged, 'run')}${early}`;
 }

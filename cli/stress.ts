@@ -9,6 +9,7 @@ import { toJsonl } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { runStress } from '../conformance/stress/runner.ts';
 import { EXIT_BY_VERDICT, findingText } from './check.ts';
+import { counted } from './counted.ts';
 
 /**
  * `lockcheck stress`: real client processes race on real servers under the
@@ -166,7 +167,7 @@ export async function stressCommand(o: StressCommandOptions): Promise<number> {
 export function summaryText(s: StressSummary): string {
   return [
     `${s.backend} / ${s.store}, ${s.clients} clients, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}`,
-    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${s.holds} holds, ${s.faults} faults injected (${s.faultIntervals} fault intervals in the history)`,
+    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${counted(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${counted(s.faultIntervals, 'fault interval')} in the history)`,
     `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
     ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),

@@ -186,6 +186,9 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       shrinkCut = true;
       return;
     }
+    // A path names one case. When it fails, shrinking goes on from it (a cut-short shrink resumes); when it passes,
+    // fast-check's stream would go on past it (the next runs, or the case's next shrinks): not judged, nor counted.
+    if (options.path !== undefined && run > 0 && firstFailure === null) return;
     run++;
     const attempt = (): Promise<RunReport> => runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
     let report = await attempt();
@@ -230,7 +233,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, retried, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: options.path !== undefined ? run : details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, retried, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const report = details.errorInstance.report;

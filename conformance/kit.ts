@@ -26,6 +26,8 @@ export type { VirtualTimeOptions } from './sim/time.ts';
 export { SimNetwork } from './sim/network.ts';
 export type { Endpoint, Server } from './sim/network.ts';
 export { SimStore, storeOver } from './sim/store.ts';
+// The input checks a LockClient owes its caller (InvalidInputError naming the input, before anything is sent).
+export { checkAcquireInput } from './input.ts';
 // For an adapter's concurrent client (BackendUnderTest.concurrent): an ioredis connection with bounded commands.
 export { concurrentRedis, COMMAND_TIMEOUT_MS } from './stress/client.ts';
 export { redisLibraryBackend } from './redisLibrary.ts';

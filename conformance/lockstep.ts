@@ -207,8 +207,10 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const renaming = backend.capabilities.tokensComparedBy === 'order' ? new TokenRenaming() : null;
   /** The ttl each held lease was acquired with, by client and resource: a library that re-arms a fixed ttl extends by it. */
   const acquiredTtl = new Map<string, number>();
-  const refit = (c: Command): Command =>
+  const refitExtend = <C extends Command>(c: C): C =>
     c.kind === 'extend' && contract.refreshTtl === 'acquired' && acquiredTtl.has(`${c.client}/${c.resource}`) ? { ...c, ttlMs: acquiredTtl.get(`${c.client}/${c.resource}`)! } : c;
+  // An extend in flight across a pause re-arms the same fixed ttl as one that is not.
+  const refit = (c: Command): Command => (c.kind === 'pause' && c.inFlight !== undefined ? { ...c, inFlight: refitExtend(c.inFlight) } : refitExtend(c));
 
   /** Runs one command on model and backend; returns the report if the run ends here. */
   const execute = async (given: Command): Promise<RunReport | undefined> => {
@@ -851,7 +853,9 @@ export function implicated(command: Command, branches: readonly Branch[], actual
       const quorumless = branches.some((b) => b.outcome.kind === 'not-extended' && b.outcome.reason === 'no-quorum' && !othersKey(b.next, op));
       return quorumless ? 'MUTEX-1' : 'OWN-1';
     })
-    // A refused extension the model grants gives a valid lease away: the safe direction.
+    // A refused extension the model grants gives a valid lease away: the safe direction. So does one the model
+    // refuses too, for another reason: the client learns what it would have (the keys are compared on their own).
+    .with({ op: 'extend', actual: { kind: 'not-extended' } }, (): PropertyId => (wantedKinds.has('extended') || (wantedKinds.size === 1 && wantedKinds.has('not-extended')) ? 'LIVE-1' : 'OWN-1'))
     .with({ op: 'extend' }, (): PropertyId => (wantedKinds.has('extended') ? 'LIVE-1' : 'OWN-1'))
     // A release reported done where its outcome is unknown leaves the lock held behind the client's back (LIVE-1).
     .with({ op: 'release' }, (): PropertyId => (wantedKinds.has('timed-out') ? 'LIVE-1' : 'OWN-1'))

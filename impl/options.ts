@@ -110,12 +110,12 @@ export const FENCES = ['unfenced', 'strict', 'monotonic'] as const;
  * check is a loop over the keys given, cheap enough for every acquire.
  * `as` names the object in place of `name` (an element of a list: `auth[1]`).
  */
-export function knownOptions(name: string, known: readonly string[]): (options: object, as?: string) => void {
+export function knownOptions(name: string, known: readonly string[], listed: readonly string[] = known): (options: object, as?: string) => void {
   const set = new Set(known);
   return (options, as = name) => {
     let unknown: string[] | undefined;
     for (const key in options) if (!set.has(key) && Object.hasOwn(options, key)) (unknown ??= []).push(key);
-    if (unknown !== undefined) refuseUnknown(as, unknown, known);
+    if (unknown !== undefined) refuseUnknown(as, unknown, listed);
   };
 }
 

@@ -120,6 +120,20 @@ describe('lockcheck command line', () => {
     expect(replay.stdout).toMatch(/CONFORMANCE FAILURE at step 1 \(MUTEX-1/);
   }, 240_000);
 
+  it("a library audit's counterexample replays as run found it: past the safe deviations, to the unsafe one", () => {
+    const file = join(dir, 'audit-ce.json');
+    const r = lockcheck('run', '--backend', 'test/fixtures/carelessAudit.ts', '--runs', '100', '--faults', 'advance', '--counterexample', file);
+    expect(r.code, r.stderr).toBe(1);
+    const found = /CONFORMANCE FAILURE at step (\d+) \(([A-Z]+-1): [^;]*; unsafe: /.exec(r.stdout);
+    expect(found, r.stdout).not.toBeNull();
+    expect(r.stdout).toMatch(/lockcheck replay \S+audit-ce\.json --backend test\/fixtures\/carelessAudit\.ts/);
+    const replay = lockcheck('replay', file, '--backend', 'test/fixtures/carelessAudit.ts');
+    expect(replay.code, replay.stderr).toBe(1);
+    // Not the first deviation in the safe direction (a replay that stopped there showed another failure than the file's).
+    expect(replay.stdout).toContain(`CONFORMANCE FAILURE at step ${found![1]} (${found![2]}`);
+    expect(replay.stdout).not.toMatch(/^[^\n]*; safe: /);
+  }, 240_000);
+
   it('matrix: measures, compares with the prediction, writes the markdown and the HTML report', () => {
     const out = join(dir, 'docs');
     const junit = join(dir, 'matrix.xml');

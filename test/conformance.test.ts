@@ -132,6 +132,17 @@ describe('in-memory backends built on the model pass every run', () => {
   });
 });
 
+describe('a path names one case', () => {
+  it('a case that passes is the only one run (fast-check would go on with the next runs, or the next shrinks, and count them)', async () => {
+    const backend = simLeaseBackend(designs.redisSingle(), 'strict');
+    for (const path of ['6', '6:0:3']) {
+      const r = await checkConformance(backend, { runs: 100, seed: 20161010, path, faults: ['advance', 'pause'] });
+      expect(r.failure).toBeNull();
+      expect(r.runs, path).toBe(1);
+    }
+  });
+});
+
 describe('the catalogue of broken backends', () => {
   it('has at least 28 distinct bug classes, and one or more for each blind spot of issue 11', () => {
     expect(new Set(BROKEN.map((b) => b.id)).size).toBeGreaterThanOrEqual(28);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkConformance } from '../conformance/check.ts';
-import { judgedDesign } from '../conformance/consequence.ts';
+import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
 import type { SimParts } from '../conformance/sim/backend.ts';
 import { leaseNodeOver } from '../conformance/sim/redisNode.ts';
@@ -95,5 +95,16 @@ describe('an audit runs past the safe direction', () => {
     const plain = await runLockstep({ ...library, contract: undefined } as BackendUnderTest, schedule, { clients: 2, tokenBase: 0n });
     expect(plain.verdict.kind === 'conformance-failure' && plain.verdict.step.index).toBe(0);
     expect(plain.deviations).toBeUndefined();
+  });
+});
+
+describe('the findings reported for a lock without tokens', () => {
+  it('leave out the token properties (FENCE-1, FENCE-2, DUR-1) when the contract or capabilities say it has none, as the matrix does', () => {
+    const base = simLeaseBackend(designs.redisSingle(), 'unfenced');
+    const findings = { 'MUTEX-1': 4, 'DUR-1': 4, 'FENCE-1': 4, 'FENCE-2': 1, 'STORE-1': 3 };
+    expect(judgedFindings(base, findings)).toEqual(findings);
+    const noTokens: BackendUnderTest = { ...base, contract: { tokens: 'none' } };
+    expect(judgedFindings(noTokens, findings)).toEqual({ 'MUTEX-1': 4, 'STORE-1': 3 });
+    expect(judgedFindings({ ...base, capabilities: { ...base.capabilities, tokens: false } }, findings)).toEqual({ 'MUTEX-1': 4, 'STORE-1': 3 });
   });
 });

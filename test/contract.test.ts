@@ -224,6 +224,20 @@ describe('library contracts: each promise is declarable and judged', () => {
     expect(failureOf(deviating)).toEqual({ property: 'MUTEX-1', kind: 'unsafe' });
   });
 
+  it('refresh re-arms a fixed ttl: so does an extend in flight across a pause (its key expires by the acquired ttl in the model too)', async () => {
+    const design = designs.redisSingle();
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 40 },
+      { kind: 'pause', client: 0, inFlight: { kind: 'extend', client: 0, resource: 'r', ttlMs: 100 } },
+      { kind: 'advance', ms: 50 },
+      { kind: 'resume', client: 0 },
+    ];
+    // Without the acquired ttl for the in-flight extend the model kept the key to t=100, and the key gone at t=50 read as OWN-1, unsafe.
+    const declared = await runLockstep(audited(design, { refresh: 'acquired' }, { refreshTtl: 'acquired' }, 'fixed ttl, in flight'), schedule, { clients: 1, tokenBase: 0n });
+    expect(failureOf(declared)).toBeNull();
+    expect(declared.verdict.kind).toBe('pass');
+  });
+
   describe('a failed extend drops the lease and deletes its keys', () => {
     const design = designs.redlock({ nodes: 3 });
     const schedule: Command[] = [

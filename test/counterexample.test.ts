@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CounterexampleFileError, parseCounterexample } from '../cli/counterexample.ts';
+import { CounterexampleFileError, parseCounterexample, replayDifferences } from '../cli/counterexample.ts';
 import { UsageError } from '../cli/usage.ts';
 
 /** `lockcheck replay` reads a file it did not necessarily write: every field is checked, with a typed error naming it. */
@@ -52,5 +52,19 @@ describe('counterexample file schema', () => {
 
   it('rejects text that is not JSON', () => {
     expect(() => parseCounterexample('ce.json', '{"lockcheck":')).toThrow(CounterexampleFileError);
+  });
+});
+
+describe('replaying on another backend than the file was found on', () => {
+  const saved = { ...good, backend: './mylock.ts', settings: { name: 'my lock', design: {}, capabilities: {}, contract: null, faults: ['advance', 'pause', 'partition'] } } as Parameters<typeof replayDifferences>[0];
+  it('names another backend and other faults (each changes what the seed and path generate)', () => {
+    expect(replayDifferences(saved, { name: 'my lock', faults: ['partition', 'advance', 'pause'] })).toEqual([]);
+    expect(replayDifferences(saved, { name: 'redis-semaphore@5.8.0 Mutex', faults: ['advance', 'pause'] })).toEqual([
+      "it was found on 'my lock' (./mylock.ts), and this backend is 'redis-semaphore@5.8.0 Mutex'",
+      'the backend takes other faults than when it was saved (then: advance, partition, pause; now: advance, pause)',
+    ]);
+  });
+  it('says nothing for a file without settings (written before they were recorded)', () => {
+    expect(replayDifferences({ ...good } as Parameters<typeof replayDifferences>[0], { name: 'x', faults: [] })).toEqual([]);
   });
 });

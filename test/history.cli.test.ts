@@ -6,6 +6,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { StressSummary } from '../cli/stress.ts';
 import { MalformedRecordingError, summaryText, validRecording } from '../cli/stress.ts';
 import type { History } from '../conformance/history/event.ts';
+import { checkHistory } from '../conformance/history/check.ts';
+import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
+import { reportText } from '../cli/check.ts';
 import type { LockcheckProcess } from './lockcheckProcess.ts';
 import { lockcheckAsync, lockcheckSync } from './lockcheckProcess.ts';
 
@@ -87,7 +90,7 @@ describe('lockcheck check', () => {
   it('a history without a client operation: exit 2, not a safe verdict (an empty or truncated recording)', () => {
     const r = lockcheck(['check', '-'], JSON.stringify({ type: 'meta', store: 'strict' }) + '\n');
     expect(r.code, r.stdout).toBe(2);
-    expect(r.stderr).toMatch(/lockcheck: stdin has no client operations \(1 events\): nothing to judge/);
+    expect(r.stderr).toMatch(/lockcheck: stdin has no client operations \(1 event\): nothing to judge/);
     expect(r.stdout).toBe('');
   });
 
@@ -156,6 +159,24 @@ describe('the stress summary', () => {
     // What lockcheck check calls faults (intervals in the history) beside what the nemesis did (a strike may be two steps).
     expect(text).toMatch(/, 2 holds, 3 faults injected \(6 fault intervals in the history\)$/m);
     expect(text).toMatch(/history: out\/history\.jsonl \(judge it again: lockcheck check out\/history\.jsonl\)/);
+    // One of each reads as one, not '1 faults injected (1 fault intervals …)'.
+    expect(summaryText({ ...summary, holds: 1, faults: 1, faultIntervals: 1 })).toMatch(/, 1 hold, 1 fault injected \(1 fault interval in the history\)$/m);
+  });
+
+  it("reads as English at one: 'an unfenced store', '1 fault' (lockcheck check)", () => {
+    const history = parseHistory(
+      [
+        '{"type":"meta","store":"unfenced"}',
+        '{"type":"invoke","process":"nemesis","time":0,"op":"fault","fault":"pause-client","target":"0"}',
+        '{"type":"invoke","process":0,"time":1,"op":"acquire","resource":"r","ttlMs":100}',
+        '{"type":"ok","process":0,"time":2,"op":"acquire","resource":"r","owner":"a","token":"1","validUntil":90}',
+        '{"type":"ok","process":"nemesis","time":3,"op":"fault","fault":"pause-client","target":"0"}',
+      ].join('\n'),
+    );
+    if (history instanceof HistoryFormatError) throw history;
+    const text = reportText('h.jsonl', checkHistory(history));
+    expect(text).toMatch(/unknown, 1 fault$/m);
+    expect(text).toMatch(/skipped: an unfenced store fences nothing$/m);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BackendUnderTest, LockClient } from '../conformance/adapter.ts';
 import { runLockstep } from '../conformance/index.ts';
+import { consequenceOf } from '../conformance/consequence.ts';
 import { implicated } from '../conformance/lockstep.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
 import { UnavailableError } from '../impl/errors.ts';
@@ -24,6 +25,29 @@ describe('implicated: a deviation named by its consequence, at the boundaries', 
     expect(implicated(acquire, allowed, { kind: 'granted', token: 1n, validUntilMs: 5 }, 5)).toBe('MUTEX-1');
     // One ms of validity left, shorter than the model's: the safe direction.
     expect(implicated(acquire, allowed, { kind: 'granted', token: 1n, validUntilMs: 6 }, 5)).toBe('LIVE-1');
+  });
+
+  it('an extension refused where the model refuses it too, for another reason, is the same refusal (safe), not a key of another owner changed', () => {
+    const extend: Command = { kind: 'extend', client: 0, resource: 'r', ttlMs: 10 };
+    const refused = [branch({ kind: 'not-extended', reason: 'no-quorum' })];
+    const actual: Outcome = { kind: 'not-extended', reason: 'expired' };
+    expect(implicated(extend, refused, actual, 0)).toBe('LIVE-1');
+    expect(consequenceOf(implicated(extend, refused, actual, 0), extend, actual, [refused[0]!.outcome], 'deviation').kind).toBe('safe');
+    // In flight across a pause, judged as the extend it is.
+    const inFlight: Command = { kind: 'pause', client: 0, inFlight: extend };
+    expect(implicated(inFlight, refused, actual, 0)).toBe('LIVE-1');
+    // A refusal where the outcome may be unknown (the extension may have taken effect) is still named by the keys.
+    expect(implicated(extend, [...refused, branch({ kind: 'timed-out' })], actual, 0)).toBe('OWN-1');
+  });
+
+  it('an extension claimed where the model has the lease over is named for what the client believes, not as a changed key', () => {
+    const extend: Command = { kind: 'extend', client: 0, resource: 'r', ttlMs: 10 };
+    const claimed: Outcome = { kind: 'extended', validUntilMs: 12 };
+    const c = consequenceOf('OWN-1', { kind: 'pause', client: 0, inFlight: extend }, claimed, [{ kind: 'not-extended', reason: 'no-quorum' }], 'deviation');
+    expect(c).toEqual({ kind: 'unsafe', what: "an extension claimed for a lease that is over: the client may act while another holds the lock (or the other's key was extended)" });
+    // A key changed behind the model (its message names the key) is still that.
+    expect(consequenceOf('OWN-1', extend, claimed, [{ kind: 'not-extended', reason: 'no-quorum' }], "node 0 should hold client 0's key on 'r' but holds nothing; then …")).toEqual({ kind: 'unsafe', what: 'a key of another owner changed' });
+    expect(consequenceOf('OWN-1', extend, claimed, [claimed], 'the backend holds keys no model state allows')).toEqual({ kind: 'unsafe', what: 'a key of another owner changed' });
   });
 });
 

@@ -182,3 +182,16 @@ describe('a typo gets the nearest known key as a suggestion', () => {
     expect(closest(key, ['ttlMs', 'retries', 'retryDelayMs', 'retryJitterMs'])).toBe(near);
   });
 });
+
+describe('the PostgreSQL locks list the acquire options they take', () => {
+  // ttlMs is known only to be refused as unsupported: listing it among the known keys invited it.
+  it.for([PostgresSessionLock, PostgresTransactionLock])('%o: known are retries, retryDelayMs and signal, not ttlMs', async (Lock) => {
+    const pg = new Lock({ connection: { host: '127.0.0.1', port: 1 } });
+    try {
+      const e = await refusal(() => pg.acquire('r', { waitMs: 5 } as never));
+      expect((e as Error).message).toBe('invalid-config: acquire options: unknown option "waitMs"; known: retries, retryDelayMs, signal');
+    } finally {
+      await pg.close();
+    }
+  });
+});

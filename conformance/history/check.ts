@@ -183,7 +183,7 @@ export function checkHistory(given: History, options: CheckOptions = {}): CheckR
 function staleCheck(policy: StorePolicy | undefined, hasTokenedWrites: boolean, stale: FindingList): CheckResult {
   const base = { check: 'stale-writes', property: 'FENCE-2', findings: stale.total } as const;
   if (policy === undefined) return { ...base, verdict: 'skipped', note: 'the store policy is not known: give it in a meta line or with --store-policy' };
-  if (policy !== 'strict' && policy !== 'monotonic') return { ...base, verdict: 'skipped', note: `a ${policy} store fences nothing` };
+  if (policy !== 'strict' && policy !== 'monotonic') return { ...base, verdict: 'skipped', note: `${policy === 'unfenced' ? 'an' : 'a'} ${policy} store fences nothing` };
   if (!hasTokenedWrites) return { ...base, verdict: 'skipped', note: 'no write carries a token' };
   return { ...base, verdict: verdictOf(stale) };
 }

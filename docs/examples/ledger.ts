@@ -18,11 +18,11 @@
  * transaction's COMMIT or ROLLBACK, together with the data changes.
  */
 import pg from 'pg';
-import { InvalidInputError, MAX_TOKEN } from '../../model/errors.ts';
-import { advisoryKey } from '../../impl/postgres/keys.ts';
-import type { Queryable } from '../../impl/postgres/store.ts';
-import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
-import { LockNotAcquiredError } from '../../impl/using.ts';
+// Imported from the package's entries only (in your project: lockcheck/model, lockcheck/postgres, lockcheck/lock).
+import { InvalidInputError, MAX_TOKEN } from '../../model/index.ts';
+import { advisoryKey, PostgresTransactionLock } from '../../impl/postgres/index.ts';
+import type { Queryable } from '../../impl/postgres/index.ts';
+import { LockNotAcquiredError } from '../../impl/index.ts';
 
 export interface LedgerOptions {
   /** The lock client to use. Default: a new one on `connection`, closed by close(). A lock passed in is not closed. */

@@ -10,11 +10,12 @@
  */
 import type { Redis } from 'ioredis';
 import redisSemaphore from 'redis-semaphore';
-import { LeaseHandle } from '../../impl/lease.ts';
-import type { Lease } from '../../impl/lease.ts';
+// Imported from the package's entries only (in your project: lockcheck/lock, lockcheck/adapter, lockcheck/kit).
+import { LeaseHandle } from '../../impl/index.ts';
+import type { Lease } from '../../impl/index.ts';
 import type { BackendUnderTest } from '../../conformance/adapter.ts';
-import type { RedisServerChoice } from '../../conformance/redisLibrary.ts';
-import { redisLibraryBackend } from '../../conformance/redisLibrary.ts';
+import type { RedisServerChoice } from '../../conformance/kit.ts';
+import { redisLibraryBackend } from '../../conformance/kit.ts';
 
 /** The CommonJS module's exports: node hands them over as the default import. */
 const { Mutex } = redisSemaphore as unknown as { Mutex: typeof redisSemaphore.Mutex };

@@ -5,18 +5,13 @@
  * server; an adapter for a real service has the same shape, with the
  * environment's faults acting on real processes.
  */
-import { clockAt, read } from '../../model/clock.ts';
-import type { Clock } from '../../model/clock.ts';
-import { designs } from '../../model/design.ts';
-import { checkTtl } from '../../model/errors.ts';
-import { checkAcquireInput } from '../../conformance/input.ts';
-import { sleep } from '../../impl/clock.ts';
-import { LeaseHandle } from '../../impl/lease.ts';
-import type { AcquireResult } from '../../impl/leaseLock.ts';
+// Imported from the package's entries only (in your project: lockcheck/model, lockcheck/kit, lockcheck/lock, lockcheck/adapter).
+import { checkTtl, clockAt, designs, read } from '../../model/index.ts';
+import type { Clock } from '../../model/index.ts';
+import { checkAcquireInput, SimNetwork, SimStore, storeOver, VirtualTime } from '../../conformance/kit.ts';
+import { LeaseHandle, sleep } from '../../impl/index.ts';
+import type { AcquireResult } from '../../impl/index.ts';
 import type { BackendUnderTest, Environment, LockClient } from '../../conformance/adapter.ts';
-import { SimNetwork } from '../../conformance/sim/network.ts';
-import { SimStore, storeOver } from '../../conformance/sim/store.ts';
-import { VirtualTime } from '../../conformance/sim/time.ts';
 
 /** The lock server: one key per resource with an expiry, and a token counter per resource. */
 class TinyServer {

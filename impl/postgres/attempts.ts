@@ -143,8 +143,8 @@ function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, state
 
 /** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, passed through unchecked). */
 const LOCK_OPTIONS = ['connection', 'clock', 'tokenBase', 'statementTimeoutMs', 'link', 'onConnectionLost'];
-/** ttlMs is known so that it is refused as what it is: a session or transaction lock has none. */
-const checkAcquireKeys = knownOptions('acquire options', ['retries', 'retryDelayMs', 'signal', 'ttlMs']);
+/** ttlMs is known so that it is refused as what it is (a session or transaction lock has none), and not listed as one it takes. */
+const checkAcquireKeys = knownOptions('acquire options', ['retries', 'retryDelayMs', 'signal', 'ttlMs'], ['retries', 'retryDelayMs', 'signal']);
 
 export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lock options'): LockSettings {
   checkObject(options, what);
