@@ -924,7 +924,10 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
 function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: number, events: readonly WorldEvent[]): Branch[] {
   const design = sent.config.design;
   const lease = entryOf(sent.clients[client]!.leases, f.resource);
-  return roundEnds(f.arrivals, f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
+  // A client with no deadline and no request timeout of its own (a library's declared contract, spec 7.11) waits for
+  // the replies however late, as its acquire does (readLateReplies); from a black hole none comes, so there it does not.
+  const waits = leaseTerms(design).clientDeadline === 'none' && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
+  return roundEnds(f.arrivals, waits ? Number.POSITIVE_INFINITY : f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
     const after: World = { ...sent, nowMs: endMs };
     const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, events);
     if (lease === undefined) return [refused];

@@ -160,6 +160,27 @@ describe('library contracts: each promise is declarable and judged', () => {
     expect(reported(deviating)).toBe(true);
   });
 
+  it('no deadline and no request timeout: a late yes to an extend is read as the library reads it, extended (its consequence shows, not a deviation)', async () => {
+    const design = designs.redisSingle();
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 40 },
+      // The refresh reaches the node at once (the key re-armed); its reply is read 50 ms later, after the key expired.
+      { kind: 'pause', client: 0, inFlight: { kind: 'extend', client: 0, resource: 'r', ttlMs: 40 } },
+      { kind: 'advance', ms: 50 },
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 40 },
+      { kind: 'resume', client: 0 },
+    ];
+    // The model gave up on the replies at the ttl (no-quorum), so the library's yes read as OWN-1, 'an extension claimed for a lease that is over'.
+    const declared = await runLockstep(audited(design, { deadline: 'none' }, { deadline: 'none', clientTimeout: false }, 'no deadline, late refresh'), schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(declared.steps).toHaveLength(schedule.length);
+    expect(failureOf(declared)).toBeNull();
+    expect(declared.deviations).toBeUndefined();
+    // What its contract costs: client 0 still believes it holds the lock client 1 was granted, after the extend too.
+    expect(declared.verdict.kind).toBe('pass');
+    expect(declared.steps.at(-1)!.actual).toMatchObject({ kind: 'extended' });
+    expect(declared.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('MUTEX-1');
+  });
+
   it('no client-side timeout: a call that waits on a black hole ends the run inconclusive, not as a finding', async () => {
     const design = designs.redisSingle();
     const hole: Command[] = [
