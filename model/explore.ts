@@ -13,7 +13,7 @@ import type { World } from './state.ts';
 import type { Branch } from './world.ts';
 import { enabled, step, stepOrbits } from './world.ts';
 import { encode, layoutFor } from './packed.ts';
-import { packedContext, packedFingerprint, PackedParent } from './packedFingerprint.ts';
+import { packedContext, packedFingerprint } from './packedFingerprint.ts';
 import { FALLBACK, packedStep, packs, UNCHANGED } from './packedStep.ts';
 import { EVENT_BITS, PackedBranches } from './packedBranches.ts';
 import { packedStateBreaks, STATE_BITS } from './packedProperties.ts';
@@ -271,8 +271,6 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
   const packedCommand = alphabet.map((c) => layout !== null && packs(initial, c));
   const current = new Float64Array(layout?.size ?? 0);
   const successors = new PackedBranches(layout?.size ?? 0);
-  // The state expanded, packed: the fingerprints of its branches take the hashes of what a step left as it was.
-  const parent = new PackedParent();
   let frontier: World[] = [initial];
   // The states of the level last expanded (the frontier holds them, except after the last level: spec 8.4).
   let frontierCount = 1;
@@ -310,7 +308,6 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
       const world = frontier[f]!;
       const id = frontierIds[f]!;
       const packed = packedCtx !== null && encode(packedCtx.layout, world, current);
-      parent.reset(current);
       for (let c = 0; c < alphabet.length; c++) {
         const command = alphabet[c]!;
         if (!enabled(world, command)) continue;
@@ -330,7 +327,7 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
           for (let b = 0; b < n; b++) {
             if (b > 0xff) throw new RangeError('a step has at most 256 branches');
             transitions++;
-            packedFingerprint(packedCtx, successors.state(b), fp, parent, successors.touched(b));
+            packedFingerprint(packedCtx, successors.state(b), fp);
             if (!seen.add(fp.hi, fp.lo)) {
               // A state seen before broke the same state properties: only the step's events are new, and their checks are
               // the reference's, asked for only where the packed step says an event breaks a property not found yet.

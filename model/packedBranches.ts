@@ -21,16 +21,9 @@ export const OWN_1 = 8;
 /** What a packed step returns where the reference step returns the very state it was given (the explorer skips it). */
 export const UNCHANGED = -1;
 
-/**
- * A branch's parts that may differ from the state stepped (`touched`): node i is bit i (at most 15 nodes), the clients,
- * cells and ghosts this bit; every bit (-1) unless the step says less. `now` is compared, not marked.
- */
-export const TOUCHED_CLIENTS = 1 << 16;
-
 export class PackedBranches {
   private readonly buffers: Float64Array[] = [];
   private masks = new Int32Array(16);
-  private touchedParts = new Int32Array(16);
   count = 0;
 
   constructor(readonly size: number) {}
@@ -47,24 +40,11 @@ export class PackedBranches {
       const grown = new Int32Array(this.masks.length * 2);
       grown.set(this.masks);
       this.masks = grown;
-      const parts = new Int32Array(grown.length);
-      parts.set(this.touchedParts);
-      this.touchedParts = parts;
     }
     const b = this.buffers[this.count]!;
     b.set(from);
-    this.touchedParts[this.count] = -1;
     this.masks[this.count++] = 0;
     return b;
-  }
-
-  /** The last branch pushed, a copy of the state stepped, differs from it at most in these parts (TOUCHED_CLIENTS, node bits). */
-  touch(parts: number): void {
-    this.touchedParts[this.count - 1] = parts;
-  }
-
-  touched(b: number): number {
-    return this.touchedParts[b]!;
   }
 
   /** The last branch pushed breaks these event properties. */

@@ -5,7 +5,6 @@ import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { ARRIVAL_FAILED, ARRIVAL_NEVER, FLIGHT_EXTEND, FLIGHT_REPLY, MAX_PERMUTED_CLIENTS, NONE, permutationsOf, SESSION, STALE } from './fingerprint.ts';
 import { bigSafe, finishHi, finishLo, name, nameWords, num, orderByHash, start, word, wordsInOrder } from './fingerprintHash.ts';
 import type { PackedLayout } from './packed.ts';
-import { TOUCHED_CLIENTS } from './packedBranches.ts';
 import { FAILED, NEVER } from './packedRound.ts';
 import {
   C_ATTEMPTS,
@@ -394,20 +393,9 @@ export function sameBlock(w: Float64Array, a: number, b: number, size: number): 
 function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[], inverse: readonly number[], out: Fingerprint, again: boolean): void {
   const l = ctx.layout;
   const fixed = ctx.fixedNodes;
-  const from = again ? null : reuseFrom;
   for (let i = 0; i < l.nodes; i++) {
     if (!again || nodeReadsPerm[i]!) {
       const at = nodeAt(l, i);
-      // A node as it was in the parent (same block, same `now`) hashes as it did there, unless its hash read the clients
-      // and they changed (its hash was under the parent's first permutation, the one this call uses when they did not).
-      if (from !== null && (!from.readsPerm[i]! || reuseClients) && ((reuseTouched & (1 << i)) === 0 || sameAcross(w, from.w!, at, at + l.nodeStride))) {
-        nodeHi[i] = from.nodeHi[i]!;
-        nodeLo[i] = from.nodeLo[i]!;
-        nodeReadsPerm[i] = from.readsPerm[i]!;
-        nodeFirst[i] = i;
-        orderByHash(nodeHi, nodeLo, nodeOrder, i, fixed);
-        continue;
-      }
       let j = 0;
       // Only the first node of each block seen is compared: a node equal to a later one of its class equals that first one.
       for (; j < i; j++) if (nodeFirst[j] === j && sameBlock(w, nodeAt(l, j), at, l.nodeStride)) break;
@@ -427,14 +415,6 @@ function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[],
       }
     }
     orderByHash(nodeHi, nodeLo, nodeOrder, i, fixed);
-  }
-  if (recording !== null && !again) {
-    for (let i = 0; i < l.nodes; i++) {
-      recording.nodeHi[i] = nodeHi[i]!;
-      recording.nodeLo[i] = nodeLo[i]!;
-      recording.readsPerm[i] = nodeReadsPerm[i]!;
-    }
-    recording = null;
   }
   start(0x2545f491, 0x6c8e9cf5);
   wordsInOrder(nodeHi, nodeLo, nodeOrder, l.nodes);
@@ -478,81 +458,14 @@ function allAlike(n: number): boolean {
 const clientOrder: number[] = [];
 const clientPerm: number[] = [];
 
-/**
- * The state the explorer steps branches from, and the hashes its fingerprint computed (its nodes' under its first client
- * permutation, its clients'), computed at the first branch that can use them: most branches of a step change one node or
- * two and neither `now` nor the clients, and their other hashes are the parent's.
- */
-export class PackedParent {
-  w: Float64Array | null = null;
-  ready = false;
-  readonly nodeHi: number[] = [];
-  readonly nodeLo: number[] = [];
-  readonly readsPerm: boolean[] = [];
-  readonly clientHi: number[] = [];
-  readonly clientLo: number[] = [];
-
-  /** Branches are stepped from `w` now; it must not change until the next call. */
-  reset(w: Float64Array): void {
-    this.w = w;
-    this.ready = false;
-  }
-}
-
-/** Whether `a` and `b` hold the same numbers from `from` to `to` (NaN equal to NaN). */
-function sameAcross(a: Float64Array, b: Float64Array, from: number, to: number): boolean {
-  for (let k = from; k < to; k++) {
-    const x = a[k]!;
-    const y = b[k]!;
-    if (x !== y && (x === x || y === y)) return false;
-  }
-  return true;
-}
-
-/** The parent whose hashes hashUnder records (its first call), while its fingerprint is computed. */
-let recording: PackedParent | null = null;
-/** The parent whose hashes the fingerprint being computed may take, and whether its clients are the parent's. */
-let reuseFrom: PackedParent | null = null;
-let reuseClients = false;
-/** The parts of the state being fingerprinted that its step may have changed (packedBranches.ts's touched). */
-let reuseTouched = -1;
-const parentFp: Fingerprint = { hi: 0, lo: 0 };
-
-/**
- * Writes the fingerprint of the packed state `w` to `out`: fingerprint() of the World it packs, computed from the numbers.
- * With `parent` (the state `w` was stepped from), the hashes of what the step left as it was are the parent's: the parts
- * `touched` leaves out are taken as the parent's without a look, the others compared with the parent's.
- */
-export function packedFingerprint(ctx: PackedContext, w: Float64Array, out: Fingerprint, parent?: PackedParent, touched = -1): void {
+/** Writes the fingerprint of the packed state `w` to `out`: fingerprint() of the World it packs, computed from the numbers. */
+export function packedFingerprint(ctx: PackedContext, w: Float64Array, out: Fingerprint): void {
   const n = ctx.layout.clients;
-  reuseFrom = null;
-  reuseClients = false;
-  // Every hash reads `now` (times are hashed relative to it): only a branch that kept it keeps any.
-  if (parent !== undefined && parent.w !== null && parent.w[0] === w[0]) {
-    if (!parent.ready) {
-      recording = parent;
-      packedFingerprint(ctx, parent.w, parentFp);
-      for (let i = 0; i < n; i++) {
-        parent.clientHi[i] = clientHi[i]!;
-        parent.clientLo[i] = clientLo[i]!;
-      }
-      parent.ready = true;
-    }
-    reuseFrom = parent;
-    reuseTouched = touched;
-    // A client's hash reads the clients and the ghosts (epochRank); a node's reads its owners' blocks.
-    reuseClients = (touched & TOUCHED_CLIENTS) === 0 || sameAcross(w, parent.w, ctx.layout.clientBase, ctx.layout.size);
-  }
   for (let i = 0; i < n; i++) {
-    if (reuseClients) {
-      clientHi[i] = reuseFrom!.clientHi[i]!;
-      clientLo[i] = reuseFrom!.clientLo[i]!;
-    } else {
-      start(0x3c6ef372, 0x510e527f);
-      hashClient(ctx, w, i);
-      clientHi[i] = finishHi();
-      clientLo[i] = finishLo();
-    }
+    start(0x3c6ef372, 0x510e527f);
+    hashClient(ctx, w, i);
+    clientHi[i] = finishHi();
+    clientLo[i] = finishLo();
     clientOrder[i] = i;
   }
   // The orders and permutations are read to layout.clients only (setting an array's length is a runtime call).

@@ -1,7 +1,7 @@
 import type { Command } from './command.ts';
 import { hasTtl, rulesOf } from './design.ts';
 import type { PackedBranches } from './packedBranches.ts';
-import { TOUCHED_CLIENTS, UNCHANGED } from './packedBranches.ts';
+import { UNCHANGED } from './packedBranches.ts';
 import { packedAcquire } from './packedAcquire.ts';
 import { packedDeliver, packedExtend, packedPauseWrite, packedRead, packedRelease, packedResume, packedWrite } from './packedOps.ts';
 import type { PackedLayout } from './packed.ts';
@@ -143,21 +143,18 @@ function packedFault(ctx: PackedContext, w: Float64Array, command: Command, out:
       // The reference keeps the very world when the link is cut already.
       if ((w[at]! & bit) !== 0) return UNCHANGED;
       const first = out.push(w);
-      out.touch(1 << command.node);
       first[at] = (w[at]! | bit) >>> 0;
       return 1;
     }
     case 'heal': {
       const at = nodeAt(l, command.node) + N_CUT;
       const first = out.push(w);
-      out.touch(1 << command.node);
       first[at] = (w[at]! & ~(1 << command.client)) >>> 0;
       return 1;
     }
     case 'node-delay': {
       const at = nodeAt(l, command.node);
       const first = out.push(w);
-      out.touch(1 << command.node);
       first[at + N_DELAY_KIND] = command.ms === 0 ? 0 : command.ms === 'never' ? 2 : 1;
       first[at + N_DELAY_MS] = typeof command.ms === 'number' ? command.ms : 0;
       return 1;
@@ -166,14 +163,10 @@ function packedFault(ctx: PackedContext, w: Float64Array, command: Command, out:
       const first = out.push(w);
       const t = command.target;
       if ('node' in t) {
-        out.touch(1 << t.node);
         const at = nodeAt(l, t.node);
         setDriftAt(first, at + N_WALL_ANCHOR, now, command.driftPpm);
         setDriftAt(first, at + N_MONO_ANCHOR, now, command.driftPpm);
-      } else {
-        out.touch(TOUCHED_CLIENTS);
-        setDriftAt(first, clientAt(l, t.client) + C_MONO_ANCHOR, now, command.driftPpm);
-      }
+      } else setDriftAt(first, clientAt(l, t.client) + C_MONO_ANCHOR, now, command.driftPpm);
       return 1;
     }
     case 'clock-step': {
@@ -191,7 +184,6 @@ function packedFault(ctx: PackedContext, w: Float64Array, command: Command, out:
       const branches = dead ? 2 : 1;
       for (let b = 0; b < branches; b++) {
         const o = out.push(w);
-        out.touch(1 << command.node);
         o[wall] = now;
         o[wall + 1] = reading;
         if (b === 1 || !dead) continue;
@@ -206,12 +198,10 @@ function packedFault(ctx: PackedContext, w: Float64Array, command: Command, out:
     case 'crash':
       // 'keep' (packs): the node goes down with its keys; a session-bound design never packs.
       out.push(w)[nodeAt(l, command.node) + N_UP] = 0;
-      out.touch(1 << command.node);
       return 1;
     case 'replicate': {
       const at = nodeAt(l, command.node);
       const first = out.push(w);
-      out.touch(1 << command.node);
       if (w[at + N_HAS_REPLICA] === 1 && w[at + N_UP] === 1) {
         const size = l.resources.length * KEY_STRIDE + l.counters.length * COUNTER_STRIDE;
         first.copyWithin(replicaAt(l, at), at + N_KEYS, at + N_KEYS + size);

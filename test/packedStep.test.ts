@@ -5,9 +5,9 @@ import { alphabetFor, FAULT_CLASSES, initialWorld, MATRIX_ROWS } from '../model/
 import type { FingerprintOptions } from '../model/fingerprint.ts';
 import { fingerprint } from '../model/fingerprint.ts';
 import { explore, fingerprintOptionsFor } from '../model/explore.ts';
-import { encode, layoutFor, nodeAt } from '../model/packed.ts';
-import { EVENT_BITS, PackedBranches, TOUCHED_CLIENTS, UNCHANGED } from '../model/packedBranches.ts';
-import { packedContext, packedFingerprint, PackedParent } from '../model/packedFingerprint.ts';
+import { encode, layoutFor } from '../model/packed.ts';
+import { EVENT_BITS, PackedBranches, UNCHANGED } from '../model/packedBranches.ts';
+import { packedContext, packedFingerprint } from '../model/packedFingerprint.ts';
 import { FALLBACK, packedStep, packs } from '../model/packedStep.ts';
 import { checkEvents, checkProperties } from '../model/properties.ts';
 import { LIVE_1, MUTEX_1, packedStateBreaks, STATE_BITS } from '../model/packedProperties.ts';
@@ -123,8 +123,6 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
         const out = new PackedBranches(layout.size);
         if (!packable(world)) return 0;
         expect(encode(layout, world, packed)).toBe(true);
-        const parent = new PackedParent();
-        parent.reset(packed);
         for (const command of alphabet) {
           if (!enabled(world, command) || !packs(initial, command)) continue;
           const reference = stepOrbits(world, command, ctx.fixedNodes);
@@ -151,18 +149,6 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
             const fp = { hi: 0, lo: 0 };
             packedFingerprint(ctx, out.state(b), fp);
             expect(`${fp.hi}:${fp.lo}`, `${what} branch ${b} fingerprint`).toBe(print(branch.next, options));
-            // The parts a branch says it left as they were are the parent's, and taking their hashes from it changes nothing.
-            const touched = out.touched(b);
-            const s = Array.from(out.state(b));
-            const p = Array.from(packed);
-            for (let i = 0; i < layout!.nodes; i++) {
-              const at = nodeAt(layout!, i);
-              if ((touched & (1 << i)) === 0) expect(s.slice(at, at + layout!.nodeStride), `${what} branch ${b} node ${i} untouched`).toEqual(p.slice(at, at + layout!.nodeStride));
-            }
-            if ((touched & TOUCHED_CLIENTS) === 0) expect(s.slice(layout!.clientBase), `${what} branch ${b} clients untouched`).toEqual(p.slice(layout!.clientBase));
-            const again = { hi: 0, lo: 0 };
-            packedFingerprint(ctx, out.state(b), again, parent, touched);
-            expect(`${again.hi}:${again.lo}`, `${what} branch ${b} fingerprint from its parent's`).toBe(`${fp.hi}:${fp.lo}`);
           });
         }
         return flights;
@@ -186,20 +172,6 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
       { seed, numRuns: timingRuns },
     );
     expect(flights).toBeGreaterThan(50);
-  });
-
-  it('keeps each branch\'s touched parts and event bits as the pool of branches grows', () => {
-    const out = new PackedBranches(3);
-    const from = new Float64Array(3);
-    for (let b = 0; b < 70; b++) {
-      out.push(from);
-      if (b % 3 !== 0) out.touch(b);
-      out.mark(b & 31);
-    }
-    for (let b = 0; b < 70; b++) {
-      expect(out.touched(b), `branch ${b}`).toBe(b % 3 !== 0 ? b : -1);
-      expect(out.events(b), `branch ${b}`).toBe(b & 31);
-    }
   });
 
   it('fingerprints two reachable states alike exactly when the reference does', () => {
