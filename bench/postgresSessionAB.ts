@@ -35,6 +35,8 @@ const TIMEOUT_MS = 5_000;
 interface Sample {
   readonly wallUs: number;
   readonly cpuUs: number;
+  /** User CPU alone: the system part (the write, read and poll calls) is the same code on both sides and carries most of the load's noise. */
+  readonly userUs: number;
 }
 
 type Loop = (ms: number) => Promise<number>;
@@ -93,7 +95,7 @@ async function measure(loop: Loop): Promise<Sample> {
   const n = await loop(MS);
   const wall = performance.now() - start;
   const used = process.cpuUsage(cpu);
-  return { wallUs: (wall * 1000) / n, cpuUs: (used.user + used.system) / n };
+  return { wallUs: (wall * 1000) / n, cpuUs: (used.user + used.system) / n, userUs: used.user / n };
 }
 
 const closers: (() => Promise<void>)[] = [];
@@ -128,19 +130,20 @@ try {
     }
   }
   const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  out(`| ${new Date().toISOString()}, ${ROUNDS} rounds of ${MS} ms, load at end ${load} | base wall, CPU µs | side wall, CPU µs | paired ratio wall (IQR) | paired ratio CPU (IQR) |`);
-  out('|---|---:|---:|---:|---:|');
+  out(`| ${new Date().toISOString()}, ${ROUNDS} rounds of ${MS} ms, load at end ${load} | base wall, CPU, user µs | side wall, CPU, user µs | paired ratio wall (IQR) | paired ratio CPU (IQR) | paired ratio user CPU (IQR) |`);
+  out('|---|---:|---:|---:|---:|---:|');
   const q = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.floor(p * (xs.length - 1))]!;
+  const f = (x: number): string => x.toFixed(1);
+  const cells = (xs: Sample[]): string => `${f(median(xs.map((x) => x.wallUs)))}, ${f(median(xs.map((x) => x.cpuUs)))}, ${f(median(xs.map((x) => x.userUs)))}`;
+  const ratio = (m: Sample[], b: Sample[], k: keyof Sample): string => {
+    const r = m.map((x, i) => x[k] / b[i]![k]);
+    return `${median(r).toFixed(3)} (${q(r, 0.25).toFixed(2)} to ${q(r, 0.75).toFixed(2)})`;
+  };
   for (const kind of ONLY) {
     const b = results[kind]!.base!;
     for (const id of sides.map((x) => x.id).slice(1)) {
       const m = results[kind]![id]!;
-      const rw = m.map((x, i) => x.wallUs / b[i]!.wallUs);
-      const rc = m.map((x, i) => x.cpuUs / b[i]!.cpuUs);
-      const f = (x: number): string => x.toFixed(1);
-      out(
-        `| ${kind}: ${id === 'mine' ? 'this tree' : 'control (A/A)'} / base | ${f(median(b.map((x) => x.wallUs)))}, ${f(median(b.map((x) => x.cpuUs)))} | ${f(median(m.map((x) => x.wallUs)))}, ${f(median(m.map((x) => x.cpuUs)))} | ${median(rw).toFixed(3)} (${q(rw, 0.25).toFixed(2)} to ${q(rw, 0.75).toFixed(2)}) | ${median(rc).toFixed(3)} (${q(rc, 0.25).toFixed(2)} to ${q(rc, 0.75).toFixed(2)}) |`,
-      );
+      out(`| ${kind}: ${id === 'mine' ? 'this tree' : `${CONTROL} (control)`} / base | ${cells(b)} | ${cells(m)} | ${ratio(m, b, 'wallUs')} | ${ratio(m, b, 'cpuUs')} | ${ratio(m, b, 'userUs')} |`);
     }
   }
 } finally {

@@ -105,21 +105,13 @@ export class PostgresSessionLock {
   readonly #calls = new Map<string, Calls>();
   #attempt = 0;
   #closed = false;
-  /** What acquireWithRetries reads, made once (not an object and two closures per acquire). */
-  readonly #state: { readonly closed: boolean; readonly clock: MonotonicClock };
+  /** The attempt and the release as acquireWithRetries takes them, made once (not two closures per acquire). */
   readonly #attemptOf = (resource: string): Promise<AcquireResult> => this.attempt(resource);
   readonly #releaseOf = (lease: Lease): Promise<void> => this.release(lease);
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
     this.#s = lockSettings(options, 'PostgresSessionLock options');
-    const lock = this;
-    this.#state = {
-      get closed() {
-        return lock.#closed;
-      },
-      clock: this.#s.clock,
-    };
   }
 
   /** The backend pid of the current connection (for pg_terminate_backend), or null when not connected. */
@@ -128,7 +120,7 @@ export class PostgresSessionLock {
   }
 
   acquire(resource: string, options: SessionAcquireOptions = NO_OPTIONS): Promise<AcquireResult> {
-    return acquireWithRetries('session', resource, options, this.#state, this.#attemptOf, this.#releaseOf);
+    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, this.#attemptOf, this.#releaseOf);
   }
 
   /** Not async: the unlock's reply settles the one promise straight from the read callback. */
