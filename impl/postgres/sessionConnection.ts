@@ -83,7 +83,7 @@ async function openWire(
         return c.processId;
       },
       // The wire client bounds each call by its own timer; through a link, the link's round trip is bounded as a whole.
-      call: viaLink ? (call, done) => settleWith(s.statement(() => c.send(call)), done) : (call, done) => c.sendWith(call, done),
+      call: viaLink ? (call, done) => settleWith(() => s.statement(() => c.send(call)), done) : (call, done) => c.sendWith(call, done),
       destroy: () => c.destroy(),
       end: () => c.end(),
     };
@@ -112,7 +112,7 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
     get processId() {
       return (client as unknown as { processID?: number }).processID ?? null;
     },
-    call: (call, done) => settleWith(s.query(client, call.statement, call.params), done),
+    call: (call, done) => settleWith(() => s.query(client, call.statement, call.params), done),
     destroy: () => destroyConnection(client),
     end: () => endWithin(client, s.timeoutMs),
   };
@@ -141,8 +141,15 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
 
 const NO_ROWS: Row[] = [];
 
-function settleWith(rows: Promise<Row[]>, done: CallDone): void {
-  rows.then(
+/** A promise's outcome through `done`; a throw before the promise exists (a link's) goes there too, as `await` would have taken it. */
+function settleWith(rows: () => Promise<Row[]>, done: CallDone): void {
+  let p: Promise<Row[]>;
+  try {
+    p = rows();
+  } catch (e) {
+    return done(e as Error, NO_ROWS);
+  }
+  p.then(
     (r) => done(null, r),
     (e: Error) => done(e, NO_ROWS),
   );

@@ -238,7 +238,15 @@ export class WireConnection {
    */
   sendWith(call: EncodedCall, done: CallDone): void {
     if (this.#lost !== null || this.#ending) return done(this.#gone(), NO_ROWS);
-    this.#write(call.bytes, new Pending(done), true);
+    const p = new Pending(done);
+    try {
+      this.#write(call.bytes, p, true);
+    } catch (e) {
+      // The clock's schedule (a caller's own clock) threw: this call fails with it, as the promise form's would.
+      const at = this.#pending.indexOf(p);
+      if (at >= 0) this.#pending.splice(at, 1);
+      done(e as Error, NO_ROWS);
+    }
   }
 
   #gone(): WireConnectionError {
