@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import type { MonotonicClock } from '../impl/clock.ts';
 import { systemClock } from '../impl/clock.ts';
 import type { Lease } from '../impl/lease.ts';
 import { advisoryKey } from '../impl/postgres/keys.ts';
@@ -97,6 +98,33 @@ describe('calls encoded once', () => {
       c.destroy();
       await a.end();
       await b.end();
+    }
+  });
+
+  it('a call whose send throws before anything is written (the clock) fails through its callback, once, and leaves no stray call to take the next reply', async () => {
+    let broken = false;
+    const clock: MonotonicClock = {
+      now: () => {
+        if (broken) throw new Error('clock broken');
+        return systemClock.now();
+      },
+      schedule: (at, fn) => systemClock.schedule(at, fn),
+    };
+    const c = await WireConnection.connect({ ...server.connection, timeoutMs: 5_000, clock });
+    try {
+      const one = new PreparedStatement('t_enc_clock', "SELECT 'one:' || $1::text");
+      await c.prepare([one]);
+      broken = true;
+      const seen: (Error | null)[] = [];
+      expect(() => c.sendWith(new EncodedCall(one, ['lost']), (e) => seen.push(e))).not.toThrow();
+      broken = false;
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatchObject({ message: 'clock broken' });
+      // The next call gets its own reply (a stray call left in the queue would take it).
+      expect(await c.send(new EncodedCall(one, ['next']))).toEqual([['one:next']]);
+      expect(seen).toHaveLength(1);
+    } finally {
+      await c.end();
     }
   });
 
