@@ -183,8 +183,10 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
  * lock's clock. A `signal` that fires ends the pause at once; an attempt in
  * flight (one statement, bounded) finishes, and a grant it brings is
  * released (`release`) before the acquire rejects with the signal's reason.
+ * An invalid input rejects (never throws). One attempt with no signal (the
+ * common call) is the attempt's own promise: no async level around it.
  */
-export async function acquireWithRetries(
+export function acquireWithRetries(
   what: string,
   resource: string,
   options: SessionAcquireOptions,
@@ -192,19 +194,36 @@ export async function acquireWithRetries(
   attempt: (resource: string) => Promise<AcquireResult>,
   release: (lease: Lease) => Promise<void>,
 ): Promise<AcquireResult> {
-  checkResource(resource);
-  checkObject(options, 'acquire options');
-  checkAcquireKeys(options);
-  if (state.closed) throw new InvalidInputError('precondition', 'the lock was closed');
-  if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
-  const retries = checkRetries(options.retries);
-  const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
-  const signal = checkSignal(options.signal);
-  if (signal?.aborted) throw abortReason(signal);
+  try {
+    checkResource(resource);
+    checkObject(options, 'acquire options');
+    checkAcquireKeys(options);
+    if (state.closed) throw new InvalidInputError('precondition', 'the lock was closed');
+    if ((options as { ttlMs?: unknown }).ttlMs !== undefined) throw new InvalidInputError('unsupported-operation', `a PostgreSQL ${what} lock has no ttl`);
+    const retries = checkRetries(options.retries);
+    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
+    const signal = checkSignal(options.signal);
+    if (signal?.aborted) throw abortReason(signal);
+    if (retries === 0 && signal === undefined) return attempt(resource);
+    return retryLoop(resource, retries, retryDelayMs, signal, state.clock, attempt, release);
+  } catch (e) {
+    return Promise.reject(e as Error);
+  }
+}
+
+async function retryLoop(
+  resource: string,
+  retries: number,
+  retryDelayMs: number,
+  signal: AbortSignal | undefined,
+  clock: MonotonicClock,
+  attempt: (resource: string) => Promise<AcquireResult>,
+  release: (lease: Lease) => Promise<void>,
+): Promise<AcquireResult> {
   for (let tries = 0; ; tries++) {
     const result = await settleAborted(await attempt(resource), signal, release);
     if (result.kind !== 'denied' || tries >= retries) return result;
-    await sleep(state.clock, retryDelayMs, signal);
+    await sleep(clock, retryDelayMs, signal);
   }
 }
 

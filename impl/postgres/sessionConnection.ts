@@ -3,8 +3,8 @@ import type { LockSettings } from './attempts.ts';
 import { destroyConnection, endWithin, replyMissing } from './attempts.ts';
 import { ensureSchema } from './schema.ts';
 import type { Param } from './wire/codec.ts';
-import type { PreparedStatement, Row } from './wire/connection.ts';
-import { WireConnection } from './wire/connection.ts';
+import type { CallDone, PreparedStatement, Row } from './wire/connection.ts';
+import { EncodedCall, WireConnection } from './wire/connection.ts';
 import { WireConnectionError } from './wire/errors.ts';
 import { wireEndpoint } from './wire/endpoint.ts';
 
@@ -21,8 +21,13 @@ export interface SessionConnection {
   readonly driver: 'wire' | 'node-postgres';
   /** The backend's process id, for pg_terminate_backend. */
   readonly processId: number | null;
-  /** One prepared statement: its rows, columns as text. */
-  call(statement: PreparedStatement, params: readonly Param[]): Promise<Row[]>;
+  /**
+   * One call of a prepared statement, encoded once (EncodedCall): `done`
+   * gets its rows (columns as text) or the error, once, and must not throw.
+   * On the wire client without a link it runs from the read callback that
+   * ends the reply: the caller's one promise settles there, no hop between.
+   */
+  call(call: EncodedCall, done: CallDone): void;
   /** Drops the socket at once, no goodbye: the server ends the session (and its locks) when it sees the close. */
   destroy(): void;
   /** A goodbye, bounded by the statement timeout. */
@@ -78,7 +83,7 @@ async function openWire(
         return c.processId;
       },
       // The wire client bounds each call by its own timer; through a link, the link's round trip is bounded as a whole.
-      call: viaLink ? (statement, params) => s.statement(() => c.call(statement, params)) : (statement, params) => c.call(statement, params),
+      call: viaLink ? (call, done) => settleWith(() => s.statement(() => c.send(call)), done) : (call, done) => c.sendWith(call, done),
       destroy: () => c.destroy(),
       end: () => c.end(),
     };
@@ -107,7 +112,7 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
     get processId() {
       return (client as unknown as { processID?: number }).processID ?? null;
     },
-    call: (statement, params) => s.query(client, statement, params),
+    call: (call, done) => settleWith(() => s.query(client, call.statement, call.params), done),
     destroy: () => destroyConnection(client),
     end: () => endWithin(client, s.timeoutMs),
   };
@@ -132,4 +137,25 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
   // node-postgres prepares a named statement with its first use.
   open = true;
   return connection;
+}
+
+const NO_ROWS: Row[] = [];
+
+/** A promise's outcome through `done`; a throw before the promise exists (a link's) goes there too, as `await` would have taken it. */
+function settleWith(rows: () => Promise<Row[]>, done: CallDone): void {
+  let p: Promise<Row[]>;
+  try {
+    p = rows();
+  } catch (e) {
+    return done(e as Error, NO_ROWS);
+  }
+  p.then(
+    (r) => done(null, r),
+    (e: Error) => done(e, NO_ROWS),
+  );
+}
+
+/** One call as a promise of its rows, encoded for this call only (for a statement whose parameters differ each time: the fenced store's). */
+export function callRows(connection: SessionConnection, statement: PreparedStatement, params: readonly Param[]): Promise<Row[]> {
+  return new Promise((resolve, reject) => connection.call(new EncodedCall(statement, params), (e, rows) => (e === null ? resolve(rows) : reject(e))));
 }

@@ -11,7 +11,8 @@ import { advisoryKeyText } from './keys.ts';
 import { TRY_LOCK_AND_MINT } from './schema.ts';
 import type { SessionConnection } from './sessionConnection.ts';
 import { openSessionConnection } from './sessionConnection.ts';
-import { PreparedStatement } from './wire/connection.ts';
+import type { Row } from './wire/connection.ts';
+import { EncodedCall, PreparedStatement } from './wire/connection.ts';
 
 /**
  * PostgreSQL session-scoped advisory locks (spec: pg-session) on one
@@ -71,12 +72,32 @@ const UNLOCK = new PreparedStatement('lockcheck_unlock', 'SELECT pg_advisory_unl
 const LOCK = new PreparedStatement('lockcheck_lock', 'SELECT pg_advisory_lock($1::bigint)');
 const STATEMENTS = [LOCK_AND_MINT, UNLOCK, LOCK];
 
+/**
+ * A resource's calls, encoded once per lock (its tokenBase is in the grant's
+ * bytes): each acquire and release of the resource sends the same bytes.
+ * They name the statements, which every connection of the lock prepares
+ * under the same names before its first call, so they hold across
+ * reconnections.
+ */
+interface Calls {
+  /** The advisory key, as the statements take it. */
+  readonly key: string;
+  readonly mint: EncodedCall;
+  readonly unlock: EncodedCall;
+  /** The lock once more, for a holder that takes it again (encoded at its first use). */
+  relock: EncodedCall | null;
+}
+
+/** Bound on a lock's encoded calls: emptied when full, so a stream of distinct names costs an encoding each, as without it. */
+const CALLS_KEPT = 1024;
+
 interface Held {
   readonly lease: LeaseHandle;
-  /** The advisory key, as the statements take it (hashed once per grant). */
-  readonly key: string;
+  readonly calls: Calls;
   count: number;
 }
+
+const NO_OPTIONS: SessionAcquireOptions = Object.freeze({});
 
 /**
  * The session advisory lock (see PostgresLockOptions): leases without a
@@ -91,8 +112,12 @@ export class PostgresSessionLock {
   #client: SessionConnection | null = null;
   #connecting: Promise<SessionConnection> | null = null;
   readonly #held = new Map<string, Held>();
+  readonly #calls = new Map<string, Calls>();
   #attempt = 0;
   #closed = false;
+  /** The attempt and the release as acquireWithRetries takes them, made once (not two closures per acquire). */
+  readonly #attemptOf = (resource: string): Promise<AcquireResult> => this.attempt(resource);
+  readonly #releaseOf = (lease: Lease): Promise<void> => this.release(lease);
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
@@ -111,29 +136,43 @@ export class PostgresSessionLock {
    * PostgresLockOptions on unknown outcomes). Rejects with InvalidInputError
    * for a bad resource or options.
    */
-  acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.attempt(r), (lease) => this.release(lease));
+  acquire(resource: string, options: SessionAcquireOptions = NO_OPTIONS): Promise<AcquireResult> {
+    return acquireWithRetries('session', resource, options, { closed: this.#closed, clock: this.#s.clock }, this.#attemptOf, this.#releaseOf);
   }
 
-  /** Gives up one level of the lease's stack (the lock goes with the last); throws UnavailableError when the unlock may not have run (the session is then ended, so the server frees the lock). */
-  async release(lease: Lease): Promise<void> {
-    checkLease(lease, 'release');
+  /**
+   * Gives up one level of the lease's stack (the lock goes with the last);
+   * rejects with UnavailableError when the unlock may not have run (the
+   * session is then ended, so the server frees the lock). Not async: the
+   * unlock's reply settles the one promise straight from the read callback.
+   */
+  release(lease: Lease): Promise<void> {
+    try {
+      checkLease(lease, 'release');
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
     const held = this.#held.get(lease.resource);
-    if (held === undefined || held.lease !== lease) return;
+    if (held === undefined || held.lease !== lease) return Promise.resolve();
     held.count--;
     if (held.count === 0) {
       this.#held.delete(lease.resource);
       held.lease.lose('released');
     }
     const client = this.#client;
-    if (client === null) return;
-    try {
-      await client.call(UNLOCK, [held.key]);
-    } catch (e) {
-      // The unlock may not have run: end the session, which frees every lock it held, and say so.
-      if (this.#client === client) this.destroy(client);
-      throw new UnavailableError(`release of '${lease.resource}' failed (${(e as Error).message}); the session was ended, so the server frees the lock`, { cause: e });
-    }
+    if (client === null) return Promise.resolve();
+    return new Promise<void>((resolve, reject) =>
+      client.call(held.calls.unlock, (e) => {
+        if (e === null) return resolve();
+        try {
+          // The unlock may not have run: end the session, which frees every lock it held, and say so.
+          if (this.#client === client) this.destroy(client);
+          reject(new UnavailableError(`release of '${lease.resource}' failed (${e.message}); the session was ended, so the server frees the lock`, { cause: e }));
+        } catch (thrown) {
+          reject(thrown as Error);
+        }
+      }),
+    );
   }
 
   /** Ends the connection: every lease on it fires its signal and the server frees their locks. */
@@ -144,43 +183,83 @@ export class PostgresSessionLock {
     if (client !== null) await client.end();
   }
 
-  private async attempt(resource: string): Promise<AcquireResult> {
-    let client = this.#client;
-    if (client === null) {
-      try {
-        client = await this.connection();
-      } catch (e) {
-        const refused = refusal(e);
-        if (refused !== null) throw refused;
-        // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
-        return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
-      }
-    }
-    const held = this.#held.get(resource);
-    const key = held?.key ?? advisoryKeyText(resource);
+  /** Not async on a live connection: the reply settles the attempt's one promise from the read callback (see attemptOn). */
+  private attempt(resource: string): Promise<AcquireResult> {
+    const client = this.#client;
+    return client === null ? this.connectThenAttempt(resource) : this.attemptOn(client, resource);
+  }
+
+  private async connectThenAttempt(resource: string): Promise<AcquireResult> {
+    let client: SessionConnection;
     try {
-      if (held !== undefined) {
-        // PostgreSQL stacks session locks: take it once more; the grant (and its token) stays the same.
-        await client.call(LOCK, [key]);
-        held.count++;
-        return { kind: 'granted', lease: held.lease };
-      }
-      const rows = await client.call(LOCK_AND_MINT, [key, resource, this.#s.base]);
-      const token = rows[0]?.[0];
-      if (token === undefined) return { kind: 'denied', reason: 'held' };
-      if (token === null) throw new Error('TRY_LOCK_AND_MINT returned no token');
-      const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(token), null, this.#s.clock);
-      this.#held.set(resource, { lease, key, count: 1 });
-      return { kind: 'granted', lease };
+      client = await this.connection();
     } catch (e) {
-      // The statement may have taken the lock before it failed or its reply came too late:
-      // end the session so the server drops whatever it holds (on a broken connection it went already).
-      if (this.#client === client) this.destroy(client);
-      if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
       const refused = refusal(e);
       if (refused !== null) throw refused;
+      // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
+    return this.attemptOn(client, resource);
+  }
+
+  private attemptOn(client: SessionConnection, resource: string): Promise<AcquireResult> {
+    const held = this.#held.get(resource);
+    const calls = held?.calls ?? this.callsOf(resource);
+    // PostgreSQL stacks session locks: a holder takes it once more; the grant (and its token) stays the same.
+    const call = held === undefined ? calls.mint : (calls.relock ??= new EncodedCall(LOCK, [calls.key]));
+    // The callback is passed as it is written, not held in a named const: tsx (the benches) names such a closure with a defineProperty at each creation.
+    return new Promise<AcquireResult>((resolve, reject) =>
+      client.call(call, (e, rows) => {
+        let result: AcquireResult;
+        try {
+          if (e !== null) result = this.failed(client, resource, e);
+          else {
+            try {
+              result = this.granted(resource, held, calls, rows);
+            } catch (unreadable) {
+              result = this.failed(client, resource, unreadable as Error);
+            }
+          }
+        } catch (refused) {
+          return reject(refused as Error);
+        }
+        resolve(result);
+      }),
+    );
+  }
+
+  /** The resource's calls, encoded at its first acquire (or again after the bound emptied them). */
+  private callsOf(resource: string): Calls {
+    let calls = this.#calls.get(resource);
+    if (calls === undefined) {
+      const key = advisoryKeyText(resource);
+      calls = { key, mint: new EncodedCall(LOCK_AND_MINT, [key, resource, this.#s.base]), unlock: new EncodedCall(UNLOCK, [key]), relock: null };
+      if (this.#calls.size >= CALLS_KEPT) this.#calls.clear();
+      this.#calls.set(resource, calls);
+    }
+    return calls;
+  }
+
+  private granted(resource: string, held: Held | undefined, calls: Calls, rows: Row[]): AcquireResult {
+    if (held !== undefined) {
+      held.count++;
+      return { kind: 'granted', lease: held.lease };
+    }
+    const token = rows[0]?.[0];
+    if (token === undefined) return { kind: 'denied', reason: 'held' };
+    if (token === null) throw new Error('TRY_LOCK_AND_MINT returned no token');
+    const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(token), null, this.#s.clock);
+    this.#held.set(resource, { lease, calls, count: 1 });
+    return { kind: 'granted', lease };
+  }
+
+  /** A statement that failed or could not be read: it may have taken the lock, so the session ends (the server drops whatever it holds; on a broken connection it went already). */
+  private failed(client: SessionConnection, resource: string, e: Error): AcquireResult {
+    if (this.#client === client) this.destroy(client);
+    if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
+    const refused = refusal(e);
+    if (refused !== null) throw refused;
+    return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
   }
 
   /** Drops the connection without a round trip: the server ends the session (and its locks) as soon as it sees the close. */

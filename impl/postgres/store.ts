@@ -6,7 +6,7 @@ import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal } from './attempts.ts';
 import { checkMethods, checkObject, checkPolicy, FENCES, knownOptions } from '../options.ts';
 import type { SessionConnection } from './sessionConnection.ts';
-import { openSessionConnection } from './sessionConnection.ts';
+import { callRows, openSessionConnection } from './sessionConnection.ts';
 import { PreparedStatement } from './wire/connection.ts';
 
 /**
@@ -126,7 +126,7 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
     async write(resource, token, value) {
       checkWrite(resource, token, value);
       const rows = await connection()
-        .then((c) => c.call(write, [resource, value, token.toString()]))
+        .then((c) => callRows(c, write, [resource, value, token.toString()]))
         .catch(typedFailure);
       return written(rows[0]?.[0], rows[0]?.[1]);
     },
@@ -134,7 +134,7 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
       checkResource(resource);
       const row = (
         await connection()
-          .then((c) => c.call(read, [resource]))
+          .then((c) => callRows(c, read, [resource]))
           .catch(typedFailure)
       )[0];
       return row === undefined ? { value: null, token: null } : { value: row[0] ?? null, token: row[1] === null || row[1] === undefined ? null : BigInt(row[1]) };

@@ -152,12 +152,14 @@ export class MessageReader {
 
   constructor(private readonly onMessage: (type: number, buf: Buffer, start: number, end: number) => void) {}
 
-  push(chunk: Buffer): void {
+  /** The bytes chunk[0, length): a read into a buffer reused for every read passes its count, with no view made per read. */
+  push(chunk: Buffer, length = chunk.length): void {
     let buf = chunk;
+    let size = length;
     let o = 0;
     if (this.#partial !== null) {
       const partial = this.#partial;
-      const n = Math.min(partial.length - this.#filled, chunk.length);
+      const n = Math.min(partial.length - this.#filled, size);
       chunk.copy(partial, this.#filled, 0, n);
       this.#filled += n;
       if (this.#filled < partial.length) return;
@@ -165,21 +167,22 @@ export class MessageReader {
       this.onMessage(partial[0]!, partial, 5, partial.length);
       o = n;
     } else if (this.#head !== null) {
-      buf = Buffer.concat([this.#head, chunk]);
+      buf = Buffer.concat([this.#head, chunk.subarray(0, size)]);
+      size = buf.length;
       this.#head = null;
     }
-    while (buf.length - o >= 5) {
+    while (size - o >= 5) {
       const end = o + 1 + messageLength(buf, o);
-      if (end > buf.length) {
+      if (end > size) {
         // The rest of this message comes in later reads: one buffer of its size (the chunk's memory is the socket's read buffer, reused by the next read).
         this.#partial = Buffer.allocUnsafe(end - o);
-        this.#filled = buf.copy(this.#partial, 0, o);
+        this.#filled = buf.copy(this.#partial, 0, o, size);
         return;
       }
       this.onMessage(buf[o]!, buf, o + 5, end);
       o = end;
     }
-    if (o < buf.length) this.#head = Buffer.from(buf.subarray(o));
+    if (o < size) this.#head = Buffer.from(buf.subarray(o, size));
   }
 }
 

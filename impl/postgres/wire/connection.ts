@@ -43,6 +43,29 @@ export class PreparedStatement {
   }
 }
 
+/**
+ * A call of a prepared statement with its parameters, encoded once
+ * (Bind/Execute/Sync): a lock sends the same call for a resource every time,
+ * so it keeps this and skips the encoding per call. The bytes name the
+ * statement, not a connection: they go to whichever connection prepared the
+ * statement under that name (each connection Parses its statements before
+ * its first call).
+ */
+export class EncodedCall {
+  /** Bind/Execute/Sync, never changed after: the same Buffer may be written any number of times. */
+  readonly bytes: Buffer;
+  constructor(
+    readonly statement: PreparedStatement,
+    /** As encoded (the node-postgres path sends these): not to be changed after. */
+    readonly params: readonly Param[],
+  ) {
+    this.bytes = callMessage(statement.nameBytes, params);
+  }
+}
+
+/** How a call given a callback settles: the server's error (or the connection's), or its rows. Called once, and must not throw. */
+export type CallDone = (error: Error | null, rows: Row[]) => void;
+
 /** The socket's read buffer: replies to the lock's statements are a few dozen bytes; a longer one arrives in several reads. */
 const READ_BUFFER = 16 * 1024;
 
@@ -67,17 +90,16 @@ export interface WireConnectOptions {
   readonly keepAlive?: boolean;
 }
 
-/** A call in flight: its rows, the server's error if one came, and how it settles. */
+/** A call in flight: its rows, the server's error if one came, and how it settles (`done`, called once from the read callback or at the loss). */
 class Pending {
   rows: Row[] = [];
   error: WireServerError | null = null;
   /** When the call runs out, on the clock (Infinity: bounded by the connect's own timer). */
   deadline = Number.POSITIVE_INFINITY;
-  constructor(
-    readonly resolve: (rows: Row[]) => void,
-    readonly reject: (e: Error) => void,
-  ) {}
+  constructor(readonly done: CallDone) {}
 }
+
+const NO_ROWS: Row[] = [];
 
 export class WireConnection {
   readonly #socket: net.Socket;
@@ -105,10 +127,10 @@ export class WireConnection {
     socket.on('close', () => this.destroy(new WireConnectionError('the server closed the connection')));
   }
 
-  /** Bytes from the socket, read into its one buffer (valid only during this call: the reader copies what it keeps). */
-  #data(chunk: Buffer): void {
+  /** Bytes from the socket, read into its one buffer: chunk[0, length) (valid only during this call: the reader copies what it keeps). */
+  #data(chunk: Buffer, length: number): void {
     try {
-      this.#reader.push(chunk);
+      this.#reader.push(chunk, length);
     } catch (e) {
       this.destroy(e instanceof WireProtocolError ? e : new WireProtocolError(`unreadable reply: ${(e as Error).message}`));
     }
@@ -128,10 +150,12 @@ export class WireConnection {
     }
     let connection: WireConnection | null = null;
     // Replies are read into one buffer per connection and handed over in place (`onread`): no chunk allocated and no stream 'data' event per reply.
+    const readBuffer = Buffer.allocUnsafe(READ_BUFFER);
     const onread: net.OnReadOpts = {
-      buffer: Buffer.allocUnsafe(READ_BUFFER),
+      buffer: readBuffer,
       callback: (n: number, buf: Uint8Array): boolean => {
-        if (connection !== null) connection.#data(Buffer.from(buf.buffer, buf.byteOffset, n));
+        // Node hands back the buffer it was given: read in place, with no view made per read.
+        if (connection !== null) connection.#data(buf === readBuffer ? readBuffer : Buffer.from(buf.buffer, buf.byteOffset, n), n);
         return true;
       },
     };
@@ -149,10 +173,13 @@ export class WireConnection {
       };
       socket.once('connect', () => {
         // The start-up settles at the first ReadyForQuery (after authentication), or fails with the server's FATAL error.
-        connection.#enqueue(() => {
-          cancel();
-          resolve(connection);
-        }, fail);
+        connection.#pending.push(
+          new Pending((e) => {
+            if (e !== null) return fail(e);
+            cancel();
+            resolve(connection);
+          }),
+        );
         socket.write(startup);
       });
       // Before the socket connects, a failure only reaches us through destroy: route it to this promise.
@@ -196,6 +223,32 @@ export class WireConnection {
     return this.#send(callMessage(statement.nameBytes, params), true);
   }
 
+  /** A call encoded once (EncodedCall), as `call`: its rows, or the server's error; bounded by `timeoutMs`. */
+  send(call: EncodedCall): Promise<Row[]> {
+    if (this.#lost !== null || this.#ending) return Promise.reject(this.#gone());
+    return this.#send(call.bytes, true);
+  }
+
+  /**
+   * As `send`, settled through `done` straight from the read callback that
+   * ends the reply (no promise of its own: a caller that makes one promise
+   * per operation saves a hop per call). On a connection already gone or
+   * ending, `done` runs at once with the error. `done` must not throw: it
+   * runs inside the connection's read loop.
+   */
+  sendWith(call: EncodedCall, done: CallDone): void {
+    if (this.#lost !== null || this.#ending) return done(this.#gone(), NO_ROWS);
+    const p = new Pending(done);
+    try {
+      this.#write(call.bytes, p, true);
+    } catch (e) {
+      // The clock's schedule (a caller's own clock) threw: this call fails with it, as the promise form's would.
+      const at = this.#pending.indexOf(p);
+      if (at >= 0) this.#pending.splice(at, 1);
+      done(e as Error, NO_ROWS);
+    }
+  }
+
   #gone(): WireConnectionError {
     return new WireConnectionError(this.#lost === null ? 'the connection is closing (end() was called)' : `the connection is gone: ${this.#lost.message}`);
   }
@@ -209,7 +262,7 @@ export class WireConnection {
     this.#timer = null;
     const pending = this.#pending.splice(0);
     for (const p of pending) {
-      p.reject(p.error ?? reason);
+      p.done(p.error ?? reason, NO_ROWS);
     }
     const listener = this.#onLost;
     this.#onLost = null;
@@ -249,14 +302,16 @@ export class WireConnection {
   }
 
   #send(message: Buffer, bounded = false): Promise<Row[]> {
-    return new Promise<Row[]>((resolve, reject) => {
-      const p = this.#enqueue(resolve, reject);
-      if (bounded) {
-        p.deadline = this.#options.clock.now() + this.#options.timeoutMs;
-        if (this.#timer === null) this.#arm(p.deadline);
-      }
-      this.#socket.write(message);
-    });
+    return new Promise<Row[]>((resolve, reject) => this.#write(message, new Pending((e, rows) => (e === null ? resolve(rows) : reject(e))), bounded));
+  }
+
+  #write(message: Buffer, p: Pending, bounded: boolean): void {
+    this.#pending.push(p);
+    if (bounded) {
+      p.deadline = this.#options.clock.now() + this.#options.timeoutMs;
+      if (this.#timer === null) this.#arm(p.deadline);
+    }
+    this.#socket.write(message);
   }
 
   /**
@@ -273,16 +328,11 @@ export class WireConnection {
       if (head.deadline > clock.now()) return this.#arm(head.deadline);
       // No reply in time: its outcome is unknown, and every call behind it waits on it; drop the connection.
       this.#pending.splice(this.#pending.indexOf(head), 1);
-      head.reject(new TimeoutError('statement', timeoutMs));
+      head.done(new TimeoutError('statement', timeoutMs), NO_ROWS);
       this.destroy(new WireConnectionError(`a call got no reply within ${timeoutMs} ms`));
     });
   }
 
-  #enqueue(resolve: (rows: Row[]) => void, reject: (e: Error) => void): Pending {
-    const p = new Pending(resolve, reject);
-    this.#pending.push(p);
-    return p;
-  }
 
   #message(type: number, buf: Buffer, start: number, end: number): void {
     // The rest of a read that ended the connection is not acted on (a FATAL then an authentication request: no answer goes out).
@@ -302,8 +352,7 @@ export class WireConnection {
         if (buf[start] !== 0x49) throw new WireProtocolError(`ReadyForQuery with transaction status '${String.fromCharCode(buf[start]!)}' (a transaction left open): the session is not idle`);
         this.#ready = true;
         this.#pending.shift();
-        if (head.error !== null) head.reject(head.error);
-        else head.resolve(head.rows);
+        head.done(head.error, head.error === null ? head.rows : NO_ROWS);
         return;
       }
       case 0x45: {
