@@ -5,6 +5,7 @@ import { LeaseLock } from '../impl/leaseLock.ts';
 import { EtcdLock } from '../impl/etcd/lock.ts';
 import { ZookeeperLock } from '../impl/zookeeper/lock.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
+import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
 import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { VirtualTime } from '../conformance/sim/time.ts';
@@ -25,6 +26,7 @@ const PUBLIC = {
   },
   EtcdLock: { methods: ['acquire', 'extend', 'release', 'trackedLeases', 'clockOf'], extensionPoints: [] },
   ZookeeperLock: { methods: ['acquire', 'extend', 'release', 'trackedLeases', 'clockOf'], extensionPoints: [] },
+  PostgresSessionLock: { methods: ['acquire', 'release', 'backendPid', 'close'], extensionPoints: [] },
   PostgresTransactionLock: { methods: ['acquire', 'release', 'rollback', 'withLock', 'leaseFor', 'queryable', 'backendPids', 'close'], extensionPoints: [] },
   LeaseHandle: { methods: ['validUntilMs', 'signal', 'lost', 'extendTo', 'limitTo', 'lose'], extensionPoints: ['fireAtMs'] },
 } as const;
@@ -40,6 +42,7 @@ describe('the lock classes show only their API at run time', () => {
     ['LeaseLock', LeaseLock],
     ['EtcdLock', EtcdLock],
     ['ZookeeperLock', ZookeeperLock],
+    ['PostgresSessionLock', PostgresSessionLock],
     ['PostgresTransactionLock', PostgresTransactionLock],
     ['LeaseHandle', LeaseHandle],
   ] as const)('%s: its prototype holds its public methods and documented extension points, nothing else', (name, c) => {

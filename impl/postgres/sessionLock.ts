@@ -113,10 +113,10 @@ export class PostgresSessionLock {
   #connecting: Promise<SessionConnection> | null = null;
   readonly #held = new Map<string, Held>();
   readonly #calls = new Map<string, Calls>();
-  #attempt = 0;
+  #attempts = 0;
   #closed = false;
   /** The attempt and the release as acquireWithRetries takes them, made once (not two closures per acquire). */
-  readonly #attemptOf = (resource: string): Promise<AcquireResult> => this.attempt(resource);
+  readonly #attemptOf = (resource: string): Promise<AcquireResult> => this.#attempt(resource);
   readonly #releaseOf = (lease: Lease): Promise<void> => this.release(lease);
 
   constructor(options: PostgresLockOptions) {
@@ -166,7 +166,7 @@ export class PostgresSessionLock {
         if (e === null) return resolve();
         try {
           // The unlock may not have run: end the session, which frees every lock it held, and say so.
-          if (this.#client === client) this.destroy(client);
+          if (this.#client === client) this.#destroy(client);
           reject(new UnavailableError(`release of '${lease.resource}' failed (${e.message}); the session was ended, so the server frees the lock`, { cause: e }));
         } catch (thrown) {
           reject(thrown as Error);
@@ -179,32 +179,32 @@ export class PostgresSessionLock {
   async close(): Promise<void> {
     this.#closed = true;
     const client = this.#client;
-    this.lost();
+    this.#lost();
     if (client !== null) await client.end();
   }
 
   /** Not async on a live connection: the reply settles the attempt's one promise from the read callback (see attemptOn). */
-  private attempt(resource: string): Promise<AcquireResult> {
+  #attempt(resource: string): Promise<AcquireResult> {
     const client = this.#client;
-    return client === null ? this.connectThenAttempt(resource) : this.attemptOn(client, resource);
+    return client === null ? this.#connectThenAttempt(resource) : this.#attemptOn(client, resource);
   }
 
-  private async connectThenAttempt(resource: string): Promise<AcquireResult> {
+  async #connectThenAttempt(resource: string): Promise<AcquireResult> {
     let client: SessionConnection;
     try {
-      client = await this.connection();
+      client = await this.#connection();
     } catch (e) {
       const refused = refusal(e);
       if (refused !== null) throw refused;
       // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
       return replyMissing(e) ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
-    return this.attemptOn(client, resource);
+    return this.#attemptOn(client, resource);
   }
 
-  private attemptOn(client: SessionConnection, resource: string): Promise<AcquireResult> {
+  #attemptOn(client: SessionConnection, resource: string): Promise<AcquireResult> {
     const held = this.#held.get(resource);
-    const calls = held?.calls ?? this.callsOf(resource);
+    const calls = held?.calls ?? this.#callsOf(resource);
     // PostgreSQL stacks session locks: a holder takes it once more; the grant (and its token) stays the same.
     const call = held === undefined ? calls.mint : (calls.relock ??= new EncodedCall(LOCK, [calls.key]));
     // The callback is passed as it is written, not held in a named const: tsx (the benches) names such a closure with a defineProperty at each creation.
@@ -212,12 +212,12 @@ export class PostgresSessionLock {
       client.call(call, (e, rows) => {
         let result: AcquireResult;
         try {
-          if (e !== null) result = this.failed(client, resource, e);
+          if (e !== null) result = this.#failed(client, resource, e);
           else {
             try {
-              result = this.granted(resource, held, calls, rows);
+              result = this.#granted(resource, held, calls, rows);
             } catch (unreadable) {
-              result = this.failed(client, resource, unreadable as Error);
+              result = this.#failed(client, resource, unreadable as Error);
             }
           }
         } catch (refused) {
@@ -229,7 +229,7 @@ export class PostgresSessionLock {
   }
 
   /** The resource's calls, encoded at its first acquire (or again after the bound emptied them). */
-  private callsOf(resource: string): Calls {
+  #callsOf(resource: string): Calls {
     let calls = this.#calls.get(resource);
     if (calls === undefined) {
       const key = advisoryKeyText(resource);
@@ -240,7 +240,7 @@ export class PostgresSessionLock {
     return calls;
   }
 
-  private granted(resource: string, held: Held | undefined, calls: Calls, rows: Row[]): AcquireResult {
+  #granted(resource: string, held: Held | undefined, calls: Calls, rows: Row[]): AcquireResult {
     if (held !== undefined) {
       held.count++;
       return { kind: 'granted', lease: held.lease };
@@ -248,14 +248,14 @@ export class PostgresSessionLock {
     const token = rows[0]?.[0];
     if (token === undefined) return { kind: 'denied', reason: 'held' };
     if (token === null) throw new Error('TRY_LOCK_AND_MINT returned no token');
-    const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempt}`, BigInt(token), null, this.#s.clock);
+    const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempts}`, BigInt(token), null, this.#s.clock);
     this.#held.set(resource, { lease, calls, count: 1 });
     return { kind: 'granted', lease };
   }
 
   /** A statement that failed or could not be read: it may have taken the lock, so the session ends (the server drops whatever it holds; on a broken connection it went already). */
-  private failed(client: SessionConnection, resource: string, e: Error): AcquireResult {
-    if (this.#client === client) this.destroy(client);
+  #failed(client: SessionConnection, resource: string, e: Error): AcquireResult {
+    if (this.#client === client) this.#destroy(client);
     if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
     const refused = refusal(e);
     if (refused !== null) throw refused;
@@ -263,15 +263,15 @@ export class PostgresSessionLock {
   }
 
   /** Drops the connection without a round trip: the server ends the session (and its locks) as soon as it sees the close. */
-  private destroy(client: SessionConnection): void {
+  #destroy(client: SessionConnection): void {
     client.destroy();
-    this.lost(client);
+    this.#lost(client);
   }
 
-  private connection(): Promise<SessionConnection> {
+  #connection(): Promise<SessionConnection> {
     if (this.#closed) return Promise.reject(new Error('lock closed'));
     if (this.#client !== null) return Promise.resolve(this.#client);
-    this.#connecting ??= openSessionConnection(this.#options.connection, this.#s, this.#options.link !== undefined, STATEMENTS, (c) => this.lost(c))
+    this.#connecting ??= openSessionConnection(this.#options.connection, this.#s, this.#options.link !== undefined, STATEMENTS, (c) => this.#lost(c))
       .then((client) => {
         this.#client = client;
         return client;
@@ -282,7 +282,7 @@ export class PostgresSessionLock {
     return this.#connecting;
   }
 
-  private lost(client?: SessionConnection): void {
+  #lost(client?: SessionConnection): void {
     if (client !== undefined && client !== this.#client) return;
     this.#client = null;
     for (const h of this.#held.values()) h.lease.lose('connection-lost');
