@@ -333,7 +333,6 @@ export class WireConnection {
     });
   }
 
-
   #message(type: number, buf: Buffer, start: number, end: number): void {
     // The rest of a read that ended the connection is not acted on (a FATAL then an authentication request: no answer goes out).
     if (this.#lost !== null) return;
