@@ -209,8 +209,13 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const acquiredTtl = new Map<string, number>();
   const refitExtend = <C extends Command>(c: C): C =>
     c.kind === 'extend' && contract.refreshTtl === 'acquired' && acquiredTtl.has(`${c.client}/${c.resource}`) ? { ...c, ttlMs: acquiredTtl.get(`${c.client}/${c.resource}`)! } : c;
-  // An extend in flight across a pause re-arms the same fixed ttl as one that is not.
-  const refit = (c: Command): Command => (c.kind === 'pause' && c.inFlight !== undefined ? { ...c, inFlight: refitExtend(c.inFlight) } : refitExtend(c));
+  // An extend in flight across a pause re-arms the same fixed ttl as one that is not. A command left as it is stays the
+  // same object: a report's steps are the schedule's own commands (callers find them by identity).
+  const refit = (c: Command): Command => {
+    if (c.kind !== 'pause' || c.inFlight === undefined) return refitExtend(c);
+    const inFlight = refitExtend(c.inFlight);
+    return inFlight === c.inFlight ? c : { ...c, inFlight };
+  };
 
   /** Runs one command on model and backend; returns the report if the run ends here. */
   const execute = async (given: Command): Promise<RunReport | undefined> => {

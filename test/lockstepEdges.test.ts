@@ -81,3 +81,18 @@ describe('an UnavailableError is an unknown outcome only where the model has one
     });
   });
 });
+
+describe("a report's steps are the schedule's own commands", () => {
+  it('every command, an operation in flight across a pause included, is the object the schedule holds (callers find steps by identity)', async () => {
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 40 },
+      { kind: 'pause', client: 0, inFlight: { kind: 'extend', client: 0, resource: 'r', ttlMs: 40 } },
+      { kind: 'resume', client: 0 },
+      { kind: 'pause', client: 1, inFlight: { kind: 'acquire', client: 1, resource: 'r', ttlMs: 40 } },
+      { kind: 'resume', client: 1 },
+    ];
+    const report = await runLockstep(simLeaseBackend(designs.redisSingle(), 'strict'), schedule, { clients: 2, tokenBase: 0n });
+    expect(report.verdict.kind).toBe('pass');
+    expect(report.steps.map((s) => schedule.indexOf(s.command))).toEqual([0, 1, 2, 3, 4]);
+  });
+});
