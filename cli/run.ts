@@ -92,7 +92,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
       const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');
       console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
-      if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${result.deviations.safe} runs`);
+      if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${counted(result.deviations.safe, 'run')}`);
     }
     return failure === null ? 0 : 1;
   } finally {
