@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,15 +14,40 @@ import { afterAll, describe, expect, it } from 'vitest';
 const root = mkdtempSync(join(tmpdir(), 'lockcheck-claims-test-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** In a child with TMPDIR = `tmp` and umask 022: claims a port, prints the claim file's directory and mode, releases nothing (its exit does). */
-function claimIn(tmp: string): { dir: string; mode: number } {
+/**
+ * In a child with TMPDIR = `tmp` and umask 022: claims a port, prints the
+ * claim file's directory and mode, releases the claim. `interleave` is code
+ * run first in the child, to put another process's step between two of the
+ * claim's own (see raceOn).
+ */
+function claimIn(tmp: string, interleave = ''): { dir: string; mode: number } {
   const processes = JSON.stringify(pathToFileURL(resolve('conformance/env/processes.ts')).href);
-  const code = `process.umask(0o022); const { claimPort, PORT_CLAIMS, privateClaims } = await import(${processes}); const { statSync, existsSync } = await import('node:fs'); const { join } = await import('node:path');
+  const code = `process.umask(0o022); ${interleave}; const { claimPort, PORT_CLAIMS, privateClaims } = await import(${processes}); const { statSync, existsSync } = await import('node:fs'); const { join } = await import('node:path');
 const c = await claimPort(); const dir = [PORT_CLAIMS, ...(privateClaims ? [privateClaims()] : [])].find((d) => existsSync(join(d, String(c.port))));
 console.log(JSON.stringify({ dir, mode: dir === undefined ? 0 : statSync(dir).mode & 0o7777 })); c.release();`;
   // Bounded: before the fix a FIFO in the directory held the claim forever.
   const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, TMPDIR: tmp } });
   return JSON.parse(out) as { dir: string; mode: number };
+}
+
+/**
+ * Child code that makes the first `call` (lstatSync or chmodSync) on the
+ * shared claims directory, once it exists, find it removed just before, as
+ * when another process's last claim is released right then (dropClaim
+ * removes the emptied directory). The node:fs function is wrapped and the
+ * ESM bindings synced, so processes.ts runs its own code on the real file
+ * system, only with the other process's rmdir put at that moment.
+ */
+function raceOn(call: 'lstatSync' | 'chmodSync'): string {
+  return `const fs = (await import('node:fs')).default; const { syncBuiltinESMExports } = await import('node:module');
+const shared = process.env.TMPDIR + '/lockcheck-ports'; const real = fs.${call}; let raced = false;
+fs.${call} = (path, ...rest) => { if (!raced && path === shared && fs.existsSync(shared)) { raced = true; fs.rmdirSync(shared); } return real(path, ...rest); };
+syncBuiltinESMExports()`;
+}
+
+/** What lockcheck left in `tmp` (tsx keeps its cache there too). */
+function lockcheckEntries(tmp: string): string[] {
+  return readdirSync(tmp).filter((name) => name.startsWith('lockcheck'));
 }
 
 function fresh(name: string): string {
@@ -36,6 +61,20 @@ describe('port claims in the shared temp dir', () => {
     const tmp = fresh('umask');
     const claimed = claimIn(tmp);
     expect(claimed).toEqual({ dir: join(tmp, 'lockcheck-ports'), mode: 0o1777 });
+  });
+
+  // A CI run left an empty /tmp/lockcheck-ports-0: the shared directory vanished for a moment (another process's last release) and the claim fell back to the private one, which then stayed.
+  it('the shared directory removed by another process between its making and the look at it: the claim still goes there; no private directory is made, nothing is left', () => {
+    const tmp = fresh('race-lstat');
+    expect(claimIn(tmp, raceOn('lstatSync'))).toEqual({ dir: join(tmp, 'lockcheck-ports'), mode: 0o1777 });
+    expect(lockcheckEntries(tmp)).toEqual([]);
+  });
+
+  it('the shared directory (an old one, 0755) removed by another process just before it is set to 1777: the same', () => {
+    const tmp = fresh('race-chmod');
+    mkdirSync(join(tmp, 'lockcheck-ports'), { mode: 0o755 });
+    expect(claimIn(tmp, raceOn('chmodSync'))).toEqual({ dir: join(tmp, 'lockcheck-ports'), mode: 0o1777 });
+    expect(lockcheckEntries(tmp)).toEqual([]);
   });
 
   it('a symlink planted in its place is not followed: nothing is written or swept where it points; the claim goes to the private 0700 directory', () => {

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -176,13 +176,18 @@ describe('RedisServer (real redis-server)', () => {
     for (const port of ports) expect(existsSync(join(PORT_CLAIMS, String(port)))).toBe(false);
     // A claim whose process is gone (killed: no exit handler ran) is swept by the next claim.
     const dead = spawnSync('true').pid!;
-    mkdirSync(PORT_CLAIMS, { recursive: true });
-    const stale = join(PORT_CLAIMS, '20001');
-    writeFileSync(stale, String(dead));
-    const claim = await claimPort();
-    expect(existsSync(stale)).toBe(false);
-    claim.release();
-    expect(existsSync(join(PORT_CLAIMS, String(claim.port)))).toBe(false);
+    // The directory made as lockcheck makes it (1777), by a claim held meanwhile: a mkdir here left it 0755, which another user's runs would not trust.
+    const holder = await claimPort();
+    try {
+      const stale = join(PORT_CLAIMS, holder.port === 20001 ? '20002' : '20001');
+      writeFileSync(stale, String(dead));
+      const claim = await claimPort();
+      expect(existsSync(stale)).toBe(false);
+      claim.release();
+      expect(existsSync(join(PORT_CLAIMS, String(claim.port)))).toBe(false);
+    } finally {
+      holder.release();
+    }
   });
 
   it('takes restart ports from 20000 to just below the ephemeral range, or none when that leaves too little room', () => {

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -79,44 +79,83 @@ export function privateClaims(): string {
  * temp dir, so any local user may have made it, or planted something in its
  * place: it is used only when it is a real directory (not a symlink into
  * somewhere claims would be written and swept) that every user may add to
- * and none may empty (mode 1777). Made by this user, it is set to 1777 (the
- * umask would leave 1755, and every other user's runs would then fail).
- * Otherwise this user's private directory, checked the same way; null when
- * neither can be trusted (the kernel's ports then).
+ * and none may empty (mode 1777). Otherwise this user's private directory,
+ * checked the same way; null when neither can be trusted (the kernel's ports
+ * then).
+ *
+ * The private directory is made only when the shared one is there and
+ * untrusted, never because it was missing for a moment: the last claimant's
+ * release removes the shared directory (dropClaim), so another process may
+ * find it gone between making it and looking at it. That used to send a
+ * claim to the private directory, and leave it there empty for good (a CI
+ * run's /tmp/lockcheck-ports-0).
  */
 function claimsDir(): string | null {
-  try {
-    mkdirSync(PORT_CLAIMS, { mode: 0o1777 });
-  } catch {
-    // there already (or not ours to make): checked below
-  }
-  const shared = trusted(PORT_CLAIMS, 0o1777);
-  if (shared) return PORT_CLAIMS;
+  if (ensureClaimsDir(PORT_CLAIMS)) return PORT_CLAIMS;
   const own = privateClaims();
-  try {
-    mkdirSync(own, { mode: 0o700 });
-  } catch {
-    // there already: checked below
-  }
-  return trusted(own, 0o700) ? own : null;
+  return ensureClaimsDir(own) ? own : null;
 }
 
-/** `dir` is a directory (not a symlink) with exactly `mode`; one this user owns is set to it. */
-function trusted(dir: string, mode: number): boolean {
+/** How often a claims directory that keeps vanishing (other processes' last releases) is made again before giving up on it. */
+const MAKE_ATTEMPTS = 16;
+
+/** `dir` (PORT_CLAIMS or privateClaims()) is there, made if missing, and trusted (see claimsDir). */
+function ensureClaimsDir(dir: string): boolean {
+  const mode = dir === PORT_CLAIMS ? 0o1777 : 0o700;
+  for (let attempt = 0; attempt < MAKE_ATTEMPTS; attempt++) {
+    makeDir(dir, mode);
+    const verdict = judgeDir(dir, mode);
+    if (verdict !== 'absent') return verdict === 'trusted';
+    // Removed by another process's last release since makeDir: make it again.
+  }
+  return false;
+}
+
+/**
+ * Makes `dir` with exactly `mode`, in one step as other processes see it: a
+ * staging directory beside it is given the mode, then renamed into place. A
+ * mkdir then chmod would show the umask's mode (1755) in between, which
+ * another user's process would rightly not trust. Nothing when `dir` is
+ * there already (or cannot be made: judgeDir says what it is).
+ */
+function makeDir(dir: string, mode: number): void {
+  try {
+    lstatSync(dir);
+    return;
+  } catch {
+    // missing: made below
+  }
+  let staging: string;
+  try {
+    staging = mkdtempSync(`${dir}.making-`);
+  } catch {
+    return;
+  }
+  try {
+    chmodSync(staging, mode);
+    // Replaces only a missing or empty directory: a claim made in one another process just made stays (ENOTEMPTY then).
+    renameSync(staging, dir);
+  } catch {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/** `dir` is a directory (not a symlink) with exactly `mode` ('trusted'; one this user owns is set to it), gone ('absent'), or anything else ('untrusted'). */
+function judgeDir(dir: string, mode: number): 'trusted' | 'absent' | 'untrusted' {
   let stat;
   try {
     stat = lstatSync(dir);
-  } catch {
-    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : 'untrusted';
   }
-  if (!stat.isDirectory()) return false;
-  if ((stat.mode & 0o7777) === mode && (mode === 0o1777 || stat.uid === process.getuid?.())) return true;
-  if (stat.uid !== process.getuid?.()) return false;
+  if (!stat.isDirectory()) return 'untrusted';
+  if ((stat.mode & 0o7777) === mode && (mode === 0o1777 || stat.uid === process.getuid?.())) return 'trusted';
+  if (stat.uid !== process.getuid?.()) return 'untrusted';
   try {
     chmodSync(dir, mode);
-    return true;
-  } catch {
-    return false;
+    return 'trusted';
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : 'untrusted';
   }
 }
 
@@ -213,9 +252,8 @@ function sweepDeadClaims(dir: string): void {
 function takeClaim(file: string): boolean {
   for (let attempt = 0; attempt < 4; attempt++) {
     try {
-      // The directory goes with its last claim (dropClaim): made again here, and checked again, should another process remove it in between.
-      const dir = dirname(file);
-      if (claimsDir() !== dir) return false;
+      // The directory goes with its last claim (dropClaim): made again here, and checked again, should another process remove it in between (only this one: never the private one because the shared one was gone a moment).
+      if (!ensureClaimsDir(dirname(file))) return false;
       writeFileSync(file, String(process.pid), { flag: 'wx' });
       ownClaims.add(file);
       if (ownClaims.size === 1) onExitKill(dropOwnClaims);
