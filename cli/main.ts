@@ -220,7 +220,9 @@ const CLEANING_COMMANDS = new Set(['matrix', 'run', 'replay', 'failover', 'stres
 /**
  * Ctrl-C (SIGINT), SIGTERM or SIGHUP: what a server command prints while its
  * clean-up runs (conformance/env/processes.ts stops the servers, deletes the
- * run's keys and rows, then re-raises the signal: exit 130, 143, 129).
+ * run's keys and rows, then re-raises the signal: exit 130, 143, 129). A
+ * second signal meanwhile ends it at once, after the synchronous part of
+ * the clean-up (processes.ts says so on stderr).
  * check and explore install no handler: their work is synchronous and a
  * handler would only run once it ended; the default action ends them at once.
  */

@@ -184,7 +184,7 @@ function interrupted(args: readonly string[], when: string): Promise<LockcheckPr
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       stderr += d;
-      // Once: a second Ctrl-C ends the process at once, without its clean-up.
+      // Once: a second Ctrl-C skips the wait for the async clean-up (test/secondSignal.test.ts).
       if (!sent && stderr.includes(when)) sent = child.kill('SIGINT');
     });
     child.on('error', reject);

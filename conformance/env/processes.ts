@@ -328,8 +328,12 @@ let handlersInstalled = false;
 /** How long SIGINT/SIGTERM/SIGHUP wait for the async clean-ups (deleting a run's keys and rows on the user's servers). */
 export const INTERRUPT_CLEANUP_MS = 5_000;
 
+/** The synchronous clean-ups, each once: a second signal runs them, and the process must not run them again on its way out. */
 function runCleanups(): void {
-  for (const cleanup of cleanups) cleanup();
+  for (const cleanup of [...cleanups]) {
+    cleanups.delete(cleanup);
+    cleanup();
+  }
 }
 
 /** Waits for `work` to settle, at most `ms` of real time; never rejects. */
@@ -353,19 +357,49 @@ export function interruptedBy(): NodeJS.Signals | null {
   return endingSignal;
 }
 
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const signalHandlers = new Map<NodeJS.Signals, () => void>();
+
 function installHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   process.on('exit', runCleanups);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      endingSignal ??= signal;
-      void runInterruptCleanups().then(() => {
-        runCleanups();
-        if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-      });
-    });
+  for (const signal of SIGNALS) {
+    const handler = () => onSignal(signal);
+    signalHandlers.set(signal, handler);
+    // Not once: a second signal must find a handler too, or it ends the process at once, clean-ups undone.
+    process.on(signal, handler);
   }
+}
+
+/**
+ * The first signal runs the async clean-ups (bounded), then the synchronous
+ * ones, then ends the process by the signal. A second one (Ctrl-C again, a
+ * SIGTERM after a SIGINT) does not wait for the first's async clean-ups: it
+ * runs the synchronous ones at once (servers and client processes SIGKILLed,
+ * temp dirs removed) and ends the process by itself. What only the async
+ * clean-ups do (deleting a run's keys and rows on the user's own servers) is
+ * left undone then; the keys carry a ttl.
+ */
+function onSignal(signal: NodeJS.Signals): void {
+  if (endingSignal !== null) {
+    process.stderr.write(`\nlockcheck: ${signal} again: ending now: the servers it started are killed and its temp dirs removed (a run's keys and rows on servers of yours may remain)\n`);
+    end(signal);
+    return;
+  }
+  endingSignal = signal;
+  void runInterruptCleanups().then(() => end(signal));
+}
+
+let ended = false;
+
+/** Runs the synchronous clean-ups and re-raises `signal` (the process ends by it) unless someone else handles it. */
+function end(signal: NodeJS.Signals): void {
+  if (ended) return;
+  ended = true;
+  runCleanups();
+  for (const [s, handler] of signalHandlers) process.removeListener(s, handler);
+  if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
 }
 
 /** Runs `killAllSync` at exit and on SIGINT, SIGTERM and SIGHUP (then re-raised when nobody else handles it). */
