@@ -1,6 +1,5 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { describe, expect, it } from 'vitest';
+import { withPostgres } from './postgresFixture.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { systemClock } from '../impl/clock.ts';
 import type { Lease } from '../impl/lease.ts';
@@ -19,19 +18,9 @@ import { WireConnectionError, WireServerError } from '../impl/postgres/wire/erro
  * a reconnection. Checked against a real PostgreSQL 15: the advisory keys
  * the session holds (pg_locks) and the tokens minted.
  */
-let server: PostgresServer;
-let admin: pg.Client;
-beforeAll(async () => {
-  server = await PostgresServer.start({ parentDir: '/dev/shm' });
-  admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
-  await admin.connect();
-}, 60_000);
-afterAll(async () => {
-  await admin?.end().catch(() => undefined);
-  await server?.stop();
-});
+const db = withPostgres();
 
-const connect = (): Promise<WireConnection> => WireConnection.connect({ ...server.connection, timeoutMs: 5_000, clock: systemClock });
+const connect = (): Promise<WireConnection> => WireConnection.connect({ ...db.server.connection, timeoutMs: 5_000, clock: systemClock });
 
 /** A seeded generator (mulberry32): the interleavings are the same on every run. */
 function random(seed: number): () => number {
@@ -46,7 +35,7 @@ function random(seed: number): () => number {
 
 /** The advisory keys `pid` holds, as the signed 64-bit keys the lock takes (classid the high half, objid the low). */
 async function heldKeys(pid: number | null): Promise<bigint[]> {
-  const r = await admin.query<{ classid: string; objid: string }>("SELECT classid::text, objid::text FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1 ORDER BY classid, objid", [pid]);
+  const r = await db.admin.query<{ classid: string; objid: string }>("SELECT classid::text, objid::text FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1 ORDER BY classid, objid", [pid]);
   return r.rows.map((x) => BigInt.asIntN(64, (BigInt(x.classid) << 32n) | BigInt(x.objid))).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
@@ -110,7 +99,7 @@ describe('calls encoded once', () => {
       },
       schedule: (at, fn) => systemClock.schedule(at, fn),
     };
-    const c = await WireConnection.connect({ ...server.connection, timeoutMs: 5_000, clock });
+    const c = await WireConnection.connect({ ...db.server.connection, timeoutMs: 5_000, clock });
     try {
       const one = new PreparedStatement('t_enc_clock', "SELECT 'one:' || $1::text");
       await c.prepare([one]);
@@ -129,8 +118,8 @@ describe('calls encoded once', () => {
   });
 
   it("a session lock's cached calls grant, mint and unlock their own resource: past the cache's bound, stacked, per lock's tokenBase, and across a reconnection", async () => {
-    const lock = new PostgresSessionLock({ connection: server.connection });
-    const based = new PostgresSessionLock({ connection: server.connection, tokenBase: 1000n });
+    const lock = new PostgresSessionLock({ connection: db.server.connection });
+    const based = new PostgresSessionLock({ connection: db.server.connection, tokenBase: 1000n });
     try {
       const first = await lock.acquire('enc-held');
       if (first.kind !== 'granted') throw new Error(`enc-held: ${first.kind}`);
@@ -159,7 +148,7 @@ describe('calls encoded once', () => {
       await lock.release(again.lease);
       expect(await heldKeys(pid)).toEqual(keys('enc-5'));
       // The stacked take minted nothing.
-      expect((await admin.query("SELECT token::text FROM lockcheck_tokens WHERE resource = 'enc-5'")).rows).toEqual([{ token: '2' }]);
+      expect((await db.admin.query("SELECT token::text FROM lockcheck_tokens WHERE resource = 'enc-5'")).rows).toEqual([{ token: '2' }]);
       await lock.release(again.lease);
       expect(await heldKeys(pid)).toEqual([]);
 
@@ -170,9 +159,9 @@ describe('calls encoded once', () => {
       expect(known.kind === 'granted' && known.lease.token).toBe(2n);
       for (const r of [fresh, known]) if (r.kind === 'granted') await based.release(r.lease);
       // Both locks encode a resource not yet minted (the other lock is denied while an admin session holds its key): each lock's grant starts from its own base.
-      await admin.query('SELECT pg_advisory_lock($1::bigint)', [advisoryKey('enc-shared').toString()]);
+      await db.admin.query('SELECT pg_advisory_lock($1::bigint)', [advisoryKey('enc-shared').toString()]);
       expect(await based.acquire('enc-shared')).toEqual({ kind: 'denied', reason: 'held' });
-      await admin.query('SELECT pg_advisory_unlock($1::bigint)', [advisoryKey('enc-shared').toString()]);
+      await db.admin.query('SELECT pg_advisory_unlock($1::bigint)', [advisoryKey('enc-shared').toString()]);
       const mine = await lock.acquire('enc-shared');
       expect(mine.kind === 'granted' && mine.lease.token).toBe(1n);
       if (mine.kind === 'granted') await lock.release(mine.lease);
@@ -181,7 +170,7 @@ describe('calls encoded once', () => {
       const held = await lock.acquire('enc-7');
       if (held.kind !== 'granted') throw new Error(`enc-7: ${held.kind}`);
       const lost = new Promise<void>((resolve) => held.lease.signal.addEventListener('abort', () => resolve(), { once: true }));
-      await admin.query('SELECT pg_terminate_backend($1, 5000)', [pid]);
+      await db.admin.query('SELECT pg_terminate_backend($1, 5000)', [pid]);
       await bounded(lost, 'the lease on the terminated session to fire');
       const after = await lock.acquire('enc-7');
       if (after.kind !== 'granted') throw new Error(`enc-7 after the reconnection: ${after.kind}`);

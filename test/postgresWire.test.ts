@@ -3,6 +3,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withPostgres } from './postgresFixture.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { systemClock } from '../impl/clock.ts';
 import { ConnectionConfigError, TimeoutError } from '../impl/errors.ts';
@@ -32,26 +33,25 @@ host all all 127.0.0.1/32 scram-sha-256
 const PASSWORD = 'pw-Ünïcode-ok';
 const SELECT_ONE = new PreparedStatement('t_one', 'SELECT $1::bigint + 1, NULL::text');
 
-let server: PostgresServer;
-let admin: pg.Client;
-let hbaDir: string;
+let hbaDir: string | undefined;
+// Made before the server starts (its hba_file), removed after it stops (after hooks run in reverse order).
 beforeAll(async () => {
   hbaDir = await mkdtemp('/dev/shm/lockcheck-hba-');
   await chmod(hbaDir, 0o755);
   await writeFile(join(hbaDir, 'pg_hba.conf'), HBA, { mode: 0o644 });
-  server = await PostgresServer.start({ parentDir: '/dev/shm', settings: { hba_file: join(hbaDir, 'pg_hba.conf'), log_connections: true } });
-  admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
-  await admin.connect();
-  await admin.query(`CREATE ROLE lc_trust LOGIN; CREATE ROLE lc_clear LOGIN PASSWORD '${PASSWORD}'; CREATE ROLE lc_scram LOGIN PASSWORD '${PASSWORD}'`);
-  await admin.query(`SET password_encryption = 'md5'; CREATE ROLE lc_md5 LOGIN PASSWORD '${PASSWORD}'`);
-}, 60_000);
+});
 afterAll(async () => {
-  await admin?.end().catch(() => undefined);
-  await server?.stop();
   if (hbaDir !== undefined) await rm(hbaDir, { recursive: true, force: true });
 });
+const db = withPostgres(
+  () => ({ settings: { hba_file: join(hbaDir!, 'pg_hba.conf'), log_connections: true } }),
+  async (admin) => {
+    await admin.query(`CREATE ROLE lc_trust LOGIN; CREATE ROLE lc_clear LOGIN PASSWORD '${PASSWORD}'; CREATE ROLE lc_scram LOGIN PASSWORD '${PASSWORD}'`);
+    await admin.query(`SET password_encryption = 'md5'; CREATE ROLE lc_md5 LOGIN PASSWORD '${PASSWORD}'`);
+  },
+);
 
-const options = (over: Partial<WireConnectOptions> = {}): WireConnectOptions => ({ ...server.connection, timeoutMs: 5_000, clock: systemClock, ...over });
+const options = (over: Partial<WireConnectOptions> = {}): WireConnectOptions => ({ ...db.server.connection, timeoutMs: 5_000, clock: systemClock, ...over });
 
 async function roundTrip(c: WireConnection): Promise<void> {
   await c.prepare([SELECT_ONE]);
@@ -70,7 +70,7 @@ describe('wire client against PostgreSQL 15', () => {
       expect(c.processId).toBeGreaterThan(0);
       await roundTrip(c);
       // The method the server used (log_connections; the backend writes the line before it says AuthenticationOk). Trust logs no identity.
-      const log = readFileSync(server.logFile, 'utf8');
+      const log = readFileSync(db.server.logFile, 'utf8');
       if (method === 'trust') expect(log).not.toContain(`identity="${user}"`);
       else expect(log).toContain(`identity="${user}" method=${method}`);
     } finally {
@@ -90,9 +90,9 @@ describe('wire client against PostgreSQL 15', () => {
   });
 
   it('connects over the Unix socket too (a host that is a directory)', async () => {
-    const endpoint = wireEndpoint({ ...server.connection, host: server.socketDir });
+    const endpoint = wireEndpoint({ ...db.server.connection, host: db.server.socketDir });
     if ('unsupported' in endpoint) throw new Error(endpoint.unsupported);
-    expect(endpoint.path).toBe(join(server.socketDir, `.s.PGSQL.${server.port}`));
+    expect(endpoint.path).toBe(join(db.server.socketDir, `.s.PGSQL.${db.server.port}`));
     const c = await WireConnection.connect({ ...endpoint, timeoutMs: 5_000, clock: systemClock });
     await roundTrip(c);
     await c.end();
@@ -146,7 +146,7 @@ describe('wire client against PostgreSQL 15', () => {
   it('an idle session the server ends (pg_terminate_backend): the connection reports the FATAL 57P01 as its loss', async () => {
     const c = await WireConnection.connect(options());
     const lost = new Promise<Error>((resolve) => c.onLost(resolve));
-    await admin.query('SELECT pg_terminate_backend($1)', [c.processId]);
+    await db.admin.query('SELECT pg_terminate_backend($1)', [c.processId]);
     expect(await lost).toMatchObject({ name: 'WireServerError', code: '57P01', severity: 'FATAL' });
     await expect(c.call(SELECT_ONE, ['1'])).rejects.toBeInstanceOf(WireConnectionError);
   });
@@ -179,12 +179,12 @@ describe('wire client against PostgreSQL 15', () => {
   });
 
   it('the session lock runs on it (a plain configuration), and on node-postgres for what only node-postgres offers', async () => {
-    expect('unsupported' in wireEndpoint(server.connection)).toBe(false);
-    expect(wireEndpoint({ connectionString: server.url, application_name: 'x' })).toMatchObject({ host: '127.0.0.1', port: server.port, user: 'postgres', database: 'postgres', parameters: { application_name: 'x' } });
-    expect(wireEndpoint({ ...server.connection, ssl: true })).toEqual({ unsupported: "option 'ssl'" });
-    expect(wireEndpoint({ ...server.connection, password: () => 'x' })).toEqual({ unsupported: 'a password function' });
-    expect(wireEndpoint({ connectionString: `${server.url}?sslmode=require` })).toEqual({ unsupported: 'connection-string options' });
-    for (const connection of [server.connection, { ...server.connection, types: { getTypeParser: pg.types.getTypeParser } }]) {
+    expect('unsupported' in wireEndpoint(db.server.connection)).toBe(false);
+    expect(wireEndpoint({ connectionString: db.server.url, application_name: 'x' })).toMatchObject({ host: '127.0.0.1', port: db.server.port, user: 'postgres', database: 'postgres', parameters: { application_name: 'x' } });
+    expect(wireEndpoint({ ...db.server.connection, ssl: true })).toEqual({ unsupported: "option 'ssl'" });
+    expect(wireEndpoint({ ...db.server.connection, password: () => 'x' })).toEqual({ unsupported: 'a password function' });
+    expect(wireEndpoint({ connectionString: `${db.server.url}?sslmode=require` })).toEqual({ unsupported: 'connection-string options' });
+    for (const connection of [db.server.connection, { ...db.server.connection, types: { getTypeParser: pg.types.getTypeParser } }]) {
       const lock = new PostgresSessionLock({ connection });
       const r = await lock.acquire('wire-or-not');
       expect(r.kind).toBe('granted');
@@ -194,7 +194,7 @@ describe('wire client against PostgreSQL 15', () => {
   });
 
   it('the fenced store on its own connection: strict writes by token, exact to 2^63-1; a terminated backend is reconnected by the next call', async () => {
-    const store = openPostgresFencedStore({ connection: server.connection }, 'strict');
+    const store = openPostgresFencedStore({ connection: db.server.connection }, 'strict');
     try {
       const max = 2n ** 63n - 1n;
       expect(await store.write('wire-store', 2n, 'a')).toEqual({ kind: 'accepted' });
@@ -203,7 +203,7 @@ describe('wire client against PostgreSQL 15', () => {
       expect(await store.write('wire-store', max - 1n, 'd')).toEqual({ kind: 'rejected', highest: max });
       expect(await store.read('wire-store')).toEqual({ value: 'c', token: max });
       expect(await store.read('wire-store-absent')).toEqual({ value: null, token: null });
-      const terminated = await admin.query("SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity WHERE query LIKE '%lockcheck_store%' AND pid <> pg_backend_pid()");
+      const terminated = await db.admin.query("SELECT pg_terminate_backend(pid) AS t FROM pg_stat_activity WHERE query LIKE '%lockcheck_store%' AND pid <> pg_backend_pid()");
       expect(terminated.rows).toEqual([{ t: true }]);
       // The write in flight on the terminated session (if any) fails; the next opens a new connection.
       let next: unknown = await store.write('wire-store-2', 1n, 'x').catch((e: unknown) => e);

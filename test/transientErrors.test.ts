@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { withPostgres } from './postgresFixture.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { ServerRefusedError, UnavailableError } from '../impl/errors.ts';
 import type { LeaseLock } from '../impl/leaseLock.ts';
@@ -151,22 +151,12 @@ async function until(condition: () => Promise<boolean>): Promise<void> {
 }
 
 describe('PostgreSQL: a passing state is no-quorum, not a refusal', () => {
-  let server: PostgresServer;
-  let admin: pg.Client;
-  beforeAll(async () => {
-    server = await PostgresServer.start({ parentDir: '/dev/shm' });
-    admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
-    await admin.connect();
-  }, 60_000);
-  afterAll(async () => {
-    await admin?.end().catch(() => undefined);
-    await server?.stop();
-  });
+  const db = withPostgres();
 
   it.each(['session', 'transaction'] as const)('%s lock: a read-only server (25006, a standby not yet promoted) is no-quorum', async (kind) => {
-    const readOnly = { ...server.connection, options: '-c default_transaction_read_only=on' };
+    const readOnly = { ...db.server.connection, options: '-c default_transaction_read_only=on' };
     // The schema exists (made by a writable lock); the read-only one fails at its grant.
-    const writable = kind === 'session' ? new PostgresSessionLock({ connection: server.connection }) : new PostgresTransactionLock({ connection: server.connection });
+    const writable = kind === 'session' ? new PostgresSessionLock({ connection: db.server.connection }) : new PostgresTransactionLock({ connection: db.server.connection });
     const r = await writable.acquire('ro');
     expect(r.kind).toBe('granted');
     await writable.close();
@@ -187,7 +177,7 @@ describe('PostgreSQL: a passing state is no-quorum, not a refusal', () => {
   });
 
   it('transaction lock: taken again inside a transaction that an earlier statement failed (25P02) is no-quorum', async () => {
-    const lock = new PostgresTransactionLock({ connection: server.connection });
+    const lock = new PostgresTransactionLock({ connection: db.server.connection });
     try {
       const r = await lock.acquire('stacked');
       if (r.kind !== 'granted') throw new Error(`expected a grant, got ${r.kind}`);
@@ -200,11 +190,11 @@ describe('PostgreSQL: a passing state is no-quorum, not a refusal', () => {
   });
 
   it('statements sent together: the first failure is reported (22012, a refusal), not the follow-on 25P02', async () => {
-    const client = new pg.Client(server.connection);
+    const client = new pg.Client(db.server.connection);
     await client.connect();
     try {
       (client as unknown as { pipeline: boolean }).pipeline = true;
-      const e: unknown = await lockSettings({ connection: server.connection })
+      const e: unknown = await lockSettings({ connection: db.server.connection })
         .pipelined(client, [['BEGIN'], ['SELECT 1/0'], ['SELECT 1']])
         .then(
           () => new Error('the pipeline succeeded'),
@@ -219,11 +209,11 @@ describe('PostgreSQL: a passing state is no-quorum, not a refusal', () => {
   });
 
   it('session lock: its backend terminated (57P01) between acquires is no-quorum or a fresh session, never a refusal', async () => {
-    const lock = new PostgresSessionLock({ connection: server.connection });
+    const lock = new PostgresSessionLock({ connection: db.server.connection });
     try {
       const r = await lock.acquire('terminated');
       if (r.kind !== 'granted') throw new Error(`expected a grant, got ${r.kind}`);
-      const { rows } = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [lock.backendPid]);
+      const { rows } = await db.admin.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [lock.backendPid]);
       expect(rows[0]!.ok).toBe(true);
       const again = await lock.acquire('terminated');
       expect(again.kind === 'granted' || (again.kind === 'denied' && again.reason === 'no-quorum'), JSON.stringify(again.kind)).toBe(true);

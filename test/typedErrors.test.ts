@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { withPostgres } from './postgresFixture.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError } from '../impl/errors.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
@@ -17,26 +17,16 @@ import { createRedisLock } from '../impl/redis/index.ts';
  * and the Redis lock throw ServerRefusedError with the server's code and the
  * driver's error as the cause, and leave no lock held.
  */
-let server: PostgresServer;
-let admin: pg.Client;
-beforeAll(async () => {
-  server = await PostgresServer.start({ parentDir: '/dev/shm' });
-  admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
-  await admin.connect();
-}, 60_000);
-afterAll(async () => {
-  await admin?.end().catch(() => undefined);
-  await server?.stop();
-});
+const db = withPostgres();
 
 /** A fresh database (no lockcheck tables yet), made by the superuser. */
 async function database(name: string): Promise<pg.ClientConfig> {
-  await admin.query(`CREATE DATABASE ${name}`);
-  return { ...server.connection, database: name };
+  await db.admin.query(`CREATE DATABASE ${name}`);
+  return { ...db.server.connection, database: name };
 }
 
 async function advisoryLocks(): Promise<number> {
-  const r = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'");
+  const r = await db.admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'");
   return r.rows[0]!.n;
 }
 
@@ -104,7 +94,7 @@ describe('PostgreSQL fenced stores: refusals are typed as the locks\' are', () =
 describe.each(['session', 'transaction'] as const)('PostgreSQL %s lock: refusals are typed, not no-quorum', (kind) => {
   it('permission denied (a role that may not create lockcheck tables): ServerRefusedError permission 42501', async () => {
     const role = `lc_${kind}_limited`;
-    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited-pw'`);
+    await db.admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited-pw'`);
     const connection = { ...(await database(`lc_${kind}_perm`)), user: role, password: 'limited-pw' };
     const e = await refusedWith(kind, connection);
     expect(e).toMatchObject({ code: 'permission', serverCode: '42501' });

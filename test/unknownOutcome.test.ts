@@ -1,7 +1,7 @@
 import { inspect } from 'node:util';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresServer } from '../conformance/env/postgresServer.ts';
+import { describe, expect, it } from 'vitest';
+import { withPostgres } from './postgresFixture.ts';
 import { TcpProxy } from '../conformance/env/proxy.ts';
 import { TokenOverflowError, UnavailableError } from '../impl/errors.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
@@ -19,20 +19,10 @@ import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
 const TIMEOUT_MS = 300;
 const DELAY_MS = 1_500;
 
-let server: PostgresServer;
-let admin: pg.Client;
-beforeAll(async () => {
-  server = await PostgresServer.start({ parentDir: '/dev/shm' });
-  admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
-  await admin.connect();
-}, 60_000);
-afterAll(async () => {
-  await admin?.end().catch(() => undefined);
-  await server?.stop();
-});
+const db = withPostgres();
 
 async function advisoryLocks(): Promise<number> {
-  const r = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()");
+  const r = await db.admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()");
   return r.rows[0]!.n;
 }
 
@@ -61,9 +51,9 @@ async function grantedBeforeTheFault(lock: { acquire(resource: string, options: 
 }
 
 async function viaProxy<T>(fn: (proxy: TcpProxy, connection: pg.ClientConfig) => Promise<T>): Promise<T> {
-  const proxy = await TcpProxy.start({ host: server.host, port: server.port });
+  const proxy = await TcpProxy.start({ host: db.server.host, port: db.server.port });
   try {
-    return await fn(proxy, { ...server.connection, host: proxy.host, port: proxy.port });
+    return await fn(proxy, { ...db.server.connection, host: proxy.host, port: proxy.port });
   } finally {
     await proxy.close();
   }
@@ -71,23 +61,23 @@ async function viaProxy<T>(fn: (proxy: TcpProxy, connection: pg.ClientConfig) =>
 
 describe('typed errors on a real PostgreSQL server', () => {
   it('a wrong password is a ConnectionConfigError, not no-quorum', async () => {
-    const lock = new PostgresSessionLock({ connection: { ...server.connection, password: 'wrong-pw-904413' } });
+    const lock = new PostgresSessionLock({ connection: { ...db.server.connection, password: 'wrong-pw-904413' } });
     try {
       const e = await lock.acquire('r').then(() => null, (error: unknown) => error);
       expect(e).toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
       // Printed whole, causes and properties included, the error holds neither password.
-      expect(inspect(e, { depth: 20, showHidden: true })).not.toMatch(new RegExp(`wrong-pw-904413|${server.connection.password}`));
+      expect(inspect(e, { depth: 20, showHidden: true })).not.toMatch(new RegExp(`wrong-pw-904413|${db.server.connection.password}`));
     } finally {
       await lock.close();
     }
   });
 
   it('a token sequence at 2^63-1 is a TokenOverflowError, and the lock is not left held', async () => {
-    const lock = new PostgresSessionLock({ connection: server.connection });
+    const lock = new PostgresSessionLock({ connection: db.server.connection });
     try {
       const warm = await lock.acquire('warm-up');
       if (warm.kind === 'granted') await lock.release(warm.lease);
-      await admin.query("INSERT INTO lockcheck_tokens VALUES ('full', 9223372036854775807) ON CONFLICT (resource) DO UPDATE SET token = excluded.token");
+      await db.admin.query("INSERT INTO lockcheck_tokens VALUES ('full', 9223372036854775807) ON CONFLICT (resource) DO UPDATE SET token = excluded.token");
       await expect(lock.acquire('full')).rejects.toBeInstanceOf(TokenOverflowError);
       expect(await locksAfter(5_000)).toBe(0);
     } finally {
@@ -100,7 +90,7 @@ describe('unknown outcomes fail safe on a real server', () => {
   it('session lock: an acquire answered after the timeout returns timed-out, ends the session, and leaves no lock held', async () => {
     await viaProxy(async (proxy, connection) => {
       const lock = new PostgresSessionLock({ connection, statementTimeoutMs: TIMEOUT_MS });
-      const other = new PostgresSessionLock({ connection: server.connection });
+      const other = new PostgresSessionLock({ connection: db.server.connection });
       try {
         const first = await grantedBeforeTheFault(lock, 'unknown-a');
         expect(first.kind).toBe('granted');
