@@ -4,7 +4,7 @@ import type { StorePolicy } from '../conformance/history/event.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { InputFileError, readInputBytes } from './readInput.ts';
-import { counted } from './counted.ts';
+import { counted } from '../conformance/counted.ts';
 
 /**
  * `lockcheck check <history.jsonl>`: judges a history recorded anywhere.
@@ -65,7 +65,7 @@ export function reportText(file: string, report: CheckReport, html?: string): st
   const c = report.counts;
   const lines = [
     `${file}: ${report.verdict.toUpperCase()}`,
-    `  ${c.operations} operations (${c.unknownOutcomes} with unknown outcome), ${c.grants} grants, ${c.holds} holds, writes ${c.writesAccepted} accepted / ${c.writesRejected} rejected / ${c.writesUnknown} unknown, ${counted(c.faults, 'fault')}`,
+    `  ${counted(c.operations, 'operation')} (${c.unknownOutcomes} with unknown outcome), ${counted(c.grants, 'grant')}, ${counted(c.holds, 'hold')}, writes ${c.writesAccepted} accepted / ${c.writesRejected} rejected / ${c.writesUnknown} unknown, ${counted(c.faults, 'fault')}`,
     `  overlapping holds ${c.overlappingHolds}, lost updates ${c.lostUpdates}, stale writes accepted ${c.staleWritesAccepted}, token order violations ${c.tokenOrderViolations}`,
     `  store policy: ${report.storePolicy ?? 'not given'}`,
     ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),

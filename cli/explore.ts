@@ -13,6 +13,7 @@ import {
 import type { LevelsRun } from './exploreCells.ts';
 import { exploreCells, exploreCellsByLevels } from './exploreCells.ts';
 import { UsageError } from './usage.ts';
+import { counted } from '../conformance/counted.ts';
 
 export interface ExploreCommandOptions {
   readonly depth: number;
@@ -49,12 +50,12 @@ export function knownVerdict(cell: CellResult, k: (typeof KNOWN_COUNTEREXAMPLES)
   const ce = cell.counterexamples.find((c) => c.property === k.property);
   if (ce !== undefined) {
     return ce.steps.length === k.steps
-      ? { agrees: true, text: `found, ${k.steps} steps (${k.property})` }
-      : { agrees: false, text: `found with ${ce.steps.length} steps, MISMATCH: its shortest schedule has ${k.steps} (${k.property})` };
+      ? { agrees: true, text: `found, ${counted(k.steps, 'step')} (${k.property})` }
+      : { agrees: false, text: `found with ${counted(ce.steps.length, 'step')}, MISMATCH: its shortest schedule has ${k.steps} (${k.property})` };
   }
   return cell.depthCompleted < k.steps
-    ? { agrees: true, text: `not reached: its shortest schedule has ${k.steps} steps, this run completed depth ${cell.depthCompleted} (${k.property})` }
-    : { agrees: false, text: `NOT FOUND to depth ${cell.depthCompleted}, MISMATCH: a schedule of ${k.steps} steps breaks it (${k.property})` };
+    ? { agrees: true, text: `not reached: its shortest schedule has ${counted(k.steps, 'step')}, this run completed depth ${cell.depthCompleted} (${k.property})` }
+    : { agrees: false, text: `NOT FOUND to depth ${cell.depthCompleted}, MISMATCH: a schedule of ${counted(k.steps, 'step')} breaks it (${k.property})` };
 }
 
 export async function exploreCommand(options: ExploreCommandOptions): Promise<number> {
@@ -136,12 +137,12 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   const exploredTransitions = [...explored.values()].reduce((n, c) => n + c.transitions, 0);
   const seconds = elapsedMs / 1000;
   console.log(
-    `\n${states} distinct states (up to symmetry), ${transitions} transitions over the ${cells.length} cells, which took ${explored.size} explorations (cells that differ only in what their faults never read are explored once, spec 8.4): ${exploredStates} states and ${exploredTransitions} transitions explored in ${seconds.toFixed(1)} s, ${Math.round(exploredStates / seconds)} distinct states/s, ${Math.round(exploredTransitions / seconds)} transitions/s; ${(stored / states).toFixed(1)} bytes stored per state`,
+    `\n${states} distinct states (up to symmetry), ${transitions} transitions over the ${counted(cells.length, 'cell')}, which took ${counted(explored.size, 'exploration')} (cells that differ only in what their faults never read are explored once, spec 8.4): ${exploredStates} states and ${exploredTransitions} transitions explored in ${seconds.toFixed(1)} s, ${Math.round(exploredStates / seconds)} distinct states/s, ${Math.round(exploredTransitions / seconds)} transitions/s; ${(stored / states).toFixed(1)} bytes stored per state`,
   );
   console.log(`fingerprint collision probability (states x (transitions - states) / 2^64, summed over the cells): ${collision.toExponential(1)}`);
   if (levels !== null) printLevels(levels, cells, explored.size, exploredStates, seconds);
   const cut = cells.filter((c) => c.truncated);
-  if (cut.length > 0 && levels === null) console.log(`${cut.length} cells stopped (--max-states or --seconds) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
+  if (cut.length > 0 && levels === null) console.log(`${counted(cut.length, 'cell')} stopped (--max-states or --seconds) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
 
   console.log('\n## Shortest counterexamples\n');
   for (const c of cells) {
@@ -209,7 +210,7 @@ function printLevels(run: LevelsRun, cells: readonly CellResult[], explorations:
   const exhausted = cells.length - open.length;
   const ends = [...new Set(run.ends.map((e) => (e.kind === 'memory' ? `the memory bound (${(e.usedBytes / 2 ** 30).toFixed(2)} GiB heap)` : e.kind === 'deadline' ? 'the budget' : 'every cell over')))].join(', ');
   console.log(
-    `\nEvery cell complete to depth ${every}${open.length > 0 ? ` (the ${open.length} cells not exhausted: ${Math.min(...open.map((c) => c.depthCompleted))} to ${Math.max(...open.map((c) => c.depthCompleted))})` : ''}; ${exhausted} cells exhausted; ${explorations} explorations, ${states} states in ${seconds.toFixed(1)} s, ${Math.round(states / seconds)} distinct states/s; ended by ${ends}; peak heap of a thread ${(run.peakHeapBytes / 2 ** 30).toFixed(2)} GiB, process resident ${(run.residentBytes / 2 ** 30).toFixed(2)} GiB as the explorations ended`,
+    `\nEvery cell complete to depth ${every}${open.length > 0 ? ` (the ${counted(open.length, 'cell')} not exhausted: ${Math.min(...open.map((c) => c.depthCompleted))} to ${Math.max(...open.map((c) => c.depthCompleted))})` : ''}; ${exhausted} cells exhausted; ${explorations} explorations, ${states} states in ${seconds.toFixed(1)} s, ${Math.round(states / seconds)} distinct states/s; ended by ${ends}; peak heap of a thread ${(run.peakHeapBytes / 2 ** 30).toFixed(2)} GiB, process resident ${(run.residentBytes / 2 ** 30).toFixed(2)} GiB as the explorations ended`,
   );
 }
 

@@ -26,6 +26,7 @@ import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
 import type { Observed } from './stressOracle.ts';
 import { observedText, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
+import { counted } from '../conformance/counted.ts';
 
 /** The properties about fencing tokens. */
 
@@ -135,7 +136,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const result: CheckResult = audit
             ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS })
             : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS });
-          for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
+          for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${counted(runs, 'run')})\n`);
           const verdict = result.failure?.report.verdict;
           const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
           // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
@@ -301,9 +302,10 @@ function fileName(backend: string, col: string): string {
   return `${backend}__${col}`.replace(/[^\w.-]+/g, '_');
 }
 
-function describeCell(c: MatrixCell): string {
+/** A cell's progress line (exported for its test). */
+export function describeCell(c: MatrixCell): string {
   if (c.notMeasured !== null) return `${c.backend} x ${c.faultClass}: not measured (${c.notMeasured})`;
-  const parts = [`${c.backend} x ${c.faultClass}: ${c.runs} runs${c.stoppedEarly ? ` (${c.stoppedEarly} stopped early)` : ''}`];
+  const parts = [`${c.backend} x ${c.faultClass}: ${counted(c.runs, 'run')}${c.stoppedEarly ? ` (${c.stoppedEarly} stopped early)` : ''}`];
   // A library audit's deviation is a finding about the library (the run does not fail), so it must not read like a failure of lockcheck's own.
   if (c.conformanceFailure !== null) parts.push(c.audit ? `audit finding, the library deviates from its contract: ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ')}` : `CONFORMANCE FAILURE: ${c.conformanceFailure}`);
   parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : holds(c));
@@ -320,8 +322,8 @@ function holds(c: MatrixCell): string {
 }
 
 /** A library audit's cell: its worst consequence, then the design's findings and what else it deviated in. */
-function auditText(c: MatrixCell): string {
-  const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations[k] ?? 0) > 0).map((k) => `${k} in ${c.deviations[k]} runs`);
+export function auditText(c: MatrixCell): string {
+  const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations[k] ?? 0) > 0).map((k) => `${k} in ${counted(c.deviations[k] ?? 0, 'run')}`);
   // What the contract itself costs: the model's findings under it, by consequence (the worst first).
   const underIt = new Map<string, { kind: ConsequenceKind; properties: PropertyId[] }>();
   for (const p of c.measured) {
@@ -333,7 +335,7 @@ function auditText(c: MatrixCell): string {
     c.worst === null ? 'agrees with the model of its contract' : `**${c.worst.kind}**: ${c.worst.what} (${c.worst.property}, step ${c.worst.step} of the shrunk schedule)`,
     costs.length ? `under its contract **${costs[0]![1].kind}**: ${costs.map(([what, u]) => `${what} (${u.properties.join(', ')})`).join(', ')}` : '',
     others.length ? `also ${others.join(', ')}` : '',
-    c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs inconclusive` : '',
+    c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} inconclusive` : '',
   ]
     .filter((x) => x)
     .join('; ');
@@ -361,7 +363,7 @@ function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   const flags = [
     c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '',
     c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
-    c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
+    c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early` : '',
   ].filter((x) => x);
   return `${c.timeline ? link(c.timeline) : ''}${measured}${flags.length ? ` (${flags.join('; ')})` : ''} [model to ${c.predictedDepth}]`;
 }
@@ -380,7 +382,7 @@ function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: 
   const lines = [
     '# The measured matrix',
     '',
-    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${o.runs} generated schedules per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration, recorded in \`conformance/seedSchedules.ts\` (\`npm run seeds\`): "[model to k]" says it explored every schedule of the column's fault classes up to k commands (8, or less where its state cap stopped it); a property measured but not predicted is flagged. Each cell's runs start with the model's shortest counterexamples for it ([docs/conformance.md](conformance.md#the-models-counterexamples-run-first)), then random schedules. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted.${cells.some((c) => c.observed !== null) ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
+    `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${counted(o.runs, 'generated schedule')} per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration, recorded in \`conformance/seedSchedules.ts\` (\`npm run seeds\`): "[model to k]" says it explored every schedule of the column's fault classes up to k commands (8, or less where its state cap stopped it); a property measured but not predicted is flagged. Each cell's runs start with the model's shortest counterexamples for it ([docs/conformance.md](conformance.md#the-models-counterexamples-run-first)), then random schedules. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted.${cells.some((c) => c.observed !== null) ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
     '',
     `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
     `|---|${cols.map(() => '---').join('|')}|`,
@@ -416,7 +418,7 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
       c.conformanceFailure !== null ? c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ') : '',
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',
       c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
-      c.stoppedEarly ? `${c.stoppedEarly} of ${c.runs} runs stopped early` : '',
+      c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early` : '',
       observedCellText(c) !== '' ? `concurrent clients: ${observedCellText(c)}` : '',
     ]
       .filter((x) => x)

@@ -14,7 +14,7 @@ import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexampl
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { readInputText } from './readInput.ts';
-import { counted } from './counted.ts';
+import { counted } from '../conformance/counted.ts';
 import { replayHint } from './replayHint.ts';
 import { UsageError } from './usage.ts';
 
@@ -64,7 +64,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     process.stderr.write('\n');
     // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
     if (interruptedBy() !== null) return 1;
-    for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
+    for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${counted(runs, 'run')})\n`);
     const failure = result.failure;
     // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
     const findings = judgedFindings(resolved, result.findings);
@@ -180,7 +180,7 @@ async function withReplayPath<T>(path: string | undefined, what: string, differe
 /** A run without failure: how many runs were judged to their end; those that stopped early are evidence of nothing (spec 7.8). */
 function agreement(name: string, result: CheckResult): string {
   const judged = result.runs - result.stoppedEarly;
-  const retried = result.retried ? `; ${result.retried} attempts out of pace with the servers' clocks were tried again` : '';
+  const retried = result.retried ? `; ${counted(result.retried, 'attempt')} out of pace with the servers' clocks ${result.retried === 1 ? 'was' : 'were'} tried again` : '';
   const early = result.stoppedEarly ? ` (${result.stoppedEarly} more stopped early: too ambiguous to follow, or real time outran the pace; no evidence either way${retried})` : retried ? ` (${retried.slice(2)})` : '';
-  return judged === 0 ? `${name}: inconclusive: none of ${result.runs} runs was judged to its end${early}` : `${name}: agrees with its model in ${counted(judged, 'run')}${early}`;
+  return judged === 0 ? `${name}: inconclusive: none of ${counted(result.runs, 'run')} was judged to its end${early}` : `${name}: agrees with its model in ${counted(judged, 'run')}${early}`;
 }

@@ -9,7 +9,7 @@ import { toJsonl } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { runStress } from '../conformance/stress/runner.ts';
 import { EXIT_BY_VERDICT, findingText } from './check.ts';
-import { counted } from './counted.ts';
+import { counted } from '../conformance/counted.ts';
 
 /**
  * `lockcheck stress`: real client processes race on real servers under the
@@ -118,7 +118,7 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
   // Interrupted: the history so far is saved (its operations in flight without completion), to be judged with check.
   const onInterrupt = (events: readonly HistoryEvent[]): void => {
     save(events, ' (interrupted)');
-    process.stderr.write(`lockcheck: the history so far (${events.length} events) is in ${historyFile}: judge it with lockcheck check ${historyFile}\n`);
+    process.stderr.write(`lockcheck: the history so far (${counted(events.length, 'event')}) is in ${historyFile}: judge it with lockcheck check ${historyFile}\n`);
   };
   const run = await runStress({ ...o, onInterrupt });
   const recorded = save(run.history);
@@ -166,12 +166,12 @@ export async function stressCommand(o: StressCommandOptions): Promise<number> {
 
 export function summaryText(s: StressSummary): string {
   return [
-    `${s.backend} / ${s.store}, ${s.clients} clients, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}`,
-    `  ${s.operations} operations in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${counted(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${counted(s.faultIntervals, 'fault interval')} in the history)`,
+    `${s.backend} / ${s.store}, ${counted(s.clients, 'client')}, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}`,
+    `  ${counted(s.operations, 'operation')} in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${counted(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${counted(s.faultIntervals, 'fault interval')} in the history)`,
     `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
     ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
-    ...(s.findings.length > 5 ? [`  ... ${s.findings.length - 5} more findings (--json lists them)`] : []),
+    ...(s.findings.length > 5 ? [`  ... ${counted(s.findings.length - 5, 'more finding', 'more findings')} (--json lists them)`] : []),
     ...s.clientErrors.map((e) => `  client error: ${e}`),
     // A stress run is real processes racing: it does not replay; its history is judged again as it is.
     `  history: ${s.historyFile} (judge it again: lockcheck check ${s.historyFile})${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,

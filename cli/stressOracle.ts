@@ -14,6 +14,7 @@ import { finishWithin, valueWithin } from '../conformance/realTimeLimit.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import { missingLibrary } from './backends.ts';
 import { MalformedRecordingError, stressCommandLine, validRecording } from './stress.ts';
+import { counted } from '../conformance/counted.ts';
 
 /**
  * The matrix's second oracle: what concurrent client processes observed in
@@ -235,11 +236,11 @@ export class StressOracle {
 /** "2 overlapping holds, 1 lost update" or "none", for a cell. */
 export function observedText(o: Observed): string {
   const parts = [
-    o.overlappingHolds > 0 ? `${o.overlappingHolds} overlapping hold${o.overlappingHolds === 1 ? '' : 's'}` : '',
-    o.lostUpdates > 0 ? `${o.lostUpdates} lost update${o.lostUpdates === 1 ? '' : 's'}` : '',
-    o.staleWritesAccepted > 0 ? `${o.staleWritesAccepted} stale write${o.staleWritesAccepted === 1 ? '' : 's'} accepted` : '',
-    o.tokenOrderViolations > 0 ? `${o.tokenOrderViolations} token${o.tokenOrderViolations === 1 ? '' : 's'} out of order` : '',
+    o.overlappingHolds > 0 ? counted(o.overlappingHolds, 'overlapping hold') : '',
+    o.lostUpdates > 0 ? counted(o.lostUpdates, 'lost update') : '',
+    o.staleWritesAccepted > 0 ? `${counted(o.staleWritesAccepted, 'stale write')} accepted` : '',
+    o.tokenOrderViolations > 0 ? `${counted(o.tokenOrderViolations, 'token')} out of order` : '',
   ].filter((x) => x);
-  const died = o.clientErrors.length > 0 ? `; ${o.clientErrors.length} client process${o.clientErrors.length === 1 ? '' : 'es'} failed: ${o.clientErrors[0]}` : '';
-  return `${parts.length > 0 ? parts.join(', ') : 'none'} (${o.operations} ops, ${o.faults} faults${died})`;
+  const died = o.clientErrors.length > 0 ? `; ${counted(o.clientErrors.length, 'client process', 'client processes')} failed: ${o.clientErrors[0]}` : '';
+  return `${parts.length > 0 ? parts.join(', ') : 'none'} (${counted(o.operations, 'op')}, ${counted(o.faults, 'fault')}${died})`;
 }

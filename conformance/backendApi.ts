@@ -6,6 +6,7 @@ import { InvalidInputError } from '../model/errors.ts';
 import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
 import { asText, messageText } from '../impl/errorText.ts';
+import { counted } from './counted.ts';
 
 /**
  * A loaded backend checked against the adapter API, and the faults it takes
@@ -83,7 +84,7 @@ export function checkInstanceApi(instance: unknown, backend: string, clients: nu
   if (i === null || typeof i !== 'object') throw new AdapterApiError(`${backend}: start() returned ${i === null ? 'null' : typeof i}, not a BackendInstance ({ clients, env, close })`);
   if (typeof i.close !== 'function') throw new AdapterApiError(`${backend}: start() returned an instance without close()`);
   if (!Array.isArray(i.clients) || i.clients.length < clients) {
-    throw new AdapterApiError(`${backend}: start({ clients: ${clients} }) returned ${Array.isArray(i.clients) ? `${i.clients.length} clients` : `clients that are not an array (${typeof i.clients})`}; it must return one LockClient per client`);
+    throw new AdapterApiError(`${backend}: start({ clients: ${clients} }) returned ${Array.isArray(i.clients) ? counted(i.clients.length, 'client') : `clients that are not an array (${typeof i.clients})`}; it must return one LockClient per client`);
   }
   i.clients.forEach((c: unknown, n: number) => {
     const client = c as Record<string, unknown> | null | undefined;

@@ -15,6 +15,7 @@ import { checkCheckOptions } from './options.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { ConformanceFailure, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
+import { counted } from './counted.ts';
 
 /**
  * Checks a backend against its model over many generated schedules with
@@ -247,7 +248,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const message = [
     textTimeline(report),
     '',
-    `found at run ${first.run} of ${options.runs ?? 100}, shrunk from ${first.length} to ${report.steps.length} steps${shrinkCut ? ` (shrinking stopped after ${Math.round((options.shrinkLimitMs ?? 0) / 1000)} s: a smaller counterexample may exist)` : ''}; ${replay}`,
+    `found at run ${first.run} of ${options.runs ?? 100}, shrunk from ${first.length} to ${counted(report.steps.length, 'step')}${shrinkCut ? ` (shrinking stopped after ${Math.round((options.shrinkLimitMs ?? 0) / 1000)} s: a smaller counterexample may exist)` : ''}; ${replay}`,
     options.timelineFile !== undefined ? `timeline: ${options.timelineFile}` : '',
     'schedule:',
     ...report.steps.map((s, i) => `  ${i + 1}. ${describeCommand(s.command)}`),

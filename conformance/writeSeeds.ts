@@ -14,6 +14,7 @@ import { describeDesign } from '../model/design.ts';
 import { FAULT_CLASSES } from '../model/faultClass.ts';
 import { exploreCell } from '../model/matrix.ts';
 import type { SeedCell } from './seeds.ts';
+import { counted } from './counted.ts';
 
 export const SEED_DEPTH = 8;
 export const SEED_MAX_STATES = 250_000;
@@ -59,5 +60,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     '',
   ].join('\n');
   writeFileSync(FILE, text);
-  process.stderr.write(`wrote ${FILE.pathname}: ${cells.reduce((n, c) => n + c.found.length, 0)} schedules in ${cells.length} cells\n`);
+  process.stderr.write(`wrote ${FILE.pathname}: ${counted(cells.reduce((n, c) => n + c.found.length, 0), 'schedule')} in ${counted(cells.length, 'cell')}\n`);
 }

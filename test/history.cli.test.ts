@@ -62,7 +62,7 @@ describe('lockcheck check', () => {
     const r = lockcheck(['check', join(FIXTURES, 'undecided.jsonl'), '--timeout-ms', '1']);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stdout).toMatch(/: UNKNOWN\n/);
-    expect(r.stdout).toMatch(/LIN-1 +lock-linearizable +unknown: 1 of 1 locks not decided: 1 ran out of the 1 ms budget \(--timeout-ms\)/);
+    expect(r.stdout).toMatch(/LIN-1 +lock-linearizable +unknown: 1 of 1 lock not decided: 1 ran out of the 1 ms budget \(--timeout-ms\)/);
     expect(r.stdout).not.toMatch(/\bviolation\b/);
   });
 
@@ -76,7 +76,7 @@ describe('lockcheck check', () => {
     ];
     const r = lockcheck(['check', '-', '--memory-mib', '1', '--timeout-ms', '86400000'], events.map((e) => JSON.stringify(e)).join('\n'));
     expect(r.code, r.stderr).toBe(4);
-    expect(r.stdout).toMatch(/LIN-1 +register-linearizable +unknown: 1 of 1 registers not decided: 1 reached the 1 MiB memory bound \(--memory-mib\)/);
+    expect(r.stdout).toMatch(/LIN-1 +register-linearizable +unknown: 1 of 1 register not decided: 1 reached the 1 MiB memory bound \(--memory-mib\)/);
   });
 
   it('a malformed history: exit 2 with a message naming the line and field', () => {

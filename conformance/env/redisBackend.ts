@@ -29,6 +29,7 @@ import { checkDesignOf, checkRedisCluster, checkStorePolicy } from '../kitInput.
 import { redactUrl } from './redact.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { slotOf } from './runSlot.ts';
+import { counted } from '../counted.ts';
 
 /**
  * Redis backends on real redis-server processes. Each lock node runs under
@@ -180,7 +181,7 @@ export function realRedisBackend(
   checkRedisCluster(cluster);
   checkDesignOf(design, ['redis-single', 'redlock'], 'realRedisBackend');
   checkStorePolicy(store);
-  if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${nodeCount(design)} nodes; the cluster has ${cluster.nodes.length}`);
+  if (nodeCount(design) > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${counted(nodeCount(design), 'node')}; the cluster has ${cluster.nodes.length}`);
   if (cluster.local === undefined && clockMarginMs(design) < USER_SERVER_CLOCK_MARGIN_MS) {
     throw new Error(
       `${describeDesign(design)} on servers with their own clocks needs clockMarginMs >= ${USER_SERVER_CLOCK_MARGIN_MS} (the run follows their time to ${REAL_TIME_TOLERANCE_MS} ms; a smaller margin would report the pacing's own skew as findings)`,
@@ -285,7 +286,7 @@ export async function startRedisRun(cluster: RedisCluster, design: Design, optio
   checkDesignOf(design, ['redis-single', 'redlock'], 'startRedisRun');
   const lockKey = options.lockKey ?? ((resource: string) => keysFor(resource).lock);
   const n = nodeCount(design);
-  if (n > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${n} nodes; the cluster has ${cluster.nodes.length}`);
+  if (n > cluster.nodes.length) throw new Error(`${describeDesign(design)} needs ${counted(n, 'node')}; the cluster has ${cluster.nodes.length}`);
   const targets = cluster.nodes.slice(0, n);
   const local = cluster.local === undefined ? null : { servers: cluster.local.servers.slice(0, n), clockFiles: cluster.local.clockFiles, commandTimeoutMs: cluster.local.commandTimeoutMs ?? COMMAND_TIMEOUT_MS };
   // The reset below would wipe any other run open on these servers: one run at a time (runSlot.ts). The user's servers need none: each run has its own prefix.

@@ -4,6 +4,7 @@ import { FindingList, sortedUnique } from './findings.ts';
 import { ms } from './operations.ts';
 import type { LinearizabilityResult, ObjectHistory, Operation, RegisterInput, RegisterOutput } from './linearizability/index.ts';
 import { checkLinearizability, etcdRegister, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
+import { counted } from '../counted.ts';
 
 /**
  * LIN-1 (spec/SPEC.md 10.4.5): each resource's lock and each store register
@@ -59,7 +60,7 @@ function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, 
     check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable',
     property: 'LIN-1',
     message:
-      `${h.object} is not linearizable${result.key === undefined ? '' : ` (${result.key})`}: ${result.longestPrefix.length} of its ${h.operations.length} operations can be put in an order the sequential ${kind} allows` +
+      `${h.object} is not linearizable${result.key === undefined ? '' : ` (${result.key})`}: ${result.longestPrefix.length} of its ${counted(h.operations.length, 'operation')} can be put in an order the sequential ${kind} allows` +
       (lastPlaced === undefined ? '' : `, the last of them ${describeOperation(h.operations[lastPlaced]!, eventOf(lastPlaced), history)}`) +
       (blocked === undefined ? '' : `, and then ${describeOperation(blocked, eventOf(result.blocked), history)} cannot be placed`),
     events: sortedUnique([eventOf(result.blocked), ...last.map(eventOf)]),
@@ -92,7 +93,7 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
       ...(unknown.timeout > 0 ? [`${unknown.timeout} ran out of the ${timeoutMs} ms budget (--timeout-ms)`] : []),
       ...(unknown.memory > 0 ? [`${unknown.memory} reached the ${mib(maxMemoryBytes)} MiB memory bound (--memory-mib)`] : []),
     ];
-    const note = objects.length === 0 ? `no ${kind} operations` : undecided > 0 ? `${undecided} of ${objects.length} ${kind}s not decided: ${why.join(', ')}` : undefined;
+    const note = objects.length === 0 ? `no ${kind} operations` : undecided > 0 ? `${undecided} of ${counted(objects.length, kind)} not decided: ${why.join(', ')}` : undefined;
     const result: CheckResult = { check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable', property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
     return { result, list };
   };

@@ -13,6 +13,7 @@ import { startServers } from './servers.ts';
 import { sharedNowMs } from './sharedClock.ts';
 import { finishWithin } from '../realTimeLimit.ts';
 import { onInterrupt } from '../env/processes.ts';
+import { counted } from '../counted.ts';
 
 /**
  * A stress run: N client processes race on real servers with a Jepsen-style
@@ -224,7 +225,7 @@ export class StressSession {
       });
     }
     this.#progress(`${label}: running for ${o.seconds} s (nemesis: ${o.nemesis.length > 0 ? o.nemesis.join(', ') : 'none'})`);
-    const ticker = setInterval(() => this.#progress(`${label}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${recorder.size} events, ${nemesis.count} faults`), 5_000);
+    const ticker = setInterval(() => this.#progress(`${label}: ${Math.round((sharedNowMs() - startedAt) / 1000)} s, ${counted(recorder.size, 'event')}, ${counted(nemesis.count, 'fault')}`), 5_000);
     const saved = o.onInterrupt;
     const unregister = saved === undefined ? () => false : onInterrupt(async () => saved(recorder.history()));
     try {
