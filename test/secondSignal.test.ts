@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processStartTime } from '../conformance/env/watchdog.ts';
+import { withPostgres } from './postgresFixture.ts';
 
 /**
  * A second Ctrl-C while the first one's clean-up waits (on a user's server
@@ -55,7 +56,6 @@ describe('a second signal while the first one\'s clean-up waits', () => {
       // The first signal once it is set up; the second once the first's handling has begun (its clean-up now waits).
       if (ready !== null && sent.length === 0) {
         sleeper = Number(ready[1]);
-        expect(existsSync(dir)).toBe(true);
         sent.push('first');
         child.kill('SIGINT');
       }
@@ -75,4 +75,77 @@ describe('a second signal while the first one\'s clean-up waits', () => {
       if (sleeper > 0 && alive(sleeper)) process.kill(sleeper, 'SIGKILL');
     }
   }, 90_000);
+});
+
+/** What lockcheck made in `tmp` (tsx keeps its cache there too). */
+function lockcheckEntries(tmp: string): string[] {
+  return readdirSync(tmp).filter((name) => name.startsWith('lockcheck'));
+}
+
+/** Processes whose command line names `path` (the servers lockcheck started keep their data under it). */
+function processesUnder(path: string): number[] {
+  return readdirSync('/proc').flatMap((name) => {
+    if (!/^\d+$/.test(name)) return [];
+    try {
+      return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(path) && alive(Number(name)) ? [Number(name)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** Polls `done` every 100 ms until it holds or `ms` pass (the watchdog polls its parent every 100 ms too); whether it held. */
+async function within(ms: number, done: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
+}
+
+describe('lockcheck matrix: Ctrl-C twice', () => {
+  // The user's PostgreSQL, paused once the pg cell runs: the first Ctrl-C's clean-up (end the run's sessions, delete its rows) then waits on it, up to 5 s.
+  const db = withPostgres();
+
+  it('while the first one waits on a server of the user\'s: the servers it started and its temp dirs (clocks, shim, claims) are gone, and it ends by SIGINT', async () => {
+    // Its own temp dir: everything the CLI makes there is its alone to look at on a shared machine.
+    const tmp = join(root, 'cli-tmp');
+    mkdirSync(tmp);
+    const out = join(root, 'cli-out');
+    // redis-single on servers it starts (its clock files in tmp), then pg-session on the user's server, which is then paused.
+    const args = ['matrix', '--pg', db.server.url, '--backend', 'redis-single/unfenced,pg-session/strict', '--faults', 'client-pause', '--runs', '20', '--stress-seconds', '0', '--out', out];
+    const child = spawn(process.execPath, ['cli/lockcheck.mjs', ...args], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 200_000, env: { ...process.env, TMPDIR: tmp } });
+    let stderr = '';
+    const sent: string[] = [];
+    let clocksMade = false;
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      if (sent.length === 0 && stderr.includes('pg-session/strict x client-pause: run ')) {
+        sent.push('first');
+        clocksMade = lockcheckEntries(tmp).some((n) => n.startsWith('lockcheck-clocks-'));
+        db.server.pause();
+        child.kill('SIGINT');
+      }
+      if (sent.length === 1 && stderr.includes('lockcheck: SIGINT: stopping')) {
+        sent.push('second');
+        child.kill('SIGINT');
+      }
+    });
+    try {
+      const signal = await new Promise<NodeJS.Signals | null>((done) => child.on('close', (_code, s) => done(s)));
+      expect(sent, stderr).toEqual(['first', 'second']);
+      // What a second signal used to leave: the redis cell's clock files, there while the pg cell ran.
+      expect(clocksMade).toBe(true);
+      expect(signal, stderr).toBe('SIGINT');
+      // The watchdog removes its own registry once it sees the CLI gone (it polls every 100 ms); nothing else may be left.
+      expect(await within(10_000, () => lockcheckEntries(tmp).length === 0), lockcheckEntries(tmp).join(', ')).toBe(true);
+      expect(await within(10_000, () => processesUnder(tmp).length === 0)).toBe(true);
+      expect(stderr).toMatch(/SIGINT again: ending now/);
+    } finally {
+      child.kill('SIGKILL');
+      if (sent.length > 0) db.server.resume();
+      for (const pid of processesUnder(tmp)) process.kill(pid, 'SIGKILL');
+    }
+  }, 240_000);
 });
