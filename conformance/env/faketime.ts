@@ -13,12 +13,11 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { type Stats, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { onExitKill } from './processes.ts';
 import { asText, messageText } from '../../impl/errorText.ts';
+import { guardedTempDir } from './tempDir.ts';
 
 export const LIBFAKETIME_PATH = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -181,12 +180,9 @@ export async function privateCacheDir(root: string, name: string): Promise<strin
 
 let tempShimDir: Promise<string> | null = null;
 
-/** One mkdtemp directory (0700) per process, removed at exit. */
+/** One mkdtemp directory (0700) per process, removed at exit (by the watchdog if killed). */
 function privateTempDir(): Promise<string> {
-  tempShimDir ??= mkdtemp(join(tmpdir(), 'lockcheck-shim-')).then((dir) => {
-    onExitKill(() => rmSync(dir, { recursive: true, force: true }));
-    return dir;
-  });
+  tempShimDir ??= Promise.resolve().then(() => guardedTempDir('lockcheck-shim-').dir);
   return tempShimDir;
 }
 

@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, read, setDrift, step } from '../../model/clock.ts';
@@ -20,7 +17,7 @@ import type { Endpoint, Server } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
-import { onExitKill, onInterrupt } from './processes.ts';
+import { onInterrupt } from './processes.ts';
 import { RedisServer } from './redisServer.ts';
 import { checkObject, checkOptionalFunction, knownOptions, refuse } from '../../impl/options.ts';
 import { integerIn } from '../options.ts';
@@ -30,6 +27,7 @@ import { redactUrl } from './redact.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { slotOf } from './runSlot.ts';
 import { counted } from '../counted.ts';
+import { guardedTempDir } from './tempDir.ts';
 
 /**
  * Redis backends on real redis-server processes. Each lock node runs under
@@ -112,9 +110,8 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
   if (options.persistence !== 'none' && options.persistence !== 'aof-always') refuse('persistence', "'none' or 'aof-always'", options.persistence);
   const { commandTimeoutMs } = options;
   if (commandTimeoutMs !== undefined && !(Number.isInteger(commandTimeoutMs) && commandTimeoutMs > 0)) throw new InvalidInputError('invalid-config', `commandTimeoutMs must be a positive integer, got ${String(commandTimeoutMs)}`);
-  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-clocks-'));
   // Also when the process is killed: the servers have their own clean-up, the clock files need this one.
-  onExitKill(() => rmSync(dir, { recursive: true, force: true }));
+  const { dir, remove } = guardedTempDir('lockcheck-clocks-');
   const clockFiles = Array.from({ length: options.nodes }, (_v, i) => {
     const f = new FakeClockFile(dir, `node${i}.clock`);
     f.set(EPOCH_MS);
@@ -133,12 +130,12 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
       persistence: options.persistence,
       stop: async () => {
         await Promise.all(started.map((s) => s.stop()));
-        rmSync(dir, { recursive: true, force: true });
+        remove();
       },
     };
   } catch (e) {
     await Promise.all(started.map((s) => s.stop()));
-    rmSync(dir, { recursive: true, force: true });
+    remove();
     throw e;
   }
 }

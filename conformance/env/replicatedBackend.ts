@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, read, setDrift, step } from '../../model/clock.ts';
@@ -17,11 +14,11 @@ import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
-import { onExitKill } from './processes.ts';
 import { RedisReplicated } from './redisReplicated.ts';
 import { EnvironmentError, RedisServer } from './redisServer.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
 import { inSlot, slotOf } from './runSlot.ts';
+import { guardedTempDir } from './tempDir.ts';
 
 /**
  * redis-replicated (spec 7.9) as a backend of the conformance runs: a
@@ -54,21 +51,20 @@ export class ReplicatedServers {
   private constructor(
     readonly clockFile: FakeClockFile,
     readonly store: RedisServer,
-    private readonly dir: string,
+    private readonly removeDir: () => void,
     private readonly timeoutMs: number | undefined,
   ) {}
 
   /** `timeoutMs`: bound on each wait of a cluster's start-up, reset and failover (RedisReplicated's default: 20 s). */
   static async start(options: { readonly timeoutMs?: number } = {}): Promise<ReplicatedServers> {
-    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-replicated-'));
     // Also when the process is killed: the servers have their own clean-up, the clock file needs this one.
-    onExitKill(() => rmSync(dir, { recursive: true, force: true }));
+    const { dir, remove } = guardedTempDir('lockcheck-replicated-');
     const clockFile = new FakeClockFile(dir, 'node0.clock');
     clockFile.set(EPOCH_MS);
     try {
-      return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), dir, options.timeoutMs);
+      return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), remove, options.timeoutMs);
     } catch (e) {
-      rmSync(dir, { recursive: true, force: true });
+      remove();
       throw e;
     }
   }
@@ -137,7 +133,7 @@ export class ReplicatedServers {
 
   async stop(): Promise<void> {
     await Promise.all([this.#cluster?.stop(), this.store.stop()]);
-    rmSync(this.dir, { recursive: true, force: true });
+    this.removeDir();
   }
 }
 

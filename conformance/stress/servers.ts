@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { match } from 'ts-pattern';
 import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { FakeClockFile } from '../env/faketime.ts';
 import { PostgresServer } from '../env/postgresServer.ts';
-import { onExitKill } from '../env/processes.ts';
 import { TcpProxy } from '../env/proxy.ts';
 import { RedisServer } from '../env/redisServer.ts';
 import { RedisReplicated } from '../env/redisReplicated.ts';
@@ -14,6 +10,7 @@ import type { AdapterRef } from './adapterRef.ts';
 import { EtcdCluster } from '../env/etcdCluster.ts';
 import { ZookeeperEnsemble } from '../env/zookeeperEnsemble.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
+import { guardedTempDir } from '../env/tempDir.ts';
 
 /** The backends a stress run drives, each on servers the runner starts. */
 export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'redis-replicated', 'redis-replicated-wait', 'pg-session', 'pg-xact', 'etcd', 'zookeeper'] as const;
@@ -107,8 +104,7 @@ async function proxies(clients: number, targets: ReadonlyArray<{ host: string; p
 async function startRedis(o: StartServersOptions): Promise<StressServers> {
   const count = o.backend === 'redlock' || o.backend === 'redlock-aof' ? 5 : 1;
   const persistence = o.backend.endsWith('-aof') ? 'aof-always' : 'none';
-  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-stress-clocks-'));
-  onExitKill(() => rmSync(dir, { recursive: true, force: true }));
+  const { dir, remove } = guardedTempDir('lockcheck-stress-clocks-');
   const offsets = Array.from({ length: count }, () => 0);
   const clocks = o.fakeClocks
     ? offsets.map((_o, i) => {
@@ -122,7 +118,7 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
   const stop = async (): Promise<void> => {
     await Promise.all(links.flat().map((l) => l.close()));
     await Promise.all(started.map((s) => s.stop()));
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   };
   try {
     for (let i = 0; i < count; i++) started.push(await RedisServer.start({ persistence, ...(clocks !== null ? { clockFile: clocks[i]! } : {}) }));
