@@ -8,6 +8,7 @@ import { offeredFaults } from '../conformance/backendApi.ts';
 import { closeBackend } from '../conformance/adapterCall.ts';
 import { ownServersOnly } from '../conformance/faults.ts';
 import { textTimeline } from '../conformance/timeline.ts';
+import type { Schedule } from '../conformance/minimise.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
 import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample, replayDifferences } from './counterexample.ts';
@@ -60,6 +61,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
       ...auditFailOn(resolved),
       onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
+      onMinimise: (replays, max, steps) => progressLine(`${resolved.name}: minimising the counterexample (replay ${replays}/${max}, ${steps} steps)`, started, o.runs, o.runs),
     }));
     process.stderr.write('\n');
     // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
@@ -82,6 +84,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
         settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, options: resolved.options ?? null, faults: offered },
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
         modelSeeds: true,
+        schedule: savedSchedule(failure.schedule),
       };
       writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n', 'the counterexample');
     }
@@ -138,7 +141,11 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
     const b = backend;
     const why = differences.length > 0 ? ` (${differences.join('; ')})` : '';
-    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
+    // A minimised counterexample is run as it is, once (no fast-check path names it); files from before replay by seed and path.
+    const result =
+      saved.schedule !== undefined
+        ? await checkConformance(b, { seed: saved.seed, schedule: scheduleOf(saved.schedule), ...(saved.faults ? { faults: saved.faults } : {}), ...failOn })
+        : await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
@@ -152,6 +159,15 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
       await servers.stop();
     }
   }
+}
+
+/** A schedule as the counterexample file holds it: the token base as a decimal string. */
+function savedSchedule(s: Schedule): NonNullable<CounterexampleFile['schedule']> {
+  return { commands: s.commands, tokenBase: s.tokenBase.toString(), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
+}
+
+function scheduleOf(s: NonNullable<CounterexampleFile['schedule']>): Schedule {
+  return { commands: s.commands, tokenBase: BigInt(s.tokenBase), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
 }
 
 /** What a library audit fails on (run and replay alike): it goes past deviations in the safe direction to what is worse. */
