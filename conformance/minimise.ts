@@ -128,15 +128,18 @@ export async function minimise(
   }
   const plain = plainNames(best.schedule.commands);
   if (plain !== null) simplified = (await tryCandidate({ ...best.schedule, commands: plain })) || simplified;
-  // Then each command's arguments, one simplification at a time.
-  for (let i = 0; i < best.schedule.commands.length && !spent(); i++) {
-    for (let variants = simpler(best.schedule.commands[i]!, o.limits); variants.length > 0 && !spent(); ) {
-      const at = i;
-      const found = await firstThatFails(variants, (c) => ({ ...best.schedule, commands: best.schedule.commands.map((x, j) => (j === at ? c : x)) }), tryCandidate);
-      if (!found) break;
-      simplified = true;
-      // The step kept its index (no step ran differently before it): simplify it further.
-      variants = i < best.schedule.commands.length ? simpler(best.schedule.commands[i]!, o.limits) : [];
+  // Then each command's arguments, one simplification at a time: first what can go altogether (retries, latency) in
+  // every step, then smaller numbers, so that a smaller number does not come to lean on retries that could have gone.
+  for (const stage of ['drop', 'smaller'] as const) {
+    for (let i = 0; i < best.schedule.commands.length && !spent(); i++) {
+      for (let variants = simpler(best.schedule.commands[i]!, o.limits, stage); variants.length > 0 && !spent(); ) {
+        const at = i;
+        const found = await firstThatFails(variants, (c) => ({ ...best.schedule, commands: best.schedule.commands.map((x, j) => (j === at ? c : x)) }), tryCandidate);
+        if (!found) break;
+        simplified = true;
+        // Simplify the same step further (a skipped step gone may have moved another one here: it is simplified then).
+        variants = i < best.schedule.commands.length ? simpler(best.schedule.commands[i]!, o.limits, stage) : [];
+      }
     }
   }
   // A simpler argument may make another step superfluous (a shorter ttl, a wait no longer needed).
@@ -179,31 +182,38 @@ function smallerNumbers(value: number, floor: number, grain = 1): number[] {
   return out;
 }
 
-/** Simpler forms of one command, simplest first: fewer retries, no latency, smaller ttls, shorter waits and jumps. */
-export function simpler(c: Command, limits: MinimiseLimits): Command[] {
-  const ttls = (ttlMs: number): number[] => smallerNumbers(ttlMs, limits.ttlFloorMs, limits.ttlGrainMs);
-  const noLatency = <C extends { readonly latencyMs?: number }>(x: C): C[] => {
+/**
+ * Simpler forms of one command, simplest first: at stage 'drop', without its
+ * retries or its latency; at stage 'smaller', fewer retries, less latency,
+ * smaller ttls (not below the backend's floor, on its grain), shorter waits
+ * and clock jumps.
+ */
+export function simpler(c: Command, limits: MinimiseLimits, stage: 'drop' | 'smaller'): Command[] {
+  const drop = stage === 'drop';
+  const ttls = (ttlMs: number): number[] => (drop ? [] : smallerNumbers(ttlMs, limits.ttlFloorMs, limits.ttlGrainMs));
+  const smaller = (value: number, floor: number): number[] => (drop ? [] : smallerNumbers(value, floor));
+  const latency = <C extends { readonly latencyMs?: number }>(x: C): C[] => {
     if (x.latencyMs === undefined) return [];
     const { latencyMs: _l, ...rest } = x;
-    return [rest as C, ...smallerNumbers(x.latencyMs, 1).map((latencyMs) => ({ ...x, latencyMs }))];
+    return drop ? [rest as C] : smaller(x.latencyMs, 1).map((latencyMs) => ({ ...x, latencyMs }));
   };
   return match<Command, Command[]>(c)
     .with({ kind: 'acquire' }, (a) => {
       const { retries: _r, retryDelayMs: _d, ...once } = a;
       return [
-        ...(a.retries !== undefined ? [once, ...smallerNumbers(a.retries, 1).map((retries) => ({ ...a, retries }))] : []),
-        ...noLatency(a),
+        ...(a.retries !== undefined ? (drop ? [once] : smaller(a.retries, 1).map((retries) => ({ ...a, retries }))) : []),
+        ...latency(a),
         ...(a.ttlMs !== undefined ? ttls(a.ttlMs).map((ttlMs) => ({ ...a, ttlMs })) : []),
-        ...(a.retryDelayMs !== undefined ? smallerNumbers(a.retryDelayMs, 1).map((retryDelayMs) => ({ ...a, retryDelayMs })) : []),
+        ...(a.retryDelayMs !== undefined ? smaller(a.retryDelayMs, 1).map((retryDelayMs) => ({ ...a, retryDelayMs })) : []),
       ];
     })
-    .with({ kind: 'extend' }, (e) => [...noLatency(e), ...ttls(e.ttlMs).map((ttlMs) => ({ ...e, ttlMs }))])
-    .with({ kind: 'release' }, (r) => noLatency(r))
-    .with({ kind: 'write' }, (w) => noLatency(w))
-    .with({ kind: 'advance' }, (a) => smallerNumbers(a.ms, 1).map((ms) => ({ ...a, ms })))
-    .with({ kind: 'clock-step' }, (s) => smallerNumbers(Math.abs(s.deltaMs), 1).map((m) => ({ ...s, deltaMs: Math.sign(s.deltaMs) * m })))
-    .with({ kind: 'node-delay' }, (d) => (typeof d.ms === 'number' && d.ms > 0 ? smallerNumbers(d.ms, 1).map((ms) => ({ ...d, ms })) : []))
-    .with({ kind: 'pause' }, (p) => (p.inFlight !== undefined ? simpler(p.inFlight, limits).map((inFlight) => ({ ...p, inFlight: inFlight as Operation })) : []))
+    .with({ kind: 'extend' }, (e) => [...latency(e), ...ttls(e.ttlMs).map((ttlMs) => ({ ...e, ttlMs }))])
+    .with({ kind: 'release' }, (r) => latency(r))
+    .with({ kind: 'write' }, (w) => latency(w))
+    .with({ kind: 'advance' }, (a) => smaller(a.ms, 1).map((ms) => ({ ...a, ms })))
+    .with({ kind: 'clock-step' }, (s) => smaller(Math.abs(s.deltaMs), 1).map((m) => ({ ...s, deltaMs: Math.sign(s.deltaMs) * m })))
+    .with({ kind: 'node-delay' }, (d) => (typeof d.ms === 'number' && d.ms > 0 ? smaller(d.ms, 1).map((ms) => ({ ...d, ms })) : []))
+    .with({ kind: 'pause' }, (p) => (p.inFlight !== undefined ? simpler(p.inFlight, limits, stage).map((inFlight) => ({ ...p, inFlight: inFlight as Operation })) : []))
     .with({ kind: 'read' }, { kind: 'clock-drift' }, { kind: 'resume' }, { kind: 'deliver' }, { kind: 'crash' }, { kind: 'restart' }, { kind: 'replicate' }, { kind: 'partition' }, { kind: 'heal' }, { kind: 'kill-connection' }, () => [])
     .exhaustive();
 }
