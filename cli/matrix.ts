@@ -131,10 +131,13 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
             report(run, [...seen].sort().join(' '));
           };
+          const onMinimise = (replays: number, max: number, steps: number): void =>
+            progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: minimising the counterexample (replay ${replays}/${max}, ${steps} steps)`, started, index + 1, total);
+          const shrinking = { shrinkLimitMs: SHRINK_LIMIT_MS, minimise: MINIMISE_BUDGET, onMinimise };
           const audit = row.library !== undefined || backend.contract !== undefined;
           const result: CheckResult = audit
-            ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS })
-            : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS });
+            ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, ...shrinking })
+            : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, ...shrinking });
           for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${runs} run${runs === 1 ? '' : 's'})\n`);
           const verdict = result.failure?.report.verdict;
           const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
@@ -147,7 +150,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const first = measured[0];
           // One shrunk counterexample per cell: the bug if there is one, else the first finding.
           if (result.failure === null && first !== undefined) {
-            const shown = await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile, shrinkLimitMs: SHRINK_LIMIT_MS });
+            const shown = await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile, ...shrinking });
             if (shown.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the timeline shows a ${shown.failure.shrunkLength}-step ${first} that a smaller schedule may also show\n`);
           }
           if (result.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the counterexample may not be the smallest\n`);
@@ -243,6 +246,13 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
 
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
 const SHRINK_LIMIT_MS = 120_000;
+
+/**
+ * The minimising pass per cell (within SHRINK_LIMIT_MS): most cells' counterexamples are the model's
+ * shortest schedules already, and the pass only confirms it; on the rows that restart servers one replay
+ * costs most of a second (redlock x crash-restart: 14 replays, 9.6 s).
+ */
+const MINIMISE_BUDGET = { maxReplays: 60, limitMs: 30_000 };
 
 const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 
