@@ -8,6 +8,8 @@ import { checkConformance } from '../conformance/check.ts';
 import { runLockstep } from '../conformance/lockstep.ts';
 import { failureSignature, minimise, type Schedule } from '../conformance/minimise.ts';
 import type { ConformanceFailure, RunReport } from '../conformance/verdict.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import { designs } from '../model/design.ts';
 
 /**
  * The minimising pass after fast-check's shrink (conformance/minimise.ts):
@@ -129,5 +131,25 @@ describe("the minimising pass's rules", () => {
     const first = await run();
     expect(first.commands.length).toBeLessThan(start.length);
     expect(await run()).toEqual(first);
+  });
+});
+
+describe("fast-check's shrink", () => {
+  it('keeps the failure it found: a smaller schedule that fails another way is not taken (seed 6: the first failure is STORE-1; fast-check alone shrank it to a 3-step DUR-1)', async () => {
+    let first: RunReport | null = null;
+    const r = await checkConformance(simLeaseBackend(designs.redisSingle(), 'unfenced'), {
+      runs: 100,
+      seed: 6,
+      faults: ['advance', 'pause', 'crash-restart', 'clock-step', 'partition'],
+      failOn: 'any',
+      minimise: false,
+      onRun: (_run, report) => {
+        if (first === null && (report.verdict.kind === 'property-violation' || report.verdict.kind === 'conformance-failure')) first = report;
+      },
+    });
+    expect(first).not.toBeNull();
+    expect(failureSignature(r.failure!.report.verdict)).toBe(failureSignature(first!.verdict));
+    expect(failureSignature(r.failure!.report.verdict)).toBe('property-violation:STORE-1');
+    expect(r.failure!.shrunkLength).toBeLessThan(r.failure!.originalLength);
   });
 });
