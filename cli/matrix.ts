@@ -133,7 +133,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           };
           const onMinimise = (replays: number, max: number, steps: number): void =>
             progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: minimising the counterexample (replay ${replays}/${max}, ${steps} steps)`, started, index + 1, total);
-          const shrinking = { shrinkLimitMs: SHRINK_LIMIT_MS, minimise: MINIMISE_BUDGET, onMinimise };
+          // The minimising pass takes its default budget (60 replays, 30 s) within the cell's two minutes of shrinking.
+          const shrinking = { shrinkLimitMs: SHRINK_LIMIT_MS, onMinimise };
           const audit = row.library !== undefined || backend.contract !== undefined;
           const result: CheckResult = audit
             ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, ...shrinking })
@@ -246,13 +247,6 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
 
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
 const SHRINK_LIMIT_MS = 120_000;
-
-/**
- * The minimising pass per cell (within SHRINK_LIMIT_MS): most cells' counterexamples are the model's
- * shortest schedules already, and the pass only confirms it; on the rows that restart servers one replay
- * costs most of a second (redlock x crash-restart: 14 replays, 9.6 s).
- */
-const MINIMISE_BUDGET = { maxReplays: 60, limitMs: 30_000 };
 
 const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 

@@ -90,7 +90,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
     if (o.json) {
-      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
       const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');

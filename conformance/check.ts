@@ -70,7 +70,7 @@ export interface CheckOptions {
   /**
    * The pass after fast-check's shrink (minimise.ts): steps removed, then
    * arguments simplified, each candidate replayed and kept only if it fails
-   * the same way. Its budget (default MINIMISE_BUDGET: 150 replays, 60 s),
+   * the same way. Its budget (default MINIMISE_BUDGET: 60 replays, 30 s),
    * or false to keep fast-check's counterexample as it is.
    */
   readonly minimise?: false | Partial<MinimiseBudget>;
