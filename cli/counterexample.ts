@@ -2,6 +2,7 @@ import type { FaultKind } from '../conformance/faults.ts';
 import { FAULT_KINDS, isFaultKind } from '../conformance/faults.ts';
 import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
 import { UsageError } from './usage.ts';
+import type { Command } from '../model/command.ts';
 
 /**
  * The counterexample file `lockcheck run` writes and `lockcheck replay` reads.
@@ -28,6 +29,13 @@ export interface CounterexampleFile {
   readonly settings?: { readonly name: string; readonly design: unknown; readonly capabilities: unknown; readonly contract: unknown; readonly options?: unknown; readonly faults: readonly string[] };
   /** The run tried the model's seed schedules first (conformance/seeds.ts), so the path counts them; absent in files from before. */
   readonly modelSeeds?: boolean;
+  /**
+   * The counterexample's schedule as it ran, after the minimising pass
+   * (CheckFailure.schedule): what replay runs, exactly, when it is there (no
+   * fast-check path names a minimised schedule); absent in files from before,
+   * which replay by seed and path. The token base is a decimal string (JSON has no bigint).
+   */
+  readonly schedule?: { readonly commands: readonly Command[]; readonly tokenBase: string; readonly requestTimeoutMs?: number };
 }
 
 export type CounterexampleVerdict = 'conformance-failure' | 'property-violation';
@@ -74,7 +82,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   };
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('the file', `must hold a JSON object, got ${shown(json)}`);
   const o = json as Record<string, unknown>;
-  const known = new Set(['lockcheck', 'backend', 'faults', 'seed', 'path', 'runs', 'verdict', 'properties', 'steps', 'consequence', 'settings', 'modelSeeds']);
+  const known = new Set(['lockcheck', 'backend', 'faults', 'seed', 'path', 'runs', 'verdict', 'properties', 'steps', 'consequence', 'settings', 'modelSeeds', 'schedule']);
   for (const key of Object.keys(o)) if (!known.has(key)) bad(`field ${shown(key)}`, 'is not part of the format');
   if (o['lockcheck'] !== 'counterexample') bad('"lockcheck"', `must be "counterexample", got ${shown(o['lockcheck'])}`);
   const backend = o['backend'];
@@ -108,6 +116,21 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   }
   const modelSeeds = o['modelSeeds'];
   if (modelSeeds !== undefined && typeof modelSeeds !== 'boolean') bad('"modelSeeds"', `must be true or false, got ${shown(modelSeeds)}`);
+  const schedule = o['schedule'];
+  if (schedule !== undefined) {
+    const x = schedule as Record<string, unknown> | null;
+    if (typeof x !== 'object' || x === null || Array.isArray(x)) return bad('"schedule"', `must be an object with commands and tokenBase, got ${shown(schedule)}`);
+    for (const key of Object.keys(x)) if (!['commands', 'tokenBase', 'requestTimeoutMs'].includes(key)) bad(`"schedule" field ${shown(key)}`, 'is not part of the format');
+    const commands = x['commands'];
+    if (!Array.isArray(commands) || commands.length === 0 || commands.length > MAX_STEPS) bad('"schedule.commands"', `must be a non-empty list of at most ${MAX_STEPS} commands, got ${shown(commands)}`);
+    (commands as unknown[]).forEach((c, i) => {
+      if (typeof c !== 'object' || c === null || Array.isArray(c) || typeof (c as { kind?: unknown }).kind !== 'string') bad(`"schedule.commands[${i}]"`, `must be a command (an object with a kind), got ${shown(c)}`);
+    });
+    const base = x['tokenBase'];
+    if (typeof base !== 'string' || !/^\d{1,19}$/.test(base) || BigInt(base) >= 2n ** 63n) bad('"schedule.tokenBase"', `must be a decimal string of a token base in [0, 2^63), got ${shown(base)}`);
+    const timeout = x['requestTimeoutMs'];
+    if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > 2 ** 31 - 1)) bad('"schedule.requestTimeoutMs"', `must be an integer in [1, 2^31-1], got ${shown(timeout)}`);
+  }
   return {
     lockcheck: 'counterexample',
     backend: backend as string,
@@ -121,6 +144,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
     ...(consequence !== undefined ? { consequence: consequence as string | null } : {}),
     ...(settings !== undefined ? { settings: settings as NonNullable<CounterexampleFile['settings']> } : {}),
     ...(modelSeeds !== undefined ? { modelSeeds: modelSeeds as boolean } : {}),
+    ...(schedule !== undefined ? { schedule: schedule as NonNullable<CounterexampleFile['schedule']> } : {}),
   };
 }
 

@@ -132,10 +132,14 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             for (const f of r.findings) for (const v of f.violations) seen.add(v.property);
             report(run, [...seen].sort().join(' '));
           };
+          const onMinimise = (replays: number, max: number, steps: number): void =>
+            progressLine(`[${index + 1}/${total}] ${row.name} x ${col.id}: minimising the counterexample (replay ${replays}/${max}, ${counted(steps, 'step')})`, started, index + 1, total);
+          // The minimising pass takes its default budget (60 replays, 30 s) within the cell's two minutes of shrinking.
+          const shrinking = { shrinkLimitMs: SHRINK_LIMIT_MS, onMinimise };
           const audit = row.library !== undefined || backend.contract !== undefined;
           const result: CheckResult = audit
-            ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS })
-            : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, shrinkLimitMs: SHRINK_LIMIT_MS });
+            ? await auditCell(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, ...shrinking })
+            : await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, timelineFile, onRun, ...shrinking });
           for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`\nwarning: ${row.name} x ${col.id}: ${warning} (in ${counted(runs, 'run')})\n`);
           const verdict = result.failure?.report.verdict;
           const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
@@ -148,7 +152,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const first = measured[0];
           // One shrunk counterexample per cell: the bug if there is one, else the first finding.
           if (result.failure === null && first !== undefined) {
-            const shown = await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile, shrinkLimitMs: SHRINK_LIMIT_MS });
+            const shown = await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile, ...shrinking });
             if (shown.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the timeline shows a ${shown.failure.shrunkLength}-step ${first} that a smaller schedule may also show\n`);
           }
           if (result.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the counterexample may not be the smallest\n`);

@@ -8,6 +8,7 @@ import { offeredFaults } from '../conformance/backendApi.ts';
 import { closeBackend } from '../conformance/adapterCall.ts';
 import { ownServersOnly } from '../conformance/faults.ts';
 import { textTimeline } from '../conformance/timeline.ts';
+import type { Schedule } from '../conformance/minimise.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
 import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample, replayDifferences } from './counterexample.ts';
@@ -60,6 +61,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
       ...auditFailOn(resolved),
       onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
+      onMinimise: (replays, max, steps) => progressLine(`${resolved.name}: minimising the counterexample (replay ${replays}/${max}, ${counted(steps, 'step')})`, started, o.runs, o.runs),
     }));
     process.stderr.write('\n');
     // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
@@ -82,12 +84,13 @@ export async function runCommand(o: RunOptions): Promise<number> {
         settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, options: resolved.options ?? null, faults: offered },
         steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
         modelSeeds: true,
+        schedule: savedSchedule(failure.schedule),
       };
       writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n', 'the counterexample');
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
     if (o.json) {
-      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, shrunkLength: failure.shrunkLength, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
       const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');
@@ -138,7 +141,11 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
     const b = backend;
     const why = differences.length > 0 ? ` (${differences.join('; ')})` : '';
-    const result = await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
+    // A minimised counterexample is run as it is, once (no fast-check path names it); files from before replay by seed and path.
+    const result =
+      saved.schedule !== undefined
+        ? await checkConformance(b, { seed: saved.seed, schedule: scheduleOf(saved.schedule), ...(saved.faults ? { faults: saved.faults } : {}), ...failOn })
+        : await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
@@ -152,6 +159,15 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
       await servers.stop();
     }
   }
+}
+
+/** A schedule as the counterexample file holds it: the token base as a decimal string. */
+function savedSchedule(s: Schedule): NonNullable<CounterexampleFile['schedule']> {
+  return { commands: s.commands, tokenBase: s.tokenBase.toString(), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
+}
+
+function scheduleOf(s: NonNullable<CounterexampleFile['schedule']>): Schedule {
+  return { commands: s.commands, tokenBase: BigInt(s.tokenBase), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
 }
 
 /** What a library audit fails on (run and replay alike): it goes past deviations in the safe direction to what is worse. */

@@ -9,6 +9,7 @@ import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFo
 import type { ConsequenceKind } from './consequence.ts';
 import { judgedDesign, MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { runLockstep } from './lockstep.ts';
+import { MINIMISE_BUDGET, type MinimiseBudget, type Minimised, minimise, type Schedule, sameFailure } from './minimise.ts';
 import { seedSchedules } from './seeds.ts';
 import { offeredFaults, offersExtend } from './backendApi.ts';
 import { checkCheckOptions } from './options.ts';
@@ -67,6 +68,21 @@ export interface CheckOptions {
    * paced to real time one candidate costs seconds. Default: no limit.
    */
   readonly shrinkLimitMs?: number;
+  /**
+   * The pass after fast-check's shrink (minimise.ts): steps removed, then
+   * arguments simplified, each candidate replayed and kept only if it fails
+   * the same way. Its budget (default MINIMISE_BUDGET: 60 replays, 30 s),
+   * or false to keep fast-check's counterexample as it is.
+   */
+  readonly minimise?: false | Partial<MinimiseBudget>;
+  /** Called after every replay of the minimising pass, for progress output. */
+  readonly onMinimise?: (replays: number, maxReplays: number, steps: number) => void;
+  /**
+   * Runs this one schedule as it is (CheckFailure.schedule, a counterexample
+   * file's `schedule`) instead of generated ones: a replay of a minimised
+   * counterexample, which no fast-check path names. Not with `path`.
+   */
+  readonly schedule?: Schedule;
 }
 
 /** The failure a check stopped on, shrunk: what it shows and how to replay it. */
@@ -81,11 +97,17 @@ export interface CheckFailure {
   readonly msToDetection: number;
   /** Steps of the first failing run, before shrinking. */
   readonly originalLength: number;
-  /** Steps of the shrunk counterexample. */
+  /** Steps of the counterexample: after fast-check's shrink and the minimising pass. */
   readonly shrunkLength: number;
+  /** Steps after fast-check's shrink, before the minimising pass. */
+  readonly fastCheckLength: number;
+  /** The minimising pass (replays, time, whether its budget cut it short), or null when it did not run. */
+  readonly minimised: { readonly replays: number; readonly elapsedMs: number; readonly cut: boolean } | null;
+  /** The counterexample's schedule as run: `checkConformance(backend, { schedule })` replays it exactly. */
+  readonly schedule: Schedule;
   /** fast-check seed of the check; with `path`, replays the shrunk case (CheckOptions.seed/path, LOCKCHECK_SEED/LOCKCHECK_PATH). */
   readonly seed: number;
-  /** fast-check's counterexample path ('' if it gave none). */
+  /** fast-check's counterexample path ('' if it gave none): with `seed`, fast-check's case, minimised again the same way. */
   readonly path: string;
   /** Shrinking stopped at `shrinkLimitMs`: the counterexample fails, but a smaller one may exist. */
   readonly shrinkCut: boolean;
@@ -159,15 +181,17 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   let run = 0;
   let stoppedEarly = 0;
   let retried = 0;
-  let firstFailure: { run: number; ms: number; length: number } | null = null;
+  let firstFailure: { run: number; ms: number; length: number; report: RunReport } | null = null;
   let shrinkCut = false;
   // Shrinking must never grow a counterexample: a smaller schedule that fails only after more steps
   // than the shortest failure seen so far is not accepted as a shrink (it counts as a pass).
   let shortest = Number.POSITIVE_INFINITY;
   const failWith = (cut: RunReport): never | void => {
     if (cut.steps.length > shortest) return;
+    // Nor turn it into another failure: a candidate that fails another way (another property, another consequence) passes.
+    if (firstFailure !== null && !sameFailure(firstFailure.report.verdict, cut.verdict)) return;
     shortest = cut.steps.length;
-    firstFailure ??= { run, ms: clock() - started, length: cut.steps.length };
+    firstFailure ??= { run, ms: clock() - started, length: cut.steps.length, report: cut };
     throw new RunFailed(cut);
   };
   /** Whether the check fails on this report: a deviation it seeks (any, outside an audit) or a property it seeks. */
@@ -178,6 +202,39 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     if (typeof failOn === 'object' && 'properties' in failOn) return r.findings.some((f) => f.violations.some((v) => failOn.properties.includes(v.property)));
     return failOn === 'any' && r.verdict.kind === 'property-violation';
   };
+  /** The report the check fails on, cut at the failure it seeks; null when the run does not fail the check. */
+  const failureOf = (report: RunReport): RunReport | null => {
+    const verdict = report.verdict;
+    if (verdict.kind === 'inconclusive' && !fails(report)) return null;
+    // Every deviation of the run, in order: those a library audit went past, then the one it ended on.
+    const deviated = [...(report.deviations ?? []), ...(verdict.kind === 'conformance-failure' ? [verdict] : [])];
+    const cutAt = (d: ConformanceFailure): RunReport => (d === verdict ? report : { ...report, verdict: d, steps: report.steps.slice(0, d.step.index + 1), deviations: (report.deviations ?? []).filter((p) => p.step.index < d.step.index) });
+    if (typeof failOn === 'object' && 'consequences' in failOn) {
+      // An audit goes on past what it is not looking for.
+      const sought = deviated.find((d) => failOn.consequences.includes(d.consequence.kind));
+      return sought === undefined ? null : cutAt(sought);
+    }
+    // Not an audit: the first deviation fails the run, as if the run had stopped there.
+    if (deviated.length > 0 && deviated[0] !== verdict) return cutAt(deviated[0]!);
+    const wanted = typeof failOn === 'object' && 'properties' in failOn ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
+    // The finding is the verdict now: cut the report at its step.
+    if (wanted !== undefined && verdict.kind !== 'conformance-failure') return { ...report, verdict: wanted, steps: report.steps.slice(0, wanted.step.index + 1) };
+    const failed = failOn === 'any' ? verdict.kind !== 'pass' && verdict.kind !== 'inconclusive' : verdict.kind === 'conformance-failure' || wanted !== undefined;
+    return failed ? report : null;
+  };
+  /** One schedule run to a verdict: tried again while real time outran the pace; `retries` counts the extra attempts. */
+  const judged = async (s: Schedule, retries: () => void): Promise<RunReport> => {
+    const attempt = (): Promise<RunReport> => runLockstep(backend, s.commands, { clients, tokenBase: s.tokenBase, continueAfterViolation: failOn !== 'any', ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) });
+    let report = await attempt();
+    // What the check fails on was judged on steps in pace (a late reply stops the run at once): a stop after it does not undo it.
+    for (let attempts = 1; report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true && !fails(report) && attempts < MAX_ATTEMPTS; attempts++) {
+      retries();
+      report = await attempt();
+    }
+    return report;
+  };
+  // A saved, minimised schedule: run as it is, once; no fast-check path names it.
+  if (options.schedule !== undefined) return replaySchedule(backend, options.schedule, options, { judged: (s) => judged(s, () => undefined), failureOf, started, clock });
   const schedule = scheduleArb({ design: backend.design, faults, clients, resources: options.resources ?? 1, maxCommands: options.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false, extend });
   // A backend with a ttl grain (etcd's whole seconds) cannot take the model's millisecond schedules as they are.
   const seeds = options.modelSeeds === true && backend.capabilities.ttlGrainMs === undefined ? seedSchedules(judgedDesign(backend), backend.capabilities.store, faults, ttlFloorFor(backend.capabilities)).map((commands) => (extend ? commands : commands.flatMap(withoutExtend))) : [];
@@ -191,42 +248,28 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     // fast-check's stream would go on past it (the next runs, or the case's next shrinks): not judged, nor counted.
     if (options.path !== undefined && run > 0 && firstFailure === null) return;
     run++;
-    const attempt = (): Promise<RunReport> => runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: failOn !== 'any', ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
-    let report = await attempt();
-    // What the check fails on was judged on steps in pace (a late reply stops the run at once): a stop after it does not undo it.
-    for (let attempts = 1; report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true && !fails(report) && attempts < MAX_ATTEMPTS; attempts++) {
+    const report = await judged({ commands, tokenBase, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) }, () => {
       if (firstFailure === null) retried++;
-      report = await attempt();
-    }
+    });
     options.onRun?.(run, report);
     for (const w of report.warnings ?? []) warnings[w] = (warnings[w] ?? 0) + 1;
+    const cut = failureOf(report);
+    if (cut !== null) return failWith(cut);
+    // What the runs showed on the way is counted until the first failure (shrinking's candidates are not runs).
+    if (firstFailure !== null) return;
     const verdict = report.verdict;
-    if (verdict.kind === 'inconclusive' && !fails(report)) {
-      // Evidence of nothing: neither a pass nor the findings and deviations it saw before it stopped.
-      if (firstFailure === null) stoppedEarly++;
+    // Evidence of nothing: neither a pass nor the findings and deviations it saw before it stopped.
+    if (verdict.kind === 'inconclusive') {
+      stoppedEarly++;
       return;
     }
-    // Every deviation of the run, in order: those a library audit went past, then the one it ended on.
-    const deviated = [...(report.deviations ?? []), ...(verdict.kind === 'conformance-failure' ? [verdict] : [])];
-    const cutAt = (d: ConformanceFailure): RunReport => (d === verdict ? report : { ...report, verdict: d, steps: report.steps.slice(0, d.step.index + 1), deviations: (report.deviations ?? []).filter((p) => p.step.index < d.step.index) });
     if (typeof failOn === 'object' && 'consequences' in failOn) {
-      const sought = deviated.find((d) => failOn.consequences.includes(d.consequence.kind));
-      if (sought !== undefined) return failWith(cutAt(sought));
       // An audit goes on past what it is not looking for, and counts it (each kind once per run).
-      if (firstFailure === null) for (const kind of new Set(deviated.map((d) => d.consequence.kind))) deviations[kind] = (deviations[kind] ?? 0) + 1;
+      const deviated = [...(report.deviations ?? []), ...(verdict.kind === 'conformance-failure' ? [verdict] : [])];
+      for (const kind of new Set(deviated.map((d) => d.consequence.kind))) deviations[kind] = (deviations[kind] ?? 0) + 1;
       if (verdict.kind === 'conformance-failure') return;
-    } else if (deviated.length > 0 && deviated[0] !== verdict) {
-      // Not an audit: the first deviation fails the run, as if the run had stopped there.
-      return failWith(cutAt(deviated[0]!));
     }
-    const wanted = typeof failOn === 'object' && 'properties' in failOn ? report.findings.find((f) => f.violations.some((v) => failOn.properties.includes(v.property))) : undefined;
-    const failed = failOn === 'any' ? report.verdict.kind !== 'pass' && report.verdict.kind !== 'inconclusive' : report.verdict.kind === 'conformance-failure' || wanted !== undefined;
-    if (wanted !== undefined && report.verdict.kind !== 'conformance-failure') {
-      // The finding is the verdict now: cut the report at its step.
-      return failWith({ ...report, verdict: wanted, steps: report.steps.slice(0, wanted.step.index + 1) });
-    }
-    if (failed) return failWith(report);
-    if (firstFailure === null) for (const p of new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))) findings[p] = (findings[p] ?? 0) + 1;
+    for (const p of new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))) findings[p] = (findings[p] ?? 0) + 1;
   });
   const details = await fc.check(property, {
     numRuns: options.runs ?? 100,
@@ -237,39 +280,42 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   if (!details.failed) return { backend: backend.name, runs: options.path !== undefined ? run : details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, retried, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
-  const report = details.errorInstance.report;
-  const first = firstFailure ?? { run: details.numRuns, ms: clock() - started, length: report.steps.length };
-  if (options.timelineFile !== undefined) {
-    makeOutputDir(dirname(options.timelineFile), 'the timeline into');
-    writeRedacted(options.timelineFile, htmlTimeline(report), 'the timeline');
-    writeRedacted(options.timelineFile.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n', 'the timeline');
-  }
-  const replay = `seed ${details.seed}, path "${details.counterexamplePath}" (replay: LOCKCHECK_SEED=${details.seed} LOCKCHECK_PATH=${details.counterexamplePath}, or checkConformance(backend, { seed: ${details.seed}, path: '${details.counterexamplePath}' }))`;
-  const message = [
-    textTimeline(report),
-    '',
-    `found at run ${first.run} of ${options.runs ?? 100}, shrunk from ${first.length} to ${counted(report.steps.length, 'step')}${shrinkCut ? ` (shrinking stopped after ${Math.round((options.shrinkLimitMs ?? 0) / 1000)} s: a smaller counterexample may exist)` : ''}; ${replay}`,
-    options.timelineFile !== undefined ? `timeline: ${options.timelineFile}` : '',
-    'schedule:',
-    ...report.steps.map((s, i) => `  ${i + 1}. ${describeCommand(s.command)}`),
-  ]
-    .filter((l) => l !== '')
-    .join('\n');
+  const shrunk = details.errorInstance.report;
+  const first = firstFailure ?? { run: details.numRuns, ms: clock() - started, length: shrunk.steps.length };
+  const [, tokenBase, requestTimeoutMs] = details.counterexample!;
+  const fastCheckCase: Schedule = { commands: shrunk.steps.map((s) => s.command), tokenBase, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) };
+  // The pass counts as shrinking: with shrinkLimitMs it gets what is left of it (none when fast-check's shrink was cut).
+  const left = options.shrinkLimitMs === undefined ? Number.POSITIVE_INFINITY : options.shrinkLimitMs - (clock() - started - first.ms);
+  const budget = options.minimise === false || shrinkCut || left <= 0 ? null : { ...MINIMISE_BUDGET, ...options.minimise, limitMs: Math.min(options.minimise?.limitMs ?? MINIMISE_BUDGET.limitMs, left) };
+  const minimised: Minimised | null =
+    budget === null
+      ? null
+      : await minimise(fastCheckCase, shrunk, async (s) => failureOf(await judged(s, () => undefined)), {
+          budget,
+          limits: { ttlFloorMs: ttlFloorFor(backend.capabilities), ttlGrainMs: backend.capabilities.ttlGrainMs ?? 1 },
+          clock,
+          ...(options.onMinimise !== undefined ? { progress: (replays: number, steps: number) => options.onMinimise!(replays, budget.maxReplays, steps) } : {}),
+        });
+  const report = minimised?.report ?? shrunk;
+  writeTimeline(options.timelineFile, report);
+  const replay = `seed ${details.seed}, path "${details.counterexamplePath}" (replay: LOCKCHECK_SEED=${details.seed} LOCKCHECK_PATH=${details.counterexamplePath}, or checkConformance(backend, { seed: ${details.seed}, path: '${details.counterexamplePath}' }), which minimise fast-check's case again; or checkConformance(backend, { schedule: failure.schedule }), this schedule as it is)`;
+  const shrinking = `shrunk from ${first.length} to ${counted(shrunk.steps.length, 'step')}${shrinkCut ? ` (shrinking stopped after ${Math.round((options.shrinkLimitMs ?? 0) / 1000)} s: a smaller counterexample may exist)` : ''}`;
+  const minimising = minimised === null ? '' : `, minimised to ${report.steps.length} (${counted(minimised.replays, 'replay')}, ${seconds(minimised.elapsedMs)}${minimised.cut ? ': budget spent, a smaller one may exist' : ''})`;
   return {
     backend: backend.name,
     runs: details.numRuns,
-    failure: {
-      report,
-      properties: verdictProperties(report.verdict),
+    failure: checkFailure(report, options, {
       failedAtRun: first.run,
       msToDetection: first.ms,
       originalLength: first.length,
-      shrunkLength: report.steps.length,
+      fastCheckLength: shrunk.steps.length,
       shrinkCut,
       seed: details.seed,
       path: details.counterexamplePath ?? '',
-      message,
-    },
+      minimised: minimised && { replays: minimised.replays, elapsedMs: minimised.elapsedMs, cut: minimised.cut },
+      schedule: minimised?.schedule ?? fastCheckCase,
+      found: `found at run ${first.run} of ${options.runs ?? 100}, ${shrinking}${minimising}; ${replay}`,
+    }),
     findings,
     deviations,
     warnings,
@@ -277,4 +323,46 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     retried,
     elapsedMs: clock() - started,
   };
+}
+
+function seconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
+}
+
+function writeTimeline(file: string | undefined, report: RunReport): void {
+  if (file === undefined) return;
+  makeOutputDir(dirname(file), 'the timeline into');
+  writeRedacted(file, htmlTimeline(report), 'the timeline');
+  writeRedacted(file.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n', 'the timeline');
+}
+
+/** A CheckFailure for `report`: its message is the timeline, the `found` line, the timeline file and the schedule. */
+function checkFailure(report: RunReport, options: CheckOptions, f: Omit<CheckFailure, 'report' | 'properties' | 'shrunkLength' | 'message'> & { readonly found: string }): CheckFailure {
+  const { found, ...rest } = f;
+  const message = [textTimeline(report), '', found, options.timelineFile !== undefined ? `timeline: ${options.timelineFile}` : '', 'schedule:', ...report.steps.map((s, i) => `  ${i + 1}. ${describeCommand(s.command)}`)]
+    .filter((l) => l !== '')
+    .join('\n');
+  return { ...rest, report, properties: verdictProperties(report.verdict), shrunkLength: report.steps.length, message };
+}
+
+/** `options.schedule` run once as it is: the failure it shows (no shrinking, nothing to minimise), or none. */
+async function replaySchedule(
+  backend: BackendUnderTest,
+  schedule: Schedule,
+  options: CheckOptions,
+  run: { readonly judged: (s: Schedule) => Promise<RunReport>; readonly failureOf: (r: RunReport) => RunReport | null; readonly started: number; readonly clock: () => number },
+): Promise<CheckResult> {
+  const report = await run.judged(schedule);
+  options.onRun?.(1, report);
+  const warnings: Record<string, number> = {};
+  for (const w of report.warnings ?? []) warnings[w] = 1;
+  const cut = run.failureOf(report);
+  const stoppedEarly = cut === null && report.verdict.kind === 'inconclusive' ? 1 : 0;
+  const elapsed = (): number => run.clock() - run.started;
+  const base = { backend: backend.name, runs: 1, findings: {}, deviations: {}, warnings, stoppedEarly, retried: 0 };
+  if (cut === null) return { ...base, failure: null, elapsedMs: elapsed() };
+  writeTimeline(options.timelineFile, cut);
+  const found = `replayed the saved schedule (${counted(cut.steps.length, 'step')}, token base ${schedule.tokenBase}${schedule.requestTimeoutMs !== undefined ? `, request timeout ${schedule.requestTimeoutMs} ms` : ''}): checkConformance(backend, { schedule })`;
+  const failure = checkFailure(cut, options, { failedAtRun: 1, msToDetection: elapsed(), originalLength: cut.steps.length, fastCheckLength: cut.steps.length, shrinkCut: false, seed: options.seed ?? 0, path: '', minimised: null, schedule: { ...schedule, commands: cut.steps.map((s) => s.command) }, found });
+  return { ...base, failure, elapsedMs: elapsed() };
 }

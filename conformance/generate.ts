@@ -575,7 +575,7 @@ export function scheduleArb(o: ScheduleOptions): fc.Arbitrary<Command[]> {
   }
   const names = [RESOURCE_NAMES, ...AWKWARD_RESOURCE_NAMES];
   const chunks = fc.array(fc.oneof(...single, ...scripts), { maxLength: Math.max(1, Math.ceil(o.maxCommands / 2)) });
-  // Scale and name set shrink towards 1 and the plain names.
+  // Scale shrinks towards 1; the name set only within its branch (fc.oneof without cross-shrink): the minimising pass (minimise.ts) maps names back to r0.. .
   return fc
     .tuple(fc.constantFrom(...(o.timeScales ?? [1])), fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: AWKWARD_RESOURCE_NAMES.length }) }), chunks)
     .map(([scale, set, cs]) => {

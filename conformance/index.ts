@@ -14,6 +14,8 @@ export { MAX_ATTEMPTS, checkConformance } from './check.ts';
 export { checkMisconfigurations } from './configuration.ts';
 export type { Misconfiguration } from './configuration.ts';
 export type { CheckFailure, CheckOptions, CheckResult } from './check.ts';
+export { MINIMISE_BUDGET } from './minimise.ts';
+export type { MinimiseBudget, Schedule } from './minimise.ts';
 export { htmlTimeline, textTimeline } from './timeline.ts';
 export { simLeaseBackend } from './sim/backend.ts';
 export { FAULT_KINDS, faultKindsOf, isFaultKind, describeFaultKind, FaultNotOfferedError } from './faults.ts';

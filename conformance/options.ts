@@ -1,4 +1,5 @@
 import { PROPERTY_IDS } from '../model/properties.ts';
+import { checkCommands } from '../model/checks.ts';
 import { checkObject, checkOptionalFunction, checkString, knownOptions, refuse } from '../impl/options.ts';
 import { CONSEQUENCE_KINDS } from './consequence.ts';
 import { FAULT_KINDS, isFaultKind } from './faults.ts';
@@ -26,7 +27,9 @@ function listOf(value: unknown, name: string, known: readonly string[], isKnown:
 
 /** What checkConformance and conformanceSuite both take. */
 const RUN_OPTIONS = ['runs', 'seed', 'path', 'faults', 'maxCommands', 'clients', 'resources'];
-const checkCheckKeys = knownOptions('checkConformance options', [...RUN_OPTIONS, 'failOn', 'timelineFile', 'onRun', 'clock', 'modelSeeds', 'shrinkLimitMs']);
+const checkCheckKeys = knownOptions('checkConformance options', [...RUN_OPTIONS, 'failOn', 'timelineFile', 'onRun', 'clock', 'modelSeeds', 'shrinkLimitMs', 'minimise', 'onMinimise', 'schedule']);
+const checkMinimiseKeys = knownOptions('minimise', ['maxReplays', 'limitMs']);
+const checkScheduleKeys = knownOptions('schedule', ['commands', 'tokenBase', 'requestTimeoutMs']);
 const checkSuiteKeys = knownOptions('conformanceSuite options', [...RUN_OPTIONS, 'timelineDir', 'timeoutMs']);
 const checkFailOnKeys = knownOptions('failOn', ['properties', 'consequences']);
 const ADAPTER_OPTIONS = { redis: ['name', 'design', 'contract', 'options', 'capabilities', 'lockKey', 'client'], pg: ['name', 'contract', 'options', 'capabilities', 'client'] } as const;
@@ -69,6 +72,21 @@ export function checkCheckOptions(options: object): void {
   checkOptionalFunction(o.clock, 'clock');
   if (o.modelSeeds !== undefined && typeof o.modelSeeds !== 'boolean') refuse('modelSeeds', 'a boolean', o.modelSeeds);
   if (o.shrinkLimitMs !== undefined && !(typeof o.shrinkLimitMs === 'number' && o.shrinkLimitMs >= 0 && o.shrinkLimitMs < Number.POSITIVE_INFINITY)) refuse('shrinkLimitMs', 'a non-negative number of ms', o.shrinkLimitMs);
+  if (o.minimise !== undefined && o.minimise !== false) {
+    const m = checkObject(o.minimise, 'minimise', 'false or { maxReplays?, limitMs? }') as Readonly<Record<string, unknown>>;
+    checkMinimiseKeys(m);
+    integerIn(m, 'maxReplays', 0, Number.MAX_SAFE_INTEGER);
+    if (m.limitMs !== undefined && !(typeof m.limitMs === 'number' && m.limitMs >= 0 && m.limitMs < Number.POSITIVE_INFINITY)) refuse('minimise.limitMs', 'a non-negative number of ms', m.limitMs);
+  }
+  checkOptionalFunction(o.onMinimise, 'onMinimise');
+  if (o.schedule !== undefined) {
+    const s = checkObject(o.schedule, 'schedule', 'a { commands, tokenBase, requestTimeoutMs? } (CheckFailure.schedule)') as Readonly<Record<string, unknown>>;
+    checkScheduleKeys(s);
+    checkCommands(s.commands, 'schedule.commands');
+    if (typeof s.tokenBase !== 'bigint' || s.tokenBase < 0n || s.tokenBase >= 2n ** 63n) refuse('schedule.tokenBase', 'a bigint in [0, 2^63)', s.tokenBase);
+    if (s.requestTimeoutMs !== undefined) integerIn(s, 'requestTimeoutMs', 1, 2 ** 31 - 1);
+    if (o.path !== undefined) refuse('path', 'absent with schedule (a schedule is replayed as it is, a path names a generated case)', o.path);
+  }
 }
 
 /** conformanceSuite's own options, beyond checkRunOptions. */

@@ -1,16 +1,11 @@
-import { makeOutputDir, writeRedacted } from './env/outputFile.ts';
 import { join } from 'node:path';
-import fc from 'fast-check';
 import { afterAll, test } from 'vitest';
 import type { BackendUnderTest } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { FAULT_KINDS, isFaultKind } from './faults.ts';
-import { checkBackendApi, offeredFaults, offersExtend } from './backendApi.ts';
+import { checkBackendApi } from './backendApi.ts';
 import { closeBackend } from './adapterCall.ts';
-import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor } from './generate.ts';
-import { MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
-import { runLockstep } from './lockstep.ts';
-import { htmlTimeline, textTimeline } from './timeline.ts';
+import { checkConformance } from './check.ts';
 import { checkMisconfigurations } from './configuration.ts';
 import { checkSuiteOptions } from './options.ts';
 import { checkObject } from '../impl/options.ts';
@@ -88,34 +83,26 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
   // The backend's close hook: what it keeps across runs (servers it started) goes when the file is done.
   afterAll(async () => closeBackend(backend));
   const o = suiteOptionsFromEnv(options);
-  const clients = o.clients ?? 2;
-  // Shrinking never grows a counterexample: a candidate that fails after more steps than the shortest failure so far passes.
-  let shortest = Number.POSITIVE_INFINITY;
   const timelineFile = join(o.timelineDir ?? 'lockcheck-timelines', `${backend.name.replace(/[^\w.-]+/g, '_')}.html`);
   test(
     `${backend.name} agrees with its model under ${o.faults === undefined ? 'every fault it takes' : o.faults.join(', ')}`,
     async () => {
-      // What the backend takes is read from its environment: one instance, started in the test.
-      const offered = await offeredFaults(backend);
-      const warned = new Set<string>();
-      const faults = (o.faults ?? offered).filter((f) => offered.includes(f));
-      const schedule = scheduleArb({ design: backend.design, faults, clients, resources: o.resources ?? 1, maxCommands: o.maxCommands ?? 40, ttlFloorMs: ttlFloorFor(backend.capabilities), ...(backend.capabilities.ttlGrainMs !== undefined ? { ttlGrainMs: backend.capabilities.ttlGrainMs } : {}), timeScales: timeScalesFor(backend.capabilities, backend.design), lateReplies: backend.contract?.clientTimeout !== false, extend: await offersExtend(backend) });
-      // fast-check's failure message carries the seed and the path that replay the shrunk case (LOCKCHECK_SEED, LOCKCHECK_PATH).
-      await fc.assert(
-        fc.asyncProperty(schedule, tokenBaseArb(backend.contract?.tokens === 'number' ? MAX_NUMBER_TOKEN_BASE : undefined), requestTimeoutArb(faults, ttlFloorFor(backend.capabilities), backend.contract?.clientTimeout !== false), async (commands, tokenBase, requestTimeoutMs) => {
-          const report = await runLockstep(backend, commands, { clients, tokenBase, continueAfterViolation: true, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
-          for (const w of report.warnings ?? []) warned.add(w);
-          if (report.verdict.kind === 'conformance-failure' && report.steps.length <= shortest) {
-            shortest = report.steps.length;
-            // Shrinking fails smaller and smaller cases; the file left behind is the last, smallest one.
-            makeOutputDir(o.timelineDir ?? 'lockcheck-timelines', 'the timeline into');
-            writeRedacted(timelineFile, htmlTimeline(report), 'the timeline');
-            throw new Error(`${textTimeline(report)}\ntimeline: ${timelineFile}`);
-          }
-        }),
-        { numRuns: o.runs ?? 100, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...(o.path !== undefined ? { path: o.path } : {}) },
-      );
-      for (const w of warned) process.stderr.write(`warning: ${backend.name}: ${w}\n`);
+      // The check the CLI runs (checkConformance): fast-check's shrink, then the minimising pass, within the test's time.
+      const timeoutMs = o.timeoutMs ?? 120_000;
+      const result = await checkConformance(backend, {
+        runs: o.runs ?? 100,
+        ...(o.seed !== undefined ? { seed: o.seed } : {}),
+        ...(o.path !== undefined ? { path: o.path } : {}),
+        ...(o.faults !== undefined ? { faults: o.faults } : {}),
+        maxCommands: o.maxCommands ?? 40,
+        clients: o.clients ?? 2,
+        resources: o.resources ?? 1,
+        timelineFile,
+        // What is left of a quarter of the test's time once a failure is found: the failure is reported, not the timeout.
+        minimise: { limitMs: timeoutMs / 4 },
+      });
+      for (const w of Object.keys(result.warnings)) process.stderr.write(`warning: ${backend.name}: ${w}\n`);
+      if (result.failure !== null) throw new Error(result.failure.message);
     },
     o.timeoutMs ?? 120_000,
   );

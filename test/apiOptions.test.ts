@@ -266,6 +266,13 @@ refuses('checkConformance', [
   ['a number clock', () => checkConformance(sim, { clock: 5 as never }), 'clock'],
   ['a string modelSeeds', () => checkConformance(sim, { modelSeeds: 'yes' as never }), 'modelSeeds'],
   ['shrinkLimitMs -1', () => checkConformance(sim, { shrinkLimitMs: -1 }), 'shrinkLimitMs'],
+  ['minimise true', () => checkConformance(sim, { minimise: true as never }), 'minimise'],
+  ['minimise.maxReplays -1', () => checkConformance(sim, { minimise: { maxReplays: -1 } }), 'maxReplays'],
+  ['minimise.limitMs NaN', () => checkConformance(sim, { minimise: { limitMs: Number.NaN } }), 'minimise.limitMs'],
+  ['a number onMinimise', () => checkConformance(sim, { onMinimise: 5 as never }), 'onMinimise'],
+  ['a schedule without commands', () => checkConformance(sim, { schedule: { tokenBase: 0n } as never }), 'schedule.commands'],
+  ['a schedule with a number token base', () => checkConformance(sim, { schedule: { commands: [], tokenBase: 0 as never } }), 'schedule.tokenBase'],
+  ['a schedule with a path', () => checkConformance(sim, { schedule: { commands: [], tokenBase: 0n }, path: '1' }), 'path'],
 ]);
 refuses('conformanceSuite', [
   ...runOptions('conformanceSuite options', (o) => conformanceSuite(sim, o)),

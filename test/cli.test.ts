@@ -132,6 +132,12 @@ describe('lockcheck command line', () => {
     // Not the first deviation in the safe direction (a replay that stopped there showed another failure than the file's).
     expect(replay.stdout).toContain(`CONFORMANCE FAILURE at step ${found![1]} (${found![2]}`);
     expect(replay.stdout).not.toMatch(/^[^\n]*; safe: /);
+    // The file holds the minimised schedule, and replay runs it as it is: the same timeline, step for step.
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { schedule?: { commands: unknown[]; tokenBase: string } };
+    expect(saved.schedule?.commands).toHaveLength(Number(found![1]));
+    expect(r.stdout).toMatch(/, minimised to \d+ \(\d+ replays, [\d.]+ s\)/);
+    const timeline = (out: string): string => out.slice(0, out.indexOf('\nallowed:'));
+    expect(timeline(replay.stdout)).toBe(timeline(r.stdout));
   }, 240_000);
 
   it('matrix: measures, compares with the prediction, writes the markdown and the HTML report', () => {

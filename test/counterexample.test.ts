@@ -11,6 +11,9 @@ describe('counterexample file schema', () => {
     expect(parse(good)).toEqual(good);
     expect(parse({ ...good, faults: null })).toMatchObject({ faults: null });
     expect(parse({ ...good, modelSeeds: true })).toEqual({ ...good, modelSeeds: true });
+    // The minimised schedule, which replay runs as it is.
+    const schedule = { commands: [{ kind: 'acquire', client: 0, resource: 'r0', ttlMs: 5 }], tokenBase: '9223372036854774807', requestTimeoutMs: 12 };
+    expect(parse({ ...good, schedule })).toEqual({ ...good, schedule });
   });
 
   it.each([
@@ -38,6 +41,13 @@ describe('counterexample file schema', () => {
     ['step number', { ...good, steps: [1] }, /"steps" holds number, not a string/],
     ['extra field', { ...good, module: './payload.mjs' }, /field "module" is not part of the format/],
     ['modelSeeds not a boolean', { ...good, modelSeeds: 'yes' }, /"modelSeeds" must be true or false/],
+    ['schedule an array', { ...good, schedule: [] }, /"schedule" must be an object with commands and tokenBase, got an array/],
+    ['schedule without commands', { ...good, schedule: { tokenBase: '0' } }, /"schedule.commands" must be a non-empty list/],
+    ['schedule command without a kind', { ...good, schedule: { commands: [{ client: 0 }], tokenBase: '0' } }, /"schedule.commands\[0\]" must be a command/],
+    ['schedule token base a number', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: 0 } }, /"schedule.tokenBase" must be a decimal string/],
+    ['schedule token base 2^63', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: '9223372036854775808' } }, /"schedule.tokenBase" must be a decimal string/],
+    ['schedule request timeout 0', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: '0', requestTimeoutMs: 0 } }, /"schedule.requestTimeoutMs" must be an integer/],
+    ['schedule extra field', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: '0', module: 'x' } }, /"schedule" field "module" is not part of the format/],
   ])('rejects %s with a typed error (exit code 2)', (_name, value, message) => {
     let error: unknown;
     try {
