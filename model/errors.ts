@@ -85,6 +85,19 @@ export function checkResource(resource: unknown): string {
   return resource;
 }
 
+/**
+ * `value` if it is a string of well-formed Unicode without NUL; else throws
+ * InvalidInputError('precondition'). A store value is kept as UTF-8 text on
+ * every backend: a lone surrogate has no UTF-8 form (Redis and PostgreSQL
+ * read it back as U+FFFD, a different value), and PostgreSQL text cannot
+ * hold NUL; refused before anything is sent, on every backend alike.
+ */
+export function checkValue(value: unknown): string {
+  if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+  if (value.includes('\0') || LONE_SURROGATE.test(value)) throw new InvalidInputError('precondition', 'value must be well-formed Unicode without NUL characters');
+  return value;
+}
+
 /** `token` if it is a bigint in [0, MAX_TOKEN]; else throws InvalidInputError('invalid-token'). */
 export function checkToken(token: unknown): bigint {
   if (typeof token !== 'bigint' || token < 0n || token > MAX_TOKEN) {

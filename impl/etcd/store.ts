@@ -1,5 +1,5 @@
 import type { StorePolicy } from '../../model/design.ts';
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellKey, DEFAULT_PREFIX, highestKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
@@ -48,7 +48,7 @@ export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: Et
     async write(resource, token, value): Promise<WriteResult> {
       checkResource(resource);
       checkToken(token);
-      if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+      checkValue(value);
       const cell: Cell = { value, token: token.toString() };
       return node.fencedWrite(cellKey(resource, prefix), highestKey(resource, prefix), token, JSON.stringify(cell), policy);
     },
