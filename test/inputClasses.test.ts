@@ -3,17 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { systemClock } from '../impl/clock.ts';
-import { etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
+import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
 import { openPostgresFencedStore } from '../impl/postgres/index.ts';
-import { redisFencedStore } from '../impl/redis/index.ts';
-import { zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
+import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis/index.ts';
+import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
 import { InvalidInputError } from '../model/errors.ts';
 
 /**
  * Classes of input found by session h17's audit of the public surface, each
  * refused by one shared check on every backend: store values that the
- * backends cannot keep as given.
+ * backends cannot keep as given; key prefixes and ZooKeeper roots.
  */
 
 /** Values a store would not give back as written: lone surrogates (no UTF-8 form), NUL (PostgreSQL text cannot hold it). */
@@ -69,6 +69,47 @@ describe('store values every backend keeps as given', () => {
         await expect(store.write(`kept${i}`, 1n, value)).resolves.toEqual({ kind: 'accepted' });
         await expect(store.read(`kept${i}`)).resolves.toEqual({ value, token: 1n });
       }
+    }
+  });
+});
+
+describe('key prefixes and ZooKeeper roots, refused by one check at construction', () => {
+  // Two prefixes that differ only in a lone surrogate were one prefix on the wire (the second lock read the first's key as 'held');
+  // NUL, control characters and '.' components were refused by ZooKeeper at the first call (BAD_ARGUMENTS) or read as an outage;
+  // a prefix too long for a request read as no-quorum on every acquire.
+  const BAD_PREFIXES = ['\uD800', 'a\uDC00b', 'a\0b', 'p'.repeat(257)];
+  const BAD_ROOTS = ['/\uD800', '/a\0b', '/a\u0001b', '/.', '/a/..', `/${'p'.repeat(256)}`];
+
+  it('a prefix that is not well-formed Unicode without NUL, or longer than 256, is invalid-config naming it, on every lock and store that takes one', () => {
+    const redis = new Redis({ lazyConnect: true });
+    const etcd = etcdClient({ hosts: ['127.0.0.1:9'] });
+    const zk = zookeeperNode({ connectString: '127.0.0.1:9', clock: systemClock });
+    try {
+      const node = etcd3Node(etcd, { clock: systemClock });
+      const makers: Array<[string, (prefix: string) => unknown]> = [
+        ['createRedisLock', (prefix) => createRedisLock({ nodes: [redis], prefix })],
+        ['redisLeaseNode', (prefix) => redisLeaseNode(redis, { prefix })],
+        ['redisFencedStore', (prefix) => redisFencedStore(redis, 'strict', { prefix })],
+        ['EtcdLock', (prefix) => new EtcdLock({ node, clock: systemClock, prefix })],
+        ['etcdFencedStore', (prefix) => etcdFencedStore(node, 'strict', { prefix })],
+      ];
+      for (const [name, make] of makers) {
+        for (const prefix of BAD_PREFIXES) {
+          expect(() => make(prefix), `${name} ${JSON.stringify(prefix.slice(0, 8))}`).toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringMatching(/^invalid-config: prefix must be a string of at most 256 characters, well-formed Unicode without NUL, got /) as unknown }));
+        }
+        expect(() => make(''), name).not.toThrow();
+        expect(() => make('app:😀'), name).not.toThrow();
+      }
+      for (const root of BAD_ROOTS) {
+        for (const make of [() => new ZookeeperLock({ node: zk, clock: systemClock, root }), () => zookeeperFencedStore(zk, 'strict', { root })]) {
+          expect(make, JSON.stringify(root.slice(0, 8))).toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringMatching(/^invalid-config: root must be /) as unknown }));
+        }
+      }
+      expect(() => new ZookeeperLock({ node: zk, clock: systemClock, root: '/app/locks-1.x' })).not.toThrow();
+    } finally {
+      redis.disconnect();
+      etcd.close();
+      zk.close();
     }
   });
 });

@@ -3,7 +3,7 @@ import { checkResource, checkToken, checkValue, InvalidInputError } from '../../
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellKey, DEFAULT_PREFIX, highestKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
-import { checkMethods, checkObject, checkPolicy, checkString, FENCES, knownOptions } from '../options.ts';
+import { checkMethods, checkObject, checkPolicy, checkPrefix, FENCES, knownOptions } from '../options.ts';
 import { parseCell } from '../storeCell.ts';
 
 /**
@@ -43,7 +43,7 @@ export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: Et
   checkPolicy(policy, FENCES);
   checkObject(options, 'etcdFencedStore options');
   checkKeys(options);
-  const prefix = options.prefix === undefined ? DEFAULT_PREFIX : checkString(options.prefix, 'prefix', false);
+  const prefix = options.prefix === undefined ? DEFAULT_PREFIX : checkPrefix(options.prefix, 'prefix');
   return {
     async write(resource, token, value): Promise<WriteResult> {
       checkResource(resource);

@@ -10,7 +10,7 @@ import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
 import { checkConnection } from './node.ts';
 import { typed } from './replyErrors.ts';
-import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
+import { checkClock, checkObject, checkPolicy, checkPrefix, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
 
 export interface RedisStoreOptions {
   /** Key prefix. Default 'lockcheck'. */
@@ -41,7 +41,7 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: Red
   checkPolicy(policy, FENCES);
   checkObject(options, 'redisFencedStore options');
   checkKeys(options);
-  if (options.prefix !== undefined) checkString(options.prefix, 'prefix', false);
+  if (options.prefix !== undefined) checkPrefix(options.prefix, 'prefix');
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
   const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   const bounded = <T>(what: string, resource: string, work: Promise<T>): Promise<T> =>

@@ -7,6 +7,7 @@ import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefused
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
 import { zxid } from '../../impl/zookeeper/node.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
+import { shown } from '../../impl/options.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
 import type { Exception } from 'node-zookeeper-client';
@@ -190,7 +191,7 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     for (const bad of ['relative', '/trailing/', '/', '//x', '/a//b', 42, { toString: () => '/a' }]) {
       const e = refused(() => new ZookeeperLock({ node: s.node, clock, root: bad as string }));
       expect(e.code).toBe('invalid-config');
-      expect(e.message).toBe(`invalid-config: root must be an absolute znode path without a trailing slash, got ${String(bad)}`);
+      expect(e.message).toBe(`invalid-config: root must be an absolute znode path without a trailing slash, got ${shown(bad)}`);
     }
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, driftFactor: 1 })).message).toBe('invalid-config: driftFactor must be in [0, 1), got 1');
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, clockMarginMs: 10_001 })).message).toBe('invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001');
