@@ -8,6 +8,7 @@ import type { FencedStore } from '../impl/fencedStore.ts';
 import { openPostgresFencedStore } from '../impl/postgres/index.ts';
 import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis/index.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
 import { InvalidInputError } from '../model/errors.ts';
 
 /**
@@ -106,6 +107,33 @@ describe('key prefixes and ZooKeeper roots, refused by one check at construction
         }
       }
       expect(() => new ZookeeperLock({ node: zk, clock: systemClock, root: '/app/locks-1.x' })).not.toThrow();
+    } finally {
+      redis.disconnect();
+      etcd.close();
+      zk.close();
+    }
+  });
+});
+
+describe('numeric lock options bounded as durations', () => {
+  it('a safetyMarginMs past 2^31-1 (2^31, 2^63, 1e308: integers all) is invalid-config on every lease lock; before, each lease was granted with its signal already fired', () => {
+    const redis = new Redis({ lazyConnect: true });
+    const etcd = etcdClient({ hosts: ['127.0.0.1:9'] });
+    const zk = zookeeperNode({ connectString: '127.0.0.1:9', clock: systemClock });
+    try {
+      const node = etcd3Node(etcd, { clock: systemClock });
+      const makers: Array<[string, (safetyMarginMs: number) => unknown]> = [
+        ['LeaseLock', (safetyMarginMs) => new LeaseLock({ nodes: [redisLeaseNode(redis)], clock: systemClock, safetyMarginMs })],
+        ['createRedisLock', (safetyMarginMs) => createRedisLock({ nodes: [redis], safetyMarginMs })],
+        ['EtcdLock', (safetyMarginMs) => new EtcdLock({ node, clock: systemClock, safetyMarginMs })],
+        ['ZookeeperLock', (safetyMarginMs) => new ZookeeperLock({ node: zk, clock: systemClock, safetyMarginMs })],
+      ];
+      for (const [name, make] of makers) {
+        for (const bad of [2 ** 31, 2 ** 63, 1e308]) {
+          expect(() => make(bad), `${name} ${bad}`).toThrow(expect.objectContaining({ code: 'invalid-config', message: `invalid-config: safetyMarginMs must be an integer in [0, 2147483647], got ${bad}` }));
+        }
+        expect(() => make(2 ** 31 - 1), name).not.toThrow();
+      }
     } finally {
       redis.disconnect();
       etcd.close();
