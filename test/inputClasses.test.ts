@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { systemClock } from '../impl/clock.ts';
+import { using } from '../impl/using.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
 import { openPostgresFencedStore } from '../impl/postgres/index.ts';
@@ -139,5 +140,36 @@ describe('numeric lock options bounded as durations', () => {
       etcd.close();
       zk.close();
     }
+  });
+});
+
+describe('using() with an extendAtFraction near 1', () => {
+  let server: RedisServer;
+  const clients: Redis[] = [];
+  beforeAll(async () => {
+    server = await RedisServer.start({ persistence: 'none' });
+  });
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await server?.stop();
+  });
+
+  it('extends at most about ten times per validity, not back to back (0.99 of a 1 s ttl: over 1000 extends in 300 ms before)', async () => {
+    const redis = new Redis({ ...server.connection, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
+    clients.push(redis);
+    const lock = createRedisLock({ nodes: [redis] });
+    let extends_ = 0;
+    const extend = lock.extend.bind(lock);
+    lock.extend = (lease, ttlMs) => {
+      extends_++;
+      return extend(lease, ttlMs);
+    };
+    const started = performance.now();
+    // Real time on a real server: the task ends on a timer, the bound on extends holds however slow the machine.
+    await using(lock, 'near-one', { ttlMs: 1000, extendAtFraction: 0.99 }, (signal) => new Promise<boolean>((done) => setTimeout(() => done(signal.aborted), 300)));
+    const elapsedMs = performance.now() - started;
+    // A tenth of at most 988 ms left apart: at most one extend per ~98 ms of the run, and the first at once.
+    expect(extends_).toBeGreaterThanOrEqual(1);
+    expect(extends_).toBeLessThanOrEqual(2 + Math.ceil(elapsedMs / 90));
   });
 });
