@@ -1,8 +1,11 @@
+import type { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EtcdCluster } from '../conformance/env/etcdCluster.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { systemClock } from '../impl/clock.ts';
+import { isRefusal, ServerRefusedError } from '../impl/errors.ts';
 import { using } from '../impl/using.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
@@ -171,5 +174,35 @@ describe('using() with an extendAtFraction near 1', () => {
     // A tenth of at most 988 ms left apart: at most one extend per ~98 ms of the run, and the first at once.
     expect(extends_).toBeGreaterThanOrEqual(1);
     expect(extends_).toBeLessThanOrEqual(2 + Math.ceil(elapsedMs / 90));
+  });
+});
+
+describe('an etcd request larger than the member takes', () => {
+  let cluster: EtcdCluster;
+  const clients: Etcd3[] = [];
+  beforeAll(async () => {
+    cluster = await EtcdCluster.start({ members: 1 });
+  });
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    await cluster?.stop();
+  });
+
+  it('is a ServerRefusedError (statement, ResourceExhausted), not an outage to retry; the store goes on', async () => {
+    const client = etcdClient(cluster.clientOptions());
+    clients.push(client);
+    const store = etcdFencedStore(etcd3Node(client, { clock: systemClock, requestTimeoutMs: 5_000 }), 'strict');
+    // 1.4 MB of value, sent twice in the write's transaction (the first write's branch and the judged one): past gRPC's 2 MiB.
+    for (const token of [1n, 2n]) {
+      const e = await store.write('big', token, 'x'.repeat(1_400_000)).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(e).toBeInstanceOf(ServerRefusedError);
+      expect(e).toMatchObject({ code: 'statement', serverCode: 'ResourceExhausted' });
+      expect(isRefusal(e)).toBe(true);
+    }
+    await expect(store.write('big', 3n, 'small')).resolves.toEqual({ kind: 'accepted' });
+    await expect(store.read('big')).resolves.toEqual({ value: 'small', token: 3n });
   });
 });

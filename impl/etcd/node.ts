@@ -10,6 +10,7 @@ import {
   GRPCDeadlineExceededError,
   GRPCFailedPreconditionError,
   GRPCInvalidArgumentError,
+  GRPCResourceExhastedError,
   GRPCUnauthenticatedError,
   GRPCUnavailableError,
   type Etcd3,
@@ -230,6 +231,13 @@ const NO_USER = /etcdserver: user name is empty/;
 const AUTH_OLD_REVISION = /etcdserver: revision of auth store is old/;
 /** FailedPrecondition from Authenticate when the cluster has no auth on: credentials were given that it cannot take. */
 const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
+/**
+ * RESOURCE_EXHAUSTED for a request larger than the member takes (gRPC's
+ * message limit: etcd's --max-request-bytes plus room): the same request
+ * meets it again, so it is a refusal, not an outage (a store write of a
+ * value of a megabyte read as UnavailableError, retried for ever).
+ */
+const MESSAGE_TOO_LARGE = /message larger than max/;
 /** UNAVAILABLE from gRPC's resolver: a host name that does not resolve (as PostgreSQL's ENOTFOUND). */
 const NAME_NOT_RESOLVED = /Name resolution failed for target/;
 /**
@@ -265,6 +273,7 @@ function typed(error: unknown, what: string, timeoutMs: number): Error {
           : new UnavailableError(message, options),
     )
     .with(P.instanceOf(EtcdInvalidAuthTokenError), () => new UnavailableError(message, options))
+    .with(P.instanceOf(GRPCResourceExhastedError), (e) => (MESSAGE_TOO_LARGE.test(e.message) ? new ServerRefusedError('statement', 'ResourceExhausted', message, options) : new UnavailableError(message, options)))
     .with(P.instanceOf(EtcdAuthenticationFailedError), P.instanceOf(EtcdUserNotFoundError), P.instanceOf(GRPCUnauthenticatedError), () => new ConnectionConfigError('authentication', message, options))
     .with(P.instanceOf(EtcdPermissionDeniedError), () => new ServerRefusedError('permission', 'PermissionDenied', message, options))
     .with(P.instanceOf(EtcdRoleNotGrantedError), () => new ServerRefusedError('permission', 'RoleNotGranted', message, options))
