@@ -58,7 +58,7 @@ export interface ZookeeperNode {
   enqueue(session: ZookeeperSession, dir: string): Promise<{ readonly name: string; readonly czxid: bigint; readonly deleted?: Promise<void> }>;
   /** One round trip on the session (renewing it): the create zxid of `path`, null when it is gone. */
   touch(session: ZookeeperSession, path: string): Promise<bigint | null>;
-  /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. */
+  /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. Rejects with InvalidInputError('precondition') at once when the node is closed meanwhile. */
   watchGone(session: ZookeeperSession, path: string, waitMs: number): Promise<void>;
   /** Deletes `path` only while its create zxid is `czxid` (and at the version read). */
   deleteOwned(session: ZookeeperSession, path: string, czxid: bigint): Promise<boolean>;
@@ -159,6 +159,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const live = new Map<Client, Connecting>();
   // The lease sessions handed out and not yet over: close() tells each that it ended.
   const leases = new Map<Client, (why: 'closed') => void>();
+  // The watchGone waits in progress: close() ends each at once.
+  const watches = new Set<() => void>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
     const attempt = connecting(options.connectString, sessionMs, pings, auth);
     live.set(attempt.client, attempt);
@@ -246,9 +248,22 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     watchGone: (s, path, waitMs) =>
       new Promise<void>((resolve, reject) => {
         if (closed) return reject(closedError('exists (watch)'));
-        const cancel = clock.schedule(clock.now() + waitMs, () => resolve());
-        const done = (): void => {
+        const settle = (): void => {
           cancel();
+          watches.delete(closedNow);
+        };
+        // close() ends the wait at once as a close: the client's end resolved it as if the znode ahead were gone.
+        const closedNow = (): void => {
+          settle();
+          reject(closedError('exists (watch)'));
+        };
+        watches.add(closedNow);
+        const cancel = clock.schedule(clock.now() + waitMs, () => {
+          watches.delete(closedNow);
+          resolve();
+        });
+        const done = (): void => {
+          settle();
           resolve();
         };
         own(s).exists(
@@ -256,7 +271,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           () => done(),
           (error, stat) => {
             if (error) {
-              cancel();
+              settle();
               reject(typed(error, 'exists (watch)'));
             } else if (stat === null) done();
           },
@@ -348,6 +363,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     close: () => {
       closed = true;
       shared = null;
+      for (const closedNow of [...watches]) closedNow();
       for (const [client, attempt] of live) {
         // A lease whose session this ends must not look held: its contender goes now, and another may be granted.
         leases.get(client)?.('closed');

@@ -666,6 +666,25 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await closedError(n.children('/'), 'get children');
   });
 
+  it('close() ends a watchGone in progress at once with InvalidInputError(precondition): it resolved as if the znode ahead were gone', async () => {
+    const n = node();
+    const dir = `${root()}/lock/w`;
+    const s = await n.openSession(30_000);
+    const ahead = await n.enqueue(s, dir);
+    const outcome = n.watchGone(s, `${dir}/${ahead.name}`, 60_000).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    // A session's requests are answered in order: once the touch is back, the watch is set on the ensemble.
+    expect(await n.touch(s, `${dir}/${ahead.name}`)).toBe(ahead.czxid);
+    n.close();
+    let bound: NodeJS.Timeout | undefined;
+    const late = new Promise((resolve) => (bound = setTimeout(() => resolve('still waiting 3 s after close()'), 3_000)));
+    const e = await Promise.race([outcome, late]).finally(() => clearTimeout(bound));
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toBe('precondition: zookeeper exists (watch): the node was closed');
+  });
+
   it("a connect string none of whose hosts resolves is ConnectionConfigError('unknown-host'), thrown by acquire at once; one host that resolves is enough", async () => {
     const clock = new ManualClock();
     const lockOn = (connectString: string): ZookeeperLock => {
