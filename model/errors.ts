@@ -74,8 +74,8 @@ export function checkRetries(retries: unknown): number {
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Text every backend keeps as given: well-formed Unicode (no lone surrogate) without NUL. */
-export function isKeepableText(text: string): boolean {
-  return !text.includes('\0') && !LONE_SURROGATE.test(text);
+export function isKeepableText(text: unknown): boolean {
+  return typeof text === 'string' && !text.includes('\0') && !LONE_SURROGATE.test(text);
 }
 
 /** `resource` if it is a non-empty string of at most MAX_RESOURCE_LENGTH, well-formed Unicode, without NUL; else throws InvalidInputError('invalid-resource'). */
