@@ -205,4 +205,33 @@ describe('an etcd request larger than the member takes', () => {
     await expect(store.write('big', 3n, 'small')).resolves.toEqual({ kind: 'accepted' });
     await expect(store.read('big')).resolves.toEqual({ value: 'small', token: 3n });
   });
+
+  it("etcd3Node's calls refuse wrong arguments as InvalidInputError naming them, before anything is sent: they were read as outages, or taken (a token -1n broke its cell for good)", async () => {
+    const client = etcdClient(cluster.clientOptions());
+    clients.push(client);
+    const node = etcd3Node(client, { clock: systemClock, requestTimeoutMs: 5_000 });
+    const key = Buffer.from('junk/k');
+    const highest = Buffer.from('junk/h');
+    const refusedWith = async (call: Promise<unknown>, named: string): Promise<void> => {
+      const e = await call.then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(e, named).toBeInstanceOf(InvalidInputError);
+      expect((e as Error).message, named).toContain(named);
+    };
+    for (const ttl of [Number.NaN, -1, 0, 1.5, 1e308]) await refusedWith(node.grant(ttl), 'ttlSeconds');
+    await refusedWith(node.keepAlive('not-a-lease'), 'leaseId');
+    await refusedWith(node.revoke(7 as never), 'leaseId');
+    await refusedWith(node.get('junk/k' as never), 'key');
+    await refusedWith(node.owns(key, '1', 2n ** 64n), 'createRevision');
+    await refusedWith(node.deleteIfOwned(key, '1', 5 as never), 'createRevision');
+    await refusedWith(node.putIfAbsent(key, 'v', 'x'), 'leaseId');
+    await refusedWith(node.fencedWrite(key, highest, 5 as never, '{}', 'strict'), 'token');
+    await refusedWith(node.fencedWrite(key, highest, -1n, '{}', 'strict'), 'token');
+    await refusedWith(node.fencedWrite(key, highest, 1n, '{}', 'bogus' as never), 'policy');
+    // Nothing was written: the cell takes its first token.
+    await expect(node.fencedWrite(key, highest, 1n, '{}', 'strict')).resolves.toEqual({ kind: 'accepted' });
+    await expect(node.fencedWrite(key, highest, 2n, '{}', 'strict')).resolves.toEqual({ kind: 'accepted' });
+  });
 });
