@@ -4,11 +4,11 @@ import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
-import { InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkToken, checkTtl, checkValue, InvalidInputError } from '../../model/errors.ts';
 import { checkConnectString } from './connectString.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
-import { checkClock, checkObject, checkString, checkTimeoutMs, knownOptions, refuse } from '../options.ts';
+import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
 
 /**
  * One ZooKeeper session of the lock: the lease. Its timeout is the one the
@@ -188,10 +188,24 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     }
     return shared.ready;
   };
-  const own = (s: ZookeeperSession): Client => (s as Session).client;
+  // The clients of the sessions this node opened: a call on any other session is refused (it was a TypeError read as
+  // an outage). By client, not by object: a wrapper may hand on a copy of the session (conformance, tests).
+  const opened = new WeakSet<Client>();
+  const own = (s: ZookeeperSession): Client => {
+    const client = typeof s === 'object' && s !== null ? (s as Partial<Session>).client : undefined;
+    if (client === undefined || !opened.has(client)) refuse('session', 'a session openSession of this node returned', s);
+    return client;
+  };
   return {
     openSession: (sessionMs) => {
       if (closed) return Promise.reject(closedError('connect'));
+      // Checked before a client is made: the library encodes the timeout as an int32 in a socket event, and a larger one
+      // (1e308) was a RangeError thrown there, which ended the process.
+      try {
+        checkTtl(sessionMs);
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
       const attempt = open(sessionMs, false);
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
@@ -201,6 +215,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         client.once('expired', () => over('expired'));
         leases.set(client, over);
         const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired, ended: false };
+        opened.add(client);
         void expired.then((why) => {
           session.ended = true;
           // An expired session's client would reconnect forever: close it.
@@ -215,6 +230,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     },
     contenders: (s, dir) =>
       bounded('get children', async () => {
+        checkPath(dir, 'dir');
         try {
           return await call<string[]>((cb) => own(s).getChildren(dir, cb));
         } catch (error) {
@@ -225,6 +241,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     enqueue: (s, dir) =>
       bounded('create', async () => {
         const client = own(s);
+        checkPath(dir, 'dir');
         const create = (): Promise<string> => call<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), acl, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
         let path: string;
         try {
@@ -242,12 +259,21 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     touch: (s, path) =>
       bounded('exists', async () => {
+        checkPath(path, 'path');
         const stat = await call<Stat | null>((cb) => own(s).exists(path, cb));
         return stat === null ? null : zxid(stat.czxid);
       }),
     watchGone: (s, path, waitMs) =>
       new Promise<void>((resolve, reject) => {
         if (closed) return reject(closedError('exists (watch)'));
+        let client: Client;
+        try {
+          client = own(s);
+          checkPath(path, 'path');
+          checkDuration(waitMs, 'waitMs');
+        } catch (error) {
+          return reject(error as Error);
+        }
         const settle = (): void => {
           cancel();
           watches.delete(closedNow);
@@ -266,7 +292,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           settle();
           resolve();
         };
-        own(s).exists(
+        client.exists(
           path,
           () => done(),
           (error, stat) => {
@@ -280,6 +306,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     deleteOwned: (s, path, czxid) =>
       bounded('delete', async () => {
         const client = own(s);
+        checkPath(path, 'path');
+        if (typeof czxid !== 'bigint') refuse('czxid', 'a bigint', czxid);
         const stat = await call<Stat | null>((cb) => client.exists(path, cb));
         if (stat === null || zxid(stat.czxid) !== czxid) return false;
         try {
@@ -305,6 +333,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     children: (dir) =>
       bounded('get children', async () => {
+        checkPath(dir, 'dir');
         const client = await storeClient();
         try {
           return await call<string[]>((cb) => client.getChildren(dir, cb));
@@ -315,6 +344,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     get: (path) =>
       bounded('get data', async () => {
+        checkPath(path, 'path');
         const client = await storeClient();
         try {
           const data = await call<Buffer | null>((cb) => client.getData(path, cb));
@@ -327,6 +357,11 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     fencedWrite: (path, token, value, policy) =>
       bounded('fenced write', async () => {
+        checkPath(path, 'path');
+        // A token of -1n was written as the cell's highest, and every later write to the cell failed on it.
+        checkToken(token);
+        checkValue(value);
+        checkPolicy(policy, FENCES);
         checkCellSize(path, value);
         const client = await storeClient();
         for (let round = 0; round < CAS_ROUNDS; round++) {
@@ -641,6 +676,11 @@ function code(error: unknown): number | null {
  */
 export function zxid(bytes: Buffer): bigint {
   return bytes.readBigUInt64BE(0);
+}
+
+/** A znode path as the lock and the store make them: absolute (the library threw on anything else, read as an outage). */
+function checkPath(path: unknown, name: string): void {
+  if (typeof path !== 'string' || !path.startsWith('/')) refuse(name, 'an absolute znode path', path);
 }
 
 /** The credentials option, checked before any client is made. */

@@ -666,6 +666,31 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await closedError(n.children('/'), 'get children');
   });
 
+  it("zookeeperNode's calls refuse wrong arguments as InvalidInputError naming them, before anything is sent: openSession(1e308) ended the process, a token -1n broke its cell, others read as outages", async () => {
+    const n = node();
+    const r = root();
+    const refusedWith = async (call: Promise<unknown>, code: string, named: string): Promise<void> => {
+      const e = await thrown(call);
+      expect(e, named).toBeInstanceOf(InvalidInputError);
+      expect(e, named).toMatchObject({ code });
+      expect((e as Error).message, named).toContain(named);
+    };
+    for (const ms of [Number.NaN, -1, 1e308]) await refusedWith(n.openSession(ms), 'invalid-ttl', 'ttl');
+    const s = await n.openSession(30_000);
+    const { name, czxid } = await n.enqueue(s, `${r}/lock/q`);
+    await refusedWith(n.contenders({ timeoutMs: 1, expired: Promise.resolve() }, `${r}/lock/q`), 'invalid-config', 'session');
+    await refusedWith(n.touch(s, 'relative'), 'invalid-config', 'path');
+    await refusedWith(n.watchGone(s, `${r}/lock/q/${name}`, Number.NaN), 'invalid-duration', 'waitMs');
+    await refusedWith(n.deleteOwned(s, `${r}/lock/q/${name}`, 1 as never), 'invalid-config', 'czxid');
+    await refusedWith(n.get(42 as never), 'invalid-config', 'path');
+    await refusedWith(n.fencedWrite(`${r}/cell/c`, -1n, 'v', 'strict'), 'invalid-token', 'token');
+    await refusedWith(n.fencedWrite(`${r}/cell/c`, 1n, 'v', 'bogus' as never), 'invalid-config', 'policy');
+    // Nothing was written or deleted.
+    expect(await n.get(`${r}/cell/c`)).toBeNull();
+    expect(await n.touch(s, `${r}/lock/q/${name}`)).toBe(czxid);
+    await n.closeSession(s);
+  });
+
   it('close() ends a watchGone in progress at once with InvalidInputError(precondition): it resolved as if the znode ahead were gone', async () => {
     const n = node();
     const dir = `${root()}/lock/w`;
