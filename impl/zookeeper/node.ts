@@ -4,7 +4,7 @@ import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
-import { checkDuration, checkToken, checkTtl, checkValue, InvalidInputError } from '../../model/errors.ts';
+import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
 import { checkConnectString } from './connectString.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
@@ -270,7 +270,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         try {
           client = own(s);
           checkPath(path, 'path');
-          checkDuration(waitMs, 'waitMs');
+          // Not an integer: the lock's wait is what is left of its waitMs on the client's clock (performance.now(): fractions).
+          if (typeof waitMs !== 'number' || !(waitMs >= 0 && waitMs <= MAX_TTL_MS)) refuse('waitMs', `a number of ms in [0, ${MAX_TTL_MS}]`, waitMs);
         } catch (error) {
           return reject(error as Error);
         }

@@ -13,6 +13,7 @@ import type { Lease, LeaseHandle } from '../../impl/lease.ts';
 import type { Exception } from 'node-zookeeper-client';
 import { TcpProxy } from '../../conformance/env/proxy.ts';
 import { ManualClock, sharedZookeeper } from './servers.ts';
+import { systemClock } from '../../impl/clock.ts';
 
 /**
  * impl/zookeeper against one real one-member ZooKeeper (every znode under
@@ -680,7 +681,7 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     const { name, czxid } = await n.enqueue(s, `${r}/lock/q`);
     await refusedWith(n.contenders({ timeoutMs: 1, expired: Promise.resolve() }, `${r}/lock/q`), 'invalid-config', 'session');
     await refusedWith(n.touch(s, 'relative'), 'invalid-config', 'path');
-    await refusedWith(n.watchGone(s, `${r}/lock/q/${name}`, Number.NaN), 'invalid-duration', 'waitMs');
+    await refusedWith(n.watchGone(s, `${r}/lock/q/${name}`, Number.NaN), 'invalid-config', 'waitMs');
     await refusedWith(n.deleteOwned(s, `${r}/lock/q/${name}`, 1 as never), 'invalid-config', 'czxid');
     await refusedWith(n.get(42 as never), 'invalid-config', 'path');
     await refusedWith(n.fencedWrite(`${r}/cell/c`, -1n, 'v', 'strict'), 'invalid-token', 'token');
@@ -689,6 +690,21 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     expect(await n.get(`${r}/cell/c`)).toBeNull();
     expect(await n.touch(s, `${r}/lock/q/${name}`)).toBe(czxid);
     await n.closeSession(s);
+  });
+
+  it('a waiting acquire on the system clock (fractional ms left to wait) is granted when the holder releases: the checked waitMs takes fractions', async () => {
+    const r = root();
+    const holderNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
+    const waiterNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
+    nodes.push(holderNode, waiterNode);
+    const holder = new ZookeeperLock({ node: holderNode, clock: systemClock, root: r });
+    const waiter = new ZookeeperLock({ node: waiterNode, clock: systemClock, root: r });
+    const held = granted(await holder.acquire('w', { ttlMs: 30_000 }));
+    // A wait shorter than a third of the ttl: what is left of it, a fraction of a ms on performance.now(), is watchGone's bound.
+    const waiting = waiter.acquire('w', { ttlMs: 30_000, waitMs: 5_000 });
+    await eventually(async () => (await holderNode.children(lockDir('w', r))).length === 2, 'the waiter in line');
+    await holder.release(held);
+    await waiter.release(granted(await waiting));
   });
 
   it('close() ends a watchGone in progress at once with InvalidInputError(precondition): it resolved as if the znode ahead were gone', async () => {
