@@ -1,3 +1,5 @@
+import { InvalidInputError, shown } from '../model/errors.ts';
+
 /**
  * The client's clock. Lock clients measure elapsed time and lease deadlines
  * on a monotonic clock read through this interface, so tests can drive it.
@@ -9,10 +11,15 @@ export interface MonotonicClock {
   schedule(atMs: number, fn: () => void): () => void;
 }
 
+/** The longest delay a Node timer takes: a longer one (Infinity, 1e308) fires after 1 ms instead. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The process's own monotonic clock: performance.now() and timers. */
 export const systemClock: MonotonicClock = {
   now: () => performance.now(),
   schedule(atMs, fn) {
+    // NaN is no instant: now() never reaches it, and a timer for it fired every ms to find that out, for ever.
+    if (typeof atMs !== 'number' || Number.isNaN(atMs)) throw new InvalidInputError('invalid-duration', `atMs must be a number of ms on the clock, got ${shown(atMs)}`);
     const delayMs = atMs - performance.now();
     // Due already: run after this turn's I/O callbacks, not after setTimeout's 1 ms floor.
     if (delayMs <= 0) {
@@ -27,7 +34,9 @@ export const systemClock: MonotonicClock = {
       else cancel = systemClock.schedule(atMs, fn);
     };
     // A whole number of ms: Node keeps one timer list per distinct delay, so fractional delays would each make a list of their own.
-    const timer = setTimeout(fire, Math.ceil(delayMs));
+    // At most the longest delay a timer takes: past it Node fired after 1 ms, and `fire` asked again, every ms for ever
+    // (with a TimeoutOverflowWarning each time); a far deadline is waited for in steps.
+    const timer = setTimeout(fire, Math.min(Math.ceil(delayMs), MAX_TIMER_MS));
     timer.unref?.();
     cancel = () => clearTimeout(timer);
     return () => cancel();

@@ -1,4 +1,4 @@
-import { InvalidInputError } from '../model/errors.ts';
+import { InvalidInputError, MAX_TTL_MS } from '../model/errors.ts';
 import { shown } from './options.ts';
 
 /** How much earlier than the service's expiry a lease client stops trusting its lease. */
@@ -21,6 +21,9 @@ export function leaseMargins(options: Partial<LeaseMargins>, maxClockMarginMs: n
     throw new InvalidInputError('invalid-config', `clockMarginMs must be an integer in [0, ${maxClockMarginMs}], got ${shown(clockMarginMs)}`);
   }
   const safetyMarginMs: unknown = options.safetyMarginMs ?? 0;
-  if (typeof safetyMarginMs !== 'number' || !Number.isInteger(safetyMarginMs) || safetyMarginMs < 0) throw new InvalidInputError('invalid-config', `safetyMarginMs must be a non-negative integer, got ${shown(safetyMarginMs)}`);
+  // Bounded as a duration: 1e308 and 2^63 are integers too, and with them every lease was granted with its signal already fired.
+  if (typeof safetyMarginMs !== 'number' || !Number.isInteger(safetyMarginMs) || safetyMarginMs < 0 || safetyMarginMs > MAX_TTL_MS) {
+    throw new InvalidInputError('invalid-config', `safetyMarginMs must be an integer in [0, ${MAX_TTL_MS}], got ${shown(safetyMarginMs)}`);
+  }
   return { driftFactor, clockMarginMs, safetyMarginMs };
 }

@@ -1,5 +1,5 @@
 import type { StorePolicy } from '../model/design.ts';
-import { InvalidInputError, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
+import { InvalidInputError, isKeepableText, MAX_RESOURCE_LENGTH, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
 import type { MonotonicClock } from './clock.ts';
 
 /**
@@ -82,6 +82,23 @@ export function checkTokenBase(value: unknown, name = 'tokenBase'): bigint {
 
 export function checkString(value: unknown, name: string, nonEmpty: boolean): string {
   if (typeof value !== 'string' || (nonEmpty && value === '')) refuse(name, nonEmpty ? 'a non-empty string' : 'a string', value);
+  return value;
+}
+
+/** The longest key prefix (Redis, etcd) or ZooKeeper root, in UTF-16 code units: as long as a resource name. */
+export const MAX_PREFIX_LENGTH = MAX_RESOURCE_LENGTH;
+
+/**
+ * A key prefix (Redis, etcd) or a ZooKeeper root: a string of at most
+ * MAX_PREFIX_LENGTH, well-formed Unicode without NUL, as a resource name is.
+ * A lone surrogate has no UTF-8 form, so two prefixes that differ only there
+ * were the same bytes on the wire (one lock's key was the other's: 'held');
+ * a prefix too long for a request read as an outage on every call.
+ */
+export function checkPrefix(value: unknown, name: string): string {
+  if (typeof value !== 'string' || value.length > MAX_PREFIX_LENGTH || !isKeepableText(value)) {
+    refuse(name, `a string of at most ${MAX_PREFIX_LENGTH} characters, well-formed Unicode without NUL`, value);
+  }
   return value;
 }
 

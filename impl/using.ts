@@ -17,9 +17,16 @@ export class LockNotAcquiredError extends Error {
 
 /** using()'s options: the lock's acquire options, and when to extend. */
 export interface UsingOptions extends AcquireOptions {
-  /** Extend when this fraction of the ttl is left, in [0, 1) (default 0.5); set to 0 to never extend. */
+  /**
+   * Extend when this fraction of the ttl is left, in [0, 1) (default 0.5); set to 0 to never extend. Never
+   * sooner than a tenth of the lease's validity left after the last extension (a lease is valid for less than
+   * its ttl: a fraction near 1 would extend back to back).
+   */
   readonly extendAtFraction?: number;
 }
+
+/** Background extensions are at least 1/MIN_GAP_DIVISOR of the lease's validity left apart. */
+const MIN_GAP_DIVISOR = 10;
 
 /** using()'s own options, beyond the lock's acquire options. */
 const USING_OPTIONS = ['extendAtFraction'];
@@ -55,7 +62,11 @@ export async function using<T>(lock: LeaseLock, resource: string, options: Using
   let stopped = false;
   const plan = (): void => {
     if (stopped || fraction <= 0 || lease.validUntilMs === null || lease.signal.aborted) return;
-    const at = lease.validUntilMs - Math.floor(options.ttlMs * fraction);
+    // Every lease is valid for less than its ttl (the drift allowance, the round trip), so a fraction whose share of the
+    // ttl reaches what is left planned each extension at or just after the last one's reply: back to back, over a
+    // thousand a second. Extensions are at least a tenth of the validity left apart.
+    const now = clock.now();
+    const at = Math.max(lease.validUntilMs - Math.floor(options.ttlMs * fraction), now + Math.ceil((lease.validUntilMs - now) / MIN_GAP_DIVISOR));
     cancel = clock.schedule(at, () => {
       void lock.extend(lease, options.ttlMs).then(
         (r) => {

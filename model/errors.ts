@@ -73,16 +73,34 @@ export function checkRetries(retries: unknown): number {
 /** A UTF-16 surrogate with no partner: it has no UTF-8 form, so two such names would become the same bytes on the wire. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** Text every backend keeps as given: well-formed Unicode (no lone surrogate) without NUL. */
+export function isKeepableText(text: unknown): boolean {
+  return typeof text === 'string' && !text.includes('\0') && !LONE_SURROGATE.test(text);
+}
+
 /** `resource` if it is a non-empty string of at most MAX_RESOURCE_LENGTH, well-formed Unicode, without NUL; else throws InvalidInputError('invalid-resource'). */
 export function checkResource(resource: unknown): string {
   if (typeof resource !== 'string' || resource.length === 0 || resource.length > MAX_RESOURCE_LENGTH) {
     throw new InvalidInputError('invalid-resource', `resource must be a non-empty string of at most ${MAX_RESOURCE_LENGTH} characters`);
   }
   // NUL: PostgreSQL text cannot hold it.
-  if (resource.includes('\0') || LONE_SURROGATE.test(resource)) {
+  if (!isKeepableText(resource)) {
     throw new InvalidInputError('invalid-resource', 'resource must be well-formed Unicode without NUL characters');
   }
   return resource;
+}
+
+/**
+ * `value` if it is a string of well-formed Unicode without NUL; else throws
+ * InvalidInputError('precondition'). A store value is kept as UTF-8 text on
+ * every backend: a lone surrogate has no UTF-8 form (Redis and PostgreSQL
+ * read it back as U+FFFD, a different value), and PostgreSQL text cannot
+ * hold NUL; refused before anything is sent, on every backend alike.
+ */
+export function checkValue(value: unknown): string {
+  if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+  if (!isKeepableText(value)) throw new InvalidInputError('precondition', 'value must be well-formed Unicode without NUL characters');
+  return value;
 }
 
 /** `token` if it is a bigint in [0, MAX_TOKEN]; else throws InvalidInputError('invalid-token'). */

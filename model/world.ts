@@ -3,7 +3,7 @@ import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
 import { driftMarginMs, hasTtl, isReentrant, isSessionBound, lateReplyEnds, leaseTerms, persists, quorum, refreshExtendMs, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
 import type { Design } from './design.ts';
-import { checkDuration, checkResource, checkTtl, InvalidInputError } from './errors.ts';
+import { checkDuration, checkResource, checkTtl, checkValue, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
   bumpCounter,
@@ -189,7 +189,7 @@ function validate(world: World, command: Command): void {
     case 'write': {
       active(c.client);
       checkResource(c.resource);
-      if (typeof c.value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+      checkValue(c.value);
       timed(c.latencyMs);
       if (c.delayed !== undefined) {
         if (c.delayed !== true) throw new InvalidInputError('precondition', 'delayed must be true or absent');

@@ -1,7 +1,7 @@
-import { checkDuration, checkRetries, checkResource, checkTtl, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkRetries, checkResource, checkTtl } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { leaseMargins } from '../leaseMargins.ts';
-import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions } from '../options.ts';
 import { sleep } from '../clock.ts';
 import { abortReason, checkSignal, settleAborted } from '../abort.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
@@ -78,8 +78,7 @@ export class EtcdLock {
     checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'owns', 'deleteIfOwned', 'revoke']);
     checkClock(options.clock);
     const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
-    const prefix = options.prefix ?? DEFAULT_PREFIX;
-    if (typeof prefix !== 'string') throw new InvalidInputError('invalid-config', 'prefix must be a string');
+    const prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX, 'prefix');
     this.#node = options.node;
     this.#clock = options.clock;
     this.#driftFactor = df;

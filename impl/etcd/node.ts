@@ -10,6 +10,7 @@ import {
   GRPCDeadlineExceededError,
   GRPCFailedPreconditionError,
   GRPCInvalidArgumentError,
+  GRPCResourceExhastedError,
   GRPCUnauthenticatedError,
   GRPCUnavailableError,
   type Etcd3,
@@ -25,7 +26,8 @@ import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { storedToken } from '../storeCell.ts';
-import { checkClock, checkMethods, checkObject, checkTimeoutMs, knownOptions } from '../options.ts';
+import { checkClock, checkMethods, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
+import { checkToken, checkValue, MAX_TTL_MS } from '../../model/errors.ts';
 
 /** Digits of 2^63-1: tokens padded to this compare as numbers byte by byte. */
 const TOKEN_DIGITS = 19;
@@ -119,12 +121,16 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   return {
     grant: (ttlSeconds) =>
       bounded('lease grant', async (call) => {
+        checkTtlSeconds(ttlSeconds);
         const r = await client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }, call);
         if (r.error) throw new UnavailableError(`etcd lease grant: ${r.error}`);
         return { id: r.ID, ttlSeconds: Number(r.TTL) };
       }),
     putIfAbsent: (key, value, leaseId) =>
       bounded('put-if-absent', async (call) => {
+        checkKey(key, 'key');
+        checkValue(value);
+        checkLeaseId(leaseId);
         const r = await client.kv.txn(
           {
             compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
@@ -141,6 +147,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
       }),
     keepAlive: (leaseId) =>
       bounded('lease keep-alive', async (call) => {
+        checkLeaseId(leaseId);
         const stream = await client.leaseClient.leaseKeepAlive(call);
         try {
           const reply = await new Promise<{ TTL: string }>((resolve, reject) => {
@@ -155,11 +162,13 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
       }),
     owns: (key, leaseId, createRevision) =>
       bounded('owns', async (call) => {
+        checkOwned(key, leaseId, createRevision);
         const r = await client.kv.txn({ compare: owned(key, leaseId, createRevision), success: [], failure: [] }, call);
         return r.succeeded;
       }),
     deleteIfOwned: (key, leaseId, createRevision) =>
       bounded('delete-if-owned', async (call) => {
+        checkOwned(key, leaseId, createRevision);
         const r = await client.kv.txn(
           {
             compare: owned(key, leaseId, createRevision),
@@ -171,6 +180,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
       }),
     revoke: (leaseId) =>
       bounded('lease revoke', async (call) => {
+        checkLeaseId(leaseId);
         try {
           await client.leaseClient.leaseRevoke({ ID: leaseId }, call);
         } catch (error) {
@@ -179,11 +189,17 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
       }),
     get: (key) =>
       bounded('range', async (call) => {
+        checkKey(key, 'key');
         const r = await client.kv.range({ key }, call);
         return r.kvs[0]?.value.toString('utf8') ?? null;
       }),
     fencedWrite: (key, highestKey, token, value, policy) =>
       bounded('fenced write', async (call) => {
+        checkKey(key, 'key');
+        checkKey(highestKey, 'highestKey');
+        checkToken(token);
+        checkValue(value);
+        checkPolicy(policy, FENCES);
         const padded = Buffer.from(token.toString().padStart(TOKEN_DIGITS, '0'), 'ascii');
         const put: IRequestOp = { request_put: { key, value: Buffer.from(value, 'utf8') } };
         const raise: IRequestOp = { request_put: { key: highestKey, value: padded } };
@@ -213,6 +229,36 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   };
 }
 
+/**
+ * The arguments of the node's calls, checked as the lock's and the store's
+ * are (the node is public: etcd3Node): a wrong one was sent and read as an
+ * outage (a lease id etcd3 cannot encode, a string key), or taken (a token
+ * -1n wrote '-1' as a cell's highest token, and every later write to the
+ * cell failed on it). Each is an InvalidInputError naming the argument, as a
+ * rejection, before anything is sent.
+ */
+function checkKey(key: unknown, name: string): void {
+  if (!Buffer.isBuffer(key)) refuse(name, 'a Buffer', key);
+}
+
+/** A lease id as grant returned it: etcd's int64, in decimal. */
+function checkLeaseId(leaseId: unknown): void {
+  if (typeof leaseId !== 'string' || !/^-?\d{1,19}$/.test(leaseId)) refuse('leaseId', 'a lease id as grant returned it (decimal digits)', leaseId);
+}
+
+/** etcd's lease ttls are whole seconds: at least 1, at most the longest ttl the lock takes. */
+const MAX_TTL_SECONDS = Math.ceil(MAX_TTL_MS / 1000);
+
+function checkTtlSeconds(ttlSeconds: unknown): void {
+  if (typeof ttlSeconds !== 'number' || !Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS) refuse('ttlSeconds', `an integer number of seconds in [1, ${MAX_TTL_SECONDS}]`, ttlSeconds);
+}
+
+function checkOwned(key: unknown, leaseId: unknown, createRevision: unknown): void {
+  checkKey(key, 'key');
+  checkLeaseId(leaseId);
+  if (typeof createRevision !== 'bigint' || createRevision < 0n || createRevision > 2n ** 63n - 1n) refuse('createRevision', 'a bigint in [0, 2^63-1]', createRevision);
+}
+
 /** The key is the one our put created (its create revision) and still under our lease (an operator's put keeps the first, not the second). */
 function owned(key: Buffer, leaseId: string, createRevision: bigint): ICompare[] {
   return [
@@ -230,6 +276,13 @@ const NO_USER = /etcdserver: user name is empty/;
 const AUTH_OLD_REVISION = /etcdserver: revision of auth store is old/;
 /** FailedPrecondition from Authenticate when the cluster has no auth on: credentials were given that it cannot take. */
 const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
+/**
+ * RESOURCE_EXHAUSTED for a request larger than the member takes (gRPC's
+ * message limit: etcd's --max-request-bytes plus room): the same request
+ * meets it again, so it is a refusal, not an outage (a store write of a
+ * value of a megabyte read as UnavailableError, retried for ever).
+ */
+const MESSAGE_TOO_LARGE = /message larger than max/;
 /** UNAVAILABLE from gRPC's resolver: a host name that does not resolve (as PostgreSQL's ENOTFOUND). */
 const NAME_NOT_RESOLVED = /Name resolution failed for target/;
 /**
@@ -265,6 +318,7 @@ function typed(error: unknown, what: string, timeoutMs: number): Error {
           : new UnavailableError(message, options),
     )
     .with(P.instanceOf(EtcdInvalidAuthTokenError), () => new UnavailableError(message, options))
+    .with(P.instanceOf(GRPCResourceExhastedError), (e) => (MESSAGE_TOO_LARGE.test(e.message) ? new ServerRefusedError('statement', 'ResourceExhausted', message, options) : new UnavailableError(message, options)))
     .with(P.instanceOf(EtcdAuthenticationFailedError), P.instanceOf(EtcdUserNotFoundError), P.instanceOf(GRPCUnauthenticatedError), () => new ConnectionConfigError('authentication', message, options))
     .with(P.instanceOf(EtcdPermissionDeniedError), () => new ServerRefusedError('permission', 'PermissionDenied', message, options))
     .with(P.instanceOf(EtcdRoleNotGrantedError), () => new ServerRefusedError('permission', 'RoleNotGranted', message, options))

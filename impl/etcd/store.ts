@@ -1,9 +1,9 @@
 import type { StorePolicy } from '../../model/design.ts';
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellKey, DEFAULT_PREFIX, highestKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
-import { checkMethods, checkObject, checkPolicy, checkString, FENCES, knownOptions } from '../options.ts';
+import { checkMethods, checkObject, checkPolicy, checkPrefix, FENCES, knownOptions } from '../options.ts';
 import { parseCell } from '../storeCell.ts';
 
 /**
@@ -43,12 +43,12 @@ export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: Et
   checkPolicy(policy, FENCES);
   checkObject(options, 'etcdFencedStore options');
   checkKeys(options);
-  const prefix = options.prefix === undefined ? DEFAULT_PREFIX : checkString(options.prefix, 'prefix', false);
+  const prefix = options.prefix === undefined ? DEFAULT_PREFIX : checkPrefix(options.prefix, 'prefix');
   return {
     async write(resource, token, value): Promise<WriteResult> {
       checkResource(resource);
       checkToken(token);
-      if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+      checkValue(value);
       const cell: Cell = { value, token: token.toString() };
       return node.fencedWrite(cellKey(resource, prefix), highestKey(resource, prefix), token, JSON.stringify(cell), policy);
     },

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { StorePolicy } from '../../model/design.ts';
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal } from './attempts.ts';
@@ -42,7 +42,7 @@ const READ = 'SELECT value, token::text AS token FROM lockcheck_store WHERE reso
 function checkWrite(resource: string, token: bigint, value: string): void {
   checkResource(resource);
   checkToken(token);
-  if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+  checkValue(value);
 }
 
 /** A refusal no retry fixes (a permission, a missing schema or table, an SQL error) typed as the locks' (ServerRefusedError, ConnectionConfigError, the driver's error as cause); any other failure as it came. */

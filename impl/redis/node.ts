@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { checkResource, checkToken } from '../../model/errors.ts';
-import { checkMethods, checkObject, checkString, checkTokenBase, isObject, knownOptions } from '../options.ts';
+import { checkMethods, checkObject, checkPrefix, checkTokenBase, isObject, knownOptions } from '../options.ts';
 import type { LeaseNode } from '../leaseNode.ts';
 import { acquireScript, extendScript, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
@@ -43,7 +43,7 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
   const base = baseToken.toString();
   /** The first token a fresh counter mints: the script tells a counter deleted behind it by this one (ACQUIRE). */
   const first = (baseToken + 1n).toString();
-  if (options.prefix !== undefined) checkString(options.prefix, 'prefix', false);
+  if (options.prefix !== undefined) checkPrefix(options.prefix, 'prefix');
   const keys = (resource: string) => keysFor(resource, options.prefix);
   const wanted = options.replicas;
   if (wanted !== undefined && !(isObject(wanted) && Number.isInteger(wanted.count) && wanted.count >= 1 && Number.isInteger(wanted.timeoutMs) && wanted.timeoutMs >= 1)) {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { StorePolicy } from '../../model/design.ts';
-import { checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import { storedToken } from '../storeCell.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
@@ -10,7 +10,7 @@ import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
 import { checkConnection } from './node.ts';
 import { typed } from './replyErrors.ts';
-import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
+import { checkClock, checkObject, checkPolicy, checkPrefix, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
 
 export interface RedisStoreOptions {
   /** Key prefix. Default 'lockcheck'. */
@@ -41,7 +41,7 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: Red
   checkPolicy(policy, FENCES);
   checkObject(options, 'redisFencedStore options');
   checkKeys(options);
-  if (options.prefix !== undefined) checkString(options.prefix, 'prefix', false);
+  if (options.prefix !== undefined) checkPrefix(options.prefix, 'prefix');
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
   const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   const bounded = <T>(what: string, resource: string, work: Promise<T>): Promise<T> =>
@@ -50,10 +50,9 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: Red
     });
   return {
     write(resource, token, value) {
-      if (typeof value !== 'string') return Promise.reject(new InvalidInputError('precondition', 'value must be a string'));
       let sent: Promise<[number, string?]>;
       try {
-        sent = fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), value, policy]) as Promise<[number, string?]>;
+        sent = fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), checkValue(value), policy]) as Promise<[number, string?]>;
       } catch (e) {
         // Bad input (InvalidInputError), or the client refusing to queue the command at all (ioredis throws in some states).
         return Promise.reject(storeError(e, 'write', resource));

@@ -4,11 +4,11 @@ import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
-import { InvalidInputError } from '../../model/errors.ts';
+import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
 import { checkConnectString } from './connectString.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
-import { checkClock, checkObject, checkString, checkTimeoutMs, knownOptions, refuse } from '../options.ts';
+import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
 
 /**
  * One ZooKeeper session of the lock: the lease. Its timeout is the one the
@@ -58,7 +58,7 @@ export interface ZookeeperNode {
   enqueue(session: ZookeeperSession, dir: string): Promise<{ readonly name: string; readonly czxid: bigint; readonly deleted?: Promise<void> }>;
   /** One round trip on the session (renewing it): the create zxid of `path`, null when it is gone. */
   touch(session: ZookeeperSession, path: string): Promise<bigint | null>;
-  /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. */
+  /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. Rejects with InvalidInputError('precondition') at once when the node is closed meanwhile. */
   watchGone(session: ZookeeperSession, path: string, waitMs: number): Promise<void>;
   /** Deletes `path` only while its create zxid is `czxid` (and at the version read). */
   deleteOwned(session: ZookeeperSession, path: string, czxid: bigint): Promise<boolean>;
@@ -159,6 +159,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const live = new Map<Client, Connecting>();
   // The lease sessions handed out and not yet over: close() tells each that it ended.
   const leases = new Map<Client, (why: 'closed') => void>();
+  // The watchGone waits in progress: close() ends each at once.
+  const watches = new Set<() => void>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
     const attempt = connecting(options.connectString, sessionMs, pings, auth);
     live.set(attempt.client, attempt);
@@ -186,10 +188,24 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     }
     return shared.ready;
   };
-  const own = (s: ZookeeperSession): Client => (s as Session).client;
+  // The clients of the sessions this node opened: a call on any other session is refused (it was a TypeError read as
+  // an outage). By client, not by object: a wrapper may hand on a copy of the session (conformance, tests).
+  const opened = new WeakSet<Client>();
+  const own = (s: ZookeeperSession): Client => {
+    const client = typeof s === 'object' && s !== null ? (s as Partial<Session>).client : undefined;
+    if (client === undefined || !opened.has(client)) refuse('session', 'a session openSession of this node returned', s);
+    return client;
+  };
   return {
     openSession: (sessionMs) => {
       if (closed) return Promise.reject(closedError('connect'));
+      // Checked before a client is made: the library encodes the timeout as an int32 in a socket event, and a larger one
+      // (1e308) was a RangeError thrown there, which ended the process.
+      try {
+        checkTtl(sessionMs);
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
       const attempt = open(sessionMs, false);
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
@@ -199,6 +215,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         client.once('expired', () => over('expired'));
         leases.set(client, over);
         const session: Session = { client, timeoutMs: client.getSessionTimeout(), expired, ended: false };
+        opened.add(client);
         void expired.then((why) => {
           session.ended = true;
           // An expired session's client would reconnect forever: close it.
@@ -213,6 +230,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     },
     contenders: (s, dir) =>
       bounded('get children', async () => {
+        checkPath(dir, 'dir');
         try {
           return await call<string[]>((cb) => own(s).getChildren(dir, cb));
         } catch (error) {
@@ -223,6 +241,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     enqueue: (s, dir) =>
       bounded('create', async () => {
         const client = own(s);
+        checkPath(dir, 'dir');
         const create = (): Promise<string> => call<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), acl, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
         let path: string;
         try {
@@ -240,23 +259,46 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     touch: (s, path) =>
       bounded('exists', async () => {
+        checkPath(path, 'path');
         const stat = await call<Stat | null>((cb) => own(s).exists(path, cb));
         return stat === null ? null : zxid(stat.czxid);
       }),
     watchGone: (s, path, waitMs) =>
       new Promise<void>((resolve, reject) => {
         if (closed) return reject(closedError('exists (watch)'));
-        const cancel = clock.schedule(clock.now() + waitMs, () => resolve());
-        const done = (): void => {
+        let client: Client;
+        try {
+          client = own(s);
+          checkPath(path, 'path');
+          // Not an integer: the lock's wait is what is left of its waitMs on the client's clock (performance.now(): fractions).
+          if (typeof waitMs !== 'number' || !(waitMs >= 0 && waitMs <= MAX_TTL_MS)) refuse('waitMs', `a number of ms in [0, ${MAX_TTL_MS}]`, waitMs);
+        } catch (error) {
+          return reject(error as Error);
+        }
+        const settle = (): void => {
           cancel();
+          watches.delete(closedNow);
+        };
+        // close() ends the wait at once as a close: the client's end resolved it as if the znode ahead were gone.
+        const closedNow = (): void => {
+          settle();
+          reject(closedError('exists (watch)'));
+        };
+        watches.add(closedNow);
+        const cancel = clock.schedule(clock.now() + waitMs, () => {
+          watches.delete(closedNow);
+          resolve();
+        });
+        const done = (): void => {
+          settle();
           resolve();
         };
-        own(s).exists(
+        client.exists(
           path,
           () => done(),
           (error, stat) => {
             if (error) {
-              cancel();
+              settle();
               reject(typed(error, 'exists (watch)'));
             } else if (stat === null) done();
           },
@@ -265,6 +307,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     deleteOwned: (s, path, czxid) =>
       bounded('delete', async () => {
         const client = own(s);
+        checkPath(path, 'path');
+        if (typeof czxid !== 'bigint') refuse('czxid', 'a bigint', czxid);
         const stat = await call<Stat | null>((cb) => client.exists(path, cb));
         if (stat === null || zxid(stat.czxid) !== czxid) return false;
         try {
@@ -290,6 +334,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     children: (dir) =>
       bounded('get children', async () => {
+        checkPath(dir, 'dir');
         const client = await storeClient();
         try {
           return await call<string[]>((cb) => client.getChildren(dir, cb));
@@ -300,6 +345,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     get: (path) =>
       bounded('get data', async () => {
+        checkPath(path, 'path');
         const client = await storeClient();
         try {
           const data = await call<Buffer | null>((cb) => client.getData(path, cb));
@@ -312,6 +358,11 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }),
     fencedWrite: (path, token, value, policy) =>
       bounded('fenced write', async () => {
+        checkPath(path, 'path');
+        // A token of -1n was written as the cell's highest, and every later write to the cell failed on it.
+        checkToken(token);
+        checkValue(value);
+        checkPolicy(policy, FENCES);
         checkCellSize(path, value);
         const client = await storeClient();
         for (let round = 0; round < CAS_ROUNDS; round++) {
@@ -348,6 +399,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     close: () => {
       closed = true;
       shared = null;
+      for (const closedNow of [...watches]) closedNow();
       for (const [client, attempt] of live) {
         // A lease whose session this ends must not look held: its contender goes now, and another may be granted.
         leases.get(client)?.('closed');
@@ -625,6 +677,11 @@ function code(error: unknown): number | null {
  */
 export function zxid(bytes: Buffer): bigint {
   return bytes.readBigUInt64BE(0);
+}
+
+/** A znode path as the lock and the store make them: absolute (the library threw on anything else, read as an outage). */
+function checkPath(path: unknown, name: string): void {
+  if (typeof path !== 'string' || !path.startsWith('/')) refuse(name, 'an absolute znode path', path);
 }
 
 /** The credentials option, checked before any client is made. */

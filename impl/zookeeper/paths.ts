@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../../model/errors.ts';
+import { checkPrefix, shown } from '../options.ts';
 
 /**
  * Where a resource's lock queue and store cell live in ZooKeeper. Resource
@@ -10,9 +11,18 @@ export const DEFAULT_ROOT = '/lockcheck';
 
 /** The root option of the lock and the store: an absolute znode path, default DEFAULT_ROOT. */
 export function checkRoot(root: unknown = DEFAULT_ROOT): string {
-  if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) throw new InvalidInputError('invalid-config', `root must be an absolute znode path without a trailing slash, got ${String(root)}`);
+  if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) throw new InvalidInputError('invalid-config', `root must be an absolute znode path without a trailing slash, got ${shown(root)}`);
+  checkPrefix(root, 'root');
+  // What ZooKeeper refuses in a path (PathUtils.validatePath): it read as BAD_ARGUMENTS at the first call, or as an outage.
+  if (ZNODE_UNSAFE.test(root) || root.split('/').some((part) => part === '.' || part === '..')) {
+    throw new InvalidInputError('invalid-config', `root must be a znode path ZooKeeper takes (no control characters, no '.' or '..' component, no character in U+D800..U+F8FF or U+FFF0..U+FFFF), got ${shown(root)}`);
+  }
   return root;
 }
+
+/** The characters ZooKeeper refuses in a path (PathUtils.validatePath), NUL included. */
+// oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
+const ZNODE_UNSAFE = /[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]/;
 
 /** The prefix of the ephemeral sequential znodes a lock's contenders create. */
 export const CONTENDER = 'c-';

@@ -1,5 +1,5 @@
 import type { StorePolicy } from '../../model/design.ts';
-import { checkResource, checkToken, InvalidInputError } from '../../model/errors.ts';
+import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellPath, checkRoot } from './paths.ts';
 import { checkMethods, checkObject, checkPolicy, FENCES, knownOptions } from '../options.ts';
@@ -42,7 +42,7 @@ export function zookeeperFencedStore(node: ZookeeperNode, policy: StorePolicy, o
     async write(resource, token, value): Promise<WriteResult> {
       checkResource(resource);
       checkToken(token);
-      if (typeof value !== 'string') throw new InvalidInputError('precondition', 'value must be a string');
+      checkValue(value);
       return node.fencedWrite(cellPath(resource, root), token, value, policy);
     },
     async read(resource): Promise<ReadResult> {

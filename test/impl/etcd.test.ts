@@ -118,9 +118,9 @@ describe('EtcdLock options', () => {
     [{ clockMarginMs: -1 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got -1'],
     [{ clockMarginMs: 10_001 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001'],
     [{ clockMarginMs: 0.5 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got 0.5'],
-    [{ safetyMarginMs: -1 }, 'invalid-config: safetyMarginMs must be a non-negative integer, got -1'],
-    [{ safetyMarginMs: 1.5 }, 'invalid-config: safetyMarginMs must be a non-negative integer, got 1.5'],
-    [{ prefix: 5 as unknown as string }, 'invalid-config: prefix must be a string'],
+    [{ safetyMarginMs: -1 }, 'invalid-config: safetyMarginMs must be an integer in [0, 2147483647], got -1'],
+    [{ safetyMarginMs: 1.5 }, 'invalid-config: safetyMarginMs must be an integer in [0, 2147483647], got 1.5'],
+    [{ prefix: 5 as unknown as string }, 'invalid-config: prefix must be a string of at most 256 characters, well-formed Unicode without NUL, got 5'],
   ])('refuses %o', (options, message) => {
     expect(() => new EtcdLock({ node, clock, ...options })).toThrow(expect.objectContaining({ code: 'invalid-config', message }));
   });

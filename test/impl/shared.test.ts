@@ -177,8 +177,8 @@ describe('leaseMargins', QUICK, () => {
       [{ clockMarginMs: 11 }, 'clockMarginMs must be an integer in [0, 10], got 11'],
       [{ clockMarginMs: -1 }, 'clockMarginMs must be an integer in [0, 10], got -1'],
       [{ clockMarginMs: 1.5 }, 'clockMarginMs must be an integer in [0, 10], got 1.5'],
-      [{ safetyMarginMs: -1 }, 'safetyMarginMs must be a non-negative integer, got -1'],
-      [{ safetyMarginMs: 0.5 }, 'safetyMarginMs must be a non-negative integer, got 0.5'],
+      [{ safetyMarginMs: -1 }, 'safetyMarginMs must be an integer in [0, 2147483647], got -1'],
+      [{ safetyMarginMs: 0.5 }, 'safetyMarginMs must be an integer in [0, 2147483647], got 0.5'],
     ];
     for (const [options, message] of cases) {
       const e = refused(() => leaseMargins(options, 10));
@@ -201,8 +201,8 @@ describe('LeaseLock over nodes written here', QUICK, () => {
       [{ clockMarginMs: -1 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got -1'],
       [{ clockMarginMs: 0.5 }, 'invalid-config', 'clockMarginMs must be an integer in [0, 1000], got 0.5'],
       [{ requestTimeoutMs: 0 }, 'invalid-config', 'requestTimeoutMs must be an integer number of ms in [1, 2147483647], got 0'],
-      [{ safetyMarginMs: -1 }, 'invalid-config', 'safetyMarginMs must be a non-negative integer, got -1'],
-      [{ safetyMarginMs: 0.5 }, 'invalid-config', 'safetyMarginMs must be a non-negative integer, got 0.5'],
+      [{ safetyMarginMs: -1 }, 'invalid-config', 'safetyMarginMs must be an integer in [0, 2147483647], got -1'],
+      [{ safetyMarginMs: 0.5 }, 'invalid-config', 'safetyMarginMs must be an integer in [0, 2147483647], got 0.5'],
     ];
     for (const [options, code, message] of cases) {
       const e = refused(() => make(options));

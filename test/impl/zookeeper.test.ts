@@ -7,11 +7,13 @@ import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefused
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
 import { zxid } from '../../impl/zookeeper/node.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
+import { shown } from '../../impl/options.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
 import type { Exception } from 'node-zookeeper-client';
 import { TcpProxy } from '../../conformance/env/proxy.ts';
 import { ManualClock, sharedZookeeper } from './servers.ts';
+import { systemClock } from '../../impl/clock.ts';
 
 /**
  * impl/zookeeper against one real one-member ZooKeeper (every znode under
@@ -190,7 +192,7 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     for (const bad of ['relative', '/trailing/', '/', '//x', '/a//b', 42, { toString: () => '/a' }]) {
       const e = refused(() => new ZookeeperLock({ node: s.node, clock, root: bad as string }));
       expect(e.code).toBe('invalid-config');
-      expect(e.message).toBe(`invalid-config: root must be an absolute znode path without a trailing slash, got ${String(bad)}`);
+      expect(e.message).toBe(`invalid-config: root must be an absolute znode path without a trailing slash, got ${shown(bad)}`);
     }
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, driftFactor: 1 })).message).toBe('invalid-config: driftFactor must be in [0, 1), got 1');
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, clockMarginMs: 10_001 })).message).toBe('invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001');
@@ -663,6 +665,65 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await closedError(store.write('r', 1n, 'v'), 'fenced write');
     await closedError(store.read('r'), 'get data');
     await closedError(n.children('/'), 'get children');
+  });
+
+  it("zookeeperNode's calls refuse wrong arguments as InvalidInputError naming them, before anything is sent: openSession(1e308) ended the process, a token -1n broke its cell, others read as outages", async () => {
+    const n = node();
+    const r = root();
+    const refusedWith = async (call: Promise<unknown>, code: string, named: string): Promise<void> => {
+      const e = await thrown(call);
+      expect(e, named).toBeInstanceOf(InvalidInputError);
+      expect(e, named).toMatchObject({ code });
+      expect((e as Error).message, named).toContain(named);
+    };
+    for (const ms of [Number.NaN, -1, 1e308]) await refusedWith(n.openSession(ms), 'invalid-ttl', 'ttl');
+    const s = await n.openSession(30_000);
+    const { name, czxid } = await n.enqueue(s, `${r}/lock/q`);
+    await refusedWith(n.contenders({ timeoutMs: 1, expired: Promise.resolve() }, `${r}/lock/q`), 'invalid-config', 'session');
+    await refusedWith(n.touch(s, 'relative'), 'invalid-config', 'path');
+    await refusedWith(n.watchGone(s, `${r}/lock/q/${name}`, Number.NaN), 'invalid-config', 'waitMs');
+    await refusedWith(n.deleteOwned(s, `${r}/lock/q/${name}`, 1 as never), 'invalid-config', 'czxid');
+    await refusedWith(n.get(42 as never), 'invalid-config', 'path');
+    await refusedWith(n.fencedWrite(`${r}/cell/c`, -1n, 'v', 'strict'), 'invalid-token', 'token');
+    await refusedWith(n.fencedWrite(`${r}/cell/c`, 1n, 'v', 'bogus' as never), 'invalid-config', 'policy');
+    // Nothing was written or deleted.
+    expect(await n.get(`${r}/cell/c`)).toBeNull();
+    expect(await n.touch(s, `${r}/lock/q/${name}`)).toBe(czxid);
+    await n.closeSession(s);
+  });
+
+  it('a waiting acquire on the system clock (fractional ms left to wait) is granted when the holder releases: the checked waitMs takes fractions', async () => {
+    const r = root();
+    const holderNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
+    const waiterNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
+    nodes.push(holderNode, waiterNode);
+    const holder = new ZookeeperLock({ node: holderNode, clock: systemClock, root: r });
+    const waiter = new ZookeeperLock({ node: waiterNode, clock: systemClock, root: r });
+    const held = granted(await holder.acquire('w', { ttlMs: 30_000 }));
+    // A wait shorter than a third of the ttl: what is left of it, a fraction of a ms on performance.now(), is watchGone's bound.
+    const waiting = waiter.acquire('w', { ttlMs: 30_000, waitMs: 5_000 });
+    await eventually(async () => (await holderNode.children(lockDir('w', r))).length === 2, 'the waiter in line');
+    await holder.release(held);
+    await waiter.release(granted(await waiting));
+  });
+
+  it('close() ends a watchGone in progress at once with InvalidInputError(precondition): it resolved as if the znode ahead were gone', async () => {
+    const n = node();
+    const dir = `${root()}/lock/w`;
+    const s = await n.openSession(30_000);
+    const ahead = await n.enqueue(s, dir);
+    const outcome = n.watchGone(s, `${dir}/${ahead.name}`, 60_000).then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    // A session's requests are answered in order: once the touch is back, the watch is set on the ensemble.
+    expect(await n.touch(s, `${dir}/${ahead.name}`)).toBe(ahead.czxid);
+    n.close();
+    let bound: NodeJS.Timeout | undefined;
+    const late = new Promise((resolve) => (bound = setTimeout(() => resolve('still waiting 3 s after close()'), 3_000)));
+    const e = await Promise.race([outcome, late]).finally(() => clearTimeout(bound));
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toBe('precondition: zookeeper exists (watch): the node was closed');
   });
 
   it("a connect string none of whose hosts resolves is ConnectionConfigError('unknown-host'), thrown by acquire at once; one host that resolves is enough", async () => {
