@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import type { BackendUnderTest, LockClient } from '../conformance/adapter.ts';
+import { runLockstep } from '../conformance/index.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import { SimNetwork } from '../conformance/sim/network.ts';
+import { VirtualTime } from '../conformance/sim/time.ts';
+import { clockAt } from '../model/clock.ts';
+import { MAX_TOKEN } from '../model/errors.ts';
+import type { Command } from '../model/index.ts';
+import { designs } from '../model/index.ts';
+
+/**
+ * The conformance engine where hand mutants of it survived every other test
+ * (docs/mutation.md, "The conformance engine by hand", the rows marked gap
+ * by session h11): each test builds the exact situation the row describes.
+ */
+
+/** The sim backend with each client wrapped by `wrap(the real client, its index)`. */
+function wrapped(base: BackendUnderTest, wrap: (real: LockClient, client: number) => LockClient, name = `${base.name} (wrapped)`): BackendUnderTest {
+  return {
+    ...base,
+    name,
+    start: async (o) => {
+      const instance = await base.start(o);
+      return { ...instance, clients: instance.clients.map((c, i) => wrap(c, i)) };
+    },
+  };
+}
+
+/** A client's calls, bound (a LockClient spread loses its methods' `this`). */
+function bound(c: LockClient): LockClient {
+  return { acquire: c.acquire.bind(c), ...(c.extend ? { extend: c.extend.bind(c) } : {}), release: c.release.bind(c), store: c.store, clock: c.clock };
+}
+
+/** Waits `ms` on the client's own (virtual) clock. */
+const sleepOn = (c: LockClient, ms: number) => new Promise<void>((resolve) => c.clock.schedule(c.clock.now() + ms, resolve));
+
+describe('L1: an answer between two branches\' times (an ambiguous timeout)', () => {
+  // A reply 49 ms late on a 27 ms ttl: the client gives up at its own timeout (t=27), or the late reply itself says
+  // timed-out (t=49); both are `timed-out`, at two times.
+  const slow: Command = { kind: 'acquire', client: 0, resource: 'r', ttlMs: 27, latencyMs: 49 };
+
+  it('the model has the same answer at two times', async () => {
+    const report = await runLockstep(simLeaseBackend(designs.redisSingle(), 'strict'), [slow], { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps[0]!.allowed.every((o) => o.kind === 'timed-out')).toBe(true);
+    expect(report.steps[0]!.endMs).toBe(27);
+  });
+
+  it('a backend that gives up at t=35, after the first and before the second, is the later branch (the runner moves on to it), not the engine\'s crash', async () => {
+    const giveUp = wrapped(simLeaseBackend(designs.redisSingle(), 'strict'), (c) => ({
+      ...bound(c),
+      // The schedule's acquire only (the probes' calls go to the real client).
+      acquire: async (resource, options) => {
+        if (options.ttlMs !== 27) return c.acquire(resource, options);
+        await sleepOn(c, 35);
+        return { kind: 'timed-out' };
+      },
+    }));
+    const report = await runLockstep(giveUp, [slow, { kind: 'advance', ms: 1 }], { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    // Time stood at the later branch's t=49 after the step.
+    expect(report.steps.map((s) => s.endMs)).toEqual([49, 50]);
+  });
+});
+
+describe('T2: timers of one clock due at the same instant', () => {
+  it('fire in the order they were set (a sleep set first wakes first)', async () => {
+    const time = new VirtualTime();
+    const fired: string[] = [];
+    time.at(5, () => fired.push('first'));
+    time.at(5, () => fired.push('second'));
+    time.at(4, () => fired.push('earlier'));
+    time.at(5, () => fired.push('third'));
+    await time.advanceTo(10);
+    expect(fired).toEqual(['earlier', 'first', 'second', 'third']);
+  });
+});
+
+describe('N3: at a resume, a paused client\'s due timers fire before the replies it missed arrive', () => {
+  it('a timer\'s work runs before the missed reply\'s, as in a process that stopped (faults.ts: "its due timers fire before its replies arrive")', async () => {
+    const time = new VirtualTime();
+    const network = new SimNetwork(time, () => ({ reachable: () => true }));
+    const clock = network.pausable(0, time.clockOf(() => clockAt()));
+    const seen: string[] = [];
+    network.hold(0);
+    // Due during the pause: a sleep whose waiter takes two turns (an await in an async function, then its own work).
+    const slept = new Promise<void>((resolve) => clock.schedule(5, resolve));
+    void (async () => {
+      await slept;
+      await Promise.resolve();
+      seen.push('timer');
+    })();
+    // A reply that came in during the pause.
+    void network.call(0, 0, () => 'pong').then(() => seen.push('reply'));
+    await time.advanceTo(10);
+    expect(seen).toEqual([]);
+    network.release(0);
+    await time.advanceTo(10);
+    expect(seen).toEqual(['timer', 'reply']);
+  });
+});
+
+describe('C13: the store write with token 2^63 is probed', () => {
+  it('a store that refuses -1 but takes a token above 2^63-1 is FENCE-2 at that probe', async () => {
+    const open = wrapped(simLeaseBackend(designs.redisSingle(), 'strict'), (c) => ({
+      ...bound(c),
+      store: {
+        read: c.store.read.bind(c.store),
+        // The upper bound forgotten: a token past 2^63-1 is written as if it fitted.
+        write: async (resource, token, value) => (token > MAX_TOKEN ? { kind: 'accepted' } : c.store.write(resource, token, value)),
+      },
+    }));
+    // One probe per agreed operation, in turn; the eighth (step index 7, client 0 holding no lease) is the write with 2^63.
+    const reads: Command[] = Array.from({ length: 8 }, () => ({ kind: 'read', client: 0, resource: 'r' }));
+    const report = await runLockstep(open, reads, { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toMatchObject({ kind: 'conformance-failure', property: 'FENCE-2', message: 'invalid input (write with token 2^63) was accepted, not with InvalidInputError', step: { index: 7 } });
+  });
+});
