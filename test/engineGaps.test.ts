@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { BackendUnderTest, LockClient } from '../conformance/adapter.ts';
-import { runLockstep } from '../conformance/index.ts';
+import { checkConformance, MAX_ATTEMPTS, runLockstep } from '../conformance/index.ts';
+import type { RunReport } from '../conformance/index.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
-import { VirtualTime } from '../conformance/sim/time.ts';
+import { TimingError, VirtualTime } from '../conformance/sim/time.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
 import { clockAt } from '../model/clock.ts';
 import { MAX_TOKEN } from '../model/errors.ts';
 import type { Command } from '../model/index.ts';
@@ -115,5 +117,131 @@ describe('C13: the store write with token 2^63 is probed', () => {
     const reads: Command[] = Array.from({ length: 8 }, () => ({ kind: 'read', client: 0, resource: 'r' }));
     const report = await runLockstep(open, reads, { clients: 2, tokenBase: 0n });
     expect(report.verdict).toMatchObject({ kind: 'conformance-failure', property: 'FENCE-2', message: 'invalid input (write with token 2^63) was accepted, not with InvalidInputError', step: { index: 7 } });
+  });
+});
+
+/** Claims 1 ms less validity than it has: a deviation in the safe direction, which a library audit goes past. */
+class ShortValidity extends LeaseLock {
+  protected override driftMarginMs(ttlMs: number): number {
+    return super.driftMarginMs(ttlMs) + 1;
+  }
+}
+const shortLibrary: BackendUnderTest = { ...simLeaseBackend(designs.redisSingle(), 'strict', { lock: (p) => new ShortValidity(p) }, 'short validity'), contract: {} };
+const PAUSES = ['advance', 'pause'] as const;
+
+describe('K4: outside an audit, a deviation a library audit went past fails the check', () => {
+  it('a library backend (a contract) under the default failOn fails on its first safe deviation, though the run went on past it', async () => {
+    const reports: RunReport[] = [];
+    const result = await checkConformance(shortLibrary, { runs: 20, seed: 3, faults: PAUSES, onRun: (_r, report) => reports.push(report) });
+    expect(result.failure).not.toBeNull();
+    const verdict = result.failure!.report.verdict;
+    expect(verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1', consequence: { kind: 'safe', what: 'validity shorter than allowed' } });
+    // The run that failed went on past the deviation (an audit does): the check, not the run, stops at it.
+    expect(reports[result.failure!.failedAtRun - 1]!.deviations?.length ?? 0).toBeGreaterThan(0);
+  });
+});
+
+describe('K3: a run stopped out of pace after it showed what the check fails on', () => {
+  it('fails the check with that deviation, not counted as stopped early', async () => {
+    // Out of pace from the step after the first grant on: every run deviates (a safe deviation, gone past) and then stops.
+    const stopping: BackendUnderTest = {
+      ...shortLibrary,
+      start: async (o) => {
+        const instance = await shortLibrary.start(o);
+        let granted = false;
+        let grantedBefore = false;
+        return {
+          ...instance,
+          clients: instance.clients.map((c) => ({
+            ...bound(c),
+            acquire: async (resource, options) => {
+              const r = await c.acquire(resource, options);
+              if (r.kind === 'granted') granted = true;
+              return r;
+            },
+          })),
+          env: {
+            ...instance.env,
+            advanceTo: async (ms: number) => {
+              if (grantedBefore) throw new TimingError('real time ran ahead');
+              grantedBefore = granted;
+              return instance.env.advanceTo(ms);
+            },
+          },
+        };
+      },
+    };
+    const reports: RunReport[] = [];
+    const result = await checkConformance(stopping, { runs: 20, seed: 3, faults: PAUSES, onRun: (_r, report) => reports.push(report) });
+    expect(result.failure).not.toBeNull();
+    expect(result.failure!.report.verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1', consequence: { kind: 'safe' } });
+    // The run the check failed on had stopped out of pace after the deviation.
+    expect(reports[result.failure!.failedAtRun - 1]!.verdict).toMatchObject({ kind: 'inconclusive', outOfPace: true });
+  });
+});
+
+describe('K7, K8, K9: what a failed check counts is what the runs before the failure showed, not its shrinking', () => {
+  it('findings, runs stopped early and attempts retried come from the runs before the first failure only', async () => {
+    // Unfenced (findings under pauses), out of pace in every attempt once client 1 read the store (stopped early after
+    // MAX_ATTEMPTS), and a conformance failure where client 1 extends (its extend throws): shrinking meets all three.
+    const base = simLeaseBackend(designs.redisSingle(), 'unfenced');
+    let starts = 0;
+    const mixed: BackendUnderTest = {
+      ...base,
+      name: 'unfenced, out of pace after a read by client 1, failing at its extend',
+      start: async (o) => {
+        starts++;
+        const instance = await base.start(o);
+        let read = false;
+        return {
+          ...instance,
+          clients: instance.clients.map((c, i) => ({
+            ...bound(c),
+            ...(i === 1 ? { extend: async () => Promise.reject(new Error('boom')) } : {}),
+            store: {
+              write: c.store.write.bind(c.store),
+              read: async (resource: string) => {
+                if (i === 1) read = true;
+                return c.store.read(resource);
+              },
+            },
+          })),
+          env: {
+            ...instance.env,
+            advanceTo: async (ms: number) => (read ? Promise.reject(new TimingError('real time ran ahead')) : instance.env.advanceTo(ms)),
+          },
+        };
+      },
+    };
+    const runs: Array<{ report: RunReport; attempts: number }> = [];
+    // The check starts one instance before its runs, to read the faults the backend offers.
+    let counted = 1;
+    const result = await checkConformance(mixed, {
+      runs: 40,
+      seed: 5,
+      faults: PAUSES,
+      onRun: (_r, report) => {
+        runs.push({ report, attempts: starts - counted });
+        counted = starts;
+      },
+    });
+    expect(result.failure).not.toBeNull();
+    const before = runs.slice(0, result.failure!.failedAtRun - 1);
+    const shrinking = runs.slice(result.failure!.failedAtRun);
+    const stopped = (r: RunReport) => r.verdict.kind === 'inconclusive';
+    const findingsOf = (rs: typeof runs) => {
+      const counts: Record<string, number> = {};
+      for (const { report } of rs.filter((r) => !stopped(r.report))) for (const p of new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))) counts[p] = (counts[p] ?? 0) + 1;
+      return counts;
+    };
+    const retriedOf = (rs: typeof runs) => rs.reduce((n, r) => n + r.attempts - 1, 0);
+    // Shrinking met findings, runs out of pace and retries: counting them too would change every figure.
+    expect(Object.keys(findingsOf(shrinking)).length).toBeGreaterThan(0);
+    expect(shrinking.filter((r) => stopped(r.report)).length).toBeGreaterThan(0);
+    expect(retriedOf(shrinking)).toBeGreaterThan(0);
+    expect(result.findings).toEqual(findingsOf(before));
+    expect(result.stoppedEarly).toBe(before.filter((r) => stopped(r.report)).length);
+    expect(result.retried).toBe(retriedOf(before));
+    expect(before.filter((r) => stopped(r.report)).every((r) => r.attempts === MAX_ATTEMPTS)).toBe(true);
   });
 });
