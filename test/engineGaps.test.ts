@@ -4,9 +4,11 @@ import { checkConformance, MAX_ATTEMPTS, runLockstep } from '../conformance/inde
 import type { RunReport } from '../conformance/index.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
 import { SimNetwork } from '../conformance/sim/network.ts';
+import { SimRedisNode } from '../conformance/sim/redisNode.ts';
+import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { TimingError, VirtualTime } from '../conformance/sim/time.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
-import { clockAt } from '../model/clock.ts';
+import { clockAt, read } from '../model/clock.ts';
 import { MAX_TOKEN } from '../model/errors.ts';
 import type { Command } from '../model/index.ts';
 import { designs } from '../model/index.ts';
@@ -243,5 +245,149 @@ describe('K7, K8, K9: what a failed check counts is what the runs before the fai
     expect(result.stoppedEarly).toBe(before.filter((r) => stopped(r.report)).length);
     expect(result.retried).toBe(retriedOf(before));
     expect(before.filter((r) => stopped(r.report)).every((r) => r.attempts === MAX_ATTEMPTS)).toBe(true);
+  });
+});
+
+/**
+ * A Redis node whose keys are gone at their exact expiry (Redis keeps them
+ * while now <= expiry; the model allows either at that instant): every
+ * script and the white-box look see a key due now as gone.
+ */
+class GoneAtExpiry extends SimRedisNode {
+  readonly #expiry = new Map<string, number>();
+  constructor(
+    private readonly clock: VirtualTime,
+    persistent: boolean,
+    restartDelayMs: number,
+    tokenBase: bigint,
+  ) {
+    super(clock, persistent, restartDelayMs, tokenBase);
+  }
+  #drop(resource: string): void {
+    const due = this.#expiry.get(resource);
+    if (due !== undefined && read(this.wall, this.clock.nowMs()) >= due) {
+      this.del(resource);
+      this.#expiry.delete(resource);
+    }
+  }
+  #expires(resource: string, ttlMs: number): void {
+    this.#expiry.set(resource, read(this.wall, this.clock.nowMs()) + ttlMs);
+  }
+  override acquire(resource: string, owner: string, ttlMs: number): bigint | null {
+    this.#drop(resource);
+    const token = super.acquire(resource, owner, ttlMs);
+    if (token !== null) this.#expires(resource, ttlMs);
+    return token;
+  }
+  override extend(resource: string, owner: string, ttlMs: number): boolean {
+    this.#drop(resource);
+    const extended = super.extend(resource, owner, ttlMs);
+    if (extended) this.#expires(resource, ttlMs);
+    return extended;
+  }
+  override get(resource: string): string | null {
+    this.#drop(resource);
+    return super.get(resource);
+  }
+}
+
+describe('L17: a holder\'s key is required only where it is live for sure', () => {
+  it('a node that dropped a key at its exact expiry (the model: maybe live) while its client still holds the lease is no OWN-1', async () => {
+    const backend = simLeaseBackend(designs.redisSingle(), 'strict', { nodeServer: (time, persistent, restartDelayMs, tokenBase) => new GoneAtExpiry(time, persistent, restartDelayMs, tokenBase) }, 'memory redis-single, keys gone at their exact expiry');
+    // Client 1's key (ttl 14) reaches its expiry on the node's clock at once, stepped 14 ms ahead; the client's own
+    // deadline (its clock not stepped) lies ahead, so the client holds the lease.
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 14 },
+      { kind: 'clock-step', node: 0, deltaMs: 14 },
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 20 },
+    ];
+    const report = await runLockstep(backend, schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    // The node's key was gone: client 0 got the lock while client 1 still held its lease (the design's finding, not a deviation).
+    expect(report.steps[2]!.actual).toMatchObject({ kind: 'granted' });
+    expect(report.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('MUTEX-1');
+  });
+});
+
+describe('C7: a fired signal is an early loss only when every candidate state holds the lease valid', () => {
+  it('a session lock whose session keepalive ended during a cut (the model: maybe ended) signals the loss at the heal: no LIVE-1', async () => {
+    // Client 0's link to the server is cut for 46 ms: the server may have ended its session by keepalive, or not yet.
+    // This backend's keepalive (20 ms of cut time) ended it: at the heal the client learns, and its signal fires.
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'r' },
+      { kind: 'partition', client: 0, node: 0 },
+      { kind: 'advance', ms: 46 },
+      { kind: 'heal', client: 0, node: 0 },
+      { kind: 'acquire', client: 1, resource: 'r' },
+    ];
+    // Without a white-box look at the server (inspect() is optional), the candidate states stay apart until client 1 acquires.
+    const session = simSessionBackend('strict');
+    const blind: BackendUnderTest = {
+      ...session,
+      start: async (o) => {
+        const instance = await session.start(o);
+        const { inspect: _, ...env } = instance.env;
+        return { ...instance, env };
+      },
+    };
+    const report = await runLockstep(blind, schedule, { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    // The session was gone: client 1 was granted the lock.
+    expect(report.steps[4]!.actual).toMatchObject({ kind: 'granted' });
+  });
+});
+
+describe('L2: OWN-1 is blamed only when the backend\'s keys are wrong in every allowed state', () => {
+  it('a grant with 1 ms more validity than allowed, its keys right in one of two allowed states, is MUTEX-1 (longer than allowed), not OWN-1', async () => {
+    // Redlock on 3 nodes: client 1's key (ttl 14) is past its expiry on nodes 0 and 1 and at its exact expiry on node 2.
+    // Client 0's grant then holds node 2 too (the key gone) or only nodes 0 and 1 (the key alive): the same answer,
+    // two states of the keys. The backend kept client 1's key on node 2 (right in the second state only).
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 14 },
+      { kind: 'clock-step', node: 0, deltaMs: 20 },
+      { kind: 'clock-step', node: 1, deltaMs: 20 },
+      { kind: 'clock-step', node: 2, deltaMs: 14 },
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 20 },
+    ];
+    const redlock = simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict');
+    const plain = await runLockstep(redlock, schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(plain.verdict).toEqual({ kind: 'pass' });
+    expect(plain.steps[4]!.allowed).toEqual([
+      { kind: 'granted', token: 2n, validUntilMs: 17 },
+      { kind: 'granted', token: 2n, validUntilMs: 17 },
+    ]);
+    // The same backend, but client 0's grant of ttl 20 claims 1 ms more.
+    const longer = wrapped(redlock, (c, i) => ({
+      ...bound(c),
+      acquire: async (resource, options) => {
+        const r = await c.acquire(resource, options);
+        if (i !== 0 || r.kind !== 'granted' || options.ttlMs !== 20) return r;
+        const l = r.lease;
+        return { kind: 'granted', lease: { resource: l.resource, owner: l.owner, token: l.token, validUntilMs: l.validUntilMs! + 1, get signal() { return l.signal; } } };
+      },
+    }));
+    const report = await runLockstep(longer, schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(report.verdict).toMatchObject({
+      kind: 'conformance-failure',
+      property: 'MUTEX-1',
+      message: 'the backend answered {kind:granted,token:2n,validUntilMs:18}; the model allows {kind:granted,token:2n,validUntilMs:17}',
+      step: { index: 4 },
+    });
+  });
+});
+
+describe('L4: a finding is reported only when every candidate state shows it', () => {
+  it('a key that may or may not have been set (a timed-out acquire), kept alive past its bound by a clock stepped back: no certain LIVE-1', async () => {
+    // The acquire's reply comes 49 ms late on a 27 ms ttl: timed out, its key set or not (unknown). Node 0's clock then
+    // goes back 100 ms, so a key set would outlive its bound (29 ms): LIVE-1 in the states with the key, not in the others.
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 27, latencyMs: 49 },
+      { kind: 'clock-step', node: 0, deltaMs: -100 },
+      { kind: 'advance', ms: 40 },
+    ];
+    const report = await runLockstep(simLeaseBackend(designs.redisSingle(), 'strict'), schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(report.steps[2]!.allowed).toHaveLength(2);
+    expect(report.findings).toEqual([]);
   });
 });
