@@ -77,3 +77,19 @@ describe('FENCE-2: stale writes', () => {
     ]);
   });
 });
+
+describe('LIN-1: the lease lock as a sequential specification', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  it('an extension by a process that no longer holds the lock (another was granted it after the deadline) is no linearizable history', () => {
+    const h = (extender: string) =>
+      history(
+        acquire(0, 0, 2, { validUntil: 20 }),
+        acquire(1, 21, 25, { validUntil: 60 }),
+        ev('invoke', 0, 30, 'extend', { owner: extender, ttlMs: 40 }),
+        ev('ok', 0, 31, 'extend', { owner: extender, validUntil: 70 }),
+      );
+    expect(lin(checkHistory(h('o0')))).toBe('violation');
+    // The holder's own extension is fine (as far as the sequential lock goes).
+    expect(lin(checkHistory(h('o1')))).toBe('safe');
+  });
+});
