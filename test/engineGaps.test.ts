@@ -68,6 +68,37 @@ describe('L1: an answer between two branches\' times (an ambiguous timeout)', ()
   });
 });
 
+describe('L1: an answer the model gives, but later than its time', () => {
+  it('is a deviation whose message says when (a grant handed over 1 ms late: less validity, LIVE-1)', async () => {
+    // Client 0's key, extended in flight to t=59, reaches its expiry there; a node that drops keys at their exact expiry
+    // grants client 1's retry at t=59 (deadline 61), as one of the model's two states has it; the other grants at t=61 (63).
+    const base = simLeaseBackend(designs.redisSingle(), 'strict', { nodeServer: (time, persistent, restartDelayMs, tokenBase) => new GoneAtExpiry(time, persistent, restartDelayMs, tokenBase) });
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 41 },
+      { kind: 'pause', client: 0, inFlight: { kind: 'extend', client: 0, resource: 'r', ttlMs: 59 } },
+      { kind: 'advance', ms: 57 },
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 5, retries: 2, retryDelayMs: 2 },
+    ];
+    expect((await runLockstep(base, schedule, { clients: 2, tokenBase: 0n })).verdict).toEqual({ kind: 'pass' });
+    // The grant of t=59 handed to the caller 1 ms later.
+    const late = wrapped(base, (c, i) => ({
+      ...bound(c),
+      acquire: async (resource, options) => {
+        const r = await c.acquire(resource, options);
+        if (i === 1 && r.kind === 'granted') await sleepOn(c, 1);
+        return r;
+      },
+    }));
+    const report = await runLockstep(late, schedule, { clients: 2, tokenBase: 0n });
+    expect(report.verdict).toMatchObject({
+      kind: 'conformance-failure',
+      property: 'LIVE-1',
+      consequence: { kind: 'safe', what: 'validity shorter than allowed' },
+      message: 'the backend answered {kind:granted,token:2n,validUntilMs:61} at t=60 ms (the model has that answer at t=59 ms); the model allows {kind:granted,token:2n,validUntilMs:63} or {kind:granted,token:2n,validUntilMs:61}',
+    });
+  });
+});
+
 describe('T2: timers of one clock due at the same instant', () => {
   it('fire in the order they were set (a sleep set first wakes first)', async () => {
     const time = new VirtualTime();
