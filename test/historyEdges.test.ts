@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckReport } from '../conformance/history/check.ts';
-import { checkHistory } from '../conformance/history/check.ts';
+import { checkHistory, overallVerdict } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
 import { holdIntervals } from '../conformance/history/holds.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
@@ -91,5 +91,23 @@ describe('LIN-1: the lease lock as a sequential specification', () => {
     expect(lin(checkHistory(h('o0')))).toBe('violation');
     // The holder's own extension is fine (as far as the sequential lock goes).
     expect(lin(checkHistory(h('o1')))).toBe('safe');
+  });
+});
+
+describe('the verdict', () => {
+  it('a violation in one check outweighs a check that could not decide', () => {
+    expect(
+      overallVerdict([
+        { check: 'lock-linearizable', property: 'LIN-1', verdict: 'unknown', findings: 0, note: 'timed out' },
+        { check: 'overlapping-holds', property: 'MUTEX-1', verdict: 'violation', findings: 1 },
+      ]),
+    ).toBe('violation');
+  });
+
+  it('findings counted but not kept (maxFindings 0) are still a violation', () => {
+    const r = checkHistory(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 10, 20, { validUntil: 120 })), { maxFindings: 0 });
+    expect(r.findings).toEqual([]);
+    expect(r.checks.find((c) => c.check === 'overlapping-holds')).toMatchObject({ verdict: 'violation', findings: 1 });
+    expect(r.verdict).toBe('violation');
   });
 });
