@@ -26,10 +26,6 @@ export interface Consequence {
 /** Worst first. */
 export const CONSEQUENCE_KINDS: readonly ConsequenceKind[] = ['unsafe', 'liveness', 'safe'];
 
-export function worse(a: ConsequenceKind, b: ConsequenceKind): ConsequenceKind {
-  return CONSEQUENCE_KINDS.indexOf(a) <= CONSEQUENCE_KINDS.indexOf(b) ? a : b;
-}
-
 /**
  * The consequence of a deviation: from the property the runner names (it
  * names the safe direction LIVE-1, and an overreach MUTEX-1), the operation

@@ -283,7 +283,10 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
       const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
-      const deviation = `the backend answered ${show(actual)}; the model allows ${allowed.join(' or ')}`;
+      // An answer the model gives, but at an earlier time only (a grant handed over late): say when, or the message reads as a match.
+      const earlier = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual))).map((b) => b.next.nowMs);
+      const when = earlier.length > 0 ? ` at t=${env.nowMs()} ms (the model has that answer at t=${Math.max(...earlier)} ms)` : '';
+      const deviation = `the backend answered ${show(actual)}${when}; the model allows ${allowed.join(' or ')}`;
       // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
       // Judged with the lease the backend just handed out, as the backend sees its clients.
       const tentative = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import type { CheckReport } from '../conformance/history/check.ts';
+import { checkHistory, overallVerdict } from '../conformance/history/check.ts';
+import type { History } from '../conformance/history/event.ts';
+import { holdIntervals } from '../conformance/history/holds.ts';
+import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
+
+/**
+ * The history checkers' comparisons at their edges (docs/mutation.md,
+ * "session h17"): each test pins a boundary a hand mutant of the checker
+ * moved without any other test noticing. Times are ms on the shared clock.
+ */
+type Fields = Record<string, unknown>;
+const ev = (type: string, process: number, time: number, op: string, fields: Fields = {}) => ({ type, process, time, op, resource: 'r', ...fields });
+const acquire = (p: number, t0: number, t1: number, grant: Fields) => [ev('invoke', p, t0, 'acquire', { ttlMs: 100 }), ev('ok', p, t1, 'acquire', { owner: `o${p}`, ...grant })];
+const write = (p: number, t0: number, t1: number, value: string, token: string) => [ev('invoke', p, t0, 'write', { key: 'x', value, prev: null, token }), ev('ok', p, t1, 'write', { key: 'x' })];
+
+function history(...events: (object | object[])[]): History {
+  const h = validateHistory(events.flat());
+  if (h instanceof HistoryFormatError) throw h;
+  return h;
+}
+const verdictOf = (r: CheckReport, property: string) => r.checks.find((c) => c.property === property)?.verdict;
+
+describe('MUTEX-1: holds', () => {
+  it('a grant with no validity left on arrival (its deadline is its ok) is no hold, and overlaps nothing', () => {
+    const h = history(acquire(0, 0, 2, { validUntil: 100 }), acquire(1, 3, 5, { validUntil: 5 }));
+    expect(holdIntervals(h).map((x) => x.process)).toEqual([0]);
+    expect(verdictOf(checkHistory(h), 'MUTEX-1')).toBe('safe');
+    // One ms of validity is a hold, inside process 0's.
+    expect(verdictOf(checkHistory(history(acquire(0, 0, 2, { validUntil: 100 }), acquire(1, 3, 5, { validUntil: 6 }))), 'MUTEX-1')).toBe('violation');
+  });
+
+  it('an extension that completes exactly at the deadline comes after a lapse: the belief ends there and begins again', () => {
+    const h = history(acquire(0, 0, 2, { validUntil: 20 }), ev('invoke', 0, 15, 'extend', { owner: 'o0', ttlMs: 30 }), ev('ok', 0, 20, 'extend', { owner: 'o0', validUntil: 50 }));
+    expect(holdIntervals(h).map(({ start, end, endedBy }) => ({ start, end, endedBy }))).toEqual([
+      { start: 2, end: 20, endedBy: 'deadline' },
+      { start: 20, end: 50, endedBy: 'deadline' },
+    ]);
+    // 1 ms before the deadline it is one belief.
+    const before = history(acquire(0, 0, 2, { validUntil: 20 }), ev('invoke', 0, 15, 'extend', { owner: 'o0', ttlMs: 30 }), ev('ok', 0, 19, 'extend', { owner: 'o0', validUntil: 50 }));
+    expect(holdIntervals(before).map(({ start, end }) => [start, end])).toEqual([[2, 50]]);
+  });
+
+  it("a late signal of the process's earlier lease (another token) does not end the lease it holds now", () => {
+    const h = history(
+      acquire(0, 0, 2, { validUntil: 100, token: '1' }),
+      // Re-acquired: the belief in token 1 ends at this invoke; token 3 is held from 12 on.
+      acquire(0, 10, 12, { validUntil: 100, token: '3' }),
+      { type: 'signal', process: 0, time: 30, resource: 'r', owner: 'o0', token: '1', reason: 'expired' },
+      acquire(1, 35, 40, { validUntil: 120, token: '4' }),
+    );
+    expect(holdIntervals(h).filter((x) => x.process === 0).map(({ token, end, endedBy }) => ({ token, end, endedBy }))).toEqual([
+      { token: '1', end: 10, endedBy: 'reacquire' },
+      { token: '3', end: 100, endedBy: 'deadline' },
+    ]);
+    expect(verdictOf(checkHistory(h), 'MUTEX-1')).toBe('violation');
+  });
+});
+
+describe('FENCE-1: token order', () => {
+  it('a grant that completed at the instant another was invoked is concurrent with it (not ordered), as for stale writes', () => {
+    const at = (invoked: number) => history(acquire(0, 0, 10, { validUntil: 11, token: '5' }), acquire(1, invoked, 12, { validUntil: 100, token: '3' }));
+    expect(verdictOf(checkHistory(at(10)), 'FENCE-1')).toBe('safe');
+    expect(verdictOf(checkHistory(at(11)), 'FENCE-1')).toBe('violation');
+  });
+});
+
+describe('FENCE-2: stale writes', () => {
+  it('a write is judged against the highest token accepted before it was invoked, not the last one accepted', () => {
+    // Token 5 accepted by 10; token 3, concurrent with it (invoked at 1), accepted by 12; then token 4 invoked at 20.
+    const h = history(write(0, 0, 10, 'a', '5'), write(1, 1, 12, 'b', '3'), write(2, 20, 21, 'c', '4'));
+    const r = checkHistory(h, { storePolicy: 'monotonic' });
+    expect(verdictOf(r, 'FENCE-2')).toBe('violation');
+    expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the monotonic store accepted process 2's write with token 4 (invoked at 20 ms) after it had accepted process 0's write with token 5 (completed at 10 ms): a stale write accepted",
+    ]);
+  });
+});
+
+describe('LIN-1: the lease lock as a sequential specification', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  it('an extension by a process that no longer holds the lock (another was granted it after the deadline) is no linearizable history', () => {
+    const h = (extender: string) =>
+      history(
+        acquire(0, 0, 2, { validUntil: 20 }),
+        acquire(1, 21, 25, { validUntil: 60 }),
+        ev('invoke', 0, 30, 'extend', { owner: extender, ttlMs: 40 }),
+        ev('ok', 0, 31, 'extend', { owner: extender, validUntil: 70 }),
+      );
+    expect(lin(checkHistory(h('o0')))).toBe('violation');
+    // The holder's own extension is fine (as far as the sequential lock goes).
+    expect(lin(checkHistory(h('o1')))).toBe('safe');
+  });
+});
+
+describe('the verdict', () => {
+  it('a violation in one check outweighs a check that could not decide', () => {
+    expect(
+      overallVerdict([
+        { check: 'lock-linearizable', property: 'LIN-1', verdict: 'unknown', findings: 0, note: 'timed out' },
+        { check: 'overlapping-holds', property: 'MUTEX-1', verdict: 'violation', findings: 1 },
+      ]),
+    ).toBe('violation');
+  });
+
+  it('findings counted but not kept (maxFindings 0) are still a violation', () => {
+    const r = checkHistory(history(acquire(0, 0, 5, { validUntil: 100 }), acquire(1, 10, 20, { validUntil: 120 })), { maxFindings: 0 });
+    expect(r.findings).toEqual([]);
+    expect(r.checks.find((c) => c.check === 'overlapping-holds')).toMatchObject({ verdict: 'violation', findings: 1 });
+    expect(r.verdict).toBe('violation');
+  });
+});
