@@ -48,7 +48,7 @@ export interface LeaseLockOptions {
   readonly requestTimeoutMs?: number;
   /** Source of owner values and retry jitter, in [0, 1). Default: crypto-strength random. */
   readonly random?: () => number;
-  /** The lease's signal fires this many ms before its validity deadline. Default 0. */
+  /** The lease's signal fires this many ms before its validity deadline; an acquire that would leave less usable time than that is denied `validity-exhausted` (the key released). Default 0. */
   readonly safetyMarginMs?: number;
 }
 
@@ -284,12 +284,14 @@ export class LeaseLock {
     const granted: bigint[] = [];
     for (const v of votes) if (v.ok && v.value !== null) granted.push(v.value);
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
-    if (this.holds(granted.length, validUntilMs - answeredMs)) {
+    // The lease is usable until its signal fires, safetyMarginMs before the deadline: a grant with no usable time left is no grant.
+    const usableUntilMs = validUntilMs - this.#safetyMarginMs;
+    if (this.holds(granted.length, usableUntilMs - answeredMs)) {
       const token = this.mintToken(granted);
       // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
       const inStep = this.#atToken(votes, token) >= this.quorum;
       const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes));
-      if (written && this.holds(granted.length, validUntilMs - (inStep ? answeredMs : this.clock.now()))) {
+      if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#remember(lease);
         if (votes.length > 1) this.#restoreLostCounters(resource, token, ttlMs, votes);

@@ -38,7 +38,7 @@ export interface EtcdLockOptions {
   readonly driftFactor?: number;
   /** The fixed part of the allowance, ms. Default 2. */
   readonly clockMarginMs?: number;
-  /** The lease's signal fires this many ms before its validity deadline. Default 0. */
+  /** The lease's signal fires this many ms before its validity deadline; an acquire that would leave less usable time than that is denied `validity-exhausted` (the key released). Default 0. */
   readonly safetyMarginMs?: number;
   /** Key prefix. Default 'lockcheck/'. */
   readonly prefix?: string;
@@ -211,7 +211,8 @@ export class EtcdLock {
       void this.#node.revoke(leaseId).catch(() => undefined);
       return { kind: 'timed-out' };
     }
-    if (ttlMs - elapsed - this.#driftMarginMs(ttlMs) <= 0) {
+    // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
+    if (ttlMs - elapsed - this.#driftMarginMs(ttlMs) - this.#safetyMarginMs <= 0) {
       await this.#node.revoke(leaseId).catch(() => undefined);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }

@@ -22,7 +22,7 @@ export interface RedisLockOptions {
   readonly clockMarginMs?: number;
   /** Bound on each call to one node (a timeout counts as a vote against). Default: the ttl. */
   readonly requestTimeoutMs?: number;
-  /** The lease's signal fires this many ms before its deadline. Default 0. */
+  /** The lease's signal fires this many ms before its deadline; an acquire that would leave less usable time than that is denied `validity-exhausted` (the key released). Default 0. */
   readonly safetyMarginMs?: number;
   /** Key prefix. Default 'lockcheck'. */
   readonly prefix?: string;

@@ -41,7 +41,7 @@ export interface ZookeeperLockOptions {
   readonly driftFactor?: number;
   /** The fixed part of the allowance, ms. Default 2. */
   readonly clockMarginMs?: number;
-  /** The lease's signal fires this many ms before its validity deadline. Default 0. */
+  /** The lease's signal fires this many ms before its validity deadline; an acquire that would leave less usable time than that is denied `validity-exhausted` (the key released). Default 0. */
   readonly safetyMarginMs?: number;
   /** Root znode of the lock's and store's paths. Default '/lockcheck'. */
   readonly root?: string;
@@ -238,7 +238,8 @@ export class ZookeeperLock {
       return { kind: 'timed-out' };
     }
     const validUntilMs = renewedMs + grantedMs - this.#driftMarginMs(grantedMs);
-    if (validUntilMs <= this.#clock.now()) {
+    // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
+    if (validUntilMs - this.#safetyMarginMs <= this.#clock.now()) {
       this.#close(session);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }

@@ -163,6 +163,23 @@ describe('EtcdLock', () => {
     expect(await createRevision(lockKey('r', p))).toBe(next.token);
   });
 
+  it('a safetyMarginMs that leaves no usable time is validity-exhausted, the lease revoked; one that leaves a millisecond is a grant', async () => {
+    const clock = new ManualClock(5000);
+    const p = prefix();
+    const node = etcd3Node(c, { clock });
+    // validity 2500 - (250 + 3) = 2247 ms: a margin of 2247 leaves none (the signal would fire at the grant), 2246 leaves 1 ms.
+    const none = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.1, clockMarginMs: 3, safetyMarginMs: 2247 });
+    expect(await none.acquire('r', { ttlMs: 2500 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    expect(await createRevision(lockKey('r', p))).toBeNull();
+    expect(none.trackedLeases).toBe(0);
+    const one = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.1, clockMarginMs: 3, safetyMarginMs: 2246 });
+    const lease = granted(await one.acquire('r', { ttlMs: 2500 }));
+    expect(lease.signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(lease.signal.aborted).toBe(true);
+    await one.release(lease);
+  });
+
   it('defaults: prefix lockcheck/, driftFactor 0.01, clockMarginMs 2, safetyMarginMs 0', async () => {
     const clock = new ManualClock(0);
     const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock });

@@ -360,6 +360,23 @@ describe('createRedisLock', () => {
     expect(await redis.exists('q:lock:r')).toBe(0);
   });
 
+  it('a safetyMarginMs that leaves no usable time is validity-exhausted, the key released; one that leaves a millisecond is a grant', async () => {
+    const clock = new ManualClock();
+    // validity 1000 - (ceil(0.1 * 1000) + 5) = 895 ms: a margin of 895 leaves none (the signal would fire at the grant), 894 leaves 1 ms.
+    const none = createRedisLock({ nodes: [redis], clock, prefix: 'sm', driftFactor: 0.1, clockMarginMs: 5, safetyMarginMs: 895 });
+    expect(await none.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    // The release went out on this connection before the acquire answered: the GET behind it sees the key gone.
+    expect(await redis.exists('sm:lock:r')).toBe(0);
+    expect(none.trackedLeases).toBe(0);
+    const one = createRedisLock({ nodes: [redis], clock, prefix: 'sm', driftFactor: 0.1, clockMarginMs: 5, safetyMarginMs: 894 });
+    const r = await one.acquire('r', { ttlMs: 1000 });
+    if (r.kind !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(r)}`);
+    expect(r.lease.signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(r.lease.signal.aborted).toBe(true);
+    await one.release(r.lease);
+  });
+
   it("a lock key deleted or replaced behind the holder's back (DEL, SET to another owner, on one node or a Redlock quorum) is never extended; the release leaves the other owner's key", async () => {
     const clock = new ManualClock();
     const single = createRedisLock({ nodes: [redis], clock });

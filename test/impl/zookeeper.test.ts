@@ -185,6 +185,22 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     await lock.release(lease);
   });
 
+  it('a safetyMarginMs that leaves no usable time is validity-exhausted, the contender gone; one that leaves a millisecond is a grant', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    // validity 30001 - (ceil(15000.5) + 10000) = 5000 ms: a margin of 5000 leaves none, 4999 leaves 1 ms.
+    const none = new ZookeeperLock({ node: node(clock), clock, root: r, driftFactor: 0.5, clockMarginMs: 10_000, safetyMarginMs: 5000 });
+    expect(await none.acquire('m', { ttlMs: 30_001 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    expect(none.trackedLeases).toBe(0);
+    const one = new ZookeeperLock({ node: node(clock), clock, root: r, driftFactor: 0.5, clockMarginMs: 10_000, safetyMarginMs: 4999 });
+    // Granted at once: the denied contender left nothing ahead of it.
+    const lease = granted(await one.acquire('m', { ttlMs: 30_001 }));
+    expect(lease.signal.aborted).toBe(false);
+    clock.advance(1);
+    expect(lease.signal.aborted).toBe(true);
+    await one.release(lease);
+  });
+
   it('refuses bad options and input with typed errors naming them, before any call', async () => {
     const clock = new ManualClock();
     const s = spied(node(clock));
