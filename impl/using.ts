@@ -36,7 +36,10 @@ const USING_OPTIONS = ['extendAtFraction'];
  * before it runs out; if an extension fails, the lease simply runs out and its
  * signal fires: `fn` must stop using the resource then. It never re-acquires
  * silently (a new grant would be a new token and a different holder).
- * Releases when `fn` settles, whatever happens.
+ * Releases when `fn` settles, whatever happens. `options.signal` cancels the
+ * acquire (and its retries) only: once `fn` runs, the lock stays held until
+ * `fn` settles, since releasing under a running `fn` would let another holder
+ * in beside it; an `fn` that should stop on the caller's signal reads it too.
  */
 export async function using<T>(lock: LeaseLock, resource: string, options: UsingOptions, fn: (signal: AbortSignal, lease: Lease) => Promise<T>): Promise<T> {
   checkMethods(lock, 'lock', 'a LeaseLock', ['acquire', 'extend', 'release', 'clockOf']);
