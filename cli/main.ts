@@ -283,7 +283,12 @@ function parseWithSuggestions(argv: readonly string[]) {
   }
 }
 
+/** The longest argument taken: a path's limit on Linux (PATH_MAX). Longer text is refused, not echoed back in full in a message. */
+const MAX_ARGUMENT_LENGTH = 4096;
+
 async function main(argv: readonly string[]): Promise<number> {
+  const long = argv.findIndex((a) => a.length > MAX_ARGUMENT_LENGTH);
+  if (long >= 0) throw new UsageError(`argument ${long + 1} is ${argv[long]!.length} characters long; lockcheck takes at most ${MAX_ARGUMENT_LENGTH} (the longest path)`);
   const { values, positionals, tokens } = parseWithSuggestions(argv);
   if (values.help) {
     console.log(USAGE);
@@ -452,9 +457,20 @@ if (hideCommandLineSecrets()) {
 }
 // A command whose work can never finish (an adapter's promise that never settles, with nothing left to run) would let Node end with exit code 0 as if all went well.
 let ended = false;
+// An adapter calling process.exit() ends the run unfinished too, but the message must say so, not blame a promise.
+let exitCalled: string | null = null;
+const exit = process.exit.bind(process);
+process.exit = ((code?: number | string | null) => {
+  if (!ended && exitCalled === null) exitCalled = String(code ?? process.exitCode ?? 0);
+  return exit(code);
+}) as typeof process.exit;
 process.on('exit', () => {
   if (ended) return;
-  process.stderr.write('lockcheck: the command stopped unfinished: it waited on a promise that can never settle (nothing was left to run); an adapter call that never returns?\n');
+  process.stderr.write(
+    exitCalled !== null
+      ? `lockcheck: the command stopped unfinished: process.exit(${exitCalled}) was called before it ended (by an adapter module?)\n`
+      : 'lockcheck: the command stopped unfinished: it waited on a promise that can never settle (nothing was left to run); an adapter call that never returns?\n',
+  );
   process.exitCode = 1;
 });
 main(process.argv.slice(2)).then(

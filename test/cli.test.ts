@@ -51,6 +51,8 @@ describe('lockcheck command line', () => {
       [['explore', '--memory-mib', '100'], /--memory-mib bounds a --budget run/],
       [['explore', '--budget', '5', '--seconds', '3'], /--seconds \(a bound per cell\) and --budget/],
       [['explore', '--budget', '0'], /--budget must be an integer/],
+      // Refused by its length, not echoed back: the message would carry all 5,000 characters.
+      [['run', '--backend', 'x'.repeat(5000)], /^lockcheck: argument 3 is 5000 characters long; lockcheck takes at most 4096 \(the longest path\)$/m],
     ] as const;
     await expectBadArguments(cases);
     expect((await lockcheckAsync('--help')).stdout).toMatch(/usage: lockcheck <command>/);
@@ -68,6 +70,15 @@ describe('lockcheck command line', () => {
     ] as const;
     await expectBadArguments(cases);
   }, 300_000);
+
+  it('an adapter module that calls process.exit(0) as it loads: exit 1, and the message names the call, not a promise that never settles', () => {
+    const module = join(dir, 'exitingAdapter.mts');
+    writeFileSync(module, 'process.exit(0);\nexport default {};\n');
+    const r = lockcheck('run', '--backend', module);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/the command stopped unfinished: process\.exit\(0\) was called before it ended \(by an adapter module\?\)/);
+    expect(r.stderr).not.toMatch(/never settle/);
+  });
 
   it('an adapter module of the old API is refused when loaded: exit 2, what changed and how to port', () => {
     const r = lockcheck('run', '--backend', 'test/fixtures/oldApiAdapter.ts');
