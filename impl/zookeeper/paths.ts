@@ -17,6 +17,8 @@ export function checkRoot(root: unknown = DEFAULT_ROOT): string {
   if (ZNODE_UNSAFE.test(root) || root.split('/').some((part) => part === '.' || part === '..')) {
     throw new InvalidInputError('invalid-config', `root must be a znode path ZooKeeper takes (no control characters, no '.' or '..' component, no character in U+D800..U+F8FF or U+FFF0..U+FFFF), got ${shown(root)}`);
   }
+  // ZooKeeper's own subtree (its quotas and configuration): a lock's znodes have no place among them.
+  if (root === '/zookeeper' || root.startsWith('/zookeeper/')) throw new InvalidInputError('invalid-config', `root must not be ZooKeeper's own /zookeeper subtree, got ${shown(root)}`);
   return root;
 }
 

@@ -210,6 +210,10 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
       expect(e.code).toBe('invalid-config');
       expect(e.message).toBe(`invalid-config: root must be an absolute znode path without a trailing slash, got ${shown(bad)}`);
     }
+    for (const reserved of ['/zookeeper', '/zookeeper/quota', '/zookeeper/x/y']) {
+      expect(refused(() => new ZookeeperLock({ node: s.node, clock, root: reserved })).message).toBe(`invalid-config: root must not be ZooKeeper's own /zookeeper subtree, got ${shown(reserved)}`);
+    }
+    expect(() => new ZookeeperLock({ node: s.node, clock, root: '/zookeeperish' })).not.toThrow();
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, driftFactor: 1 })).message).toBe('invalid-config: driftFactor must be in [0, 1), got 1');
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, clockMarginMs: 10_001 })).message).toBe('invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001');
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, safetyMarginMs: -1 })).code).toBe('invalid-config');
