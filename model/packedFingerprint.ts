@@ -368,27 +368,17 @@ const clientLo: number[] = [];
 let permRead = false;
 
 /**
- * Whether the nodes whose blocks are at `a` and `b` hash alike: the numbers hashNode reads agree (NaN equal to NaN), as a
- * node's hash reads only its own block, `now`, the permutation and the clients (the same state). `keys` is the size of
- * the keys' part (a node's own keys and counters, then its replica's of the same size), read only where the node has a
- * replica (hashNode reads no more), which the header compared before says alike for both.
+ * Whether the blocks of `size` words at `a` and `b` hold the same numbers (NaN equal to NaN): then their nodes hash alike,
+ * as a node's hash reads only its own block, `now`, the permutation and the clients (the same state).
  */
-export function sameBlock(w: Float64Array, a: number, b: number, keys: number): boolean {
+export function sameBlock(w: Float64Array, a: number, b: number, size: number): boolean {
   // The keys first: the nodes' headers (clocks, availability) mostly agree, their keys mostly not.
-  const own = N_KEYS + keys;
-  for (let k = N_KEYS; k < own; k++) {
+  for (let k = N_KEYS; k < size; k++) {
     const x = w[a + k]!;
     const y = w[b + k]!;
     if (x !== y && (x === x || y === y)) return false;
   }
   for (let k = 0; k < N_KEYS; k++) {
-    const x = w[a + k]!;
-    const y = w[b + k]!;
-    if (x !== y && (x === x || y === y)) return false;
-  }
-  if (w[a + N_HAS_REPLICA] !== 1) return true;
-  const end = own + keys;
-  for (let k = own; k < end; k++) {
     const x = w[a + k]!;
     const y = w[b + k]!;
     if (x !== y && (x === x || y === y)) return false;
@@ -403,20 +393,12 @@ export function sameBlock(w: Float64Array, a: number, b: number, keys: number): 
 function hashUnder(ctx: PackedContext, w: Float64Array, perm: readonly number[], inverse: readonly number[], out: Fingerprint, again: boolean): void {
   const l = ctx.layout;
   const fixed = ctx.fixedNodes;
-  // A node's block: the header, its keys' part, its replica's (packed.ts layoutFor).
-  const keysSize = (l.nodeStride - N_KEYS) / 2;
   for (let i = 0; i < l.nodes; i++) {
     if (!again || nodeReadsPerm[i]!) {
       const at = nodeAt(l, i);
       let j = 0;
-      if (again) {
-        // The classes found by the call before on this state: block equality does not depend on the permutation, and
-        // the first of i's class, reading the permutation as i does, was hashed again just before.
-        j = nodeFirst[i]!;
-      } else {
-        // Only the first node of each block seen is compared: a node equal to a later one of its class equals that first one.
-        for (; j < i; j++) if (nodeFirst[j] === j && sameBlock(w, nodeAt(l, j), at, keysSize)) break;
-      }
+      // Only the first node of each block seen is compared: a node equal to a later one of its class equals that first one.
+      for (; j < i; j++) if (nodeFirst[j] === j && sameBlock(w, nodeAt(l, j), at, l.nodeStride)) break;
       if (j < i) {
         nodeHi[i] = nodeHi[j]!;
         nodeLo[i] = nodeLo[j]!;
