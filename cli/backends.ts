@@ -362,9 +362,16 @@ async function importAdapterModule(spec: string, names: readonly string[]): Prom
   } catch (e) {
     throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
   }
-  if (!loaded.done) throw new UsageError(`cannot load adapter module '${spec}': its top-level code did not finish within ${limit} ms (LOCKCHECK_IMPORT_LIMIT_MS sets the limit)`);
+  if (!loaded.done) {
+    importsLeftRunning++;
+    throw new UsageError(`cannot load adapter module '${spec}': its top-level code did not finish within ${limit} ms (LOCKCHECK_IMPORT_LIMIT_MS sets the limit)`);
+  }
   return loaded.value;
 }
+
+/** Adapter modules whose top-level code was given up on while still running: nothing can stop it, so the process ends without waiting on it. */
+let importsLeftRunning = 0;
+export const importLeftRunning = (): boolean => importsLeftRunning > 0;
 
 /**
  * What `lockcheck stress --backend` names: a built-in stress backend, a

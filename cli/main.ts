@@ -7,7 +7,7 @@ import { AdapterError } from '../conformance/adapterCall.ts';
 import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind, ownServersOnly } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
-import { BUILT_INS, didYouMean, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
+import { BUILT_INS, didYouMean, importLeftRunning, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
 import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
 import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
@@ -443,6 +443,8 @@ async function main(argv: readonly string[]): Promise<number> {
  * says what held it: nothing may hang.
  */
 function exitBounded(): void {
+  // An adapter's top-level code given up on still runs, and holds the loop for as long as it likes: waiting on it would only name lockcheck's own pipes.
+  if (importLeftRunning()) process.exit();
   setTimeout(() => {
     const held = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout');
     process.stderr.write(`lockcheck: exiting with ${held.length ? held.join(', ') : 'handles'} still open ${EXIT_GRACE_MS} ms after the command ended\n`);
@@ -460,9 +462,10 @@ let ended = false;
 // An adapter calling process.exit() ends the run unfinished too, but the message must say so, not blame a promise.
 let exitCalled: string | null = null;
 const exit = process.exit.bind(process);
-process.exit = ((code?: number | string | null) => {
-  if (!ended && exitCalled === null) exitCalled = String(code ?? process.exitCode ?? 0);
-  return exit(code);
+process.exit = ((...args: [code?: number | string | null]) => {
+  if (!ended && exitCalled === null) exitCalled = String(args[0] ?? process.exitCode ?? 0);
+  // As given: process.exit() with no argument keeps process.exitCode, process.exit(undefined) would not.
+  return exit(...args);
 }) as typeof process.exit;
 process.on('exit', () => {
   if (ended) return;
