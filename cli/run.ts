@@ -11,7 +11,8 @@ import { textTimeline } from '../conformance/timeline.ts';
 import type { Schedule } from '../conformance/minimise.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
-import { type CounterexampleFile, type CounterexampleVerdict, parseCounterexample, replayDifferences } from './counterexample.ts';
+import { CounterexampleFileError, type CounterexampleFile, type CounterexampleVerdict, parseCounterexample, replayDifferences } from './counterexample.ts';
+import { InvalidInputError } from '../model/errors.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
 import { readInputText } from './readInput.ts';
@@ -144,7 +145,11 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     // A minimised counterexample is run as it is, once (no fast-check path names it); files from before replay by seed and path.
     const result =
       saved.schedule !== undefined
-        ? await checkConformance(b, { seed: saved.seed, schedule: scheduleOf(saved.schedule), ...(saved.faults ? { faults: saved.faults } : {}), ...failOn })
+        ? await checkConformance(b, { seed: saved.seed, schedule: scheduleOf(saved.schedule), ...(saved.faults ? { faults: saved.faults } : {}), ...failOn }).catch((e: unknown) => {
+            // A command the model cannot run where the file puts it: the file's fault, named as such (exit 2), not a crash.
+            if (e instanceof InvalidInputError && e.message.includes('schedule.commands[')) throw new CounterexampleFileError(file, '"schedule"', `does not replay as saved: ${e.message.replace(/^precondition: /, '')}`);
+            throw e;
+          })
         : await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
     if (result.failure === null) {
       console.log(`${backend.name}: the counterexample no longer fails`);

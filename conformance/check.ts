@@ -2,6 +2,7 @@ import { makeOutputDir, writeRedacted } from './env/outputFile.ts';
 import { dirname } from 'node:path';
 import fc from 'fast-check';
 import type { Command } from '../model/command.ts';
+import { InvalidInputError } from '../model/errors.ts';
 import { describeCommand } from '../model/describe.ts';
 import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
@@ -346,6 +347,23 @@ function checkFailure(report: RunReport, options: CheckOptions, f: Omit<CheckFai
 }
 
 /** `options.schedule` run once as it is: the failure it shows (no shrinking, nothing to minimise), or none. */
+/**
+ * Every command of a saved schedule ran, up to where the run ended: the
+ * engine skips a command the model does not enable (or refuses as malformed),
+ * which in a generated run is how schedules are drawn, but in a saved one
+ * means the file was edited or written by hand, and a pass would then say
+ * "no longer fails" of a run that was never the saved one.
+ */
+function checkRanAsSaved(schedule: Schedule, report: RunReport): void {
+  const ran = new Set<Command>(report.steps.map((s) => s.command));
+  let through = schedule.commands.length;
+  if (report.verdict.kind !== 'pass') while (through > 0 && !ran.has(schedule.commands[through - 1]!)) through--;
+  for (let i = 0; i < through; i++) {
+    const c = schedule.commands[i]!;
+    if (!ran.has(c)) throw new InvalidInputError('precondition', `schedule.commands[${i}] (${describeCommand(c)}) is not a command the model can run at that point (malformed, or not enabled after the commands before it): the replay would not be the saved run`);
+  }
+}
+
 async function replaySchedule(
   backend: BackendUnderTest,
   schedule: Schedule,
@@ -353,6 +371,7 @@ async function replaySchedule(
   run: { readonly judged: (s: Schedule) => Promise<RunReport>; readonly failureOf: (r: RunReport) => RunReport | null; readonly started: number; readonly clock: () => number },
 ): Promise<CheckResult> {
   const report = await run.judged(schedule);
+  checkRanAsSaved(schedule, report);
   options.onRun?.(1, report);
   const warnings: Record<string, number> = {};
   for (const w of report.warnings ?? []) warnings[w] = 1;

@@ -71,6 +71,22 @@ describe('lockcheck command line', () => {
     await expectBadArguments(cases);
   }, 300_000);
 
+  it('replay of a saved schedule with a command the model cannot run there (edited by hand): exit 2 naming the command, not "no longer fails"', () => {
+    const base = { lockcheck: 'counterexample', backend: 'redis-single/strict', faults: ['advance', 'pause'], seed: 42, path: '3:0:1', runs: 100, verdict: 'property-violation', properties: ['STORE-1'], steps: ['{}'] };
+    const cases = [
+      [{ kind: 'acquire', client: 99, resource: 'r0', ttlMs: 5 }, /schedule\.commands\[1\] \(client 99 acquire 'r0' ttl 5ms\) is not a command the model can run/],
+      [{ kind: 'resume', client: 0 }, /schedule\.commands\[1\] \(client 0 resumes\) is not a command the model can run/],
+    ] as const;
+    for (const [bad, message] of cases) {
+      const file = join(dir, 'edited.json');
+      writeFileSync(file, JSON.stringify({ ...base, schedule: { commands: [{ kind: 'acquire', client: 0, resource: 'r0', ttlMs: 5 }, bad], tokenBase: '0' } }));
+      const r = lockcheck('replay', file);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/is not a valid lockcheck counterexample: "schedule" does not replay as saved/);
+      expect(r.stderr).toMatch(message);
+    }
+  });
+
   it('an adapter module that calls process.exit(0) as it loads: exit 1, and the message names the call, not a promise that never settles', () => {
     const module = join(dir, 'exitingAdapter.mts');
     writeFileSync(module, 'process.exit(0);\nexport default {};\n');
