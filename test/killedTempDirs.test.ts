@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { until } from './probes.ts';
 
 /**
  * A process SIGKILLed (the OOM killer, a CI job's timeout) runs no handler:
@@ -23,15 +24,6 @@ function lockcheckEntries(tmp: string): string[] {
   return readdirSync(tmp).filter((name) => name.startsWith('lockcheck') && name !== 'lockcheck-ports');
 }
 
-/** Polls `done` every 100 ms (the watchdog's own poll) until it holds or `ms` pass; whether it held. */
-async function within(ms: number, done: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return true;
-}
 
 describe('a process SIGKILLed with a Redis cluster on faked clocks', () => {
   it('leaves nothing in the temp dir once the watchdog has seen it gone: the clock files\' directory goes too', async () => {
@@ -51,6 +43,6 @@ describe('a process SIGKILLed with a Redis cluster on faked clocks', () => {
     const signal = await new Promise<NodeJS.Signals | null>((done) => child.on('close', (_code, s) => done(s)));
     expect(signal, stderr).toBe('SIGKILL');
     expect(made.some((n) => n.startsWith('lockcheck-clocks-')), made.join(', ')).toBe(true);
-    expect(await within(10_000, () => lockcheckEntries(tmp).length === 0), lockcheckEntries(tmp).join(', ')).toBe(true);
+    expect(await until(() => lockcheckEntries(tmp).length === 0, 10_000), lockcheckEntries(tmp).join(', ')).toBe(true);
   }, 120_000);
 });

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { processStartTime } from '../conformance/env/watchdog.ts';
 import { withPostgres } from './postgresFixture.ts';
+import { alive, until } from './probes.ts';
 
 /**
  * A second Ctrl-C while the first one's clean-up waits (on a user's server
@@ -35,10 +35,6 @@ console.log('ready ' + sleeper.pid);
 setInterval(() => undefined, 1_000);`;
 }
 
-/** Still running: neither gone nor a zombie (SIGKILLed, its parent gone: it waits there for init to reap it). */
-function alive(pid: number): boolean {
-  return processStartTime(pid) !== null;
-}
 
 describe('a second signal while the first one\'s clean-up waits', () => {
   it('still kills the children and removes the temp dirs, then ends the process by the signal at once', async () => {
@@ -94,15 +90,6 @@ function processesUnder(path: string): number[] {
   });
 }
 
-/** Polls `done` every 100 ms until it holds or `ms` pass (the watchdog polls its parent every 100 ms too); whether it held. */
-async function within(ms: number, done: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return true;
-}
 
 describe('lockcheck matrix: Ctrl-C twice', () => {
   // The user's PostgreSQL, paused once the pg cell runs: the first Ctrl-C's clean-up (end the run's sessions, delete its rows) then waits on it, up to 5 s.
@@ -139,8 +126,8 @@ describe('lockcheck matrix: Ctrl-C twice', () => {
       expect(clocksMade).toBe(true);
       expect(signal, stderr).toBe('SIGINT');
       // The watchdog removes its own registry once it sees the CLI gone (it polls every 100 ms); nothing else may be left.
-      expect(await within(10_000, () => lockcheckEntries(tmp).length === 0), lockcheckEntries(tmp).join(', ')).toBe(true);
-      expect(await within(10_000, () => processesUnder(tmp).length === 0)).toBe(true);
+      expect(await until(() => lockcheckEntries(tmp).length === 0, 10_000), lockcheckEntries(tmp).join(', ')).toBe(true);
+      expect(await until(() => processesUnder(tmp).length === 0, 10_000)).toBe(true);
       expect(stderr).toMatch(/SIGINT again: ending now/);
     } finally {
       child.kill('SIGKILL');
