@@ -683,7 +683,26 @@ async function observe(instance: BackendInstance, branches: readonly Branch[], d
   if (inspect === undefined) return [...branches];
   const held = new Map<string, ReadonlyArray<string | null>>();
   for (const resource of resourcesOf(drivers)) held.set(resource, await look(inspect, resource));
-  return branches.filter((b) => wrongKey(b.next, drivers, held, owners) === null);
+  const consistent = branches.filter((b) => wrongKey(b.next, drivers, held, owners) === null);
+  // A state without a key the backend shows alive is not the state it is in (a key the server kept past its expiry, alive
+  // again after its clock stepped back, where the model may also have purged it): such states are dropped, unless none is
+  // left, so that a finding in the others is certain. With none left the step is judged as before (the other checks).
+  const holding = consistent.filter((b) => missingKey(b.next, drivers, held, owners) === null);
+  return holding.length > 0 ? holding : consistent;
+}
+
+/** A key of a client the backend shows on a node where this model state has no key of that owner (the model's key purged), or null. */
+function missingKey(world: World, drivers: Driver[], held: ReadonlyMap<string, ReadonlyArray<string | null>>, owners: ReadonlyMap<string, Owner>): string | null {
+  for (const resource of resourcesOf(drivers)) {
+    for (const [index, node] of world.nodes.entries()) {
+      const owner = held.get(resource)?.[index] ?? null;
+      const modelOwner = owner === null ? undefined : owners.get(owner);
+      if (!node.up || modelOwner === undefined) continue;
+      const key = entryOf(node.keys, resource);
+      if (key === undefined || !sameOwner(key.owner, modelOwner)) return `node ${index} holds the key of owner ${owner!.slice(0, 8)}… on '${resource}', which this model state does not`;
+    }
+  }
+  return null;
 }
 
 /**

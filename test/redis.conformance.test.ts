@@ -55,6 +55,25 @@ describe('Redis backends agree with their models on real servers', () => {
   }
 });
 
+describe("the harness's own look at the keys changes nothing it judges", () => {
+  // The model's LIVE-1 counterexample (conformance/seedSchedules.ts): the key outlives its ttl on a server no client touched
+  // and comes alive again when the node's clock steps back. A look that deleted the expired key (a plain GET) hid it, and a
+  // model state that had purged the key, kept beside the one the server is in, made the finding uncertain.
+  const live1 = [
+    { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 10 },
+    { kind: 'advance', ms: 4 },
+    { kind: 'advance', ms: 12 },
+    { kind: 'clock-step', node: 0, deltaMs: -10 },
+  ] as const;
+  for (const design of [designs.redisSingle(), designs.redlock({ nodes: 5 })]) {
+    it(`${describeDesign(design)}: a key kept past its expiry is alive again after a backward clock step (LIVE-1), as the model predicts`, async () => {
+      const report = await runLockstep(backend(design, 'strict'), live1, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+      expect(report.verdict).toEqual({ kind: 'pass' });
+      expect(report.findings.flatMap((f) => f.violations.map((v) => `${v.property} at step ${f.step.index + 1}`))).toEqual(['LIVE-1 at step 4']);
+    }, 60_000);
+  }
+});
+
 describe('one run at a time on a cluster lockcheck started', () => {
   // A check left running by a timed-out test must not reset the servers under the next test's run: that read as OWN-1, 'holds nothing' after an AOF restart.
   it('a run started while another is open on the same servers waits for it to close, and the open run keeps its key across a crash-restart', async () => {

@@ -18,6 +18,7 @@ import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
 import { onInterrupt } from './processes.ts';
+import { lookWithoutExpiring } from './redisLook.ts';
 import { RedisServer } from './redisServer.ts';
 import { checkObject, checkOptionalFunction, knownOptions, refuse } from '../../impl/options.ts';
 import { integerIn } from '../options.ts';
@@ -409,7 +410,8 @@ async function openRun(
       faults: { ...owned, ...network.faults() },
       ...(local === null ? { realTimeAheadMs: () => time.lagMs() } : {}),
       inspect: async (resource) => {
-        const owners = await Promise.all(targets.map((_s, i) => (up[i] ? admin[i]!.get(lockKey(resource)) : Promise.resolve(null))));
+        const look = local === null ? (r: Redis, key: string) => r.get(key) : lookWithoutExpiring;
+        const owners = await Promise.all(targets.map((_s, i) => (up[i] ? look(admin[i]!, lockKey(resource)) : Promise.resolve(null))));
         // The look is a server answering too: on a real clock it must be in time to count.
         time.noteServerReply();
         time.assertOnTime();

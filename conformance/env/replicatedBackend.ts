@@ -14,6 +14,7 @@ import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
 import { FakeClockFile } from './faketime.ts';
+import { lookWithoutExpiring } from './redisLook.ts';
 import { RedisReplicated } from './redisReplicated.ts';
 import { EnvironmentError, RedisServer } from './redisServer.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
@@ -261,7 +262,7 @@ async function startInstance(servers: ReplicatedServers, design: Extract<Design,
       inspect: async (resource) => {
         if (!up) return [null];
         await ready(admin);
-        return [await admin.get(keysFor(resource).lock)];
+        return [await lookWithoutExpiring(admin, keysFor(resource).lock)];
       },
     };
     return { clients: lockClients, env, close };
