@@ -5,7 +5,8 @@ import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
 import type { ConsequenceKind } from '../conformance/consequence.ts';
 import { CONSEQUENCE_KINDS, findingConsequence, judgesProperty } from '../conformance/consequence.ts';
-import type { RunReport } from '../conformance/verdict.ts';
+import type { InconclusiveCause, RunReport } from '../conformance/verdict.ts';
+import { describeStoppedEarly } from '../conformance/verdict.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import type { PropertyId } from '../model/properties.ts';
@@ -70,6 +71,8 @@ export interface MatrixCell {
   readonly notMeasured: string | null;
   /** Runs the runner stopped following before their end (too ambiguous, or real time outran the pace). */
   readonly stoppedEarly: number;
+  /** The runs of `stoppedEarly` by why they stopped. */
+  readonly stoppedEarlyBy: Readonly<Partial<Record<InconclusiveCause, number>>>;
   /**
    * A library audit: the worst consequence of its deviations from the model
    * of its contract (unsafe, then liveness, then the safe direction), with the
@@ -179,6 +182,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             elapsedMs: performance.now() - t0,
             notMeasured: null,
             stoppedEarly: result.stoppedEarly,
+            stoppedEarlyBy: result.stoppedEarlyBy,
             worst: audit ? worst : null,
             deviations: result.deviations,
             observed,
@@ -249,7 +253,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
 const SHRINK_LIMIT_MS = 120_000;
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 
 /**
  * A library audit of one cell: the runs go on past deviations that are not
@@ -309,7 +313,7 @@ function fileName(backend: string, col: string): string {
 /** A cell's progress line (exported for its test). */
 export function describeCell(c: MatrixCell): string {
   if (c.notMeasured !== null) return `${c.backend} x ${c.faultClass}: not measured (${c.notMeasured})`;
-  const parts = [`${c.backend} x ${c.faultClass}: ${counted(c.runs, 'run')}${c.stoppedEarly ? ` (${c.stoppedEarly} stopped early)` : ''}`];
+  const parts = [`${c.backend} x ${c.faultClass}: ${counted(c.runs, 'run')}${c.stoppedEarly ? ` (${c.stoppedEarly} stopped early: ${describeStoppedEarly(c.stoppedEarlyBy)})` : ''}`];
   // A library audit's deviation is a finding about the library (the run does not fail), so it must not read like a failure of lockcheck's own.
   if (c.conformanceFailure !== null) parts.push(c.audit ? `audit finding, the library deviates from its contract: ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ')}` : `CONFORMANCE FAILURE: ${c.conformanceFailure}`);
   parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : holds(c));
@@ -339,7 +343,7 @@ export function auditText(c: MatrixCell): string {
     c.worst === null ? 'agrees with the model of its contract' : `**${c.worst.kind}**: ${c.worst.what} (${c.worst.property}, step ${c.worst.step} of the shrunk schedule)`,
     costs.length ? `under its contract **${costs[0]![1].kind}**: ${costs.map(([what, u]) => `${what} (${u.properties.join(', ')})`).join(', ')}` : '',
     others.length ? `also ${others.join(', ')}` : '',
-    c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} inconclusive` : '',
+    c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} inconclusive: ${describeStoppedEarly(c.stoppedEarlyBy)}` : '',
   ]
     .filter((x) => x)
     .join('; ');
@@ -367,7 +371,7 @@ function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   const flags = [
     c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '',
     c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
-    c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early` : '',
+    c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early: ${describeStoppedEarly(c.stoppedEarlyBy)}` : '',
   ].filter((x) => x);
   return `${c.timeline ? link(c.timeline) : ''}${measured}${flags.length ? ` (${flags.join('; ')})` : ''} [model to ${c.predictedDepth}]`;
 }
@@ -422,7 +426,7 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
       c.conformanceFailure !== null ? c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ') : '',
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',
       c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
-      c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early` : '',
+      c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early: ${describeStoppedEarly(c.stoppedEarlyBy)}` : '',
       observedCellText(c) !== '' ? `concurrent clients: ${observedCellText(c)}` : '',
     ]
       .filter((x) => x)

@@ -4,6 +4,7 @@ import { interruptedBy } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
 import { type CheckResult, checkConformance } from '../conformance/check.ts';
+import { describeStoppedEarly } from '../conformance/verdict.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { closeBackend } from '../conformance/adapterCall.ts';
 import { ownServersOnly } from '../conformance/faults.ts';
@@ -91,7 +92,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
     if (o.json) {
-      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
       const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');
@@ -202,6 +203,6 @@ async function withReplayPath<T>(path: string | undefined, what: string, differe
 function agreement(name: string, result: CheckResult): string {
   const judged = result.runs - result.stoppedEarly;
   const retried = result.retried ? `; ${counted(result.retried, 'attempt')} out of pace with the servers' clocks ${result.retried === 1 ? 'was' : 'were'} tried again` : '';
-  const early = result.stoppedEarly ? ` (${result.stoppedEarly} more stopped early: too ambiguous to follow, or real time outran the pace; no evidence either way${retried})` : retried ? ` (${retried.slice(2)})` : '';
+  const early = result.stoppedEarly ? ` (${result.stoppedEarly} more stopped early: ${describeStoppedEarly(result.stoppedEarlyBy)}; no evidence either way${retried})` : retried ? ` (${retried.slice(2)})` : '';
   return judged === 0 ? `${name}: inconclusive: none of ${counted(result.runs, 'run')} was judged to its end${early}` : `${name}: agrees with its model in ${counted(judged, 'run')}${early}`;
 }

@@ -15,7 +15,7 @@ import { seedSchedules } from './seeds.ts';
 import { offeredFaults, offersExtend } from './backendApi.ts';
 import { checkCheckOptions } from './options.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
-import type { ConformanceFailure, RunReport } from './verdict.ts';
+import type { ConformanceFailure, InconclusiveCause, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
 import { counted } from './counted.ts';
 
@@ -136,6 +136,8 @@ export interface CheckResult {
    * nothing, counted neither as passes nor in `findings` or `deviations`.
    */
   readonly stoppedEarly: number;
+  /** The runs of `stoppedEarly` by why they stopped (INCONCLUSIVE_CAUSES says each in words). */
+  readonly stoppedEarlyBy: Readonly<Partial<Record<InconclusiveCause, number>>>;
   /** Attempts made again because real time outran the pace (spec 7.8): the same schedule from a fresh start. */
   readonly retried: number;
   /** Time the whole check took, shrinking included, in ms (on `CheckOptions.clock`). */
@@ -181,6 +183,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const warnings: Record<string, number> = {};
   let run = 0;
   let stoppedEarly = 0;
+  const stoppedEarlyBy: Partial<Record<InconclusiveCause, number>> = {};
   let retried = 0;
   let firstFailure: { run: number; ms: number; length: number; report: RunReport } | null = null;
   let shrinkCut = false;
@@ -228,7 +231,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     const attempt = (): Promise<RunReport> => runLockstep(backend, s.commands, { clients, tokenBase: s.tokenBase, continueAfterViolation: failOn !== 'any', ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) });
     let report = await attempt();
     // What the check fails on was judged on steps in pace (a late reply stops the run at once): a stop after it does not undo it.
-    for (let attempts = 1; report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true && !fails(report) && attempts < MAX_ATTEMPTS; attempts++) {
+    for (let attempts = 1; report.verdict.kind === 'inconclusive' && report.verdict.cause === 'out-of-pace' && !fails(report) && attempts < MAX_ATTEMPTS; attempts++) {
       retries();
       report = await attempt();
     }
@@ -262,6 +265,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     // Evidence of nothing: neither a pass nor the findings and deviations it saw before it stopped.
     if (verdict.kind === 'inconclusive') {
       stoppedEarly++;
+      stoppedEarlyBy[verdict.cause] = (stoppedEarlyBy[verdict.cause] ?? 0) + 1;
       return;
     }
     if (typeof failOn === 'object' && 'consequences' in failOn) {
@@ -278,7 +282,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: options.path !== undefined ? run : details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, retried, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: options.path !== undefined ? run : details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, stoppedEarlyBy, retried, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const shrunk = details.errorInstance.report;
@@ -321,6 +325,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     deviations,
     warnings,
     stoppedEarly,
+    stoppedEarlyBy,
     retried,
     elapsedMs: clock() - started,
   };
@@ -377,8 +382,9 @@ async function replaySchedule(
   for (const w of report.warnings ?? []) warnings[w] = 1;
   const cut = run.failureOf(report);
   const stoppedEarly = cut === null && report.verdict.kind === 'inconclusive' ? 1 : 0;
+  const stoppedEarlyBy = cut === null && report.verdict.kind === 'inconclusive' ? { [report.verdict.cause]: 1 } : {};
   const elapsed = (): number => run.clock() - run.started;
-  const base = { backend: backend.name, runs: 1, findings: {}, deviations: {}, warnings, stoppedEarly, retried: 0 };
+  const base = { backend: backend.name, runs: 1, findings: {}, deviations: {}, warnings, stoppedEarly, stoppedEarlyBy, retried: 0 };
   if (cut === null) return { ...base, failure: null, elapsedMs: elapsed() };
   writeTimeline(options.timelineFile, cut);
   const found = `replayed the saved schedule (${counted(cut.steps.length, 'step')}, token base ${schedule.tokenBase}${schedule.requestTimeoutMs !== undefined ? `, request timeout ${schedule.requestTimeoutMs} ms` : ''}): checkConformance(backend, { schedule })`;

@@ -5,7 +5,7 @@
  */
 export type * from './adapter.ts';
 export type * from './verdict.ts';
-export { verdictProperties } from './verdict.ts';
+export { describeStoppedEarly, INCONCLUSIVE_CAUSES, verdictProperties } from './verdict.ts';
 export { runLockstep, sameOutcome } from './lockstep.ts';
 export type { LockstepOptions } from './lockstep.ts';
 export { scheduleArb, tokenBaseArb, TOKEN_BASES } from './generate.ts';

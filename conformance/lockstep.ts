@@ -174,7 +174,7 @@ async function closeWithin(backend: BackendUnderTest, instance: BackendInstance,
 /** A run whose servers failed it (RunEnvironmentError): judged neither way, the reason kept as a warning. */
 function environmentFailed(backend: BackendUnderTest, options: LockstepOptions, steps: ExecutedStep[], e: RunEnvironmentError): RunReport {
   const reason = `environment error, run not judged: ${e.message.split('\n')[0]}`;
-  return { backend: backend.name, verdict: { kind: 'inconclusive', reason }, steps, findings: [], clients: options.clients, nodes: nodeCount(backend.design), warnings: [reason] };
+  return { backend: backend.name, verdict: { kind: 'inconclusive', cause: 'environment', reason }, steps, findings: [], clients: options.clients, nodes: nodeCount(backend.design), warnings: [reason] };
 }
 
 /** Candidate model states kept at once; more would mean an ambiguity the runner cannot afford to track. */
@@ -246,7 +246,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     };
     if (!settled && contract.clientTimeout === false) {
       // A library without a client-side timeout waits as long as its link does: declared, so not a finding by itself.
-      return report({ kind: 'inconclusive', reason: `${describeKind(command)} had not completed by t=${limitMs} ms; the library declares no client-side timeout` });
+      return report({ kind: 'inconclusive', cause: 'no-client-timeout', reason: `${describeKind(command)} had not completed by t=${limitMs} ms; the library declares no client-side timeout` });
     }
     if (!settled) {
       return fail('LIVE-1', `${describeKind(command)} did not complete by t=${limitMs} ms, when the model has it done`, { kind: 'timed-out' });
@@ -319,7 +319,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     const unique = new Map(consistent.map((b) => [canonicalKey(b.next, { nodeSymmetry: false }), b]));
     if (unique.size > MAX_CANDIDATES) {
       // Too many unresolved ambiguities to follow: stop here, saying so, rather than guess.
-      return report({ kind: 'inconclusive', reason: `${unique.size} candidate model states after step ${steps.length + 1} (more than ${MAX_CANDIDATES})` });
+      return report({ kind: 'inconclusive', cause: 'ambiguous', reason: `${unique.size} candidate model states after step ${steps.length + 1} (more than ${MAX_CANDIDATES})` });
     }
     const kept = [...unique.values()];
     worlds = kept.map((b) => b.next);
@@ -366,7 +366,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
   } catch (e) {
     // Real time outran the run's tolerance (servers on their own clocks): what follows cannot be judged.
-    if (e instanceof TimingError) return report({ kind: 'inconclusive', reason: e.message, outOfPace: true });
+    if (e instanceof TimingError) return report({ kind: 'inconclusive', cause: 'out-of-pace', reason: e.message });
     throw e;
   }
   return report({ kind: 'pass' });

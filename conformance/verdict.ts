@@ -57,16 +57,44 @@ export interface PropertyViolation {
 }
 
 /**
+ * Why a run stopped without a verdict:
+ * - `ambiguous`: more candidate model states than the runner follows (512);
+ * - `out-of-pace`: real time outran the run's tolerance on servers with their own clocks (spec 7.8); the
+ *   same schedule may keep pace when tried again;
+ * - `environment`: the servers failed the run (a restart that did not come back in its bound, say);
+ * - `no-client-timeout`: an operation never completed, and the library declares no client-side timeout
+ *   (its contract allows the wait, so the run can go no further).
+ */
+export type InconclusiveCause = 'ambiguous' | 'out-of-pace' | 'environment' | 'no-client-timeout';
+
+/** Each cause in a few words, for reports and matrix cells. */
+export const INCONCLUSIVE_CAUSES: Readonly<Record<InconclusiveCause, string>> = Object.freeze({
+  ambiguous: 'too ambiguous to follow',
+  'out-of-pace': 'real time outran the pace',
+  environment: 'the servers failed the run',
+  'no-client-timeout': 'a call never returned (the library declares no client-side timeout)',
+});
+
+/**
+ * Why runs stopped early, in words: the cause alone when all stopped for one
+ * ("too ambiguous to follow"), else each with its count, most first.
+ */
+export function describeStoppedEarly(by: Readonly<Partial<Record<InconclusiveCause, number>>>): string {
+  const causes = (Object.keys(INCONCLUSIVE_CAUSES) as InconclusiveCause[]).filter((c) => (by[c] ?? 0) > 0).sort((a, b) => by[b]! - by[a]!);
+  if (causes.length === 1) return INCONCLUSIVE_CAUSES[causes[0]!];
+  return causes.map((c) => `${by[c]} ${INCONCLUSIVE_CAUSES[c]}`).join(', ');
+}
+
+/**
  * The runner stopped before the end of the schedule without a verdict against
- * the backend: too many unresolved ambiguities to follow, or real time outran
- * the run's pace. Nothing was found, and nothing was shown to hold either.
+ * the backend (InconclusiveCause). Nothing was found, and nothing was shown
+ * to hold either.
  */
 export interface Inconclusive {
   readonly kind: 'inconclusive';
-  /** Why the run stopped, for the report. */
+  readonly cause: InconclusiveCause;
+  /** Why the run stopped, in full, for the report. */
   readonly reason: string;
-  /** Out of pace with servers on their own clocks (spec 7.8): the same schedule may keep pace when tried again. */
-  readonly outOfPace?: true;
 }
 
 /** A lockstep run's verdict: `pass` (the backend agreed with its model and the model broke no property), or one of the three above. */

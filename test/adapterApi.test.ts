@@ -127,10 +127,10 @@ describe("the adapter's own calls: a throw, a hang or a malformed instance is an
     const paused: Command[] = [acquire, { kind: 'pause', client: 0 } as Command];
     // A fault that fails leaves the run unjudged, as any failing injection does (the environment's failure, not the lock's).
     const stuck = await runLockstep(pause, paused, { ...opts, environmentLimitMs: 50 });
-    expect(stuck.verdict).toEqual({ kind: 'inconclusive', reason: expect.stringContaining("adapter hangs-in-pause: the pause fault's pause() had not settled after 50 ms of real time") as string });
+    expect(stuck.verdict).toEqual({ kind: 'inconclusive', cause: 'environment', reason: expect.stringContaining("adapter hangs-in-pause: the pause fault's pause() had not settled after 50 ms of real time") as string });
     const inspect = hanging('hangs-in-inspect', (real) => ({ ...real, inspect: () => new Promise<never>(() => undefined) }));
     const blind = await runLockstep(inspect, [acquire], { ...opts, environmentLimitMs: 50 });
-    expect(blind.verdict).toEqual({ kind: 'inconclusive', reason: expect.stringContaining('adapter hangs-in-inspect: inspect() had not settled after 50 ms of real time') as string });
+    expect(blind.verdict).toEqual({ kind: 'inconclusive', cause: 'environment', reason: expect.stringContaining('adapter hangs-in-inspect: inspect() had not settled after 50 ms of real time') as string });
     expect(closed).toBe(2);
     // Injections that settle in time are untouched: the same schedule with the real injectors passes.
     const fine = await runLockstep(hanging('settles', (real) => real), paused, { ...opts, environmentLimitMs: 50 });

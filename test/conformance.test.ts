@@ -239,7 +239,7 @@ describe('the lockstep runner', () => {
     };
     let attempts = 0;
     const report = await runLockstep(late, [acquire(0), { kind: 'advance', ms: 5 }, acquire(1)], { clients: 2, tokenBase: 0n });
-    expect(report.verdict).toEqual({ kind: 'inconclusive', reason: 'real time ran ahead', outOfPace: true });
+    expect(report.verdict).toEqual({ kind: 'inconclusive', cause: 'out-of-pace', reason: 'real time ran ahead' });
     // Out of pace in every attempt: each run (but an empty schedule, which never moves time) is tried MAX_ATTEMPTS times,
     // then counted as stopped early; nothing is judged.
     attempts = 0;
@@ -248,6 +248,7 @@ describe('the lockstep runner', () => {
     expect(result.stoppedEarly).toBeGreaterThan(0);
     expect(attempts).toBe(result.stoppedEarly * MAX_ATTEMPTS);
     expect(result).toMatchObject({ runs: 5, retried: result.stoppedEarly * (MAX_ATTEMPTS - 1), findings: {}, deviations: {} });
+    expect(result.stoppedEarlyBy).toEqual({ 'out-of-pace': result.stoppedEarly });
   });
 
   it('tries a run out of pace again with the same schedule, and judges the attempt that kept pace (spec 7.8)', async () => {

@@ -188,7 +188,7 @@ describe('library contracts: each promise is declarable and judged', () => {
       { kind: 'acquire', client: 0, resource: 'r', ttlMs: 40 },
     ];
     const declared = await runLockstep(audited(design, {}, { clientTimeout: false }, 'no timeout'), hole, { clients: 1, tokenBase: 0n });
-    expect(declared.verdict.kind).toBe('inconclusive');
+    expect(declared.verdict).toMatchObject({ kind: 'inconclusive', cause: 'no-client-timeout' });
     const undeclared = await runLockstep(audited(design, {}, {}, 'no timeout, undeclared'), hole, { clients: 1, tokenBase: 0n });
     expect(failureOf(undeclared)).toEqual({ property: 'LIVE-1', kind: 'liveness' });
     // Declared, but it gives up after 1 ms where the reply comes at 5 ms and the model grants.

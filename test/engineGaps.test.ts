@@ -209,7 +209,7 @@ describe('K3: a run stopped out of pace after it showed what the check fails on'
     expect(result.failure).not.toBeNull();
     expect(result.failure!.report.verdict).toMatchObject({ kind: 'conformance-failure', property: 'LIVE-1', consequence: { kind: 'safe' } });
     // The run the check failed on had stopped out of pace after the deviation.
-    expect(reports[result.failure!.failedAtRun - 1]!.verdict).toMatchObject({ kind: 'inconclusive', outOfPace: true });
+    expect(reports[result.failure!.failedAtRun - 1]!.verdict).toMatchObject({ kind: 'inconclusive', cause: 'out-of-pace' });
   });
 });
 
@@ -274,6 +274,7 @@ describe('K7, K8, K9: what a failed check counts is what the runs before the fai
     expect(retriedOf(shrinking)).toBeGreaterThan(0);
     expect(result.findings).toEqual(findingsOf(before));
     expect(result.stoppedEarly).toBe(before.filter((r) => stopped(r.report)).length);
+    expect(result.stoppedEarlyBy).toEqual({ 'out-of-pace': result.stoppedEarly });
     expect(result.retried).toBe(retriedOf(before));
     expect(before.filter((r) => stopped(r.report)).every((r) => r.attempts === MAX_ATTEMPTS)).toBe(true);
   });

@@ -64,7 +64,7 @@ describe("lockstep: a backend's teardown never stops the suite", () => {
       },
     };
     const report = await runLockstep(failing, schedule, { clients: 2, tokenBase: 0n });
-    expect(report.verdict.kind).toBe('inconclusive');
+    expect(report.verdict).toMatchObject({ kind: 'inconclusive', cause: 'environment' });
     expect(report.warnings?.some((w) => w.includes("could not inspect 'r0': admin read timed out"))).toBe(true);
   });
 
@@ -95,7 +95,7 @@ describe("lockstep: a backend's teardown never stops the suite", () => {
     const crashing: Command[] = [{ kind: 'acquire', client: 0, resource: 'r0', ttlMs: 50 }, { kind: 'crash', node: 0 }, { kind: 'restart', node: 0 }];
     // node-postgres's own connect timeout, as it ended an npm start at pg-session/strict x crash-restart.
     const report = await runLockstep(restartFailing(new Error('timeout expired')), crashing, { clients: 2, tokenBase: 0n });
-    expect(report.verdict.kind).toBe('inconclusive');
+    expect(report.verdict).toMatchObject({ kind: 'inconclusive', cause: 'environment' });
     expect(report.warnings?.some((w) => w.includes("the environment's restart fault failed: timeout expired"))).toBe(true);
     await expect(runLockstep(restartFailing(new TypeError('x is undefined')), crashing, { clients: 2, tokenBase: 0n })).rejects.toThrow(TypeError);
   });

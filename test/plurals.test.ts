@@ -26,6 +26,7 @@ const cell: MatrixCell = {
   elapsedMs: 1,
   notMeasured: null,
   stoppedEarly: 1,
+  stoppedEarlyBy: { ambiguous: 1 },
   worst: { kind: 'unsafe', what: 'two holders', property: 'MUTEX-1', step: 1 },
   deviations: { unsafe: 1, liveness: 1, safe: 1 },
   observed: null,

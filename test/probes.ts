@@ -45,8 +45,8 @@ export type Skip = (note?: string) => never;
  */
 export async function inPace(skip: Skip, run: () => Promise<RunReport>): Promise<RunReport> {
   let report = await run();
-  for (let attempt = 1; attempt < MAX_ATTEMPTS && report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true; attempt++) report = await run();
-  if (report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true) skip(`out of pace in ${MAX_ATTEMPTS} attempts, judged neither way: ${report.verdict.reason}`);
+  for (let attempt = 1; attempt < MAX_ATTEMPTS && report.verdict.kind === 'inconclusive' && report.verdict.cause === 'out-of-pace'; attempt++) report = await run();
+  if (report.verdict.kind === 'inconclusive' && report.verdict.cause === 'out-of-pace') skip(`out of pace in ${MAX_ATTEMPTS} attempts, judged neither way: ${report.verdict.reason}`);
   return report;
 }
 

@@ -144,7 +144,7 @@ describe('redis-replicated: a long-held replica, and a failover Sentinel refuses
         { kind: 'acquire', client: 1, resource: 'r', ttlMs: 60 },
       ];
       const report = await runLockstep(backend, refused, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
-      expect(report.verdict).toMatchObject({ kind: 'inconclusive', reason: expect.stringMatching(/^environment error, run not judged: .*Sentinel to accept the failover/) });
+      expect(report.verdict).toMatchObject({ kind: 'inconclusive', cause: 'environment', reason: expect.stringMatching(/^environment error, run not judged: .*Sentinel to accept the failover/) });
       expect(report.warnings).toEqual([(report.verdict as { reason: string }).reason]);
       expect(report.steps.map((s) => s.command.kind)).toEqual(['acquire', 'clock-step']);
       const broken = servers.cluster;

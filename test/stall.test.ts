@@ -59,7 +59,7 @@ const schedule: Command[] = [
 describe('a stalled machine makes a run inconclusive, not a failure', () => {
   it('an acquire whose command runs out of real time on a server the model has up is out of pace (was: LIVE-1, denied no-quorum)', async () => {
     const report = await runLockstep(stalledAfterFirstAdvance(), schedule, { clients: 1, tokenBase: 0n });
-    expect(report.verdict).toMatchObject({ kind: 'inconclusive', outOfPace: true });
+    expect(report.verdict).toMatchObject({ kind: 'inconclusive', cause: 'out-of-pace' });
     expect(report.verdict.kind === 'inconclusive' && report.verdict.reason).toMatch(new RegExp(`evalsha .* failed after \\d+ ms of real time \\(bound ${BOUND_MS} ms\\): the machine stalled the run`));
   }, 30_000);
 

@@ -44,7 +44,7 @@ async function paced(backend: BackendUnderTest, schedule: readonly Command[], re
   let report: RunReport | undefined;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     report = await runLockstep(backend, schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
-    if (!(report.verdict.kind === 'inconclusive' && report.verdict.outOfPace === true)) return report;
+    if (!(report.verdict.kind === 'inconclusive' && report.verdict.cause === 'out-of-pace')) return report;
   }
   return report!;
 }

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { auditText, describeCell, type MatrixCell } from '../cli/matrix.ts';
+import { describeStoppedEarly, INCONCLUSIVE_CAUSES } from '../conformance/index.ts';
+
+/**
+ * A run that stops early says why, and so do the counts of a check and the
+ * matrix: "6 of 30 runs inconclusive" alone left a user to guess whether
+ * lockcheck or the library or the machine was at fault.
+ */
+describe('runs stopped early say why', () => {
+  it('one cause in words; several with their counts, most first', () => {
+    expect(describeStoppedEarly({ 'no-client-timeout': 6 })).toBe('a call never returned (the library declares no client-side timeout)');
+    expect(describeStoppedEarly({ ambiguous: 1, 'out-of-pace': 3 })).toBe('3 real time outran the pace, 1 too ambiguous to follow');
+    expect(Object.keys(INCONCLUSIVE_CAUSES).sort()).toEqual(['ambiguous', 'environment', 'no-client-timeout', 'out-of-pace']);
+  });
+
+  const cell: MatrixCell = {
+    backend: 'lib:some-lock',
+    audit: true,
+    faultClass: 'timing',
+    runs: 30,
+    conformanceFailure: null,
+    measured: [],
+    predicted: [],
+    predictedDepth: 8,
+    unexpected: [],
+    unseen: [],
+    timeline: null,
+    elapsedMs: 1,
+    notMeasured: null,
+    stoppedEarly: 6,
+    stoppedEarlyBy: { 'no-client-timeout': 6 },
+    worst: null,
+    deviations: {},
+    observed: null,
+    observedUnpredicted: [],
+  };
+
+  it('in a matrix cell and its progress line', () => {
+    expect(auditText(cell)).toContain('6 of 30 runs inconclusive: a call never returned (the library declares no client-side timeout)');
+    expect(describeCell({ ...cell, audit: false })).toContain('(6 stopped early: a call never returned');
+  });
+});
