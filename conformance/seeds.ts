@@ -2,9 +2,9 @@ import type { Command } from '../model/command.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
-import type { PropertyId } from '../model/properties.ts';
 import type { FaultKind } from './faults.ts';
 import { rescaled, RESOURCE_NAMES } from './generate.ts';
+import type { FoundSchedule } from './derivedSeeds.ts';
 import { SEED_CELLS } from './seedSchedules.ts';
 
 /**
@@ -22,8 +22,12 @@ export interface SeedCell {
   readonly fault: FaultClass;
   /** The deepest level explored completely; a shorter counterexample than the ones below does not exist. */
   readonly depth: number;
-  /** Each property broken, with its shortest schedule in the model's alphabet (resource "r", ttl 10 ms). */
-  readonly found: ReadonlyArray<{ readonly property: PropertyId; readonly commands: readonly Command[] }>;
+  /**
+   * Each property broken, with its shortest schedule in the model's alphabet (resource "r", ttl 10 ms);
+   * `derived`: a property the cell predicts by derivation, on a schedule built for it and checked on the
+   * model (conformance/derivedSeeds.ts), which may be longer than `depth`.
+   */
+  readonly found: ReadonlyArray<FoundSchedule>;
 }
 
 /** The fault kinds an environment needs to run `command` (none for a plain operation); null if no environment can (replication is the model's). */

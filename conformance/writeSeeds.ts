@@ -6,13 +6,16 @@
  * (a few minutes; test/seeds.test.ts says when the file is stale).
  * Each cell is explored breadth first to depth 8 or until SEED_MAX_STATES
  * distinct states, a cap in states rather than seconds so that the file is
- * the same on every machine.
+ * the same on every machine. A property the cell predicts by derivation
+ * (STORE-1 from a double grant) gets a schedule built for it and checked on
+ * the model (derivedSeeds.ts), marked `derived`.
  */
 import { writeFileSync } from 'node:fs';
 import { BUILT_INS, LIBRARY_AUDITS } from '../cli/backends.ts';
 import { describeDesign } from '../model/design.ts';
 import { FAULT_CLASSES } from '../model/faultClass.ts';
 import { exploreCell } from '../model/matrix.ts';
+import { derivedSeeds } from './derivedSeeds.ts';
 import type { SeedCell } from './seeds.ts';
 import { counted } from './counted.ts';
 
@@ -31,13 +34,15 @@ export function seedCellKeys(): Array<{ readonly row: (typeof BUILT_INS)[number]
 export function seedCell(row: (typeof BUILT_INS)[number], fault: (typeof FAULT_CLASSES)[number], maxDepth = SEED_DEPTH, maxStates = SEED_MAX_STATES): SeedCell & { readonly states: number } {
   const label = describeDesign(row.design);
   const r = exploreCell({ label, design: row.design, stores: [row.store] }, row.store, fault, { maxDepth, maxStates });
+  const explored = r.counterexamples.map((c) => ({ property: c.property, commands: c.steps.map((s) => s.command) }));
   return {
     design: label,
     store: row.store,
     fault,
     depth: r.depthCompleted,
     states: r.states,
-    found: r.counterexamples.map((c) => ({ property: c.property, commands: c.steps.map((s) => s.command) })),
+    // Then what the cell predicts by derivation, where the model breaks it on a schedule built for it (derivedSeeds.ts).
+    found: [...explored, ...derivedSeeds(row.design, row.store, explored)],
   };
 }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { checkConformance, runLockstep } from '../conformance/index.ts';
+import { seedSchedules } from '../conformance/seeds.ts';
 import type { RedisCluster } from '../conformance/env/redisBackend.ts';
 import { realRedisBackend, startRedisCluster } from '../conformance/env/redisBackend.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
@@ -72,6 +73,16 @@ describe("the harness's own look at the keys changes nothing it judges", () => {
       expect(report.findings.flatMap((f) => f.violations.map((v) => `${v.property} at step ${f.step.index + 1}`))).toEqual(['LIVE-1 at step 4']);
     }, 60_000);
   }
+});
+
+describe("the model's derived predictions show on real servers too", () => {
+  it('Redlock without persistence, strict store, crash-restart: the schedule built for the derived STORE-1 breaks it on the real servers (seeds.ts runs it first)', async () => {
+    const design = designs.redlock({ nodes: 5 });
+    const derived = seedSchedules(design, 'strict', ['advance', 'crash-restart', 'partition']).find((s) => s.length === 10 && s.at(-1)!.kind === 'write')!;
+    const report = await runLockstep(backend(design, 'strict'), derived, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+    expect(report.verdict).toEqual({ kind: 'pass' });
+    expect(new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))).toContain('STORE-1');
+  }, 60_000);
 });
 
 describe('one run at a time on a cluster lockcheck started', () => {

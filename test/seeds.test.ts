@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkConformance, simLeaseBackend } from '../conformance/index.ts';
 import { SEED_CELLS } from '../conformance/seedSchedules.ts';
+import { derivedSeeds } from '../conformance/derivedSeeds.ts';
 import { faultsNeededBy, seedSchedules } from '../conformance/seeds.ts';
 import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
 import { describeDesign, designs } from '../model/index.ts';
@@ -75,6 +76,27 @@ describe('seed schedules from the model', () => {
     const scaled = seedSchedules(designs.redisSingle(), 'unfenced', faults, 25);
     const ttls = (ss: typeof seeds): number[] => ss.flat().flatMap((c) => (c.kind === 'acquire' && c.ttlMs !== undefined ? [c.ttlMs] : []));
     expect(ttls(scaled)).toEqual(ttls(seeds).map((t) => t * 3));
+  });
+
+  it("give a derived prediction a schedule of its own, checked on the model: Redlock without persistence on a strict store under crash-restart (STORE-1 from MUTEX-1 with FENCE-1, beyond depth 8)", () => {
+    const design = designs.redlock();
+    const cell = SEED_CELLS.find((c) => c.design === describeDesign(design) && c.store === 'strict' && c.fault === 'crash-restart')!;
+    const derived = cell.found.filter((f) => f.derived === true);
+    expect(derived.map((f) => [f.property, f.commands.length])).toEqual([['STORE-1', 10]]);
+    // The older holder takes and releases the lock first, so that its token runs ahead of the counter the restart loses.
+    expect(derived[0]!.commands.map((c) => c.kind)).toEqual(['partition', 'partition', 'acquire', 'release', 'acquire', 'crash', 'restart', 'acquire', 'write', 'write']);
+    expect(predict(design, 'strict', MEASURED_FAULT_CLASSES.find((c) => c.id === 'crash-restart')!).properties).toContain('STORE-1');
+    expect(seedSchedules(design, 'strict', ['advance', 'crash-restart', 'partition']).some((s) => s.length === 10 && s.at(-1)!.kind === 'write')).toBe(true);
+    // Only where the model breaks it: without the double grant, or where the exploration found the property itself, nothing is built.
+    expect(derivedSeeds(design, 'strict', cell.found.filter((f) => f.property !== 'MUTEX-1'))).toEqual([]);
+    expect(derivedSeeds(design, 'strict', [...cell.found.filter((f) => f.derived !== true), { property: 'STORE-1', commands: [] }])).toEqual([]);
+    // And a candidate the model does not break is not kept: a "double grant" that is none (the second acquire is denied).
+    const notDouble = [
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 },
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 10 },
+    ] as const;
+    expect(derivedSeeds(design, 'strict', [{ property: 'MUTEX-1', commands: notDouble }, { property: 'FENCE-1', commands: notDouble }])).toEqual([]);
+    expect(derivedSeeds(design, 'unfenced', [{ property: 'MUTEX-1', commands: notDouble }])).toEqual([]);
   });
 
   it('run first: a one-run check of an unfenced lease under pauses finds the stale write at run 1', async () => {
