@@ -13,6 +13,8 @@ import type { PropertyId } from '../model/properties.ts';
 import { PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import { derivedProperties } from '../model/matrix.ts';
 import { SEED_CELLS } from '../conformance/seedSchedules.ts';
+import { faultsLackingFor } from '../conformance/seeds.ts';
+import type { FaultKind } from '../conformance/faults.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign } from '../model/design.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
@@ -65,6 +67,8 @@ export interface MatrixCell {
   readonly unexpected: readonly PropertyId[];
   /** Predicted but not seen in these runs: noted. */
   readonly unseen: readonly PropertyId[];
+  /** Predicted only with faults this backend does not take (the model's schedules for it all need them): not seen, and why. */
+  readonly outOfReach: ReadonlyArray<{ readonly property: PropertyId; readonly needs: readonly FaultKind[] }>;
   readonly timeline: string | null;
   readonly elapsedMs: number;
   /** Why the cell was not measured (the backend cannot take the class's faults here), or null. */
@@ -119,7 +123,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         const total = rows.length * cols.length;
         const t0 = performance.now();
         const timelineFile = timelines.path(fileName(row.name, col.id));
-        const why = notMeasurable(backend, await offeredFaults(backend), col);
+        const offered = await offeredFaults(backend);
+        const why = notMeasurable(backend, offered, col);
         if (why !== null) {
           const cell: MatrixCell = { ...EMPTY_CELL, backend: row.name, audit: row.library !== undefined, faultClass: col.id, notMeasured: why };
           cells.push(cell);
@@ -153,6 +158,12 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const predicted = predictedAll.properties.filter(judged);
           const predictedDepth = predictedAll.depth;
           const first = measured[0];
+          const unseen = predicted.filter((p) => !measured.includes(p));
+          const here = col.faults.filter((k) => offered.includes(k));
+          const outOfReach = unseen.flatMap((property) => {
+            const needs = faultsLackingFor(predictionDesign(row, backend), row.store, col.model, property, here);
+            return needs === null ? [] : [{ property, needs }];
+          });
           // One shrunk counterexample per cell: the bug if there is one, else the first finding.
           if (result.failure === null && first !== undefined) {
             const shown = await checkConformance(backend, { runs, seed: o.seed, faults: col.faults, modelSeeds: true, failOn: { properties: [first] }, timelineFile, ...shrinking });
@@ -177,7 +188,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             predicted,
             predictedDepth,
             unexpected: measured.filter((p) => !predicted.includes(p)),
-            unseen: predicted.filter((p) => !measured.includes(p)),
+            unseen: unseen.filter((p) => !outOfReach.some((x) => x.property === p)),
+            outOfReach,
             timeline,
             elapsedMs: performance.now() - t0,
             notMeasured: null,
@@ -253,7 +265,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
 const SHRINK_LIMIT_MS = 120_000;
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], outOfReach: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 
 /**
  * A library audit of one cell: the runs go on past deviations that are not
@@ -319,9 +331,15 @@ export function describeCell(c: MatrixCell): string {
   parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : holds(c));
   if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
   if (c.unseen.length) parts.push(`(predicted ${c.unseen.join(', ')}: not seen)`);
+  if (c.outOfReach.length) parts.push(`(${outOfReachText(c)})`);
   const obs = observedCellText(c);
   if (obs !== '') parts.push(`concurrent clients observed ${obs}`);
   return parts.join('; ');
+}
+
+/** Predictions the cell's runs cannot show: each with the faults the model's schedules for it need and the backend does not take. */
+function outOfReachText(c: MatrixCell): string {
+  return c.outOfReach.map((x) => `predicted with ${x.needs.join(' and ')}, which this backend does not take: ${x.property}`).join('; ');
 }
 
 /** A cell without findings: 'all hold' only if some run was judged to its end (a run that stopped early is evidence of nothing). */
@@ -371,6 +389,7 @@ function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   const flags = [
     c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '',
     c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
+    c.outOfReach.length ? outOfReachText(c) : '',
     c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early: ${describeStoppedEarly(c.stoppedEarlyBy)}` : '',
   ].filter((x) => x);
   return `${c.timeline ? link(c.timeline) : ''}${measured}${flags.length ? ` (${flags.join('; ')})` : ''} [model to ${c.predictedDepth}]`;
@@ -426,6 +445,7 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
       c.conformanceFailure !== null ? c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ') : '',
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',
       c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
+      c.outOfReach.length ? outOfReachText(c) : '',
       c.stoppedEarly ? `${c.stoppedEarly} of ${counted(c.runs, 'run')} stopped early: ${describeStoppedEarly(c.stoppedEarlyBy)}` : '',
       observedCellText(c) !== '' ? `concurrent clients: ${observedCellText(c)}` : '',
     ]

@@ -2,6 +2,7 @@ import type { Command } from '../model/command.ts';
 import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign } from '../model/design.ts';
 import type { FaultClass } from '../model/faultClass.ts';
+import type { PropertyId } from '../model/properties.ts';
 import type { FaultKind } from './faults.ts';
 import { rescaled, RESOURCE_NAMES } from './generate.ts';
 import type { FoundSchedule } from './derivedSeeds.ts';
@@ -73,6 +74,31 @@ export function faultsNeededBy(command: Command): readonly FaultKind[] | null {
     case 'replicate':
       return null;
   }
+}
+
+/**
+ * What a predicted property needs that `faults` lack: the fault kinds the
+ * shortest recorded schedule breaking it in these cells needs beyond
+ * `faults`, when none of the recorded schedules runs on `faults`. Null when
+ * one does, when none is recorded (a derived prediction without a schedule),
+ * or when one needs what no environment injects (the model's replication):
+ * the runs may show it then. A cell whose prediction needs a partition the
+ * backend does not take (pg-xact) cannot show it, and says so.
+ */
+export function faultsLackingFor(design: Design, store: StorePolicy, faultClasses: readonly FaultClass[], property: PropertyId, faults: readonly FaultKind[]): FaultKind[] | null {
+  const label = describeDesign(design);
+  const schedules = SEED_CELLS.filter((c) => c.design === label && c.store === store && faultClasses.includes(c.fault))
+    .flatMap((c) => c.found.filter((f) => f.property === property).map((f) => f.commands))
+    .sort((a, b) => a.length - b.length);
+  let lacking: FaultKind[] | null = null;
+  for (const commands of schedules) {
+    const needs = commands.map(faultsNeededBy);
+    if (needs.some((n) => n === null)) return null;
+    const missing = [...new Set(needs.flatMap((n) => n!))].filter((k) => !faults.includes(k));
+    if (missing.length === 0) return null;
+    lacking ??= missing;
+  }
+  return lacking;
 }
 
 /** The model alphabet's ttl (faultClass.ts DEFAULT_ALPHABET), which a seed's durations are scaled from. */

@@ -22,6 +22,7 @@ const cell: MatrixCell = {
   predictedDepth: 8,
   unexpected: [],
   unseen: [],
+  outOfReach: [],
   timeline: null,
   elapsedMs: 1,
   notMeasured: null,

@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { checkConformance, simLeaseBackend } from '../conformance/index.ts';
 import { SEED_CELLS } from '../conformance/seedSchedules.ts';
 import { derivedSeeds } from '../conformance/derivedSeeds.ts';
-import { faultsNeededBy, seedSchedules } from '../conformance/seeds.ts';
+import { faultsLackingFor, faultsNeededBy, seedSchedules } from '../conformance/seeds.ts';
 import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
 import { describeDesign, designs } from '../model/index.ts';
 import { LIBRARY_AUDITS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
-import { predict } from '../cli/matrix.ts';
+import { describeCell, predict, type MatrixCell } from '../cli/matrix.ts';
 import { unpredictedBreaks } from '../cli/stressOracle.ts';
 
 /**
@@ -99,6 +99,17 @@ describe('seed schedules from the model', () => {
     expect(derivedSeeds(design, 'unfenced', [{ property: 'MUTEX-1', commands: notDouble }])).toEqual([]);
   });
 
+  it("say when a prediction needs a fault the backend does not take: pg-xact's MUTEX-1 under crash-restart comes from the column's partitions only", () => {
+    const xact = designs.pgXact();
+    expect(faultsLackingFor(xact, 'transactional', ['crash-restart'], 'MUTEX-1', ['advance', 'crash-restart'])).toEqual(['partition']);
+    expect(faultsLackingFor(xact, 'transactional', ['crash-restart'], 'MUTEX-1', ['advance', 'crash-restart', 'partition'])).toBeNull();
+    // Where one recorded schedule runs on the faults given, or none is recorded, nothing is claimed.
+    expect(faultsLackingFor(xact, 'transactional', ['crash-restart', 'connection-loss'], 'MUTEX-1', ['advance', 'pause', 'kill-connection'])).toBeNull();
+    expect(faultsLackingFor(xact, 'transactional', ['crash-restart'], 'LIVE-1', ['advance'])).toBeNull();
+    const cell: MatrixCell = { ...EMPTY_TEST_CELL, outOfReach: [{ property: 'MUTEX-1', needs: ['partition'] }] };
+    expect(describeCell(cell)).toContain('(predicted with partition, which this backend does not take: MUTEX-1)');
+  });
+
   it('run first: a one-run check of an unfenced lease under pauses finds the stale write at run 1', async () => {
     const backend = simLeaseBackend(designs.redisSingle(), 'unfenced');
     const seeded = await checkConformance(backend, { runs: 1, seed: 1, faults: ['advance', 'pause'], failOn: { properties: ['STORE-1'] }, modelSeeds: true });
@@ -106,3 +117,26 @@ describe('seed schedules from the model', () => {
     expect(seeded.failure?.properties).toContain('STORE-1');
   });
 });
+
+const EMPTY_TEST_CELL: MatrixCell = {
+  backend: 'pg-xact/transactional',
+  audit: false,
+  faultClass: 'crash-restart',
+  runs: 4,
+  conformanceFailure: null,
+  measured: [],
+  predicted: ['MUTEX-1'],
+  predictedDepth: 8,
+  unexpected: [],
+  unseen: [],
+  outOfReach: [],
+  timeline: null,
+  elapsedMs: 1,
+  notMeasured: null,
+  stoppedEarly: 0,
+  stoppedEarlyBy: {},
+  worst: null,
+  deviations: {},
+  observed: null,
+  observedUnpredicted: [],
+};

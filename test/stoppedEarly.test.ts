@@ -25,6 +25,7 @@ describe('runs stopped early say why', () => {
     predictedDepth: 8,
     unexpected: [],
     unseen: [],
+    outOfReach: [],
     timeline: null,
     elapsedMs: 1,
     notMeasured: null,
