@@ -687,22 +687,22 @@ async function observe(instance: BackendInstance, branches: readonly Branch[], d
   // A state without a key the backend shows alive is not the state it is in (a key the server kept past its expiry, alive
   // again after its clock stepped back, where the model may also have purged it): such states are dropped, unless none is
   // left, so that a finding in the others is certain. With none left the step is judged as before (the other checks).
-  const holding = consistent.filter((b) => missingKey(b.next, drivers, held, owners) === null);
+  const holding = consistent.filter((b) => !lacksShownKey(b.next, drivers, held, owners));
   return holding.length > 0 ? holding : consistent;
 }
 
-/** A key of a client the backend shows on a node where this model state has no key of that owner (the model's key purged), or null. */
-function missingKey(world: World, drivers: Driver[], held: ReadonlyMap<string, ReadonlyArray<string | null>>, owners: ReadonlyMap<string, Owner>): string | null {
+/** Whether the backend shows a client's key on a node where this model state has no key of that owner (the model's key purged). */
+function lacksShownKey(world: World, drivers: Driver[], held: ReadonlyMap<string, ReadonlyArray<string | null>>, owners: ReadonlyMap<string, Owner>): boolean {
   for (const resource of resourcesOf(drivers)) {
     for (const [index, node] of world.nodes.entries()) {
       const owner = held.get(resource)?.[index] ?? null;
       const modelOwner = owner === null ? undefined : owners.get(owner);
       if (!node.up || modelOwner === undefined) continue;
       const key = entryOf(node.keys, resource);
-      if (key === undefined || !sameOwner(key.owner, modelOwner)) return `node ${index} holds the key of owner ${owner!.slice(0, 8)}… on '${resource}', which this model state does not`;
+      if (key === undefined || !sameOwner(key.owner, modelOwner)) return true;
     }
   }
-  return null;
+  return false;
 }
 
 /**
