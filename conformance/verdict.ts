@@ -62,7 +62,7 @@ export interface PropertyViolation {
  * - `out-of-pace`: real time outran the run's tolerance on servers with their own clocks (spec 7.8); the
  *   same schedule may keep pace when tried again;
  * - `environment`: the servers failed the run (a restart that did not come back in its bound, say);
- * - `no-client-timeout`: an operation never completed, and the library declares no client-side timeout
+ * - `no-client-timeout`: an operation had not completed when the model had it done, and the library declares no client-side timeout
  *   (its contract allows the wait, so the run can go no further).
  */
 export type InconclusiveCause = 'ambiguous' | 'out-of-pace' | 'environment' | 'no-client-timeout';
@@ -72,7 +72,7 @@ export const INCONCLUSIVE_CAUSES: Readonly<Record<InconclusiveCause, string>> = 
   ambiguous: 'too ambiguous to follow',
   'out-of-pace': 'real time outran the pace',
   environment: 'the servers failed the run',
-  'no-client-timeout': 'a call never returned (the library declares no client-side timeout)',
+  'no-client-timeout': 'a call had not returned when the model had it done (the library declares no client-side timeout)',
 });
 
 /**
@@ -81,6 +81,7 @@ export const INCONCLUSIVE_CAUSES: Readonly<Record<InconclusiveCause, string>> = 
  */
 export function describeStoppedEarly(by: Readonly<Partial<Record<InconclusiveCause, number>>>): string {
   const causes = (Object.keys(INCONCLUSIVE_CAUSES) as InconclusiveCause[]).filter((c) => (by[c] ?? 0) > 0).sort((a, b) => by[b]! - by[a]!);
+  if (causes.length === 0) return 'no cause recorded';
   if (causes.length === 1) return INCONCLUSIVE_CAUSES[causes[0]!];
   return causes.map((c) => `${by[c]} ${INCONCLUSIVE_CAUSES[c]}`).join(', ');
 }

@@ -9,8 +9,9 @@ import { describeStoppedEarly, INCONCLUSIVE_CAUSES } from '../conformance/index.
  */
 describe('runs stopped early say why', () => {
   it('one cause in words; several with their counts, most first', () => {
-    expect(describeStoppedEarly({ 'no-client-timeout': 6 })).toBe('a call never returned (the library declares no client-side timeout)');
+    expect(describeStoppedEarly({ 'no-client-timeout': 6 })).toBe('a call had not returned when the model had it done (the library declares no client-side timeout)');
     expect(describeStoppedEarly({ ambiguous: 1, 'out-of-pace': 3 })).toBe('3 real time outran the pace, 1 too ambiguous to follow');
+    expect(describeStoppedEarly({})).toBe('no cause recorded');
     expect(Object.keys(INCONCLUSIVE_CAUSES).sort()).toEqual(['ambiguous', 'environment', 'no-client-timeout', 'out-of-pace']);
   });
 
@@ -38,7 +39,7 @@ describe('runs stopped early say why', () => {
   };
 
   it('in a matrix cell and its progress line', () => {
-    expect(auditText(cell)).toContain('6 of 30 runs inconclusive: a call never returned (the library declares no client-side timeout)');
-    expect(describeCell({ ...cell, audit: false })).toContain('(6 stopped early: a call never returned');
+    expect(auditText(cell)).toContain('6 of 30 runs inconclusive: a call had not returned when the model had it done (the library declares no client-side timeout)');
+    expect(describeCell({ ...cell, audit: false })).toContain('(6 stopped early: a call had not returned');
   });
 });
