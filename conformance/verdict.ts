@@ -2,6 +2,7 @@ import { match } from 'ts-pattern';
 import type { Command } from '../model/command.ts';
 import type { Outcome } from '../model/outcome.ts';
 import type { PropertyId, Violation } from '../model/properties.ts';
+import { checkObject, refuse } from '../impl/options.ts';
 import type { Consequence } from './consequence.ts';
 
 /**
@@ -80,6 +81,11 @@ export const INCONCLUSIVE_CAUSES: Readonly<Record<InconclusiveCause, string>> = 
  * ("too ambiguous to follow"), else each with its count, most first.
  */
 export function describeStoppedEarly(by: Readonly<Partial<Record<InconclusiveCause, number>>>): string {
+  checkObject(by, 'describeStoppedEarly by', 'counts of runs by cause, as CheckResult.stoppedEarlyBy');
+  for (const [cause, count] of Object.entries(by)) {
+    if (!Object.hasOwn(INCONCLUSIVE_CAUSES, cause)) refuse('describeStoppedEarly by', `keyed by causes (${Object.keys(INCONCLUSIVE_CAUSES).join(', ')})`, cause);
+    if (count !== undefined && !(Number.isSafeInteger(count) && count >= 0)) refuse(`describeStoppedEarly by['${cause}']`, 'a count of runs (an integer >= 0)', count);
+  }
   const causes = (Object.keys(INCONCLUSIVE_CAUSES) as InconclusiveCause[]).filter((c) => (by[c] ?? 0) > 0).sort((a, b) => by[b]! - by[a]!);
   if (causes.length === 0) return 'no cause recorded';
   if (causes.length === 1) return INCONCLUSIVE_CAUSES[causes[0]!];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { auditText, describeCell, type MatrixCell } from '../cli/matrix.ts';
 import { describeStoppedEarly, INCONCLUSIVE_CAUSES } from '../conformance/index.ts';
+import { InvalidInputError } from '../model/errors.ts';
 
 /**
  * A run that stops early says why, and so do the counts of a check and the
@@ -12,6 +13,11 @@ describe('runs stopped early say why', () => {
     expect(describeStoppedEarly({ 'no-client-timeout': 6 })).toBe('a call had not returned when the model had it done (the library declares no client-side timeout)');
     expect(describeStoppedEarly({ ambiguous: 1, 'out-of-pace': 3 })).toBe('3 real time outran the pace, 1 too ambiguous to follow');
     expect(describeStoppedEarly({})).toBe('no cause recorded');
+    // Junk is refused, typed, naming what was wrong.
+    expect(() => describeStoppedEarly(null as never)).toThrow(InvalidInputError);
+    expect(() => describeStoppedEarly({ lost: 1 } as never)).toThrow(/keyed by causes \(ambiguous, out-of-pace, environment, no-client-timeout\)/);
+    expect(() => describeStoppedEarly({ ambiguous: -1 })).toThrow(/a count of runs/);
+    expect(() => describeStoppedEarly({ ambiguous: Number.NaN })).toThrow(InvalidInputError);
     expect(Object.keys(INCONCLUSIVE_CAUSES).sort()).toEqual(['ambiguous', 'environment', 'no-client-timeout', 'out-of-pace']);
   });
 
