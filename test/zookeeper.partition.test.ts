@@ -45,20 +45,28 @@ describe('ZookeeperEnsemble with peer gates', () => {
       }, 60_000);
       expect(elected, `member ${old} isolated; the members' modes at the bound: ${JSON.stringify(last.map((m) => m?.mode ?? null))}`).toBe(true);
       const isolated = lockOn(gated.endpoints[old]!, 1500);
-      expect((await isolated.acquire('split', { ttlMs: 8000 })).kind).not.toBe('granted');
+      expect((await isolated.acquire('split-0', { ttlMs: 8000 })).kind).not.toBe('granted');
       const majority = lockOn(rest.map((m) => gated.endpoints[m]!).join(','));
       // A loaded machine may time a first attempt out while the new leader settles: the majority grants within a bound.
       const bound = Date.now() + 20_000;
       // Longer than the heal below may take on a loaded machine (up to 20 s): the session is renewed only by the lock's
       // requests, and one that ran out there let the healed member grant the lock (seen at load 22).
-      let held = await majority.acquire('split', { ttlMs: 45_000 });
-      while (held.kind !== 'granted' && Date.now() < bound) held = await majority.acquire('split', { ttlMs: 45_000 });
-      if (held.kind !== 'granted') throw new Error(`expected the majority's grant, got ${held.kind}`);
+      // Each attempt on a resource of its own: one that timed out on the client may have left its contender ahead of the next.
+      const tried: string[] = [];
+      let resource = 'split-0';
+      let held = await majority.acquire(resource, { ttlMs: 45_000 });
+      tried.push(`${resource}: ${held.kind === 'denied' ? `denied ${held.reason}` : held.kind}`);
+      while (held.kind !== 'granted' && Date.now() < bound) {
+        resource = `split-${tried.length}`;
+        held = await majority.acquire(resource, { ttlMs: 45_000 });
+        tried.push(`${resource}: ${held.kind === 'denied' ? `denied ${held.reason}` : held.kind}`);
+      }
+      if (held.kind !== 'granted') throw new Error(`expected the majority's grant within 20 s, got ${tried.join(', ')}`);
       gated.healMembers();
       expect(await until(async () => (await gated.status(500)).every((x) => x !== null), 20_000)).toBe(true);
       // The healed member serves the majority's state: the lock is held.
       const after = lockOn(gated.endpoints[old]!);
-      expect(await after.acquire('split', { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
+      expect(await after.acquire(resource, { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
       await majority.release(held.lease);
     } finally {
       gated.healMembers();
