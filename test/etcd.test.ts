@@ -14,7 +14,7 @@ import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/i
 import type { EtcdNode } from '../impl/etcd/index.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { makeRunCa } from '../conformance/env/runCa.ts';
-import { alive, until } from './probes.ts';
+import { alive, grantedWithin, until } from './probes.ts';
 
 /** A client clock the test moves by hand (leases' deadlines), with real etcd underneath. */
 class HandClock implements MonotonicClock {
@@ -170,20 +170,8 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
       const majority = lockOn(client(rest.map((m) => gated.endpoints[m]!), gated), systemClock, 3000).lock;
       expect((await isolated.acquire('split-0', { ttlMs: 5000 })).kind).not.toBe('granted');
       // A loaded machine may time a first attempt out while the new leader settles: the majority grants within a bound.
-      // Each attempt on a resource of its own: an attempt that timed out on the client may have been granted on the
-      // cluster, and its key would answer every later attempt on the same resource 'held' for the whole ttl.
-      const bound = Date.now() + 30_000;
-      const tried: string[] = [];
-      let resource = 'split-0';
       // The lease outlives the heal and the convergence below on a loaded machine (5 s did not, once: the healed member then granted it).
-      let held = await majority.acquire(resource, { ttlMs: 120_000 });
-      tried.push(`${resource}: ${held.kind === 'denied' ? `denied ${held.reason}` : held.kind}`);
-      while (held.kind !== 'granted' && Date.now() < bound) {
-        resource = `split-${tried.length}`;
-        held = await majority.acquire(resource, { ttlMs: 120_000 });
-        tried.push(`${resource}: ${held.kind === 'denied' ? `denied ${held.reason}` : held.kind}`);
-      }
-      if (held.kind !== 'granted') throw new Error(`expected the majority's grant within 30 s, got ${tried.join(', ')}`);
+      const held = await grantedWithin(30_000, 'split', (resource) => majority.acquire(resource, { ttlMs: 120_000 }));
       gated.healMembers();
       const converged = await until(async () => {
         const s = await gated.status(2000);
@@ -192,7 +180,7 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
       if (!converged) throw new Error(`the members did not agree within 60 s of the heal: ${await statusText()}`);
       // The healed member serves the majority's state: the lock is held.
       const after = lockOn(client([gated.endpoints[old]!], gated), systemClock, 3000).lock;
-      expect(await after.acquire(resource, { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
+      expect(await after.acquire(held.resource, { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
       await majority.release(held.lease);
     } finally {
       await gated.stop();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { auditText, describeCell, type MatrixCell } from '../cli/matrix.ts';
+import { auditText, describeCell } from '../cli/matrix.ts';
+import { matrixCell } from './matrixCell.ts';
 import { observedText, type Observed } from '../cli/stressOracle.ts';
 import { summaryText, type StressSummary } from '../cli/stress.ts';
 import { counted } from '../conformance/counted.ts';
@@ -11,28 +12,14 @@ import { counted } from '../conformance/counted.ts';
  */
 const ONE_PLURAL = /(?<![\d.])1 (runs|steps|faults|cells|clients|events|operations|ops(?!\/)|holds|grants|nodes|findings|attempts|schedules|[a-z ]*processes|more findings|overlapping holds|lost updates|stale writes|tokens|generated schedules)\b/;
 
-const cell: MatrixCell = {
+const cell = matrixCell({
   backend: 'lib:some-lock',
   audit: true,
-  faultClass: 'client-pause',
-  runs: 1,
-  conformanceFailure: null,
-  measured: [],
-  predicted: [],
-  predictedDepth: 8,
-  unexpected: [],
-  unseen: [],
-  outOfReach: [],
-  timeline: null,
-  elapsedMs: 1,
-  notMeasured: null,
   stoppedEarly: 1,
   stoppedEarlyBy: { ambiguous: 1 },
   worst: { kind: 'unsafe', what: 'two holders', property: 'MUTEX-1', step: 1 },
   deviations: { unsafe: 1, liveness: 1, safe: 1 },
-  observed: null,
-  observedUnpredicted: [],
-};
+});
 
 const observed: Observed = { command: 'lockcheck stress', operations: 1, faults: 1, overlappingHolds: 1, lostUpdates: 1, staleWritesAccepted: 1, tokenOrderViolations: 1, broken: [], clientErrors: ['died'] } as unknown as Observed;
 

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { MAX_ATTEMPTS, type RunReport } from '../conformance/index.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { AcquireResult } from '../impl/leaseLock.ts';
 
 /** The process exists and is not a zombie. */
 export function alive(pid: number): boolean {
@@ -30,6 +32,25 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
  */
 export async function eventually(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
   if (!(await until(condition, timeoutMs))) throw new Error(`never within ${timeoutMs} ms: ${what}`);
+}
+
+/**
+ * Acquires until granted or `boundMs` passed, each attempt on a resource of
+ * its own (`prefix-0`, `prefix-1`, ...): an attempt that timed out on the
+ * client may have been granted on the servers, and its key would answer
+ * every later attempt on the same resource 'held' for its whole ttl. Throws,
+ * naming every attempt's outcome, if none was granted in the bound.
+ */
+export async function grantedWithin(boundMs: number, prefix: string, acquire: (resource: string) => Promise<AcquireResult>): Promise<{ readonly lease: Lease; readonly resource: string }> {
+  const bound = Date.now() + boundMs;
+  const tried: string[] = [];
+  for (;;) {
+    const resource = `${prefix}-${tried.length}`;
+    const r = await acquire(resource);
+    if (r.kind === 'granted') return { lease: r.lease, resource };
+    tried.push(`${resource}: ${r.kind === 'denied' ? `denied ${r.reason}` : r.kind}`);
+    if (Date.now() >= bound) throw new Error(`no grant within ${boundMs} ms: ${tried.join(', ')}`);
+  }
 }
 
 /** A test's runtime skip (vitest's `ctx.skip`): ends the test as skipped, with the reason. */

@@ -6,7 +6,8 @@ import { faultsLackingFor, faultsNeededBy, seedSchedules } from '../conformance/
 import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
 import { describeDesign, designs } from '../model/index.ts';
 import { LIBRARY_AUDITS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
-import { describeCell, predict, type MatrixCell } from '../cli/matrix.ts';
+import { describeCell, predict } from '../cli/matrix.ts';
+import { matrixCell } from './matrixCell.ts';
 import { unpredictedBreaks } from '../cli/stressOracle.ts';
 
 /**
@@ -106,7 +107,7 @@ describe('seed schedules from the model', () => {
     // Where one recorded schedule runs on the faults given, or none is recorded, nothing is claimed.
     expect(faultsLackingFor(xact, 'transactional', ['crash-restart', 'connection-loss'], 'MUTEX-1', ['advance', 'pause', 'kill-connection'])).toBeNull();
     expect(faultsLackingFor(xact, 'transactional', ['crash-restart'], 'LIVE-1', ['advance'])).toBeNull();
-    const cell: MatrixCell = { ...EMPTY_TEST_CELL, outOfReach: [{ property: 'MUTEX-1', needs: ['partition'] }] };
+    const cell = matrixCell({ backend: 'pg-xact/transactional', faultClass: 'crash-restart', runs: 4, predicted: ['MUTEX-1'], outOfReach: [{ property: 'MUTEX-1', needs: ['partition'] }] });
     expect(describeCell(cell)).toContain('(predicted with partition, which this backend does not take: MUTEX-1)');
   });
 
@@ -117,26 +118,3 @@ describe('seed schedules from the model', () => {
     expect(seeded.failure?.properties).toContain('STORE-1');
   });
 });
-
-const EMPTY_TEST_CELL: MatrixCell = {
-  backend: 'pg-xact/transactional',
-  audit: false,
-  faultClass: 'crash-restart',
-  runs: 4,
-  conformanceFailure: null,
-  measured: [],
-  predicted: ['MUTEX-1'],
-  predictedDepth: 8,
-  unexpected: [],
-  unseen: [],
-  outOfReach: [],
-  timeline: null,
-  elapsedMs: 1,
-  notMeasured: null,
-  stoppedEarly: 0,
-  stoppedEarlyBy: {},
-  worst: null,
-  deviations: {},
-  observed: null,
-  observedUnpredicted: [],
-};

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { auditText, describeCell, type MatrixCell } from '../cli/matrix.ts';
+import { auditText, describeCell } from '../cli/matrix.ts';
+import { matrixCell } from './matrixCell.ts';
 import { describeStoppedEarly, INCONCLUSIVE_CAUSES } from '../conformance/index.ts';
 import { InvalidInputError } from '../model/errors.ts';
 
@@ -21,28 +22,7 @@ describe('runs stopped early say why', () => {
     expect(Object.keys(INCONCLUSIVE_CAUSES).sort()).toEqual(['ambiguous', 'environment', 'no-client-timeout', 'out-of-pace']);
   });
 
-  const cell: MatrixCell = {
-    backend: 'lib:some-lock',
-    audit: true,
-    faultClass: 'timing',
-    runs: 30,
-    conformanceFailure: null,
-    measured: [],
-    predicted: [],
-    predictedDepth: 8,
-    unexpected: [],
-    unseen: [],
-    outOfReach: [],
-    timeline: null,
-    elapsedMs: 1,
-    notMeasured: null,
-    stoppedEarly: 6,
-    stoppedEarlyBy: { 'no-client-timeout': 6 },
-    worst: null,
-    deviations: {},
-    observed: null,
-    observedUnpredicted: [],
-  };
+  const cell = matrixCell({ backend: 'lib:some-lock', audit: true, faultClass: 'timing', runs: 30, stoppedEarly: 6, stoppedEarlyBy: { 'no-client-timeout': 6 } });
 
   it('in a matrix cell and its progress line', () => {
     expect(auditText(cell)).toContain('6 of 30 runs inconclusive: a call had not returned when the model had it done (the library declares no client-side timeout)');

@@ -3,7 +3,7 @@ import { ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
 import { systemClock } from '../impl/clock.ts';
 import { ZookeeperLock, zookeeperNode } from '../impl/zookeeper/index.ts';
 import type { ZookeeperNode } from '../impl/zookeeper/index.ts';
-import { until } from './probes.ts';
+import { grantedWithin, until } from './probes.ts';
 
 /**
  * Partitions between the members of a real ZooKeeper ensemble (spec 7.10):
@@ -48,25 +48,14 @@ describe('ZookeeperEnsemble with peer gates', () => {
       expect((await isolated.acquire('split-0', { ttlMs: 8000 })).kind).not.toBe('granted');
       const majority = lockOn(rest.map((m) => gated.endpoints[m]!).join(','));
       // A loaded machine may time a first attempt out while the new leader settles: the majority grants within a bound.
-      const bound = Date.now() + 20_000;
       // Longer than the heal below may take on a loaded machine (up to 20 s): the session is renewed only by the lock's
       // requests, and one that ran out there let the healed member grant the lock (seen at load 22).
-      // Each attempt on a resource of its own: one that timed out on the client may have left its contender ahead of the next.
-      const tried: string[] = [];
-      let resource = 'split-0';
-      let held = await majority.acquire(resource, { ttlMs: 45_000 });
-      tried.push(`${resource}: ${held.kind === 'denied' ? `denied ${held.reason}` : held.kind}`);
-      while (held.kind !== 'granted' && Date.now() < bound) {
-        resource = `split-${tried.length}`;
-        held = await majority.acquire(resource, { ttlMs: 45_000 });
-        tried.push(`${resource}: ${held.kind === 'denied' ? `denied ${held.reason}` : held.kind}`);
-      }
-      if (held.kind !== 'granted') throw new Error(`expected the majority's grant within 20 s, got ${tried.join(', ')}`);
+      const held = await grantedWithin(20_000, 'split', (resource) => majority.acquire(resource, { ttlMs: 45_000 }));
       gated.healMembers();
       expect(await until(async () => (await gated.status(500)).every((x) => x !== null), 20_000)).toBe(true);
       // The healed member serves the majority's state: the lock is held.
       const after = lockOn(gated.endpoints[old]!);
-      expect(await after.acquire(resource, { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
+      expect(await after.acquire(held.resource, { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
       await majority.release(held.lease);
     } finally {
       gated.healMembers();

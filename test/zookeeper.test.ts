@@ -14,7 +14,7 @@ import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefused
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
 import type { ZookeeperNode } from '../impl/zookeeper/index.ts';
 import type { Command } from '../model/index.ts';
-import { alive, inPace, skipUnjudged, until } from './probes.ts';
+import { alive, grantedWithin, inPace, skipUnjudged, until } from './probes.ts';
 
 /**
  * The ZooKeeper backend (spec 7.10) on one real 3-member ensemble for the
@@ -142,16 +142,8 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
     // A session nobody renews ends on the ensemble's own clock: its contender is deleted, and the lease, past its validity, is lost.
     const n = node();
     // Four round trips must fit in 300 ms for a grant: a loaded machine may need a few attempts (bounded).
-    const bound = Date.now() + 20_000;
-    // Each attempt on a resource of its own: one that timed out on the client may have left its contender ahead of the next.
-    let resource = 'expiring-0';
-    let s = await lockOn(n).acquire(resource, { ttlMs: 300 });
-    for (let attempt = 1; s.kind !== 'granted' && Date.now() < bound; attempt++) {
-      resource = `expiring-${attempt}`;
-      s = await lockOn(n).acquire(resource, { ttlMs: 300 });
-    }
-    if (s.kind !== 'granted') throw new Error(`expected a grant, got ${s.kind}`);
-    expect(await until(async () => (await n.children(`/t/lock/${resource}`)).length === 0, 10_000)).toBe(true);
+    const s = await grantedWithin(20_000, 'expiring', (resource) => lockOn(n).acquire(resource, { ttlMs: 300 }));
+    expect(await until(async () => (await n.children(`/t/lock/${s.resource}`)).length === 0, 10_000)).toBe(true);
     expect(s.lease.signal.aborted).toBe(true);
   });
 

@@ -402,6 +402,8 @@ async function openRun(
               },
             },
           };
+    // On the user's servers a plain GET: a pause would hold up their other clients (redisLook.ts).
+    const look = local === null ? (r: Redis, key: string) => r.get(key) : lookWithoutExpiring;
     const env: Environment = {
       nowMs: () => time.nowMs(),
       advanceTo: (t) => time.advanceTo(t),
@@ -410,7 +412,6 @@ async function openRun(
       faults: { ...owned, ...network.faults() },
       ...(local === null ? { realTimeAheadMs: () => time.lagMs() } : {}),
       inspect: async (resource) => {
-        const look = local === null ? (r: Redis, key: string) => r.get(key) : lookWithoutExpiring;
         const owners = await Promise.all(targets.map((_s, i) => (up[i] ? look(admin[i]!, lockKey(resource)) : Promise.resolve(null))));
         // The look is a server answering too: on a real clock it must be in time to count.
         time.noteServerReply();
