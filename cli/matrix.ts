@@ -198,7 +198,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             worst: audit ? worst : null,
             deviations: result.deviations,
             observed,
-            observedUnpredicted: observed !== null && 'broken' in observed ? unpredictedBreaks(predicted, observed.broken) : [],
+            observedUnpredicted: observed !== null && 'broken' in observed ? unpredictedBreaks(predicted, observed.broken, unfencedPrediction(predictionDesign(row, backend), row.store, col)) : [],
           };
         } catch (e) {
           // A missing program stops the matrix with its fix.
@@ -316,6 +316,17 @@ export function predict(design: Design, store: StorePolicy, col: MeasuredFaultCl
   }
   for (const p of derivedProperties(found, store)) found.add(p);
   return { properties: PROPERTY_IDS.filter((p) => found.has(p)), depth };
+}
+
+/**
+ * For a row whose store is fenced (strict, monotonic): what the same design predicts with an
+ * unfenced store under the column's faults, whose STORE-1 says a write may land after its
+ * holder's lease ended (the fenced store accepts it when it lands first; stressOracle.ts's
+ * unpredictedBreaks). Nothing for any other store.
+ */
+export function unfencedPrediction(design: Design, store: StorePolicy, col: MeasuredFaultClass): readonly PropertyId[] {
+  if (store !== 'strict' && store !== 'monotonic') return [];
+  return predict(design, 'unfenced', col).properties;
 }
 
 function fileName(backend: string, col: string): string {

@@ -40,15 +40,17 @@ export interface Observed {
 
 /**
  * The breaks of a history the model's prediction for a cell does not account for. A lost update (the
- * history's STORE-1, spec 10.4.3) follows from overlapping holds too, not only from a stale write
- * landing (the model's STORE-1): two holders that read the same value both get their writes
- * accepted by a fenced store when the older one writes first (docs/stress.md, "Fencing prevents
- * stale writes, not lost read-modify-writes"). So a cell predicted to break MUTEX-1 accounts for
- * lost updates as well.
+ * history's STORE-1, spec 10.4.3) follows from more than a stale write landing over a newer one (the
+ * model's STORE-1): a fenced store accepts the older holder's write when it lands first, and the
+ * newer holder's read-modify-write then builds on what it read before (docs/stress.md, "Fencing
+ * prevents stale writes, not lost read-modify-writes"). That takes two holders that both write
+ * while the older one's lease is over or overlapping: overlapping holds (MUTEX-1 predicted), or a
+ * write that lands after its holder's lease ended, which the same design with an unfenced store
+ * predicts as STORE-1 (`unfencedPredicted`: that prediction, for a row whose store is fenced).
  */
-export function unpredictedBreaks(predicted: readonly PropertyId[], broken: readonly PropertyId[]): readonly PropertyId[] {
+export function unpredictedBreaks(predicted: readonly PropertyId[], broken: readonly PropertyId[], unfencedPredicted: readonly PropertyId[] = []): readonly PropertyId[] {
   const accounted = new Set<PropertyId>(predicted);
-  if (accounted.has('MUTEX-1')) accounted.add('STORE-1');
+  if (accounted.has('MUTEX-1') || unfencedPredicted.includes('STORE-1')) accounted.add('STORE-1');
   return broken.filter((p) => !accounted.has(p));
 }
 

@@ -5,8 +5,8 @@ import { derivedSeeds } from '../conformance/derivedSeeds.ts';
 import { faultsLackingFor, faultsNeededBy, seedSchedules } from '../conformance/seeds.ts';
 import { seedCell, seedCellKeys } from '../conformance/writeSeeds.ts';
 import { describeDesign, designs } from '../model/index.ts';
-import { LIBRARY_AUDITS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
-import { describeCell, predict } from '../cli/matrix.ts';
+import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
+import { describeCell, predict, unfencedPrediction } from '../cli/matrix.ts';
 import { matrixCell } from './matrixCell.ts';
 import { unpredictedBreaks } from '../cli/stressOracle.ts';
 
@@ -66,6 +66,29 @@ describe('seed schedules from the model', () => {
     const paused = predict(designs.redlock(), 'strict', col('client-pause')).properties;
     expect(paused).not.toContain('MUTEX-1');
     expect(unpredictedBreaks(paused, ['MUTEX-1', 'STORE-1'])).toEqual(['MUTEX-1', 'STORE-1']);
+  });
+
+  it("account for a lost update on a fenced row where the unfenced row predicts a late write: it lands first, accepted, and the newer holder's read-modify-write overwrites it (ZooKeeper under pauses); overlapping holds stay flagged", () => {
+    const col = (id: string) => MEASURED_FAULT_CLASSES.find((c) => c.id === id)!;
+    const paused = col('client-pause');
+    const strict = predict(designs.etcdLease(), 'strict', paused).properties;
+    expect(strict).not.toContain('MUTEX-1');
+    expect(strict).not.toContain('STORE-1');
+    const unfenced = unfencedPrediction(designs.etcdLease(), 'strict', paused);
+    expect(unfenced).toContain('STORE-1');
+    expect(unpredictedBreaks(strict, ['STORE-1'], unfenced)).toEqual([]);
+    expect(unpredictedBreaks(strict, ['MUTEX-1', 'STORE-1', 'FENCE-2'], unfenced)).toEqual(['MUTEX-1', 'FENCE-2']);
+    // Where the unfenced row predicts no late write either, a lost update is still flagged.
+    const partition = col('partition-delay');
+    const calm = unfencedPrediction(designs.redisSingle(), 'strict', partition);
+    expect(calm).not.toContain('STORE-1');
+    expect(unpredictedBreaks(predict(designs.redisSingle(), 'strict', partition).properties, ['STORE-1'], calm)).toEqual(['STORE-1']);
+    // Only a fenced row takes the unfenced row's prediction; every fenced built-in row has one recorded.
+    expect(unfencedPrediction(designs.etcdLease(), 'unfenced', paused)).toEqual([]);
+    expect(unfencedPrediction(designs.pgXact(), 'transactional', paused)).toEqual([]);
+    for (const row of BUILT_INS.filter((r) => r.store === 'strict' || r.store === 'monotonic')) {
+      for (const c of MEASURED_FAULT_CLASSES) expect(() => unfencedPrediction(row.design, row.store, c), `${row.name} x ${c.id}`).not.toThrow();
+    }
   });
 
   it('only use the faults the backend takes, with durations scaled to its ttl floor', () => {
