@@ -31,6 +31,13 @@ export function median(xs: readonly number[]): number {
 export const fmtRate = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
 export const fmtRatio = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
+/** The ratio of the medians of `a`'s and `b`'s rates, and as text with the per-round ratios (paired: round i of each measured next to each other). */
+export function pairedRatio(a: readonly number[], b: readonly number[]): { value: number; text: string } {
+  const value = median(a) / median(b);
+  const perRound = a.map((x, i) => fmtRatio(x / b[i]!)).join(', ');
+  return { value, text: `**${fmtRatio(value)}** (rounds: ${perRound})` };
+}
+
 /** One line of a benchmark's target table: a measured ratio against the issue's goal. */
 export interface TargetRow {
   readonly target: string;
