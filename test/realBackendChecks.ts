@@ -1,7 +1,32 @@
+/** What the etcd and ZooKeeper tests check alike on their real servers: the lock's grant after a release, the fenced store's policies. */
+
 import { expect } from 'vitest';
 import type { FencedStore } from '../impl/fencedStore.ts';
 import { InvalidInputError } from '../impl/errors.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { AcquireOptions, AcquireResult } from '../impl/leaseLock.ts';
 import type { StorePolicy } from '../model/index.ts';
+
+/** The part of a lock these checks use. */
+interface Lock {
+  acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
+  release(lease: Lease): Promise<void>;
+}
+
+/**
+ * `a` releases `first` ('mutex', which `b` was denied): its signal fires, and `b` is granted 'mutex' with a
+ * bigint token above `other`'s (`b`'s later grant on another resource); then `b` releases both.
+ */
+export async function expectGrantedAfterRelease(a: Lock, b: Lock, first: Lease, other: Lease): Promise<void> {
+  await a.release(first);
+  expect(first.signal.aborted).toBe(true);
+  const again = await b.acquire('mutex', { ttlMs: 5000 });
+  if (again.kind !== 'granted') throw new Error('expected a grant after the release');
+  expect(again.lease.token).toBeGreaterThan(other.token);
+  expect(typeof again.lease.token).toBe('bigint');
+  await b.release(again.lease);
+  await b.release(other);
+}
 
 /**
  * What every fenced store on a real server does by policy, each on registers of its own ('s', 'm', 'u'):
