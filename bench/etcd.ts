@@ -20,7 +20,7 @@ import type { Etcd3 } from 'etcd3';
 import { EtcdCluster } from '../conformance/env/etcdCluster.ts';
 import { systemClock } from '../impl/clock.ts';
 import { EtcdLock, etcd3Node, etcdClient } from '../impl/etcd/index.ts';
-import { fmtRate, fmtRatio, log, median, out, parseSeconds } from './common.ts';
+import { lockcheckAgainstPeer, log, out, pairsPerSecond, parseSeconds } from './common.ts';
 
 const ROUNDS = 3;
 const WORKERS = [1, 50] as const;
@@ -29,27 +29,22 @@ const TTL_S = 10;
 type Kind = 'lockcheck' | 'etcd3';
 
 /** Pairs per second of `workers` loops of acquire + release for `seconds`. */
-async function measure(kind: Kind, client: Etcd3, lock: EtcdLock, workers: number, seconds: number, round: number): Promise<number> {
-  const until = performance.now() + seconds * 1000;
-  let pairs = 0;
-  const loop = async (w: number): Promise<void> => {
+function measure(kind: Kind, client: Etcd3, lock: EtcdLock, workers: number, seconds: number, round: number): Promise<number> {
+  return pairsPerSecond(workers, seconds, async (w) => {
     const resource = `bench-${kind}-${round}-${workers}-${w}`;
-    while (performance.now() < until) {
-      if (kind === 'lockcheck') {
+    if (kind === 'lockcheck') {
+      return async () => {
         const r = await lock.acquire(resource, { ttlMs: TTL_S * 1000 });
         if (r.kind !== 'granted') throw new Error(`lockcheck: not granted (${r.kind})`);
         await lock.release(r.lease);
-      } else {
-        const l = client.lock(resource).ttl(TTL_S);
-        await l.acquire();
-        await l.release();
-      }
-      pairs++;
+      };
     }
-  };
-  const started = performance.now();
-  await Promise.all(Array.from({ length: workers }, (_v, w) => loop(w)));
-  return pairs / ((performance.now() - started) / 1000);
+    return async () => {
+      const l = client.lock(resource).ttl(TTL_S);
+      await l.acquire();
+      await l.release();
+    };
+  });
 }
 
 async function main(): Promise<void> {
@@ -62,26 +57,11 @@ async function main(): Promise<void> {
     // Warm-up: connections to every member, the leader's lessor.
     await measure('lockcheck', client, lock, 4, 0.5, -1);
     await measure('etcd3', client, lock, 4, 0.5, -1);
-    const rates = new Map<string, number[]>();
-    const kinds: Kind[] = ['lockcheck', 'etcd3'];
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const workers of WORKERS) {
-        const order = round % 2 === 0 ? kinds : [...kinds].reverse();
-        for (const kind of order) {
-          const rate = await measure(kind, client, lock, workers, seconds, round);
-          log(`round ${round + 1}/${ROUNDS}  ${kind.padEnd(9)} ${String(workers).padStart(2)} workers: ${fmtRate(rate)} pairs/s`);
-          const key = `${kind}/${workers}`;
-          rates.set(key, [...(rates.get(key) ?? []), rate]);
-        }
-      }
-    }
-    out(`| workers | lockcheck EtcdLock (pairs/s) | etcd3 client.lock() (pairs/s) | ratio lockcheck / etcd3 |`);
-    out(`|---:|---:|---:|---:|`);
-    for (const workers of WORKERS) {
-      const a = median(rates.get(`lockcheck/${workers}`)!);
-      const b = median(rates.get(`etcd3/${workers}`)!);
-      out(`| ${workers} | ${fmtRate(a)} | ${fmtRate(b)} | ${fmtRatio(a / b)} |`);
-    }
+    await lockcheckAgainstPeer(['lockcheck', 'etcd3'], WORKERS, ROUNDS, (kind, workers, round) => measure(kind, client, lock, workers, seconds, round), [
+      'lockcheck EtcdLock (pairs/s)',
+      'etcd3 client.lock() (pairs/s)',
+      'ratio lockcheck / etcd3',
+    ]);
     out();
     out(`(median of ${ROUNDS} interleaved runs of ${seconds} s each; etcd 3.4, 3 members on loopback, data on /dev/shm, one etcd3 client to all three)`);
   } finally {

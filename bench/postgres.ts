@@ -54,8 +54,11 @@ import type { PostgresFencedStoreConnection } from '../impl/postgres/store.ts';
 import { openPostgresFencedStore, postgresFencedStore } from '../impl/postgres/store.ts';
 import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { systemClock } from '../impl/clock.ts';
+import type { FencedStore } from '../impl/fencedStore.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { AcquireResult } from '../impl/leaseLock.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
-import { fmtRate, fmtRatio, log, median, out, parseSeconds, targetTable } from './common.ts';
+import { fmtRate, fmtRatio, log, median, out, pairedRatio, parseSeconds, targetTable } from './common.ts';
 
 // ---------------------------------------------------------------- settings
 
@@ -387,13 +390,7 @@ async function measureGroup(ctx: Context, title: string, configs: readonly Confi
 }
 
 /** Ratio of medians, with the per-round ratios (paired: measured next to each other). */
-function ratio(results: Map<string, Measured>, a: string, b: string): { value: number; text: string } {
-  const ra = results.get(a)!.rates;
-  const rb = results.get(b)!.rates;
-  const value = median(ra) / median(rb);
-  const perRound = ra.map((x, i) => fmtRatio(x / rb[i]!)).join(', ');
-  return { value, text: `**${fmtRatio(value)}** (rounds: ${perRound})` };
-}
+const ratio = (results: Map<string, Measured>, a: string, b: string): { value: number; text: string } => pairedRatio(results.get(a)!.rates, results.get(b)!.rates);
 
 // ---------------------------------------------------------------- pgbench scripts
 
@@ -464,7 +461,14 @@ function lockOptions(server: PostgresServer): { connection: pg.ClientConfig } {
   return { connection: server.connection };
 }
 
-function sessionLockOp(lock: PostgresSessionLock, resource: string): Op {
+/** What the session and the transaction lock share here: an acquire with the default options, a release. */
+interface PairLock {
+  acquire(resource: string): Promise<AcquireResult>;
+  release(lease: Lease): Promise<void>;
+}
+
+/** One acquire + release of lockcheck's lock on `resource`; false when not granted. */
+function lockPairOp(lock: PairLock, resource: string): Op {
   return async () => {
     const r = await lock.acquire(resource);
     if (r.kind !== 'granted') return false;
@@ -473,13 +477,24 @@ function sessionLockOp(lock: PostgresSessionLock, resource: string): Op {
   };
 }
 
-function xactLockOp(lock: PostgresTransactionLock, resource: string): Op {
-  return async () => {
-    const r = await lock.acquire(resource);
-    if (r.kind !== 'granted') return false;
-    await lock.release(r.lease);
-    return true;
+/** lockcheck's lock in `c` loops: one lock (its own connection) per loop, made by `make`, kept in `made` (closed at the end), each on `bench-${name}-${c}-${loop}`. */
+function ownLockLoops<L extends PairLock>(c: number, label: string, name: string, make: () => L, made: L[]): LoopConfig {
+  return {
+    kind: 'loops',
+    id: `lc-${c}`,
+    label,
+    clients: c,
+    makeOp: (i) => {
+      const lock = make();
+      made.push(lock);
+      return lockPairOp(lock, `bench-${name}-${c}-${i}`);
+    },
   };
+}
+
+/** A plain UPDATE of `resource`'s row through `client` (`statement`: unnamed or named); false unless one row changed. */
+function plainUpdateOp(client: pg.Client, statement: string | pg.QueryConfig, resource: string): Op {
+  return async () => (await client.query(statement, ['v', resource])).rowCount === 1;
 }
 
 /** The statements of PostgresSessionLock, through raw node-postgres; `named`: as a named (server-side prepared) statement. */
@@ -583,26 +598,18 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
     .map((r) => `${r.name}=${r.setting}`)
     .join(', ');
   const ctx: Context = { server, admin, tmpDir };
+  /** `c` connections of raw node-postgres, one per loop, named `${name}-${c}-${loop}`. */
+  const connections = (c: number, name: string, pipeline = false): Promise<pg.Client[]> => Promise.all(Array.from({ length: c }, (_, i) => connect(server, `${name}-${c}-${i}`, pipeline)));
 
   // 1. session lock ---------------------------------------------------------
   log('1. session lock: acquire + release');
   const session: Config[] = [];
   for (const c of CLIENT_COUNTS) {
-    const rawClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-session-${c}-${i}`)));
-    const namedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `named-session-${c}-${i}`)));
+    const rawClients = await connections(c, 'raw-session');
+    const namedClients = await connections(c, 'named-session');
     const wireClients = await Promise.all(Array.from({ length: c }, () => wire(server)));
     session.push(
-      {
-        kind: 'loops',
-        id: `lc-${c}`,
-        label: 'lockcheck PostgresSessionLock',
-        clients: c,
-        makeOp: (i) => {
-          const lock = new PostgresSessionLock(lockOptions(server));
-          sessionLocks.push(lock);
-          return sessionLockOp(lock, `bench-session-${c}-${i}`);
-        },
-      },
+      ownLockLoops(c, 'lockcheck PostgresSessionLock', 'session', () => new PostgresSessionLock(lockOptions(server)), sessionLocks),
       { kind: 'pgbench', id: `pgb-same-${c}`, label: 'pgbench same SQL', clients: c, script: pgbenchSameSql(PGBENCH_SAME_SQL_BASE), mintsOn: pgbenchResources(PGBENCH_SAME_SQL_BASE, c) },
       { kind: 'pgbench', id: `pgb-min-${c}`, label: 'pgbench minimal pair', clients: c, script: PGBENCH_MINIMAL },
       { kind: 'loops', id: `raw-${c}`, label: 'node-postgres same SQL, unnamed', clients: c, makeOp: (i) => rawSessionOp(rawClients[i]!, `bench-raw-session-${c}-${i}`, false) },
@@ -617,19 +624,9 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   log('2. transaction lock: acquire (TRY_LOCK_AND_MINT, BEGIN, hand-over, pipelined on an idle connection) + release (COMMIT)');
   const xact: Config[] = [];
   for (const c of CLIENT_COUNTS) {
-    const rawClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `raw-xact-${c}-${i}`, true)));
+    const rawClients = await connections(c, 'raw-xact', true);
     xact.push(
-      {
-        kind: 'loops',
-        id: `lc-${c}`,
-        label: 'lockcheck PostgresTransactionLock',
-        clients: c,
-        makeOp: (i) => {
-          const lock = new PostgresTransactionLock(lockOptions(server));
-          xactLocks.push(lock);
-          return xactLockOp(lock, `bench-xact-${c}-${i}`);
-        },
-      },
+      ownLockLoops(c, 'lockcheck PostgresTransactionLock', 'xact', () => new PostgresTransactionLock(lockOptions(server)), xactLocks),
       { kind: 'pgbench', id: `pgb-xact-${c}`, label: 'pgbench xact SQL', clients: c, script: pgbenchXact(PGBENCH_XACT_BASE), mintsOn: pgbenchResources(PGBENCH_XACT_BASE, c) },
       { kind: 'loops', id: `raw-${c}`, label: "node-postgres, lockcheck's xact round trips", clients: c, makeOp: (i) => rawXactOp(rawClients[i]!, `bench-raw-xact-${c}-${i}`) },
     );
@@ -640,10 +637,21 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
   log('3. fenced write (strict) vs plain UPDATE');
   const writes: Config[] = [];
   let rejectedWrites = 0;
+  /** Writes of `resource` with increasing tokens (1, 2, ...); false, and counted, when one is rejected. */
+  const fencedWriteOp = (store: FencedStore, resource: string): Op => {
+    let token = 0n;
+    return async () => {
+      token++;
+      const w = await store.write(resource, token, 'v');
+      if (w.kind === 'accepted') return true;
+      rejectedWrites++;
+      return false;
+    };
+  };
   for (const c of CLIENT_COUNTS) {
-    const fencedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `fenced-${c}-${i}`)));
-    const plainClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `plain-${c}-${i}`)));
-    const namedClients = await Promise.all(Array.from({ length: c }, (_, i) => connect(server, `plain-named-${c}-${i}`)));
+    const fencedClients = await connections(c, 'fenced');
+    const plainClients = await connections(c, 'plain');
+    const namedClients = await connections(c, 'plain-named');
     const plainResources = Array.from({ length: c }, (_, i) => `bench-plain-${c}-${i}`);
     await admin.query(
       "INSERT INTO lockcheck_store (resource, value, token, highest) SELECT r, 'v', 0, 0 FROM unnest($1::text[]) AS r ON CONFLICT (resource) DO NOTHING",
@@ -655,18 +663,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
         id: `fenced-${c}`,
         label: 'fenced write (strict)',
         clients: c,
-        makeOp: (i) => {
-          const store = postgresFencedStore(fencedClients[i]!, 'strict');
-          const resource = `bench-fenced-${c}-${i}`;
-          let token = 0n;
-          return async () => {
-            token++;
-            const w = await store.write(resource, token, 'v');
-            if (w.kind === 'accepted') return true;
-            rejectedWrites++;
-            return false;
-          };
-        },
+        makeOp: (i) => fencedWriteOp(postgresFencedStore(fencedClients[i]!, 'strict'), `bench-fenced-${c}-${i}`),
       },
       {
         kind: 'loops',
@@ -676,15 +673,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
         makeOp: (i) => {
           const store = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: STATEMENT_TIMEOUT_MS }, 'strict');
           wireStores.push(store);
-          const resource = `bench-fenced-wire-${c}-${i}`;
-          let token = 0n;
-          return async () => {
-            token++;
-            const w = await store.write(resource, token, 'v');
-            if (w.kind === 'accepted') return true;
-            rejectedWrites++;
-            return false;
-          };
+          return fencedWriteOp(store, `bench-fenced-wire-${c}-${i}`);
         },
       },
       {
@@ -692,22 +681,14 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
         id: `plain-${c}`,
         label: 'plain UPDATE',
         clients: c,
-        makeOp: (i) => {
-          const client = plainClients[i]!;
-          const resource = plainResources[i]!;
-          return async () => (await client.query(PLAIN_UPDATE, ['v', resource])).rowCount === 1;
-        },
+        makeOp: (i) => plainUpdateOp(plainClients[i]!, PLAIN_UPDATE, plainResources[i]!),
       },
       {
         kind: 'loops',
         id: `plain-named-${c}`,
         label: 'plain UPDATE, named',
         clients: c,
-        makeOp: (i) => {
-          const client = namedClients[i]!;
-          const resource = plainResources[i]!;
-          return async () => (await client.query(PLAIN_UPDATE_NAMED, ['v', resource])).rowCount === 1;
-        },
+        makeOp: (i) => plainUpdateOp(namedClients[i]!, PLAIN_UPDATE_NAMED, plainResources[i]!),
       },
     );
   }

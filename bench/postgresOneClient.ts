@@ -15,7 +15,7 @@
  * round trips times (server time + client wakeup + client CPU), so the three
  * figures side by side say which one a change must cut.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -29,6 +29,7 @@ import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
 import { log, median, out, parseSeconds } from './common.ts';
+import { runPgbench } from './pgbench.ts';
 
 const ROUNDS = 5;
 const TIMEOUT_MS = 5_000;
@@ -105,30 +106,11 @@ async function measureNode(server: PostgresServer, op: Op): Promise<Result> {
 }
 
 async function measurePgbench(server: PostgresServer, script: string, pgOptions: string | undefined): Promise<Result> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v;
-  env.PGPASSWORD = server.password;
-  if (pgOptions !== undefined) env.PGOPTIONS = pgOptions;
-  const args = ['-h', server.host, '-p', String(server.port), '-U', server.user, '-n', '-M', 'prepared', '-T', String(PGBENCH_SECONDS), '-c', '1', '-f', script, server.database];
   const children0 = stat('self')!.children;
   const s0 = await serverCpuUs(server.pid);
-  const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(join(server.binDir, 'pgbench'), args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (c: Buffer) => (text += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (text += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), PGBENCH_SECONDS * 1000 + 30_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(text);
-      else reject(new Error(`pgbench exited with ${String(code)}: ${text.slice(-1000)}`));
-    });
-  });
+  const { tps, processed } = await runPgbench(server, { script, seconds: PGBENCH_SECONDS, clients: 1, ...(pgOptions === undefined ? {} : { pgOptions }) });
   const s1 = await serverCpuUs(server.pid);
   const clientUs = stat('self')!.children - children0;
-  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(output)?.[1]);
-  const processed = Number(/number of transactions actually processed: (\d+)/.exec(output)?.[1]);
   return { wallUs: 1e6 / tps, clientUs: clientUs / processed, serverUs: (s1 - s0) / processed };
 }
 

@@ -13,7 +13,7 @@
  * process (Node clients) or the reaped pgbench process's CPU time
  * (/proc/self/stat cutime + cstime); rates are printed beside it.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -25,6 +25,7 @@ import { advisoryKey } from '../impl/postgres/keys.ts';
 import { SCHEMA, TRY_LOCK_AND_MINT } from '../impl/postgres/schema.ts';
 import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { fmtRate, fmtRatio, log, median, out, parseSeconds } from './common.ts';
+import { runPgbench } from './pgbench.ts';
 
 const ROUNDS = 5;
 const CLIENT_COUNTS = [1, 8] as const;
@@ -77,27 +78,9 @@ async function measureNode(ops: readonly Op[]): Promise<Result> {
 }
 
 async function measurePgbench(server: PostgresServer, script: string, clients: number): Promise<Result> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v;
-  env.PGPASSWORD = server.password;
-  const args = ['-h', server.host, '-p', String(server.port), '-U', server.user, '-n', '-M', 'prepared', '-T', String(PGBENCH_SECONDS), '-c', String(clients), '-j', String(Math.min(clients, 2)), '-f', script, server.database];
   const before = reapedChildrenUs();
-  const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(join(server.binDir, 'pgbench'), args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (c: Buffer) => (text += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (text += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), PGBENCH_SECONDS * 1000 + 30_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(text);
-      else reject(new Error(`pgbench exited with ${String(code)}: ${text.slice(-1000)}`));
-    });
-  });
+  const { tps, processed } = await runPgbench(server, { script, seconds: PGBENCH_SECONDS, clients, threads: Math.min(clients, 2) });
   const used = reapedChildrenUs() - before;
-  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(output)?.[1]);
-  const processed = Number(/number of transactions actually processed: (\d+)/.exec(output)?.[1]);
   return { rate: tps, cpuPerOp: used / processed };
 }
 

@@ -5,15 +5,10 @@
  *
  *   npx tsx bench/profilePostgres.ts [--seconds N]
  */
-import { Session } from 'node:inspector/promises';
 import { PostgresServer, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
-import { log, out } from './common.ts';
-
-interface ProfileNode {
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
-  readonly hitCount?: number;
-}
+import { log } from './common.ts';
+import { profiled, profileTable } from './profile.ts';
 
 const i = process.argv.indexOf('--seconds');
 const seconds = i >= 0 ? Number(process.argv[i + 1]) : 3;
@@ -33,30 +28,11 @@ try {
     return n;
   };
   await Promise.all(locks.map((_, k) => loop(k, performance.now() + 1000)));
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  const cpu = process.cpuUsage();
-  const until = performance.now() + seconds * 1000;
-  const ops = (await Promise.all(locks.map((_, k) => loop(k, until)))).reduce((a, b) => a + b, 0);
-  const used = process.cpuUsage(cpu);
-  const { profile } = await session.post('Profiler.stop');
-  session.disconnect();
-  const nodes = profile.nodes as ProfileNode[];
-  const total = nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0);
-  const self = new Map<string, number>();
-  for (const n of nodes) {
-    const f = n.callFrame;
-    const where = f.url === '' ? '(native)' : `${f.url.replace(/^.*\/(node_modules\/|work\/[^/]+\/[^/]+\/)/, '')}:${f.lineNumber + 1}`;
-    const key = `${f.functionName || '(anonymous)'} ${where}`;
-    self.set(key, (self.get(key) ?? 0) + (n.hitCount ?? 0));
-  }
-  out(`### PostgresSessionLock, 8 concurrent: ${ops} pairs in ${seconds} s, client CPU ${((used.user + used.system) / ops).toFixed(1)} µs per pair`);
-  out();
-  out('| self % | function |');
-  out('|---:|---|');
-  for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) out(`| ${((100 * v) / total).toFixed(1)} | \`${k}\` |`);
+  const p = await profiled(async () => {
+    const until = performance.now() + seconds * 1000;
+    return (await Promise.all(locks.map((_, k) => loop(k, until)))).reduce((a, b) => a + b, 0);
+  });
+  profileTable('PostgresSessionLock, 8 concurrent', seconds, p);
 } catch (e) {
   log(String(e));
   process.exitCode = 1;

@@ -6,17 +6,11 @@
  *
  *   npx tsx bench/profileRedis.ts [--seconds N] [--nodes 1|5] [--loops N]   (--loops 1: a sequential caller)
  */
-import { Session } from 'node:inspector/promises';
 import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { createRedisLock } from '../impl/redis/index.ts';
-import { log, out } from './common.ts';
-
-interface ProfileNode {
-  readonly id: number;
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
-  readonly hitCount?: number;
-}
+import { log } from './common.ts';
+import { profiled, profileTable } from './profile.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -45,30 +39,11 @@ async function main(): Promise<void> {
       return n;
     };
     await Promise.all(Array.from({ length: loops }, (_, i) => loop(i, performance.now() + 500)));
-    const session = new Session();
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.start');
-    const cpu = process.cpuUsage();
-    const until = performance.now() + seconds * 1000;
-    const ops = (await Promise.all(Array.from({ length: loops }, (_, i) => loop(i, until)))).reduce((a, b) => a + b, 0);
-    const used = process.cpuUsage(cpu);
-    const { profile } = await session.post('Profiler.stop');
-    session.disconnect();
-    const nodes = profile.nodes as ProfileNode[];
-    const total = nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0);
-    const self = new Map<string, number>();
-    for (const n of nodes) {
-      const f = n.callFrame;
-      const where = f.url === '' ? '(native)' : `${f.url.replace(/^.*\/(node_modules\/|work\/[^/]+\/[^/]+\/)/, '')}:${f.lineNumber + 1}`;
-      const key = `${f.functionName || '(anonymous)'} ${where}`;
-      self.set(key, (self.get(key) ?? 0) + (n.hitCount ?? 0));
-    }
-    out(`### ${count} node(s), ${loops} concurrent: ${ops} pairs in ${seconds} s, client CPU ${((used.user + used.system) / ops).toFixed(1)} µs per pair`);
-    out('');
-    out('| self % | function |');
-    out('|---:|---|');
-    for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) out(`| ${((100 * v) / total).toFixed(1)} | \`${k}\` |`);
+    const p = await profiled(async () => {
+      const until = performance.now() + seconds * 1000;
+      return (await Promise.all(Array.from({ length: loops }, (_, i) => loop(i, until)))).reduce((a, b) => a + b, 0);
+    });
+    profileTable(`${count} node(s), ${loops} concurrent`, seconds, p);
   } finally {
     for (const c of clients) c.disconnect();
     await stopAllRedisServers();

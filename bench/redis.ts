@@ -33,7 +33,7 @@ import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis
 import type { LeaseLock } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
 import Redlock from './redlockTyped.ts';
-import { fmtRate, fmtRatio, log, median, out, parseSeconds, targetTable } from './common.ts';
+import { fmtRate, fmtRatio, log, median, out, pairedRatio, parseSeconds, targetTable } from './common.ts';
 
 // ---------------------------------------------------------------- settings
 
@@ -168,13 +168,7 @@ async function measureGroup(title: string, configs: readonly ThroughputConfig[],
 }
 
 /** Ratio of medians, with the per-round ratios (paired: measured next to each other). */
-function ratio(results: Map<string, Measured>, a: string, b: string): { value: number; text: string } {
-  const ra = results.get(a)!.rates;
-  const rb = results.get(b)!.rates;
-  const value = median(ra) / median(rb);
-  const perRound = ra.map((x, i) => fmtRatio(x / rb[i]!)).join(', ');
-  return { value, text: `**${fmtRatio(value)}** (rounds: ${perRound})` };
-}
+const ratio = (results: Map<string, Measured>, a: string, b: string): { value: number; text: string } => pairedRatio(results.get(a)!.rates, results.get(b)!.rates);
 
 const roundsText = (m: Measured): string => m.rates.map(fmtRate).join(' / ');
 

@@ -66,6 +66,16 @@ interface Sample {
   readonly serverUs: number;
 }
 
+/** One acquire + release of lockcheck's lock on `resource`; false when not granted. */
+function lockPair(lock: ReturnType<typeof createRedisLock>, resource: string): Op {
+  return async () => {
+    const r = await lock.acquire(resource, { ttlMs: TTL_MS });
+    if (r.kind !== 'granted') return false;
+    await lock.release(r.lease);
+    return true;
+  };
+}
+
 async function run(op: Op, ms: number, pids: readonly number[]): Promise<Sample> {
   let ok = 0;
   const server = processCpuUs(pids);
@@ -104,12 +114,7 @@ async function main(): Promise<void> {
       const before = old.createRedisLock({ nodes: await Promise.all(servers.map(connect)) });
       configs.push({
         label: 'lockcheck before',
-        op: async () => {
-          const r = await before.acquire('seq-before', { ttlMs: TTL_MS });
-          if (r.kind !== 'granted') return false;
-          await before.release(r.lease);
-          return true;
-        },
+        op: lockPair(before, 'seq-before'),
       });
     };
     if (NODES === 1) {
@@ -117,12 +122,7 @@ async function main(): Promise<void> {
       const lock = createRedisLock({ nodes: [await connect(servers[0]!)] });
       configs.push({
         label: 'lockcheck',
-        op: async () => {
-          const r = await lock.acquire('seq-lc', { ttlMs: TTL_MS });
-          if (r.kind !== 'granted') return false;
-          await lock.release(r.lease);
-          return true;
-        },
+        op: lockPair(lock, 'seq-lc'),
       });
       const raw = (await connect(servers[0]!)) as Redis & Raw;
       raw.defineCommand('seqRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
@@ -170,12 +170,7 @@ async function main(): Promise<void> {
       const lock = createRedisLock({ nodes: await Promise.all(servers.map(connect)) });
       configs.push({
         label: 'lockcheck',
-        op: async () => {
-          const r = await lock.acquire('seq-lc', { ttlMs: TTL_MS });
-          if (r.kind !== 'granted') return false;
-          await lock.release(r.lease);
-          return true;
-        },
+        op: lockPair(lock, 'seq-lc'),
       });
       // The protocol's floor in Node: the same ten calls (SET NX PX, then the compare-and-delete script, on every node), each
       // round resolved at the third reply, nothing else: no owner beyond a UUID, no token, no lease, no deadline.

@@ -23,7 +23,7 @@ import type { Client } from 'node-zookeeper-client';
 import { ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
 import { systemClock } from '../impl/clock.ts';
 import { ZookeeperLock, zookeeperNode } from '../impl/zookeeper/index.ts';
-import { fmtRate, fmtRatio, log, median, out, parseSeconds } from './common.ts';
+import { lockcheckAgainstPeer, log, out, pairsPerSecond, parseSeconds } from './common.ts';
 
 const ROUNDS = 3;
 const WORKERS = [1, 50] as const;
@@ -46,25 +46,20 @@ async function recipePair(client: Client, dir: string): Promise<void> {
   await cb<void>((done) => client.remove(path, -1, (error) => done(error, undefined)));
 }
 
-async function measure(kind: Kind, client: Client, lock: ZookeeperLock, workers: number, seconds: number, round: number): Promise<number> {
-  const until = performance.now() + seconds * 1000;
-  let pairs = 0;
-  const loop = async (w: number): Promise<void> => {
+function measure(kind: Kind, client: Client, lock: ZookeeperLock, workers: number, seconds: number, round: number): Promise<number> {
+  return pairsPerSecond(workers, seconds, async (w) => {
     const resource = `bench-${kind}-${round}-${workers}-${w}`;
-    const dir = `/bench/${resource}`;
-    if (kind === 'recipe') await cb<string>((done) => client.mkdirp(dir, OWN, done));
-    while (performance.now() < until) {
-      if (kind === 'lockcheck') {
+    if (kind === 'lockcheck') {
+      return async () => {
         const r = await lock.acquire(resource, { ttlMs: TTL_MS });
         if (r.kind !== 'granted') throw new Error(`lockcheck: not granted (${r.kind})`);
         await lock.release(r.lease);
-      } else await recipePair(client, dir);
-      pairs++;
+      };
     }
-  };
-  const started = performance.now();
-  await Promise.all(Array.from({ length: workers }, (_v, w) => loop(w)));
-  return pairs / ((performance.now() - started) / 1000);
+    const dir = `/bench/${resource}`;
+    await cb<string>((done) => client.mkdirp(dir, OWN, done));
+    return () => recipePair(client, dir);
+  });
 }
 
 async function main(): Promise<void> {
@@ -83,26 +78,11 @@ async function main(): Promise<void> {
     const lock = new ZookeeperLock({ node, clock: systemClock });
     await measure('lockcheck', client, lock, 4, 0.5, -1);
     await measure('recipe', client, lock, 4, 0.5, -1);
-    const rates = new Map<string, number[]>();
-    const kinds: Kind[] = ['lockcheck', 'recipe'];
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const workers of WORKERS) {
-        const order = round % 2 === 0 ? kinds : [...kinds].reverse();
-        for (const kind of order) {
-          const rate = await measure(kind, client, lock, workers, seconds, round);
-          log(`round ${round + 1}/${ROUNDS}  ${kind.padEnd(9)} ${String(workers).padStart(2)} workers: ${fmtRate(rate)} pairs/s`);
-          const key = `${kind}/${workers}`;
-          rates.set(key, [...(rates.get(key) ?? []), rate]);
-        }
-      }
-    }
-    out(`| workers | lockcheck ZookeeperLock (pairs/s) | recipe on one session (pairs/s) | ratio lockcheck / recipe |`);
-    out(`|---:|---:|---:|---:|`);
-    for (const workers of WORKERS) {
-      const a = median(rates.get(`lockcheck/${workers}`)!);
-      const b = median(rates.get(`recipe/${workers}`)!);
-      out(`| ${workers} | ${fmtRate(a)} | ${fmtRate(b)} | ${fmtRatio(a / b)} |`);
-    }
+    await lockcheckAgainstPeer(['lockcheck', 'recipe'], WORKERS, ROUNDS, (kind, workers, round) => measure(kind, client, lock, workers, seconds, round), [
+      'lockcheck ZookeeperLock (pairs/s)',
+      'recipe on one session (pairs/s)',
+      'ratio lockcheck / recipe',
+    ]);
     out();
     out(`(median of ${ROUNDS} interleaved runs of ${seconds} s each; ZooKeeper 3.8.0, 3 members on loopback, data on /dev/shm, no fsync)`);
   } finally {

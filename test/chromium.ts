@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,4 +44,13 @@ export async function launchChromium(dirs: string[]): Promise<{ context: Browser
   context.setDefaultNavigationTimeout(WAIT_MS);
   mkdirSync(ARTIFACTS, { recursive: true });
   return { context, page: context.pages()[0] ?? (await context.newPage()) };
+}
+
+/** Closes the browser, when one was launched, and removes every dir in `dirs` (the profile's and the test's own), even when the close fails. */
+export async function closeChromium(context: BrowserContext | undefined, dirs: readonly string[]): Promise<void> {
+  try {
+    await context?.close();
+  } finally {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
 }

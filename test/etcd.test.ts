@@ -9,34 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Etcd3 } from 'etcd3';
 import { EtcdCluster } from '../conformance/env/etcdCluster.ts';
 import { systemClock } from '../impl/clock.ts';
-import { InvalidInputError, LeaseLostError } from '../impl/errors.ts';
+import { InvalidInputError } from '../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import type { EtcdNode } from '../impl/etcd/index.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { makeRunCa } from '../conformance/env/runCa.ts';
 import { alive, grantedWithin, until } from './probes.ts';
-
-/** A client clock the test moves by hand (leases' deadlines), with real etcd underneath. */
-class HandClock implements MonotonicClock {
-  #now = 0;
-  #timers: Array<{ at: number; fn: () => void }> = [];
-  now(): number {
-    return this.#now;
-  }
-  schedule(atMs: number, fn: () => void): () => void {
-    const t = { at: atMs, fn };
-    this.#timers.push(t);
-    return () => {
-      this.#timers = this.#timers.filter((x) => x !== t);
-    };
-  }
-  advance(ms: number): void {
-    this.#now += ms;
-    const due = this.#timers.filter((t) => t.at <= this.#now);
-    this.#timers = this.#timers.filter((t) => t.at > this.#now);
-    for (const t of due) t.fn();
-  }
-}
+import { expectGrantedAfterRelease, expectHighestWins, expectStorePolicies } from './realBackendChecks.ts';
+import { expectLostAfter, HandClock } from './handClock.ts';
 
 let cluster: EtcdCluster;
 const clients: Etcd3[] = [];
@@ -224,14 +204,7 @@ describe('EtcdLock (spec 7.6 etcd-lease, real etcd)', () => {
     const other = await b.acquire('mutex-other', { ttlMs: 5000 });
     if (first.kind !== 'granted' || other.kind !== 'granted') throw new Error('expected grants');
     expect(other.lease.token).toBeGreaterThan(first.lease.token);
-    await a.release(first.lease);
-    expect(first.lease.signal.aborted).toBe(true);
-    const again = await b.acquire('mutex', { ttlMs: 5000 });
-    if (again.kind !== 'granted') throw new Error('expected a grant after the release');
-    expect(again.lease.token).toBeGreaterThan(other.lease.token);
-    expect(typeof again.lease.token).toBe('bigint');
-    await b.release(again.lease);
-    await b.release(other.lease);
+    await expectGrantedAfterRelease(a, b, first.lease, other.lease);
   });
 
   it('refuses bad input with InvalidInputError before any call', async () => {
@@ -253,11 +226,7 @@ describe('EtcdLock (spec 7.6 etcd-lease, real etcd)', () => {
     clock.advance(2000);
     expect(signal.aborted).toBe(false);
     expect(await lock.extend(r.lease, 3000)).toEqual({ kind: 'extended', validUntilMs: 2000 + 2968 });
-    clock.advance(2967);
-    expect(signal.aborted).toBe(false);
-    clock.advance(1);
-    expect(signal.aborted).toBe(true);
-    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    expectLostAfter(clock, signal, 2968);
 
     const s = await lock.acquire('signal-2', { ttlMs: 3000 });
     if (s.kind !== 'granted') throw new Error('expected a grant');
@@ -306,31 +275,13 @@ describe('etcdFencedStore (real etcd)', () => {
   it('strict rejects token <= highest, monotonic rejects token < highest, unfenced accepts; reads return value and token', async () => {
     const c = client();
     const node = etcd3Node(c, { clock: systemClock });
-    const strict = etcdFencedStore(node, 'strict');
-    expect(await strict.write('s', 5n, 'a')).toEqual({ kind: 'accepted' });
-    expect(await strict.write('s', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
-    expect(await strict.write('s', 4n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
-    expect(await strict.write('s', 2n ** 63n - 1n, 'c')).toEqual({ kind: 'accepted' });
-    expect(await strict.read('s')).toEqual({ value: 'c', token: 2n ** 63n - 1n });
-    const mono = etcdFencedStore(node, 'monotonic');
-    expect(await mono.write('m', 7n, 'a')).toEqual({ kind: 'accepted' });
-    expect(await mono.write('m', 7n, 'b')).toEqual({ kind: 'accepted' });
-    expect(await mono.write('m', 6n, 'c')).toEqual({ kind: 'rejected', highest: 7n });
-    const open = etcdFencedStore(node, 'unfenced');
-    expect(await open.write('u', 9n, 'a')).toEqual({ kind: 'accepted' });
-    expect(await open.write('u', 1n, 'b')).toEqual({ kind: 'accepted' });
-    expect(await open.read('u')).toEqual({ value: 'b', token: 1n });
-    expect(await open.read('absent')).toEqual({ value: null, token: null });
-    await expect(strict.write('s', -1n, 'x')).rejects.toBeInstanceOf(InvalidInputError);
+    await expectStorePolicies((policy) => etcdFencedStore(node, policy));
     expect(() => etcdFencedStore(node, 'transactional')).toThrow(InvalidInputError);
   });
 
   it('concurrent strict writes with distinct tokens: exactly the highest one ends up stored', async () => {
     const node = etcd3Node(client(), { clock: systemClock });
-    const store = etcdFencedStore(node, 'monotonic');
-    const tokens = Array.from({ length: 10 }, (_v, i) => BigInt(i + 1));
-    await Promise.all(tokens.map((t) => store.write('race', t, `v${t}`)));
-    expect(await store.read('race')).toEqual({ value: 'v10', token: 10n });
+    await expectHighestWins(etcdFencedStore(node, 'monotonic'));
   });
 });
 

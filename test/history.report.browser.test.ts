@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACTS, CHROMIUM, launchChromium, requireChromium, WAIT_MS } from './chromium.ts';
+import { ARTIFACTS, CHROMIUM, closeChromium, launchChromium, requireChromium, WAIT_MS } from './chromium.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
@@ -35,13 +35,7 @@ beforeAll(async () => {
   ({ context, page } = await launchChromium(dirs));
 }, 120_000);
 
-afterAll(async () => {
-  try {
-    await context?.close();
-  } finally {
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  }
-}, 60_000);
+afterAll(() => closeChromium(context, dirs), 60_000);
 
 describe('the history timeline, rendered in Chromium', () => {
   it('shows one lane per process, the overlapping pair in red, the fault as a band, the finding', async () => {

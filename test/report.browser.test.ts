@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACTS, CHROMIUM, launchChromium, requireChromium, WAIT_MS } from './chromium.ts';
+import { ARTIFACTS, CHROMIUM, closeChromium, launchChromium, requireChromium, WAIT_MS } from './chromium.ts';
 
 /**
  * The HTML report as a reader sees it: `lockcheck matrix` writes a small
@@ -34,13 +34,7 @@ beforeAll(async () => {
   ({ context, page } = await launchChromium(dirs));
 }, 300_000);
 
-afterAll(async () => {
-  try {
-    await context?.close();
-  } finally {
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  }
-}, 60_000);
+afterAll(() => closeChromium(context, dirs), 60_000);
 
 describe('the HTML matrix report, rendered in Chromium', () => {
   it('shows the matrix: two rows, the fault-class columns, clock-step cells that link to MUTEX-1 counterexamples', async () => {

@@ -3,10 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkHistory } from '../conformance/history/check.ts';
-import type { History } from '../conformance/history/event.ts';
-import type { StressOptions } from '../conformance/stress/runner.ts';
-import { runStress } from '../conformance/stress/runner.ts';
+import { expectOneStrikeAfterAnotherWrite, expectStaleWriteRejected, expectUpdateLost, judgedStress, pauseHolder, SEED } from './pauseHolderStress.ts';
 
 /**
  * lockcheck stress on real servers and real client processes. Each test
@@ -16,48 +13,19 @@ import { runStress } from '../conformance/stress/runner.ts';
  * register (it records that it saw that write before resuming it). The run
  * stops after that one strike (maxFaults), bounded by `seconds`.
  */
-const SEED = Number(process.env['LOCKCHECK_SEED'] ?? 20161010);
-
-const base: StressOptions = {
-  backend: 'redis-single',
-  clients: 3,
-  seconds: 30,
-  nemesis: ['pause-holder'],
-  seed: SEED,
-  store: 'unfenced',
-  resources: 1,
-  ttlMinMs: 200,
-  ttlMaxMs: 300,
-  maxFaults: 1,
-};
-
-async function run(o: StressOptions) {
-  const result = await runStress(o);
-  const history: History = [{ type: 'meta', store: o.store }, ...result.history];
-  const report = checkHistory(history, { storePolicy: o.store });
-  const strikes = result.history.filter((e) => e.process === 'nemesis' && e.type === 'ok' && 'fault' in e && e.fault === 'pause-client');
-  return { result, report, strikes, replay: `LOCKCHECK_SEED=${o.seed}` };
-}
+const base = pauseHolder('redis-single', 200, 300);
 
 describe('lockcheck stress (real redis-server, real client processes)', () => {
   it('redis-single, unfenced: a holder paused between its read and its write past its ttl loses another client\'s update (STORE-1)', async () => {
-    const { result, report, strikes, replay } = await run(base);
-    expect(result.clientErrors, replay).toEqual([]);
-    expect(strikes.length, replay).toBe(1);
-    // The nemesis resumed the holder only after another client's accepted write of the same register.
-    expect(strikes[0]!.type === 'ok' && 'detail' in strikes[0]! ? strikes[0].detail : '', replay).toMatch(/another client wrote/);
-    expect(report.counts.lostUpdates, replay).toBeGreaterThan(0);
-    expect(report.verdict, replay).toBe('violation');
+    const run = await judgedStress(base);
+    expectOneStrikeAfterAnotherWrite(run);
+    expectUpdateLost(run);
   }, 90_000);
 
   it('redis-single, strict fenced store: the same pause writes nothing stale (FENCE-2): the store rejects the write', async () => {
-    const { result, report, strikes, replay } = await run({ ...base, store: 'strict' });
-    expect(result.clientErrors, replay).toEqual([]);
-    expect(strikes.length, replay).toBe(1);
-    expect(strikes[0]!.type === 'ok' && 'detail' in strikes[0]! ? strikes[0].detail : '', replay).toMatch(/another client wrote/);
-    expect(report.counts.staleWritesAccepted, replay).toBe(0);
-    expect(report.counts.writesRejected, replay).toBeGreaterThan(0);
-    expect(report.counts.lostUpdates, replay).toBe(0);
+    const run = await judgedStress({ ...base, store: 'strict' });
+    expectOneStrikeAfterAnotherWrite(run);
+    expectStaleWriteRejected(run);
   }, 90_000);
 
   it('strike after strike, the nemesis leaves no wait behind: no MaxListenersExceededWarning on its stop signal', async () => {
@@ -66,7 +34,7 @@ describe('lockcheck stress (real redis-server, real client processes)', () => {
     const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
     process.on('warning', onWarning);
     try {
-      const { result, strikes, replay } = await run({ ...base, clients: 4, resources: 2, seconds: 40, maxFaults: 14 });
+      const { result, strikes, replay } = await judgedStress({ ...base, clients: 4, resources: 2, seconds: 40, maxFaults: 14 });
       expect(result.clientErrors, replay).toEqual([]);
       expect(strikes.length, replay).toBeGreaterThanOrEqual(12);
     } finally {
@@ -76,7 +44,7 @@ describe('lockcheck stress (real redis-server, real client processes)', () => {
   }, 120_000);
 
   it('with no faults the concurrent history is safe', async () => {
-    const { result, report, replay } = await run({ ...base, nemesis: [], seconds: 2, maxFaults: undefined, resources: 2, ttlMinMs: 2_000, ttlMaxMs: 5_000 });
+    const { result, report, replay } = await judgedStress({ ...base, nemesis: [], seconds: 2, maxFaults: undefined, resources: 2, ttlMinMs: 2_000, ttlMaxMs: 5_000 });
     expect(result.clientErrors, replay).toEqual([]);
     expect(report.counts.operations, replay).toBeGreaterThan(0);
     expect(report.findings, replay).toEqual([]);

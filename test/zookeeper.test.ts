@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkConformance, runLockstep } from '../conformance/index.ts';
+import { checkConformance } from '../conformance/index.ts';
 import { realZookeeperBackend, type ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
 import { TcpProxy } from '../conformance/env/proxy.ts';
@@ -10,11 +10,13 @@ import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { lockDown } from '../conformance/env/zookeeperLockdown.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
 import { systemClock } from '../impl/clock.ts';
-import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError } from '../impl/errors.ts';
+import { ConnectionConfigError, InvalidInputError, ServerRefusedError } from '../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../impl/zookeeper/index.ts';
 import type { ZookeeperNode } from '../impl/zookeeper/index.ts';
-import type { Command } from '../model/index.ts';
-import { alive, grantedWithin, inPace, skipUnjudged, until } from './probes.ts';
+import { alive, grantedWithin, skipUnjudged, until } from './probes.ts';
+import { expectGrantedAfterRelease, expectHighestWins, expectStorePolicies } from './realBackendChecks.ts';
+import { expectLostAfter, HandClock } from './handClock.ts';
+import { type BackendOn, blackHoleAndLateReplies, crashRestartTwice, delayedWrite, expectReadLast, pausedHolder, splitAcquireDenied, staleLandsUnfenced } from './lockstepScenarios.ts';
 
 /**
  * The ZooKeeper backend (spec 7.10) on one real 3-member ensemble for the
@@ -25,28 +27,6 @@ import { alive, grantedWithin, inPace, skipUnjudged, until } from './probes.ts';
  */
 const RUNS = Number(process.env.LOCKCHECK_ZK_RUNS ?? 1);
 const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
-
-/** A client clock the test moves by hand (leases' deadlines), with real ZooKeeper underneath. */
-class HandClock implements MonotonicClock {
-  #now = 0;
-  #timers: Array<{ at: number; fn: () => void }> = [];
-  now(): number {
-    return this.#now;
-  }
-  schedule(atMs: number, fn: () => void): () => void {
-    const t = { at: atMs, fn };
-    this.#timers.push(t);
-    return () => {
-      this.#timers = this.#timers.filter((x) => x !== t);
-    };
-  }
-  advance(ms: number): void {
-    this.#now += ms;
-    const due = this.#timers.filter((t) => t.at <= this.#now);
-    this.#timers = this.#timers.filter((t) => t.at > this.#now);
-    for (const t of due) t.fn();
-  }
-}
 
 let ensemble: ZookeeperEnsemble;
 const nodes: ZookeeperNode[] = [];
@@ -88,14 +68,7 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
     const other = await b.acquire('mutex-other', { ttlMs: 5000 });
     if (other.kind !== 'granted') throw new Error('expected a grant');
     expect(other.lease.token).toBeGreaterThan(first.lease.token);
-    await a.release(first.lease);
-    expect(first.lease.signal.aborted).toBe(true);
-    const again = await b.acquire('mutex', { ttlMs: 5000 });
-    if (again.kind !== 'granted') throw new Error('expected a grant after the release');
-    expect(again.lease.token).toBeGreaterThan(other.lease.token);
-    expect(typeof again.lease.token).toBe('bigint');
-    await b.release(again.lease);
-    await b.release(other.lease);
+    await expectGrantedAfterRelease(a, b, first.lease, other.lease);
   });
 
   it('waits in line with waitMs (watching its predecessor) and is granted at the release; without it, is denied', async () => {
@@ -132,11 +105,7 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
     const signal = r.lease.signal;
     clock.advance(2000);
     expect(await lock.extend(r.lease, 3000)).toEqual({ kind: 'extended', validUntilMs: 2000 + 2968 });
-    clock.advance(2967);
-    expect(signal.aborted).toBe(false);
-    clock.advance(1);
-    expect(signal.aborted).toBe(true);
-    expect((signal.reason as LeaseLostError).reason).toBe('expired');
+    expectLostAfter(clock, signal, 2968);
     await lock.release(r.lease);
 
     // A session nobody renews ends on the ensemble's own clock: its contender is deleted, and the lease, past its validity, is lost.
@@ -219,30 +188,12 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
 describe('zookeeperFencedStore (real ensemble)', () => {
   it('strict rejects token <= highest, monotonic rejects token < highest, unfenced accepts; reads return value and token', async () => {
     const n = node();
-    const strict = zookeeperFencedStore(n, 'strict', { root: '/t' });
-    expect(await strict.write('s', 5n, 'a')).toEqual({ kind: 'accepted' });
-    expect(await strict.write('s', 5n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
-    expect(await strict.write('s', 4n, 'b')).toEqual({ kind: 'rejected', highest: 5n });
-    expect(await strict.write('s', 2n ** 63n - 1n, 'c')).toEqual({ kind: 'accepted' });
-    expect(await strict.read('s')).toEqual({ value: 'c', token: 2n ** 63n - 1n });
-    const mono = zookeeperFencedStore(n, 'monotonic', { root: '/t' });
-    expect(await mono.write('m', 7n, 'a')).toEqual({ kind: 'accepted' });
-    expect(await mono.write('m', 7n, 'b')).toEqual({ kind: 'accepted' });
-    expect(await mono.write('m', 6n, 'c')).toEqual({ kind: 'rejected', highest: 7n });
-    const open = zookeeperFencedStore(n, 'unfenced', { root: '/t' });
-    expect(await open.write('u', 9n, 'a')).toEqual({ kind: 'accepted' });
-    expect(await open.write('u', 1n, 'b')).toEqual({ kind: 'accepted' });
-    expect(await open.read('u')).toEqual({ value: 'b', token: 1n });
-    expect(await open.read('absent')).toEqual({ value: null, token: null });
-    await expect(strict.write('s', -1n, 'x')).rejects.toBeInstanceOf(InvalidInputError);
+    await expectStorePolicies((policy) => zookeeperFencedStore(n, policy, { root: '/t' }));
     expect(() => zookeeperFencedStore(n, 'transactional')).toThrow(InvalidInputError);
   });
 
   it('concurrent monotonic writes with distinct tokens (versioned writes that lose a race are judged again): the highest ends up stored', async () => {
-    const store = zookeeperFencedStore(node(), 'monotonic', { root: '/t' });
-    const tokens = Array.from({ length: 10 }, (_v, i) => BigInt(i + 1));
-    await Promise.all(tokens.map((t) => store.write('race', t, `v${t}`)));
-    expect(await store.read('race')).toEqual({ value: 'v10', token: 10n });
+    await expectHighestWins(zookeeperFencedStore(node(), 'monotonic', { root: '/t' }));
   });
 });
 
@@ -412,110 +363,41 @@ describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', ()
     }, 300_000);
   }
 
+  const backend: BackendOn = (store) => realZookeeperBackend(cell(), store);
+
   // The Jepsen pause in lockstep: a holder paused past its session timeout between its check and its write loses
   // the next holder's update unless the store checks the create zxid.
-  const r = 'r0';
-  const pause: Command[] = [
-    { kind: 'acquire', client: 0, resource: r, ttlMs: 1000 },
-    { kind: 'pause', client: 0, pendingWrite: { resource: r, value: 'stale' } },
-    { kind: 'advance', ms: 1800 },
-    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000 },
-    { kind: 'write', client: 1, resource: r, value: 'fresh' },
-    { kind: 'resume', client: 0 },
-    { kind: 'read', client: 1, resource: r },
-  ];
   it('a holder paused past its session: the stale write lands unfenced (STORE-1), the zxid fence rejects it', async ({ skip }) => {
-    const unfenced = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'unfenced'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
-    expect(unfenced.verdict.kind === 'pass' || unfenced.verdict.kind === 'property-violation').toBe(true);
-    expect(unfenced.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('STORE-1');
-    expect(unfenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'stale', token: expect.any(BigInt) as bigint });
-    const fenced = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'strict'), pause, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
-    expect(fenced.verdict).toEqual({ kind: 'pass' });
+    const fenced = await staleLandsUnfenced(skip, backend, pausedHolder(1800));
     expect(fenced.findings).toEqual([]);
-    expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });
+    expectReadLast(fenced, 'fresh');
   }, 60_000);
 
   // Kleppmann's delayed packet (spec 3, "Delayed requests"): a write checked under a valid lease and held in the network
   // lands after the session ran out and the next holder wrote, as the stress runs' proxy made it land.
-  const delayed: Command[] = [
-    { kind: 'acquire', client: 0, resource: r, ttlMs: 1000 },
-    { kind: 'write', client: 0, resource: r, value: 'stale', delayed: true },
-    { kind: 'advance', ms: 1800 },
-    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000 },
-    { kind: 'write', client: 1, resource: r, value: 'fresh' },
-    { kind: 'deliver', client: 0 },
-    { kind: 'read', client: 1, resource: r },
-  ];
   it('a delayed write lands after the next holder\'s: lost unfenced (STORE-1), rejected by the zxid fence', async ({ skip }) => {
-    const unfenced = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'unfenced'), delayed, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
-    expect(unfenced.verdict.kind === 'pass' || unfenced.verdict.kind === 'property-violation').toBe(true);
-    expect(unfenced.findings.flatMap((f) => f.violations.map((v) => v.property))).toContain('STORE-1');
-    expect(unfenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'stale', token: expect.any(BigInt) as bigint });
-    const fenced = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'strict'), delayed, { clients: 2, tokenBase: 0n, continueAfterViolation: true }));
-    expect(fenced.verdict).toEqual({ kind: 'pass' });
+    const fenced = await staleLandsUnfenced(skip, backend, delayedWrite);
     expect(fenced.steps.find((s) => s.command.kind === 'deliver')?.actual.kind).toBe('rejected');
-    expect(fenced.steps.at(-1)?.actual).toEqual({ kind: 'value', value: 'fresh', token: expect.any(BigInt) as bigint });
+    expectReadLast(fenced, 'fresh');
   }, 60_000);
 
   // An acquire split by its client's pause (spec 7.7): the session is opened, the client stops before it puts its
   // contender; another client is granted meanwhile, and the first, resumed, finds the line taken.
-  const split: Command[] = [
-    // A ttl far beyond the expiry tolerance: the other client's grant can only mean the key was never put.
-    { kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: r, ttlMs: 3000, latencyMs: 100 } },
-    { kind: 'advance', ms: 200 },
-    { kind: 'acquire', client: 1, resource: r, ttlMs: 3000 },
-    { kind: 'resume', client: 0 },
-  ];
   it('an acquire paused after its session opened: another client is granted, the resumed one is denied', async ({ skip }) => {
-    const run = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'strict'), split, { clients: 2, tokenBase: 0n }));
-    expect(run.verdict).toEqual({ kind: 'pass' });
-    // Catch-up advances (real time the steps took) may come between the steps.
-    expect(run.steps.filter((s) => s.command.kind !== 'advance').map((s) => s.actual.kind)).toEqual(['ok', 'granted', 'denied']);
+    await splitAcquireDenied(skip, backend);
   }, 60_000);
 
   // Timing faults (spec 7.6.1, 7.10): the service a black hole, so an extend (a touch) gets no reply and gives up at its
   // bound (the ttl); back to normal, the session runs out; a late first round of the next acquire shortens its validity.
-  const timing: Command[] = [
-    { kind: 'acquire', client: 0, resource: r, ttlMs: 1000 },
-    { kind: 'node-delay', node: 0, ms: 'never' },
-    { kind: 'extend', client: 0, resource: r, ttlMs: 1000 },
-    { kind: 'node-delay', node: 0, ms: 0 },
-    { kind: 'advance', ms: 1000 },
-    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000, latencyMs: 300 },
-    { kind: 'write', client: 1, resource: r, value: 'late', latencyMs: 100 },
-  ];
   it('a black-holed service and late replies: the extend gives up at its bound, the late grant is shorter', async ({ skip }) => {
-    const run = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'strict'), timing, { clients: 2, tokenBase: 0n }));
-    expect(run.verdict).toEqual({ kind: 'pass' });
-    const outcomes = run.steps.filter((s) => s.command.kind !== 'advance').map((s) => s.actual.kind);
-    expect(outcomes).toEqual(['granted', 'ok', 'not-extended', 'ok', 'granted', 'accepted']);
-    const late = run.steps.find((s) => s.command.kind === 'acquire' && s.command.client === 1)!;
-    if (late.actual.kind !== 'granted') throw new Error(`expected a grant, got ${late.actual.kind}`);
-    expect(late.actual.validUntilMs! - late.endMs).toBeLessThanOrEqual(1000 - 300);
+    await blackHoleAndLateReplies(skip, backend);
   }, 60_000);
 
   // Crash-restart (spec 7.10): the leader and a follower killed, the quorum lost; back on their transaction logs, the
   // new leader starts every session's timeout afresh, so the lock outlives its holder's validity; zxids go on. Twice,
   // so that both followers are the one killed once.
-  const crashRestart: Command[] = [
-    { kind: 'acquire', client: 0, resource: r, ttlMs: 1000 },
-    { kind: 'crash', node: 0 },
-    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000 },
-    { kind: 'restart', node: 0 },
-    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000 },
-    { kind: 'advance', ms: 2000 },
-    { kind: 'acquire', client: 1, resource: r, ttlMs: 1000 },
-    { kind: 'crash', node: 0 },
-    { kind: 'restart', node: 0 },
-    { kind: 'release', client: 1, resource: r },
-    { kind: 'acquire', client: 0, resource: r, ttlMs: 1000 },
-    { kind: 'write', client: 0, resource: r, value: 'after' },
-  ];
   it('a crash of the leader and a follower and their restart: the session survives, its timeout started afresh; tokens go on increasing', async ({ skip }) => {
-    const run = await inPace(skip, () => runLockstep(realZookeeperBackend(cell(), 'strict'), crashRestart, { clients: 2, tokenBase: 0n }));
-    expect(run.verdict).toEqual({ kind: 'pass' });
-    const outcomes = run.steps.filter((s) => s.command.kind !== 'advance').map((s) => s.actual.kind);
-    expect(outcomes).toEqual(['granted', 'ok', 'denied', 'ok', 'denied', 'granted', 'ok', 'ok', 'released', 'granted', 'accepted']);
+    await crashRestartTwice(skip, backend, 2000);
   }, 180_000);
 });
 
