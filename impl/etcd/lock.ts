@@ -1,9 +1,10 @@
-import { checkDuration, checkRetries, checkResource, checkTtl } from '../../model/errors.ts';
+import { checkTtl } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { leaseMargins } from '../leaseMargins.ts';
+import { driftMarginMs, leaseMargins, type LeaseMargins } from '../leaseMargins.ts';
 import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions } from '../options.ts';
-import { sleep } from '../clock.ts';
-import { abortReason, checkSignal, settleAborted } from '../abort.ts';
+import { abortReason, checkSignal } from '../abort.ts';
+import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
+import { retryDenied } from '../retryDenied.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
@@ -65,9 +66,7 @@ const PRUNE_MIN = 64;
 export class EtcdLock {
   readonly #node: EtcdNode;
   readonly #clock: MonotonicClock;
-  readonly #driftFactor: number;
-  readonly #clockMarginMs: number;
-  readonly #safetyMarginMs: number;
+  readonly #margins: LeaseMargins;
   readonly #prefix: string;
   readonly #held = new Map<Lease, Held>();
   #pruneAt = PRUNE_MIN;
@@ -77,14 +76,10 @@ export class EtcdLock {
     checkLockKeys(options);
     checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'owns', 'deleteIfOwned', 'revoke']);
     checkClock(options.clock);
-    const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
-    const prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX, 'prefix');
+    this.#margins = leaseMargins(options, 10_000);
+    this.#prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX, 'prefix');
     this.#node = options.node;
     this.#clock = options.clock;
-    this.#driftFactor = df;
-    this.#clockMarginMs = margin;
-    this.#safetyMarginMs = safety;
-    this.#prefix = prefix;
   }
 
   /** The clock this lock times its leases by. */
@@ -98,22 +93,11 @@ export class EtcdLock {
    * (no further attempt) when etcd refuses the credentials or the calls.
    */
   async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
-    checkResource(resource);
-    checkObject(options, 'acquire options');
-    checkAcquireKeys(options);
-    const ttlMs = checkTtl(options.ttlMs);
-    const retries = checkRetries(options.retries);
-    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
-    const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+    const plan = checkLeaseAcquire(resource, options, checkAcquireKeys);
     const signal = checkSignal(options.signal);
     if (signal?.aborted) throw abortReason(signal);
-    for (let attempt = 0; ; attempt++) {
-      // An attempt in flight when the signal fires finishes (its calls are bounded); a grant it brings is released.
-      const result = await settleAborted(await this.#attempt(resource, ttlMs), signal, (lease) => this.release(lease));
-      if (result.kind !== 'denied' || attempt >= retries) return result;
-      const jitter = Math.floor(Math.random() * (retryJitterMs + 1));
-      await sleep(this.#clock, retryDelayMs + jitter, signal);
-    }
+    // An attempt in flight when the signal fires finishes (its calls are bounded); a grant it brings is released.
+    return retryDenied(plan, signal, this.#clock, () => Math.random(), () => this.#attempt(resource, plan.ttlMs), (lease) => this.release(lease));
   }
 
   /**
@@ -143,7 +127,7 @@ export class EtcdLock {
     }
     for (const r of [renewed, owned]) if (r.status === 'rejected' && mustThrow(r.reason)) throw r.reason;
     if (renewed.status === 'rejected' || owned.status === 'rejected') return { kind: 'not-extended', reason: 'no-quorum' };
-    const validUntilMs = startedMs + held.ttlMs - this.#driftMarginMs(held.ttlMs);
+    const validUntilMs = startedMs + held.ttlMs - driftMarginMs(this.#margins, held.ttlMs);
     if (this.#clock.now() >= validUntilMs || held.handle.lost) return { kind: 'not-extended', reason: 'no-quorum' };
     held.handle.extendTo(validUntilMs);
     return { kind: 'extended', validUntilMs };
@@ -171,10 +155,6 @@ export class EtcdLock {
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */
   get trackedLeases(): number {
     return this.#held.size;
-  }
-
-  #driftMarginMs(ttlMs: number): number {
-    return Math.ceil(this.#driftFactor * ttlMs) + this.#clockMarginMs;
   }
 
   async #attempt(resource: string, ttlMs: number): Promise<AcquireResult> {
@@ -212,11 +192,11 @@ export class EtcdLock {
       return { kind: 'timed-out' };
     }
     // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
-    if (ttlMs - elapsed - this.#driftMarginMs(ttlMs) - this.#safetyMarginMs <= 0) {
+    if (ttlMs - elapsed - driftMarginMs(this.#margins, ttlMs) - this.#margins.safetyMarginMs <= 0) {
       await this.#node.revoke(leaseId).catch(() => undefined);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }
-    const handle = new LeaseHandle(resource, leaseId, token, startedMs + ttlMs - this.#driftMarginMs(ttlMs), this.#clock, this.#safetyMarginMs);
+    const handle = new LeaseHandle(resource, leaseId, token, startedMs + ttlMs - driftMarginMs(this.#margins, ttlMs), this.#clock, this.#margins.safetyMarginMs);
     this.#remember({ handle, leaseId, ttlMs });
     return { kind: 'granted', lease: handle };
   }
