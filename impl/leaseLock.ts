@@ -4,6 +4,7 @@ import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from '.
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
+import { HeldLeases } from './heldLeases.ts';
 import { leaseMargins } from './leaseMargins.ts';
 import { abortReason, checkSignal } from './abort.ts';
 import { checkLeaseAcquire, type LeaseAcquirePlan } from './leaseAcquireInput.ts';
@@ -95,8 +96,6 @@ function cryptoRandom(): number {
   return globalThis.crypto.getRandomValues(new Uint32Array(1))[0]! / 2 ** 32;
 }
 
-const PRUNE_MIN = 64;
-
 /**
  * The lease lock of LeaseLockOptions: acquire, extend and release over its
  * nodes, each lease carrying a fencing token (bigint) and an AbortSignal
@@ -111,9 +110,7 @@ export class LeaseLock {
   readonly #requestTimeoutMs: number | undefined;
   readonly #random: () => number;
   readonly #safetyMarginMs: number;
-  readonly #held = new Map<Lease, LeaseHandle>();
-  /** Leases lost without a release (expired) are forgotten when the map reaches this size. */
-  #pruneAt = PRUNE_MIN;
+  readonly #held = new HeldLeases<LeaseHandle>((handle) => handle);
   /** Rounds still awaiting replies, also after they resolved (each bounded by its deadline). */
   readonly #background = new Background();
   /** What the rounds share: the background count, the turn in which decided rounds resolve together, their deadlines. */
@@ -214,15 +211,6 @@ export class LeaseLock {
     return this.#held.size;
   }
 
-  /** Tracks a new lease; forgets the lost ones (expired, never released) once the map has doubled, so it cannot grow without bound. */
-  #remember(lease: LeaseHandle): void {
-    if (this.#held.size >= this.#pruneAt) {
-      for (const [key, handle] of this.#held) if (handle.lost) this.#held.delete(key);
-      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
-    }
-    this.#held.set(lease, lease);
-  }
-
   protected driftMarginMs(ttlMs: number): number {
     return Math.ceil(this.driftFactor * ttlMs) + this.clockMarginMs;
   }
@@ -279,7 +267,7 @@ export class LeaseLock {
       const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes));
       if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
-        this.#remember(lease);
+        this.#held.add(lease);
         if (votes.length > 1) this.#restoreLostCounters(resource, token, ttlMs, votes);
         return { kind: 'granted', lease };
       }

@@ -6,6 +6,7 @@ import { abortReason, checkSignal } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
 import { retryDenied } from '../retryDenied.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
@@ -55,8 +56,6 @@ interface Held {
   readonly ttlMs: number;
 }
 
-const PRUNE_MIN = 64;
-
 /**
  * The etcd lease lock of EtcdLockOptions: acquire, extend and release, each
  * lease carrying the key's create revision as its fencing token and a
@@ -68,8 +67,7 @@ export class EtcdLock {
   readonly #clock: MonotonicClock;
   readonly #margins: LeaseMargins;
   readonly #prefix: string;
-  readonly #held = new Map<Lease, Held>();
-  #pruneAt = PRUNE_MIN;
+  readonly #held = new HeldLeases<Held>((held) => held.handle);
 
   constructor(options: EtcdLockOptions) {
     checkObject(options, 'EtcdLock options');
@@ -197,16 +195,7 @@ export class EtcdLock {
       return { kind: 'denied', reason: 'validity-exhausted' };
     }
     const handle = new LeaseHandle(resource, leaseId, token, startedMs + ttlMs - driftMarginMs(this.#margins, ttlMs), this.#clock, this.#margins.safetyMarginMs);
-    this.#remember({ handle, leaseId, ttlMs });
+    this.#held.add({ handle, leaseId, ttlMs });
     return { kind: 'granted', lease: handle };
-  }
-
-  /** Forgets lost leases once the map has doubled, so it cannot grow without bound. */
-  #remember(held: Held): void {
-    if (this.#held.size >= this.#pruneAt) {
-      for (const [key, h] of this.#held) if (h.handle.lost) this.#held.delete(key);
-      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
-    }
-    this.#held.set(held.handle, held);
   }
 }

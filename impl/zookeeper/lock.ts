@@ -5,6 +5,7 @@ import { abortReason, checkSignal, unlessAborted } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
 import { retryDenied } from '../retryDenied.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
@@ -65,8 +66,6 @@ interface Held {
   readonly ttlMs: number;
 }
 
-const PRUNE_MIN = 64;
-
 /** What the lock calls on its node. */
 const LOCK_CALLS = ['openSession', 'contenders', 'enqueue', 'touch', 'watchGone', 'deleteOwned', 'closeSession'];
 
@@ -82,8 +81,7 @@ export class ZookeeperLock {
   readonly #clock: MonotonicClock;
   readonly #margins: LeaseMargins;
   readonly #root: string;
-  readonly #held = new Map<Lease, Held>();
-  #pruneAt = PRUNE_MIN;
+  readonly #held = new HeldLeases<Held>((held) => held.handle);
 
   constructor(options: ZookeeperLockOptions) {
     checkObject(options, 'ZookeeperLock options');
@@ -228,15 +226,7 @@ export class ZookeeperLock {
     void session.expired.then((why) => handle.lose(why === 'closed' ? 'connection-lost' : 'expired'));
     // Deleted by another session (an operator's delete): the lock is free for others at once, so the lease is lost at once.
     void own.deleted?.then(() => handle.lose('expired'));
-    this.#remember({ handle, session, path: `${dir}/${own.name}`, ttlMs: grantedMs });
+    this.#held.add({ handle, session, path: `${dir}/${own.name}`, ttlMs: grantedMs });
     return { kind: 'granted', lease: handle };
-  }
-
-  #remember(held: Held): void {
-    if (this.#held.size >= this.#pruneAt) {
-      for (const [key, h] of this.#held) if (h.handle.lost) this.#held.delete(key);
-      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
-    }
-    this.#held.set(held.handle, held);
   }
 }
