@@ -12,7 +12,8 @@ import { zookeeperFencedStore } from '../../impl/zookeeper/store.ts';
 import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
-import { TimingError, VirtualTime } from '../sim/time.ts';
+import { TimingError } from '../sim/time.ts';
+import { crashQuorum, pacedNetwork } from './pacedGroup.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { ZK_TICK_MS, type ZookeeperAuth, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
@@ -96,14 +97,10 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     for (const n of nodes) n.close();
     // A run that ended with the ensemble down (or coming back) leaves it whole for the next one.
     await restarting.catch(() => undefined);
-    await wholeAgain(cell.ensemble);
+    await cell.ensemble.wholeAgain(READY_TIMEOUT_MS);
   };
   try {
-    const up = [true];
-    const settle: { network?: SimNetwork } = {};
-    const time = new VirtualTime({ settle: () => settle.network!.settled(), realTime: { toleranceMs: ZK_PACING_TOLERANCE_MS } });
-    const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up[0]! }));
-    settle.network = network;
+    const { time, network, up } = pacedNetwork(ZK_PACING_TOLERANCE_MS);
     const admin = zookeeperNode({ ...cell.ensemble.clientOptions(), clock: systemClock, requestTimeoutMs: CALL_TIMEOUT_MS });
     nodes.push(admin);
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
@@ -161,16 +158,7 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
         ...network.faults(),
         ...timing.faults,
         crash: {
-          crash: async () => {
-            await failsTheRun('the crash of the leader and a follower', async () => {
-              up[0] = false;
-              killed = await ensemble.killLeaderAndFollower(crashes++, READY_TIMEOUT_MS);
-            });
-            // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
-            // meanwhile) leaves the run unjudged, never judged wrong.
-            time.noteServerReply();
-            time.assertOnTime();
-          },
+          crash: () => crashQuorum(ensemble, crashes++, READY_TIMEOUT_MS, time, up, (members) => (killed = members)),
           prepareRestart: () => prepareRestart(),
           restart: async () => {
             await prepareRestart();
@@ -260,15 +248,6 @@ async function ready(nodes: readonly ZookeeperNode[], path: string): Promise<voi
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-}
-
-/** Every member running again and a leader serving (bounded): a cell's runs share the ensemble. */
-async function wholeAgain(ensemble: ZookeeperEnsemble): Promise<void> {
-  if (ensemble.stopped) return;
-  const down = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => !ensemble.running(m));
-  if (down.length === 0) return;
-  await Promise.all(down.map((m) => ensemble.restart(m)));
-  await ensemble.leader(READY_TIMEOUT_MS);
 }
 
 /** Sessions through one member (with the ensemble's credentials): opened, a contender made under `dir`, closed (each call bounded). */
