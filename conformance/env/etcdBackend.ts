@@ -10,11 +10,11 @@ import { lockKey } from '../../impl/etcd/keys.ts';
 import { EtcdLock } from '../../impl/etcd/lock.ts';
 import { etcd3Node, type EtcdNode } from '../../impl/etcd/node.ts';
 import { etcdFencedStore } from '../../impl/etcd/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { TimingError } from '../sim/time.ts';
-import { crashQuorum, pacedNetwork } from './pacedGroup.ts';
+import { crashQuorum, pacedEnvironment, pacedNetwork } from './pacedGroup.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { EtcdCluster } from './etcdCluster.ts';
@@ -166,34 +166,25 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       const skew = performance.now() - electedAt;
       if (skew > ETCD_REVOKE_SLACK_MS) throw new TimingError(`the restart's connections were ready ${skew.toFixed(0)} ms after the election (more than ${ETCD_REVOKE_SLACK_MS} ms): the machine was too busy to keep pace`);
     };
-    const env: Environment = {
-      nowMs: () => time.nowMs(),
-      advanceTo: (t) => time.advanceTo(t),
-      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // The network's faults and crash-restart: no clock of a member is the runner's (Go), and an etcd lease lives
-      // with its ttl, not with a connection.
-      faults: {
-        ...network.faults(),
-        ...timing.faults,
-        crash: {
-          crash: () => crashQuorum(lockCluster, crashes++, READY_TIMEOUT_MS, time, up, (members) => (killed = members)),
-          prepareRestart: () => prepareRestart(),
-          restart: async () => {
-            await prepareRestart();
-            up[0] = true;
-          },
-        },
-      },
-      realTimeAheadMs: () => time.lagMs(),
-      inspect: async (resource) => {
-        // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
-        if (!up[0]) return [null];
-        const r = await lockLinks.admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
-        time.noteServerReply();
-        time.assertOnTime();
-        return [r.kvs[0]?.value.toString('utf8') ?? null];
+    // The network's faults and crash-restart: no clock of a member is the runner's (Go), and an etcd lease lives
+    // with its ttl, not with a connection.
+    const crash = {
+      crash: () => crashQuorum(lockCluster, crashes++, READY_TIMEOUT_MS, time, up, (members) => (killed = members)),
+      prepareRestart: () => prepareRestart(),
+      restart: async () => {
+        await prepareRestart();
+        up[0] = true;
       },
     };
+    const inspect = async (resource: string): Promise<ReadonlyArray<string | null>> => {
+      // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
+      if (!up[0]) return [null];
+      const r = await lockLinks.admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
+      time.noteServerReply();
+      time.assertOnTime();
+      return [r.kvs[0]?.value.toString('utf8') ?? null];
+    };
+    const env = pacedEnvironment(time, network, timing, crash, inspect);
     return { clients: lockClients, env, close };
   } catch (error) {
     await close();

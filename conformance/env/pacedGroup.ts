@@ -1,3 +1,5 @@
+import type { Environment } from '../adapter.ts';
+import type { FaultInjectors } from '../faults.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { VirtualTime } from '../sim/time.ts';
@@ -36,4 +38,20 @@ export async function crashQuorum(group: ConsensusGroup<GroupMember, { readonly 
   });
   time.noteServerReply();
   time.assertOnTime();
+}
+
+/**
+ * The run's environment: time control on the paced virtual time, the
+ * network's faults and its timing faults, and the group's crash-restart (no
+ * member's clock is the runner's: the group is not on libfaketime).
+ */
+export function pacedEnvironment(time: VirtualTime, network: SimNetwork, timing: ReturnType<SimNetwork['serverTiming']>, crash: NonNullable<FaultInjectors['crash']>, inspect: NonNullable<Environment['inspect']>): Environment {
+  return {
+    nowMs: () => time.nowMs(),
+    advanceTo: (t) => time.advanceTo(t),
+    runUntil: (work, limitMs) => time.runUntil(work, limitMs),
+    faults: { ...network.faults(), ...timing.faults, crash },
+    realTimeAheadMs: () => time.lagMs(),
+    inspect,
+  };
 }

@@ -9,11 +9,11 @@ import { ZookeeperLock } from '../../impl/zookeeper/lock.ts';
 import { zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/node.ts';
 import { lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import { zookeeperFencedStore } from '../../impl/zookeeper/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
 import { TimingError } from '../sim/time.ts';
-import { crashQuorum, pacedNetwork } from './pacedGroup.ts';
+import { crashQuorum, pacedEnvironment, pacedNetwork } from './pacedGroup.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { ZK_TICK_MS, type ZookeeperAuth, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
@@ -149,44 +149,35 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
       const skew = performance.now() - electedSince;
       if (skew > ZK_EXPIRY_SLACK_MS) throw new TimingError(`the ensemble's sessions were refreshed up to ${skew.toFixed(0)} ms before the restart could be judged (more than ${ZK_EXPIRY_SLACK_MS} ms): the machine was too busy to keep pace`);
     };
-    const env: Environment = {
-      nowMs: () => time.nowMs(),
-      advanceTo: (t) => time.advanceTo(t),
-      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // The network's faults, its timing faults and crash-restart: no member clock is the runner's (spec 7.10).
-      faults: {
-        ...network.faults(),
-        ...timing.faults,
-        crash: {
-          crash: () => crashQuorum(ensemble, crashes++, READY_TIMEOUT_MS, time, up, (members) => (killed = members)),
-          prepareRestart: () => prepareRestart(),
-          restart: async () => {
-            await prepareRestart();
-            up[0] = true;
-            // A restarted JVM answers its first requests slowly (its code not yet compiled): a session through every
-            // member warms them. After the model's restart: the next step's catch-up covers the time it takes.
-            await failsTheRun('the warm-up after the restart', async () => {
-              await restarting;
-              await Promise.all(ensemble.endpoints.map((endpoint) => warm(ensemble.clientOptions(endpoint), `${root}/warm`)));
-            });
-          },
-        },
-      },
-      realTimeAheadMs: () => time.lagMs(),
-      inspect: async (resource) => {
-        // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
-        if (!up[0]) return [null];
-        const dir = lockDir(resource, root);
-        // ZooKeeper's reads are not linearizable: a member (the leader too) may not yet have applied a write another
-        // member acknowledged. A write on the look's own session first is the barrier (the client library has no
-        // sync): its member has applied every earlier write before it answers it.
-        await admin.fencedWrite(`${root}/barrier`, 1n, 'barrier', 'unfenced');
-        const line = (await admin.children(dir)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
-        time.noteServerReply();
-        time.assertOnTime();
-        return [line[0] === undefined ? null : `${dir}/${line[0]}`];
+    // The network's faults, its timing faults and crash-restart: no member clock is the runner's (spec 7.10).
+    const crash = {
+      crash: () => crashQuorum(ensemble, crashes++, READY_TIMEOUT_MS, time, up, (members) => (killed = members)),
+      prepareRestart: () => prepareRestart(),
+      restart: async () => {
+        await prepareRestart();
+        up[0] = true;
+        // A restarted JVM answers its first requests slowly (its code not yet compiled): a session through every
+        // member warms them. After the model's restart: the next step's catch-up covers the time it takes.
+        await failsTheRun('the warm-up after the restart', async () => {
+          await restarting;
+          await Promise.all(ensemble.endpoints.map((endpoint) => warm(ensemble.clientOptions(endpoint), `${root}/warm`)));
+        });
       },
     };
+    const inspect = async (resource: string): Promise<ReadonlyArray<string | null>> => {
+      // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
+      if (!up[0]) return [null];
+      const dir = lockDir(resource, root);
+      // ZooKeeper's reads are not linearizable: a member (the leader too) may not yet have applied a write another
+      // member acknowledged. A write on the look's own session first is the barrier (the client library has no
+      // sync): its member has applied every earlier write before it answers it.
+      await admin.fencedWrite(`${root}/barrier`, 1n, 'barrier', 'unfenced');
+      const line = (await admin.children(dir)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
+      time.noteServerReply();
+      time.assertOnTime();
+      return [line[0] === undefined ? null : `${dir}/${line[0]}`];
+    };
+    const env = pacedEnvironment(time, network, timing, crash, inspect);
     return { clients: lockClients, env, close };
   } catch (error) {
     await close();
