@@ -29,6 +29,15 @@ export class HeldLeases<T> {
     return this.#entries.size;
   }
 
+  /** The lease's entry, forgotten, and its signal fired ('released' first, then forgotten); undefined for a lease not tracked. */
+  release(lease: Lease): T | undefined {
+    const entry = this.#entries.get(lease);
+    if (entry === undefined) return undefined;
+    this.#handleOf(entry).lose('released');
+    this.#entries.delete(lease);
+    return entry;
+  }
+
   /** Tracks a new lease, first forgetting the lost ones if the table has doubled. */
   add(entry: T): void {
     if (this.#entries.size >= this.#pruneAt) {

@@ -191,8 +191,7 @@ export class LeaseLock {
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
-    this.#held.get(lease)?.lose('released');
-    this.#held.delete(lease);
+    this.#held.release(lease);
     await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered);
   }
 

@@ -8,6 +8,7 @@ import { retryDenied } from '../retryDenied.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
+import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { DEFAULT_PREFIX, lockKey } from './keys.ts';
@@ -125,10 +126,7 @@ export class EtcdLock {
     }
     for (const r of [renewed, owned]) if (r.status === 'rejected' && mustThrow(r.reason)) throw r.reason;
     if (renewed.status === 'rejected' || owned.status === 'rejected') return { kind: 'not-extended', reason: 'no-quorum' };
-    const validUntilMs = startedMs + held.ttlMs - driftMarginMs(this.#margins, held.ttlMs);
-    if (this.#clock.now() >= validUntilMs || held.handle.lost) return { kind: 'not-extended', reason: 'no-quorum' };
-    held.handle.extendTo(validUntilMs);
-    return { kind: 'extended', validUntilMs };
+    return renewal(held.handle, startedMs, held.ttlMs, this.#margins, this.#clock);
   }
 
   /**
@@ -139,10 +137,8 @@ export class EtcdLock {
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
-    const held = this.#held.get(lease);
+    const held = this.#held.release(lease);
     if (held === undefined) return;
-    held.handle.lose('released');
-    this.#held.delete(lease);
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
     await Promise.all([
       this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token).catch(() => false),

@@ -7,6 +7,7 @@ import { retryDenied } from '../retryDenied.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
+import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { checkRoot, lockDir, sequenceOf } from './paths.ts';
@@ -130,19 +131,14 @@ export class ZookeeperLock {
       held.handle.lose('expired');
       return { kind: 'not-extended', reason: 'expired' };
     }
-    const validUntilMs = startedMs + held.ttlMs - driftMarginMs(this.#margins, held.ttlMs);
-    if (this.#clock.now() >= validUntilMs || held.handle.lost) return { kind: 'not-extended', reason: 'no-quorum' };
-    held.handle.extendTo(validUntilMs);
-    return { kind: 'extended', validUntilMs };
+    return renewal(held.handle, startedMs, held.ttlMs, this.#margins, this.#clock);
   }
 
   /** Deletes the contender while it is ours and closes the session; fires the lease's signal. Never throws for ZooKeeper failures. */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
-    const held = this.#held.get(lease);
+    const held = this.#held.release(lease);
     if (held === undefined) return;
-    held.handle.lose('released');
-    this.#held.delete(lease);
     await this.#node.deleteOwned(held.session, held.path, lease.token).catch(() => false);
     this.#close(held.session);
   }
