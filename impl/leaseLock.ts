@@ -1,12 +1,14 @@
 import type { MonotonicClock } from './clock.ts';
-import { sleep } from './clock.ts';
-import { checkDuration, checkRetries, checkResource, checkTtl, InvalidInputError } from '../model/errors.ts';
+import { checkTtl, InvalidInputError } from '../model/errors.ts';
 import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
+import { HeldLeases } from './heldLeases.ts';
 import { leaseMargins } from './leaseMargins.ts';
-import { abortReason, checkSignal, settleAborted } from './abort.ts';
+import { abortReason, checkSignal } from './abort.ts';
+import { checkLeaseAcquire, type LeaseAcquirePlan } from './leaseAcquireInput.ts';
+import { retryDenied } from './retryDenied.ts';
 import { checkClock, checkLease, checkMethods, checkObject, checkOptionalFunction, checkTimeoutMs, knownOptions, shown } from './options.ts';
 import { Background, Deadlines, Round, Turn, type RoundContext, type Tally, type Vote } from './round.ts';
 
@@ -94,8 +96,6 @@ function cryptoRandom(): number {
   return globalThis.crypto.getRandomValues(new Uint32Array(1))[0]! / 2 ** 32;
 }
 
-const PRUNE_MIN = 64;
-
 /**
  * The lease lock of LeaseLockOptions: acquire, extend and release over its
  * nodes, each lease carrying a fencing token (bigint) and an AbortSignal
@@ -110,9 +110,7 @@ export class LeaseLock {
   readonly #requestTimeoutMs: number | undefined;
   readonly #random: () => number;
   readonly #safetyMarginMs: number;
-  readonly #held = new Map<Lease, LeaseHandle>();
-  /** Leases lost without a release (expired) are forgotten when the map reaches this size. */
-  #pruneAt = PRUNE_MIN;
+  readonly #held = new HeldLeases<LeaseHandle>((handle) => handle);
   /** Rounds still awaiting replies, also after they resolved (each bounded by its deadline). */
   readonly #background = new Background();
   /** What the rounds share: the background count, the turn in which decided rounds resolve together, their deadlines. */
@@ -151,15 +149,9 @@ export class LeaseLock {
 
   /** One or more attempts, as `options` says. Rejects with InvalidInputError for a bad resource or options. */
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
-    let ttlMs: number, retries: number, retryDelayMs: number, retryJitterMs: number, signal: AbortSignal | undefined;
+    let plan: LeaseAcquirePlan, signal: AbortSignal | undefined;
     try {
-      checkResource(resource);
-      checkObject(options, 'acquire options');
-      checkAcquireKeys(options);
-      ttlMs = checkTtl(options.ttlMs);
-      retries = checkRetries(options.retries);
-      retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
-      retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+      plan = checkLeaseAcquire(resource, options, checkAcquireKeys);
       signal = checkSignal(options.signal);
     } catch (error) {
       return Promise.reject(error as Error);
@@ -168,19 +160,10 @@ export class LeaseLock {
     if (signal?.aborted) return Promise.reject(abortReason(signal) as Error);
     const startedMs = this.clock.now();
     // A single attempt is the attempt's own promise: no async frame around it (a pair's allocations are most of the lock's CPU).
-    if (retries === 0 && signal === undefined) return this.#attempt(resource, ttlMs, startedMs, startedMs);
-    return this.#retrying(resource, ttlMs, startedMs, retries, retryDelayMs, retryJitterMs, signal);
-  }
-
-  async #retrying(resource: string, ttlMs: number, firstStartedMs: number, retries: number, retryDelayMs: number, retryJitterMs: number, signal: AbortSignal | undefined): Promise<AcquireResult> {
-    for (let attempt = 0; ; attempt++) {
-      // The first attempt starts when the acquire did: one clock read fewer.
-      const result = await settleAborted(await this.#attempt(resource, ttlMs, firstStartedMs, attempt === 0 ? firstStartedMs : this.clock.now()), signal, (lease) => this.release(lease));
-      if (result.kind !== 'denied' || attempt >= retries) return result;
-      const jitter = Math.floor(this.#random() * (retryJitterMs + 1));
-      // A cancel ends the pause at once (sleep removes its listener either way).
-      await sleep(this.clock, retryDelayMs + jitter, signal);
-    }
+    if (plan.retries === 0 && signal === undefined) return this.#attempt(resource, plan.ttlMs, startedMs, startedMs);
+    // The first attempt starts when the acquire did: one clock read fewer.
+    const attempt = (n: number): Promise<AcquireResult> => this.#attempt(resource, plan.ttlMs, startedMs, n === 0 ? startedMs : this.clock.now());
+    return retryDenied(plan, signal, this.clock, () => this.#random(), attempt, (lease) => this.release(lease));
   }
 
   /** Extends a lease this client holds to a fresh ttl, on a majority, within its validity. */
@@ -208,8 +191,7 @@ export class LeaseLock {
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
-    this.#held.get(lease)?.lose('released');
-    this.#held.delete(lease);
+    this.#held.release(lease);
     await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered);
   }
 
@@ -226,15 +208,6 @@ export class LeaseLock {
   /** Leases this lock still tracks: held, or lost but not yet forgotten (at most about twice the held ones). */
   get trackedLeases(): number {
     return this.#held.size;
-  }
-
-  /** Tracks a new lease; forgets the lost ones (expired, never released) once the map has doubled, so it cannot grow without bound. */
-  #remember(lease: LeaseHandle): void {
-    if (this.#held.size >= this.#pruneAt) {
-      for (const [key, handle] of this.#held) if (handle.lost) this.#held.delete(key);
-      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
-    }
-    this.#held.set(lease, lease);
   }
 
   protected driftMarginMs(ttlMs: number): number {
@@ -293,7 +266,7 @@ export class LeaseLock {
       const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes));
       if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
-        this.#remember(lease);
+        this.#held.add(lease);
         if (votes.length > 1) this.#restoreLostCounters(resource, token, ttlMs, votes);
         return { kind: 'granted', lease };
       }

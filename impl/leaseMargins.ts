@@ -27,3 +27,8 @@ export function leaseMargins(options: Partial<LeaseMargins>, maxClockMarginMs: n
   }
   return { driftFactor, clockMarginMs, safetyMarginMs };
 }
+
+/** What a lease's validity gives up to clock drift: ceil(driftFactor * ttl) + clockMarginMs (Redlock's allowance). */
+export function driftMarginMs(margins: LeaseMargins, ttlMs: number): number {
+  return Math.ceil(margins.driftFactor * ttlMs) + margins.clockMarginMs;
+}

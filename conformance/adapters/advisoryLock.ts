@@ -33,7 +33,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import advisoryLockModule from 'advisory-lock';
-import { sleep } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
@@ -42,6 +41,7 @@ import type { PostgresTarget } from '../env/postgresBackend.ts';
 import { postgresLibraryBackend } from '../postgresLibrary.ts';
 import { checkAcquireInput } from '../input.ts';
 import { ADVISORY_LOCK_CONTRACT } from './contracts.ts';
+import { retryOnClock } from './retryOnClock.ts';
 
 type AdvisoryLockFactory = typeof advisoryLockModule.default;
 /** The CommonJS module's default export: node hands over the exports object, vite-node the function itself. */
@@ -84,11 +84,7 @@ export function advisoryLockBackend(server?: PostgresTarget, options: { readonly
         return {
           async acquire(resource, { retries = 0, retryDelayMs = 0 }) {
             checkAcquireInput(resource, { retries }, false);
-            for (let tries = 0; ; tries++) {
-              const result = await attempt(resource);
-              if (result.kind !== 'denied' || tries >= retries) return result;
-              await sleep(clock, retryDelayMs);
-            }
+            return retryOnClock(clock, retries, retryDelayMs, () => attempt(resource));
           },
           async release(lease) {
             const unlock = unlocks.get(lease);

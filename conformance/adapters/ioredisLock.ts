@@ -32,15 +32,15 @@
 import type { Redis } from 'ioredis';
 import { createLock, LockAcquisitionError, LockExtendError } from '@microfleet/ioredis-lock';
 import type { Lock } from '@microfleet/ioredis-lock';
-import { sleep } from '../../impl/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
-import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import type { LockCalls, RedisServerChoice } from '../kit.ts';
 import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
 import { IOREDIS_LOCK_CONTRACT } from './contracts.ts';
+import { LibraryLocks } from './libraryLocks.ts';
+import { retryOnClock } from './retryOnClock.ts';
 
 export const IOREDIS_LOCK_NAME = '@microfleet/ioredis-lock@6.0.1';
 
@@ -70,7 +70,7 @@ export function ioredisLockBackend(choice: RedisServerChoice = {}, options: { re
 
 /** One client's calls through the library (the kit runs them on the client's clocks). */
 function ioredisLockCalls(redis: Redis, clock: MonotonicClock): LockCalls {
-  const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock }>();
+  const locks = new LibraryLocks<Lock>();
   const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
     // retries 0: the library's own retries wait on node:timers/promises; the adapter retries on the client's clock.
     const lock = createLock(redis, { timeout: ttlMs, retries: 0 });
@@ -81,17 +81,11 @@ function ioredisLockCalls(redis: Redis, clock: MonotonicClock): LockCalls {
       if (!(error instanceof LockAcquisitionError)) throw error;
       return { kind: 'denied', reason: /Could not acquire lock/.test(error.message) ? 'held' : 'no-quorum' };
     }
-    const handle = new LeaseHandle(resource, ownerOf(lock), 0n, null, clock);
-    locks.set(handle, { handle, lock });
-    return { kind: 'granted', lease: handle };
+    return locks.granted(new LeaseHandle(resource, ownerOf(lock), 0n, null, clock), lock);
   };
   return {
     async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
-      for (let tries = 0; ; tries++) {
-        const result = await attempt(resource, ttlMs);
-        if (result.kind !== 'denied' || tries >= retries) return result;
-        await sleep(clock, retryDelayMs);
-      }
+      return retryOnClock(clock, retries, retryDelayMs, () => attempt(resource, ttlMs));
     },
     async extend(lease, ttlMs): Promise<ExtendResult> {
       const held = locks.get(lease);
@@ -105,19 +99,16 @@ function ioredisLockCalls(redis: Redis, clock: MonotonicClock): LockCalls {
         if (/had expired/.test(error.message)) {
           // The key was not ours any more: the node did not extend it (the model's 'no-quorum'), and the library
           // dropped the lock, so its caller no longer holds it (the safe direction while the model still has it valid).
-          locks.delete(lease);
-          held.handle.lose('expired');
+          locks.end(lease, 'expired');
         }
         return { kind: 'not-extended', reason: 'no-quorum' };
       }
     },
     async release(lease) {
-      const held = locks.get(lease);
-      if (held === undefined) return;
-      locks.delete(lease);
-      held.handle.lose('released');
+      const lock = locks.end(lease, 'released');
+      if (lock === undefined) return;
       // Throws LockReleaseError when the key had expired (or on a Redis error): the key is then not ours, or expires by its ttl.
-      await held.lock.release().catch(() => undefined);
+      await lock.release().catch(() => undefined);
     },
   };
 }
@@ -134,7 +125,7 @@ export const IOREDIS_LOCK_CONCURRENT: ConcurrentClient = {
   tokens: false,
   async connect(servers, clock) {
     const redis = await concurrentRedis(servers.redis[0]!);
-    const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock }>();
+    const locks = new LibraryLocks<Lock>();
     return {
       async acquire(resource, ttlMs) {
         const lock = createLock(redis, { timeout: ttlMs, retries: 0 });
@@ -144,16 +135,12 @@ export const IOREDIS_LOCK_CONCURRENT: ConcurrentClient = {
           if (error instanceof LockAcquisitionError && /Could not acquire lock/.test(error.message)) return { kind: 'denied', reason: 'held' };
           throw error;
         }
-        const handle = new LeaseHandle(resource, ownerOf(lock), 0n, null, clock);
-        locks.set(handle, { handle, lock });
-        return { kind: 'granted', lease: handle };
+        return locks.granted(new LeaseHandle(resource, ownerOf(lock), 0n, null, clock), lock);
       },
       async release(lease) {
-        const held = locks.get(lease);
-        if (held === undefined) return;
-        locks.delete(lease);
-        held.handle.lose('released');
-        await held.lock.release();
+        const lock = locks.end(lease, 'released');
+        if (lock === undefined) return;
+        await lock.release();
       },
       async close() {
         redis.disconnect();

@@ -34,15 +34,15 @@
 import type { Redis } from 'ioredis';
 import redisSemaphoreModule from 'redis-semaphore';
 import { designs } from '../../model/design.ts';
-import { sleep } from '../../impl/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
-import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
 import type { LockCalls, RedisServerChoice } from '../kit.ts';
 import { REDIS_SEMAPHORE_CONTRACT, REDIS_SEMAPHORE_REDLOCK_CONTRACT } from './contracts.ts';
+import { LibraryLocks } from './libraryLocks.ts';
+import { retryOnClock } from './retryOnClock.ts';
 
 type MutexClass = typeof redisSemaphoreModule.Mutex;
 type RedlockMutexClass = typeof redisSemaphoreModule.RedlockMutex;
@@ -94,7 +94,7 @@ function semaphoreBackend(kind: SemaphoreMutexKind, choice: RedisServerChoice, o
 
 /** One client's calls through the library (the kit runs them on the client's clocks). */
 function semaphoreCalls(kind: SemaphoreMutexKind, nodes: readonly Redis[], clock: MonotonicClock): LockCalls {
-  const held = new Map<Lease, { handle: LeaseHandle; mutex: AnyMutex }>();
+  const held = new LibraryLocks<AnyMutex>();
   const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
     const mutex = newMutex(kind, nodes, resource, { lockTimeout: ttlMs, acquireTimeout: 1, acquireAttemptsLimit: 1, retryInterval: 0, refreshInterval: 0, onLockLost: () => undefined });
     // Mutex's acquire throws when its node cannot be reached (lib/mutex/acquire.js has no catch): the caller holds nothing.
@@ -102,39 +102,30 @@ function semaphoreCalls(kind: SemaphoreMutexKind, nodes: readonly Redis[], clock
     if (got === null) return { kind: 'denied', reason: 'no-quorum' };
     if (!got) return { kind: 'denied', reason: 'held' };
     // No deadline: the library gives its caller none.
-    const handle = new LeaseHandle(resource, mutex.identifier, 0n, null, clock);
-    held.set(handle, { handle, mutex });
-    return { kind: 'granted', lease: handle };
+    return held.granted(new LeaseHandle(resource, mutex.identifier, 0n, null, clock), mutex);
   };
   return {
     async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
-      for (let tries = 0; ; tries++) {
-        const result = await attempt(resource, ttlMs);
-        if (result.kind !== 'denied' || tries >= retries) return result;
-        await sleep(clock, retryDelayMs);
-      }
+      return retryOnClock(clock, retries, retryDelayMs, () => attempt(resource, ttlMs));
     },
     async extend(lease, ttlMs): Promise<ExtendResult> {
       const h = held.get(lease);
       if (h === undefined) return { kind: 'not-extended', reason: 'expired' };
       // A refresh that throws (Mutex: a node it cannot reach) rejects its setInterval's callback: the library leaves the lock acquired (Lock.js `_processRefresh` has no catch).
-      const refreshed = await (h.mutex as unknown as Refreshable)._refresh().catch(() => null);
+      const refreshed = await (h.lock as unknown as Refreshable)._refresh().catch(() => null);
       if (refreshed === null) return { kind: 'not-extended', reason: 'no-quorum' };
       if (refreshed) {
         // The library tells its caller nothing but success; the runner compares no deadline for it (contract: deadline none).
         return { kind: 'extended', validUntilMs: clock.now() + ttlMs };
       }
       // What its setInterval would do: the lock is lost (onLockLost). The nodes did not extend it: the model's 'no-quorum'.
-      held.delete(lease);
-      h.handle.lose('expired');
+      held.end(lease, 'expired');
       return { kind: 'not-extended', reason: 'no-quorum' };
     },
     async release(lease) {
-      const h = held.get(lease);
-      if (h === undefined) return;
-      held.delete(lease);
-      h.handle.lose('released');
-      await h.mutex.release().catch(() => undefined);
+      const mutex = held.end(lease, 'released');
+      if (mutex === undefined) return;
+      await mutex.release().catch(() => undefined);
     },
   };
 }
@@ -153,25 +144,22 @@ export function semaphoreConcurrent(kind: SemaphoreMutexKind): ConcurrentClient 
     tokens: false,
     async connect(servers, clock) {
       const nodes = await Promise.all(servers.redis.map(concurrentRedis));
-      const held = new Map<Lease, { handle: LeaseHandle; mutex: AnyMutex }>();
+      const held = new LibraryLocks<AnyMutex>();
       return {
         async acquire(resource, ttlMs) {
           let handle: LeaseHandle | null = null;
           const mutex = newMutex(kind, nodes, resource, { lockTimeout: ttlMs, acquireTimeout: ttlMs, acquireAttemptsLimit: 1, onLockLost: () => handle?.lose('expired') });
           if (!(await mutex.tryAcquire())) return { kind: 'denied', reason: 'held' };
           handle = new LeaseHandle(resource, mutex.identifier, 0n, null, clock);
-          held.set(handle, { handle, mutex });
-          return { kind: 'granted', lease: handle };
+          return held.granted(handle, mutex);
         },
         async release(lease) {
-          const h = held.get(lease);
-          if (h === undefined) return;
-          held.delete(lease);
-          h.handle.lose('released');
-          await h.mutex.release();
+          const mutex = held.end(lease, 'released');
+          if (mutex === undefined) return;
+          await mutex.release();
         },
         async close() {
-          for (const h of held.values()) h.mutex.stopRefresh();
+          for (const mutex of held.locks()) mutex.stopRefresh();
           for (const n of nodes) n.disconnect();
         },
       };

@@ -31,17 +31,17 @@ import type { Redis } from 'ioredis';
 // @ts-expect-error TS7016: redlock's "exports" map hides its dist/index.d.ts (see bench/redlockTyped.ts); RedlockLibrary below types what is used.
 import RedlockV5, { ExecutionError as ExecutionErrorV5, ResourceLockedError as ResourceLockedErrorV5 } from 'redlock';
 import { designs, describeDesign } from '../../model/design.ts';
-import { sleep } from '../../impl/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
 import { checkTtl } from '../../model/errors.ts';
 import { checkAcquireInput } from '../input.ts';
-import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
 import type { LockCalls, RedisServerChoice } from '../kit.ts';
 import { redlockContract } from './contracts.ts';
+import { LibraryLocks } from './libraryLocks.ts';
+import { retryOnClock } from './retryOnClock.ts';
 
 /** Per-attempt statistics, as both libraries record them. */
 export interface RedlockStats {
@@ -146,24 +146,20 @@ export function redlockConcurrent(library: RedlockLibrary, driftFactor = 0.01): 
       const nodes = await Promise.all(servers.redis.map(concurrentRedis));
       const redlock = new library.Redlock(nodes, { driftFactor, retryCount: 0, retryDelay: 0, retryJitter: 0, automaticExtensionThreshold: 500 });
       redlock.on('error', () => undefined);
-      const locks = new Map<Lease, { handle: LeaseHandle; lock: RedlockLockLike }>();
+      const locks = new LibraryLocks<RedlockLockLike>();
       return {
         async acquire(resource, ttlMs) {
           try {
             const lock = await redlock.acquire([redlockKey(resource)], ttlMs);
-            const handle = new LeaseHandle(resource, lock.value, 0n, clock.now() + (lock.expiration - Date.now()), clock);
-            locks.set(handle, { handle, lock });
-            return { kind: 'granted', lease: handle };
+            return locks.granted(new LeaseHandle(resource, lock.value, 0n, clock.now() + (lock.expiration - Date.now()), clock), lock);
           } catch (error) {
             return denial(library, error);
           }
         },
         async release(lease) {
-          const held = locks.get(lease);
-          if (held === undefined) return;
-          locks.delete(lease);
-          held.handle.lose('released');
-          await held.lock.release();
+          const lock = locks.end(lease, 'released');
+          if (lock === undefined) return;
+          await lock.release();
         },
         async close() {
           for (const n of nodes) n.disconnect();
@@ -193,16 +189,14 @@ function redlockCalls(library: RedlockLibrary, nodes: readonly Redis[], clock: M
   const redlock = new library.Redlock(nodes, { driftFactor, retryCount: 0, retryDelay: 0, retryJitter: 0, automaticExtensionThreshold: 500 });
   // The library emits every node's failure, a plain denial included; an EventEmitter without a listener throws.
   redlock.on('error', () => undefined);
-  const locks = new Map<Lease, { handle: LeaseHandle; lock: RedlockLockLike }>();
+  const locks = new LibraryLocks<RedlockLockLike>();
   /** The library's wall-clock deadline, on the client's monotonic clock. */
   const deadline = (lock: RedlockLockLike): number => clock.now() + (lock.expiration - Date.now());
 
   const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
     try {
       const lock = await redlock.acquire([redlockKey(resource)], ttlMs);
-      const handle = new LeaseHandle(resource, lock.value, 0n, deadline(lock), clock);
-      locks.set(handle, { handle, lock });
-      return { kind: 'granted', lease: handle };
+      return locks.granted(new LeaseHandle(resource, lock.value, 0n, deadline(lock), clock), lock);
     } catch (error) {
       return denial(library, error);
     }
@@ -211,11 +205,7 @@ function redlockCalls(library: RedlockLibrary, nodes: readonly Redis[], clock: M
   return {
     async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
       checkAcquireInput(resource, { ttlMs, retries }, true);
-      for (let tries = 0; ; tries++) {
-        const result = await attempt(resource, ttlMs);
-        if (result.kind !== 'denied' || tries >= retries) return result;
-        await sleep(clock, retryDelayMs);
-      }
+      return retryOnClock(clock, retries, retryDelayMs, () => attempt(resource, ttlMs));
     },
     async extend(lease, ttlMs): Promise<ExtendResult> {
       checkTtl(ttlMs);
@@ -234,12 +224,10 @@ function redlockCalls(library: RedlockLibrary, nodes: readonly Redis[], clock: M
       }
     },
     async release(lease) {
-      const held = locks.get(lease);
-      if (held === undefined) return;
-      locks.delete(lease);
-      held.handle.lose('released');
+      const lock = locks.end(lease, 'released');
+      if (lock === undefined) return;
       // Rejects when no quorum released; the keys then expire by their ttl, as the model has it.
-      await held.lock.release().catch(() => undefined);
+      await lock.release().catch(() => undefined);
     },
   };
 }

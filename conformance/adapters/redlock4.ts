@@ -32,10 +32,8 @@ import type { Redis } from 'ioredis';
 import Redlock4Module from 'redlock4';
 import { designs } from '../../model/design.ts';
 import { checkTtl } from '../../model/errors.ts';
-import { sleep } from '../../impl/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
 import { LeaseHandle } from '../../impl/lease.ts';
-import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult, ExtendResult } from '../../impl/leaseLock.ts';
 import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import { checkAcquireInput } from '../input.ts';
@@ -43,6 +41,8 @@ import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
 import type { LockCalls, RedisServerChoice } from '../kit.ts';
 import { redlockKey } from './redlock.ts';
 import { REDLOCK4_CONTRACT } from './contracts.ts';
+import { LibraryLocks } from './libraryLocks.ts';
+import { retryOnClock } from './retryOnClock.ts';
 
 /** What of redlock 4's API the adapter uses (the package ships no types). */
 interface Lock4 {
@@ -155,15 +155,13 @@ function redlock4Calls(connections: readonly Redis[], clock: MonotonicClock): Lo
   const redlock = new Redlock4(nodes, { driftFactor: 0.01, retryCount: 0, retryDelay: 0, retryJitter: 0 });
   rememberLockSha(redlock);
   redlock.on('clientError', () => undefined);
-  const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock4 }>();
+  const locks = new LibraryLocks<Lock4>();
   const deadline = (lock: Lock4): number => clock.now() + (lock.expiration - Date.now());
   const attempt = async (resource: string, ttlMs: number): Promise<AcquireResult> => {
     counter.votes.length = 0;
     try {
       const lock = await redlock.lock(redlockKey(resource), ttlMs);
-      const handle = new LeaseHandle(resource, lock.value, 0n, deadline(lock), clock);
-      locks.set(handle, { handle, lock });
-      return { kind: 'granted', lease: handle };
+      return locks.granted(new LeaseHandle(resource, lock.value, 0n, deadline(lock), clock), lock);
     } catch (error) {
       if (!(error instanceof Redlock4.LockError)) throw error;
       return denialOf(counter.votes.slice(0, 5), 5);
@@ -172,11 +170,7 @@ function redlock4Calls(connections: readonly Redis[], clock: MonotonicClock): Lo
   return {
     async acquire(resource, { ttlMs, retries = 0, retryDelayMs = 0 }) {
       checkAcquireInput(resource, { ttlMs, retries }, true);
-      for (let tries = 0; ; tries++) {
-        const result = await attempt(resource, ttlMs);
-        if (result.kind !== 'denied' || tries >= retries) return result;
-        await sleep(clock, retryDelayMs);
-      }
+      return retryOnClock(clock, retries, retryDelayMs, () => attempt(resource, ttlMs));
     },
     async extend(lease, ttlMs): Promise<ExtendResult> {
       checkTtl(ttlMs);
@@ -195,12 +189,10 @@ function redlock4Calls(connections: readonly Redis[], clock: MonotonicClock): Lo
       }
     },
     async release(lease) {
-      const held = locks.get(lease);
-      if (held === undefined) return;
-      locks.delete(lease);
-      held.handle.lose('released');
+      const lock = locks.end(lease, 'released');
+      if (lock === undefined) return;
       // Rejects when no quorum released; the keys then expire by their ttl.
-      await held.lock.unlock().catch(() => undefined);
+      await lock.unlock().catch(() => undefined);
     },
   };
 }
@@ -222,26 +214,22 @@ export const REDLOCK4_CONCURRENT: ConcurrentClient = {
     const redlock = new Redlock4(nodes, { driftFactor: 0.01, retryCount: 0, retryDelay: 0, retryJitter: 0 });
     rememberLockSha(redlock);
     redlock.on('clientError', () => undefined);
-    const locks = new Map<Lease, { handle: LeaseHandle; lock: Lock4 }>();
+    const locks = new LibraryLocks<Lock4>();
     return {
       async acquire(resource, ttlMs) {
         counter.votes.length = 0;
         try {
           const lock = await redlock.lock(redlockKey(resource), ttlMs);
-          const handle = new LeaseHandle(resource, lock.value, 0n, clock.now() + (lock.expiration - Date.now()), clock);
-          locks.set(handle, { handle, lock });
-          return { kind: 'granted', lease: handle };
+          return locks.granted(new LeaseHandle(resource, lock.value, 0n, clock.now() + (lock.expiration - Date.now()), clock), lock);
         } catch (error) {
           if (!(error instanceof Redlock4.LockError)) throw error;
           return denialOf(counter.votes.slice(0, 5), 5);
         }
       },
       async release(lease) {
-        const held = locks.get(lease);
-        if (held === undefined) return;
-        locks.delete(lease);
-        held.handle.lose('released');
-        await held.lock.unlock();
+        const lock = locks.end(lease, 'released');
+        if (lock === undefined) return;
+        await lock.unlock();
       },
       async close() {
         for (const c of connections) c.disconnect();

@@ -256,6 +256,15 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     return killed;
   }
 
+  /** Every member running again and a leader agreed (bounded by `timeoutMs`): runs that share the group each leave it whole for the next. No-op once stopped. */
+  async wholeAgain(timeoutMs: number): Promise<void> {
+    if (this.stopped) return;
+    const down = Array.from({ length: this.size }, (_v, m) => m).filter((m) => !this.running(m));
+    if (down.length === 0) return;
+    await Promise.all(down.map((m) => this.restart(m)));
+    await this.leader(timeoutMs);
+  }
+
   /** Starts a killed member again on its data and ports (a running one is killed first); resolves when it answers. */
   async restart(member: number): Promise<void> {
     this.assertNotStopped('restart');

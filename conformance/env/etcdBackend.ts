@@ -10,10 +10,11 @@ import { lockKey } from '../../impl/etcd/keys.ts';
 import { EtcdLock } from '../../impl/etcd/lock.ts';
 import { etcd3Node, type EtcdNode } from '../../impl/etcd/node.ts';
 import { etcdFencedStore } from '../../impl/etcd/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
-import { TimingError, VirtualTime } from '../sim/time.ts';
+import { TimingError } from '../sim/time.ts';
+import { crashQuorum, pacedEnvironment, pacedNetwork } from './pacedGroup.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { EtcdCluster } from './etcdCluster.ts';
@@ -111,15 +112,10 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
   const close = async (): Promise<void> => {
     for (const c of all) c.close();
     // A run that ended with the cluster down leaves it whole for the next one.
-    await wholeAgain(lockCluster);
+    await lockCluster.wholeAgain(READY_TIMEOUT_MS);
   };
   try {
-    const up = [true];
-    // The network settles real I/O before virtual time moves on; the time waits on the network: made in turn.
-    const settle: { network?: SimNetwork } = {};
-    const time = new VirtualTime({ settle: () => settle.network!.settled(), realTime: { toleranceMs: ETCD_PACING_TOLERANCE_MS } });
-    const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up[0]! }));
-    settle.network = network;
+    const { time, network, up } = pacedNetwork(ETCD_PACING_TOLERANCE_MS);
     // The connections to the lock cluster, made again after a restart (a channel to a killed member backs off).
     const connect = (): { readonly admin: Etcd3; readonly own: readonly Etcd3[]; readonly nodes: readonly EtcdNode[] } => {
       const own = Array.from({ length: clients }, (_v, client) => open(lockCluster, [lockCluster.endpoints[client % lockCluster.size]!]));
@@ -170,43 +166,25 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       const skew = performance.now() - electedAt;
       if (skew > ETCD_REVOKE_SLACK_MS) throw new TimingError(`the restart's connections were ready ${skew.toFixed(0)} ms after the election (more than ${ETCD_REVOKE_SLACK_MS} ms): the machine was too busy to keep pace`);
     };
-    const env: Environment = {
-      nowMs: () => time.nowMs(),
-      advanceTo: (t) => time.advanceTo(t),
-      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // The network's faults and crash-restart: no clock of a member is the runner's (Go), and an etcd lease lives
-      // with its ttl, not with a connection.
-      faults: {
-        ...network.faults(),
-        ...timing.faults,
-        crash: {
-          crash: async () => {
-            await failsTheRun('the crash of the leader and a follower', async () => {
-              up[0] = false;
-              killed = await lockCluster.killLeaderAndFollower(crashes++, READY_TIMEOUT_MS);
-            });
-            // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
-            // meanwhile) leaves the run unjudged, never judged wrong.
-            time.noteServerReply();
-            time.assertOnTime();
-          },
-          prepareRestart: () => prepareRestart(),
-          restart: async () => {
-            await prepareRestart();
-            up[0] = true;
-          },
-        },
-      },
-      realTimeAheadMs: () => time.lagMs(),
-      inspect: async (resource) => {
-        // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
-        if (!up[0]) return [null];
-        const r = await lockLinks.admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
-        time.noteServerReply();
-        time.assertOnTime();
-        return [r.kvs[0]?.value.toString('utf8') ?? null];
+    // The network's faults and crash-restart: no clock of a member is the runner's (Go), and an etcd lease lives
+    // with its ttl, not with a connection.
+    const crash = {
+      crash: () => crashQuorum(lockCluster, crashes++, READY_TIMEOUT_MS, time, up, (members) => (killed = members)),
+      prepareRestart: () => prepareRestart(),
+      restart: async () => {
+        await prepareRestart();
+        up[0] = true;
       },
     };
+    const inspect = async (resource: string): Promise<ReadonlyArray<string | null>> => {
+      // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
+      if (!up[0]) return [null];
+      const r = await lockLinks.admin.kv.range({ key: lockKey(resource, prefix) }, { deadline: Date.now() + CALL_TIMEOUT_MS });
+      time.noteServerReply();
+      time.assertOnTime();
+      return [r.kvs[0]?.value.toString('utf8') ?? null];
+    };
+    const env = pacedEnvironment(time, network, timing, crash, inspect);
     return { clients: lockClients, env, close };
   } catch (error) {
     await close();
@@ -255,15 +233,6 @@ function boundedNode(bound: RequestBound, slow: () => void, node: EtcdNode): Etc
 function closeClient(all: Set<Etcd3>, client: Etcd3): void {
   client.close();
   all.delete(client);
-}
-
-/** Every member running again and a leader agreed (bounded): a cell's runs share the cluster. */
-async function wholeAgain(cluster: EtcdCluster): Promise<void> {
-  if (cluster.stopped) return;
-  const down = Array.from({ length: cluster.size }, (_v, m) => m).filter((m) => !cluster.running(m));
-  if (down.length === 0) return;
-  await Promise.all(down.map((m) => cluster.restart(m)));
-  await cluster.leader(READY_TIMEOUT_MS);
 }
 
 /** Waits (bounded) until a client's connection answers a read. */

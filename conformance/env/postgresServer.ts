@@ -49,7 +49,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
-import { onExitKill, onFreePort } from './processes.ts';
+import { LiveServers } from './liveServers.ts';
+import { onFreePort, onSamePort } from './processes.ts';
 import { Guard } from './watchdog.ts';
 import { finishWithin } from '../realTimeLimit.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
@@ -120,8 +121,7 @@ const POLL_INTERVAL_MS = 10;
 const LOG_TAIL_BYTES = 4 * 1024;
 const INSTALL_POSTGRES = 'apt-get update && apt-get install -y --no-install-recommends postgresql';
 
-/** Clusters started and not yet stopped (crashed ones included: their directories still exist). */
-const live = new Set<PostgresServer>();
+const live = new LiveServers<PostgresServer>();
 
 interface OsUser {
   uid: number;
@@ -190,7 +190,7 @@ export class PostgresServer {
     const deadline = Date.now() + timeoutMs;
     requirePostgresBinaries();
     const runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
-    installCleanupHandlers();
+    live.killAtExit();
     const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-'));
     const server = new PostgresServer(STARTING, options, dir, runAs);
     live.add(server);
@@ -317,12 +317,7 @@ export class PostgresServer {
     this.#assertNotStopped('restart');
     await this.#shutdownImmediate();
     const deadline = Date.now() + this.startTimeoutMs;
-    for (;;) {
-      const result = await this.#spawnAndWait(deadline);
-      if (result.outcome === 'ready') return;
-      if (Date.now() >= deadline) throw this.#startError(`port ${this.#port} stayed in use`);
-      await sleep(50);
-    }
+    await onSamePort(deadline, async () => (await this.#spawnAndWait(deadline)).outcome === 'ready', () => this.#startError(`port ${this.#port} stayed in use`));
   }
 
   /**
@@ -588,7 +583,7 @@ export class PostgresServer {
 
 /** Stops every cluster started in this process and not yet stopped. */
 export async function stopAllPostgresServers(): Promise<void> {
-  await Promise.all([...live].map((server) => server.stop()));
+  await live.stopAll();
 }
 
 /** Throws EnvironmentError unless the PostgreSQL 15 server binaries are installed. */
@@ -818,12 +813,4 @@ async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs:
 
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function killAllSync(): void {
-  for (const server of [...live]) server.killSync();
-}
-
-function installCleanupHandlers(): void {
-  onExitKill(killAllSync);
 }

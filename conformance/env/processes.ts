@@ -3,6 +3,7 @@ import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdtempSync, ope
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { finishWithin } from '../realTimeLimit.ts';
 
 /**
@@ -63,6 +64,20 @@ export async function onFreePort<T>(deadlineMs: number, start: (port: number) =>
     if (result !== 'address-in-use') return { value: result, release: claim.release };
     claim.release();
     if (Date.now() >= deadlineMs) throw tooLate();
+  }
+}
+
+/**
+ * A restart on the port the server already has (its claim is kept across
+ * restarts): `start` again, 50 ms apart, while the port is still held, until
+ * `deadlineMs`; then `stayedInUse()` is thrown. `start` is true when the
+ * server came up.
+ */
+export async function onSamePort(deadlineMs: number, start: () => Promise<boolean>, stayedInUse: () => Error): Promise<void> {
+  for (;;) {
+    if (await start()) return;
+    if (Date.now() >= deadlineMs) throw stayedInUse();
+    await sleep(50);
   }
 }
 

@@ -19,7 +19,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError, type FakeClockFile, ensureMallocShim, removeFaketimeSharedMemory, requireLibfaketime } from './faketime.ts';
-import { onExitKill, onFreePort } from './processes.ts';
+import { LiveServers } from './liveServers.ts';
+import { onFreePort, onSamePort } from './processes.ts';
 import { type RespValue, sendCommand } from './resp.ts';
 import { Guard } from './watchdog.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
@@ -79,8 +80,7 @@ const OUTPUT_RING_BYTES = 16 * 1024;
 const LOG_TAIL_BYTES = 4 * 1024;
 const INSTALL_REDIS = 'apt-get update && apt-get install -y --no-install-recommends redis-server';
 
-/** Servers started and not yet stopped (crashed ones included: their directories still exist). */
-const live = new Set<RedisServer>();
+const live = new LiveServers<RedisServer>();
 
 /**
  * A redis-server process lockcheck started on 127.0.0.1 (a free port, a
@@ -151,7 +151,7 @@ export class RedisServer {
         throw new Error(`RedisServer: clock file ${options.clockFile.path} does not exist; set() it before starting the server`);
       }
     }
-    installCleanupHandlers();
+    live.killAtExit();
     const dir = await mkdtemp(join(tmpdir(), 'lockcheck-redis-'));
     const server = new RedisServer(STARTING, options, dir, preload);
     live.add(server);
@@ -247,12 +247,7 @@ export class RedisServer {
     this.#assertNotStopped('restart');
     await this.crash();
     const deadline = Date.now() + this.startTimeoutMs;
-    for (;;) {
-      const result = await this.#spawnAndWait(deadline);
-      if (result === 'ready') return;
-      if (Date.now() >= deadline) throw this.#startError(`port ${this.#port} stayed in use`);
-      await sleep(50);
-    }
+    await onSamePort(deadline, async () => (await this.#spawnAndWait(deadline)) === 'ready', () => this.#startError(`port ${this.#port} stayed in use`));
   }
 
   /** SIGSTOP: the server keeps accepting TCP connections (backlog) but answers nothing. */
@@ -436,17 +431,9 @@ export class RedisServer {
 
 /** Stops every server started in this process and not yet stopped. */
 export async function stopAllRedisServers(): Promise<void> {
-  await Promise.all([...live].map((server) => server.stop()));
+  await live.stopAll();
 }
 
 function isAlive(child: ChildProcess): boolean {
   return child.pid !== undefined && child.exitCode === null && child.signalCode === null;
-}
-
-function killAllSync(): void {
-  for (const server of [...live]) server.killSync();
-}
-
-function installCleanupHandlers(): void {
-  onExitKill(killAllSync);
 }

@@ -9,10 +9,11 @@ import { ZookeeperLock } from '../../impl/zookeeper/lock.ts';
 import { zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/node.ts';
 import { lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import { zookeeperFencedStore } from '../../impl/zookeeper/store.ts';
-import type { BackendInstance, BackendUnderTest, Environment, LockClient } from '../adapter.ts';
+import type { BackendInstance, BackendUnderTest, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
 import { SimNetwork } from '../sim/network.ts';
-import { TimingError, VirtualTime } from '../sim/time.ts';
+import { TimingError } from '../sim/time.ts';
+import { crashQuorum, pacedEnvironment, pacedNetwork } from './pacedGroup.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { failsTheRun } from './runEnvironment.ts';
 import { ZK_TICK_MS, type ZookeeperAuth, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
@@ -96,14 +97,10 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
     for (const n of nodes) n.close();
     // A run that ended with the ensemble down (or coming back) leaves it whole for the next one.
     await restarting.catch(() => undefined);
-    await wholeAgain(cell.ensemble);
+    await cell.ensemble.wholeAgain(READY_TIMEOUT_MS);
   };
   try {
-    const up = [true];
-    const settle: { network?: SimNetwork } = {};
-    const time = new VirtualTime({ settle: () => settle.network!.settled(), realTime: { toleranceMs: ZK_PACING_TOLERANCE_MS } });
-    const network = new SimNetwork(time, (e: Endpoint) => (e === 'store' ? { reachable: () => true } : { reachable: () => up[0]! }));
-    settle.network = network;
+    const { time, network, up } = pacedNetwork(ZK_PACING_TOLERANCE_MS);
     const admin = zookeeperNode({ ...cell.ensemble.clientOptions(), clock: systemClock, requestTimeoutMs: CALL_TIMEOUT_MS });
     nodes.push(admin);
     const clientClocks: Clock[] = Array.from({ length: clients }, () => clockAt());
@@ -152,53 +149,35 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
       const skew = performance.now() - electedSince;
       if (skew > ZK_EXPIRY_SLACK_MS) throw new TimingError(`the ensemble's sessions were refreshed up to ${skew.toFixed(0)} ms before the restart could be judged (more than ${ZK_EXPIRY_SLACK_MS} ms): the machine was too busy to keep pace`);
     };
-    const env: Environment = {
-      nowMs: () => time.nowMs(),
-      advanceTo: (t) => time.advanceTo(t),
-      runUntil: (work, limitMs) => time.runUntil(work, limitMs),
-      // The network's faults, its timing faults and crash-restart: no member clock is the runner's (spec 7.10).
-      faults: {
-        ...network.faults(),
-        ...timing.faults,
-        crash: {
-          crash: async () => {
-            await failsTheRun('the crash of the leader and a follower', async () => {
-              up[0] = false;
-              killed = await ensemble.killLeaderAndFollower(crashes++, READY_TIMEOUT_MS);
-            });
-            // The model's crash is at the step's instant: a kill later than the pace allows (a lease may have run out
-            // meanwhile) leaves the run unjudged, never judged wrong.
-            time.noteServerReply();
-            time.assertOnTime();
-          },
-          prepareRestart: () => prepareRestart(),
-          restart: async () => {
-            await prepareRestart();
-            up[0] = true;
-            // A restarted JVM answers its first requests slowly (its code not yet compiled): a session through every
-            // member warms them. After the model's restart: the next step's catch-up covers the time it takes.
-            await failsTheRun('the warm-up after the restart', async () => {
-              await restarting;
-              await Promise.all(ensemble.endpoints.map((endpoint) => warm(ensemble.clientOptions(endpoint), `${root}/warm`)));
-            });
-          },
-        },
-      },
-      realTimeAheadMs: () => time.lagMs(),
-      inspect: async (resource) => {
-        // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
-        if (!up[0]) return [null];
-        const dir = lockDir(resource, root);
-        // ZooKeeper's reads are not linearizable: a member (the leader too) may not yet have applied a write another
-        // member acknowledged. A write on the look's own session first is the barrier (the client library has no
-        // sync): its member has applied every earlier write before it answers it.
-        await admin.fencedWrite(`${root}/barrier`, 1n, 'barrier', 'unfenced');
-        const line = (await admin.children(dir)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
-        time.noteServerReply();
-        time.assertOnTime();
-        return [line[0] === undefined ? null : `${dir}/${line[0]}`];
+    // The network's faults, its timing faults and crash-restart: no member clock is the runner's (spec 7.10).
+    const crash = {
+      crash: () => crashQuorum(ensemble, crashes++, READY_TIMEOUT_MS, time, up, (members) => (killed = members)),
+      prepareRestart: () => prepareRestart(),
+      restart: async () => {
+        await prepareRestart();
+        up[0] = true;
+        // A restarted JVM answers its first requests slowly (its code not yet compiled): a session through every
+        // member warms them. After the model's restart: the next step's catch-up covers the time it takes.
+        await failsTheRun('the warm-up after the restart', async () => {
+          await restarting;
+          await Promise.all(ensemble.endpoints.map((endpoint) => warm(ensemble.clientOptions(endpoint), `${root}/warm`)));
+        });
       },
     };
+    const inspect = async (resource: string): Promise<ReadonlyArray<string | null>> => {
+      // The model's node is down: what the members hold is not the clients' to see (the runner skips a down node).
+      if (!up[0]) return [null];
+      const dir = lockDir(resource, root);
+      // ZooKeeper's reads are not linearizable: a member (the leader too) may not yet have applied a write another
+      // member acknowledged. A write on the look's own session first is the barrier (the client library has no
+      // sync): its member has applied every earlier write before it answers it.
+      await admin.fencedWrite(`${root}/barrier`, 1n, 'barrier', 'unfenced');
+      const line = (await admin.children(dir)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
+      time.noteServerReply();
+      time.assertOnTime();
+      return [line[0] === undefined ? null : `${dir}/${line[0]}`];
+    };
+    const env = pacedEnvironment(time, network, timing, crash, inspect);
     return { clients: lockClients, env, close };
   } catch (error) {
     await close();
@@ -260,15 +239,6 @@ async function ready(nodes: readonly ZookeeperNode[], path: string): Promise<voi
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-}
-
-/** Every member running again and a leader serving (bounded): a cell's runs share the ensemble. */
-async function wholeAgain(ensemble: ZookeeperEnsemble): Promise<void> {
-  if (ensemble.stopped) return;
-  const down = Array.from({ length: ensemble.size }, (_v, m) => m).filter((m) => !ensemble.running(m));
-  if (down.length === 0) return;
-  await Promise.all(down.map((m) => ensemble.restart(m)));
-  await ensemble.leader(READY_TIMEOUT_MS);
 }
 
 /** Sessions through one member (with the ensemble's credentials): opened, a contender made under `dir`, closed (each call bounded). */

@@ -80,20 +80,9 @@ async function redisClient(b: Extract<ClientBackend, { kind: 'redis' }>): Promis
   // A node down at the start (the nemesis may have struck already) is one the client reconnects to; its calls fail meanwhile.
   await Promise.all([...nodes, storeConnection].map((r) => r.connect().catch(() => undefined)));
   const lock = createRedisLock({ nodes, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
-  const store = redisFencedStore(storeConnection, b.storePolicy);
-  return {
-    acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
-    read: async (lease) => (await store.read(lease.resource)).value,
-    write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
-    release: async (lease) => {
-      await lock.release(lease);
-      return true;
-    },
-    pids: () => [],
-    close: async () => {
-      for (const r of [...nodes, storeConnection]) r.disconnect();
-    },
-  };
+  return leaseStressClient(lock, redisFencedStore(storeConnection, b.storePolicy), async () => {
+    for (const r of [...nodes, storeConnection]) r.disconnect();
+  });
 }
 
 /** WAIT 1's bound in a stress client: shorter than the request timeout, or the WAIT outlives the vote. */
@@ -123,20 +112,9 @@ async function sentinelClient(b: Extract<ClientBackend, { kind: 'redis-sentinel'
   const storeConnection = redisConnection(b.store);
   await Promise.all([primary, storeConnection].map((r) => r.connect().catch(() => undefined)));
   const lock = createRedisLock({ nodes: [primary], clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS, ...(b.wait ? { replicas: STRESS_WAIT } : {}) });
-  const store = redisFencedStore(storeConnection, b.storePolicy);
-  return {
-    acquire: (resource, ttlMs) => lock.acquire(resource, { ttlMs }),
-    read: async (lease) => (await store.read(lease.resource)).value,
-    write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
-    release: async (lease) => {
-      await lock.release(lease);
-      return true;
-    },
-    pids: () => [],
-    close: async () => {
-      for (const r of [primary, storeConnection]) r.disconnect();
-    },
-  };
+  return leaseStressClient(lock, redisFencedStore(storeConnection, b.storePolicy), async () => {
+    for (const r of [primary, storeConnection]) r.disconnect();
+  });
 }
 
 async function adapterClient(b: Extract<ClientBackend, { kind: 'adapter' }>): Promise<StressClient> {
@@ -245,17 +223,17 @@ async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Pr
   const client = etcdClient({ hosts: [...b.hosts], tls: b.tls, dialTimeoutMs: COMMAND_TIMEOUT_MS });
   const node = etcd3Node(client, { clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new EtcdLock({ node, clock: sharedClock });
-  return consensusStressClient(lock, etcdFencedStore(node, b.storePolicy), async () => client.close());
+  return leaseStressClient(lock, etcdFencedStore(node, b.storePolicy), async () => client.close());
 }
 
 async function zookeeperStressClient(b: Extract<ClientBackend, { kind: 'zookeeper' }>): Promise<StressClient> {
   const node = zookeeperNode({ connectString: b.connectString, auth: b.auth, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
   const lock = new ZookeeperLock({ node, clock: sharedClock });
-  return consensusStressClient(lock, zookeeperFencedStore(node, b.storePolicy), async () => node.close());
+  return leaseStressClient(lock, zookeeperFencedStore(node, b.storePolicy), async () => node.close());
 }
 
-/** A lock and a fenced store in one consensus service (etcd, ZooKeeper): nothing to commit at release, no backend pids. */
-function consensusStressClient(
+/** A lease lock and a fenced store beside it (Redis, Redis through Sentinel, etcd, ZooKeeper): nothing to commit at release, no backend pids. */
+function leaseStressClient(
   lock: { acquire(resource: string, options: { ttlMs: number }): Promise<AcquireResult>; release(lease: Lease): Promise<unknown> },
   store: { read(resource: string): Promise<{ readonly value: string | null }>; write(resource: string, token: bigint, value: string): Promise<{ readonly kind: 'accepted' | 'rejected' }> },
   close: () => Promise<void>,

@@ -101,6 +101,20 @@ async function proxies(clients: number, targets: ReadonlyArray<{ host: string; p
   return links;
 }
 
+/** Where the lock servers are no consensus group: no gates between members to cut. */
+const NO_MEMBER_GATES: Pick<StressServers, 'partitionMembers' | 'healMembers'> = {
+  partitionMembers: () => {
+    throw new Error('partitionMembers: only the etcd cluster and the ZooKeeper ensemble have gates between their members');
+  },
+  healMembers: () => undefined,
+};
+
+/** Where the locks are no PostgreSQL advisory locks: no backend to end, none holding one. */
+const NO_ADVISORY_LOCKS: Pick<StressServers, 'terminate' | 'advisoryHolders'> = {
+  terminate: async () => undefined,
+  advisoryHolders: async () => [],
+};
+
 async function startRedis(o: StartServersOptions): Promise<StressServers> {
   const count = o.backend === 'redlock' || o.backend === 'redlock-aof' ? 5 : 1;
   const persistence = o.backend.endsWith('-aof') ? 'aof-always' : 'none';
@@ -130,7 +144,7 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
     const url = (host: string, port: number, server: RedisServer): string => `redis://:${encodeURIComponent(server.password)}@${host}:${port}`;
     return {
       backend: o.backend,
-      nodes: nodes.map((s, i) => faultable(`redis ${i}`, s)),
+      nodes: nodes.map((s, i) => faultable(`redis ${i}`, () => s)),
       replication: null,
       links,
       quorum: Math.floor(count / 2) + 1,
@@ -142,10 +156,7 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
           ? { kind: 'adapter', adapter: adapter.ref, tokens: adapter.tokens, servers: { redis: nodeUrls, pg: null }, store: storeUrl, storePolicy }
           : { kind: 'redis', nodes: nodeUrls, store: storeUrl, storePolicy };
       },
-      partitionMembers: () => {
-        throw new Error('partitionMembers: only the etcd cluster and the ZooKeeper ensemble have gates between their members');
-      },
-      healMembers: () => undefined,
+      ...NO_MEMBER_GATES,
       stepClock: (node, deltaMs) => {
         if (clocks === null) throw new Error('stepClock: the nodes run on the real clock');
         offsets[node]! += deltaMs;
@@ -155,8 +166,7 @@ async function startRedis(o: StartServersOptions): Promise<StressServers> {
         const values = await Promise.all(nodes.map((s) => (s.running && !s.paused ? s.command(['GET', key], 500).catch(() => null) : Promise.resolve(null))));
         return values.flatMap((v, i) => (v === owner ? [i] : []));
       },
-      terminate: async () => undefined,
-      advisoryHolders: async () => [],
+      ...NO_ADVISORY_LOCKS,
       stop,
     };
   } catch (e) {
@@ -193,7 +203,7 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
     const urlVia = (host: string, port: number): string => `postgres://${encodeURIComponent(server.user)}:${encodeURIComponent(server.password)}@${host}:${port}/${encodeURIComponent(server.database)}`;
     return {
       backend: o.backend,
-      nodes: [faultable('postgres', server)],
+      nodes: [faultable('postgres', () => server)],
       replication: null,
       links,
       quorum: 1,
@@ -205,10 +215,7 @@ async function startPostgres(o: StartServersOptions): Promise<StressServers> {
           .with('pg-xact', (): ClientBackend => ({ kind: 'pg-xact', url }))
           .otherwise((): ClientBackend => ({ kind: 'pg-session', url, storePolicy }));
       },
-      partitionMembers: () => {
-        throw new Error('partitionMembers: only the etcd cluster and the ZooKeeper ensemble have gates between their members');
-      },
-      healMembers: () => undefined,
+      ...NO_MEMBER_GATES,
       stepClock: () => {
         throw new Error('stepClock: advisory locks have no expiry; no server clock matters');
       },
@@ -250,21 +257,7 @@ async function startReplicated(o: StartServersOptions): Promise<StressServers> {
     const wait = o.backend === 'redis-replicated-wait';
     return {
       backend: o.backend,
-      nodes: [
-        {
-          name: 'redis primary',
-          pause: () => primary().pause(),
-          resume: () => primary().resume(),
-          get paused() {
-            return primary().paused;
-          },
-          crash: () => primary().crash(),
-          restart: () => primary().restart(),
-          get running() {
-            return primary().running;
-          },
-        },
-      ],
+      nodes: [faultable('redis primary', primary)],
       replication: {
         hold: () => cluster.holdReplication(),
         failover: async () => {
@@ -284,12 +277,8 @@ async function startReplicated(o: StartServersOptions): Promise<StressServers> {
         throw new Error('stepClock: the replicated servers run on the real clock here');
       },
       nodesHolding: async (key, owner) => ((await primary().command(['GET', key], 500).catch(() => null)) === owner ? [0] : []),
-      partitionMembers: () => {
-        throw new Error('partitionMembers: only the etcd cluster and the ZooKeeper ensemble have gates between their members');
-      },
-      healMembers: () => undefined,
-      terminate: async () => undefined,
-      advisoryHolders: async () => [],
+      ...NO_MEMBER_GATES,
+      ...NO_ADVISORY_LOCKS,
       stop,
     };
   } catch (e) {
@@ -298,18 +287,19 @@ async function startReplicated(o: StartServersOptions): Promise<StressServers> {
   }
 }
 
-function faultable(name: string, s: RedisServer | PostgresServer): FaultableServer {
+/** A server as the nemesis's: `current()` is the process each call reaches (redis-replicated: whichever is primary now). */
+function faultable(name: string, current: () => RedisServer | PostgresServer): FaultableServer {
   return {
     name,
-    pause: () => s.pause(),
-    resume: () => s.resume(),
+    pause: () => current().pause(),
+    resume: () => current().resume(),
     get paused() {
-      return s.paused;
+      return current().paused;
     },
-    crash: () => s.crash(),
-    restart: () => s.restart(),
+    crash: () => current().crash(),
+    restart: () => current().restart(),
     get running() {
-      return s.running;
+      return current().running;
     },
   };
 }
@@ -334,75 +324,67 @@ function membersAsServers(
   }));
 }
 
-/** A 3-member etcd cluster (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
-async function startEtcd(o: StartServersOptions): Promise<StressServers> {
-  // Election timeout 600 ms: etcd's shortest lease is then 1 s (1.5 election timeouts, rounded up to seconds).
-  const cluster = await EtcdCluster.start({ members: 3, electionMs: 600, parentDir: '/dev/shm', peerGates: o.peerGates ?? false });
+/**
+ * A consensus group's stress servers: its three members as the nemesis's
+ * servers, gates between them (when started with them), with `proxied` a
+ * proxy per client and member; `stepClockRefusal` says why no clock step.
+ * A lease (etcd) or a session (ZooKeeper) is the group's, not a member's:
+ * nodesHolding has no member-wise answer to give.
+ */
+async function groupServers(
+  o: StartServersOptions,
+  label: string,
+  group: EtcdCluster | ZookeeperEnsemble,
+  clientBackend: (links: readonly TcpProxy[] | undefined, storePolicy: FencePolicy) => ClientBackend,
+  stepClockRefusal: string,
+): Promise<StressServers> {
   try {
     const links: TcpProxy[][] = [];
-    if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => cluster.link(m))));
+    if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => group.link(m))));
     return {
       backend: o.backend,
-      nodes: membersAsServers('etcd', cluster),
+      nodes: membersAsServers(label, group),
       replication: null,
       links,
       quorum: 2,
       clocksFaked: false,
-      clientBackend: (client, storePolicy) => ({
-        kind: 'etcd',
-        hosts: o.proxied ? links[client]!.map((p) => `https://${p.host}:${p.port}`) : cluster.endpoints,
-        tls: cluster.clientTls,
-        storePolicy,
-      }),
-      partitionMembers: (side) => cluster.partitionMembers(side),
-      healMembers: () => cluster.healMembers(),
+      clientBackend: (client, storePolicy) => clientBackend(o.proxied ? links[client]! : undefined, storePolicy),
+      partitionMembers: (side) => group.partitionMembers(side),
+      healMembers: () => group.healMembers(),
       stepClock: () => {
-        throw new Error('stepClock: etcd is a Go program, libfaketime does not reach its clocks');
+        throw new Error(stepClockRefusal);
       },
-      // A lease is the cluster's, not a member's: no member-wise answer to give.
       nodesHolding: async () => [],
-      terminate: async () => undefined,
-      advisoryHolders: async () => [],
-      stop: () => cluster.stop(),
+      ...NO_ADVISORY_LOCKS,
+      stop: () => group.stop(),
     };
   } catch (e) {
-    await cluster.stop();
+    await group.stop();
     throw e;
   }
+}
+
+/** A 3-member etcd cluster (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
+async function startEtcd(o: StartServersOptions): Promise<StressServers> {
+  // Election timeout 600 ms: etcd's shortest lease is then 1 s (1.5 election timeouts, rounded up to seconds).
+  const cluster = await EtcdCluster.start({ members: 3, electionMs: 600, parentDir: '/dev/shm', peerGates: o.peerGates ?? false });
+  return groupServers(
+    o,
+    'etcd',
+    cluster,
+    (links, storePolicy) => ({ kind: 'etcd', hosts: links !== undefined ? links.map((p) => `https://${p.host}:${p.port}`) : cluster.endpoints, tls: cluster.clientTls, storePolicy }),
+    'stepClock: etcd is a Go program, libfaketime does not reach its clocks',
+  );
 }
 
 /** A 3-member ZooKeeper ensemble (data on /dev/shm); each member is a server the nemesis can pause, kill and restart. */
 async function startZookeeper(o: StartServersOptions): Promise<StressServers> {
   const ensemble = await ZookeeperEnsemble.start({ members: 3, parentDir: '/dev/shm', peerGates: o.peerGates ?? false });
-  try {
-    const links: TcpProxy[][] = [];
-    if (o.proxied) for (let c = 0; c < o.clients; c++) links.push(await Promise.all([0, 1, 2].map((m) => ensemble.link(m))));
-    return {
-      backend: o.backend,
-      nodes: membersAsServers('zookeeper', ensemble),
-      replication: null,
-      links,
-      quorum: 2,
-      clocksFaked: false,
-      clientBackend: (client, storePolicy) => ({
-        kind: 'zookeeper',
-        connectString: o.proxied ? links[client]!.map((p) => `${p.host}:${p.port}`).join(',') : ensemble.connectString,
-        auth: ensemble.auth,
-        storePolicy,
-      }),
-      partitionMembers: (side) => ensemble.partitionMembers(side),
-      healMembers: () => ensemble.healMembers(),
-      stepClock: () => {
-        throw new Error('stepClock: no clock fault is offered on ZooKeeper members');
-      },
-      // A session is the ensemble's, not a member's: no member-wise answer to give.
-      nodesHolding: async () => [],
-      terminate: async () => undefined,
-      advisoryHolders: async () => [],
-      stop: () => ensemble.stop(),
-    };
-  } catch (e) {
-    await ensemble.stop();
-    throw e;
-  }
+  return groupServers(
+    o,
+    'zookeeper',
+    ensemble,
+    (links, storePolicy) => ({ kind: 'zookeeper', connectString: links !== undefined ? links.map((p) => `${p.host}:${p.port}`).join(',') : ensemble.connectString, auth: ensemble.auth, storePolicy }),
+    'stepClock: no clock fault is offered on ZooKeeper members',
+  );
 }

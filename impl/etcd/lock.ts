@@ -1,11 +1,14 @@
-import { checkDuration, checkRetries, checkResource, checkTtl } from '../../model/errors.ts';
+import { checkTtl } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { leaseMargins } from '../leaseMargins.ts';
+import { driftMarginMs, leaseMargins, type LeaseMargins } from '../leaseMargins.ts';
 import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions } from '../options.ts';
-import { sleep } from '../clock.ts';
-import { abortReason, checkSignal, settleAborted } from '../abort.ts';
+import { abortReason, checkSignal } from '../abort.ts';
+import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
+import { retryDenied } from '../retryDenied.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
+import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { DEFAULT_PREFIX, lockKey } from './keys.ts';
@@ -54,8 +57,6 @@ interface Held {
   readonly ttlMs: number;
 }
 
-const PRUNE_MIN = 64;
-
 /**
  * The etcd lease lock of EtcdLockOptions: acquire, extend and release, each
  * lease carrying the key's create revision as its fencing token and a
@@ -65,26 +66,19 @@ const PRUNE_MIN = 64;
 export class EtcdLock {
   readonly #node: EtcdNode;
   readonly #clock: MonotonicClock;
-  readonly #driftFactor: number;
-  readonly #clockMarginMs: number;
-  readonly #safetyMarginMs: number;
+  readonly #margins: LeaseMargins;
   readonly #prefix: string;
-  readonly #held = new Map<Lease, Held>();
-  #pruneAt = PRUNE_MIN;
+  readonly #held = new HeldLeases<Held>((held) => held.handle);
 
   constructor(options: EtcdLockOptions) {
     checkObject(options, 'EtcdLock options');
     checkLockKeys(options);
     checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'owns', 'deleteIfOwned', 'revoke']);
     checkClock(options.clock);
-    const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
-    const prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX, 'prefix');
+    this.#margins = leaseMargins(options, 10_000);
+    this.#prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX, 'prefix');
     this.#node = options.node;
     this.#clock = options.clock;
-    this.#driftFactor = df;
-    this.#clockMarginMs = margin;
-    this.#safetyMarginMs = safety;
-    this.#prefix = prefix;
   }
 
   /** The clock this lock times its leases by. */
@@ -98,22 +92,11 @@ export class EtcdLock {
    * (no further attempt) when etcd refuses the credentials or the calls.
    */
   async acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
-    checkResource(resource);
-    checkObject(options, 'acquire options');
-    checkAcquireKeys(options);
-    const ttlMs = checkTtl(options.ttlMs);
-    const retries = checkRetries(options.retries);
-    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
-    const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+    const plan = checkLeaseAcquire(resource, options, checkAcquireKeys);
     const signal = checkSignal(options.signal);
     if (signal?.aborted) throw abortReason(signal);
-    for (let attempt = 0; ; attempt++) {
-      // An attempt in flight when the signal fires finishes (its calls are bounded); a grant it brings is released.
-      const result = await settleAborted(await this.#attempt(resource, ttlMs), signal, (lease) => this.release(lease));
-      if (result.kind !== 'denied' || attempt >= retries) return result;
-      const jitter = Math.floor(Math.random() * (retryJitterMs + 1));
-      await sleep(this.#clock, retryDelayMs + jitter, signal);
-    }
+    // An attempt in flight when the signal fires finishes (its calls are bounded); a grant it brings is released.
+    return retryDenied(plan, signal, this.#clock, () => Math.random(), () => this.#attempt(resource, plan.ttlMs), (lease) => this.release(lease));
   }
 
   /**
@@ -143,10 +126,7 @@ export class EtcdLock {
     }
     for (const r of [renewed, owned]) if (r.status === 'rejected' && mustThrow(r.reason)) throw r.reason;
     if (renewed.status === 'rejected' || owned.status === 'rejected') return { kind: 'not-extended', reason: 'no-quorum' };
-    const validUntilMs = startedMs + held.ttlMs - this.#driftMarginMs(held.ttlMs);
-    if (this.#clock.now() >= validUntilMs || held.handle.lost) return { kind: 'not-extended', reason: 'no-quorum' };
-    held.handle.extendTo(validUntilMs);
-    return { kind: 'extended', validUntilMs };
+    return renewal(held.handle, startedMs, held.ttlMs, this.#margins, this.#clock);
   }
 
   /**
@@ -157,10 +137,8 @@ export class EtcdLock {
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
-    const held = this.#held.get(lease);
+    const held = this.#held.release(lease);
     if (held === undefined) return;
-    held.handle.lose('released');
-    this.#held.delete(lease);
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
     await Promise.all([
       this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token).catch(() => false),
@@ -171,10 +149,6 @@ export class EtcdLock {
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */
   get trackedLeases(): number {
     return this.#held.size;
-  }
-
-  #driftMarginMs(ttlMs: number): number {
-    return Math.ceil(this.#driftFactor * ttlMs) + this.#clockMarginMs;
   }
 
   async #attempt(resource: string, ttlMs: number): Promise<AcquireResult> {
@@ -212,21 +186,12 @@ export class EtcdLock {
       return { kind: 'timed-out' };
     }
     // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
-    if (ttlMs - elapsed - this.#driftMarginMs(ttlMs) - this.#safetyMarginMs <= 0) {
+    if (ttlMs - elapsed - driftMarginMs(this.#margins, ttlMs) - this.#margins.safetyMarginMs <= 0) {
       await this.#node.revoke(leaseId).catch(() => undefined);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }
-    const handle = new LeaseHandle(resource, leaseId, token, startedMs + ttlMs - this.#driftMarginMs(ttlMs), this.#clock, this.#safetyMarginMs);
-    this.#remember({ handle, leaseId, ttlMs });
+    const handle = new LeaseHandle(resource, leaseId, token, startedMs + ttlMs - driftMarginMs(this.#margins, ttlMs), this.#clock, this.#margins.safetyMarginMs);
+    this.#held.add({ handle, leaseId, ttlMs });
     return { kind: 'granted', lease: handle };
-  }
-
-  /** Forgets lost leases once the map has doubled, so it cannot grow without bound. */
-  #remember(held: Held): void {
-    if (this.#held.size >= this.#pruneAt) {
-      for (const [key, h] of this.#held) if (h.handle.lost) this.#held.delete(key);
-      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
-    }
-    this.#held.set(held.handle, held);
   }
 }

@@ -1,10 +1,13 @@
-import { checkDuration, checkRetries, checkResource, checkTtl, MAX_TOKEN } from '../../model/errors.ts';
+import { checkDuration, checkTtl, MAX_TOKEN } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { leaseMargins } from '../leaseMargins.ts';
-import { sleep } from '../clock.ts';
-import { abortReason, checkSignal, settleAborted, unlessAborted } from '../abort.ts';
+import { driftMarginMs, leaseMargins, type LeaseMargins } from '../leaseMargins.ts';
+import { abortReason, checkSignal, unlessAborted } from '../abort.ts';
+import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
+import { retryDenied } from '../retryDenied.ts';
 import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
+import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { checkRoot, lockDir, sequenceOf } from './paths.ts';
@@ -64,8 +67,6 @@ interface Held {
   readonly ttlMs: number;
 }
 
-const PRUNE_MIN = 64;
-
 /** What the lock calls on its node. */
 const LOCK_CALLS = ['openSession', 'contenders', 'enqueue', 'touch', 'watchGone', 'deleteOwned', 'closeSession'];
 
@@ -79,24 +80,17 @@ const LOCK_CALLS = ['openSession', 'contenders', 'enqueue', 'touch', 'watchGone'
 export class ZookeeperLock {
   readonly #node: ZookeeperNode;
   readonly #clock: MonotonicClock;
-  readonly #driftFactor: number;
-  readonly #clockMarginMs: number;
-  readonly #safetyMarginMs: number;
+  readonly #margins: LeaseMargins;
   readonly #root: string;
-  readonly #held = new Map<Lease, Held>();
-  #pruneAt = PRUNE_MIN;
+  readonly #held = new HeldLeases<Held>((held) => held.handle);
 
   constructor(options: ZookeeperLockOptions) {
     checkObject(options, 'ZookeeperLock options');
     checkLockKeys(options);
     this.#node = checkMethods(options.node, 'node', 'a ZookeeperNode', LOCK_CALLS);
     this.#clock = checkClock(options.clock);
-    const { driftFactor: df, clockMarginMs: margin, safetyMarginMs: safety } = leaseMargins(options, 10_000);
-    const root = checkRoot(options.root);
-    this.#driftFactor = df;
-    this.#clockMarginMs = margin;
-    this.#safetyMarginMs = safety;
-    this.#root = root;
+    this.#margins = leaseMargins(options, 10_000);
+    this.#root = checkRoot(options.root);
   }
 
   /** The clock this lock times its leases by. */
@@ -106,23 +100,12 @@ export class ZookeeperLock {
 
   /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
   async acquire(resource: string, options: ZookeeperAcquireOptions): Promise<AcquireResult> {
-    checkResource(resource);
-    checkObject(options, 'acquire options');
-    checkAcquireKeys(options);
-    const ttlMs = checkTtl(options.ttlMs);
-    const retries = checkRetries(options.retries);
-    const retryDelayMs = checkDuration(options.retryDelayMs ?? 0, 'retryDelayMs');
-    const retryJitterMs = checkDuration(options.retryJitterMs ?? 0, 'retryJitterMs');
+    const plan = checkLeaseAcquire(resource, options, checkAcquireKeys);
     const waitMs = checkDuration(options.waitMs ?? 0, 'waitMs');
     const signal = checkSignal(options.signal);
     if (signal?.aborted) throw abortReason(signal);
-    for (let attempt = 0; ; attempt++) {
-      // A cancel ends a wait in line at once (#attempt); a request in flight finishes (bounded), and a grant it brings is released.
-      const result = await settleAborted(await this.#attempt(resource, ttlMs, waitMs, signal), signal, (lease) => this.release(lease));
-      if (result.kind !== 'denied' || attempt >= retries) return result;
-      const jitter = Math.floor(Math.random() * (retryJitterMs + 1));
-      await sleep(this.#clock, retryDelayMs + jitter, signal);
-    }
+    // A cancel ends a wait in line at once (#attempt); a request in flight finishes (bounded), and a grant it brings is released.
+    return retryDenied(plan, signal, this.#clock, () => Math.random(), () => this.#attempt(resource, plan.ttlMs, waitMs, signal), (lease) => this.release(lease));
   }
 
   /**
@@ -148,19 +131,14 @@ export class ZookeeperLock {
       held.handle.lose('expired');
       return { kind: 'not-extended', reason: 'expired' };
     }
-    const validUntilMs = startedMs + held.ttlMs - this.#driftMarginMs(held.ttlMs);
-    if (this.#clock.now() >= validUntilMs || held.handle.lost) return { kind: 'not-extended', reason: 'no-quorum' };
-    held.handle.extendTo(validUntilMs);
-    return { kind: 'extended', validUntilMs };
+    return renewal(held.handle, startedMs, held.ttlMs, this.#margins, this.#clock);
   }
 
   /** Deletes the contender while it is ours and closes the session; fires the lease's signal. Never throws for ZooKeeper failures. */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
-    const held = this.#held.get(lease);
+    const held = this.#held.release(lease);
     if (held === undefined) return;
-    held.handle.lose('released');
-    this.#held.delete(lease);
     await this.#node.deleteOwned(held.session, held.path, lease.token).catch(() => false);
     this.#close(held.session);
   }
@@ -168,10 +146,6 @@ export class ZookeeperLock {
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */
   get trackedLeases(): number {
     return this.#held.size;
-  }
-
-  #driftMarginMs(ttlMs: number): number {
-    return Math.ceil(this.#driftFactor * ttlMs) + this.#clockMarginMs;
   }
 
   /** Closing a session deletes whatever contender it made: the way out of every failed attempt. */
@@ -237,26 +211,18 @@ export class ZookeeperLock {
       this.#close(session);
       return { kind: 'timed-out' };
     }
-    const validUntilMs = renewedMs + grantedMs - this.#driftMarginMs(grantedMs);
+    const validUntilMs = renewedMs + grantedMs - driftMarginMs(this.#margins, grantedMs);
     // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
-    if (validUntilMs - this.#safetyMarginMs <= this.#clock.now()) {
+    if (validUntilMs - this.#margins.safetyMarginMs <= this.#clock.now()) {
       this.#close(session);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }
-    const handle = new LeaseHandle(resource, `${dir}/${own.name}`, own.czxid, validUntilMs, this.#clock, this.#safetyMarginMs);
+    const handle = new LeaseHandle(resource, `${dir}/${own.name}`, own.czxid, validUntilMs, this.#clock, this.#margins.safetyMarginMs);
     // Ended by the node's close(), the session took the contender with it: the lease is lost at once, not at its deadline.
     void session.expired.then((why) => handle.lose(why === 'closed' ? 'connection-lost' : 'expired'));
     // Deleted by another session (an operator's delete): the lock is free for others at once, so the lease is lost at once.
     void own.deleted?.then(() => handle.lose('expired'));
-    this.#remember({ handle, session, path: `${dir}/${own.name}`, ttlMs: grantedMs });
+    this.#held.add({ handle, session, path: `${dir}/${own.name}`, ttlMs: grantedMs });
     return { kind: 'granted', lease: handle };
-  }
-
-  #remember(held: Held): void {
-    if (this.#held.size >= this.#pruneAt) {
-      for (const [key, h] of this.#held) if (h.handle.lost) this.#held.delete(key);
-      this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#held.size);
-    }
-    this.#held.set(held.handle, held);
   }
 }
