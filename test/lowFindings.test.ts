@@ -77,12 +77,12 @@ describe('typed errors on a real redis-server', () => {
   };
 
   it('a wrong password is a ConnectionConfigError, not no-quorum', async () => {
-    const lock = createRedisLock({ nodes: [client('wrong-pw-904413')], requestTimeoutMs: 2_000 });
+    const lock = createRedisLock({ nodes: [client('wrong-pw-904413')], requestTimeoutMs: 20_000 });
     const e = await lock.acquire('r', { ttlMs: 5_000 }).then(() => null, (error: unknown) => error);
     expect(e).toBeInstanceOf(ConnectionConfigError);
     // Printed whole, causes and properties included (ioredis keeps a failed command's arguments), the error holds neither password.
     expect(inspect(e, { depth: 20, showHidden: true })).not.toMatch(new RegExp(`wrong-pw-904413|${server.password}`));
-    const store = redisFencedStore(client('wrong-pw-904413'), 'strict', { timeoutMs: 2_000 });
+    const store = redisFencedStore(client('wrong-pw-904413'), 'strict', { timeoutMs: 20_000 });
     const w = await store.write('r', 1n, 'v').then(() => null, (error: unknown) => error);
     expect(w).toBeInstanceOf(ConnectionConfigError);
     expect(inspect(w, { depth: 20, showHidden: true })).not.toMatch(new RegExp(`wrong-pw-904413|${server.password}`));
@@ -91,7 +91,7 @@ describe('typed errors on a real redis-server', () => {
   it('a token counter at 2^63-1 is a TokenOverflowError, and the lock is not left set', async () => {
     const redis = client(server.password);
     await redis.set('lockcheck:token:full', '9223372036854775807');
-    const lock = createRedisLock({ nodes: [redis], requestTimeoutMs: 2_000 });
+    const lock = createRedisLock({ nodes: [redis], requestTimeoutMs: 20_000 });
     await expect(lock.acquire('full', { ttlMs: 5_000 })).rejects.toBeInstanceOf(TokenOverflowError);
     expect(await redis.exists('lockcheck:lock:full')).toBe(0);
   });

@@ -242,7 +242,7 @@ describe('ZookeeperEnsemble is private (real ensemble)', () => {
         intruder.close();
       }
       // lockcheck's own lock and store without the run's credentials are refused, typed, and change nothing.
-      const outsider = zookeeperNode({ connectString: ensemble.endpoints[0]!, clock: systemClock, requestTimeoutMs: 2000, ...(credentials !== null ? { auth: [{ scheme: 'digest', credentials }] } : {}) });
+      const outsider = zookeeperNode({ connectString: ensemble.endpoints[0]!, clock: systemClock, requestTimeoutMs: 20_000, ...(credentials !== null ? { auth: [{ scheme: 'digest', credentials }] } : {}) });
       nodes.push(outsider);
       // Each refusal caught as it is made: three calls run at once, and one awaited after another rejects would be unhandled.
       const attempts = [zookeeperFencedStore(outsider, 'strict', { root: '/t' }).write('private', 9n, 'x'), lockOn(outsider).acquire('private', { ttlMs: 5000 }), lockOn(outsider).acquire('elsewhere', { ttlMs: 5000 })].map((a) => a.catch((e: unknown) => e));

@@ -441,7 +441,7 @@ describe('redisFencedStore', () => {
     await redis.set('foreign:store:s', 'a plain string');
     for (const call of [() => store.write('s', 5n, 'x'), () => store.read('s')]) await expect(call()).rejects.toThrow(expect.objectContaining({ name: 'ServerRefusedError', code: 'schema', serverCode: 'WRONGTYPE' }));
     expect(await redis.get('foreign:store:s')).toBe('a plain string');
-    const lock = createRedisLock({ nodes: [redis], prefix: 'foreign', requestTimeoutMs: 2000 });
+    const lock = createRedisLock({ nodes: [redis], prefix: 'foreign', requestTimeoutMs: 20_000 });
     await redis.set('foreign:token:c', 'x');
     await expect(lock.acquire('c', { ttlMs: 1000, retries: 3 })).rejects.toThrow(expect.objectContaining({ name: 'ServerRefusedError', code: 'schema' }));
     expect(await redis.exists('foreign:lock:c')).toBe(0);
