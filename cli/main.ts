@@ -7,18 +7,13 @@ import { AdapterError } from '../conformance/adapterCall.ts';
 import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind, ownServersOnly } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
-import { BUILT_INS, didYouMean, importLeftRunning, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, resolveStressTarget } from './backends.ts';
-import { parseRedisUrl, ServerUrlError } from '../conformance/env/userRedis.ts';
-import { parsePostgresUrl } from '../conformance/env/userPostgres.ts';
+import { BUILT_INS, didYouMean, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES } from './rows.ts';
+import { importLeftRunning } from './importsLeftRunning.ts';
+import { parsePostgresUrl, parseRedisUrl, ServerUrlError } from '../conformance/env/serverUrls.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
-import { checkCommand } from './check.ts';
-import { failoverCommand } from './failover.ts';
-import { MalformedRecordingError, stressCommand } from './stress.ts';
+import { MalformedRecordingError } from './malformedRecording.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
-import { STRESS_BACKENDS } from '../conformance/stress/servers.ts';
-import { exploreCommand } from './explore.ts';
-import { matrixCommand } from './matrix.ts';
-import { replayCommand, runCommand } from './run.ts';
+import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
 import { UsageError } from './usage.ts';
 import { resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
@@ -316,6 +311,7 @@ async function main(argv: readonly string[]): Promise<number> {
       distinctOutputs([['--junit', values.junit]], ['--out', values.out ?? 'docs']);
       checkOutputDir(values.out ?? 'docs', 'the matrix into (--out)');
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
+      const { matrixCommand } = await import('./matrix.ts');
       return matrixCommand({
         runs,
         seed,
@@ -342,6 +338,7 @@ async function main(argv: readonly string[]): Promise<number> {
       distinctOutputs([['--counterexample', counterexample], ['--counterexample\'s timeline', `${timeline}.html`], ['--counterexample\'s timeline', `${timeline}.txt`], ['--junit', values.junit]]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       checkOutputFile(values.counterexample ?? 'lockcheck-counterexample.json', 'a counterexample (--counterexample)');
+      const { runCommand } = await import('./run.ts');
       return runCommand({
         backend: values.backend,
         faults: faults as FaultKind[] | undefined,
@@ -356,6 +353,7 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case 'replay': {
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
+      const { replayCommand } = await import('./run.ts');
       return replayCommand(rest[0]!, servers, values.backend);
     }
     case 'check': {
@@ -364,6 +362,7 @@ async function main(argv: readonly string[]): Promise<number> {
       const policy = values['store-policy'];
       if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy '${policy}' (known: ${STORE_POLICIES.join(', ')})`);
       if (values.report !== undefined) checkOutputDir(values.report, 'the history report into (--report)');
+      const { checkCommand } = await import('./check.ts');
       return checkCommand({
         file: rest[0]!,
         json: values.json ?? false,
@@ -376,6 +375,7 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'failover': {
       if (rest.length) throw new UsageError(`failover takes no arguments, got '${rest.join(' ')}'`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('failover starts its own primary, replica and Sentinel: it takes no --redis or --pg');
+      const { failoverCommand } = await import('./failover.ts');
       return failoverCommand({ json: values.json ?? false });
     }
     case 'stress': {
@@ -384,6 +384,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (values.backend === undefined) throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (lib:…) or the path of an adapter module`);
       const nemesis = (list(values.nemesis, 'nemesis') ?? []).filter((f) => f !== 'none');
       for (const f of nemesis) if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault '${f}' (known: ${NEMESIS_FAULTS.join(', ')})`);
+      const { resolveStressTarget } = await import('./backends.ts');
       const { backend, adapter } = await resolveStressTarget(values.backend);
       for (const f of nemesis) {
         const why = unsupported(f as NemesisFault, backend);
@@ -398,6 +399,7 @@ async function main(argv: readonly string[]): Promise<number> {
       const seconds = int(values.seconds, 'seconds', 10, 1, 86_400);
       const resources = int(values.resources, 'resources', 3, 1, 10_000);
       checkOutputDir(values.out ?? 'lockcheck-stress', 'the stress history into (--out)');
+      const { stressCommand } = await import('./stress.ts');
       return stressCommand({
         backend,
         ...(adapter !== undefined ? { adapter } : {}),
@@ -419,6 +421,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       if (values['memory-mib'] !== undefined && values.budget === undefined) throw new UsageError('--memory-mib bounds a --budget run: give --budget S too');
       if (values.seconds !== undefined && values.budget !== undefined) throw new UsageError('--seconds (a bound per cell) and --budget (one for the whole run) do not go together: give one');
+      const { exploreCommand } = await import('./explore.ts');
       return exploreCommand({
         // Under --budget the depth is a bound the time usually reaches first; without one, none.
         depth: values.budget === undefined ? int(values.depth, 'depth', 6, 1, 10) : int(values.depth, 'depth', 1000, 1, 1000),

@@ -10,6 +10,9 @@ import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { runStress } from '../conformance/stress/runner.ts';
 import { EXIT_BY_VERDICT, findingText } from './check.ts';
 import { counted } from '../conformance/counted.ts';
+import { MalformedRecordingError } from './malformedRecording.ts';
+
+export { MalformedRecordingError } from './malformedRecording.ts';
 
 /**
  * `lockcheck stress`: real client processes race on real servers under the
@@ -58,25 +61,6 @@ const REPORT_MAX_EVENTS = 20_000;
 
 export function storeOf(o: Pick<StressOptions, 'backend' | 'store'>): StorePolicy {
   return o.backend === 'pg-xact' ? 'transactional' : o.store;
-}
-
-/**
- * A run's history that the format refuses: a client recorded what `lockcheck
- * check` would reject (an adapter's lease with an empty owner, a negative
- * token, a deadline that is not a number...). It is not judged: the checkers
- * assume the format, and a verdict on it would not be the one `lockcheck
- * check` gives on the file written.
- */
-export class MalformedRecordingError extends Error {
-  override readonly name = 'MalformedRecordingError';
-  constructor(
-    readonly problem: HistoryFormatError,
-    readonly historyFile: string | undefined,
-  ) {
-    super(
-      `the recorded history is not valid, so it is not judged: ${problem.message}${historyFile === undefined ? '' : ` (in ${historyFile})`}; a client recorded what the history format does not allow: an adapter's lease (owner, token, validUntilMs)? (the format: docs/histories.md)`,
-    );
-  }
 }
 
 /** The recorded history, checked against the format as `lockcheck check` reads it; throws MalformedRecordingError. */

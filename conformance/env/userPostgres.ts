@@ -3,8 +3,10 @@ import { ensureSchema } from '../../impl/postgres/schema.ts';
 import { EnvironmentError } from './faketime.ts';
 import type { PostgresTarget } from './postgresBackend.ts';
 import { redactUrl } from './redact.ts';
-import { checkUrlText } from '../kitInput.ts';
-import { checkPort, ServerUrlError, timedOut, unparseableUrl } from './userRedis.ts';
+import { timedOut } from './userRedis.ts';
+import { parsePostgresUrl } from './serverUrls.ts';
+
+export { parsePostgresUrl } from './serverUrls.ts';
 
 /**
  * The user's own PostgreSQL database as a PostgresTarget (`lockcheck --pg`):
@@ -22,21 +24,6 @@ export interface PostgresServerInfo {
   readonly shown: string;
   /** The server's version string (server_version). */
   readonly version: string;
-}
-
-/** Parses a `postgres://` or `postgresql://` URL with a host; throws ServerUrlError saying what is wrong, the password redacted. */
-export function parsePostgresUrl(raw: string): URL {
-  checkUrlText(raw);
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw unparseableUrl(raw, 'postgres://[user[:password]@]host[:port]/database');
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be postgres:// or postgresql://, not ${url.protocol}//`);
-  if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
-  checkPort(url);
-  return url;
 }
 
 /**

@@ -4,7 +4,9 @@ import { redactUrl } from './redact.ts';
 import { checkUrlText } from '../kitInput.ts';
 import type { RedisCluster, RedisTarget } from './redisBackend.ts';
 import { refuse } from '../../impl/options.ts';
-import { messageText } from '../../impl/errorText.ts';
+import { ServerUrlError, parseRedisUrl } from './serverUrls.ts';
+
+export { ServerUrlError, checkPort, parseRedisUrl, unparseableUrl } from './serverUrls.ts';
 import { valueWithin } from '../realTimeLimit.ts';
 
 /**
@@ -13,14 +15,6 @@ import { valueWithin } from '../realTimeLimit.ts';
  * Cluster, no two URLs naming the same database), then used without a
  * FLUSHALL, a restart or a clock of theirs touched; see startRedisRun.
  */
-
-/** A server URL that cannot be used, said before anything connects. */
-export class ServerUrlError extends Error {
-  override readonly name = 'ServerUrlError';
-  constructor(message?: string, options?: ErrorOptions) {
-    super(messageText(message), options);
-  }
-}
 
 /** What the check found about one server. */
 export interface RedisServerInfo {
@@ -43,41 +37,6 @@ const CHECK_TIMEOUT_MS = 5_000;
 /** A driver's timeout message ("Command timed out", "timeout expired") with the bound said: ` (no answer within 5 s)`. */
 export function timedOut(e: unknown): string {
   return e instanceof Error && /time(d)? ?out|timeout/i.test(e.message) ? ` (no answer within ${CHECK_TIMEOUT_MS / 1000} s)` : '';
-}
-
-/**
- * A URL that does not parse, shown redacted (it may hold a password), with
- * the commonest reason said: a port out of range, which `new URL` refuses
- * without saying so. Only a port of digits is echoed: text after a host's
- * colon may be a password whose '@' was forgotten.
- */
-export function unparseableUrl(raw: string, expected: string): ServerUrlError {
-  const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#@]*):([^/?#]*)(?:[/?#]|$)/i.exec(raw)?.[1];
-  const why = port === undefined || port === '' ? '' : /^\d{1,10}$/.test(port) ? `: its port must be in [1, 65535], got ${port}` : ': its port must be a number in [1, 65535]';
-  return new ServerUrlError(`'${redactUrl(raw)}' is not a URL${why} (expected ${expected})`);
-}
-
-/** Port 0 parses, and then names no server (the OS would pick any port): refused with the rest of the form. */
-export function checkPort(url: URL): void {
-  if (url.port === '0') throw new ServerUrlError(`'${redactUrl(url)}': its port must be in [1, 65535], got 0`);
-}
-
-/** Parses a `redis://` or `rediss://` URL with a host and at most a database number; throws ServerUrlError saying what is wrong, the password redacted. */
-export function parseRedisUrl(raw: string): URL {
-  checkUrlText(raw);
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    // Not "redis://host:port[/db]": the terminal's redaction would take that for a URL and rewrite it.
-    throw unparseableUrl(raw, 'redis://[user:password@]host[:port][/db], or rediss:// for TLS');
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ServerUrlError(`'${redactUrl(url)}': the scheme must be redis:// or rediss://, not ${url.protocol}//`);
-  if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
-  checkPort(url);
-  const db = url.pathname.replace(/^\//, '');
-  if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${redactUrl(url)}': the path must be a database number, got '${db}'`);
-  return url;
 }
 
 /**

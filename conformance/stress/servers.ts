@@ -12,9 +12,9 @@ import { ZookeeperEnsemble } from '../env/zookeeperEnsemble.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { guardedTempDir } from '../env/tempDir.ts';
 
-/** The backends a stress run drives, each on servers the runner starts. */
-export const STRESS_BACKENDS = ['redis-single', 'redis-single-aof', 'redlock', 'redlock-aof', 'redis-replicated', 'redis-replicated-wait', 'pg-session', 'pg-xact', 'etcd', 'zookeeper'] as const;
-export type StressBackend = (typeof STRESS_BACKENDS)[number];
+import type { StressBackend } from './backendNames.ts';
+
+export { STRESS_BACKENDS, type StressBackend } from './backendNames.ts';
 
 /** A server process the nemesis can pause, kill and restart. */
 export interface FaultableServer {
