@@ -1,20 +1,14 @@
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { match } from 'ts-pattern';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import { createRedisLock, redisFencedStore } from '../../impl/redis/index.ts';
-import { PostgresSessionLock } from '../../impl/postgres/sessionLock.ts';
-import { PostgresTransactionLock } from '../../impl/postgres/xactLock.ts';
-import { postgresFencedStore } from '../../impl/postgres/store.ts';
 import type { FencedStore } from '../../impl/fencedStore.ts';
-import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
-import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../../impl/zookeeper/index.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { sharedClock } from './sharedClock.ts';
 import { loadConcurrent } from './adapterRef.ts';
 import { checkUrlText } from '../kitInput.ts';
-import { parseRedisUrl } from '../env/userRedis.ts';
+import { parseRedisUrl } from '../env/serverUrls.ts';
 
 /**
  * One client process's lock and store, as the workload uses them. Every call
@@ -39,11 +33,12 @@ export async function connectClient(backend: ClientBackend): Promise<StressClien
   return match(backend)
     .with({ kind: 'redis' }, (b) => redisClient(b))
     .with({ kind: 'redis-sentinel' }, (b) => sentinelClient(b))
-    .with({ kind: 'pg-session' }, (b) => pgSessionClient(b))
-    .with({ kind: 'pg-xact' }, (b) => pgXactClient(b))
+    // A client process loads the driver of its own backend only (the process starts in each matrix cell's stress run).
+    .with({ kind: 'pg-session' }, async (b) => (await import('./postgresClients.ts')).pgSessionClient(b))
+    .with({ kind: 'pg-xact' }, async (b) => (await import('./postgresClients.ts')).pgXactClient(b))
     .with({ kind: 'adapter' }, (b) => adapterClient(b))
-    .with({ kind: 'etcd' }, (b) => etcdStressClient(b))
-    .with({ kind: 'zookeeper' }, (b) => zookeeperStressClient(b))
+    .with({ kind: 'etcd' }, async (b) => (await import('./consensusClients.ts')).etcdStressClient(b))
+    .with({ kind: 'zookeeper' }, async (b) => (await import('./consensusClients.ts')).zookeeperStressClient(b))
     .exhaustive();
 }
 
@@ -120,7 +115,7 @@ async function sentinelClient(b: Extract<ClientBackend, { kind: 'redis-sentinel'
 async function adapterClient(b: Extract<ClientBackend, { kind: 'adapter' }>): Promise<StressClient> {
   const concurrent = await loadConcurrent(b.adapter);
   const lock = await concurrent.connect(b.servers, sharedClock);
-  const register = b.store !== null ? await redisRegister(b.store, b.storePolicy) : b.servers.pg !== null ? storeOutside(b.servers.pg, b.storePolicy) : null;
+  const register = b.store !== null ? await redisRegister(b.store, b.storePolicy) : b.servers.pg !== null ? (await import('./postgresClients.ts')).storeOutside(b.servers.pg, b.storePolicy) : null;
   if (register === null) {
     await lock.close();
     throw new Error('an adapter client needs a Redis store or a PostgreSQL database for its register');
@@ -154,86 +149,8 @@ async function redisRegister(url: string, policy: FencePolicy): Promise<{ store:
   };
 }
 
-/** A store connection outside the lock's session, opened again after it is lost (a terminated backend, a crash). */
-function storeOutside(url: string, policy: FencePolicy): { store: FencedStore; close(): Promise<void> } {
-  let client: Promise<pg.Client> | null = null;
-  const connection = (): Promise<pg.Client> =>
-    (client ??= (async () => {
-      const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: COMMAND_TIMEOUT_MS, query_timeout: COMMAND_TIMEOUT_MS, statement_timeout: COMMAND_TIMEOUT_MS });
-      const forget = (): void => {
-        client = null;
-      };
-      c.on('error', forget);
-      c.on('end', forget);
-      await c.connect().catch((e: unknown) => {
-        forget();
-        throw e;
-      });
-      return c;
-    })());
-  const store = postgresFencedStore({ query: (async (...args: unknown[]) => (await connection()).query(...(args as [string]))) as pg.Client['query'] }, policy);
-  return {
-    store,
-    close: async () => {
-      const c = await client?.catch(() => null);
-      await c?.end().catch(() => undefined);
-    },
-  };
-}
-
-async function pgSessionClient(b: Extract<ClientBackend, { kind: 'pg-session' }>): Promise<StressClient> {
-  const lock = new PostgresSessionLock({ connection: { connectionString: b.url }, clock: sharedClock, statementTimeoutMs: COMMAND_TIMEOUT_MS });
-  const outside = storeOutside(b.url, b.storePolicy);
-  return {
-    acquire: (resource) => lock.acquire(resource),
-    read: async (lease) => (await outside.store.read(lease.resource)).value,
-    write: async (lease, value) => (await outside.store.write(lease.resource, lease.token, value)).kind,
-    release: async (lease) => {
-      await lock.release(lease);
-      return true;
-    },
-    pids: () => (lock.backendPid === null ? [] : [lock.backendPid]),
-    close: async () => {
-      await lock.close();
-      await outside.close();
-    },
-  };
-}
-
-async function pgXactClient(b: Extract<ClientBackend, { kind: 'pg-xact' }>): Promise<StressClient> {
-  const lock = new PostgresTransactionLock({ connection: { connectionString: b.url }, clock: sharedClock, statementTimeoutMs: COMMAND_TIMEOUT_MS });
-  // Reads and writes run in the lease's own transaction.
-  const inside = (lease: Lease): FencedStore => postgresFencedStore(lock.queryable(lease), 'transactional');
-  return {
-    acquire: (resource) => lock.acquire(resource),
-    read: async (lease) => (await inside(lease).read(lease.resource)).value,
-    write: async (lease, value) => (await inside(lease).write(lease.resource, lease.token, value)).kind,
-    // Resolves: committed, unless the transaction was already gone (the lease lost before); throws when COMMIT's fate is unknown.
-    release: async (lease) => {
-      const lostBefore = lease.signal.aborted;
-      await lock.release(lease);
-      return !lostBefore;
-    },
-    pids: () => lock.backendPids,
-    close: () => lock.close(),
-  };
-}
-
-async function etcdStressClient(b: Extract<ClientBackend, { kind: 'etcd' }>): Promise<StressClient> {
-  const client = etcdClient({ hosts: [...b.hosts], tls: b.tls, dialTimeoutMs: COMMAND_TIMEOUT_MS });
-  const node = etcd3Node(client, { clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
-  const lock = new EtcdLock({ node, clock: sharedClock });
-  return leaseStressClient(lock, etcdFencedStore(node, b.storePolicy), async () => client.close());
-}
-
-async function zookeeperStressClient(b: Extract<ClientBackend, { kind: 'zookeeper' }>): Promise<StressClient> {
-  const node = zookeeperNode({ connectString: b.connectString, auth: b.auth, clock: sharedClock, requestTimeoutMs: COMMAND_TIMEOUT_MS });
-  const lock = new ZookeeperLock({ node, clock: sharedClock });
-  return leaseStressClient(lock, zookeeperFencedStore(node, b.storePolicy), async () => node.close());
-}
-
 /** A lease lock and a fenced store beside it (Redis, Redis through Sentinel, etcd, ZooKeeper): nothing to commit at release, no backend pids. */
-function leaseStressClient(
+export function leaseStressClient(
   lock: { acquire(resource: string, options: { ttlMs: number }): Promise<AcquireResult>; release(lease: Lease): Promise<unknown> },
   store: { read(resource: string): Promise<{ readonly value: string | null }>; write(resource: string, token: bigint, value: string): Promise<{ readonly kind: 'accepted' | 'rejected' }> },
   close: () => Promise<void>,
