@@ -10,7 +10,7 @@
  *
  *   npx tsx bench/postgresFloor.ts [--seconds N] [--rounds N]
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -24,6 +24,7 @@ import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { Scram } from '../impl/postgres/wire/auth.ts';
 import { callMessage, MessageReader, parseMessages, passwordMessage, saslInitialResponse, startupMessage, TERMINATE } from '../impl/postgres/wire/codec.ts';
 import { EncodedCall, PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
+import { runPgbench } from './pgbench.ts';
 import { log, median, out, parseSeconds } from './common.ts';
 
 const TIMEOUT_MS = 5_000;
@@ -163,26 +164,8 @@ function childrenCpuUs(): number {
 }
 
 async function measurePgbench(server: PostgresServer, script: string): Promise<Result> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG')) env[k] = v;
-  env.PGPASSWORD = server.password;
-  const t = Math.max(1, Math.round(seconds));
   const c0 = childrenCpuUs();
-  const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(join(server.binDir, 'pgbench'), ['-h', server.host, '-p', String(server.port), '-U', server.user, '-n', '-M', 'prepared', '-T', String(t), '-c', '1', '-f', script, server.database], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (c: Buffer) => (text += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (text += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), t * 1000 + 30_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(text);
-      else reject(new Error(`pgbench exited with ${String(code)}: ${text.slice(-1000)}`));
-    });
-  });
-  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(output)?.[1]);
-  const processed = Number(/number of transactions actually processed: (\d+)/.exec(output)?.[1]);
+  const { tps, processed } = await runPgbench(server, { script, seconds: Math.max(1, Math.round(seconds)), clients: 1 });
   return { wallUs: 1e6 / tps, clientUs: (childrenCpuUs() - c0) / processed };
 }
 
