@@ -21,10 +21,6 @@ export class HeldLeases<T> {
     return this.#entries.get(lease);
   }
 
-  delete(lease: Lease): void {
-    this.#entries.delete(lease);
-  }
-
   get size(): number {
     return this.#entries.size;
   }

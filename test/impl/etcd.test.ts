@@ -115,6 +115,8 @@ describe('EtcdLock options', () => {
     [{ driftFactor: -0.1 }, 'invalid-config: driftFactor must be in [0, 1), got -0.1'],
     [{ driftFactor: 1 }, 'invalid-config: driftFactor must be in [0, 1), got 1'],
     [{ driftFactor: Number.NaN }, 'invalid-config: driftFactor must be in [0, 1), got NaN'],
+    // A numeric string compares as a number: only the type check refuses it.
+    [{ driftFactor: '0.5' as unknown as number }, 'invalid-config: driftFactor must be in [0, 1), got "0.5"'],
     [{ clockMarginMs: -1 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got -1'],
     [{ clockMarginMs: 10_001 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001'],
     [{ clockMarginMs: 0.5 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got 0.5'],
