@@ -122,6 +122,10 @@ describe('EtcdLock options', () => {
     [{ clockMarginMs: 0.5 }, 'invalid-config: clockMarginMs must be an integer in [0, 10000], got 0.5'],
     [{ safetyMarginMs: -1 }, 'invalid-config: safetyMarginMs must be an integer in [0, 2147483647], got -1'],
     [{ safetyMarginMs: 1.5 }, 'invalid-config: safetyMarginMs must be an integer in [0, 2147483647], got 1.5'],
+    [
+      { node: { grant: unused } as unknown as EtcdNode },
+      'invalid-config: node must be an EtcdNode (with grant(), putIfAbsent(), keepAlive(), owns(), deleteIfOwned(), revoke()), got an object without putIfAbsent(), keepAlive(), owns(), deleteIfOwned(), revoke()',
+    ],
     [{ prefix: 5 as unknown as string }, 'invalid-config: prefix must be a string of at most 256 characters, well-formed Unicode without NUL, got 5'],
   ])('refuses %o', (options, message) => {
     expect(() => new EtcdLock({ node, clock, ...options })).toThrow(expect.objectContaining({ code: 'invalid-config', message }));
@@ -356,6 +360,27 @@ describe('EtcdLock', () => {
       expect([grants, puts, clock.delays.length]).toEqual([1, 1, 0]);
       await leasesBecome(0);
     }
+  });
+
+  it("a put answered 'exists' with our own lease (a put resent after it had landed) is our grant, its token the first put's create revision", async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    let first: bigint | undefined;
+    const resent = wrapped(real, {
+      putIfAbsent: async (k, v, l) => {
+        first = (await real.putIfAbsent(k, v, l)).createRevision;
+        const again = await real.putIfAbsent(k, v, l);
+        expect(again).toEqual({ kind: 'exists', lease: l, createRevision: first });
+        return again;
+      },
+    });
+    const lock = new EtcdLock({ node: resent, clock, prefix: p });
+    const lease = granted(await lock.acquire('r', { ttlMs: 1000 }));
+    expect(lease.token).toBe(first);
+    expect(await createRevision(lockKey('r', p))).toBe(first);
+    await lock.release(lease);
+    expect(await createRevision(lockKey('r', p))).toBeNull();
   });
 
   it('a create revision past 2^63-1 is TokenOverflowError naming the resource, and the lease is revoked', async () => {

@@ -222,6 +222,9 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, driftFactor: 1 })).message).toBe('invalid-config: driftFactor must be in [0, 1), got 1');
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, clockMarginMs: 10_001 })).message).toBe('invalid-config: clockMarginMs must be an integer in [0, 10000], got 10001');
     expect(refused(() => new ZookeeperLock({ node: s.node, clock, safetyMarginMs: -1 })).code).toBe('invalid-config');
+    expect(refused(() => new ZookeeperLock({ node: { openSession: () => Promise.reject(new Error('not called')) } as unknown as ZookeeperNode, clock })).message).toBe(
+      'invalid-config: node must be a ZookeeperNode (with openSession(), contenders(), enqueue(), touch(), watchGone(), deleteOwned(), closeSession()), got an object without contenders(), enqueue(), touch(), watchGone(), deleteOwned(), closeSession()',
+    );
     const lock = new ZookeeperLock({ node: s.node, clock, root: '/a/b' });
     const bad = async (p: Promise<unknown>, code: string, message: string): Promise<void> => {
       const e = await thrown(p);
@@ -308,6 +311,14 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     // Each watch lasts what is left of waitMs; at 60 ms waited, the attempt gives up.
     expect(s.watches).toEqual([50, 30, 10].map((waitMs) => ({ path: first.owner, waitMs })));
     expect(s.calls['closeSession']).toBe(1);
+    // Waited exactly waitMs: denied then, not after a watch of 0 ms more.
+    const exact = spied(real, {
+      watchGone: async () => {
+        clock.advance(25);
+      },
+    });
+    expect(await new ZookeeperLock({ node: exact.node, clock, root: r }).acquire('wait', { ttlMs: 30_000, waitMs: 50 })).toEqual({ kind: 'denied', reason: 'held' });
+    expect(exact.watches).toEqual([50, 25].map((waitMs) => ({ path: first.owner, waitMs })));
     const look = node();
     const probe = await look.openSession(5000);
     await eventually(async () => (await look.contenders(probe, lockDir('wait', r))).length === 1, 'the waiter left the line');
