@@ -366,6 +366,35 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect(await lock.extend(stranger, 40)).toEqual({ kind: 'not-extended', reason: 'expired' });
   });
 
+  it("an extension answered at its new deadline is no-quorum even while the lease's timer has not run yet (timers lag the clock under load)", async () => {
+    // A clock whose timers never run: only the deadline read at the reply can refuse the extension.
+    let nowMs = 0;
+    const clock = { now: () => nowMs, schedule: () => () => undefined };
+    const node = new MapNode();
+    let answer: () => void = () => undefined;
+    const held: LeaseNode = {
+      acquire: (r, o) => node.acquire(r, o),
+      release: (r, o) => node.release(r, o),
+      extend: (r, o) => new Promise((resolve) => (answer = () => resolve(node.extend(r, o)))),
+      raiseToken: (r, t) => node.raiseToken(r, t),
+    };
+    const lock = new LeaseLock({ nodes: [held], clock, random: () => 0.5 });
+    const r = await lock.acquire('x', { ttlMs: 1000 });
+    if (r.kind !== 'granted') throw new Error('expected a grant');
+    const extendAnsweredAt = async (atMs: number) => {
+      const sentMs = nowMs;
+      const p = lock.extend(r.lease, 40);
+      await new Promise((resolve) => setImmediate(resolve));
+      nowMs = sentMs + atMs;
+      answer();
+      return p;
+    };
+    // ttl 40: valid until 37 ms after it was sent.
+    expect(await extendAnsweredAt(36)).toEqual({ kind: 'extended', validUntilMs: 37 });
+    expect(r.lease.signal.aborted).toBe(false);
+    expect(await extendAnsweredAt(37)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+  });
+
   it('an extension with a shorter ttl brings the deadline down when it is sent: the signal fires on it while the reply is out, a refusal leaves it down; a longer one waits for the quorum', async () => {
     const clock = new ManualClock(0);
     const node = new MapNode();
@@ -483,6 +512,11 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     await denying.turns();
     expect(denying.outcome()).toMatchObject({ kind: 'granted', lease: { token: 6n } });
     expect(denying.raised).toEqual([1, 2, 3]);
+    // Two said no: the grant is node 0's 6 and two 1s, so both of those are raised (a no is not a node at the token).
+    const twoDenying = setUp([0, 0, 0, 0, 0], [3, 4]);
+    await twoDenying.turns();
+    expect(twoDenying.outcome()).toMatchObject({ kind: 'granted', lease: { token: 6n } });
+    expect(twoDenying.raised).toEqual([1, 2]);
   });
 
   it('an acquire is decided once its outcome and reason are known: failures beyond a quorum deny at once (no-quorum); a denial waits for enough answers to say held', async () => {
