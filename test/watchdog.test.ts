@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { processStartTime } from '../conformance/env/watchdog.ts';
+import { processStartTime, sweepOrphanedRegistries } from '../conformance/env/watchdog.ts';
 import { alive, until } from './probes.ts';
 
 interface Started {
@@ -78,6 +78,37 @@ it('the watchdog removes what its registry names as absolute paths only, and jun
   } finally {
     parent.kill('SIGKILL');
     watchdog.kill('SIGKILL');
+    rmSync(base, { recursive: true, force: true });
+  }
+}, 30_000);
+
+it('a registry left by a process killed together with its watchdog is cleaned up by the next sweep: its server killed, its directories removed; a live process\'s registry stays', async () => {
+  // What a tree kill (Stryker ending a test runner, a CI job's timeout) leaves: the registry, a server still up, its directory.
+  const base = mkdtempSync(join(tmpdir(), 'lockcheck-watchdog-test-'));
+  const dead = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  const server = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore', detached: true });
+  try {
+    const deadStart = processStartTime(dead.pid!)!;
+    const exited = new Promise((resolve) => dead.once('exit', resolve));
+    dead.kill('SIGKILL');
+    await exited;
+    const orphan = join(base, `lockcheck-watch-${dead.pid!}-${deadStart}-abc`);
+    const data = join(base, 'server-data');
+    mkdirSync(orphan);
+    mkdirSync(data);
+    writeFileSync(join(orphan, `${dead.pid!}-0.json`), JSON.stringify({ processes: [{ pid: server.pid, start: processStartTime(server.pid!), group: true, files: [] }], dirs: [data] }));
+    const live = join(base, `lockcheck-watch-${process.pid}-${processStartTime(process.pid)!}-def`);
+    const other = join(base, 'lockcheck-watch-unnamed');
+    mkdirSync(live);
+    mkdirSync(other);
+    expect(sweepOrphanedRegistries(base)).toBe(1);
+    const cleaned = await until(() => !alive(server.pid!) && !existsSync(orphan) && !existsSync(data), 15_000);
+    expect({ server: alive(server.pid!), orphan: existsSync(orphan), data: existsSync(data), live: existsSync(live), other: existsSync(other) }).toEqual({ server: false, orphan: false, data: false, live: true, other: true });
+    expect(cleaned).toBe(true);
+    expect(sweepOrphanedRegistries(base)).toBe(0);
+  } finally {
+    dead.kill('SIGKILL');
+    server.kill('SIGKILL');
     rmSync(base, { recursive: true, force: true });
   }
 }, 30_000);

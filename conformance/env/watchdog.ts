@@ -8,9 +8,16 @@
  * this process is gone the watchdog SIGKILLs what is still the same process,
  * removes the directories and the registry, and exits; after a clean exit it
  * finds nothing left to do.
+ *
+ * A process killed together with its watchdog (a process tree killed at
+ * once: Stryker ends its test runners so, as does a job runner's timeout)
+ * leaves the registry and whatever it names. The registry's name carries
+ * its process (pid and start time), so the next lockcheck process that
+ * guards a server hands each such orphan to a watchdog of its own, which
+ * finds the owner gone and cleans up as for a SIGKILL.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,15 +51,46 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
-function ensureWatchdog(): string {
-  if (registry !== null) return registry;
-  const dir = mkdtempSync(join(tmpdir(), 'lockcheck-watch-'));
-  const child = spawn(process.execPath, [SCRIPT, String(process.pid), processStartTime(process.pid) ?? '', dir], {
+/** A watchdog for the registry `dir` of process `pid` started at `start`: it cleans up once that process is gone. */
+function startWatchdog(pid: number, start: string, dir: string): void {
+  const child = spawn(process.execPath, [SCRIPT, String(pid), start, dir], {
     detached: true, // its own session: a Ctrl-C to our group does not take it down before us
     stdio: 'ignore',
     env: {},
   });
   child.unref();
+}
+
+const REGISTRY = /^lockcheck-watch-(\d+)-(\d+)-[^/]+$/;
+
+/**
+ * Hands every registry in `parent` whose process is gone (its name's pid no
+ * longer that process) to a watchdog, which cleans it up at its first poll.
+ * Returns how many it handed over.
+ */
+export function sweepOrphanedRegistries(parent = tmpdir()): number {
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return 0;
+  }
+  let orphans = 0;
+  for (const name of names) {
+    const m = REGISTRY.exec(name);
+    if (m === null || processStartTime(Number(m[1])) === m[2]) continue;
+    startWatchdog(Number(m[1]), m[2]!, join(parent, name));
+    orphans++;
+  }
+  return orphans;
+}
+
+function ensureWatchdog(): string {
+  if (registry !== null) return registry;
+  sweepOrphanedRegistries();
+  const start = processStartTime(process.pid) ?? '0';
+  const dir = mkdtempSync(join(tmpdir(), `lockcheck-watch-${process.pid}-${start}-`));
+  startWatchdog(process.pid, start, dir);
   // A clean exit removes the registry; the watchdog then exits on its next poll.
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   registry = dir;
