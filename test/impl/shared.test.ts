@@ -203,11 +203,21 @@ describe('LeaseLock over nodes written here', QUICK, () => {
       [{ requestTimeoutMs: 0 }, 'invalid-config', 'requestTimeoutMs must be an integer number of ms in [1, 2147483647], got 0'],
       [{ safetyMarginMs: -1 }, 'invalid-config', 'safetyMarginMs must be an integer in [0, 2147483647], got -1'],
       [{ safetyMarginMs: 0.5 }, 'invalid-config', 'safetyMarginMs must be an integer in [0, 2147483647], got 0.5'],
+      [
+        { nodes: [node, { acquire: () => Promise.resolve(null) } as unknown as LeaseNode] },
+        'invalid-config',
+        'nodes[1] must be a LeaseNode (with acquire(), release(), extend(), raiseToken()), got an object without release(), extend(), raiseToken()',
+      ],
+      [{ random: 5 as unknown as () => number }, 'invalid-config', 'random must be a function, got 5'],
     ];
     for (const [options, code, message] of cases) {
       const e = refused(() => make(options));
       expect([e.code, e.message]).toEqual([code, `${code}: ${message}`]);
     }
+    expect(refused(() => new LeaseLock(7 as never)).message).toBe('invalid-config: LeaseLock options must be an object, got 7');
+    // The fields a subclass reads are fixed: a caller cannot loosen the margins of a lock in use.
+    const fixed = make({});
+    for (const field of ['clock', 'driftFactor', 'clockMarginMs']) expect(Object.getOwnPropertyDescriptor(fixed, field), field).toMatchObject({ writable: false, configurable: false });
     expect(make({ clockMarginMs: 1000, driftFactor: 0, safetyMarginMs: 0, requestTimeoutMs: 1 }).clockOf()).toBe(clock);
     expect(make({ clockMarginMs: 0 }).clockOf()).toBe(clock);
     // No options object at all: a typed refusal naming them, not a TypeError from reading ttlMs of undefined.
@@ -517,6 +527,28 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     await twoDenying.turns();
     expect(twoDenying.outcome()).toMatchObject({ kind: 'granted', lease: { token: 6n } });
     expect(twoDenying.raised).toEqual([1, 2]);
+  });
+
+  it("restores in the background only a node that refused with TOKENLOST: a node refusing for another reason (a counter key of the wrong type) is not written", async () => {
+    const raised: number[] = [];
+    const nodes = [0, 1, 2, 3, 4].map((i): LeaseNode => {
+      const n = new MapNode();
+      const refusal = i === 3 ? new ServerRefusedError('schema', 'TOKENLOST', 'counter lost') : i === 4 ? new ServerRefusedError('schema', 'WRONGTYPE', 'not a counter') : null;
+      return {
+        acquire: (r, o) => (refusal === null ? n.acquire(r, o) : Promise.reject(refusal)),
+        release: (r, o) => n.release(r, o),
+        extend: (r, o) => n.extend(r, o),
+        raiseToken: (r, t) => {
+          raised.push(i);
+          return n.raiseToken(r, t);
+        },
+      };
+    });
+    const { lock } = lockOver(nodes);
+    const r = await lock.acquire('t', { ttlMs: 1000 });
+    expect(r).toMatchObject({ kind: 'granted', lease: { token: 1n } });
+    await lock.settled();
+    expect(raised).toEqual([3]);
   });
 
   it('an acquire is decided once its outcome and reason are known: failures beyond a quorum deny at once (no-quorum); a denial waits for enough answers to say held', async () => {
