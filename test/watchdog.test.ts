@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,3 +112,22 @@ it('a registry left by a process killed together with its watchdog is cleaned up
     rmSync(base, { recursive: true, force: true });
   }
 }, 30_000);
+
+it('a sweep hands over at most 8 orphans (a node process each); the next sweep takes the rest', async () => {
+  const base = mkdtempSync(join(tmpdir(), 'lockcheck-watchdog-test-'));
+  const dead = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  try {
+    const start = processStartTime(dead.pid!)!;
+    const exited = new Promise((resolve) => dead.once('exit', resolve));
+    dead.kill('SIGKILL');
+    await exited;
+    for (let i = 0; i < 10; i++) mkdirSync(join(base, `lockcheck-watch-${dead.pid!}-${start}-${i}`));
+    expect(sweepOrphanedRegistries(base)).toBe(8);
+    expect(await until(() => readdirSync(base).length === 2, 15_000)).toBe(true);
+    expect(sweepOrphanedRegistries(base)).toBe(2);
+    expect(await until(() => readdirSync(base).length === 0, 15_000)).toBe(true);
+  } finally {
+    dead.kill('SIGKILL');
+    rmSync(base, { recursive: true, force: true });
+  }
+}, 45_000);

@@ -62,11 +62,13 @@ function startWatchdog(pid: number, start: string, dir: string): void {
 }
 
 const REGISTRY = /^lockcheck-watch-(\d+)-(\d+)-[^/]+$/;
+/** At most this many orphans a sweep (a node process each): a /tmp full of them is emptied over the next runs, not all at once. */
+const SWEPT_AT_MOST = 8;
 
 /**
- * Hands every registry in `parent` whose process is gone (its name's pid no
- * longer that process) to a watchdog, which cleans it up at its first poll.
- * Returns how many it handed over.
+ * Hands the registries in `parent` whose process is gone (its name's pid no
+ * longer that process), up to SWEPT_AT_MOST, to watchdogs, which clean them
+ * up at their first poll. Returns how many it handed over.
  */
 export function sweepOrphanedRegistries(parent = tmpdir()): number {
   let names: string[];
@@ -80,7 +82,7 @@ export function sweepOrphanedRegistries(parent = tmpdir()): number {
     const m = REGISTRY.exec(name);
     if (m === null || processStartTime(Number(m[1])) === m[2]) continue;
     startWatchdog(Number(m[1]), m[2]!, join(parent, name));
-    orphans++;
+    if (++orphans === SWEPT_AT_MOST) break;
   }
   return orphans;
 }
