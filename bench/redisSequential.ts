@@ -15,8 +15,10 @@
  * One node: lockcheck; raw ioredis (SET NX PX + EVALSHA compare-and-delete);
  * raw ioredis sending lockcheck's acquire script instead of the SET (the
  * server's Lua cost, isolated); lockcheck's node without the lock client.
- * Five nodes: lockcheck against redlock 5.0.0-beta.2, and the protocol's floor: bare ioredis
- * calls at the quorum (SET NX PX, then compare-and-delete), nothing else.
+ * Five nodes: lockcheck against redlock 5.0.0-beta.2, and two floors: bare ioredis calls at
+ * the quorum (SET NX PX, then compare-and-delete), nothing else; and lockcheck's own acquire
+ * and release scripts written on bare sockets (bench/bareResp.ts) at the quorum: what the
+ * lock's scripts cost with no client library at all.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -26,7 +28,8 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { createRedisLock, redisLeaseNode } from '../impl/redis/index.ts';
-import { ACQUIRE } from '../impl/redis/scripts.ts';
+import { ACQUIRE, RELEASE } from '../impl/redis/scripts.ts';
+import { BareResp, respCommand } from './bareResp.ts';
 import Redlock from './redlockTyped.ts';
 import { fmtRate, log, median, out } from './common.ts';
 
@@ -63,6 +66,8 @@ type Op = () => Promise<boolean>;
 interface Sample {
   readonly wallUs: number;
   readonly clientUs: number;
+  /** Of clientUs, the kernel's share (system calls: the sockets' writes and reads). */
+  readonly clientSysUs: number;
   readonly serverUs: number;
 }
 
@@ -85,7 +90,7 @@ async function run(op: Op, ms: number, pids: readonly number[]): Promise<Sample>
   while (performance.now() < deadline) if (await op()) ok++;
   const wall = (performance.now() - start) * 1000;
   const used = process.cpuUsage(cpu);
-  return { wallUs: wall / ok, clientUs: (used.user + used.system) / ok, serverUs: (processCpuUs(pids) - server) / ok };
+  return { wallUs: wall / ok, clientUs: (used.user + used.system) / ok, clientSysUs: used.system / ok, serverUs: (processCpuUs(pids) - server) / ok };
 }
 
 const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -201,6 +206,26 @@ async function main(): Promise<void> {
           return ok && released;
         },
       });
+      // The second floor: lockcheck's own scripts (token minted, owner compared) on bare sockets, each round resolved at the
+      // third reply. The scripts are loaded first, so every call is an EVALSHA, as lockcheck's are after their first.
+      const sockets = await Promise.all(servers.map((s) => BareResp.connect(s.connection.port, s.connection.password)));
+      const sha = async (lua: string): Promise<string> => {
+        const replies = await Promise.all(sockets.map((c) => c.send(respCommand(['SCRIPT', 'LOAD', lua]))));
+        if (typeof replies[0] !== 'string' || replies.some((r) => r !== replies[0])) throw new Error(`SCRIPT LOAD: ${String(replies[0])}`);
+        return replies[0];
+      };
+      const acquireSha = await sha(ACQUIRE);
+      const releaseSha = await sha(RELEASE);
+      const socketsAtQuorum = (wire: string, yes: (reply: unknown) => boolean): Promise<boolean> => atQuorum(sockets.map((c) => c.send(wire)), yes);
+      configs.push({
+        label: "floor: lockcheck's scripts on bare sockets at the quorum",
+        op: async () => {
+          const v = randomUUID();
+          const ok = await socketsAtQuorum(respCommand(['EVALSHA', acquireSha, '3', 'seq-bare', 'seq-bare-t', 'seq-bare-m', v, String(TTL_MS), '0', '1']), (reply) => typeof reply === 'string');
+          const released = await socketsAtQuorum(respCommand(['EVALSHA', releaseSha, '1', 'seq-bare', v]), (reply) => reply === 1);
+          return ok && released;
+        },
+      });
       const redlock = new Redlock(await Promise.all(servers.map(connect)), { retryCount: 0 });
       redlock.on('error', () => undefined);
       configs.push({
@@ -242,14 +267,15 @@ async function main(): Promise<void> {
     }
     out(`${NODES} node(s), sequential, ${ROUNDS} rounds of ${SECONDS} s, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
     out();
-    out('| per pair, µs (median / best) | wall | pairs/s | client CPU | server CPU |');
-    out('|---|---:|---:|---:|---:|');
+    out('| per pair, µs (median / best) | wall | pairs/s | client CPU | of it system | server CPU |');
+    out('|---|---:|---:|---:|---:|---:|');
     const best = (xs: number[]): number => Math.min(...xs);
     for (const [label, ss] of samples) {
       const w = ss.map((s) => s.wallUs);
       const c = ss.map((s) => s.clientUs);
       const v = ss.map((s) => s.serverUs);
-      out(`| ${label} | ${median(w).toFixed(1)} / ${best(w).toFixed(1)} | ${fmtRate(1e6 / median(w))} | ${median(c).toFixed(1)} / ${best(c).toFixed(1)} | ${median(v).toFixed(1)} / ${best(v).toFixed(1)} |`);
+      const k = ss.map((s) => s.clientSysUs);
+      out(`| ${label} | ${median(w).toFixed(1)} / ${best(w).toFixed(1)} | ${fmtRate(1e6 / median(w))} | ${median(c).toFixed(1)} / ${best(c).toFixed(1)} | ${median(k).toFixed(1)} | ${median(v).toFixed(1)} / ${best(v).toFixed(1)} |`);
     }
   } finally {
     await stopAllRedisServers();
