@@ -7,64 +7,23 @@
  * (bench/redisSequential.ts, the five-node floor). Never a product path.
  */
 import net from 'node:net';
-
-export type RespReply = string | number | null | Error | RespReply[];
+import { parseReply, RespError, type RespValue } from '../conformance/env/resp.ts';
 
 /** No benchmark call waits longer: a server that stops answering ends the run with an error instead of a hang. */
 const REPLY_TIMEOUT_MS = 10_000;
 
 const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
 
-/** A command's wire form: an array of bulk strings. */
+/** A command's wire form: an array of bulk strings, as one string (cheaper to build than conformance/env/resp.ts's Buffers, and the floor should cost the client as little as it can). */
 export function respCommand(args: readonly string[]): string {
   let out = `*${args.length}\r\n`;
   for (const a of args) out += bulk(a);
   return out;
 }
 
-/** One reply starting at `pos`, or null when the buffer holds only part of it. */
-function parse(b: Buffer, pos: number): { value: RespReply; next: number } | null {
-  if (pos >= b.length) return null;
-  const eol = b.indexOf(13, pos);
-  if (eol < 0 || eol + 1 >= b.length) return null;
-  const line = b.toString('latin1', pos + 1, eol);
-  const after = eol + 2;
-  switch (b[pos]) {
-    case 43: // +
-      return { value: line, next: after };
-    case 45: // -
-      return { value: new Error(line), next: after };
-    case 58: // :
-      return { value: Number(line), next: after };
-    case 36: {
-      // $
-      const n = Number(line);
-      if (n < 0) return { value: null, next: after };
-      if (after + n + 2 > b.length) return null;
-      return { value: b.toString('utf8', after, after + n), next: after + n + 2 };
-    }
-    case 42: {
-      // *
-      const n = Number(line);
-      if (n < 0) return { value: null, next: after };
-      const items: RespReply[] = [];
-      let p = after;
-      for (let i = 0; i < n; i++) {
-        const r = parse(b, p);
-        if (r === null) return null;
-        items.push(r.value);
-        p = r.next;
-      }
-      return { value: items, next: p };
-    }
-    default:
-      throw new Error(`not a RESP2 reply: byte ${b[pos]}`);
-  }
-}
-
 export class BareResp {
   readonly #socket: net.Socket;
-  readonly #waiting: Array<{ resolve: (reply: RespReply) => void; reject: (error: Error) => void }> = [];
+  readonly #waiting: Array<{ resolve: (reply: RespValue) => void; reject: (error: Error) => void }> = [];
   #rest: Buffer | null = null;
   #closed: Error | null = null;
   /** The last reply's time: the watchdog fails the calls when the oldest has waited too long. */
@@ -109,13 +68,13 @@ export class BareResp {
     const ok = await conn.send(respCommand(['AUTH', password]));
     if (ok !== 'OK') {
       conn.close();
-      throw new Error(`AUTH failed: ${String(ok)}`);
+      throw new Error(`AUTH failed: ${replyText(ok)}`);
     }
     return conn;
   }
 
-  /** Writes a command made by respCommand; its reply (an Error for a RESP error). */
-  send(wire: string): Promise<RespReply> {
+  /** Writes a command made by respCommand; its reply (a RespError for a RESP error). */
+  send(wire: string): Promise<RespValue> {
     return new Promise((resolve, reject) => {
       if (this.#closed !== null) return reject(this.#closed);
       if (this.#waiting.length === 0) this.#lastReply = performance.now();
@@ -141,12 +100,15 @@ export class BareResp {
     const b = this.#rest === null ? chunk : Buffer.concat([this.#rest, chunk]);
     let pos = 0;
     for (;;) {
-      const r = parse(b, pos);
+      const r = parseReply(b, pos);
       if (r === null) break;
-      pos = r.next;
+      pos = r.end;
       this.#lastReply = performance.now();
       this.#waiting.shift()?.resolve(r.value);
     }
     this.#rest = pos < b.length ? b.subarray(pos) : null;
   }
 }
+
+/** A reply as text for an error message. */
+export const replyText = (reply: RespValue): string => (reply instanceof RespError ? reply.message : JSON.stringify(reply));

@@ -29,7 +29,7 @@ import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { createRedisLock, redisLeaseNode } from '../impl/redis/index.ts';
 import { ACQUIRE, RELEASE } from '../impl/redis/scripts.ts';
-import { BareResp, respCommand } from './bareResp.ts';
+import { BareResp, replyText, respCommand } from './bareResp.ts';
 import Redlock from './redlockTyped.ts';
 import { fmtRate, log, median, out } from './common.ts';
 
@@ -211,7 +211,7 @@ async function main(): Promise<void> {
       const sockets = await Promise.all(servers.map((s) => BareResp.connect(s.connection.port, s.connection.password)));
       const sha = async (lua: string): Promise<string> => {
         const replies = await Promise.all(sockets.map((c) => c.send(respCommand(['SCRIPT', 'LOAD', lua]))));
-        if (typeof replies[0] !== 'string' || replies.some((r) => r !== replies[0])) throw new Error(`SCRIPT LOAD: ${String(replies[0])}`);
+        if (typeof replies[0] !== 'string' || replies.some((r) => r !== replies[0])) throw new Error(`SCRIPT LOAD: ${replies.map(replyText).join(', ')}`);
         return replies[0];
       };
       const acquireSha = await sha(ACQUIRE);
