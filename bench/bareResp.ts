@@ -6,6 +6,7 @@
  * when no client library stands between the lock's scripts and the socket
  * (bench/redisSequential.ts, the five-node floor). Never a product path.
  */
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { parseReply, RespError, type RespValue } from '../conformance/env/resp.ts';
 
@@ -112,3 +113,61 @@ export class BareResp {
 
 /** A reply as text for an error message. */
 export const replyText = (reply: RespValue): string => (reply instanceof RespError ? reply.message : JSON.stringify(reply));
+
+/** Settles when `yes` holds for `quorum` of the replies (true), or when that can no longer happen (false); a failed call is a no. */
+function atQuorum(calls: ReadonlyArray<Promise<RespValue>>, quorum: number, yes: (reply: RespValue) => boolean): Promise<boolean> {
+  return new Promise((resolve) => {
+    let granted = 0;
+    let answered = 0;
+    const count = (ok: boolean): void => {
+      answered++;
+      if (ok && ++granted === quorum) resolve(true);
+      else if (answered === calls.length) resolve(granted >= quorum);
+    };
+    for (const call of calls) call.then((reply) => count(yes(reply)), () => count(false));
+  });
+}
+
+/**
+ * lockcheck's acquire and release scripts on one bare socket per server, each call resolved at a majority: the
+ * cheapest client these scripts can have (no lease, no clock, no deadline, no library). `pair(key)` is one
+ * acquire + release on `key`, true when both reached the majority.
+ */
+export interface BareScripts {
+  pair(key: string): Promise<boolean>;
+  close(): void;
+}
+
+export async function bareScripts(servers: ReadonlyArray<{ readonly port: number; readonly password: string }>, acquireLua: string, releaseLua: string, ttlMs: number): Promise<BareScripts> {
+  const sockets = await Promise.all(servers.map((s) => BareResp.connect(s.port, s.password)));
+  const close = (): void => {
+    for (const s of sockets) s.close();
+  };
+  try {
+    // Loaded first, so every call is an EVALSHA, as lockcheck's are after their first on a connection.
+    const load = async (lua: string): Promise<string> => {
+      const replies = await Promise.all(sockets.map((c) => c.send(respCommand(['SCRIPT', 'LOAD', lua]))));
+      const sha = replies[0];
+      if (typeof sha !== 'string' || replies.some((r) => r !== sha)) throw new Error(`SCRIPT LOAD: ${replies.map(replyText).join(', ')}`);
+      return sha;
+    };
+    const acquireSha = await load(acquireLua);
+    const releaseSha = await load(releaseLua);
+    const quorum = Math.floor(sockets.length / 2) + 1;
+    const ttl = String(ttlMs);
+    const all = (wire: string): Array<Promise<RespValue>> => sockets.map((c) => c.send(wire));
+    return {
+      async pair(key) {
+        const owner = randomUUID();
+        // The acquire script's keys and arguments as lockcheck's node sends them: lock, counter, minted; owner, ttl, token base 0, first token 1.
+        const ok = await atQuorum(all(respCommand(['EVALSHA', acquireSha, '3', key, `${key}-t`, `${key}-m`, owner, ttl, '0', '1'])), quorum, (r) => typeof r === 'string');
+        const released = await atQuorum(all(respCommand(['EVALSHA', releaseSha, '1', key, owner])), quorum, (r) => r === 1);
+        return ok && released;
+      },
+      close,
+    };
+  } catch (error) {
+    close();
+    throw error;
+  }
+}

@@ -11,7 +11,10 @@
  *    ioredis with a fencing token minted by INCR in the acquire script, redlock;
  * 2. five nodes (Redlock): lockcheck vs redlock, sequential and 50 concurrent,
  *    redlock also on auto-pipelined connections (lockcheck's script commands
- *    do not take ioredis's auto-pipelining: its node batches its own writes);
+ *    do not take ioredis's auto-pipelining: its node batches its own writes),
+ *    and the sequential floor: lockcheck's own scripts on bare sockets at the
+ *    quorum, the cheapest client they can have (bench/bareResp.ts; it writes
+ *    each command on its own, so its 50 concurrent figure is no floor);
  * 3. acquire latency p50/p99 on five nodes, healthy and with one node paused
  *    (SIGSTOP): lockcheck with requestTimeoutMs 50 vs redlock;
  * 4. the cost of fencing: acquire + fenced write (strict) + release vs
@@ -32,6 +35,8 @@ import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer
 import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis/index.ts';
 import type { LeaseLock } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
+import { ACQUIRE, RELEASE } from '../impl/redis/scripts.ts';
+import { bareScripts } from './bareResp.ts';
 import Redlock from './redlockTyped.ts';
 import { fmtRate, fmtRatio, log, median, out, pairedRatio, parseSeconds, targetTable } from './common.ts';
 
@@ -395,6 +400,7 @@ async function main(): Promise<void> {
   // redlock over connections with ioredis auto-pipelining (commands of one event-loop turn go out in one write): its other setting.
   const piped = await Promise.all(servers.map((s, i) => connect(s, `piped-node${i}`, true)));
   const redlock5p = newRedlock(piped);
+  const bare = await bareScripts(servers.map((s) => s.connection), ACQUIRE, RELEASE, TTL_MS);
   const five: ThroughputConfig[] = [];
   for (const concurrency of [1, CONCURRENCY]) {
     const c = concurrency === 1 ? 'seq' : 'conc';
@@ -402,9 +408,11 @@ async function main(): Promise<void> {
       { id: `lc-${c}`, label: `lockcheck, ${NODES} nodes`, concurrency, makeOp: (i) => lockcheckOp(lock5, `f-${c}-${i}`) },
       { id: `rl-${c}`, label: `redlock, ${NODES} nodes`, concurrency, makeOp: (i) => redlockOp(redlock5, `bench:redlock5:${c}:${i}`) },
       { id: `rlp-${c}`, label: `redlock, ${NODES} nodes, auto-pipelined`, concurrency, makeOp: (i) => redlockOp(redlock5p, `bench:redlock5p:${c}:${i}`) },
+      { id: `bare-${c}`, label: `floor: lockcheck's scripts on bare sockets, ${NODES} nodes`, concurrency, makeOp: (i) => () => bare.pair(`bench:bare:${c}:${i}`) },
     );
   }
   const r2 = await measureGroup('[2]', five, servers.map((s) => s.pid));
+  bare.close();
 
   // 4. fencing cost (run before the pause so that measurement 3's fresh connections stay apart) ----
   log('4. cost of fencing, single node');
@@ -491,6 +499,8 @@ async function main(): Promise<void> {
     targetTable(
       [
         { target: `Redlock, ${NODES} nodes: lockcheck / redlock, sequential`, ratio: ratio(r2, 'lc-seq', 'rl-seq').value, cpuRatio: cpuRatio(r2, 'lc-seq', 'rl-seq'), goal: 1.2 },
+        // What no client of these scripts can beat: the target's line read against it.
+        { target: `Redlock, ${NODES} nodes: floor (lockcheck's scripts on bare sockets, no client library) / redlock, sequential`, ratio: ratio(r2, 'bare-seq', 'rl-seq').value, cpuRatio: cpuRatio(r2, 'bare-seq', 'rl-seq') },
         { target: `Redlock, ${NODES} nodes: lockcheck / redlock, ${CONCURRENCY} concurrent`, ratio: ratio(r2, 'lc-conc', 'rl-conc').value, cpuRatio: cpuRatio(r2, 'lc-conc', 'rl-conc'), goal: 1.2 },
         { target: `Redlock, ${NODES} nodes: acquire p99 with one node paused / healthy`, ratio: p99(paused) / p99(healthy), goal: 2, kind: 'at-most' },
         { target: 'Redis, one node: lockcheck / raw ioredis, sequential', ratio: ratio(r1, 'lc-seq', 'raw-seq').value, cpuRatio: cpuRatio(r1, 'lc-seq', 'raw-seq'), goal: 1.0 },
@@ -543,12 +553,15 @@ async function main(): Promise<void> {
   out(rateRow(r2, `lockcheck \`createRedisLock({ nodes: five })\``, 'lc'));
   out(rateRow(r2, `redlock 5.0.0-beta.2, same ${NODES} connections`, 'rl'));
   out(rateRow(r2, `redlock 5.0.0-beta.2, ${NODES} connections with \`enableAutoPipelining: true\``, 'rlp'));
+  out(rateRow(r2, `*floor:* lockcheck's acquire and release scripts on bare sockets (no lease, clock, deadline or library), at the quorum; one write per command, so concurrently unbatched`, 'bare'));
   out();
   const atLeast12 = (x: number): string => (x >= 1.2 ? '(meets ≥ 1.20)' : '(**misses** ≥ 1.20)');
   out(`| ratio | sequential | ${CONCURRENCY} concurrent |`);
   out(`|---|---|---|`);
   out(ratioRow(r2, 'lockcheck / redlock, plain connections (target ≥ 1.20)', 'lc', 'rl', atLeast12));
   out(ratioRow(r2, 'lockcheck / redlock on auto-pipelined connections', 'lc', 'rlp', atLeast12));
+  out(ratioRow(r2, '*floor:* lockcheck\'s scripts on bare sockets / redlock (sequential: the most any client of these scripts could show; concurrent: unbatched, not a floor)', 'bare', 'rl', atLeast12));
+  out(ratioRow(r2, '*diagnostic:* lockcheck / the floor (sequential: the price of the lease, the clock and ioredis; concurrent: what batching the writes gains)', 'lc', 'bare'));
   out();
 
   out(`### 3. Acquire latency on ${NODES} nodes, sequential, healthy and with node ${PAUSED_NODE} paused (SIGSTOP)`);

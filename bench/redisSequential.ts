@@ -29,7 +29,7 @@ import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { createRedisLock, redisLeaseNode } from '../impl/redis/index.ts';
 import { ACQUIRE, RELEASE } from '../impl/redis/scripts.ts';
-import { BareResp, replyText, respCommand } from './bareResp.ts';
+import { bareScripts } from './bareResp.ts';
 import Redlock from './redlockTyped.ts';
 import { fmtRate, log, median, out } from './common.ts';
 
@@ -206,25 +206,11 @@ async function main(): Promise<void> {
           return ok && released;
         },
       });
-      // The second floor: lockcheck's own scripts (token minted, owner compared) on bare sockets, each round resolved at the
-      // third reply. The scripts are loaded first, so every call is an EVALSHA, as lockcheck's are after their first.
-      const sockets = await Promise.all(servers.map((s) => BareResp.connect(s.connection.port, s.connection.password)));
-      const sha = async (lua: string): Promise<string> => {
-        const replies = await Promise.all(sockets.map((c) => c.send(respCommand(['SCRIPT', 'LOAD', lua]))));
-        if (typeof replies[0] !== 'string' || replies.some((r) => r !== replies[0])) throw new Error(`SCRIPT LOAD: ${replies.map(replyText).join(', ')}`);
-        return replies[0];
-      };
-      const acquireSha = await sha(ACQUIRE);
-      const releaseSha = await sha(RELEASE);
-      const socketsAtQuorum = (wire: string, yes: (reply: unknown) => boolean): Promise<boolean> => atQuorum(sockets.map((c) => c.send(wire)), yes);
+      // The second floor: lockcheck's own scripts (token minted, owner compared) on bare sockets, at the quorum.
+      const bareFloor = await bareScripts(servers.map((s) => s.connection), ACQUIRE, RELEASE, TTL_MS);
       configs.push({
         label: "floor: lockcheck's scripts on bare sockets at the quorum",
-        op: async () => {
-          const v = randomUUID();
-          const ok = await socketsAtQuorum(respCommand(['EVALSHA', acquireSha, '3', 'seq-bare', 'seq-bare-t', 'seq-bare-m', v, String(TTL_MS), '0', '1']), (reply) => typeof reply === 'string');
-          const released = await socketsAtQuorum(respCommand(['EVALSHA', releaseSha, '1', 'seq-bare', v]), (reply) => reply === 1);
-          return ok && released;
-        },
+        op: () => bareFloor.pair('seq-bare'),
       });
       const redlock = new Redlock(await Promise.all(servers.map(connect)), { retryCount: 0 });
       redlock.on('error', () => undefined);
