@@ -4,7 +4,8 @@
  * a closed socket fails every call waiting on it, and a call waits at most
  * REPLY_TIMEOUT_MS. It answers one question: what a sequential Redlock pair costs
  * when no client library stands between the lock's scripts and the socket
- * (bench/redisSequential.ts, the five-node floor). Never a product path.
+ * (the five-node floor of bench/redisSequential.ts and bench/redis.ts).
+ * Never a product path.
  */
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
