@@ -116,7 +116,7 @@ export class BareResp {
 export const replyText = (reply: RespValue): string => (reply instanceof RespError ? reply.message : JSON.stringify(reply));
 
 /** Settles when `yes` holds for `quorum` of the replies (true), or when that can no longer happen (false); a failed call is a no. */
-function atQuorum(calls: ReadonlyArray<Promise<RespValue>>, quorum: number, yes: (reply: RespValue) => boolean): Promise<boolean> {
+export function atQuorum<T>(calls: ReadonlyArray<Promise<T>>, quorum: number, yes: (reply: T) => boolean): Promise<boolean> {
   return new Promise((resolve) => {
     let granted = 0;
     let answered = 0;

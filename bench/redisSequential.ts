@@ -29,7 +29,7 @@ import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { createRedisLock, redisLeaseNode } from '../impl/redis/index.ts';
 import { ACQUIRE, RELEASE } from '../impl/redis/scripts.ts';
-import { bareScripts } from './bareResp.ts';
+import { atQuorum, bareScripts } from './bareResp.ts';
 import Redlock from './redlockTyped.ts';
 import { fmtRate, log, median, out } from './common.ts';
 
@@ -181,28 +181,12 @@ async function main(): Promise<void> {
       // round resolved at the third reply, nothing else: no owner beyond a UUID, no token, no lease, no deadline.
       const bare = (await Promise.all(servers.map(connect))) as Array<Redis & Raw>;
       for (const r of bare) r.defineCommand('seqRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
-      const atQuorum = (calls: ReadonlyArray<Promise<unknown>>, yes: (reply: unknown) => boolean): Promise<boolean> =>
-        new Promise((resolve) => {
-          let granted = 0;
-          let answered = 0;
-          for (const call of calls)
-            void call.then(
-              (reply) => {
-                answered++;
-                if (yes(reply) && ++granted === 3) resolve(true);
-                else if (answered === calls.length) resolve(granted >= 3);
-              },
-              () => {
-                if (++answered === calls.length) resolve(granted >= 3);
-              },
-            );
-        });
       configs.push({
         label: 'floor: bare ioredis at the quorum',
         op: async () => {
           const v = randomUUID();
-          const ok = await atQuorum(bare.map((r) => r.set('seq-floor', v, 'PX', TTL_MS, 'NX')), (reply) => reply === 'OK');
-          const released = await atQuorum(bare.map((r) => r.seqRelease('seq-floor', v)), (reply) => reply === 1);
+          const ok = await atQuorum(bare.map((r) => r.set('seq-floor', v, 'PX', TTL_MS, 'NX')), 3, (reply) => reply === 'OK');
+          const released = await atQuorum(bare.map((r) => r.seqRelease('seq-floor', v)), 3, (reply) => reply === 1);
           return ok && released;
         },
       });
