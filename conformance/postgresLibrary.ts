@@ -20,6 +20,7 @@ import { noProxyReason, startLink, throughLink } from './env/postgresLink.ts';
 import { dyingWith } from './dyingLease.ts';
 import type { Lease } from '../impl/lease.ts';
 import { VirtualTime } from './sim/time.ts';
+import type { Stalled } from './env/stalls.ts';
 import { checkLibraryAdapter } from './options.ts';
 
 /**
@@ -123,12 +124,20 @@ export function postgresLibraryBackend(adapter: PostgresLibraryAdapter, choice: 
   };
 }
 
-/** Rejects when `work` takes longer than CALL_TIMEOUT_MS of real time (a real timer, outside the client's clock). */
-function bounded<T>(work: Promise<T>): Promise<T> {
+/**
+ * Rejects when `work` takes longer than CALL_TIMEOUT_MS of real time (a real
+ * timer, outside the client's clock). No fault makes a call take real time,
+ * so that stalls the run (env/stalls.ts): judged neither way, tried again.
+ */
+function bounded<T>(work: Promise<T>, stalled: Stalled): Promise<T> {
   return offClientClock(
     () =>
       new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`a library call took more than ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
+        const timer = setTimeout(() => {
+          const what = `a library call took more than ${CALL_TIMEOUT_MS} ms of real time`;
+          stalled(what);
+          reject(new Error(what));
+        }, CALL_TIMEOUT_MS);
         work.then(
           (v) => {
             clearTimeout(timer);
@@ -219,7 +228,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       const url = new URL(proxy !== undefined ? throughLink(server.url, proxy) : server.url);
       url.searchParams.set('application_name', nameOf(client));
       const calls = await onClock(() =>
-        adapter.client({ client, url: url.href, clock, call: (work) => network.call(client, 0, () => bounded(work())), onClock, onClose: (fn) => closeHooks.push(fn) }),
+        adapter.client({ client, url: url.href, clock, call: (work) => network.call(client, 0, () => bounded(work(), (w) => time.stalled(w))), onClock, onClose: (fn) => closeHooks.push(fn) }),
       );
       const storeConnection = await open();
       connections.push(storeConnection);

@@ -26,6 +26,7 @@ import { EnvironmentError } from './faketime.ts';
 import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
 import { inSlot, slotOf } from './runSlot.ts';
 import { LossNotices } from './lossNotices.ts';
+import { watchedRoundTrip } from './stalls.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 import { checkDesignOf, checkFunction, checkPostgresTarget, checkStorePolicy } from '../kitInput.ts';
 
@@ -76,6 +77,8 @@ const checkBackendKeys = knownOptions('realPostgresBackend options', ['name', 'k
 
 /** Real waits are bounded too: a connection that never reports its loss fails the run, it does not hang it. */
 const NOTICE_TIMEOUT_MS = 10_000;
+/** The harness's own connections (admin, the store's): connect and query timeouts, in real time. */
+const HARNESS_TIMEOUT_MS = 10_000;
 
 /**
  * lockcheck's own PostgreSQL locks (PostgresSessionLock for pg-session,
@@ -197,7 +200,7 @@ async function startInstance(
   // A session is ended only by its pid *and* the run's name: a pid reused by someone else's session is never hit.
   const connection: pg.ClientConfig = { connectionString: server.url, application_name: applicationName };
   const open = async (): Promise<pg.Client> => {
-    const c = new pg.Client({ ...connection, connectionTimeoutMillis: 10_000, query_timeout: 10_000 });
+    const c = new pg.Client({ ...connection, connectionTimeoutMillis: HARNESS_TIMEOUT_MS, query_timeout: HARNESS_TIMEOUT_MS });
     c.on('error', () => undefined);
     await c.connect();
     return c;
@@ -241,13 +244,20 @@ async function startInstance(
   const statementTimeoutMs = replyTimeoutMs(design)!;
   const losses = new LossNotices(clients, NOTICE_TIMEOUT_MS);
   const noticed = (client: number): void => losses.noticed(client);
+  /**
+   * A round trip of client `client`'s that may fail only after `boundMs` of real time (the lock's own pg timers, the
+   * store's, the harness's waits): one that does was held up by the machine, and stalls the run (stalls.ts).
+   */
+  const watched = <T>(client: number, what: string, boundMs: number, roundTrip: () => Promise<T>): Promise<T> =>
+    watchedRoundTrip(roundTrip, boundMs, () => `client ${client}'s ${what}`, (w) => time.stalled(w));
   const locks = clientClocks.map((_c, client) => {
     const proxy = proxies[client];
     const options = {
       connection: proxy ? { ...connection, connectionString: throughLink(server.url, proxy) } : connection,
       clock: clocks[client]!,
       tokenBase,
-      link: <T>(roundTrip: () => Promise<T>) => network.call(client, 0, roundTrip),
+      // The lock's connect, statement and query timeouts are real-time timers of statementTimeoutMs (impl/postgres).
+      link: <T>(roundTrip: () => Promise<T>) => network.call(client, 0, () => watched(client, 'lock statement', statementTimeoutMs, roundTrip)),
       onConnectionLost: () => noticed(client),
       // The design's statement timeout: a reply later than it is an unknown outcome (spec 7.4), as the model has it.
       statementTimeoutMs,
@@ -281,7 +291,7 @@ async function startInstance(
               const tx = postgresFencedStore(connection, 'transactional');
               timing.slowOperation(client);
               try {
-                return await withTimeout(clocks[client]!, statementTimeoutMs, 'statement', network.call(client, 0, () => tx.write(resource, token, value)));
+                return await withTimeout(clocks[client]!, statementTimeoutMs, 'statement', network.call(client, 0, () => watched(client, 'write in its transaction', statementTimeoutMs, () => tx.write(resource, token, value))));
               } catch (e) {
                 if (!(e instanceof TimeoutError)) throw e;
                 // No reply in time: the client drops the transaction's connection (7.4); the server aborts it, and its lock goes.
@@ -291,9 +301,12 @@ async function startInstance(
                 throw new UnavailableError(`the write to '${resource}' got no reply within ${statementTimeoutMs} ms; the transaction was dropped`, { cause: e });
               }
             },
-            read: (resource) => network.call(client, 'store', () => outside.read(resource)),
+            read: (resource) => network.call(client, 'store', () => watched(client, 'store read', HARNESS_TIMEOUT_MS, () => outside.read(resource))),
           }
-        : { write: (r, t, v) => network.call(client, 'store', () => outside.write(r, t, v)), read: (r) => network.call(client, 'store', () => outside.read(r)) };
+        : {
+            write: (r, t, v) => network.call(client, 'store', () => watched(client, 'store write', HARNESS_TIMEOUT_MS, () => outside.write(r, t, v))),
+            read: (r) => network.call(client, 'store', () => watched(client, 'store read', HARNESS_TIMEOUT_MS, () => outside.read(r))),
+          };
     return {
       acquire: async (resource, o) => {
         const before = pids(client);
@@ -329,7 +342,12 @@ async function startInstance(
     for (const deadline = Date.now() + NOTICE_TIMEOUT_MS; gone.length > 0; ) {
       const r = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND application_name = $2', [gone, applicationName]);
       if ((r.rows[0] as { n: number }).n === 0) return;
-      if (Date.now() > deadline) throw new Error(`the server did not end backends ${gone.join(', ')} within ${NOTICE_TIMEOUT_MS} ms of their connections' close`);
+      if (Date.now() > deadline) {
+        // No fault makes a server take real time to end a closed session: the machine held it up (stalls.ts).
+        const what = `the server did not end backends ${gone.join(', ')} within ${NOTICE_TIMEOUT_MS} ms of their connections' close`;
+        time.stalled(what);
+        throw new Error(what);
+      }
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   };

@@ -29,6 +29,7 @@ import { failsTheRun } from './runEnvironment.ts';
 import { slotOf } from './runSlot.ts';
 import { counted } from '../counted.ts';
 import { guardedTempDir } from './tempDir.ts';
+import { stallsFail } from './stalls.ts';
 
 /**
  * Redis backends on real redis-server processes. Each lock node runs under
@@ -331,7 +332,7 @@ async function openRun(
     redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: unknown) => {
       const sentMs = performance.now();
       const reply = offClientClock(() => send(command, stream as never));
-      if (local !== null) stallsFail(reply as Promise<unknown>, sentMs, local.commandTimeoutMs, target, command.name, (what) => stalled(what));
+      if (local !== null) stallsFail(reply as Promise<unknown>, sentMs, local.commandTimeoutMs, () => `${command.name} to ${redactUrl(target.url)}`, (what) => stalled(what));
       return reply;
     }) as Redis['sendCommand'];
     all.push(redis);
@@ -424,25 +425,6 @@ async function openRun(
     await close();
     throw e;
   }
-}
-
-/**
- * On servers lockcheck started, no fault the runner injects makes a request
- * take real time: a crash resets the connection at once, a black hole or a
- * delay acts in the network layer on virtual time. A command that fails only
- * after the whole command timeout of real time (COMMAND_TIMEOUT_MS) was held
- * up by the machine (the test process or the server starved of CPU, an
- * fsync of appendfsync always behind other processes' writes): its failure,
- * a vote against in the lock client, is no evidence against the backend, and
- * the run is stalled (out of pace: inconclusive, tried again). Measured from
- * the send, so that a driver's timer firing before a reply already in the
- * socket (Node runs timers before reading, after a stall) counts too.
- */
-function stallsFail(reply: Promise<unknown>, sentMs: number, boundMs: number, target: RedisTarget, name: string, stalled: (what: string) => void): void {
-  reply.catch(() => {
-    const tookMs = performance.now() - sentMs;
-    if (tookMs >= boundMs) stalled(`${name} to ${redactUrl(target.url)} failed after ${Math.round(tookMs)} ms of real time (bound ${boundMs} ms)`);
-  });
 }
 
 /** How long a key a run made on a shared server lives should the run die before deleting it. */
