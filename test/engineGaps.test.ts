@@ -7,6 +7,7 @@ import { SimNetwork } from '../conformance/sim/network.ts';
 import { SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { TimingError, VirtualTime } from '../conformance/sim/time.ts';
+import { withTimeout } from '../impl/errors.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
 import { clockAt, read } from '../model/clock.ts';
 import { MAX_TOKEN } from '../model/errors.ts';
@@ -133,6 +134,30 @@ describe('N3: at a resume, a paused client\'s due timers fire before the replies
     network.release(0);
     await time.advanceTo(10);
     expect(seen).toEqual(['timer', 'reply']);
+  });
+});
+
+describe('N4: the wait for real replies is bounded', () => {
+  it('a real request that never answers, from a client whose only timeout is on the virtual clock, stalls the run instead of hanging it', async () => {
+    const settle: { network?: SimNetwork } = {};
+    const time = new VirtualTime({ settle: () => settle.network!.settled() });
+    const network = new SimNetwork(time, () => ({ reachable: () => true }), { realReplyBoundMs: 50 });
+    settle.network = network;
+    const clock = time.clockOf(() => clockAt());
+    // The client's timeout fires only when virtual time moves, and time waits for the reply first.
+    const work = withTimeout(clock, 1000, 'request', network.call(0, 0, () => new Promise<never>(() => undefined)));
+    work.catch(() => undefined);
+    const stopped = time.runUntil(work, 0);
+    await expect(stopped).rejects.toThrow(TimingError);
+    await expect(stopped).rejects.toThrow(/a real request had no reply after 50 ms of real time: the machine stalled the run/);
+    // Time moves again afterwards: nothing is waited on any more, and the client's own timeout can fire.
+    await time.runUntil(work, 2000).catch(() => undefined);
+    await expect(work).rejects.toThrow('request timed out after 1000 ms');
+  }, 10_000);
+
+  it('refuses a bound that is not a positive integer of ms', () => {
+    const time = new VirtualTime();
+    for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 31]) expect(() => new SimNetwork(time, () => ({ reachable: () => true }), { realReplyBoundMs: bad })).toThrow(/realReplyBoundMs must be an integer number of ms/);
   });
 });
 

@@ -3,6 +3,17 @@ import { UnavailableError } from '../../impl/errors.ts';
 import type { FaultInjectors } from '../faults.ts';
 import type { VirtualTime } from './time.ts';
 import { checkClock, refuse } from '../../impl/options.ts';
+import { finishWithin } from '../realTimeLimit.ts';
+
+/**
+ * How long settled() waits for the real requests on the wire. Each is bounded
+ * by its client's own timeout, far shorter; a client whose timers are on the
+ * run's virtual clock cannot time out while time waits for it. Past this
+ * bound the machine (or a server that stopped answering) held the request
+ * up: the run is stalled (out of pace, VirtualTime.stalled) and time moves
+ * on without it, rather than wait for ever.
+ */
+export const REAL_REPLY_BOUND_MS = 60_000;
 
 /**
  * Checks of what call() and the fault methods take: a junk client or
@@ -50,12 +61,19 @@ export class SimNetwork {
   /** Real requests still on the wire. */
   readonly #io = new Set<Promise<unknown>>();
 
+  readonly #realReplyBoundMs: number;
+
   constructor(
     private readonly time: VirtualTime,
     private readonly servers: (endpoint: Endpoint) => Server,
+    /** realReplyBoundMs: how long settled() waits for real requests (default REAL_REPLY_BOUND_MS). */
+    options: { readonly realReplyBoundMs?: number } = {},
   ) {
     if (typeof time !== 'object' || time === null || typeof (time as { nowMs?: unknown }).nowMs !== 'function') refuse('time', 'a VirtualTime', time);
     if (typeof servers !== 'function') refuse('servers', 'a function from an endpoint to its Server', servers);
+    const bound = options.realReplyBoundMs ?? REAL_REPLY_BOUND_MS;
+    if (!Number.isInteger(bound) || bound < 1 || bound > 2 ** 31 - 1) refuse('realReplyBoundMs', 'an integer number of ms in [1, 2^31-1]', bound);
+    this.#realReplyBoundMs = bound;
   }
 
   /**
@@ -108,10 +126,19 @@ export class SimNetwork {
     return reply.value;
   }
 
-  /** Resolves when no real request is on the wire (each is bounded by its client's own timeout); says whether it waited. */
+  /**
+   * Resolves when no real request is on the wire; says whether it waited.
+   * Bounded: requests still unanswered after REAL_REPLY_BOUND_MS stall the
+   * run and are no longer waited for.
+   */
   async settled(): Promise<boolean> {
     if (this.#io.size === 0) return false;
-    while (this.#io.size > 0) await Promise.allSettled([...this.#io]);
+    while (this.#io.size > 0) {
+      const waiting = [...this.#io];
+      if (await finishWithin(Promise.allSettled(waiting), this.#realReplyBoundMs)) continue;
+      this.time.stalled(`${waiting.length === 1 ? 'a real request' : `${waiting.length} real requests`} had no reply after ${this.#realReplyBoundMs} ms of real time`);
+      for (const p of waiting) this.#io.delete(p);
+    }
     return true;
   }
 
