@@ -21,6 +21,7 @@ import { dyingWith } from './dyingLease.ts';
 import type { Lease } from '../impl/lease.ts';
 import { VirtualTime } from './sim/time.ts';
 import type { Stalled } from './env/stalls.ts';
+import { rejectAfter } from './realTimeLimit.ts';
 import { checkLibraryAdapter } from './options.ts';
 
 /**
@@ -130,25 +131,12 @@ export function postgresLibraryBackend(adapter: PostgresLibraryAdapter, choice: 
  * so that stalls the run (env/stalls.ts): judged neither way, tried again.
  */
 function bounded<T>(work: Promise<T>, stalled: Stalled): Promise<T> {
-  return offClientClock(
-    () =>
-      new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          const what = `a library call took more than ${CALL_TIMEOUT_MS} ms of real time`;
-          stalled(what);
-          reject(new Error(what));
-        }, CALL_TIMEOUT_MS);
-        work.then(
-          (v) => {
-            clearTimeout(timer);
-            resolve(v);
-          },
-          (e: unknown) => {
-            clearTimeout(timer);
-            reject(e);
-          },
-        );
-      }),
+  return offClientClock(() =>
+    rejectAfter(work, CALL_TIMEOUT_MS, () => {
+      const what = `a library call took more than ${CALL_TIMEOUT_MS} ms of real time`;
+      stalled(what);
+      return new Error(what);
+    }),
   );
 }
 

@@ -23,3 +23,24 @@ export async function valueWithin<T>(work: Promise<T>, ms: number): Promise<Boun
 export async function finishWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
   return (await valueWithin(work, ms)).done;
 }
+
+/**
+ * `work`'s outcome, or after `ms` of real time (a timer, never a run's
+ * virtual clock) the error `late()` makes: a bound on a call that has none of
+ * its own. A failure of `work` after the limit is dropped.
+ */
+export function rejectAfter<T>(work: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(late()), ms);
+    work.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}

@@ -42,6 +42,7 @@ import { postgresLibraryBackend } from '../postgresLibrary.ts';
 import { checkAcquireInput } from '../input.ts';
 import { ADVISORY_LOCK_CONTRACT } from './contracts.ts';
 import { retryOnClock } from './retryOnClock.ts';
+import { rejectAfter } from '../realTimeLimit.ts';
 
 type AdvisoryLockFactory = typeof advisoryLockModule.default;
 /** The CommonJS module's default export: node hands over the exports object, vite-node the function itself. */
@@ -155,17 +156,5 @@ export const ADVISORY_LOCK_CONCURRENT: ConcurrentClient = {
 
 /** Rejects when `work` takes longer than `ms` of real time. */
 function bounded<T>(work: Promise<T>, what: string, ms = CALL_TIMEOUT_MS): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`advisory-lock: ${what} took more than ${ms} ms`)), ms);
-    work.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
-  });
+  return rejectAfter(work, ms, () => new Error(`advisory-lock: ${what} took more than ${ms} ms`));
 }

@@ -9,6 +9,7 @@
  * stalled (out of pace: inconclusive, and tried again).
  */
 import { TimeoutError } from '../../impl/errors.ts';
+import { rejectAfter } from '../realTimeLimit.ts';
 
 /** Marks a run stalled, saying what took too long (VirtualTime.stalled). */
 export type Stalled = (what: string) => void;
@@ -40,20 +41,8 @@ export function watchedRoundTrip<T>(roundTrip: () => Promise<T>, boundMs: number
   const sentMs = performance.now();
   const reply = roundTrip();
   stallsFail(reply, sentMs, boundMs, what, stalled);
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      stalled(`${what()} failed after ${Math.round(performance.now() - sentMs)} ms of real time (bound ${boundMs} ms)`);
-      reject(new TimeoutError(what(), boundMs));
-    }, boundMs);
-    reply.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
+  return rejectAfter(reply, boundMs, () => {
+    stalled(`${what()} failed after ${Math.round(performance.now() - sentMs)} ms of real time (bound ${boundMs} ms)`);
+    return new TimeoutError(what(), boundMs);
   });
 }
