@@ -3,6 +3,9 @@ import { FAULT_KINDS, isFaultKind } from '../conformance/faults.ts';
 import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
 import { UsageError } from './usage.ts';
 import type { Command } from '../model/command.ts';
+import type { BackendUnderTest } from '../conformance/adapter.ts';
+import type { CheckFailure } from '../conformance/check.ts';
+import { judgedDesign } from '../conformance/consequence.ts';
 
 /**
  * The counterexample file `lockcheck run` writes and `lockcheck replay` reads.
@@ -39,6 +42,38 @@ export interface CounterexampleFile {
 }
 
 export type CounterexampleVerdict = 'conformance-failure' | 'property-violation';
+
+/**
+ * The file `lockcheck run` and `lockcheck matrix` save for a failure, which
+ * `lockcheck replay` runs again: `backend` as the user named it (a built-in
+ * name or an adapter module's path), the fault kinds the run was given
+ * (null: all the backend offers), `offered` those it offers.
+ */
+export function counterexampleFile(
+  backend: string,
+  resolved: BackendUnderTest,
+  offered: readonly FaultKind[],
+  faults: readonly FaultKind[] | null,
+  runs: number,
+  failure: CheckFailure,
+): CounterexampleFile {
+  const verdict = failure.report.verdict;
+  return {
+    lockcheck: 'counterexample',
+    backend,
+    faults,
+    seed: failure.seed,
+    path: failure.path,
+    runs,
+    verdict: verdict.kind as CounterexampleVerdict,
+    properties: failure.properties as CounterexampleFile['properties'],
+    consequence: verdict.kind === 'conformance-failure' ? `${verdict.consequence.kind}: ${verdict.consequence.what}` : null,
+    settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, options: resolved.options ?? null, faults: offered },
+    steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
+    modelSeeds: true,
+    schedule: { commands: failure.schedule.commands, tokenBase: failure.schedule.tokenBase.toString(), ...(failure.schedule.requestTimeoutMs !== undefined ? { requestTimeoutMs: failure.schedule.requestTimeoutMs } : {}) },
+  };
+}
 
 /** A counterexample file that is not one lockcheck wrote: exit code 2, the field named. */
 export class CounterexampleFileError extends UsageError {

@@ -30,6 +30,8 @@ import { interruptedBy } from '../conformance/env/processes.ts';
 import type { Observed } from './stressOracle.ts';
 import { observedText, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 import { counted } from '../conformance/counted.ts';
+import { counterexampleFile } from './counterexample.ts';
+import { replayHint } from './replayHint.ts';
 
 /** The properties about fencing tokens. */
 
@@ -170,6 +172,14 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             if (shown.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the timeline shows a ${shown.failure.shrunkLength}-step ${first} that a smaller schedule may also show\n`);
           }
           if (result.failure?.shrinkCut === true) process.stderr.write(`\nnote: ${row.name} x ${col.id}: shrinking stopped after ${SHRINK_LIMIT_MS / 1000} s; the counterexample may not be the smallest\n`);
+          if (result.failure !== null) {
+            // Saved beside its timeline for `lockcheck replay` (a conformance failure, or an audit's worst deviation).
+            const name = fileName(row.name, col.id);
+            const file = counterexampleFile(row.name, backend, offered, col.faults, runs, result.failure);
+            writeRedacted(timelines.path(name).replace(/\.html$/, '.json'), JSON.stringify(file, null, 2) + '\n', 'the counterexample');
+            const saved = join(cellsDir, `${name}.json`);
+            process.stderr.write(`\n${row.name} x ${col.id}: counterexample ${saved} (${replayHint(saved, row.name, o.servers)})\n`);
+          }
           const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
           let observed: MatrixCell['observed'] = null;
           if (oracle !== null) {

@@ -30,7 +30,7 @@ export class StagedTimelines {
     this.#unregister = atExit(() => this.drop());
   }
 
-  /** Where this run writes the timeline of a cell (`name` without extension; its `.txt` goes beside it). */
+  /** Where this run writes the timeline of a cell (`name` without extension; its `.txt`, and a failure's `.json`, go beside it). */
   path(name: string): string {
     return join(this.#staging, `${name}.html`);
   }
@@ -43,7 +43,7 @@ export class StagedTimelines {
    */
   publish(names: readonly string[]): void {
     for (const name of names) {
-      for (const file of [`${name}.html`, `${name}.txt`]) {
+      for (const file of [`${name}.html`, `${name}.txt`, `${name}.json`]) {
         const staged = join(this.#staging, file);
         const target = join(this.#dir, file);
         try {

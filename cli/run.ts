@@ -12,7 +12,7 @@ import { textTimeline } from '../conformance/timeline.ts';
 import type { Schedule } from '../conformance/minimise.ts';
 import type { ServerChoice } from './backends.ts';
 import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
-import { CounterexampleFileError, type CounterexampleFile, type CounterexampleVerdict, parseCounterexample, replayDifferences } from './counterexample.ts';
+import { CounterexampleFileError, type CounterexampleFile, counterexampleFile, parseCounterexample, replayDifferences } from './counterexample.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { junitXml } from './junit.ts';
 import { progressLine, runText } from './progress.ts';
@@ -73,21 +73,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
     const findings = judgedFindings(resolved, result.findings);
     if (failure !== null) {
-      const file: CounterexampleFile = {
-        lockcheck: 'counterexample',
-        backend: o.backend,
-        faults: o.faults ?? null,
-        seed: failure.seed,
-        path: failure.path,
-        runs: o.runs,
-        verdict: failure.report.verdict.kind as CounterexampleVerdict,
-        properties: failure.properties as CounterexampleFile['properties'],
-        consequence: failure.report.verdict.kind === 'conformance-failure' ? `${failure.report.verdict.consequence.kind}: ${failure.report.verdict.consequence.what}` : null,
-        settings: { name: resolved.name, design: judgedDesign(resolved), capabilities: resolved.capabilities, contract: resolved.contract ?? null, options: resolved.options ?? null, faults: offered },
-        steps: failure.report.steps.map((s) => JSON.stringify(s.command)),
-        modelSeeds: true,
-        schedule: savedSchedule(failure.schedule),
-      };
+      const file = counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure);
       writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n', 'the counterexample');
     }
     if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
@@ -168,10 +154,6 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
 }
 
 /** A schedule as the counterexample file holds it: the token base as a decimal string. */
-function savedSchedule(s: Schedule): NonNullable<CounterexampleFile['schedule']> {
-  return { commands: s.commands, tokenBase: s.tokenBase.toString(), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
-}
-
 function scheduleOf(s: NonNullable<CounterexampleFile['schedule']>): Schedule {
   return { commands: s.commands, tokenBase: BigInt(s.tokenBase), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
 }

@@ -187,6 +187,25 @@ describe('lockcheck command line', () => {
     expect(readdirSync(join(out, 'matrix')).filter((f) => f.startsWith('.'))).toEqual([]);
   }, 240_000);
 
+  it('matrix: a cell that fails saves its counterexample beside its timeline, and says how to replay it', () => {
+    const out = join(dir, 'failing');
+    // An audit's worst deviation is its failure: redlock 5 under partitions grants at step 1 what the model refuses.
+    const r = lockcheck('matrix', '--backend', 'lib:redlock@5.0.0-beta.2', '--faults', 'partition-delay', '--runs', '5', '--stress-seconds', '0', '--out', out);
+    expect(r.code, r.stderr).toBe(0);
+    const file = join(out, 'matrix', 'lib_redlock_5.0.0-beta.2__partition-delay.json');
+    expect(r.stderr).toContain(`lib:redlock@5.0.0-beta.2 x partition-delay: counterexample ${file} (lockcheck replay ${file})`);
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { backend: string; verdict: string; properties: string[]; schedule?: { commands: unknown[] } };
+    expect(saved).toMatchObject({ backend: 'lib:redlock@5.0.0-beta.2', verdict: 'conformance-failure' });
+    const cell = readFileSync(join(out, 'matrix', 'lib_redlock_5.0.0-beta.2__partition-delay.txt'), 'utf8');
+    const step = /CONFORMANCE FAILURE at step (\d+) \(([A-Z]+-\d)/.exec(cell);
+    expect(step, cell).not.toBeNull();
+    expect(saved.properties).toEqual([step![2]]);
+    expect(saved.schedule?.commands.length).toBeGreaterThanOrEqual(Number(step![1]));
+    const replay = lockcheck('replay', file);
+    expect(replay.code, replay.stderr).toBe(1);
+    expect(replay.stdout).toContain(`CONFORMANCE FAILURE at step ${step![1]} (${step![2]}`);
+  }, 240_000);
+
   it('matrix: interrupted, it leaves the previous report and its timelines as they were, and nothing of its own', async () => {
     const out = join(dir, 'interrupted');
     const timeline = join(out, 'matrix', 'redis-single_unfenced__clock-step.html');
