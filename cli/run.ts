@@ -153,7 +153,7 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   }
 }
 
-/** A schedule as the counterexample file holds it: the token base as a decimal string. */
+/** The file's schedule as the check runs it: the token base back from its decimal string. */
 function scheduleOf(s: NonNullable<CounterexampleFile['schedule']>): Schedule {
   return { commands: s.commands, tokenBase: BigInt(s.tokenBase), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
 }

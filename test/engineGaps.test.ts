@@ -158,6 +158,7 @@ describe('N4: the wait for real replies is bounded', () => {
   it('refuses a bound that is not a positive integer of ms', () => {
     const time = new VirtualTime();
     for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 31]) expect(() => new SimNetwork(time, () => ({ reachable: () => true }), { realReplyBoundMs: bad })).toThrow(/realReplyBoundMs must be an integer number of ms/);
+    expect(() => new SimNetwork(time, () => ({ reachable: () => true }), null as never)).toThrow(/options must be an object/);
   });
 });
 

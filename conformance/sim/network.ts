@@ -71,6 +71,7 @@ export class SimNetwork {
   ) {
     if (typeof time !== 'object' || time === null || typeof (time as { nowMs?: unknown }).nowMs !== 'function') refuse('time', 'a VirtualTime', time);
     if (typeof servers !== 'function') refuse('servers', 'a function from an endpoint to its Server', servers);
+    if (typeof options !== 'object' || options === null) refuse('options', 'an object ({ realReplyBoundMs? })', options);
     const bound = options.realReplyBoundMs ?? REAL_REPLY_BOUND_MS;
     if (!Number.isInteger(bound) || bound < 1 || bound > 2 ** 31 - 1) refuse('realReplyBoundMs', 'an integer number of ms in [1, 2^31-1]', bound);
     this.#realReplyBoundMs = bound;
