@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -77,6 +77,13 @@ describe('the npm package', () => {
     expect(paths).toContain('dist/conformance/suite.d.ts');
     expect(paths).toContain('dist/cli/main.js');
     expect(paths.filter((p) => /^(test|bench|\.ci|docs\/matrix)\/|\.test\.|(^|\/)[^/]+\.ts$/.test(p) && !p.endsWith('.d.ts'))).toEqual([]);
+    // Every file the compiled code starts or loads by path (`new URL('./…', import.meta.url)`) is in the package: tsc emits
+    // only what it compiles, and a missing script fails late (a stress client) or unseen (the watchdog).
+    const byPath = paths.filter((p) => p.endsWith('.js') || p.endsWith('.mjs')).flatMap((p) =>
+      [...readFileSync(join(repo, p), 'utf8').matchAll(/new URL\(['"](\.{1,2}\/[^'"]+)['"], import\.meta\.url\)/g)].map((m) => join(dirname(p), m[1]!)),
+    );
+    expect(byPath).toEqual(expect.arrayContaining(['dist/conformance/stress/worker.mjs', 'dist/conformance/env/watchdog.mjs']));
+    expect(byPath.filter((p) => !paths.includes(p) && !p.endsWith('.ts'))).toEqual([]);
 
     mkdirSync(join(project, 'test'), { recursive: true });
     for (const [name, text] of Object.entries(files)) writeFileSync(join(project, name), `${text}\n`);
@@ -115,6 +122,10 @@ describe('the npm package', () => {
     const explored = sh(project, bin, ['explore', '--depth', '2', '--jobs', '2']);
     expect(explored.code, explored.out).toBe(0);
     expect(explored.out).toMatch(/Bounded exhaustive exploration \(depth 2/);
+    // A stress run: its client processes start from the compiled worker (the package has no .ts to fall back on).
+    const stressed = sh(project, bin, ['stress', '--backend', 'redis-single', '--clients', '2', '--seconds', '1', '--out', 'stress-out']);
+    expect(stressed.code, stressed.out).toBe(0);
+    expect(stressed.out).toMatch(/MUTEX-1\s+overlapping-holds\s+safe/);
     const checked = sh(project, bin, ['check', resolve('test/fixtures/histories/safe.jsonl')]);
     expect(checked.code, checked.out).toBe(0);
 

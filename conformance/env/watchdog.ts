@@ -17,7 +17,7 @@
  * finds the owner gone and cleans up as for a SIGKILL.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,6 +89,8 @@ export function sweepOrphanedRegistries(parent = tmpdir()): number {
 
 function ensureWatchdog(): string {
   if (registry !== null) return registry;
+  // Spawned with stdio ignored, a missing script would fail unseen and leave every server to outlive a killed run.
+  if (!existsSync(SCRIPT)) throw new Error(`lockcheck is installed incompletely: its watchdog script ${SCRIPT} is missing (reinstall lockcheck; from a clone, run npm run build)`);
   sweepOrphanedRegistries();
   const start = processStartTime(process.pid) ?? '0';
   const dir = mkdtempSync(join(tmpdir(), `lockcheck-watch-${process.pid}-${start}-`));

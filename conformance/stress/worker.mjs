@@ -1,5 +1,8 @@
-// A stress run's client process: loads the TypeScript worker through tsx's loader (Node 20 cannot run .ts itself).
+// A stress run's client process. tsx's loader is registered first in every case: a user's adapter may be TypeScript
+// (Node 20 cannot run .ts itself). Compiled (dist/, where the build copies this file), the worker is worker.js beside it.
+import { existsSync } from 'node:fs';
 import { register } from 'tsx/esm/api';
 
 register();
-await import('./worker.ts');
+const compiled = new URL('./worker.js', import.meta.url);
+await import(existsSync(compiled) ? compiled.href : new URL('./worker.ts', import.meta.url).href);
