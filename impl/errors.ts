@@ -98,6 +98,17 @@ export function mustThrow(e: unknown): boolean {
   return isRefusal(e) || e instanceof InvalidInputError;
 }
 
+/**
+ * A programming error (a TypeError, RangeError, ReferenceError or
+ * SyntaxError: lockcheck's own code, or code it calls, broken or used with
+ * something it does not fit), never an outage or a server's answer: a lock
+ * round rejects with it instead of counting it as a vote against
+ * (impl/round.ts), and a fenced store passes it on as it is.
+ */
+export function isDefect(e: unknown): boolean {
+  return e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof SyntaxError;
+}
+
 /** Why a lease's AbortSignal fired. */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';

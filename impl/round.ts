@@ -1,5 +1,6 @@
 import type { MonotonicClock } from './clock.ts';
 import type { LeaseNode } from './leaseNode.ts';
+import { isDefect } from './errors.ts';
 
 /** One node's answer in a round; a node that has not answered (yet) is `{ ok: false }` without an error. */
 export type Vote<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error?: unknown };
@@ -174,12 +175,20 @@ export class Round<T> {
   readonly deadlineMs: number;
   readonly #queue: DeadlineQueue;
   #resolve: ((votes: Vote<T>[]) => void) | null = null;
+  #reject: ((error: unknown) => void) | null = null;
   readonly #isYes: (value: T) => boolean;
   readonly #decided: (tally: Tally) => boolean;
   readonly #background: Background;
   readonly #turn: Turn;
 
-  /** Resolves with the votes once the round is decided, every node answered, or the deadline passed. */
+  /**
+   * Resolves with the votes once the round is decided, every node answered,
+   * or the deadline passed. Rejects, as soon as it happens, with a
+   * programming error (isDefect: a TypeError, ...) that a node's call threw
+   * or failed with: that is no vote against, and the caller learns of it
+   * (the round itself still ends as usual, the other nodes' replies
+   * awaited). A round nobody awaits (a release in the background) drops it.
+   */
   readonly votes: Promise<Vote<T>[]>;
 
   constructor(
@@ -197,7 +206,10 @@ export class Round<T> {
     this.#decided = decided;
     this.#background = context.background;
     this.#turn = context.turn;
-    this.votes = new Promise((resolve) => (this.#resolve = resolve));
+    this.votes = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
     context.background.started();
     this.deadlineMs = context.clock.now() + limitMs;
     this.#queue = context.deadlines.of(limitMs);
@@ -225,6 +237,7 @@ export class Round<T> {
   }
 
   #failedWith(i: number, error: unknown): void {
+    if (isDefect(error)) this.#defect(error);
     if (this.#ended) return;
     this.#votes[i] = { ok: false, error };
     this.#failed++;
@@ -241,6 +254,17 @@ export class Round<T> {
     // One turn of the clock, so that replies arriving at the same moment are counted too.
     this.#deferred = true;
     this.#turn.defer(this as Round<unknown>);
+  }
+
+  /** Rejects the votes with `error`, once, unless they were published. */
+  #defect(error: unknown): void {
+    const reject = this.#reject;
+    if (this.#resolve === null || reject === null) return;
+    this.#resolve = null;
+    this.#reject = null;
+    // Handled here too: a round nobody awaits must not make an unhandled rejection; a caller that awaits still gets it.
+    this.votes.catch(ignore);
+    reject(error);
   }
 
   /** Resolves the votes so far, once. */
@@ -270,3 +294,5 @@ export class Round<T> {
     this.#background.ended();
   }
 }
+
+const ignore = (): void => undefined;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
@@ -9,11 +9,12 @@ import { checkConnection, redisLeaseNode, type WaitForReplicas } from './node.ts
 export { redisLeaseNode, type WaitForReplicas } from './node.ts';
 export { redisFencedStore } from './store.ts';
 export { keysFor } from './keys.ts';
+export type { RedisConnection, RedisStoreConnection } from './connection.ts';
 
 /** createRedisLock's options. */
 export interface RedisLockOptions {
-  /** One connection for the single-node lease; several independent nodes for Redlock (a majority must grant). */
-  readonly nodes: readonly Redis[];
+  /** One connection for the single-node lease; several independent nodes for Redlock (a majority must grant). An ioredis 5 or 6 `Redis`. */
+  readonly nodes: readonly RedisConnection[];
   /** The client's monotonic clock. Default: performance.now(). */
   readonly clock?: MonotonicClock;
   /** Clock drift allowance as a fraction of the ttl, in [0, 1). Default 0.01. */

@@ -1,8 +1,8 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection as Redis } from './connection.ts';
 import { checkResource, checkToken } from '../../model/errors.ts';
 import { checkMethods, checkObject, checkPrefix, checkTokenBase, isObject, knownOptions } from '../options.ts';
 import type { LeaseNode } from '../leaseNode.ts';
-import { acquireScript, extendScript, raiseScript, releaseScript } from './commands.ts';
+import { acquireScript, checkScriptable, extendScript, raiseScript, releaseScript } from './commands.ts';
 import { tickWrites } from './tickWrites.ts';
 import { counterKey, keysFor, lockKey, mintedKey } from './keys.ts';
 import { InvalidInputError, ReplicationError } from '../errors.ts';
@@ -31,6 +31,7 @@ const checkReplicaKeys = knownOptions('replicas', ['count', 'timeoutMs']);
 export function checkConnection(redis: unknown, name: string, extra: readonly string[] = []): Redis {
   checkMethods(redis, name, 'an ioredis connection', ['sendCommand', 'call', ...extra]);
   checkObject((redis as Redis).options, `${name}.options`);
+  checkScriptable(redis as Redis, name);
   return redis as Redis;
 }
 

@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { RedisStoreConnection } from './connection.ts';
 import type { StorePolicy } from '../../model/design.ts';
 import { checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import { storedToken } from '../storeCell.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
-import { isRefusal, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { isDefect, isRefusal, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { FencedStore } from '../fencedStore.ts';
 import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
@@ -35,7 +35,7 @@ const checkKeys = knownOptions('redisFencedStore options', ['prefix', 'timeoutMs
  * run), UnavailableError (the connection is gone, or the server is in a
  * passing state), each with the client's error as `cause`.
  */
-export function redisFencedStore(redis: Redis, policy: StorePolicy, options: RedisStoreOptions = {}): FencedStore {
+export function redisFencedStore(redis: RedisStoreConnection, policy: StorePolicy, options: RedisStoreOptions = {}): FencedStore {
   checkConnection(redis, 'redis', ['hmget']);
   if (policy === 'transactional') throw new InvalidInputError('invalid-config', 'a Redis store cannot be transactional');
   checkPolicy(policy, FENCES);
@@ -68,9 +68,10 @@ export function redisFencedStore(redis: Redis, policy: StorePolicy, options: Red
   };
 }
 
-/** What a store call's failure is: the lock's typing of Redis replies, and any other failure of the call an UnavailableError. */
+/** What a store call's failure is: the lock's typing of Redis replies, and any other failure of the call an UnavailableError; a programming error (a TypeError, ...) as it is, never an outage. */
 function storeError(e: unknown, what: string, resource: string): Error {
   if (e instanceof TimeoutError || e instanceof InvalidInputError) return e;
+  if (isDefect(e)) return e as Error;
   const t = typed(e, resource);
   if (isRefusal(t) || t instanceof UnavailableError) return t;
   return new UnavailableError(`redis fenced store ${what} of '${resource}' failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });

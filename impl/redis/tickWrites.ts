@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.ts';
 
 /**
  * Commands sent on one connection within one tick go out in one write. A
@@ -14,15 +14,15 @@ import type { Redis } from 'ioredis';
  * costs it less than the cork. A connection that is not open has no socket
  * to cork: its commands take ioredis's own path (offline queue or an error).
  */
-export function tickWrites(redis: Redis): () => void {
-  let corked: Redis['stream'] | null = null;
+export function tickWrites(redis: RedisConnection): () => void {
+  let corked: { uncork(): void } | null = null;
   const uncork = (): void => {
     corked!.uncork();
     corked = null;
   };
   return () => {
     if (corked !== null) return;
-    const stream = redis.stream as Redis['stream'] | undefined;
+    const stream = redis.stream;
     if (stream === undefined || redis.status !== 'ready' || redis.commandQueue.length === 0) return;
     stream.cork();
     corked = stream;
