@@ -131,9 +131,11 @@ export class EtcdLock {
 
   /**
    * Deletes the key while it is ours and revokes the lease; fires the
-   * lease's signal. Never throws for etcd failures, a refusal included (as
-   * the Redis lock's release): the lease is dropped whatever etcd says, and
-   * a key etcd would not delete goes with its lease's ttl.
+   * lease's signal. Never throws for etcd failures, a refusal included (the
+   * revoke frees the key when the delete is refused; the Redis lock's
+   * release, with no lease to revoke, throws a refusal that kept it off a
+   * quorum): the lease is dropped whatever etcd says, and a key etcd would
+   * neither delete nor revoke goes with its lease's ttl.
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
