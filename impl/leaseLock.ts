@@ -1,6 +1,6 @@
 import type { MonotonicClock } from './clock.ts';
 import { checkTtl, InvalidInputError } from '../model/errors.ts';
-import { mustThrow, ServerRefusedError, TokenOverflowError } from './errors.ts';
+import { isRefusal, mustThrow, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
@@ -197,15 +197,16 @@ export class LeaseLock {
    * then); the rest finish in the background. Never throws for an outage (a
    * node down, slow, in a passing state: its key goes with its ttl). As
    * acquire and extend do, it throws a refusal no retry fixes
-   * (ConnectionConfigError, ServerRefusedError, InvalidInputError from a
-   * node) when that refusal kept the release off a quorum: the lease is
+   * (ConnectionConfigError, ServerRefusedError) when that refusal kept the
+   * release off a quorum: the lease is
    * dropped and its signal fired first, but its key stays on the refusing
    * nodes until its ttl, and every later call meets the same refusal.
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
     this.#held.release(lease);
-    throwRefusal(await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered), this.quorum);
+    // A refusal only (isRefusal): a node used after its close is no reason for a release to throw, as on etcd and ZooKeeper.
+    throwRefusal(await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered), this.quorum, isRefusal);
   }
 
   /** Resolves when no round is still waiting for a slow node's reply (each wait is bounded by the request timeout). */
@@ -382,9 +383,12 @@ export class LeaseLock {
   }
 }
 
-/** A failure among `votes` that no retry fixes: a refusal, a token sequence at its end, a node's InvalidInputError (a node used after its close). */
-function refusalIn(votes: readonly Vote<unknown>[]): unknown {
-  for (const v of votes) if (!v.ok && (mustThrow(v.error) || v.error instanceof TokenOverflowError)) return v.error;
+/** A failure no retry fixes: a refusal, a token sequence at its end, a node's InvalidInputError (a node used after its close). */
+const unfixable = (e: unknown): boolean => mustThrow(e) || e instanceof TokenOverflowError;
+
+/** The first failure among `votes` that `thrown` picks. */
+function refusalIn(votes: readonly Vote<unknown>[], thrown: (e: unknown) => boolean = unfixable): unknown {
+  for (const v of votes) if (!v.ok && thrown(v.error)) return v.error;
   return undefined;
 }
 
@@ -396,11 +400,11 @@ function refusalIn(votes: readonly Vote<unknown>[]): unknown {
  * A refusal on a minority, with a quorum answering, is a vote against like
  * any other (Redlock tolerates a minority of nodes out of service).
  */
-function throwRefusal(votes: readonly Vote<unknown>[], quorum: number): void {
+function throwRefusal(votes: readonly Vote<unknown>[], quorum: number, thrown: (e: unknown) => boolean = unfixable): void {
   let answered = 0;
   for (const v of votes) if (v.ok) answered++;
   if (answered >= quorum) return;
-  const refusal = refusalIn(votes);
+  const refusal = refusalIn(votes, thrown);
   if (refusal !== undefined) throw refusal;
 }
 

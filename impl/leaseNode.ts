@@ -4,8 +4,9 @@
  * Every method may reject (node down, unreachable, timed out): the algorithm
  * counts that as a vote against. A rejection no retry fixes
  * (ConnectionConfigError, ServerRefusedError, TokenOverflowError,
- * InvalidInputError) is thrown by the lock's acquire, extend and release
- * when it kept that round off a quorum, not read as `no-quorum`.
+ * InvalidInputError; for release the first two only) is thrown by the
+ * lock's acquire, extend and release when it kept that round off a quorum,
+ * not read as `no-quorum`.
  *
  * A node checks its arguments before anything is sent and rejects (never
  * throws synchronously) with InvalidInputError: `resource` as the lock's

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../impl/clock.ts';
 import { ConnectionConfigError, ServerRefusedError } from '../impl/errors.ts';
+import { EtcdLock } from '../impl/etcd/lock.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
 import { using } from '../impl/using.ts';
@@ -154,6 +155,11 @@ describe('release: a refusal that kept it off a quorum is thrown, after the leas
     minority.refuse();
     await expect(minority.lock.release(held)).resolves.toBeUndefined();
     expect(minority.nodes.slice(0, 3).map((n) => n.holder('r'))).toEqual([undefined, undefined, undefined]);
+    // A node used after its close (InvalidInputError) is no refusal for a release, as on etcd and ZooKeeper: it resolves.
+    const closed = lockOf(1, [0], ['release'], () => new InvalidInputError('precondition', 'node closed'));
+    const last = await granted(closed.lock, 'r');
+    closed.refuse();
+    await expect(closed.lock.release(last)).resolves.toBeUndefined();
   });
 
   it('using(): a refused release rejects it when fn resolved; fn\'s own error wins when fn threw', async () => {
@@ -180,5 +186,43 @@ describe('acquire: the token write-back refused on too many nodes is thrown, and
     expect(e).toBeInstanceOf(ServerRefusedError);
     await lock.settled();
     expect(nodes.map((n) => n.holder('r'))).toEqual([undefined, undefined, undefined]);
+  });
+});
+
+describe('etcd release: a refusal that kept the lock from being freed is thrown, by the same rule', () => {
+  /** An EtcdNode in memory that grants; deleteIfOwned and revoke answer as `answers` says. */
+  function etcdLock(answers: { delete: () => Promise<boolean>; revoke: () => Promise<void> }) {
+    const node = {
+      grant: () => Promise.resolve({ id: '7', ttlSeconds: 10 }),
+      putIfAbsent: () => Promise.resolve({ kind: 'created' as const, createRevision: 5n }),
+      keepAlive: () => Promise.resolve(10),
+      owns: () => Promise.resolve(true),
+      deleteIfOwned: answers.delete,
+      revoke: answers.revoke,
+      get: () => Promise.resolve(null),
+      fencedWrite: () => Promise.resolve({ kind: 'accepted' as const }),
+    };
+    return new EtcdLock({ node, clock: systemClock });
+  }
+  const refused = () => Promise.reject(new ServerRefusedError('permission', 'PermissionDenied', 'etcdserver: permission denied'));
+  const down = () => Promise.reject(new Error('14 UNAVAILABLE'));
+
+  it('delete and revoke both refused (or one refused, the other out): thrown after the lease is dropped; either one done, or outages alone, resolve', async () => {
+    for (const [answers, throws] of [
+      [{ delete: refused, revoke: refused }, true],
+      [{ delete: down, revoke: refused }, true],
+      [{ delete: refused, revoke: () => Promise.resolve() }, false],
+      [{ delete: () => Promise.resolve(true), revoke: refused }, false],
+      [{ delete: down, revoke: down }, false],
+    ] as const) {
+      const lock = etcdLock(answers);
+      const r = await lock.acquire('r', { ttlMs: 10_000 });
+      if (r.kind !== 'granted') throw new Error(`not granted: ${r.kind}`);
+      const e = await rejection(lock.release(r.lease));
+      if (throws) expect(e).toBeInstanceOf(ServerRefusedError);
+      else expect(e).toMatchObject({ message: expect.stringMatching(/^expected a rejection/) });
+      expect(r.lease.signal.aborted).toBe(true);
+      expect(lock.trackedLeases).toBe(0);
+    }
   });
 });
