@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../conformance/env/redisServer.ts';
-import { ServerRefusedError } from '../impl/errors.ts';
+import { ReplicationError, ServerRefusedError } from '../impl/errors.ts';
 import { createRedisLock, redisLeaseNode } from '../impl/redis/index.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
 import { InvalidInputError } from '../model/errors.ts';
@@ -81,6 +81,13 @@ describe('Redis replicas: WAIT is typed, and its options bounded', () => {
     for (const call of [() => node.acquire('x', 'o', 5_000), () => node.extend('x', 'o', 5_000), () => node.release('x', 'o'), () => node.raiseToken('x', 3n)]) {
       expectNoperm(await rejection(call()));
     }
+  });
+
+  it('a WAIT reply that is no number is no acknowledgement: ReplicationError', async () => {
+    // A connection whose scripts answer 1 and whose WAIT answers what no server would.
+    const fake = { options: {}, sendCommand: (c: { resolve: (v: unknown) => void }) => c.resolve(1), call: () => Promise.resolve('not a number') };
+    const node = redisLeaseNode(fake as never, { replicas: { count: 1, timeoutMs: 10 } });
+    expect(await rejection(node.release('x', 'o'))).toBeInstanceOf(ReplicationError);
   });
 
   it('count and timeoutMs out of range are InvalidInputError (1e21 went to WAIT as "1e+21")', () => {

@@ -145,7 +145,8 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
     } catch (error) {
       throw typed(error, resource);
     }
-    if (acknowledged < wanted.count) throw new ReplicationError(wanted.count, acknowledged);
+    // Not `<`: a reply that is no number (NaN) is no acknowledgement either.
+    if (!(acknowledged >= wanted.count)) throw new ReplicationError(wanted.count, acknowledged);
     return reply;
   };
   return {
