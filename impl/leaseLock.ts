@@ -194,7 +194,7 @@ export class LeaseLock {
   /**
    * Releases on every node (compare-and-delete) and fires the lease's signal.
    * Resolves once a quorum of nodes answered (the lock is free for others
-   * then); the rest finish in the background. Never throws for an outage (a
+   * then), or too many failed for one; the rest finish in the background. Never throws for an outage (a
    * node down, slow, in a passing state: its key goes with its ttl). As
    * acquire and extend do, it throws a refusal no retry fixes
    * (ConnectionConfigError, ServerRefusedError) when that refusal kept the
@@ -206,7 +206,7 @@ export class LeaseLock {
     checkLease(lease, 'release');
     this.#held.release(lease);
     // A refusal only (isRefusal): a node used after its close is no reason for a release to throw, as on etcd and ZooKeeper.
-    throwRefusal(await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered), this.quorum, isRefusal);
+    throwRefusal(await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#releaseDecided), this.quorum, isRefusal);
   }
 
   /** Resolves when no round is still waiting for a slow node's reply (each wait is bounded by the request timeout). */
@@ -355,8 +355,14 @@ export class LeaseLock {
     return t.yes >= q || (t.yes + t.pending < q && (t.yes + t.no >= q || t.failed > n - q));
   };
 
-  /** A release's outcome is known once a quorum answered: the key is gone there, and no other quorum can find ours. */
-  readonly #quorumAnswered = (t: Tally): boolean => t.pending <= this.#nodes.length - this.quorum;
+  /**
+   * A release's outcome is known once a quorum answered (the key is gone
+   * there, and no other quorum can find ours), or too many failed for one:
+   * only then may a refusal among the failures be read as what kept it off a
+   * quorum (a release resolved at a quorum of answers and failures threw a
+   * refusal on two nodes of five while the other three were still freeing it).
+   */
+  readonly #releaseDecided = (t: Tally): boolean => t.yes + t.no >= this.quorum || t.failed > this.#nodes.length - this.quorum;
 
   /** Yes on a quorum, or too few left to make one. */
   readonly #yesOrNever = (t: Tally): boolean => t.yes >= this.quorum || t.yes + t.pending < this.quorum;

@@ -6,6 +6,10 @@ import { LeaseLock } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
 import { using } from '../impl/using.ts';
 import { InvalidInputError } from '../model/errors.ts';
+import { clockAt } from '../model/clock.ts';
+import { SimNetwork } from '../conformance/sim/network.ts';
+import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
+import { VirtualTime } from '../conformance/sim/time.ts';
 
 /**
  * Every vote path of the lease lock (acquire, its token write-back, extend,
@@ -160,6 +164,50 @@ describe('release: a refusal that kept it off a quorum is thrown, after the leas
     const last = await granted(closed.lock, 'r');
     closed.refuse();
     await expect(closed.lock.release(last)).resolves.toBeUndefined();
+  });
+
+  it('Redlock: refusals on two of five, one release done and two still on their way: it waits for them and resolves (the lock is freed on a quorum), in virtual time', async () => {
+    const time = new VirtualTime();
+    const servers = [0, 1, 2, 3, 4].map(() => new SimRedisNode(time, false, 0, 0n));
+    const network = new SimNetwork(time, (e) => (e === 'store' ? { reachable: () => true } : servers[e as number]!));
+    let refusing = false;
+    let held = false;
+    const waiting: Array<() => void> = [];
+    const nodes = servers.map((server, i): LeaseNode => {
+      const node = leaseNodeOver(network, 0, i, server);
+      return {
+        ...node,
+        acquire: (r, o, t) => node.acquire(r, o, t),
+        extend: (r, o, t) => node.extend(r, o, t),
+        raiseToken: (r, t) => node.raiseToken(r, t),
+        release: (r, o) => {
+          if (refusing && i < 2) return Promise.reject(noperm());
+          // Nodes 3 and 4 answer only when let go: slow, not down.
+          if (held && i >= 3) return new Promise<void>((go) => waiting.push(go)).then(() => node.release(r, o));
+          return node.release(r, o);
+        },
+      };
+    });
+    const lock = new LeaseLock({ nodes, clock: time.clockOf(() => clockAt()), requestTimeoutMs: 50 });
+    const acquired = lock.acquire('job', { ttlMs: 1000 });
+    await time.runUntil(acquired, 10_000);
+    const r = await acquired;
+    if (r.kind !== 'granted') throw new Error(`not granted: ${r.kind}`);
+    refusing = true;
+    held = true;
+    const released = lock.release(r.lease);
+    let outcome: unknown = 'pending';
+    released.then(
+      () => (outcome = 'resolved'),
+      (e: unknown) => (outcome = e),
+    );
+    // Two refusals and one release done: with two nodes still to answer, neither a quorum nor its impossibility is known.
+    await time.runUntil(released, 10);
+    expect(outcome).toBe('pending');
+    for (const go of waiting.splice(0)) go();
+    await time.runUntil(released, 40);
+    expect(outcome).toBe('resolved');
+    expect(servers.slice(2).map((s) => s.holder('job'))).toEqual([null, null, null]);
   });
 
   it('using(): a refused release rejects it when fn resolved; fn\'s own error wins when fn threw', async () => {
