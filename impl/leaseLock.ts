@@ -1,6 +1,6 @@
 import type { MonotonicClock } from './clock.ts';
 import { checkTtl, InvalidInputError } from '../model/errors.ts';
-import { ConnectionConfigError, ServerRefusedError, TokenOverflowError } from './errors.ts';
+import { isRefusal, mustThrow, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
 import type { LeaseNode } from './leaseNode.ts';
@@ -166,7 +166,13 @@ export class LeaseLock {
     return retryDenied(plan, signal, this.clock, () => this.#random(), attempt, (lease) => this.release(lease));
   }
 
-  /** Extends a lease this client holds to a fresh ttl, on a majority, within its validity. */
+  /**
+   * Extends a lease this client holds to a fresh ttl, on a majority, within
+   * its validity. When too few nodes answered for a quorum and a failure
+   * says no retry can help (ConnectionConfigError, ServerRefusedError,
+   * InvalidInputError from a node, as for acquire), that error is thrown,
+   * not read as `no-quorum`; the lease stays valid until its deadline.
+   */
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
     checkLease(lease, 'extend');
@@ -181,18 +187,26 @@ export class LeaseLock {
       handle.extendTo(validUntilMs);
       return { kind: 'extended', validUntilMs };
     }
+    throwRefusal(votes, this.quorum);
     return { kind: 'not-extended', reason: 'no-quorum' };
   }
 
   /**
    * Releases on every node (compare-and-delete) and fires the lease's signal.
    * Resolves once a quorum of nodes answered (the lock is free for others
-   * then); the rest finish in the background. Never throws for node failures.
+   * then), or too many failed for one; the rest finish in the background. Never throws for an outage (a
+   * node down, slow, in a passing state: its key goes with its ttl). As
+   * acquire and extend do, it throws a refusal no retry fixes
+   * (ConnectionConfigError, ServerRefusedError) when that refusal kept the
+   * release off a quorum: the lease is
+   * dropped and its signal fired first, but its key stays on the refusing
+   * nodes until its ttl, and every later call meets the same refusal.
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
     this.#held.release(lease);
-    await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#quorumAnswered);
+    // A refusal only (isRefusal): a node used after its close is no reason for a release to throw, as on etcd and ZooKeeper.
+    throwRefusal(await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#releaseDecided), this.quorum, isRefusal);
   }
 
   /** Resolves when no round is still waiting for a slow node's reply (each wait is bounded by the request timeout). */
@@ -263,7 +277,8 @@ export class LeaseLock {
       const token = this.mintToken(granted);
       // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
       const inStep = this.#atToken(votes, token) >= this.quorum;
-      const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes));
+      let refused: unknown;
+      const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes, (e) => (refused = e)));
       if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#held.add(lease);
@@ -272,16 +287,14 @@ export class LeaseLock {
       }
       // Without the write-back on a quorum this token could be minted again, so no lease carries it.
       this.#releaseUnless(resource, owner, ttlMs, votes);
+      if (!written && refused !== undefined) throw refused;
       return { kind: 'denied', reason: written ? 'validity-exhausted' : 'no-quorum' };
     }
     // A node that has not answered yet may still grant: the release goes out now, behind the acquire on the same connection.
     this.#releaseUnless(resource, owner, ttlMs, votes);
     const answered = votes.filter((v) => v.ok).length;
     // Too few nodes could grant because of how they are configured (wrong password, no permission, token sequence at its end): say so, not no-quorum.
-    if (answered < q) {
-      const typedError = votes.find((v) => !v.ok && (v.error instanceof ConnectionConfigError || v.error instanceof TokenOverflowError || v.error instanceof ServerRefusedError));
-      if (typedError !== undefined && !typedError.ok) throw typedError.error;
-    }
+    throwRefusal(votes, q);
     return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < q ? 'no-quorum' : 'held' };
   }
 
@@ -292,7 +305,7 @@ export class LeaseLock {
    * only when fewer than a quorum are at the token (in the common case they
    * are, and no request goes out).
    */
-  async #writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[]): Promise<boolean> {
+  async #writeBack(resource: string, token: bigint, ttlMs: number, votes: readonly Vote<bigint | null>[], refused: (error: unknown) => void): Promise<boolean> {
     const atToken = this.#atToken(votes, token);
     const behind = votes.map((v) => v.ok && v.value !== null && v.value < token);
     const needed = this.quorum - atToken;
@@ -302,7 +315,13 @@ export class LeaseLock {
       isTrue,
       (t) => t.yes >= needed || t.yes + t.pending < needed,
     );
-    return raised.filter((v) => v.ok && v.value).length >= needed;
+    const reached = raised.filter((v) => v.ok && v.value).length >= needed;
+    // A raise refused (no permission, a counter that is no integer) is no outage: the attempt says so (after its release), not no-quorum.
+    if (!reached) {
+      const refusal = refusalIn(raised);
+      if (refusal !== undefined) refused(refusal);
+    }
+    return reached;
   }
 
   /** Granting nodes whose counter is at or above `token`. */
@@ -336,8 +355,14 @@ export class LeaseLock {
     return t.yes >= q || (t.yes + t.pending < q && (t.yes + t.no >= q || t.failed > n - q));
   };
 
-  /** A release's outcome is known once a quorum answered: the key is gone there, and no other quorum can find ours. */
-  readonly #quorumAnswered = (t: Tally): boolean => t.pending <= this.#nodes.length - this.quorum;
+  /**
+   * A release's outcome is known once a quorum answered (the key is gone
+   * there, and no other quorum can find ours), or too many failed for one:
+   * only then may a refusal among the failures be read as what kept it off a
+   * quorum (a release resolved at a quorum of answers and failures threw a
+   * refusal on two nodes of five while the other three were still freeing it).
+   */
+  readonly #releaseDecided = (t: Tally): boolean => t.yes + t.no >= this.quorum || t.failed > this.#nodes.length - this.quorum;
 
   /** Yes on a quorum, or too few left to make one. */
   readonly #yesOrNever = (t: Tally): boolean => t.yes >= this.quorum || t.yes + t.pending < this.quorum;
@@ -362,6 +387,31 @@ export class LeaseLock {
   protected round<T>(ttlMs: number | undefined, call: (node: LeaseNode, index: number) => Promise<T>, isYes: (value: T) => boolean, decided: (tally: Tally) => boolean): Promise<Vote<T>[]> {
     return new Round(this.#nodes, this.#requestTimeoutMs ?? ttlMs ?? 1000, this.#rounds, call, isYes, decided).votes;
   }
+}
+
+/** A failure no retry fixes: a refusal, a token sequence at its end, a node's InvalidInputError (a node used after its close). */
+const unfixable = (e: unknown): boolean => mustThrow(e) || e instanceof TokenOverflowError;
+
+/** The first failure among `votes` that `thrown` picks. */
+function refusalIn(votes: readonly Vote<unknown>[], thrown: (e: unknown) => boolean = unfixable): unknown {
+  for (const v of votes) if (!v.ok && thrown(v.error)) return v.error;
+  return undefined;
+}
+
+/**
+ * Every vote path (acquire, write-back, extend, release) reads a round the
+ * same way: when fewer than a quorum of nodes answered and a failure among
+ * the rest is one no retry fixes, that failure is why the round missed its
+ * quorum, and it is thrown instead of being read as an outage (`no-quorum`).
+ * A refusal on a minority, with a quorum answering, is a vote against like
+ * any other (Redlock tolerates a minority of nodes out of service).
+ */
+function throwRefusal(votes: readonly Vote<unknown>[], quorum: number, thrown: (e: unknown) => boolean = unfixable): void {
+  let answered = 0;
+  for (const v of votes) if (v.ok) answered++;
+  if (answered >= quorum) return;
+  const refusal = refusalIn(votes, thrown);
+  if (refusal !== undefined) throw refusal;
 }
 
 const isGrant = (token: bigint | null): boolean => token !== null;

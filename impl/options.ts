@@ -102,6 +102,22 @@ export function checkPrefix(value: unknown, name: string): string {
   return value;
 }
 
+/** The longest owner value a LeaseNode takes, in UTF-16 code units (the lock's own are 32 or 36). */
+export const MAX_OWNER_LENGTH = MAX_RESOURCE_LENGTH;
+
+/**
+ * A LeaseNode call's `owner`: a non-empty string of at most
+ * MAX_OWNER_LENGTH, well-formed Unicode without NUL (as a resource name).
+ * Anything else was a TypeError from inside the driver, or a value two
+ * owners could share on the wire (a lone surrogate).
+ */
+export function checkOwner(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_OWNER_LENGTH || !isKeepableText(value)) {
+    refuse('owner', `a non-empty string of at most ${MAX_OWNER_LENGTH} characters, well-formed Unicode without NUL`, value);
+  }
+  return value;
+}
+
 /** A callback option: absent, or a function. */
 export function checkOptionalFunction(value: unknown, name: string): void {
   if (value !== undefined && typeof value !== 'function') refuse(name, 'a function', value);

@@ -36,7 +36,9 @@ const USING_OPTIONS = ['extendAtFraction'];
  * before it runs out; if an extension fails, the lease simply runs out and its
  * signal fires: `fn` must stop using the resource then. It never re-acquires
  * silently (a new grant would be a new token and a different holder).
- * Releases when `fn` settles, whatever happens. `options.signal` cancels the
+ * Releases when `fn` settles, whatever happens; a release that throws (a
+ * refusal: LeaseLock.release) rejects using() with its error, unless `fn`
+ * threw, whose error wins. `options.signal` cancels the
  * acquire (and its retries) only: once `fn` runs, the lock stays held until
  * `fn` settles, since releasing under a running `fn` would let another holder
  * in beside it; an `fn` that should stop on the caller's signal reads it too.
@@ -80,11 +82,18 @@ export async function using<T>(lock: LeaseLock, resource: string, options: Using
     });
   };
   plan();
+  let threw = false;
   try {
     return await fn(lease.signal, lease);
+  } catch (error) {
+    threw = true;
+    throw error;
   } finally {
     stopped = true;
     cancel();
-    await lock.release(lease);
+    // A release refused (no permission: the key stays until its ttl) rejects using(), unless fn threw: fn's own error is the one the caller hears.
+    await lock.release(lease).catch((error: unknown) => {
+      if (!threw) throw error;
+    });
   }
 }

@@ -5,7 +5,7 @@ import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOp
 import { abortReason, checkSignal } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
 import { retryDenied } from '../retryDenied.ts';
-import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { isRefusal, mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
 import { renewal } from '../renewal.ts';
@@ -131,19 +131,21 @@ export class EtcdLock {
 
   /**
    * Deletes the key while it is ours and revokes the lease; fires the
-   * lease's signal. Never throws for etcd failures, a refusal included (as
-   * the Redis lock's release): the lease is dropped whatever etcd says, and
-   * a key etcd would not delete goes with its lease's ttl.
+   * lease's signal. Never throws for an outage: the lease is dropped
+   * whatever etcd says, and a key etcd would neither delete nor revoke goes
+   * with its lease's ttl. A refusal (ConnectionConfigError,
+   * ServerRefusedError) is thrown, after the lease is dropped, when it kept
+   * the lock from being freed: the delete and the revoke both failed, one
+   * refused (as the Redis lock's release throws a refusal that kept it off a
+   * quorum); either one done frees the key (the revoke deletes it too).
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
     if (held === undefined) return;
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
-    await Promise.all([
-      this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token).catch(() => false),
-      this.#node.revoke(held.leaseId).catch(() => undefined),
-    ]);
+    const [deleted, revoked] = await Promise.allSettled([this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token), this.#node.revoke(held.leaseId)]);
+    if (deleted.status === 'rejected' && revoked.status === 'rejected') for (const r of [deleted, revoked]) if (isRefusal(r.reason)) throw r.reason;
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */

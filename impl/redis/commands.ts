@@ -55,7 +55,8 @@ export class LuaScript {
 
   /**
    * Runs the script with `keysAndArgs` (the keys first, then the arguments,
-   * all strings; the connection's keyPrefix is put before the keys).
+   * all strings, else it throws InvalidInputError before anything is queued;
+   * the connection's keyPrefix is put before the keys).
    * Replies come as strings or integers, through `reply`; a failure through
    * `failure`, with `context`.
    */
@@ -65,7 +66,12 @@ export class LuaScript {
     args[0] = this.sha;
     args[1] = this.#keyCount;
     const prefix = redis.options.keyPrefix ?? '';
-    for (let i = 0; i < keysAndArgs.length; i++) args[i + 2] = i < this.numberOfKeys ? prefix + keysAndArgs[i]! : keysAndArgs[i]!;
+    for (let i = 0; i < keysAndArgs.length; i++) {
+      const arg = keysAndArgs[i];
+      // Encoded later, when the command is written, maybe inside ioredis (a connection still opening flushes its queue there): a non-string threw a TypeError no caller could catch.
+      if (typeof arg !== 'string') throw new InvalidInputError('invalid-config', `script argument ${i} must be a string, got ${typeof arg}`);
+      args[i + 2] = i < this.numberOfKeys ? prefix + arg : arg;
+    }
     const command = new (scriptCommandFor(redis))(this, args, reply, failure, context);
     void redis.sendCommand(command);
     return command.promise as Promise<T>;

@@ -493,7 +493,7 @@ describe('EtcdLock', () => {
     expect(second.signal.reason).toMatchObject({ reason: 'expired' });
   });
 
-  it('extend: a refused keep-alive is thrown, not no-quorum, and the lease stays valid; release swallows refusals as any failure', async () => {
+  it('extend: a refused keep-alive is thrown, not no-quorum, and the lease stays valid; a release whose delete and revoke are both refused throws, after dropping the lease', async () => {
     const clock = new ManualClock(0);
     const real = etcd3Node(c, { clock });
     let refusal: Error | null = null;
@@ -512,7 +512,7 @@ describe('EtcdLock', () => {
     refusal = null;
     expect((await lock.extend(lease, 5000)).kind).toBe('extended');
     refusal = new ServerRefusedError('permission', 'PermissionDenied', 'no');
-    await lock.release(lease);
+    await expect(lock.release(lease)).rejects.toBe(refusal);
     expect(lease.signal.reason).toMatchObject({ reason: 'released' });
     expect(lock.trackedLeases).toBe(0);
   });
