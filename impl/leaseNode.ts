@@ -6,7 +6,10 @@
  * (ConnectionConfigError, ServerRefusedError, TokenOverflowError,
  * InvalidInputError; for release the first two only) is thrown by the
  * lock's acquire, extend and release when it kept that round off a quorum,
- * not read as `no-quorum`.
+ * not read as `no-quorum`. A programming error (a TypeError, RangeError,
+ * ReferenceError or SyntaxError) is no vote either: the lock's call rejects
+ * with it at once. A node of your own whose transport reports an outage as a
+ * TypeError (fetch's "fetch failed") must reject with another error for it.
  *
  * A node checks its arguments before anything is sent and rejects (never
  * throws synchronously) with InvalidInputError: `resource` as the lock's
