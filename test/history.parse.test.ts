@@ -91,12 +91,22 @@ describe('parseHistory', () => {
     expect(parsed('')).toEqual([]);
   });
 
+  it('accepts times up to 2^53-1 in magnitude, the last a double tells apart from its neighbour', () => {
+    const h = parseHistory(jsonl({ type: 'invoke', process: 0, time: -Number.MAX_SAFE_INTEGER, op: 'acquire', resource: 'r' }, { type: 'ok', process: 0, time: Number.MAX_SAFE_INTEGER, op: 'acquire', resource: 'r', validUntil: Number.MAX_SAFE_INTEGER }));
+    expect(h).not.toBeInstanceOf(HistoryFormatError);
+  });
+
   it('names the line and the field of what is wrong', () => {
     const inv = { type: 'invoke', process: 0, time: 10, op: 'acquire', resource: 'r' };
     const cases: [string, number, string | undefined, RegExp][] = [
       [jsonl(inv) + '{oops\n', 2, undefined, /not JSON/],
       [jsonl(inv, ['x']), 2, undefined, /must be a JSON object/],
       [jsonl(inv, { ...inv, process: 1, time: 'soon' }), 2, 'time', /finite number/],
+      // Past 2^53 doubles cannot tell t from t+1 (a register's verdict flipped there): refused, not judged wrongly.
+      [jsonl({ ...inv, time: 2 ** 53 }), 1, 'time', /at most 2\^53-1/],
+      [jsonl({ ...inv, time: -(2 ** 53) }), 1, 'time', /at most 2\^53-1/],
+      [jsonl(inv, { ...inv, type: 'ok', validUntil: 2 ** 60 }), 2, 'validUntil', /at most 2\^53-1/],
+      [jsonl({ ...inv, ttlMs: 2 ** 53 }), 1, 'ttlMs', /at most 2\^53-1/],
       [jsonl(inv, { ...inv, process: 0, time: 9, type: 'ok' }), 2, 'time', /goes backwards for process 0/],
       [jsonl(inv, { ...inv, time: 11 }), 2, 'type', /still in flight/],
       [jsonl({ ...inv, type: 'ok' }), 1, 'type', /no operation in flight/],

@@ -36,6 +36,7 @@ function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, histo
   if (seen.size !== 1 || h.operations.length === 0) return h;
   let first = Infinity;
   for (const o of h.operations) first = Math.min(first, o.call);
+  // first - 1 < first: parse.ts refuses times beyond 2^53-1 in magnitude, where it would equal first.
   const initial: Operation<RegisterInput, RegisterOutput> = { process: 'initial', call: first - 1, return: first - 1, input: { f: 'write', value: [...seen][0]! } };
   // Appended, so that the indices of the history's own operations do not move.
   return { ...h, operations: [...h.operations, initial] };

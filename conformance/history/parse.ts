@@ -89,10 +89,11 @@ function checkValue(spec: FieldSpec, v: unknown): unknown {
       return typeof v === 'string' && v !== '' ? v : bad('a non-empty string');
     case 'nullable':
       return v === null || typeof v === 'string' ? v : bad('a string or null');
+    // Past 2^53 a double cannot tell t from t+1: orders the checks read off the numbers (and t - 1) would be wrong.
     case 'ms':
-      return typeof v === 'number' && Number.isFinite(v) ? v : bad('a finite number (ms on the history clock)');
+      return typeof v === 'number' && Math.abs(v) <= Number.MAX_SAFE_INTEGER ? v : bad('a finite number (ms on the history clock) of magnitude at most 2^53-1');
     case 'positive':
-      return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : bad('a positive number of ms');
+      return typeof v === 'number' && v > 0 && v <= Number.MAX_SAFE_INTEGER ? v : bad('a positive number of ms, at most 2^53-1');
     case 'token': {
       if (typeof v !== 'string' || !/^[0-9]{1,40}$/.test(v)) return bad('a string of decimal digits (tokens are never JSON numbers)');
       const token = BigInt(v);
