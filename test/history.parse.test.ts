@@ -41,6 +41,14 @@ describe('decodeHistory', () => {
     }
   });
 
+  it('refuses bytes that are not UTF-8 with the line they are on, instead of replacing them (caf\\xe9 and caf\\xe8 would be one name)', () => {
+    const r = decodeHistory(Buffer.concat([Buffer.from('{"type":"meta"}\n{"resource":"caf'), Buffer.from([0xe9]), Buffer.from('"}\n')]));
+    expect(r).toBeInstanceOf(HistoryFormatError);
+    expect((r as HistoryFormatError).message).toMatch(/^line 2: not UTF-8 .* a history is UTF-8 text/);
+    // A sequence cut short at the end of the file is no UTF-8 either.
+    expect(decodeHistory(Buffer.from([0x7b, 0x7d, 0x0a, 0xc3]))).toMatchObject({ line: 2 });
+  });
+
   it('refuses a file larger than one string can hold with a typed error, not a throw from the decoder', () => {
     const r = decodeHistory(Buffer.from('{"type":"meta"}\n'.repeat(10)), 100);
     expect(r).toBeInstanceOf(HistoryFormatError);

@@ -1,4 +1,6 @@
 import { constants } from 'node:buffer';
+import { match } from 'ts-pattern';
+import { decodeUtf8Text } from '../utf8Text.ts';
 import { STORE_POLICIES } from '../../model/design.ts';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
 import { compositeKey } from './group.ts';
@@ -221,18 +223,20 @@ export function validateHistory(values: readonly unknown[]): History | HistoryFo
 /**
  * The bytes of a history file as text: UTF-8, a leading byte-order mark
  * dropped (editors and Windows tools write one). UTF-16 (what PowerShell's
- * `>` writes) is named as such instead of failing as 'not JSON' on line 1.
+ * `>` writes) is named as such instead of failing as 'not JSON' on line 1;
+ * bytes that are not UTF-8 are refused with their line, never replaced by
+ * U+FFFD (two names differing only there would be judged one name).
  */
 export function decodeHistory(bytes: Uint8Array, maxChars = constants.MAX_STRING_LENGTH): string | HistoryFormatError {
   // UTF-8 never decodes to more UTF-16 units than it has bytes: under the bound, the text fits in one string.
   if (bytes.byteLength > maxChars) {
     return new HistoryFormatError(1, undefined, `the file has ${bytes.byteLength} bytes; a history is read whole, as one string of at most ${maxChars} characters: split it (by resource: each is judged on its own)`);
   }
-  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
-    return new HistoryFormatError(1, undefined, 'the file is UTF-16 (it starts with a UTF-16 byte-order mark); a history is UTF-8 text (PowerShell: Out-File -Encoding utf8)');
-  }
-  const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  return Buffer.from(bytes.buffer, bytes.byteOffset + start, bytes.byteLength - start).toString('utf8');
+  return match(decodeUtf8Text(bytes))
+    .with({ kind: 'text' }, ({ text }): string | HistoryFormatError => text)
+    .with({ kind: 'utf-16' }, () => new HistoryFormatError(1, undefined, 'the file is UTF-16 (it starts with a UTF-16 byte-order mark); a history is UTF-8 text (PowerShell: Out-File -Encoding utf8)'))
+    .with({ kind: 'not-utf-8' }, ({ line }) => new HistoryFormatError(line, undefined, 'not UTF-8 (bytes that no UTF-8 text has: another encoding, such as Latin-1, or a binary file); a history is UTF-8 text'))
+    .exhaustive();
 }
 
 /**
