@@ -94,6 +94,43 @@ describe('LIN-1: the lease lock as a sequential specification', () => {
   });
 });
 
+describe('LIN-1: which lease an operation names', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  it("a grant whose ok names no owner is its process's next release's (as MUTEX-1 matches them), not a lease nobody releases", () => {
+    const h = (releaser: string) =>
+      history(
+        ev('invoke', 0, 0, 'acquire'),
+        ev('ok', 0, 1, 'acquire', { token: '1' }),
+        ev('invoke', 0, 5, 'release', { owner: releaser }),
+        ev('ok', 0, 6, 'release'),
+        ev('invoke', 1, 10, 'acquire'),
+        ev('ok', 1, 11, 'acquire', { owner: 'b', token: '2' }),
+      );
+    expect(lin(checkHistory(h('a')))).toBe('safe');
+    // A release by another process names someone else's lease: process 0's session lock is still held at 10.
+    const other = history(
+      ev('invoke', 0, 0, 'acquire'),
+      ev('ok', 0, 1, 'acquire', { token: '1' }),
+      ev('invoke', 2, 5, 'release', { owner: 'a' }),
+      ev('ok', 2, 6, 'release'),
+      ev('invoke', 1, 10, 'acquire'),
+      ev('ok', 1, 11, 'acquire', { owner: 'b', token: '2' }),
+    );
+    expect(lin(checkHistory(other))).toBe('violation');
+  });
+
+  it('an acquire whose outcome is unknown keeps the owner its info names: that lease may be extended', () => {
+    const h = history(
+      ev('invoke', 0, 0, 'acquire', { ttlMs: 100 }),
+      ev('info', 0, 50, 'acquire', { owner: 'w1', reason: 'timeout' }),
+      ev('invoke', 0, 60, 'extend', { owner: 'w1', ttlMs: 100 }),
+      ev('ok', 0, 61, 'extend', { validUntil: 150 }),
+    );
+    expect(lin(checkHistory(h))).toBe('safe');
+    expect(checkHistory(h).verdict).toBe('safe');
+  });
+});
+
 describe('the verdict', () => {
   it('a violation in one check outweighs a check that could not decide', () => {
     expect(

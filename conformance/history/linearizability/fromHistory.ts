@@ -39,6 +39,8 @@ interface Paired {
   readonly index: number;
   /** undefined: pending (info, or never completed). */
   readonly done?: OperationEvent;
+  /** The completion (ok or info; it carries its invoke's fields too), else the invoke: what is known of the operation. */
+  readonly seen: OperationEvent;
 }
 
 /** Pairs each process's invoke with its completion; failed operations are dropped. */
@@ -59,11 +61,12 @@ function pair(history: History): Paired[] {
     if (inv === undefined) throw new HistoryShapeError(index, `process ${p} completes (${op.type}) with nothing in flight`);
     if (inv.invoke.op !== op.op) throw new HistoryShapeError(index, `process ${p} completes ${op.op} but invoked ${inv.invoke.op}`);
     open.delete(p);
-    if (op.type === 'ok') out.push({ ...inv, done: op });
-    else if (op.type === 'info') out.push(inv);
+    if (op.type === 'ok') out.push({ ...inv, done: op, seen: op });
+    // info: its time says nothing (it stays pending), but what it names (an owner the client chose) still holds.
+    else if (op.type === 'info') out.push({ ...inv, seen: op });
     // fail: it did not happen
   });
-  for (const inv of open.values()) out.push(inv);
+  for (const inv of open.values()) out.push({ ...inv, seen: inv.invoke });
   return out.sort((a, b) => a.index - b.index);
 }
 
@@ -81,16 +84,44 @@ function group<T>(items: readonly T[], key: (t: T) => string | undefined): Map<s
 
 const timing = (p: Paired): { call: number; return?: number } => ({ call: p.invoke.time, ...(p.done === undefined ? {} : { return: p.done.time }) });
 
+/**
+ * The owner of each acquire that names none (a recorder that left it out, or
+ * a lost reply): that of the next extend or release of its process on its
+ * resource, before the process acquires it again, as MUTEX-1's holds match a
+ * grant without owner to what ends it (holds.ts); else `process N`, which
+ * nothing of the history releases.
+ */
+function ownersOfAcquires(ps: readonly Paired[]): Map<Paired, string> {
+  const owners = new Map<Paired, string>();
+  const waiting = new Map<number, Paired>();
+  for (const p of ps) {
+    const process = p.invoke.process as number;
+    const named = p.seen.op === 'acquire' || p.seen.op === 'extend' || p.seen.op === 'release' ? p.seen.owner : undefined;
+    if (p.invoke.op === 'acquire') {
+      if (named === undefined) waiting.set(process, p);
+      else waiting.delete(process);
+      owners.set(p, named ?? `process ${String(process)}`);
+      continue;
+    }
+    const ownerless = waiting.get(process);
+    if (ownerless !== undefined && named !== undefined) owners.set(ownerless, named);
+    waiting.delete(process);
+  }
+  return owners;
+}
+
 /** Per resource, its lock operations. */
 export function lockHistories(history: History): ObjectHistory<LeaseLockInput, unknown>[] {
   const byResource = group(pair(history), (p) => (p.invoke.op === 'acquire' || p.invoke.op === 'extend' || p.invoke.op === 'release' ? p.invoke.resource : undefined));
-  return [...byResource].map(([resource, ps]) => ({
+  return [...byResource].map(([resource, ps]) => {
+    const acquirers = ownersOfAcquires(ps);
+    return {
     object: `lock ${resource}`,
     events: ps.map((p) => p.index),
     operations: ps.map((p): Operation<LeaseLockInput, unknown> => {
       const inv = p.invoke;
       const done = p.done;
-      const owner = (done !== undefined && 'owner' in done ? done.owner : undefined) ?? ('owner' in inv ? inv.owner : undefined) ?? `process ${String(inv.process)}`;
+      const owner = acquirers.get(p) ?? (p.seen as { readonly owner: string }).owner;
       const validUntil = (done !== undefined && 'validUntil' in done ? done.validUntil : undefined) ?? Infinity;
       switch (inv.op) {
         case 'acquire':
@@ -101,7 +132,8 @@ export function lockHistories(history: History): ObjectHistory<LeaseLockInput, u
           return { process: inv.process, ...timing(p), input: { f: 'release', owner } };
       }
     }),
-  }));
+    };
+  });
 }
 
 /** A register as people read it: resource/key, quoted when either has a '/' (so that the name says which register). */
