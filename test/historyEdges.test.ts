@@ -131,6 +131,46 @@ describe('LIN-1: which lease an operation names', () => {
   });
 });
 
+describe('LIN-1: session locks (no deadline) end with their session', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  const sessionAcquire = (p: number, t0: number, t1: number, owner: string, token: string) => [ev('invoke', p, t0, 'acquire'), ev('ok', p, t1, 'acquire', { owner, token })];
+  const lost = (p: number, t: number, owner: string, reason: string) => ({ type: 'signal', process: p, time: t, resource: 'r', owner, reason });
+
+  it('a session lost without a release (connection-lost, process-exited) was freed by the server before its signal, and only then', () => {
+    for (const reason of ['connection-lost', 'process-exited']) {
+      const h = history(sessionAcquire(0, 0, 1, 'a', '1'), lost(0, 5, 'a', reason), sessionAcquire(1, 10, 11, 'b', '2'));
+      expect(lin(checkHistory(h)), reason).toBe('safe');
+    }
+    // A signal of what the client believes only (expired), or of a lease with a deadline (the server keeps it), frees nothing.
+    expect(lin(checkHistory(history(sessionAcquire(0, 0, 1, 'a', '1'), lost(0, 5, 'a', 'expired'), sessionAcquire(1, 10, 11, 'b', '2'))))).toBe('violation');
+    const lease = history(acquire(0, 0, 1, { owner: 'a', validUntil: 100 }), lost(0, 5, 'a', 'process-exited'), acquire(1, 10, 11, { owner: 'b', validUntil: 200 }));
+    expect(lin(checkHistory(lease))).toBe('violation');
+    // The session ended before its signal, never after: a's first session is lost at 5; a takes the lock again at 7 (a new session); b's grant at 11 overlaps it.
+    const h = history(sessionAcquire(0, 0, 1, 'a', '1'), lost(0, 5, 'a', 'connection-lost'), sessionAcquire(0, 6, 7, 'a', '2'), sessionAcquire(1, 10, 11, 'b', '3'));
+    expect(lin(checkHistory(h))).toBe('violation');
+  });
+
+  it('a stacked PostgreSQL re-acquire (same owner, same token) needs its own release (spec 7.4)', () => {
+    const stacked = (between: object[]) =>
+      history(
+        sessionAcquire(0, 0, 1, 'a', '7'),
+        sessionAcquire(0, 2, 3, 'a', '7'),
+        ev('invoke', 0, 4, 'release', { owner: 'a', token: '7' }),
+        ev('ok', 0, 5, 'release'),
+        between,
+        ev('invoke', 0, 20, 'release', { owner: 'a', token: '7' }),
+        ev('ok', 0, 21, 'release'),
+      );
+    expect(lin(checkHistory(stacked([])))).toBe('safe');
+    // Between the two releases the lock is still held once: b's grant there overlaps it.
+    expect(lin(checkHistory(stacked(sessionAcquire(1, 10, 11, 'b', '8'))))).toBe('violation');
+    // A second grant of the held lock with another token is no stacking.
+    expect(lin(checkHistory(history(sessionAcquire(0, 0, 1, 'a', '7'), sessionAcquire(0, 2, 3, 'a', '9'))))).toBe('violation');
+    // The end of the session frees every stacked acquire at once.
+    expect(lin(checkHistory(history(sessionAcquire(0, 0, 1, 'a', '7'), sessionAcquire(0, 2, 3, 'a', '7'), lost(0, 5, 'a', 'connection-lost'), sessionAcquire(1, 10, 11, 'b', '8'))))).toBe('safe');
+  });
+});
+
 describe('the verdict', () => {
   it('a violation in one check outweighs a check that could not decide', () => {
     expect(

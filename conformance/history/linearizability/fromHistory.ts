@@ -1,4 +1,4 @@
-import type { History, HistoryEvent, OperationEvent } from '../event.ts';
+import type { AcquireEvent, History, HistoryEvent, OperationEvent, SignalEvent } from '../event.ts';
 import { compositeKey } from '../group.ts';
 import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from './check.ts';
 import { leaseLock, type LeaseLockInput } from './models/leaseLock.ts';
@@ -84,55 +84,97 @@ function group<T>(items: readonly T[], key: (t: T) => string | undefined): Map<s
 
 const timing = (p: Paired): { call: number; return?: number } => ({ call: p.invoke.time, ...(p.done === undefined ? {} : { return: p.done.time }) });
 
+interface Signal {
+  readonly event: SignalEvent;
+  readonly index: number;
+}
+
+/** The owner a lock operation's events name (an acquire's only when its ok or info says). */
+const ownerNamed = (e: OperationEvent): string | undefined => (e.op === 'acquire' || e.op === 'extend' || e.op === 'release' ? e.owner : undefined);
+
 /**
- * The owner of each acquire that names none (a recorder that left it out, or
- * a lost reply): that of the next extend or release of its process on its
- * resource, before the process acquires it again, as MUTEX-1's holds match a
- * grant without owner to what ends it (holds.ts); else `process N`, which
- * nothing of the history releases.
+ * The owner of each acquire: the one it names; else (a recorder that left it
+ * out, or a lost reply) that of the next extend, release or loss signal of
+ * its process on its resource, before the process acquires it again, as
+ * MUTEX-1's holds match a grant without owner to what ends it (holds.ts);
+ * else `process N`, which nothing of the history releases.
  */
-function ownersOfAcquires(ps: readonly Paired[]): Map<Paired, string> {
+function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[]): Map<Paired, string> {
+  const named = [
+    ...ps.map((p) => ({ index: p.index, process: p.invoke.process as number, owner: ownerNamed(p.seen), acquire: p.invoke.op === 'acquire' ? p : undefined })),
+    ...signals.map((g) => ({ index: g.index, process: g.event.process, owner: g.event.owner, acquire: undefined })),
+  ].sort((a, b) => a.index - b.index);
   const owners = new Map<Paired, string>();
   const waiting = new Map<number, Paired>();
-  for (const p of ps) {
-    const process = p.invoke.process as number;
-    const named = p.seen.op === 'acquire' || p.seen.op === 'extend' || p.seen.op === 'release' ? p.seen.owner : undefined;
-    if (p.invoke.op === 'acquire') {
-      if (named === undefined) waiting.set(process, p);
-      else waiting.delete(process);
-      owners.set(p, named ?? `process ${String(process)}`);
+  for (const n of named) {
+    if (n.acquire !== undefined) {
+      if (n.owner === undefined) waiting.set(n.process, n.acquire);
+      else waiting.delete(n.process);
+      owners.set(n.acquire, n.owner ?? `process ${String(n.process)}`);
       continue;
     }
-    const ownerless = waiting.get(process);
-    if (ownerless !== undefined && named !== undefined) owners.set(ownerless, named);
-    waiting.delete(process);
+    const ownerless = waiting.get(n.process);
+    if (ownerless !== undefined && n.owner !== undefined) owners.set(ownerless, n.owner);
+    waiting.delete(n.process);
   }
   return owners;
 }
 
-/** Per resource, its lock operations. */
+/**
+ * Signal reasons that say the session ended on the server (spec 7.4: a killed connection, a dead
+ * client's closed socket): the server freed the session's locks, before the client learned it.
+ * Others (`expired`: the client's clock) are beliefs only and free nothing.
+ */
+const SESSION_ENDED: ReadonlySet<string> = new Set(['connection-lost', 'process-exited']);
+
+/**
+ * A loss signal that ends a session lock (a grant asking no ttl and given no deadline) is the
+ * server's release of that session, at an instant between the grant's invoke and the signal:
+ * never later (the client learns of it afterwards), never before the grant (it would free nothing).
+ * A lease with a deadline is left to its deadline: the server may keep it after its client is gone.
+ * A signal with no grant before it in the history frees nothing the lock, starting free, holds.
+ */
+function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: Map<Paired, string>): { op: Operation<LeaseLockInput, unknown>; index: number }[] {
+  const out: { op: Operation<LeaseLockInput, unknown>; index: number }[] = [];
+  for (const { event: s, index } of signals) {
+    if (!SESSION_ENDED.has(s.reason)) continue;
+    const ends = (p: Paired) => p.index < index && p.invoke.op === 'acquire' && p.invoke.process === s.process && owners.get(p) === s.owner && (s.token === undefined || (p.seen as AcquireEvent).token === undefined || (p.seen as AcquireEvent).token === s.token);
+    let grant: Paired | undefined;
+    for (let k = ps.length - 1; k >= 0 && grant === undefined; k--) if (ends(ps[k]!)) grant = ps[k];
+    if (grant === undefined || (grant.invoke as AcquireEvent).ttlMs !== undefined || (grant.seen as AcquireEvent).validUntil !== undefined) continue;
+    out.push({ index, op: { process: s.process, call: grant.invoke.time, return: s.time, input: { f: 'session-ended', owner: s.owner } } });
+  }
+  return out;
+}
+
+/** Per resource, its lock operations, and the ends of its session locks that loss signals show. */
 export function lockHistories(history: History): ObjectHistory<LeaseLockInput, unknown>[] {
   const byResource = group(pair(history), (p) => (p.invoke.op === 'acquire' || p.invoke.op === 'extend' || p.invoke.op === 'release' ? p.invoke.resource : undefined));
+  const signals = group(
+    history.flatMap((e, index) => (e.type === 'signal' ? [{ event: e, index }] : [])),
+    (g) => g.event.resource,
+  );
   return [...byResource].map(([resource, ps]) => {
-    const acquirers = ownersOfAcquires(ps);
-    return {
-    object: `lock ${resource}`,
-    events: ps.map((p) => p.index),
-    operations: ps.map((p): Operation<LeaseLockInput, unknown> => {
+    const resourceSignals = signals.get(resource) ?? [];
+    const owners = ownersOfAcquires(ps, resourceSignals);
+    const operations = ps.map((p): Operation<LeaseLockInput, unknown> => {
       const inv = p.invoke;
       const done = p.done;
-      const owner = acquirers.get(p) ?? (p.seen as { readonly owner: string }).owner;
+      const owner = owners.get(p) ?? (p.seen as { readonly owner: string }).owner;
       const validUntil = (done !== undefined && 'validUntil' in done ? done.validUntil : undefined) ?? Infinity;
       switch (inv.op) {
-        case 'acquire':
-          return { process: inv.process, ...timing(p), input: { f: 'acquire', owner, validUntil, latest: done?.time ?? Infinity } };
+        case 'acquire': {
+          const token = (p.seen as AcquireEvent).token;
+          return { process: inv.process, ...timing(p), input: { f: 'acquire', owner, validUntil, latest: done?.time ?? Infinity, ...(token === undefined ? {} : { token }) } };
+        }
         case 'extend':
           return { process: inv.process, ...timing(p), input: { f: 'extend', owner, validUntil } };
         default:
           return { process: inv.process, ...timing(p), input: { f: 'release', owner } };
       }
-    }),
-    };
+    });
+    const ends = sessionEnds(ps, resourceSignals, owners);
+    return { object: `lock ${resource}`, events: [...ps.map((p) => p.index), ...ends.map((e) => e.index)], operations: [...operations, ...ends.map((e) => e.op)] };
   });
 }
 
