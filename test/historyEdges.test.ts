@@ -171,6 +171,23 @@ describe('LIN-1: session locks (no deadline) end with their session', () => {
   });
 });
 
+describe('LIN-1: a history cut in the middle of a lease', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  const extend = (p: number, t0: number, t1: number, owner: string, validUntil: number) => [ev('invoke', p, t0, 'extend', { owner, token: '5', ttlMs: 100 }), ev('ok', p, t1, 'extend', { validUntil })];
+  const release = (p: number, t0: number, t1: number, owner: string) => [ev('invoke', p, t0, 'release', { owner, token: '5' }), ev('ok', p, t1, 'release')];
+
+  it('may start with the lock held by the owner first seen extending it, and only by it', () => {
+    expect(lin(checkHistory(history(extend(0, 0, 1, 'a', 100), release(0, 10, 11, 'a'), acquire(1, 20, 21, { owner: 'b', validUntil: 200 }))))).toBe('safe');
+    const r = checkHistory(history(release(0, 0, 1, 'a'), acquire(1, 20, 21, { owner: 'b', validUntil: 200 })));
+    expect(lin(r)).toBe('safe');
+    // Held by a at the start, it is not b's: b's extension needs a grant the history does not have.
+    const two = checkHistory(history(extend(0, 0, 1, 'a', 100), release(0, 10, 11, 'a'), extend(1, 20, 21, 'b', 200)));
+    expect(lin(two)).toBe('violation');
+    // a's lease, extended to 100, is still a's when b is granted at 21.
+    expect(lin(checkHistory(history(extend(0, 0, 1, 'a', 100), acquire(1, 20, 21, { owner: 'b', validUntil: 200 }))))).toBe('violation');
+  });
+});
+
 describe('the verdict', () => {
   it('a violation in one check outweighs a check that could not decide', () => {
     expect(
