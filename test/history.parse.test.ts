@@ -87,6 +87,21 @@ describe('parseHistory', () => {
     expect(h[3]).toMatchObject({ type: 'fail', owner: 'a', token: '3', ttlMs: 100, reason: 'expired' });
   });
 
+  it('accepts a completion that leaves out op, resource and key (docs/histories.md): it completes its open invoke', () => {
+    const h = parsed(
+      jsonl(
+        { type: 'invoke', process: 0, time: 0, op: 'write', resource: 'r', key: 'x', value: '1', prev: null },
+        { type: 'ok', process: 0, time: 1 },
+        { type: 'invoke', process: 0, time: 2, op: 'acquire', resource: 'r' },
+        { type: 'ok', process: 0, time: 3, owner: 'a', token: '1' },
+      ),
+    );
+    expect(h[1]).toEqual({ type: 'ok', process: 0, time: 1, op: 'write', resource: 'r', key: 'x', value: '1', prev: null });
+    expect(h[3]).toMatchObject({ type: 'ok', op: 'acquire', resource: 'r', owner: 'a', token: '1' });
+    // With nothing in flight there is nothing to complete.
+    expect(parseHistory(jsonl({ type: 'ok', process: 0, time: 1 }))).toMatchObject({ line: 1, field: 'type', problem: expect.stringMatching(/ok of an operation for process 0, which has no operation in flight/) });
+  });
+
   it('reads a valid history: typed events, completions carry their invoke fields, unknown fields dropped', () => {
     const h = parsed(VALID);
     expect(h).toHaveLength(11);

@@ -42,7 +42,7 @@ export const MAX_TOKEN = 2n ** 63n - 1n;
 const OPERATIONS: readonly Operation[] = ['acquire', 'extend', 'release', 'write', 'read'];
 
 type Kind = 'text' | 'name' | 'ms' | 'positive' | 'token' | 'nullable';
-/** identity: on invoke and completion, equal on both; invoke: required on the invoke; ok: required on an ok. */
+/** identity: required on the invoke, inherited by the completion (equal if it repeats it); invoke: required on the invoke; ok: required on an ok. */
 type Need = 'identity' | 'invoke' | 'ok' | 'optional';
 interface FieldSpec {
   readonly name: string;
@@ -160,10 +160,12 @@ function faultEvent(o: Record<string, unknown>, type: string, time: number, stat
 
 function operationEvent(o: Record<string, unknown>, type: string, process: number, time: number, line: number, state: State): HistoryEvent {
   if (type !== 'invoke' && type !== 'ok' && type !== 'fail' && type !== 'info') throw new Bad('type', `must be invoke, ok, fail, info, signal or meta, got ${describe(type)}`);
-  const op = o.op;
+  const open = state.open.get(process);
+  if (type !== 'invoke' && open === undefined) throw new Bad('type', `${type} of ${o.op === undefined ? 'an operation' : String(o.op)} for process ${process}, which has no operation in flight`);
+  // A completion may leave out op, resource and key: it completes its process's one open invoke, whose they are.
+  const op = type !== 'invoke' && o.op === undefined ? open!.op : o.op;
   if (!OPERATIONS.includes(op as Operation)) throw new Bad('op', `must be one of ${OPERATIONS.join(', ')}, got ${describe(op)}`);
   const specs = FIELDS[op as Operation];
-  const open = state.open.get(process);
   if (type === 'invoke') {
     if (open !== undefined) throw new Bad('type', `process ${process} invokes ${String(op)} while its ${open.op} of line ${open.line} is still in flight (one operation at a time per process)`);
     const rest = fields(o, specs, (n) => n === 'identity' || n === 'invoke');
@@ -173,7 +175,8 @@ function operationEvent(o: Record<string, unknown>, type: string, process: numbe
   }
   if (open === undefined) throw new Bad('type', `${type} of ${String(op)} for process ${process}, which has no operation in flight`);
   if (open.op !== op) throw new Bad('op', `completes process ${process}'s ${open.op} of line ${open.line} but says ${describe(op)}`);
-  const rest = fields(o, specs, (n) => n === 'identity' || (n === 'ok' && type === 'ok'));
+  // Identity fields are inherited from the invoke when left out; given, they must agree with it (below).
+  const rest = fields(o, specs, (n) => n === 'ok' && type === 'ok');
   // A completion adds what the invoke could not know (a token, a deadline, a value read); a field both carry names
   // the same operation and must agree, or the checks would judge the completion's value and the search the invoke's.
   for (const spec of specs) {
