@@ -7,8 +7,8 @@ import type { Operation } from './operation.ts';
 
 /**
  * LIN-1 for lockcheck's own histories (conformance/history/event.ts), as
- * linearizability problems: per resource, the lock's acquire/extend/release operations
- * against `leaseLock()`; per store register (resource and key), its writes
+ * linearizability problems: per resource, the lock's acquire/extend/release operations,
+ * and the ends of session locks that loss signals show, against `leaseLock()`; per store register (resource and key), its writes
  * and reads against a register that starts absent (`etcdRegister()`).
  *
  * `fail` means the operation did not happen: it is left out. `info`, or no
