@@ -117,6 +117,16 @@ describe('LIN-1: which lease an operation names', () => {
       ev('ok', 1, 11, 'acquire', { owner: 'b', token: '2' }),
     );
     expect(lin(checkHistory(other))).toBe('violation');
+    // A lost reply naming no owner is not given the next release's: a's lease, released at 5, cannot be extended at 10.
+    const lostReply = history(
+      ev('invoke', 0, 0, 'acquire'),
+      ev('info', 0, 1, 'acquire', { reason: 'timeout' }),
+      ev('invoke', 0, 5, 'release', { owner: 'a' }),
+      ev('ok', 0, 6, 'release'),
+      ev('invoke', 0, 10, 'extend', { owner: 'a', ttlMs: 100 }),
+      ev('ok', 0, 11, 'extend', { validUntil: 110 }),
+    );
+    expect(lin(checkHistory(lostReply))).toBe('violation');
   });
 
   it('an acquire whose outcome is unknown keeps the owner its info names: that lease may be extended', () => {

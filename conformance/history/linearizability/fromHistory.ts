@@ -93,11 +93,13 @@ interface Signal {
 const ownerNamed = (e: OperationEvent): string | undefined => (e.op === 'acquire' || e.op === 'extend' || e.op === 'release' ? e.owner : undefined);
 
 /**
- * The owner of each acquire: the one it names; else (a recorder that left it
- * out, or a lost reply) that of the next extend, release or loss signal of
- * its process on its resource, before the process acquires it again, as
- * MUTEX-1's holds match a grant without owner to what ends it (holds.ts);
- * else `process N`, which nothing of the history releases.
+ * The owner of each acquire: the one it names; else, for a grant (an ok: a
+ * recorder that left the owner out), that of the next extend, release or loss
+ * signal of its process on its resource, before the process acquires it
+ * again, as MUTEX-1's holds match a grant without owner to what ends it
+ * (holds.ts); else `process N`, which nothing of the history releases. An
+ * unknown outcome naming no owner is not given one: the client never learnt
+ * it, so what its process does next is about another lease.
  */
 function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[]): Map<Paired, string> {
   const named = [
@@ -108,7 +110,7 @@ function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[]): Ma
   const waiting = new Map<number, Paired>();
   for (const n of named) {
     if (n.acquire !== undefined) {
-      if (n.owner === undefined) waiting.set(n.process, n.acquire);
+      if (n.owner === undefined && n.acquire.done !== undefined) waiting.set(n.process, n.acquire);
       else waiting.delete(n.process);
       owners.set(n.acquire, n.owner ?? `process ${String(n.process)}`);
       continue;
