@@ -1,4 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { match } from 'ts-pattern';
+import { decodeUtf8Text } from '../conformance/utf8Text.ts';
 import { UsageError } from './usage.ts';
 
 /**
@@ -77,13 +79,13 @@ export function readInputBytes(file: string, maxBytes: number, what: string): Bu
 export function readInputText(file: string, maxBytes: number, what: string): string {
   const bytes = readInputBytes(file, maxBytes, what);
   const name = file === '-' ? 'stdin' : file;
-  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
-    throw new InputFileError(name, `${what} must be UTF-8 text; this is UTF-16 (it starts with a UTF-16 byte-order mark; PowerShell: Out-File -Encoding utf8)`);
-  }
-  const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(start));
-  } catch {
-    throw new InputFileError(name, `${what} must be UTF-8 text; this is not (a binary file?)`);
-  }
+  return match(decodeUtf8Text(bytes))
+    .with({ kind: 'text' }, ({ text }) => text)
+    .with({ kind: 'utf-16' }, () => {
+      throw new InputFileError(name, `${what} must be UTF-8 text; this is UTF-16 (it starts with a UTF-16 byte-order mark; PowerShell: Out-File -Encoding utf8)`);
+    })
+    .with({ kind: 'not-utf-8' }, ({ line }) => {
+      throw new InputFileError(name, `${what} must be UTF-8 text; this is not (a binary file?): line ${line} has bytes that are not UTF-8`);
+    })
+    .exhaustive();
 }

@@ -239,6 +239,15 @@ describe('STORE-1: lost updates of read-modify-writes', () => {
     expect(verdicts(r)['STORE-1']).toBe('safe');
   });
 
+  it('a value held before the history and written once in it is held twice (ABA): two writes reading it lose nothing', () => {
+    // Sequential 17 -> 18 -> 17 -> 19: the first 17 is the value before the history, the second the write of it.
+    expect(verdicts(check(history(write(0, 0, 1, ok, '18', '17'), write(0, 2, 3, ok, '17', '18'), write(0, 4, 5, ok, '19', '17'))))['STORE-1']).toBe('safe');
+    // When the value before the history is known to be another one (16, read by the first write), 17 was held once: lost.
+    const r = check(history(write(0, 0, 1, ok, '17', '16'), write(1, 2, 3, ok, '18', '17'), write(2, 4, 5, ok, '19', '17')));
+    expect(verdicts(r)['STORE-1']).toBe('violation');
+    expect(r.counts.lostUpdates).toBe(1);
+  });
+
   it('blind writes (no prev) are not judged', () => {
     const blind = [inv(0, 0, 'write', { key: 'x', value: '1' }), ok(0, 1, 'write', { key: 'x' }), inv(1, 2, 'write', { key: 'x', value: '2' }), ok(1, 3, 'write', { key: 'x' })];
     expect(verdicts(check(history(blind)))['STORE-1']).toBe('skipped');

@@ -87,6 +87,17 @@ describe('lockcheck check', () => {
     expect(r.stderr).toMatch(/bad\.jsonl is not a valid history: line 11, field 'token': must be a string of decimal digits/);
   });
 
+  it('bytes that are not UTF-8: exit 2 naming the line, never merged into one name by replacement characters', () => {
+    // Latin-1 'café' and 'cafè': two resources; replaced by U+FFFD both were one, and the two holds a MUTEX-1 violation.
+    const line = (process: number, type: string, time: number, name: Buffer, grant = '') =>
+      Buffer.concat([Buffer.from(`{"type":"${type}","process":${process},"time":${time},"op":"acquire","resource":"caf`), name, Buffer.from(`"${grant}}\n`)]);
+    const file = join(dir, 'latin1.jsonl');
+    writeFileSync(file, Buffer.concat([line(0, 'invoke', 0, Buffer.from([0xe9])), line(0, 'ok', 1, Buffer.from([0xe9]), ',"owner":"a"'), line(1, 'invoke', 2, Buffer.from([0xe8])), line(1, 'ok', 3, Buffer.from([0xe8]), ',"owner":"b"')]));
+    const r = lockcheck(['check', file]);
+    expect(r.code, r.stdout).toBe(2);
+    expect(r.stderr).toMatch(/latin1\.jsonl is not a valid history: line 1: not UTF-8/);
+  });
+
   it('a history without a client operation: exit 2, not a safe verdict (an empty or truncated recording)', () => {
     const r = lockcheck(['check', '-'], JSON.stringify({ type: 'meta', store: 'strict' }) + '\n');
     expect(r.code, r.stdout).toBe(2);

@@ -41,6 +41,14 @@ describe('decodeHistory', () => {
     }
   });
 
+  it('refuses bytes that are not UTF-8 with the line they are on, instead of replacing them (caf\\xe9 and caf\\xe8 would be one name)', () => {
+    const r = decodeHistory(Buffer.concat([Buffer.from('{"type":"meta"}\n{"resource":"caf'), Buffer.from([0xe9]), Buffer.from('"}\n')]));
+    expect(r).toBeInstanceOf(HistoryFormatError);
+    expect((r as HistoryFormatError).message).toMatch(/^line 2: not UTF-8 .* a history is UTF-8 text/);
+    // A sequence cut short at the end of the file is no UTF-8 either.
+    expect(decodeHistory(Buffer.from([0x7b, 0x7d, 0x0a, 0xc3]))).toMatchObject({ line: 2 });
+  });
+
   it('refuses a file larger than one string can hold with a typed error, not a throw from the decoder', () => {
     const r = decodeHistory(Buffer.from('{"type":"meta"}\n'.repeat(10)), 100);
     expect(r).toBeInstanceOf(HistoryFormatError);
@@ -79,6 +87,21 @@ describe('parseHistory', () => {
     expect(h[3]).toMatchObject({ type: 'fail', owner: 'a', token: '3', ttlMs: 100, reason: 'expired' });
   });
 
+  it('accepts a completion that leaves out op, resource and key (docs/histories.md): it completes its open invoke', () => {
+    const h = parsed(
+      jsonl(
+        { type: 'invoke', process: 0, time: 0, op: 'write', resource: 'r', key: 'x', value: '1', prev: null },
+        { type: 'ok', process: 0, time: 1 },
+        { type: 'invoke', process: 0, time: 2, op: 'acquire', resource: 'r' },
+        { type: 'ok', process: 0, time: 3, owner: 'a', token: '1' },
+      ),
+    );
+    expect(h[1]).toEqual({ type: 'ok', process: 0, time: 1, op: 'write', resource: 'r', key: 'x', value: '1', prev: null });
+    expect(h[3]).toMatchObject({ type: 'ok', op: 'acquire', resource: 'r', owner: 'a', token: '1' });
+    // With nothing in flight there is nothing to complete.
+    expect(parseHistory(jsonl({ type: 'ok', process: 0, time: 1 }))).toMatchObject({ line: 1, field: 'type', problem: expect.stringMatching(/ok of an operation for process 0, which has no operation in flight/) });
+  });
+
   it('reads a valid history: typed events, completions carry their invoke fields, unknown fields dropped', () => {
     const h = parsed(VALID);
     expect(h).toHaveLength(11);
@@ -91,12 +114,22 @@ describe('parseHistory', () => {
     expect(parsed('')).toEqual([]);
   });
 
+  it('accepts times up to 2^53-1 in magnitude, the last a double tells apart from its neighbour', () => {
+    const h = parseHistory(jsonl({ type: 'invoke', process: 0, time: -Number.MAX_SAFE_INTEGER, op: 'acquire', resource: 'r' }, { type: 'ok', process: 0, time: Number.MAX_SAFE_INTEGER, op: 'acquire', resource: 'r', validUntil: Number.MAX_SAFE_INTEGER }));
+    expect(h).not.toBeInstanceOf(HistoryFormatError);
+  });
+
   it('names the line and the field of what is wrong', () => {
     const inv = { type: 'invoke', process: 0, time: 10, op: 'acquire', resource: 'r' };
     const cases: [string, number, string | undefined, RegExp][] = [
       [jsonl(inv) + '{oops\n', 2, undefined, /not JSON/],
       [jsonl(inv, ['x']), 2, undefined, /must be a JSON object/],
       [jsonl(inv, { ...inv, process: 1, time: 'soon' }), 2, 'time', /finite number/],
+      // Past 2^53 doubles cannot tell t from t+1 (a register's verdict flipped there): refused, not judged wrongly.
+      [jsonl({ ...inv, time: 2 ** 53 }), 1, 'time', /at most 2\^53-1/],
+      [jsonl({ ...inv, time: -(2 ** 53) }), 1, 'time', /at most 2\^53-1/],
+      [jsonl(inv, { ...inv, type: 'ok', validUntil: 2 ** 60 }), 2, 'validUntil', /at most 2\^53-1/],
+      [jsonl({ ...inv, ttlMs: 2 ** 53 }), 1, 'ttlMs', /at most 2\^53-1/],
       [jsonl(inv, { ...inv, process: 0, time: 9, type: 'ok' }), 2, 'time', /goes backwards for process 0/],
       [jsonl(inv, { ...inv, time: 11 }), 2, 'type', /still in flight/],
       [jsonl({ ...inv, type: 'ok' }), 1, 'type', /no operation in flight/],

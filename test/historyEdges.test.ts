@@ -94,6 +94,110 @@ describe('LIN-1: the lease lock as a sequential specification', () => {
   });
 });
 
+describe('LIN-1: which lease an operation names', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  it("a grant whose ok names no owner is its process's next release's (as MUTEX-1 matches them), not a lease nobody releases", () => {
+    const h = (releaser: string) =>
+      history(
+        ev('invoke', 0, 0, 'acquire'),
+        ev('ok', 0, 1, 'acquire', { token: '1' }),
+        ev('invoke', 0, 5, 'release', { owner: releaser }),
+        ev('ok', 0, 6, 'release'),
+        ev('invoke', 1, 10, 'acquire'),
+        ev('ok', 1, 11, 'acquire', { owner: 'b', token: '2' }),
+      );
+    expect(lin(checkHistory(h('a')))).toBe('safe');
+    // A release by another process names someone else's lease: process 0's session lock is still held at 10.
+    const other = history(
+      ev('invoke', 0, 0, 'acquire'),
+      ev('ok', 0, 1, 'acquire', { token: '1' }),
+      ev('invoke', 2, 5, 'release', { owner: 'a' }),
+      ev('ok', 2, 6, 'release'),
+      ev('invoke', 1, 10, 'acquire'),
+      ev('ok', 1, 11, 'acquire', { owner: 'b', token: '2' }),
+    );
+    expect(lin(checkHistory(other))).toBe('violation');
+    // A lost reply naming no owner is not given the next release's: a's lease, released at 5, cannot be extended at 10.
+    const lostReply = history(
+      ev('invoke', 0, 0, 'acquire'),
+      ev('info', 0, 1, 'acquire', { reason: 'timeout' }),
+      ev('invoke', 0, 5, 'release', { owner: 'a' }),
+      ev('ok', 0, 6, 'release'),
+      ev('invoke', 0, 10, 'extend', { owner: 'a', ttlMs: 100 }),
+      ev('ok', 0, 11, 'extend', { validUntil: 110 }),
+    );
+    expect(lin(checkHistory(lostReply))).toBe('violation');
+  });
+
+  it('an acquire whose outcome is unknown keeps the owner its info names: that lease may be extended', () => {
+    const h = history(
+      ev('invoke', 0, 0, 'acquire', { ttlMs: 100 }),
+      ev('info', 0, 50, 'acquire', { owner: 'w1', reason: 'timeout' }),
+      ev('invoke', 0, 60, 'extend', { owner: 'w1', ttlMs: 100 }),
+      ev('ok', 0, 61, 'extend', { validUntil: 150 }),
+    );
+    expect(lin(checkHistory(h))).toBe('safe');
+    expect(checkHistory(h).verdict).toBe('safe');
+  });
+});
+
+describe('LIN-1: session locks (no deadline) end with their session', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  const sessionAcquire = (p: number, t0: number, t1: number, owner: string, token: string) => [ev('invoke', p, t0, 'acquire'), ev('ok', p, t1, 'acquire', { owner, token })];
+  const lost = (p: number, t: number, owner: string, reason: string) => ({ type: 'signal', process: p, time: t, resource: 'r', owner, reason });
+
+  it('a session lost without a release (connection-lost, process-exited) was freed by the server before its signal, and only then', () => {
+    for (const reason of ['connection-lost', 'process-exited']) {
+      const h = history(sessionAcquire(0, 0, 1, 'a', '1'), lost(0, 5, 'a', reason), sessionAcquire(1, 10, 11, 'b', '2'));
+      expect(lin(checkHistory(h)), reason).toBe('safe');
+    }
+    // A signal of what the client believes only (expired), or of a lease with a deadline (the server keeps it), frees nothing.
+    expect(lin(checkHistory(history(sessionAcquire(0, 0, 1, 'a', '1'), lost(0, 5, 'a', 'expired'), sessionAcquire(1, 10, 11, 'b', '2'))))).toBe('violation');
+    const lease = history(acquire(0, 0, 1, { owner: 'a', validUntil: 100 }), lost(0, 5, 'a', 'process-exited'), acquire(1, 10, 11, { owner: 'b', validUntil: 200 }));
+    expect(lin(checkHistory(lease))).toBe('violation');
+    // The session ended before its signal, never after: a's first session is lost at 5; a takes the lock again at 7 (a new session); b's grant at 11 overlaps it.
+    const h = history(sessionAcquire(0, 0, 1, 'a', '1'), lost(0, 5, 'a', 'connection-lost'), sessionAcquire(0, 6, 7, 'a', '2'), sessionAcquire(1, 10, 11, 'b', '3'));
+    expect(lin(checkHistory(h))).toBe('violation');
+  });
+
+  it('a stacked PostgreSQL re-acquire (same owner, same token) needs its own release (spec 7.4)', () => {
+    const stacked = (between: object[]) =>
+      history(
+        sessionAcquire(0, 0, 1, 'a', '7'),
+        sessionAcquire(0, 2, 3, 'a', '7'),
+        ev('invoke', 0, 4, 'release', { owner: 'a', token: '7' }),
+        ev('ok', 0, 5, 'release'),
+        between,
+        ev('invoke', 0, 20, 'release', { owner: 'a', token: '7' }),
+        ev('ok', 0, 21, 'release'),
+      );
+    expect(lin(checkHistory(stacked([])))).toBe('safe');
+    // Between the two releases the lock is still held once: b's grant there overlaps it.
+    expect(lin(checkHistory(stacked(sessionAcquire(1, 10, 11, 'b', '8'))))).toBe('violation');
+    // A second grant of the held lock with another token is no stacking.
+    expect(lin(checkHistory(history(sessionAcquire(0, 0, 1, 'a', '7'), sessionAcquire(0, 2, 3, 'a', '9'))))).toBe('violation');
+    // The end of the session frees every stacked acquire at once.
+    expect(lin(checkHistory(history(sessionAcquire(0, 0, 1, 'a', '7'), sessionAcquire(0, 2, 3, 'a', '7'), lost(0, 5, 'a', 'connection-lost'), sessionAcquire(1, 10, 11, 'b', '8'))))).toBe('safe');
+  });
+});
+
+describe('LIN-1: a history cut in the middle of a lease', () => {
+  const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
+  const extend = (p: number, t0: number, t1: number, owner: string, validUntil: number) => [ev('invoke', p, t0, 'extend', { owner, token: '5', ttlMs: 100 }), ev('ok', p, t1, 'extend', { validUntil })];
+  const release = (p: number, t0: number, t1: number, owner: string) => [ev('invoke', p, t0, 'release', { owner, token: '5' }), ev('ok', p, t1, 'release')];
+
+  it('may start with the lock held by the owner first seen extending it, and only by it', () => {
+    expect(lin(checkHistory(history(extend(0, 0, 1, 'a', 100), release(0, 10, 11, 'a'), acquire(1, 20, 21, { owner: 'b', validUntil: 200 }))))).toBe('safe');
+    const r = checkHistory(history(release(0, 0, 1, 'a'), acquire(1, 20, 21, { owner: 'b', validUntil: 200 })));
+    expect(lin(r)).toBe('safe');
+    // Held by a at the start, it is not b's: b's extension needs a grant the history does not have.
+    const two = checkHistory(history(extend(0, 0, 1, 'a', 100), release(0, 10, 11, 'a'), extend(1, 20, 21, 'b', 200)));
+    expect(lin(two)).toBe('violation');
+    // a's lease, extended to 100, is still a's when b is granted at 21.
+    expect(lin(checkHistory(history(extend(0, 0, 1, 'a', 100), acquire(1, 20, 21, { owner: 'b', validUntil: 200 }))))).toBe('violation');
+  });
+});
+
 describe('the verdict', () => {
   it('a violation in one check outweighs a check that could not decide', () => {
     expect(

@@ -333,9 +333,10 @@ type LockOp = Operation<LeaseLockInput, unknown>;
 const randomLockHistory = fc
   .array(
     fc.record({
-      f: fc.constantFrom('acquire', 'acquire', 'extend', 'release'),
+      f: fc.constantFrom('acquire', 'acquire', 'extend', 'release', 'session-ended'),
       owner: fc.constantFrom('a', 'b', 'c'),
-      until: fc.constantFrom(5, 15, 25, Infinity),
+      // -Infinity: a grant whose deadline is not known (the lock held before the history began), already run out.
+      until: fc.constantFrom(-Infinity, 5, 15, 25, Infinity),
       call: fc.integer({ min: 0, max: 20 }),
       length: fc.integer({ min: 0, max: 12 }),
       pending: fc.integer({ min: 0, max: 2 }).map((n) => n === 0),
@@ -348,6 +349,8 @@ const randomLockHistory = fc
       const validUntil = pending ? Infinity : until;
       if (f === 'acquire') return { ...timing, input: { f, owner, validUntil, latest: pending ? Infinity : call + length } };
       if (f === 'extend') return { ...timing, input: { f, owner, validUntil } };
+      // The end of a session is known (a signal shows it), never pending.
+      if (f === 'session-ended') return { process: i, call, return: call + length, input: { f, owner } };
       return { ...timing, input: { f: 'release', owner } };
     }),
   );

@@ -118,7 +118,11 @@ export interface ReadEvent extends EventBase {
 /** An invocation or completion of a client's operation. */
 export type OperationEvent = AcquireEvent | ExtendEvent | ReleaseEvent | WriteEvent | ReadEvent;
 
-/** The lease's loss signal fired (expired by the client's clock, lost, released). Ends a hold. */
+/**
+ * The lease's loss signal fired (expired by the client's clock, lost, released). Ends a hold. For
+ * LIN-1, reasons `connection-lost` and `process-exited` on a session lock (no ttl, no deadline) say
+ * the server freed it, at some instant before the signal (spec 7.4; linearizability/fromHistory.ts).
+ */
 export interface SignalEvent {
   readonly type: 'signal';
   /** The client process whose lease it was. */

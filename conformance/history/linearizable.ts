@@ -2,8 +2,8 @@ import type { History } from './event.ts';
 import type { CheckResult, Finding, Verdict } from './findings.ts';
 import { FindingList, sortedUnique } from './findings.ts';
 import { ms } from './operations.ts';
-import type { LinearizabilityResult, ObjectHistory, Operation, RegisterInput, RegisterOutput } from './linearizability/index.ts';
-import { checkLinearizability, etcdRegister, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
+import type { LeaseLockInput, LinearizabilityResult, ObjectHistory, Operation, RegisterInput, RegisterOutput } from './linearizability/index.ts';
+import { checkLinearizability, etcdRegister, isPending, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
 import { counted } from '../counted.ts';
 
 /**
@@ -36,14 +36,43 @@ function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, histo
   if (seen.size !== 1 || h.operations.length === 0) return h;
   let first = Infinity;
   for (const o of h.operations) first = Math.min(first, o.call);
+  // first - 1 < first: parse.ts refuses times beyond 2^53-1 in magnitude, where it would equal first.
   const initial: Operation<RegisterInput, RegisterOutput> = { process: 'initial', call: first - 1, return: first - 1, input: { f: 'write', value: [...seen][0]! } };
+  // Appended, so that the indices of the history's own operations do not move.
+  return { ...h, operations: [...h.operations, initial] };
+}
+
+/**
+ * A lock already held when the history began (a recording cut in the middle
+ * of a lease): an owner whose extend succeeded with no acquire of it that
+ * could come first. Only one owner can have held it then: the first such
+ * extend's owner is put as holding it before everything (the lease lock
+ * starts free), with its deadline unknown, so that the lease may have run out
+ * at any time (an acquire by another stays legal; its owner's extend after
+ * that does not). A second such owner is a violation whichever held it. An
+ * owner first seen releasing needs nothing: a release by a non-holder is legal.
+ */
+function withInitialHolder(h: ObjectHistory<LeaseLockInput, unknown>): ObjectHistory<LeaseLockInput, unknown> {
+  // Per owner, its earliest acquire's call: an extend returning before it has no acquire to stand on.
+  const firstAcquire = new Map<string, number>();
+  for (const a of h.operations) if (a.input.f === 'acquire') firstAcquire.set(a.input.owner, Math.min(a.call, firstAcquire.get(a.input.owner) ?? Infinity));
+  const unexplained = h.operations.filter((e) => e.input.f === 'extend' && !isPending(e) && e.return! < (firstAcquire.get(e.input.owner) ?? Infinity)).sort((a, b) => a.call - b.call);
+  const holder = unexplained[0]?.input.owner;
+  if (holder === undefined) return h;
+  let first = Infinity;
+  for (const o of h.operations) first = Math.min(first, o.call);
+  // first - 1 < first: parse.ts refuses times beyond 2^53-1 in magnitude, where it would equal first.
+  const initial: Operation<LeaseLockInput, unknown> = { process: 'initial', call: first - 1, return: first - 1, input: { f: 'acquire', owner: holder, validUntil: -Infinity, latest: first - 1 } };
   // Appended, so that the indices of the history's own operations do not move.
   return { ...h, operations: [...h.operations, initial] };
 }
 
 /** One operation of an object's history as a reader finds it: who, what, when, and the line of its invoke. */
 function describeOperation(o: Operation<unknown, unknown>, eventIndex: number | undefined, history: History): string {
-  if (eventIndex === undefined || history[eventIndex] === undefined) return `the register's value before the history (${JSON.stringify((o.input as { value?: unknown }).value ?? null)})`;
+  if (eventIndex === undefined || history[eventIndex] === undefined) {
+    const input = o.input as { readonly value?: unknown; readonly owner?: string };
+    return input.owner !== undefined ? `the lock held by ${input.owner} before the history` : `the register's value before the history (${JSON.stringify(input.value ?? null)})`;
+  }
   const input = o.input as { readonly f: string; readonly value?: unknown; readonly owner?: string };
   const read = (o.output as RegisterOutput | undefined)?.value;
   const what = input.f === 'write' ? `write of '${String(input.value)}'` : input.f === 'read' ? `read of ${read === null ? 'nothing' : `'${String(read)}'`}` : `${input.f} by ${input.owner ?? '?'}`;
@@ -97,7 +126,7 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
     const result: CheckResult = { check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable', property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
     return { result, list };
   };
-  const lock = judge('lock', lockHistories(history), (h) => checkLinearizability(leaseLock(), h.operations, left()));
+  const lock = judge('lock', lockHistories(history).map(withInitialHolder), (h) => checkLinearizability(leaseLock(), h.operations, left()));
   // With its initial value in the object (not added inside the search), so that a finding can name that operation too.
   const register = judge(
     'register',

@@ -1,4 +1,6 @@
 import { constants } from 'node:buffer';
+import { match } from 'ts-pattern';
+import { decodeUtf8Text } from '../utf8Text.ts';
 import { STORE_POLICIES } from '../../model/design.ts';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
 import { compositeKey } from './group.ts';
@@ -40,7 +42,7 @@ export const MAX_TOKEN = 2n ** 63n - 1n;
 const OPERATIONS: readonly Operation[] = ['acquire', 'extend', 'release', 'write', 'read'];
 
 type Kind = 'text' | 'name' | 'ms' | 'positive' | 'token' | 'nullable';
-/** identity: on invoke and completion, equal on both; invoke: required on the invoke; ok: required on an ok. */
+/** identity: required on the invoke, inherited by the completion (equal if it repeats it); invoke: required on the invoke; ok: required on an ok. */
 type Need = 'identity' | 'invoke' | 'ok' | 'optional';
 interface FieldSpec {
   readonly name: string;
@@ -89,10 +91,11 @@ function checkValue(spec: FieldSpec, v: unknown): unknown {
       return typeof v === 'string' && v !== '' ? v : bad('a non-empty string');
     case 'nullable':
       return v === null || typeof v === 'string' ? v : bad('a string or null');
+    // Past 2^53 a double cannot tell t from t+1: orders the checks read off the numbers (and t - 1) would be wrong.
     case 'ms':
-      return typeof v === 'number' && Number.isFinite(v) ? v : bad('a finite number (ms on the history clock)');
+      return typeof v === 'number' && Math.abs(v) <= Number.MAX_SAFE_INTEGER ? v : bad('a finite number (ms on the history clock) of magnitude at most 2^53-1');
     case 'positive':
-      return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : bad('a positive number of ms');
+      return typeof v === 'number' && v > 0 && v <= Number.MAX_SAFE_INTEGER ? v : bad('a positive number of ms, at most 2^53-1');
     case 'token': {
       if (typeof v !== 'string' || !/^[0-9]{1,40}$/.test(v)) return bad('a string of decimal digits (tokens are never JSON numbers)');
       const token = BigInt(v);
@@ -157,10 +160,12 @@ function faultEvent(o: Record<string, unknown>, type: string, time: number, stat
 
 function operationEvent(o: Record<string, unknown>, type: string, process: number, time: number, line: number, state: State): HistoryEvent {
   if (type !== 'invoke' && type !== 'ok' && type !== 'fail' && type !== 'info') throw new Bad('type', `must be invoke, ok, fail, info, signal or meta, got ${describe(type)}`);
-  const op = o.op;
+  const open = state.open.get(process);
+  if (type !== 'invoke' && open === undefined) throw new Bad('type', `${type} of ${o.op === undefined ? 'an operation' : String(o.op)} for process ${process}, which has no operation in flight`);
+  // A completion may leave out op, resource and key: it completes its process's one open invoke, whose they are.
+  const op = type !== 'invoke' && o.op === undefined ? open!.op : o.op;
   if (!OPERATIONS.includes(op as Operation)) throw new Bad('op', `must be one of ${OPERATIONS.join(', ')}, got ${describe(op)}`);
   const specs = FIELDS[op as Operation];
-  const open = state.open.get(process);
   if (type === 'invoke') {
     if (open !== undefined) throw new Bad('type', `process ${process} invokes ${String(op)} while its ${open.op} of line ${open.line} is still in flight (one operation at a time per process)`);
     const rest = fields(o, specs, (n) => n === 'identity' || n === 'invoke');
@@ -170,7 +175,8 @@ function operationEvent(o: Record<string, unknown>, type: string, process: numbe
   }
   if (open === undefined) throw new Bad('type', `${type} of ${String(op)} for process ${process}, which has no operation in flight`);
   if (open.op !== op) throw new Bad('op', `completes process ${process}'s ${open.op} of line ${open.line} but says ${describe(op)}`);
-  const rest = fields(o, specs, (n) => n === 'identity' || (n === 'ok' && type === 'ok'));
+  // Identity fields are inherited from the invoke when left out; given, they must agree with it (below).
+  const rest = fields(o, specs, (n) => n === 'ok' && type === 'ok');
   // A completion adds what the invoke could not know (a token, a deadline, a value read); a field both carry names
   // the same operation and must agree, or the checks would judge the completion's value and the search the invoke's.
   for (const spec of specs) {
@@ -220,18 +226,20 @@ export function validateHistory(values: readonly unknown[]): History | HistoryFo
 /**
  * The bytes of a history file as text: UTF-8, a leading byte-order mark
  * dropped (editors and Windows tools write one). UTF-16 (what PowerShell's
- * `>` writes) is named as such instead of failing as 'not JSON' on line 1.
+ * `>` writes) is named as such instead of failing as 'not JSON' on line 1;
+ * bytes that are not UTF-8 are refused with their line, never replaced by
+ * U+FFFD (two names differing only there would be judged one name).
  */
 export function decodeHistory(bytes: Uint8Array, maxChars = constants.MAX_STRING_LENGTH): string | HistoryFormatError {
   // UTF-8 never decodes to more UTF-16 units than it has bytes: under the bound, the text fits in one string.
   if (bytes.byteLength > maxChars) {
     return new HistoryFormatError(1, undefined, `the file has ${bytes.byteLength} bytes; a history is read whole, as one string of at most ${maxChars} characters: split it (by resource: each is judged on its own)`);
   }
-  if ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)) {
-    return new HistoryFormatError(1, undefined, 'the file is UTF-16 (it starts with a UTF-16 byte-order mark); a history is UTF-8 text (PowerShell: Out-File -Encoding utf8)');
-  }
-  const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  return Buffer.from(bytes.buffer, bytes.byteOffset + start, bytes.byteLength - start).toString('utf8');
+  return match(decodeUtf8Text(bytes))
+    .with({ kind: 'text' }, ({ text }): string | HistoryFormatError => text)
+    .with({ kind: 'utf-16' }, () => new HistoryFormatError(1, undefined, 'the file is UTF-16 (it starts with a UTF-16 byte-order mark); a history is UTF-8 text (PowerShell: Out-File -Encoding utf8)'))
+    .with({ kind: 'not-utf-8' }, ({ line }) => new HistoryFormatError(line, undefined, 'not UTF-8 (bytes that no UTF-8 text has: another encoding, such as Latin-1, or a binary file); a history is UTF-8 text'))
+    .exhaustive();
 }
 
 /**

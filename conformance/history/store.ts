@@ -36,8 +36,9 @@ export function storeCounts(ops: readonly OperationRecord[]): StoreCounts {
 
 /**
  * STORE-1: an accepted read-modify-write whose effect no later state builds on.
- * (a) Two accepted writes that read the same `prev` (when `prev` was written
- * at most once, so no ABA can explain it): one of the two is lost.
+ * (a) Two accepted writes that read the same `prev` (when the register held
+ * `prev` at most once, counting the value it held before the history, so no
+ * ABA can explain it): one of the two is lost.
  * (b) A read returns v; following `prev` back from the write of v gives the
  * writes v builds on; an accepted write that completed before the read was
  * invoked and is not among them is lost. Judged only where every write of the
@@ -62,10 +63,15 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
       (w) => w.event.value,
     );
     const lostHere = rmw.length === writes.length ? missedByReads(writes, reads, writersOf, list) : new Set<Write>();
+    // The register held a value before the history began: it is one of the values seen (prev, read) that no write of
+    // the history wrote, and when every value seen was written in it, it may be any of them (an ABA through it).
+    const unwritten = new Set([...rmw.map((w) => w.event.prev!), ...reads.map((r) => r.event.value ?? null)].filter((v) => v === null || !writersOf.has(v)));
+    const mayBeInitial = (v: string) => unwritten.size === 0 || unwritten.has(v);
     // (a) accepted writes that read the same value.
     for (const group of groupBy(rmw.filter((w) => w.outcome === 'ok'), (w) => w.event.prev).values()) {
       const prev = group[0]!.event.prev!;
-      if (group.length < 2 || (prev !== null && (writersOf.get(prev)?.length ?? 0) > 1)) continue;
+      // Two holdings of prev (two writes of it, or one and the value before the history) can explain the two reads: ABA.
+      if (group.length < 2 || (prev !== null && (writersOf.get(prev)?.length ?? 0) + (mayBeInitial(prev) ? 1 : 0) > 1)) continue;
       const uncounted = group.length - 1 - group.filter((w) => lostHere.has(w)).length;
       if (uncounted <= 0) continue;
       lost += uncounted;

@@ -1,4 +1,4 @@
-import type { History, HistoryEvent, OperationEvent } from '../event.ts';
+import type { AcquireEvent, History, HistoryEvent, OperationEvent, SignalEvent } from '../event.ts';
 import { compositeKey } from '../group.ts';
 import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from './check.ts';
 import { leaseLock, type LeaseLockInput } from './models/leaseLock.ts';
@@ -7,8 +7,8 @@ import type { Operation } from './operation.ts';
 
 /**
  * LIN-1 for lockcheck's own histories (conformance/history/event.ts), as
- * linearizability problems: per resource, the lock's acquire/extend/release operations
- * against `leaseLock()`; per store register (resource and key), its writes
+ * linearizability problems: per resource, the lock's acquire/extend/release operations,
+ * and the ends of session locks that loss signals show, against `leaseLock()`; per store register (resource and key), its writes
  * and reads against a register that starts absent (`etcdRegister()`).
  *
  * `fail` means the operation did not happen: it is left out. `info`, or no
@@ -39,6 +39,8 @@ interface Paired {
   readonly index: number;
   /** undefined: pending (info, or never completed). */
   readonly done?: OperationEvent;
+  /** The completion (ok or info; it carries its invoke's fields too), else the invoke: what is known of the operation. */
+  readonly seen: OperationEvent;
 }
 
 /** Pairs each process's invoke with its completion; failed operations are dropped. */
@@ -59,11 +61,12 @@ function pair(history: History): Paired[] {
     if (inv === undefined) throw new HistoryShapeError(index, `process ${p} completes (${op.type}) with nothing in flight`);
     if (inv.invoke.op !== op.op) throw new HistoryShapeError(index, `process ${p} completes ${op.op} but invoked ${inv.invoke.op}`);
     open.delete(p);
-    if (op.type === 'ok') out.push({ ...inv, done: op });
-    else if (op.type === 'info') out.push(inv);
+    if (op.type === 'ok') out.push({ ...inv, done: op, seen: op });
+    // info: its time says nothing (it stays pending), but what it names (an owner the client chose) still holds.
+    else if (op.type === 'info') out.push({ ...inv, seen: op });
     // fail: it did not happen
   });
-  for (const inv of open.values()) out.push(inv);
+  for (const inv of open.values()) out.push({ ...inv, seen: inv.invoke });
   return out.sort((a, b) => a.index - b.index);
 }
 
@@ -81,27 +84,100 @@ function group<T>(items: readonly T[], key: (t: T) => string | undefined): Map<s
 
 const timing = (p: Paired): { call: number; return?: number } => ({ call: p.invoke.time, ...(p.done === undefined ? {} : { return: p.done.time }) });
 
-/** Per resource, its lock operations. */
+interface Signal {
+  readonly event: SignalEvent;
+  readonly index: number;
+}
+
+/** The owner a lock operation's events name (an acquire's only when its ok or info says). */
+const ownerNamed = (e: OperationEvent): string | undefined => (e.op === 'acquire' || e.op === 'extend' || e.op === 'release' ? e.owner : undefined);
+
+/**
+ * The owner of each acquire: the one it names; else, for a grant (an ok: a
+ * recorder that left the owner out), that of the next extend, release or loss
+ * signal of its process on its resource, before the process acquires it
+ * again, as MUTEX-1's holds match a grant without owner to what ends it
+ * (holds.ts); else `process N`, which nothing of the history releases. An
+ * unknown outcome naming no owner is not given one: the client never learnt
+ * it, so what its process does next is about another lease.
+ */
+function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[]): Map<Paired, string> {
+  const named = [
+    ...ps.map((p) => ({ index: p.index, process: p.invoke.process as number, owner: ownerNamed(p.seen), acquire: p.invoke.op === 'acquire' ? p : undefined })),
+    ...signals.map((g) => ({ index: g.index, process: g.event.process, owner: g.event.owner, acquire: undefined })),
+  ].sort((a, b) => a.index - b.index);
+  const owners = new Map<Paired, string>();
+  const waiting = new Map<number, Paired>();
+  for (const n of named) {
+    if (n.acquire !== undefined) {
+      if (n.owner === undefined && n.acquire.done !== undefined) waiting.set(n.process, n.acquire);
+      else waiting.delete(n.process);
+      owners.set(n.acquire, n.owner ?? `process ${String(n.process)}`);
+      continue;
+    }
+    const ownerless = waiting.get(n.process);
+    if (ownerless !== undefined && n.owner !== undefined) owners.set(ownerless, n.owner);
+    waiting.delete(n.process);
+  }
+  return owners;
+}
+
+/**
+ * Signal reasons that say the session ended on the server (spec 7.4: a killed connection, a dead
+ * client's closed socket): the server freed the session's locks, before the client learned it.
+ * Others (`expired`: the client's clock) are beliefs only and free nothing.
+ */
+const SESSION_ENDED: ReadonlySet<string> = new Set(['connection-lost', 'process-exited']);
+
+/**
+ * A loss signal that ends a session lock (a grant asking no ttl and given no deadline) is the
+ * server's release of that session, at an instant between the grant's invoke and the signal:
+ * never later (the client learns of it afterwards), never before the grant (it would free nothing).
+ * A lease with a deadline is left to its deadline: the server may keep it after its client is gone.
+ * A signal with no grant before it in the history frees nothing the lock, starting free, holds.
+ */
+function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: Map<Paired, string>): { op: Operation<LeaseLockInput, unknown>; index: number }[] {
+  const out: { op: Operation<LeaseLockInput, unknown>; index: number }[] = [];
+  for (const { event: s, index } of signals) {
+    if (!SESSION_ENDED.has(s.reason)) continue;
+    const ends = (p: Paired) => p.index < index && p.invoke.op === 'acquire' && p.invoke.process === s.process && owners.get(p) === s.owner && (s.token === undefined || (p.seen as AcquireEvent).token === undefined || (p.seen as AcquireEvent).token === s.token);
+    let grant: Paired | undefined;
+    for (let k = ps.length - 1; k >= 0 && grant === undefined; k--) if (ends(ps[k]!)) grant = ps[k];
+    if (grant === undefined || (grant.invoke as AcquireEvent).ttlMs !== undefined || (grant.seen as AcquireEvent).validUntil !== undefined) continue;
+    out.push({ index, op: { process: s.process, call: grant.invoke.time, return: s.time, input: { f: 'session-ended', owner: s.owner } } });
+  }
+  return out;
+}
+
+/** Per resource, its lock operations, and the ends of its session locks that loss signals show. */
 export function lockHistories(history: History): ObjectHistory<LeaseLockInput, unknown>[] {
   const byResource = group(pair(history), (p) => (p.invoke.op === 'acquire' || p.invoke.op === 'extend' || p.invoke.op === 'release' ? p.invoke.resource : undefined));
-  return [...byResource].map(([resource, ps]) => ({
-    object: `lock ${resource}`,
-    events: ps.map((p) => p.index),
-    operations: ps.map((p): Operation<LeaseLockInput, unknown> => {
+  const signals = group(
+    history.flatMap((e, index) => (e.type === 'signal' ? [{ event: e, index }] : [])),
+    (g) => g.event.resource,
+  );
+  return [...byResource].map(([resource, ps]) => {
+    const resourceSignals = signals.get(resource) ?? [];
+    const owners = ownersOfAcquires(ps, resourceSignals);
+    const operations = ps.map((p): Operation<LeaseLockInput, unknown> => {
       const inv = p.invoke;
       const done = p.done;
-      const owner = (done !== undefined && 'owner' in done ? done.owner : undefined) ?? ('owner' in inv ? inv.owner : undefined) ?? `process ${String(inv.process)}`;
+      const owner = owners.get(p) ?? (p.seen as { readonly owner: string }).owner;
       const validUntil = (done !== undefined && 'validUntil' in done ? done.validUntil : undefined) ?? Infinity;
       switch (inv.op) {
-        case 'acquire':
-          return { process: inv.process, ...timing(p), input: { f: 'acquire', owner, validUntil, latest: done?.time ?? Infinity } };
+        case 'acquire': {
+          const token = (p.seen as AcquireEvent).token;
+          return { process: inv.process, ...timing(p), input: { f: 'acquire', owner, validUntil, latest: done?.time ?? Infinity, ...(token === undefined ? {} : { token }) } };
+        }
         case 'extend':
           return { process: inv.process, ...timing(p), input: { f: 'extend', owner, validUntil } };
         default:
           return { process: inv.process, ...timing(p), input: { f: 'release', owner } };
       }
-    }),
-  }));
+    });
+    const ends = sessionEnds(ps, resourceSignals, owners);
+    return { object: `lock ${resource}`, events: [...ps.map((p) => p.index), ...ends.map((e) => e.index)], operations: [...operations, ...ends.map((e) => e.op)] };
+  });
 }
 
 /** A register as people read it: resource/key, quoted when either has a '/' (so that the name says which register). */

@@ -10,8 +10,9 @@ import type { LeaseLockInput } from './leaseLock.ts';
  * - An unknown extend (no deadline seen: `validUntil` Infinity) only ever
  *   lengthens the holder's deadline, which allows nothing more: never needed.
  * - An unknown acquire (owner X) leaves the lock held by X with no deadline.
- *   Only an extend or release by X can depend on that (anything else that
- *   can follow it is legal without it, leaving the same state), so it
+ *   Only an extend, a release or a session's end by X, or a known acquire by
+ *   X without deadline (stacking on it), can depend on that (anything else
+ *   that can follow it is legal without it, leaving the same state), so it
  *   matters only until the last of those has returned (or can still matter).
  * - An unknown release by X frees the lock only when X holds it, and that
  *   matters only to the next acquire, which must have returned before X's
@@ -55,7 +56,7 @@ export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unkno
       let deadline = -Infinity;
       for (const j of byOwner.get(o.input.owner)!) {
         const x = ops[j]!;
-        if (x.input.f === 'release' || out[j] === -Infinity) continue;
+        if (x.input.f === 'release' || x.input.f === 'session-ended' || out[j] === -Infinity) continue;
         deadline = Math.max(deadline, x.input.validUntil);
         if (x.input.f === 'acquire') afterGrant = Math.max(afterGrant, isPending(x) ? Infinity : firstReturnCalledAfter(x.return!));
       }
@@ -63,7 +64,7 @@ export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unkno
     }
     out[i] = bound;
   });
-  // An unknown acquire matters until the latest instant by which one of its owner's extends or releases is done,
+  // An unknown acquire matters until the latest instant by which one of its owner's operations that depend on it is done,
   // if that is not before its call: the owner's latest such instant, once per owner.
   const latestBy = new Map<string, number>();
   ops.forEach((o, i) => {
@@ -73,7 +74,8 @@ export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unkno
       latest = -Infinity;
       for (const j of byOwner.get(o.input.owner)!) {
         const z = ops[j]!;
-        if (z.input.f === 'acquire' || out[j] === -Infinity) continue;
+        // An acquire of X depends on it only by stacking on it (no deadline on either): a pending one needs nothing.
+        if ((z.input.f === 'acquire' && (isPending(z) || z.input.validUntil !== Infinity)) || out[j] === -Infinity) continue;
         latest = Math.max(latest, isPending(z) ? (out[j] ?? Infinity) : z.return!);
       }
       latestBy.set(o.input.owner, latest);
