@@ -4,6 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withPostgres } from './postgresFixture.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError } from '../impl/errors.ts';
+import * as lockEntry from '../impl/index.ts';
+import * as postgresEntry from '../impl/postgres/index.ts';
+import { WireProtocolError as WireClientProtocolError } from '../impl/postgres/wire/errors.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { openPostgresFencedStore, postgresFencedStore } from '../impl/postgres/store.ts';
 import { ensureSchema } from '../impl/postgres/schema.ts';
@@ -54,6 +57,12 @@ describe('isRefusal', () => {
     expect(isRefusal(new ServerRefusedError('permission', '42501', 'm'))).toBe(true);
     expect(isRefusal(new ConnectionConfigError('authentication', 'm'))).toBe(true);
     for (const e of [new UnavailableError('m'), new TimeoutError('x', 1), new Error('m'), null, 'ServerRefusedError']) expect(isRefusal(e)).toBe(false);
+  });
+
+  it('WireProtocolError (the wire client cannot read the replies; refusal() throws it) is exported by lockcheck/lock and lockcheck/postgres, the class the wire client throws, and a refusal', () => {
+    expect(lockEntry.WireProtocolError).toBe(WireClientProtocolError);
+    expect(postgresEntry.WireProtocolError).toBe(WireClientProtocolError);
+    expect(isRefusal(new WireClientProtocolError('a backend message of length 2'))).toBe(true);
   });
 });
 

@@ -274,7 +274,7 @@ const SCHEMA_STATES = new Set(['3F000', '42P01', '42703', '42704', '42883', '42P
  */
 export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError | WireProtocolError | null {
   // Typed already (the wire client's authentication).
-  if (isRefusal(e) || e instanceof WireProtocolError) return e;
+  if (isRefusal(e)) return e;
   const config = configError(e);
   if (config !== null) return config;
   // Only an error the server sent carries a SQLSTATE; a socket's code (EPIPE, ECONNRESET) is a lost connection.
