@@ -6,7 +6,7 @@ import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, wit
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
-import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase, knownOptions } from '../options.ts';
+import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase, knownOptions, refuse, shown } from '../options.ts';
 import { abortReason, checkSignal, settleAborted } from '../abort.ts';
 import type { Lease } from '../lease.ts';
 
@@ -141,7 +141,7 @@ function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, state
   });
 }
 
-/** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, passed through unchecked). */
+/** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, open to its keys; checkConnection checks the fields it can). */
 const LOCK_OPTIONS = ['connection', 'clock', 'tokenBase', 'statementTimeoutMs', 'link', 'onConnectionLost'];
 /** ttlMs is known so that it is refused as what it is (a session or transaction lock has none), and not listed as one it takes. */
 const checkAcquireKeys = knownOptions('acquire options', ['retries', 'retryDelayMs', 'signal', 'ttlMs'], ['retries', 'retryDelayMs', 'signal']);
@@ -150,6 +150,7 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
   checkObject(options, what);
   knownOptions(what, LOCK_OPTIONS)(options);
   checkObject(options.connection, 'connection', 'a node-postgres ClientConfig object');
+  checkConnection(options.connection as unknown as Record<string, unknown>);
   const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.statementTimeoutMs ?? 5000, 'statementTimeoutMs');
   const base = checkTokenBase(options.tokenBase ?? 0n).toString();
@@ -175,6 +176,48 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
         link(() => new Promise<Row[][]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r))))),
       ),
   };
+}
+
+/** A port as node-postgres takes it (it parses a string with parseInt): an integer in [1, 65535], or its decimal digits. */
+function isPort(value: unknown): boolean {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]{1,5}$/.test(value) ? Number(value) : Number.NaN;
+  return Number.isInteger(n) && n >= 1 && n <= 65535;
+}
+
+/** The port of a postgres:// or postgresql:// connection string, as written (after the host, before the path), if it names one. */
+const URL_PORT = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?(?:\[[^\]/?#]*\]|[^:/?#]*)(?::([^/?#]*))?/i;
+
+/** node-postgres's text fields the locks can check: each a string without NUL (the wire client would cut it there; node-postgres sends it as given). */
+const TEXT_FIELDS = ['host', 'user', 'database', 'application_name', 'options', 'connectionString'] as const;
+/** node-postgres's bounds, in ms: each an integer in [0, 2^31-1], or false (unset). */
+const MS_FIELDS = ['connectionTimeoutMillis', 'query_timeout', 'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'] as const;
+
+/**
+ * The fields of a node-postgres ClientConfig the locks and the store can
+ * check before anything connects (the object stays open to every other key
+ * node-postgres takes): a port outside [1, 65535] or not a number (from
+ * `port`, the connection string, or PGPORT when neither names one) reached
+ * node-postgres, whose socket refused it with a pending promise and then an
+ * unhandled 'error' event that ended the process. InvalidInputError('invalid-config')
+ * naming the field, the password only by kind.
+ */
+export function checkConnection(connection: Readonly<Record<string, unknown>>, env: NodeJS.ProcessEnv = process.env): void {
+  const text = (field: string, value: unknown): void => {
+    if (value !== undefined && (typeof value !== 'string' || value.includes('\0'))) refuse(`connection.${field}`, 'a string without NUL characters', value);
+  };
+  for (const field of TEXT_FIELDS) text(field, connection[field]);
+  if (typeof connection.password !== 'function') text('password', connection.password);
+  if (connection.port !== undefined && !isPort(connection.port)) refuse('connection.port', 'an integer in [1, 65535] (or its decimal digits)', connection.port);
+  const urlPort = typeof connection.connectionString === 'string' ? URL_PORT.exec(connection.connectionString)?.[1] : undefined;
+  if (urlPort !== undefined && urlPort !== '' && !isPort(urlPort)) throw new InvalidInputError('invalid-config', `connection.connectionString must name a port in [1, 65535], got ${shown(urlPort)}`);
+  if (connection.port === undefined && (urlPort === undefined || urlPort === '') && env.PGPORT !== undefined && env.PGPORT !== '' && !isPort(env.PGPORT)) {
+    throw new InvalidInputError('invalid-config', `the environment's PGPORT (read when connection names no port) must be an integer in [1, 65535], got ${shown(env.PGPORT)}`);
+  }
+  for (const field of MS_FIELDS) {
+    const v = connection[field];
+    if (v !== undefined && v !== false && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2 ** 31 - 1)) refuse(`connection.${field}`, 'an integer number of ms in [0, 2^31-1], or false', v);
+  }
+  if (connection.keepAlive !== undefined && typeof connection.keepAlive !== 'boolean') refuse('connection.keepAlive', 'a boolean', connection.keepAlive);
 }
 
 /**
