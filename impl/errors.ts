@@ -10,8 +10,9 @@ export { InvalidInputError };
 /** A call got no reply within its bound (the message names the call and the ms): its outcome is unknown; a write may have landed. */
 export class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
-  constructor(what: string, ms: number) {
-    super(`${asText(what)} timed out after ${asText(ms)} ms`);
+  /** `options.cause`: the driver's own timeout, when it was the one that fired. */
+  constructor(what: string, ms: number, options?: ErrorOptions) {
+    super(`${asText(what)} timed out after ${asText(ms)} ms`, options);
   }
 }
 

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { checkDuration, checkRetries, checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
@@ -21,8 +21,8 @@ export interface LockSettings {
   link<T>(roundTrip: () => Promise<T>): Promise<T>;
   /** One round trip (a connect, a goodbye), over the link and bounded by the statement timeout. */
   statement<T>(roundTrip: () => Promise<T>): Promise<T>;
-  /** One statement on `client`, over the link and bounded by the statement timeout: the hot path of every acquire and release. */
-  query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[]): Promise<Row[]>;
+  /** One statement on `client`, over the link and bounded by the statement timeout (or `ms`): the hot path of every acquire and release. */
+  query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[], ms?: number): Promise<Row[]>;
   /**
    * Statements sent together in one round trip (the client in pipeline mode:
    * each with its own Sync, so each commits or fails on its own), over the
@@ -84,12 +84,15 @@ class LockQuery extends pg.Query {
   }
 }
 
-function submit(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, callback: Callback): void {
-  client.query(new LockQuery(statement, values, callback));
+/** `readTimeoutMs`: node-postgres's own query_timeout for this statement, when it must differ from the client's (withLock's longer wait). */
+function submit(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, callback: Callback, readTimeoutMs?: number): void {
+  const query = new LockQuery(statement, values, callback);
+  if (readTimeoutMs !== undefined) (query as unknown as { query_timeout: number }).query_timeout = readTimeoutMs;
+  client.query(query);
 }
 
-function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<Row[]> {
-  return new Promise((resolve, reject) => submit(client, statement, values, (e, r) => (e ? reject(e) : resolve(r))));
+function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, readTimeoutMs?: number): Promise<Row[]> {
+  return new Promise((resolve, reject) => submit(client, statement, values, (e, r) => (e ? reject(e) : resolve(r)), readTimeoutMs));
 }
 
 /**
@@ -130,14 +133,20 @@ function submitAll(client: pg.ClientBase, statements: readonly Sent[], done: (er
 }
 
 /** A statement bounded by a timer of the clock, in one promise (no link: nothing between the client and the socket). */
-function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<Row[]> {
+function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, readTimeoutMs?: number): Promise<Row[]> {
   return new Promise((resolve, reject) => {
     const cancel = clock.schedule(clock.now() + ms, () => reject(new TimeoutError('statement', ms)));
-    submit(client, statement, values, (e, r) => {
-      cancel();
-      if (e) reject(e);
-      else resolve(r);
-    });
+    submit(
+      client,
+      statement,
+      values,
+      (e, r) => {
+        cancel();
+        if (e) reject(e);
+        else resolve(r);
+      },
+      readTimeoutMs,
+    );
   });
 }
 
@@ -166,8 +175,8 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
     statement: (roundTrip) => withTimeout(clock, timeoutMs, 'statement', link(roundTrip)),
     query:
       via === undefined
-        ? (client, statement, values) => bounded(clock, timeoutMs, client, statement, values)
-        : (client, statement, values) => withTimeout(clock, timeoutMs, 'statement', via(() => send(client, statement, values))),
+        ? (client, statement, values, ms = timeoutMs) => bounded(clock, ms, client, statement, values, ms === timeoutMs ? undefined : ms)
+        : (client, statement, values, ms = timeoutMs) => withTimeout(clock, ms, 'statement', via(() => send(client, statement, values, ms === timeoutMs ? undefined : ms))),
     pipelined: (client, statements) =>
       withTimeout(
         clock,
@@ -273,7 +282,7 @@ async function retryLoop(
 /** SQLSTATE of a bigint overflow: the token sequence reached 2^63-1. */
 export const NUMERIC_OUT_OF_RANGE = '22003';
 
-export { TokenOverflowError } from '../errors.ts';
+export { TokenOverflowError };
 
 /** A connection that can never succeed as configured: wrong password, unknown user, database or host. */
 export function configError(e: unknown): ConnectionConfigError | null {
@@ -337,7 +346,28 @@ export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError 
  * already known to be gone.
  */
 export function replyMissing(e: unknown): boolean {
-  return e instanceof TimeoutError || (e instanceof Error && e.message === 'Query read timeout');
+  return e instanceof TimeoutError || (e instanceof Error && (e.message === 'Query read timeout' || NODE_POSTGRES_CONNECT_TIMEOUTS.has(e.message)));
+}
+
+/** node-postgres's errors when its connectionTimeoutMillis fires during a connect (plain Errors, no code). */
+const NODE_POSTGRES_CONNECT_TIMEOUTS = new Set(['timeout expired', 'Connection terminated due to connection timeout']);
+
+/**
+ * A failure of a call that has no result to carry an outage in (withLock,
+ * the store on its own connection), typed as docs/errors.md lists them: an
+ * error typed already as it is; a refusal no retry fixes (refusal()); a
+ * token sequence at 2^63-1 (TokenOverflowError for `resource`); no reply
+ * in time, ours or node-postgres's (TimeoutError, the driver's as cause);
+ * anything else (a lost connection, a server going away) UnavailableError
+ * with the driver's error, and its SQLSTATE if any, as cause.
+ */
+export function typedFailure(e: unknown, what: string, timeoutMs: number, resource?: string): Error {
+  if (e instanceof InvalidInputError || e instanceof TimeoutError || e instanceof UnavailableError || e instanceof TokenOverflowError) return e;
+  if (resource !== undefined && (e as { code?: unknown } | null)?.code === NUMERIC_OUT_OF_RANGE) return new TokenOverflowError(resource);
+  const refused = refusal(e);
+  if (refused !== null) return refused;
+  if (replyMissing(e)) return new TimeoutError(what, timeoutMs, { cause: e });
+  return new UnavailableError(`${what} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
 }
 
 /** Closes the socket at once, no goodbye: the server sees the connection end and terminates the session. */
