@@ -100,6 +100,40 @@ describe('PostgreSQL fenced stores: refusals are typed as the locks\' are', () =
   });
 });
 
+describe('openPostgresFencedStore: a lost connection is typed as docs/errors.md lists for the stores', () => {
+  it('a write whose connection is ended under it (the backend terminated while the write waits on a row lock): UnavailableError with the server\'s error as cause', async () => {
+    const name = 'lc_store_lost';
+    const store = openPostgresFencedStore({ connection: { ...db.server.connection, application_name: name }, statementTimeoutMs: 5_000 }, 'strict');
+    const blocker = new pg.Client({ ...db.server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await blocker.connect();
+    try {
+      expect(await store.write('lost-row', 1n, 'a')).toEqual({ kind: 'accepted' });
+      await blocker.query('BEGIN');
+      await blocker.query("SELECT * FROM lockcheck_store WHERE resource = 'lost-row' FOR UPDATE");
+      const pending = store.write('lost-row', 2n, 'b').then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      // The server's own state says when the write waits on the row (a bounded poll of pg_stat_activity, not a sleep in place of it).
+      const deadline = Date.now() + 5_000;
+      let pid: number | undefined;
+      while (pid === undefined && Date.now() < deadline) {
+        pid = (await db.admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [name])).rows[0]?.pid;
+        if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(pid).toBeDefined();
+      await db.admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      const e = await pending;
+      expect(e).toBeInstanceOf(UnavailableError);
+      expect((e as Error).cause).toBeInstanceOf(Error);
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+      await store.close();
+    }
+  });
+});
+
 describe.each(['session', 'transaction'] as const)('PostgreSQL %s lock: refusals are typed, not no-quorum', (kind) => {
   it('permission denied (a role that may not create lockcheck tables): ServerRefusedError permission 42501', async () => {
     const role = `lc_${kind}_limited`;
