@@ -140,6 +140,47 @@ describe('PostgresTransactionLock.withLock on a closed lock', () => {
   });
 });
 
+describe('PostgresTransactionLock.withLock: the lease fn holds fires as acquire\'s do', () => {
+  it('close() while fn runs: the lease\'s signal fires (released) before close() resolves', async () => {
+    const lock = new PostgresTransactionLock({ connection: db.server.connection, statementTimeoutMs: 5_000 });
+    let aborted: boolean | undefined;
+    const outcome: unknown = await lock
+      .withLock('closed-under-fn', 100, async (_tx, lease) => {
+        await lock.close();
+        aborted = lease.signal.aborted;
+      })
+      .then(
+        () => 'resolved',
+        (e: unknown) => e,
+      );
+    expect(aborted).toBe(true);
+    // The COMMIT could not be sent on the closed connection: its outcome is said, typed.
+    expect(outcome).not.toBe('resolved');
+  });
+
+  it('the connection lost while fn runs (its backend terminated): the lease\'s signal fires (connection-lost)', async () => {
+    const lock = new PostgresTransactionLock({ connection: db.server.connection, statementTimeoutMs: 5_000 });
+    try {
+      let reason: unknown;
+      await lock
+        .withLock('lost-under-fn', 100, async (tx, lease) => {
+          const pid = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+          const fired = new Promise<void>((resolve) => lease.signal.addEventListener('abort', () => resolve(), { once: true }));
+          await db.admin.query('SELECT pg_terminate_backend($1)', [pid]);
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([fired, new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+          clearTimeout(timer);
+          reason = lease.signal.reason;
+        })
+        .catch(() => undefined);
+      expect(reason).toBeInstanceOf(LeaseLostError);
+      expect((reason as LeaseLostError).reason).toBe('connection-lost');
+    } finally {
+      await lock.close();
+    }
+  });
+});
+
 describe('openPostgresFencedStore closed with a call in flight', () => {
   it('a write waiting for the first connection when close() comes: rejects with precondition, nothing written, the connection ended by the time close() resolves', async () => {
     const name = 'lc_store_close_connect';

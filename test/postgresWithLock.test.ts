@@ -77,17 +77,17 @@ describe('PostgresTransactionLock.withLock: failures typed as acquire\'s', () =>
 describe('PostgresTransactionLock.withLock: a waitMs at or above statementTimeoutMs', () => {
   it('waits waitMs and throws LockNotAcquiredError (was a TimeoutError at statementTimeoutMs)', async () => {
     const holder = new PostgresTransactionLock({ connection: db.server.connection });
-    const lock = new PostgresTransactionLock({ connection: db.server.connection, statementTimeoutMs: 300 });
+    const lock = new PostgresTransactionLock({ connection: db.server.connection, statementTimeoutMs: 1_000 });
     try {
       const held = await holder.acquire('long-wait');
       expect(held.kind).toBe('granted');
       const started = performance.now();
-      const e: unknown = await lock.withLock('long-wait', 900, async () => 'ran').then(
+      const e: unknown = await lock.withLock('long-wait', 2_000, async () => 'ran').then(
         (r) => new Error(`resolved: ${r}`),
         (x: unknown) => x,
       );
       expect(e).toBeInstanceOf(LockNotAcquiredError);
-      expect(performance.now() - started).toBeGreaterThanOrEqual(880);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(1_980);
     } finally {
       await holder.close();
       await lock.close();
@@ -95,10 +95,10 @@ describe('PostgresTransactionLock.withLock: a waitMs at or above statementTimeou
   });
 
   it('a free lock: fn runs, and its statements have the connection\'s statement_timeout again', async () => {
-    const lock = new PostgresTransactionLock({ connection: db.server.connection, statementTimeoutMs: 300 });
+    const lock = new PostgresTransactionLock({ connection: db.server.connection, statementTimeoutMs: 1_000 });
     try {
-      const shown = await lock.withLock('long-wait-free', 900, async (tx) => (await tx.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout);
-      expect(shown).toBe('300ms');
+      const shown = await lock.withLock('long-wait-free', 2_000, async (tx) => (await tx.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout);
+      expect(shown).toBe('1s');
     } finally {
       await lock.close();
     }

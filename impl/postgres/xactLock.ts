@@ -85,6 +85,8 @@ export class PostgresTransactionLock {
   readonly #options: PostgresLockOptions;
   readonly #s: LockSettings;
   readonly #open = new Map<string, Open>();
+  /** withLock's leases while `fn` may run, by their connection: close() and a lost connection fire them as they fire acquire's. */
+  readonly #running = new Map<LeaseHandle, pg.Client>();
   readonly #connections = new Set<pg.Client>();
   #minter: Promise<pg.Client> | null = null;
   /** Connections with no transaction open, kept for the next acquire (a new connection costs more than the lock). */
@@ -147,6 +149,8 @@ export class PostgresTransactionLock {
   async close(): Promise<void> {
     this.#closed = true;
     for (const o of this.#open.values()) o.lease.lose('released');
+    for (const lease of this.#running.keys()) lease.lose('released');
+    this.#running.clear();
     this.#open.clear();
     this.#minter = null;
     await Promise.all([...this.#opening].map((p) => p.catch(() => undefined)));
@@ -209,6 +213,8 @@ export class PostgresTransactionLock {
       // The token, minted on its own connection, and (after a raised wait) fn's statement_timeout back to the connection's, together.
       const [token] = await Promise.all([this.#mint(resource), raise ? this.#s.query(client, 'SET LOCAL statement_timeout TO DEFAULT') : undefined]);
       lease = new LeaseHandle(resource, `pgx:${++this.#attempts}`, token, null, this.#s.clock);
+      if (this.#closed) throw closedError();
+      this.#running.set(lease, client);
       stage = 'fn';
       const result = await fn(client, lease);
       stage = 'commit';
@@ -233,7 +239,10 @@ export class PostgresTransactionLock {
       if (this.#closed && !isRefusal(e)) throw closedError();
       throw typedFailure(e, `withLock on '${resource}'`, this.#s.timeoutMs, resource);
     } finally {
-      lease?.lose('released');
+      if (lease !== null) {
+        this.#running.delete(lease);
+        lease.lose('released');
+      }
       if (cancelled) await this.#cancelWait(client);
       else await (clean ? this.#give(client) : this.#disconnect(client));
     }
@@ -419,6 +428,11 @@ export class PostgresTransactionLock {
         if (o.client !== client) continue;
         this.#open.delete(resource);
         o.lease.lose('connection-lost');
+      }
+      for (const [lease, c] of this.#running) {
+        if (c !== client) continue;
+        this.#running.delete(lease);
+        lease.lose('connection-lost');
       }
       if (this.#connections.delete(client)) this.#options.onConnectionLost?.();
     };
