@@ -10,8 +10,9 @@ export { InvalidInputError };
 /** A call got no reply within its bound (the message names the call and the ms): its outcome is unknown; a write may have landed. */
 export class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
-  constructor(what: string, ms: number) {
-    super(`${asText(what)} timed out after ${asText(ms)} ms`);
+  /** `options.cause`: the driver's own timeout, when it was the one that fired. */
+  constructor(what: string, ms: number, options?: ErrorOptions) {
+    super(`${asText(what)} timed out after ${asText(ms)} ms`, options);
   }
 }
 
@@ -84,9 +85,23 @@ export class ServerRefusedError extends Error {
   }
 }
 
-/** A refusal no retry fixes (credentials, a permission, a schema, a statement): thrown by the locks and stores, never read as contention or an outage. */
-export function isRefusal(e: unknown): e is ConnectionConfigError | ServerRefusedError {
-  return e instanceof ConnectionConfigError || e instanceof ServerRefusedError;
+/**
+ * The PostgreSQL wire client (the session lock's and openPostgresFencedStore's
+ * driver) could not read the server's replies: not a PostgreSQL server, a
+ * stream out of step, a message not expected in the connection's state, a
+ * malformed SCRAM exchange. The connection is dropped; no retry fixes it, so
+ * it is a refusal (isRefusal), thrown rather than read as an outage.
+ */
+export class WireProtocolError extends Error {
+  override readonly name = 'WireProtocolError';
+  constructor(message?: string, options?: ErrorOptions) {
+    super(messageText(message), options);
+  }
+}
+
+/** A refusal no retry fixes (credentials, a permission, a schema, a statement, a server whose replies cannot be read): thrown by the locks and stores, never read as contention or an outage. */
+export function isRefusal(e: unknown): e is ConnectionConfigError | ServerRefusedError | WireProtocolError {
+  return e instanceof ConnectionConfigError || e instanceof ServerRefusedError || e instanceof WireProtocolError;
 }
 
 /**

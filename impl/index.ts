@@ -16,4 +16,4 @@ export { sleep, withTimeout } from './publicTime.ts';
 export type { MonotonicClock } from './clock.ts';
 export { using, LockNotAcquiredError } from './using.ts';
 export type { UsingOptions } from './using.ts';
-export { ConnectionConfigError, InvalidInputError, isRefusal, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from './errors.ts';
+export { ConnectionConfigError, InvalidInputError, isRefusal, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, WireProtocolError } from './errors.ts';

@@ -4,6 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withPostgres } from './postgresFixture.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError } from '../impl/errors.ts';
+import * as lockEntry from '../impl/index.ts';
+import * as postgresEntry from '../impl/postgres/index.ts';
+import { WireProtocolError as WireClientProtocolError } from '../impl/postgres/wire/errors.ts';
 import { PostgresSessionLock } from '../impl/postgres/sessionLock.ts';
 import { openPostgresFencedStore, postgresFencedStore } from '../impl/postgres/store.ts';
 import { ensureSchema } from '../impl/postgres/schema.ts';
@@ -55,6 +58,12 @@ describe('isRefusal', () => {
     expect(isRefusal(new ConnectionConfigError('authentication', 'm'))).toBe(true);
     for (const e of [new UnavailableError('m'), new TimeoutError('x', 1), new Error('m'), null, 'ServerRefusedError']) expect(isRefusal(e)).toBe(false);
   });
+
+  it('WireProtocolError (the wire client cannot read the replies; refusal() throws it) is exported by lockcheck/lock and lockcheck/postgres, the class the wire client throws, and a refusal', () => {
+    expect(lockEntry.WireProtocolError).toBe(WireClientProtocolError);
+    expect(postgresEntry.WireProtocolError).toBe(WireClientProtocolError);
+    expect(isRefusal(new WireClientProtocolError('a backend message of length 2'))).toBe(true);
+  });
 });
 
 describe('PostgreSQL fenced stores: refusals are typed as the locks\' are', () => {
@@ -87,6 +96,40 @@ describe('PostgreSQL fenced stores: refusals are typed as the locks\' are', () =
     } finally {
       await own.close();
       await client.end();
+    }
+  });
+});
+
+describe('openPostgresFencedStore: a lost connection is typed as docs/errors.md lists for the stores', () => {
+  it('a write whose connection is ended under it (the backend terminated while the write waits on a row lock): UnavailableError with the server\'s error as cause', async () => {
+    const name = 'lc_store_lost';
+    const store = openPostgresFencedStore({ connection: { ...db.server.connection, application_name: name }, statementTimeoutMs: 5_000 }, 'strict');
+    const blocker = new pg.Client({ ...db.server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await blocker.connect();
+    try {
+      expect(await store.write('lost-row', 1n, 'a')).toEqual({ kind: 'accepted' });
+      await blocker.query('BEGIN');
+      await blocker.query("SELECT * FROM lockcheck_store WHERE resource = 'lost-row' FOR UPDATE");
+      const pending = store.write('lost-row', 2n, 'b').then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      // The server's own state says when the write waits on the row (a bounded poll of pg_stat_activity, not a sleep in place of it).
+      const deadline = Date.now() + 5_000;
+      let pid: number | undefined;
+      while (pid === undefined && Date.now() < deadline) {
+        pid = (await db.admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [name])).rows[0]?.pid;
+        if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(pid).toBeDefined();
+      await db.admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      const e = await pending;
+      expect(e).toBeInstanceOf(UnavailableError);
+      expect((e as Error).cause).toBeInstanceOf(Error);
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+      await store.close();
     }
   });
 });

@@ -2,11 +2,11 @@ import pg from 'pg';
 import { checkDuration, checkRetries, checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
-import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase, knownOptions } from '../options.ts';
+import { checkClock, checkObject, checkOptionalFunction, checkTimeoutMs, checkTokenBase, knownOptions, refuse, shown } from '../options.ts';
 import { abortReason, checkSignal, settleAborted } from '../abort.ts';
 import type { Lease } from '../lease.ts';
 
@@ -21,8 +21,8 @@ export interface LockSettings {
   link<T>(roundTrip: () => Promise<T>): Promise<T>;
   /** One round trip (a connect, a goodbye), over the link and bounded by the statement timeout. */
   statement<T>(roundTrip: () => Promise<T>): Promise<T>;
-  /** One statement on `client`, over the link and bounded by the statement timeout: the hot path of every acquire and release. */
-  query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[]): Promise<Row[]>;
+  /** One statement on `client`, over the link and bounded by the statement timeout (or `ms`): the hot path of every acquire and release. */
+  query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[], ms?: number): Promise<Row[]>;
   /**
    * Statements sent together in one round trip (the client in pipeline mode:
    * each with its own Sync, so each commits or fails on its own), over the
@@ -84,12 +84,15 @@ class LockQuery extends pg.Query {
   }
 }
 
-function submit(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, callback: Callback): void {
-  client.query(new LockQuery(statement, values, callback));
+/** `readTimeoutMs`: node-postgres's own query_timeout for this statement, when it must differ from the client's (withLock's longer wait). */
+function submit(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, callback: Callback, readTimeoutMs?: number): void {
+  const query = new LockQuery(statement, values, callback);
+  if (readTimeoutMs !== undefined) (query as unknown as { query_timeout: number }).query_timeout = readTimeoutMs;
+  client.query(query);
 }
 
-function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<Row[]> {
-  return new Promise((resolve, reject) => submit(client, statement, values, (e, r) => (e ? reject(e) : resolve(r))));
+function send(client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, readTimeoutMs?: number): Promise<Row[]> {
+  return new Promise((resolve, reject) => submit(client, statement, values, (e, r) => (e ? reject(e) : resolve(r)), readTimeoutMs));
 }
 
 /**
@@ -130,18 +133,24 @@ function submitAll(client: pg.ClientBase, statements: readonly Sent[], done: (er
 }
 
 /** A statement bounded by a timer of the clock, in one promise (no link: nothing between the client and the socket). */
-function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined): Promise<Row[]> {
+function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, statement: Statement, values: readonly unknown[] | undefined, readTimeoutMs?: number): Promise<Row[]> {
   return new Promise((resolve, reject) => {
     const cancel = clock.schedule(clock.now() + ms, () => reject(new TimeoutError('statement', ms)));
-    submit(client, statement, values, (e, r) => {
-      cancel();
-      if (e) reject(e);
-      else resolve(r);
-    });
+    submit(
+      client,
+      statement,
+      values,
+      (e, r) => {
+        cancel();
+        if (e) reject(e);
+        else resolve(r);
+      },
+      readTimeoutMs,
+    );
   });
 }
 
-/** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, passed through unchecked). */
+/** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, open to its keys; checkConnection checks the fields it can). */
 const LOCK_OPTIONS = ['connection', 'clock', 'tokenBase', 'statementTimeoutMs', 'link', 'onConnectionLost'];
 /** ttlMs is known so that it is refused as what it is (a session or transaction lock has none), and not listed as one it takes. */
 const checkAcquireKeys = knownOptions('acquire options', ['retries', 'retryDelayMs', 'signal', 'ttlMs'], ['retries', 'retryDelayMs', 'signal']);
@@ -150,6 +159,7 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
   checkObject(options, what);
   knownOptions(what, LOCK_OPTIONS)(options);
   checkObject(options.connection, 'connection', 'a node-postgres ClientConfig object');
+  checkConnection(options.connection as unknown as Record<string, unknown>);
   const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.statementTimeoutMs ?? 5000, 'statementTimeoutMs');
   const base = checkTokenBase(options.tokenBase ?? 0n).toString();
@@ -165,8 +175,8 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
     statement: (roundTrip) => withTimeout(clock, timeoutMs, 'statement', link(roundTrip)),
     query:
       via === undefined
-        ? (client, statement, values) => bounded(clock, timeoutMs, client, statement, values)
-        : (client, statement, values) => withTimeout(clock, timeoutMs, 'statement', via(() => send(client, statement, values))),
+        ? (client, statement, values, ms = timeoutMs) => bounded(clock, ms, client, statement, values, ms === timeoutMs ? undefined : ms)
+        : (client, statement, values, ms = timeoutMs) => withTimeout(clock, ms, 'statement', via(() => send(client, statement, values, ms === timeoutMs ? undefined : ms))),
     pipelined: (client, statements) =>
       withTimeout(
         clock,
@@ -175,6 +185,48 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
         link(() => new Promise<Row[][]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r))))),
       ),
   };
+}
+
+/** A port as node-postgres takes it (it parses a string with parseInt): an integer in [1, 65535], or its decimal digits. */
+function isPort(value: unknown): boolean {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]{1,5}$/.test(value) ? Number(value) : Number.NaN;
+  return Number.isInteger(n) && n >= 1 && n <= 65535;
+}
+
+/** The port of a postgres:// or postgresql:// connection string, as written (after the host, before the path), if it names one. */
+const URL_PORT = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?(?:\[[^\]/?#]*\]|[^:/?#]*)(?::([^/?#]*))?/i;
+
+/** node-postgres's text fields the locks can check: each a string without NUL (the wire client would cut it there; node-postgres sends it as given). */
+const TEXT_FIELDS = ['host', 'user', 'database', 'application_name', 'options', 'connectionString'] as const;
+/** node-postgres's bounds, in ms: each an integer in [0, 2^31-1], or false (unset). */
+const MS_FIELDS = ['connectionTimeoutMillis', 'query_timeout', 'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'] as const;
+
+/**
+ * The fields of a node-postgres ClientConfig the locks and the store can
+ * check before anything connects (the object stays open to every other key
+ * node-postgres takes): a port outside [1, 65535] or not a number (from
+ * `port`, the connection string, or PGPORT when neither names one) reached
+ * node-postgres, whose socket refused it with a pending promise and then an
+ * unhandled 'error' event that ended the process. InvalidInputError('invalid-config')
+ * naming the field, the password only by kind.
+ */
+export function checkConnection(connection: Readonly<Record<string, unknown>>, env: NodeJS.ProcessEnv = process.env): void {
+  const text = (field: string, value: unknown): void => {
+    if (value !== undefined && (typeof value !== 'string' || value.includes('\0'))) refuse(`connection.${field}`, 'a string without NUL characters', value);
+  };
+  for (const field of TEXT_FIELDS) text(field, connection[field]);
+  if (typeof connection.password !== 'function') text('password', connection.password);
+  if (connection.port !== undefined && !isPort(connection.port)) refuse('connection.port', 'an integer in [1, 65535] (or its decimal digits)', connection.port);
+  const urlPort = typeof connection.connectionString === 'string' ? URL_PORT.exec(connection.connectionString)?.[1] : undefined;
+  if (urlPort !== undefined && urlPort !== '' && !isPort(urlPort)) throw new InvalidInputError('invalid-config', `connection.connectionString must name a port in [1, 65535], got ${shown(urlPort)}`);
+  if (connection.port === undefined && (urlPort === undefined || urlPort === '') && env.PGPORT !== undefined && env.PGPORT !== '' && !isPort(env.PGPORT)) {
+    throw new InvalidInputError('invalid-config', `the environment's PGPORT (read when connection names no port) must be an integer in [1, 65535], got ${shown(env.PGPORT)}`);
+  }
+  for (const field of MS_FIELDS) {
+    const v = connection[field];
+    if (v !== undefined && v !== false && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2 ** 31 - 1)) refuse(`connection.${field}`, 'an integer number of ms in [0, 2^31-1], or false', v);
+  }
+  if (connection.keepAlive !== undefined && typeof connection.keepAlive !== 'boolean') refuse('connection.keepAlive', 'a boolean', connection.keepAlive);
 }
 
 /**
@@ -230,7 +282,7 @@ async function retryLoop(
 /** SQLSTATE of a bigint overflow: the token sequence reached 2^63-1. */
 export const NUMERIC_OUT_OF_RANGE = '22003';
 
-export { TokenOverflowError } from '../errors.ts';
+export { TokenOverflowError };
 
 /** A connection that can never succeed as configured: wrong password, unknown user, database or host. */
 export function configError(e: unknown): ConnectionConfigError | null {
@@ -274,7 +326,7 @@ const SCHEMA_STATES = new Set(['3F000', '42P01', '42703', '42704', '42883', '42P
  */
 export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError | WireProtocolError | null {
   // Typed already (the wire client's authentication).
-  if (isRefusal(e) || e instanceof WireProtocolError) return e;
+  if (isRefusal(e)) return e;
   const config = configError(e);
   if (config !== null) return config;
   // Only an error the server sent carries a SQLSTATE; a socket's code (EPIPE, ECONNRESET) is a lost connection.
@@ -294,7 +346,28 @@ export function refusal(e: unknown): ConnectionConfigError | ServerRefusedError 
  * already known to be gone.
  */
 export function replyMissing(e: unknown): boolean {
-  return e instanceof TimeoutError || (e instanceof Error && e.message === 'Query read timeout');
+  return e instanceof TimeoutError || (e instanceof Error && (e.message === 'Query read timeout' || NODE_POSTGRES_CONNECT_TIMEOUTS.has(e.message)));
+}
+
+/** node-postgres's errors when its connectionTimeoutMillis fires during a connect (plain Errors, no code). */
+const NODE_POSTGRES_CONNECT_TIMEOUTS = new Set(['timeout expired', 'Connection terminated due to connection timeout']);
+
+/**
+ * A failure of a call that has no result to carry an outage in (withLock,
+ * the store on its own connection), typed as docs/errors.md lists them: an
+ * error typed already as it is; a refusal no retry fixes (refusal()); a
+ * token sequence at 2^63-1 (TokenOverflowError for `resource`); no reply
+ * in time, ours or node-postgres's (TimeoutError, the driver's as cause);
+ * anything else (a lost connection, a server going away) UnavailableError
+ * with the driver's error, and its SQLSTATE if any, as cause.
+ */
+export function typedFailure(e: unknown, what: string, timeoutMs: number, resource?: string): Error {
+  if (e instanceof InvalidInputError || e instanceof TimeoutError || e instanceof UnavailableError || e instanceof TokenOverflowError) return e;
+  if (resource !== undefined && (e as { code?: unknown } | null)?.code === NUMERIC_OUT_OF_RANGE) return new TokenOverflowError(resource);
+  const refused = refusal(e);
+  if (refused !== null) return refused;
+  if (replyMissing(e)) return new TimeoutError(what, timeoutMs, { cause: e });
+  return new UnavailableError(`${what} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
 }
 
 /** Closes the socket at once, no goodbye: the server sees the connection end and terminates the session. */

@@ -11,3 +11,5 @@ export { openPostgresFencedStore, postgresFencedStore } from './store.ts';
 export type { PostgresFencedStoreConnection, PostgresStoreOptions, Queryable } from './store.ts';
 export { ensureSchema, SCHEMA } from './schema.ts';
 export { advisoryKey } from './keys.ts';
+/** The wire client's refusal of replies it cannot read (also exported by lockcheck/lock, with isRefusal true for it). */
+export { WireProtocolError } from '../errors.ts';

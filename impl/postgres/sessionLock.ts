@@ -6,7 +6,7 @@ import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { LockSettings } from './attempts.ts';
 import { acquireWithRetries, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
-import { UnavailableError } from '../errors.ts';
+import { InvalidInputError, UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
 import { TRY_LOCK_AND_MINT } from './schema.ts';
 import type { SessionConnection } from './sessionConnection.ts';
@@ -99,6 +99,8 @@ interface Held {
 
 const NO_OPTIONS: SessionAcquireOptions = Object.freeze({});
 
+const closedError = (): InvalidInputError => new InvalidInputError('precondition', 'the lock was closed');
+
 /**
  * The session advisory lock (see PostgresLockOptions): leases without a
  * deadline, each lost with its connection; a holder's acquire stacks. Throws
@@ -175,12 +177,24 @@ export class PostgresSessionLock {
     );
   }
 
-  /** Ends the connection: every lease on it fires its signal and the server frees their locks. */
+  /**
+   * Ends the connection: every lease on it fires its signal and the server
+   * frees their locks. An acquire in flight settles as the connection ends:
+   * one whose statement was out when close() came and whose reply grants
+   * the lock gets a lease whose signal fired already ('connection-lost':
+   * the session ends with the close, and the server frees the lock); one
+   * still waiting for the first connection rejects with
+   * InvalidInputError('precondition'), and that connection is ended before
+   * close() resolves. Every later call rejects with 'precondition'.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     const client = this.#client;
+    const connecting = this.#connecting;
     this.#lost();
     if (client !== null) await client.end();
+    // A first connection still opening: it ends itself as it opens (see #connection); wait for that.
+    if (connecting !== null) await connecting.catch(() => undefined);
   }
 
   /** Not async on a live connection: the reply settles the attempt's one promise from the read callback (see attemptOn). */
@@ -194,6 +208,8 @@ export class PostgresSessionLock {
     try {
       client = await this.#connection();
     } catch (e) {
+      // The lock was closed (before or while the connection opened), or a connection parameter the wire client refuses.
+      if (e instanceof InvalidInputError) throw e;
       const refused = refusal(e);
       if (refused !== null) throw refused;
       // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
@@ -215,7 +231,7 @@ export class PostgresSessionLock {
           if (e !== null) result = this.#failed(client, resource, e);
           else {
             try {
-              result = this.#granted(resource, held, calls, rows);
+              result = this.#granted(client, resource, held, calls, rows);
             } catch (unreadable) {
               result = this.#failed(client, resource, unreadable as Error);
             }
@@ -240,15 +256,21 @@ export class PostgresSessionLock {
     return calls;
   }
 
-  #granted(resource: string, held: Held | undefined, calls: Calls, rows: Row[]): AcquireResult {
+  #granted(client: SessionConnection, resource: string, held: Held | undefined, calls: Calls, rows: Row[]): AcquireResult {
     if (held !== undefined) {
+      // Its lease fired already if the connection went (close() or a loss) since the call went out.
       held.count++;
       return { kind: 'granted', lease: held.lease };
     }
     const token = rows[0]?.[0];
     if (token === undefined) return { kind: 'denied', reason: 'held' };
     if (token === null) throw new Error('TRY_LOCK_AND_MINT returned no token');
-    const lease = new LeaseHandle(resource, `pg:${this.backendPid}:${++this.#attempts}`, BigInt(token), null, this.#s.clock);
+    const lease = new LeaseHandle(resource, `pg:${client.processId}:${++this.#attempts}`, BigInt(token), null, this.#s.clock);
+    if (client !== this.#client) {
+      // Granted on a connection the lock has let go of since the call went out (close() ends it): the session, and the lock with it, ends with it, so the lease comes back lost, and is not kept.
+      lease.lose('connection-lost');
+      return { kind: 'granted', lease };
+    }
     this.#held.set(resource, { lease, calls, count: 1 });
     return { kind: 'granted', lease };
   }
@@ -269,10 +291,16 @@ export class PostgresSessionLock {
   }
 
   #connection(): Promise<SessionConnection> {
-    if (this.#closed) return Promise.reject(new Error('lock closed'));
+    if (this.#closed) return Promise.reject(closedError());
     if (this.#client !== null) return Promise.resolve(this.#client);
-    this.#connecting ??= openSessionConnection(this.#options.connection, this.#s, this.#options.link !== undefined, STATEMENTS, (c) => this.#lost(c))
-      .then((client) => {
+    this.#connecting ??= Promise.resolve()
+      .then(() => openSessionConnection(this.#options.connection, this.#s, this.#options.link !== undefined, STATEMENTS, (c) => this.#lost(c)))
+      .then(async (client) => {
+        if (this.#closed) {
+          // close() came while it opened: ended here, before close() resolves (it waits for this), and never used.
+          await client.end();
+          throw closedError();
+        }
         this.#client = client;
         return client;
       })

@@ -3,10 +3,11 @@ import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
-import { lockSettings, refusal } from './attempts.ts';
+import { lockSettings, refusal, typedFailure as typedCallFailure } from './attempts.ts';
 import { checkMethods, checkObject, checkPolicy, FENCES, knownOptions } from '../options.ts';
 import type { SessionConnection } from './sessionConnection.ts';
 import { callRows, openSessionConnection } from './sessionConnection.ts';
+import type { Row } from './wire/connection.ts';
 import { PreparedStatement } from './wire/connection.ts';
 
 /**
@@ -112,38 +113,52 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
   let live: SessionConnection | null = null;
   let opening: Promise<SessionConnection> | null = null;
   let closed = false;
+  const closedError = (): InvalidInputError => new InvalidInputError('precondition', 'the store was closed');
   const connection = (): Promise<SessionConnection> => {
-    if (closed) return Promise.reject(new InvalidInputError('precondition', 'the store was closed'));
+    if (closed) return Promise.reject(closedError());
     if (live !== null) return Promise.resolve(live);
-    opening ??= openSessionConnection(options.connection, s, false, [write, read], (c) => {
-      if (live === c) live = null;
-    })
-      .then((c) => (live = c))
+    opening ??= Promise.resolve()
+      .then(() =>
+        openSessionConnection(options.connection, s, false, [write, read], (c) => {
+          if (live === c) live = null;
+        }),
+      )
+      .then(async (c) => {
+        if (closed) {
+          // close() came while it opened: ended here (close() waits for it), never used.
+          await c.end();
+          throw closedError();
+        }
+        return (live = c);
+      })
       .finally(() => (opening = null));
     return opening;
   };
+  /** One call on the connection; refused, with nothing sent, when the store was closed before it could go out. A failure typed: a refusal, TimeoutError (no reply in time), UnavailableError (the connection lost), as docs/errors.md lists for the stores. */
+  const call = (statement: PreparedStatement, params: readonly string[]): Promise<Row[]> =>
+    connection()
+      .then((c) => (closed ? Promise.reject(closedError()) : callRows(c, statement, params)))
+      .catch((e: unknown) => {
+        throw typedCallFailure(e, `the fenced store's ${statement === write ? 'write' : 'read'}`, s.timeoutMs);
+      });
   return {
     async write(resource, token, value) {
       checkWrite(resource, token, value);
-      const rows = await connection()
-        .then((c) => callRows(c, write, [resource, value, token.toString()]))
-        .catch(typedFailure);
+      const rows = await call(write, [resource, value, token.toString()]);
       return written(rows[0]?.[0], rows[0]?.[1]);
     },
     async read(resource) {
       checkResource(resource);
-      const row = (
-        await connection()
-          .then((c) => callRows(c, read, [resource]))
-          .catch(typedFailure)
-      )[0];
+      const row = (await call(read, [resource]))[0];
       return row === undefined ? { value: null, token: null } : { value: row[0] ?? null, token: row[1] === null || row[1] === undefined ? null : BigInt(row[1]) };
     },
     async close() {
       closed = true;
-      const c = live ?? (await opening?.catch(() => null)) ?? null;
+      const c = live;
       live = null;
-      await c?.end();
+      if (c !== null) await c.end();
+      // A connection still opening ends itself as it opens (see connection()); wait for that.
+      await opening?.catch(() => undefined);
     },
   };
 }

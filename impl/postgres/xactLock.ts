@@ -7,8 +7,8 @@ import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
 import type { LockSettings, Row } from './attempts.ts';
-import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError } from './attempts.ts';
-import { UnavailableError } from '../errors.ts';
+import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError, typedFailure } from './attempts.ts';
+import { isRefusal, UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, MINT, TRY_LOCK_AND_MINT } from './schema.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
@@ -53,6 +53,8 @@ const MINT_STATEMENT = { name: 'lockcheck_mint', text: MINT } as const;
 /** The lock once more inside a transaction that holds it, or (withLock) waiting up to lock_timeout. */
 const XACT_LOCK = { name: 'lockcheck_xact_lock', text: 'SELECT pg_advisory_xact_lock($1::bigint)' } as const;
 
+const closedError = (): InvalidInputError => new InvalidInputError('precondition', 'the lock was closed');
+
 /** withLock's options. */
 export interface WithLockOptions {
   /**
@@ -83,12 +85,16 @@ export class PostgresTransactionLock {
   readonly #options: PostgresLockOptions;
   readonly #s: LockSettings;
   readonly #open = new Map<string, Open>();
+  /** withLock's leases while `fn` may run, by their connection: close() and a lost connection fire them as they fire acquire's. */
+  readonly #running = new Map<LeaseHandle, pg.Client>();
   readonly #connections = new Set<pg.Client>();
   #minter: Promise<pg.Client> | null = null;
   /** Connections with no transaction open, kept for the next acquire (a new connection costs more than the lock). */
   readonly #idleClients: pg.Client[] = [];
   #schemaReady = false;
   #closed = false;
+  /** Connections still opening: close() waits for them (each ends itself when it finds the lock closed). */
+  readonly #opening = new Set<Promise<pg.Client>>();
   #attempts = 0;
 
   constructor(options: PostgresLockOptions) {
@@ -130,13 +136,27 @@ export class PostgresTransactionLock {
     await this.#finish(lease, 'ROLLBACK');
   }
 
-  /** Ends every connection: open transactions are rolled back by the server (their changes discarded) and their leases' signals fire. */
+  /**
+   * Ends every connection: open transactions are rolled back by the server
+   * (their changes discarded) and their leases' signals fire. An acquire in
+   * flight whose reply grants the lock after close() came gets a lease whose
+   * signal fired already ('connection-lost'; its connection is dropped, so
+   * nothing is held); one that had not yet sent its statements, and
+   * withLock before its lock, reject with InvalidInputError('precondition').
+   * A connection still opening is ended before close() resolves. Every later
+   * call rejects with 'precondition'.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     for (const o of this.#open.values()) o.lease.lose('released');
+    for (const lease of this.#running.keys()) lease.lose('released');
+    this.#running.clear();
     this.#open.clear();
+    this.#minter = null;
+    await Promise.all([...this.#opening].map((p) => p.catch(() => undefined)));
     await Promise.all([...this.#connections].map((c) => endWithin(c, this.#s.timeoutMs)));
     this.#connections.clear();
+    this.#idleClients.length = 0;
   }
 
   /**
@@ -144,23 +164,44 @@ export class PostgresTransactionLock {
    * at most `waitMs` (lock_timeout). Commits when `fn` resolves; rolls back
    * and rethrows when it throws. Throws LockNotAcquiredError when the wait
    * runs out. `options.signal` cancels the wait (WithLockOptions).
+   *
+   * The wait is bounded by `waitMs` plus statementTimeoutMs (a `waitMs` at or
+   * above statementTimeoutMs raises the transaction's statement_timeout for
+   * the wait alone, and `fn`'s statements have the connection's own again).
+   * Its own failures are typed as acquire's (docs/errors.md): a refusal
+   * (ConnectionConfigError, ServerRefusedError, WireProtocolError),
+   * TokenOverflowError, TimeoutError (no reply in time), UnavailableError (the
+   * connection lost; a COMMIT that failed: the changes may or may not have
+   * been committed), InvalidInputError('precondition') on a closed lock (also
+   * when close() came before the lock did); `fn`'s own error as it threw it.
    */
   async withLock<T>(resource: string, waitMs: number, fn: (tx: Queryable, lease: Lease) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
     checkResource(resource);
     if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'waitMs must be an integer in [0, 2^31-1]');
     checkWithLockKeys(checkObject(options, 'withLock options'));
     const signal = checkSignal(options.signal);
+    if (this.#closed) throw closedError();
     if (signal?.aborted) throw abortReason(signal);
-    const client = await this.#take();
+    let client: pg.Client;
+    try {
+      client = await this.#take();
+    } catch (e) {
+      throw typedFailure(e, `withLock's connect`, this.#s.timeoutMs);
+    }
     const key = advisoryKeyText(resource);
     let lease: LeaseHandle | null = null;
     let clean = false;
     /** Cancelled while the server made us wait: the wait is cancelled on the server and the connection dropped, not rolled back (the statement is still out). */
     let cancelled = false;
+    /** Where it failed: `fn`'s own error passes as it is; a COMMIT's leaves the changes unknown. */
+    let stage: 'lock' | 'fn' | 'commit' = 'lock';
+    // The wait's bound: waitMs, and a statement's time for the reply. The server's statement_timeout (statementTimeoutMs) would cut a longer wait: raised for it, and set back below.
+    const waitBoundMs = Math.min(waitMs + this.#s.timeoutMs, 2 ** 31 - 1);
+    const raise = waitMs >= this.#s.timeoutMs;
     try {
-      await this.#s.query(client, `BEGIN; SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}`);
+      await this.#s.query(client, `BEGIN; SET LOCAL lock_timeout = ${waitMs === 0 ? 1 : waitMs}${raise ? `; SET LOCAL statement_timeout = ${waitBoundMs}` : ''}`);
       try {
-        await unlessAborted(this.#s.query(client, XACT_LOCK, [key]), signal);
+        await unlessAborted(this.#s.query(client, XACT_LOCK, [key], waitBoundMs), signal);
       } catch (e) {
         cancelled = signal?.aborted === true;
         if (cancelled) throw abortReason(signal!);
@@ -169,21 +210,39 @@ export class PostgresTransactionLock {
       }
       // Cancelled as the lock came: not used, and rolled back below (the lock goes with the transaction).
       if (signal?.aborted) throw abortReason(signal);
-      lease = new LeaseHandle(resource, `pgx:${++this.#attempts}`, await this.#mint(resource), null, this.#s.clock);
+      // The token, minted on its own connection, and (after a raised wait) fn's statement_timeout back to the connection's, together.
+      const [token] = await Promise.all([this.#mint(resource), raise ? this.#s.query(client, 'SET LOCAL statement_timeout TO DEFAULT') : undefined]);
+      lease = new LeaseHandle(resource, `pgx:${++this.#attempts}`, token, null, this.#s.clock);
+      if (this.#closed) throw closedError();
+      this.#running.set(lease, client);
+      stage = 'fn';
       const result = await fn(client, lease);
+      stage = 'commit';
       await this.#s.query(client, 'COMMIT');
       clean = true;
       return result;
     } catch (e) {
       clean =
         !cancelled &&
+        stage !== 'commit' &&
         (await this.#s.query(client, 'ROLLBACK').then(
           () => true,
           () => false,
         ));
-      throw e;
+      if (stage === 'fn' || e instanceof LockNotAcquiredError || (signal?.aborted === true && e === signal.reason)) throw e;
+      if (stage === 'commit') {
+        const refused = refusal(e);
+        // The server refused the COMMIT (a deferred constraint): nothing was committed; otherwise the outcome is unknown.
+        throw refused ?? new UnavailableError(`COMMIT of '${resource}' failed (${(e as Error).message}); the connection was dropped, so the lock is freed, but the changes may or may not have been committed`, { cause: e });
+      }
+      // close() ended the connection under it: the lock was closed, not an outage.
+      if (this.#closed && !isRefusal(e)) throw closedError();
+      throw typedFailure(e, `withLock on '${resource}'`, this.#s.timeoutMs, resource);
     } finally {
-      lease?.lose('released');
+      if (lease !== null) {
+        this.#running.delete(lease);
+        lease.lose('released');
+      }
       if (cancelled) await this.#cancelWait(client);
       else await (clean ? this.#give(client) : this.#disconnect(client));
     }
@@ -211,6 +270,8 @@ export class PostgresTransactionLock {
   }
 
   async #attempt(resource: string): Promise<AcquireResult> {
+    // Closed between the attempts of one acquire (its retries).
+    if (this.#closed) throw closedError();
     const key = advisoryKeyText(resource);
     const open = this.#open.get(resource);
     try {
@@ -231,6 +292,8 @@ export class PostgresTransactionLock {
       try {
         client = await this.#connect();
       } catch (e) {
+        // Closed while the connection opened: nothing was sent.
+        if (e instanceof InvalidInputError) throw e;
         const refused = refusal(e);
         if (refused !== null) throw refused;
         // A connect with no reply in time is an unknown outcome too (nothing is held: there was no session yet).
@@ -266,6 +329,12 @@ export class PostgresTransactionLock {
       throw new Error(token === null ? 'TRY_LOCK_AND_MINT returned no token' : `the transaction did not take over the lock on '${resource}' from its session`);
     }
     const lease = new LeaseHandle(resource, `pgx:${++this.#attempts}`, BigInt(token), null, this.#s.clock);
+    if (this.#closed || !this.#connections.has(client)) {
+      // Granted on a connection the lock let go of while the statements were out (close() ends it): dropped, so the server frees the lock, and the lease comes back lost, not kept.
+      this.#drop(client);
+      lease.lose('connection-lost');
+      return { kind: 'granted', lease };
+    }
     this.#open.set(resource, { lease, client, count: 1 });
     return { kind: 'granted', lease };
   }
@@ -328,7 +397,17 @@ export class PostgresTransactionLock {
     return Promise.resolve();
   }
 
-  async #connect(): Promise<pg.Client> {
+  /** A new connection, its schema made; close() waits for it while it opens, and it refuses ('precondition') when the lock is closed before or while it opens. */
+  #connect(): Promise<pg.Client> {
+    if (this.#closed) return Promise.reject(closedError());
+    const opening = this.#newConnection();
+    this.#opening.add(opening);
+    const forget = (): void => void this.#opening.delete(opening);
+    opening.then(forget, forget);
+    return opening;
+  }
+
+  async #newConnection(): Promise<pg.Client> {
     const client = new pg.Client({
       keepAlive: true,
       connectionTimeoutMillis: this.#s.timeoutMs,
@@ -350,6 +429,11 @@ export class PostgresTransactionLock {
         this.#open.delete(resource);
         o.lease.lose('connection-lost');
       }
+      for (const [lease, c] of this.#running) {
+        if (c !== client) continue;
+        this.#running.delete(lease);
+        lease.lose('connection-lost');
+      }
       if (this.#connections.delete(client)) this.#options.onConnectionLost?.();
     };
     client.on('error', lost);
@@ -365,6 +449,11 @@ export class PostgresTransactionLock {
       if (replyMissing(e)) destroyConnection(client);
       else await endWithin(client, this.#s.timeoutMs);
       throw e;
+    }
+    if (this.#closed) {
+      // close() came while it opened: ended here (close() waits for it), never used.
+      await endWithin(client, this.#s.timeoutMs);
+      throw closedError();
     }
     this.#connections.add(client);
     return client;

@@ -5,6 +5,10 @@
  * connection's own failures: gone (socket closed, reset, destroyed) or a
  * reply the client cannot read.
  */
+import { WireProtocolError } from '../../errors.ts';
+
+/** The server sent something this client cannot read (an unknown message, a bad length, an unexpected reply): the connection is dropped. Declared with the public errors (impl/errors.ts, exported by lockcheck/lock and lockcheck/postgres). */
+export { WireProtocolError };
 
 /** An ErrorResponse (or a FATAL during start-up): the server said no, with a SQLSTATE. */
 export class WireServerError extends Error {
@@ -26,10 +30,6 @@ export class WireConnectionError extends Error {
   override readonly name = 'WireConnectionError';
 }
 
-/** The server sent something this client cannot read (an unknown message, a bad length, an unexpected reply): the connection is dropped. */
-export class WireProtocolError extends Error {
-  override readonly name = 'WireProtocolError';
-}
 
 /** Fields of an ErrorResponse or NoticeResponse body: (type byte, C string)*, then a zero byte. */
 export function readFields(buf: Buffer, start: number, end: number): Record<string, string> {
