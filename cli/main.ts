@@ -24,7 +24,8 @@ import { checkOutputDir, checkOutputFile, OutputFileError } from '../conformance
  * fine); 1 a conformance failure, or a finding the model did not predict, or
  * (check) a violation in the history; 2 bad arguments or a malformed
  * history; 3 the environment is missing something (the message says how to
- * install it); 4 (check) a check could not decide; 130/143/129 ended by
+ * install it); 4 (check, stress) a check could not decide, (run, replay) no
+ * run was judged to its end, or (replay) an unexpected error stopped it; 130/143/129 ended by
  * SIGINT/SIGTERM/SIGHUP (docs/getting-started.md#exit-codes).
  */
 
@@ -278,6 +279,9 @@ function parseWithSuggestions(argv: readonly string[]) {
   }
 }
 
+/** The exit code of an error no handler below foresaw (a bug): 1, but 4 (undecided) where 1 would be a verdict. */
+let unexpectedErrorExit = 1;
+
 /** The longest argument taken: a path's limit on Linux (PATH_MAX). Longer text is refused, not echoed back in full in a message. */
 const MAX_ARGUMENT_LENGTH = 4096;
 
@@ -352,6 +356,8 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     }
     case 'replay': {
+      // replay's exit 1 says the counterexample still fails: an error no one foresaw decides nothing (exit 4), never that.
+      unexpectedErrorExit = 4;
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
       const { replayCommand } = await import('./run.ts');
       return replayCommand(rest[0]!, servers, values.backend);
@@ -503,7 +509,8 @@ main(process.argv.slice(2)).then(
       process.exitCode = 3;
     } else {
       console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));
-      process.exitCode = 1;
+      if (unexpectedErrorExit !== 1) console.error('lockcheck: the replay stopped on an unexpected error (a bug in lockcheck: the stack above says where): whether the counterexample still fails is unknown');
+      process.exitCode = unexpectedErrorExit;
     }
   },
 ).finally(exitBounded);

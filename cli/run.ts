@@ -66,6 +66,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       onMinimise: (replays, max, steps) => progressLine(`${resolved.name}: minimising the counterexample (replay ${replays}/${max}, ${counted(steps, 'step')})`, started, o.runs, o.runs),
     }));
     process.stderr.write('\n');
+    namesACase(result, o.path, `--path '${o.path}' with --seed ${o.seed}`, '');
     // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
     if (interruptedBy() !== null) return 1;
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${counted(runs, 'run')})\n`);
@@ -85,7 +86,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
       console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${counted(result.deviations.safe, 'run')}`);
     }
-    return failure === null ? 0 : 1;
+    if (failure !== null) return 1;
+    return result.runs - result.stoppedEarly === 0 ? EXIT_INCONCLUSIVE : 0;
   } finally {
     try {
       if (backend !== null) await closeBackend(backend);
@@ -138,7 +140,13 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
             throw e;
           })
         : await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
+    if (saved.schedule === undefined) namesACase(result, saved.path, `the path "${saved.path}" in '${file}'`, why);
     if (result.failure === null) {
+      // A run that stopped early judged nothing: "no longer fails" would be said of a case that was never run to its end.
+      if (result.runs - result.stoppedEarly === 0) {
+        console.log(`${agreement(backend.name, result)}: the counterexample was not run to its end, so whether it still fails is unknown`);
+        return EXIT_INCONCLUSIVE;
+      }
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
     }
@@ -179,6 +187,20 @@ async function withReplayPath<T>(path: string | undefined, what: string, differe
     }
     throw e;
   }
+}
+
+/** `run` or `replay` judged no run to its end (each stopped early): nothing was decided (docs/getting-started.md#exit-codes). */
+export const EXIT_INCONCLUSIVE = 4;
+
+/**
+ * A replay path that fast-check follows to no case at all (a shrink index
+ * past the last shrink, where fast-check does not say "Unable to replay"):
+ * 0 runs. It is a bad argument, as withReplayPath says of the other kind.
+ */
+function namesACase(result: CheckResult, path: string | undefined, what: string, differences: string): void {
+  if (path === undefined || result.runs > 0) return;
+  const fix = differences === '' ? 'give the seed and path exactly as the failure printed them' : `replay it on the backend it was found on${differences}`;
+  throw new UsageError(`${what} names no case fast-check can replay (it ran none): ${fix}`);
 }
 
 /** A run without failure: how many runs were judged to their end; those that stopped early are evidence of nothing (spec 7.8). */

@@ -87,6 +87,32 @@ describe('lockcheck command line', () => {
     }
   });
 
+  it('replay of a file whose schedule has a command of no known kind, or whose path names no case: exit 2 naming it, never a crash (exit 1) or "no longer fails" (exit 0)', async () => {
+    const tiny = join(dir, 'tiny.mts');
+    writeFileSync(tiny, `import { tinyLock } from ${JSON.stringify(join(process.cwd(), 'docs/examples/tinyLock.ts'))};\nexport default tinyLock;\n`);
+    const base = { lockcheck: 'counterexample', backend: tiny, faults: null, seed: 1, path: '0', runs: 1, verdict: 'conformance-failure', properties: [], steps: [] };
+    const cases: Array<readonly [object, RegExp]> = [
+      ...['bogus', 'constructor', 'toString', '__proto__'].map((kind) => [{ ...base, schedule: { commands: [{ kind }], tokenBase: '0' } }, new RegExp(`"schedule\\.commands\\[0\\]" has the kind "${kind}", not a command kind`)] as const),
+      // Files from before schedules were saved replay by seed and path: one that fast-check follows to no case ran none.
+      [{ ...base, path: '0:99999' }, /the path "0:99999" in '.*' names no case fast-check can replay \(it ran none\)/],
+      [{ ...base, path: '99:99:99' }, /"path" names run 99, but "runs" is 1/],
+    ];
+    const files = cases.map(([content], i) => {
+      const file = join(dir, `judges-nothing-${i}.json`);
+      writeFileSync(file, JSON.stringify(content));
+      return file;
+    });
+    for (let i = 0; i < files.length; i += 3) {
+      const results = await Promise.all(files.slice(i, i + 3).map((file) => lockcheckAsync('replay', file, '--backend', tiny)));
+      results.forEach((r, j) => {
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr).toMatch(cases[i + j]![1]);
+        expect(r.stderr).not.toMatch(/^\s+at /m);
+        expect(r.stdout).not.toMatch(/no longer fails/);
+      });
+    }
+  }, 240_000);
+
   it('an adapter module that calls process.exit(0) as it loads: exit 1, and the message names the call, not a promise that never settles', () => {
     const module = join(dir, 'exitingAdapter.mts');
     writeFileSync(module, 'process.exit(0);\nexport default {};\n');
