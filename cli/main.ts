@@ -15,9 +15,9 @@ import { MalformedRecordingError } from './malformedRecording.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
 import { UsageError } from './usage.ts';
-import { resolve as resolvePath, sep } from 'node:path';
+import { join, resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
-import { checkOutputDir, checkOutputFile, OutputFileError } from '../conformance/env/outputFile.ts';
+import { checkOutputFile, checkOutputFilesIn, OutputFileError } from '../conformance/env/outputFile.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
@@ -313,7 +313,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const stressSeconds = int(values['stress-seconds'], 'stress-seconds', 2, 0, 600);
       // Every output checked before the run: a run of many minutes must not end by failing to save what it found.
       distinctOutputs([['--junit', values.junit]], ['--out', values.out ?? 'docs']);
-      checkOutputDir(values.out ?? 'docs', 'the matrix into (--out)');
+      checkOutputFilesIn(values.out ?? 'docs', 'the matrix into (--out)', [
+        ['matrix.md', 'the matrix (--out)'],
+        [join('matrix', 'index.html'), 'the matrix page (--out)'],
+      ]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       const { matrixCommand } = await import('./matrix.ts');
       return matrixCommand({
@@ -341,7 +344,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const timeline = counterexample.replace(/\.json$/, '');
       distinctOutputs([['--counterexample', counterexample], ['--counterexample\'s timeline', `${timeline}.html`], ['--counterexample\'s timeline', `${timeline}.txt`], ['--junit', values.junit]]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
-      checkOutputFile(values.counterexample ?? 'lockcheck-counterexample.json', 'a counterexample (--counterexample)');
+      checkOutputFile(counterexample, 'a counterexample (--counterexample)');
+      // Its timeline is written beside it as the failure is found: a directory there lost the counterexample.
+      checkOutputFile(`${timeline}.html`, 'the counterexample\'s timeline (--counterexample)');
+      checkOutputFile(`${timeline}.txt`, 'the counterexample\'s timeline (--counterexample)');
       const { runCommand } = await import('./run.ts');
       return runCommand({
         backend: values.backend,
@@ -367,7 +373,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('check judges a recorded history: it takes no --redis or --pg');
       const policy = values['store-policy'];
       if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy '${policy}' (known: ${STORE_POLICIES.join(', ')})`);
-      if (values.report !== undefined) checkOutputDir(values.report, 'the history report into (--report)');
+      if (values.report !== undefined) checkOutputFilesIn(values.report, 'the history report into (--report)', [['history.html', 'the history report (--report)']]);
       const { checkCommand } = await import('./check.ts');
       return checkCommand({
         file: rest[0]!,
@@ -404,7 +410,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const clients = int(values.clients, 'clients', 5, 1, 64);
       const seconds = int(values.seconds, 'seconds', 10, 1, 86_400);
       const resources = int(values.resources, 'resources', 3, 1, 10_000);
-      checkOutputDir(values.out ?? 'lockcheck-stress', 'the stress history into (--out)');
+      checkOutputFilesIn(values.out ?? 'lockcheck-stress', 'the stress history into (--out)', [
+        ['history.jsonl', 'the stress history (--out)'],
+        ['history.html', 'the stress history report (--out)'],
+      ]);
       const { stressCommand } = await import('./stress.ts');
       return stressCommand({
         backend,

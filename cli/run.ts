@@ -1,5 +1,5 @@
 import { redactSecrets } from '../conformance/env/redact.ts';
-import { writeRedacted } from '../conformance/env/outputFile.ts';
+import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
@@ -73,11 +73,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     const failure = result.failure;
     // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
     const findings = judgedFindings(resolved, result.findings);
-    if (failure !== null) {
-      const file = counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure);
-      writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n', 'the counterexample');
-    }
-    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
+    // The verdict is printed first, then the files written: one that still cannot be written (checked before the run) loses only itself.
     if (o.json) {
       console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
     } else {
@@ -86,6 +82,10 @@ export async function runCommand(o: RunOptions): Promise<number> {
       console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${counted(result.deviations.safe, 'run')}`);
     }
+    writeEach([
+      ...(failure === null ? [] : [() => writeRedacted(o.counterexample, JSON.stringify(counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure), null, 2) + '\n', 'the counterexample')]),
+      ...(o.junit === undefined ? [] : [() => writeRedacted(o.junit!, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report')]),
+    ]);
     if (failure !== null) return 1;
     return result.runs - result.stoppedEarly === 0 ? EXIT_INCONCLUSIVE : 0;
   } finally {

@@ -58,6 +58,12 @@ describe('lockcheck command line', () => {
     expect((await lockcheckAsync('--help')).stdout).toMatch(/usage: lockcheck <command>/);
   }, 300_000);
 
+  /** Directory `name` in the test's directory, with a directory at `file` in it, where the command writes a file. */
+  const blocked = (name: string, file: string): string => {
+    mkdirSync(join(dir, name, file), { recursive: true });
+    return join(dir, name);
+  };
+
   it('refuses an output it cannot write before any work starts: exit 2, the path and why', async () => {
     // No server is started for these: the check comes first (a run of many minutes must not end by failing to save what it found).
     const cases = [
@@ -67,6 +73,12 @@ describe('lockcheck command line', () => {
       [['matrix', '--junit', join(dir, 'no-such-dir', 'j.xml')], /cannot write the JUnit report \(--junit\) .*j\.xml: its directory does not exist/],
       [['stress', '--backend', 'redis-single', '--out', aFile], /cannot write the stress history into \(--out\) .*a-file: .*a-file is not a directory/],
       [['check', 'test/fixtures/histories/safe.jsonl', '--report', join(aFile, 'r')], /cannot write the history report into \(--report\) .*: .*a-file is not a directory/],
+      // The files a command writes into its directory, and beside its counterexample, too: each was found only when the work was done.
+      [['stress', '--backend', 'redis-single', '--clients', '2', '--seconds', '3', '--out', blocked('s2', 'history.jsonl')], /cannot write the stress history \(--out\) .*s2\/history\.jsonl: it is a directory/],
+      [['stress', '--backend', 'redis-single', '--out', blocked('s5', 'history.html')], /cannot write the stress history report \(--out\) .*s5\/history\.html: it is a directory/],
+      [['check', 'test/fixtures/histories/overlap.jsonl', '--report', blocked('rep2', 'history.html')], /cannot write the history report \(--report\) .*rep2\/history\.html: it is a directory/],
+      [['matrix', '--out', blocked('m', 'matrix.md')], /cannot write the matrix \(--out\) .*m\/matrix\.md: it is a directory/],
+      [['run', '--backend', 'redis-single/strict', '--counterexample', join(blocked('ce', 'c.html'), 'c.json')], /cannot write the counterexample's timeline \(--counterexample\) .*ce\/c\.html: it is a directory/],
     ] as const;
     await expectBadArguments(cases);
   }, 300_000);
