@@ -125,6 +125,29 @@ describe('lockcheck command line', () => {
     }
   }, 240_000);
 
+  it('an adapter module is the file named: a TypeScript one in a CommonJS package loads, and x.js is loaded, not an x.ts beside it', async () => {
+    const tinyLock = JSON.stringify(join(process.cwd(), 'docs/examples/tinyLock.ts'));
+    const cjs = join(dir, 'cjs-package');
+    mkdirSync(cjs, { recursive: true });
+    writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'cjs-adapter' }));
+    writeFileSync(join(cjs, 'adapter.ts'), `import { tinyLock } from ${tinyLock};\nexport default { ...tinyLock, name: 'from a CommonJS package' };\n`);
+    writeFileSync(join(cjs, 'awaits.ts'), `await Promise.resolve();\nexport default {};\n`);
+    const both = join(dir, 'js-and-ts');
+    mkdirSync(both, { recursive: true });
+    writeFileSync(join(both, 'package.json'), JSON.stringify({ type: 'module' }));
+    writeFileSync(join(both, 'adapter.js'), `import { tinyLock } from ${tinyLock};\nexport default { ...tinyLock, name: 'the .js named' };\n`);
+    writeFileSync(join(both, 'adapter.ts'), `export default { name: 'the .ts beside it' };\n`);
+    const run = (module: string, i: number) => lockcheckAsync('run', '--backend', module, '--runs', '2', '--counterexample', join(dir, `loads-${i}.json`));
+    const [fromCjs, fromJs, awaits] = await Promise.all([run(join(cjs, 'adapter.ts'), 0), run(join(both, 'adapter.js'), 1), run(join(cjs, 'awaits.ts'), 2)]);
+    expect(fromCjs.code, fromCjs.stderr).toBe(0);
+    expect(fromCjs.stdout).toMatch(/^from a CommonJS package: agrees with its model in 2 runs/m);
+    expect(fromJs.code, fromJs.stderr).toBe(0);
+    expect(fromJs.stdout).toMatch(/^the \.js named: agrees with its model in 2 runs/m);
+    // What CommonJS cannot do (top-level await): exit 2, saying how to load it as an ES module.
+    expect(awaits.code, awaits.stderr).toBe(2);
+    expect(awaits.stderr).toMatch(/cannot load adapter module .*awaits\.ts': [\s\S]*\(it is loaded as CommonJS: its package\.json has no "type": "module"; name it \.mts, or add "type": "module"/);
+  }, 240_000);
+
   it('an adapter module that calls process.exit(0) as it loads: exit 1, and the message names the call, not a promise that never settles', () => {
     const module = join(dir, 'exitingAdapter.mts');
     writeFileSync(module, 'process.exit(0);\nexport default {};\n');
