@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { AdapterApiError } from '../conformance/backendApi.ts';
-import { AdapterError } from '../conformance/adapterCall.ts';
+import { AdapterError, onSlowAdapterCall } from '../conformance/adapterCall.ts';
 import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind, ownServersOnly } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
@@ -297,7 +297,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = positionals;
   if (command !== undefined && !COMMANDS.includes(command)) throw new UsageError(`unknown command '${command}'${didYouMean(command, COMMANDS)}`);
   rejectForeignOptions(command ?? 'explore', values);
-  if (command !== undefined && CLEANING_COMMANDS.has(command)) sayWhenInterrupted();
+  if (command !== undefined && CLEANING_COMMANDS.has(command)) {
+    sayWhenInterrupted();
+    // An adapter call that takes long (a start() that never settles waits START_LIMIT_MS) is said, not waited on in silence.
+    onSlowAdapterCall((backend, call, waitedMs, limitMs) =>
+      process.stderr.write(`lockcheck: still waiting on adapter ${redactSecrets(backend)}: ${call} has not settled after ${Math.round(waitedMs / 1000)} s (given up on after ${Math.round(limitMs / 1000)} s)\n`),
+    );
+  }
   const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);
   const servers = serverChoice(values.redis, values.pg);
   switch (command) {

@@ -148,6 +148,14 @@ describe('lockcheck command line', () => {
     expect(awaits.stderr).toMatch(/cannot load adapter module .*awaits\.ts': [\s\S]*\(it is loaded as CommonJS: its package\.json has no "type": "module"; name it \.mts, or add "type": "module"/);
   }, 240_000);
 
+  it('failover says what it is doing as it goes (it printed nothing for its first 13 s)', () => {
+    const r = lockcheck('failover', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^\[\d+\.\d s\] failover 1\/3 \(redis-replicated\(async\), grant not yet replicated\): starting a primary, a replica and Sentinel$/m);
+    expect(r.stderr).toMatch(/^\[\d+\.\d s\] failover 3\/3 .*: killing the primary; waiting for Sentinel to promote the replica$/m);
+    expect(JSON.parse(r.stdout)).toMatchObject({ agreesWithModel: true });
+  }, 240_000);
+
   it('an adapter module that calls process.exit(0) as it loads: exit 1, and the message names the call, not a promise that never settles', () => {
     const module = join(dir, 'exitingAdapter.mts');
     writeFileSync(module, 'process.exit(0);\nexport default {};\n');
