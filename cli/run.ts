@@ -66,9 +66,9 @@ export async function runCommand(o: RunOptions): Promise<number> {
       onMinimise: (replays, max, steps) => progressLine(`${resolved.name}: minimising the counterexample (replay ${replays}/${max}, ${counted(steps, 'step')})`, started, o.runs, o.runs),
     }));
     process.stderr.write('\n');
-    namesACase(result, o.path, `--path '${o.path}' with --seed ${o.seed}`, '');
     // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
     if (interruptedBy() !== null) return 1;
+    namesACase(result, o.path, `--path '${o.path}' with --seed ${o.seed}`, '');
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${counted(runs, 'run')})\n`);
     const failure = result.failure;
     // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
