@@ -1,4 +1,4 @@
-import { pathToFileURL } from 'node:url';
+import { importUserModule } from '../conformance/env/userModule.ts';
 import { resolve } from 'node:path';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import type { RedisCluster } from '../conformance/env/redisBackend.ts';
@@ -229,10 +229,13 @@ async function importAdapterModule(spec: string, names: readonly string[]): Prom
   const limit = importLimitMs();
   let loaded;
   try {
-    if (/\.[cm]?tsx?$/.test(spec)) await loadTypeScript();
-    loaded = await valueWithin(import(pathToFileURL(path).href) as Promise<Record<string, unknown>>, limit);
+    loaded = await valueWithin(importUserModule(path), limit);
   } catch (e) {
-    throw new UsageError(`cannot load adapter module '${spec}': ${(e as Error).message}`);
+    const message = (e as Error).message;
+    // What only a CommonJS module cannot do (top-level await, require of an ES module): the way out is to make it an ES module.
+    const commonJs = /\.(c?ts|tsx)$/.test(path) && /"cjs" output format|Cannot require\(\) ES Module|ERR_REQUIRE_(ESM|ASYNC_MODULE)|require\(\) of ES Module/.test(`${message} ${String((e as { code?: unknown }).code)}`);
+    const hint = commonJs ? ' (it is loaded as CommonJS: its package.json has no "type": "module"; name it .mts, or add "type": "module" to its package.json, to load it as an ES module)' : '';
+    throw new UsageError(`cannot load adapter module '${spec}': ${message}${hint}`);
   }
   if (!loaded.done) {
     markImportLeftRunning();
@@ -272,19 +275,6 @@ export async function resolveStressTarget(spec: string): Promise<{ backend: Stre
   const d = mod['default'];
   const name = typeof d === 'object' && d !== null && typeof (d as { name?: unknown }).name === 'string' ? (d as { name: string }).name : spec;
   return { backend: layoutOf(client), adapter: { name, ref: { kind: 'module', path }, client } };
-}
-
-let typeScriptLoaded = false;
-
-/**
- * Lets node import a user's TypeScript adapter: registers tsx's loader once.
- * Run from its sources (cli/lockcheck.mjs) the CLI is already under it.
- */
-async function loadTypeScript(): Promise<void> {
-  if (typeScriptLoaded || import.meta.url.endsWith('.ts')) return;
-  const { register } = await import('tsx/esm/api');
-  register();
-  typeScriptLoaded = true;
 }
 
 export function describeBuiltIn(b: BuiltIn): string {

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { CheckReport, Finding } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
@@ -50,9 +51,11 @@ export function checkCommand(o: CheckCommandOptions): number {
     return 2;
   }
   const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}) });
-  const html = o.report === undefined ? undefined : writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
+  // The verdict is printed before the report is written: a report that still cannot be written (checked before, cli/main.ts) loses only itself.
+  const html = o.report === undefined ? undefined : join(o.report, 'history.html');
   if (o.json) console.log(JSON.stringify({ file: o.file, ...report, ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
   else console.log(reportText(o.file, report, html));
+  if (o.report !== undefined) writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
   return EXIT_BY_VERDICT[report.verdict];
 }
 

@@ -2,10 +2,13 @@ import type { FaultKind } from '../conformance/faults.ts';
 import { FAULT_KINDS, isFaultKind } from '../conformance/faults.ts';
 import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
 import { UsageError } from './usage.ts';
+import { counted } from '../conformance/counted.ts';
 import type { Command } from '../model/command.ts';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckFailure } from '../conformance/check.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
+import { checkDuration, checkResource, checkRetries, checkTtl, checkValue, InvalidInputError, shown as valueShown } from '../model/errors.ts';
+import { MAX_DRIFT_PPM, MIN_DRIFT_PPM } from '../model/clock.ts';
 
 /**
  * The counterexample file `lockcheck run` writes and `lockcheck replay` reads.
@@ -102,6 +105,105 @@ function shown(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
+/** The largest client or node index a saved command may name (the model's worlds have a handful). */
+const MAX_INDEX = 1_000;
+
+type FieldCheck = (value: unknown) => void;
+const index: FieldCheck = (v) => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_INDEX) throw new InvalidInputError('precondition', `must be an index in [0, ${MAX_INDEX}], got ${valueShown(v)}`);
+};
+const resource: FieldCheck = (v) => void checkResource(v);
+const ttl: FieldCheck = (v) => void checkTtl(v);
+const duration: FieldCheck = (v) => void checkDuration(v, 'the duration');
+const value: FieldCheck = (v) => void checkValue(v);
+const retries: FieldCheck = (v) => void checkRetries(v);
+const isTrue: FieldCheck = (v) => {
+  if (v !== true) throw new InvalidInputError('precondition', `must be true or absent, got ${valueShown(v)}`);
+};
+const integerMs: FieldCheck = (v) => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || Math.abs(v) > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', `must be an integer number of ms, got ${valueShown(v)}`);
+};
+const driftPpm: FieldCheck = (v) => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < MIN_DRIFT_PPM || v > MAX_DRIFT_PPM) throw new InvalidInputError('invalid-duration', `must be an integer in [${MIN_DRIFT_PPM}, ${MAX_DRIFT_PPM}], got ${valueShown(v)}`);
+};
+const delayMs: FieldCheck = (v) => {
+  if (v !== 'never') duration(v);
+};
+const clockTarget: FieldCheck = (v) => {
+  const problem = fieldsProblem(v, {}, { node: index, client: index });
+  if (problem !== null || Object.keys(v as object).length !== 1) throw new InvalidInputError('precondition', `must be { "node": n } or { "client": n }${problem === null ? '' : ` (${problem})`}`);
+};
+const pendingWrite: FieldCheck = (v) => {
+  const problem = fieldsProblem(v, { resource, value });
+  if (problem !== null) throw new InvalidInputError('precondition', problem);
+};
+const operation: FieldCheck = (v) => {
+  const problem = commandProblem(v, OPERATION_KINDS);
+  if (problem !== null) throw new InvalidInputError('precondition', problem);
+};
+
+/** Every command kind the model runs: its required fields, then its optional ones, each checked by the model's own validators where it has one. */
+const COMMAND_FIELDS: ReadonlyMap<string, readonly [required: Readonly<Record<string, FieldCheck>>, optional: Readonly<Record<string, FieldCheck>>]> = new Map([
+  ['acquire', [{ client: index, resource }, { ttlMs: ttl, latencyMs: duration, retries, retryDelayMs: duration }]],
+  ['extend', [{ client: index, resource, ttlMs: ttl }, { latencyMs: duration }]],
+  ['release', [{ client: index, resource }, { latencyMs: duration }]],
+  ['write', [{ client: index, resource, value }, { latencyMs: duration, delayed: isTrue }]],
+  ['read', [{ client: index, resource }, {}]],
+  ['advance', [{ ms: duration }, {}]],
+  ['clock-step', [{ node: index, deltaMs: integerMs }, {}]],
+  ['clock-drift', [{ target: clockTarget, driftPpm }, {}]],
+  ['pause', [{ client: index }, { pendingWrite, inFlight: operation }]],
+  ['resume', [{ client: index }, {}]],
+  ['deliver', [{ client: index }, {}]],
+  ['replicate', [{ node: index }, {}]],
+  ['crash', [{ node: index }, {}]],
+  ['restart', [{ node: index }, {}]],
+  ['partition', [{ client: index, node: index }, {}]],
+  ['heal', [{ client: index, node: index }, {}]],
+  ['node-delay', [{ node: index, ms: delayMs }, {}]],
+  ['kill-connection', [{ client: index }, {}]],
+] as const);
+const OPERATION_KINDS: ReadonlySet<string> = new Set(['acquire', 'extend', 'release', 'write', 'read']);
+
+/** What is wrong with an object's fields: one missing, one unknown, or one its check refuses (the model's message); null if none. */
+function fieldsProblem(v: unknown, required: Readonly<Record<string, FieldCheck>>, optional: Readonly<Record<string, FieldCheck>> = {}): string | null {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return `must be an object, got ${shown(v)}`;
+  const o = v as Record<string, unknown>;
+  // Own keys only, and looked up in maps: "__proto__", "constructor" or "toString" name no field.
+  const checks = new Map([...Object.entries(required), ...Object.entries(optional)]);
+  for (const key of Object.keys(o)) if (key !== 'kind' && !checks.has(key)) return `has the field ${shown(key)}, which is not part of the command`;
+  for (const [key, check] of checks) {
+    const present = Object.prototype.hasOwnProperty.call(o, key) && o[key] !== undefined;
+    if (!present) {
+      if (Object.prototype.hasOwnProperty.call(required, key)) return `has no ${JSON.stringify(key)}`;
+      continue;
+    }
+    try {
+      check(o[key]);
+    } catch (e) {
+      if (!(e instanceof InvalidInputError)) throw e;
+      return `has ${JSON.stringify(key)} ${e.message.replace(/^[a-z-]+: /, '')}`;
+    }
+  }
+  return null;
+}
+
+/**
+ * What is wrong with one saved command, or null: an object of a kind the
+ * model runs, with that kind's fields and no other, each of its type. Whether
+ * the model can run it where the schedule puts it (its client exists, is not
+ * paused...) only the replay can tell (conformance/check.ts checkRanAsSaved).
+ */
+function commandProblem(c: unknown, kinds?: ReadonlySet<string>): string | null {
+  if (typeof c !== 'object' || c === null || Array.isArray(c)) return `must be a command (an object with a kind), got ${shown(c)}`;
+  const kind = Object.prototype.hasOwnProperty.call(c, 'kind') ? (c as { kind?: unknown }).kind : undefined;
+  if (typeof kind !== 'string') return `must be a command (an object with a kind), got ${kind === undefined ? 'one without a kind' : `the kind ${shown(kind)}`}`;
+  const fields = kinds === undefined || kinds.has(kind) ? COMMAND_FIELDS.get(kind) : undefined;
+  if (fields === undefined) return `has the kind ${shown(kind)}, not ${kinds === undefined ? 'a command kind' : 'an operation'} (${[...(kinds ?? COMMAND_FIELDS.keys())].join(', ')})`;
+  const problem = fieldsProblem(c, ...fields);
+  return problem === null ? null : `(${kind}) ${problem}`;
+}
+
 /** Parses and checks a counterexample file's text; throws CounterexampleFileError naming the first bad field. */
 export function parseCounterexample(file: string, text: string): CounterexampleFile {
   let json: unknown;
@@ -134,6 +236,10 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   if (typeof path !== 'string' || path.length > MAX_TEXT || !/^\d+(:\d+)*$/.test(path)) bad('"path"', `must be a replay path like "12:0:3", got ${shown(path)}`);
   const runs = o['runs'];
   if (typeof runs !== 'number' || !Number.isInteger(runs) || runs < 1 || runs > MAX_RUNS) bad('"runs"', `must be an integer in [1, ${MAX_RUNS}], got ${shown(runs)}`);
+  // fast-check found the failure at run index (the path's first number) below its run count: a path beyond it names a run
+  // the saved run never made, and replaying fast-check's case there would say "no longer fails" of a case that never failed.
+  const first = Number((path as string).split(':')[0]);
+  if (first >= (runs as number)) bad('"path"', `names run ${first}, but "runs" is ${runs as number}: a run of ${counted(runs as number, 'run')} never reached it (give the path and runs as they were saved)`);
   const verdict = o['verdict'];
   if (!VERDICTS.includes(verdict as CounterexampleVerdict)) bad('"verdict"', `must be one of ${VERDICTS.join(', ')}, got ${shown(verdict)}`);
   const properties = o['properties'];
@@ -159,7 +265,8 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
     const commands = x['commands'];
     if (!Array.isArray(commands) || commands.length === 0 || commands.length > MAX_STEPS) bad('"schedule.commands"', `must be a non-empty list of at most ${MAX_STEPS} commands, got ${shown(commands)}`);
     (commands as unknown[]).forEach((c, i) => {
-      if (typeof c !== 'object' || c === null || Array.isArray(c) || typeof (c as { kind?: unknown }).kind !== 'string') bad(`"schedule.commands[${i}]"`, `must be a command (an object with a kind), got ${shown(c)}`);
+      const problem = commandProblem(c);
+      if (problem !== null) bad(`"schedule.commands[${i}]"`, problem);
     });
     const base = x['tokenBase'];
     if (typeof base !== 'string' || !/^\d{1,19}$/.test(base) || BigInt(base) >= 2n ** 63n) bad('"schedule.tokenBase"', `must be a decimal string of a token base in [0, 2^63), got ${shown(base)}`);

@@ -151,9 +151,11 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
 
   console.log('## Known counterexamples\n');
   let unreached = 0;
+  let inScope = 0;
   for (const k of KNOWN_COUNTEREXAMPLES) {
     const cell = cells.find((c) => c.row === k.row && c.store === k.store && c.faultClass === k.fault);
     if (cell === undefined) continue;
+    inScope++;
     const verdict = knownVerdict(cell, k);
     if (!verdict.agrees) failures++;
     if (verdict.agrees && !cell.counterexamples.some((c) => c.property === k.property)) unreached++;
@@ -173,7 +175,14 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
       );
     }
   }
-  const known = unreached === 0 ? 'all known counterexamples found' : `${unreached} known counterexample(s) beyond the depth explored`;
+  // None in the cells explored (--design, --fault): "all found" would claim a search that was never made.
+  if (inScope === 0) console.log(`none of the ${counted(KNOWN_COUNTEREXAMPLES.length, 'known counterexample')} is in the cells explored`);
+  const known =
+    inScope === 0
+      ? 'no known counterexample was in scope (--design, --fault), so none was looked for'
+      : unreached === 0
+        ? `all ${counted(inScope, 'known counterexample')} in scope found`
+        : `${unreached} of ${counted(inScope, 'known counterexample')} in scope beyond the depth explored`;
   console.log(failures === 0 ? `\nall scenarios agree with the spec; ${known}` : `\n${failures} disagreement(s) with the spec`);
   return failures === 0 ? 0 : 1;
 }

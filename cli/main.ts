@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { FaultKind } from '../conformance/adapter.ts';
 import { AdapterApiError } from '../conformance/backendApi.ts';
-import { AdapterError } from '../conformance/adapterCall.ts';
+import { AdapterError, onSlowAdapterCall } from '../conformance/adapterCall.ts';
 import { describeFaultKind, FAULT_KINDS, FaultNotOfferedError, isFaultKind, ownServersOnly } from '../conformance/faults.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import type { ServerChoice } from './backends.ts';
@@ -15,16 +15,17 @@ import { MalformedRecordingError } from './malformedRecording.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
 import { UsageError } from './usage.ts';
-import { resolve as resolvePath, sep } from 'node:path';
+import { join, resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
-import { checkOutputDir, checkOutputFile, OutputFileError } from '../conformance/env/outputFile.ts';
+import { checkOutputFile, checkOutputFilesIn, OutputFileError } from '../conformance/env/outputFile.ts';
 
 /**
  * The lockcheck command. Exit codes: 0 ok (findings the spec predicts are
  * fine); 1 a conformance failure, or a finding the model did not predict, or
  * (check) a violation in the history; 2 bad arguments or a malformed
  * history; 3 the environment is missing something (the message says how to
- * install it); 4 (check) a check could not decide; 130/143/129 ended by
+ * install it); 4 (check, stress) a check could not decide, (run, replay) no
+ * run was judged to its end, or (replay) an unexpected error stopped it; 130/143/129 ended by
  * SIGINT/SIGTERM/SIGHUP (docs/getting-started.md#exit-codes).
  */
 
@@ -278,6 +279,9 @@ function parseWithSuggestions(argv: readonly string[]) {
   }
 }
 
+/** The exit code of an error no handler below foresaw (a bug): 1, but 4 (undecided) where 1 would be a verdict. */
+let unexpectedErrorExit = 1;
+
 /** The longest argument taken: a path's limit on Linux (PATH_MAX). Longer text is refused, not echoed back in full in a message. */
 const MAX_ARGUMENT_LENGTH = 4096;
 
@@ -293,7 +297,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = positionals;
   if (command !== undefined && !COMMANDS.includes(command)) throw new UsageError(`unknown command '${command}'${didYouMean(command, COMMANDS)}`);
   rejectForeignOptions(command ?? 'explore', values);
-  if (command !== undefined && CLEANING_COMMANDS.has(command)) sayWhenInterrupted();
+  if (command !== undefined && CLEANING_COMMANDS.has(command)) {
+    sayWhenInterrupted();
+    // An adapter call that takes long (a start() that never settles waits START_LIMIT_MS) is said, not waited on in silence.
+    onSlowAdapterCall((backend, call, waitedMs, limitMs) =>
+      process.stderr.write(`lockcheck: still waiting on adapter ${redactSecrets(backend)}: ${call} has not settled after ${Math.round(waitedMs / 1000)} s (given up on after ${Math.round(limitMs / 1000)} s)\n`),
+    );
+  }
   const seed = int(values.seed, 'seed', 20161010, -(2 ** 31), 2 ** 31 - 1);
   const servers = serverChoice(values.redis, values.pg);
   switch (command) {
@@ -309,7 +319,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const stressSeconds = int(values['stress-seconds'], 'stress-seconds', 2, 0, 600);
       // Every output checked before the run: a run of many minutes must not end by failing to save what it found.
       distinctOutputs([['--junit', values.junit]], ['--out', values.out ?? 'docs']);
-      checkOutputDir(values.out ?? 'docs', 'the matrix into (--out)');
+      checkOutputFilesIn(values.out ?? 'docs', 'the matrix into (--out)', [
+        ['matrix.md', 'the matrix (--out)'],
+        [join('matrix', 'index.html'), 'the matrix page (--out)'],
+      ]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       const { matrixCommand } = await import('./matrix.ts');
       return matrixCommand({
@@ -337,7 +350,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const timeline = counterexample.replace(/\.json$/, '');
       distinctOutputs([['--counterexample', counterexample], ['--counterexample\'s timeline', `${timeline}.html`], ['--counterexample\'s timeline', `${timeline}.txt`], ['--junit', values.junit]]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
-      checkOutputFile(values.counterexample ?? 'lockcheck-counterexample.json', 'a counterexample (--counterexample)');
+      checkOutputFile(counterexample, 'a counterexample (--counterexample)');
+      // Its timeline is written beside it as the failure is found: a directory there lost the counterexample.
+      checkOutputFile(`${timeline}.html`, 'the counterexample\'s timeline (--counterexample)');
+      checkOutputFile(`${timeline}.txt`, 'the counterexample\'s timeline (--counterexample)');
       const { runCommand } = await import('./run.ts');
       return runCommand({
         backend: values.backend,
@@ -352,6 +368,8 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     }
     case 'replay': {
+      // replay's exit 1 says the counterexample still fails: an error no one foresaw decides nothing (exit 4), never that.
+      unexpectedErrorExit = 4;
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
       const { replayCommand } = await import('./run.ts');
       return replayCommand(rest[0]!, servers, values.backend);
@@ -361,7 +379,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('check judges a recorded history: it takes no --redis or --pg');
       const policy = values['store-policy'];
       if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy '${policy}' (known: ${STORE_POLICIES.join(', ')})`);
-      if (values.report !== undefined) checkOutputDir(values.report, 'the history report into (--report)');
+      if (values.report !== undefined) checkOutputFilesIn(values.report, 'the history report into (--report)', [['history.html', 'the history report (--report)']]);
       const { checkCommand } = await import('./check.ts');
       return checkCommand({
         file: rest[0]!,
@@ -398,7 +416,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const clients = int(values.clients, 'clients', 5, 1, 64);
       const seconds = int(values.seconds, 'seconds', 10, 1, 86_400);
       const resources = int(values.resources, 'resources', 3, 1, 10_000);
-      checkOutputDir(values.out ?? 'lockcheck-stress', 'the stress history into (--out)');
+      checkOutputFilesIn(values.out ?? 'lockcheck-stress', 'the stress history into (--out)', [
+        ['history.jsonl', 'the stress history (--out)'],
+        ['history.html', 'the stress history report (--out)'],
+      ]);
       const { stressCommand } = await import('./stress.ts');
       return stressCommand({
         backend,
@@ -503,7 +524,8 @@ main(process.argv.slice(2)).then(
       process.exitCode = 3;
     } else {
       console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));
-      process.exitCode = 1;
+      if (unexpectedErrorExit !== 1) console.error('lockcheck: the replay stopped on an unexpected error (a bug in lockcheck: the stack above says where): whether the counterexample still fails is unknown');
+      process.exitCode = unexpectedErrorExit;
     }
   },
 ).finally(exitBounded);

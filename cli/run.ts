@@ -1,5 +1,5 @@
 import { redactSecrets } from '../conformance/env/redact.ts';
-import { writeRedacted } from '../conformance/env/outputFile.ts';
+import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
@@ -68,15 +68,12 @@ export async function runCommand(o: RunOptions): Promise<number> {
     process.stderr.write('\n');
     // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
     if (interruptedBy() !== null) return 1;
+    namesACase(result, o.path, `--path '${o.path}' with --seed ${o.seed}`, '');
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${counted(runs, 'run')})\n`);
     const failure = result.failure;
     // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
     const findings = judgedFindings(resolved, result.findings);
-    if (failure !== null) {
-      const file = counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure);
-      writeRedacted(o.counterexample, JSON.stringify(file, null, 2) + '\n', 'the counterexample');
-    }
-    if (o.junit !== undefined) writeRedacted(o.junit, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report');
+    // The verdict is printed first, then the files written: one that still cannot be written (checked before the run) loses only itself.
     if (o.json) {
       console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
     } else {
@@ -85,7 +82,12 @@ export async function runCommand(o: RunOptions): Promise<number> {
       console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${counted(result.deviations.safe, 'run')}`);
     }
-    return failure === null ? 0 : 1;
+    writeEach([
+      ...(failure === null ? [] : [() => writeRedacted(o.counterexample, JSON.stringify(counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure), null, 2) + '\n', 'the counterexample')]),
+      ...(o.junit === undefined ? [] : [() => writeRedacted(o.junit!, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report')]),
+    ]);
+    if (failure !== null) return 1;
+    return result.runs - result.stoppedEarly === 0 ? EXIT_INCONCLUSIVE : 0;
   } finally {
     try {
       if (backend !== null) await closeBackend(backend);
@@ -138,7 +140,13 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
             throw e;
           })
         : await withReplayPath(saved.path, `the path "${saved.path}" in '${file}'`, why, () => checkConformance(b, { runs: saved.runs, seed: saved.seed, path: saved.path, ...(saved.faults ? { faults: saved.faults } : {}), ...failOn, modelSeeds: saved.modelSeeds === true }));
+    if (saved.schedule === undefined) namesACase(result, saved.path, `the path "${saved.path}" in '${file}'`, why);
     if (result.failure === null) {
+      // A run that stopped early judged nothing: "no longer fails" would be said of a case that was never run to its end.
+      if (result.runs - result.stoppedEarly === 0) {
+        console.log(`${agreement(backend.name, result)}: the counterexample was not run to its end, so whether it still fails is unknown`);
+        return EXIT_INCONCLUSIVE;
+      }
       console.log(`${backend.name}: the counterexample no longer fails`);
       return 0;
     }
@@ -179,6 +187,20 @@ async function withReplayPath<T>(path: string | undefined, what: string, differe
     }
     throw e;
   }
+}
+
+/** `run` or `replay` judged no run to its end (each stopped early): nothing was decided (docs/getting-started.md#exit-codes). */
+export const EXIT_INCONCLUSIVE = 4;
+
+/**
+ * A replay path that fast-check follows to no case at all (a shrink index
+ * past the last shrink, where fast-check does not say "Unable to replay"):
+ * 0 runs. It is a bad argument, as withReplayPath says of the other kind.
+ */
+function namesACase(result: CheckResult, path: string | undefined, what: string, differences: string): void {
+  if (path === undefined || result.runs > 0) return;
+  const fix = differences === '' ? 'give the seed and path exactly as the failure printed them' : `replay it on the backend it was found on${differences}`;
+  throw new UsageError(`${what} names no case fast-check can replay (it ran none): ${fix}`);
 }
 
 /** A run without failure: how many runs were judged to their end; those that stopped early are evidence of nothing (spec 7.8). */

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { makeOutputDir, writeRedacted } from '../conformance/env/outputFile.ts';
+import { makeOutputDir, removeStaleOutput, writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History, HistoryEvent, StorePolicy } from '../conformance/history/event.ts';
@@ -57,7 +57,7 @@ export interface StressSummary {
 }
 
 /** Histories larger than this get no HTML timeline (it would not be readable, nor small). */
-const REPORT_MAX_EVENTS = 20_000;
+export const REPORT_MAX_EVENTS = 20_000;
 
 export function storeOf(o: Pick<StressOptions, 'backend' | 'store'>): StorePolicy {
   return o.backend === 'pg-xact' ? 'transactional' : o.store;
@@ -88,10 +88,18 @@ export function stressCommandLine(o: Pick<StressOptions, 'backend' | 'adapter' |
   ].join(' ');
 }
 
-/** Runs, checks, and writes `<out>/history.jsonl` and `<out>/history.html`. */
-export async function stressAndCheck(o: StressOptions, out: string): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
+/**
+ * Runs, saves `<out>/history.jsonl`, checks, gives the summary to `print`,
+ * then writes `<out>/history.html` (or, above REPORT_MAX_EVENTS, removes the
+ * one an earlier run left, which would show another history). The outputs
+ * were checked before the run (cli/main.ts); one that still cannot be
+ * written throws its OutputFileError only after the verdict was printed and
+ * every other output written.
+ */
+export async function stressAndCheck(o: StressOptions, out: string, print: (summary: StressSummary) => void = () => {}): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
   const store = storeOf(o);
   const historyFile = join(out, 'history.jsonl');
+  const htmlFile = join(out, 'history.html');
   const save = (events: readonly HistoryEvent[], note = ''): History => {
     const recorded: History = [{ type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `${stressCommandLine(o)}${note}` }, ...events];
     makeOutputDir(out, 'the stress history into');
@@ -102,13 +110,23 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
   // Interrupted: the history so far is saved (its operations in flight without completion), to be judged with check.
   const onInterrupt = (events: readonly HistoryEvent[]): void => {
     save(events, ' (interrupted)');
+    // It gets no timeline: one an earlier run left would be read as this history's.
+    removeStaleOutput(htmlFile, 'the history report');
     process.stderr.write(`lockcheck: the history so far (${counted(events.length, 'event')}) is in ${historyFile}: judge it with lockcheck check ${historyFile}\n`);
   };
   const run = await runStress({ ...o, onInterrupt });
-  const recorded = save(run.history);
+  // Saved before it is judged (a long search may be interrupted), but a history that cannot be saved is still judged and its verdict printed.
+  let unsaved: { readonly error: unknown } | null = null;
+  let recorded: History;
+  try {
+    recorded = save(run.history);
+  } catch (error) {
+    unsaved = { error };
+    recorded = [{ type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: stressCommandLine(o) }, ...run.history];
+  }
   const history = validRecording(recorded, historyFile);
   const report = checkHistory(history, { storePolicy: store });
-  const reportFile = history.length <= REPORT_MAX_EVENTS ? writeHistoryReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`) : null;
+  const reportFile = history.length <= REPORT_MAX_EVENTS ? htmlFile : null;
   const c = report.counts;
   const summary: StressSummary = {
     backend: o.adapter?.name ?? o.backend,
@@ -137,13 +155,30 @@ export async function stressAndCheck(o: StressOptions, out: string): Promise<{ r
     historyFile,
     reportFile,
   };
+  print(summary);
+  writeEach([
+    () => {
+      if (unsaved !== null) throw unsaved.error;
+    },
+    () => void writeStressReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`),
+  ]);
   return { run, history, report, summary };
 }
 
+/**
+ * Writes `<out>/history.html`, the timeline of `history`, and returns its
+ * path; or, for a history above REPORT_MAX_EVENTS, which gets none, removes
+ * the one an earlier run left there (it would be read as this history's) and
+ * returns null.
+ */
+export function writeStressReport(out: string, history: History, report: CheckReport, title: string): string | null {
+  if (history.length <= REPORT_MAX_EVENTS) return writeHistoryReport(out, history, report, title);
+  removeStaleOutput(join(out, 'history.html'), 'the history report');
+  return null;
+}
+
 export async function stressCommand(o: StressCommandOptions): Promise<number> {
-  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out);
-  if (o.json) console.log(JSON.stringify(summary, null, 2));
-  else console.log(summaryText(summary));
+  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify(s, null, 2) : summaryText(s)));
   if (summary.clientErrors.length > 0 && summary.operations === 0) return 3;
   return EXIT_BY_VERDICT[summary.verdict];
 }

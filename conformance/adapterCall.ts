@@ -67,14 +67,54 @@ export async function callAdapter<T>(backend: string, call: string, work: () => 
     started = Promise.reject(e);
   }
   let result;
+  const waiting = slowCallNotices(backend, call, limitMs);
   try {
     result = await valueWithin(started, limitMs);
   } catch (e) {
     if (saysWhatFailed(e)) throw e;
     throw new AdapterError(backend, call, `threw ${describe(e)}`, { cause: e });
+  } finally {
+    waiting?.stop();
   }
   if (!result.done) throw new AdapterError(backend, call, `had not settled after ${limitMs} ms of real time (a promise of the adapter that never settles?)`);
   return result.value;
+}
+
+/** Told of an adapter call still pending: the adapter, the call, the real time waited so far and the limit, in ms. */
+export type SlowCallListener = (backend: string, call: string, waitedMs: number, limitMs: number) => void;
+
+let slowCallListener: SlowCallListener | null = null;
+
+/** The first notice of a call still pending comes after this much real time, then one every SLOW_CALL_EVERY_MS. */
+export const SLOW_CALL_FIRST_MS = 10_000;
+const SLOW_CALL_EVERY_MS = 30_000;
+
+/**
+ * Sets (or with null, clears) who is told of an adapter call (start(), a
+ * factory, close()) still pending after SLOW_CALL_FIRST_MS, and every 30 s
+ * after: the CLI says so on stderr, so that a start() that never settles is
+ * not a silent wait of START_LIMIT_MS. A library caller is told nothing
+ * unless it sets one.
+ */
+export function onSlowAdapterCall(listener: SlowCallListener | null): void {
+  slowCallListener = listener;
+}
+
+function slowCallNotices(backend: string, call: string, limitMs: number): { stop(): void } | null {
+  const listener = slowCallListener;
+  if (listener === null || limitMs <= SLOW_CALL_FIRST_MS) return null;
+  const since = performance.now();
+  let timer: NodeJS.Timeout;
+  const next = (delayMs: number): void => {
+    timer = setTimeout(() => {
+      listener(backend, call, performance.now() - since, limitMs);
+      next(SLOW_CALL_EVERY_MS);
+    }, delayMs);
+    // The call's own bound keeps the process alive; a notice never does.
+    timer.unref();
+  };
+  next(SLOW_CALL_FIRST_MS);
+  return { stop: () => clearTimeout(timer) };
 }
 
 /** Calls the backend's close hook, if it has one, bounded as a close() is. */

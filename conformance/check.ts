@@ -365,7 +365,18 @@ function checkRanAsSaved(schedule: Schedule, report: RunReport): void {
   if (report.verdict.kind !== 'pass') while (through > 0 && !ran.has(schedule.commands[through - 1]!)) through--;
   for (let i = 0; i < through; i++) {
     const c = schedule.commands[i]!;
-    if (!ran.has(c)) throw new InvalidInputError('precondition', `schedule.commands[${i}] (${describeCommand(c)}) is not a command the model can run at that point (malformed, or not enabled after the commands before it): the replay would not be the saved run`);
+    if (!ran.has(c)) throw new InvalidInputError('precondition', `schedule.commands[${i}] (${describedSafely(c)}) is not a command the model can run at that point (malformed, or not enabled after the commands before it): the replay would not be the saved run`);
+  }
+}
+
+/** A saved command in words for a message about it: one the model cannot describe (an unknown kind, a malformed field) as its kind, never a second error. */
+function describedSafely(c: Command): string {
+  try {
+    return describeCommand(c);
+  } catch (e) {
+    if (!(e instanceof InvalidInputError)) throw e;
+    const kind = (c as { kind?: unknown } | null)?.kind;
+    return `a command of kind ${typeof kind === 'string' ? JSON.stringify(kind.slice(0, 40)) : typeof kind} the model cannot describe`;
   }
 }
 

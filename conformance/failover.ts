@@ -43,7 +43,8 @@ const REQUEST_TIMEOUT_MS = 5_000;
  * promoted primary has no replica until the old one rejoins, so client 1 tries
  * once before and once after the rejoin.
  */
-export async function runFailover(variant: FailoverVariant): Promise<FailoverRun> {
+export async function runFailover(variant: FailoverVariant, progress: (step: string) => void = () => {}): Promise<FailoverRun> {
+  progress('starting a primary, a replica and Sentinel');
   const cluster = await RedisReplicated.start();
   const connections: Redis[] = [];
   try {
@@ -56,6 +57,7 @@ export async function runFailover(variant: FailoverVariant): Promise<FailoverRun
     const lock0 = createRedisLock({ nodes: [await connect()], ...options });
     if (variant.holdReplication) await cluster.holdReplication();
     const first = await lock0.acquire('r', { ttlMs: FAILOVER_TTL_MS });
+    progress('killing the primary; waiting for Sentinel to promote the replica');
     const killedAt = performance.now();
     await cluster.failover();
     const failoverMs = Math.round(performance.now() - killedAt);
@@ -71,6 +73,7 @@ export async function runFailover(variant: FailoverVariant): Promise<FailoverRun
     return { variant, first, beforeRejoin, second, doubleGrant, failoverMs };
   } finally {
     for (const c of connections) c.disconnect();
+    progress('stopping the servers');
     await cluster.stop();
   }
 }

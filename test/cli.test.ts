@@ -58,6 +58,12 @@ describe('lockcheck command line', () => {
     expect((await lockcheckAsync('--help')).stdout).toMatch(/usage: lockcheck <command>/);
   }, 300_000);
 
+  /** Directory `name` in the test's directory, with a directory at `file` in it, where the command writes a file. */
+  const blocked = (name: string, file: string): string => {
+    mkdirSync(join(dir, name, file), { recursive: true });
+    return join(dir, name);
+  };
+
   it('refuses an output it cannot write before any work starts: exit 2, the path and why', async () => {
     // No server is started for these: the check comes first (a run of many minutes must not end by failing to save what it found).
     const cases = [
@@ -67,6 +73,12 @@ describe('lockcheck command line', () => {
       [['matrix', '--junit', join(dir, 'no-such-dir', 'j.xml')], /cannot write the JUnit report \(--junit\) .*j\.xml: its directory does not exist/],
       [['stress', '--backend', 'redis-single', '--out', aFile], /cannot write the stress history into \(--out\) .*a-file: .*a-file is not a directory/],
       [['check', 'test/fixtures/histories/safe.jsonl', '--report', join(aFile, 'r')], /cannot write the history report into \(--report\) .*: .*a-file is not a directory/],
+      // The files a command writes into its directory, and beside its counterexample, too: each was found only when the work was done.
+      [['stress', '--backend', 'redis-single', '--clients', '2', '--seconds', '3', '--out', blocked('s2', 'history.jsonl')], /cannot write the stress history \(--out\) .*s2\/history\.jsonl: it is a directory/],
+      [['stress', '--backend', 'redis-single', '--out', blocked('s5', 'history.html')], /cannot write the stress history report \(--out\) .*s5\/history\.html: it is a directory/],
+      [['check', 'test/fixtures/histories/overlap.jsonl', '--report', blocked('rep2', 'history.html')], /cannot write the history report \(--report\) .*rep2\/history\.html: it is a directory/],
+      [['matrix', '--out', blocked('m', 'matrix.md')], /cannot write the matrix \(--out\) .*m\/matrix\.md: it is a directory/],
+      [['run', '--backend', 'redis-single/strict', '--counterexample', join(blocked('ce', 'c.html'), 'c.json')], /cannot write the counterexample's timeline \(--counterexample\) .*ce\/c\.html: it is a directory/],
     ] as const;
     await expectBadArguments(cases);
   }, 300_000);
@@ -86,6 +98,63 @@ describe('lockcheck command line', () => {
       expect(r.stderr).toMatch(message);
     }
   });
+
+  it('replay of a file whose schedule has a command of no known kind, or whose path names no case: exit 2 naming it, never a crash (exit 1) or "no longer fails" (exit 0)', async () => {
+    const tiny = join(dir, 'tiny.mts');
+    writeFileSync(tiny, `import { tinyLock } from ${JSON.stringify(join(process.cwd(), 'docs/examples/tinyLock.ts'))};\nexport default tinyLock;\n`);
+    const base = { lockcheck: 'counterexample', backend: tiny, faults: null, seed: 1, path: '0', runs: 1, verdict: 'conformance-failure', properties: [], steps: [] };
+    const cases: Array<readonly [object, RegExp]> = [
+      ...['bogus', 'constructor', 'toString', '__proto__'].map((kind) => [{ ...base, schedule: { commands: [{ kind }], tokenBase: '0' } }, new RegExp(`"schedule\\.commands\\[0\\]" has the kind "${kind}", not a command kind`)] as const),
+      // Files from before schedules were saved replay by seed and path: one that fast-check follows to no case ran none.
+      [{ ...base, path: '0:99999' }, /the path "0:99999" in '.*' names no case fast-check can replay \(it ran none\)/],
+      [{ ...base, path: '99:99:99' }, /"path" names run 99, but "runs" is 1/],
+    ];
+    const files = cases.map(([content], i) => {
+      const file = join(dir, `judges-nothing-${i}.json`);
+      writeFileSync(file, JSON.stringify(content));
+      return file;
+    });
+    for (let i = 0; i < files.length; i += 3) {
+      const results = await Promise.all(files.slice(i, i + 3).map((file) => lockcheckAsync('replay', file, '--backend', tiny)));
+      results.forEach((r, j) => {
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr).toMatch(cases[i + j]![1]);
+        expect(r.stderr).not.toMatch(/^\s+at /m);
+        expect(r.stdout).not.toMatch(/no longer fails/);
+      });
+    }
+  }, 240_000);
+
+  it('an adapter module is the file named: a TypeScript one in a CommonJS package loads, and x.js is loaded, not an x.ts beside it', async () => {
+    const tinyLock = JSON.stringify(join(process.cwd(), 'docs/examples/tinyLock.ts'));
+    const cjs = join(dir, 'cjs-package');
+    mkdirSync(cjs, { recursive: true });
+    writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'cjs-adapter' }));
+    writeFileSync(join(cjs, 'adapter.ts'), `import { tinyLock } from ${tinyLock};\nexport default { ...tinyLock, name: 'from a CommonJS package' };\n`);
+    writeFileSync(join(cjs, 'awaits.ts'), `await Promise.resolve();\nexport default {};\n`);
+    const both = join(dir, 'js-and-ts');
+    mkdirSync(both, { recursive: true });
+    writeFileSync(join(both, 'package.json'), JSON.stringify({ type: 'module' }));
+    writeFileSync(join(both, 'adapter.js'), `import { tinyLock } from ${tinyLock};\nexport default { ...tinyLock, name: 'the .js named' };\n`);
+    writeFileSync(join(both, 'adapter.ts'), `export default { name: 'the .ts beside it' };\n`);
+    const run = (module: string, i: number) => lockcheckAsync('run', '--backend', module, '--runs', '2', '--counterexample', join(dir, `loads-${i}.json`));
+    const [fromCjs, fromJs, awaits] = await Promise.all([run(join(cjs, 'adapter.ts'), 0), run(join(both, 'adapter.js'), 1), run(join(cjs, 'awaits.ts'), 2)]);
+    expect(fromCjs.code, fromCjs.stderr).toBe(0);
+    expect(fromCjs.stdout).toMatch(/^from a CommonJS package: agrees with its model in 2 runs/m);
+    expect(fromJs.code, fromJs.stderr).toBe(0);
+    expect(fromJs.stdout).toMatch(/^the \.js named: agrees with its model in 2 runs/m);
+    // What CommonJS cannot do (top-level await): exit 2, saying how to load it as an ES module.
+    expect(awaits.code, awaits.stderr).toBe(2);
+    expect(awaits.stderr).toMatch(/cannot load adapter module .*awaits\.ts': [\s\S]*\(it is loaded as CommonJS: its package\.json has no "type": "module"; name it \.mts, or add "type": "module"/);
+  }, 240_000);
+
+  it('failover says what it is doing as it goes (it printed nothing for its first 13 s)', () => {
+    const r = lockcheck('failover', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^\[\d+\.\d s\] failover 1\/3 \(redis-replicated\(async\), grant not yet replicated\): starting a primary, a replica and Sentinel$/m);
+    expect(r.stderr).toMatch(/^\[\d+\.\d s\] failover 3\/3 .*: killing the primary; waiting for Sentinel to promote the replica$/m);
+    expect(JSON.parse(r.stdout)).toMatchObject({ agreesWithModel: true });
+  }, 240_000);
 
   it('an adapter module that calls process.exit(0) as it loads: exit 1, and the message names the call, not a promise that never settles', () => {
     const module = join(dir, 'exitingAdapter.mts');

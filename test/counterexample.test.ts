@@ -60,6 +60,61 @@ describe('counterexample file schema', () => {
     expect((error as Error).message).toMatch(message);
   });
 
+  // Every command of a saved schedule is checked when the file is read: replay crashed (exit 1, a stack) on a kind the model does not know.
+  const withCommand = (command: unknown): unknown => ({ ...good, schedule: { commands: [command], tokenBase: '0' } });
+  it.each([
+    ['an unknown kind', { kind: 'bogus' }, /"schedule.commands\[0\]" has the kind "bogus", not a command kind \(acquire, /],
+    ['kind "constructor"', { kind: 'constructor' }, /has the kind "constructor", not a command kind/],
+    ['kind "toString"', { kind: 'toString' }, /has the kind "toString", not a command kind/],
+    ['kind "__proto__"', { kind: '__proto__' }, /has the kind "__proto__", not a command kind/],
+    ['a kind inherited, not its own', JSON.parse('{"__proto__":{"kind":"read"},"client":0,"resource":"r0"}'), /must be a command \(an object with a kind\), got one without a kind/],
+    ['a field missing', { kind: 'acquire', client: 0 }, /\(acquire\) has no "resource"/],
+    ['a field of another kind', { kind: 'read', client: 0, resource: 'r0', ms: 5 }, /\(read\) has the field "ms", which is not part of the command/],
+    ['a field named "__proto__"', JSON.parse('{"kind":"read","client":0,"resource":"r0","__proto__":{"x":1}}'), /has the field "__proto__", which is not part of the command/],
+    ['a client that is no index', { kind: 'resume', client: -1 }, /\(resume\) has "client" must be an index in \[0, 1000\], got -1/],
+    ['a resource the model refuses', { kind: 'read', client: 0, resource: '' }, /\(read\) has "resource" resource must be a non-empty string/],
+    ['a ttl the model refuses', { kind: 'extend', client: 0, resource: 'r0', ttlMs: 0 }, /\(extend\) has "ttlMs" ttl must be an integer number of ms/],
+    ['advance by a string', { kind: 'advance', ms: '5' }, /\(advance\) has "ms" .*got "5"/],
+    ['a write value not a string', { kind: 'write', client: 0, resource: 'r0', value: 5 }, /\(write\) has "value" value must be a string/],
+    ['a clock-drift target of two', { kind: 'clock-drift', target: { node: 0, client: 0 }, driftPpm: 5 }, /\(clock-drift\) has "target" must be \{ "node": n \} or \{ "client": n \}/],
+    ['a pause with an in-flight fault', { kind: 'pause', client: 0, inFlight: { kind: 'crash', node: 0 } }, /\(pause\) has "inFlight" has the kind "crash", not an operation/],
+    ['node-delay of a word', { kind: 'node-delay', node: 0, ms: 'forever' }, /\(node-delay\) has "ms"/],
+  ])('rejects a saved command with %s', (_name, command, message) => {
+    expect(() => parse(withCommand(command))).toThrow(CounterexampleFileError);
+    expect(() => parse(withCommand(command))).toThrow(message);
+  });
+
+  it('accepts every kind of command the model runs, with its optional fields', () => {
+    const commands = [
+      { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 5, latencyMs: 0, retries: 2, retryDelayMs: 3 },
+      { kind: 'extend', client: 0, resource: 'r0', ttlMs: 5, latencyMs: 1 },
+      { kind: 'release', client: 0, resource: 'r0' },
+      { kind: 'write', client: 0, resource: 'r0', value: 'v', delayed: true },
+      { kind: 'read', client: 0, resource: 'r0' },
+      { kind: 'advance', ms: 5 },
+      { kind: 'clock-step', node: 0, deltaMs: -5 },
+      { kind: 'clock-drift', target: { client: 1 }, driftPpm: -5000 },
+      { kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 5 } },
+      { kind: 'pause', client: 0, pendingWrite: { resource: 'r0', value: 'v' } },
+      { kind: 'resume', client: 0 },
+      { kind: 'deliver', client: 0 },
+      { kind: 'replicate', node: 0 },
+      { kind: 'crash', node: 0 },
+      { kind: 'restart', node: 0 },
+      { kind: 'partition', client: 0, node: 1 },
+      { kind: 'heal', client: 0, node: 1 },
+      { kind: 'node-delay', node: 0, ms: 'never' },
+      { kind: 'kill-connection', client: 0 },
+    ];
+    expect(parse({ ...good, schedule: { commands, tokenBase: '0' } })).toMatchObject({ schedule: { commands } });
+  });
+
+  it('rejects a path whose run the saved run count never reached (replay would say "no longer fails" of a case that never failed)', () => {
+    expect(() => parse({ ...good, path: '99:99:99', runs: 1 })).toThrow(/"path" names run 99, but "runs" is 1/);
+    expect(() => parse({ ...good, path: '1:0', runs: 1 })).toThrow(CounterexampleFileError);
+    expect(parse({ ...good, path: '0:4', runs: 1 })).toMatchObject({ path: '0:4' });
+  });
+
   it('rejects text that is not JSON', () => {
     expect(() => parseCounterexample('ce.json', '{"lockcheck":')).toThrow(CounterexampleFileError);
   });

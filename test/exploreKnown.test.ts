@@ -30,7 +30,15 @@ describe('known counterexamples against the depth explored', () => {
     const r = lockcheckSync(['explore', '--depth', '4', '--design', 'redlock'], { timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/Redlock double grant under a clock jump on one node: not reached: its shortest schedule has 5 steps, this run completed depth 4/);
-    expect(r.stdout).toMatch(/all scenarios agree with the spec; 2 known counterexample\(s\) beyond the depth explored/);
+    expect(r.stdout).toMatch(/all scenarios agree with the spec; 2 of \d+ known counterexamples in scope beyond the depth explored/);
     expect(r.stdout).not.toMatch(/disagreement/);
+  });
+
+  it('lockcheck explore of cells no known counterexample is in says none was in scope, not that all were found', () => {
+    const r = lockcheckSync(['explore', '--depth', '2', '--design', 'redis-single', '--fault', 'none'], { timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/none of the \d+ known counterexamples is in the cells explored/);
+    expect(r.stdout).toMatch(/all scenarios agree with the spec; no known counterexample was in scope \(--design, --fault\), so none was looked for/);
+    expect(r.stdout).not.toMatch(/all known counterexamples found/);
   });
 });

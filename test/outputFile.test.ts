@@ -1,10 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { refused } from './refused.ts';
-import { checkOutputDir, checkOutputFile, makeOutputDir, OutputFileError, writeRedacted } from '../conformance/env/outputFile.ts';
+import { checkOutputDir, checkOutputFile, checkOutputFilesIn, makeOutputDir, OutputFileError, writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
+import { checkCommand } from '../cli/check.ts';
+import { REPORT_MAX_EVENTS, writeStressReport } from '../cli/stress.ts';
+import type { History } from '../conformance/history/event.ts';
+import { checkHistory } from '../conformance/history/check.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-output-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -38,6 +42,69 @@ describe('outputs that cannot be written are typed errors naming the path and wh
     // What can be written passes: a new file in an existing directory, an existing file, a directory still to be made, a device.
     for (const ok of [join(dir, 'new.xml'), aFile, '/dev/null']) expect(() => checkOutputFile(ok, 'the report')).not.toThrow();
     for (const ok of [dir, join(dir, 'new', 'deeper')]) expect(() => checkOutputDir(ok, 'the report')).not.toThrow();
+  });
+});
+
+describe('a command never loses its verdict, nor one output for another, to an output it cannot write', () => {
+  it('checkOutputFilesIn: a directory where a file in --out goes, or a file where a directory in it goes, before any work starts', () => {
+    const out = join(dir, 'stress-out');
+    mkdirSync(join(out, 'history.jsonl'), { recursive: true });
+    const files = [['history.jsonl', 'the stress history (--out)'], ['history.html', 'the stress history report (--out)']] as const;
+    expect(refusal(() => checkOutputFilesIn(out, 'the stress history into (--out)', files))).toMatchObject({ problem: 'is-directory', message: `cannot write the stress history (--out) ${join(out, 'history.jsonl')}: it is a directory` });
+    const matrix = join(dir, 'matrix-out');
+    makeOutputDir(matrix);
+    writeFileSync(join(matrix, 'matrix'), 'a file\n');
+    expect(refusal(() => checkOutputFilesIn(matrix, 'the matrix into (--out)', [[join('matrix', 'index.html'), 'the matrix page (--out)']]))).toMatchObject({ problem: 'not-a-directory' });
+    // Nothing there yet, or only what can be replaced: fine.
+    expect(() => checkOutputFilesIn(join(dir, 'not-yet', 'out'), 'the stress history into (--out)', files)).not.toThrow();
+    rmSync(join(out, 'history.jsonl'), { recursive: true });
+    writeFileSync(join(out, 'history.html'), 'old\n');
+    expect(() => checkOutputFilesIn(out, 'the stress history into (--out)', files)).not.toThrow();
+  });
+
+  it('writeEach: every output is tried, then the first failure is thrown', () => {
+    const written: string[] = [];
+    const first = new OutputFileError('io', 'a', 'cannot write a');
+    expect(() =>
+      writeEach([
+        () => {
+          throw first;
+        },
+        () => void written.push('b'),
+        () => {
+          throw new OutputFileError('io', 'c', 'cannot write c');
+        },
+        () => void written.push('d'),
+      ]),
+    ).toThrow(first);
+    expect(written).toEqual(['b', 'd']);
+  });
+
+  it('check prints its verdict before it writes the report: a report that cannot be written loses only itself', () => {
+    const report = join(dir, 'check-report');
+    mkdirSync(join(report, 'history.html'), { recursive: true });
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      expect(() => checkCommand({ file: 'test/fixtures/histories/overlap.jsonl', json: false, report, storePolicy: undefined, timeoutMs: undefined, maxMemoryBytes: undefined })).toThrow(OutputFileError);
+      expect(log.mock.calls.map((c) => String(c[0])).join('\n')).toMatch(/overlap\.jsonl: VIOLATION/);
+    } finally {
+      log.mockRestore();
+    }
+  });
+
+  it("stress: a history too long for a timeline leaves no earlier run's history.html beside it", () => {
+    const out = join(dir, 'stress-stale');
+    makeOutputDir(out);
+    writeFileSync(join(out, 'history.html'), 'an earlier run\n');
+    const events = readFileSync('test/fixtures/histories/safe.jsonl', 'utf8').trim().split('\n').map((l) => JSON.parse(l) as History[number]);
+    const small: History = events;
+    expect(writeStressReport(out, small, checkHistory(small), 't')).toBe(join(out, 'history.html'));
+    expect(readFileSync(join(out, 'history.html'), 'utf8')).not.toBe('an earlier run\n');
+    const long: History = Array.from({ length: REPORT_MAX_EVENTS + 1 }, () => events[1]!);
+    expect(writeStressReport(out, long, checkHistory(small), 't')).toBeNull();
+    expect(existsSync(join(out, 'history.html'))).toBe(false);
+    // None there: nothing to remove.
+    expect(writeStressReport(out, long, checkHistory(small), 't')).toBeNull();
   });
 });
 

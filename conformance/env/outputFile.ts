@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { redactSecrets } from './redact.ts';
 import { messageText } from '../../impl/errorText.ts';
@@ -134,6 +134,60 @@ export function checkOutputDir(path: string, what: string): void {
   const near = nearestExisting(path);
   if (!near.isDirectory) throw new OutputFileError('not-a-directory', path, `cannot write ${what} ${path}: ${near.at} is not a directory`);
   writable(near.at, what, path);
+}
+
+/**
+ * Checks, before any work starts, directory `dir` (as checkOutputDir) and
+ * each file a command writes into it (`files`: a path under `dir`, and what
+ * it is): a directory already where one of them goes, or a file where a
+ * directory on the way goes, would fail only when the work is done.
+ */
+export function checkOutputFilesIn(dir: string, what: string, files: ReadonlyArray<readonly [name: string, what: string]>): void {
+  checkOutputDir(dir, what);
+  for (const [name, fileWhat] of files) {
+    const path = join(dir, name);
+    checkOutputDir(dirname(path), fileWhat);
+    let parent;
+    try {
+      parent = statSync(dirname(path));
+    } catch {
+      parent = null; // made with the output: nothing in it yet
+    }
+    if (parent?.isDirectory() === true) checkOutputFile(path, fileWhat);
+  }
+}
+
+/**
+ * Runs each write of a command's outputs, every one tried even when one
+ * before it failed (one file that cannot be written must not lose the
+ * others), then throws the first failure (an OutputFileError names the path
+ * and why).
+ */
+export function writeEach(writes: ReadonlyArray<() => void>): void {
+  let failure: { readonly error: unknown } | null = null;
+  for (const write of writes) {
+    try {
+      write();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure !== null) throw failure.error;
+}
+
+/**
+ * Removes an output an earlier run left that this one does not replace (it
+ * would be read as this run's); none there is fine. A failure is an
+ * OutputFileError naming the path.
+ */
+export function removeStaleOutput(path: string, what: string): void {
+  refuseForeignLinks(path, what);
+  try {
+    rmSync(path, { force: true });
+  } catch (error) {
+    const f = failed(error, what, path);
+    throw new OutputFileError(f.problem, path, f.message.replace(/^cannot write /, 'cannot remove the stale '), { cause: error });
+  }
 }
 
 /** Makes output directory `dir` (and those on the way); a failure is an OutputFileError. */

@@ -1,7 +1,7 @@
-import { pathToFileURL } from 'node:url';
 import type { ConcurrentClient } from '../adapter.ts';
 import type { LibraryId } from '../adapters/libraries.ts';
 import { libraryConcurrent } from '../adapters/libraries.ts';
+import { importUserModule } from '../env/userModule.ts';
 
 /**
  * Where a stress client process finds an adapter's concurrent client: one of
@@ -13,7 +13,7 @@ export type AdapterRef = { readonly kind: 'library'; readonly library: LibraryId
 
 export async function loadConcurrent(ref: AdapterRef): Promise<ConcurrentClient> {
   if (ref.kind === 'library') return libraryConcurrent(ref.library);
-  const mod = (await import(pathToFileURL(ref.path).href)) as Record<string, unknown>;
+  const mod = await importUserModule(ref.path);
   return concurrentOf(mod, ref.path);
 }
 

@@ -1,8 +1,13 @@
-// A stress run's client process. tsx's loader is registered first in every case: a user's adapter may be TypeScript
-// (Node 20 cannot run .ts itself). Compiled (dist/, where the build copies this file), the worker is worker.js beside it.
+// A stress run's client process. tsx's loaders are registered first in every case: a user's adapter may be TypeScript
+// (Node 20 cannot run .ts itself), also in a CommonJS package. Compiled (dist/, where the build copies this file), the
+// worker is worker.js beside it.
 import { existsSync } from 'node:fs';
 import { register } from 'tsx/esm/api';
+import { register as registerCommonJs } from 'tsx/cjs/api';
 
 register();
+// As cli/lockcheck.mjs: an adapter in a CommonJS package loads, and the module the user named is the one imported.
+registerCommonJs();
+globalThis[Symbol.for('lockcheck.plainImport')] = (url) => import(url);
 const compiled = new URL('./worker.js', import.meta.url);
 await import(existsSync(compiled) ? compiled.href : new URL('./worker.ts', import.meta.url).href);
