@@ -24,8 +24,8 @@ import { checkOutputFile, checkOutputFilesIn, OutputFileError } from '../conform
  * fine); 1 a conformance failure, or a finding the model did not predict, or
  * (check) a violation in the history; 2 bad arguments or a malformed
  * history; 3 the environment is missing something (the message says how to
- * install it); 4 (check, stress) a check could not decide, (run, replay) no
- * run was judged to its end, or (replay) an unexpected error stopped it; 130/143/129 ended by
+ * install it); 4 nothing decided: (check, stress) a check could not decide, (run, replay) no
+ * run was judged to its end, or (every command) an unexpected error stopped it; 130/143/129 ended by
  * SIGINT/SIGTERM/SIGHUP (docs/getting-started.md#exit-codes).
  */
 
@@ -279,8 +279,14 @@ function parseWithSuggestions(argv: readonly string[]) {
   }
 }
 
-/** The exit code of an error no handler below foresaw (a bug): 1, but 4 (undecided) where 1 would be a verdict. */
-let unexpectedErrorExit = 1;
+/**
+ * The exit code of a command that an error no handler below foresaw stopped (a bug, an uncaught exception, an unhandled
+ * rejection, a command that ended unfinished): 4, nothing decided, in every command. Never 1: that is a verdict (check and
+ * stress: a violation; run and replay: a conformance failure), and a CI job must not read a crash as one.
+ */
+const UNEXPECTED_ERROR_EXIT = 4;
+/** What the stopped command leaves undecided, for its message. */
+let undecided = 'its verdict is unknown';
 
 /** The longest argument taken: a path's limit on Linux (PATH_MAX). Longer text is refused, not echoed back in full in a message. */
 const MAX_ARGUMENT_LENGTH = 4096;
@@ -368,8 +374,7 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     }
     case 'replay': {
-      // replay's exit 1 says the counterexample still fails: an error no one foresaw decides nothing (exit 4), never that.
-      unexpectedErrorExit = 4;
+      undecided = 'whether the counterexample still fails is unknown';
       if (rest.length !== 1) throw new UsageError('replay needs exactly one counterexample file');
       const { replayCommand } = await import('./run.ts');
       return replayCommand(rest[0]!, servers, values.backend);
@@ -477,7 +482,7 @@ function exitBounded(): void {
 }
 const EXIT_GRACE_MS = 10_000;
 
-redactTerminalOutput();
+redactTerminalOutput(UNEXPECTED_ERROR_EXIT);
 if (hideCommandLineSecrets()) {
   process.stderr.write('lockcheck: warning: a password on the command line can be read by every local user (ps) until lockcheck starts and hides it; give it in REDISCLI_AUTH (--redis) or PGPASSWORD (--pg) instead\n');
 }
@@ -498,7 +503,7 @@ process.on('exit', () => {
       ? `lockcheck: the command stopped unfinished: process.exit(${exitCalled}) was called before it ended (by an adapter module?)\n`
       : 'lockcheck: the command stopped unfinished: it waited on a promise that can never settle (nothing was left to run); an adapter call that never returns?\n',
   );
-  process.exitCode = 1;
+  process.exitCode = UNEXPECTED_ERROR_EXIT;
 });
 main(process.argv.slice(2)).then(
   (code) => {
@@ -524,8 +529,8 @@ main(process.argv.slice(2)).then(
       process.exitCode = 3;
     } else {
       console.error(redactSecrets(e instanceof Error ? (e.stack ?? e.message) : String(e)));
-      if (unexpectedErrorExit !== 1) console.error('lockcheck: the replay stopped on an unexpected error (a bug in lockcheck: the stack above says where): whether the counterexample still fails is unknown');
-      process.exitCode = unexpectedErrorExit;
+      console.error(`lockcheck: the command stopped on an unexpected error (a bug in lockcheck: the stack above says where): ${undecided} (exit ${UNEXPECTED_ERROR_EXIT})`);
+      process.exitCode = UNEXPECTED_ERROR_EXIT;
     }
   },
 ).finally(exitBounded);

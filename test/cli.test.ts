@@ -156,13 +156,26 @@ describe('lockcheck command line', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ agreesWithModel: true });
   }, 240_000);
 
-  it('an adapter module that calls process.exit(0) as it loads: exit 1, and the message names the call, not a promise that never settles', () => {
+  it('an adapter module that calls process.exit(0) as it loads: exit 4 (nothing decided), and the message names the call, not a promise that never settles', () => {
     const module = join(dir, 'exitingAdapter.mts');
     writeFileSync(module, 'process.exit(0);\nexport default {};\n');
     const r = lockcheck('run', '--backend', module);
-    expect(r.code, r.stderr).toBe(1);
+    expect(r.code, r.stderr).toBe(4);
     expect(r.stderr).toMatch(/the command stopped unfinished: process\.exit\(0\) was called before it ended \(by an adapter module\?\)/);
     expect(r.stderr).not.toMatch(/never settle/);
+  });
+
+  // Exit 1 is a verdict (run: a conformance failure; check and stress: a violation): a crash must never read as one.
+  it.each([
+    ['an uncaught exception', 'setTimeout(() => { throw new Error("adapter timer broke"); }, 0);', /^lockcheck: uncaught exception: Error: adapter timer broke/m],
+    ['an unhandled rejection', 'void Promise.reject(new Error("adapter promise broke"));', /^lockcheck: unhandled rejection: Error: adapter promise broke/m],
+  ])('%s in an adapter module stops run with exit 4 (nothing decided), not 1 (a conformance failure)', (_what, code, message) => {
+    const module = join(dir, `crashingAdapter${code.length}.mts`);
+    // The crash comes after the module loaded: a promise that keeps the loader waiting makes the command wait for it too.
+    writeFileSync(module, `${code}\nawait new Promise((resolve) => setTimeout(resolve, 60_000));\nexport default {};\n`);
+    const r = lockcheck('run', '--backend', module);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toMatch(message);
   });
 
   it('an adapter module of the old API is refused when loaded: exit 2, what changed and how to port', () => {

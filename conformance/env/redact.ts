@@ -144,9 +144,11 @@ function holdsPassword(text: string): boolean {
  * secrets redacted and its control characters made visible (the CLI calls
  * this first): strings and bytes (a worker's piped output) alike, and an
  * uncaught exception or unhandled rejection, which Node would otherwise
- * print straight to the file descriptor, past these streams.
+ * print straight to the file descriptor, past these streams; the process
+ * then exits with `fatalExitCode` (Node's own is 1; the CLI's is 4, since
+ * its 1 is a verdict).
  */
-export function redactTerminalOutput(): void {
+export function redactTerminalOutput(fatalExitCode = 1): void {
   for (const stream of [process.stdout, process.stderr]) {
     const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
     stream.write = ((chunk: unknown, ...rest: unknown[]) => {
@@ -162,8 +164,8 @@ export function redactTerminalOutput(): void {
   }
   const fatal = (e: unknown, what: string): void => {
     process.stderr.write(`lockcheck: ${what}: ${inspect(e)}\n`);
-    // Node's own code for an uncaught exception; 'exit' handlers still run (servers stopped, claims dropped).
-    process.exit(1);
+    // 'exit' handlers still run (servers stopped, claims dropped).
+    process.exit(fatalExitCode);
   };
   process.on('uncaughtException', (e) => fatal(e, 'uncaught exception'));
   process.on('unhandledRejection', (e) => fatal(e, 'unhandled rejection'));
