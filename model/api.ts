@@ -8,7 +8,7 @@
  */
 import * as clock from './clock.ts';
 import type { Clock } from './clock.ts';
-import { checkArray, checkCommandShape, checkInteger, checkNumber, checkObject, isObject, refuse } from './checks.ts';
+import { checkArray, checkCommandShape, checkInteger, checkKnownKeys, checkNumber, checkObject, isObject, refuse } from './checks.ts';
 import { checkInFlightAlone, checkStoreAlone, checkWorld } from './worldCheck.ts';
 import * as command from './command.ts';
 import type { Command, Operation } from './command.ts';
@@ -26,6 +26,10 @@ import type { GhostResource, InFlight, Owner, World } from './state.ts';
 import * as store from './store.ts';
 import type { StoreCell, StoreState } from './store.ts';
 import * as world from './world.ts';
+import * as exploration from './explore.ts';
+import type { Exploration, ExploreOptions, ExploreResult } from './explore.ts';
+import type { FingerprintOptions } from './fingerprint.ts';
+import { checkAddressable, checkExploreCall } from './exploreInput.ts';
 
 /**
  * A design helper that first checks its design (validateDesign: an object of a
@@ -235,3 +239,34 @@ export const firstBranch: Chooser = modelChooser((branches, c) => {
   if (branches.length === 0) refuse('firstBranch branches', 'a non-empty array of branches', branches);
   return run.firstBranch(branches, c);
 });
+
+/**
+ * Explores every schedule of `alphabet` from `initial` up to
+ * `options.maxDepth` (explore.ts), after checking every command of the
+ * alphabet against the world's configuration and every option's key
+ * (exploreInput.ts): once per call, outside the search.
+ */
+export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
+  checkExploreCall(initial, alphabet, options, 'explore');
+  return exploration.explore(initial, alphabet, options);
+}
+
+/** startExploration (explore.ts), its arguments checked as explore's. */
+export function startExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions): Exploration {
+  checkExploreCall(initial, alphabet, options, 'startExploration');
+  return exploration.startExploration(initial, alphabet, options);
+}
+
+/** Whether renaming the nodes maps the alphabet onto itself (explore.ts). */
+export function nodeSymmetric(alphabet: readonly Command[], nodes: number): boolean {
+  checkAddressable(alphabet, 'nodeSymmetric alphabet');
+  return exploration.nodeSymmetric(alphabet, nodes);
+}
+
+/** The symmetries and abstractions an exploration fingerprints its states under (explore.ts). */
+export function fingerprintOptionsFor(initial: World, alphabet: readonly Command[], options: Pick<ExploreOptions, 'clientSymmetry' | 'nodeSymmetry'> = {}): FingerprintOptions {
+  checkWorld(initial, 'fingerprintOptionsFor initial');
+  checkAddressable(alphabet, 'fingerprintOptionsFor alphabet');
+  if (isObject(options)) checkKnownKeys(options, 'fingerprintOptionsFor options', ['clientSymmetry', 'nodeSymmetry']);
+  return exploration.fingerprintOptionsFor(initial, alphabet, options);
+}

@@ -1,5 +1,5 @@
 import { read } from './clock.ts';
-import { checkOptions} from './checks.ts';
+import { checkKnownKeys, checkOptions, refuse } from './checks.ts';
 import { checkWorld } from './worldCheck.ts';
 import { expiryNow } from './node.ts';
 import type { NodeState, World } from './state.ts';
@@ -16,6 +16,10 @@ import { inFlightKey } from './state.ts';
 export function canonicalKey(world: World, options: { readonly nodeSymmetry?: boolean } = {}): string {
   checkWorld(world, 'canonicalKey world');
   checkOptions(options, 'canonicalKey options');
+  if (options !== undefined) {
+    checkKnownKeys(options, 'canonicalKey options', ['nodeSymmetry']);
+    if (options.nodeSymmetry !== undefined && typeof options.nodeSymmetry !== 'boolean') refuse('canonicalKey options.nodeSymmetry', 'a boolean or absent', options.nodeSymmetry);
+  }
   const now = world.nowMs;
   const design = world.config.design;
   const nodes = world.nodes.map((n, index) => {

@@ -66,3 +66,49 @@ export function checkCommands(commands: unknown, name: string): void {
   checkArray(commands, name, 'an array of commands');
   (commands as readonly unknown[]).forEach((c, i) => checkCommandShape(c, `${name}[${i}]`));
 }
+
+/**
+ * Refuses any own key of `o` not in `known`: a misspelt option or field
+ * (`maxstates`, `latency`) would otherwise be read as absent, and the call
+ * would run with the default, silently. The message names each unknown key,
+ * the known one it is nearest to (a likely typo), and the known keys.
+ */
+export function checkKnownKeys(o: object, name: string, known: readonly string[], code: ModelErrorCode = 'invalid-config'): void {
+  let unknown: string[] | undefined;
+  for (const key of Object.keys(o)) if (!known.includes(key)) (unknown ??= []).push(key);
+  if (unknown === undefined) return;
+  const each = unknown.map((key) => {
+    const near = nearestKey(key, known);
+    return `${shown(key.length > 60 ? `${key.slice(0, 57)}...` : key)}${near === undefined ? '' : ` (did you mean ${near}?)`}`;
+  });
+  throw new InvalidInputError(code, `${name}: unknown ${unknown.length > 1 ? 'keys' : 'key'} ${each.join(', ')}; known: ${known.join(', ')}`);
+}
+
+/** The known key nearest `key` (case ignored) when near enough to be a typo: within 40 % of the longer by edit distance, or one the start of the other. */
+function nearestKey(key: string, known: readonly string[]): string | undefined {
+  if (key.length > 100) return undefined;
+  const k = key.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of known) {
+    const c = candidate.toLowerCase();
+    const d = editDistance(k, c);
+    const near = d <= Math.max(1, Math.round(0.4 * Math.max(k.length, c.length))) || (k.length >= 3 && (c.startsWith(k) || k.startsWith(c)));
+    if (near && d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance (both strings short: keys). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_v, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    previous = current;
+  }
+  return previous[b.length]!;
+}

@@ -1,6 +1,6 @@
 import { match } from 'ts-pattern';
-import { checkObject, checkOneOf, checkOptions, refuse, shown } from './checks.ts';
-import { InvalidInputError } from './errors.ts';
+import { checkKnownKeys, checkObject, checkOneOf, checkOptions, refuse, shown } from './checks.ts';
+import { InvalidInputError, MAX_TTL_MS } from './errors.ts';
 import { frozen } from './frozen.ts';
 
 /**
@@ -105,8 +105,10 @@ export const DEFAULT_CLOCK_MARGIN_MS = 2;
 type LeaseOptions = { driftFactor: number; clockMarginMs: number };
 
 /** A helper's options: absent or an object (not null); the design it makes is checked whole (validateDesign). */
-function made(name: string, o: unknown, make: () => Design): Design {
+function made(name: string, o: unknown, make: () => Design, known: readonly string[]): Design {
   checkOptions(o, `${name} options`);
+  // A misspelt option (`node` for `nodes`) would otherwise leave the default in place, silently.
+  if (o !== undefined) checkKnownKeys(o as object, `${name} options`, known);
   // Frozen: the design cannot change after its check, so the checks of the functions it is handed to are done once (validateDesign).
   return validateDesign(frozen(make()));
 }
@@ -123,7 +125,7 @@ export const designs = frozen({
     restartDelayMs: o.restartDelayMs ?? 0,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
-  })),
+  }), ['persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs']),
   redlock: (o: Partial<{ nodes: number; persistence: Persistence; restartDelayMs: number } & LeaseOptions> = {}): Design => made('designs.redlock', o, () => ({
     kind: 'redlock',
     nodes: o.nodes ?? 5,
@@ -131,15 +133,16 @@ export const designs = frozen({
     restartDelayMs: o.restartDelayMs ?? 0,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
-  })),
+  }), ['nodes', 'persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs']),
   redisReplicated: (o: Partial<{ wait: boolean } & LeaseOptions> = {}): Design => made('designs.redisReplicated', o, () => ({
     kind: 'redis-replicated',
     wait: o.wait ?? false,
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
     clockMarginMs: o.clockMarginMs ?? DEFAULT_CLOCK_MARGIN_MS,
-  })),
-  pgSession: (o: { statementTimeoutMs?: number } = {}): Design => made('designs.pgSession', o, () => ({ kind: 'pg-session', ...o })),
-  pgXact: (o: { statementTimeoutMs?: number } = {}): Design => made('designs.pgXact', o, () => ({ kind: 'pg-xact', ...o })),
+  }), ['wait', 'driftFactor', 'clockMarginMs']),
+  // reentrant: false is a pg-session design's (a library's session per call), as validateDesign takes it.
+  pgSession: (o: { statementTimeoutMs?: number; reentrant?: false } = {}): Design => made('designs.pgSession', o, () => ({ kind: 'pg-session', ...o }), ['statementTimeoutMs', 'reentrant']),
+  pgXact: (o: { statementTimeoutMs?: number } = {}): Design => made('designs.pgXact', o, () => ({ kind: 'pg-xact', ...o }), ['statementTimeoutMs']),
   etcdLease: (o: Partial<LeaseOptions & { leaderChangeExtendMs: number; leaseRenewal: 'last-request' }> = {}): Design => made('designs.etcdLease', o, () => ({
     kind: 'etcd-lease',
     driftFactor: o.driftFactor ?? DEFAULT_DRIFT_FACTOR,
@@ -147,7 +150,7 @@ export const designs = frozen({
     // Left out when not given: the design (and its fingerprint) stays what it was.
     ...(o.leaderChangeExtendMs === undefined ? {} : { leaderChangeExtendMs: o.leaderChangeExtendMs }),
     ...(o.leaseRenewal === undefined ? {} : { leaseRenewal: o.leaseRenewal }),
-  })),
+  }), ['driftFactor', 'clockMarginMs', 'leaderChangeExtendMs', 'leaseRenewal']),
 } as const);
 
 /**
@@ -388,6 +391,8 @@ export function validateDesign(design: Design): Design {
   if (typeof design === 'object' && design !== null && CHECKED.has(design)) return design;
   checkObject(design, 'design', `a lock design (an object with kind ${DESIGN_KINDS.map((k) => `'${k}'`).join(', ')})`);
   checkOneOf(design.kind, 'design.kind', DESIGN_KINDS);
+  // A misspelt optional field (`driftRouding`) would otherwise read as absent: the design would be another, silently.
+  checkKnownKeys(design, `${design.kind} design`, DESIGN_FIELDS[design.kind]);
   // A switch and module-level helpers, not ts-pattern and closures: this runs at every public step (the world's design).
   const d = design;
   switch (d.kind) {
@@ -423,7 +428,8 @@ export function validateDesign(design: Design): Design {
   const st = replyTimeoutMs(design);
   if (st !== null && (!Number.isInteger(st) || st < 1 || st > 2 ** 31 - 1)) failDesign(`statementTimeoutMs must be a positive integer, got ${shown(st)}`);
   const rd = restartDelayMs(design);
-  if (!Number.isInteger(rd) || rd < 0) failDesign(`restartDelayMs must be a non-negative integer, got ${shown(rd)}`);
+  // Bounded as every duration is: a restarted node's availability time must stay a time the world check accepts.
+  if (!Number.isInteger(rd) || rd < 0 || rd > MAX_TTL_MS) failDesign(`restartDelayMs must be an integer in [0, ${MAX_TTL_MS}], got ${shown(rd)}`);
   const re = refreshExtendMs(design);
   if (!Number.isInteger(re) || re < 0 || re > 60_000) failDesign(`leaderChangeExtendMs must be an integer in [0, 60000], got ${shown(re)}`);
   if (unchangeable(design)) CHECKED.add(design);
@@ -448,6 +454,17 @@ function unchangeable(o: object): boolean {
   return true;
 }
 
+/** The fields of each design kind (Design): any other is refused. */
+const TERMS = ['clientDeadline', 'failedExtend'] as const;
+const DESIGN_FIELDS: Readonly<Record<DesignKind, readonly string[]>> = Object.freeze({
+  'redis-single': ['kind', 'persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs', 'driftRounding', ...TERMS],
+  redlock: ['kind', 'nodes', 'persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs', 'driftRounding', ...TERMS],
+  'redis-replicated': ['kind', 'wait', 'driftFactor', 'clockMarginMs'],
+  'pg-session': ['kind', 'reentrant', 'statementTimeoutMs'],
+  'pg-xact': ['kind', 'statementTimeoutMs'],
+  'etcd-lease': ['kind', 'driftFactor', 'clockMarginMs', 'driftRounding', 'leaderChangeExtendMs', 'leaseRenewal', ...TERMS],
+});
+
 const PERSISTENCES: readonly Persistence[] = Object.freeze(['none', 'aof-always'] as const);
 const LEASE_RENEWALS: readonly string[] = Object.freeze(['last-request']);
 const CLIENT_DEADLINES: readonly string[] = Object.freeze(['none']);
@@ -468,6 +485,7 @@ function checkTerms(d: Extract<Design, { kind: 'redis-single' | 'redlock' | 'etc
   optionalOneOf(d.clientDeadline, d.kind, 'clientDeadline', CLIENT_DEADLINES);
   if (d.failedExtend !== undefined) {
     checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'dropped', keys: 'kept' | 'deleted' } or absent");
+    checkKnownKeys(d.failedExtend, `${d.kind} failedExtend`, ['lease', 'keys']);
     checkOneOf(d.failedExtend.lease, `${d.kind} failedExtend.lease`, FAILED_EXTEND_LEASE);
     checkOneOf(d.failedExtend.keys, `${d.kind} failedExtend.keys`, FAILED_EXTEND_KEYS);
   }

@@ -1,5 +1,5 @@
 import type { Exploration } from './explore.ts';
-import { checkArray, checkObject, refuse } from './checks.ts';
+import { checkArray, checkKnownKeys, checkObject, refuse } from './checks.ts';
 
 /** Why a run of explorations by levels ended. */
 export type LevelsEnd =
@@ -39,6 +39,7 @@ export function exploreByLevels(runs: readonly Exploration[], options: LevelsOpt
     if (typeof checkObject(r, `exploreByLevels runs[${i}]`, 'an exploration (startExploration, startCell)').expandLevel !== 'function') refuse(`exploreByLevels runs[${i}]`, 'an exploration (startExploration, startCell)', r);
   });
   const o = checkObject(options, 'exploreByLevels options', 'an options object { clock, deadlineMs, ... }');
+  checkKnownKeys(o, 'exploreByLevels options', ['clock', 'deadlineMs', 'memoryUsed', 'memoryLimitBytes', 'onLevel']);
   if (typeof o.clock !== 'function') refuse('exploreByLevels options.clock', 'a function returning ms', o.clock);
   if (typeof o.deadlineMs !== 'number' || Number.isNaN(o.deadlineMs)) refuse('exploreByLevels options.deadlineMs', 'a number of ms', o.deadlineMs);
   for (const f of ['memoryUsed', 'onLevel'] as const) if (o[f] !== undefined && typeof o[f] !== 'function') refuse(`exploreByLevels options.${f}`, 'a function or absent', o[f]);

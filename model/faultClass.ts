@@ -2,7 +2,7 @@ import { match } from 'ts-pattern';
 import type { Command } from './command.ts';
 import type { Design } from './design.ts';
 import { hasTtl, nodeCount, replication, replyTimeoutMs, rulesOf, validateDesign } from './design.ts';
-import { checkArray, checkInteger, checkObject, checkOneOf } from './checks.ts';
+import { checkArray, checkInteger, checkKnownKeys, checkObject, checkOneOf } from './checks.ts';
 import { checkDuration, checkResource, checkTtl } from './errors.ts';
 import { MAX_CLIENTS } from './state.ts';
 import { frozen } from './frozen.ts';
@@ -96,6 +96,7 @@ export function alphabetFor(design: Design, faultClass: FaultClass, a: Alphabet 
   validateDesign(design);
   checkOneOf(faultClass, 'alphabetFor faultClass', FAULT_CLASSES);
   checkObject(a, 'alphabetFor alphabet', 'an alphabet { clients, resource, ttlMs, advanceMs } or absent');
+  checkKnownKeys(a, 'alphabetFor alphabet', ['clients', 'resource', 'ttlMs', 'advanceMs']);
   checkInteger(a.clients, 'alphabetFor alphabet.clients', 1, MAX_CLIENTS);
   checkResource(a.resource);
   checkTtl(a.ttlMs);

@@ -55,4 +55,8 @@ export {
   checkEvents,
   checkProperties,
   firstBranch,
+  explore,
+  startExploration,
+  nodeSymmetric,
+  fingerprintOptionsFor,
 } from './api.ts';

@@ -12,6 +12,7 @@ import type { PropertyId } from './properties.ts';
 import { PROPERTY_IDS } from './properties.ts';
 import { initialWorld } from './state.ts';
 import { frozen } from './frozen.ts';
+import { checkExploreOptions } from './exploreInput.ts';
 
 /**
  * The rows of the comparison matrix: each design variant with the stores it
@@ -63,6 +64,11 @@ function checkCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, c
   checkOneOf(faultClass, `${call} faultClass`, FAULT_CLASSES);
 }
 
+/** A cell's options: ExploreOptions' keys only, and maxStates given (CellOptions: a cell is bounded). */
+function checkCellOptions(options: CellOptions, call: string): void {
+  checkExploreOptions(options, `${call} options`, 'required');
+}
+
 /**
  * Explores one matrix cell: a design with a store under one fault class,
  * from DEFAULT_ALPHABET's world (two clients). Throws InvalidInputError
@@ -70,6 +76,7 @@ function checkCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, c
  */
 export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): CellResult {
   checkCell(row, store, faultClass, 'exploreCell');
+  checkCellOptions(options, 'exploreCell');
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
   const result = explore(world, alphabetFor(row.design, faultClass), options);
   return { ...result, row: row.label, store, faultClass };
@@ -78,6 +85,7 @@ export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: Faul
 /** One matrix cell's exploration, to be expanded a level at a time (exploreLevels.ts). */
 export function startCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): Exploration {
   checkCell(row, store, faultClass, 'startCell');
+  checkCellOptions(options, 'startCell');
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
   return startExploration(world, alphabetFor(row.design, faultClass), options);
 }

@@ -7,6 +7,7 @@ import { passes } from './store.ts';
 import { holdsValid } from './world.ts';
 import { entryOf } from './record.ts';
 import { frozen } from './frozen.ts';
+import { quotedName } from './shownText.ts';
 
 /**
  * The spec's properties (spec/SPEC.md, "Properties"), one named check each,
@@ -61,7 +62,7 @@ function mutex(after: World, out: Violation[]): void {
       const holders: number[] = [];
       for (let j = i; j < clients.length; j++) if (holdsValid(after, j, resource)) holders.push(j);
       if (holders.length > 1) {
-        out.push({ property: 'MUTEX-1', resource, message: `clients ${holders.join(' and ')} both hold a valid lease on '${resource}' at t=${after.nowMs}` });
+        out.push({ property: 'MUTEX-1', resource, message: `clients ${holders.join(' and ')} both hold a valid lease on ${quotedName(resource)} at t=${after.nowMs}` });
       }
     }
   }
@@ -90,7 +91,7 @@ function live(after: World, out: Violation[]): void {
       const boundMs = liveBoundMs(key.ttlMs, driftFactor(design), after.config.expiryToleranceMs ?? 0);
       const overdue = after.nowMs - key.liveSinceTrueMs > boundMs;
       if (overdue && livenessIn(after, node, resource).includes(true)) {
-        out.push({ property: 'LIVE-1', resource, message: `node ${index} still holds '${resource}' ${after.nowMs - key.liveSinceTrueMs} ms after its last grant (bound ${boundMs} ms)` });
+        out.push({ property: 'LIVE-1', resource, message: `node ${index} still holds ${quotedName(resource)} ${after.nowMs - key.liveSinceTrueMs} ms after its last grant (bound ${boundMs} ms)` });
       }
     }
   }
@@ -140,7 +141,7 @@ function fromEvent(event: WorldEvent): Violation[] {
       Object.entries(e.countersBefore).flatMap(([key, before]) => {
         const after = entryOf(e.countersAfter, key) ?? 0n;
         return after < before
-          ? [{ property: 'DUR-1' as const, resource: key, message: `node ${e.node} restarted with counter '${key}' at ${after}, was ${before}` }]
+          ? [{ property: 'DUR-1' as const, resource: key, message: `node ${e.node} restarted with counter ${quotedName(key)} at ${after}, was ${before}` }]
           : [];
       })
       );

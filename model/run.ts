@@ -7,7 +7,7 @@ import type { World } from './state.ts';
 import type { Branch } from './world.ts';
 import { step, stepMade } from './world.ts';
 import { isModelChooser, modelChooser } from './madeChoosers.ts';
-import { checkCommands, checkFunction, refuse } from './checks.ts';
+import { checkCommands, checkFunction, checkOneOf, refuse } from './checks.ts';
 import { checkWorld } from './worldCheck.ts';
 
 /**
@@ -19,9 +19,12 @@ export type Chooser = (branches: readonly Branch[], command: Command) => Branch;
 
 export const firstBranch: Chooser = modelChooser((branches) => branches[0]!);
 
-/** Prefers the branch with the given outcome kind, else the first. */
+/** Every outcome kind (model/outcome.ts): a kind none has would prefer nothing, and the first branch would be taken silently. */
+const OUTCOME_KINDS: readonly Outcome['kind'][] = ['granted', 'denied', 'extended', 'not-extended', 'released', 'not-held', 'accepted', 'rejected', 'value', 'ok', 'timed-out'];
+
+/** Prefers the branch with the given outcome kind, else the first. Throws InvalidInputError for a kind no outcome has. */
 export function preferOutcome(kind: Outcome['kind']): Chooser {
-  if (typeof kind !== 'string') refuse('preferOutcome kind', 'an outcome kind', kind);
+  checkOneOf(kind, 'preferOutcome kind', OUTCOME_KINDS);
   return modelChooser((branches) => branches.find((b) => b.outcome.kind === kind) ?? branches[0]!);
 }
 

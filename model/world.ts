@@ -23,7 +23,7 @@ import type { Arrival, Decision } from './round.ts';
 import { roundEnds } from './round.ts';
 import type { ClientState, InFlight, Lease, NodeState, Owner, PendingWrite, World } from './state.ts';
 import { ghostOf, roundInFlight, sameOwner } from './state.ts';
-import { checkCommandShape, isObject, refuse } from './checks.ts';
+import { checkCommandShape, checkKnownKeys, isObject, refuse } from './checks.ts';
 import { checkWorld } from './worldCheck.ts';
 import { cellOf, writeStore } from './store.ts';
 import { entryOf, putEntry, withEntry } from './record.ts';
@@ -59,9 +59,51 @@ export function step(world: World, command: Command): readonly Branch[] {
  */
 export function stepMade(world: World, command: Command): readonly Branch[] {
   checkCommandShape(command, 'step command');
-  validate(world, command);
+  validate(world, command, 'step');
   return stepValid(world, command);
 }
+
+/**
+ * Checks `command` as an exploration's alphabet holds it: everything step()
+ * checks that does not depend on the state (its kind, fields, ranges, the
+ * clients and nodes it names, what the design supports), and nothing that
+ * does (a resume needs a paused client, a restart a node that is down).
+ * The exploration steps a command, and so checks it, only in a state that
+ * enables it: one no reached state enables (a client or node that does not
+ * exist, a kind that is none) would otherwise be explored as nothing,
+ * silently. Throws InvalidInputError naming `name`.
+ */
+export function checkAlphabetCommand(world: World, command: Command, name: string): void {
+  checkCommandShape(command, name);
+  try {
+    validate(world, command, 'alphabet');
+  } catch (e) {
+    if (e instanceof InvalidInputError) throw new InvalidInputError(e.code, `${name}: ${e.message.slice(e.code.length + 2)}`);
+    throw e;
+  }
+}
+
+/** The fields of each command kind (command.ts): any other is refused, as a typo would otherwise read as absent. */
+const COMMAND_FIELDS: Readonly<Record<Command['kind'], readonly string[]>> = {
+  acquire: ['kind', 'client', 'resource', 'ttlMs', 'latencyMs', 'retries', 'retryDelayMs'],
+  extend: ['kind', 'client', 'resource', 'ttlMs', 'latencyMs'],
+  release: ['kind', 'client', 'resource', 'latencyMs'],
+  write: ['kind', 'client', 'resource', 'value', 'latencyMs', 'delayed'],
+  read: ['kind', 'client', 'resource'],
+  advance: ['kind', 'ms'],
+  'clock-step': ['kind', 'node', 'deltaMs'],
+  'clock-drift': ['kind', 'target', 'driftPpm'],
+  pause: ['kind', 'client', 'pendingWrite', 'inFlight'],
+  resume: ['kind', 'client'],
+  deliver: ['kind', 'client'],
+  replicate: ['kind', 'node'],
+  crash: ['kind', 'node'],
+  restart: ['kind', 'node'],
+  partition: ['kind', 'client', 'node'],
+  heal: ['kind', 'client', 'node'],
+  'node-delay': ['kind', 'node', 'ms'],
+  'kill-connection': ['kind', 'client'],
+};
 
 /**
  * step() without its checks, for the exploration's hot path: `command` must
@@ -131,8 +173,15 @@ export function enabled(world: World, command: Command): boolean {
 // ---------------------------------------------------------------------------
 // Validation: every input checked before anything is built.
 
-function validate(world: World, command: Command): void {
+/**
+ * `mode` 'step': the command as stepped in `world`, preconditions included.
+ * 'alphabet': only what holds in every state of the world's configuration
+ * (checkAlphabetCommand).
+ */
+function validate(world: World, command: Command, mode: 'step' | 'alphabet'): void {
   const design = world.config.design;
+  const stepping = mode === 'step';
+  if (Object.hasOwn(COMMAND_FIELDS, command.kind)) checkKnownKeys(command, `${command.kind} command`, COMMAND_FIELDS[command.kind], 'precondition');
   const client = (c: number): ClientState => {
     const state = Number.isInteger(c) ? world.clients[c] : undefined;
     if (state === undefined) throw new InvalidInputError('unknown-client', `no client ${String(c)} (have ${world.clients.length})`);
@@ -145,6 +194,7 @@ function validate(world: World, command: Command): void {
   };
   const active = (c: number): void => {
     const state = client(c);
+    if (!stepping) return;
     if (state.paused) throw new InvalidInputError('precondition', `client ${c} is paused`);
     if (state.pendingWrite !== null) throw new InvalidInputError('precondition', `client ${c} waits for its delayed write to be delivered`);
   };
@@ -210,10 +260,12 @@ function validate(world: World, command: Command): void {
       return;
     }
     case 'clock-drift': {
-      if (!isObject(c.target)) refuse('clock-drift target', 'an object { node } or { client }', c.target, 'precondition');
+      // Exactly one of the two: a target naming both would hit the node and ignore the client, silently.
+      const t: unknown = c.target;
+      if (!isObject(t) || Object.keys(t).length !== 1 || !('node' in t || 'client' in t)) refuse('clock-drift target', 'an object { node } or { client }', t, 'precondition');
       if ('node' in c.target) node(c.target.node);
       // A round in flight is timed by the client's clock as it was sent: a new rate mid-round is not modelled.
-      else if (roundInFlight(client(c.target.client).inFlight)) {
+      else if (roundInFlight(client(c.target.client).inFlight) && stepping) {
         throw new InvalidInputError('precondition', `client ${c.target.client} has a round in flight`);
       }
       if (!Number.isInteger(c.driftPpm) || c.driftPpm < MIN_DRIFT_PPM || c.driftPpm > MAX_DRIFT_PPM) {
@@ -225,42 +277,47 @@ function validate(world: World, command: Command): void {
       active(c.client);
       if (c.pendingWrite !== undefined) {
         if (!isObject(c.pendingWrite)) refuse('pause pendingWrite', 'an object { resource, value } or absent', c.pendingWrite, 'precondition');
+        checkKnownKeys(c.pendingWrite, 'pause pendingWrite', ['resource', 'value'], 'precondition');
         checkResource(c.pendingWrite.resource);
         if (typeof c.pendingWrite.value !== 'string') refuse('pause pendingWrite.value', 'a string', c.pendingWrite.value, 'precondition');
+        // The write goes out at the resume, unchecked: its value is checked now, as a write's is.
+        checkValue(c.pendingWrite.value);
       }
       if (c.inFlight !== undefined) {
         checkCommandShape(c.inFlight, 'pause inFlight');
+        // Only a client's own request can be in flight across its pause; a fault, a time step or a pause is none.
+        if (!isOperation(c.inFlight)) refuse('pause inFlight', 'an operation (acquire, extend, release, write, read)', (c.inFlight as Command).kind, 'precondition');
         if (c.pendingWrite !== undefined) throw new InvalidInputError('precondition', 'a pause has a pending write or an operation in flight, not both');
         if (c.inFlight.client !== c.client) throw new InvalidInputError('precondition', `the operation in flight must be client ${c.client}'s`);
         // On PostgreSQL designs one statement is in flight: its retries would be sent after the resume, which the model does not follow.
         if (c.inFlight.kind === 'acquire' && !hasTtl(design) && (c.inFlight.retries ?? 0) > 0) {
           throw new InvalidInputError('unsupported-operation', `an acquire with retries cannot be in flight across a pause on ${design.kind} locks`);
         }
-        validate(world, c.inFlight);
+        validate(world, c.inFlight, mode);
       }
       return;
     }
     case 'resume': {
-      if (!client(c.client).paused) throw new InvalidInputError('precondition', `client ${c.client} is not paused`);
+      if (!client(c.client).paused && stepping) throw new InvalidInputError('precondition', `client ${c.client} is not paused`);
       return;
     }
     case 'deliver': {
       const state = client(c.client);
-      if (state.paused || state.pendingWrite === null) throw new InvalidInputError('precondition', `client ${c.client} has no delayed write in the network`);
+      if ((state.paused || state.pendingWrite === null) && stepping) throw new InvalidInputError('precondition', `client ${c.client} has no delayed write in the network`);
       return;
     }
     case 'crash': {
-      if (!node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is already down`);
+      if (!node(c.node).up && stepping) throw new InvalidInputError('precondition', `node ${c.node} is already down`);
       return;
     }
     case 'replicate': {
       const n = node(c.node);
       if (n.replica === undefined) throw new InvalidInputError('unsupported-operation', `${design.kind} has no replica to replicate to`);
-      if (!n.up) throw new InvalidInputError('precondition', `node ${c.node} is down`);
+      if (!n.up && stepping) throw new InvalidInputError('precondition', `node ${c.node} is down`);
       return;
     }
     case 'restart': {
-      if (node(c.node).up) throw new InvalidInputError('precondition', `node ${c.node} is up`);
+      if (node(c.node).up && stepping) throw new InvalidInputError('precondition', `node ${c.node} is up`);
       return;
     }
     case 'partition':

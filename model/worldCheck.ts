@@ -1,6 +1,6 @@
 import { match } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM } from './clock.ts';
-import { checkObject, checkOneOf, refuse } from './checks.ts';
+import { checkKnownKeys, checkObject, checkOneOf, refuse } from './checks.ts';
 import { checkResource, InvalidInputError, MAX_TOKEN, MAX_TTL_MS } from './errors.ts';
 import type { Design } from './design.ts';
 import { hasTtl, leaseTerms, nodeCount, replication, rulesOf, STORE_POLICIES, storeFits, validateDesign } from './design.ts';
@@ -449,6 +449,9 @@ export function checkWorld(world: unknown, name: string): asserts world is World
   checkGhost(w.ghost, `${name}.ghost`);
 }
 
+/** Every key of WorldConfig. */
+const CONFIG_KEYS = ['design', 'store', 'clients', 'tokenBase', 'expiryToleranceMs', 'requestTimeoutMs'];
+
 /**
  * Checks a world configuration whole (`name` names it: `initialWorld config`,
  * `step world.config`): a valid design, a store policy that fits it, a client
@@ -456,6 +459,8 @@ export function checkWorld(world: unknown, name: string): asserts world is World
  */
 export function checkConfig(config: unknown, name: string): asserts config is WorldConfig {
   const c = checkObject(config, name, 'a world configuration { design, store, clients }');
+  // A misspelt `tokenbase` would start the counters at 0, silently.
+  checkKnownKeys(c, name, CONFIG_KEYS);
   try {
     validateDesign(c.design as Design);
   } catch (e) {
