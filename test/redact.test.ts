@@ -6,7 +6,7 @@ import { checkHistory } from '../conformance/history/check.ts';
 import { parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl, terminalSafe } from '../conformance/env/redact.ts';
+import { hideCommandLineSecrets, redactSecrets, redactUrl, registerSecret, terminalSafe } from '../conformance/env/redact.ts';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
 
 describe('redactUrl and redactSecrets: URLs are shown only as scheme://host:port/db', () => {
@@ -63,6 +63,57 @@ describe('redactSecrets: the value of anything named like a secret is hidden, wh
   it('leaves prose and fencing tokens alone', () => {
     for (const prose of ['the server refused the credentials: WRONGPASS invalid username-password pair', 'token 5 granted; "token": "7"', 'no password given: set one with requirepass']) {
       expect(redactSecrets(prose)).toBe(prose);
+    }
+  });
+});
+
+describe('redactSecrets: the forms a password takes in messages and driver objects', () => {
+  it("REDISCLI_AUTH and other *_auth / *_pass names, inspect's backtick quotes, a ' in a URL's password", () => {
+    const cases: [string, string][] = [
+      ['REDISCLI_AUTH=Xq7zz redis-cli', 'REDISCLI_AUTH=<redacted> redis-cli'],
+      ["env: { REDISCLI_AUTH: 'Xq7zz' }", "env: { REDISCLI_AUTH: '<redacted>' }"],
+      ["{ auth_pass: 'Xq7zz' }", "{ auth_pass: '<redacted>' }"],
+      // util.inspect quotes a string holding both ' and " with backticks.
+      ['{ password: `a\'b"Xq7zz` }', '{ password: `<redacted>` }'],
+      // A ' is allowed unencoded in a URL's user info.
+      ["connect redis://:ab'Xq7zz@127.0.0.1:6379 failed", 'connect redis://127.0.0.1:6379 failed'],
+      ["'redis://u:ab'Xq7zz@127.0.0.1:6379'", "'redis://127.0.0.1:6379'"],
+      ["https://u:ab'Xq7zz@example.com/x", 'https://example.com'],
+    ];
+    for (const [text, redacted] of cases) expect(redactSecrets(text)).toBe(redacted);
+    // Prose that names these stays.
+    for (const prose of ['the bypass was taken', "set REDISCLI_AUTH (--redis) or PGPASSWORD (--pg)", 'redis://host:6379 and redis://u@h:1']) {
+      expect(redactSecrets(prose)).toBe(prose.replace('redis://u@h:1', 'redis://h:1'));
+    }
+  });
+
+  it("the environment's PGPASSWORD and REDISCLI_AUTH and registered passwords are hidden wherever they appear, raw, URL- or JSON-encoded", () => {
+    const saved = { pg: process.env['PGPASSWORD'], redis: process.env['REDISCLI_AUTH'] };
+    process.env['PGPASSWORD'] = 'pg-Xq7/zz';
+    process.env['REDISCLI_AUTH'] = 'rd"Xq7zz';
+    registerSecret('reg#Xq7zz');
+    try {
+      const text = [
+        "{ command: { name: 'auth', args: [ 'default', 'rd\"Xq7zz' ] } }",
+        'AUTH default pg-Xq7/zz',
+        'postgres://app:pg-Xq7%2Fzz@h/db?x=1 was refused',
+        '"args":["rd\\"Xq7zz"]',
+        'pass reg#Xq7zz on',
+      ].join('\n');
+      expect(redactSecrets(text)).not.toMatch(/Xq7/);
+      // The passwords of --redis and --pg URLs on the command line are registered, decoded too.
+      const title = process.title;
+      hideCommandLineSecrets(['node', 'lockcheck', 'run', '--redis', 'redis://:cl%27Xq7zz@127.0.0.1:6379', '--pg', 'postgres://h/db?password=pq%20Xq7zz']);
+      process.title = title;
+      expect(redactSecrets("ERR AUTH cl'Xq7zz failed; password pq Xq7zz")).not.toMatch(/Xq7/);
+      // A word is not redacted everywhere it appears: prose would be unreadable (PGPASSWORD=postgres is common).
+      process.env['PGPASSWORD'] = 'postgres';
+      expect(redactSecrets('postgres is the server')).toBe('postgres is the server');
+    } finally {
+      for (const [name, v] of [['PGPASSWORD', saved.pg], ['REDISCLI_AUTH', saved.redis]] as const) {
+        if (v === undefined) delete process.env[name];
+        else process.env[name] = v;
+      }
     }
   });
 });

@@ -36,10 +36,12 @@ export function redactUrl(raw: string | URL): string {
 
 /**
  * A database URL (any form), or any URL with credentials in it. Ends at white
- * space or quotes. A "[" right after "//" starts a usage template
- * (redis://[user:password@]host...), not a URL with a secret.
+ * space or quotes, but its user info may hold a ' (allowed there unencoded:
+ * cut at it, the rest of the password was shown). A "[" right after "//"
+ * starts a usage template (redis://[user:password@]host...), not a URL with a
+ * secret.
  */
-const SECRET_URL = /\b(?:rediss?|postgres(?:ql)?):\/\/[^\s'"<>`,[][^\s'"<>`]*|\b[a-z][a-z0-9+.-]*:\/\/(?!\[)[^\s/'"<>`@]*@[^\s'"<>`]*/gi;
+const SECRET_URL = /\b(?:rediss?|postgres(?:ql)?):\/\/(?:[^\s/"<>`@[]*@)?[^\s'"<>`,[][^\s'"<>`]*|\b[a-z][a-z0-9+.-]*:\/\/(?!\[)[^\s/"<>`@]*@[^\s'"<>`]*/gi;
 /** A comma-separated list of URLs is redacted one by one. */
 const NEXT_URL = /,(?=[a-z][a-z0-9+.-]*:\/\/)/i;
 /** Sentence punctuation after a URL is not part of it. */
@@ -47,12 +49,12 @@ const TRAILING = /[.,:;)\]]+$/;
 
 /**
  * A name that holds a secret, prefixes included (PGPASSWORD, db_password,
- * clientSecret, x-api-key). Not `token` alone: a fencing token is no secret
+ * clientSecret, x-api-key, REDISCLI_AUTH, auth_pass). Not `token` alone: a fencing token is no secret
  * and lockcheck prints them everywhere.
  */
-const SECRET_NAME = String.raw`[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)`;
-/** A quoted value: JSON's or inspect's quotes, or JSON in an HTML report (&quot;). */
-const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|&quot;(?:(?!&quot;).)*?&quot;`;
+const SECRET_NAME = String.raw`[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth|[_-]auth|[_-]pass)`;
+/** A quoted value: JSON's or inspect's quotes (backticks for a string holding both ' and "), or JSON in an HTML report (&quot;). */
+const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\`(?:[^\`\\]|\\.)*\`|&quot;(?:(?!&quot;).)*?&quot;`;
 /**
  * A secret-named key and its value: `key=value` (query strings, libpq
  * keywords, environment), `"key": "value"` and `key: 'value'` (JSON,
@@ -73,12 +75,61 @@ const SECRET_VALUE = new RegExp(
 
 /** A redacted value keeps its quotes, so JSON stays JSON. */
 function hidden(value: string): string {
-  const quote = value.startsWith('&quot;') ? '&quot;' : value[0] === '"' || value[0] === "'" ? value[0] : '';
+  const quote = value.startsWith('&quot;') ? '&quot;' : value[0] === '"' || value[0] === "'" || value[0] === '`' ? value[0] : '';
   return `${quote}<redacted>${quote}`;
 }
 
-/** `text` with every database URL, and every URL with credentials, reduced to scheme://host:port/db, and every secret-named value hidden. */
+/** Passwords this process knows (registerSecret): hidden wherever they appear, whatever the form around them. */
+const registered = new Set<string>();
+
+/**
+ * A password lockcheck was given or made (--redis and --pg URLs, a server's
+ * random password): redactSecrets hides it wherever it appears, also where no
+ * pattern would find it (a driver's `args: [ 'default', '…' ]`, `AUTH user …`).
+ */
+export function registerSecret(value: string): void {
+  if (literalSecret(value)) registered.add(value);
+}
+
+/**
+ * Long enough and no plain word, to be hidden wherever it appears: a short
+ * value or a word (PGPASSWORD=postgres is common) would be hidden inside
+ * prose too, and the patterns still hide it in its usual forms.
+ */
+function literalSecret(value: string | undefined): value is string {
+  return value !== undefined && value.length >= 6 && !/^[a-z]+$/i.test(value);
+}
+
+/** The passwords known now: the registered ones, and those the environment gives the drivers (read at each call: it may change). */
+function knownSecrets(): string[] {
+  const fromEnv = [process.env['PGPASSWORD'], process.env['REDISCLI_AUTH']].filter(literalSecret);
+  return [...registered, ...fromEnv];
+}
+
+/** Each known password, raw and as a URL, JSON or HTML report would write it, replaced by <redacted>. */
+function hideKnown(text: string): string {
+  let out = text;
+  for (const secret of knownSecrets()) {
+    const forms = new Set([secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]);
+    for (const form of forms) out = out.replaceAll(form, '<redacted>');
+  }
+  return out;
+}
+
+function escapeHtml(s: string): string {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+}
+
+/**
+ * `text` with every database URL, and every URL with credentials, reduced to
+ * scheme://host:port/db, every secret-named value hidden, and every known
+ * password (registerSecret, PGPASSWORD, REDISCLI_AUTH) hidden wherever it is.
+ */
 export function redactSecrets(text: string): string {
+  return hideKnown(redactPatterns(text));
+}
+
+function redactPatterns(text: string): string {
   return text
     .replace(SECRET_URL, (match) => {
       const trailing = TRAILING.exec(match)?.[0] ?? '';
@@ -113,11 +164,36 @@ export function terminalSafe(text: string): string {
  * there was anything to hide: the caller warns that it was visible until then.
  */
 export function hideCommandLineSecrets(argv: readonly string[] = process.argv): boolean {
+  for (const arg of argv) registerPasswordsIn(arg);
   const shown = argv.map((arg) => redactSecrets(arg));
   if (shown.every((arg, i) => arg === argv[i])) return false;
   process.title = ['lockcheck', ...shown.slice(2)].join(' ');
   // Redaction also drops user names and rewrites URLs it cannot parse; only a password makes the warning true.
   return argv.some(holdsPassword);
+}
+
+/** Registers the passwords of the URLs in `text` (user info and secret-named query keys, raw and decoded): a driver may quote one outside its URL. */
+function registerPasswordsIn(text: string): void {
+  const secretKey = new RegExp(`^${SECRET_NAME}$`, 'i');
+  for (const match of text.match(SECRET_URL) ?? []) {
+    for (const u of match.split(NEXT_URL)) {
+      let url: URL;
+      try {
+        url = new URL(u);
+      } catch {
+        continue;
+      }
+      const values = [url.password, ...[...url.searchParams].filter(([k]) => secretKey.test(k)).map(([, v]) => v)];
+      for (const v of values) {
+        registerSecret(v);
+        try {
+          registerSecret(decodeURIComponent(v));
+        } catch {
+          // not percent-encoded text: registered as it is
+        }
+      }
+    }
+  }
 }
 
 /** A secret-named value, or a URL with a password (in its user part or its query); a URL that does not parse counts when a ':' comes before its last '@'. */
