@@ -30,6 +30,7 @@ function capped<T>(items: readonly T[], max: number, keep: (t: T) => boolean): r
   return items.length <= max ? items : items.filter((t, i) => i < max || keep(t));
 }
 
+/** Text as HTML, for element text and double-quoted attributes alike: every string a report or history holds goes through it (a report may be read back from JSON). */
 function esc(s: string): string {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 }
@@ -94,21 +95,21 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
   for (const o of opsDrawn) {
     const y = laneY.get(o.process)! + 20;
     parts.push(
-      `<rect class="op ${o.event.op} ${o.outcome}${involvedOp(o) ? ' involved' : ''}" x="${x(o.start)}" y="${y}" width="${Math.max(2, x(o.end) - x(o.start))}" height="6"><title>${esc(opLabel(o))}</title></rect>`,
+      `<rect class="op ${esc(String(o.event.op))} ${esc(o.outcome)}${involvedOp(o) ? ' involved' : ''}" x="${x(o.start)}" y="${y}" width="${Math.max(2, x(o.end) - x(o.start))}" height="6"><title>${esc(opLabel(o))}</title></rect>`,
     );
   }
   parts.push(`<text x="${LEFT}" y="${height - 8}" class="t">${ms(t0)} ms</text><text x="${WIDTH - 20}" y="${height - 8}" class="t end">${ms(t1)} ms</text>`);
   const truncated = holdsDrawn.length < holds.length || opsDrawn.length < ops.length;
 
   const checkRows = report.checks
-    .map((c) => `<tr class="${c.verdict}"><td>${c.property}</td><td>${c.check}</td><td>${c.verdict}</td><td>${c.findings}</td><td>${esc(c.note ?? '')}</td></tr>`)
+    .map((c) => `<tr class="${esc(c.verdict)}"><td>${esc(c.property)}</td><td>${esc(c.check)}</td><td>${esc(c.verdict)}</td><td>${esc(String(c.findings))}</td><td>${esc(c.note ?? '')}</td></tr>`)
     .join('\n');
-  const findingRows = report.findings.map((f) => `<tr><td>${f.property}</td><td>${esc(f.message)}</td><td>${f.events.map((i) => `${i} (line ${i + 1})`).join(', ')}</td></tr>`).join('\n');
+  const findingRows = report.findings.map((f) => `<tr><td>${esc(f.property)}</td><td>${esc(f.message)}</td><td>${f.events.map((i) => `${i} (line ${i + 1})`).join(', ')}</td></tr>`).join('\n');
   const counts = Object.entries(report.counts)
     .map(([k, v]) => `${k} ${v}`)
     .join(' · ');
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${esc(title)}: ${report.verdict}</title>
+<html lang="en"><head><meta charset="utf-8"><title>${esc(title)}: ${esc(report.verdict)}</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:18px} .verdict{padding:8px 12px;border-radius:6px} .verdict.safe{background:#e6f4ea} .verdict.violation{background:#fde8e8} .verdict.unknown{background:#fff4d6}
@@ -119,7 +120,7 @@ h1{font-size:18px} .verdict{padding:8px 12px;border-radius:6px} .verdict.safe{ba
 table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left} tr.violation{background:#fde8e8} tr.unknown{background:#fff4d6}
 </style></head><body>
 <h1>${esc(title)}</h1>
-<p class="verdict ${report.verdict}" id="verdict">verdict: <b>${report.verdict}</b>${report.storePolicy === undefined ? '' : ` (store policy ${report.storePolicy})`}</p>
+<p class="verdict ${esc(report.verdict)}" id="verdict">verdict: <b>${esc(report.verdict)}</b>${report.storePolicy === undefined ? '' : ` (store policy ${esc(report.storePolicy)})`}</p>
 <p>${esc(counts)}</p>
 <p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: drawn are the first holds and operations and all that findings name (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations).` : ''}</p>
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">${parts.join('')}</svg>

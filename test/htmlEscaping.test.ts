@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { checkHistory } from '../conformance/history/check.ts';
+import { parseHistory } from '../conformance/history/parse.ts';
+import { historyReportHtml } from '../conformance/history/report.ts';
+import type { CheckReport } from '../conformance/history/check.ts';
+import { htmlTimeline } from '../conformance/timeline.ts';
+import { InvalidInputError } from '../impl/errors.ts';
+import type { RunReport } from '../conformance/verdict.ts';
+
+/**
+ * The public HTML builders take reports a caller may have read back from
+ * JSON (`lockcheck check --json`): every string in them is text on the page,
+ * never markup, in element text and in attributes alike.
+ */
+const MARKUP = /<script|<img|<svg onload/i;
+const PAYLOAD = '"><img src=x onerror=alert(1)><script>alert(2)</script>';
+
+const HISTORY = [
+  '{"type":"invoke","process":0,"time":0,"op":"acquire","resource":"r","ttlMs":100}',
+  '{"type":"ok","process":0,"time":1,"op":"acquire","resource":"r","owner":"a","token":"1","validUntil":90}',
+  '{"type":"invoke","process":1,"time":2,"op":"acquire","resource":"r","ttlMs":100}',
+  '{"type":"ok","process":1,"time":3,"op":"acquire","resource":"r","owner":"b","token":"2","validUntil":90}',
+].join('\n');
+
+describe('HTML reports: every string of a report given to them is escaped', () => {
+  it('historyReportHtml: check names, properties, verdicts of checks, store policy, finding properties', () => {
+    const history = parseHistory(HISTORY);
+    if (history instanceof Error) throw history;
+    const report = JSON.parse(JSON.stringify(checkHistory(history))) as CheckReport & Record<string, unknown>;
+    expect(report.findings.length).toBeGreaterThan(0);
+    const crafted = {
+      ...report,
+      storePolicy: PAYLOAD,
+      checks: report.checks.map((c) => ({ ...c, check: PAYLOAD, property: PAYLOAD })),
+      findings: report.findings.map((f) => ({ ...f, property: PAYLOAD })),
+    } as unknown as CheckReport;
+    const html = historyReportHtml(history, crafted);
+    expect(html).not.toMatch(MARKUP);
+  });
+
+  it('htmlTimeline: the properties a verdict names', () => {
+    const report = {
+      backend: 'b',
+      verdict: { kind: 'property-violation', step: { index: 0 }, violations: [{ property: PAYLOAD, message: 'm' }] },
+      clients: 1,
+      nodes: 1,
+      findings: [],
+      steps: [],
+    } as unknown as RunReport;
+    // Refused as no property of the model's, or drawn as text: never markup, never a TypeError.
+    let html = '';
+    try {
+      html = htmlTimeline(report);
+    } catch (e) {
+      expect(e).toBeInstanceOf(InvalidInputError);
+    }
+    expect(html).not.toMatch(MARKUP);
+  });
+});
