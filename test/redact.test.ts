@@ -106,9 +106,13 @@ describe('redactSecrets: the forms a password takes in messages and driver objec
       hideCommandLineSecrets(['node', 'lockcheck', 'run', '--redis', 'redis://:cl%27Xq7zz@127.0.0.1:6379', '--pg', 'postgres://h/db?password=pq%20Xq7zz']);
       process.title = title;
       expect(redactSecrets("ERR AUTH cl'Xq7zz failed; password pq Xq7zz")).not.toMatch(/Xq7/);
-      // A word is not redacted everywhere it appears: prose would be unreadable (PGPASSWORD=postgres is common).
+      // A word or a number is not redacted everywhere it appears: prose would be unreadable (PGPASSWORD=postgres is common), JSON broken.
       process.env['PGPASSWORD'] = 'postgres';
-      expect(redactSecrets('postgres is the server')).toBe('postgres is the server');
+      process.env['REDISCLI_AUTH'] = '123456';
+      expect(redactSecrets('postgres is the server; {"seed": 123456}')).toBe('postgres is the server; {"seed": 123456}');
+      // Nor inside a longer run of letters and digits, which is other text.
+      registerSecret('Zq7-x2');
+      expect(redactSecrets('AUTH Zq7-x2; "seed": 9Zq7-x29')).toBe('AUTH <redacted>; "seed": 9Zq7-x29');
     } finally {
       for (const [name, v] of [['PGPASSWORD', saved.pg], ['REDISCLI_AUTH', saved.redis]] as const) {
         if (v === undefined) delete process.env[name];

@@ -88,16 +88,24 @@ const registered = new Set<string>();
  * pattern would find it (a driver's `args: [ 'default', '…' ]`, `AUTH user …`).
  */
 export function registerSecret(value: string): void {
-  if (literalSecret(value)) registered.add(value);
+  if (!literalSecret(value)) return;
+  registered.delete(value);
+  registered.add(value);
+  // The latest ones (a matrix starts servers row after row; those stopped long ago print nothing more): each costs a search of every text redacted.
+  if (registered.size > MAX_REGISTERED) registered.delete(registered.values().next().value!);
 }
 
+/** How many registered passwords are searched for; the patterns still hide older ones in their usual forms. */
+const MAX_REGISTERED = 64;
+
 /**
- * Long enough and no plain word, to be hidden wherever it appears: a short
- * value or a word (PGPASSWORD=postgres is common) would be hidden inside
- * prose too, and the patterns still hide it in its usual forms.
+ * Long enough, and neither a plain word nor a number, to be hidden wherever
+ * it appears: a short value, a word (PGPASSWORD=postgres is common) or a
+ * number would be hidden inside prose and JSON too (a seed, a count), and the
+ * patterns still hide it in its usual forms.
  */
 function literalSecret(value: string | undefined): value is string {
-  return value !== undefined && value.length >= 6 && !/^[a-z]+$/i.test(value);
+  return value !== undefined && value.length >= 6 && !/^(?:[a-z]+|[0-9]+)$/i.test(value);
 }
 
 /** The passwords known now: the registered ones, and those the environment gives the drivers (read at each call: it may change). */
@@ -108,12 +116,14 @@ function knownSecrets(): string[] {
 
 /** Each known password, raw and as a URL, JSON or HTML report would write it, replaced by <redacted>. */
 function hideKnown(text: string): string {
-  let out = text;
-  for (const secret of knownSecrets()) {
-    const forms = new Set([secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]);
-    for (const form of forms) out = out.replaceAll(form, '<redacted>');
-  }
-  return out;
+  const forms = new Set(knownSecrets().flatMap((secret) => [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]));
+  // A plain search first (fast on a large history); a pattern only for the forms present, which is rare.
+  const present = [...forms].filter((form) => text.includes(form));
+  if (present.length === 0) return text;
+  // Longest first, so that a form containing another is replaced whole.
+  const alternatives = present.sort((a, b) => b.length - a.length).map((f) => f.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
+  // Not inside a longer run of letters and digits: that is other text, which a number or a name may share a part with.
+  return text.replace(new RegExp(`(?<![A-Za-z0-9])(?:${alternatives.join('|')})(?![A-Za-z0-9])`, 'g'), '<redacted>');
 }
 
 function escapeHtml(s: string): string {
