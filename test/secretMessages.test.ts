@@ -3,6 +3,8 @@ import { InvalidInputError } from '../impl/errors.ts';
 import { systemClock } from '../impl/clock.ts';
 import { zookeeperNode } from '../impl/zookeeper/index.ts';
 import { shown } from '../impl/options.ts';
+import { describeThrown } from '../conformance/thrown.ts';
+import { redactSecrets } from '../conformance/env/redact.ts';
 
 /** A refused value that may hold a password is shown by its kind alone, whatever form the password came in. */
 describe('shown: values that may carry a password are shown by kind', () => {
@@ -27,5 +29,15 @@ describe('shown: values that may carry a password are shown by kind', () => {
     }
     expect(thrown).toBeInstanceOf(InvalidInputError);
     expect((thrown as Error).message).not.toMatch(/Xq7|zz/);
+  });
+});
+
+describe('describeThrown: a thrown value is redacted before it is cut short', () => {
+  it('a thrown options object whose password the cut would leave without its closing quote', () => {
+    // The cut falls inside the password's value: redacted afterwards, an unterminated "…" matched no pattern.
+    const thrown = { host: 'h'.repeat(170), password: 'Xq7zz-Xq7zz-Xq7zz-Xq7zz' };
+    const text = describeThrown(thrown);
+    expect(redactSecrets(text)).not.toMatch(/Xq7/);
+    expect(text).not.toMatch(/Xq7/);
   });
 });
