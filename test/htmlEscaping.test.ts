@@ -57,3 +57,19 @@ describe('HTML reports: every string of a report given to them is escaped', () =
     expect(html).not.toMatch(MARKUP);
   });
 });
+
+describe('historyReportHtml: the page is bounded by the number of events, not the length of names', () => {
+  it('20 holds of 1 MiB resource names make a page far smaller than its history (was three times its size)', () => {
+    const name = 'r'.repeat(1 << 20);
+    const lines: string[] = [];
+    for (let p = 0; p < 20; p++) {
+      lines.push(JSON.stringify({ type: 'invoke', process: p, time: p * 10, op: 'acquire', resource: `${name}${p}`, ttlMs: 5, reason: name }));
+      lines.push(JSON.stringify({ type: 'ok', process: p, time: p * 10 + 1, owner: `o${p}`, token: String(p + 1), validUntil: p * 10 + 5 }));
+    }
+    const history = parseHistory(lines.join('\n'));
+    if (history instanceof Error) throw history;
+    const html = historyReportHtml(history, checkHistory(history));
+    expect(html.length).toBeLessThan(1_000_000);
+    expect(html).toContain('… (1048577 characters)');
+  });
+});

@@ -26,6 +26,15 @@ const TOP = 30;
 const MAX_OPS_DRAWN = 20_000;
 const MAX_HOLDS_DRAWN = 10_000;
 
+/** Beyond these a name or value (a resource, a reason) and a finding's text are cut on the page: a history of long names made a page three times its size, past what a string can hold. */
+const MAX_NAME_SHOWN = 300;
+const MAX_MESSAGE_SHOWN = 3000;
+
+/** `s` cut to `max` characters, saying how long it was. */
+function clip(s: string, max = MAX_NAME_SHOWN): string {
+  return s.length <= max ? s : `${s.slice(0, max)}… (${s.length} characters)`;
+}
+
 function capped<T>(items: readonly T[], max: number, keep: (t: T) => boolean): readonly T[] {
   return items.length <= max ? items : items.filter((t, i) => i < max || keep(t));
 }
@@ -39,9 +48,9 @@ function opLabel(o: OperationRecord): string {
   const e = o.event as OperationEvent & Record<string, unknown>;
   const extra = ['key', 'value', 'prev', 'token', 'validUntil', 'reason']
     .filter((k) => e[k] !== undefined)
-    .map((k) => `${k}=${JSON.stringify(e[k])}`)
+    .map((k) => `${k}=${clip(JSON.stringify(e[k]) ?? '')}`)
     .join(' ');
-  return `process ${o.process}: ${e.op} '${e.resource}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; ${o.completeIndex === undefined ? `line ${o.invokeIndex + 1}` : `lines ${o.invokeIndex + 1}, ${o.completeIndex + 1}`})`;
+  return `process ${o.process}: ${e.op} '${clip(String(e.resource))}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; ${o.completeIndex === undefined ? `line ${o.invokeIndex + 1}` : `lines ${o.invokeIndex + 1}, ${o.completeIndex + 1}`})`;
 }
 
 /**
@@ -88,7 +97,7 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
     const bad = violatingHold(h);
     const end = Number.isFinite(h.end) ? h.end : t1;
     parts.push(
-      `<rect class="hold${bad ? ' violating' : ''}" data-process="${h.process}" data-resource="${esc(h.resource)}" data-start="${h.start}" data-end="${Number.isFinite(h.end) ? h.end : ''}" x="${x(h.start)}" y="${y}" width="${Math.max(2, x(end) - x(h.start))}" height="12"><title>${esc(`process ${h.process} held '${h.resource}'${h.token === undefined ? '' : ` (token ${h.token})`} from ${ms(h.start)} to ${ms(h.end)} ms; ended by ${h.endedBy}`)}</title></rect>`,
+      `<rect class="hold${bad ? ' violating' : ''}" data-process="${h.process}" data-resource="${esc(clip(h.resource))}" data-start="${h.start}" data-end="${Number.isFinite(h.end) ? h.end : ''}" x="${x(h.start)}" y="${y}" width="${Math.max(2, x(end) - x(h.start))}" height="12"><title>${esc(`process ${h.process} held '${clip(h.resource)}'${h.token === undefined ? '' : ` (token ${h.token})`} from ${ms(h.start)} to ${ms(h.end)} ms; ended by ${h.endedBy}`)}</title></rect>`,
     );
   }
   const opsDrawn = capped(ops, MAX_OPS_DRAWN, involvedOp);
@@ -102,14 +111,14 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
   const truncated = holdsDrawn.length < holds.length || opsDrawn.length < ops.length;
 
   const checkRows = report.checks
-    .map((c) => `<tr class="${esc(c.verdict)}"><td>${esc(c.property)}</td><td>${esc(c.check)}</td><td>${esc(c.verdict)}</td><td>${esc(String(c.findings))}</td><td>${esc(c.note ?? '')}</td></tr>`)
+    .map((c) => `<tr class="${esc(c.verdict)}"><td>${esc(c.property)}</td><td>${esc(c.check)}</td><td>${esc(c.verdict)}</td><td>${esc(String(c.findings))}</td><td>${esc(clip(c.note ?? '', MAX_MESSAGE_SHOWN))}</td></tr>`)
     .join('\n');
-  const findingRows = report.findings.map((f) => `<tr><td>${esc(f.property)}</td><td>${esc(f.message)}</td><td>${f.events.map((i) => `${i} (line ${i + 1})`).join(', ')}</td></tr>`).join('\n');
+  const findingRows = report.findings.map((f) => `<tr><td>${esc(f.property)}</td><td>${esc(clip(f.message, MAX_MESSAGE_SHOWN))}</td><td>${f.events.map((i) => `${i} (line ${i + 1})`).join(', ')}</td></tr>`).join('\n');
   const counts = Object.entries(report.counts)
     .map(([k, v]) => `${k} ${v}`)
     .join(' · ');
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${esc(title)}: ${esc(report.verdict)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>${esc(clip(title))}: ${esc(report.verdict)}</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:18px} .verdict{padding:8px 12px;border-radius:6px} .verdict.safe{background:#e6f4ea} .verdict.violation{background:#fde8e8} .verdict.unknown{background:#fff4d6}
@@ -119,7 +128,7 @@ h1{font-size:18px} .verdict{padding:8px 12px;border-radius:6px} .verdict.safe{ba
 .fault{fill:#b48cd8;opacity:.18} .fault-label{font:10px monospace;fill:#6a3d9a}
 table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left} tr.violation{background:#fde8e8} tr.unknown{background:#fff4d6}
 </style></head><body>
-<h1>${esc(title)}</h1>
+<h1>${esc(clip(title))}</h1>
 <p class="verdict ${esc(report.verdict)}" id="verdict">verdict: <b>${esc(report.verdict)}</b>${report.storePolicy === undefined ? '' : ` (store policy ${esc(report.storePolicy)})`}</p>
 <p>${esc(counts)}</p>
 <p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: drawn are the first holds and operations and all that findings name (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations).` : ''}</p>
@@ -136,9 +145,9 @@ ${findingRows}
 }
 
 function drawFault(parts: string[], f: FaultInterval, x: (t: number) => number, height: number): void {
-  const label = `${f.fault}${f.target === undefined ? '' : ` ${f.target}`}`;
+  const label = `${clip(f.fault)}${f.target === undefined ? '' : ` ${clip(f.target)}`}`;
   parts.push(
-    `<g class="fault-band" data-fault="${esc(f.fault)}"><rect class="fault" x="${x(f.start)}" y="${TOP - 12}" width="${Math.max(2, x(f.end) - x(f.start))}" height="${height - TOP - 18}"><title>${esc(`${label}${f.detail === undefined ? '' : ` (${f.detail})`}: ${ms(f.start)}..${ms(f.end)} ms`)}</title></rect><text class="fault-label" x="${x(f.start) + 2}" y="${TOP - 2}">${esc(label)}</text></g>`,
+    `<g class="fault-band" data-fault="${esc(clip(f.fault))}"><rect class="fault" x="${x(f.start)}" y="${TOP - 12}" width="${Math.max(2, x(f.end) - x(f.start))}" height="${height - TOP - 18}"><title>${esc(`${label}${f.detail === undefined ? '' : ` (${clip(f.detail)})`}: ${ms(f.start)}..${ms(f.end)} ms`)}</title></rect><text class="fault-label" x="${x(f.start) + 2}" y="${TOP - 2}">${esc(label)}</text></g>`,
   );
 }
 
