@@ -73,6 +73,7 @@ describe('redactSecrets: the forms a password takes in messages and driver objec
       ['REDISCLI_AUTH=Xq7zz redis-cli', 'REDISCLI_AUTH=<redacted> redis-cli'],
       ["env: { REDISCLI_AUTH: 'Xq7zz' }", "env: { REDISCLI_AUTH: '<redacted>' }"],
       ["{ auth_pass: 'Xq7zz' }", "{ auth_pass: '<redacted>' }"],
+      ['{"pass":"Xq7zz","auth":"u:Xq7zz"} pwd=Xq7zz', '{"pass":"<redacted>","auth":"<redacted>"} pwd=<redacted>'],
       // util.inspect quotes a string holding both ' and " with backticks.
       ['{ password: `a\'b"Xq7zz` }', '{ password: `<redacted>` }'],
       // A ' is allowed unencoded in a URL's user info.
@@ -82,7 +83,7 @@ describe('redactSecrets: the forms a password takes in messages and driver objec
     ];
     for (const [text, redacted] of cases) expect(redactSecrets(text)).toBe(redacted);
     // Prose that names these stays.
-    for (const prose of ['the bypass was taken', "set REDISCLI_AUTH (--redis) or PGPASSWORD (--pg)", 'redis://host:6379 and redis://u@h:1']) {
+    for (const prose of ['the bypass was taken', 'bypass=1 compass: "north"', "set REDISCLI_AUTH (--redis) or PGPASSWORD (--pg)", 'redis://host:6379 and redis://u@h:1']) {
       expect(redactSecrets(prose)).toBe(prose.replace('redis://u@h:1', 'redis://h:1'));
     }
   });

@@ -49,10 +49,11 @@ const TRAILING = /[.,:;)\]]+$/;
 
 /**
  * A name that holds a secret, prefixes included (PGPASSWORD, db_password,
- * clientSecret, x-api-key, REDISCLI_AUTH, auth_pass). Not `token` alone: a fencing token is no secret
+ * clientSecret, x-api-key), and auth, pass and pwd as whole words or after a
+ * separator (REDISCLI_AUTH, auth_pass; not bypass). Not `token` alone: a fencing token is no secret
  * and lockcheck prints them everywhere.
  */
-const SECRET_NAME = String.raw`[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth|[_-]auth|[_-]pass)`;
+const SECRET_NAME = String.raw`(?:[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)|(?:[\w-]*[_-])?(?:auth|pass|pwd))`;
 /** A quoted value: JSON's or inspect's quotes (backticks for a string holding both ' and "), or JSON in an HTML report (&quot;). */
 const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\`(?:[^\`\\]|\\.)*\`|&quot;(?:(?!&quot;).)*?&quot;`;
 /**
