@@ -125,7 +125,12 @@ describe('redactSecrets: the forms a password takes in messages and driver objec
 
 describe('terminalSafe and redactTerminalOutput: nothing reaches the terminal unredacted or as a control sequence', () => {
   it('shows control characters other than newline, carriage return and tab as \\xNN', () => {
-    expect(terminalSafe('a\u001b]0;title\u0007b\u009bc\r\n\td\u007f')).toBe('a\\x1b]0;title\\x07b\\x9bc\r\n\td\\x7f');
+    expect(terminalSafe('a\u001b]0;title\u0007b\u009bc\r\n\td\u007f')).toBe('a\\x1b]0;title\\x07b\\u009bc\r\n\td\\u007f');
+  });
+
+  it('keeps --json output JSON: DEL and C1, which JSON.stringify leaves raw, are shown as \\u escapes, the same characters to a JSON reader', () => {
+    const json = JSON.stringify({ resource: 'a\u009bb\u007f\u001b', n: 1 });
+    expect(JSON.parse(terminalSafe(json))).toEqual({ resource: 'a\u009bb\u007f\u001b', n: 1 });
   });
 
   // Node prints an uncaught exception or unhandled rejection straight to fd 2, past process.stderr.write; bytes written to stdout are not strings.

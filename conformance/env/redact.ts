@@ -157,15 +157,20 @@ function redactPatterns(text: string): string {
 
 /**
  * Terminal control characters other than newline, carriage return and tab
- * (ESC, BEL, C1 CSI...), shown as \xNN: text from a history or counterexample
- * file, a server's message or an adapter's name can otherwise rewrite the
- * user's terminal (title, clipboard, hidden lines).
+ * (ESC, BEL, C1 CSI...), shown as \xNN, DEL and C1 as \u00NN: text from a
+ * history or counterexample file, a server's message or an adapter's name
+ * can otherwise rewrite the user's terminal (title, clipboard, hidden lines).
+ * JSON.stringify escapes C0 itself but leaves DEL and C1 raw: as \u00NN they
+ * stay the same characters in --json output, where \xNN was invalid JSON.
  */
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
 
 /** Text fit for the user's terminal: secrets redacted, control characters made visible. */
 export function terminalSafe(text: string): string {
-  return redactSecrets(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return redactSecrets(text).replace(CONTROL, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u00${code.toString(16)}`;
+  });
 }
 
 /**
