@@ -88,6 +88,14 @@ describe('redactSecrets: the forms a password takes in messages and driver objec
     }
   });
 
+  it('a password inside a JSON string (a reason in history.jsonl, a message in a counterexample file) is hidden and the JSON stays JSON', () => {
+    for (const reason of ['password=ab"Xq7zz', 'PGPASSWORD="ab Xq7zz" psql', "host=h password='ab Xq7zz'", 'password=ab\\Xq7zz', '{"password":"abXq7zz"}']) {
+      const shown = redactSecrets(JSON.stringify({ reason, n: 1 }));
+      expect(shown, reason).not.toMatch(/Xq7/);
+      expect(JSON.parse(shown), reason).toMatchObject({ n: 1 });
+    }
+  });
+
   it("the environment's PGPASSWORD and REDISCLI_AUTH and registered passwords are hidden wherever they appear, raw, URL- or JSON-encoded", () => {
     const saved = { pg: process.env['PGPASSWORD'], redis: process.env['REDISCLI_AUTH'] };
     process.env['PGPASSWORD'] = 'pg-Xq7/zz';

@@ -54,8 +54,12 @@ const TRAILING = /[.,:;)\]]+$/;
  * and lockcheck prints them everywhere.
  */
 const SECRET_NAME = String.raw`(?:[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)|(?:[\w-]*[_-])?(?:auth|pass|pwd))`;
-/** A quoted value: JSON's or inspect's quotes (backticks for a string holding both ' and "), or JSON in an HTML report (&quot;). */
-const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\`(?:[^\`\\]|\\.)*\`|&quot;(?:(?!&quot;).)*?&quot;`;
+/**
+ * A quoted value: JSON's or inspect's quotes (backticks for a string holding
+ * both ' and "), quotes escaped inside a JSON string (\"…\", a message in a
+ * history line), or JSON in an HTML report (&quot;).
+ */
+const QUOTED = String.raw`\\"(?:[^"\\]|\\[^"])*?\\"|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\`(?:[^\`\\]|\\.)*\`|&quot;(?:(?!&quot;).)*?&quot;`;
 /**
  * A secret-named key and its value: `key=value` (query strings, libpq
  * keywords, environment), `"key": "value"` and `key: 'value'` (JSON,
@@ -65,8 +69,8 @@ const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\`(?:[^\`\\]|\\.)*
  */
 const SECRET_VALUE = new RegExp(
   [
-    String.raw`(\b${SECRET_NAME}=)(${QUOTED}|[^\s&;,'"<>\`]+)`,
-    String.raw`((["']|&quot;)${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
+    String.raw`(\b${SECRET_NAME}=)(${QUOTED}|(?:[^\s&;,'"<>\`\\]|\\.)+)`,
+    String.raw`((\\?["']|&quot;)${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
     String.raw`(\b${SECRET_NAME}:\s*)(${QUOTED})`,
     String.raw`(\b(?:requirepass|masterauth|auth-pass\s+\S+)\s+)(${QUOTED}|[^\s'"]+)`,
     String.raw`(\bBearer\s+)([\w.~+/-]+=*)`,
@@ -76,7 +80,7 @@ const SECRET_VALUE = new RegExp(
 
 /** A redacted value keeps its quotes, so JSON stays JSON. */
 function hidden(value: string): string {
-  const quote = value.startsWith('&quot;') ? '&quot;' : value[0] === '"' || value[0] === "'" || value[0] === '`' ? value[0] : '';
+  const quote = value.startsWith('&quot;') ? '&quot;' : value.startsWith('\\"') ? '\\"' : value[0] === '"' || value[0] === "'" || value[0] === '`' ? value[0] : '';
   return `${quote}<redacted>${quote}`;
 }
 
