@@ -86,13 +86,12 @@ function checkValue(spec: FieldSpec, v: unknown): unknown {
   const bad = (what: string): never => {
     throw new Bad(spec.name, `must be ${what}, got ${describe(v)}`);
   };
-  // A JSON \u escape can give text no UTF-8 file holds: a lone surrogate (U+FFFD once written, merging names in a report), a NUL in a name.
+  // A JSON \u escape can give text no UTF-8 file holds: a lone surrogate (U+FFFD once written, merging names in a report).
   const wellFormed = (t: string): string => (LONE_SURROGATE.test(t) ? bad('well-formed Unicode (a \\u escape left a lone surrogate)') : t);
   switch (spec.kind) {
     case 'text':
       return typeof v === 'string' ? wellFormed(v) : bad('a string');
     case 'name':
-      if (typeof v === 'string' && v.includes('\0')) return bad('a string without NUL characters');
       return typeof v === 'string' && v !== '' ? wellFormed(v) : bad('a non-empty string');
     case 'nullable':
       return v === null ? v : typeof v === 'string' ? wellFormed(v) : bad('a string or null');
