@@ -73,3 +73,20 @@ describe('historyReportHtml: the page is bounded by the number of events, not th
     expect(html).toContain('… (1048577 characters)');
   });
 });
+
+describe('historyReportHtml: lanes and fault bands are bounded too', () => {
+  it('25,000 one-event processes and 12,000 faults: a lane only for a process with something drawn, at most 10,000 fault bands', () => {
+    const lines: string[] = [];
+    for (let p = 0; p < 25_000; p++) lines.push(JSON.stringify({ type: 'invoke', process: p, time: p, op: 'acquire', resource: 'r', ttlMs: 5 }));
+    for (let i = 0; i < 12_000; i++) {
+      lines.push(JSON.stringify({ type: 'invoke', process: 'nemesis', time: 25_000 + 2 * i, op: 'fault', fault: 'pause-client', target: String(i) }));
+      lines.push(JSON.stringify({ type: 'ok', process: 'nemesis', time: 25_001 + 2 * i, op: 'fault', fault: 'pause-client', target: String(i) }));
+    }
+    const history = parseHistory(lines.join('\n'));
+    if (history instanceof Error) throw history;
+    const html = historyReportHtml(history, checkHistory(history, { timeoutMs: 0 }));
+    expect((html.match(/class="lane"/g) ?? []).length).toBeLessThanOrEqual(20_000);
+    expect((html.match(/class="fault-band"/g) ?? []).length).toBeLessThanOrEqual(10_000);
+    expect(html).toContain('10000 of 12000 faults');
+  });
+});

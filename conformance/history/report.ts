@@ -25,6 +25,7 @@ const TOP = 30;
 /** Beyond these the page draws the first ones and what the findings name (a browser chokes on a million rects). */
 const MAX_OPS_DRAWN = 20_000;
 const MAX_HOLDS_DRAWN = 10_000;
+const MAX_FAULTS_DRAWN = 10_000;
 
 /** Beyond these a name or value (a resource, a reason) and a finding's text are cut on the page: a history of long names made a page three times its size, past what a string can hold. */
 const MAX_NAME_SHOWN = 300;
@@ -67,7 +68,6 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
   const ops = operations(history);
   const holds = holdIntervals(history);
   const faults = faultIntervals(history);
-  const processes = [...new Set([...ops.map((o) => o.process), ...holds.map((h) => h.process)])].sort((a, b) => a - b);
   // Loops, not Math.min(...xs): a history can have more events than a call has arguments.
   let t0 = Infinity;
   let t1 = -Infinity;
@@ -76,22 +76,25 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
   if (!Number.isFinite(t0)) [t0, t1] = [0, 1];
   t1 = Math.max(t1, t0 + 1);
   const x = (t: number) => LEFT + ((Math.min(t, t1) - t0) / (t1 - t0)) * (WIDTH - LEFT - 20);
-  const laneY = new Map(processes.map((p, i) => [p, TOP + i * LANE_H]));
-  const height = TOP + processes.length * LANE_H + 30;
-
   const named = new Set(report.findings.flatMap((f) => f.events));
   const violatingHold = (h: Hold) =>
     report.findings.some((f) => f.intervals?.some((s) => s.process === h.process && s.resource === h.resource && s.start === h.start)) ||
     h.events.some((i) => report.findings.some((f) => f.property === 'FENCE-1' && f.events.includes(i)));
   const involvedOp = (o: OperationRecord) => named.has(o.invokeIndex) || (o.completeIndex !== undefined && named.has(o.completeIndex));
+  const holdsDrawn = capped(holds, MAX_HOLDS_DRAWN, violatingHold);
+  const opsDrawn = capped(ops, MAX_OPS_DRAWN, involvedOp);
+  // A lane for each process with something drawn, not for every process: a history of millions of one-event processes made a page past what a string can hold.
+  const processes = [...new Set([...opsDrawn.map((o) => o.process), ...holdsDrawn.map((h) => h.process)])].sort((a, b) => a - b);
+  const laneY = new Map(processes.map((p, i) => [p, TOP + i * LANE_H]));
+  const height = TOP + processes.length * LANE_H + 30;
 
   const parts: string[] = [];
-  for (const f of faults) drawFault(parts, f, x, height);
+  const faultsDrawn = capped(faults, MAX_FAULTS_DRAWN, () => false);
+  for (const f of faultsDrawn) drawFault(parts, f, x, height);
   for (const p of processes) {
     const y = laneY.get(p)!;
     parts.push(`<g class="lane" data-process="${p}"><text x="8" y="${y + 16}" class="label">process ${p}</text><line x1="${LEFT}" x2="${WIDTH - 20}" y1="${y + LANE_H - 2}" y2="${y + LANE_H - 2}" class="axis"/></g>`);
   }
-  const holdsDrawn = capped(holds, MAX_HOLDS_DRAWN, violatingHold);
   for (const h of holdsDrawn) {
     const y = laneY.get(h.process)! + 4;
     const bad = violatingHold(h);
@@ -100,7 +103,6 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
       `<rect class="hold${bad ? ' violating' : ''}" data-process="${h.process}" data-resource="${esc(clip(h.resource))}" data-start="${h.start}" data-end="${Number.isFinite(h.end) ? h.end : ''}" x="${x(h.start)}" y="${y}" width="${Math.max(2, x(end) - x(h.start))}" height="12"><title>${esc(`process ${h.process} held '${clip(h.resource)}'${h.token === undefined ? '' : ` (token ${h.token})`} from ${ms(h.start)} to ${ms(h.end)} ms; ended by ${h.endedBy}`)}</title></rect>`,
     );
   }
-  const opsDrawn = capped(ops, MAX_OPS_DRAWN, involvedOp);
   for (const o of opsDrawn) {
     const y = laneY.get(o.process)! + 20;
     parts.push(
@@ -108,7 +110,7 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
     );
   }
   parts.push(`<text x="${LEFT}" y="${height - 8}" class="t">${ms(t0)} ms</text><text x="${WIDTH - 20}" y="${height - 8}" class="t end">${ms(t1)} ms</text>`);
-  const truncated = holdsDrawn.length < holds.length || opsDrawn.length < ops.length;
+  const truncated = holdsDrawn.length < holds.length || opsDrawn.length < ops.length || faultsDrawn.length < faults.length;
 
   const checkRows = report.checks
     .map((c) => `<tr class="${esc(c.verdict)}"><td>${esc(c.property)}</td><td>${esc(c.check)}</td><td>${esc(c.verdict)}</td><td>${esc(String(c.findings))}</td><td>${esc(clip(c.note ?? '', MAX_MESSAGE_SHOWN))}</td></tr>`)
@@ -131,7 +133,7 @@ table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px 
 <h1>${esc(clip(title))}</h1>
 <p class="verdict ${esc(report.verdict)}" id="verdict">verdict: <b>${esc(report.verdict)}</b>${report.storePolicy === undefined ? '' : ` (store policy ${esc(report.storePolicy)})`}</p>
 <p>${esc(counts)}</p>
-<p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: drawn are the first holds and operations and all that findings name (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations).` : ''}</p>
+<p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: drawn are the first holds and operations and all that findings name (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations, ${faultsDrawn.length} of ${faults.length} faults; a lane for each process with something drawn).` : ''}</p>
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">${parts.join('')}</svg>
 <h2>Checks</h2>
 <table id="checks"><thead><tr><th>property</th><th>check</th><th>verdict</th><th>findings</th><th>note</th></tr></thead><tbody>
