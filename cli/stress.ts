@@ -5,7 +5,7 @@ import { checkHistory } from '../conformance/history/check.ts';
 import type { History, HistoryEvent, StorePolicy } from '../conformance/history/event.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
-import { toJsonl } from '../conformance/stress/recorder.ts';
+import { toJsonl, wellFormedText } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { MAX_STRESS_EVENTS, runStress } from '../conformance/stress/runner.ts';
 import { EXIT_BY_VERDICT, findingText } from './check.ts';
@@ -103,7 +103,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
   const historyFile = join(out, 'history.jsonl');
   const htmlFile = join(out, 'history.html');
   const save = (events: readonly HistoryEvent[], note = ''): History => {
-    const recorded: History = [{ type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `${stressCommandLine(o)}${note}` }, ...events];
+    const recorded: History = [{ type: 'meta', store, backend: wellFormedText(o.adapter?.name ?? o.backend), description: wellFormedText(`${stressCommandLine(o)}${note}`) }, ...events];
     makeOutputDir(out, 'the stress history into');
     // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
     writeRedacted(historyFile, toJsonl(recorded), 'the history');
@@ -124,7 +124,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     recorded = save(run.history);
   } catch (error) {
     unsaved = { error };
-    recorded = [{ type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: stressCommandLine(o) }, ...run.history];
+    recorded = [{ type: 'meta', store, backend: wellFormedText(o.adapter?.name ?? o.backend), description: wellFormedText(stressCommandLine(o)) }, ...run.history];
   }
   const history = validRecording(recorded, historyFile);
   const report = checkHistory(history, { storePolicy: store });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { HistoryFormatError, parseHistory } from '../conformance/history/parse.ts';
+import { HistoryFormatError, parseHistory, validateHistory } from '../conformance/history/parse.ts';
+import { Recorder } from '../conformance/stress/recorder.ts';
+import type { RecordedEvent } from '../conformance/stress/protocol.ts';
 
 /**
  * Text in a history must be what a UTF-8 file can hold: JSON's \u escapes
@@ -24,5 +26,18 @@ describe('parseHistory: names and text are well-formed Unicode', () => {
   it('well-formed text outside the BMP, and a NUL in a name or a value, are kept', () => {
     const parsed = parseHistory([line({ resource: 'r\u{1F512}' }), line({ process: 1, op: 'write', resource: 'a\u0000b', key: 'k', value: 'a\u0000b' })].join('\n'));
     expect(parsed).not.toBeInstanceOf(Error);
+  });
+});
+
+describe("stress: a client's text is recorded as its file holds it", () => {
+  it('a lone surrogate in a reason (a library error message) is recorded as U+FFFD, so the recording stays a valid history', () => {
+    const recorder = new Recorder();
+    recorder.add([
+      { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
+      { type: 'fail', process: 0, time: 1, op: 'acquire', resource: 'r', reason: 'refused \ud800 by x' },
+    ] as RecordedEvent[]);
+    const recorded = recorder.history();
+    expect(recorded[1]).toMatchObject({ reason: 'refused \ufffd by x' });
+    expect(validateHistory(recorded)).not.toBeInstanceOf(Error);
   });
 });
