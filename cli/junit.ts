@@ -6,8 +6,17 @@ export interface JUnitCase {
   readonly timeMs: number;
 }
 
+/** Characters XML 1.0 cannot hold, not even as a reference (a terminal colour, a NUL, a lone surrogate): one made the whole report unreadable. */
+// oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
 function esc(s: string): string {
-  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+  return s
+    .replace(NOT_XML, (c) => (c.length === 1 && c.charCodeAt(0) < 0x100 ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : `\\u${c.charCodeAt(0).toString(16)}`))
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;');
 }
 
 export function junitXml(suite: string, cases: readonly JUnitCase[]): string {

@@ -396,16 +396,26 @@ function observedCellText(c: MatrixCell): string {
   return `${observedText(o)}${c.observedUnpredicted.length > 0 ? ` (observed, not predicted: ${c.observedUnpredicted.join(', ')})` : ''}`;
 }
 
-function cellText(c: MatrixCell, link: (file: string) => string): string {
+/**
+ * A message quoted in matrix.md (a server's, a driver's or an adapter's
+ * error): markdown viewers render HTML in it, and a '|' ends the table's
+ * cell, so both are made text.
+ */
+function mdText(s: string): string {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('|', '/');
+}
+
+/** A cell of matrix.md (exported for its test). */
+export function cellText(c: MatrixCell, link: (file: string) => string): string {
   const obs = observedCellText(c);
   const lockstep = lockstepText(c, link);
   return obs === '' || c.notMeasured !== null ? lockstep : `${lockstep}<br>concurrent: ${c.observedUnpredicted.length > 0 ? `**${obs}**` : obs}`;
 }
 
 function lockstepText(c: MatrixCell, link: (file: string) => string): string {
-  if (c.notMeasured !== null) return `— (not measured: ${c.notMeasured})`;
-  if (c.audit) return `${c.timeline ? link(c.timeline) : ''}${auditText(c).replaceAll('|', '/')}`;
-  if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**conformance failure** ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ').replaceAll('|', '/')}`;
+  if (c.notMeasured !== null) return `— (not measured: ${mdText(c.notMeasured)})`;
+  if (c.audit) return `${c.timeline ? link(c.timeline) : ''}${mdText(auditText(c))}`;
+  if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**conformance failure** ${mdText(c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at '))}`;
   const measured = c.measured.length ? c.measured.join(', ') : holds(c);
   const flags = [
     c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '',
@@ -436,7 +446,7 @@ function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: 
     `|---|${cols.map(() => '---').join('|')}|`,
     ...rows.map((r) => `| ${r.name} | ${cols.map((c) => cellText(cells.find((x) => x.backend === r.name && x.faultClass === c.id)!, (f) => `[🔎](matrix/${f}) `)).join(' | ')} |`),
     '',
-    ...(skipped.length ? ['Not run on these servers:', ...skipped.map((x) => `- ${x.name}: ${x.why}`), ''] : []),
+    ...(skipped.length ? ['Not run on these servers:', ...skipped.map((x) => `- ${x.name}: ${mdText(x.why)}`), ''] : []),
     'Fault classes:',
     ...cols.map((c) => `- **${c.id}**: ${c.title} (fault kinds: ${c.faults.join(', ')})`),
     '',

@@ -5,9 +5,9 @@ import { checkHistory } from '../conformance/history/check.ts';
 import type { History, HistoryEvent, StorePolicy } from '../conformance/history/event.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
-import { toJsonl } from '../conformance/stress/recorder.ts';
+import { toJsonl, wellFormedText } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
-import { runStress } from '../conformance/stress/runner.ts';
+import { MAX_STRESS_EVENTS, runStress } from '../conformance/stress/runner.ts';
 import { EXIT_BY_VERDICT, findingText } from './check.ts';
 import { counted } from '../conformance/counted.ts';
 import { MalformedRecordingError } from './malformedRecording.ts';
@@ -50,6 +50,8 @@ export interface StressSummary {
   readonly durationMs: number;
   readonly overheadMs: number;
   readonly clientErrors: readonly string[];
+  /** The run ended before its --seconds: the history reached its most events (MAX_STRESS_EVENTS). */
+  readonly eventLimitReached: boolean;
   readonly checks: CheckReport['checks'];
   readonly findings: CheckReport['findings'];
   readonly historyFile: string;
@@ -101,7 +103,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
   const historyFile = join(out, 'history.jsonl');
   const htmlFile = join(out, 'history.html');
   const save = (events: readonly HistoryEvent[], note = ''): History => {
-    const recorded: History = [{ type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: `${stressCommandLine(o)}${note}` }, ...events];
+    const recorded: History = [{ type: 'meta', store, backend: wellFormedText(o.adapter?.name ?? o.backend), description: wellFormedText(`${stressCommandLine(o)}${note}`) }, ...events];
     makeOutputDir(out, 'the stress history into');
     // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
     writeRedacted(historyFile, toJsonl(recorded), 'the history');
@@ -122,7 +124,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     recorded = save(run.history);
   } catch (error) {
     unsaved = { error };
-    recorded = [{ type: 'meta', store, backend: o.adapter?.name ?? o.backend, description: stressCommandLine(o) }, ...run.history];
+    recorded = [{ type: 'meta', store, backend: wellFormedText(o.adapter?.name ?? o.backend), description: wellFormedText(stressCommandLine(o)) }, ...run.history];
   }
   const history = validRecording(recorded, historyFile);
   const report = checkHistory(history, { storePolicy: store });
@@ -150,6 +152,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     durationMs: Math.round(run.durationMs),
     overheadMs: Math.round(run.overheadMs),
     clientErrors: run.clientErrors,
+    eventLimitReached: run.eventLimitReached,
     checks: report.checks,
     findings: report.findings,
     historyFile,
@@ -192,6 +195,7 @@ export function summaryText(s: StressSummary): string {
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
     ...(s.findings.length > 5 ? [`  ... ${counted(s.findings.length - 5, 'more finding', 'more findings')} (--json lists them)`] : []),
     ...s.clientErrors.map((e) => `  client error: ${e}`),
+    ...(s.eventLimitReached ? [`  stopped before ${s.seconds} s: the history reached ${counted(MAX_STRESS_EVENTS, 'event')}, the most a run records (judged as it is)`] : []),
     // A stress run is real processes racing: it does not replay; its history is judged again as it is.
     `  history: ${s.historyFile} (judge it again: lockcheck check ${s.historyFile})${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
   ].join('\n');

@@ -1,5 +1,6 @@
 import { isObject, refuse as bad } from '../impl/options.ts';
 import type { RunReport } from './verdict.ts';
+import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
 
 /**
  * The RunReport handed to textTimeline and htmlTimeline (a CheckFailure's
@@ -22,6 +23,13 @@ export function checkRunReport(report: unknown): RunReport {
   if (!isObject(v) || !VERDICT_KINDS.includes(v.kind as string)) bad('report.verdict', `a verdict (kind ${VERDICT_KINDS.join(', ')})`, v);
   if ((v.kind === 'conformance-failure' || v.kind === 'property-violation') && (!isObject(v.step) || typeof v.step.index !== 'number')) bad('report.verdict.step', 'the failing step', v.step);
   if (v.kind === 'property-violation' && !Array.isArray(v.violations)) bad('report.verdict.violations', 'an array of violations', v.violations);
+  // The properties a verdict names are the model's: the page gives each its title.
+  if (v.kind === 'conformance-failure' && !PROPERTY_IDS.includes(v.property as PropertyId)) bad('report.verdict.property', `one of ${PROPERTY_IDS.join(', ')}`, v.property);
+  if (v.kind === 'property-violation') {
+    (v.violations as unknown[]).forEach((x, i) => {
+      if (!isObject(x) || !PROPERTY_IDS.includes(x.property as PropertyId)) bad(`report.verdict.violations[${i}].property`, `one of ${PROPERTY_IDS.join(', ')}`, isObject(x) ? x.property : x);
+    });
+  }
   if (!isCount(report.clients)) bad('report.clients', `an integer in [0, ${MAX_LANES}]`, report.clients);
   if (!isCount(report.nodes)) bad('report.nodes', `an integer in [0, ${MAX_LANES}]`, report.nodes);
   if (!Array.isArray(report.findings)) bad('report.findings', 'an array of property violations', report.findings);

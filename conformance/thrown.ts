@@ -1,3 +1,5 @@
+import { redactSecrets } from './env/redact.ts';
+
 /**
  * A thrown value as a report shows it. An adapter may throw anything (a
  * string, a plain object, null): the report names what it threw, and never
@@ -24,5 +26,7 @@ function shown(e: unknown): string {
     // A cycle, or a toJSON that throws: the type is still worth saying.
     text = `a ${typeof e}`;
   }
-  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
+  // Redacted before it is cut: a cut inside a password's value leaves no closing quote for the redaction to find later.
+  const redacted = redactSecrets(text);
+  return redacted.length > MAX_SHOWN ? `${redacted.slice(0, MAX_SHOWN)}…` : redacted;
 }

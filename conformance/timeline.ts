@@ -98,13 +98,13 @@ export function htmlTimeline(report: RunReport): string {
   });
   for (const b of bars.values()) {
     const yy = y({ kind: 'client', index: b.client }) - 14;
-    parts.push(`<rect x="${x(b.from)}" y="${yy}" width="${Math.max(4, x(b.to) - x(b.from))}" height="6" class="lease"><title>token ${b.token}</title></rect>`);
+    parts.push(`<rect x="${x(b.from)}" y="${yy}" width="${Math.max(4, x(b.to) - x(b.from))}" height="6" class="lease"><title>token ${esc(String(b.token))}</title></rect>`);
   }
   report.steps.forEach((s, i) => {
     const lane = laneOf(s.command);
     const failed = s.violations.length > 0 || (report.verdict.kind === 'conformance-failure' && report.verdict.step.index === s.index);
     const label = `${i + 1}. ${describeCommand(s.command)} -> ${describeOutcome(s.actual)} (t=${s.startMs}..${s.endMs} ms)`;
-    parts.push(`<circle cx="${x(i)}" cy="${y(lane)}" r="${failed ? 8 : 5}" class="${failed ? 'bad' : s.command.kind}"><title>${esc(label)}</title></circle>`);
+    parts.push(`<circle cx="${x(i)}" cy="${y(lane)}" r="${failed ? 8 : 5}" class="${failed ? 'bad' : esc(s.command.kind)}"><title>${esc(label)}</title></circle>`);
     parts.push(`<text x="${x(i)}" y="${y(lane) + 18}" class="num">${i + 1}</text>`);
     parts.push(`<text x="${x(i)}" y="${22 + all.length * laneH}" class="t">${s.endMs}</text>`);
   });
@@ -127,7 +127,7 @@ table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px 
 </style></head><body>
 <h1>lockcheck counterexample: ${esc(report.backend)}</h1>
 <p class="verdict">${esc(headline(report))}</p>${passedLines(report).map((l) => `\n<p class="passed">${esc(l.trim())}</p>`).join('')}
-<p>Properties: ${[...bad].map((p) => `${p} (${esc(PROPERTY_TITLES[p])})`).join(', ') || 'none'}. Time axis: steps in order, true time (ms) below each; green bars: leases held (token in the tooltip); last true time ${endMs} ms.</p>
+<p>Properties: ${[...bad].map((p) => `${esc(p)} (${esc(PROPERTY_TITLES[p])})`).join(', ') || 'none'}. Time axis: steps in order, true time (ms) below each; green bars: leases held (token in the tooltip); last true time ${endMs} ms.</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">${parts.join('')}</svg>
 <table><thead><tr><th>#</th><th>true ms</th><th>lane</th><th>command</th><th>backend did</th><th>model allowed</th><th>leases after</th><th>violations</th></tr></thead><tbody>
 ${rows}

@@ -9,9 +9,13 @@ import type { MonotonicClock } from './clock.ts';
  */
 
 /** Options whose value is a secret, whatever its type: a message gives only its kind. */
-const SECRET_OPTION = /pass|secret|credential|api.?key|private.?key/i;
-/** Text that may carry a secret: a URL with user info (postgres://user:password@...), or a secret-named key with a value. */
-const SECRET_TEXT = /:\/\/[^/\s]*@|(?:pass|secret|credential|api.?key|private.?key)\w*\s*[=:]/i;
+const SECRET_OPTION = /pass|secret|credential|api.?key|private.?key|connection.?string/i;
+/**
+ * Text that may carry a secret: a URL with user info (postgres://user:password@...,
+ * a '/' in the password included), user:password@host without a scheme, or a
+ * secret-named key with a value.
+ */
+const SECRET_TEXT = /:\/\/\S*@|[^\s/@:]+:[^\s@]*@|(?:pass|secret|credential|api.?key|private.?key)\w*\s*[=:]/i;
 
 /** A value's kind alone: a string, a number, ... */
 function kindOf(value: unknown): string {

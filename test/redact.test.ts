@@ -6,7 +6,7 @@ import { checkHistory } from '../conformance/history/check.ts';
 import { parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl, terminalSafe } from '../conformance/env/redact.ts';
+import { hideCommandLineSecrets, redactSecrets, redactUrl, registerSecret, terminalSafe } from '../conformance/env/redact.ts';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
 
 describe('redactUrl and redactSecrets: URLs are shown only as scheme://host:port/db', () => {
@@ -67,9 +67,78 @@ describe('redactSecrets: the value of anything named like a secret is hidden, wh
   });
 });
 
+describe('redactSecrets: the forms a password takes in messages and driver objects', () => {
+  it("REDISCLI_AUTH and other *_auth / *_pass names, inspect's backtick quotes, a ' in a URL's password", () => {
+    const cases: [string, string][] = [
+      ['REDISCLI_AUTH=Xq7zz redis-cli', 'REDISCLI_AUTH=<redacted> redis-cli'],
+      ["env: { REDISCLI_AUTH: 'Xq7zz' }", "env: { REDISCLI_AUTH: '<redacted>' }"],
+      ["{ auth_pass: 'Xq7zz' }", "{ auth_pass: '<redacted>' }"],
+      ['{"pass":"Xq7zz","auth":"u:Xq7zz"} pwd=Xq7zz', '{"pass":"<redacted>","auth":"<redacted>"} pwd=<redacted>'],
+      // util.inspect quotes a string holding both ' and " with backticks.
+      ['{ password: `a\'b"Xq7zz` }', '{ password: `<redacted>` }'],
+      // A ' is allowed unencoded in a URL's user info.
+      ["connect redis://:ab'Xq7zz@127.0.0.1:6379 failed", 'connect redis://127.0.0.1:6379 failed'],
+      ["'redis://u:ab'Xq7zz@127.0.0.1:6379'", "'redis://127.0.0.1:6379'"],
+      ["https://u:ab'Xq7zz@example.com/x", 'https://example.com'],
+    ];
+    for (const [text, redacted] of cases) expect(redactSecrets(text)).toBe(redacted);
+    // Prose that names these stays.
+    for (const prose of ['the bypass was taken', 'bypass=1 compass: "north"', "set REDISCLI_AUTH (--redis) or PGPASSWORD (--pg)", 'redis://host:6379 and redis://u@h:1']) {
+      expect(redactSecrets(prose)).toBe(prose.replace('redis://u@h:1', 'redis://h:1'));
+    }
+  });
+
+  it('a password inside a JSON string (a reason in history.jsonl, a message in a counterexample file) is hidden and the JSON stays JSON', () => {
+    for (const reason of ['password=ab"Xq7zz', 'PGPASSWORD="ab Xq7zz" psql', "host=h password='ab Xq7zz'", 'password=ab\\Xq7zz', '{"password":"abXq7zz"}']) {
+      const shown = redactSecrets(JSON.stringify({ reason, n: 1 }));
+      expect(shown, reason).not.toMatch(/Xq7/);
+      expect(JSON.parse(shown), reason).toMatchObject({ n: 1 });
+    }
+  });
+
+  it("the environment's PGPASSWORD and REDISCLI_AUTH and registered passwords are hidden wherever they appear, raw, URL- or JSON-encoded", () => {
+    const saved = { pg: process.env['PGPASSWORD'], redis: process.env['REDISCLI_AUTH'] };
+    process.env['PGPASSWORD'] = 'pg-Xq7/zz';
+    process.env['REDISCLI_AUTH'] = 'rd"Xq7zz';
+    registerSecret('reg#Xq7zz');
+    try {
+      const text = [
+        "{ command: { name: 'auth', args: [ 'default', 'rd\"Xq7zz' ] } }",
+        'AUTH default pg-Xq7/zz',
+        'postgres://app:pg-Xq7%2Fzz@h/db?x=1 was refused',
+        '"args":["rd\\"Xq7zz"]',
+        'pass reg#Xq7zz on',
+      ].join('\n');
+      expect(redactSecrets(text)).not.toMatch(/Xq7/);
+      // The passwords of --redis and --pg URLs on the command line are registered, decoded too.
+      const title = process.title;
+      hideCommandLineSecrets(['node', 'lockcheck', 'run', '--redis', 'redis://:cl%27Xq7zz@127.0.0.1:6379', '--pg', 'postgres://h/db?password=pq%20Xq7zz']);
+      process.title = title;
+      expect(redactSecrets("ERR AUTH cl'Xq7zz failed; password pq Xq7zz")).not.toMatch(/Xq7/);
+      // A word or a number is not redacted everywhere it appears: prose would be unreadable (PGPASSWORD=postgres is common), JSON broken.
+      process.env['PGPASSWORD'] = 'postgres';
+      process.env['REDISCLI_AUTH'] = '123456';
+      expect(redactSecrets('postgres is the server; {"seed": 123456}')).toBe('postgres is the server; {"seed": 123456}');
+      // Nor inside a longer run of letters and digits, which is other text.
+      registerSecret('Zq7-x2');
+      expect(redactSecrets('AUTH Zq7-x2; "seed": 9Zq7-x29')).toBe('AUTH <redacted>; "seed": 9Zq7-x29');
+    } finally {
+      for (const [name, v] of [['PGPASSWORD', saved.pg], ['REDISCLI_AUTH', saved.redis]] as const) {
+        if (v === undefined) delete process.env[name];
+        else process.env[name] = v;
+      }
+    }
+  });
+});
+
 describe('terminalSafe and redactTerminalOutput: nothing reaches the terminal unredacted or as a control sequence', () => {
   it('shows control characters other than newline, carriage return and tab as \\xNN', () => {
-    expect(terminalSafe('a\u001b]0;title\u0007b\u009bc\r\n\td\u007f')).toBe('a\\x1b]0;title\\x07b\\x9bc\r\n\td\\x7f');
+    expect(terminalSafe('a\u001b]0;title\u0007b\u009bc\r\n\td\u007f')).toBe('a\\x1b]0;title\\x07b\\u009bc\r\n\td\\u007f');
+  });
+
+  it('keeps --json output JSON: DEL and C1, which JSON.stringify leaves raw, are shown as \\u escapes, the same characters to a JSON reader', () => {
+    const json = JSON.stringify({ resource: 'a\u009bb\u007f\u001b', n: 1 });
+    expect(JSON.parse(terminalSafe(json))).toEqual({ resource: 'a\u009bb\u007f\u001b', n: 1 });
   });
 
   // Node prints an uncaught exception or unhandled rejection straight to fd 2, past process.stderr.write; bytes written to stdout are not strings.

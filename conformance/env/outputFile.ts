@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { redactSecrets } from './redact.ts';
 import { messageText } from '../../impl/errorText.ts';
@@ -11,6 +11,7 @@ export type OutputFileProblem =
   | 'not-a-directory' // a directory was asked for where a file is, or a part of the path is a file
   | 'permission' // the user may not write there
   | 'foreign-link' // a symbolic link another user made, at the path or on the way
+  | 'foreign-file' // a FIFO, socket or device another user made at the path
   | 'io'; // anything else the system refused (no space, read-only file system...)
 
 /**
@@ -78,6 +79,24 @@ export function refuseForeignLinks(path: string, what = 'under'): void {
   }
 }
 
+/** What a special file is called in a message. */
+function kindOf(stat: Stats): string {
+  return stat.isFIFO() ? 'a FIFO' : stat.isSocket() ? 'a socket' : stat.isCharacterDevice() || stat.isBlockDevice() ? 'a device' : 'a special file';
+}
+
+/**
+ * Throws when `stat` (what is at the output path, links followed) is a FIFO,
+ * socket or device another user made (not this user, not root): opened for
+ * writing, a FIFO waits for its reader, which that user controls (lockcheck
+ * hung at the end of its run), and a device writes where they chose. The
+ * user's own and the system's (/dev/stdout, /dev/null) are written through.
+ */
+function refuseForeignSpecial(stat: Stats, path: string, what: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined || stat.isFile() || stat.isDirectory() || stat.uid === uid || stat.uid === 0) return;
+  throw new OutputFileError('foreign-file', path, `refusing to write ${what} ${path}: it is ${kindOf(stat)} made by another user (uid ${stat.uid}), who would decide when and where lockcheck's write goes`);
+}
+
 /** The nearest part of `path` that exists (the path itself, or a directory on the way). */
 function nearestExisting(path: string): { at: string; isDirectory: boolean } {
   for (let at = resolve(path); ; at = dirname(at)) {
@@ -115,6 +134,7 @@ export function checkOutputFile(path: string, what: string): void {
   if (existing?.isDirectory() === true) throw new OutputFileError('is-directory', path, `cannot write ${what} ${path}: it is a directory`);
   if (existing !== null) {
     if (existing.isFile()) writable(target, what, path);
+    refuseForeignSpecial(existing, path, what);
     return; // a device or pipe (/dev/stdout): opened as it is
   }
   const parent = dirname(target);
@@ -223,7 +243,11 @@ export function writeRedacted(path: string, text: string, what = 'the file'): vo
   }
   const bytes = Buffer.from(redactSecrets(text), 'utf8');
   if (stat === null || stat.isFile()) replaceWhole(target, bytes, stat?.mode, what, path);
-  else writeThrough(target, bytes, stat.isSymbolicLink(), what, path);
+  else {
+    // What a link leads to, too: the user's own link to another user's FIFO would wait as long.
+    refuseForeignSpecial(stat.isSymbolicLink() ? statOrNull(target) ?? stat : stat, path, what);
+    writeThrough(target, bytes, stat.isSymbolicLink(), what, path);
+  }
 }
 
 /** Writes `bytes` to a new file beside `target` (keeping `mode`, an existing file's), then renames it over `target`. */
@@ -274,6 +298,14 @@ function writeThrough(target: string, bytes: Buffer, link: boolean, what: string
 /** writeSync until every byte is written (it may write fewer than asked). */
 function writeAll(fd: number, bytes: Buffer): void {
   for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+}
+
+function statOrNull(path: string): Stats | null {
+  try {
+    return statSync(path);
+  } catch {
+    return null; // a dangling link: the open says why
+  }
 }
 
 function removeQuietly(file: string): void {

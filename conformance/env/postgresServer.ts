@@ -55,6 +55,7 @@ import { Guard } from './watchdog.ts';
 import { finishWithin } from '../realTimeLimit.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 import { InvalidInputError } from '../../model/errors.ts';
+import { registerSecret } from './redact.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -166,6 +167,8 @@ export class PostgresServer {
   #releasePort: () => void = () => undefined;
 
   private constructor(starting: typeof STARTING, options: PostgresServerOptions, dir: string, runAs: OsUser | null) {
+    // Hidden wherever it is printed, not only inside its URL.
+    registerSecret(this.password);
     if (starting !== STARTING) throw new InvalidInputError('invalid-config', 'a PostgresServer is made by PostgresServer.start(options), not by new PostgresServer()');
     // Made only now: a refused `new` starts no watchdog.
     this.#guard = new Guard();

@@ -36,10 +36,12 @@ export function redactUrl(raw: string | URL): string {
 
 /**
  * A database URL (any form), or any URL with credentials in it. Ends at white
- * space or quotes. A "[" right after "//" starts a usage template
- * (redis://[user:password@]host...), not a URL with a secret.
+ * space or quotes, but its user info may hold a ' (allowed there unencoded:
+ * cut at it, the rest of the password was shown). A "[" right after "//"
+ * starts a usage template (redis://[user:password@]host...), not a URL with a
+ * secret.
  */
-const SECRET_URL = /\b(?:rediss?|postgres(?:ql)?):\/\/[^\s'"<>`,[][^\s'"<>`]*|\b[a-z][a-z0-9+.-]*:\/\/(?!\[)[^\s/'"<>`@]*@[^\s'"<>`]*/gi;
+const SECRET_URL = /\b(?:rediss?|postgres(?:ql)?):\/\/(?:[^\s/"<>`@[]*@)?[^\s'"<>`,[][^\s'"<>`]*|\b[a-z][a-z0-9+.-]*:\/\/(?!\[)[^\s/"<>`@]*@[^\s'"<>`]*/gi;
 /** A comma-separated list of URLs is redacted one by one. */
 const NEXT_URL = /,(?=[a-z][a-z0-9+.-]*:\/\/)/i;
 /** Sentence punctuation after a URL is not part of it. */
@@ -47,12 +49,17 @@ const TRAILING = /[.,:;)\]]+$/;
 
 /**
  * A name that holds a secret, prefixes included (PGPASSWORD, db_password,
- * clientSecret, x-api-key). Not `token` alone: a fencing token is no secret
+ * clientSecret, x-api-key), and auth, pass and pwd as whole words or after a
+ * separator (REDISCLI_AUTH, auth_pass; not bypass). Not `token` alone: a fencing token is no secret
  * and lockcheck prints them everywhere.
  */
-const SECRET_NAME = String.raw`[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)`;
-/** A quoted value: JSON's or inspect's quotes, or JSON in an HTML report (&quot;). */
-const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|&quot;(?:(?!&quot;).)*?&quot;`;
+const SECRET_NAME = String.raw`(?:[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)|(?:[\w-]*[_-])?(?:auth|pass|pwd))`;
+/**
+ * A quoted value: JSON's or inspect's quotes (backticks for a string holding
+ * both ' and "), quotes escaped inside a JSON string (\"…\", a message in a
+ * history line), or JSON in an HTML report (&quot;).
+ */
+const QUOTED = String.raw`\\"(?:[^"\\]|\\[^"])*?\\"|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\`(?:[^\`\\]|\\.)*\`|&quot;(?:(?!&quot;).)*?&quot;`;
 /**
  * A secret-named key and its value: `key=value` (query strings, libpq
  * keywords, environment), `"key": "value"` and `key: 'value'` (JSON,
@@ -62,8 +69,8 @@ const QUOTED = String.raw`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|&quot;(?:(?!&quot;
  */
 const SECRET_VALUE = new RegExp(
   [
-    String.raw`(\b${SECRET_NAME}=)(${QUOTED}|[^\s&;,'"<>\`]+)`,
-    String.raw`((["']|&quot;)${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
+    String.raw`(\b${SECRET_NAME}=)(${QUOTED}|(?:[^\s&;,'"<>\`\\]|\\.)+)`,
+    String.raw`((\\?["']|&quot;)${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
     String.raw`(\b${SECRET_NAME}:\s*)(${QUOTED})`,
     String.raw`(\b(?:requirepass|masterauth|auth-pass\s+\S+)\s+)(${QUOTED}|[^\s'"]+)`,
     String.raw`(\bBearer\s+)([\w.~+/-]+=*)`,
@@ -73,12 +80,71 @@ const SECRET_VALUE = new RegExp(
 
 /** A redacted value keeps its quotes, so JSON stays JSON. */
 function hidden(value: string): string {
-  const quote = value.startsWith('&quot;') ? '&quot;' : value[0] === '"' || value[0] === "'" ? value[0] : '';
+  const quote = value.startsWith('&quot;') ? '&quot;' : value.startsWith('\\"') ? '\\"' : value[0] === '"' || value[0] === "'" || value[0] === '`' ? value[0] : '';
   return `${quote}<redacted>${quote}`;
 }
 
-/** `text` with every database URL, and every URL with credentials, reduced to scheme://host:port/db, and every secret-named value hidden. */
+/** Passwords this process knows (registerSecret): hidden wherever they appear, whatever the form around them. */
+const registered = new Set<string>();
+
+/**
+ * A password lockcheck was given or made (--redis and --pg URLs, a server's
+ * random password): redactSecrets hides it wherever it appears, also where no
+ * pattern would find it (a driver's `args: [ 'default', '…' ]`, `AUTH user …`).
+ */
+export function registerSecret(value: string): void {
+  if (!literalSecret(value)) return;
+  registered.delete(value);
+  registered.add(value);
+  // The latest ones (a matrix starts servers row after row; those stopped long ago print nothing more): each costs a search of every text redacted.
+  if (registered.size > MAX_REGISTERED) registered.delete(registered.values().next().value!);
+}
+
+/** How many registered passwords are searched for; the patterns still hide older ones in their usual forms. */
+const MAX_REGISTERED = 64;
+
+/**
+ * Long enough, and neither a plain word nor a number, to be hidden wherever
+ * it appears: a short value, a word (PGPASSWORD=postgres is common) or a
+ * number would be hidden inside prose and JSON too (a seed, a count), and the
+ * patterns still hide it in its usual forms.
+ */
+function literalSecret(value: string | undefined): value is string {
+  return value !== undefined && value.length >= 6 && !/^(?:[a-z]+|[0-9]+)$/i.test(value);
+}
+
+/** The passwords known now: the registered ones, and those the environment gives the drivers (read at each call: it may change). */
+function knownSecrets(): string[] {
+  const fromEnv = [process.env['PGPASSWORD'], process.env['REDISCLI_AUTH']].filter(literalSecret);
+  return [...registered, ...fromEnv];
+}
+
+/** Each known password, raw and as a URL, JSON or HTML report would write it, replaced by <redacted>. */
+function hideKnown(text: string): string {
+  const forms = new Set(knownSecrets().flatMap((secret) => [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]));
+  // A plain search first (fast on a large history); a pattern only for the forms present, which is rare.
+  const present = [...forms].filter((form) => text.includes(form));
+  if (present.length === 0) return text;
+  // Longest first, so that a form containing another is replaced whole.
+  const alternatives = present.sort((a, b) => b.length - a.length).map((f) => f.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
+  // Not inside a longer run of letters and digits: that is other text, which a number or a name may share a part with.
+  return text.replace(new RegExp(`(?<![A-Za-z0-9])(?:${alternatives.join('|')})(?![A-Za-z0-9])`, 'g'), '<redacted>');
+}
+
+function escapeHtml(s: string): string {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+}
+
+/**
+ * `text` with every database URL, and every URL with credentials, reduced to
+ * scheme://host:port/db, every secret-named value hidden, and every known
+ * password (registerSecret, PGPASSWORD, REDISCLI_AUTH) hidden wherever it is.
+ */
 export function redactSecrets(text: string): string {
+  return hideKnown(redactPatterns(text));
+}
+
+function redactPatterns(text: string): string {
   return text
     .replace(SECRET_URL, (match) => {
       const trailing = TRAILING.exec(match)?.[0] ?? '';
@@ -95,15 +161,20 @@ export function redactSecrets(text: string): string {
 
 /**
  * Terminal control characters other than newline, carriage return and tab
- * (ESC, BEL, C1 CSI...), shown as \xNN: text from a history or counterexample
- * file, a server's message or an adapter's name can otherwise rewrite the
- * user's terminal (title, clipboard, hidden lines).
+ * (ESC, BEL, C1 CSI...), shown as \xNN, DEL and C1 as \u00NN: text from a
+ * history or counterexample file, a server's message or an adapter's name
+ * can otherwise rewrite the user's terminal (title, clipboard, hidden lines).
+ * JSON.stringify escapes C0 itself but leaves DEL and C1 raw: as \u00NN they
+ * stay the same characters in --json output, where \xNN was invalid JSON.
  */
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
 
 /** Text fit for the user's terminal: secrets redacted, control characters made visible. */
 export function terminalSafe(text: string): string {
-  return redactSecrets(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return redactSecrets(text).replace(CONTROL, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u00${code.toString(16)}`;
+  });
 }
 
 /**
@@ -113,11 +184,36 @@ export function terminalSafe(text: string): string {
  * there was anything to hide: the caller warns that it was visible until then.
  */
 export function hideCommandLineSecrets(argv: readonly string[] = process.argv): boolean {
+  for (const arg of argv) registerPasswordsIn(arg);
   const shown = argv.map((arg) => redactSecrets(arg));
   if (shown.every((arg, i) => arg === argv[i])) return false;
   process.title = ['lockcheck', ...shown.slice(2)].join(' ');
   // Redaction also drops user names and rewrites URLs it cannot parse; only a password makes the warning true.
   return argv.some(holdsPassword);
+}
+
+/** Registers the passwords of the URLs in `text` (user info and secret-named query keys, raw and decoded): a driver may quote one outside its URL. */
+function registerPasswordsIn(text: string): void {
+  const secretKey = new RegExp(`^${SECRET_NAME}$`, 'i');
+  for (const match of text.match(SECRET_URL) ?? []) {
+    for (const u of match.split(NEXT_URL)) {
+      let url: URL;
+      try {
+        url = new URL(u);
+      } catch {
+        continue;
+      }
+      const values = [url.password, ...[...url.searchParams].filter(([k]) => secretKey.test(k)).map(([, v]) => v)];
+      for (const v of values) {
+        registerSecret(v);
+        try {
+          registerSecret(decodeURIComponent(v));
+        } catch {
+          // not percent-encoded text: registered as it is
+        }
+      }
+    }
+  }
 }
 
 /** A secret-named value, or a URL with a password (in its user part or its query); a URL that does not parse counts when a ':' comes before its last '@'. */

@@ -25,6 +25,7 @@ import { type RespValue, sendCommand } from './resp.ts';
 import { Guard } from './watchdog.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 import { InvalidInputError } from '../../model/errors.ts';
+import { registerSecret } from './redact.ts';
 
 export { EnvironmentError } from './faketime.ts';
 
@@ -126,6 +127,8 @@ export class RedisServer {
     this.#realMonotonic = options.realMonotonic ?? false;
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     this.password = options.password ?? randomBytes(24).toString('base64url');
+    // Hidden wherever it is printed, not only inside its URL.
+    registerSecret(this.password);
     this.#config = options.config ?? [];
     this.#sentinel = options.sentinel ?? false;
     this.#dir = dir;

@@ -33,6 +33,7 @@
  * would reach a JVM, but no fault here steps it (spec 7.10).
  */
 import { randomBytes } from 'node:crypto';
+import { registerSecret } from './redact.ts';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -103,6 +104,9 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
 
   private constructor(dir: string, count: number, options: ZookeeperEnsembleOptions) {
     super('ZookeeperEnsemble', 'ensemble', dir, Array.from({ length: count }, (_, i) => new Member(i, join(dir, `m${i + 1}`))), options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS, options.peerGates ?? false);
+    // Hidden wherever they are printed (a digest identity is user:password).
+    registerSecret(this.#credentials.slice(this.#credentials.indexOf(':') + 1));
+    registerSecret(this.#quorumSecret);
   }
 
   /** Starts every member and resolves once a leader serves a quorum of followers (or the one member serves). */

@@ -80,17 +80,21 @@ function describe(v: unknown): string {
   return typeof v;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function checkValue(spec: FieldSpec, v: unknown): unknown {
   const bad = (what: string): never => {
     throw new Bad(spec.name, `must be ${what}, got ${describe(v)}`);
   };
+  // A JSON \u escape can give text no UTF-8 file holds: a lone surrogate (U+FFFD once written, merging names in a report).
+  const wellFormed = (t: string): string => (LONE_SURROGATE.test(t) ? bad('well-formed Unicode (a \\u escape left a lone surrogate)') : t);
   switch (spec.kind) {
     case 'text':
-      return typeof v === 'string' ? v : bad('a string');
+      return typeof v === 'string' ? wellFormed(v) : bad('a string');
     case 'name':
-      return typeof v === 'string' && v !== '' ? v : bad('a non-empty string');
+      return typeof v === 'string' && v !== '' ? wellFormed(v) : bad('a non-empty string');
     case 'nullable':
-      return v === null || typeof v === 'string' ? v : bad('a string or null');
+      return v === null ? v : typeof v === 'string' ? wellFormed(v) : bad('a string or null');
     // Past 2^53 a double cannot tell t from t+1: orders the checks read off the numbers (and t - 1) would be wrong.
     case 'ms':
       return typeof v === 'number' && Math.abs(v) <= Number.MAX_SAFE_INTEGER ? v : bad('a finite number (ms on the history clock) of magnitude at most 2^53-1');

@@ -25,11 +25,22 @@ const TOP = 30;
 /** Beyond these the page draws the first ones and what the findings name (a browser chokes on a million rects). */
 const MAX_OPS_DRAWN = 20_000;
 const MAX_HOLDS_DRAWN = 10_000;
+const MAX_FAULTS_DRAWN = 10_000;
+
+/** Beyond these a name or value (a resource, a reason) and a finding's text are cut on the page: a history of long names made a page three times its size, past what a string can hold. */
+const MAX_NAME_SHOWN = 300;
+const MAX_MESSAGE_SHOWN = 3000;
+
+/** `s` cut to `max` characters, saying how long it was. */
+function clip(s: string, max = MAX_NAME_SHOWN): string {
+  return s.length <= max ? s : `${s.slice(0, max)}… (${s.length} characters)`;
+}
 
 function capped<T>(items: readonly T[], max: number, keep: (t: T) => boolean): readonly T[] {
   return items.length <= max ? items : items.filter((t, i) => i < max || keep(t));
 }
 
+/** Text as HTML, for element text and double-quoted attributes alike: every string a report or history holds goes through it (a report may be read back from JSON). */
 function esc(s: string): string {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 }
@@ -38,9 +49,9 @@ function opLabel(o: OperationRecord): string {
   const e = o.event as OperationEvent & Record<string, unknown>;
   const extra = ['key', 'value', 'prev', 'token', 'validUntil', 'reason']
     .filter((k) => e[k] !== undefined)
-    .map((k) => `${k}=${JSON.stringify(e[k])}`)
+    .map((k) => `${k}=${clip(JSON.stringify(e[k]) ?? '')}`)
     .join(' ');
-  return `process ${o.process}: ${e.op} '${e.resource}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; ${o.completeIndex === undefined ? `line ${o.invokeIndex + 1}` : `lines ${o.invokeIndex + 1}, ${o.completeIndex + 1}`})`;
+  return `process ${o.process}: ${e.op} '${clip(String(e.resource))}' ${extra} -> ${o.outcome} (${ms(o.start)}..${ms(o.end)} ms; ${o.completeIndex === undefined ? `line ${o.invokeIndex + 1}` : `lines ${o.invokeIndex + 1}, ${o.completeIndex + 1}`})`;
 }
 
 /**
@@ -57,7 +68,6 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
   const ops = operations(history);
   const holds = holdIntervals(history);
   const faults = faultIntervals(history);
-  const processes = [...new Set([...ops.map((o) => o.process), ...holds.map((h) => h.process)])].sort((a, b) => a - b);
   // Loops, not Math.min(...xs): a history can have more events than a call has arguments.
   let t0 = Infinity;
   let t1 = -Infinity;
@@ -66,49 +76,51 @@ export function historyReportHtml(given: History, report: CheckReport, title = '
   if (!Number.isFinite(t0)) [t0, t1] = [0, 1];
   t1 = Math.max(t1, t0 + 1);
   const x = (t: number) => LEFT + ((Math.min(t, t1) - t0) / (t1 - t0)) * (WIDTH - LEFT - 20);
-  const laneY = new Map(processes.map((p, i) => [p, TOP + i * LANE_H]));
-  const height = TOP + processes.length * LANE_H + 30;
-
   const named = new Set(report.findings.flatMap((f) => f.events));
   const violatingHold = (h: Hold) =>
     report.findings.some((f) => f.intervals?.some((s) => s.process === h.process && s.resource === h.resource && s.start === h.start)) ||
     h.events.some((i) => report.findings.some((f) => f.property === 'FENCE-1' && f.events.includes(i)));
   const involvedOp = (o: OperationRecord) => named.has(o.invokeIndex) || (o.completeIndex !== undefined && named.has(o.completeIndex));
+  const holdsDrawn = capped(holds, MAX_HOLDS_DRAWN, violatingHold);
+  const opsDrawn = capped(ops, MAX_OPS_DRAWN, involvedOp);
+  // A lane for each process with something drawn, not for every process: a history of millions of one-event processes made a page past what a string can hold.
+  const processes = [...new Set([...opsDrawn.map((o) => o.process), ...holdsDrawn.map((h) => h.process)])].sort((a, b) => a - b);
+  const laneY = new Map(processes.map((p, i) => [p, TOP + i * LANE_H]));
+  const height = TOP + processes.length * LANE_H + 30;
 
   const parts: string[] = [];
-  for (const f of faults) drawFault(parts, f, x, height);
+  const faultsDrawn = capped(faults, MAX_FAULTS_DRAWN, () => false);
+  for (const f of faultsDrawn) drawFault(parts, f, x, height);
   for (const p of processes) {
     const y = laneY.get(p)!;
     parts.push(`<g class="lane" data-process="${p}"><text x="8" y="${y + 16}" class="label">process ${p}</text><line x1="${LEFT}" x2="${WIDTH - 20}" y1="${y + LANE_H - 2}" y2="${y + LANE_H - 2}" class="axis"/></g>`);
   }
-  const holdsDrawn = capped(holds, MAX_HOLDS_DRAWN, violatingHold);
   for (const h of holdsDrawn) {
     const y = laneY.get(h.process)! + 4;
     const bad = violatingHold(h);
     const end = Number.isFinite(h.end) ? h.end : t1;
     parts.push(
-      `<rect class="hold${bad ? ' violating' : ''}" data-process="${h.process}" data-resource="${esc(h.resource)}" data-start="${h.start}" data-end="${Number.isFinite(h.end) ? h.end : ''}" x="${x(h.start)}" y="${y}" width="${Math.max(2, x(end) - x(h.start))}" height="12"><title>${esc(`process ${h.process} held '${h.resource}'${h.token === undefined ? '' : ` (token ${h.token})`} from ${ms(h.start)} to ${ms(h.end)} ms; ended by ${h.endedBy}`)}</title></rect>`,
+      `<rect class="hold${bad ? ' violating' : ''}" data-process="${h.process}" data-resource="${esc(clip(h.resource))}" data-start="${h.start}" data-end="${Number.isFinite(h.end) ? h.end : ''}" x="${x(h.start)}" y="${y}" width="${Math.max(2, x(end) - x(h.start))}" height="12"><title>${esc(`process ${h.process} held '${clip(h.resource)}'${h.token === undefined ? '' : ` (token ${h.token})`} from ${ms(h.start)} to ${ms(h.end)} ms; ended by ${h.endedBy}`)}</title></rect>`,
     );
   }
-  const opsDrawn = capped(ops, MAX_OPS_DRAWN, involvedOp);
   for (const o of opsDrawn) {
     const y = laneY.get(o.process)! + 20;
     parts.push(
-      `<rect class="op ${o.event.op} ${o.outcome}${involvedOp(o) ? ' involved' : ''}" x="${x(o.start)}" y="${y}" width="${Math.max(2, x(o.end) - x(o.start))}" height="6"><title>${esc(opLabel(o))}</title></rect>`,
+      `<rect class="op ${esc(String(o.event.op))} ${esc(o.outcome)}${involvedOp(o) ? ' involved' : ''}" x="${x(o.start)}" y="${y}" width="${Math.max(2, x(o.end) - x(o.start))}" height="6"><title>${esc(opLabel(o))}</title></rect>`,
     );
   }
   parts.push(`<text x="${LEFT}" y="${height - 8}" class="t">${ms(t0)} ms</text><text x="${WIDTH - 20}" y="${height - 8}" class="t end">${ms(t1)} ms</text>`);
-  const truncated = holdsDrawn.length < holds.length || opsDrawn.length < ops.length;
+  const truncated = holdsDrawn.length < holds.length || opsDrawn.length < ops.length || faultsDrawn.length < faults.length;
 
   const checkRows = report.checks
-    .map((c) => `<tr class="${c.verdict}"><td>${c.property}</td><td>${c.check}</td><td>${c.verdict}</td><td>${c.findings}</td><td>${esc(c.note ?? '')}</td></tr>`)
+    .map((c) => `<tr class="${esc(c.verdict)}"><td>${esc(c.property)}</td><td>${esc(c.check)}</td><td>${esc(c.verdict)}</td><td>${esc(String(c.findings))}</td><td>${esc(clip(c.note ?? '', MAX_MESSAGE_SHOWN))}</td></tr>`)
     .join('\n');
-  const findingRows = report.findings.map((f) => `<tr><td>${f.property}</td><td>${esc(f.message)}</td><td>${f.events.map((i) => `${i} (line ${i + 1})`).join(', ')}</td></tr>`).join('\n');
+  const findingRows = report.findings.map((f) => `<tr><td>${esc(f.property)}</td><td>${esc(clip(f.message, MAX_MESSAGE_SHOWN))}</td><td>${f.events.map((i) => `${i} (line ${i + 1})`).join(', ')}</td></tr>`).join('\n');
   const counts = Object.entries(report.counts)
     .map(([k, v]) => `${k} ${v}`)
     .join(' · ');
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${esc(title)}: ${report.verdict}</title>
+<html lang="en"><head><meta charset="utf-8"><title>${esc(clip(title))}: ${esc(report.verdict)}</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:18px} .verdict{padding:8px 12px;border-radius:6px} .verdict.safe{background:#e6f4ea} .verdict.violation{background:#fde8e8} .verdict.unknown{background:#fff4d6}
@@ -118,10 +130,10 @@ h1{font-size:18px} .verdict{padding:8px 12px;border-radius:6px} .verdict.safe{ba
 .fault{fill:#b48cd8;opacity:.18} .fault-label{font:10px monospace;fill:#6a3d9a}
 table{border-collapse:collapse;margin-top:16px;font-size:12px} td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left} tr.violation{background:#fde8e8} tr.unknown{background:#fff4d6}
 </style></head><body>
-<h1>${esc(title)}</h1>
-<p class="verdict ${report.verdict}" id="verdict">verdict: <b>${report.verdict}</b>${report.storePolicy === undefined ? '' : ` (store policy ${report.storePolicy})`}</p>
+<h1>${esc(clip(title))}</h1>
+<p class="verdict ${esc(report.verdict)}" id="verdict">verdict: <b>${esc(report.verdict)}</b>${report.storePolicy === undefined ? '' : ` (store policy ${esc(report.storePolicy)})`}</p>
 <p>${esc(counts)}</p>
-<p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: drawn are the first holds and operations and all that findings name (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations).` : ''}</p>
+<p>One lane per client process; time on the history's clock. Bars: leases the client believed valid (red: named by a finding); thin bars: operations (blue ok, grey fail, amber unknown); purple bands: faults.${truncated ? ` Large history: drawn are the first holds and operations and all that findings name (${holdsDrawn.length} of ${holds.length} holds, ${opsDrawn.length} of ${ops.length} operations, ${faultsDrawn.length} of ${faults.length} faults; a lane for each process with something drawn).` : ''}</p>
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}">${parts.join('')}</svg>
 <h2>Checks</h2>
 <table id="checks"><thead><tr><th>property</th><th>check</th><th>verdict</th><th>findings</th><th>note</th></tr></thead><tbody>
@@ -135,9 +147,9 @@ ${findingRows}
 }
 
 function drawFault(parts: string[], f: FaultInterval, x: (t: number) => number, height: number): void {
-  const label = `${f.fault}${f.target === undefined ? '' : ` ${f.target}`}`;
+  const label = `${clip(f.fault)}${f.target === undefined ? '' : ` ${clip(f.target)}`}`;
   parts.push(
-    `<g class="fault-band" data-fault="${esc(f.fault)}"><rect class="fault" x="${x(f.start)}" y="${TOP - 12}" width="${Math.max(2, x(f.end) - x(f.start))}" height="${height - TOP - 18}"><title>${esc(`${label}${f.detail === undefined ? '' : ` (${f.detail})`}: ${ms(f.start)}..${ms(f.end)} ms`)}</title></rect><text class="fault-label" x="${x(f.start) + 2}" y="${TOP - 2}">${esc(label)}</text></g>`,
+    `<g class="fault-band" data-fault="${esc(clip(f.fault))}"><rect class="fault" x="${x(f.start)}" y="${TOP - 12}" width="${Math.max(2, x(f.end) - x(f.start))}" height="${height - TOP - 18}"><title>${esc(`${label}${f.detail === undefined ? '' : ` (${clip(f.detail)})`}: ${ms(f.start)}..${ms(f.end)} ms`)}</title></rect><text class="fault-label" x="${x(f.start) + 2}" y="${TOP - 2}">${esc(label)}</text></g>`,
   );
 }
 

@@ -12,7 +12,8 @@ export class Recorder {
   readonly #watchers = new Set<(e: RecordedEvent) => void>();
 
   add(events: readonly RecordedEvent[]): void {
-    for (const e of events) {
+    for (const given of events) {
+      const e = wellFormed(given);
       this.#events.push(e);
       for (const w of [...this.#watchers]) w(e);
     }
@@ -63,6 +64,28 @@ export class Recorder {
   history(): RecordedEvent[] {
     return [...this.#events].sort((a, b) => a.time - b.time);
   }
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/**
+ * An event as its file will hold it: a lone surrogate in a client's text (a
+ * library's error message as reason) is U+FFFD, as UTF-8 writes it, so the
+ * recording judged is the file's, and a valid history (check refuses lone
+ * surrogates).
+ */
+function wellFormed(e: RecordedEvent): RecordedEvent {
+  let out = e;
+  for (const [k, v] of Object.entries(e)) {
+    if (typeof v === 'string' && LONE_SURROGATE.test(v)) out = { ...out, [k]: wellFormedText(v) } as RecordedEvent;
+  }
+  return out;
+}
+
+/** `text` with each lone surrogate as U+FFFD (an adapter's name in the history's meta line, a client's message). */
+export function wellFormedText(text: string): string {
+  return text.replace(LONE_SURROGATES, '\uFFFD');
 }
 
 /** One JSON object per line (spec/SPEC.md, "Histories"). */

@@ -41,6 +41,8 @@ export interface RunOptions {
   readonly maxCycles?: number;
   /** Stop once the nemesis has struck this many times (the clients finish their cycles first). */
   readonly maxFaults?: number;
+  /** Stop once the history holds this many events (the clients finish their cycles first). Default and most MAX_STRESS_EVENTS. */
+  readonly maxEvents?: number;
   /** A killed server stays down at least this long (Redlock's delayed restart: longer than any ttl). Default 0. */
   readonly restartDelayMs?: number;
   /** The clients drive this adapter's concurrent client instead of the layout's own lock (its servers: layoutOf). */
@@ -74,7 +76,17 @@ export interface StressRun {
   readonly faults: number;
   /** Client processes that failed (a message each); their events up to then are in the history. */
   readonly clientErrors: readonly string[];
+  /** The run was stopped before its time because the history reached maxEvents. */
+  readonly eventLimitReached: boolean;
 }
+
+/**
+ * The most events a run records: every event is held in memory until the
+ * run is judged, and the history file must stay within what `lockcheck check`
+ * reads (256 MiB; an event is some 200 bytes). A long run with fast clients
+ * otherwise grew until the process ran out of memory.
+ */
+export const MAX_STRESS_EVENTS = 1_000_000;
 
 export function checkStressOptions(backend: StressBackend, o: RunOptions): void {
   for (const f of o.nemesis) {
@@ -82,6 +94,7 @@ export function checkStressOptions(backend: StressBackend, o: RunOptions): void 
     if (why !== null) throw new RangeError(why);
   }
   if (o.ttlMinMs > o.ttlMaxMs) throw new RangeError(`ttl range ${o.ttlMinMs}-${o.ttlMaxMs} is empty`);
+  if (o.maxEvents !== undefined && (!Number.isSafeInteger(o.maxEvents) || o.maxEvents < 1 || o.maxEvents > MAX_STRESS_EVENTS)) throw new RangeError(`maxEvents must be an integer in [1, ${MAX_STRESS_EVENTS}], got ${o.maxEvents}`);
   if (o.adapter !== undefined) {
     if (layoutOf(o.adapter.client) !== backend) throw new RangeError(`${o.adapter.name} runs on ${layoutOf(o.adapter.client)} servers, not ${backend}`);
     if (o.adapter.client.tokens === false && o.store !== 'unfenced') throw new RangeError(`${o.adapter.name} hands out no fencing tokens: its register's store must be unfenced, not ${o.store}`);
@@ -174,6 +187,8 @@ export class StressSession {
     const clientErrors: string[] = [];
     const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0, lockKey: o.adapter?.client.lockKey ?? ((r) => keysFor(r).lock) });
     let cycles = 0;
+    const maxEvents = o.maxEvents ?? MAX_STRESS_EVENTS;
+    let eventLimitReached = false;
     const finishedClients = new Set<number>();
     let allDone!: () => void;
     const finished = new Promise<void>((resolve) => (allDone = resolve));
@@ -185,6 +200,11 @@ export class StressSession {
       switch (m.kind) {
         case 'events':
           recorder.add(m.events);
+          if (!eventLimitReached && recorder.size >= maxEvents) {
+            eventLimitReached = true;
+            this.#progress(`${label}: the history holds ${counted(recorder.size, 'event')}, its limit: the clients finish their cycles and the run ends`);
+            fleet.stopRuns();
+          }
           return;
         case 'gate':
           void nemesis.atGate(client, m).finally(() => fleet.go(client));
@@ -248,7 +268,7 @@ export class StressSession {
     const history = recorder.history();
     const last = history.length > 0 ? history[history.length - 1]!.time : startedAt;
     const durationMs = Math.max(0, last - startedAt);
-    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors };
+    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors, eventLimitReached };
   }
 
   /** Has every live client process load the adapter before the run's clock starts (bounded); a failure to load ends the run. */

@@ -218,7 +218,11 @@ export function checkConnection(connection: Readonly<Record<string, unknown>>, e
   if (typeof connection.password !== 'function') text('password', connection.password);
   if (connection.port !== undefined && !isPort(connection.port)) refuse('connection.port', 'an integer in [1, 65535] (or its decimal digits)', connection.port);
   const urlPort = typeof connection.connectionString === 'string' ? URL_PORT.exec(connection.connectionString)?.[1] : undefined;
-  if (urlPort !== undefined && urlPort !== '' && !isPort(urlPort)) throw new InvalidInputError('invalid-config', `connection.connectionString must name a port in [1, 65535], got ${shown(urlPort)}`);
+  if (urlPort !== undefined && urlPort !== '' && !isPort(urlPort)) {
+    // Only digits are echoed: a password with an unencoded '#', '?' or '/' ends the authority early, and what this reads as the port is then the password's start.
+    const got = /^[0-9]{1,10}$/.test(urlPort) ? urlPort : 'text that is no number (not shown: it may be a part of a password)';
+    throw new InvalidInputError('invalid-config', `connection.connectionString must name a port in [1, 65535], got ${got}`);
+  }
   if (connection.port === undefined && (urlPort === undefined || urlPort === '') && env.PGPORT !== undefined && env.PGPORT !== '' && !isPort(env.PGPORT)) {
     throw new InvalidInputError('invalid-config', `the environment's PGPORT (read when connection names no port) must be an integer in [1, 65535], got ${shown(env.PGPORT)}`);
   }
