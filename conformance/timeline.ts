@@ -2,6 +2,7 @@ import { match } from 'ts-pattern';
 import type { Command } from '../model/command.ts';
 import { describeCommand, describeOutcome } from '../model/describe.ts';
 import { PROPERTY_TITLES } from '../model/properties.ts';
+import { escapedText } from '../model/shownText.ts';
 import type { ExecutedStep, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
 import { checkRunReport } from './reportInput.ts';
@@ -45,7 +46,7 @@ function headline(report: RunReport): string {
 }
 
 function stepLine(s: ExecutedStep): string {
-  const leases = s.leases.map((l) => `c${l.client}:${l.resource}#${l.token}${l.validUntilTrueMs === null ? '' : `<${l.validUntilTrueMs}`}`).join(' ');
+  const leases = s.leases.map((l) => `c${l.client}:${escapedText(l.resource)}#${l.token}${l.validUntilTrueMs === null ? '' : `<${l.validUntilTrueMs}`}`).join(' ');
   const nodes = s.nodes.map((n, i) => `n${i}${n.up ? '' : '(down)'}${n.clockOffsetMs ? `${n.clockOffsetMs > 0 ? '+' : ''}${n.clockOffsetMs}` : ''}`).join(' ');
   return `t=${s.startMs}..${s.endMs} ms  [${laneName(laneOf(s.command))}] ${describeCommand(s.command)} -> ${describeOutcome(s.actual)}${s.allowed.length > 1 ? `  (model allowed ${s.allowed.length} outcomes)` : ''}\n      leases: ${leases || 'none'}   nodes: ${nodes}${s.violations.length ? `\n      !! ${s.violations.map((v) => `${v.property}: ${v.message}`).join('; ')}` : ''}`;
 }
@@ -58,7 +59,8 @@ function passedLines(report: RunReport): string[] {
 /** The run as numbered steps: time, lane, command, outcome, leases (token < deadline in true ms), node clocks. */
 export function textTimeline(report: RunReport): string {
   checkRunReport(report);
-  const lines = [headline(report), ...passedLines(report), ''];
+  // The backend's name and the messages are the adapter's text: one line each, whatever they hold.
+  const lines = [escapedText(headline(report)), ...passedLines(report).map(escapedText), ''];
   report.steps.forEach((s, i) => lines.push(`${String(i + 1).padStart(3)}. ${stepLine(s)}`));
   const v = report.verdict;
   if (v.kind === 'conformance-failure') lines.push('', `allowed: ${v.step.allowed.map(describeOutcome).join(' | ')}`, `actual:  ${describeOutcome(v.step.actual)}`);

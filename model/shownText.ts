@@ -15,6 +15,11 @@ const SHORT: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t'
 
 const escapeOne = (ch: string): string => SHORT[ch] ?? `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
+/** Text as it is, with only the unsafe characters (controls, separators, bidirectional controls, lone surrogates) shown as escapes. */
+export function escapedText(text: string): string {
+  return text.replace(UNSAFE, escapeOne);
+}
+
 /** A name in single quotes, as timelines print resources: `'order-42'`; a quote or backslash in it escaped, so it cannot end the name early. */
 export function quotedName(name: string): string {
   return `'${name.replace(/[\\']/g, (ch) => `\\${ch}`).replace(UNSAFE, escapeOne)}'`;
