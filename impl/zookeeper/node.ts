@@ -2,7 +2,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, Exception, Stat } from 'node-zookeeper-client';
 import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
-import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
 import { checkConnectString } from './connectString.ts';
@@ -711,9 +711,11 @@ const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
   [zookeeper.Exception.UNIMPLEMENTED, { kind: 'refused', code: 'statement' }],
 ]);
 
-/** The library's errors as the lock's typed ones: a refusal (above) as such, any other failure UnavailableError; the cause kept. */
+/** The library's errors as the lock's typed ones: a refusal (above) as such, a programming error (isDefect) as it is, any other failure UnavailableError; the cause kept. */
 function typed(error: unknown, what: string): Error {
   if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
+  // A programming error (the library's, a wrapper's, ours) is no outage: an UnavailableError would be retried, and read as no-quorum.
+  if (isDefect(error)) return error as Error;
   const message = `zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`;
   const c = code(error);
   const refusal = c === null ? undefined : REFUSALS.get(c);

@@ -835,6 +835,18 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     expect((e as Error).message).toMatch(/^zookeeper exists \(watch\): /);
   });
 
+  it('a programming error inside a call (the library throwing a TypeError) passes as it is, not as an UnavailableError (read as no-quorum)', async () => {
+    const n = node();
+    const s = await n.openSession(5000);
+    const bug = new TypeError("Cannot read properties of undefined (reading 'getCode')");
+    // The session's client (the node keeps it on the session) breaks as a library bug would.
+    (s as unknown as { client: zookeeper.Client }).client.getChildren = () => {
+      throw bug;
+    };
+    expect(await thrown(n.contenders(s, `${root()}/lock/b`))).toBe(bug);
+    await n.closeSession(s);
+  });
+
   it('a failed call is an UnavailableError naming the call; a refusal no retry fixes is a ServerRefusedError with its code and cause', async () => {
     const n = node();
     const dir = `${root()}/lock/e`;

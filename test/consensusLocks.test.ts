@@ -1,0 +1,161 @@
+import type { Etcd3 } from 'etcd3';
+import { noop } from 'cockatiel';
+import { describe, expect, it } from 'vitest';
+import { systemClock } from '../impl/clock.ts';
+import { EtcdLock, etcd3Node, etcdFencedStore, type EtcdNode } from '../impl/etcd/index.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { AcquireResult } from '../impl/leaseLock.ts';
+import { using } from '../impl/using.ts';
+import { ZookeeperLock, type ZookeeperNode, type ZookeeperSession } from '../impl/zookeeper/index.ts';
+
+/**
+ * The etcd and ZooKeeper locks as the Redis lock behaves, with nodes in
+ * memory answering at once (etcd3Node over a stand-in etcd3 client). A
+ * programming error (TypeError, RangeError, ...) from a node's call is no
+ * outage: the lock rejects with it, as the Redis lock does (impl/round.ts),
+ * instead of reading it as `no-quorum` and retrying; the nodes pass it on
+ * instead of wrapping it in an UnavailableError.
+ */
+
+const bug = (): Promise<never> => Promise.reject(new TypeError('a bug in the node'));
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (v) => new Error(`expected a rejection, got ${JSON.stringify(v)}`),
+    (e: unknown) => e,
+  );
+}
+function granted(r: AcquireResult): Lease {
+  if (r.kind !== 'granted') throw new Error(`expected granted, got ${JSON.stringify(r)}`);
+  return r.lease;
+}
+
+/** An EtcdNode in memory that grants, with some calls replaced; `revoked` counts the revokes. */
+function etcdNode(over: Partial<EtcdNode> = {}): EtcdNode & { revoked: number } {
+  const node = {
+    revoked: 0,
+    grant: () => Promise.resolve({ id: '7', ttlSeconds: 10 }),
+    putIfAbsent: () => Promise.resolve({ kind: 'created' as const, createRevision: 5n }),
+    keepAlive: () => Promise.resolve(10),
+    owns: () => Promise.resolve(true),
+    deleteIfOwned: () => Promise.resolve(true),
+    revoke: () => {
+      node.revoked++;
+      return Promise.resolve();
+    },
+    get: () => Promise.resolve(null),
+    fencedWrite: () => Promise.resolve({ kind: 'accepted' as const }),
+    ...over,
+  };
+  return node;
+}
+
+/** A ZookeeperNode in memory that grants, with some calls replaced; `closed` counts the sessions closed. */
+function zookeeperNodeInMemory(over: Partial<ZookeeperNode> = {}): ZookeeperNode & { closed: number } {
+  const session: ZookeeperSession = { timeoutMs: 10_000, expired: new Promise(() => undefined) };
+  const line: string[] = [];
+  const node = {
+    closed: 0,
+    openSession: () => Promise.resolve(session),
+    contenders: () => Promise.resolve([...line]),
+    enqueue: () => {
+      line.push('c-0000000000');
+      return Promise.resolve({ name: 'c-0000000000', czxid: 9n });
+    },
+    touch: () => Promise.resolve(9n),
+    watchGone: () => Promise.resolve(),
+    deleteOwned: () => Promise.resolve(true),
+    closeSession: () => {
+      node.closed++;
+      return Promise.resolve();
+    },
+    children: () => Promise.resolve([] as string[]),
+    get: () => Promise.resolve(null),
+    fencedWrite: () => Promise.resolve({ kind: 'accepted' as const }),
+    close: () => undefined,
+    ...over,
+  };
+  return node;
+}
+
+describe('EtcdLock: a programming error from its node is thrown, never no-quorum', () => {
+  it('from the grant or the put (the put\'s lease revoked), even with retries left', async () => {
+    const grantBug = new EtcdLock({ node: etcdNode({ grant: bug }), clock: systemClock });
+    expect(await rejection(grantBug.acquire('r', { ttlMs: 10_000, retries: 3 }))).toBeInstanceOf(TypeError);
+    const node = etcdNode({ putIfAbsent: () => Promise.reject(new RangeError('out of range')) });
+    expect(await rejection(new EtcdLock({ node, clock: systemClock }).acquire('r', { ttlMs: 10_000, retries: 3 }))).toBeInstanceOf(RangeError);
+    expect(node.revoked).toBe(1);
+  });
+
+  it('from extend (keep-alive or the ownership check), and from release after the lease is dropped', async () => {
+    for (const over of [{ keepAlive: bug }, { owns: bug }]) {
+      const lock = new EtcdLock({ node: etcdNode(over), clock: systemClock });
+      const lease = granted(await lock.acquire('r', { ttlMs: 10_000 }));
+      expect(await rejection(lock.extend(lease, 10_000))).toBeInstanceOf(TypeError);
+      expect(lease.signal.aborted).toBe(false);
+    }
+    for (const over of [{ deleteIfOwned: bug }, { revoke: bug }]) {
+      const lock = new EtcdLock({ node: etcdNode(over), clock: systemClock });
+      const lease = granted(await lock.acquire('r', { ttlMs: 10_000 }));
+      expect(await rejection(lock.release(lease))).toBeInstanceOf(TypeError);
+      expect(lease.signal.aborted).toBe(true);
+      expect(lock.trackedLeases).toBe(0);
+    }
+  });
+
+  it('using() rejects with it (it threw LockNotAcquiredError no-quorum)', async () => {
+    const lock = new EtcdLock({ node: etcdNode({ grant: bug }), clock: systemClock });
+    expect(await rejection(using(lock as never, 'r', { ttlMs: 10_000 }, () => Promise.resolve(1)))).toBeInstanceOf(TypeError);
+  });
+});
+
+describe('ZookeeperLock: a programming error from its node is thrown, never no-quorum', () => {
+  it('from the connect, the line or the create (the session closed), even with retries left', async () => {
+    expect(await rejection(new ZookeeperLock({ node: zookeeperNodeInMemory({ openSession: bug }), clock: systemClock }).acquire('r', { ttlMs: 10_000, retries: 3 }))).toBeInstanceOf(TypeError);
+    for (const over of [{ contenders: bug }, { enqueue: bug }]) {
+      const node = zookeeperNodeInMemory(over);
+      expect(await rejection(new ZookeeperLock({ node, clock: systemClock }).acquire('r', { ttlMs: 10_000, retries: 3 }))).toBeInstanceOf(TypeError);
+      expect(node.closed).toBe(1);
+    }
+  });
+
+  it('from extend, and from release after the lease is dropped and its session closed', async () => {
+    const lock = new ZookeeperLock({ node: zookeeperNodeInMemory({ touch: bug }), clock: systemClock });
+    const lease = granted(await lock.acquire('r', { ttlMs: 10_000 }));
+    expect(await rejection(lock.extend(lease, 10_000))).toBeInstanceOf(TypeError);
+    const node = zookeeperNodeInMemory({ deleteOwned: bug });
+    const releasing = new ZookeeperLock({ node, clock: systemClock });
+    const held = granted(await releasing.acquire('r', { ttlMs: 10_000 }));
+    expect(await rejection(releasing.release(held))).toBeInstanceOf(TypeError);
+    expect(held.signal.aborted).toBe(true);
+    expect(node.closed).toBe(1);
+    expect(releasing.trackedLeases).toBe(0);
+  });
+
+  it('a ZooKeeper failure of the release is still no error', async () => {
+    const lock = new ZookeeperLock({ node: zookeeperNodeInMemory({ deleteOwned: () => Promise.reject(new Error('CONNECTION_LOSS')) }), clock: systemClock });
+    await expect(lock.release(granted(await lock.acquire('r', { ttlMs: 10_000 })))).resolves.toBeUndefined();
+  });
+});
+
+describe('etcd3Node passes a programming error on as it is (it was an UnavailableError, read as an outage)', () => {
+  const client = (error: Error): Etcd3 =>
+    ({
+      options: { faultHandling: { global: noop } },
+      kv: { txn: () => Promise.reject(error), range: () => Promise.reject(error) },
+      leaseClient: { leaseGrant: () => Promise.reject(error), leaseKeepAlive: () => Promise.reject(error), leaseRevoke: () => Promise.reject(error) },
+    }) as unknown as Etcd3;
+
+  it('from each call, and through the lock and the fenced store', async () => {
+    const error = new TypeError("Cannot read properties of undefined (reading 'revision')");
+    const node = etcd3Node(client(error), { clock: systemClock });
+    const key = Buffer.from('k');
+    for (const call of [node.grant(1), node.putIfAbsent(key, 'v', '1'), node.keepAlive('1'), node.owns(key, '1', 1n), node.deleteIfOwned(key, '1', 1n), node.revoke('1'), node.get(key), node.fencedWrite(key, key, 1n, 'v', 'strict')]) {
+      expect(await rejection(call)).toBe(error);
+    }
+    expect(await rejection(new EtcdLock({ node, clock: systemClock }).acquire('r', { ttlMs: 10_000 }))).toBe(error);
+    const store = etcdFencedStore(node, 'strict');
+    expect(await rejection(store.write('r', 1n, 'v'))).toBe(error);
+    expect(await rejection(store.read('r'))).toBe(error);
+  });
+});
