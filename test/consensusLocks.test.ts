@@ -6,7 +6,8 @@ import { EtcdLock, etcd3Node, etcdFencedStore, type EtcdNode } from '../impl/etc
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
 import { using } from '../impl/using.ts';
-import { ZookeeperLock, type ZookeeperNode, type ZookeeperSession } from '../impl/zookeeper/index.ts';
+import { ServerRefusedError } from '../impl/errors.ts';
+import { ZookeeperLock, zookeeperFencedStore, type ZookeeperNode, type ZookeeperSession } from '../impl/zookeeper/index.ts';
 
 /**
  * The etcd and ZooKeeper locks as the Redis lock behaves, with nodes in
@@ -157,5 +158,22 @@ describe('etcd3Node passes a programming error on as it is (it was an Unavailabl
     const store = etcdFencedStore(node, 'strict');
     expect(await rejection(store.write('r', 1n, 'v'))).toBe(error);
     expect(await rejection(store.read('r'))).toBe(error);
+  });
+});
+
+describe('zookeeperFencedStore reads a cell as the etcd store does', () => {
+  it("a node answering what no cell holds is ServerRefusedError('schema', 'UnexpectedValue') naming the znode, never a SyntaxError (ZookeeperNode is public)", async () => {
+    for (const [text, why] of [
+      ['not json', 'not JSON'],
+      ['{"value":"v","token":"x"}', 'token is not a token'],
+      ['{"value":"v","token":"9223372036854775808"}', 'token is not a token'],
+    ] as const) {
+      const store = zookeeperFencedStore(zookeeperNodeInMemory({ get: () => Promise.resolve(text) }), 'strict', { root: '/r' });
+      const e = await rejection(store.read('c'));
+      expect(e, text).toBeInstanceOf(ServerRefusedError);
+      expect(e).toMatchObject({ code: 'schema', serverCode: 'UnexpectedValue', message: `schema (UnexpectedValue): zookeeper znode '/r/cell/c' does not hold a lockcheck cell (${why})` });
+    }
+    const store = zookeeperFencedStore(zookeeperNodeInMemory({ get: () => Promise.resolve('{"value":"v","token":"9223372036854775807"}') }), 'strict');
+    expect(await store.read('c')).toEqual({ value: 'v', token: 2n ** 63n - 1n });
   });
 });
