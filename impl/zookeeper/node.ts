@@ -690,12 +690,13 @@ const checkAuthKeys = knownOptions('auth[i]', ['scheme', 'credentials']);
 
 function checkAuth(auth: unknown): NonNullable<ZookeeperNodeOptions['auth']> {
   if (!Array.isArray(auth)) refuse('auth', 'a list of { scheme, credentials }', auth);
-  auth.forEach((a: unknown, i) => {
-    const entry = checkObject(a, `auth[${i}]`) as Readonly<Record<string, unknown>>;
+  // Every index, holes included (forEach skips them: [, entry] passed, and each connect threw a TypeError on the hole).
+  for (let i = 0; i < auth.length; i++) {
+    const entry = checkObject(auth[i] as unknown, `auth[${i}]`) as Readonly<Record<string, unknown>>;
     checkAuthKeys(entry, `auth[${i}]`);
     checkString(entry.scheme, `auth[${i}].scheme`, true);
     checkString(entry.credentials, `auth[${i}].credentials`, false);
-  });
+  }
   return auth as NonNullable<ZookeeperNodeOptions['auth']>;
 }
 

@@ -851,6 +851,9 @@ describe('etcd3Node', () => {
       expect(e.message, bad).toMatch(/^invalid-config: hosts\[1\] must be http:\/\/host:port, https:\/\/host:port or host:port with a port in 1\.\.65535, got /);
     }
     expect(refused(() => etcdClient({ hosts: ['https://u:p@h:2379'] })).message).not.toContain('u:p');
+    // A hole in the array is no host (forEach skipped it, and etcd3 threw a TypeError reading it).
+    expect(refused(() => etcdClient({ hosts: new Array<string>(1) })).message).toBe('invalid-config: hosts[0] must be http://host:port, https://host:port or host:port with a port in 1..65535, got undefined');
+    expect(refused(() => etcdClient({ hosts: Object.assign(['http://127.0.0.1:1'], { length: 2 }) })).message).toMatch(/^invalid-config: hosts\[1\] must be /);
     for (const good of ['http://h:1', 'https://a.b-c:2379/', 'h:65535', 'https://[::1]:2379']) etcdClient({ hosts: [good] }).close();
     const tls = server().tls;
     expect(refused(() => etcdClient({ hosts: server().hosts, tls: { ...tls, ca: 'not a pem' } })).message).toBe('invalid-config: tls.ca must be a PEM certificate, got "not a pem"');

@@ -776,6 +776,14 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     granted(await lockOn(`no-such-host.invalid:2181,${server().connectString}`).acquire('r', { ttlMs: 30_000 }));
   });
 
+  it('an auth list with a hole is refused at construction, naming the entry (forEach skipped it, and every connect threw a TypeError on it)', () => {
+    for (const auth of [new Array(1), Object.assign([{ scheme: 'digest', credentials: 'u:p' }], { length: 2 })]) {
+      const e = refused(() => zookeeperNode({ connectString: '127.0.0.1:9', clock: new ManualClock(), auth }));
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect(e.message).toBe(`invalid-config: auth[${auth.length - 1}] must be an object, got undefined`);
+    }
+  });
+
   it('a connect string the library cannot use is refused at construction, naming it (a port out of range was thrown from its reconnect timer and ended the process)', () => {
     for (const bad of ['127.0.0.1:99999', '127.0.0.1:0', 'zk://127.0.0.1:2181', 'not a host', 'a:1:2', 'a:1,,b:2', 'a:x', 'a:1/', 'a:1/b/', 'a:1//b', ':2181']) {
       let e: unknown;
