@@ -140,11 +140,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, auth.length > 0 ? new zookeeper.Id('auth', '') : new zookeeper.Id('world', 'anyone'))];
   let closed = false;
   const closedError = (what: string): InvalidInputError => new InvalidInputError('precondition', `zookeeper ${what}: the node was closed`);
-  const bounded = <T>(what: string, work: () => Promise<T>): Promise<T> => {
+  const bounded = <T>(what: string, work: (send: Send) => Promise<T>): Promise<T> => {
     if (closed) return Promise.reject(closedError(what));
+    // A call in flight at close() sends nothing after it: the library failed such a request as a lost connection,
+    // read as an outage (an acquire denied no-quorum, a store write UnavailableError), though nothing was sent.
+    const send: Send = (start) => (closed ? Promise.reject(closedError(what)) : call(start));
     let started: Promise<T>;
     try {
-      started = work();
+      started = work(send);
     } catch (error) {
       started = Promise.reject(error as Error);
     }
@@ -210,6 +213,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
         const client = await attempt.ready;
+        // Connected as close() came: the close ended this client, and no session is handed out after it.
+        if (closed) throw closedError('connect');
         let over!: (why: 'expired' | 'closed') => void;
         const expired = new Promise<'expired' | 'closed'>((resolve) => (over = resolve));
         client.once('expired', () => over('expired'));
@@ -229,38 +234,38 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       });
     },
     contenders: (s, dir) =>
-      bounded('get children', async () => {
+      bounded('get children', async (send) => {
         checkPath(dir, 'dir');
         try {
-          return await call<string[]>((cb) => own(s).getChildren(dir, cb));
+          return await send<string[]>((cb) => own(s).getChildren(dir, cb));
         } catch (error) {
           if (code(error) === zookeeper.Exception.NO_NODE) return [];
           throw error;
         }
       }),
     enqueue: (s, dir) =>
-      bounded('create', async () => {
+      bounded('create', async (send) => {
         const client = own(s);
         checkPath(dir, 'dir');
-        const create = (): Promise<string> => call<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), acl, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
+        const create = (): Promise<string> => send<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), acl, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
         let path: string;
         try {
           path = await create();
         } catch (error) {
           if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-          await mkdirs(client, dir, acl);
+          await mkdirs(send, client, dir, acl);
           path = await create();
         }
         let deletedNow!: () => void;
         const deleted = new Promise<void>((resolve) => (deletedNow = resolve));
-        const stat = await call<Stat | null>((cb) => client.exists(path, watchDeletion(client, path, deletedNow), cb));
+        const stat = await send<Stat | null>((cb) => client.exists(path, watchDeletion(client, path, deletedNow), cb));
         if (stat === null) throw new UnavailableError('zookeeper create: the new znode vanished at once');
         return { name: path.slice(dir.length + 1), czxid: zxid(stat.czxid), deleted };
       }),
     touch: (s, path) =>
-      bounded('exists', async () => {
+      bounded('exists', async (send) => {
         checkPath(path, 'path');
-        const stat = await call<Stat | null>((cb) => own(s).exists(path, cb));
+        const stat = await send<Stat | null>((cb) => own(s).exists(path, cb));
         return stat === null ? null : zxid(stat.czxid);
       }),
     watchGone: (s, path, waitMs) =>
@@ -305,14 +310,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         );
       }),
     deleteOwned: (s, path, czxid) =>
-      bounded('delete', async () => {
+      bounded('delete', async (send) => {
         const client = own(s);
         checkPath(path, 'path');
         if (typeof czxid !== 'bigint') refuse('czxid', 'a bigint', czxid);
-        const stat = await call<Stat | null>((cb) => client.exists(path, cb));
+        const stat = await send<Stat | null>((cb) => client.exists(path, cb));
         if (stat === null || zxid(stat.czxid) !== czxid) return false;
         try {
-          await call<void>((cb) => client.remove(path, stat.version, cb));
+          await send<void>((cb) => client.remove(path, stat.version, cb));
           return true;
         } catch (error) {
           const c = code(error);
@@ -333,22 +338,22 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         });
       }),
     children: (dir) =>
-      bounded('get children', async () => {
+      bounded('get children', async (send) => {
         checkPath(dir, 'dir');
         const client = await storeClient();
         try {
-          return await call<string[]>((cb) => client.getChildren(dir, cb));
+          return await send<string[]>((cb) => client.getChildren(dir, cb));
         } catch (error) {
           if (code(error) === zookeeper.Exception.NO_NODE) return [];
           throw error;
         }
       }),
     get: (path) =>
-      bounded('get data', async () => {
+      bounded('get data', async (send) => {
         checkPath(path, 'path');
         const client = await storeClient();
         try {
-          const data = await call<Buffer | null>((cb) => client.getData(path, cb));
+          const data = await send<Buffer | null>((cb) => client.getData(path, cb));
           const cell = readCell(data, path);
           return JSON.stringify({ value: cell.value, token: cell.token.toString() });
         } catch (error) {
@@ -357,7 +362,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         }
       }),
     fencedWrite: (path, token, value, policy) =>
-      bounded('fenced write', async () => {
+      bounded('fenced write', async (send) => {
         checkPath(path, 'path');
         // A token of -1n was written as the cell's highest, and every later write to the cell failed on it.
         checkToken(token);
@@ -368,7 +373,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         for (let round = 0; round < CAS_ROUNDS; round++) {
           let current: { highest: bigint; version: number } | null = null;
           try {
-            const [data, stat] = await call2<Buffer | null, Stat>((cb) => client.getData(path, cb));
+            const [data, stat] = await send<[Buffer | null, Stat]>((cb) => client.getData(path, (error, d, st) => cb(error, [d, st])));
             current = { highest: readCell(data, path).highest, version: stat.version };
           } catch (error) {
             if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
@@ -385,8 +390,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           const next: Cell = { value, token: token.toString(), highest: (highest === null || token > highest ? token : highest).toString() };
           const data = Buffer.from(JSON.stringify(next), 'utf8');
           try {
-            if (current === null) await createWithParents(client, path, data, acl);
-            else await call<Stat>((cb) => client.setData(path, data, current.version, cb));
+            if (current === null) await createWithParents(send, client, path, data, acl);
+            else await send<Stat>((cb) => client.setData(path, data, current.version, cb));
             return { kind: 'accepted' };
           } catch (error) {
             const c = code(error);
@@ -613,13 +618,13 @@ function checkCellSize(path: string, value: string): void {
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */
-async function createWithParents(client: Client, path: string, data: Buffer, acl: ACL[]): Promise<void> {
-  const create = (): Promise<string> => call<string>((cb) => client.create(path, data, acl, zookeeper.CreateMode.PERSISTENT, cb));
+async function createWithParents(send: Send, client: Client, path: string, data: Buffer, acl: ACL[]): Promise<void> {
+  const create = (): Promise<string> => send<string>((cb) => client.create(path, data, acl, zookeeper.CreateMode.PERSISTENT, cb));
   try {
     await create();
   } catch (error) {
     if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-    await mkdirs(client, path.slice(0, path.lastIndexOf('/')), acl);
+    await mkdirs(send, client, path.slice(0, path.lastIndexOf('/')), acl);
     await create();
   }
 }
@@ -642,14 +647,14 @@ function withRealTimeout<T>(ms: number, what: string, work: Promise<T>): Promise
  * an operator, or by lockcheck's private ensembles) but not in '/' was
  * refused (NO_AUTH) on the way there.
  */
-async function mkdirs(client: Client, dir: string, acl: ACL[]): Promise<void> {
+async function mkdirs(send: Send, client: Client, dir: string, acl: ACL[]): Promise<void> {
   const parts = dir.split('/').slice(1);
   const at = (depth: number): string => `/${parts.slice(0, depth).join('/')}`;
   let depth = parts.length;
-  while (depth > 0 && (await call<Stat | null>((cb) => client.exists(at(depth), cb))) === null) depth--;
+  while (depth > 0 && (await send<Stat | null>((cb) => client.exists(at(depth), cb))) === null) depth--;
   for (let d = depth + 1; d <= parts.length; d++) {
     try {
-      await call<string>((cb) => client.create(at(d), Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
+      await send<string>((cb) => client.create(at(d), Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
     } catch (error) {
       // Made meanwhile by another client: as good.
       if (code(error) !== zookeeper.Exception.NODE_EXISTS) throw error;
@@ -657,12 +662,12 @@ async function mkdirs(client: Client, dir: string, acl: ACL[]): Promise<void> {
   }
 }
 
-function call<T>(start: (cb: (error: Error | Exception | null, value: T) => void) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
-}
+type Callback<T> = (error: Error | Exception | null, value: T) => void;
+/** One request of a call: `start` hands the library its callback. */
+type Send = <T>(start: (cb: Callback<T>) => void) => Promise<T>;
 
-function call2<A, B>(start: (cb: (error: Error | Exception | null, a: A, b: B) => void) => void): Promise<[A, B]> {
-  return new Promise<[A, B]>((resolve, reject) => start((error, a, b) => (error ? reject(error) : resolve([a, b]))));
+function call<T>(start: (cb: Callback<T>) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
 }
 
 function code(error: unknown): number | null {

@@ -703,6 +703,39 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await closedError(n.children('/'), 'get children');
   });
 
+  it('a call in flight at close() sends no request after it: an acquire whose create went out before the close, and a store write, reject with precondition (they were denied no-quorum and UnavailableError); a reply already on its way still grants, its lease lost', async () => {
+    const clock = new ManualClock();
+    const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    nodes.push(n);
+    const r = root();
+    // The close comes right after the create is queued: its reply arrives, and the read of the new znode's stat is not sent.
+    const closing: ZookeeperNode = { ...n, enqueue: (s, dir) => Object.assign(n.enqueue(s, dir), n.close()) };
+    const e = await thrown(new ZookeeperLock({ node: closing, clock, root: r }).acquire('r', { ttlMs: 30_000 }));
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toBe('precondition: zookeeper create: the node was closed');
+    // A request sent before the close gets its reply: the line read that grants comes back, with the lease lost already.
+    const k = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    nodes.push(k);
+    let reads = 0;
+    const lastRead: ZookeeperNode = { ...k, contenders: (s, dir) => Object.assign(k.contenders(s, dir), ++reads === 2 && k.close()) };
+    const lease = granted(await new ZookeeperLock({ node: lastRead, clock, root: r }).acquire('k', { ttlMs: 30_000 }));
+    expect(lease.signal.aborted).toBe(true);
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('connection-lost');
+    const m = node(clock);
+    const store = zookeeperFencedStore(m, 'strict', { root: r });
+    // The store's session is open: the write's read is queued after this turn, when the node is closed already.
+    expect(await store.read('x')).toEqual({ value: null, token: null });
+    const write = store.write('x', 1n, 'v');
+    m.close();
+    const w = await thrown(write);
+    expect(w).toBeInstanceOf(InvalidInputError);
+    expect((w as Error).message).toBe('precondition: zookeeper fenced write: the node was closed');
+    // Nothing of either is left on the ensemble: the contender went with its session.
+    const look = node();
+    await eventually(async () => (await look.children(`${r}/lock/r`)).length + (await look.children(`${r}/lock/k`)).length === 0, 'the closed sessions took their contenders');
+    expect(await look.get(cellPath('x', r))).toBeNull();
+  });
+
   it("zookeeperNode's calls refuse wrong arguments as InvalidInputError naming them, before anything is sent: openSession(1e308) ended the process, a token -1n broke its cell, others read as outages", async () => {
     const n = node();
     const r = root();
