@@ -10,6 +10,7 @@ import {
   GRPCDeadlineExceededError,
   GRPCFailedPreconditionError,
   GRPCInvalidArgumentError,
+  GRPCNotImplementedError,
   GRPCResourceExhastedError,
   GRPCUnauthenticatedError,
   GRPCUnavailableError,
@@ -325,6 +326,8 @@ function typed(error: unknown, what: string, timeoutMs: number): Error {
     .with(P.instanceOf(EtcdAuthenticationFailedError), P.instanceOf(EtcdUserNotFoundError), P.instanceOf(GRPCUnauthenticatedError), () => new ConnectionConfigError('authentication', message, options))
     .with(P.instanceOf(EtcdPermissionDeniedError), () => new ServerRefusedError('permission', 'PermissionDenied', message, options))
     .with(P.instanceOf(EtcdRoleNotGrantedError), () => new ServerRefusedError('permission', 'RoleNotGranted', message, options))
+    // A member that does not serve etcd's API (another gRPC service at that address): every call meets it again.
+    .with(P.instanceOf(GRPCNotImplementedError), () => new ServerRefusedError('statement', 'Unimplemented', message, options))
     .with(P.instanceOf(GRPCInvalidArgumentError), (e) =>
       NO_USER.test(e.message)
         ? new ConnectionConfigError('authentication', message, options)
