@@ -69,7 +69,8 @@ export async function using<T, O extends AcquireOptions = AcquireOptions>(
   const fractionOption: unknown = options.extendAtFraction ?? 0.5;
   // Outside [0, 1) the extension would be planned at or before now, again and again: a spin.
   if (typeof fractionOption !== 'number' || !(fractionOption >= 0 && fractionOption < 1)) {
-    throw new InvalidInputError('invalid-config', `extendAtFraction must be a number in [0, 1), got ${String(fractionOption)}`);
+    // shown(), not String(): an object without a prototype has no toString, and String() threw a TypeError here.
+    throw new InvalidInputError('invalid-config', `extendAtFraction must be a number in [0, 1), got ${shown(fractionOption)}`);
   }
   // The acquire options alone go to the lock, which refuses any key it does not know by its own list (backends differ);
   // extendAtFraction is using()'s own, and a key that looks like a typo of it is refused here, where it can be told.
