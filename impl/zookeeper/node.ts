@@ -280,8 +280,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         } catch (error) {
           return reject(error as Error);
         }
+        const done = (): void => {
+          settle();
+          resolve();
+        };
+        const event = nextEvent(client, path, done);
         const settle = (): void => {
           cancel();
+          event.stop();
           watches.delete(closedNow);
         };
         // close() ends the wait at once as a close: the client's end resolved it as if the znode ahead were gone.
@@ -291,16 +297,13 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         };
         watches.add(closedNow);
         const cancel = clock.schedule(clock.now() + waitMs, () => {
+          event.stop();
           watches.delete(closedNow);
           resolve();
         });
-        const done = (): void => {
-          settle();
-          resolve();
-        };
         client.exists(
           path,
-          () => done(),
+          event.watcher,
           (error, stat) => {
             if (error) {
               settle();
@@ -413,6 +416,44 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }
     },
   };
+}
+
+/** The waits for the next event on a path of a client, and the one watcher function they share. */
+interface PathWaits {
+  readonly watcher: () => void;
+  readonly waiting: Set<() => void>;
+}
+const pathWaits = new WeakMap<Client, Map<string, PathWaits>>();
+
+/**
+ * Calls `wake` at the next event the ensemble reports on `path` to `client`,
+ * through `watcher`, which every wait on that path shares until it fires:
+ * the library adds each new function as one more listener of the path and
+ * keeps one it has already once, so a wait in line that re-armed a watch of
+ * its own every third of a session grew the list (past ten Node warned,
+ * MaxListenersExceededWarning). `stop` takes `wake` off the list.
+ */
+function nextEvent(client: Client, path: string, wake: () => void): { readonly watcher: () => void; readonly stop: () => void } {
+  let byPath = pathWaits.get(client);
+  if (byPath === undefined) pathWaits.set(client, (byPath = new Map()));
+  const paths = byPath;
+  let waits = paths.get(path);
+  if (waits === undefined) {
+    const waiting = new Set<() => void>();
+    const fired: PathWaits = {
+      waiting,
+      watcher: () => {
+        // Fired, the library dropped it: the next wait arms a new one.
+        if (paths.get(path) === fired) paths.delete(path);
+        for (const w of [...waiting]) w();
+      },
+    };
+    waits = fired;
+    paths.set(path, waits);
+  }
+  const { watcher, waiting } = waits;
+  waiting.add(wake);
+  return { watcher, stop: () => waiting.delete(wake) };
 }
 
 /**

@@ -843,6 +843,38 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await n.closeSession(s).catch(() => undefined);
   });
 
+  it('watchGone waits re-armed on the same znode share one watch: no listener piles up (a wait in line of a dozen rounds warned MaxListenersExceededWarning), and a deletion still wakes the last', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const clock = new ManualClock();
+      const n = node(clock);
+      const dir = `${root()}/lock/w`;
+      const holder = await n.openSession(30_000);
+      const ahead = await n.enqueue(holder, dir);
+      const s = await n.openSession(30_000);
+      const path = `${dir}/${ahead.name}`;
+      // As the lock waits in line: a round of the wait on the clock, then the session renewed, a dozen times.
+      for (let round = 0; round < 12; round++) {
+        const wait = n.watchGone(s, path, 10);
+        await n.touch(s, path);
+        clock.advance(10);
+        await wait;
+      }
+      const last = n.watchGone(s, path, 60_000);
+      await n.touch(s, path);
+      await n.closeSession(holder);
+      await last;
+      // A warning is emitted on the next tick after the listener that passed the limit.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+      await n.closeSession(s);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('watchGone resolves at a deletion, at once for an absent znode, and after its wait on the clock', async () => {
     const clock = new ManualClock();
     const n = node(clock);
