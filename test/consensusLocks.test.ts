@@ -195,3 +195,30 @@ describe('using() takes the etcd and ZooKeeper locks', () => {
     expect(await rejection(using(lock, 'r', { ttlMs: 10_000, waitMs: 0 }, async () => 1))).toMatchObject({ code: 'invalid-config' });
   });
 });
+
+describe('etcd tokens are exact past 2^53 (etcd revisions are int64; etcd3 decodes them as decimal strings)', () => {
+  it('a create revision of 2^53+1 is the token as it is, and the ownership checks send it back digit for digit', async () => {
+    const revision = 2n ** 53n + 1n;
+    const sent: unknown[] = [];
+    const client = {
+      options: { faultHandling: { global: noop } },
+      kv: {
+        txn: (request: { compare: Array<{ create_revision?: unknown }> }) => {
+          sent.push(...request.compare.map((c) => c.create_revision).filter((r) => r !== undefined && r !== 0));
+          return Promise.resolve({ succeeded: true, header: { revision: revision.toString() }, responses: [] });
+        },
+        range: () => Promise.resolve({ kvs: [] }),
+      },
+      leaseClient: { leaseGrant: () => Promise.resolve({ ID: '7', TTL: '10' }), leaseKeepAlive: () => Promise.reject(new Error('unused')), leaseRevoke: () => Promise.resolve({}) },
+    } as unknown as Etcd3;
+    const node = etcd3Node(client, { clock: systemClock });
+    expect(await node.putIfAbsent(Buffer.from('k'), 'v', '7')).toEqual({ kind: 'created', createRevision: revision });
+    const lock = new EtcdLock({ node: { ...node, keepAlive: () => Promise.resolve(10) }, clock: systemClock });
+    const lease = granted(await lock.acquire('r', { ttlMs: 10_000 }));
+    expect(lease.token).toBe(revision);
+    expect((await lock.extend(lease, 10_000)).kind).toBe('extended');
+    await lock.release(lease);
+    // The owns and delete-if-owned compares: the revision as decimal text, never a double (2^53+1 would be sent as 2^53).
+    expect(sent).toEqual([revision.toString(), revision.toString()]);
+  });
+});
