@@ -698,7 +698,13 @@ async function mkdirs(send: Send, client: Client, dir: string, acl: ACL[]): Prom
       await send<string>((cb) => client.create(at(d), Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
     } catch (error) {
       // Made meanwhile by another client: as good.
-      if (code(error) !== zookeeper.Exception.NODE_EXISTS) throw error;
+      if (code(error) === zookeeper.Exception.NODE_EXISTS) continue;
+      // Missing under '/' is only ever the connect string's chroot: ZooKeeper makes none, and every call meets it again
+      // (it read as an outage: every acquire denied no-quorum, every first write of a cell retried).
+      if (d === 1 && code(error) === zookeeper.Exception.NO_NODE) {
+        throw new ServerRefusedError('schema', 'NO_NODE', "zookeeper create: the connect string's chroot does not exist (ZooKeeper makes none: create it first)", { cause: error });
+      }
+      throw error;
     }
   }
 }

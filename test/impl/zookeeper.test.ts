@@ -817,6 +817,27 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     }
   });
 
+  it("a connect string whose chroot does not exist: acquire and the store's first write throw ServerRefusedError('schema', 'NO_NODE') with the cause, not retried (they were denied no-quorum and UnavailableError)", async () => {
+    const clock = new ManualClock();
+    const chroot = root();
+    const n = zookeeperNode({ connectString: `${server().connectString}${chroot}`, auth: server().auth, clock, requestTimeoutMs: TEST_BOUND_MS });
+    nodes.push(n);
+    const { node: counted, calls } = spied(n);
+    const e = await thrown(new ZookeeperLock({ node: counted, clock }).acquire('r', { ttlMs: 30_000, retries: 3 }));
+    expect(e).toBeInstanceOf(ServerRefusedError);
+    expect(e).toMatchObject({ code: 'schema', serverCode: 'NO_NODE', message: "schema (NO_NODE): zookeeper create: the connect string's chroot does not exist (ZooKeeper makes none: create it first)" });
+    expect((e as Error).cause).toBeInstanceOf(zookeeper.Exception);
+    expect(calls.openSession).toBe(1);
+    const w = await thrown(zookeeperFencedStore(n, 'strict').write('r', 1n, 'v'));
+    expect(w).toMatchObject({ name: 'ServerRefusedError', code: 'schema', serverCode: 'NO_NODE' });
+    // Once the chroot is there, both work under it.
+    const outside = node();
+    await outside.fencedWrite(`${chroot}/made`, 1n, 'v', 'strict');
+    const lock = new ZookeeperLock({ node: n, clock });
+    await lock.release(granted(await lock.acquire('r', { ttlMs: 30_000 })));
+    expect(await zookeeperFencedStore(n, 'strict').write('r', 1n, 'v')).toEqual({ kind: 'accepted' });
+  });
+
   it('a connect string the library cannot use is refused at construction, naming it (a port out of range was thrown from its reconnect timer and ended the process)', () => {
     for (const bad of ['127.0.0.1:99999', '127.0.0.1:0', 'zk://127.0.0.1:2181', 'not a host', 'a:1:2', 'a:1,,b:2', 'a:x', 'a:1/', 'a:1/b/', 'a:1//b', ':2181']) {
       let e: unknown;
