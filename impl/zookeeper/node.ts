@@ -58,7 +58,11 @@ export interface ZookeeperNode {
   enqueue(session: ZookeeperSession, dir: string): Promise<{ readonly name: string; readonly czxid: bigint; readonly deleted?: Promise<void> }>;
   /** One round trip on the session (renewing it): the create zxid of `path`, null when it is gone. */
   touch(session: ZookeeperSession, path: string): Promise<bigint | null>;
-  /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. Rejects with InvalidInputError('precondition') at once when the node is closed meanwhile. */
+  /**
+   * Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing.
+   * Rejects at once when the wait cannot go on: InvalidInputError('precondition') when the node or the session is
+   * closed meanwhile (closeSession), UnavailableError when the session expires.
+   */
   watchGone(session: ZookeeperSession, path: string, waitMs: number): Promise<void>;
   /** Deletes `path` only while its create zxid is `czxid` (and at the version read). */
   deleteOwned(session: ZookeeperSession, path: string, czxid: bigint): Promise<boolean>;
@@ -162,16 +166,18 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const live = new Map<Client, Connecting>();
   // The lease sessions handed out and not yet over: close() tells each that it ended.
   const leases = new Map<Client, (why: 'closed') => void>();
-  // The watchGone waits in progress: close() ends each at once.
-  const watches = new Set<() => void>();
+  // The watchGone waits in progress, each with the client it waits on and how to end it: close() ends every one at once,
+  // and the end of a session the ones on it (else a wait its caller gave up on, an aborted acquire's, kept its timer).
+  const watches = new Set<{ readonly client: Client; readonly end: (error: Error) => void }>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
     const attempt = connecting(options.connectString, sessionMs, pings, auth);
     live.set(attempt.client, attempt);
     return attempt;
   };
-  const finish = (client: Client): void => {
+  const finish = (client: Client, ended: Error = new UnavailableError('zookeeper exists (watch): the session ended')): void => {
     live.delete(client);
     leases.delete(client);
+    for (const w of [...watches]) if (w.client === client) w.end(ended);
     end(client);
   };
   let shared: Connecting | null = null;
@@ -288,17 +294,20 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         const settle = (): void => {
           cancel();
           event.stop();
-          watches.delete(closedNow);
+          watches.delete(wait);
         };
         // close() ends the wait at once as a close: the client's end resolved it as if the znode ahead were gone.
-        const closedNow = (): void => {
-          settle();
-          reject(closedError('exists (watch)'));
+        const wait = {
+          client,
+          end: (error: Error): void => {
+            settle();
+            reject(error);
+          },
         };
-        watches.add(closedNow);
+        watches.add(wait);
         const cancel = clock.schedule(clock.now() + waitMs, () => {
           event.stop();
-          watches.delete(closedNow);
+          watches.delete(wait);
           resolve();
         });
         client.exists(
@@ -337,7 +346,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           // expired or cut reports nothing more, and the bound ends the wait.
           client.once('disconnected', () => resolve());
           client.once('expired', () => resolve());
-          finish(client);
+          finish(client, new InvalidInputError('precondition', 'zookeeper exists (watch): the session was closed'));
         });
       }),
     children: (dir) =>
@@ -407,7 +416,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     close: () => {
       closed = true;
       shared = null;
-      for (const closedNow of [...watches]) closedNow();
+      for (const w of [...watches]) w.end(closedError('exists (watch)'));
       for (const [client, attempt] of live) {
         // A lease whose session this ends must not look held: its contender goes now, and another may be granted.
         leases.get(client)?.('closed');

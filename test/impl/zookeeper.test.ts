@@ -896,6 +896,30 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     }
   });
 
+  it('a wait in line ends with its session: an acquire cancelled in line leaves no timer on the clock, and watchGone on a session closed meanwhile rejects at once (precondition)', async () => {
+    const clock = new ManualClock();
+    const { node: n, watches } = spied(node(clock));
+    const r = root();
+    const lock = new ZookeeperLock({ node: n, clock, root: r });
+    const holder = granted(await lock.acquire('w', { ttlMs: 30_000 }));
+    const armed = clock.armed;
+    const controller = new AbortController();
+    const waiting = thrown(lock.acquire('w', { ttlMs: 30_000, waitMs: 60_000, signal: controller.signal }));
+    await eventually(() => watches.length === 1, 'the waiter watches the holder');
+    controller.abort();
+    expect((await waiting as DOMException).name).toBe('AbortError');
+    // The wait's own timer (a third of the session) went with its session: it was left armed until it ran out.
+    expect(clock.armed).toBe(armed);
+    const s = await n.openSession(30_000);
+    const watch = thrown(n.watchGone(s, `${lockDir('w', r)}/${holder.owner.slice(holder.owner.lastIndexOf('/') + 1)}`, 60_000));
+    await n.closeSession(s);
+    const e = await watch;
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toBe('precondition: zookeeper exists (watch): the session was closed');
+    expect(clock.armed).toBe(armed);
+    await lock.release(holder);
+  });
+
   it('watchGone resolves at a deletion, at once for an absent znode, and after its wait on the clock', async () => {
     const clock = new ManualClock();
     const n = node(clock);
