@@ -106,11 +106,11 @@ export function isRefusal(e: unknown): e is ConnectionConfigError | ServerRefuse
 
 /**
  * What a lock passes on from a failed call instead of reading it as an
- * outage: a refusal, or an InvalidInputError (a client or node used after
- * its close(), which no retry fixes either).
+ * outage: a refusal, an InvalidInputError (a client or node used after its
+ * close(), which no retry fixes either), or a programming error (isDefect).
  */
 export function mustThrow(e: unknown): boolean {
-  return isRefusal(e) || e instanceof InvalidInputError;
+  return isRefusal(e) || e instanceof InvalidInputError || isDefect(e);
 }
 
 /**

@@ -15,5 +15,5 @@ export { systemClock } from './clock.ts';
 export { sleep, withTimeout } from './publicTime.ts';
 export type { MonotonicClock } from './clock.ts';
 export { using, LockNotAcquiredError } from './using.ts';
-export type { UsingOptions } from './using.ts';
+export type { UsableLock, UsingOptions } from './using.ts';
 export { ConnectionConfigError, InvalidInputError, isRefusal, LeaseLostError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, WireProtocolError } from './errors.ts';

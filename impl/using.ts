@@ -1,4 +1,5 @@
-import type { AcquireOptions, LeaseLock } from './leaseLock.ts';
+import type { MonotonicClock } from './clock.ts';
+import type { AcquireOptions, AcquireResult, ExtendResult } from './leaseLock.ts';
 import type { Lease } from './lease.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { checkMethods, checkObject, closest, shown } from './options.ts';
@@ -25,6 +26,19 @@ export interface UsingOptions extends AcquireOptions {
   readonly extendAtFraction?: number;
 }
 
+/**
+ * What using() needs of a lock: `LeaseLock` (Redis, Redlock), `EtcdLock` and
+ * `ZookeeperLock` each fit, with their own acquire options `O` (ZooKeeper's
+ * take `waitMs`). Structural: it was `LeaseLock` itself, whose private fields
+ * no other lock has, so `using(etcdLock, ...)` did not compile.
+ */
+export interface UsableLock<O extends AcquireOptions = AcquireOptions> {
+  acquire(resource: string, options: O): Promise<AcquireResult>;
+  extend(lease: Lease, ttlMs: number): Promise<ExtendResult>;
+  release(lease: Lease): Promise<void>;
+  clockOf(): MonotonicClock;
+}
+
 /** Background extensions are at least 1/MIN_GAP_DIVISOR of the lease's validity left apart. */
 const MIN_GAP_DIVISOR = 10;
 
@@ -43,14 +57,20 @@ const USING_OPTIONS = ['extendAtFraction'];
  * `fn` settles, since releasing under a running `fn` would let another holder
  * in beside it; an `fn` that should stop on the caller's signal reads it too.
  */
-export async function using<T>(lock: LeaseLock, resource: string, options: UsingOptions, fn: (signal: AbortSignal, lease: Lease) => Promise<T>): Promise<T> {
+export async function using<T, O extends AcquireOptions = AcquireOptions>(
+  lock: UsableLock<O>,
+  resource: string,
+  options: NoInfer<O> & Pick<UsingOptions, 'extendAtFraction'>,
+  fn: (signal: AbortSignal, lease: Lease) => Promise<T>,
+): Promise<T> {
   checkMethods(lock, 'lock', 'a LeaseLock', ['acquire', 'extend', 'release', 'clockOf']);
   checkObject(options, 'using options');
   if (typeof fn !== 'function') throw new InvalidInputError('invalid-config', `fn must be a function, got ${shown(fn)}`);
   const fractionOption: unknown = options.extendAtFraction ?? 0.5;
   // Outside [0, 1) the extension would be planned at or before now, again and again: a spin.
   if (typeof fractionOption !== 'number' || !(fractionOption >= 0 && fractionOption < 1)) {
-    throw new InvalidInputError('invalid-config', `extendAtFraction must be a number in [0, 1), got ${String(fractionOption)}`);
+    // shown(), not String(): an object without a prototype has no toString, and String() threw a TypeError here.
+    throw new InvalidInputError('invalid-config', `extendAtFraction must be a number in [0, 1), got ${shown(fractionOption)}`);
   }
   // The acquire options alone go to the lock, which refuses any key it does not know by its own list (backends differ);
   // extendAtFraction is using()'s own, and a key that looks like a typo of it is refused here, where it can be told.
@@ -58,7 +78,7 @@ export async function using<T>(lock: LeaseLock, resource: string, options: Using
   for (const key of Object.keys(acquireOptions)) {
     if (closest(key, USING_OPTIONS) !== undefined) throw new InvalidInputError('invalid-config', `using options: unknown option ${JSON.stringify(key)} (did you mean extendAtFraction?); using() takes extendAtFraction and the lock's acquire options`);
   }
-  const result = await lock.acquire(resource, acquireOptions);
+  const result = await lock.acquire(resource, acquireOptions as unknown as O);
   if (result.kind !== 'granted') throw new LockNotAcquiredError(resource, result.kind === 'denied' ? result.reason : 'timed-out');
   const lease = result.lease;
   const clock = lock.clockOf();

@@ -44,7 +44,8 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   checkKeys(options);
   const hosts: unknown = options.hosts;
   if (!Array.isArray(hosts) || hosts.length === 0) throw new InvalidInputError('invalid-config', `hosts must be a non-empty array of URLs, got ${shown(hosts)}`);
-  hosts.forEach((host, i) => checkHost(host, `hosts[${i}]`));
+  // Every index, holes included (forEach skips them: new Array(2) passed, and etcd3 threw a TypeError on it).
+  for (let i = 0; i < hosts.length; i++) checkHost(hosts[i], `hosts[${i}]`);
   const dialTimeout = checkTimeoutMs(options.dialTimeoutMs ?? 2000, 'dialTimeoutMs');
   if (options.auth !== undefined) {
     checkObject(options.auth, 'auth');

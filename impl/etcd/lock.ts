@@ -5,7 +5,7 @@ import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOp
 import { abortReason, checkSignal } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
 import { retryDenied } from '../retryDenied.ts';
-import { isRefusal, mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { isDefect, isRefusal, mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
 import { renewal } from '../renewal.ts';
@@ -138,6 +138,7 @@ export class EtcdLock {
    * the lock from being freed: the delete and the revoke both failed, one
    * refused (as the Redis lock's release throws a refusal that kept it off a
    * quorum); either one done frees the key (the revoke deletes it too).
+   * A programming error (a TypeError, ...) from either call is thrown too.
    */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
@@ -145,6 +146,8 @@ export class EtcdLock {
     if (held === undefined) return;
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
     const [deleted, revoked] = await Promise.allSettled([this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token), this.#node.revoke(held.leaseId)]);
+    // A programming error is no etcd failure: the caller hears it, as from the Redis lock's release.
+    for (const r of [deleted, revoked]) if (r.status === 'rejected' && isDefect(r.reason)) throw r.reason;
     if (deleted.status === 'rejected' && revoked.status === 'rejected') for (const r of [deleted, revoked]) if (isRefusal(r.reason)) throw r.reason;
   }
 

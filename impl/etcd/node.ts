@@ -10,6 +10,7 @@ import {
   GRPCDeadlineExceededError,
   GRPCFailedPreconditionError,
   GRPCInvalidArgumentError,
+  GRPCNotImplementedError,
   GRPCResourceExhastedError,
   GRPCUnauthenticatedError,
   GRPCUnavailableError,
@@ -23,7 +24,7 @@ import { RetryPolicy } from 'cockatiel';
 import { match, P } from 'ts-pattern';
 import { InvalidInputError } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { storedToken } from '../storeCell.ts';
 import { checkClock, checkMethods, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
@@ -297,11 +298,14 @@ const TLS_REFUSED =
 /**
  * The library's errors as the lock's typed ones. Only what no retry can fix
  * is a refusal (ConnectionConfigError, ServerRefusedError, carrying etcd3's
- * error as the cause); anything else, an expired auth token included
- * (etcd3 authenticates again on the next call), is an UnavailableError.
+ * error as the cause); a programming error (isDefect) passes as it is;
+ * anything else, an expired auth token included (etcd3 authenticates again
+ * on the next call), is an UnavailableError.
  */
 function typed(error: unknown, what: string, timeoutMs: number): Error {
   if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
+  // A programming error (etcd3's, a wrapper's, ours) is no outage: an UnavailableError would be retried, and read as no-quorum.
+  if (isDefect(error)) return error as Error;
   // etcd3 casts its unary calls' errors; a stream's (the keep-alive's) come raw from gRPC, with the status code.
   const cause = error instanceof Error && error.constructor === Error && typeof (error as { code?: unknown }).code === 'number' ? castGrpcError(error) : error;
   const message = `etcd ${what}: ${cause instanceof Error ? cause.message : String(cause)}`;
@@ -322,6 +326,8 @@ function typed(error: unknown, what: string, timeoutMs: number): Error {
     .with(P.instanceOf(EtcdAuthenticationFailedError), P.instanceOf(EtcdUserNotFoundError), P.instanceOf(GRPCUnauthenticatedError), () => new ConnectionConfigError('authentication', message, options))
     .with(P.instanceOf(EtcdPermissionDeniedError), () => new ServerRefusedError('permission', 'PermissionDenied', message, options))
     .with(P.instanceOf(EtcdRoleNotGrantedError), () => new ServerRefusedError('permission', 'RoleNotGranted', message, options))
+    // A member that does not serve etcd's API (another gRPC service at that address): every call meets it again.
+    .with(P.instanceOf(GRPCNotImplementedError), () => new ServerRefusedError('statement', 'Unimplemented', message, options))
     .with(P.instanceOf(GRPCInvalidArgumentError), (e) =>
       NO_USER.test(e.message)
         ? new ConnectionConfigError('authentication', message, options)

@@ -4,7 +4,7 @@ import { driftMarginMs, leaseMargins, type LeaseMargins } from '../leaseMargins.
 import { abortReason, checkSignal, unlessAborted } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
 import { retryDenied } from '../retryDenied.ts';
-import { mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
+import { isDefect, mustThrow, TimeoutError, TokenOverflowError } from '../errors.ts';
 import { HeldLeases } from '../heldLeases.ts';
 import { LeaseHandle } from '../lease.ts';
 import { renewal } from '../renewal.ts';
@@ -134,13 +134,22 @@ export class ZookeeperLock {
     return renewal(held.handle, startedMs, held.ttlMs, this.#margins, this.#clock);
   }
 
-  /** Deletes the contender while it is ours and closes the session; fires the lease's signal. Never throws for ZooKeeper failures. */
+  /**
+   * Deletes the contender while it is ours and closes the session; fires the
+   * lease's signal. Never throws for ZooKeeper failures (the session's close
+   * deletes the contender whatever the delete met); a programming error (a
+   * TypeError, ...) from the delete is thrown, after the session is closed.
+   */
   async release(lease: Lease): Promise<void> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
     if (held === undefined) return;
-    await this.#node.deleteOwned(held.session, held.path, lease.token).catch(() => false);
+    const failed = await this.#node.deleteOwned(held.session, held.path, lease.token).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     this.#close(held.session);
+    if (isDefect(failed)) throw failed;
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */

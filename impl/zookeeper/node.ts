@@ -2,7 +2,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, Exception, Stat } from 'node-zookeeper-client';
 import { match } from 'ts-pattern';
 import type { MonotonicClock } from '../clock.ts';
-import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
 import { checkConnectString } from './connectString.ts';
@@ -58,7 +58,11 @@ export interface ZookeeperNode {
   enqueue(session: ZookeeperSession, dir: string): Promise<{ readonly name: string; readonly czxid: bigint; readonly deleted?: Promise<void> }>;
   /** One round trip on the session (renewing it): the create zxid of `path`, null when it is gone. */
   touch(session: ZookeeperSession, path: string): Promise<bigint | null>;
-  /** Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing. Rejects with InvalidInputError('precondition') at once when the node is closed meanwhile. */
+  /**
+   * Resolves when `path` is deleted (or absent at once), or after `waitMs` on the client's clock; renews nothing.
+   * Rejects at once when the wait cannot go on: InvalidInputError('precondition') when the node or the session is
+   * closed meanwhile (closeSession), UnavailableError when the session expires.
+   */
   watchGone(session: ZookeeperSession, path: string, waitMs: number): Promise<void>;
   /** Deletes `path` only while its create zxid is `czxid` (and at the version read). */
   deleteOwned(session: ZookeeperSession, path: string, czxid: bigint): Promise<boolean>;
@@ -140,11 +144,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, auth.length > 0 ? new zookeeper.Id('auth', '') : new zookeeper.Id('world', 'anyone'))];
   let closed = false;
   const closedError = (what: string): InvalidInputError => new InvalidInputError('precondition', `zookeeper ${what}: the node was closed`);
-  const bounded = <T>(what: string, work: () => Promise<T>): Promise<T> => {
+  const bounded = <T>(what: string, work: (send: Send) => Promise<T>): Promise<T> => {
     if (closed) return Promise.reject(closedError(what));
+    // A call in flight at close() sends nothing after it: the library failed such a request as a lost connection,
+    // read as an outage (an acquire denied no-quorum, a store write UnavailableError), though nothing was sent.
+    const send: Send = (start) => (closed ? Promise.reject(closedError(what)) : call(start));
     let started: Promise<T>;
     try {
-      started = work();
+      started = work(send);
     } catch (error) {
       started = Promise.reject(error as Error);
     }
@@ -159,16 +166,18 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const live = new Map<Client, Connecting>();
   // The lease sessions handed out and not yet over: close() tells each that it ended.
   const leases = new Map<Client, (why: 'closed') => void>();
-  // The watchGone waits in progress: close() ends each at once.
-  const watches = new Set<() => void>();
+  // The watchGone waits in progress, each with the client it waits on and how to end it: close() ends every one at once,
+  // and the end of a session the ones on it (else a wait its caller gave up on, an aborted acquire's, kept its timer).
+  const watches = new Set<{ readonly client: Client; readonly end: (error: Error) => void }>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
     const attempt = connecting(options.connectString, sessionMs, pings, auth);
     live.set(attempt.client, attempt);
     return attempt;
   };
-  const finish = (client: Client): void => {
+  const finish = (client: Client, ended: Error = new UnavailableError('zookeeper exists (watch): the session ended')): void => {
     live.delete(client);
     leases.delete(client);
+    for (const w of [...watches]) if (w.client === client) w.end(ended);
     end(client);
   };
   let shared: Connecting | null = null;
@@ -210,6 +219,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
         const client = await attempt.ready;
+        // Connected as close() came: the close ended this client, and no session is handed out after it.
+        if (closed) throw closedError('connect');
         let over!: (why: 'expired' | 'closed') => void;
         const expired = new Promise<'expired' | 'closed'>((resolve) => (over = resolve));
         client.once('expired', () => over('expired'));
@@ -229,38 +240,38 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       });
     },
     contenders: (s, dir) =>
-      bounded('get children', async () => {
+      bounded('get children', async (send) => {
         checkPath(dir, 'dir');
         try {
-          return await call<string[]>((cb) => own(s).getChildren(dir, cb));
+          return await send<string[]>((cb) => own(s).getChildren(dir, cb));
         } catch (error) {
           if (code(error) === zookeeper.Exception.NO_NODE) return [];
           throw error;
         }
       }),
     enqueue: (s, dir) =>
-      bounded('create', async () => {
+      bounded('create', async (send) => {
         const client = own(s);
         checkPath(dir, 'dir');
-        const create = (): Promise<string> => call<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), acl, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
+        const create = (): Promise<string> => send<string>((cb) => client.create(`${dir}/${CONTENDER}`, Buffer.alloc(0), acl, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
         let path: string;
         try {
           path = await create();
         } catch (error) {
           if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-          await mkdirs(client, dir, acl);
+          await mkdirs(send, client, dir, acl);
           path = await create();
         }
         let deletedNow!: () => void;
         const deleted = new Promise<void>((resolve) => (deletedNow = resolve));
-        const stat = await call<Stat | null>((cb) => client.exists(path, watchDeletion(client, path, deletedNow), cb));
+        const stat = await send<Stat | null>((cb) => client.exists(path, watchDeletion(client, path, deletedNow), cb));
         if (stat === null) throw new UnavailableError('zookeeper create: the new znode vanished at once');
         return { name: path.slice(dir.length + 1), czxid: zxid(stat.czxid), deleted };
       }),
     touch: (s, path) =>
-      bounded('exists', async () => {
+      bounded('exists', async (send) => {
         checkPath(path, 'path');
-        const stat = await call<Stat | null>((cb) => own(s).exists(path, cb));
+        const stat = await send<Stat | null>((cb) => own(s).exists(path, cb));
         return stat === null ? null : zxid(stat.czxid);
       }),
     watchGone: (s, path, waitMs) =>
@@ -275,27 +286,33 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         } catch (error) {
           return reject(error as Error);
         }
-        const settle = (): void => {
-          cancel();
-          watches.delete(closedNow);
-        };
-        // close() ends the wait at once as a close: the client's end resolved it as if the znode ahead were gone.
-        const closedNow = (): void => {
-          settle();
-          reject(closedError('exists (watch)'));
-        };
-        watches.add(closedNow);
-        const cancel = clock.schedule(clock.now() + waitMs, () => {
-          watches.delete(closedNow);
-          resolve();
-        });
         const done = (): void => {
           settle();
           resolve();
         };
+        const event = nextEvent(client, path, done);
+        const settle = (): void => {
+          cancel();
+          event.stop();
+          watches.delete(wait);
+        };
+        // close() ends the wait at once as a close: the client's end resolved it as if the znode ahead were gone.
+        const wait = {
+          client,
+          end: (error: Error): void => {
+            settle();
+            reject(error);
+          },
+        };
+        watches.add(wait);
+        const cancel = clock.schedule(clock.now() + waitMs, () => {
+          event.stop();
+          watches.delete(wait);
+          resolve();
+        });
         client.exists(
           path,
-          () => done(),
+          event.watcher,
           (error, stat) => {
             if (error) {
               settle();
@@ -305,14 +322,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         );
       }),
     deleteOwned: (s, path, czxid) =>
-      bounded('delete', async () => {
+      bounded('delete', async (send) => {
         const client = own(s);
         checkPath(path, 'path');
         if (typeof czxid !== 'bigint') refuse('czxid', 'a bigint', czxid);
-        const stat = await call<Stat | null>((cb) => client.exists(path, cb));
+        const stat = await send<Stat | null>((cb) => client.exists(path, cb));
         if (stat === null || zxid(stat.czxid) !== czxid) return false;
         try {
-          await call<void>((cb) => client.remove(path, stat.version, cb));
+          await send<void>((cb) => client.remove(path, stat.version, cb));
           return true;
         } catch (error) {
           const c = code(error);
@@ -329,26 +346,26 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           // expired or cut reports nothing more, and the bound ends the wait.
           client.once('disconnected', () => resolve());
           client.once('expired', () => resolve());
-          finish(client);
+          finish(client, new InvalidInputError('precondition', 'zookeeper exists (watch): the session was closed'));
         });
       }),
     children: (dir) =>
-      bounded('get children', async () => {
+      bounded('get children', async (send) => {
         checkPath(dir, 'dir');
         const client = await storeClient();
         try {
-          return await call<string[]>((cb) => client.getChildren(dir, cb));
+          return await send<string[]>((cb) => client.getChildren(dir, cb));
         } catch (error) {
           if (code(error) === zookeeper.Exception.NO_NODE) return [];
           throw error;
         }
       }),
     get: (path) =>
-      bounded('get data', async () => {
+      bounded('get data', async (send) => {
         checkPath(path, 'path');
         const client = await storeClient();
         try {
-          const data = await call<Buffer | null>((cb) => client.getData(path, cb));
+          const data = await send<Buffer | null>((cb) => client.getData(path, cb));
           const cell = readCell(data, path);
           return JSON.stringify({ value: cell.value, token: cell.token.toString() });
         } catch (error) {
@@ -357,7 +374,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         }
       }),
     fencedWrite: (path, token, value, policy) =>
-      bounded('fenced write', async () => {
+      bounded('fenced write', async (send) => {
         checkPath(path, 'path');
         // A token of -1n was written as the cell's highest, and every later write to the cell failed on it.
         checkToken(token);
@@ -368,7 +385,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         for (let round = 0; round < CAS_ROUNDS; round++) {
           let current: { highest: bigint; version: number } | null = null;
           try {
-            const [data, stat] = await call2<Buffer | null, Stat>((cb) => client.getData(path, cb));
+            const [data, stat] = await send<[Buffer | null, Stat]>((cb) => client.getData(path, (error, d, st) => cb(error, [d, st])));
             current = { highest: readCell(data, path).highest, version: stat.version };
           } catch (error) {
             if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
@@ -385,8 +402,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           const next: Cell = { value, token: token.toString(), highest: (highest === null || token > highest ? token : highest).toString() };
           const data = Buffer.from(JSON.stringify(next), 'utf8');
           try {
-            if (current === null) await createWithParents(client, path, data, acl);
-            else await call<Stat>((cb) => client.setData(path, data, current.version, cb));
+            if (current === null) await createWithParents(send, client, path, data, acl);
+            else await send<Stat>((cb) => client.setData(path, data, current.version, cb));
             return { kind: 'accepted' };
           } catch (error) {
             const c = code(error);
@@ -399,7 +416,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     close: () => {
       closed = true;
       shared = null;
-      for (const closedNow of [...watches]) closedNow();
+      for (const w of [...watches]) w.end(closedError('exists (watch)'));
       for (const [client, attempt] of live) {
         // A lease whose session this ends must not look held: its contender goes now, and another may be granted.
         leases.get(client)?.('closed');
@@ -408,6 +425,44 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       }
     },
   };
+}
+
+/** The waits for the next event on a path of a client, and the one watcher function they share. */
+interface PathWaits {
+  readonly watcher: () => void;
+  readonly waiting: Set<() => void>;
+}
+const pathWaits = new WeakMap<Client, Map<string, PathWaits>>();
+
+/**
+ * Calls `wake` at the next event the ensemble reports on `path` to `client`,
+ * through `watcher`, which every wait on that path shares until it fires:
+ * the library adds each new function as one more listener of the path and
+ * keeps one it has already once, so a wait in line that re-armed a watch of
+ * its own every third of a session grew the list (past ten Node warned,
+ * MaxListenersExceededWarning). `stop` takes `wake` off the list.
+ */
+function nextEvent(client: Client, path: string, wake: () => void): { readonly watcher: () => void; readonly stop: () => void } {
+  let byPath = pathWaits.get(client);
+  if (byPath === undefined) pathWaits.set(client, (byPath = new Map()));
+  const paths = byPath;
+  let waits = paths.get(path);
+  if (waits === undefined) {
+    const waiting = new Set<() => void>();
+    const fired: PathWaits = {
+      waiting,
+      watcher: () => {
+        // Fired, the library dropped it: the next wait arms a new one.
+        if (paths.get(path) === fired) paths.delete(path);
+        for (const w of [...waiting]) w();
+      },
+    };
+    waits = fired;
+    paths.set(path, waits);
+  }
+  const { watcher, waiting } = waits;
+  waiting.add(wake);
+  return { watcher, stop: () => waiting.delete(wake) };
 }
 
 /**
@@ -613,13 +668,13 @@ function checkCellSize(path: string, value: string): void {
 }
 
 /** Creates a persistent znode (NODE_EXISTS if someone was first), its parents as needed. */
-async function createWithParents(client: Client, path: string, data: Buffer, acl: ACL[]): Promise<void> {
-  const create = (): Promise<string> => call<string>((cb) => client.create(path, data, acl, zookeeper.CreateMode.PERSISTENT, cb));
+async function createWithParents(send: Send, client: Client, path: string, data: Buffer, acl: ACL[]): Promise<void> {
+  const create = (): Promise<string> => send<string>((cb) => client.create(path, data, acl, zookeeper.CreateMode.PERSISTENT, cb));
   try {
     await create();
   } catch (error) {
     if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
-    await mkdirs(client, path.slice(0, path.lastIndexOf('/')), acl);
+    await mkdirs(send, client, path.slice(0, path.lastIndexOf('/')), acl);
     await create();
   }
 }
@@ -642,27 +697,33 @@ function withRealTimeout<T>(ms: number, what: string, work: Promise<T>): Promise
  * an operator, or by lockcheck's private ensembles) but not in '/' was
  * refused (NO_AUTH) on the way there.
  */
-async function mkdirs(client: Client, dir: string, acl: ACL[]): Promise<void> {
+async function mkdirs(send: Send, client: Client, dir: string, acl: ACL[]): Promise<void> {
   const parts = dir.split('/').slice(1);
   const at = (depth: number): string => `/${parts.slice(0, depth).join('/')}`;
   let depth = parts.length;
-  while (depth > 0 && (await call<Stat | null>((cb) => client.exists(at(depth), cb))) === null) depth--;
+  while (depth > 0 && (await send<Stat | null>((cb) => client.exists(at(depth), cb))) === null) depth--;
   for (let d = depth + 1; d <= parts.length; d++) {
     try {
-      await call<string>((cb) => client.create(at(d), Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
+      await send<string>((cb) => client.create(at(d), Buffer.alloc(0), acl, zookeeper.CreateMode.PERSISTENT, cb));
     } catch (error) {
       // Made meanwhile by another client: as good.
-      if (code(error) !== zookeeper.Exception.NODE_EXISTS) throw error;
+      if (code(error) === zookeeper.Exception.NODE_EXISTS) continue;
+      // Missing under '/' is only ever the connect string's chroot: ZooKeeper makes none, and every call meets it again
+      // (it read as an outage: every acquire denied no-quorum, every first write of a cell retried).
+      if (d === 1 && code(error) === zookeeper.Exception.NO_NODE) {
+        throw new ServerRefusedError('schema', 'NO_NODE', "zookeeper create: the connect string's chroot does not exist (ZooKeeper makes none: create it first)", { cause: error });
+      }
+      throw error;
     }
   }
 }
 
-function call<T>(start: (cb: (error: Error | Exception | null, value: T) => void) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
-}
+type Callback<T> = (error: Error | Exception | null, value: T) => void;
+/** One request of a call: `start` hands the library its callback. */
+type Send = <T>(start: (cb: Callback<T>) => void) => Promise<T>;
 
-function call2<A, B>(start: (cb: (error: Error | Exception | null, a: A, b: B) => void) => void): Promise<[A, B]> {
-  return new Promise<[A, B]>((resolve, reject) => start((error, a, b) => (error ? reject(error) : resolve([a, b]))));
+function call<T>(start: (cb: Callback<T>) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
 }
 
 function code(error: unknown): number | null {
@@ -690,12 +751,13 @@ const checkAuthKeys = knownOptions('auth[i]', ['scheme', 'credentials']);
 
 function checkAuth(auth: unknown): NonNullable<ZookeeperNodeOptions['auth']> {
   if (!Array.isArray(auth)) refuse('auth', 'a list of { scheme, credentials }', auth);
-  auth.forEach((a: unknown, i) => {
-    const entry = checkObject(a, `auth[${i}]`) as Readonly<Record<string, unknown>>;
+  // Every index, holes included (forEach skips them: [, entry] passed, and each connect threw a TypeError on the hole).
+  for (let i = 0; i < auth.length; i++) {
+    const entry = checkObject(auth[i] as unknown, `auth[${i}]`) as Readonly<Record<string, unknown>>;
     checkAuthKeys(entry, `auth[${i}]`);
     checkString(entry.scheme, `auth[${i}].scheme`, true);
     checkString(entry.credentials, `auth[${i}].credentials`, false);
-  });
+  }
   return auth as NonNullable<ZookeeperNodeOptions['auth']>;
 }
 
@@ -711,9 +773,11 @@ const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
   [zookeeper.Exception.UNIMPLEMENTED, { kind: 'refused', code: 'statement' }],
 ]);
 
-/** The library's errors as the lock's typed ones: a refusal (above) as such, any other failure UnavailableError; the cause kept. */
+/** The library's errors as the lock's typed ones: a refusal (above) as such, a programming error (isDefect) as it is, any other failure UnavailableError; the cause kept. */
 function typed(error: unknown, what: string): Error {
   if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
+  // A programming error (the library's, a wrapper's, ours) is no outage: an UnavailableError would be retried, and read as no-quorum.
+  if (isDefect(error)) return error as Error;
   const message = `zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`;
   const c = code(error);
   const refusal = c === null ? undefined : REFUSALS.get(c);

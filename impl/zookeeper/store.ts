@@ -4,6 +4,7 @@ import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellPath, checkRoot } from './paths.ts';
 import { checkMethods, checkObject, checkPolicy, FENCES, knownOptions } from '../options.ts';
 import type { ZookeeperNode } from './node.ts';
+import { parseCell } from '../storeCell.ts';
 
 /**
  * A fenced store in ZooKeeper (spec FENCE-2): per resource, one znode
@@ -20,11 +21,6 @@ export interface ZookeeperStoreOptions {
 }
 
 const checkKeys = knownOptions('zookeeperFencedStore options', ['root']);
-
-interface Cell {
-  readonly value: string;
-  readonly token: string;
-}
 
 /**
  * The fenced store in ZooKeeper over `node`, judging tokens by `policy`
@@ -47,10 +43,12 @@ export function zookeeperFencedStore(node: ZookeeperNode, policy: StorePolicy, o
     },
     async read(resource): Promise<ReadResult> {
       checkResource(resource);
-      const text = await node.get(cellPath(resource, root));
+      const path = cellPath(resource, root);
+      const text = await node.get(path);
       if (text === null) return { value: null, token: null };
-      const cell = JSON.parse(text) as Cell;
-      return { value: cell.value, token: BigInt(cell.token) };
+      // Read as the etcd store reads its cell: a node (ZookeeperNode is public) answering what no cell holds is a typed refusal, not a SyntaxError.
+      const cell = parseCell(text, `zookeeper znode '${path}'`, ['token'] as const);
+      return { value: cell.value, token: cell.token };
     },
   };
 }

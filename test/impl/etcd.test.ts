@@ -8,6 +8,7 @@ import {
   GRPCDeadlineExceededError,
   GRPCFailedPreconditionError,
   GRPCInvalidArgumentError,
+  GRPCNotImplementedError,
   GRPCUnauthenticatedError,
   GRPCUnavailableError,
   type Etcd3,
@@ -28,6 +29,7 @@ import { join } from 'node:path';
 import { makeRunCa } from '../../conformance/env/runCa.ts';
 import { ManualClock, sharedEtcd } from './servers.ts';
 import { noop } from 'cockatiel';
+import * as grpc from '@grpc/grpc-js';
 
 /** What a fake client needs to pass etcd3Node's check that it does not retry on its own (etcdClient's policy). */
 const NO_RETRY = { options: { faultHandling: { global: noop } } };
@@ -727,6 +729,7 @@ describe('etcd3Node', () => {
     ['EtcdPermissionDeniedError', new EtcdPermissionDeniedError('7 PERMISSION_DENIED: etcdserver: permission denied'), ServerRefusedError, { code: 'permission', serverCode: 'PermissionDenied' }],
     ['EtcdRoleNotGrantedError', new EtcdRoleNotGrantedError('9 FAILED_PRECONDITION: etcdserver: role is not granted to the user'), ServerRefusedError, { code: 'permission', serverCode: 'RoleNotGranted' }],
     ['GRPCInvalidArgumentError', new GRPCInvalidArgumentError('3 INVALID_ARGUMENT: etcdserver: request is too large'), ServerRefusedError, { code: 'statement', serverCode: 'InvalidArgument' }],
+    ['GRPCNotImplementedError', new GRPCNotImplementedError('12 UNIMPLEMENTED: The server does not implement the method /etcdserverpb.Lease/LeaseGrant'), ServerRefusedError, { code: 'statement', serverCode: 'Unimplemented' }],
     ['EtcdAuthenticationFailedError', new EtcdAuthenticationFailedError('3 INVALID_ARGUMENT: etcdserver: authentication failed, invalid user ID or password'), ConnectionConfigError, { code: 'authentication' }],
     ['EtcdUserNotFoundError', new EtcdUserNotFoundError('9 FAILED_PRECONDITION: etcdserver: user name not found'), ConnectionConfigError, { code: 'authentication' }],
     ['GRPCUnauthenticatedError', new GRPCUnauthenticatedError('16 UNAUTHENTICATED: x'), ConnectionConfigError, { code: 'authentication' }],
@@ -851,6 +854,9 @@ describe('etcd3Node', () => {
       expect(e.message, bad).toMatch(/^invalid-config: hosts\[1\] must be http:\/\/host:port, https:\/\/host:port or host:port with a port in 1\.\.65535, got /);
     }
     expect(refused(() => etcdClient({ hosts: ['https://u:p@h:2379'] })).message).not.toContain('u:p');
+    // A hole in the array is no host (forEach skipped it, and etcd3 threw a TypeError reading it).
+    expect(refused(() => etcdClient({ hosts: new Array<string>(1) })).message).toBe('invalid-config: hosts[0] must be http://host:port, https://host:port or host:port with a port in 1..65535, got undefined');
+    expect(refused(() => etcdClient({ hosts: Object.assign(['http://127.0.0.1:1'], { length: 2 }) })).message).toMatch(/^invalid-config: hosts\[1\] must be /);
     for (const good of ['http://h:1', 'https://a.b-c:2379/', 'h:65535', 'https://[::1]:2379']) etcdClient({ hosts: [good] }).close();
     const tls = server().tls;
     expect(refused(() => etcdClient({ hosts: server().hosts, tls: { ...tls, ca: 'not a pem' } })).message).toBe('invalid-config: tls.ca must be a PEM certificate, got "not a pem"');
@@ -874,6 +880,24 @@ describe('etcd3Node', () => {
     } finally {
       for (const socket of silent) socket.destroy();
       await new Promise((resolve) => hole.close(resolve));
+    }
+  });
+
+  it("a gRPC server that is not etcd (it implements none of etcd's methods) is ServerRefusedError('statement', 'Unimplemented'), thrown by acquire at once, never read as no-quorum", async () => {
+    const other = new grpc.Server();
+    try {
+      const port = await new Promise<number>((resolve, reject) => other.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+      const x = etcdClient({ hosts: [`127.0.0.1:${port}`] });
+      clients.push(x);
+      const node = etcd3Node(x, { clock: new ManualClock() });
+      const e = await new EtcdLock({ node, clock: new ManualClock(), prefix: prefix() }).acquire('r', { ttlMs: 2000, retries: 3 }).catch((y: unknown) => y);
+      expect(e).toBeInstanceOf(ServerRefusedError);
+      expect(e).toMatchObject({ code: 'statement', serverCode: 'Unimplemented', message: expect.stringMatching(/^statement \(Unimplemented\): etcd lease grant: 12 UNIMPLEMENTED: /) });
+      expect((e as Error).cause).toBeInstanceOf(GRPCNotImplementedError);
+      // The keep-alive's stream error comes raw from gRPC: cast the same way.
+      expect(await node.keepAlive('1').catch((y: unknown) => y)).toMatchObject({ serverCode: 'Unimplemented' });
+    } finally {
+      other.forceShutdown();
     }
   });
 

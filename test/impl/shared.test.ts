@@ -781,11 +781,12 @@ describe('using(): options and refusals', QUICK, () => {
   it('refuses an extension fraction outside [0, 1) or not a number, and a denial is a LockNotAcquiredError naming the reason', async () => {
     const node = new MapNode();
     const { lock } = lockOver([node]);
-    for (const bad of [1, -0.5, Number.NaN, '0.5']) {
+    // An object without a prototype (no toString) was a TypeError from the message's String().
+    for (const [bad, said] of [[1, '1'], [-0.5, '-0.5'], [Number.NaN, 'NaN'], ['0.5', '"0.5"'], [Object.create(null) as unknown, 'an object'], [Symbol('s'), 'Symbol(s)'], [1n, '1n']] as const) {
       const e = await thrown(using(lock, 'r', { ttlMs: 100, extendAtFraction: bad as number }, async () => 1));
       expect(e).toBeInstanceOf(InvalidInputError);
       expect((e as InvalidInputError).code).toBe('invalid-config');
-      expect((e as Error).message).toBe(`invalid-config: extendAtFraction must be a number in [0, 1), got ${String(bad)}`);
+      expect((e as Error).message).toBe(`invalid-config: extendAtFraction must be a number in [0, 1), got ${said}`);
     }
     expect(node.keys.size).toBe(0);
     await lock.acquire('r', { ttlMs: 100 });

@@ -703,6 +703,39 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await closedError(n.children('/'), 'get children');
   });
 
+  it('a call in flight at close() sends no request after it: an acquire whose create went out before the close, and a store write, reject with precondition (they were denied no-quorum and UnavailableError); a reply already on its way still grants, its lease lost', async () => {
+    const clock = new ManualClock();
+    const n = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    nodes.push(n);
+    const r = root();
+    // The close comes right after the create is queued: its reply arrives, and the read of the new znode's stat is not sent.
+    const closing: ZookeeperNode = { ...n, enqueue: (s, dir) => Object.assign(n.enqueue(s, dir), n.close()) };
+    const e = await thrown(new ZookeeperLock({ node: closing, clock, root: r }).acquire('r', { ttlMs: 30_000 }));
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toBe('precondition: zookeeper create: the node was closed');
+    // A request sent before the close gets its reply: the line read that grants comes back, with the lease lost already.
+    const k = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock });
+    nodes.push(k);
+    let reads = 0;
+    const lastRead: ZookeeperNode = { ...k, contenders: (s, dir) => Object.assign(k.contenders(s, dir), ++reads === 2 && k.close()) };
+    const lease = granted(await new ZookeeperLock({ node: lastRead, clock, root: r }).acquire('k', { ttlMs: 30_000 }));
+    expect(lease.signal.aborted).toBe(true);
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('connection-lost');
+    const m = node(clock);
+    const store = zookeeperFencedStore(m, 'strict', { root: r });
+    // The store's session is open: the write's read is queued after this turn, when the node is closed already.
+    expect(await store.read('x')).toEqual({ value: null, token: null });
+    const write = store.write('x', 1n, 'v');
+    m.close();
+    const w = await thrown(write);
+    expect(w).toBeInstanceOf(InvalidInputError);
+    expect((w as Error).message).toBe('precondition: zookeeper fenced write: the node was closed');
+    // Nothing of either is left on the ensemble: the contender went with its session.
+    const look = node();
+    await eventually(async () => (await look.children(`${r}/lock/r`)).length + (await look.children(`${r}/lock/k`)).length === 0, 'the closed sessions took their contenders');
+    expect(await look.get(cellPath('x', r))).toBeNull();
+  });
+
   it("zookeeperNode's calls refuse wrong arguments as InvalidInputError naming them, before anything is sent: openSession(1e308) ended the process, a token -1n broke its cell, others read as outages", async () => {
     const n = node();
     const r = root();
@@ -776,6 +809,35 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     granted(await lockOn(`no-such-host.invalid:2181,${server().connectString}`).acquire('r', { ttlMs: 30_000 }));
   });
 
+  it('an auth list with a hole is refused at construction, naming the entry (forEach skipped it, and every connect threw a TypeError on it)', () => {
+    for (const auth of [new Array(1), Object.assign([{ scheme: 'digest', credentials: 'u:p' }], { length: 2 })]) {
+      const e = refused(() => zookeeperNode({ connectString: '127.0.0.1:9', clock: new ManualClock(), auth }));
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect(e.message).toBe(`invalid-config: auth[${auth.length - 1}] must be an object, got undefined`);
+    }
+  });
+
+  it("a connect string whose chroot does not exist: acquire and the store's first write throw ServerRefusedError('schema', 'NO_NODE') with the cause, not retried (they were denied no-quorum and UnavailableError)", async () => {
+    const clock = new ManualClock();
+    const chroot = root();
+    const n = zookeeperNode({ connectString: `${server().connectString}${chroot}`, auth: server().auth, clock, requestTimeoutMs: TEST_BOUND_MS });
+    nodes.push(n);
+    const { node: counted, calls } = spied(n);
+    const e = await thrown(new ZookeeperLock({ node: counted, clock }).acquire('r', { ttlMs: 30_000, retries: 3 }));
+    expect(e).toBeInstanceOf(ServerRefusedError);
+    expect(e).toMatchObject({ code: 'schema', serverCode: 'NO_NODE', message: "schema (NO_NODE): zookeeper create: the connect string's chroot does not exist (ZooKeeper makes none: create it first)" });
+    expect((e as Error).cause).toBeInstanceOf(zookeeper.Exception);
+    expect(calls.openSession).toBe(1);
+    const w = await thrown(zookeeperFencedStore(n, 'strict').write('r', 1n, 'v'));
+    expect(w).toMatchObject({ name: 'ServerRefusedError', code: 'schema', serverCode: 'NO_NODE' });
+    // Once the chroot is there, both work under it.
+    const outside = node();
+    await outside.fencedWrite(`${chroot}/made`, 1n, 'v', 'strict');
+    const lock = new ZookeeperLock({ node: n, clock });
+    await lock.release(granted(await lock.acquire('r', { ttlMs: 30_000 })));
+    expect(await zookeeperFencedStore(n, 'strict').write('r', 1n, 'v')).toEqual({ kind: 'accepted' });
+  });
+
   it('a connect string the library cannot use is refused at construction, naming it (a port out of range was thrown from its reconnect timer and ended the process)', () => {
     for (const bad of ['127.0.0.1:99999', '127.0.0.1:0', 'zk://127.0.0.1:2181', 'not a host', 'a:1:2', 'a:1,,b:2', 'a:x', 'a:1/', 'a:1/b/', 'a:1//b', ':2181']) {
       let e: unknown;
@@ -800,6 +862,62 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     expect(await n.children(dir)).toHaveLength(1);
     await eventually(async () => (await n.children(dir)).length === 0, 'the idle session ended');
     await n.closeSession(s).catch(() => undefined);
+  });
+
+  it('watchGone waits re-armed on the same znode share one watch: no listener piles up (a wait in line of a dozen rounds warned MaxListenersExceededWarning), and a deletion still wakes the last', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const clock = new ManualClock();
+      const n = node(clock);
+      const dir = `${root()}/lock/w`;
+      const holder = await n.openSession(30_000);
+      const ahead = await n.enqueue(holder, dir);
+      const s = await n.openSession(30_000);
+      const path = `${dir}/${ahead.name}`;
+      // As the lock waits in line: a round of the wait on the clock, then the session renewed, a dozen times.
+      for (let round = 0; round < 12; round++) {
+        const wait = n.watchGone(s, path, 10);
+        await n.touch(s, path);
+        clock.advance(10);
+        await wait;
+      }
+      const last = n.watchGone(s, path, 60_000);
+      await n.touch(s, path);
+      await n.closeSession(holder);
+      await last;
+      // A warning is emitted on the next tick after the listener that passed the limit.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+      await n.closeSession(s);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('a wait in line ends with its session: an acquire cancelled in line leaves no timer on the clock, and watchGone on a session closed meanwhile rejects at once (precondition)', async () => {
+    const clock = new ManualClock();
+    const { node: n, watches } = spied(node(clock));
+    const r = root();
+    const lock = new ZookeeperLock({ node: n, clock, root: r });
+    const holder = granted(await lock.acquire('w', { ttlMs: 30_000 }));
+    const armed = clock.armed;
+    const controller = new AbortController();
+    const waiting = thrown(lock.acquire('w', { ttlMs: 30_000, waitMs: 60_000, signal: controller.signal }));
+    await eventually(() => watches.length === 1, 'the waiter watches the holder');
+    controller.abort();
+    expect((await waiting as DOMException).name).toBe('AbortError');
+    // The wait's own timer (a third of the session) went with its session: it was left armed until it ran out.
+    expect(clock.armed).toBe(armed);
+    const s = await n.openSession(30_000);
+    const watch = thrown(n.watchGone(s, `${lockDir('w', r)}/${holder.owner.slice(holder.owner.lastIndexOf('/') + 1)}`, 60_000));
+    await n.closeSession(s);
+    const e = await watch;
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect((e as Error).message).toBe('precondition: zookeeper exists (watch): the session was closed');
+    expect(clock.armed).toBe(armed);
+    await lock.release(holder);
   });
 
   it('watchGone resolves at a deletion, at once for an absent znode, and after its wait on the clock', async () => {
@@ -833,6 +951,18 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     const e = await thrown(n.watchGone(s, `${dir}/${d.name}`, 10_000));
     expect(e).toBeInstanceOf(UnavailableError);
     expect((e as Error).message).toMatch(/^zookeeper exists \(watch\): /);
+  });
+
+  it('a programming error inside a call (the library throwing a TypeError) passes as it is, not as an UnavailableError (read as no-quorum)', async () => {
+    const n = node();
+    const s = await n.openSession(5000);
+    const bug = new TypeError("Cannot read properties of undefined (reading 'getCode')");
+    // The session's client (the node keeps it on the session) breaks as a library bug would.
+    (s as unknown as { client: zookeeper.Client }).client.getChildren = () => {
+      throw bug;
+    };
+    expect(await thrown(n.contenders(s, `${root()}/lock/b`))).toBe(bug);
+    await n.closeSession(s);
   });
 
   it('a failed call is an UnavailableError naming the call; a refusal no retry fixes is a ServerRefusedError with its code and cause', async () => {
