@@ -192,7 +192,7 @@ function checkScheduleValues(o: Readonly<Record<string, unknown>>): void {
   int('ttlGrainMs', 1, 2 ** 31 - 1, false);
   for (const name of ['lateReplies', 'extend']) if (o[name] !== undefined && typeof o[name] !== 'boolean') refuse(name, 'a boolean', o[name]);
   const scales = o.timeScales;
-  if (scales !== undefined && (!Array.isArray(scales) || scales.length === 0 || !scales.every((s) => typeof s === 'number' && Number.isFinite(s) && s > 0))) refuse('timeScales', 'a non-empty array of positive numbers', scales);
+  if (scales !== undefined && (!Array.isArray(scales) || scales.length === 0 || !Array.from(scales as unknown[]).every((s) => typeof s === 'number' && Number.isFinite(s) && s > 0))) refuse('timeScales', 'a non-empty array of positive numbers', scales);
 }
 
 /**

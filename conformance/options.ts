@@ -117,5 +117,6 @@ export function checkLibraryAdapter(adapter: object, choice: object, urls: 'redi
   if (given === undefined) return;
   if (urls === 'pg') checkString(given, 'pg', true);
   else if (!Array.isArray(given) || given.length === 0) refuse('redis', 'a non-empty array of redis:// URLs', given);
-  else given.forEach((url, i) => checkString(url, `redis[${i}]`, true));
+  // Array.from: every index, holes included (forEach skips them).
+  else Array.from(given as unknown[]).forEach((url, i) => checkString(url, `redis[${i}]`, true));
 }

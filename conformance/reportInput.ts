@@ -34,7 +34,7 @@ export function checkRunReport(report: unknown): RunReport {
   if (!isCount(report.nodes)) bad('report.nodes', `an integer in [0, ${MAX_LANES}]`, report.nodes);
   if (!Array.isArray(report.findings)) bad('report.findings', 'an array of property violations', report.findings);
   if (report.deviations !== undefined && (!Array.isArray(report.deviations) || !report.deviations.every((d) => isObject(d) && isObject(d.step) && isObject(d.consequence)))) bad('report.deviations', 'an array of conformance failures', report.deviations);
-  if (report.warnings !== undefined && (!Array.isArray(report.warnings) || !report.warnings.every((w) => typeof w === 'string'))) bad('report.warnings', 'an array of strings', report.warnings);
+  if (report.warnings !== undefined && (!Array.isArray(report.warnings) || !Array.from(report.warnings as unknown[]).every((w) => typeof w === 'string'))) bad('report.warnings', 'an array of strings', report.warnings);
   if (!Array.isArray(report.steps)) bad('report.steps', 'an array of executed steps', report.steps);
   report.steps.forEach((s: unknown, i) => {
     const at = `report.steps[${i}]`;

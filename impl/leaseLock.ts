@@ -121,7 +121,8 @@ export class LeaseLock {
     checkLockKeys(options);
     const nodes: unknown = options.nodes;
     if (!Array.isArray(nodes) || nodes.length < 1 || nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${Array.isArray(nodes) ? nodes.length : shown(nodes)}`);
-    nodes.forEach((node, i) => checkMethods(node, `nodes[${i}]`, 'a LeaseNode', NODE_METHODS));
+    // Every index, holes included (forEach skips them).
+    for (let i = 0; i < nodes.length; i++) checkMethods(nodes[i], `nodes[${i}]`, 'a LeaseNode', NODE_METHODS);
     const clock = checkClock(options.clock);
     const { driftFactor, clockMarginMs, safetyMarginMs } = leaseMargins(options, 1000);
     this.#nodes = options.nodes;

@@ -64,7 +64,8 @@ export function checkCommandShape(command: unknown, name: string): void {
 /** An alphabet or a schedule: an array of commands. */
 export function checkCommands(commands: unknown, name: string): void {
   checkArray(commands, name, 'an array of commands');
-  (commands as readonly unknown[]).forEach((c, i) => checkCommandShape(c, `${name}[${i}]`));
+  // Every index, holes included (forEach skips them).
+  for (let i = 0; i < (commands as readonly unknown[]).length; i++) checkCommandShape((commands as readonly unknown[])[i], `${name}[${i}]`);
 }
 
 /**

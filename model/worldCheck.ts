@@ -277,7 +277,8 @@ function checkArrival(v: unknown, at: Path, field: string): void {
 function perNode(v: unknown, at: Path, field: string, ctx: FlightCtx, wanted: string): readonly unknown[] {
   const a = array(v, `${at}.${field}`, ctx.nodes === null ? `an array of ${wanted}` : `an array of ${ctx.nodes} ${wanted} (one per node)`);
   if (ctx.nodes !== null && a.length !== ctx.nodes) refuse(`${at}.${field}`, `an array of ${ctx.nodes} ${wanted} (one per node)`, v);
-  return a;
+  // Array.from: the callers check every index, holes included (forEach skips them).
+  return Array.from(a);
 }
 
 /** An operation in flight across its client's pause (model/state.ts InFlight), of a kind the design makes. */

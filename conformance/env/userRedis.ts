@@ -55,7 +55,8 @@ function withEnvironmentPassword(url: URL): URL {
 export async function connectRedisCluster(urls: readonly string[]): Promise<UserRedisCluster> {
   if (!Array.isArray(urls)) refuse('urls', 'an array of redis:// URLs', urls);
   if (urls.length === 0) throw new ServerUrlError('--redis needs at least one URL');
-  urls.forEach((u, i) => checkUrlText(u, `urls[${i}]`));
+  // Array.from: every index, holes included (forEach skips them).
+  Array.from(urls).forEach((u, i) => checkUrlText(u, `urls[${i}]`));
   const parsed = urls.map(parseRedisUrl).map(withEnvironmentPassword);
   const checked = await Promise.all(parsed.map(check));
   const seen = new Map<string, number>();

@@ -13,7 +13,8 @@ const VERDICTS = ['safe', 'violation', 'unknown'];
 
 export function checkResults(checks: unknown, name = 'checks'): readonly CheckResult[] {
   if (!Array.isArray(checks)) bad(name, 'an array of check results (CheckReport.checks)', checks);
-  checks.forEach((c: unknown, i) => {
+  // Array.from: every index, holes included (forEach skips them).
+  Array.from(checks as unknown[]).forEach((c: unknown, i) => {
     const at = `${name}[${i}]`;
     if (!isObject(c)) bad(at, 'a check result ({ check, property, verdict, findings })', c);
     if (!VERDICTS.includes(c.verdict as string) && c.verdict !== 'skipped') bad(`${at}.verdict`, `one of ${VERDICTS.join(', ')}, skipped`, c.verdict);

@@ -45,7 +45,8 @@ export function createRedisLock(options: RedisLockOptions): LeaseLock {
   checkKeys(options);
   const nodes: unknown = options.nodes;
   if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidInputError('invalid-config', `nodes must be a non-empty array of ioredis connections, got ${shown(nodes)}`);
-  nodes.forEach((redis, i) => checkConnection(redis, `nodes[${i}]`));
+  // Every index, holes included (forEach skips them: new Array(2) passed, and the first call threw a TypeError on the hole).
+  for (let i = 0; i < nodes.length; i++) checkConnection(nodes[i], `nodes[${i}]`);
   return new LeaseLock({
     nodes: options.nodes.map((redis) =>
       redisLeaseNode(redis, {

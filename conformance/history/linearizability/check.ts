@@ -133,7 +133,9 @@ export function checkLinearizability<S, I, O>(
 }
 
 function validate(operations: readonly Operation<unknown, unknown>[]): void {
-  operations.forEach((op, i) => {
+  // Array.from: every index, holes included (forEach skips them, and a hole failed later as a TypeError).
+  Array.from(operations).forEach((op, i) => {
+    if (typeof op !== 'object' || op === null) throw new InvalidOperationError(i, `must be an operation object, got ${op === null ? 'null' : typeof op}`);
     if (typeof op.call !== 'number' || !Number.isFinite(op.call)) throw new InvalidOperationError(i, `call time must be a finite number, got ${String(op.call)}`);
     const ret = op.return;
     if (ret === undefined || ret === Infinity) return;
