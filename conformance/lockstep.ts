@@ -20,7 +20,8 @@ import { RunEnvironmentError } from './env/runEnvironment.ts';
 import { EnvironmentError } from './env/faketime.ts';
 import { finishWithin } from './realTimeLimit.ts';
 import type { HeldLease } from './contract.ts';
-import { checkEnvironmentApi, checkInstanceApi } from './backendApi.ts';
+import { checkBackendApi, checkEnvironmentApi, checkInstanceApi } from './backendApi.ts';
+import { checkLockstepOptions, checkRunCommands } from './options.ts';
 import type { BoundedCalls } from './adapterCall.ts';
 import { AdapterError, boundedCalls, CLOSE_LIMIT_MS, ENVIRONMENT_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
 import type { FaultInjectors } from './faults.ts';
@@ -108,12 +109,19 @@ interface Performed {
  * lockstep (LockstepOptions), closes the instance, and reports the verdict
  * with the steps taken. A deviation or a property violation is the
  * report's verdict, not an error; an environment that fails makes the run
- * inconclusive. Throws InvalidInputError('invalid-config') for bad options,
- * AdapterApiError for an instance or environment not shaped as the adapter
- * API says, and AdapterError when start() throws or outlives startLimitMs.
+ * inconclusive. Throws, before start(), InvalidInputError for bad options
+ * or commands (an unknown kind, a client or node the run does not have) and
+ * AdapterApiError for a backend whose declaration the adapter API does not
+ * take; then AdapterApiError for an instance or environment not shaped as
+ * the adapter API says, and AdapterError when start() throws or outlives
+ * startLimitMs.
  */
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
+  // All before start(): a bad declaration, option or command would otherwise fail (or pass, having run nothing) on a started instance.
+  checkBackendApi(backend);
   checkKeys(checkObject(options, 'runLockstep options'));
+  checkLockstepOptions(options);
+  checkRunCommands(commands, options.clients, nodeCount(judgedDesign(backend)));
   let instance: BackendInstance;
   try {
     const startOptions = { clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) };
