@@ -1,7 +1,7 @@
 import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { faultKindsOf } from './faults.ts';
-import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
+import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter, closeLateInstance } from './adapterCall.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
@@ -120,7 +120,7 @@ function offerOf(backend: BackendUnderTest): Promise<Offer> {
   let offer = offers.get(backend);
   if (offer === undefined) {
     offer = (async () => {
-      const instance = await callAdapter(backend.name, 'start()', () => backend.start({ clients: 2, tokenBase: 0n }), START_LIMIT_MS);
+      const instance = await callAdapter(backend.name, 'start()', () => backend.start({ clients: 2, tokenBase: 0n }), START_LIMIT_MS, closeLateInstance(backend.name));
       try {
         checkInstanceApi(instance, backend.name, 2);
         checkEnvironmentApi(instance.env, backend.name);
