@@ -51,9 +51,10 @@ describe('the Redis kit, a close hook that throws', () => {
   const backend = redisLibraryBackend({
     name: 'throws in its close hook',
     contract: { tokens: 'none', validatesInput: false },
-    client: ({ clock, onClose }) => {
-      onClose(() => void ran.push('registered first, runs last'));
-      onClose(() => {
+    client: (parts) => {
+      const clock = parts.clock;
+      parts.onClose(() => void ran.push('registered first, runs last'));
+      parts.onClose(() => {
         throw new Error('pool already closed');
       });
       return {
