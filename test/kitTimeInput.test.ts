@@ -100,3 +100,12 @@ describe("a VirtualTime clock's schedule()", () => {
     expect(at).toEqual([7]);
   });
 });
+
+describe('SimNetwork options', () => {
+  it('a key it does not take (a typo of realReplyBoundMs) is refused, naming it, not run with the default', async () => {
+    const { SimNetwork } = await import('../conformance/kit.ts');
+    const time = new VirtualTime();
+    refusedWith(() => new SimNetwork(time, () => ({ reachable: () => true }), { realReplyBound: 5 } as never), 'SimNetwork options: unknown option "realReplyBound" (did you mean realReplyBoundMs?)');
+    expect(() => new SimNetwork(time, () => ({ reachable: () => true }), { realReplyBoundMs: 5 })).not.toThrow();
+  });
+});
