@@ -56,9 +56,11 @@ function describe(e: unknown): string {
  * throw, synchronous or not, becomes an AdapterError naming `backend` and
  * `call`; a call still pending at the limit rejects with one (the timer is
  * a real one, and keeps the process alive until then: a promise that never
- * settles must not let the process end as if all went well).
+ * settles must not let the process end as if all went well). `late` gets
+ * what a call settles with after its limit (an instance to close: what it
+ * started must not be left running).
  */
-export async function callAdapter<T>(backend: string, call: string, work: () => T | Promise<T>, limitMs: number): Promise<T> {
+export async function callAdapter<T>(backend: string, call: string, work: () => T | Promise<T>, limitMs: number, late?: (value: T) => unknown): Promise<T> {
   // Called at once, not a tick later: a start() that queues for its servers takes its place in the queue before the caller's next step.
   let started: Promise<T>;
   try {
@@ -76,7 +78,10 @@ export async function callAdapter<T>(backend: string, call: string, work: () => 
   } finally {
     waiting?.stop();
   }
-  if (!result.done) throw new AdapterError(backend, call, `had not settled after ${limitMs} ms of real time (a promise of the adapter that never settles?)`);
+  if (!result.done) {
+    if (late !== undefined) started.then(late).catch(() => undefined);
+    throw new AdapterError(backend, call, `had not settled after ${limitMs} ms of real time (a promise of the adapter that never settles?)`);
+  }
   return result.value;
 }
 
@@ -115,6 +120,14 @@ function slowCallNotices(backend: string, call: string, limitMs: number): { stop
   };
   next(SLOW_CALL_FIRST_MS);
   return { stop: () => clearTimeout(timer) };
+}
+
+/** Closes an instance start() handed over after its bound, if it is one: nobody else will (its failure is nobody's to report). */
+export function closeLateInstance(backend: string): (instance: unknown) => Promise<void> {
+  return async (instance) => {
+    const i = instance as { close?: unknown } | null;
+    if (typeof i === 'object' && i !== null && typeof i.close === 'function') await callAdapter(backend, 'close() of an instance start() handed over late', () => (i.close as () => unknown)(), CLOSE_LIMIT_MS);
+  };
 }
 
 /** Calls the backend's close hook, if it has one, bounded as a close() is. */

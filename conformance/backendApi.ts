@@ -1,12 +1,13 @@
 import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { faultKindsOf } from './faults.ts';
-import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
+import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter, closeLateInstance } from './adapterCall.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
 import { asText, messageText } from '../impl/errorText.ts';
 import { counted } from './counted.ts';
+import { checkDeclaration } from './declaration.ts';
 
 /**
  * A loaded backend checked against the adapter API, and the faults it takes
@@ -46,11 +47,15 @@ const PORTING =
 const checkCapabilityKeys = knownOptions('capabilities', ['store', 'ttl', 'sessionBound', 'reentrant', 'tokens', 'expiryToleranceMs', 'ttlGrainMs', 'tokensComparedBy']);
 const checkContractKeys = knownOptions('contract', CONTRACT_OPTIONS);
 
-/** Throws AdapterApiError unless `value` has the shape of a BackendUnderTest of this API. */
+/**
+ * Throws AdapterApiError unless `value` has the shape of a BackendUnderTest of
+ * this API, every value of its declaration one the API takes and none
+ * contradicting another (declaration.ts), naming the field.
+ */
 export function checkBackendApi(value: unknown, where = 'the backend'): asserts value is BackendUnderTest {
   const b = value as Partial<Record<keyof BackendUnderTest | 'faults', unknown>> | null | undefined;
-  if (b === null || typeof b !== 'object' || typeof b.name !== 'string' || typeof b.start !== 'function' || b.design === undefined || b.capabilities === undefined) {
-    throw new AdapterApiError(`${asText(where)} must be a BackendUnderTest (name, design, capabilities, start; contract optional)`);
+  if (b === null || typeof b !== 'object' || typeof b.name !== 'string' || b.name === '' || typeof b.start !== 'function' || b.design === undefined || b.capabilities === undefined) {
+    throw new AdapterApiError(`${asText(where)} must be a BackendUnderTest (name: a non-empty string, design, capabilities, start; contract optional)`);
   }
   if (Array.isArray(b.faults)) {
     throw new AdapterApiError(`${b.name}: written for the old adapter API (BackendUnderTest.faults, a list of fault kinds). ${PORTING}`);
@@ -58,6 +63,7 @@ export function checkBackendApi(value: unknown, where = 'the backend'): asserts 
   try {
     if (isObject(b.capabilities)) checkCapabilityKeys(b.capabilities);
     if (isObject(b.contract)) checkContractKeys(b.contract);
+    checkDeclaration(b as BackendUnderTest);
   } catch (e) {
     // The adapter's declaration, not a caller's option: said as the API's other shape errors are (the CLI prints it without a stack).
     if (e instanceof InvalidInputError) throw new AdapterApiError(`${b.name}: ${e.message.replace(/^invalid-config: /, '')}`);
@@ -114,7 +120,7 @@ function offerOf(backend: BackendUnderTest): Promise<Offer> {
   let offer = offers.get(backend);
   if (offer === undefined) {
     offer = (async () => {
-      const instance = await callAdapter(backend.name, 'start()', () => backend.start({ clients: 2, tokenBase: 0n }), START_LIMIT_MS);
+      const instance = await callAdapter(backend.name, 'start()', () => backend.start({ clients: 2, tokenBase: 0n }), START_LIMIT_MS, closeLateInstance(backend.name));
       try {
         checkInstanceApi(instance, backend.name, 2);
         checkEnvironmentApi(instance.env, backend.name);

@@ -14,15 +14,17 @@ import { canonicalKey } from '../model/canonical.ts';
 import type { Branch } from '../model/world.ts';
 import { enabled, step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
-import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
+import type { BackendInstance, BackendUnderTest, TimeControl } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
 import { RunEnvironmentError } from './env/runEnvironment.ts';
 import { EnvironmentError } from './env/faketime.ts';
-import { finishWithin } from './realTimeLimit.ts';
+import { finishWithin, valueWithin } from './realTimeLimit.ts';
+import { boundedTime, checkInspected } from './boundedTime.ts';
 import type { HeldLease } from './contract.ts';
-import { checkEnvironmentApi, checkInstanceApi } from './backendApi.ts';
+import { checkBackendApi, checkEnvironmentApi, checkInstanceApi } from './backendApi.ts';
+import { checkLockstepOptions, checkRunCommands } from './options.ts';
 import type { BoundedCalls } from './adapterCall.ts';
-import { AdapterError, boundedCalls, CLOSE_LIMIT_MS, ENVIRONMENT_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
+import { AdapterError, boundedCalls, CLOSE_LIMIT_MS, closeLateInstance, ENVIRONMENT_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
 import type { FaultInjectors } from './faults.ts';
 import { FaultNotOfferedError, injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
@@ -67,11 +69,23 @@ export interface LockstepOptions {
 
 const checkKeys = knownOptions('runLockstep options', ['clients', 'tokenBase', 'continueAfterViolation', 'requestTimeoutMs', 'closeLimitMs', 'startLimitMs', 'environmentLimitMs']);
 
-/** Each run's environment calls, bounded (set once the instance passed its checks). */
-const bounds = new WeakMap<BackendInstance, BoundedCalls>();
-/** The run's bounded fault injectors and inspect() (the environment's own where the run set none, as in a probe's unit test). */
-function callsOf(instance: BackendInstance): BoundedCalls {
-  return bounds.get(instance) ?? instance.env;
+/**
+ * A run's calls into the adapter outside its operations, each bounded and
+ * checked (set once the instance passed its checks): fault injectors,
+ * inspect() (answering one owner value per node), time control, and the
+ * real-time bound of the store read that judges a probe.
+ */
+interface RunCalls extends BoundedCalls {
+  readonly backend: string;
+  readonly time: TimeControl;
+  readonly nodes: number;
+  readonly limitMs: number;
+}
+const bounds = new WeakMap<BackendInstance, RunCalls>();
+function callsOf(instance: BackendInstance): RunCalls {
+  const calls = bounds.get(instance);
+  if (calls === undefined) throw new Error('lockstep: a run instance without its bounded calls');
+  return calls;
 }
 
 /** How long a backend instance's close() may take before the run goes on without it (real time: nothing drives the virtual clock at teardown). */
@@ -108,16 +122,23 @@ interface Performed {
  * lockstep (LockstepOptions), closes the instance, and reports the verdict
  * with the steps taken. A deviation or a property violation is the
  * report's verdict, not an error; an environment that fails makes the run
- * inconclusive. Throws InvalidInputError('invalid-config') for bad options,
- * AdapterApiError for an instance or environment not shaped as the adapter
- * API says, and AdapterError when start() throws or outlives startLimitMs.
+ * inconclusive. Throws, before start(), InvalidInputError for bad options
+ * or commands (an unknown kind, a client or node the run does not have) and
+ * AdapterApiError for a backend whose declaration the adapter API does not
+ * take; then AdapterApiError for an instance or environment not shaped as
+ * the adapter API says, and AdapterError when start() throws or outlives
+ * startLimitMs.
  */
 export async function runLockstep(backend: BackendUnderTest, commands: readonly Command[], options: LockstepOptions): Promise<RunReport> {
+  // All before start(): a bad declaration, option or command would otherwise fail (or pass, having run nothing) on a started instance.
+  checkBackendApi(backend);
   checkKeys(checkObject(options, 'runLockstep options'));
+  checkLockstepOptions(options);
+  checkRunCommands(commands, options.clients, nodeCount(judgedDesign(backend)));
   let instance: BackendInstance;
   try {
     const startOptions = { clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) };
-    instance = await callAdapter(backend.name, 'start()', () => backend.start(startOptions), options.startLimitMs ?? START_LIMIT_MS);
+    instance = await callAdapter(backend.name, 'start()', () => backend.start(startOptions), options.startLimitMs ?? START_LIMIT_MS, closeLateInstance(backend.name));
   } catch (e) {
     if (e instanceof RunEnvironmentError) return environmentFailed(backend, options, [], e);
     throw e;
@@ -133,7 +154,8 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
   }
   try {
     checkEnvironmentApi(instance.env, backend.name);
-    bounds.set(instance, boundedCalls(backend.name, instance.env, options.environmentLimitMs ?? ENVIRONMENT_LIMIT_MS));
+    const limitMs = options.environmentLimitMs ?? ENVIRONMENT_LIMIT_MS;
+    bounds.set(instance, { ...boundedCalls(backend.name, instance.env, limitMs), backend: backend.name, time: boundedTime(backend.name, instance.env, limitMs), nodes: nodeCount(judgedDesign(backend)), limitMs });
     const r = await loop(backend, instance, commands, options, steps);
     const warnings = warningsOf(backend, instance);
     report = warnings.length > 0 ? { ...r, warnings } : r;
@@ -200,7 +222,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const passed: ConformanceFailure[] = [];
   const passedMessages = new Set<string>();
   const report = (verdict: Verdict): RunReport => ({ backend: backend.name, verdict, steps, findings, clients: options.clients, nodes: nodeCount(backend.design), ...(passed.length > 0 ? { deviations: passed } : {}) });
-  const env = instance.env;
+  const env = callsOf(instance).time;
   const owners = new Map<string, Owner>();
 
   const contract = backend.contract ?? {};
@@ -642,8 +664,8 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
   // What the call could change: the store's cell for a write, the nodes' keys for a lock call.
   const state = async (): Promise<string> =>
     property === 'FENCE-2'
-      ? JSON.stringify(await client.store.read(op.resource).catch(() => null), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}` : x))
-      : JSON.stringify(callsOf(instance).inspect === undefined ? null : await look(callsOf(instance).inspect!, op.resource));
+      ? JSON.stringify(await storeCell(instance, op.client, op.resource), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}` : x))
+      : JSON.stringify(callsOf(instance).inspect === undefined ? null : await look(callsOf(instance), op.resource));
   const before = await state();
   let error: unknown = null;
   let refused = false;
@@ -655,13 +677,30 @@ async function probe(instance: BackendInstance, worlds: readonly World[], driver
       refused = true;
     },
   );
-  if (!(await instance.env.runUntil(call, instance.env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
+  const env = callsOf(instance).time;
+  if (!(await env.runUntil(call, env.nowMs()))) return new ContractBreach(property, `invalid input (${p.what}) was not refused at once`);
   if (!isInvalidInput(error)) return new ContractBreach(property, `invalid input (${p.what}) was ${refused ? `refused with ${describeThrown(error)}` : 'accepted'}, not with InvalidInputError`);
   if ((error as InvalidInputError).code !== p.code) return new ContractBreach(property, `invalid input (${p.what}) was refused with code ${String((error as InvalidInputError).code)}, not ${p.code}`);
   if (!(error as Error).message?.includes(p.names)) return new ContractBreach(property, `invalid input (${p.what}) was refused with "${(error as Error).message}", which does not name ${p.names}`);
   const after = await state();
   if (before !== after) return new ContractBreach(property, `invalid input (${p.what}) was refused but changed state: ${before} -> ${after}`);
   return null;
+}
+
+/**
+ * The store's cell as `client` reads it, to see that a refused write changed
+ * nothing: a read that fails (at once, or in its promise) shows as null both
+ * times; one still pending after the run's environment bound ends the run
+ * unjudged, naming it (the harness's look, as inspect() is).
+ */
+async function storeCell(instance: BackendInstance, client: number, resource: string): Promise<unknown> {
+  const calls = callsOf(instance);
+  const reading = Promise.resolve()
+    .then(() => instance.clients[client]!.store.read(resource))
+    .catch(() => null);
+  const read = await valueWithin(reading, calls.limitMs);
+  if (!read.done) throw new RunEnvironmentError(new AdapterError(calls.backend, `client ${client}'s store.read()`, `had not settled after ${calls.limitMs} ms of real time (a promise of the store that never settles?)`).message);
+  return read.value;
 }
 
 function withGrant(drivers: readonly Driver[], granted: NonNullable<Performed['granted']>): Driver[] {
@@ -682,7 +721,7 @@ async function observe(instance: BackendInstance, branches: readonly Branch[], d
   const inspect = callsOf(instance).inspect;
   if (inspect === undefined) return [...branches];
   const held = new Map<string, ReadonlyArray<string | null>>();
-  for (const resource of resourcesOf(drivers)) held.set(resource, await look(inspect, resource));
+  for (const resource of resourcesOf(drivers)) held.set(resource, await look(callsOf(instance), resource));
   const consistent = branches.filter((b) => wrongKey(b.next, drivers, held, owners) === null);
   // A state without a key the backend shows alive is not the state it is in (a key the server kept past its expiry, alive
   // again after its clock stepped back, where the model may also have purged it): such states are dropped, unless none is
@@ -710,13 +749,16 @@ function lacksShownKey(world: World, drivers: Driver[], held: ReadonlyMap<string
  * could not read in its bound) is the environment's, not the backend's: the
  * run is judged neither way, and the check goes on (out of pace stays so).
  */
-async function look(inspect: NonNullable<Environment['inspect']>, resource: string): Promise<ReadonlyArray<string | null>> {
+async function look(calls: RunCalls, resource: string): Promise<ReadonlyArray<string | null>> {
+  let held: unknown;
   try {
-    return await inspect(resource);
+    held = await calls.inspect!(resource);
   } catch (e) {
     if (e instanceof RunEnvironmentError || e instanceof TimingError) throw e;
     throw new RunEnvironmentError(`the environment could not inspect '${resource}': ${e instanceof Error ? e.message : String(e)}`);
   }
+  // An answer of another shape is the adapter's defect, not the servers' failure: it stops the check.
+  return checkInspected(calls.backend, held, calls.nodes);
 }
 
 /** What is wrong with the backend's keys against this model state, or null (also when it cannot inspect). */
@@ -724,7 +766,7 @@ async function ownershipProblem(instance: BackendInstance, world: World, drivers
   const inspect = callsOf(instance).inspect;
   if (inspect === undefined) return null;
   const held = new Map<string, ReadonlyArray<string | null>>();
-  for (const resource of resourcesOf(drivers)) held.set(resource, await look(inspect, resource));
+  for (const resource of resourcesOf(drivers)) held.set(resource, await look(callsOf(instance), resource));
   return wrongKey(world, drivers, held, owners);
 }
 

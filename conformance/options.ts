@@ -1,6 +1,8 @@
 import { PROPERTY_IDS } from '../model/properties.ts';
 import { checkCommands } from '../model/checks.ts';
-import { checkObject, checkOptionalFunction, checkString, knownOptions, refuse } from '../impl/options.ts';
+import { checkObject, checkOptionalFunction, checkString, checkTimeoutMs, checkTokenBase, knownOptions, refuse, shown } from '../impl/options.ts';
+import type { Command } from '../model/command.ts';
+import { InvalidInputError } from '../model/errors.ts';
 import { CONSEQUENCE_KINDS } from './consequence.ts';
 import { FAULT_KINDS, isFaultKind } from './faults.ts';
 import { RESOURCE_NAMES } from './generate.ts';
@@ -46,7 +48,12 @@ export function checkRunOptions(options: object, what: string): void {
   const o = checkObject(options, what) as Readonly<Record<string, unknown>>;
   integerIn(o, 'runs', 1, Number.MAX_SAFE_INTEGER);
   integerIn(o, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-  if (o.path !== undefined) checkString(o.path, 'path', false);
+  if (o.path !== undefined) {
+    // What a failure prints (and the CLI's --path takes): fast-check's own refusal of anything else was a bare Error.
+    if (typeof o.path !== 'string' || !/^\d{1,9}(:\d{1,9})*$/.test(o.path)) refuse('path', 'a replay path like 12:0:3, as a failure prints it', o.path);
+    // Without the seed it was found with, the path names a case of a random seed: another schedule, or none.
+    if (o.seed === undefined) refuse('path', 'given with the seed it was found with (path needs seed)', o.path);
+  }
   if (o.faults !== undefined) listOf(o.faults, 'faults', FAULT_KINDS, isFaultKind);
   integerIn(o, 'maxCommands', 1, Number.MAX_SAFE_INTEGER);
   integerIn(o, 'clients', 1, 16);
@@ -119,4 +126,46 @@ export function checkLibraryAdapter(adapter: object, choice: object, urls: 'redi
   else if (!Array.isArray(given) || given.length === 0) refuse('redis', 'a non-empty array of redis:// URLs', given);
   // Array.from: every index, holes included (forEach skips them).
   else Array.from(given as unknown[]).forEach((url, i) => checkString(url, `redis[${i}]`, true));
+}
+
+/** runLockstep's options: the instance's size, where its tokens start, and the real-time bounds on the adapter's calls. */
+export function checkLockstepOptions(options: object): void {
+  const o = options as Readonly<Record<string, unknown>>;
+  integerIn(o, 'clients', 1, 16, true);
+  checkTokenBase(o.tokenBase, 'tokenBase');
+  if (o.continueAfterViolation !== undefined && typeof o.continueAfterViolation !== 'boolean') refuse('continueAfterViolation', 'a boolean', o.continueAfterViolation);
+  // A bound that is no number (NaN) made a real-time timer of 1 ms: the adapter's call was cut at once.
+  for (const bound of ['requestTimeoutMs', 'closeLimitMs', 'startLimitMs', 'environmentLimitMs']) if (o[bound] !== undefined) checkTimeoutMs(o[bound], bound);
+}
+
+/** Every command kind of the model's language (model/command.ts), exhaustive by its type. */
+const COMMAND_KINDS: Readonly<Record<Command['kind'], true>> = {
+  acquire: true, extend: true, release: true, write: true, read: true,
+  advance: true, 'clock-step': true, 'clock-drift': true, crash: true, restart: true, partition: true, heal: true,
+  'node-delay': true, pause: true, resume: true, deliver: true, 'kill-connection': true, replicate: true,
+};
+
+/**
+ * runLockstep's commands: a command the model never enables (an unknown
+ * kind, a client or node the run does not have) is skipped as a generated
+ * one the state does not allow, so a schedule of them passed having run
+ * nothing. The rest of each command the model checks as it steps.
+ */
+export function checkRunCommands(commands: unknown, clients: number, nodes: number): void {
+  checkCommands(commands, 'commands');
+  const index = (value: unknown, name: string, count: number, what: string): void => {
+    if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value >= count)) refuse(name, `a ${what} index in [0, ${count - 1}]`, value);
+  };
+  const check = (c: Readonly<Record<string, unknown>>, name: string): void => {
+    if (!Object.hasOwn(COMMAND_KINDS, c.kind as string)) throw new InvalidInputError('invalid-config', `${name}: unknown command kind ${shown(c.kind)} (known: ${Object.keys(COMMAND_KINDS).join(', ')})`);
+    index(c.client, `${name}.client`, clients, 'client');
+    index(c.node, `${name}.node`, nodes, 'node');
+    const target = c.target as Readonly<Record<string, unknown>> | undefined;
+    if (typeof target === 'object' && target !== null) {
+      index(target.client, `${name}.target.client`, clients, 'client');
+      index(target.node, `${name}.target.node`, nodes, 'node');
+    }
+    if (typeof c.inFlight === 'object' && c.inFlight !== null) check(c.inFlight as Readonly<Record<string, unknown>>, `${name}.inFlight`);
+  };
+  (commands as readonly Readonly<Record<string, unknown>>[]).forEach((c, i) => check(c, `commands[${i}]`));
 }

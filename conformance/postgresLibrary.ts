@@ -23,6 +23,7 @@ import { VirtualTime } from './sim/time.ts';
 import type { Stalled } from './env/stalls.ts';
 import { rejectAfter } from './realTimeLimit.ts';
 import { checkLibraryAdapter } from './options.ts';
+import { runCloseHooks } from './closeHooks.ts';
 
 /**
  * The adapter kit for a lock library over PostgreSQL (session advisory
@@ -170,6 +171,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
   let up = true;
   const owned = server.process;
   const close = async (): Promise<void> => {
+    let failed: Error | null = null;
     try {
       // A run that stopped between a crash and its restart: the server comes back, for the clean-up and the next run.
       if (!up && owned !== undefined) {
@@ -180,7 +182,8 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       }
       // The run is over: every link is whole again, so the library's clean-up reaches the server.
       for (const p of proxies) p.setMode({ kind: 'pass' });
-      for (const hook of closeHooks.splice(0).reverse()) await hook();
+      // The adapter's hooks, each bounded and none skipped: the sessions they leave are ended below whatever they did.
+      failed = await runCloseHooks(closeHooks.splice(0));
       if (connections[0] !== undefined) {
         // No lock of this run's library sessions may reach into the next run: a session the library left open (an unlock
         // that a cut link refused, a client it never closed) is ended here, and the kit waits until its locks are gone.
@@ -193,6 +196,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
       await Promise.all(proxies.map((p) => p.close()));
     }
+    if (failed !== null) throw failed;
   };
   try {
     connections.push(await open());

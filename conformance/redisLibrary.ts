@@ -11,6 +11,7 @@ import { clockWarnings, currentNotes, installLibraryClock, libraryClockNotes, on
 import type { LibraryClockNotes } from './libraryClock.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { checkLibraryAdapter } from './options.ts';
+import { runCloseHooks } from './closeHooks.ts';
 
 /**
  * The adapter kit for a lock library over Redis: everything but the mapping
@@ -133,12 +134,14 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
   const closeHooks: Array<() => Promise<void> | void> = [];
   const unfaulted = { commands: 0 };
   const close = async (): Promise<void> => {
+    // The adapter's hooks first, each bounded and none skipped; the kit's teardown whatever they did; then their failure.
+    const failed = await runCloseHooks(closeHooks.splice(0));
     try {
-      for (const hook of closeHooks.splice(0).reverse()) await hook();
-    } finally {
       restoreClocks();
+    } finally {
       await run.close();
     }
+    if (failed !== null) throw failed;
   };
   try {
     const lockClients: LockClient[] = [];

@@ -2,7 +2,7 @@ import type { MonotonicClock } from '../../impl/clock.ts';
 import { UnavailableError } from '../../impl/errors.ts';
 import type { FaultInjectors } from '../faults.ts';
 import type { VirtualTime } from './time.ts';
-import { checkClock, refuse } from '../../impl/options.ts';
+import { checkClock, knownOptions, refuse } from '../../impl/options.ts';
 import { finishWithin } from '../realTimeLimit.ts';
 
 /**
@@ -29,6 +29,8 @@ function checkEndpoint(endpoint: unknown): void {
 function checkDelayMs(ms: unknown, never = false): void {
   if ((!never || ms !== 'never') && (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)) refuse('ms', `a number of ms >= 0${never ? " or 'never'" : ''}`, ms);
 }
+
+const checkNetworkKeys = knownOptions('SimNetwork options', ['realReplyBoundMs']);
 
 /** What a request goes to: a lock node by index, or the store. */
 export type Endpoint = number | 'store';
@@ -72,6 +74,8 @@ export class SimNetwork {
     if (typeof time !== 'object' || time === null || typeof (time as { nowMs?: unknown }).nowMs !== 'function') refuse('time', 'a VirtualTime', time);
     if (typeof servers !== 'function') refuse('servers', 'a function from an endpoint to its Server', servers);
     if (typeof options !== 'object' || options === null) refuse('options', 'an object ({ realReplyBoundMs? })', options);
+    // A typo (realReplyBound) would run with the default bound, unnoticed.
+    checkNetworkKeys(options);
     const bound = options.realReplyBoundMs ?? REAL_REPLY_BOUND_MS;
     if (!Number.isInteger(bound) || bound < 1 || bound > 2 ** 31 - 1) refuse('realReplyBoundMs', 'an integer number of ms in [1, 2^31-1]', bound);
     this.#realReplyBoundMs = bound;

@@ -1,7 +1,7 @@
 import type { Clock } from '../../model/clock.ts';
 import { read, trueTimeOf } from '../../model/clock.ts';
 import type { MonotonicClock } from '../../impl/clock.ts';
-import { checkObject, knownOptions, refuse, shown } from '../../impl/options.ts';
+import { checkObject, checkOptionalFunction, knownOptions, refuse, shown } from '../../impl/options.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { messageText } from '../../impl/errorText.ts';
 
@@ -60,6 +60,14 @@ export class TimingError extends Error {
 const checkKeys = knownOptions('VirtualTime options', ['settle', 'onTick', 'realTime']);
 const checkRealTimeKeys = knownOptions('realTime', ['toleranceMs', 'now']);
 
+/**
+ * A clock reading no run reaches (about 8,900 years of ms): a timer for it
+ * never fires. Its true time, on the slowest clock (a tenth of the rate),
+ * stays below 2^53: past it a time has no next ms, and the search for the
+ * true time a reading comes at (trueTimeOf) would never end.
+ */
+const NEVER_READING_MS = 2 ** 48;
+
 /** A true time: a finite number of ms (NaN or a non-number would stop time or break every later advance). */
 function checkTimeMs(ms: unknown, name: string): void {
   if (typeof ms !== 'number' || !Number.isFinite(ms)) refuse(name, 'a finite number of ms', ms);
@@ -82,7 +90,15 @@ export class VirtualTime {
 
   constructor(private readonly options: VirtualTimeOptions = {}) {
     checkKeys(checkObject(options, 'VirtualTime options'));
-    if (options.realTime !== undefined) checkRealTimeKeys(checkObject(options.realTime, 'realTime'));
+    // Checked here, not at the first advance (a TypeError there), nor never (a tolerance of NaN switched the real-time check off).
+    checkOptionalFunction(options.settle, 'settle');
+    checkOptionalFunction(options.onTick, 'onTick');
+    if (options.realTime !== undefined) {
+      const rt = checkObject(options.realTime, 'realTime');
+      checkRealTimeKeys(rt);
+      if (typeof rt.toleranceMs !== 'number' || !Number.isFinite(rt.toleranceMs) || rt.toleranceMs < 0) refuse('realTime.toleranceMs', 'a finite number of ms >= 0', rt.toleranceMs);
+      checkOptionalFunction(rt.now, 'realTime.now');
+    }
   }
 
   /** True time now, in ms. */
@@ -92,7 +108,7 @@ export class VirtualTime {
 
   /** Runs `fn` at true time `trueMs`. */
   at(trueMs: number, fn: () => void): () => void {
-    // Checked here, where a user's call enters (clockOf's schedule, a client's per-call path, is not): a junk timer would break every later advance.
+    // Checked where a user's call enters (here and clockOf's schedule): a junk timer would break every later advance.
     checkTimeMs(trueMs, 'trueMs');
     if (typeof fn !== 'function') refuse('fn', 'a function', fn);
     return this.add(() => trueMs, fn);
@@ -103,7 +119,13 @@ export class VirtualTime {
     if (typeof clock !== 'function') refuse('clock', 'a function returning the process\'s Clock', clock);
     return {
       now: () => read(clock(), this.#nowMs),
-      schedule: (atMs, fn) => this.add(() => trueTimeOf(clock(), atMs, this.#nowMs), fn),
+      schedule: (atMs, fn) => {
+        // NaN ran the timer at once, at true time NaN; a reading no run reaches never comes (and past 2^53 hung the next advance).
+        if (typeof atMs !== 'number' || Number.isNaN(atMs)) throw new InvalidInputError('invalid-duration', `atMs must be a number of ms on the clock, got ${shown(atMs)}`);
+        if (typeof fn !== 'function') refuse('fn', 'a function', fn);
+        if (atMs >= NEVER_READING_MS) return () => undefined;
+        return this.add(() => trueTimeOf(clock(), atMs, this.#nowMs), fn);
+      },
     };
   }
 
