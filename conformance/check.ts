@@ -9,11 +9,12 @@ import type { BackendUnderTest, FaultKind } from './adapter.ts';
 import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor, withoutExtend } from './generate.ts';
 import type { ConsequenceKind } from './consequence.ts';
 import { judgedDesign, MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
+import { nodeCount } from '../model/design.ts';
 import { runLockstep } from './lockstep.ts';
 import { MINIMISE_BUDGET, type MinimiseBudget, type Minimised, minimise, type Schedule, sameFailure } from './minimise.ts';
 import { seedSchedules } from './seeds.ts';
 import { offeredFaults, offersExtend } from './backendApi.ts';
-import { checkCheckOptions } from './options.ts';
+import { checkCheckOptions, checkRunCommands } from './options.ts';
 import { htmlTimeline, textTimeline } from './timeline.ts';
 import type { ConformanceFailure, InconclusiveCause, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
@@ -369,6 +370,23 @@ function checkRanAsSaved(schedule: Schedule, report: RunReport): void {
   }
 }
 
+/**
+ * A saved command that no run can take (a client or node the run does not
+ * have, an unknown kind) is refused before the backend starts, named as the
+ * saved schedule's, as checkRanAsSaved names one the model did not enable.
+ */
+function checkSavedCommands(schedule: Schedule, clients: number, nodes: number): void {
+  for (let i = 0; i < schedule.commands.length; i++) {
+    try {
+      checkRunCommands([schedule.commands[i]], clients, nodes);
+    } catch (e) {
+      if (!(e instanceof InvalidInputError)) throw e;
+      const why = e.message.replace(/^[a-z-]+: commands\[0\]/, 'it');
+      throw new InvalidInputError('precondition', `schedule.commands[${i}] (${describedSafely(schedule.commands[i]!)}) is not a command the model can run at that point (${why}): the replay would not be the saved run`);
+    }
+  }
+}
+
 /** A saved command in words for a message about it: one the model cannot describe (an unknown kind, a malformed field) as its kind, never a second error. */
 function describedSafely(c: Command): string {
   try {
@@ -386,6 +404,7 @@ async function replaySchedule(
   options: CheckOptions,
   run: { readonly judged: (s: Schedule) => Promise<RunReport>; readonly failureOf: (r: RunReport) => RunReport | null; readonly started: number; readonly clock: () => number },
 ): Promise<CheckResult> {
+  checkSavedCommands(schedule, options.clients ?? 2, nodeCount(judgedDesign(backend)));
   const report = await run.judged(schedule);
   checkRanAsSaved(schedule, report);
   options.onRun?.(1, report);
