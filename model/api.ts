@@ -29,7 +29,7 @@ import * as world from './world.ts';
 import * as exploration from './explore.ts';
 import type { Exploration, ExploreOptions, ExploreResult } from './explore.ts';
 import type { FingerprintOptions } from './fingerprint.ts';
-import { checkAddressable, checkExploreCall } from './exploreInput.ts';
+import { boundedOptions, checkAddressable, checkExploreCall } from './exploreInput.ts';
 
 /**
  * A design helper that first checks its design (validateDesign: an object of a
@@ -244,17 +244,20 @@ export const firstBranch: Chooser = modelChooser((branches, c) => {
  * Explores every schedule of `alphabet` from `initial` up to
  * `options.maxDepth` (explore.ts), after checking every command of the
  * alphabet against the world's configuration and every option's key
- * (exploreInput.ts): once per call, outside the search.
+ * (exploreInput.ts): once per call, outside the search. Always bounded:
+ * without maxStates, or budgetMs with a clock, at DEFAULT_MAX_STATES; and
+ * a world whose tokens could pass 2^63-1 within the depth is refused up
+ * front (checkTokenHeadroom).
  */
 export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
   checkExploreCall(initial, alphabet, options, 'explore');
-  return exploration.explore(initial, alphabet, options);
+  return exploration.explore(initial, alphabet, boundedOptions(options));
 }
 
-/** startExploration (explore.ts), its arguments checked as explore's. */
+/** startExploration (explore.ts), its arguments checked and bounded as explore's. */
 export function startExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions): Exploration {
   checkExploreCall(initial, alphabet, options, 'startExploration');
-  return exploration.startExploration(initial, alphabet, options);
+  return exploration.startExploration(initial, alphabet, boundedOptions(options));
 }
 
 /** Whether renaming the nodes maps the alphabet onto itself (explore.ts). */
