@@ -1,7 +1,7 @@
 import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { faultKindsOf } from './faults.ts';
-import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter, closeLateInstance } from './adapterCall.ts';
+import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter, closeLateInstance, readAdapter } from './adapterCall.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
@@ -73,8 +73,11 @@ export function checkBackendApi(value: unknown, where = 'the backend'): asserts 
 
 /** Throws AdapterApiError unless `env` is an Environment of this API (time control plus a `faults` registry). */
 export function checkEnvironmentApi(env: unknown, backend: string): asserts env is Environment {
-  const e = env as Record<string, unknown> | null | undefined;
-  if (e === null || typeof e !== 'object') throw new AdapterApiError(`${backend}: start() returned no environment (instance.env)`);
+  const raw = env as Record<string, unknown> | null | undefined;
+  if (raw === null || typeof raw !== 'object') throw new AdapterApiError(`${backend}: start() returned no environment (instance.env)`);
+  // Each member read once, through readAdapter: a getter that throws is the adapter's failure (AdapterError), named.
+  const e: Record<string, unknown> = {};
+  for (const m of ['nowMs', 'advanceTo', 'runUntil', 'faults', ...Object.keys(OLD_ENVIRONMENT_METHODS)]) e[m] = readAdapter(backend, `reading its environment's ${m}`, () => raw[m]);
   const old = Object.keys(OLD_ENVIRONMENT_METHODS).filter((m) => typeof e[m] === 'function');
   if (old.length > 0) {
     const moves = [...new Set(old.map((m) => OLD_ENVIRONMENT_METHODS[m]!))].join('; ');
@@ -124,12 +127,18 @@ function offerOf(backend: BackendUnderTest): Promise<Offer> {
       try {
         checkInstanceApi(instance, backend.name, 2);
         checkEnvironmentApi(instance.env, backend.name);
-        return { faults: faultKindsOf(instance.env.faults), extend: instance.clients.every((c) => c.extend !== undefined) };
+        const faults = readAdapter(backend.name, "reading its environment's faults", () => faultKindsOf(instance.env.faults));
+        return { faults, extend: instance.clients.every((c) => c.extend !== undefined) };
       } finally {
         if (typeof (instance as Partial<BackendInstance> | null)?.close === 'function') await callAdapter(backend.name, 'close() of an instance', () => instance.close(), CLOSE_LIMIT_MS);
       }
     })();
     offers.set(backend, offer);
+    // A probe that failed (a start() that threw or was given up on at its bound) is not what the backend takes: the next call probes again.
+    const failed = offer;
+    failed.catch(() => {
+      if (offers.get(backend) === failed) offers.delete(backend);
+    });
   }
   return offer;
 }
