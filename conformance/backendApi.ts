@@ -7,6 +7,7 @@ import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
 import { asText, messageText } from '../impl/errorText.ts';
 import { counted } from './counted.ts';
+import { describeThrown } from './thrown.ts';
 import { checkDeclaration } from './declaration.ts';
 
 /**
@@ -53,6 +54,16 @@ const checkContractKeys = knownOptions('contract', CONTRACT_OPTIONS);
  * contradicting another (declaration.ts), naming the field.
  */
 export function checkBackendApi(value: unknown, where = 'the backend'): asserts value is BackendUnderTest {
+  try {
+    checkBackendShape(value, where);
+  } catch (e) {
+    if (e instanceof AdapterApiError) throw e;
+    // A getter of the declaration (name, design, capabilities, ...) that throws: the adapter's object, said as a shape error naming where.
+    throw new AdapterApiError(`${asText(where)}: reading its declaration threw ${describeThrown(e).split('\n')[0]}`, { cause: e });
+  }
+}
+
+function checkBackendShape(value: unknown, where: string): void {
   const b = value as Partial<Record<keyof BackendUnderTest | 'faults', unknown>> | null | undefined;
   if (b === null || typeof b !== 'object' || typeof b.name !== 'string' || b.name === '' || typeof b.start !== 'function' || b.design === undefined || b.capabilities === undefined) {
     throw new AdapterApiError(`${asText(where)} must be a BackendUnderTest (name: a non-empty string, design, capabilities, start; contract optional)`);

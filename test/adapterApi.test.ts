@@ -118,6 +118,19 @@ describe("the adapter's own calls: a throw, a hang or a malformed instance is an
     expect(starts).toBe(2);
   });
 
+  it('a declaration read through a getter that throws: AdapterApiError naming where, the throw its cause (before, the bare error)', () => {
+    const b = Object.defineProperty({ ...sim, name: 'getter-declaration' }, 'capabilities', { get: () => { throw new Error('not computed yet'); }, enumerable: true });
+    let e: unknown;
+    try {
+      checkBackendApi(b);
+    } catch (x) {
+      e = x;
+    }
+    expect(e).toBeInstanceOf(AdapterApiError);
+    expect((e as Error).message).toBe('the backend: reading its declaration threw Error: not computed yet');
+    expect((e as Error).cause).toBeInstanceOf(Error);
+  });
+
   it("an adapter module's factory that settles after its bound: the backend it hands over has its close hook called", async () => {
     let closedLate: () => void = () => undefined;
     const closing = new Promise<void>((resolve) => (closedLate = resolve));
