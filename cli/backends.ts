@@ -35,7 +35,7 @@ import { realEtcdBackend, startEtcdCell } from '../conformance/env/etcdBackend.t
 import type { ZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { realZookeeperBackend, startZookeeperCell } from '../conformance/env/zookeeperBackend.ts';
 import { checkBackendApi, offeredFaults } from '../conformance/backendApi.ts';
-import { START_LIMIT_MS, callAdapter } from '../conformance/adapterCall.ts';
+import { START_LIMIT_MS, callAdapter, closeLateBackend } from '../conformance/adapterCall.ts';
 
 /** Why the library of an audit row cannot be loaded (not installed, or broken), or null if it can. */
 export async function missingLibrary(b: BuiltIn): Promise<string | null> {
@@ -190,7 +190,7 @@ export function isBuiltIn(spec: string): boolean {
   return [...BUILT_INS, ...LIBRARY_AUDITS].some((b) => b.name === spec);
 }
 
-export async function resolveBackend(spec: string, servers: Servers): Promise<BackendUnderTest> {
+export async function resolveBackend(spec: string, servers: Servers, factoryLimitMs = START_LIMIT_MS): Promise<BackendUnderTest> {
   const builtIn = [...BUILT_INS, ...LIBRARY_AUDITS].find((b) => b.name === spec);
   if (builtIn !== undefined) return servers.backend(builtIn);
   const names = [...BUILT_INS, ...LIBRARY_AUDITS].map((b) => b.name);
@@ -198,7 +198,7 @@ export async function resolveBackend(spec: string, servers: Servers): Promise<Ba
   const mod = (await importAdapterModule(spec, names)) as { default?: unknown };
   // A function gets the servers the user gave (--redis, --pg), so that an adapter can use them too.
   const factory = mod.default;
-  const exported = typeof factory === 'function' ? await callAdapter(spec, 'its default export (a function of the servers given)', () => (factory as (choice: ServerChoice) => unknown)(servers.choice), START_LIMIT_MS) : factory;
+  const exported = typeof factory === 'function' ? await callAdapter(spec, 'its default export (a function of the servers given)', () => (factory as (choice: ServerChoice) => unknown)(servers.choice), factoryLimitMs, closeLateBackend(spec)) : factory;
   checkBackendApi(exported, `'${spec}' must export default a BackendUnderTest or a function returning one: its export`);
   // Loading it reads the faults it takes from one instance: an environment of the old API is refused here, before any run.
   await offeredFaults(exported);

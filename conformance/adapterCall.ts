@@ -130,6 +130,28 @@ export function closeLateInstance(backend: string): (instance: unknown) => Promi
   };
 }
 
+/** Closes a backend a factory (an adapter module's default export) handed over after its bound, if it has a close hook: nobody else will. */
+export function closeLateBackend(backend: string): (value: unknown) => Promise<void> {
+  return async (value) => {
+    const b = value as { close?: unknown } | null;
+    if (typeof b === 'object' && b !== null && typeof b.close === 'function') await callAdapter(backend, 'close hook of a backend its factory handed over late', () => (b.close as () => unknown).call(b), CLOSE_LIMIT_MS);
+  };
+}
+
+/**
+ * `read()` (a read of the adapter's objects: a getter, a method such as a
+ * client's clock.now()), with a throw that does not already say whose it is
+ * made an AdapterError naming `backend` and `what`, the throw its cause.
+ */
+export function readAdapter<T>(backend: string, what: string, read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    if (saysWhatFailed(e)) throw e;
+    throw new AdapterError(backend, what, `threw ${describe(e)}`, { cause: e });
+  }
+}
+
 /** Calls the backend's close hook, if it has one, bounded as a close() is. */
 export async function closeBackend(backend: { readonly name: string; close?(): Promise<void> }): Promise<void> {
   if (backend.close !== undefined) await callAdapter(backend.name, "close() (the backend's close hook)", () => backend.close!(), CLOSE_LIMIT_MS);
@@ -157,16 +179,18 @@ export function boundedCalls(backend: string, env: Environment, limitMs: number)
       return result.value;
     };
   const faults: Record<string, unknown> = {};
-  for (const [kind, injector] of Object.entries(env.faults)) {
-    if (typeof injector === 'function') faults[kind] = bounded(`the ${kind} fault`, injector as (...a: unknown[]) => unknown, env.faults);
+  // The registry and its injectors are the adapter's objects: a getter among them that throws is its failure, named.
+  const registry = readAdapter(backend, "reading the environment's faults", () => env.faults);
+  for (const [kind, injector] of readAdapter(backend, "reading the environment's faults", () => Object.entries(registry))) {
+    if (typeof injector === 'function') faults[kind] = bounded(`the ${kind} fault`, injector as (...a: unknown[]) => unknown, registry);
     else if (injector !== null && typeof injector === 'object') {
       const methods: Record<string, unknown> = {};
-      for (const [name, method] of Object.entries(injector as Record<string, unknown>)) {
+      for (const [name, method] of readAdapter(backend, `reading the ${kind} fault's injector`, () => Object.entries(injector as Record<string, unknown>))) {
         methods[name] = typeof method === 'function' ? bounded(`the ${kind} fault's ${name}()`, method as (...a: unknown[]) => unknown, injector) : method;
       }
       faults[kind] = methods;
     } else faults[kind] = injector;
   }
-  const inspect = env.inspect;
+  const inspect = readAdapter(backend, "reading the environment's inspect", () => env.inspect);
   return { faults: faults as FaultInjectors, ...(inspect === undefined ? {} : { inspect: bounded('inspect()', inspect, env) }) };
 }

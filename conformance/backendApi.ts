@@ -1,12 +1,13 @@
 import type { BackendInstance, BackendUnderTest, Environment } from './adapter.ts';
 import type { FaultKind } from './faults.ts';
 import { faultKindsOf } from './faults.ts';
-import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter, closeLateInstance } from './adapterCall.ts';
+import { CLOSE_LIMIT_MS, START_LIMIT_MS, callAdapter, closeLateInstance, readAdapter } from './adapterCall.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { isObject, knownOptions } from '../impl/options.ts';
 import { CONTRACT_OPTIONS } from './options.ts';
 import { asText, messageText } from '../impl/errorText.ts';
 import { counted } from './counted.ts';
+import { describeThrown } from './thrown.ts';
 import { checkDeclaration } from './declaration.ts';
 
 /**
@@ -53,6 +54,16 @@ const checkContractKeys = knownOptions('contract', CONTRACT_OPTIONS);
  * contradicting another (declaration.ts), naming the field.
  */
 export function checkBackendApi(value: unknown, where = 'the backend'): asserts value is BackendUnderTest {
+  try {
+    checkBackendShape(value, where);
+  } catch (e) {
+    if (e instanceof AdapterApiError) throw e;
+    // A getter of the declaration (name, design, capabilities, ...) that throws: the adapter's object, said as a shape error naming where.
+    throw new AdapterApiError(`${asText(where)}: reading its declaration threw ${describeThrown(e).split('\n')[0]}`, { cause: e });
+  }
+}
+
+function checkBackendShape(value: unknown, where: string): void {
   const b = value as Partial<Record<keyof BackendUnderTest | 'faults', unknown>> | null | undefined;
   if (b === null || typeof b !== 'object' || typeof b.name !== 'string' || b.name === '' || typeof b.start !== 'function' || b.design === undefined || b.capabilities === undefined) {
     throw new AdapterApiError(`${asText(where)} must be a BackendUnderTest (name: a non-empty string, design, capabilities, start; contract optional)`);
@@ -73,8 +84,11 @@ export function checkBackendApi(value: unknown, where = 'the backend'): asserts 
 
 /** Throws AdapterApiError unless `env` is an Environment of this API (time control plus a `faults` registry). */
 export function checkEnvironmentApi(env: unknown, backend: string): asserts env is Environment {
-  const e = env as Record<string, unknown> | null | undefined;
-  if (e === null || typeof e !== 'object') throw new AdapterApiError(`${backend}: start() returned no environment (instance.env)`);
+  const raw = env as Record<string, unknown> | null | undefined;
+  if (raw === null || typeof raw !== 'object') throw new AdapterApiError(`${backend}: start() returned no environment (instance.env)`);
+  // Each member read once, through readAdapter: a getter that throws is the adapter's failure (AdapterError), named.
+  const e: Record<string, unknown> = {};
+  for (const m of ['nowMs', 'advanceTo', 'runUntil', 'faults', ...Object.keys(OLD_ENVIRONMENT_METHODS)]) e[m] = readAdapter(backend, `reading its environment's ${m}`, () => raw[m]);
   const old = Object.keys(OLD_ENVIRONMENT_METHODS).filter((m) => typeof e[m] === 'function');
   if (old.length > 0) {
     const moves = [...new Set(old.map((m) => OLD_ENVIRONMENT_METHODS[m]!))].join('; ');
@@ -124,12 +138,18 @@ function offerOf(backend: BackendUnderTest): Promise<Offer> {
       try {
         checkInstanceApi(instance, backend.name, 2);
         checkEnvironmentApi(instance.env, backend.name);
-        return { faults: faultKindsOf(instance.env.faults), extend: instance.clients.every((c) => c.extend !== undefined) };
+        const faults = readAdapter(backend.name, "reading its environment's faults", () => faultKindsOf(instance.env.faults));
+        return { faults, extend: instance.clients.every((c) => c.extend !== undefined) };
       } finally {
         if (typeof (instance as Partial<BackendInstance> | null)?.close === 'function') await callAdapter(backend.name, 'close() of an instance', () => instance.close(), CLOSE_LIMIT_MS);
       }
     })();
     offers.set(backend, offer);
+    // A probe that failed (a start() that threw or was given up on at its bound) is not what the backend takes: the next call probes again.
+    const failed = offer;
+    failed.catch(() => {
+      if (offers.get(backend) === failed) offers.delete(backend);
+    });
   }
   return offer;
 }

@@ -5,7 +5,7 @@ import { RunEnvironmentError } from './env/runEnvironment.ts';
 import { valueWithin } from './realTimeLimit.ts';
 import { TimingError } from './sim/time.ts';
 import { describeThrown } from './thrown.ts';
-import { InvalidInputError } from '../model/errors.ts';
+import { InvalidInputError, MAX_TTL_MS } from '../model/errors.ts';
 
 /**
  * A run's time control as the runner calls it: the environment's own
@@ -60,6 +60,11 @@ export function boundedTime(backend: string, env: TimeControl, limitMs: number):
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new AdapterError(backend, call(name), `returned ${shownAnswer(v)}, not a finite number of ms`);
     return v;
   };
+  // The runner catches true time up by an advance of this much: past the longest advance the model takes, it is no lag a run can follow.
+  const ahead = (v: number): number => {
+    if (v > MAX_TTL_MS) throw new AdapterError(backend, call('realTimeAheadMs()'), `returned ${v}, more than the longest advance (${MAX_TTL_MS} ms) true time could catch up by`);
+    return v;
+  };
   let last = Number.NEGATIVE_INFINITY;
   const nowMs = (): number => {
     const now = ms('nowMs()', sync('nowMs()', () => env.nowMs()));
@@ -93,7 +98,7 @@ export function boundedTime(backend: string, env: TimeControl, limitMs: number):
       if (typeof settled !== 'boolean') throw new AdapterError(backend, call('runUntil()'), `returned ${shownAnswer(settled)}, not a boolean`);
       return settled;
     },
-    ...(env.realTimeAheadMs === undefined ? {} : { realTimeAheadMs: () => ms('realTimeAheadMs()', sync('realTimeAheadMs()', () => env.realTimeAheadMs!())) }),
+    ...(env.realTimeAheadMs === undefined ? {} : { realTimeAheadMs: () => ahead(ms('realTimeAheadMs()', sync('realTimeAheadMs()', () => env.realTimeAheadMs!()))) }),
   };
 }
 

@@ -21,7 +21,7 @@ export type { UserRedisCluster } from './env/userRedis.ts';
 export { realPostgresBackend, targetOf, underOwnNames } from './env/postgresBackend.ts';
 export type { PostgresTarget } from './env/postgresBackend.ts';
 export { connectPostgres, parsePostgresUrl } from './env/userPostgres.ts';
-export { VirtualTime, TimingError, flush } from './sim/time.ts';
+export { VirtualTime, TimingError, VirtualTimeLimitError, flush } from './sim/time.ts';
 export type { VirtualTimeOptions } from './sim/time.ts';
 export { SimNetwork } from './sim/network.ts';
 export type { Endpoint, Server } from './sim/network.ts';

@@ -24,7 +24,8 @@ import type { HeldLease } from './contract.ts';
 import { checkBackendApi, checkEnvironmentApi, checkInstanceApi } from './backendApi.ts';
 import { checkLockstepOptions, checkRunCommands } from './options.ts';
 import type { BoundedCalls } from './adapterCall.ts';
-import { AdapterError, boundedCalls, CLOSE_LIMIT_MS, closeLateInstance, ENVIRONMENT_LIMIT_MS, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
+import { AdapterError, boundedCalls, CLOSE_LIMIT_MS, closeLateInstance, ENVIRONMENT_LIMIT_MS, readAdapter, START_LIMIT_MS, callAdapter } from './adapterCall.ts';
+import { shownAnswer } from './boundedTime.ts';
 import type { FaultInjectors } from './faults.ts';
 import { FaultNotOfferedError, injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
@@ -170,6 +171,14 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
   return stuck === null ? report : { ...report, warnings: [...(report.warnings ?? []), stuck] };
 }
 
+/** Client `client`'s clock reading (the adapter's clock.now()): a throw or an answer that is no finite number is an AdapterError naming it. */
+function clientClockNow(backend: BackendUnderTest, instance: BackendInstance, client: number): number {
+  const call = `client ${client}'s clock.now()`;
+  const now: unknown = readAdapter(backend.name, call, () => instance.clients[client]!.clock.now());
+  if (typeof now !== 'number' || !Number.isFinite(now)) throw new AdapterError(backend.name, call, `returned ${shownAnswer(now)}, not a finite number of ms`);
+  return now;
+}
+
 /** The instance's warnings; a warnings() that throws is the adapter's failure (AdapterError). */
 function warningsOf(backend: BackendUnderTest, instance: BackendInstance): readonly string[] {
   try {
@@ -292,7 +301,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     let wentPast: { readonly property: PropertyId; readonly consequence: Consequence; readonly message: string } | null = null;
     if (matching.length === 0 && auditing) {
       // Resynchronised where it is well defined: the same outcome but for a shorter deadline or another reason of refusal.
-      const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
+      const clientNow = 'client' in subject ? clientClockNow(backend, instance, subject.client) : 0;
       const same = branches.filter((b) => sameKind(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
       const deviation = `the backend answered ${show(actual)}; the model allows ${[...new Set(branches.map((b) => show(b.outcome)))].join(' or ')}`;
       const property = same.length > 0 ? implicated(subject, same.map((b) => ({ ...b, outcome: comparable(b.outcome) })), comparable(actual), clientNow, steps) : null;
@@ -304,7 +313,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     }
     if (matching.length === 0) {
       const allowed = [...new Map(branches.map((b) => [show(b.outcome), b.outcome])).keys()];
-      const clientNow = 'client' in subject ? instance.clients[subject.client]!.clock.now() : 0;
+      const clientNow = 'client' in subject ? clientClockNow(backend, instance, subject.client) : 0;
       // An answer the model gives, but at an earlier time only (a grant handed over late): say when, or the message reads as a match.
       const earlier = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual))).map((b) => b.next.nowMs);
       const when = earlier.length > 0 ? ` at t=${env.nowMs()} ms (the model has that answer at t=${Math.max(...earlier)} ms)` : '';

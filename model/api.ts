@@ -8,7 +8,7 @@
  */
 import * as clock from './clock.ts';
 import type { Clock } from './clock.ts';
-import { checkArray, checkCommandShape, checkInteger, checkKnownKeys, checkNumber, checkObject, isObject, refuse } from './checks.ts';
+import { checkArray, checkCommandShape, checkInteger, checkKnownKeys, checkNumber, checkObject, checkTime, isObject, refuse } from './checks.ts';
 import { checkInFlightAlone, checkStoreAlone, checkWorld } from './worldCheck.ts';
 import * as command from './command.ts';
 import type { Command, Operation } from './command.ts';
@@ -29,7 +29,7 @@ import * as world from './world.ts';
 import * as exploration from './explore.ts';
 import type { Exploration, ExploreOptions, ExploreResult } from './explore.ts';
 import type { FingerprintOptions } from './fingerprint.ts';
-import { checkAddressable, checkExploreCall } from './exploreInput.ts';
+import { boundedOptions, checkAddressable, checkExploreCall } from './exploreInput.ts';
 
 /**
  * A design helper that first checks its design (validateDesign: an object of a
@@ -96,8 +96,8 @@ export function checkStorePolicy(policy: unknown, name: string): StorePolicy {
 
 function checkClock(c: unknown, name: string): void {
   const o = checkObject(c, name, 'a clock { anchorTrueMs, readingMs, driftPpm }');
-  checkNumber(o.anchorTrueMs, `${name}.anchorTrueMs`);
-  checkNumber(o.readingMs, `${name}.readingMs`);
+  checkTime(o.anchorTrueMs, `${name}.anchorTrueMs`);
+  checkTime(o.readingMs, `${name}.readingMs`);
   // A rate of 0 or less would never reach a reading (trueTimeOf would not end).
   checkInteger(o.driftPpm, `${name}.driftPpm`, clock.MIN_DRIFT_PPM, clock.MAX_DRIFT_PPM);
 }
@@ -105,22 +105,22 @@ function checkClock(c: unknown, name: string): void {
 /** The reading at true time `trueMs`. */
 export function read(c: Clock, trueMs: number): number {
   checkClock(c, 'read clock');
-  checkNumber(trueMs, 'read trueMs');
+  checkTime(trueMs, 'read trueMs');
   return clock.read(c, trueMs);
 }
 
 /** The first true time at or after `fromMs` at which `c` reads at least `readingMs`. */
 export function trueTimeOf(c: Clock, readingMs: number, fromMs: number): number {
   checkClock(c, 'trueTimeOf clock');
-  checkNumber(readingMs, 'trueTimeOf readingMs');
-  checkNumber(fromMs, 'trueTimeOf fromMs');
+  checkTime(readingMs, 'trueTimeOf readingMs');
+  checkTime(fromMs, 'trueTimeOf fromMs');
   return clock.trueTimeOf(c, readingMs, fromMs);
 }
 
 /** Changes the rate from now on; the reading stays continuous. */
 export function setDrift(c: Clock, trueMs: number, driftPpm: number): Clock {
   checkClock(c, 'setDrift clock');
-  checkNumber(trueMs, 'setDrift trueMs');
+  checkTime(trueMs, 'setDrift trueMs');
   checkInteger(driftPpm, 'setDrift driftPpm', clock.MIN_DRIFT_PPM, clock.MAX_DRIFT_PPM);
   return clock.setDrift(c, trueMs, driftPpm);
 }
@@ -153,8 +153,8 @@ export function ghostOf(w: World, resource: string): GhostResource {
 /** An in-flight operation as a string with its times relative to now and to the client's clock. */
 export function inFlightKey(f: InFlight, nowMs: number, monoMs: number): string {
   checkInFlightAlone(f, 'inFlightKey operation');
-  checkNumber(nowMs, 'inFlightKey nowMs');
-  checkNumber(monoMs, 'inFlightKey monoMs');
+  checkTime(nowMs, 'inFlightKey nowMs');
+  checkTime(monoMs, 'inFlightKey monoMs');
   return state.inFlightKey(f, nowMs, monoMs);
 }
 
@@ -244,17 +244,20 @@ export const firstBranch: Chooser = modelChooser((branches, c) => {
  * Explores every schedule of `alphabet` from `initial` up to
  * `options.maxDepth` (explore.ts), after checking every command of the
  * alphabet against the world's configuration and every option's key
- * (exploreInput.ts): once per call, outside the search.
+ * (exploreInput.ts): once per call, outside the search. Always bounded:
+ * without maxStates, or budgetMs with a clock, at DEFAULT_MAX_STATES; and
+ * a world whose tokens could pass 2^63-1 within the depth is refused up
+ * front (checkTokenHeadroom).
  */
 export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
   checkExploreCall(initial, alphabet, options, 'explore');
-  return exploration.explore(initial, alphabet, options);
+  return exploration.explore(initial, alphabet, boundedOptions(options));
 }
 
-/** startExploration (explore.ts), its arguments checked as explore's. */
+/** startExploration (explore.ts), its arguments checked and bounded as explore's. */
 export function startExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions): Exploration {
   checkExploreCall(initial, alphabet, options, 'startExploration');
-  return exploration.startExploration(initial, alphabet, options);
+  return exploration.startExploration(initial, alphabet, boundedOptions(options));
 }
 
 /** Whether renaming the nodes maps the alphabet onto itself (explore.ts). */

@@ -1,4 +1,4 @@
-import { InvalidInputError, shown } from './errors.ts';
+import { InvalidInputError, MAX_TIME_MS, shown } from './errors.ts';
 import type { ModelErrorCode } from './errors.ts';
 
 export { shown };
@@ -48,6 +48,12 @@ export function checkOneOf<T extends string>(value: unknown, name: string, allow
 /** A finite number (the model's times and clock readings). */
 export function checkNumber(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) refuse(name, 'a finite number', value);
+  return value;
+}
+
+/** A time or clock reading: a number of ms within [-MAX_TIME_MS, MAX_TIME_MS], where +1 still moves it (a clock's search depends on that). */
+export function checkTime(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !(value >= -MAX_TIME_MS && value <= MAX_TIME_MS)) refuse(name, `a finite number of ms in [-${MAX_TIME_MS}, ${MAX_TIME_MS}]`, value);
   return value;
 }
 

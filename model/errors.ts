@@ -42,6 +42,8 @@ export function shown(value: unknown): string {
 
 /** The longest ttl or duration, in ms (2^31-1, about 24.8 days). */
 export const MAX_TTL_MS = 2 ** 31 - 1;
+/** The latest (and, negated, earliest) time in ms the model takes or reaches: 2^53-1, past which a +1 no longer moves a number (a clock's search would not end). */
+export const MAX_TIME_MS = Number.MAX_SAFE_INTEGER;
 /** The longest resource name, in UTF-16 code units. */
 export const MAX_RESOURCE_LENGTH = 256;
 /** Tokens are exact up to 2^63-1 (a signed 64-bit integer, as Redis and PostgreSQL keep them). */

@@ -1,5 +1,7 @@
 import type { Command } from './command.ts';
 import { checkArray, checkCommandShape, checkInteger, checkKnownKeys, checkObject, isObject, refuse } from './checks.ts';
+import { InvalidInputError, MAX_TOKEN } from './errors.ts';
+import type { ExploreOptions } from './explore.ts';
 import type { World } from './state.ts';
 import { checkAlphabetCommand } from './world.ts';
 import { checkWorld } from './worldCheck.ts';
@@ -58,4 +60,59 @@ export function checkExploreCall(initial: World, alphabet: readonly Command[], o
   if (alphabet.length > 0xffff) refuse(`${call} alphabet`, 'at most 65535 commands', alphabet);
   checkExploreOptions(options, `${call} options`);
   checkAlphabet(initial, alphabet, `${call} alphabet`);
+  const maxDepth = (options as { maxDepth?: unknown }).maxDepth;
+  // explore.ts checks maxDepth's type right after; the headroom needs a number.
+  if (typeof maxDepth === 'number' && Number.isInteger(maxDepth) && maxDepth >= 0) checkTokenHeadroom(initial, alphabet, maxDepth, call);
+}
+
+/**
+ * The states an exploration keeps when nothing else bounds it (no maxStates,
+ * and no budgetMs with a clock to measure it): a large maxDepth alone would
+ * expand until memory runs out. About a million states fit in a few hundred
+ * MB on the matrix's designs; the result says `truncated` when it is reached.
+ */
+export const DEFAULT_MAX_STATES = 1_000_000;
+
+/** `options`, with maxStates DEFAULT_MAX_STATES when neither maxStates nor a finite budgetMs with a clock bounds the search. */
+export function boundedOptions(options: ExploreOptions): ExploreOptions {
+  const timed = options.clock !== undefined && options.budgetMs !== undefined && Number.isFinite(options.budgetMs);
+  return options.maxStates !== undefined || timed ? options : { ...options, maxStates: DEFAULT_MAX_STATES };
+}
+
+/** The most attempts (first plus retries) one acquire of `alphabet`, a pause's in-flight one, or `initial`'s in flight makes. */
+function mostAttempts(initial: World, alphabet: readonly Command[]): number {
+  let retries = 0;
+  for (const c of alphabet) {
+    if (c.kind === 'acquire') retries = Math.max(retries, c.retries ?? 0);
+    if (c.kind === 'pause' && c.inFlight?.kind === 'acquire') retries = Math.max(retries, c.inFlight.retries ?? 0);
+  }
+  for (const c of initial.clients) if (c.inFlight !== null && 'retries' in c.inFlight) retries = Math.max(retries, c.inFlight.retries);
+  return retries + 1;
+}
+
+/**
+ * Refuses up front an exploration whose tokens could pass 2^63-1 within
+ * its depth: the step that would mint one throws InvalidInputError
+ * ('invalid-token') mid-search, and the levels searched so far would be lost.
+ * A step mints at most one token per counter per attempt, plus one
+ * (a late grant, etcd's revision on a delete); an operation in flight at the
+ * start adds its attempts once. Counted from the highest counter (or
+ * tokenBase) in `initial`: a bound, so a search that would mint fewer may
+ * be refused too (the message says how low to start).
+ */
+export function checkTokenHeadroom(initial: World, alphabet: readonly Command[], maxDepth: number, call: string): void {
+  let top = initial.config.tokenBase ?? 0n;
+  for (const n of initial.nodes) {
+    for (const k in n.counters) if (n.counters[k]! > top) top = n.counters[k]!;
+    const replica = n.replica?.counters ?? {};
+    for (const k in replica) if (replica[k]! > top) top = replica[k]!;
+  }
+  const perStep = BigInt(mostAttempts(initial, alphabet) + 1);
+  const mints = BigInt(maxDepth + initial.clients.length) * perStep;
+  if (top + mints <= MAX_TOKEN) return;
+  const lowest = MAX_TOKEN - mints;
+  throw new InvalidInputError(
+    'invalid-token',
+    `${call}: tokens could pass 2^63-1 within maxDepth ${maxDepth} (counters start at ${top}, and ${maxDepth} steps may mint up to ${mints} more), where a step would be refused mid-search; ${lowest >= 0n ? `start tokenBase and counters at most ${lowest}, or ` : ''}explore less deep`,
+  );
 }

@@ -1,7 +1,7 @@
 import { match } from 'ts-pattern';
 import { MAX_DRIFT_PPM, MIN_DRIFT_PPM } from './clock.ts';
 import { checkKnownKeys, checkObject, checkOneOf, refuse } from './checks.ts';
-import { checkResource, InvalidInputError, MAX_TOKEN, MAX_TTL_MS } from './errors.ts';
+import { checkResource, InvalidInputError, MAX_TIME_MS, MAX_TOKEN, MAX_TTL_MS } from './errors.ts';
 import type { Design } from './design.ts';
 import { hasTtl, leaseTerms, nodeCount, replication, rulesOf, STORE_POLICIES, storeFits, validateDesign } from './design.ts';
 import { MAX_CLIENTS, MAX_EXPIRY_TOLERANCE_MS } from './state.ts';
@@ -22,7 +22,7 @@ import type { StorePolicy } from './design.ts';
  */
 
 /** Times are ms within the range where +1 still moves a number (a clock's search steps by 1: past 2^53 it would never end). */
-const MAX_TIME = Number.MAX_SAFE_INTEGER;
+const MAX_TIME = MAX_TIME_MS;
 const TIME = `a finite number of ms in [-${MAX_TIME}, ${MAX_TIME}]`;
 const TIME_OR_NEVER = `${TIME} or Infinity (never)`;
 /** The revision counter of a cluster-revision design (node.ts counterKey). */

@@ -12,6 +12,8 @@ import { runLockstep } from '../conformance/lockstep.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
 import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { tinyLock } from '../docs/examples/tinyLock.ts';
+import { resolveBackend } from '../cli/backends.ts';
+import { LATE_FACTORY } from './fixtures/lateFactoryAdapter.ts';
 
 /** A backend whose environment is `env` around a working sim instance's time control and clients. */
 function withEnvironment(name: string, env: (real: Environment) => unknown, extra: Record<string, unknown> = {}): BackendUnderTest {
@@ -106,6 +108,37 @@ describe("the adapter's own calls: a throw, a hang or a malformed instance is an
     // A synchronous throw, not a rejected promise, the same.
     const sync: BackendUnderTest = { ...sim, name: 'throws-sync', start: () => { throw new TypeError('x is undefined'); } };
     await expect(offeredFaults(sync)).rejects.toThrow('adapter throws-sync: start() threw TypeError: x is undefined');
+  });
+
+  it('a probe start() that failed is not kept for the backend object: the next call probes again (before, its failure was cached for good)', async () => {
+    let starts = 0;
+    const flaky: BackendUnderTest = { ...sim, name: 'fails-first-probe', start: (o) => (++starts === 1 ? Promise.reject(new Error('not yet')) : sim.start(o)) };
+    await expect(offeredFaults(flaky)).rejects.toThrow('adapter fails-first-probe: start() threw Error: not yet');
+    expect(await offeredFaults(flaky)).toEqual(await offeredFaults(sim));
+    expect(starts).toBe(2);
+  });
+
+  it('a declaration read through a getter that throws: AdapterApiError naming where, the throw its cause (before, the bare error)', () => {
+    const b = Object.defineProperty({ ...sim, name: 'getter-declaration' }, 'capabilities', { get: () => { throw new Error('not computed yet'); }, enumerable: true });
+    let e: unknown;
+    try {
+      checkBackendApi(b);
+    } catch (x) {
+      e = x;
+    }
+    expect(e).toBeInstanceOf(AdapterApiError);
+    expect((e as Error).message).toBe('the backend: reading its declaration threw Error: not computed yet');
+    expect((e as Error).cause).toBeInstanceOf(Error);
+  });
+
+  it("an adapter module's factory that settles after its bound: the backend it hands over has its close hook called", async () => {
+    let closedLate: () => void = () => undefined;
+    const closing = new Promise<void>((resolve) => (closedLate = resolve));
+    await expect(resolveBackend('test/fixtures/lateFactoryAdapter.ts', { choice: {} } as never, 20)).rejects.toThrow("adapter test/fixtures/lateFactoryAdapter.ts: its default export (a function of the servers given) had not settled after 20 ms");
+    const handOver = (globalThis as Record<symbol, unknown>)[LATE_FACTORY] as (b: BackendUnderTest) => void;
+    handOver({ ...sim, name: 'late backend', close: async () => closedLate() });
+    // Bounded by the test's timeout: without the fix the late backend is never closed.
+    await closing;
   });
 
   it('start() that never settles: AdapterError at the bound, in real time', async () => {

@@ -74,6 +74,7 @@ describe('time control that throws or answers junk: AdapterError naming the call
     ['nowMs() going backwards', (real: Environment) => { let last = 0; return { nowMs: () => (last = last === 0 ? real.nowMs() + 1000 : real.nowMs()) }; }, "the environment's nowMs() went back from 1000 ms to 0 ms"],
     ['realTimeAheadMs() throwing', () => ({ realTimeAheadMs: () => { throw new Error('lag'); } }), "the environment's realTimeAheadMs() threw Error: lag"],
     ['realTimeAheadMs() answering NaN', () => ({ realTimeAheadMs: () => Number.NaN }), "the environment's realTimeAheadMs() returned NaN, not a finite number of ms"],
+    ['realTimeAheadMs() answering a huge finite lag', () => ({ realTimeAheadMs: () => 1e15 }), "the environment's realTimeAheadMs() returned 1000000000000000, more than the longest advance (2147483647 ms) true time could catch up by"],
     ['inspect() answering a string', () => ({ inspect: async () => 'owner' }), 'inspect() returned "owner", not one owner value (a string, or null) per node (1)'],
     ['inspect() answering a number per node', () => ({ inspect: async () => [5] }), 'inspect() returned [5], not one owner value (a string, or null) per node (1)'],
   ] as const)('%s', async (what, members, says) => {
@@ -116,5 +117,36 @@ describe('a start() that settles after its bound', () => {
     resolveStart({ ...instance, close: async () => { await instance.close(); closedLate(); } });
     // Bounded by the test's timeout: without the fix the late instance is never closed.
     await closing;
+  });
+});
+
+describe("the adapter's objects read through getters, and its clients' clocks: a throw or junk is an AdapterError naming what was read, the instance closed", () => {
+  const realTime = (real: Environment) => ({ nowMs: () => real.nowMs(), advanceTo: (t: number) => real.advanceTo(t), runUntil: (w: Promise<unknown>, l: number) => real.runUntil(w, l), inspect: (r: string) => real.inspect!(r) });
+
+  it.each([
+    ["env.faults through a getter that throws", (real: Environment) => Object.defineProperty(realTime(real), 'faults', { get: () => { throw new Error('no registry'); }, enumerable: true }), "reading its environment's faults threw Error: no registry"],
+    [
+      "an injector whose member is a getter that throws",
+      (real: Environment) => ({ ...realTime(real), faults: { ...real.faults, pause: Object.defineProperty({ resume: () => undefined }, 'pause', { get: () => { throw new Error('no pause'); }, enumerable: true }) } }),
+      "reading the pause fault's injector threw Error: no pause",
+    ],
+  ] as const)('%s', async (what, env, says) => {
+    const { backend, closed } = changed(what, (i) => ({ ...i, env: env(i.env) as unknown as Environment }));
+    const e = await runLockstep(backend, [acquire, release], options).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(AdapterError);
+    expect((e as Error).message).toBe(`adapter ${what}: ${says}`);
+    expect(closed()).toBe(1);
+  });
+
+  it.each([
+    ['a client clock whose now() throws', () => { throw new Error('clock gone'); }, "client 0's clock.now() threw Error: clock gone"],
+    ['a client clock whose now() answers NaN', () => Number.NaN, "client 0's clock.now() returned NaN, not a finite number of ms"],
+  ] as const)('%s (read when an answer deviates)', async (what, now, says) => {
+    // A client that is always refused: the model grants, so the answer deviates and the client's clock is read to judge it.
+    const { backend, closed } = changed(what, (i) => ({ ...i, clients: i.clients.map((c): LockClient => ({ ...c, acquire: async () => ({ kind: 'denied', reason: 'held' }), clock: { ...c.clock, now } })) }));
+    const e = await runLockstep(backend, [acquire], options).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(AdapterError);
+    expect((e as Error).message).toBe(`adapter ${what}: ${says}`);
+    expect(closed()).toBe(1);
   });
 });

@@ -137,7 +137,7 @@ describe('the entry points name the argument they refuse', () => {
     ['describeCommand of a Symbol client', () => model.describeCommand({ kind: 'release', client: Symbol('c') as never, resource: 'r' }), 'describeCommand command.client must be a number, a string or an object, got Symbol(c)'],
     ['describeCommand of a clock-drift without a target', () => model.describeCommand({ kind: 'clock-drift', target: null as never, driftPpm: 0 }), 'describeCommand command.target must be an object { node } or { client }, got null'],
     ['describeOutcome of null', () => model.describeOutcome(null as never), 'describeOutcome outcome must be an outcome (an object with a kind), got null'],
-    ['clockAt of a string', () => model.clockAt('0' as never), 'clockAt readingMs must be a finite number, got "0"'],
+    ['clockAt of a string', () => model.clockAt('0' as never), 'clockAt readingMs must be a finite number of ms in [-9007199254740991, 9007199254740991], got "0"'],
   ])('%s', (_what, f, message) => {
     expect(refusal(f).message).toContain(message);
   });

@@ -57,6 +57,26 @@ export class TimingError extends Error {
   }
 }
 
+/**
+ * Virtual time hit one of its runaway bounds: more than 100,000 events in
+ * one advance (a timer that re-arms itself at the same time), outside work
+ * that never settles (`settle` says there is work after 10,000 passes), or a
+ * real-time pace whose `now()` stopped moving. A bug in what the run drives,
+ * not a wait; `limit` says which bound.
+ */
+export class VirtualTimeLimitError extends Error {
+  override readonly name = 'VirtualTimeLimitError';
+  constructor(
+    readonly limit: 'events' | 'settle' | 'pace',
+    message: string,
+  ) {
+    super(messageText(message));
+  }
+}
+
+/** Passes of the real-time pace in a row in which real time did not move before it gives up (a stopped `realTime.now`). */
+const MAX_STILL_PACES = 1_000;
+
 const checkKeys = knownOptions('VirtualTime options', ['settle', 'onTick', 'realTime']);
 const checkRealTimeKeys = knownOptions('realTime', ['toleranceMs', 'now']);
 
@@ -183,9 +203,14 @@ export class VirtualTime {
   /** With a real-time pace, waits until real time has reached true time `targetMs`. */
   private async pace(targetMs: number): Promise<void> {
     if (this.options.realTime === undefined) return;
-    for (;;) {
+    let last = Number.POSITIVE_INFINITY;
+    for (let still = 0; ; ) {
       const behind = targetMs - (this.#nowMs + this.lagMs());
       if (behind <= 0) return;
+      // Real time that stops (a `now` that never moves) would be waited for for ever.
+      still = behind < last ? 0 : still + 1;
+      last = behind;
+      if (still > MAX_STILL_PACES) throw new VirtualTimeLimitError('pace', `virtual time: real time (realTime.now) stopped moving ${behind} ms before t=${targetMs}`);
       // A timer for the bulk (it may fire late by a ms or so), then turns of the event loop for the rest.
       await (behind > 2 ? new Promise((resolve) => setTimeout(resolve, behind - 1.5)) : flush());
     }
@@ -203,7 +228,7 @@ export class VirtualTime {
     for (let passes = 0; ; passes++) {
       await flush();
       if (this.options.settle === undefined || !(await this.options.settle())) return;
-      if (passes > 10_000) throw new Error('virtual time: outside work never settles');
+      if (passes > 10_000) throw new VirtualTimeLimitError('settle', 'virtual time: outside work never settles');
     }
   }
 
@@ -222,7 +247,7 @@ export class VirtualTime {
     );
     await this.quiesce();
     for (let fired = 0; !settled || work === null; fired++) {
-      if (fired > MAX_EVENTS_PER_ADVANCE) throw new Error(`virtual time: more than ${MAX_EVENTS_PER_ADVANCE} events before t=${limitMs}`);
+      if (fired > MAX_EVENTS_PER_ADVANCE) throw new VirtualTimeLimitError('events', `virtual time: more than ${MAX_EVENTS_PER_ADVANCE} events before t=${limitMs}`);
       if (work !== null) {
         // A library's own promises may settle a few macrotask turns after its last reply (bluebird resolves on
         // setImmediate): they get those turns before time moves on, or the work is called unsettled.
