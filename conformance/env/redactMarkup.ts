@@ -1,0 +1,37 @@
+import { redactSecrets } from './redact.ts';
+
+/**
+ * redactSecrets for HTML and XML (reports, timelines, JUnit): each run of
+ * text, and each double-quoted attribute value, is redacted as the reader
+ * sees it (its entities decoded) and written back escaped. What redaction
+ * inserts (<redacted>, <unparseable>, a host the URL parser decoded to a
+ * quote) is then visible text, never an unknown tag a browser hides or a
+ * quote that ends an attribute; and no pattern can reach across a tag (an
+ * unquoted `requirepass …` value took the rest of the line, closing tags
+ * with it). The writers escape with &amp; &lt; &gt; &quot; and quote
+ * attributes with ", which is all this reads.
+ */
+export function redactMarkup(markup: string): string {
+  // Most pages hold no secret: one pass to find out, and the page is kept byte for byte.
+  if (redactSecrets(markup) === markup) return markup;
+  return markup.replace(/(<[^<>]*>)|[^<\n]+/g, (run: string, tag: string | undefined) =>
+    tag === undefined ? redactRun(run) : tag.replace(/"([^"]*)"/g, (_q, value: string) => `"${redactRun(value)}"`),
+  );
+}
+
+/** One run of escaped text: unchanged when nothing in it is redacted. */
+function redactRun(escaped: string): string {
+  const text = unescapeMarkup(escaped);
+  const redacted = redactSecrets(text);
+  return redacted === text ? escaped : escapeMarkup(redacted);
+}
+
+const ENTITIES: Readonly<Record<string, string>> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"' };
+
+function unescapeMarkup(s: string): string {
+  return s.replace(/&(?:amp|lt|gt|quot);/g, (e) => ENTITIES[e]!);
+}
+
+function escapeMarkup(s: string): string {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+}
