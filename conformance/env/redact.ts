@@ -161,19 +161,27 @@ function redactPatterns(text: string): string {
 
 /**
  * Terminal control characters other than newline, carriage return and tab
- * (ESC, BEL, C1 CSI...), shown as \xNN, DEL and C1 as \u00NN: text from a
+ * (ESC, BEL, C1 CSI...), shown as \xNN, DEL, C1 and the bidirectional
+ * controls and separators as \uNNNN: text from a
  * history or counterexample file, a server's message or an adapter's name
  * can otherwise rewrite the user's terminal (title, clipboard, hidden lines).
  * JSON.stringify escapes C0 itself but leaves DEL and C1 raw: as \u00NN they
  * stay the same characters in --json output, where \xNN was invalid JSON.
  */
-const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
-/** Text fit for the user's terminal: secrets redacted, control characters made visible. */
+/**
+ * Text fit for the user's terminal: secrets redacted, control characters made
+ * visible. The bidirectional controls (a right-to-left override reverses
+ * what follows: a shown name or verdict could read as another) and the line
+ * and paragraph separators are shown as \uNNNN too, as model/shownText.ts
+ * shows them; JSON.stringify leaves them raw, and in a JSON string \uNNNN is
+ * the same character, so --json output stays JSON.
+ */
 export function terminalSafe(text: string): string {
   return redactSecrets(text).replace(CONTROL, (c) => {
     const code = c.charCodeAt(0);
-    return code < 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u00${code.toString(16)}`;
+    return code < 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
   });
 }
 
