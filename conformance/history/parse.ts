@@ -5,6 +5,7 @@ import { STORE_POLICIES } from '../../model/design.ts';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
 import { compositeKey } from './group.ts';
 import { asText } from '../../impl/errorText.ts';
+import { jsonParseProblem, quotedInput } from '../quotedInput.ts';
 
 /**
  * Reading a history (spec/SPEC.md 10.2, 10.3): JSONL in, a typed `History`
@@ -74,7 +75,7 @@ class Bad {
 function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return v.length > 40 ? `'${v.slice(0, 40)}…'` : `'${v}'`;
+  if (typeof v === 'string') return quotedInput(v, 40);
   if (typeof v === 'object') return 'an object';
   if (typeof v === 'number' || typeof v === 'boolean' || v === undefined) return String(v);
   return typeof v;
@@ -262,7 +263,7 @@ export function parseHistory(text: string): History | HistoryFormatError {
     try {
       values.push(JSON.parse(line));
     } catch (e) {
-      return new HistoryFormatError(i + 1, undefined, `not JSON (${e instanceof Error ? e.message : String(e)})`);
+      return new HistoryFormatError(i + 1, undefined, `not JSON (${jsonParseProblem(e)})`);
     }
   }
   return validateHistory(values);
