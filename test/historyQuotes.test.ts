@@ -8,6 +8,7 @@ import { parseCounterexample } from '../cli/counterexample.ts';
  * (a client's error message as reason) is redacted before it is cut short,
  * and no control character, separator or bidirectional control is raw.
  */
+// oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const invoke = { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 };
 
@@ -61,4 +62,10 @@ describe('counterexample files quote no password and no raw control', () => {
     expect(m).not.toMatch(/Xq7/);
     expect(m).not.toMatch(RAW);
   });
+});
+
+it('an op of a completion with nothing in flight is quoted as every field is', () => {
+  const m = problem([JSON.stringify({ type: 'ok', process: 0, time: 0, op: 'x\u202ey\u001b', resource: 'r' })]);
+  expect(m).toMatch(/which has no operation in flight/);
+  expect(m).not.toMatch(RAW);
 });

@@ -58,6 +58,7 @@ describe('refused host lists, connect strings and server settings show no passwo
     }
     throw new Error('not refused');
   };
+  // oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
   const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
   it.each([

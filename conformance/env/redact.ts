@@ -168,6 +168,7 @@ function redactPatterns(text: string): string {
  * JSON.stringify escapes C0 itself but leaves DEL and C1 raw: as \u00NN they
  * stay the same characters in --json output, where \xNN was invalid JSON.
  */
+// oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /**
