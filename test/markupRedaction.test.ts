@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
-import { registerSecret } from '../conformance/env/redact.ts';
+import { redactSecrets, registerSecret, secretRedactor } from '../conformance/env/redact.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import { parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
@@ -69,4 +69,22 @@ describe('writeRedacted into HTML and XML: every redaction is visible text', () 
     expect(html).not.toContain('<redacted>');
     expect(html).toContain('&lt;redacted&gt;');
   });
+});
+
+it('secretRedactor (the runs of a page) redacts as redactSecrets does: its quick test skips nothing a pattern finds', () => {
+  const texts = [
+    'host=h password=s3cret dbname=x',
+    'PGPASSWORD=s3cret npm start',
+    "{ auth: [ { scheme: 'digest', credentials: 'u:s3cret' } ] }",
+    'requirepass s3cret / masterauth s3cret / sentinel auth-pass mymaster s3cret',
+    'Authorization: Bearer ey.s3cret-x',
+    'https://api.example/v1?api_key=s3cret&x=1',
+    '{"clientSecret":"s3cret","apiKey":"s3cret","db_password":"s3cret","x-api-key":"s3cret","accessKey":"s3cret","privateKey":"s3cret"}',
+    'REDISCLI_AUTH=s3cret auth_pass=s3cret pwd=s3cret refresh_token=s3cret session-token=s3cret',
+    'cannot reach redis://:s3cret@h:1/0 or postgres://u:s3cret@h:5/db or https://u:s3cret@example.com/x',
+  ];
+  for (const text of texts) {
+    expect(redactSecrets(text), text).not.toContain('s3cret');
+    expect(secretRedactor(text)(text), text).toBe(redactSecrets(text));
+  }
 });

@@ -120,8 +120,7 @@ function knownSecrets(): string[] {
 }
 
 /** Each known password, raw and as a URL, JSON or HTML report would write it, replaced by <redacted>. */
-function hideKnown(text: string): string {
-  const forms = new Set(knownSecrets().flatMap((secret) => [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]));
+function hideKnown(text: string, forms: ReadonlySet<string> = knownForms()): string {
   // A plain search first (fast on a large history); a pattern only for the forms present, which is rare.
   const present = [...forms].filter((form) => text.includes(form));
   if (present.length === 0) return text;
@@ -129,6 +128,11 @@ function hideKnown(text: string): string {
   const alternatives = present.sort((a, b) => b.length - a.length).map((f) => f.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
   // Not inside a longer run of letters and digits: that is other text, which a number or a name may share a part with.
   return text.replace(new RegExp(`(?<![A-Za-z0-9])(?:${alternatives.join('|')})(?![A-Za-z0-9])`, 'g'), '<redacted>');
+}
+
+/** The forms of the known passwords hideKnown searches for. */
+function knownForms(): ReadonlySet<string> {
+  return new Set(knownSecrets().flatMap((secret) => [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]));
 }
 
 function escapeHtml(s: string): string {
@@ -143,6 +147,24 @@ function escapeHtml(s: string): string {
 export function redactSecrets(text: string): string {
   return hideKnown(redactPatterns(text));
 }
+
+/**
+ * redactSecrets for many small parts of one text `whole` (the runs of a
+ * page, redactMarkup): the known passwords read once, only the forms
+ * `whole` holds (raw or HTML-escaped) searched for, and the patterns tried only on a part that
+ * holds what every one of them needs (a scheme's `://`, a secret's name).
+ */
+export function secretRedactor(whole: string): (part: string) => string {
+  // As `whole` holds them, or escaped as HTML (a page's parts are redacted decoded).
+  const forms = new Set([...knownForms()].filter((form) => whole.includes(form) || whole.includes(escapeHtml(form))));
+  return (part) => {
+    const patterned = MAY_MATCH.test(part) ? redactPatterns(part) : part;
+    return forms.size === 0 ? patterned : hideKnown(patterned, forms);
+  };
+}
+
+/** What SECRET_URL and SECRET_VALUE cannot match without: `://`, or a word every secret name, redis.conf key and `Bearer` holds. Keep it in step with them. */
+const MAY_MATCH = /:\/\/|pass|pwd|secret|credential|api[_-]?key|access[_-]?key|private[_-]?key|token|auth|bearer/i;
 
 function redactPatterns(text: string): string {
   return text

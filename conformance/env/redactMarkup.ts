@@ -1,4 +1,4 @@
-import { redactSecrets } from './redact.ts';
+import { redactSecrets, secretRedactor } from './redact.ts';
 
 /**
  * redactSecrets for HTML and XML (reports, timelines, JUnit): each run of
@@ -14,15 +14,21 @@ import { redactSecrets } from './redact.ts';
 export function redactMarkup(markup: string): string {
   // Most pages hold no secret: one pass to find out, and the page is kept byte for byte.
   if (redactSecrets(markup) === markup) return markup;
-  return markup.replace(/(<[^<>]*>)|[^<\n]+/g, (run: string, tag: string | undefined) =>
-    tag === undefined ? redactRun(run) : tag.replace(/"([^"]*)"/g, (_q, value: string) => `"${redactRun(value)}"`),
-  );
+  const redact = secretRedactor(markup);
+  // Tags, text runs (a line at most), and a lone '<' or newline: joined, they are the page.
+  return markup.replace(/<[^<>]*>|[^<\n]+/g, (token) => redactToken(token, redact));
+}
+
+/** A tag (its double-quoted attribute values redacted) or a run of text. */
+function redactToken(token: string, redact: (text: string) => string): string {
+  if (!token.startsWith('<')) return redactRun(token, redact);
+  return token.replace(/"([^"]*)"/g, (_q, value: string) => `"${redactRun(value, redact)}"`);
 }
 
 /** One run of escaped text: unchanged when nothing in it is redacted. */
-function redactRun(escaped: string): string {
+function redactRun(escaped: string, redact: (text: string) => string): string {
   const text = unescapeMarkup(escaped);
-  const redacted = redactSecrets(text);
+  const redacted = redact(text);
   return redacted === text ? escaped : escapeMarkup(redacted);
 }
 
