@@ -10,6 +10,7 @@ import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { parseRedisUrl } from '../conformance/env/serverUrls.ts';
 import { resolveBackend } from '../cli/backends.ts';
 import { UsageError } from '../cli/usage.ts';
+import { suiteOptionsFromEnv } from '../conformance/suite.ts';
 
 /** A refused value that may hold a password is shown by its kind alone, whatever form the password came in. */
 describe('shown: values that may carry a password are shown by kind', () => {
@@ -129,6 +130,19 @@ describe('other refusals that echo what the user typed', () => {
   it("a Redis URL's path that is not a database number is shown only when it is a plain word", () => {
     expect(() => parseRedisUrl('redis://h:1/Xq7:zz')).toThrow(/the path must be a database number, got 6 characters \(not shown/);
     expect(() => parseRedisUrl('redis://h:1/db')).toThrow(/the path must be a database number, got 'db'/);
+  });
+
+  it('a bad LOCKCHECK_* variable is quoted redacted and escaped', () => {
+    const m = (env: Record<string, string>): string => {
+      try {
+        suiteOptionsFromEnv({}, env);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      throw new Error('not refused');
+    };
+    expect(m({ LOCKCHECK_RUNS: 'password=Xq7zz \u202e' })).toMatch(/^invalid-config: LOCKCHECK_RUNS must be .*, got 'password=<redacted> \\u202e'$/);
+    expect(m({ LOCKCHECK_FAULTS: 'pause,\u001b]0;x' })).toMatch(/unknown fault '\\x1b\]0;x'/);
   });
 
   it('a string a refusal quotes has its bidirectional controls and separators escaped', () => {
