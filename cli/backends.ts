@@ -13,6 +13,8 @@ import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { ReplicatedServers, realReplicatedBackend } from '../conformance/env/replicatedBackend.ts';
 import { describeDesign, designs } from '../model/design.ts';
 import { UsageError } from './usage.ts';
+import { redactSecrets, redactUrl } from '../conformance/env/redact.ts';
+import { escapedText } from '../model/shownText.ts';
 import { markImportLeftRunning } from './importsLeftRunning.ts';
 
 export { importLeftRunning } from './importsLeftRunning.ts';
@@ -210,7 +212,7 @@ function importLimitMs(): number {
   const raw = process.env['LOCKCHECK_IMPORT_LIMIT_MS'];
   if (raw === undefined || raw === '') return 60_000;
   const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`LOCKCHECK_IMPORT_LIMIT_MS must be a positive integer of milliseconds, got '${raw.slice(0, 40)}'`);
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`LOCKCHECK_IMPORT_LIMIT_MS must be a positive integer of milliseconds, got '${escapedText(redactSecrets(raw).slice(0, 40))}'`);
   return n;
 }
 
@@ -220,6 +222,8 @@ function importLimitMs(): number {
  * a mistyped name, and said to be one, not a module that cannot be found.
  */
 async function importAdapterModule(spec: string, names: readonly string[]): Promise<Record<string, unknown>> {
+  // A server URL given as --backend: named by its redacted form only (as a path, its password was in the message twice).
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`--backend takes a backend's name or an adapter module's path, not a URL (got ${redactUrl(spec)}): servers go in --redis and --pg`);
   const path = resolve(spec);
   const near = didYouMean(spec, names);
   if (near !== '' && !existsSync(path)) throw new UsageError(`unknown backend '${spec}'${near} (no built-in has that name, and there is no adapter module at ${path})`);

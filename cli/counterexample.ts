@@ -2,6 +2,7 @@ import type { FaultKind } from '../conformance/faults.ts';
 import { FAULT_KINDS, isFaultKind } from '../conformance/faults.ts';
 import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
 import { UsageError } from './usage.ts';
+import { jsonParseProblem, quotedInput } from '../conformance/quotedInput.ts';
 import { counted } from '../conformance/counted.ts';
 import type { Command } from '../model/command.ts';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
@@ -100,9 +101,9 @@ function hasControlCharacter(text: string): boolean {
 }
 
 /** A value from the file, shown in a message: typed and cut short, never echoed whole. */
+/** A value the file holds, for a message: a string redacted, cut short and escaped (quotedInput), anything else by kind. */
 function shown(value: unknown): string {
-  const text = value === null ? 'null' : typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? 'an array' : typeof value;
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  return value === null ? 'null' : typeof value === 'string' ? quotedInput(value, 57, '"') : Array.isArray(value) ? 'an array' : typeof value;
 }
 
 /** The largest client or node index a saved command may name (the model's worlds have a handful). */
@@ -212,7 +213,7 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new CounterexampleFileError(file, 'the file', `is not JSON (${(e as Error).message})`);
+    throw new CounterexampleFileError(file, 'the file', `is not JSON (${jsonParseProblem(e)})`);
   }
   const bad = (field: string, problem: string): never => {
     throw new CounterexampleFileError(file, field, problem);

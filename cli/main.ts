@@ -17,6 +17,7 @@ import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
 import { UsageError } from './usage.ts';
 import { join, resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
+import { escapedText } from '../model/shownText.ts';
 import { checkOutputFile, checkOutputFilesIn, OutputFileError } from '../conformance/env/outputFile.ts';
 
 /**
@@ -100,7 +101,8 @@ const STORE_POLICIES: readonly StorePolicy[] = ['unfenced', 'monotonic', 'strict
 function shownValue(raw: string): string {
   // Redacted before it is cut: a URL cut in its middle would no longer be recognised as one, password and all.
   const text = redactSecrets(raw);
-  return `'${text.length > 40 ? `${text.slice(0, 37)}...` : text}'`;
+  // Control characters, separators and bidirectional controls escaped: the message may be printed where no filter runs (a library caller's log).
+  return `'${escapedText(text.length > 40 ? `${text.slice(0, 37)}...` : text)}'`;
 }
 
 /**
@@ -275,7 +277,7 @@ function parseWithSuggestions(argv: readonly string[]) {
     const unknown = e instanceof Error && (e as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '--([^'=]+)'/.exec(e.message)?.[1] : undefined;
     const near = unknown === undefined ? '' : didYouMean(unknown, Object.keys(OPTIONS));
     if (near === '') throw e;
-    throw new UsageError(`unknown option '--${unknown}'${near.replace(/'([^']+)'\?$/, "'--$1'?")}`);
+    throw new UsageError(`unknown option '--${escapedText(unknown ?? '')}'${near.replace(/'([^']+)'\?$/, "'--$1'?")}`);
   }
 }
 
@@ -301,7 +303,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   rejectRepeatsAndEmpties(tokens);
   const [command, ...rest] = positionals;
-  if (command !== undefined && !COMMANDS.includes(command)) throw new UsageError(`unknown command '${command}'${didYouMean(command, COMMANDS)}`);
+  if (command !== undefined && !COMMANDS.includes(command)) throw new UsageError(`unknown command ${shownValue(command)}${didYouMean(command, COMMANDS)}`);
   rejectForeignOptions(command ?? 'explore', values);
   if (command !== undefined && CLEANING_COMMANDS.has(command)) {
     sayWhenInterrupted();
@@ -314,13 +316,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const servers = serverChoice(values.redis, values.pg);
   switch (command) {
     case 'matrix': {
-      if (rest.length) throw new UsageError(`matrix takes no arguments, got '${rest.join(' ')}'`);
+      if (rest.length) throw new UsageError(`matrix takes no arguments, got ${shownValue(rest.join(' '))}`);
       const faults = list(values.faults, 'faults');
-      for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class '${f}' (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
+      for (const f of faults ?? []) if (!MEASURED_FAULT_CLASSES.some((c) => c.id === f)) throw new UsageError(`unknown fault class ${shownValue(f)} (known: ${MEASURED_FAULT_CLASSES.map((c) => c.id).join(', ')})`);
       // Each name: one mistyped among several was dropped silently, and its row was missing from the table.
       const rows = [...BUILT_INS, ...LIBRARY_AUDITS].map((b) => b.name);
       const backends = list(values.backend, 'backend');
-      for (const b of backends ?? []) if (!rows.includes(b)) throw new UsageError(`unknown backend '${b}' in --backend${didYouMean(b, rows)} (known: ${rows.join(', ')})`);
+      for (const b of backends ?? []) if (!rows.includes(b)) throw new UsageError(`unknown backend ${shownValue(b)} in --backend${didYouMean(b, rows)} (known: ${rows.join(', ')})`);
       const runs = int(values.runs, 'runs', 30, 1, 100_000);
       const stressSeconds = int(values['stress-seconds'], 'stress-seconds', 2, 0, 600);
       // Every output checked before the run: a run of many minutes must not end by failing to save what it found.
@@ -344,10 +346,10 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     }
     case 'run': {
-      if (rest.length) throw new UsageError(`run takes no arguments, got '${rest.join(' ')}'`);
+      if (rest.length) throw new UsageError(`run takes no arguments, got ${shownValue(rest.join(' '))}`);
       if (values.backend === undefined) throw new UsageError('run needs --backend <built-in name | adapter module path>');
       const faults = list(values.faults, 'faults');
-      for (const f of faults ?? []) if (!isFaultKind(f)) throw new UsageError(`unknown fault kind '${f}' (known: ${FAULT_KINDS.join(', ')})`);
+      for (const f of faults ?? []) if (!isFaultKind(f)) throw new UsageError(`unknown fault kind ${shownValue(f)} (known: ${FAULT_KINDS.join(', ')})`);
       if (values.path !== undefined && values.seed === undefined) throw new UsageError('--path needs the --seed it was found with');
       if (values.path !== undefined && !/^\d{1,9}(:\d{1,9})*$/.test(values.path)) throw new UsageError(`--path must be a replay path like 12:0:3 (as a failure prints it), got ${shownValue(values.path)}`);
       const runs = int(values.runs, 'runs', 100, 1, 1_000_000);
@@ -383,7 +385,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (rest.length !== 1) throw new UsageError('check needs exactly one history file (or - for stdin)');
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('check judges a recorded history: it takes no --redis or --pg');
       const policy = values['store-policy'];
-      if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy '${policy}' (known: ${STORE_POLICIES.join(', ')})`);
+      if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy ${shownValue(policy)} (known: ${STORE_POLICIES.join(', ')})`);
       if (values.report !== undefined) checkOutputFilesIn(values.report, 'the history report into (--report)', [['history.html', 'the history report (--report)']]);
       const { checkCommand } = await import('./check.ts');
       return checkCommand({
@@ -396,17 +398,17 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     }
     case 'failover': {
-      if (rest.length) throw new UsageError(`failover takes no arguments, got '${rest.join(' ')}'`);
+      if (rest.length) throw new UsageError(`failover takes no arguments, got ${shownValue(rest.join(' '))}`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('failover starts its own primary, replica and Sentinel: it takes no --redis or --pg');
       const { failoverCommand } = await import('./failover.ts');
       return failoverCommand({ json: values.json ?? false });
     }
     case 'stress': {
-      if (rest.length) throw new UsageError(`stress takes no arguments, got '${rest.join(' ')}'`);
+      if (rest.length) throw new UsageError(`stress takes no arguments, got ${shownValue(rest.join(' '))}`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('stress starts its own servers (its faults kill and pause them): it takes no --redis or --pg');
       if (values.backend === undefined) throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (lib:…) or the path of an adapter module`);
       const nemesis = (list(values.nemesis, 'nemesis') ?? []).filter((f) => f !== 'none');
-      for (const f of nemesis) if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault '${f}' (known: ${NEMESIS_FAULTS.join(', ')})`);
+      for (const f of nemesis) if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault ${shownValue(f)} (known: ${NEMESIS_FAULTS.join(', ')})`);
       const { resolveStressTarget } = await import('./backends.ts');
       const { backend, adapter } = await resolveStressTarget(values.backend);
       for (const f of nemesis) {
@@ -414,7 +416,7 @@ async function main(argv: readonly string[]): Promise<number> {
         if (why !== null) throw new UsageError(adapter === undefined ? why : `${why} (${adapter.name} runs on ${backend} servers)`);
       }
       const store = values.store ?? 'unfenced';
-      if (!['unfenced', 'monotonic', 'strict'].includes(store)) throw new UsageError(`--store must be unfenced, monotonic or strict, got '${store}'`);
+      if (!['unfenced', 'monotonic', 'strict'].includes(store)) throw new UsageError(`--store must be unfenced, monotonic or strict, got ${shownValue(store)}`);
       if (backend === 'pg-xact' && values.store !== undefined) throw new UsageError('pg-xact writes in the lock\'s own transaction: it takes no --store');
       if (adapter?.client.tokens === false && store !== 'unfenced') throw new UsageError(`${adapter.name} hands out no fencing tokens: its register's store must be unfenced, not ${store}`);
       const { ttlMinMs, ttlMaxMs } = ttlRange(values.ttl);
@@ -443,7 +445,7 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case 'explore':
     case undefined: {
-      if (rest.length) throw new UsageError(`explore takes no arguments, got '${rest.join(' ')}'`);
+      if (rest.length) throw new UsageError(`explore takes no arguments, got ${shownValue(rest.join(' '))}`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
       if (values['memory-mib'] !== undefined && values.budget === undefined) throw new UsageError('--memory-mib bounds a --budget run: give --budget S too');
       if (values.seconds !== undefined && values.budget !== undefined) throw new UsageError('--seconds (a bound per cell) and --budget (one for the whole run) do not go together: give one');
@@ -461,7 +463,7 @@ async function main(argv: readonly string[]): Promise<number> {
       });
     }
     default:
-      throw new UsageError(`unknown command '${command}'`);
+      throw new UsageError(`unknown command ${shownValue(command)}`);
   }
 }
 

@@ -250,8 +250,8 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   try {
     // The timelines first: the report written after them links only to files that are there.
     timelines.publish(cells.map((c) => fileName(c.backend, c.faultClass)));
-    writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped), 'the matrix');
-    writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped), 'the matrix page');
+    writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped), 'the matrix', 'markup');
+    writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped), 'the matrix page', 'markup');
   } finally {
     timelines.drop();
   }
@@ -263,6 +263,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
         cells.map((c) => ({ name: `${c.backend} x ${c.faultClass}`, failure: c.audit ? null : (c.conformanceFailure ?? (c.unexpected.length ? `unexpected: ${c.unexpected.join(', ')}` : null)), timeMs: c.elapsedMs })),
       ),
       'the JUnit report',
+      'markup',
     );
   }
   // Library audits report what they find; only lockcheck's own backends fail the run.

@@ -84,7 +84,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     writeEach([
       ...(failure === null ? [] : [() => writeRedacted(o.counterexample, JSON.stringify(counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure), null, 2) + '\n', 'the counterexample')]),
-      ...(o.junit === undefined ? [] : [() => writeRedacted(o.junit!, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report')]),
+      ...(o.junit === undefined ? [] : [() => writeRedacted(o.junit!, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report', 'markup')]),
     ]);
     if (failure !== null) return 1;
     return result.runs - result.stoppedEarly === 0 ? EXIT_INCONCLUSIVE : 0;

@@ -339,7 +339,7 @@ function seconds(ms: number): string {
 function writeTimeline(file: string | undefined, report: RunReport): void {
   if (file === undefined) return;
   makeOutputDir(dirname(file), 'the timeline into');
-  writeRedacted(file, htmlTimeline(report), 'the timeline');
+  writeRedacted(file, htmlTimeline(report), 'the timeline', 'markup');
   writeRedacted(file.replace(/\.html?$/, '') + '.txt', textTimeline(report) + '\n', 'the timeline');
 }
 

@@ -8,7 +8,8 @@ import { closeBackend } from './adapterCall.ts';
 import { checkConformance } from './check.ts';
 import { checkMisconfigurations } from './configuration.ts';
 import { checkSuiteOptions } from './options.ts';
-import { checkObject } from '../impl/options.ts';
+import { checkObject, shown } from '../impl/options.ts';
+import { quotedInput } from './quotedInput.ts';
 import { InvalidInputError } from '../model/errors.ts';
 
 /**
@@ -53,11 +54,11 @@ export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<
     const raw = env[name];
     if (raw === undefined || raw === '') return undefined;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidInputError('invalid-config', `${name} must be an integer in [${min}, ${max}], got '${raw}'`);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidInputError('invalid-config', `${name} must be an integer in [${min}, ${max}], got ${typeof raw === 'string' ? quotedInput(raw, 40) : shown(raw)}`);
     return n;
   };
   const faults = (typeof env.LOCKCHECK_FAULTS === 'string' ? env.LOCKCHECK_FAULTS : undefined)?.split(',').map((f) => f.trim()).filter((f) => f !== '');
-  for (const f of faults ?? []) if (!isFaultKind(f)) throw new InvalidInputError('invalid-config', `LOCKCHECK_FAULTS: unknown fault '${f}' (known: ${FAULT_KINDS.join(', ')})`);
+  for (const f of faults ?? []) if (!isFaultKind(f)) throw new InvalidInputError('invalid-config', `LOCKCHECK_FAULTS: unknown fault ${quotedInput(f, 40)} (known: ${FAULT_KINDS.join(', ')})`);
   return {
     ...options,
     ...(int('LOCKCHECK_RUNS', 1, 1_000_000) !== undefined ? { runs: int('LOCKCHECK_RUNS', 1, 1_000_000)! } : {}),

@@ -1,6 +1,7 @@
 import type { StorePolicy } from '../model/design.ts';
 import { InvalidInputError, isKeepableText, MAX_RESOURCE_LENGTH, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
 import type { MonotonicClock } from './clock.ts';
+import { quotedValue } from '../model/shownText.ts';
 
 /**
  * Checks of the options the public constructors and factories take: each
@@ -9,7 +10,7 @@ import type { MonotonicClock } from './clock.ts';
  */
 
 /** Options whose value is a secret, whatever its type: a message gives only its kind. */
-const SECRET_OPTION = /pass|secret|credential|api.?key|private.?key|connection.?string/i;
+const SECRET_OPTION = /pass|pwd|secret|credential|api.?key|private.?key|connection.?string/i;
 /**
  * Text that may carry a secret: a URL with user info (postgres://user:password@...,
  * a '/' in the password included), user:password@host without a scheme, or a
@@ -34,6 +35,24 @@ function kindOf(value: unknown): string {
 export function shown(value: unknown, name?: string): string {
   if ((name !== undefined && SECRET_OPTION.test(name)) || (typeof value === 'string' && SECRET_TEXT.test(value))) return `${kindOf(value)} (not shown: it may hold a secret)`;
   return shownValue(value);
+}
+
+/**
+ * A host list or connect string that was refused (etcd `hosts`, ZooKeeper's
+ * `connectString`), for a message: one with user info (an `@`) only by its
+ * kind, else with each port that is not a number hidden (`app:s3cret`, a
+ * user name and password typed as host:port), and its control characters
+ * escaped. A user may type there what belonged in `auth`.
+ */
+export function shownHosts(value: unknown): string {
+  if (typeof value !== 'string') return shown(value);
+  if (value.includes('@') || SECRET_TEXT.test(value) || value.length > 60) return `${kindOf(value)} (not shown: it may hold a secret)`;
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? '';
+  const rest = value.slice(scheme.length).replace(/\[[^\]]*\]|:([^,/:[\]]*)/g, (part: string, port: string | undefined) => {
+    if (port === undefined) return /^\[[0-9A-Fa-f:.]*\]$/.test(part) ? part : '[<redacted>]';
+    return /^\d{0,5}$/.test(port) ? part : ':<redacted>';
+  });
+  return quotedValue(scheme + rest);
 }
 
 export function refuse(name: string, wanted: string, value: unknown): never {

@@ -4,6 +4,7 @@ import type { Lease } from './lease.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { checkMethods, checkObject, closest, shown } from './options.ts';
 import { asText } from './errorText.ts';
+import { quotedValue } from '../model/shownText.ts';
 
 /** The lock could not be taken. */
 export class LockNotAcquiredError extends Error {
@@ -76,7 +77,7 @@ export async function using<T, O extends AcquireOptions = AcquireOptions>(
   // extendAtFraction is using()'s own, and a key that looks like a typo of it is refused here, where it can be told.
   const { extendAtFraction: _own, ...acquireOptions } = options;
   for (const key of Object.keys(acquireOptions)) {
-    if (closest(key, USING_OPTIONS) !== undefined) throw new InvalidInputError('invalid-config', `using options: unknown option ${JSON.stringify(key)} (did you mean extendAtFraction?); using() takes extendAtFraction and the lock's acquire options`);
+    if (closest(key, USING_OPTIONS) !== undefined) throw new InvalidInputError('invalid-config', `using options: unknown option ${quotedValue(key)} (did you mean extendAtFraction?); using() takes extendAtFraction and the lock's acquire options`);
   }
   const result = await lock.acquire(resource, acquireOptions as unknown as O);
   if (result.kind !== 'granted') throw new LockNotAcquiredError(resource, result.kind === 'denied' ? result.reason : 'timed-out');

@@ -1,3 +1,4 @@
+import { quotedValue } from './shownText.ts';
 /**
  * Typed errors of the model. A command the model rejects changes nothing:
  * every step function validates before it builds a new state.
@@ -30,9 +31,15 @@ export class InvalidInputError extends Error {
   }
 }
 
-/** What was given, for a message: its kind and a short form, never the whole of an object, and never a throw (a Symbol, an object without a prototype). */
+/**
+ * What was given, for a message: its kind and a short form, never the whole
+ * of an object, and never a throw (a Symbol, an object without a prototype).
+ * A string is quoted with the characters JSON leaves raw escaped too (C1,
+ * bidirectional controls, U+2028/U+2029): a message may reach a terminal or a
+ * report that does not pass through lockcheck's filter.
+ */
 export function shown(value: unknown): string {
-  if (typeof value === 'string') return value.length > 60 ? `a string of ${value.length} characters` : JSON.stringify(value);
+  if (typeof value === 'string') return value.length > 60 ? `a string of ${value.length} characters` : quotedValue(value);
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return 'a function';
   if (Array.isArray(value)) return `an array of ${value.length}`;

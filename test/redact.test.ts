@@ -141,6 +141,14 @@ describe('terminalSafe and redactTerminalOutput: nothing reaches the terminal un
     expect(JSON.parse(terminalSafe(json))).toEqual({ resource: 'a\u009bb\u007f\u001b', n: 1 });
   });
 
+  it('shows bidirectional controls and line and paragraph separators as \\u escapes, and --json output stays JSON with the same characters', () => {
+    const spoof = 'a\u202eb\u202ac\u2066d\u2069e\u200ef\u200fg\u061ch\u2028i\u2029j';
+    expect(terminalSafe(spoof)).toBe('a\\u202eb\\u202ac\\u2066d\\u2069e\\u200ef\\u200fg\\u061ch\\u2028i\\u2029j');
+    expect(terminalSafe(spoof)).not.toMatch(/[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    const json = JSON.stringify({ resource: spoof, owner: 'x\\\u202e' }, null, 2);
+    expect(JSON.parse(terminalSafe(json))).toEqual({ resource: spoof, owner: 'x\\\u202e' });
+  });
+
   // Node prints an uncaught exception or unhandled rejection straight to fd 2, past process.stderr.write; bytes written to stdout are not strings.
   it.each(['rejection', 'throw'])('covers bytes and an uncaught %s, which Node would print past the streams; exit code 1', (how) => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', 'test/fixtures/terminalLeak.ts', how], { encoding: 'utf8', timeout: 60_000 });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { redactSecrets } from './redact.ts';
+import { redactMarkup } from './redactMarkup.ts';
 import { messageText } from '../../impl/errorText.ts';
 
 /** Why an output could not be written. */
@@ -230,9 +231,12 @@ export function makeOutputDir(dir: string, what = 'into'): void {
  * in a shared directory), is refused: it would choose where lockcheck writes.
  * The user's own links and the system's (`/dev/stdout`), and devices and
  * pipes, are written through as they are.
+ * `format` 'markup' (HTML, XML; the default for .html, .htm, .xml, .svg)
+ * redacts as the page reads and inserts escaped text (redactMarkup): a raw
+ * <redacted> was an unknown tag the browser hid.
  * Throws OutputFileError naming the path and why when it cannot be written.
  */
-export function writeRedacted(path: string, text: string, what = 'the file'): void {
+export function writeRedacted(path: string, text: string, what = 'the file', format: OutputFormat = formatOf(path)): void {
   const target = resolve(path);
   refuseForeignLinks(target, what);
   let stat;
@@ -241,13 +245,21 @@ export function writeRedacted(path: string, text: string, what = 'the file'): vo
   } catch {
     stat = null; // not there yet: created by the rename
   }
-  const bytes = Buffer.from(redactSecrets(text), 'utf8');
+  const bytes = Buffer.from(format === 'markup' ? redactMarkup(text) : redactSecrets(text), 'utf8');
   if (stat === null || stat.isFile()) replaceWhole(target, bytes, stat?.mode, what, path);
   else {
     // What a link leads to, too: the user's own link to another user's FIFO would wait as long.
     refuseForeignSpecial(stat.isSymbolicLink() ? statOrNull(target) ?? stat : stat, path, what);
     writeThrough(target, bytes, stat.isSymbolicLink(), what, path);
   }
+}
+
+/** How writeRedacted redacts: as plain text, or as HTML or XML. */
+export type OutputFormat = 'text' | 'markup';
+
+/** The format a path's extension says; a JUnit report, whatever its name, is passed as 'markup'. */
+function formatOf(path: string): OutputFormat {
+  return /\.(?:html?|xml|svg)$/i.test(path) ? 'markup' : 'text';
 }
 
 /** Writes `bytes` to a new file beside `target` (keeping `mode`, an existing file's), then renames it over `target`. */

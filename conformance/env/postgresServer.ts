@@ -54,6 +54,7 @@ import { onFreePort, onSamePort } from './processes.ts';
 import { Guard } from './watchdog.ts';
 import { finishWithin } from '../realTimeLimit.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
+import { shownField } from '../../model/shownText.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { registerSecret } from './redact.ts';
 
@@ -101,9 +102,9 @@ function checkOptions(options: PostgresServerOptions): void {
   if (o.settings === undefined) return;
   checkObject(o.settings, 'settings', 'an object of setting names and values');
   for (const [name, value] of Object.entries(o.settings as object)) {
-    if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name)) throw new InvalidInputError('invalid-config', `PostgresServer: bad setting name ${JSON.stringify(name)}`);
+    if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name)) throw new InvalidInputError('invalid-config', `PostgresServer: bad setting name ${shownField(name.slice(0, 60))}`);
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') refuse(`settings.${name}`, 'a string, number or boolean', value);
-    void settingValue(value);
+    void settingValue(name, value);
   }
 }
 
@@ -174,7 +175,7 @@ export class PostgresServer {
     this.#guard = new Guard();
     this.fsync = options.fsync ?? false;
     this.startTimeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-    this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(value)] as const);
+    this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(name, value)] as const);
     this.#dir = dir;
     this.#runAs = runAs;
     this.#guard.set({ processes: [], dirs: [dir] });
@@ -597,9 +598,10 @@ export function requirePostgresBinaries(): void {
   }
 }
 
-function settingValue(value: string | number | boolean): string {
+/** A setting as postgresql.conf takes it; one with a NUL or newline is refused, shown as shown() shows it (a secret-named one by kind). */
+function settingValue(name: string, value: string | number | boolean): string {
   const text = typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value);
-  if (/[\0\n]/.test(text)) throw new InvalidInputError('invalid-config', `PostgresServer: bad setting value ${JSON.stringify(text)}`);
+  if (/[\0\n]/.test(text)) refuse(`settings.${name}`, 'a value without a NUL or newline', text);
   return text;
 }
 

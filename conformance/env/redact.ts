@@ -120,8 +120,7 @@ function knownSecrets(): string[] {
 }
 
 /** Each known password, raw and as a URL, JSON or HTML report would write it, replaced by <redacted>. */
-function hideKnown(text: string): string {
-  const forms = new Set(knownSecrets().flatMap((secret) => [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]));
+function hideKnown(text: string, forms: ReadonlySet<string> = knownForms()): string {
   // A plain search first (fast on a large history); a pattern only for the forms present, which is rare.
   const present = [...forms].filter((form) => text.includes(form));
   if (present.length === 0) return text;
@@ -129,6 +128,11 @@ function hideKnown(text: string): string {
   const alternatives = present.sort((a, b) => b.length - a.length).map((f) => f.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
   // Not inside a longer run of letters and digits: that is other text, which a number or a name may share a part with.
   return text.replace(new RegExp(`(?<![A-Za-z0-9])(?:${alternatives.join('|')})(?![A-Za-z0-9])`, 'g'), '<redacted>');
+}
+
+/** The forms of the known passwords hideKnown searches for. */
+function knownForms(): ReadonlySet<string> {
+  return new Set(knownSecrets().flatMap((secret) => [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), escapeHtml(secret)]));
 }
 
 function escapeHtml(s: string): string {
@@ -143,6 +147,24 @@ function escapeHtml(s: string): string {
 export function redactSecrets(text: string): string {
   return hideKnown(redactPatterns(text));
 }
+
+/**
+ * redactSecrets for many small parts of one text `whole` (the runs of a
+ * page, redactMarkup): the known passwords read once, only the forms
+ * `whole` holds (raw or HTML-escaped) searched for, and the patterns tried only on a part that
+ * holds what every one of them needs (a scheme's `://`, a secret's name).
+ */
+export function secretRedactor(whole: string): (part: string) => string {
+  // As `whole` holds them, or escaped as HTML (a page's parts are redacted decoded).
+  const forms = new Set([...knownForms()].filter((form) => whole.includes(form) || whole.includes(escapeHtml(form))));
+  return (part) => {
+    const patterned = MAY_MATCH.test(part) ? redactPatterns(part) : part;
+    return forms.size === 0 ? patterned : hideKnown(patterned, forms);
+  };
+}
+
+/** What SECRET_URL and SECRET_VALUE cannot match without: `://`, or a word every secret name, redis.conf key and `Bearer` holds. Keep it in step with them. */
+const MAY_MATCH = /:\/\/|pass|pwd|secret|credential|api[_-]?key|access[_-]?key|private[_-]?key|token|auth|bearer/i;
 
 function redactPatterns(text: string): string {
   return text
@@ -161,19 +183,28 @@ function redactPatterns(text: string): string {
 
 /**
  * Terminal control characters other than newline, carriage return and tab
- * (ESC, BEL, C1 CSI...), shown as \xNN, DEL and C1 as \u00NN: text from a
+ * (ESC, BEL, C1 CSI...), shown as \xNN, DEL, C1 and the bidirectional
+ * controls and separators as \uNNNN: text from a
  * history or counterexample file, a server's message or an adapter's name
  * can otherwise rewrite the user's terminal (title, clipboard, hidden lines).
  * JSON.stringify escapes C0 itself but leaves DEL and C1 raw: as \u00NN they
  * stay the same characters in --json output, where \xNN was invalid JSON.
  */
-const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+// oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
-/** Text fit for the user's terminal: secrets redacted, control characters made visible. */
+/**
+ * Text fit for the user's terminal: secrets redacted, control characters made
+ * visible. The bidirectional controls (a right-to-left override reverses
+ * what follows: a shown name or verdict could read as another) and the line
+ * and paragraph separators are shown as \uNNNN too, as model/shownText.ts
+ * shows them; JSON.stringify leaves them raw, and in a JSON string \uNNNN is
+ * the same character, so --json output stays JSON.
+ */
 export function terminalSafe(text: string): string {
   return redactSecrets(text).replace(CONTROL, (c) => {
     const code = c.charCodeAt(0);
-    return code < 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u00${code.toString(16)}`;
+    return code < 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
   });
 }
 

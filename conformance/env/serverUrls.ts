@@ -48,7 +48,7 @@ export function parseRedisUrl(raw: string): URL {
   if (url.hostname === '') throw new ServerUrlError(`'${redactUrl(url)}' names no host`);
   checkPort(url);
   const db = url.pathname.replace(/^\//, '');
-  if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${redactUrl(url)}': the path must be a database number, got '${db}'`);
+  if (db !== '' && !/^\d{1,5}$/.test(db)) throw new ServerUrlError(`'${redactUrl(url)}': the path must be a database number, got ${/^[\w.-]{1,20}$/.test(db) ? `'${db}'` : `${db.length} characters (not shown: a password typed after a '/' may be there)`}`);
   return url;
 }
 

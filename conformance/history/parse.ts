@@ -5,6 +5,7 @@ import { STORE_POLICIES } from '../../model/design.ts';
 import type { History, HistoryEvent, Operation, ProcessId, StorePolicy } from './event.ts';
 import { compositeKey } from './group.ts';
 import { asText } from '../../impl/errorText.ts';
+import { jsonParseProblem, quotedInput } from '../quotedInput.ts';
 
 /**
  * Reading a history (spec/SPEC.md 10.2, 10.3): JSONL in, a typed `History`
@@ -74,7 +75,7 @@ class Bad {
 function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return v.length > 40 ? `'${v.slice(0, 40)}…'` : `'${v}'`;
+  if (typeof v === 'string') return quotedInput(v, 40);
   if (typeof v === 'object') return 'an object';
   if (typeof v === 'number' || typeof v === 'boolean' || v === undefined) return String(v);
   return typeof v;
@@ -165,7 +166,7 @@ function faultEvent(o: Record<string, unknown>, type: string, time: number, stat
 function operationEvent(o: Record<string, unknown>, type: string, process: number, time: number, line: number, state: State): HistoryEvent {
   if (type !== 'invoke' && type !== 'ok' && type !== 'fail' && type !== 'info') throw new Bad('type', `must be invoke, ok, fail, info, signal or meta, got ${describe(type)}`);
   const open = state.open.get(process);
-  if (type !== 'invoke' && open === undefined) throw new Bad('type', `${type} of ${o.op === undefined ? 'an operation' : String(o.op)} for process ${process}, which has no operation in flight`);
+  if (type !== 'invoke' && open === undefined) throw new Bad('type', `${type} of ${o.op === undefined ? 'an operation' : OPERATIONS.includes(o.op as Operation) ? String(o.op) : describe(o.op)} for process ${process}, which has no operation in flight`);
   // A completion may leave out op, resource and key: it completes its process's one open invoke, whose they are.
   const op = type !== 'invoke' && o.op === undefined ? open!.op : o.op;
   if (!OPERATIONS.includes(op as Operation)) throw new Bad('op', `must be one of ${OPERATIONS.join(', ')}, got ${describe(op)}`);
@@ -262,7 +263,7 @@ export function parseHistory(text: string): History | HistoryFormatError {
     try {
       values.push(JSON.parse(line));
     } catch (e) {
-      return new HistoryFormatError(i + 1, undefined, `not JSON (${e instanceof Error ? e.message : String(e)})`);
+      return new HistoryFormatError(i + 1, undefined, `not JSON (${jsonParseProblem(e)})`);
     }
   }
   return validateHistory(values);

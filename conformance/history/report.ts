@@ -160,6 +160,6 @@ export function writeHistoryReport(dir: string, history: History, report: CheckR
   const html = historyReportHtml(history, report, title);
   makeOutputDir(dir, 'the history report into');
   const file = join(dir, 'history.html');
-  writeRedacted(file, html, 'the history report');
+  writeRedacted(file, html, 'the history report', 'markup');
   return file;
 }

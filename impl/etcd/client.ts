@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
 import { Etcd3 } from 'etcd3';
 import { InvalidInputError } from '../../model/errors.ts';
-import { checkObject, checkString, checkTimeoutMs, knownOptions, shown } from '../options.ts';
+import { checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
 
 /** etcdClient's options: where the cluster is and how to reach it. */
 export interface EtcdClientOptions {
@@ -43,7 +43,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   checkObject(options, 'etcdClient options');
   checkKeys(options);
   const hosts: unknown = options.hosts;
-  if (!Array.isArray(hosts) || hosts.length === 0) throw new InvalidInputError('invalid-config', `hosts must be a non-empty array of URLs, got ${shown(hosts)}`);
+  if (!Array.isArray(hosts) || hosts.length === 0) throw new InvalidInputError('invalid-config', `hosts must be a non-empty array of URLs, got ${shownHosts(hosts)}`);
   // Every index, holes included (forEach skips them: new Array(2) passed, and etcd3 threw a TypeError on it).
   for (let i = 0; i < hosts.length; i++) checkHost(hosts[i], `hosts[${i}]`);
   const dialTimeout = checkTimeoutMs(options.dialTimeoutMs ?? 2000, 'dialTimeoutMs');
@@ -95,7 +95,7 @@ function checkHost(value: unknown, name: string): void {
 }
 
 function refuseHost(name: string, value: unknown): never {
-  throw new InvalidInputError('invalid-config', `${name} must be http://host:port, https://host:port or host:port with a port in 1..65535, got ${shown(value)}`);
+  throw new InvalidInputError('invalid-config', `${name} must be http://host:port, https://host:port or host:port with a port in 1..65535, got ${shownHosts(value)}`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { InvalidInputError } from '../../model/errors.ts';
-import { shown } from '../options.ts';
+import { shownHosts } from '../options.ts';
 
 /**
  * The connect string as node-zookeeper-client reads it:
@@ -15,13 +15,13 @@ const CHROOT = /^(\/[^/]+)+$/;
 
 export function checkConnectString(value: unknown): string {
   const bad = (why: string): never => {
-    throw new InvalidInputError('invalid-config', `connectString must be host[:port][,host[:port]...][/chroot] (${why}), got ${shown(value, 'connectString')}`);
+    throw new InvalidInputError('invalid-config', `connectString must be host[:port][,host[:port]...][/chroot] (${why}), got ${shownHosts(value)}`);
   };
   if (typeof value !== 'string' || value === '') return bad('a non-empty string');
   const slash = value.indexOf('/');
   const hosts = slash < 0 ? value : value.slice(0, slash);
   const chroot = slash < 0 ? '' : value.slice(slash);
-  if (chroot !== '' && !CHROOT.test(chroot)) bad(`the chroot ${JSON.stringify(chroot)} is not an absolute znode path without a trailing slash`);
+  if (chroot !== '' && !CHROOT.test(chroot)) bad('the chroot is not an absolute znode path without a trailing slash');
   const servers = hosts.split(',');
   servers.forEach((server, i) => {
     const [host, port, ...rest] = server.split(':');
