@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
+import { passes } from '../../model/store.ts';
+import { UnavailableError } from '../errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal, typedFailure as typedCallFailure } from './attempts.ts';
@@ -38,7 +40,8 @@ SELECT (SELECT count(*) FROM w)::int AS accepted, (SELECT highest::text FROM loc
 /** Anything that runs a query: a pool, a client, or a client inside a transaction. */
 export type Queryable = Pick<pg.ClientBase, 'query'>;
 
-const READ = 'SELECT value, token::text AS token FROM lockcheck_store WHERE resource = $1';
+/** A cell's value, token and highest (the highest read again after a refusal the write's own statement saw too early: see judged). */
+const READ = 'SELECT value, token::text AS token, highest::text AS highest FROM lockcheck_store WHERE resource = $1';
 
 function checkWrite(resource: string, token: bigint, value: string): void {
   checkResource(resource);
@@ -51,8 +54,25 @@ function typedFailure(e: unknown): never {
   throw refusal(e) ?? e;
 }
 
-const written = (accepted: number | string | null | undefined, highest: string | null | undefined): WriteResult =>
-  accepted === 1 || accepted === '1' ? { kind: 'accepted' } : { kind: 'rejected', highest: BigInt(highest ?? '0') };
+/**
+ * The write's answer. A refusal names the highest token that refused it; the
+ * statement reads it with the snapshot it started with, which under READ
+ * COMMITTED may predate the writer it waited on (a row inserted, or a highest
+ * raised, by a write that committed meanwhile): that highest is then absent
+ * or does not refuse the token. It is read again, in a statement of its own,
+ * which sees that writer: highests never go down (the rows' triggers), so
+ * what it reads refuses the token too.
+ */
+async function judged(policy: StorePolicy, token: bigint, accepted: unknown, highest: unknown, readHighest: () => Promise<unknown>): Promise<WriteResult> {
+  if (accepted === 1 || accepted === '1') return { kind: 'accepted' };
+  let seen = typeof highest === 'string' ? BigInt(highest) : null;
+  if (passes(policy, token, seen)) {
+    const again = await readHighest();
+    seen = typeof again === 'string' ? BigInt(again) : null;
+  }
+  if (seen === null) throw new UnavailableError('postgres fenced write: refused, and the row that refused it is gone');
+  return { kind: 'rejected', highest: seen };
+}
 
 /** A fenced store on a connection the caller owns: a pool, a client, or the lock's transaction (policy `transactional`). */
 export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedStore {
@@ -66,7 +86,7 @@ export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedS
       checkWrite(resource, token, value);
       const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]).catch(typedFailure);
       const [accepted, highest] = r.rows[0]!;
-      return written(accepted, highest);
+      return judged(policy, token, accepted, highest, async () => (await db.query<{ highest: string }>(READ, [resource]).catch(typedFailure)).rows[0]?.highest);
     },
     async read(resource) {
       checkResource(resource);
@@ -145,7 +165,7 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
     async write(resource, token, value) {
       checkWrite(resource, token, value);
       const rows = await call(write, [resource, value, token.toString()]);
-      return written(rows[0]?.[0], rows[0]?.[1]);
+      return judged(policy, token, rows[0]?.[0], rows[0]?.[1], async () => (await call(read, [resource]))[0]?.[2]);
     },
     async read(resource) {
       checkResource(resource);
