@@ -5,6 +5,7 @@ import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
+import { passes } from '../../model/store.ts';
 import { checkConnectString } from './connectString.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
@@ -115,8 +116,6 @@ interface Cell {
   readonly token: string;
   readonly highest: string;
 }
-
-const CAS_ROUNDS = 16;
 
 interface Session extends ZookeeperSession {
   readonly client: Client;
@@ -373,8 +372,10 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           throw error;
         }
       }),
-    fencedWrite: (path, token, value, policy) =>
-      bounded('fenced write', async (send) => {
+    fencedWrite: (path, token, value, policy) => {
+      // The call's bound ended it for the caller: no more rounds.
+      let over = false;
+      const written = bounded('fenced write', async (send): Promise<WriteResult> => {
         checkPath(path, 'path');
         // A token of -1n was written as the cell's highest, and every later write to the cell failed on it.
         checkToken(token);
@@ -382,7 +383,10 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         checkPolicy(policy, FENCES);
         checkCellSize(path, value);
         const client = await storeClient();
-        for (let round = 0; round < CAS_ROUNDS; round++) {
+        // A round is lost only to a write that landed in between (it moved the version), so the rounds end with the
+        // writers racing; no count of them is a bound: 16 concurrent writers of one cell made the last one fail
+        // (UnavailableError) though it was never judged. The call's time bound is the bound.
+        while (!over) {
           let current: { highest: bigint; version: number } | null = null;
           try {
             const [data, stat] = await send<[Buffer | null, Stat]>((cb) => client.getData(path, (error, d, st) => cb(error, [d, st])));
@@ -391,14 +395,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
             if (code(error) !== zookeeper.Exception.NO_NODE) throw error;
           }
           const highest = current === null ? null : current.highest;
-          const accepted =
-            highest === null ||
-            match(policy)
-              .with('unfenced', () => true)
-              .with('strict', () => token > highest)
-              .with('monotonic', () => token >= highest)
-              .exhaustive();
-          if (!accepted) return { kind: 'rejected', highest: highest };
+          if (highest !== null && !passes(policy, token, highest)) return { kind: 'rejected', highest };
           const next: Cell = { value, token: token.toString(), highest: (highest === null || token > highest ? token : highest).toString() };
           const data = Buffer.from(JSON.stringify(next), 'utf8');
           try {
@@ -411,8 +408,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
             if (c !== zookeeper.Exception.BAD_VERSION && c !== zookeeper.Exception.NODE_EXISTS) throw error;
           }
         }
-        throw new UnavailableError(`zookeeper fenced write: ${CAS_ROUNDS} rounds lost to concurrent writers`);
-      }),
+        throw new UnavailableError('zookeeper fenced write: given up at its time bound');
+      });
+      const end = (): void => {
+        over = true;
+      };
+      written.then(end, end);
+      return written;
+    },
     close: () => {
       closed = true;
       shared = null;

@@ -3,10 +3,12 @@ import pg from 'pg';
 import { afterAll, describe, it } from 'vitest';
 import { systemClock } from '../../impl/clock.ts';
 import { etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
+import type { FencedStore } from '../../impl/fencedStore.ts';
 import { ensureSchema, openPostgresFencedStore, postgresFencedStore } from '../../impl/postgres/index.ts';
 import { redisFencedStore } from '../../impl/redis/index.ts';
+import { zookeeperFencedStore, zookeeperNode } from '../../impl/zookeeper/index.ts';
 import { expectRaceJudgedRight } from '../storeRace.ts';
-import { sharedEtcd, sharedPostgres, sharedRedis } from './servers.ts';
+import { sharedEtcd, sharedPostgres, sharedRedis, sharedZookeeper } from './servers.ts';
 
 /**
  * Every real fenced store under many concurrent writers (test/storeRace.ts):
@@ -15,6 +17,7 @@ import { sharedEtcd, sharedPostgres, sharedRedis } from './servers.ts';
 const postgres = sharedPostgres();
 const redis = sharedRedis();
 const etcd = sharedEtcd();
+const zk = sharedZookeeper();
 const ends: Array<() => Promise<unknown> | void> = [];
 afterAll(async () => {
   await Promise.all(ends.splice(0).map(async (end) => end()));
@@ -96,6 +99,19 @@ describe('etcd', () => {
           policy,
           seed,
         );
+      }
+    }
+  }, 60_000);
+});
+
+describe('ZooKeeper', () => {
+  it('zookeeperFencedStore', async () => {
+    const all = Array.from({ length: CLIENTS }, () => zookeeperNode({ connectString: zk().connectString, auth: zk().auth, clock: systemClock, requestTimeoutMs: 10_000 }));
+    ends.push(() => all.forEach((n) => n.close()));
+    for (const policy of POLICIES) {
+      for (const seed of SEEDS) {
+        const stores: FencedStore[] = all.map((n) => zookeeperFencedStore(n, policy, { root: `/race-${run}-${policy}-${seed}` }));
+        await expectRaceJudgedRight(stores, policy, seed);
       }
     }
   }, 60_000);
