@@ -14,7 +14,7 @@ import * as command from './command.ts';
 import type { Command, Operation } from './command.ts';
 import * as design from './design.ts';
 import type { Design, StorePolicy } from './design.ts';
-import { checkDuration, checkResource, checkToken, checkTtl, InvalidInputError } from './errors.ts';
+import { checkDuration, checkResource, checkToken, checkTtl, checkValue, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import * as properties from './properties.ts';
 import type { Violation } from './properties.ts';
@@ -164,6 +164,22 @@ export function passes(policy: StorePolicy, token: bigint, highest: bigint | nul
   checkToken(token);
   if (highest !== null) checkToken(highest);
   return store.passes(policy, token, highest);
+}
+
+/** A store with `policy` and no cells. */
+export function emptyStore(policy: StorePolicy): StoreState {
+  return store.emptyStore(checkStorePolicy(policy, 'emptyStore policy'));
+}
+
+/**
+ * Applies one write to `s` (unchanged: a new state is returned). A resource,
+ * token or value no real store takes is refused (InvalidInputError) as the
+ * stores refuse it: a value that is no string, or holds NUL or a lone
+ * surrogate, was kept as it came.
+ */
+export function writeStore(s: StoreState, resource: string, token: bigint, value: string): ReturnType<typeof store.writeStore> {
+  checkStoreAlone(s, 'writeStore store');
+  return store.writeStore(s, checkResource(resource), checkToken(token), checkValue(value));
 }
 
 /** The store's cell of `resource` (EMPTY_CELL if never written). */

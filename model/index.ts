@@ -50,6 +50,8 @@ export {
   ghostOf,
   inFlightKey,
   cellOf,
+  emptyStore,
+  writeStore,
   passes,
   holdsValid,
   liveBoundMs,

@@ -1,5 +1,5 @@
 import type { StorePolicy } from '../../model/design.ts';
-import { checkResource, checkToken } from '../../model/errors.ts';
+import { checkResource, checkToken, checkValue } from '../../model/errors.ts';
 import { passes } from '../../model/store.ts';
 import type { FencedStore, ReadResult, WriteResult } from '../../impl/fencedStore.ts';
 import type { SimNetwork, Server } from './network.ts';
@@ -18,10 +18,16 @@ export class SimStore implements Server {
     return true;
   }
 
-  /** Judges and applies one write atomically: accepted, or rejected with the highest token accepted. Throws InvalidInputError for a bad resource or token. */
+  /**
+   * Judges and applies one write atomically: accepted, or rejected with the
+   * highest token accepted. Throws InvalidInputError, changing nothing, for
+   * what the real stores refuse: a bad resource, token or value (a value
+   * that is no string, or holds NUL or a lone surrogate, was kept as it came).
+   */
   write(resource: string, token: bigint, value: string): WriteResult {
     checkResource(resource);
     checkToken(token);
+    checkValue(value);
     const cell = this.#cells.get(resource);
     if (cell !== undefined && !this.passes(token, cell.highest)) return { kind: 'rejected', highest: cell.highest };
     this.put(resource, token, value);
@@ -30,17 +36,22 @@ export class SimStore implements Server {
 
   /** The cell's value and the token that wrote it (both null: never written). */
   read(resource: string): ReadResult {
+    checkResource(resource);
     const cell = this.#cells.get(resource);
     return { value: cell?.value ?? null, token: cell?.token ?? null };
   }
 
   /** The highest token accepted: the GET half of a non-atomic check-then-write. */
   highest(resource: string): bigint | null {
+    checkResource(resource);
     return this.#cells.get(resource)?.highest ?? null;
   }
 
   /** An unconditional SET: the write half of a non-atomic check-then-write. */
   put(resource: string, token: bigint, value: string): void {
+    checkResource(resource);
+    checkToken(token);
+    checkValue(value);
     const highest = this.#cells.get(resource)?.highest;
     this.#cells.set(resource, { value, token, highest: highest === undefined || token > highest ? token : highest });
   }
