@@ -3,6 +3,7 @@ import { clockAt, read, setDrift, step } from '../../model/clock.ts';
 import type { LeaseNode } from '../../impl/leaseNode.ts';
 import type { SimNetwork, Server } from './network.ts';
 import type { VirtualTime } from './time.ts';
+import { mintAfter } from './mint.ts';
 
 /**
  * An in-memory Redis node: keys with absolute expiry on the node's wall
@@ -45,11 +46,11 @@ export class SimRedisNode implements Server {
     return key;
   }
 
-  /** SET resource owner NX PX ttl, and INCR the counter in the same script. */
+  /** SET resource owner NX PX ttl, and INCR the counter in the same script; a counter at 2^63-1 sets nothing and throws TokenOverflowError. */
   acquire(resource: string, owner: string, ttlMs: number): bigint | null {
     if (this.live(resource) !== undefined) return null;
+    const token = mintAfter(this.#counters.get(resource) ?? this.tokenBase, resource);
     this.#keys.set(resource, { owner, expiresAtMs: this.now() + ttlMs });
-    const token = (this.#counters.get(resource) ?? this.tokenBase) + 1n;
     this.#counters.set(resource, token);
     return token;
   }
@@ -98,7 +99,7 @@ export class SimRedisNode implements Server {
 
   /** INCR alone: the broken "token minted in a second round trip, after the SET". */
   incr(resource: string): bigint {
-    const token = (this.#counters.get(resource) ?? this.tokenBase) + 1n;
+    const token = mintAfter(this.#counters.get(resource) ?? this.tokenBase, resource);
     this.#counters.set(resource, token);
     return token;
   }

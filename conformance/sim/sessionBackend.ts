@@ -14,6 +14,7 @@ import type { Endpoint, Server } from './network.ts';
 import { SimNetwork } from './network.ts';
 import { SimStore, storeOver } from './store.ts';
 import { VirtualTime } from './time.ts';
+import { mintAfter } from './mint.ts';
 
 /**
  * An in-memory session-bound lock service, as PostgreSQL's session advisory
@@ -50,8 +51,9 @@ export class SimSessionServer implements Server {
       lock.count++;
       return { kind: 'stacked' };
     }
+    // A token past 2^63-1 fails the statement: the lock is not taken (the real lock also ends the session).
+    const token = mintAfter(this.#counters.get(resource) ?? this.tokenBase, resource);
     this.#locks.set(resource, { session, count: 1 });
-    const token = (this.#counters.get(resource) ?? this.tokenBase) + 1n;
     this.#counters.set(resource, token);
     return { kind: 'granted', token };
   }
