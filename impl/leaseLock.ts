@@ -1,5 +1,5 @@
 import type { MonotonicClock } from './clock.ts';
-import { checkTtl, InvalidInputError } from '../model/errors.ts';
+import { checkTtl, InvalidInputError, MAX_TOKEN } from '../model/errors.ts';
 import { isRefusal, mustThrow, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
 import type { Lease } from './lease.ts';
@@ -265,7 +265,7 @@ export class LeaseLock {
     const startedMs = this.validityStartMs(attemptStartedMs, firstStartedMs);
     const q = this.quorum;
     // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
-    const votes = await this.round(ttlMs, (node) => node.acquire(resource, owner, ttlMs), isGrant, this.#acquireDecided);
+    const votes = await this.round(ttlMs, (node, i) => node.acquire(resource, owner, ttlMs).then((answer) => answeredToken(answer, resource, i)), isGrant, this.#acquireDecided);
     const answeredMs = this.clock.now();
     // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
     if (answeredMs - startedMs >= ttlMs) return { kind: 'timed-out' };
@@ -413,6 +413,19 @@ function throwRefusal(votes: readonly Vote<unknown>[], quorum: number, thrown: (
   if (answered >= quorum) return;
   const refusal = refusalIn(votes, thrown);
   if (refusal !== undefined) throw refusal;
+}
+
+/**
+ * A node's answer to acquire: null (held) or its token. A node of the user's
+ * own may answer anything: no lease carries what is no token in [0, 2^63-1]
+ * (a counter past it, a number, a string, undefined). Refused as that node's
+ * failed vote, so its key is released as any failed vote's.
+ */
+function answeredToken(answer: unknown, resource: string, node: number): bigint | null {
+  if (answer === null) return null;
+  if (typeof answer === 'bigint' && answer > MAX_TOKEN) throw new TokenOverflowError(resource);
+  if (typeof answer !== 'bigint' || answer < 0n) throw new ServerRefusedError('schema', 'UnexpectedValue', `node ${node} answered acquire of '${resource}' with ${shown(answer)}, not a token in [0, 2^63-1] or null`);
+  return answer;
 }
 
 const isGrant = (token: bigint | null): boolean => token !== null;
