@@ -7,7 +7,7 @@ import type { MonotonicClock } from '../../impl/clock.ts';
 import { systemClock } from '../../impl/clock.ts';
 import { ZookeeperLock } from '../../impl/zookeeper/lock.ts';
 import { zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/node.ts';
-import { lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
+import { inLine, lockDir } from '../../impl/zookeeper/paths.ts';
 import { zookeeperFencedStore } from '../../impl/zookeeper/store.ts';
 import type { BackendInstance, BackendUnderTest, LockClient } from '../adapter.ts';
 import type { Endpoint } from '../sim/network.ts';
@@ -172,7 +172,7 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
       // member acknowledged. A write on the look's own session first is the barrier (the client library has no
       // sync): its member has applied every earlier write before it answers it.
       await admin.fencedWrite(`${root}/barrier`, 1n, 'barrier', 'unfenced');
-      const line = (await admin.children(dir)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
+      const line = inLine(await admin.children(dir));
       time.noteServerReply();
       time.assertOnTime();
       return [line[0] === undefined ? null : `${dir}/${line[0]}`];

@@ -10,7 +10,7 @@ import { LeaseHandle } from '../lease.ts';
 import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
-import { checkRoot, lockDir, sequenceOf } from './paths.ts';
+import { checkRoot, inLine, lockDir } from './paths.ts';
 import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
@@ -186,7 +186,7 @@ export class ZookeeperLock {
       }
       own = await this.#node.enqueue(session, dir);
       for (;;) {
-        const line = (await this.#node.contenders(session, dir)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
+        const line = inLine(await this.#node.contenders(session, dir));
         const at = line.indexOf(own.name);
         if (at < 0) throw new TimeoutError('zookeeper: our contender is gone', ttlMs);
         if (at === 0) break;

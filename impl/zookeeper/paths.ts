@@ -41,7 +41,24 @@ export function cellPath(resource: string, root = DEFAULT_ROOT): string {
   return `${root}/cell/${encode(resource)}`;
 }
 
-/** The sequence number ZooKeeper appended to a contender's name (10 digits, the parent's counter). */
+/**
+ * The sequence number ZooKeeper appended to a contender's name: the parent's
+ * counter, a signed 32-bit integer as `%010d`. Past 2^31-1 it wraps to
+ * -2^31, and the name ends '-2147483648' after the dash that ends the prefix
+ * ('c--2147483648'): read as negative, not as the digits after the last dash.
+ */
 export function sequenceOf(name: string): number {
-  return Number(name.slice(name.lastIndexOf('-') + 1));
+  const m = /-(-?\d{1,10})$/.exec(name);
+  return m === null ? Number.NaN : Number(m[1]);
+}
+
+/**
+ * Contenders in the order ZooKeeper created them. Sequence numbers wrap past
+ * 2^31-1, so they compare by their difference as a signed 32-bit integer
+ * (serial-number arithmetic), right while fewer than 2^31 creations separate
+ * the contenders in line: by value, the first contender after the wrap came
+ * before every older one, and two held the lock.
+ */
+export function inLine(names: readonly string[]): string[] {
+  return [...names].sort((a, b) => (sequenceOf(a) - sequenceOf(b)) | 0);
 }

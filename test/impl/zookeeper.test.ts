@@ -6,7 +6,7 @@ import { refused } from '../refused.ts';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
 import { zxid } from '../../impl/zookeeper/node.ts';
-import { CONTENDER, DEFAULT_ROOT, cellPath, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
+import { CONTENDER, DEFAULT_ROOT, cellPath, inLine, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import { shown } from '../../impl/options.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease, LeaseHandle } from '../../impl/lease.ts';
@@ -113,7 +113,7 @@ describe('zxid', () => {
 });
 
 describe('paths', QUICK, () => {
-  it('percent-encodes resources (and dots) under the root; sequences are the digits after the last dash', () => {
+  it('percent-encodes resources (and dots) under the root; sequences are the signed number after the prefix\'s dash, in line across the wrap', () => {
     expect(DEFAULT_ROOT).toBe('/lockcheck');
     expect(CONTENDER).toBe('c-');
     expect(lockDir('a/b.c é')).toBe('/lockcheck/lock/a%2Fb%2Ec%20%C3%A9');
@@ -122,6 +122,10 @@ describe('paths', QUICK, () => {
     expect(cellPath('x', '/r')).toBe('/r/cell/x');
     expect(sequenceOf('c-0000000012')).toBe(12);
     expect(sequenceOf('a-b-0000000003')).toBe(3);
+    // Past 2^31-1 the counter wraps: %010d of a negative int.
+    expect(sequenceOf('c--2147483648')).toBe(-(2 ** 31));
+    expect(sequenceOf('c--000000001')).toBe(-1);
+    expect(inLine(['c--2147483647', 'c--2147483648', 'c-2147483646', 'c-2147483647'])).toEqual(['c-2147483646', 'c-2147483647', 'c--2147483648', 'c--2147483647']);
   });
 });
 
@@ -289,6 +293,45 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     // renewed at 1100 (the touch after the watch), not at the start (1000)
     expect(second.validUntilMs).toBe(1100 + 30_000 - 302);
     expect(s.calls['touch']).toBe(1);
+    await lock.release(second);
+  });
+
+  it('a line past the sequence wrap (2^31-1 to -2^31) is read in creation order: the contender after the holder waits for it, not ahead of it', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    // Names as ZooKeeper gives them once the directory's counter has wrapped (%010d of a signed 32-bit int):
+    // the real c-0000000000 reads c--2147483648, c-0000000001 reads c--2147483647.
+    const wrap = (name: string): string => `c-${Number(name.slice(2)) - 2 ** 31}`;
+    const unwrap = (name: string): string => `c-${String(Number(name.slice(2)) + 2 ** 31).padStart(10, '0')}`;
+    const onPath = (path: string, f: (name: string) => string): string => `${path.slice(0, path.lastIndexOf('/'))}/${f(path.slice(path.lastIndexOf('/') + 1))}`;
+    let watched = (): void => undefined;
+    const wrapped = (real: ZookeeperNode): ZookeeperNode =>
+      spied(real, {
+        contenders: async (session, dir) => (await real.contenders(session, dir)).map(wrap),
+        enqueue: async (session, dir) => {
+          const own = await real.enqueue(session, dir);
+          return { ...own, name: wrap(own.name) };
+        },
+        touch: (session, path) => real.touch(session, onPath(path, unwrap)),
+        watchGone: (session, path, waitMs) => {
+          const gone = real.watchGone(session, onPath(path, unwrap), waitMs);
+          watched();
+          return gone;
+        },
+        deleteOwned: (session, path, czxid) => real.deleteOwned(session, onPath(path, unwrap), czxid),
+      }).node;
+    const holder = new ZookeeperLock({ node: wrapped(node(clock)), clock, root: r });
+    const first = granted(await holder.acquire('wrap', { ttlMs: 30_000 }));
+    expect(first.owner).toBe(`${r}/lock/wrap/c--2147483648`);
+    const lock = new ZookeeperLock({ node: wrapped(node(clock)), clock, root: r });
+    const waits = new Promise<string>((resolve) => (watched = () => resolve('waits')));
+    const waiting = lock.acquire('wrap', { ttlMs: 30_000, waitMs: 20_000 });
+    // Read by value (the digits after the last dash), c--2147483647 came before c--2147483648: granted while held.
+    expect(await Promise.race([waits, waiting.then((a) => `answered ${a.kind}`)])).toBe('waits');
+    await holder.release(first);
+    const second = granted(await waiting);
+    expect(second.owner).toBe(`${r}/lock/wrap/c--2147483647`);
+    expect(second.token).toBeGreaterThan(first.token);
     await lock.release(second);
   });
 
