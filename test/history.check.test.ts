@@ -265,6 +265,19 @@ describe('FENCE-2: stale writes accepted by a fenced store', () => {
     expect(r.counts.staleWritesAccepted).toBe(1);
   });
 
+  it('strict: two accepted writes with one token are stale however they overlap (the one judged second met it as its highest); monotonic takes them', () => {
+    // Both in flight at once: no real-time order between them, yet a strict store can accept only one.
+    const overlapping = (token: string, other: string) => history(write(0, 0, 3, ok, '1', null, token), write(1, 1, 2, ok, '2', null, other));
+    const r = check(overlapping('7', '7'), { storePolicy: 'strict' });
+    expect(verdicts(r)['FENCE-2']).toBe('violation');
+    expect(r.counts.staleWritesAccepted).toBe(1);
+    expect(verdicts(check(overlapping('7', '7'), { storePolicy: 'monotonic' }))['FENCE-2']).toBe('safe');
+    expect(verdicts(check(overlapping('7', '8'), { storePolicy: 'strict' }))['FENCE-2']).toBe('safe');
+    // Past 2^53, where a double would make 2^53 and 2^53+1 one token: still two.
+    expect(verdicts(check(overlapping(String(2n ** 53n), String(2n ** 53n + 1n)), { storePolicy: 'strict' }))['FENCE-2']).toBe('safe');
+    expect(verdicts(check(overlapping(String(2n ** 63n - 1n), String(2n ** 63n - 1n)), { storePolicy: 'strict' }))['FENCE-2']).toBe('violation');
+  });
+
   it('the policy comes from the meta line unless the options say otherwise; unknown or unfenced: not judged', () => {
     const h = history({ type: 'meta', store: 'strict' }, write(0, 0, 1, ok, '1', null, '2'), write(1, 2, 3, ok, '2', '1', '2'));
     expect(check(h).storePolicy).toBe('strict');

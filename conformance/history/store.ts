@@ -187,12 +187,14 @@ export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy
     const byStart = [...ws].sort((a, b) => a.op.start - b.op.start);
     let k = 0;
     let max: (typeof ws)[number] | undefined;
+    const flagged = new Set<unknown>();
     for (const w of byStart) {
       while (k < byEnd.length && byEnd[k]!.op.end < w.op.start) {
         if (max === undefined || byEnd[k]!.token > max.token) max = byEnd[k];
         k++;
       }
       if (max === undefined || !fails(w.token, max.token)) continue;
+      flagged.add(w);
       list.add({
         check: 'stale-writes',
         property: 'FENCE-2',
@@ -200,6 +202,33 @@ export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy
         events: sortedUnique([max.op.invokeIndex, max.op.completeIndex, w.op.invokeIndex, w.op.completeIndex]),
       });
     }
+    if (policy === 'strict') sameTokens(resource, byStart, flagged, list);
   }
   return list;
+}
+
+/**
+ * Strict: two accepted writes with one token are stale whatever their
+ * timing. The store judges writes one at a time, so the one it judged second
+ * met the other's token as (at most) its highest and should have been
+ * refused; writes in flight together have no real-time order, and the check
+ * above does not see them. Each write after the first (by invoke) with a
+ * token already accepted, and not already found stale, is a finding.
+ */
+function sameTokens(resource: string, byStart: ReadonlyArray<{ readonly op: Write; readonly token: bigint }>, flagged: ReadonlySet<unknown>, list: FindingList): void {
+  const first = new Map<bigint, { readonly op: Write; readonly token: bigint }>();
+  for (const w of byStart) {
+    const earlier = first.get(w.token);
+    if (earlier === undefined) {
+      first.set(w.token, w);
+      continue;
+    }
+    if (flagged.has(w)) continue;
+    list.add({
+      check: 'stale-writes',
+      property: 'FENCE-2',
+      message: `'${resource}': the strict store accepted process ${w.op.process}'s write with token ${w.token} (invoked at ${ms(w.op.start)} ms) and process ${earlier.op.process}'s write with the same token (invoked at ${ms(earlier.op.start)} ms): whichever it judged second was stale`,
+      events: sortedUnique([earlier.op.invokeIndex, earlier.op.completeIndex, w.op.invokeIndex, w.op.completeIndex]),
+    });
+  }
 }
