@@ -181,6 +181,18 @@ describe('FENCE-1: a grant that completed before another was invoked has the low
     expect(verdicts(check(history(acquire(0, 0, 5, { token: '7' }), release(0, 6, 7), acquire(1, 10, 20, { token: '7' }))))['FENCE-1']).toBe('violation');
   });
 
+  it('two processes granted one token are a violation however their grants overlap (whichever came second got a token not above); one process\'s stacked grants are not', () => {
+    const overlapping = (a: string, b: string) => history(acquire(0, 0, 5, { token: a }), acquire(1, 1, 4, { token: b }));
+    const r = check(overlapping('7', '7'));
+    expect(verdicts(r)['FENCE-1']).toBe('violation');
+    expect(r.findings.filter((f) => f.property === 'FENCE-1')).toHaveLength(1);
+    // One process's two grants with one token (a stacked re-acquire) are not judged; only the other process's grant of it is.
+    const stacked = check(history(acquire(0, 0, 5, { token: '7' }), acquire(0, 6, 9, { token: '7' }), acquire(1, 6, 8, { token: '7' })));
+    expect(stacked.findings.filter((f) => f.property === 'FENCE-1').map((f) => f.message)).toEqual([expect.stringMatching(/^'r': process 1 was granted token 7 \(invoked at 6 ms\) after process 0's grant/)]);
+    expect(verdicts(check(overlapping(String(2n ** 53n), String(2n ** 53n + 1n))))['FENCE-1']).toBe('safe');
+    expect(verdicts(check(overlapping(String(2n ** 63n - 1n), String(2n ** 63n - 1n))))['FENCE-1']).toBe('violation');
+  });
+
   it('info acquires and a stacked re-acquire of one process (same token) are not judged', () => {
     const infoAcquire = [inv(0, 0, 'acquire'), info(0, 5, 'acquire')];
     expect(verdicts(check(history(infoAcquire, acquire(1, 10, 20, { token: '1' }), acquire(2, 30, 40, { token: '2' }))))['FENCE-1']).toBe('safe');

@@ -33,6 +33,7 @@ export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number)
     // The highest token completed so far, and the highest of any other process than its (for the stacked re-acquire rule).
     let best: Grant | undefined;
     let bestOther: Grant | undefined;
+    const flagged = new Set<Grant>();
     for (const later of byStart) {
       while (k < byEnd.length && byEnd[k]!.op.end < later.op.start) {
         const g = byEnd[k++]!;
@@ -43,6 +44,7 @@ export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number)
       }
       const earlier = best === undefined || best.token < later.token ? undefined : best.token > later.token || best.op.process !== later.op.process ? best : bestOther !== undefined && bestOther.token >= later.token ? bestOther : undefined;
       if (earlier === undefined) continue;
+      flagged.add(later);
       list.add({
         check: 'token-order',
         property: 'FENCE-1',
@@ -50,6 +52,31 @@ export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number)
         events: sortedUnique([earlier.op.invokeIndex, earlier.op.completeIndex, later.op.invokeIndex, later.op.completeIndex]),
       });
     }
+    sharedTokens(resource, byStart, flagged, list);
   }
   return { findings: list, grants };
+}
+
+/**
+ * Two processes granted one token: whichever came second in true order got a
+ * token not above the other's, so it is a violation however the grants
+ * overlap (the pass above judges only grants ordered in real time). Each
+ * grant after the first (by invoke) to share a token with another process's
+ * earlier grant, and not already found, is a finding. One process's grants
+ * with one token are a stacked re-acquire, as above.
+ */
+function sharedTokens(resource: string, byStart: readonly Grant[], flagged: ReadonlySet<Grant>, list: FindingList): void {
+  const seen = new Map<bigint, Grant[]>();
+  for (const later of byStart) {
+    const same = seen.get(later.token) ?? [];
+    const earlier = same.find((g) => g.op.process !== later.op.process);
+    seen.set(later.token, [...same, later]);
+    if (earlier === undefined || flagged.has(later)) continue;
+    list.add({
+      check: 'token-order',
+      property: 'FENCE-1',
+      message: `'${resource}': process ${later.op.process} was granted token ${later.token} (invoked at ${ms(later.op.start)} ms) and process ${earlier.op.process} the same token (invoked at ${ms(earlier.op.start)} ms): whichever came second got a token not above the other's`,
+      events: sortedUnique([earlier.op.invokeIndex, earlier.op.completeIndex, later.op.invokeIndex, later.op.completeIndex]),
+    });
+  }
 }
