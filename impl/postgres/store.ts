@@ -64,7 +64,9 @@ function typedFailure(e: unknown): never {
  * what it reads refuses the token too.
  */
 async function judged(policy: StorePolicy, token: bigint, accepted: unknown, highest: unknown, readHighest: () => Promise<unknown>): Promise<WriteResult> {
-  if (accepted === 1 || accepted === '1') return { kind: 'accepted' };
+  // The count as the connection's parsers give it: a number by default, a string or a bigint when the
+  // caller's client parses int4 so (its `types`): a landed write read as refused, before.
+  if (String(accepted) === '1') return { kind: 'accepted' };
   let seen = typeof highest === 'string' ? BigInt(highest) : null;
   if (passes(policy, token, seen)) {
     const again = await readHighest();

@@ -870,6 +870,24 @@ describe('postgresFencedStore', () => {
     expect(await store.read('r')).toEqual({ value: 'b', token: 5n });
   });
 
+  it("a caller's client parsing integers its own way (int4 and int8 as bigint, as strings): a landed write is accepted, a stale one rejected, tokens exact", async () => {
+    for (const parse of [BigInt, (v: string) => v]) {
+      const types = { getTypeParser: (oid: number, format?: string): unknown => (oid === 23 || oid === 20 ? parse : (pg.types.getTypeParser as (o: number, f?: string) => unknown)(oid, format)) };
+      const c = new pg.Client({ ...server(), types: types as unknown as pg.CustomTypesConfig, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+      await c.connect();
+      try {
+        const store = postgresFencedStore(c, 'strict');
+        const r = `typed-${parse.name}`;
+        expect(await store.write(r, MAX - 1n, 'a')).toEqual({ kind: 'accepted' });
+        expect(await store.write(r, MAX - 1n, 'b')).toEqual({ kind: 'rejected', highest: MAX - 1n });
+        expect(await store.write(r, MAX, 'c')).toEqual({ kind: 'accepted' });
+        expect(await store.read(r)).toEqual({ value: 'c', token: MAX });
+      } finally {
+        await c.end();
+      }
+    }
+  });
+
   it('unfenced and transactional: every write lands; highest stays the largest', async () => {
     for (const policy of ['unfenced', 'transactional'] as const) {
       const store = postgresFencedStore(admin, policy);
