@@ -25,12 +25,12 @@ interface Write {
   readonly value: string;
 }
 
-/** `writes` writes spread over `clients`, tokens base + [0, 15] (so repeats), in a seeded order. */
-function plan(seed: number, writes: number): Write[] {
+/** `writes` writes, tokens base + [0, 15] (so repeats), in a seeded order; resource names after `prefix`. */
+function plan(seed: number, writes: number, prefix: string): Write[] {
   const random = new Random(seed);
   return Array.from({ length: writes }, (_v, i) => {
     const { name, base } = random.pick(RESOURCES);
-    return { resource: name, token: base + BigInt(random.int(0, 15)), value: `w${i}` };
+    return { resource: `${prefix}${name}`, token: base + BigInt(random.int(0, 15)), value: `w${i}` };
   });
 }
 
@@ -40,12 +40,14 @@ function plan(seed: number, writes: number): Write[] {
  * refusal names a highest the policy refuses the token against, and that
  * highest is a token this resource accepted (no other resource's); the cell
  * ends with the largest token offered, and a value of a write accepted with it.
+ * `prefix` starts every resource name (a store shared by several runs).
  */
-export async function expectRaceJudgedRight(stores: readonly FencedStore[], policy: Policy, seed: number, writes = 120): Promise<void> {
-  const writesPlanned = plan(seed, writes);
+export async function expectRaceJudgedRight(stores: readonly FencedStore[], policy: Policy, seed: number, prefix = '', writes = 120): Promise<void> {
+  const writesPlanned = plan(seed, writes, prefix);
   const answers: WriteResult[] = await Promise.all(writesPlanned.map((w, i) => stores[i % stores.length]!.write(w.resource, w.token, w.value)));
   const reader = stores[0]!;
-  for (const { name } of RESOURCES) {
+  for (const resource of RESOURCES) {
+    const name = `${prefix}${resource.name}`;
     const mine = writesPlanned.map((w, i) => ({ ...w, answer: answers[i]! })).filter((w) => w.resource === name);
     if (mine.length === 0) continue;
     const accepted = mine.filter((w) => w.answer.kind === 'accepted');
