@@ -171,4 +171,5 @@ export function redisLeaseNode(redis: Redis, options: { readonly prefix?: string
 /** The token comes as a digit string (exact to 2^63-1; never through a Lua number or a JS number). */
 const toToken = (token: unknown): bigint | null => (token === null ? null : BigInt(token as string));
 const nothing = (): void => undefined;
-const isOne = (reply: unknown): boolean => reply === 1;
+/** A script's integer reply 1: a number, or a string on a connection with ioredis's stringNumbers (a key extended or released was read as not, before). */
+export const isOne = (reply: unknown): boolean => reply === 1 || reply === '1';

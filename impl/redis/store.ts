@@ -8,7 +8,7 @@ import { isDefect, isRefusal, TimeoutError, UnavailableError, withTimeout } from
 import type { FencedStore } from '../fencedStore.ts';
 import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
-import { checkConnection } from './node.ts';
+import { checkConnection, isOne } from './node.ts';
 import { typed } from './replyErrors.ts';
 import { checkClock, checkObject, checkPolicy, checkPrefix, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
 
@@ -50,14 +50,14 @@ export function redisFencedStore(redis: RedisStoreConnection, policy: StorePolic
     });
   return {
     write(resource, token, value) {
-      let sent: Promise<[number, string?]>;
+      let sent: Promise<[number | string, string?]>;
       try {
-        sent = fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), checkValue(value), policy]) as Promise<[number, string?]>;
+        sent = fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), checkValue(value), policy]) as Promise<[number | string, string?]>;
       } catch (e) {
         // Bad input (InvalidInputError), or the client refusing to queue the command at all (ioredis throws in some states).
         return Promise.reject(storeError(e, 'write', resource));
       }
-      return bounded('write', resource, sent).then(([accepted, highest]) => (accepted === 1 ? { kind: 'accepted' } : { kind: 'rejected', highest: storedToken(highest, `redis key ${keysFor(resource, options.prefix).cell}`, 'highest') }));
+      return bounded('write', resource, sent).then(([accepted, highest]) => (isOne(accepted) ? { kind: 'accepted' } : { kind: 'rejected', highest: storedToken(highest, `redis key ${keysFor(resource, options.prefix).cell}`, 'highest') }));
     },
     async read(resource) {
       const cell = keysFor(resource, options.prefix).cell;

@@ -423,6 +423,28 @@ describe('createRedisLock', () => {
   });
 });
 
+describe('a connection that reads integer replies as strings (ioredis stringNumbers, for numbers past 2^53)', () => {
+  it('the fenced store accepts a write that landed and names the highest exactly; the lock extends and releases its key', async () => {
+    const c = new Redis({ ...server(), stringNumbers: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, commandTimeout: 5_000 });
+    try {
+      const store = redisFencedStore(c, 'strict', { prefix: 'sn' });
+      expect(await store.write('r', MAX - 1n, 'a')).toEqual({ kind: 'accepted' });
+      expect(await store.write('r', MAX - 1n, 'b')).toEqual({ kind: 'rejected', highest: MAX - 1n });
+      expect(await store.write('r', MAX, 'c')).toEqual({ kind: 'accepted' });
+      expect(await store.read('r')).toEqual({ value: 'c', token: MAX });
+      const lock = createRedisLock({ nodes: [c], prefix: 'snl' });
+      const r = await lock.acquire('r', { ttlMs: 5_000 });
+      if (r.kind !== 'granted') throw new Error(`expected a grant, got ${r.kind}`);
+      expect((await lock.extend(r.lease, 60_000)).kind).toBe('extended');
+      expect(await redis.pttl('snl:lock:r')).toBeGreaterThan(5_000);
+      await lock.release(r.lease);
+      expect(await redis.exists('snl:lock:r')).toBe(0);
+    } finally {
+      c.disconnect();
+    }
+  });
+});
+
 describe('redisFencedStore', () => {
   it('refuses a transactional policy and a value that is no string', async () => {
     expect(() => redisFencedStore(redis, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: a Redis store cannot be transactional' }));
