@@ -19,6 +19,9 @@ import {
   type KvOutput,
   type LeaseLockInput,
   type Model,
+  type MicroOp,
+  type MultiRegisterInput,
+  type MultiRegisterOutput,
   type MutexInput,
   type Operation,
   type RegisterInput,
@@ -314,7 +317,8 @@ function bruteForce<S, I, O>(ops: readonly Operation<I, O>[], model: Model<S, I,
   const done = (o: Operation<I, O>): number => o.return ?? Infinity;
   const search = (placed: readonly number[], state: S): boolean => {
     const rest = ops.map((_, i) => i).filter((i) => !placed.includes(i));
-    if (rest.every((i) => ops[i]!.return === undefined)) return true;
+    // Its own reading of an unknown outcome (no return, or Infinity), not the checker's isPending.
+    if (rest.every((i) => ops[i]!.return === undefined || ops[i]!.return === Infinity)) return true;
     const deadline = Math.min(...rest.map((i) => done(ops[i]!)));
     return rest.some((i) => {
       if (ops[i]!.call > deadline) return false;
@@ -422,6 +426,67 @@ describe('properties', () => {
     }));
     expect(checkLinearizability(kvStore(), ops).verdict).toBe(checkLinearizability(kvStoreUnpartitioned(), ops).verdict);
   });
+});
+
+/**
+ * Small timings for the differential tests: calls and returns on a few instants (equal times, everything overlapping),
+ * and unknown outcomes in both forms (no return, return Infinity).
+ */
+const smallTiming = fc.record({ call: fc.integer({ min: 0, max: 8 }), length: fc.integer({ min: 0, max: 6 }), unknown: fc.constantFrom(false, false, false, 'absent', 'infinite') });
+type SmallTiming = typeof smallTiming extends fc.Arbitrary<infer T> ? T : never;
+const timed = ({ call, length, unknown }: SmallTiming, process: number) => ({ process, call, ...(unknown === 'absent' ? {} : { return: unknown === 'infinite' ? Infinity : call + length }) });
+
+describe('differential: every model against a brute force over every order (up to 6 operations)', () => {
+  const agree = <S, I, O>(ops: readonly Operation<I, O>[], model: () => Model<S, I, O>, oracle: () => Model<unknown, I, O> = model as () => Model<unknown, I, O>): void => {
+    const expected = bruteForce(ops, oracle()) ? 'linearizable' : 'not-linearizable';
+    expect(checkLinearizability(model(), ops).verdict).toBe(expected);
+    expect(checkLinearizability(unbounded(model()), ops).verdict).toBe(expected);
+  };
+  const value = fc.constantFrom<RegisterValue>(null, 0, 1);
+  const registerOps = fc.array(fc.tuple(smallTiming, fc.constantFrom('read', 'write', 'cas'), value, value, fc.constantFrom(undefined, true, false)), { maxLength: 6 }).map((raw) =>
+    raw.map(([t, f, a, b, ok], i): RegOp => {
+      const base = timed(t, i);
+      const known = t.unknown === false;
+      if (f === 'read') return { ...base, input: { f }, ...(known ? { output: { value: a } } : {}) };
+      if (f === 'write') return { ...base, input: { f, value: a } };
+      return { ...base, input: { f, from: a, to: b }, ...(known && ok !== undefined ? { output: { ok } } : {}) };
+    }),
+  );
+  test.prop([registerOps], { numRuns: 300 })("Knossos's cas-register (nil reads match anything), from 0 and from nil; the etcd register", (ops) => {
+    agree(ops, () => casRegister(0));
+    agree(ops, () => casRegister(null));
+    agree(ops, etcdRegister);
+  });
+  test.prop([registerOps.map((ops) => ops.filter((o) => o.input.f !== 'cas'))], { numRuns: 300 })("Knossos's register, from 0 and from nil", (ops) => {
+    agree(ops, () => register(0));
+    agree(ops, () => register(null));
+  });
+  test.prop([fc.array(fc.tuple(smallTiming, fc.constantFrom('acquire', 'release')), { maxLength: 6 })], { numRuns: 300 })('the mutex', (raw) => {
+    agree(
+      raw.map(([t, f], i): Operation<MutexInput, unknown> => ({ ...timed(t, i), input: { f } })),
+      mutex,
+    );
+  });
+  const key = fc.constantFrom('x', 'y');
+  test.prop([fc.array(fc.tuple(smallTiming, fc.array(fc.tuple(fc.constantFrom('read', 'write'), key, value), { minLength: 1, maxLength: 2 })), { maxLength: 6 })], { numRuns: 300 })(
+    'the multi-register (transactions applied atomically)',
+    (raw) => {
+      const ops = raw.map(([t, micro], i): Operation<MultiRegisterInput, MultiRegisterOutput> => {
+        const completed = micro.map(([f, k, v]): MicroOp => ({ f, key: k, value: v }));
+        // Invoked with its reads unknown (nil), completed with what they read.
+        return { ...timed(t, i), input: completed.map((m) => (m.f === 'read' ? { ...m, value: null } : m)), ...(t.unknown === false ? { output: completed } : {}) };
+      });
+      agree(ops, () => multiRegister({ x: 0, y: 0 }));
+    },
+  );
+  test.prop([fc.array(fc.tuple(smallTiming, fc.constantFrom('get', 'put', 'append'), key, fc.constantFrom('', 'a', 'b', 'ab')), { maxLength: 6 })], { numRuns: 300 })(
+    'the kv store, partitioned by key and not, against a brute force over the whole store',
+    (raw) => {
+      const ops = raw.map(([t, f, k, v], i): Operation<KvInput, KvOutput> => ({ ...timed(t, i), input: f === 'get' ? { f, key: k } : { f, key: k, value: v }, ...(f === 'get' && t.unknown === false ? { output: { value: v } } : {}) }));
+      agree(ops, kvStore, kvStoreUnpartitioned);
+      agree(ops, kvStoreUnpartitioned);
+    },
+  );
 });
 
 describe("lockcheck's own histories", () => {

@@ -1,7 +1,7 @@
 import { match } from 'ts-pattern';
 import type { Lease } from '../../impl/lease.ts';
 import { LeaseLostError } from '../../impl/errors.ts';
-import type { OperationEvent } from '../history/event.ts';
+import type { OperationEvent, WriteEvent } from '../history/event.ts';
 import type { RecordedEvent } from './protocol.ts';
 import type { StressClient } from './client.ts';
 import type { ClientConfig, GateRequest } from './protocol.ts';
@@ -15,9 +15,13 @@ import { sharedNowMs } from './sharedClock.ts';
  * still valid before the read and before the write (a pause between that
  * check and the write is what the nemesis exploits).
  *
- * Events are buffered and handed to `emit` at the end of each cycle (and
- * before a gate), so that a pg-xact write can be recorded with the outcome
- * its COMMIT decided.
+ * Events are buffered and handed to `emit` before each call to the client
+ * (and before a gate, and at the end of each cycle): whatever happens to
+ * this process during a call (killed, paused past the run's end, the run
+ * interrupted), the runner already has the call's invoke and all that came
+ * before it, so the call is pending in the history, never missing (a grant
+ * or a write missing made another client's read of it a violation). A
+ * pg-xact write's completion waits for the outcome its COMMIT decided.
  */
 export interface WorkloadIo {
   emit(events: readonly RecordedEvent[]): void;
@@ -46,13 +50,19 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     if (buffer.length > 0) io.emit(buffer);
     buffer = [];
   };
+  /** Every call to the client goes through here: what is recorded so far leaves before its request does. */
+  const call = <T>(start: () => Promise<T>): Promise<Guarded<T>> => {
+    flush();
+    return guarded(start(), guard);
+  };
+  const guard = { tripped: false };
   let cycles = 0;
   for (; cycles < w.maxCycles && sharedNowMs() < w.untilMs && !io.stopping(); cycles++) {
     const resource = `${w.prefix}r${random.int(0, w.resources - 1)}`;
     const ttlMs = random.int(w.ttlMinMs, w.ttlMaxMs);
     const acquireInvokedAt = sharedNowMs();
     record({ type: 'invoke', op: 'acquire', resource, ...(ttl ? { ttlMs } : {}) });
-    const acquired = await guarded(client.acquire(resource, ttlMs));
+    const acquired = await call(() => client.acquire(resource, ttlMs));
     if (acquired.kind === 'error') {
       record({ type: 'info', op: 'acquire', resource, reason: acquired.message });
       flush();
@@ -79,10 +89,10 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     record({ type: 'ok', op: 'acquire', ...held, ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}) });
     watchSignal(lease, p, tokens, (e) => buffer.push(e));
 
-    let write: { readonly invokeTime: number; readonly value: string; readonly prev: string | null; outcome: 'ok' | 'fail' | 'info'; readonly reason?: string; readonly time: number } | null = null;
+    let write: { readonly base: Omit<WriteEvent, 'type' | 'time'>; outcome: 'ok' | 'fail' | 'info'; readonly reason?: string; readonly time: number } | null = null;
     if (!lease.signal.aborted) {
       record({ type: 'invoke', op: 'read', resource, key: resource });
-      const read = await guarded(client.read(lease));
+      const read = await call(() => client.read(lease));
       if (read.kind === 'error') record({ type: 'info', op: 'read', resource, key: resource, reason: read.message });
       else record({ type: 'ok', op: 'read', resource, key: resource, value: read.value });
       if (read.kind === 'ok' && !lease.signal.aborted) {
@@ -91,12 +101,11 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
           await io.gate({ kind: 'gate', ...held, token: held.token ?? 'none', ...(lease.validUntilMs !== null ? { validUntil: lease.validUntilMs } : {}), pids: client.pids(), acquireInvokedAt });
         }
         const value = `${p}.${cycles}`;
-        const invokeTime = sharedNowMs();
-        const written = await guarded(client.write(lease, value));
+        const base = { op: 'write' as const, process: p, resource, key: resource, value, prev: read.value, ...(fenced && held.token !== undefined ? { token: held.token } : {}) };
+        buffer.push({ ...base, type: 'invoke', time: sharedNowMs() });
+        const written = await call(() => client.write(lease, value));
         write = {
-          invokeTime,
-          value,
-          prev: read.value,
+          base,
           time: sharedNowMs(),
           ...(written.kind === 'error' ? { outcome: 'info' as const, reason: written.message } : written.value === 'accepted' ? { outcome: 'ok' as const } : { outcome: 'fail' as const, reason: 'stale-token' }),
         };
@@ -104,28 +113,25 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     }
     // pg-xact: the write is in the store only if its transaction commits with the release.
     const lostBeforeRelease = lease.signal.aborted && reasonOf(lease) === 'connection-lost';
-    const writeEvents = (committed: boolean): RecordedEvent[] => {
+    /** The write's completion (its invoke was recorded before the call). */
+    const writeDone = (committed: boolean): RecordedEvent[] => {
       if (write === null) return [];
       let outcome = write.outcome;
       if (config.backend.kind === 'pg-xact' && outcome === 'ok' && !committed) outcome = lostBeforeRelease ? 'fail' : 'info';
       if (config.backend.kind === 'pg-xact' && outcome === 'info' && lostBeforeRelease) outcome = 'fail';
-      const base = { op: 'write' as const, process: p, resource, key: resource, value: write.value, prev: write.prev, ...(fenced && held.token !== undefined ? { token: held.token } : {}) };
-      return [
-        { ...base, type: 'invoke', time: write.invokeTime },
-        { ...base, type: outcome, time: write.time, ...(outcome !== 'ok' ? { reason: write.reason ?? (lostBeforeRelease ? 'transaction-lost' : 'commit-unknown') } : {}) },
-      ];
+      return [{ ...write.base, type: outcome, time: write.time, ...(outcome !== 'ok' ? { reason: write.reason ?? (lostBeforeRelease ? 'transaction-lost' : 'commit-unknown') } : {}) }];
     };
-    if (config.backend.kind !== 'pg-xact') buffer.push(...writeEvents(true));
-    const releaseInvoke: OperationEvent = { type: 'invoke', op: 'release', process: p, time: sharedNowMs(), ...held };
-    const released = await guarded(client.release(lease));
+    if (config.backend.kind !== 'pg-xact') buffer.push(...writeDone(true));
+    buffer.push({ type: 'invoke', op: 'release', process: p, time: sharedNowMs(), ...held });
+    const released = await call(() => client.release(lease));
     const releaseDone: OperationEvent =
       released.kind === 'error'
         ? { type: 'info', op: 'release', process: p, time: sharedNowMs(), ...held, reason: released.message }
         : { type: 'ok', op: 'release', process: p, time: sharedNowMs(), ...held };
-    if (config.backend.kind === 'pg-xact') buffer.push(...writeEvents(released.kind === 'ok' && released.value));
-    buffer.push(releaseInvoke, releaseDone);
+    if (config.backend.kind === 'pg-xact') buffer.push(...writeDone(released.kind === 'ok' && released.value));
+    buffer.push(releaseDone);
     flush();
-    if (guardTripped) break;
+    if (guard.tripped) break;
   }
   flush();
   return cycles;
@@ -151,17 +157,14 @@ function reasonOf(lease: Lease): string {
 /** An event before the process and the time are stamped on it. */
 type Unstamped<E> = E extends unknown ? Omit<E, 'process' | 'time'> : never;
 
-/** A call outlived its guard: the process's state is unknown, so the workload stops. */
-let guardTripped = false;
-
 type Guarded<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'error'; readonly message: string };
 
-/** The call's outcome, or its error as a short reason; bounded by CALL_GUARD_MS. */
-async function guarded<T>(call: Promise<T>): Promise<Guarded<T>> {
+/** The call's outcome, or its error as a short reason; bounded by CALL_GUARD_MS (past it `run.tripped`: the process's state is unknown, so the workload stops). */
+async function guarded<T>(call: Promise<T>, run: { tripped: boolean }): Promise<Guarded<T>> {
   let timer: NodeJS.Timeout | undefined;
   const guard = new Promise<Guarded<T>>((resolve) => {
     timer = setTimeout(() => {
-      guardTripped = true;
+      run.tripped = true;
       resolve({ kind: 'error', message: `guard: no answer within ${CALL_GUARD_MS} ms` });
     }, CALL_GUARD_MS);
   });

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisServer } from '../conformance/env/redisServer.ts';
+import { checkHistory } from '../conformance/history/check.ts';
+import { parseHistory } from '../conformance/history/parse.ts';
+import { connectClient, type StressClient } from '../conformance/stress/client.ts';
+import type { ClientBackend, ClientConfig, RecordedEvent } from '../conformance/stress/protocol.ts';
+import { Recorder, toJsonl } from '../conformance/stress/recorder.ts';
+import { sharedNowMs } from '../conformance/stress/sharedClock.ts';
+import { runWorkload } from '../conformance/stress/workload.ts';
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await RedisServer.start({ persistence: 'none' });
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+}, 60_000);
+
+const config = (process: number, backend: ClientBackend, prefix: string): ClientConfig => ({
+  process,
+  seed: 17 + process,
+  backend,
+  // One resource, so the second client reads the register the first wrote; a short ttl, so it gets the lock once the first is gone.
+  workload: { resources: 1, prefix, ttlMinMs: 300, ttlMaxMs: 300, untilMs: sharedNowMs() + 30_000, maxCycles: 2_000, gate: false },
+});
+
+describe('stress recording: a client process that dies in a call', () => {
+  it('has the call pending in the history, and all it did before: a read of its write is no violation (also read back from the file)', async () => {
+    const backend: ClientBackend = { kind: 'redis', nodes: [server.url], store: server.url, storePolicy: 'strict' };
+    const recorder = new Recorder();
+    const real = await connectClient(backend);
+    let inWrite!: () => void;
+    const writing = new Promise<void>((resolve) => (inWrite = resolve));
+    let lostReply!: (e: Error) => void;
+    const hung = new Promise<never>((_resolve, reject) => (lostReply = reject));
+    // The write lands in Redis, then the process dies before its reply: from here on it records nothing.
+    let dead = false;
+    const dying: StressClient = {
+      ...real,
+      write: async (lease, value) => {
+        await real.write(lease, value);
+        dead = true;
+        inWrite();
+        return hung;
+      },
+    };
+    const io = (emit: (events: readonly RecordedEvent[]) => void) => ({ emit, gate: async () => undefined, stopping: () => false });
+    let other: StressClient | undefined;
+    let first: Promise<number> | undefined;
+    try {
+      // Process 1 writes the register first, so that a value nobody wrote read later is a violation.
+      other = await connectClient(backend);
+      expect(await runWorkload({ ...config(1, backend, 'dies-'), workload: { ...config(1, backend, 'dies-').workload, maxCycles: 1 } }, other, io((events) => recorder.add(events)))).toBe(1);
+      await other.close();
+      other = undefined;
+      const before = recorder.size;
+      first = runWorkload(config(0, backend, 'dies-'), dying, io((events) => (dead ? undefined : recorder.add(events))));
+      await writing;
+      // What the runner has now is all it will ever have of process 0.
+      expect(recorder.history().slice(before).map((e) => ('op' in e ? `${e.type} ${e.op}` : e.type))).toEqual(['invoke acquire', 'ok acquire', 'invoke read', 'ok read', 'invoke write']);
+      recorder.endHolds(0, 'process-exited');
+      // Another client gets the lock once the lease has run out and reads the register: process 0's value.
+      other = await connectClient(backend);
+      let read = false;
+      await runWorkload(config(2, backend, 'dies-'), other, {
+        emit: (events) => {
+          recorder.add(events);
+          read ||= events.some((e) => e.type === 'ok' && 'op' in e && e.op === 'read' && e.value === '0.0');
+        },
+        gate: async () => undefined,
+        stopping: () => read,
+      });
+      expect(read).toBe(true);
+      const history = recorder.history();
+      const report = checkHistory(history, { storePolicy: 'strict' });
+      expect(report.verdict, JSON.stringify(report.checks)).toBe('safe');
+      const readBack = parseHistory(toJsonl(history));
+      if (readBack instanceof Error) throw readBack;
+      expect(checkHistory(readBack, { storePolicy: 'strict' }).verdict).toBe('safe');
+    } finally {
+      lostReply(new Error('connection lost'));
+      await first?.catch(() => undefined);
+      await real.close();
+      await other?.close();
+    }
+  }, 60_000);
+});
