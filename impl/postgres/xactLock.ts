@@ -11,6 +11,7 @@ import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC
 import { isRefusal, UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, MINT, TRY_LOCK_AND_MINT } from './schema.ts';
+import { endsSession } from './sessionEnd.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import type { Queryable } from './store.ts';
 
@@ -438,6 +439,13 @@ export class PostgresTransactionLock {
     };
     client.on('error', lost);
     client.on('end', lost);
+    // A FATAL error that fails a statement in flight (pg_terminate_backend, a shutdown) reaches the
+    // caller a turn before the close: the lease is lost as the message is read, so a caller that
+    // learns of it by its own statement's failure already finds its lease lost ('connection-lost'),
+    // and a release after it says the transaction was gone rather than 'released' over a freed lock.
+    (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('errorMessage', (message: unknown) => {
+      if (endsSession(message)) lost();
+    });
     try {
       await this.#s.statement(async () => {
         await client.connect();

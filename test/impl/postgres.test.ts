@@ -841,6 +841,26 @@ describe('PostgresTransactionLock', () => {
     expect(a.backendPids).toHaveLength(0);
     expect(granted(await a.acquire('r')).token).toBe(2n);
   });
+
+  it("a backend terminated under the caller's own statement: the lease is lost (connection-lost) before that statement's failure reaches the caller, and the release after it commits nothing", async () => {
+    const a = xact();
+    const l = granted(await a.acquire('r'));
+    const [pid] = a.backendPids;
+    // What the caller sees in the first turn after its statement fails (the socket's close comes later).
+    const seen = a
+      .queryable(l)
+      .query('SELECT pg_sleep(30)')
+      .then(
+        () => null,
+        (e: { code?: string }) => ({ code: e.code, aborted: l.signal.aborted, reason: (l.signal.reason as { reason?: string } | undefined)?.reason }),
+      );
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    expect(await seen).toEqual({ code: '57P01', aborted: true, reason: 'connection-lost' });
+    // The transaction is gone: release has nothing to commit and says nothing was released over a freed lock.
+    await a.release(l);
+    expect(l.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    expect(granted(await a.acquire('r')).token).toBe(2n);
+  });
 });
 
 describe('postgresFencedStore', () => {

@@ -5,6 +5,7 @@ import { md5Password, Scram } from './auth.ts';
 import type { Param } from './codec.ts';
 import { callMessage, MessageReader, parseMessages, passwordMessage, queryMessage, saslInitialResponse, startupMessage, TERMINATE } from './codec.ts';
 import { readFields, serverError, WireConnectionError, WireProtocolError, WireServerError } from './errors.ts';
+import { endsSession } from '../sessionEnd.ts';
 
 /**
  * A minimal PostgreSQL frontend (protocol 3.0) for the lock's few
@@ -357,7 +358,7 @@ export class WireConnection {
       case 0x45: {
         // E ErrorResponse: the call fails at its ReadyForQuery; a FATAL one ends the session (the close follows).
         const e = serverError(readFields(buf, start, end));
-        const fatal = e.severity === 'FATAL' || e.severity === 'PANIC';
+        const fatal = endsSession(e);
         // An idle session may be ended by the server (pg_terminate_backend, a shutdown: 57P01 and the close); any other error needs a call.
         if (head === undefined && !fatal) throw new WireProtocolError(`an error with no call in flight: ${e.message}`, { cause: e });
         if (head !== undefined) head.error ??= e;

@@ -1,0 +1,13 @@
+/**
+ * SQLSTATEs the server sends only as it ends the session: a terminated backend or a shutdown
+ * (57P01), a crash (57P02), a server not accepting connections (57P03), an idle session's or
+ * transaction's timeout (57P05, 25P03, 25P04). Checked beside the severity, which a translated
+ * lc_messages renders in its own language.
+ */
+const SESSION_ENDING_STATES = new Set(['57P01', '57P02', '57P03', '57P05', '25P03', '25P04']);
+
+/** An error message with which the server ends the session (FATAL or PANIC): its locks are freed, its transaction is gone, the close follows. */
+export function endsSession(message: unknown): boolean {
+  const { severity, code } = (message ?? {}) as { severity?: unknown; code?: unknown };
+  return severity === 'FATAL' || severity === 'PANIC' || (typeof code === 'string' && SESSION_ENDING_STATES.has(code));
+}
