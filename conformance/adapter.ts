@@ -59,7 +59,7 @@ export interface LockClient {
   /** Absent when the backend has no ttl. */
   extend?(lease: Lease, ttlMs: number): Promise<ExtendResult>;
   /** Gives the lease up; throws when the outcome is unknown. */
-  release(lease: Lease): Promise<void>;
+  release(lease: Lease): Promise<unknown>;
   /** The store, reached over this client's own links. */
   readonly store: FencedStore;
   /** The client's monotonic clock (the one its leases' deadlines are on). */
@@ -212,8 +212,8 @@ export interface ConcurrentServers {
 export interface ConcurrentLock {
   /** One attempt: granted, denied (held elsewhere, or no quorum), or timed-out. Throws when the outcome is unknown. */
   acquire(resource: string, ttlMs: number): Promise<AcquireResult>;
-  /** Throws when the outcome is unknown (the history records it as such). */
-  release(lease: Lease): Promise<void>;
+  /** Throws, or resolves `false`, when the outcome is unknown (the history records it as such); any other answer is a release that happened. */
+  release(lease: Lease): Promise<unknown>;
   /** PostgreSQL backend pids the client's locks live on, for the `terminate-holder` fault; absent: unknown (that fault then never strikes it). */
   backendPids?(): readonly number[];
   /** Ends the client's connections at the end of the run. */

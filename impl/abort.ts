@@ -62,7 +62,7 @@ export function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefin
  * and the acquire rejects with the signal's reason. Unaborted, the result as
  * it is.
  */
-export async function settleAborted(result: AcquireResult, signal: AbortSignal | undefined, release: (lease: Lease) => Promise<void>): Promise<AcquireResult> {
+export async function settleAborted(result: AcquireResult, signal: AbortSignal | undefined, release: (lease: Lease) => Promise<unknown>): Promise<AcquireResult> {
   if (signal === undefined || !signal.aborted) return result;
   if (result.kind === 'granted') await release(result.lease).catch(() => undefined);
   throw abortReason(signal);

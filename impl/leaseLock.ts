@@ -202,12 +202,19 @@ export class LeaseLock {
    * release off a quorum: the lease is
    * dropped and its signal fired first, but its key stays on the refusing
    * nodes until its ttl, and every later call meets the same refusal.
+   *
+   * Resolves to whether the release is known: true when a quorum of nodes
+   * answered (the key is gone from a majority), false when too many failed to
+   * say (the key may stay until its ttl): a history recorder records the
+   * latter as an unknown outcome, never as a release that happened.
    */
-  async release(lease: Lease): Promise<void> {
+  async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     this.#held.release(lease);
+    const votes = await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#releaseDecided);
     // A refusal only (isRefusal): a node used after its close is no reason for a release to throw, as on etcd and ZooKeeper.
-    throwRefusal(await this.round(undefined, (node) => node.release(lease.resource, lease.owner), isTrue, this.#releaseDecided), this.quorum, isRefusal);
+    throwRefusal(votes, this.quorum, isRefusal);
+    return answeredBy(votes) >= this.quorum;
   }
 
   /** Resolves when no round is still waiting for a slow node's reply (each wait is bounded by the request timeout). */
@@ -407,10 +414,15 @@ function refusalIn(votes: readonly Vote<unknown>[], thrown: (e: unknown) => bool
  * A refusal on a minority, with a quorum answering, is a vote against like
  * any other (Redlock tolerates a minority of nodes out of service).
  */
-function throwRefusal(votes: readonly Vote<unknown>[], quorum: number, thrown: (e: unknown) => boolean = unfixable): void {
+/** Nodes whose vote came back (yes or no): what they said is known. */
+function answeredBy(votes: readonly Vote<unknown>[]): number {
   let answered = 0;
   for (const v of votes) if (v.ok) answered++;
-  if (answered >= quorum) return;
+  return answered;
+}
+
+function throwRefusal(votes: readonly Vote<unknown>[], quorum: number, thrown: (e: unknown) => boolean = unfixable): void {
+  if (answeredBy(votes) >= quorum) return;
   const refusal = refusalIn(votes, thrown);
   if (refusal !== undefined) throw refusal;
 }

@@ -24,7 +24,7 @@ export async function retryDenied(
   clock: MonotonicClock,
   random: () => number,
   attempt: (n: number) => Promise<AcquireResult>,
-  release: (lease: Lease) => Promise<void>,
+  release: (lease: Lease) => Promise<unknown>,
 ): Promise<AcquireResult> {
   for (let n = 0; ; n++) {
     const result = await settleAborted(await attempt(n), signal, release);

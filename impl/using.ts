@@ -36,7 +36,7 @@ export interface UsingOptions extends AcquireOptions {
 export interface UsableLock<O extends AcquireOptions = AcquireOptions> {
   acquire(resource: string, options: O): Promise<AcquireResult>;
   extend(lease: Lease, ttlMs: number): Promise<ExtendResult>;
-  release(lease: Lease): Promise<void>;
+  release(lease: Lease): Promise<unknown>;
   clockOf(): MonotonicClock;
 }
 

@@ -61,7 +61,7 @@ interface Hooks {
 
 interface AnyLock {
   acquire(resource: string, options: object): Promise<AcquireResult>;
-  release(lease: Lease): Promise<void>;
+  release(lease: Lease): Promise<unknown>;
 }
 
 interface Rig {

@@ -37,7 +37,7 @@ afterAll(async () => {
 /** The calls of a lock the tests make, whatever the backend. */
 interface AnyLock {
   acquire(resource: string, options: object): Promise<AcquireResult>;
-  release(lease: Lease): Promise<void>;
+  release(lease: Lease): Promise<unknown>;
 }
 
 interface Backend {

@@ -133,9 +133,20 @@ describe('ZookeeperLock: a programming error from its node is thrown, never no-q
     expect(releasing.trackedLeases).toBe(0);
   });
 
-  it('a ZooKeeper failure of the release is still no error', async () => {
+  it('an etcd release is known (true) when the delete or the revoke landed, unknown (false) when neither did: no error either way', async () => {
+    const lost = (): Promise<never> => Promise.reject(new Error('14 UNAVAILABLE'));
+    const cases: Array<[Partial<EtcdNode>, boolean]> = [[{}, true], [{ deleteIfOwned: lost }, true], [{ revoke: lost }, true], [{ deleteIfOwned: lost, revoke: lost }, false]];
+    for (const [over, known] of cases) {
+      const lock = new EtcdLock({ node: etcdNode(over), clock: systemClock });
+      await expect(lock.release(granted(await lock.acquire('r', { ttlMs: 10_000 })))).resolves.toBe(known);
+    }
+  });
+
+  it('a ZooKeeper failure of the release is still no error, but an unknown release (false)', async () => {
     const lock = new ZookeeperLock({ node: zookeeperNodeInMemory({ deleteOwned: () => Promise.reject(new Error('CONNECTION_LOSS')) }), clock: systemClock });
-    await expect(lock.release(granted(await lock.acquire('r', { ttlMs: 10_000 })))).resolves.toBeUndefined();
+    await expect(lock.release(granted(await lock.acquire('r', { ttlMs: 10_000 })))).resolves.toBe(false);
+    const answering = new ZookeeperLock({ node: zookeeperNodeInMemory(), clock: systemClock });
+    await expect(answering.release(granted(await answering.acquire('r', { ttlMs: 10_000 })))).resolves.toBe(true);
   });
 });
 

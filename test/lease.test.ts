@@ -12,7 +12,7 @@ import { leaseNodeOver, SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { VirtualTime } from '../conformance/sim/time.ts';
 
 /** Three in-memory Redis nodes and one client on virtual time. */
-function world(options: { safetyMarginMs?: number } = {}) {
+function world(options: { safetyMarginMs?: number; requestTimeoutMs?: number } = {}) {
   const time = new VirtualTime();
   const nodes = [0, 1, 2].map(() => new SimRedisNode(time, false, 0, 0n));
   const network = new SimNetwork(time, (e) => (e === 'store' ? { reachable: () => true } : nodes[e as number]!));
@@ -228,5 +228,35 @@ describe('LeaseHandle: the deadline is judged when the lease is used, not only w
     expect(signal.aborted).toBe(false);
     lease.lose('connection-lost');
     expect((signal.reason as LeaseLostError).reason).toBe('connection-lost');
+  });
+});
+
+describe('release() answers whether it is known', () => {
+  it('true when a quorum of nodes answered, false when too few did (the key may stay until its ttl), and the lease is dropped either way', async () => {
+    const w = world({ requestTimeoutMs: 20 });
+    const grant = async () => {
+      const r = w.lock.acquire('job', { ttlMs: 1000 });
+      await w.time.runUntil(r, 10_000);
+      const got = await r;
+      if (got.kind !== 'granted') throw new Error(`expected a grant, got ${got.kind}`);
+      return got.lease;
+    };
+    const release = async (lease: Awaited<ReturnType<typeof grant>>) => {
+      const r = w.lock.release(lease);
+      await w.time.runUntil(r, 10_000);
+      return r;
+    };
+    const first = await grant();
+    // One node of three cut: two answer, a quorum.
+    w.network.cut(0, 2);
+    expect(await release(first)).toBe(true);
+    w.network.heal(0, 2);
+    const second = await grant();
+    // Two of three cut: one answers, no quorum: unknown, never reported as done.
+    w.network.cut(0, 1);
+    w.network.cut(0, 2);
+    expect(await release(second)).toBe(false);
+    expect(second.signal.aborted).toBe(true);
+    expect(w.nodes.map((n) => n.holder('job') !== null)).toEqual([false, true, true]);
   });
 });

@@ -149,21 +149,21 @@ describe('release: a refusal that kept it off a quorum is thrown, after the leas
     expect(lease.signal.aborted).toBe(true);
     expect(w.nodes[0]!.holder('r')).toBe(lease.owner);
     expect(w.lock.trackedLeases).toBe(0);
-    // An outage still resolves; so does a refusal on a minority of five (released on the quorum).
+    // An outage still resolves, unknown (false); so does a refusal on a minority of five, known (released on the quorum).
     const down = lockOf(1, [0], ['release'], outage);
     const gone = await granted(down.lock, 'r');
     down.refuse();
-    await expect(down.lock.release(gone)).resolves.toBeUndefined();
+    await expect(down.lock.release(gone)).resolves.toBe(false);
     const minority = lockOf(5, [3, 4], ['release'], noperm);
     const held = await granted(minority.lock, 'r');
     minority.refuse();
-    await expect(minority.lock.release(held)).resolves.toBeUndefined();
+    await expect(minority.lock.release(held)).resolves.toBe(true);
     expect(minority.nodes.slice(0, 3).map((n) => n.holder('r'))).toEqual([undefined, undefined, undefined]);
-    // A node used after its close (InvalidInputError) is no refusal for a release, as on etcd and ZooKeeper: it resolves.
+    // A node used after its close (InvalidInputError) is no refusal for a release, as on etcd and ZooKeeper: it resolves, unknown.
     const closed = lockOf(1, [0], ['release'], () => new InvalidInputError('precondition', 'node closed'));
     const last = await granted(closed.lock, 'r');
     closed.refuse();
-    await expect(closed.lock.release(last)).resolves.toBeUndefined();
+    await expect(closed.lock.release(last)).resolves.toBe(false);
   });
 
   it('Redlock: refusals on two of five, one release done and two still on their way: it waits for them and resolves (the lock is freed on a quorum), in virtual time', async () => {

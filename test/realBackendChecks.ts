@@ -10,7 +10,7 @@ import type { StorePolicy } from '../model/index.ts';
 /** The part of a lock these checks use. */
 interface Lock {
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
-  release(lease: Lease): Promise<void>;
+  release(lease: Lease): Promise<unknown>;
 }
 
 /**

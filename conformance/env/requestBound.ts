@@ -7,7 +7,7 @@ import type { AcquireOptions, AcquireResult, ExtendResult } from '../../impl/lea
 export interface LockOperations {
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
   extend(lease: Lease, ttlMs: number): Promise<ExtendResult>;
-  release(lease: Lease): Promise<void>;
+  release(lease: Lease): Promise<unknown>;
 }
 
 /**

@@ -125,7 +125,7 @@ async function adapterClient(b: Extract<ClientBackend, { kind: 'adapter' }>): Pr
     read: async (lease) => (await register.store.read(lease.resource)).value,
     write: async (lease, value) => (await register.store.write(lease.resource, lease.token, value)).kind,
     release: async (lease) => {
-      await lock.release(lease);
+      if ((await lock.release(lease)) === false) throw new Error('release not confirmed by the adapter (it resolved false)');
       return true;
     },
     pids: () => [...(lock.backendPids?.() ?? [])],
@@ -160,7 +160,8 @@ export function leaseStressClient(
     read: async (lease) => (await store.read(lease.resource)).value,
     write: async (lease, value) => (await store.write(lease.resource, lease.token, value)).kind,
     release: async (lease) => {
-      await lock.release(lease);
+      // A release the lock could not confirm (no quorum answered) is an unknown outcome in the history, never one that happened.
+      if ((await lock.release(lease)) === false) throw new Error('release not confirmed: too few nodes answered (the key may stay until its ttl)');
       return true;
     },
     pids: () => [],

@@ -140,15 +140,18 @@ export class EtcdLock {
    * quorum); either one done frees the key (the revoke deletes it too).
    * A programming error (a TypeError, ...) from either call is thrown too.
    */
-  async release(lease: Lease): Promise<void> {
+  async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    if (held === undefined) return;
+    // Not held (released or lost before): nothing of it is left for this call to remove.
+    if (held === undefined) return true;
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
     const [deleted, revoked] = await Promise.allSettled([this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token), this.#node.revoke(held.leaseId)]);
     // A programming error is no etcd failure: the caller hears it, as from the Redis lock's release.
     for (const r of [deleted, revoked]) if (r.status === 'rejected' && isDefect(r.reason)) throw r.reason;
     if (deleted.status === 'rejected' && revoked.status === 'rejected') for (const r of [deleted, revoked]) if (isRefusal(r.reason)) throw r.reason;
+    // Known when either landed (the revoke deletes the key too); else the key may stay until the lease's ttl.
+    return deleted.status === 'fulfilled' || revoked.status === 'fulfilled';
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */

@@ -248,7 +248,7 @@ export function acquireWithRetries(
   options: SessionAcquireOptions,
   state: { readonly closed: boolean; readonly clock: MonotonicClock },
   attempt: (resource: string) => Promise<AcquireResult>,
-  release: (lease: Lease) => Promise<void>,
+  release: (lease: Lease) => Promise<unknown>,
 ): Promise<AcquireResult> {
   try {
     checkResource(resource);
@@ -274,7 +274,7 @@ async function retryLoop(
   signal: AbortSignal | undefined,
   clock: MonotonicClock,
   attempt: (resource: string) => Promise<AcquireResult>,
-  release: (lease: Lease) => Promise<void>,
+  release: (lease: Lease) => Promise<unknown>,
 ): Promise<AcquireResult> {
   for (let tries = 0; ; tries++) {
     const result = await settleAborted(await attempt(resource), signal, release);

@@ -140,16 +140,19 @@ export class ZookeeperLock {
    * deletes the contender whatever the delete met); a programming error (a
    * TypeError, ...) from the delete is thrown, after the session is closed.
    */
-  async release(lease: Lease): Promise<void> {
+  async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    if (held === undefined) return;
+    // Not held (released or lost before): nothing of it is left for this call to remove.
+    if (held === undefined) return true;
     const failed = await this.#node.deleteOwned(held.session, held.path, lease.token).then(
       () => undefined,
       (error: unknown) => error,
     );
     this.#close(held.session);
     if (isDefect(failed)) throw failed;
+    // Known when the delete landed; else the contender goes with the session's close or its timeout, at a time no one saw.
+    return failed === undefined;
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */

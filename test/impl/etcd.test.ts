@@ -532,7 +532,9 @@ describe('EtcdLock', () => {
     });
     const lock = new EtcdLock({ node, clock, prefix: prefix() });
     const lease = granted(await lock.acquire('r', { ttlMs: 3000 }));
-    during = () => lock.release(lease);
+    during = async () => {
+      await lock.release(lease);
+    };
     expect(await lock.extend(lease, 3000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
     expect(lease.signal.reason).toMatchObject({ reason: 'released' });
   });

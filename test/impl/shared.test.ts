@@ -679,7 +679,8 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     await at(0);
     expect(released()).toBe('pending');
     await at(10);
-    expect(released()).toBe('resolved');
+    // Known: a quorum answered.
+    expect(released()).toBe(true);
     // fanOut waits for every vote.
     clock.set(0);
     const all = watch(lockOf([node(grant(0), yes(0)), node(grant(0), yes(10))]).votesOfAll());
