@@ -15,6 +15,7 @@ import { MalformedRecordingError } from './malformedRecording.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
 import { UsageError } from './usage.ts';
+import { lockcheckVersion } from './version.ts';
 import { join, resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 import { escapedText } from '../model/shownText.ts';
@@ -76,6 +77,7 @@ numbers are decimal digits, a negative one as --seed=-5):
 ${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`                      ${k}: ${ownServersOnly(k)}`])).join('\n')}
   --stress-seconds N  matrix: seconds of the concurrent stress run per cell, the second oracle (default 2; 0 skips it)
   --json            machine-readable output on stdout
+  --version         print lockcheck's version (its package.json's) and exit
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
             (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget,
@@ -265,6 +267,7 @@ const OPTIONS = {
   resources: { type: 'string' },
   ttl: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
 } as const;
 
 const COMMANDS = Object.keys(COMMAND_OPTIONS);
@@ -299,6 +302,10 @@ async function main(argv: readonly string[]): Promise<number> {
   const { values, positionals, tokens } = parseWithSuggestions(argv);
   if (values.help) {
     console.log(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    console.log(lockcheckVersion());
     return 0;
   }
   rejectRepeatsAndEmpties(tokens);

@@ -56,6 +56,9 @@ describe('lockcheck command line', () => {
     ] as const;
     await expectBadArguments(cases);
     expect((await lockcheckAsync('--help')).stdout).toMatch(/usage: lockcheck <command>/);
+    // --version prints package.json's version and nothing else, as `npx lockcheck --version` in docs/getting-started.md.
+    const version = await lockcheckAsync('--version');
+    expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version);
   }, 300_000);
 
   /** Directory `name` in the test's directory, with a directory at `file` in it, where the command writes a file. */

@@ -111,6 +111,13 @@ describe('the npm package', () => {
     const help = sh(project, bin, ['--help']);
     expect(help.code, help.out).toBe(0);
     expect(help.out).toMatch(/usage: lockcheck <command>/);
+    const version = sh(project, bin, ['--version']);
+    expect(version.code, version.out).toBe(0);
+    expect(version.out.trim()).toBe((JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { version: string }).version);
+    // A built-in backend from the installed package: its Redis server started and stopped by the compiled kit.
+    const builtIn = sh(project, bin, ['run', '--backend', 'redis-single/strict', '--runs', '3']);
+    expect(builtIn.code, builtIn.out).toBe(0);
+    expect(builtIn.out).toMatch(/agrees with its model in 3 runs/);
     const ts = sh(project, 'npx', ['--no', '--', 'lockcheck', 'run', '--backend', './my-adapter.ts', '--runs', '10']);
     expect(ts.code, ts.out).toBe(0);
     expect(ts.out).toMatch(/my lock \(ts\): agrees with its model in 10 runs/);
