@@ -3,6 +3,16 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+# Node 20 or newer (package.json's engines): an older one fails later, in a dependency, with a message that does not say why.
+node_version=$(node -p process.versions.node 2>/dev/null) || node_version=""
+case "$node_version" in
+  "") echo "lockcheck setup: node is not on the PATH; lockcheck needs Node 20 or newer (https://nodejs.org)" >&2; exit 1 ;;
+esac
+if [ "${node_version%%.*}" -lt 20 ]; then
+  echo "lockcheck setup: lockcheck needs Node 20 or newer; this node is $node_version" >&2
+  exit 1
+fi
+
 # npm packages: install when node_modules is missing or older than the lock file (in a clone of
 # the repository; an installed package has no lock file, and its project installed its packages).
 if [ -f package-lock.json ] && { [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; }; then
