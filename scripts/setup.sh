@@ -25,7 +25,8 @@ fi
 # chromium, the headless browser the HTML report test drives through playwright-core
 # (playwright never downloads a browser of its own here); gcc and libc6-dev for the shim; etcd-server; zookeeper.
 # Skipped entirely when all are already present; never leaves a service running.
-LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+# Debian's multiarch directory (x86_64-linux-gnu, aarch64-linux-gnu): uname -m names the first part, as conformance/env/faketime.ts's multiarchOf does.
+LIBFAKETIME=/usr/lib/$(uname -m)-linux-gnu/faketime/libfaketime.so.1
 PG_BIN=/usr/lib/postgresql/15/bin
 missing=""
 command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"

@@ -1,8 +1,8 @@
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MALLOC_SHIM_DIR, buildMallocShim } from '../conformance/env/faketime.ts';
+import { LIBFAKETIME_PATH, MALLOC_SHIM_DIR, buildMallocShim, multiarchOf } from '../conformance/env/faketime.ts';
 
 /** The libfaketime malloc shim is preloaded into redis-server: it must come only from a directory nobody else can write. */
 const made: string[] = [];
@@ -74,5 +74,14 @@ describe('malloc shim: built and loaded only from a private directory', () => {
     const built = statSync(path).ino;
     expect(await buildMallocShim(root)).toBe(path);
     expect(statSync(path).ino).toBe(built);
+  });
+});
+
+describe('libfaketime is looked for where Debian installs it on this machine', () => {
+  it("under the machine's multiarch directory, not x86_64's alone (setup.sh names it by uname -m the same way)", () => {
+    expect(multiarchOf('x64')).toBe('x86_64-linux-gnu');
+    expect(multiarchOf('arm64')).toBe('aarch64-linux-gnu');
+    // scripts/setup.sh installed it (npm test runs it first): the path built for this machine is the one there.
+    expect(existsSync(LIBFAKETIME_PATH), LIBFAKETIME_PATH).toBe(true);
   });
 });

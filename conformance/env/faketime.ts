@@ -19,7 +19,12 @@ import { fileURLToPath } from 'node:url';
 import { asText, messageText } from '../../impl/errorText.ts';
 import { guardedTempDir } from './tempDir.ts';
 
-export const LIBFAKETIME_PATH = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+/** Debian's multiarch directory for this machine (libfaketime lives under it): x86_64-linux-gnu, aarch64-linux-gnu, ... */
+export function multiarchOf(arch: string): string {
+  return `${arch === 'x64' ? 'x86_64' : arch === 'arm64' ? 'aarch64' : arch === 'ia32' ? 'i386' : arch}-linux-gnu`;
+}
+
+export const LIBFAKETIME_PATH = `/usr/lib/${multiarchOf(process.arch)}/faketime/libfaketime.so.1`;
 
 /**
  * The machine lacks something a real-server test needs. `fix` is the command
