@@ -79,6 +79,8 @@ describe('the npm package', () => {
     // TypeScript sources ship only as documentation: the worked examples the packaged docs link to.
     expect(paths.filter((p) => /^(test|bench|\.ci|docs\/matrix)\/|\.test\.|(^|\/)[^/]+\.ts$/.test(p) && !p.endsWith('.d.ts') && !p.startsWith('docs/examples/'))).toEqual([]);
     expect(paths).toContain('docs/examples/tinyLock.ts');
+    // package.json says MIT: the licence's text ships with it.
+    expect(paths).toContain('LICENSE');
     // Every file the compiled code starts or loads by path (`new URL('./…', import.meta.url)`) is in the package: tsc emits
     // only what it compiles, and a missing script fails late (a stress client) or unseen (the watchdog).
     const byPath = paths.filter((p) => p.endsWith('.js') || p.endsWith('.mjs')).flatMap((p) =>
