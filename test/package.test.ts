@@ -88,7 +88,10 @@ function documentedFiles(): { name: string; text: string }[] {
 
 describe('the npm package', () => {
   it('packs without tests or reports, installs into an empty project, and runs the suite and the CLI there', () => {
-    // Pack: `prepare` compiles the JavaScript and declarations into dist/.
+    // Pack: `prepare` compiles the JavaScript and declarations into dist/, from scratch: a compiled module whose source
+    // is gone (renamed, removed since the last build) is not shipped.
+    mkdirSync(join(repo, 'dist/model'), { recursive: true });
+    writeFileSync(join(repo, 'dist/model/removedSinceLastBuild.js'), 'export {};\n');
     const pack = sh(repo, 'npm', ['pack', '--json', '--pack-destination', dir]);
     expect(pack.code, pack.out).toBe(0);
     const packed = JSON.parse(pack.out.slice(pack.out.indexOf('['), pack.out.lastIndexOf(']') + 1)) as [{ filename: string; files: { path: string }[] }];
@@ -96,6 +99,7 @@ describe('the npm package', () => {
     expect(paths).toContain('dist/conformance/suite.js');
     expect(paths).toContain('dist/conformance/suite.d.ts');
     expect(paths).toContain('dist/cli/main.js');
+    expect(paths).not.toContain('dist/model/removedSinceLastBuild.js');
     // TypeScript sources ship only as documentation: the worked examples the packaged docs link to.
     expect(paths.filter((p) => /^(test|bench|\.ci|docs\/matrix)\/|\.test\.|(^|\/)[^/]+\.ts$/.test(p) && !p.endsWith('.d.ts') && !p.startsWith('docs/examples/'))).toEqual([]);
     expect(paths).toContain('docs/examples/tinyLock.ts');
