@@ -18,11 +18,13 @@ function commandLines(page: string, body: string): { where: string; command: str
   // A command line runs to the end of its inline code span or, in a block, of its line (a trailing \ continues it).
   const spans = [...body.matchAll(/```[a-z]*\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.replace(/\\\n/g, ' ').split('\n'));
   const inline = [...body.replace(/```[\s\S]*?```/g, '').matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
+  // `npm start -- …` is `lockcheck matrix …`, `npm run explore -- …` is `lockcheck explore …` (package.json's scripts).
+  const npm: Record<string, string> = { start: 'matrix', 'run explore': 'explore' };
   return [...spans, ...inline].flatMap((line) =>
-    [...line.matchAll(/\blockcheck(?:\.mjs)? (matrix|run|replay|check|failover|stress|explore)\b([^#|;]*)/g)].map((m) => ({
+    [...line.matchAll(/\b(?:lockcheck(?:\.mjs)? (matrix|run|replay|check|failover|stress|explore)\b|npm (start|run explore) --(?=\s))([^#|;]*)/g)].map((m) => ({
       where: `${page}: ${m[0].trim()}`,
-      command: m[1]!,
-      options: [...m[2]!.matchAll(/(?:^|\s)--([a-z][a-z-]*)/g)].map((o) => o[1]!),
+      command: m[1] ?? npm[m[2]!]!,
+      options: [...m[3]!.matchAll(/(?:^|\s)--([a-z][a-z-]*)/g)].map((o) => o[1]!),
     })),
   );
 }
