@@ -174,6 +174,10 @@ describe('the npm package', () => {
     const documented = documentedImports();
     expect(documented.length).toBeGreaterThan(5);
     writeFileSync(join(project, 'entries.mjs'), entries.map((e, i) => `import * as e${i} from '${e}';\nif (typeof e${i} !== 'object') throw new Error('${e}');`).join('\n') + "\nconsole.log('entries ok');\n");
+    // ... and each has its declarations: a namespace import of every entry, type-checked below with the docs' files.
+    const manifestExports = manifestOf(project).exports as Record<string, { types?: string }>;
+    for (const [key, target] of Object.entries(manifestExports)) if (!key.endsWith('.json')) expect(target.types !== undefined && paths.includes(target.types.replace(/^\.\//, '')), key).toBe(true);
+    writeFileSync(join(project, 'docentries.ts'), entries.map((e, i) => `import * as e${i} from '${e}';\nexport const entry${i}: object = e${i};`).join('\n') + '\n');
     const loaded = sh(project, 'node', ['entries.mjs']);
     expect(loaded.out).toContain('entries ok');
     documented.forEach((d, i) => {
