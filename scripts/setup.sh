@@ -3,13 +3,18 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-# Node 20 or newer (package.json's engines): an older one fails later, in a dependency, with a message that does not say why.
+# Node 20.19 or newer, 22.12 or newer past 20 (package.json's engines: vitest's vite needs them, and the CLI's
+# AbortSignal.any and tsx's module hooks are not in early 20s): an older one fails later, in a dependency, with a message that does not say why.
+NODE_NEEDED="Node 20.19 or newer (22.12 or newer past 20)"
 node_version=$(node -p process.versions.node 2>/dev/null) || node_version=""
 case "$node_version" in
-  "") echo "lockcheck setup: node is not on the PATH; lockcheck needs Node 20 or newer (https://nodejs.org)" >&2; exit 1 ;;
+  "") echo "lockcheck setup: node is not on the PATH; lockcheck needs $NODE_NEEDED (https://nodejs.org)" >&2; exit 1 ;;
 esac
-if [ "${node_version%%.*}" -lt 20 ]; then
-  echo "lockcheck setup: lockcheck needs Node 20 or newer; this node is $node_version" >&2
+node_major=${node_version%%.*}
+node_minor=${node_version#*.}
+node_minor=${node_minor%%.*}
+if [ "$node_major" -lt 20 ] || { [ "$node_major" -eq 20 ] && [ "$node_minor" -lt 19 ]; } || [ "$node_major" -eq 21 ] || { [ "$node_major" -eq 22 ] && [ "$node_minor" -lt 12 ]; }; then
+  echo "lockcheck setup: lockcheck needs $NODE_NEEDED; this node is $node_version" >&2
   exit 1
 fi
 

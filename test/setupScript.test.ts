@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,11 +31,17 @@ function setup(name: string, node: string | null, fakes: Record<string, string> 
 }
 
 describe('scripts/setup.sh', () => {
-  it('refuses a node older than 20, naming its version', () => {
-    // A node that is version 18: `node -p process.versions.node` prints 18.19.0.
-    const r = setup('old', '#!/bin/sh\necho 18.19.0\n');
-    expect(r.code, r.err).toBe(1);
-    expect(r.err.trim()).toBe('lockcheck setup: lockcheck needs Node 20 or newer; this node is 18.19.0');
+  // `node -p process.versions.node` prints the version: below package.json's engines (^20.19.0 || >=22.12.0) each is refused.
+  for (const version of ['18.19.0', '20.0.0', '20.18.3', '21.7.3', '22.11.0']) {
+    it(`refuses node ${version}, naming its version`, () => {
+      const r = setup(`old-${version}`, `#!/bin/sh\necho ${version}\n`);
+      expect(r.code, r.err).toBe(1);
+      expect(r.err.trim()).toBe(`lockcheck setup: lockcheck needs Node 20.19 or newer (22.12 or newer past 20); this node is ${version}`);
+    });
+  }
+
+  it('takes the engines package.json names', () => {
+    expect((JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')) as { engines: { node: string } }).engines.node).toBe('^20.19.0 || >=22.12.0');
   });
 
   // As root on a machine whose apt cannot give what lockcheck looks for: `npm ci` a no-op, `id -u` 0.
@@ -57,6 +63,6 @@ describe('scripts/setup.sh', () => {
   it('says when there is no node at all', () => {
     const r = setup('none', null);
     expect(r.code, r.err).toBe(1);
-    expect(r.err.trim()).toBe('lockcheck setup: node is not on the PATH; lockcheck needs Node 20 or newer (https://nodejs.org)');
+    expect(r.err.trim()).toBe('lockcheck setup: node is not on the PATH; lockcheck needs Node 20.19 or newer (22.12 or newer past 20) (https://nodejs.org)');
   });
 });
