@@ -14,6 +14,7 @@ import type { StorePolicy } from '../conformance/history/event.ts';
 import { MalformedRecordingError } from './malformedRecording.ts';
 import { NEMESIS_FAULTS, type NemesisFault, unsupported } from '../conformance/stress/nemesis.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
+import { COMMAND_OPTIONS, OPTIONS } from './options.ts';
 import { UsageError } from './usage.ts';
 import { lockcheckVersion } from './version.ts';
 import { join, resolve as resolvePath, sep } from 'node:path';
@@ -189,22 +190,6 @@ function serverChoice(redis: readonly string[] | undefined, pg: string | undefin
   return { ...(urls !== undefined ? { redis: urls } : {}), ...(pg !== undefined ? { pg } : {}) };
 }
 
-/**
- * The options each command reads (--redis and --pg aside: each command says
- * itself whether it takes servers). parseArgs knows every command's options,
- * so without this one command's option given to another was silently ignored
- * (`check h.jsonl --seconds 60` ran with the default budget).
- */
-const COMMAND_OPTIONS: Record<string, readonly string[]> = {
-  matrix: ['runs', 'seed', 'out', 'json', 'junit', 'backend', 'faults', 'stress-seconds'],
-  run: ['backend', 'faults', 'path', 'seed', 'runs', 'json', 'junit', 'counterexample'],
-  replay: ['backend'],
-  check: ['json', 'report', 'store-policy', 'timeout-ms', 'memory-mib'],
-  failover: ['json'],
-  stress: ['backend', 'nemesis', 'store', 'ttl', 'clients', 'seconds', 'seed', 'resources', 'json', 'out'],
-  explore: ['depth', 'max-states', 'design', 'fault', 'seconds', 'budget', 'memory-mib', 'jobs'],
-};
-
 function rejectForeignOptions(command: string, values: Record<string, unknown>): void {
   const takes = COMMAND_OPTIONS[command];
   if (takes === undefined) return; // an unknown command: the switch says so
@@ -236,39 +221,6 @@ function sayWhenInterrupted(): void {
   }
 }
 
-/** Every option of every command, for parseArgs (each command's own: COMMAND_OPTIONS). */
-const OPTIONS = {
-  runs: { type: 'string' },
-  seed: { type: 'string' },
-  path: { type: 'string' },
-  faults: { type: 'string' },
-  backend: { type: 'string' },
-  out: { type: 'string' },
-  counterexample: { type: 'string' },
-  json: { type: 'boolean' },
-  junit: { type: 'string' },
-  depth: { type: 'string' },
-  'max-states': { type: 'string' },
-  seconds: { type: 'string' },
-  budget: { type: 'string' },
-  'memory-mib': { type: 'string' },
-  jobs: { type: 'string' },
-  design: { type: 'string' },
-  fault: { type: 'string' },
-  redis: { type: 'string', multiple: true },
-  pg: { type: 'string' },
-  report: { type: 'string' },
-  'store-policy': { type: 'string' },
-  'timeout-ms': { type: 'string' },
-  clients: { type: 'string' },
-  'stress-seconds': { type: 'string' },
-  nemesis: { type: 'string' },
-  store: { type: 'string' },
-  resources: { type: 'string' },
-  ttl: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean' },
-} as const;
 
 const COMMANDS = Object.keys(COMMAND_OPTIONS);
 

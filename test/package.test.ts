@@ -66,9 +66,32 @@ function documentedImports(): { statement: string; from: string; values: string[
   });
 }
 
+/**
+ * Every ts code block of the README and docs/*.md written as a user's file: it imports lockcheck by its package names (and
+ * at most the user's own adapter), so it must compile as written against the installed package. Blocks that import this
+ * repository's sources (say so beside them) and interface sketches with no import are not a user's file.
+ */
+function documentedFiles(): { name: string; text: string }[] {
+  const pages = ['README.md', ...readdirSync(join(repo, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  return pages.flatMap((page) => {
+    const text = readFileSync(join(repo, page), 'utf8');
+    return [...text.matchAll(/```ts\n([\s\S]*?)```/g)].flatMap((m) => {
+      const sources = [...m[1]!.matchAll(/^import\s[^;]*?\sfrom\s+'([^']+)';/gm)].map((i) => i[1]!);
+      if (!sources.some((f) => /^lockcheck(\/|$)/.test(f)) || sources.some((f) => f.startsWith('.') && !/\/my-adapter\.ts$/.test(f))) return [];
+      const line = text.slice(0, m.index).split('\n').length;
+      // A block importing '../my-adapter.ts' is a test file one directory down (docs/adapter.md's test/…).
+      const dir = sources.includes('../my-adapter.ts') ? 'docblocks/' : '';
+      return [{ name: `${dir}docblock-${page.replace(/\W/g, '-')}-${line}.ts`, text: m[1]! }];
+    });
+  });
+}
+
 describe('the npm package', () => {
   it('packs without tests or reports, installs into an empty project, and runs the suite and the CLI there', () => {
-    // Pack: `prepare` compiles the JavaScript and declarations into dist/.
+    // Pack: `prepare` compiles the JavaScript and declarations into dist/, from scratch: a compiled module whose source
+    // is gone (renamed, removed since the last build) is not shipped.
+    mkdirSync(join(repo, 'dist/model'), { recursive: true });
+    writeFileSync(join(repo, 'dist/model/removedSinceLastBuild.js'), 'export {};\n');
     const pack = sh(repo, 'npm', ['pack', '--json', '--pack-destination', dir]);
     expect(pack.code, pack.out).toBe(0);
     const packed = JSON.parse(pack.out.slice(pack.out.indexOf('['), pack.out.lastIndexOf(']') + 1)) as [{ filename: string; files: { path: string }[] }];
@@ -76,6 +99,7 @@ describe('the npm package', () => {
     expect(paths).toContain('dist/conformance/suite.js');
     expect(paths).toContain('dist/conformance/suite.d.ts');
     expect(paths).toContain('dist/cli/main.js');
+    expect(paths).not.toContain('dist/model/removedSinceLastBuild.js');
     // TypeScript sources ship only as documentation: the worked examples the packaged docs link to.
     expect(paths.filter((p) => /^(test|bench|\.ci|docs\/matrix)\/|\.test\.|(^|\/)[^/]+\.ts$/.test(p) && !p.endsWith('.d.ts') && !p.startsWith('docs/examples/'))).toEqual([]);
     expect(paths).toContain('docs/examples/tinyLock.ts');
@@ -152,6 +176,10 @@ describe('the npm package', () => {
     const documented = documentedImports();
     expect(documented.length).toBeGreaterThan(5);
     writeFileSync(join(project, 'entries.mjs'), entries.map((e, i) => `import * as e${i} from '${e}';\nif (typeof e${i} !== 'object') throw new Error('${e}');`).join('\n') + "\nconsole.log('entries ok');\n");
+    // ... and each has its declarations: a namespace import of every entry, type-checked below with the docs' files.
+    const manifestExports = manifestOf(project).exports as Record<string, { types?: string }>;
+    for (const [key, target] of Object.entries(manifestExports)) if (!key.endsWith('.json')) expect(target.types !== undefined && paths.includes(target.types.replace(/^\.\//, '')), key).toBe(true);
+    writeFileSync(join(project, 'docentries.ts'), entries.map((e, i) => `import * as e${i} from '${e}';\nexport const entry${i}: object = e${i};`).join('\n') + '\n');
     const loaded = sh(project, 'node', ['entries.mjs']);
     expect(loaded.out).toContain('entries ok');
     documented.forEach((d, i) => {
@@ -161,9 +189,14 @@ describe('the npm package', () => {
     writeFileSync(join(project, 'docs.mjs'), documented.flatMap((d, i) => (d.values.length > 0 ? [`await import('./doc${i}.mjs').catch((e) => console.log(${JSON.stringify(d.statement)} + ': ' + e.message));`] : [])).join('\n') + "\nconsole.log('docs ok');\n");
     const docs = sh(project, 'node', ['docs.mjs']);
     expect(docs.out.trim()).toBe('docs ok');
-    // The kit example of docs/adapter.md, exactly as written, type-checks against the installed package.
+    // Every code block the docs give as a user's file (the kit example of docs/adapter.md among them), exactly as written,
+    // type-checks against the installed package.
+    const docFiles = documentedFiles();
+    for (const page of ['README-md', 'docs-adapter-md', 'docs-etcd-md', 'docs-zookeeper-md', 'docs-histories-md']) expect(docFiles.some((f) => f.name.includes(`-${page}-`)), page).toBe(true);
+    mkdirSync(join(project, 'docblocks'));
+    for (const f of docFiles) writeFileSync(join(project, f.name), f.text);
     writeFileSync(join(project, 'my-kit-adapter.ts'), `${adapterDoc.match(/```ts\n(\/\/ my-adapter\.ts\n[\s\S]*?)```/)![1]}`);
-    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false, allowImportingTsExtensions: true }, include: ['doc*.ts', 'my-kit-adapter.ts', 'my-adapter.ts', 'test/good.test.ts'] }));
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false, allowImportingTsExtensions: true }, include: ['doc*.ts', 'docblocks/*.ts', 'my-kit-adapter.ts', 'my-adapter.ts', 'test/good.test.ts'] }));
     const tsc = sh(project, join(repo, 'node_modules/.bin/tsc'), ['-p', '.']);
     expect(tsc.out, tsc.out).toBe('');
     expect(tsc.code).toBe(0);

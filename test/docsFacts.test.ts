@@ -1,0 +1,79 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { COMMAND_OPTIONS, OPTIONS } from '../cli/options.ts';
+import { PROPERTY_IDS } from '../model/properties.ts';
+import { entryModules } from './publicApi.ts';
+
+/**
+ * What the docs state as fact about the command line, the npm scripts, the properties and the errors is what the
+ * code has: an option, script, property ID or error class a reader copies from a page exists (no network, no servers).
+ */
+const PAGES = ['README.md', 'spec/SPEC.md', 'conformance/adapters/README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const text = (page: string): string => readFileSync(page, 'utf8');
+const ALL = PAGES.map((p) => [p, text(p)] as const);
+
+/** `lockcheck <command> …` as the docs write it (in a code block or inline code): the command and the options given. */
+function commandLines(page: string, body: string): { where: string; command: string; options: string[] }[] {
+  // A command line runs to the end of its inline code span or, in a block, of its line (a trailing \ continues it).
+  const spans = [...body.matchAll(/```[a-z]*\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.replace(/\\\n/g, ' ').split('\n'));
+  const inline = [...body.replace(/```[\s\S]*?```/g, '').matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
+  // `npm start -- …` is `lockcheck matrix …`, `npm run explore -- …` is `lockcheck explore …` (package.json's scripts).
+  const npm: Record<string, string> = { start: 'matrix', 'run explore': 'explore' };
+  return [...spans, ...inline].flatMap((line) =>
+    [...line.matchAll(/\b(?:lockcheck(?:\.mjs)? (matrix|run|replay|check|failover|stress|explore)\b|npm (start|run explore) --(?=\s))([^#|;]*)/g)].map((m) => ({
+      where: `${page}: ${m[0].trim()}`,
+      command: m[1] ?? npm[m[2]!]!,
+      options: [...m[3]!.matchAll(/(?:^|\s)--([a-z][a-z-]*)/g)].map((o) => o[1]!),
+    })),
+  );
+}
+
+describe('the docs state the command line as it is', () => {
+  const help = spawnSync(process.execPath, ['cli/lockcheck.mjs', '--help'], { encoding: 'utf8', timeout: 60_000 });
+  const helpOptions = new Set([...help.stdout.matchAll(/(?:^|[\s([])--([a-z][a-z-]*)/gm)].map((m) => m[1]!));
+
+  it('--help lists every option the command line reads (but --help)', () => {
+    expect(help.status, help.stderr).toBe(0);
+    expect(Object.keys(OPTIONS).filter((o) => o !== 'help' && !helpOptions.has(o))).toEqual([]);
+    expect([...helpOptions].filter((o) => !(o in OPTIONS))).toEqual([]);
+  });
+
+  it('every option the command line reads is documented in README.md or docs/', () => {
+    const docs = ALL.map(([, b]) => b).join('\n');
+    expect(Object.keys(OPTIONS).filter((o) => !new RegExp(`--${o}\\b`).test(docs))).toEqual([]);
+  });
+
+  it('every lockcheck command line in the docs gives only options that command takes', () => {
+    const lines = ALL.flatMap(([p, b]) => commandLines(p, b));
+    expect(lines.length).toBeGreaterThan(20);
+    const wrong = lines.flatMap((l) => l.options.filter((o) => !['redis', 'pg', 'help'].includes(o) && !COMMAND_OPTIONS[l.command]!.includes(o)).map((o) => `${l.where}: --${o}`));
+    expect(wrong).toEqual([]);
+  });
+
+  it('every npm script the docs name exists in package.json', () => {
+    const scripts = Object.keys((JSON.parse(text('package.json')) as { scripts: Record<string, string> }).scripts);
+    const named = ALL.flatMap(([p, b]) => [...b.matchAll(/\bnpm (?:run(?: -s)? ([a-z][\w:-]*)|(start|test)\b)/g)].map((m) => ({ p, name: m[1] ?? m[2]! })));
+    expect(named.length).toBeGreaterThan(5);
+    expect(named.filter((n) => !scripts.includes(n.name)).map((n) => `${n.p}: npm run ${n.name}`)).toEqual([]);
+  });
+});
+
+describe('the docs name properties and errors that exist', () => {
+  it('every property ID in the docs is one the spec states', () => {
+    // LIN-1 is the history checker's (conformance/history/findings.ts); SHA-256 and UTF-8/16 are not IDs.
+    const known = new Set<string>([...PROPERTY_IDS, 'LIN-1', 'SHA-256', 'UTF-8', 'UTF-16']);
+    const spec = text('spec/SPEC.md');
+    for (const id of PROPERTY_IDS) expect(spec, id).toContain(`**${id}**`);
+    const unknown = ALL.flatMap(([p, b]) => [...b.matchAll(/\b[A-Z][A-Z0-9]*-\d+\b/g)].map((m) => m[0]).filter((id) => !known.has(id)).map((id) => `${p}: ${id}`));
+    expect(unknown).toEqual([]);
+  });
+
+  it('every error class in a docs table of errors is exported by the package (or is JavaScript\'s own)', async () => {
+    const listed = new Set(ALL.flatMap(([, b]) => [...b.matchAll(/^\| `([A-Z]\w*Error)` \|/gm)].map((m) => m[1]!)));
+    expect(listed.size).toBeGreaterThan(10);
+    const exported = new Set<string>();
+    for (const entry of entryModules(text('package.json'))) for (const name of Object.keys((await import(/* @vite-ignore */ `../${entry}`)) as object)) exported.add(name);
+    expect([...listed].filter((e) => !exported.has(e) && !(e in globalThis))).toEqual([]);
+  });
+});
