@@ -15,13 +15,13 @@ const dir = mkdtempSync(join(tmpdir(), 'lockcheck-setup-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
- * setup.sh with PATH = a directory holding only dirname (the script's first command) and the given scripts (`node`,
+ * setup.sh with PATH = a directory holding only dirname and uname (POSIX tools it uses) and the given scripts (`node`,
  * and `npm`, `id`, `apt-get` stand-ins: nothing is installed for real), so every command-line tool it checks is absent.
  */
 function setup(name: string, node: string | null, fakes: Record<string, string> = {}): { code: number | null; err: string } {
   const bin = join(dir, name);
   mkdirSync(bin);
-  symlinkSync('/usr/bin/dirname', join(bin, 'dirname'));
+  for (const tool of ['dirname', 'uname']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
   for (const [command, text] of Object.entries({ ...(node === null ? {} : { node }), ...fakes })) {
     writeFileSync(join(bin, command), text);
     chmodSync(join(bin, command), 0o755);
