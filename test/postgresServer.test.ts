@@ -1,8 +1,9 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresServer, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
+import { PostgresServer, StoppedWhileStarting, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
 import { alive } from './probes.ts';
 
 const servers: PostgresServer[] = [];
@@ -250,4 +251,53 @@ describe('PostgresServer (real PostgreSQL 15): restart, crash, stop', () => {
     await server.stop();
     await expect(server.restart()).rejects.toThrow(/stopped/);
   });
+});
+
+/** The pids of this process's live descendants whose command is `comm`. */
+function descendantsNamed(comm: string): number[] {
+  const parentOf = new Map<number, number>();
+  const names = new Map<number, string>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') continue;
+      parentOf.set(Number(entry), Number(fields[1]));
+      names.set(Number(entry), readFileSync(`/proc/${entry}/comm`, 'utf8').trim());
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const ours = (pid: number): boolean => {
+    for (let p = parentOf.get(pid); p !== undefined; p = parentOf.get(p)) if (p === process.pid) return true;
+    return false;
+  };
+  return [...names].filter(([pid, name]) => name === comm && ours(pid)).map(([pid]) => pid);
+}
+
+describe('PostgresServer: stopped while it starts', () => {
+  it('a stop during initdb kills initdb, removes the directory, and start() rejects StoppedWhileStarting', async () => {
+    const starting = PostgresServer.start({ parentDir: '/dev/shm' });
+    const settled = starting.then(
+      () => null,
+      (error: unknown) => error,
+    );
+    // Polled, not slept: initdb runs for a second or more, its process is seen long before it ends.
+    let initdb: number[] = [];
+    const until = Date.now() + 30_000;
+    while (initdb.length === 0 && Date.now() < until) {
+      initdb = descendantsNamed('initdb');
+      if (initdb.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(initdb.length, 'initdb was seen running').toBe(1);
+    const dataDir = readFileSync(`/proc/${initdb[0]}/cmdline`, 'utf8').split('\0')[2]!;
+    await stopAllPostgresServers();
+    // stop() waited for initdb: it is gone (reaped) once the stop resolves, and so is the directory.
+    expect(existsSync(`/proc/${initdb[0]}`), `initdb ${initdb[0]} after stop`).toBe(false);
+    expect(existsSync(dirname(dataDir))).toBe(false);
+    const error = await waitFor(settled, 30_000, 'start() to settle');
+    expect(error).toBeInstanceOf(StoppedWhileStarting);
+    expect(String((error as Error).message)).toMatch(/stop\(\) came while it was starting/);
+  }, 60_000);
 });

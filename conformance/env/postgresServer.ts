@@ -49,6 +49,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
+import { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 import { LiveServers } from './liveServers.ts';
 import { onFreePort, onSamePort } from './processes.ts';
 import { Guard } from './watchdog.ts';
@@ -59,6 +60,7 @@ import { InvalidInputError } from '../../model/errors.ts';
 import { registerSecret } from './redact.ts';
 
 export { EnvironmentError } from './faketime.ts';
+export { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 
 export const POSTGRES_BIN_DIR = '/usr/lib/postgresql/15/bin';
 
@@ -161,6 +163,8 @@ export class PostgresServer {
   #pid = -1;
   #paused = false;
   #stopping: Promise<void> | null = null;
+  /** initdb while it runs: stop() and the exit handlers kill it (it runs detached, so no Ctrl-C reaches it). */
+  #tool: { readonly child: ChildProcess; readonly closed: Promise<void> } | null = null;
   #timings: PostgresStartTimings = { initdbMs: 0, startMs: 0 };
   /** The watchdog's record of this cluster: killed and removed should this process die without cleaning up. */
   readonly #guard: Guard;
@@ -201,11 +205,14 @@ export class PostgresServer {
     try {
       if (runAs !== null) await chown(dir, runAs.uid, runAs.gid);
       const initdbStarted = Date.now();
+      server.#assertStillStarting('initdb');
       await server.#initdb(deadline);
       const initdbMs = Date.now() - initdbStarted;
       const started = await onFreePort(
         deadline,
         async (port) => {
+          // A stop() during initdb or the port's claim removed the directory: nothing more is spawned.
+          server.#assertStillStarting('the postmaster');
           server.#port = port;
           const result = await server.#spawnAndWait(deadline);
           if (result.outcome !== 'ready') return 'address-in-use';
@@ -217,9 +224,17 @@ export class PostgresServer {
       server.#releasePort = started.release;
       return started.value;
     } catch (error) {
+      // What failed after a stop() is the stop's doing (a killed initdb, a missing directory), not the environment's.
+      const stoppedWhileStarting = server.#stopping !== null;
       await server.stop();
+      if (stoppedWhileStarting && !(error instanceof StoppedWhileStarting)) throw new StoppedWhileStarting(`PostgresServer (dir ${dir}): stop() came while it was starting`, { cause: error });
       throw error;
     }
+  }
+
+  /** Throws StoppedWhileStarting once stop() was called: `next` (what start() was about to run) is not run. */
+  #assertStillStarting(next: string): void {
+    if (this.#stopping !== null) throw new StoppedWhileStarting(`PostgresServer (dir ${this.#dir}): stop() came while it was starting, before ${next}`);
   }
 
   /** The TCP port it listens on (the same across restarts). */
@@ -353,6 +368,7 @@ export class PostgresServer {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       try {
+        await this.#killTool();
         await this.#shutdownImmediate();
       } finally {
         removeStaleShmem(this.dataDir, this.#pid);
@@ -376,6 +392,8 @@ export class PostgresServer {
 
   /** Synchronous last-resort cleanup for the exit handler: SIGKILL everything, remove the directory. */
   killSync(): void {
+    const tool = this.#tool?.child;
+    if (tool?.pid !== undefined) signalPid(-tool.pid, 'SIGKILL');
     const child = this.#child;
     if (child !== null && childAlive(child)) {
       const postmaster = this.#pid;
@@ -457,7 +475,12 @@ export class PostgresServer {
       '--locale=C',
       '--no-instructions',
     ];
-    const result = await runTool(join(POSTGRES_BIN_DIR, 'initdb'), args, this.#spawnOptions(), Math.max(1, deadline - Date.now()));
+    const result = await runTool(join(POSTGRES_BIN_DIR, 'initdb'), args, this.#spawnOptions(), Math.max(1, deadline - Date.now()), (child, closed) => {
+      this.#tool = { child, closed };
+      if (child.pid !== undefined) this.#guard.set({ processes: [{ pid: child.pid, group: true }], dirs: [this.#dir] });
+    }).finally(() => {
+      this.#tool = null;
+    });
     if (result.timedOut || result.code !== 0) {
       const why = result.timedOut
         ? `did not finish within the ${this.startTimeoutMs} ms start bound`
@@ -533,6 +556,14 @@ export class PostgresServer {
         ? `postgres exited during start-up${failed ? ` (${failed.message})` : ''}`
         : `not accepting connections within the ${this.startTimeoutMs} ms bound`,
     );
+  }
+
+  /** SIGKILL initdb's process group, should it be running, and wait for it to close. */
+  async #killTool(): Promise<void> {
+    const tool = this.#tool;
+    if (tool === null) return;
+    if (tool.child.pid !== undefined) signalPid(-tool.child.pid, 'SIGKILL');
+    if (!(await finishWithin(tool.closed, KILL_WAIT_MS))) throw new Error(`PostgresServer: initdb ${tool.child.pid} did not exit within ${KILL_WAIT_MS} ms of SIGKILL`);
   }
 
   /** SIGQUIT (immediate shutdown) and wait; SIGKILL everything after SHUTDOWN_TIMEOUT_MS. No-op when not running. */
@@ -643,9 +674,18 @@ function runTool(
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number; gid?: number },
   timeoutMs: number,
+  /** Told the child and its close as soon as it is spawned. */
+  onSpawn: (child: ChildProcess, closed: Promise<void>) => void = () => undefined,
 ): Promise<ToolResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    onSpawn(
+      child,
+      new Promise<void>((done) => {
+        child.once('close', () => done());
+        child.once('error', () => done());
+      }),
+    );
     let output = '';
     let timedOut = false;
     const capture = (chunk: Buffer): void => {
