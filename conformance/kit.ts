@@ -10,6 +10,7 @@
  * process.
  */
 export { EnvironmentError } from './env/faketime.ts';
+export { StoppedWhileStarting } from './env/stoppedWhileStarting.ts';
 export { RedisServer, stopAllRedisServers } from './env/redisServer.ts';
 export type { RedisPersistence, RedisServerOptions } from './env/redisServer.ts';
 export { PostgresServer, stopAllPostgresServers } from './env/postgresServer.ts';
