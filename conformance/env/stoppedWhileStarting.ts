@@ -10,6 +10,8 @@ export class StoppedWhileStarting extends EnvironmentError {
   readonly stoppedWhileStarting = true;
   constructor(message: string, options?: { readonly cause?: unknown }) {
     super(message);
-    if (options !== undefined) this.cause = options.cause;
+    // Read as any caller may pass it (the kit exports the class): a junk options value carries no cause, and throws nothing.
+    const cause: unknown = typeof options === 'object' && options !== null ? (options as { readonly cause?: unknown }).cause : undefined;
+    if (cause !== undefined) this.cause = cause;
   }
 }
