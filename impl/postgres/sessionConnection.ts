@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { LockSettings } from './attempts.ts';
 import { destroyConnection, endWithin, replyMissing } from './attempts.ts';
 import { ensureSchema } from './schema.ts';
-import { endsSession } from './sessionEnd.ts';
+import { loseOnSessionEnd } from './sessionEnd.ts';
 import type { Param } from './wire/codec.ts';
 import type { CallDone, PreparedStatement, Row } from './wire/connection.ts';
 import { EncodedCall, WireConnection } from './wire/connection.ts';
@@ -124,10 +124,7 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
   };
   client.on('error', lost);
   client.on('end', lost);
-  // A FATAL error failing a statement in flight reaches its caller a turn before the close: the session's locks are lost as it is read (as the wire client does).
-  (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('errorMessage', (message: unknown) => {
-    if (endsSession(message)) lost();
-  });
+  loseOnSessionEnd(client, lost);
   try {
     await s.statement(async () => {
       await client.connect();

@@ -11,7 +11,7 @@ import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC
 import { isRefusal, UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, MINT, TRY_LOCK_AND_MINT } from './schema.ts';
-import { endsSession } from './sessionEnd.ts';
+import { loseOnSessionEnd } from './sessionEnd.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import type { Queryable } from './store.ts';
 
@@ -439,13 +439,8 @@ export class PostgresTransactionLock {
     };
     client.on('error', lost);
     client.on('end', lost);
-    // A FATAL error that fails a statement in flight (pg_terminate_backend, a shutdown) reaches the
-    // caller a turn before the close: the lease is lost as the message is read, so a caller that
-    // learns of it by its own statement's failure already finds its lease lost ('connection-lost'),
-    // and a release after it says the transaction was gone rather than 'released' over a freed lock.
-    (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('errorMessage', (message: unknown) => {
-      if (endsSession(message)) lost();
-    });
+    // A release after a FATAL then finds the lease lost ('connection-lost'), not 'released' over a freed lock.
+    loseOnSessionEnd(client, lost);
     try {
       await this.#s.statement(async () => {
         await client.connect();
