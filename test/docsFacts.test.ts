@@ -77,3 +77,12 @@ describe('the docs name properties and errors that exist', () => {
     expect([...listed].filter((e) => !exported.has(e) && !(e in globalThis))).toEqual([]);
   });
 });
+
+describe('package-lock.json states the package as package.json does', () => {
+  it('the lock\'s root entry has package.json\'s name, version, engines and dependencies', () => {
+    // npm ci checks the dependencies against the lock but not the rest: an engines range changed in one file only slipped through.
+    const pkg = JSON.parse(text('package.json')) as Record<string, unknown>;
+    const root = (JSON.parse(text('package-lock.json')) as { packages: Record<string, Record<string, unknown>> }).packages['']!;
+    for (const field of ['name', 'version', 'engines', 'dependencies', 'devDependencies', 'peerDependencies', 'bin', 'license']) expect(root[field], field).toEqual(pkg[field]);
+  });
+});
