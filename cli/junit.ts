@@ -1,3 +1,4 @@
+import { redactMarkup } from '../conformance/env/redactMarkup.ts';
 /** A JUnit XML report, for CI systems that show test results: one test case per backend or matrix cell. */
 export interface JUnitCase {
   readonly name: string;
@@ -19,7 +20,12 @@ function esc(s: string): string {
     .replaceAll('"', '&quot;');
 }
 
+/** The report, its secrets redacted as the reader sees them (redactMarkup), as every report lockcheck hands out. */
 export function junitXml(suite: string, cases: readonly JUnitCase[]): string {
+  return redactMarkup(junitMarkup(suite, cases));
+}
+
+function junitMarkup(suite: string, cases: readonly JUnitCase[]): string {
   const failures = cases.filter((c) => c.failure !== null).length;
   const time = (cases.reduce((t, c) => t + c.timeMs, 0) / 1000).toFixed(3);
   return [
