@@ -1,4 +1,5 @@
 import { redactMarkup } from '../conformance/env/redactMarkup.ts';
+import { visibleControls } from '../conformance/env/redact.ts';
 /** A JUnit XML report, for CI systems that show test results: one test case per backend or matrix cell. */
 export interface JUnitCase {
   readonly name: string;
@@ -20,9 +21,9 @@ function esc(s: string): string {
     .replaceAll('"', '&quot;');
 }
 
-/** The report, its secrets redacted as the reader sees them (redactMarkup), as every report lockcheck hands out. */
+/** The report, its secrets redacted as the reader sees them (redactMarkup) and its control characters shown (visibleControls), as every report lockcheck hands out. */
 export function junitXml(suite: string, cases: readonly JUnitCase[]): string {
-  return redactMarkup(junitMarkup(suite, cases));
+  return visibleControls(redactMarkup(junitMarkup(suite, cases)));
 }
 
 function junitMarkup(suite: string, cases: readonly JUnitCase[]): string {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { makeOutputDir, writeRedacted } from '../env/outputFile.ts';
 import { redactMarkup } from '../env/redactMarkup.ts';
+import { visibleControls } from '../env/redact.ts';
 import type { CheckReport } from './check.ts';
 import { readHistory } from './check.ts';
 import { checkReport } from './reportInput.ts';
@@ -62,10 +63,11 @@ function opLabel(o: OperationRecord): string {
  * InvalidInputError for a report not shaped as CheckReport. Secrets are
  * redacted as in every written report (redactMarkup): a client's error
  * message may quote a URL with its password, and the caller prints or
- * stores what it gets.
+ * stores what it gets; control characters are shown (visibleControls), as in
+ * every output.
  */
 export function historyReportHtml(given: History, report: CheckReport, title = 'lockcheck history'): string {
-  return redactMarkup(historyPage(given, report, title));
+  return visibleControls(redactMarkup(historyPage(given, report, title)));
 }
 
 /** The page before redaction: writeHistoryReport's writer redacts it once, as it writes. */
