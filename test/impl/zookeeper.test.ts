@@ -1210,6 +1210,39 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
     expect(await store.read('race')).toEqual({ value: 'v8', token: 8n });
   });
 
+  it('a write whose cell another writer moved between its read and its write is judged again, never lands stale (setData at the version read)', async () => {
+    const r = root();
+    const a = zookeeperFencedStore(node(), 'monotonic', { root: r });
+    const b = zookeeperFencedStore(node(), 'monotonic', { root: r });
+    expect(await a.write('cas', 5n, 'five')).toEqual({ kind: 'accepted' });
+    // The race made certain on the real ensemble: a's read of the cell is answered, then b writes a higher token, then a writes.
+    type GetData = (path: string, ...rest: unknown[]) => void;
+    // The library's Client class, from a client never connected (it is not exported).
+    const proto = Object.getPrototypeOf(zookeeper.createClient('127.0.0.1:1')) as { getData: GetData };
+    const getData = proto.getData;
+    // Held in an object: set inside the callback, which the compiler's narrowing does not see.
+    const race: { written: Promise<unknown> | null } = { written: null };
+    proto.getData = function (this: unknown, path: string, ...rest: unknown[]): void {
+      const done = rest.pop() as (...reply: unknown[]) => void;
+      if (race.written !== null || path !== cellPath('cas', r)) return getData.call(this, path, ...rest, done);
+      proto.getData = getData;
+      return getData.call(this, path, ...rest, (...reply: unknown[]) => {
+        race.written = b.write('cas', 9n, 'nine');
+        race.written.then(
+          () => done(...reply),
+          () => done(...reply),
+        );
+      });
+    };
+    try {
+      expect(await a.write('cas', 7n, 'seven')).toEqual({ kind: 'rejected', highest: 9n });
+    } finally {
+      proto.getData = getData;
+    }
+    expect(await race.written).toEqual({ kind: 'accepted' });
+    expect(await a.read('cas')).toEqual({ value: 'nine', token: 9n });
+  });
+
   it('refuses bad input with typed errors and a transactional policy', async () => {
     const n = node();
     const r = root();
