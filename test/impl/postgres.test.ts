@@ -933,6 +933,25 @@ describe('postgresFencedStore', () => {
     expect(await store.read('r')).toEqual({ value: null, token: null });
   });
 
+  it("a value past PostgreSQL's 1 GB bound on a field and a message is refused before it is sent (precondition), and the connection stays up", async () => {
+    const c = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 60_000 });
+    await c.connect();
+    try {
+      const store = postgresFencedStore(c, 'strict');
+      const most = 2 ** 30 - 1024;
+      // Characters of three UTF-8 bytes each, never encoded: past the server's bound (it ended the session: an outage, read so at every retry).
+      const past = await thrown(store.write('huge', 1n, '\u0939'.repeat(Math.floor(2 ** 30 / 3) + 1)));
+      expect(past).toMatchObject({ code: 'precondition', message: `precondition: value too large for a PostgreSQL store cell: ${2 ** 30 + 2} bytes, at most ${most} (PostgreSQL's 1 GB bound on a field and on a message, less room for the write's other parameters)` });
+      // Characters of two UTF-8 bytes each (a one-byte string in memory): the bound plus 2 bytes.
+      const e = await thrown(store.write('huge', 1n, '\u00e9'.repeat(most / 2 + 1)));
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect(e).toMatchObject({ code: 'precondition', message: `precondition: value too large for a PostgreSQL store cell: ${most + 2} bytes, at most ${most} (PostgreSQL's 1 GB bound on a field and on a message, less room for the write's other parameters)` });
+      expect(await store.write('huge', 1n, 'small')).toEqual({ kind: 'accepted' });
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  });
+
   it('strict: only a larger token writes, the rejection names the highest', async () => {
     const store = postgresFencedStore(admin, 'strict');
     expect(await store.write('r', 5n, 'a')).toEqual({ kind: 'accepted' });
