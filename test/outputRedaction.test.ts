@@ -5,6 +5,10 @@ import { historyReportHtml } from '../conformance/history/report.ts';
 import { htmlTimeline, textTimeline } from '../conformance/timeline.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { junitXml } from '../cli/junit.ts';
+import { checkMisconfigurations } from '../conformance/configuration.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import { designs } from '../model/design.ts';
+import { InvalidInputError } from '../impl/errors.ts';
 
 /**
  * Every function that hands a report's text back (not only the writers that
@@ -49,5 +53,16 @@ describe('report outputs returned to the caller: secrets redacted', () => {
     const xml = junitXml(`suite ${URL_WITH_PASSWORD}`, [{ name: 'c', failure: `failed: password=${PASSWORD}`, timeMs: 1 }]);
     expect(xml).not.toContain(PASSWORD);
     expect(xml).toContain('password=&lt;redacted&gt;');
+  });
+
+  it('checkMisconfigurations: the lines it returns quote the refusal, redacted', async () => {
+    const backend = {
+      ...simLeaseBackend(designs.redisSingle(), 'strict'),
+      misconfigurations: [{ what: 'a bad url', names: 'nodes', attempt: async () => Promise.reject(new InvalidInputError('invalid-config', `cannot use ${URL_WITH_PASSWORD}`)) }],
+    };
+    const problems = await checkMisconfigurations(backend);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('postgres://db.example:5432/app');
+    expect(problems[0]).not.toContain(PASSWORD);
   });
 });
