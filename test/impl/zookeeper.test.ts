@@ -804,6 +804,18 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await n.closeSession(s);
   });
 
+  it("a znode path past the ensemble's 1 MiB request bound is refused before it is sent (precondition); the store's session stays up", async () => {
+    const n = node();
+    const r = root();
+    const long = `${r}/cell/${'p'.repeat(1_100_000)}`;
+    for (const [call, name] of [[n.get(long), 'path'], [n.children(long), 'dir']] as const) {
+      const e = await thrown(call);
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect(e).toMatchObject({ code: 'precondition', message: `precondition: ${name} too long for a ZooKeeper request: ${long.length} bytes, at most 1047552` });
+    }
+    expect(await n.fencedWrite(`${r}/cell/c`, 1n, 'v', 'strict')).toEqual({ kind: 'accepted' });
+  });
+
   it('a waiting acquire on the system clock (fractional ms left to wait) is granted when the holder releases: the checked waitMs takes fractions', async () => {
     const r = root();
     const holderNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
