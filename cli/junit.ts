@@ -1,3 +1,5 @@
+import { redactMarkup } from '../conformance/env/redactMarkup.ts';
+import { visibleControls } from '../conformance/env/redact.ts';
 /** A JUnit XML report, for CI systems that show test results: one test case per backend or matrix cell. */
 export interface JUnitCase {
   readonly name: string;
@@ -19,7 +21,12 @@ function esc(s: string): string {
     .replaceAll('"', '&quot;');
 }
 
+/** The report, its secrets redacted as the reader sees them (redactMarkup) and its control characters shown (visibleControls), as every report lockcheck hands out. */
 export function junitXml(suite: string, cases: readonly JUnitCase[]): string {
+  return visibleControls(redactMarkup(junitMarkup(suite, cases)));
+}
+
+function junitMarkup(suite: string, cases: readonly JUnitCase[]): string {
   const failures = cases.filter((c) => c.failure !== null).length;
   const time = (cases.reduce((t, c) => t + c.timeMs, 0) / 1000).toFixed(3);
   return [

@@ -1,4 +1,5 @@
 import { makeOutputDir, writeRedacted } from './env/outputFile.ts';
+import { terminalSafe } from './env/redact.ts';
 import { dirname } from 'node:path';
 import fc from 'fast-check';
 import type { Command } from '../model/command.ts';
@@ -349,7 +350,8 @@ function checkFailure(report: RunReport, options: CheckOptions, f: Omit<CheckFai
   const message = [textTimeline(report), '', found, options.timelineFile !== undefined ? `timeline: ${options.timelineFile}` : '', 'schedule:', ...report.steps.map((s, i) => `  ${i + 1}. ${describeCommand(s.command)}`)]
     .filter((l) => l !== '')
     .join('\n');
-  return { ...rest, report, properties: verdictProperties(report.verdict), shrunkLength: report.steps.length, message };
+  // Redacted and its controls shown, as the timeline is: the message reaches a test runner's output, where no filter runs.
+  return { ...rest, report, properties: verdictProperties(report.verdict), shrunkLength: report.steps.length, message: terminalSafe(message) };
 }
 
 /** `options.schedule` run once as it is: the failure it shows (no shrinking, nothing to minimise), or none. */

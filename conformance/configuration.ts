@@ -2,6 +2,7 @@ import type { BackendUnderTest } from './adapter.ts';
 import { isInvalidInput } from './contract.ts';
 import { describeThrown } from './thrown.ts';
 import { AdapterApiError, checkBackendApi } from './backendApi.ts';
+import { terminalSafe } from './env/redact.ts';
 
 /**
  * A configuration a backend must refuse. `attempt` builds the backend so
@@ -21,7 +22,8 @@ export interface Misconfiguration {
  * Tries each of the backend's misconfigurations (spec: bad input gets a clear
  * typed error). Returns one line per configuration that was accepted, or
  * refused otherwise than with an InvalidInputError of code invalid-config
- * whose message names the option.
+ * whose message names the option. The lines are redacted, their control
+ * characters shown (terminalSafe).
  */
 export async function checkMisconfigurations(backend: BackendUnderTest): Promise<string[]> {
   checkBackendApi(backend, 'checkMisconfigurations: the backend');
@@ -49,5 +51,6 @@ export async function checkMisconfigurations(backend: BackendUnderTest): Promise
     else if ((error as { code?: unknown }).code !== 'invalid-config') problems.push(`${backend.name}: ${m.what} was refused with code ${String((error as { code?: unknown }).code)}, not invalid-config`);
     else if (!(error as Error).message.includes(m.names)) problems.push(`${backend.name}: ${m.what} was refused with "${(error as Error).message}", which does not name ${m.names}`);
   }
-  return problems;
+  // Text for a test runner's output, where no filter runs: a refusal may quote the URL with its password.
+  return problems.map(terminalSafe);
 }

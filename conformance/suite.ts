@@ -11,6 +11,7 @@ import { checkSuiteOptions } from './options.ts';
 import { checkObject, shown } from '../impl/options.ts';
 import { quotedInput } from './quotedInput.ts';
 import { InvalidInputError } from '../model/errors.ts';
+import { terminalSafe } from './env/redact.ts';
 
 /**
  * Registers the conformance suite for a backend in the caller's vitest file:
@@ -102,7 +103,8 @@ export function conformanceSuite(backend: BackendUnderTest, options: SuiteOption
         // What is left of a quarter of the test's time once a failure is found: the failure is reported, not the timeout.
         minimise: { limitMs: timeoutMs / 4 },
       });
-      for (const w of Object.keys(result.warnings)) process.stderr.write(`warning: ${backend.name}: ${w}\n`);
+      // Redacted, controls shown: vitest's stderr has no filter (an adapter's name or warning may quote a URL with its password).
+      for (const w of Object.keys(result.warnings)) process.stderr.write(`${terminalSafe(`warning: ${backend.name}: ${w}`)}\n`);
       if (result.failure !== null) throw new Error(result.failure.message);
     },
     o.timeoutMs ?? 120_000,

@@ -6,6 +6,8 @@ import { escapedText } from '../model/shownText.ts';
 import type { ExecutedStep, RunReport } from './verdict.ts';
 import { verdictProperties } from './verdict.ts';
 import { checkRunReport } from './reportInput.ts';
+import { terminalSafe, visibleControls } from './env/redact.ts';
+import { redactMarkup } from './env/redactMarkup.ts';
 
 /**
  * Counterexamples people can read: one lane per client and per node and one
@@ -56,7 +58,7 @@ function passedLines(report: RunReport): string[] {
   return (report.deviations ?? []).map((d) => `  went past at step ${d.step.index + 1}: ${d.property}, ${d.consequence.kind}: ${d.consequence.what}: ${d.message}`);
 }
 
-/** The run as numbered steps: time, lane, command, outcome, leases (token < deadline in true ms), node clocks. */
+/** The run as numbered steps: time, lane, command, outcome, leases (token < deadline in true ms), node clocks; secrets redacted (an adapter's name or message may quote a URL with its password); control characters shown as the terminal shows them. */
 export function textTimeline(report: RunReport): string {
   checkRunReport(report);
   // The backend's name and the messages are the adapter's text: one line each, whatever they hold.
@@ -64,16 +66,20 @@ export function textTimeline(report: RunReport): string {
   report.steps.forEach((s, i) => lines.push(`${String(i + 1).padStart(3)}. ${stepLine(s)}`));
   const v = report.verdict;
   if (v.kind === 'conformance-failure') lines.push('', `allowed: ${v.step.allowed.map(describeOutcome).join(' | ')}`, `actual:  ${describeOutcome(v.step.actual)}`);
-  return lines.join('\n');
+  return terminalSafe(lines.join('\n'));
 }
 
 function esc(s: string): string {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 }
 
-/** A self-contained HTML page: the SVG lanes, then the steps as a table. */
+/** A self-contained HTML page: the SVG lanes, then the steps as a table; secrets redacted as the page reads (redactMarkup); control characters shown as the terminal shows them. */
 export function htmlTimeline(report: RunReport): string {
   checkRunReport(report);
+  return visibleControls(redactMarkup(timelinePage(report)));
+}
+
+function timelinePage(report: RunReport): string {
   const all = lanes(report);
   const laneH = 46;
   const left = 110;

@@ -146,6 +146,17 @@ export class LeaseLostError extends Error {
   }
 }
 
+/**
+ * Relabels a loss already signalled (lockcheck's own leases only; not exported
+ * from the package): a release that went out fired 'released', and its
+ * session ended before the unlock was confirmed, so the lock went with the
+ * session: from then on the reason reads 'connection-lost'.
+ */
+export function relabelLoss(e: LeaseLostError, reason: LeaseLostError['reason'], resource: string): void {
+  Object.defineProperty(e, 'reason', { value: reason, enumerable: true, configurable: true });
+  Object.defineProperty(e, 'message', { value: `lease on '${asText(resource)}' ${asText(reason)}`, enumerable: false, writable: true, configurable: true });
+}
+
 /** Bounds a promise by a deadline on `clock`. */
 export function withTimeout<T>(clock: import('./clock.ts').MonotonicClock, ms: number, what: string, work: Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {

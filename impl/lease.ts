@@ -1,5 +1,5 @@
 import type { MonotonicClock } from './clock.ts';
-import { LeaseLostError } from './errors.ts';
+import { LeaseLostError, relabelLoss } from './errors.ts';
 
 /**
  * A granted lock. `validUntilMs` is on the client's monotonic clock; the
@@ -100,6 +100,20 @@ export class LeaseHandle implements Lease {
   lose(reason: LeaseLostError['reason']): void {
     this.#judge();
     this.#end(reason);
+  }
+
+  /**
+   * A release that went out (its signal fired 'released') whose session ended
+   * before the release was confirmed: the lock went with the session, not with
+   * a release the caller may take as landed, so the reason reads
+   * 'connection-lost' from now on (listeners that ran at the send saw
+   * 'released'). Nothing for a lease lost for another reason.
+   */
+  releaseUnconfirmed(): void {
+    if (this.#lost !== 'released') return;
+    this.#lost = 'connection-lost';
+    const fired: unknown = this.#controller === null ? undefined : Reflect.get(AbortSignal.prototype, 'reason', this.#controller.signal);
+    if (fired instanceof LeaseLostError) relabelLoss(fired, 'connection-lost', this.resource);
   }
 
   #end(reason: LeaseLostError['reason']): void {

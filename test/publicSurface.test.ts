@@ -28,7 +28,7 @@ const PUBLIC = {
   ZookeeperLock: { methods: ['acquire', 'extend', 'release', 'trackedLeases', 'clockOf'], extensionPoints: [] },
   PostgresSessionLock: { methods: ['acquire', 'release', 'backendPid', 'close'], extensionPoints: [] },
   PostgresTransactionLock: { methods: ['acquire', 'release', 'rollback', 'withLock', 'leaseFor', 'queryable', 'backendPids', 'close'], extensionPoints: [] },
-  LeaseHandle: { methods: ['validUntilMs', 'signal', 'lost', 'extendTo', 'limitTo', 'lose'], extensionPoints: ['fireAtMs'] },
+  LeaseHandle: { methods: ['validUntilMs', 'signal', 'lost', 'extendTo', 'limitTo', 'lose', 'releaseUnconfirmed'], extensionPoints: ['fireAtMs'] },
 } as const;
 
 function prototypeNames(c: { prototype: object }): string[] {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { redactSecrets } from './redact.ts';
+import { redactSecrets, visibleControls } from './redact.ts';
 import { redactMarkup } from './redactMarkup.ts';
 import { messageText } from '../../impl/errorText.ts';
 
@@ -245,7 +245,8 @@ export function writeRedacted(path: string, text: string, what = 'the file', for
   } catch {
     stat = null; // not there yet: created by the rename
   }
-  const bytes = Buffer.from(format === 'markup' ? redactMarkup(text) : redactSecrets(text), 'utf8');
+  // Control characters shown as the terminal shows them (a bidirectional override in a name reverses what follows); lossless in JSON.
+  const bytes = Buffer.from(visibleControls(format === 'markup' ? redactMarkup(text) : redactSecrets(text)), 'utf8');
   if (stat === null || stat.isFile()) replaceWhole(target, bytes, stat?.mode, what, path);
   else {
     // What a link leads to, too: the user's own link to another user's FIFO would wait as long.

@@ -202,7 +202,19 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200
  * the same character, so --json output stays JSON.
  */
 export function terminalSafe(text: string): string {
-  return redactSecrets(text).replace(CONTROL, (c) => {
+  return visibleControls(redactSecrets(text));
+}
+
+/**
+ * The control characters of `text` shown as terminalSafe shows them (C0 but
+ * tab, newline and carriage return as \xNN; DEL, C1, the separators and the
+ * bidirectional controls as \uNNNN), and nothing else changed: every text
+ * output (JUnit XML, HTML, markdown, JSON and text files) shows them so. In
+ * JSON they only ever stand inside strings, where \uNNNN is the same
+ * character (JSON.stringify escapes C0 itself), so JSON stays the same data.
+ */
+export function visibleControls(text: string): string {
+  return text.replace(CONTROL, (c) => {
     const code = c.charCodeAt(0);
     return code < 0x7f ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
   });

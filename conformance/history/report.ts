@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { makeOutputDir, writeRedacted } from '../env/outputFile.ts';
+import { redactMarkup } from '../env/redactMarkup.ts';
+import { visibleControls } from '../env/redact.ts';
 import type { CheckReport } from './check.ts';
 import { readHistory } from './check.ts';
 import { checkReport } from './reportInput.ts';
@@ -58,9 +60,18 @@ function opLabel(o: OperationRecord): string {
  * The report as a self-contained HTML page titled `title`: the verdict, each
  * check, the findings, and a timeline of the processes' operations, holds
  * and faults. Throws HistoryFormatError for a malformed history and
- * InvalidInputError for a report not shaped as CheckReport.
+ * InvalidInputError for a report not shaped as CheckReport. Secrets are
+ * redacted as in every written report (redactMarkup): a client's error
+ * message may quote a URL with its password, and the caller prints or
+ * stores what it gets; control characters are shown (visibleControls), as in
+ * every output.
  */
 export function historyReportHtml(given: History, report: CheckReport, title = 'lockcheck history'): string {
+  return visibleControls(redactMarkup(historyPage(given, report, title)));
+}
+
+/** The page before redaction: writeHistoryReport's writer redacts it once, as it writes. */
+function historyPage(given: History, report: CheckReport, title = 'lockcheck history'): string {
   // The history as checkHistory reads it (a HistoryFormatError naming a malformed event), and the report's shape: before any of it is drawn.
   const history = readHistory(given);
   checkReport(report);
@@ -157,7 +168,7 @@ function drawFault(parts: string[], f: FaultInterval, x: (t: number) => number, 
 export function writeHistoryReport(dir: string, history: History, report: CheckReport, title?: string): string {
   checkString(dir, 'dir', true);
   // The page first: a bad history or report is refused before the directory is made.
-  const html = historyReportHtml(history, report, title);
+  const html = historyPage(history, report, title);
   makeOutputDir(dir, 'the history report into');
   const file = join(dir, 'history.html');
   writeRedacted(file, html, 'the history report', 'markup');

@@ -132,6 +132,8 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         checkKey(key, 'key');
         checkValue(value);
         checkLeaseId(leaseId);
+        // The key goes three times (compare, put, range).
+        checkRequestSize('put-if-absent', 3 * key.length + Buffer.byteLength(value, 'utf8'));
         const r = await client.kv.txn(
           {
             compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
@@ -164,12 +166,14 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
     owns: (key, leaseId, createRevision) =>
       bounded('owns', async (call) => {
         checkOwned(key, leaseId, createRevision);
+        checkRequestSize('owns', 2 * (key as Buffer).length);
         const r = await client.kv.txn({ compare: owned(key, leaseId, createRevision), success: [], failure: [] }, call);
         return r.succeeded;
       }),
     deleteIfOwned: (key, leaseId, createRevision) =>
       bounded('delete-if-owned', async (call) => {
         checkOwned(key, leaseId, createRevision);
+        checkRequestSize('delete-if-owned', 3 * (key as Buffer).length);
         const r = await client.kv.txn(
           {
             compare: owned(key, leaseId, createRevision),
@@ -191,6 +195,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
     get: (key) =>
       bounded('range', async (call) => {
         checkKey(key, 'key');
+        checkRequestSize('range', key.length);
         const r = await client.kv.range({ key }, call);
         return r.kvs[0]?.value.toString('utf8') ?? null;
       }),
@@ -201,6 +206,8 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         checkToken(token);
         checkValue(value);
         checkPolicy(policy, FENCES);
+        // The cell's put goes twice (the first write's branch and the judged one), the highest key six times with its token four.
+        checkRequestSize('fenced write', 2 * (key.length + Buffer.byteLength(value, 'utf8')) + 6 * highestKey.length + 4 * TOKEN_DIGITS);
         const padded = Buffer.from(token.toString().padStart(TOKEN_DIGITS, '0'), 'ascii');
         const put: IRequestOp = { request_put: { key, value: Buffer.from(value, 'utf8') } };
         const raise: IRequestOp = { request_put: { key: highestKey, value: padded } };
@@ -240,6 +247,21 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
  */
 function checkKey(key: unknown, name: string): void {
   if (!Buffer.isBuffer(key)) refuse(name, 'a Buffer', key);
+}
+
+/**
+ * etcd's default --max-request-bytes (1.5 MiB): a member refuses a larger
+ * request ('request is too large', or gRPC's message limit just above it),
+ * and every retry meets the same refusal. Judged before anything is sent,
+ * from the keys and values the request carries (each as often as the request
+ * names it), with room for the request's framing.
+ */
+export const MAX_REQUEST_BYTES = 1_572_864;
+const REQUEST_FRAMING_BYTES = 256;
+
+function checkRequestSize(what: string, bytes: number): void {
+  const most = MAX_REQUEST_BYTES - REQUEST_FRAMING_BYTES;
+  if (bytes > most) throw new InvalidInputError('precondition', `${what} too large for an etcd request: ${bytes} bytes of keys and values, at most ${most} (etcd's default --max-request-bytes less room for the request's framing)`);
 }
 
 /** A lease id as grant returned it: etcd's int64, in decimal. */

@@ -157,7 +157,8 @@ export class PostgresSessionLock {
     const held = this.#held.get(lease.resource);
     if (held === undefined || held.lease !== lease) return Promise.resolve();
     held.count--;
-    if (held.count === 0) {
+    const last = held.count === 0;
+    if (last) {
       this.#held.delete(lease.resource);
       held.lease.lose('released');
     }
@@ -169,6 +170,8 @@ export class PostgresSessionLock {
         try {
           // The unlock may not have run: end the session, which frees every lock it held, and say so.
           if (this.#client === client) this.#destroy(client);
+          // The lock went with the session (this end, or a FATAL before it), not with a release the caller may count as landed.
+          if (last) held.lease.releaseUnconfirmed();
           reject(new UnavailableError(`release of '${lease.resource}' failed (${e.message}); the session was ended, so the server frees the lock`, { cause: e }));
         } catch (thrown) {
           reject(thrown as Error);

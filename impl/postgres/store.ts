@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
+import { checkValueBytes } from '../valueSize.ts';
 import { passes } from '../../model/store.ts';
 import { UnavailableError } from '../errors.ts';
 import type { MonotonicClock } from '../clock.ts';
@@ -43,10 +44,17 @@ export type Queryable = Pick<pg.ClientBase, 'query'>;
 /** A cell's value, token and highest (the highest read again after a refusal the write's own statement saw too early: see judged). */
 const READ = 'SELECT value, token::text AS token, highest::text AS highest FROM lockcheck_store WHERE resource = $1';
 
+/**
+ * The most a value may take: PostgreSQL bounds a field (1 GB less its header) and a Bind message (1 GB) alike;
+ * the write's other parameters (a resource of at most 768 bytes, a token, the statement's name) need less than the
+ * room left. Past it the server ended the session (ECONNRESET), an outage every retry met again.
+ */
+const MAX_VALUE_BYTES = 2 ** 30 - 1024;
+
 function checkWrite(resource: string, token: bigint, value: string): void {
   checkResource(resource);
   checkToken(token);
-  checkValue(value);
+  checkValueBytes(checkValue(value), MAX_VALUE_BYTES, 'a PostgreSQL store cell', "PostgreSQL's 1 GB bound on a field and on a message, less room for the write's other parameters");
 }
 
 /** A refusal no retry fixes (a permission, a missing schema or table, an SQL error) typed as the locks' (ServerRefusedError, ConnectionConfigError, the driver's error as cause); any other failure as it came. */

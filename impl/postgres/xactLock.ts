@@ -196,6 +196,7 @@ export class PostgresTransactionLock {
     let cancelled = false;
     /** Where it failed: `fn`'s own error passes as it is; a COMMIT's leaves the changes unknown. */
     let stage: 'lock' | 'fn' | 'commit' = 'lock';
+    let commitUnknown = false;
     // The wait's bound: waitMs, and a statement's time for the reply. The server's statement_timeout (statementTimeoutMs) would cut a longer wait: raised for it, and set back below.
     const waitBoundMs = Math.min(waitMs + this.#s.timeoutMs, 2 ** 31 - 1);
     const raise = waitMs >= this.#s.timeoutMs;
@@ -234,6 +235,7 @@ export class PostgresTransactionLock {
       if (stage === 'commit') {
         const refused = refusal(e);
         // The server refused the COMMIT (a deferred constraint): nothing was committed; otherwise the outcome is unknown.
+        commitUnknown = refused === null;
         throw refused ?? new UnavailableError(`COMMIT of '${resource}' failed (${(e as Error).message}); the connection was dropped, so the lock is freed, but the changes may or may not have been committed`, { cause: e });
       }
       // close() ended the connection under it: the lock was closed, not an outage.
@@ -242,7 +244,8 @@ export class PostgresTransactionLock {
     } finally {
       if (lease !== null) {
         this.#running.delete(lease);
-        lease.lose('released');
+        // A COMMIT of unknown fate released nothing it knows of: the dropped connection frees the lock.
+        lease.lose(commitUnknown ? 'connection-lost' : 'released');
       }
       if (cancelled) await this.#cancelWait(client);
       else await (clean ? this.#give(client) : this.#disconnect(client));
@@ -375,6 +378,8 @@ export class PostgresTransactionLock {
     } catch (e) {
       // Did the COMMIT land? Unknown: drop the connection (a transaction still open is aborted) and say so.
       this.#drop(open.client);
+      // The lock goes with the connection, not with a release the caller may count as landed.
+      open.lease.releaseUnconfirmed();
       throw new UnavailableError(`${statement} of '${lease.resource}' failed (${(e as Error).message}); the connection was dropped, so the lock is freed, but the changes may or may not have been committed`, { cause: e });
     }
     await this.#give(open.client);

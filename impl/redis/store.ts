@@ -8,6 +8,7 @@ import { isDefect, isRefusal, TimeoutError, UnavailableError, withTimeout } from
 import type { FencedStore } from '../fencedStore.ts';
 import { fencedWriteScript } from './commands.ts';
 import { keysFor } from './keys.ts';
+import { checkValueBytes } from '../valueSize.ts';
 import { checkConnection, isOne } from './node.ts';
 import { typed } from './replyErrors.ts';
 import { checkClock, checkObject, checkPolicy, checkPrefix, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
@@ -26,6 +27,9 @@ export interface RedisStoreOptions {
 }
 
 const checkKeys = knownOptions('redisFencedStore options', ['prefix', 'timeoutMs', 'clock']);
+
+/** Redis's default proto-max-bulk-len (512 MiB): a longer argument ends the connection (protocol error), and a string holds no more. */
+const MAX_BULK_BYTES = 2 ** 29;
 
 /**
  * A fenced store in Redis: each write is one script that applies the policy
@@ -52,7 +56,9 @@ export function redisFencedStore(redis: RedisStoreConnection, policy: StorePolic
     write(resource, token, value) {
       let sent: Promise<[number | string, string?]>;
       try {
-        sent = fencedWriteScript.run(redis, [keysFor(resource, options.prefix).cell, checkToken(token).toString(), checkValue(value), policy]) as Promise<[number | string, string?]>;
+        const args = [keysFor(resource, options.prefix).cell, checkToken(token).toString(), checkValue(value), policy];
+        checkValueBytes(value, MAX_BULK_BYTES, 'a Redis store cell', "Redis's default proto-max-bulk-len");
+        sent = fencedWriteScript.run(redis, args) as Promise<[number | string, string?]>;
       } catch (e) {
         // Bad input (InvalidInputError), or the client refusing to queue the command at all (ioredis throws in some states).
         return Promise.reject(storeError(e, 'write', resource));

@@ -746,6 +746,11 @@ export function zxid(bytes: Buffer): bigint {
 /** A znode path as the lock and the store make them: absolute (the library threw on anything else, read as an outage). */
 function checkPath(path: unknown, name: string): void {
   if (typeof path !== 'string' || !path.startsWith('/')) refuse(name, 'an absolute znode path', path);
+  // Past jute.maxbuffer the ensemble drops the connection (CONNECTION_LOSS for every call on it), an outage each retry meets again.
+  if (path.length > MAX_CELL_BYTES / 3) {
+    const bytes = Buffer.byteLength(path, 'utf8');
+    if (bytes > MAX_CELL_BYTES) throw new InvalidInputError('precondition', `${name} too long for a ZooKeeper request: ${bytes} bytes, at most ${MAX_CELL_BYTES}`);
+  }
 }
 
 /** The credentials option, checked before any client is made. */

@@ -932,6 +932,26 @@ describe('etcdFencedStore', () => {
     await expect(store.write('w', 1n, 'v')).rejects.toMatchObject(foreign(highestKey('w', p), 'the highest token is not a token'));
   });
 
+  it('a value whose write cannot fit in an etcd request is refused before it is sent (precondition); the largest that fits lands', async () => {
+    const p = prefix();
+    const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock() }), 'strict', { prefix: p });
+    // etcd's default --max-request-bytes (1.5 MiB) less 256 bytes of framing (the request's own was 92 here); the write carries the cell twice and the highest key six times.
+    const most = 1_572_864 - 256;
+    const cell = (n: number): number => Buffer.byteLength(JSON.stringify({ value: 'v'.repeat(n), token: '1' }));
+    const fixed = 2 * cellKey('r', p).length + 6 * highestKey('r', p).length + 4 * 19;
+    let n = Math.floor((most - fixed) / 2) - cell(0);
+    while (fixed + 2 * cell(n + 1) <= most) n++;
+    const e = await store.write('r', 1n, 'v'.repeat(n + 1)).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect(e).toMatchObject({ code: 'precondition', message: `precondition: fenced write too large for an etcd request: ${fixed + 2 * cell(n + 1)} bytes of keys and values, at most ${most} (etcd's default --max-request-bytes less room for the request's framing)` });
+    // Well past the limit too (the server would refuse it): refused up front, nothing written.
+    await expect(store.write('r', 1n, 'v'.repeat(2_000_000))).rejects.toMatchObject({ code: 'precondition' });
+    expect(await store.read('r')).toEqual({ value: null, token: null });
+    // The largest value that passes the check is one etcd takes.
+    expect(await store.write('r', 1n, 'v'.repeat(n))).toEqual({ kind: 'accepted' });
+    expect((await store.read('r')).value).toHaveLength(n);
+  });
+
   it('refuses a transactional policy and bad input before any call', async () => {
     const node = etcd3Node(c, { clock: new ManualClock() });
     expect(() => etcdFencedStore(node, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: an etcd store cannot be transactional' }));

@@ -556,6 +556,29 @@ describe('PostgresSessionLock', () => {
     expect(l3.signal.aborted).toBe(true);
   });
 
+  for (const [driver, extra] of [['wire', {}], ['node-postgres', { binary: true }]] as const) {
+    it(`${driver}: a FATAL (pg_terminate_backend) while a release is in flight: the release throws UnavailableError and the lease reads connection-lost, never released`, async () => {
+      let hold: (() => void) | null = null;
+      const held = new Promise<void>((resolve) => (hold = resolve));
+      let holding = false;
+      const a = session({ connection: { ...server(), ...extra }, link: (rt) => (holding ? held.then(rt) : rt()) });
+      const l = granted(await a.acquire('r'));
+      const signal = l.signal;
+      const pid = a.backendPid!;
+      holding = true;
+      const releasing = thrown(a.release(l));
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      // The FATAL has reached the lock (its connection is gone) while the unlock is still out.
+      await until(() => a.backendPid === null, 'the session end');
+      hold!();
+      const e = await releasing;
+      expect(e).toBeInstanceOf(UnavailableError);
+      expect(signal.reason).toMatchObject({ reason: 'connection-lost' });
+      holding = false;
+      expect(granted(await a.acquire('r')).token).toBe(2n);
+    });
+  }
+
   it('refusals: a token table without its column is ServerRefusedError, the statement\'s lock is freed', async () => {
     const a = session();
     await admin.query('ALTER TABLE lockcheck_tokens RENAME COLUMN token TO t');
@@ -752,6 +775,23 @@ describe('PostgresTransactionLock', () => {
     expect(await advisoryLocks()).toBe(0);
   });
 
+  it('withLock: a COMMIT of unknown fate leaves the lease connection-lost, never released', async () => {
+    let fail = false;
+    const a = xact({ link: (rt) => (fail ? Promise.reject(new Error('link down')) : rt()) });
+    let seen: Lease | null = null;
+    const e = await thrown(
+      a.withLock('r', 100, async (_tx, lease) => {
+        seen = lease;
+        fail = true;
+        return 1;
+      }),
+    );
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect((seen as Lease | null)!.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    fail = false;
+    expect(await a.withLock('r', 100, async (_tx, lease) => lease.token)).toBe(2n);
+  });
+
   it('no reply in time is timed-out, a failing statement no-quorum, and either drops the transaction; a failed commit is UnavailableError', async () => {
     let mode: 'ok' | 'hang' | 'fail' = 'ok';
     let lostCalls = 0;
@@ -823,6 +863,26 @@ describe('PostgresTransactionLock', () => {
     expect(a.backendPids).toHaveLength(1);
   });
 
+  it('a FATAL (pg_terminate_backend) while COMMIT is in flight: release throws UnavailableError and the lease reads connection-lost, never released', async () => {
+    let hold: (() => void) | null = null;
+    const held = new Promise<void>((resolve) => (hold = resolve));
+    let holding = false;
+    const a = xact({ link: (rt) => (holding ? held.then(rt) : rt()) });
+    const l = granted(await a.acquire('r'));
+    const signal = l.signal;
+    const [pid] = a.backendPids;
+    holding = true;
+    const releasing = thrown(a.release(l));
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    await until(() => a.backendPids.length === 0, 'the session end');
+    hold!();
+    const e = await releasing;
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect(signal.reason).toMatchObject({ reason: 'connection-lost' });
+    holding = false;
+    expect(granted(await a.acquire('r')).token).toBe(2n);
+  });
+
   it('a terminated backend loses its lease (connection-lost)', async () => {
     let lostCalls = 0;
     const a = xact({ onConnectionLost: () => void lostCalls++ });
@@ -871,6 +931,25 @@ describe('postgresFencedStore', () => {
     await expect(store.write('r', 1n, 1 as unknown as string)).rejects.toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: value must be a string' }));
     await expect(store.read('')).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
     expect(await store.read('r')).toEqual({ value: null, token: null });
+  });
+
+  it("a value past PostgreSQL's 1 GB bound on a field and a message is refused before it is sent (precondition), and the connection stays up", async () => {
+    const c = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 60_000 });
+    await c.connect();
+    try {
+      const store = postgresFencedStore(c, 'strict');
+      const most = 2 ** 30 - 1024;
+      // Characters of three UTF-8 bytes each, never encoded: past the server's bound (it ended the session: an outage, read so at every retry).
+      const past = await thrown(store.write('huge', 1n, '\u0939'.repeat(Math.floor(2 ** 30 / 3) + 1)));
+      expect(past).toMatchObject({ code: 'precondition', message: `precondition: value too large for a PostgreSQL store cell: ${2 ** 30 + 2} bytes, at most ${most} (PostgreSQL's 1 GB bound on a field and on a message, less room for the write's other parameters)` });
+      // Characters of two UTF-8 bytes each (a one-byte string in memory): the bound plus 2 bytes.
+      const e = await thrown(store.write('huge', 1n, '\u00e9'.repeat(most / 2 + 1)));
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect(e).toMatchObject({ code: 'precondition', message: `precondition: value too large for a PostgreSQL store cell: ${most + 2} bytes, at most ${most} (PostgreSQL's 1 GB bound on a field and on a message, less room for the write's other parameters)` });
+      expect(await store.write('huge', 1n, 'small')).toEqual({ kind: 'accepted' });
+    } finally {
+      await c.end().catch(() => undefined);
+    }
   });
 
   it('strict: only a larger token writes, the rejection names the highest', async () => {

@@ -454,6 +454,16 @@ describe('redisFencedStore', () => {
     expect(await redis.exists('lockcheck:store:r')).toBe(0);
   });
 
+  it('a value past Redis\'s 512 MiB bulk string limit is refused before it is sent (precondition), and the connection stays up', async () => {
+    const store = redisFencedStore(redis, 'strict', { prefix: 'huge' });
+    // 2^28 + 1 characters of two UTF-8 bytes each: 512 MiB + 2 bytes (a one-byte string in memory, never encoded).
+    const e = await thrown(store.write('r', 1n, '\u00e9'.repeat(2 ** 28 + 1)));
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect(e).toMatchObject({ code: 'precondition', message: `precondition: value too large for a Redis store cell: ${2 ** 29 + 2} bytes, at most ${2 ** 29} (Redis's default proto-max-bulk-len)` });
+    expect(await redis.exists('huge:store:r')).toBe(0);
+    expect(await store.write('r', 1n, 'small')).toEqual({ kind: 'accepted' });
+  });
+
   it("a cell holding data the store did not write is ServerRefusedError('schema'), never a SyntaxError or an outage; a lock over such a counter throws the same", async () => {
     const store = redisFencedStore(redis, 'strict', { prefix: 'foreign' });
     await redis.hset('foreign:store:r', 'value', 'v', 'token', 'not-a-token');

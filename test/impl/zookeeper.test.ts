@@ -804,6 +804,18 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await n.closeSession(s);
   });
 
+  it("a znode path past the ensemble's 1 MiB request bound is refused before it is sent (precondition); the store's session stays up", async () => {
+    const n = node();
+    const r = root();
+    const long = `${r}/cell/${'p'.repeat(1_100_000)}`;
+    for (const [call, name] of [[n.get(long), 'path'], [n.children(long), 'dir']] as const) {
+      const e = await thrown(call);
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect(e).toMatchObject({ code: 'precondition', message: `precondition: ${name} too long for a ZooKeeper request: ${long.length} bytes, at most 1047552` });
+    }
+    expect(await n.fencedWrite(`${r}/cell/c`, 1n, 'v', 'strict')).toEqual({ kind: 'accepted' });
+  });
+
   it('a waiting acquire on the system clock (fractional ms left to wait) is granted when the holder releases: the checked waitMs takes fractions', async () => {
     const r = root();
     const holderNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
@@ -1208,6 +1220,39 @@ describe('zookeeperFencedStore (real ZooKeeper)', QUICK, () => {
     const tokens = Array.from({ length: 8 }, (_v, i) => BigInt(i + 1));
     expect(await Promise.all(tokens.map((t) => store.write('race', t, `v${t}`)))).toContainEqual({ kind: 'accepted' });
     expect(await store.read('race')).toEqual({ value: 'v8', token: 8n });
+  });
+
+  it('a write whose cell another writer moved between its read and its write is judged again, never lands stale (setData at the version read)', async () => {
+    const r = root();
+    const a = zookeeperFencedStore(node(), 'monotonic', { root: r });
+    const b = zookeeperFencedStore(node(), 'monotonic', { root: r });
+    expect(await a.write('cas', 5n, 'five')).toEqual({ kind: 'accepted' });
+    // The race made certain on the real ensemble: a's read of the cell is answered, then b writes a higher token, then a writes.
+    type GetData = (path: string, ...rest: unknown[]) => void;
+    // The library's Client class, from a client never connected (it is not exported).
+    const proto = Object.getPrototypeOf(zookeeper.createClient('127.0.0.1:1')) as { getData: GetData };
+    const getData = proto.getData;
+    // Held in an object: set inside the callback, which the compiler's narrowing does not see.
+    const race: { written: Promise<unknown> | null } = { written: null };
+    proto.getData = function (this: unknown, path: string, ...rest: unknown[]): void {
+      const done = rest.pop() as (...reply: unknown[]) => void;
+      if (race.written !== null || path !== cellPath('cas', r)) return getData.call(this, path, ...rest, done);
+      proto.getData = getData;
+      return getData.call(this, path, ...rest, (...reply: unknown[]) => {
+        race.written = b.write('cas', 9n, 'nine');
+        race.written.then(
+          () => done(...reply),
+          () => done(...reply),
+        );
+      });
+    };
+    try {
+      expect(await a.write('cas', 7n, 'seven')).toEqual({ kind: 'rejected', highest: 9n });
+    } finally {
+      proto.getData = getData;
+    }
+    expect(await race.written).toEqual({ kind: 'accepted' });
+    expect(await a.read('cas')).toEqual({ value: 'nine', token: 9n });
   });
 
   it('refuses bad input with typed errors and a transactional policy', async () => {
