@@ -10,6 +10,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisReplicated } from '../conformance/env/redisReplicated.ts';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
 import { alive, descendantsNamed } from './probes.ts';
@@ -136,4 +137,19 @@ describe('RedisServer: stopped while it starts', () => {
     expect(await listening(server.port)).toBe(false);
     expect(existsSync(server.dir)).toBe(false);
   }, 30_000);
+});
+
+describe('RedisReplicated: stopped while it starts', () => {
+  it('a stopAllRedisServers() while the start waits for Sentinel to know the replica ends the start at once (the wait is not run to its bound): nothing left, StoppedWhileStarting', async () => {
+    const startedAt = Date.now();
+    const settled = settledOf(RedisReplicated.start({ timeoutMs: 60_000 }), (r) => r.stop());
+    // Sentinel is up within ms, then the start waits a second or so for it to know the replica: the stop lands in that wait.
+    const sentinel = await pollFor(() => descendantsNamed('redis-sentinel')[0] ?? null, 20_000, 'Sentinel');
+    expect(alive(sentinel)).toBe(true);
+    await stopAllRedisServers();
+    const error = await settled;
+    expect(Date.now() - startedAt, 'the start ended well before its 60 s bound').toBeLessThan(20_000);
+    expect(error).toBeInstanceOf(StoppedWhileStarting);
+    expect([...descendantsNamed('redis-server'), ...descendantsNamed('redis-sentinel')], 'processes left').toEqual([]);
+  }, 90_000);
 });
