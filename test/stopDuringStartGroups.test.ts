@@ -172,3 +172,69 @@ describe('ConsensusGroup.boot: the retry on fresh ports keeps to the deadline', 
     expect(took).toBeLessThan(2000);
   }, 30_000);
 });
+
+/** A group of `sleep` processes whose status looks each take their whole bound: a wait that keeps to its deadline cuts the last look short. */
+class SilentGroup extends ConsensusGroup<GroupMember, { readonly member: number }> {
+  protected readonly addressInUse = /never/;
+  protected readonly leaderWanted = 'a leader';
+  /** While true, member 0 leads (each look still takes its whole bound). */
+  leads = false;
+
+  private constructor(dir: string, startTimeoutMs: number) {
+    super('SilentGroup', 'group', dir, [new GroupMember(0, 'a')], startTimeoutMs, false);
+  }
+
+  static async start(startTimeoutMs: number, leads: boolean): Promise<SilentGroup> {
+    const group = new SilentGroup(await mkdtemp(join('/dev/shm', 'lockcheck-silent-')), startTimeoutMs);
+    group.leads = leads;
+    await group.boot();
+    return group;
+  }
+
+  protected async prepareStart(): Promise<void> {
+    this.members[0]!.clientPort = await this.claimedPort();
+  }
+  protected command(): MemberCommand {
+    return { file: 'sleep', args: ['600'], dropEnv: /^LD_PRELOAD$/ };
+  }
+  protected memberStatus(m: GroupMember, timeoutMs: number): Promise<{ readonly member: number }> {
+    return new Promise((resolve) => setTimeout(() => resolve({ member: m.index }), timeoutMs));
+  }
+  protected leaderOf(): number | null {
+    return this.leads ? 0 : null;
+  }
+  protected notInstalled(): null {
+    return null;
+  }
+  protected peerPorts(): readonly number[] {
+    return [];
+  }
+}
+
+describe('ConsensusGroup: waits keep to their deadline when the members answer slowly', () => {
+  it('boot(): the wait for a leader ends at startTimeoutMs, not a whole status look (500 ms) past it', async () => {
+    const startedAt = Date.now();
+    const error: unknown = await SilentGroup.start(100, false).then(
+      async (g) => {
+        await g.stop();
+        return null;
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect(Date.now() - startedAt).toBeLessThan(450);
+    expect(descendantsNamed('sleep')).toEqual([]);
+  }, 30_000);
+
+  it('leader(timeoutMs): ends at timeoutMs, not a whole status look past it', async () => {
+    const group = await SilentGroup.start(5000, true);
+    try {
+      group.leads = false;
+      const startedAt = Date.now();
+      await expect(group.leader(100)).rejects.toThrow(/no a leader within 100 ms/);
+      expect(Date.now() - startedAt).toBeLessThan(450);
+    } finally {
+      await group.stop();
+    }
+  }, 30_000);
+});
