@@ -5,11 +5,11 @@
  * start() rejects StoppedWhileStarting, whichever await of the start the stop
  * met. PostgreSQL's own case is in postgresServer.test.ts.
  */
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisReplicated } from '../conformance/env/redisReplicated.ts';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
@@ -18,6 +18,11 @@ import { alive, descendantsNamed } from './probes.ts';
 beforeAll(async () => {
   // The watchdog (watchdog.ts) makes its directory in the temp dir of its first server: here, not in a test's TMPDIR below.
   await (await RedisServer.start({ persistence: 'none' })).stop();
+});
+
+// A failed test's servers go with it: the next test looks for this process's redis-server processes.
+afterEach(async () => {
+  await stopAllRedisServers();
 });
 
 afterAll(async () => {
@@ -61,12 +66,18 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-/** The value of `--flag` on the command line of process `pid`. */
-function argOf(pid: number, flag: string): string {
-  const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-  const i = args.indexOf(flag);
-  if (i < 0 || args[i + 1] === undefined) throw new Error(`process ${pid} has no ${flag}`);
-  return args[i + 1]!;
+/**
+ * The port and directory of a redis-server process, once it listens: it then
+ * shows 'redis-server 127.0.0.1:PORT' as its command line (its title) and
+ * runs in its --dir (redis chdirs there); before, null.
+ */
+function listeningRedis(pid: number): { readonly port: number; readonly dir: string } | null {
+  try {
+    const title = /127\.0\.0\.1:(\d+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+    return title === null ? null : { port: Number(title[1]), dir: readlinkSync(`/proc/${pid}/cwd`) };
+  } catch {
+    return null;
+  }
 }
 
 /** The one process named `comm` this process started, once there is one. */
@@ -111,8 +122,7 @@ describe('RedisServer: stopped while it starts', () => {
     // A later requirepass wins: the server runs but refuses the start's AUTH, so it is never ready and the start keeps polling.
     const settled = settledOf(RedisServer.start({ persistence: 'none', config: ['requirepass not-the-one-start-knows'], startTimeoutMs: 60_000 }), (s) => s.stop());
     const pid = await oneProcess('redis-server');
-    const port = Number(argOf(pid, '--port'));
-    const dir = argOf(pid, '--dir');
+    const { port, dir } = await pollFor(() => listeningRedis(pid), 20_000, `redis-server ${pid} listening`);
     await stopAllRedisServers();
     expect(alive(pid), `redis-server ${pid} after the stop`).toBe(false);
     const error = await settled;

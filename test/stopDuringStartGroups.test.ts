@@ -8,13 +8,18 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { mkdtemp } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConsensusGroup, GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
 import { EtcdCluster, stopAllEtcdClusters } from '../conformance/env/etcdCluster.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
 import { stopAllZookeeperEnsembles, ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
 import { alive, descendantsNamed } from './probes.ts';
+
+// A failed test's groups go with it: the next test looks for this process's members.
+afterEach(async () => {
+  await Promise.all([stopAllEtcdClusters(), stopAllZookeeperEnsembles()]);
+});
 
 afterAll(async () => {
   await Promise.all([stopAllEtcdClusters(), stopAllZookeeperEnsembles()]);
