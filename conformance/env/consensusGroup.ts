@@ -16,6 +16,7 @@ import { rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { leftWithin, pauseWithin } from './deadline.ts';
 import { EnvironmentError } from './faketime.ts';
 import { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 import { PeerGate } from './peerGate.ts';
@@ -25,16 +26,6 @@ import { Guard } from './watchdog.ts';
 
 export const HOST = '127.0.0.1';
 const PROBE_TIMEOUT_MS = 500;
-
-/** A status look's bound: PROBE_TIMEOUT_MS, cut to what is left before `deadline` (a wait must not run a whole look past it). */
-function probeMs(deadline: number): number {
-  return Math.max(1, Math.min(PROBE_TIMEOUT_MS, deadline - Date.now()));
-}
-
-/** A pause between looks, cut to what is left before `deadline`. */
-function untilDeadline(ms: number, deadline: number): number {
-  return Math.max(0, Math.min(ms, deadline - Date.now()));
-}
 const OUTPUT_RING_BYTES = 16 * 1024;
 
 /** How a start-up ended: ready, a port taken by someone else (try fresh ones), or failed. */
@@ -292,11 +283,11 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     let sinceMs = performance.now();
     for (;;) {
       const lookedAt = performance.now();
-      const found = this.leaderOf(await this.status(probeMs(deadline)));
+      const found = this.leaderOf(await this.status(leftWithin(PROBE_TIMEOUT_MS, deadline)));
       if (found !== null) return { member: found, sinceMs };
       sinceMs = lookedAt;
       if (Date.now() >= deadline) throw new EnvironmentError(`${this.kind}: no ${this.leaderWanted} within ${timeoutMs} ms`);
-      await sleep(untilDeadline(pollMs, deadline));
+      await sleep(pauseWithin(pollMs, deadline));
     }
   }
 
@@ -499,12 +490,12 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
         const failed = await this.#exitReason(m);
         if (failed !== null) return failed;
       }
-      if (this.leaderOf(await this.status(probeMs(deadline))) !== null) {
+      if (this.leaderOf(await this.status(leftWithin(PROBE_TIMEOUT_MS, deadline))) !== null) {
         this.#guardNow();
         return READY;
       }
       if (Date.now() >= deadline) return { kind: 'failed', reason: `no ${this.leaderWanted} within ${this.startTimeoutMs} ms` };
-      await sleep(untilDeadline(this.pollMs, deadline));
+      await sleep(pauseWithin(this.pollMs, deadline));
     }
   }
 
@@ -512,12 +503,12 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     for (;;) {
       const failed = await this.#exitReason(m);
       if (failed !== null) return failed;
-      if ((await this.memberStatus(m, probeMs(deadline))) !== null) {
+      if ((await this.memberStatus(m, leftWithin(PROBE_TIMEOUT_MS, deadline))) !== null) {
         this.#guardNow();
         return READY;
       }
       if (Date.now() >= deadline) return { kind: 'failed', reason: `no answer within ${this.startTimeoutMs} ms` };
-      await sleep(untilDeadline(this.pollMs, deadline));
+      await sleep(pauseWithin(this.pollMs, deadline));
     }
   }
 

@@ -19,6 +19,9 @@ import type { FakeClockFile } from './faketime.ts';
 import { EnvironmentError, RedisServer, StoppedWhileStarting } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
+import { leftWithin, pauseWithin } from './deadline.ts';
+import { systemClock } from '../../impl/clock.ts';
+import { withTimeout } from '../../impl/errors.ts';
 
 /** The name Sentinel monitors the primary under. */
 export const MASTER_NAME = 'lockcheck';
@@ -346,11 +349,12 @@ async function until(timeoutMs: number, what: string, check: () => Promise<boole
   while (Date.now() < deadline) {
     if (stopped()) throw new StoppedWhileStarting(`RedisReplicated: a server was stopped while waiting for ${what}`);
     try {
-      if (await check()) return;
+      // Each check cut to what is left: its commands' own bounds (1 s each) may be longer.
+      if (await withTimeout(systemClock, leftWithin(timeoutMs, deadline), what, check())) return;
     } catch (e) {
       last = e;
     }
-    await sleep(POLL_MS);
+    await sleep(pauseWithin(POLL_MS, deadline));
   }
   throw new EnvironmentError(`waited ${timeoutMs} ms for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}\n--- log tail ---\n${log()}`);
 }
