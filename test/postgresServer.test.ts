@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer, StoppedWhileStarting, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
-import { alive } from './probes.ts';
+import { alive, descendantsNamed } from './probes.ts';
 
 const servers: PostgresServer[] = [];
 const clients: pg.Client[] = [];
@@ -253,29 +253,6 @@ describe('PostgresServer (real PostgreSQL 15): restart, crash, stop', () => {
   });
 });
 
-/** The pids of this process's live descendants whose command is `comm`. */
-function descendantsNamed(comm: string): number[] {
-  const parentOf = new Map<number, number>();
-  const names = new Map<number, string>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] === 'Z') continue;
-      parentOf.set(Number(entry), Number(fields[1]));
-      names.set(Number(entry), readFileSync(`/proc/${entry}/comm`, 'utf8').trim());
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const ours = (pid: number): boolean => {
-    for (let p = parentOf.get(pid); p !== undefined; p = parentOf.get(p)) if (p === process.pid) return true;
-    return false;
-  };
-  return [...names].filter(([pid, name]) => name === comm && ours(pid)).map(([pid]) => pid);
-}
-
 describe('PostgresServer: stopped while it starts', () => {
   it('a stop during initdb kills initdb, removes the directory, and start() rejects StoppedWhileStarting', async () => {
     const starting = PostgresServer.start({ parentDir: '/dev/shm' });
@@ -299,5 +276,54 @@ describe('PostgresServer: stopped while it starts', () => {
     const error = await waitFor(settled, 30_000, 'start() to settle');
     expect(error).toBeInstanceOf(StoppedWhileStarting);
     expect(String((error as Error).message)).toMatch(/stop\(\) came while it was starting/);
+  }, 60_000);
+
+  it('a stop as its directory is made (before the server exists) is not missed: nothing is spawned, the directory is removed, start() rejects StoppedWhileStarting', async () => {
+    const parent = mkdtempSync(join('/dev/shm', 'lockcheck-pgstop-'));
+    try {
+      const settled = PostgresServer.start({ parentDir: parent }).then(
+        async (server) => {
+          await server.stop();
+          return null;
+        },
+        (error: unknown) => error,
+      );
+      // Once per turn of the event loop (not a sleep): the directory is seen as soon as mkdtemp made it.
+      const until = Date.now() + 30_000;
+      while (readdirSync(parent).length === 0 && Date.now() < until) await new Promise((resolve) => setImmediate(resolve));
+      expect(readdirSync(parent).length, 'the cluster directory was made').toBe(1);
+      await stopAllPostgresServers();
+      const error = await waitFor(settled, 30_000, 'start() to settle');
+      expect([...descendantsNamed('initdb'), ...descendantsNamed('postgres')], 'processes left').toEqual([]);
+      expect(error).toBeInstanceOf(StoppedWhileStarting);
+      expect(readdirSync(parent)).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a stop while the postmaster comes up kills it, frees its port, removes the directory, and start() rejects StoppedWhileStarting', async () => {
+    const settled = PostgresServer.start({ parentDir: '/dev/shm' }).then(
+      async (server) => {
+        await server.stop();
+        return null;
+      },
+      (error: unknown) => error,
+    );
+    let postmaster: number[] = [];
+    const until = Date.now() + 30_000;
+    while (postmaster.length === 0 && Date.now() < until) {
+      // initdb runs postgres processes of its own: the postmaster is one seen once initdb is gone.
+      postmaster = descendantsNamed('initdb').length === 0 ? descendantsNamed('postgres') : [];
+      if (postmaster.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(postmaster.length, 'the postmaster was seen running').toBeGreaterThan(0);
+    const args = readFileSync(`/proc/${postmaster[0]}/cmdline`, 'utf8').split('\0');
+    const dataDir = args[args.indexOf('-D') + 1]!;
+    await stopAllPostgresServers();
+    expect(descendantsNamed('postgres'), 'postgres processes after the stop').toEqual([]);
+    expect(existsSync(dirname(dataDir))).toBe(false);
+    const error = await waitFor(settled, 30_000, 'start() to settle');
+    expect(error).toBeInstanceOf(StoppedWhileStarting);
   }, 60_000);
 });

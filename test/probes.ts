@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { MAX_ATTEMPTS, type RunReport } from '../conformance/index.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
@@ -12,6 +12,29 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The pids of this process's live descendants whose command is `comm`. */
+export function descendantsNamed(comm: string): number[] {
+  const parentOf = new Map<number, number>();
+  const names = new Map<number, string>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') continue;
+      parentOf.set(Number(entry), Number(fields[1]));
+      names.set(Number(entry), readFileSync(`/proc/${entry}/comm`, 'utf8').trim());
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const ours = (pid: number): boolean => {
+    for (let p = parentOf.get(pid); p !== undefined; p = parentOf.get(p)) if (p === process.pid) return true;
+    return false;
+  };
+  return [...names].filter(([pid, name]) => name === comm && ours(pid)).map(([pid]) => pid);
 }
 
 /** Polls `condition` every 20 ms; false if it does not hold within `timeoutMs`. */

@@ -16,7 +16,9 @@ import { rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { leftWithin, pauseWithin } from './deadline.ts';
 import { EnvironmentError } from './faketime.ts';
+import { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 import { PeerGate } from './peerGate.ts';
 import { claimPort, onExitKill } from './processes.ts';
 import { TcpProxy } from './proxy.ts';
@@ -65,6 +67,33 @@ export interface MemberCommand {
 /** Groups started and not yet stopped, for the exit handler. */
 const live = new Set<ConsensusGroup<GroupMember, { readonly member: number }>>();
 
+/** Starts whose group does not exist yet (its directory, its CA being made), with their kind: stopAllOf stops each group as it comes. */
+const pending = new Set<{ readonly kind: string; stopRequested: boolean; readonly done: Promise<void>; readonly finish: () => void }>();
+
+/**
+ * Called before a start's first await: a stopAllOf(kind) that comes before
+ * the group exists would otherwise miss it, and the start would go on to
+ * spawn members nobody stops. `arrived` stops the group at once when one did.
+ */
+export function startingGroup(kind: string): { arrived(group: ConsensusGroup<GroupMember, { readonly member: number }>): void; abandoned(): void } {
+  let finish = (): void => undefined;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const entry = { kind, stopRequested: false, done, finish };
+  pending.add(entry);
+  return {
+    arrived: (group) => {
+      pending.delete(entry);
+      if (!entry.stopRequested) return entry.finish();
+      // boot() sees the stop and rejects StoppedWhileStarting.
+      void group.stop().then(entry.finish, entry.finish);
+    },
+    abandoned: () => {
+      pending.delete(entry);
+      entry.finish();
+    },
+  };
+}
+
 export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly member: number }> {
   readonly host = HOST;
   readonly startTimeoutMs: number;
@@ -77,7 +106,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
 
   protected constructor(
     /** How errors name the group: 'EtcdCluster', 'ZookeeperEnsemble'. */
-    protected readonly kind: string,
+    readonly kind: string,
     /** And what it is: 'cluster', 'ensemble'. */
     private readonly noun: string,
     dir: string,
@@ -114,7 +143,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
 
   /** The ports a member listens on for the other members (raft, quorum, election). */
   protected abstract peerPorts(m: M): readonly number[];
-  /** Fresh ports and whatever the members need before they start (configs); the gates are opened after it. */
+  /** Fresh ports and whatever the members need before they start (configs); the gates are opened after it. Distinct ports are boot()'s to check. */
   protected abstract prepareStart(): Promise<void>;
   /** After a failed start, before the next try. */
   protected async afterFailedStart(): Promise<void> {}
@@ -142,18 +171,27 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   protected async boot(): Promise<void> {
     const deadline = Date.now() + this.startTimeoutMs;
     try {
-      // Free ports race with every other process: when a member cannot bind, start over on fresh ones.
+      // Free ports race with every other process: when a member cannot bind, start over on fresh ones, until the deadline.
       for (;;) {
+        this.#assertStillStarting('its ports were claimed');
         await this.#closeGates();
         this.#releasePorts();
         await this.prepareStart();
         await this.#openGates();
-        // A gate's port comes from the kernel and may be one a member is about to bind: then fresh ports.
+        // A stop() during the ports' claim or the gates' opening closed only the gates there were then.
+        if (this.#stopping !== null) await this.#closeGates();
+        this.#assertStillStarting('its members were spawned');
+        // Two ports alike (a gate's port comes from the kernel and may be one a member is about to bind): fresh ports.
         const ports = this.members.flatMap((m) => [m.clientPort, ...this.peerPorts(m), ...m.gates.map((g) => g.port)]);
-        if (new Set(ports).size < ports.length) continue;
+        if (new Set(ports).size < ports.length) {
+          if (Date.now() >= deadline) throw this.startError(`no ${ports.length} distinct ports within ${this.startTimeoutMs} ms`);
+          continue;
+        }
         await this.writeConfig();
         for (const m of this.members) this.#spawn(m);
         const result = await this.#waitReady(deadline);
+        // Members killed by stop() are not a start-up failure, nor ports to try again.
+        this.#assertStillStarting('a leader served');
         if (result.kind === 'ready') return;
         await Promise.all(this.members.map((m) => this.#kill(m)));
         await this.afterFailedStart();
@@ -161,9 +199,25 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
         if (Date.now() >= deadline) throw this.startError('no free ports could be bound');
       }
     } catch (error) {
-      await this.stop();
-      throw error;
+      throw await this.failedStart(error);
     }
+  }
+
+  /**
+   * Stops the group after its start failed, and says why: StoppedWhileStarting
+   * (the failure as cause) when a stop() came meanwhile, since what failed then
+   * (a killed member, a removed directory) is the stop's doing.
+   */
+  protected async failedStart(error: unknown): Promise<unknown> {
+    const stoppedWhileStarting = this.#stopping !== null;
+    await this.stop();
+    if (stoppedWhileStarting && !(error instanceof StoppedWhileStarting)) return new StoppedWhileStarting(`${this.kind} (dir ${this.#dir}): stop() came while it was starting`, { cause: error });
+    return error;
+  }
+
+  /** Throws StoppedWhileStarting once stop() was called: what start() was about to do (`next`) is not done. */
+  #assertStillStarting(next: string): void {
+    if (this.#stopping !== null) throw new StoppedWhileStarting(`${this.kind} (dir ${this.#dir}): stop() came while it was starting, before ${next}`);
   }
 
   get size(): number {
@@ -199,6 +253,11 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     this.assertNotStopped('link');
     const m = this.member(member);
     const proxy = await TcpProxy.start({ host: HOST, port: m.clientPort });
+    // stop() closed the links there were: this one came after.
+    if (this.#stopping !== null) {
+      await proxy.close();
+      this.assertNotStopped('link');
+    }
     this.#links.add(proxy);
     return proxy;
   }
@@ -224,11 +283,11 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     let sinceMs = performance.now();
     for (;;) {
       const lookedAt = performance.now();
-      const found = this.leaderOf(await this.status(PROBE_TIMEOUT_MS));
+      const found = this.leaderOf(await this.status(leftWithin(PROBE_TIMEOUT_MS, deadline)));
       if (found !== null) return { member: found, sinceMs };
       sinceMs = lookedAt;
       if (Date.now() >= deadline) throw new EnvironmentError(`${this.kind}: no ${this.leaderWanted} within ${timeoutMs} ms`);
-      await sleep(pollMs);
+      await sleep(pauseWithin(pollMs, deadline));
     }
   }
 
@@ -274,6 +333,8 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     for (;;) {
       this.#spawn(m);
       const result = await this.#waitMember(m, deadline);
+      // Killed by stop(): not a member that failed to come back.
+      this.#assertStillStarting(`${m.label} answered`);
       if (result.kind === 'ready') return;
       await this.#kill(m);
       // The port may still be held by the killed process's sockets for a moment.
@@ -355,6 +416,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     const deadline = Date.now() + this.startTimeoutMs;
     for (const m of this.members) this.#spawn(m);
     const result = await this.#waitReady(deadline);
+    this.#assertStillStarting('a leader served');
     if (result.kind !== 'ready') throw this.startError(`${what} did not come back: ${result.kind === 'failed' ? result.reason : 'its ports were in use'}`);
   }
 
@@ -374,6 +436,8 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   }
 
   #spawn(m: M): void {
+    // A stop() during a restart (or a start) killed what ran: nothing more is spawned.
+    this.#assertStillStarting(`${m.label} was spawned`);
     const { file, args, dropEnv } = this.command(m);
     const env: NodeJS.ProcessEnv = {};
     for (const [key, value] of Object.entries(process.env)) if (!dropEnv.test(key)) env[key] = value;
@@ -426,12 +490,12 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
         const failed = await this.#exitReason(m);
         if (failed !== null) return failed;
       }
-      if (this.leaderOf(await this.status(PROBE_TIMEOUT_MS)) !== null) {
+      if (this.leaderOf(await this.status(leftWithin(PROBE_TIMEOUT_MS, deadline))) !== null) {
         this.#guardNow();
         return READY;
       }
       if (Date.now() >= deadline) return { kind: 'failed', reason: `no ${this.leaderWanted} within ${this.startTimeoutMs} ms` };
-      await sleep(this.pollMs);
+      await sleep(pauseWithin(this.pollMs, deadline));
     }
   }
 
@@ -439,12 +503,12 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
     for (;;) {
       const failed = await this.#exitReason(m);
       if (failed !== null) return failed;
-      if ((await this.memberStatus(m, PROBE_TIMEOUT_MS)) !== null) {
+      if ((await this.memberStatus(m, leftWithin(PROBE_TIMEOUT_MS, deadline))) !== null) {
         this.#guardNow();
         return READY;
       }
       if (Date.now() >= deadline) return { kind: 'failed', reason: `no answer within ${this.startTimeoutMs} ms` };
-      await sleep(this.pollMs);
+      await sleep(pauseWithin(this.pollMs, deadline));
     }
   }
 
@@ -495,9 +559,11 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   }
 }
 
-/** Stops every group started in this process, not yet stopped, that `which` picks. */
-export async function stopAllOf(which: (group: object) => boolean): Promise<void> {
-  await Promise.all([...live].filter(which).map((g) => g.stop()));
+/** Stops every group of `kind` ('EtcdCluster', 'ZookeeperEnsemble') started in this process and not yet stopped, those still starting included. */
+export async function stopAllOf(kind: string): Promise<void> {
+  const starting = [...pending].filter((entry) => entry.kind === kind);
+  for (const entry of starting) entry.stopRequested = true;
+  await Promise.all([...[...live].filter((g) => g.kind === kind).map((g) => g.stop()), ...starting.map((entry) => entry.done)]);
 }
 
 function killAllSync(): void {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { leftWithin, pauseWithin } from './deadline.ts';
 import type { Etcd3 } from 'etcd3';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt } from '../../model/clock.ts';
@@ -240,11 +241,11 @@ async function ready(client: Etcd3): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     try {
-      await client.kv.range({ key: Buffer.from('lockcheck/ready') }, { deadline: Date.now() + 1000 });
+      await client.kv.range({ key: Buffer.from('lockcheck/ready') }, { deadline: Date.now() + leftWithin(1000, deadline) });
       return;
     } catch (error) {
       if (Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, pauseWithin(50, deadline)));
     }
   }
 }

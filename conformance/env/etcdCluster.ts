@@ -26,7 +26,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConsensusGroup, GroupMember, HOST, type MemberCommand, stopAllOf } from './consensusGroup.ts';
+import { ConsensusGroup, GroupMember, HOST, type MemberCommand, startingGroup, stopAllOf } from './consensusGroup.ts';
 import { EnvironmentError } from './faketime.ts';
 import { type ClientTls, makeRunCa, type RunCa } from './runCa.ts';
 
@@ -105,18 +105,27 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
     if (!Number.isInteger(count) || count < 1 || count > 7 || count % 2 === 0) throw new RangeError(`members must be odd, 1..7, got ${String(count)}`);
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
-    // mkdtemp makes the directory 0700: the members' data and logs are the invoking user's alone.
-    const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-etcd-'));
-    let ca: RunCa;
+    const pending = startingGroup('EtcdCluster');
+    let cluster: EtcdCluster;
     try {
-      const tlsDir = join(dir, 'tls');
-      await mkdir(tlsDir, { mode: 0o700 });
-      ca = await makeRunCa(tlsDir);
+      // mkdtemp makes the directory 0700: the members' data and logs are the invoking user's alone.
+      const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-etcd-'));
+      let ca: RunCa;
+      try {
+        const tlsDir = join(dir, 'tls');
+        await mkdir(tlsDir, { mode: 0o700 });
+        ca = await makeRunCa(tlsDir);
+      } catch (error) {
+        await rm(dir, { recursive: true, force: true });
+        throw error;
+      }
+      cluster = new EtcdCluster(dir, ca, count, options);
     } catch (error) {
-      await rm(dir, { recursive: true, force: true });
+      pending.abandoned();
       throw error;
     }
-    const cluster = new EtcdCluster(dir, ca, count, options);
+    // Stopped at once should a stopAllEtcdClusters() have come while the directory and the CA were made: boot() then rejects.
+    pending.arrived(cluster);
     await cluster.boot();
     return cluster;
   }
@@ -162,12 +171,9 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
   }
 
   protected async prepareStart(): Promise<void> {
-    for (;;) {
-      for (const m of this.members) {
-        m.clientPort = await this.claimedPort();
-        m.peerPort = await this.claimedPort();
-      }
-      if (new Set(this.members.flatMap((m) => [m.clientPort, m.peerPort])).size === 2 * this.size) break;
+    for (const m of this.members) {
+      m.clientPort = await this.claimedPort();
+      m.peerPort = await this.claimedPort();
     }
   }
 
@@ -248,7 +254,7 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
 
 /** Stops every cluster started in this process and not yet stopped. */
 export async function stopAllEtcdClusters(): Promise<void> {
-  await stopAllOf((g) => g instanceof EtcdCluster);
+  await stopAllOf('EtcdCluster');
 }
 
 /** POSTs `body` over TLS with the client certificate; the reply's text on a 2xx, else null (also on any error or after `timeoutMs`). */

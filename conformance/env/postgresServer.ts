@@ -197,12 +197,22 @@ export class PostgresServer {
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
     requirePostgresBinaries();
-    const runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
-    live.killAtExit();
-    const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-'));
-    const server = new PostgresServer(STARTING, options, dir, runAs);
-    live.add(server);
+    const pending = live.starting();
+    let server: PostgresServer;
+    let runAs: OsUser | null;
     try {
+      runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
+      live.killAtExit();
+      server = new PostgresServer(STARTING, options, await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-')), runAs);
+    } catch (error) {
+      pending.abandoned();
+      throw error;
+    }
+    const dir = server.#dir;
+    // Stopped here already should a stopAll() have come while the directory was made.
+    pending.arrived(server);
+    try {
+      server.#assertStillStarting('its directory was handed over');
       if (runAs !== null) await chown(dir, runAs.uid, runAs.gid);
       const initdbStarted = Date.now();
       server.#assertStillStarting('initdb');
@@ -221,6 +231,11 @@ export class PostgresServer {
         },
         () => server.#startError('no free port could be bound'),
       );
+      // A stop() as the postmaster came up killed it, and gave back no port (it had none yet).
+      if (server.#stopping !== null) {
+        started.release();
+        server.#assertStillStarting('start() returned');
+      }
       server.#releasePort = started.release;
       return started.value;
     } catch (error) {

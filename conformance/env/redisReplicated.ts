@@ -16,9 +16,12 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FakeClockFile } from './faketime.ts';
-import { EnvironmentError, RedisServer } from './redisServer.ts';
+import { EnvironmentError, RedisServer, StoppedWhileStarting } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
+import { leftWithin, pauseWithin } from './deadline.ts';
+import { systemClock } from '../../impl/clock.ts';
+import { withTimeout } from '../../impl/errors.ts';
 
 /** The name Sentinel monitors the primary under. */
 export const MASTER_NAME = 'lockcheck';
@@ -76,6 +79,11 @@ export class RedisReplicated {
     const timeoutMs = options.timeoutMs ?? 60_000;
     const password = randomBytes(24).toString('base64url');
     const started: RedisServer[] = [];
+    // A stopAllRedisServers() meanwhile stopped what had started: nothing more is started, and no wait runs on to its bound.
+    const stopped = (): boolean => started.some((s) => s.stopped);
+    const stillStarting = (next: string): void => {
+      if (stopped()) throw new StoppedWhileStarting(`RedisReplicated: a server was stopped while it was starting, before ${next}`);
+    };
     try {
       // The primary also carries masterauth: it comes back as a replica after a failover.
       // A full sync starts at once, not after the default 5 s wait for more replicas (either may serve one).
@@ -90,12 +98,14 @@ export class RedisReplicated {
         ...clock,
       });
       started.push(replica);
+      stillStarting('the replica synced');
       // Sentinel learns of replicas from the primary's INFO, which it asks for at once and then every 10 s:
       // started after the replica is in sync, it knows the replica from its first look.
       await until(timeoutMs, 'the replica in sync', async () => {
         const [p, r] = await Promise.all([info(primary, 'replication'), info(replica, 'replication')]);
         return inSync(p, r);
-      }, () => replica.logTail());
+      }, () => replica.logTail(), stopped);
+      stillStarting('Sentinel was started');
       const sentinel = await RedisServer.start({
         persistence: 'none',
         sentinel: true,
@@ -110,12 +120,17 @@ export class RedisReplicated {
         throw e instanceof EnvironmentError && /not installed|ENOENT/.test(e.message) ? new EnvironmentError('redis-sentinel is not installed', INSTALL_SENTINEL) : e;
       });
       started.push(sentinel);
+      stillStarting('Sentinel was tuned');
       await tuneSentinel(sentinel);
       const cluster = new RedisReplicated(primary, replica, sentinel, timeoutMs);
       await cluster.#until('the replica in sync and known to Sentinel', async () => (await cluster.replicaInSync()) && (await cluster.#sentinelKnowsReplica()));
+      stillStarting('start() returned');
       return cluster;
     } catch (error) {
+      // What failed after a stop is the stop's doing (a server gone, a wait cut short), not the environment's.
+      const stoppedWhileStarting = stopped() || error instanceof StoppedWhileStarting;
       await Promise.all(started.map((s) => s.stop()));
+      if (stoppedWhileStarting && !(error instanceof StoppedWhileStarting)) throw new StoppedWhileStarting('RedisReplicated: a server was stopped while it was starting', { cause: error });
       throw error;
     }
   }
@@ -304,8 +319,9 @@ export class RedisReplicated {
 
   /** Polls until `check` holds; RunEnvironmentError, with Sentinel's log, when it does not within the bound. */
   #until(what: string, check: () => Promise<boolean>, detail: () => string = () => ''): Promise<void> {
-    return until(this.#timeoutMs, what, check, () => `${detail()}\n${this.sentinel.logTail()}`).catch((e: unknown) => {
-      throw e instanceof EnvironmentError ? new RunEnvironmentError(e.message) : e;
+    const stopped = (): boolean => this.primary.stopped || this.replica.stopped || this.sentinel.stopped;
+    return until(this.#timeoutMs, what, check, () => `${detail()}\n${this.sentinel.logTail()}`, stopped).catch((e: unknown) => {
+      throw e instanceof EnvironmentError && !(e instanceof StoppedWhileStarting) ? new RunEnvironmentError(e.message) : e;
     });
   }
 }
@@ -326,17 +342,19 @@ async function tuneSentinel(sentinel: RedisServer): Promise<void> {
 /** How often Sentinel asks primary and replica for INFO here (its default: 10 s). */
 const SENTINEL_INFO_PERIOD_MS = 1_000;
 
-/** Polls `check` until it holds, at most `timeoutMs`; a failing check counts as not yet. */
-async function until(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string): Promise<void> {
+/** Polls `check` until it holds, at most `timeoutMs`; a failing check counts as not yet. Ends at once, StoppedWhileStarting, once `stopped()`: a stopped server never comes to pass the check. */
+async function until(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string, stopped: () => boolean): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown = null;
   while (Date.now() < deadline) {
+    if (stopped()) throw new StoppedWhileStarting(`RedisReplicated: a server was stopped while waiting for ${what}`);
     try {
-      if (await check()) return;
+      // Each check cut to what is left: its commands' own bounds (1 s each) may be longer.
+      if (await withTimeout(systemClock, leftWithin(timeoutMs, deadline), what, check())) return;
     } catch (e) {
       last = e;
     }
-    await sleep(POLL_MS);
+    await sleep(pauseWithin(POLL_MS, deadline));
   }
   throw new EnvironmentError(`waited ${timeoutMs} ms for ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}\n--- log tail ---\n${log()}`);
 }

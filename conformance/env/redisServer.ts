@@ -26,8 +26,10 @@ import { Guard } from './watchdog.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { registerSecret } from './redact.ts';
+import { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 
 export { EnvironmentError } from './faketime.ts';
+export { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 
 /** Whether a server's keys survive a crash: 'none' (lost) or 'aof-always' (AOF, fsync on every write). */
 export type RedisPersistence = 'none' | 'aof-always';
@@ -146,20 +148,29 @@ export class RedisServer {
   static async start(options: RedisServerOptions): Promise<RedisServer> {
     checkOptions(options);
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-    let preload: string | null = null;
-    if (options.clockFile !== undefined) {
-      const shim = await ensureMallocShim();
-      preload = `${shim}:${requireLibfaketime()}`;
-      if (!existsSync(options.clockFile.path)) {
-        throw new Error(`RedisServer: clock file ${options.clockFile.path} does not exist; set() it before starting the server`);
+    const pending = live.starting();
+    let server: RedisServer;
+    try {
+      let preload: string | null = null;
+      if (options.clockFile !== undefined) {
+        const shim = await ensureMallocShim();
+        preload = `${shim}:${requireLibfaketime()}`;
+        if (!existsSync(options.clockFile.path)) {
+          throw new Error(`RedisServer: clock file ${options.clockFile.path} does not exist; set() it before starting the server`);
+        }
       }
+      live.killAtExit();
+      server = new RedisServer(STARTING, options, await mkdtemp(join(tmpdir(), 'lockcheck-redis-')), preload);
+    } catch (error) {
+      pending.abandoned();
+      throw error;
     }
-    live.killAtExit();
-    const dir = await mkdtemp(join(tmpdir(), 'lockcheck-redis-'));
-    const server = new RedisServer(STARTING, options, dir, preload);
-    live.add(server);
+    const dir = server.#dir;
+    // Stopped here already should a stopAll() have come while the directory was made.
+    pending.arrived(server);
     const deadline = Date.now() + timeoutMs;
     try {
+      if (server.#stopping !== null) throw new StoppedWhileStarting(`RedisServer (dir ${dir}): stop() came while it was starting, before its config was written`);
       // The password goes in a 0600 file in the 0700 directory: on the command line every local user could read it.
       // Sentinel rewrites its config file: it lives in the server's own directory.
       await writeFile(server.#configFile, [`requirepass ${server.password}`, ...server.#config].map((l) => `${l}\n`).join(''), { mode: 0o600, flag: 'wx' });
@@ -171,10 +182,18 @@ export class RedisServer {
         },
         () => server.#startError('no free port could be bound'),
       );
+      // A stop() in the last PING's reply killed the server it answered for, and gave back no port (it had none yet).
+      if (server.#stopping !== null) {
+        started.release();
+        throw new StoppedWhileStarting(`RedisServer (dir ${dir}): stop() came while it was starting, as it answered`);
+      }
       server.#releasePort = started.release;
       return started.value;
     } catch (error) {
+      // What failed after a stop() is the stop's doing (a killed process, a removed directory), not the environment's.
+      const stoppedWhileStarting = server.#stopping !== null;
       await server.stop();
+      if (stoppedWhileStarting && !(error instanceof StoppedWhileStarting)) throw new StoppedWhileStarting(`RedisServer (dir ${dir}): stop() came while it was starting`, { cause: error });
       throw error;
     }
   }
@@ -250,7 +269,12 @@ export class RedisServer {
     this.#assertNotStopped('restart');
     await this.crash();
     const deadline = Date.now() + this.startTimeoutMs;
-    await onSamePort(deadline, async () => (await this.#spawnAndWait(deadline)) === 'ready', () => this.#startError(`port ${this.#port} stayed in use`));
+    try {
+      await onSamePort(deadline, async () => (await this.#spawnAndWait(deadline)) === 'ready', () => this.#startError(`port ${this.#port} stayed in use`));
+    } catch (error) {
+      if (this.#stopping !== null && !(error instanceof StoppedWhileStarting)) throw new StoppedWhileStarting(`RedisServer (dir ${this.#dir}): stop() came while it was restarting`, { cause: error });
+      throw error;
+    }
   }
 
   /** SIGSTOP: the server keeps accepting TCP connections (backlog) but answers nothing. */
@@ -328,6 +352,8 @@ export class RedisServer {
 
   /** Spawns the process and polls PING until `deadline`. Throws EnvironmentError unless the port was taken. */
   async #spawnAndWait(deadline: number): Promise<'ready' | 'address-in-use'> {
+    // A stop() during start or restart (the config's write, the port's claim, an earlier try) already killed what ran: nothing more is spawned.
+    if (this.#stopping !== null) throw new StoppedWhileStarting(`RedisServer (dir ${this.#dir}): stop() came while it was starting, before redis-server was spawned`);
     const child = spawn(this.#sentinel ? 'redis-sentinel' : 'redis-server', this.#args(), { env: this.#env(), stdio: ['ignore', 'pipe', 'pipe'] });
     let spawnError: NodeJS.ErrnoException | null = null;
     this.#child = child;
@@ -386,6 +412,8 @@ export class RedisServer {
     }
     const exitedByItself = exited;
     await this.crash();
+    // Killed by stop(): not a start-up failure, and not a port to try again.
+    if (this.#stopping !== null) throw new StoppedWhileStarting(`RedisServer (dir ${this.#dir}): stop() came while it was starting`);
     if (exitedByItself && /Address already in use/i.test(this.logTail())) return 'address-in-use';
     throw this.#startError(
       exitedByItself ? `redis-server exited during start-up${failed ? ` (${failed.message})` : ''}` : `no PONG within ${this.startTimeoutMs} ms`,

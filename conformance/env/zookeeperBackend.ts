@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { leftWithin, pauseWithin } from './deadline.ts';
+import { withTimeout } from '../../impl/errors.ts';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt } from '../../model/clock.ts';
 import type { Design, StorePolicy } from '../../model/design.ts';
@@ -232,11 +234,12 @@ async function ready(nodes: readonly ZookeeperNode[], path: string): Promise<voi
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     try {
-      await Promise.all(nodes.map((n) => n.get(path)));
+      // Each look cut to what is left: a node's own call bound (CALL_TIMEOUT_MS) may be longer.
+      await withTimeout(systemClock, leftWithin(READY_TIMEOUT_MS, deadline), 'ready', Promise.all(nodes.map((n) => n.get(path))));
       return;
     } catch (error) {
       if (Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, pauseWithin(20, deadline)));
     }
   }
 }

@@ -38,7 +38,7 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConsensusGroup, GroupMember, HOST, type MemberCommand, stopAllOf } from './consensusGroup.ts';
+import { ConsensusGroup, GroupMember, HOST, type MemberCommand, startingGroup, stopAllOf } from './consensusGroup.ts';
 import { EnvironmentError } from './faketime.ts';
 import { lockDown } from './zookeeperLockdown.ts';
 
@@ -115,14 +115,23 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
     if (!Number.isInteger(count) || count < 1 || count > 7 || count % 2 === 0) throw new RangeError(`members must be odd, 1..7, got ${String(count)}`);
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`startTimeoutMs must be positive, got ${String(timeoutMs)}`);
-    const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-zk-'));
-    const ensemble = new ZookeeperEnsemble(dir, count, options);
+    const pending = startingGroup('ZookeeperEnsemble');
+    let ensemble: ZookeeperEnsemble;
+    try {
+      ensemble = new ZookeeperEnsemble(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-zk-')), count, options);
+    } catch (error) {
+      pending.abandoned();
+      throw error;
+    }
+    // Stopped at once should a stopAllZookeeperEnsembles() have come while the directory was made: boot() then rejects.
+    pending.arrived(ensemble);
     await ensemble.boot();
     try {
       await lockDown(ensemble.connectString, ensemble.#credentials, Math.max(5000, ensemble.startTimeoutMs / 4));
+      // A stop() as the lockdown ended: the ensemble is gone.
+      ensemble.assertNotStopped('start');
     } catch (error) {
-      await ensemble.stop();
-      throw error;
+      throw await ensemble.failedStart(error);
     }
     return ensemble;
   }
@@ -157,13 +166,10 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
   }
 
   protected async prepareStart(): Promise<void> {
-    for (;;) {
-      for (const m of this.members) {
-        m.clientPort = await this.claimedPort();
-        m.quorumPort = await this.claimedPort();
-        m.electionPort = await this.claimedPort();
-      }
-      if (new Set(this.members.flatMap((m) => [m.clientPort, m.quorumPort, m.electionPort])).size === 3 * this.size) break;
+    for (const m of this.members) {
+      m.clientPort = await this.claimedPort();
+      m.quorumPort = await this.claimedPort();
+      m.electionPort = await this.claimedPort();
     }
   }
 
@@ -254,7 +260,7 @@ function jaas(secret: string): string {
 }
 
 export async function stopAllZookeeperEnsembles(): Promise<void> {
-  await stopAllOf((g) => g instanceof ZookeeperEnsemble);
+  await stopAllOf('ZookeeperEnsemble');
 }
 
 /** Sends a four-letter word and reads the reply until the member closes the connection. */

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { abandonable } from './abandon.ts';
 import type { LockSettings } from './attempts.ts';
 import { destroyConnection, endWithin, replyMissing } from './attempts.ts';
 import { ensureSchema } from './schema.ts';
@@ -46,10 +47,13 @@ export function openSessionConnection(
   viaLink: boolean,
   statements: readonly PreparedStatement[],
   onLost: (connection: SessionConnection) => void,
+  /** Abandons the opening (the owner's close()): the socket is destroyed at once, and the open rejects. */
+  signal?: AbortSignal,
 ): Promise<SessionConnection> {
   const endpoint = wireEndpoint(config);
-  return 'unsupported' in endpoint ? openNodePostgres(config, s, onLost) : openWire(endpoint, s, viaLink, statements, onLost);
+  return 'unsupported' in endpoint ? openNodePostgres(config, s, onLost, signal) : openWire(endpoint, s, viaLink, statements, onLost, signal);
 }
+
 
 async function openWire(
   endpoint: Exclude<ReturnType<typeof wireEndpoint>, { unsupported: string }>,
@@ -57,13 +61,16 @@ async function openWire(
   viaLink: boolean,
   statements: readonly PreparedStatement[],
   onLost: (connection: SessionConnection) => void,
+  signal: AbortSignal | undefined,
 ): Promise<SessionConnection> {
   const timeoutMs = Math.min(s.timeoutMs, endpoint.queryTimeoutMs ?? s.timeoutMs);
   let abandoned = false;
   let opened: WireConnection | null = null;
   try {
-    const c = await s.statement(async () => {
+    // Abandoned after the connect, in the schema's or the statements' round trips: the socket goes at once.
+    const c = await abandonable(signal, () => (opened as WireConnection | null)?.destroy(), () => s.statement(async () => {
       const wire = await WireConnection.connect({
+        ...(signal !== undefined ? { signal } : {}),
         ...endpoint,
         // As node-postgres's path: the lock's bound as statement_timeout unless the configuration sets its own.
         parameters: { statement_timeout: String(s.timeoutMs), ...endpoint.parameters },
@@ -76,7 +83,7 @@ async function openWire(
       await ensureSchema({ query: (sql) => wire.simpleQuery(sql) });
       await wire.prepare(statements);
       return wire;
-    });
+    }));
     if (c.lostWith !== null) throw new WireConnectionError(`the connection was lost while it opened: ${c.lostWith.message}`);
     const connection: SessionConnection = {
       driver: 'wire',
@@ -98,7 +105,7 @@ async function openWire(
   }
 }
 
-async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost: (connection: SessionConnection) => void): Promise<SessionConnection> {
+async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost: (connection: SessionConnection) => void, signal: AbortSignal | undefined): Promise<SessionConnection> {
   const client = new pg.Client({
     keepAlive: true,
     connectionTimeoutMillis: s.timeoutMs,
@@ -126,13 +133,15 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
   client.on('end', lost);
   loseOnSessionEnd(client, lost);
   try {
-    await s.statement(async () => {
-      await client.connect();
-      await ensureSchema(client);
-    });
+    await abandonable(signal, () => destroyConnection(client), () =>
+      s.statement(async () => {
+        await client.connect();
+        await ensureSchema(client);
+      }),
+    );
   } catch (e) {
-    // No reply within the statement timeout: it may yet connect, so drop the socket rather than wait on a goodbye.
-    if (replyMissing(e)) destroyConnection(client);
+    // No reply within the statement timeout (it may yet connect), or abandoned: drop the socket rather than wait on a goodbye.
+    if (replyMissing(e) || signal?.aborted === true) destroyConnection(client);
     else await endWithin(client, s.timeoutMs);
     throw e;
   }

@@ -117,6 +117,8 @@ export class PostgresSessionLock {
   readonly #calls = new Map<string, Calls>();
   #attempts = 0;
   #closed = false;
+  /** Fired by close(): a connection still opening is abandoned. */
+  readonly #abandon = new AbortController();
   /** The attempt and the release as acquireWithRetries takes them, made once (not two closures per acquire). */
   readonly #attemptOf = (resource: string): Promise<AcquireResult> => this.#attempt(resource);
   readonly #releaseOf = (lease: Lease): Promise<void> => this.release(lease);
@@ -194,6 +196,8 @@ export class PostgresSessionLock {
     this.#closed = true;
     const client = this.#client;
     const connecting = this.#connecting;
+    // A connection still opening holds nothing yet: its socket goes at once, not after its connect's bound and a goodbye.
+    this.#abandon.abort(closedError());
     this.#lost();
     if (client !== null) await client.end();
     // A first connection still opening: it ends itself as it opens (see #connection); wait for that.
@@ -211,7 +215,8 @@ export class PostgresSessionLock {
     try {
       client = await this.#connection();
     } catch (e) {
-      // The lock was closed (before or while the connection opened), or a connection parameter the wire client refuses.
+      // The lock was closed (before or while the connection opened: close() abandons it), or a connection parameter the wire client refuses.
+      if (this.#closed) throw closedError();
       if (e instanceof InvalidInputError) throw e;
       const refused = refusal(e);
       if (refused !== null) throw refused;
@@ -297,7 +302,7 @@ export class PostgresSessionLock {
     if (this.#closed) return Promise.reject(closedError());
     if (this.#client !== null) return Promise.resolve(this.#client);
     this.#connecting ??= Promise.resolve()
-      .then(() => openSessionConnection(this.#options.connection, this.#s, this.#options.link !== undefined, STATEMENTS, (c) => this.#lost(c)))
+      .then(() => openSessionConnection(this.#options.connection, this.#s, this.#options.link !== undefined, STATEMENTS, (c) => this.#lost(c), this.#abandon.signal))
       .then(async (client) => {
         if (this.#closed) {
           // close() came while it opened: ended here, before close() resolves (it waits for this), and never used.

@@ -144,14 +144,23 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
   let opening: Promise<SessionConnection> | null = null;
   let closed = false;
   const closedError = (): InvalidInputError => new InvalidInputError('precondition', 'the store was closed');
+  /** Fired by close(): a connection still opening is abandoned (abandon.ts). */
+  const abandon = new AbortController();
   const connection = (): Promise<SessionConnection> => {
     if (closed) return Promise.reject(closedError());
     if (live !== null) return Promise.resolve(live);
     opening ??= Promise.resolve()
       .then(() =>
-        openSessionConnection(options.connection, s, false, [write, read], (c) => {
-          if (live === c) live = null;
-        }),
+        openSessionConnection(
+          options.connection,
+          s,
+          false,
+          [write, read],
+          (c) => {
+            if (live === c) live = null;
+          },
+          abandon.signal,
+        ),
       )
       .then(async (c) => {
         if (closed) {
@@ -186,6 +195,8 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
       closed = true;
       const c = live;
       live = null;
+      // A connection still opening holds nothing yet: its socket goes at once, not after its connect's bound and a goodbye.
+      abandon.abort(closedError());
       if (c !== null) await c.end();
       // A connection still opening ends itself as it opens (see connection()); wait for that.
       await opening?.catch(() => undefined);

@@ -11,6 +11,7 @@ import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC
 import { isRefusal, UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, MINT, TRY_LOCK_AND_MINT } from './schema.ts';
+import { abandonable } from './abandon.ts';
 import { loseOnSessionEnd } from './sessionEnd.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import type { Queryable } from './store.ts';
@@ -94,8 +95,10 @@ export class PostgresTransactionLock {
   readonly #idleClients: pg.Client[] = [];
   #schemaReady = false;
   #closed = false;
-  /** Connections still opening: close() waits for them (each ends itself when it finds the lock closed). */
+  /** Connections still opening: close() abandons them (#abandon) and waits for that. */
   readonly #opening = new Set<Promise<pg.Client>>();
+  /** Fired by close(): a connection still opening is abandoned. */
+  readonly #abandon = new AbortController();
   #attempts = 0;
 
   constructor(options: PostgresLockOptions) {
@@ -154,6 +157,8 @@ export class PostgresTransactionLock {
     this.#running.clear();
     this.#open.clear();
     this.#minter = null;
+    // Connections still opening hold nothing yet: their sockets go at once, not after their connect's bound and a goodbye.
+    this.#abandon.abort(closedError());
     await Promise.all([...this.#opening].map((p) => p.catch(() => undefined)));
     await Promise.all([...this.#connections].map((c) => endWithin(c, this.#s.timeoutMs)));
     this.#connections.clear();
@@ -447,16 +452,18 @@ export class PostgresTransactionLock {
     // A release after a FATAL then finds the lease lost ('connection-lost'), not 'released' over a freed lock.
     loseOnSessionEnd(client, lost);
     try {
-      await this.#s.statement(async () => {
-        await client.connect();
-        if (!this.#schemaReady) await ensureSchema(client);
-      });
+      await abandonable(this.#abandon.signal, () => destroyConnection(client), () =>
+        this.#s.statement(async () => {
+          await client.connect();
+          if (!this.#schemaReady) await ensureSchema(client);
+        }),
+      );
       this.#schemaReady = true;
     } catch (e) {
-      // No reply within the statement timeout: it may yet connect, so drop the socket rather than wait on a goodbye.
-      if (replyMissing(e)) destroyConnection(client);
+      // No reply within the statement timeout (it may yet connect), or abandoned by close(): drop the socket rather than wait on a goodbye.
+      if (replyMissing(e) || this.#closed) destroyConnection(client);
       else await endWithin(client, this.#s.timeoutMs);
-      throw e;
+      throw this.#closed ? closedError() : e;
     }
     if (this.#closed) {
       // close() came while it opened: ended here (close() waits for it), never used.

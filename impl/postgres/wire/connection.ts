@@ -89,6 +89,8 @@ export interface WireConnectOptions {
   readonly clock: MonotonicClock;
   /** TCP keepalive on the socket. Default true. */
   readonly keepAlive?: boolean;
+  /** Abandons the connect: the socket is destroyed at once and connect() rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
 }
 
 /** A call in flight: its rows, the server's error if one came, and how it settles (`done`, called once from the read callback or at the loss). */
@@ -166,7 +168,14 @@ export class WireConnection {
     connection = created;
     return new Promise<WireConnection>((resolve, reject) => {
       const connection = created;
-      const cancel = clock.schedule(clock.now() + timeoutMs, () => connection.destroy(new TimeoutError('connect', timeoutMs)));
+      const { signal } = options;
+      const abandon = (): void => fail(signal?.reason instanceof Error ? signal.reason : new WireConnectionError('the connect was abandoned'));
+      const scheduled = clock.schedule(clock.now() + timeoutMs, () => connection.destroy(new TimeoutError('connect', timeoutMs)));
+      // The signal is listened to while the connect runs only: a lock's signal outlives its connections.
+      const cancel = (): void => {
+        scheduled();
+        signal?.removeEventListener('abort', abandon);
+      };
       const fail = (e: Error): void => {
         cancel();
         connection.destroy(e);
@@ -188,6 +197,8 @@ export class WireConnection {
         cancel();
         reject(e);
       };
+      if (signal?.aborted === true) abandon();
+      else signal?.addEventListener('abort', abandon, { once: true });
     });
   }
 

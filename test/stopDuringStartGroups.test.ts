@@ -1,0 +1,245 @@
+/**
+ * consensusGroup.ts's start (etcd clusters, ZooKeeper ensembles): a stop that
+ * comes while a group starts leaves no member running, no member nor gate
+ * listening, no directory, and start() rejects StoppedWhileStarting; and
+ * boot()'s retry on fresh ports keeps to its deadline.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ConsensusGroup, GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
+import { EtcdCluster, stopAllEtcdClusters } from '../conformance/env/etcdCluster.ts';
+import { EnvironmentError } from '../conformance/env/faketime.ts';
+import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
+import { stopAllZookeeperEnsembles, ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
+import { alive, descendantsNamed } from './probes.ts';
+
+// A failed test's groups go with it: the next test looks for this process's members.
+afterEach(async () => {
+  await Promise.all([stopAllEtcdClusters(), stopAllZookeeperEnsembles()]);
+});
+
+afterAll(async () => {
+  await Promise.all([stopAllEtcdClusters(), stopAllZookeeperEnsembles()]);
+});
+
+/** What a start settled with: its rejection, or null when it resolved (the group is then stopped). */
+function settledOf(promise: Promise<{ stop(): Promise<void> }>): Promise<unknown> {
+  return promise.then(
+    async (group) => {
+      await group.stop();
+      return null;
+    },
+    (error: unknown) => error,
+  );
+}
+
+/** Polls `find` once per turn of the event loop (setImmediate, not a sleep) until it gives something, for at most `ms`. */
+async function pollFor<T>(find: () => T | null, ms: number, what: string): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const found = find();
+    if (found !== null) return found;
+    if (Date.now() >= until) throw new Error(`never within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Whether something accepts a TCP connection on the loopback port (bounded by a 2 s timer). */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const timer = setTimeout(() => finish(true), 2000);
+    const finish = (answer: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.once('connect', () => finish(true));
+    socket.once('error', () => finish(false));
+  });
+}
+
+/** Every loopback port named on process `pid`'s command line (its own and the gates' it dials). */
+function portsOf(pid: number): number[] {
+  const text = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  return [...new Set([...text.matchAll(/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1])))];
+}
+
+describe('EtcdCluster: stopped while it starts', () => {
+  it('a stop as its directory is made (before the cluster exists) is not missed: no member spawned, the directory removed, start() rejects StoppedWhileStarting', async () => {
+    const parent = mkdtempSync(join('/dev/shm', 'lockcheck-etcdstop-'));
+    try {
+      const settled = settledOf(EtcdCluster.start({ members: 1, parentDir: parent }));
+      await pollFor(() => (readdirSync(parent).length > 0 ? true : null), 10_000, 'the cluster directory');
+      await stopAllEtcdClusters();
+      const error = await settled;
+      expect([...descendantsNamed('etcd'), ...descendantsNamed('openssl')], 'processes left').toEqual([]);
+      expect(error).toBeInstanceOf(StoppedWhileStarting);
+      expect(readdirSync(parent)).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a stop while the members run and elect no leader yet kills them, closes their gates, removes the directory, and start() rejects StoppedWhileStarting', async () => {
+    // No member campaigns before 10 s: the start is still waiting for a leader when the stop comes.
+    const settled = settledOf(EtcdCluster.start({ members: 3, heartbeatMs: 1000, electionMs: 10_000, peerGates: true, startTimeoutMs: 60_000, parentDir: '/dev/shm' }));
+    const pids = await pollFor(() => {
+      const found = descendantsNamed('etcd');
+      return found.length === 3 ? found : null;
+    }, 30_000, 'three etcd members');
+    const ports = pids.flatMap(portsOf);
+    const dataDir = readFileSync(`/proc/${pids[0]}/cmdline`, 'utf8').split('\0')[4]!;
+    expect(ports.length, 'client, peer and gate ports').toBeGreaterThanOrEqual(9);
+    await stopAllEtcdClusters();
+    for (const pid of pids) expect(alive(pid), `etcd ${pid} after the stop`).toBe(false);
+    const error = await settled;
+    expect(error).toBeInstanceOf(StoppedWhileStarting);
+    expect(descendantsNamed('etcd')).toEqual([]);
+    for (const port of ports) expect(await listening(port), `port ${port}`).toBe(false);
+    expect(existsSync(dataDir)).toBe(false);
+  }, 90_000);
+});
+
+describe('ZookeeperEnsemble: stopped while it starts', () => {
+  it('a stop while the member starts kills it, removes the directory, and start() rejects StoppedWhileStarting', async () => {
+    const parent = mkdtempSync(join('/dev/shm', 'lockcheck-zkstop-'));
+    try {
+      const settled = settledOf(ZookeeperEnsemble.start({ members: 1, parentDir: parent, startTimeoutMs: 60_000 }));
+      const pid = await pollFor(() => descendantsNamed('java')[0] ?? null, 30_000, 'the ZooKeeper member');
+      await stopAllZookeeperEnsembles();
+      expect(alive(pid), `java ${pid} after the stop`).toBe(false);
+      const error = await settled;
+      expect(error).toBeInstanceOf(StoppedWhileStarting);
+      expect(descendantsNamed('java')).toEqual([]);
+      expect(readdirSync(parent)).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+/** A group whose ports always collide (two members given one client port): boot() must give up at its deadline. */
+class CollidingGroup extends ConsensusGroup<GroupMember, { readonly member: number }> {
+  protected readonly addressInUse = /never/;
+  protected readonly leaderWanted = 'a leader';
+  prepared = 0;
+  readonly #startedAt = Date.now();
+
+  private constructor(dir: string, startTimeoutMs: number) {
+    super('CollidingGroup', 'group', dir, [new GroupMember(0, 'a'), new GroupMember(1, 'b')], startTimeoutMs, false);
+  }
+
+  static async start(startTimeoutMs: number): Promise<CollidingGroup> {
+    const group = new CollidingGroup(await mkdtemp(join('/dev/shm', 'lockcheck-colliding-')), startTimeoutMs);
+    await group.boot();
+    return group;
+  }
+
+  protected async prepareStart(): Promise<void> {
+    this.prepared++;
+    // What ends the retries when boot() does not: well past its deadline.
+    if (Date.now() - this.#startedAt > 5 * this.startTimeoutMs) throw new Error('still retrying at five times the start bound');
+    const port = await this.claimedPort();
+    for (const m of this.members) m.clientPort = port;
+  }
+
+  protected command(): MemberCommand {
+    throw new Error('no member is to be spawned');
+  }
+  protected memberStatus(): Promise<null> {
+    return Promise.resolve(null);
+  }
+  protected leaderOf(): null {
+    return null;
+  }
+  protected notInstalled(): null {
+    return null;
+  }
+  protected peerPorts(): readonly number[] {
+    return [];
+  }
+}
+
+describe('ConsensusGroup.boot: the retry on fresh ports keeps to the deadline', () => {
+  it('ports that always collide fail the start at startTimeoutMs, naming why, spawning nothing', async () => {
+    const startedAt = Date.now();
+    const error: unknown = await CollidingGroup.start(400).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    const took = Date.now() - startedAt;
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect(String((error as Error).message)).toMatch(/distinct ports within 400 ms/);
+    expect(took).toBeLessThan(2000);
+  }, 30_000);
+});
+
+/** A group of `sleep` processes whose status looks each take their whole bound: a wait that keeps to its deadline cuts the last look short. */
+class SilentGroup extends ConsensusGroup<GroupMember, { readonly member: number }> {
+  protected readonly addressInUse = /never/;
+  protected readonly leaderWanted = 'a leader';
+  /** While true, member 0 leads (each look still takes its whole bound). */
+  leads = false;
+
+  private constructor(dir: string, startTimeoutMs: number) {
+    super('SilentGroup', 'group', dir, [new GroupMember(0, 'a')], startTimeoutMs, false);
+  }
+
+  static async start(startTimeoutMs: number, leads: boolean): Promise<SilentGroup> {
+    const group = new SilentGroup(await mkdtemp(join('/dev/shm', 'lockcheck-silent-')), startTimeoutMs);
+    group.leads = leads;
+    await group.boot();
+    return group;
+  }
+
+  protected async prepareStart(): Promise<void> {
+    this.members[0]!.clientPort = await this.claimedPort();
+  }
+  protected command(): MemberCommand {
+    return { file: 'sleep', args: ['600'], dropEnv: /^LD_PRELOAD$/ };
+  }
+  protected memberStatus(m: GroupMember, timeoutMs: number): Promise<{ readonly member: number }> {
+    return new Promise((resolve) => setTimeout(() => resolve({ member: m.index }), timeoutMs));
+  }
+  protected leaderOf(): number | null {
+    return this.leads ? 0 : null;
+  }
+  protected notInstalled(): null {
+    return null;
+  }
+  protected peerPorts(): readonly number[] {
+    return [];
+  }
+}
+
+describe('ConsensusGroup: waits keep to their deadline when the members answer slowly', () => {
+  it('boot(): the wait for a leader ends at startTimeoutMs, not a whole status look (500 ms) past it', async () => {
+    const startedAt = Date.now();
+    const error: unknown = await SilentGroup.start(100, false).then(
+      async (g) => {
+        await g.stop();
+        return null;
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect(Date.now() - startedAt).toBeLessThan(450);
+    expect(descendantsNamed('sleep')).toEqual([]);
+  }, 30_000);
+
+  it('leader(timeoutMs): ends at timeoutMs, not a whole status look past it', async () => {
+    const group = await SilentGroup.start(5000, true);
+    try {
+      group.leads = false;
+      const startedAt = Date.now();
+      await expect(group.leader(100)).rejects.toThrow(/no a leader within 100 ms/);
+      expect(Date.now() - startedAt).toBeLessThan(450);
+    } finally {
+      await group.stop();
+    }
+  }, 30_000);
+});
