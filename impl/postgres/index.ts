@@ -8,7 +8,7 @@ export type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.t
 export { PostgresTransactionLock } from './xactLock.ts';
 export type { WithLockOptions } from './xactLock.ts';
 export { openPostgresFencedStore, postgresFencedStore } from './store.ts';
-export type { PostgresFencedStoreConnection, PostgresStoreOptions, Queryable } from './store.ts';
+export type { PostgresFencedStoreConnection, PostgresFencedStoreOptions, PostgresStoreOptions, Queryable } from './store.ts';
 export { ensureSchema, SCHEMA } from './schema.ts';
 export { advisoryKey } from './keys.ts';
 /** The wire client's refusal of replies it cannot read (also exported by lockcheck/lock, with isRefusal true for it). */

@@ -3,11 +3,12 @@ import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import { checkValueBytes } from '../valueSize.ts';
 import { passes } from '../../model/store.ts';
-import { UnavailableError } from '../errors.ts';
+import { UnavailableError, withTimeout } from '../errors.ts';
 import type { MonotonicClock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal, typedFailure as typedCallFailure } from './attempts.ts';
-import { checkMethods, checkObject, checkPolicy, FENCES, knownOptions } from '../options.ts';
+import { checkClock, checkMethods, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
 import type { SessionConnection } from './sessionConnection.ts';
 import { callRows, openSessionConnection } from './sessionConnection.ts';
 import type { Row } from './wire/connection.ts';
@@ -84,23 +85,50 @@ async function judged(policy: StorePolicy, token: bigint, accepted: unknown, hig
   return { kind: 'rejected', highest: seen };
 }
 
-/** A fenced store on a connection the caller owns: a pool, a client, or the lock's transaction (policy `transactional`). */
-export function postgresFencedStore(db: Queryable, policy: StorePolicy): FencedStore {
+/** postgresFencedStore's options. */
+export interface PostgresFencedStoreOptions {
+  /**
+   * Bound on each write and read, in ms on `clock`. Default 5000. The
+   * connection is the caller's, so nothing of it is cut: a call with no reply
+   * in time is a TimeoutError while its statement may still run (a write may
+   * have landed: a later write with a larger token settles it), and the
+   * caller's next statements on that client wait behind it.
+   */
+  readonly timeoutMs?: number;
+  /** The clock the bound is on. Default: performance.now(). */
+  readonly clock?: MonotonicClock;
+}
+
+const checkCallerStoreKeys = knownOptions('postgresFencedStore options', ['timeoutMs', 'clock']);
+
+/**
+ * A fenced store on a connection the caller owns: a pool, a client, or the lock's transaction (policy `transactional`).
+ * Each call is bounded by `options.timeoutMs` whatever the connection's own settings (a client without query_timeout on
+ * a paused server waited for ever).
+ */
+export function postgresFencedStore(db: Queryable, policy: StorePolicy, options: PostgresFencedStoreOptions = {}): FencedStore {
   checkMethods(db, 'db', 'a pg Pool or Client', ['query']);
   checkPolicy(policy, [...FENCES, 'transactional']);
+  checkObject(options, 'postgresFencedStore options');
+  checkCallerStoreKeys(options);
+  const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
+  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
+  const bounded = <T>(what: 'write' | 'read', work: () => Promise<T>): Promise<T> => withTimeout(clock, timeoutMs, `postgres fenced store ${what}`, work());
   // Named: prepared once per connection, so the server does not parse and plan the upsert on every write (one name per policy: the texts differ).
   // Rows as arrays: no object with named properties built per reply.
   const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy), rowMode: 'array' } as const;
   return {
     async write(resource, token, value) {
       checkWrite(resource, token, value);
-      const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]).catch(typedFailure);
-      const [accepted, highest] = r.rows[0]!;
-      return judged(policy, token, accepted, highest, async () => (await db.query<{ highest: string }>(READ, [resource]).catch(typedFailure)).rows[0]?.highest);
+      return bounded('write', async () => {
+        const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]).catch(typedFailure);
+        const [accepted, highest] = r.rows[0]!;
+        return judged(policy, token, accepted, highest, async () => (await db.query<{ highest: string }>(READ, [resource]).catch(typedFailure)).rows[0]?.highest);
+      });
     },
     async read(resource) {
       checkResource(resource);
-      const r = await db.query<{ value: string; token: string }>(READ, [resource]).catch(typedFailure);
+      const r = await bounded('read', () => db.query<{ value: string; token: string }>(READ, [resource]).catch(typedFailure));
       const row = r.rows[0];
       return row === undefined ? { value: null, token: null } : { value: row.value, token: BigInt(row.token) };
     },

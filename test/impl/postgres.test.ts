@@ -952,6 +952,45 @@ describe('postgresFencedStore', () => {
     }
   });
 
+  it("a store on the caller's client bounds each write and read by its timeoutMs on its clock, whatever the client's own settings (before: a client without query_timeout on a paused backend waited for ever)", async () => {
+    const c = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000 });
+    await c.connect();
+    const pid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const clock = new ManualClock();
+    const store = postgresFencedStore(c, 'strict', { timeoutMs: 200, clock });
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const settled = <T>(p: Promise<T>): Promise<unknown> => p.then((v) => ({ resolved: v }), (e: unknown) => e);
+      const write = settled(store.write('paused', 1n, 'v'));
+      const read = settled(store.read('paused'));
+      clock.advance(199);
+      clock.advance(1);
+      // Real time only tells a hang apart (a generous bound): the bound itself is on the manual clock.
+      let hang: NodeJS.Timeout | undefined;
+      const hung = new Promise((resolve) => (hang = setTimeout(() => resolve('still waiting after 10 s of real time'), 10_000)));
+      const [w, r] = await Promise.race([Promise.all([write, read]), hung.then((why) => [why, why])]);
+      clearTimeout(hang);
+      expect(w).toBeInstanceOf(TimeoutError);
+      expect((w as Error).message).toBe('postgres fenced store write timed out after 200 ms');
+      expect(r).toBeInstanceOf(TimeoutError);
+      expect((r as Error).message).toBe('postgres fenced store read timed out after 200 ms');
+      expect(clock.armed).toBe(0);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // Resumed, the client serves again: the write that timed out landed (its outcome was unknown, not refused).
+    expect(await store.read('paused')).toEqual({ value: 'v', token: 1n });
+    await c.end();
+  });
+
+  it('postgresFencedStore refuses options it does not know and a bad timeoutMs or clock', () => {
+    expect(() => postgresFencedStore(admin, 'strict', { timeoutMS: 5 } as never)).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(() => postgresFencedStore(admin, 'strict', { timeoutMs: -1 })).toThrow(InvalidInputError);
+    expect(() => postgresFencedStore(admin, 'strict', { timeoutMs: Number.NaN })).toThrow(InvalidInputError);
+    expect(() => postgresFencedStore(admin, 'strict', { clock: {} as never })).toThrow(InvalidInputError);
+    expect(() => postgresFencedStore(admin, 'strict', null as never)).toThrow(InvalidInputError);
+  });
+
   it('strict: only a larger token writes, the rejection names the highest', async () => {
     const store = postgresFencedStore(admin, 'strict');
     expect(await store.write('r', 5n, 'a')).toEqual({ kind: 'accepted' });
