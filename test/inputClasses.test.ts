@@ -5,7 +5,6 @@ import { EtcdCluster } from '../conformance/env/etcdCluster.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { systemClock } from '../impl/clock.ts';
-import { isRefusal, ServerRefusedError } from '../impl/errors.ts';
 import { using } from '../impl/using.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../impl/etcd/index.ts';
 import type { FencedStore } from '../impl/fencedStore.ts';
@@ -188,7 +187,7 @@ describe('an etcd request larger than the member takes', () => {
     await cluster?.stop();
   });
 
-  it('is a ServerRefusedError (statement, ResourceExhausted), not an outage to retry; the store goes on', async () => {
+  it('is refused before it is sent (InvalidInputError precondition: etcd\'s default request bound), not an outage to retry; the store goes on', async () => {
     const client = etcdClient(cluster.clientOptions());
     clients.push(client);
     const store = etcdFencedStore(etcd3Node(client, { clock: systemClock, requestTimeoutMs: 5_000 }), 'strict');
@@ -198,9 +197,9 @@ describe('an etcd request larger than the member takes', () => {
         () => null,
         (error: unknown) => error,
       );
-      expect(e).toBeInstanceOf(ServerRefusedError);
-      expect(e).toMatchObject({ code: 'statement', serverCode: 'ResourceExhausted' });
-      expect(isRefusal(e)).toBe(true);
+      // Before the up-front check the member refused it (ServerRefusedError 'statement', ResourceExhausted): never an outage.
+      expect(e).toBeInstanceOf(InvalidInputError);
+      expect(e).toMatchObject({ code: 'precondition' });
     }
     await expect(store.write('big', 3n, 'small')).resolves.toEqual({ kind: 'accepted' });
     await expect(store.read('big')).resolves.toEqual({ value: 'small', token: 3n });
