@@ -1,6 +1,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
+import { passOverPolicies } from './passOver.ts';
 import { Etcd3 } from 'etcd3';
 import { InvalidInputError } from '../../model/errors.ts';
 import { checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
@@ -37,7 +38,9 @@ const checkTlsKeys = knownOptions('tls', ['ca', 'cert', 'key', 'serverName']);
  * An etcd3 client for the lock: it does not retry a failed call by itself
  * (etcd3 retries three times by default, and a retried put-if-absent whose
  * first reply was lost would read as held) and trips no circuit breaker, so
- * every call the lock makes is exactly one round trip under its own timeout.
+ * every call the lock makes is exactly one round trip under its own timeout;
+ * a member whose call failed as an outage is passed over for a while
+ * (passOverPolicies), so that one member down does not fail every third call.
  */
 export function etcdClient(options: EtcdClientOptions): Etcd3 {
   checkObject(options, 'etcdClient options');
@@ -68,7 +71,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   return new Etcd3({
     hosts: [...options.hosts],
     dialTimeout,
-    faultHandling: { global: noop, host: () => noop },
+    faultHandling: { global: noop, host: passOverPolicies() },
     // etcd3 authenticates before a call, without the call's deadline, and every call waits on that one exchange:
     // on a connection that never answers it hung for ever, and every later call with it. Bounded like a dial.
     ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password, callOptions: () => ({ deadline: Date.now() + dialTimeout }) } } : {}),
