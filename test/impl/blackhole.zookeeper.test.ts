@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ZookeeperEnsemble } from '../../conformance/env/zookeeperEnsemble.ts';
+import { systemClock } from '../../impl/clock.ts';
+import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/index.ts';
+import { InvalidInputError } from '../../model/errors.ts';
+import { allStopped, backToBaseline, rejectsWithin, resolvesWithin, steadyResources, until } from './blackhole.ts';
+
+/**
+ * The ZooKeeper lock and fenced store under a black hole: the one member
+ * paused with SIGSTOP (connections open, no reply), and killed with calls in
+ * flight. Every call settles within the node's request timeout (a generous
+ * 10x bound: a loaded machine), typed; the node's close() then leaves no
+ * handle; and a connect given up on leaves no session on the ensemble when
+ * the member answers it late.
+ */
+const TIMEOUT_MS = 300;
+const BOUND_MS = 10 * TIMEOUT_MS + 2000;
+/** Lease sessions far longer than the test: a session left behind does not expire before it is counted. */
+const TTL_MS = 60_000;
+
+let ensemble: ZookeeperEnsemble;
+beforeAll(async () => {
+  ensemble = await ZookeeperEnsemble.start({ members: 1, parentDir: '/dev/shm' });
+}, 90_000);
+afterAll(async () => {
+  if (ensemble?.paused(0)) ensemble.resume(0);
+  await ensemble?.stop();
+});
+
+let roots = 0;
+function parts(): { node: ZookeeperNode; lock: ZookeeperLock; store: ReturnType<typeof zookeeperFencedStore> } {
+  const node = zookeeperNode({ ...ensemble.clientOptions(), clock: systemClock, requestTimeoutMs: TIMEOUT_MS });
+  const root = `/bh${process.pid}-${++roots}`;
+  return { node, lock: new ZookeeperLock({ node, clock: systemClock, root }), store: zookeeperFencedStore(node, 'strict', { root }) };
+}
+
+async function pause(): Promise<void> {
+  ensemble.pause(0);
+  await until('the member stopped', () => allStopped(ensemble.pid(0)));
+}
+
+async function sessions(): Promise<number> {
+  let n: number | null = null;
+  await until('the member answers mntr', async () => (n = await ensemble.sessions(0)) !== null);
+  return n!;
+}
+
+/** Waits (bounded, far below the lease sessions' timeout) until the member tracks `n` sessions. */
+async function sessionsBecome(n: number): Promise<void> {
+  let last = -1;
+  await until(`the member tracks ${n} sessions (last seen: ${last})`, async () => (last = await sessions()) === n, 8000).catch((e: unknown) => {
+    throw new Error(`the member tracks ${last} sessions, expected ${n}`, { cause: e });
+  });
+}
+
+const NO_REPLY = [{ kind: 'timed-out' }, { kind: 'denied', reason: 'no-quorum' }];
+const typedOutage = (e: unknown): boolean => e instanceof TimeoutError || e instanceof UnavailableError;
+
+describe('ZooKeeper: a connect that timed out leaves no session when the member answers late', () => {
+  it('a lease session: the acquire is denied, and the session the member opens on resume is closed', async () => {
+    const baseline = await steadyResources();
+    const { node, lock } = parts();
+    const before = await sessions();
+    try {
+      await pause();
+      expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('late', { ttlMs: TTL_MS }), BOUND_MS));
+    } finally {
+      if (ensemble.paused(0)) ensemble.resume(0);
+    }
+    // The member reads the connect it was sent while paused: no session of it may stay open (it would for TTL_MS).
+    await sessionsBecome(before);
+    node.close();
+    await backToBaseline(baseline);
+    await sessionsBecome(before);
+  });
+
+  it("the store's session: a store call that timed out in its connect, then close(): no session stays", async () => {
+    const baseline = await steadyResources();
+    const { node, store } = parts();
+    const before = await sessions();
+    try {
+      await pause();
+      expect(await rejectsWithin('store write', store.write('c', 1n, 'v'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      node.close();
+    } finally {
+      if (ensemble.paused(0)) ensemble.resume(0);
+    }
+    await sessionsBecome(before);
+    await backToBaseline(baseline);
+  });
+});
+
+describe('ZooKeeper paused (SIGSTOP)', () => {
+  it('acquire, extend, release, store write and read settle typed within the request timeout; close leaves no handle', async () => {
+    const baseline = await steadyResources();
+    const { node, lock, store } = parts();
+    const held = await lock.acquire('held', { ttlMs: TTL_MS });
+    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    expect(await store.write('c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    try {
+      await pause();
+      expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('r', { ttlMs: TTL_MS }), BOUND_MS));
+      expect(await resolvesWithin('extend', lock.extend(held.lease, TTL_MS), BOUND_MS)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+      expect(await resolvesWithin('release', lock.release(held.lease), BOUND_MS)).toBe(false);
+      expect(await rejectsWithin('store write', store.write('c', 2n, 'w'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      expect(await rejectsWithin('store read', store.read('c'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      node.close();
+      await backToBaseline(baseline);
+    } finally {
+      if (ensemble.paused(0)) ensemble.resume(0);
+    }
+    await backToBaseline(baseline);
+  });
+
+  it('a node made while the member is paused: its first acquire and store call settle typed; close leaves no handle', async () => {
+    const baseline = await steadyResources();
+    try {
+      await pause();
+      const { node, lock, store } = parts();
+      expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('r', { ttlMs: TTL_MS }), BOUND_MS));
+      expect(await rejectsWithin('store write', store.write('c', 1n, 'v'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      node.close();
+      await backToBaseline(baseline);
+    } finally {
+      if (ensemble.paused(0)) ensemble.resume(0);
+    }
+    await backToBaseline(baseline);
+  });
+});
+
+describe('ZooKeeper killed with calls in flight', () => {
+  it('the calls in flight settle typed, and the next ones; close leaves no handle', async () => {
+    const baseline = await steadyResources();
+    const { node, lock, store } = parts();
+    const held = await lock.acquire('held', { ttlMs: TTL_MS });
+    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    expect(await store.write('c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    try {
+      await pause();
+      const acquiring = resolvesWithin('acquire', lock.acquire('r', { ttlMs: TTL_MS }), BOUND_MS);
+      const extending = resolvesWithin('extend', lock.extend(held.lease, TTL_MS), BOUND_MS);
+      const writing = rejectsWithin('store write', store.write('c', 2n, 'w'), BOUND_MS);
+      await ensemble.kill(0);
+      expect(NO_REPLY).toContainEqual(await acquiring);
+      expect(await extending).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+      expect(typedOutage(await writing)).toBe(true);
+      expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire (down)', lock.acquire('r2', { ttlMs: TTL_MS }), BOUND_MS));
+      expect(await resolvesWithin('release (down)', lock.release(held.lease), BOUND_MS)).toBe(false);
+      const r = await rejectsWithin('store read (down)', store.read('c'), BOUND_MS);
+      expect(typedOutage(r) || r instanceof InvalidInputError, String(r)).toBe(true);
+      node.close();
+      await backToBaseline(baseline);
+    } finally {
+      if (!ensemble.running(0)) await ensemble.restart(0);
+      else if (ensemble.paused(0)) ensemble.resume(0);
+    }
+  });
+});
