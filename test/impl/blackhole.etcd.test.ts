@@ -4,7 +4,8 @@ import { EtcdCluster } from '../../conformance/env/etcdCluster.ts';
 import { systemClock } from '../../impl/clock.ts';
 import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
-import { steadyResources, allStopped, backToBaseline, rejectsWithin, resolvesWithin, until } from './blackhole.ts';
+import { steadyResources, allStopped, backToBaseline, rejectsWithin, resolvesWithin, settles, until } from './blackhole.ts';
+import { InvalidInputError } from '../../model/errors.ts';
 
 /**
  * The etcd lock and fenced store under a black hole: the one member paused
@@ -73,6 +74,36 @@ describe('etcd paused (SIGSTOP)', () => {
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('r', { ttlMs: 60_000 }), BOUND_MS));
       expect(typedOutage(await rejectsWithin('store write', store.write('c', 1n, 'v'), BOUND_MS))).toBe(true);
       c.close();
+    } finally {
+      if (cluster.paused(0)) cluster.resume(0);
+    }
+    await backToBaseline(baseline);
+  });
+});
+
+describe('etcd paused: close() with calls in flight', () => {
+  it('the client closed while its calls wait on the silent member: every call settles typed; no handle left', async () => {
+    const baseline = await steadyResources();
+    const c = client();
+    const node = etcd3Node(c, { clock: systemClock, requestTimeoutMs: TIMEOUT_MS });
+    const lock = new EtcdLock({ node, clock: systemClock, prefix: 'p4/' });
+    const store = etcdFencedStore(node, 'strict', { prefix: 'p4/' });
+    const held = await lock.acquire('held', { ttlMs: 60_000 });
+    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    try {
+      await pause();
+      const calls = [
+        settles('acquire', lock.acquire('r', { ttlMs: 60_000 }), BOUND_MS),
+        settles('extend', lock.extend(held.lease, 60_000), BOUND_MS),
+        settles('store write', store.write('c', 1n, 'v'), BOUND_MS),
+        settles('store read', store.read('c'), BOUND_MS),
+      ];
+      c.close();
+      for (const s of await Promise.all(calls)) {
+        if (!s.ok) expect(typedOutage(s.error) || s.error instanceof InvalidInputError, String(s.error)).toBe(true);
+      }
+      expect(await resolvesWithin('release', lock.release(held.lease), BOUND_MS).catch((e: unknown) => e)).not.toBeInstanceOf(TypeError);
+      await backToBaseline(baseline);
     } finally {
       if (cluster.paused(0)) cluster.resume(0);
     }

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../../conformance/env/postgresServer.ts';
 import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { ensureSchema, openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock, postgresFencedStore } from '../../impl/postgres/index.ts';
+import { LockNotAcquiredError } from '../../impl/using.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { steadyResources, backToBaseline, rejectsWithin, resolvesWithin, settles } from './blackhole.ts';
+import { steadyResources, backToBaseline, rejectsWithin, resolvesWithin, settles, until } from './blackhole.ts';
 
 /**
  * The PostgreSQL lock clients and fenced store under a black hole: the
@@ -100,6 +101,29 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
     await backToBaseline(baseline);
   });
 
+  it('transaction lock: withLock waiting for a held lock when the server pauses settles typed within its wait and the timeout', async () => {
+    const baseline = await steadyResources();
+    const holder = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
+    const lock = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
+    expect((await holder.acquire('x-wait')).kind).toBe('granted');
+    const WAIT_MS = 2000;
+    const waiting = rejectsWithin('withLock', lock.withLock('x-wait', WAIT_MS, async () => 'ran'), 10 * WAIT_MS + BOUND_MS);
+    const admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+    await admin.connect();
+    try {
+      await until('withLock waits for the lock', async () => (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]!.n === 1);
+    } finally {
+      await admin.end();
+    }
+    await whilePaused(async () => {
+      const e = await waiting;
+      expect(typedOutage(e) || e instanceof LockNotAcquiredError, String(e)).toBe(true);
+      await resolvesWithin('close', lock.close(), BOUND_MS);
+      await resolvesWithin('holder close', holder.close(), BOUND_MS);
+    });
+    await backToBaseline(baseline);
+  });
+
   it('transaction lock: close() with the server silent, a transaction open, settles', async () => {
     const baseline = await steadyResources();
     const lock = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
@@ -145,6 +169,34 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
       if (!release.ok) expect(typedOutage(release.error), String(release.error)).toBe(true);
       await resolvesWithin('close', lock.close(), BOUND_MS);
       await resolvesWithin('store close', store.close(), BOUND_MS);
+    });
+    await backToBaseline(baseline);
+  });
+});
+
+describe('PostgreSQL paused: close() with calls in flight', () => {
+  it('each client closed while its calls wait on the silent server: the calls and the close settle; no handle left', async () => {
+    const baseline = await steadyResources();
+    const session = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
+    const xact = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
+    const store = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
+    expect((await session.acquire('cl-held')).kind).toBe('granted');
+    expect((await xact.acquire('cl-tx')).kind).toBe('granted');
+    expect(await store.write('cl-c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const fresh = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
+    const freshStore = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
+    await whilePaused(async () => {
+      const calls = [
+        settles('session acquire', session.acquire('cl-s'), BOUND_MS),
+        settles('transaction acquire', xact.acquire('cl-x'), BOUND_MS),
+        settles('store write', store.write('cl-c', 2n, 'w'), BOUND_MS),
+        settles('fresh acquire (connecting)', fresh.acquire('cl-f'), BOUND_MS),
+        settles('fresh store write (connecting)', freshStore.write('cl-c', 3n, 'x'), BOUND_MS),
+      ];
+      await Promise.all([session.close(), xact.close(), store.close(), fresh.close(), freshStore.close()].map((p, i) => resolvesWithin(`close ${i}`, p, BOUND_MS)));
+      for (const c of await Promise.all(calls)) {
+        if (!c.ok) expect(typedOutage(c.error) || c.error instanceof InvalidInputError, String(c.error)).toBe(true);
+      }
     });
     await backToBaseline(baseline);
   });
