@@ -180,7 +180,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     end(client);
   };
   let shared: Connecting | null = null;
-  const storeClient = (): Promise<Client> => {
+  const storeAttempt = (): Connecting => {
     if (shared === null) {
       const attempt = open(30_000, true);
       shared = attempt;
@@ -194,7 +194,25 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         finish(attempt.client);
       });
     }
-    return shared.ready;
+    return shared;
+  };
+  // A call on the store's session. One with no reply in its bound gives that session up, and the next call opens a fresh
+  // client (on whichever member the library picks): the library leaves a member only when its socket closes, so the
+  // store stayed on a member paused or cut off for as long as it was, every call timing out while the rest served.
+  const onStore = <T>(what: string, work: (send: Send, storeClient: () => Promise<Client>) => Promise<T>): Promise<T> => {
+    const used: { attempt?: Connecting } = {};
+    const storeClient = (): Promise<Client> => {
+      used.attempt = storeAttempt();
+      return used.attempt.ready;
+    };
+    return bounded(what, (send) => work(send, storeClient)).catch((error: unknown) => {
+      const attempt = used.attempt;
+      if (error instanceof TimeoutError && attempt !== undefined && shared === attempt) {
+        shared = null;
+        finish(attempt.client);
+      }
+      throw error;
+    });
   };
   // The clients of the sessions this node opened: a call on any other session is refused (it was a TypeError read as
   // an outage). By client, not by object: a wrapper may hand on a copy of the session (conformance, tests).
@@ -351,7 +369,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         });
       }),
     children: (dir) =>
-      bounded('get children', async (send) => {
+      onStore('get children', async (send, storeClient) => {
         checkPath(dir, 'dir');
         const client = await storeClient();
         try {
@@ -362,7 +380,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         }
       }),
     get: (path) =>
-      bounded('get data', async (send) => {
+      onStore('get data', async (send, storeClient) => {
         checkPath(path, 'path');
         const client = await storeClient();
         try {
@@ -377,7 +395,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     fencedWrite: (path, token, value, policy) => {
       // The call's bound ended it for the caller: no more rounds.
       let over = false;
-      const written = bounded('fenced write', async (send): Promise<WriteResult> => {
+      const written = onStore('fenced write', async (send, storeClient): Promise<WriteResult> => {
         checkPath(path, 'path');
         // A token of -1n was written as the cell's highest, and every later write to the cell failed on it.
         checkToken(token);
