@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../../conformance/env/postgresServer.ts';
 import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { ensureSchema, openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock, postgresFencedStore } from '../../impl/postgres/index.ts';
@@ -31,6 +31,17 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** Client backends on the server now (this query's own excluded). */
+async function backends(): Promise<number> {
+  const admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
+  await admin.connect();
+  try {
+    return (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows[0]!.n;
+  } finally {
+    await admin.end();
+  }
+}
+
 async function whilePaused(fn: () => Promise<void>): Promise<void> {
   try {
     server.pause();
@@ -39,6 +50,19 @@ async function whilePaused(fn: () => Promise<void>): Promise<void> {
     if (server.paused) server.resume();
   }
 }
+
+// Every test leaves the server as many client backends as it found: a connect or session a client gave up on while the
+// server was silent is gone once it answers (the backend it forked finds its socket closed).
+let backendsBefore = 0;
+beforeEach(async () => {
+  backendsBefore = await backends();
+});
+afterEach(async () => {
+  let now = -1;
+  await until(`client backends back to ${backendsBefore}`, async () => (now = await backends()) === backendsBefore).catch((e: unknown) => {
+    throw new Error(`${now} client backends left, ${backendsBefore} before`, { cause: e });
+  });
+});
 
 /** An outcome the docs allow for a call with no reply: timed-out, or denied no-quorum. */
 const NO_REPLY = [{ kind: 'timed-out' }, { kind: 'denied', reason: 'no-quorum' }];
