@@ -2,7 +2,8 @@ import type { Etcd3 } from 'etcd3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdCluster } from '../../conformance/env/etcdCluster.ts';
 import { systemClock } from '../../impl/clock.ts';
-import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import { using } from '../../impl/using.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
 import { steadyResources, allStopped, backToBaseline, rejectsWithin, resolvesWithin, settles, until } from './blackhole.ts';
 import { InvalidInputError } from '../../model/errors.ts';
@@ -90,6 +91,32 @@ describe('etcd paused (SIGSTOP)', () => {
     } finally {
       if (cluster.paused(0)) cluster.resume(0);
     }
+    await backToBaseline(baseline);
+  });
+});
+
+describe('etcd paused under using()', () => {
+  it("the extensions fail, the signal fires by the lease's deadline, fn ends and using() settles; no handle left", async () => {
+    const baseline = await steadyResources();
+    const c = client();
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock: systemClock, requestTimeoutMs: TIMEOUT_MS }), clock: systemClock, prefix: 'p5/' });
+    const TTL = 3000;
+    let outcome: Awaited<ReturnType<typeof settles>>;
+    try {
+      outcome = await settles(
+        'using',
+        using(lock, 'u', { ttlMs: TTL }, async (signal) => {
+          await pause();
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          return signal.reason as unknown;
+        }),
+        10 * TTL + BOUND_MS,
+      );
+    } finally {
+      if (cluster.paused(0)) cluster.resume(0);
+    }
+    expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
+    c.close();
     await backToBaseline(baseline);
   });
 });

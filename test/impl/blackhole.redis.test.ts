@@ -1,10 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../../conformance/env/redisServer.ts';
-import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import { using } from '../../impl/using.ts';
 import { createRedisLock, redisFencedStore } from '../../impl/redis/index.ts';
 import type { Lease } from '../../impl/lease.ts';
-import { steadyResources, backToBaseline, rejectsWithin, resolvesWithin } from './blackhole.ts';
+import { steadyResources, backToBaseline, rejectsWithin, resolvesWithin, settles } from './blackhole.ts';
 
 /**
  * Redis and Redlock under a black hole: the servers paused with SIGSTOP (TCP
@@ -101,6 +102,42 @@ describe.each([
       await resolvesWithin('settled', lock.settled(), BOUND_MS);
       for (const c of conns) c.disconnect();
     });
+    await backToBaseline(baseline);
+  });
+});
+
+describe.each([
+  ['redis (single node)', 1],
+  ['redlock (3 nodes)', 3],
+] as const)('%s paused under using()', (_name, count) => {
+  it("the extensions fail, the signal fires by the lease's deadline, fn ends and using() settles; no handle left", async () => {
+    const baseline = await steadyResources();
+    const nodes = servers.slice(0, count);
+    const conns = nodes.map(connect);
+    await Promise.all(conns.map((c) => c.connect()));
+    const lock = createRedisLock({ nodes: conns, requestTimeoutMs: TIMEOUT_MS });
+    const TTL = 1500;
+    try {
+      let paused = false;
+      const used = settles(
+        'using',
+        using(lock, `u-${count}`, { ttlMs: TTL }, async (signal) => {
+          for (const s of nodes) s.pause();
+          paused = true;
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          return signal.reason as unknown;
+        }),
+        10 * TTL + BOUND_MS,
+      );
+      const outcome = await used;
+      expect(paused).toBe(true);
+      // fn returned the signal's reason: the lease lost at its deadline (extensions denied no-quorum), no hang.
+      expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
+    } finally {
+      for (const s of nodes) if (s.paused) s.resume();
+    }
+    await resolvesWithin('settled', lock.settled(), BOUND_MS);
+    for (const c of conns) c.disconnect();
     await backToBaseline(baseline);
   });
 });

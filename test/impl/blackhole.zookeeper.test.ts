@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZookeeperEnsemble } from '../../conformance/env/zookeeperEnsemble.ts';
 import { systemClock } from '../../impl/clock.ts';
-import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import { using } from '../../impl/using.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/index.ts';
 import { lockDir } from '../../impl/zookeeper/paths.ts';
 import { InvalidInputError } from '../../model/errors.ts';
@@ -155,6 +156,31 @@ describe('ZooKeeper paused (SIGSTOP)', () => {
     }
     await backToBaseline(baseline);
     await sessionsBecome(before);
+  });
+});
+
+describe('ZooKeeper paused under using()', () => {
+  it("the extensions fail, the signal fires by the lease's deadline, fn ends and using() settles; no handle left", async () => {
+    const baseline = await steadyResources();
+    const { node, lock } = parts();
+    const TTL = 1500;
+    let outcome: Awaited<ReturnType<typeof settles>>;
+    try {
+      outcome = await settles(
+        'using',
+        using(lock, 'u', { ttlMs: TTL }, async (signal) => {
+          await pause();
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          return signal.reason as unknown;
+        }),
+        10 * TTL + BOUND_MS,
+      );
+    } finally {
+      if (ensemble.paused(0)) ensemble.resume(0);
+    }
+    expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
+    node.close();
+    await backToBaseline(baseline);
   });
 });
 
