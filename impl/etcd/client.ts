@@ -2,6 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
 import { Etcd3 } from 'etcd3';
+import { boundSockets } from './sockets.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
 
@@ -65,7 +66,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     }
     checkTls(options.tls);
   }
-  return new Etcd3({
+  const client = new Etcd3({
     hosts: [...options.hosts],
     dialTimeout,
     faultHandling: { global: noop, host: () => noop },
@@ -79,6 +80,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
         }
       : {}),
   });
+  return boundSockets(client, dialTimeout);
 }
 
 /**

@@ -108,3 +108,79 @@ export async function allStopped(pid: number): Promise<boolean> {
   const states = await Promise.all(tasks.map(async (t) => (await readFile(`/proc/${pid}/task/${t}/stat`, 'utf8')).replace(/^.*\) /s, '')[0]));
   return states.every((s) => s === 'T' || s === 't');
 }
+
+/**
+ * A TCP proxy that black-holes each connection after the server has sent it
+ * `cutAfter` bytes: the bytes past that point, and everything the client
+ * sends from then on, are dropped, and both sockets stay open (no FIN, no
+ * RST), so that a client meets a server gone silent at any chosen point of
+ * its handshake or of a reply. `cutAfter` is read as each connection opens.
+ */
+export class CutProxy {
+  cutAfter = Number.POSITIVE_INFINITY;
+  /** Bytes the server sent on the connections so far, before any cut (to measure a handshake). */
+  served = 0;
+  readonly #server: import('node:net').Server;
+  readonly #sockets = new Set<import('node:net').Socket>();
+  private constructor(server: import('node:net').Server) {
+    this.#server = server;
+  }
+
+  static async start(target: { readonly host: string; readonly port: number }): Promise<CutProxy> {
+    const net = await import('node:net');
+    const server = net.createServer();
+    const proxy = new CutProxy(server);
+    server.on('connection', (client) => {
+      const upstream = net.connect(target.port, target.host);
+      let left = proxy.cutAfter;
+      let cut = left <= 0;
+      for (const s of [client, upstream]) {
+        proxy.#sockets.add(s);
+        s.on('error', () => undefined);
+        s.on('close', () => {
+          proxy.#sockets.delete(s);
+          // A side that closes before any cut closes the other, as a plain link does; after the cut, the server's close
+          // does not reach the client (a black hole), but the client's still ends the server side (this process's own
+          // socket to the server, which the tests count among the active resources).
+          if (!cut || s === client) (s === client ? upstream : client).destroy();
+        });
+      }
+      client.on('data', (chunk: Buffer) => {
+        if (!cut) upstream.write(chunk);
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        if (cut) return;
+        const passed = chunk.subarray(0, Math.max(0, Math.min(chunk.length, left)));
+        proxy.served += chunk.length;
+        left -= passed.length;
+        if (passed.length > 0) client.write(passed);
+        if (left <= 0) cut = true;
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.#server.address() as import('node:net').AddressInfo).port;
+  }
+
+  /** Destroys every connection it holds (the clients see them reset). */
+  dropAll(): void {
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  async close(): Promise<void> {
+    this.dropAll();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+/** Points to cut at in a stream of `total` bytes: every byte of the first `first`, then about `count` more spread to the end. */
+export function cutPoints(total: number, first = 24, count = 16): number[] {
+  const points = new Set<number>();
+  for (let i = 0; i <= Math.min(total, first); i++) points.add(i);
+  for (let i = 1; i <= count; i++) points.add(Math.round((total * i) / (count + 1)));
+  points.add(Math.max(0, total - 1));
+  return [...points].filter((n) => n < total).sort((a, b) => a - b);
+}
