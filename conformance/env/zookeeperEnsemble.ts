@@ -15,8 +15,8 @@
  * the data sits on /dev/shm or a temp dir that dies with the ensemble, and no
  * test asks a member to survive a machine crash.
  *
- * Members listen on 127.0.0.1 only and only the four-letter words `srvr` and
- * `ruok` answer. The ensemble is closed to clients without the run's digest
+ * Members listen on 127.0.0.1 only and only the four-letter words `srvr`,
+ * `ruok` and `mntr` (metrics: counts, no data) answer. The ensemble is closed to clients without the run's digest
  * credentials (a password made per run, never printed): right after the
  * first start every znode of ZooKeeper's own gets an ACL for that identity
  * alone (zookeeperLockdown.ts), and what lockcheck's clients create carries
@@ -195,7 +195,8 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
         `clientPort=${m.clientPort}`,
         `clientPortAddress=${HOST}`,
         'admin.enableServer=false',
-        '4lw.commands.whitelist=srvr,ruok',
+        // mntr: the session count (sessions()), so that a test can tell a session nobody owns (a connect given up on).
+        '4lw.commands.whitelist=srvr,ruok,mntr',
         'minSessionTimeout=100',
         'maxSessionTimeout=60000',
         'forceSync=no',
@@ -238,6 +239,19 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
     const zxid = /^Zxid: (0x[0-9a-f]+)$/m.exec(text)?.[1];
     if (mode === undefined || zxid === undefined) return null;
     return { member: m.index, mode: mode as ZookeeperMemberStatus['mode'], zxid: BigInt(zxid) };
+  }
+
+  /**
+   * The sessions one member tracks (mntr's zk_global_sessions: every session
+   * of a standalone member, or of the ensemble as its leader sees them), or
+   * null when it does not answer within `timeoutMs`.
+   */
+  async sessions(member: number, timeoutMs = 1000): Promise<number | null> {
+    const m = this.member(member);
+    if (!m.running || m.paused) return null;
+    const text = await fourLetterWord(m.clientPort, 'mntr', timeoutMs);
+    const count = text === null ? undefined : /^zk_global_sessions\s+(\d+)$/m.exec(text)?.[1];
+    return count === undefined ? null : Number(count);
   }
 
   /** The leader when it and a majority of the members (itself included) serve; the one member of a standalone ensemble. */

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
 import { passOverPolicies } from './passOver.ts';
 import { Etcd3 } from 'etcd3';
+import { boundSockets } from './sockets.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
 
@@ -68,7 +69,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     }
     checkTls(options.tls);
   }
-  return new Etcd3({
+  const client = new Etcd3({
     hosts: [...options.hosts],
     dialTimeout,
     faultHandling: { global: noop, host: passOverPolicies() },
@@ -82,6 +83,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
         }
       : {}),
   });
+  return boundSockets(client, dialTimeout);
 }
 
 /**

@@ -180,7 +180,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     end(client);
   };
   let shared: Connecting | null = null;
-  const storeClient = (): Promise<Client> => {
+  const storeAttempt = (): Connecting => {
     if (shared === null) {
       const attempt = open(30_000, true);
       shared = attempt;
@@ -194,7 +194,25 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         finish(attempt.client);
       });
     }
-    return shared.ready;
+    return shared;
+  };
+  // A call on the store's session. One with no reply in its bound gives that session up, and the next call opens a fresh
+  // client (on whichever member the library picks): the library leaves a member only when its socket closes, so the
+  // store stayed on a member paused or cut off for as long as it was, every call timing out while the rest served.
+  const onStore = <T>(what: string, work: (send: Send, storeClient: () => Promise<Client>) => Promise<T>): Promise<T> => {
+    const used: { attempt?: Connecting } = {};
+    const storeClient = (): Promise<Client> => {
+      used.attempt = storeAttempt();
+      return used.attempt.ready;
+    };
+    return bounded(what, (send) => work(send, storeClient)).catch((error: unknown) => {
+      const attempt = used.attempt;
+      if (error instanceof TimeoutError && attempt !== undefined && shared === attempt) {
+        shared = null;
+        finish(attempt.client);
+      }
+      throw error;
+    });
   };
   // The clients of the sessions this node opened: a call on any other session is refused (it was a TypeError read as
   // an outage). By client, not by object: a wrapper may hand on a copy of the session (conformance, tests).
@@ -220,6 +238,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         const client = await attempt.ready;
         // Connected as close() came: the close ended this client, and no session is handed out after it.
         if (closed) throw closedError('connect');
+        // Connected after the bound gave up on it (end() closes that late session): nothing of it is kept.
+        if (!live.has(client)) throw new UnavailableError('zookeeper connect: connected after its bound');
         let over!: (why: 'expired' | 'closed') => void;
         const expired = new Promise<'expired' | 'closed'>((resolve) => (over = resolve));
         client.once('expired', () => over('expired'));
@@ -349,7 +369,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         });
       }),
     children: (dir) =>
-      bounded('get children', async (send) => {
+      onStore('get children', async (send, storeClient) => {
         checkPath(dir, 'dir');
         const client = await storeClient();
         try {
@@ -360,7 +380,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         }
       }),
     get: (path) =>
-      bounded('get data', async (send) => {
+      onStore('get data', async (send, storeClient) => {
         checkPath(path, 'path');
         const client = await storeClient();
         try {
@@ -375,7 +395,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     fencedWrite: (path, token, value, policy) => {
       // The call's bound ended it for the caller: no more rounds.
       let over = false;
-      const written = bounded('fenced write', async (send): Promise<WriteResult> => {
+      const written = onStore('fenced write', async (send, storeClient): Promise<WriteResult> => {
         checkPath(path, 'path');
         // A token of -1n was written as the cell's highest, and every later write to the cell failed on it.
         checkToken(token);
@@ -499,7 +519,7 @@ interface ConnectionManager {
   sessionId: Buffer;
   pendingBuffer: Buffer | null;
   servers: ReadonlyArray<{ readonly host: string }>;
-  socket?: { destroy(): void };
+  socket?: { destroy(): void; unref(): void; once(event: 'close', listener: () => void): void; readonly destroyed: boolean; readonly connecting: boolean };
   connectTimeoutHandler?: NodeJS.Timeout;
   connect(): void;
   onSocketConnected(): void;
@@ -510,6 +530,7 @@ interface ConnectionManager {
 }
 
 /** The manager's connection states (lib/ConnectionManager.js). */
+const CONNECTING = 1;
 const CONNECTED = 2;
 const CONNECTED_READ_ONLY = 3;
 
@@ -604,7 +625,9 @@ const CLOSE_ON_RECONNECT_MS = 3_000;
  * as the close's (seen as "Unknown code" thrown from a socket event): a
  * session that had connected waits for its reconnect and closes then (its
  * contender goes at once), for at most CLOSE_ON_RECONNECT_MS; a client with
- * no session yet has nothing on the ensemble to end and stops at once.
+ * no session yet stops at once, unless its connect request is out: the
+ * ensemble may still make a session of it, which closeLate waits for and
+ * closes.
  */
 function end(client: Client): void {
   const manager = managerOf(client);
@@ -626,7 +649,7 @@ function end(client: Client): void {
   };
   if (manager.state === CONNECTED || manager.state === CONNECTED_READ_ONLY) return close();
   if (manager.state < 0) return; // closing, closed, expired or refused: the library reconnects no more
-  if (manager.sessionId.every((byte) => byte === 0)) return stop();
+  if (manager.sessionId.every((byte) => byte === 0)) return handshakeSent(manager) ? closeLate(client, manager, stop, close) : stop();
   // unref: the reconnect in progress keeps the process up as long as there is something to wait for.
   const giveUp = setTimeout(stop, Math.min(manager.sessionTimeout, CLOSE_ON_RECONNECT_MS)).unref();
   const settled = (): void => clearTimeout(giveUp);
@@ -635,6 +658,45 @@ function end(client: Client): void {
     close();
   });
   client.once('expired', settled);
+}
+
+/**
+ * How long end() waits, unref'd, for the reply to a connect request it can
+ * no longer take back (closeLate). Past it the socket is cut: a member that
+ * answers later still makes the session, which then lives its timeout, as
+ * one a crashed client leaves.
+ */
+const LATE_SESSION_WAIT_MS = 60_000;
+
+/** The connect request is out on the current socket (written as it connected), and no reply has come yet. */
+function handshakeSent(manager: ConnectionManager): boolean {
+  const socket = manager.socket;
+  return manager.state === CONNECTING && socket !== undefined && !socket.destroyed && !socket.connecting;
+}
+
+/**
+ * Ends a client whose connect request is out but unanswered (a member paused
+ * past the connect's bound, a black-holed link): cutting the socket would
+ * not take the request back, and the member makes a session of it whenever
+ * it reads it, one nobody owns or closes (it lived its whole timeout, a
+ * lease's ttl). So the socket is kept, unref'd (it keeps no process alive),
+ * no other connection is made, and the session the late reply brings is
+ * closed at once; for at most LATE_SESSION_WAIT_MS.
+ */
+function closeLate(client: Client, manager: ConnectionManager, stop: () => void, close: () => void): void {
+  manager.connect = () => undefined;
+  const socket = manager.socket!;
+  socket.unref();
+  const giveUp = setTimeout(stop, LATE_SESSION_WAIT_MS).unref();
+  const settled = (): void => clearTimeout(giveUp);
+  client.once('connected', () => {
+    settled();
+    close();
+  });
+  // Refused (expired, the credentials) or cut: no session to close.
+  client.once('expired', settled);
+  client.once('authenticationFailed', settled);
+  socket.once('close', settled);
 }
 
 /**

@@ -1,0 +1,186 @@
+import { expect } from 'vitest';
+
+/**
+ * Helpers of the black-hole tests (test/impl/blackhole.*.test.ts): a server
+ * paused with SIGSTOP keeps its TCP connections open and answers nothing, and
+ * every call of a lock client or fenced store must still settle within its
+ * configured timeout, typed, and leave no handle behind once closed. The
+ * bounds are generous (a loaded 2-core machine): the tests say "settles, with
+ * the right type", never how fast.
+ */
+
+/** How one call settled: its value or its error, and the real time it took. */
+export type Settled<T> = { readonly ok: true; readonly value: T; readonly ms: number } | { readonly ok: false; readonly error: unknown; readonly ms: number };
+
+/** `p`'s outcome, failing the test if it has not settled within `boundMs` of real time (a hang). */
+export async function settles<T>(what: string, p: Promise<T>, boundMs: number): Promise<Settled<T>> {
+  const start = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: still unsettled after ${boundMs} ms (hangs)`)), boundMs);
+  });
+  try {
+    return await Promise.race([
+      p.then(
+        (value): Settled<T> => ({ ok: true, value, ms: performance.now() - start }),
+        (error: unknown): Settled<T> => ({ ok: false, error, ms: performance.now() - start }),
+      ),
+      hung,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The error `p` rejects with within `boundMs` (fails the test if it resolves or hangs). */
+export async function rejectsWithin(what: string, p: Promise<unknown>, boundMs: number): Promise<unknown> {
+  const s = await settles(what, p, boundMs);
+  if (s.ok) throw new Error(`${what}: expected a rejection, got ${JSON.stringify(s.value, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}`);
+  return s.error;
+}
+
+/** The value `p` resolves to within `boundMs` (fails the test if it rejects or hangs). */
+export async function resolvesWithin<T>(what: string, p: Promise<T>, boundMs: number): Promise<T> {
+  const s = await settles(what, p, boundMs);
+  if (!s.ok) throw new Error(`${what}: expected a value, got ${String(s.error)}`, { cause: s.error });
+  return s.value;
+}
+
+/**
+ * The baseline to come back to: the active resources once they stop changing
+ * (the same on 5 polls in a row, 20 ms apart; at most 2 s), so that a socket
+ * of the setup still closing is not counted in it and a leak then hidden.
+ */
+export async function steadyResources(): Promise<Map<string, number>> {
+  const deadline = performance.now() + 2000;
+  const text = (m: Map<string, number>): string => JSON.stringify([...m].sort(([a], [b]) => a.localeCompare(b)));
+  let last = activeResources();
+  let same = 0;
+  while (same < 5 && performance.now() < deadline) {
+    await new Promise<void>((resolve) => setTimeout(resolve, 20));
+    const now = activeResources();
+    same = text(now) === text(last) ? same + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+/** Counts of the process's active resources by kind (process.getActiveResourcesInfo). */
+export function activeResources(): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const kind of process.getActiveResourcesInfo()) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  return counts;
+}
+
+function above(now: Map<string, number>, baseline: Map<string, number>): string[] {
+  return [...now].filter(([kind, n]) => n > (baseline.get(kind) ?? 0)).map(([kind, n]) => `${kind}: ${n} (baseline ${baseline.get(kind) ?? 0})`);
+}
+
+/**
+ * Waits (polled, at most `boundMs`) until no kind of active resource is above
+ * `baseline`: whatever the client opened (sockets, timers) is gone. Fails
+ * naming the kinds still above it.
+ */
+export async function backToBaseline(baseline: Map<string, number>, boundMs = 5000): Promise<void> {
+  const deadline = performance.now() + boundMs;
+  for (;;) {
+    // Checked after the poll's own timer has fired: it is no longer active then.
+    await new Promise<void>((resolve) => setTimeout(resolve, 20));
+    const extra = above(activeResources(), baseline);
+    if (extra.length === 0) return;
+    if (performance.now() > deadline) expect.fail(`active resources still above the baseline after ${boundMs} ms: ${extra.join(', ')}`);
+  }
+}
+
+/** Waits (polled, bounded) until `check` holds. */
+export async function until(what: string, check: () => boolean | Promise<boolean>, boundMs = 10_000): Promise<void> {
+  const deadline = performance.now() + boundMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) expect.fail(`${what}: not within ${boundMs} ms`);
+    await new Promise<void>((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Whether every thread of process `pid` is stopped (state T): kill() returns before a multi-threaded process has stopped. */
+export async function allStopped(pid: number): Promise<boolean> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const tasks = await readdir(`/proc/${pid}/task`);
+  const states = await Promise.all(tasks.map(async (t) => (await readFile(`/proc/${pid}/task/${t}/stat`, 'utf8')).replace(/^.*\) /s, '')[0]));
+  return states.every((s) => s === 'T' || s === 't');
+}
+
+/**
+ * A TCP proxy that black-holes each connection after the server has sent it
+ * `cutAfter` bytes: the bytes past that point, and everything the client
+ * sends from then on, are dropped, and both sockets stay open (no FIN, no
+ * RST), so that a client meets a server gone silent at any chosen point of
+ * its handshake or of a reply. `cutAfter` is read as each connection opens.
+ */
+export class CutProxy {
+  cutAfter = Number.POSITIVE_INFINITY;
+  /** Bytes the server sent on the connections so far, before any cut (to measure a handshake). */
+  served = 0;
+  readonly #server: import('node:net').Server;
+  readonly #sockets = new Set<import('node:net').Socket>();
+  private constructor(server: import('node:net').Server) {
+    this.#server = server;
+  }
+
+  static async start(target: { readonly host: string; readonly port: number }): Promise<CutProxy> {
+    const net = await import('node:net');
+    const server = net.createServer();
+    const proxy = new CutProxy(server);
+    server.on('connection', (client) => {
+      const upstream = net.connect(target.port, target.host);
+      let left = proxy.cutAfter;
+      let cut = left <= 0;
+      for (const s of [client, upstream]) {
+        proxy.#sockets.add(s);
+        s.on('error', () => undefined);
+        s.on('close', () => {
+          proxy.#sockets.delete(s);
+          // A side that closes before any cut closes the other, as a plain link does; after the cut, the server's close
+          // does not reach the client (a black hole), but the client's still ends the server side (this process's own
+          // socket to the server, which the tests count among the active resources).
+          if (!cut || s === client) (s === client ? upstream : client).destroy();
+        });
+      }
+      client.on('data', (chunk: Buffer) => {
+        if (!cut) upstream.write(chunk);
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        if (cut) return;
+        const passed = chunk.subarray(0, Math.max(0, Math.min(chunk.length, left)));
+        proxy.served += chunk.length;
+        left -= passed.length;
+        if (passed.length > 0) client.write(passed);
+        if (left <= 0) cut = true;
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.#server.address() as import('node:net').AddressInfo).port;
+  }
+
+  /** Destroys every connection it holds (the clients see them reset). */
+  dropAll(): void {
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  async close(): Promise<void> {
+    this.dropAll();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+/** Points to cut at in a stream of `total` bytes: every byte of the first `first`, then about `count` more spread to the end. */
+export function cutPoints(total: number, first = 24, count = 16): number[] {
+  const points = new Set<number>();
+  for (let i = 0; i <= Math.min(total, first); i++) points.add(i);
+  for (let i = 1; i <= count; i++) points.add(Math.round((total * i) / (count + 1)));
+  points.add(Math.max(0, total - 1));
+  return [...points].filter((n) => n < total).sort((a, b) => a - b);
+}
