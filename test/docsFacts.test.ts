@@ -78,6 +78,49 @@ describe('the docs name properties and errors that exist', () => {
   });
 });
 
+describe('docs/errors.md states the errors as the code has them', () => {
+  const errors = text('docs/errors.md');
+  /** A table row's first cell: `Name` (a trailing note such as "(an `EnvironmentError`)" allowed), and its next cell. */
+  const rows = new Map([...errors.matchAll(/^\| `([A-Z]\w*)`[^|]*\|([^|]*)\|/gm)].map((m) => [m[1]!, m[2]!]));
+
+  it('every error class an entry point exports has a row in docs/errors.md', async () => {
+    const classes = new Set<string>();
+    for (const entry of entryModules(text('package.json'))) {
+      for (const [name, value] of Object.entries((await import(/* @vite-ignore */ `../${entry}`)) as object)) if (typeof value === 'function' && (value as { prototype?: unknown }).prototype instanceof Error) classes.add(name);
+    }
+    expect(classes.size).toBeGreaterThan(15);
+    expect([...classes].filter((c) => !rows.has(c))).toEqual([]);
+  });
+
+  it('the codes a row gives are codes its class takes (all of them where the row does not end in ...)', () => {
+    /** The string literals of the union after `readonly code:` in `klass`'s declaration, or of the named type. */
+    const union = (source: string): string[] => [...source.matchAll(/'([a-z-]+)'/g)].map((m) => m[1]!);
+    const declared: Record<string, string[]> = {
+      InvalidInputError: union(/export type ModelErrorCode =([^;]*);/.exec(text('model/errors.ts'))![1]!),
+    };
+    for (const klass of ['ConnectionConfigError', 'ServerRefusedError']) declared[klass] = union(new RegExp(`class ${klass} [\\s\\S]*?readonly code: ([^,]*),`).exec(text('impl/errors.ts'))![1]!);
+    for (const [klass, codes] of Object.entries(declared)) {
+      expect(codes.length, klass).toBeGreaterThan(2);
+      const cell = rows.get(klass)!;
+      // The code column lists codes up to its first ';' (what follows is serverCode's).
+      const listed = [...cell.split(';')[0]!.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!);
+      expect(listed.filter((c) => !codes.includes(c)), klass).toEqual([]);
+      if (!/\.\.\.\s*$/.test(cell.split(';')[0]!)) expect(codes.filter((c) => !listed.includes(c)), klass).toEqual([]);
+    }
+  });
+});
+
+describe('the docs state the Node versions package.json\'s engines takes', () => {
+  it('README.md and docs/getting-started.md name the lowest 20.x and the lowest release past 20', () => {
+    const engines = (JSON.parse(text('package.json')) as { engines: { node: string } }).engines.node;
+    const m = /^\^(\d+)\.(\d+)\.0 \|\| >=(\d+)\.(\d+)\.0$/.exec(engines);
+    expect(m, engines).not.toBeNull();
+    const [, major, minor, nextMajor, nextMinor] = m!;
+    const stated = `Node ${major}.${minor} or newer (${nextMajor}.${nextMinor} or newer past ${major}`;
+    expect(['README.md', 'docs/getting-started.md'].filter((page) => !text(page).replace(/\s+/g, ' ').includes(stated)), stated).toEqual([]);
+  });
+});
+
 describe('package-lock.json states the package as package.json does', () => {
   it('the lock\'s root entry has package.json\'s name, version, engines and dependencies', () => {
     // npm ci checks the dependencies against the lock but not the rest: an engines range changed in one file only slipped through.
