@@ -78,6 +78,22 @@ describe('the docs name properties and errors that exist', () => {
   });
 });
 
+describe('the docs give exported constants their values', () => {
+  it('a constant named with its value (`NAME` (180 s, `NAME`, 4) has that value', async () => {
+    const constants = new Map<string, number>();
+    for (const entry of entryModules(text('package.json'))) {
+      for (const [name, value] of Object.entries((await import(/* @vite-ignore */ `../${entry}`)) as object)) if (/^[A-Z][A-Z0-9_]+$/.test(name) && typeof value === 'number') constants.set(name, value);
+    }
+    const stated = ALL.flatMap(([p, b]) =>
+      [...b.matchAll(/`([A-Z][A-Z0-9_]+)`(?:,| \() ?(\d[\d,]*(?:\.\d+)?)(?: (ms|s)\b)?/g)]
+        .filter((m) => constants.has(m[1]!))
+        .map((m) => ({ where: `${p}: ${m[0]}`, name: m[1]!, value: Number(m[2]!.replaceAll(',', '')) * (m[3] === 's' ? 1000 : 1) })),
+    );
+    expect(stated.length).toBeGreaterThan(5);
+    expect(stated.filter((s) => constants.get(s.name) !== s.value).map((s) => `${s.where} (is ${constants.get(s.name)})`)).toEqual([]);
+  });
+});
+
 describe('docs/errors.md states the errors as the code has them', () => {
   const errors = text('docs/errors.md');
   /** A table row's first cell: `Name` (a trailing note such as "(an `EnvironmentError`)" allowed), and its next cell. */
