@@ -94,6 +94,23 @@ describe('the docs give exported constants their values', () => {
   });
 });
 
+describe('the docs name the library versions package.json installs', () => {
+  it('every name@x.y.z of an installed package in the docs is a version package.json pins (directly or by an npm: alias)', () => {
+    const pkg = JSON.parse(text('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pinned = new Map<string, Set<string>>();
+    for (const [name, spec] of Object.entries({ ...pkg.dependencies, ...pkg.devDependencies })) {
+      const alias = /^npm:(.+)@([^@]+)$/.exec(spec);
+      const [real, version] = alias === null ? [name, spec] : [alias[1]!, alias[2]!];
+      pinned.set(real, (pinned.get(real) ?? new Set()).add(version));
+    }
+    const named = ALL.flatMap(([p, b]) =>
+      [...b.matchAll(/(?<![\w/@.-])((?:@[a-z0-9-]+\/)?[a-z][a-z0-9.-]*)@(\d+\.\d+\.\d+(?:[\w.-]*\w)?)/g)].filter((m) => pinned.has(m[1]!)).map((m) => ({ where: `${p}: ${m[0]}`, name: m[1]!, version: m[2]! })),
+    );
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((n) => !pinned.get(n.name)!.has(n.version)).map((n) => `${n.where} (package.json: ${[...pinned.get(n.name)!].join(', ')})`)).toEqual([]);
+  });
+});
+
 describe('docs/errors.md states the errors as the code has them', () => {
   const errors = text('docs/errors.md');
   /** A table row's first cell: `Name` (a trailing note such as "(an `EnvironmentError`)" allowed), and its next cell. */
