@@ -111,6 +111,47 @@ describe('the docs name the library versions package.json installs', () => {
   });
 });
 
+/** `interface name … { … }` in `source` (comments dropped): its extends list and top-level member names; null when absent. */
+function interfaceIn(source: string, name: string): { extends: string[]; members: string[] } | null {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+  const head = new RegExp(`interface ${name}\\b(?:<[^>]*>)?(?:\\s+extends\\s+([\\w\\s,<>]+?))?\\s*\\{`).exec(code);
+  if (head === null) return null;
+  const parts: string[] = [];
+  let depth = 0;
+  let part = '';
+  for (const c of code.slice(head.index + head[0].length)) {
+    if (depth === 0 && c === '}') break;
+    if ('{(['.includes(c)) depth++;
+    if ('})]'.includes(c)) depth--;
+    if (depth === 0 && (c === ';' || c === '\n')) {
+      parts.push(part);
+      part = '';
+    } else part += c;
+  }
+  parts.push(part);
+  const members = parts.flatMap((p) => /^\s*(?:readonly\s+)?(\w+)\??\s*[:(<]/.exec(p)?.[1] ?? []);
+  return { extends: head[1]?.split(',').map((e) => e.trim()) ?? [], members };
+}
+
+describe('the docs write the adapter API\'s interfaces as the code declares them', () => {
+  it('every interface a ts block of docs/adapter.md writes out has the members of the interface it names', () => {
+    const sources = ['conformance/adapter.ts', 'conformance/faults.ts'].map(text);
+    const declared = (name: string): string[] => {
+      const found = sources.map((s) => interfaceIn(s, name)).find((i) => i !== null);
+      if (found === undefined) throw new Error(`no interface ${name} in the adapter API's sources`);
+      return [...found.members, ...found.extends.flatMap(declared)];
+    };
+    const blocks = [...text('docs/adapter.md').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    const written = blocks.flatMap((b) => [...b.matchAll(/^interface (\w+)/gm)].map((m) => ({ name: m[1]!, members: interfaceIn(b, m[1]!)!.members })));
+    expect(written.length).toBeGreaterThan(5);
+    const wrong = written.flatMap((w) => {
+      const real = declared(w.name);
+      return [...real.filter((m) => !w.members.includes(m)).map((m) => `${w.name}: ${m} missing`), ...w.members.filter((m) => !real.includes(m)).map((m) => `${w.name}: ${m} not in the type`)];
+    });
+    expect(wrong).toEqual([]);
+  });
+});
+
 describe('docs/errors.md states the errors as the code has them', () => {
   const errors = text('docs/errors.md');
   /** A table row's first cell: `Name` (a trailing note such as "(an `EnvironmentError`)" allowed), and its next cell. */
