@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_OPTIONS, OPTIONS } from '../cli/options.ts';
 import { PROPERTY_IDS } from '../model/properties.ts';
@@ -91,6 +91,19 @@ describe('the docs give exported constants their values', () => {
     );
     expect(stated.length).toBeGreaterThan(5);
     expect(stated.filter((s) => constants.get(s.name) !== s.value).map((s) => `${s.where} (is ${constants.get(s.name)})`)).toEqual([]);
+  });
+});
+
+describe('the docs name files that exist', () => {
+  it('every path into the repository\'s folders the docs give exists (but a user\'s own files and one named as it was then)', () => {
+    const folders = 'impl|conformance|model|cli|test|scripts|bench|soak|spec|docs|lint|mutation';
+    // A user's file in a walkthrough; the rest are the repository's.
+    const usersOwn = new Set(['test/my-lock.conformance.test.ts']);
+    const named = ALL.flatMap(([p, b]) =>
+      [...b.matchAll(new RegExp(`(?<![\\w./-])((?:${folders})/[\\w./-]*\\w)( then\\))?`, 'g'))].filter((m) => m[2] === undefined && !usersOwn.has(m[1]!)).map((m) => ({ p, path: m[1]! })),
+    );
+    expect(named.length).toBeGreaterThan(100);
+    expect(named.filter((n) => !existsSync(n.path)).map((n) => `${n.p}: ${n.path}`)).toEqual([]);
   });
 });
 
