@@ -107,6 +107,17 @@ describe('the docs name files that exist', () => {
   });
 });
 
+describe('the docs name environment variables the code reads', () => {
+  it('every LOCKCHECK_* variable in the docs is in the code (sources, configs, scripts)', () => {
+    const listed = spawnSync('git', ['ls-files', '*.ts', '*.mjs', '*.sh', '.ci/run'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f !== '' && f !== 'test/docsFacts.test.ts');
+    expect(listed.length).toBeGreaterThan(100);
+    const code = listed.map(text).join('\n');
+    const named = new Set(ALL.flatMap(([, b]) => [...b.matchAll(/\bLOCKCHECK_[A-Z_]*[A-Z]\b/g)].map((m) => m[0])));
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((v) => !new RegExp(`\\b${v}\\b`).test(code))).toEqual([]);
+  });
+});
+
 describe('the docs name the library versions package.json installs', () => {
   it('every name@x.y.z of an installed package in the docs is a version package.json pins (directly or by an npm: alias)', () => {
     const pkg = JSON.parse(text('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
