@@ -118,6 +118,18 @@ describe('the docs name environment variables the code reads', () => {
   });
 });
 
+describe('README.md\'s import table is the exports map', () => {
+  it('names every entry point package.json exports, and no other', () => {
+    const exported = Object.keys((JSON.parse(text('package.json')) as { exports: Record<string, unknown> }).exports)
+      .filter((e) => e !== './package.json')
+      .map((e) => (e === '.' ? 'lockcheck' : `lockcheck/${e.slice(2)}`));
+    const table = /\| import \| what it holds \|\n\|---\|---\|\n((?:\|.*\n)+)/.exec(text('README.md'));
+    expect(table).not.toBeNull();
+    const named = [...table![1]!.matchAll(/`(lockcheck(?:\/[a-z]+)?)`/g)].map((m) => m[1]!);
+    expect([...named].sort()).toEqual([...exported].sort());
+  });
+});
+
 describe('the docs name the library versions package.json installs', () => {
   it('every name@x.y.z of an installed package in the docs is a version package.json pins (directly or by an npm: alias)', () => {
     const pkg = JSON.parse(text('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
