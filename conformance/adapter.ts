@@ -58,7 +58,7 @@ export interface LockClient {
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
   /** Absent when the backend has no ttl. */
   extend?(lease: Lease, ttlMs: number): Promise<ExtendResult>;
-  /** Gives the lease up; throws when the outcome is unknown. */
+  /** Gives the lease up; throws when the outcome is unknown. The conformance runs do not read what it resolves to. */
   release(lease: Lease): Promise<unknown>;
   /** The store, reached over this client's own links. */
   readonly store: FencedStore;

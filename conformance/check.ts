@@ -114,7 +114,7 @@ export interface CheckFailure {
   readonly path: string;
   /** Shrinking stopped at `shrinkLimitMs`: the counterexample fails, but a smaller one may exist. */
   readonly shrinkCut: boolean;
-  /** Ready to print: verdict, replay line and the schedule as steps. */
+  /** Ready to print: verdict, replay line and the schedule as steps; secrets redacted, control characters shown as escapes. */
   readonly message: string;
 }
 

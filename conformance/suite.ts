@@ -75,7 +75,8 @@ export function suiteOptionsFromEnv(options: SuiteOptions, env: Readonly<Record<
  * Registers the suite's tests for `backend` in the calling vitest file (see
  * SuiteOptions): the conformance property test and, where the backend lists
  * misconfigurations, a test that each is refused; an afterAll calls the
- * backend's close hook. Throws AdapterApiError for a backend not shaped as
+ * backend's close hook. A run's warnings go to stderr, and a failure's text
+ * to the test's error, redacted and with control characters shown. Throws AdapterApiError for a backend not shaped as
  * the adapter API says and InvalidInputError('invalid-config') for bad
  * options (LOCKCHECK_* variables included), at registration.
  */

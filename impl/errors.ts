@@ -124,7 +124,12 @@ export function isDefect(e: unknown): boolean {
   return e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof SyntaxError;
 }
 
-/** Why a lease's AbortSignal fired. */
+/**
+ * Why a lease's AbortSignal fired. `reason` changes once, from 'released' to
+ * 'connection-lost', where a release went out and its session ended before
+ * it was confirmed (LeaseHandle.releaseUnconfirmed: lockcheck's PostgreSQL
+ * locks); it never changes otherwise.
+ */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
   constructor(

@@ -16,7 +16,10 @@ export interface FencedStore {
   /**
    * Writes `value` to `resource`'s cell with `token`: accepted, or rejected
    * with the highest token the cell has accepted when the policy refuses it.
-   * Throws TimeoutError or UnavailableError when the outcome is unknown.
+   * Throws TimeoutError or UnavailableError when the outcome is unknown;
+   * InvalidInputError('precondition'), before anything is sent, for a value
+   * that is not well-formed text without NUL or is larger than the server
+   * takes in one request (docs/errors.md).
    */
   write(resource: string, token: bigint, value: string): Promise<WriteResult>;
   /** Reads `resource`'s cell. */

@@ -36,6 +36,7 @@ export interface UsingOptions extends AcquireOptions {
 export interface UsableLock<O extends AcquireOptions = AcquireOptions> {
   acquire(resource: string, options: O): Promise<AcquireResult>;
   extend(lease: Lease, ttlMs: number): Promise<ExtendResult>;
+  /** lockcheck's locks resolve whether the release is known (a boolean); using() reads only a rejection. */
   release(lease: Lease): Promise<unknown>;
   clockOf(): MonotonicClock;
 }
@@ -53,7 +54,9 @@ const USING_OPTIONS = ['extendAtFraction'];
  * silently (a new grant would be a new token and a different holder).
  * Releases when `fn` settles, whatever happens; a release that throws (a
  * refusal: LeaseLock.release) rejects using() with its error, unless `fn`
- * threw, whose error wins. `options.signal` cancels the
+ * threw, whose error wins; a release that resolves false (not known to have
+ * happened: the key may stay until its ttl) does not change what using()
+ * settles with. `options.signal` cancels the
  * acquire (and its retries) only: once `fn` runs, the lock stays held until
  * `fn` settles, since releasing under a running `fn` would let another holder
  * in beside it; an `fn` that should stop on the caller's signal reads it too.

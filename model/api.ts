@@ -175,7 +175,8 @@ export function emptyStore(policy: StorePolicy): StoreState {
  * Applies one write to `s` (unchanged: a new state is returned). A resource,
  * token or value no real store takes is refused (InvalidInputError) as the
  * stores refuse it: a value that is no string, or holds NUL or a lone
- * surrogate, was kept as it came.
+ * surrogate, was kept as it came. The servers' size bounds on a value
+ * (docs/errors.md) are not modelled: a value past them is kept.
  */
 export function writeStore(s: StoreState, resource: string, token: bigint, value: string): ReturnType<typeof store.writeStore> {
   checkStoreAlone(s, 'writeStore store');

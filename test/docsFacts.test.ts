@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_OPTIONS, OPTIONS } from '../cli/options.ts';
 import { PROPERTY_IDS } from '../model/properties.ts';
@@ -75,6 +75,159 @@ describe('the docs name properties and errors that exist', () => {
     const exported = new Set<string>();
     for (const entry of entryModules(text('package.json'))) for (const name of Object.keys((await import(/* @vite-ignore */ `../${entry}`)) as object)) exported.add(name);
     expect([...listed].filter((e) => !exported.has(e) && !(e in globalThis))).toEqual([]);
+  });
+});
+
+describe('the docs give exported constants their values', () => {
+  it('a constant named with its value (`NAME` (180 s, `NAME`, 4) has that value', async () => {
+    const constants = new Map<string, number>();
+    for (const entry of entryModules(text('package.json'))) {
+      for (const [name, value] of Object.entries((await import(/* @vite-ignore */ `../${entry}`)) as object)) if (/^[A-Z][A-Z0-9_]+$/.test(name) && typeof value === 'number') constants.set(name, value);
+    }
+    const stated = ALL.flatMap(([p, b]) =>
+      [...b.matchAll(/`([A-Z][A-Z0-9_]+)`(?:,| \() ?(\d[\d,]*(?:\.\d+)?)(?: (ms|s)\b)?/g)]
+        .filter((m) => constants.has(m[1]!))
+        .map((m) => ({ where: `${p}: ${m[0]}`, name: m[1]!, value: Number(m[2]!.replaceAll(',', '')) * (m[3] === 's' ? 1000 : 1) })),
+    );
+    expect(stated.length).toBeGreaterThan(5);
+    expect(stated.filter((s) => constants.get(s.name) !== s.value).map((s) => `${s.where} (is ${constants.get(s.name)})`)).toEqual([]);
+  });
+});
+
+describe('the docs name files that exist', () => {
+  it('every path into the repository\'s folders the docs give exists (but a user\'s own files and one named as it was then)', () => {
+    const folders = 'impl|conformance|model|cli|test|scripts|bench|soak|spec|docs|lint|mutation';
+    // A user's file in a walkthrough; the rest are the repository's.
+    const usersOwn = new Set(['test/my-lock.conformance.test.ts']);
+    const named = ALL.flatMap(([p, b]) =>
+      [...b.matchAll(new RegExp(`(?<![\\w./-])((?:${folders})/[\\w./-]*\\w)( then\\))?`, 'g'))].filter((m) => m[2] === undefined && !usersOwn.has(m[1]!)).map((m) => ({ p, path: m[1]! })),
+    );
+    expect(named.length).toBeGreaterThan(100);
+    expect(named.filter((n) => !existsSync(n.path)).map((n) => `${n.p}: ${n.path}`)).toEqual([]);
+  });
+});
+
+describe('the docs name environment variables the code reads', () => {
+  it('every LOCKCHECK_* variable in the docs is in the code (sources, configs, scripts)', () => {
+    const listed = spawnSync('git', ['ls-files', '*.ts', '*.mjs', '*.sh', '.ci/run'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f !== '' && f !== 'test/docsFacts.test.ts');
+    expect(listed.length).toBeGreaterThan(100);
+    const code = listed.map(text).join('\n');
+    const named = new Set(ALL.flatMap(([, b]) => [...b.matchAll(/\bLOCKCHECK_[A-Z_]*[A-Z]\b/g)].map((m) => m[0])));
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((v) => !new RegExp(`\\b${v}\\b`).test(code))).toEqual([]);
+  });
+});
+
+describe('README.md\'s import table is the exports map', () => {
+  it('names every entry point package.json exports, and no other', () => {
+    const exported = Object.keys((JSON.parse(text('package.json')) as { exports: Record<string, unknown> }).exports)
+      .filter((e) => e !== './package.json')
+      .map((e) => (e === '.' ? 'lockcheck' : `lockcheck/${e.slice(2)}`));
+    const table = /\| import \| what it holds \|\n\|---\|---\|\n((?:\|.*\n)+)/.exec(text('README.md'));
+    expect(table).not.toBeNull();
+    const named = [...table![1]!.matchAll(/`(lockcheck(?:\/[a-z]+)?)`/g)].map((m) => m[1]!);
+    expect([...named].sort()).toEqual([...exported].sort());
+  });
+});
+
+describe('the docs name the library versions package.json installs', () => {
+  it('every name@x.y.z of an installed package in the docs is a version package.json pins (directly or by an npm: alias)', () => {
+    const pkg = JSON.parse(text('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pinned = new Map<string, Set<string>>();
+    for (const [name, spec] of Object.entries({ ...pkg.dependencies, ...pkg.devDependencies })) {
+      const alias = /^npm:(.+)@([^@]+)$/.exec(spec);
+      const [real, version] = alias === null ? [name, spec] : [alias[1]!, alias[2]!];
+      pinned.set(real, (pinned.get(real) ?? new Set()).add(version));
+    }
+    const named = ALL.flatMap(([p, b]) =>
+      [...b.matchAll(/(?<![\w/@.-])((?:@[a-z0-9-]+\/)?[a-z][a-z0-9.-]*)@(\d+\.\d+\.\d+(?:[\w.-]*\w)?)/g)].filter((m) => pinned.has(m[1]!)).map((m) => ({ where: `${p}: ${m[0]}`, name: m[1]!, version: m[2]! })),
+    );
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((n) => !pinned.get(n.name)!.has(n.version)).map((n) => `${n.where} (package.json: ${[...pinned.get(n.name)!].join(', ')})`)).toEqual([]);
+  });
+});
+
+/** `interface name … { … }` in `source` (comments dropped): its extends list and top-level member names; null when absent. */
+function interfaceIn(source: string, name: string): { extends: string[]; members: string[] } | null {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+  const head = new RegExp(`interface ${name}\\b(?:<[^>]*>)?(?:\\s+extends\\s+([\\w\\s,<>]+?))?\\s*\\{`).exec(code);
+  if (head === null) return null;
+  const parts: string[] = [];
+  let depth = 0;
+  let part = '';
+  for (const c of code.slice(head.index + head[0].length)) {
+    if (depth === 0 && c === '}') break;
+    if ('{(['.includes(c)) depth++;
+    if ('})]'.includes(c)) depth--;
+    if (depth === 0 && (c === ';' || c === '\n')) {
+      parts.push(part);
+      part = '';
+    } else part += c;
+  }
+  parts.push(part);
+  const members = parts.flatMap((p) => /^\s*(?:readonly\s+)?(\w+)\??\s*[:(<]/.exec(p)?.[1] ?? []);
+  return { extends: head[1]?.split(',').map((e) => e.trim()) ?? [], members };
+}
+
+describe('the docs write the adapter API\'s interfaces as the code declares them', () => {
+  it('every interface a ts block of docs/adapter.md writes out has the members of the interface it names', () => {
+    const sources = ['conformance/adapter.ts', 'conformance/faults.ts'].map(text);
+    const declared = (name: string): string[] => {
+      const found = sources.map((s) => interfaceIn(s, name)).find((i) => i !== null);
+      if (found === undefined) throw new Error(`no interface ${name} in the adapter API's sources`);
+      return [...found.members, ...found.extends.flatMap(declared)];
+    };
+    const blocks = [...text('docs/adapter.md').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    const written = blocks.flatMap((b) => [...b.matchAll(/^interface (\w+)/gm)].map((m) => ({ name: m[1]!, members: interfaceIn(b, m[1]!)!.members })));
+    expect(written.length).toBeGreaterThan(5);
+    const wrong = written.flatMap((w) => {
+      const real = declared(w.name);
+      return [...real.filter((m) => !w.members.includes(m)).map((m) => `${w.name}: ${m} missing`), ...w.members.filter((m) => !real.includes(m)).map((m) => `${w.name}: ${m} not in the type`)];
+    });
+    expect(wrong).toEqual([]);
+  });
+});
+
+describe('docs/errors.md states the errors as the code has them', () => {
+  const errors = text('docs/errors.md');
+  /** A table row's first cell: `Name` (a trailing note such as "(an `EnvironmentError`)" allowed), and its next cell. */
+  const rows = new Map([...errors.matchAll(/^\| `([A-Z]\w*)`[^|]*\|([^|]*)\|/gm)].map((m) => [m[1]!, m[2]!]));
+
+  it('every error class an entry point exports has a row in docs/errors.md', async () => {
+    const classes = new Set<string>();
+    for (const entry of entryModules(text('package.json'))) {
+      for (const [name, value] of Object.entries((await import(/* @vite-ignore */ `../${entry}`)) as object)) if (typeof value === 'function' && (value as { prototype?: unknown }).prototype instanceof Error) classes.add(name);
+    }
+    expect(classes.size).toBeGreaterThan(15);
+    expect([...classes].filter((c) => !rows.has(c))).toEqual([]);
+  });
+
+  it('the codes a row gives are codes its class takes (all of them where the row does not end in ...)', () => {
+    /** The string literals of the union after `readonly code:` in `klass`'s declaration, or of the named type. */
+    const union = (source: string): string[] => [...source.matchAll(/'([a-z-]+)'/g)].map((m) => m[1]!);
+    const declared: Record<string, string[]> = {
+      InvalidInputError: union(/export type ModelErrorCode =([^;]*);/.exec(text('model/errors.ts'))![1]!),
+    };
+    for (const klass of ['ConnectionConfigError', 'ServerRefusedError']) declared[klass] = union(new RegExp(`class ${klass} [\\s\\S]*?readonly code: ([^,]*),`).exec(text('impl/errors.ts'))![1]!);
+    for (const [klass, codes] of Object.entries(declared)) {
+      expect(codes.length, klass).toBeGreaterThan(2);
+      const cell = rows.get(klass)!;
+      // The code column lists codes up to its first ';' (what follows is serverCode's).
+      const listed = [...cell.split(';')[0]!.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!);
+      expect(listed.filter((c) => !codes.includes(c)), klass).toEqual([]);
+      if (!/\.\.\.\s*$/.test(cell.split(';')[0]!)) expect(codes.filter((c) => !listed.includes(c)), klass).toEqual([]);
+    }
+  });
+});
+
+describe('the docs state the Node versions package.json\'s engines takes', () => {
+  it('README.md and docs/getting-started.md name the lowest 20.x and the lowest release past 20', () => {
+    const engines = (JSON.parse(text('package.json')) as { engines: { node: string } }).engines.node;
+    const m = /^\^(\d+)\.(\d+)\.0 \|\| >=(\d+)\.(\d+)\.0$/.exec(engines);
+    expect(m, engines).not.toBeNull();
+    const [, major, minor, nextMajor, nextMinor] = m!;
+    const stated = `Node ${major}.${minor} or newer (${nextMajor}.${nextMinor} or newer past ${major}`;
+    expect(['README.md', 'docs/getting-started.md'].filter((page) => !text(page).replace(/\s+/g, ' ').includes(stated)), stated).toEqual([]);
   });
 });
 

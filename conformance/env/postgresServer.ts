@@ -190,7 +190,9 @@ export class PostgresServer {
    * once it accepts TCP connections. Rejects with
    * InvalidInputError('invalid-config') for bad options and EnvironmentError
    * when PostgreSQL 15 is not installed or the cluster does not come up
-   * within startTimeoutMs (its log tail attached); nothing is left behind.
+   * within startTimeoutMs (its log tail attached); StoppedWhileStarting (an
+   * EnvironmentError) when stop() or stopAllPostgresServers() came first.
+   * Nothing is left behind.
    */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
     checkOptions(options);
@@ -631,7 +633,7 @@ export class PostgresServer {
   }
 }
 
-/** Stops every cluster started in this process and not yet stopped. */
+/** Stops every cluster started in this process and not yet stopped (one still starting too: its start() rejects with StoppedWhileStarting). */
 export async function stopAllPostgresServers(): Promise<void> {
   await live.stopAll();
 }

@@ -143,7 +143,9 @@ export class RedisServer {
    * Starts a server and resolves once it answers PING. Rejects with
    * InvalidInputError('invalid-config') for bad options and EnvironmentError
    * when redis-server (or libfaketime, with a clockFile) is missing or the
-   * server does not come up within startTimeoutMs (its log tail attached).
+   * server does not come up within startTimeoutMs (its log tail attached);
+   * StoppedWhileStarting (an EnvironmentError) when stop() or
+   * stopAllRedisServers() came first (nothing of it is left running).
    */
   static async start(options: RedisServerOptions): Promise<RedisServer> {
     checkOptions(options);
@@ -263,7 +265,8 @@ export class RedisServer {
   /**
    * Starts the server again with the same port, directory and arguments and
    * waits for PING (a running server is crashed first). The port is retried
-   * for up to startTimeoutMs should it still be held.
+   * for up to startTimeoutMs should it still be held. Rejects with
+   * StoppedWhileStarting when stop() came meanwhile.
    */
   async restart(): Promise<void> {
     this.#assertNotStopped('restart');
@@ -460,7 +463,7 @@ export class RedisServer {
   }
 }
 
-/** Stops every server started in this process and not yet stopped. */
+/** Stops every server started in this process and not yet stopped (one still starting too: its start() rejects with StoppedWhileStarting). */
 export async function stopAllRedisServers(): Promise<void> {
   await live.stopAll();
 }

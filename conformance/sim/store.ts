@@ -22,7 +22,8 @@ export class SimStore implements Server {
    * Judges and applies one write atomically: accepted, or rejected with the
    * highest token accepted. Throws InvalidInputError, changing nothing, for
    * what the real stores refuse: a bad resource, token or value (a value
-   * that is no string, or holds NUL or a lone surrogate, was kept as it came).
+   * that is no string, or holds NUL or a lone surrogate, was kept as it came;
+   * the servers' size bounds on a value are not simulated).
    */
   write(resource: string, token: bigint, value: string): WriteResult {
     checkResource(resource);

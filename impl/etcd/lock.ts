@@ -139,6 +139,9 @@ export class EtcdLock {
    * refused (as the Redis lock's release throws a refusal that kept it off a
    * quorum); either one done frees the key (the revoke deletes it too).
    * A programming error (a TypeError, ...) from either call is thrown too.
+   * Resolves to whether the release is known: true when the delete or the
+   * revoke landed (or the lease was no longer held), false when both failed
+   * (the key may stay until the lease's ttl).
    */
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');

@@ -97,7 +97,11 @@ function retriesOnItsOwn(client: Etcd3): boolean {
   return faultHandling?.global === undefined || faultHandling.global instanceof RetryPolicy;
 }
 
-/** The calls on an etcd3 client (npm `etcd3`). Build the client with `etcdClient()` so that it does not retry on its own. */
+/**
+ * The calls on an etcd3 client (npm `etcd3`). Build the client with `etcdClient()` so that it does not retry on its own.
+ * Each call rejects with InvalidInputError before anything is sent for a bad argument, and ('precondition') for a
+ * request whose keys and values cannot fit in etcd's default --max-request-bytes (MAX_REQUEST_BYTES less 256 bytes).
+ */
 export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   checkObject(client, 'client', 'an etcd3 client');
   checkMethods(client.kv, 'client.kv', 'an etcd3 KV client', ['txn', 'range']);

@@ -147,7 +147,9 @@ export class PostgresSessionLock {
   /**
    * Gives up one level of the lease's stack (the lock goes with the last);
    * rejects with UnavailableError when the unlock may not have run (the
-   * session is then ended, so the server frees the lock). Not async: the
+   * session is then ended, so the server frees the lock, and the lease's
+   * signal, fired 'released' as the unlock went out, reads 'connection-lost'
+   * from then on). Not async: the
    * unlock's reply settles the one promise straight from the read callback.
    */
   release(lease: Lease): Promise<void> {

@@ -149,7 +149,11 @@ const checkStoreKeys = knownOptions('openPostgresFencedStore options', ['connect
 
 /** A fenced store on a connection of its own; `close` ends it. */
 export interface PostgresFencedStoreConnection extends FencedStore {
-  /** Ends the store's connection. */
+  /**
+   * Ends the store's connection (one still opening at once, not after its
+   * connect bound); a call that had sent nothing yet, and every later call,
+   * rejects with InvalidInputError('precondition').
+   */
   close(): Promise<void>;
 }
 

@@ -130,12 +130,17 @@ export class PostgresTransactionLock {
     return open.client;
   }
 
-  /** COMMIT: the data changes and the lock's release happen together. */
+  /**
+   * COMMIT: the data changes and the lock's release happen together. A COMMIT
+   * with no reply rejects with UnavailableError (the connection is dropped, so
+   * the lock is freed, the changes committed or not) and the lease's signal,
+   * fired 'released' as the COMMIT went out, reads 'connection-lost'.
+   */
   async release(lease: Lease): Promise<void> {
     await this.#finish(lease, 'COMMIT');
   }
 
-  /** ROLLBACK: the changes are discarded and the lock released. */
+  /** ROLLBACK: the changes are discarded and the lock released; a failed ROLLBACK rejects as a failed COMMIT does. */
   async rollback(lease: Lease): Promise<void> {
     await this.#finish(lease, 'ROLLBACK');
   }
@@ -180,6 +185,8 @@ export class PostgresTransactionLock {
    * connection lost; a COMMIT that failed: the changes may or may not have
    * been committed), InvalidInputError('precondition') on a closed lock (also
    * when close() came before the lock did); `fn`'s own error as it threw it.
+   * A COMMIT of unknown fate leaves the lease handed to `fn` reading
+   * 'connection-lost' (the dropped connection freed the lock), not 'released'.
    */
   async withLock<T>(resource: string, waitMs: number, fn: (tx: Queryable, lease: Lease) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
     checkResource(resource);
