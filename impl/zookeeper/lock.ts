@@ -139,6 +139,8 @@ export class ZookeeperLock {
    * lease's signal. Never throws for ZooKeeper failures (the session's close
    * deletes the contender whatever the delete met); a programming error (a
    * TypeError, ...) from the delete is thrown, after the session is closed.
+   * Resolves `true` when the delete is known to have landed, `false` when it
+   * is not (the session's close or expiry frees the line all the same).
    */
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
