@@ -11,6 +11,7 @@
  * (`partitionMembers`). A subclass says how a member is started, which peer
  * ports it listens on, how its status is read and which member leads.
  */
+import { InvalidInputError } from '../../model/errors.ts';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -528,12 +529,12 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
 
   #signal(m: M, signal: NodeJS.Signals, what: string): void {
     this.assertNotStopped(what);
-    if (!m.running) throw new Error(`${this.kind}: cannot ${what} ${m.label}, it is not running`);
+    if (!m.running) throw new InvalidInputError('precondition', `${this.kind}: cannot ${what} ${m.label}, it is not running`);
     m.child!.kill(signal);
   }
 
   protected assertNotStopped(what: string): void {
-    if (this.#stopping !== null) throw new Error(`${this.kind}: cannot ${what} a stopped ${this.noun}`);
+    if (this.#stopping !== null) throw new InvalidInputError('precondition', `${this.kind}: cannot ${what} a stopped ${this.noun}`);
   }
 
   /** Synchronous last-resort cleanup for the exit handler. */

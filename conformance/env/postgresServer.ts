@@ -624,12 +624,12 @@ export class PostgresServer {
   #requireRunning(what: string): number {
     this.#assertNotStopped(what);
     const child = this.#child;
-    if (child === null || !childAlive(child)) throw new Error(`PostgresServer: cannot ${what}, the server is not running`);
+    if (child === null || !childAlive(child)) throw new InvalidInputError('precondition', `PostgresServer: cannot ${what}, the server is not running`);
     return this.#pid;
   }
 
   #assertNotStopped(what: string): void {
-    if (this.#stopping !== null) throw new Error(`PostgresServer: cannot ${what} a stopped server`);
+    if (this.#stopping !== null) throw new InvalidInputError('precondition', `PostgresServer: cannot ${what} a stopped server`);
   }
 }
 

@@ -432,12 +432,12 @@ export class RedisServer {
   #signal(signal: NodeJS.Signals, what: string): void {
     this.#assertNotStopped(what);
     const child = this.#child;
-    if (child === null || !isAlive(child)) throw new Error(`RedisServer: cannot ${what}, the server is not running`);
+    if (child === null || !isAlive(child)) throw new InvalidInputError('precondition', `RedisServer: cannot ${what}, the server is not running`);
     child.kill(signal);
   }
 
   #assertNotStopped(what: string): void {
-    if (this.#stopping !== null) throw new Error(`RedisServer: cannot ${what} a stopped server`);
+    if (this.#stopping !== null) throw new InvalidInputError('precondition', `RedisServer: cannot ${what} a stopped server`);
   }
 
   /** Synchronous last-resort cleanup for the exit handler. */
