@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { MAX_ATTEMPTS, type RunReport } from '../conformance/index.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
@@ -97,4 +98,41 @@ export async function inPace(skip: Skip, run: () => Promise<RunReport>): Promise
 /** Generated schedules on servers on their own clocks: skipped, saying so, when not one run could be judged (every attempt out of pace). */
 export function skipUnjudged(skip: Skip, result: { readonly runs: number; readonly stoppedEarly: number }): void {
   if (result.stoppedEarly >= result.runs) skip(`none of ${result.runs} schedule(s) kept pace with real time in ${MAX_ATTEMPTS} attempts: judged neither way`);
+}
+
+/** What a promise settled with: its rejection, or null when it resolved (the value is handed to `onValue`, to be stopped). */
+export function settledOf<T>(promise: Promise<T>, onValue: (value: T) => Promise<void>): Promise<unknown> {
+  return promise.then(
+    async (value) => {
+      await onValue(value);
+      return null;
+    },
+    (error: unknown) => error,
+  );
+}
+
+/** Polls `find` once per turn of the event loop (setImmediate, not a sleep) until it gives something, for at most `ms`. */
+export async function pollFor<T>(find: () => T | null, ms: number, what: string): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const found = find();
+    if (found !== null) return found;
+    if (Date.now() >= until) throw new Error(`never within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Whether something accepts a TCP connection on the loopback port (bounded by a 2 s timer). */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const timer = setTimeout(() => finish(true), 2000);
+    const finish = (answer: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.once('connect', () => finish(true));
+    socket.once('error', () => finish(false));
+  });
 }

@@ -6,14 +6,13 @@
  * met. PostgreSQL's own case is in postgresServer.test.ts.
  */
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisReplicated } from '../conformance/env/redisReplicated.ts';
 import { RedisServer, stopAllRedisServers } from '../conformance/env/redisServer.ts';
 import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
-import { alive, descendantsNamed } from './probes.ts';
+import { alive, descendantsNamed, listening, pollFor, settledOf } from './probes.ts';
 
 beforeAll(async () => {
   // The watchdog (watchdog.ts) makes its directory in the temp dir of its first server: here, not in a test's TMPDIR below.
@@ -28,43 +27,6 @@ afterEach(async () => {
 afterAll(async () => {
   await stopAllRedisServers();
 });
-
-/** What a promise settled with: its rejection, or null when it resolved (the value is handed to `onValue`, to be stopped). */
-function settledOf<T>(promise: Promise<T>, onValue: (value: T) => Promise<void>): Promise<unknown> {
-  return promise.then(
-    async (value) => {
-      await onValue(value);
-      return null;
-    },
-    (error: unknown) => error,
-  );
-}
-
-/** Polls `find` once per turn of the event loop (setImmediate, not a sleep) until it gives something, for at most `ms`. */
-async function pollFor<T>(find: () => T | null, ms: number, what: string): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const found = find();
-    if (found !== null) return found;
-    if (Date.now() >= until) throw new Error(`never within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-/** Whether something accepts a TCP connection on the loopback port (bounded by a 2 s timer). */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    const timer = setTimeout(() => finish(true), 2000);
-    const finish = (answer: boolean): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(answer);
-    };
-    socket.once('connect', () => finish(true));
-    socket.once('error', () => finish(false));
-  });
-}
 
 /**
  * The port and directory of a redis-server process, once it listens: it then

@@ -6,7 +6,6 @@
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConsensusGroup, GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
@@ -14,7 +13,7 @@ import { EtcdCluster, stopAllEtcdClusters } from '../conformance/env/etcdCluster
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
 import { stopAllZookeeperEnsembles, ZookeeperEnsemble } from '../conformance/env/zookeeperEnsemble.ts';
-import { alive, descendantsNamed } from './probes.ts';
+import { alive, descendantsNamed, listening, pollFor, settledOf } from './probes.ts';
 
 // A failed test's groups go with it: the next test looks for this process's members.
 afterEach(async () => {
@@ -24,43 +23,6 @@ afterEach(async () => {
 afterAll(async () => {
   await Promise.all([stopAllEtcdClusters(), stopAllZookeeperEnsembles()]);
 });
-
-/** What a start settled with: its rejection, or null when it resolved (the group is then stopped). */
-function settledOf(promise: Promise<{ stop(): Promise<void> }>): Promise<unknown> {
-  return promise.then(
-    async (group) => {
-      await group.stop();
-      return null;
-    },
-    (error: unknown) => error,
-  );
-}
-
-/** Polls `find` once per turn of the event loop (setImmediate, not a sleep) until it gives something, for at most `ms`. */
-async function pollFor<T>(find: () => T | null, ms: number, what: string): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const found = find();
-    if (found !== null) return found;
-    if (Date.now() >= until) throw new Error(`never within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-/** Whether something accepts a TCP connection on the loopback port (bounded by a 2 s timer). */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    const timer = setTimeout(() => finish(true), 2000);
-    const finish = (answer: boolean): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(answer);
-    };
-    socket.once('connect', () => finish(true));
-    socket.once('error', () => finish(false));
-  });
-}
 
 /** Every loopback port named on process `pid`'s command line (its own and the gates' it dials). */
 function portsOf(pid: number): number[] {
@@ -72,7 +34,7 @@ describe('EtcdCluster: stopped while it starts', () => {
   it('a stop as its directory is made (before the cluster exists) is not missed: no member spawned, the directory removed, start() rejects StoppedWhileStarting', async () => {
     const parent = mkdtempSync(join('/dev/shm', 'lockcheck-etcdstop-'));
     try {
-      const settled = settledOf(EtcdCluster.start({ members: 1, parentDir: parent }));
+      const settled = settledOf(EtcdCluster.start({ members: 1, parentDir: parent }), (g) => g.stop());
       await pollFor(() => (readdirSync(parent).length > 0 ? true : null), 10_000, 'the cluster directory');
       await stopAllEtcdClusters();
       const error = await settled;
@@ -86,7 +48,7 @@ describe('EtcdCluster: stopped while it starts', () => {
 
   it('a stop while the members run and elect no leader yet kills them, closes their gates, removes the directory, and start() rejects StoppedWhileStarting', async () => {
     // No member campaigns before 10 s: the start is still waiting for a leader when the stop comes.
-    const settled = settledOf(EtcdCluster.start({ members: 3, heartbeatMs: 1000, electionMs: 10_000, peerGates: true, startTimeoutMs: 60_000, parentDir: '/dev/shm' }));
+    const settled = settledOf(EtcdCluster.start({ members: 3, heartbeatMs: 1000, electionMs: 10_000, peerGates: true, startTimeoutMs: 60_000, parentDir: '/dev/shm' }), (g) => g.stop());
     const pids = await pollFor(() => {
       const found = descendantsNamed('etcd');
       return found.length === 3 ? found : null;
@@ -108,7 +70,7 @@ describe('ZookeeperEnsemble: stopped while it starts', () => {
   it('a stop while the member starts kills it, removes the directory, and start() rejects StoppedWhileStarting', async () => {
     const parent = mkdtempSync(join('/dev/shm', 'lockcheck-zkstop-'));
     try {
-      const settled = settledOf(ZookeeperEnsemble.start({ members: 1, parentDir: parent, startTimeoutMs: 60_000 }));
+      const settled = settledOf(ZookeeperEnsemble.start({ members: 1, parentDir: parent, startTimeoutMs: 60_000 }), (g) => g.stop());
       const pid = await pollFor(() => descendantsNamed('java')[0] ?? null, 30_000, 'the ZooKeeper member');
       await stopAllZookeeperEnsembles();
       expect(alive(pid), `java ${pid} after the stop`).toBe(false);

@@ -13,7 +13,7 @@ import { ZookeeperEnsemble } from '../../conformance/env/zookeeperEnsemble.ts';
 import { systemClock } from '../../impl/clock.ts';
 import { EtcdLock, etcd3Node, etcdClient } from '../../impl/etcd/index.ts';
 import { ZookeeperLock, zookeeperNode } from '../../impl/zookeeper/index.ts';
-import { activeResources, backToBaseline, type Resources } from './resources.ts';
+import { activeResources, backToBaseline, outcome, rebased, within } from './resources.ts';
 
 let etcd: EtcdCluster;
 let zk: ZookeeperEnsemble;
@@ -23,31 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([etcd?.stop(), zk?.stop()]);
 });
-
-/** What an acquire ended with: its result's kind, or the rejection's name. */
-async function outcome(p: Promise<{ readonly kind: string }>): Promise<string> {
-  return p.then(
-    (r) => r.kind,
-    (e: unknown) => (e instanceof Error ? e.name : String(e)),
-  );
-}
-
-/** `p`, or a rejection naming `what` after `ms` (its timer cleared either way). */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The environment's own resources that came between `before` and now (a restarted member's process and pipes), folded into `baseline`. */
-function rebased(baseline: Resources, before: Resources): Resources {
-  const base = new Map(baseline);
-  for (const [kind, n] of activeResources()) if ((before.get(kind) ?? 0) < n) base.set(kind, (base.get(kind) ?? 0) + n - (before.get(kind) ?? 0));
-  return base;
-}
 
 interface Client {
   readonly lock: { acquire(resource: string, options: { ttlMs: number }): Promise<{ readonly kind: string }> };

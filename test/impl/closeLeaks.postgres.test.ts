@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeLoopbackPort } from '../../conformance/env/processes.ts';
 import { PostgresServer } from '../../conformance/env/postgresServer.ts';
 import { openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock } from '../../impl/postgres/index.ts';
-import { activeResources, backToBaseline, type Resources } from './resources.ts';
+import { activeResources, backToBaseline, outcome, rebased, within } from './resources.ts';
 
 let server: PostgresServer;
 beforeAll(async () => {
@@ -25,31 +25,6 @@ const kinds: ReadonlyArray<readonly [string, (connection: object, statementTimeo
   ['PostgresSessionLock', (connection, statementTimeoutMs) => new PostgresSessionLock({ connection, statementTimeoutMs })],
   ['PostgresTransactionLock', (connection, statementTimeoutMs) => new PostgresTransactionLock({ connection, statementTimeoutMs })],
 ];
-
-/** What an acquire ended with: its result's kind, or the rejection's name. */
-async function outcome(p: Promise<{ readonly kind: string }>): Promise<string> {
-  return p.then(
-    (r) => r.kind,
-    (e: unknown) => (e instanceof Error ? e.name : String(e)),
-  );
-}
-
-/** `p`, or a rejection naming `what` after `ms` (its timer cleared either way). */
-async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The environment's own resources that came or went between `before` and now (a restarted server's process and pipes), folded into `baseline`. */
-function rebased(baseline: Resources, before: Resources): Resources {
-  const base = new Map(baseline);
-  for (const [kind, n] of activeResources()) if ((before.get(kind) ?? 0) < n) base.set(kind, (base.get(kind) ?? 0) + n - (before.get(kind) ?? 0));
-  return base;
-}
 
 describe.each(kinds)('%s: nothing left after close(), whatever the acquire met', (_name, make) => {
   it('a server that is not there (connection refused)', async () => {

@@ -33,3 +33,28 @@ export async function backToBaseline(baseline: Resources, what: string, ms = 300
     if (Date.now() >= until) throw new Error(`${what}: still held ${ms} ms after close: ${left.join(', ')}`);
   }
 }
+
+/** What an acquire ended with: its result's kind, or the rejection's name. */
+export async function outcome(p: Promise<{ readonly kind: string }>): Promise<string> {
+  return p.then(
+    (r) => r.kind,
+    (e: unknown) => (e instanceof Error ? e.name : String(e)),
+  );
+}
+
+/** `p`, or a rejection naming `what` after `ms` (its timer cleared either way). */
+export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The environment's own resources that came between `before` and now (a restarted server's process and pipes), folded into `baseline`. */
+export function rebased(baseline: Resources, before: Resources): Resources {
+  const base = new Map(baseline);
+  for (const [kind, n] of activeResources()) if ((before.get(kind) ?? 0) < n) base.set(kind, (base.get(kind) ?? 0) + n - (before.get(kind) ?? 0));
+  return base;
+}
