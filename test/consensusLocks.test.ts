@@ -148,6 +148,15 @@ describe('ZookeeperLock: a programming error from its node is thrown, never no-q
     const answering = new ZookeeperLock({ node: zookeeperNodeInMemory(), clock: systemClock });
     await expect(answering.release(granted(await answering.acquire('r', { ttlMs: 10_000 })))).resolves.toBe(true);
   });
+
+  it('a ZooKeeper release whose contender was gone or another\'s is known (true): the delete was answered, and nothing of the lease is left in line (as a Redis compare-and-delete finding another owner)', async () => {
+    const node = zookeeperNodeInMemory({ deleteOwned: () => Promise.resolve(false) });
+    const lock = new ZookeeperLock({ node, clock: systemClock });
+    const lease = granted(await lock.acquire('r', { ttlMs: 10_000 }));
+    await expect(lock.release(lease)).resolves.toBe(true);
+    expect(node.closed).toBe(1);
+    expect(lease.signal.aborted).toBe(true);
+  });
 });
 
 describe('etcd3Node passes a programming error on as it is (it was an UnavailableError, read as an outage)', () => {

@@ -139,8 +139,14 @@ export class ZookeeperLock {
    * lease's signal. Never throws for ZooKeeper failures (the session's close
    * deletes the contender whatever the delete met); a programming error (a
    * TypeError, ...) from the delete is thrown, after the session is closed.
-   * Resolves `true` when the delete is known to have landed, `false` when it
-   * is not (the session's close or expiry frees the line all the same).
+   * Resolves `true` when the release is known: the ensemble answered the
+   * conditional delete, which deleted our contender or found it gone or
+   * another's (deleted by another session: the lease was lost before, and
+   * nothing of it is left in line), as a Redis compare-and-delete that finds
+   * another owner; or the lease was no longer held. `false` when the delete
+   * got no answer (failed, timed out, or met an expired session): the
+   * session's close or expiry frees the line all the same, at a time no one
+   * saw.
    */
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
@@ -153,7 +159,8 @@ export class ZookeeperLock {
     );
     this.#close(held.session);
     if (isDefect(failed)) throw failed;
-    // Known when the delete landed; else the contender goes with the session's close or its timeout, at a time no one saw.
+    // Known when the delete was answered, whether it deleted ours or found none of ours (`false` from deleteOwned: gone
+    // already, nothing of the lease left in line). Else the contender goes with the session's close or its timeout.
     return failed === undefined;
   }
 

@@ -7,6 +7,7 @@ import type { WriteResult } from '../fencedStore.ts';
 import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
 import { passes } from '../../model/store.ts';
 import { checkConnectString } from './connectString.ts';
+import { PassOver, type Member } from './passOver.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER } from './paths.ts';
 import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
@@ -143,7 +144,12 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   const acl = [new zookeeper.ACL(zookeeper.Permission.ALL, auth.length > 0 ? new zookeeper.Id('auth', '') : new zookeeper.Id('world', 'anyone'))];
   let closed = false;
   const closedError = (what: string): InvalidInputError => new InvalidInputError('precondition', `zookeeper ${what}: the node was closed`);
-  const bounded = <T>(what: string, work: (send: Send) => Promise<T>): Promise<T> => {
+  // The members that failed lately: a new client (a lease's session, the store's) starts on one that has not.
+  const passOver = new PassOver(clock);
+  // A call with no reply in its bound marks the member its client is on (`on`): a paused or black-holed member keeps
+  // the socket open, so the client is still on it. (A member that closes or refuses the socket is marked as that
+  // happens: followMembers.)
+  const bounded = <T>(what: string, work: (send: Send) => Promise<T>, on?: () => Client | undefined): Promise<T> => {
     if (closed) return Promise.reject(closedError(what));
     // A call in flight at close() sends nothing after it: the library failed such a request as a lost connection,
     // read as an outage (an acquire denied no-quorum, a store write UnavailableError), though nothing was sent.
@@ -157,6 +163,11 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     // Bounded on the client's clock and in real time: a request queued on a connection that never comes back
     // (the library waits for a reconnect) must end even while the client's clock stands still (conformance).
     return withTimeout(clock, timeoutMs, `zookeeper ${what}`, withRealTimeout(timeoutMs, `zookeeper ${what}`, started)).catch((error: unknown) => {
+      if (error instanceof TimeoutError) {
+        const client = on?.();
+        const member = client === undefined ? undefined : memberOf.get(client);
+        if (member !== undefined) passOver.failed(member);
+      }
       throw typed(error, what);
     });
   };
@@ -169,7 +180,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   // and the end of a session the ones on it (else a wait its caller gave up on, an aborted acquire's, kept its timer).
   const watches = new Set<{ readonly client: Client; readonly end: (error: Error) => void }>();
   const open = (sessionMs: number, pings: boolean): Connecting => {
-    const attempt = connecting(options.connectString, sessionMs, pings, auth);
+    const attempt = connecting(options.connectString, sessionMs, pings, auth, passOver);
     live.set(attempt.client, attempt);
     return attempt;
   };
@@ -205,7 +216,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       used.attempt = storeAttempt();
       return used.attempt.ready;
     };
-    return bounded(what, (send) => work(send, storeClient)).catch((error: unknown) => {
+    return bounded(what, (send) => work(send, storeClient), () => used.attempt?.client).catch((error: unknown) => {
       const attempt = used.attempt;
       if (error instanceof TimeoutError && attempt !== undefined && shared === attempt) {
         shared = null;
@@ -217,11 +228,12 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   // The clients of the sessions this node opened: a call on any other session is refused (it was a TypeError read as
   // an outage). By client, not by object: a wrapper may hand on a copy of the session (conformance, tests).
   const opened = new WeakSet<Client>();
-  const own = (s: ZookeeperSession): Client => {
+  // The client of a session this node opened, else undefined (never throws: read as a call fails).
+  const clientOf = (s: ZookeeperSession): Client | undefined => {
     const client = typeof s === 'object' && s !== null ? (s as Partial<Session>).client : undefined;
-    if (client === undefined || !opened.has(client)) refuse('session', 'a session openSession of this node returned', s);
-    return client;
+    return client !== undefined && opened.has(client) ? client : undefined;
   };
+  const own = (s: ZookeeperSession): Client => clientOf(s) ?? refuse('session', 'a session openSession of this node returned', s);
   return {
     openSession: (sessionMs) => {
       if (closed) return Promise.reject(closedError('connect'));
@@ -252,7 +264,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           if (why === 'expired') finish(client);
         });
         return session;
-      }).catch((error: unknown) => {
+      }, () => attempt.client).catch((error: unknown) => {
         // A connect that did not finish in its bound is ended wherever it is: else it reconnects for ever.
         finish(attempt.client);
         throw error;
@@ -267,7 +279,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           if (code(error) === zookeeper.Exception.NO_NODE) return [];
           throw error;
         }
-      }),
+      }, () => clientOf(s)),
     enqueue: (s, dir) =>
       bounded('create', async (send) => {
         const client = own(s);
@@ -286,13 +298,13 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         const stat = await send<Stat | null>((cb) => client.exists(path, watchDeletion(client, path, deletedNow), cb));
         if (stat === null) throw new UnavailableError('zookeeper create: the new znode vanished at once');
         return { name: path.slice(dir.length + 1), czxid: zxid(stat.czxid), deleted };
-      }),
+      }, () => clientOf(s)),
     touch: (s, path) =>
       bounded('exists', async (send) => {
         checkPath(path, 'path');
         const stat = await send<Stat | null>((cb) => own(s).exists(path, cb));
         return stat === null ? null : zxid(stat.czxid);
-      }),
+      }, () => clientOf(s)),
     watchGone: (s, path, waitMs) =>
       new Promise<void>((resolve, reject) => {
         if (closed) return reject(closedError('exists (watch)'));
@@ -355,7 +367,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           if (c === zookeeper.Exception.NO_NODE || c === zookeeper.Exception.BAD_VERSION) return false;
           throw error;
         }
-      }),
+      }, () => clientOf(s)),
     closeSession: (s) =>
       bounded('close session', async () => {
         const client = own(s);
@@ -518,10 +530,11 @@ interface ConnectionManager {
   sessionTimeout: number;
   sessionId: Buffer;
   pendingBuffer: Buffer | null;
-  servers: ReadonlyArray<{ readonly host: string }>;
+  servers: Member[];
   socket?: { destroy(): void; unref(): void; once(event: 'close', listener: () => void): void; readonly destroyed: boolean; readonly connecting: boolean };
   connectTimeoutHandler?: NodeJS.Timeout;
   connect(): void;
+  findNextServer(callback: (server: Member) => void): void;
   onSocketConnected(): void;
   onSocketData(buffer: Buffer): void;
   onSocketClosed(hasError: boolean): void;
@@ -583,12 +596,43 @@ function unresolvable(manager: ConnectionManager, reject: (error: Error) => void
   };
 }
 
+/** The member each client's socket is on (or being opened to): the one a call with no reply in time marks. */
+const memberOf = new WeakMap<Client, Member>();
+
+/**
+ * Starts the client on a member that has not failed lately (passOver), and
+ * keeps passOver told: the member a client connects to served; one whose
+ * socket fails (refused, reset, its host unknown) failed. The library
+ * shuffled the connect string and takes its members in that order, moving on
+ * only when a socket closes.
+ */
+function followMembers(client: Client, manager: ConnectionManager, passOver: PassOver): void {
+  manager.servers = passOver.order(manager.servers);
+  const next = manager.findNextServer.bind(manager);
+  manager.findNextServer = (callback) =>
+    next((server) => {
+      memberOf.set(client, server);
+      callback(server);
+    });
+  const onError = manager.onSocketError.bind(manager);
+  manager.onSocketError = (error) => {
+    const member = memberOf.get(client);
+    if (member !== undefined) passOver.failed(member);
+    onError(error);
+  };
+  client.on('connected', () => {
+    const member = memberOf.get(client);
+    if (member !== undefined) passOver.served(member);
+  });
+}
+
 /** A client connecting; `pings` false switches its idle pings off (a lease session, renewed by requests only). */
-function connecting(connectString: string, sessionMs: number, pings: boolean, auth: NonNullable<ZookeeperNodeOptions['auth']>): Connecting {
+function connecting(connectString: string, sessionMs: number, pings: boolean, auth: NonNullable<ZookeeperNodeOptions['auth']>, passOver: PassOver): Connecting {
   const client = zookeeper.createClient(connectString, { sessionTimeout: sessionMs, spinDelay: 100, retries: 0 });
   const manager = managerOf(client);
   // Before connect(): the library binds these handlers to each socket it opens.
   hardened(manager);
+  followMembers(client, manager, passOver);
   // node-zookeeper-client pings on its socket's idle timeout (onSocketTimeout); the lease must not renew itself.
   if (!pings) manager.onSocketTimeout = () => undefined;
   // Sent right after each handshake, ahead of any request of the lock's.
