@@ -23,10 +23,13 @@ interface Pool {
  * before any connection is opened (its clients are made at the first call).
  */
 export function boundSockets(client: Etcd3, handshakeMs: number): Etcd3 {
-  const pool = (client as unknown as { pool: Pool }).pool;
+  const pool = (client as unknown as { pool?: Partial<Pool> }).pool;
+  // Private parts of etcd3 and grpc-js (the versions package-lock.json pins): another shape leaves the client as it is.
+  if (!Array.isArray(pool?.hosts)) return client;
   const sockets = new Set<Socket>();
   let closed = false;
   for (const credentials of new Set(pool.hosts.map((h) => h.channelCredentials))) {
+    if (typeof credentials?._createSecureConnector !== 'function') continue;
     const make = credentials._createSecureConnector.bind(credentials);
     credentials._createSecureConnector = (...args: unknown[]): Connector => {
       const connector = make(...args);
