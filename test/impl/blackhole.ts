@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { activeResources, backToBaseline as backWithin, type Resources } from './resources.ts';
 
 /**
  * Helpers of the black-hole tests (test/impl/blackhole.*.test.ts): a server
@@ -51,9 +52,9 @@ export async function resolvesWithin<T>(what: string, p: Promise<T>, boundMs: nu
  * (the same on 5 polls in a row, 20 ms apart; at most 2 s), so that a socket
  * of the setup still closing is not counted in it and a leak then hidden.
  */
-export async function steadyResources(): Promise<Map<string, number>> {
+export async function steadyResources(): Promise<Resources> {
   const deadline = performance.now() + 2000;
-  const text = (m: Map<string, number>): string => JSON.stringify([...m].sort(([a], [b]) => a.localeCompare(b)));
+  const text = (m: Resources): string => JSON.stringify([...m].sort(([a], [b]) => a.localeCompare(b)));
   let last = activeResources();
   let same = 0;
   while (same < 5 && performance.now() < deadline) {
@@ -65,31 +66,13 @@ export async function steadyResources(): Promise<Map<string, number>> {
   return last;
 }
 
-/** Counts of the process's active resources by kind (process.getActiveResourcesInfo). */
-export function activeResources(): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const kind of process.getActiveResourcesInfo()) counts.set(kind, (counts.get(kind) ?? 0) + 1);
-  return counts;
-}
-
-function above(now: Map<string, number>, baseline: Map<string, number>): string[] {
-  return [...now].filter(([kind, n]) => n > (baseline.get(kind) ?? 0)).map(([kind, n]) => `${kind}: ${n} (baseline ${baseline.get(kind) ?? 0})`);
-}
-
 /**
- * Waits (polled, at most `boundMs`) until no kind of active resource is above
- * `baseline`: whatever the client opened (sockets, timers) is gone. Fails
- * naming the kinds still above it.
+ * resources.ts's backToBaseline with the black-hole tests' bound: whatever the
+ * client opened (sockets, timers) is gone within `boundMs`, or the test fails
+ * naming the kinds still above the baseline.
  */
-export async function backToBaseline(baseline: Map<string, number>, boundMs = 5000): Promise<void> {
-  const deadline = performance.now() + boundMs;
-  for (;;) {
-    // Checked after the poll's own timer has fired: it is no longer active then.
-    await new Promise<void>((resolve) => setTimeout(resolve, 20));
-    const extra = above(activeResources(), baseline);
-    if (extra.length === 0) return;
-    if (performance.now() > deadline) expect.fail(`active resources still above the baseline after ${boundMs} ms: ${extra.join(', ')}`);
-  }
+export function backToBaseline(baseline: Resources, boundMs = 5000): Promise<void> {
+  return backWithin(baseline, 'what the client opened', boundMs);
 }
 
 /** Waits (polled, bounded) until `check` holds. */
