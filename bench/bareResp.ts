@@ -139,7 +139,14 @@ export interface BareScripts {
   close(): void;
 }
 
-export async function bareScripts(servers: ReadonlyArray<{ readonly port: number; readonly password: string }>, acquireLua: string, releaseLua: string, ttlMs: number): Promise<BareScripts> {
+/**
+ * Which servers a pair goes to: `every` server (Redlock's protocol, and lockcheck's), or only a `quorum` of them,
+ * a different majority each pair (what a client that contacted the rest only on a denial would send while all
+ * grant): the floor of a protocol lockcheck does not use, measured to show what it would buy (docs/redis.md).
+ */
+export type SendTo = 'every' | 'quorum';
+
+export async function bareScripts(servers: ReadonlyArray<{ readonly port: number; readonly password: string }>, acquireLua: string, releaseLua: string, ttlMs: number, sendTo: SendTo = 'every'): Promise<BareScripts> {
   const sockets = await Promise.all(servers.map((s) => BareResp.connect(s.port, s.password)));
   const close = (): void => {
     for (const s of sockets) s.close();
@@ -156,10 +163,17 @@ export async function bareScripts(servers: ReadonlyArray<{ readonly port: number
     const releaseSha = await load(releaseLua);
     const quorum = Math.floor(sockets.length / 2) + 1;
     const ttl = String(ttlMs);
-    const all = (wire: string): Array<Promise<RespValue>> => sockets.map((c) => c.send(wire));
+    let next = 0;
+    const targets = (): readonly BareResp[] => {
+      if (sendTo === 'every') return sockets;
+      const first = next++ % sockets.length;
+      return Array.from({ length: quorum }, (_, i) => sockets[(first + i) % sockets.length]!);
+    };
     return {
       async pair(key) {
         const owner = randomUUID();
+        const to = targets();
+        const all = (wire: string): Array<Promise<RespValue>> => to.map((c) => c.send(wire));
         // The acquire script's keys and arguments as lockcheck's node sends them: lock, counter, minted; owner, ttl, token base 0, first token 1.
         const ok = await atQuorum(all(respCommand(['EVALSHA', acquireSha, '3', key, `${key}-t`, `${key}-m`, owner, ttl, '0', '1'])), quorum, (r) => typeof r === 'string');
         const released = await atQuorum(all(respCommand(['EVALSHA', releaseSha, '1', key, owner])), quorum, (r) => r === 1);
