@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_OPTIONS, OPTIONS } from '../cli/options.ts';
 import { PROPERTY_IDS } from '../model/properties.ts';
+import { anchors, relativeLinks } from './markdownLinks.ts';
 import { entryModules } from './publicApi.ts';
 
 /**
@@ -104,6 +105,29 @@ describe('the docs name files that exist', () => {
     );
     expect(named.length).toBeGreaterThan(100);
     expect(named.filter((n) => !existsSync(n.path)).map((n) => `${n.p}: ${n.path}`)).toEqual([]);
+  });
+});
+
+describe('the shipped docs link only to what ships', () => {
+  it('every relative link and image of a markdown file in the package resolves to a shipped file or folder (and its #anchor to a heading there)', () => {
+    // The files npm would pack (package.json's files, README and LICENSE); no build: the docs link to no compiled file.
+    // npm's own variables of an `npm test` around this run are left out: they are npm settings to the child.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+    const pack = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8', env, timeout: 60_000 });
+    expect(pack.status, pack.stderr).toBe(0);
+    const shipped = new Set((JSON.parse(pack.stdout) as [{ files: { path: string }[] }])[0].files.map((f) => f.path));
+    const pages = [...shipped].filter((p) => p.endsWith('.md'));
+    expect(pages).toEqual(expect.arrayContaining(['README.md', 'spec/SPEC.md', 'docs/adapter.md']));
+    const ships = (path: string): boolean => shipped.has(path) || [...shipped].some((f) => f.startsWith(`${path}/`));
+    const links = pages.flatMap((page) => relativeLinks(page, text(page)));
+    expect(links.length).toBeGreaterThan(100);
+    const dead = links.flatMap((l) => {
+      const target = l.path === '' ? l.page : l.path;
+      if (!ships(target)) return [`${l.page}: ${l.written} (${target} is not in the package)`];
+      if (l.anchor === null || !target.endsWith('.md')) return [];
+      return anchors(text(target)).has(l.anchor) ? [] : [`${l.page}: ${l.written} (no heading #${l.anchor} in ${target})`];
+    });
+    expect(dead, `${dead.length} dead links`).toEqual([]);
   });
 });
 

@@ -87,7 +87,7 @@ function documentedFiles(): { name: string; text: string }[] {
 }
 
 describe('the npm package', () => {
-  it('packs without tests or reports, installs into an empty project, and runs the suite and the CLI there', () => {
+  it('packs without tests or benchmarks, installs into an empty project, and runs the suite and the CLI there', () => {
     // Pack: `prepare` compiles the JavaScript and declarations into dist/, from scratch: a compiled module whose source
     // is gone (renamed, removed since the last build) is not shipped.
     mkdirSync(join(repo, 'dist/model'), { recursive: true });
@@ -101,8 +101,12 @@ describe('the npm package', () => {
     expect(paths).toContain('dist/cli/main.js');
     expect(paths).not.toContain('dist/model/removedSinceLastBuild.js');
     // TypeScript sources ship only as documentation: the worked examples the packaged docs link to.
-    expect(paths.filter((p) => /^(test|bench|\.ci|docs\/matrix)\/|\.test\.|(^|\/)[^/]+\.ts$/.test(p) && !p.endsWith('.d.ts') && !p.startsWith('docs/examples/'))).toEqual([]);
+    expect(paths.filter((p) => /^(test|bench|\.ci)\/|\.test\.|(^|\/)[^/]+\.ts$/.test(p) && !p.endsWith('.d.ts') && !p.startsWith('docs/examples/'))).toEqual([]);
     expect(paths).toContain('docs/examples/tinyLock.ts');
+    // docs/matrix.md ships, and its cells link to the timelines of its report (and docs/choosing-a-lock.md to their text):
+    // the report ships with it, but no run's working folder (docs/matrix/.run.*/).
+    expect(paths).toEqual(expect.arrayContaining(['docs/matrix/index.html', 'docs/matrix/redlock_unfenced__crash-restart.html', 'docs/matrix/redlock_unfenced__crash-restart.txt']));
+    expect(paths.filter((p) => p.startsWith('docs/matrix/') && !/^docs\/matrix\/[^/]+\.(html|txt|json)$/.test(p))).toEqual([]);
     // package.json says MIT: the licence's text ships with it.
     expect(paths).toContain('LICENSE');
     // Every file the compiled code starts or loads by path (`new URL('./…', import.meta.url)`) is in the package: tsc emits

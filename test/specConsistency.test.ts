@@ -1,5 +1,4 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { designs } from '../model/design.ts';
 import { alphabetFor, FAULT_CLASS_ALLOWS, FAULT_CLASSES } from '../model/faultClass.ts';
@@ -7,6 +6,7 @@ import { derivedProperties, MATRIX_ROWS } from '../model/matrix.ts';
 import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import type { Predicted } from '../spec/tables.ts';
 import { blockIn, blocks, faultKindsOf, VERDICTS_FILE } from '../spec/tables.ts';
+import { anchors, relativeLinks } from './markdownLinks.ts';
 
 /**
  * The spec, the guide and the docs say what the model says: generated tables
@@ -117,28 +117,15 @@ describe('the guide is reachable and its links resolve', () => {
 
   // Every guide a reader follows links through: the README, the spec, docs/ and the READMEs beside the code.
   const guides = ['README.md', 'spec/SPEC.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`), 'conformance/adapters/README.md'].filter((f) => existsSync(f));
-  const anchorsOf = (file: string): Set<string> => new Set(read(file).split('\n').filter((l) => l.startsWith('#')).map(slug));
   for (const file of guides) {
     it(`${file}: every relative link names a file that exists, and every anchor into a markdown file a heading there`, () => {
-      const text = read(file);
-      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
-        if (/^[a-z]+:/.test(target!)) continue;
-        const [path, anchor] = target!.split('#');
-        const resolved = path === '' ? file : join(dirname(file), path!);
-        expect(existsSync(resolved), `${file} -> ${target}`).toBe(true);
-        if (anchor !== undefined && resolved.endsWith('.md')) expect(anchorsOf(resolved).has(anchor), `${file} -> ${target}`).toBe(true);
+      for (const link of relativeLinks(file, read(file))) {
+        const resolved = link.path === '' ? file : link.path;
+        expect(existsSync(resolved), `${file} -> ${link.written}`).toBe(true);
+        if (link.anchor !== null && resolved.endsWith('.md')) expect(anchors(read(resolved)).has(link.anchor), `${file} -> ${link.written}`).toBe(true);
       }
     });
   }
 });
 
 const KINDS = new Set(['acquire', 'extend', 'release', 'write', 'read', 'advance', 'clock-step', 'clock-drift', 'pause', 'resume', 'deliver', 'crash', 'restart', 'partition', 'heal', 'node-delay', 'kill-connection']);
-
-/** GitHub's anchor for a markdown heading. */
-function slug(heading: string): string {
-  return heading
-    .replace(/^#+\s*/, '')
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
-}
