@@ -3,12 +3,16 @@
  * start fails after its bind, and a consensus group whose gates fail to open
  * part way, leave no listener behind and reject with a typed error.
  */
+import { mkdtemp } from 'node:fs/promises';
 import { Server } from 'node:net';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ConsensusGroup, GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { PeerGate } from '../conformance/env/peerGate.ts';
 import { TcpProxy } from '../conformance/env/proxy.ts';
 import { activeResources, backToBaseline } from './impl/resources.ts';
+import { listening } from './probes.ts';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -43,5 +47,70 @@ describe('a listener of the kit that cannot read its port closes it', () => {
     );
     await backToBaseline(baseline, 'PeerGate.start that failed', 1000);
     expect(error).toBeInstanceOf(EnvironmentError);
+  });
+});
+
+/** Two members of two peer ports each, behind gates; nothing is spawned (the start fails before, at the gates). */
+class GatedGroup extends ConsensusGroup<GroupMember, { readonly member: number }> {
+  protected readonly addressInUse = /never/;
+  protected readonly leaderWanted = 'a leader';
+  readonly #peers = new Map<number, number[]>();
+
+  private constructor(dir: string) {
+    super('GatedGroup', 'group', dir, [new GroupMember(0, 'a'), new GroupMember(1, 'b')], 10_000, true);
+  }
+
+  static async start(): Promise<GatedGroup> {
+    const group = new GatedGroup(await mkdtemp(join('/dev/shm', 'lockcheck-gated-')));
+    await group.boot();
+    return group;
+  }
+
+  protected async prepareStart(): Promise<void> {
+    for (const m of this.members) {
+      m.clientPort = await this.claimedPort();
+      this.#peers.set(m.index, [await this.claimedPort(), await this.claimedPort()]);
+    }
+  }
+  protected command(): MemberCommand {
+    throw new Error('no member is to be spawned');
+  }
+  protected memberStatus(): Promise<null> {
+    return Promise.resolve(null);
+  }
+  protected leaderOf(): null {
+    return null;
+  }
+  protected notInstalled(): null {
+    return null;
+  }
+  protected peerPorts(m: GroupMember): readonly number[] {
+    return this.#peers.get(m.index) ?? [];
+  }
+}
+
+describe('ConsensusGroup: gates that fail to open part way', () => {
+  it('the gates already opened are closed, and start() rejects EnvironmentError with the failure as cause', async () => {
+    const original = PeerGate.start.bind(PeerGate);
+    const opening: Array<Promise<PeerGate>> = [];
+    const injected = new Error('the third gate cannot listen');
+    // The third of four gates fails (the second member's first): the others open.
+    vi.spyOn(PeerGate, 'start').mockImplementation((targetPort, pids) => {
+      const gate = opening.length === 2 ? Promise.reject(injected) : original(targetPort, pids);
+      opening.push(gate);
+      return gate;
+    });
+    const error: unknown = await GatedGroup.start().then(
+      async (g) => {
+        await g.stop();
+        return null;
+      },
+      (e: unknown) => e,
+    );
+    const gates = (await Promise.allSettled(opening)).flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(gates).toHaveLength(3);
+    for (const gate of gates) expect(await listening(gate.port), `gate on ${gate.port}`).toBe(false);
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect((error as Error).cause).toBe(injected);
   });
 });
