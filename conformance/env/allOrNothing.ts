@@ -14,3 +14,11 @@ export async function startAll<T>(starts: ReadonlyArray<() => Promise<T>>, close
   await Promise.allSettled(started.map((s) => close(s)));
   throw failed.reason;
 }
+
+/** Waits for every one of `works` (begun at once) to settle, then rejects with the first failure, if any: nothing of the step still runs after it fails. */
+export async function allSettledFirst<T>(works: ReadonlyArray<Promise<T>>): Promise<T[]> {
+  const settled = await Promise.allSettled(works);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
+}
