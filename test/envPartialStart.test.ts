@@ -10,7 +10,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConsensusGroup, GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { PeerGate } from '../conformance/env/peerGate.ts';
+import { freeLoopbackPort } from '../conformance/env/processes.ts';
 import { TcpProxy } from '../conformance/env/proxy.ts';
+import { connectRedisCluster } from '../conformance/env/userRedis.ts';
 import { activeResources, backToBaseline } from './impl/resources.ts';
 import { listening } from './probes.ts';
 
@@ -113,4 +115,27 @@ describe('ConsensusGroup: gates that fail to open part way', () => {
     expect(error).toBeInstanceOf(EnvironmentError);
     expect((error as Error).cause).toBe(injected);
   });
+});
+
+describe('connectRedisCluster: one server refuses while another is still being checked', () => {
+  it('rejects EnvironmentError once every check has ended: no connection of the step left open', async () => {
+    // Accepts and never answers: its check runs to the 5 s bound.
+    const hole = await TcpProxy.start({ host: '127.0.0.1', port: 9 });
+    hole.setMode({ kind: 'blackhole' });
+    try {
+      const refused = await freeLoopbackPort();
+      const baseline = activeResources();
+      const error: unknown = await connectRedisCluster([`redis://127.0.0.1:${refused}`, `redis://127.0.0.1:${hole.port}`]).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      // Below the black hole's 5 s check bound: a check still running then was left behind by the rejected step.
+      // (ioredis's disconnect ends a socket gracefully: the black hole never answers the FIN, it closes within 2 s.)
+      await backToBaseline(baseline, 'connectRedisCluster that failed', 3000);
+      expect(error).toBeInstanceOf(EnvironmentError);
+      expect(String((error as Error).message)).toMatch(/cannot reach the Redis server/);
+    } finally {
+      await hole.close();
+    }
+  }, 30_000);
 });
