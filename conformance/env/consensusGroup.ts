@@ -341,7 +341,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
       await this.#kill(m);
       // The port may still be held by the killed process's sockets for a moment.
       if (result.kind === 'failed' || Date.now() >= deadline) throw this.startError(`${m.label} did not come back: ${result.kind === 'failed' ? result.reason : 'its ports stayed in use'}`);
-      await sleep(100);
+      await sleep(pauseWithin(100, deadline));
     }
   }
 
