@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { leftWithin, pauseWithin } from '../conformance/env/deadline.ts';
+import { onSamePort } from '../conformance/env/processes.ts';
 
 describe('deadline.ts: attempts and pauses cut to what is left of a deadline', () => {
   it('an attempt gets its cap while the deadline is far, what is left near it, and 1 ms past it', () => {
@@ -16,5 +17,20 @@ describe('deadline.ts: attempts and pauses cut to what is left of a deadline', (
     expect(pauseWithin(50, now + 60_000)).toBe(50);
     expect(pauseWithin(50, now + 10)).toBeLessThanOrEqual(10);
     expect(pauseWithin(50, now - 1)).toBe(0);
+  });
+});
+
+describe('processes.ts onSamePort: the pause between restarts is cut to what is left of the deadline', () => {
+  it('a start that keeps finding its port taken fails at the deadline, not a whole 50 ms pause (and one more start) past it', async () => {
+    let starts = 0;
+    const startedAt = performance.now();
+    const tooLate = new Error('stayed in use');
+    // The deadline is 5 ms away: the first pause must end there, and the one more start then fails the restart.
+    const error: unknown = await onSamePort(Date.now() + 5, () => Promise.resolve(++starts > 100), () => tooLate).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBe(tooLate);
+    expect(performance.now() - startedAt).toBeLessThan(35);
   });
 });

@@ -21,6 +21,7 @@ import { leftWithin, pauseWithin } from './deadline.ts';
 import { EnvironmentError } from './faketime.ts';
 import { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 import { PeerGate } from './peerGate.ts';
+import { startAll } from './allOrNothing.ts';
 import { claimPort, onExitKill } from './processes.ts';
 import { TcpProxy } from './proxy.ts';
 import { Guard } from './watchdog.ts';
@@ -340,7 +341,7 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
       await this.#kill(m);
       // The port may still be held by the killed process's sockets for a moment.
       if (result.kind === 'failed' || Date.now() >= deadline) throw this.startError(`${m.label} did not come back: ${result.kind === 'failed' ? result.reason : 'its ports stayed in use'}`);
-      await sleep(100);
+      await sleep(pauseWithin(100, deadline));
     }
   }
 
@@ -424,11 +425,22 @@ export abstract class ConsensusGroup<M extends GroupMember, S extends { readonly
   /** Writes what the members read at start (their configs), once the ports and gates are known. */
   protected async writeConfig(): Promise<void> {}
 
-  /** A gate per peer port of each member, when the group has them. */
+  /** A gate per peer port of each member, when the group has them: all or none (a gate that fails closes those opened, then EnvironmentError, the failure its cause). */
   async #openGates(): Promise<void> {
     if (!this.#peerGates) return;
     const pids = (): number[] => this.members.map((x) => (x.running ? x.pid : -1));
-    for (const m of this.members) m.gates = await Promise.all(this.peerPorts(m).map((port) => PeerGate.start(port, pids)));
+    const wanted = this.members.flatMap((m) => this.peerPorts(m).map((port) => ({ m, port })));
+    let gates: PeerGate[];
+    try {
+      gates = await startAll(
+        wanted.map(({ port }) => () => PeerGate.start(port, pids)),
+        (gate) => gate.close(),
+      );
+    } catch (error) {
+      throw new EnvironmentError(`${this.kind} (dir ${this.#dir}): its peer gates could not be opened: ${error instanceof Error ? error.message : String(error)}`, null, { cause: error });
+    }
+    for (const m of this.members) m.gates = [];
+    wanted.forEach(({ m }, i) => m.gates.push(gates[i]!));
   }
 
   async #closeGates(): Promise<void> {

@@ -17,7 +17,7 @@ import { SimNetwork } from '../sim/network.ts';
 import { TimingError } from '../sim/time.ts';
 import { crashQuorum, pacedEnvironment, pacedNetwork } from './pacedGroup.ts';
 import { inSlot, slotOf } from './runSlot.ts';
-import { failsTheRun } from './runEnvironment.ts';
+import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
 import { EtcdCluster } from './etcdCluster.ts';
 import { RequestBound } from './requestBound.ts';
 
@@ -142,7 +142,7 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
       };
     });
     // Every connection answers before the run begins: the model's nodes are up from the start.
-    await Promise.all([...all].map((c) => ready(c)));
+    await Promise.all([...all].map((c) => etcdClientReady(c)));
     // Crash-restart: which follower stays up alternates; a restart prepared is not prepared again.
     let crashes = 0;
     let killed: number[] = [];
@@ -159,7 +159,7 @@ async function startInstance(cell: EtcdCell, policy: StorePolicy, clients: numbe
         const stale = lockLinks;
         lockLinks = connect();
         for (const c of [stale.admin, ...stale.own]) closeClient(all, c);
-        await Promise.all([...all].map((c) => ready(c)));
+        await Promise.all([...all].map((c) => etcdClientReady(c)));
         return at;
       });
       // The new leader refreshed every lease when it was elected; the model restarts the node after all this: further
@@ -236,15 +236,19 @@ function closeClient(all: Set<Etcd3>, client: Etcd3): void {
   all.delete(client);
 }
 
-/** Waits (bounded) until a client's connection answers a read. */
-async function ready(client: Etcd3): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+/**
+ * Waits until a client's connection answers a read, within `timeoutMs`
+ * (each read and pause cut to what is left); RunEnvironmentError, the last
+ * read's failure its cause, when it does not: the servers failed this run.
+ */
+export async function etcdClientReady(client: Etcd3, timeoutMs = READY_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       await client.kv.range({ key: Buffer.from('lockcheck/ready') }, { deadline: Date.now() + leftWithin(1000, deadline) });
       return;
     } catch (error) {
-      if (Date.now() >= deadline) throw error;
+      if (Date.now() >= deadline) throw new RunEnvironmentError(`etcd: a connection did not answer a read within ${timeoutMs} ms: ${error instanceof Error ? error.message : String(error)}`, null, { cause: error });
       await new Promise((resolve) => setTimeout(resolve, pauseWithin(50, deadline)));
     }
   }

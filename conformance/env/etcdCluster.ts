@@ -23,6 +23,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { builtIn } from './tempDir.ts';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,17 +110,11 @@ export class EtcdCluster extends ConsensusGroup<Member, MemberStatus> {
     let cluster: EtcdCluster;
     try {
       // mkdtemp makes the directory 0700: the members' data and logs are the invoking user's alone.
-      const dir = await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-etcd-'));
-      let ca: RunCa;
-      try {
+      cluster = await builtIn(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-etcd-')), async (dir) => {
         const tlsDir = join(dir, 'tls');
         await mkdir(tlsDir, { mode: 0o700 });
-        ca = await makeRunCa(tlsDir);
-      } catch (error) {
-        await rm(dir, { recursive: true, force: true });
-        throw error;
-      }
-      cluster = new EtcdCluster(dir, ca, count, options);
+        return new EtcdCluster(dir, await makeRunCa(tlsDir), count, options);
+      });
     } catch (error) {
       pending.abandoned();
       throw error;

@@ -35,8 +35,11 @@ export class EnvironmentError extends Error {
   constructor(
     message: string,
     readonly fix: string | null = null,
+    /** What failed underneath (a bind, a socket's error), when something did. */
+    options?: { readonly cause?: unknown },
   ) {
     super(fix === null ? messageText(message) : `${asText(message)}\n  fix: ${asText(fix)}`);
+    if (options?.cause !== undefined) this.cause = options.cause;
   }
 }
 

@@ -16,6 +16,7 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { listenOnFreePort } from './freePortListener.ts';
 
 const HOST = '127.0.0.1';
 
@@ -43,12 +44,8 @@ export class PeerGate {
   /** Listens on a free loopback port and forwards to `targetPort`. */
   static async start(targetPort: number, pids: () => readonly number[]): Promise<PeerGate> {
     const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, HOST, () => resolve());
-    });
-    const address = server.address();
-    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    // A gate on port 0 (no port read) would send every member's peer dials nowhere: fail, closed.
+    const port = await listenOnFreePort(server, HOST, 'PeerGate');
     const gate = new PeerGate(server, port, targetPort, pids);
     server.on('connection', (socket) => gate.#accept(socket));
     server.unref();

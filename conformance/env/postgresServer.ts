@@ -44,6 +44,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { builtIn } from './tempDir.ts';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -205,7 +206,7 @@ export class PostgresServer {
     try {
       runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
       live.killAtExit();
-      server = new PostgresServer(STARTING, options, await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-')), runAs);
+      server = await builtIn(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-')), (dir) => new PostgresServer(STARTING, options, dir, runAs));
     } catch (error) {
       pending.abandoned();
       throw error;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { finishWithin } from '../realTimeLimit.ts';
+import { pauseWithin } from './deadline.ts';
 
 /**
  * What every server process the environment starts needs: a free loopback
@@ -77,7 +78,8 @@ export async function onSamePort(deadlineMs: number, start: () => Promise<boolea
   for (;;) {
     if (await start()) return;
     if (Date.now() >= deadlineMs) throw stayedInUse();
-    await sleep(50);
+    // Cut to what is left: a whole pause would run past the deadline, and one more start after it.
+    await sleep(pauseWithin(50, deadlineMs));
   }
 }
 

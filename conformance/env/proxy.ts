@@ -50,6 +50,7 @@
  */
 import { type Server, type Socket, connect, createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { listenOnFreePort } from './freePortListener.ts';
 
 export type LinkMode =
   | { kind: 'pass' } // forward both ways
@@ -429,19 +430,12 @@ export class TcpProxy {
     this.target = Object.freeze({ ...target });
   }
 
-  /** Listens on 127.0.0.1 (a free port) and forwards to `target`, in pass mode. */
+  /** Listens on 127.0.0.1 (a free port) and forwards to `target`, in pass mode; EnvironmentError, nothing left listening, when it cannot. */
   static async start(target: ProxyTarget): Promise<TcpProxy> {
     const checked = validateTarget(target);
     const server = createServer({ allowHalfOpen: true });
-    const port = await new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, HOST, () => {
-        server.off('error', reject);
-        const address = server.address();
-        if (typeof address === 'object' && address !== null) resolve(address.port);
-        else reject(new Error('TcpProxy: could not read the listening port'));
-      });
-    });
+    // A failure after the bind closes the server: a failed start leaves nothing listening.
+    const port = await listenOnFreePort(server, HOST, 'TcpProxy');
     // The proxy never keeps the process alive on its own (in-process clients
     // do); a forgotten proxy is destroyed by the 'exit' handler.
     server.unref();

@@ -114,13 +114,14 @@ export async function startRedisCluster(options: { readonly nodes: number; reado
   if (commandTimeoutMs !== undefined && !(Number.isInteger(commandTimeoutMs) && commandTimeoutMs > 0)) throw new InvalidInputError('invalid-config', `commandTimeoutMs must be a positive integer, got ${String(commandTimeoutMs)}`);
   // Also when the process is killed: the servers have their own clean-up, the clock files need this one.
   const { dir, remove } = guardedTempDir('lockcheck-clocks-');
-  const clockFiles = Array.from({ length: options.nodes }, (_v, i) => {
-    const f = new FakeClockFile(dir, `node${i}.clock`);
-    f.set(EPOCH_MS);
-    return f;
-  });
   const started: RedisServer[] = [];
   try {
+    // Inside the try: a clock file that cannot be written removes the directory too.
+    const clockFiles = Array.from({ length: options.nodes }, (_v, i) => {
+      const f = new FakeClockFile(dir, `node${i}.clock`);
+      f.set(EPOCH_MS);
+      return f;
+    });
     for (const clockFile of clockFiles) started.push(await RedisServer.start({ persistence: options.persistence, clockFile }));
     const store = await RedisServer.start({ persistence: 'none' });
     started.push(store);

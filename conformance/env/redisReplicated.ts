@@ -101,7 +101,7 @@ export class RedisReplicated {
       stillStarting('the replica synced');
       // Sentinel learns of replicas from the primary's INFO, which it asks for at once and then every 10 s:
       // started after the replica is in sync, it knows the replica from its first look.
-      await until(timeoutMs, 'the replica in sync', async () => {
+      await pollUntil(timeoutMs, 'the replica in sync', async () => {
         const [p, r] = await Promise.all([info(primary, 'replication'), info(replica, 'replication')]);
         return inSync(p, r);
       }, () => replica.logTail(), stopped);
@@ -320,7 +320,7 @@ export class RedisReplicated {
   /** Polls until `check` holds; RunEnvironmentError, with Sentinel's log, when it does not within the bound. */
   #until(what: string, check: () => Promise<boolean>, detail: () => string = () => ''): Promise<void> {
     const stopped = (): boolean => this.primary.stopped || this.replica.stopped || this.sentinel.stopped;
-    return until(this.#timeoutMs, what, check, () => `${detail()}\n${this.sentinel.logTail()}`, stopped).catch((e: unknown) => {
+    return pollUntil(this.#timeoutMs, what, check, () => `${detail()}\n${this.sentinel.logTail()}`, stopped).catch((e: unknown) => {
       throw e instanceof EnvironmentError && !(e instanceof StoppedWhileStarting) ? new RunEnvironmentError(e.message) : e;
     });
   }
@@ -343,7 +343,7 @@ async function tuneSentinel(sentinel: RedisServer): Promise<void> {
 const SENTINEL_INFO_PERIOD_MS = 1_000;
 
 /** Polls `check` until it holds, at most `timeoutMs`; a failing check counts as not yet. Ends at once, StoppedWhileStarting, once `stopped()`: a stopped server never comes to pass the check. */
-async function until(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string, stopped: () => boolean): Promise<void> {
+export async function pollUntil(timeoutMs: number, what: string, check: () => Promise<boolean>, log: () => string, stopped: () => boolean): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown = null;
   while (Date.now() < deadline) {

@@ -14,6 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { builtIn } from './tempDir.ts';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -162,7 +163,7 @@ export class RedisServer {
         }
       }
       live.killAtExit();
-      server = new RedisServer(STARTING, options, await mkdtemp(join(tmpdir(), 'lockcheck-redis-')), preload);
+      server = await builtIn(await mkdtemp(join(tmpdir(), 'lockcheck-redis-')), (dir) => new RedisServer(STARTING, options, dir, preload));
     } catch (error) {
       pending.abandoned();
       throw error;

@@ -60,9 +60,10 @@ export class ReplicatedServers {
   static async start(options: { readonly timeoutMs?: number } = {}): Promise<ReplicatedServers> {
     // Also when the process is killed: the servers have their own clean-up, the clock file needs this one.
     const { dir, remove } = guardedTempDir('lockcheck-replicated-');
-    const clockFile = new FakeClockFile(dir, 'node0.clock');
-    clockFile.set(EPOCH_MS);
     try {
+      // Inside the try: a clock file that cannot be written removes the directory too.
+      const clockFile = new FakeClockFile(dir, 'node0.clock');
+      clockFile.set(EPOCH_MS);
       return new ReplicatedServers(clockFile, await RedisServer.start({ persistence: 'none' }), remove, options.timeoutMs);
     } catch (e) {
       remove();

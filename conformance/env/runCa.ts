@@ -14,6 +14,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { allSettledFirst } from './allOrNothing.ts';
 import { EnvironmentError } from './faketime.ts';
 
 const run = promisify(execFile);
@@ -69,8 +70,9 @@ export async function makeRunCa(dir: string): Promise<RunCa> {
   // A random subject per run: a certificate of another run (or user) names another CA and is refused.
   const runId = randomBytes(8).toString('hex');
   await openssl(['req', '-x509', '-new', '-key', file('ca.key'), '-subj', `/CN=lockcheck run CA ${runId}`, '-days', '2', '-out', file('ca.crt'), '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  // Each leaf in one call (OpenSSL 3: req -x509 -CA signs with the CA), both at once.
-  await Promise.all(
+  // Each leaf in one call (OpenSSL 3: req -x509 -CA signs with the CA), both at once; a failure is thrown once
+  // both ended, not while the other still signs into a directory the caller is about to remove.
+  await allSettledFirst(
     (['server', 'client'] as const).map((leaf) =>
       openssl(['req', '-x509', '-new', '-key', file(`${leaf}.key`), '-subj', `/CN=lockcheck ${leaf} ${runId}`, '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-set_serial', `0x${randomBytes(16).toString('hex')}`, '-days', '2', '-config', file('leaf.cnf'), '-extensions', 'leaf', '-out', file(`${leaf}.crt`)]),
     ),

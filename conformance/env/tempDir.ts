@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { atExit } from './processes.ts';
@@ -12,8 +13,11 @@ import { Guard } from './watchdog.ts';
  */
 export function guardedTempDir(prefix: string): { readonly dir: string; readonly remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const guard = new Guard();
-  guard.set({ processes: [], dirs: [dir] });
+  const guard = builtInSync(dir, () => {
+    const made = new Guard();
+    made.set({ processes: [], dirs: [dir] });
+    return made;
+  });
   let unregister: () => void = () => undefined;
   const remove = (): void => {
     rmSync(dir, { recursive: true, force: true });
@@ -22,4 +26,28 @@ export function guardedTempDir(prefix: string): { readonly dir: string; readonly
   };
   unregister = atExit(remove);
   return { dir, remove };
+}
+
+/**
+ * `build(dir)` for a directory just made for it, the directory removed should
+ * `build` throw: until what it builds (a server, a group) holds the
+ * directory, nothing else would remove it, nor the watchdog know of it.
+ */
+export async function builtIn<T>(dir: string, build: (dir: string) => T | Promise<T>): Promise<T> {
+  try {
+    return await build(dir);
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+    throw error;
+  }
+}
+
+/** builtIn, for a synchronous `build`. */
+function builtInSync<T>(dir: string, build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    throw error;
+  }
 }

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { allSettledFirst } from './allOrNothing.ts';
 import { EnvironmentError } from './faketime.ts';
 import { redactUrl } from './redact.ts';
 import { checkUrlText } from '../kitInput.ts';
@@ -58,7 +59,8 @@ export async function connectRedisCluster(urls: readonly string[]): Promise<User
   // Array.from: every index, holes included (forEach skips them).
   Array.from(urls).forEach((u, i) => checkUrlText(u, `urls[${i}]`));
   const parsed = urls.map(parseRedisUrl).map(withEnvironmentPassword);
-  const checked = await Promise.all(parsed.map(check));
+  // Every check ended before a failure is thrown: none is left connecting behind the rejection.
+  const checked = await allSettledFirst(parsed.map(check));
   const seen = new Map<string, number>();
   checked.forEach((c, i) => {
     const earlier = seen.get(c.identity);

@@ -17,7 +17,7 @@ import { SimNetwork } from '../sim/network.ts';
 import { TimingError } from '../sim/time.ts';
 import { crashQuorum, pacedEnvironment, pacedNetwork } from './pacedGroup.ts';
 import { inSlot, slotOf } from './runSlot.ts';
-import { failsTheRun } from './runEnvironment.ts';
+import { failsTheRun, RunEnvironmentError } from './runEnvironment.ts';
 import { ZK_TICK_MS, type ZookeeperAuth, ZookeeperEnsemble } from './zookeeperEnsemble.ts';
 import { RequestBound } from './requestBound.ts';
 
@@ -124,7 +124,7 @@ async function startInstance(cell: ZookeeperCell, policy: StorePolicy, clients: 
       };
     });
     // The store sessions connect before the run begins: the model's store is up from the start.
-    const answering = (): Promise<void> => ready(nodes, `${root}/ready`);
+    const answering = (): Promise<void> => zookeeperSessionsReady(nodes, `${root}/ready`);
     // An ensemble that does not answer in its bound (a member still coming back, a machine too busy) fails this run, not the matrix.
     await failsTheRun('the sessions answering a read', answering);
     const ensemble = cell.ensemble;
@@ -229,16 +229,20 @@ function through(network: SimNetwork, client: number, endpoint: Endpoint, node: 
   };
 }
 
-/** Waits (bounded) until every node's long-lived session answers a read. */
-async function ready(nodes: readonly ZookeeperNode[], path: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+/**
+ * Waits until every node's long-lived session answers a read, within
+ * `timeoutMs`; RunEnvironmentError, the last look's failure its cause, when
+ * they do not: the servers failed this run.
+ */
+export async function zookeeperSessionsReady(nodes: readonly ZookeeperNode[], path: string, timeoutMs = READY_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       // Each look cut to what is left: a node's own call bound (CALL_TIMEOUT_MS) may be longer.
-      await withTimeout(systemClock, leftWithin(READY_TIMEOUT_MS, deadline), 'ready', Promise.all(nodes.map((n) => n.get(path))));
+      await withTimeout(systemClock, leftWithin(timeoutMs, deadline), 'ready', Promise.all(nodes.map((n) => n.get(path))));
       return;
     } catch (error) {
-      if (Date.now() >= deadline) throw error;
+      if (Date.now() >= deadline) throw new RunEnvironmentError(`ZooKeeper: the sessions did not answer a read within ${timeoutMs} ms: ${error instanceof Error ? error.message : String(error)}`, null, { cause: error });
       await new Promise((resolve) => setTimeout(resolve, pauseWithin(20, deadline)));
     }
   }

@@ -35,6 +35,7 @@
 import { randomBytes } from 'node:crypto';
 import { registerSecret } from './redact.ts';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { builtIn } from './tempDir.ts';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,7 +119,7 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
     const pending = startingGroup('ZookeeperEnsemble');
     let ensemble: ZookeeperEnsemble;
     try {
-      ensemble = new ZookeeperEnsemble(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-zk-')), count, options);
+      ensemble = await builtIn(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-zk-')), (dir) => new ZookeeperEnsemble(dir, count, options));
     } catch (error) {
       pending.abandoned();
       throw error;

@@ -1,0 +1,85 @@
+/**
+ * The backends' readiness waits keep to their deadline against a server that
+ * accepts and never answers (a TcpProxy in blackhole mode): each attempt and
+ * each pause is cut to what is left (deadline.ts), so the wait ends at its
+ * deadline plus a small slack, with a typed error; and RedisReplicated's
+ * wait ends once a server is stopped, not at its bound.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../impl/clock.ts';
+import { etcdClient } from '../impl/etcd/client.ts';
+import { zookeeperNode } from '../impl/zookeeper/node.ts';
+import { etcdClientReady } from '../conformance/env/etcdBackend.ts';
+import { pollUntil } from '../conformance/env/redisReplicated.ts';
+import { sendCommand } from '../conformance/env/resp.ts';
+import { RunEnvironmentError } from '../conformance/env/runEnvironment.ts';
+import { EnvironmentError } from '../conformance/env/faketime.ts';
+import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
+import { TcpProxy } from '../conformance/env/proxy.ts';
+import { zookeeperSessionsReady } from '../conformance/env/zookeeperBackend.ts';
+import { settles } from './impl/blackhole.ts';
+
+/** The wait's bound; each attempt's own bound (1 s, or the node's 20 s) starts again inside it, so a wait that does not cut its last attempt ends 0.8 s or more past it. */
+const TIMEOUT_MS = 1200;
+/** What a loaded 2-core machine may add to a wait that keeps to its deadline. */
+const SLACK_MS = 400;
+
+let hole: TcpProxy;
+
+beforeAll(async () => {
+  // Accepts every connection and forwards nothing either way: nothing answers.
+  hole = await TcpProxy.start({ host: '127.0.0.1', port: 9 });
+  hole.setMode({ kind: 'blackhole' });
+});
+
+afterAll(async () => {
+  await hole.close();
+});
+
+describe('readiness waits against a server that never answers', () => {
+  it("etcd: the client's read wait ends at its deadline, RunEnvironmentError", async () => {
+    const client = etcdClient({ hosts: [`127.0.0.1:${hole.port}`] });
+    try {
+      const s = await settles('etcdClientReady', etcdClientReady(client, TIMEOUT_MS), 10_000);
+      expect(s.ok).toBe(false);
+      if (!s.ok) expect(s.error).toBeInstanceOf(RunEnvironmentError);
+      expect(s.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+      expect(s.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    } finally {
+      client.close();
+    }
+  }, 30_000);
+
+  it("ZooKeeper: the sessions' read wait ends at its deadline, not at the node's own 20 s call bound, RunEnvironmentError", async () => {
+    const node = zookeeperNode({ connectString: `127.0.0.1:${hole.port}`, clock: systemClock, requestTimeoutMs: 20_000 });
+    try {
+      const s = await settles('zookeeperSessionsReady', zookeeperSessionsReady([node], '/lockcheck/ready', TIMEOUT_MS), 30_000);
+      expect(s.ok).toBe(false);
+      if (!s.ok) expect(s.error).toBeInstanceOf(RunEnvironmentError);
+      expect(s.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+      expect(s.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    } finally {
+      node.close();
+    }
+  }, 60_000);
+
+  it("RedisReplicated: a wait whose checks (1 s commands) get no answer ends at its deadline, EnvironmentError", async () => {
+    const ping = async (): Promise<boolean> => (await sendCommand('127.0.0.1', hole.port, ['PING'], 1000)) === 'PONG';
+    const s = await settles('pollUntil', pollUntil(TIMEOUT_MS, 'a PONG', ping, () => '', () => false), 10_000);
+    expect(s.ok).toBe(false);
+    if (!s.ok) expect(s.error).toBeInstanceOf(EnvironmentError);
+    expect(s.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+    expect(s.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+  }, 30_000);
+
+  it('RedisReplicated: a wait of 60 s ends after the check in flight once a server is stopped, StoppedWhileStarting', async () => {
+    const ping = async (): Promise<boolean> => (await sendCommand('127.0.0.1', hole.port, ['PING'], 1000)) === 'PONG';
+    let looks = 0;
+    // Stopped as the first check runs: the wait sees it at its next look.
+    const stopped = (): boolean => looks++ > 0;
+    const s = await settles('pollUntil', pollUntil(60_000, 'a PONG', ping, () => '', stopped), 30_000);
+    expect(s.ok).toBe(false);
+    if (!s.ok) expect(s.error).toBeInstanceOf(StoppedWhileStarting);
+    expect(s.ms).toBeLessThan(1000 + SLACK_MS);
+  }, 60_000);
+});
