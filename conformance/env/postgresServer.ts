@@ -53,6 +53,7 @@ import { EnvironmentError } from './faketime.ts';
 import { StoppedWhileStarting } from './stoppedWhileStarting.ts';
 import { LiveServers } from './liveServers.ts';
 import { onFreePort, onSamePort } from './processes.ts';
+import { leftWithin, pauseWithin } from './deadline.ts';
 import { Guard } from './watchdog.ts';
 import { finishWithin } from '../realTimeLimit.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
@@ -552,10 +553,10 @@ export class PostgresServer {
     }
 
     while (Date.now() < deadline && !exited) {
-      if (readPidFileStatus(this.dataDir, this.#pid) === 'ready' && (await portAccepts(this.#port))) {
+      if (readPidFileStatus(this.dataDir, this.#pid) === 'ready' && (await portAccepts(this.#port, leftWithin(PORT_PROBE_MS, deadline)))) {
         return { outcome: 'ready', ms: Date.now() - started };
       }
-      await sleep(POLL_INTERVAL_MS);
+      await sleep(pauseWithin(POLL_INTERVAL_MS, deadline));
     }
 
     const failed = spawnError as NodeJS.ErrnoException | null;
@@ -852,7 +853,10 @@ function readFrom(path: string, offset: number): string {
   }
 }
 
-function portAccepts(port: number, timeoutMs = 250): Promise<boolean> {
+/** How long one look at the port waits for its connect. */
+const PORT_PROBE_MS = 250;
+
+function portAccepts(port: number, timeoutMs = PORT_PROBE_MS): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: HOST, port });
     const done = (result: boolean): void => {
@@ -870,7 +874,7 @@ async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs:
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() >= deadline) throw new Error(`${message} (waited ${timeoutMs} ms)`);
-    await sleep(POLL_INTERVAL_MS);
+    await sleep(pauseWithin(POLL_INTERVAL_MS, deadline));
   }
 }
 
