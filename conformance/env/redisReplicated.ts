@@ -19,6 +19,7 @@ import type { FakeClockFile } from './faketime.ts';
 import { EnvironmentError, RedisServer, StoppedWhileStarting } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
 import { RunEnvironmentError } from './runEnvironment.ts';
+import { rejectAfter } from '../realTimeLimit.ts';
 import { leftWithin, pauseWithin } from './deadline.ts';
 import { systemClock } from '../../impl/clock.ts';
 import { withTimeout } from '../../impl/errors.ts';
@@ -163,12 +164,8 @@ export class RedisReplicated {
     // Errors reach the commands that fail; reconnect attempts need no report.
     redis.on('error', () => undefined);
     try {
-      await Promise.race([
-        redis.connect(),
-        sleep(this.#timeoutMs, undefined, { ref: false }).then(() => {
-          throw new EnvironmentError(`no connection to the primary through Sentinel within ${this.#timeoutMs} ms`);
-        }),
-      ]);
+      // rejectAfter clears its timer when the connect settles: a race with a sleep left it running for the whole bound.
+      await rejectAfter(redis.connect(), this.#timeoutMs, () => new EnvironmentError(`no connection to the primary through Sentinel within ${this.#timeoutMs} ms`));
     } catch (e) {
       redis.disconnect();
       throw e;
