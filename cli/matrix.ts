@@ -28,7 +28,7 @@ import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
 import type { Observed } from './stressOracle.ts';
-import { observedText, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
+import { observedText, oracleColumn, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 import { counted } from '../conformance/counted.ts';
 import { counterexampleFile } from './counterexample.ts';
 import { replayHint } from './replayHint.ts';
@@ -208,7 +208,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             worst: audit ? worst : null,
             deviations: result.deviations,
             observed,
-            observedUnpredicted: observed !== null && 'broken' in observed ? unpredictedBreaks(predicted, observed.broken, unfencedPrediction(predictionDesign(row, backend), row.store, col)) : [],
+            observedUnpredicted: observed !== null && 'broken' in observed ? oracleUnpredicted(predictionDesign(row, backend), row.store, col, observed, judged) : [],
           };
         } catch (e) {
           // A missing program stops the matrix with its fix.
@@ -327,6 +327,17 @@ export function predict(design: Design, store: StorePolicy, col: MeasuredFaultCl
   }
   for (const p of derivedProperties(found, store)) found.add(p);
   return { properties: PROPERTY_IDS.filter((p) => found.has(p)), depth };
+}
+
+/**
+ * The concurrent line's breaks the model does not account for. Judged against the model's
+ * exploration of every class the line's nemesis brought about (oracleColumn), not the column's
+ * alone: the stress run's delayed link also delays the store's writes, which the model explores
+ * under `timing`, so a lost update it causes in the partition-delay column is predicted, not news.
+ */
+export function oracleUnpredicted(design: Design, store: StorePolicy, col: MeasuredFaultClass, observed: Observed, judged: (p: PropertyId) => boolean): readonly PropertyId[] {
+  const covered = oracleColumn(col, observed.nemesis);
+  return unpredictedBreaks(predict(design, store, covered).properties.filter(judged), observed.broken, unfencedPrediction(design, store, covered));
 }
 
 /**

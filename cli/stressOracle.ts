@@ -8,6 +8,7 @@ import { layoutOf, StressSession } from '../conformance/stress/runner.ts';
 import { libraryConcurrent } from '../conformance/adapters/libraries.ts';
 import type { StressBackend } from '../conformance/stress/servers.ts';
 import type { PropertyId } from '../model/properties.ts';
+import type { FaultClass } from '../model/faultClass.ts';
 import { RunEnvironmentError } from '../conformance/env/runEnvironment.ts';
 import { restartDelayMs } from '../model/design.ts';
 import { finishWithin, valueWithin } from '../conformance/realTimeLimit.ts';
@@ -25,6 +26,8 @@ import { counted } from '../conformance/counted.ts';
 export interface Observed {
   /** The stress command that reproduces the cell. */
   readonly command: string;
+  /** The faults its nemesis drew from (what the model's prediction for the line must cover: modelClassesOf). */
+  readonly nemesis: readonly NemesisFault[];
   readonly operations: number;
   readonly faults: number;
   readonly overlappingHolds: number;
@@ -52,6 +55,36 @@ export function unpredictedBreaks(predicted: readonly PropertyId[], broken: read
   const accounted = new Set<PropertyId>(predicted);
   if (accounted.has('MUTEX-1') || unfencedPredicted.includes('STORE-1')) accounted.add('STORE-1');
   return broken.filter((p) => !accounted.has(p));
+}
+
+/**
+ * The model's fault classes a stress fault can bring about: what the model must explore for its
+ * prediction to cover the concurrent line. A stress fault is coarser than the model's command: a
+ * delayed link delays every request on it, the store's writes as well as the lock's replies, so it
+ * is the model's late replies (`delay`) and its writes that land late (`timing`); a paused server
+ * is a slow node and late replies. The column's own classes are always covered (oracleColumn).
+ */
+const MODEL_CLASSES_OF: Record<NemesisFault, readonly FaultClass[]> = {
+  'pause-client': ['client-pause'],
+  'pause-holder': ['client-pause'],
+  'pause-server': ['delay', 'timing'],
+  'kill-server': ['crash-restart'],
+  'clock-step': ['clock-step'],
+  'clock-step-holder': ['clock-step'],
+  partition: ['partition'],
+  delay: ['delay', 'timing'],
+  'terminate-backend': ['connection-loss'],
+  'terminate-holder': ['connection-loss'],
+  'partition-members': ['partition'],
+  failover: ['crash-restart'],
+  'failover-holder': ['crash-restart'],
+};
+
+/** The column as the concurrent line needs it predicted: its own model classes and those its nemesis's faults bring about. */
+export function oracleColumn(col: MeasuredFaultClass, nemesis: readonly NemesisFault[]): MeasuredFaultClass {
+  const model = new Set<FaultClass>(col.model);
+  for (const f of nemesis) for (const c of MODEL_CLASSES_OF[f]) model.add(c);
+  return { ...col, model: [...model] };
 }
 
 /** What the clients do in a cell: few of them, on one resource, with short ttls, so that the faults land in seconds. */
@@ -195,6 +228,7 @@ export class StressOracle {
     ];
     return {
       command: stressCommandLine({ ...run, backend: target.backend, clients: STRESS_CLIENTS }),
+      nemesis,
       operations: c.operations,
       faults: result.faults,
       overlappingHolds: c.overlappingHolds,
