@@ -48,7 +48,11 @@ export { EnvironmentError } from './faketime.ts';
 export interface ZookeeperEnsembleOptions {
   /** Members (odd, 1..7). Default 3. */
   readonly members?: number;
-  /** Bound on start-up (spawn to a leader with a quorum), port retries included. Default 60000: JVMs start slowly on a loaded machine. */
+  /**
+   * Bound on start-up (spawn to a leader with a quorum), port retries included. Default 60000: JVMs start slowly
+   * on a loaded machine. Closing the tree to other clients comes after, bounded on its own by max(5 s, a quarter of
+   * this): start() as a whole ends within 1.25 times this, or this plus 5 s.
+   */
   readonly startTimeoutMs?: number;
   /** Where the ensemble's temporary directory goes (default: the OS temp dir). */
   readonly parentDir?: string;
