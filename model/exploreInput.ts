@@ -1,6 +1,7 @@
 import type { Command } from './command.ts';
 import { checkArray, checkCommandShape, checkInteger, checkKnownKeys, checkObject, isObject, refuse } from './checks.ts';
-import { InvalidInputError, MAX_TOKEN } from './errors.ts';
+import { MAX_DRIFT_PPM } from './clock.ts';
+import { InvalidInputError, MAX_TIME_MS, MAX_TOKEN } from './errors.ts';
 import type { ExploreOptions } from './explore.ts';
 import type { World } from './state.ts';
 import { checkAlphabetCommand } from './world.ts';
@@ -62,7 +63,10 @@ export function checkExploreCall(initial: World, alphabet: readonly Command[], o
   checkAlphabet(initial, alphabet, `${call} alphabet`);
   const maxDepth = (options as { maxDepth?: unknown }).maxDepth;
   // explore.ts checks maxDepth's type right after; the headroom needs a number.
-  if (typeof maxDepth === 'number' && Number.isInteger(maxDepth) && maxDepth >= 0) checkTokenHeadroom(initial, alphabet, maxDepth, call);
+  if (typeof maxDepth === 'number' && Number.isInteger(maxDepth) && maxDepth >= 0) {
+    checkTokenHeadroom(initial, alphabet, maxDepth, call);
+    checkTimeHeadroom(initial, alphabet, maxDepth, call);
+  }
 }
 
 /**
@@ -114,5 +118,50 @@ export function checkTokenHeadroom(initial: World, alphabet: readonly Command[],
   throw new InvalidInputError(
     'invalid-token',
     `${call}: tokens could pass 2^63-1 within maxDepth ${maxDepth} (counters start at ${top}, and ${maxDepth} steps may mint up to ${mints} more), where a step would be refused mid-search; ${lowest >= 0n ? `start tokenBase and counters at most ${lowest}, or ` : ''}explore less deep`,
+  );
+}
+
+/** The largest magnitude of any number in `value` (a World, a command, a config), walked whole; bigints (tokens) are not times. */
+function largestNumber(value: unknown): number {
+  if (typeof value === 'number') return Number.isFinite(value) ? Math.abs(value) : 0;
+  if (typeof value !== 'object' || value === null) return 0;
+  let most = 0;
+  for (const v of Object.values(value)) most = Math.max(most, largestNumber(v));
+  return most;
+}
+
+/** The sum of every number's magnitude in `value`: what one command can add to any time (its advance, ttl, latency, delay, step...). */
+function numbersSum(value: unknown): number {
+  if (typeof value === 'number') return Number.isFinite(value) ? Math.abs(value) : 0;
+  if (typeof value !== 'object' || value === null) return 0;
+  let sum = 0;
+  for (const v of Object.values(value)) sum += numbersSum(v);
+  return sum;
+}
+
+/**
+ * Refuses up front an exploration whose times could pass 2^53-1 ms (MAX_TIME_MS) within its depth:
+ * a step that would read a clock or set a deadline past it throws InvalidInputError
+ * ('invalid-duration') mid-search, and the levels searched so far would be lost. A bound, over-
+ * approximated on purpose: the world's largest time (any number in it), plus, per step (and once
+ * per client for an operation in flight at the start), every number of the largest command and of
+ * the configuration (its timeouts), retries counted, at the fastest clock rate (MAX_DRIFT_PPM).
+ * Worlds that start near 0, as every built-in one does, are nowhere near it.
+ */
+export function checkTimeHeadroom(initial: World, alphabet: readonly Command[], maxDepth: number, call: string): void {
+  const top = largestNumber(initial);
+  let command = 0;
+  for (const c of alphabet) {
+    const retries = 'retries' in c && typeof c.retries === 'number' ? c.retries : 0;
+    command = Math.max(command, numbersSum(c) * (retries + 1));
+  }
+  const perStep = (command + numbersSum(initial.config)) * (1 + MAX_DRIFT_PPM / 1_000_000);
+  const steps = maxDepth + initial.clients.length + 1;
+  const added = steps * perStep;
+  if (top + added <= MAX_TIME_MS) return;
+  const lowest = Math.floor(MAX_TIME_MS - added);
+  throw new InvalidInputError(
+    'invalid-duration',
+    `${call}: times could pass 2^53-1 ms within maxDepth ${maxDepth} (the world's times reach ${top} ms, and ${maxDepth} steps may add up to ${Math.ceil(added)} ms), where a step would be refused mid-search; ${lowest >= 0 ? `start its clocks and times at most ${lowest} ms, or ` : ''}explore less deep or with shorter durations`,
   );
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { explore as rawExplore } from '../model/explore.ts';
 import { boundedOptions } from '../model/exploreInput.ts';
-import { DEFAULT_MAX_STATES, designs, explore, initialWorld, InvalidInputError, startExploration } from '../model/index.ts';
-import type { Command } from '../model/index.ts';
+import { clockAt, DEFAULT_MAX_STATES, designs, explore, initialWorld, InvalidInputError, startExploration } from '../model/index.ts';
+import type { Command, World } from '../model/index.ts';
 
 const cycle: Command[] = [
   { kind: 'acquire', client: 0, resource: 'r', ttlMs: 100 },
@@ -45,5 +45,33 @@ describe('an exploration is always bounded', () => {
     expect(r.depthCompleted).toBe(12);
     // A retrying acquire mints more per step: the headroom grows with its retries.
     expect(() => explore(world(top - 26n), [{ ...cycle[0]!, retries: 3, retryDelayMs: 1 } as Command, cycle[1]!], { maxDepth: 12 })).toThrow(/may mint up to 65 more/);
+  });
+
+  it('refuses up front an exploration whose times could pass 2^53-1 ms within its depth; before, a clock read threw mid-search', () => {
+    const M = Number.MAX_SAFE_INTEGER;
+    // Every clock and the true time at `at`: a world that has run for a long time.
+    const late = (at: number): World => {
+      const w = world(0n);
+      return { ...w, nowMs: at, nodes: w.nodes.map((n) => ({ ...n, wall: clockAt(at, at), mono: clockAt(at, at) })), clients: w.clients.map((c) => ({ ...c, mono: clockAt(at, at) })) };
+    };
+    const steps: Command[] = [{ kind: 'advance', ms: 40 }, ...cycle];
+    // The raw search throws mid-search here: what the entry's refusal saves the caller from.
+    expect(() => rawExplore(late(M - 300), steps, { maxDepth: 12 })).toThrow(/only after true time 9007199254740991/);
+    for (const call of [() => explore(late(M - 300), steps, { maxDepth: 12 }), () => startExploration(late(M - 300), steps, { maxDepth: 12 })]) {
+      let refused: unknown;
+      try {
+        call();
+      } catch (e) {
+        refused = e;
+      }
+      expect(refused).toBeInstanceOf(InvalidInputError);
+      expect((refused as InvalidInputError).code).toBe('invalid-duration');
+      expect((refused as InvalidInputError).message).toMatch(/times could pass 2\^53-1 ms within maxDepth 12 \(the world's times reach 9007199254740691 ms.*start its clocks and times at most (\d+) ms/);
+    }
+    // From where the message says, the same search runs to its depth.
+    const lowest = Number(/at most (\d+) ms/.exec((() => { try { explore(late(M - 300), steps, { maxDepth: 12 }); } catch (e) { return (e as Error).message; } return ''; })())![1]);
+    expect(explore(late(lowest), steps, { maxDepth: 12 }).depthCompleted).toBe(12);
+    // A world that starts near 0 is nowhere near the bound, even with the longest ttl.
+    expect(explore(world(0n), [{ kind: 'acquire', client: 0, resource: 'r', ttlMs: 2 ** 31 - 1 }, cycle[1]!], { maxDepth: 8 }).depthCompleted).toBe(8);
   });
 });
