@@ -7,7 +7,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConsensusGroup, GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
+import { GroupMember } from '../conformance/env/consensusGroup.ts';
+import { TestGroup } from './testGroups.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { PeerGate } from '../conformance/env/peerGate.ts';
 import { freeLoopbackPort } from '../conformance/env/processes.ts';
@@ -53,9 +54,7 @@ describe('a listener of the kit that cannot read its port closes it', () => {
 });
 
 /** Two members of two peer ports each, behind gates; nothing is spawned (the start fails before, at the gates). */
-class GatedGroup extends ConsensusGroup<GroupMember, { readonly member: number }> {
-  protected readonly addressInUse = /never/;
-  protected readonly leaderWanted = 'a leader';
+class GatedGroup extends TestGroup {
   readonly #peers = new Map<number, number[]>();
 
   private constructor(dir: string) {
@@ -74,19 +73,7 @@ class GatedGroup extends ConsensusGroup<GroupMember, { readonly member: number }
       this.#peers.set(m.index, [await this.claimedPort(), await this.claimedPort()]);
     }
   }
-  protected command(): MemberCommand {
-    throw new Error('no member is to be spawned');
-  }
-  protected memberStatus(): Promise<null> {
-    return Promise.resolve(null);
-  }
-  protected leaderOf(): null {
-    return null;
-  }
-  protected notInstalled(): null {
-    return null;
-  }
-  protected peerPorts(m: GroupMember): readonly number[] {
+  protected override peerPorts(m: GroupMember): readonly number[] {
     return this.#peers.get(m.index) ?? [];
   }
 }

@@ -8,6 +8,16 @@ const cycle: Command[] = [
   { kind: 'acquire', client: 0, resource: 'r', ttlMs: 100 },
   { kind: 'release', client: 0, resource: 'r' },
 ];
+/** What `call` threw (undefined if it returned). */
+function refusal(call: () => unknown): unknown {
+  try {
+    call();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
 const world = (tokenBase: bigint) => initialWorld({ design: designs.redlock({ nodes: 1 }), store: 'strict', clients: 1, tokenBase });
 
 describe('an exploration is always bounded', () => {
@@ -30,12 +40,7 @@ describe('an exploration is always bounded', () => {
     // The raw search does throw mid-search here: what the entry's refusal saves the caller from.
     expect(() => rawExplore(world(top - 3n), cycle, { maxDepth: 12 })).toThrow(/token counter .* is at 2\^63-1/);
     for (const call of [() => explore(world(top - 3n), cycle, { maxDepth: 12 }), () => startExploration(world(top - 3n), cycle, { maxDepth: 12 })]) {
-      let refused: unknown;
-      try {
-        call();
-      } catch (e) {
-        refused = e;
-      }
+      const refused = refusal(call);
       expect(refused).toBeInstanceOf(InvalidInputError);
       expect((refused as InvalidInputError).code).toBe('invalid-token');
       expect((refused as InvalidInputError).message).toMatch(/tokens could pass 2\^63-1 within maxDepth 12 \(counters start at 9223372036854775804, and 12 steps may mint up to 26 more\).*start tokenBase and counters at most 9223372036854775781/);
@@ -58,18 +63,13 @@ describe('an exploration is always bounded', () => {
     // The raw search throws mid-search here: what the entry's refusal saves the caller from.
     expect(() => rawExplore(late(M - 300), steps, { maxDepth: 12 })).toThrow(/only after true time 9007199254740991/);
     for (const call of [() => explore(late(M - 300), steps, { maxDepth: 12 }), () => startExploration(late(M - 300), steps, { maxDepth: 12 })]) {
-      let refused: unknown;
-      try {
-        call();
-      } catch (e) {
-        refused = e;
-      }
+      const refused = refusal(call);
       expect(refused).toBeInstanceOf(InvalidInputError);
       expect((refused as InvalidInputError).code).toBe('invalid-duration');
       expect((refused as InvalidInputError).message).toMatch(/times could pass 2\^53-1 ms within maxDepth 12 \(the world's times reach 9007199254740691 ms.*start its clocks and times at most (\d+) ms/);
     }
     // From where the message says, the same search runs to its depth.
-    const lowest = Number(/at most (\d+) ms/.exec((() => { try { explore(late(M - 300), steps, { maxDepth: 12 }); } catch (e) { return (e as Error).message; } return ''; })())![1]);
+    const lowest = Number(/at most (\d+) ms/.exec((refusal(() => explore(late(M - 300), steps, { maxDepth: 12 })) as Error).message)![1]);
     expect(explore(late(lowest), steps, { maxDepth: 12 }).depthCompleted).toBe(12);
     // A world that starts near 0 is nowhere near the bound, even with the longest ttl.
     expect(explore(world(0n), [{ kind: 'acquire', client: 0, resource: 'r', ttlMs: 2 ** 31 - 1 }, cycle[1]!], { maxDepth: 8 }).depthCompleted).toBe(8);

@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ConsensusGroup, GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
+import { GroupMember, type MemberCommand } from '../conformance/env/consensusGroup.ts';
+import { TestGroup } from './testGroups.ts';
 import { EtcdCluster, stopAllEtcdClusters } from '../conformance/env/etcdCluster.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { StoppedWhileStarting } from '../conformance/env/stoppedWhileStarting.ts';
@@ -85,9 +86,7 @@ describe('ZookeeperEnsemble: stopped while it starts', () => {
 });
 
 /** A group whose ports always collide (two members given one client port): boot() must give up at its deadline. */
-class CollidingGroup extends ConsensusGroup<GroupMember, { readonly member: number }> {
-  protected readonly addressInUse = /never/;
-  protected readonly leaderWanted = 'a leader';
+class CollidingGroup extends TestGroup {
   prepared = 0;
   readonly #startedAt = Date.now();
 
@@ -109,21 +108,6 @@ class CollidingGroup extends ConsensusGroup<GroupMember, { readonly member: numb
     for (const m of this.members) m.clientPort = port;
   }
 
-  protected command(): MemberCommand {
-    throw new Error('no member is to be spawned');
-  }
-  protected memberStatus(): Promise<null> {
-    return Promise.resolve(null);
-  }
-  protected leaderOf(): null {
-    return null;
-  }
-  protected notInstalled(): null {
-    return null;
-  }
-  protected peerPorts(): readonly number[] {
-    return [];
-  }
 }
 
 describe('ConsensusGroup.boot: the retry on fresh ports keeps to the deadline', () => {
@@ -141,9 +125,7 @@ describe('ConsensusGroup.boot: the retry on fresh ports keeps to the deadline', 
 });
 
 /** A group of `sleep` processes whose status looks each take their whole bound: a wait that keeps to its deadline cuts the last look short. */
-class SilentGroup extends ConsensusGroup<GroupMember, { readonly member: number }> {
-  protected readonly addressInUse = /never/;
-  protected readonly leaderWanted = 'a leader';
+class SilentGroup extends TestGroup {
   /** While true, member 0 leads (each look still takes its whole bound). */
   leads = false;
 
@@ -161,20 +143,14 @@ class SilentGroup extends ConsensusGroup<GroupMember, { readonly member: number 
   protected async prepareStart(): Promise<void> {
     this.members[0]!.clientPort = await this.claimedPort();
   }
-  protected command(): MemberCommand {
+  protected override command(): MemberCommand {
     return { file: 'sleep', args: ['600'], dropEnv: /^LD_PRELOAD$/ };
   }
-  protected memberStatus(m: GroupMember, timeoutMs: number): Promise<{ readonly member: number }> {
+  protected override memberStatus(m: GroupMember, timeoutMs: number): Promise<{ readonly member: number }> {
     return new Promise((resolve) => setTimeout(() => resolve({ member: m.index }), timeoutMs));
   }
-  protected leaderOf(): number | null {
+  protected override leaderOf(): number | null {
     return this.leads ? 0 : null;
-  }
-  protected notInstalled(): null {
-    return null;
-  }
-  protected peerPorts(): readonly number[] {
-    return [];
   }
 }
 
