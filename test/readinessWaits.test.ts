@@ -24,6 +24,14 @@ const TIMEOUT_MS = 1200;
 /** What a loaded 2-core machine may add to a wait that keeps to its deadline. */
 const SLACK_MS = 400;
 
+/** A wait that failed with `error` at its deadline, within the slack. */
+function endedAtDeadline(s: Awaited<ReturnType<typeof settles>>, error: new (...args: never[]) => Error): void {
+  expect(s.ok).toBe(false);
+  if (!s.ok) expect(s.error).toBeInstanceOf(error);
+  expect(s.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+  expect(s.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+}
+
 let hole: TcpProxy;
 
 beforeAll(async () => {
@@ -41,10 +49,7 @@ describe('readiness waits against a server that never answers', () => {
     const client = etcdClient({ hosts: [`127.0.0.1:${hole.port}`] });
     try {
       const s = await settles('etcdClientReady', etcdClientReady(client, TIMEOUT_MS), 10_000);
-      expect(s.ok).toBe(false);
-      if (!s.ok) expect(s.error).toBeInstanceOf(RunEnvironmentError);
-      expect(s.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
-      expect(s.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+      endedAtDeadline(s, RunEnvironmentError);
     } finally {
       client.close();
     }
@@ -54,10 +59,7 @@ describe('readiness waits against a server that never answers', () => {
     const node = zookeeperNode({ connectString: `127.0.0.1:${hole.port}`, clock: systemClock, requestTimeoutMs: 20_000 });
     try {
       const s = await settles('zookeeperSessionsReady', zookeeperSessionsReady([node], '/lockcheck/ready', TIMEOUT_MS), 30_000);
-      expect(s.ok).toBe(false);
-      if (!s.ok) expect(s.error).toBeInstanceOf(RunEnvironmentError);
-      expect(s.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
-      expect(s.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+      endedAtDeadline(s, RunEnvironmentError);
     } finally {
       node.close();
     }
@@ -66,10 +68,7 @@ describe('readiness waits against a server that never answers', () => {
   it("RedisReplicated: a wait whose checks (1 s commands) get no answer ends at its deadline, EnvironmentError", async () => {
     const ping = async (): Promise<boolean> => (await sendCommand('127.0.0.1', hole.port, ['PING'], 1000)) === 'PONG';
     const s = await settles('pollUntil', pollUntil(TIMEOUT_MS, 'a PONG', ping, () => '', () => false), 10_000);
-    expect(s.ok).toBe(false);
-    if (!s.ok) expect(s.error).toBeInstanceOf(EnvironmentError);
-    expect(s.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
-    expect(s.ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    endedAtDeadline(s, EnvironmentError);
   }, 30_000);
 
   it('RedisReplicated: a wait of 60 s ends after the check in flight once a server is stopped, StoppedWhileStarting', async () => {
