@@ -6,10 +6,17 @@ const PRUNE_MIN = 64;
  * The leases a lock tracks, by lease: held, or lost but not yet forgotten.
  * Lost ones (expired, never released) are forgotten once the table has
  * doubled, so it cannot grow without bound (at most about twice the held
- * ones). `handleOf` finds an entry's lease, the key it is kept under.
+ * ones). A forgotten entry is still found (get, release) for as long as its
+ * lease object is reachable: a lease lost on the client's clock may still
+ * hold its key, session or contender on the servers, and its release must
+ * remove them as it would have before the table was pruned. Once the
+ * application drops the lease, the entry goes with it (a WeakMap).
+ * `handleOf` finds an entry's lease, the key it is kept under.
  */
 export class HeldLeases<T> {
   readonly #entries = new Map<Lease, T>();
+  /** Lost entries the prune forgot: no longer counted, still released when asked. */
+  readonly #forgotten = new WeakMap<Lease, T>();
   #pruneAt = PRUNE_MIN;
   readonly #handleOf: (entry: T) => LeaseHandle;
 
@@ -18,7 +25,7 @@ export class HeldLeases<T> {
   }
 
   get(lease: Lease): T | undefined {
-    return this.#entries.get(lease);
+    return this.#entries.get(lease) ?? this.#forgotten.get(lease);
   }
 
   get size(): number {
@@ -27,17 +34,22 @@ export class HeldLeases<T> {
 
   /** The lease's entry, forgotten, and its signal fired ('released' first, then forgotten); undefined for a lease not tracked. */
   release(lease: Lease): T | undefined {
-    const entry = this.#entries.get(lease);
+    const entry = this.get(lease);
     if (entry === undefined) return undefined;
     this.#handleOf(entry).lose('released');
     this.#entries.delete(lease);
+    this.#forgotten.delete(lease);
     return entry;
   }
 
   /** Tracks a new lease, first forgetting the lost ones if the table has doubled. */
   add(entry: T): void {
     if (this.#entries.size >= this.#pruneAt) {
-      for (const [key, e] of this.#entries) if (this.#handleOf(e).lost) this.#entries.delete(key);
+      for (const [key, e] of this.#entries) {
+        if (!this.#handleOf(e).lost) continue;
+        this.#entries.delete(key);
+        this.#forgotten.set(key, e);
+      }
       this.#pruneAt = Math.max(PRUNE_MIN, 2 * this.#entries.size);
     }
     this.#entries.set(this.#handleOf(entry), entry);

@@ -146,7 +146,7 @@ export class EtcdLock {
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    // Not held (released or lost before): nothing of it is left for this call to remove.
+    // Not tracked: released before (that release did the work), or never this lock's. A lost lease is still tracked, pruned or not (HeldLeases).
     if (held === undefined) return true;
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
     const [deleted, revoked] = await Promise.allSettled([this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token), this.#node.revoke(held.leaseId)]);

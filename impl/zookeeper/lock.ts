@@ -151,7 +151,7 @@ export class ZookeeperLock {
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    // Not held (released or lost before): nothing of it is left for this call to remove.
+    // Not tracked: released before (that release did the work), or never this lock's. A lost lease is still tracked, pruned or not (HeldLeases).
     if (held === undefined) return true;
     const failed = await this.#node.deleteOwned(held.session, held.path, lease.token).then(
       () => undefined,

@@ -598,6 +598,21 @@ describe('EtcdLock', () => {
     expect(lock.trackedLeases).toBe(65);
   });
 
+  it('a lost lease the prune forgot is still released in etcd: its release deletes the key its etcd lease kept', async () => {
+    const clock = new ManualClock(0);
+    const p = prefix();
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock, prefix: p });
+    const lost = granted(await lock.acquire('gone', { ttlMs: 60_000 }));
+    // Lost on the client's clock; etcd, on real time, still has its lease and its key.
+    clock.advance(60_000);
+    for (let i = 0; i < 64; i++) granted(await lock.acquire(`h${i}`, { ttlMs: 600_000 }));
+    // The 65th grant forgot the lost lease.
+    expect(lock.trackedLeases).toBe(64);
+    expect(await createRevision(lockKey('gone', p))).toBe(lost.token);
+    expect(await lock.release(lost)).toBe(true);
+    expect(await createRevision(lockKey('gone', p))).toBeNull();
+  });
+
   it('a grant whose round trip ate the validity the allowance needs is validity-exhausted', async () => {
     const clock = new ManualClock();
     const real = etcd3Node(c, { clock });

@@ -642,6 +642,27 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     for (const l of leases) await lock.release(l);
     expect(lock.trackedLeases).toBe(0);
   }, 30_000);
+
+  it('a lost lease the prune forgot is still released on the ensemble: its release deletes the contender its session left', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const lock = new ZookeeperLock({ node: node(clock), clock, root: r });
+    // A session timeout the 64 grants below take far less real time than, on a loaded machine too.
+    const lost = granted(await lock.acquire('gone', { ttlMs: 20_000 }));
+    // Lost on the client's clock; the ensemble, on real time, still has its session and its contender.
+    clock.advance(20_000);
+    expect((lost as LeaseHandle).lost).toBe(true);
+    const held: Lease[] = [];
+    for (let i = 0; i < 64; i++) held.push(granted(await lock.acquire(`h${i}`, { ttlMs: 60_000 })));
+    // The 65th grant forgot the lost lease.
+    expect(lock.trackedLeases).toBe(64);
+    const look = node();
+    const probe = await look.openSession(5000);
+    expect(await look.contenders(probe, lockDir('gone', r))).toEqual(['c-0000000000']);
+    expect(await lock.release(lost)).toBe(true);
+    expect(await look.contenders(probe, lockDir('gone', r))).toEqual([]);
+    for (const l of held) await lock.release(l);
+  }, 30_000);
 });
 
 describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
