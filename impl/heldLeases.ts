@@ -42,6 +42,15 @@ export class HeldLeases<T> {
     return entry;
   }
 
+  /**
+   * A released entry whose release got no answer: kept findable (not
+   * counted) while its lease is reachable, so that the next release of the
+   * lease tries again instead of answering that nothing is left.
+   */
+  unanswered(entry: T): void {
+    this.#forgotten.set(this.#handleOf(entry), entry);
+  }
+
   /** Tracks a new lease, first forgetting the lost ones if the table has doubled. */
   add(entry: T): void {
     if (this.#entries.size >= this.#pruneAt) {

@@ -140,8 +140,10 @@ export class EtcdLock {
    * quorum); either one done frees the key (the revoke deletes it too).
    * A programming error (a TypeError, ...) from either call is thrown too.
    * Resolves to whether the release is known: true when the delete or the
-   * revoke landed (or the lease was no longer held), false when both failed
-   * (the key may stay until the lease's ttl).
+   * revoke landed (or an earlier release of the lease did, or it was never
+   * this lock's), false when both failed (the key may stay until the lease's
+   * ttl; a later release of the same lease tries again). A lease lost on the
+   * client's clock is released as a held one: its key may still be there.
    */
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
@@ -153,8 +155,10 @@ export class EtcdLock {
     // A programming error is no etcd failure: the caller hears it, as from the Redis lock's release.
     for (const r of [deleted, revoked]) if (r.status === 'rejected' && isDefect(r.reason)) throw r.reason;
     if (deleted.status === 'rejected' && revoked.status === 'rejected') for (const r of [deleted, revoked]) if (isRefusal(r.reason)) throw r.reason;
-    // Known when either landed (the revoke deletes the key too); else the key may stay until the lease's ttl.
-    return deleted.status === 'fulfilled' || revoked.status === 'fulfilled';
+    // Known when either landed (the revoke deletes the key too); else the key may stay until the lease's ttl, and the next release tries again.
+    const known = deleted.status === 'fulfilled' || revoked.status === 'fulfilled';
+    if (!known) this.#held.unanswered(held);
+    return known;
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */

@@ -61,7 +61,8 @@ const checkAcquireKeys = knownOptions('acquire options', [...ACQUIRE_OPTIONS, 'w
 
 interface Held {
   readonly handle: LeaseHandle;
-  readonly session: ZookeeperSession;
+  /** The lease's session; null once a release closed it without an answer (a retry deletes on a session of its own). */
+  readonly session: ZookeeperSession | null;
   readonly path: string;
   /** The negotiated session timeout, ms: each renewal lasts that long. */
   readonly ttlMs: number;
@@ -118,7 +119,8 @@ export class ZookeeperLock {
     checkTtl(ttlMs);
     checkLease(lease, 'extend');
     const held = this.#held.get(lease);
-    if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
+    // A lease whose session a release closed is lost ('released') too.
+    if (held === undefined || held.handle.lost || held.session === null) return { kind: 'not-extended', reason: 'expired' };
     const startedMs = this.#clock.now();
     let czxid: bigint | null;
     try {
@@ -143,25 +145,39 @@ export class ZookeeperLock {
    * conditional delete, which deleted our contender or found it gone or
    * another's (deleted by another session: the lease was lost before, and
    * nothing of it is left in line), as a Redis compare-and-delete that finds
-   * another owner; or the lease was no longer held. `false` when the delete
-   * got no answer (failed, timed out, or met an expired session): the
-   * session's close or expiry frees the line all the same, at a time no one
-   * saw.
+   * another owner; or an earlier release of the lease was answered (or the
+   * lease was never this lock's). A lease lost on the client's clock is
+   * released as a held one: its contender may still be in line. `false` when
+   * the delete got no answer (failed, timed out, or met an expired session):
+   * the session's close or expiry frees the line all the same, at a time no
+   * one saw, and a later release of the lease asks again, on a session of
+   * its own.
    */
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
     // Not tracked: released before (that release did the work), or never this lock's. A lost lease is still tracked, pruned or not (HeldLeases).
     if (held === undefined) return true;
-    const failed = await this.#node.deleteOwned(held.session, held.path, lease.token).then(
+    const failed = await this.#deleteOwned(held, lease.token).then(
       () => undefined,
       (error: unknown) => error,
     );
-    this.#close(held.session);
     if (isDefect(failed)) throw failed;
     // Known when the delete was answered, whether it deleted ours or found none of ours (`false` from deleteOwned: gone
-    // already, nothing of the lease left in line). Else the contender goes with the session's close or its timeout.
+    // already, nothing of the lease left in line). Else the contender goes with the session's close or its timeout, and
+    // the next release of the lease asks again.
+    if (failed !== undefined) this.#held.unanswered({ ...held, session: null });
     return failed === undefined;
+  }
+
+  /** The conditional delete on the lease's session, which is then closed; on a session of its own for a retry (the lease's is closed). */
+  async #deleteOwned(held: Held, token: bigint): Promise<void> {
+    const session = held.session ?? (await this.#node.openSession(held.ttlMs));
+    try {
+      await this.#node.deleteOwned(session, held.path, token);
+    } finally {
+      this.#close(session);
+    }
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */

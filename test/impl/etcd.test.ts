@@ -598,6 +598,29 @@ describe('EtcdLock', () => {
     expect(lock.trackedLeases).toBe(65);
   });
 
+  it('a release that got no answer is tried again by the next release of the lease, which answers what it found', async () => {
+    const clock = new ManualClock(0);
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    let down = true;
+    const failing = (): Promise<never> => Promise.reject(new UnavailableError('etcd: no answer (test)'));
+    const flaky = wrapped(real, {
+      deleteIfOwned: (...a) => (down ? failing() : real.deleteIfOwned(...a)),
+      revoke: (...a) => (down ? failing() : real.revoke(...a)),
+    });
+    const lock = new EtcdLock({ node: flaky, clock, prefix: p });
+    const lease = granted(await lock.acquire('r', { ttlMs: 600_000 }));
+    expect(await lock.release(lease)).toBe(false);
+    expect(await lock.release(lease)).toBe(false);
+    expect(await createRevision(lockKey('r', p))).toBe(lease.token);
+    expect(lock.trackedLeases).toBe(0);
+    down = false;
+    expect(await lock.release(lease)).toBe(true);
+    expect(await createRevision(lockKey('r', p))).toBeNull();
+    // Known now: a release after that has nothing left to do.
+    expect(await lock.release(lease)).toBe(true);
+  });
+
   it('a lost lease the prune forgot is still released in etcd: its release deletes the key its etcd lease kept', async () => {
     const clock = new ManualClock(0);
     const p = prefix();

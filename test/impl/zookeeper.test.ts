@@ -643,6 +643,29 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     expect(lock.trackedLeases).toBe(0);
   }, 30_000);
 
+  it('a release whose delete got no answer is asked again by the next release of the lease, on a session of its own', async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    let down = true;
+    const s = spied(real, { deleteOwned: (...a) => (down ? Promise.reject(new UnavailableError('zookeeper: no answer (test)')) : real.deleteOwned(...a)) });
+    const lock = new ZookeeperLock({ node: s.node, clock, root: r });
+    const lease = granted(await lock.acquire('r', { ttlMs: 20_000 }));
+    expect(await lock.release(lease)).toBe(false);
+    expect(await lock.release(lease)).toBe(false);
+    expect(s.calls['deleteOwned']).toBe(2);
+    expect(lock.trackedLeases).toBe(0);
+    down = false;
+    expect(await lock.release(lease)).toBe(true);
+    expect(s.calls).toMatchObject({ openSession: 3, deleteOwned: 3, closeSession: 3 });
+    const look = node();
+    const probe = await look.openSession(5000);
+    expect(await look.contenders(probe, lockDir('r', r))).toEqual([]);
+    // Known now: a release after that has nothing left to do.
+    expect(await lock.release(lease)).toBe(true);
+    expect(s.calls['deleteOwned']).toBe(3);
+  }, 30_000);
+
   it('a lost lease the prune forgot is still released on the ensemble: its release deletes the contender its session left', async () => {
     const clock = new ManualClock();
     const r = root();
