@@ -94,6 +94,14 @@ function mostAttempts(initial: World, alphabet: readonly Command[]): number {
   return retries + 1;
 }
 
+/** What a headroom check bounds: an exploration to maxDepth, or a schedule run whole (runSchedule); its refusal says which. */
+export type HeadroomScope = 'exploration' | 'schedule';
+
+const SCOPE_WORDS: Record<HeadroomScope, { readonly within: (steps: number) => string; readonly where: string; readonly shorter: string }> = {
+  exploration: { within: (steps) => `maxDepth ${steps}`, where: 'mid-search', shorter: 'explore less deep' },
+  schedule: { within: (steps) => `its ${steps} commands`, where: 'mid-run, losing the steps run', shorter: 'run a shorter schedule' },
+};
+
 /**
  * Refuses up front an exploration whose tokens could pass 2^63-1 within
  * its depth: the step that would mint one throws InvalidInputError
@@ -104,7 +112,7 @@ function mostAttempts(initial: World, alphabet: readonly Command[]): number {
  * tokenBase) in `initial`: a bound, so a search that would mint fewer may
  * be refused too (the message says how low to start).
  */
-export function checkTokenHeadroom(initial: World, alphabet: readonly Command[], maxDepth: number, call: string): void {
+export function checkTokenHeadroom(initial: World, alphabet: readonly Command[], maxDepth: number, call: string, scope: HeadroomScope = 'exploration'): void {
   let top = initial.config.tokenBase ?? 0n;
   for (const n of initial.nodes) {
     for (const k in n.counters) if (n.counters[k]! > top) top = n.counters[k]!;
@@ -117,7 +125,7 @@ export function checkTokenHeadroom(initial: World, alphabet: readonly Command[],
   const lowest = MAX_TOKEN - mints;
   throw new InvalidInputError(
     'invalid-token',
-    `${call}: tokens could pass 2^63-1 within maxDepth ${maxDepth} (counters start at ${top}, and ${maxDepth} steps may mint up to ${mints} more), where a step would be refused mid-search; ${lowest >= 0n ? `start tokenBase and counters at most ${lowest}, or ` : ''}explore less deep`,
+    `${call}: tokens could pass 2^63-1 within ${SCOPE_WORDS[scope].within(maxDepth)} (counters start at ${top}, and ${maxDepth} steps may mint up to ${mints} more), where a step would be refused ${SCOPE_WORDS[scope].where}; ${lowest >= 0n ? `start tokenBase and counters at most ${lowest}, or ` : ''}${SCOPE_WORDS[scope].shorter}`,
   );
 }
 
@@ -148,7 +156,7 @@ function numbersSum(value: unknown): number {
  * the configuration (its timeouts), retries counted, at the fastest clock rate (MAX_DRIFT_PPM).
  * Worlds that start near 0, as every built-in one does, are nowhere near it.
  */
-export function checkTimeHeadroom(initial: World, alphabet: readonly Command[], maxDepth: number, call: string): void {
+export function checkTimeHeadroom(initial: World, alphabet: readonly Command[], maxDepth: number, call: string, scope: HeadroomScope = 'exploration'): void {
   const top = largestNumber(initial);
   let command = 0;
   for (const c of alphabet) {
@@ -162,6 +170,6 @@ export function checkTimeHeadroom(initial: World, alphabet: readonly Command[], 
   const lowest = Math.floor(MAX_TIME_MS - added);
   throw new InvalidInputError(
     'invalid-duration',
-    `${call}: times could pass 2^53-1 ms within maxDepth ${maxDepth} (the world's times reach ${top} ms, and ${maxDepth} steps may add up to ${Math.ceil(added)} ms), where a step would be refused mid-search; ${lowest >= 0 ? `start its clocks and times at most ${lowest} ms, or ` : ''}explore less deep or with shorter durations`,
+    `${call}: times could pass 2^53-1 ms within ${SCOPE_WORDS[scope].within(maxDepth)} (the world's times reach ${top} ms, and ${maxDepth} steps may add up to ${Math.ceil(added)} ms), where a step would be refused ${SCOPE_WORDS[scope].where}; ${lowest >= 0 ? `start its clocks and times at most ${lowest} ms, or ` : ''}${SCOPE_WORDS[scope].shorter} or with shorter durations`,
   );
 }

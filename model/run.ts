@@ -9,6 +9,7 @@ import { step, stepMade } from './world.ts';
 import { isModelChooser, modelChooser } from './madeChoosers.ts';
 import { checkCommands, checkFunction, checkOneOf, refuse } from './checks.ts';
 import { checkWorld } from './worldCheck.ts';
+import { checkTimeHeadroom, checkTokenHeadroom } from './exploreInput.ts';
 
 /**
  * Picks one branch where the model allows several. Schedules run with the
@@ -43,6 +44,9 @@ export function runSchedule(initial: World, commands: readonly Command[], choose
   checkWorld(initial, 'runSchedule initial');
   checkCommands(commands, 'runSchedule commands');
   checkFunction(choose, 'runSchedule choose', 'a chooser (branches, command) => branch');
+  // A token or time past its exact range would be refused at the step that reaches it, and the run so far lost.
+  checkTokenHeadroom(initial, commands, commands.length, 'runSchedule', 'schedule');
+  checkTimeHeadroom(initial, commands, commands.length, 'runSchedule', 'schedule');
   let world = initial;
   const steps: TraceStep[] = [];
   const made = isModelChooser(choose);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { explore as rawExplore } from '../model/explore.ts';
 import { boundedOptions } from '../model/exploreInput.ts';
-import { clockAt, DEFAULT_MAX_STATES, designs, explore, initialWorld, InvalidInputError, startExploration } from '../model/index.ts';
+import { clockAt, DEFAULT_MAX_STATES, designs, explore, initialWorld, InvalidInputError, runSchedule, startExploration } from '../model/index.ts';
 import type { Command, World } from '../model/index.ts';
 
 const cycle: Command[] = [
@@ -73,5 +73,29 @@ describe('an exploration is always bounded', () => {
     expect(explore(late(lowest), steps, { maxDepth: 12 }).depthCompleted).toBe(12);
     // A world that starts near 0 is nowhere near the bound, even with the longest ttl.
     expect(explore(world(0n), [{ kind: 'acquire', client: 0, resource: 'r', ttlMs: 2 ** 31 - 1 }, cycle[1]!], { maxDepth: 8 }).depthCompleted).toBe(8);
+  });
+});
+
+describe('a schedule run whole is bounded the same way', () => {
+  it('runSchedule refuses up front a schedule whose tokens or times could pass their exact range; before, the step that got there threw and the steps run were lost', () => {
+    const M = Number.MAX_SAFE_INTEGER;
+    const late = (at: number): World => {
+      const w = world(0n);
+      return { ...w, nowMs: at, nodes: w.nodes.map((n) => ({ ...n, wall: clockAt(at, at), mono: clockAt(at, at) })), clients: w.clients.map((c) => ({ ...c, mono: clockAt(at, at) })) };
+    };
+    const steps: Command[] = [...cycle, { kind: 'advance', ms: 400 }, ...cycle];
+    const timeRefusal = refusal(() => runSchedule(late(M - 300), steps));
+    expect(timeRefusal).toBeInstanceOf(InvalidInputError);
+    expect((timeRefusal as InvalidInputError).code).toBe('invalid-duration');
+    expect((timeRefusal as InvalidInputError).message).toMatch(/^invalid-duration: runSchedule: times could pass 2\^53-1 ms within its 5 commands .*mid-run, losing the steps run; start its clocks and times at most (\d+) ms, or run a shorter schedule/);
+    const lowest = Number(/at most (\d+) ms/.exec((timeRefusal as Error).message)![1]);
+    expect(runSchedule(late(lowest), steps).steps).toHaveLength(5);
+    const top = 2n ** 63n - 1n;
+    const tokenRefusal = refusal(() => runSchedule(world(top - 2n), [...cycle, ...cycle, ...cycle]));
+    expect(tokenRefusal).toBeInstanceOf(InvalidInputError);
+    expect((tokenRefusal as InvalidInputError).code).toBe('invalid-token');
+    expect((tokenRefusal as InvalidInputError).message).toMatch(/^invalid-token: runSchedule: tokens could pass 2\^63-1 within its 6 commands .*run a shorter schedule$/);
+    // Well inside both ranges: run as before.
+    expect(runSchedule(world(0n), steps).violations).toEqual([]);
   });
 });
