@@ -23,6 +23,8 @@ export default {
   concurrency: Number(process.env.LOCKCHECK_MUTATION_JOBS ?? 2),
   // Generous: on a loaded machine a run that is merely slow must not count as a hang (a timeout counts as killed).
   timeoutMS: 30_000,
+  // The first, unmutated run of every test (with per-test coverage) takes minutes on a loaded machine; Stryker's default of 5 ended it.
+  dryRunTimeoutMinutes: 30,
   timeoutFactor: 2,
   // The event recorder writes each mutant's result as it is known: a run cut short still has its numbers.
   reporters: ['clear-text', 'json', 'progress', 'event-recorder'],
