@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'lockcheck-package-'));
 const project = join(dir, 'project');
+
+/** `path`'s ancestors, nearest first, up to the root. */
+function ancestorsOf(path: string): string[] {
+  const out: string[] = [];
+  for (let d = dirname(path); out.at(-1) !== d; d = dirname(d)) out.push(d);
+  return out;
+}
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The child sees a plain shell's environment: nothing of this vitest run or of the npm script that started it. */
@@ -88,6 +95,10 @@ function documentedFiles(): { name: string; text: string }[] {
 
 describe('the npm package', () => {
   it('packs without tests or benchmarks, installs into an empty project, and runs the suite and the CLI there', () => {
+    // Node resolves a package from every ancestor's node_modules: one above the temp dir (a /tmp/node_modules left by some
+    // other work) would lend the empty project packages it does not have, and the checks below would fail for that.
+    const lent = ancestorsOf(project).map((d) => join(d, 'node_modules')).filter((m) => existsSync(m));
+    expect(lent, `remove ${lent.join(', ')}: the empty project would resolve packages from there`).toEqual([]);
     // Pack: `prepare` compiles the JavaScript and declarations into dist/, from scratch: a compiled module whose source
     // is gone (renamed, removed since the last build) is not shipped.
     mkdirSync(join(repo, 'dist/model'), { recursive: true });
