@@ -17,6 +17,8 @@ export class HeldLeases<T> {
   readonly #entries = new Map<Lease, T>();
   /** Lost entries the prune forgot: no longer counted, still released when asked. */
   readonly #forgotten = new WeakMap<Lease, T>();
+  /** Leases whose release was answered: nothing of them is left on the servers, and no grant brings it back. */
+  readonly #released = new WeakSet<Lease>();
   #pruneAt = PRUNE_MIN;
   readonly #handleOf: (entry: T) => LeaseHandle;
 
@@ -40,6 +42,16 @@ export class HeldLeases<T> {
     this.#entries.delete(lease);
     this.#forgotten.delete(lease);
     return entry;
+  }
+
+  /** A released lease whose release was answered: a later release of it has nothing left to ask. */
+  answered(lease: Lease): void {
+    this.#released.add(lease);
+  }
+
+  /** Whether a release of the lease here was answered. */
+  released(lease: Lease): boolean {
+    return this.#released.has(lease);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { StorePolicy } from '../model/design.ts';
 import { InvalidInputError, isKeepableText, MAX_RESOURCE_LENGTH, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
 import type { MonotonicClock } from './clock.ts';
+import type { Lease } from './lease.ts';
 import { quotedValue } from '../model/shownText.ts';
 
 /**
@@ -76,6 +77,12 @@ export function checkLease(lease: unknown, call: string): void {
   if (!isObject(lease) || typeof lease.resource !== 'string' || typeof lease.owner !== 'string') {
     throw new InvalidInputError('precondition', `${call} needs a lease that acquire returned, got ${shown(lease)}`);
   }
+}
+
+/** The fencing token of a lease checkLease passed: a bigint, as every lock's grants carry. */
+export function leaseToken(lease: Lease, call: string): bigint {
+  if (typeof lease.token !== 'bigint') throw new InvalidInputError('precondition', `${call} needs a lease that acquire returned (its token a bigint), got ${shown(lease)}`);
+  return lease.token;
 }
 
 /** An object (or a function: a class instance or a callable) with each of `methods` as a function. */

@@ -1,7 +1,7 @@
 import { checkTtl } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { driftMarginMs, leaseMargins, type LeaseMargins } from '../leaseMargins.ts';
-import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions, leaseToken } from '../options.ts';
 import { abortReason, checkSignal } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
 import { retryDenied } from '../retryDenied.ts';
@@ -140,16 +140,23 @@ export class EtcdLock {
    * quorum); either one done frees the key (the revoke deletes it too).
    * A programming error (a TypeError, ...) from either call is thrown too.
    * Resolves to whether the release is known: true when the delete or the
-   * revoke landed (or an earlier release of the lease did, or it was never
-   * this lock's), false when both failed (the key may stay until the lease's
-   * ttl; a later release of the same lease tries again). A lease lost on the
-   * client's clock is released as a held one: its key may still be there.
+   * revoke landed (or an earlier release of the lease did), false when
+   * both failed (the key may stay until the lease's ttl; a later release of
+   * the same lease tries again). A lease lost on the client's clock is
+   * released as a held one: its key may still be there. A lease this lock
+   * did not grant (another lock's, another process's: a record of its
+   * resource, owner and token) is released by what it names, as the Redis
+   * lock's by owner: its key is deleted only while it carries that etcd
+   * lease and create revision, and then the etcd lease is revoked; `true`
+   * when etcd answered the delete. A token that is no bigint is
+   * InvalidInputError('precondition').
    */
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    // Not tracked: released before (that release did the work), or never this lock's. A lost lease is still tracked, pruned or not (HeldLeases).
-    if (held === undefined) return true;
+    // Not tracked: released before (an answered release did the work), or granted by another lock (another process's, say). A lost lease is still tracked,
+    // pruned or not (HeldLeases).
+    if (held === undefined) return this.#held.released(lease) || this.#releaseUntracked(lease);
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
     const [deleted, revoked] = await Promise.allSettled([this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token), this.#node.revoke(held.leaseId)]);
     // A programming error is no etcd failure: the caller hears it, as from the Redis lock's release.
@@ -157,8 +164,33 @@ export class EtcdLock {
     if (deleted.status === 'rejected' && revoked.status === 'rejected') for (const r of [deleted, revoked]) if (isRefusal(r.reason)) throw r.reason;
     // Known when either landed (the revoke deletes the key too); else the key may stay until the lease's ttl, and the next release tries again.
     const known = deleted.status === 'fulfilled' || revoked.status === 'fulfilled';
-    if (!known) this.#held.unanswered(held);
+    if (known) this.#held.answered(lease);
+    else this.#held.unanswered(held);
     return known;
+  }
+
+  /**
+   * A lease this lock does not track is released by what it names, as the
+   * Redis lock releases by owner: its key is deleted only while it still
+   * carries the lease's etcd lease and create revision (so a released or
+   * replaced grant is never touched), and only then is that etcd lease
+   * revoked. An owner that is no etcd lease id names nothing in etcd.
+   */
+  async #releaseUntracked(lease: Lease): Promise<boolean> {
+    const token = leaseToken(lease, 'release');
+    if (!/^-?\d{1,19}$/.test(lease.owner)) return true;
+    let deleted: boolean;
+    try {
+      deleted = await this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), lease.owner, token);
+    } catch (error) {
+      if (isDefect(error) || isRefusal(error)) throw error;
+      return false;
+    }
+    if (deleted) await this.#node.revoke(lease.owner).catch((error: unknown) => {
+      if (isDefect(error)) throw error;
+    });
+    this.#held.answered(lease);
+    return true;
   }
 
   /** Leases this lock still tracks: held, or lost but not yet forgotten. */

@@ -10,8 +10,8 @@ import { LeaseHandle } from '../lease.ts';
 import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
-import { checkRoot, inLine, lockDir } from './paths.ts';
-import { checkClock, checkLease, checkMethods, checkObject, knownOptions } from '../options.ts';
+import { checkRoot, CONTENDER, inLine, lockDir } from './paths.ts';
+import { checkClock, checkLease, checkMethods, checkObject, knownOptions, leaseToken } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
 /**
@@ -67,6 +67,9 @@ interface Held {
   /** The negotiated session timeout, ms: each renewal lasts that long. */
   readonly ttlMs: number;
 }
+
+/** The timeout of the session a release of an untracked lease deletes on (closed right after the delete). */
+const UNTRACKED_SESSION_MS = 10_000;
 
 /** What the lock calls on its node. */
 const LOCK_CALLS = ['openSession', 'contenders', 'enqueue', 'touch', 'watchGone', 'deleteOwned', 'closeSession'];
@@ -145,8 +148,13 @@ export class ZookeeperLock {
    * conditional delete, which deleted our contender or found it gone or
    * another's (deleted by another session: the lease was lost before, and
    * nothing of it is left in line), as a Redis compare-and-delete that finds
-   * another owner; or an earlier release of the lease was answered (or the
-   * lease was never this lock's). A lease lost on the client's clock is
+   * another owner; or an earlier release of the lease was answered. A lease
+   * this lock did not grant (another lock's, another process's: a record of
+   * its resource, owner and token) is released by the contender its owner
+   * names, as the Redis lock's by owner, on a session of its own and only
+   * while its create zxid is the token; an owner outside this lock's line
+   * for the resource names nothing of this lock's (`true`, no call). A token
+   * that is no bigint is InvalidInputError('precondition'). A lease lost on the client's clock is
    * released as a held one: its contender may still be in line. `false` when
    * the delete got no answer (failed, timed out, or met an expired session):
    * the session's close or expiry frees the line all the same, at a time no
@@ -156,8 +164,9 @@ export class ZookeeperLock {
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    // Not tracked: released before (that release did the work), or never this lock's. A lost lease is still tracked, pruned or not (HeldLeases).
-    if (held === undefined) return true;
+    // Not tracked: released before (an answered release did the work), or granted by another lock (another process's, say): released by the contender it
+    // names. A lost lease is still tracked, pruned or not (HeldLeases).
+    if (held === undefined) return this.#held.released(lease) || this.#releaseUntracked(lease);
     const failed = await this.#deleteOwned(held, lease.token).then(
       () => undefined,
       (error: unknown) => error,
@@ -166,12 +175,35 @@ export class ZookeeperLock {
     // Known when the delete was answered, whether it deleted ours or found none of ours (`false` from deleteOwned: gone
     // already, nothing of the lease left in line). Else the contender goes with the session's close or its timeout, and
     // the next release of the lease asks again.
-    if (failed !== undefined) this.#held.unanswered({ ...held, session: null });
+    if (failed === undefined) this.#held.answered(lease);
+    else this.#held.unanswered({ ...held, session: null });
+    return failed === undefined;
+  }
+
+  /**
+   * A lease this lock does not track is released by what it names, as the
+   * Redis lock releases by owner: its contender (the owner, a path in this
+   * lock's line for the resource) is deleted, on a session of its own, only
+   * while its create zxid is the lease's token, so a released or replaced
+   * grant is never touched. An owner outside the line names nothing of
+   * this lock's.
+   */
+  async #releaseUntracked(lease: Lease): Promise<boolean> {
+    const token = leaseToken(lease, 'release');
+    const dir = `${lockDir(lease.resource, this.#root)}/`;
+    const name = lease.owner.slice(dir.length);
+    if (!lease.owner.startsWith(dir) || !name.startsWith(CONTENDER) || name.includes('/')) return true;
+    const failed = await this.#deleteOwned({ session: null, path: lease.owner, ttlMs: UNTRACKED_SESSION_MS }, token).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    if (isDefect(failed)) throw failed;
+    if (failed === undefined) this.#held.answered(lease);
     return failed === undefined;
   }
 
   /** The conditional delete on the lease's session, which is then closed; on a session of its own for a retry (the lease's is closed). */
-  async #deleteOwned(held: Held, token: bigint): Promise<void> {
+  async #deleteOwned(held: Pick<Held, 'session' | 'path' | 'ttlMs'>, token: bigint): Promise<void> {
     const session = held.session ?? (await this.#node.openSession(held.ttlMs));
     try {
       await this.#node.deleteOwned(session, held.path, token);

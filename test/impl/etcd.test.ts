@@ -636,6 +636,48 @@ describe('EtcdLock', () => {
     expect(await createRevision(lockKey('gone', p))).toBeNull();
   });
 
+  it("a lease another lock granted is released by what it names, as the Redis lock's: its key deleted only while it carries the lease's etcd lease and create revision, then that lease revoked", async () => {
+    const clock = new ManualClock(0);
+    const p = prefix();
+    const real = etcd3Node(c, { clock });
+    const calls: string[] = [];
+    const counted = wrapped(real, {
+      deleteIfOwned: (...a) => (calls.push('delete'), real.deleteIfOwned(...a)),
+      revoke: (...a) => (calls.push('revoke'), real.revoke(...a)),
+    });
+    // Another process's lock, say: this one never saw the grant.
+    const theirs = new EtcdLock({ node: real, clock, prefix: p });
+    const ours = new EtcdLock({ node: counted, clock, prefix: p });
+    const before = await leaseCount();
+    const lease = granted(await theirs.acquire('r', { ttlMs: 600_000 }));
+    // A copy naming the grant with another token (an older grant's, say) touches nothing.
+    expect(await ours.release({ ...lease, signal: lease.signal, token: lease.token - 1n })).toBe(true);
+    expect(calls).toEqual(['delete']);
+    expect(await createRevision(lockKey('r', p))).toBe(lease.token);
+    expect(await leaseCount()).toBe(before + 1);
+    // The grant itself, as a plain record of it (the fields a process would keep): its key goes, then its etcd lease.
+    expect(await ours.release({ resource: lease.resource, owner: lease.owner, token: lease.token, validUntilMs: lease.validUntilMs, signal: lease.signal })).toBe(true);
+    expect(calls).toEqual(['delete', 'delete', 'revoke']);
+    expect(await createRevision(lockKey('r', p))).toBeNull();
+    expect(await leaseCount()).toBe(before);
+    const next = granted(await ours.acquire('r', { ttlMs: 600_000 }));
+    // Released again: the key is another grant's now, and stays.
+    expect(await ours.release({ ...lease, signal: lease.signal })).toBe(true);
+    expect(await createRevision(lockKey('r', p))).toBe(next.token);
+    // An owner that is no etcd lease id names nothing in etcd: no call. A token that is no bigint is no lease's.
+    calls.length = 0;
+    expect(await ours.release({ ...next, signal: next.signal, owner: 'not-a-lease' })).toBe(true);
+    expect(calls).toEqual([]);
+    await expect(ours.release({ ...next, signal: next.signal, owner: 'x', token: 5 as unknown as bigint })).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition' });
+    // No answer is unknown, and a refusal is thrown, as for a tracked lease.
+    const down = new EtcdLock({ node: wrapped(real, { deleteIfOwned: () => Promise.reject(new UnavailableError('etcd: no answer (test)')) }), clock, prefix: p });
+    expect(await down.release({ ...next, signal: next.signal })).toBe(false);
+    const refused = new EtcdLock({ node: wrapped(real, { deleteIfOwned: () => Promise.reject(new ServerRefusedError('permission', 'PermissionDenied', 'etcd: permission denied (test)')) }), clock, prefix: p });
+    await expect(refused.release({ ...next, signal: next.signal })).rejects.toBeInstanceOf(ServerRefusedError);
+    expect(await createRevision(lockKey('r', p))).toBe(next.token);
+    expect(await ours.release(next)).toBe(true);
+  });
+
   it('a grant whose round trip ate the validity the allowance needs is validity-exhausted', async () => {
     const clock = new ManualClock();
     const real = etcd3Node(c, { clock });

@@ -689,6 +689,45 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
 });
 
 describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
+  it("a lease another lock granted is released by the contender it names, as the Redis lock's by owner: deleted on a session of its own only while its create zxid is the lease's token", async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    const s = spied(real);
+    // Another process's lock, say: this one never saw the grant.
+    const theirs = new ZookeeperLock({ node: real, clock, root: r });
+    const ours = new ZookeeperLock({ node: s.node, clock, root: r });
+    const lease = granted(await theirs.acquire('r', { ttlMs: 20_000 }));
+    const look = node();
+    const probe = await look.openSession(5000);
+    // A copy naming the contender with another token (an older grant's, say) touches nothing.
+    expect(await ours.release({ ...lease, signal: lease.signal, token: lease.token - 1n })).toBe(true);
+    expect(s.calls).toEqual({ openSession: 1, deleteOwned: 1, closeSession: 1 });
+    expect(await look.contenders(probe, lockDir('r', r))).toEqual(['c-0000000000']);
+    // The grant itself, as a plain record of it (the fields a process would keep): its contender goes.
+    const record: Lease = { resource: lease.resource, owner: lease.owner, token: lease.token, validUntilMs: lease.validUntilMs, signal: lease.signal };
+    expect(await ours.release(record)).toBe(true);
+    expect(s.calls).toEqual({ openSession: 2, deleteOwned: 2, closeSession: 2 });
+    expect(await look.contenders(probe, lockDir('r', r))).toEqual([]);
+    // Answered: the same record released again has nothing left to ask.
+    expect(await ours.release(record)).toBe(true);
+    expect(s.calls['deleteOwned']).toBe(2);
+    // An owner outside this lock's line for the resource (another resource's, another root's, not a contender) names
+    // nothing of this lock's: no call. A token that is no bigint is no lease's.
+    for (const owner of [`${lockDir('other', r)}/c-0000000000`, `${lockDir('r', '/elsewhere')}/c-0000000000`, `${lockDir('r', r)}/x`, `${lockDir('r', r)}/c-1/c-2`, 'c-0000000000']) {
+      expect(await ours.release({ ...record, owner }), owner).toBe(true);
+    }
+    expect(s.calls['openSession']).toBe(2);
+    await expect(ours.release({ ...record, owner: 'x', token: 5 as unknown as bigint })).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition' });
+    // No answer is unknown, as for a tracked lease.
+    const next = granted(await theirs.acquire('r', { ttlMs: 20_000 }));
+    const down = new ZookeeperLock({ node: spied(real, { deleteOwned: () => Promise.reject(new UnavailableError('zookeeper: no answer (test)')) }).node, clock, root: r });
+    expect(await down.release({ ...next, signal: next.signal })).toBe(false);
+    expect(await look.contenders(probe, lockDir('r', r))).toEqual(['c-0000000001']);
+    expect(await theirs.release(next)).toBe(true);
+    expect(await theirs.release(lease)).toBe(true);
+  }, 30_000);
+
   it("late requests (spec 3, \"Delayed requests\"): a delete, touch or enqueue of a session that ended lands on nothing of the next holder's", async () => {
     const n = node();
     const dir = `${root()}/lock/q`;
