@@ -628,3 +628,64 @@ describe('LuaScript', () => {
     }
   });
 });
+
+describe('the script command on connections other than a plain ioredis Redis', () => {
+  /** A connection object that passes the calls to the real one, with the prototype given (no PING of its own on it). */
+  const wrapper = (proto: object | null, options: object = {}): Redis =>
+    Object.assign(Object.create(proto) as object, {
+      sendCommand: (c: Parameters<Redis['sendCommand']>[0]) => redis.sendCommand(c),
+      call: (...a: Parameters<Redis['call']>) => redis.call(...a),
+      options,
+    }) as unknown as Redis;
+
+  it("a wrapper whose prototype has no PING, or none at all, or a PING that throws or makes no command, sends with lockcheck's own Command class; without a keyPrefix the keys are as they are", async () => {
+    const protos: Array<[string, object | null]> = [
+      ['a plain object', Object.prototype],
+      ['no prototype', null],
+      ['a PING that throws', { ping: () => { throw new Error('no'); } }],
+      ['a PING that makes no command', { ping: () => undefined }],
+      ['a PING that makes a number', { ping(this: { sendCommand(c: unknown): void }) { this.sendCommand(5); } }],
+    ];
+    for (const [what, proto] of protos) {
+      const node = redisLeaseNode(wrapper(proto));
+      expect(await node.acquire(`w-${what}`, 'o', 60_000), what).toBe(1n);
+      expect(await redis.get(`lockcheck:lock:w-${what}`), what).toBe('o');
+    }
+  });
+
+  it('a connection whose ioredis makes commands lockcheck cannot extend (no toWritable) is refused at construction, naming it', () => {
+    class Foreign {
+      transformReply(): unknown {
+        return null;
+      }
+    }
+    const odd = wrapper({ ping(this: { sendCommand(c: unknown): void }) { this.sendCommand(new Foreign()); } });
+    expect(() => createRedisLock({ nodes: [redis, odd] })).toThrow(expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: expect.stringMatching(/^invalid-config: nodes\[1\]: its ioredis has no Command class lockcheck can extend \(toWritable, transformReply\): lockcheck supports ioredis >=5\.0\.0 <7/) }));
+  });
+
+  it('a script argument that is not a string is InvalidInputError before anything is queued', () => {
+    expect(() => acquireScript.run(redis, ['k1', 'k2', 'k3', 'o', 5 as unknown as string])).toThrow(expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: 'invalid-config: script argument 4 must be a string, got number' }));
+  });
+
+  it('an error reply other than NOSCRIPT keeps the scripts loaded: the next call on the socket is EVALSHA', async () => {
+    // Its own server: the command counts are the server's, and other files' calls would add to them.
+    const own = await RedisServer.start({ persistence: 'none' });
+    const c = new Redis({ ...own.connection, lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 });
+    try {
+      await c.connect();
+      const node = redisLeaseNode(c);
+      expect(await node.acquire('a', 'o', 60_000)).toBe(1n);
+      // A counter that is no string: the acquire script's INCR fails (WRONGTYPE), a refusal.
+      await c.hset('lockcheck:token:b', 'f', 'v');
+      await expect(node.acquire('b', 'o', 60_000)).rejects.toMatchObject({ name: 'ServerRefusedError', serverCode: 'WRONGTYPE' });
+      await c.config('RESETSTAT');
+      expect(await node.acquire('c', 'o', 60_000)).toBe(1n);
+      const stats = await c.info('commandstats');
+      expect(stats).toMatch(/cmdstat_evalsha:calls=1,/);
+      expect(stats).not.toMatch(/cmdstat_eval:/);
+    } finally {
+      c.disconnect();
+      await own.stop();
+    }
+  });
+});
