@@ -1,5 +1,5 @@
 import type { StorePolicy } from '../model/design.ts';
-import { InvalidInputError, isKeepableText, MAX_RESOURCE_LENGTH, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
+import { checkResource, InvalidInputError, isKeepableText, MAX_RESOURCE_LENGTH, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
 import type { MonotonicClock } from './clock.ts';
 import type { Lease } from './lease.ts';
 import { quotedValue } from '../model/shownText.ts';
@@ -79,9 +79,14 @@ export function checkLease(lease: unknown, call: string): void {
   }
 }
 
-/** The fencing token of a lease checkLease passed: a bigint, as every lock's grants carry. */
-export function leaseToken(lease: Lease, call: string): bigint {
-  if (typeof lease.token !== 'bigint') throw new InvalidInputError('precondition', `${call} needs a lease that acquire returned (its token a bigint), got ${shown(lease)}`);
+/**
+ * What a lease the lock did not grant names, checked before it is sent: its
+ * resource as acquire takes one, and its fencing token, a bigint in
+ * [0, 2^63-1] as every lock's grants carry. Returns the token.
+ */
+export function grantNamed(lease: Lease, call: string): bigint {
+  checkResource(lease.resource);
+  if (typeof lease.token !== 'bigint' || lease.token < 0n || lease.token > MAX_TOKEN) throw new InvalidInputError('precondition', `${call} needs a lease that acquire returned (its token a bigint in [0, 2^63-1]), got ${shown(lease)}`);
   return lease.token;
 }
 

@@ -1,7 +1,7 @@
 import { checkTtl } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { driftMarginMs, leaseMargins, type LeaseMargins } from '../leaseMargins.ts';
-import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions, leaseToken } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions, grantNamed } from '../options.ts';
 import { abortReason, checkSignal } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
 import { retryDenied } from '../retryDenied.ts';
@@ -148,8 +148,9 @@ export class EtcdLock {
    * resource, owner and token) is released by what it names, as the Redis
    * lock's by owner: its key is deleted only while it carries that etcd
    * lease and create revision, and then the etcd lease is revoked; `true`
-   * when etcd answered the delete. A token that is no bigint is
-   * InvalidInputError('precondition').
+   * when etcd answered the delete. A token that is no bigint in
+   * [0, 2^63-1] is InvalidInputError('precondition'), a resource acquire
+   * refuses InvalidInputError('invalid-resource'), before any call.
    */
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
@@ -177,7 +178,7 @@ export class EtcdLock {
    * revoked. An owner that is no etcd lease id names nothing in etcd.
    */
   async #releaseUntracked(lease: Lease): Promise<boolean> {
-    const token = leaseToken(lease, 'release');
+    const token = grantNamed(lease, 'release');
     if (!/^-?\d{1,19}$/.test(lease.owner)) return true;
     let deleted: boolean;
     try {

@@ -11,7 +11,7 @@ import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { checkRoot, CONTENDER, inLine, lockDir } from './paths.ts';
-import { checkClock, checkLease, checkMethods, checkObject, knownOptions, leaseToken } from '../options.ts';
+import { checkClock, checkLease, checkMethods, checkObject, knownOptions, grantNamed } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
 /**
@@ -154,7 +154,9 @@ export class ZookeeperLock {
    * names, as the Redis lock's by owner, on a session of its own and only
    * while its create zxid is the token; an owner outside this lock's line
    * for the resource names nothing of this lock's (`true`, no call). A token
-   * that is no bigint is InvalidInputError('precondition'). A lease lost on the client's clock is
+   * that is no bigint in [0, 2^63-1] is InvalidInputError('precondition'), a
+   * resource acquire refuses InvalidInputError('invalid-resource'), before
+   * any call. A lease lost on the client's clock is
    * released as a held one: its contender may still be in line. `false` when
    * the delete got no answer (failed, timed out, or met an expired session):
    * the session's close or expiry frees the line all the same, at a time no
@@ -189,7 +191,7 @@ export class ZookeeperLock {
    * this lock's.
    */
   async #releaseUntracked(lease: Lease): Promise<boolean> {
-    const token = leaseToken(lease, 'release');
+    const token = grantNamed(lease, 'release');
     const dir = `${lockDir(lease.resource, this.#root)}/`;
     const name = lease.owner.slice(dir.length);
     if (!lease.owner.startsWith(dir) || !name.startsWith(CONTENDER) || name.includes('/')) return true;

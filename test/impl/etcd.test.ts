@@ -668,7 +668,12 @@ describe('EtcdLock', () => {
     calls.length = 0;
     expect(await ours.release({ ...next, signal: next.signal, owner: 'not-a-lease' })).toBe(true);
     expect(calls).toEqual([]);
-    await expect(ours.release({ ...next, signal: next.signal, owner: 'x', token: 5 as unknown as bigint })).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition' });
+    for (const token of [5 as unknown as bigint, -1n, 2n ** 63n]) {
+      await expect(ours.release({ ...next, signal: next.signal, token }), String(token)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition' });
+    }
+    // A resource acquire would refuse is refused alike, before anything is sent.
+    await expect(ours.release({ ...next, signal: next.signal, resource: '' })).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-resource' });
+    expect(calls).toEqual([]);
     // No answer is unknown, and a refusal is thrown, as for a tracked lease.
     const down = new EtcdLock({ node: wrapped(real, { deleteIfOwned: () => Promise.reject(new UnavailableError('etcd: no answer (test)')) }), clock, prefix: p });
     expect(await down.release({ ...next, signal: next.signal })).toBe(false);

@@ -718,7 +718,12 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
       expect(await ours.release({ ...record, owner }), owner).toBe(true);
     }
     expect(s.calls['openSession']).toBe(2);
-    await expect(ours.release({ ...record, owner: 'x', token: 5 as unknown as bigint })).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition' });
+    for (const token of [5 as unknown as bigint, -1n, 2n ** 63n]) {
+      await expect(ours.release({ ...record, token }), String(token)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition' });
+    }
+    // A resource acquire would refuse is refused alike, before anything is sent.
+    await expect(ours.release({ ...record, resource: '\u0000' })).rejects.toMatchObject({ name: 'InvalidInputError', code: 'invalid-resource' });
+    expect(s.calls['openSession']).toBe(2);
     // No answer is unknown, as for a tracked lease.
     const next = granted(await theirs.acquire('r', { ttlMs: 20_000 }));
     const down = new ZookeeperLock({ node: spied(real, { deleteOwned: () => Promise.reject(new UnavailableError('zookeeper: no answer (test)')) }).node, clock, root: r });
