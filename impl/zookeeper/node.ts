@@ -167,6 +167,11 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
         const client = on?.();
         const member = client === undefined ? undefined : memberOf.get(client);
         if (member !== undefined) passOver.failed(member);
+        // A lease's session is moved off a member that answered nothing in time, as ZooKeeper's own clients do when
+        // their heartbeats go unanswered: else it stayed there (the library leaves a member only when its socket
+        // closes, which a paused member's never does), every extend timed out, and the lease ended with its session
+        // while the other members served.
+        if (client !== undefined && leases.has(client)) moveOff(client, passOver);
       }
       throw typed(error, what);
     });
@@ -531,6 +536,8 @@ interface ConnectionManager {
   sessionId: Buffer;
   pendingBuffer: Buffer | null;
   servers: Member[];
+  /** The index findNextServer takes next (modulo the list's length). */
+  nextServerIndex: number;
   socket?: { destroy(): void; unref(): void; once(event: 'close', listener: () => void): void; readonly destroyed: boolean; readonly connecting: boolean };
   connectTimeoutHandler?: NodeJS.Timeout;
   connect(): void;
@@ -540,9 +547,11 @@ interface ConnectionManager {
   onSocketClosed(hasError: boolean): void;
   onSocketError(error: Error): void;
   onSocketTimeout(): void;
+  setState(state: number): void;
 }
 
 /** The manager's connection states (lib/ConnectionManager.js). */
+const DISCONNECTED = 0;
 const CONNECTING = 1;
 const CONNECTED = 2;
 const CONNECTED_READ_ONLY = 3;
@@ -594,6 +603,32 @@ function unresolvable(manager: ConnectionManager, reject: (error: Error) => void
       reject(new ConnectionConfigError('unknown-host', `the host name does not resolve: zookeeper connect: ${[...hosts].join(', ')}`, { cause: error }));
     }
   };
+}
+
+/**
+ * Moves a connected client off its member when another member has not
+ * failed lately: its list is put in passOver's order (the member left, just
+ * marked, goes last) and its socket cut, and the library reconnects the same
+ * session to the first of the list (findNextServer), which takes the session
+ * over while it has not expired. Requests still out on the cut socket fail as
+ * a lost connection; watches are set again on the new one. Disconnected at
+ * once, not at the socket's close event: a request made before that event
+ * (the next extend, right after the one that timed out) waits for the new
+ * connection instead of going out on the cut socket and failing with it.
+ * With no other member to go to (one member, or all failed lately) the
+ * socket is kept: a close sent on it still reaches the member when it
+ * answers again, and ends the session at once instead of at its timeout.
+ */
+function moveOff(client: Client, passOver: PassOver): void {
+  const manager = managerOf(client);
+  if (manager.state !== CONNECTED && manager.state !== CONNECTED_READ_ONLY) return;
+  const on = memberOf.get(client);
+  const elsewhere = manager.servers.some((m) => !passOver.recent(m) && (on === undefined || m.host !== on.host || String(m.port) !== String(on.port)));
+  if (!elsewhere) return;
+  manager.servers = passOver.order(manager.servers);
+  manager.nextServerIndex = 0;
+  manager.setState(DISCONNECTED);
+  manager.socket?.destroy();
 }
 
 /** The member each client's socket is on (or being opened to): the one a call with no reply in time marks. */

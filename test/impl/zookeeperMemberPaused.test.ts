@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ZookeeperEnsemble } from '../../conformance/env/zookeeperEnsemble.ts';
+import { fourLetterWord, ZookeeperEnsemble } from '../../conformance/env/zookeeperEnsemble.ts';
 import { systemClock } from '../../impl/clock.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../../impl/zookeeper/index.ts';
 import { PASS_OVER_MS } from '../../impl/zookeeper/passOver.ts';
 import { allStopped, until } from './blackhole.ts';
+import type { Lease } from '../../impl/lease.ts';
 
 /**
  * One member of three paused (SIGSTOP: it takes TCP connections and answers
@@ -61,6 +62,50 @@ describe('ZooKeeper, one member of three paused', () => {
       // members put about 10 there, and did before (each a failed acquire).
       const windows = Math.ceil((performance.now() - started) / PASS_OVER_MS);
       expect(failures.length, failures.join('\n')).toBeLessThanOrEqual(2 * windows);
+    } finally {
+      if (paused >= 0 && ensemble.paused(paused)) ensemble.resume(paused);
+      node.close();
+    }
+  }, 120_000);
+
+  it("a lease's session on a member that is then paused moves to another member: the extend that met the silence is no-quorum, the next one is extended on the same session", async () => {
+    const node = zookeeperNode({ ...ensemble.clientOptions(), clock: systemClock, requestTimeoutMs: 1000 });
+    const root = `/moved${process.pid}`;
+    const lock = new ZookeeperLock({ node, clock: systemClock, root });
+    /** The client connections each member has now (mntr; its own connection counts alike every time). */
+    const connections = (): Promise<number[]> =>
+      Promise.all(
+        ensemble.endpoints.map(async (endpoint) => {
+          const text = await fourLetterWord(Number(endpoint.split(':')[1]), 'mntr', 5000);
+          return Number(/^zk_num_alive_connections\s+(\d+)$/m.exec(text ?? '')?.[1] ?? Number.NaN);
+        }),
+      );
+    let paused = -1;
+    try {
+      // A lease whose session is on a member that is not the leader (pausing the leader would start an election):
+      // the member whose connections grew by the acquire's session, and only it.
+      const leader = await ensemble.leader(10_000);
+      let lease: Lease | undefined;
+      for (let i = 0; i < 30 && lease === undefined; i++) {
+        const before = await connections();
+        const r = await lock.acquire(`m-${i}`, { ttlMs: 10_000 });
+        if (r.kind !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(r)}`);
+        const grown = (await connections()).map((n, j) => n - before[j]!);
+        const on = grown.findIndex((d) => d === 1);
+        if (on !== leader && on >= 0 && grown.filter((d) => d !== 0).length === 1) {
+          lease = r.lease;
+          paused = on;
+        } else await lock.release(r.lease);
+      }
+      if (lease === undefined) throw new Error('no lease session landed on a follower in 30 acquires');
+      ensemble.pause(paused);
+      await until('the member stopped', () => allStopped(ensemble.pid(paused)));
+      // The silence: the extend times out on the paused member, and the session is cut loose from it.
+      expect(await lock.extend(lease, 10_000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+      // The library reconnects the session to another member, which renews it: the lease goes on, its contender kept.
+      expect(await lock.extend(lease, 10_000)).toMatchObject({ kind: 'extended' });
+      expect(lease.signal.aborted).toBe(false);
+      expect(await lock.release(lease)).toBe(true);
     } finally {
       if (paused >= 0 && ensemble.paused(paused)) ensemble.resume(paused);
       node.close();
