@@ -14,7 +14,8 @@ import type { Lease } from '../../impl/lease.ts';
  * its socket closes, which a paused member's never does: a third of all
  * acquires timed out, for as long as the member stayed paused. A member whose
  * connect or call failed as an outage is now tried last, for a while, when
- * another has not failed.
+ * another has not failed; and a lease's session already on the member when
+ * it pauses is moved off it by the first call that meets the silence.
  */
 let ensemble: ZookeeperEnsemble;
 beforeAll(async () => {
