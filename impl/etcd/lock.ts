@@ -12,7 +12,7 @@ import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { DEFAULT_PREFIX, lockKey } from './keys.ts';
-import type { EtcdNode } from './node.ts';
+import { isLeaseId, type EtcdNode } from './node.ts';
 import { MAX_TOKEN } from '../../model/errors.ts';
 
 /**
@@ -179,7 +179,7 @@ export class EtcdLock {
    */
   async #releaseUntracked(lease: Lease): Promise<boolean> {
     const token = grantNamed(lease, 'release');
-    if (!/^-?\d{1,19}$/.test(lease.owner)) return true;
+    if (!isLeaseId(lease.owner)) return true;
     let deleted: boolean;
     try {
       deleted = await this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), lease.owner, token);

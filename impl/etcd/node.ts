@@ -269,8 +269,13 @@ function checkRequestSize(what: string, bytes: number): void {
 }
 
 /** A lease id as grant returned it: etcd's int64, in decimal. */
+/** Whether `leaseId` is written as grant returns lease ids: decimal digits of an int64. */
+export function isLeaseId(leaseId: unknown): leaseId is string {
+  return typeof leaseId === 'string' && /^-?\d{1,19}$/.test(leaseId);
+}
+
 function checkLeaseId(leaseId: unknown): void {
-  if (typeof leaseId !== 'string' || !/^-?\d{1,19}$/.test(leaseId)) refuse('leaseId', 'a lease id as grant returned it (decimal digits)', leaseId);
+  if (!isLeaseId(leaseId)) refuse('leaseId', 'a lease id as grant returned it (decimal digits)', leaseId);
 }
 
 /** etcd's lease ttls are whole seconds: at least 1, at most the longest ttl the lock takes. */
