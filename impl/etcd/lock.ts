@@ -155,8 +155,8 @@ export class EtcdLock {
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    // Not tracked: released before (an answered release did the work), or granted by another lock (another process's, say). A lost lease is still tracked,
-    // pruned or not (HeldLeases).
+    // Not tracked: released before (an answered release did the work), or granted by another lock (another
+    // process's, say). A lost lease is still tracked, pruned or not (HeldLeases).
     if (held === undefined) return this.#held.released(lease) || this.#releaseUntracked(lease);
     // The delete is conditional on lease and create revision; the revoke frees the lease (and would delete the key too).
     const [deleted, revoked] = await Promise.allSettled([this.#node.deleteIfOwned(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token), this.#node.revoke(held.leaseId)]);

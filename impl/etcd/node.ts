@@ -268,12 +268,12 @@ function checkRequestSize(what: string, bytes: number): void {
   if (bytes > most) throw new InvalidInputError('precondition', `${what} too large for an etcd request: ${bytes} bytes of keys and values, at most ${most} (etcd's default --max-request-bytes less room for the request's framing)`);
 }
 
-/** A lease id as grant returned it: etcd's int64, in decimal. */
-/** Whether `leaseId` is written as grant returns lease ids: decimal digits of an int64. */
+/** Whether `leaseId` is written as grant returns lease ids: etcd's int64, in decimal. */
 export function isLeaseId(leaseId: unknown): leaseId is string {
   return typeof leaseId === 'string' && /^-?\d{1,19}$/.test(leaseId);
 }
 
+/** A lease id as grant returned it. */
 function checkLeaseId(leaseId: unknown): void {
   if (!isLeaseId(leaseId)) refuse('leaseId', 'a lease id as grant returned it (decimal digits)', leaseId);
 }

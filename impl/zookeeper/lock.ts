@@ -166,20 +166,15 @@ export class ZookeeperLock {
   async release(lease: Lease): Promise<boolean> {
     checkLease(lease, 'release');
     const held = this.#held.release(lease);
-    // Not tracked: released before (an answered release did the work), or granted by another lock (another process's, say): released by the contender it
-    // names. A lost lease is still tracked, pruned or not (HeldLeases).
+    // Not tracked: released before (an answered release did the work), or granted by another lock (another
+    // process's, say): released by the contender it names. A lost lease is still tracked, pruned or not (HeldLeases).
     if (held === undefined) return this.#held.released(lease) || this.#releaseUntracked(lease);
-    const failed = await this.#deleteOwned(held, lease.token).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    if (isDefect(failed)) throw failed;
     // Known when the delete was answered, whether it deleted ours or found none of ours (`false` from deleteOwned: gone
     // already, nothing of the lease left in line). Else the contender goes with the session's close or its timeout, and
     // the next release of the lease asks again.
-    if (failed === undefined) this.#held.answered(lease);
-    else this.#held.unanswered({ ...held, session: null });
-    return failed === undefined;
+    const known = await this.#answered(held, lease.token, lease);
+    if (!known) this.#held.unanswered({ ...held, session: null });
+    return known;
   }
 
   /**
@@ -195,7 +190,16 @@ export class ZookeeperLock {
     const dir = `${lockDir(lease.resource, this.#root)}/`;
     const name = lease.owner.slice(dir.length);
     if (!lease.owner.startsWith(dir) || !name.startsWith(CONTENDER) || name.includes('/')) return true;
-    const failed = await this.#deleteOwned({ session: null, path: lease.owner, ttlMs: UNTRACKED_SESSION_MS }, token).then(
+    return this.#answered({ session: null, path: lease.owner, ttlMs: UNTRACKED_SESSION_MS }, token, lease);
+  }
+
+  /**
+   * The conditional delete of the lease's contender, and whether ZooKeeper
+   * answered it (recorded, so that a later release of the lease asks no
+   * more); a programming error is thrown, any other failure is `false`.
+   */
+  async #answered(target: Pick<Held, 'session' | 'path' | 'ttlMs'>, token: bigint, lease: Lease): Promise<boolean> {
+    const failed = await this.#deleteOwned(target, token).then(
       () => undefined,
       (error: unknown) => error,
     );

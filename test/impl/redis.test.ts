@@ -37,6 +37,19 @@ function client(options: { password?: string; username?: string } = {}): Redis {
   return c;
 }
 
+/** Runs `fn` on a connection to a server of its own (for what would disturb the shared one), stopped after it whatever happens. */
+async function onOwnServer(fn: (c: Redis) => Promise<void>): Promise<void> {
+  const own = await RedisServer.start({ persistence: 'none' });
+  const c = new Redis({ ...own.connection, lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 });
+  try {
+    await c.connect();
+    await fn(c);
+  } finally {
+    c.disconnect();
+    await own.stop();
+  }
+}
+
 async function thrown(p: Promise<unknown>): Promise<unknown> {
   return p.then(
     (v) => new Error(`expected a rejection, got ${String(v)}`),
@@ -607,10 +620,7 @@ describe('LuaScript', () => {
 
   it('a NOSCRIPT reply fails that call and the calls already sent behind it, in order; the next call loads the script again (LeaseNode order)', async () => {
     // Its own server: SCRIPT FLUSH would fail other files' script calls on the shared one.
-    const own = await RedisServer.start({ persistence: 'none' });
-    const c = new Redis({ ...own.connection, lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 });
-    try {
-      await c.connect();
+    await onOwnServer(async (c) => {
       const node = redisLeaseNode(c);
       expect(await node.acquire('r', 'o1', 60_000)).toBe(1n);
       expect(await node.release('r', 'o1')).toBe(true);
@@ -622,10 +632,7 @@ describe('LuaScript', () => {
       expect(await c.get('lockcheck:lock:r')).toBeNull();
       expect(await node.acquire('r', 'o3', 60_000)).toBe(2n);
       expect(await c.script('EXISTS', acquireScript.sha)).toEqual([1]);
-    } finally {
-      c.disconnect();
-      await own.stop();
-    }
+    });
   });
 });
 
@@ -669,10 +676,7 @@ describe('the script command on connections other than a plain ioredis Redis', (
 
   it('an error reply other than NOSCRIPT keeps the scripts loaded: the next call on the socket is EVALSHA', async () => {
     // Its own server: the command counts are the server's, and other files' calls would add to them.
-    const own = await RedisServer.start({ persistence: 'none' });
-    const c = new Redis({ ...own.connection, lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 });
-    try {
-      await c.connect();
+    await onOwnServer(async (c) => {
       const node = redisLeaseNode(c);
       expect(await node.acquire('a', 'o', 60_000)).toBe(1n);
       // A counter that is no string: the acquire script's INCR fails (WRONGTYPE), a refusal.
@@ -683,9 +687,6 @@ describe('the script command on connections other than a plain ioredis Redis', (
       const stats = await c.info('commandstats');
       expect(stats).toMatch(/cmdstat_evalsha:calls=1,/);
       expect(stats).not.toMatch(/cmdstat_eval:/);
-    } finally {
-      c.disconnect();
-      await own.stop();
-    }
+    });
   });
 });
