@@ -202,6 +202,7 @@ refuses('etcdClient', [
   ...timeouts('dialTimeoutMs', (ms) => etcdClient({ hosts: ['http://127.0.0.1:1'], dialTimeoutMs: ms as never })),
   ['auth without a username', () => etcdClient({ hosts: ['http://127.0.0.1:1'], auth: { password: 'x' } as never }), 'auth.username'],
   ['a number password', () => etcdClient({ hosts: ['http://127.0.0.1:1'], auth: { username: 'u', password: 5 as never } }), 'auth.password'],
+  ...clocks((clock) => etcdClient({ hosts: ['http://127.0.0.1:1'], clock } as never), true),
 ]);
 
 refuses('etcd3Node', [

@@ -2,10 +2,11 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
 import { passOverPolicies } from './passOver.ts';
+import { systemClock, type MonotonicClock } from '../clock.ts';
 import { Etcd3 } from 'etcd3';
 import { boundSockets } from './sockets.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
+import { checkClock, checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
 
 /** etcdClient's options: where the cluster is and how to reach it. */
 export interface EtcdClientOptions {
@@ -28,9 +29,14 @@ export interface EtcdClientOptions {
    * warns, DEP0123), and a certificate for a name then still verifies.
    */
   readonly tls?: { readonly ca: string; readonly cert: string; readonly key: string; readonly serverName?: string };
+  /**
+   * The monotonic clock that times how long a member whose call failed as an
+   * outage is passed over (5 s). Default: the process's (systemClock).
+   */
+  readonly clock?: MonotonicClock;
 }
 
-const checkKeys = knownOptions('etcdClient options', ['hosts', 'dialTimeoutMs', 'auth', 'tls']);
+const checkKeys = knownOptions('etcdClient options', ['hosts', 'dialTimeoutMs', 'auth', 'tls', 'clock']);
 const checkAuthKeys = knownOptions('auth', ['username', 'password']);
 /** Not Node's TLS options: lockcheck turns these into gRPC credentials, so they are closed too. */
 const checkTlsKeys = knownOptions('tls', ['ca', 'cert', 'key', 'serverName']);
@@ -51,6 +57,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   // Every index, holes included (forEach skips them: new Array(2) passed, and etcd3 threw a TypeError on it).
   for (let i = 0; i < hosts.length; i++) checkHost(hosts[i], `hosts[${i}]`);
   const dialTimeout = checkTimeoutMs(options.dialTimeoutMs ?? 2000, 'dialTimeoutMs');
+  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
   if (options.auth !== undefined) {
     checkObject(options.auth, 'auth');
     checkAuthKeys(options.auth);
@@ -72,7 +79,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   const client = new Etcd3({
     hosts: [...options.hosts],
     dialTimeout,
-    faultHandling: { global: noop, host: passOverPolicies() },
+    faultHandling: { global: noop, host: passOverPolicies(clock) },
     // etcd3 authenticates before a call, without the call's deadline, and every call waits on that one exchange:
     // on a connection that never answers it hung for ever, and every later call with it. Bounded like a dial.
     ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password, callOptions: () => ({ deadline: Date.now() + dialTimeout }) } } : {}),
