@@ -31,6 +31,8 @@ describe('processes.ts onSamePort: the pause between restarts is cut to what is 
       (e: unknown) => e,
     );
     expect(error).toBe(tooLate);
-    expect(performance.now() - startedAt).toBeLessThan(35);
+    // A whole pause is at least 50 ms (a timer never ends early by more than Node's 1 ms clock step); the cut one about
+    // 5: the bound leaves a loaded machine's event loop more than 40 ms of its own delay.
+    expect(performance.now() - startedAt).toBeLessThan(48);
   });
 });
