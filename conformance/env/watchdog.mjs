@@ -20,14 +20,57 @@ function startOf(pid) {
   }
 }
 
-function kill(pid, group) {
-  for (const target of group ? [-pid, pid] : [pid]) {
+/** The live descendants of `root`, found through each process's parent in /proc. */
+function descendants(root) {
+  const childrenOf = new Map();
+  let entries = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
     try {
-      process.kill(target, 'SIGKILL');
+      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z' || fields[0] === 'X') continue;
+      const ppid = Number(fields[1]);
+      childrenOf.set(ppid, [...(childrenOf.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone while listed
+    }
+  }
+  const out = [];
+  for (const queue = [root]; queue.length > 0; ) {
+    for (const child of childrenOf.get(queue.shift()) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
+}
+
+/**
+ * SIGKILLs the process, its group when it leads one, and every descendant.
+ * The descendants are listed while it is stopped (it forks no more) and
+ * before it dies (they would then belong to init): a PostgreSQL backend
+ * makes itself a process group of its own (setsid), so the group kill
+ * missed it, and one stopped by a test's pause() never saw its postmaster
+ * die and stayed, stopped, for ever.
+ */
+function kill(pid, group) {
+  const signal = (target, name) => {
+    try {
+      process.kill(target, name);
     } catch {
       // gone already
     }
-  }
+  };
+  signal(pid, 'SIGSTOP');
+  const tree = descendants(pid);
+  for (const target of group ? [-pid, pid] : [pid]) signal(target, 'SIGKILL');
+  for (const child of tree) signal(child, 'SIGKILL');
 }
 
 /** Only an absolute path is removed: a relative one would be read from the watchdog's own working directory. */

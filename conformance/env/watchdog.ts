@@ -5,7 +5,9 @@
  * this process every 100 ms. Each guarded server is described in a file of a
  * private (0700) registry directory: its process (pid plus start time, so a
  * reused pid is never killed), its process group, files and directories. When
- * this process is gone the watchdog SIGKILLs what is still the same process,
+ * this process is gone the watchdog SIGKILLs what is still the same process
+ * (with its group and every process it forked: a PostgreSQL backend leads a
+ * group of its own, and one left stopped by a pause never exits on its own),
  * removes the directories and the registry, and exits; after a clean exit it
  * finds nothing left to do.
  *
