@@ -766,6 +766,57 @@ describe('PostgresTransactionLock', () => {
     expect(await waiting).toBe(2n);
   });
 
+  it("withLock: a wait as long as statementTimeoutMs or longer runs out at waitMs (lock_timeout: LockNotAcquiredError), not at the connection's statement_timeout; a closed lock refuses it", async () => {
+    const a = xact({ statementTimeoutMs: 300 });
+    const b = xact();
+    const held = granted(await b.acquire('r'));
+    // Raised for the wait: statement_timeout would otherwise cancel it first (57014), the same ms or sooner.
+    for (const waitMs of [300, 600]) {
+      const e = await thrown(a.withLock('r', waitMs, async () => 'never'));
+      expect(e).toBeInstanceOf(LockNotAcquiredError);
+      expect(e).toMatchObject({ reason: 'held' });
+    }
+    await b.release(held);
+    // fn's statements have the connection's statement_timeout again after a raised wait.
+    expect(await a.withLock('r', 600, async (tx) => (await tx.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout)).toBe('300ms');
+    await a.close();
+    let ran = false;
+    const closed = await thrown(
+      a.withLock('r', 0, async () => {
+        ran = true;
+      }),
+    );
+    expect(closed).toMatchObject({ name: 'InvalidInputError', code: 'precondition', message: 'precondition: the lock was closed' });
+    expect(ran).toBe(false);
+  });
+
+  it('withLock aborted while the server makes it wait: rejects with the reason, fn never runs, the wait is cancelled on the server and its connection dropped', async () => {
+    const a = xact();
+    const b = xact();
+    const held = granted(await b.acquire('r'));
+    const waiters = async (): Promise<number> => (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]!.n;
+    const controller = new AbortController();
+    const reason = new Error('the caller gave up');
+    let ran = false;
+    const pending = thrown(
+      a.withLock('r', 30_000, async () => {
+        ran = true;
+      }, { signal: controller.signal }),
+    );
+    for (let deadline = Date.now() + 10_000; (await waiters()) === 0; ) if (Date.now() > deadline) throw new Error('withLock never waited');
+    const waiting = [...a.backendPids];
+    expect(waiting).toHaveLength(1);
+    controller.abort(reason);
+    expect(await pending).toBe(reason);
+    expect(ran).toBe(false);
+    // The wait's connection is gone from the lock (dropped, not kept idle); the minter that cancelled it stays.
+    expect(a.backendPids).not.toContain(waiting[0]);
+    for (let deadline = Date.now() + 10_000; (await waiters()) !== 0; ) if (Date.now() > deadline) throw new Error('the wait was not cancelled on the server');
+    await b.release(held);
+    // The lock is free for another owner at once.
+    expect(await a.withLock('r', 0, async (_tx, lease) => lease.token)).toBe(2n);
+  });
+
   it('a token at 2^63-1 is TokenOverflowError and the transaction is dropped', async () => {
     await admin.query("INSERT INTO lockcheck_tokens VALUES ('full', $1)", [MAX.toString()]);
     const a = xact();
