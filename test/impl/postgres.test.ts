@@ -766,6 +766,23 @@ describe('PostgresTransactionLock', () => {
     expect(await waiting).toBe(2n);
   });
 
+  it("an older lease of a resource held again: queryable refuses it, and its release or rollback leaves the newer lease's transaction open", async () => {
+    const a = xact();
+    const l1 = granted(await a.acquire('r'));
+    await a.release(l1);
+    const l2 = granted(await a.acquire('r'));
+    expect(() => a.queryable(l1)).toThrow(expect.objectContaining({ code: 'precondition', message: "precondition: no open transaction for 'r'" }));
+    await postgresFencedStore(a.queryable(l2), 'transactional').write('r', l2.token, 'v2');
+    await a.release(l1);
+    await a.rollback(l1);
+    expect(a.leaseFor('r')).toBe(l2);
+    expect(l2.signal.aborted).toBe(false);
+    // Not committed by l1's release: nothing is visible outside the transaction yet.
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: null, token: null });
+    await a.release(l2);
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'v2', token: l2.token });
+  });
+
   it("withLock: a wait as long as statementTimeoutMs or longer runs out at waitMs (lock_timeout: LockNotAcquiredError), not at the connection's statement_timeout; a closed lock refuses it", async () => {
     const a = xact({ statementTimeoutMs: 300 });
     const b = xact();
