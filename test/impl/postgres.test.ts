@@ -931,6 +931,39 @@ describe('PostgresTransactionLock', () => {
     expect(a.backendPids).toHaveLength(1);
   });
 
+  it("withLock: the backend terminated while fn runs loses that fn's lease at once (connection-lost), not another's, and the COMMIT after it is UnavailableError; the minter is kept", async () => {
+    let lostCalls = 0;
+    const a = xact({ onConnectionLost: () => void lostCalls++ });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let otherLost: boolean | undefined;
+    // Another withLock, on its own connection, running all the while.
+    const other = a.withLock('s', 100, async (_tx, lease) => {
+      await gate;
+      otherLost = lease.signal.aborted;
+      return lease.token;
+    });
+    let reason: unknown;
+    const e = await thrown(
+      a.withLock('r', 100, async (tx, lease) => {
+        const pid = (tx as unknown as { processID: number }).processID;
+        await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        await until(() => lease.signal.aborted, "the lease's loss");
+        reason = lease.signal.reason;
+        return 1;
+      }),
+    );
+    open();
+    expect(reason).toMatchObject({ reason: 'connection-lost' });
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect(await other).toBe(1n);
+    expect(otherLost).toBe(false);
+    expect(lostCalls).toBe(1);
+    // The minter's connection is not the one lost: the next withLock mints on it, on the other's idle connection.
+    expect(await a.withLock('r', 100, async (_tx, lease) => lease.token)).toBe(2n);
+    expect(a.backendPids).toHaveLength(2);
+  });
+
   it('a FATAL (pg_terminate_backend) while COMMIT is in flight: release throws UnavailableError and the lease reads connection-lost, never released', async () => {
     let hold: (() => void) | null = null;
     const held = new Promise<void>((resolve) => (hold = resolve));
