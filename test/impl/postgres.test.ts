@@ -740,12 +740,15 @@ describe('PostgresTransactionLock', () => {
     expect(result).toBe('done');
     expect(seen!.signal.reason).toMatchObject({ reason: 'released' });
     expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'in', token: 1n });
-    await expect(
-      a.withLock('r', 0, async (tx, lease) => {
-        await postgresFencedStore(tx, 'transactional').write('r', lease.token, 'lost');
-        throw new Error('fn failed');
-      }),
-    ).rejects.toThrow('fn failed');
+    const fnError = new Error('fn failed');
+    expect(
+      await thrown(
+        a.withLock('r', 0, async (tx, lease) => {
+          await postgresFencedStore(tx, 'transactional').write('r', lease.token, 'lost');
+          throw fnError;
+        }),
+      ),
+    ).toBe(fnError);
     expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'in', token: 1n });
     const held = granted(await b.acquire('r'));
     const e = await thrown(a.withLock('r', 0, async () => 'never'));
@@ -910,7 +913,8 @@ describe('PostgresTransactionLock', () => {
     let calls = 0;
     // Round trips of a fresh lock's first withLock: connect, BEGIN with SET LOCAL, the lock, the minter's connect (4th), MINT.
     const a = xact({ link: (rt) => (++calls === 4 ? Promise.reject(new Error('minter link down')) : rt()) });
-    await expect(a.withLock('r', 100, async () => 'never')).rejects.toThrow('minter link down');
+    // A failure before fn is typed as acquire's (an outage), never read as a COMMIT's.
+    expect(await thrown(a.withLock('r', 100, async () => 'never'))).toMatchObject({ name: 'UnavailableError', message: "withLock on 'r' failed: minter link down" });
     expect(await a.withLock('r', 100, async (_tx, lease) => lease.token)).toBe(1n);
     const before = a.backendPids.length;
     await a.release(granted(await a.acquire('s')));
@@ -962,6 +966,51 @@ describe('PostgresTransactionLock', () => {
     // The minter's connection is not the one lost: the next withLock mints on it, on the other's idle connection.
     expect(await a.withLock('r', 100, async (_tx, lease) => lease.token)).toBe(2n);
     expect(a.backendPids).toHaveLength(2);
+  });
+
+  it("withLock: a COMMIT the server refuses (a deferred constraint) is its ServerRefusedError, nothing committed, the lease released (not connection-lost); a COMMIT with no answer drops its connection even though it still answers", async () => {
+    const a = xact();
+    let seen: Lease | undefined;
+    const refused = await thrown(
+      a.withLock('r', 100, async (tx, lease) => {
+        seen = lease;
+        await postgresFencedStore(tx, 'transactional').write('r', lease.token, 'never');
+        await tx.query('CREATE TEMP TABLE twice (x int UNIQUE DEFERRABLE INITIALLY DEFERRED) ON COMMIT DROP');
+        await tx.query('INSERT INTO twice VALUES (1), (1)');
+        return 1;
+      }),
+    );
+    expect(refused).toMatchObject({ name: 'ServerRefusedError', code: 'statement', serverCode: '23505' });
+    expect(seen!.signal.reason).toMatchObject({ reason: 'released' });
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: null, token: null });
+    // The COMMIT fails in the link only (the connection itself still answers): its fate is unknown, so it is dropped, not rolled back and kept.
+    let failNext = false;
+    const b = xact({ link: (rt) => (failNext ? ((failNext = false), Promise.reject(new Error('link down'))) : rt()) });
+    let pid = 0;
+    const unknown = await thrown(
+      b.withLock('r', 100, async (tx) => {
+        pid = (tx as unknown as { processID: number }).processID;
+        failNext = true;
+        return 1;
+      }),
+    );
+    expect(unknown).toMatchObject({ name: 'UnavailableError', message: "COMMIT of 'r' failed (link down); the connection was dropped, so the lock is freed, but the changes may or may not have been committed" });
+    expect((unknown as Error).cause).toMatchObject({ message: 'link down' });
+    expect(b.backendPids).not.toContain(pid);
+  });
+
+  it('refusals on the transaction lock: a token table without its column is ServerRefusedError for acquire and withLock, the connection dropped, no lock left', async () => {
+    const a = xact();
+    await a.release(granted(await a.acquire('warm')));
+    await admin.query('ALTER TABLE lockcheck_tokens RENAME COLUMN token TO t');
+    try {
+      expect(await thrown(a.acquire('r'))).toMatchObject({ name: 'ServerRefusedError', code: 'schema', serverCode: '42703' });
+      expect(await thrown(a.withLock('r', 100, async () => 1))).toMatchObject({ name: 'ServerRefusedError', code: 'schema', serverCode: '42703' });
+    } finally {
+      await admin.query('ALTER TABLE lockcheck_tokens RENAME COLUMN t TO token');
+    }
+    expect(await advisoryLocks()).toBe(0);
+    expect(granted(await a.acquire('r')).token).toBe(1n);
   });
 
   it('a FATAL (pg_terminate_backend) while COMMIT is in flight: release throws UnavailableError and the lease reads connection-lost, never released', async () => {
