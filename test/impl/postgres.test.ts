@@ -889,6 +889,11 @@ describe('PostgresTransactionLock', () => {
     expect(await thrown(refused.acquire('r'))).toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
     const nowhere = xact({ connection: { ...server(), port: 1 } });
     expect(await nowhere.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    // withLock has no result to carry the outage in: typed, and named for the step that failed.
+    expect(await thrown(nowhere.withLock('r', 0, async () => 1))).toMatchObject({ name: 'UnavailableError', message: expect.stringMatching(/^withLock's connect failed: .*ECONNREFUSED/) });
+    // Bad arguments are refused by the call they were given to.
+    expect(() => a.queryable({} as never)).toThrow(expect.objectContaining({ code: 'precondition', message: 'precondition: queryable needs a lease that acquire returned, got an object' }));
+    expect(await thrown(a.withLock('r', 0, async () => 1, null as never))).toMatchObject({ code: 'invalid-config', message: expect.stringContaining('withLock options') });
   });
 
   it('a failing acquire on an idle connection: timed-out or no-quorum, the connection dropped', async () => {
