@@ -769,6 +769,24 @@ describe('PostgresTransactionLock', () => {
     expect(await waiting).toBe(2n);
   });
 
+  it('a connection lost while idle is not taken again: the next acquire connects afresh and is granted; release and rollback name themselves when refusing a bad lease', async () => {
+    let lostCalls = 0;
+    const a = xact({ onConnectionLost: () => void lostCalls++ });
+    await a.release(granted(await a.acquire('r')));
+    const [idle] = a.backendPids;
+    await admin.query('SELECT pg_terminate_backend($1)', [idle]);
+    await until(() => a.backendPids.length === 0, 'the idle connection seen lost');
+    expect(lostCalls).toBe(1);
+    const again = granted(await a.acquire('r'));
+    expect(again.token).toBe(2n);
+    expect(a.backendPids).toHaveLength(1);
+    expect(a.backendPids).not.toContain(idle);
+    await a.release(again);
+    for (const call of ['release', 'rollback'] as const) {
+      expect(await thrown(a[call]({} as never))).toMatchObject({ code: 'precondition', message: `precondition: ${call} needs a lease that acquire returned, got an object` });
+    }
+  });
+
   it("an older lease of a resource held again: queryable refuses it, and its release or rollback leaves the newer lease's transaction open", async () => {
     const a = xact();
     const l1 = granted(await a.acquire('r'));
@@ -878,6 +896,7 @@ describe('PostgresTransactionLock', () => {
     const e = await thrown(a.release(l));
     expect(e).toBeInstanceOf(UnavailableError);
     expect((e as Error).message).toBe("COMMIT of 'r' failed (link down); the connection was dropped, so the lock is freed, but the changes may or may not have been committed");
+    expect((e as Error).cause).toMatchObject({ message: 'link down' });
     // The dropped connection's backend ends a moment after the drop, and its transaction's lock with it (a loaded
     // server may still hold it for the next acquire).
     expect(await advisoryLocks()).toBe(0);
