@@ -749,6 +749,8 @@ describe('PostgresTransactionLock', () => {
         }),
       ),
     ).toBe(fnError);
+    // Rolled back cleanly: its connection is kept for the next call (beside the minter), not dropped.
+    expect(a.backendPids).toHaveLength(2);
     expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: 'in', token: 1n });
     const held = granted(await b.acquire('r'));
     const e = await thrown(a.withLock('r', 0, async () => 'never'));
