@@ -63,8 +63,8 @@ describe('ZooKeeper, one member of three paused', () => {
       for (let i = 0; i < 45; i++) await round(`r-${i}`);
       // The first lease session that lands on the paused member fails, and so does the store's session if it is
       // there; from then on every new session starts on another member. Before, a third of the 45 acquires (each a
-      // session of its own, on a member picked at random) failed: about 15, and 3 or fewer in fewer than one run in ten thousand.
-      // One more than those two is allowed for a reply the loaded machine kept past the bound.
+      // session of its own, on a member picked at random) failed: about 15, and 3 or fewer in fewer than one run in
+      // ten thousand. One more than those two is allowed for a reply the loaded machine kept past the bound.
       expect(failures.length, failures.join('\n')).toBeLessThanOrEqual(3);
     } finally {
       if (paused >= 0 && ensemble.paused(paused)) ensemble.resume(paused);
