@@ -807,18 +807,19 @@ describe('PostgresTransactionLock', () => {
   });
 
   it("withLock: a wait as long as statementTimeoutMs or longer runs out at waitMs (lock_timeout: LockNotAcquiredError), not at the connection's statement_timeout; a closed lock refuses it", async () => {
-    const a = xact({ statementTimeoutMs: 300 });
+    // A second of statement time: a loaded machine's round trips stay well inside it.
+    const a = xact({ statementTimeoutMs: 1000 });
     const b = xact();
     const held = granted(await b.acquire('r'));
     // Raised for the wait: statement_timeout would otherwise cancel it first (57014), the same ms or sooner.
-    for (const waitMs of [300, 600]) {
+    for (const waitMs of [1000, 2000]) {
       const e = await thrown(a.withLock('r', waitMs, async () => 'never'));
       expect(e).toBeInstanceOf(LockNotAcquiredError);
       expect(e).toMatchObject({ reason: 'held' });
     }
     await b.release(held);
     // fn's statements have the connection's statement_timeout again after a raised wait.
-    expect(await a.withLock('r', 600, async (tx) => (await tx.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout)).toBe('300ms');
+    expect(await a.withLock('r', 2000, async (tx) => (await tx.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout)).toBe('1s');
     await a.close();
     let ran = false;
     const closed = await thrown(
