@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Design } from '../model/design.ts';
 import { InvalidInputError } from '../model/errors.ts';
 
@@ -128,7 +129,10 @@ describe('junk in each position of a call that is right otherwise', async () => 
   const lock = await import('../impl/index.ts');
   const history = await import('../conformance/history/index.ts');
   const { designs } = await import('../model/index.ts');
-  const parent = mkdtempSync(join(tmpdir(), 'lockcheck-apiinput-'));
+  // Named now (the calls' right arguments are built as the file is collected), made only once a test of this block
+  // runs: made at collection, it stayed behind whenever a filter (vitest -t, Stryker's per-test runs) ran none of them.
+  const parent = join(tmpdir(), `lockcheck-apiinput-${randomUUID()}`);
+  beforeAll(() => mkdirSync(parent, { mode: 0o700 }));
   afterAll(() => rmSync(parent, { recursive: true, force: true }));
   const events = [
     { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
