@@ -1,17 +1,16 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { LockcheckProcess } from './lockcheckProcess.ts';
 import { lockcheckAsync as lockcheckAsyncIn, lockcheckSync } from './lockcheckProcess.ts';
+import { testTempDir } from './tempDirs.ts';
 
 /** The lockcheck command as a user runs it: a child process, its exit code, its output. */
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-cli-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-cli-');
 /** A plain file where a directory is asked for. */
 const aFile = join(dir, 'a-file');
-writeFileSync(aFile, 'not a directory\n');
+beforeAll(() => writeFileSync(aFile, 'not a directory\n'));
 
 /** The lockcheck command as a user runs it; a command of the real-server kind gets minutes. */
 const lockcheck = (...args: string[]): LockcheckProcess => lockcheckSync(args, { timeoutMs: 240_000 });

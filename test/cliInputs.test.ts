@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { LockcheckProcess } from './lockcheckProcess.ts';
 import { lockcheckAsync } from './lockcheckProcess.ts';
 import { stressCommandLine } from '../cli/stress.ts';
 import { resolve } from 'node:path';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * The command line under a demanding user's hand: odd but plausible input to
@@ -17,10 +17,9 @@ import { resolve } from 'node:path';
  * backend), so that were the input accepted the case would fail fast on the
  * wrong message rather than start real work.
  */
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-cli-inputs-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-cli-inputs-');
 const aFile = join(dir, 'a-file');
-writeFileSync(aFile, 'not a directory\n');
+beforeAll(() => writeFileSync(aFile, 'not a directory\n'));
 /** Tripwires: where nothing can be written, and a history that does not exist. */
 const noDir = join(aFile, 'out');
 const noJunit = join(dir, 'no-such-dir', 'j.xml');

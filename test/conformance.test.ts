@@ -1,7 +1,7 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
+
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS, checkConformance, checkMisconfigurations, runLockstep, simLeaseBackend } from '../conformance/index.ts';
 import type { LockParts } from '../conformance/index.ts';
 import type { Lease } from '../impl/lease.ts';
@@ -14,14 +14,14 @@ import { usingClient, usingMisconfigurations } from '../conformance/sim/usingCli
 import { using } from '../impl/using.ts';
 import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { TimingError } from '../conformance/sim/time.ts';
+import { testTempDir } from './tempDirs.ts';
 
 const SEED = Number(process.env.LOCKCHECK_SEED ?? 20161010);
 /** Schedules per correct in-memory backend (mutation testing runs fewer). */
 const SIM_RUNS = Number(process.env.LOCKCHECK_SIM_RUNS ?? 200);
 /** Schedules per design-finding check (mutation testing runs fewer). */
 const FINDING_RUNS = Number(process.env.LOCKCHECK_FINDING_RUNS ?? 150);
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-test-');
 
 describe('in-memory backends built on the model pass every run', () => {
   const throughUsing = (extendAtFraction: number) => simLeaseBackend(designs.redlock({ nodes: 3 }), 'strict', { client: (lock) => usingClient(lock, using, extendAtFraction) }, 'memory redlock(3) through using() / strict');

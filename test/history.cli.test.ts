@@ -1,8 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StressSummary } from '../cli/stress.ts';
 import { MalformedRecordingError, summaryText, validRecording } from '../cli/stress.ts';
 import type { History } from '../conformance/history/event.ts';
@@ -11,10 +10,10 @@ import { HistoryFormatError, parseHistory } from '../conformance/history/parse.t
 import { reportText } from '../cli/check.ts';
 import type { LockcheckProcess } from './lockcheckProcess.ts';
 import { lockcheckAsync, lockcheckSync } from './lockcheckProcess.ts';
+import { testTempDir } from './tempDirs.ts';
 
 /** `lockcheck check` as a user runs it: a child process, its exit code, its output. */
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-check-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-check-');
 const FIXTURES = 'test/fixtures/histories';
 
 const lockcheck = (args: string[], input?: string): LockcheckProcess => lockcheckSync(args, input === undefined ? {} : { input });

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { until } from './probes.ts';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * A process SIGKILLed (the OOM killer, a CI job's timeout) runs no handler:
@@ -14,8 +14,7 @@ import { until } from './probes.ts';
  * shim dir) were removed only by an exit handler, so they stayed for good.
  * The child runs with TMPDIR a directory of this test's own.
  */
-const root = mkdtempSync(join(tmpdir(), 'lockcheck-killed-test-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = testTempDir('lockcheck-killed-test-');
 
 const backend = JSON.stringify(pathToFileURL(resolve('conformance/env/redisBackend.ts')).href);
 
@@ -23,7 +22,6 @@ const backend = JSON.stringify(pathToFileURL(resolve('conformance/env/redisBacke
 function lockcheckEntries(tmp: string): string[] {
   return readdirSync(tmp).filter((name) => name.startsWith('lockcheck') && name !== 'lockcheck-ports');
 }
-
 
 describe('a process SIGKILLed with a Redis cluster on faked clocks', () => {
   it('leaves nothing in the temp dir once the watchdog has seen it gone: the clock files\' directory goes too', async () => {

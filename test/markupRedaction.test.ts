@@ -1,20 +1,19 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
 import { redactSecrets, registerSecret, secretRedactor } from '../conformance/env/redact.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import { parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * What redaction puts in an HTML or XML file is text, never markup: a raw
  * <redacted> is an unknown tag a browser hides, and a value cut out of a tag
  * or an attribute breaks the page.
  */
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-markup-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-markup-');
 
 function written(name: string, text: string, format?: 'text' | 'markup'): string {
   const path = join(dir, name);

@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { junitXml } from '../cli/junit.ts';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
 import { terminalSafe } from '../conformance/env/redact.ts';
@@ -10,6 +10,7 @@ import { parseHistory } from '../conformance/history/parse.ts';
 import { historyReportHtml } from '../conformance/history/report.ts';
 import { htmlTimeline, textTimeline } from '../conformance/timeline.ts';
 import type { RunReport } from '../conformance/verdict.ts';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * Bidirectional controls (a right-to-left override reverses what follows: a
@@ -24,8 +25,7 @@ const RAW = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2
 /** What the terminal shows for NAME: the same escapes in every output. */
 const SHOWN = terminalSafe(NAME);
 
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-controls-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-controls-');
 
 describe('invisible and bidirectional controls are shown, never written raw', () => {
   it('the terminal shows each as \\uNNNN', () => {

@@ -1,19 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { refused } from './refused.ts';
 import { checkOutputDir, checkOutputFile, checkOutputFilesIn, makeOutputDir, OutputFileError, writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { checkCommand } from '../cli/check.ts';
 import { REPORT_MAX_EVENTS, writeStressReport } from '../cli/stress.ts';
 import type { History } from '../conformance/history/event.ts';
 import { checkHistory } from '../conformance/history/check.ts';
+import { testTempDir } from './tempDirs.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-output-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-output-');
 const aFile = join(dir, 'a-file');
-writeFileSync(aFile, 'kept\n');
+beforeAll(() => writeFileSync(aFile, 'kept\n'));
 
 const refusal = (f: () => unknown): OutputFileError => refused(f, OutputFileError);
 

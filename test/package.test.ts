@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * lockcheck as a user gets it: `npm pack` of this repository, the tarball
@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
  * and `npx lockcheck run` on a TypeScript and a JavaScript adapter.
  */
 const repo = fileURLToPath(new URL('..', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-package-'));
+const dir = testTempDir('lockcheck-package-');
 const project = join(dir, 'project');
 
 /** `path`'s ancestors, nearest first, up to the root. */
@@ -21,7 +21,6 @@ function ancestorsOf(path: string): string[] {
   for (let d = dirname(path); out.at(-1) !== d; d = dirname(d)) out.push(d);
   return out;
 }
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The child sees a plain shell's environment: nothing of this vitest run or of the npm script that started it. */
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(VITEST|npm_|NODE_OPTIONS$|TSX_|LOCKCHECK_)/i.test(k)));

@@ -1,9 +1,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * The shared port-claims directory (conformance/env/processes.ts) is in the
@@ -11,8 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
  * Each case runs claimPort in a child whose TMPDIR is a directory of its own,
  * so the machine's real claims are never touched.
  */
-const root = mkdtempSync(join(tmpdir(), 'lockcheck-claims-test-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = testTempDir('lockcheck-claims-test-');
 
 /**
  * In a child with TMPDIR = `tmp` and umask 022: claims a port, prints the

@@ -1,0 +1,20 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+
+/**
+ * A temp dir for the tests of the file (or describe block) that calls this:
+ * its path now (the tests' arguments are built as the file is collected),
+ * the directory (0700) made before the first of those tests runs and
+ * removed after the last. Made at collection instead, it stayed behind
+ * whenever a filter (vitest -t, Stryker's per-test runs) ran none of them:
+ * their afterAll never runs then.
+ */
+export function testTempDir(prefix: string, parent = tmpdir()): string {
+  const dir = join(parent, `${prefix}${randomUUID()}`);
+  beforeAll(() => mkdirSync(dir, { mode: 0o700 }));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
