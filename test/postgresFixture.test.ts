@@ -1,6 +1,7 @@
-import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { chmodSync, readdirSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres } from './postgresFixture.ts';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * The PostgreSQL fixture the test files share (test/postgresFixture.ts):
@@ -10,9 +11,8 @@ import { startPostgres } from './postgresFixture.ts';
  * (0755: the postgres user must reach it when we are root), so what is
  * left is this test's alone to see.
  */
-const parentDir = mkdtempSync('/dev/shm/lockcheck-fixture-test-');
-chmodSync(parentDir, 0o755);
-afterAll(() => rmSync(parentDir, { recursive: true, force: true }));
+const parentDir = testTempDir('lockcheck-fixture-test-', '/dev/shm');
+beforeAll(() => chmodSync(parentDir, 0o755));
 
 describe('the PostgreSQL test fixture', () => {
   it('a setup that fails: the error goes on, the admin client is ended and the server stopped (its directory gone)', async () => {
