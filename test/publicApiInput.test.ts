@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Design } from '../model/design.ts';
 import { InvalidInputError } from '../model/errors.ts';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * Every public function and class of the package's entries but lockcheck/model
@@ -129,11 +129,7 @@ describe('junk in each position of a call that is right otherwise', async () => 
   const lock = await import('../impl/index.ts');
   const history = await import('../conformance/history/index.ts');
   const { designs } = await import('../model/index.ts');
-  // Named now (the calls' right arguments are built as the file is collected), made only once a test of this block
-  // runs: made at collection, it stayed behind whenever a filter (vitest -t, Stryker's per-test runs) ran none of them.
-  const parent = join(tmpdir(), `lockcheck-apiinput-${randomUUID()}`);
-  beforeAll(() => mkdirSync(parent, { mode: 0o700 }));
-  afterAll(() => rmSync(parent, { recursive: true, force: true }));
+  const parent = testTempDir('lockcheck-apiinput-');
   const events = [
     { type: 'invoke', process: 0, time: 0, op: 'acquire', resource: 'r', ttlMs: 100 },
     { type: 'ok', process: 0, time: 1, op: 'acquire', resource: 'r', owner: 'a', token: '1' },
