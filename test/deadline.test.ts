@@ -1,6 +1,20 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { leftWithin, pauseWithin } from '../conformance/env/deadline.ts';
 import { onSamePort } from '../conformance/env/processes.ts';
+
+// The pauses onSamePort asks node:timers/promises for, recorded: what the cut is judged by, not how long a loaded
+// machine took to run them.
+const pauses = vi.hoisted((): number[] => []);
+vi.mock('node:timers/promises', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:timers/promises')>();
+  return {
+    ...real,
+    setTimeout: (ms?: number, ...rest: unknown[]) => {
+      pauses.push(ms ?? 0);
+      return (real.setTimeout as (...a: unknown[]) => Promise<unknown>)(ms, ...rest);
+    },
+  };
+});
 
 describe('deadline.ts: attempts and pauses cut to what is left of a deadline', () => {
   it('an attempt gets its cap while the deadline is far, what is left near it, and 1 ms past it', () => {
@@ -23,16 +37,23 @@ describe('deadline.ts: attempts and pauses cut to what is left of a deadline', (
 describe('processes.ts onSamePort: the pause between restarts is cut to what is left of the deadline', () => {
   it('a start that keeps finding its port taken fails at the deadline, not a whole 50 ms pause (and one more start) past it', async () => {
     let starts = 0;
-    const startedAt = performance.now();
+    pauses.length = 0;
     const tooLate = new Error('stayed in use');
-    // The deadline is 5 ms away: the first pause must end there, and the one more start then fails the restart.
-    const error: unknown = await onSamePort(Date.now() + 5, () => Promise.resolve(++starts > 100), () => tooLate).then(
+    const deadline = Date.now() + 5;
+    const error: unknown = await onSamePort(deadline, () => Promise.resolve(++starts > 100), () => tooLate).then(
       () => null,
       (e: unknown) => e,
     );
     expect(error).toBe(tooLate);
-    // A whole pause is at least 50 ms (a timer never ends early by more than Node's 1 ms clock step); the cut one about
-    // 5: the bound leaves a loaded machine's event loop more than 40 ms of its own delay.
-    expect(performance.now() - startedAt).toBeLessThan(48);
+    // Every pause asked for ends by the deadline (5 ms away at most); the uncut one is a whole 50 ms.
+    expect(pauses.length).toBeGreaterThan(0);
+    for (const ms of pauses) expect(ms).toBeLessThanOrEqual(5);
+  });
+
+  it('a pause far from the deadline is a whole one', async () => {
+    let starts = 0;
+    pauses.length = 0;
+    await onSamePort(Date.now() + 60_000, () => Promise.resolve(++starts > 1), () => new Error('stayed in use'));
+    expect(pauses).toEqual([50]);
   });
 });
