@@ -5,7 +5,7 @@ import { systemClock } from '../../impl/clock.ts';
 import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { using } from '../../impl/using.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
-import { steadyResources, allStopped, backToBaseline, rejectsWithin, resolvesWithin, settles, until } from './blackhole.ts';
+import { allStopped, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, until, usingBeforeTheFault } from './blackhole.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 
 /**
@@ -48,8 +48,7 @@ describe('etcd paused (SIGSTOP)', () => {
     const lock = new EtcdLock({ node, clock: systemClock, prefix: 'p1/' });
     const store = etcdFencedStore(node, 'strict', { prefix: 'p1/' });
     const leasesBefore = (await c.leaseClient.leaseLeases({})).leases.length;
-    const held = await lock.acquire('held', { ttlMs: 60_000 });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    const held = await grantedBeforeTheFault('acquire', 'held', (r) => lock.acquire(r, { ttlMs: 60_000 }));
     try {
       await pause();
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('r', { ttlMs: 60_000 }), BOUND_MS));
@@ -102,19 +101,27 @@ describe('etcd paused under using()', () => {
     const lock = new EtcdLock({ node: etcd3Node(c, { clock: systemClock, requestTimeoutMs: TIMEOUT_MS }), clock: systemClock, prefix: 'p5/' });
     const TTL = 3000;
     let outcome: Awaited<ReturnType<typeof settles>>;
+    let ran = false;
     try {
-      outcome = await settles(
-        'using',
-        using(lock, 'u', { ttlMs: TTL }, async (signal) => {
-          await pause();
-          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-          return signal.reason as unknown;
-        }),
-        10 * TTL + BOUND_MS,
+      outcome = await usingBeforeTheFault(
+        'u',
+        (resource) =>
+          settles(
+            'using',
+            using(lock, resource, { ttlMs: TTL }, async (signal) => {
+              ran = true;
+              await pause();
+              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+              return signal.reason as unknown;
+            }),
+            10 * TTL + BOUND_MS,
+          ),
+        () => ran,
       );
     } finally {
       if (cluster.paused(0)) cluster.resume(0);
     }
+    expect(ran).toBe(true);
     expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
     c.close();
     await backToBaseline(baseline);
@@ -128,8 +135,7 @@ describe('etcd paused: close() with calls in flight', () => {
     const node = etcd3Node(c, { clock: systemClock, requestTimeoutMs: TIMEOUT_MS });
     const lock = new EtcdLock({ node, clock: systemClock, prefix: 'p4/' });
     const store = etcdFencedStore(node, 'strict', { prefix: 'p4/' });
-    const held = await lock.acquire('held', { ttlMs: 60_000 });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    const held = await grantedBeforeTheFault('acquire', 'held', (r) => lock.acquire(r, { ttlMs: 60_000 }));
     try {
       await pause();
       const calls = [
@@ -158,8 +164,7 @@ describe('etcd killed with calls in flight', () => {
     const node = etcd3Node(c, { clock: systemClock, requestTimeoutMs: TIMEOUT_MS });
     const lock = new EtcdLock({ node, clock: systemClock, prefix: 'p3/' });
     const store = etcdFencedStore(node, 'strict', { prefix: 'p3/' });
-    const held = await lock.acquire('held', { ttlMs: 60_000 });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    const held = await grantedBeforeTheFault('acquire', 'held', (r) => lock.acquire(r, { ttlMs: 60_000 }));
     try {
       await pause();
       const acquiring = resolvesWithin('acquire', lock.acquire('r', { ttlMs: 60_000 }), BOUND_MS);

@@ -5,7 +5,7 @@ import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { ensureSchema, openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock, postgresFencedStore } from '../../impl/postgres/index.ts';
 import { LockNotAcquiredError } from '../../impl/using.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { steadyResources, backToBaseline, rejectsWithin, resolvesWithin, settles, until } from './blackhole.ts';
+import { acceptedBeforeTheFault, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, until } from './blackhole.ts';
 
 /**
  * The PostgreSQL lock clients and fenced store under a black hole: the
@@ -72,8 +72,7 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
   it('session lock: acquire on a live connection, release, a fresh connect, close settle typed; no handle left', async () => {
     const baseline = await steadyResources();
     const lock = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
-    const held = await lock.acquire('s-held');
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    const held = await grantedBeforeTheFault('acquire', 's-held', (r) => lock.acquire(r));
     await whilePaused(async () => {
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('s-r'), BOUND_MS));
       const fresh = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
@@ -89,8 +88,7 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
   it('session lock: close() with the server silent, a lease held, settles', async () => {
     const baseline = await steadyResources();
     const lock = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
-    const held = await lock.acquire('s-close');
-    expect(held.kind).toBe('granted');
+    await grantedBeforeTheFault('acquire', 's-close', (r) => lock.acquire(r));
     await whilePaused(async () => {
       await resolvesWithin('close', lock.close(), BOUND_MS);
     });
@@ -100,9 +98,8 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
   it('transaction lock: acquire, commit, rollback, withLock, a fresh connect, close settle typed; no handle left', async () => {
     const baseline = await steadyResources();
     const lock = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
-    const a = await lock.acquire('x-a');
-    const b = await lock.acquire('x-b');
-    if (a.kind !== 'granted' || b.kind !== 'granted') throw new Error('expected grants');
+    const a = await grantedBeforeTheFault('acquire', 'x-a', (r) => lock.acquire(r));
+    const b = await grantedBeforeTheFault('acquire', 'x-b', (r) => lock.acquire(r));
     const inTx = postgresFencedStore(lock.queryable(a.lease), 'strict');
     await whilePaused(async () => {
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('x-r'), BOUND_MS));
@@ -129,9 +126,9 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
     const baseline = await steadyResources();
     const holder = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
     const lock = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
-    expect((await holder.acquire('x-wait')).kind).toBe('granted');
+    const { resource } = await grantedBeforeTheFault('holder acquire', 'x-wait', (r) => holder.acquire(r));
     const WAIT_MS = 2000;
-    const waiting = rejectsWithin('withLock', lock.withLock('x-wait', WAIT_MS, async () => 'ran'), 10 * WAIT_MS + BOUND_MS);
+    const waiting = rejectsWithin('withLock', lock.withLock(resource, WAIT_MS, async () => 'ran'), 10 * WAIT_MS + BOUND_MS);
     const admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
     await admin.connect();
     try {
@@ -151,7 +148,7 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
   it('transaction lock: close() with the server silent, a transaction open, settles', async () => {
     const baseline = await steadyResources();
     const lock = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
-    expect((await lock.acquire('x-close')).kind).toBe('granted');
+    await grantedBeforeTheFault('acquire', 'x-close', (r) => lock.acquire(r));
     await whilePaused(async () => {
       await resolvesWithin('close', lock.close(), BOUND_MS);
     });
@@ -161,13 +158,13 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
   it('fenced store: write, read on a live connection and on a fresh one, close settle typed; no handle left', async () => {
     const baseline = await steadyResources();
     const store = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
-    expect(await store.write('p-c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const key = await acceptedBeforeTheFault('store write', 'p-c', (k) => store.write(k, 1n, 'v'));
     await whilePaused(async () => {
-      expect(await rejectsWithin('write', store.write('p-c', 2n, 'w'), BOUND_MS)).toBeInstanceOf(TimeoutError);
-      const r = await rejectsWithin('read', store.read('p-c'), BOUND_MS);
+      expect(await rejectsWithin('write', store.write(key, 2n, 'w'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      const r = await rejectsWithin('read', store.read(key), BOUND_MS);
       expect(typedOutage(r), String(r)).toBe(true);
       const fresh = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
-      expect(await rejectsWithin('write (connect)', fresh.write('p-c', 3n, 'x'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      expect(await rejectsWithin('write (connect)', fresh.write(key, 3n, 'x'), BOUND_MS)).toBeInstanceOf(TimeoutError);
       await resolvesWithin('close (fresh)', fresh.close(), BOUND_MS);
       await resolvesWithin('close', store.close(), BOUND_MS);
     });
@@ -180,12 +177,11 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
     const connection = { ...server.connection, password: async () => server.connection.password };
     const lock = new PostgresSessionLock({ connection, statementTimeoutMs: TIMEOUT_MS });
     const store = openPostgresFencedStore({ connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
-    const held = await lock.acquire('n-held');
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
-    expect(await store.write('n-c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const held = await grantedBeforeTheFault('acquire', 'n-held', (r) => lock.acquire(r));
+    const key = await acceptedBeforeTheFault('store write', 'n-c', (k) => store.write(k, 1n, 'v'));
     await whilePaused(async () => {
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('n-r'), BOUND_MS));
-      expect(await rejectsWithin('write', store.write('n-c', 2n, 'w'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      expect(await rejectsWithin('write', store.write(key, 2n, 'w'), BOUND_MS)).toBeInstanceOf(TimeoutError);
       const fresh = new PostgresSessionLock({ connection, statementTimeoutMs: TIMEOUT_MS });
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire (connect)', fresh.acquire('n-f'), BOUND_MS));
       await resolvesWithin('close (fresh)', fresh.close(), BOUND_MS);
@@ -204,18 +200,18 @@ describe('PostgreSQL paused: close() with calls in flight', () => {
     const session = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
     const xact = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
     const store = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
-    expect((await session.acquire('cl-held')).kind).toBe('granted');
-    expect((await xact.acquire('cl-tx')).kind).toBe('granted');
-    expect(await store.write('cl-c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    await grantedBeforeTheFault('session acquire', 'cl-held', (r) => session.acquire(r));
+    await grantedBeforeTheFault('transaction acquire', 'cl-tx', (r) => xact.acquire(r));
+    const key = await acceptedBeforeTheFault('store write', 'cl-c', (k) => store.write(k, 1n, 'v'));
     const fresh = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
     const freshStore = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
     await whilePaused(async () => {
       const calls = [
         settles('session acquire', session.acquire('cl-s'), BOUND_MS),
         settles('transaction acquire', xact.acquire('cl-x'), BOUND_MS),
-        settles('store write', store.write('cl-c', 2n, 'w'), BOUND_MS),
+        settles('store write', store.write(key, 2n, 'w'), BOUND_MS),
         settles('fresh acquire (connecting)', fresh.acquire('cl-f'), BOUND_MS),
-        settles('fresh store write (connecting)', freshStore.write('cl-c', 3n, 'x'), BOUND_MS),
+        settles('fresh store write (connecting)', freshStore.write(key, 3n, 'x'), BOUND_MS),
       ];
       await Promise.all([session.close(), xact.close(), store.close(), fresh.close(), freshStore.close()].map((p, i) => resolvesWithin(`close ${i}`, p, BOUND_MS)));
       for (const c of await Promise.all(calls)) {
@@ -232,16 +228,15 @@ describe('PostgreSQL killed with calls in flight', () => {
     const session = new PostgresSessionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
     const xact = new PostgresTransactionLock({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS });
     const store = openPostgresFencedStore({ connection: server.connection, statementTimeoutMs: TIMEOUT_MS }, 'strict');
-    const held = await session.acquire('k-held');
-    const tx = await xact.acquire('k-tx');
-    if (held.kind !== 'granted' || tx.kind !== 'granted') throw new Error('expected grants');
-    expect(await store.write('k-c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const held = await grantedBeforeTheFault('session acquire', 'k-held', (r) => session.acquire(r));
+    const tx = await grantedBeforeTheFault('transaction acquire', 'k-tx', (r) => xact.acquire(r));
+    const key = await acceptedBeforeTheFault('store write', 'k-c', (k) => store.write(k, 1n, 'v'));
     try {
       server.pause();
       const calls = {
         sessionAcquire: resolvesWithin('session acquire', session.acquire('k-s'), BOUND_MS),
         xactAcquire: resolvesWithin('transaction acquire', xact.acquire('k-x'), BOUND_MS),
-        write: rejectsWithin('store write', store.write('k-c', 2n, 'w'), BOUND_MS),
+        write: rejectsWithin('store write', store.write(key, 2n, 'w'), BOUND_MS),
         commit: settles('commit', xact.release(tx.lease), BOUND_MS),
       };
       await server.crash();
@@ -253,7 +248,7 @@ describe('PostgreSQL killed with calls in flight', () => {
       // The server down: the next calls (each a fresh connect, refused) settle too.
       expect(NO_REPLY).toContainEqual(await resolvesWithin('session acquire (down)', session.acquire('k-s2'), BOUND_MS));
       expect(NO_REPLY).toContainEqual(await resolvesWithin('transaction acquire (down)', xact.acquire('k-x2'), BOUND_MS));
-      const down = await rejectsWithin('store write (down)', store.write('k-c', 3n, 'x'), BOUND_MS);
+      const down = await rejectsWithin('store write (down)', store.write(key, 3n, 'x'), BOUND_MS);
       expect(typedOutage(down) || down instanceof InvalidInputError, String(down)).toBe(true);
       const release = await settles('release (down)', session.release(held.lease), BOUND_MS);
       if (!release.ok) expect(typedOutage(release.error), String(release.error)).toBe(true);

@@ -5,7 +5,7 @@ import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/error
 import { using } from '../../impl/using.ts';
 import { createRedisLock, redisFencedStore } from '../../impl/redis/index.ts';
 import type { Lease } from '../../impl/lease.ts';
-import { steadyResources, backToBaseline, rejectsWithin, resolvesWithin, settles } from './blackhole.ts';
+import { backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, usingBeforeTheFault } from './blackhole.ts';
 
 /**
  * Redis and Redlock under a black hole: the servers paused with SIGSTOP (TCP
@@ -73,9 +73,7 @@ describe.each([
     await Promise.all(conns.map((c) => c.connect()));
     const lock = createRedisLock({ nodes: conns, requestTimeoutMs: TIMEOUT_MS });
     const store = redisFencedStore(conns[0]!, 'strict', { timeoutMs: TIMEOUT_MS });
-    const held = await lock.acquire(`held-${count}`, { ttlMs: 60_000 });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
-    const lease: Lease = held.lease;
+    const lease: Lease = (await grantedBeforeTheFault('acquire', `held-${count}`, (r) => lock.acquire(r, { ttlMs: 60_000 }))).lease;
     await whilePaused(nodes, async () => {
       expect(await resolvesWithin('acquire', lock.acquire(`r-${count}`, { ttlMs: 60_000 }), BOUND_MS)).toEqual({ kind: 'denied', reason: 'no-quorum' });
       expect(await resolvesWithin('extend', lock.extend(lease, 60_000), BOUND_MS)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
@@ -119,17 +117,21 @@ describe.each([
     const TTL = 1500;
     try {
       let paused = false;
-      const used = settles(
-        'using',
-        using(lock, `u-${count}`, { ttlMs: TTL }, async (signal) => {
-          for (const s of nodes) s.pause();
-          paused = true;
-          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-          return signal.reason as unknown;
-        }),
-        10 * TTL + BOUND_MS,
+      const outcome = await usingBeforeTheFault(
+        `u-${count}`,
+        (resource) =>
+          settles(
+            'using',
+            using(lock, resource, { ttlMs: TTL }, async (signal) => {
+              for (const s of nodes) s.pause();
+              paused = true;
+              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+              return signal.reason as unknown;
+            }),
+            10 * TTL + BOUND_MS,
+          ),
+        () => paused,
       );
-      const outcome = await used;
       expect(paused).toBe(true);
       // fn returned the signal's reason: the lease lost at its deadline (extensions denied no-quorum), no hang.
       expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
@@ -153,8 +155,7 @@ describe.each([
     await Promise.all(conns.map((c) => c.connect()));
     const lock = createRedisLock({ nodes: conns, requestTimeoutMs: TIMEOUT_MS });
     const store = redisFencedStore(conns[0]!, 'strict', { timeoutMs: TIMEOUT_MS });
-    const held = await lock.acquire(`k-${count}`, { ttlMs: 60_000 });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    const held = await grantedBeforeTheFault('acquire', `k-${count}`, (r) => lock.acquire(r, { ttlMs: 60_000 }));
     try {
       // Paused first, so that the calls are surely in flight (sent, unanswered) when the servers die.
       for (const s of nodes) s.pause();

@@ -1,4 +1,8 @@
 import { expect } from 'vitest';
+import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
+import type { Lease } from '../../impl/lease.ts';
+import type { AcquireResult } from '../../impl/leaseLock.ts';
+import { LockNotAcquiredError } from '../../impl/using.ts';
 import { activeResources, backToBaseline as backWithin, type Resources } from './resources.ts';
 
 /**
@@ -73,6 +77,63 @@ export async function steadyResources(): Promise<Resources> {
  */
 export function backToBaseline(baseline: Resources, boundMs = 5000): Promise<void> {
   return backWithin(baseline, 'what the client opened', boundMs);
+}
+
+/** How long a test's setup may keep trying on the live server before its fault: a loaded machine, not the outage. */
+export const SETUP_BOUND_MS = 30_000;
+
+/**
+ * A call that sets a test up on the live server, before its fault. The
+ * clients under test carry the outage's short timeouts, which a loaded
+ * machine can outlast against a healthy server (a connect, a TLS handshake,
+ * a JVM's pause): such a call is made again while it answers what `wanted`
+ * refuses or throws a TimeoutError or UnavailableError, for up to
+ * SETUP_BOUND_MS, each time on a fresh name (`name`, `name-1`, ...: a reply
+ * given up on may still have taken the last one, a key set or a token
+ * accepted). Returns the value and the name it was made on; fails naming
+ * every try. Any other error is the test's.
+ */
+export async function beforeTheFault<T>(what: string, name: string, call: (name: string) => Promise<T>, wanted: (value: T) => boolean): Promise<{ readonly value: T; readonly name: string }> {
+  const deadline = performance.now() + SETUP_BOUND_MS;
+  const tried: string[] = [];
+  for (let n = 0; ; n++) {
+    const at = n === 0 ? name : `${name}-${n}`;
+    try {
+      const value = await call(at);
+      if (wanted(value)) return { value, name: at };
+      tried.push(`${at}: ${JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}`);
+    } catch (e) {
+      if (!(e instanceof TimeoutError || e instanceof UnavailableError)) throw e;
+      tried.push(`${at}: ${String(e)}`);
+    }
+    if (performance.now() >= deadline) expect.fail(`${what}: not done on the live server within ${SETUP_BOUND_MS} ms: ${tried.join('; ')}`);
+  }
+}
+
+/** A grant before the fault (beforeTheFault): the lease, and the resource it holds. */
+export async function grantedBeforeTheFault(what: string, resource: string, acquire: (resource: string) => Promise<AcquireResult>): Promise<{ readonly lease: Lease; readonly resource: string }> {
+  const { value, name } = await beforeTheFault(what, resource, acquire, (r) => r.kind === 'granted');
+  if (value.kind !== 'granted') throw new Error('unreachable: beforeTheFault returns a grant');
+  return { lease: value.lease, resource: name };
+}
+
+/** A fenced write accepted before the fault (beforeTheFault), on `key` or a fresh one: the key it landed on. */
+export async function acceptedBeforeTheFault(what: string, key: string, write: (key: string) => Promise<{ readonly kind: string }>): Promise<string> {
+  return (await beforeTheFault(what, key, write, (r) => r.kind === 'accepted')).name;
+}
+
+/**
+ * using() whose fn brings the fault: run again on a fresh resource (as
+ * beforeTheFault) while its acquire, made on the live server before fn,
+ * gave up (LockNotAcquiredError) and fn never ran. `run` is the whole call
+ * on one resource; `ran` says whether fn started.
+ */
+export async function usingBeforeTheFault<T>(resource: string, run: (resource: string) => Promise<Settled<T>>, ran: () => boolean): Promise<Settled<T>> {
+  const deadline = performance.now() + SETUP_BOUND_MS;
+  for (let n = 0; ; n++) {
+    const outcome = await run(n === 0 ? resource : `${resource}-${n}`);
+    if (ran() || outcome.ok || !(outcome.error instanceof LockNotAcquiredError) || performance.now() >= deadline) return outcome;
+  }
 }
 
 /** Waits (polled, bounded) until `check` holds. */

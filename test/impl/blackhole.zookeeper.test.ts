@@ -6,7 +6,7 @@ import { using } from '../../impl/using.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/index.ts';
 import { lockDir } from '../../impl/zookeeper/paths.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { allStopped, backToBaseline, rejectsWithin, resolvesWithin, settles, steadyResources, until } from './blackhole.ts';
+import { acceptedBeforeTheFault, allStopped, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, until, usingBeforeTheFault } from './blackhole.ts';
 
 /**
  * The ZooKeeper lock and fenced store under a black hole: the one member
@@ -98,16 +98,15 @@ describe('ZooKeeper paused (SIGSTOP)', () => {
     const baseline = await steadyResources();
     const { node, lock, store } = parts();
     const before = await sessions();
-    const held = await lock.acquire('held', { ttlMs: TTL_MS });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
-    expect(await store.write('c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const held = await grantedBeforeTheFault('acquire', 'held', (r) => lock.acquire(r, { ttlMs: TTL_MS }));
+    const key = await acceptedBeforeTheFault('store write', 'c', (k) => store.write(k, 1n, 'v'));
     try {
       await pause();
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire', lock.acquire('r', { ttlMs: TTL_MS }), BOUND_MS));
       expect(await resolvesWithin('extend', lock.extend(held.lease, TTL_MS), BOUND_MS)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
       expect(await resolvesWithin('release', lock.release(held.lease), BOUND_MS)).toBe(false);
-      expect(await rejectsWithin('store write', store.write('c', 2n, 'w'), BOUND_MS)).toBeInstanceOf(TimeoutError);
-      expect(await rejectsWithin('store read', store.read('c'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      expect(await rejectsWithin('store write', store.write(key, 2n, 'w'), BOUND_MS)).toBeInstanceOf(TimeoutError);
+      expect(await rejectsWithin('store read', store.read(key), BOUND_MS)).toBeInstanceOf(TimeoutError);
       node.close();
       // Cut while the member is still paused: the closes it was sent are in its socket buffers only.
       await backToBaseline(baseline);
@@ -121,14 +120,13 @@ describe('ZooKeeper paused (SIGSTOP)', () => {
   it('an acquire waiting in line (waitMs) when the member pauses settles typed within its wait and the request timeout', async () => {
     const baseline = await steadyResources();
     const { node, lock, root } = parts();
-    const held = await lock.acquire('line', { ttlMs: TTL_MS });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
+    const { resource } = await grantedBeforeTheFault('acquire', 'line', (r) => lock.acquire(r, { ttlMs: TTL_MS }));
     const other = parts(root);
     try {
       const WAIT_MS = 1000;
-      const waiting = resolvesWithin('acquire in line', other.lock.acquire('line', { ttlMs: TTL_MS, waitMs: WAIT_MS }), 10 * WAIT_MS + BOUND_MS);
-      // In line once its contender is there (two children of the lock's directory).
-      await until('the second contender in line', async () => (await node.children(lockDir('line', root))).length === 2);
+      const waiting = resolvesWithin('acquire in line', other.lock.acquire(resource, { ttlMs: TTL_MS, waitMs: WAIT_MS }), 10 * WAIT_MS + BOUND_MS);
+      // In line once its contender is there (two children of the lock's directory); a look the short timeout cut is tried again.
+      await until('the second contender in line', async () => (await node.children(lockDir(resource, root)).catch(() => [])).length === 2);
       await pause();
       expect([...NO_REPLY, { kind: 'denied', reason: 'held' }]).toContainEqual(await waiting);
       node.close();
@@ -165,19 +163,27 @@ describe('ZooKeeper paused under using()', () => {
     const { node, lock } = parts();
     const TTL = 1500;
     let outcome: Awaited<ReturnType<typeof settles>>;
+    let ran = false;
     try {
-      outcome = await settles(
-        'using',
-        using(lock, 'u', { ttlMs: TTL }, async (signal) => {
-          await pause();
-          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-          return signal.reason as unknown;
-        }),
-        10 * TTL + BOUND_MS,
+      outcome = await usingBeforeTheFault(
+        'u',
+        (resource) =>
+          settles(
+            'using',
+            using(lock, resource, { ttlMs: TTL }, async (signal) => {
+              ran = true;
+              await pause();
+              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+              return signal.reason as unknown;
+            }),
+            10 * TTL + BOUND_MS,
+          ),
+        () => ran,
       );
     } finally {
       if (ensemble.paused(0)) ensemble.resume(0);
     }
+    expect(ran).toBe(true);
     expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
     node.close();
     await backToBaseline(baseline);
@@ -189,16 +195,15 @@ describe('ZooKeeper paused: close() with calls in flight', () => {
     const baseline = await steadyResources();
     const before = await sessions();
     const { node, lock, store } = parts();
-    const held = await lock.acquire('cl-held', { ttlMs: TTL_MS });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
-    expect(await store.write('c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const held = await grantedBeforeTheFault('acquire', 'cl-held', (r) => lock.acquire(r, { ttlMs: TTL_MS }));
+    const key = await acceptedBeforeTheFault('store write', 'c', (k) => store.write(k, 1n, 'v'));
     try {
       await pause();
       const calls = [
         settles('acquire (connecting)', lock.acquire('cl-r', { ttlMs: TTL_MS }), BOUND_MS),
         settles('extend', lock.extend(held.lease, TTL_MS), BOUND_MS),
-        settles('store write', store.write('c', 2n, 'w'), BOUND_MS),
-        settles('store read', store.read('c'), BOUND_MS),
+        settles('store write', store.write(key, 2n, 'w'), BOUND_MS),
+        settles('store read', store.read(key), BOUND_MS),
       ];
       node.close();
       for (const c of await Promise.all(calls)) {
@@ -217,21 +222,20 @@ describe('ZooKeeper killed with calls in flight', () => {
   it('the calls in flight settle typed, and the next ones; close leaves no handle', async () => {
     const baseline = await steadyResources();
     const { node, lock, store } = parts();
-    const held = await lock.acquire('held', { ttlMs: TTL_MS });
-    if (held.kind !== 'granted') throw new Error(`expected a grant, got ${held.kind}`);
-    expect(await store.write('c', 1n, 'v')).toEqual({ kind: 'accepted' });
+    const held = await grantedBeforeTheFault('acquire', 'held', (r) => lock.acquire(r, { ttlMs: TTL_MS }));
+    const key = await acceptedBeforeTheFault('store write', 'c', (k) => store.write(k, 1n, 'v'));
     try {
       await pause();
       const acquiring = resolvesWithin('acquire', lock.acquire('r', { ttlMs: TTL_MS }), BOUND_MS);
       const extending = resolvesWithin('extend', lock.extend(held.lease, TTL_MS), BOUND_MS);
-      const writing = rejectsWithin('store write', store.write('c', 2n, 'w'), BOUND_MS);
+      const writing = rejectsWithin('store write', store.write(key, 2n, 'w'), BOUND_MS);
       await ensemble.kill(0);
       expect(NO_REPLY).toContainEqual(await acquiring);
       expect(await extending).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
       expect(typedOutage(await writing)).toBe(true);
       expect(NO_REPLY).toContainEqual(await resolvesWithin('acquire (down)', lock.acquire('r2', { ttlMs: TTL_MS }), BOUND_MS));
       expect(await resolvesWithin('release (down)', lock.release(held.lease), BOUND_MS)).toBe(false);
-      const r = await rejectsWithin('store read (down)', store.read('c'), BOUND_MS);
+      const r = await rejectsWithin('store read (down)', store.read(key), BOUND_MS);
       expect(typedOutage(r) || r instanceof InvalidInputError, String(r)).toBe(true);
       node.close();
       await backToBaseline(baseline);
