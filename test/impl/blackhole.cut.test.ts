@@ -34,6 +34,13 @@ afterAll(async () => {
   await Promise.all([redis?.stop(), etcd?.stop(), zk?.stop()]);
 });
 
+/**
+ * ioredis ends a socket on disconnect() and destroys it only after its disconnectTimeout (2 s by default) if the
+ * server never closes its side, as a cut link never does: the connection's own timer, not the lock's or the store's,
+ * so shortened here, where every cut point waits for it.
+ */
+const DISCONNECT_MS = 100;
+
 const NO_REPLY = [{ kind: 'timed-out' }, { kind: 'denied', reason: 'no-quorum' }];
 /** An acquire's outcome when the server may have gone silent before its reply: granted (the reply came whole), or no reply. */
 const acquired = (v: unknown): boolean => {
@@ -52,7 +59,7 @@ const backends: Record<string, Backend> = {
     target: () => ({ host: redis.connection.host, port: redis.connection.port }),
     clients: {
       lock: (port) => {
-        const c = new Redis({ ...redis.connection, port, lazyConnect: true });
+        const c = new Redis({ ...redis.connection, port, lazyConnect: true, disconnectTimeout: DISCONNECT_MS });
         c.on('error', () => undefined);
         const lock = createRedisLock({ nodes: [c], requestTimeoutMs: TIMEOUT_MS });
         return {
@@ -65,7 +72,7 @@ const backends: Record<string, Backend> = {
         };
       },
       store: (port) => {
-        const c = new Redis({ ...redis.connection, port, lazyConnect: true });
+        const c = new Redis({ ...redis.connection, port, lazyConnect: true, disconnectTimeout: DISCONNECT_MS });
         c.on('error', () => undefined);
         const store = redisFencedStore(c, 'strict', { timeoutMs: TIMEOUT_MS });
         return { run: (r) => store.write(r, 1n, 'v'), close: () => c.disconnect(), ok: written };
