@@ -27,10 +27,10 @@ afterAll(async () => {
 describe('etcd, one member of three paused', () => {
   it('sequential acquires, releases and fenced writes keep succeeding once a call has met the paused member', async () => {
     // The pass-over's clock stands still, so the member that failed stays passed over for the whole run and the bound
-    // below counts no time: it holds however slow a loaded machine makes the rounds. Calls are bounded at 2 s, so that
-    // a loaded machine's slow reply is not read as the outage.
-    const client = etcdClient({ ...cluster.clientOptions(), dialTimeoutMs: 2000, clock: new ManualClock() });
-    const node = etcd3Node(client, { clock: systemClock, requestTimeoutMs: 2000 });
+    // below counts no time: it holds however slow a loaded machine makes the rounds. Calls are bounded at 5 s, so that
+    // a loaded machine's slow reply is not read as the outage; the calls that meet the paused member wait it out.
+    const client = etcdClient({ ...cluster.clientOptions(), dialTimeoutMs: 5000, clock: new ManualClock() });
+    const node = etcd3Node(client, { clock: systemClock, requestTimeoutMs: 5000 });
     const lock = new EtcdLock({ node, clock: systemClock });
     const store = etcdFencedStore(node, 'strict');
     // Every member serves first (a connection to each), then one is paused: not the leader, so the quorum keeps its leader.

@@ -30,9 +30,10 @@ describe('ZooKeeper, one member of three paused', () => {
   it('sequential acquires, releases and fenced writes keep succeeding once a call has met the paused member', async () => {
     // The client's clock stands still, so the member that failed stays passed over for the whole run (PASS_OVER_MS
     // never ends on it) and the bound below counts no time: it holds however slow a loaded machine makes the rounds.
-    // Calls are still bounded in real time (3 s here, so that a loaded machine's slow reply is not read as the outage).
+    // Calls are still bounded in real time: 6 s here, so that a loaded machine's slow reply (a JVM's pause, a session
+    // made on a busy machine) is not read as the outage; the two calls that meet the paused member wait it out.
     const clock = new ManualClock();
-    const node = zookeeperNode({ ...ensemble.clientOptions(), clock, requestTimeoutMs: 3000 });
+    const node = zookeeperNode({ ...ensemble.clientOptions(), clock, requestTimeoutMs: 6000 });
     const root = `/paused${process.pid}`;
     const lock = new ZookeeperLock({ node, clock, root });
     const store = zookeeperFencedStore(node, 'strict', { root });
@@ -107,7 +108,11 @@ describe('ZooKeeper, one member of three paused', () => {
       // The silence: the extend times out on the paused member, and the session is cut loose from it.
       expect(await lock.extend(lease, 10_000)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
       // The library reconnects the session to another member, which renews it: the lease goes on, its contender kept.
-      expect(await lock.extend(lease, 10_000)).toMatchObject({ kind: 'extended' });
+      // A loaded machine may take longer than one call's bound to move the session: one more try, well inside the
+      // session's 10 s (a session that never moves fails both).
+      let moved = await lock.extend(lease, 10_000);
+      if (moved.kind === 'not-extended' && moved.reason === 'no-quorum') moved = await lock.extend(lease, 10_000);
+      expect(moved).toMatchObject({ kind: 'extended' });
       expect(lease.signal.aborted).toBe(false);
       expect(await lock.release(lease)).toBe(true);
     } finally {
