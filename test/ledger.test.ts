@@ -387,7 +387,8 @@ describe('ledger example on PostgreSQL', () => {
     try {
       await admin.setup(ACCOUNTS.map((id) => ({ id, balance: INITIAL })));
       const all = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
-      expect(await within(all, 50_000)).toBe(true);
+      // A hang guard, not a speed bound: the run takes about 17 s on a machine with a CPU hog.
+      expect(await within(all, 150_000)).toBe(true);
       await all;
 
       const balances = await admin.balances();
@@ -434,5 +435,5 @@ describe('ledger example on PostgreSQL', () => {
     } finally {
       await admin.close();
     }
-  }, 60_000);
+  }, 180_000);
 });
