@@ -63,7 +63,8 @@ describe.each(clients)('%s: nothing left after close, whatever the acquire met',
 
   it('an acquire that times out on a paused member', async () => {
     const baseline = activeResources();
-    const c = make('cluster', 0, 1500);
+    // 5 s bounds: the warm acquire on the live member needs its answer whatever a loaded machine adds.
+    const c = make('cluster', 0, 5000);
     expect(await outcome(c.lock.acquire('r-warm', { ttlMs: 30_000 }))).toBe('granted');
     group(name).pause(0);
     try {
@@ -72,8 +73,8 @@ describe.each(clients)('%s: nothing left after close, whatever the acquire met',
       group(name).resume(0);
     }
     c.close();
-    // Shorter than the client's 1.5 s bounds: a timer of it left running is still there when the wait ends.
-    await backToBaseline(baseline, 'after a timed-out acquire', 700);
+    // Shorter than the client's 5 s bounds: a timer of it left running is still there when the wait ends.
+    await backToBaseline(baseline, 'after a timed-out acquire', 3000);
   }, 30_000);
 
   it('close while an acquire is out on a paused member', async () => {

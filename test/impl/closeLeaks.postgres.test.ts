@@ -61,7 +61,7 @@ describe.each(kinds)('%s: nothing left after close(), whatever the acquire met',
     try {
       const acquiring = outcome(lock.acquire('r-opening'));
       // The connection holds nothing yet: close() abandons it at once, well within the lock's 10 s bounds.
-      await within(lock.close(), 1000, 'close() with the connection opening');
+      await within(lock.close(), 5000, 'close() with the connection opening');
       expect(await within(acquiring, 5000, 'the acquire after close()')).not.toBe('granted');
     } finally {
       server.resume();
@@ -71,7 +71,8 @@ describe.each(kinds)('%s: nothing left after close(), whatever the acquire met',
 
   it('an acquire that times out on a paused server', async () => {
     const baseline = activeResources();
-    const lock = make(server.connection, 1500);
+    // 5 s bounds: the warm acquire on the live server needs its answer whatever a loaded machine adds.
+    const lock = make(server.connection, 5000);
     expect((await lock.acquire('r-warm')).kind).toBe('granted');
     server.pause();
     try {
@@ -80,8 +81,8 @@ describe.each(kinds)('%s: nothing left after close(), whatever the acquire met',
       server.resume();
     }
     await within(lock.close(), 5000, 'close()');
-    // Shorter than the lock's 1.5 s bounds: a timer of it left running is still there when the wait ends.
-    await backToBaseline(baseline, 'after a timed-out acquire', 700);
+    // Shorter than the lock's 5 s bounds: a timer of it left running is still there when the wait ends.
+    await backToBaseline(baseline, 'after a timed-out acquire', 3000);
   }, 30_000);
 
   it('a server killed while an acquire is out', async () => {
