@@ -7,6 +7,7 @@ import { realPostgresBackend, targetOf } from '../conformance/env/postgresBacken
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { designs } from '../model/index.ts';
 import type { Command } from '../model/index.ts';
+import { inPace } from './probes.ts';
 
 /**
  * A machine that stalls the test process or a server for longer than a
@@ -74,8 +75,9 @@ describe('a stalled machine makes a run inconclusive, not a failure', () => {
     expect(report.verdict.kind === 'inconclusive' && report.verdict.reason).toMatch(new RegExp(`evalsha .* failed after \\d+ ms of real time \\(bound ${BOUND_MS} ms\\): the machine stalled the run`));
   }, 30_000);
 
-  it('the same schedule on the same servers, not stalled, is judged: it passes', async () => {
-    const report = await runLockstep(realRedisBackend(cluster, designs.redisSingle(), 'strict'), schedule, { clients: 1, tokenBase: 0n });
+  // A loaded machine may still hold an unstalled command past the bound: that run is out of pace too, and tried again.
+  it('the same schedule on the same servers, not stalled, is judged: it passes', async ({ skip }) => {
+    const report = await inPace(skip, () => runLockstep(realRedisBackend(cluster, designs.redisSingle(), 'strict'), schedule, { clients: 1, tokenBase: 0n }));
     expect(report.verdict).toEqual({ kind: 'pass' });
     expect(report.steps.map((s) => s.actual.kind)).toEqual(['ok', 'granted']);
   }, 30_000);
@@ -96,8 +98,8 @@ describe('a stalled machine makes a run inconclusive, not a failure', () => {
       expect(report.verdict.kind === 'inconclusive' && report.verdict.reason).toMatch(new RegExp(`client 0's lock statement failed after \\d+ ms of real time \\(bound ${BOUND_MS} ms\\): the machine stalled the run`));
     }, 30_000);
 
-    it(`${design.kind}: the same schedule on the same server, not stalled, is judged: it passes`, async () => {
-      const report = await runLockstep(realPostgresBackend(targetOf(pgServer), design, store), pgSchedule, { clients: 1, tokenBase: 0n });
+    it(`${design.kind}: the same schedule on the same server, not stalled, is judged: it passes`, async ({ skip }) => {
+      const report = await inPace(skip, () => runLockstep(realPostgresBackend(targetOf(pgServer), design, store), pgSchedule, { clients: 1, tokenBase: 0n }));
       expect(report.verdict).toEqual({ kind: 'pass' });
       expect(report.steps.map((s) => s.actual.kind)).toEqual(['ok', 'granted']);
     }, 30_000);
