@@ -47,6 +47,11 @@ const clients: Etcd3[] = [];
 let c: Etcd3;
 let prefixes = 0;
 const MAX = 2n ** 63n - 1n;
+/**
+ * The calls' real-time bound where a test means them to succeed: each call is sent with it as its gRPC deadline even
+ * on a ManualClock, and the library's 2 s is a loaded machine's to outlast.
+ */
+const TEST_BOUND_MS = 30_000;
 
 beforeAll(() => {
   c = client();
@@ -143,7 +148,7 @@ describe('EtcdLock', () => {
   it('a grant: the key under a fresh lease, its create revision the token, validity ttl less the drift allowance', async () => {
     const clock = new ManualClock(5000);
     const p = prefix();
-    const node = etcd3Node(c, { clock });
+    const node = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const lock = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.1, clockMarginMs: 3 });
     const lease = granted(await lock.acquire('r', { ttlMs: 2500 }));
     expect(lease.token).toBe(await createRevision(lockKey('r', p)));
@@ -174,7 +179,7 @@ describe('EtcdLock', () => {
   it('a safetyMarginMs that leaves no usable time is validity-exhausted, the lease revoked; one that leaves a millisecond is a grant', async () => {
     const clock = new ManualClock(5000);
     const p = prefix();
-    const node = etcd3Node(c, { clock });
+    const node = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     // validity 2500 - (250 + 3) = 2247 ms: a margin of 2247 leaves none (the signal would fire at the grant), 2246 leaves 1 ms.
     const none = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.1, clockMarginMs: 3, safetyMarginMs: 2247 });
     expect(await none.acquire('r', { ttlMs: 2500 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
@@ -190,7 +195,7 @@ describe('EtcdLock', () => {
 
   it('defaults: prefix lockcheck/, driftFactor 0.01, clockMarginMs 2, safetyMarginMs 0', async () => {
     const clock = new ManualClock(0);
-    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock });
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS }), clock });
     const lease = granted(await lock.acquire(`d-${process.pid}`, { ttlMs: 1000 }));
     expect(lease.validUntilMs).toBe(1000 - 12);
     expect(await createRevision(lockKey(`d-${process.pid}`))).toBe(lease.token);
@@ -203,7 +208,7 @@ describe('EtcdLock', () => {
 
   it('the signal fires safetyMarginMs before the validity', async () => {
     const clock = new ManualClock(0);
-    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 0, safetyMarginMs: 100 });
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS }), clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 0, safetyMarginMs: 100 });
     const lease = granted(await lock.acquire('r', { ttlMs: 1000 }));
     expect(lease.validUntilMs).toBe(1000);
     clock.advance(899);
@@ -231,7 +236,7 @@ describe('EtcdLock', () => {
   it('retries: once plus `retries` attempts, retryDelayMs apart on the clock; a grant ends them', async () => {
     const clock = new ManualClock();
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let grants = 0;
     const node = wrapped(real, { grant: (s) => (grants++, real.grant(s)) });
     const holder = new EtcdLock({ node: real, clock, prefix: p });
@@ -260,7 +265,7 @@ describe('EtcdLock', () => {
   it('retry jitter: a draw in [0, retryJitterMs] added to retryDelayMs', async () => {
     const clock = new ManualClock();
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const held = granted(await new EtcdLock({ node: real, clock, prefix: p }).acquire('r', { ttlMs: 5000 }));
     const lock = new EtcdLock({ node: real, clock, prefix: p });
     const random = vi.spyOn(Math, 'random').mockReturnValue(0.999);
@@ -285,7 +290,7 @@ describe('EtcdLock', () => {
   it('no validity left after the allowance is a denial (validity-exhausted); one ms left is a grant', async () => {
     const clock = new ManualClock();
     const p = prefix();
-    const node = etcd3Node(c, { clock });
+    const node = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const exhausted = new EtcdLock({ node, clock, prefix: p, driftFactor: 0.5, clockMarginMs: 500 });
     expect(await exhausted.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
     expect(await leaseCount()).toBe(0);
@@ -297,7 +302,7 @@ describe('EtcdLock', () => {
   it('a grant that took the whole ttl is timed-out and revoked; one that took less is judged by the allowance', async () => {
     const clock = new ManualClock();
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let took = 0;
     const slow = wrapped(real, {
       putIfAbsent: async (key, value, leaseId) => {
@@ -319,7 +324,7 @@ describe('EtcdLock', () => {
   it('failed calls: a grant that fails is no-quorum, a put that fails no-quorum or timed-out (and revoked); configuration errors are thrown', async () => {
     const clock = new ManualClock();
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const grantFails = (e: Error) => new EtcdLock({ node: wrapped(real, { grant: () => Promise.reject(e) }), clock, prefix: p });
     expect(await grantFails(new UnavailableError('x')).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
     // A grant that timed out: denied before the ttl has passed on the client's clock, a give-up (timed-out) at it.
@@ -350,7 +355,7 @@ describe('EtcdLock', () => {
     const clock = new ManualClock();
     const p = prefix();
     // The node's call timers on a clock of their own: the lock's clock sees only retry sleeps.
-    const real = etcd3Node(c, { clock: new ManualClock() });
+    const real = etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: TEST_BOUND_MS });
     const refusals = [new ServerRefusedError('permission', 'PermissionDenied', 'no'), new ServerRefusedError('statement', 'InvalidArgument', 'no'), new ConnectionConfigError('authentication', 'no')];
     for (const refusal of refusals) {
       let grants = 0;
@@ -367,7 +372,7 @@ describe('EtcdLock', () => {
   it("a put answered 'exists' with our own lease (a put resent after it had landed) is our grant, its token the first put's create revision", async () => {
     const clock = new ManualClock();
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let first: bigint | undefined;
     const resent = wrapped(real, {
       putIfAbsent: async (k, v, l) => {
@@ -387,7 +392,7 @@ describe('EtcdLock', () => {
 
   it('a create revision past 2^63-1 is TokenOverflowError naming the resource, and the lease is revoked', async () => {
     const clock = new ManualClock();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const past = wrapped(real, { putIfAbsent: async (k, v, l) => ({ ...(await real.putIfAbsent(k, v, l)), createRevision: MAX + 1n }) });
     const e = await new EtcdLock({ node: past, clock, prefix: prefix() }).acquire('r', { ttlMs: 1000 }).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(TokenOverflowError);
@@ -400,7 +405,7 @@ describe('EtcdLock', () => {
   it('extend: one keep-alive renews the granted ttl from the round\'s start; a lease etcd lost is expired; a failed or late round is no-quorum', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let mode: 'ok' | 'fail' | 'late' = 'ok';
     const node = wrapped(real, {
       keepAlive: async (id) => {
@@ -435,7 +440,7 @@ describe('EtcdLock', () => {
   it("extend: a key deleted or replaced behind the holder's back (an operator's delete, a put without the lease, another owner's key) is expired, never extended: the signal fires and the lease is revoked", async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const lock = new EtcdLock({ node: real, clock, prefix: p });
     const other = new EtcdLock({ node: real, clock, prefix: p });
     const tampered: Array<[string, (lease: Lease) => Promise<unknown>]> = [
@@ -470,7 +475,7 @@ describe('EtcdLock', () => {
   it('extend: a loss either call proves wins over the other\'s failure; a failed check beside a renewed lease is no-quorum', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let failing: 'keepAlive' | 'owns' | null = null;
     const node = wrapped(real, {
       keepAlive: (id) => (failing === 'keepAlive' ? Promise.reject(new UnavailableError('down')) : real.keepAlive(id)),
@@ -497,7 +502,7 @@ describe('EtcdLock', () => {
 
   it('extend: a refused keep-alive is thrown, not no-quorum, and the lease stays valid; a release whose delete and revoke are both refused throws, after dropping the lease', async () => {
     const clock = new ManualClock(0);
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let refusal: Error | null = null;
     const node = wrapped(real, {
       keepAlive: (id) => (refusal === null ? real.keepAlive(id) : Promise.reject(refusal)),
@@ -521,7 +526,7 @@ describe('EtcdLock', () => {
 
   it('a lease released while its extension is in flight is not extended', async () => {
     const clock = new ManualClock(0);
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let during: (() => Promise<void>) | null = null;
     const node = wrapped(real, {
       keepAlive: async (id) => {
@@ -556,7 +561,7 @@ describe('EtcdLock', () => {
   it('release deletes only a key still ours, revokes the lease, and never throws for etcd failures', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const lock = new EtcdLock({ node: real, clock, prefix: p });
     const lease = granted(await lock.acquire('r', { ttlMs: 5000 }));
     // Someone else's key now (deleted and re-created under another lease): the release leaves it.
@@ -573,7 +578,7 @@ describe('EtcdLock', () => {
 
   it('forgets lost leases once it tracks 64, and next when the map has doubled', async () => {
     const clock = new ManualClock(0);
-    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock, prefix: prefix() });
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS }), clock, prefix: prefix() });
     granted(await lock.acquire('r0', { ttlMs: 1000 }));
     clock.advance(1000);
     // Below 64 nothing is forgotten, lost or not.
@@ -601,7 +606,7 @@ describe('EtcdLock', () => {
   it('a release that got no answer is tried again by the next release of the lease, which answers what it found', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let down = true;
     const failing = (): Promise<never> => Promise.reject(new UnavailableError('etcd: no answer (test)'));
     const flaky = wrapped(real, {
@@ -624,7 +629,7 @@ describe('EtcdLock', () => {
   it('a lost lease the prune forgot is still released in etcd: its release deletes the key its etcd lease kept', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const lock = new EtcdLock({ node: etcd3Node(c, { clock }), clock, prefix: p });
+    const lock = new EtcdLock({ node: etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS }), clock, prefix: p });
     const lost = granted(await lock.acquire('gone', { ttlMs: 60_000 }));
     // Lost on the client's clock; etcd, on real time, still has its lease and its key.
     clock.advance(60_000);
@@ -639,7 +644,7 @@ describe('EtcdLock', () => {
   it("a lease another lock granted is released by what it names, as the Redis lock's: its key deleted only while it carries the lease's etcd lease and create revision, then that lease revoked", async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const calls: string[] = [];
     const counted = wrapped(real, {
       deleteIfOwned: (...a) => (calls.push('delete'), real.deleteIfOwned(...a)),
@@ -685,7 +690,7 @@ describe('EtcdLock', () => {
 
   it('a grant whose round trip ate the validity the allowance needs is validity-exhausted', async () => {
     const clock = new ManualClock();
-    const real = etcd3Node(c, { clock });
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     const slow = wrapped(real, {
       putIfAbsent: async (key, value, leaseId) => {
         const r = await real.putIfAbsent(key, value, leaseId);
@@ -999,7 +1004,7 @@ describe('etcd3Node', () => {
 describe('etcdFencedStore', () => {
   it("a cell or highest key holding what the store did not write is ServerRefusedError('schema', 'UnexpectedValue') naming the key, never a bare SyntaxError or an outage; the data is not shown", async () => {
     const p = prefix();
-    const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock() }), 'strict', { prefix: p });
+    const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: TEST_BOUND_MS }), 'strict', { prefix: p });
     const foreign = (key: Buffer, why: string) => ({ name: 'ServerRefusedError', code: 'schema', serverCode: 'UnexpectedValue', message: `schema (UnexpectedValue): etcd key '${key.toString()}' does not hold a lockcheck cell (${why})` });
     for (const [text, why] of [
       ['secret-ish text', 'not JSON'],
@@ -1019,7 +1024,7 @@ describe('etcdFencedStore', () => {
 
   it('a value whose write cannot fit in an etcd request is refused before it is sent (precondition); the largest that fits lands', async () => {
     const p = prefix();
-    const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock() }), 'strict', { prefix: p });
+    const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: TEST_BOUND_MS }), 'strict', { prefix: p });
     // etcd's default --max-request-bytes (1.5 MiB) less 256 bytes of framing (the request's own was 92 here); the write carries the cell twice and the highest key six times.
     const most = 1_572_864 - 256;
     const cell = (n: number): number => Buffer.byteLength(JSON.stringify({ value: 'v'.repeat(n), token: '1' }));
@@ -1038,7 +1043,7 @@ describe('etcdFencedStore', () => {
   });
 
   it('refuses a transactional policy and bad input before any call', async () => {
-    const node = etcd3Node(c, { clock: new ManualClock() });
+    const node = etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: TEST_BOUND_MS });
     expect(() => etcdFencedStore(node, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: 'invalid-config: an etcd store cannot be transactional' }));
     const store = etcdFencedStore(node, 'strict', { prefix: prefix() });
     await expect(store.write('', 1n, 'v')).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
@@ -1054,7 +1059,7 @@ describe('etcdFencedStore', () => {
     ['unfenced', [[5n, 'accepted'], [2n, 'accepted'], [7n, 'accepted'], [3n, 'accepted']], { value: 'v3', token: 3n }],
   ] as const)('%s: writes judged against the highest (digit-length boundaries included)', async (policy, writes, last) => {
     const p = prefix();
-    const node = etcd3Node(c, { clock: new ManualClock() });
+    const node = etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: TEST_BOUND_MS });
     const store = etcdFencedStore(node, policy, { prefix: p });
     let highest = 0n;
     for (const [i, [token, outcome]] of writes.entries()) {

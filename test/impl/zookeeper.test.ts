@@ -908,8 +908,8 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
 
   it('a waiting acquire on the system clock (fractional ms left to wait) is granted when the holder releases: the checked waitMs takes fractions', async () => {
     const r = root();
-    const holderNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
-    const waiterNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock });
+    const holderNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock, requestTimeoutMs: TEST_BOUND_MS });
+    const waiterNode = zookeeperNode({ connectString: server().connectString, auth: server().auth, clock: systemClock, requestTimeoutMs: TEST_BOUND_MS });
     nodes.push(holderNode, waiterNode);
     const holder = new ZookeeperLock({ node: holderNode, clock: systemClock, root: r });
     const waiter = new ZookeeperLock({ node: waiterNode, clock: systemClock, root: r });
