@@ -34,7 +34,7 @@ describe('a listener of the kit that cannot read its port closes it', () => {
       () => null,
       (e: unknown) => e,
     );
-    await backToBaseline(baseline, 'TcpProxy.start that failed', 1000);
+    await backToBaseline(baseline, 'TcpProxy.start that failed', 10_000);
     expect(error).toBeInstanceOf(EnvironmentError);
   });
 
@@ -48,7 +48,7 @@ describe('a listener of the kit that cannot read its port closes it', () => {
       },
       (e: unknown) => e,
     );
-    await backToBaseline(baseline, 'PeerGate.start that failed', 1000);
+    await backToBaseline(baseline, 'PeerGate.start that failed', 10_000);
     expect(error).toBeInstanceOf(EnvironmentError);
   });
 });
