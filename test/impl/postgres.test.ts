@@ -498,9 +498,13 @@ describe('PostgresSessionLock', () => {
     expect(await nowhere.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
   });
 
-  it('without a link, a statement blocked past statementTimeoutMs (its token row locked elsewhere) is timed-out on the lock clock and ends the session', async () => {
+  /**
+   * A statement blocked on its token row (locked by another transaction) until the lock's clock passes `boundMs`: it is
+   * timed-out then, not before, and the session ends. `connection` adds to the server's.
+   */
+  async function blockedUntil(boundMs: number, statementTimeoutMs: number, connection: pg.ClientConfig = {}): Promise<void> {
     const clock = new ManualClock();
-    const a = session({ clock, statementTimeoutMs: 30_000 });
+    const a = session({ clock, statementTimeoutMs, connection: { ...server(), ...connection } });
     const held = granted(await a.acquire('held'));
     await a.release(granted(await a.acquire('blocked')));
     const blocker = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
@@ -508,7 +512,8 @@ describe('PostgresSessionLock', () => {
     try {
       await blocker.query('BEGIN');
       await blocker.query("SELECT 1 FROM lockcheck_tokens WHERE resource = 'blocked' FOR UPDATE");
-      const waiting = a.acquire('blocked');
+      let done: AcquireResult | null = null;
+      const waiting = a.acquire('blocked').then((r) => (done = r));
       // The statement is in flight once its backend waits on the row lock (a bounded number of looks, not a time).
       const waits = async (): Promise<boolean> =>
         (await blocker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [a.backendPid])).rows[0]!.n === 1;
@@ -516,13 +521,26 @@ describe('PostgresSessionLock', () => {
       for (let i = 0; i < 1000 && !inFlight; i++) inFlight = await waits();
       expect(inFlight).toBe(true);
       // Its bound runs on the lock's clock (one timer per connection, armed at the oldest call's deadline).
-      clock.advance(30_000);
-      expect(await waiting).toEqual({ kind: 'timed-out' });
+      clock.advance(boundMs - 1);
+      await settle();
+      expect(done).toBeNull();
+      clock.advance(1);
+      const still = new Promise<string>((resolve) => setTimeout(() => resolve('still waiting 10 s after its bound'), 10_000).unref());
+      expect(await Promise.race([waiting, still])).toEqual({ kind: 'timed-out' });
       expect(held.signal.reason).toMatchObject({ reason: 'connection-lost' });
     } finally {
       await blocker.query('ROLLBACK').catch(() => undefined);
       await blocker.end().catch(() => undefined);
     }
+  }
+
+  it('without a link, a statement blocked past statementTimeoutMs (its token row locked elsewhere) is timed-out on the lock clock and ends the session', async () => {
+    await blockedUntil(30_000, 30_000);
+  });
+
+  it("a configuration's query_timeout shorter than statementTimeoutMs bounds each statement; a longer one does not", async () => {
+    await blockedUntil(300, 30_000, { query_timeout: 300 });
+    await blockedUntil(30_000, 30_000, { query_timeout: 60_000 });
   });
 
   it('a release whose unlock has no reply in time names the timed-out statement', async () => {
