@@ -432,9 +432,15 @@ describe('PostgresSessionLock', () => {
     await expect(b.acquire('r', { ttlMs: 5 } as object)).rejects.toThrow(expect.objectContaining({ code: 'unsupported-operation', message: 'unsupported-operation: a PostgreSQL session lock has no ttl' }));
   });
 
-  it('a terminated backend loses every lease on it (connection-lost) and calls onConnectionLost once; the next acquire reconnects', async () => {
+  // node-postgres carries the session where the wire client does not take the configuration (a password function).
+  const drivers = [
+    ['the wire client', () => server()],
+    ['node-postgres', () => ({ ...server(), password: async () => String(server().password) })],
+  ] as const;
+
+  it.each(drivers)('%s: a terminated backend loses every lease on it (connection-lost) and calls onConnectionLost once; the next acquire reconnects', async (_driver, connection) => {
     let lostCalls = 0;
-    const a = session({ onConnectionLost: () => void lostCalls++ });
+    const a = session({ connection: connection(), onConnectionLost: () => void lostCalls++ });
     const l1 = granted(await a.acquire('r'));
     const l2 = granted(await a.acquire('s'));
     const signal = l1.signal;
