@@ -458,6 +458,25 @@ describe('PostgresSessionLock', () => {
     expect(a.backendPid).not.toBe(pid);
   });
 
+  it('an acquire whose statement is out when close() comes and whose reply grants: the lease comes back lost (connection-lost), never held', async () => {
+    const a = session();
+    await a.release(granted(await a.acquire('warm')));
+    // The statement goes out now; close() then sends its goodbye behind it on the same socket, and the server answers
+    // the statement before it reads the goodbye: the grant always comes, to a lock that let its connection go.
+    const pending = a.acquire('r');
+    await a.close();
+    const r = await pending;
+    expect(r.kind).toBe('granted');
+    if (r.kind === 'granted') expect(r.lease.signal.reason).toMatchObject({ reason: 'connection-lost' });
+    // The session ended with the close: nothing of it holds 'r'.
+    expect(await advisoryLocks()).toBe(0);
+  });
+
+  it('a bad lease given to release is a rejection (InvalidInputError naming the call), not a throw', async () => {
+    const a = session();
+    await expect(a.release(null as never)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition', message: 'precondition: release needs a lease that acquire returned, got null' });
+  });
+
   it('close loses the held leases, ends the session, and refuses later acquires (a close is not a lost connection)', async () => {
     let lostCalls = 0;
     const a = session({ onConnectionLost: () => void lostCalls++ });
