@@ -472,6 +472,13 @@ describe('PostgresSessionLock', () => {
     expect(await advisoryLocks()).toBe(0);
   });
 
+  it.each(drivers)('%s: a refused connect (a wrong password) is ConnectionConfigError, and the lock holds no connection', async (_driver, connection) => {
+    const wrong = { ...connection(), password: typeof connection().password === 'function' ? async () => 'wrong' : 'wrong' };
+    const a = session({ connection: wrong });
+    expect(await thrown(a.acquire('r'))).toMatchObject({ name: 'ConnectionConfigError', code: 'authentication' });
+    expect(a.backendPid).toBeNull();
+  });
+
   it('a bad lease given to release is a rejection (InvalidInputError naming the call), not a throw', async () => {
     const a = session();
     await expect(a.release(null as never)).rejects.toMatchObject({ name: 'InvalidInputError', code: 'precondition', message: 'precondition: release needs a lease that acquire returned, got null' });
