@@ -629,8 +629,10 @@ describe('PostgresSessionLock', () => {
     });
   }
 
-  it('refusals: a token table without its column is ServerRefusedError, the statement\'s lock is freed', async () => {
+  // Before the connection opens the statement's prepare meets the change; after, its execution (a refusal of the call).
+  it.each([['before', false], ['after', true]] as const)('refusals: a token table without its column (renamed %s the connection opened) is ServerRefusedError, the statement\'s lock is freed', async (_when, warm) => {
     const a = session();
+    if (warm) await a.release(granted(await a.acquire('warm')));
     await admin.query('ALTER TABLE lockcheck_tokens RENAME COLUMN token TO t');
     try {
       expect(await thrown(a.acquire('r'))).toMatchObject({ name: 'ServerRefusedError', code: 'schema', serverCode: '42703' });
