@@ -368,7 +368,7 @@ describe('ZooKeeper agrees with etcd-lease in lockstep (paced to real time)', ()
   // The Jepsen pause in lockstep: a holder paused past its session timeout between its check and its write loses
   // the next holder's update unless the store checks the create zxid.
   it('a holder paused past its session: the stale write lands unfenced (STORE-1), the zxid fence rejects it', async ({ skip }) => {
-    const fenced = await staleLandsUnfenced(skip, backend, pausedHolder(1800));
+    const fenced = await staleLandsUnfenced(skip, backend, pausedHolder());
     expect(fenced.findings).toEqual([]);
     expectReadLast(fenced, 'fresh');
   }, 60_000);
