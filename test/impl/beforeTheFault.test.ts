@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TimeoutError } from '../../impl/errors.ts';
 import { LockNotAcquiredError } from '../../impl/using.ts';
-import { beforeTheFault, usingBeforeTheFault, type Settled } from './blackhole.ts';
+import { beforeTheFault, usingBeforeTheFault, waiterInLine, type Settled } from './blackhole.ts';
 
 // The black-hole tests' setup on the live server: a loaded machine's slow answer is tried again on a fresh name, and
 // nothing else is hidden.
@@ -23,6 +23,15 @@ describe('beforeTheFault', () => {
     const bug = new TypeError('x is undefined');
     await expect(beforeTheFault('acquire', 'held', () => (calls++, Promise.reject(bug)), () => true)).rejects.toBe(bug);
     expect(calls).toBe(1);
+  });
+
+  it('waiterInLine replaces a waiter that settled before it stood in line, and hands back the one in line, unsettled', async () => {
+    let made = 1;
+    const gaveUp = Promise.resolve('denied');
+    const inLine = new Promise<string>(() => undefined);
+    const got = await waiterInLine('in line', gaveUp, async () => made === 2, () => (made++, inLine));
+    expect(made).toBe(2);
+    expect(got.waiting).toBe(inLine);
   });
 
   it('usingBeforeTheFault runs again on a fresh resource only while fn never ran and the acquire gave up', async () => {

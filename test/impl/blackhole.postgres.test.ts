@@ -5,7 +5,7 @@ import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { ensureSchema, openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock, postgresFencedStore } from '../../impl/postgres/index.ts';
 import { LockNotAcquiredError } from '../../impl/using.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { acceptedBeforeTheFault, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, SETUP_BOUND_MS, settles, steadyResources, until } from './blackhole.ts';
+import { acceptedBeforeTheFault, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, until, waiterInLine } from './blackhole.ts';
 
 /**
  * The PostgreSQL lock clients and fenced store under a black hole: the
@@ -131,22 +131,10 @@ describe('PostgreSQL paused (SIGSTOP)', () => {
     const wait = () => rejectsWithin('withLock', lock.withLock(resource, WAIT_MS, async () => 'ran'), 10 * WAIT_MS + BOUND_MS);
     const admin = new pg.Client({ ...server.connection, connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
     await admin.connect();
-    let waiting = wait();
+    let waiting: Promise<unknown>;
     try {
-      // The wait's connect and its lock statement are setup on the live server: a withLock that gave up before it waited
-      // (a loaded machine outlasting its 300 ms) is made again, for up to SETUP_BOUND_MS.
-      const deadline = performance.now() + SETUP_BOUND_MS;
-      for (;;) {
-        let over = false;
-        waiting.then(
-          () => (over = true),
-          () => (over = true),
-        );
-        await until('withLock waits for the lock', async () => over || (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]!.n === 1);
-        if (!over) break;
-        if (performance.now() >= deadline) expect.fail(`no withLock waited for the lock within ${SETUP_BOUND_MS} ms: the last ${String(await waiting)}`);
-        waiting = wait();
-      }
+      // The wait's connect and its lock statement are setup on the live server too (waiterInLine).
+      ({ waiting } = await waiterInLine('withLock waits for the lock', wait(), async () => (await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]!.n === 1, wait));
     } finally {
       await admin.end();
     }

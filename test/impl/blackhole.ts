@@ -136,6 +136,28 @@ export async function usingBeforeTheFault<T>(resource: string, run: (resource: s
   }
 }
 
+/**
+ * A waiter (an acquire or withLock waiting on a held lock) made on the live
+ * server before the fault: polled until `inLine()` says it stands in line.
+ * Its own connect and request are setup too, so one that settled first (a
+ * loaded machine outlasting its short timeout) is replaced by `again()`, for
+ * up to SETUP_BOUND_MS. Returns the waiter that stands in line, wrapped (an
+ * async function's promise would adopt it, waiting for it to settle).
+ */
+export async function waiterInLine<T>(what: string, first: Promise<T>, inLine: () => Promise<boolean>, again: () => Promise<T>): Promise<{ readonly waiting: Promise<T> }> {
+  const deadline = performance.now() + SETUP_BOUND_MS;
+  for (let waiting = first; ; waiting = again()) {
+    let over = false;
+    waiting.then(
+      () => (over = true),
+      () => (over = true),
+    );
+    await until(what, async () => over || (await inLine()));
+    if (!over) return { waiting };
+    if (performance.now() >= deadline) expect.fail(`${what}: no waiter stood in line within ${SETUP_BOUND_MS} ms`);
+  }
+}
+
 /** Waits (polled, bounded) until `check` holds. */
 export async function until(what: string, check: () => boolean | Promise<boolean>, boundMs = 10_000): Promise<void> {
   const deadline = performance.now() + boundMs;

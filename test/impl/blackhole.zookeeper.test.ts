@@ -6,7 +6,7 @@ import { using } from '../../impl/using.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/index.ts';
 import { lockDir } from '../../impl/zookeeper/paths.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { acceptedBeforeTheFault, allStopped, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, SETUP_BOUND_MS, settles, steadyResources, until, usingBeforeTheFault } from './blackhole.ts';
+import { acceptedBeforeTheFault, allStopped, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, until, usingBeforeTheFault, waiterInLine } from './blackhole.ts';
 
 /**
  * The ZooKeeper lock and fenced store under a black hole: the one member
@@ -125,24 +125,13 @@ describe('ZooKeeper paused (SIGSTOP)', () => {
     const wait = (o: ReturnType<typeof parts>) => resolvesWithin('acquire in line', o.lock.acquire(resource, { ttlMs: TTL_MS, waitMs: WAIT_MS }), 10 * WAIT_MS + BOUND_MS);
     let other = parts(root);
     try {
-      let waiting = wait(other);
-      // In line once its contender is there (two children of the lock's directory); a look the short timeout cut is
-      // tried again. The waiter's session and contender are setup on the live member too: a waiter that gave up before
-      // standing in line (a loaded machine outlasting its 300 ms) is replaced, for up to SETUP_BOUND_MS.
-      const deadline = performance.now() + SETUP_BOUND_MS;
-      for (;;) {
-        let over = false;
-        waiting.then(
-          () => (over = true),
-          () => (over = true),
-        );
-        await until('the second contender in line', async () => over || (await node.children(lockDir(resource, root)).catch(() => [])).length === 2);
-        if (!over) break;
-        if (performance.now() >= deadline) expect.fail(`no waiter stood in line within ${SETUP_BOUND_MS} ms: the last ${JSON.stringify(await waiting)}`);
+      // In line once its contender is there (two children of the lock's directory; a look the short timeout cut is tried
+      // again). Its session and contender are setup on the live member too (waiterInLine).
+      const { waiting } = await waiterInLine('the second contender in line', wait(other), async () => (await node.children(lockDir(resource, root)).catch(() => [])).length === 2, () => {
         other.node.close();
         other = parts(root);
-        waiting = wait(other);
-      }
+        return wait(other);
+      });
       await pause();
       expect([...NO_REPLY, { kind: 'denied', reason: 'held' }]).toContainEqual(await waiting);
       node.close();
