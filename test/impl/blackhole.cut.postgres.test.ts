@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer } from '../../conformance/env/postgresServer.ts';
 import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { ensureSchema, openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock } from '../../impl/postgres/index.ts';
-import { backToBaseline, beforeTheFault, CutProxy, cutPoints, resolvesWithin, settles, steadyResources } from './blackhole.ts';
+import { backToBaseline, cutPoints, CutProxy, resolvesWithin, settles, steadyResources, uncutBytes } from './blackhole.ts';
 
 /**
  * The PostgreSQL clients meeting a server that goes silent at every point of
@@ -59,23 +59,7 @@ describe('PostgreSQL: the server silent from any byte of the start-up on', () =>
     const connection = { ...server.connection, host: '127.0.0.1', port: proxy.port };
     const make = clients[name]!;
     // The bytes the server sends for a connect and the first call, measured on a link that passes everything.
-    // A call that got its whole answer (granted, accepted), tried again on a fresh resource while a loaded machine
-    // outlasts the short timeout.
-    proxy.cutAfter = Number.POSITIVE_INFINITY;
-    const { value: total } = await beforeTheFault(
-      'uncut',
-      'uncut',
-      async (r) => {
-        proxy.served = 0;
-        const whole = make(connection);
-        const first = await settles('uncut', whole.run(r), BOUND_MS);
-        await whole.close();
-        proxy.dropAll();
-        const kind = first.ok ? (first.value as { kind?: unknown }).kind : undefined;
-        return kind === 'granted' || kind === 'accepted' ? proxy.served : 0;
-      },
-      (served) => served > 0,
-    );
+    const total = await uncutBytes(proxy, 'uncut', () => make(connection), BOUND_MS);
     proxy.dropAll();
     const baseline = await steadyResources();
     for (const n of cutPoints(total)) {

@@ -8,7 +8,7 @@ import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
 import { createRedisLock, redisFencedStore } from '../../impl/redis/index.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode } from '../../impl/zookeeper/index.ts';
-import { backToBaseline, beforeTheFault, CutProxy, cutPoints, resolvesWithin, settles, steadyResources } from './blackhole.ts';
+import { backToBaseline, cutPoints, CutProxy, resolvesWithin, settles, steadyResources, uncutBytes } from './blackhole.ts';
 
 /**
  * Redis, etcd and ZooKeeper clients meeting a server that goes silent at any
@@ -127,23 +127,8 @@ describe('the server silent from any byte of the start-up on', () => {
     const proxy = await CutProxy.start(backend.target());
     try {
       const make = backend.clients[name]!;
-      // The bytes the server sends for a connect and the first call, measured on a link that passes everything: a call
-      // that got its whole answer (granted, accepted), tried again on a fresh resource while a loaded machine outlasts
-      // the short timeout.
-      const { value: total } = await beforeTheFault(
-        'uncut',
-        'cut-000',
-        async (r) => {
-          proxy.served = 0;
-          const whole = make(proxy.port);
-          const first = await settles('uncut', whole.run(r), BOUND_MS);
-          await whole.close();
-          proxy.dropAll();
-          const kind = first.ok ? (first.value as { kind?: unknown }).kind : undefined;
-          return kind === 'granted' || kind === 'accepted' ? proxy.served : 0;
-        },
-        (served) => served > 0,
-      );
+      // The bytes the server sends for a connect and the first call, measured on a link that passes everything.
+      const total = await uncutBytes(proxy, 'cut-000', () => make(proxy.port), BOUND_MS);
       proxy.dropAll();
       const baseline = await steadyResources();
       // Fewer points than PostgreSQL's: each etcd and Redis cut costs a second or two of reconnects and background calls.

@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EtcdCluster } from '../../conformance/env/etcdCluster.ts';
 import { systemClock } from '../../impl/clock.ts';
 import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/errors.ts';
-import { using } from '../../impl/using.ts';
 import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore } from '../../impl/etcd/index.ts';
-import { allStopped, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, until, usingBeforeTheFault } from './blackhole.ts';
+import { allStopped, backToBaseline, grantedBeforeTheFault, lostUnderUsing, rejectsWithin, resolvesWithin, settles, steadyResources, until } from './blackhole.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 
 /**
@@ -100,29 +99,14 @@ describe('etcd paused under using()', () => {
     const c = client();
     const lock = new EtcdLock({ node: etcd3Node(c, { clock: systemClock, requestTimeoutMs: TIMEOUT_MS }), clock: systemClock, prefix: 'p5/' });
     const TTL = 3000;
-    let outcome: Awaited<ReturnType<typeof settles>>;
-    let ran = false;
+    let lost: Awaited<ReturnType<typeof lostUnderUsing>>;
     try {
-      outcome = await usingBeforeTheFault(
-        'u',
-        (resource) =>
-          settles(
-            'using',
-            using(lock, resource, { ttlMs: TTL }, async (signal) => {
-              ran = true;
-              await pause();
-              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-              return signal.reason as unknown;
-            }),
-            10 * TTL + BOUND_MS,
-          ),
-        () => ran,
-      );
+      lost = await lostUnderUsing(lock, 'u', TTL, pause, 10 * TTL + BOUND_MS);
     } finally {
       if (cluster.paused(0)) cluster.resume(0);
     }
-    expect(ran).toBe(true);
-    expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
+    expect(lost.ran).toBe(true);
+    expect(lost.outcome.ok ? lost.outcome.value : lost.outcome.error).toBeInstanceOf(LeaseLostError);
     c.close();
     await backToBaseline(baseline);
   });

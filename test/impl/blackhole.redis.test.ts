@@ -2,10 +2,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../../conformance/env/redisServer.ts';
 import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/errors.ts';
-import { using } from '../../impl/using.ts';
 import { createRedisLock, redisFencedStore } from '../../impl/redis/index.ts';
 import type { Lease } from '../../impl/lease.ts';
-import { backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, usingBeforeTheFault } from './blackhole.ts';
+import { backToBaseline, grantedBeforeTheFault, lostUnderUsing, rejectsWithin, resolvesWithin, steadyResources } from './blackhole.ts';
 
 /**
  * Redis and Redlock under a black hole: the servers paused with SIGSTOP (TCP
@@ -116,23 +115,8 @@ describe.each([
     const lock = createRedisLock({ nodes: conns, requestTimeoutMs: TIMEOUT_MS });
     const TTL = 1500;
     try {
-      let paused = false;
-      const outcome = await usingBeforeTheFault(
-        `u-${count}`,
-        (resource) =>
-          settles(
-            'using',
-            using(lock, resource, { ttlMs: TTL }, async (signal) => {
-              for (const s of nodes) s.pause();
-              paused = true;
-              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-              return signal.reason as unknown;
-            }),
-            10 * TTL + BOUND_MS,
-          ),
-        () => paused,
-      );
-      expect(paused).toBe(true);
+      const { outcome, ran } = await lostUnderUsing(lock, `u-${count}`, TTL, () => nodes.forEach((s) => s.pause()), 10 * TTL + BOUND_MS);
+      expect(ran).toBe(true);
       // fn returned the signal's reason: the lease lost at its deadline (extensions denied no-quorum), no hang.
       expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
     } finally {

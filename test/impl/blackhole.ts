@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { TimeoutError, UnavailableError } from '../../impl/errors.ts';
 import type { Lease } from '../../impl/lease.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
-import { LockNotAcquiredError } from '../../impl/using.ts';
+import { LockNotAcquiredError, type UsableLock, using } from '../../impl/using.ts';
 import { activeResources, backToBaseline as backWithin, type Resources } from './resources.ts';
 
 /**
@@ -134,6 +134,58 @@ export async function usingBeforeTheFault<T>(resource: string, run: (resource: s
     const outcome = await run(n === 0 ? resource : `${resource}-${n}`);
     if (ran() || outcome.ok || !(outcome.error instanceof LockNotAcquiredError) || performance.now() >= deadline) return outcome;
   }
+}
+
+/**
+ * using() whose fn brings the fault (`fault()`), then waits for the lease's
+ * signal and returns its reason: the lease lost at its deadline once the
+ * extensions fail. Made again on a fresh resource while the acquire before
+ * fn gave up on the live server (usingBeforeTheFault); `ran` says whether fn
+ * started (and so the fault came).
+ */
+export async function lostUnderUsing(lock: UsableLock, resource: string, ttlMs: number, fault: () => Promise<void> | void, boundMs: number): Promise<{ readonly outcome: Settled<unknown>; readonly ran: boolean }> {
+  let ran = false;
+  const outcome = await usingBeforeTheFault(
+    resource,
+    (r) =>
+      settles(
+        'using',
+        using(lock, r, { ttlMs }, async (signal) => {
+          ran = true;
+          await fault();
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          return signal.reason as unknown;
+        }),
+        boundMs,
+      ),
+    () => ran,
+  );
+  return { outcome, ran };
+}
+
+/**
+ * The bytes the server sends for a connect and a first call whose whole
+ * answer came (granted, accepted), on `proxy` passing everything: `open()`
+ * makes a client, closed after its call. Tried again on a fresh resource
+ * while a loaded machine outlasts the short timeout (beforeTheFault).
+ */
+export async function uncutBytes(proxy: CutProxy, resource: string, open: () => { run(resource: string): Promise<unknown>; close(): Promise<void> | void }, boundMs: number): Promise<number> {
+  proxy.cutAfter = Number.POSITIVE_INFINITY;
+  const { value } = await beforeTheFault(
+    'uncut',
+    resource,
+    async (r) => {
+      proxy.served = 0;
+      const whole = open();
+      const first = await settles('uncut', whole.run(r), boundMs);
+      await whole.close();
+      proxy.dropAll();
+      const kind = first.ok ? (first.value as { kind?: unknown }).kind : undefined;
+      return kind === 'granted' || kind === 'accepted' ? proxy.served : 0;
+    },
+    (served) => served > 0,
+  );
+  return value;
 }
 
 /**

@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZookeeperEnsemble } from '../../conformance/env/zookeeperEnsemble.ts';
 import { systemClock } from '../../impl/clock.ts';
 import { LeaseLostError, TimeoutError, UnavailableError } from '../../impl/errors.ts';
-import { using } from '../../impl/using.ts';
 import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode } from '../../impl/zookeeper/index.ts';
 import { lockDir } from '../../impl/zookeeper/paths.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { acceptedBeforeTheFault, allStopped, backToBaseline, grantedBeforeTheFault, rejectsWithin, resolvesWithin, settles, steadyResources, until, usingBeforeTheFault, waiterInLine } from './blackhole.ts';
+import { acceptedBeforeTheFault, allStopped, backToBaseline, grantedBeforeTheFault, lostUnderUsing, rejectsWithin, resolvesWithin, settles, steadyResources, until, waiterInLine } from './blackhole.ts';
 
 /**
  * The ZooKeeper lock and fenced store under a black hole: the one member
@@ -167,29 +166,14 @@ describe('ZooKeeper paused under using()', () => {
     const baseline = await steadyResources();
     const { node, lock } = parts();
     const TTL = 1500;
-    let outcome: Awaited<ReturnType<typeof settles>>;
-    let ran = false;
+    let lost: Awaited<ReturnType<typeof lostUnderUsing>>;
     try {
-      outcome = await usingBeforeTheFault(
-        'u',
-        (resource) =>
-          settles(
-            'using',
-            using(lock, resource, { ttlMs: TTL }, async (signal) => {
-              ran = true;
-              await pause();
-              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-              return signal.reason as unknown;
-            }),
-            10 * TTL + BOUND_MS,
-          ),
-        () => ran,
-      );
+      lost = await lostUnderUsing(lock, 'u', TTL, pause, 10 * TTL + BOUND_MS);
     } finally {
       if (ensemble.paused(0)) ensemble.resume(0);
     }
-    expect(ran).toBe(true);
-    expect(outcome.ok ? outcome.value : outcome.error).toBeInstanceOf(LeaseLostError);
+    expect(lost.ran).toBe(true);
+    expect(lost.outcome.ok ? lost.outcome.value : lost.outcome.error).toBeInstanceOf(LeaseLostError);
     node.close();
     await backToBaseline(baseline);
   });
