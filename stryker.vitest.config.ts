@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
@@ -5,25 +6,28 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const IN_MEMORY = ['test/lease.test.ts', 'test/redlockQuorum.test.ts'];
 
 /**
- * Tests of the main suite that reach the clients of impl/ in seconds (option and input checks, typed errors, aborts,
- * resends, ioredis 6): without them, what they check (the Redis reply typing, the options of createRedisLock and
- * redisLeaseNode, ...) was reached by no test of the mutation run (session h29: impl/redis scored 68.0 % without them).
+ * The main suite's tests that reach the clients of impl/ in seconds: every test/*.test.ts that imports from impl/ (statically or not),
+ * less the slow ones below. Found, not listed: a hand-kept list missed every test written after it (session h33: the
+ * wire client's own tests, the lease's refusals and tokens, the store's close, ...), and so did the mutation run;
+ * without the main suite's quick tests impl/redis scored 68.0 % (session h29), with them 82.9 %.
  */
-const QUICK_MAIN = [
-  'test/acquireAbort.test.ts',
-  'test/acquireOptions.test.ts',
-  'test/apiOptions.test.ts',
-  'test/arrayHoles.test.ts',
-  'test/inputClasses.test.ts',
-  'test/lowFindings.test.ts',
-  'test/publicApiInput.test.ts',
-  'test/redisIoredis6.test.ts',
-  'test/redisNodeRefusals.test.ts',
-  'test/redisResend.test.ts',
-  'test/transientErrors.test.ts',
-  'test/typedErrors.test.ts',
-  'test/unknownOptions.test.ts',
+const SLOW = [
+  // Real-server conformance and fault runs of a minute or more each (test/conformance.test.ts is the in-memory suite,
+  // included by name below): run for every mutant they cover they would cost minutes a mutant.
+  'test/conformance.test.ts',
+  'test/etcd.test.ts',
+  'test/ledger.test.ts',
+  'test/postgres.conformance.test.ts',
+  'test/redis.conformance.test.ts',
+  'test/userTiming.test.ts',
+  'test/zookeeper.partition.test.ts',
+  'test/zookeeper.test.ts',
 ];
+
+const QUICK_MAIN = readdirSync('test')
+  .filter((name) => name.endsWith('.test.ts'))
+  .map((name) => `test/${name}`)
+  .filter((path) => !SLOW.includes(path) && !IN_MEMORY.includes(path) && /'\.\.\/impl\//.test(readFileSync(path, 'utf8')));
 
 /**
  * The quick real-server tests of impl/ (and the in-memory ones above) before the conformance suite: a
