@@ -281,7 +281,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
               acquisitions.postgres++;
               acquisitionsTotal++;
               const lease = r.lease;
-              lease.signal.addEventListener('abort', () => void ((lease.signal.reason as LeaseLostError).reason === 'connection-lost' && lostConnection++), { once: true });
+              const lost = (): void => void ((lease.signal.reason as LeaseLostError).reason === 'connection-lost' && lostConnection++);
+              // A connection can end between the grant and this line: a listener added to a fired signal never runs.
+              if (lease.signal.aborted) lost();
+              else lease.signal.addEventListener('abort', lost, { once: true });
               try {
                 await work(backend, resource, lease.token, sleep, rnd);
               } finally {

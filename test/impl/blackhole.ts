@@ -153,7 +153,8 @@ export async function lostUnderUsing(lock: UsableLock, resource: string, ttlMs: 
         using(lock, r, { ttlMs }, async (signal) => {
           ran = true;
           await fault();
-          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          // Lost already (a loaded machine can spend the whole ttl before fn runs): an 'abort' listener added now never fires.
+          if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
           return signal.reason as unknown;
         }),
         boundMs,
