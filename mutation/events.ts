@@ -2,7 +2,7 @@
  * Partial results of a Stryker run still going (or cut short): the mutants
  * the event recorder has written so far (reports/mutation/events), per file
  * and status, and each one not killed.
- * Run: npx tsx mutation/events.ts
+ * Run: npx tsx mutation/events.ts (LOCKCHECK_MUTATION_OUT: the run's report folder, as stryker.config.mjs takes it)
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -15,7 +15,7 @@ interface Tested {
   readonly location: { readonly start: { readonly line: number } };
 }
 
-const dir = 'reports/mutation/events';
+const dir = join(process.env.LOCKCHECK_MUTATION_OUT ?? 'reports/mutation', 'events');
 const tested = readdirSync(dir)
   .filter((f) => f.endsWith('-onMutantTested.json'))
   .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as Tested);
