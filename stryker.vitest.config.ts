@@ -42,13 +42,24 @@ class QuickFirst extends BaseSequencer {
   }
 }
 
+/**
+ * LOCKCHECK_MUTATION_TESTS: unset, the quick tests and the in-memory conformance suite; `impl`, the quick tests alone
+ * (for the folders the in-memory suite never reaches); otherwise a comma-separated list of test files or globs, for a
+ * run aimed at a few files (each mutant's covering tests rerun their file's beforeAll: a file that starts its own
+ * server costs seconds a mutant).
+ */
+function testSet(tests: string | undefined): string[] {
+  if (tests === undefined || tests === '') return ['test/conformance.test.ts', 'test/impl/*.test.ts', ...IN_MEMORY, ...QUICK_MAIN];
+  if (tests === 'impl') return ['test/impl/*.test.ts', ...QUICK_MAIN];
+  return tests.split(',').map((t) => t.trim()).filter((t) => t !== '');
+}
+
 // What kills mutants in `npm run mutation`: the quick real-server tests of
 // impl/ (test/impl/, whose servers mutation/servers.ts starts once per Stryker
 // worker) and the in-memory conformance suite.
 export default defineConfig({
   test: {
-    // LOCKCHECK_MUTATION_TESTS=impl: the quick tests alone (for the folders the in-memory suite never reaches).
-    include: process.env.LOCKCHECK_MUTATION_TESTS === 'impl' ? ['test/impl/*.test.ts', ...QUICK_MAIN] : ['test/conformance.test.ts', 'test/impl/*.test.ts', ...IN_MEMORY, ...QUICK_MAIN],
+    include: testSet(process.env.LOCKCHECK_MUTATION_TESTS),
     // The cut-point sweeps (a silent server at every byte of a connection's start) take minutes a file: run for every
     // mutant they cover they would cost minutes each, and with them the first run outlasted Stryker's dry-run timeout.
     exclude: [...configDefaults.exclude, 'test/impl/blackhole.cut*.test.ts'],
