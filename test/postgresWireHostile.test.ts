@@ -1,8 +1,10 @@
+import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../impl/errors.ts';
+import { MAX_SCRAM_ITERATIONS } from '../impl/postgres/wire/auth.ts';
 import type { WireConnectOptions } from '../impl/postgres/wire/connection.ts';
 import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { NODE_POSTGRES_ONLY_DEFAULTS, NODE_POSTGRES_ONLY_ENV, wireEndpoint } from '../impl/postgres/wire/endpoint.ts';
@@ -35,6 +37,7 @@ const STARTUP_REPLY = Buffer.concat([AUTH_OK, message('K', Buffer.alloc(8, 1)), 
 const ROW = message('D', Buffer.concat([bytes(0, 1), int32(1), Buffer.from('7')]));
 const STATEMENT = new PreparedStatement('t', 'SELECT 1');
 const PASSWORD = 'secret-Pässword';
+const SALT16 = Buffer.from('sixteen-byte-slt').toString('base64');
 
 const connectTo = (port: number, over: Partial<WireConnectOptions> = {}): Promise<WireConnection> => WireConnection.connect({ host: '127.0.0.1', port, user: 'u', timeoutMs: 30_000, clock: new ManualClock(), ...over });
 
@@ -250,6 +253,124 @@ describe('wire client: a SCRAM-SHA-256 exchange bent every way', () => {
       const e = await connectTo(fake.port, { password: PASSWORD }).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(ConnectionConfigError);
       expect((e as Error).message).toMatch(/refused: invalid-proof/);
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+/**
+ * A SCRAM-SHA-256 server on a fake socket that knows PASSWORD: it checks the
+ * client's proof as PostgreSQL does (RFC 5802: StoredKey = H(ClientKey),
+ * ClientKey = proof XOR HMAC(StoredKey, AuthMessage)) and answers with what
+ * `final` makes of its own server signature. `serverFirst` bends the
+ * server-first-message (the client's nonce given); by default it is a plain
+ * one of 16 iterations. The proof it saw, and whether it was right, are kept.
+ */
+async function scramFake(options: { readonly serverFirst?: (clientNonce: string) => string; readonly final?: (signature: Buffer) => Buffer } = {}) {
+  const seen = { proofChecked: false, proofRight: false };
+  let clientFirstBare = '';
+  let serverFirst = '';
+  const fake = await fakeServer((chunk, socket, n) => {
+    if (n === 0) return void socket.write(auth(10, Buffer.from('SCRAM-SHA-256\0\0')));
+    if (n === 1) {
+      // SASLInitialResponse: 'p', length, the mechanism's C string, the length of the client-first-message, then it.
+      const text = chunk.toString('utf8', chunk.indexOf(0, 5) + 5);
+      clientFirstBare = text.slice(3);
+      const clientNonce = clientFirstBare.split('r=')[1]!;
+      serverFirst = options.serverFirst?.(clientNonce) ?? `r=${clientNonce}srv,s=${Buffer.from('sixteen-byte-slt').toString('base64')},i=16`;
+      return void socket.write(auth(11, Buffer.from(serverFirst)));
+    }
+    if (n === 2) {
+      const clientFinal = chunk.toString('utf8', 5);
+      const withoutProof = clientFinal.slice(0, clientFinal.lastIndexOf(',p='));
+      const proof = Buffer.from(clientFinal.slice(clientFinal.lastIndexOf(',p=') + 3), 'base64');
+      const attrs = new Map(serverFirst.split(',').flatMap((part) => (part[1] === '=' ? [[part[0]!, part.slice(2)] as const] : [])));
+      const salted = pbkdf2Sync(PASSWORD, Buffer.from(attrs.get('s')!, 'base64'), Number(attrs.get('i')), 32, 'sha256');
+      const authMessage = `${clientFirstBare},${serverFirst},${withoutProof}`;
+      const storedKey = createHash('sha256').update(createHmac('sha256', salted).update('Client Key').digest()).digest();
+      const clientSignature = createHmac('sha256', storedKey).update(authMessage).digest();
+      const clientKey = Buffer.from(proof.map((b, i) => b ^ clientSignature[i]!));
+      seen.proofChecked = true;
+      // As PostgreSQL: no channel binding (c=biws, base64 of 'n,,') and the nonce the server sent, then the proof.
+      seen.proofRight = withoutProof === `c=biws,r=${attrs.get('r')!}` && proof.length === 32 && createHash('sha256').update(clientKey).digest().equals(storedKey);
+      const signature = createHmac('sha256', createHmac('sha256', salted).update('Server Key').digest()).update(authMessage).digest();
+      return void socket.write(Buffer.concat([options.final?.(signature) ?? auth(12, Buffer.from(`v=${signature.toString('base64')}`)), STARTUP_REPLY]));
+    }
+    socket.end();
+  });
+  return { fake, seen };
+}
+
+describe('wire client: a SCRAM-SHA-256 server must prove it knows the password', () => {
+  it('a server that does: the proof the client sent is the right one, and the connection opens', async () => {
+    const { fake, seen } = await scramFake();
+    try {
+      const c = await connectTo(fake.port, { password: PASSWORD });
+      expect(seen).toEqual({ proofChecked: true, proofRight: true });
+      c.destroy();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  const flipped = (signature: Buffer): Buffer => Buffer.from(signature.map((b, i) => (i === 31 ? b ^ 1 : b)));
+  it.each([
+    ['a signature one bit off', (sig: Buffer) => auth(12, Buffer.from(`v=${flipped(sig).toString('base64')}`))],
+    ['no signature', () => auth(12, Buffer.from('x=1'))],
+    ['a signature that is not base64', (sig: Buffer) => auth(12, Buffer.from(`v=${sig.toString('base64').slice(0, 20)}!!!`))],
+    ['a signature of 31 bytes', (sig: Buffer) => auth(12, Buffer.from(`v=${sig.subarray(0, 31).toString('base64')}`))],
+    ['a signature of 33 bytes', (sig: Buffer) => auth(12, Buffer.from(`v=${Buffer.concat([sig, bytes(0)]).toString('base64')}`))],
+    ['AuthenticationOk without a SASLFinal', () => Buffer.alloc(0)],
+    ['a cleartext password request instead of the SASLFinal (a downgrade)', () => auth(3)],
+  ])('one that does not (%s): ConnectionConfigError, the connection never opens', async (_what, final) => {
+    const { fake, seen } = await scramFake({ final });
+    try {
+      const e = await connectTo(fake.port, { password: PASSWORD }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(ConnectionConfigError);
+      expect((e as ConnectionConfigError).message).toMatch(/SCRAM: the server signature does not match|SCRAM-SHA-256 unfinished/);
+      expect((e as Error).message).not.toContain(PASSWORD);
+      expect(seen.proofRight).toBe(true);
+      // Nothing after the proof: the cleartext request got no password.
+      expect(sentTypes(fake.received)).toBe('\0pp');
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it.each([
+    ['the nonce not first', (nonce: string) => `s=${SALT16},r=${nonce}s,i=16`, /does not begin with the nonce/],
+    ['a mandatory extension after the nonce', (nonce: string) => `r=${nonce}s,m=ext,s=${SALT16},i=16`, /mandatory extension/],
+    ["the client's nonce alone (no server part)", (nonce: string) => `r=${nonce},s=${SALT16},i=16`, /does not extend the client nonce/],
+    ['a server part with a character outside printable ASCII', (nonce: string) => `r=${nonce}s x,s=${SALT16},i=16`, /does not extend the client nonce/],
+    ['no salt', (nonce: string) => `r=${nonce}s,i=16`, /without a base64 salt/],
+    ['an empty salt', (nonce: string) => `r=${nonce}s,s=,i=16`, /without a base64 salt/],
+    ['no iteration count', (nonce: string) => `r=${nonce}s,s=${SALT16}`, /without an iteration count/],
+    ['an iteration count of 0', (nonce: string) => `r=${nonce}s,s=${SALT16},i=0`, /without an iteration count/],
+    ['an iteration count with a leading zero', (nonce: string) => `r=${nonce}s,s=${SALT16},i=016`, /without an iteration count/],
+    ['an iteration count of eleven digits', (nonce: string) => `r=${nonce}s,s=${SALT16},i=10000000000`, /without an iteration count/],
+    ['one iteration more than the bound', (nonce: string) => `r=${nonce}s,s=${SALT16},i=${MAX_SCRAM_ITERATIONS + 1}`, /asks for 1000001 iterations, more than this client computes \(1000000\)/],
+  ])('a server-first-message with %s: a typed error naming it, no proof sent', async (_what, serverFirst, message) => {
+    const { fake, seen } = await scramFake({ serverFirst });
+    try {
+      const e = await connectTo(fake.port, { password: PASSWORD }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(Error);
+      expect((e as Error).message).toMatch(message);
+      expect((e as Error).message).toMatch(/(^|^authentication: )SCRAM: /);
+      expect(seen.proofChecked).toBe(false);
+      expect(sentTypes(fake.received)).toBe('\0p');
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('the bound itself is computed; a part that is no attribute (no "=" second) is not read as one', async () => {
+    // i:1 would be read as i=1 by a reader that took any part's first letter: the proof then does not match the server's.
+    const { fake, seen } = await scramFake({ serverFirst: (nonce) => `r=${nonce}s,s=${SALT16},i=${MAX_SCRAM_ITERATIONS},i:1` });
+    try {
+      const c = await connectTo(fake.port, { password: PASSWORD });
+      expect(seen).toEqual({ proofChecked: true, proofRight: true });
+      c.destroy();
     } finally {
       await fake.close();
     }
