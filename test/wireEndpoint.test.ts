@@ -86,6 +86,9 @@ describe('wireEndpoint: what the wire client follows, read as node-postgres read
     expect(endpoint({ connectionString: 'postgresql://h2/d2' })).toMatchObject({ host: 'h2', port: 5432, database: 'd2' });
     // Parts the string leaves out come from the rest, as node-postgres takes them.
     expect(endpoint({ connectionString: 'postgres://h3', user: 'u3', database: 'd3', port: 6001 }, { PGPASSWORD: 'pw3' })).toMatchObject({ host: 'h3', port: 6001, user: 'u3', password: 'pw3', database: 'd3' });
+    // A part the string leaves empty does not blank the configuration's.
+    expect(endpoint({ connectionString: 'postgres:///d4', host: 'h4' })).toMatchObject({ host: 'h4', database: 'd4' });
+    expect(endpoint({ connectionString: 'postgres://u5@h5/d5', password: 'pw5' })).toMatchObject({ host: 'h5', user: 'u5', password: 'pw5', database: 'd5' });
     expect(wireEndpoint({ connectionString: 'not a url' }, env())).toEqual({ unsupported: 'a connection string that is not a URL' });
     expect(wireEndpoint({ connectionString: 'mysql://h/d' }, env())).toEqual({ unsupported: 'a mysql: connection string' });
     expect(wireEndpoint({ connectionString: 'postgres://h/d?sslmode=disable' }, env())).toEqual({ unsupported: 'connection-string options' });
@@ -102,6 +105,8 @@ describe('wireEndpoint: what the wire client follows, read as node-postgres read
       expect(wireEndpoint({}, env({ [name]: '' }))).not.toHaveProperty('unsupported');
     }
     expect(wireEndpoint({}, env({ PGSSLMODE: 'disable' }))).not.toHaveProperty('unsupported');
+    // 'disable' is PGSSLMODE's no-TLS only: the others mean something else by it.
+    for (const name of NODE_POSTGRES_ONLY_ENV.filter((n) => n !== 'PGSSLMODE')) expect(wireEndpoint({}, env({ [name]: 'disable' }))).toEqual({ unsupported: `${name}=disable` });
     expect(wireEndpoint({}, env({ PGSSLMODE: 'require' }))).toEqual({ unsupported: 'PGSSLMODE=require' });
   });
 
@@ -147,6 +152,8 @@ describe('wireEndpoint: what the wire client follows, read as node-postgres read
     Object.assign(defaults, { application_name: 'def-app', options: '-c z=3', statement_timeout: 99, lock_timeout: 7 });
     expect(endpoint({}, { PGAPPNAME: 'env-app', PGOPTIONS: '-c y=2' }).parameters).toEqual({ application_name: 'env-app', options: '-c y=2', lock_timeout: '7' });
     expect(endpoint({ application_name: '', statement_timeout: false as unknown as number }, { PGAPPNAME: '' }).parameters).toEqual({ application_name: 'def-app', options: '-c z=3', lock_timeout: '7' });
+    // null in the configuration is unset too: the environment's value is sent.
+    expect(endpoint({ application_name: null as unknown as string }, { PGAPPNAME: 'env-app' }).parameters.application_name).toBe('env-app');
     // Neither a string nor a number: node-postgres's to handle.
     expect(wireEndpoint({ statement_timeout: true as unknown as number }, env())).toEqual({ unsupported: 'a boolean statement_timeout' });
     expect(wireEndpoint({ application_name: {} as unknown as string }, env())).toEqual({ unsupported: 'a object application_name' });
@@ -154,7 +161,7 @@ describe('wireEndpoint: what the wire client follows, read as node-postgres read
 
   it("the configuration's own bounds when positive; keepAlive off only when false", () => {
     expect(endpoint({ connectionTimeoutMillis: 1500, query_timeout: 2500 })).toMatchObject({ connectTimeoutMs: 1500, queryTimeoutMs: 2500 });
-    for (const off of [0, -1, false, undefined]) {
+    for (const off of [0, -1, false, undefined, '1500']) {
       const e = endpoint({ connectionTimeoutMillis: off as number, query_timeout: off as number });
       expect('connectTimeoutMs' in e || 'queryTimeoutMs' in e, String(off)).toBe(false);
     }
