@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../impl/errors.ts';
 import { MAX_SCRAM_ITERATIONS } from '../impl/postgres/wire/auth.ts';
 import type { WireConnectOptions } from '../impl/postgres/wire/connection.ts';
-import { PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
+import { EncodedCall, PreparedStatement, WireConnection } from '../impl/postgres/wire/connection.ts';
 import { NODE_POSTGRES_ONLY_DEFAULTS, NODE_POSTGRES_ONLY_ENV, wireEndpoint } from '../impl/postgres/wire/endpoint.ts';
 import { WireConnectionError, WireProtocolError } from '../impl/postgres/wire/errors.ts';
 import { AUTH_OK, fakeServer, message, READY } from './impl/fakePostgres.ts';
@@ -433,6 +433,159 @@ describe('wire client: every timer and socket released on every path', () => {
       await expect(inFlight).rejects.toBeInstanceOf(WireConnectionError);
       expect(clock.armed).toBe(0);
       await fake.allClosed();
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe('wire client: every entry point on a connection gone, closing, or silent', () => {
+  const ENCODED = new EncodedCall(STATEMENT, []);
+  /** Each way to start a call, settled as a promise (sendWith's callback included). */
+  const entries = (c: WireConnection): Record<string, () => Promise<unknown>> => ({
+    simpleQuery: () => c.simpleQuery('SELECT 1'),
+    prepare: () => c.prepare([STATEMENT]),
+    call: () => c.call(STATEMENT, []),
+    send: () => c.send(ENCODED),
+    sendWith: () => new Promise((resolve, reject) => c.sendWith(ENCODED, (e, rows) => (e === null ? resolve(rows) : reject(e)))),
+  });
+  /** A server that takes the start-up and then answers nothing, keeping what it was sent. */
+  const silent = () =>
+    fakeServer((_chunk, socket, n) => {
+      if (n === 0) socket.write(STARTUP_REPLY);
+    });
+
+  it('destroyed: each fails at once naming why the connection went, nothing sent; end() resolves at once', async () => {
+    const fake = await silent();
+    try {
+      const c = await connectTo(fake.port);
+      c.destroy(new WireConnectionError('gone for the test'));
+      for (const [name, start] of Object.entries(entries(c))) {
+        const e = await start().catch((x: unknown) => x);
+        expect(e, name).toBeInstanceOf(WireConnectionError);
+        expect((e as Error).message, name).toBe('the connection is gone: gone for the test');
+      }
+      // end() on a connection whose socket has closed already: at once, not waiting for a close that came and went.
+      await until(() => fake.open === 0, 5000);
+      await new Promise((resolve) => setImmediate(resolve));
+      let guard: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([c.end().then(() => 'ended'), new Promise((resolve) => (guard = setTimeout(() => resolve('still waiting after 5 s'), 5000)))]);
+      clearTimeout(guard);
+      expect(ended).toBe('ended');
+      expect(sentTypes(fake.received)).toBe('\0');
+      const plain = await connectTo(fake.port);
+      plain.destroy();
+      expect(plain.lostWith).toMatchObject({ name: 'WireConnectionError', message: 'connection destroyed' });
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('ending: each fails at once as closing, and nothing but the Terminate goes out', async () => {
+    const fake = await fakeServer((chunk, socket, n) => {
+      if (n === 0) socket.write(STARTUP_REPLY);
+      else if (chunk[0] === 0x58) setTimeout(() => socket.end(), 50);
+    });
+    try {
+      const c = await connectTo(fake.port);
+      const ending = c.end();
+      for (const [name, start] of Object.entries(entries(c))) {
+        const e = await start().catch((x: unknown) => x);
+        expect(e, name).toBeInstanceOf(WireConnectionError);
+        expect((e as Error).message, name).toBe('the connection is closing (end() was called)');
+      }
+      await ending;
+      expect(await until(() => sentTypes(fake.received) === '\0X', 5000)).toBe(true);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it.each(['simpleQuery', 'prepare', 'call', 'send', 'sendWith'])('silent: %s times out on the clock (TimeoutError naming the statement), the connection dropped, one timer for the calls in flight', async (name) => {
+    const fake = await silent();
+    try {
+      const clock = new ManualClock();
+      const c = await connectTo(fake.port, { clock, timeoutMs: 1_000 });
+      const first = entries(c)[name]!().catch((x: unknown) => x);
+      clock.advance(400);
+      // A second and third call behind it: still one timer, armed at the oldest call's deadline.
+      const behind = [c.call(STATEMENT, []).catch((x: unknown) => x), c.call(STATEMENT, []).catch((x: unknown) => x)];
+      expect(clock.armed).toBe(1);
+      clock.advance(599);
+      expect(c.lostWith).toBeNull();
+      clock.advance(1);
+      const e = await first;
+      expect(e).toBeInstanceOf(TimeoutError);
+      expect((e as Error).message).toBe('statement timed out after 1000 ms');
+      for (const b of await Promise.all(behind)) expect(b).toMatchObject({ name: 'WireConnectionError', message: 'a call got no reply within 1000 ms' });
+      expect(clock.armed).toBe(0);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('a refused connect is WireConnectionError saying so, with the socket error\'s code', async () => {
+    const fake = await silent();
+    const port = fake.port;
+    await fake.close();
+    const e = await connectTo(port).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(WireConnectionError);
+    expect(e).toMatchObject({ code: 'ECONNREFUSED' });
+    expect((e as Error).message).toMatch(/^connection failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+    expect((e as Error).cause).toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('a connect that runs out: TimeoutError naming the connect, on the connect bound', async () => {
+    const fake = await fakeServer(() => undefined);
+    try {
+      const clock = new ManualClock();
+      const connecting = connectTo(fake.port, { clock, timeoutMs: 60_000, connectTimeoutMs: 700 }).catch((x: unknown) => x);
+      await until(() => fake.connections === 1, 5000);
+      clock.advance(699);
+      clock.advance(1);
+      const e = await connecting;
+      expect(e).toBeInstanceOf(TimeoutError);
+      expect((e as Error).message).toBe('connect timed out after 700 ms');
+      expect(clock.armed).toBe(0);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("a connect's signal: aborted before or during the connect, it fails with the signal's reason (or says it was abandoned); aborted after, the connection stays", async () => {
+    const fake = await fakeServer((chunk, socket, n) => {
+      // 'hold' in the start-up: never answered, so the connect is still running when the signal fires.
+      if (n === 0 && !chunk.includes('hold')) socket.write(STARTUP_REPLY);
+    });
+    try {
+      const clock = new ManualClock();
+      const before = new AbortController();
+      before.abort(new Error('aborted before'));
+      await expect(connectTo(fake.port, { clock, signal: before.signal })).rejects.toThrow('aborted before');
+
+      const during = new AbortController();
+      const connecting = connectTo(fake.port, { clock, user: 'hold', signal: during.signal }).catch((x: unknown) => x);
+      await until(() => fake.received.some((c) => c.includes('hold')), 5000);
+      during.abort('not an Error');
+      const e = await connecting;
+      expect(e).toMatchObject({ name: 'WireConnectionError', message: 'the connect was abandoned' });
+      expect(clock.armed).toBe(0);
+
+      const after = new AbortController();
+      const c = await connectTo(fake.port, { clock, signal: after.signal });
+      after.abort(new Error('aborted after'));
+      expect(c.lostWith).toBeNull();
+      c.destroy();
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('a NUL in the password is refused before a socket opens, naming what', async () => {
+    const fake = await silent();
+    try {
+      await expect(connectTo(fake.port, { password: 'a\0b' })).rejects.toThrow(new InvalidInputError('invalid-config', 'the password contains a NUL character'));
+      expect(fake.connections).toBe(0);
     } finally {
       await fake.close();
     }
