@@ -439,6 +439,53 @@ describe('wire client: every timer and socket released on every path', () => {
   });
 });
 
+describe('wire client: each authentication request it cannot answer, refused by name before anything is sent', () => {
+  it.each([
+    ['an Authentication message without its kind', message('R', bytes(0, 0)), WireProtocolError, 'an Authentication message without its kind', PASSWORD],
+    ['a cleartext request with no password given', auth(3), ConnectionConfigError, 'authentication: the server asks for a password and none was given', undefined],
+    ['an MD5 request with no password given', auth(5, bytes(1, 2, 3, 4)), ConnectionConfigError, 'authentication: the server asks for a password and none was given', undefined],
+    ['an MD5 request without its salt', auth(5, bytes(1, 2, 3)), WireProtocolError, 'AuthenticationMD5Password without its salt', PASSWORD],
+    ['an MD5 request with a salt too long', auth(5, bytes(1, 2, 3, 4, 5)), WireProtocolError, 'AuthenticationMD5Password without its salt', PASSWORD],
+    ['SASL without SCRAM-SHA-256', auth(10, Buffer.from('SCRAM-SHA-1\0OTHER\0\0')), ConnectionConfigError, 'authentication: no supported SASL mechanism offered (SCRAM-SHA-1, OTHER)', PASSWORD],
+    ['SASL with no password given', auth(10, Buffer.from('SCRAM-SHA-256\0\0')), ConnectionConfigError, 'authentication: the server asks for a password and none was given', undefined],
+    ['a SASLContinue before SASL', auth(11, Buffer.from('r=x,s=c2FsdA==,i=16')), WireProtocolError, 'SASLContinue before SASL', PASSWORD],
+    ['a SASLFinal before SASL', auth(12, Buffer.from('v=AAAA')), WireProtocolError, 'SASLFinal before SASL', PASSWORD],
+    ['GSSAPI', auth(7), ConnectionConfigError, 'authentication: unsupported authentication method 7 (this client speaks trust, password, md5 and scram-sha-256)', PASSWORD],
+  ])('%s', async (_what, request, type, text, password) => {
+    const fake = await fakeServer((_chunk, socket, n) => {
+      if (n === 0) socket.write(request);
+    });
+    try {
+      const e = await connectTo(fake.port, password === undefined ? {} : { password }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(type);
+      expect((e as Error).message).toBe(text);
+      expect(sentTypes(fake.received)).toBe('\0');
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('an MD5 request answered as PostgreSQL checks it: "md5" + md5(md5(password + user) + salt), a C string', async () => {
+    const salt = bytes(9, 8, 7, 6);
+    const fake = await fakeServer((_chunk, socket, n) => {
+      if (n === 0) socket.write(auth(5, salt));
+      else socket.write(STARTUP_REPLY);
+    });
+    try {
+      const c = await connectTo(fake.port, { user: 'md5user', password: PASSWORD });
+      const inner = createHash('md5').update(PASSWORD).update('md5user').digest('hex');
+      const want = `md5${createHash('md5').update(inner).update(salt).digest('hex')}\0`;
+      const sent = fake.received[1]!;
+      expect(sent[0]).toBe(0x70);
+      expect(sent.readInt32BE(1)).toBe(4 + want.length);
+      expect(sent.toString('latin1', 5)).toBe(want);
+      c.destroy();
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
 describe('wire client: every entry point on a connection gone, closing, or silent', () => {
   const ENCODED = new EncodedCall(STATEMENT, []);
   /** Each way to start a call, settled as a promise (sendWith's callback included). */
