@@ -44,3 +44,33 @@ describe('a process SIGKILLed with a Redis cluster on faked clocks', () => {
     expect(await until(() => lockcheckEntries(tmp).length === 0, 10_000), lockcheckEntries(tmp).join(', ')).toBe(true);
   }, 120_000);
 });
+
+describe('a test run SIGKILLed while a test holds a testTempDir', () => {
+  it('leaves no directory: the watchdog removes it (a killed mutation run used to leave its /dev/shm dirs)', async () => {
+    const parent = join(root, 'held');
+    mkdirSync(parent);
+    // Its own process group, so that the vitest process and its fork die together, as under Stryker or a job's timeout.
+    const child = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', '--config', 'test/fixtures/killedTempDir/vitest.config.ts'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      timeout: 150_000,
+      env: { ...process.env, LOCKCHECK_FIXTURE_PARENT: parent },
+    });
+    let output = '';
+    const held = new Promise<boolean>((done) => {
+      const see = (d: string): void => {
+        output += d;
+        if (output.includes('holding ')) done(true);
+      };
+      child.stdout.setEncoding('utf8').on('data', see);
+      child.stderr.setEncoding('utf8').on('data', see);
+      child.on('close', () => done(false));
+    });
+    expect(await held, output).toBe(true);
+    const made = readdirSync(parent);
+    process.kill(-child.pid!, 'SIGKILL');
+    await new Promise((done) => child.on('close', done));
+    expect(made.filter((n) => n.startsWith('lockcheck-held-fixture-')), output).toHaveLength(1);
+    expect(await until(() => readdirSync(parent).length === 0, 10_000), readdirSync(parent).join(', ')).toBe(true);
+  }, 180_000);
+});

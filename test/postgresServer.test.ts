@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresServer, StoppedWhileStarting, stopAllPostgresServers } from '../conformance/env/postgresServer.ts';
+import { guardedTempDir } from '../conformance/env/tempDir.ts';
 import { alive, descendantsNamed } from './probes.ts';
 
 const servers: PostgresServer[] = [];
@@ -279,7 +280,7 @@ describe('PostgresServer: stopped while it starts', () => {
   }, 60_000);
 
   it('a stop as its directory is made (before the server exists) is not missed: nothing is spawned, the directory is removed, start() rejects StoppedWhileStarting', async () => {
-    const parent = mkdtempSync(join('/dev/shm', 'lockcheck-pgstop-'));
+    const { dir: parent, remove } = guardedTempDir('lockcheck-pgstop-', '/dev/shm');
     try {
       const settled = PostgresServer.start({ parentDir: parent }).then(
         async (server) => {
@@ -298,7 +299,7 @@ describe('PostgresServer: stopped while it starts', () => {
       expect(error).toBeInstanceOf(StoppedWhileStarting);
       expect(readdirSync(parent)).toEqual([]);
     } finally {
-      rmSync(parent, { recursive: true, force: true });
+      remove();
     }
   }, 60_000);
 

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { withPostgres } from './postgresFixture.ts';
+import { testTempDir } from './tempDirs.ts';
 import { PostgresServer } from '../conformance/env/postgresServer.ts';
 import { systemClock } from '../impl/clock.ts';
 import { ConnectionConfigError, TimeoutError } from '../impl/errors.ts';
@@ -33,18 +34,15 @@ host all all 127.0.0.1/32 scram-sha-256
 const PASSWORD = 'pw-Ünïcode-ok';
 const SELECT_ONE = new PreparedStatement('t_one', 'SELECT $1::bigint + 1, NULL::text');
 
-let hbaDir: string | undefined;
-// Made before the server starts (its hba_file), removed after it stops (after hooks run in reverse order).
+// Made before the server starts (its hba_file), removed after it stops (after hooks run in reverse order), or by the
+// watchdog should the run be killed before its afterAll (a killed mutation run left dozens in /dev/shm, which is memory).
+const hbaDir = testTempDir('lockcheck-hba-', '/dev/shm');
 beforeAll(async () => {
-  hbaDir = await mkdtemp('/dev/shm/lockcheck-hba-');
   await chmod(hbaDir, 0o755);
   await writeFile(join(hbaDir, 'pg_hba.conf'), HBA, { mode: 0o644 });
 });
-afterAll(async () => {
-  if (hbaDir !== undefined) await rm(hbaDir, { recursive: true, force: true });
-});
 const db = withPostgres(
-  () => ({ settings: { hba_file: join(hbaDir!, 'pg_hba.conf'), log_connections: true } }),
+  () => ({ settings: { hba_file: join(hbaDir, 'pg_hba.conf'), log_connections: true } }),
   async (admin) => {
     await admin.query(`CREATE ROLE lc_trust LOGIN; CREATE ROLE lc_clear LOGIN PASSWORD '${PASSWORD}'; CREATE ROLE lc_scram LOGIN PASSWORD '${PASSWORD}'`);
     await admin.query(`SET password_encryption = 'md5'; CREATE ROLE lc_md5 LOGIN PASSWORD '${PASSWORD}'`);

@@ -6,13 +6,15 @@ import { atExit } from './processes.ts';
 import { Guard } from './watchdog.ts';
 
 /**
- * A private (0700) temp dir named `prefix`…, removed by `remove()`, else at
- * exit or on a signal (atExit), else, should this process be SIGKILLed (no
- * handler runs then), by the watchdog. An atExit clean-up alone left the
- * directory for good when the process was killed.
+ * A private (0700) temp dir named `prefix`… in `parent` (the OS's temp dir
+ * by default; /dev/shm for a server's files in memory), removed by
+ * `remove()`, else at exit or on a signal (atExit), else, should this
+ * process be SIGKILLed (no handler runs then), by the watchdog. An atExit
+ * clean-up alone left the directory for good when the process was killed
+ * (a killed mutation run left dozens in /dev/shm, which is memory).
  */
-export function guardedTempDir(prefix: string): { readonly dir: string; readonly remove: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+export function guardedTempDir(prefix: string, parent = tmpdir()): { readonly dir: string; readonly remove: () => void } {
+  const dir = mkdtempSync(join(parent, prefix));
   const guard = builtInSync(dir, () => {
     const made = new Guard();
     made.set({ processes: [], dirs: [dir] });
