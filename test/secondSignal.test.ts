@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { testTempDir } from './tempDirs.ts';
 import { withPostgres } from './postgresFixture.ts';
 import { alive, until } from './probes.ts';
 
@@ -17,8 +17,7 @@ import { alive, until } from './probes.ts';
  * the environment does (atExit), and an interrupt clean-up that never
  * settles, which stands for the user's server that does not answer.
  */
-const root = mkdtempSync(join(tmpdir(), 'lockcheck-signal-test-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = testTempDir('lockcheck-signal-test-');
 
 const processes = JSON.stringify(pathToFileURL(resolve('conformance/env/processes.ts')).href);
 

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { testTempDir } from './tempDirs.ts';
 
 /**
  * scripts/setup.sh on a machine whose node is too old or missing: it stops at once with one line saying so,
@@ -11,8 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
  * And where apt cannot provide what lockcheck needs, it fails with a last line of its own naming what is missing.
  */
 const script = fileURLToPath(new URL('../scripts/setup.sh', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-setup-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-setup-');
 
 /**
  * setup.sh with PATH = a directory holding only dirname and uname (POSIX tools it uses) and the given scripts (`node`,

@@ -1,7 +1,7 @@
-import { lchownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync, lstatSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { lchownSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync, lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { testTempDir } from './tempDirs.ts';
 import { OutputFileError, removeStaleOutput } from '../conformance/env/outputFile.ts';
 
 /**
@@ -9,8 +9,7 @@ import { OutputFileError, removeStaleOutput } from '../conformance/env/outputFil
  * removes what a link there names: the link itself goes (the user's own), or
  * the removal is refused (another user's link, at the path or on the way).
  */
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-stale-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = testTempDir('lockcheck-stale-');
 
 it("the user's own link at the path: the link is removed, the file and directory it names are left", () => {
   const victim = join(dir, 'victim.txt');

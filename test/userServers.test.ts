@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testTempDir } from './tempDirs.ts';
 import type { LockcheckProcess } from './lockcheckProcess.ts';
 import { lockcheckSync } from './lockcheckProcess.ts';
 import { MAX_ATTEMPTS } from '../conformance/check.ts';
@@ -20,7 +20,7 @@ import { RedisServer } from '../conformance/env/redisServer.ts';
  * and that everything of the user's is still there and nothing of lockcheck's
  * is left behind.
  */
-const dir = mkdtempSync(join(tmpdir(), 'lockcheck-user-servers-'));
+const dir = testTempDir('lockcheck-user-servers-');
 let redis: RedisServer[] = [];
 let postgres: PostgresServer | undefined;
 let bystander: pg.Client | undefined;
@@ -50,7 +50,6 @@ afterAll(async () => {
   for (const r of users) r.disconnect();
   await bystander?.end().catch(() => undefined);
   await Promise.all([...redis.map((s) => s.stop()), postgres?.stop()]);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Polls `probe` until it returns a value, up to `ms`; null if it never does. */
