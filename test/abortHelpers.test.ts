@@ -1,0 +1,124 @@
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { checkSignal, settleAborted, unlessAborted } from '../impl/abort.ts';
+import { InvalidInputError } from '../impl/errors.ts';
+import type { Lease } from '../impl/lease.ts';
+import type { AcquireResult } from '../impl/leaseLock.ts';
+
+/**
+ * The cancellation helpers every lock's acquire shares (impl/abort.ts), on
+ * their own: what `signal` accepts, that a wait's listener goes whichever way
+ * the wait ends, and that an abort after an attempt releases only a grant.
+ * Found by mutation testing (session h34): each case here failed with one
+ * mutant of abort.ts that the locks' own tests (test/acquireAbort.test.ts)
+ * let through.
+ */
+
+const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length;
+const noop = (): void => undefined;
+
+describe('checkSignal', () => {
+  it('accepts a signal of another realm or a polyfill (what it has, not its class), and absent; its abort ends a wait', async () => {
+    // What an AbortController polyfill, or another realm's, hands out: not an instance of this realm's AbortSignal.
+    class PolyfillSignal extends EventTarget {
+      aborted = false;
+      reason: unknown = undefined;
+    }
+    const foreign = new PolyfillSignal() as unknown as AbortSignal;
+    expect(foreign instanceof AbortSignal).toBe(false);
+    expect(checkSignal(foreign)).toBe(foreign);
+    expect(checkSignal(undefined)).toBeUndefined();
+    const waiting = unlessAborted(new Promise<number>(() => undefined), foreign);
+    const reason = new Error('given up');
+    Object.assign(foreign, { aborted: true, reason });
+    foreign.dispatchEvent(new Event('abort'));
+    await expect(waiting).rejects.toBe(reason);
+  });
+
+  it.each([
+    ['no aborted flag', { addEventListener: noop, removeEventListener: noop }],
+    ['an aborted flag that is not a boolean', { aborted: 'no', addEventListener: noop, removeEventListener: noop }],
+    ['no addEventListener', { aborted: false, removeEventListener: noop }],
+    ['no removeEventListener', { aborted: false, addEventListener: noop }],
+    ['a function with every member', Object.assign((): void => undefined, { aborted: false, addEventListener: noop, removeEventListener: noop })],
+    ['null', null],
+    ['a string', 'abort'],
+  ])('refuses %s with a typed error naming the option', (_what, value) => {
+    let error: unknown;
+    try {
+      checkSignal(value);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect((error as InvalidInputError).code).toBe('invalid-config');
+    expect((error as Error).message).toContain('signal must be an AbortSignal');
+  });
+});
+
+describe('unlessAborted', () => {
+  it('a wait whose work rejects rejects with its error and leaves no listener', async () => {
+    const controller = new AbortController();
+    const failure = new Error('the attempt failed');
+    await expect(unlessAborted(Promise.reject(failure), controller.signal)).rejects.toBe(failure);
+    expect(listeners(controller.signal)).toBe(0);
+  });
+
+  it('a wait whose work resolves resolves with its value and leaves no listener', async () => {
+    const controller = new AbortController();
+    await expect(unlessAborted(Promise.resolve(7), controller.signal)).resolves.toBe(7);
+    expect(listeners(controller.signal)).toBe(0);
+  });
+
+  it('a signal aborted before the wait rejects with its reason at once, adds no listener, and handles the work it leaves', async () => {
+    const controller = new AbortController();
+    const reason = new Error('given up');
+    controller.abort(reason);
+    let settle: (error: Error) => void = () => undefined;
+    const work = new Promise<number>((_resolve, reject) => (settle = reject));
+    await expect(unlessAborted(work, controller.signal)).rejects.toBe(reason);
+    expect(listeners(controller.signal)).toBe(0);
+    // The abandoned work's later failure is handled: no unhandled rejection fails the run.
+    settle(new Error('the attempt failed later'));
+  });
+
+  it('a signal that fires during the wait rejects with its reason before the work ends', async () => {
+    const controller = new AbortController();
+    const reason = new Error('given up');
+    const waiting = unlessAborted(new Promise<number>(() => undefined), controller.signal);
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    expect(listeners(controller.signal)).toBe(0);
+  });
+});
+
+describe('settleAborted', () => {
+  const granted = { kind: 'granted', lease: { token: 1n } as unknown as Lease } as AcquireResult;
+  const denied = { kind: 'denied', reason: 'held' } as unknown as AcquireResult;
+
+  it('aborted: a grant is released before the rejection; a denial releases nothing', async () => {
+    const controller = new AbortController();
+    const reason = new Error('given up');
+    controller.abort(reason);
+    const released: unknown[] = [];
+    const release = (lease: Lease): Promise<void> => {
+      released.push(lease);
+      return Promise.resolve();
+    };
+    await expect(settleAborted(denied, controller.signal, release)).rejects.toBe(reason);
+    expect(released).toEqual([]);
+    await expect(settleAborted(granted, controller.signal, release)).rejects.toBe(reason);
+    expect(released).toEqual([(granted as { lease: Lease }).lease]);
+  });
+
+  it('not aborted: the result as it is, nothing released', async () => {
+    const released: unknown[] = [];
+    const release = (lease: Lease): Promise<void> => {
+      released.push(lease);
+      return Promise.resolve();
+    };
+    await expect(settleAborted(granted, new AbortController().signal, release)).resolves.toBe(granted);
+    await expect(settleAborted(granted, undefined, release)).resolves.toBe(granted);
+    expect(released).toEqual([]);
+  });
+});
