@@ -41,6 +41,8 @@ interface Recorded {
 }
 const recorded: Recorded[] = values.verdicts ? (JSON.parse(readFileSync(new URL('../test/fixtures/explore-verdicts.json', import.meta.url), 'utf8')) as { cells: Recorded[] }).cells : [];
 let disagreements = 0;
+/** Entries in the order of their keys (property IDs). */
+const byKey = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
 const cpuMs = (): number => {
   const u = cpuUsage();
   return (u.user + u.system) / 1000;
@@ -81,8 +83,8 @@ for (const row of MATRIX_ROWS.filter((r) => (values.design === undefined || r.de
       collision += c.collisionProbability;
       const found = c.counterexamples.map((x) => `${x.property}(${x.steps.length})`).join(' ') || '-';
       if (values.verdicts) {
-        const got = JSON.stringify(Object.fromEntries(c.counterexamples.map((x) => [x.property, x.steps.length]).sort()));
-        const expected = JSON.stringify(Object.fromEntries(Object.entries(want?.found ?? {}).sort()));
+        const got = JSON.stringify(Object.fromEntries(c.counterexamples.map((x): [string, number] => [x.property, x.steps.length]).sort(byKey)));
+        const expected = JSON.stringify(Object.fromEntries(Object.entries(want?.found ?? {}).sort(byKey)));
         if (want === undefined || got !== expected || c.depthCompleted !== want.depth) {
           disagreements++;
           console.log(`VERDICT CHANGED: ${row.label} / ${store} / ${fault}: recorded ${expected} to depth ${want?.depth}, got ${got} to depth ${c.depthCompleted}`);
