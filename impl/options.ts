@@ -24,7 +24,8 @@ function kindOf(value: unknown): string {
   if (typeof value === 'string') return `a string of ${value.length} characters`;
   if (value === null) return 'null';
   if (Array.isArray(value)) return `an array of ${value.length}`;
-  return `a ${typeof value}`;
+  if (value === undefined) return 'undefined';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /**

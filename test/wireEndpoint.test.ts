@@ -156,7 +156,7 @@ describe('wireEndpoint: what the wire client follows, read as node-postgres read
     expect(endpoint({ application_name: null as unknown as string }, { PGAPPNAME: 'env-app' }).parameters.application_name).toBe('env-app');
     // Neither a string nor a number: node-postgres's to handle.
     expect(wireEndpoint({ statement_timeout: true as unknown as number }, env())).toEqual({ unsupported: 'a boolean statement_timeout' });
-    expect(wireEndpoint({ application_name: {} as unknown as string }, env())).toEqual({ unsupported: 'a object application_name' });
+    expect(wireEndpoint({ application_name: {} as unknown as string }, env())).toEqual({ unsupported: 'an object application_name' });
   });
 
   it("the configuration's own bounds when positive; keepAlive off only when false", () => {
