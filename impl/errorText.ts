@@ -8,7 +8,8 @@ export function asText(value: unknown): string {
   try {
     return String(value);
   } catch {
-    return `a ${typeof value}`;
+    // An object whose toString throws, or a Symbol in a realm where String() refuses it.
+    return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
   }
 }
 
