@@ -55,3 +55,31 @@ describe('a lease argument that is no lease is InvalidInputError naming the call
     });
   }
 });
+
+/**
+ * A lease these locks do not track is released by what it names (its owner
+ * and token), so its token is checked first: a bigint in [0, 2^63-1], both
+ * ends included, as every grant carries. Mutation testing (session h34)
+ * found both ends unchecked. An owner that names nothing of the lock's
+ * (no etcd lease id, no contender in the line) is released at once, with
+ * nothing sent.
+ */
+describe("an untracked lease's token is checked, both ends of [0, 2^63-1] included", () => {
+  const untracked: ReadonlyArray<[string, (lease: never) => Promise<unknown>]> = [
+    ['EtcdLock', (l) => new EtcdLock({ node: { grant: never, putIfAbsent: never, keepAlive: never, owns: never, deleteIfOwned: never, revoke: never } as never, clock }).release(l)],
+    ['ZookeeperLock', (l) => new ZookeeperLock({ node: Object.fromEntries(['openSession', 'contenders', 'enqueue', 'touch', 'watchGone', 'deleteOwned', 'closeSession'].map((m) => [m, never])) as never, clock }).release(l)],
+  ];
+  const lease = (token: unknown): unknown => ({ resource: 'r', owner: 'names-nothing', token });
+
+  it.each(untracked)('%s: tokens 0 and 2^63-1 are taken', async (_lock, release) => {
+    for (const token of [0n, 2n ** 63n - 1n]) await expect(release(lease(token) as never)).resolves.toBe(true);
+  });
+
+  it.each(untracked)('%s: a token below 0, above 2^63-1 or not a bigint is refused, naming the range', async (_lock, release) => {
+    for (const token of [-1n, 2n ** 63n, 5]) {
+      const e = await refusal(() => release(lease(token) as never));
+      expect(e, String(token)).toBeInstanceOf(InvalidInputError);
+      expect((e as Error).message).toMatch(/^precondition: release needs a lease that acquire returned \(its token a bigint in \[0, 2\^63-1\]\), got /);
+    }
+  });
+});

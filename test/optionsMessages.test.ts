@@ -3,6 +3,7 @@ import { systemClock } from '../impl/clock.ts';
 import { InvalidInputError } from '../impl/errors.ts';
 import { etcdClient } from '../impl/etcd/index.ts';
 import { shown } from '../impl/options.ts';
+import { redisFencedStore } from '../impl/redis/index.ts';
 import { zookeeperNode } from '../impl/zookeeper/index.ts';
 
 /**
@@ -100,5 +101,17 @@ describe('shown: a value in a message', () => {
     expect(shown(null, 'keyPrefix')).toBe('null');
     expect(shown('redis://app:Xq7zz@h:6379', 'url')).toBe(`a string of 24 characters ${HIDDEN}`);
     expect(shown('redis://app:Xq7zz@h:6379')).toBe(`a string of 24 characters ${HIDDEN}`);
+  });
+});
+
+describe('other refusals, by their exact text', () => {
+  it('an empty ZooKeeper auth scheme: a non-empty string wanted', () => {
+    expect(message(() => zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock, auth: [{ scheme: '', credentials: 'x' }] }))).toBe('invalid-config: auth[0].scheme must be a non-empty string, got ""');
+  });
+
+  it('a store policy no store has: the policies listed', () => {
+    // Only the methods are looked at: nothing is sent.
+    const redis = { options: {}, hmget: () => Promise.resolve([]), evalsha: () => Promise.resolve(null), eval: () => Promise.resolve(null), sendCommand: () => undefined, call: () => Promise.resolve(null) };
+    expect(message(() => redisFencedStore(redis as never, 'lax' as never))).toBe('invalid-config: policy must be one of unfenced, strict, monotonic, got "lax"');
   });
 });

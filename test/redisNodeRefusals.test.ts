@@ -137,6 +137,18 @@ describe('redisLeaseNode checks every argument: a rejection, never a throw', () 
     });
   }
 
+  it('an owner of 256 characters, the most, is taken; the refusal of one more names the bound (mutation testing, session h34: the bound itself was unchecked)', async () => {
+    const redis = connect('default', server.password);
+    await redis.connect();
+    const node = redisLeaseNode(redis);
+    const owner = 'o'.repeat(256);
+    const granted = await node.acquire('owner-bound', owner, 10_000);
+    expect(typeof granted).toBe('bigint');
+    expect(await node.release('owner-bound', owner)).toBe(true);
+    const e = await rejection(node.acquire('owner-bound', `${owner}o`, 10_000));
+    expect((e as Error).message).toBe('invalid-config: owner must be a non-empty string of at most 256 characters, well-formed Unicode without NUL, got a string of 257 characters');
+  });
+
   it('while the connection is still opening: a bad owner rejects (it threw inside ioredis, uncaught, and never settled); a good call then runs', async () => {
     const redis = connect('default', server.password, false);
     expect(redis.status).toBe('connecting');

@@ -4,7 +4,7 @@ import { systemClock } from '../impl/clock.ts';
 import { InvalidInputError } from '../impl/errors.ts';
 import { LeaseLock } from '../impl/leaseLock.ts';
 import type { LeaseNode } from '../impl/leaseNode.ts';
-import { closest } from '../impl/options.ts';
+import { closest, knownOptions } from '../impl/options.ts';
 import { using } from '../impl/using.ts';
 import { createRedisLock, redisFencedStore, redisLeaseNode } from '../impl/redis/index.ts';
 import { openPostgresFencedStore, PostgresSessionLock, PostgresTransactionLock } from '../impl/postgres/index.ts';
@@ -178,8 +178,25 @@ describe('a typo gets the nearest known key as a suggestion', () => {
     ['x', undefined],
     ['timeout', undefined],
     ['', undefined],
+    // Near only as the start of a known name (three letters at least), or with a known name as its own start.
+    ['ret', 'retries'],
+    ['re', undefined],
+    ['ttlMsValue', 'ttlMs'],
   ] as const)('closest(%j) among the acquire options is %j', ([key, near]) => {
     expect(closest(key, ['ttlMs', 'retries', 'retryDelayMs', 'retryJitterMs'])).toBe(near);
+  });
+
+  it('a key as near to two names is offered the first listed', () => {
+    expect(closest('ab', ['ax', 'xb'])).toBe('ax');
+    expect(closest('ab', ['xb', 'ax'])).toBe('xb');
+  });
+
+  it('an object that takes no options says so; a very long unknown key is cut short at 60 characters', () => {
+    expect(() => knownOptions('close options', [])({ force: true })).toThrow('invalid-config: close options: unknown option "force"; it takes none');
+    const long = 'k'.repeat(61);
+    expect(() => knownOptions('o', ['a'])({ [long]: 1 })).toThrow(`o: unknown option "${'k'.repeat(57)}..."; known: a`);
+    const sixty = 'k'.repeat(60);
+    expect(() => knownOptions('o', ['a'])({ [sixty]: 1 })).toThrow(`o: unknown option "${sixty}"; known: a`);
   });
 });
 
