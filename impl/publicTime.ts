@@ -1,3 +1,4 @@
+import { checkSignal } from './abort.ts';
 import { sleep as sleepOn, type MonotonicClock } from './clock.ts';
 import { withTimeout as boundOn } from './errors.ts';
 import { checkClock, refuse } from './options.ts';
@@ -7,15 +8,12 @@ import { MAX_TTL_MS } from '../model/errors.ts';
  * sleep and withTimeout as lockcheck/lock gives them to users, with their
  * arguments checked (InvalidInputError('invalid-config') naming the argument,
  * as a rejection: they return promises); the lock clients call the unchecked
- * ones (clock.ts, errors.ts) on every request.
+ * ones (clock.ts, errors.ts) on every request. A signal is taken as an
+ * acquire takes one: by what it has, so a polyfill's or another realm's too.
  */
 
 function checkMs(ms: unknown): void {
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_TTL_MS) refuse('ms', `a number of ms in [0, ${MAX_TTL_MS}]`, ms);
-}
-
-function checkSignal(signal: unknown): void {
-  if (signal !== undefined && !(signal instanceof AbortSignal)) refuse('signal', 'an AbortSignal', signal);
 }
 
 /** Resolves after `ms` on `clock`, or rejects when `signal` aborts first. */

@@ -187,6 +187,11 @@ describe('zookeeperFencedStore reads a cell as the etcd store does', () => {
       ['not json', 'not JSON'],
       ['{"value":"v","token":"x"}', 'token is not a token'],
       ['{"value":"v","token":"9223372036854775808"}', 'token is not a token'],
+      // JSON but no object (mutation testing, session h34: null read as an object was a TypeError).
+      ['null', 'not a JSON object'],
+      ['[]', 'not a JSON object'],
+      ['5', 'not a JSON object'],
+      ['{"value":5,"token":"1"}', 'value is not a string'],
     ] as const) {
       const store = zookeeperFencedStore(zookeeperNodeInMemory({ get: () => Promise.resolve(text) }), 'strict', { root: '/r' });
       const e = await rejection(store.read('c'));
