@@ -186,6 +186,20 @@ describe('a typo gets the nearest known key as a suggestion', () => {
     expect(closest(key, ['ttlMs', 'retries', 'retryDelayMs', 'retryJitterMs'])).toBe(near);
   });
 
+  it('two letters swapped count as one edit: a short key is still near', () => {
+    expect(closest('tlt', ['ttl'])).toBe('ttl');
+    expect(closest('sginal', ['signal'])).toBe('signal');
+    // Two edits in three letters is too far.
+    expect(closest('lxt', ['ttl'])).toBeUndefined();
+  });
+
+  it('keys of up to 200 characters are compared; a longer one is near nothing (the comparison would cost too much)', () => {
+    expect(closest('x'.repeat(200), ['x'.repeat(199)])).toBe('x'.repeat(199));
+    expect(closest('x'.repeat(199), ['x'.repeat(200)])).toBe('x'.repeat(200));
+    expect(closest('x'.repeat(201), ['x'.repeat(200)])).toBeUndefined();
+    expect(closest('x'.repeat(200), ['x'.repeat(201)])).toBeUndefined();
+  });
+
   it('a key as near to two names is offered the first listed', () => {
     expect(closest('ab', ['ax', 'xb'])).toBe('ax');
     expect(closest('ab', ['xb', 'ax'])).toBe('xb');
