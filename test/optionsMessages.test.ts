@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../impl/clock.ts';
 import { InvalidInputError } from '../impl/errors.ts';
-import { etcdClient } from '../impl/etcd/index.ts';
+import { etcdClient, EtcdLock } from '../impl/etcd/index.ts';
 import { shown } from '../impl/options.ts';
 import { redisFencedStore } from '../impl/redis/index.ts';
 import { zookeeperNode } from '../impl/zookeeper/index.ts';
@@ -113,5 +113,11 @@ describe('other refusals, by their exact text', () => {
     // Only the methods are looked at: nothing is sent.
     const redis = { options: {}, hmget: () => Promise.resolve([]), evalsha: () => Promise.resolve(null), eval: () => Promise.resolve(null), sendCommand: () => undefined, call: () => Promise.resolve(null) };
     expect(message(() => redisFencedStore(redis as never, 'lax' as never))).toBe('invalid-config: policy must be one of unfenced, strict, monotonic, got "lax"');
+  });
+
+  it('a node that is none: what it must have, and what it lacks', () => {
+    const wanted = 'invalid-config: node must be an EtcdNode (with grant(), putIfAbsent(), keepAlive(), owns(), deleteIfOwned(), revoke())';
+    expect(message(() => new EtcdLock({ node: 5 as never, clock: systemClock }))).toBe(`${wanted}, got 5`);
+    expect(message(() => new EtcdLock({ node: { grant: () => undefined } as never, clock: systemClock }))).toBe(`${wanted}, got an object without putIfAbsent(), keepAlive(), owns(), deleteIfOwned(), revoke()`);
   });
 });
