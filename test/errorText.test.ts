@@ -23,6 +23,11 @@ describe('an error made from a value String() cannot convert', () => {
     expect(new UnavailableError(value as unknown as string).message).toBe('an object');
   });
 
+  it('a function whose toString throws: named as a function', () => {
+    const f = Object.assign(() => undefined, { toString: (): string => { throw new Error('no'); } });
+    expect(new UnavailableError(f as unknown as string).message).toBe('a function');
+  });
+
   it('a Symbol, a number and a string are shown as they are; an absent message stays empty', () => {
     expect(new TimeoutError(Symbol('acquire') as unknown as string, 7).message).toBe('Symbol(acquire) timed out after 7 ms');
     expect(new UnavailableError(42 as unknown as string).message).toBe('42');

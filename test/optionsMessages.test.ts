@@ -105,8 +105,9 @@ describe('shown: a value in a message', () => {
 });
 
 describe('other refusals, by their exact text', () => {
-  it('an empty ZooKeeper auth scheme: a non-empty string wanted', () => {
+  it('an empty ZooKeeper auth scheme: a non-empty string wanted; credentials that are no string: a string wanted, their value not shown', () => {
     expect(message(() => zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock, auth: [{ scheme: '', credentials: 'x' }] }))).toBe('invalid-config: auth[0].scheme must be a non-empty string, got ""');
+    expect(message(() => zookeeperNode({ connectString: '127.0.0.1:1', clock: systemClock, auth: [{ scheme: 'digest', credentials: 904413 as never }] }))).toBe(`invalid-config: auth[0].credentials must be a string, got a number ${HIDDEN}`);
   });
 
   it('a store policy no store has: the policies listed', () => {
