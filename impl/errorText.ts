@@ -8,9 +8,14 @@ export function asText(value: unknown): string {
   try {
     return String(value);
   } catch {
-    // An object whose toString throws, or a Symbol in a realm where String() refuses it.
-    return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+    // An object or function whose toString throws, or an object without a prototype.
+    return aTypeOf(value);
   }
+}
+
+/** A value's type with its article, for a message: "an object", "a function", "a number". */
+export function aTypeOf(value: unknown): string {
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** An error's message as Error takes it: absent stays absent (an empty message), anything else as text. */

@@ -1,6 +1,7 @@
 import type { StorePolicy } from '../model/design.ts';
 import { checkResource, InvalidInputError, isKeepableText, MAX_RESOURCE_LENGTH, MAX_TOKEN, MAX_TTL_MS, shown as shownValue } from '../model/errors.ts';
 import type { MonotonicClock } from './clock.ts';
+import { aTypeOf } from './errorText.ts';
 import type { Lease } from './lease.ts';
 import { quotedValue } from '../model/shownText.ts';
 
@@ -24,8 +25,7 @@ function kindOf(value: unknown): string {
   if (typeof value === 'string') return `a string of ${value.length} characters`;
   if (value === null) return 'null';
   if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (value === undefined) return 'undefined';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+  return value === undefined ? 'undefined' : aTypeOf(value);
 }
 
 /**

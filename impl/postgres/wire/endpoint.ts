@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { aTypeOf } from '../../errorText.ts';
 
 /**
  * Where and as whom the wire client connects, read from the node-postgres
@@ -92,7 +93,7 @@ export function wireEndpoint(config: pg.ClientConfig, env: NodeJS.ProcessEnv = p
     const fromDefaults = k === 'statement_timeout' ? undefined : defaults[k];
     const v = [merged[k], fromEnv, fromDefaults].find((x) => x !== undefined && x !== null && x !== false && x !== '');
     if (typeof v === 'string' || typeof v === 'number') parameters[k] = String(v);
-    else if (v !== undefined && v !== null) return { unsupported: `${typeof v === 'object' ? 'an object' : `a ${typeof v}`} ${k}` };
+    else if (v !== undefined && v !== null) return { unsupported: `${aTypeOf(v)} ${k}` };
   }
   const connectTimeoutMs = typeof merged.connectionTimeoutMillis === 'number' && merged.connectionTimeoutMillis > 0 ? merged.connectionTimeoutMillis : undefined;
   const queryTimeoutMs = typeof merged.query_timeout === 'number' && merged.query_timeout > 0 ? merged.query_timeout : undefined;
