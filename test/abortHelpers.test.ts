@@ -4,13 +4,15 @@ import { checkSignal, settleAborted, unlessAborted } from '../impl/abort.ts';
 import { InvalidInputError } from '../impl/errors.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
+import { abandonable } from '../impl/postgres/abandon.ts';
 
 /**
  * The cancellation helpers every lock's acquire shares (impl/abort.ts), on
  * their own: what `signal` accepts, that a wait's listener goes whichever way
  * the wait ends, and that an abort after an attempt releases only a grant.
  * Found by mutation testing (session h34): each case here failed with one
- * mutant of abort.ts that the locks' own tests (test/acquireAbort.test.ts)
+ * mutant of abort.ts (or of the PostgreSQL locks' abandonable) that the
+ * locks' own tests (test/acquireAbort.test.ts, test/impl/closeLeaks.postgres.test.ts)
  * let through.
  */
 
@@ -120,5 +122,45 @@ describe('settleAborted', () => {
     await expect(settleAborted(granted, new AbortController().signal, release)).resolves.toBe(granted);
     await expect(settleAborted(granted, undefined, release)).resolves.toBe(granted);
     expect(released).toEqual([]);
+  });
+});
+
+describe('abandonable (a PostgreSQL connection close() may abandon while it opens)', () => {
+  it('no signal: the opening as it is', async () => {
+    await expect(abandonable(undefined, () => undefined, () => Promise.resolve(3))).resolves.toBe(3);
+  });
+
+  it('a signal that fires while it opens abandons it once; the opening\'s own outcome is returned', async () => {
+    const controller = new AbortController();
+    let abandoned = 0;
+    let finish: (value: number) => void = () => undefined;
+    const opening = abandonable(controller.signal, () => abandoned++, () => new Promise<number>((resolve) => (finish = resolve)));
+    controller.abort();
+    expect(abandoned).toBe(1);
+    finish(4);
+    await expect(opening).resolves.toBe(4);
+    expect(abandoned).toBe(1);
+  });
+
+  it('a signal already fired (close() came first) abandons it at once, without waiting for the opening', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    let abandoned = 0;
+    let failOpening: (error: Error) => void = () => undefined;
+    const opening = abandonable(controller.signal, () => abandoned++, () => new Promise<never>((_resolve, reject) => (failOpening = reject)));
+    expect(abandoned).toBe(1);
+    const destroyed = new Error('destroyed');
+    failOpening(destroyed);
+    await expect(opening).rejects.toBe(destroyed);
+  });
+
+  it('leaves no listener on the lock\'s signal once opened or failed: a later close() abandons nothing', async () => {
+    const controller = new AbortController();
+    let abandoned = 0;
+    await abandonable(controller.signal, () => abandoned++, () => Promise.resolve(1));
+    await expect(abandonable(controller.signal, () => abandoned++, () => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
+    expect(listeners(controller.signal)).toBe(0);
+    controller.abort();
+    expect(abandoned).toBe(0);
   });
 });
