@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { Etcd3 } from 'etcd3';
 import { boundSockets } from '../../impl/etcd/sockets.ts';
@@ -25,3 +26,38 @@ describe('boundSockets on shapes it does not know', () => {
     expect(own).toBe(true);
   });
 });
+
+/**
+ * What the wrapped connector does with each socket, on a stand-in of the
+ * shapes it reaches (grpc-js's connector factory): a handshake past its
+ * close() ends every socket still open, and one a call still in flight
+ * opens after the close (mutation testing, session h34: that path was
+ * never run).
+ */
+describe('boundSockets on the pinned shapes, with stand-in sockets', () => {
+  class StandInSocket extends EventEmitter {
+    destroyed = false;
+    destroy(): void {
+      this.destroyed = true;
+      this.emit('close');
+    }
+  }
+  function wrapped(handshake: () => Promise<unknown>): { client: Etcd3; connect: (socket: StandInSocket) => Promise<unknown> } {
+    const credentials = { _createSecureConnector: () => ({ connect: (_socket: unknown) => handshake() }) };
+    const client = { pool: { hosts: [{ channelCredentials: credentials }, { channelCredentials: credentials }] }, close: (): void => undefined } as unknown as Etcd3;
+    boundSockets(client, 50);
+    return { client, connect: (socket) => credentials._createSecureConnector().connect(socket as never) };
+  }
+
+  it('a socket opened after the close is ended at once; close() ends one still in its handshake', () => {
+    const { client, connect } = wrapped(() => new Promise(() => undefined));
+    const before = new StandInSocket();
+    void connect(before);
+    client.close();
+    expect(before.destroyed).toBe(true);
+    const after = new StandInSocket();
+    void connect(after);
+    expect(after.destroyed).toBe(true);
+  });
+});
+
