@@ -189,8 +189,10 @@ describe('a typo gets the nearest known key as a suggestion', () => {
   it('two letters swapped count as one edit: a short key is still near', () => {
     expect(closest('tlt', ['ttl'])).toBe('ttl');
     expect(closest('sginal', ['signal'])).toBe('signal');
-    // Two edits in three letters is too far.
+    // Two edits in three letters is too far; so is a letter that only moved and one that changed.
     expect(closest('lxt', ['ttl'])).toBeUndefined();
+    expect(closest('ab', ['ca'])).toBeUndefined();
+    expect(closest('ab', ['bc'])).toBeUndefined();
   });
 
   it('keys of up to 200 characters are compared; a longer one is near nothing (the comparison would cost too much)', () => {
