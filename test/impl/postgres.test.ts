@@ -538,9 +538,11 @@ describe('PostgresSessionLock', () => {
     const clock = new ManualClock();
     const a = session({ clock, statementTimeoutMs, connection: { ...server(), ...connection } });
     const held = granted(await a.acquire('held'));
+    const pid = a.backendPid;
     await a.release(granted(await a.acquire('blocked')));
     const blocker = new pg.Client({ ...server(), connectionTimeoutMillis: 5_000, query_timeout: 5_000 });
     await blocker.connect();
+    let failed = true;
     try {
       await blocker.query('BEGIN');
       await blocker.query("SELECT 1 FROM lockcheck_tokens WHERE resource = 'blocked' FOR UPDATE");
@@ -560,9 +562,18 @@ describe('PostgresSessionLock', () => {
       const still = new Promise<string>((resolve) => setTimeout(() => resolve('still waiting 10 s after its bound'), 10_000).unref());
       expect(await Promise.race([waiting, still])).toEqual({ kind: 'timed-out' });
       expect(held.signal.reason).toMatchObject({ reason: 'connection-lost' });
+      failed = false;
     } finally {
       await blocker.query('ROLLBACK').catch(() => undefined);
+      // The ended session's backend, blocked on the row, sees its connection gone only once the row is free, and holds
+      // 'held' until then: the next call of this function (another test) found it held. Its exit is awaited (a bounded
+      // number of looks, not a time).
+      const gone = async (): Promise<boolean> => (await blocker.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0]!.n === 0;
+      let exited = false;
+      for (let i = 0; i < 1000 && !exited; i++) exited = await gone().catch(() => true);
       await blocker.end().catch(() => undefined);
+      // Not over a failure of the test above: that one says what went wrong.
+      if (!failed) expect(exited, `backend ${pid} still there`).toBe(true);
     }
   }
 
