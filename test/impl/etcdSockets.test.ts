@@ -29,10 +29,10 @@ describe('boundSockets on shapes it does not know', () => {
 
 /**
  * What the wrapped connector does with each socket, on a stand-in of the
- * shapes it reaches (grpc-js's connector factory): a handshake past its
- * close() ends every socket still open, and one a call still in flight
- * opens after the close (mutation testing, session h34: that path was
- * never run).
+ * shapes it reaches (grpc-js's connector factory): close() ends every
+ * socket still in its handshake, and one that a call still in flight opens
+ * after the close (mutation testing, session h34: that path was never
+ * run).
  */
 describe('boundSockets on the pinned shapes, with stand-in sockets', () => {
   class StandInSocket extends EventEmitter {
