@@ -22,7 +22,7 @@ describe('checkValueBytes', () => {
     for (const [value, bytes] of [
       ['a'.repeat(13), 13],
       ['é'.repeat(6) + 'a', 13],
-      // Five characters, but 4 bytes each: the count is of bytes, not of characters.
+      // Four emoji of 4 bytes each (8 UTF-16 units) and a letter: the count is of bytes, not of characters or units.
       ['😀'.repeat(4) + 'a', 17],
     ] as const) {
       let error: unknown;
