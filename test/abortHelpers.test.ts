@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { refusal } from './probes.ts';
 import { checkSignal, settleAborted, unlessAborted } from '../impl/abort.ts';
-import { InvalidInputError } from '../impl/errors.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
 import { abandonable } from '../impl/postgres/abandon.ts';
@@ -46,15 +46,9 @@ describe('checkSignal', () => {
     ['null', null],
     ['a string', 'abort'],
   ])('refuses %s with a typed error naming the option', (_what, value) => {
-    let error: unknown;
-    try {
-      checkSignal(value);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(InvalidInputError);
-    expect((error as InvalidInputError).code).toBe('invalid-config');
-    expect((error as Error).message).toContain('signal must be an AbortSignal');
+    const error = refusal(() => checkSignal(value));
+    expect(error.code).toBe('invalid-config');
+    expect(error.message).toContain('signal must be an AbortSignal');
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../impl/errors.ts';
+import { refusal } from './probes.ts';
 import { checkConnectString } from '../impl/zookeeper/connectString.ts';
 
 /**
@@ -30,13 +30,6 @@ describe('checkConnectString', () => {
     ['h/a/', 'the chroot is not an absolute znode path without a trailing slash', '"h/a/"'],
     ['h/a//b', 'the chroot is not an absolute znode path without a trailing slash', '"h/a//b"'],
   ])('refuses %j: %s', (value, why, shown) => {
-    let error: unknown;
-    try {
-      checkConnectString(value);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(InvalidInputError);
-    expect((error as Error).message).toBe(`${WANTED} (${why}), got ${shown}`);
+    expect(refusal(() => checkConnectString(value)).message).toBe(`${WANTED} (${why}), got ${shown}`);
   });
 });

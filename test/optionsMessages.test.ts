@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../impl/clock.ts';
-import { InvalidInputError } from '../impl/errors.ts';
 import { etcdClient, EtcdLock } from '../impl/etcd/index.ts';
 import { shown } from '../impl/options.ts';
 import { redisFencedStore } from '../impl/redis/index.ts';
 import { zookeeperNode } from '../impl/zookeeper/index.ts';
+import { refusal } from './probes.ts';
 
 /**
  * What a refused option's message shows, exactly (impl/options.ts): the
@@ -18,15 +18,7 @@ import { zookeeperNode } from '../impl/zookeeper/index.ts';
  * colon (`token@host:2379`) is what only the first layer hides.
  */
 
-const message = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InvalidInputError);
-    return (e as Error).message;
-  }
-  throw new Error('not refused');
-};
+const message = (f: () => unknown): string => refusal(f).message;
 const HIDDEN = '(not shown: it may hold a secret)';
 
 describe('a refused etcd host', () => {

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { MAX_ATTEMPTS, type RunReport } from '../conformance/index.ts';
+import { InvalidInputError } from '../impl/errors.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
 
@@ -135,4 +136,15 @@ export function listening(port: number): Promise<boolean> {
     socket.once('connect', () => finish(true));
     socket.once('error', () => finish(false));
   });
+}
+
+/** What `f` throws, checked to be an InvalidInputError: a synchronous refusal, for its code and exact message. */
+export function refusal(f: () => unknown): InvalidInputError {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof InvalidInputError) return e;
+    throw new Error(`refused with something other than an InvalidInputError: ${String(e)}`, { cause: e });
+  }
+  throw new Error('not refused');
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../impl/errors.ts';
 import { checkValueBytes } from '../impl/valueSize.ts';
+import { refusal } from './probes.ts';
 
 /**
  * A store value is bounded by its UTF-8 bytes, the bound itself included
@@ -25,15 +25,9 @@ describe('checkValueBytes', () => {
       // Four emoji of 4 bytes each (8 UTF-16 units) and a letter: the count is of bytes, not of characters or units.
       ['😀'.repeat(4) + 'a', 17],
     ] as const) {
-      let error: unknown;
-      try {
-        check(value);
-      } catch (e) {
-        error = e;
-      }
-      expect(error, value).toBeInstanceOf(InvalidInputError);
-      expect((error as InvalidInputError).code).toBe('precondition');
-      expect((error as Error).message).toBe(`precondition: value too large for a test cell: ${bytes} bytes, at most 12 (the test bound)`);
+      const error = refusal(() => check(value));
+      expect(error.code).toBe('precondition');
+      expect(error.message).toBe(`precondition: value too large for a test cell: ${bytes} bytes, at most 12 (the test bound)`);
     }
   });
 });
