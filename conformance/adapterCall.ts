@@ -191,6 +191,8 @@ export function boundedCalls(backend: string, env: Environment, limitMs: number)
       faults[kind] = methods;
     } else faults[kind] = injector;
   }
+  // Read once, called with the environment as `this` (bounded applies it), so a class's method works.
+  // oxlint-disable-next-line unbound-method -- bounded() calls it on env
   const inspect = readAdapter(backend, "reading the environment's inspect", () => env.inspect);
   return { faults: faults as FaultInjectors, ...(inspect === undefined ? {} : { inspect: bounded('inspect()', inspect, env) }) };
 }

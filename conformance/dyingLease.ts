@@ -11,7 +11,7 @@ import type { Lease } from '../impl/lease.ts';
  * The listener goes when the lease is over: its own signal fired, or
  * `detach` (the release returned).
  */
-export function dyingWith(lease: Lease, died: () => AbortSignal): { lease: Lease; detach(): void } {
+export function dyingWith(lease: Lease, died: () => AbortSignal): { readonly lease: Lease; readonly detach: () => void } {
   let signal: AbortSignal | null = null;
   let detach = (): void => undefined;
   let over = false;

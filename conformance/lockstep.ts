@@ -496,7 +496,7 @@ function unknownRelease(subject: Command, error: unknown, branches: readonly Bra
   return { outcome: { kind: 'timed-out' } };
 }
 
-function ok(_?: void): Performed {
+function ok(_awaited?: void): Performed {
   return { outcome: { kind: 'ok' } };
 }
 

@@ -75,11 +75,11 @@ export interface PostgresClientParts {
   /** The client's monotonic clock: Date.now() and timers inside its calls follow it. */
   readonly clock: MonotonicClock;
   /** One call of the library to the server, through the run's faults (pause, delay). Bounded in real time. */
-  call<T>(work: () => Promise<T>): Promise<T>;
+  readonly call: <T>(work: () => Promise<T>) => Promise<T>;
   /** Runs `fn` on this client's clocks (for library work outside acquire, extend and release, e.g. building it). */
-  onClock<T>(fn: () => T): T;
+  readonly onClock: <T>(fn: () => T) => T;
   /** Clean-up at the end of the run (the library's pools): the run's close hook. */
-  onClose(fn: () => Promise<void> | void): void;
+  readonly onClose: (fn: () => Promise<void> | void) => void;
 }
 
 /** Where the server comes from: lockcheck's own (default), or the user's (`--pg`). */
@@ -376,6 +376,7 @@ function guardUnheardErrors(): { watch(applicationName: string, died: (error: st
   if (!unheard.installed) {
     unheard.installed = true;
     const proto = pg.Client.prototype as unknown as { emit(this: pg.Client, event: string | symbol, ...args: unknown[]): boolean };
+    // oxlint-disable-next-line unbound-method -- the original, called below with the client as `this`
     const emit = proto.emit;
     proto.emit = function (this: pg.Client, event: string | symbol, ...args: unknown[]): boolean {
       if (event === 'error' && this.listenerCount('error') === 0) {

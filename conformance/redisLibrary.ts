@@ -65,9 +65,9 @@ export interface RedisClientParts {
    */
   readonly requestTimeoutMs?: number;
   /** Runs `fn` on this client's clocks (for library work outside acquire, extend and release, e.g. building it). */
-  onClock<T>(fn: () => T): T;
+  readonly onClock: <T>(fn: () => T) => T;
   /** Clean-up at the end of the run (a library's pools, intervals): the run's close hook. */
-  onClose(fn: () => Promise<void> | void): void;
+  readonly onClose: (fn: () => Promise<void> | void) => void;
 }
 
 /** Where the servers come from: lockcheck's own (default), or the user's (`--redis`, handed to an adapter module's default export). */

@@ -19,18 +19,18 @@ const isCall = (n) => n !== null && n !== undefined && (n.type === 'CallExpressi
 /** Every node under `root` (the root excluded), in source order, with its parent; nested functions only if `intoFunctions`. */
 function descendants(root, intoFunctions) {
   const out = [];
-  const visit = (node, parent) => {
+  const visit = (node) => {
     for (const key of Object.keys(node)) {
       if (key === 'parent' || key === 'range' || key === 'loc') continue;
       const value = node[key];
       for (const child of Array.isArray(value) ? value : [value]) {
         if (!isNode(child)) continue;
         out.push({ node: child, parent: node });
-        if (intoFunctions || !isFunction(child)) visit(child, node);
+        if (intoFunctions || !isFunction(child)) visit(child);
       }
     }
   };
-  visit(root, null);
+  visit(root);
   return out;
 }
 

@@ -182,7 +182,7 @@ describe("the adapter's own calls: a throw, a hang or a malformed instance is an
     });
     await expect(runLockstep(shaped('no-clients', (i) => ({ ...i, clients: 'nope' })), [acquire], opts)).rejects.toThrow(new AdapterApiError('no-clients: start({ clients: 2 }) returned clients that are not an array (string); it must return one LockClient per client'));
     await expect(runLockstep(shaped('one-client', (i) => ({ ...i, clients: (i.clients as unknown[]).slice(0, 1) })), [acquire], opts)).rejects.toThrow('one-client: start({ clients: 2 }) returned 1 client');
-    await expect(offeredFaults(shaped('no-store', (i) => ({ ...i, clients: (i.clients as object[]).map((c) => ({ ...c, acquire: (c as LockClient).acquire, release: (c as LockClient).release, clock: (c as LockClient).clock, store: {} })) })))).rejects.toThrow('no-store: start() returned client 0 without store (write, read)');
+    await expect(offeredFaults(shaped('no-store', (i) => ({ ...i, clients: (i.clients as object[]).map((c) => ({ ...c, acquire: (r: string, o: AcquireOptions) => (c as LockClient).acquire(r, o), release: (l: Lease) => (c as LockClient).release(l), clock: (c as LockClient).clock, store: {} })) })))).rejects.toThrow('no-store: start() returned client 0 without store (write, read)');
     expect(closed).toBe(3);
   });
 

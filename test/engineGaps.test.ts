@@ -384,7 +384,8 @@ describe('C7: a fired signal is an early loss only when every candidate state ho
       ...session,
       start: async (o) => {
         const instance = await session.start(o);
-        const { inspect: _, ...env } = instance.env;
+        const env = { ...instance.env };
+        delete env.inspect;
         return { ...instance, env };
       },
     };

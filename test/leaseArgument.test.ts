@@ -48,7 +48,7 @@ describe('a lease argument that is no lease is InvalidInputError naming the call
       for (const [name, call] of list) {
         for (const wrong of [null, undefined, 'r', 7n, {}, { resource: 'r' }]) {
           const e = await refusal(() => call(wrong as never));
-          expect(e, `${name}(${String(wrong)})`).toBeInstanceOf(InvalidInputError);
+          expect(e, `${name}(${typeof wrong === 'object' && wrong !== null ? JSON.stringify(wrong) : String(wrong)})`).toBeInstanceOf(InvalidInputError);
           expect(e).toMatchObject({ code: 'precondition', message: expect.stringContaining(`${name} needs a lease that acquire returned, got`) as string });
         }
       }

@@ -56,14 +56,14 @@ async function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 /** A one-shot event with a bounded wait. */
-function event(): { fire(): void; readonly fired: boolean; wait(ms: number): Promise<boolean> } {
+function event(): { readonly fire: () => void; readonly fired: boolean; wait(ms: number): Promise<boolean> } {
   let resolve: () => void = () => undefined;
   let fired = false;
   const promise = new Promise<void>((r) => {
     resolve = r;
   });
   return {
-    fire() {
+    fire: () => {
       fired = true;
       resolve();
     },

@@ -31,6 +31,7 @@ describe('textTimeline shows user text with its control characters escaped', () 
     const steps = report.steps.map((s) => ({ ...s, leases: [{ client: 0, resource: evil, token: 1n, validUntilTrueMs: 10 }] }));
     const crafted: RunReport = { ...report, backend: evil, steps, verdict: { ...report.verdict, message: evil } };
     const text = textTimeline(crafted);
+    // oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
     expect(text).not.toMatch(/[\u001b\u202e]/);
     expect(text).not.toMatch(/^\s*9\. forged step/m);
     expect(text).toContain('x\\u001b[2J\\n  9. forged step\\u202e');

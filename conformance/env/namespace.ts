@@ -15,7 +15,7 @@ export function namespaced(instance: BackendInstance, prefix: string): BackendIn
     const full = `${prefix}${resource}`;
     return full.length <= MAX_RESOURCE_LENGTH ? full : `${prefix}#${createHash('sha256').update(resource).digest('hex')}`;
   };
-  const inspect = instance.env.inspect;
+  const env = instance.env;
   return {
     clients: instance.clients.map(
       (c): LockClient => ({
@@ -26,7 +26,7 @@ export function namespaced(instance: BackendInstance, prefix: string): BackendIn
         clock: c.clock,
       }),
     ),
-    env: { ...instance.env, ...(inspect !== undefined ? { inspect: (resource: string) => inspect(name(resource)) } : {}) },
+    env: { ...env, ...(env.inspect !== undefined ? { inspect: (resource: string) => env.inspect!(name(resource)) } : {}) },
     close: () => instance.close(),
   };
 }

@@ -166,7 +166,7 @@ function faultEvent(o: Record<string, unknown>, type: string, time: number, stat
 function operationEvent(o: Record<string, unknown>, type: string, process: number, time: number, line: number, state: State): HistoryEvent {
   if (type !== 'invoke' && type !== 'ok' && type !== 'fail' && type !== 'info') throw new Bad('type', `must be invoke, ok, fail, info, signal or meta, got ${describe(type)}`);
   const open = state.open.get(process);
-  if (type !== 'invoke' && open === undefined) throw new Bad('type', `${type} of ${o.op === undefined ? 'an operation' : OPERATIONS.includes(o.op as Operation) ? String(o.op) : describe(o.op)} for process ${process}, which has no operation in flight`);
+  if (type !== 'invoke' && open === undefined) throw new Bad('type', `${type} of ${o.op === undefined ? 'an operation' : OPERATIONS.includes(o.op as Operation) ? (o.op as Operation) : describe(o.op)} for process ${process}, which has no operation in flight`);
   // A completion may leave out op, resource and key: it completes its process's one open invoke, whose they are.
   const op = type !== 'invoke' && o.op === undefined ? open!.op : o.op;
   if (!OPERATIONS.includes(op as Operation)) throw new Bad('op', `must be one of ${OPERATIONS.join(', ')}, got ${describe(op)}`);

@@ -320,7 +320,6 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     const clock = new ManualClock(0);
     const node = new MapNode();
     const slow = (ms: number): LeaseNode => ({
-      ...node,
       acquire: (r, o) => new Promise((resolve) => clock.schedule(clock.now() + ms, () => resolve(node.acquire(r, o)))),
       release: (r, o) => node.release(r, o),
       extend: (r, o) => node.extend(r, o),
