@@ -236,7 +236,7 @@ export class PostgresSessionLock {
     // The callback is passed as it is written, not held in a named const: tsx (the benches) names such a closure with a defineProperty at each creation.
     return new Promise<AcquireResult>((resolve, reject) =>
       client.call(call, (e, rows) => {
-        let result: AcquireResult;
+        let result: AcquireResult | Promise<AcquireResult>;
         try {
           if (e !== null) result = this.#failed(client, resource, e);
           else {
@@ -266,15 +266,31 @@ export class PostgresSessionLock {
     return calls;
   }
 
-  #granted(client: SessionConnection, resource: string, held: Held | undefined, calls: Calls, rows: Row[]): AcquireResult {
+  /**
+   * The reply to a grant's statement. Which statement went out (mint or
+   * relock) was chosen by what the lock held when it was sent; the lock's
+   * other calls on the session may have changed that since, so it is read
+   * again here: the server applied them in the order they were sent.
+   */
+  #granted(client: SessionConnection, resource: string, held: Held | undefined, calls: Calls, rows: Row[]): AcquireResult | Promise<AcquireResult> {
+    const now = this.#held.get(resource);
     if (held !== undefined) {
       // Its lease fired already if the connection went (close() or a loss) since the call went out.
-      held.count++;
-      return { kind: 'granted', lease: held.lease };
+      if (client !== this.#client || now === held) {
+        held.count++;
+        return { kind: 'granted', lease: held.lease };
+      }
+      // Released to its last level while the relock was out: the session holds the lock once more for a lease that is over. Give that level back and try afresh (both go out in order on the session).
+      return this.#retake(client, resource, calls);
     }
     const token = rows[0]?.[0];
     if (token === undefined) return { kind: 'denied', reason: 'held' };
     if (token === null) throw new Error('TRY_LOCK_AND_MINT returned no token');
+    if (now !== undefined && client === this.#client) {
+      // Another acquire of this lock was granted first on the same session while this one was out: the session stacked the lock, so this is the holder's acquire once more (same lease, same token; the token this statement drew goes unused, a gap).
+      now.count++;
+      return { kind: 'granted', lease: now.lease };
+    }
     const lease = new LeaseHandle(resource, `pg:${client.processId}:${++this.#attempts}`, BigInt(token), null, this.#s.clock);
     if (client !== this.#client) {
       // Granted on a connection the lock has let go of since the call went out (close() ends it): the session, and the lock with it, ends with it, so the lease comes back lost, and is not kept.
@@ -283,6 +299,15 @@ export class PostgresSessionLock {
     }
     this.#held.set(resource, { lease, calls, count: 1 });
     return { kind: 'granted', lease };
+  }
+
+  /** Gives back the level a relock took for a lease released meanwhile, then attempts again (a fresh grant, or the current holder's lease). */
+  #retake(client: SessionConnection, resource: string, calls: Calls): Promise<AcquireResult> {
+    client.call(calls.unlock, (e) => {
+      // The unlock may not have run: end the session, which frees every lock it held (the attempt that follows fails with it).
+      if (e !== null && this.#client === client) this.#destroy(client);
+    });
+    return this.#attemptOn(client, resource);
   }
 
   /** A statement that failed or could not be read: it may have taken the lock, so the session ends (the server drops whatever it holds; on a broken connection it went already). */

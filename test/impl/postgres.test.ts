@@ -417,6 +417,42 @@ describe('PostgresSessionLock', () => {
     expect(await admin.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'").then((r) => r.rows[0].n)).toBe(1);
   });
 
+  it('stacks concurrent acquires of one resource on one lock: both get the one lease (a relock, not a second grant), and it ends at the second release', async () => {
+    const a = session();
+    const b = session();
+    // Both mints go out before either reply: the session takes the lock twice, and the second draws a token of its own.
+    const [l1, l2] = (await Promise.all([a.acquire('r'), a.acquire('r')])).map(granted);
+    expect(l2).toBe(l1);
+    expect(l1!.token).toBe(1n);
+    expect(await advisoryLocksNow()).toBe(1);
+    await a.release(l1!);
+    expect(l1!.signal.aborted).toBe(false);
+    expect(await b.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    await a.release(l1!);
+    expect(l1!.signal.reason).toMatchObject({ reason: 'released' });
+    // The second mint's token went unused: a gap, never a repeat.
+    expect(granted(await b.acquire('r')).token).toBe(3n);
+  });
+
+  it('a relock in flight when its lease is released to the last level gives that level back: the acquire is a fresh grant, and the lock is free after its release', async () => {
+    const a = session();
+    const b = session();
+    const l1 = granted(await a.acquire('r'));
+    const again = a.acquire('r');
+    const released = a.release(l1);
+    expect(l1.signal.reason).toMatchObject({ reason: 'released' });
+    const l2 = granted(await again);
+    await released;
+    expect(l2).not.toBe(l1);
+    expect(l2.signal.aborted).toBe(false);
+    expect(l2.token).toBe(2n);
+    expect(await advisoryLocksNow()).toBe(1);
+    expect(await b.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    await a.release(l2);
+    expect(l2.signal.reason).toMatchObject({ reason: 'released' });
+    expect(granted(await b.acquire('r')).token).toBe(3n);
+  });
+
   it('retries: a denial is tried again; the lock freed in between is granted', async () => {
     const a = session();
     const clock = new ManualClock();
