@@ -5,6 +5,8 @@
  */
 import { InvalidInputError } from '../model/errors.ts';
 import { asText, messageText } from './errorText.ts';
+import { awaitedAt } from './clock.ts';
+import type { MonotonicClock } from './clock.ts';
 export { InvalidInputError };
 
 /** A call got no reply within its bound (the message names the call and the ms): its outcome is unknown; a write may have landed. */
@@ -162,10 +164,10 @@ export function relabelLoss(e: LeaseLostError, reason: LeaseLostError['reason'],
   Object.defineProperty(e, 'message', { value: `lease on '${asText(resource)}' ${asText(reason)}`, enumerable: false, writable: true, configurable: true });
 }
 
-/** Bounds a promise by a deadline on `clock`. */
-export function withTimeout<T>(clock: import('./clock.ts').MonotonicClock, ms: number, what: string, work: Promise<T>): Promise<T> {
+/** Bounds a promise by a deadline on `clock` (on the system clock the deadline holds the process open: the caller awaits it). */
+export function withTimeout<T>(clock: MonotonicClock, ms: number, what: string, work: Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const cancel = clock.schedule(clock.now() + ms, () => reject(new TimeoutError(what, ms)));
+    const cancel = awaitedAt(clock, clock.now() + ms, () => reject(new TimeoutError(what, ms)));
     work.then(
       (v) => {
         cancel();
