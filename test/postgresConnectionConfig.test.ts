@@ -34,6 +34,9 @@ const BAD: readonly [string, object][] = [
   ['query_timeout "10"', { query_timeout: '10' }],
   ['statement_timeout 1.5', { statement_timeout: 1.5 }],
   ['keepAlive "yes"', { keepAlive: 'yes' }],
+  ['ssl "yes"', { ssl: 'yes' }],
+  ['ssl null', { ssl: null }],
+  ['ssl 1', { ssl: 1 }],
 ];
 
 describe.each(Object.entries(MAKERS))('%s: connection fields checked at construction', (_name, make) => {
@@ -59,6 +62,8 @@ describe.each(Object.entries(MAKERS))('%s: connection fields checked at construc
       { connectionString: 'postgres://u:pw@[::1]:5433/db' },
       { connectionString: 'postgres:///db?host=/tmp' },
       { host: '/tmp', password: () => 'pw', statement_timeout: false, query_timeout: 0, keepAlive: false },
+      { host: '127.0.0.1', ssl: true },
+      { host: '127.0.0.1', ssl: { rejectUnauthorized: false } },
     ]) {
       expect(() => make(connection), JSON.stringify(connection)).not.toThrow();
     }

@@ -231,6 +231,8 @@ export function checkConnection(connection: Readonly<Record<string, unknown>>, e
     if (v !== undefined && v !== false && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2 ** 31 - 1)) refuse(`connection.${field}`, 'an integer number of ms in [0, 2^31-1], or false', v);
   }
   if (connection.keepAlive !== undefined && typeof connection.keepAlive !== 'boolean') refuse('connection.keepAlive', 'a boolean', connection.keepAlive);
+  const ssl: unknown = connection.ssl;
+  if (ssl !== undefined && typeof ssl !== 'boolean' && (typeof ssl !== 'object' || ssl === null || Array.isArray(ssl))) refuse('connection.ssl', 'a boolean or an object of TLS options', ssl);
 }
 
 /**
@@ -288,10 +290,36 @@ export const NUMERIC_OUT_OF_RANGE = '22003';
 
 export { TokenOverflowError };
 
-/** A connection that can never succeed as configured: wrong password, unknown user, database or host. */
+/**
+ * Node's codes for a TLS handshake that refuses the configuration: the
+ * server's certificate not trusted, not for this host, or out of date. A
+ * handshake timeout is not among them: that is an outage.
+ */
+const TLS_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+/** node-postgres's errors when the server will not speak TLS at all (it answered the SSLRequest with a refusal). */
+const TLS_UNSUPPORTED = /^The server does not support SSL connections$|^There was an error establishing an SSL connection$/;
+
+/** A connection that can never succeed as configured: wrong password, unknown user, database or host, or a TLS setting the server or its certificate refuses. */
 export function configError(e: unknown): ConnectionConfigError | null {
-  const code = (e as { code?: string }).code;
+  const code = (e as { code?: string } | null)?.code;
   const message = e instanceof Error ? e.message : String(e);
+  // OpenSSL's protocol errors (ERR_SSL_WRONG_VERSION_NUMBER, an alert such as unknown ca) are the configuration's too.
+  if ((typeof code === 'string' && (TLS_CODES.has(code) || code.startsWith('ERR_SSL_'))) || (e instanceof Error && TLS_UNSUPPORTED.test(message))) {
+    return new ConnectionConfigError('tls', `the TLS handshake refused the configuration: ${message}`, { cause: e });
+  }
   if (code === '28P01' || code === '28000' || /client password must be a string/.test(message)) return new ConnectionConfigError('authentication', `the server refused the credentials: ${message}`, { cause: e });
   if (code === '3D000') return new ConnectionConfigError('unknown-database', message, { cause: e });
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`, { cause: e });

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConnectionConfigError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { acquireWithRetries, configError, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing } from '../../impl/postgres/attempts.ts';
-import { advisoryKey, ensureSchema, PostgresSessionLock, PostgresTransactionLock, postgresFencedStore, SCHEMA } from '../../impl/postgres/index.ts';
+import { advisoryKey, ensureSchema, PostgresSessionLock, PostgresTransactionLock, openPostgresFencedStore, postgresFencedStore, SCHEMA } from '../../impl/postgres/index.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { LockNotAcquiredError } from '../../impl/using.ts';
@@ -187,6 +187,28 @@ describe('attempts: settings, retries and the error mapping', () => {
     expect(codes('ECONNREFUSED')).toBeNull();
     expect(configError('28P01')).toBeNull();
     expect(configError(Object.assign(new Error('x'), { code: '28P02' }))).toBeNull();
+    // TLS: a certificate not trusted or not for the host, OpenSSL's protocol errors, a server that will not speak TLS.
+    for (const code of ['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_HAS_EXPIRED', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_SSL_WRONG_VERSION_NUMBER']) {
+      expect(codes(code, 'self-signed certificate'), code).toMatchObject({ code: 'tls', message: 'tls: the TLS handshake refused the configuration: self-signed certificate' });
+    }
+    expect(configError(new Error('The server does not support SSL connections'))).toMatchObject({ code: 'tls' });
+    expect(configError(new Error('There was an error establishing an SSL connection'))).toMatchObject({ code: 'tls' });
+    // A handshake that timed out is an outage, and a message that only mentions SSL is not the driver's refusal.
+    expect(codes('ERR_TLS_HANDSHAKE_TIMEOUT')).toBeNull();
+    expect(configError(new Error('SSL connection has been closed unexpectedly'))).toBeNull();
+    expect(configError(null)).toBeNull();
+  });
+
+  it('ssl: true against a server without TLS is ConnectionConfigError tls for the session lock, the transaction lock and the fenced store, not an outage', async () => {
+    const connection = { ...server(), ssl: true };
+    const bare = new PostgresSessionLock({ connection, statementTimeoutMs: 5_000 });
+    opened.push(bare);
+    const tls = expect.objectContaining({ name: 'ConnectionConfigError', code: 'tls' });
+    await expect(bare.acquire('r', { retries: 3 })).rejects.toThrow(tls);
+    await expect(xact({ connection }).withLock('r', 100, async () => 1)).rejects.toThrow(tls);
+    const store = openPostgresFencedStore({ connection, statementTimeoutMs: 5_000 }, 'strict');
+    opened.push(store);
+    await expect(store.write('r', 1n, 'v')).rejects.toThrow(tls);
   });
 
   it('refusal: permission, schema and statement refusals typed; outages, timeouts and sockets are null', () => {
