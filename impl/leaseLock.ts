@@ -164,7 +164,7 @@ export class LeaseLock {
     if (plan.retries === 0 && signal === undefined) return this.#attempt(resource, plan.ttlMs, startedMs, startedMs);
     // The first attempt starts when the acquire did: one clock read fewer.
     const attempt = (n: number): Promise<AcquireResult> => this.#attempt(resource, plan.ttlMs, startedMs, n === 0 ? startedMs : this.clock.now());
-    return retryDenied(plan, signal, this.clock, () => this.#random(), attempt, (lease) => this.release(lease));
+    return retryDenied(plan, signal, this.clock, () => this.#draw(), attempt, (lease) => this.release(lease));
   }
 
   /**
@@ -238,7 +238,19 @@ export class LeaseLock {
 
   protected newOwner(): string {
     if (this.#random === cryptoRandom) return globalThis.crypto.randomUUID();
-    return Array.from({ length: 4 }, () => Math.floor(this.#random() * 2 ** 32).toString(16).padStart(8, '0')).join('');
+    return Array.from({ length: 4 }, () => Math.floor(this.#draw() * 2 ** 32).toString(16).padStart(8, '0')).join('');
+  }
+
+  /**
+   * One value of the `random` option, checked: anything outside [0, 1) made
+   * owners that are not 32 hex digits, or alike for every client (NaN: a
+   * stale release then deleted another holder's key), and jitter without
+   * bound. The acquire rejects; nothing has been sent yet.
+   */
+  #draw(): number {
+    const x = this.#random();
+    if (typeof x !== 'number' || !(x >= 0 && x < 1)) throw new InvalidInputError('invalid-config', `random must return a number in [0, 1), returned ${shown(x)}`);
+    return x;
   }
 
   protected newLease(resource: string, owner: string, token: bigint, validUntilMs: number): LeaseHandle {

@@ -104,6 +104,7 @@ refuses('createRedisLock', [
   ['a string for nodes', () => redisLock({ nodes: 'x' }), 'nodes'],
   ['a null node', () => redisLock({ nodes: [null] }), 'nodes[0]'],
   ['a plain object node', () => redisLock({ nodes: [redis, {}] }), 'nodes[1]'],
+  ['the same connection twice', () => redisLock({ nodes: [redis, new Redis({ lazyConnect: true }), redis] }), 'nodes[2] is the same connection as nodes[0]'],
   ['a number clock', () => redisLock({ clock: 5 }), 'clock'],
   ['a clock without schedule()', () => redisLock({ clock: nowOnly }), 'clock'],
   ...timeouts('requestTimeoutMs', (ms) => redisLock({ requestTimeoutMs: ms })),
@@ -321,7 +322,7 @@ describe('good options still construct', () => {
     const lock = new LeaseLock({ nodes: Array.from({ length: 15 }, () => node), clock, requestTimeoutMs: 2 ** 31 - 1, driftFactor: 0, clockMarginMs: 1000, safetyMarginMs: 0, random: () => 0.5 });
     expect(lock.clockOf()).toBe(clock);
     expect(new LeaseLock({ nodes: [node], clock, requestTimeoutMs: 1 }).quorum).toBe(1);
-    expect(createRedisLock({ nodes: [redis, redis, redis], clock, requestTimeoutMs: 1, tokenBase: 2n ** 63n - 1n, prefix: '', replicas: { count: 1, timeoutMs: 1 } }).quorum).toBe(2);
+    expect(createRedisLock({ nodes: [redis, new Redis({ lazyConnect: true }), new Redis({ lazyConnect: true })], clock, requestTimeoutMs: 1, tokenBase: 2n ** 63n - 1n, prefix: '', replicas: { count: 1, timeoutMs: 1 } }).quorum).toBe(2);
     expect(createRedisLock({ nodes: [redis] }).clockOf()).toBe(systemClock);
     expect(Object.keys(redisLeaseNode(redis)).sort()).toEqual(['acquire', 'extend', 'raiseToken', 'release']);
     expect(Object.keys(redisFencedStore(redis, 'monotonic', { prefix: 'p' })).sort()).toEqual(['read', 'write']);

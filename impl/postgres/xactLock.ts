@@ -1,7 +1,7 @@
-import { checkLease, checkObject, knownOptions } from '../options.ts';
+import { checkLease, checkObject, knownOptions, refuse } from '../options.ts';
 import { abortReason, checkSignal, unlessAborted } from '../abort.ts';
 import pg from 'pg';
-import { checkResource, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkResource, InvalidInputError } from '../../model/errors.ts';
 import type { Lease } from '../lease.ts';
 import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
@@ -190,7 +190,9 @@ export class PostgresTransactionLock {
    */
   async withLock<T>(resource: string, waitMs: number, fn: (tx: Queryable, lease: Lease) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
     checkResource(resource);
-    if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1) throw new InvalidInputError('invalid-duration', 'waitMs must be an integer in [0, 2^31-1]');
+    checkDuration(waitMs, 'waitMs');
+    // Checked before the connection, the lock and a token are taken for it (a TypeError came only after all three).
+    if (typeof fn !== 'function') refuse('fn', 'a function', fn);
     checkWithLockKeys(checkObject(options, 'withLock options'));
     const signal = checkSignal(options.signal);
     if (this.#closed) throw closedError();

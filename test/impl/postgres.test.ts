@@ -879,7 +879,11 @@ describe('PostgresTransactionLock', () => {
     expect(e).toMatchObject({ reason: 'held' });
     await b.release(held);
     for (const waitMs of [-1, 1.5, 2 ** 31]) {
-      await expect(a.withLock('r', waitMs, async () => 1)).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: 'invalid-duration: waitMs must be an integer in [0, 2^31-1]' }));
+      await expect(a.withLock('r', waitMs, async () => 1)).rejects.toThrow(expect.objectContaining({ code: 'invalid-duration', message: `invalid-duration: waitMs must be an integer number of ms in [0, 2147483647], got ${waitMs}` }));
+    }
+    // fn is checked before a connection is taken or a token minted: the next grant's token is the next one.
+    for (const fn of ['nope', 5, null, undefined]) {
+      await expect(a.withLock('r', 1, fn as never)).rejects.toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringMatching(/^invalid-config: fn must be a function, got /) as string }));
     }
     await expect(a.withLock('', 1, async () => 1)).rejects.toThrow(expect.objectContaining({ code: 'invalid-resource' }));
     expect(await a.withLock('r', 2 ** 31 - 1, async (_tx, lease) => lease.token)).toBe(4n);

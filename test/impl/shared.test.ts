@@ -239,6 +239,31 @@ describe('LeaseLock over nodes written here', QUICK, () => {
     expect([1, 2, 3, 4, 5, 15].map((n) => make({ nodes: Array.from({ length: n }, () => node) }).quorum)).toEqual([1, 2, 2, 3, 3, 8]);
   });
 
+  it('checks what random returns: outside [0, 1) the acquire rejects naming random, for an owner before anything is sent and for a retry\'s jitter', async () => {
+    const clock = new ManualClock();
+    for (const bad of [Number.NaN, -0.1, 1, 1e6, Number.POSITIVE_INFINITY, '0.5', undefined]) {
+      const node = new MapNode();
+      const e = await thrown(new LeaseLock({ nodes: [node], clock, random: () => bad as number }).acquire('r', { ttlMs: 100 }));
+      expect(e, String(bad)).toBeInstanceOf(InvalidInputError);
+      expect((e as Error).message).toBe(`invalid-config: random must return a number in [0, 1), returned ${typeof bad === 'string' ? JSON.stringify(bad) : String(bad)}`);
+      // Nothing was sent: no key taken.
+      expect(node.keys.size).toBe(0);
+    }
+    // Good owners, then a jitter out of range after a denial: the retry's pause is never planned from it.
+    const node = new MapNode();
+    await node.acquire('r', 'someone else');
+    const draws = [0.25, 0.5, 0.75, 0.125, 7];
+    const e = await thrown(new LeaseLock({ nodes: [node], clock, random: () => draws.shift()! }).acquire('r', { ttlMs: 100, retries: 1, retryJitterMs: 100 }));
+    expect((e as Error).message).toBe('invalid-config: random must return a number in [0, 1), returned 7');
+    // The only timers are the rounds' deadlines (the ttl): no pause of 7 x 101 ms.
+    expect(clock.delays.filter((d) => d !== 100)).toEqual([]);
+    // The edges of the range are good: 0 and the largest double below 1 make 32 hex digits.
+    for (const edge of [0, 1 - 2 ** -53]) {
+      const r = await new LeaseLock({ nodes: [new MapNode()], clock, random: () => edge }).acquire('r', { ttlMs: 100 });
+      expect(r.kind === 'granted' && r.lease.owner).toMatch(/^[0-9a-f]{32}$/);
+    }
+  });
+
   it('owners: a UUID by default, else 32 hex digits drawn from the random source; retry jitter from it too', async () => {
     const node = new MapNode();
     const plain = new LeaseLock({ nodes: [node], clock: new ManualClock() });
