@@ -56,8 +56,10 @@ describe('lockcheck check', () => {
   });
 
   it('a search that runs out of time: exit 4, never a guess', () => {
-    // 16 acquires with lost replies whose owners then extend, the first twice with the others between: not linearizable, but
-    // the search must try the subsets of unknown acquires (exponential even with their windows bounded), which 1 ms does not allow.
+    // 16 concurrent grants of leases that have run out (any may have taken over any other), then each owner extends in turn:
+    // only the last grant's owner can, so not linearizable, but the search must try the orders of the grants (exponential even
+    // memoised), which 1 ms does not allow. (16 lost acquire replies no longer serve: an unknown acquire cannot take over
+    // a lock whose deadline is not known, which the search now decides at once.)
     const r = lockcheck(['check', join(FIXTURES, 'undecided.jsonl'), '--timeout-ms', '1']);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stdout).toMatch(/: UNKNOWN\n/);

@@ -352,10 +352,11 @@ const randomLockHistory = fc
       const timing = { process: i, call, ...(pending ? {} : { return: call + length }) };
       const validUntil = pending ? Infinity : until;
       if (f === 'acquire') return { ...timing, input: { f, owner, validUntil, latest: pending ? Infinity : call + length } };
-      if (f === 'extend') return { ...timing, input: { f, owner, validUntil } };
+      const latest = pending ? Infinity : call + length;
+      if (f === 'extend') return { ...timing, input: { f, owner, validUntil, latest } };
       // The end of a session is known (a signal shows it), never pending.
-      if (f === 'session-ended') return { process: i, call, return: call + length, input: { f, owner } };
-      return { ...timing, input: { f: 'release', owner } };
+      if (f === 'session-ended') return { process: i, call, return: call + length, input: { f, owner, latest: call + length } };
+      return { ...timing, input: { f: 'release', owner, latest } };
     }),
   );
 
@@ -508,6 +509,35 @@ describe("lockcheck's own histories", () => {
     // A lost acquire called after every release of its owner could matter can never matter.
     expect(bounds[2 * n]).toBe(-Infinity);
   }, 20_000);
+
+  it('keeps a lost release while an unknown acquire that would otherwise take its lease over binds what its owner did next', () => {
+    // c holds a session lock (6..9); b's acquire and c's release are lost; b extends (19..31, until 25). Had c's release not
+    // landed, b's acquire could take over only c's lease (it has none: never), so b's extend needs the release: it must stay
+    // a candidate until b's extend returns, not be forgotten after the last known grant (9).
+    const ops: LockOp[] = [
+      { process: 0, call: 19, return: 31, input: { f: 'extend', owner: 'b', validUntil: 25, latest: 31 } },
+      { process: 1, call: 16, input: { f: 'acquire', owner: 'c', validUntil: Infinity, latest: Infinity } },
+      { process: 2, call: 18, input: { f: 'release', owner: 'c', latest: Infinity } },
+      { process: 3, call: 15, input: { f: 'acquire', owner: 'b', validUntil: Infinity, latest: Infinity } },
+      { process: 4, call: 8, return: 9, input: { f: 'acquire', owner: 'c', validUntil: Infinity, latest: 9 } },
+    ];
+    expect(bruteForce(ops, leaseLock())).toBe(true);
+    expect(checkLinearizability(leaseLock(), ops).verdict).toBe('linearizable');
+    // A lease: an unknown acquire taking it over took effect after its deadline (20), which b's extend (returned at 12) precedes.
+    const lease: LockOp[] = [
+      { process: 0, call: 0, return: 1, input: { f: 'acquire', owner: 'c', validUntil: 20, latest: 1 } },
+      { process: 1, call: 2, input: { f: 'release', owner: 'c', latest: Infinity } },
+      { process: 2, call: 3, input: { f: 'acquire', owner: 'b', validUntil: Infinity, latest: Infinity } },
+      { process: 2, call: 10, return: 12, input: { f: 'extend', owner: 'b', validUntil: 30, latest: 12 } },
+      { process: 3, call: 40, return: 41, input: { f: 'acquire', owner: 'a', validUntil: 50, latest: 41 } },
+    ];
+    expect(bruteForce(lease, leaseLock())).toBe(true);
+    expect(checkLinearizability(leaseLock(), lease).verdict).toBe('linearizable');
+    // Without c's lost release, b's extend cannot follow b's acquire: not linearizable.
+    const withoutRelease = lease.filter((o) => o.input.f !== 'release');
+    expect(bruteForce(withoutRelease, leaseLock())).toBe(false);
+    expect(checkLinearizability(leaseLock(), withoutRelease).verdict).toBe('not-linearizable');
+  });
 
   const ev = (e: object): History[number] => e as History[number];
   it('finds two holders at once in a lock history, and none when the first lease ran out', () => {

@@ -144,7 +144,7 @@ function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: 
     let grant: Paired | undefined;
     for (let k = ps.length - 1; k >= 0 && grant === undefined; k--) if (ends(ps[k]!)) grant = ps[k];
     if (grant === undefined || (grant.invoke as AcquireEvent).ttlMs !== undefined || (grant.seen as AcquireEvent).validUntil !== undefined) continue;
-    out.push({ index, op: { process: s.process, call: grant.invoke.time, return: s.time, input: { f: 'session-ended', owner: s.owner } } });
+    out.push({ index, op: { process: s.process, call: grant.invoke.time, return: s.time, input: { f: 'session-ended', owner: s.owner, latest: s.time } } });
   }
   return out;
 }
@@ -170,9 +170,9 @@ export function lockHistories(history: History): ObjectHistory<LeaseLockInput, u
           return { process: inv.process, ...timing(p), input: { f: 'acquire', owner, validUntil, latest: done?.time ?? Infinity, ...(token === undefined ? {} : { token }) } };
         }
         case 'extend':
-          return { process: inv.process, ...timing(p), input: { f: 'extend', owner, validUntil } };
+          return { process: inv.process, ...timing(p), input: { f: 'extend', owner, validUntil, latest: done?.time ?? Infinity } };
         default:
-          return { process: inv.process, ...timing(p), input: { f: 'release', owner } };
+          return { process: inv.process, ...timing(p), input: { f: 'release', owner, latest: done?.time ?? Infinity } };
       }
     });
     const ends = sessionEnds(ps, resourceSignals, owners);

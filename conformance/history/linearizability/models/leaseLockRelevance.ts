@@ -18,7 +18,13 @@ import type { LeaseLockInput } from './leaseLock.ts';
  *   matters only to the next acquire, which must have returned before X's
  *   deadline: the release matters until the earliest return of an acquire
  *   called after X's grant returned, and until the last acquire returning
- *   before X's latest deadline.
+ *   before X's latest deadline. It also matters to an unknown acquire by
+ *   anyone that, without it, would take X's lease over (and so take effect
+ *   after X's deadline): that binds the taker's known extend, release,
+ *   stacked acquire or session's end returning before that deadline, so the
+ *   release matters until the last of those returning before X's latest
+ *   deadline (one returning before the taker's acquire was called cannot
+ *   follow it, and is not counted).
  */
 export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unknown>[]): (number | undefined)[] {
   const out: (number | undefined)[] = new Array<number | undefined>(ops.length).fill(undefined);
@@ -45,6 +51,19 @@ export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unkno
   ops.forEach((o, i) => {
     if (isPending(o) && o.input.f === 'extend' && o.input.validUntil === Infinity) out[i] = -Infinity;
   });
+  // Per owner, the earliest call of its unknown acquires; then the returns of the known operations that such an acquire,
+  // taking a lease over, would bind (its owner's extends, releases, stacked acquires, session ends returned after it was called).
+  const firstUnknownAcquire = new Map<string, number>();
+  for (const o of ops) if (isPending(o) && o.input.f === 'acquire') firstUnknownAcquire.set(o.input.owner, Math.min(o.call, firstUnknownAcquire.get(o.input.owner) ?? Infinity));
+  const boundByTakeover = ops
+    .filter((z) => !isPending(z) && (z.input.f !== 'acquire' || z.input.validUntil === Infinity) && z.return! >= (firstUnknownAcquire.get(z.input.owner) ?? Infinity))
+    .map((z) => z.return!)
+    .sort((a, b) => a - b);
+  /** The latest return before t of a known operation an unknown acquire taking a lease over binds (-Infinity: none). */
+  const lastBoundBefore = (t: number) => {
+    const k = lowerBound(boundByTakeover, t);
+    return k === 0 ? -Infinity : boundByTakeover[k - 1]!;
+  };
   // What bounds an unknown release depends on its owner only: computed once per owner, not once per release
   // (an owner with many unknown releases made this quadratic, before the search's deadline could apply).
   const releaseBound = new Map<string, number>();
@@ -60,7 +79,7 @@ export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unkno
         deadline = Math.max(deadline, x.input.validUntil);
         if (x.input.f === 'acquire') afterGrant = Math.max(afterGrant, isPending(x) ? Infinity : firstReturnCalledAfter(x.return!));
       }
-      releaseBound.set(o.input.owner, (bound = Math.min(afterGrant, lastReturnBefore(deadline))));
+      releaseBound.set(o.input.owner, (bound = Math.max(Math.min(afterGrant, lastReturnBefore(deadline)), lastBoundBefore(deadline))));
     }
     out[i] = bound;
   });

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { checkHistory } from '../conformance/history/check.ts';
+import type { History } from '../conformance/history/event.ts';
+import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
+
+/**
+ * The history checker's answers to an audit (defects of LIN-1, FENCE-1, MUTEX-1, the parser and the API), each on
+ * the smallest history that showed it, with the safe histories next to them that must stay safe.
+ */
+type Fields = Record<string, unknown>;
+const ev = (type: string, process: number, time: number, op: string, fields: Fields = {}) => ({ type, process, time, op, resource: 'r', ...fields });
+const inv = (p: number, t: number, op: string, f: Fields = {}) => ev('invoke', p, t, op, f);
+const ok = (p: number, t: number, op: string, f: Fields = {}) => ev('ok', p, t, op, f);
+const fail = (p: number, t: number, op: string, f: Fields = {}) => ev('fail', p, t, op, f);
+const info = (p: number, t: number, op: string, f: Fields = {}) => ev('info', p, t, op, f);
+
+function history(...events: (object | object[])[]): History {
+  const h = validateHistory(events.flat());
+  if (h instanceof HistoryFormatError) throw h;
+  return h;
+}
+const verdictOf = (h: History, check: string) => checkHistory(h).checks.find((c) => c.check === check)!.verdict;
+
+describe('LIN-1: an unknown acquire followed by its owner release', () => {
+  /** y holds r (a session lock, or a lease until `yUntil`); its release fails; x's acquire times out and x releases; z is granted r. */
+  const masked = (yUntil: number | undefined) =>
+    history(
+      inv(0, 0, 'acquire', yUntil === undefined ? {} : { ttlMs: 1000 }),
+      ok(0, 1, 'acquire', { owner: 'y', token: '1', ...(yUntil === undefined ? {} : { validUntil: yUntil }) }),
+      inv(0, 10, 'release', { owner: 'y', token: '1' }),
+      fail(0, 11, 'release', { owner: 'y', reason: 'connection-refused' }),
+      inv(1, 20, 'acquire'),
+      info(1, 25, 'acquire', { owner: 'x', reason: 'timeout' }),
+      inv(1, 30, 'release', { owner: 'x' }),
+      ok(1, 31, 'release', { owner: 'x' }),
+      inv(2, 40, 'acquire'),
+      ok(2, 41, 'acquire', { owner: 'z', token: '2' }),
+    );
+
+  it('a lost acquire never takes a lock held with no deadline (a session lock): z granted while y holds it is a violation', () => {
+    expect(verdictOf(masked(undefined), 'lock-linearizable')).toBe('violation');
+  });
+
+  it('a lost acquire that took over a lease took effect after its deadline: a release of its owner returning before it cannot follow it', () => {
+    // y holds until 1000; x's acquire, had it taken the lock, did so at 1000 or later, after x's release returned (31).
+    expect(verdictOf(masked(1000), 'lock-linearizable')).toBe('violation');
+  });
+
+  it('stays safe when the lease ran out before the lost acquire of x and its release (x may have taken it over, then freed it)', () => {
+    // y's lease ends at 5: x may have been granted r at 20..30 and released it at 30..31; z's grant at 40..41 follows.
+    expect(verdictOf(masked(5), 'lock-linearizable')).toBe('safe');
+    // And with no release by x, z's grant after y's deadline is safe whatever x's acquire did.
+    const h = history(inv(0, 0, 'acquire', { ttlMs: 10 }), ok(0, 1, 'acquire', { owner: 'y', token: '1', validUntil: 10 }), inv(1, 2, 'acquire'), info(1, 3, 'acquire', { reason: 'timeout' }), inv(2, 20, 'acquire'), ok(2, 21, 'acquire', { owner: 'z', token: '2', validUntil: 40 }));
+    expect(checkHistory(h).verdict).toBe('safe');
+  });
+});
