@@ -96,17 +96,22 @@ function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, 
   };
 }
 
-/** The bounds of the search: time shared by every object of the history; memory per object (one object's tables are searched at a time). */
+/**
+ * The bounds of the search: time shared by every object of the history; memory per object (one object's tables are
+ * searched at a time). `startedAt` (performance.now()): when the check began, so that the budget counts the work before
+ * the search too (building the objects' histories); default now.
+ */
 export interface SearchBounds {
   readonly timeoutMs: number;
   readonly maxMemoryBytes: number;
+  readonly startedAt?: number;
 }
 
 const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 
 export function linearizabilityChecks(history: History, bounds: SearchBounds, maxFindings: number): LinearizabilityReport {
-  const { timeoutMs, maxMemoryBytes } = bounds;
-  const deadline = performance.now() + timeoutMs;
+  const { timeoutMs, maxMemoryBytes, startedAt = performance.now() } = bounds;
+  const deadline = startedAt + timeoutMs;
   const left = () => ({ timeoutMs: Math.max(0, deadline - performance.now()), maxMemoryBytes });
   const judge = <I, O>(kind: 'lock' | 'register', objects: readonly ObjectHistory<I, O>[], run: (h: ObjectHistory<I, O>) => LinearizabilityResult) => {
     const list = new FindingList(maxFindings);

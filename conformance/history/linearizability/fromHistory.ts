@@ -135,14 +135,44 @@ const SESSION_ENDED: ReadonlySet<string> = new Set(['connection-lost', 'process-
  * never later (the client learns of it afterwards), never before the grant (it would free nothing).
  * A lease with a deadline is left to its deadline: the server may keep it after its client is gone.
  * A signal with no grant before it in the history frees nothing the lock, starting free, holds.
+ * The grant a signal ends is the latest acquire before it of its process and owner whose token does not
+ * differ from the signal's: found in one pass over the operations and signals in history order, keeping
+ * per process and owner its latest acquire, its latest without token and its latest per token (a
+ * backward scan per signal was quadratic when many signals matched nothing).
  */
 function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: Map<Paired, string>): { op: Operation<LeaseLockInput, unknown>; index: number }[] {
   const out: { op: Operation<LeaseLockInput, unknown>; index: number }[] = [];
+  interface Latest {
+    any?: Paired;
+    untokened?: Paired;
+    readonly byToken: Map<string, Paired>;
+  }
+  const latest = new Map<string, Latest>();
+  const keyOf = (process: number, owner: string) => compositeKey(String(process), owner);
+  let k = 0;
   for (const { event: s, index } of signals) {
+    for (; k < ps.length && ps[k]!.index < index; k++) {
+      const p = ps[k]!;
+      const owner = owners.get(p);
+      if (p.invoke.op !== 'acquire' || owner === undefined) continue;
+      const key = keyOf(p.invoke.process as number, owner);
+      let l = latest.get(key);
+      if (l === undefined) latest.set(key, (l = { byToken: new Map() }));
+      l.any = p;
+      const token = (p.seen as AcquireEvent).token;
+      if (token === undefined) l.untokened = p;
+      else l.byToken.set(token, p);
+    }
     if (!SESSION_ENDED.has(s.reason)) continue;
-    const ends = (p: Paired) => p.index < index && p.invoke.op === 'acquire' && p.invoke.process === s.process && owners.get(p) === s.owner && (s.token === undefined || (p.seen as AcquireEvent).token === undefined || (p.seen as AcquireEvent).token === s.token);
+    const l = latest.get(keyOf(s.process, s.owner));
+    if (l === undefined) continue;
     let grant: Paired | undefined;
-    for (let k = ps.length - 1; k >= 0 && grant === undefined; k--) if (ends(ps[k]!)) grant = ps[k];
+    if (s.token === undefined) grant = l.any;
+    else {
+      const a = l.byToken.get(s.token);
+      const b = l.untokened;
+      grant = a === undefined ? b : b === undefined ? a : a.index > b.index ? a : b;
+    }
     if (grant === undefined || (grant.invoke as AcquireEvent).ttlMs !== undefined || (grant.seen as AcquireEvent).validUntil !== undefined) continue;
     out.push({ index, op: { process: s.process, call: grant.invoke.time, return: s.time, input: { f: 'session-ended', owner: s.owner, latest: s.time } } });
   }
