@@ -84,3 +84,29 @@ describe('LIN-1: loss signals are matched to their grants in one pass', () => {
     expect(verdictOf(h('7'), 'lock-linearizable')).toBe('violation');
   });
 });
+
+describe('MUTEX-1: a failed re-acquire does not end the hold', () => {
+  // Process 0 holds r until 100; at 20 it asks for r again; process 1 is granted r at 31 until 130.
+  const reacquired = (outcome: typeof ok) =>
+    history(
+      inv(0, 0, 'acquire', { ttlMs: 100 }),
+      ok(0, 1, 'acquire', { owner: 'a', token: '1', validUntil: 100 }),
+      inv(0, 20, 'acquire', { ttlMs: 100 }),
+      outcome(0, 21, 'acquire', outcome === ok ? { owner: 'a', token: '3', validUntil: 121 } : { reason: 'contended' }),
+      inv(1, 30, 'acquire', { ttlMs: 100 }),
+      ok(1, 31, 'acquire', { owner: 'b', token: '2', validUntil: 130 }),
+    );
+
+  it('a failed re-acquire took no effect: the lease held before it still overlaps the other grant', () => {
+    const report = checkHistory(reacquired(fail));
+    expect(report.checks.find((c) => c.check === 'overlapping-holds')!.verdict).toBe('violation');
+    expect(report.counts.overlappingHolds).toBe(1);
+  });
+
+  it('a re-acquire granted (or of unknown outcome) ends the old hold at its invoke; the new one overlaps', () => {
+    // ok: the new hold 21..121 overlaps process 1's 31..130 (one pair); the old hold ended at 20.
+    expect(checkHistory(reacquired(ok)).counts.overlappingHolds).toBe(1);
+    // info: no new hold, and the old one ended at 20: nothing overlaps.
+    expect(checkHistory(reacquired(info)).checks.find((c) => c.check === 'overlapping-holds')!.verdict).toBe('safe');
+  });
+});

@@ -49,6 +49,8 @@ export function holdIntervals(history: History): Hold[] {
   const holds: Hold[] = [];
   const current = new Map<string, Current>();
   const invokes = new Map<number, number>();
+  /** Per process and resource, a re-acquire in flight while a hold is current: it ends that hold at its invoke unless it fails. */
+  const reacquiring = new Map<string, { readonly time: number; readonly index: number }>();
   const keyOf = (process: number, resource: string) => `${process}\u0000${resource}`;
   const close = (process: number, c: Current, at: number, by: HoldEnd, index: number | undefined) => {
     const end = Math.min(at, c.deadline);
@@ -85,8 +87,17 @@ export function holdIntervals(history: History): Hold[] {
     const invokeIndex = invokes.get(process)!;
     // A switch rather than ts-pattern: this runs once per event, and ts-pattern's match measured ten times slower here.
     switch (op.op) {
-      case 'acquire':
-        if (op.type === 'invoke' && c !== undefined) close(process, c, op.time, 'reacquire', i);
+      case 'acquire': {
+        const key = keyOf(process, op.resource);
+        if (op.type === 'invoke') {
+          if (c !== undefined) reacquiring.set(key, { time: op.time, index: i });
+          return;
+        }
+        const again = reacquiring.get(key);
+        reacquiring.delete(key);
+        // A re-acquire ends the hold at its invoke (the client asked anew), unless it failed: a failed operation took no
+        // effect, and the lease it held stays believed until its own end.
+        if (again !== undefined && op.type !== 'fail' && c !== undefined) close(process, c, again.time, 'reacquire', again.index);
         if (op.type === 'ok') {
           current.set(keyOf(process, op.resource), {
             resource: op.resource,
@@ -100,6 +111,7 @@ export function holdIntervals(history: History): Hold[] {
           });
         }
         return;
+      }
       case 'extend':
         if (op.type === 'ok') {
           const deadline = op.validUntil ?? Infinity;
@@ -121,7 +133,12 @@ export function holdIntervals(history: History): Hold[] {
         return unreachable(op);
     }
   });
-  for (const [key, c] of current) close(Number(key.split('\u0000')[0]), c, Infinity, 'history-end', undefined);
+  for (const [key, c] of current) {
+    // A re-acquire still in flight when the history ends may have been granted: it ends the hold at its invoke.
+    const again = reacquiring.get(key);
+    if (again !== undefined) close(Number(key.split('\u0000')[0]), c, again.time, 'reacquire', again.index);
+    else close(Number(key.split('\u0000')[0]), c, Infinity, 'history-end', undefined);
+  }
   return holds.sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
 }
 
