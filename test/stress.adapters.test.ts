@@ -10,6 +10,12 @@ import { REDIS_SEMAPHORE_MUTEX_CONCURRENT } from '../conformance/adapters/redisS
 import { concurrentOf } from '../conformance/stress/adapterRef.ts';
 import { layoutOf, runStress, StressSession } from '../conformance/stress/runner.ts';
 import { concurrent as crashing } from './fixtures/crashingAdapter.ts';
+import { concurrent as malformed } from './fixtures/malformedConcurrent.ts';
+import { concurrent as plain } from './fixtures/concurrentAdapter.ts';
+import { AdapterBreach, checkedAcquire } from '../conformance/stress/adapterBreach.ts';
+import { checkStressOptions } from '../conformance/stress/runner.ts';
+import { LeaseHandle } from '../impl/index.ts';
+import { systemClock } from '../impl/clock.ts';
 
 /**
  * Concurrent clients of adapters (BackendUnderTest.concurrent): a library
@@ -88,6 +94,64 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
       await session.stop();
     }
   }, 90_000);
+
+  it('an answer of the wrong shape is the adapter\'s error: the run reports it apart from the library\'s failures, and the next run is clean', async () => {
+    const session = await StressSession.start({ backend: 'redis-single', clients: 1, fakeClocks: false, proxied: false });
+    try {
+      const adapter = { name: 'malformed fixture', ref: { kind: 'module', path: fileURLToPath(new URL('./fixtures/malformedConcurrent.ts', import.meta.url)) } as const, client: malformed };
+      const options = { adapter, seconds: 1, nemesis: [], seed: SEED, store: 'unfenced', resources: 1, ttlMinMs: 200, ttlMaxMs: 300, maxCycles: 3 } as const;
+      const first = await session.run(options);
+      expect(first.clientErrors).toEqual([]);
+      expect(first.adapterErrors).toEqual(["client 0: acquire('s0-r0') resolved a grant without a lease: it must resolve { kind: 'granted', lease } | { kind: 'denied', reason } | { kind: 'timed-out' } (docs/adapter.md)"]);
+      // The grant was never recorded: its invoke stays pending, nothing else of the client's.
+      expect(first.history.filter((e) => e.process === 0).map((e) => e.type)).toEqual(['invoke']);
+      const second = await session.run(options);
+      expect([second.adapterErrors, second.clientErrors]).toEqual([[], []]);
+    } finally {
+      await session.stop();
+    }
+  }, 90_000);
+
+  it('checkedAcquire: every answer ConcurrentLock.acquire promises passes; every other shape is AdapterBreach naming it', () => {
+    const lease = new LeaseHandle('r', 'o', 7n, 1000, systemClock);
+    for (const good of [{ kind: 'granted', lease }, { kind: 'denied', reason: 'held' }, { kind: 'timed-out' }, { kind: 'granted', lease: new LeaseHandle('r', 'o', 0n, null, systemClock) }]) expect(checkedAcquire(good, 'r', true)).toBe(good);
+    const bad: ReadonlyArray<readonly [unknown, RegExp]> = [
+      [undefined, /resolved undefined/],
+      [null, /resolved null/],
+      ['granted', /resolved a string/],
+      [{ kind: 'ok' }, /an unknown kind "ok"/],
+      [{ kind: 'granted' }, /a grant without a lease/],
+      [{ kind: 'denied' }, /a denial without a reason string/],
+      [{ kind: 'granted', lease: new LeaseHandle('other', 'o', 7n, 1000, systemClock) }, /a lease for another resource \("other"\)/],
+      [{ kind: 'granted', lease: { ...lease, resource: 'r', owner: '', token: 7n, validUntilMs: 1, signal: lease.signal } }, /without an owner/],
+      [{ kind: 'granted', lease: { resource: 'r', owner: 'o', token: 7, validUntilMs: 1, signal: lease.signal } }, /token is not a bigint in \[0, 2\^63-1\] \(got number/],
+      [{ kind: 'granted', lease: { resource: 'r', owner: 'o', token: 2n ** 63n, validUntilMs: 1, signal: lease.signal } }, /got 9223372036854775808n/],
+      [{ kind: 'granted', lease: { resource: 'r', owner: 'o', token: 7n, validUntilMs: Number.NaN, signal: lease.signal } }, /validUntilMs is neither/],
+      [{ kind: 'granted', lease: { resource: 'r', owner: 'o', token: 7n, validUntilMs: 1 } }, /without an AbortSignal/],
+    ];
+    for (const [answer, message] of bad) {
+      let thrown: unknown;
+      try {
+        checkedAcquire(answer, 'r', true);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, String(message)).toBeInstanceOf(AdapterBreach);
+      expect((thrown as Error).message).toMatch(message);
+    }
+    // Without tokens, the token is not read.
+    expect(() => checkedAcquire({ kind: 'granted', lease: { resource: 'r', owner: 'o', token: undefined, validUntilMs: null, signal: lease.signal } }, 'r', false)).not.toThrow();
+  });
+
+  it('a concurrent declaration with a misspelt key is refused naming the nearest; clock-step-holder needs the adapter\'s lockKey', () => {
+    expect(() => concurrentOf({ concurrent: { ...plain, token: false } }, './x.ts')).toThrow(`'./x.ts': concurrent has unknown key "token" (did you mean tokens?); known: servers, connect, lockKey, tokens`);
+    expect(() => concurrentOf({ concurrent: { ...plain, servers: { kind: 'redis', nodes: 1, node: 2 } } }, './x.ts')).toThrow(/concurrent.servers has unknown key "node" \(did you mean nodes\?\)/);
+    const { lockKey: _lockKey, ...keyless } = plain;
+    const adapter = { name: 'keyless', ref: { kind: 'module', path: '/x.ts' } as const, client: keyless };
+    const run = { adapter, seconds: 1, seed: 1, store: 'unfenced', resources: 1, ttlMinMs: 200, ttlMaxMs: 300 } as const;
+    expect(() => checkStressOptions('redis-single', { ...run, nemesis: ['clock-step-holder'] })).toThrow(/clock-step-holder: keyless's concurrent client declares no lockKey/);
+    expect(() => checkStressOptions('redis-single', { ...run, nemesis: ['pause-holder'] })).not.toThrow();
+  });
 
   it('a module without a concurrent client, or with a malformed one, is refused with what to add', () => {
     expect(() => concurrentOf({ default: { name: 'x' } }, './x.ts')).toThrow(/offers no concurrent client: give its backend a `concurrent` member/);

@@ -2,6 +2,7 @@ import type { ConcurrentClient } from '../adapter.ts';
 import type { LibraryId } from '../adapters/libraries.ts';
 import { libraryConcurrent } from '../adapters/libraries.ts';
 import { importUserModule } from '../env/userModule.ts';
+import { closest } from '../../impl/options.ts';
 
 /**
  * Where a stress client process finds an adapter's concurrent client: one of
@@ -30,10 +31,23 @@ export function concurrentOf(mod: Readonly<Record<string, unknown>>, where: stri
     throw new TypeError(`'${where}' offers no concurrent client: give its backend a \`concurrent\` member (ConcurrentClient, docs/adapter.md#concurrent-clients-lockcheck-stress-on-your-adapter)${typeof d === 'function' ? ', exported by name (`export const concurrent`) since its default export is a function' : ''}`);
   }
   const c = found as Partial<ConcurrentClient>;
+  // A misspelt key (`token` for `tokens`, `lockkey`) was ignored and its default run in its place: false findings, or a targeted fault that never struck.
+  unknownKeys(where, 'concurrent', c, ['servers', 'connect', 'lockKey', 'tokens']);
+  if (typeof c.servers === 'object' && c.servers !== null) unknownKeys(where, 'concurrent.servers', c.servers, ['kind', 'nodes']);
   const s = c.servers as { kind?: unknown; nodes?: unknown } | undefined;
   const serversOk = s !== undefined && ((s.kind === 'redis' && (s.nodes === 1 || s.nodes === 5)) || s.kind === 'postgres');
   if (typeof c.connect !== 'function' || !serversOk || (c.lockKey !== undefined && typeof c.lockKey !== 'function') || (c.tokens !== undefined && typeof c.tokens !== 'boolean')) {
     throw new TypeError(`'${where}': concurrent must be a ConcurrentClient: { servers: { kind: 'redis', nodes: 1 | 5 } | { kind: 'postgres' }, connect(servers, clock), lockKey?, tokens? }`);
   }
   return c as ConcurrentClient;
+}
+
+function unknownKeys(where: string, name: string, value: object, known: readonly string[]): void {
+  const unknown = Object.keys(value).filter((k) => !known.includes(k));
+  if (unknown.length === 0) return;
+  const each = unknown.map((k) => {
+    const near = closest(k, known);
+    return `${JSON.stringify(k.slice(0, 60))}${near === undefined ? '' : ` (did you mean ${near}?)`}`;
+  });
+  throw new TypeError(`'${where}': ${name} has unknown key${unknown.length > 1 ? 's' : ''} ${each.join(', ')}; known: ${known.join(', ')}`);
 }

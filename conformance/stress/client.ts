@@ -7,6 +7,7 @@ import type { FencedStore } from '../../impl/fencedStore.ts';
 import type { ClientBackend, FencePolicy } from './protocol.ts';
 import { sharedClock } from './sharedClock.ts';
 import { loadConcurrent } from './adapterRef.ts';
+import { checkedAcquire, withinGuard } from './adapterBreach.ts';
 import { checkUrlText } from '../kitInput.ts';
 import { parseRedisUrl } from '../env/serverUrls.ts';
 
@@ -114,14 +115,16 @@ async function sentinelClient(b: Extract<ClientBackend, { kind: 'redis-sentinel'
 
 async function adapterClient(b: Extract<ClientBackend, { kind: 'adapter' }>): Promise<StressClient> {
   const concurrent = await loadConcurrent(b.adapter);
-  const lock = await concurrent.connect(b.servers, sharedClock);
+  // Bounded: a connect that never settled held the run until its end, which then threw the whole history away.
+  const lock = await withinGuard(Promise.resolve(concurrent.connect(b.servers, sharedClock)), 'connect()');
   const register = b.store !== null ? await redisRegister(b.store, b.storePolicy) : b.servers.pg !== null ? (await import('./postgresClients.ts')).storeOutside(b.servers.pg, b.storePolicy) : null;
   if (register === null) {
     await lock.close();
     throw new Error('an adapter client needs a Redis store or a PostgreSQL database for its register');
   }
   return {
-    acquire: (resource, ttlMs) => lock.acquire(resource, ttlMs),
+    // An answer of the wrong shape is the adapter's error (AdapterBreach), not a library's unknown outcome.
+    acquire: async (resource, ttlMs) => checkedAcquire(await lock.acquire(resource, ttlMs), resource, b.tokens),
     read: async (lease) => (await register.store.read(lease.resource)).value,
     write: async (lease, value) => (await register.store.write(lease.resource, lease.token, value)).kind,
     release: async (lease) => {

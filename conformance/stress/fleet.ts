@@ -156,6 +156,15 @@ export class ClientFleet {
     await this.kill();
   }
 
+  /** SIGCONT and SIGKILL these clients' processes; waits for them to exit (replaceDead forks fresh ones for the next run). */
+  async killClients(clients: readonly number[]): Promise<void> {
+    for (const c of clients) {
+      this.#paused[c] = false;
+      killChild(this.#children[c]!);
+    }
+    await Promise.all(clients.map((c) => this.#exited[c]));
+  }
+
   /** SIGCONT and SIGKILL every client still running; waits for them to exit. */
   async kill(): Promise<void> {
     for (const child of this.#children) killChild(child);

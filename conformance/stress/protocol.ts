@@ -81,5 +81,7 @@ export type FromClient =
   | GateRequest
   | { readonly kind: 'done'; readonly cycles: number }
   | { readonly kind: 'error'; readonly message: string }
+  /** The adapter broke its contract (docs/adapter.md): an answer of the wrong shape, a call that never settled. The client stopped. */
+  | { readonly kind: 'broke'; readonly message: string }
   /** Not sent by a client: the fleet's word that a client process died during a run. */
   | { readonly kind: 'exited'; readonly message: string };

@@ -76,6 +76,12 @@ export interface StressRun {
   readonly faults: number;
   /** Client processes that failed (a message each); their events up to then are in the history. */
   readonly clientErrors: readonly string[];
+  /**
+   * Where the adapter broke its contract (a message each: an answer of the
+   * wrong shape, a call that never settled, a client that never finished its
+   * cycle): the run is the adapter's error, whatever its history says.
+   */
+  readonly adapterErrors: readonly string[];
   /** The run was stopped before its time because the history reached maxEvents. */
   readonly eventLimitReached: boolean;
 }
@@ -98,6 +104,8 @@ export function checkStressOptions(backend: StressBackend, o: RunOptions): void 
   if (o.adapter !== undefined) {
     if (layoutOf(o.adapter.client) !== backend) throw new RangeError(`${o.adapter.name} runs on ${layoutOf(o.adapter.client)} servers, not ${backend}`);
     if (o.adapter.client.tokens === false && o.store !== 'unfenced') throw new RangeError(`${o.adapter.name} hands out no fencing tokens: its register's store must be unfenced, not ${o.store}`);
+    // Without it no holder's nodes are found: the fault never struck, and the run said safe with "0 faults injected".
+    if (o.nemesis.includes('clock-step-holder') && o.adapter.client.lockKey === undefined) throw new RangeError(`clock-step-holder: ${o.adapter.name}'s concurrent client declares no lockKey (the Redis key its lock on a resource lives in), so no holder's nodes can be found and the fault could never strike`);
   }
 }
 
@@ -185,6 +193,7 @@ export class StressSession {
     const random = new Random(o.seed);
     const recorder = new Recorder();
     const clientErrors: string[] = [];
+    const adapterErrors: string[] = [];
     const nemesis = new Nemesis({ faults: o.nemesis, servers: this.#servers, fleet, recorder, random, ttlMinMs: o.ttlMinMs, ttlMaxMs: o.ttlMaxMs, restartDelayMs: o.restartDelayMs ?? 0, lockKey: o.adapter?.client.lockKey ?? ((r) => keysFor(r).lock) });
     let cycles = 0;
     const maxEvents = o.maxEvents ?? MAX_STRESS_EVENTS;
@@ -215,6 +224,10 @@ export class StressSession {
           return;
         case 'error':
           clientErrors.push(`client ${client}: ${m.message}`);
+          finish(client);
+          return;
+        case 'broke':
+          adapterErrors.push(`client ${client}: ${m.message}`);
           finish(client);
           return;
         case 'exited':
@@ -257,7 +270,12 @@ export class StressSession {
       await finishWithin(finished, Math.max(0, untilMs - sharedNowMs()) + 100);
       fleet.stopRuns();
       if (!(await finishWithin(finished, RUN_END_TIMEOUT_MS))) {
-        throw new Error(`the clients did not finish their cycles within ${RUN_END_TIMEOUT_MS} ms of the run's end`);
+        // Their calls are bounded (the clients' timeouts, the workload's guard): one still busy is stuck where nothing bounds it.
+        // Its events so far are kept (a pending call stays pending in the history); the process goes, and the next run gets a fresh one.
+        const stuck = Array.from({ length: clients }, (_v, c) => c).filter((c) => !finishedClients.has(c));
+        const message = (c: number): string => `client ${c}: did not finish its cycle within ${RUN_END_TIMEOUT_MS} ms of the run's end (stopped)`;
+        (o.adapter !== undefined ? adapterErrors : clientErrors).push(...stuck.map(message));
+        await fleet.killClients(stuck);
       }
     } finally {
       unregister();
@@ -268,7 +286,7 @@ export class StressSession {
     const history = recorder.history();
     const last = history.length > 0 ? history[history.length - 1]!.time : startedAt;
     const durationMs = Math.max(0, last - startedAt);
-    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors, eventLimitReached };
+    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors, adapterErrors, eventLimitReached };
   }
 
   /** Has every live client process load the adapter before the run's clock starts (bounded); a failure to load ends the run. */

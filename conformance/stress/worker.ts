@@ -2,6 +2,7 @@ import type { ClientConfig, FromClient, GateRequest, ToClient } from './protocol
 import { connectClient } from './client.ts';
 import { runWorkload } from './workload.ts';
 import { loadConcurrent } from './adapterRef.ts';
+import { AdapterBreach } from './adapterBreach.ts';
 
 /**
  * A client process of a stress session (forked by the runner through
@@ -57,6 +58,6 @@ async function run(config: ClientConfig): Promise<void> {
       await client.close().catch(() => undefined);
     }
   } catch (e) {
-    send({ kind: 'error', message: e instanceof Error ? e.message : String(e) });
+    send({ kind: e instanceof AdapterBreach ? 'broke' : 'error', message: e instanceof Error ? e.message : String(e) });
   }
 }

@@ -7,6 +7,7 @@ import type { StressClient } from './client.ts';
 import type { ClientConfig, GateRequest } from './protocol.ts';
 import { Random } from './random.ts';
 import { sharedNowMs } from './sharedClock.ts';
+import { AdapterBreach, CALL_GUARD_MS } from './adapterBreach.ts';
 
 /**
  * The Jepsen-style workload of one client process: acquire a random
@@ -30,8 +31,6 @@ export interface WorkloadIo {
   stopping(): boolean;
 }
 
-/** Bound on one call as the workload sees it, beyond the clients' own timeouts: past it the process stops (its state is unknown). */
-const CALL_GUARD_MS = 15_000;
 /** Pause after a denied acquire, at most (random, so that contenders spread out). */
 const BACKOFF_MAX_MS = 4;
 
@@ -51,18 +50,18 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     buffer = [];
   };
   /** Every call to the client goes through here: what is recorded so far leaves before its request does. */
-  const call = <T>(start: () => Promise<T>): Promise<Guarded<T>> => {
+  const call = <T>(op: string, start: () => Promise<T>): Promise<Guarded<T>> => {
     flush();
-    return guarded(start(), guard);
+    return guarded(start(), guard, op);
   };
-  const guard = { tripped: false };
+  const guard: { tripped: string | null } = { tripped: null };
   let cycles = 0;
-  for (; cycles < w.maxCycles && sharedNowMs() < w.untilMs && !io.stopping(); cycles++) {
+  for (; cycles < w.maxCycles && sharedNowMs() < w.untilMs && !io.stopping() && guard.tripped === null; cycles++) {
     const resource = `${w.prefix}r${random.int(0, w.resources - 1)}`;
     const ttlMs = random.int(w.ttlMinMs, w.ttlMaxMs);
     const acquireInvokedAt = sharedNowMs();
     record({ type: 'invoke', op: 'acquire', resource, ...(ttl ? { ttlMs } : {}) });
-    const acquired = await call(() => client.acquire(resource, ttlMs));
+    const acquired = await call('acquire', () => client.acquire(resource, ttlMs));
     if (acquired.kind === 'error') {
       record({ type: 'info', op: 'acquire', resource, reason: acquired.message });
       flush();
@@ -92,7 +91,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     let write: { readonly base: Omit<WriteEvent, 'type' | 'time'>; outcome: 'ok' | 'fail' | 'info'; readonly reason?: string; readonly time: number } | null = null;
     if (!lease.signal.aborted) {
       record({ type: 'invoke', op: 'read', resource, key: resource });
-      const read = await call(() => client.read(lease));
+      const read = await call('read', () => client.read(lease));
       if (read.kind === 'error') record({ type: 'info', op: 'read', resource, key: resource, reason: read.message });
       else record({ type: 'ok', op: 'read', resource, key: resource, value: read.value });
       if (read.kind === 'ok' && !lease.signal.aborted) {
@@ -103,7 +102,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
         const value = `${p}.${cycles}`;
         const base = { op: 'write' as const, process: p, resource, key: resource, value, prev: read.value, ...(fenced && held.token !== undefined ? { token: held.token } : {}) };
         buffer.push({ ...base, type: 'invoke', time: sharedNowMs() });
-        const written = await call(() => client.write(lease, value));
+        const written = await call('write', () => client.write(lease, value));
         write = {
           base,
           time: sharedNowMs(),
@@ -123,7 +122,7 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     };
     if (config.backend.kind !== 'pg-xact') buffer.push(...writeDone(true));
     buffer.push({ type: 'invoke', op: 'release', process: p, time: sharedNowMs(), ...held });
-    const released = await call(() => client.release(lease));
+    const released = await call('release', () => client.release(lease));
     const releaseDone: OperationEvent =
       released.kind === 'error'
         ? { type: 'info', op: 'release', process: p, time: sharedNowMs(), ...held, reason: released.message }
@@ -131,9 +130,14 @@ export async function runWorkload(config: ClientConfig, client: StressClient, io
     if (config.backend.kind === 'pg-xact') buffer.push(...writeDone(released.kind === 'ok' && released.value));
     buffer.push(releaseDone);
     flush();
-    if (guard.tripped) break;
+    if (guard.tripped !== null) break;
   }
   flush();
+  if (guard.tripped !== null) {
+    // Its call is in the history as an unknown outcome; the process's state is unknown, so it stops, and says so.
+    const message = `${guard.tripped} had no answer within ${CALL_GUARD_MS} ms: the client stopped (its state unknown)`;
+    throw config.backend.kind === 'adapter' ? new AdapterBreach(`${message}; every call of an adapter must settle (docs/adapter.md)`) : new Error(message);
+  }
   return cycles;
 }
 
@@ -160,11 +164,11 @@ type Unstamped<E> = E extends unknown ? Omit<E, 'process' | 'time'> : never;
 type Guarded<T> = { readonly kind: 'ok'; readonly value: T } | { readonly kind: 'error'; readonly message: string };
 
 /** The call's outcome, or its error as a short reason; bounded by CALL_GUARD_MS (past it `run.tripped`: the process's state is unknown, so the workload stops). */
-async function guarded<T>(call: Promise<T>, run: { tripped: boolean }): Promise<Guarded<T>> {
+async function guarded<T>(call: Promise<T>, run: { tripped: string | null }, op: string): Promise<Guarded<T>> {
   let timer: NodeJS.Timeout | undefined;
   const guard = new Promise<Guarded<T>>((resolve) => {
     timer = setTimeout(() => {
-      run.tripped = true;
+      run.tripped = op;
       resolve({ kind: 'error', message: `guard: no answer within ${CALL_GUARD_MS} ms` });
     }, CALL_GUARD_MS);
   });
@@ -172,7 +176,11 @@ async function guarded<T>(call: Promise<T>, run: { tripped: boolean }): Promise<
     return await Promise.race([
       call.then(
         (value) => ({ kind: 'ok' as const, value }),
-        (e: unknown) => ({ kind: 'error' as const, message: e instanceof Error ? e.message.split('\n')[0]!.slice(0, 200) : String(e) }),
+        (e: unknown) => {
+          // The adapter's own error ends the client (the worker reports it); a library's failure is an unknown outcome.
+          if (e instanceof AdapterBreach) throw e;
+          return { kind: 'error' as const, message: e instanceof Error ? e.message.split('\n')[0]!.slice(0, 200) : String(e) };
+        },
       ),
       guard,
     ]);
