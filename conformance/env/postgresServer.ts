@@ -31,6 +31,18 @@
  *   with it off a commit returns before its WAL leaves shared memory, and
  *   crash() (which kills the processes, not the OS) loses commits that clients
  *   saw succeed.
+ * - initdb's own `postgres --boot` and `postgres --single` use POSIX shared
+ *   memory (/dev/shm/PostgreSQL.<handle>; PostgreSQL 15's initdb takes no
+ *   settings for them), and one that is SIGKILLed never unlinks it. So a stop
+ *   during initdb interrupts it first (SIGINT to its group: initdb and its
+ *   postgres end cleanly and remove what they made, within
+ *   TOOL_INTERRUPT_WAIT_MS), and only then SIGKILLs it; every kill of initdb
+ *   (that one, the exit handler's, the start bound's, the watchdog's) first
+ *   stops its processes, notes the PostgreSQL segments they have mapped or
+ *   open, and unlinks exactly those (the same file, by inode, and not one
+ *   that existed before initdb started) once they are killed. No other
+ *   segment in /dev/shm is ever touched: another server's (a concurrent
+ *   test's) is mapped by none of our processes.
  * - The small System V shared-memory segment a killed postmaster leaves behind
  *   is removed by the next start, or by stop() / the exit handler (ipcrm, only
  *   when the segment is the one postmaster.pid names, was created by our
@@ -42,7 +54,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { builtIn } from './tempDir.ts';
 import { connect } from 'node:net';
@@ -123,6 +135,8 @@ const DEFAULT_START_TIMEOUT_MS = 90_000;
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 const KILL_WAIT_MS = 5_000;
 const TOOL_TIMEOUT_MS = 5_000;
+/** How long a stop during initdb waits for it to end by SIGINT (cleanly, its segments removed) before it SIGKILLs it. */
+const TOOL_INTERRUPT_WAIT_MS = 2_000;
 const POLL_INTERVAL_MS = 10;
 const LOG_TAIL_BYTES = 4 * 1024;
 const INSTALL_POSTGRES = 'apt-get update && apt-get install -y --no-install-recommends postgresql';
@@ -166,7 +180,7 @@ export class PostgresServer {
   #paused = false;
   #stopping: Promise<void> | null = null;
   /** initdb while it runs: stop() and the exit handlers kill it (it runs detached, so no Ctrl-C reaches it). */
-  #tool: { readonly child: ChildProcess; readonly closed: Promise<void> } | null = null;
+  #tool: RunningTool | null = null;
   #timings: PostgresStartTimings = { initdbMs: 0, startMs: 0 };
   /** The watchdog's record of this cluster: killed and removed should this process die without cleaning up. */
   readonly #guard: Guard;
@@ -335,8 +349,12 @@ export class PostgresServer {
       const postmaster = this.#pid;
       signalPid(postmaster, 'SIGSTOP');
       const children = descendants(postmaster);
+      for (const pid of children) signalPid(pid, 'SIGSTOP');
+      // None by default (dynamic_shared_memory_type=mmap); a power cut empties a tmpfs too.
+      const segments = postgresSegmentsOf([postmaster, ...children]);
       for (const pid of children) signalPid(pid, 'SIGKILL');
       signalPid(postmaster, 'SIGKILL');
+      removeSegments(segments, new Set());
       await this.#waitExit(KILL_WAIT_MS);
       await waitUntil(() => children.every((pid) => !pidAlive(pid)), KILL_WAIT_MS, `PostgresServer: children of postmaster ${postmaster} survived SIGKILL`);
       await waitUntil(async () => !(await portAccepts(this.#port)), KILL_WAIT_MS, `PostgresServer: port ${this.#port} still accepts connections after the crash`);
@@ -411,14 +429,18 @@ export class PostgresServer {
 
   /** Synchronous last-resort cleanup for the exit handler: SIGKILL everything, remove the directory. */
   killSync(): void {
-    const tool = this.#tool?.child;
-    if (tool?.pid !== undefined) signalPid(-tool.pid, 'SIGKILL');
+    const tool = this.#tool;
+    if (tool?.child.pid !== undefined) removeSegments(killGroupSync(tool.child.pid), tool.shmBefore);
     const child = this.#child;
     if (child !== null && childAlive(child)) {
       const postmaster = this.#pid;
       signalPid(postmaster, 'SIGSTOP');
       const all = [postmaster, ...descendants(postmaster)];
+      for (const pid of all) signalPid(pid, 'SIGSTOP');
+      // None by default (dynamic_shared_memory_type=mmap), but a user's settings may choose posix.
+      const segments = postgresSegmentsOf(all);
       for (const pid of all) signalPid(pid, 'SIGKILL');
+      removeSegments(segments, new Set());
       // Wait (briefly, synchronously) so the shared-memory segment has no attachments left.
       const until = Date.now() + 2_000;
       while (Date.now() < until && all.some(pidAlive)) sleepSync(10);
@@ -494,9 +516,9 @@ export class PostgresServer {
       '--locale=C',
       '--no-instructions',
     ];
-    const result = await runTool(join(POSTGRES_BIN_DIR, 'initdb'), args, this.#spawnOptions(), Math.max(1, deadline - Date.now()), (child, closed) => {
-      this.#tool = { child, closed };
-      if (child.pid !== undefined) this.#guard.set({ processes: [{ pid: child.pid, group: true }], dirs: [this.#dir] });
+    const result = await runTool(join(POSTGRES_BIN_DIR, 'initdb'), args, this.#spawnOptions(), Math.max(1, deadline - Date.now()), (tool) => {
+      this.#tool = tool;
+      if (tool.child.pid !== undefined) this.#guard.set({ processes: [{ pid: tool.child.pid, group: true }], dirs: [this.#dir] });
     }).finally(() => {
       this.#tool = null;
     });
@@ -577,12 +599,27 @@ export class PostgresServer {
     );
   }
 
-  /** SIGKILL initdb's process group, should it be running, and wait for it to close. */
+  /**
+   * Ends initdb, should it be running, and waits for it to close: SIGINT to
+   * its process group first (initdb and its `postgres --boot/--single` end
+   * cleanly, their shared-memory segments unlinked), SIGKILL after
+   * TOOL_INTERRUPT_WAIT_MS; the segments its processes had are removed
+   * either way (see the module comment).
+   */
   async #killTool(): Promise<void> {
     const tool = this.#tool;
     if (tool === null) return;
-    if (tool.child.pid !== undefined) signalPid(-tool.child.pid, 'SIGKILL');
-    if (!(await finishWithin(tool.closed, KILL_WAIT_MS))) throw new Error(`PostgresServer: initdb ${tool.child.pid} did not exit within ${KILL_WAIT_MS} ms of SIGKILL`);
+    const pid = tool.child.pid;
+    if (pid !== undefined) {
+      // Seen while it runs: a clean end unlinks them, and then nothing is left to remove.
+      const segments = postgresSegmentsOf(groupAndDescendants(pid));
+      signalPid(-pid, 'SIGINT');
+      if (!(await finishWithin(tool.closed, TOOL_INTERRUPT_WAIT_MS))) {
+        for (const [path, inode] of killGroupSync(pid)) segments.set(path, inode);
+      }
+      removeSegments(segments, tool.shmBefore);
+    }
+    if (!(await finishWithin(tool.closed, KILL_WAIT_MS))) throw new Error(`PostgresServer: initdb ${pid} did not exit within ${KILL_WAIT_MS} ms of SIGKILL`);
   }
 
   /** SIGQUIT (immediate shutdown) and wait; SIGKILL everything after SHUTDOWN_TIMEOUT_MS. No-op when not running. */
@@ -687,24 +724,37 @@ interface ToolResult {
   timedOut: boolean;
 }
 
-/** Runs a short-lived tool in its own process group with a hard bound; stdout and stderr are merged. */
+/** A tool runTool started: its process, its close, and the PostgreSQL segments in /dev/shm before it was spawned (never its own). */
+interface RunningTool {
+  readonly child: ChildProcess;
+  readonly closed: Promise<void>;
+  readonly shmBefore: ReadonlySet<string>;
+}
+
+/**
+ * Runs a short-lived tool in its own process group with a hard bound; stdout
+ * and stderr are merged. A tool over its bound is SIGKILLed with its group,
+ * and the PostgreSQL segments its processes had are removed (killGroupSync).
+ */
 function runTool(
   file: string,
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number; gid?: number },
   timeoutMs: number,
   /** Told the child and its close as soon as it is spawned. */
-  onSpawn: (child: ChildProcess, closed: Promise<void>) => void = () => undefined,
+  onSpawn: (tool: RunningTool) => void = () => undefined,
 ): Promise<ToolResult> {
   return new Promise((resolve, reject) => {
+    const shmBefore = postgresSegmentNames();
     const child = spawn(file, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    onSpawn(
+    onSpawn({
       child,
-      new Promise<void>((done) => {
+      closed: new Promise<void>((done) => {
         child.once('close', () => done());
         child.once('error', () => done());
       }),
-    );
+      shmBefore,
+    });
     let output = '';
     let timedOut = false;
     const capture = (chunk: Buffer): void => {
@@ -714,7 +764,7 @@ function runTool(
     child.stderr?.on('data', capture);
     const timer = setTimeout(() => {
       timedOut = true;
-      if (child.pid !== undefined) signalPid(-child.pid, 'SIGKILL');
+      if (child.pid !== undefined) removeSegments(killGroupSync(child.pid), shmBefore);
     }, timeoutMs);
     child.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
@@ -790,6 +840,113 @@ function signalPid(pid: number, signal: NodeJS.Signals): void {
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+/** The live members of process group `pgid` (field 5 of /proc/<pid>/stat). */
+function groupMembers(pgid: number): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) out.push(Number(entry));
+  }
+  return out;
+}
+
+/** The live processes of the group `leader` leads, and its descendants outside it. */
+function groupAndDescendants(leader: number): number[] {
+  return [...new Set([leader, ...groupMembers(leader), ...descendants(leader)])].filter(pidAlive);
+}
+
+/**
+ * SIGSTOPs the process group `leader` leads and its descendants (none
+ * forks, maps or unlinks anything more), notes the PostgreSQL segments they
+ * have, SIGKILLs them all. Returns the segments, for removeSegments: a
+ * SIGKILLed postgres never unlinks its own.
+ */
+function killGroupSync(leader: number): Map<string, number> {
+  signalPid(-leader, 'SIGSTOP');
+  const all = groupAndDescendants(leader);
+  for (const pid of all) signalPid(pid, 'SIGSTOP');
+  const segments = postgresSegmentsOf(all);
+  signalPid(-leader, 'SIGKILL');
+  for (const pid of all) signalPid(pid, 'SIGKILL');
+  return segments;
+}
+
+const SHM_DIR = '/dev/shm';
+/** A PostgreSQL POSIX shared-memory segment (dsm_impl_posix: "/PostgreSQL.<handle>"). */
+const POSTGRES_SEGMENT = /^PostgreSQL\.\d+$/;
+
+/** The names of the PostgreSQL segments in /dev/shm now. */
+function postgresSegmentNames(): Set<string> {
+  try {
+    return new Set(readdirSync(SHM_DIR).filter((name) => POSTGRES_SEGMENT.test(name)));
+  } catch {
+    return new Set();
+  }
+}
+
+/**
+ * The PostgreSQL segments (/dev/shm/PostgreSQL.<handle>) that `pids` have
+ * mapped, or open (made, not yet mapped), each with its inode: path -> inode.
+ * Such a segment is only ever mapped by the processes of the one server
+ * that made it.
+ */
+function postgresSegmentsOf(pids: Iterable<number>): Map<string, number> {
+  const found = new Map<string, number>();
+  for (const pid of pids) {
+    let maps = '';
+    try {
+      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+    } catch {
+      // gone
+    }
+    for (const line of maps.split('\n')) {
+      // address perms offset dev inode path
+      const m = /^\S+\s+\S+\s+\S+\s+\S+\s+(\d+)\s+\/dev\/shm\/(\S+)$/.exec(line);
+      if (m !== null && POSTGRES_SEGMENT.test(m[2]!)) found.set(join(SHM_DIR, m[2]!), Number(m[1]));
+    }
+    let fds: string[] = [];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      // gone
+    }
+    for (const fd of fds) {
+      try {
+        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        if (target.startsWith(`${SHM_DIR}/`) && POSTGRES_SEGMENT.test(target.slice(SHM_DIR.length + 1))) found.set(target, statSync(`/proc/${pid}/fd/${fd}`).ino);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return found;
+}
+
+/** Unlinks each segment that is still the same file (inode) and was not there before (`before`, by name). */
+function removeSegments(segments: ReadonlyMap<string, number>, before: ReadonlySet<string>): void {
+  for (const [path, inode] of segments) {
+    if (before.has(path.slice(SHM_DIR.length + 1))) continue;
+    try {
+      if (lstatSync(path).ino === inode) unlinkSync(path);
+    } catch {
+      // removed already (the process's own clean end)
+    }
   }
 }
 

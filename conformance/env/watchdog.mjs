@@ -3,7 +3,7 @@
 // It polls the parent; once the parent is gone (or its pid belongs to another
 // process) it SIGKILLs every server the registry names that is still the same
 // process (pid and start time), removes their directories and exits.
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 
 const [parentPid, parentStart, registry] = [Number(process.argv[2]), process.argv[3], process.argv[4]];
@@ -51,13 +51,76 @@ function descendants(root) {
   return out;
 }
 
+/** The live members of process group `pgid` (field 5 of /proc/<pid>/stat). */
+function groupMembers(pgid) {
+  const out = [];
+  let entries = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) out.push(Number(entry));
+    } catch {
+      // gone while listed
+    }
+  }
+  return out;
+}
+
+const POSTGRES_SEGMENT = /^PostgreSQL\.\d+$/;
+
+/**
+ * The PostgreSQL POSIX shared-memory segments (/dev/shm/PostgreSQL.<handle>)
+ * that `pids` have mapped or open, path -> inode (as postgresServer.ts's
+ * postgresSegmentsOf): only the processes of the server that made one map it.
+ */
+function postgresSegmentsOf(pids) {
+  const found = new Map();
+  for (const pid of pids) {
+    let maps = '';
+    try {
+      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+    } catch {
+      // gone
+    }
+    for (const line of maps.split('\n')) {
+      const m = /^\S+\s+\S+\s+\S+\s+\S+\s+(\d+)\s+\/dev\/shm\/(\S+)$/.exec(line);
+      if (m !== null && POSTGRES_SEGMENT.test(m[2])) found.set(`/dev/shm/${m[2]}`, Number(m[1]));
+    }
+    let fds = [];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      // gone
+    }
+    for (const fd of fds) {
+      try {
+        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        if (target.startsWith('/dev/shm/') && POSTGRES_SEGMENT.test(target.slice('/dev/shm/'.length))) found.set(target, statSync(`/proc/${pid}/fd/${fd}`).ino);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return found;
+}
+
 /**
  * SIGKILLs the process, its group when it leads one, and every descendant.
  * The descendants are listed while it is stopped (it forks no more) and
  * before it dies (they would then belong to init): a PostgreSQL backend
  * makes itself a process group of its own (setsid), so the group kill
  * missed it, and one stopped by a test's pause() never saw its postmaster
- * die and stayed, stopped, for ever.
+ * die and stayed, stopped, for ever. All are stopped before they are
+ * killed, and the PostgreSQL segments they had are unlinked: initdb's
+ * `postgres --boot/--single` uses POSIX shared memory, and a SIGKILLed one
+ * never unlinks its segments.
  */
 function kill(pid, group) {
   const signal = (target, name) => {
@@ -68,9 +131,19 @@ function kill(pid, group) {
     }
   };
   signal(pid, 'SIGSTOP');
-  const tree = descendants(pid);
+  if (group) signal(-pid, 'SIGSTOP');
+  const tree = [...new Set([...descendants(pid), ...(group ? groupMembers(pid) : [])])];
+  for (const child of tree) signal(child, 'SIGSTOP');
+  const segments = postgresSegmentsOf([pid, ...tree]);
   for (const target of group ? [-pid, pid] : [pid]) signal(target, 'SIGKILL');
   for (const child of tree) signal(child, 'SIGKILL');
+  for (const [path, inode] of segments) {
+    try {
+      if (lstatSync(path).ino === inode) unlinkSync(path);
+    } catch {
+      // removed already
+    }
+  }
 }
 
 /** Only an absolute path is removed: a relative one would be read from the watchdog's own working directory. */

@@ -8,6 +8,8 @@
  * this process is gone the watchdog SIGKILLs what is still the same process
  * (with its group and every process it forked: a PostgreSQL backend leads a
  * group of its own, and one left stopped by a pause never exits on its own),
+ * unlinks the PostgreSQL shared-memory segments those processes had mapped
+ * (initdb's SIGKILLed `postgres --boot/--single` never unlinks its own),
  * removes the directories and the registry, and exits; after a clean exit it
  * finds nothing left to do.
  *
