@@ -52,11 +52,15 @@ export async function missingLibrary(b: BuiltIn): Promise<string | null> {
   }
 }
 
+/** The command that installs the library an audit row needs (the fix run, stress and matrix give when it is missing). */
+export function libraryInstall(...libraries: LibraryId[]): string {
+  return `npm install --save-dev ${[...new Set(libraries.map((l) => `${LIBRARY_PACKAGES[l].name}@${LIBRARY_PACKAGES[l].version}`))].join(' ')}`;
+}
+
 /** Loads a library audit's adapter; EnvironmentError (one line, with the install command) when its package is missing. */
 async function libraryBackend(b: BuiltIn & { library: LibraryId }, cluster: () => Promise<RedisCluster | UserRedisCluster>, pg: () => Promise<PostgresTarget>): Promise<BackendUnderTest> {
   const missing = await missingLibrary(b);
-  const pkg = LIBRARY_PACKAGES[b.library];
-  if (missing !== null) throw new EnvironmentError(`${b.name} ${missing}`, `npm install --save-dev ${pkg.name}@${pkg.version}`);
+  if (missing !== null) throw new EnvironmentError(`${b.name} ${missing}`, libraryInstall(b.library));
   switch (b.library) {
     case 'redlock':
       return (await import('../conformance/adapters/redlock.ts')).redlockBackend({ cluster: await cluster() }, { name: b.name });
@@ -260,8 +264,7 @@ export async function resolveStressTarget(spec: string): Promise<{ backend: Stre
   const library = LIBRARY_AUDITS.find((b) => b.name === spec);
   if (library?.library !== undefined) {
     const missing = await missingLibrary(library);
-    const pkg = LIBRARY_PACKAGES[library.library];
-    if (missing !== null) throw new EnvironmentError(`${library.name} ${missing}`, `npm install --save-dev ${pkg.name}@${pkg.version}`);
+    if (missing !== null) throw new EnvironmentError(`${library.name} ${missing}`, libraryInstall(library.library));
     const client = await libraryConcurrent(library.library);
     return { backend: layoutOf(client), adapter: { name: library.name, ref: { kind: 'library', library: library.library }, client } };
   }

@@ -103,7 +103,8 @@ function hasControlCharacter(text: string): boolean {
 /** A value from the file, shown in a message: typed and cut short, never echoed whole. */
 /** A value the file holds, for a message: a string redacted, cut short and escaped (quotedInput), anything else by kind. */
 function shown(value: unknown): string {
-  return value === null ? 'null' : typeof value === 'string' ? quotedInput(value, 57, '"') : Array.isArray(value) ? 'an array' : typeof value;
+  // An array by its length: a list refused for its size must say how long it was ("got an array" did not).
+  return value === null ? 'null' : typeof value === 'string' ? quotedInput(value, 57, '"') : Array.isArray(value) ? `an array of ${value.length}` : typeof value;
 }
 
 /** The largest client or node index a saved command may name (the model's worlds have a handful). */

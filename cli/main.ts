@@ -17,6 +17,7 @@ import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
 import { COMMAND_OPTIONS, OPTIONS } from './options.ts';
 import { UsageError } from './usage.ts';
 import { lockcheckVersion } from './version.ts';
+import { fstatSync, statSync } from 'node:fs';
 import { join, resolve as resolvePath, sep } from 'node:path';
 import { hideCommandLineSecrets, redactSecrets, redactTerminalOutput } from '../conformance/env/redact.ts';
 import { escapedText } from '../model/shownText.ts';
@@ -51,7 +52,7 @@ commands:
             --nemesis a,b (${NEMESIS_FAULTS.join(', ')}; default none)
             [--store unfenced|monotonic|strict] [--resources N] [--ttl MIN-MAX] [--seed S] [--json] [--out DIR]
             (defaults: 5 clients, 10 s, unfenced, 3 resources, ttl 500-2000 ms, which also paces the nemesis, out
-            lockcheck-stress); writes DIR/history.jsonl and DIR/history.html; exit 0 safe, 1 violation found, 4 unknown
+            lockcheck-stress); writes DIR/history.jsonl and DIR/history.html (interrupted: DIR/history.partial.jsonl); exit 0 safe, 1 violation found, 4 unknown
 
 options (a command refuses an option it does not take, exit 2; each is given once, --redis alone repeats;
 numbers are decimal digits, a negative one as --seed=-5):
@@ -165,6 +166,37 @@ function distinctOutputs(outputs: ReadonlyArray<readonly [option: string, path: 
     if (earlier !== undefined) throw new UsageError(`${option} and ${earlier} name one file, '${path}': each output needs a path of its own`);
     if (under !== undefined && (full + sep).startsWith(resolvePath(under[1]) + sep)) throw new UsageError(`${option} '${path}' is inside ${under[0]} '${under[1]}', which the command writes: give it a path outside`);
     seen.set(full, option);
+  }
+}
+
+/** The file at `path` (followed through links), '-' being stdin, as device and inode; null when there is none. */
+function fileIdentity(path: string): { dev: number; ino: number } | null {
+  try {
+    const stat = path === '-' ? fstatSync(0) : statSync(path);
+    return stat.isFile() ? { dev: stat.dev, ino: stat.ino } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * An output at one of the command's inputs: writing it destroyed the input
+ * (`check same/history.html --report same` replaced the recording it judged
+ * with its report). One file by device and inode, so a symbolic link, a hard
+ * link or another spelling of the path (`./x`, `../dir/x`, `/dev/stdout`
+ * redirected to it, stdin read from it) is one too. Refused before any work.
+ */
+function outputsSpareInputs(outputs: ReadonlyArray<readonly [option: string, path: string | undefined]>, inputs: ReadonlyArray<readonly [what: string, path: string | undefined]>): void {
+  for (const [inputWhat, inputPath] of inputs) {
+    const input = inputPath === undefined ? null : fileIdentity(inputPath);
+    if (input === null) continue;
+    for (const [option, path] of outputs) {
+      const output = path === undefined ? null : fileIdentity(path);
+      if (output === null || output.dev !== input.dev || output.ino !== input.ino) continue;
+      // Whole (a path is at most MAX_ARGUMENT_LENGTH), redacted and escaped: cut short, two long paths would read alike.
+      const shownPath = (p: string): string => `'${escapedText(redactSecrets(p))}'`;
+      throw new UsageError(`${option} ${shownPath(path!)} is the ${inputWhat} ${inputPath === '-' ? 'stdin' : shownPath(inputPath!)}: writing it would destroy the input; give the output another path`);
+    }
   }
 }
 
@@ -316,6 +348,7 @@ async function main(argv: readonly string[]): Promise<number> {
       const counterexample = values.counterexample ?? 'lockcheck-counterexample.json';
       const timeline = counterexample.replace(/\.json$/, '');
       distinctOutputs([['--counterexample', counterexample], ['--counterexample\'s timeline', `${timeline}.html`], ['--counterexample\'s timeline', `${timeline}.txt`], ['--junit', values.junit]]);
+      outputsSpareInputs([['--counterexample', counterexample], ['--counterexample\'s timeline', `${timeline}.html`], ['--counterexample\'s timeline', `${timeline}.txt`], ['--junit', values.junit]], [['adapter module (--backend)', values.backend]]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       checkOutputFile(counterexample, 'a counterexample (--counterexample)');
       // Its timeline is written beside it as the failure is found: a directory there lost the counterexample.
@@ -345,7 +378,10 @@ async function main(argv: readonly string[]): Promise<number> {
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('check judges a recorded history: it takes no --redis or --pg');
       const policy = values['store-policy'];
       if (policy !== undefined && !STORE_POLICIES.includes(policy as StorePolicy)) throw new UsageError(`unknown store policy ${shownValue(policy)} (known: ${STORE_POLICIES.join(', ')})`);
-      if (values.report !== undefined) checkOutputFilesIn(values.report, 'the history report into (--report)', [['history.html', 'the history report (--report)']]);
+      if (values.report !== undefined) {
+        outputsSpareInputs([['--report\'s history.html', join(values.report, 'history.html')]], [['history being checked', rest[0]]]);
+        checkOutputFilesIn(values.report, 'the history report into (--report)', [['history.html', 'the history report (--report)']]);
+      }
       const { checkCommand } = await import('./check.ts');
       return checkCommand({
         file: rest[0]!,
@@ -368,6 +404,12 @@ async function main(argv: readonly string[]): Promise<number> {
       if (values.backend === undefined) throw new UsageError(`stress needs --backend, one of ${STRESS_BACKENDS.join(', ')}, a library audit (lib:…) or the path of an adapter module`);
       const nemesis = (list(values.nemesis, 'nemesis') ?? []).filter((f) => f !== 'none');
       for (const f of nemesis) if (!NEMESIS_FAULTS.includes(f as NemesisFault)) throw new UsageError(`unknown nemesis fault ${shownValue(f)} (known: ${NEMESIS_FAULTS.join(', ')})`);
+      const stressOut = values.out ?? 'lockcheck-stress';
+      // Before the module is loaded: loading it is work, and an adapter's top-level code may start servers.
+      outputsSpareInputs(
+        ['history.jsonl', 'history.html', 'history.partial.jsonl'].map((name) => [`--out's ${name}`, join(stressOut, name)] as const),
+        [['adapter module (--backend)', values.backend]],
+      );
       const { resolveStressTarget } = await import('./backends.ts');
       const { backend, adapter } = await resolveStressTarget(values.backend);
       for (const f of nemesis) {
@@ -382,9 +424,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const clients = int(values.clients, 'clients', 5, 1, 64);
       const seconds = int(values.seconds, 'seconds', 10, 1, 86_400);
       const resources = int(values.resources, 'resources', 3, 1, 10_000);
-      checkOutputFilesIn(values.out ?? 'lockcheck-stress', 'the stress history into (--out)', [
+      checkOutputFilesIn(stressOut, 'the stress history into (--out)', [
         ['history.jsonl', 'the stress history (--out)'],
         ['history.html', 'the stress history report (--out)'],
+        ['history.partial.jsonl', 'the interrupted stress history (--out, cli/stress.ts PARTIAL_HISTORY)'],
       ]);
       const { stressCommand } = await import('./stress.ts');
       return stressCommand({

@@ -19,8 +19,9 @@ import type { Design, StorePolicy } from '../model/design.ts';
 import { describeDesign } from '../model/design.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
 import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
+import type { LibraryId } from './rows.ts';
 import type { ServerChoice } from './backends.ts';
-import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, missingLibrary, notMeasurable } from './backends.ts';
+import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, libraryInstall, missingLibrary, notMeasurable } from './backends.ts';
 import { junitXml } from './junit.ts';
 import { StagedTimelines } from './matrixTimelines.ts';
 import { progressDone, progressLine, runText } from './progress.ts';
@@ -93,6 +94,19 @@ export interface MatrixCell {
   readonly observedUnpredicted: readonly PropertyId[];
 }
 
+/**
+ * Why a matrix has no row to run. A row whose library is not installed makes
+ * it the environment's lack: EnvironmentError (exit 3) with the install
+ * command, worded as run and stress word it for one row. Only rows the given
+ * --redis/--pg servers cannot serve make it a bad argument (exit 2).
+ */
+export function noRowCanRun(skipped: ReadonlyArray<{ readonly name: string; readonly why: string; readonly library: LibraryId | undefined }>): Error {
+  const missing = skipped.flatMap((x) => (x.library === undefined ? [] : [x.library]));
+  if (missing.length === 0) return new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
+  if (skipped.length === 1) return new EnvironmentError(`${skipped[0]!.name} ${skipped[0]!.why}`, libraryInstall(...missing));
+  return new EnvironmentError(`none of the backends can run: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`, libraryInstall(...missing));
+}
+
 export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const all = [...BUILT_INS, ...LIBRARY_AUDITS];
   const wanted = all.filter((b) => o.backends === undefined || o.backends.includes(b.name));
@@ -100,10 +114,18 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const cols = MEASURED_FAULT_CLASSES.filter((f) => o.faults === undefined || o.faults.includes(f.id));
   if (cols.length === 0) throw new UsageError(`no fault class among ${o.faults?.join(', ')}; known: ${MEASURED_FAULT_CLASSES.map((f) => f.id).join(', ')}`);
   const servers = new Servers(o.servers);
-  const judged = await Promise.all(wanted.map(async (b) => ({ row: b, why: servers.unavailable(b) ?? (await missingLibrary(b)) })));
-  const skipped = judged.flatMap((x) => (x.why === null ? [] : [{ name: x.row.name, why: x.why }]));
+  const judged = await Promise.all(
+    wanted.map(async (b) => {
+      const unavailable = servers.unavailable(b);
+      if (unavailable !== null) return { row: b, why: unavailable, library: undefined };
+      const missing = await missingLibrary(b);
+      // A library that is not installed is the environment's lack (exit 3, with the install command, as run and stress say it), not a bad argument.
+      return { row: b, why: missing, library: missing === null ? undefined : b.library };
+    }),
+  );
+  const skipped = judged.flatMap((x) => (x.why === null ? [] : [{ name: x.row.name, why: x.why, library: x.library }]));
   const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
-  if (rows.length === 0) throw new UsageError(`none of the backends can run on the given servers: ${skipped.map((x) => `${x.name} (${x.why})`).join('; ')}`);
+  if (rows.length === 0) throw noRowCanRun(skipped);
   const cellsDir = join(o.out, 'matrix');
   const cells: MatrixCell[] = [];
   const started = performance.now();
@@ -115,7 +137,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const timelines = new StagedTimelines(cellsDir);
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
-    for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}\n`);
+    for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}${x.library === undefined ? '' : ` (fix: ${libraryInstall(x.library)})`}\n`);
     for (const row of rows) {
       const backend = await servers.backend(row);
       // A row paced to real time in whole seconds (etcd) runs fewer schedules per cell; its cells say how many.

@@ -43,3 +43,13 @@ export function progressDone(line: string): void {
 function fmt(s: number): string {
   return s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.round(s)}s`;
 }
+
+/**
+ * The first line of a command that starts servers (run, replay), printed at
+ * once, as stress and failover print theirs: starting them and the first run
+ * take seconds (5-11 s for PostgreSQL, ZooKeeper), and a silence that long
+ * reads as a hang. `onGiven`: the user's --redis/--pg servers, none started.
+ */
+export function startingLine(what: string, onGiven: boolean): void {
+  process.stderr.write(`[0.0 s] ${what}: ${onGiven ? 'connecting to the given servers' : 'starting servers'}\n`);
+}

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { redactSecrets } from '../conformance/env/redact.ts';
 import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
@@ -15,7 +16,7 @@ import { Servers, isBuiltIn, resolveBackend } from './backends.ts';
 import { CounterexampleFileError, type CounterexampleFile, counterexampleFile, parseCounterexample, replayDifferences } from './counterexample.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { junitXml } from './junit.ts';
-import { progressLine, runText } from './progress.ts';
+import { progressLine, runText, startingLine } from './progress.ts';
 import { readInputText } from './readInput.ts';
 import { counted } from '../conformance/counted.ts';
 import { replayHint } from './replayHint.ts';
@@ -36,9 +37,19 @@ export interface RunOptions {
 }
 
 
+/**
+ * The start-up line (startingLine), for a backend that names one: a built-in
+ * or a module that is there. A name that is neither is refused at once, and
+ * its message comes alone.
+ */
+function sayStarting(spec: string, choice: ServerChoice): void {
+  if (isBuiltIn(spec) || existsSync(spec)) startingLine(redactSecrets(spec), choice.redis !== undefined || choice.pg !== undefined);
+}
+
 export async function runCommand(o: RunOptions): Promise<number> {
   const servers = new Servers(o.servers);
   let backend: BackendUnderTest | null = null;
+  sayStarting(o.backend, o.servers ?? {});
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     const resolved = await resolveBackend(o.backend, servers);
@@ -116,6 +127,7 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   }
   const servers = new Servers(choice);
   let backend: BackendUnderTest | null = null;
+  sayStarting(spec, choice);
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     backend = await resolveBackend(spec, servers);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeOutputDir, removeStaleOutput, writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
@@ -93,7 +94,9 @@ export function stressCommandLine(o: Pick<StressOptions, 'backend' | 'adapter' |
 /**
  * Runs, saves `<out>/history.jsonl`, checks, gives the summary to `print`,
  * then writes `<out>/history.html` (or, above REPORT_MAX_EVENTS, removes the
- * one an earlier run left, which would show another history). The outputs
+ * one an earlier run left, which would show another history). Interrupted,
+ * it saves the history so far to `<out>/history.partial.jsonl` instead
+ * (saveInterruptedHistory), the earlier run's files left as they were. The outputs
  * were checked before the run (cli/main.ts); one that still cannot be
  * written throws its OutputFileError only after the verdict was printed and
  * every other output written.
@@ -102,19 +105,22 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
   const store = storeOf(o);
   const historyFile = join(out, 'history.jsonl');
   const htmlFile = join(out, 'history.html');
-  const save = (events: readonly HistoryEvent[], note = ''): History => {
-    const recorded: History = [{ type: 'meta', store, backend: wellFormedText(o.adapter?.name ?? o.backend), description: wellFormedText(`${stressCommandLine(o)}${note}`) }, ...events];
+  const meta = (events: readonly HistoryEvent[], note = ''): History => [{ type: 'meta', store, backend: wellFormedText(o.adapter?.name ?? o.backend), description: wellFormedText(`${stressCommandLine(o)}${note}`) }, ...events];
+  const save = (events: readonly HistoryEvent[]): History => {
+    const recorded = meta(events);
     makeOutputDir(out, 'the stress history into');
     // The clients' error messages are in it (reasons): redacted like every other file lockcheck writes.
     writeRedacted(historyFile, toJsonl(recorded), 'the history');
     return recorded;
   };
-  // Interrupted: the history so far is saved (its operations in flight without completion), to be judged with check.
+  // Interrupted: the history so far is saved beside (never over) a complete one an earlier run left, to be judged with check.
   const onInterrupt = (events: readonly HistoryEvent[]): void => {
-    save(events, ' (interrupted)');
-    // It gets no timeline: one an earlier run left would be read as this history's.
-    removeStaleOutput(htmlFile, 'the history report');
-    process.stderr.write(`lockcheck: the history so far (${counted(events.length, 'event')}) is in ${historyFile}: judge it with lockcheck check ${historyFile}\n`);
+    const partial = saveInterruptedHistory(out, events, (file) => writeRedacted(file, toJsonl(meta(events, ' (interrupted)')), 'the interrupted history'));
+    process.stderr.write(
+      partial === null
+        ? `lockcheck: interrupted before any event was recorded: nothing saved${existsSync(historyFile) ? ` (${historyFile}, an earlier run's, is left as it was)` : ''}\n`
+        : `lockcheck: the history so far (${counted(events.length, 'event')}) is in ${partial}: judge it with lockcheck check ${partial}\n`,
+    );
   };
   const run = await runStress({ ...o, onInterrupt });
   // Saved before it is judged (a long search may be interrupted), but a history that cannot be saved is still judged and its verdict printed.
@@ -166,6 +172,24 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     () => void writeStressReport(out, history, report, `lockcheck stress ${o.adapter?.name ?? o.backend} / ${store}`),
   ]);
   return { run, history, report, summary };
+}
+
+/** Where an interrupted run's history goes: beside history.jsonl, which stays a complete run's (or absent). */
+export const PARTIAL_HISTORY = 'history.partial.jsonl';
+
+/**
+ * An interrupted run's history: `<out>/history.partial.jsonl`, written by
+ * `write`, and its path returned; nothing (null) when no event was recorded.
+ * `<out>/history.jsonl` and `history.html`, a complete earlier run's, are
+ * never touched: an interrupt must not destroy a complete result with a
+ * partial one (it replaced them, even with no event at all).
+ */
+export function saveInterruptedHistory(out: string, events: readonly HistoryEvent[], write: (file: string) => void): string | null {
+  if (events.length === 0) return null;
+  const file = join(out, PARTIAL_HISTORY);
+  makeOutputDir(out, 'the stress history into');
+  write(file);
+  return file;
 }
 
 /**

@@ -47,6 +47,9 @@ describe('counterexample file schema', () => {
     ['schedule token base a number', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: 0 } }, /"schedule.tokenBase" must be a decimal string/],
     ['schedule token base 2^63', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: '9223372036854775808' } }, /"schedule.tokenBase" must be a decimal string/],
     ['schedule request timeout 0', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: '0', requestTimeoutMs: 0 } }, /"schedule.requestTimeoutMs" must be an integer/],
+    // Refused for its size: the message names how long it was (it said only "got an array").
+    ['schedule with too many commands', { ...good, schedule: { commands: Array.from({ length: 100_001 }, () => ({ kind: 'read', client: 0, resource: 'r0' })), tokenBase: '0' } }, /"schedule.commands" must be a non-empty list of at most 100000 commands, got an array of 100001$/],
+    ['too many steps', { ...good, steps: Array.from({ length: 100_001 }, () => 's') }, /"steps" must be a list of at most 100000 strings, got an array of 100001$/],
     ['schedule extra field', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: '0', module: 'x' } }, /"schedule" field "module" is not part of the format/],
   ])('rejects %s with a typed error (exit code 2)', (_name, value, message) => {
     let error: unknown;

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -55,9 +55,13 @@ describe('lockcheck stress (real redis-server, real client processes)', () => {
 
 describe('lockcheck stress: bad usage', () => {
   const cli = (args: string[]) => spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', ...args], { encoding: 'utf8', timeout: 60_000 });
-  it('interrupted (Ctrl-C) mid-run: the history so far is saved, marked interrupted, and check judges it; it ends by the signal', async () => {
+  it('interrupted (Ctrl-C) mid-run: the history so far is saved beside (not over) an earlier complete one, marked interrupted, and check judges it; it ends by the signal', async () => {
     const out = mkdtempSync(join(tmpdir(), 'lockcheck-stress-int-'));
     try {
+      // An earlier complete run's files: an interrupt replaced them (history.jsonl overwritten, history.html removed), found by an audit.
+      const earlier = { jsonl: '{"type":"meta","store":"unfenced"}\n', html: '<p>the earlier run</p>\n' };
+      writeFileSync(join(out, 'history.jsonl'), earlier.jsonl);
+      writeFileSync(join(out, 'history.html'), earlier.html);
       // Interrupted once the progress line shows events recorded (it comes every 5 s): a signal mid-run, not at its start.
       const child = spawn(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', 'redis-single', '--clients', '2', '--seconds', '120', '--seed', String(SEED), '--out', out], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 150_000 });
       let stderr = '';
@@ -72,7 +76,8 @@ describe('lockcheck stress: bad usage', () => {
       child.stdout.resume();
       const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, s) => resolve(s)));
       expect(signal, stderr).toBe('SIGINT');
-      const file = join(out, 'history.jsonl');
+      expect({ jsonl: readFileSync(join(out, 'history.jsonl'), 'utf8'), html: readFileSync(join(out, 'history.html'), 'utf8') }).toEqual(earlier);
+      const file = join(out, 'history.partial.jsonl');
       expect(stderr).toMatch(new RegExp(`the history so far \\((\\d+) events\\) is in ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
       expect(existsSync(file)).toBe(true);
       const lines = readFileSync(file, 'utf8').trim().split('\n');
