@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { fileURLToPath } from 'node:url';
+import { sourceAliases } from './test/sourceEntries.ts';
 
 /** In-memory tests of impl/*.ts (using(), the lease handle, Redlock at the quorum on simulated nodes): milliseconds. */
 const IN_MEMORY = ['test/lease.test.ts', 'test/redlockQuorum.test.ts'];
@@ -58,6 +60,8 @@ function testSet(tests: string | undefined): string[] {
 // impl/ (test/impl/, whose servers mutation/servers.ts starts once per Stryker
 // worker) and the in-memory conformance suite.
 export default defineConfig({
+  // As vitest.config.ts: lockcheck/… (the shipped examples' imports) are the sources.
+  resolve: { alias: sourceAliases(fileURLToPath(new URL('.', import.meta.url))) },
   test: {
     include: testSet(process.env.LOCKCHECK_MUTATION_TESTS),
     // The cut-point sweeps (a silent server at every byte of a connection's start) take minutes a file: run for every

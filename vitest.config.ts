@@ -1,6 +1,10 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { sourceAliases } from './test/sourceEntries.ts';
 
 export default defineConfig({
+  // The shipped examples import lockcheck/… as a user's project does: here those are the sources (test/sourceEntries.ts).
+  resolve: { alias: sourceAliases(fileURLToPath(new URL('.', import.meta.url))) },
   test: {
     include: ['test/**/*.test.ts'],
     // Two test files at a time on the two cores: most real-server files spend

@@ -18,11 +18,11 @@
  * transaction's COMMIT or ROLLBACK, together with the data changes.
  */
 import pg from 'pg';
-// Imported from the package's entries only (in your project: lockcheck/model, lockcheck/postgres, lockcheck/lock).
-import { InvalidInputError, MAX_TOKEN } from '../../model/index.ts';
-import { advisoryKey, PostgresTransactionLock } from '../../impl/postgres/index.ts';
-import type { Queryable } from '../../impl/postgres/index.ts';
-import { LockNotAcquiredError } from '../../impl/index.ts';
+// The package's own entries, as in your project (in lockcheck's repository they resolve to its sources: tsconfig.json paths, vitest.config.ts, cli/lockcheck.mjs).
+import { InvalidInputError, MAX_TOKEN } from 'lockcheck/model';
+import { advisoryKey, PostgresTransactionLock } from 'lockcheck/postgres';
+import type { Queryable } from 'lockcheck/postgres';
+import { LockNotAcquiredError } from 'lockcheck/lock';
 
 export interface LedgerOptions {
   /** The lock client to use. Default: a new one on `connection`, closed by close(). A lock passed in is not closed. */

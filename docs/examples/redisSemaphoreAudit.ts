@@ -10,12 +10,12 @@
  */
 import type { Redis } from 'ioredis';
 import redisSemaphore from 'redis-semaphore';
-// Imported from the package's entries only (in your project: lockcheck/lock, lockcheck/adapter, lockcheck/kit).
-import { LeaseHandle } from '../../impl/index.ts';
-import type { Lease } from '../../impl/index.ts';
-import type { BackendUnderTest } from '../../conformance/adapter.ts';
-import type { RedisServerChoice } from '../../conformance/kit.ts';
-import { redisLibraryBackend } from '../../conformance/kit.ts';
+// The package's own entries, as in your project (in lockcheck's repository they resolve to its sources: tsconfig.json paths, vitest.config.ts, cli/lockcheck.mjs).
+import { LeaseHandle } from 'lockcheck/lock';
+import type { Lease } from 'lockcheck/lock';
+import type { BackendUnderTest } from 'lockcheck/adapter';
+import type { RedisServerChoice } from 'lockcheck/kit';
+import { redisLibraryBackend } from 'lockcheck/kit';
 
 /** The CommonJS module's exports: node hands them over as the default import. */
 const { Mutex } = redisSemaphore as unknown as { Mutex: typeof redisSemaphore.Mutex };

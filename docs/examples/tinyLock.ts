@@ -5,13 +5,13 @@
  * server; an adapter for a real service has the same shape, with the
  * environment's faults acting on real processes.
  */
-// Imported from the package's entries only (in your project: lockcheck/model, lockcheck/kit, lockcheck/lock, lockcheck/adapter).
-import { checkTtl, clockAt, designs, read } from '../../model/index.ts';
-import type { Clock } from '../../model/index.ts';
-import { checkAcquireInput, SimNetwork, SimStore, storeOver, VirtualTime } from '../../conformance/kit.ts';
-import { LeaseHandle, sleep } from '../../impl/index.ts';
-import type { AcquireResult } from '../../impl/index.ts';
-import type { BackendUnderTest, Environment, LockClient } from '../../conformance/adapter.ts';
+// The package's own entries, as in your project (in lockcheck's repository they resolve to its sources: tsconfig.json paths, vitest.config.ts, cli/lockcheck.mjs).
+import { checkTtl, clockAt, designs, read } from 'lockcheck/model';
+import type { Clock } from 'lockcheck/model';
+import { checkAcquireInput, SimNetwork, SimStore, storeOver, VirtualTime } from 'lockcheck/kit';
+import { LeaseHandle, sleep } from 'lockcheck/lock';
+import type { AcquireResult } from 'lockcheck/lock';
+import type { BackendUnderTest, Environment, LockClient } from 'lockcheck/adapter';
 
 /** The lock server: one key per resource with an expiry, and a token counter per resource. */
 class TinyServer {
