@@ -77,12 +77,27 @@ export class LuaScript {
     return command.promise as Promise<T>;
   }
 
-  /** The command on the wire, for `socket` (EVAL there the first time); `args` as the command keeps them: the hash, the key count, the keys (prefixed), the arguments. */
-  writable(socket: object, args: readonly string[]): string {
+  /**
+   * The command on the wire, for `socket` (EVAL there the first time); `args` as the command keeps them: the hash, the key
+   * count, the keys (prefixed), the arguments. One string, or, for a command longer than JOINED_MAX characters, a Buffer:
+   * joined into one string, a value near V8's longest string (a Redis store's value may be up to 512 MiB) threw a
+   * RangeError, inside ioredis's connect handler for a queued command, which ended the process.
+   */
+  writable(socket: object, args: readonly string[]): string | Buffer {
     let head = this.#evalsha;
     if (!this.loadedOn.has(socket)) {
       this.loadedOn.add(socket);
       head = this.#eval;
+    }
+    let length = head.length;
+    for (let i = 2; i < args.length; i++) length += args[i]!.length;
+    if (length > JOINED_MAX) {
+      const parts = [Buffer.from(`*${args.length + 1}\r\n${head}`)];
+      for (let i = 2; i < args.length; i++) {
+        const arg = Buffer.from(args[i]!);
+        parts.push(Buffer.from(`$${arg.length}\r\n`), arg, CRLF);
+      }
+      return Buffer.concat(parts);
     }
     let out = `*${args.length + 1}\r\n${head}`;
     for (let i = 2; i < args.length; i++) out += bulk(args[i]!);
@@ -92,6 +107,10 @@ export class LuaScript {
 
 /** A RESP bulk string. */
 const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
+const CRLF = Buffer.from('\r\n');
+
+/** The longest command (in characters of its arguments) written as one string; a longer one goes out as a Buffer. */
+export const JOINED_MAX = 2 ** 24;
 
 /** Every script: a NOSCRIPT reply means the server's whole script cache is gone. */
 const ALL = new Set<LuaScript>();
@@ -211,7 +230,7 @@ function scriptCommandClass(Base: CommandClass): ScriptCommandClass {
      * against; the store's caller learns the outcome is unknown), and what goes
      * out in its place is a PING, which keeps the connection's replies in step.
      */
-    override toWritable(socket: object): string {
+    override toWritable(socket: object): string | Buffer {
       if (this.#socket !== null && this.#socket !== socket) {
         this.#abandoned = true;
         this.reject(new UnavailableError('the connection closed before the reply: the call may have run, so it is not sent again (its outcome is unknown)'));

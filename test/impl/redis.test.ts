@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConnectionConfigError, ReplicationError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
 import { InvalidInputError } from '../../model/errors.ts';
 import { createRedisLock, keysFor, redisFencedStore, redisLeaseNode } from '../../impl/redis/index.ts';
-import { acquireScript, LuaScript } from '../../impl/redis/commands.ts';
+import { acquireScript, JOINED_MAX, LuaScript } from '../../impl/redis/commands.ts';
 import { ACQUIRE } from '../../impl/redis/scripts.ts';
 import { ManualClock, sharedRedis } from './servers.ts';
 import { RedisServer } from '../../conformance/env/redisServer.ts';
@@ -583,6 +583,32 @@ describe('redisFencedStore', () => {
 });
 
 describe('LuaScript', () => {
+  it('a command longer than JOINED_MAX goes out as a Buffer with the same bytes as the string form; a store value that long (multibyte) round-trips, on a connection still opening too', async () => {
+    const script = new LuaScript(`return redis.call('SET', KEYS[1], ARGV[1])`, 1);
+    const socket = {};
+    const small = script.writable(socket, ['sha', '1', 'k', 'v']);
+    expect(typeof small).toBe('string');
+    // JOINED_MAX + 1 characters, half of them two bytes in UTF-8.
+    const value = 'é'.repeat(JOINED_MAX / 2) + 'x'.repeat(JOINED_MAX / 2 + 1);
+    const big = script.writable(socket, ['sha', '1', 'k', value]);
+    expect(Buffer.isBuffer(big)).toBe(true);
+    const evalsha = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
+    expect((big as Buffer).equals(Buffer.from(`*5\r\n${evalsha('evalsha')}${evalsha(script.sha)}${evalsha('1')}${evalsha('k')}${evalsha(value)}`))).toBe(true);
+    // Through a fenced store, the write queued while the connection opens (ioredis writes it from its connect handler).
+    const c = new Redis({ ...server(), lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 10_000 });
+    try {
+      const store = redisFencedStore(c, 'strict', { prefix: 'big', timeoutMs: 10_000 });
+      const written = store.write('r', 1n, value);
+      void c.connect().catch(() => undefined);
+      expect(await written).toEqual({ kind: 'accepted' });
+      const read = await store.read('r');
+      expect(read.token).toBe(1n);
+      expect(read.value === value).toBe(true);
+    } finally {
+      c.disconnect();
+    }
+  });
+
   it('sends EVAL the first time on a socket, EVALSHA after; honours the connection keyPrefix', async () => {
     const c = new Redis({ ...server(), lazyConnect: true, keyPrefix: 'kp:', maxRetriesPerRequest: 1, commandTimeout: 5_000 });
     const script = new LuaScript(`return redis.call('SET', KEYS[1], ARGV[1])`, 1);
