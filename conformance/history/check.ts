@@ -138,7 +138,7 @@ export function checkHistory(given: History, options: CheckOptions = {}): CheckR
   const holds = holdIntervals(history);
 
   const overlaps = overlappingHolds(holds, max);
-  const tokens = tokenOrder(ops, max);
+  const tokens = tokenOrder(ops, max, history);
   const lost = lostUpdates(ops, max);
   const stale = staleWrites(ops, storePolicy ?? 'unfenced', max);
   const store = storeCounts(ops);
