@@ -182,9 +182,13 @@ describe('PostgresTransactionLock.withLock: the lease fn holds fires as acquire\
 });
 
 describe('openPostgresFencedStore closed with a call in flight', () => {
-  it('a write waiting for the first connection when close() comes: rejects with precondition, nothing written, the connection ended by the time close() resolves', async () => {
-    const name = 'lc_store_close_connect';
-    const store = openPostgresFencedStore({ connection: { ...db.server.connection, application_name: name }, statementTimeoutMs: 5_000 }, 'strict');
+  // The wire client, and node-postgres (which a password function selects): its abandoned connect failed as "Connection terminated unexpectedly", an UnavailableError.
+  it.each([
+    ['the wire client', {}],
+    ['node-postgres', { password: () => String(db.server.connection.password) }],
+  ] as const)('%s: a write waiting for the first connection when close() comes: rejects with precondition, nothing written, the connection ended by the time close() resolves', async (driver, extra) => {
+    const name = `lc_store_close_${driver === 'node-postgres' ? 'pg' : 'wire'}`;
+    const store = openPostgresFencedStore({ connection: { ...db.server.connection, application_name: name, ...extra }, statementTimeoutMs: 5_000 }, 'strict');
     const pending = store.write('store-at-close', 7n, 'v').then(
       (r) => r,
       (e: unknown) => e,

@@ -194,6 +194,10 @@ export function openPostgresFencedStore(options: PostgresStoreOptions, policy: E
           abandon.signal,
         ),
       )
+      // An opening close() abandoned fails as the driver failed it (node-postgres: "Connection terminated unexpectedly"): nothing was sent, so it is the close's refusal.
+      .catch((e: unknown) => {
+        throw closed ? closedError() : e;
+      })
       .then(async (c) => {
         if (closed) {
           // close() came while it opened: ended here (close() waits for it), never used.
