@@ -162,7 +162,7 @@ export class ClientFleet {
       this.#paused[c] = false;
       killChild(this.#children[c]!);
     }
-    await Promise.all(clients.map((c) => this.#exited[c]));
+    await Promise.all(clients.map((c) => this.#exited[c]!));
   }
 
   /** SIGCONT and SIGKILL every client still running; waits for them to exit. */
