@@ -154,3 +154,19 @@ describe('FENCE-1: only a stacked re-acquire of a session lock still held repeat
     expect(tokenOrder(operations(shared), 20, shared).findings.total).toBe(n - 1);
   }, 30_000);
 });
+
+describe('LIN-1: a value only a rejected write carries is not the register start', () => {
+  const w = (p: number, t: number, value: string, outcome: typeof ok) => [inv(p, t, 'write', { key: 'k', value }), outcome(p, t + 1, 'write', { key: 'k' })];
+  const r = (p: number, t: number, value: string | null) => [inv(p, t, 'read', { key: 'k' }), ok(p, t + 1, 'read', { key: 'k', value })];
+
+  it('a read of the value of a write the store rejected (fail) is a violation, first or after a write', () => {
+    expect(verdictOf(history(w(1, 2, 'stale', fail), r(2, 4, 'stale')), 'register-linearizable')).toBe('violation');
+    expect(verdictOf(history(w(0, 0, 'v1', ok), w(1, 2, 'stale', fail), r(2, 4, 'stale')), 'register-linearizable')).toBe('violation');
+  });
+
+  it('a value no write of the history carries is still the start, rejected writes of other values beside it', () => {
+    expect(verdictOf(history(w(1, 2, 'stale', fail), r(2, 4, 'before')), 'register-linearizable')).toBe('safe');
+    // A write whose outcome is unknown may have landed: reading its value is safe.
+    expect(verdictOf(history(w(1, 2, 'maybe', info), r(2, 4, 'maybe')), 'register-linearizable')).toBe('safe');
+  });
+});

@@ -5,6 +5,7 @@ import { ms } from './operations.ts';
 import type { LeaseLockInput, LinearizabilityResult, ObjectHistory, Operation, RegisterInput, RegisterOutput } from './linearizability/index.ts';
 import { checkLinearizability, etcdRegister, isPending, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
 import { counted } from '../counted.ts';
+import { compositeKey } from './group.ts';
 
 /**
  * LIN-1 (spec/SPEC.md 10.4.5): each resource's lock and each store register
@@ -19,13 +20,35 @@ export interface LinearizabilityReport {
 }
 
 /**
- * A register that already held a value when the history began: the one
- * value reads or read-modify-writes saw that no write of the history wrote.
- * With exactly one such value, a write of it is put before everything (the
- * register model starts absent); otherwise the register starts absent.
+ * Per register (resource and key), the values every write of the history carries, whatever its outcome: a failed
+ * write's too. It is left out of the register's operations (it did not take effect), but its value is one the
+ * history attempted to write, never one from before it.
  */
-function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, history: History): ObjectHistory<RegisterInput, RegisterOutput> {
-  const written = new Set(h.operations.flatMap((o) => (o.input.f === 'write' ? [o.input.value] : [])));
+function attemptedValues(history: History): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const e of history) {
+    if (e.type !== 'invoke' || e.op !== 'write') continue;
+    const k = compositeKey(e.resource, e.key);
+    let values = out.get(k);
+    if (values === undefined) out.set(k, (values = new Set()));
+    values.add(e.value);
+  }
+  return out;
+}
+
+/**
+ * A register that already held a value when the history began: the one
+ * value reads or read-modify-writes saw that no write of the history wrote
+ * or attempted (a failed write's value is the history's, so a read of it is
+ * not explained by the register's start). With exactly one such value, a
+ * write of it is put before everything (the register model starts absent);
+ * otherwise the register starts absent.
+ */
+function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, history: History, attempted: Map<string, Set<string>>): ObjectHistory<RegisterInput, RegisterOutput> {
+  const at = h.events[0] === undefined ? undefined : history[h.events[0]];
+  const ofRegister = at !== undefined && at.type !== 'meta' && 'key' in at ? attempted.get(compositeKey(at.resource, at.key)) : undefined;
+  const written = new Set<string>(ofRegister);
+  for (const o of h.operations) if (o.input.f === 'write' && typeof o.input.value === 'string') written.add(o.input.value);
   const seen = new Set<string>();
   for (const [k, o] of h.operations.entries()) {
     const v = o.output?.value;
@@ -133,9 +156,10 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
   };
   const lock = judge('lock', lockHistories(history).map(withInitialHolder), (h) => checkLinearizability(leaseLock(), h.operations, left()));
   // With its initial value in the object (not added inside the search), so that a finding can name that operation too.
+  const attempted = attemptedValues(history);
   const register = judge(
     'register',
-    registerHistories(history).map((h) => withInitialValue(h, history)),
+    registerHistories(history).map((h) => withInitialValue(h, history, attempted)),
     (h) => checkLinearizability(etcdRegister(), h.operations, left()),
   );
   return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
