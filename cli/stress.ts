@@ -51,6 +51,8 @@ export interface StressSummary {
   readonly durationMs: number;
   readonly overheadMs: number;
   readonly clientErrors: readonly string[];
+  /** Where the adapter broke its contract (an answer of the wrong shape, a call that never settled): the run is its error (exit 2) unless it found a violation. */
+  readonly adapterErrors: readonly string[];
   /** The run ended before its --seconds: the history reached its most events (MAX_STRESS_EVENTS). */
   readonly eventLimitReached: boolean;
   readonly checks: CheckReport['checks'];
@@ -158,6 +160,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     durationMs: Math.round(run.durationMs),
     overheadMs: Math.round(run.overheadMs),
     clientErrors: run.clientErrors,
+    adapterErrors: run.adapterErrors,
     eventLimitReached: run.eventLimitReached,
     checks: report.checks,
     findings: report.findings,
@@ -206,19 +209,31 @@ export function writeStressReport(out: string, history: History, report: CheckRe
 
 export async function stressCommand(o: StressCommandOptions): Promise<number> {
   const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify(s, null, 2) : summaryText(s)));
+  return stressExit(summary);
+}
+
+/**
+ * The exit code of a stress run: a violation found stands on its history (1); an adapter that broke its contract makes
+ * the run its error (2: a SAFE from clients that stopped, or whose answers were not leases, says nothing); clients that
+ * all failed before any operation are an environment missing something (3); else the verdict's.
+ */
+export function stressExit(summary: Pick<StressSummary, 'verdict' | 'adapterErrors' | 'clientErrors' | 'operations'>): number {
+  if (summary.verdict === 'violation') return EXIT_BY_VERDICT.violation;
+  if (summary.adapterErrors.length > 0) return 2;
   if (summary.clientErrors.length > 0 && summary.operations === 0) return 3;
   return EXIT_BY_VERDICT[summary.verdict];
 }
 
 export function summaryText(s: StressSummary): string {
   return [
-    `${s.backend} / ${s.store}, ${counted(s.clients, 'client')}, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}`,
+    `${s.backend} / ${s.store}, ${counted(s.clients, 'client')}, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}${s.adapterErrors.length > 0 && s.verdict !== 'violation' ? ' (not a verdict on the library: the adapter broke its contract, below)' : ''}`,
     `  ${counted(s.operations, 'operation')} in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${counted(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${counted(s.faultIntervals, 'fault interval')} in the history)`,
     `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
     ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
     ...(s.findings.length > 5 ? [`  ... ${counted(s.findings.length - 5, 'more finding', 'more findings')} (--json lists them)`] : []),
     ...s.clientErrors.map((e) => `  client error: ${e}`),
+    ...s.adapterErrors.map((e) => `  adapter error: ${e}`),
     ...(s.eventLimitReached ? [`  stopped before ${s.seconds} s: the history reached ${counted(MAX_STRESS_EVENTS, 'event')}, the most a run records (judged as it is)`] : []),
     // A stress run is real processes racing: it does not replay; its history is judged again as it is.
     `  history: ${s.historyFile} (judge it again: lockcheck check ${s.historyFile})${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,

@@ -236,7 +236,7 @@ export class StressOracle {
       staleWritesAccepted: c.staleWritesAccepted,
       tokenOrderViolations: c.tokenOrderViolations,
       broken,
-      clientErrors: result.clientErrors,
+      clientErrors: [...result.clientErrors, ...result.adapterErrors.map((e) => `the adapter broke its contract: ${e}`)],
       elapsedMs: performance.now() - t0,
     };
   }

@@ -14,6 +14,7 @@ import { concurrent as malformed } from './fixtures/malformedConcurrent.ts';
 import { concurrent as plain } from './fixtures/concurrentAdapter.ts';
 import { AdapterBreach, checkedAcquire } from '../conformance/stress/adapterBreach.ts';
 import { checkStressOptions } from '../conformance/stress/runner.ts';
+import { stressExit } from '../cli/stress.ts';
 import { LeaseHandle } from '../impl/index.ts';
 import { systemClock } from '../impl/clock.ts';
 
@@ -111,6 +112,24 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
       await session.stop();
     }
   }, 90_000);
+
+  it('through the CLI, an adapter that broke its contract is exit 2 with the breach named, not SAFE and 0; the exit codes rank a violation first', () => {
+    const out = mkdtempSync(join(tmpdir(), 'lockcheck-stress-malformed-'));
+    try {
+      const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', './test/fixtures/malformedConcurrent.ts', '--clients', '1', '--seconds', '1', '--resources', '1', '--ttl', '200-300', '--out', out], { encoding: 'utf8', timeout: 120_000 });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stdout).toMatch(/: SAFE \(not a verdict on the library: the adapter broke its contract, below\)/);
+      expect(r.stdout).toContain("adapter error: client 0: acquire('s0-r0') resolved a grant without a lease");
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+    const summary = { verdict: 'safe', adapterErrors: [], clientErrors: [], operations: 5 } as const;
+    expect(stressExit(summary)).toBe(0);
+    expect(stressExit({ ...summary, adapterErrors: ['x'] })).toBe(2);
+    expect(stressExit({ ...summary, verdict: 'violation', adapterErrors: ['x'] })).toBe(1);
+    expect(stressExit({ ...summary, clientErrors: ['x'], operations: 0 })).toBe(3);
+    expect(stressExit({ ...summary, clientErrors: ['x'] })).toBe(0);
+  }, 150_000);
 
   it('checkedAcquire: every answer ConcurrentLock.acquire promises passes; every other shape is AdapterBreach naming it', () => {
     const lease = new LeaseHandle('r', 'o', 7n, 1000, systemClock);
