@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
 import { operations } from '../conformance/history/operations.ts';
-import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
+import { HistoryFormatError, parseHistory, validateHistory } from '../conformance/history/parse.ts';
 import { tokenOrder } from '../conformance/history/tokens.ts';
 
 /**
@@ -168,5 +168,38 @@ describe('LIN-1: a value only a rejected write carries is not the register start
     expect(verdictOf(history(w(1, 2, 'stale', fail), r(2, 4, 'before')), 'register-linearizable')).toBe('safe');
     // A write whose outcome is unknown may have landed: reading its value is safe.
     expect(verdictOf(history(w(1, 2, 'maybe', info), r(2, 4, 'maybe')), 'register-linearizable')).toBe('safe');
+  });
+});
+
+describe('parsing and the API agree with the CLI', () => {
+  const safeLines = [JSON.stringify(inv(0, 0, 'acquire', { ttlMs: 10 })), JSON.stringify(ok(0, 1, 'acquire', { owner: 'a', token: '1', validUntil: 10 }))].join('\n');
+
+  it('parseHistory drops a leading byte-order mark, as decodeHistory (the CLI) does', () => {
+    const h = parseHistory(`\uFEFF${safeLines}\n`);
+    expect(h).not.toBeInstanceOf(HistoryFormatError);
+    expect(checkHistory(h as History).verdict).toBe('safe');
+    // Only a leading one: a BOM elsewhere is not JSON.
+    expect(parseHistory(`${safeLines}\n\uFEFF{}`)).toBeInstanceOf(HistoryFormatError);
+  });
+
+  it('a token with any number of leading zeros is its integer value; past 2^63-1 is refused naming that bound', () => {
+    const zeros = '0'.repeat(60);
+    const h = parseHistory([JSON.stringify(inv(0, 0, 'acquire')), JSON.stringify(ok(0, 1, 'acquire', { owner: 'a', token: `${zeros}7` }))].join('\n'));
+    expect(h).not.toBeInstanceOf(HistoryFormatError);
+    expect(((h as History)[1] as { token?: string }).token).toBe('7');
+    const over = parseHistory([JSON.stringify(inv(0, 0, 'acquire')), JSON.stringify(ok(0, 1, 'acquire', { owner: 'a', token: `${zeros}9223372036854775808` }))].join('\n'));
+    expect(over).toBeInstanceOf(HistoryFormatError);
+    expect((over as HistoryFormatError).message).toMatch(/at most 2\^63-1/);
+    expect((parseHistory([JSON.stringify(inv(0, 0, 'acquire')), JSON.stringify(ok(0, 1, 'acquire', { owner: 'a', token: `${zeros}9223372036854775807` }))].join('\n')) as History)[1]).toMatchObject({ token: '9223372036854775807' });
+  });
+
+  it('checkHistory refuses a history without a client operation (HistoryFormatError), as the CLI does (exit 2): nothing to judge is not safe', () => {
+    for (const text of ['', '{"type":"meta"}', '{"type":"meta"}\n{"type":"signal","process":0,"time":1,"resource":"r","owner":"a","reason":"expired"}']) {
+      const h = parseHistory(text);
+      expect(h).not.toBeInstanceOf(HistoryFormatError);
+      expect(() => checkHistory(h as History)).toThrow(HistoryFormatError);
+      expect(() => checkHistory(h as History)).toThrow(/no client operations/);
+    }
+    expect(() => checkHistory([])).toThrow(HistoryFormatError);
   });
 });

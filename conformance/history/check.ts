@@ -10,6 +10,7 @@ import { tokenOrder } from './tokens.ts';
 import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 import { HistoryFormatError, validateHistory, wasRead } from './parse.ts';
 import { checkResults } from './reportInput.ts';
+import { counted } from '../counted.ts';
 
 export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './findings.ts';
 
@@ -126,12 +127,22 @@ export function readHistory(history: History | HistoryFormatError): History {
   return read;
 }
 
-/** Judges a history. Throws InvalidInputError for bad options and HistoryFormatError for a malformed history. */
+/** Whether a history has a client operation (an invoke or completion of a process): the meta line, the nemesis's faults and loss signals judge nothing. */
+export const hasClientOperations = (history: History): boolean => history.some((e) => e.type !== 'meta' && e.process !== 'nemesis' && e.type !== 'signal');
+
+/**
+ * Judges a history. Throws InvalidInputError for bad options, and HistoryFormatError for a malformed history or one
+ * without a client operation (empty, only a meta line, faults or signals): nothing to judge is not 'safe' (an empty or
+ * truncated recording would pass as a clean bill of health), as `lockcheck check` refuses it with exit 2.
+ */
 export function checkHistory(given: History, options: CheckOptions = {}): CheckReport {
   // The budget counts from here: the interval checks and the building of each object's history before the search too.
   const startedAt = performance.now();
   const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max } = checkedOptions(options);
   const history = readHistory(given);
+  if (!hasClientOperations(history)) {
+    throw new HistoryFormatError(0, undefined, `no client operations (${counted(history.length, 'event')}): nothing to judge; is the recording empty or truncated?`);
+  }
   const meta = history[0]?.type === 'meta' ? history[0] : undefined;
   const storePolicy = policy ?? meta?.store;
   const ops = operations(history);

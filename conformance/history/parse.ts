@@ -102,8 +102,11 @@ function checkValue(spec: FieldSpec, v: unknown): unknown {
     case 'positive':
       return typeof v === 'number' && v > 0 && v <= Number.MAX_SAFE_INTEGER ? v : bad('a positive number of ms, at most 2^53-1');
     case 'token': {
-      if (typeof v !== 'string' || !/^[0-9]{1,40}$/.test(v)) return bad('a string of decimal digits (tokens are never JSON numbers)');
-      const token = BigInt(v);
+      if (typeof v !== 'string' || !/^[0-9]+$/.test(v)) return bad('a string of decimal digits (tokens are never JSON numbers)');
+      // Compared as integers: leading zeros are dropped before the value's bound (2^63-1, 19 digits) is checked.
+      const digits = v.replace(/^0+(?=[0-9])/, '');
+      if (digits.length > 19) return bad('at most 2^63-1');
+      const token = BigInt(digits);
       if (token > MAX_TOKEN) return bad('at most 2^63-1');
       // Canonical (no leading zeros): checks compare tokens as strings too (is this release of that lease?), so '07' must be '7'.
       return token.toString();
@@ -249,12 +252,13 @@ export function decodeHistory(bytes: Uint8Array, maxChars = constants.MAX_STRING
 
 /**
  * A JSONL history: one event per line, `\n` or `\r\n`, blank lines only at
- * the end (so that event i is line i+1). Open operations at the end are fine:
+ * the end (so that event i is line i+1); a leading byte-order mark is dropped. Open operations at the end are fine:
  * their effect is unknown, like an `info`.
  */
 export function parseHistory(text: string): History | HistoryFormatError {
   if (typeof text !== 'string') return new HistoryFormatError(0, undefined, `must be text (JSON lines), got ${describe(text)}${(text as unknown) instanceof Uint8Array ? ': decodeHistory turns bytes into text' : ''}`);
-  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  // A leading byte-order mark is dropped, as decodeHistory (and so the CLI) drops it: one history, one verdict.
+  const lines = (text.startsWith('\uFEFF') ? text.slice(1) : text).split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
   while (lines.length > 0 && lines[lines.length - 1]!.trim() === '') lines.pop();
   const values: unknown[] = [];
   for (let i = 0; i < lines.length; i++) {
