@@ -12,6 +12,7 @@ import { layoutOf, runStress, StressSession } from '../conformance/stress/runner
 import { concurrent as crashing } from './fixtures/crashingAdapter.ts';
 import { concurrent as malformed } from './fixtures/malformedConcurrent.ts';
 import { concurrent as plain } from './fixtures/concurrentAdapter.ts';
+import { concurrent as spawning } from './fixtures/spawningConcurrent.ts';
 import { AdapterBreach, checkedAcquire } from '../conformance/stress/adapterBreach.ts';
 import { checkStressOptions } from '../conformance/stress/runner.ts';
 import { stressExit } from '../cli/stress.ts';
@@ -130,6 +131,44 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
     expect(stressExit({ ...summary, clientErrors: ['x'], operations: 0 })).toBe(3);
     expect(stressExit({ ...summary, clientErrors: ['x'] })).toBe(0);
   }, 150_000);
+
+  it('a process an adapter starts in a client ends with that client: nothing of the run is left running', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-stress-spawn-'));
+    const pidFile = join(dir, 'pids');
+    const before = process.env['LOCKCHECK_SPAWN_PIDS'];
+    process.env['LOCKCHECK_SPAWN_PIDS'] = pidFile;
+    // Running, not a zombie its new parent has yet to reap (this machine's init reaps late).
+    const alive = (pid: number): boolean => {
+      try {
+        return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    let pids: number[] = [];
+    try {
+      const session = await StressSession.start({ backend: 'redis-single', clients: 2, fakeClocks: false, proxied: false });
+      try {
+        const adapter = { name: 'spawning fixture', ref: { kind: 'module', path: fileURLToPath(new URL('./fixtures/spawningConcurrent.ts', import.meta.url)) } as const, client: spawning };
+        const run = await session.run({ adapter, seconds: 1, nemesis: [], seed: SEED, store: 'unfenced', resources: 1, ttlMinMs: 200, ttlMaxMs: 300, maxCycles: 2 });
+        expect([run.clientErrors, run.adapterErrors]).toEqual([[], []]);
+        pids = readFileSync(pidFile, 'utf8').trim().split('\n').map(Number);
+        expect(pids).toHaveLength(2);
+        expect(pids.every(alive)).toBe(true);
+      } finally {
+        await session.stop();
+      }
+      // SIGKILLed as their clients exited; the signal lands a moment later (bounded wait, checked every 20 ms).
+      const deadline = Date.now() + 5_000;
+      while (pids.some(alive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(pids.filter(alive)).toEqual([]);
+    } finally {
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      if (before === undefined) delete process.env['LOCKCHECK_SPAWN_PIDS'];
+      else process.env['LOCKCHECK_SPAWN_PIDS'] = before;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('checkedAcquire: every answer ConcurrentLock.acquire promises passes; every other shape is AdapterBreach naming it', () => {
     const lease = new LeaseHandle('r', 'o', 7n, 1000, systemClock);

@@ -19,7 +19,9 @@ const live = new Set<ChildProcess>();
  * SIGKILLed at exit or on SIGINT/SIGTERM should the runner die first. A
  * process that dies in a run (a library that crashes it on an unhandled
  * 'error') is reported to that run, and replaceDead() forks a fresh one in
- * its place before the next.
+ * its place before the next. Each leads a process group of its own, so that
+ * a pause stops, and its end ends, whatever an adapter started in it too
+ * (a `sleep 600` its connect spawned outlived the run).
  */
 export class ClientFleet {
   readonly #children: ChildProcess[] = [];
@@ -58,7 +60,7 @@ export class ClientFleet {
 
   /** Forks client `i`'s process (in a fresh slot, or in place of a dead one) and waits until it has loaded (bounded). */
   #spawn(i: number): Promise<void> {
-    const child = fork(WORKER, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    const child = fork(WORKER, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json', detached: true });
     live.add(child);
     this.#children[i] = child;
     this.#paused[i] = false;
@@ -70,6 +72,8 @@ export class ClientFleet {
     this.#exited[i] = new Promise((resolve) =>
       child.once('exit', () => {
         live.delete(child);
+        // What the process started and left behind goes with it (its group outlives it while any member does).
+        signalGroup(child, 'SIGKILL');
         resolve();
       }),
     );
@@ -178,7 +182,7 @@ export class ClientFleet {
 
   #signal(client: number, signal: NodeJS.Signals): void {
     const child = this.#children[client]!;
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (child.exitCode === null && child.signalCode === null) signalGroup(child, signal);
   }
 }
 
@@ -191,11 +195,22 @@ export function lastLine(text: string): string {
 
 function killChild(child: ChildProcess): void {
   if (child.exitCode !== null || child.signalCode !== null) return;
+  signalGroup(child, 'SIGCONT');
+  signalGroup(child, 'SIGKILL');
+}
+
+/** `signal` to the child's process group (it leads one: forked detached), or to the child alone should that fail. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
   try {
-    child.kill('SIGCONT');
-    child.kill('SIGKILL');
+    process.kill(-child.pid, signal);
   } catch {
-    // already gone
+    try {
+      // No group (left already): the child itself, if it is still there.
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    } catch {
+      // already gone
+    }
   }
 }
 
