@@ -210,8 +210,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         checkToken(token);
         checkValue(value);
         checkPolicy(policy, FENCES);
-        // The cell's put goes twice (the first write's branch and the judged one), the highest key six times with its token four.
-        checkRequestSize('fenced write', 2 * (key.length + Buffer.byteLength(value, 'utf8')) + 6 * highestKey.length + 4 * TOKEN_DIGITS);
+        checkFencedWriteSize(key, highestKey, Buffer.byteLength(value, 'utf8'));
         const padded = Buffer.from(token.toString().padStart(TOKEN_DIGITS, '0'), 'ascii');
         const put: IRequestOp = { request_put: { key, value: Buffer.from(value, 'utf8') } };
         const raise: IRequestOp = { request_put: { key: highestKey, value: padded } };
@@ -262,6 +261,11 @@ function checkKey(key: unknown, name: string): void {
  */
 export const MAX_REQUEST_BYTES = 1_572_864;
 const REQUEST_FRAMING_BYTES = 256;
+
+/** A fenced write's request with a cell of `cellBytes` fits etcd's bound: the cell's put goes twice (the first write's branch and the judged one), the highest key six times with its token four. */
+export function checkFencedWriteSize(key: Buffer, highestKey: Buffer, cellBytes: number): void {
+  checkRequestSize('fenced write', 2 * (key.length + cellBytes) + 6 * highestKey.length + 4 * TOKEN_DIGITS);
+}
 
 function checkRequestSize(what: string, bytes: number): void {
   const most = MAX_REQUEST_BYTES - REQUEST_FRAMING_BYTES;

@@ -3,6 +3,7 @@ import { checkResource, checkToken, checkValue, InvalidInputError } from '../../
 import type { FencedStore, ReadResult, WriteResult } from '../fencedStore.ts';
 import { cellKey, DEFAULT_PREFIX, highestKey } from './keys.ts';
 import type { EtcdNode } from './node.ts';
+import { checkFencedWriteSize } from './node.ts';
 import { checkMethods, checkObject, checkPolicy, checkPrefix, FENCES, knownOptions } from '../options.ts';
 import { parseCell } from '../storeCell.ts';
 
@@ -26,6 +27,8 @@ export interface EtcdStoreOptions {
 }
 
 const checkKeys = knownOptions('etcdFencedStore options', ['prefix']);
+/** The most digits a token has (2^63-1). */
+const WIDEST_TOKEN = '9'.repeat(19);
 
 interface Cell {
   readonly value: string;
@@ -50,6 +53,8 @@ export function etcdFencedStore(node: EtcdNode, policy: StorePolicy, options: Et
       checkToken(token);
       checkValue(value);
       const cell: Cell = { value, token: token.toString() };
+      // Judged with the widest token, so that a value fits or not whatever its token (as the ZooKeeper store judges): a value accepted with token 1 was refused with a 19-digit one.
+      checkFencedWriteSize(cellKey(resource, prefix), highestKey(resource, prefix), Buffer.byteLength(JSON.stringify({ ...cell, token: WIDEST_TOKEN }), 'utf8'));
       return node.fencedWrite(cellKey(resource, prefix), highestKey(resource, prefix), token, JSON.stringify(cell), policy);
     },
     async read(resource): Promise<ReadResult> {

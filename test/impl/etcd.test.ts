@@ -1022,12 +1022,13 @@ describe('etcdFencedStore', () => {
     await expect(store.write('w', 1n, 'v')).rejects.toMatchObject(foreign(highestKey('w', p), 'the highest token is not a token'));
   });
 
-  it('a value whose write cannot fit in an etcd request is refused before it is sent (precondition); the largest that fits lands', async () => {
+  it('a value whose write cannot fit in an etcd request, with the widest token, is refused before it is sent (precondition); the largest that fits lands with any token', async () => {
     const p = prefix();
     const store = etcdFencedStore(etcd3Node(c, { clock: new ManualClock(), requestTimeoutMs: TEST_BOUND_MS }), 'strict', { prefix: p });
     // etcd's default --max-request-bytes (1.5 MiB) less 256 bytes of framing (the request's own was 92 here); the write carries the cell twice and the highest key six times.
     const most = 1_572_864 - 256;
-    const cell = (n: number): number => Buffer.byteLength(JSON.stringify({ value: 'v'.repeat(n), token: '1' }));
+    // Judged with the widest token (19 digits), whatever the write's: a value fits or not whatever its token.
+    const cell = (n: number): number => Buffer.byteLength(JSON.stringify({ value: 'v'.repeat(n), token: '9'.repeat(19) }));
     const fixed = 2 * cellKey('r', p).length + 6 * highestKey('r', p).length + 4 * 19;
     let n = Math.floor((most - fixed) / 2) - cell(0);
     while (fixed + 2 * cell(n + 1) <= most) n++;
@@ -1037,9 +1038,11 @@ describe('etcdFencedStore', () => {
     // Well past the limit too (the server would refuse it): refused up front, nothing written.
     await expect(store.write('r', 1n, 'v'.repeat(2_000_000))).rejects.toMatchObject({ code: 'precondition' });
     expect(await store.read('r')).toEqual({ value: null, token: null });
-    // The largest value that passes the check is one etcd takes.
+    // The largest value that passes the check is one etcd takes, with a small token and with the largest.
     expect(await store.write('r', 1n, 'v'.repeat(n))).toEqual({ kind: 'accepted' });
     expect((await store.read('r')).value).toHaveLength(n);
+    expect(await store.write('r', 2n ** 63n - 1n, 'v'.repeat(n))).toEqual({ kind: 'accepted' });
+    expect(await store.read('r')).toMatchObject({ token: 2n ** 63n - 1n });
   });
 
   it('refuses a transactional policy and bad input before any call', async () => {
