@@ -13,9 +13,17 @@ export function foreignCell(where: string, why: string): ServerRefusedError {
   return new ServerRefusedError('schema', 'UnexpectedValue', `${where} does not hold a lockcheck cell (${why})`);
 }
 
-/** A token as stored: decimal digits (zero-padded or not) of a value in [0, 2^63-1]. */
-export function storedToken(text: unknown, where: string, field: string): bigint {
+/**
+ * A token as stored: decimal digits (zero-padded or not) of a value in
+ * [0, 2^63-1]. `form`, for a token a server compared as text, is the one
+ * form the store writes: 'plain' (no leading zero: Redis compares by length,
+ * then digits) or 'padded' (19 digits: etcd compares bytes). A highest token
+ * in another form (edited by hand) was compared wrongly, and a write refused
+ * naming it; it is refused as data the store did not write.
+ */
+export function storedToken(text: unknown, where: string, field: string, form?: 'plain' | 'padded'): bigint {
   if (typeof text !== 'string' || !/^\d{1,19}$/.test(text) || BigInt(text) > MAX_TOKEN) throw foreignCell(where, `${field} is not a token`);
+  if ((form === 'plain' && !/^(0|[1-9]\d*)$/.test(text)) || (form === 'padded' && text.length !== 19)) throw foreignCell(where, `${field} is not a token as the store writes it`);
   return BigInt(text);
 }
 

@@ -235,7 +235,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         const highest = inner.responses[0]?.response_range?.kvs[0]?.value.toString('utf8');
         if (highest === undefined) throw new UnavailableError('etcd fenced write: the highest token vanished');
         // Not digits: the key holds something the store did not write (a refusal, not an outage to retry).
-        return { kind: 'rejected', highest: storedToken(highest, `etcd key '${highestKey.toString('utf8')}'`, 'the highest token') };
+        return { kind: 'rejected', highest: storedToken(highest, `etcd key '${highestKey.toString('utf8')}'`, 'the highest token', 'padded') };
       }),
   };
 }

@@ -63,7 +63,7 @@ export function redisFencedStore(redis: RedisStoreConnection, policy: StorePolic
         // Bad input (InvalidInputError), or the client refusing to queue the command at all (ioredis throws in some states).
         return Promise.reject(storeError(e, 'write', resource));
       }
-      return bounded('write', resource, sent).then(([accepted, highest]) => (isOne(accepted) ? { kind: 'accepted' } : { kind: 'rejected', highest: storedToken(highest, `redis key ${keysFor(resource, options.prefix).cell}`, 'highest') }));
+      return bounded('write', resource, sent).then(([accepted, highest]) => (isOne(accepted) ? { kind: 'accepted' } : { kind: 'rejected', highest: storedToken(highest, `redis key ${keysFor(resource, options.prefix).cell}`, 'highest', 'plain') }));
     },
     async read(resource) {
       const cell = keysFor(resource, options.prefix).cell;
