@@ -75,16 +75,12 @@ export function checkObject<T>(value: T, name: string, kind = 'an object'): T {
  * resource name) is a caller's mistake, refused by name, never a TypeError.
  */
 export function checkLease(lease: unknown, call: string): void {
-  // No acquire grants a resource acquire refuses, or an empty owner: such a lease was made by hand, and sending it would only
-  // come back as a release that did not happen (false), read as an unknown outcome.
-  if (!isObject(lease) || typeof lease.resource !== 'string' || typeof lease.owner !== 'string' || lease.owner === '' || !isResource(lease.resource)) {
+  if (!isObject(lease) || typeof lease.resource !== 'string' || typeof lease.owner !== 'string' || lease.owner === '') {
     throw new InvalidInputError('precondition', `${call} needs a lease that acquire returned, got ${shown(lease)}`);
   }
-}
-
-/** What checkResource accepts. */
-function isResource(resource: string): boolean {
-  return resource.length > 0 && resource.length <= MAX_RESOURCE_LENGTH && isKeepableText(resource);
+  // No acquire grants a resource acquire refuses (InvalidInputError('invalid-resource'), as acquire says), or an empty owner:
+  // such a lease was made by hand, and sending it only came back as a release that did not happen (false), an unknown outcome.
+  checkResource(lease.resource);
 }
 
 /**

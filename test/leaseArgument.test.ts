@@ -46,12 +46,17 @@ describe('a lease argument that is no lease is InvalidInputError naming the call
   for (const [lock, list] of Object.entries(calls)) {
     it(lock, async () => {
       for (const [name, call] of list) {
-        // Also a lease no acquire grants: a resource acquire refuses (empty, a lone surrogate, a NUL, too long), an empty owner.
-        const named = (resource: string, owner: string) => ({ resource, owner, token: 1n });
-        for (const wrong of [null, undefined, 'r', 7n, {}, { resource: 'r' }, named('', 'o'), named('a\uD800', 'o'), named('a\0b', 'o'), named('x'.repeat(100_000), 'o'), named('a', '')]) {
+        // Also a lease no acquire grants: an empty owner; a resource acquire refuses (below).
+        for (const wrong of [null, undefined, 'r', 7n, {}, { resource: 'r' }, { resource: 'a', owner: '', token: 1n }]) {
           const e = await refusal(() => call(wrong as never));
           expect(e, `${name}(${typeof wrong === 'object' && wrong !== null ? JSON.stringify(wrong, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)).slice(0, 80) : String(wrong)})`).toBeInstanceOf(InvalidInputError);
           expect(e).toMatchObject({ code: 'precondition', message: expect.stringContaining(`${name} needs a lease that acquire returned, got`) as string });
+        }
+        // A resource acquire refuses (empty, a lone surrogate, a NUL, too long) is refused as acquire refuses it.
+        for (const resource of ['', 'a\uD800', 'a\0b', 'x'.repeat(100_000)]) {
+          const e = await refusal(() => call({ resource, owner: 'o', token: 1n, validUntilMs: null, signal: new AbortController().signal } as never));
+          expect(e, `${name}(${JSON.stringify(resource.slice(0, 20))})`).toBeInstanceOf(InvalidInputError);
+          expect(e).toMatchObject({ code: 'invalid-resource' });
         }
       }
     });
