@@ -46,9 +46,9 @@ export function createRedisLock(options: RedisLockOptions): LeaseLock {
   const nodes: unknown = options.nodes;
   if (!Array.isArray(nodes) || nodes.length === 0) throw new InvalidInputError('invalid-config', `nodes must be a non-empty array of ioredis connections, got ${shown(nodes)}`);
   // Every index, holes included (forEach skips them: new Array(2) passed, and the first call threw a TypeError on the hole).
-  for (let i = 0; i < nodes.length; i++) {
-    checkConnection(nodes[i], `nodes[${i}]`);
-    // Redlock's nodes are independent servers: one connection twice made every free resource read as held (its second script saw the first's key).
+  for (let i = 0; i < nodes.length; i++) checkConnection(nodes[i], `nodes[${i}]`);
+  // Redlock's nodes are independent servers: one connection twice made every free resource read as held (its second script saw the first's key). Past 15 nodes LeaseLock names the count.
+  for (let i = 1; i < nodes.length && nodes.length <= 15; i++) {
     const first = nodes.indexOf(nodes[i]);
     if (first !== i) throw new InvalidInputError('invalid-config', `nodes[${i}] is the same connection as nodes[${first}]: each node must be its own server`);
   }
