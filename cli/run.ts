@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { redactSecrets } from '../conformance/env/redact.ts';
 import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
@@ -38,22 +37,22 @@ export interface RunOptions {
 
 
 /**
- * The start-up line (startingLine), for a backend that names one: a built-in
- * or a module that is there. A name that is neither is refused at once, and
- * its message comes alone.
+ * The start-up line (startingLine), once the backend is resolved (a name that
+ * is none, a module that is not there, a library not installed: its message
+ * comes alone) and before its servers start, the slow part.
  */
 function sayStarting(spec: string, choice: ServerChoice): void {
-  if (isBuiltIn(spec) || existsSync(spec)) startingLine(redactSecrets(spec), choice.redis !== undefined || choice.pg !== undefined);
+  startingLine(redactSecrets(spec), choice.redis !== undefined || choice.pg !== undefined);
 }
 
 export async function runCommand(o: RunOptions): Promise<number> {
   const servers = new Servers(o.servers);
   let backend: BackendUnderTest | null = null;
-  sayStarting(o.backend, o.servers ?? {});
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     const resolved = await resolveBackend(o.backend, servers);
     backend = resolved;
+    sayStarting(o.backend, o.servers ?? {});
     const offered = await offeredFaults(resolved);
     const missing = (o.faults ?? []).filter((f) => !offered.includes(f));
     if (missing.length > 0) {
@@ -127,10 +126,10 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   }
   const servers = new Servers(choice);
   let backend: BackendUnderTest | null = null;
-  sayStarting(spec, choice);
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     backend = await resolveBackend(spec, servers);
+    sayStarting(spec, choice);
     // Compared as the file holds them: with secret-named options redacted (writeRedacted).
     const now = redactSecrets(JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null, options: backend.options ?? null }));
     const then = saved.settings === undefined ? now : redactSecrets(JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract, options: saved.settings.options ?? null }));
