@@ -222,8 +222,7 @@ describe('the npm package', () => {
     writeFileSync(join(project, 'bad-adapter.mjs'), ["import backend from './my-adapter.mjs';", "export default { ...backend, name: 'bad', start: async () => { throw new Error('cannot start'); } };"].join('\n'));
     const bad = sh(project, bin, ['run', '--backend', './bad-adapter.mjs']);
     expect(bad.code, bad.out).toBe(2);
-    // run's start-up line (printed at once), then the one line.
-    expect(bad.out.trim()).toMatch(/^\[\d+\.\d s\] \.\/bad-adapter\.mjs: starting servers\nlockcheck: adapter bad: start\(\) threw Error: cannot start\n {2}at [^\n]*bad-adapter\.mjs:2:\d+\)?$/);
+    expect(bad.out.trim()).toMatch(/^lockcheck: adapter bad: start\(\) threw Error: cannot start\n {2}at [^\n]*bad-adapter\.mjs:2:\d+\)?$/);
 
     // A library audit whose library is not installed: one line and the install command, no stack trace.
     const lib = sh(project, bin, ['run', '--backend', 'lib:redlock@5.0.0-beta.2']);
