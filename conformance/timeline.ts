@@ -84,7 +84,12 @@ function timelinePage(report: RunReport): string {
   const laneH = 46;
   const left = 110;
   const width = 1100;
-  const endMs = Math.max(1, ...report.steps.map((s) => s.endMs), ...report.steps.flatMap((s) => s.leases.map((l) => l.validUntilTrueMs ?? 0)));
+  // A loop, not Math.max(...all): a spread of every step's time overflowed the call stack on a long report.
+  let endMs = 1;
+  for (const s of report.steps) {
+    endMs = Math.max(endMs, s.endMs);
+    for (const l of s.leases) endMs = Math.max(endMs, l.validUntilTrueMs ?? 0);
+  }
   // Steps are spread evenly, so that instantaneous steps do not pile up; the time labels say where they are.
   const stepW = (width - left - 20) / Math.max(1, report.steps.length);
   const x = (i: number) => left + i * stepW + stepW / 2;

@@ -19,6 +19,15 @@ const SECRET_OPTION = /pass|pwd|secret|credential|api.?key|private.?key|connecti
  * secret-named key with a value.
  */
 const SECRET_TEXT = /:\/\/\S*@|[^\s/@:]+:[^\s@]*@|(?:pass|secret|credential|api.?key|private.?key)\w*\s*[=:]/i;
+/** Secret-named words, for text too long to search with SECRET_TEXT. */
+const SECRET_WORD = /pass|secret|credential|api.?key|private.?key/i;
+/** The longest text SECRET_TEXT searches: its user-info branch rescans to the end from every position, so time grew with the square of the length (21 s for 200,000 characters). */
+const SEARCHED_MAX = 256;
+
+/** Whether `text` may carry a secret (SECRET_TEXT); a longer text, by its `@` or a secret-named word, in linear time. */
+function mayHoldSecret(text: string): boolean {
+  return text.length <= SEARCHED_MAX ? SECRET_TEXT.test(text) : text.includes('@') || SECRET_WORD.test(text);
+}
 
 /** A value's kind alone: a string, a number, ... */
 function kindOf(value: unknown): string {
@@ -35,7 +44,7 @@ function kindOf(value: unknown): string {
  * its kind.
  */
 export function shown(value: unknown, name?: string): string {
-  if ((name !== undefined && SECRET_OPTION.test(name)) || (typeof value === 'string' && SECRET_TEXT.test(value))) return `${kindOf(value)} (not shown: it may hold a secret)`;
+  if ((name !== undefined && SECRET_OPTION.test(name)) || (typeof value === 'string' && mayHoldSecret(value))) return `${kindOf(value)} (not shown: it may hold a secret)`;
   return shownValue(value);
 }
 
@@ -48,7 +57,7 @@ export function shown(value: unknown, name?: string): string {
  */
 export function shownHosts(value: unknown): string {
   if (typeof value !== 'string') return shown(value);
-  if (value.includes('@') || SECRET_TEXT.test(value) || value.length > 60) return `${kindOf(value)} (not shown: it may hold a secret)`;
+  if (value.length > 60 || value.includes('@') || SECRET_TEXT.test(value)) return `${kindOf(value)} (not shown: it may hold a secret)`;
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? '';
   const rest = value.slice(scheme.length).replace(/\[[^\]]*\]|:([^,/:[\]]*)/g, (part: string, port: string | undefined) => {
     if (port === undefined) return /^\[[0-9A-Fa-f:.]*\]$/.test(part) ? part : '[<redacted>]';

@@ -14,7 +14,7 @@ import * as command from './command.ts';
 import type { Command, Operation } from './command.ts';
 import * as design from './design.ts';
 import type { Design, StorePolicy } from './design.ts';
-import { checkDuration, checkResource, checkToken, checkTtl, checkValue, InvalidInputError } from './errors.ts';
+import { checkDuration, checkResource, checkToken, checkTtl, checkValue, InvalidInputError, shown } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import * as properties from './properties.ts';
 import type { Violation } from './properties.ts';
@@ -192,7 +192,7 @@ export function cellOf(s: StoreState, resource: string): StoreCell {
 /** Whether the client, by its own clock and what it has been told, holds a valid lease. */
 export function holdsValid(w: World, client: number, resource: string): boolean {
   checkWorld(w, 'holdsValid world');
-  if (!Number.isInteger(client) || w.clients[client] === undefined) throw new InvalidInputError('unknown-client', `no client ${String(client)} (have ${w.clients.length})`);
+  if (!Number.isInteger(client) || w.clients[client] === undefined) throw new InvalidInputError('unknown-client', `no client ${shown(client)} (have ${w.clients.length})`);
   return world.holdsValid(w, client, checkResource(resource));
 }
 

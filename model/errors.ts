@@ -67,7 +67,7 @@ export function checkTtl(ttlMs: unknown): number {
 /** `ms` if it is an integer number of ms in [0, MAX_TTL_MS]; else throws InvalidInputError('invalid-duration') naming `what`. */
 export function checkDuration(ms: unknown, what: string): number {
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_TTL_MS) {
-    throw new InvalidInputError('invalid-duration', `${String(what)} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${shown(ms)}`);
+    throw new InvalidInputError('invalid-duration', `${typeof what === 'string' ? what : shown(what)} must be an integer number of ms in [0, ${MAX_TTL_MS}], got ${shown(ms)}`);
   }
   return ms;
 }
