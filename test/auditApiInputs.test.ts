@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import { simSessionBackend } from '../conformance/sim/sessionBackend.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { htmlTimeline } from '../conformance/timeline.ts';
 import type { RunReport } from '../conformance/verdict.ts';
@@ -46,5 +47,14 @@ describe('long and odd inputs are refused or answered at once, typed', () => {
     const w = model.initialWorld({ design: designs.redisSingle(), clients: 2, store: 'strict' });
     expect(() => model.holdsValid(w, Object.create(null) as number, 'r')).toThrow(InvalidInputError);
     expect(() => checkDuration(1.5, Object.create(null) as string)).toThrow(InvalidInputError);
+  });
+
+  it('the sim backends check their store and name as they are made: InvalidInputError, not a TypeError or a later adapter error', () => {
+    for (const make of [(store: unknown, name?: unknown) => simLeaseBackend(designs.redisSingle(), store as 'strict', {}, name as string), (store: unknown, name?: unknown) => simSessionBackend(store as 'strict', {}, name as string)]) {
+      for (const store of [Symbol('s'), 'zzz', undefined, 5]) expect(() => make(store)).toThrow(expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: expect.stringContaining('policy must be one of') as string }));
+      for (const name of [42, '', null]) expect(() => make('strict', name)).toThrow(expect.objectContaining({ name: 'InvalidInputError', message: expect.stringContaining('name must be a non-empty string') as string }));
+      expect(make('monotonic', 'mine').name).toBe('mine');
+      expect(make('strict').name).toMatch(/^memory .* \/ strict$/);
+    }
   });
 });

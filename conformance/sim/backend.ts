@@ -14,7 +14,7 @@ import { SimNetwork } from './network.ts';
 import { leaseNodeOver, SimRedisNode } from './redisNode.ts';
 import { SimStore, storeOver } from './store.ts';
 import { VirtualTime } from './time.ts';
-import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
+import { checkObject, checkPolicy, knownOptions, refuse } from '../../impl/options.ts';
 
 /**
  * In-memory Redis lease backends: the real LeaseLock algorithm (impl/) over
@@ -90,6 +90,7 @@ export function simLeaseBackend(design: Design, store: StorePolicy, parts: SimPa
   const kind = (checkObject(design, 'design') as { kind?: unknown }).kind;
   if (kind !== 'redis-single' && kind !== 'redlock') refuse('design', 'a redis-single or redlock design (simLeaseBackend runs Redis designs)', kind);
   checkPartKeys(checkObject(parts, 'parts'));
+  checkSimNaming(store, name);
   name ??= `memory ${describeDesign(design)} / ${store}`;
   return {
     name,
@@ -164,4 +165,15 @@ function startSim(design: Design, policy: StorePolicy, parts: SimParts, options:
     inspect: async (resource) => nodes.map((n) => (n.up ? n.holder(resource) : null)),
   };
   return { clients, env, close: async () => undefined };
+}
+
+/**
+ * A sim backend's store policy and name, checked as it is made: a symbol for
+ * the store threw a TypeError building the default name, and a store or a
+ * name of the wrong kind was refused only later, by checkConformance, as the
+ * adapter's error.
+ */
+export function checkSimNaming(store: unknown, name: unknown): void {
+  checkPolicy(store, ['unfenced', 'strict', 'monotonic', 'transactional']);
+  if (name !== undefined && (typeof name !== 'string' || name === '')) refuse('name', 'a non-empty string', name);
 }

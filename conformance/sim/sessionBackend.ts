@@ -1,3 +1,4 @@
+import { checkSimNaming } from './backend.ts';
 import type { Clock } from '../../model/clock.ts';
 import { clockAt, setDrift } from '../../model/clock.ts';
 import type { StorePolicy } from '../../model/design.ts';
@@ -225,7 +226,9 @@ export interface SimSessionParts {
   readonly keepaliveMs?: number;
 }
 
-export function simSessionBackend(store: StorePolicy, parts: SimSessionParts = {}, name = `memory pg-session / ${store}`): BackendUnderTest {
+export function simSessionBackend(store: StorePolicy, parts: SimSessionParts = {}, name?: string): BackendUnderTest {
+  checkSimNaming(store, name);
+  name ??= `memory pg-session / ${store}`;
   return {
     name,
     design: designs.pgSession(),
