@@ -202,8 +202,8 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
   });
 
   it('a concurrent declaration with a misspelt key is refused naming the nearest; clock-step-holder needs the adapter\'s lockKey', () => {
-    expect(() => concurrentOf({ concurrent: { ...plain, token: false } }, './x.ts')).toThrow(`'./x.ts': concurrent has unknown key "token" (did you mean tokens?); known: servers, connect, lockKey, tokens`);
-    expect(() => concurrentOf({ concurrent: { ...plain, servers: { kind: 'redis', nodes: 1, node: 2 } } }, './x.ts')).toThrow(/concurrent.servers has unknown key "node" \(did you mean nodes\?\)/);
+    expect(() => concurrentOf({ concurrent: { ...plain, token: false } }, './x.ts')).toThrow(`'./x.ts': concurrent: unknown option "token" (did you mean tokens?); known: servers, connect, lockKey, tokens`);
+    expect(() => concurrentOf({ concurrent: { ...plain, servers: { kind: 'redis', nodes: 1, node: 2 } } }, './x.ts')).toThrow(/concurrent\.servers: unknown option "node" \(did you mean nodes\?\)/);
     const { lockKey: _lockKey, ...keyless } = plain;
     const adapter = { name: 'keyless', ref: { kind: 'module', path: '/x.ts' } as const, client: keyless };
     const run = { adapter, seconds: 1, seed: 1, store: 'unfenced', resources: 1, ttlMinMs: 200, ttlMaxMs: 300 } as const;

@@ -788,8 +788,8 @@ function pidAlive(pid: number): boolean {
   return state !== null && state !== 'Z' && state !== 'X';
 }
 
-/** /proc/<pid>/stat: "pid (comm) S ppid ..."; comm may hold spaces and parentheses. */
-function readProcStat(pid: number): { state: string; ppid: number } | null {
+/** /proc/<pid>/stat: "pid (comm) S ppid pgrp ..."; comm may hold spaces and parentheses. */
+function readProcStat(pid: number): { state: string; ppid: number; pgid: number } | null {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -799,29 +799,38 @@ function readProcStat(pid: number): { state: string; ppid: number } | null {
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const state = fields[0];
   const ppid = Number(fields[1]);
-  return state === undefined || !Number.isInteger(ppid) ? null : { state, ppid };
+  const pgid = Number(fields[2]);
+  return state === undefined || !Number.isInteger(ppid) || !Number.isInteger(pgid) ? null : { state, ppid, pgid };
 }
 
 function procState(pid: number): string | null {
   return readProcStat(pid)?.state ?? null;
 }
 
-/** All live descendants of `root` (postgres children are direct, but be general). */
-function descendants(root: number): number[] {
-  const childrenOf = new Map<number, number[]>();
+/** Every live process now, with its parent and process group: one pass over /proc. */
+function liveProcesses(): Array<{ readonly pid: number; readonly ppid: number; readonly pgid: number }> {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
     return [];
   }
+  const out: Array<{ pid: number; ppid: number; pgid: number }> = [];
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
     const stat = readProcStat(pid);
-    if (stat === null || stat.state === 'Z' || stat.state === 'X') continue;
-    const list = childrenOf.get(stat.ppid);
-    if (list === undefined) childrenOf.set(stat.ppid, [pid]);
+    if (stat !== null && stat.state !== 'Z' && stat.state !== 'X') out.push({ pid, ppid: stat.ppid, pgid: stat.pgid });
+  }
+  return out;
+}
+
+/** All live descendants of `root` (postgres children are direct, but be general), among `processes`. */
+function descendants(root: number, processes = liveProcesses()): number[] {
+  const childrenOf = new Map<number, number[]>();
+  for (const { pid, ppid } of processes) {
+    const list = childrenOf.get(ppid);
+    if (list === undefined) childrenOf.set(ppid, [pid]);
     else list.push(pid);
   }
   const out: number[] = [];
@@ -843,32 +852,11 @@ function signalPid(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** The live members of process group `pgid` (field 5 of /proc/<pid>/stat). */
-function groupMembers(pgid: number): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) out.push(Number(entry));
-  }
-  return out;
-}
-
-/** The live processes of the group `leader` leads, and its descendants outside it. */
+/** The live processes of the group `leader` leads, and its descendants outside it (one pass over /proc). */
 function groupAndDescendants(leader: number): number[] {
-  return [...new Set([leader, ...groupMembers(leader), ...descendants(leader)])].filter(pidAlive);
+  const processes = liveProcesses();
+  const members = processes.filter((p) => p.pgid === leader).map((p) => p.pid);
+  return [...new Set([leader, ...members, ...descendants(leader, processes)])].filter(pidAlive);
 }
 
 /**

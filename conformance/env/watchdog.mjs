@@ -20,9 +20,9 @@ function startOf(pid) {
   }
 }
 
-/** The live descendants of `root`, found through each process's parent in /proc. */
-function descendants(root) {
-  const childrenOf = new Map();
+/** Every live process now, with its parent and process group (fields 4 and 5 of /proc/<pid>/stat): one pass over /proc. */
+function liveProcesses() {
+  const out = [];
   let entries = [];
   try {
     entries = readdirSync('/proc');
@@ -34,13 +34,18 @@ function descendants(root) {
     try {
       const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] === 'Z' || fields[0] === 'X') continue;
-      const ppid = Number(fields[1]);
-      childrenOf.set(ppid, [...(childrenOf.get(ppid) ?? []), Number(entry)]);
+      if (fields[0] !== 'Z' && fields[0] !== 'X') out.push({ pid: Number(entry), ppid: Number(fields[1]), pgid: Number(fields[2]) });
     } catch {
       // gone while listed
     }
   }
+  return out;
+}
+
+/** The live descendants of `root` among `processes`, found through each process's parent. */
+function descendants(root, processes) {
+  const childrenOf = new Map();
+  for (const { pid, ppid } of processes) childrenOf.set(ppid, [...(childrenOf.get(ppid) ?? []), pid]);
   const out = [];
   for (const queue = [root]; queue.length > 0; ) {
     for (const child of childrenOf.get(queue.shift()) ?? []) {
@@ -51,27 +56,6 @@ function descendants(root) {
   return out;
 }
 
-/** The live members of process group `pgid` (field 5 of /proc/<pid>/stat). */
-function groupMembers(pgid) {
-  const out = [];
-  let entries = [];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) out.push(Number(entry));
-    } catch {
-      // gone while listed
-    }
-  }
-  return out;
-}
 
 const POSTGRES_SEGMENT = /^PostgreSQL\.\d+$/;
 
@@ -132,7 +116,8 @@ function kill(pid, group) {
   };
   signal(pid, 'SIGSTOP');
   if (group) signal(-pid, 'SIGSTOP');
-  const tree = [...new Set([...descendants(pid), ...(group ? groupMembers(pid) : [])])];
+  const processes = liveProcesses();
+  const tree = [...new Set([...descendants(pid, processes), ...(group ? processes.filter((p) => p.pgid === pid).map((p) => p.pid) : [])])];
   for (const child of tree) signal(child, 'SIGSTOP');
   const segments = postgresSegmentsOf([pid, ...tree]);
   for (const target of group ? [-pid, pid] : [pid]) signal(target, 'SIGKILL');

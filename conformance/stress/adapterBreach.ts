@@ -1,4 +1,5 @@
 import type { AcquireResult } from '../../impl/leaseLock.ts';
+import { MAX_TOKEN } from '../../model/errors.ts';
 
 /**
  * An adapter's concurrent client broke its contract (docs/adapter.md): an
@@ -13,8 +14,6 @@ export class AdapterBreach extends Error {
 
 /** Bound on one call as the workload sees it, beyond the clients' own timeouts (docs/adapter.md, docs/stress.md). */
 export const CALL_GUARD_MS = 15_000;
-
-const MAX_TOKEN = 2n ** 63n - 1n;
 
 /** `r` if it is an AcquireResult for `resource` as ConcurrentLock.acquire promises one; else AdapterBreach saying what is wrong. */
 export function checkedAcquire(r: unknown, resource: string, tokens: boolean): AcquireResult {

@@ -2,7 +2,7 @@ import type { ConcurrentClient } from '../adapter.ts';
 import type { LibraryId } from '../adapters/libraries.ts';
 import { libraryConcurrent } from '../adapters/libraries.ts';
 import { importUserModule } from '../env/userModule.ts';
-import { closest } from '../../impl/options.ts';
+import { knownOptions } from '../../impl/options.ts';
 
 /**
  * Where a stress client process finds an adapter's concurrent client: one of
@@ -42,12 +42,11 @@ export function concurrentOf(mod: Readonly<Record<string, unknown>>, where: stri
   return c as ConcurrentClient;
 }
 
+/** knownOptions' check (the nearest key suggested), its refusal as this module's: a TypeError naming the module. */
 function unknownKeys(where: string, name: string, value: object, known: readonly string[]): void {
-  const unknown = Object.keys(value).filter((k) => !known.includes(k));
-  if (unknown.length === 0) return;
-  const each = unknown.map((k) => {
-    const near = closest(k, known);
-    return `${JSON.stringify(k.slice(0, 60))}${near === undefined ? '' : ` (did you mean ${near}?)`}`;
-  });
-  throw new TypeError(`'${where}': ${name} has unknown key${unknown.length > 1 ? 's' : ''} ${each.join(', ')}; known: ${known.join(', ')}`);
+  try {
+    knownOptions(name, known)(value);
+  } catch (e) {
+    throw new TypeError(`'${where}': ${(e as Error).message.replace(/^invalid-config: /, '')}`);
+  }
 }
