@@ -119,14 +119,14 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
   it('release deletes the contender only while its create zxid is ours', async () => {
     const n = node();
     const lock = lockOn(n);
-    const r = await lock.acquire('owned', { ttlMs: 5000 });
-    if (r.kind !== 'granted') throw new Error('expected a grant');
+    // A single attempt was denied once on a loaded machine (a full run, the ensemble slow): attempts until granted, bounded.
+    const { lease, resource } = await grantedWithin(20_000, 'owned', (name) => lock.acquire(name, { ttlMs: 5000 }));
     const other = await n.openSession(5000);
-    expect(await n.deleteOwned(other, r.lease.owner, r.lease.token + 1n)).toBe(false);
-    expect(await n.children('/t/lock/owned')).toHaveLength(1);
+    expect(await n.deleteOwned(other, lease.owner, lease.token + 1n)).toBe(false);
+    expect(await n.children(`/t/lock/${resource}`)).toHaveLength(1);
     await n.closeSession(other);
-    await lock.release(r.lease);
-    expect(await n.children('/t/lock/owned')).toEqual([]);
+    await lock.release(lease);
+    expect(await n.children(`/t/lock/${resource}`)).toEqual([]);
   });
 
   it('a session ended while it reconnects closes on its new connection: the contender goes at once, and the handshake reply is not read as the close\'s', async () => {
