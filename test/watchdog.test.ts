@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -136,3 +136,40 @@ it('a sweep hands over at most 8 orphans (a node process each); the next sweep t
     rmSync(base, { recursive: true, force: true });
   }
 }, 45_000);
+
+// The temp dir is shared: a registry, or an entry in one, that another user made named what this user's watchdog
+// would kill and remove. Planted as /tmp/lockcheck-watch-<dead pid>-0-x/a.json {"dirs": ["/home/you"]}, the next
+// run's sweep removed that directory (and, run as root, anything). Another user is played by chown, which needs root.
+it.runIf(process.getuid?.() === 0)('a registry or registry entry another user made is never acted on: not swept, and a watchdog given it removes nothing', async () => {
+  const base = mkdtempSync(join(tmpdir(), 'lockcheck-watchdog-test-'));
+  const kept = join(base, 'kept');
+  const keptToo = join(base, 'kept-too');
+  mkdirSync(kept);
+  mkdirSync(keptToo);
+  const NOBODY = 65534;
+  // Another user's registry, named as an orphan (pid 1 never has start time 0).
+  const planted = join(base, 'lockcheck-watch-1-0-planted');
+  mkdirSync(planted);
+  writeFileSync(join(planted, 'a.json'), JSON.stringify({ processes: [], dirs: [kept] }));
+  chownSync(join(planted, 'a.json'), NOBODY, NOBODY);
+  chownSync(planted, NOBODY, NOBODY);
+  // This user's registry holding another user's entry.
+  const own = join(base, 'registry');
+  mkdirSync(own);
+  writeFileSync(join(own, 'b.json'), JSON.stringify({ processes: [], dirs: [keptToo] }));
+  chownSync(join(own, 'b.json'), NOBODY, NOBODY);
+  const parent = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  const watchdogs = [planted, own].map((registry) => spawn(process.execPath, [fileURLToPath(new URL('../conformance/env/watchdog.mjs', import.meta.url)), String(parent.pid), processStartTime(parent.pid!)!, registry], { stdio: 'ignore' }));
+  try {
+    expect(sweepOrphanedRegistries(base)).toBe(0);
+    const exited = watchdogs.map((w) => new Promise<number | null>((resolve) => w.once('exit', resolve)));
+    parent.kill('SIGKILL');
+    const codes = await Promise.race([Promise.all(exited), new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 15_000))]);
+    expect(codes).toEqual([0, 0]);
+    expect({ kept: existsSync(kept), keptToo: existsSync(keptToo), planted: existsSync(join(planted, 'a.json')) }).toEqual({ kept: true, keptToo: true, planted: true });
+  } finally {
+    parent.kill('SIGKILL');
+    for (const w of watchdogs) w.kill('SIGKILL');
+    rmSync(base, { recursive: true, force: true });
+  }
+}, 30_000);

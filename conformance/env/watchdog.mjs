@@ -142,10 +142,28 @@ function remove(path, options) {
   }
 }
 
+/**
+ * `path` is this user's: a real directory or file (lstat: not a link) it owns. The registry sits in the shared temp dir, and what
+ * it names is killed and removed: one another user made, or an entry file of
+ * theirs, is never read (watchdog.ts's sweep hands over only this user's, too).
+ */
+function ours(path, kind) {
+  const uid = process.getuid?.();
+  if (uid === undefined) return true;
+  try {
+    const stat = lstatSync(path);
+    return (kind === 'dir' ? stat.isDirectory() : stat.isFile()) && stat.uid === uid;
+  } catch {
+    return false;
+  }
+}
+
 function cleanUp() {
+  // Not ours (or gone at the parent's clean exit): nothing of it is read, nothing removed.
+  if (!ours(registry, 'dir')) process.exit(0);
   let names = [];
   try {
-    names = readdirSync(registry).filter((name) => name.endsWith('.json'));
+    names = readdirSync(registry).filter((name) => name.endsWith('.json') && ours(join(registry, name), 'file'));
   } catch {
     // the parent removed the registry at a clean exit
   }

@@ -21,7 +21,7 @@
  * finds the owner gone and cleans up as for a SIGKILL.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,7 +70,25 @@ const REGISTRY = /^lockcheck-watch-(\d+)-(\d+)-[^/]+$/;
 const SWEPT_AT_MOST = 8;
 
 /**
- * Hands the registries in `parent` whose process is gone (its name's pid no
+ * A registry this user made: a real directory (not a link) it owns (the
+ * watchdog reads only the entry files this user owns in it). The temp dir is shared, and a watchdog
+ * kills the processes and removes the directories its registry names: one
+ * another user planted there (`{"dirs": ["/home/you"]}`) had this user's run
+ * remove that directory, and a run as root remove anything.
+ */
+function ownRegistry(path: string): boolean {
+  const uid = process.getuid?.();
+  if (uid === undefined) return true;
+  try {
+    const stat = lstatSync(path);
+    return stat.isDirectory() && stat.uid === uid;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Hands the registries in `parent` that this user made (ownRegistry) and whose process is gone (its name's pid no
  * longer that process), up to SWEPT_AT_MOST, to watchdogs, which clean them
  * up at their first poll. Returns how many it handed over.
  */
@@ -84,7 +102,7 @@ export function sweepOrphanedRegistries(parent = tmpdir()): number {
   let orphans = 0;
   for (const name of names) {
     const m = REGISTRY.exec(name);
-    if (m === null || processStartTime(Number(m[1])) === m[2]) continue;
+    if (m === null || processStartTime(Number(m[1])) === m[2] || !ownRegistry(join(parent, name))) continue;
     startWatchdog(Number(m[1]), m[2]!, join(parent, name));
     if (++orphans === SWEPT_AT_MOST) break;
   }
