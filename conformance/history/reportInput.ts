@@ -41,5 +41,7 @@ export function checkReport(report: unknown): CheckReport {
     if (f.intervals !== undefined && (!Array.isArray(f.intervals) || !f.intervals.every(isObject))) bad(`${at}.intervals`, 'an array of hold spans', f.intervals);
   });
   if (!isObject(report.counts)) bad('report.counts', 'an object of counts', report.counts);
+  // The page prints each count: a Symbol there was a TypeError from the template, an object its [object Object].
+  for (const [key, n] of Object.entries(report.counts)) if (!Number.isSafeInteger(n) || (n as number) < 0) bad(/^[A-Za-z]\w{0,39}$/.test(key) ? `report.counts.${key}` : 'a value of report.counts', 'a count (an integer >= 0)', n);
   return report as unknown as CheckReport;
 }
