@@ -8,6 +8,7 @@ import { guardedTempDir } from '../conformance/env/tempDir.ts';
 import { alive, descendantsNamed } from './probes.ts';
 
 const servers: PostgresServer[] = [];
+const CALLER_SECRET = 'LOCKCHECK_TEST_CALLER_SECRET';
 const clients: pg.Client[] = [];
 
 async function startServer(): Promise<PostgresServer> {
@@ -100,8 +101,13 @@ describe('PostgresServer (real PostgreSQL 15): one shared running cluster', () =
   let shared: PostgresServer;
 
   beforeAll(async () => {
-    // Not in `servers`: the per-test afterEach must leave it running.
-    shared = await PostgresServer.start();
+    // Not in `servers`: the per-test afterEach must leave it running. A variable of the caller's, which a server run as another OS user must not be given.
+    process.env[CALLER_SECRET] = 'caller-secret-value';
+    try {
+      shared = await PostgresServer.start();
+    } finally {
+      delete process.env[CALLER_SECRET];
+    }
   });
 
   afterAll(async () => {
@@ -131,6 +137,20 @@ describe('PostgresServer (real PostgreSQL 15): one shared running cluster', () =
       listen_addresses: '127.0.0.1',
       synchronous_commit: 'on',
     });
+  });
+
+  // Run by root, the cluster runs as OS user postgres, whose every process may read /proc/<pid>/environ: it had the
+  // caller's whole environment (REDISCLI_AUTH, tokens), all but PG*.
+  it.runIf(process.getuid?.() === 0)('run as another OS user, its processes are given none of the caller\'s variables beyond PATH and LD_LIBRARY_PATH', () => {
+    const names = shared.pids().flatMap((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter((v) => v !== '').map((v) => v.slice(0, v.indexOf('=')));
+      } catch {
+        return []; // a backend that ended meanwhile
+      }
+    });
+    expect(names.length).toBeGreaterThan(0);
+    expect([...new Set(names)].filter((name) => !['PATH', 'LD_LIBRARY_PATH', 'TZ', 'LC_ALL', 'HOME', 'USER', 'LOGNAME'].includes(name))).toEqual([]);
   });
 
   it('is reachable only with its per-cluster password: no password, a wrong one and the Unix socket without one are refused', async () => {

@@ -131,6 +131,8 @@ const HOST = '127.0.0.1';
 const USER = 'postgres';
 const DATABASE = 'postgres';
 const OS_USER = 'postgres';
+/** The caller's variables a server run as OS_USER is given: where its programs and libraries are. */
+const SERVER_ENV: ReadonlySet<string> = new Set(['PATH', 'LD_LIBRARY_PATH']);
 const DEFAULT_START_TIMEOUT_MS = 90_000;
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 const KILL_WAIT_MS = 5_000;
@@ -472,8 +474,11 @@ export class PostgresServer {
   #env(): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {};
     for (const [key, value] of Object.entries(process.env)) {
+      // Run as another OS user (lockcheck as root), the server's environment is readable by every process of that user
+      // (/proc/<pid>/environ): it gets only what it needs to run, none of the caller's variables (REDISCLI_AUTH, tokens).
+      if (this.#runAs !== null ? !SERVER_ENV.has(key) : key.startsWith('PG') || key.startsWith('FAKETIME') || key === 'LD_PRELOAD') continue;
       // PGDATA, PGPORT, PGOPTIONS ... must not leak into our cluster; LD_PRELOAD (libfaketime) neither.
-      if (!key.startsWith('PG') && !key.startsWith('FAKETIME') && key !== 'LD_PRELOAD') env[key] = value;
+      env[key] = value;
     }
     env['TZ'] = 'UTC';
     env['LC_ALL'] = 'C';
