@@ -95,6 +95,52 @@ describe('the docs give exported constants their values', () => {
   });
 });
 
+describe('the spec reads in order, and what cites its sections finds them', () => {
+  const spec = text('spec/SPEC.md');
+  const headings = [...spec.matchAll(/^(#{2,4}) (.*)$/gm)].map((m) => ({ level: m[1]!.length, title: m[2]! }));
+
+  it('every section is numbered, each number the next one of its level (1, 1.1, 1.2, 2, ...)', () => {
+    // "Linearizability checking" trailed section 10 unnumbered (found by an audit).
+    const wrong: string[] = [];
+    const at: number[] = [];
+    for (const h of headings) {
+      const n = /^(\d+(?:\.\d+)*)\.? /.exec(h.title)?.[1]?.split('.').map(Number);
+      if (n === undefined || n.length !== h.level - 1) {
+        wrong.push(`${'#'.repeat(h.level)} ${h.title}: not numbered as a level-${h.level - 1} section`);
+        continue;
+      }
+      const expected = [...at.slice(0, n.length - 1), (at[n.length - 1] ?? 0) + 1];
+      if (n.join('.') !== expected.join('.')) wrong.push(`${h.title}: expected ${expected.join('.')}`);
+      at.splice(0, at.length, ...n);
+    }
+    expect(headings.length).toBeGreaterThan(40);
+    expect(wrong).toEqual([]);
+  });
+
+  it('the system model, fault model, operations and properties come first, in that order', () => {
+    const top = headings.filter((h) => h.level === 2).map((h) => h.title.replace(/^\d+\. /, ''));
+    expect(top.slice(0, 5)).toEqual(['Purpose and how to read', 'System model', 'Fault model', 'Operations', 'Properties']);
+  });
+
+  it('every "section N.N" or "spec N.N" in the docs, the spec and the code names a section the spec has', () => {
+    const numbers = new Set(headings.map((h) => /^(\d+(?:\.\d+)*)/.exec(h.title)?.[1]).filter((n) => n !== undefined));
+    const files = spawnSync('git', ['ls-files', '*.md', '*.ts', '*.mjs'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f !== '' && !f.startsWith('docs/matrix/'));
+    const cited = files.flatMap((f) =>
+      [...text(f).matchAll(/\b(?:[Ss]pec(?:\/SPEC\.md)?,? (?:section )?|SPEC\.md,? (?:section )?|[Ss]ections? |§ ?)(\d+(?:\.\d+)*)(?:(?:,| and| or) (\d+(?:\.\d+)*))?\b/g)].flatMap((m) => [m[1]!, m[2]].filter((n) => n !== undefined).map((n) => ({ where: `${f}: ${m[0]}`, n }))),
+    );
+    expect(cited.length).toBeGreaterThan(100);
+    expect(cited.filter((c) => !numbers.has(c.n)).map((c) => c.where)).toEqual([]);
+  });
+
+  it('a command whose options a page lists ("its options are …") takes exactly those', () => {
+    const lists = ALL.flatMap(([p, b]) =>
+      [...b.replace(/\s+/g, ' ').matchAll(/`lockcheck (\w+)`(?:(?!\. ).){0,250}?its options are ((?:`--[\w-]+`(?:, | and )?)+)/g)].map((m) => ({ where: `${p}: lockcheck ${m[1]}`, command: m[1]!, options: [...m[2]!.matchAll(/--([\w-]+)/g)].map((o) => o[1]!) })),
+    );
+    expect(lists.length).toBeGreaterThan(0);
+    for (const l of lists) expect([...l.options].sort(), l.where).toEqual([...COMMAND_OPTIONS[l.command]!].sort());
+  });
+});
+
 describe('the docs name files that exist', () => {
   it('every path into the repository\'s folders the docs give exists (but a user\'s own files and one named as it was then)', () => {
     const folders = 'impl|conformance|model|cli|test|scripts|bench|soak|spec|docs|lint|mutation';
