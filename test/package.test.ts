@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -210,7 +210,13 @@ describe('the npm package', () => {
     mkdirSync(join(project, 'docblocks'));
     for (const f of docFiles) writeFileSync(join(project, f.name), f.text);
     writeFileSync(join(project, 'my-kit-adapter.ts'), `${adapterDoc.match(/```ts\n(\/\/ my-adapter\.ts\n[\s\S]*?)```/)![1]}`);
-    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false, allowImportingTsExtensions: true }, include: ['doc*.ts', 'docblocks/*.ts', 'my-kit-adapter.ts', 'my-adapter.ts', 'test/good.test.ts'] }));
+    // The shipped examples, copied into the project as a user starts from them (only their imports were checked: test/examplesImports.test.ts).
+    const shippedExamples = join(project, 'node_modules/lockcheck/docs/examples');
+    mkdirSync(join(project, 'examples'));
+    const exampleFiles = readdirSync(shippedExamples).filter((f) => f.endsWith('.ts'));
+    expect(exampleFiles).toEqual(expect.arrayContaining(['tinyLock.ts', 'ledger.ts', 'redisSemaphoreAudit.ts']));
+    for (const f of exampleFiles) copyFileSync(join(shippedExamples, f), join(project, 'examples', f));
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false, allowImportingTsExtensions: true }, include: ['doc*.ts', 'docblocks/*.ts', 'examples/*.ts', 'my-kit-adapter.ts', 'my-adapter.ts', 'test/good.test.ts'] }));
     const tsc = sh(project, join(repo, 'node_modules/.bin/tsc'), ['-p', '.']);
     expect(tsc.out, tsc.out).toBe('');
     expect(tsc.code).toBe(0);
