@@ -98,3 +98,20 @@ describe('docs/histories.md', () => {
     expect(Object.keys(report.findings[0]!).filter((k) => !shownKeys.includes(k))).toEqual([]);
   });
 });
+
+describe('docs/matrix-guide.md', () => {
+  it('its sample of the markdown has the shape of a cell of lockcheck\'s own rows in the measured docs/matrix.md', () => {
+    // The shape lockstepText and cellText (cli/matrix.ts) write: a link, the properties or "all hold", the flags, the model's
+    // depth, then the concurrent line. The sample had lost the last two (found by an audit).
+    const cell = /^(?:\[🔎\]\(matrix\/[\w.-]+\.html\) )?(?:all hold|[A-Z]+-\d(?:, [A-Z]+-\d)*)(?: \([^()]*\))? \[model to \d+\](?:<br>concurrent: (?:.+ \(\d+ ops?, \d+ faults?\)|nothing \([^()]+\)))?$/;
+    const cellsOf = (table: string, ownOnly: boolean): string[] =>
+      table.split('\n').filter((l) => /^\| [\w-]+\/[\w-]+ \|/.test(l) && (!ownOnly || !l.startsWith('| lib:'))).flatMap((l) => l.split(' | ').slice(1).map((c) => c.replace(/ \|$/, '')));
+    const measured = cellsOf(text('docs/matrix.md'), true).filter((c) => !c.startsWith('— (not measured'));
+    expect(measured.length).toBeGreaterThan(50);
+    expect(measured.filter((c) => !cell.test(c))).toEqual([]);
+    const sample = /^## The markdown\n\n```\n([\s\S]*?)```/m.exec(text('docs/matrix-guide.md'))![1]!;
+    const shown = cellsOf(sample, false);
+    expect(shown.length).toBeGreaterThan(1);
+    expect(shown.filter((c) => !cell.test(c))).toEqual([]);
+  });
+});
