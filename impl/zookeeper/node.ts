@@ -1,3 +1,4 @@
+import { AssertionError } from 'node:assert';
 import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, Exception, Stat } from 'node-zookeeper-client';
 import { match } from 'ts-pattern';
@@ -9,7 +10,7 @@ import { passes } from '../../model/store.ts';
 import { checkConnectString } from './connectString.ts';
 import { PassOver, type Member } from './passOver.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
-import { CONTENDER } from './paths.ts';
+import { CONTENDER, takenByZookeeper, ZNODE_PATH } from './paths.ts';
 import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
 
 /**
@@ -244,12 +245,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       if (closed) return Promise.reject(closedError('connect'));
       // Checked before a client is made: the library encodes the timeout as an int32 in a socket event, and a larger one
       // (1e308) was a RangeError thrown there, which ended the process.
+      let attempt: Connecting;
       try {
         checkTtl(sessionMs);
+        // A rejection, never a throw: the library asserts on what it cannot use as it makes the client.
+        attempt = open(sessionMs, false);
       } catch (error) {
-        return Promise.reject(error as Error);
+        return Promise.reject(typed(error, 'connect'));
       }
-      const attempt = open(sessionMs, false);
       // A connect that outlives its bound would leave a session (or a client reconnecting for ever) nobody owns.
       return bounded('connect', async () => {
         const client = await attempt.ready;
@@ -884,9 +887,15 @@ export function zxid(bytes: Buffer): bigint {
   return bytes.readBigUInt64BE(0);
 }
 
-/** A znode path as the lock and the store make them: absolute (the library threw on anything else, read as an outage). */
+/** `/`, or components after it: no empty one, no trailing slash. */
+const ZNODE_SHAPE = /^\/(?:[^/]+(?:\/[^/]+)*)?$/;
+
+/**
+ * A znode path as the lock and the store make them: absolute, without an empty component or a trailing slash, and
+ * one ZooKeeper takes (the library asserted on anything else, and the ensemble refused it: each read as an outage).
+ */
 function checkPath(path: unknown, name: string): void {
-  if (typeof path !== 'string' || !path.startsWith('/')) refuse(name, 'an absolute znode path', path);
+  if (typeof path !== 'string' || !ZNODE_SHAPE.test(path) || !takenByZookeeper(path)) refuse(name, `an absolute ${ZNODE_PATH.slice(2)}, without a trailing slash`, path);
   // Past jute.maxbuffer the ensemble drops the connection (CONNECTION_LOSS for every call on it), an outage each retry meets again.
   if (path.length > MAX_CELL_BYTES / 3) {
     const bytes = Buffer.byteLength(path, 'utf8');
@@ -922,12 +931,19 @@ const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
   [zookeeper.Exception.UNIMPLEMENTED, { kind: 'refused', code: 'statement' }],
 ]);
 
-/** The library's errors as the lock's typed ones: a refusal (above) as such, a programming error (isDefect) as it is, any other failure UnavailableError; the cause kept. */
+/**
+ * The library's errors as the lock's typed ones: a refusal (above) as such, a programming error (isDefect) as it is,
+ * the library's own assertion on a request it would not send InvalidInputError('precondition'), any other failure
+ * UnavailableError; the cause kept.
+ */
 function typed(error: unknown, what: string): Error {
   if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
   // A programming error (the library's, a wrapper's, ours) is no outage: an UnavailableError would be retried, and read as no-quorum.
   if (isDefect(error)) return error as Error;
   const message = `zookeeper ${what}: ${error instanceof Error ? error.message : String(error)}`;
+  // The library asserts (node:assert) on a request it cannot send: it never goes out, and no retry sends it either (a
+  // chroot with a '.' component was an UnavailableError at every call, every acquire denied no-quorum).
+  if (error instanceof AssertionError) return new InvalidInputError('precondition', `${message} (refused by the client library before it was sent)`);
   const c = code(error);
   const refusal = c === null ? undefined : REFUSALS.get(c);
   if (refusal === undefined) return new UnavailableError(message, { cause: error });

@@ -13,13 +13,34 @@ export const DEFAULT_ROOT = '/lockcheck';
 export function checkRoot(root: unknown = DEFAULT_ROOT): string {
   if (typeof root !== 'string' || !/^(\/[^/]+)+$/.test(root)) throw new InvalidInputError('invalid-config', `root must be an absolute znode path without a trailing slash, got ${shown(root)}`);
   checkPrefix(root, 'root');
-  // What ZooKeeper refuses in a path (PathUtils.validatePath): it read as BAD_ARGUMENTS at the first call, or as an outage.
-  if (ZNODE_UNSAFE.test(root) || root.split('/').some((part) => part === '.' || part === '..')) {
-    throw new InvalidInputError('invalid-config', `root must be a znode path ZooKeeper takes (no control characters, no '.' or '..' component, no character in U+D800..U+F8FF or U+FFF0..U+FFFF), got ${shown(root)}`);
-  }
-  // ZooKeeper's own subtree (its quotas and configuration): a lock's znodes have no place among them.
-  if (root === '/zookeeper' || root.startsWith('/zookeeper/')) throw new InvalidInputError('invalid-config', `root must not be ZooKeeper's own /zookeeper subtree, got ${shown(root)}`);
+  const problem = znodePathProblem(root);
+  if (problem !== null) throw new InvalidInputError('invalid-config', `root must ${problem}, got ${shown(root)}`);
   return root;
+}
+
+/**
+ * Why an absolute path (the root, the connect string's chroot: every znode
+ * the lock and the store make sits under both) is no place for them, or
+ * null: what ZooKeeper refuses in a path (PathUtils.validatePath; it read as
+ * BAD_ARGUMENTS at the first call, or as an outage: node-zookeeper-client
+ * asserts on a '.' or '..' component), or ZooKeeper's own subtree (its
+ * quotas and configuration). Said as what the path must be.
+ */
+export function znodePathProblem(path: string): string | null {
+  if (!takenByZookeeper(path)) return `be ${ZNODE_PATH}`;
+  if (path === '/zookeeper' || path.startsWith('/zookeeper/')) return "not be ZooKeeper's own /zookeeper subtree";
+  return null;
+}
+
+/** What takenByZookeeper asks of a path. */
+export const ZNODE_PATH = "a znode path ZooKeeper takes (no control characters, no '.' or '..' component, no character in U+D800..U+F8FF or U+FFF0..U+FFFF)";
+
+/**
+ * Whether ZooKeeper takes `path`'s characters and components (PathUtils.validatePath; node-zookeeper-client asserts on
+ * a '.' or '..' component). Its shape (absolute, no empty component) is the caller's to check.
+ */
+export function takenByZookeeper(path: string): boolean {
+  return !ZNODE_UNSAFE.test(path) && !path.split('/').some((part) => part === '.' || part === '..');
 }
 
 /** The characters ZooKeeper refuses in a path (PathUtils.validatePath), NUL included. */

@@ -1,3 +1,4 @@
+import { AssertionError } from 'node:assert';
 import { readdir, readFile } from 'node:fs/promises';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -894,6 +895,48 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     await n.closeSession(s);
   });
 
+  it("a path ZooKeeper would not take (an empty or '.' component, a trailing slash, a control character) is refused naming it, before anything is sent (the library asserted on it, read as an outage: UnavailableError)", async () => {
+    const n = node();
+    const r = root();
+    const s = await n.openSession(30_000);
+    const bad = [`${r}/a/../b`, `${r}/./c`, `${r}/c/`, `${r}//c`, `${r}/c\u0001`, `${r}/\u{1f600}`];
+    for (const path of bad) {
+      for (const [call, name] of [[n.get(path), 'path'], [n.children(path), 'dir'], [n.fencedWrite(path, 1n, 'v', 'strict'), 'path'], [n.contenders(s, path), 'dir'], [n.enqueue(s, path), 'dir'], [n.touch(s, path), 'path'], [n.watchGone(s, path, 10), 'path']] as const) {
+        const e = await thrown(call);
+        expect(e, `${name} ${path}`).toBeInstanceOf(InvalidInputError);
+        expect(e, `${name} ${path}`).toMatchObject({ code: 'invalid-config' });
+        expect((e as Error).message).toMatch(new RegExp(`^invalid-config: ${name} must be an absolute znode path ZooKeeper takes \\(`));
+      }
+    }
+    // The calls on a path it takes still go out, the session and the store's up.
+    expect(await n.children(`${r}/lock`)).toEqual([]);
+    expect(await n.fencedWrite(`${r}/cell/c`, 1n, 'v', 'strict')).toEqual({ kind: 'accepted' });
+    await n.closeSession(s);
+  });
+
+  it("the library's own assertion on a request is InvalidInputError('precondition'), thrown by the lock at the first attempt, never no-quorum retried (it was an UnavailableError)", async () => {
+    const n = node();
+    const r = root();
+    const lock = new ZookeeperLock({ node: n, clock: new ManualClock(), root: r });
+    const s = await n.openSession(5000);
+    const assertion = new AssertionError({ message: 'Node path must not contain relative path(s).' });
+    (s as unknown as { client: zookeeper.Client }).client.getChildren = () => {
+      throw assertion;
+    };
+    const e = await thrown(n.contenders(s, `${r}/lock/a`));
+    expect(e).toBeInstanceOf(InvalidInputError);
+    expect(e).toMatchObject({ code: 'precondition', message: "precondition: zookeeper get children: Node path must not contain relative path(s). (refused by the client library before it was sent)" });
+    await n.closeSession(s);
+    // Through the lock: every new session's client asserts (as on a connect string the library cannot use).
+    const create = vi.spyOn(zookeeper, 'createClient').mockImplementation(() => {
+      throw assertion;
+    });
+    const acquired = await thrown(lock.acquire('a', { ttlMs: 5000, retries: 3 }));
+    expect(acquired).toBeInstanceOf(InvalidInputError);
+    expect(acquired).toMatchObject({ code: 'precondition' });
+    expect(create).toHaveBeenCalledTimes(1);
+  });
+
   it("a znode path past the ensemble's 1 MiB request bound is refused before it is sent (precondition); the store's session stays up", async () => {
     const n = node();
     const r = root();
@@ -1121,23 +1164,14 @@ describe('zookeeperNode (real ZooKeeper)', QUICK, () => {
     expect(e).toMatchObject({ code: 'schema', serverCode: 'NO_CHILDREN_FOR_EPHEMERALS' });
     expect((e as Error).cause).toBeInstanceOf(zookeeper.Exception);
     expect((e as Error).message).toMatch(/zookeeper create: .*NO_CHILDREN_FOR_EPHEMERALS/);
-    const f = await thrown(n.contenders(s, `${dir}/${c.name}/x/`));
-    expect(f).toBeInstanceOf(UnavailableError);
-    expect((f as Error).message).toMatch(/^zookeeper get children: /);
-    const g = await thrown(n.children(`${dir}/`));
-    expect((g as Error).message).toMatch(/^zookeeper get children: /);
-    const h = await thrown(n.get(`${dir}/`));
-    expect((h as Error).message).toMatch(/^zookeeper get data: /);
-    const i = await thrown(n.touch(s, `${dir}/`));
-    expect((i as Error).message).toMatch(/^zookeeper exists: /);
-    const j = await thrown(n.deleteOwned(s, `${dir}/`, 1n));
-    expect((j as Error).message).toMatch(/^zookeeper delete: /);
+    // A path with a trailing slash, which the library asserts on, is refused before it is sent (it was an UnavailableError).
+    for (const call of [n.contenders(s, `${dir}/${c.name}/x/`), n.children(`${dir}/`), n.get(`${dir}/`), n.touch(s, `${dir}/`), n.deleteOwned(s, `${dir}/`, 1n), n.fencedWrite(`${dir}/`, 1n, 'v', 'strict')]) {
+      expect(await thrown(call)).toMatchObject({ code: 'invalid-config' });
+    }
     // A delete the server refuses for another reason than a race (the line's directory still has a contender).
     const line = await thrown(n.deleteOwned(s, dir, (await n.touch(s, dir))!));
     expect(line).toBeInstanceOf(UnavailableError);
     expect((line as Error).message).toMatch(/^zookeeper delete: .*NOT_EMPTY/);
-    const k = await thrown(n.fencedWrite(`${dir}/`, 1n, 'v', 'strict'));
-    expect((k as Error).message).toMatch(/^zookeeper fenced write: /);
 
     await n.closeSession(s);
   });
