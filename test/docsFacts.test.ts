@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_OPTIONS, OPTIONS } from '../cli/options.ts';
 import { PROPERTY_IDS } from '../model/properties.ts';
 import { anchors, relativeLinks } from './markdownLinks.ts';
-import { entryModules } from './publicApi.ts';
+import { entryModules, exportResolver } from './publicApi.ts';
+import { sourceEntries } from './sourceEntries.ts';
 
 /**
  * What the docs state as fact about the command line, the npm scripts, the properties and the errors is what the
@@ -76,6 +78,28 @@ describe('the docs name properties and errors that exist', () => {
     const exported = new Set<string>();
     for (const entry of entryModules(text('package.json'))) for (const name of Object.keys((await import(/* @vite-ignore */ `../${entry}`)) as object)) exported.add(name);
     expect([...listed].filter((e) => !exported.has(e) && !(e in globalThis))).toEqual([]);
+  });
+});
+
+describe('the docs say which entry exports a name as the package does', () => {
+  it('a name given with its entry (`X` of/from/in `lockcheck/…`, `X` (`lockcheck/…`)) is exported by that entry', () => {
+    // errors.md called EtcdCluster and ZookeeperEnsemble "the kit's servers"; lockcheck/kit exports neither (found by an audit).
+    const entries = sourceEntries('.');
+    const exports = exportResolver('.');
+    const named = ALL.flatMap(([p, b]) =>
+      [...b.replace(/\s+/g, ' ').matchAll(/((?:`[A-Za-z_]\w*(?:\(\))?`(?:,? (?:and|or) )?)+) (?:\(|(?:of|from|in|exported by) )`(lockcheck(?:\/[a-z]+)?)`/g)].flatMap((m) =>
+        [...m[1]!.matchAll(/`(\w+)/g)].map((n) => ({ where: `${p}: ${m[0]}`, name: n[1]!, entry: m[2]! })),
+      ).concat(
+        // "the kit's servers (`A`, `B`)": lockcheck/kit's.
+        [...b.replace(/\s+/g, ' ').matchAll(/\bthe kit's [\w ]*?\(((?:`\w+`(?:,? (?:and|or) |, )?)+)\)/g)].flatMap((m) => [...m[1]!.matchAll(/`(\w+)`/g)].map((n) => ({ where: `${p}: ${m[0]}`, name: n[1]!, entry: 'lockcheck/kit' }))),
+      ),
+    );
+    expect(named.length).toBeGreaterThan(5);
+    const missing = named.filter((n) => {
+      const file = entries.get(n.entry);
+      return file === undefined || !exports(relative(resolve('.'), file)).names.has(n.name);
+    });
+    expect(missing.map((n) => `${n.where}: ${n.entry} does not export ${n.name}`)).toEqual([]);
   });
 });
 
