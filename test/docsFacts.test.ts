@@ -146,6 +146,41 @@ describe('the spec reads in order, and what cites its sections finds them', () =
     expect(top.slice(0, 5)).toEqual(['Purpose and how to read', 'System model', 'Fault model', 'Operations', 'Properties']);
   });
 
+  it('the fault model\'s and the operations\' tables (sections 3, 4.1) give every command of model/command.ts, each with its fields', () => {
+    const code = text('model/command.ts').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+    /** Each union member's kind and its own fields (not those of a nested object such as pendingWrite's). */
+    const declared = new Map<string, string[]>();
+    for (const member of code.split(/\n\s*\|\s*(?=\{)/).slice(1)) {
+      let depth = 0;
+      let top = '';
+      for (const c of member) {
+        if (c === '{') depth++;
+        if (depth === 1 && c !== '{') top += c;
+        if (c === '}' && --depth === 0) break;
+      }
+      const kind = /readonly kind: '([a-z-]+)'/.exec(top)?.[1];
+      if (kind !== undefined) declared.set(kind, [...top.matchAll(/readonly (\w+)\??:/g)].map((m) => m[1]!).filter((f) => f !== 'kind'));
+    }
+    const tables = spec.slice(spec.indexOf('## 3. Fault model'), spec.indexOf('### 4.2'));
+    const stated = new Map<string, string[]>();
+    for (const row of tables.matchAll(/^\| ((?:`[a-z-]+`(?: \/ )?)+) \|([^|]*)\|/gm)) {
+      // Fields outside the notes in parentheses ('`delayed` (optional `true`; not with `latencyMs`)').
+      const fields = [...row[2]!.replace(/\([^()]*\)/g, '').matchAll(/`(\w+)/g)].map((m) => m[1]!);
+      for (const kind of row[1]!.matchAll(/`([a-z-]+)`/g)) stated.set(kind[1]!, fields);
+    }
+    expect(declared.size).toBeGreaterThan(15);
+    expect([...stated.keys()].sort()).toEqual([...declared.keys()].sort());
+    for (const [kind, fields] of declared) expect([...stated.get(kind)!].sort(), kind).toEqual([...fields].sort());
+    // The outcomes column of 4.1 names every outcome kind of model/outcome.ts, and no other.
+    const outcomeKinds = [...text('model/outcome.ts').matchAll(/readonly kind: '([a-z-]+)'/g)].map((m) => m[1]!);
+    const operations = tables.slice(tables.indexOf('### 4.1'));
+    const named = new Set([...declared.keys(), ...[...declared.values()].flat()]);
+    // The prose in the column names commands and their fields too (a `resume`'s, a `deliver`'s, with `delayed`).
+    const outcomes = new Set([...operations.matchAll(/^\|[^|\n]*\|[^|\n]*\|([^|\n]*)\|$/gm)].flatMap((m) => [...m[1]!.replace(/\([^()]*\)/g, '').matchAll(/`([a-z-]+)(?=[` ])/g)].map((o) => o[1]!)).filter((o) => !named.has(o) || outcomeKinds.includes(o)));
+    expect(outcomeKinds.length).toBeGreaterThan(8);
+    expect([...outcomes].sort()).toEqual([...outcomeKinds].sort());
+  });
+
   it('every "section N.N" or "spec N.N" in the docs, the spec and the code names a section the spec has', () => {
     const numbers = new Set(headings.map((h) => /^(\d+(?:\.\d+)*)/.exec(h.title)?.[1]).filter((n) => n !== undefined));
     const files = spawnSync('git', ['ls-files', '*.md', '*.ts', '*.mjs'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f !== '' && !f.startsWith('docs/matrix/'));
