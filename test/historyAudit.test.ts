@@ -57,6 +57,29 @@ describe('LIN-1: an unknown acquire followed by its owner release', () => {
   });
 });
 
+describe('LIN-1: a lost acquire that took a lease over, then a lost release of it', () => {
+  // x holds r until 100; y's acquire and y's release are lost; z is granted r at 10..11, x's lease still running.
+  const h = (xUntil: number) =>
+    history(
+      inv(0, 0, 'acquire', { ttlMs: 100 }),
+      ok(0, 1, 'acquire', { owner: 'x', token: '1', validUntil: xUntil }),
+      inv(1, 2, 'acquire', { ttlMs: 100 }),
+      info(1, 3, 'acquire', { owner: 'y', reason: 'timeout' }),
+      inv(1, 4, 'release', { owner: 'y' }),
+      info(1, 5, 'release', { owner: 'y', reason: 'timeout' }),
+      inv(2, 10, 'acquire', { ttlMs: 100 }),
+      ok(2, 11, 'acquire', { owner: 'z', token: '2', validUntil: 111 }),
+    );
+
+  it("is a violation: y's grant, had it happened, came after x's deadline, and so did y's release and z's grant after it", () => {
+    expect(verdictOf(h(100), 'lock-linearizable')).toBe('violation');
+  });
+
+  it("is safe when x's lease ran out before z's grant returned", () => {
+    expect(verdictOf(h(8), 'lock-linearizable')).toBe('safe');
+  });
+});
+
 describe('LIN-1: loss signals are matched to their grants in one pass', () => {
   it('10,000 connection-lost signals matching no grant, after 20,000 operations: decided safe within the budget (a backward scan per signal took minutes)', () => {
     const n = 10_000;

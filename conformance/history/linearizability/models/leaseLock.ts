@@ -9,8 +9,8 @@ import { leaseLockRelevance } from './leaseLockRelevance.ts';
  * instant. An unknown acquire (latest Infinity) may take effect at any time
  * after its invoke, so it may take over a lease that runs out, but never a
  * lock held with no deadline (a session lock); and having taken over, it
- * took effect after that deadline, so its owner's operations placed after it
- * (an extend, a release, a stacked acquire, its session's end) must have
+ * took effect after that deadline, so every operation placed after it (its
+ * owner's and anyone's, after the lock is freed again too) must have
  * returned no earlier than that deadline (`since`).
  */
 export type LeaseLockInput =
@@ -34,14 +34,17 @@ export interface LeaseLockState {
   /** The holder's token, when its grant named one: a stacked acquire returns the same token. */
   readonly token: string | undefined;
   /**
-   * The earliest instant the holder's grant can have taken effect, when an unknown acquire took the lock over from a
-   * lease (that lease's deadline); -Infinity otherwise. The holder's operations placed after the grant cannot have
-   * returned before it.
+   * The earliest instant at which what is placed from now on can take effect: the latest deadline of a lease an unknown
+   * acquire took over (it took effect after it, and instants follow the order); -Infinity if none. An operation that
+   * returned before it cannot be placed any more, whoever's it is and whatever holds the lock: kept when the lock is
+   * freed (a taker's unknown release then frees it after that deadline, not before).
    */
   readonly since: number;
 }
 
 const FREE: LeaseLockState = { holder: null, until: -Infinity, count: 0, token: undefined, since: -Infinity };
+/** The lock freed: what follows still took effect no earlier than `since`. */
+const freed = (s: LeaseLockState): LeaseLockState => (s.since === -Infinity ? FREE : { ...FREE, since: s.since });
 
 /**
  * MUTEX-1 as a sequential specification: an acquire is legal when the lock
@@ -51,10 +54,10 @@ const FREE: LeaseLockState = { holder: null, until: -Infinity, count: 0, token: 
  * either grant and the same token; an extend only by the holder; a release
  * by the holder frees it (or unstacks one acquire), by anyone else changes
  * nothing (a compare-and-delete that found another owner); the end of the
- * holder's session frees it at once. The holder's extend, release, stacked
- * acquire or session's end that returned before `since` cannot follow its
- * grant. Lenient where time is uncertain, so it
- * never reports a violation a real-time order could explain.
+ * holder's session frees it at once. No operation that returned before
+ * `since` (the deadline an unknown acquire's takeover followed) can come
+ * after. Lenient where time is uncertain, so it never reports a violation a
+ * real-time order could explain.
  */
 export function leaseLock(): Model<LeaseLockState, LeaseLockInput, unknown> {
   const ILLEGAL: Illegal = illegal; // a local copy: imported bindings cost a getter call under tsx
@@ -62,30 +65,30 @@ export function leaseLock(): Model<LeaseLockState, LeaseLockInput, unknown> {
     name: 'lease-lock',
     init: () => FREE,
     step(state, input): LeaseLockState | Illegal {
+      // Instants follow the order: nothing placed after a takeover of a lease took effect before that lease's deadline.
+      if ((input.latest ?? Infinity) < state.since) return ILLEGAL;
       switch (input.f) {
         case 'acquire': {
           const pending = input.latest === Infinity;
           // Taken over: a lease that may have run out by the acquire's latest instant. An unknown acquire may land after any
           // deadline, but never frees a lock held without one (Infinity <= Infinity would let it take a session lock).
           if (state.holder === null || (pending ? state.until < Infinity : state.until <= input.latest)) {
-            const since = pending && state.holder !== null ? Math.max(state.until, state.since) : -Infinity;
+            const since = pending && state.holder !== null ? Math.max(state.until, state.since) : state.since;
             return { holder: input.owner, until: input.validUntil, count: input.validUntil === Infinity ? 1 : 0, token: input.token, since };
           }
           // Whether the grant stacks depends on how it was granted, not on its deadline now (an unknown extend moves that).
           if (state.holder === input.owner && state.count > 0 && input.validUntil === Infinity && (state.token === undefined || input.token === undefined || state.token === input.token)) {
-            return input.latest < state.since ? ILLEGAL : { ...state, count: state.count + 1 };
+            return { ...state, count: state.count + 1 };
           }
           return ILLEGAL;
         }
         case 'extend':
-          return state.holder === input.owner && !((input.latest ?? Infinity) < state.since) ? { ...state, until: input.validUntil } : ILLEGAL;
+          return state.holder === input.owner ? { ...state, until: input.validUntil } : ILLEGAL;
         case 'release':
           if (state.holder !== input.owner) return state;
-          if ((input.latest ?? Infinity) < state.since) return ILLEGAL;
-          return state.count > 1 ? { ...state, count: state.count - 1 } : FREE;
+          return state.count > 1 ? { ...state, count: state.count - 1 } : freed(state);
         case 'session-ended':
-          if (state.holder !== input.owner) return state;
-          return (input.latest ?? Infinity) < state.since ? ILLEGAL : FREE;
+          return state.holder !== input.owner ? state : freed(state);
       }
     },
     equal: (a, b) => a.holder === b.holder && a.until === b.until && a.count === b.count && a.token === b.token && a.since === b.since,

@@ -20,11 +20,11 @@ import type { LeaseLockInput } from './leaseLock.ts';
  *   called after X's grant returned, and until the last acquire returning
  *   before X's latest deadline. It also matters to an unknown acquire by
  *   anyone that, without it, would take X's lease over (and so take effect
- *   after X's deadline): that binds the taker's known extend, release,
- *   stacked acquire or session's end returning before that deadline, so the
- *   release matters until the last of those returning before X's latest
- *   deadline (one returning before the taker's acquire was called cannot
- *   follow it, and is not counted).
+ *   after X's deadline): that binds every operation placed after the taker,
+ *   so a known one returning before that deadline cannot follow it, and the
+ *   release matters until the last known operation returning before X's
+ *   latest deadline (one returning before any unknown acquire was called
+ *   cannot follow one, and is not counted).
  */
 export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unknown>[]): (number | undefined)[] {
   const out: (number | undefined)[] = new Array<number | undefined>(ops.length).fill(undefined);
@@ -51,12 +51,12 @@ export function leaseLockRelevance(ops: readonly Operation<LeaseLockInput, unkno
   ops.forEach((o, i) => {
     if (isPending(o) && o.input.f === 'extend' && o.input.validUntil === Infinity) out[i] = -Infinity;
   });
-  // Per owner, the earliest call of its unknown acquires; then the returns of the known operations that such an acquire,
-  // taking a lease over, would bind (its owner's extends, releases, stacked acquires, session ends returned after it was called).
-  const firstUnknownAcquire = new Map<string, number>();
-  for (const o of ops) if (isPending(o) && o.input.f === 'acquire') firstUnknownAcquire.set(o.input.owner, Math.min(o.call, firstUnknownAcquire.get(o.input.owner) ?? Infinity));
+  // The earliest call of an unknown acquire; then the returns of the known operations that such an acquire, taking a lease
+  // over, would bind: every one returning after it was called (instants follow the order, whoever's the operation is).
+  let firstUnknownAcquire = Infinity;
+  for (const o of ops) if (isPending(o) && o.input.f === 'acquire') firstUnknownAcquire = Math.min(firstUnknownAcquire, o.call);
   const boundByTakeover = ops
-    .filter((z) => !isPending(z) && (z.input.f !== 'acquire' || z.input.validUntil === Infinity) && z.return! >= (firstUnknownAcquire.get(z.input.owner) ?? Infinity))
+    .filter((z) => !isPending(z) && z.return! >= firstUnknownAcquire)
     .map((z) => z.return!)
     .sort((a, b) => a - b);
   /** The latest return before t of a known operation an unknown acquire taking a lease over binds (-Infinity: none). */
