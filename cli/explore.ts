@@ -14,6 +14,9 @@ import type { LevelsRun } from './exploreCells.ts';
 import { exploreCells, exploreCellsByLevels } from './exploreCells.ts';
 import { UsageError } from './usage.ts';
 import { counted } from '../conformance/counted.ts';
+import { redactSecrets } from '../conformance/env/redact.ts';
+import { escapedText } from '../model/shownText.ts';
+import { didYouMean } from './rows.ts';
 
 export interface ExploreCommandOptions {
   readonly depth: number;
@@ -54,15 +57,22 @@ export function knownVerdict(cell: CellResult, k: (typeof KNOWN_COUNTEREXAMPLES)
       : { agrees: false, text: `found with ${counted(ce.steps.length, 'step')}, MISMATCH: its shortest schedule has ${k.steps} (${k.property})` };
   }
   return cell.depthCompleted < k.steps
-    ? { agrees: true, text: `not reached: its shortest schedule has ${counted(k.steps, 'step')}, this run completed depth ${cell.depthCompleted} (${k.property})` }
+    ? { agrees: true, text: `not reached: its shortest schedule has ${counted(k.steps, 'step')}, this run completed depth ${cell.depthCompleted}${cell.truncated ? ' before its cell was cut short' : ''} (${k.property})` }
     : { agrees: false, text: `NOT FOUND to depth ${cell.depthCompleted}, MISMATCH: a schedule of ${counted(k.steps, 'step')} breaks it (${k.property})` };
 }
 
+/** A name the user gave, as a message shows it: secrets redacted, unsafe characters escaped, cut short (it may be a file pasted by mistake). */
+function shownName(raw: string): string {
+  const text = redactSecrets(raw);
+  return `'${escapedText(text.length > 40 ? `${text.slice(0, 37)}...` : text)}'`;
+}
+
 export async function exploreCommand(options: ExploreCommandOptions): Promise<number> {
+  const kinds = [...new Set(MATRIX_ROWS.map((r) => r.design.kind))];
   const rows = MATRIX_ROWS.filter((r) => options.design === undefined || r.design.kind === options.design);
-  if (rows.length === 0) throw new UsageError(`no design '${options.design}' (have ${[...new Set(MATRIX_ROWS.map((r) => r.design.kind))].join(', ')})`);
+  if (rows.length === 0) throw new UsageError(`no design ${shownName(options.design ?? '')}${didYouMean(options.design ?? '', kinds)} (have ${kinds.join(', ')})`);
   const faults = FAULT_CLASSES.filter((f) => options.fault === undefined || f === options.fault);
-  if (faults.length === 0) throw new UsageError(`no fault class '${options.fault}' (have ${FAULT_CLASSES.join(', ')})`);
+  if (faults.length === 0) throw new UsageError(`no fault class ${shownName(options.fault ?? '')}${didYouMean(options.fault ?? '', FAULT_CLASSES)} (have ${FAULT_CLASSES.join(', ')})`);
   let failures = 0;
 
   console.log('# lockcheck: the model\n');
@@ -110,11 +120,15 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   }
   const elapsedMs = performance.now() - started;
 
+  // A cell --max-states or --seconds stopped says so in the table itself: "holds to 4" alone read as a search to --depth that found nothing.
+  const cutMark = (c: CellResult): string => (levels === null && c.truncated ? ' (cut)' : '');
   const cellText = (c: CellResult): string =>
-    c.counterexamples.length === 0
+    (c.counterexamples.length === 0
       ? `holds to ${c.depthCompleted}`
-      : [...c.counterexamples].sort((a, b) => (a.property < b.property ? -1 : 1)).map((x) => `${x.property}(${x.steps.length})`).join(' ');
-  console.log('Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands.\n');
+      : [...c.counterexamples].sort((a, b) => (a.property < b.property ? -1 : 1)).map((x) => `${x.property}(${x.steps.length})`).join(' ')) + cutMark(c);
+  console.log(
+    `Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands${levels === null ? '; "(cut)": --max-states or --seconds stopped the cell before depth ' + options.depth + ', so deeper schedules were not all explored' : ''}.\n`,
+  );
   console.log(`| design | store | ${faults.join(' | ')} |`);
   console.log(`|---|---|${faults.map(() => '---').join('|')}|`);
   for (const row of rows) {

@@ -29,7 +29,7 @@ import * as world from './world.ts';
 import * as exploration from './explore.ts';
 import type { Exploration, ExploreOptions, ExploreResult } from './explore.ts';
 import type { FingerprintOptions } from './fingerprint.ts';
-import { boundedOptions, checkAddressable, checkExploreCall } from './exploreInput.ts';
+import { boundedOptions, checkAddressable, checkExploreCall, readExploreOptions } from './exploreInput.ts';
 
 /**
  * A design helper that first checks its design (validateDesign: an object of a
@@ -262,19 +262,21 @@ export const firstBranch: Chooser = modelChooser((branches, c) => {
  * `options.maxDepth` (explore.ts), after checking every command of the
  * alphabet against the world's configuration and every option's key
  * (exploreInput.ts): once per call, outside the search. Always bounded:
- * without maxStates, or budgetMs with a clock, at DEFAULT_MAX_STATES; and
+ * without maxStates at DEFAULT_MAX_STATES, a budget or not; and
  * a world whose tokens could pass 2^63-1 within the depth is refused up
  * front (checkTokenHeadroom).
  */
 export function explore(initial: World, alphabet: readonly Command[], options: ExploreOptions): ExploreResult {
-  checkExploreCall(initial, alphabet, options, 'explore');
-  return exploration.explore(initial, alphabet, boundedOptions(options));
+  const o = readExploreOptions(options, 'explore options');
+  checkExploreCall(initial, alphabet, o, 'explore');
+  return exploration.explore(initial, alphabet, boundedOptions(o));
 }
 
 /** startExploration (explore.ts), its arguments checked and bounded as explore's. */
 export function startExploration(initial: World, alphabet: readonly Command[], options: ExploreOptions): Exploration {
-  checkExploreCall(initial, alphabet, options, 'startExploration');
-  return exploration.startExploration(initial, alphabet, boundedOptions(options));
+  const o = readExploreOptions(options, 'startExploration options');
+  checkExploreCall(initial, alphabet, o, 'startExploration');
+  return exploration.startExploration(initial, alphabet, boundedOptions(o));
 }
 
 /** Whether renaming the nodes maps the alphabet onto itself (explore.ts). */

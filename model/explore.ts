@@ -203,8 +203,9 @@ export interface Exploration {
   /**
    * Expands the next level unless the search is over (exhausted, truncated
    * or at maxDepth); stops (truncated) at maxStates, once `clock` passes
-   * `deadlineMs`, or once `full()` says so (asked, like the clock, every
-   * 256 states). Returns whether the level completed.
+   * `deadlineMs` (asked at the level's start and every 256 states), or once
+   * `full()` says so (asked every 256 states). Returns whether the level
+   * completed.
    */
   expandLevel(deadlineMs?: number, full?: () => boolean): boolean;
   /** Deepest level whose every state was expanded. */
@@ -313,6 +314,12 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
 
   const expandLevel = (deadlineMs = Number.POSITIVE_INFINITY, full?: () => boolean): boolean => {
     if (truncated || frontierCount === 0 || depthCompleted >= options.maxDepth) return false;
+    // The deadline is asked at each level's start too: within a level only every 256 states, so a search of narrow
+    // levels (fewer states each) never asked it and ran to maxDepth, reported as complete, however long that took.
+    if (clock() > deadlineMs) {
+      truncated = true;
+      return false;
+    }
     const depth = depthCompleted + 1;
     // The last level is never expanded: its fresh states are counted and checked, and kept neither whole nor linked
     // (a counterexample ending in one is rebuilt from its parent, traceTo).

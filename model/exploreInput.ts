@@ -70,17 +70,52 @@ export function checkExploreCall(initial: World, alphabet: readonly Command[], o
 }
 
 /**
- * The states an exploration keeps when nothing else bounds it (no maxStates,
- * and no budgetMs with a clock to measure it): a large maxDepth alone would
- * expand until memory runs out. About a million states fit in a few hundred
- * MB on the matrix's designs; the result says `truncated` when it is reached.
+ * The states an exploration keeps when no maxStates bounds it, a budget or
+ * not: a large maxDepth alone would expand until memory runs out, and a
+ * budget bounds nothing when the caller's clock stands still (or read NaN,
+ * which no deadline is ever past). About a million states fit in a few
+ * hundred MB on the matrix's designs; the result says `truncated` when it
+ * is reached.
  */
 export const DEFAULT_MAX_STATES = 1_000_000;
 
-/** `options`, with maxStates DEFAULT_MAX_STATES when neither maxStates nor a finite budgetMs with a clock bounds the search. */
+/**
+ * `options` as the search reads it: an object with ExploreOptions' keys only
+ * (checkExploreOptions), each read once into a plain object (a getter or
+ * proxy answering one value to the checks and another to the search could
+ * unbound it), and the caller's clock checked at every reading: one that is
+ * not a finite number (NaN, a bigint) is InvalidInputError('invalid-config'),
+ * where NaN made every deadline unreachable and a bigint threw a TypeError
+ * mid-search. The values are checked after (explore.ts, checkExploreOptions).
+ */
+export function readExploreOptions(options: unknown, name: string): ExploreOptions {
+  const given = checkObject(options, name, 'an options object { maxDepth, ... }');
+  checkKnownKeys(given, name, EXPLORE_OPTION_KEYS);
+  const read: Record<string, unknown> = {};
+  for (const key of EXPLORE_OPTION_KEYS) {
+    const value = given[key];
+    if (value !== undefined) read[key] = value;
+  }
+  if (typeof read.clock === 'function') read.clock = finiteReadings(read.clock as () => unknown, `${name}.clock()`);
+  return read as unknown as ExploreOptions;
+}
+
+/**
+ * `f` (a caller's clock, or memory gauge), each of its readings checked: one that is not a finite number is
+ * InvalidInputError('invalid-config') naming `name`. NaN is past no bound (a deadline or limit it is compared with
+ * never comes), and a bigint threw a TypeError where it was added to a number.
+ */
+export function finiteReadings(f: () => unknown, name: string): () => number {
+  return () => {
+    const reading = f();
+    if (typeof reading !== 'number' || !Number.isFinite(reading)) refuse(name, 'a finite number', reading);
+    return reading;
+  };
+}
+
+/** `options` (read by readExploreOptions), with maxStates DEFAULT_MAX_STATES when absent. */
 export function boundedOptions(options: ExploreOptions): ExploreOptions {
-  const timed = options.clock !== undefined && options.budgetMs !== undefined && Number.isFinite(options.budgetMs);
-  return options.maxStates !== undefined || timed ? options : { ...options, maxStates: DEFAULT_MAX_STATES };
+  return options.maxStates !== undefined ? options : { ...options, maxStates: DEFAULT_MAX_STATES };
 }
 
 /** The most attempts (first plus retries) one acquire of `alphabet`, a pause's in-flight one, or `initial`'s in flight makes. */
@@ -129,12 +164,24 @@ export function checkTokenHeadroom(initial: World, alphabet: readonly Command[],
   );
 }
 
-/** The largest magnitude of any number in `value` (a World, a command, a config), walked whole; bigints (tokens) are not times. */
+/**
+ * The largest magnitude of any number in `value` (a World, a command, a config), walked whole; bigints (tokens) are
+ * not times. Without recursion and each object once: a world may carry fields of the caller's own (checkWorld reads
+ * only the model's), cyclic or nested deeper than the stack, which threw a RangeError here.
+ */
 function largestNumber(value: unknown): number {
-  if (typeof value === 'number') return Number.isFinite(value) ? Math.abs(value) : 0;
-  if (typeof value !== 'object' || value === null) return 0;
   let most = 0;
-  for (const v of Object.values(value)) most = Math.max(most, largestNumber(v));
+  const seen = new Set<object>();
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const v = todo.pop();
+    if (typeof v === 'number') {
+      if (Number.isFinite(v)) most = Math.max(most, Math.abs(v));
+    } else if (typeof v === 'object' && v !== null && !seen.has(v)) {
+      seen.add(v);
+      for (const x of Object.values(v)) todo.push(x);
+    }
+  }
   return most;
 }
 

@@ -1,5 +1,6 @@
 import type { Exploration } from './explore.ts';
 import { checkArray, checkKnownKeys, checkObject, refuse } from './checks.ts';
+import { finiteReadings } from './exploreInput.ts';
 
 /** Why a run of explorations by levels ended. */
 export type LevelsEnd =
@@ -45,6 +46,9 @@ export function exploreByLevels(runs: readonly Exploration[], options: LevelsOpt
   for (const f of ['memoryUsed', 'onLevel'] as const) if (o[f] !== undefined && typeof o[f] !== 'function') refuse(`exploreByLevels options.${f}`, 'a function or absent', o[f]);
   if (o.memoryLimitBytes !== undefined && (typeof o.memoryLimitBytes !== 'number' || Number.isNaN(o.memoryLimitBytes))) refuse('exploreByLevels options.memoryLimitBytes', 'a number of bytes or absent', o.memoryLimitBytes);
   const limit = options.memoryLimitBytes ?? Number.POSITIVE_INFINITY;
+  // Each reading checked: a NaN one is past no deadline or limit, so it bounded nothing.
+  const clock = finiteReadings(options.clock, 'exploreByLevels options.clock()');
+  const memoryUsed = options.memoryUsed === undefined ? () => 0 : finiteReadings(options.memoryUsed, 'exploreByLevels options.memoryUsed()');
   for (;;) {
     let depth = Number.POSITIVE_INFINITY;
     for (const r of runs) if (!r.over) depth = Math.min(depth, r.depthCompleted);
@@ -52,16 +56,16 @@ export function exploreByLevels(runs: readonly Exploration[], options: LevelsOpt
     for (let i = 0; i < runs.length; i++) {
       const r = runs[i]!;
       if (r.over || r.depthCompleted !== depth) continue;
-      if (options.clock() > options.deadlineMs) return { kind: 'deadline' };
-      let used = options.memoryUsed?.() ?? 0;
+      if (clock() > options.deadlineMs) return { kind: 'deadline' };
+      let used = memoryUsed();
       if (used > limit) return { kind: 'memory', usedBytes: used };
       const full = (): boolean => {
-        used = options.memoryUsed?.() ?? 0;
+        used = memoryUsed();
         return used > limit;
       };
       if (r.expandLevel(options.deadlineMs, full)) options.onLevel?.(i, r);
       else if (r.truncated && used > limit) return { kind: 'memory', usedBytes: used };
-      else if (r.truncated && options.clock() > options.deadlineMs) return { kind: 'deadline' };
+      else if (r.truncated && clock() > options.deadlineMs) return { kind: 'deadline' };
     }
   }
 }

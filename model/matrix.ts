@@ -12,7 +12,7 @@ import type { PropertyId } from './properties.ts';
 import { PROPERTY_IDS } from './properties.ts';
 import { initialWorld } from './state.ts';
 import { frozen } from './frozen.ts';
-import { checkExploreOptions } from './exploreInput.ts';
+import { checkExploreOptions, readExploreOptions } from './exploreInput.ts';
 
 /**
  * The rows of the comparison matrix: each design variant with the stores it
@@ -59,14 +59,19 @@ export type CellOptions = ExploreOptions & { readonly maxStates: number };
 
 /** A cell's row, store and fault class, checked before anything is built. */
 function checkCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, call: string): void {
-  validateDesign(checkObject(row, `${call} row`, 'a matrix row { label, design, stores }').design as Design);
+  const r = checkObject(row, `${call} row`, 'a matrix row { label, design, stores }');
+  // The label names the cell in its result (CellResult.row) and in every table: a number or an object there was passed on as the row's name.
+  if (typeof r.label !== 'string') refuse(`${call} row.label`, 'a string', r.label);
+  validateDesign(r.design as Design);
   checkOneOf(store, `${call} store`, STORE_POLICIES);
   checkOneOf(faultClass, `${call} faultClass`, FAULT_CLASSES);
 }
 
-/** A cell's options: ExploreOptions' keys only, and maxStates given (CellOptions: a cell is bounded). */
-function checkCellOptions(options: CellOptions, call: string): void {
-  checkExploreOptions(options, `${call} options`, 'required');
+/** A cell's options, read once (readExploreOptions): ExploreOptions' keys only, and maxStates given (CellOptions: a cell is bounded). */
+function cellOptions(options: CellOptions, call: string): CellOptions {
+  const read = readExploreOptions(options, `${call} options`);
+  checkExploreOptions(read, `${call} options`, 'required');
+  return read as CellOptions;
 }
 
 /**
@@ -76,18 +81,18 @@ function checkCellOptions(options: CellOptions, call: string): void {
  */
 export function exploreCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): CellResult {
   checkCell(row, store, faultClass, 'exploreCell');
-  checkCellOptions(options, 'exploreCell');
+  const o = cellOptions(options, 'exploreCell');
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
-  const result = explore(world, alphabetFor(row.design, faultClass), options);
+  const result = explore(world, alphabetFor(row.design, faultClass), o);
   return { ...result, row: row.label, store, faultClass };
 }
 
 /** One matrix cell's exploration, to be expanded a level at a time (exploreLevels.ts). */
 export function startCell(row: MatrixRow, store: StorePolicy, faultClass: FaultClass, options: CellOptions): Exploration {
   checkCell(row, store, faultClass, 'startCell');
-  checkCellOptions(options, 'startCell');
+  const o = cellOptions(options, 'startCell');
   const world = initialWorld({ design: row.design, store, clients: DEFAULT_ALPHABET.clients });
-  return startExploration(world, alphabetFor(row.design, faultClass), options);
+  return startExploration(world, alphabetFor(row.design, faultClass), o);
 }
 
 /**
@@ -129,6 +134,8 @@ export function explorationKey(row: MatrixRow, store: StorePolicy, faultClass: F
  */
 export function derivedProperties(found: ReadonlySet<PropertyId>, store: StorePolicy): PropertyId[] {
   if (!(found instanceof Set)) refuse('derivedProperties found', 'a Set of property IDs', found);
+  // An ID that is none (a typo, 'mutex-1') derived nothing, silently.
+  for (const p of found) checkOneOf(p, 'derivedProperties found', PROPERTY_IDS);
   checkOneOf(store, 'derivedProperties store', STORE_POLICIES);
   const derived = new Set<PropertyId>();
   if (found.has('MUTEX-1') && store === 'unfenced') derived.add('STORE-1');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { explore as rawExplore } from '../model/explore.ts';
 import { boundedOptions } from '../model/exploreInput.ts';
-import { clockAt, DEFAULT_MAX_STATES, designs, explore, initialWorld, InvalidInputError, runSchedule, startExploration } from '../model/index.ts';
+import { clockAt, DEFAULT_MAX_STATES, derivedProperties, designs, explore, exploreByLevels, exploreCell, initialWorld, InvalidInputError, MATRIX_ROWS, runSchedule, startCell, startExploration } from '../model/index.ts';
 import type { Command, World } from '../model/index.ts';
 
 const cycle: Command[] = [
@@ -21,15 +21,16 @@ function refusal(call: () => unknown): unknown {
 const world = (tokenBase: bigint) => initialWorld({ design: designs.redlock({ nodes: 1 }), store: 'strict', clients: 1, tokenBase });
 
 describe('an exploration is always bounded', () => {
-  it('keeps at most DEFAULT_MAX_STATES states when neither maxStates nor a budgetMs with a clock bounds it (a huge maxDepth alone ran until memory ran out)', () => {
+  it('keeps at most DEFAULT_MAX_STATES states when no maxStates bounds it, a budget or not (a huge maxDepth alone ran until memory ran out)', () => {
     const clock = (): number => 0;
     expect(boundedOptions({ maxDepth: 2 ** 31 - 1 })).toEqual({ maxDepth: 2 ** 31 - 1, maxStates: DEFAULT_MAX_STATES });
     // A budget without a clock measures nothing (the default clock stands still); an infinite one bounds nothing.
     expect(boundedOptions({ maxDepth: 9, budgetMs: 1000 }).maxStates).toBe(DEFAULT_MAX_STATES);
     expect(boundedOptions({ maxDepth: 9, budgetMs: Number.POSITIVE_INFINITY, clock }).maxStates).toBe(DEFAULT_MAX_STATES);
+    // Nor does a finite budget on a caller's clock that stands still: the search it left unbounded ran until the heap was gone.
+    expect(boundedOptions({ maxDepth: 9, budgetMs: 1000, clock }).maxStates).toBe(DEFAULT_MAX_STATES);
     // Bounded already: as given.
     expect(boundedOptions({ maxDepth: 9, maxStates: 5 }).maxStates).toBe(5);
-    expect(boundedOptions({ maxDepth: 9, budgetMs: 1000, clock }).maxStates).toBeUndefined();
     // A small space is still explored whole under the default (time alone: every state is the first up to a shift of time).
     const r = explore(world(0n), [{ kind: 'advance', ms: 4 }], { maxDepth: 2 ** 31 - 1 });
     expect([r.exhausted, r.truncated, r.depthCompleted]).toEqual([true, false, 1]);
@@ -97,5 +98,79 @@ describe('a schedule run whole is bounded the same way', () => {
     expect((tokenRefusal as InvalidInputError).message).toMatch(/^invalid-token: runSchedule: tokens could pass 2\^63-1 within its 6 commands .*run a shorter schedule$/);
     // Well inside both ranges: run as before.
     expect(runSchedule(world(0n), steps).violations).toEqual([]);
+  });
+});
+
+describe("a caller's clock, options and world cannot unbound an exploration or throw from inside it", () => {
+  const cycleWorld = world(0n);
+
+  it('a clock reading that is no finite number is an InvalidInputError naming the clock (NaN is past no deadline: a budget on it bounded nothing; a bigint threw a TypeError)', () => {
+    const readings: unknown[] = [Number.NaN, 'soon', 5n, undefined, Number.POSITIVE_INFINITY];
+    for (const reading of readings) {
+      const clock = (() => reading) as () => number;
+      for (const [name, call] of [
+        ['explore', () => explore(cycleWorld, cycle, { maxDepth: 50, clock, budgetMs: 10 })],
+        ['startExploration', () => startExploration(cycleWorld, cycle, { maxDepth: 50, clock, budgetMs: 10 })],
+        ['exploreCell', () => exploreCell(MATRIX_ROWS[0]!, 'unfenced', 'none', { maxDepth: 3, maxStates: 100, clock })],
+        ['startCell', () => startCell(MATRIX_ROWS[0]!, 'unfenced', 'none', { maxDepth: 3, maxStates: 100, clock })],
+        ['exploreByLevels', () => exploreByLevels([startExploration(cycleWorld, cycle, { maxDepth: 3 })], { clock, deadlineMs: 10 })],
+      ] as const) {
+        const refused = refusal(call);
+        expect(refused, `${name} on a clock reading ${String(reading)}`).toBeInstanceOf(InvalidInputError);
+        expect((refused as Error).message).toMatch(/clock\(\) must be a finite number, got/);
+      }
+    }
+    const gauge = refusal(() => exploreByLevels([startExploration(cycleWorld, cycle, { maxDepth: 3 })], { clock: () => 0, deadlineMs: 10, memoryUsed: () => Number.NaN, memoryLimitBytes: 1 }));
+    expect(gauge).toBeInstanceOf(InvalidInputError);
+    expect((gauge as Error).message).toMatch(/exploreByLevels options\.memoryUsed\(\) must be a finite number, got NaN/);
+  });
+
+  it('asks the deadline at every level: a search of narrow levels (under 256 states each) never asked it and ran to maxDepth, reported complete', () => {
+    // A clock that moves 1 ms a reading: deterministic, and a 5 ms budget ends within a few levels.
+    let now = 0;
+    const r = explore(cycleWorld, cycle, { maxDepth: 3000, clock: () => now++, budgetMs: 5 });
+    expect(r.truncated).toBe(true);
+    expect(r.depthCompleted).toBeLessThan(10);
+    // No deadline: the same search to its depth.
+    expect(explore(cycleWorld, cycle, { maxDepth: 40 })).toMatchObject({ truncated: false, depthCompleted: 40 });
+  });
+
+  it('reads each option once: a getter answering one value to the checks and another to the search cannot change the bound', () => {
+    let reads = 0;
+    const options = {
+      maxDepth: 40,
+      get maxStates(): number | undefined {
+        reads++;
+        return reads === 1 ? 5 : undefined;
+      },
+    };
+    const r = explore(cycleWorld, cycle, options);
+    expect(reads).toBe(1);
+    expect(r.truncated).toBe(true);
+    expect(r.states).toBeLessThan(10);
+  });
+
+  it("walks a world's fields of the caller's own without recursion: a cyclic or very deep one threw a RangeError (stack overflow) from the headroom check", () => {
+    const cyclic = { ...cycleWorld } as World & { self?: unknown };
+    cyclic.self = cyclic;
+    let deep: unknown = {};
+    for (let i = 0; i < 50_000; i++) deep = { d: deep };
+    const deepWorld = { ...cycleWorld, deep } as World;
+    for (const w of [cyclic, deepWorld]) {
+      expect(runSchedule(w, cycle).steps).toHaveLength(2);
+      expect(explore(w, cycle, { maxDepth: 3 }).depthCompleted).toBe(3);
+      expect(startExploration(w, cycle, { maxDepth: 3 }).depthCompleted).toBe(0);
+    }
+  });
+
+  it("refuses a matrix row whose label is no string, and a found set with an ID that is none (each was passed on, or ignored, silently)", () => {
+    for (const label of [5, null, { name: 'x' }]) {
+      const refused = refusal(() => exploreCell({ ...MATRIX_ROWS[0]!, label } as never, 'unfenced', 'none', { maxDepth: 1, maxStates: 10 }));
+      expect(refused).toBeInstanceOf(InvalidInputError);
+      expect((refused as Error).message).toMatch(/exploreCell row\.label must be a string, got/);
+    }
+    const unknown = refusal(() => derivedProperties(new Set(['mutex-1']) as never, 'unfenced'));
+    expect(unknown).toBeInstanceOf(InvalidInputError);
+    expect((unknown as Error).message).toMatch(/derivedProperties found must be one of 'MUTEX-1'.*got "mutex-1"/);
   });
 });

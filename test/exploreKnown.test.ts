@@ -42,3 +42,31 @@ describe('known counterexamples against the depth explored', () => {
     expect(r.stdout).not.toMatch(/all known counterexamples found/);
   });
 });
+
+describe('lockcheck explore reports a cell cut short as cut, and names a wrong design or fault class safely', () => {
+  it('a cell --max-states stopped says "(cut)" in the table itself, not only "holds to k" (read as a search to --depth that found nothing)', () => {
+    const r = lockcheckSync(['explore', '--depth', '6', '--max-states', '300', '--design', 'redis-single', '--fault', 'delay'], { timeoutMs: 120_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const rows = r.stdout.split('\n').filter((l) => l.startsWith('| redis-single('));
+    expect(rows).toHaveLength(4);
+    for (const row of rows) expect(row).toMatch(/\| holds to [0-5] \(cut\) \|$/);
+    expect(r.stdout).toMatch(/"\(cut\)": --max-states or --seconds stopped the cell before depth 6/);
+    // A cell explored to its depth has no mark.
+    const whole = lockcheckSync(['explore', '--depth', '3', '--design', 'redis-single', '--fault', 'delay'], { timeoutMs: 120_000 });
+    expect(whole.stdout).toMatch(/\| redis-single\(none\) \| unfenced \| holds to 3 \|/);
+    expect(whole.stdout).not.toMatch(/\(cut\) \|/);
+  });
+
+  it('an unknown --design or --fault is shown escaped and cut short, with the name nearest it (a newline in it forged a line; a pasted file was echoed whole)', () => {
+    const design = lockcheckSync(['explore', '--design', 'redlok\nlockcheck: all good'], { timeoutMs: 60_000 });
+    expect(design.code).toBe(2);
+    expect(design.stderr).toMatch(/no design 'redlok\\nlockcheck: all good' \(have redis-single, redlock/);
+    expect(design.stderr).not.toMatch(/^lockcheck: all good/m);
+    expect(lockcheckSync(['explore', '--design', 'redlok'], { timeoutMs: 60_000 }).stderr).toMatch(/no design 'redlok'; did you mean 'redlock'\?/);
+    const fault = lockcheckSync(['explore', '--fault', `clock-stp${'x'.repeat(2000)}`], { timeoutMs: 60_000 });
+    expect(fault.code).toBe(2);
+    expect(fault.stderr).toMatch(/no fault class 'clock-stpx{28}\.\.\.'/);
+    expect(fault.stderr.length).toBeLessThan(600);
+    expect(lockcheckSync(['explore', '--fault', 'clock-stp'], { timeoutMs: 60_000 }).stderr).toMatch(/no fault class 'clock-stp'; did you mean 'clock-step'\?/);
+  });
+});
