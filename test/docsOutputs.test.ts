@@ -115,3 +115,14 @@ describe('docs/matrix-guide.md', () => {
     expect(shown.filter((c) => !cell.test(c))).toEqual([]);
   });
 });
+
+describe('docs/getting-started.md', () => {
+  it('the message it quotes for a number out of its range is the one the command line prints', async () => {
+    // It said the range was in `lockcheck --help`, which gives none (found by an audit); the message does.
+    const quoted = /the message for one outside names it, e\.g\. `(--runs must be an integer in \[\d+, \d+\])`/.exec(text('docs/getting-started.md').replace(/\s+/g, ' '));
+    expect(quoted).not.toBeNull();
+    const run = await lockcheckAsync(['run', '--backend', 'redis-single/strict', '--runs', '0']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`lockcheck: ${quoted![1]!} in decimal digits, got '0'`);
+  });
+});
