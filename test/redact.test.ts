@@ -8,6 +8,7 @@ import { writeHistoryReport } from '../conformance/history/report.ts';
 import { describe, expect, it } from 'vitest';
 import { hideCommandLineSecrets, redactSecrets, redactUrl, registerSecret, terminalSafe } from '../conformance/env/redact.ts';
 import { writeRedacted } from '../conformance/env/outputFile.ts';
+import { redactMarkup } from '../conformance/env/redactMarkup.ts';
 
 describe('redactUrl and redactSecrets: URLs are shown only as scheme://host:port/db', () => {
   it('drops user, password and query, keeps host, port and database', () => {
@@ -233,4 +234,23 @@ it.skipIf(process.getuid?.() !== 0)('writeRedacted refuses to write through a di
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// A name, value or message reaches the secret search from a history, an adapter or a server: a run of words joined by
+// dashes or dots was scanned to its end from each of its word boundaries (a secret name's prefix, a URL's scheme), and
+// sentence punctuation after a URL from each of its characters. 40,000 characters of "a-a-…" took 13 s; 200,000, minutes.
+it('redactSecrets and redactMarkup take time linear in the text: long runs of dashed and dotted words, punctuation after a URL', () => {
+  const n = 200_000;
+  const shapes = ['a-', '-a', 'a.', 'a+', 'a-pass', 'auth-', 'password-', 'Bearer '].map((unit) => unit.repeat(n / unit.length));
+  shapes.push(`redis://x${'.'.repeat(n)}a`, `see redis://u:pw@h:1/0${'.'.repeat(n)}`);
+  for (const text of shapes) {
+    const started = performance.now();
+    redactSecrets(text);
+    redactMarkup(`<p>${text}</p>`);
+    // Linear: tens of ms each (quadratic: minutes); the bound leaves room for a loaded machine.
+    expect(performance.now() - started, text.slice(0, 24)).toBeLessThan(3_000);
+  }
+  // The same names as before: anywhere in a dashed or dotted name, auth, pass and pwd only at its start or after a separator.
+  expect(redactSecrets('x.db-password=hunter2 my_api_key=abc REDISCLI_AUTH=zzz bypass=ok passport=ok pwd: "p1" --auth=1')).toBe('x.db-password=<redacted> my_api_key=<redacted> REDISCLI_AUTH=<redacted> bypass=ok passport=ok pwd: "<redacted>" --auth=<redacted>');
+  expect(redactSecrets('at redis://u:secretpw@h:1/0... then')).toBe('at redis://h:1/0... then');
 });

@@ -41,11 +41,17 @@ export function redactUrl(raw: string | URL): string {
  * starts a usage template (redis://[user:password@]host...), not a URL with a
  * secret.
  */
-const SECRET_URL = /\b(?:rediss?|postgres(?:ql)?):\/\/(?:[^\s/"<>`@[]*@)?[^\s'"<>`,[][^\s'"<>`]*|\b[a-z][a-z0-9+.-]*:\/\/(?!\[)[^\s/"<>`@]*@[^\s'"<>`]*/gi;
+// The scheme is bounded (64 characters): unbounded, it was scanned to the end of a run of letters, dots and dashes from
+// every word boundary in it, quadratic in the run ("a-a-a-…" of 40,000 characters took seconds).
+const SECRET_URL = /\b(?:rediss?|postgres(?:ql)?):\/\/(?:[^\s/"<>`@[]*@)?[^\s'"<>`,[][^\s'"<>`]*|\b[a-z][a-z0-9+.-]{0,63}:\/\/(?!\[)[^\s/"<>`@]*@[^\s'"<>`]*/gi;
 /** A comma-separated list of URLs is redacted one by one. */
 const NEXT_URL = /,(?=[a-z][a-z0-9+.-]*:\/\/)/i;
-/** Sentence punctuation after a URL is not part of it. */
-const TRAILING = /[.,:;)\]]+$/;
+/** Sentence punctuation after a URL is not part of it: how many characters of it end `match` (a loop: an anchored pattern was tried from every dot of a long run, quadratic). */
+function trailingLength(match: string): number {
+  let n = 0;
+  while (n < match.length && '.,:;)]'.includes(match[match.length - 1 - n]!)) n++;
+  return n;
+}
 
 /**
  * A name that holds a secret, prefixes included (PGPASSWORD, db_password,
@@ -53,7 +59,17 @@ const TRAILING = /[.,:;)\]]+$/;
  * separator (REDISCLI_AUTH, auth_pass; not bypass). Not `token` alone: a fencing token is no secret
  * and lockcheck prints them everywhere.
  */
-const SECRET_NAME = String.raw`(?:[\w-]*?(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)|(?:[\w-]*[_-])?(?:auth|pass|pwd))`;
+const SECRET_WORD = String.raw`(?:password|passwd|passphrase|secret|credentials?|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|requirepass|masterauth)`;
+const SECRET_NAME = String.raw`(?:[\w-]*?${SECRET_WORD}|(?:[\w-]*[_-])?(?:auth|pass|pwd))`;
+/**
+ * The end of a secret name, where no quote marks its start: SECRET_NAME from
+ * its last part (\b…=, found from every word boundary of a long run of letters
+ * and dashes, scanned that run to its end each time: "a-a-a-…" of 40,000
+ * characters took seconds). The same names: a long word anywhere in the name,
+ * auth, pass or pwd at its start or after a separator; what comes before the
+ * match is kept as it is, so the text redacted is the same.
+ */
+const SECRET_NAME_END = String.raw`(?:${SECRET_WORD}|(?:\b|(?<=[_-]))(?:auth|pass|pwd))`;
 /**
  * A quoted value: JSON's or inspect's quotes (backticks for a string holding
  * both ' and "), quotes escaped inside a JSON string (\"…\", a message in a
@@ -69,9 +85,9 @@ const QUOTED = String.raw`\\"(?:[^"\\]|\\[^"])*?\\"|"(?:[^"\\]|\\.)*"|'(?:[^'\\]
  */
 const SECRET_VALUE = new RegExp(
   [
-    String.raw`(\b${SECRET_NAME}=)(${QUOTED}|(?:[^\s&;,'"<>\`\\]|\\.)+)`,
+    String.raw`(${SECRET_NAME_END}=)(${QUOTED}|(?:[^\s&;,'"<>\`\\]|\\.)+)`,
     String.raw`((\\?["']|&quot;)${SECRET_NAME}\4\s*:\s*)(${QUOTED})`,
-    String.raw`(\b${SECRET_NAME}:\s*)(${QUOTED})`,
+    String.raw`(${SECRET_NAME_END}:\s*)(${QUOTED})`,
     String.raw`(\b(?:requirepass|masterauth|auth-pass\s+\S+)\s+)(${QUOTED}|[^\s'"]+)`,
     String.raw`(\bBearer\s+)([\w.~+/-]+=*)`,
   ].join('|'),
@@ -169,8 +185,8 @@ const MAY_MATCH = /:\/\/|pass|pwd|secret|credential|api[_-]?key|access[_-]?key|p
 function redactPatterns(text: string): string {
   return text
     .replace(SECRET_URL, (match) => {
-      const trailing = TRAILING.exec(match)?.[0] ?? '';
-      const body = match.slice(0, match.length - trailing.length);
+      const body = match.slice(0, match.length - trailingLength(match));
+      const trailing = match.slice(body.length);
       return body.split(NEXT_URL).map((u) => redactUrl(u)).join(',') + trailing;
     })
     .replace(SECRET_VALUE, (...m: (string | undefined)[]) => {
