@@ -8,6 +8,7 @@ import type { WriteResult } from '../fencedStore.ts';
 import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
 import { passes } from '../../model/store.ts';
 import { checkConnectString } from './connectString.ts';
+import { LATER_CODES, teachLaterCodes } from './codes.ts';
 import { PassOver, type Member } from './passOver.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER, takenByZookeeper, ZNODE_PATH } from './paths.ts';
@@ -134,6 +135,7 @@ interface Session extends ZookeeperSession {
  * as ttl (spec 7.10).
  */
 export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
+  teachLaterCodes();
   checkObject(options, 'zookeeperNode options');
   checkNodeKeys(options);
   checkConnectString(options.connectString);
@@ -924,6 +926,8 @@ type Refusal = { readonly kind: 'authentication' } | { readonly kind: 'refused';
 /** Replies no retry fixes, by the library's code: the refusal each is. */
 const REFUSALS: ReadonlyMap<number, Refusal> = new Map<number, Refusal>([
   [zookeeper.Exception.AUTH_FAILED, { kind: 'authentication' }],
+  // ZooKeeper 3.7+ enforcing authentication (enforce.auth.enabled): the session presented none of the schemes it requires.
+  [LATER_CODES.SESSION_CLOSED_REQUIRE_SASL_AUTH, { kind: 'authentication' }],
   [zookeeper.Exception.NO_AUTH, { kind: 'refused', code: 'permission' }],
   [zookeeper.Exception.INVALID_ACL, { kind: 'refused', code: 'permission' }],
   [zookeeper.Exception.NO_CHILDREN_FOR_EPHEMERALS, { kind: 'refused', code: 'schema' }],
