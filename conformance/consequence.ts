@@ -27,6 +27,14 @@ export interface Consequence {
 export const CONSEQUENCE_KINDS: readonly ConsequenceKind[] = ['unsafe', 'liveness', 'safe'];
 
 /**
+ * Said of a granted token above the model's and above every token granted
+ * before it on the resource: it skipped values (a revision, a shared
+ * counter), which orders the holders as well; only the exact comparison the
+ * backend declared (by default) fails it.
+ */
+export const TOKEN_SKIP_NOTE = "the token skips values but is above every earlier one: a lock whose tokens move at events of their own declares capabilities.tokensComparedBy: 'order'";
+
+/**
  * The consequence of a deviation: from the property the runner names (it
  * names the safe direction LIVE-1, and an overreach MUTEX-1), the operation
  * and what the backend answered against what the model allows.
@@ -44,7 +52,17 @@ export function consequenceOf(property: PropertyId, command: Command, actual: Ou
       if (op.kind === 'acquire' && actual.kind === 'granted' && !kinds.has('granted')) return { kind: 'unsafe', what: 'a grant the model refuses: the client may act while the lock is not its own (two holders)' };
       return { kind: 'unsafe', what: 'the client may act on a lease longer than allowed' };
     })
-    .with('FENCE-1', 'FENCE-2', 'DUR-1', (): Consequence => ({ kind: 'unsafe', what: 'a stale write can land: tokens do not order the holders' }))
+    .with('FENCE-2', (): Consequence =>
+      // A store that refuses a write its policy takes loses the holder's write: nothing stale lands.
+      actual.kind === 'rejected' && !kinds.has('rejected')
+        ? { kind: 'liveness', what: "a write the store's policy takes was refused: the holder's write is lost" }
+        : { kind: 'unsafe', what: 'a stale write can land: tokens do not order the holders' },
+    )
+    .with('FENCE-1', 'DUR-1', (): Consequence =>
+      message.includes(TOKEN_SKIP_NOTE)
+        ? { kind: 'safe', what: 'a token above every earlier one, not the next: it still orders the holders' }
+        : { kind: 'unsafe', what: 'a stale write can land: tokens do not order the holders' },
+    )
     .with('STORE-1', (): Consequence => ({ kind: 'unsafe', what: 'a stale write landed' }))
     .with('OWN-1', (): Consequence => {
       if (/released key|released lease/.test(message)) return { kind: 'liveness', what: 'a released key stays until its ttl' };

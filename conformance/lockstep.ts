@@ -14,6 +14,7 @@ import { canonicalKey } from '../model/canonical.ts';
 import type { Branch } from '../model/world.ts';
 import { enabled, step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
+import type { WriteResult } from '../impl/fencedStore.ts';
 import type { BackendInstance, BackendUnderTest, TimeControl } from './adapter.ts';
 import { TimingError } from './sim/time.ts';
 import { RunEnvironmentError } from './env/runEnvironment.ts';
@@ -31,7 +32,7 @@ import { FaultNotOfferedError, injectorFor } from './faults.ts';
 import { checkAcquireResult, checkExtendResult, checkReadResult, checkReleasedSignal, checkWriteResult, ContractBreach, isInvalidInput, lossReason, probes, signalProblem } from './contract.ts';
 import type { ConformanceFailure, ExecutedStep, PropertyViolation, RunReport, Verdict } from './verdict.ts';
 import type { Consequence } from './consequence.ts';
-import { comparesTokens, consequenceOf, judgedDesign } from './consequence.ts';
+import { comparesTokens, consequenceOf, judgedDesign, TOKEN_SKIP_NOTE } from './consequence.ts';
 import { entryOf } from '../model/record.ts';
 import { describeThrown } from './thrown.ts';
 import { checkObject, knownOptions } from '../impl/options.ts';
@@ -116,6 +117,8 @@ interface Driver {
 interface Performed {
   readonly outcome: Outcome;
   readonly granted?: { readonly client: number; readonly resource: string; readonly lease: Lease };
+  /** A resume that sent the write its client held across the pause: the store's decision on it (judged against the model's). */
+  readonly heldWrite?: { readonly client: number; readonly decision: WriteResult };
 }
 
 /**
@@ -269,10 +272,10 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     // Operations, a resume that delivers an operation's replies and a delayed write's delivery settle as virtual time moves.
     // A contract breach in a fault's own step (a lease's signal first read at a pause) is judged below, as an operation's is.
     const settled = isOperation(command) || command.kind === 'resume' || command.kind === 'deliver' ? await env.runUntil(work, limitMs) : await work.then(() => true, (e: unknown) => (e instanceof ContractBreach ? true : Promise.reject(e)));
-    const fail = (property: PropertyId, message: string, actual: Outcome): RunReport => {
-      const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, [], worlds[0]!, drivers);
+    const fail = (property: PropertyId, message: string, actual: Outcome, judged: readonly Branch[] = branches): RunReport => {
+      const executed = record(steps.length, command, startMs, env.nowMs(), actual, judged, [], worlds[0]!, drivers);
       steps.push(executed);
-      const consequence = consequenceOf(property, subject, actual, branches.map((b) => b.outcome), message);
+      const consequence = consequenceOf(property, subject, actual, judged.map((b) => b.outcome), message);
       return report({ kind: 'conformance-failure', property, consequence, message, step: executed });
     };
     if (!settled && contract.clientTimeout === false) {
@@ -303,7 +306,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       // Resynchronised where it is well defined: the same outcome but for a shorter deadline or another reason of refusal.
       const clientNow = 'client' in subject ? clientClockNow(backend, instance, subject.client) : 0;
       const same = branches.filter((b) => sameKind(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
-      const deviation = `the backend answered ${show(actual)}; the model allows ${[...new Set(branches.map((b) => show(b.outcome)))].join(' or ')}`;
+      const deviation = `the backend answered ${show(actual)}; the model allows ${[...new Set(branches.map((b) => show(b.outcome)))].join(' or ')}${tokenSkipNote(subject, actual, branches, steps)}`;
       const property = same.length > 0 ? implicated(subject, same.map((b) => ({ ...b, outcome: comparable(b.outcome) })), comparable(actual), clientNow, steps) : null;
       const consequence = property === null ? null : consequenceOf(property, subject, actual, same.map((b) => b.outcome), deviation);
       if (property !== null && consequence !== null && consequence.kind !== 'unsafe') {
@@ -317,7 +320,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       // An answer the model gives, but at an earlier time only (a grant handed over late): say when, or the message reads as a match.
       const earlier = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual))).map((b) => b.next.nowMs);
       const when = earlier.length > 0 ? ` at t=${env.nowMs()} ms (the model has that answer at t=${Math.max(...earlier)} ms)` : '';
-      const deviation = `the backend answered ${show(actual)}${when}; the model allows ${allowed.join(' or ')}`;
+      const deviation = `the backend answered ${show(actual)}${when}; the model allows ${allowed.join(' or ')}${tokenSkipNote(subject, actual, branches, steps)}`;
       // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
       // Judged with the lease the backend just handed out, as the backend sees its clients.
       const tentative = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
@@ -326,6 +329,17 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       // Judged as compared: without tokens for a lock that has none.
       const compared = branches.map((b) => ({ ...b, outcome: comparable(b.outcome) }));
       return fail(implicated(subject, compared, comparable(actual), clientNow, steps), deviation, actual);
+    }
+    if (performed.heldWrite !== undefined) {
+      // The write held across the pause landed at the resume: the store must decide it as the model's store does.
+      const held = performed.heldWrite;
+      const decided = matching.map((b) => ({ ...b, outcome: heldWriteOutcome(b, held.client) ?? held.decision }));
+      const agreeing = decided.filter((b) => b.outcome.kind === held.decision.kind);
+      if (agreeing.length === 0) {
+        const wanted = [...new Set(decided.map((b) => decisionText(b.outcome)))].join(' or ');
+        return fail('FENCE-2', `client ${held.client}'s write, checked before its pause and sent at the resume, was ${decisionText(held.decision)}; the model's ${backend.capabilities.store} store has it ${wanted}`, held.decision, decided);
+      }
+      matching = matching.filter((b) => (heldWriteOutcome(b, held.client) ?? held.decision).kind === held.decision.kind);
     }
     // The outcome is agreed: a lease handed out is the client's now.
     renaming?.learn(performed.outcome, actual);
@@ -449,8 +463,12 @@ function perform(backend: string, instance: BackendInstance, drivers: Driver[], 
       const inFlight = d.inFlight;
       d.pendingWrite = null;
       d.inFlight = null;
-      if (pending !== null) await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value).catch(() => undefined);
-      return inFlight?.outcome ?? ok();
+      // The store's decision on the held write is the stale write a pause lets through: it is judged, as a delivered one is.
+      // A write that failed (its link or the store down) decided nothing the runner can judge.
+      const decision =
+        pending === null ? undefined : await instance.clients[c.client]!.store.write(pending.resource, pending.token, pending.value).then(checkWriteResult, (e: unknown) => (e instanceof ContractBreach ? Promise.reject(e) : undefined));
+      if (inFlight !== null) return inFlight.outcome;
+      return decision === undefined ? ok() : { outcome: { kind: 'ok' }, heldWrite: { client: c.client, decision } };
     })
     .with({ kind: 'deliver' }, async (c): Promise<Performed> => {
       // The write the runner held for the network (a delayed request) goes out now; the store cannot tell who held it.
@@ -945,6 +963,30 @@ export function implicated(command: Command, branches: readonly Branch[], actual
     // A delayed write judged otherwise than the store's policy judges it when it lands.
     .with({ op: 'deliver' }, (): PropertyId => 'FENCE-2')
     .otherwise((): PropertyId => (command.kind === 'resume' ? 'STORE-1' : 'LIVE-1'));
+}
+
+/**
+ * A grant whose token is above every one the model allows and every one
+ * granted before on the resource in this run (TOKEN_SKIP_NOTE): the note
+ * that says so, else ''. A token at or below an earlier one is no skip.
+ */
+function tokenSkipNote(command: Command, actual: Outcome, branches: readonly Branch[], earlier: readonly ExecutedStep[]): string {
+  if (command.kind !== 'acquire' || actual.kind !== 'granted') return '';
+  const allowed = branches.flatMap((b) => (b.outcome.kind === 'granted' ? [b.outcome.token] : []));
+  const before = earlier.flatMap((s) => (s.command.kind === 'acquire' && s.command.resource === command.resource && s.actual.kind === 'granted' ? [s.actual.token] : []));
+  const skips = allowed.length > 0 && [...allowed, ...before].every((t) => actual.token > t);
+  return skips ? ` (${TOKEN_SKIP_NOTE})` : '';
+}
+
+function decisionText(o: Outcome): string {
+  return o.kind === 'rejected' ? `rejected (highest token accepted before: ${o.highest})` : o.kind;
+}
+
+/** The model's decision on a client's write that landed in this branch's step (null: it sent none there). */
+function heldWriteOutcome(branch: Branch, client: number): Outcome | null {
+  const w = branch.events.find((e) => e.kind === 'write' && e.client === client);
+  if (w === undefined || w.kind !== 'write') return null;
+  return w.accepted ? { kind: 'accepted' } : { kind: 'rejected', highest: w.highestBefore! };
 }
 
 /** Whether a node holds a key on the operation's resource that is not the client's own lease's. */

@@ -61,9 +61,17 @@ export function failureSignature(verdict: Verdict): string {
   return `${kind}:${verdictProperties(verdict).sort().join(',')}`;
 }
 
-/** Whether `candidate` fails as `original` does: the same kind of failure, the same properties, the same consequence. */
+/**
+ * Whether `candidate` fails as `original` does: the same kind of failure, the
+ * same properties, the same consequence. A token counter lost at a restart
+ * (DUR-1) is a repeated token (FENCE-1) with a restart before it: a candidate
+ * that repeats it with the restart gone shows the restart played no part, and
+ * is taken, naming the failure FENCE-1 (a token that sometimes repeats was
+ * named DUR-1 by every schedule that happened to hold a restart).
+ */
 export function sameFailure(original: Verdict, candidate: Verdict): boolean {
-  return failureSignature(original) === failureSignature(candidate);
+  const signature = failureSignature(original);
+  return signature === failureSignature(candidate) || (signature.endsWith(':DUR-1') && signature.replace(/:DUR-1$/, ':FENCE-1') === failureSignature(candidate));
 }
 
 /**
