@@ -49,8 +49,29 @@ export function checkAddressable(alphabet: readonly Command[], name: string): vo
   checkArray(alphabet, name, 'an array of commands');
   alphabet.forEach((c, i) => {
     checkCommandShape(c, `${name}[${i}]`);
+    checkCommandData(c, `${name}[${i}]`);
     if (c.kind === 'clock-drift' && !isObject(c.target)) checkObject(c.target, `${name}[${i}].target`, 'an object { node } or { client }');
   });
+}
+
+/** How deep a command's objects go: a pause's inFlight operation is one level below it; a little room beyond. */
+const MAX_COMMAND_NESTING = 4;
+
+/**
+ * A command is plain data (numbers, strings, booleans, null, and objects of them a few levels deep): the symmetry
+ * functions compare commands by their JSON, which threw a TypeError on a bigint, a cycle or a function in a field
+ * of the caller's own (refused later by step, but nodeSymmetric and fingerprintOptionsFor read it first), and a
+ * RangeError on one nested past the stack. Walked without recursion.
+ */
+function checkCommandData(command: Command, name: string): void {
+  const todo: Array<readonly [unknown, string, number]> = [[command, name, 0]];
+  while (todo.length > 0) {
+    const [value, path, depth] = todo.pop()!;
+    if (typeof value === 'bigint' || typeof value === 'function' || typeof value === 'symbol') refuse(path, 'plain data (a number, string, boolean or object)', value);
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= MAX_COMMAND_NESTING) refuse(path, `at most ${MAX_COMMAND_NESTING} levels of objects below its command (a command is plain data, and a cycle never ends)`, value);
+    for (const [key, field] of Object.entries(value)) todo.push([field, `${path}.${key}`, depth + 1]);
+  }
 }
 
 /** An exploration's world, alphabet and options, checked as explore and startExploration take them. */
@@ -185,12 +206,24 @@ function largestNumber(value: unknown): number {
   return most;
 }
 
-/** The sum of every number's magnitude in `value`: what one command can add to any time (its advance, ttl, latency, delay, step...). */
+/**
+ * The sum of every number's magnitude in `value`: what one command can add to any time (its advance, ttl, latency,
+ * delay, step...). Without recursion and each object once: runSchedule bounds its schedule before step checks each
+ * command's fields, and a cyclic or deep one threw a RangeError here.
+ */
 function numbersSum(value: unknown): number {
-  if (typeof value === 'number') return Number.isFinite(value) ? Math.abs(value) : 0;
-  if (typeof value !== 'object' || value === null) return 0;
   let sum = 0;
-  for (const v of Object.values(value)) sum += numbersSum(v);
+  const seen = new Set<object>();
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const v = todo.pop();
+    if (typeof v === 'number') {
+      if (Number.isFinite(v)) sum += Math.abs(v);
+    } else if (typeof v === 'object' && v !== null && !seen.has(v)) {
+      seen.add(v);
+      for (const x of Object.values(v)) todo.push(x);
+    }
+  }
   return sum;
 }
 

@@ -2,10 +2,11 @@ import type { Command } from './command.ts';
 import type { Design, StorePolicy } from './design.ts';
 import { designs } from './design.ts';
 import type { PropertyId } from './properties.ts';
+import { PROPERTY_IDS } from './properties.ts';
 import type { RunResult } from './run.ts';
 import { runSchedule } from './run.ts';
 import { initialWorld } from './state.ts';
-import { checkArray, checkObject } from './checks.ts';
+import { checkArray, checkObject, checkOneOf } from './checks.ts';
 import { frozen } from './frozen.ts';
 
 /**
@@ -166,6 +167,7 @@ export function runScenario(scenario: Scenario, store: StorePolicy): RunResult {
 /** The distinct property IDs a run violated, sorted. */
 export function brokenProperties(result: RunResult): PropertyId[] {
   const violations = checkArray(checkObject(result, 'brokenProperties result', 'a run result { world, steps, violations }').violations, 'brokenProperties result.violations', 'an array of violations');
-  (violations as readonly unknown[]).forEach((v, i) => checkObject(v, `brokenProperties result.violations[${i}]`, 'a violation { property, ... }'));
+  // Each a violation of a property that is one: a property of another type or name was listed as broken.
+  (violations as readonly unknown[]).forEach((v, i) => checkOneOf(checkObject(v, `brokenProperties result.violations[${i}]`, 'a violation { property, ... }').property, `brokenProperties result.violations[${i}].property`, PROPERTY_IDS));
   return [...new Set(result.violations.map((v) => v.property))].sort();
 }

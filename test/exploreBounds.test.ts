@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { explore as rawExplore } from '../model/explore.ts';
 import { boundedOptions } from '../model/exploreInput.ts';
-import { clockAt, DEFAULT_MAX_STATES, derivedProperties, designs, explore, exploreByLevels, exploreCell, initialWorld, InvalidInputError, MATRIX_ROWS, runSchedule, startCell, startExploration } from '../model/index.ts';
+import { brokenProperties, clockAt, DEFAULT_MAX_STATES, derivedProperties, designs, explore, exploreByLevels, exploreCell, fingerprintOptionsFor, initialWorld, InvalidInputError, MATRIX_ROWS, nodeSymmetric, runSchedule, startCell, startExploration } from '../model/index.ts';
 import type { Command, World } from '../model/index.ts';
 
 const cycle: Command[] = [
@@ -172,5 +172,35 @@ describe("a caller's clock, options and world cannot unbound an exploration or t
     const unknown = refusal(() => derivedProperties(new Set(['mutex-1']) as never, 'unfenced'));
     expect(unknown).toBeInstanceOf(InvalidInputError);
     expect((unknown as Error).message).toMatch(/derivedProperties found must be one of 'MUTEX-1'.*got "mutex-1"/);
+  });
+
+  it('a command with a cyclic, very deep, bigint or function field is an InvalidInputError naming it (nodeSymmetric and fingerprintOptionsFor threw a TypeError from JSON; runSchedule a RangeError)', () => {
+    const cyclic = { kind: 'crash', node: 0 } as Command & { self?: unknown };
+    cyclic.self = cyclic;
+    let deep: unknown = 1;
+    for (let i = 0; i < 50_000; i++) deep = { d: deep };
+    const junk: Array<readonly [Command, RegExp]> = [
+      [cyclic, /alphabet\[0\]\.self\.self\.self\.self must be at most 4 levels of objects below its command/],
+      [{ kind: 'crash', node: 0, deep } as Command, /alphabet\[0\]\.deep\.d\.d\.d must be at most 4 levels/],
+      [{ kind: 'crash', node: 0, x: 5n } as Command, /alphabet\[0\]\.x must be plain data .*got 5n/],
+      [{ kind: 'crash', node: 0, f: () => 0 } as Command, /alphabet\[0\]\.f must be plain data/],
+    ];
+    for (const [command, message] of junk) {
+      for (const call of [() => nodeSymmetric([command], 1), () => fingerprintOptionsFor(cycleWorld, [command])]) {
+        const refused = refusal(call);
+        expect(refused).toBeInstanceOf(InvalidInputError);
+        expect((refused as Error).message).toMatch(message);
+      }
+      // runSchedule bounds a schedule's times before step reads its fields: that walk ends too, and step names the field.
+      expect(refusal(() => runSchedule(cycleWorld, [command]))).toBeInstanceOf(InvalidInputError);
+    }
+    // A pause with an operation in flight is as deep as a command goes: plain data.
+    expect(nodeSymmetric([{ kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10 } }], 1)).toBe(true);
+  });
+
+  it('brokenProperties refuses a violation whose property is none (it was listed as broken)', () => {
+    const refused = refusal(() => brokenProperties({ world: cycleWorld, steps: [], violations: [{ property: 5 }] } as never));
+    expect(refused).toBeInstanceOf(InvalidInputError);
+    expect((refused as Error).message).toMatch(/brokenProperties result\.violations\[0\]\.property must be one of 'MUTEX-1'.*got 5/);
   });
 });
