@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { processStartTime, sweepOrphanedRegistries } from '../conformance/env/watchdog.ts';
+import { removeTree, removeTreeSync } from '../conformance/env/tempDir.ts';
 import { alive, until } from './probes.ts';
 
 interface Started {
@@ -170,6 +171,53 @@ it.runIf(process.getuid?.() === 0)('a registry or registry entry another user ma
   } finally {
     parent.kill('SIGKILL');
     for (const w of watchdogs) w.kill('SIGKILL');
+    rmSync(base, { recursive: true, force: true });
+  }
+}, 30_000);
+
+// Run as root, a PostgreSQL cluster's directory belongs to OS user postgres, who can swap a link to /etc in for one of
+// its directories while root's recursive removal lists it: root then emptied /etc. Another user's tree is removed as
+// that user, so it reaches only what they could remove: here a directory of root's inside theirs stays.
+it.runIf(process.getuid?.() === 0)("another user's directory is removed as that user, by stop()'s removal and by the watchdog", async () => {
+  const base = mkdtempSync(join(tmpdir(), 'lockcheck-watchdog-test-'));
+  chmodSync(base, 0o755);
+  const NOBODY = 65534;
+  const theirs = (name: string): { dir: string; rootOwned: string } => {
+    const dir = join(base, name);
+    mkdirSync(join(dir, 'data'), { recursive: true });
+    writeFileSync(join(dir, 'data', 'f'), 'x');
+    for (const path of [dir, join(dir, 'data'), join(dir, 'data', 'f')]) chownSync(path, NOBODY, NOBODY);
+    // Root's, inside theirs: they cannot remove its file, so neither may the removal of their tree.
+    const rootOwned = join(dir, 'root-owned');
+    mkdirSync(rootOwned, { mode: 0o755 });
+    writeFileSync(join(rootOwned, 'f'), 'x');
+    return { dir, rootOwned };
+  };
+  const bySync = theirs('sync');
+  const byAsync = theirs('async');
+  const byWatchdog = theirs('watchdog');
+  const registry = join(base, 'registry');
+  mkdirSync(registry);
+  writeFileSync(join(registry, 'a.json'), JSON.stringify({ processes: [], dirs: [byWatchdog.dir] }));
+  const parent = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  const watchdog = spawn(process.execPath, [fileURLToPath(new URL('../conformance/env/watchdog.mjs', import.meta.url)), String(parent.pid), processStartTime(parent.pid!)!, registry], { stdio: 'ignore' });
+  try {
+    removeTreeSync(bySync.dir);
+    await removeTree(byAsync.dir);
+    const exited = new Promise<number | null>((resolve) => watchdog.once('exit', resolve));
+    parent.kill('SIGKILL');
+    expect(await Promise.race([exited, new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 15_000))])).toBe(0);
+    for (const { dir, rootOwned } of [bySync, byAsync, byWatchdog]) {
+      expect({ data: existsSync(join(dir, 'data')), rootOwned: existsSync(join(rootOwned, 'f')) }).toEqual({ data: false, rootOwned: true });
+    }
+    // This user's own tree is removed whole, as before.
+    const own = join(base, 'own');
+    mkdirSync(join(own, 'x'), { recursive: true });
+    removeTreeSync(own);
+    expect(existsSync(own)).toBe(false);
+  } finally {
+    parent.kill('SIGKILL');
+    watchdog.kill('SIGKILL');
     rmSync(base, { recursive: true, force: true });
   }
 }, 30_000);

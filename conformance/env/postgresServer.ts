@@ -54,9 +54,9 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { builtIn } from './tempDir.ts';
+import { builtIn, removeTree, removeTreeSync } from './tempDir.ts';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -411,7 +411,7 @@ export class PostgresServer {
         await this.#shutdownImmediate();
       } finally {
         removeStaleShmem(this.dataDir, this.#pid);
-        await rm(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+        await removeTree(this.#dir);
         this.#guard.release();
         this.#releasePort();
         live.delete(this);
@@ -449,7 +449,7 @@ export class PostgresServer {
     }
     removeStaleShmem(this.dataDir, this.#pid);
     try {
-      rmSync(this.#dir, { recursive: true, force: true, maxRetries: 3 });
+      removeTreeSync(this.#dir);
     } catch {
       // best effort at exit
     }

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { lstatSync, mkdtempSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,4 +53,45 @@ function builtInSync<T>(dir: string, build: () => T): T {
     rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     throw error;
   }
+}
+
+/**
+ * Who must remove directory `dir`: this process, or (lockcheck as root) the
+ * other user who owns it (a PostgreSQL cluster's, run as OS user postgres).
+ * A recursive removal lists a directory after checking it is no link, and
+ * the directory's owner can swap in a link to /etc in between, which root
+ * would then empty: their tree is removed as them, by rm, reaching only what
+ * they could remove anyway. What they keep from being removed stays: theirs.
+ */
+function removerOf(dir: string): 'gone' | 'self' | { readonly uid: number; readonly gid: number } {
+  let stat;
+  try {
+    stat = lstatSync(dir);
+  } catch {
+    return 'gone';
+  }
+  return process.getuid?.() === 0 && stat.uid !== 0 && stat.isDirectory() ? { uid: stat.uid, gid: stat.gid } : 'self';
+}
+
+const RM_ARGS = (dir: string): string[] => ['-rf', '--one-file-system', '--', dir];
+const RM_OPTIONS = { stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } } as const;
+
+/** Removes directory `dir` and everything in it; another user's tree as that user (removerOf). */
+export function removeTreeSync(dir: string): void {
+  const remover = removerOf(dir);
+  if (remover === 'gone') return;
+  if (remover === 'self') rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  else spawnSync('rm', RM_ARGS(dir), { ...RM_OPTIONS, ...remover });
+}
+
+/** removeTreeSync, without blocking the event loop. */
+export async function removeTree(dir: string): Promise<void> {
+  const remover = removerOf(dir);
+  if (remover === 'gone') return;
+  if (remover === 'self') return rm(dir, { recursive: true, force: true, maxRetries: 3 });
+  await new Promise<void>((resolve) => {
+    const child = spawn('rm', RM_ARGS(dir), { ...RM_OPTIONS, ...remover });
+    child.once('error', () => resolve());
+    child.once('close', () => resolve());
+  });
 }

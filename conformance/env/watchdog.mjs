@@ -3,6 +3,7 @@
 // It polls the parent; once the parent is gone (or its pid belongs to another
 // process) it SIGKILLs every server the registry names that is still the same
 // process (pid and start time), removes their directories and exits.
+import { spawnSync } from 'node:child_process';
 import { lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 
@@ -143,6 +144,23 @@ function remove(path, options) {
 }
 
 /**
+ * Removes a directory and what is in it; one another user owns (a PostgreSQL
+ * cluster's, run as OS user postgres when lockcheck runs as root) as that
+ * user, by rm (as tempDir.ts's removeTree): its owner could swap a link to
+ * /etc in while root's recursive removal lists it.
+ */
+function removeTree(dir) {
+  let stat;
+  try {
+    stat = lstatSync(dir);
+  } catch {
+    return;
+  }
+  if (process.getuid?.() !== 0 || stat.uid === 0 || !stat.isDirectory()) remove(dir, { recursive: true, force: true, maxRetries: 3 });
+  else spawnSync('rm', ['-rf', '--one-file-system', '--', dir], { uid: stat.uid, gid: stat.gid, stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } });
+}
+
+/**
  * `path` is this user's: a real directory or file (lstat: not a link) it owns. The registry sits in the shared temp dir, and what
  * it names is killed and removed: one another user made, or an entry file of
  * theirs, is never read (watchdog.ts's sweep hands over only this user's, too).
@@ -182,7 +200,7 @@ function cleanUp() {
     }
     if (Array.isArray(entry?.dirs)) dirs.push(...entry.dirs.filter(removable));
   }
-  for (const dir of dirs) remove(dir, { recursive: true, force: true, maxRetries: 3 });
+  for (const dir of dirs) removeTree(dir);
   remove(registry, { recursive: true, force: true });
   process.exit(0);
 }
