@@ -236,6 +236,17 @@ describe('the shipped docs link only to what ships', () => {
   });
 });
 
+describe('the docs install what scripts/setup.sh installs', () => {
+  it('the CI workflow of docs/ci.md installs every Debian package scripts/setup.sh looks for', () => {
+    // The workflow's list had lost redis-sentinel, etcd-server, openssl and zookeeper while its step said it was setup.sh's (found by an audit).
+    const setup = [...text('scripts/setup.sh').matchAll(/missing="\$missing ([a-z0-9.-]+)"/g)].map((m) => m[1]!);
+    expect(setup.length).toBeGreaterThan(8);
+    const installs = [...text('docs/ci.md').matchAll(/apt-get install -y --no-install-recommends ([^\n]+)/g)].map((m) => m[1]!.split(' '));
+    expect(installs.length).toBeGreaterThan(0);
+    for (const list of installs) expect(setup.filter((p) => !list.includes(p))).toEqual([]);
+  });
+});
+
 describe('the docs name environment variables the code reads', () => {
   it('every LOCKCHECK_* variable in the docs is in the code (sources, configs, scripts)', () => {
     const listed = spawnSync('git', ['ls-files', '*.ts', '*.mjs', '*.sh', '.ci/run'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f !== '' && f !== 'test/docsFacts.test.ts');
