@@ -27,6 +27,7 @@ import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { storedToken } from '../storeCell.ts';
+import { hostNamesOf, NAME_NOT_RESOLVED, unresolvedName } from './resolution.ts';
 import { checkClock, checkMethods, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
 import { checkToken, checkValue, MAX_TTL_MS } from '../../model/errors.ts';
 
@@ -112,15 +113,24 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   checkKeys(options);
   checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
+  // Which hosts' names did not resolve lately (an etcdClient's client; another client's are not known: every host's).
+  const names = hostNamesOf(client);
+  const noneResolves = (): boolean => names?.noneResolves ?? true;
   const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>): Promise<T> => {
-    let started: Promise<T>;
-    try {
-      started = work({ deadline: Date.now() + timeoutMs });
-    } catch (error) {
-      started = Promise.reject(error as Error);
-    }
+    const call = { deadline: Date.now() + timeoutMs };
+    const send = (): Promise<T> => {
+      try {
+        return work(call);
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+    };
+    // A host whose name did not resolve was sent nothing: the call goes again, to a host not passed over (passOver),
+    // while one may still resolve; once every host's name failed, the mistake is thrown (unknown-host).
+    let started = send();
+    for (let i = 1; i < (names?.hosts ?? 1); i++) started = started.catch((error: unknown) => (unresolvedName(error) && !noneResolves() ? send() : Promise.reject(error as Error)));
     return withTimeout(options.clock, timeoutMs, `etcd ${what}`, started).catch((error: unknown) => {
-      throw typed(error, what, timeoutMs);
+      throw typed(error, what, timeoutMs, noneResolves());
     });
   };
   return {
@@ -319,8 +329,6 @@ const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
  * value of a megabyte read as UnavailableError, retried for ever).
  */
 const MESSAGE_TOO_LARGE = /message larger than max/;
-/** UNAVAILABLE from gRPC's resolver: a host name that does not resolve (as PostgreSQL's ENOTFOUND). */
-const NAME_NOT_RESOLVED = /Name resolution failed for target/;
 /**
  * UNAVAILABLE whose last connection error is the TLS handshake refusing the
  * configuration: a member's certificate the CA does not verify, or issued for
@@ -337,7 +345,7 @@ const TLS_REFUSED =
  * anything else, an expired auth token included (etcd3 authenticates again
  * on the next call), is an UnavailableError.
  */
-function typed(error: unknown, what: string, timeoutMs: number): Error {
+function typed(error: unknown, what: string, timeoutMs: number, noneResolves: boolean): Error {
   if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
   // A programming error (etcd3's, a wrapper's, ours) is no outage: an UnavailableError would be retried, and read as no-quorum.
   if (isDefect(error)) return error as Error;
@@ -351,7 +359,9 @@ function typed(error: unknown, what: string, timeoutMs: number): Error {
     .with(P.instanceOf(ClientClosedError), () => new InvalidInputError('precondition', `etcd ${what}: the client was closed`))
     .with(P.instanceOf(GRPCUnavailableError), (e) =>
       NAME_NOT_RESOLVED.test(e.message)
-        ? new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`, options)
+        ? noneResolves
+          ? new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`, options)
+          : new UnavailableError(message, options)
         : TLS_REFUSED.test(e.message)
           ? new ConnectionConfigError('tls', message, options)
           : new UnavailableError(message, options),

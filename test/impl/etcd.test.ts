@@ -899,6 +899,25 @@ describe('etcd3Node', () => {
     await lock.release(lease);
   });
 
+  it("a host whose name does not resolve beside one that does is passed over, never unknown-host: every call is served (it was ConnectionConfigError('unknown-host') for each call etcd3 sent there); with no host resolving, unknown-host at the first call", async () => {
+    const port = new URL(server().hosts[0]!).port;
+    // etcd3 picks a host at random for each call: enough calls that one lands on the missing name (each did, one in two).
+    const mixed = client([`https://no-such-host.invalid:${port}`, ...server().hosts]);
+    const node = etcd3Node(mixed, { clock: new ManualClock(), requestTimeoutMs: 10_000 });
+    const lock = new EtcdLock({ node, clock: new ManualClock(), prefix: prefix() });
+    for (let i = 0; i < 8; i++) {
+      const lease = granted(await lock.acquire(`r${i}`, { ttlMs: 60_000 }));
+      expect(await node.keepAlive(lease.owner)).toBeGreaterThan(0);
+      expect(await lock.release(lease)).toBe(true);
+    }
+    const none = client([`https://no-such-host.invalid:${port}`, `https://other-missing.invalid:${port}`]);
+    const refusal = await new EtcdLock({ node: etcd3Node(none, { clock: new ManualClock(), requestTimeoutMs: 10_000 }), clock: new ManualClock(), prefix: prefix() })
+      .acquire('r', { ttlMs: 60_000 })
+      .catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(ConnectionConfigError);
+    expect(refusal).toMatchObject({ code: 'unknown-host' });
+  });
+
   it("tls.serverName: sent as the TLS server name and checked against the member's certificate (an IP address is no server name: Node's DEP0123); a name the certificate lacks is ConnectionConfigError('tls')", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
     try {
