@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
 import { PASS_OVER_MS, passOverPolicies } from './passOver.ts';
-import { HostNames, trackHostNames } from './resolution.ts';
+import { HostRefusals, trackHostRefusals } from './connectRefusals.ts';
 import { systemClock, type MonotonicClock } from '../clock.ts';
 import { Etcd3 } from 'etcd3';
 import { boundSockets } from './sockets.ts';
@@ -77,11 +77,11 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     }
     checkTls(options.tls);
   }
-  const names = new HostNames();
+  const refusals = new HostRefusals();
   const client = new Etcd3({
     hosts: [...options.hosts],
     dialTimeout,
-    faultHandling: { global: noop, host: passOverPolicies(clock, PASS_OVER_MS, names) },
+    faultHandling: { global: noop, host: passOverPolicies(clock, PASS_OVER_MS, refusals) },
     // etcd3 authenticates before a call, without the call's deadline, and every call waits on that one exchange:
     // on a connection that never answers it hung for ever, and every later call with it. Bounded like a dial.
     ...(options.auth !== undefined ? { auth: { username: options.auth.username, password: options.auth.password, callOptions: () => ({ deadline: Date.now() + dialTimeout }) } } : {}),
@@ -92,7 +92,7 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
         }
       : {}),
   });
-  trackHostNames(client, names);
+  trackHostRefusals(client, refusals);
   return boundSockets(client, dialTimeout);
 }
 

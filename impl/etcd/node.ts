@@ -27,7 +27,7 @@ import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { storedToken } from '../storeCell.ts';
-import { hostNamesOf, NAME_NOT_RESOLVED, unresolvedName } from './resolution.ts';
+import { hostRefusalsOf, NAME_NOT_RESOLVED, refusedAtConnect, TLS_REFUSED } from './connectRefusals.ts';
 import { checkClock, checkMethods, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
 import { checkToken, checkValue, MAX_TTL_MS } from '../../model/errors.ts';
 
@@ -113,9 +113,9 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   checkKeys(options);
   checkClock(options.clock);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
-  // Which hosts' names did not resolve lately (an etcdClient's client; another client's are not known: every host's).
-  const names = hostNamesOf(client);
-  const noneResolves = (): boolean => names?.noneResolves ?? true;
+  // Which hosts refused their last call at connect (an etcdClient's client; another client's are not known: all).
+  const refusals = hostRefusalsOf(client);
+  const everyHostRefuses = (): boolean => refusals?.everyHost ?? true;
   const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>): Promise<T> => {
     const call = { deadline: Date.now() + timeoutMs };
     const send = (): Promise<T> => {
@@ -125,12 +125,13 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         return Promise.reject(error as Error);
       }
     };
-    // A host whose name did not resolve was sent nothing: the call goes again, to a host not passed over (passOver),
-    // while one may still resolve; once every host's name failed, the mistake is thrown (unknown-host).
+    // A call its host refused at connect (a name that does not resolve, a TLS handshake refused) was sent nothing: it
+    // goes again, to a host not passed over (passOver), while another may still take it; once every host refused, the
+    // mistake is thrown (unknown-host, tls).
     let started = send();
-    for (let i = 1; i < (names?.hosts ?? 1); i++) started = started.catch((error: unknown) => (unresolvedName(error) && !noneResolves() ? send() : Promise.reject(error as Error)));
+    for (let i = 1; i < (refusals?.hosts ?? 1); i++) started = started.catch((error: unknown) => (refusedAtConnect(error) && !everyHostRefuses() ? send() : Promise.reject(error as Error)));
     return withTimeout(options.clock, timeoutMs, `etcd ${what}`, started).catch((error: unknown) => {
-      throw typed(error, what, timeoutMs, noneResolves());
+      throw typed(error, what, timeoutMs, everyHostRefuses());
     });
   };
   return {
@@ -330,22 +331,13 @@ const AUTH_NOT_ENABLED = /etcdserver: authentication is not enabled/;
  */
 const MESSAGE_TOO_LARGE = /message larger than max/;
 /**
- * UNAVAILABLE whose last connection error is the TLS handshake refusing the
- * configuration: a member's certificate the CA does not verify, or issued for
- * another name; a client certificate the member refuses; TLS spoken to a
- * plaintext port. gRPC keeps retrying these, and no retry can succeed.
- */
-const TLS_REFUSED =
-  /unable to verify the first certificate|unable to get (?:local )?issuer certificate|self[- ]signed certificate|certificate has expired|certificate is not yet valid|ERR_TLS_CERT_ALTNAME_INVALID|alert (?:bad certificate|unknown ca|certificate required|certificate unknown|certificate expired|handshake failure)|wrong version number/;
-
-/**
  * The library's errors as the lock's typed ones. Only what no retry can fix
  * is a refusal (ConnectionConfigError, ServerRefusedError, carrying etcd3's
  * error as the cause); a programming error (isDefect) passes as it is;
  * anything else, an expired auth token included (etcd3 authenticates again
  * on the next call), is an UnavailableError.
  */
-function typed(error: unknown, what: string, timeoutMs: number, noneResolves: boolean): Error {
+function typed(error: unknown, what: string, timeoutMs: number, everyHostRefuses: boolean): Error {
   if (error instanceof TimeoutError || error instanceof UnavailableError || error instanceof InvalidInputError || isRefusal(error)) return error;
   // A programming error (etcd3's, a wrapper's, ours) is no outage: an UnavailableError would be retried, and read as no-quorum.
   if (isDefect(error)) return error as Error;
@@ -358,13 +350,14 @@ function typed(error: unknown, what: string, timeoutMs: number, noneResolves: bo
     // A closed client stays closed: a misuse, not an outage to retry.
     .with(P.instanceOf(ClientClosedError), () => new InvalidInputError('precondition', `etcd ${what}: the client was closed`))
     .with(P.instanceOf(GRPCUnavailableError), (e) =>
-      NAME_NOT_RESOLVED.test(e.message)
-        ? noneResolves
+      // Refused at connect by one host while another may still take the call: a member out of order, not the client's mistake.
+      !everyHostRefuses
+        ? new UnavailableError(message, options)
+        : NAME_NOT_RESOLVED.test(e.message)
           ? new ConnectionConfigError('unknown-host', `the host name does not resolve: ${message}`, options)
-          : new UnavailableError(message, options)
-        : TLS_REFUSED.test(e.message)
-          ? new ConnectionConfigError('tls', message, options)
-          : new UnavailableError(message, options),
+          : TLS_REFUSED.test(e.message)
+            ? new ConnectionConfigError('tls', message, options)
+            : new UnavailableError(message, options),
     )
     .with(P.instanceOf(EtcdInvalidAuthTokenError), () => new UnavailableError(message, options))
     .with(P.instanceOf(GRPCResourceExhastedError), (e) => (MESSAGE_TOO_LARGE.test(e.message) ? new ServerRefusedError('statement', 'ResourceExhausted', message, options) : new UnavailableError(message, options)))

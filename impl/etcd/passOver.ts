@@ -3,7 +3,7 @@ import { noop } from 'cockatiel';
 import { isRecoverableError } from 'etcd3';
 import { systemClock } from '../clock.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { HostNames } from './resolution.ts';
+import { HostRefusals } from './connectRefusals.ts';
 
 /**
  * How long a member whose call failed as an outage is passed over. Past it
@@ -30,9 +30,10 @@ class PassedOver extends Error {
  * within PASS_OVER_MS is passed over while another member has not so
  * failed; when every member has, the call goes out as before, so that a
  * client cut off from the whole cluster finds it again as soon as it heals.
- * `names` learns which hosts' names did not resolve at their last call.
+ * `refusals` learns which hosts refused their last call at connect (a name
+ * that does not resolve, a TLS handshake refused).
  */
-export function passOverPolicies(clock: MonotonicClock = systemClock, windowMs = PASS_OVER_MS, names: HostNames = new HostNames()): (hostname: string) => IPolicy<IDefaultPolicyContext> {
+export function passOverPolicies(clock: MonotonicClock = systemClock, windowMs = PASS_OVER_MS, refusals: HostRefusals = new HostRefusals()): (hostname: string) => IPolicy<IDefaultPolicyContext> {
   const failedAt: number[] = [];
   const recent = (i: number): boolean => {
     const at = failedAt[i];
@@ -41,7 +42,7 @@ export function passOverPolicies(clock: MonotonicClock = systemClock, windowMs =
   return () => {
     const self = failedAt.length;
     failedAt.push(Number.NaN);
-    names.add();
+    refusals.add();
     return {
       _altReturn: undefined as never,
       onSuccess: noop.onSuccess,
@@ -51,11 +52,11 @@ export function passOverPolicies(clock: MonotonicClock = systemClock, windowMs =
         try {
           const value = await noop.execute(fn, signal);
           failedAt[self] = Number.NaN;
-          names.ended(self);
+          refusals.ended(self);
           return value;
         } catch (e) {
           if (typeof e === 'object' && e !== null && isRecoverableError(e as Error)) failedAt[self] = clock.now();
-          names.ended(self, e);
+          refusals.ended(self, e);
           throw e;
         }
       },

@@ -899,23 +899,37 @@ describe('etcd3Node', () => {
     await lock.release(lease);
   });
 
-  it("a host whose name does not resolve beside one that does is passed over, never unknown-host: every call is served (it was ConnectionConfigError('unknown-host') for each call etcd3 sent there); with no host resolving, unknown-host at the first call", async () => {
+  it("a host that refuses at connect (its name does not resolve, its certificate not the CA's) beside one that serves is passed over, never a refusal: every call is served (it was ConnectionConfigError 'unknown-host' or 'tls' for each call etcd3 sent there); with every host refusing, the refusal at the first call", async () => {
     const port = new URL(server().hosts[0]!).port;
-    // etcd3 picks a host at random for each call: enough calls that one lands on the missing name (each did, one in two).
-    const mixed = client([`https://no-such-host.invalid:${port}`, ...server().hosts]);
-    const node = etcd3Node(mixed, { clock: new ManualClock(), requestTimeoutMs: 10_000 });
-    const lock = new EtcdLock({ node, clock: new ManualClock(), prefix: prefix() });
-    for (let i = 0; i < 8; i++) {
-      const lease = granted(await lock.acquire(`r${i}`, { ttlMs: 60_000 }));
-      expect(await node.keepAlive(lease.owner)).toBeGreaterThan(0);
-      expect(await lock.release(lease)).toBe(true);
+    // A member whose certificate another CA signed: the client's handshake refuses it.
+    const dir = mkdtempSync(join(tmpdir(), 'lockcheck-test-ca-'));
+    const other = await makeRunCa(dir);
+    const foreign = createTlsServer({ cert: readFileSync(other.server.certFile), key: readFileSync(other.server.keyFile) }, (socket) => socket.destroy());
+    foreign.on('tlsClientError', () => undefined);
+    await new Promise<void>((resolve) => foreign.listen(0, '127.0.0.1', resolve));
+    const foreignHost = `https://127.0.0.1:${(foreign.address() as AddressInfo).port}`;
+    try {
+      for (const [bad, code] of [[`https://no-such-host.invalid:${port}`, 'unknown-host'], [foreignHost, 'tls']] as const) {
+        // etcd3 picks a host at random for each call: enough calls that some land on the bad one (one in two did).
+        const mixed = client([bad, ...server().hosts]);
+        const node = etcd3Node(mixed, { clock: new ManualClock(), requestTimeoutMs: 10_000 });
+        const lock = new EtcdLock({ node, clock: new ManualClock(), prefix: prefix() });
+        for (let i = 0; i < 8; i++) {
+          const lease = granted(await lock.acquire(`r${i}`, { ttlMs: 60_000 }));
+          expect(await node.keepAlive(lease.owner), code).toBeGreaterThan(0);
+          expect(await lock.release(lease), code).toBe(true);
+        }
+        const none = client([bad, bad]);
+        const refusal = await new EtcdLock({ node: etcd3Node(none, { clock: new ManualClock(), requestTimeoutMs: 10_000 }), clock: new ManualClock(), prefix: prefix() })
+          .acquire('r', { ttlMs: 60_000 })
+          .catch((e: unknown) => e);
+        expect(refusal, code).toBeInstanceOf(ConnectionConfigError);
+        expect(refusal, code).toMatchObject({ code });
+      }
+    } finally {
+      await new Promise<void>((resolve) => foreign.close(() => resolve()));
+      rmSync(dir, { recursive: true, force: true });
     }
-    const none = client([`https://no-such-host.invalid:${port}`, `https://other-missing.invalid:${port}`]);
-    const refusal = await new EtcdLock({ node: etcd3Node(none, { clock: new ManualClock(), requestTimeoutMs: 10_000 }), clock: new ManualClock(), prefix: prefix() })
-      .acquire('r', { ttlMs: 60_000 })
-      .catch((e: unknown) => e);
-    expect(refusal).toBeInstanceOf(ConnectionConfigError);
-    expect(refusal).toMatchObject({ code: 'unknown-host' });
   });
 
   it("tls.serverName: sent as the TLS server name and checked against the member's certificate (an IP address is no server name: Node's DEP0123); a name the certificate lacks is ConnectionConfigError('tls')", async () => {
