@@ -2,6 +2,8 @@ import type { Command } from './command.ts';
 import type { Design } from './design.ts';
 import { expiresByWallClock, rulesOf, validateDesign } from './design.ts';
 import { checkCommands, checkInteger, checkObject, checkOptions, refuse } from './checks.ts';
+import { InvalidInputError } from './errors.ts';
+import { escapedText } from './shownText.ts';
 import { checkWorld } from './worldCheck.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { fingerprint } from './fingerprint.ts';
@@ -163,6 +165,26 @@ export interface ExploreResult {
 }
 
 const NONE: readonly Violation[] = [];
+
+/** The most branches of one step an exploration links: Links keeps a branch's index in a byte. */
+const MAX_BRANCHES = 0x100;
+
+/**
+ * A step with more branches than the links hold: an InvalidInputError saying which command and what to explore
+ * instead (a RangeError without either before). A step branches over which replies arrive, node by node, so a
+ * cluster of many nodes that faults set apart (a clock step or partition per node) branches most.
+ */
+function tooManyBranches(index: number, command: Command, branches: number): never {
+  // Stepped, so checked: plain data, each field known. A long value is cut, and escaped as JSON escapes it.
+  const commandText = (c: Command): string => {
+    const text = escapedText(JSON.stringify(c));
+    return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+  };
+  throw new InvalidInputError(
+    'invalid-config',
+    `exploration alphabet[${index}] ${commandText(command)} has ${branches} branches from a reached state, and an exploration links at most ${MAX_BRANCHES} a step: explore fewer nodes, or fewer faults that set the nodes apart`,
+  );
+}
 
 /** Growable typed arrays of parent links: parent state, command index, branch index. */
 class Links {
@@ -347,8 +369,8 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
           }
           // The reference step's branches, made only if one of them is fresh: its World goes to the frontier.
           let reference: readonly Branch[] | null = null;
+          if (n > MAX_BRANCHES) tooManyBranches(c, command, n);
           for (let b = 0; b < n; b++) {
-            if (b > 0xff) throw new RangeError('a step has at most 256 branches');
             transitions++;
             packedFingerprint(packedCtx, successors.state(b), fp);
             if (!seen.add(fp.hi, fp.lo)) {
@@ -381,9 +403,9 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
           continue;
         }
         const branches = stepOrbits(world, command, fixedNodes);
+        if (branches.length > MAX_BRANCHES) tooManyBranches(c, command, branches.length);
         for (let b = 0; b < branches.length; b++) {
           const branch = branches[b]!;
-          if (b > 0xff) throw new RangeError('a step has at most 256 branches');
           transitions++;
           // A step that changed nothing (a read, a release of nothing): its state is the one being expanded, already checked.
           if (branch.next === world && branch.events.length === 0) continue;

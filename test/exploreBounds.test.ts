@@ -203,4 +203,15 @@ describe("a caller's clock, options and world cannot unbound an exploration or t
     expect(refused).toBeInstanceOf(InvalidInputError);
     expect((refused as Error).message).toMatch(/brokenProperties result\.violations\[0\]\.property must be one of 'MUTEX-1'.*got 5/);
   });
+
+  it('a step with more branches than an exploration links (over 256: nine nodes a clock step apart each, an acquire whose replies come late) is an InvalidInputError naming the command, not a RangeError', () => {
+    const spread = Array.from({ length: 9 }, (_, node): Command => ({ kind: 'clock-step', node, deltaMs: node + 1 }));
+    const apart = runSchedule(initialWorld({ design: designs.redlock({ nodes: 9 }), store: 'unfenced', clients: 2 }), spread).world;
+    const late: Command = { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 10 };
+    for (const packed of [true, false]) {
+      const refused = refusal(() => explore(apart, [late], { maxDepth: 3, packed }));
+      expect(refused).toBeInstanceOf(InvalidInputError);
+      expect((refused as Error).message).toMatch(/^invalid-config: exploration alphabet\[0\] \{"kind":"acquire","client":0,.*\} has \d+ branches from a reached state, and an exploration links at most 256 a step: explore fewer nodes/);
+    }
+  });
 });
