@@ -176,9 +176,13 @@ describe('the spec reads in order, and what cites its sections finds them', () =
     expect(wrong).toEqual([]);
   });
 
-  it('the system model, fault model, operations and properties come first, in that order', () => {
+  it('the system model, fault model, operations and properties come first, in that order; section 1 names every section in order', () => {
     const top = headings.filter((h) => h.level === 2).map((h) => h.title.replace(/^\d+\. /, ''));
     expect(top.slice(0, 5)).toEqual(['Purpose and how to read', 'System model', 'Fault model', 'Operations', 'Properties']);
+    const order = /^Order\. ([\s\S]*?)\n\n/m.exec(spec)?.[1]?.replace(/\s+/g, ' ');
+    expect(order, 'section 1\'s "Order." paragraph').toBeDefined();
+    const named = [...order!.matchAll(/(?:^|[,:] )(\d+) ([a-z ]+?)(?= \(|,|\.$)/g)].map((m) => `${m[1]} ${m[2]}`);
+    expect(named).toEqual(top.slice(1).map((t, i) => `${i + 2} ${t.toLowerCase()}`));
   });
 
   it('the fault model\'s and the operations\' tables (sections 3, 4.1) give every command of model/command.ts, each with its fields', () => {
