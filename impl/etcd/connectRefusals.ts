@@ -12,13 +12,16 @@ export const NAME_NOT_RESOLVED = /Name resolution failed for target/;
 export const TLS_REFUSED =
   /unable to verify the first certificate|unable to get (?:local )?issuer certificate|self[- ]signed certificate|certificate has expired|certificate is not yet valid|ERR_TLS_CERT_ALTNAME_INVALID|alert (?:bad certificate|unknown ca|certificate required|certificate unknown|certificate expired|handshake failure)|wrong version number/;
 
+/** gRPC's UNAVAILABLE for a call that found no connection to go out on (the TLS refusal is then its last connection error). */
+const NO_CONNECTION = /No connection established/;
+
 /**
  * A call refused before anything of it was sent, by its host's configuration:
  * the host's name does not resolve, or the TLS handshake refused the
  * configuration. Either is the same for every call to that host.
  */
 export function refusedAtConnect(error: unknown): boolean {
-  return error instanceof Error && (NAME_NOT_RESOLVED.test(error.message) || TLS_REFUSED.test(error.message));
+  return error instanceof Error && (NAME_NOT_RESOLVED.test(error.message) || (NO_CONNECTION.test(error.message) && TLS_REFUSED.test(error.message)));
 }
 
 /**
