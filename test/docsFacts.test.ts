@@ -275,6 +275,17 @@ describe('the shipped docs link only to what ships', () => {
   });
 });
 
+describe('README.md counts the shipped report as it is', () => {
+  it('its cells and replayable counterexample files are those of docs/matrix.md and docs/matrix/', () => {
+    const readme = text('README.md').replace(/\s+/g, ' ');
+    const files = Number(/with (\d+) replayable counterexample files in docs\/matrix\//.exec(readme)?.[1]);
+    const cells = Number(/; (\d+) cells: /.exec(readme)?.[1]);
+    expect(files).toBe(readdirSync('docs/matrix').filter((f) => f.endsWith('.json')).length);
+    const rows = text('docs/matrix.md').split('\n').filter((l) => /^\| [a-z][\w:@./-]* \|/.test(l) && !l.startsWith('| backend |'));
+    expect(cells).toBe(rows.reduce((n, l) => n + l.split(' | ').length - 1, 0));
+  });
+});
+
 describe('the docs install what scripts/setup.sh installs', () => {
   it('the CI workflow of docs/ci.md installs every Debian package scripts/setup.sh looks for', () => {
     // The workflow's list had lost redis-sentinel, etcd-server, openssl and zookeeper while its step said it was setup.sh's (found by an audit).
