@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { dirname } from 'node:path';
 import { connect } from 'node:net';
 import pg from 'pg';
@@ -234,6 +235,25 @@ describe('PostgresServer (real PostgreSQL 15): restart, crash, stop', () => {
     const second = await connectClient(server);
     expect((await second.client.query('SELECT token FROM fence WHERE id = 1')).rows).toEqual([{ token: '7' }]);
     await expect(first.client.query('SELECT 1')).rejects.toThrow();
+  });
+
+  // Run by root, the cluster's directory is OS user postgres's: a link put at its log had root open any file for the
+  // server's processes to append to, and a link at the log or postmaster.pid had root read any file into a message.
+  it('a link at the log in its directory is never followed: restart() refuses it, the file it names is left as it was, logTail() does not read it', async () => {
+    const server = await startServer();
+    const elsewhere = guardedTempDir('lockcheck-pg-link-test-');
+    try {
+      const victim = join(elsewhere.dir, 'victim');
+      writeFileSync(victim, 'root only\n', { mode: 0o600 });
+      await server.crash();
+      rmSync(server.logFile, { force: true });
+      symlinkSync(victim, server.logFile);
+      await expect(server.restart()).rejects.toThrow(/cannot open its log/);
+      expect(readFileSync(victim, 'utf8')).toBe('root only\n');
+      expect(server.logTail()).toBe('(no log)');
+    } finally {
+      elsewhere.remove();
+    }
   });
 
   it('crash() kills every process of the cluster and closes the port; restart() recovers committed data', async () => {

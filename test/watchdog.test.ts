@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -179,8 +179,8 @@ it.runIf(process.getuid?.() === 0)('a registry or registry entry another user ma
 // its directories while root's recursive removal lists it: root then emptied /etc. Another user's tree is removed as
 // that user, so it reaches only what they could remove: here a directory of root's inside theirs stays.
 it.runIf(process.getuid?.() === 0)("another user's directory is removed as that user, by stop()'s removal and by the watchdog", async () => {
+  // 0700: the directory around theirs is closed to them, as a guarded temp dir holding a cluster's is.
   const base = mkdtempSync(join(tmpdir(), 'lockcheck-watchdog-test-'));
-  chmodSync(base, 0o755);
   const NOBODY = 65534;
   const theirs = (name: string): { dir: string; rootOwned: string } => {
     const dir = join(base, name);
@@ -210,6 +210,11 @@ it.runIf(process.getuid?.() === 0)("another user's directory is removed as that 
     for (const { dir, rootOwned } of [bySync, byAsync, byWatchdog]) {
       expect({ data: existsSync(join(dir, 'data')), rootOwned: existsSync(join(rootOwned, 'f')) }).toEqual({ data: false, rootOwned: true });
     }
+    // Theirs with nothing of root's in it is removed whole, the directory too.
+    const whole = theirs('whole');
+    rmSync(whole.rootOwned, { recursive: true });
+    await removeTree(whole.dir);
+    expect(existsSync(whole.dir)).toBe(false);
     // This user's own tree is removed whole, as before.
     const own = join(base, 'own');
     mkdirSync(join(own, 'x'), { recursive: true });

@@ -54,8 +54,8 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
-import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
+import { chown, mkdtemp, open, rm } from 'node:fs/promises';
 import { builtIn, removeTree, removeTreeSync } from './tempDir.ts';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -423,7 +423,7 @@ export class PostgresServer {
   /** The end of the server log (postmaster stderr), for error messages. */
   logTail(): string {
     try {
-      return readFileSync(this.logFile, 'utf8').slice(-LOG_TAIL_BYTES);
+      return readPlain(this.logFile).toString('utf8').slice(-LOG_TAIL_BYTES);
     } catch {
       return '(no log)';
     }
@@ -501,8 +501,14 @@ export class PostgresServer {
 
   async #initdb(deadline: number): Promise<void> {
     const pwfile = join(this.#dir, 'pwfile');
-    await writeFile(pwfile, `${this.password}\n`, { mode: 0o600, flag: 'wx' });
-    if (this.#runAs !== null) await chown(pwfile, this.#runAs.uid, this.#runAs.gid);
+    // Given to its owner through the open file: a chown by path followed a link OS user postgres, who owns the directory, could swap in meanwhile.
+    const file = await open(pwfile, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      await file.writeFile(`${this.password}\n`);
+      if (this.#runAs !== null) await file.chown(this.#runAs.uid, this.#runAs.gid);
+    } finally {
+      await file.close();
+    }
     try {
       await this.#runInitdb(deadline, pwfile);
     } finally {
@@ -544,7 +550,12 @@ export class PostgresServer {
   async #spawnAndWait(deadline: number): Promise<{ outcome: 'ready'; ms: number } | { outcome: 'address-in-use' }> {
     const started = Date.now();
     const logOffset = fileSize(this.logFile);
-    const logFd = openSync(this.logFile, 'a');
+    let logFd: number;
+    try {
+      logFd = openPlain(this.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+    } catch (error) {
+      throw new EnvironmentError(`PostgresServer (dir ${this.#dir}): cannot open its log ${this.logFile}: ${(error as Error).message}`);
+    }
     let child: ChildProcess;
     try {
       child = spawn(join(POSTGRES_BIN_DIR, 'postgres'), this.#serverArgs(), {
@@ -952,7 +963,7 @@ function readPidFileStatus(dataDir: string, pid: number): string | null {
 
 function readPidFile(dataDir: string): string[] | null {
   try {
-    return readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
+    return readPlain(join(dataDir, 'postmaster.pid')).toString('utf8').split('\n');
   } catch {
     return null;
   }
@@ -989,7 +1000,7 @@ function removeStaleShmem(dataDir: string, postmaster: number): void {
 
 function fileSize(path: string): number {
   try {
-    return readFileSync(path).length;
+    return readPlain(path).length;
   } catch {
     return 0;
   }
@@ -997,9 +1008,37 @@ function fileSize(path: string): number {
 
 function readFrom(path: string, offset: number): string {
   try {
-    return readFileSync(path).subarray(offset).toString('utf8');
+    return readPlain(path).subarray(offset).toString('utf8');
   } catch {
     return '';
+  }
+}
+
+/**
+ * Opens a file of the cluster's directory, which OS user postgres owns when
+ * lockcheck runs as root: never through a link (one to /etc/shadow put its
+ * tail in an error message; one for the log had root open any file for
+ * postgres's processes to write), nor waiting on a FIFO. Throws unless it is
+ * a regular file.
+ */
+function openPlain(path: string, flags: number, mode?: number): number {
+  const fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  return fd;
+}
+
+/** The bytes of a file of the cluster's directory, read as openPlain opens it. */
+function readPlain(path: string): Buffer {
+  const fd = openPlain(path, constants.O_RDONLY);
+  try {
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 

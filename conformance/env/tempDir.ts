@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { lstatSync, mkdtempSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,8 +60,10 @@ function builtInSync<T>(dir: string, build: () => T): T {
  * other user who owns it (a PostgreSQL cluster's, run as OS user postgres).
  * A recursive removal lists a directory after checking it is no link, and
  * the directory's owner can swap in a link to /etc in between, which root
- * would then empty: their tree is removed as them, by rm, reaching only what
- * they could remove anyway. What they keep from being removed stays: theirs.
+ * would then empty: what is in their tree is removed as them (find -delete,
+ * run in it: the directory around it may be closed to them), reaching only
+ * what they could remove anyway, then the emptied directory by this process
+ * (rmdir follows no link). What they keep from being removed stays: theirs.
  */
 function removerOf(dir: string): 'gone' | 'self' | { readonly uid: number; readonly gid: number } {
   let stat;
@@ -73,15 +75,24 @@ function removerOf(dir: string): 'gone' | 'self' | { readonly uid: number; reado
   return process.getuid?.() === 0 && stat.uid !== 0 && stat.isDirectory() ? { uid: stat.uid, gid: stat.gid } : 'self';
 }
 
-const RM_ARGS = (dir: string): string[] => ['-rf', '--one-file-system', '--', dir];
-const RM_OPTIONS = { stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } } as const;
+const FIND_ARGS = ['.', '-xdev', '-mindepth', '1', '-delete'];
+const findOptions = (dir: string, owner: { readonly uid: number; readonly gid: number }) => ({ cwd: dir, ...owner, stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } }) as const;
+
+function removeEmptied(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not emptied (what its owner keeps), or gone
+  }
+}
 
 /** Removes directory `dir` and everything in it; another user's tree as that user (removerOf). */
 export function removeTreeSync(dir: string): void {
   const remover = removerOf(dir);
   if (remover === 'gone') return;
-  if (remover === 'self') rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-  else spawnSync('rm', RM_ARGS(dir), { ...RM_OPTIONS, ...remover });
+  if (remover === 'self') return rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  spawnSync('find', FIND_ARGS, findOptions(dir, remover));
+  removeEmptied(dir);
 }
 
 /** removeTreeSync, without blocking the event loop. */
@@ -90,8 +101,9 @@ export async function removeTree(dir: string): Promise<void> {
   if (remover === 'gone') return;
   if (remover === 'self') return rm(dir, { recursive: true, force: true, maxRetries: 3 });
   await new Promise<void>((resolve) => {
-    const child = spawn('rm', RM_ARGS(dir), { ...RM_OPTIONS, ...remover });
+    const child = spawn('find', FIND_ARGS, findOptions(dir, remover));
     child.once('error', () => resolve());
     child.once('close', () => resolve());
   });
+  removeEmptied(dir);
 }

@@ -4,7 +4,7 @@
 // process) it SIGKILLs every server the registry names that is still the same
 // process (pid and start time), removes their directories and exits.
 import { spawnSync } from 'node:child_process';
-import { lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { lstatSync, readFileSync, readdirSync, readlinkSync, rmdirSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 
 const [parentPid, parentStart, registry] = [Number(process.argv[2]), process.argv[3], process.argv[4]];
@@ -146,7 +146,7 @@ function remove(path, options) {
 /**
  * Removes a directory and what is in it; one another user owns (a PostgreSQL
  * cluster's, run as OS user postgres when lockcheck runs as root) as that
- * user, by rm (as tempDir.ts's removeTree): its owner could swap a link to
+ * user, by find -delete (as tempDir.ts's removeTree): its owner could swap a link to
  * /etc in while root's recursive removal lists it.
  */
 function removeTree(dir) {
@@ -156,8 +156,14 @@ function removeTree(dir) {
   } catch {
     return;
   }
-  if (process.getuid?.() !== 0 || stat.uid === 0 || !stat.isDirectory()) remove(dir, { recursive: true, force: true, maxRetries: 3 });
-  else spawnSync('rm', ['-rf', '--one-file-system', '--', dir], { uid: stat.uid, gid: stat.gid, stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } });
+  if (process.getuid?.() !== 0 || stat.uid === 0 || !stat.isDirectory()) return remove(dir, { recursive: true, force: true, maxRetries: 3 });
+  // Run in it: the directory around it may be closed to its owner. Then the emptied directory, by root (rmdir follows no link).
+  spawnSync('find', ['.', '-xdev', '-mindepth', '1', '-delete'], { cwd: dir, uid: stat.uid, gid: stat.gid, stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } });
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not emptied (what its owner keeps)
+  }
 }
 
 /**
