@@ -403,7 +403,7 @@ function withVariables(statement: string, variables: readonly string[]): string 
   });
 }
 
-/** (a) the minimal pair; random keys as in the ARCHITECTURE.md baseline, disjoint per client (client_id < 64). */
+/** (a) the minimal pair; random keys, disjoint per client (client_id < 64). */
 const PGBENCH_MINIMAL = `\\set key :client_id + 64 * random(1, 1000000)
 SELECT pg_advisory_lock(:key);
 SELECT pg_advisory_unlock(:key);
@@ -848,7 +848,7 @@ async function main(ctxOut: { tmpDir?: string }): Promise<void> {
       'It cannot mint inside the lock\'s transaction (a rollback would hand the token out again), so it mints under a session-level hold before BEGIN and hands the lock over to the transaction, all in one pipelined round trip.',
   );
   out('- The session lock\'s acquire writes (it mints a durable token: an INSERT … ON CONFLICT UPDATE, a WAL record and a commit per acquire); the minimal pair writes nothing, so lockcheck / pgbench minimal also carries the price of the token.');
-  out('- Each client uses its own resource and key, so no run measures contention; pgbench\'s minimal pair draws random keys (as the ARCHITECTURE.md baseline), disjoint per client.');
+  out('- Each client uses its own resource and key, so no run measures contention; pgbench\'s minimal pair draws random keys, disjoint per client.');
   out(`- fsync=off and full_page_writes=off on /dev/shm: commits cost no disk flush, so writing statements look cheaper than on a real server. synchronous_commit stays on.`);
   out(`- The machine has ${os.cpus().length} cores shared by the clients (Node or pgbench) and the server, and possibly by other processes (load average above); read the ratios, the per-round spread and the CPU µs/op, not the absolute rates.`);
 }

@@ -240,6 +240,18 @@ describe('the spec reads in order, and what cites its sections finds them', () =
 });
 
 describe('the docs name files that exist', () => {
+  it('every markdown file the docs or the code name by itself (`NAME.md`) is one of the repository\'s', () => {
+    // The code's comments and a benchmark's output cited ARCHITECTURE.md, which the repository never had (found by an audit).
+    const listed = spawnSync('git', ['ls-files'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f !== '');
+    const names = new Set(listed.map((f) => f.split('/').at(-1)!));
+    const sources = listed.filter((f) => /\.(ts|mjs|sh|md)$/.test(f) && !f.startsWith('docs/matrix/') && f !== 'test/docsFacts.test.ts');
+    expect(sources.length).toBeGreaterThan(100);
+    const named = sources.flatMap((f) => [...text(f).matchAll(/(?<![\w./-])([A-Za-z][\w-]*\.md)\b/g)].map((m) => ({ f, name: m[1]! })));
+    expect(named.length).toBeGreaterThan(100);
+    // A file a test writes itself is no reference.
+    expect(named.filter((n) => !names.has(n.name) && !/^test\//.test(n.f)).map((n) => `${n.f}: ${n.name}`)).toEqual([]);
+  });
+
   it('every path into the repository\'s folders the docs give exists (but a user\'s own files and one named as it was then)', () => {
     const folders = 'impl|conformance|model|cli|test|scripts|bench|soak|spec|docs|lint|mutation';
     // A user's file in a walkthrough; the rest are the repository's.

@@ -1,5 +1,5 @@
 /**
- * Driving a server's wall clock with libfaketime (see ARCHITECTURE.md, "Time").
+ * Driving a server's wall clock with libfaketime (see docs/redis.md, "Real servers under test", and spec/SPEC.md 7.8).
  *
  * - FakeClockFile: the file named by FAKETIME_TIMESTAMP_FILE. It holds an
  *   absolute timestamp, so the server's clock is frozen and moves only when
