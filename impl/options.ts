@@ -133,6 +133,19 @@ export function checkString(value: unknown, name: string, nonEmpty: boolean): st
   return value;
 }
 
+/**
+ * A credential (a user name, a password, ZooKeeper's `auth`): a string with
+ * a UTF-8 form, as it goes on the wire. A lone surrogate has none: it went
+ * out as U+FFFD, so two passwords that differ only there were one identity
+ * (a ZooKeeper digest identity wrote a znode only the other's ACL allowed).
+ * Never shown when its name is a secret's.
+ */
+export function checkCredential(value: unknown, name: string, nonEmpty: boolean): string {
+  const text = checkString(value, name, nonEmpty);
+  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text)) refuse(name, 'well-formed Unicode (a lone surrogate has no UTF-8 form: it would go out as U+FFFD)', value);
+  return text;
+}
+
 /** The longest key prefix (Redis, etcd) or ZooKeeper root, in UTF-16 code units: as long as a resource name. */
 export const MAX_PREFIX_LENGTH = MAX_RESOURCE_LENGTH;
 

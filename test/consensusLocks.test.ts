@@ -2,12 +2,12 @@ import type { Etcd3 } from 'etcd3';
 import { noop } from 'cockatiel';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../impl/clock.ts';
-import { EtcdLock, etcd3Node, etcdFencedStore, type EtcdNode } from '../impl/etcd/index.ts';
+import { EtcdLock, etcd3Node, etcdClient, etcdFencedStore, type EtcdNode } from '../impl/etcd/index.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
 import { using } from '../impl/using.ts';
-import { ZookeeperLock, zookeeperFencedStore, type ZookeeperNode, type ZookeeperSession } from '../impl/zookeeper/index.ts';
-import { ServerRefusedError } from '../impl/errors.ts';
+import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../impl/zookeeper/index.ts';
+import { InvalidInputError, ServerRefusedError } from '../impl/errors.ts';
 
 /**
  * The etcd and ZooKeeper locks as the Redis lock behaves, with nodes in
@@ -245,5 +245,33 @@ describe('etcd tokens are exact past 2^53 (etcd revisions are int64; etcd3 decod
     await lock.release(lease);
     // The owns and delete-if-owned compares: the revision as decimal text, never a double (2^53+1 would be sent as 2^53).
     expect(sent).toEqual([revision.toString(), revision.toString()]);
+  });
+});
+
+describe('credentials are refused at construction when they have no UTF-8 form (a lone surrogate)', () => {
+  // It went out as U+FFFD: two passwords differing only there were one identity on the server (a ZooKeeper digest
+  // identity wrote a cell only the other's ACL allowed, on a real ensemble). The secret is never shown.
+  const refusedWith = (make: () => unknown): string => {
+    try {
+      make();
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidInputError);
+      expect(error).toMatchObject({ code: 'invalid-config' });
+      return (error as Error).message;
+    }
+    throw new Error('expected a refusal');
+  };
+  const WANTED = 'must be well-formed Unicode (a lone surrogate has no UTF-8 form: it would go out as U+FFFD), got';
+
+  it('etcdClient auth.username and auth.password; zookeeperNode auth[i].scheme and credentials', () => {
+    for (const lone of ['\uD800', '\uDBFF', '\uDC00', 'a\uDFFFb']) {
+      expect(refusedWith(() => etcdClient({ hosts: ['h:1'], auth: { username: 'u', password: `s3cret${lone}` } }))).toBe(`invalid-config: auth.password ${WANTED} a string of ${6 + lone.length} characters (not shown: it may hold a secret)`);
+      expect(refusedWith(() => etcdClient({ hosts: ['h:1'], auth: { username: `u${lone}`, password: 'p' } }))).toMatch(new RegExp(`^invalid-config: auth\\.username ${WANTED.replace(/[()+]/g, '\\$&')} "u`));
+      expect(refusedWith(() => zookeeperNode({ connectString: 'h', clock: systemClock, auth: [{ scheme: 'digest', credentials: 'u:p' }, { scheme: 'digest', credentials: `u:s3cret${lone}` }] }))).toBe(`invalid-config: auth[1].credentials ${WANTED} a string of ${8 + lone.length} characters (not shown: it may hold a secret)`);
+      expect(refusedWith(() => zookeeperNode({ connectString: 'h', clock: systemClock, auth: [{ scheme: `digest${lone}`, credentials: 'u:p' }] }))).toMatch(/^invalid-config: auth\[0\]\.scheme must be well-formed Unicode/);
+    }
+    // A surrogate pair is one character with its UTF-8 form: taken.
+    etcdClient({ hosts: ['h:1'], auth: { username: 'u\u{1F600}', password: 'p\u{1F600}' } }).close();
+    zookeeperNode({ connectString: 'h', clock: systemClock, auth: [{ scheme: 'digest', credentials: 'u:p\u{1F600}' }] }).close();
   });
 });

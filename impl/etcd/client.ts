@@ -7,7 +7,7 @@ import { systemClock, type MonotonicClock } from '../clock.ts';
 import { Etcd3 } from 'etcd3';
 import { boundSockets } from './sockets.ts';
 import { InvalidInputError } from '../../model/errors.ts';
-import { checkClock, checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
+import { checkClock, checkCredential, checkObject, checkString, checkTimeoutMs, knownOptions, shown, shownHosts } from '../options.ts';
 
 /** etcdClient's options: where the cluster is and how to reach it. */
 export interface EtcdClientOptions {
@@ -62,8 +62,8 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   if (options.auth !== undefined) {
     checkObject(options.auth, 'auth');
     checkAuthKeys(options.auth);
-    checkString(options.auth.username, 'auth.username', true);
-    checkString(options.auth.password, 'auth.password', false);
+    checkCredential(options.auth.username, 'auth.username', true);
+    checkCredential(options.auth.password, 'auth.password', false);
   }
   if (options.tls !== undefined) {
     checkObject(options.tls, 'tls');

@@ -12,7 +12,7 @@ import { LATER_CODES, teachLaterCodes } from './codes.ts';
 import { PassOver, type Member } from './passOver.ts';
 import { foreignCell, parseCell } from '../storeCell.ts';
 import { CONTENDER, takenByZookeeper, ZNODE_PATH } from './paths.ts';
-import { checkClock, checkObject, checkPolicy, checkString, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
+import { checkClock, checkCredential, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions, refuse } from '../options.ts';
 
 /**
  * One ZooKeeper session of the lock: the lease. Its timeout is the one the
@@ -915,8 +915,8 @@ function checkAuth(auth: unknown): NonNullable<ZookeeperNodeOptions['auth']> {
   for (let i = 0; i < auth.length; i++) {
     const entry = checkObject(auth[i] as unknown, `auth[${i}]`) as Readonly<Record<string, unknown>>;
     checkAuthKeys(entry, `auth[${i}]`);
-    checkString(entry.scheme, `auth[${i}].scheme`, true);
-    checkString(entry.credentials, `auth[${i}].credentials`, false);
+    checkCredential(entry.scheme, `auth[${i}].scheme`, true);
+    checkCredential(entry.credentials, `auth[${i}].credentials`, false);
   }
   return auth as NonNullable<ZookeeperNodeOptions['auth']>;
 }
