@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { CheckReport, Finding } from '../conformance/history/check.ts';
+import type { CheckProgress, CheckReport, Finding } from '../conformance/history/check.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
@@ -28,6 +28,37 @@ export const MAX_HISTORY_BYTES = 256 * 1024 * 1024;
 
 export const EXIT_BY_VERDICT = { safe: 0, violation: 1, unknown: 4 } as const;
 
+/** An input this large takes seconds to parse: a line on stderr says it is being read. */
+const LARGE_INPUT_BYTES = 16 * 2 ** 20;
+/** In a log (not a terminal), at most one progress line this often. */
+const LOG_EVERY_MS = 5000;
+
+/**
+ * Progress of a long check on stderr (checkHistory reports about once a second, nothing for a check done within one):
+ * rewritten in place on a terminal and blanked at the end; in a log, a line every few seconds.
+ */
+function progressLines(): { readonly line: (p: CheckProgress) => void; readonly end: () => void } {
+  let drawn = 0;
+  let lastLogged = -Infinity;
+  const text = (p: CheckProgress) =>
+    `lockcheck check: ${(p.elapsedMs / 1000).toFixed(0)} s of the ${(p.timeoutMs / 1000).toFixed(p.timeoutMs < 1000 ? 1 : 0)} s budget (--timeout-ms): ${p.phase}${p.total > 0 ? `, ${Math.min(p.done, p.total).toLocaleString('en-US')} of ${p.total.toLocaleString('en-US')}` : ''}`;
+  return {
+    line: (p) => {
+      if (process.stderr.isTTY) {
+        const shown = text(p).slice(0, (process.stderr.columns ?? 120) - 1);
+        process.stderr.write(`\r${shown.padEnd(drawn)}`);
+        drawn = shown.length;
+      } else if (p.elapsedMs - lastLogged >= LOG_EVERY_MS) {
+        lastLogged = p.elapsedMs;
+        process.stderr.write(`${text(p)}\n`);
+      }
+    },
+    end: () => {
+      if (drawn > 0) process.stderr.write(`\r${' '.repeat(drawn)}\r`);
+    },
+  };
+}
+
 export function checkCommand(o: CheckCommandOptions): number {
   let bytes: Buffer;
   try {
@@ -39,6 +70,8 @@ export function checkCommand(o: CheckCommandOptions): number {
   }
   // `-` in a message reads as a typo: stdin is named.
   const shown = o.file === '-' ? 'stdin' : o.file;
+  // Parsing is not in the budget (a malformed line is refused wherever it is), but a large file takes seconds: say so.
+  if (bytes.length >= LARGE_INPUT_BYTES) process.stderr.write(`lockcheck check: reading ${shown} (${Math.round(bytes.length / 2 ** 20)} MiB)\n`);
   const text = decodeHistory(bytes);
   const history = text instanceof Error ? text : parseHistory(text);
   if (history instanceof Error) {
@@ -50,7 +83,14 @@ export function checkCommand(o: CheckCommandOptions): number {
     console.error(`lockcheck: ${shown} has no client operations (${counted(history.length, 'event')}): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
     return 2;
   }
-  const report = checkHistory(history, { ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}) });
+  const progress = progressLines();
+  const report = checkHistory(history, {
+    ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}),
+    ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+    ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}),
+    onProgress: progress.line,
+  });
+  progress.end();
   // The verdict is printed before the report is written: a report that still cannot be written (checked before, cli/main.ts) loses only itself.
   const html = o.report === undefined ? undefined : join(o.report, 'history.html');
   if (o.json) console.log(JSON.stringify({ file: o.file, ...report, ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
@@ -66,10 +106,12 @@ export function findingText(f: Finding): string {
 
 export function reportText(file: string, report: CheckReport, html?: string): string {
   const c = report.counts;
+  // A check the budget ran out on counted nothing: its count is not 0 but not known.
+  const judged = (check: CheckReport['checks'][number]['check'], n: number) => (report.checks.find((k) => k.check === check)?.verdict === 'unknown' ? 'not decided' : String(n));
   const lines = [
     `${file}: ${report.verdict.toUpperCase()}`,
     `  ${counted(c.operations, 'operation')} (${c.unknownOutcomes} with unknown outcome), ${counted(c.grants, 'grant')}, ${counted(c.holds, 'hold')}, writes ${c.writesAccepted} accepted / ${c.writesRejected} rejected / ${c.writesUnknown} unknown, ${counted(c.faults, 'fault')}`,
-    `  overlapping holds ${c.overlappingHolds}, lost updates ${c.lostUpdates}, stale writes accepted ${c.staleWritesAccepted}, token order violations ${c.tokenOrderViolations}`,
+    `  overlapping holds ${judged('overlapping-holds', c.overlappingHolds)}, lost updates ${judged('lost-updates', c.lostUpdates)}, stale writes accepted ${judged('stale-writes', c.staleWritesAccepted)}, token order violations ${judged('token-order', c.tokenOrderViolations)}`,
     `  store policy: ${report.storePolicy ?? 'not given'}`,
     ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...report.findings.map(findingText),

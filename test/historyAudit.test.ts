@@ -4,6 +4,8 @@ import type { History } from '../conformance/history/event.ts';
 import { operations } from '../conformance/history/operations.ts';
 import { HistoryFormatError, parseHistory, validateHistory } from '../conformance/history/parse.ts';
 import { tokenOrder } from '../conformance/history/tokens.ts';
+import { Budget, OutOfTime, type CheckProgress } from '../conformance/history/budget.ts';
+import { lockHistories } from '../conformance/history/linearizability/index.ts';
 
 /**
  * The history checker's answers to an audit (defects of LIN-1, FENCE-1, MUTEX-1, the parser and the API), each on
@@ -224,5 +226,53 @@ describe('parsing and the API agree with the CLI', () => {
       expect(() => checkHistory(h as History)).toThrow(/no client operations/);
     }
     expect(() => checkHistory([])).toThrow(HistoryFormatError);
+  });
+});
+
+describe('the time budget bounds every phase of a check, not only the search', () => {
+  /** n sequential leases, each on a resource of its own, each granted and released: safe, and long. */
+  const long = (n: number) => {
+    const events: object[] = [];
+    for (let i = 0; i < n; i++) {
+      const t = 4 * i;
+      events.push(inv(0, t, 'acquire', { ttlMs: 10, resource: `r${i}` }), ok(0, t + 1, 'acquire', { owner: `a${i}`, token: String(i + 1), validUntil: t + 3, resource: `r${i}` }));
+      events.push(inv(0, t + 2, 'release', { owner: `a${i}`, resource: `r${i}` }), ok(0, t + 3, 'release', { owner: `a${i}`, resource: `r${i}` }));
+    }
+    return history(events);
+  };
+
+  it('a budget spent before the search says unknown for every check not finished, naming the phase, never safe', () => {
+    // 120,000 events: past the work judged whole (2^16 items), the first look at the clock finds the 0 ms budget spent.
+    const report = checkHistory(long(30_000), { timeoutMs: 0 });
+    expect(report.verdict).toBe('unknown');
+    for (const c of report.checks) {
+      expect(c.verdict, c.check).toBe('unknown');
+      expect(c.note, c.check).toMatch(/the 0 ms budget \(--timeout-ms\) ran out while pairing operations/);
+    }
+    // A small history is judged whole whatever the budget.
+    expect(checkHistory(long(100), { timeoutMs: 0 }).verdict).toBe('safe');
+  }, 30_000);
+
+  it('each phase reads the clock as it goes: progress about once a second, and OutOfTime past the deadline', () => {
+    // A clock that moves 100 ms a look: a budget of 3 s ends within 30 looks, progress comes every 10.
+    let now = 0;
+    const seen: CheckProgress[] = [];
+    const budget = new Budget(0, 3000, (p) => seen.push(p), () => (now += 100));
+    let thrown: unknown;
+    try {
+      lockHistories(long(100_000), budget);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(OutOfTime);
+    expect((thrown as OutOfTime).phase).toBe('building the lock histories');
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(seen[0]).toMatchObject({ phase: 'building the lock histories', total: 1_200_000, timeoutMs: 3000 });
+    expect(seen[0]!.done).toBeGreaterThan(0);
+    expect(seen[0]!.elapsedMs).toBeGreaterThanOrEqual(1000);
+  }, 30_000);
+
+  it('onProgress must be a function', () => {
+    expect(() => checkHistory(long(1), { onProgress: 'yes' as never })).toThrow(/onProgress/);
   });
 });

@@ -1,9 +1,10 @@
 import type { History, StorePolicy } from './event.ts';
 import { STORE_POLICIES } from '../../model/design.ts';
-import type { CheckResult, Finding, FindingList, Verdict } from './findings.ts';
+import type { CheckId, CheckResult, Finding, FindingList, Verdict } from './findings.ts';
 import { holdIntervals, overlappingHolds } from './holds.ts';
 import { DEFAULT_MAX_MEMORY_BYTES } from './linearizability/index.ts';
 import { linearizabilityChecks } from './linearizable.ts';
+import { Budget, OutOfTime, type CheckProgress } from './budget.ts';
 import { faultIntervals, operations } from './operations.ts';
 import { lostUpdates, staleWrites, storeCounts } from './store.ts';
 import { tokenOrder } from './tokens.ts';
@@ -13,6 +14,7 @@ import { checkResults } from './reportInput.ts';
 import { counted } from '../counted.ts';
 
 export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './findings.ts';
+export type { CheckProgress } from './budget.ts';
 
 /**
  * Judging a concurrent history (spec/SPEC.md 10.4): every check over one
@@ -23,11 +25,13 @@ export interface CheckOptions {
   /** The policy of the store behind the writes; wins over the history's meta line. */
   readonly storePolicy?: StorePolicy;
   /**
-   * Budget of the linearizability search, shared by every lock and register
-   * of the history and counted from the start of the check (the interval
-   * checks, all O(n log n), run within it too); past it LIN-1 says 'unknown'.
-   * Default 10000. 0 still gives each object one slice of the search (small
-   * histories are decided).
+   * Budget of the whole check, counted from its start: every phase (pairing
+   * the operations, the interval checks, building each object's history)
+   * reads the clock every few thousand items, and the linearizability search,
+   * shared by every lock and register, every slice of steps. A check the
+   * budget ran out on says 'unknown' (never 'safe'), naming the phase.
+   * Default 10000. A small history (a few thousand events) is judged whole
+   * whatever the budget: 0 still gives each object one slice of the search.
    */
   readonly timeoutMs?: number;
   /**
@@ -37,6 +41,11 @@ export interface CheckOptions {
   readonly maxMemoryBytes?: number;
   /** Findings kept per check (all are counted). Default 20. */
   readonly maxFindings?: number;
+  /**
+   * Called about once a second during a long check (none for a check done within a second): the phase and how far
+   * into it, for a progress line. Called synchronously: a slow one takes from the budget.
+   */
+  readonly onProgress?: (progress: CheckProgress) => void;
 }
 
 /** What the history holds and what the checks found, counted (all of it, not only the findings kept). */
@@ -96,21 +105,22 @@ export function overallVerdict(checks: readonly CheckResult[]): Verdict {
   return 'safe';
 }
 
-const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings']);
+const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings', 'onProgress']);
 /** A day: a longer search is a mistake in the unit, not a budget. */
 const MAX_TIMEOUT_MS = 86_400_000;
 
 const isIntegerIn = (v: unknown, min: number, max: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 /** The options, every value checked: a bad one is an InvalidInputError naming it, never a silent default. */
-function checkedOptions(options: CheckOptions): Required<Omit<CheckOptions, 'storePolicy'>> & Pick<CheckOptions, 'storePolicy'> {
+function checkedOptions(options: CheckOptions): Required<Omit<CheckOptions, 'storePolicy' | 'onProgress'>> & Pick<CheckOptions, 'storePolicy' | 'onProgress'> {
   checkKeys(checkObject(options, 'checkHistory options'));
-  const { storePolicy, timeoutMs = DEFAULT_TIMEOUT_MS, maxMemoryBytes = DEFAULT_MAX_MEMORY_BYTES, maxFindings = 20 } = options;
+  const { storePolicy, timeoutMs = DEFAULT_TIMEOUT_MS, maxMemoryBytes = DEFAULT_MAX_MEMORY_BYTES, maxFindings = 20, onProgress } = options;
   if (storePolicy !== undefined && !STORE_POLICIES.includes(storePolicy)) refuse('checkHistory options.storePolicy', `one of ${STORE_POLICIES.join(', ')}`, storePolicy);
   if (!isIntegerIn(timeoutMs, 0, MAX_TIMEOUT_MS)) refuse('checkHistory options.timeoutMs', `an integer number of ms in [0, ${MAX_TIMEOUT_MS}]`, timeoutMs);
   if (!isIntegerIn(maxMemoryBytes, 1, Number.MAX_SAFE_INTEGER)) refuse('checkHistory options.maxMemoryBytes', 'a positive integer number of bytes', maxMemoryBytes);
   if (!isIntegerIn(maxFindings, 0, 1_000_000)) refuse('checkHistory options.maxFindings', 'an integer in [0, 1000000]', maxFindings);
-  return { storePolicy, timeoutMs, maxMemoryBytes, maxFindings };
+  if (onProgress !== undefined && typeof onProgress !== 'function') refuse('checkHistory options.onProgress', 'a function', onProgress);
+  return { storePolicy, timeoutMs, maxMemoryBytes, maxFindings, onProgress };
 }
 
 /**
@@ -136,61 +146,88 @@ export const hasClientOperations = (history: History): boolean => history.some((
  * truncated recording would pass as a clean bill of health), as `lockcheck check` refuses it with exit 2.
  */
 export function checkHistory(given: History, options: CheckOptions = {}): CheckReport {
-  // The budget counts from here: the interval checks and the building of each object's history before the search too.
+  // The budget counts from here: every phase reads it, the building of each object's history before the search too.
   const startedAt = performance.now();
-  const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max } = checkedOptions(options);
+  const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max, onProgress } = checkedOptions(options);
+  const budget = new Budget(startedAt, timeoutMs, onProgress);
   const history = readHistory(given);
   if (!hasClientOperations(history)) {
     throw new HistoryFormatError(0, undefined, `no client operations (${counted(history.length, 'event')}): nothing to judge; is the recording empty or truncated?`);
   }
   const meta = history[0]?.type === 'meta' ? history[0] : undefined;
   const storePolicy = policy ?? meta?.store;
-  const ops = operations(history);
-  const holds = holdIntervals(history);
-
-  const overlaps = overlappingHolds(holds, max);
-  const tokens = tokenOrder(ops, max, history);
-  const lost = lostUpdates(ops, max);
-  const stale = staleWrites(ops, storePolicy ?? 'unfenced', max);
-  const store = storeCounts(ops);
-  const hasTokenedWrites = ops.some((o) => o.event.op === 'write' && o.event.token !== undefined);
-  const lin = linearizabilityChecks(history, { timeoutMs, maxMemoryBytes, startedAt }, max);
-
-  const checks: CheckResult[] = [
-    { check: 'overlapping-holds', property: 'MUTEX-1', verdict: holds.length === 0 ? 'skipped' : verdictOf(overlaps), findings: overlaps.total, ...(holds.length === 0 ? { note: 'no holds in the history' } : {}) },
-    { check: 'token-order', property: 'FENCE-1', verdict: tokens.grants < 2 ? 'skipped' : verdictOf(tokens.findings), findings: tokens.findings.total, ...(tokens.grants < 2 ? { note: 'fewer than two grants carry a token' } : {}) },
-    {
-      check: 'lost-updates',
-      property: 'STORE-1',
-      verdict: lost.judged ? verdictOf(lost.findings) : 'skipped',
-      findings: lost.findings.total,
-      ...(lost.judged ? {} : { note: 'no read-modify-writes (writes with prev) in the history' }),
-    },
-    staleCheck(storePolicy, hasTokenedWrites, stale),
-    lin.lock,
-    lin.register,
+  // Each check as it is decided; those the budget ran out before say 'unknown', naming the phase (never 'safe').
+  const done = new Map<CheckId, { readonly result: CheckResult; readonly findings: readonly Finding[] }>();
+  const partial: { ops?: ReturnType<typeof operations>; holds?: number; overlaps?: number; tokens?: number; lost?: number; stale?: number; store?: ReturnType<typeof storeCounts>; faults?: number } = {};
+  let outOfTime: string | undefined;
+  try {
+    const ops = (partial.ops = operations(history, budget));
+    partial.store = storeCounts(ops);
+    partial.faults = faultIntervals(history, budget).length;
+    const holds = holdIntervals(history, budget);
+    partial.holds = holds.length;
+    const overlaps = overlappingHolds(holds, max, budget);
+    partial.overlaps = overlaps.total;
+    done.set('overlapping-holds', {
+      result: { check: 'overlapping-holds', property: 'MUTEX-1', verdict: holds.length === 0 ? 'skipped' : verdictOf(overlaps), findings: overlaps.total, ...(holds.length === 0 ? { note: 'no holds in the history' } : {}) },
+      findings: overlaps.kept,
+    });
+    const tokens = tokenOrder(ops, max, history, budget);
+    partial.tokens = tokens.findings.total;
+    done.set('token-order', {
+      result: { check: 'token-order', property: 'FENCE-1', verdict: tokens.grants < 2 ? 'skipped' : verdictOf(tokens.findings), findings: tokens.findings.total, ...(tokens.grants < 2 ? { note: 'fewer than two grants carry a token' } : {}) },
+      findings: tokens.findings.kept,
+    });
+    const lost = lostUpdates(ops, max, budget);
+    partial.lost = lost.lost;
+    done.set('lost-updates', {
+      result: { check: 'lost-updates', property: 'STORE-1', verdict: lost.judged ? verdictOf(lost.findings) : 'skipped', findings: lost.findings.total, ...(lost.judged ? {} : { note: 'no read-modify-writes (writes with prev) in the history' }) },
+      findings: lost.findings.kept,
+    });
+    const stale = staleWrites(ops, storePolicy ?? 'unfenced', max, budget);
+    partial.stale = stale.total;
+    const hasTokenedWrites = ops.some((o) => o.event.op === 'write' && o.event.token !== undefined);
+    done.set('stale-writes', { result: staleCheck(storePolicy, hasTokenedWrites, stale), findings: stale.kept });
+  } catch (e) {
+    if (!(e instanceof OutOfTime)) throw e;
+    outOfTime = e.phase;
+  }
+  const lin = outOfTime === undefined ? linearizabilityChecks(history, { timeoutMs, maxMemoryBytes, budget }, max) : undefined;
+  if (lin !== undefined) {
+    done.set('lock-linearizable', { result: lin.lock, findings: lin.findings.filter((f) => f.check === 'lock-linearizable') });
+    done.set('register-linearizable', { result: lin.register, findings: lin.findings.filter((f) => f.check === 'register-linearizable') });
+  }
+  const CHECKS: readonly (readonly [CheckId, CheckResult['property']])[] = [
+    ['overlapping-holds', 'MUTEX-1'],
+    ['token-order', 'FENCE-1'],
+    ['lost-updates', 'STORE-1'],
+    ['stale-writes', 'FENCE-2'],
+    ['lock-linearizable', 'LIN-1'],
+    ['register-linearizable', 'LIN-1'],
   ];
-  const findings = [...[overlaps, tokens.findings, lost.findings, stale].flatMap((l) => l.kept), ...lin.findings];
-  const unknownOutcomes = ops.filter((o) => o.outcome === 'info' || o.outcome === 'pending').length;
+  const checks = CHECKS.map(([check, property]): CheckResult => done.get(check)?.result ?? { check, property, verdict: 'unknown', findings: 0, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${outOfTime ?? 'checking'}` });
+  const findings = CHECKS.flatMap(([check]) => done.get(check)?.findings ?? []);
+  const ops = partial.ops ?? [];
   return {
     verdict: overallVerdict(checks),
     storePolicy,
     checks,
     findings,
+    // What the budget left undone is counted as 0: the checks' notes say which were not decided.
     counts: {
       events: history.length,
       operations: ops.length,
       grants: ops.filter((o) => o.event.op === 'acquire' && o.outcome === 'ok').length,
-      holds: holds.length,
-      overlappingHolds: overlaps.total,
-      writesAccepted: store.writesAccepted,
-      writesRejected: store.writesRejected,
-      writesUnknown: store.writesUnknown,
-      lostUpdates: lost.lost,
-      staleWritesAccepted: stale.total,
-      tokenOrderViolations: tokens.findings.total,
-      unknownOutcomes,
-      faults: faultIntervals(history).length,
+      holds: partial.holds ?? 0,
+      overlappingHolds: partial.overlaps ?? 0,
+      writesAccepted: partial.store?.writesAccepted ?? 0,
+      writesRejected: partial.store?.writesRejected ?? 0,
+      writesUnknown: partial.store?.writesUnknown ?? 0,
+      lostUpdates: partial.lost ?? 0,
+      staleWritesAccepted: partial.stale ?? 0,
+      tokenOrderViolations: partial.tokens ?? 0,
+      unknownOutcomes: ops.filter((o) => o.outcome === 'info' || o.outcome === 'pending').length,
+      faults: partial.faults ?? 0,
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { History, OperationEvent, SignalEvent } from './event.ts';
+import { Budget } from './budget.ts';
 import { FindingList, sortedUnique } from './findings.ts';
 import { groupBy } from './group.ts';
 import { ms } from './operations.ts';
@@ -45,7 +46,7 @@ function sameLease(c: Current, e: { readonly owner?: string; readonly token?: st
   return (c.owner === undefined || e.owner === undefined || c.owner === e.owner) && (c.token === undefined || e.token === undefined || c.token === e.token);
 }
 
-export function holdIntervals(history: History): Hold[] {
+export function holdIntervals(history: History, budget: Budget = Budget.none): Hold[] {
   const holds: Hold[] = [];
   const current = new Map<string, Current>();
   const invokes = new Map<number, number>();
@@ -71,7 +72,9 @@ export function holdIntervals(history: History): Hold[] {
     }
     current.delete(keyOf(process, c.resource));
   };
+  budget.phase('finding holds', history.length);
   history.forEach((e, i) => {
+    budget.tick();
     if (e.type === 'meta' || e.process === 'nemesis') return;
     const process = e.process;
     if (e.type === 'signal') {
@@ -170,8 +173,9 @@ function lowerBound(xs: Float64Array, x: number, from = 0): number {
  * holds at once (thousands of session locks never released: every pair
  * overlaps) cost O(n log n), not a message per pair.
  */
-export function overlappingHolds(holds: readonly Hold[], maxFindings: number): FindingList {
+export function overlappingHolds(holds: readonly Hold[], maxFindings: number, budget: Budget = Budget.none): FindingList {
   const list = new FindingList(maxFindings);
+  budget.phase('judging overlapping holds', holds.length);
   const byResource = groupBy(holds, (h) => h.resource);
   for (const [resource, unsorted] of byResource) {
     const hs = [...unsorted].sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
@@ -182,6 +186,7 @@ export function overlappingHolds(holds: readonly Hold[], maxFindings: number): F
     const place = new Map<Hold, number>();
     for (const ph of byProcess.values()) ph.forEach((h, k) => place.set(h, k));
     for (let i = 0; i < hs.length; i++) {
+      budget.tick();
       const a = hs[i]!;
       // Later holds overlap a exactly when they start before it ends; those of its own process do not count.
       const upper = lowerBound(starts, a.end, i + 1);

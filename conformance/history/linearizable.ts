@@ -6,6 +6,7 @@ import type { LeaseLockInput, LinearizabilityResult, ObjectHistory, Operation, R
 import { checkLinearizability, etcdRegister, isPending, leaseLock, lockHistories, registerHistories } from './linearizability/index.ts';
 import { counted } from '../counted.ts';
 import { compositeKey } from './group.ts';
+import { Budget, OutOfTime } from './budget.ts';
 
 /**
  * LIN-1 (spec/SPEC.md 10.4.5): each resource's lock and each store register
@@ -24,9 +25,11 @@ export interface LinearizabilityReport {
  * write's too. It is left out of the register's operations (it did not take effect), but its value is one the
  * history attempted to write, never one from before it.
  */
-function attemptedValues(history: History): Map<string, Set<string>> {
+function attemptedValues(history: History, budget: Budget): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
+  budget.phase('finding the values written', history.length);
   for (const e of history) {
+    budget.tick();
     if (e.type !== 'invoke' || e.op !== 'write') continue;
     const k = compositeKey(e.resource, e.key);
     let values = out.get(k);
@@ -121,26 +124,43 @@ function finding(kind: 'lock' | 'register', h: ObjectHistory<unknown, unknown>, 
 
 /**
  * The bounds of the search: time shared by every object of the history; memory per object (one object's tables are
- * searched at a time). `startedAt` (performance.now()): when the check began, so that the budget counts the work before
- * the search too (building the objects' histories); default now.
+ * searched at a time). `budget`: the check's, so that the time counts the work before the search too (building the
+ * objects' histories, read every few thousand events) and progress is reported; default a budget of `timeoutMs` from now.
  */
 export interface SearchBounds {
   readonly timeoutMs: number;
   readonly maxMemoryBytes: number;
-  readonly startedAt?: number;
+  readonly budget?: Budget;
 }
 
 const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 
+type Kind = 'lock' | 'register';
+const checkIdOf = (kind: Kind) => (kind === 'lock' ? 'lock-linearizable' : 'register-linearizable');
+
+/** A LIN-1 check the budget ran out on before its search: not decided, never safe. */
+function outOfTimeResult(kind: Kind, timeoutMs: number, phase: string): CheckResult {
+  return { check: checkIdOf(kind), property: 'LIN-1', verdict: 'unknown', findings: 0, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${phase}` };
+}
+
 export function linearizabilityChecks(history: History, bounds: SearchBounds, maxFindings: number): LinearizabilityReport {
-  const { timeoutMs, maxMemoryBytes, startedAt = performance.now() } = bounds;
-  const deadline = startedAt + timeoutMs;
-  const left = () => ({ timeoutMs: Math.max(0, deadline - performance.now()), maxMemoryBytes });
-  const judge = <I, O>(kind: 'lock' | 'register', objects: readonly ObjectHistory<I, O>[], run: (h: ObjectHistory<I, O>) => LinearizabilityResult) => {
+  const { timeoutMs, maxMemoryBytes, budget = new Budget(performance.now(), timeoutMs) } = bounds;
+  // The search reads its clock every slice of steps: each read is a chance to report progress (the search judges its deadline).
+  let searching = { kind: 'lock' as Kind, done: 0, total: 0 };
+  const clock = () => {
+    const now = budget.clock();
+    budget.report(now, searching.done, searching.total);
+    return now;
+  };
+  const left = () => ({ timeoutMs: budget.left(), maxMemoryBytes, clock });
+  const judge = <I, O>(kind: Kind, objects: readonly ObjectHistory<I, O>[], run: (h: ObjectHistory<I, O>) => LinearizabilityResult) => {
     const list = new FindingList(maxFindings);
     const unknown = { timeout: 0, memory: 0 };
+    budget.phase(`searching the ${kind} histories`, objects.length);
+    searching = { kind, done: 0, total: objects.length };
     for (const h of objects) {
       const result = run(h);
+      searching.done++;
       if (result.verdict === 'not-linearizable') list.add(finding(kind, h as ObjectHistory<unknown, unknown>, result, history));
       else if (result.verdict === 'unknown') unknown[result.reason]++;
     }
@@ -151,16 +171,26 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
       ...(unknown.memory > 0 ? [`${unknown.memory} reached the ${mib(maxMemoryBytes)} MiB memory bound (--memory-mib)`] : []),
     ];
     const note = objects.length === 0 ? `no ${kind} operations` : undecided > 0 ? `${undecided} of ${counted(objects.length, kind)} not decided: ${why.join(', ')}` : undefined;
-    const result: CheckResult = { check: kind === 'lock' ? 'lock-linearizable' : 'register-linearizable', property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
+    const result: CheckResult = { check: checkIdOf(kind), property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
     return { result, list };
   };
-  const lock = judge('lock', lockHistories(history).map(withInitialHolder), (h) => checkLinearizability(leaseLock(), h.operations, left()));
-  // With its initial value in the object (not added inside the search), so that a finding can name that operation too.
-  const attempted = attemptedValues(history);
-  const register = judge(
-    'register',
-    registerHistories(history).map((h) => withInitialValue(h, history, attempted)),
-    (h) => checkLinearizability(etcdRegister(), h.operations, left()),
-  );
-  return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
+  let lock: { result: CheckResult; list: FindingList } | undefined;
+  try {
+    const locks = lockHistories(history, budget);
+    budget.phase('finding initial holders', locks.length);
+    lock = judge('lock', locks.map((h) => (budget.tick(), withInitialHolder(h))), (h) => checkLinearizability(leaseLock(), h.operations, left()));
+    // With its initial value in the object (not added inside the search), so that a finding can name that operation too.
+    const registers = registerHistories(history, budget);
+    const attempted = attemptedValues(history, budget);
+    budget.phase('finding initial values', registers.length);
+    const register = judge(
+      'register',
+      registers.map((h) => (budget.tick(), withInitialValue(h, history, attempted))),
+      (h) => checkLinearizability(etcdRegister(), h.operations, left()),
+    );
+    return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
+  } catch (e) {
+    if (!(e instanceof OutOfTime)) throw e;
+    return { lock: lock?.result ?? outOfTimeResult('lock', timeoutMs, e.phase), register: outOfTimeResult('register', timeoutMs, e.phase), findings: lock?.list.kept ?? [] };
+  }
 }

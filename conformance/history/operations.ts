@@ -1,4 +1,5 @@
 import type { FaultEvent, History, OperationEvent } from './event.ts';
+import { Budget } from './budget.ts';
 import { compositeKey } from './group.ts';
 
 /**
@@ -19,11 +20,13 @@ export interface OperationRecord {
   readonly event: OperationEvent;
 }
 
-export function operations(history: History): OperationRecord[] {
+export function operations(history: History, budget: Budget = Budget.none): OperationRecord[] {
   const out: OperationRecord[] = [];
   const open = new Map<number, number>();
   let lastTime = -Infinity;
+  budget.phase('pairing operations', history.length);
   history.forEach((e, i) => {
+    budget.tick();
     if (e.type === 'meta') return;
     lastTime = Math.max(lastTime, e.time);
     if (e.type === 'signal' || e.process === 'nemesis') return;
@@ -53,12 +56,14 @@ export interface FaultInterval {
   readonly endIndex: number | undefined;
 }
 
-export function faultIntervals(history: History): FaultInterval[] {
+export function faultIntervals(history: History, budget: Budget = Budget.none): FaultInterval[] {
   const out: FaultInterval[] = [];
   // Per fault and target, the begins not yet ended, oldest first (a queue: an end matches the oldest begin).
   const open = new Map<string, { readonly begins: number[]; head: number }>();
   let lastTime = -Infinity;
+  budget.phase('pairing faults', history.length);
   history.forEach((e, i) => {
+    budget.tick();
     if (e.type === 'meta') return;
     lastTime = Math.max(lastTime, e.time);
     if (e.type === 'signal' || e.process !== 'nemesis') return;

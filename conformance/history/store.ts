@@ -1,4 +1,5 @@
 import type { ReadEvent, StorePolicy, WriteEvent } from './event.ts';
+import { Budget } from './budget.ts';
 import { FindingList, sortedUnique } from './findings.ts';
 import { compositeKey, groupBy } from './group.ts';
 import type { OperationRecord } from './operations.ts';
@@ -44,8 +45,9 @@ export function storeCounts(ops: readonly OperationRecord[]): StoreCounts {
  * invoked and is not among them is lost. Judged only where every write of the
  * register carries `prev`, and only through values written once.
  */
-export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number): { findings: FindingList; lost: number; judged: boolean } {
+export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number, budget: Budget = Budget.none): { findings: FindingList; lost: number; judged: boolean } {
   const list = new FindingList(maxFindings);
+  budget.phase('judging lost updates', 3 * ops.length);
   const registers = groupBy(
     ops.filter((o) => o.event.op === 'write' || (o.event.op === 'read' && o.outcome === 'ok')),
     (o) => registerOf(o.event as WriteEvent | ReadEvent),
@@ -62,13 +64,14 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
       writes.filter((w) => w.outcome !== 'fail'),
       (w) => w.event.value,
     );
-    const lostHere = rmw.length === writes.length ? missedByReads(writes, reads, writersOf, list) : new Set<Write>();
+    const lostHere = rmw.length === writes.length ? missedByReads(writes, reads, writersOf, list, budget) : new Set<Write>();
     // The register held a value before the history began: it is one of the values seen (prev, read) that no write of
     // the history wrote, and when every value seen was written in it, it may be any of them (an ABA through it).
     const unwritten = new Set([...rmw.map((w) => w.event.prev!), ...reads.map((r) => r.event.value ?? null)].filter((v) => v === null || !writersOf.has(v)));
     const mayBeInitial = (v: string) => unwritten.size === 0 || unwritten.has(v);
     // (a) accepted writes that read the same value.
     for (const group of groupBy(rmw.filter((w) => w.outcome === 'ok'), (w) => w.event.prev).values()) {
+      budget.tick();
       const prev = group[0]!.event.prev!;
       // Two holdings of prev (two writes of it, or one and the value before the history) can explain the two reads: ABA.
       if (group.length < 2 || (prev !== null && (writersOf.get(prev)?.length ?? 0) + (mayBeInitial(prev) ? 1 : 0) > 1)) continue;
@@ -96,7 +99,7 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
  * value whose writer is not in w's subtree: for each w, one look at the
  * smallest and largest DFS number among the reads invoked after it.
  */
-function missedByReads(writes: readonly Write[], reads: readonly Read[], writersOf: Map<string, Write[]>, list: FindingList): Set<Write> {
+function missedByReads(writes: readonly Write[], reads: readonly Read[], writersOf: Map<string, Write[]>, list: FindingList, budget: Budget): Set<Write> {
   const lost = new Set<Write>();
   const unique = (v: string) => {
     const ws = writersOf.get(v);
@@ -116,6 +119,7 @@ function missedByReads(writes: readonly Write[], reads: readonly Read[], writers
   let clock = 0;
   const stack: [Write | typeof ROOT, boolean][] = [[ROOT, false]];
   while (stack.length > 0) {
+    budget.tick();
     const [node, done] = stack.pop()!;
     if (done) {
       tout.set(node, clock++);
@@ -143,6 +147,7 @@ function missedByReads(writes: readonly Write[], reads: readonly Read[], writers
     maxAfter[i] = i + 1 < placed.length && maxAfter[i + 1]!.t > p.t ? maxAfter[i + 1]! : p;
   }
   for (const w of writes) {
+    budget.tick();
     const t = tin.get(w);
     if (w.outcome !== 'ok' || t === undefined) continue;
     // First read invoked after w completed.
@@ -174,8 +179,9 @@ function missedByReads(writes: readonly Write[], reads: readonly Read[], writers
  * (monotonic: a lower token; strict: a token not above). The store keeps
  * one highest token per resource (section 6).
  */
-export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy, maxFindings: number): FindingList {
+export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy, maxFindings: number, budget: Budget = Budget.none): FindingList {
   const list = new FindingList(maxFindings);
+  budget.phase('judging stale writes', ops.length);
   if (policy !== 'strict' && policy !== 'monotonic') return list;
   const byResource = groupBy(
     ops.flatMap((op) => (op.event.op === 'write' && op.outcome === 'ok' && op.event.token !== undefined ? [{ op: op as Write, token: BigInt(op.event.token) }] : [])),
@@ -189,6 +195,7 @@ export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy
     let max: (typeof ws)[number] | undefined;
     const flagged = new Set<unknown>();
     for (const w of byStart) {
+      budget.tick();
       while (k < byEnd.length && byEnd[k]!.op.end < w.op.start) {
         if (max === undefined || byEnd[k]!.token > max.token) max = byEnd[k];
         k++;

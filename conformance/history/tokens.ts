@@ -1,4 +1,5 @@
 import type { AcquireEvent, History, ReleaseEvent } from './event.ts';
+import { Budget } from './budget.ts';
 import { FindingList, sortedUnique } from './findings.ts';
 import { compositeKey, groupBy } from './group.ts';
 import type { OperationRecord } from './operations.ts';
@@ -39,20 +40,23 @@ const compatible = (a: string | undefined, b: string | undefined) => a === undef
  * The stack of each `ok` acquire with a token (by its completion's index), in one pass over the grants, the
  * successful releases and the loss signals in history order.
  */
-function stacksOf(ops: readonly OperationRecord[], history: History): Map<number, number> {
+function stacksOf(ops: readonly OperationRecord[], history: History, budget: Budget): Map<number, number> {
   type Step = { readonly index: number; readonly op?: OperationRecord; readonly signal?: { readonly process: number; readonly resource: string; readonly owner: string; readonly token?: string } };
   const steps: Step[] = [];
   for (const op of ops) {
+    budget.tick();
     if (op.outcome !== 'ok' || op.completeIndex === undefined) continue;
     if (op.event.op === 'acquire' || op.event.op === 'release') steps.push({ index: op.completeIndex, op });
   }
   history.forEach((e, index) => {
+    budget.tick();
     if (e.type === 'signal') steps.push({ index, signal: e });
   });
   steps.sort((a, b) => a.index - b.index);
   const current = new Map<string, Stack>();
   const stackOf = new Map<number, number>();
   for (const step of steps) {
+    budget.tick();
     if (step.signal !== undefined) {
       const s = step.signal;
       const key = compositeKey(String(s.process), s.resource);
@@ -85,9 +89,10 @@ function stacksOf(ops: readonly OperationRecord[], history: History): Map<number
   return stackOf;
 }
 
-export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number, history: History = []): { findings: FindingList; grants: number } {
+export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number, history: History = [], budget: Budget = Budget.none): { findings: FindingList; grants: number } {
   const list = new FindingList(maxFindings);
-  const stacks = stacksOf(ops, history);
+  budget.phase('judging token order', 2 * ops.length + history.length);
+  const stacks = stacksOf(ops, history, budget);
   const grantsOf = groupBy(
     ops.flatMap((op): Grant[] =>
       op.event.op === 'acquire' && op.outcome === 'ok' && op.event.token !== undefined ? [{ op, token: BigInt(op.event.token), stack: stacks.get(op.completeIndex!) ?? op.completeIndex ?? op.invokeIndex }] : [],
@@ -105,6 +110,7 @@ export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number,
     const withToken = new Map<bigint, { readonly first: Grant; other?: Grant }>();
     const flagged = new Set<Grant>();
     for (const later of byStart) {
+      budget.tick();
       while (k < byEnd.length && byEnd[k]!.op.end < later.op.start) {
         const g = byEnd[k++]!;
         if (best === undefined || g.token > best.token) best = g;

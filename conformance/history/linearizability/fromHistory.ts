@@ -1,4 +1,5 @@
 import type { AcquireEvent, History, HistoryEvent, OperationEvent, SignalEvent } from '../event.ts';
+import { Budget } from '../budget.ts';
 import { compositeKey } from '../group.ts';
 import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from './check.ts';
 import { leaseLock, type LeaseLockInput } from './models/leaseLock.ts';
@@ -44,10 +45,11 @@ interface Paired {
 }
 
 /** Pairs each process's invoke with its completion; failed operations are dropped. */
-function pair(history: History): Paired[] {
+function pair(history: History, budget: Budget): Paired[] {
   const open = new Map<number, { invoke: OperationEvent; index: number }>();
   const out: Paired[] = [];
   history.forEach((ev: HistoryEvent, index) => {
+    budget.tick();
     if (ev.type === 'meta' || ev.process === 'nemesis' || ev.type === 'signal') return;
     const op = ev as OperationEvent;
     const p = op.process as number;
@@ -101,7 +103,7 @@ const ownerNamed = (e: OperationEvent): string | undefined => (e.op === 'acquire
  * unknown outcome naming no owner is not given one: the client never learnt
  * it, so what its process does next is about another lease.
  */
-function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[]): Map<Paired, string> {
+function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[], budget: Budget): Map<Paired, string> {
   const named = [
     ...ps.map((p) => ({ index: p.index, process: p.invoke.process as number, owner: ownerNamed(p.seen), acquire: p.invoke.op === 'acquire' ? p : undefined })),
     ...signals.map((g) => ({ index: g.index, process: g.event.process, owner: g.event.owner, acquire: undefined })),
@@ -109,6 +111,7 @@ function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[]): Ma
   const owners = new Map<Paired, string>();
   const waiting = new Map<number, Paired>();
   for (const n of named) {
+    budget.tick();
     if (n.acquire !== undefined) {
       if (n.owner === undefined && n.acquire.done !== undefined) waiting.set(n.process, n.acquire);
       else waiting.delete(n.process);
@@ -140,7 +143,7 @@ const SESSION_ENDED: ReadonlySet<string> = new Set(['connection-lost', 'process-
  * per process and owner its latest acquire, its latest without token and its latest per token (a
  * backward scan per signal was quadratic when many signals matched nothing).
  */
-function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: Map<Paired, string>): { op: Operation<LeaseLockInput, unknown>; index: number }[] {
+function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: Map<Paired, string>, budget: Budget): { op: Operation<LeaseLockInput, unknown>; index: number }[] {
   const out: { op: Operation<LeaseLockInput, unknown>; index: number }[] = [];
   interface Latest {
     any?: Paired;
@@ -151,7 +154,9 @@ function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: 
   const keyOf = (process: number, owner: string) => compositeKey(String(process), owner);
   let k = 0;
   for (const { event: s, index } of signals) {
+    budget.tick();
     for (; k < ps.length && ps[k]!.index < index; k++) {
+      budget.tick();
       const p = ps[k]!;
       const owner = owners.get(p);
       if (p.invoke.op !== 'acquire' || owner === undefined) continue;
@@ -179,17 +184,22 @@ function sessionEnds(ps: readonly Paired[], signals: readonly Signal[], owners: 
   return out;
 }
 
-/** Per resource, its lock operations, and the ends of its session locks that loss signals show. */
-export function lockHistories(history: History): ObjectHistory<LeaseLockInput, unknown>[] {
-  const byResource = group(pair(history), (p) => (p.invoke.op === 'acquire' || p.invoke.op === 'extend' || p.invoke.op === 'release' ? p.invoke.resource : undefined));
+/**
+ * Per resource, its lock operations, and the ends of its session locks that loss signals show. `budget`: the check's
+ * (read every few thousand events: past it, OutOfTime), where progress is reported.
+ */
+export function lockHistories(history: History, budget: Budget = Budget.none): ObjectHistory<LeaseLockInput, unknown>[] {
+  budget.phase('building the lock histories', 3 * history.length);
+  const byResource = group(pair(history, budget), (p) => (p.invoke.op === 'acquire' || p.invoke.op === 'extend' || p.invoke.op === 'release' ? p.invoke.resource : undefined));
   const signals = group(
     history.flatMap((e, index) => (e.type === 'signal' ? [{ event: e, index }] : [])),
     (g) => g.event.resource,
   );
   return [...byResource].map(([resource, ps]) => {
     const resourceSignals = signals.get(resource) ?? [];
-    const owners = ownersOfAcquires(ps, resourceSignals);
+    const owners = ownersOfAcquires(ps, resourceSignals, budget);
     const operations = ps.map((p): Operation<LeaseLockInput, unknown> => {
+      budget.tick();
       const inv = p.invoke;
       const done = p.done;
       const owner = owners.get(p) ?? (p.seen as { readonly owner: string }).owner;
@@ -205,7 +215,7 @@ export function lockHistories(history: History): ObjectHistory<LeaseLockInput, u
           return { process: inv.process, ...timing(p), input: { f: 'release', owner, latest: done?.time ?? Infinity } };
       }
     });
-    const ends = sessionEnds(ps, resourceSignals, owners);
+    const ends = sessionEnds(ps, resourceSignals, owners, budget);
     return { object: `lock ${resource}`, events: [...ps.map((p) => p.index), ...ends.map((e) => e.index)], operations: [...operations, ...ends.map((e) => e.op)] };
   });
 }
@@ -217,14 +227,16 @@ function registerName(e: OperationEvent): string {
 }
 
 /** Per store register (resource and key), its writes and reads; a read of null saw it never written. */
-export function registerHistories(history: History): ObjectHistory<RegisterInput, RegisterOutput>[] {
-  const paired = pair(history).filter((p) => p.invoke.op === 'write' || (p.invoke.op === 'read' && p.done !== undefined));
+export function registerHistories(history: History, budget: Budget = Budget.none): ObjectHistory<RegisterInput, RegisterOutput>[] {
+  budget.phase('building the register histories', 2 * history.length);
+  const paired = pair(history, budget).filter((p) => p.invoke.op === 'write' || (p.invoke.op === 'read' && p.done !== undefined));
   // Grouped by an unambiguous key ('a/b' + 'c' is not 'a' + 'b/c'); named for people as resource/key.
   const byKey = group(paired, (p) => (p.invoke.op === 'write' || p.invoke.op === 'read' ? compositeKey(p.invoke.resource, p.invoke.key) : undefined));
   return [...byKey].map(([, ps]) => ({
     object: `register ${registerName(ps[0]!.invoke)}`,
     events: ps.map((p) => p.index),
     operations: ps.map((p): Operation<RegisterInput, RegisterOutput> => {
+      budget.tick();
       const inv = p.invoke;
       if (inv.op === 'write') return { process: inv.process, ...timing(p), input: { f: 'write', value: inv.value } };
       const done = p.done;

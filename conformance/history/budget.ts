@@ -1,0 +1,93 @@
+/**
+ * The time budget of one check (CheckOptions.timeoutMs), shared by every phase: pairing the operations, the interval
+ * checks, building each object's history and the linearizability search. Each phase calls `tick()` once per item
+ * (event, operation, hold, write...); every TICKS of them the clock is read, and past the deadline `OutOfTime` is
+ * thrown, so no phase runs on more than TICKS items past the budget (a sort excepted: one call, O(n log n)), and
+ * the check says `unknown` for what it had not finished (never `safe`). The same looks at the clock report progress.
+ */
+
+/** What a long check is doing, for progress lines (CheckOptions.onProgress): at most about one a second. */
+export interface CheckProgress {
+  /** The phase: 'pairing operations', 'holds', 'lock histories', 'lock search'... */
+  readonly phase: string;
+  /** Items of the phase done so far, of `total` (events, holds, objects...). */
+  readonly done: number;
+  readonly total: number;
+  /** Since the check began. */
+  readonly elapsedMs: number;
+  /** The budget (timeoutMs). */
+  readonly timeoutMs: number;
+}
+
+/** The budget ran out during `phase`: the checks not finished are `unknown`. */
+export class OutOfTime extends Error {
+  override readonly name = 'OutOfTime';
+  constructor(readonly phase: string) {
+    super(`the time budget ran out while ${phase}`);
+  }
+}
+
+/** Items between two looks at the clock: cheap against a phase's work per item, often enough to stop within ms. */
+const TICKS = 1 << 12;
+/**
+ * Items done before the deadline is judged at all: a small history (a few thousand events: tens of ms of work) is
+ * judged whole whatever the budget, timeoutMs 0 included, as the search still gives each object one slice.
+ */
+const FIRST_LOOK = 1 << 16;
+/** Between two progress reports. */
+const REPORT_EVERY_MS = 1000;
+
+export class Budget {
+  private ticks = 0;
+  private phaseName = 'starting';
+  private done = 0;
+  private total = 0;
+  private lastReport: number;
+  readonly deadline: number;
+
+  constructor(
+    readonly startedAt: number,
+    readonly timeoutMs: number,
+    private readonly onProgress?: (p: CheckProgress) => void,
+    readonly clock: () => number = () => performance.now(),
+  ) {
+    this.deadline = startedAt + timeoutMs;
+    this.lastReport = startedAt;
+  }
+
+  /** A budget that never runs out and reports nothing (the phase functions called on their own). */
+  static readonly none = new Budget(0, Infinity);
+
+  /** A new phase of `total` items begins (the clock is read by ticks only: see FIRST_LOOK). */
+  phase(name: string, total: number): void {
+    this.phaseName = name;
+    this.done = 0;
+    this.total = total;
+  }
+
+  /** One item of the current phase done; every TICKS items, a look at the clock. */
+  tick(): void {
+    this.done++;
+    if ((++this.ticks & (TICKS - 1)) === 0 && this.ticks >= FIRST_LOOK) this.look();
+  }
+
+  /** Time left, in ms (0 when past the deadline). */
+  left(): number {
+    return Math.max(0, this.deadline - this.clock());
+  }
+
+  /** Reads the clock: reports progress when due, throws OutOfTime past the deadline. */
+  look(): number {
+    const now = this.clock();
+    if (now >= this.deadline) throw new OutOfTime(this.phaseName);
+    this.report(now);
+    return now;
+  }
+
+  /** Reports progress when due, without judging the deadline (the search judges its own). */
+  report(now: number, done = this.done, total = this.total): void {
+    if (this.onProgress === undefined || now - this.lastReport < REPORT_EVERY_MS) return;
+    this.lastReport = now;
+    this.onProgress({ phase: this.phaseName, done, total, elapsedMs: now - this.startedAt, timeoutMs: this.timeoutMs });
+  }
+}
