@@ -230,6 +230,23 @@ describe('the spec reads in order, and what cites its sections finds them', () =
     expect(cited.filter((c) => !numbers.has(c.n)).map((c) => c.where)).toEqual([]);
   });
 
+  it('a part cited by its title (\'7.4, "Late statements"\', \'docs/redis.md, "Errors"\') starts a heading or paragraph there', () => {
+    // The reader's texts: the docs, the spec and the code (the tests' comments aside).
+    const files = spawnSync('git', ['ls-files', '*.md', '*.ts', '*.mjs'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => f !== '' && !f.startsWith('docs/matrix/') && !f.startsWith('test/'));
+    /** Whether `title` begins a heading, a paragraph or a list item of `page` (bold or not). */
+    const starts = (page: string, title: string): boolean =>
+      text(page).split('\n').some((l) => l.replace(/^(?:#+ (?:[\d.]+ )?|- |\d+\. )?(?:\*\*)?`?/, '').toLowerCase().startsWith(title.toLowerCase()));
+    const cited = files.flatMap((f) =>
+      [...text(f).matchAll(/(?:\b((?:docs\/)?[a-z][\w-]*\.md)|(?:[Ss]pec(?:\/SPEC\.md)?|SPEC\.md|[Ss]ection)? ?\b(\d+(?:\.\d+)*)),? \(?"([A-Z][^"\n]{2,70})"/g)].map((m) => ({
+        where: `${f}: ${m[0]}`,
+        page: m[1] === undefined ? 'spec/SPEC.md' : m[1].startsWith('docs/') ? m[1] : `docs/${m[1]}`,
+        title: m[3]!,
+      })),
+    );
+    expect(cited.length).toBeGreaterThan(20);
+    expect(cited.filter((c) => !existsSync(c.page) || !starts(c.page, c.title)).map((c) => c.where)).toEqual([]);
+  });
+
   it('a command whose options a page lists ("its options are …") takes exactly those', () => {
     const lists = ALL.flatMap(([p, b]) =>
       [...b.replace(/\s+/g, ' ').matchAll(/`lockcheck (\w+)`(?:(?!\. ).){0,250}?its options are ((?:`--[\w-]+`(?:, | and )?)+)/g)].map((m) => ({ where: `${p}: lockcheck ${m[1]}`, command: m[1]!, options: [...m[2]!.matchAll(/--([\w-]+)/g)].map((o) => o[1]!) })),
