@@ -4,7 +4,7 @@ import { relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_OPTIONS, OPTIONS } from '../cli/options.ts';
 import { BUILT_INS, MEASURED_FAULT_CLASSES } from '../cli/rows.ts';
-import { FAULT_KINDS } from '../conformance/faults.ts';
+import { FAULT_KINDS, type FaultInjectors, faultKindsOf } from '../conformance/faults.ts';
 import { STRESS_BACKENDS } from '../conformance/stress/backendNames.ts';
 import { NEMESIS_FAULTS } from '../conformance/stress/nemesis.ts';
 import { DESIGN_KINDS, STORE_POLICIES } from '../model/design.ts';
@@ -404,6 +404,16 @@ describe('the docs write the adapter API\'s interfaces as the code declares them
       return [...real.filter((m) => !w.members.includes(m)).map((m) => `${w.name}: ${m} missing`), ...w.members.filter((m) => !real.includes(m)).map((m) => `${w.name}: ${m} not in the type`)];
     });
     expect(wrong).toEqual([]);
+  });
+});
+
+describe('docs/adapter.md\'s fault table is the code\'s', () => {
+  it('lists every fault kind with the injector that provides it', () => {
+    const table = /^\| fault kind \| injector \|\n\|---\|---\|\n((?:\|.*\n)+)/m.exec(text('docs/adapter.md'));
+    expect(table).not.toBeNull();
+    const rows = [...table![1]!.matchAll(/^\| `([a-z-]+)` \| (?:`(\w+)`|none[^|]*) \|$/gm)].map((m) => ({ kind: m[1]!, injector: m[2] }));
+    expect(rows.map((r) => r.kind)).toEqual([...FAULT_KINDS]);
+    for (const r of rows.filter((x) => x.injector !== undefined)) expect(faultKindsOf({ [r.injector!]: () => Promise.resolve() } as FaultInjectors), r.kind).toContain(r.kind);
   });
 });
 
