@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { BackendUnderTest, LockClient } from '../conformance/adapter.ts';
 import { checkConformance, runLockstep } from '../conformance/index.ts';
 import type { ConformanceFailure } from '../conformance/index.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
@@ -6,6 +7,8 @@ import { SimRedisNode } from '../conformance/sim/redisNode.ts';
 import { SimStore } from '../conformance/sim/store.ts';
 import type { Command, StorePolicy } from '../model/index.ts';
 import { designs } from '../model/index.ts';
+import type { LeaseHandle } from '../impl/lease.ts';
+import { tinyLock } from '../docs/examples/tinyLock.ts';
 
 /**
  * Broken backends that a user's run missed, or named by the wrong property
@@ -73,8 +76,9 @@ describe('a write held across its client pause is judged when it lands at the re
 
   it('checkConformance with its defaults names it FENCE-2 at once, with a replayable schedule', async () => {
     const backend = storeDeciding('strict', () => true, 'store ignores tokens');
-    const r = await checkConformance(backend, { runs: 100, seed: 20161010 });
-    expect(r.failure).not.toBeNull();
+    // Found at run 1; shrinking is bounded to keep the test short (it is not what is tested here).
+    const r = await checkConformance(backend, { runs: 100, seed: 20161010, shrinkLimitMs: 1000 });
+    expect(r.failure?.failedAtRun).toBe(1);
     expect(r.failure!.properties).toEqual(['FENCE-2']);
     expect(r.failure!.report.verdict).toMatchObject({ consequence: { kind: 'unsafe' } });
     const replay = await checkConformance(backend, { schedule: r.failure!.schedule });
@@ -145,5 +149,42 @@ describe('a token that skips values', () => {
     expect(failure.property).toBe('FENCE-1');
     expect(failure.consequence.kind).toBe('unsafe');
     expect(failure.message).not.toContain('tokensComparedBy');
+  });
+});
+
+describe("the docs example's extension with a shorter ttl (spec 4.1)", () => {
+  // Client 0 holds; node 0's clock jumps past its key and client 1 takes over; client 0's extension with a shorter ttl
+  // is refused; its lease is good only until the shorter deadline (the node may have re-armed the key with it).
+  const takeover: Command[] = [
+    { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 6 },
+    { kind: 'clock-step', node: 0, deltaMs: 7 },
+    { kind: 'acquire', client: 1, resource: 'r0', ttlMs: 5 },
+    { kind: 'extend', client: 0, resource: 'r0', ttlMs: 5 },
+    { kind: 'advance', ms: 2 },
+  ];
+
+  it('brings the deadline down when the extension is sent (it kept the old one: MUTEX-1, found by a generator variant of session h36)', async () => {
+    expect((await runLockstep(tinyLock, takeover, { clients: 2, tokenBase: 0n, continueAfterViolation: true })).verdict).toEqual({ kind: 'pass' });
+    const keepsDeadline: BackendUnderTest = {
+      ...tinyLock,
+      name: 'tiny lock keeping its deadline past a failed shorter extension',
+      start: async (o) => {
+        const instance = await tinyLock.start(o);
+        const clients = instance.clients.map((c): LockClient => ({
+          acquire: c.acquire.bind(c),
+          release: c.release.bind(c),
+          store: c.store,
+          clock: c.clock,
+          extend: (lease, ttlMs) => {
+            (lease as LeaseHandle).limitTo = () => undefined;
+            return c.extend!(lease, ttlMs);
+          },
+        }));
+        return { ...instance, clients };
+      },
+    };
+    const failure = failureOf((await runLockstep(keepsDeadline, takeover, { clients: 2, tokenBase: 0n, continueAfterViolation: true })).verdict);
+    expect(failure.property).toBe('MUTEX-1');
+    expect(failure.message).toContain("client 0's lease on 'r0' is over in the model but its signal has not fired");
   });
 });
