@@ -31,7 +31,7 @@ describe('the timelines check what they draw of each step', () => {
   let report: RunReport;
   beforeAll(async () => {
     const found = await checkConformance(simLeaseBackend(designs.redisSingle(), 'strict', { lock: (p) => new ShortValidity(p) }, 'short validity'), { runs: 30, seed: 3, faults: ['advance', 'pause'] });
-    if (found.failure === undefined) throw new Error('the short-validity lock was not caught: no report to corrupt');
+    if (found.failure == null) throw new Error('the short-validity lock was not caught: no report to corrupt');
     report = found.failure.report;
   });
 
@@ -101,7 +101,7 @@ describe('the history page checks the counts it prints', () => {
   ])('a count that is %s: InvalidInputError naming it', (_what, n) => {
     expect(() => historyReportHtml(history, { ...report, counts: { ...report.counts, grants: n as number } })).toThrow(expect.objectContaining({ name: 'InvalidInputError', message: expect.stringMatching(/^invalid-config: report\.counts\.grants must be a count/) as string }));
     // A key that is not a plain name is not quoted in the message.
-    expect(() => historyReportHtml(history, { ...report, counts: { ...report.counts, ['\u001b[31mx']: n as number } })).toThrow(expect.objectContaining({ message: expect.stringMatching(/^invalid-config: a value of report\.counts must be a count/) as string }));
+    expect(() => historyReportHtml(history, { ...report, counts: { ...report.counts, ['\u001b[31mx']: n as number } as never })).toThrow(expect.objectContaining({ message: expect.stringMatching(/^invalid-config: a value of report\.counts must be a count/) as string }));
   });
 
   it("checkHistory's own counts are drawn", () => {
