@@ -74,6 +74,11 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
     if (options.tls.serverName !== undefined) {
       checkString(options.tls.serverName, 'tls.serverName', true);
       if (isIP(options.tls.serverName) !== 0) throw new InvalidInputError('invalid-config', `tls.serverName must be a host name, not an IP address (TLS sends none as a server name), got ${shown(options.tls.serverName)}`);
+      // As TLS sends it (RFC 6066: ASCII, no trailing dot): anything else the member refused at every handshake (etcd
+      // answered 'localhost.' with an alert that read as an outage, every acquire denied no-quorum) or no certificate has.
+      if (!SERVER_NAME.test(options.tls.serverName) || options.tls.serverName.length > 253) {
+        throw new InvalidInputError('invalid-config', `tls.serverName must be a host name as TLS sends it (dot-separated labels of 1 to 63 ASCII letters, digits, '-' or '_', no '-' at either end, no trailing dot; at most 253 characters), got ${shown(options.tls.serverName)}`);
+      }
     }
     checkTls(options.tls);
   }
@@ -95,6 +100,9 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   trackHostRefusals(client, refusals);
   return boundSockets(client, dialTimeout);
 }
+
+/** A host name as TLS's server name extension carries it: ASCII labels, no trailing dot. */
+const SERVER_NAME = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$/;
 
 /**
  * What etcd3 can dial: `http://host:port`, `https://host:port` or

@@ -960,6 +960,12 @@ describe('etcd3Node', () => {
       expect(e).toBeInstanceOf(ConnectionConfigError);
       expect(e).toMatchObject({ code: 'tls' });
       for (const serverName of ['127.0.0.1', '::1', '', 5]) expect(() => etcdClient({ hosts: server().hosts, tls: { ...ca.client, serverName: serverName as never } })).toThrow(InvalidInputError);
+      // Not a host name as TLS sends it (RFC 6066: ASCII, no trailing dot): etcd refused 'localhost.' at every handshake
+      // with an alert that read as an outage (every acquire denied no-quorum); the others no certificate carries.
+      for (const serverName of ['localhost.', 'local host', 'local/host', 'l\u00f6calhost', 'localhost\uD800', '-localhost', 'localhost-', 'a..b', `${'x'.repeat(64)}.example`, `${'x.'.repeat(127)}x`]) {
+        expect(refused(() => etcdClient({ hosts: server().hosts, tls: { ...ca.client, serverName } })).message, serverName).toMatch(/^invalid-config: tls\.serverName must be a host name as TLS sends it \(/);
+      }
+      for (const serverName of ['localhost', 'LOCALHOST', 'a-b.example', 'under_score.example', `${'x'.repeat(63)}.example`]) etcdClient({ hosts: server().hosts, tls: { ...ca.client, serverName } }).close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
