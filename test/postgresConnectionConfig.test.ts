@@ -30,6 +30,10 @@ const BAD: readonly [string, object][] = [
   ['user null', { user: null }],
   ['database []', { database: [] }],
   ['a password that is a number', { password: 1234 }],
+  // A lone surrogate goes out as U+FFFD: two passwords (users, databases) differing only there would be one.
+  ['a password with a lone surrogate', { password: 'secret-pw\uD800' }],
+  ['a user with a lone surrogate', { user: 'u\uDC00' }],
+  ['a database with a lone surrogate', { database: '\uD83Ddb' }],
   ['connectionTimeoutMillis -5', { connectionTimeoutMillis: -5 }],
   ['query_timeout "10"', { query_timeout: '10' }],
   ['statement_timeout 1.5', { statement_timeout: 1.5 }],

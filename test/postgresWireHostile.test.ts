@@ -625,10 +625,14 @@ describe('wire client: every entry point on a connection gone, closing, or silen
     }
   });
 
-  it('a NUL in the password is refused before a socket opens, naming what', async () => {
+  it('a NUL or a lone surrogate in the password or a start-up parameter is refused before a socket opens, naming what, never showing the password', async () => {
     const fake = await silent();
     try {
-      await expect(connectTo(fake.port, { password: 'a\0b' })).rejects.toThrow(new InvalidInputError('invalid-config', 'the password contains a NUL character'));
+      for (const password of ['a\0b', 'secret-pw\uD800', '\uDFFFsecret-pw']) {
+        await expect(connectTo(fake.port, { password })).rejects.toThrow(new InvalidInputError('invalid-config', 'the password must be well-formed Unicode without NUL characters (not shown: it is a secret)'));
+      }
+      await expect(connectTo(fake.port, { user: 'u\uD800' })).rejects.toThrow(/^invalid-config: the start-up parameter "user" must be well-formed Unicode without NUL characters, got /);
+      await expect(connectTo(fake.port, { database: 'd\0b' })).rejects.toThrow(/^invalid-config: the start-up parameter "database" must be well-formed Unicode/);
       expect(fake.connections).toBe(0);
     } finally {
       await fake.close();

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { checkDuration, checkRetries, checkResource, InvalidInputError } from '../../model/errors.ts';
+import { checkDuration, checkRetries, checkResource, InvalidInputError, isKeepableText } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../errors.ts';
@@ -212,7 +212,8 @@ const MS_FIELDS = ['connectionTimeoutMillis', 'query_timeout', 'statement_timeou
  */
 export function checkConnection(connection: Readonly<Record<string, unknown>>, env: NodeJS.ProcessEnv = process.env): void {
   const text = (field: string, value: unknown): void => {
-    if (value !== undefined && (typeof value !== 'string' || value.includes('\0'))) refuse(`connection.${field}`, 'a string without NUL characters', value);
+    // A lone surrogate has no UTF-8 form: it went out as U+FFFD, so two passwords (or users, databases) differing only there were one.
+    if (value !== undefined && !isKeepableText(value)) refuse(`connection.${field}`, 'a string of well-formed Unicode without NUL characters', value);
   };
   for (const field of TEXT_FIELDS) text(field, connection[field]);
   if (typeof connection.password !== 'function') text('password', connection.password);

@@ -1,6 +1,8 @@
 import net from 'node:net';
 import type { MonotonicClock } from '../../clock.ts';
 import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../../errors.ts';
+import { isKeepableText } from '../../../model/errors.ts';
+import { shown } from '../../options.ts';
 import { md5Password, Scram } from './auth.ts';
 import type { Param } from './codec.ts';
 import { callMessage, MessageReader, parseMessages, passwordMessage, queryMessage, saslInitialResponse, startupMessage, TERMINATE } from './codec.ts';
@@ -146,8 +148,11 @@ export class WireConnection {
     let startup: Buffer;
     try {
       // Validated before a socket opens: a NUL in a parameter (or the password) would cut it and smuggle what follows in as protocol bytes.
-      if (options.password?.includes('\0')) throw new InvalidInputError('invalid-config', 'the password contains a NUL character');
-      startup = startupMessage({ user: options.user, database: options.database ?? options.user, client_encoding: 'UTF8', ...options.parameters });
+      // And a lone surrogate has no UTF-8 form: it went out as U+FFFD, so two passwords (or users) differing only there were one.
+      if (options.password !== undefined && !isKeepableText(options.password)) throw new InvalidInputError('invalid-config', 'the password must be well-formed Unicode without NUL characters (not shown: it is a secret)');
+      const parameters: Record<string, string> = { user: options.user, database: options.database ?? options.user, client_encoding: 'UTF8', ...options.parameters };
+      for (const [key, value] of Object.entries(parameters)) if (!isKeepableText(value)) throw new InvalidInputError('invalid-config', `the start-up parameter ${shown(key)} must be well-formed Unicode without NUL characters, got ${shown(value, key)}`);
+      startup = startupMessage(parameters);
     } catch (e) {
       return Promise.reject(e as Error);
     }
