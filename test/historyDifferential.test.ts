@@ -1,0 +1,258 @@
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import { checkHistory } from '../conformance/history/check.ts';
+import type { History } from '../conformance/history/event.ts';
+import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
+
+/**
+ * The interval checks against references written from spec 10.4 by brute force (every pair of operations, no sorting
+ * or sweeping), on random small histories of the shapes a sweep can get wrong: several processes and resources at
+ * once, equal times everywhere (a completion at the instant of another's invoke), leases and session locks re-acquired
+ * and stacked, releases and loss signals between, tokens at 2^63-1 and just below, fenced writes under both policies,
+ * every outcome (ok, fail, info, none). A failure prints fast-check's seed and path: pass them as { seed, path } to
+ * test.prop's options to replay it.
+ */
+const MAX = 2n ** 63n - 1n;
+const TOKENS = ['1', '2', '3', String(MAX - 1n), String(MAX)];
+
+type Outcome = 'ok' | 'fail' | 'info' | 'none';
+interface Step {
+  readonly op: 'acquire' | 'extend' | 'release' | 'write' | 'signal';
+  readonly resource: 'r' | 's';
+  readonly owner: 'a' | 'b';
+  readonly token: string;
+  readonly session: boolean;
+  readonly outcome: Outcome;
+  readonly gap: number;
+  readonly length: number;
+  readonly validity: number;
+}
+const step: fc.Arbitrary<Step> = fc.record({
+  op: fc.constantFrom('acquire', 'acquire', 'acquire', 'extend', 'release', 'write', 'write', 'signal'),
+  // A deadline this far after the ok: 0 ends the hold where it begins; the grid makes deadlines meet other events' times.
+  validity: fc.integer({ min: 0, max: 6 }),
+  resource: fc.constantFrom('r', 'r', 's'),
+  owner: fc.constantFrom('a', 'b'),
+  token: fc.constantFrom(...TOKENS),
+  session: fc.boolean(),
+  outcome: fc.constantFrom('ok', 'ok', 'ok', 'fail', 'info', 'none'),
+  gap: fc.integer({ min: 0, max: 2 }),
+  length: fc.integer({ min: 0, max: 2 }),
+});
+
+/** Per process its steps in order, times on a small grid (equal times across processes are common); merged by time. */
+function build(perProcess: readonly (readonly Step[])[]): History {
+  const events: { time: number; order: number; e: object }[] = [];
+  let order = 0;
+  perProcess.forEach((steps, process) => {
+    let t = 0;
+    for (const s of steps) {
+      t += s.gap;
+      const base = { process, resource: s.resource };
+      if (s.op === 'signal') {
+        events.push({ time: t, order: order++, e: { type: 'signal', ...base, time: t, owner: s.owner, reason: 'connection-lost' } });
+        continue;
+      }
+      const fields = s.op === 'acquire' ? (s.session ? {} : { ttlMs: 5 }) : s.op === 'release' || s.op === 'extend' ? { owner: s.owner } : { key: 'k', value: `v${order}`, token: s.token };
+      events.push({ time: t, order: order++, e: { type: 'invoke', ...base, time: t, op: s.op, ...fields } });
+      if (s.outcome === 'none') break; // never completes: nothing after it in this process
+      t += s.length;
+      const until = s.session ? {} : { validUntil: t + s.validity };
+      const done = s.outcome !== 'ok' ? {} : s.op === 'acquire' ? { owner: s.owner, token: s.token, ...until } : s.op === 'extend' ? until : {};
+      events.push({ time: t, order: order++, e: { type: s.outcome, ...base, time: t, op: s.op, ...done } });
+    }
+  });
+  events.sort((a, b) => a.time - b.time || a.order - b.order);
+  const h = validateHistory(events.map((x) => x.e));
+  if (h instanceof HistoryFormatError) throw h;
+  return h;
+}
+
+interface Op {
+  readonly process: number;
+  readonly op: string;
+  readonly resource: string;
+  readonly outcome: 'ok' | 'fail' | 'info' | 'pending';
+  readonly invoke: number;
+  readonly done: number | undefined;
+  readonly start: number;
+  readonly end: number;
+  readonly token: bigint | undefined;
+  readonly owner: string | undefined;
+  readonly session: boolean;
+}
+
+/** Operations by brute force: each invoke with the next event of its process. */
+function ops(h: History): Op[] {
+  const out: Op[] = [];
+  h.forEach((e, i) => {
+    if (e.type !== 'invoke' || e.process === 'nemesis') return;
+    const j = h.findIndex((x, k) => k > i && x.type !== 'meta' && x.type !== 'signal' && x.process === e.process);
+    const c = j < 0 ? undefined : h[j]!;
+    const seen = { ...e, ...(c ?? {}) } as Record<string, unknown>;
+    out.push({
+      process: e.process as number,
+      op: e.op,
+      resource: (e as { resource: string }).resource,
+      outcome: c === undefined ? 'pending' : (c.type as Op['outcome']),
+      invoke: i,
+      done: c === undefined ? undefined : j,
+      start: e.time,
+      end: c === undefined ? Infinity : (c as { time: number }).time,
+      token: typeof seen['token'] === 'string' ? BigInt(seen['token']) : undefined,
+      owner: seen['owner'] as string | undefined,
+      session: seen['validUntil'] === undefined,
+    });
+  });
+  return out;
+}
+
+/**
+ * Spec 10.4.2's exemption by brute force: grant b re-acquires a's stack when b is a session grant of a's process and
+ * resource with a's owner and token, a is a session grant, and between them no grant of that process and resource
+ * started another stack, no successful release gave back every level, no loss signal ended it.
+ */
+function sameStack(h: History, all: readonly Op[], a: Op, b: Op): boolean {
+  if (a.process !== b.process || a.resource !== b.resource || !a.session || !b.session || a.token !== b.token || a.owner !== b.owner) return false;
+  let depth = 1;
+  for (let i = a.done! + 1; i < b.done!; i++) {
+    const e = h[i]!;
+    if (e.type === 'meta' || e.process !== a.process || (e as { resource?: string }).resource !== a.resource) continue;
+    if (e.type === 'signal') {
+      if (e.owner === a.owner && (e.token === undefined || BigInt(e.token) === a.token)) return false;
+      continue;
+    }
+    if (e.type !== 'ok') continue;
+    const o = all.find((x) => x.done === i)!;
+    if (o.op === 'release' && (o.owner === undefined || o.owner === a.owner) && (o.token === undefined || o.token === a.token)) {
+      if (--depth <= 0) return false;
+    } else if (o.op === 'acquire') {
+      if (o.token === undefined) return false;
+      if (o.session && o.token === a.token && (o.owner === undefined || o.owner === a.owner)) depth++;
+      else return false;
+    }
+  }
+  return true;
+}
+
+/** FENCE-1 (spec 10.4.2) by brute force: the grants that break it, each counted once. */
+function tokenOrderReference(h: History): number {
+  const all = ops(h);
+  const grants = all.filter((o) => o.op === 'acquire' && o.outcome === 'ok' && o.token !== undefined);
+  return grants.filter((b) =>
+    grants.some((a) => {
+      if (a === b || a.resource !== b.resource) return false;
+      // Ordered in real time: b must be above a, unless b stacks on a.
+      if (a.end < b.start && b.token! <= a.token! && !(b.token === a.token && sameStack(h, all, a, b))) return true;
+      // Two processes, one token: the later by invoke is a violation whatever the windows.
+      return a.process !== b.process && a.token === b.token && a.invoke < b.invoke;
+    }),
+  ).length;
+}
+
+/** FENCE-2 (spec 10.4.4) by brute force. */
+function staleReference(h: History, policy: 'strict' | 'monotonic'): number {
+  const writes = ops(h).filter((o) => o.op === 'write' && o.outcome === 'ok' && o.token !== undefined);
+  return writes.filter((w) =>
+    writes.some((u) => {
+      if (u === w || u.resource !== w.resource) return false;
+      if (u.end < w.start && (policy === 'strict' ? w.token! <= u.token! : w.token! < u.token!)) return true;
+      return policy === 'strict' && u.token === w.token && u.invoke < w.invoke;
+    }),
+  ).length;
+}
+
+interface Hold {
+  readonly process: number;
+  readonly resource: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+/**
+ * MUTEX-1's holds (spec 10.4.1) by brute force, per process and resource: from an acquire's ok to the earliest of its
+ * deadline (an extend's ok moves it; one that came after it lapsed begins a new hold), the invoke of a release of the
+ * lease, its loss signal, a failed extend of it, the invoke of the process's next acquire of the resource unless that
+ * one failed, the end of the history.
+ */
+function holdsReference(h: History): Hold[] {
+  const out: Hold[] = [];
+  const all = ops(h);
+  const processes = new Set(all.map((o) => o.process));
+  for (const p of processes) {
+    for (const resource of ['r', 's']) {
+      let cur: { start: number; deadline: number; owner: string | undefined; token: bigint | undefined } | undefined;
+      const end = (at: number) => {
+        if (cur !== undefined && Math.min(at, cur.deadline) > cur.start) out.push({ process: p, resource, start: cur.start, end: Math.min(at, cur.deadline) });
+        cur = undefined;
+      };
+      const same = (owner: string | undefined, token: bigint | undefined) =>
+        cur !== undefined && (cur.owner === undefined || owner === undefined || cur.owner === owner) && (cur.token === undefined || token === undefined || cur.token === token);
+      const mine = all.filter((o) => o.process === p && o.resource === resource);
+      const signals = h.flatMap((e, i) => (e.type === 'signal' && e.process === p && e.resource === resource ? [{ i, e }] : []));
+      // Walk this process's operations on the resource and its signals in history order.
+      const steps = [...mine.map((o) => ({ i: o.invoke, o })), ...signals].sort((a, b) => a.i - b.i);
+      for (const st of steps) {
+        if ('e' in st) {
+          if (same(st.e.owner, st.e.token === undefined ? undefined : BigInt(st.e.token))) end(st.e.time);
+          continue;
+        }
+        const o = st.o;
+        const c = o.done === undefined ? undefined : (h[o.done] as { validUntil?: number; time: number });
+        if (o.op === 'acquire') {
+          if (o.outcome !== 'fail') end(o.start);
+          if (o.outcome === 'ok') cur = { start: o.end, deadline: c!.validUntil ?? Infinity, owner: o.owner, token: o.token };
+        } else if (o.op === 'release') {
+          if (same(o.owner, o.token)) end(o.start);
+        } else if (o.op === 'extend') {
+          if (o.outcome === 'ok') {
+            const deadline = c!.validUntil ?? Infinity;
+            if (cur !== undefined && same(o.owner, o.token) && cur.deadline > o.end) cur.deadline = deadline;
+            else {
+              const token = cur?.token;
+              end(o.end);
+              cur = { start: o.end, deadline, owner: o.owner, token: o.token ?? token };
+            }
+          } else if (o.outcome === 'fail' && same(o.owner, o.token)) end(o.end);
+        }
+      }
+      end(Infinity);
+    }
+  }
+  return out;
+}
+
+/** Pairs of holds of one resource by different processes that share an instant. */
+function overlapsReference(h: History): number {
+  const holds = holdsReference(h);
+  let n = 0;
+  for (let i = 0; i < holds.length; i++) {
+    for (let j = i + 1; j < holds.length; j++) {
+      const a = holds[i]!;
+      const b = holds[j]!;
+      if (a.resource === b.resource && a.process !== b.process && a.start < b.end && b.start < a.end) n++;
+    }
+  }
+  return n;
+}
+
+const histories = fc.array(fc.array(step, { maxLength: 7 }), { minLength: 2, maxLength: 3 }).map(build);
+
+describe('the interval checks against brute-force references (random small histories)', () => {
+  test.prop([histories], { numRuns: 400 })('FENCE-1: token order, stacked re-acquires, several processes and resources, tokens at 2^63-1', (h) => {
+    fc.pre(h.some((e) => e.type === 'invoke'));
+    expect(checkHistory(h).counts.tokenOrderViolations).toBe(tokenOrderReference(h));
+  });
+
+  test.prop([histories], { numRuns: 600 })('MUTEX-1: holds (extends, lapsed deadlines, re-acquires, signals, deadlines at other events\' instants) and their overlaps', (h) => {
+    fc.pre(h.some((e) => e.type === 'invoke'));
+    const report = checkHistory(h);
+    expect(report.counts.holds).toBe(holdsReference(h).length);
+    expect(report.counts.overlappingHolds).toBe(overlapsReference(h));
+  });
+
+  test.prop([histories, fc.constantFrom('strict' as const, 'monotonic' as const)], { numRuns: 400 })('FENCE-2: stale writes accepted, under both policies', (h, policy) => {
+    fc.pre(h.some((e) => e.type === 'invoke'));
+    expect(checkHistory(h, { storePolicy: policy }).counts.staleWritesAccepted).toBe(staleReference(h, policy));
+  });
+});
