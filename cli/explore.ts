@@ -120,14 +120,14 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   }
   const elapsedMs = performance.now() - started;
 
-  // A cell --max-states or --seconds stopped says so in the table itself: "holds to 4" alone read as a search to --depth that found nothing.
+  // A cell --max-states, --seconds or the heap stopped says so in the table itself: "holds to 4" alone read as a search to --depth that found nothing.
   const cutMark = (c: CellResult): string => (levels === null && c.truncated ? ' (cut)' : '');
   const cellText = (c: CellResult): string =>
     (c.counterexamples.length === 0
       ? `holds to ${c.depthCompleted}`
       : [...c.counterexamples].sort((a, b) => (a.property < b.property ? -1 : 1)).map((x) => `${x.property}(${x.steps.length})`).join(' ')) + cutMark(c);
   console.log(
-    `Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands${levels === null ? '; "(cut)": --max-states or --seconds stopped the cell before depth ' + options.depth + ', so deeper schedules were not all explored' : ''}.\n`,
+    `Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands${levels === null ? '; "(cut)": --max-states, --seconds or the heap (half its limit) stopped the cell before depth ' + options.depth + ', so deeper schedules were not all explored' : ''}.\n`,
   );
   console.log(`| design | store | ${faults.join(' | ')} |`);
   console.log(`|---|---|${faults.map(() => '---').join('|')}|`);
@@ -156,7 +156,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   console.log(`fingerprint collision probability (states x (transitions - states) / 2^64, summed over the cells): ${collision.toExponential(1)}`);
   if (levels !== null) printLevels(levels, cells, explored.size, exploredStates, seconds);
   const cut = cells.filter((c) => c.truncated);
-  if (cut.length > 0 && levels === null) console.log(`${counted(cut.length, 'cell')} stopped (--max-states or --seconds) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
+  if (cut.length > 0 && levels === null) console.log(`${counted(cut.length, 'cell')} stopped (--max-states, --seconds or the heap) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
 
   console.log('\n## Shortest counterexamples\n');
   for (const c of cells) {

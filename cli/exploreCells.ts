@@ -1,8 +1,9 @@
 import { Worker } from 'node:worker_threads';
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { match } from 'ts-pattern';
 import type { CellResult, Exploration, FaultClass, LevelsEnd, MatrixRow, StorePolicy } from '../model/index.ts';
-import { exploreByLevels, exploreCell, explorationKey, startCell } from '../model/index.ts';
+import { exploreByLevels, explorationKey, startCell } from '../model/index.ts';
 import { exploreWorkerScript } from './exploreWorkerScript.ts';
 
 /** One matrix cell to explore, as a worker receives it. */
@@ -58,7 +59,7 @@ export async function exploreCells(
   if (jobs <= 1) {
     for (const group of explored) {
       const c = cells[group[0]!]!;
-      done(group, exploreCell(c.row, c.store, c.fault, { ...options, clock: () => performance.now() }));
+      done(group, exploreCellInHeap(c.row, c.store, c.fault, options));
     }
     return results;
   }
@@ -91,6 +92,48 @@ export async function exploreCells(
     await Promise.all(workers.map((w) => w.terminate()));
   }
   return results;
+}
+
+/** The share of its thread's heap limit (V8's heap_size_limit, the young generation included) a cell may fill before it is cut: the rest is room for the level being built past the bound (asked every 256 states) and for garbage. */
+export const CELL_HEAP_SHARE = 0.5;
+
+/**
+ * One cell explored as exploreCell does, on this thread's monotonic clock, and
+ * cut (truncated, at its last complete level) once the thread's heap passes
+ * CELL_HEAP_SHARE of its limit, asked every 256 states: a deep cell's
+ * frontier of whole states filled the heap, and V8 ended the process (exit
+ * 134, every cell explored lost) with a native stack on stderr.
+ */
+export function exploreCellInHeap(
+  row: MatrixRow,
+  store: StorePolicy,
+  fault: FaultClass,
+  options: CellTask['options'],
+  heapLimitBytes = getHeapStatistics().heap_size_limit * CELL_HEAP_SHARE,
+): CellResult {
+  const clock = (): number => performance.now();
+  const run = startCell(row, store, fault, { maxDepth: options.maxDepth, maxStates: options.maxStates, clock });
+  const deadline = clock() + (options.budgetMs ?? Number.POSITIVE_INFINITY);
+  // Past the bound, asked again after a full collection: the heap counts garbage too (a cell explored before this
+  // one), and a bound read on it cut the cells after a large one within a few levels.
+  const over = (): boolean => getHeapStatistics().used_heap_size > heapLimitBytes;
+  const full = (): boolean => over() && (collectGarbage(), over());
+  while (run.expandLevel(deadline, full));
+  return { ...run.result(), row: row.label, store, faultClass: fault };
+}
+
+let gc: (() => void) | null = null;
+
+/**
+ * A full garbage collection, now. V8 offers it only to a process started with --expose-gc; the flag set at run time
+ * exposes it to contexts made after, so one is made for it (once a thread).
+ */
+function collectGarbage(): void {
+  if (gc === null) {
+    setFlagsFromString('--expose-gc');
+    gc = runInNewContext('gc') as () => void;
+  }
+  gc();
 }
 
 /** Milliseconds on a clock all threads share: each thread's monotonic clock from its own origin, which is in epoch ms. */

@@ -1,11 +1,10 @@
 import { parentPort } from 'node:worker_threads';
 import { match } from 'ts-pattern';
-import { exploreCell, MATRIX_ROWS } from '../model/index.ts';
+import { MATRIX_ROWS } from '../model/index.ts';
 import type { LevelMessage, WorkerTask } from './exploreCells.ts';
-import { epochMs, exploreShareByLevels } from './exploreCells.ts';
+import { epochMs, exploreCellInHeap, exploreShareByLevels } from './exploreCells.ts';
 
 const rowOf = (label: string) => MATRIX_ROWS.find((r) => r.label === label)!;
-const clock = (): number => performance.now();
 
 // A cell per 'cell' message, answered with its result; a 'levels' message hands this worker its share of a budgeted run
 // (exploreCellsByLevels), answered with a message per completed level and one with the results (plain data: structured
@@ -13,7 +12,7 @@ const clock = (): number => performance.now();
 parentPort!.on('message', (task: WorkerTask) => {
   match(task)
     .with({ kind: 'cell' }, (t) => {
-      const result = exploreCell(rowOf(t.row), t.store, t.fault, { ...t.options, clock });
+      const result = exploreCellInHeap(rowOf(t.row), t.store, t.fault, t.options);
       parentPort!.postMessage({ kind: 'cell', index: t.index, result } satisfies LevelMessage);
     })
     .with({ kind: 'levels' }, (t) => {

@@ -76,3 +76,19 @@ describe('exploring cells on worker threads', () => {
     expect([...seen].sort()).toEqual(['client-pause', 'connection-loss', 'none']);
   });
 });
+
+describe('a cell of lockcheck explore within the heap', () => {
+  it('is cut at its last complete level once the heap passes its bound, where a deep cell filled the heap and V8 ended the run (exit 134, every cell lost)', async () => {
+    const { exploreCellInHeap } = await import('../cli/exploreCells.ts');
+    const cell = [row('redis-single(none)'), 'unfenced', 'timing'] as const;
+    const options = { maxDepth: 5, maxStates: 1_000_000 };
+    const whole = exploreCellInHeap(...cell, options);
+    expect([whole.truncated, whole.depthCompleted]).toEqual([false, 5]);
+    // A bound any heap passes, after a full collection too: the first level asked (every 256 states) is cut, the levels before it stand.
+    const cut = exploreCellInHeap(...cell, options, 1);
+    expect(cut.truncated).toBe(true);
+    expect(cut.depthCompleted).toBeLessThan(5);
+    expect(cut.states).toBeLessThan(whole.states);
+    expect(cut.row).toBe(whole.row);
+  });
+});

@@ -50,7 +50,7 @@ describe('lockcheck explore reports a cell cut short as cut, and names a wrong d
     const rows = r.stdout.split('\n').filter((l) => l.startsWith('| redis-single('));
     expect(rows).toHaveLength(4);
     for (const row of rows) expect(row).toMatch(/\| holds to [0-5] \(cut\) \|$/);
-    expect(r.stdout).toMatch(/"\(cut\)": --max-states or --seconds stopped the cell before depth 6/);
+    expect(r.stdout).toMatch(/"\(cut\)": --max-states, --seconds or the heap \(half its limit\) stopped the cell before depth 6/);
     // A cell explored to its depth has no mark.
     const whole = lockcheckSync(['explore', '--depth', '3', '--design', 'redis-single', '--fault', 'delay'], { timeoutMs: 120_000 });
     expect(whole.stdout).toMatch(/\| redis-single\(none\) \| unfenced \| holds to 3 \|/);
