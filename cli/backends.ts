@@ -200,7 +200,7 @@ export async function resolveBackend(spec: string, servers: Servers, factoryLimi
   const builtIn = [...BUILT_INS, ...LIBRARY_AUDITS].find((b) => b.name === spec);
   if (builtIn !== undefined) return servers.backend(builtIn);
   const names = [...BUILT_INS, ...LIBRARY_AUDITS].map((b) => b.name);
-  if (!/[/\\.]/.test(spec)) throw new UsageError(`unknown backend '${spec}'${didYouMean(spec, names)}. Built-in: ${BUILT_INS.map((b) => b.name).join(', ')}; or give the path of an adapter module`);
+  if (!/[/\\.]/.test(spec)) throw new UsageError(`unknown backend '${spec}'${didYouMean(spec, names)} (built-in: ${BUILT_INS.map((b) => b.name).join(', ')}; or give the path of an adapter module)`);
   const mod = (await importAdapterModule(spec, names)) as { default?: unknown };
   // A function gets the servers the user gave (--redis, --pg), so that an adapter can use them too.
   const factory = mod.default;

@@ -289,13 +289,17 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (values.version) {
+    // Alone: `--version --json` printed plain text and exit 0, as if the JSON it asked for had been given.
+    const other = tokens.find((t) => t.kind === 'positional' || (t.kind === 'option' && t.name !== 'version'));
+    if (other !== undefined) throw new UsageError(`--version takes no command or other option, got ${other.kind === 'option' ? `--${other.name}` : shownValue(other.value ?? '')}`);
     console.log(lockcheckVersion());
     return 0;
   }
-  rejectRepeatsAndEmpties(tokens);
   const [command, ...rest] = positionals;
   if (command !== undefined && !COMMANDS.includes(command)) throw new UsageError(`unknown command ${shownValue(command)}${didYouMean(command, COMMANDS)}`);
+  // Before the values are judged: `run --out ''` is an option run does not take, whatever its value.
   rejectForeignOptions(command ?? 'explore', values);
+  rejectRepeatsAndEmpties(tokens);
   if (command !== undefined && CLEANING_COMMANDS.has(command)) {
     sayWhenInterrupted();
     // An adapter call that takes long (a start() that never settles waits START_LIMIT_MS) is said, not waited on in silence.

@@ -38,7 +38,14 @@ describe('lockcheck command line', () => {
     const cases = [
       [['frobnicate'], /unknown command 'frobnicate'/],
       [['run'], /run needs --backend/],
-      [['run', '--backend', 'nosuch'], /unknown backend 'nosuch'. Built-in: redis-single\/unfenced/],
+      [['run', '--backend', 'nosuch'], /unknown backend 'nosuch' \(built-in: redis-single\/unfenced/],
+      // A suggestion ends its sentence once: no '?.' before the list.
+      [['run', '--backend', 'redis-singel'], /unknown backend 'redis-singel'; did you mean 'redis-single\/strict'\? \(built-in: /],
+      // An option the command does not take is named as such, whatever its value (it read as '--out needs a value').
+      [['run', '--out', ''], /run does not take --out \(it takes /],
+      // --version alone: with --json it printed plain text, exit 0.
+      [['--version', '--json'], /--version takes no command or other option, got --json/],
+      [['--version', 'run'], /--version takes no command or other option, got 'run'/],
       [['run', '--backend', 'redis-single/strict', '--runs', '0'], /--runs must be an integer/],
       [['run', '--backend', 'redis-single/strict', '--faults', 'earthquake'], /unknown fault kind 'earthquake'/],
       [['run', '--backend', 'redis-single/strict', '--path', '1:2'], /--path needs the --seed/],
