@@ -11,6 +11,8 @@
  * the model (derivedSeeds.ts), marked `derived`.
  */
 import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { BUILT_INS, LIBRARY_AUDITS } from '../cli/backends.ts';
 import { describeDesign } from '../model/design.ts';
 import { FAULT_CLASSES } from '../model/faultClass.ts';
@@ -46,7 +48,16 @@ export function seedCell(row: (typeof BUILT_INS)[number], fault: (typeof FAULT_C
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/**
+ * Whether the module at `moduleUrl` is the script node was started with (`argv1`, process.argv[1]). A URL holds a
+ * path percent-encoded: compared as text with `file://` + the path, a checkout under a directory with a space in its
+ * name never matched, and `npm run seeds` wrote nothing and exited 0.
+ */
+export function isRunAsScript(moduleUrl: string, argv1: string | undefined): boolean {
+  return argv1 !== undefined && resolve(argv1) === fileURLToPath(moduleUrl);
+}
+
+if (isRunAsScript(import.meta.url, process.argv[1])) {
   const keys = seedCellKeys();
   const cells = keys.map(({ row, fault }, i) => {
     const cell = seedCell(row, fault);

@@ -49,3 +49,16 @@ describe('seedSchedules: the variant past the expiry edge', () => {
     for (const [d, v] of steps) expect(v).toBe(d + Math.sign(d));
   });
 });
+
+describe('npm run seeds (conformance/writeSeeds.ts) knows it is the script run', () => {
+  it('under a path with a space or a percent sign too: the URL holds it encoded, and the text comparison made the script do nothing, exit 0', async () => {
+    const { isRunAsScript } = await import('../conformance/writeSeeds.ts');
+    const { pathToFileURL } = await import('node:url');
+    for (const path of ['/work/main/conformance/writeSeeds.ts', '/home/a user/lock check/conformance/writeSeeds.ts', '/srv/100%/conformance/writeSeeds.ts', '/srv/ünï/conformance/writeSeeds.ts']) {
+      expect(isRunAsScript(pathToFileURL(path).href, path), path).toBe(true);
+    }
+    // Imported (by a test, by another script): not run.
+    expect(isRunAsScript(pathToFileURL('/work/main/conformance/writeSeeds.ts').href, '/work/main/node_modules/vitest/vitest.mjs')).toBe(false);
+    expect(isRunAsScript(pathToFileURL('/work/main/conformance/writeSeeds.ts').href, undefined)).toBe(false);
+  });
+});
