@@ -256,3 +256,74 @@ describe('the interval checks against brute-force references (random small histo
     expect(checkHistory(h, { storePolicy: policy }).counts.staleWritesAccepted).toBe(staleReference(h, policy));
   });
 });
+
+/** One register's writes (unique values w0, w1...) and reads of any of them, of null, or of a value from before the history. */
+const registerStep = fc.record({
+  write: fc.boolean(),
+  read: fc.constantFrom<string | null>(null, 'w0', 'w1', 'w2', 'w3', 'before'),
+  outcome: fc.constantFrom('ok', 'ok', 'fail', 'info', 'none'),
+  gap: fc.integer({ min: 0, max: 2 }),
+  length: fc.integer({ min: 0, max: 2 }),
+});
+const registerHistory = fc.array(fc.array(registerStep, { maxLength: 3 }), { minLength: 1, maxLength: 3 }).map((perProcess) => {
+  const events: { time: number; order: number; e: object }[] = [];
+  let order = 0;
+  let written = 0;
+  perProcess.forEach((steps, process) => {
+    let t = 0;
+    for (const s of steps) {
+      t += s.gap;
+      const base = { process, resource: 'r', key: 'k' };
+      const inv = s.write ? { op: 'write', value: `w${written++}` } : { op: 'read' };
+      events.push({ time: t, order: order++, e: { type: 'invoke', ...base, time: t, ...inv } });
+      if (s.outcome === 'none') break;
+      t += s.length;
+      // A read that did not answer says nothing: only ok reads (a failed read is still a read that took no effect).
+      const outcome = s.write ? s.outcome : 'ok';
+      events.push({ time: t, order: order++, e: { type: outcome, ...base, time: t, op: inv.op, ...(s.write ? {} : { value: s.read }) } });
+    }
+  });
+  events.sort((a, b) => a.time - b.time || a.order - b.order);
+  const h = validateHistory(events.map((x) => x.e));
+  if (h instanceof HistoryFormatError) throw h;
+  return h;
+});
+
+/**
+ * LIN-1 of one register (spec 10.4.5) by brute force: it starts absent, or holding the one value seen (read) that no
+ * write of the history carries, whatever the write's outcome; failed writes took no effect; unknown ones may have, at
+ * any instant after their invoke. Every order of the known operations and some unknown writes, with instants.
+ */
+function registerReference(h: History): boolean {
+  const all = ops(h).map((o) => ({ ...o, value: (h[o.invoke] as { value?: string }).value, read: o.done === undefined ? undefined : (h[o.done] as { value?: string | null }).value }));
+  const carried = new Set(all.filter((o) => o.op === 'write').map((o) => o.value));
+  const seen = new Set(all.filter((o) => o.op === 'read' && o.outcome === 'ok' && o.read !== null && !carried.has(o.read!)).map((o) => o.read));
+  const initial = seen.size === 1 ? [...seen][0]! : null;
+  const live = all.filter((o) => o.outcome !== 'fail');
+  const known = live.map((o) => o.outcome === 'ok');
+  const search = (placed: readonly boolean[], value: string | null | undefined, at: number): boolean => {
+    if (live.every((_, i) => placed[i] || !known[i])) return true;
+    return live.some((o, i) => {
+      if (placed[i]) return false;
+      const instant = Math.max(at, o.start);
+      if (known[i] && instant > o.end) return false;
+      if (o.op === 'read' && o.read !== value) return false;
+      const now = [...placed];
+      now[i] = true;
+      return search(now, o.op === 'write' ? o.value : value, instant);
+    });
+  };
+  return search(
+    live.map(() => false),
+    initial,
+    -Infinity,
+  );
+}
+
+describe('LIN-1 of a register against a brute force over instants (random small histories)', () => {
+  test.prop([registerHistory], { numRuns: 500 })('reads of written, rejected, unknown and earlier values; unknown writes; several processes', (h) => {
+    fc.pre(h.some((e) => e.type === 'ok' && e.op === 'read'));
+    const verdict = checkHistory(h).checks.find((c) => c.check === 'register-linearizable')!.verdict;
+    expect(verdict).toBe(registerReference(h) ? 'safe' : 'violation');
+  });
+});
