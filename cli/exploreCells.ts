@@ -264,7 +264,12 @@ export function exploreShareByLevels(
     deadlineMs,
     memoryLimitBytes,
     memoryUsed: () => {
-      const used = getHeapStatistics().used_heap_size;
+      let used = getHeapStatistics().used_heap_size;
+      // Past the bound, read again after a full collection: the heap counts garbage too, which ended a run early.
+      if (used > memoryLimitBytes) {
+        collectGarbage();
+        used = getHeapStatistics().used_heap_size;
+      }
       peakHeapBytes = Math.max(peakHeapBytes, used);
       return used;
     },

@@ -113,3 +113,22 @@ describe('exploring level by level (lockcheck explore --budget)', () => {
     expect(levels.sort()).toEqual(['0:1', '0:2', '0:3', '1:1', '1:2', '1:3', '2:1', '2:2', '2:3']);
   });
 });
+
+describe('the heap bound of a budgeted run reads live memory, not garbage', () => {
+  it('a share whose heap passes its bound only with garbage (a large array let go) runs on after a full collection, where it ended with the memory bound', async () => {
+    const { exploreShareByLevels } = await import('../cli/exploreCells.ts');
+    const { getHeapStatistics } = await import('node:v8');
+    const pgSession = MATRIX_ROWS.find((r) => r.design.kind === 'pg-session')!;
+    const share = [{ row: pgSession, store: 'strict' as const, fault: 'none' as const }];
+    // 80 MB in the large-object space, let go: only a full collection frees it.
+    let garbage: number[] | null = new Array<number>(10_000_000).fill(1);
+    const withGarbage = getHeapStatistics().used_heap_size;
+    expect(garbage.length).toBe(10_000_000);
+    garbage = null;
+    const run = exploreShareByLevels(share, { maxDepth: 3, maxStates: 10_000 }, () => 0, 1, withGarbage - 40 * 2 ** 20, () => undefined);
+    expect(run.end).toEqual({ kind: 'done' });
+    expect(run.results[0]!.depthCompleted).toBe(3);
+    // Live memory past the bound still ends it.
+    expect(exploreShareByLevels(share, { maxDepth: 3, maxStates: 10_000 }, () => 0, 1, 1, () => undefined).end.kind).toBe('memory');
+  });
+});
