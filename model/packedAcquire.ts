@@ -271,6 +271,12 @@ function finish(
           b[c + 1] = token;
         }
       }
+      // finishAcquire: no validity left once the write-back is done is no grant; the counters stay raised, the keys are undone.
+      if (!ctx.noDeadline && doneMs > endMs && ttl - (clientMono(l, sent, client, doneMs) - startedMono) - m <= 0) {
+        undoKeys(l, sent, b, doneMs, client, r, attempt);
+        waitForReplicas(ctx, b);
+        continue;
+      }
       const g = l.ghostBase + r * GHOST_STRIDE;
       const present = b[g + G_PRESENT] === 1;
       const epoch = (present ? b[g + G_GRANTS]! : 0) + 1;
@@ -294,11 +300,16 @@ function finish(
     // Denied: the undo, compare-and-delete on every node the client reaches then.
     const b = out.push(sent);
     b[0] = endMs;
-    for (let i = 0; i < n; i++) {
-      if (!receivesAt(l, sent, endMs, client, i)) continue;
-      const key = nodeAt(l, i) + N_KEYS + r * KEY_STRIDE;
-      if (b[key + K_PRESENT] === 1 && b[key + K_CLIENT] === client && b[key + K_ATTEMPT] === attempt) b.fill(0, key, key + KEY_STRIDE);
-    }
+    undoKeys(l, sent, b, endMs, client, r, attempt);
     waitForReplicas(ctx, b);
+  }
+}
+
+/** releaseEverywhere: the client's keys of this attempt deleted on every node it reaches at `atMs` (compare-and-delete). */
+function undoKeys(l: PackedContext['layout'], from: Float64Array, b: Float64Array, atMs: number, client: number, r: number, attempt: number): void {
+  for (let i = 0; i < l.nodes; i++) {
+    if (!receivesAt(l, from, atMs, client, i)) continue;
+    const key = nodeAt(l, i) + N_KEYS + r * KEY_STRIDE;
+    if (b[key + K_PRESENT] === 1 && b[key + K_CLIENT] === client && b[key + K_ATTEMPT] === attempt) b.fill(0, key, key + KEY_STRIDE);
   }
 }

@@ -808,10 +808,14 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
       const atToken = votes.filter((v) => typeof v === 'bigint' && v >= token).length;
       const behind = votes.map((v) => atToken < quorum(design) && typeof v === 'bigint' && v < token);
       const doneMs = behind.some(Boolean) ? roundEndMs(afterNodes, client, 0, timeoutMs(afterNodes, ttlMs), yesOrNever(behind, quorum(design) - atToken), (i) => behind[i]!) : afterNodes.nowMs;
+      const raised: World = { ...afterNodes, nowMs: doneMs, nodes: afterNodes.nodes.map((n, i) => (behind[i] && receives(afterNodes, client, i) ? raiseCounter(n, ckey, token) : n)) };
+      // The write-back is a second round trip: validity must still be left once it is done, or the grant is none (7.3). The counters
+      // stay raised, and the client undoes its keys as after any refusal; no lease carries the token, so the ghost counts no grant.
+      if (!noDeadline && doneMs > afterNodes.nowMs && ttlMs - (read(sent.clients[client]!.mono, doneMs) - f.startedMono) - driftMarginMs(design, ttlMs) <= 0) {
+        return [...gaveUp, { outcome: { kind: 'denied', reason: 'validity-exhausted' }, next: releaseEverywhere(raised, client, resource, owner), events: [] }];
+      }
       const written: World = {
-        ...afterNodes,
-        nowMs: doneMs,
-        nodes: afterNodes.nodes.map((n, i) => (behind[i] && receives(afterNodes, client, i) ? raiseCounter(n, ckey, token) : n)),
+        ...raised,
         ghost: withEntry(afterNodes.ghost, resource, { ...ghost, grants: epoch, maxToken: ghost.maxToken === null || token > ghost.maxToken ? token : ghost.maxToken }),
       };
       const next = withClient(written, client, (c) => withLease(c, resource, lease));
