@@ -335,6 +335,10 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
   };
 
   const expandLevel = (deadlineMs = Number.POSITIVE_INFINITY, full?: () => boolean): boolean => {
+    // A caller's arguments (the Exploration is public): NaN or a string as the deadline was past no time, and a full
+    // that is no function threw a TypeError 256 states into the level.
+    if (typeof deadlineMs !== 'number' || Number.isNaN(deadlineMs)) refuse('expandLevel deadlineMs', 'a number of ms on the exploration clock, or absent', deadlineMs);
+    if (full !== undefined && typeof full !== 'function') refuse('expandLevel full', 'a function returning whether memory is full, or absent', full);
     if (truncated || frontierCount === 0 || depthCompleted >= options.maxDepth) return false;
     // The deadline is asked at each level's start too: within a level only every 256 states, so a search of narrow
     // levels (fewer states each) never asked it and ran to maxDepth, reported as complete, however long that took.

@@ -214,4 +214,24 @@ describe("a caller's clock, options and world cannot unbound an exploration or t
       expect((refused as Error).message).toMatch(/^invalid-config: exploration alphabet\[0\] \{"kind":"acquire","client":0,.*\} has \d+ branches from a reached state, and an exploration links at most 256 a step: explore fewer nodes/);
     }
   });
+
+  it("an Exploration's expandLevel refuses a deadline that is no number (NaN, a string: past no time, so ignored) and a full that is no function (a TypeError 256 states in)", () => {
+    const wide = initialWorld({ design: designs.redisSingle(), store: 'unfenced', clients: 2 });
+    const alphabet: Command[] = [cycle[0]!, { kind: 'advance', ms: 4 }, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 100 }];
+    for (const [deadline, full, message] of [
+      [Number.NaN, undefined, /expandLevel deadlineMs must be a number of ms .*got NaN/],
+      ['soon', undefined, /expandLevel deadlineMs must be a number of ms .*got "soon"/],
+      [5n, undefined, /expandLevel deadlineMs must be a number .*got 5n/],
+      [undefined, 5, /expandLevel full must be a function .*got 5/],
+    ] as const) {
+      const run = startExploration(wide, alphabet, { maxDepth: 4 });
+      const refused = refusal(() => run.expandLevel(deadline as never, full as never));
+      expect(refused).toBeInstanceOf(InvalidInputError);
+      expect((refused as Error).message).toMatch(message);
+      // Nothing was expanded: the run goes on with good arguments.
+      expect(run.depthCompleted).toBe(0);
+      while (run.expandLevel());
+      expect(run.depthCompleted).toBe(4);
+    }
+  });
 });
