@@ -127,7 +127,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
       ? `holds to ${c.depthCompleted}`
       : [...c.counterexamples].sort((a, b) => (a.property < b.property ? -1 : 1)).map((x) => `${x.property}(${x.steps.length})`).join(' ')) + cutMark(c);
   console.log(
-    `Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands${levels === null ? '; "(cut)": --max-states, --seconds or the heap (half its limit) stopped the cell before depth ' + options.depth + ', so deeper schedules were not all explored' : ''}.\n`,
+    `Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands${levels === null && cells.some((c) => c.truncated) ? '; "(cut)": --max-states, --seconds or the heap (half its limit) stopped the cell before depth ' + options.depth + ', so deeper schedules were not all explored' : ''}.\n`,
   );
   console.log(`| design | store | ${faults.join(' | ')} |`);
   console.log(`|---|---|${faults.map(() => '---').join('|')}|`);
