@@ -3,6 +3,9 @@ import { describe, expect } from 'vitest';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
+import type { LeaseLockInput } from '../conformance/history/linearizability/models/leaseLock.ts';
+import type { Operation } from '../conformance/history/linearizability/operation.ts';
+import { lockHistoryLinearizable } from './leaseLockReference.ts';
 
 /**
  * The interval checks against references written from spec 10.4 by brute force (every pair of operations, no sorting
@@ -325,5 +328,51 @@ describe('LIN-1 of a register against a brute force over instants (random small 
     fc.pre(h.some((e) => e.type === 'ok' && e.op === 'read'));
     const verdict = checkHistory(h).checks.find((c) => c.check === 'register-linearizable')!.verdict;
     expect(verdict).toBe(registerReference(h) ? 'safe' : 'violation');
+  });
+});
+
+/**
+ * A resource's lock operations as spec 10.4.5 reads them, by brute force: acquires (the owner their ok or info names,
+ * else their process's), extends, releases; a connection-lost signal ending a session lock (a grant that asked no ttl
+ * and got no deadline: the latest acquire of the signal's process and owner before it) frees it at an instant between
+ * that grant's invoke and the signal; an owner whose extend succeeded with no acquire of it able to come first held the
+ * lock before the history (the first such), its deadline unknown.
+ */
+function lockOperations(h: History, resource: string): Operation<LeaseLockInput, unknown>[] {
+  const all = ops(h).filter((o) => o.resource === resource && o.outcome !== 'fail' && (o.op === 'acquire' || o.op === 'extend' || o.op === 'release'));
+  const out = all.map((o): Operation<LeaseLockInput, unknown> => {
+    const known = o.outcome === 'ok';
+    const latest = known ? o.end : Infinity;
+    const c = known ? (h[o.done!] as { validUntil?: number }) : undefined;
+    const owner = o.owner ?? `process ${o.process}`;
+    const timing = { process: o.process, call: o.start, ...(known ? { return: o.end } : {}) };
+    if (o.op === 'release') return { ...timing, input: { f: 'release', owner, latest } };
+    const validUntil = c?.validUntil ?? Infinity;
+    if (o.op === 'extend') return { ...timing, input: { f: 'extend', owner, validUntil, latest } };
+    return { ...timing, input: { f: 'acquire', owner, validUntil, latest, ...(o.token === undefined ? {} : { token: String(o.token) }) } };
+  });
+  h.forEach((e, i) => {
+    if (e.type !== 'signal' || e.resource !== resource) return;
+    const grant = all.filter((o) => o.op === 'acquire' && o.invoke < i && o.process === e.process && o.owner === e.owner).at(-1);
+    if (grant === undefined || (h[grant.invoke] as { ttlMs?: number }).ttlMs !== undefined || (grant.done !== undefined && (h[grant.done] as { validUntil?: number }).validUntil !== undefined)) return;
+    out.push({ process: e.process, call: grant.start, return: e.time, input: { f: 'session-ended', owner: e.owner, latest: e.time } });
+  });
+  const firstAcquire = (owner: string) => Math.min(...out.filter((o) => o.input.f === 'acquire' && o.input.owner === owner).map((o) => o.call));
+  const unexplained = out.filter((o) => o.input.f === 'extend' && o.return !== undefined && o.return < firstAcquire(o.input.owner)).sort((a, b) => a.call - b.call);
+  if (unexplained.length > 0) {
+    const first = Math.min(...out.map((o) => o.call)) - 1;
+    out.push({ process: 'initial', call: first, return: first, input: { f: 'acquire', owner: unexplained[0]!.input.owner, validUntil: -Infinity, latest: first } });
+  }
+  return out;
+}
+
+const smallHistories = fc.array(fc.array(step, { maxLength: 4 }), { minLength: 2, maxLength: 3 }).map(build);
+
+describe('LIN-1 of a lock through checkHistory against a brute force over instants (random small histories)', () => {
+  test.prop([smallHistories], { numRuns: 400 })('leases and session locks, extends, releases, connection-lost signals, unknown outcomes, two resources', (h) => {
+    const resources = [...new Set(ops(h).filter((o) => o.op !== 'write' && o.outcome !== 'fail').map((o) => o.resource))];
+    fc.pre(resources.length > 0);
+    const expected = resources.every((r) => lockHistoryLinearizable(lockOperations(h, r))) ? 'safe' : 'violation';
+    expect(checkHistory(h).checks.find((c) => c.check === 'lock-linearizable')!.verdict).toBe(expected);
   });
 });
