@@ -219,7 +219,11 @@ export class StressOracle {
       if (!(e instanceof MalformedRecordingError)) throw e;
       return { notObserved: `malformed history: ${e.problem.message}` };
     }
-    const c = checkHistory(history, { storePolicy: store }).counts;
+    const report = checkHistory(history, { storePolicy: store });
+    // A check the time budget cut short counted nothing: its zero is not 'not observed', so the cell says so instead.
+    const undecided = report.checks.find((k) => k.verdict === 'unknown' && k.property !== 'LIN-1');
+    if (undecided !== undefined) return { notObserved: `the history check could not decide ${undecided.property} (${undecided.note ?? 'unknown'})` };
+    const c = report.counts;
     const broken: PropertyId[] = [
       ...(c.overlappingHolds > 0 ? (['MUTEX-1'] as const) : []),
       ...(c.tokenOrderViolations > 0 ? (['FENCE-1'] as const) : []),
