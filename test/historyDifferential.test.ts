@@ -376,3 +376,83 @@ describe('LIN-1 of a lock through checkHistory against a brute force over instan
     expect(checkHistory(h).checks.find((c) => c.check === 'lock-linearizable')!.verdict).toBe(expected);
   });
 });
+
+/** Read-modify-writes of one register (values v0, v1... once each, or a value again), reads, every outcome. */
+const rmwStep = fc.record({
+  write: fc.constantFrom(true, true, false),
+  prev: fc.constantFrom<string | null>(null, 'v0', 'v1', 'v2', 'v3', 'before'),
+  again: fc.constantFrom(false, false, false, true),
+  outcome: fc.constantFrom('ok', 'ok', 'ok', 'fail', 'info', 'none'),
+  gap: fc.integer({ min: 0, max: 2 }),
+  length: fc.integer({ min: 0, max: 2 }),
+});
+const rmwHistory = fc.array(fc.array(rmwStep, { maxLength: 4 }), { minLength: 1, maxLength: 3 }).map((perProcess) => {
+  const events: { time: number; order: number; e: object }[] = [];
+  let order = 0;
+  let written = 0;
+  perProcess.forEach((steps, process) => {
+    let t = 0;
+    for (const s of steps) {
+      t += s.gap;
+      const base = { process, resource: 'r', key: 'k' };
+      const inv = s.write ? { op: 'write', value: s.again && written > 0 ? `v${written - 1}` : `v${written++}`, prev: s.prev } : { op: 'read' };
+      events.push({ time: t, order: order++, e: { type: 'invoke', ...base, time: t, ...inv } });
+      if (s.outcome === 'none') break;
+      t += s.length;
+      const outcome = s.write ? s.outcome : 'ok';
+      events.push({ time: t, order: order++, e: { type: outcome, ...base, time: t, op: inv.op, ...(s.write ? {} : { value: s.prev }) } });
+    }
+  });
+  events.sort((a, b) => a.time - b.time || a.order - b.order);
+  const h = validateHistory(events.map((x) => x.e));
+  if (h instanceof HistoryFormatError) throw h;
+  return h;
+});
+
+/** STORE-1 (spec 10.4.3) on one register by brute force: the lost updates counted. */
+function lostReference(h: History): number {
+  const all = ops(h).map((o) => ({ ...o, value: (h[o.invoke] as { value?: string }).value, prev: (h[o.invoke] as { prev?: string | null }).prev, read: o.done === undefined ? undefined : (h[o.done] as { value?: string | null }).value }));
+  const writes = all.filter((o) => o.op === 'write');
+  const reads = all.filter((o) => o.op === 'read' && o.outcome === 'ok');
+  const rmw = writes.filter((w) => w.prev !== undefined);
+  if (rmw.length === 0) return 0;
+  const writers = (v: string | null | undefined) => writes.filter((w) => w.outcome !== 'fail' && w.value === v);
+  // (2) Reads: only where every write carries prev and one prev is unwritten (the root).
+  const lost2 = new Set<(typeof writes)[number]>();
+  const initials = new Set(rmw.filter((w) => w.prev === null || writers(w.prev).length === 0).map((w) => w.prev));
+  if (rmw.length === writes.length && initials.size === 1) {
+    const initial = [...initials][0];
+    /** The writes v builds on, back to the initial value; undefined: not known (a value written twice, or none). */
+    const chain = (v: string | null | undefined): Set<unknown> | undefined => {
+      const out = new Set<unknown>();
+      for (let at = v; at !== initial; ) {
+        const ws = writers(at);
+        if (ws.length !== 1 || out.has(ws[0])) return undefined;
+        out.add(ws[0]);
+        at = ws[0]!.prev;
+      }
+      return out;
+    };
+    for (const w of writes) {
+      if (w.outcome !== 'ok' || writers(w.value).length !== 1 || chain(w.value) === undefined) continue;
+      if (reads.some((r) => w.end < r.start && chain(r.read) !== undefined && !chain(r.read)!.has(w))) lost2.add(w);
+    }
+  }
+  // (1) Accepted writes that read the same prev, unless the register may have held it twice.
+  const seenUnwritten = new Set([...rmw.map((w) => w.prev), ...reads.map((r) => r.read ?? null)].filter((v) => v === null || writers(v).length === 0));
+  const mayBeInitial = (v: string) => seenUnwritten.size === 0 || seenUnwritten.has(v);
+  let lost = lost2.size;
+  for (const prev of new Set(rmw.filter((w) => w.outcome === 'ok').map((w) => w.prev))) {
+    const group = rmw.filter((w) => w.outcome === 'ok' && w.prev === prev);
+    if (group.length < 2 || (prev !== null && writers(prev).length + (mayBeInitial(prev!) ? 1 : 0) > 1)) continue;
+    lost += Math.max(0, group.length - 1 - group.filter((w) => lost2.has(w)).length);
+  }
+  return lost;
+}
+
+describe('STORE-1 against a brute force (random small histories of one register)', () => {
+  test.prop([rmwHistory], { numRuns: 500 })('lost updates: same prev twice, reads that do not build on an accepted write, values written twice, every outcome', (h) => {
+    fc.pre(h.some((e) => e.type === 'invoke'));
+    expect(checkHistory(h).counts.lostUpdates).toBe(lostReference(h));
+  });
+});
