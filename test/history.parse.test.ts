@@ -219,3 +219,25 @@ describe('parseHistory never crashes', () => {
   });
   test.prop([fc.uint8Array({ maxLength: 200 })])('on random bytes', (bytes) => neverThrows(new TextDecoder().decode(bytes)));
 });
+
+describe('parseHistory: a key given twice in an event', () => {
+  const line = (rest: string) => `{"type":"invoke","process":0,"time":10,"op":"acquire",${rest}}`;
+
+  it('is refused naming the key, also spelt with escapes (JSON.parse kept the last silently)', () => {
+    for (const [rest, key] of [
+      ['"resource":"r","resource":"s"', 'resource'],
+      ['"resource":"r","\\u0072esource":"s"', 'resource'],
+      ['"resource":"r", "time" :3', 'time'],
+    ] as const) {
+      const h = parseHistory(line(rest));
+      expect(h, rest).toBeInstanceOf(HistoryFormatError);
+      expect((h as HistoryFormatError).field, rest).toBe(key);
+      expect((h as HistoryFormatError).line).toBe(1);
+    }
+  });
+
+  it("is not looked for inside a recorder's own fields or in values", () => {
+    const h = parseHistory(line('"resource":"r","mine":{"a":1,"a":[{"resource":2}]},"x":"\\"resource\\":","y":["resource","resource"]'));
+    expect(h).not.toBeInstanceOf(HistoryFormatError);
+  });
+});

@@ -1,4 +1,5 @@
 import { constants } from 'node:buffer';
+import { duplicateKey } from './duplicateKeys.ts';
 import { match } from 'ts-pattern';
 import { decodeUtf8Text } from '../utf8Text.ts';
 import { STORE_POLICIES } from '../../model/design.ts';
@@ -269,6 +270,8 @@ export function parseHistory(text: string): History | HistoryFormatError {
     } catch (e) {
       return new HistoryFormatError(i + 1, undefined, `not JSON (${jsonParseProblem(e)})`);
     }
+    const twice = duplicateKey(line);
+    if (twice !== undefined) return new HistoryFormatError(i + 1, twice, 'given twice in the event (JSON keeps only the last: which one did the recorder mean?)');
   }
   return validateHistory(values);
 }
