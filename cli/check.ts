@@ -41,7 +41,7 @@ function progressLines(): { readonly line: (p: CheckProgress) => void; readonly 
   let drawn = 0;
   let lastLogged = -Infinity;
   const text = (p: CheckProgress) =>
-    `lockcheck check: ${(p.elapsedMs / 1000).toFixed(0)} s of the ${(p.timeoutMs / 1000).toFixed(p.timeoutMs < 1000 ? 1 : 0)} s budget (--timeout-ms): ${p.phase}${p.total > 0 ? `, ${Math.min(p.done, p.total).toLocaleString('en-US')} of ${p.total.toLocaleString('en-US')}` : ''}`;
+    `lockcheck check: ${(p.elapsedMs / 1000).toFixed(0)} s of the ${p.timeoutMs % 1000 === 0 ? p.timeoutMs / 1000 : (p.timeoutMs / 1000).toFixed(3).replace(/0+$/, '')} s budget (--timeout-ms): ${p.phase}${p.total > 0 ? `, ${Math.min(p.done, p.total).toLocaleString('en-US')} of ${p.total.toLocaleString('en-US')}` : ''}`;
   return {
     line: (p) => {
       if (process.stderr.isTTY) {
