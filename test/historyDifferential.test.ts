@@ -29,11 +29,14 @@ interface Step {
   readonly gap: number;
   readonly length: number;
   readonly validity: number;
+  /** The connection is lost while the operation is in flight: a loss signal between its invoke and its completion. */
+  readonly lostMidway: boolean;
 }
 const step: fc.Arbitrary<Step> = fc.record({
   op: fc.constantFrom('acquire', 'acquire', 'acquire', 'extend', 'release', 'write', 'write', 'signal'),
   // A deadline this far after the ok: 0 ends the hold where it begins; the grid makes deadlines meet other events' times.
   validity: fc.integer({ min: 0, max: 6 }),
+  lostMidway: fc.constantFrom(false, false, false, true),
   resource: fc.constantFrom('r', 'r', 's'),
   owner: fc.constantFrom('a', 'b'),
   token: fc.constantFrom(...TOKENS),
@@ -58,6 +61,7 @@ function build(perProcess: readonly (readonly Step[])[]): History {
       }
       const fields = s.op === 'acquire' ? (s.session ? {} : { ttlMs: 5 }) : s.op === 'release' || s.op === 'extend' ? { owner: s.owner } : { key: 'k', value: `v${order}`, token: s.token };
       events.push({ time: t, order: order++, e: { type: 'invoke', ...base, time: t, op: s.op, ...fields } });
+      if (s.lostMidway && s.op !== 'write') events.push({ time: t, order: order++, e: { type: 'signal', ...base, time: t, owner: s.owner, reason: 'connection-lost' } });
       if (s.outcome === 'none') break; // never completes: nothing after it in this process
       t += s.length;
       const until = s.session ? {} : { validUntil: t + s.validity };
@@ -193,11 +197,15 @@ function holdsReference(h: History): Hold[] {
         cur !== undefined && (cur.owner === undefined || owner === undefined || cur.owner === owner) && (cur.token === undefined || token === undefined || cur.token === token);
       const mine = all.filter((o) => o.process === p && o.resource === resource);
       const signals = h.flatMap((e, i) => (e.type === 'signal' && e.process === p && e.resource === resource ? [{ i, e }] : []));
-      // Walk this process's operations on the resource and its signals in history order.
-      const steps = [...mine.map((o) => ({ i: o.invoke, o })), ...signals].sort((a, b) => a.i - b.i);
+      // Walk this process's operations on the resource and its signals in history order: a release where it is invoked
+      // (it ends the hold there), an acquire or extend where its outcome is known (at the end: one that never completes).
+      const at = (o: Op) => (o.op === 'release' ? o.invoke : (o.done ?? Infinity));
+      const steps = [...mine.map((o) => ({ i: at(o), o })), ...signals].sort((a, b) => a.i - b.i);
       for (const st of steps) {
         if ('e' in st) {
-          if (same(st.e.owner, st.e.token === undefined ? undefined : BigInt(st.e.token))) end(st.e.time);
+          // A re-acquire in flight that does not fail ended the hold at its invoke, before this signal.
+          const reacquire = mine.some((o) => o.op === 'acquire' && o.invoke < st.i && (o.done ?? Infinity) > st.i && o.outcome !== 'fail');
+          if (!reacquire && same(st.e.owner, st.e.token === undefined ? undefined : BigInt(st.e.token))) end(st.e.time);
           continue;
         }
         const o = st.o;

@@ -52,6 +52,8 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
   const invokes = new Map<number, number>();
   /** Per process and resource, a re-acquire in flight while a hold is current: it ends that hold at its invoke unless it fails. */
   const reacquiring = new Map<string, { readonly time: number; readonly index: number }>();
+  /** Per process and resource, the first loss signal of the current hold while a re-acquire was in flight: it ends the hold if that fails. */
+  const signalledDuring = new Map<string, { readonly time: number; readonly index: number }>();
   const keyOf = (process: number, resource: string) => `${process}\u0000${resource}`;
   const close = (process: number, c: Current, at: number, by: HoldEnd, index: number | undefined) => {
     const end = Math.min(at, c.deadline);
@@ -79,8 +81,12 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
     const process = e.process;
     if (e.type === 'signal') {
       const s = e as SignalEvent;
-      const c = current.get(keyOf(process, s.resource));
-      if (c !== undefined && sameLease(c, s)) close(process, c, s.time, 'signal', i);
+      const key = keyOf(process, s.resource);
+      const c = current.get(key);
+      if (c === undefined || !sameLease(c, s)) return;
+      // A re-acquire in flight ends the hold at its invoke, before this signal, unless it fails: decided at its completion.
+      if (reacquiring.has(key)) signalledDuring.set(key, signalledDuring.get(key) ?? { time: s.time, index: i });
+      else close(process, c, s.time, 'signal', i);
       return;
     }
     const op = e as OperationEvent;
@@ -97,10 +103,13 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
           return;
         }
         const again = reacquiring.get(key);
+        const signalled = signalledDuring.get(key);
         reacquiring.delete(key);
+        signalledDuring.delete(key);
         // A re-acquire ends the hold at its invoke (the client asked anew), unless it failed: a failed operation took no
-        // effect, and the lease it held stays believed until its own end.
+        // effect, and the lease it held stays believed until its own end (a loss signal while it was in flight, say).
         if (again !== undefined && op.type !== 'fail' && c !== undefined) close(process, c, again.time, 'reacquire', again.index);
+        else if (signalled !== undefined && c !== undefined) close(process, c, signalled.time, 'signal', signalled.index);
         if (op.type === 'ok') {
           current.set(keyOf(process, op.resource), {
             resource: op.resource,
