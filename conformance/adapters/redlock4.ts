@@ -39,7 +39,7 @@ import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import { checkAcquireInput } from '../input.ts';
 import { concurrentRedis, redisLibraryBackend } from '../kit.ts';
 import type { LockCalls, RedisServerChoice } from '../kit.ts';
-import { redlockKey } from './redlock.ts';
+import { redlockKey } from './redlockLibrary.ts';
 import { REDLOCK4_CONTRACT } from './contracts.ts';
 import { LibraryLocks } from './libraryLocks.ts';
 import { retryOnClock } from './retryOnClock.ts';

@@ -5,13 +5,13 @@
  * `acquireLock`, `extendLock` and `releaseLock`, each one EVALSHA with
  * ioredis's own fallback to EVAL inside the same call; the kit's connections
  * take them through the run's faults like any other command. Everything else
- * is the shared Redlock adapter (redlock.ts).
+ * is the shared Redlock adapter (redlockLibrary.ts).
  */
 import { ExecutionError, Redlock, ResourceLockedError } from '@sesamecare-oss/redlock';
 import type { BackendUnderTest, ConcurrentClient } from '../adapter.ts';
 import type { RedisServerChoice } from '../kit.ts';
-import type { RedlockAdapterOptions, RedlockLibrary } from './redlock.ts';
-import { redlockConcurrent, redlockLibraryBackend } from './redlock.ts';
+import type { RedlockAdapterOptions, RedlockLibrary } from './redlockLibrary.ts';
+import { redlockConcurrent, redlockLibraryBackend } from './redlockLibrary.ts';
 
 export const SESAMECARE_REDLOCK: RedlockLibrary = {
   name: '@sesamecare-oss/redlock@1.4.0',
