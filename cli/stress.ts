@@ -11,6 +11,7 @@ import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { MAX_STRESS_EVENTS, runStress } from '../conformance/stress/runner.ts';
 import { EXIT_BY_VERDICT, findingText } from './check.ts';
 import { counted } from '../conformance/counted.ts';
+import { faultsNotStruck, unobserved } from '../conformance/stress/observed.ts';
 import { MalformedRecordingError } from './malformedRecording.ts';
 
 export { MalformedRecordingError } from './malformedRecording.ts';
@@ -34,7 +35,12 @@ export interface StressSummary {
   readonly seconds: number;
   readonly nemesis: readonly string[];
   readonly seed: number;
+  /** The history's verdict; unknown when the run observed nothing a verdict can rest on (`unobserved`), a violation found still standing. */
   readonly verdict: CheckReport['verdict'];
+  /** Why the run observed nothing to judge (no hold granted, or no fault of its nemesis struck), or null. */
+  readonly unobserved: string | null;
+  /** Faults of the nemesis that never struck in the run (the others did). */
+  readonly faultsNotStruck: readonly string[];
   readonly operations: number;
   readonly opsPerSecond: number;
   readonly cycles: number;
@@ -138,6 +144,8 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
   const report = checkHistory(history, { storePolicy: store });
   const reportFile = history.length <= REPORT_MAX_EVENTS ? htmlFile : null;
   const c = report.counts;
+  const observation = { holds: c.holds, nemesis: o.nemesis, faultsStruck: run.faultsStruck };
+  const nothing = unobserved(observation);
   const summary: StressSummary = {
     backend: o.adapter?.name ?? o.backend,
     store,
@@ -145,7 +153,10 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     seconds: o.seconds,
     nemesis: o.nemesis,
     seed: o.seed,
-    verdict: report.verdict,
+    // A run that observed nothing (no hold, no fault struck) is no SAFE; a violation it did find stands.
+    verdict: nothing !== null && report.verdict !== 'violation' ? 'unknown' : report.verdict,
+    unobserved: nothing,
+    faultsNotStruck: nothing === null ? faultsNotStruck(observation) : [],
     operations: c.operations,
     opsPerSecond: run.durationMs > 0 ? Math.round((c.operations / run.durationMs) * 1000) : 0,
     cycles: run.cycles,
@@ -226,12 +237,13 @@ export function stressExit(summary: Pick<StressSummary, 'verdict' | 'adapterErro
 
 export function summaryText(s: StressSummary): string {
   return [
-    `${s.backend} / ${s.store}, ${counted(s.clients, 'client')}, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}${s.adapterErrors.length > 0 && s.verdict !== 'violation' ? ' (not a verdict on the library: the adapter broke its contract, below)' : ''}`,
+    `${s.backend} / ${s.store}, ${counted(s.clients, 'client')}, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}${s.unobserved !== null && s.verdict === 'unknown' ? ` (nothing observed: ${s.unobserved})` : ''}${s.adapterErrors.length > 0 && s.verdict !== 'violation' ? ' (not a verdict on the library: the adapter broke its contract, below)' : ''}`,
     `  ${counted(s.operations, 'operation')} in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${counted(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${counted(s.faultIntervals, 'fault interval')} in the history)`,
     `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
     ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
     ...(s.findings.length > 5 ? [`  ... ${counted(s.findings.length - 5, 'more finding', 'more findings')} (--json lists them)`] : []),
+    ...(s.faultsNotStruck.length > 0 ? [`  never struck: ${s.faultsNotStruck.join(', ')} (the run says nothing about ${s.faultsNotStruck.length === 1 ? 'it' : 'them'})`] : []),
     ...s.clientErrors.map((e) => `  client error: ${e}`),
     ...s.adapterErrors.map((e) => `  adapter error: ${e}`),
     ...(s.eventLimitReached ? [`  stopped before ${s.seconds} s: the history reached ${counted(MAX_STRESS_EVENTS, 'event')}, the most a run records (judged as it is)`] : []),

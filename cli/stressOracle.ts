@@ -1,3 +1,4 @@
+import { unobserved } from '../conformance/stress/observed.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
 import type { NemesisFault } from '../conformance/stress/nemesis.ts';
@@ -224,6 +225,9 @@ export class StressOracle {
     const undecided = report.checks.find((k) => k.verdict === 'unknown' && k.property !== 'LIN-1');
     if (undecided !== undefined) return { notObserved: `the history check could not decide ${undecided.property} (${undecided.note ?? 'unknown'})` };
     const c = report.counts;
+    // No hold granted or no fault struck: "none" would read as safe under the column's faults.
+    const nothing = unobserved({ holds: c.holds, nemesis, faultsStruck: result.faultsStruck });
+    if (nothing !== null && report.verdict !== 'violation') return { notObserved: `${nothing} (${counted(c.operations, 'op')})` };
     const broken: PropertyId[] = [
       ...(c.overlappingHolds > 0 ? (['MUTEX-1'] as const) : []),
       ...(c.tokenOrderViolations > 0 ? (['FENCE-1'] as const) : []),

@@ -16,6 +16,7 @@ import { concurrent as spawning } from './fixtures/spawningConcurrent.ts';
 import { AdapterBreach, checkedAcquire } from '../conformance/stress/adapterBreach.ts';
 import { checkStressOptions } from '../conformance/stress/runner.ts';
 import { stressExit } from '../cli/stress.ts';
+import { faultsNotStruck, unobserved } from '../conformance/stress/observed.ts';
 import { LeaseHandle } from '../impl/index.ts';
 import { systemClock } from '../impl/clock.ts';
 
@@ -119,7 +120,8 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
     try {
       const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', './test/fixtures/malformedConcurrent.ts', '--clients', '1', '--seconds', '1', '--resources', '1', '--ttl', '200-300', '--out', out], { encoding: 'utf8', timeout: 120_000 });
       expect(r.status, r.stderr).toBe(2);
-      expect(r.stdout).toMatch(/: SAFE \(not a verdict on the library: the adapter broke its contract, below\)/);
+      // No lease was granted: nothing observed either (UNKNOWN), and the breach named.
+      expect(r.stdout).toMatch(/: UNKNOWN \(nothing observed: no client was granted a lease, so no hold was judged\) \(not a verdict on the library: the adapter broke its contract, below\)/);
       expect(r.stdout).toContain("adapter error: client 0: acquire('s0-r0') resolved a grant without a lease");
     } finally {
       rmSync(out, { recursive: true, force: true });
@@ -130,6 +132,23 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
     expect(stressExit({ ...summary, verdict: 'violation', adapterErrors: ['x'] })).toBe(1);
     expect(stressExit({ ...summary, clientErrors: ['x'], operations: 0 })).toBe(3);
     expect(stressExit({ ...summary, clientErrors: ['x'] })).toBe(0);
+  }, 150_000);
+
+  it('a run that observed nothing is no SAFE: no lease granted, or a nemesis that never struck, is UNKNOWN with the reason (exit 4)', () => {
+    const out = mkdtempSync(join(tmpdir(), 'lockcheck-stress-denied-'));
+    try {
+      const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', './test/fixtures/denyingConcurrent.ts', '--clients', '1', '--seconds', '1', '--resources', '1', '--ttl', '200-300', '--nemesis', 'pause-holder', '--json', '--out', out], { encoding: 'utf8', timeout: 120_000 });
+      expect(r.status, r.stderr).toBe(4);
+      const s = JSON.parse(r.stdout) as { verdict: string; unobserved: string | null; holds: number; operations: number; faults: number };
+      expect(s).toMatchObject({ verdict: 'unknown', unobserved: 'no client was granted a lease, so no hold was judged', holds: 0, faults: 0 });
+      expect(s.operations).toBeGreaterThan(0);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+    expect(unobserved({ holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: [] })).toBe('the nemesis (pause-holder, kill-server) never struck: 0 faults injected');
+    expect(unobserved({ holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: ['kill-server'] })).toBeNull();
+    expect(faultsNotStruck({ holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: ['kill-server'] })).toEqual(['pause-holder']);
+    expect(unobserved({ holds: 3, nemesis: [], faultsStruck: [] })).toBeNull();
   }, 150_000);
 
   it('a process an adapter starts in a client ends with that client: nothing of the run is left running', async () => {

@@ -96,6 +96,7 @@ export class Nemesis {
   #heldSince: number | null = null;
   #busy = false;
   #faults = 0;
+  readonly #struck = new Set<NemesisFault>();
   #healing = false;
   /** When the clients stop: no strike starts later than 2 ttls before, none outlasts it by more than a ttl. */
   #untilMs = Number.POSITIVE_INFINITY;
@@ -110,6 +111,17 @@ export class Nemesis {
   /** Faults injected so far. */
   get count(): number {
     return this.#faults;
+  }
+
+  /** The faults of the nemesis that struck at least once (a run whose faults never struck observed none of them). */
+  get struck(): ReadonlySet<NemesisFault> {
+    return this.#struck;
+  }
+
+  /** Counts a fault as injected: only where it strikes, never where it was drawn and found nothing to strike. */
+  #strike(fault: NemesisFault): void {
+    this.#faults++;
+    this.#struck.add(fault);
   }
 
   /** Between a fault and the next: about the longest ttl, at least 200 ms. */
@@ -223,7 +235,7 @@ export class Nemesis {
     // A strike in progress finishes before the next fault is drawn.
     while (this.#busy) await new Promise((resolve) => setTimeout(resolve, 10));
     if (holding && !hit && this.#heldSince !== null && !this.#stop.signal.aborted) {
-      this.#faults++;
+      this.#strike(fault);
       await this.#failover('no client was granted a lease while replication was held');
     }
   }
@@ -272,11 +284,12 @@ export class Nemesis {
 
   async #random(fault: (typeof RANDOM_FAULTS)[number], endBy: number): Promise<void> {
     const { random, fleet, servers } = this.#o;
-    this.#faults++;
+    // Counted in each branch as it strikes: a terminate-backend that found no holder injected nothing.
     await match(fault)
       .with('pause-client', async () => {
         const c = random.int(0, fleet.size - 1);
         const ms = this.#duration(endBy);
+        this.#strike(fault);
         this.#record('invoke', 'pause-client', `client ${c}`, `${ms} ms`);
         fleet.pause(c);
         await this.#sleep(ms);
@@ -287,6 +300,7 @@ export class Nemesis {
         const n = random.int(0, servers.nodes.length - 1);
         const s = servers.nodes[n]!;
         const ms = this.#duration(endBy);
+        this.#strike(fault);
         this.#record('invoke', 'pause-server', s.name, `${ms} ms`);
         s.pause();
         await this.#sleep(ms);
@@ -296,6 +310,7 @@ export class Nemesis {
       .with('kill-server', async () => {
         const s = servers.nodes[random.int(0, servers.nodes.length - 1)]!;
         const downMs = this.#o.restartDelayMs + random.int(0, this.#o.ttlMaxMs);
+        this.#strike(fault);
         this.#record('invoke', 'kill-server', s.name, `kill -9, restart after ${downMs} ms`);
         await s.crash();
         await this.#sleep(downMs);
@@ -305,6 +320,7 @@ export class Nemesis {
       .with('clock-step', async () => {
         const n = random.int(0, servers.nodes.length - 1);
         const ms = random.int(this.#o.ttlMaxMs, 2 * this.#o.ttlMaxMs);
+        this.#strike(fault);
         servers.stepClock(n, ms);
         this.#record('invoke', 'clock-step', servers.nodes[n]!.name, `+${ms} ms`);
         this.#record('ok', 'clock-step', servers.nodes[n]!.name);
@@ -316,6 +332,7 @@ export class Nemesis {
         const ms = this.#duration(endBy);
         const delayMs = random.int(1, Math.max(1, Math.floor(this.#o.ttlMinMs / 2)));
         const target = `client ${c} - ${servers.nodes[n]!.name}`;
+        this.#strike(fault);
         this.#record('invoke', kind, target, kind === 'partition' ? `black hole for ${ms} ms` : `+${delayMs} ms each way for ${ms} ms`);
         link.setMode(kind === 'partition' ? { kind: 'blackhole' } : { kind: 'delay', ms: delayMs });
         await this.#sleep(ms);
@@ -326,6 +343,7 @@ export class Nemesis {
         const n = random.int(0, servers.nodes.length - 1);
         const ms = this.#duration(endBy);
         const target = `${servers.nodes[n]!.name} | the other members`;
+        this.#strike(fault);
         this.#record('invoke', 'partition-members', target, `peer links cut for ${ms} ms`);
         servers.partitionMembers([n]);
         await this.#sleep(ms);
@@ -334,6 +352,7 @@ export class Nemesis {
       })
       .with('failover', async () => {
         const ms = this.#duration(endBy);
+        this.#strike(fault);
         await this.#hold(`for ${ms} ms, then the failover: writes stay on the primary`);
         await this.#sleep(ms);
         // Stopped meanwhile: the heal lets replication run again, no failover after the run's end.
@@ -343,6 +362,7 @@ export class Nemesis {
         const holders = await servers.advisoryHolders();
         if (holders.length === 0) return;
         const pid = random.pick(holders);
+        this.#strike(fault);
         this.#record('invoke', 'terminate-backend', 'postgres', `backend ${pid}`);
         await servers.terminate([pid]);
         this.#record('ok', 'terminate-backend', 'postgres', `backend ${pid}`);
@@ -360,7 +380,7 @@ export class Nemesis {
     return match(fault)
       .with('pause-holder', async () => {
         const at = sharedNowMs();
-        this.#faults++;
+        this.#strike(fault);
         this.#record('invoke', 'pause-client', target, `holder of ${g.resource} (token ${g.token}), between its read and its write`);
         fleet.pause(client);
         // Past its deadline (by its own clock), and another client has written the register since.
@@ -375,7 +395,7 @@ export class Nemesis {
       .with('terminate-holder', async () => {
         if (g.pids.length === 0) return false;
         const at = sharedNowMs();
-        this.#faults++;
+        this.#strike(fault);
         this.#record('invoke', 'pause-client', target, `holder of ${g.resource} (token ${g.token}), between its read and its write`);
         fleet.pause(client);
         this.#record('invoke', 'terminate-backend', 'postgres', `backends ${g.pids.join(', ')} of ${target}`);
@@ -392,7 +412,7 @@ export class Nemesis {
         const n = holding[this.#o.random.int(0, holding.length - 1)]!;
         const ms = 2 * this.#o.ttlMaxMs;
         const at = sharedNowMs();
-        this.#faults++;
+        this.#strike(fault);
         servers.stepClock(n, ms);
         this.#record('invoke', 'clock-step', servers.nodes[n]!.name, `+${ms} ms, a node of ${target}'s bare majority for ${g.resource}`);
         this.#record('ok', 'clock-step', servers.nodes[n]!.name);
@@ -403,7 +423,7 @@ export class Nemesis {
         // A grant whose acquire was sent before the hold may be on the replica: not this fault's holder.
         if (this.#heldSince === null || g.acquireInvokedAt === undefined || g.acquireInvokedAt < this.#heldSince) return false;
         const at = sharedNowMs();
-        this.#faults++;
+        this.#strike(fault);
         await this.#failover(`${target} holds ${g.resource} (token ${g.token}), granted while replication was held, between its read and its write`, async () => {
           // The promoted replica never saw the grant nor its token: another client is granted the resource with a token
           // not above the holder's (FENCE-1), within the holder's lease if the failover was quick enough (MUTEX-1); the

@@ -74,6 +74,8 @@ export interface StressRun {
   readonly overheadMs: number;
   readonly cycles: number;
   readonly faults: number;
+  /** The faults of the nemesis that struck at least once, in the order given (one never drawn, or that found nothing to strike, is missing). */
+  readonly faultsStruck: readonly NemesisFault[];
   /** Client processes that failed (a message each); their events up to then are in the history. */
   readonly clientErrors: readonly string[];
   /**
@@ -286,7 +288,7 @@ export class StressSession {
     const history = recorder.history();
     const last = history.length > 0 ? history[history.length - 1]!.time : startedAt;
     const durationMs = Math.max(0, last - startedAt);
-    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, clientErrors, adapterErrors, eventLimitReached };
+    return { history, durationMs, overheadMs: sharedNowMs() - t0 - durationMs, cycles, faults: nemesis.count, faultsStruck: o.nemesis.filter((f) => nemesis.struck.has(f)), clientErrors, adapterErrors, eventLimitReached };
   }
 
   /** Has every live client process load the adapter before the run's clock starts (bounded); a failure to load ends the run. */
