@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeOutputDir, removeStaleOutput, writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
-import { checkHistory } from '../conformance/history/check.ts';
 import type { History, HistoryEvent, StorePolicy } from '../conformance/history/event.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
@@ -11,7 +10,7 @@ import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { MAX_STRESS_EVENTS, runStress } from '../conformance/stress/runner.ts';
 import { EXIT_BY_VERDICT, findingText } from './check.ts';
 import { counted } from '../conformance/counted.ts';
-import { faultsNotStruck, unobserved } from '../conformance/stress/observed.ts';
+import { faultsNotStruck, judgeRecording, unobserved } from '../conformance/stress/observed.ts';
 import { MalformedRecordingError } from './malformedRecording.ts';
 
 export { MalformedRecordingError } from './malformedRecording.ts';
@@ -141,10 +140,10 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     recorded = [{ type: 'meta', store, backend: wellFormedText(o.adapter?.name ?? o.backend), description: wellFormedText(stressCommandLine(o)) }, ...run.history];
   }
   const history = validRecording(recorded, historyFile);
-  const report = checkHistory(history, { storePolicy: store });
+  const report = judgeRecording(history, store);
   const reportFile = history.length <= REPORT_MAX_EVENTS ? htmlFile : null;
   const c = report.counts;
-  const observation = { holds: c.holds, nemesis: o.nemesis, faultsStruck: run.faultsStruck };
+  const observation = { operations: c.operations, holds: c.holds, nemesis: o.nemesis, faultsStruck: run.faultsStruck };
   const nothing = unobserved(observation);
   const summary: StressSummary = {
     backend: o.adapter?.name ?? o.backend,

@@ -1,5 +1,4 @@
-import { unobserved } from '../conformance/stress/observed.ts';
-import { checkHistory } from '../conformance/history/check.ts';
+import { judgeRecording, unobserved } from '../conformance/stress/observed.ts';
 import type { History } from '../conformance/history/event.ts';
 import type { NemesisFault } from '../conformance/stress/nemesis.ts';
 import { needsFakeClocks, needsProxies, NEMESIS_FAULTS, unsupported } from '../conformance/stress/nemesis.ts';
@@ -220,13 +219,13 @@ export class StressOracle {
       if (!(e instanceof MalformedRecordingError)) throw e;
       return { notObserved: `malformed history: ${e.problem.message}` };
     }
-    const report = checkHistory(history, { storePolicy: store });
+    const report = judgeRecording(history, store);
     // A check the time budget cut short counted nothing: its zero is not 'not observed', so the cell says so instead.
     const undecided = report.checks.find((k) => k.verdict === 'unknown' && k.property !== 'LIN-1');
     if (undecided !== undefined) return { notObserved: `the history check could not decide ${undecided.property} (${undecided.note ?? 'unknown'})` };
     const c = report.counts;
     // No hold granted or no fault struck: "none" would read as safe under the column's faults.
-    const nothing = unobserved({ holds: c.holds, nemesis, faultsStruck: result.faultsStruck });
+    const nothing = unobserved({ operations: c.operations, holds: c.holds, nemesis, faultsStruck: result.faultsStruck });
     if (nothing !== null && report.verdict !== 'violation') return { notObserved: `${nothing} (${counted(c.operations, 'op')})` };
     const broken: PropertyId[] = [
       ...(c.overlappingHolds > 0 ? (['MUTEX-1'] as const) : []),

@@ -16,7 +16,7 @@ import { concurrent as spawning } from './fixtures/spawningConcurrent.ts';
 import { AdapterBreach, checkedAcquire } from '../conformance/stress/adapterBreach.ts';
 import { checkStressOptions } from '../conformance/stress/runner.ts';
 import { stressExit } from '../cli/stress.ts';
-import { faultsNotStruck, unobserved } from '../conformance/stress/observed.ts';
+import { faultsNotStruck, judgeRecording, unobserved } from '../conformance/stress/observed.ts';
 import { LeaseHandle } from '../impl/index.ts';
 import { systemClock } from '../impl/clock.ts';
 
@@ -134,7 +134,7 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
     expect(stressExit({ ...summary, clientErrors: ['x'] })).toBe(0);
   }, 150_000);
 
-  it('a run that observed nothing is no SAFE: no lease granted, or a nemesis that never struck, is UNKNOWN with the reason (exit 4)', () => {
+  it('a run that observed nothing is no SAFE: no client operation, no lease granted, or a nemesis that never struck, is UNKNOWN with the reason (exit 4)', () => {
     const out = mkdtempSync(join(tmpdir(), 'lockcheck-stress-denied-'));
     try {
       const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', './test/fixtures/denyingConcurrent.ts', '--clients', '1', '--seconds', '1', '--resources', '1', '--ttl', '200-300', '--nemesis', 'pause-holder', '--json', '--out', out], { encoding: 'utf8', timeout: 120_000 });
@@ -145,10 +145,23 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
-    expect(unobserved({ holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: [] })).toBe('the nemesis (pause-holder, kill-server) never struck: 0 faults injected');
-    expect(unobserved({ holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: ['kill-server'] })).toBeNull();
-    expect(faultsNotStruck({ holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: ['kill-server'] })).toEqual(['pause-holder']);
-    expect(unobserved({ holds: 3, nemesis: [], faultsStruck: [] })).toBeNull();
+    // No client connected: no operation at all. The summary and the client errors, exit 3, not checkHistory's refusal thrown as a bug (exit 4 with a stack).
+    const none = mkdtempSync(join(tmpdir(), 'lockcheck-stress-unconnectable-'));
+    try {
+      const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', './test/fixtures/unconnectableConcurrent.ts', '--clients', '1', '--seconds', '1', '--out', none], { encoding: 'utf8', timeout: 120_000 });
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stdout).toMatch(/: UNKNOWN \(nothing observed: no client operation was recorded\)/);
+      expect(r.stdout).toContain('client error: client 0: connect ECONNREFUSED (unconnectable fixture)');
+      expect(r.stderr).not.toMatch(/unexpected error/);
+    } finally {
+      rmSync(none, { recursive: true, force: true });
+    }
+    expect(judgeRecording([{ type: 'meta', store: 'unfenced' }], 'unfenced')).toMatchObject({ verdict: 'unknown', counts: { operations: 0, holds: 0 } });
+    expect(unobserved({ operations: 0, holds: 0, nemesis: [], faultsStruck: [] })).toBe('no client operation was recorded');
+    expect(unobserved({ operations: 9, holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: [] })).toBe('the nemesis (pause-holder, kill-server) never struck: 0 faults injected');
+    expect(unobserved({ operations: 9, holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: ['kill-server'] })).toBeNull();
+    expect(faultsNotStruck({ operations: 9, holds: 3, nemesis: ['pause-holder', 'kill-server'], faultsStruck: ['kill-server'] })).toEqual(['pause-holder']);
+    expect(unobserved({ operations: 9, holds: 3, nemesis: [], faultsStruck: [] })).toBeNull();
   }, 150_000);
 
   it('a process an adapter starts in a client ends with that client: nothing of the run is left running', async () => {
