@@ -1,4 +1,5 @@
 import type { MonotonicClock } from './clock.ts';
+import { checkedClock } from './checkedClock.ts';
 import { checkTtl, InvalidInputError, MAX_TOKEN } from '../model/errors.ts';
 import { isRefusal, mustThrow, ServerRefusedError, TokenOverflowError } from './errors.ts';
 import { LeaseHandle } from './lease.ts';
@@ -105,6 +106,8 @@ function cryptoRandom(): number {
 export class LeaseLock {
   readonly #nodes: readonly LeaseNode[];
   protected readonly clock: MonotonicClock;
+  /** The clock as the lock reads it: each reading checked (impl/checkedClock.ts). */
+  readonly #clock: MonotonicClock;
   protected readonly driftFactor: number;
   protected readonly clockMarginMs: number;
   readonly #requestTimeoutMs: number | undefined;
@@ -123,10 +126,13 @@ export class LeaseLock {
     if (!Array.isArray(nodes) || nodes.length < 1 || nodes.length > 15) throw new InvalidInputError('invalid-config', `need 1..15 nodes, got ${Array.isArray(nodes) ? nodes.length : shown(nodes)}`);
     // Every index, holes included (forEach skips them).
     for (let i = 0; i < nodes.length; i++) checkMethods(nodes[i], `nodes[${i}]`, 'a LeaseNode', NODE_METHODS);
-    const clock = checkClock(options.clock);
+    const given = checkClock(options.clock);
+    const clock = checkedClock(given);
     const { driftFactor, clockMarginMs, safetyMarginMs } = leaseMargins(options, 1000);
     this.#nodes = options.nodes;
-    this.clock = clock;
+    // clockOf() answers the clock given; every reading the lock itself takes is checked.
+    this.clock = given;
+    this.#clock = clock;
     this.#rounds = { clock, background: this.#background, turn: new Turn(clock), deadlines: new Deadlines(clock) };
     this.driftFactor = driftFactor;
     this.clockMarginMs = clockMarginMs;
@@ -150,21 +156,21 @@ export class LeaseLock {
 
   /** One or more attempts, as `options` says. Rejects with InvalidInputError for a bad resource or options. */
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult> {
-    let plan: LeaseAcquirePlan, signal: AbortSignal | undefined;
+    let plan: LeaseAcquirePlan, signal: AbortSignal | undefined, startedMs: number;
     try {
       plan = checkLeaseAcquire(resource, options, checkAcquireKeys);
       signal = checkSignal(options.signal);
+      // Cancelled already: nothing is sent.
+      if (signal?.aborted) return Promise.reject(abortReason(signal) as Error);
+      startedMs = this.#clock.now();
     } catch (error) {
       return Promise.reject(error as Error);
     }
-    // Cancelled already: nothing is sent.
-    if (signal?.aborted) return Promise.reject(abortReason(signal) as Error);
-    const startedMs = this.clock.now();
     // A single attempt is the attempt's own promise: no async frame around it (a pair's allocations are most of the lock's CPU).
     if (plan.retries === 0 && signal === undefined) return this.#attempt(resource, plan.ttlMs, startedMs, startedMs);
     // The first attempt starts when the acquire did: one clock read fewer.
-    const attempt = (n: number): Promise<AcquireResult> => this.#attempt(resource, plan.ttlMs, startedMs, n === 0 ? startedMs : this.clock.now());
-    return retryDenied(plan, signal, this.clock, () => this.#draw(), attempt, (lease) => this.release(lease));
+    const attempt = (n: number): Promise<AcquireResult> => this.#attempt(resource, plan.ttlMs, startedMs, n === 0 ? startedMs : this.#clock.now());
+    return retryDenied(plan, signal, this.#clock, () => this.#draw(), attempt, (lease) => this.release(lease));
   }
 
   /**
@@ -179,12 +185,12 @@ export class LeaseLock {
     checkLease(lease, 'extend');
     const handle = this.#held.get(lease);
     if (handle === undefined || handle.lost) return { kind: 'not-extended', reason: 'expired' };
-    const startedMs = this.clock.now();
+    const startedMs = this.#clock.now();
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
     // A shorter ttl may be in force on a node as soon as the request arrives: the deadline comes down now (spec 4.1).
     handle.limitTo(validUntilMs);
     const votes = await this.round(ttlMs, (node) => node.extend(lease.resource, lease.owner, ttlMs), isTrue, this.#yesOrNever);
-    if (votes.filter((v) => v.ok && v.value).length >= this.quorum && this.clock.now() < validUntilMs && !handle.lost) {
+    if (votes.filter((v) => v.ok && v.value).length >= this.quorum && this.#clock.now() < validUntilMs && !handle.lost) {
       handle.extendTo(validUntilMs);
       return { kind: 'extended', validUntilMs };
     }
@@ -254,7 +260,7 @@ export class LeaseLock {
   }
 
   protected newLease(resource: string, owner: string, token: bigint, validUntilMs: number): LeaseHandle {
-    return new LeaseHandle(resource, owner, token, validUntilMs, this.clock, this.#safetyMarginMs);
+    return new LeaseHandle(resource, owner, token, validUntilMs, this.#clock, this.#safetyMarginMs);
   }
 
   /** The nodes, for subclasses. */
@@ -285,7 +291,7 @@ export class LeaseLock {
     const q = this.quorum;
     // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
     const votes = await this.round(ttlMs, (node, i) => node.acquire(resource, owner, ttlMs).then((answer) => answeredToken(answer, resource, i)), isGrant, this.#acquireDecided);
-    const answeredMs = this.clock.now();
+    const answeredMs = this.#clock.now();
     // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
     if (answeredMs - startedMs >= ttlMs) return { kind: 'timed-out' };
     const granted: bigint[] = [];
@@ -299,7 +305,7 @@ export class LeaseLock {
       const inStep = this.#atToken(votes, token) >= this.quorum;
       let refused: unknown;
       const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes, (e) => (refused = e)));
-      if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.clock.now()))) {
+      if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.#clock.now()))) {
         const lease = this.newLease(resource, owner, token, validUntilMs);
         this.#held.add(lease);
         if (votes.length > 1) this.#restoreLostCounters(resource, token, ttlMs, votes);

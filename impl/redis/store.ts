@@ -4,6 +4,7 @@ import { checkToken, checkValue, InvalidInputError } from '../../model/errors.ts
 import { storedToken } from '../storeCell.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
+import { checkedClock } from '../checkedClock.ts';
 import { isDefect, isRefusal, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { FencedStore } from '../fencedStore.ts';
 import { fencedWriteScript } from './commands.ts';
@@ -47,7 +48,7 @@ export function redisFencedStore(redis: RedisStoreConnection, policy: StorePolic
   checkKeys(options);
   if (options.prefix !== undefined) checkPrefix(options.prefix, 'prefix');
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
-  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
+  const clock = options.clock === undefined ? systemClock : checkedClock(checkClock(options.clock));
   const bounded = <T>(what: string, resource: string, work: Promise<T>): Promise<T> =>
     withTimeout(clock, timeoutMs, `redis fenced store ${what}`, work).catch((e: unknown) => {
       throw storeError(e, what, resource);
@@ -56,6 +57,8 @@ export function redisFencedStore(redis: RedisStoreConnection, policy: StorePolic
     write(resource, token, value) {
       let sent: Promise<[number | string, string?]>;
       try {
+        // The bound's start, read (and checked: impl/checkedClock.ts) before the write goes out: a bad reading sends nothing.
+        clock.now();
         const args = [keysFor(resource, options.prefix).cell, checkToken(token).toString(), checkValue(value), policy];
         checkValueBytes(value, MAX_BULK_BYTES, 'a Redis store cell', "Redis's default proto-max-bulk-len");
         sent = fencedWriteScript.run(redis, args) as Promise<[number | string, string?]>;
@@ -67,6 +70,8 @@ export function redisFencedStore(redis: RedisStoreConnection, policy: StorePolic
     },
     async read(resource) {
       const cell = keysFor(resource, options.prefix).cell;
+      // As for a write: the clock checked before the read goes out.
+      clock.now();
       const [value, token] = await bounded('read', resource, redis.hmget(cell, 'value', 'token'));
       // A token field lockcheck did not write is a typed refusal, never a SyntaxError from BigInt.
       return { value: value ?? null, token: token === null || token === undefined ? null : storedToken(token, `redis key ${cell}`, 'token') };

@@ -1,0 +1,72 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisServer } from '../conformance/env/redisServer.ts';
+import { systemClock, type MonotonicClock } from '../impl/clock.ts';
+import { InvalidInputError } from '../impl/errors.ts';
+import { createRedisLock, keysFor, redisFencedStore } from '../impl/redis/index.ts';
+
+/**
+ * A user's clock whose now() returns no finite number: the lock and the
+ * store refuse its reading with InvalidInputError('invalid-config') before
+ * anything is sent. A numeric string made `startedMs + ttlMs` a string
+ * ('3271' + 200 = '3271200'): the lease was valid for 54 minutes on a 200 ms
+ * key, a second holder beside it; NaN, Infinity and undefined denied every
+ * acquire 'validity-exhausted', a bigint threw a TypeError.
+ */
+let server: RedisServer;
+let redis: Redis;
+beforeAll(async () => {
+  server = await RedisServer.start({ persistence: 'none' });
+  redis = new Redis({ ...server.connection, maxRetriesPerRequest: 0 });
+  await redis.ping();
+}, 30_000);
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+const BAD: ReadonlyArray<readonly [string, () => unknown, string]> = [
+  ['a numeric string', () => String(Math.round(performance.now())), 'string'],
+  ['NaN', () => NaN, 'nan'],
+  ['undefined', () => undefined, 'undefined'],
+  ['Infinity', () => Infinity, 'infinity'],
+  ['-Infinity', () => -Infinity, 'minus-infinity'],
+  ['a bigint', () => 5n, 'bigint'],
+];
+
+/** A clock that reads the system clock until `bad()` says otherwise, then returns `reading()`. */
+function turning(reading: () => unknown, bad: () => boolean): MonotonicClock {
+  return { now: () => (bad() ? reading() : performance.now()) as number, schedule: (atMs, fn) => systemClock.schedule(atMs, fn) };
+}
+
+const refused = expect.objectContaining({ name: 'InvalidInputError', code: 'invalid-config', message: expect.stringContaining('clock.now() must return a finite number of ms') });
+
+describe('a clock reading that is no finite number', () => {
+  it.each(BAD)('%s: acquire and extend reject before anything is sent', async (_name, reading, key) => {
+    const resource = `clock-${key}`;
+    let bad = true;
+    const lock = createRedisLock({ nodes: [redis], clock: turning(reading, () => bad) });
+    await expect(lock.acquire(resource, { ttlMs: 200 })).rejects.toEqual(refused);
+    await expect(lock.acquire(resource, { ttlMs: 200, retries: 2 })).rejects.toBeInstanceOf(InvalidInputError);
+    expect(await redis.exists(keysFor(resource).lock, keysFor(resource).counter)).toBe(0);
+    bad = false;
+    const granted = await lock.acquire(resource, { ttlMs: 60_000 });
+    if (granted.kind !== 'granted') throw new Error(`not granted: ${granted.kind}`);
+    await redis.pexpire(keysFor(resource).lock, 30_000);
+    bad = true;
+    await expect(lock.extend(granted.lease, 60_000)).rejects.toEqual(refused);
+    // Not sent: the key keeps the ttl set by hand.
+    expect(await redis.pttl(keysFor(resource).lock)).toBeLessThanOrEqual(30_000);
+    bad = false;
+    expect(await lock.release(granted.lease)).toBe(true);
+    await lock.settled();
+  });
+
+  it.each(BAD)('%s: the fenced store refuses a write and a read, nothing written', async (_name, reading, key) => {
+    const resource = `store-${key}`;
+    const store = redisFencedStore(redis, 'strict', { clock: turning(reading, () => true) });
+    await expect(store.write(resource, 1n, 'v')).rejects.toEqual(refused);
+    await expect(store.read(resource)).rejects.toEqual(refused);
+    expect(await redis.exists(keysFor(resource).cell)).toBe(0);
+  });
+});
