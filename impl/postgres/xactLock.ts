@@ -12,6 +12,7 @@ import { isRefusal, UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, MINT, TRY_LOCK_AND_MINT } from './schema.ts';
 import { abandonable } from './abandon.ts';
+import { leaseQueryable } from './leaseQueryable.ts';
 import { loseOnSessionEnd } from './sessionEnd.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import type { Queryable } from './store.ts';
@@ -75,6 +76,8 @@ const checkWithLockKeys = knownOptions('withLock options', ['signal']);
 interface Open {
   readonly lease: LeaseHandle;
   readonly client: pg.Client;
+  /** The transaction as the holder gets it: refuses once the lease is over (leaseQueryable). */
+  readonly tx: pg.Client;
   count: number;
 }
 
@@ -122,12 +125,17 @@ export class PostgresTransactionLock {
     return this.#open.get(resource)?.lease;
   }
 
-  /** The transaction a lease lives in: run the data changes it guards here. */
+  /**
+   * The transaction a lease lives in: run the data changes it guards here.
+   * Its `query` refuses (InvalidInputError 'precondition', nothing sent) once
+   * the lease is released, rolled back or lost: the connection goes on to
+   * serve later leases.
+   */
   queryable(lease: Lease): Queryable {
     checkLease(lease, 'queryable');
     const open = this.#open.get(lease.resource);
     if (open === undefined || open.lease !== lease) throw new InvalidInputError('precondition', `no open transaction for '${lease.resource}'`);
-    return open.client;
+    return open.tx;
   }
 
   /**
@@ -232,7 +240,14 @@ export class PostgresTransactionLock {
       if (this.#closed) throw closedError();
       this.#running.set(lease, client);
       stage = 'fn';
-      const result = await fn(client, lease);
+      let live = true;
+      let result: T;
+      try {
+        // fn's tx refuses once fn is done: the connection is kept for later holders, and a statement sent after the COMMIT or ROLLBACK ran unlocked or in their transaction.
+        result = await fn(leaseQueryable(client, resource, () => live), lease);
+      } finally {
+        live = false;
+      }
       stage = 'commit';
       await this.#s.query(client, 'COMMIT');
       clean = true;
@@ -353,7 +368,8 @@ export class PostgresTransactionLock {
       lease.lose('connection-lost');
       return { kind: 'granted', lease };
     }
-    this.#open.set(resource, { lease, client, count: 1 });
+    const tx = leaseQueryable(client, resource, () => this.#open.get(resource)?.lease === lease);
+    this.#open.set(resource, { lease, client, tx, count: 1 });
     return { kind: 'granted', lease };
   }
 

@@ -75,6 +75,10 @@ async function thrown(p: Promise<unknown>): Promise<unknown> {
     (e: unknown) => e,
   );
 }
+/** The backend pid of a lease's transaction (node-postgres's client field, not in its types). */
+function backendPid(tx: unknown): number {
+  return (tx as { processID: number }).processID;
+}
 /** Lets pending promise callbacks and I/O run (a bounded number of turns). */
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -754,7 +758,7 @@ describe('PostgresTransactionLock', () => {
       };
     }
     const l = granted(await a.acquire('r'));
-    expect(a.queryable(l)).toBe(client);
+    expect(backendPid(a.queryable(l))).toBe(backendPid(client));
     expect(writes).toBe(1);
     await a.release(l);
     expect(writes).toBe(2);
@@ -823,6 +827,61 @@ describe('PostgresTransactionLock', () => {
     const l3 = granted(await a.acquire('r'));
     expect(l3.owner).toBe('pgx:2');
     expect(l3.token).toBe(102n);
+  });
+
+  it("a statement through a lease's transaction kept past its end is refused, not sent: the connection serves the next lease, and the write ran unlocked or in that lease's transaction", async () => {
+    await admin.query('CREATE TABLE IF NOT EXISTS stale_cell (k int PRIMARY KEY, v int); TRUNCATE stale_cell; INSERT INTO stale_cell VALUES (1, 0)');
+    const cell = async (): Promise<number> => (await admin.query<{ v: number }>('SELECT v FROM stale_cell')).rows[0]!.v;
+    const notSent = expect.objectContaining({ code: 'precondition', message: expect.stringContaining("no open transaction for 'r'") });
+    const a = xact();
+    // Sent while the lease is live, not awaited before release: queued ahead of the COMMIT, so it commits with it.
+    const l1 = granted(await a.acquire('r'));
+    const tx1 = a.queryable(l1);
+    const inside = tx1.query('UPDATE stale_cell SET v = 1');
+    await a.release(l1);
+    await inside;
+    expect(await cell()).toBe(1);
+    // After the release: in autocommit, with no lock held.
+    await expect(tx1.query('UPDATE stale_cell SET v = 2')).rejects.toEqual(notSent);
+    // The same connection now serves the next lease of the resource: the stale write would commit (here: roll back) with it.
+    const l2 = granted(await a.acquire('r'));
+    expect(backendPid(a.queryable(l2))).toBe(backendPid(tx1));
+    await expect(tx1.query('UPDATE stale_cell SET v = 3')).rejects.toEqual(notSent);
+    await expect(postgresFencedStore(tx1, 'transactional').write('r', l1.token, 'stale')).rejects.toEqual(notSent);
+    await a.release(l2);
+    expect(await cell()).toBe(1);
+    expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: null, token: null });
+    // After a rollback.
+    const l3 = granted(await a.acquire('r'));
+    const tx3 = a.queryable(l3);
+    await a.rollback(l3);
+    await expect(tx3.query('UPDATE stale_cell SET v = 4')).rejects.toEqual(notSent);
+    // withLock's tx after fn: committed, or rolled back (fn threw); the callback and submittable forms too.
+    let kept: pg.Client | undefined;
+    await a.withLock('r', 100, async (tx) => {
+      kept = tx as pg.Client;
+    });
+    await expect(kept!.query('UPDATE stale_cell SET v = 5')).rejects.toEqual(notSent);
+    await expect(
+      a.withLock('r', 100, async () => {
+        throw new Error('fn failed');
+      }),
+    ).rejects.toThrow('fn failed');
+    await expect(new Promise((resolve, reject) => kept!.query('UPDATE stale_cell SET v = 6', [], (e: Error | null) => (e === null ? resolve(null) : reject(e))))).rejects.toEqual(notSent);
+    await expect(
+      new Promise((resolve, reject) => {
+        const q = new pg.Query('UPDATE stale_cell SET v = 7');
+        q.on('error', reject);
+        q.on('end', resolve);
+        kept!.query(q);
+      }),
+    ).rejects.toEqual(notSent);
+    await a.withLock('r', 100, async (tx) => {
+      await expect(kept!.query('UPDATE stale_cell SET v = 8')).rejects.toEqual(notSent);
+      await tx.query('SELECT 1');
+    });
+    expect(await cell()).toBe(1);
+    await admin.query('DROP TABLE stale_cell');
   });
 
   it('stacks inside the transaction; connections are kept idle, at most four', async () => {
