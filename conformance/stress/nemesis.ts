@@ -3,7 +3,7 @@ import type { FaultEvent } from '../history/event.ts';
 import type { RecordedEvent } from './protocol.ts';
 import type { ClientFleet } from './fleet.ts';
 import type { GateRequest } from './protocol.ts';
-import type { Random } from './random.ts';
+import { Random } from './random.ts';
 import type { Recorder } from './recorder.ts';
 import type { StressBackend, StressServers } from './servers.ts';
 import { sharedNowMs } from './sharedClock.ts';
@@ -78,7 +78,8 @@ export interface NemesisOptions {
   readonly servers: StressServers;
   readonly fleet: ClientFleet;
   readonly recorder: Recorder;
-  readonly random: Random;
+  /** Seeds the schedule (when, which fault, on what, how long) and, apart, the choices among what a strike finds. */
+  readonly seed: number;
   readonly ttlMinMs: number;
   readonly ttlMaxMs: number;
   /** A killed server stays down at least this long. */
@@ -104,8 +105,15 @@ export class Nemesis {
   readonly #stop = new AbortController();
   #loop: Promise<void> = Promise.resolve();
 
+  /** The schedule's draws: the same for a seed whatever the run finds, as no draw depends on it. */
+  readonly #schedule: Random;
+  /** Choices among what a strike found (a holder session, a node of a bare majority): apart, so that how many there were never shifts the schedule. */
+  readonly #found: Random;
+
   constructor(options: NemesisOptions) {
     this.#o = options;
+    this.#schedule = new Random(options.seed);
+    this.#found = new Random(options.seed ^ 0x2545f491);
   }
 
   /** Faults injected so far. */
@@ -163,7 +171,8 @@ export class Nemesis {
   }
 
   async #run(untilMs: number, maxFaults: number): Promise<void> {
-    const { random, faults } = this.#o;
+    const { faults } = this.#o;
+    const random = this.#schedule;
     this.#untilMs = untilMs;
     try {
       while (faults.length > 0 && this.#faults < maxFaults && !this.#stop.signal.aborted) {
@@ -279,11 +288,12 @@ export class Nemesis {
 
   #duration(endBy: number): number {
     const t = this.#o.ttlMaxMs;
-    return Math.max(1, Math.min(this.#o.random.int(Math.ceil(t / 2), 3 * t), endBy - sharedNowMs()));
+    return Math.max(1, Math.floor(Math.min(this.#schedule.int(Math.ceil(t / 2), 3 * t), endBy - sharedNowMs())));
   }
 
   async #random(fault: (typeof RANDOM_FAULTS)[number], endBy: number): Promise<void> {
-    const { random, fleet, servers } = this.#o;
+    const { fleet, servers } = this.#o;
+    const random = this.#schedule;
     // Counted in each branch as it strikes: a terminate-backend that found no holder injected nothing.
     await match(fault)
       .with('pause-client', async () => {
@@ -361,7 +371,7 @@ export class Nemesis {
       .with('terminate-backend', async () => {
         const holders = await servers.advisoryHolders();
         if (holders.length === 0) return;
-        const pid = random.pick(holders);
+        const pid = this.#found.pick(holders);
         this.#strike(fault);
         this.#record('invoke', 'terminate-backend', 'postgres', `backend ${pid}`);
         await servers.terminate([pid]);
@@ -409,7 +419,7 @@ export class Nemesis {
       .with('clock-step-holder', async () => {
         const holding = await servers.nodesHolding(this.#o.lockKey(g.resource), g.owner);
         if (holding.length !== servers.quorum) return false;
-        const n = holding[this.#o.random.int(0, holding.length - 1)]!;
+        const n = holding[this.#found.int(0, holding.length - 1)]!;
         const ms = 2 * this.#o.ttlMaxMs;
         const at = sharedNowMs();
         this.#strike(fault);
