@@ -117,6 +117,25 @@ for (const { library, backend } of libraries) {
       }
     }, 300_000);
 
+    it("a refused extend to a shorter duration re-arms the nodes it reaches to it, and the caller's Lock keeps its old expiration (MUTEX-1 conformance failure, unsafe)", async () => {
+      const b = backend();
+      // Granted on nodes 0, 1 and 2 for 200 ms (valid until 196); the extend to 20 ms reaches 0 and 1 only and is refused.
+      const schedule: Command[] = [
+        { kind: 'partition', client: 0, node: 3 },
+        { kind: 'partition', client: 0, node: 4 },
+        { kind: 'acquire', client: 0, resource: 'r', ttlMs: 200 },
+        { kind: 'partition', client: 0, node: 2 },
+        { kind: 'extend', client: 0, resource: 'r', ttlMs: 20 },
+        { kind: 'advance', ms: 30 },
+      ];
+      const report = await runLockstep(b, schedule, { clients: 2, tokenBase: 0n });
+      expect(report.steps[4]!.actual, textTimeline(report)).toEqual({ kind: 'not-extended', reason: 'no-quorum' });
+      // Nodes 0 and 1 now drop the key at 20 ms, so after it only node 2 holds it: Redlock's own bound is 20 - 2 ms (spec 4.1).
+      const verdict = scriptedFailure(report);
+      expect([verdict.property, verdict.consequence.kind, verdict.step.command.kind]).toEqual(['MUTEX-1', 'unsafe', 'advance']);
+      expect(verdict.message).toMatch(/client 0's lease on 'r' is over in the model but its signal has not fired/);
+    }, 120_000);
+
     if (library.startsWith('redlock@')) {
       it('with driftFactor 0, under pauses: on a node without its release script cached, a release sent before a pause takes effect only after the resume (OWN-1 conformance failure)', async () => {
         const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: ['advance', 'pause'] });
