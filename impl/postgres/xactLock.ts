@@ -290,12 +290,7 @@ export class PostgresTransactionLock {
   async #cancelWait(client: pg.Client): Promise<void> {
     const pid = (client as unknown as { processID: number }).processID;
     try {
-      this.#minter ??= this.#connect();
-      const minter = await this.#minter.catch((e: unknown) => {
-        this.#minter = null;
-        throw e;
-      });
-      await this.#s.query(minter, 'SELECT pg_cancel_backend($1)', [pid]);
+      await this.#s.query(await this.#minting(), 'SELECT pg_cancel_backend($1)', [pid]);
     } catch {
       // Not cancelled: the dropped connection ends the transaction when the server next looks (lock_timeout at the latest).
     }
@@ -387,14 +382,23 @@ export class PostgresTransactionLock {
    * be rolled back with it, and the next holder would get the same token again.
    */
   async #mint(resource: string): Promise<bigint> {
-    this.#minter ??= this.#connect();
-    const minter = await this.#minter.catch((e: unknown) => {
+    const token = (await this.#s.query(await this.#minting(), MINT_STATEMENT, [resource, this.#s.base]))[0]?.[0];
+    if (token === undefined || token === null) throw new Error('MINT returned no token');
+    return BigInt(token);
+  }
+
+  /**
+   * The minting connection: an idle one when there is one, a new one
+   * otherwise. Every connection counts against the role's and the server's
+   * limits: with idle ones kept beside a new minter, withLock at the limit
+   * was refused (too many connections) by the lock's own idle connections.
+   */
+  async #minting(): Promise<pg.Client> {
+    this.#minter ??= ((idle) => (idle !== undefined ? Promise.resolve(idle) : this.#connect()))(this.#idle());
+    return this.#minter.catch((e: unknown) => {
       this.#minter = null;
       throw e;
     });
-    const token = (await this.#s.query(minter, MINT_STATEMENT, [resource, this.#s.base]))[0]?.[0];
-    if (token === undefined || token === null) throw new Error('MINT returned no token');
-    return BigInt(token);
   }
 
   async #finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {

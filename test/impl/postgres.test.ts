@@ -884,6 +884,19 @@ describe('PostgresTransactionLock', () => {
     await admin.query('DROP TABLE stale_cell');
   });
 
+  it("withLock at the role's connection limit mints on an idle connection of the lock, not on a new one beside it", async () => {
+    await admin.query("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'lockcheck_limited') THEN CREATE ROLE lockcheck_limited LOGIN PASSWORD 'limited' CONNECTION LIMIT 2; END IF; END $$");
+    await admin.query('GRANT USAGE, CREATE ON SCHEMA public TO lockcheck_limited; GRANT SELECT, INSERT, UPDATE ON lockcheck_tokens, lockcheck_store TO lockcheck_limited');
+    const a = xact({ connection: { ...server(), user: 'lockcheck_limited', password: 'limited' } });
+    const leases = await Promise.all(['p', 'q'].map(async (r) => granted(await a.acquire(r))));
+    expect(await a.acquire('r')).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    for (const l of leases) await a.release(l);
+    // Two idle connections: withLock takes one, and the other mints (a third was refused: too many connections for the role).
+    expect(await a.withLock('w', 100, async (_tx, lease) => lease.token)).toBe(1n);
+    expect(await a.withLock('w', 100, async (_tx, lease) => lease.token)).toBe(2n);
+    expect(a.backendPids).toHaveLength(2);
+  });
+
   it('stacks inside the transaction; connections are kept idle, at most four', async () => {
     const a = xact();
     const l = granted(await a.acquire('r'));
