@@ -164,6 +164,18 @@ describe('lockcheck stress with an adapter\'s concurrent client', () => {
     expect(unobserved({ operations: 9, holds: 3, nemesis: [], faultsStruck: [] })).toBeNull();
   }, 150_000);
 
+  it('an adapter whose close() never settles: the breach that stopped its client is reported, not a cycle never finished (the client was killed 30 s later and its reason lost)', () => {
+    const out = mkdtempSync(join(tmpdir(), 'lockcheck-stress-hanging-close-'));
+    try {
+      const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', './test/fixtures/hangingCloseConcurrent.ts', '--clients', '1', '--seconds', '1', '--resources', '1', '--out', out], { encoding: 'utf8', timeout: 120_000 });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stdout).toContain("adapter error: client 0: acquire('s0-r0') resolved a grant without a lease");
+      expect(r.stdout).not.toMatch(/did not finish its cycle|client error/);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 150_000);
+
   it('a process an adapter starts in a client ends with that client: nothing of the run is left running', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lockcheck-stress-spawn-'));
     const pidFile = join(dir, 'pids');

@@ -24,7 +24,7 @@ async function schedule(faults: readonly NemesisFault[], holders: readonly numbe
   await nemesis.finish();
   const invokes = recorder.history().filter((e) => e.type === 'invoke' && e.process === 'nemesis');
   const pauses = invokes.flatMap((e) => ('fault' in e && e.fault === 'pause-client' ? [`${e.target} ${e.detail ?? ''}`] : []));
-  const lastPause = invokes.findLastIndex((e) => 'fault' in e && e.fault === 'pause-client');
+  const lastPause = invokes.map((e) => 'fault' in e && e.fault === 'pause-client').lastIndexOf(true);
   return { pauses, struck: nemesis.count, terminatedBeforeLastPause: invokes.slice(0, lastPause).some((e) => 'fault' in e && e.fault === 'terminate-backend') };
 }
 

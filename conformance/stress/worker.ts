@@ -40,24 +40,31 @@ process.on('message', (raw: unknown) => {
 send({ kind: 'ready' });
 
 async function run(config: ClientConfig): Promise<void> {
+  const failed = (e: unknown): FromClient => ({ kind: e instanceof AdapterBreach ? 'broke' : 'error', message: e instanceof Error ? e.message : String(e) });
+  let client;
   try {
-    const client = await connectClient(config.backend);
-    try {
-      const cycles = await runWorkload(config, client, {
-        emit: (events) => send({ kind: 'events', events }),
-        gate: (request: GateRequest) =>
-          new Promise<void>((resolve) => {
-            if (stopping) return resolve();
-            openGate = resolve;
-            send(request);
-          }),
-        stopping: () => stopping,
-      });
-      send({ kind: 'done', cycles });
-    } finally {
-      await client.close().catch(() => undefined);
-    }
+    client = await connectClient(config.backend);
   } catch (e) {
-    send({ kind: e instanceof AdapterBreach ? 'broke' : 'error', message: e instanceof Error ? e.message : String(e) });
+    send(failed(e));
+    return;
   }
+  let outcome: FromClient;
+  try {
+    const cycles = await runWorkload(config, client, {
+      emit: (events) => send({ kind: 'events', events }),
+      gate: (request: GateRequest) =>
+        new Promise<void>((resolve) => {
+          if (stopping) return resolve();
+          openGate = resolve;
+          send(request);
+        }),
+      stopping: () => stopping,
+    });
+    outcome = { kind: 'done', cycles };
+  } catch (e) {
+    outcome = failed(e);
+  }
+  // Told before the close, as an end is: a close() that never settles must not hold back why the client stopped (it read as a cycle never finished).
+  send(outcome);
+  await client.close().catch(() => undefined);
 }
