@@ -103,6 +103,8 @@ export class PostgresTransactionLock {
   /** Fired by close(): a connection still opening is abandoned. */
   readonly #abandon = new AbortController();
   #attempts = 0;
+  /** The attempt in flight for each resource, settled (never rejecting): a later one waits for it (see #attempt). */
+  readonly #inFlight = new Map<string, Promise<void>>();
 
   constructor(options: PostgresLockOptions) {
     this.#options = options;
@@ -297,7 +299,28 @@ export class PostgresTransactionLock {
     this.#drop(client);
   }
 
+  /**
+   * One attempt, after any attempt on the same resource already in flight on
+   * this lock: that one's grant opens the transaction this one stacks on
+   * (spec 7.4, step 3), where both went out together and the second was
+   * denied 'held' by this lock's own transaction.
+   */
   async #attempt(resource: string): Promise<AcquireResult> {
+    for (let before = this.#inFlight.get(resource); before !== undefined; before = this.#inFlight.get(resource)) await before;
+    const attempt = this.#attemptNow(resource);
+    const settled = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inFlight.set(resource, settled);
+    // Registered before any later attempt waits on it: gone by the time those run again.
+    void settled.then(() => {
+      if (this.#inFlight.get(resource) === settled) this.#inFlight.delete(resource);
+    });
+    return attempt;
+  }
+
+  async #attemptNow(resource: string): Promise<AcquireResult> {
     // Closed between the attempts of one acquire (its retries).
     if (this.#closed) throw closedError();
     const key = advisoryKeyText(resource);

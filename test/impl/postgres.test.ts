@@ -897,6 +897,22 @@ describe('PostgresTransactionLock', () => {
     expect(a.backendPids).toHaveLength(2);
   });
 
+  it("concurrent acquires of one resource on one lock stack on the first's transaction (spec 7.4, step 3): none is denied 'held' by the lock's own lease", async () => {
+    const a = xact();
+    const b = xact();
+    const results = await Promise.all([...Array.from({ length: 4 }, () => a.acquire('r')), a.acquire('s')]);
+    const leases = results.map(granted);
+    const first = leases[0]!;
+    expect(leases.slice(0, 4).every((l) => l === first)).toBe(true);
+    expect(first.token).toBe(1n);
+    expect(leases[4]!.token).toBe(1n);
+    expect(await b.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    // The commit releases every level at once (7.5).
+    await a.release(first);
+    await a.release(leases[4]!);
+    expect(granted(await b.acquire('r')).token).toBe(2n);
+  });
+
   it('stacks inside the transaction; connections are kept idle, at most four', async () => {
     const a = xact();
     const l = granted(await a.acquire('r'));
