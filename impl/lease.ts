@@ -130,7 +130,18 @@ export class LeaseHandle implements Lease {
 
   /** Past the deadline by the clock and not lost yet: lost now, as 'expired', as the timer would have had it. */
   #judge(): void {
-    if (this.#lost === null && this.#validUntilMs !== null && this.#clock.now() >= this.fireAtMs(this.#validUntilMs)) this.#end('expired');
+    if (this.#lost !== null || this.#validUntilMs === null) return;
+    const nowMs = this.#readable();
+    if (Number.isNaN(nowMs) || nowMs >= this.fireAtMs(this.#validUntilMs)) this.#end('expired');
+  }
+
+  /** The clock's reading; NaN when it cannot be read (a checked clock refused it): a deadline no one can judge is over, the safe side. */
+  #readable(): number {
+    try {
+      return this.#clock.now();
+    } catch {
+      return Number.NaN;
+    }
   }
 
   /**

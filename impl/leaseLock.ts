@@ -183,9 +183,10 @@ export class LeaseLock {
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
     checkLease(lease, 'extend');
+    // Read first: a clock that cannot be read is the caller's error to hear (InvalidInputError), before the lease reads it as lost.
+    const startedMs = this.#clock.now();
     const handle = this.#held.get(lease);
     if (handle === undefined || handle.lost) return { kind: 'not-extended', reason: 'expired' };
-    const startedMs = this.#clock.now();
     const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
     // A shorter ttl may be in force on a node as soon as the request arrives: the deadline comes down now (spec 4.1).
     handle.limitTo(validUntilMs);

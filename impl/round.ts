@@ -137,7 +137,15 @@ export class DeadlineQueue {
 
   readonly #fire = (): void => {
     this.#armed = false;
-    const nowMs = this.#clock.now();
+    let nowMs: number;
+    try {
+      nowMs = this.#clock.now();
+    } catch {
+      // A clock that can no longer be read (checkedClock refused its reading): every bound is over, so no round waits on it;
+      // the operations read the clock again as they end and reject with the refusal, where their caller catches it. Thrown
+      // here, in a timer, it was an uncaught exception that ended the process.
+      nowMs = Number.POSITIVE_INFINITY;
+    }
     const rounds = this.#rounds;
     // Each expire() trims the head, so the oldest open round is always first.
     this.trim();

@@ -97,12 +97,14 @@ export async function using<T, O extends AcquireOptions = AcquireOptions>(
     const now = clock.now();
     const at = Math.max(lease.validUntilMs - Math.floor(options.ttlMs * fraction), now + Math.ceil((lease.validUntilMs - now) / MIN_GAP_DIVISOR));
     cancel = clock.schedule(at, () => {
-      void lock.extend(lease, options.ttlMs).then(
-        (r) => {
+      // Whatever goes wrong (the extension refused, or the next plan unable to read the clock) ends the extending, not the
+      // process: the lease then runs out and its signal says so. A throw in the first handler escaped the second: unhandled.
+      void lock
+        .extend(lease, options.ttlMs)
+        .then((r) => {
           if (r.kind === 'extended') plan();
-        },
-        () => undefined,
-      );
+        })
+        .catch(() => undefined);
     });
   };
   plan();

@@ -4,6 +4,7 @@ import { RedisServer } from '../conformance/env/redisServer.ts';
 import { systemClock, type MonotonicClock } from '../impl/clock.ts';
 import { InvalidInputError } from '../impl/errors.ts';
 import { createRedisLock, keysFor, redisFencedStore } from '../impl/redis/index.ts';
+import { HandClock } from './handClock.ts';
 
 /**
  * A user's clock whose now() returns no finite number: the lock and the
@@ -68,5 +69,26 @@ describe('a clock reading that is no finite number', () => {
     await expect(store.write(resource, 1n, 'v')).rejects.toEqual(refused);
     await expect(store.read(resource)).rejects.toEqual(refused);
     expect(await redis.exists(keysFor(resource).cell)).toBe(0);
+  });
+});
+
+describe('a clock that turns unreadable while a lease is held', () => {
+  it('no timer throws, the lease reads lost (the safe side), and the lock can still release with a good clock', async () => {
+    const hand = new HandClock();
+    let bad = false;
+    const clock: MonotonicClock = { now: () => (bad ? Number.NaN : hand.now()), schedule: (atMs, fn) => hand.schedule(atMs, fn) };
+    const lock = createRedisLock({ nodes: [redis], clock, requestTimeoutMs: 100 });
+    const granted = await lock.acquire('clock-turns', { ttlMs: 10_000 });
+    if (granted.kind !== 'granted') throw new Error(`not granted: ${granted.kind}`);
+    bad = true;
+    // Read while the clock cannot be read: a deadline no one can judge is over (it threw InvalidInputError from the getter).
+    expect(granted.lease.signal.aborted).toBe(true);
+    expect(granted.lease.lost).toBe(true);
+    expect((granted.lease.signal.reason as { reason?: unknown }).reason).toBe('expired');
+    // The acquire round's deadline timer fires on the unreadable clock: it threw from the timer (an uncaught exception).
+    expect(() => hand.advance(150)).not.toThrow();
+    bad = false;
+    await lock.release(granted.lease);
+    await lock.settled();
   });
 });
