@@ -3,7 +3,7 @@ import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
-import { type CheckResult, checkConformance } from '../conformance/check.ts';
+import { type CheckOptions, type CheckResult, checkConformance } from '../conformance/check.ts';
 import { describeStoppedEarly } from '../conformance/verdict.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { closeBackend } from '../conformance/adapterCall.ts';
@@ -137,8 +137,7 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
     const differences = replayDifferences(saved, { name: backend.name, faults: await offeredFaults(backend) });
     for (const d of differences) process.stderr.write(`warning: ${d}\n`);
-    // A library audit's failure is replayed as run found it: past the deviations in the safe direction, to the worse one.
-    const failOn = saved.verdict === 'property-violation' ? { failOn: 'any' as const } : backend.contract !== undefined ? auditFailOn(backend) : { failOn: 'conformance-failure' as const };
+    const failOn = replayFailOn(saved, backend);
     // The path counts the model's seed schedules if the run tried them first (files from before they existed did not).
     const b = backend;
     const why = differences.length > 0 ? ` (${differences.join('; ')})` : '';
@@ -177,8 +176,18 @@ function scheduleOf(s: NonNullable<CounterexampleFile['schedule']>): Schedule {
   return { commands: s.commands, tokenBase: BigInt(s.tokenBase), ...(s.requestTimeoutMs !== undefined ? { requestTimeoutMs: s.requestTimeoutMs } : {}) };
 }
 
+/**
+ * What a replay fails on: a property violation as saved; a library audit's failure as run found it, past the deviations
+ * in the safe direction to the worse one; but one whose worst was in the safe direction (a matrix cell saves it too) is
+ * replayed to it, or a replay went past it and said "no longer fails" of a failure that still showed.
+ */
+export function replayFailOn(saved: Pick<CounterexampleFile, 'verdict' | 'consequence'>, backend: Pick<BackendUnderTest, 'contract'>): Pick<CheckOptions, 'failOn'> {
+  if (saved.verdict === 'property-violation') return { failOn: 'any' };
+  return saved.consequence?.startsWith('safe:') === true ? { failOn: 'conformance-failure' } : auditFailOn(backend);
+}
+
 /** What a library audit fails on (run and replay alike): it goes past deviations in the safe direction to what is worse. */
-function auditFailOn(backend: BackendUnderTest): { failOn?: { consequences: readonly ['unsafe', 'liveness'] } } {
+function auditFailOn(backend: Pick<BackendUnderTest, 'contract'>): { failOn?: { consequences: readonly ['unsafe', 'liveness'] } } {
   return backend.contract !== undefined ? { failOn: { consequences: ['unsafe', 'liveness'] as const } } : {};
 }
 

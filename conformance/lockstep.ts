@@ -243,8 +243,8 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
   const acquiredTtl = new Map<string, number>();
   const refitExtend = <C extends Command>(c: C): C =>
     c.kind === 'extend' && contract.refreshTtl === 'acquired' && acquiredTtl.has(`${c.client}/${c.resource}`) ? { ...c, ttlMs: acquiredTtl.get(`${c.client}/${c.resource}`)! } : c;
-  // An extend in flight across a pause re-arms the same fixed ttl as one that is not. A command left as it is stays the
-  // same object: a report's steps are the schedule's own commands (callers find them by identity).
+  // An extend in flight across a pause re-arms the same fixed ttl as one that is not. The model runs the refitted copy; the
+  // step records the schedule's own command (callers find them by identity: a saved schedule replays only as itself).
   const refit = (c: Command): Command => {
     if (c.kind !== 'pause' || c.inFlight === undefined) return refitExtend(c);
     const inFlight = refitExtend(c.inFlight);
@@ -273,7 +273,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     // A contract breach in a fault's own step (a lease's signal first read at a pause) is judged below, as an operation's is.
     const settled = isOperation(command) || command.kind === 'resume' || command.kind === 'deliver' ? await env.runUntil(work, limitMs) : await work.then(() => true, (e: unknown) => (e instanceof ContractBreach ? true : Promise.reject(e)));
     const fail = (property: PropertyId, message: string, actual: Outcome, judged: readonly Branch[] = branches): RunReport => {
-      const executed = record(steps.length, command, startMs, env.nowMs(), actual, judged, [], worlds[0]!, drivers);
+      const executed = record(steps.length, given, startMs, env.nowMs(), actual, judged, [], worlds[0]!, drivers);
       steps.push(executed);
       const consequence = consequenceOf(property, subject, actual, judged.map((b) => b.outcome), message);
       return report({ kind: 'conformance-failure', property, consequence, message, step: executed });
@@ -386,7 +386,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     // A finding is certain only when every state the backend may be in shows it.
     const perBranch = kept.map((b) => checkProperties(b.events, b.next));
     const violations = perBranch.every((v) => v.length > 0) ? perBranch[0]! : [];
-    const executed = record(steps.length, command, startMs, env.nowMs(), actual, branches, violations, worlds[0]!, drivers);
+    const executed = record(steps.length, given, startMs, env.nowMs(), actual, branches, violations, worlds[0]!, drivers);
     steps.push(executed);
     if (wentPast !== null) passed.push({ kind: 'conformance-failure', ...wentPast, step: executed });
     if (violations.length > 0) {

@@ -4,6 +4,7 @@ import { requestTimeoutArb, scheduleArb } from '../conformance/generate.ts';
 import type { BackendUnderTest, LibraryContract, LockClient } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { runLockstep } from '../conformance/lockstep.ts';
+import { replayFailOn } from '../cli/run.ts';
 import type { RunReport } from '../conformance/verdict.ts';
 import { MAX_NUMBER_TOKEN_BASE } from '../conformance/consequence.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
@@ -259,6 +260,25 @@ describe('library contracts: each promise is declarable and judged', () => {
     expect(declared.verdict.kind).toBe('pass');
   });
 
+  it("refresh re-arms a fixed ttl: a saved schedule with such an extend replays as saved (the report's steps are the schedule's own commands)", async () => {
+    // The model judges the extend by the acquired ttl; the step recorded the refitted copy, so a saved counterexample of
+    // redis-semaphore (refreshTtl 'acquired') was refused at replay: "schedule.commands[1] ... is not a command the model can run".
+    const design = designs.redisSingle();
+    const backend = audited(design, { refresh: 'acquired' }, { refreshTtl: 'acquired' }, 'fixed ttl, replayed');
+    const extend = { kind: 'extend', client: 0, resource: 'r', ttlMs: 100 } as const;
+    for (const commands of [
+      [{ kind: 'acquire', client: 0, resource: 'r', ttlMs: 40 }, { kind: 'advance', ms: 10 }, extend, { kind: 'advance', ms: 50 }],
+      [{ kind: 'acquire', client: 0, resource: 'r', ttlMs: 40 }, { kind: 'pause', client: 0, inFlight: extend }, { kind: 'advance', ms: 50 }, { kind: 'resume', client: 0 }],
+      // The same ttl as acquired: refitted to an equal copy, refused at replay as well.
+      [{ kind: 'acquire', client: 0, resource: 'r', ttlMs: 100 }, { kind: 'pause', client: 0, inFlight: extend }, { kind: 'advance', ms: 1 }, { kind: 'resume', client: 0 }],
+    ] satisfies Command[][]) {
+      const report = await runLockstep(backend, commands, { clients: 1, tokenBase: 0n });
+      expect(report.steps.map((s) => commands.indexOf(s.command as never))).toEqual(commands.map((_, i) => i));
+      const replayed = await checkConformance(backend, { seed: 1, schedule: { commands, tokenBase: 0n } });
+      expect(replayed.failure).toBeNull();
+    }
+  });
+
   describe('a failed extend drops the lease and deletes its keys', () => {
     const design = designs.redlock({ nodes: 3 });
     const schedule: Command[] = [
@@ -351,3 +371,18 @@ describe('library contracts: each promise is declarable and judged', () => {
 function designCapabilities(): BackendUnderTest['capabilities'] {
   return { store: 'unfenced', ttl: true, sessionBound: false, reentrant: false, tokens: true };
 }
+
+describe('replay of a library audit counterexample', () => {
+  // A matrix cell whose worst deviation was in the safe direction saves that counterexample too (redis-semaphore timing:
+  // an extension refused that the model grants). Replayed past the safe deviations, as an unsafe one is, it read
+  // "the counterexample no longer fails" (exit 0) while the same failure showed at the same step.
+  it('is run to its saved failure: past the safe deviations to an unsafe or liveness one, but to a safe one when that is what it saved', () => {
+    const audit = { contract: { deadline: 'none' } } as const;
+    const failure = (consequence: string) => ({ verdict: 'conformance-failure', consequence }) as const;
+    expect(replayFailOn(failure('unsafe: a stale write landed'), audit)).toEqual({ failOn: { consequences: ['unsafe', 'liveness'] } });
+    expect(replayFailOn(failure('liveness: a released key stays until its ttl'), audit)).toEqual({ failOn: { consequences: ['unsafe', 'liveness'] } });
+    expect(replayFailOn(failure('safe: an early loss signal: an extension refused that the model grants'), audit)).toEqual({ failOn: 'conformance-failure' });
+    expect(replayFailOn({ verdict: 'property-violation', consequence: null }, audit)).toEqual({ failOn: 'any' });
+    expect(replayFailOn(failure('unsafe: a stale write landed'), {})).toEqual({});
+  });
+});
