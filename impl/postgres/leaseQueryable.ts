@@ -19,7 +19,7 @@ export function leaseQueryable(client: pg.Client, resource: string, live: () => 
     if (live()) return (client.query as (...a: unknown[]) => unknown)(...args);
     return refused(new InvalidInputError('precondition', `no open transaction for '${resource}': its lease is over (released, rolled back or lost), so the statement was not sent`), args);
   };
-  return new Proxy(client, {
+  const tx = new Proxy(client, {
     get(target, property) {
       if (property === 'query') return query;
       const value: unknown = Reflect.get(target, property, target);
@@ -27,6 +27,16 @@ export function leaseQueryable(client: pg.Client, resource: string, live: () => 
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
+  leaseTransactions.add(tx);
+  return tx;
+}
+
+/** Every lease transaction handed out: a transactional fenced store writes through one of them only. */
+const leaseTransactions = new WeakSet<object>();
+
+/** Whether `db` is a lease's transaction as leaseQueryable made it (`queryable(lease)`, `withLock`'s `tx`). */
+export function isLeaseTransaction(db: unknown): boolean {
+  return typeof db === 'object' && db !== null && leaseTransactions.has(db);
 }
 
 /** The refusal in the form the call asked for, as node-postgres answers a client that is not queryable: a submittable's error, a callback, or a rejected promise. */

@@ -13,6 +13,7 @@ import type { SessionConnection } from './sessionConnection.ts';
 import { callRows, openSessionConnection } from './sessionConnection.ts';
 import type { Row } from './wire/connection.ts';
 import { PreparedStatement } from './wire/connection.ts';
+import { isLeaseTransaction } from './leaseQueryable.ts';
 
 /**
  * The fenced store as a table: each write is one conditional statement,
@@ -109,6 +110,10 @@ const checkCallerStoreKeys = knownOptions('postgresFencedStore options', ['timeo
 export function postgresFencedStore(db: Queryable, policy: StorePolicy, options: PostgresFencedStoreOptions = {}): FencedStore {
   checkMethods(db, 'db', 'a pg Pool or Client', ['query']);
   checkPolicy(policy, [...FENCES, 'transactional']);
+  // The transactional policy has no guard: the lock's transaction is the fence. On any other connection its writes landed unfenced, a stale token's too.
+  if (policy === 'transactional' && !isLeaseTransaction(db)) {
+    throw new InvalidInputError('invalid-config', "a transactional PostgreSQL store writes through a lease's transaction (PostgresTransactionLock.queryable(lease), or withLock's tx), not another connection: there its writes are unfenced");
+  }
   checkObject(options, 'postgresFencedStore options');
   checkCallerStoreKeys(options);
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');

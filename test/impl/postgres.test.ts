@@ -848,6 +848,10 @@ describe('PostgresTransactionLock', () => {
     expect(backendPid(a.queryable(l2))).toBe(backendPid(tx1));
     await expect(tx1.query('UPDATE stale_cell SET v = 3')).rejects.toEqual(notSent);
     await expect(postgresFencedStore(tx1, 'transactional').write('r', l1.token, 'stale')).rejects.toEqual(notSent);
+    // A transactional store has no guard of its own (the lease's transaction is the fence): any other connection is refused at construction, where a stale token's write landed.
+    for (const db of [admin, { query: () => undefined }]) {
+      expect(() => postgresFencedStore(db as never, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringContaining("writes through a lease's transaction") }));
+    }
     await a.release(l2);
     expect(await cell()).toBe(1);
     expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: null, token: null });
@@ -1418,12 +1422,16 @@ describe('postgresFencedStore', () => {
   });
 
   it('unfenced and transactional: every write lands; highest stays the largest', async () => {
+    const a = xact();
     for (const policy of ['unfenced', 'transactional'] as const) {
-      const store = postgresFencedStore(admin, policy);
       const r = `r-${policy}`;
+      // A transactional store writes through a lease's transaction only (its commit is the fence).
+      const lease = policy === 'transactional' ? granted(await a.acquire(r)) : null;
+      const store = postgresFencedStore(lease === null ? admin : a.queryable(lease), policy);
       expect(await store.write(r, 9n, 'a')).toEqual({ kind: 'accepted' });
       expect(await store.write(r, 2n, 'b')).toEqual({ kind: 'accepted' });
       expect(await store.read(r)).toEqual({ value: 'b', token: 2n });
+      if (lease !== null) await a.release(lease);
       const h = await admin.query<{ h: string }>('SELECT highest::text AS h FROM lockcheck_store WHERE resource = $1', [r]);
       expect(h.rows[0]!.h).toBe('9');
     }
