@@ -78,6 +78,7 @@ interface Open {
   readonly client: pg.Client;
   /** The transaction as the holder gets it: refuses once the lease is over (leaseQueryable). */
   readonly tx: pg.Client;
+  /** Acquires stacked on it: an aborted stacked acquire gives its level back here (the server's levels all go with the commit). */
   count: number;
 }
 
@@ -118,7 +119,22 @@ export class PostgresTransactionLock {
 
   /** Takes the lock without waiting, mints its durable token and opens its transaction, in one round trip (see HAND_OVER). */
   acquire(resource: string, options: SessionAcquireOptions = {}): Promise<AcquireResult> {
-    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.#attempt(r), (lease) => this.release(lease));
+    return acquireWithRetries('transaction', resource, options, { closed: this.#closed, clock: this.#s.clock }, (r) => this.#attempt(r), (lease) => this.#giveBack(lease));
+  }
+
+  /**
+   * Undoes a grant an abort came too late for: a fresh one is committed (an
+   * empty transaction); a stacked one only gives its level back. Its lease
+   * is the holder's, whose transaction a COMMIT would end under it: the
+   * lock freed, the holder's writes so far committed, the rest refused.
+   */
+  #giveBack(lease: Lease): Promise<void> {
+    const open = this.#open.get(lease.resource);
+    if (open?.lease === lease && open.count > 1) {
+      open.count--;
+      return Promise.resolve();
+    }
+    return this.release(lease);
   }
 
 

@@ -917,6 +917,30 @@ describe('PostgresTransactionLock', () => {
     expect(granted(await b.acquire('r')).token).toBe(2n);
   });
 
+  it("an acquire aborted in flight whose grant stacked on the holder's transaction gives its level back: the holder's transaction is not committed under it", async () => {
+    const a = xact();
+    const b = xact();
+    const held = granted(await a.acquire('r'));
+    await a.queryable(held).query("SELECT set_config('lockcheck.probe', 'in the transaction', true)");
+    const abort = new AbortController();
+    const stacked = a.acquire('r', { signal: abort.signal });
+    abort.abort();
+    await expect(stacked).rejects.toMatchObject({ name: 'AbortError' });
+    expect(held.signal.aborted).toBe(false);
+    expect(a.leaseFor('r')).toBe(held);
+    // Still the holder's open transaction (a commit would have ended the setting with it), and still held.
+    expect((await a.queryable(held).query<{ v: string }>("SELECT current_setting('lockcheck.probe') AS v")).rows).toEqual([{ v: 'in the transaction' }]);
+    expect(await b.acquire('r')).toEqual({ kind: 'denied', reason: 'held' });
+    await a.release(held);
+    // A fresh grant aborted in flight is committed (an empty transaction): nothing held.
+    const fresh = new AbortController();
+    const p = a.acquire('s', { signal: fresh.signal });
+    fresh.abort();
+    await expect(p).rejects.toMatchObject({ name: 'AbortError' });
+    expect(a.leaseFor('s')).toBeUndefined();
+    expect(granted(await b.acquire('s')).token).toBe(2n);
+  });
+
   it('stacks inside the transaction; connections are kept idle, at most four', async () => {
     const a = xact();
     const l = granted(await a.acquire('r'));
