@@ -275,3 +275,32 @@ describe('credentials are refused at construction when they have no UTF-8 form (
     zookeeperNode({ connectString: 'h', clock: systemClock, auth: [{ scheme: 'digest', credentials: 'u:p\u{1F600}' }] }).close();
   });
 });
+
+describe('etcd and ZooKeeper locks: a clock reading that is no finite number', () => {
+  // As the Redis lock and store (test/clockReadings.test.ts): a numeric string made deadlines string sums, NaN denied every acquire.
+  const readings: ReadonlyArray<readonly [string, unknown]> = [['a numeric string', '3271'], ['NaN', Number.NaN], ['undefined', undefined], ['a bigint', 5n]];
+  const turning = (reading: unknown, bad: () => boolean) => ({ now: () => (bad() ? reading : performance.now()) as number, schedule: (atMs: number, fn: () => void) => systemClock.schedule(atMs, fn) });
+
+  it.each(readings)('%s: InvalidInputError before anything is sent; clockOf() is the clock given', async (_what, reading) => {
+    let bad = true;
+    const etcdCalls: string[] = [];
+    const etcd = etcdNode({ grant: () => (etcdCalls.push('grant'), Promise.resolve({ id: '7', ttlSeconds: 10 })) });
+    const clock = turning(reading, () => bad);
+    const etcdLock = new EtcdLock({ node: etcd, clock });
+    expect(etcdLock.clockOf()).toBe(clock);
+    expect(await rejection(etcdLock.acquire('r', { ttlMs: 10_000 }))).toMatchObject({ name: 'InvalidInputError', code: 'invalid-config', message: expect.stringContaining('clock.now() must return a finite number of ms') as string });
+    expect(etcdCalls).toEqual([]);
+    const zkCalls: string[] = [];
+    const zk = zookeeperNodeInMemory({ openSession: () => (zkCalls.push('openSession'), Promise.resolve({ timeoutMs: 10_000, expired: new Promise(() => undefined) })) });
+    const zkLock = new ZookeeperLock({ node: zk, clock });
+    expect(zkLock.clockOf()).toBe(clock);
+    expect(await rejection(zkLock.acquire('r', { ttlMs: 10_000 }))).toBeInstanceOf(InvalidInputError);
+    expect(zkCalls).toEqual([]);
+    // With a good clock both grant; gone bad, extend is refused before it sends, and the lease reads lost (the safe side).
+    bad = false;
+    const lease = granted(await etcdLock.acquire('r', { ttlMs: 10_000 }));
+    bad = true;
+    expect(await rejection(etcdLock.extend(lease, 10_000))).toBeInstanceOf(InvalidInputError);
+    expect(lease.signal.aborted).toBe(true);
+  });
+});

@@ -1,6 +1,7 @@
 import { checkTtl } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { driftMarginMs, leaseMargins, type LeaseMargins } from '../leaseMargins.ts';
+import { checkedClock } from '../checkedClock.ts';
 import { checkClock, checkLease, checkMethods, checkObject, checkPrefix, knownOptions, grantNamed } from '../options.ts';
 import { abortReason, checkSignal } from '../abort.ts';
 import { checkLeaseAcquire } from '../leaseAcquireInput.ts';
@@ -66,6 +67,8 @@ interface Held {
 export class EtcdLock {
   readonly #node: EtcdNode;
   readonly #clock: MonotonicClock;
+  /** The clock as given, for clockOf. */
+  readonly #given: MonotonicClock;
   readonly #margins: LeaseMargins;
   readonly #prefix: string;
   readonly #held = new HeldLeases<Held>((held) => held.handle);
@@ -74,16 +77,17 @@ export class EtcdLock {
     checkObject(options, 'EtcdLock options');
     checkLockKeys(options);
     checkMethods(options.node, 'node', 'an EtcdNode', ['grant', 'putIfAbsent', 'keepAlive', 'owns', 'deleteIfOwned', 'revoke']);
-    checkClock(options.clock);
+    this.#given = checkClock(options.clock);
+    // Each reading checked (impl/checkedClock.ts): a reading that is no finite number is InvalidInputError before anything is sent.
+    this.#clock = checkedClock(this.#given);
     this.#margins = leaseMargins(options, 10_000);
     this.#prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX, 'prefix');
     this.#node = options.node;
-    this.#clock = options.clock;
   }
 
   /** The clock this lock times its leases by. */
   clockOf(): MonotonicClock {
-    return this.#clock;
+    return this.#given;
   }
 
   /**
@@ -114,9 +118,10 @@ export class EtcdLock {
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
     checkLease(lease, 'extend');
+    // Read first: a clock that cannot be read is the caller's error to hear (InvalidInputError), before the lease reads it as lost.
+    const startedMs = this.#clock.now();
     const held = this.#held.get(lease);
     if (held === undefined || held.handle.lost) return { kind: 'not-extended', reason: 'expired' };
-    const startedMs = this.#clock.now();
     const [renewed, owned] = await Promise.allSettled([this.#node.keepAlive(held.leaseId), this.#node.owns(lockKey(lease.resource, this.#prefix), held.leaseId, lease.token)]);
     // A loss either call proves wins over the other's failure: the lock is free for others already.
     if ((renewed.status === 'fulfilled' && renewed.value <= 0) || (owned.status === 'fulfilled' && !owned.value)) {

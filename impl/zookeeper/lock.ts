@@ -11,6 +11,7 @@ import { renewal } from '../renewal.ts';
 import type { Lease } from '../lease.ts';
 import { ACQUIRE_OPTIONS, type AcquireOptions, type AcquireResult, type ExtendResult } from '../leaseLock.ts';
 import { checkRoot, CONTENDER, inLine, lockDir } from './paths.ts';
+import { checkedClock } from '../checkedClock.ts';
 import { checkClock, checkLease, checkMethods, checkObject, knownOptions, grantNamed } from '../options.ts';
 import type { ZookeeperNode, ZookeeperSession } from './node.ts';
 
@@ -84,6 +85,8 @@ const LOCK_CALLS = ['openSession', 'contenders', 'enqueue', 'touch', 'watchGone'
 export class ZookeeperLock {
   readonly #node: ZookeeperNode;
   readonly #clock: MonotonicClock;
+  /** The clock as given, for clockOf. */
+  readonly #given: MonotonicClock;
   readonly #margins: LeaseMargins;
   readonly #root: string;
   readonly #held = new HeldLeases<Held>((held) => held.handle);
@@ -92,14 +95,16 @@ export class ZookeeperLock {
     checkObject(options, 'ZookeeperLock options');
     checkLockKeys(options);
     this.#node = checkMethods(options.node, 'node', 'a ZookeeperNode', LOCK_CALLS);
-    this.#clock = checkClock(options.clock);
+    this.#given = checkClock(options.clock);
+    // Each reading checked (impl/checkedClock.ts): a reading that is no finite number is InvalidInputError before anything is sent.
+    this.#clock = checkedClock(this.#given);
     this.#margins = leaseMargins(options, 10_000);
     this.#root = checkRoot(options.root);
   }
 
   /** The clock this lock times its leases by. */
   clockOf(): MonotonicClock {
-    return this.#clock;
+    return this.#given;
   }
 
   /** One or more attempts, as `options` says. Throws InvalidInputError for a bad resource or options. */
@@ -121,10 +126,11 @@ export class ZookeeperLock {
   async extend(lease: Lease, ttlMs: number): Promise<ExtendResult> {
     checkTtl(ttlMs);
     checkLease(lease, 'extend');
+    // Read first: a clock that cannot be read is the caller's error to hear (InvalidInputError), before the lease reads it as lost.
+    const startedMs = this.#clock.now();
     const held = this.#held.get(lease);
     // A lease whose session a release closed is lost ('released') too.
     if (held === undefined || held.handle.lost || held.session === null) return { kind: 'not-extended', reason: 'expired' };
-    const startedMs = this.#clock.now();
     let czxid: bigint | null;
     try {
       czxid = await this.#node.touch(held.session, held.path);
