@@ -331,7 +331,7 @@ describe('good options still construct', () => {
       await pg.close();
     }
     await openPostgresFencedStore({ connection: {}, statementTimeoutMs: 1, clock }, 'unfenced').close();
-    expect(Object.keys(postgresFencedStore({ query: () => undefined } as never, 'strict')).sort()).toEqual(['read', 'write']);
+    expect(Object.keys(postgresFencedStore({ query: () => undefined } as never, 'transactional')).sort()).toEqual(['read', 'write']);
     expect(new ZookeeperLock({ node: zk, clock, root: '/a/b', clockMarginMs: 10_000 }).clockOf()).toBe(clock);
     const other = zookeeperNode({ connectString: '127.0.0.1:1,127.0.0.1:2', clock, requestTimeoutMs: 1, auth: [] });
     other.close();

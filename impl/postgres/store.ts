@@ -110,10 +110,8 @@ const checkCallerStoreKeys = knownOptions('postgresFencedStore options', ['timeo
 export function postgresFencedStore(db: Queryable, policy: StorePolicy, options: PostgresFencedStoreOptions = {}): FencedStore {
   checkMethods(db, 'db', 'a pg Pool or Client', ['query']);
   checkPolicy(policy, [...FENCES, 'transactional']);
-  // The transactional policy has no guard: the lock's transaction is the fence. On any other connection its writes landed unfenced, a stale token's too.
-  if (policy === 'transactional' && !isLeaseTransaction(db)) {
-    throw new InvalidInputError('invalid-config', "a transactional PostgreSQL store writes through a lease's transaction (PostgresTransactionLock.queryable(lease), or withLock's tx), not another connection: there its writes are unfenced");
-  }
+  // The transactional policy has no guard: the lock's transaction is the fence. On any other connection its writes landed unfenced, a stale token's too (reads are the same under every policy).
+  const unfencedWrites = policy === 'transactional' && !isLeaseTransaction(db);
   checkObject(options, 'postgresFencedStore options');
   checkCallerStoreKeys(options);
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
@@ -125,6 +123,9 @@ export function postgresFencedStore(db: Queryable, policy: StorePolicy, options:
   return {
     async write(resource, token, value) {
       checkWrite(resource, token, value);
+      if (unfencedWrites) {
+        throw new InvalidInputError('invalid-config', "a transactional PostgreSQL store writes through a lease's transaction (PostgresTransactionLock.queryable(lease), or withLock's tx), not another connection: there its writes are unfenced");
+      }
       return bounded('write', async () => {
         const r = await db.query<[accepted: number, highest: string | null]>(statement, [resource, value, token.toString()]).catch(typedFailure);
         const [accepted, highest] = r.rows[0]!;

@@ -848,10 +848,11 @@ describe('PostgresTransactionLock', () => {
     expect(backendPid(a.queryable(l2))).toBe(backendPid(tx1));
     await expect(tx1.query('UPDATE stale_cell SET v = 3')).rejects.toEqual(notSent);
     await expect(postgresFencedStore(tx1, 'transactional').write('r', l1.token, 'stale')).rejects.toEqual(notSent);
-    // A transactional store has no guard of its own (the lease's transaction is the fence): any other connection is refused at construction, where a stale token's write landed.
-    for (const db of [admin, { query: () => undefined }]) {
-      expect(() => postgresFencedStore(db as never, 'transactional')).toThrow(expect.objectContaining({ code: 'invalid-config', message: expect.stringContaining("writes through a lease's transaction") }));
+    // A transactional store has no guard of its own (the lease's transaction is the fence): a write on any other connection is refused, nothing sent, where a stale token's write landed; reads are the same under every policy.
+    for (const db of [admin, { query: () => Promise.reject(new Error('sent')) }]) {
+      await expect(postgresFencedStore(db as never, 'transactional').write('r', 1n, 'unfenced')).rejects.toEqual(expect.objectContaining({ code: 'invalid-config', message: expect.stringContaining("writes through a lease's transaction") }));
     }
+    expect(await postgresFencedStore(admin, 'transactional').read('r')).toEqual({ value: null, token: null });
     await a.release(l2);
     expect(await cell()).toBe(1);
     expect(await postgresFencedStore(admin, 'strict').read('r')).toEqual({ value: null, token: null });
