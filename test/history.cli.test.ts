@@ -163,7 +163,7 @@ describe('the stress summary', () => {
     const summary = {
       backend: 'redis-single', store: 'unfenced', clients: 2, seconds: 1, nemesis: [], seed: 1, verdict: 'violation', operations: 10, opsPerSecond: 10, cycles: 2,
       holds: 2, overlappingHolds: 7, lostUpdates: 0, staleWritesAccepted: 0, writesRejected: 0, unknownOutcomes: 0, faults: 3, faultIntervals: 6, durationMs: 1000, overheadMs: 0,
-      clientErrors: [], adapterErrors: [], checks: [], findings: Array.from({ length: 7 }, () => finding), historyFile: 'out/history.jsonl', reportFile: 'out/history.html',
+      clientErrors: [], adapterErrors: [], unobserved: null, faultsNotStruck: [], checks: [], findings: Array.from({ length: 7 }, () => finding), historyFile: 'out/history.jsonl', reportFile: 'out/history.html',
     } as unknown as StressSummary;
     const text = summaryText(summary);
     expect(text).toMatch(/^ {2}MUTEX-1: two clients believed they held r at once \[lines 4, 8\]$/m);

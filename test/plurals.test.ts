@@ -41,7 +41,7 @@ describe('counts at one read in the singular', () => {
     const summary = {
       backend: 'redis-single', store: 'unfenced', clients: 1, seconds: 1, nemesis: [], seed: 1, verdict: 'violation', operations: 1, opsPerSecond: 1, cycles: 1,
       holds: 1, overlappingHolds: 1, lostUpdates: 0, staleWritesAccepted: 0, writesRejected: 0, unknownOutcomes: 0, faults: 1, faultIntervals: 1, durationMs: 1000, overheadMs: 0,
-      clientErrors: [], adapterErrors: [], checks: [], findings: Array.from({ length: 6 }, () => ({ check: 'overlapping-holds', property: 'MUTEX-1', message: 'x', events: [1] })), historyFile: 'h.jsonl', reportFile: null,
+      clientErrors: [], adapterErrors: [], unobserved: null, faultsNotStruck: [], checks: [], findings: Array.from({ length: 6 }, () => ({ check: 'overlapping-holds', property: 'MUTEX-1', message: 'x', events: [1] })), historyFile: 'h.jsonl', reportFile: null,
     } as unknown as StressSummary;
     const text = summaryText(summary);
     expect(text).toMatch(/1 more finding \(--json/);
