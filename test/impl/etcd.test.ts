@@ -528,9 +528,18 @@ describe('EtcdLock', () => {
     const clock = new ManualClock(0);
     const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
     let during: (() => Promise<void>) | null = null;
+    // The release comes once both of the extension's calls were answered (the ownership check too: run beside the
+    // release, it found the key gone or not by the servers' order, 'expired' or 'no-quorum', a flake under load).
+    let ownsAnswered: Promise<unknown> = Promise.resolve();
     const node = wrapped(real, {
+      owns: (...args: Parameters<typeof real.owns>) => {
+        const answer = real.owns(...args);
+        ownsAnswered = answer.catch(() => undefined);
+        return answer;
+      },
       keepAlive: async (id) => {
         const r = await real.keepAlive(id);
+        await ownsAnswered;
         await during?.();
         return r;
       },
