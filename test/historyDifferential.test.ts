@@ -48,7 +48,7 @@ const step: fc.Arbitrary<Step> = fc.record({
 
 /** Per process its steps in order, times on a small grid (equal times across processes are common); merged by time. */
 function build(perProcess: readonly (readonly Step[])[]): History {
-  const events: { time: number; order: number; e: object }[] = [];
+  const events: Timed[] = [];
   let order = 0;
   perProcess.forEach((steps, process) => {
     let t = 0;
@@ -69,6 +69,18 @@ function build(perProcess: readonly (readonly Step[])[]): History {
       events.push({ time: t, order: order++, e: { type: s.outcome, ...base, time: t, op: s.op, ...done } });
     }
   });
+  return historyOf(events);
+}
+
+/** An event with its time and its place among the events drawn: histories are told in time order, ties as drawn. */
+interface Timed {
+  readonly time: number;
+  readonly order: number;
+  readonly e: object;
+}
+
+/** The drawn events in time order, as a history validateHistory accepts (a draw it refuses is a bug of the generator). */
+function historyOf(events: Timed[]): History {
   events.sort((a, b) => a.time - b.time || a.order - b.order);
   const h = validateHistory(events.map((x) => x.e));
   if (h instanceof HistoryFormatError) throw h;
@@ -277,7 +289,7 @@ const registerStep = fc.record({
   length: fc.integer({ min: 0, max: 2 }),
 });
 const registerHistory = fc.array(fc.array(registerStep, { maxLength: 3 }), { minLength: 1, maxLength: 3 }).map((perProcess) => {
-  const events: { time: number; order: number; e: object }[] = [];
+  const events: Timed[] = [];
   let order = 0;
   let written = 0;
   perProcess.forEach((steps, process) => {
@@ -294,10 +306,7 @@ const registerHistory = fc.array(fc.array(registerStep, { maxLength: 3 }), { min
       events.push({ time: t, order: order++, e: { type: outcome, ...base, time: t, op: inv.op, ...(s.write ? {} : { value: s.read }) } });
     }
   });
-  events.sort((a, b) => a.time - b.time || a.order - b.order);
-  const h = validateHistory(events.map((x) => x.e));
-  if (h instanceof HistoryFormatError) throw h;
-  return h;
+  return historyOf(events);
 });
 
 /**
@@ -395,7 +404,7 @@ const rmwStep = fc.record({
   length: fc.integer({ min: 0, max: 2 }),
 });
 const rmwHistory = fc.array(fc.array(rmwStep, { maxLength: 4 }), { minLength: 1, maxLength: 3 }).map((perProcess) => {
-  const events: { time: number; order: number; e: object }[] = [];
+  const events: Timed[] = [];
   let order = 0;
   let written = 0;
   perProcess.forEach((steps, process) => {
@@ -411,10 +420,7 @@ const rmwHistory = fc.array(fc.array(rmwStep, { maxLength: 4 }), { minLength: 1,
       events.push({ time: t, order: order++, e: { type: outcome, ...base, time: t, op: inv.op, ...(s.write ? {} : { value: s.prev }) } });
     }
   });
-  events.sort((a, b) => a.time - b.time || a.order - b.order);
-  const h = validateHistory(events.map((x) => x.e));
-  if (h instanceof HistoryFormatError) throw h;
-  return h;
+  return historyOf(events);
 });
 
 /** STORE-1 (spec 10.4.3) on one register by brute force: the lost updates counted. */
