@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dirname } from 'node:path';
 import { connect } from 'node:net';
@@ -252,6 +253,31 @@ describe('PostgresServer (real PostgreSQL 15): restart, crash, stop', () => {
       expect(readFileSync(victim, 'utf8')).toBe('root only\n');
       expect(server.logTail()).toBe('(no log)');
     } finally {
+      elsewhere.remove();
+    }
+  });
+
+  // Run by root, the cluster's directory is OS user postgres's: in the shared temp dir they could rename it away and put
+  // a link to any directory in its place, and restart() then created its log there (root's file, postgres's output).
+  it.runIf(process.getuid?.() === 0)('its owner cannot swap the cluster\'s directory, or its data directory, for a link: restart() creates nothing through one, stop() removes only its own', async () => {
+    const server = await startServer();
+    const elsewhere = guardedTempDir('lockcheck-pg-link-test-');
+    try {
+      const owner = statSync(server.dir);
+      const asOwner = (script: string, ...args: string[]) => spawnSync('sh', ['-c', script, 'sh', ...args], { uid: owner.uid, gid: owner.gid, encoding: 'utf8', timeout: 10_000 });
+      await server.crash();
+      const swap = asOwner('mv "$1" "$1.moved" && ln -s "$2" "$1"', server.dir, elsewhere.dir);
+      expect(swap.status, swap.stderr).not.toBe(0);
+      expect(lstatSync(server.dir).isDirectory()).toBe(true);
+      // Their data directory is theirs to replace: root reads postmaster.pid in it through no link either.
+      writeFileSync(join(elsewhere.dir, 'postmaster.pid'), `${server.pid}\n`);
+      expect(asOwner('mv "$1" "$1.moved" && ln -s "$2" "$1"', server.dataDir, elsewhere.dir).status).toBe(0);
+      await expect(server.restart()).rejects.toThrow();
+      expect(readdirSync(elsewhere.dir)).toEqual(['postmaster.pid']);
+    } finally {
+      await server.stop();
+      expect(existsSync(server.dir)).toBe(false);
+      expect(existsSync(dirname(server.dir))).toBe(false);
       elsewhere.remove();
     }
   });

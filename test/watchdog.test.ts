@@ -226,3 +226,49 @@ it.runIf(process.getuid?.() === 0)("another user's directory is removed as that 
     rmSync(base, { recursive: true, force: true });
   }
 }, 30_000);
+
+// A PostgreSQL cluster's directory sits in one of root's (PostgresServer's wrapper, so postgres cannot rename it away
+// and plant a link for root's paths to follow). Removing root's directory must not list theirs as root either: root's
+// directories are walked, theirs inside handed to them (what root keeps in theirs stays, as above).
+it.runIf(process.getuid?.() === 0)("a directory of root's holding another user's: theirs is removed as that user, by stop()'s removal and by the watchdog", async () => {
+  const base = mkdtempSync(join(tmpdir(), 'lockcheck-watchdog-test-'));
+  const NOBODY = 65534;
+  const wrapped = (name: string): { wrapper: string; theirs: string; rootOwned: string } => {
+    const wrapper = join(base, name);
+    const theirs = join(wrapper, 'cluster');
+    mkdirSync(join(theirs, 'data'), { recursive: true, mode: 0o711 });
+    for (const path of [theirs, join(theirs, 'data')]) chownSync(path, NOBODY, NOBODY);
+    const rootOwned = join(theirs, 'root-owned');
+    mkdirSync(rootOwned, { mode: 0o755 });
+    writeFileSync(join(rootOwned, 'f'), 'x');
+    writeFileSync(join(wrapper, 'root-file'), 'x');
+    return { wrapper, theirs, rootOwned };
+  };
+  const bySync = wrapped('sync');
+  const byAsync = wrapped('async');
+  const byWatchdog = wrapped('watchdog');
+  const registry = join(base, 'registry');
+  mkdirSync(registry);
+  writeFileSync(join(registry, 'a.json'), JSON.stringify({ processes: [], dirs: [byWatchdog.wrapper] }));
+  const parent = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  const watchdog = spawn(process.execPath, [fileURLToPath(new URL('../conformance/env/watchdog.mjs', import.meta.url)), String(parent.pid), processStartTime(parent.pid!)!, registry], { stdio: 'ignore' });
+  try {
+    removeTreeSync(bySync.wrapper);
+    await removeTree(byAsync.wrapper);
+    const exited = new Promise<number | null>((resolve) => watchdog.once('exit', resolve));
+    parent.kill('SIGKILL');
+    expect(await Promise.race([exited, new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 15_000))])).toBe(0);
+    for (const { wrapper, theirs, rootOwned } of [bySync, byAsync, byWatchdog]) {
+      expect({ rootFile: existsSync(join(wrapper, 'root-file')), data: existsSync(join(theirs, 'data')), rootOwned: existsSync(join(rootOwned, 'f')) }).toEqual({ rootFile: false, data: false, rootOwned: true });
+    }
+    // With nothing of root's kept in theirs, all of it goes, root's directory too.
+    const whole = wrapped('whole');
+    rmSync(whole.rootOwned, { recursive: true });
+    await removeTree(whole.wrapper);
+    expect(existsSync(whole.wrapper)).toBe(false);
+  } finally {
+    parent.kill('SIGKILL');
+    watchdog.kill('SIGKILL');
+    rmSync(base, { recursive: true, force: true });
+  }
+}, 30_000);

@@ -1,7 +1,10 @@
 /**
  * One throwaway PostgreSQL 15 cluster under the test environment's control:
  * initdb into its own temporary directory, start on a free loopback port,
- * then crash, restart, pause, resume and stop it.
+ * then crash, restart, pause, resume and stop it. That directory (`dir`) is
+ * `cluster` inside one made for it (lockcheck-pg-…), which stays ours, 0711,
+ * when we are root: the cluster's, OS user postgres's, cannot be renamed away
+ * and replaced by a link that root's paths into it would follow.
  *
  * How it runs (and why not pg_ctl):
  * - initdb and the postmaster are spawned directly by this process, as the
@@ -55,11 +58,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
-import { chown, mkdtemp, open, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { builtIn, removeTree, removeTreeSync } from './tempDir.ts';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvironmentError } from './faketime.ts';
 import { StoppedWhileStarting } from './stoppedWhileStarting.ts';
@@ -128,6 +131,8 @@ function checkOptions(options: PostgresServerOptions): void {
 const STARTING: unique symbol = Symbol('PostgresServer.start');
 
 const HOST = '127.0.0.1';
+/** The cluster's directory (`dir`), inside the temporary directory made for it, which stays root's when we are root. */
+const CLUSTER_DIR = 'cluster';
 const USER = 'postgres';
 const DATABASE = 'postgres';
 const OS_USER = 'postgres';
@@ -200,7 +205,7 @@ export class PostgresServer {
     this.#settings = Object.entries(options.settings ?? {}).map(([name, value]) => [name, settingValue(name, value)] as const);
     this.#dir = dir;
     this.#runAs = runAs;
-    this.#guard.set({ processes: [], dirs: [dir] });
+    this.#guard.set({ processes: [], dirs: [dirname(dir)] });
   }
 
   /**
@@ -223,7 +228,14 @@ export class PostgresServer {
     try {
       runAs = isRoot() ? await lookUpOsUser(OS_USER) : null;
       live.killAtExit();
-      server = await builtIn(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-')), (dir) => new PostgresServer(STARTING, options, dir, runAs));
+      // The cluster's directory sits in one of root's own (CLUSTER_DIR): its owner, OS user postgres when we are root,
+      // could otherwise rename it away in the shared temp dir and put a link in its place, which every path root then
+      // opens (the log, the password file) would follow.
+      server = await builtIn(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-')), async (wrapper) => {
+        const dir = join(wrapper, CLUSTER_DIR);
+        await mkdir(dir, { mode: 0o700 });
+        return new PostgresServer(STARTING, options, dir, runAs);
+      });
     } catch (error) {
       pending.abandoned();
       throw error;
@@ -233,7 +245,11 @@ export class PostgresServer {
     pending.arrived(server);
     try {
       server.#assertStillStarting('its directory was handed over');
-      if (runAs !== null) await chown(dir, runAs.uid, runAs.gid);
+      if (runAs !== null) {
+        // Traversable, not listable nor writable: postgres reaches its directory, and can neither rename nor replace it.
+        await chmod(dirname(dir), 0o711);
+        await chown(dir, runAs.uid, runAs.gid);
+      }
       const initdbStarted = Date.now();
       server.#assertStillStarting('initdb');
       await server.#initdb(deadline);
@@ -277,7 +293,7 @@ export class PostgresServer {
     return this.#port;
   }
 
-  /** The temporary directory: data/ (the cluster), log, and the Unix socket. */
+  /** The cluster's directory: data/ (the cluster), log, and the Unix socket; in a temporary directory made for it, removed with it. */
   get dir(): string {
     return this.#dir;
   }
@@ -411,7 +427,7 @@ export class PostgresServer {
         await this.#shutdownImmediate();
       } finally {
         removeStaleShmem(this.dataDir, this.#pid);
-        await removeTree(this.#dir);
+        await removeTree(dirname(this.#dir));
         this.#guard.release();
         this.#releasePort();
         live.delete(this);
@@ -449,7 +465,7 @@ export class PostgresServer {
     }
     removeStaleShmem(this.dataDir, this.#pid);
     try {
-      removeTreeSync(this.#dir);
+      removeTreeSync(dirname(this.#dir));
     } catch {
       // best effort at exit
     }
@@ -529,7 +545,7 @@ export class PostgresServer {
     ];
     const result = await runTool(join(POSTGRES_BIN_DIR, 'initdb'), args, this.#spawnOptions(), Math.max(1, deadline - Date.now()), (tool) => {
       this.#tool = tool;
-      if (tool.child.pid !== undefined) this.#guard.set({ processes: [{ pid: tool.child.pid, group: true }], dirs: [this.#dir] });
+      if (tool.child.pid !== undefined) this.#guard.set({ processes: [{ pid: tool.child.pid, group: true }], dirs: [dirname(this.#dir)] });
     }).finally(() => {
       this.#tool = null;
     });
@@ -587,7 +603,7 @@ export class PostgresServer {
     if (child.pid !== undefined) {
       this.#pid = child.pid;
       // detached: the postmaster leads its own process group, its children are in it.
-      this.#guard.set({ processes: [{ pid: child.pid, group: true }], dirs: [this.#dir] });
+      this.#guard.set({ processes: [{ pid: child.pid, group: true }], dirs: [dirname(this.#dir)] });
     }
 
     while (Date.now() < deadline && !exited) {
@@ -1022,7 +1038,15 @@ function readFrom(path: string, offset: number): string {
  * a regular file.
  */
 function openPlain(path: string, flags: number, mode?: number): number {
-  const fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
+  // Its directory too (data/ is postgres's to replace by a link): opened without following one, the file then
+  // reached through that open directory (Linux's /proc/self/fd, as openat would), so no path is looked up twice.
+  const dirFd = openSync(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  let fd: number;
+  try {
+    fd = openSync(`/proc/self/fd/${dirFd}/${basename(path)}`, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
+  } finally {
+    closeSync(dirFd);
+  }
   try {
     if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
   } catch (error) {

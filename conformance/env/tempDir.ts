@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { lstatSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { lstatSync, mkdtempSync, readdirSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { atExit } from './processes.ts';
@@ -23,7 +23,8 @@ export function guardedTempDir(prefix: string, parent = tmpdir()): { readonly di
   });
   let unregister: () => void = () => undefined;
   const remove = (): void => {
-    rmSync(dir, { recursive: true, force: true });
+    // A server's directory in it may be another user's (a PostgreSQL cluster's when we are root).
+    removeTreeSync(dir);
     guard.release();
     unregister();
   };
@@ -40,7 +41,7 @@ export async function builtIn<T>(dir: string, build: (dir: string) => T | Promis
   try {
     return await build(dir);
   } catch (error) {
-    await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+    await removeTree(dir);
     throw error;
   }
 }
@@ -50,29 +51,37 @@ function builtInSync<T>(dir: string, build: () => T): T {
   try {
     return build();
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    removeTreeSync(dir);
     throw error;
   }
 }
 
 /**
- * Who must remove directory `dir`: this process, or (lockcheck as root) the
- * other user who owns it (a PostgreSQL cluster's, run as OS user postgres).
- * A recursive removal lists a directory after checking it is no link, and
- * the directory's owner can swap in a link to /etc in between, which root
- * would then empty: what is in their tree is removed as them (find -delete,
- * run in it: the directory around it may be closed to them), reaching only
- * what they could remove anyway, then the emptied directory by this process
- * (rmdir follows no link). What they keep from being removed stays: theirs.
+ * How directory `dir` is removed: by this process, or (lockcheck as root)
+ * entry by entry. A recursive removal lists a directory after checking it is
+ * no link, and whoever may write in it (its owner, e.g. OS user postgres for
+ * a PostgreSQL cluster's) can swap in a link to /etc in between, which root
+ * would then empty. So root walks only directories it owns that no one else
+ * may write in (their entries cannot be swapped); another user's directory
+ * is emptied as that user (find -delete, run in it: the directory around it
+ * may be closed to them), reaching only what they could remove anyway, then
+ * removed by this process (rmdir follows no link). What they keep from being
+ * removed stays: theirs.
  */
-function removerOf(dir: string): 'gone' | 'self' | { readonly uid: number; readonly gid: number } {
+type Removal = 'gone' | 'self' | 'file' | 'walk' | { readonly uid: number; readonly gid: number };
+
+function removalOf(dir: string): Removal {
   let stat;
   try {
     stat = lstatSync(dir);
   } catch {
     return 'gone';
   }
-  return process.getuid?.() === 0 && stat.uid !== 0 && stat.isDirectory() ? { uid: stat.uid, gid: stat.gid } : 'self';
+  if (process.getuid?.() !== 0) return 'self';
+  if (!stat.isDirectory()) return 'file';
+  if (stat.uid !== 0) return { uid: stat.uid, gid: stat.gid };
+  // Root's own, but open to others' writes (a shared temp dir): its entries are not walked, only an empty one goes.
+  return (stat.mode & 0o022) === 0 ? 'walk' : 'file';
 }
 
 const FIND_ARGS = ['.', '-xdev', '-mindepth', '1', '-delete'];
@@ -86,24 +95,49 @@ function removeEmptied(dir: string): void {
   }
 }
 
-/** Removes directory `dir` and everything in it; another user's tree as that user (removerOf). */
+function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return []; // gone meanwhile
+  }
+}
+
+/** A file, a link, or an empty directory: never followed. */
+function removeEntry(path: string): void {
+  try {
+    if (lstatSync(path).isDirectory()) rmdirSync(path);
+    else unlinkSync(path);
+  } catch {
+    // gone, or kept
+  }
+}
+
+/** Removes directory `dir` and everything in it; another user's tree as that user (removalOf). */
 export function removeTreeSync(dir: string): void {
-  const remover = removerOf(dir);
-  if (remover === 'gone') return;
-  if (remover === 'self') return rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-  spawnSync('find', FIND_ARGS, findOptions(dir, remover));
+  const removal = removalOf(dir);
+  if (removal === 'gone') return;
+  if (removal === 'self') return rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  if (removal === 'file') return removeEntry(dir);
+  if (removal === 'walk') for (const name of namesIn(dir)) removeTreeSync(join(dir, name));
+  else spawnSync('find', FIND_ARGS, findOptions(dir, removal));
   removeEmptied(dir);
 }
 
 /** removeTreeSync, without blocking the event loop. */
 export async function removeTree(dir: string): Promise<void> {
-  const remover = removerOf(dir);
-  if (remover === 'gone') return;
-  if (remover === 'self') return rm(dir, { recursive: true, force: true, maxRetries: 3 });
-  await new Promise<void>((resolve) => {
-    const child = spawn('find', FIND_ARGS, findOptions(dir, remover));
-    child.once('error', () => resolve());
-    child.once('close', () => resolve());
-  });
+  const removal = removalOf(dir);
+  if (removal === 'gone') return;
+  if (removal === 'self') return rm(dir, { recursive: true, force: true, maxRetries: 3 });
+  if (removal === 'file') return removeEntry(dir);
+  if (removal === 'walk') {
+    for (const name of await readdir(dir).catch(() => [])) await removeTree(join(dir, name));
+  } else {
+    await new Promise<void>((resolve) => {
+      const child = spawn('find', FIND_ARGS, findOptions(dir, removal));
+      child.once('error', () => resolve());
+      child.once('close', () => resolve());
+    });
+  }
   removeEmptied(dir);
 }

@@ -144,10 +144,11 @@ function remove(path, options) {
 }
 
 /**
- * Removes a directory and what is in it; one another user owns (a PostgreSQL
- * cluster's, run as OS user postgres when lockcheck runs as root) as that
- * user, by find -delete (as tempDir.ts's removeTree): its owner could swap a link to
- * /etc in while root's recursive removal lists it.
+ * Removes a directory and what is in it, as tempDir.ts's removeTree: run as
+ * root, root walks only directories it owns that no one else may write in;
+ * one another user owns (a PostgreSQL cluster's, run as OS user postgres) is
+ * emptied as that user, by find -delete: its owner could swap a link to /etc
+ * in while root's recursive removal lists it.
  */
 function removeTree(dir) {
   let stat;
@@ -156,13 +157,30 @@ function removeTree(dir) {
   } catch {
     return;
   }
-  if (process.getuid?.() !== 0 || stat.uid === 0 || !stat.isDirectory()) return remove(dir, { recursive: true, force: true, maxRetries: 3 });
-  // Run in it: the directory around it may be closed to its owner. Then the emptied directory, by root (rmdir follows no link).
-  spawnSync('find', ['.', '-xdev', '-mindepth', '1', '-delete'], { cwd: dir, uid: stat.uid, gid: stat.gid, stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } });
+  if (process.getuid?.() !== 0) return remove(dir, { recursive: true, force: true, maxRetries: 3 });
+  if (!stat.isDirectory() || (stat.uid === 0 && (stat.mode & 0o022) !== 0)) return removeEntry(dir);
+  if (stat.uid === 0) {
+    let names = [];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      // gone meanwhile
+    }
+    for (const name of names) removeTree(join(dir, name));
+  } else {
+    // Run in it: the directory around it may be closed to its owner. Then the emptied directory, by root (rmdir follows no link).
+    spawnSync('find', ['.', '-xdev', '-mindepth', '1', '-delete'], { cwd: dir, uid: stat.uid, gid: stat.gid, stdio: 'ignore', timeout: 60_000, env: { PATH: '/usr/bin:/bin' } });
+  }
+  removeEntry(dir);
+}
+
+/** A file, a link or an empty directory: never followed. */
+function removeEntry(path) {
   try {
-    rmdirSync(dir);
+    if (lstatSync(path).isDirectory()) rmdirSync(path);
+    else unlinkSync(path);
   } catch {
-    // not emptied (what its owner keeps)
+    // not emptied (what its owner keeps), or gone
   }
 }
 
