@@ -331,7 +331,9 @@ async function main(argv: readonly string[]): Promise<number> {
       return matrixCommand({
         runs,
         seed,
-        out: values.out ?? 'docs',
+        // Under the default out, a run that does not finish reports beside the committed report (cli/matrix.ts reportPlace).
+        ...(values.out === undefined ? ([['matrix.partial.md', 'the partial matrix (--out)']] as const) : []),
+        out: values.out,
         json: values.json ?? false,
         junit: values.junit,
         backends,

@@ -27,7 +27,8 @@ import { StagedTimelines } from './matrixTimelines.ts';
 import { progressDone, progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
-import { interruptedBy } from '../conformance/env/processes.ts';
+import { interruptedBy, onInterrupt } from '../conformance/env/processes.ts';
+import { rmSync } from 'node:fs';
 import type { Observed } from './stressOracle.ts';
 import { observedText, oracleColumn, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 import { counted } from '../conformance/counted.ts';
@@ -44,7 +45,13 @@ import { replayHint } from './replayHint.ts';
 export interface MatrixOptions {
   readonly runs: number;
   readonly seed: number;
-  readonly out: string;
+  /**
+   * Where matrix.md and matrix/ go; undefined: docs, the committed report,
+   * which a run that did not finish never replaces (its partial report goes
+   * beside it, docs/matrix.partial.md and docs/matrix/partial/). A directory
+   * the user names gets whatever the run measured, partial or not, marked.
+   */
+  readonly out: string | undefined;
   readonly json: boolean;
   readonly junit: string | undefined;
   readonly backends: readonly string[] | undefined;
@@ -126,8 +133,10 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   const skipped = judged.flatMap((x) => (x.why === null ? [] : [{ name: x.row.name, why: x.why, library: x.library }]));
   const rows = judged.flatMap((x) => (x.why === null ? [x.row] : []));
   if (rows.length === 0) throw noRowCanRun(skipped);
-  const cellsDir = join(o.out, 'matrix');
+  const out = o.out ?? 'docs';
+  const cellsDir = join(out, 'matrix');
   const cells: MatrixCell[] = [];
+  const total = rows.length * cols.length;
   const started = performance.now();
   const onStressServers = o.servers?.redis !== undefined || o.servers?.pg !== undefined;
   const oracle = o.stressSeconds > 0 && !onStressServers ? new StressOracle(o.stressSeconds, o.seed, () => undefined) : null;
@@ -135,6 +144,32 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   /** Cells that ended by an error other than their servers failing: each a bug, reported, and the matrix fails at its end. */
   let harnessErrors = 0;
   const timelines = new StagedTimelines(cellsDir);
+  /** Set once a report, whole or partial, is written: the run writes one. */
+  let reported = false;
+  // What was measured is not lost to Ctrl-C or SIGTERM: the cells done when it came are reported, marked partial (the cell in flight then is not one of them).
+  const unregisterPartial = onInterrupt(async () => {
+    const signal = interruptedBy();
+    if (reported || signal === null) return;
+    reported = true;
+    writePartial(cells.slice(), `interrupted by ${signal}`);
+  });
+  const writePartial = (done: readonly MatrixCell[], reason: string): void => {
+    const unfinished: Unfinished = { reason, done: done.length, total };
+    // No cell measured: nothing to lose, and no report of nothing over an earlier one.
+    if (done.length === 0) {
+      process.stderr.write(`\nlockcheck matrix: the run was ${reason} before any cell was measured: no report written\n`);
+      return;
+    }
+    try {
+      const place = reportPlace(o, true);
+      printReport(done, rows, cols, o, skipped, unfinished);
+      writeReport(done, rows, cols, o, skipped, unfinished, timelines, place);
+      writeJunit(done, o, unfinished);
+      process.stderr.write(`\nlockcheck matrix: the run was ${reason} after ${done.length} of ${counted(total, 'cell')}: wrote the partial report ${place.markdown} and ${join(place.dir, 'index.html')}${o.out === undefined ? ` (${join(out, 'matrix.md')} is left as it was)` : ''}\n`);
+    } catch (e) {
+      process.stderr.write(`\nlockcheck matrix: the run was ${reason}; the partial report could not be written: ${e instanceof Error ? e.message : String(e)}\n`);
+    }
+  };
   try {
     for (const line of await servers.check()) process.stderr.write(`${line}\n`);
     for (const x of skipped) process.stderr.write(`skipping ${x.name}: ${x.why}${x.library === undefined ? '' : ` (fix: ${libraryInstall(x.library)})`}\n`);
@@ -144,7 +179,6 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
       const runs = Math.min(o.runs, row.maxRuns ?? o.runs);
       for (const col of cols) {
         const index = cells.length;
-        const total = rows.length * cols.length;
         const t0 = performance.now();
         const timelineFile = timelines.path(fileName(row.name, col.id));
         const offered = await offeredFaults(backend);
@@ -253,46 +287,110 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
       }
     }
   } catch (e) {
+    // An error that stopped the matrix (a program missing for a later row, a row's servers not starting): the cells measured so far are reported, marked partial.
+    if (!reported && interruptedBy() === null) {
+      reported = true;
+      writePartial(cells, `stopped by an error (${e instanceof Error ? e.message.split('\n')[0] : String(e)})`);
+    }
     timelines.drop();
     throw e;
   } finally {
+    unregisterPartial();
     await oracle?.stop();
     await servers.stop();
   }
-  // Interrupted: the cells measured after the signal failed for want of their servers; the previous report stays as it was.
-  if (interruptedBy() !== null) {
+  // Interrupted: the partial report was written when the signal came; the cells measured after it failed for want of their servers.
+  if (interruptedBy() !== null || reported) {
     timelines.drop();
     return 1;
   }
+  reported = true;
   if (oracle !== null) process.stderr.write(`the concurrent oracle (stress runs, ${o.stressSeconds} s each, setup included) took ${Math.round(stressMs / 1000)} s of ${Math.round((performance.now() - started) / 1000)} s; --stress-seconds 0 skips it\n`);
   else if (o.stressSeconds > 0 && onStressServers) process.stderr.write('the concurrent oracle needs servers lockcheck starts (its faults kill and pause them): not run on --redis/--pg\n');
   // Printed before the files are written: a file that cannot be written then loses nothing of the run.
-  if (o.json) console.log(JSON.stringify({ seed: o.seed, runs: o.runs, cells }, null, 2));
-  else console.log(markdown(cells, rows, cols, o, skipped));
+  printReport(cells, rows, cols, o, skipped, null);
   try {
-    // The timelines first: the report written after them links only to files that are there.
-    timelines.publish(cells.map((c) => fileName(c.backend, c.faultClass)));
-    writeRedacted(join(o.out, 'matrix.md'), markdown(cells, rows, cols, o, skipped), 'the matrix', 'markup');
-    writeRedacted(join(cellsDir, 'index.html'), html(cells, rows, cols, o, skipped), 'the matrix page', 'markup');
+    writeReport(cells, rows, cols, o, skipped, null, timelines, reportPlace(o, false));
+    // A partial report an earlier run left beside the committed one is stale now.
+    if (o.out === undefined) for (const stale of [join(out, 'matrix.partial.md'), join(cellsDir, 'partial')]) rmSync(stale, { recursive: true, force: true });
   } finally {
     timelines.drop();
   }
-  if (o.junit !== undefined) {
-    writeRedacted(
-      o.junit,
-      junitXml(
-        'lockcheck matrix',
-        cells.map((c) => ({ name: `${c.backend} x ${c.faultClass}`, failure: c.audit ? null : (c.conformanceFailure ?? (c.unexpected.length ? `unexpected: ${c.unexpected.join(', ')}` : null)), timeMs: c.elapsedMs })),
-      ),
-      'the JUnit report',
-      'markup',
-    );
-  }
+  writeJunit(cells, o);
   // Library audits report what they find; only lockcheck's own backends fail the run.
   const failures = cells.filter((c) => !c.audit && c.conformanceFailure !== null).length;
   const unexpected = cells.filter((c) => !c.audit && c.unexpected.length > 0).length;
-  process.stderr.write(`\nwrote ${join(o.out, 'matrix.md')} and ${join(cellsDir, 'index.html')}; ${failures} conformance failure(s), ${unexpected} cell(s) unlike the prediction${harnessErrors > 0 ? `, ${harnessErrors} cell(s) ended by an error (above)` : ''}\n`);
+  process.stderr.write(`\nwrote ${join(out, 'matrix.md')} and ${join(cellsDir, 'index.html')}; ${failures} conformance failure(s), ${unexpected} cell(s) unlike the prediction${harnessErrors > 0 ? `, ${harnessErrors} cell(s) ended by an error (above)` : ''}\n`);
   return failures > 0 || unexpected > 0 || harnessErrors > 0 ? 1 : 0;
+}
+
+/** A run that did not measure every cell: why it stopped, and how far it got. */
+interface Unfinished {
+  readonly reason: string;
+  readonly done: number;
+  readonly total: number;
+}
+
+/** Where a report goes: matrix.md and matrix/index.html, with the cells' timelines in its `dir` (`link` from the markdown). */
+interface ReportPlace {
+  readonly markdown: string;
+  readonly dir: string;
+  readonly link: string;
+}
+
+/**
+ * A whole report goes to <out>/matrix.md and <out>/matrix/. A partial one goes
+ * there too when the user named --out; under the default (docs, the committed
+ * report) it goes beside it, to docs/matrix.partial.md and docs/matrix/partial/.
+ */
+function reportPlace(o: MatrixOptions, partial: boolean): ReportPlace {
+  const out = o.out ?? 'docs';
+  if (!partial || o.out !== undefined) return { markdown: join(out, 'matrix.md'), dir: join(out, 'matrix'), link: 'matrix/' };
+  return { markdown: join(out, 'matrix.partial.md'), dir: join(out, 'matrix', 'partial'), link: 'matrix/partial/' };
+}
+
+/** The report on stdout: the markdown, or (--json) the cells measured, with what was not when the run did not finish. */
+function printReport(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>, unfinished: Unfinished | null): void {
+  if (!o.json) {
+    console.log(markdown(cells, rows, cols, o, skipped, unfinished, reportPlace(o, unfinished !== null).link));
+    return;
+  }
+  const notRun = rows.flatMap((r) => cols.flatMap((c) => (cells.some((x) => x.backend === r.name && x.faultClass === c.id) ? [] : [{ backend: r.name, faultClass: c.id }])));
+  const partial = unfinished === null ? null : { reason: unfinished.reason, cellsMeasured: unfinished.done, cellsPlanned: unfinished.total, notRun };
+  console.log(JSON.stringify({ seed: o.seed, runs: o.runs, complete: unfinished === null, partial, cells }, null, 2));
+}
+
+/** The markdown and the page, the timelines of their cells first (the report links only to files that are there). */
+function writeReport(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>, unfinished: Unfinished | null, timelines: StagedTimelines, place: ReportPlace): void {
+  const names = cells.map((c) => fileName(c.backend, c.faultClass));
+  if (place.dir === join(o.out ?? 'docs', 'matrix')) timelines.publish(names);
+  else {
+    // The partial report's own directory: what an earlier partial run left there is not this run's.
+    rmSync(place.dir, { recursive: true, force: true });
+    timelines.publishInto(place.dir, names);
+  }
+  writeRedacted(place.markdown, markdown(cells, rows, cols, o, skipped, unfinished, place.link), 'the matrix', 'markup');
+  writeRedacted(join(place.dir, 'index.html'), html(cells, rows, cols, o, skipped, unfinished), 'the matrix page', 'markup');
+}
+
+/** --junit: a test case per cell measured; a partial run's ends with one that fails, saying why it stopped (a CI job must not read it as all green). */
+function writeJunit(cells: readonly MatrixCell[], o: MatrixOptions, unfinished: Unfinished | null = null): void {
+  if (o.junit === undefined) return;
+  const incomplete = unfinished === null ? [] : [{ name: 'the matrix run', failure: `partial: the run was ${unfinished.reason} after ${unfinished.done} of ${counted(unfinished.total, 'cell')}`, timeMs: 0 }];
+  writeRedacted(
+    o.junit,
+    junitXml(
+      'lockcheck matrix',
+      [...cells.map((c) => ({ name: `${c.backend} x ${c.faultClass}`, failure: c.audit ? null : (c.conformanceFailure ?? (c.unexpected.length ? `unexpected: ${c.unexpected.join(', ')}` : null)), timeMs: c.elapsedMs })), ...incomplete],
+    ),
+    'the JUnit report',
+    'markup',
+  );
+}
+
+/** A cell the run did not get to: said so, never a number that reads as measured. */
+function notRunCell(backend: string, faultClass: string, unfinished: Unfinished): MatrixCell {
+  return { ...EMPTY_CELL, backend, audit: false, faultClass, notMeasured: `not run: the run was ${unfinished.reason} before this cell` };
 }
 
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
@@ -470,15 +568,17 @@ function serversText(o: MatrixOptions): string {
   return [...(given.length ? [`on ${given.join(' and ')}`] : []), ...(started.length ? [`on ${started.join(' and ')} processes lockcheck started`] : [])].join(', ');
 }
 
-function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>): string {
+function markdown(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>, unfinished: Unfinished | null, link: string): string {
+  const cellOf = (r: BuiltIn, c: MeasuredFaultClass): MatrixCell => cells.find((x) => x.backend === r.name && x.faultClass === c.id) ?? notRunCell(r.name, c.id, unfinished!);
   const lines = [
-    '# The measured matrix',
+    unfinished === null ? '# The measured matrix' : '# The measured matrix (PARTIAL)',
     '',
+    ...(unfinished === null ? [] : [`**Partial report**: the run was ${mdText(unfinished.reason)} after ${unfinished.done} of ${counted(unfinished.total, 'cell')}; the cells it did not get to read "not run". A complete run replaces this report.`, '']),
     `Generated by \`lockcheck matrix\` (seed ${o.seed}, ${counted(o.runs, 'generated schedule')} per cell, ${serversText(o)}). Each cell lists the spec properties the design broke in those runs (findings, not bugs: the backend agreed with its model at every step) and links to a shrunk counterexample timeline. "Predicted" compares with the model's bounded exploration, recorded in \`conformance/seedSchedules.ts\` (\`npm run seeds\`): "[model to k]" says it explored every schedule of the column's fault classes up to k commands (8, or less where its state cap stopped it); a property measured but not predicted is flagged. Each cell's runs start with the model's shortest counterexamples for it ([docs/conformance.md](conformance.md#the-models-counterexamples-run-first)), then random schedules. A conformance failure would be a bug in the backend. A library row (lib:…) is an audit judged against the library's declared contract (its adapter's \`contract\`: deadline, drift allowance, tokens, timeouts): each cell names the worst consequence of its deviations, unsafe (the client may act on a lease longer than allowed, two holders, a stale write lands, another owner's key changed), then liveness, then the safe direction (validity shorter than allowed, an early loss signal), with the shrunk counterexample of that worst one; the runs go on past the others, which are counted.${cells.some((c) => c.observed !== null) ? ` "concurrent" is the second oracle: what ${STRESS_CLIENTS} real client processes observed in a ${o.stressSeconds} s \`lockcheck stress\` run of the row's backend under the column's faults (targeted and random; [docs/stress.md](stress.md)): overlapping holds (MUTEX-1), lost updates (STORE-1), stale writes accepted (FENCE-2), tokens out of order (FENCE-1); a break the model did not predict is in bold.` : ''} See [the spec](../spec/SPEC.md) for the properties and the predicted matrix with its reasons, and [reading the matrix](matrix-guide.md).`,
     '',
     `| backend | ${cols.map((c) => c.id).join(' | ')} |`,
     `|---|${cols.map(() => '---').join('|')}|`,
-    ...rows.map((r) => `| ${r.name} | ${cols.map((c) => cellText(cells.find((x) => x.backend === r.name && x.faultClass === c.id)!, (f) => `[🔎](matrix/${f}) `)).join(' | ')} |`),
+    ...rows.map((r) => `| ${r.name} | ${cols.map((c) => cellText(cellOf(r, c), (f) => `[🔎](${link}${f}) `)).join(' | ')} |`),
     '',
     ...(skipped.length ? ['Not run on these servers:', ...skipped.map((x) => `- ${x.name}: ${mdText(x.why)}`), ''] : []),
     'Fault classes:',
@@ -495,7 +595,8 @@ function esc(s: string): string {
   return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 }
 
-function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>): string {
+function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: readonly MeasuredFaultClass[], o: MatrixOptions, skipped: ReadonlyArray<{ name: string; why: string }>, unfinished: Unfinished | null): string {
+  const cellOf = (r: BuiltIn, c: MeasuredFaultClass): MatrixCell => cells.find((x) => x.backend === r.name && x.faultClass === c.id) ?? notRunCell(r.name, c.id, unfinished!);
   const td = (c: MatrixCell): string => {
     if (c.notMeasured !== null) return `<td class="na" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">—<div class="note">not measured: ${esc(c.notMeasured)}</div></td>`;
     if (c.audit) {
@@ -520,15 +621,15 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
     return `<td class="${cls}" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">${body}${note ? `<div class="note">${esc(note)}</div>` : ''}</td>`;
   };
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>lockcheck: the measured matrix</title>
+<html lang="en"><head><meta charset="utf-8"><title>lockcheck: the measured matrix${unfinished === null ? '' : ' (PARTIAL)'}</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:24px;color:#222} table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:6px 8px;vertical-align:top}
 td.holds{background:#e6f4ea} td.finding{background:#fff4d6} td.unexpected{background:#ffd9a8} td.bug{background:#f8c4c4} td.na{background:#eee;color:#777} .note{font-size:11px;color:#555}
 </style></head><body>
-<h1>The measured matrix</h1>
-<p>Seed ${o.seed}, ${o.runs} generated schedules per cell, ${esc(serversText(o))}. Green: every property held. Yellow: the design broke the properties shown (click for the shrunk counterexample). Orange: a finding the model did not predict. Red: a conformance failure (a bug); in a library row (lib:…), where the library deviates from the model of its design.</p>
+<h1>The measured matrix${unfinished === null ? '' : ' (PARTIAL)'}</h1>
+${unfinished === null ? '' : `<p id="partial"><b>Partial report</b>: the run was ${esc(unfinished.reason)} after ${unfinished.done} of ${esc(counted(unfinished.total, 'cell'))}; the cells it did not get to read "not run". A complete run replaces this report.</p>\n`}<p>Seed ${o.seed}, ${o.runs} generated schedules per cell, ${esc(serversText(o))}. Green: every property held. Yellow: the design broke the properties shown (click for the shrunk counterexample). Orange: a finding the model did not predict. Red: a conformance failure (a bug); in a library row (lib:…), where the library deviates from the model of its design.</p>
 <table id="matrix"><thead><tr><th>backend</th>${cols.map((c) => `<th title="${esc(c.title)}">${esc(c.id)}</th>`).join('')}</tr></thead><tbody>
-${rows.map((r) => `<tr><th>${esc(r.name)}<div class="note">${esc(describeDesign(r.design))}</div></th>${cols.map((c) => td(cells.find((x) => x.backend === r.name && x.faultClass === c.id)!)).join('')}</tr>`).join('\n')}
+${rows.map((r) => `<tr><th>${esc(r.name)}<div class="note">${esc(describeDesign(r.design))}</div></th>${cols.map((c) => td(cellOf(r, c))).join('')}</tr>`).join('\n')}
 </tbody></table>
 ${skipped.length ? `<p>Not run on these servers:</p><ul>${skipped.map((x) => `<li>${esc(x.name)}: ${esc(x.why)}</li>`).join('')}</ul>` : ''}
 <ul>${PROPERTY_IDS.map((p) => `<li><b>${p}</b>: ${esc(PROPERTY_TITLES[p])}</li>`).join('')}</ul>

@@ -42,10 +42,16 @@ export class StagedTimelines {
    * this run keep theirs.
    */
   publish(names: readonly string[]): void {
+    this.publishInto(this.#dir, names);
+  }
+
+  /** The same into another directory (made if missing): a partial report's own (cli/matrix.ts reportPlace). */
+  publishInto(dir: string, names: readonly string[]): void {
+    makeOutputDir(dir, 'the matrix timelines into');
     for (const name of names) {
       for (const file of [`${name}.html`, `${name}.txt`, `${name}.json`]) {
         const staged = join(this.#staging, file);
-        const target = join(this.#dir, file);
+        const target = join(dir, file);
         try {
           if (existsSync(staged)) renameSync(staged, target);
           else rmSync(target, { force: true });

@@ -315,12 +315,52 @@ describe('lockcheck command line', () => {
     expect(first.signal, first.stderr).toBe('SIGINT');
     expect(existsSync(join(dir, 'fresh'))).toBe(false);
   }, 240_000);
+
+  // Two cells, the signal during the second: the first one's result is not lost.
+  const twoCells = ['matrix', '--backend', 'redis-single/unfenced,redis-single/strict', '--faults', 'clock-step', '--runs', '20', '--stress-seconds', '0'];
+  const second = 'redis-single/strict x clock-step: ';
+
+  it('matrix: interrupted after a cell, --out named: that directory gets the cells measured, marked partial, in markdown, HTML, JSON and JUnit', async () => {
+    const out = join(dir, 'partial-named');
+    const junit = join(dir, 'partial.xml');
+    const r = await interrupted([...twoCells, '--out', out, '--json', '--junit', junit], second);
+    expect(r.signal, r.stderr).toBe('SIGINT');
+    expect(r.stderr).toMatch(/the run was interrupted by SIGINT after 1 of 2 cells: wrote the partial report/);
+    const md = readFileSync(join(out, 'matrix.md'), 'utf8');
+    expect(md).toMatch(/^# The measured matrix \(PARTIAL\)/);
+    expect(md).toMatch(/\| redis-single\/unfenced \| \[🔎\]\(matrix\/redis-single_unfenced__clock-step\.html\) MUTEX-1/);
+    expect(md).toMatch(/\| redis-single\/strict \| — \(not measured: not run: the run was interrupted by SIGINT before this cell\)/);
+    expect(existsSync(join(out, 'matrix', 'redis-single_unfenced__clock-step.html'))).toBe(true);
+    expect(readFileSync(join(out, 'matrix', 'index.html'), 'utf8')).toMatch(/<h1>The measured matrix \(PARTIAL\)<\/h1>/);
+    const json = JSON.parse(r.stdout) as { complete: boolean; partial: { reason: string; cellsMeasured: number; cellsPlanned: number; notRun: unknown[] }; cells: Array<{ backend: string }> };
+    expect(json).toMatchObject({ complete: false, partial: { reason: 'interrupted by SIGINT', cellsMeasured: 1, cellsPlanned: 2, notRun: [{ backend: 'redis-single/strict', faultClass: 'clock-step' }] } });
+    expect(json.cells.map((c) => c.backend)).toEqual(['redis-single/unfenced']);
+    expect(readFileSync(junit, 'utf8')).toMatch(/<failure[^>]*message="partial: the run was interrupted by SIGINT after 1 of 2 cells/);
+    expect(readdirSync(join(out, 'matrix')).filter((f) => f.startsWith('.'))).toEqual([]);
+  }, 240_000);
+
+  it('matrix: interrupted after a cell under the default --out (docs): the committed docs/matrix.md stays, the partial report goes beside it', async () => {
+    const cwd = join(dir, 'default-out');
+    mkdirSync(join(cwd, 'docs', 'matrix'), { recursive: true });
+    writeFileSync(join(cwd, 'docs', 'matrix.md'), 'the committed report\n');
+    writeFileSync(join(cwd, 'docs', 'matrix', 'redis-single_unfenced__clock-step.html'), 'the committed timeline\n');
+    const r = await interrupted(twoCells, second, 'SIGTERM', cwd);
+    expect(r.signal, r.stderr).toBe('SIGTERM');
+    expect(r.stderr).toMatch(/wrote the partial report docs\/matrix\.partial\.md and docs\/matrix\/partial\/index\.html \(docs\/matrix\.md is left as it was\)/);
+    expect(readFileSync(join(cwd, 'docs', 'matrix.md'), 'utf8')).toBe('the committed report\n');
+    expect(readFileSync(join(cwd, 'docs', 'matrix', 'redis-single_unfenced__clock-step.html'), 'utf8')).toBe('the committed timeline\n');
+    const md = readFileSync(join(cwd, 'docs', 'matrix.partial.md'), 'utf8');
+    expect(md).toMatch(/^# The measured matrix \(PARTIAL\)/);
+    expect(md).toMatch(/\[🔎\]\(matrix\/partial\/redis-single_unfenced__clock-step\.html\) MUTEX-1/);
+    expect(readFileSync(join(cwd, 'docs', 'matrix', 'partial', 'redis-single_unfenced__clock-step.html'), 'utf8')).toMatch(/PROPERTY VIOLATION/);
+    expect(readFileSync(join(cwd, 'docs', 'matrix', 'partial', 'index.html'), 'utf8')).toMatch(/Partial report/);
+  }, 240_000);
 });
 
-/** lockcheck sent one SIGINT once its stderr shows `when`; killed at 200 s if it never does. */
-function interrupted(args: readonly string[], when: string): Promise<LockcheckProcess & { readonly signal: NodeJS.Signals | null }> {
+/** lockcheck sent one `signal` once its stderr shows `when` (run in `cwd`); killed at 200 s if it never does. */
+function interrupted(args: readonly string[], when: string, signal: NodeJS.Signals = 'SIGINT', cwd = process.cwd()): Promise<LockcheckProcess & { readonly signal: NodeJS.Signals | null }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['cli/lockcheck.mjs', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 200_000 });
+    const child = spawn(process.execPath, [join(process.cwd(), 'cli', 'lockcheck.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 200_000, cwd });
     let stdout = '';
     let stderr = '';
     let sent = false;
@@ -328,7 +368,7 @@ function interrupted(args: readonly string[], when: string): Promise<LockcheckPr
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       stderr += d;
       // Once: a second Ctrl-C skips the wait for the async clean-up (test/secondSignal.test.ts).
-      if (!sent && stderr.includes(when)) sent = child.kill('SIGINT');
+      if (!sent && stderr.includes(when)) sent = child.kill(signal);
     });
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
