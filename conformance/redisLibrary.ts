@@ -12,6 +12,8 @@ import type { LibraryClockNotes } from './libraryClock.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { checkLibraryAdapter } from './options.ts';
 import { runCloseHooks } from './closeHooks.ts';
+import { ScriptFallbacks } from './scriptFallback.ts';
+import type { Taken } from './scriptFallback.ts';
 
 /**
  * The adapter kit for a lock library over Redis: everything but the mapping
@@ -51,6 +53,12 @@ export type LockCalls = Pick<LockClient, 'acquire' | 'release'> & Pick<Partial<L
 export interface RedisClientParts {
   /** The simulated client's index. */
   readonly client: number;
+  /**
+   * Where the run's token counters start (InstanceOptions.tokenBase): a library with fencing tokens has its first grant
+   * on a resource answer tokenBase + 1 (seed its counter with it), as the model's does; the runs draw bases near 2^31,
+   * 2^53 and 2^63 to catch a token that loses precision. Without tokens (contract.tokens 'none') it is not read.
+   */
+  readonly tokenBase: bigint;
   /** The client's ioredis connection to each lock node: every command it sends goes through the run's faults. */
   readonly nodes: readonly Redis[];
   /** The client's monotonic clock: lease deadlines are on it; Date.now() and timers inside its calls follow it. */
@@ -108,7 +116,7 @@ export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisS
     },
     ...(adapter.contract !== undefined ? { contract: adapter.contract } : {}),
     ...(adapter.options !== undefined ? { options: adapter.options } : {}),
-    start: async ({ clients, requestTimeoutMs }) => startInstance(adapter, await servers(), design, clients, requestTimeoutMs),
+    start: async ({ clients, tokenBase, requestTimeoutMs }) => startInstance(adapter, await servers(), design, clients, tokenBase, requestTimeoutMs),
     close: async () => {
       const started = cluster;
       cluster = null;
@@ -117,7 +125,7 @@ export function redisLibraryBackend(adapter: RedisLibraryAdapter, choice: RedisS
   };
 }
 
-async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster, design: Design, clients: number, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
+async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster, design: Design, clients: number, tokenBase: bigint, requestTimeoutMs: number | undefined): Promise<BackendInstance> {
   const persistence = 'persistence' in design ? design.persistence : 'none';
   if (cluster.persistence !== 'unknown' && cluster.persistence !== persistence) throw new Error(`${adapter.name}: ${describeDesign(design)} does not match the servers' persistence (${cluster.persistence})`);
   const run = await startRedisRun(cluster, design, { clients, ...(adapter.lockKey !== undefined ? { lockKey: adapter.lockKey } : {}) });
@@ -151,7 +159,7 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
       const onClock = <T>(fn: () => T): T => onClientClock(clock, fn, notes);
       const nodes = conn.nodes.map((redis, node) => throughFaults(redis, run.network.call.bind(run.network), client, node, notes, unfaulted));
       const calls = await onClock(() =>
-        adapter.client({ client, nodes, clock, keyPrefix: run.keyPrefix, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}), onClock, onClose: (fn) => closeHooks.push(fn) }),
+        adapter.client({ client, tokenBase, nodes, clock, keyPrefix: run.keyPrefix, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}), onClock, onClose: (fn) => closeHooks.push(fn) }),
       );
       const fenced = redisFencedStore(conn.store, 'unfenced');
       lockClients.push({
@@ -186,9 +194,11 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
  * defineCommand scripts), and every way to learn its reply reads the
  * command's own promise (a callback is chained onto it when the command is
  * made): so the command's resolve and reject are taken over, and the reply
- * reaches the library only when the fault layer delivers it. A command
- * sent outside any client's call cannot be given a client's faults: it goes
- * out as is, and is counted for the run's warnings.
+ * reaches the library only when the fault layer delivers it. An EVALSHA the
+ * server answers NOSCRIPT and the EVAL the library sends for it are one
+ * round trip (scriptFallback.ts). A command sent outside any client's call
+ * cannot be given a client's faults: it goes out as is, and is counted for
+ * the run's warnings.
  */
 function throughFaults(
   redis: Redis,
@@ -199,28 +209,51 @@ function throughFaults(
   unfaulted: { commands: number },
 ): Redis {
   const send = redis.sendCommand.bind(redis);
+  const fallbacks = new ScriptFallbacks();
   redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: unknown) => {
+    // The EVAL a library sends on NOSCRIPT: the rest of its EVALSHA's round trip, already in the fault layer.
+    const rest = fallbacks.claim(command.name, command.args);
+    if (rest !== undefined) {
+      rest(takeOver(command));
+      Promise.resolve(send(command, stream as never)).catch(() => undefined);
+      return command.promise;
+    }
     if (!inClientCall(notes)) {
       // The driver's own handshake on a (re)connect is not the library's.
       if (redis.status === 'ready' && !CONNECTION_COMMANDS.has(command.name.toLowerCase())) unfaulted.commands++;
       return send(command, stream as never);
     }
-    const deliver = { resolve: command.resolve, reject: command.reject };
-    // The driver settles the command with its real reply here; the library hears of it through the fault layer.
-    const reply = new Promise<unknown>((resolve, reject) => {
-      command.resolve = resolve;
-      command.reject = reject;
-    });
+    const { reply, deliver } = takeOver(command);
+    // Where the round trip's reply goes: the EVAL's once a NOSCRIPT was answered at once; none if no EVAL followed it.
+    let target: Taken['deliver'] | null = deliver;
     call(client, node, () => {
       Promise.resolve(send(command, stream as never)).catch(() => undefined);
-      return reply;
+      if (command.name.toLowerCase() !== 'evalsha') return reply;
+      return reply.catch(async (error: unknown) => {
+        if (!ScriptFallbacks.isNoScript(error)) throw error;
+        const follow = fallbacks.follow(command.args);
+        deliver.reject(error as Error);
+        const taken = await follow;
+        target = taken?.deliver ?? null;
+        return taken?.reply;
+      });
     }).then(
-      (value) => deliver.resolve(value),
-      (error: unknown) => deliver.reject(error instanceof Error ? error : new Error(String(error))),
+      (value) => target?.resolve(value),
+      (error: unknown) => target?.reject(error instanceof Error ? error : new Error(String(error))),
     );
     return command.promise;
   }) as Redis['sendCommand'];
   return redis;
+}
+
+/** The command's reply as the driver settles it, and the library's side of it, which the kit settles. */
+function takeOver(command: Parameters<Redis['sendCommand']>[0]): Taken {
+  const deliver = { resolve: command.resolve, reject: command.reject };
+  const reply = new Promise<unknown>((resolve, reject) => {
+    command.resolve = resolve;
+    command.reject = reject;
+  });
+  return { reply, deliver };
 }
 
 /** What ioredis sends by itself when it (re)connects. */
