@@ -4,24 +4,50 @@ import { shown } from './options.ts';
 
 /**
  * `clock` with each reading checked: now() must return a finite number of
- * ms. Deadlines are sums of readings: a reading that is a numeric string
- * ('3271') made `startedMs + ttlMs` the string '3271200', a lease valid for
- * 54 minutes on a 200 ms key (a second holder beside it), and a round's
- * bound as far off; NaN, Infinity or undefined denied every acquire
- * `validity-exhausted`, a bigint threw a TypeError. A bad reading throws
+ * ms, no lower than the last it returned, and must not throw. Deadlines are
+ * sums of readings: a reading that is a numeric string ('3271') made
+ * `startedMs + ttlMs` the string '3271200', a lease valid for 54 minutes on a
+ * 200 ms key (a second holder beside it), and a round's bound as far off;
+ * NaN, Infinity or undefined denied every acquire `validity-exhausted`, a
+ * bigint threw a TypeError; a reading that went back made a lease look valid
+ * past its deadline. A bad reading (or a throw of now(), its cause) throws
  * InvalidInputError('invalid-config') instead; the first reading of an
- * acquire or extend is taken before anything is sent, so the call rejects
- * with it. The system clock is returned as it is (its readings are
- * performance.now(); awaitedAt knows it by identity).
+ * acquire, extend, write or read is taken before anything is sent, so the
+ * call rejects with it. Where a throw would escape (a timer, a library's
+ * callback) the reading is taken with readingOrNaN. The system clock is
+ * returned as it is (its readings are performance.now(); awaitedAt knows it
+ * by identity).
  */
 export function checkedClock(clock: MonotonicClock, name = 'clock'): MonotonicClock {
   if (clock === systemClock) return clock;
+  let lastMs = Number.NEGATIVE_INFINITY;
   return {
     now: () => {
-      const ms: unknown = clock.now();
+      let ms: unknown;
+      try {
+        ms = clock.now();
+      } catch (e) {
+        throw Object.assign(new InvalidInputError('invalid-config', `${name}.now() must return a finite number of ms, threw ${shown(e instanceof Error ? e.message : e)}`), { cause: e });
+      }
       if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new InvalidInputError('invalid-config', `${name}.now() must return a finite number of ms, returned ${shown(ms)}`);
+      if (ms < lastMs) throw new InvalidInputError('invalid-config', `${name}.now() must never step backwards, returned ${ms} after ${lastMs}`);
+      lastMs = ms;
       return ms;
     },
     schedule: (atMs, fn) => clock.schedule(atMs, fn),
   };
+}
+
+/**
+ * A reading of a checked clock, or NaN when it cannot be read: for a timer's
+ * or a library's callback, where a throw would be an uncaught exception (or
+ * break the library). Each caller reads NaN as the safe side: a bound over,
+ * a member not passed over.
+ */
+export function readingOrNaN(clock: MonotonicClock): number {
+  try {
+    return clock.now();
+  } catch {
+    return Number.NaN;
+  }
 }

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { noop } from 'cockatiel';
 import { PASS_OVER_MS, passOverPolicies } from './passOver.ts';
 import { HostRefusals, trackHostRefusals } from './connectRefusals.ts';
+import { checkedClock } from '../checkedClock.ts';
 import { systemClock, type MonotonicClock } from '../clock.ts';
 import { Etcd3 } from 'etcd3';
 import { boundSockets } from './sockets.ts';
@@ -58,7 +59,8 @@ export function etcdClient(options: EtcdClientOptions): Etcd3 {
   // Every index, holes included (forEach skips them: new Array(2) passed, and etcd3 threw a TypeError on it).
   for (let i = 0; i < hosts.length; i++) checkHost(hosts[i], `hosts[${i}]`);
   const dialTimeout = checkTimeoutMs(options.dialTimeoutMs ?? 2000, 'dialTimeoutMs');
-  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
+  // Each reading checked (impl/checkedClock.ts): the pass-over reads a bad one as NaN, no member passed over.
+  const clock = options.clock === undefined ? systemClock : checkedClock(checkClock(options.clock));
   if (options.auth !== undefined) {
     checkObject(options.auth, 'auth');
     checkAuthKeys(options.auth);

@@ -233,7 +233,15 @@ export class EtcdLock {
       void this.#node.revoke(leaseId).catch(() => undefined);
       throw new TokenOverflowError(resource);
     }
-    const elapsed = this.#clock.now() - startedMs;
+    let elapsed: number;
+    try {
+      elapsed = this.#clock.now() - startedMs;
+    } catch (error) {
+      // A clock that turned unreadable with the key ours: revoked (the key goes with the lease) before the acquire
+      // rejects, else the lock stayed held for no one until the lease ran out.
+      void this.#node.revoke(leaseId).catch(() => undefined);
+      throw error;
+    }
     if (elapsed >= ttlMs) {
       void this.#node.revoke(leaseId).catch(() => undefined);
       return { kind: 'timed-out' };

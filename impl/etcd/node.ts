@@ -23,6 +23,7 @@ import {
 import { RetryPolicy } from 'cockatiel';
 import { match, P } from 'ts-pattern';
 import { InvalidInputError } from '../../model/errors.ts';
+import { checkedClock } from '../checkedClock.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
@@ -111,12 +112,22 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   if (retriesOnItsOwn(client)) throw new InvalidInputError('invalid-config', "client retries failed calls on its own (etcd3's default faultHandling.global: three attempts), and a retried write whose first reply was lost may have run: build it with etcdClient(), or give it faultHandling: { global: noop }");
   checkObject(options, 'etcd3Node options');
   checkKeys(options);
-  checkClock(options.clock);
+  // Each reading checked (impl/checkedClock.ts), the bound's start read before a call goes: a bad reading rejects it, InvalidInputError, nothing sent.
+  const clock = checkedClock(checkClock(options.clock));
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
   // Which hosts refused their last call at connect (an etcdClient's client; another client's are not known: all).
   const refusals = hostRefusalsOf(client);
   const everyHostRefuses = (): boolean => refusals?.everyHost ?? true;
-  const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>): Promise<T> => {
+  // `freeing`: a call that gives back what a lease holds (revoke) goes even on a clock that cannot be read, bounded by
+  // its gRPC deadline alone: refused, it left the key held for no one until the lease ran out.
+  const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>, freeing = false): Promise<T> => {
+    let readable = true;
+    try {
+      clock.now();
+    } catch (error) {
+      if (!freeing) return Promise.reject(error as Error);
+      readable = false;
+    }
     const call = { deadline: Date.now() + timeoutMs };
     const send = (): Promise<T> => {
       try {
@@ -130,7 +141,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
     // mistake is thrown (unknown-host, tls).
     let started = send();
     for (let i = 1; i < (refusals?.hosts ?? 1); i++) started = started.catch((error: unknown) => (refusedAtConnect(error) && !everyHostRefuses() ? send() : Promise.reject(error as Error)));
-    return withTimeout(options.clock, timeoutMs, `etcd ${what}`, started).catch((error: unknown) => {
+    return (readable ? withTimeout(clock, timeoutMs, `etcd ${what}`, started) : started).catch((error: unknown) => {
       throw typed(error, what, timeoutMs, everyHostRefuses());
     });
   };
@@ -206,7 +217,7 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
         } catch (error) {
           if (!(error instanceof EtcdLeaseInvalidError)) throw error;
         }
-      }),
+      }, true),
     get: (key) =>
       bounded('range', async (call) => {
         checkKey(key, 'key');

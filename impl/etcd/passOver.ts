@@ -1,6 +1,7 @@
 import type { IDefaultPolicyContext, IPolicy } from 'cockatiel';
 import { noop } from 'cockatiel';
 import { isRecoverableError } from 'etcd3';
+import { readingOrNaN } from '../checkedClock.ts';
 import { systemClock } from '../clock.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { HostRefusals } from './connectRefusals.ts';
@@ -37,7 +38,8 @@ export function passOverPolicies(clock: MonotonicClock = systemClock, windowMs =
   const failedAt: number[] = [];
   const recent = (i: number): boolean => {
     const at = failedAt[i];
-    return at !== undefined && clock.now() - at < windowMs;
+    // Read inside etcd3's policy calls, where a throw would break the call: a clock that cannot be read (NaN) passes no member over.
+    return at !== undefined && readingOrNaN(clock) - at < windowMs;
   };
   return () => {
     const self = failedAt.length;
@@ -55,7 +57,7 @@ export function passOverPolicies(clock: MonotonicClock = systemClock, windowMs =
           refusals.ended(self);
           return value;
         } catch (e) {
-          if (typeof e === 'object' && e !== null && isRecoverableError(e as Error)) failedAt[self] = clock.now();
+          if (typeof e === 'object' && e !== null && isRecoverableError(e as Error)) failedAt[self] = readingOrNaN(clock);
           refusals.ended(self, e);
           throw e;
         }

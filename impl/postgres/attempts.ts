@@ -2,6 +2,7 @@ import pg from 'pg';
 import { checkDuration, checkRetries, checkResource, InvalidInputError, isKeepableText } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
+import { checkedClock } from '../checkedClock.ts';
 import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
@@ -150,6 +151,20 @@ function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, state
   });
 }
 
+/**
+ * `start()`'s round trip bounded by `ms` on `clock`, the clock read before it
+ * starts: a reading checkedClock refuses rejects, and nothing is sent (read
+ * after, the work ran unbounded and its rejection went unhandled).
+ */
+function clockFirst<T>(clock: MonotonicClock, ms: number, start: () => Promise<T>): Promise<T> {
+  try {
+    clock.now();
+  } catch (e) {
+    return Promise.reject(e as Error);
+  }
+  return withTimeout(clock, ms, 'statement', start());
+}
+
 /** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, open to its keys; checkConnection checks the fields it can). */
 const LOCK_OPTIONS = ['connection', 'clock', 'tokenBase', 'statementTimeoutMs', 'link', 'onConnectionLost'];
 /** ttlMs is known so that it is refused as what it is (a session or transaction lock has none), and not listed as one it takes. */
@@ -160,7 +175,8 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
   knownOptions(what, LOCK_OPTIONS)(options);
   checkObject(options.connection, 'connection', 'a node-postgres ClientConfig object');
   checkConnection(options.connection as unknown as Record<string, unknown>);
-  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
+  // Each reading checked (impl/checkedClock.ts), and each bound's clock read before its work starts: a bad reading rejects the call with InvalidInputError, nothing sent.
+  const clock = options.clock === undefined ? systemClock : checkedClock(checkClock(options.clock));
   const timeoutMs = checkTimeoutMs(options.statementTimeoutMs ?? 5000, 'statementTimeoutMs');
   const base = checkTokenBase(options.tokenBase ?? 0n).toString();
   checkOptionalFunction(options.link, 'link');
@@ -172,18 +188,12 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
     timeoutMs,
     base,
     link,
-    statement: (roundTrip) => withTimeout(clock, timeoutMs, 'statement', link(roundTrip)),
+    statement: (roundTrip) => clockFirst(clock, timeoutMs, () => link(roundTrip)),
     query:
       via === undefined
         ? (client, statement, values, ms = timeoutMs) => bounded(clock, ms, client, statement, values, ms === timeoutMs ? undefined : ms)
-        : (client, statement, values, ms = timeoutMs) => withTimeout(clock, ms, 'statement', via(() => send(client, statement, values, ms === timeoutMs ? undefined : ms))),
-    pipelined: (client, statements) =>
-      withTimeout(
-        clock,
-        timeoutMs,
-        'statement',
-        link(() => new Promise<Row[][]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r))))),
-      ),
+        : (client, statement, values, ms = timeoutMs) => clockFirst(clock, ms, () => via(() => send(client, statement, values, ms === timeoutMs ? undefined : ms))),
+    pipelined: (client, statements) => clockFirst(clock, timeoutMs, () => link(() => new Promise<Row[][]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r)))))),
   };
 }
 

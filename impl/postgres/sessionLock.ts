@@ -155,6 +155,8 @@ export class PostgresSessionLock {
   release(lease: Lease): Promise<void> {
     try {
       checkLease(lease, 'release');
+      // The unlock's bound starts here: a clock that cannot be read refuses the release (InvalidInputError) with the lease still held, nothing sent.
+      this.#s.clock.now();
     } catch (e) {
       return Promise.reject(e as Error);
     }
@@ -208,6 +210,8 @@ export class PostgresSessionLock {
 
   /** Not async on a live connection: the reply settles the attempt's one promise from the read callback (see attemptOn). */
   #attempt(resource: string): Promise<AcquireResult> {
+    // The attempt's bound starts here: a clock that cannot be read rejects it (InvalidInputError; the caller's try makes the throw a rejection), nothing sent.
+    this.#s.clock.now();
     const client = this.#client;
     return client === null ? this.#connectThenAttempt(resource) : this.#attemptOn(client, resource);
   }

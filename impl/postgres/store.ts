@@ -6,6 +6,7 @@ import { passes } from '../../model/store.ts';
 import { UnavailableError, withTimeout } from '../errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
+import { checkedClock } from '../checkedClock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal, typedFailure as typedCallFailure } from './attempts.ts';
 import { checkClock, checkMethods, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
@@ -115,8 +116,12 @@ export function postgresFencedStore(db: Queryable, policy: StorePolicy, options:
   checkObject(options, 'postgresFencedStore options');
   checkCallerStoreKeys(options);
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
-  const clock = options.clock === undefined ? systemClock : checkClock(options.clock);
-  const bounded = <T>(what: 'write' | 'read', work: () => Promise<T>): Promise<T> => withTimeout(clock, timeoutMs, `postgres fenced store ${what}`, work());
+  // Each reading checked (impl/checkedClock.ts), the bound's start read before the statement goes: a bad reading is InvalidInputError, nothing sent.
+  const clock = options.clock === undefined ? systemClock : checkedClock(checkClock(options.clock));
+  const bounded = <T>(what: 'write' | 'read', work: () => Promise<T>): Promise<T> => {
+    clock.now();
+    return withTimeout(clock, timeoutMs, `postgres fenced store ${what}`, work());
+  };
   // Named: prepared once per connection, so the server does not parse and plan the upsert on every write (one name per policy: the texts differ).
   // Rows as arrays: no object with named properties built per reply.
   const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy), rowMode: 'array' } as const;

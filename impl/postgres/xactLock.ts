@@ -223,6 +223,8 @@ export class PostgresTransactionLock {
     const signal = checkSignal(options.signal);
     if (this.#closed) throw closedError();
     if (signal?.aborted) throw abortReason(signal);
+    // Its bounds start here: a clock that cannot be read rejects it (InvalidInputError) before a connection is taken.
+    this.#s.clock.now();
     let client: pg.Client;
     try {
       client = await this.#take();
@@ -266,6 +268,9 @@ export class PostgresTransactionLock {
       } finally {
         live = false;
       }
+      // The COMMIT's bound starts here: a clock that cannot be read is refused before it is sent, so the changes are
+      // known not committed (rolled back, or dropped with the connection), not an unknown outcome.
+      this.#s.clock.now();
       stage = 'commit';
       await this.#s.query(client, 'COMMIT');
       clean = true;
@@ -339,6 +344,8 @@ export class PostgresTransactionLock {
   async #attemptNow(resource: string): Promise<AcquireResult> {
     // Closed between the attempts of one acquire (its retries).
     if (this.#closed) throw closedError();
+    // The attempt's bounds start here: a clock that cannot be read rejects it (InvalidInputError), nothing sent.
+    this.#s.clock.now();
     const key = advisoryKeyText(resource);
     const open = this.#open.get(resource);
     try {
@@ -442,6 +449,8 @@ export class PostgresTransactionLock {
 
   async #finish(lease: Lease, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> {
     checkLease(lease, statement === 'COMMIT' ? 'release' : 'rollback');
+    // The statement's bound starts here: a clock that cannot be read refuses the call (InvalidInputError) with the transaction still open, nothing sent.
+    this.#s.clock.now();
     const open = this.#open.get(lease.resource);
     if (open === undefined || open.lease !== lease) return;
     this.#open.delete(lease.resource);

@@ -287,14 +287,23 @@ export class ZookeeperLock {
       this.#close(session);
       throw new TokenOverflowError(resource);
     }
-    const elapsed = this.#clock.now() - renewedMs;
+    let nowMs: number;
+    try {
+      nowMs = this.#clock.now();
+    } catch (error) {
+      // A clock that turned unreadable with our contender in line: the session goes, and the contender with it, before
+      // the acquire rejects (else it stayed first in line, the lock held for no one, until the session timed out).
+      this.#close(session);
+      throw error;
+    }
+    const elapsed = nowMs - renewedMs;
     if (elapsed >= grantedMs) {
       this.#close(session);
       return { kind: 'timed-out' };
     }
     const validUntilMs = renewedMs + grantedMs - driftMarginMs(this.#margins, grantedMs);
     // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
-    if (validUntilMs - this.#margins.safetyMarginMs <= this.#clock.now()) {
+    if (validUntilMs - this.#margins.safetyMarginMs <= nowMs) {
       this.#close(session);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }

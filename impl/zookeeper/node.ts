@@ -2,6 +2,7 @@ import { AssertionError } from 'node:assert';
 import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, Exception, Stat } from 'node-zookeeper-client';
 import { match } from 'ts-pattern';
+import { checkedClock } from '../checkedClock.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
@@ -140,7 +141,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   checkNodeKeys(options);
   checkConnectString(options.connectString);
   const timeoutMs = checkTimeoutMs(options.requestTimeoutMs ?? 2000, 'requestTimeoutMs');
-  const clock = checkClock(options.clock);
+  // Each reading checked (impl/checkedClock.ts), a call's bound read before it goes: a bad reading rejects it, InvalidInputError, nothing sent.
+  const clock = checkedClock(checkClock(options.clock));
   const auth = checkAuth(options.auth ?? []);
   // What the node creates is open to anyone, as ZooKeeper's default; with credentials, only to the identities it
   // presented (CREATOR_ALL_ACL), so that a client without them can neither take nor tamper with the tree it made.
@@ -152,8 +154,17 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   // A call with no reply in its bound marks the member its client is on (`on`): a paused or black-holed member keeps
   // the socket open, so the client is still on it. (A member that closes or refuses the socket is marked as that
   // happens: followMembers.)
-  const bounded = <T>(what: string, work: (send: Send) => Promise<T>, on?: () => Client | undefined): Promise<T> => {
+  // `freeing`: a call that gives back what a lease holds (a session's close) goes even on a clock that cannot be read,
+  // bounded in real time alone: refused, it left the session's contender first in line until the session timed out.
+  const bounded = <T>(what: string, work: (send: Send) => Promise<T>, on?: () => Client | undefined, freeing = false): Promise<T> => {
     if (closed) return Promise.reject(closedError(what));
+    let readable = true;
+    try {
+      clock.now();
+    } catch (error) {
+      if (!freeing) return Promise.reject(error as Error);
+      readable = false;
+    }
     // A call in flight at close() sends nothing after it: the library failed such a request as a lost connection,
     // read as an outage (an acquire denied no-quorum, a store write UnavailableError), though nothing was sent.
     const send: Send = (start) => (closed ? Promise.reject(closedError(what)) : call(start));
@@ -165,7 +176,8 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
     }
     // Bounded on the client's clock and in real time: a request queued on a connection that never comes back
     // (the library waits for a reconnect) must end even while the client's clock stands still (conformance).
-    return withTimeout(clock, timeoutMs, `zookeeper ${what}`, withRealTimeout(timeoutMs, `zookeeper ${what}`, started)).catch((error: unknown) => {
+    const inRealTime = withRealTimeout(timeoutMs, `zookeeper ${what}`, started);
+    return (readable ? withTimeout(clock, timeoutMs, `zookeeper ${what}`, inRealTime) : inRealTime).catch((error: unknown) => {
       if (error instanceof TimeoutError) {
         const client = on?.();
         const member = client === undefined ? undefined : memberOf.get(client);
@@ -319,11 +331,14 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
       new Promise<void>((resolve, reject) => {
         if (closed) return reject(closedError('exists (watch)'));
         let client: Client;
+        let untilMs: number;
         try {
           client = own(s);
           checkPath(path, 'path');
           // Not an integer: the lock's wait is what is left of its waitMs on the client's clock (performance.now(): fractions).
           if (typeof waitMs !== 'number' || !(waitMs >= 0 && waitMs <= MAX_TTL_MS)) refuse('waitMs', `a number of ms in [0, ${MAX_TTL_MS}]`, waitMs);
+          // Read before the watch is set and registered: a bad reading leaves nothing behind.
+          untilMs = clock.now() + waitMs;
         } catch (error) {
           return reject(error as Error);
         }
@@ -346,7 +361,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           },
         };
         watches.add(wait);
-        const cancel = clock.schedule(clock.now() + waitMs, () => {
+        const cancel = clock.schedule(untilMs, () => {
           event.stop();
           watches.delete(wait);
           resolve();
@@ -389,7 +404,7 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
           client.once('expired', () => resolve());
           finish(client, new InvalidInputError('precondition', 'zookeeper exists (watch): the session was closed'));
         });
-      }),
+      }, undefined, true),
     children: (dir) =>
       onStore('get children', async (send, storeClient) => {
         checkPath(dir, 'dir');

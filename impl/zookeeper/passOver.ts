@@ -1,3 +1,4 @@
+import { readingOrNaN } from '../checkedClock.ts';
 import type { MonotonicClock } from '../clock.ts';
 
 /**
@@ -40,7 +41,8 @@ export class PassOver {
 
   /** `member` failed as an outage now (no reply in time, its connection lost or refused). */
   failed(member: Member): void {
-    this.#failedAt.set(key(member), this.#clock.now());
+    // Read in the library's event handlers too, where a throw would break it: a clock that cannot be read (NaN) marks nothing.
+    this.#failedAt.set(key(member), readingOrNaN(this.#clock));
   }
 
   /** `member` served (a session connected to it): it is no longer passed over. */
@@ -52,7 +54,7 @@ export class PassOver {
   recent(member: Member): boolean {
     const at = this.#failedAt.get(key(member));
     if (at === undefined) return false;
-    if (this.#clock.now() - at < this.#windowMs) return true;
+    if (readingOrNaN(this.#clock) - at < this.#windowMs) return true;
     // Forgotten past the window: the map holds no more than the members that failed lately.
     this.#failedAt.delete(key(member));
     return false;

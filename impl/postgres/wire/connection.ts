@@ -1,5 +1,6 @@
 import net from 'node:net';
 import type { MonotonicClock } from '../../clock.ts';
+import { readingOrNaN } from '../../checkedClock.ts';
 import { ConnectionConfigError, InvalidInputError, TimeoutError } from '../../errors.ts';
 import { isKeepableText } from '../../../model/errors.ts';
 import { shown } from '../../options.ts';
@@ -167,6 +168,13 @@ export class WireConnection {
         return true;
       },
     };
+    let connectBy: number;
+    try {
+      // The bound's start, read before a socket opens: a clock that throws (a checked one refusing its reading) opens nothing.
+      connectBy = clock.now() + timeoutMs;
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
     const socket = options.path !== undefined ? net.connect({ path: options.path, onread }) : net.connect({ host: options.host ?? '127.0.0.1', port: options.port ?? 5432, onread });
     if (options.keepAlive ?? true) socket.setKeepAlive(true);
     const created = new WireConnection(socket, options);
@@ -175,7 +183,7 @@ export class WireConnection {
       const connection = created;
       const { signal } = options;
       const abandon = (): void => fail(signal?.reason instanceof Error ? signal.reason : new WireConnectionError('the connect was abandoned'));
-      const scheduled = clock.schedule(clock.now() + timeoutMs, () => connection.destroy(new TimeoutError('connect', timeoutMs)));
+      const scheduled = clock.schedule(connectBy, () => connection.destroy(new TimeoutError('connect', timeoutMs)));
       // The signal is listened to while the connect runs only: a lock's signal outlives its connections.
       const cancel = (): void => {
         scheduled();
@@ -323,11 +331,11 @@ export class WireConnection {
   }
 
   #write(message: Buffer, p: Pending, bounded: boolean): void {
+    // Read before the call joins the line: a clock that throws (a checked one refusing its reading) fails this call with
+    // nothing sent, and leaves no entry behind that a later reply would be matched to.
+    if (bounded) p.deadline = this.#options.clock.now() + this.#options.timeoutMs;
     this.#pending.push(p);
-    if (bounded) {
-      p.deadline = this.#options.clock.now() + this.#options.timeoutMs;
-      if (this.#timer === null) this.#arm(p.deadline);
-    }
+    if (bounded && this.#timer === null) this.#arm(p.deadline);
     this.#socket.write(message);
   }
 
@@ -342,7 +350,9 @@ export class WireConnection {
       this.#timer = null;
       const head = this.#pending.find((p) => p.deadline !== Number.POSITIVE_INFINITY);
       if (head === undefined) return;
-      if (head.deadline > clock.now()) return this.#arm(head.deadline);
+      // A clock that can no longer be read (NaN) has every bound over: the call fails and the connection goes, the safe
+      // side (thrown here, in a timer, it was an uncaught exception).
+      if (head.deadline > readingOrNaN(clock)) return this.#arm(head.deadline);
       // No reply in time: its outcome is unknown, and every call behind it waits on it; drop the connection.
       this.#pending.splice(this.#pending.indexOf(head), 1);
       head.done(new TimeoutError('statement', timeoutMs), NO_ROWS);
