@@ -136,40 +136,27 @@ for (const { library, backend } of libraries) {
       expect(verdict.message).toMatch(/client 0's lease on 'r' is over in the model but its signal has not fired/);
     }, 120_000);
 
-    if (library.startsWith('redlock@')) {
-      it('with driftFactor 0, under pauses: on a node without its release script cached, a release sent before a pause takes effect only after the resume (OWN-1 conformance failure)', async () => {
-        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: ['advance', 'pause'] });
-        const { verdict, steps } = conformanceFailure(r);
-        expect(r.failure!.properties).toEqual(['OWN-1']);
-        // Nobody else's key is touched: the lock stays unavailable until the ttl (liveness).
-        expect(verdict.consequence.kind).toBe('liveness');
-        // evalsha gets NOSCRIPT; the eval that would delete the key waits for the paused client to read that reply.
-        expect(verdict.message).toMatch(/node \d still holds client \d's released key on 'r0'/);
-        expect(steps.some((s) => s.command.kind === 'pause' && s.command.inFlight?.kind === 'release')).toBe(true);
-      }, 300_000);
-    } else {
-      it('with driftFactor 0 and no delay: agrees with the model step by step; the design findings show (two holders, a stale write taken)', async () => {
-        const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: WITHOUT_DELAY });
-        expect(r.failure?.message ?? null).toBeNull();
-        expect(r.runs).toBe(RUNS);
-        // Property violations are the Redlock design's (clock steps, crash-restarts without persistence, an unfenced store).
-        expect(r.findings['MUTEX-1']).toBeGreaterThan(0);
-        expect(r.findings['STORE-1']).toBeGreaterThan(0);
-      }, 300_000);
-    }
+    // redlock 5's release is EVALSHA, then EVAL on NOSCRIPT: one round trip of the model's (the kit's scriptFallback.ts).
+    // Before, a release sent before a pause on a cold script cache landed after the resume (OWN-1, liveness), the kit's count.
+    it('with driftFactor 0 and no delay: agrees with the model step by step; the design findings show (two holders, a stale write taken)', async () => {
+      const r = await checkConformance(backend({ driftFactor: 0 }), { runs: RUNS, seed: SEED, faults: WITHOUT_DELAY });
+      expect(r.failure?.message ?? null).toBeNull();
+      expect(r.runs).toBe(RUNS);
+      // Property violations are the Redlock design's (clock steps, crash-restarts without persistence, an unfenced store).
+      expect(r.findings['MUTEX-1']).toBeGreaterThan(0);
+      expect(r.findings['STORE-1']).toBeGreaterThan(0);
+    }, 300_000);
   });
 }
 
 describe('redis-semaphore@5.8.0 Mutex against the redis-single model', () => {
-  it('declares no deadline, no tokens and a refresh of its fixed lockTimeout; its release is EVALSHA then EVAL on NOSCRIPT, so a release sent before a pause takes effect after the resume (OWN-1, liveness)', async () => {
+  it('declares no deadline, no tokens and a refresh of its fixed lockTimeout; its release, EVALSHA then EVAL on NOSCRIPT, is one round trip: under pauses it agrees with the model step by step, and what its contract costs shows (two holders)', async () => {
     const b = redisSemaphoreMutexBackend({ cluster: cluster! });
     expect(b.contract).toMatchObject({ deadline: 'none', tokens: 'none', refreshTtl: 'acquired' });
+    // Was: OWN-1 liveness, "node 0 still holds client 0's released key": the cold script cache's second round trip, the kit's count.
     const r = await checkConformance(b, { runs: RUNS, seed: SEED, faults: ['advance', 'pause'], failOn: { consequences: ['unsafe', 'liveness'] } });
-    const { verdict, steps } = conformanceFailure(r);
-    expect(r.failure!.properties).toEqual(['OWN-1']);
-    expect(verdict.consequence.kind).toBe('liveness');
-    expect(verdict.message).toMatch(/node 0 still holds client \d's released key on 'r0'/);
-    expect(steps.some((s) => s.command.kind === 'pause' && s.command.inFlight?.kind === 'release')).toBe(true);
+    expect(r.failure?.message ?? null).toBeNull();
+    expect(r.findings['MUTEX-1']).toBeGreaterThan(0);
   }, 300_000);
 });
 
