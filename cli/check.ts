@@ -5,7 +5,7 @@ import type { StorePolicy } from '../conformance/history/event.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { InputFileError, readInputBytes } from './readInput.ts';
-import { counted } from '../conformance/counted.ts';
+import { counted, countedIfKnown, countText } from '../conformance/counted.ts';
 
 /**
  * `lockcheck check <history.jsonl>`: judges a history recorded anywhere.
@@ -93,10 +93,30 @@ export function checkCommand(o: CheckCommandOptions): number {
   progress.end();
   // The verdict is printed before the report is written: a report that still cannot be written (checked before, cli/main.ts) loses only itself.
   const html = o.report === undefined ? undefined : join(o.report, 'history.html');
-  if (o.json) console.log(JSON.stringify({ file: o.file, ...report, ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
+  if (o.json) console.log(JSON.stringify({ file: o.file, ...jsonReport(report), ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
   else console.log(reportText(o.file, report, html));
   if (o.report !== undefined) writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
   return EXIT_BY_VERDICT[report.verdict];
+}
+
+/**
+ * The report as --json prints it: a check that could not decide has no count of findings (null, its note says why),
+ * and counts the budget ran out before are null (checkHistory's), with `countsNote` saying why: a 0 there read as
+ * "checked, found none".
+ */
+export function jsonReport(report: CheckReport): CheckReport & { readonly countsNote?: string } {
+  const undecided = report.checks.find((k) => k.verdict === 'unknown');
+  const uncounted = Object.values(report.counts).some((n) => n === null);
+  return {
+    ...report,
+    checks: undecidedFindingsNull(report.checks),
+    ...(uncounted ? { countsNote: `null: not counted (${undecided?.note ?? 'the check stopped before it counted them'})` } : {}),
+  };
+}
+
+/** Checks as JSON prints them: one that could not decide has findings null, not a 0 that reads as "none found" (its note says why). */
+export function undecidedFindingsNull(checks: CheckReport['checks']): CheckReport['checks'] {
+  return checks.map((k) => (k.verdict === 'unknown' ? { ...k, findings: null as unknown as number } : k));
 }
 
 /** One finding as the text reports print it: the property, the message, the lines of the events involved. */
@@ -107,10 +127,10 @@ export function findingText(f: Finding): string {
 export function reportText(file: string, report: CheckReport, html?: string): string {
   const c = report.counts;
   // A check the budget ran out on counted nothing: its count is not 0 but not known.
-  const judged = (check: CheckReport['checks'][number]['check'], n: number) => (report.checks.find((k) => k.check === check)?.verdict === 'unknown' ? 'not decided' : String(n));
+  const judged = (check: CheckReport['checks'][number]['check'], n: number | null) => (n === null || report.checks.find((k) => k.check === check)?.verdict === 'unknown' ? 'not decided' : String(n));
   const lines = [
     `${file}: ${report.verdict.toUpperCase()}`,
-    `  ${counted(c.operations, 'operation')} (${c.unknownOutcomes} with unknown outcome), ${counted(c.grants, 'grant')}, ${counted(c.holds, 'hold')}, writes ${c.writesAccepted} accepted / ${c.writesRejected} rejected / ${c.writesUnknown} unknown, ${counted(c.faults, 'fault')}`,
+    `  ${c.operations === null ? 'operations not counted' : `${counted(c.operations, 'operation')} (${countText(c.unknownOutcomes)} with unknown outcome)`}, ${countedIfKnown(c.grants, 'grant')}, ${countedIfKnown(c.holds, 'hold')}, ${c.writesAccepted === null ? 'writes not counted' : `writes ${c.writesAccepted} accepted / ${countText(c.writesRejected)} rejected / ${countText(c.writesUnknown)} unknown`}, ${countedIfKnown(c.faults, 'fault')}`,
     `  overlapping holds ${judged('overlapping-holds', c.overlappingHolds)}, lost updates ${judged('lost-updates', c.lostUpdates)}, stale writes accepted ${judged('stale-writes', c.staleWritesAccepted)}, token order violations ${judged('token-order', c.tokenOrderViolations)}`,
     `  store policy: ${report.storePolicy ?? 'not given'}`,
     ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),

@@ -8,8 +8,8 @@ import { writeHistoryReport } from '../conformance/history/report.ts';
 import { toJsonl, wellFormedText } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { MAX_STRESS_EVENTS, runStress } from '../conformance/stress/runner.ts';
-import { EXIT_BY_VERDICT, findingText } from './check.ts';
-import { counted } from '../conformance/counted.ts';
+import { EXIT_BY_VERDICT, findingText, undecidedFindingsNull } from './check.ts';
+import { counted, countedIfKnown, countText } from '../conformance/counted.ts';
 import { faultsNotStruck, judgeRecording, unobserved } from '../conformance/stress/observed.ts';
 import { MalformedRecordingError } from './malformedRecording.ts';
 
@@ -40,19 +40,20 @@ export interface StressSummary {
   readonly unobserved: string | null;
   /** Faults of the nemesis that never struck in the run (the others did). */
   readonly faultsNotStruck: readonly string[];
-  readonly operations: number;
-  readonly opsPerSecond: number;
+  /** This and the history's other counts: null when its check ran out of budget before counting them (a 0 would read as counted). */
+  readonly operations: number | null;
+  readonly opsPerSecond: number | null;
   readonly cycles: number;
-  readonly holds: number;
-  readonly overlappingHolds: number;
-  readonly lostUpdates: number;
-  readonly staleWritesAccepted: number;
-  readonly writesRejected: number;
-  readonly unknownOutcomes: number;
+  readonly holds: number | null;
+  readonly overlappingHolds: number | null;
+  readonly lostUpdates: number | null;
+  readonly staleWritesAccepted: number | null;
+  readonly writesRejected: number | null;
+  readonly unknownOutcomes: number | null;
   /** Faults the nemesis injected (one may take several steps: pause a client, then terminate its backend). */
   readonly faults: number;
   /** The fault intervals the history records (what `lockcheck check` counts as faults). */
-  readonly faultIntervals: number;
+  readonly faultIntervals: number | null;
   readonly durationMs: number;
   readonly overheadMs: number;
   readonly clientErrors: readonly string[];
@@ -157,7 +158,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     unobserved: nothing,
     faultsNotStruck: nothing === null ? faultsNotStruck(observation) : [],
     operations: c.operations,
-    opsPerSecond: run.durationMs > 0 ? Math.round((c.operations / run.durationMs) * 1000) : 0,
+    opsPerSecond: c.operations === null ? null : run.durationMs > 0 ? Math.round((c.operations / run.durationMs) * 1000) : 0,
     cycles: run.cycles,
     holds: c.holds,
     overlappingHolds: c.overlappingHolds,
@@ -218,7 +219,7 @@ export function writeStressReport(out: string, history: History, report: CheckRe
 }
 
 export async function stressCommand(o: StressCommandOptions): Promise<number> {
-  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify(s, null, 2) : summaryText(s)));
+  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify({ ...s, checks: undecidedFindingsNull(s.checks) }, null, 2) : summaryText(s)));
   return stressExit(summary);
 }
 
@@ -237,9 +238,9 @@ export function stressExit(summary: Pick<StressSummary, 'verdict' | 'adapterErro
 export function summaryText(s: StressSummary): string {
   return [
     `${s.backend} / ${s.store}, ${counted(s.clients, 'client')}, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}${s.unobserved !== null && s.verdict === 'unknown' ? ` (nothing observed: ${s.unobserved})` : ''}${s.adapterErrors.length > 0 && s.verdict !== 'violation' ? ' (not a verdict on the library: the adapter broke its contract, below)' : ''}`,
-    `  ${counted(s.operations, 'operation')} in ${(s.durationMs / 1000).toFixed(1)} s (${s.opsPerSecond} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${counted(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${counted(s.faultIntervals, 'fault interval')} in the history)`,
-    `  overlapping holds ${s.overlappingHolds}, lost updates ${s.lostUpdates}, stale writes accepted ${s.staleWritesAccepted} (rejected ${s.writesRejected}), unknown outcomes ${s.unknownOutcomes}`,
-    ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
+    `  ${countedIfKnown(s.operations, 'operation')} in ${(s.durationMs / 1000).toFixed(1)} s (${countText(s.opsPerSecond)} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${countedIfKnown(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${countedIfKnown(s.faultIntervals, 'fault interval')} in the history)`,
+    `  overlapping holds ${countText(s.overlappingHolds)}, lost updates ${countText(s.lostUpdates)}, stale writes accepted ${countText(s.staleWritesAccepted)} (rejected ${countText(s.writesRejected)}), unknown outcomes ${countText(s.unknownOutcomes)}`,
+    ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.verdict !== 'unknown' && k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
     ...(s.findings.length > 5 ? [`  ... ${counted(s.findings.length - 5, 'more finding', 'more findings')} (--json lists them)`] : []),
     ...(s.faultsNotStruck.length > 0 ? [`  never struck: ${s.faultsNotStruck.join(', ')} (the run says nothing about ${s.faultsNotStruck.length === 1 ? 'it' : 'them'})`] : []),

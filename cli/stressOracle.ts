@@ -1,5 +1,6 @@
 import { judgeRecording, unobserved } from '../conformance/stress/observed.ts';
 import type { History } from '../conformance/history/event.ts';
+import type { CheckCounts } from '../conformance/history/check.ts';
 import type { NemesisFault } from '../conformance/stress/nemesis.ts';
 import { needsFakeClocks, needsProxies, NEMESIS_FAULTS, unsupported } from '../conformance/stress/nemesis.ts';
 import type { FencePolicy } from '../conformance/stress/protocol.ts';
@@ -223,7 +224,8 @@ export class StressOracle {
     // A check the time budget cut short counted nothing: its zero is not 'not observed', so the cell says so instead.
     const undecided = report.checks.find((k) => k.verdict === 'unknown' && k.property !== 'LIN-1');
     if (undecided !== undefined) return { notObserved: `the history check could not decide ${undecided.property} (${undecided.note ?? 'unknown'})` };
-    const c = report.counts;
+    const c = allCounted(report.counts);
+    if (c === null) return { notObserved: 'the history check ran out of its budget before it counted the history' };
     // No hold granted or no fault struck: "none" would read as safe under the column's faults.
     const nothing = unobserved({ operations: c.operations, holds: c.holds, nemesis, faultsStruck: result.faultsStruck });
     if (nothing !== null && report.verdict !== 'violation') return { notObserved: `${nothing} (${counted(c.operations, 'op')})` };
@@ -286,4 +288,9 @@ export function observedText(o: Observed): string {
   ].filter((x) => x);
   const died = o.clientErrors.length > 0 ? `; ${counted(o.clientErrors.length, 'client process', 'client processes')} failed: ${o.clientErrors[0]}` : '';
   return `${parts.length > 0 ? parts.join(', ') : 'none'} (${counted(o.operations, 'op')}, ${counted(o.faults, 'fault')}${died})`;
+}
+
+/** The counts when the check took every one (none null: its budget did not run out first), else null. */
+function allCounted(c: CheckCounts): { readonly [K in keyof CheckCounts]: Exclude<CheckCounts[K], null> } | null {
+  return Object.values(c).every((n) => n !== null) ? (c as { readonly [K in keyof CheckCounts]: Exclude<CheckCounts[K], null> }) : null;
 }

@@ -48,34 +48,39 @@ export interface CheckOptions {
   readonly onProgress?: (progress: CheckProgress) => void;
 }
 
-/** What the history holds and what the checks found, counted (all of it, not only the findings kept). */
+/**
+ * What the history holds and what the checks found, counted (all of it, not
+ * only the findings kept). A count is null when the budget (timeoutMs) ran out
+ * before the phase that counts it: not 0, which would read as counted; the
+ * checks it was for say 'unknown' and name the phase.
+ */
 export interface CheckCounts {
   /** Lines of the history (meta line included). */
   readonly events: number;
   /** Invocations of client operations (acquire, extend, release, write, read). */
-  readonly operations: number;
+  readonly operations: number | null;
   /** ok acquires (grants the clients saw). */
-  readonly grants: number;
+  readonly grants: number | null;
   /** Intervals in which a client believed it held a lease. */
-  readonly holds: number;
+  readonly holds: number | null;
   /** MUTEX-1: pairs of holds of one resource by different processes that overlap. */
-  readonly overlappingHolds: number;
+  readonly overlappingHolds: number | null;
   /** Writes the store acknowledged (ok). */
-  readonly writesAccepted: number;
+  readonly writesAccepted: number | null;
   /** Writes the store rejected (fail: a stale token). */
-  readonly writesRejected: number;
+  readonly writesRejected: number | null;
   /** info or never completed: may or may not have landed. */
-  readonly writesUnknown: number;
+  readonly writesUnknown: number | null;
   /** STORE-1: accepted read-modify-writes whose effect no later state builds on. */
-  readonly lostUpdates: number;
+  readonly lostUpdates: number | null;
   /** FENCE-2: writes a fenced store accepted although their token does not pass its policy against one accepted before. */
-  readonly staleWritesAccepted: number;
+  readonly staleWritesAccepted: number | null;
   /** FENCE-1: grants whose token is not greater than that of a grant completed before they were invoked. */
-  readonly tokenOrderViolations: number;
+  readonly tokenOrderViolations: number | null;
   /** Operations whose outcome is unknown (info, or never completed). */
-  readonly unknownOutcomes: number;
+  readonly unknownOutcomes: number | null;
   /** Faults the nemesis injected (each begin with its end). */
-  readonly faults: number;
+  readonly faults: number | null;
 }
 
 /** checkHistory's report: the verdict, each check's result, the findings kept, the counts. */
@@ -207,27 +212,27 @@ export function checkHistory(given: History, options: CheckOptions = {}): CheckR
   ];
   const checks = CHECKS.map(([check, property]): CheckResult => done.get(check)?.result ?? { check, property, verdict: 'unknown', findings: 0, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${outOfTime ?? 'checking'}` });
   const findings = CHECKS.flatMap(([check]) => done.get(check)?.findings ?? []);
-  const ops = partial.ops ?? [];
+  const ops = partial.ops;
   return {
     verdict: overallVerdict(checks),
     storePolicy,
     checks,
     findings,
-    // What the budget left undone is counted as 0: the checks' notes say which were not decided.
+    // What the budget left undone is null, not 0 (which reads as counted): the checks' notes say which were not decided.
     counts: {
       events: history.length,
-      operations: ops.length,
-      grants: ops.filter((o) => o.event.op === 'acquire' && o.outcome === 'ok').length,
-      holds: partial.holds ?? 0,
-      overlappingHolds: partial.overlaps ?? 0,
-      writesAccepted: partial.store?.writesAccepted ?? 0,
-      writesRejected: partial.store?.writesRejected ?? 0,
-      writesUnknown: partial.store?.writesUnknown ?? 0,
-      lostUpdates: partial.lost ?? 0,
-      staleWritesAccepted: partial.stale ?? 0,
-      tokenOrderViolations: partial.tokens ?? 0,
-      unknownOutcomes: ops.filter((o) => o.outcome === 'info' || o.outcome === 'pending').length,
-      faults: partial.faults ?? 0,
+      operations: ops?.length ?? null,
+      grants: ops?.filter((o) => o.event.op === 'acquire' && o.outcome === 'ok').length ?? null,
+      holds: partial.holds ?? null,
+      overlappingHolds: partial.overlaps ?? null,
+      writesAccepted: partial.store?.writesAccepted ?? null,
+      writesRejected: partial.store?.writesRejected ?? null,
+      writesUnknown: partial.store?.writesUnknown ?? null,
+      lostUpdates: partial.lost ?? null,
+      staleWritesAccepted: partial.stale ?? null,
+      tokenOrderViolations: partial.tokens ?? null,
+      unknownOutcomes: ops?.filter((o) => o.outcome === 'info' || o.outcome === 'pending').length ?? null,
+      faults: partial.faults ?? null,
     },
   };
 }

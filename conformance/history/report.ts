@@ -124,11 +124,11 @@ function historyPage(given: History, report: CheckReport, title = 'lockcheck his
   const truncated = holdsDrawn.length < holds.length || opsDrawn.length < ops.length || faultsDrawn.length < faults.length;
 
   const checkRows = report.checks
-    .map((c) => `<tr class="${esc(c.verdict)}"><td>${esc(c.property)}</td><td>${esc(c.check)}</td><td>${esc(c.verdict)}</td><td>${esc(String(c.findings))}</td><td>${esc(clip(c.note ?? '', MAX_MESSAGE_SHOWN))}</td></tr>`)
+    .map((c) => `<tr class="${esc(c.verdict)}"><td>${esc(c.property)}</td><td>${esc(c.check)}</td><td>${esc(c.verdict)}</td><td>${c.verdict === 'unknown' ? '—' : esc(String(c.findings))}</td><td>${esc(clip(c.note ?? '', MAX_MESSAGE_SHOWN))}</td></tr>`)
     .join('\n');
   const findingRows = report.findings.map((f) => `<tr><td>${esc(f.property)}</td><td>${esc(clip(f.message, MAX_MESSAGE_SHOWN))}</td><td>${f.events.map((i) => `${i} (line ${i + 1})`).join(', ')}</td></tr>`).join('\n');
   const counts = Object.entries(report.counts)
-    .map(([k, v]) => `${k} ${v}`)
+    .map(([k, v]) => `${k} ${v ?? 'not counted'}`)
     .join(' · ');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(clip(title))}: ${esc(report.verdict)}</title>

@@ -42,6 +42,7 @@ export function checkReport(report: unknown): CheckReport {
   });
   if (!isObject(report.counts)) bad('report.counts', 'an object of counts', report.counts);
   // The page prints each count: a Symbol there was a TypeError from the template, an object its [object Object].
-  for (const [key, n] of Object.entries(report.counts)) if (!Number.isSafeInteger(n) || (n as number) < 0) bad(/^[A-Za-z]\w{0,39}$/.test(key) ? `report.counts.${key}` : 'a value of report.counts', 'a count (an integer >= 0)', n);
+  // null: not counted, the check's budget ran out first (CheckCounts).
+  for (const [key, n] of Object.entries(report.counts)) if (n !== null && (!Number.isSafeInteger(n) || (n as number) < 0)) bad(/^[A-Za-z]\w{0,39}$/.test(key) ? `report.counts.${key}` : 'a value of report.counts', 'a count (an integer >= 0, or null: not counted)', n);
   return report as unknown as CheckReport;
 }

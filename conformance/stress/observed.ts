@@ -6,8 +6,9 @@ import type { History, StorePolicy } from '../history/event.ts';
 
 /** What a run's verdict rests on: the holds its history judged, and the faults of its nemesis that struck. */
 export interface Observation {
-  readonly operations: number;
-  readonly holds: number;
+  /** null: not counted (the history check's budget ran out first), which is no 0. */
+  readonly operations: number | null;
+  readonly holds: number | null;
   readonly nemesis: readonly NemesisFault[];
   readonly faultsStruck: readonly NemesisFault[];
 }
