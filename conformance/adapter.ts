@@ -58,7 +58,13 @@ export interface LockClient {
   acquire(resource: string, options: AcquireOptions): Promise<AcquireResult>;
   /** Absent when the backend has no ttl. */
   extend?(lease: Lease, ttlMs: number): Promise<ExtendResult>;
-  /** Gives the lease up; throws when the outcome is unknown. The conformance runs do not read what it resolves to. */
+  /**
+   * Gives the lease up. The conformance runs do not read what it resolves to, but a throw is judged: the model's
+   * release always ends the lease (its request takes effect when sent), so a release the client cannot confirm (a cut
+   * link, no reply) resolves, `false` as lockcheck's locks do: a throw is an operation that failed (LIVE-1), but for an
+   * UnavailableError where the model has the outcome unknown (a PostgreSQL release, spec 7.4). ConcurrentLock.release,
+   * for stress runs, throws or resolves `false` alike.
+   */
   release(lease: Lease): Promise<unknown>;
   /** The store, reached over this client's own links. */
   readonly store: FencedStore;

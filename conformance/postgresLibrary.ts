@@ -70,6 +70,8 @@ export interface PostgresLibraryAdapter {
 export interface PostgresClientParts {
   /** The simulated client's index. */
   readonly client: number;
+  /** Where the run's token counters start: a library with fencing tokens has its first grant on a resource answer tokenBase + 1 (RedisClientParts.tokenBase). */
+  readonly tokenBase: bigint;
   /** The connection string this client's library connects with (its own application_name; the run's, on the user's server). */
   readonly url: string;
   /** The client's monotonic clock: Date.now() and timers inside its calls follow it. */
@@ -111,9 +113,9 @@ export function postgresLibraryBackend(adapter: PostgresLibraryAdapter, choice: 
     capabilities: { store: 'unfenced', ttl: false, sessionBound: true, reentrant: false, tokens: adapter.contract?.tokens !== 'none', ...adapter.capabilities },
     ...(adapter.contract !== undefined ? { contract: adapter.contract } : {}),
     ...(adapter.options !== undefined ? { options: adapter.options } : {}),
-    start: async ({ clients }) => {
+    start: async ({ clients, tokenBase }) => {
       const t = await server();
-      const start = () => underOwnNames(t, (run) => startInstance(adapter, t, run.applicationName, clients));
+      const start = () => underOwnNames(t, (run) => startInstance(adapter, t, run.applicationName, clients, tokenBase));
       // On lockcheck's server a run truncates the store and may crash the server: one run at a time (runSlot.ts).
       return t.process === undefined ? start() : inSlot(slotOf(t.url, 'postgres conformance run'), start);
     },
@@ -151,7 +153,7 @@ async function noLockHeld(admin: pg.Client, prefix: string): Promise<void> {
   }
 }
 
-async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTarget, applicationName: string, clients: number): Promise<BackendInstance> {
+async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTarget, applicationName: string, clients: number, tokenBase: bigint): Promise<BackendInstance> {
   const open = async (): Promise<pg.Client> => {
     const c = new pg.Client({ connectionString: server.url, connectionTimeoutMillis: CALL_TIMEOUT_MS, query_timeout: CALL_TIMEOUT_MS, application_name: applicationName });
     c.on('error', () => undefined);
@@ -220,7 +222,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       const url = new URL(proxy !== undefined ? throughLink(server.url, proxy) : server.url);
       url.searchParams.set('application_name', nameOf(client));
       const calls = await onClock(() =>
-        adapter.client({ client, url: url.href, clock, call: (work) => network.call(client, 0, () => bounded(work(), (w) => time.stalled(w))), onClock, onClose: (fn) => closeHooks.push(fn) }),
+        adapter.client({ client, tokenBase, url: url.href, clock, call: (work) => network.call(client, 0, () => bounded(work(), (w) => time.stalled(w))), onClock, onClose: (fn) => closeHooks.push(fn) }),
       );
       const storeConnection = await open();
       connections.push(storeConnection);

@@ -137,12 +137,58 @@ describe("the Redis kit routes every way ioredis sends a command through the run
   }, 60_000);
 });
 
+describe('the Redis kit, for a library with fencing tokens', () => {
+  // A fenced lease over one Redis: SET NX PX and a counter per resource, seeded with the run's tokenBase (the kit gives it).
+  // The token comes back as the counter's string: a Lua number (a double) would round it past 2^53.
+  const ACQUIRE = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then redis.call('SET', KEYS[2], ARGV[3], 'NX') redis.call('INCR', KEYS[2]) return redis.call('GET', KEYS[2]) end return false";
+  const RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+  const fenced = redisLibraryBackend({
+    name: 'fenced lease (kit)',
+    // Its deadline is start + ttl, as timer-lock's; tokens are the default, bigint.
+    contract: { validatesInput: false, driftMargin: { factor: 0, fixedMs: 0, rounding: 'ceil' } },
+    lockKey: (resource) => `lock:${resource}`,
+    client: ({ client, nodes, clock, tokenBase }) => {
+      let grants = 0;
+      return {
+        async acquire(resource, { ttlMs }) {
+          const owner = `c${client}-${++grants}`;
+          const startedMs = clock.now();
+          const token = (await nodes[0]!.eval(ACQUIRE, 2, `lock:${resource}`, `fence:${resource}`, owner, String(ttlMs), String(tokenBase))) as string | null;
+          if (token === null) return { kind: 'denied', reason: 'held' };
+          return { kind: 'granted', lease: new LeaseHandle(resource, owner, BigInt(token), startedMs + ttlMs, clock) };
+        },
+        async release(lease) {
+          (lease as LeaseHandle).lose('released');
+          return nodes[0]!.eval(RELEASE, 1, `lock:${lease.resource}`, lease.owner).then((n) => n === 1, () => false);
+        },
+      };
+    },
+  });
+  afterAll(async () => fenced.close?.());
+
+  // The kit read no tokenBase: a library's counter could not start where the model's does, and a correct fenced lock
+  // failed FENCE-1 at its first grant (token 1 where the model has tokenBase + 1).
+  it.each([0n, 2n ** 53n - 2n, 2n ** 63n - 4n])('gives the adapter the run\'s tokenBase (%s): its grants agree with the model', async (tokenBase) => {
+    const schedule: Command[] = [
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 1000 },
+      { kind: 'release', client: 0, resource: 'r' },
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 1000 },
+    ];
+    const r = await runLockstep(fenced, schedule, { clients: 2, tokenBase });
+    expect(r.verdict, JSON.stringify(r.verdict, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}` : v))).toEqual({ kind: 'pass' });
+    expect(r.steps.map((s) => (s.actual.kind === 'granted' ? s.actual.token : null))).toEqual([tokenBase + 1n, null, tokenBase + 2n]);
+  }, 60_000);
+});
+
 describe('the adapter kit for a PostgreSQL lock library', () => {
+  /** What each client() was given as tokenBase (the kit passes the run's on, as the Redis kit does). */
+  const tokenBases: bigint[] = [];
   // advisory-lock@2.0.0 through the kit alone: a session per call, no deadline, no tokens, no client-side timeout.
   const advisory = postgresLibraryBackend({
     name: 'advisory-lock@2.0.0 (kit)',
     contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
-    client: ({ url, clock, call, onClose }) => {
+    client: ({ url, clock, call, onClose, tokenBase }) => {
+      tokenBases.push(tokenBase);
       const unlocks = new Map<Lease, () => Promise<void>>();
       let grants = 0;
       onClose(async () => {
@@ -201,8 +247,10 @@ describe('the adapter kit for a PostgreSQL lock library', () => {
 
   it("a client whose process would have died goes on as a new one, as the model's client does: a lease it gets later is alive", async () => {
     const schedule: Command[] = [{ kind: 'acquire', client: 0, resource: 'r' }, { kind: 'kill-connection', client: 0 }, { kind: 'acquire', client: 0, resource: 'r' }, { kind: 'write', client: 0, resource: 'r', value: 'after' }];
-    const r = await runLockstep(advisory, schedule, { clients: 1, tokenBase: 0n });
+    tokenBases.length = 0;
+    const r = await runLockstep(advisory, schedule, { clients: 1, tokenBase: 41n });
     expect(r.verdict, JSON.stringify(r.verdict, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}` : v))).toEqual({ kind: 'pass' });
     expect(r.steps.at(-1)!.actual.kind).toBe('accepted');
+    expect(tokenBases).toEqual([41n]);
   }, 60_000);
 });
