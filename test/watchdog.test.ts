@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -242,6 +242,11 @@ it.runIf(process.getuid?.() === 0)("a directory of root's holding another user's
     mkdirSync(rootOwned, { mode: 0o755 });
     writeFileSync(join(rootOwned, 'f'), 'x');
     writeFileSync(join(wrapper, 'root-file'), 'x');
+    // Root's, sticky and open to all (as a shared temp dir): no one else can move root's entries, so it is walked too.
+    const sticky = join(wrapper, 'sticky');
+    mkdirSync(join(sticky, 'sub'), { recursive: true });
+    writeFileSync(join(sticky, 'sub', 'f'), 'x');
+    chmodSync(sticky, 0o1777);
     return { wrapper, theirs, rootOwned };
   };
   const bySync = wrapped('sync');
@@ -259,7 +264,7 @@ it.runIf(process.getuid?.() === 0)("a directory of root's holding another user's
     parent.kill('SIGKILL');
     expect(await Promise.race([exited, new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 15_000))])).toBe(0);
     for (const { wrapper, theirs, rootOwned } of [bySync, byAsync, byWatchdog]) {
-      expect({ rootFile: existsSync(join(wrapper, 'root-file')), data: existsSync(join(theirs, 'data')), rootOwned: existsSync(join(rootOwned, 'f')) }).toEqual({ rootFile: false, data: false, rootOwned: true });
+      expect({ rootFile: existsSync(join(wrapper, 'root-file')), sticky: existsSync(join(wrapper, 'sticky')), data: existsSync(join(theirs, 'data')), rootOwned: existsSync(join(rootOwned, 'f')) }).toEqual({ rootFile: false, sticky: false, data: false, rootOwned: true });
     }
     // With nothing of root's kept in theirs, all of it goes, root's directory too.
     const whole = wrapped('whole');

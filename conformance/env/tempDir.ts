@@ -61,12 +61,12 @@ function builtInSync<T>(dir: string, build: () => T): T {
  * entry by entry. A recursive removal lists a directory after checking it is
  * no link, and whoever may write in it (its owner, e.g. OS user postgres for
  * a PostgreSQL cluster's) can swap in a link to /etc in between, which root
- * would then empty. So root walks only directories it owns that no one else
- * may write in (their entries cannot be swapped); another user's directory
- * is emptied as that user (find -delete, run in it: the directory around it
- * may be closed to them), reaching only what they could remove anyway, then
- * removed by this process (rmdir follows no link). What they keep from being
- * removed stays: theirs.
+ * would then empty. So root walks only directories it owns whose entries no
+ * one else can swap (entriesFixed); another user's directory is emptied as
+ * that user (find -delete, run in it: the directory around it may be closed
+ * to them), reaching only what they could remove anyway, then removed by this
+ * process (rmdir follows no link). What they keep from being removed stays:
+ * theirs.
  */
 type Removal = 'gone' | 'self' | 'file' | 'walk' | { readonly uid: number; readonly gid: number };
 
@@ -80,8 +80,17 @@ function removalOf(dir: string): Removal {
   if (process.getuid?.() !== 0) return 'self';
   if (!stat.isDirectory()) return 'file';
   if (stat.uid !== 0) return { uid: stat.uid, gid: stat.gid };
-  // Root's own, but open to others' writes (a shared temp dir): its entries are not walked, only an empty one goes.
-  return (stat.mode & 0o022) === 0 ? 'walk' : 'file';
+  return entriesFixed(stat.mode) ? 'walk' : 'file';
+}
+
+/**
+ * Whether no one else can rename or replace what root owns in a directory of
+ * root's: none may write in it, or it is sticky (only an entry's owner moves
+ * it). Root's own directory open to others' writes and not sticky is not
+ * walked: only an empty one goes.
+ */
+function entriesFixed(mode: number): boolean {
+  return (mode & 0o022) === 0 || (mode & 0o1000) !== 0;
 }
 
 const FIND_ARGS = ['.', '-xdev', '-mindepth', '1', '-delete'];

@@ -145,7 +145,8 @@ function remove(path, options) {
 
 /**
  * Removes a directory and what is in it, as tempDir.ts's removeTree: run as
- * root, root walks only directories it owns that no one else may write in;
+ * root, root walks only directories it owns whose entries no one else can
+ * swap (none may write in them, or they are sticky);
  * one another user owns (a PostgreSQL cluster's, run as OS user postgres) is
  * emptied as that user, by find -delete: its owner could swap a link to /etc
  * in while root's recursive removal lists it.
@@ -158,7 +159,8 @@ function removeTree(dir) {
     return;
   }
   if (process.getuid?.() !== 0) return remove(dir, { recursive: true, force: true, maxRetries: 3 });
-  if (!stat.isDirectory() || (stat.uid === 0 && (stat.mode & 0o022) !== 0)) return removeEntry(dir);
+  // Root's own, open to others' writes and not sticky: its entries could be swapped as it is walked; only an empty one goes.
+  if (!stat.isDirectory() || (stat.uid === 0 && (stat.mode & 0o022) !== 0 && (stat.mode & 0o1000) === 0)) return removeEntry(dir);
   if (stat.uid === 0) {
     let names = [];
     try {
