@@ -13,8 +13,11 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
  * the library's contract. So the kit hands the library its `NOSCRIPT` at
  * once, takes the `EVAL` it sends for it (the same script, the same keys and
  * arguments, on the same connection) as the rest of that round trip, and
- * the faults deliver the `EVAL`'s reply as the round trip's. An `EVAL` of
- * another script or other arguments is a request of its own.
+ * the faults deliver the `EVAL`'s reply as the round trip's. Taken into the
+ * round trip, the `EVAL` is out before virtual time moves on (the network
+ * waits for a request's real I/O), however many turns the library takes to
+ * send it. An `EVAL` of another script or other arguments, or any other
+ * command, is a request of its own.
  */
 
 /** A reply the kit took over from the driver, and where the library waits for it. */

@@ -7,6 +7,10 @@ import { redlockBackend } from '../conformance/adapters/redlock.ts';
 import { redlock4Backend } from '../conformance/adapters/redlock4.ts';
 import { redisSemaphoreMutexBackend, redisSemaphoreRedlockMutexBackend } from '../conformance/adapters/redisSemaphore.ts';
 import type { Command } from '../model/index.ts';
+import { createHash } from 'node:crypto';
+import { redisLibraryBackend } from '../conformance/kit.ts';
+import { LeaseHandle } from '../impl/lease.ts';
+import type { Lease } from '../impl/lease.ts';
 
 /**
  * A script a library sends as EVALSHA and, on NOSCRIPT (every run starts
@@ -89,5 +93,65 @@ describe('EVALSHA, NOSCRIPT, EVAL: one round trip', () => {
     ]);
     expect(report.verdict.kind, textTimeline(report)).toBe('conformance-failure');
     expect(report.verdict).toMatchObject({ property: 'MUTEX-1', consequence: { kind: 'unsafe' } });
+  }, 60_000);
+});
+
+/**
+ * A lock of the test's own on the kit: SET NX PX to acquire, a
+ * compare-and-delete script sent as EVALSHA to release. On NOSCRIPT it
+ * falls back to EVAL of the same script (one round trip with the EVALSHA),
+ * or, a defect, to a plain DEL: a request of its own, which deletes
+ * whoever's key is there.
+ */
+const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const RELEASE_SHA = createHash('sha1').update(RELEASE).digest('hex');
+function scriptLock(fallback: 'eval' | 'del'): BackendUnderTest {
+  return redisLibraryBackend(
+    {
+      name: `script lock, ${fallback} on NOSCRIPT`,
+      contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
+      lockKey: (resource) => `k:${resource}`,
+      client: ({ nodes, clock, client }) => {
+        const redis = nodes[0]!;
+        let made = 0;
+        return {
+          async acquire(resource, { ttlMs }) {
+            const owner = `c${client}-${++made}`;
+            const set = await redis.set(`k:${resource}`, owner, 'PX', ttlMs!, 'NX');
+            return set === null ? { kind: 'denied', reason: 'held' } : { kind: 'granted', lease: new LeaseHandle(resource, owner, 0n, null, clock) };
+          },
+          async release(lease: Lease) {
+            (lease as LeaseHandle).lose('released');
+            try {
+              await redis.evalsha(RELEASE_SHA, 1, `k:${lease.resource}`, lease.owner);
+            } catch (e) {
+              if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
+              await (fallback === 'eval' ? redis.eval(RELEASE, 1, `k:${lease.resource}`, lease.owner) : redis.del(`k:${lease.resource}`));
+            }
+          },
+        };
+      },
+    },
+    { cluster: cluster! },
+  );
+}
+
+describe("a library's own fallback on NOSCRIPT", () => {
+  const expired: Command[] = [
+    { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 5 },
+    { kind: 'advance', ms: 6 },
+    { kind: 'acquire', client: 1, resource: 'r0', ttlMs: 5 },
+    { kind: 'release', client: 0, resource: 'r0' },
+  ];
+
+  it('EVAL of the same script: a release in flight across a pause and a release after the key passed to another both agree', async () => {
+    agrees(await run(scriptLock('eval'), [{ kind: 'acquire', client: 0, resource: 'r0', ttlMs: 5 }, { kind: 'pause', client: 0, inFlight: { kind: 'release', client: 0, resource: 'r0' } }]));
+    agrees(await run(scriptLock('eval'), expired));
+  }, 60_000);
+
+  it("a plain DEL is no part of the EVALSHA's round trip, and deleting the next holder's key is still reported (OWN-1, unsafe)", async () => {
+    const report = await run(scriptLock('del'), expired);
+    expect(report.verdict.kind, textTimeline(report)).toBe('conformance-failure');
+    expect(report.verdict).toMatchObject({ property: 'OWN-1', consequence: { kind: 'unsafe' } });
   }, 60_000);
 });
