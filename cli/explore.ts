@@ -11,7 +11,8 @@ import {
   SCENARIOS,
 } from '../model/index.ts';
 import type { LevelsRun } from './exploreCells.ts';
-import { exploreCells, exploreCellsByLevels } from './exploreCells.ts';
+import { exploreCells, exploreCellsByLevels, StopFlag } from './exploreCells.ts';
+import { replayCommandLine, replayWord } from './exploreReplay.ts';
 import { UsageError } from './usage.ts';
 import { counted } from '../conformance/counted.ts';
 import { redactSecrets } from '../conformance/env/redact.ts';
@@ -31,6 +32,8 @@ export interface ExploreCommandOptions {
   readonly budget?: number;
   /** Under a budget: the heap all threads together may hold before no level starts, MiB. */
   readonly memoryMib?: number;
+  /** The report as one JSON object on stdout (progress stays on stderr). */
+  readonly json?: boolean;
 }
 
 /**
@@ -67,31 +70,67 @@ function shownName(raw: string): string {
   return `'${escapedText(text.length > 40 ? `${text.slice(0, 37)}...` : text)}'`;
 }
 
+/** The signals that end an exploration early with a report of what it completed, and the exit code each gives (128 + its number). */
+const STOP_SIGNALS = [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const;
+
+/**
+ * Ctrl-C (or SIGTERM, SIGHUP) while the cells are explored: the explorations
+ * end at their last complete level (StopFlag; they run on worker threads so
+ * that this thread hears the signal), and the report of what was completed is
+ * printed as usual, marked interrupted; exit 128 + the signal's number. A
+ * second signal ends the process at once.
+ */
+function stopOnSignals(stop: StopFlag): { readonly by: () => (typeof STOP_SIGNALS)[number] | null; readonly remove: () => void } {
+  let by: (typeof STOP_SIGNALS)[number] | null = null;
+  const handlers = STOP_SIGNALS.map((entry) => {
+    const handler = (): void => {
+      if (by !== null) process.exit(entry[1]);
+      by = entry;
+      stop.set();
+      process.stderr.write(`\nlockcheck: ${entry[0]}: stopping the explorations at their last complete level; the report of what was completed follows (again to end at once)\n`);
+    };
+    process.on(entry[0], handler);
+    return [entry[0], handler] as const;
+  });
+  return { by: () => by, remove: () => handlers.forEach(([signal, handler]) => process.off(signal, handler)) };
+}
+
 export async function exploreCommand(options: ExploreCommandOptions): Promise<number> {
   const kinds = [...new Set(MATRIX_ROWS.map((r) => r.design.kind))];
   const rows = MATRIX_ROWS.filter((r) => options.design === undefined || r.design.kind === options.design);
   if (rows.length === 0) throw new UsageError(`no design ${shownName(options.design ?? '')}${didYouMean(options.design ?? '', kinds)} (have ${kinds.join(', ')})`);
   const faults = FAULT_CLASSES.filter((f) => options.fault === undefined || f === options.fault);
   if (faults.length === 0) throw new UsageError(`no fault class ${shownName(options.fault ?? '')}${didYouMean(options.fault ?? '', FAULT_CLASSES)} (have ${FAULT_CLASSES.join(', ')})`);
+  const json = options.json === true;
+  // Under --json stdout carries the JSON object alone: the text report is not printed.
+  const say = json ? (): void => undefined : (text: string): void => console.log(text);
   let failures = 0;
 
-  console.log('# lockcheck: the model\n');
-  console.log('## Scenario catalogue\n');
+  say('# lockcheck: the model\n');
+  say('## Scenario catalogue\n');
+  const scenarios: Array<{ id: string; title: string; breaks: Record<string, { got: string[]; predicted: string[]; agrees: boolean }> }> = [];
   for (const scenario of SCENARIOS) {
     if (options.design !== undefined && scenario.design.kind !== options.design) continue;
-    console.log(`### ${scenario.id}: ${scenario.title}`);
-    console.log(`source: ${scenario.source}`);
+    say(`### ${scenario.id}: ${scenario.title}`);
+    say(`source: ${scenario.source}`);
     const stores = Object.keys(scenario.breaks) as StorePolicy[];
     const trace = runScenario(scenario, stores[stores.length - 1]!);
-    trace.steps.forEach((s, i) => console.log(`  ${String(i + 1).padStart(2)}. ${describeCommand(s.command)} -> ${describeOutcome(s.outcome)}`));
+    trace.steps.forEach((s, i) => say(`  ${String(i + 1).padStart(2)}. ${describeCommand(s.command)} -> ${describeOutcome(s.outcome)}`));
+    const breaks: (typeof scenarios)[number]['breaks'] = {};
     for (const store of stores) {
       const got = brokenProperties(runScenario(scenario, store));
       const want = [...(scenario.breaks[store] ?? [])].sort();
       const agrees = got.join() === want.join();
       if (!agrees) failures++;
-      console.log(`  ${store.padEnd(13)} breaks: ${got.length ? got.join(', ') : 'nothing'}${agrees ? '' : `   MISMATCH: spec predicts ${want.join(', ') || 'nothing'}`}`);
+      breaks[store] = { got, predicted: want, agrees };
+      say(`  ${store.padEnd(13)} breaks: ${got.length ? got.join(', ') : 'nothing'}${agrees ? '' : `   MISMATCH: spec predicts ${want.join(', ') || 'nothing'}`}`);
     }
-    console.log('');
+    scenarios.push({ id: scenario.id, title: scenario.title, breaks });
+    say('');
   }
 
   const tasks = rows.flatMap((row) => row.stores.flatMap((store) => faults.map((fault) => ({ row, store, fault }))));
@@ -100,41 +139,58 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   let done = 0;
   let levels: LevelsRun | null = null;
   let cells: CellResult[];
-  if (options.budget === undefined) {
-    console.log(`## Bounded exhaustive exploration (depth ${options.depth}, at most ${options.maxStates} states a cell)\n`);
-    cells = await exploreCells(
-      tasks,
-      { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.seconds === undefined ? undefined : options.seconds * 1000 },
-      options.jobs ?? 1,
-      (cell) => {
-        const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
-        process.stderr.write(
-          `[${String(++done).padStart(3)}/${total}] ${cell.row} / ${cell.store} / ${cell.faultClass}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? ' (cut)' : ''}, found ${found}\n`,
-        );
-      },
-    );
-  } else {
-    console.log(`## Bounded exhaustive exploration within ${options.budget} s, level by level (every cell completes depth d before any starts d+1)\n`);
-    levels = await exploreByBudget(tasks, options, started);
-    cells = levels.results;
+  const stop = new StopFlag();
+  const signals = stopOnSignals(stop);
+  // The cells as they arrive: on a stop, the report is of these.
+  const arrived: CellResult[] = [];
+  try {
+    if (options.budget === undefined) {
+      say(`## Bounded exhaustive exploration (depth ${options.depth}, at most ${options.maxStates} states a cell)\n`);
+      await exploreCells(
+        tasks,
+        { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.seconds === undefined ? undefined : options.seconds * 1000 },
+        options.jobs ?? 1,
+        (cell) => {
+          arrived.push(cell);
+          const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
+          process.stderr.write(
+            `[${String(++done).padStart(3)}/${total}] ${cell.row} / ${cell.store} / ${cell.faultClass}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? (stop.isSet ? ' (interrupted)' : ' (cut)') : ''}, found ${found}\n`,
+          );
+        },
+        stop,
+      );
+      // In the cells' order, as the results came before (arrival order differs with --jobs).
+      cells = tasks.flatMap((t) => arrived.filter((c) => c.row === t.row.label && c.store === t.store && c.faultClass === t.fault));
+    } else {
+      say(`## Bounded exhaustive exploration within ${options.budget} s, level by level (every cell completes depth d before any starts d+1)\n`);
+      levels = await exploreByBudget(tasks, options, started, stop);
+      cells = levels.results.filter((c) => c !== undefined);
+    }
+  } finally {
+    signals.remove();
   }
+  const interrupted = signals.by();
   const elapsedMs = performance.now() - started;
+  const cellOf = (row: string, store: StorePolicy, fault: FaultClass): CellResult | undefined => cells.find((c) => c.row === row && c.store === store && c.faultClass === fault);
 
   // A cell --max-states, --seconds or the heap stopped says so in the table itself: "holds to 4" alone read as a search to --depth that found nothing.
-  const cutMark = (c: CellResult): string => (levels === null && c.truncated ? ' (cut)' : '');
-  const cellText = (c: CellResult): string =>
-    (c.counterexamples.length === 0
-      ? `holds to ${c.depthCompleted}`
-      : [...c.counterexamples].sort((a, b) => (a.property < b.property ? -1 : 1)).map((x) => `${x.property}(${x.steps.length})`).join(' ')) + cutMark(c);
-  console.log(
+  const cutMark = (c: CellResult): string => (levels === null && c.truncated ? (interrupted !== null ? ' (interrupted)' : ' (cut)') : '');
+  const cellText = (c: CellResult | undefined): string =>
+    c === undefined
+      ? 'not explored (interrupted)'
+      : (c.counterexamples.length === 0
+          ? `holds to ${c.depthCompleted}`
+          : [...c.counterexamples].sort((a, b) => (a.property < b.property ? -1 : 1)).map((x) => `${x.property}(${x.steps.length})`).join(' ')) + cutMark(c);
+  if (interrupted !== null) say(`Interrupted by ${interrupted[0]} after ${(elapsedMs / 1000).toFixed(1)} s: ${counted(cells.length, 'cell')} of ${total} reported; every depth shown was completed.\n`);
+  say(
     `Each cell: the properties broken, with the length of the shortest counterexample; "holds to k" means no violation in any schedule of up to k commands${levels === null && cells.some((c) => c.truncated) ? '; "(cut)": --max-states, --seconds or the heap (half its limit) stopped the cell before depth ' + options.depth + ', so deeper schedules were not all explored' : ''}.\n`,
   );
-  console.log(`| design | store | ${faults.join(' | ')} |`);
-  console.log(`|---|---|${faults.map(() => '---').join('|')}|`);
+  say(`| design | store | ${faults.join(' | ')} |`);
+  say(`|---|---|${faults.map(() => '---').join('|')}|`);
   for (const row of rows) {
     for (const store of row.stores) {
-      const line = faults.map((f) => cellText(cells.find((c) => c.row === row.label && c.store === store && c.faultClass === f)!));
-      console.log(`| ${row.label} | ${store} | ${line.join(' | ')} |`);
+      const line = faults.map((f) => cellText(cellOf(row.label, store, f)));
+      say(`| ${row.label} | ${store} | ${line.join(' | ')} |`);
     }
   }
   const states = cells.reduce((n, c) => n + c.states, 0);
@@ -144,41 +200,44 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   // The rates count each exploration once: a shared one's states are reported under every cell it stands for, but stepped once.
   const explored = new Map<string, { readonly states: number; readonly transitions: number }>();
   for (const t of tasks) {
-    const cell = cells.find((c) => c.row === t.row.label && c.store === t.store && c.faultClass === t.fault);
+    const cell = cellOf(t.row.label, t.store, t.fault);
     if (cell !== undefined) explored.set(explorationKey(t.row, t.store, t.fault), cell);
   }
   const exploredStates = [...explored.values()].reduce((n, c) => n + c.states, 0);
   const exploredTransitions = [...explored.values()].reduce((n, c) => n + c.transitions, 0);
   const seconds = elapsedMs / 1000;
-  console.log(
-    `\n${states} distinct states (up to symmetry), ${transitions} transitions over the ${counted(cells.length, 'cell')}, which took ${counted(explored.size, 'exploration')} (cells that differ only in what their faults never read are explored once, spec 8.4): ${exploredStates} states and ${exploredTransitions} transitions explored in ${seconds.toFixed(1)} s, ${Math.round(exploredStates / seconds)} distinct states/s, ${Math.round(exploredTransitions / seconds)} transitions/s; ${(stored / states).toFixed(1)} bytes stored per state`,
+  say(
+    `\n${states} distinct states (up to symmetry), ${transitions} transitions over the ${counted(cells.length, 'cell')}, which took ${counted(explored.size, 'exploration')} (cells that differ only in what their faults never read are explored once, spec 8.4): ${exploredStates} states and ${exploredTransitions} transitions explored in ${seconds.toFixed(1)} s, ${Math.round(exploredStates / seconds)} distinct states/s, ${Math.round(exploredTransitions / seconds)} transitions/s; ${states === 0 ? 0 : (stored / states).toFixed(1)} bytes stored per state`,
   );
-  console.log(`fingerprint collision probability (states x (transitions - states) / 2^64, summed over the cells): ${collision.toExponential(1)}`);
-  if (levels !== null) printLevels(levels, cells, explored.size, exploredStates, seconds);
+  say(`fingerprint collision probability (states x (transitions - states) / 2^64, summed over the cells): ${collision.toExponential(1)}`);
+  if (levels !== null && cells.length > 0) printLevels(say, levels, cells, explored.size, exploredStates, seconds, interrupted?.[0] ?? null);
   const cut = cells.filter((c) => c.truncated);
-  if (cut.length > 0 && levels === null) console.log(`${counted(cut.length, 'cell')} stopped (--max-states, --seconds or the heap) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
+  if (cut.length > 0 && levels === null) say(`${counted(cut.length, 'cell')} stopped (${interrupted !== null ? interrupted[0] : '--max-states, --seconds or the heap'}) before depth ${options.depth}: ${cut.map((c) => `${c.row}/${c.store}/${c.faultClass} at depth ${c.depthCompleted}`).join(', ')}`);
 
-  console.log('\n## Shortest counterexamples\n');
+  say('\n## Shortest counterexamples\n');
+  say('Each replays on the model, step for step and branch for branch, with the command under it (exit 1 while it still breaks its property).\n');
   for (const c of cells) {
-    for (const ce of c.counterexamples) printCounterexample(c, ce);
+    for (const ce of c.counterexamples) printCounterexample(say, c, ce);
   }
 
-  console.log('## Known counterexamples\n');
+  say('## Known counterexamples\n');
   let unreached = 0;
   let inScope = 0;
+  const knownJson: Array<{ what: string; row: string; store: StorePolicy; fault: FaultClass; property: PropertyId; steps: number; agrees: boolean; text: string }> = [];
   for (const k of KNOWN_COUNTEREXAMPLES) {
-    const cell = cells.find((c) => c.row === k.row && c.store === k.store && c.faultClass === k.fault);
+    const cell = cellOf(k.row, k.store, k.fault);
     if (cell === undefined) continue;
     inScope++;
     const verdict = knownVerdict(cell, k);
     if (!verdict.agrees) failures++;
     if (verdict.agrees && !cell.counterexamples.some((c) => c.property === k.property)) unreached++;
-    console.log(`- ${k.what}: ${verdict.text}`);
-    const fenced = cells.find((c) => c.row === k.row && c.store === 'strict' && c.faultClass === k.fault);
+    knownJson.push({ what: k.what, row: k.row, store: k.store, fault: k.fault, property: k.property, steps: k.steps, agrees: verdict.agrees, text: verdict.text });
+    say(`- ${k.what}: ${verdict.text}`);
+    const fenced = cellOf(k.row, 'strict', k.fault);
     if (fenced !== undefined) {
       const storeBroken = fenced.counterexamples.some((c) => c.property === 'STORE-1' || c.property === 'FENCE-2');
       const tokenRepeats = fenced.counterexamples.some((c) => c.property === 'FENCE-1');
-      console.log(
+      say(
         `  with a strict fenced store: ${
           storeBroken
             ? 'STORE-1 breaks'
@@ -190,19 +249,78 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
     }
   }
   // None in the cells explored (--design, --fault): "all found" would claim a search that was never made.
-  if (inScope === 0) console.log(`none of the ${counted(KNOWN_COUNTEREXAMPLES.length, 'known counterexample')} is in the cells explored`);
+  if (inScope === 0) say(`none of the ${counted(KNOWN_COUNTEREXAMPLES.length, 'known counterexample')} is in the cells ${interrupted !== null ? 'reported' : 'explored'}`);
   const known =
     inScope === 0
-      ? 'no known counterexample was in scope (--design, --fault), so none was looked for'
+      ? `no known counterexample was in scope (--design, --fault${interrupted !== null ? ', or the cells the interrupt left unexplored' : ''}), so none was looked for`
       : unreached === 0
         ? `all ${counted(inScope, 'known counterexample')} in scope found`
         : `${unreached} of ${counted(inScope, 'known counterexample')} in scope beyond the depth explored`;
-  console.log(failures === 0 ? `\nall scenarios agree with the spec; ${known}` : `\n${failures} disagreement(s) with the spec`);
-  return failures === 0 ? 0 : 1;
+  say(failures === 0 ? `\nall scenarios agree with the spec; ${known}` : `\n${failures} disagreement(s) with the spec`);
+  if (interrupted !== null) say(`interrupted by ${interrupted[0]}: ${total - cells.length} of ${counted(total, 'cell')} not reported`);
+  const exitCode = interrupted !== null ? interrupted[1] : failures === 0 ? 0 : 1;
+  if (json) {
+    console.log(
+      JSON.stringify({
+        lockcheck: 'explore',
+        options: { depth: options.depth, maxStates: options.maxStates, design: options.design ?? null, fault: options.fault ?? null, seconds: options.seconds ?? null, budget: options.budget ?? null, jobs: options.jobs ?? 1 },
+        scenarios,
+        cells: tasks.map((t) => cellJson(t.row.label, t.store, t.fault, cellOf(t.row.label, t.store, t.fault), interrupted !== null)),
+        totals: {
+          cells: total,
+          reported: cells.length,
+          states,
+          transitions,
+          explorations: explored.size,
+          exploredStates,
+          exploredTransitions,
+          seconds: Number(seconds.toFixed(3)),
+          statesPerSecond: Math.round(exploredStates / seconds),
+          bytesPerState: states === 0 ? 0 : Number((stored / states).toFixed(1)),
+          collisionProbability: collision,
+        },
+        ...(levels !== null ? { budget: { everyCellDepth: cells.length === 0 ? 0 : Math.min(...cells.map((c) => c.depthCompleted)), ends: levels.ends, peakHeapBytes: levels.peakHeapBytes, residentBytes: levels.residentBytes } } : {}),
+        known: knownJson,
+        failures,
+        interrupted: interrupted?.[0] ?? null,
+        exitCode,
+      }),
+    );
+  }
+  return exitCode;
+}
+
+/** A cell as --json gives it: null fields where the interrupt left it unexplored. */
+function cellJson(row: string, store: StorePolicy, fault: FaultClass, c: CellResult | undefined, interrupted: boolean) {
+  if (c === undefined) return { row, store, fault, explored: false };
+  return {
+    row,
+    store,
+    fault,
+    explored: true,
+    depthCompleted: c.depthCompleted,
+    truncated: c.truncated,
+    ...(c.truncated ? { truncatedBy: interrupted ? 'interrupt' : 'limit' } : {}),
+    exhausted: c.exhausted,
+    states: c.states,
+    transitions: c.transitions,
+    counterexamples: c.counterexamples.map((ce) => {
+      const word = replayWord(c, ce);
+      return {
+        property: ce.property,
+        length: ce.steps.length,
+        steps: ce.steps.map((s) => ({ command: s.command, outcome: describeOutcome(s.outcome), text: describeCommand(s.command) })),
+        branches: ce.branches,
+        violation: ce.violation.message,
+        replay: replayCommandLine(word),
+        replayWord: word,
+      };
+    }),
+  };
 }
 
 /** Runs the cells under the budget, with a line on stderr each time every cell has completed one more depth. */
-async function exploreByBudget(tasks: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>, options: ExploreCommandOptions, started: number): Promise<LevelsRun> {
+async function exploreByBudget(tasks: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>, options: ExploreCommandOptions, started: number, stop: StopFlag): Promise<LevelsRun> {
   const depths = new Map<number, { depth: number; over: boolean }>();
   let reported = 0;
   return exploreCellsByLevels(
@@ -219,26 +337,28 @@ async function exploreByBudget(tasks: ReadonlyArray<{ readonly row: MatrixRow; r
         process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1)} s] depth ${all} complete in every cell still open\n`);
       }
     },
+    stop,
   );
 }
 
 /** The budgeted run's figures: per cell the deepest depth completed, then the depth every cell reached, rate and memory. */
-function printLevels(run: LevelsRun, cells: readonly CellResult[], explorations: number, states: number, seconds: number): void {
-  console.log('\nDeepest depth completed per cell within the budget ("exhausted": no new state at the next level, the whole reachable space explored):\n');
-  console.log('| design | store | fault | depth | states |');
-  console.log('|---|---|---|---|---|');
-  for (const c of cells) console.log(`| ${c.row} | ${c.store} | ${c.faultClass} | ${c.depthCompleted}${c.exhausted ? ' (exhausted)' : ''} | ${c.states} |`);
+function printLevels(say: (text: string) => void, run: LevelsRun, cells: readonly CellResult[], explorations: number, states: number, seconds: number, interruptedBy: string | null): void {
+  say('\nDeepest depth completed per cell within the budget ("exhausted": no new state at the next level, the whole reachable space explored):\n');
+  say('| design | store | fault | depth | states |');
+  say('|---|---|---|---|---|');
+  for (const c of cells) say(`| ${c.row} | ${c.store} | ${c.faultClass} | ${c.depthCompleted}${c.exhausted ? ' (exhausted)' : ''} | ${c.states} |`);
   const open = cells.filter((c) => !c.exhausted);
   const every = Math.min(...cells.map((c) => c.depthCompleted));
   const exhausted = cells.length - open.length;
-  const ends = [...new Set(run.ends.map((e) => (e.kind === 'memory' ? `the memory bound (${(e.usedBytes / 2 ** 30).toFixed(2)} GiB heap)` : e.kind === 'deadline' ? 'the budget' : 'every cell over')))].join(', ');
-  console.log(
+  const ends = [...new Set(run.ends.map((e) => (e.kind === 'memory' ? `the memory bound (${(e.usedBytes / 2 ** 30).toFixed(2)} GiB heap)` : e.kind === 'deadline' ? (interruptedBy ?? 'the budget') : 'every cell over')))].join(', ');
+  say(
     `\nEvery cell complete to depth ${every}${open.length > 0 ? ` (the ${counted(open.length, 'cell')} not exhausted: ${Math.min(...open.map((c) => c.depthCompleted))} to ${Math.max(...open.map((c) => c.depthCompleted))})` : ''}; ${exhausted} cells exhausted; ${explorations} explorations, ${states} states in ${seconds.toFixed(1)} s, ${Math.round(states / seconds)} distinct states/s; ended by ${ends}; peak heap of a thread ${(run.peakHeapBytes / 2 ** 30).toFixed(2)} GiB, process resident ${(run.residentBytes / 2 ** 30).toFixed(2)} GiB as the explorations ended`,
   );
 }
 
-function printCounterexample(cell: CellResult, ce: Counterexample): void {
-  console.log(`### ${cell.row} / ${cell.store} / ${cell.faultClass}: ${ce.property} (${PROPERTY_TITLES[ce.property]})`);
-  ce.steps.forEach((s, i) => console.log(`  ${i + 1}. ${describeCommand(s.command)} -> ${describeOutcome(s.outcome)}`));
-  console.log(`  violated: ${ce.violation.message}\n`);
+function printCounterexample(say: (text: string) => void, cell: CellResult, ce: Counterexample): void {
+  say(`### ${cell.row} / ${cell.store} / ${cell.faultClass}: ${ce.property} (${PROPERTY_TITLES[ce.property]})`);
+  ce.steps.forEach((s, i) => say(`  ${i + 1}. ${describeCommand(s.command)} -> ${describeOutcome(s.outcome)}`));
+  say(`  violated: ${ce.violation.message}`);
+  say(`  replay: ${replayCommandLine(replayWord(cell, ce))}\n`);
 }

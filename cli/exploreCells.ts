@@ -14,6 +14,8 @@ export interface CellTask {
   readonly store: StorePolicy;
   readonly fault: FaultClass;
   readonly options: { readonly maxDepth: number; readonly maxStates: number; readonly budgetMs?: number };
+  /** Set (non-zero) by the main thread to stop: the cell ends at its last complete level (StopFlag). */
+  readonly stop?: SharedArrayBuffer;
 }
 
 /** A worker's share of a budgeted run (exploreCellsByLevels): its cells, each kept in the worker from level to level. */
@@ -24,6 +26,33 @@ export interface LevelsTask {
   /** When the budget is up, on the clock every thread shares (epochMs): a worker's deadline does not move with its start-up. */
   readonly deadlineEpochMs: number;
   readonly memoryLimitBytes: number;
+  /** Set (non-zero) by the main thread to stop: the share ends as at its deadline (StopFlag). */
+  readonly stop?: SharedArrayBuffer;
+}
+
+/**
+ * A flag the main thread sets (Ctrl-C) and the explorations read as they go: a worker's
+ * thread is busy exploring and hears no message until a cell is done, but reads shared
+ * memory at once. Every exploration then ends at its last complete level.
+ */
+export class StopFlag {
+  readonly buffer = new SharedArrayBuffer(4);
+  private readonly cell = new Int32Array(this.buffer);
+
+  set(): void {
+    Atomics.store(this.cell, 0, 1);
+  }
+
+  get isSet(): boolean {
+    return Atomics.load(this.cell, 0) !== 0;
+  }
+}
+
+/** The worker's reading of a StopFlag's buffer (none: never set). */
+export function stopRead(buffer: SharedArrayBuffer | undefined): () => boolean {
+  if (buffer === undefined) return () => false;
+  const cell = new Int32Array(buffer);
+  return () => Atomics.load(cell, 0) !== 0;
 }
 
 export type WorkerTask = CellTask | LevelsTask;
@@ -40,13 +69,18 @@ export type LevelMessage =
  * reports each result as it arrives. Cells that are one transition system
  * (explorationKey: rows that differ only in what their alphabet never reads)
  * are explored once, and each gets the result under its own label. The
- * results come back in the cells' order.
+ * results come back in the cells' order. With `stop`, the cells go to
+ * workers even at one job (the main thread stays free to set the flag):
+ * once it is set, the cells being explored end at their last complete level
+ * (truncated) and no other starts; those never started are left out (holes
+ * in the array: the caller that set the flag reads onCell's).
  */
 export async function exploreCells(
   cells: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>,
   options: CellTask['options'],
   jobs: number,
   onCell: (cell: CellResult) => void,
+  stop?: StopFlag,
 ): Promise<CellResult[]> {
   const results: CellResult[] = new Array(cells.length);
   const explored = explorationGroups(cells);
@@ -56,7 +90,7 @@ export async function exploreCells(
       onCell(results[i]);
     }
   };
-  if (jobs <= 1) {
+  if (jobs <= 1 && stop === undefined) {
     for (const group of explored) {
       const c = cells[group[0]!]!;
       done(group, exploreCellInHeap(c.row, c.store, c.fault, options));
@@ -65,17 +99,17 @@ export async function exploreCells(
   }
   let next = 0;
   const script = await exploreWorkerScript();
-  const workers = Array.from({ length: Math.min(jobs, explored.length) }, () => new Worker(script));
+  const workers = Array.from({ length: Math.max(1, Math.min(jobs, explored.length)) }, () => new Worker(script));
   try {
     await Promise.all(
       workers.map(
         (worker) =>
           new Promise<void>((resolve, reject) => {
             const give = (): void => {
-              if (next >= explored.length) return resolve();
+              if (next >= explored.length || stop?.isSet === true) return resolve();
               const g = next++;
               const c = cells[explored[g]![0]!]!;
-              worker.postMessage({ kind: 'cell', index: g, row: c.row.label, store: c.store, fault: c.fault, options } satisfies CellTask);
+              worker.postMessage({ kind: 'cell', index: g, row: c.row.label, store: c.store, fault: c.fault, options, ...(stop !== undefined ? { stop: stop.buffer } : {}) } satisfies CellTask);
             };
             worker.on('message', (m: LevelMessage) => {
               if (m.kind !== 'cell') return reject(new Error(`explore worker answered '${m.kind}' to a cell`));
@@ -83,7 +117,7 @@ export async function exploreCells(
               give();
             });
             worker.on('error', reject);
-            worker.on('exit', (code) => (next < explored.length || code !== 0 ? reject(new Error(`explore worker exited with code ${code}`)) : undefined));
+            worker.on('exit', (code) => ((next < explored.length && stop?.isSet !== true) || code !== 0 ? reject(new Error(`explore worker exited with code ${code}`)) : undefined));
             give();
           }),
       ),
@@ -110,6 +144,7 @@ export function exploreCellInHeap(
   fault: FaultClass,
   options: CellTask['options'],
   heapLimitBytes = getHeapStatistics().heap_size_limit * CELL_HEAP_SHARE,
+  stopped: () => boolean = () => false,
 ): CellResult {
   const clock = (): number => performance.now();
   const run = startCell(row, store, fault, { maxDepth: options.maxDepth, maxStates: options.maxStates, clock });
@@ -117,7 +152,8 @@ export function exploreCellInHeap(
   // Past the bound, asked again after a full collection: the heap counts garbage too (a cell explored before this
   // one), and a bound read on it cut the cells after a large one within a few levels.
   const over = (): boolean => getHeapStatistics().used_heap_size > heapLimitBytes;
-  const full = (): boolean => over() && (collectGarbage(), over());
+  // A stop (Ctrl-C) is read with the heap, every 256 states: the cell ends at its last complete level.
+  const full = (): boolean => stopped() || (over() && (collectGarbage(), over()));
   while (run.expandLevel(deadline, full));
   return { ...run.result(), row: row.label, store, faultClass: fault };
 }
@@ -163,12 +199,15 @@ export interface LevelsRun {
  * (a state cannot move between threads): a worker whose share is lighter
  * may be a level ahead of the other. A thread starts no level once its heap
  * holds memoryLimitBytes / jobs. `onLevel` hears of every level completed.
+ * With `stop`, the shares go to workers even at one job; once it is set,
+ * every share ends as at its deadline (the level being expanded dropped).
  */
 export async function exploreCellsByLevels(
   cells: ReadonlyArray<{ readonly row: MatrixRow; readonly store: StorePolicy; readonly fault: FaultClass }>,
   options: { readonly maxDepth: number; readonly maxStates: number; readonly budgetMs: number; readonly memoryLimitBytes: number },
   jobs: number,
   onLevel: (cell: number, depth: number, over: boolean) => void,
+  stop?: StopFlag,
 ): Promise<LevelsRun> {
   const started = performance.now();
   const explored = explorationGroups(cells);
@@ -177,13 +216,14 @@ export async function exploreCellsByLevels(
     for (const i of explored[g]!) results[i] = { ...result, row: cells[i]!.row.label };
   };
   const level = { maxDepth: options.maxDepth, maxStates: options.maxStates };
-  if (jobs <= 1) {
+  if (jobs <= 1 && stop === undefined) {
     const share = explored.map((group) => cells[group[0]!]!);
     const run = exploreShareByLevels(share, level, () => performance.now(), started + options.budgetMs, options.memoryLimitBytes, (g, r) => onLevel(g, r.depthCompleted, r.over));
     run.results.forEach((result, g) => done(g, result));
     return { results, ends: [run.end], peakHeapBytes: run.peakHeapBytes, residentBytes: process.memoryUsage().rss };
   }
-  const shares = Array.from({ length: Math.min(jobs, explored.length) }, (_, w) => explored.flatMap((_g, g) => (g % jobs === w ? [g] : [])));
+  const threads = Math.max(1, Math.min(jobs, explored.length));
+  const shares = Array.from({ length: threads }, (_, w) => explored.flatMap((_g, g) => (g % threads === w ? [g] : [])));
   const script = await exploreWorkerScript();
   const workers = shares.map(() => new Worker(script));
   const ends: LevelsEnd[] = [];
@@ -220,6 +260,7 @@ export async function exploreCellsByLevels(
               options: level,
               deadlineEpochMs: performance.timeOrigin + started + options.budgetMs,
               memoryLimitBytes: options.memoryLimitBytes / workers.length,
+              ...(stop !== undefined ? { stop: stop.buffer } : {}),
             } satisfies LevelsTask);
           }),
       ),

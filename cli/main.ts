@@ -92,7 +92,11 @@ ${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`              
                     deepest depth each cell completed ("exhausted": its whole reachable space) and the depth
                     every cell reached. --depth then bounds the levels (default none), --max-states a cell's
                     states (default 500000000), --memory-mib M the heap all threads together may hold before
-                    no level starts (default 3072)
+                    no level starts (default 3072); --json: the report as one JSON object (each counterexample with
+                    its replay command). Ctrl-C ends the explorations at their last complete level and prints the
+                    report of what was completed (exit 130).
+                    --replay WORD: replay one counterexample on the model, step and branch as explored (the word
+                    explore prints after it: lockcheck explore --replay '...'); exit 1 while it still breaks its property
 
 fault kinds (run --faults; a backend takes those its environment's \`faults\` provides, docs/adapter.md):
 ${FAULT_KINDS.map((k) => `  ${k.padEnd(17)}${describeFaultKind(k)}`).join('\n')}
@@ -240,8 +244,10 @@ const CLEANING_COMMANDS = new Set(['matrix', 'run', 'replay', 'failover', 'stres
  * run's keys and rows, then re-raises the signal: exit 130, 143, 129). A
  * second signal meanwhile ends it at once, after the synchronous part of
  * the clean-up (processes.ts says so on stderr).
- * check and explore install no handler: their work is synchronous and a
- * handler would only run once it ended; the default action ends them at once.
+ * check installs no handler: its work is synchronous and a handler would
+ * only run once it ended; the default action ends it at once. explore
+ * installs its own (cli/explore.ts): its explorations run on worker threads
+ * and stop at their last complete level, and the report of what was done is printed.
  */
 function sayWhenInterrupted(): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
@@ -455,6 +461,13 @@ async function main(argv: readonly string[]): Promise<number> {
     case undefined: {
       if (rest.length) throw new UsageError(`explore takes no arguments, got ${shownValue(rest.join(' '))}`);
       if (servers.redis !== undefined || servers.pg !== undefined) throw new UsageError('explore runs the model alone: it takes no --redis or --pg');
+      if (values.replay !== undefined) {
+        // One counterexample replayed: the exploration's options would be read as bounding something they do not.
+        const other = ['depth', 'max-states', 'design', 'fault', 'seconds', 'budget', 'memory-mib', 'jobs'].find((o) => values[o as keyof typeof values] !== undefined);
+        if (other !== undefined) throw new UsageError(`--replay replays one counterexample, which names its cell: it takes no --${other} (only --json)`);
+        const { exploreReplayCommand } = await import('./exploreReplay.ts');
+        return exploreReplayCommand(values.replay, values.json ?? false);
+      }
       if (values['memory-mib'] !== undefined && values.budget === undefined) throw new UsageError('--memory-mib bounds a --budget run: give --budget S too');
       if (values.seconds !== undefined && values.budget !== undefined) throw new UsageError('--seconds (a bound per cell) and --budget (one for the whole run) do not go together: give one');
       const { exploreCommand } = await import('./explore.ts');
@@ -468,6 +481,7 @@ async function main(argv: readonly string[]): Promise<number> {
         budget: values.budget === undefined ? undefined : int(values.budget, 'budget', 0, 1, 86_400),
         memoryMib: int(values['memory-mib'], 'memory-mib', 3072, 64, 1 << 20),
         jobs: int(values.jobs, 'jobs', 1, 1, Math.max(1, availableParallelism())),
+        json: values.json ?? false,
       });
     }
     default:

@@ -13,7 +13,7 @@ export const COMMAND_OPTIONS: Record<string, readonly string[]> = {
   check: ['json', 'report', 'store-policy', 'timeout-ms', 'memory-mib'],
   failover: ['json'],
   stress: ['backend', 'nemesis', 'store', 'ttl', 'clients', 'seconds', 'seed', 'resources', 'json', 'out'],
-  explore: ['depth', 'max-states', 'design', 'fault', 'seconds', 'budget', 'memory-mib', 'jobs'],
+  explore: ['depth', 'max-states', 'design', 'fault', 'seconds', 'budget', 'memory-mib', 'jobs', 'json', 'replay'],
 };
 
 /** Every option of every command, for parseArgs (each command's own: COMMAND_OPTIONS). */
@@ -39,6 +39,7 @@ export const OPTIONS = {
   pg: { type: 'string' },
   report: { type: 'string' },
   'store-policy': { type: 'string' },
+  replay: { type: 'string' },
   'timeout-ms': { type: 'string' },
   clients: { type: 'string' },
   'stress-seconds': { type: 'string' },

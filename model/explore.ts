@@ -2,8 +2,6 @@ import type { Command } from './command.ts';
 import type { Design } from './design.ts';
 import { expiresByWallClock, rulesOf, validateDesign } from './design.ts';
 import { checkCommands, checkInteger, checkObject, checkOptions, refuse } from './checks.ts';
-import { InvalidInputError } from './errors.ts';
-import { escapedText } from './shownText.ts';
 import { checkWorld } from './worldCheck.ts';
 import type { Fingerprint, FingerprintOptions } from './fingerprint.ts';
 import { fingerprint } from './fingerprint.ts';
@@ -19,6 +17,7 @@ import { packedContext, packedFingerprint } from './packedFingerprint.ts';
 import { FALLBACK, packedStep, packs, UNCHANGED } from './packedStep.ts';
 import { EVENT_BITS, PackedBranches } from './packedBranches.ts';
 import { packedStateBreaks, STATE_BITS } from './packedProperties.ts';
+import { Links } from './exploreLinks.ts';
 
 /**
  * Bounded exhaustive exploration: every schedule of the alphabet's commands up
@@ -27,7 +26,7 @@ import { packedStateBreaks, STATE_BITS } from './packedProperties.ts';
  * Breadth first makes the first counterexample found for a property a
  * shortest one. Only the frontier keeps whole states; every visited state
  * below the last level keeps its parent, the command and the branch that
- * reached it (7 bytes), and a counterexample is rebuilt by replaying those
+ * reached it (7 bytes; 10 once a step had more than 256 branches), and a counterexample is rebuilt by replaying those
  * from the initial state (one ending on the last level from its parent).
  */
 export interface ExploreOptions {
@@ -134,6 +133,11 @@ export interface Counterexample {
   readonly violation: Violation;
   /** The schedule, from the initial world, as replayed. */
   readonly steps: readonly TraceStep[];
+  /**
+   * Each step's branch, as an index into stepOrbits(world, command, fixedNodes) of the exploration (its
+   * fingerprint options' fixedNodes): with the commands, what replays the schedule exactly (replayCounterexample).
+   */
+  readonly branches: readonly number[];
 }
 
 /** What an exploration covered and found: one counterexample per property it saw broken. */
@@ -165,55 +169,6 @@ export interface ExploreResult {
 }
 
 const NONE: readonly Violation[] = [];
-
-/** The most branches of one step an exploration links: Links keeps a branch's index in a byte. */
-const MAX_BRANCHES = 0x100;
-
-/**
- * A step with more branches than the links hold: an InvalidInputError saying which command and what to explore
- * instead (a RangeError without either before). A step branches over which replies arrive, node by node, so a
- * cluster of many nodes that faults set apart (a clock step or partition per node) branches most.
- */
-function tooManyBranches(index: number, command: Command, branches: number): never {
-  // Stepped, so checked: plain data, each field known. A long value is cut, and escaped as JSON escapes it.
-  const commandText = (c: Command): string => {
-    const text = escapedText(JSON.stringify(c));
-    return text.length > 200 ? `${text.slice(0, 197)}...` : text;
-  };
-  throw new InvalidInputError(
-    'invalid-config',
-    `exploration alphabet[${index}] ${commandText(command)} has ${branches} branches from a reached state, and an exploration links at most ${MAX_BRANCHES} a step: explore fewer nodes, or fewer faults that set the nodes apart`,
-  );
-}
-
-/** Growable typed arrays of parent links: parent state, command index, branch index. */
-class Links {
-  parent = new Int32Array(1 << 12);
-  command = new Uint16Array(1 << 12);
-  branch = new Uint8Array(1 << 12);
-  size = 0;
-
-  push(parent: number, command: number, branch: number): number {
-    if (this.size === this.parent.length) {
-      const grow = <T extends Int32Array | Uint16Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-        const b = make(a.length * 2);
-        b.set(a);
-        return b;
-      };
-      this.parent = grow(this.parent, (n) => new Int32Array(n));
-      this.command = grow(this.command, (n) => new Uint16Array(n));
-      this.branch = grow(this.branch, (n) => new Uint8Array(n));
-    }
-    this.parent[this.size] = parent;
-    this.command[this.size] = command;
-    this.branch[this.size] = branch;
-    return this.size++;
-  }
-
-  get bytes(): number {
-    return this.parent.byteLength + this.command.byteLength + this.branch.byteLength;
-  }
-}
 
 /**
  * An exploration expanded one level at a time, keeping its frontier and
@@ -320,18 +275,19 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
   let truncated = false;
   const statesAt: number[] = [1];
 
-  /** The steps from the initial state to state `id`, then one more (command c, branch b), replayed. */
-  const traceTo = (id: number, c: number, b: number): TraceStep[] => {
+  /** The counterexample for `v`: the steps from the initial state to state `id`, then one more (command c, branch b), replayed. */
+  const traceTo = (v: Violation, id: number, c: number, b: number): Counterexample => {
     const path: Array<readonly [number, number]> = [[c, b]];
     for (let i = id; i > 0; i = links.parent[i]!) path.push([links.command[i]!, links.branch[i]!]);
     path.reverse();
     let world = initial;
-    return path.map(([ci, bi]) => {
+    const steps = path.map(([ci, bi]) => {
       const command = alphabet[ci]!;
       const branch = stepOrbits(world, command, fixedNodes)[bi]!;
       world = branch.next;
       return { command, outcome: branch.outcome, violations: checkProperties(branch.events, branch.next) };
     });
+    return { property: v.property, violation: v, steps, branches: path.map(([, bi]) => bi) };
   };
 
   const expandLevel = (deadlineMs = Number.POSITIVE_INFINITY, full?: () => boolean): boolean => {
@@ -373,7 +329,6 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
           }
           // The reference step's branches, made only if one of them is fresh: its World goes to the frontier.
           let reference: readonly Branch[] | null = null;
-          if (n > MAX_BRANCHES) tooManyBranches(c, command, n);
           for (let b = 0; b < n; b++) {
             transitions++;
             packedFingerprint(packedCtx, successors.state(b), fp);
@@ -384,7 +339,7 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
               if (!newlyBroken(bits, EVENT_BITS)) continue;
               reference ??= stepOrbits(world, command, fixedNodes);
               for (const v of checkEvents(reference[b]!.events)) {
-                if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
+                if (!found.has(v.property)) found.set(v.property, traceTo(v, id, c, b));
               }
               continue;
             }
@@ -398,7 +353,7 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
             reference ??= stepOrbits(world, command, fixedNodes);
             const branch = reference[b]!;
             for (const v of checkProperties(branch.events, branch.next)) {
-              if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
+              if (!found.has(v.property)) found.set(v.property, traceTo(v, id, c, b));
             }
             if (last) continue;
             next.push(branch.next);
@@ -407,7 +362,6 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
           continue;
         }
         const branches = stepOrbits(world, command, fixedNodes);
-        if (branches.length > MAX_BRANCHES) tooManyBranches(c, command, branches.length);
         for (let b = 0; b < branches.length; b++) {
           const branch = branches[b]!;
           transitions++;
@@ -419,7 +373,7 @@ export function startExploration(initial: World, alphabet: readonly Command[], o
           // break the same ones (spec 8.4), so only the step's events are new.
           const violations = isFresh ? checkProperties(branch.events, branch.next) : branch.events.length === 0 ? NONE : checkEvents(branch.events);
           for (const v of violations) {
-            if (!found.has(v.property)) found.set(v.property, { property: v.property, violation: v, steps: traceTo(id, c, b) });
+            if (!found.has(v.property)) found.set(v.property, traceTo(v, id, c, b));
           }
           if (!isFresh) continue;
           fresh++;

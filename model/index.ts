@@ -21,6 +21,7 @@ export * from './describe.ts';
 export { canonicalKey } from './canonical.ts';
 export * from './matrix.ts';
 export * from './exploreLevels.ts';
+export * from './exploreReplay.ts';
 export { DEFAULT_MAX_STATES } from './exploreInput.ts';
 // The checked faces of functions the model calls per step (api.ts): these names shadow the star exports above.
 export {
