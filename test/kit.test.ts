@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Lease } from '../impl/lease.ts';
@@ -92,6 +93,7 @@ describe('the adapter kit (lockcheck/kit) for a Redis lock library', () => {
 });
 
 describe("the Redis kit routes every way ioredis sends a command through the run's faults", () => {
+  const RETURN_1_SHA = createHash('sha1').update('return 1').digest('hex');
   /** When (on the client's clock) each path's reply reached the library. */
   const heard = new Map<string, number>();
   const paths = redisLibraryBackend({
@@ -111,7 +113,10 @@ describe("the Redis kit routes every way ioredis sends a command through the run
             redis.multi().get(resource).exec().then(note('multi')),
             new Promise<void>((resolve, reject) => redis.lockcheckDel!(`${resource}:other`, 'x', (e) => (e ? reject(e) : (note('defineCommand')(), resolve())))),
             redis.eval('return 1', 0).then(note('eval')),
-            redis.evalsha('0000000000000000000000000000000000000000', 0).then(note('evalsha'), note('evalsha')),
+            // The script the EVAL above just cached (sent after it on the same connection): a NOSCRIPT is the cache's answer,
+            // which the kit gives at once (scriptFallback.ts), so the path is pinned with a script the server has.
+            redis.evalsha(RETURN_1_SHA, 0).then(note('evalsha')),
+            redis.evalsha('0000000000000000000000000000000000000000', 0).then(note('noscript'), note('noscript')),
           ];
           await Promise.all(sent);
           return { kind: 'granted', lease: new LeaseHandle(resource, 'me', 0n, null, clock) };
@@ -129,7 +134,7 @@ describe("the Redis kit routes every way ioredis sends a command through the run
       const work = instance.clients[0]!.acquire('k', { ttlMs: 1000 });
       expect(await instance.env.runUntil(work, 50)).toBe(true);
       expect((await work).kind).toBe('granted');
-      expect(Object.fromEntries(heard)).toEqual({ callback: 50, promise: 50, pipeline: 50, multi: 50, defineCommand: 50, eval: 50, evalsha: 50 });
+      expect(Object.fromEntries(heard)).toEqual({ callback: 50, promise: 50, pipeline: 50, multi: 50, defineCommand: 50, eval: 50, evalsha: 50, noscript: 0 });
       expect(instance.warnings?.() ?? []).toEqual([]);
     } finally {
       await instance.close();
