@@ -2,7 +2,7 @@ import { match, P } from 'ts-pattern';
 import { read } from '../model/clock.ts';
 import type { Command, Operation } from '../model/command.ts';
 import { isOperation } from '../model/command.ts';
-import { nodeCount } from '../model/design.ts';
+import { describeDesign, nodeCount } from '../model/design.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { livenessIn } from '../model/node.ts';
 import type { Outcome } from '../model/outcome.ts';
@@ -12,7 +12,7 @@ import type { Owner, World } from '../model/state.ts';
 import { initialWorld, sameOwner } from '../model/state.ts';
 import { canonicalKey } from '../model/canonical.ts';
 import type { Branch } from '../model/world.ts';
-import { enabled, step } from '../model/world.ts';
+import { checkAlphabetCommand, enabled, step } from '../model/world.ts';
 import type { Lease } from '../impl/lease.ts';
 import type { WriteResult } from '../impl/fencedStore.ts';
 import type { BackendInstance, BackendUnderTest, TimeControl } from './adapter.ts';
@@ -139,6 +139,7 @@ export async function runLockstep(backend: BackendUnderTest, commands: readonly 
   checkKeys(checkObject(options, 'runLockstep options'));
   checkLockstepOptions(options);
   checkRunCommands(commands, options.clients, nodeCount(judgedDesign(backend)));
+  checkCommandsFor(firstWorld(backend, options), commands);
   let instance: BackendInstance;
   try {
     const startOptions = { clients: options.clients, tokenBase: options.tokenBase, ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}) };
@@ -211,22 +212,41 @@ function environmentFailed(backend: BackendUnderTest, options: LockstepOptions, 
   return { backend: backend.name, verdict: { kind: 'inconclusive', cause: 'environment', reason }, steps, findings: [], clients: options.clients, nodes: nodeCount(backend.design), warnings: [reason] };
 }
 
+/** The model's state before the run's first command. */
+function firstWorld(backend: BackendUnderTest, options: LockstepOptions): World {
+  return initialWorld({
+    design: judgedDesign(backend),
+    store: backend.capabilities.store,
+    clients: options.clients,
+    tokenBase: options.tokenBase,
+    ...(backend.capabilities.expiryToleranceMs !== undefined ? { expiryToleranceMs: backend.capabilities.expiryToleranceMs } : {}),
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+  });
+}
+
+/**
+ * A command no state of this run's model takes (an acquire without a ttl on a ttl design, an extend on a session lock, a
+ * bad resource or duration) is refused before the backend starts: the loop skips a command the model does not take, as
+ * it must one that only this state does not enable, so a schedule of them passed having run nothing.
+ */
+function checkCommandsFor(world: World, commands: readonly Command[]): void {
+  commands.forEach((c, i) => {
+    try {
+      checkAlphabetCommand(world, c, `commands[${i}]`);
+    } catch (e) {
+      if (e instanceof InvalidInputError) throw new InvalidInputError('invalid-config', `${e.message.slice(e.code.length + 2)} (${describeDesign(world.config.design)} takes no such command)`);
+      throw e;
+    }
+  });
+}
+
 /** Candidate model states kept at once; more would mean an ambiguity the runner cannot afford to track. */
 const MAX_CANDIDATES = 512;
 
 async function loop(backend: BackendUnderTest, instance: BackendInstance, commands: readonly Command[], options: LockstepOptions, steps: ExecutedStep[]): Promise<RunReport> {
   // The states the model may be in, given everything the backend said so far: an ambiguous outcome
   // (a timed-out acquire, a key at its exact expiry) keeps every branch alive until a later one tells them apart.
-  let worlds: World[] = [
-    initialWorld({
-      design: judgedDesign(backend),
-      store: backend.capabilities.store,
-      clients: options.clients,
-      tokenBase: options.tokenBase,
-      ...(backend.capabilities.expiryToleranceMs !== undefined ? { expiryToleranceMs: backend.capabilities.expiryToleranceMs } : {}),
-      ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-    }),
-  ];
+  let worlds: World[] = [firstWorld(backend, options)];
   const drivers: Driver[] = Array.from({ length: options.clients }, () => ({ leases: new Map(), signals: new Map(), unread: new Set(), grants: 0, releasing: null, released: new Map(), pendingWrite: null, inFlight: null }));
   const findings: PropertyViolation[] = [];
   // A library audit goes past deviations that are not unsafe where the model can follow what the backend did.
