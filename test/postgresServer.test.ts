@@ -257,6 +257,14 @@ describe('PostgresServer (real PostgreSQL 15): restart, crash, stop', () => {
     }
   });
 
+  // The cluster's socket lives in its directory: one too deep for a Unix socket's path failed at the postmaster's start,
+  // its reason only in the log tail. Refused by name before anything is made.
+  it('a parentDir too long for the cluster\'s Unix socket is refused before anything is made', async () => {
+    const parentDir = join('/tmp', 'x'.repeat(80));
+    await expect(PostgresServer.start({ parentDir })).rejects.toThrow(/^invalid-config: PostgresServer: parentDir .* is too long: the cluster's Unix socket \(1\d\d bytes\) must fit in 107$/);
+    expect(existsSync(parentDir)).toBe(false);
+  });
+
   // Run by root, the cluster's directory is OS user postgres's: in the shared temp dir they could rename it away and put
   // a link to any directory in its place, and restart() then created its log there (root's file, postgres's output).
   it.runIf(process.getuid?.() === 0)('its owner cannot swap the cluster\'s directory, or its data directory, for a link: restart() creates nothing through one, stop() removes only its own', async () => {

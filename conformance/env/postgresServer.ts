@@ -2,7 +2,7 @@
  * One throwaway PostgreSQL 15 cluster under the test environment's control:
  * initdb into its own temporary directory, start on a free loopback port,
  * then crash, restart, pause, resume and stop it. That directory (`dir`) is
- * `cluster` inside one made for it (lockcheck-pg-…), which stays ours, 0711,
+ * `c` inside one made for it (lockcheck-pg-…), which stays ours, 0711,
  * when we are root: the cluster's, OS user postgres's, cannot be renamed away
  * and replaced by a link that root's paths into it would follow.
  *
@@ -97,6 +97,8 @@ export interface PostgresServerOptions {
    * Where the temporary directory is created. Default os.tmpdir(). A tmpfs
    * such as /dev/shm makes initdb 2-3x faster here (about 40 MB of RAM per
    * cluster). When we are root, the `postgres` user must be able to reach it.
+   * The cluster's Unix socket is made 37 bytes below it and must fit in
+   * 107: a longer one is refused (InvalidInputError 'invalid-config').
    */
   parentDir?: string;
 }
@@ -127,12 +129,26 @@ function checkOptions(options: PostgresServerOptions): void {
   }
 }
 
+/** The longest path a Unix socket may have (sun_path: 108 bytes with its NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/** The cluster's socket (dir/.s.PGSQL.<port>) fits under `parentDir` whatever the port, or InvalidInputError before anything is made. */
+function requireSocketPathFits(parentDir: string): void {
+  const longest = join(parentDir, 'lockcheck-pg-XXXXXX', CLUSTER_DIR, '.s.PGSQL.65535');
+  if (Buffer.byteLength(longest) > MAX_SOCKET_PATH_BYTES) {
+    throw new InvalidInputError('invalid-config', `PostgresServer: parentDir ${shownField(parentDir.slice(0, 120))} is too long: the cluster's Unix socket (${Buffer.byteLength(longest)} bytes) must fit in ${MAX_SOCKET_PATH_BYTES}`);
+  }
+}
+
 /** Only start() makes a server (a cluster directory and a process behind it): `new` from outside is refused. */
 const STARTING: unique symbol = Symbol('PostgresServer.start');
 
 const HOST = '127.0.0.1';
-/** The cluster's directory (`dir`), inside the temporary directory made for it, which stays root's when we are root. */
-const CLUSTER_DIR = 'cluster';
+/**
+ * The cluster's directory (`dir`), inside the temporary directory made for it, which stays root's when we are root.
+ * One letter: the Unix socket's path (dir/.s.PGSQL.<port>) must fit in 107 bytes, under a caller's parentDir too.
+ */
+const CLUSTER_DIR = 'c';
 const USER = 'postgres';
 const DATABASE = 'postgres';
 const OS_USER = 'postgres';
@@ -222,6 +238,8 @@ export class PostgresServer {
     const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
     requirePostgresBinaries();
+    const parentDir = options.parentDir ?? tmpdir();
+    requireSocketPathFits(parentDir);
     const pending = live.starting();
     let server: PostgresServer;
     let runAs: OsUser | null;
@@ -231,7 +249,7 @@ export class PostgresServer {
       // The cluster's directory sits in one of root's own (CLUSTER_DIR): its owner, OS user postgres when we are root,
       // could otherwise rename it away in the shared temp dir and put a link in its place, which every path root then
       // opens (the log, the password file) would follow.
-      server = await builtIn(await mkdtemp(join(options.parentDir ?? tmpdir(), 'lockcheck-pg-')), async (wrapper) => {
+      server = await builtIn(await mkdtemp(join(parentDir, 'lockcheck-pg-')), async (wrapper) => {
         const dir = join(wrapper, CLUSTER_DIR);
         await mkdir(dir, { mode: 0o700 });
         return new PostgresServer(STARTING, options, dir, runAs);
