@@ -12,7 +12,7 @@ import {
 } from '../model/index.ts';
 import type { LevelsRun } from './exploreCells.ts';
 import { exploreCells, exploreCellsByLevels, StopFlag } from './exploreCells.ts';
-import { replayCommandLine, replayWord } from './exploreReplay.ts';
+import { realServerRun, replayCommandLine, replayWord } from './exploreReplay.ts';
 import { UsageError } from './usage.ts';
 import { counted } from '../conformance/counted.ts';
 import { redactSecrets } from '../conformance/env/redact.ts';
@@ -314,6 +314,7 @@ function cellJson(row: string, store: StorePolicy, fault: FaultClass, c: CellRes
         violation: ce.violation.message,
         replay: replayCommandLine(word),
         replayWord: word,
+        realServers: realServerRun(c, ce),
       };
     }),
   };
@@ -360,5 +361,8 @@ function printCounterexample(say: (text: string) => void, cell: CellResult, ce: 
   say(`### ${cell.row} / ${cell.store} / ${cell.faultClass}: ${ce.property} (${PROPERTY_TITLES[ce.property]})`);
   ce.steps.forEach((s, i) => say(`  ${i + 1}. ${describeCommand(s.command)} -> ${describeOutcome(s.outcome)}`));
   say(`  violated: ${ce.violation.message}`);
-  say(`  replay: ${replayCommandLine(replayWord(cell, ce))}\n`);
+  say(`  replay: ${replayCommandLine(replayWord(cell, ce))}`);
+  const real = realServerRun(cell, ce);
+  if (real !== null) say(`  on real servers: ${real.command} (tries it among its first runs, as a seed schedule)`);
+  say('');
 }

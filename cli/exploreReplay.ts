@@ -3,7 +3,10 @@ import { cellPath, describeCommand, describeOutcome, FAULT_CLASSES, InvalidInput
 import type { CellStep } from '../model/index.ts';
 import { escapedText } from '../model/shownText.ts';
 import { redactSecrets } from '../conformance/env/redact.ts';
-import { didYouMean } from './rows.ts';
+import { BUILT_INS, didYouMean } from './rows.ts';
+import { faultsNeededBy } from '../conformance/seeds.ts';
+import { SEED_CELLS } from '../conformance/seedSchedules.ts';
+import { describeDesign } from '../model/design.ts';
 import { UsageError } from './usage.ts';
 
 /**
@@ -26,6 +29,31 @@ export function replayWord(cell: Pick<CellResult, 'row' | 'store' | 'faultClass'
   const row = MATRIX_ROWS.find((r) => r.label === cell.row)!;
   const path = cellPath(row, cell.faultClass, ce.steps.map((s) => s.command), ce.branches);
   return `${cell.row}/${cell.store}/${cell.faultClass}/${ce.property}/${path.map(([c, b]) => `${c}.${b}`).join(',')}`;
+}
+
+/**
+ * Where a built-in backend runs the cell's design and store, the real-server
+ * run that tries this counterexample among its first runs: `lockcheck run`
+ * runs the model's seed schedules (conformance/seedSchedules.ts, the same
+ * breadth-first search to depth 8) before generated ones, under the fault
+ * kinds given; here only those the schedule needs. Null where no built-in
+ * backend has the cell, where the schedule is not a seed (a cell explored
+ * past the seeds' state cap), or where it needs what no real environment
+ * injects (the model's replication). A real server decides each step's
+ * branch itself, so the run shows the finding when the servers go the
+ * counterexample's way (each seed is followed by its variant 1 ms past the
+ * expiry edge, the way a real server decides a key at its expiry instant).
+ * etcd and ZooKeeper take whole-second ttls, which the seeds' milliseconds
+ * do not fit (conformance/check.ts runs none there).
+ */
+export function realServerRun(cell: Pick<CellResult, 'row' | 'store' | 'faultClass'>, ce: Counterexample): { readonly backend: string; readonly faults: readonly string[]; readonly command: string } | null {
+  const commands = ce.steps.map((s) => s.command);
+  const seeded = SEED_CELLS.some((c) => c.design === cell.row && c.store === cell.store && c.found.some((f) => JSON.stringify(f.commands) === JSON.stringify(commands)));
+  const backend = BUILT_INS.find((b) => b.library === undefined && b.design.kind !== 'etcd-lease' && describeDesign(b.design) === cell.row && b.store === cell.store);
+  const needs = commands.map(faultsNeededBy);
+  if (!seeded || backend === undefined || needs.some((n) => n === null)) return null;
+  const faults = [...new Set(needs.flatMap((n) => n!))].sort();
+  return { backend: backend.name, faults, command: `lockcheck run --backend ${backend.name}${faults.length > 0 ? ` --faults ${faults.join(',')}` : ''}` };
 }
 
 /** The command that replays a counterexample on the model, ready to copy (the word in single quotes: row labels hold spaces and parentheses). */

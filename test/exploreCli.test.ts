@@ -44,10 +44,12 @@ describe('lockcheck explore: replay, --json, interrupt', () => {
   it('explore --json gives each counterexample its replay command, which replays to the same violation (exit 1)', async () => {
     const r = lockcheckSync(['explore', '--design', 'redis-single', '--fault', 'clock-step', '--depth', '3', '--json'], { timeoutMs: 100_000 });
     expect(r.code, r.stderr).toBe(0);
-    const report = JSON.parse(r.stdout) as { cells: Array<{ row: string; counterexamples: Array<{ property: string; violation: string; replay: string; replayWord: string }> }>; exitCode: number };
+    const report = JSON.parse(r.stdout) as { cells: Array<{ row: string; counterexamples: Array<{ property: string; violation: string; replay: string; replayWord: string; realServers: unknown }> }>; exitCode: number };
     expect(report.exitCode).toBe(0);
     const ce = report.cells.find((c) => c.row === 'redis-single(none)')!.counterexamples.find((c) => c.property === 'MUTEX-1')!;
     expect(ce.replay).toBe(`lockcheck explore --replay '${ce.replayWord}'`);
+    // The built-in backend of the cell tries it first on real servers (a seed schedule), under the fault kinds it needs.
+    expect(ce.realServers).toEqual({ backend: 'redis-single/unfenced', faults: ['clock-step'], command: 'lockcheck run --backend redis-single/unfenced --faults clock-step' });
     // A path this model cannot take is a usage error naming the step.
     const [replayed, bad] = await Promise.all([lockcheckAsync(['explore', '--replay', ce.replayWord]), lockcheckAsync(['explore', '--replay', ce.replayWord.replace(/\.\d+$/, '.9')])]);
     expect(replayed.code, replayed.stderr).toBe(1);
