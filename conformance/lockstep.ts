@@ -326,7 +326,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       // Resynchronised where it is well defined: the same outcome but for a shorter deadline or another reason of refusal.
       const clientNow = 'client' in subject ? clientClockNow(backend, instance, subject.client) : 0;
       const same = branches.filter((b) => sameKind(comparable(b.outcome), comparable(actual)) && b.next.nowMs >= env.nowMs());
-      const deviation = `the backend answered ${show(actual)}; the model allows ${[...new Set(branches.map((b) => show(b.outcome)))].join(' or ')}${tokenSkipNote(subject, actual, branches, steps)}`;
+      const deviation = `the backend answered ${show(actual)}; the model allows ${[...new Set(branches.map((b) => show(b.outcome)))].join(' or ')}${tokenSkipNote(subject, actual, branches, steps, options.tokenBase)}`;
       const property = same.length > 0 ? implicated(subject, same.map((b) => ({ ...b, outcome: comparable(b.outcome) })), comparable(actual), clientNow, steps) : null;
       const consequence = property === null ? null : consequenceOf(property, subject, actual, same.map((b) => b.outcome), deviation);
       if (property !== null && consequence !== null && consequence.kind !== 'unsafe') {
@@ -340,7 +340,7 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
       // An answer the model gives, but at an earlier time only (a grant handed over late): say when, or the message reads as a match.
       const earlier = branches.filter((b) => sameOutcome(comparable(b.outcome), comparable(actual))).map((b) => b.next.nowMs);
       const when = earlier.length > 0 ? ` at t=${env.nowMs()} ms (the model has that answer at t=${Math.max(...earlier)} ms)` : '';
-      const deviation = `the backend answered ${show(actual)}${when}; the model allows ${allowed.join(' or ')}${tokenSkipNote(subject, actual, branches, steps)}`;
+      const deviation = `the backend answered ${show(actual)}${when}; the model allows ${allowed.join(' or ')}${tokenSkipNote(subject, actual, branches, steps, options.tokenBase)}`;
       // A holder's key gone from the backend in every allowed state is the deeper cause: someone removed a key not theirs.
       // Judged with the lease the backend just handed out, as the backend sees its clients.
       const tentative = performed.granted === undefined ? drivers : withGrant(drivers, performed.granted);
@@ -990,12 +990,15 @@ export function implicated(command: Command, branches: readonly Branch[], actual
  * granted before on the resource in this run (TOKEN_SKIP_NOTE): the note
  * that says so, else ''. A token at or below an earlier one is no skip.
  */
-function tokenSkipNote(command: Command, actual: Outcome, branches: readonly Branch[], earlier: readonly ExecutedStep[]): string {
+function tokenSkipNote(command: Command, actual: Outcome, branches: readonly Branch[], earlier: readonly ExecutedStep[], tokenBase: bigint): string {
   if (command.kind !== 'acquire' || actual.kind !== 'granted') return '';
   const allowed = branches.flatMap((b) => (b.outcome.kind === 'granted' ? [b.outcome.token] : []));
   const before = earlier.flatMap((s) => (s.command.kind === 'acquire' && s.command.resource === command.resource && s.actual.kind === 'granted' ? [s.actual.token] : []));
   const skips = allowed.length > 0 && [...allowed, ...before].every((t) => actual.token > t);
-  return skips ? ` (${TOKEN_SKIP_NOTE})` : '';
+  // The run's first grant off the model's token: most often a counter that does not start at the run's tokenBase.
+  const first = allowed.length > 0 && !allowed.includes(actual.token) && earlier.every((s) => s.actual.kind !== 'granted');
+  const base = first ? ` (this run's tokenBase is ${tokenBase}: a fresh counter's first grant is tokenBase + 1; start() gets it, and a kit adapter's client() as parts.tokenBase)` : '';
+  return `${skips ? ` (${TOKEN_SKIP_NOTE})` : ''}${base}`;
 }
 
 function decisionText(o: Outcome): string {

@@ -96,3 +96,31 @@ describe("a report's steps are the schedule's own commands", () => {
     expect(report.steps.map((s) => schedule.indexOf(s.command))).toEqual([0, 1, 2, 3, 4]);
   });
 });
+
+describe("a counter that does not start at the run's tokenBase", () => {
+  it('fails at the first grant, and the message says where the model counts from and where an adapter gets it', async () => {
+    // Found plugging a fenced lock into the kit: its counter started at 0, the message only said "FENCE-1 ... token 1; the model allows 99".
+    const sim = simLeaseBackend(designs.redisSingle(), 'strict');
+    const fromZero: BackendUnderTest = { ...sim, name: 'counter from zero', start: (o) => sim.start({ ...o, tokenBase: 0n }) };
+    const r = await runLockstep(fromZero, [acquire], { clients: 1, tokenBase: 98n });
+    expect(r.verdict.kind).toBe('conformance-failure');
+    const failure = r.verdict as Extract<typeof r.verdict, { kind: 'conformance-failure' }>;
+    expect(failure.property).toBe('FENCE-1');
+    expect(failure.message).toContain("this run's tokenBase is 98: a fresh counter's first grant is tokenBase + 1");
+    expect(failure.consequence.kind).toBe('unsafe');
+    // A later grant off the model's token is no base matter: no such note there.
+    const late = await runLockstep({ ...sim, name: 'skips', start: async (o) => {
+      const i = await sim.start(o);
+      let n = 0;
+      return { ...i, clients: i.clients.map((c) => ({ ...c, acquire: async (res: string, opts: Parameters<LockClient['acquire']>[1]) => {
+        const g = await c.acquire(res, opts);
+        if (++n !== 2 || g.kind !== 'granted') return g;
+        const { resource, owner, validUntilMs, signal } = g.lease;
+        return { kind: 'granted' as const, lease: { resource, owner, token: 1n, validUntilMs, signal } };
+      } })) };
+    } }, [acquire, { kind: 'release', client: 0, resource: 'r' }, acquire], { clients: 1, tokenBase: 0n });
+    expect(late.verdict.kind).toBe('conformance-failure');
+    expect((late.verdict as { message: string }).message).toContain('the backend answered {kind:granted,token:1n');
+    expect((late.verdict as { message: string }).message).not.toContain('tokenBase');
+  });
+});
