@@ -1,3 +1,4 @@
+import { readingOrNaN } from './checkedClock.ts';
 import type { MonotonicClock } from './clock.ts';
 import type { LeaseNode } from './leaseNode.ts';
 import { isDefect } from './errors.ts';
@@ -37,6 +38,12 @@ export class Background {
   }
 }
 
+/** The clock's reading, or -Infinity (due already) when it cannot be read. */
+function dueNow(clock: MonotonicClock): number {
+  const nowMs = readingOrNaN(clock);
+  return Number.isNaN(nowMs) ? Number.NEGATIVE_INFINITY : nowMs;
+}
+
 /**
  * Decided rounds resolve one turn of the clock after their decision, so that
  * replies arriving at the same moment are counted too. The rounds decided in
@@ -54,7 +61,9 @@ export class Turn {
 
   /** Publishes `round` at the end of this turn (unless it ended before). */
   defer(round: Round<unknown>): void {
-    if (this.#due.push(round) === 1) this.#clock.schedule(this.#clock.now(), this.#flush);
+    // Run from a node's reply (a promise callback), where a throw was an unhandled rejection and left the round unpublished:
+    // a clock that cannot be read (NaN) is due at once all the same.
+    if (this.#due.push(round) === 1) this.#clock.schedule(dueNow(this.#clock), this.#flush);
   }
 
   readonly #flush = (): void => {
@@ -218,8 +227,12 @@ export class Round<T> {
       this.#resolve = resolve;
       this.#reject = reject;
     });
+    // A clock that cannot be read (NaN) has this round's bound over at once: its calls still go (a release in the
+    // background frees keys that would stay until their ttl), and it ends at the queue's next timer. Read before the round
+    // counts as started: a throw after it left settled() waiting for ever.
+    const nowMs = readingOrNaN(context.clock);
+    this.deadlineMs = Number.isNaN(nowMs) ? Number.NEGATIVE_INFINITY : nowMs + limitMs;
     context.background.started();
-    this.deadlineMs = context.clock.now() + limitMs;
     this.#queue = context.deadlines.of(limitMs);
     this.#queue.add(this as Round<unknown>);
     for (let i = 0; i < n; i++) {

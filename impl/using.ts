@@ -1,4 +1,5 @@
 import type { MonotonicClock } from './clock.ts';
+import { checkedClock } from './checkedClock.ts';
 import type { AcquireOptions, AcquireResult, ExtendResult } from './leaseLock.ts';
 import type { Lease } from './lease.ts';
 import { InvalidInputError } from '../model/errors.ts';
@@ -85,7 +86,8 @@ export async function using<T, O extends AcquireOptions = AcquireOptions>(
   const result = await lock.acquire(resource, acquireOptions as unknown as O);
   if (result.kind !== 'granted') throw new LockNotAcquiredError(resource, result.kind === 'denied' ? result.reason : 'timed-out');
   const lease = result.lease;
-  const clock = lock.clockOf();
+  // Read checked (impl/checkedClock.ts): a reading that is no number made the plan a string sum or NaN, a timer never due or due at once.
+  const clock = checkedClock(lock.clockOf());
   const fraction = fractionOption;
   let cancel: () => void = () => undefined;
   let stopped = false;
@@ -107,9 +109,10 @@ export async function using<T, O extends AcquireOptions = AcquireOptions>(
         .catch(() => undefined);
     });
   };
-  plan();
   let threw = false;
   try {
+    // Inside the try: a clock that cannot be read (InvalidInputError) rejects using() with the lease released, not kept.
+    plan();
     return await fn(lease.signal, lease);
   } catch (error) {
     threw = true;

@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../conformance/env/redisServer.ts';
 import { systemClock, type MonotonicClock } from '../impl/clock.ts';
 import { InvalidInputError } from '../impl/errors.ts';
-import { createRedisLock, keysFor, redisFencedStore } from '../impl/redis/index.ts';
+import { LeaseLock } from '../impl/leaseLock.ts';
+import type { LeaseNode } from '../impl/leaseNode.ts';
+import { createRedisLock, keysFor, redisFencedStore, redisLeaseNode } from '../impl/redis/index.ts';
 import { HandClock } from './handClock.ts';
 
 /**
@@ -88,6 +90,24 @@ describe('a clock that turns unreadable while a lease is held', () => {
     expect(() => hand.advance(150)).not.toThrow();
     bad = false;
     await lock.release(granted.lease);
+    await lock.settled();
+  });
+});
+
+describe('a clock that turns unreadable while an acquire round waits for its replies', () => {
+  it.each(BAD)('%s: the acquire rejects with the refusal, no unhandled rejection, and the lock settles', async (_name, reading) => {
+    let bad = false;
+    const node = redisLeaseNode(redis);
+    // Goes bad as the node's reply comes: the round is decided (one turn of the clock) on a clock that cannot be read.
+    const turning: LeaseNode = { ...node, acquire: async (...args) => {
+      const answer = await node.acquire(...args);
+      bad = true;
+      return answer;
+    } };
+    const clock: MonotonicClock = { now: () => (bad ? reading() : performance.now()) as number, schedule: (atMs, fn) => systemClock.schedule(atMs, fn) };
+    const lock = new LeaseLock({ nodes: [turning], clock, requestTimeoutMs: 10_000 });
+    // It threw in the reply's callback (an unhandled rejection), and the round waited for its 10 s bound.
+    await expect(lock.acquire(`round-${_name}`, { ttlMs: 30_000 })).rejects.toEqual(refused);
     await lock.settled();
   });
 });
