@@ -110,4 +110,18 @@ describe('a clock that turns unreadable while an acquire round waits for its rep
     await expect(lock.acquire(`round-${_name}`, { ttlMs: 30_000 })).rejects.toEqual(refused);
     await lock.settled();
   });
+
+  it.each(BAD)('%s: a release on a clock turned unreadable still goes out and frees the key (its answer not awaited)', async (_name, reading, key) => {
+    let bad = false;
+    const clock: MonotonicClock = { now: () => (bad ? reading() : performance.now()) as number, schedule: (atMs, fn) => systemClock.schedule(atMs, fn) };
+    const lock = createRedisLock({ nodes: [redis], clock, requestTimeoutMs: 10_000 });
+    const resource = `release-${key}`;
+    const granted = await lock.acquire(resource, { ttlMs: 60_000 });
+    if (granted.kind !== 'granted') throw new Error(`not granted: ${granted.kind}`);
+    bad = true;
+    // It threw from the round's start: the key stayed for its 60 s ttl, the lock held for no one.
+    expect(typeof (await lock.release(granted.lease))).toBe('boolean');
+    await lock.settled();
+    await expect.poll(() => redis.exists(keysFor(resource).lock), { timeout: 10_000, interval: 20 }).toBe(0);
+  });
 });
