@@ -4,6 +4,7 @@ import { InvalidInputError } from '../model/errors.ts';
 import { checkClock, isObject, refuse, shown } from '../impl/options.ts';
 import { offClientClock as offClock, onClientClock as onClock, type LibraryClockNotes } from './libraryClock.ts';
 import type { MonotonicClock } from '../impl/clock.ts';
+import { AdapterApiError } from './backendApi.ts';
 
 /**
  * Checks of what the kit's (lockcheck/kit) public functions take: a wrong
@@ -62,4 +63,20 @@ export function onClientClock<T>(clock: MonotonicClock, fn: () => T, notes?: Lib
 export function offClientClock<T>(fn: () => T): T {
   checkFunction(fn, 'fn');
   return offClock(fn);
+}
+
+/**
+ * What a kit adapter's client() gave: its lock calls (acquire, release, extend or none). The kit wraps them into the
+ * run's LockClient, so the instance's own check saw functions there whatever client() returned: a missing release was
+ * judged as the library's (OWN-1, "holds nothing"), a null a TypeError. AdapterApiError naming the adapter and the client.
+ */
+export function checkLockCalls(calls: unknown, adapter: string, client: number): void {
+  const said = `${adapter}: adapter.client() for client ${client} returned`;
+  const c = calls as Record<string, unknown> | null | undefined;
+  if (c === null || typeof c !== 'object') throw new AdapterApiError(`${said} ${c === null ? 'null' : typeof c}, not lock calls (LockCalls: acquire, release, extend?)`);
+  const missing = [
+    ...(['acquire', 'release'] as const).filter((m) => typeof c[m] !== 'function').map((m) => `${m}()`),
+    ...(c.extend !== undefined && typeof c.extend !== 'function' ? ['extend() (a function, or absent)'] : []),
+  ];
+  if (missing.length > 0) throw new AdapterApiError(`${said} lock calls without ${missing.join(', ')} (LockCalls: acquire, release, extend?)`);
 }

@@ -12,6 +12,7 @@ import { targetOf, underOwnNames } from './env/postgresBackend.ts';
 import { PostgresServer } from './env/postgresServer.ts';
 import { connectPostgres } from './env/userPostgres.ts';
 import { clockWarnings, installLibraryClock, libraryClockNotes, offClientClock, onClientClock } from './libraryClock.ts';
+import { checkLockCalls } from './kitInput.ts';
 import type { LockCalls } from './redisLibrary.ts';
 import { SimNetwork } from './sim/network.ts';
 import { KEEPALIVE_MS } from './sim/sessionBackend.ts';
@@ -224,6 +225,7 @@ async function startInstance(adapter: PostgresLibraryAdapter, server: PostgresTa
       const calls = await onClock(() =>
         adapter.client({ client, tokenBase, url: url.href, clock, call: (work) => network.call(client, 0, () => bounded(work(), (w) => time.stalled(w))), onClock, onClose: (fn) => closeHooks.push(fn) }),
       );
+      checkLockCalls(calls, adapter.name, client);
       const storeConnection = await open();
       connections.push(storeConnection);
       const fenced = postgresFencedStore({ query: ((...args: Parameters<pg.Client['query']>) => connections[client + 1]!.query(...args)) as pg.Client['query'] }, 'unfenced');

@@ -8,6 +8,7 @@ import type { RedisCluster } from './env/redisBackend.ts';
 import { REAL_TIME_TOLERANCE_MS, startRedisCluster, startRedisRun, toleranceOn } from './env/redisBackend.ts';
 import { connectRedisCluster } from './env/userRedis.ts';
 import { clockWarnings, currentNotes, installLibraryClock, libraryClockNotes, onClientClock } from './libraryClock.ts';
+import { checkLockCalls } from './kitInput.ts';
 import type { LibraryClockNotes } from './libraryClock.ts';
 import { InvalidInputError } from '../model/errors.ts';
 import { checkLibraryAdapter } from './options.ts';
@@ -161,6 +162,7 @@ async function startInstance(adapter: RedisLibraryAdapter, cluster: RedisCluster
       const calls = await onClock(() =>
         adapter.client({ client, tokenBase, nodes, clock, keyPrefix: run.keyPrefix, ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}), onClock, onClose: (fn) => closeHooks.push(fn) }),
       );
+      checkLockCalls(calls, adapter.name, client);
       const fenced = redisFencedStore(conn.store, 'unfenced');
       lockClients.push({
         acquire: (resource, options) => onClock(() => calls.acquire(resource, options)),

@@ -7,7 +7,8 @@ import type { BackendUnderTest } from '../conformance/adapter.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { runLockstep } from '../conformance/lockstep.ts';
 import type { Command } from '../model/command.ts';
-import { offeredFaults } from '../conformance/backendApi.ts';
+import { AdapterApiError, offeredFaults } from '../conformance/backendApi.ts';
+import { AdapterError } from '../conformance/adapterCall.ts';
 import { redisLibraryBackend } from '../conformance/redisLibrary.ts';
 import { postgresLibraryBackend } from '../conformance/postgresLibrary.ts';
 import { advisoryLock } from '../conformance/adapters/advisoryLock.ts';
@@ -258,4 +259,37 @@ describe('the adapter kit for a PostgreSQL lock library', () => {
     expect(r.steps.at(-1)!.actual.kind).toBe('accepted');
     expect(tokenBases).toEqual([41n]);
   }, 60_000);
+});
+
+describe("the kit checks the lock calls an adapter's client() gives", () => {
+  // The kit wrapped them into the run's LockClient, so the instance check saw functions whatever client() returned: a
+  // missing release was judged as the library's (OWN-1, "holds nothing"), a null client() a TypeError from inside the kit.
+  const denied = async (): Promise<unknown> => ({ kind: 'denied', reason: 'held' });
+  it.each<[string, () => unknown, string]>([
+    ['without release', () => ({ acquire: denied }), 'lock calls without release()'],
+    ['acquire not a function', () => ({ acquire: 'yes', release: async () => true }), 'lock calls without acquire()'],
+    ['extend a string', () => ({ acquire: denied, release: async () => true, extend: 'no' }), 'lock calls without extend() (a function, or absent)'],
+    ['null', () => null, 'null, not lock calls'],
+  ])('calls %s: AdapterApiError naming the adapter and what is missing, before any command', async (_what, calls, says) => {
+    const backend = redisLibraryBackend({ name: 'bad calls', contract: { tokens: 'none', validatesInput: false }, client: calls as never });
+    try {
+      const e = await runLockstep(backend, [{ kind: 'acquire', client: 0, resource: 'r', ttlMs: 100 }], { clients: 1, tokenBase: 0n }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(AdapterError);
+      expect((e as Error).cause).toBeInstanceOf(AdapterApiError);
+      expect((e as Error).message).toContain(`start() threw AdapterApiError: bad calls: adapter.client() for client 0 returned ${says}`);
+    } finally {
+      await backend.close?.();
+    }
+  }, 60_000);
+
+  it('the PostgreSQL kit too', async () => {
+    const backend = postgresLibraryBackend({ name: 'bad pg calls', contract: { tokens: 'none', validatesInput: false }, client: (() => ({ acquire: async () => ({ kind: 'denied', reason: 'held' }) })) as never });
+    try {
+      const e = await runLockstep(backend, [{ kind: 'acquire', client: 0, resource: 'r' }], { clients: 1, tokenBase: 0n }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(AdapterError);
+      expect((e as Error).message).toContain('start() threw AdapterApiError: bad pg calls: adapter.client() for client 0 returned lock calls without release()');
+    } finally {
+      await backend.close?.();
+    }
+  }, 120_000);
 });
