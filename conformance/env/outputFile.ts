@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { redactSecrets, visibleControls } from './redact.ts';
 import { redactMarkup } from './redactMarkup.ts';
@@ -155,6 +155,31 @@ export function checkOutputDir(path: string, what: string): void {
   const near = nearestExisting(path);
   if (!near.isDirectory) throw new OutputFileError('not-a-directory', path, `cannot write ${what} ${path}: ${near.at} is not a directory`);
   writable(near.at, what, path);
+  // A directory to be made is made once and removed: where none can be (/proc, /sys: mkdir says ENOENT under a
+  // directory that is there) the run would learn it only at its end.
+  const first = missingDirs(path)[0];
+  if (first === undefined) return;
+  try {
+    mkdirSync(first);
+    rmdirSync(first);
+  } catch (error) {
+    const f = failed(error, what, path);
+    throw f.problem === 'missing-directory' ? new OutputFileError('permission', path, `cannot write ${what} ${path}: no directory can be made in ${dirname(first)}`, { cause: error }) : f;
+  }
+}
+
+/** The directories on the way to `dir` (itself included) that are not there, outermost first. */
+function missingDirs(dir: string): string[] {
+  const missing: string[] = [];
+  for (let at = resolve(dir); dirname(at) !== at; at = dirname(at)) {
+    try {
+      statSync(at);
+      break;
+    } catch {
+      missing.unshift(at);
+    }
+  }
+  return missing;
 }
 
 /**
@@ -214,11 +239,17 @@ export function removeStaleOutput(path: string, what: string): void {
 /** Makes output directory `dir` (and those on the way); a failure is an OutputFileError. */
 export function makeOutputDir(dir: string, what = 'into'): void {
   refuseForeignLinks(dir, what);
-  try {
-    mkdirSync(dir, { recursive: true });
-  } catch (error) {
-    throw failed(error, what, dir);
+  // One level at a time: Node's recursive mkdirSync spins forever, deaf to signals, where mkdir says ENOENT under a directory that is there (/proc).
+  for (const d of missingDirs(dir)) {
+    try {
+      mkdirSync(d);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'EEXIST' && statSync(d, { throwIfNoEntry: false })?.isDirectory() === true) continue; // made meanwhile
+      const f = failed(error, what, dir);
+      throw f.problem === 'missing-directory' ? new OutputFileError('permission', dir, `cannot write ${what} ${dir}: no directory can be made in ${dirname(d)}`, { cause: error }) : f;
+    }
   }
+  if (statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) throw new OutputFileError('not-a-directory', dir, `cannot write ${what} ${dir}: a file is there, not a directory`);
 }
 
 /**
