@@ -59,7 +59,7 @@ export interface LeaseLockOptions {
 export type AcquireResult =
   | { readonly kind: 'granted'; readonly lease: Lease }
   | { readonly kind: 'denied'; readonly reason: 'held' | 'no-quorum' | 'validity-exhausted' }
-  /** The replies came too late: the nodes may or may not hold our key (it expires by its ttl). */
+  /** The replies came too late: the nodes may or may not hold our key (a release of it goes out in the background; failing that, it expires by its ttl). */
   | { readonly kind: 'timed-out' };
 
 /** One extend's outcome: the new deadline (ms on the lock's clock), or why not ('expired': the lease was already lost or is not this lock's; 'no-quorum': too few nodes extended it in time). */
@@ -290,39 +290,59 @@ export class LeaseLock {
     const owner = this.newOwner();
     const startedMs = this.validityStartMs(attemptStartedMs, firstStartedMs);
     const q = this.quorum;
-    // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
-    const votes = await this.round(ttlMs, (node, i) => node.acquire(resource, owner, ttlMs).then((answer) => answeredToken(answer, resource, i)), isGrant, this.#acquireDecided);
-    const answeredMs = this.#clock.now();
-    // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: it expires by itself.
-    if (answeredMs - startedMs >= ttlMs) return { kind: 'timed-out' };
-    const granted: bigint[] = [];
-    for (const v of votes) if (v.ok && v.value !== null) granted.push(v.value);
-    const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
-    // The lease is usable until its signal fires, safetyMarginMs before the deadline: a grant with no usable time left is no grant.
-    const usableUntilMs = validUntilMs - this.#safetyMarginMs;
-    if (this.holds(granted.length, usableUntilMs - answeredMs)) {
-      const token = this.mintToken(granted);
-      // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
-      const inStep = this.#atToken(votes, token) >= this.quorum;
-      let refused: unknown;
-      const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes, (e) => (refused = e)));
-      if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.#clock.now()))) {
-        const lease = this.newLease(resource, owner, token, validUntilMs);
-        this.#held.add(lease);
-        if (votes.length > 1) this.#restoreLostCounters(resource, token, ttlMs, votes);
-        return { kind: 'granted', lease };
-      }
-      // Without the write-back on a quorum this token could be minted again, so no lease carries it.
+    // Until the votes are in, every node may have granted.
+    let votes: readonly Vote<bigint | null>[] = [];
+    let undone = false;
+    const undo = (): void => {
+      undone = true;
       this.#releaseUnless(resource, owner, ttlMs, votes);
-      if (!written && refused !== undefined) throw refused;
-      return { kind: 'denied', reason: written ? 'validity-exhausted' : 'no-quorum' };
+    };
+    try {
+      // Each node call is bounded (by the ttl unless a shorter request timeout is set), so this wait is too.
+      votes = await this.round(ttlMs, (node, i) => node.acquire(resource, owner, ttlMs).then((answer) => answeredToken(answer, resource, i)), isGrant, this.#acquireDecided);
+      const answeredMs = this.#clock.now();
+      // Replies that took the whole ttl are useless, and whether the nodes hold our key is unknown: released as after any
+      // denial (compare-and-delete on our owner, in the background, behind the acquire on each connection), not left for its ttl.
+      if (answeredMs - startedMs >= ttlMs) {
+        undo();
+        return { kind: 'timed-out' };
+      }
+      const granted: bigint[] = [];
+      for (const v of votes) if (v.ok && v.value !== null) granted.push(v.value);
+      const validUntilMs = startedMs + ttlMs - this.driftMarginMs(ttlMs);
+      // The lease is usable until its signal fires, safetyMarginMs before the deadline: a grant with no usable time left is no grant.
+      const usableUntilMs = validUntilMs - this.#safetyMarginMs;
+      if (this.holds(granted.length, usableUntilMs - answeredMs)) {
+        const token = this.mintToken(granted);
+        // The write-back is a second round trip (when a granting counter is behind): validity must still be left after it.
+        const inStep = this.#atToken(votes, token) >= this.quorum;
+        let refused: unknown;
+        const written = inStep || (await this.#writeBack(resource, token, ttlMs, votes, (e) => (refused = e)));
+        if (written && this.holds(granted.length, usableUntilMs - (inStep ? answeredMs : this.#clock.now()))) {
+          const lease = this.newLease(resource, owner, token, validUntilMs);
+          this.#held.add(lease);
+          undone = true;
+          if (votes.length > 1) this.#restoreLostCounters(resource, token, ttlMs, votes);
+          return { kind: 'granted', lease };
+        }
+        // Without the write-back on a quorum this token could be minted again, so no lease carries it.
+        undo();
+        if (!written && refused !== undefined) throw refused;
+        return { kind: 'denied', reason: written ? 'validity-exhausted' : 'no-quorum' };
+      }
+      // A node that has not answered yet may still grant: the release goes out now, behind the acquire on the same connection.
+      undo();
+      const answered = votes.filter((v) => v.ok).length;
+      // Too few nodes could grant because of how they are configured (wrong password, no permission, token sequence at its end): say so, not no-quorum.
+      throwRefusal(votes, q);
+      return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < q ? 'no-quorum' : 'held' };
+    } catch (error) {
+      // The attempt ends in a throw before its outcome (a node's programming error rejected the round, the clock's reading
+      // was refused, a write-back's round failed): what the nodes granted is released as after a denial (a round on a
+      // clock that cannot be read still sends its calls, impl/round.ts).
+      if (!undone) undo();
+      throw error;
     }
-    // A node that has not answered yet may still grant: the release goes out now, behind the acquire on the same connection.
-    this.#releaseUnless(resource, owner, ttlMs, votes);
-    const answered = votes.filter((v) => v.ok).length;
-    // Too few nodes could grant because of how they are configured (wrong password, no permission, token sequence at its end): say so, not no-quorum.
-    throwRefusal(votes, q);
-    return { kind: 'denied', reason: this.holds(granted.length, 1) ? 'validity-exhausted' : answered < q ? 'no-quorum' : 'held' };
   }
 
   /**

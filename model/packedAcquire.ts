@@ -175,7 +175,11 @@ export function packedAcquire(ctx: PackedContext, w: Float64Array, client: numbe
   }
 }
 
-function pushGaveUp(ctx: PackedContext, untouched: boolean, nowMs: number, out: PackedBranches): void {
+/**
+ * finishAcquire's give-up branches: the requests untouched (judged in the step that sent them), the keys kept, and the
+ * keys undone by the release the client sends as it gives up (at `releaseMs`), when that deletes any (releasedAfterGiveUp).
+ */
+function pushGaveUp(ctx: PackedContext, untouched: boolean, nowMs: number, out: PackedBranches, client: number, r: number, attempt: number, releaseMs: number): void {
   if (untouched) {
     const b = out.push(counted);
     b[0] = nowMs;
@@ -184,6 +188,25 @@ function pushGaveUp(ctx: PackedContext, untouched: boolean, nowMs: number, out: 
   const b = out.push(sent);
   b[0] = nowMs;
   waitForReplicas(ctx, b);
+  const l = ctx.layout;
+  let ours = false;
+  for (let i = 0; i < l.nodes && !ours; i++) {
+    const key = nodeAt(l, i) + N_KEYS + r * KEY_STRIDE;
+    ours = receivesAt(l, sent, releaseMs, client, i) && sent[key + K_PRESENT] === 1 && sent[key + K_CLIENT] === client && sent[key + K_ATTEMPT] === attempt;
+  }
+  if (!ours) return;
+  const u = out.push(sent);
+  u[0] = nowMs;
+  undoKeys(l, sent, u, releaseMs, client, r, attempt);
+  // etcd's revision moves with the delete, as on a release.
+  if (ctx.revisionOnDelete) {
+    for (let i = 0; i < l.nodes; i++) {
+      const c = countersAt(l, nodeAt(l, i) + N_KEYS) + ctx.counterOf[r]! * COUNTER_STRIDE;
+      u[c + 1] = (u[c] === 1 ? u[c + 1]! : ctx.tokenBase) + 1;
+      u[c] = 1;
+    }
+  }
+  waitForReplicas(ctx, u);
 }
 
 /** finishAcquire: the round's ways, each given up, granted or denied. */
@@ -221,7 +244,7 @@ function finish(
     const got = way === 0 ? counted0 : counted1;
     const elapsed = clientMono(l, sent, client, endMs) - startedMono;
     const gaveUp = !(elapsed < ttl || way > 0);
-    if (gaveUp) pushGaveUp(ctx, untouched, endMs, out);
+    if (gaveUp) pushGaveUp(ctx, untouched, endMs, out, client, r, attempt, endMs);
     if (!patient && (elapsed > ttl || (elapsed === ttl && got === 0))) {
       if (ctx.noDeadline && noTimeout && way === 0) {
         // readLateReplies: the client waits for every reply that comes.
@@ -230,7 +253,7 @@ function finish(
         // readLate: the same give-up, when the late replies come.
         let last = Number.NEGATIVE_INFINITY;
         for (let i = 0; i < n; i++) if (round.kind[i] === ARRIVES) last = Math.max(last, Math.max(round.at[i]!, earliest));
-        if (Number.isFinite(last) && last > endMs) pushGaveUp(ctx, untouched, last, out);
+        if (Number.isFinite(last) && last > endMs) pushGaveUp(ctx, untouched, last, out, client, r, attempt, endMs);
       }
       continue;
     }

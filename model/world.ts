@@ -541,6 +541,21 @@ function releaseEverywhere(world: World, client: number, resource: string, owner
   return { ...world, nodes };
 }
 
+/**
+ * A give-up's release (7.1 step 4): the client sends compare-and-delete on
+ * the attempt's owner to every node it reaches, in the background, as after
+ * a denial; it may land or not before anything else happens, so it is a
+ * branch beside the keys kept. null when it would delete nothing. etcd's
+ * revision moves with the delete, as on a release.
+ */
+function releasedAfterGiveUp(world: World, client: number, resource: string, owner: Owner): World | null {
+  const released = releaseEverywhere(world, client, resource, owner);
+  if (released.nodes.every((n, i) => n === world.nodes[i])) return null;
+  const design = world.config.design;
+  if (rulesOf(design).tokenSource !== 'cluster-revision') return released;
+  return { ...released, nodes: released.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) };
+}
+
 /** The client's bound on one round, in ms on its clock: the configured request timeout, else the operation's own. */
 function timeoutMs(world: World, fallbackMs: number): number {
   return world.config.requestTimeoutMs ?? fallbackMs;
@@ -783,10 +798,16 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
     // A reply later than the ttl (on the client's clock) is useless: the client has given up and does not
     // know what happened. Exactly at the ttl, the give-up and the reply race: both ways are allowed.
     const elapsed = read(sent.clients[client]!.mono, endMs) - f.startedMono;
+    // Its keys stay until their ttl, or the release it sends as it gives up lands (7.1 step 4).
+    const releasedAfter = elapsed < ttlMs || way > 0 ? null : releasedAfterGiveUp(afterNodes, client, resource, owner);
     const gaveUp: Branch[] =
       elapsed < ttlMs || way > 0
         ? []
-        : [...(untouched === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: { ...untouched, nowMs: afterNodes.nowMs }, events: [] }]), { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] }];
+        : [
+            ...(untouched === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: { ...untouched, nowMs: afterNodes.nowMs }, events: [] }]),
+            { outcome: { kind: 'timed-out' }, next: afterNodes, events: [] },
+            ...(releasedAfter === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: releasedAfter, events: [] }]),
+          ];
     // At the ttl itself only a reply read in time races the give-up.
     if (!patient && (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean)))) {
       // A client with no deadline and no request timeout of its own (a library's declared contract, spec 7.11) waits for

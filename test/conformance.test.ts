@@ -175,14 +175,17 @@ describe('the lockstep runner', () => {
   const acquire = (client: number, extra: Partial<Extract<Command, { kind: 'acquire' }>> = {}): Command => ({ kind: 'acquire', client, resource: 'r', ttlMs: 10, ...extra });
 
   it('follows an ambiguous timeout until a later outcome tells the branches apart', async () => {
-    // The reply comes exactly at the ttl: timed out, and the node may or may not hold client 0's key.
-    // A step back of the node's clock keeps that key alive, so client 1's denial says the request took effect.
+    // The reply comes exactly at the ttl: timed out, and the node may or may not hold client 0's key: never set,
+    // set and kept (a step back of the node's clock keeps it alive), or set and deleted by the release the client
+    // sends as it gives up (spec 4.2). Client 1's grant with token 2 says the request took effect and was released.
     const schedule: Command[] = [acquire(0, { latencyMs: 10 }), { kind: 'clock-step', node: 0, deltaMs: -5 }, acquire(1), { kind: 'advance', ms: 20 }, acquire(1)];
     const report = await runLockstep(backend, schedule, { clients: 2, tokenBase: 0n });
     expect(report.verdict).toEqual({ kind: 'pass' });
-    expect(report.steps.map((s) => s.actual.kind)).toEqual(['timed-out', 'ok', 'denied', 'ok', 'granted']);
-    expect(report.steps[0]!.allowed.map((o) => o.kind)).toEqual(['timed-out', 'timed-out', 'denied']);
-    expect(report.steps[4]!.actual).toMatchObject({ token: 2n });
+    expect(report.steps.map((s) => s.actual.kind)).toEqual(['timed-out', 'ok', 'granted', 'ok', 'granted']);
+    expect(report.steps[0]!.allowed.map((o) => o.kind)).toEqual(['timed-out', 'timed-out', 'timed-out', 'denied']);
+    expect(report.steps[2]!.allowed.map((o) => (o.kind === 'granted' ? o.token : o.kind))).toEqual([1n, 'denied', 2n]);
+    expect(report.steps[2]!.actual).toMatchObject({ token: 2n });
+    expect(report.steps[4]!.actual).toMatchObject({ token: 3n });
   });
 
   it('keeps a design finding (property violation) apart from a conformance failure', async () => {

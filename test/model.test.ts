@@ -102,16 +102,18 @@ describe('the model without faults', () => {
     expect(step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 20 })[0]!.outcome).toMatchObject({ kind: 'denied', reason: 'validity-exhausted' });
   });
 
-  it('makes a reply later than the ttl ambiguous: took effect, or did not', () => {
+  it('makes a reply later than the ttl ambiguous: took effect, or did not; taken effect, its key kept or released by the give-up', () => {
     const w0 = initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 2 });
     const branches = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 11 });
-    expect(branches.map((b) => b.outcome.kind)).toEqual(['timed-out', 'timed-out', 'timed-out', 'timed-out']);
-    expect(branches.map((b) => Object.keys(b.next.nodes[0]!.keys).length)).toEqual([0, 1, 0, 1]);
+    expect(branches.map((b) => b.outcome.kind)).toEqual(['timed-out', 'timed-out', 'timed-out', 'timed-out', 'timed-out', 'timed-out']);
+    // Untouched; set and kept until its ttl; set, then deleted by the compare-and-delete the client sends as it gives up (7.1 step 4).
+    expect(branches.map((b) => Object.keys(b.next.nodes[0]!.keys).length)).toEqual([0, 1, 0, 0, 1, 0]);
+    expect(branches.map((b) => Object.keys(b.next.nodes[0]!.counters).length)).toEqual([0, 1, 1, 0, 1, 1]);
     // With no request timeout configured, the client gives up at the ttl, or (unbounded) when the late reply comes.
-    expect(branches.map((b) => b.next.nowMs)).toEqual([10, 10, 11, 11]);
+    expect(branches.map((b) => b.next.nowMs)).toEqual([10, 10, 10, 11, 11, 11]);
     // Exactly at the ttl the give-up races the reply, which arrives with no validity left.
     const tie = step(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 10, latencyMs: 10 });
-    expect(tie.map((b) => b.outcome)).toEqual([{ kind: 'timed-out' }, { kind: 'timed-out' }, { kind: 'denied', reason: 'validity-exhausted' }]);
+    expect(tie.map((b) => b.outcome)).toEqual([{ kind: 'timed-out' }, { kind: 'timed-out' }, { kind: 'timed-out' }, { kind: 'denied', reason: 'validity-exhausted' }]);
   });
 
   it('stacks PostgreSQL session locks: each acquire needs its release', () => {
