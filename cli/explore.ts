@@ -143,6 +143,8 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   const signals = stopOnSignals(stop);
   // The cells as they arrive: on a stop, the report is of these.
   const arrived: CellResult[] = [];
+  // The cells cut by the stop (a cell --max-states or --seconds cut before it is cut by those).
+  const stopped = new Set<CellResult>();
   try {
     if (options.budget === undefined) {
       say(`## Bounded exhaustive exploration (depth ${options.depth}, at most ${options.maxStates} states a cell)\n`);
@@ -152,6 +154,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
         options.jobs ?? 1,
         (cell) => {
           arrived.push(cell);
+          if (cell.truncated && stop.isSet) stopped.add(cell);
           const found = cell.counterexamples.map((c) => `${c.property}(${c.steps.length})`).join(' ') || 'none';
           process.stderr.write(
             `[${String(++done).padStart(3)}/${total}] ${cell.row} / ${cell.store} / ${cell.faultClass}: ${cell.states} states, depth ${cell.depthCompleted}${cell.truncated ? (stop.isSet ? ' (interrupted)' : ' (cut)') : ''}, found ${found}\n`,
@@ -174,7 +177,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   const cellOf = (row: string, store: StorePolicy, fault: FaultClass): CellResult | undefined => cells.find((c) => c.row === row && c.store === store && c.faultClass === fault);
 
   // A cell --max-states, --seconds or the heap stopped says so in the table itself: "holds to 4" alone read as a search to --depth that found nothing.
-  const cutMark = (c: CellResult): string => (levels === null && c.truncated ? (interrupted !== null ? ' (interrupted)' : ' (cut)') : '');
+  const cutMark = (c: CellResult): string => (levels === null && c.truncated ? (stopped.has(c) ? ' (interrupted)' : ' (cut)') : '');
   const cellText = (c: CellResult | undefined): string =>
     c === undefined
       ? 'not explored (interrupted)'
@@ -265,7 +268,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
         lockcheck: 'explore',
         options: { depth: options.depth, maxStates: options.maxStates, design: options.design ?? null, fault: options.fault ?? null, seconds: options.seconds ?? null, budget: options.budget ?? null, jobs: options.jobs ?? 1 },
         scenarios,
-        cells: tasks.map((t) => cellJson(t.row.label, t.store, t.fault, cellOf(t.row.label, t.store, t.fault), interrupted !== null)),
+        cells: tasks.map((t) => cellJson(t.row.label, t.store, t.fault, cellOf(t.row.label, t.store, t.fault), stopped)),
         totals: {
           cells: total,
           reported: cells.length,
@@ -291,7 +294,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
 }
 
 /** A cell as --json gives it: null fields where the interrupt left it unexplored. */
-function cellJson(row: string, store: StorePolicy, fault: FaultClass, c: CellResult | undefined, interrupted: boolean) {
+function cellJson(row: string, store: StorePolicy, fault: FaultClass, c: CellResult | undefined, stopped: ReadonlySet<CellResult>) {
   if (c === undefined) return { row, store, fault, explored: false };
   return {
     row,
@@ -300,7 +303,7 @@ function cellJson(row: string, store: StorePolicy, fault: FaultClass, c: CellRes
     explored: true,
     depthCompleted: c.depthCompleted,
     truncated: c.truncated,
-    ...(c.truncated ? { truncatedBy: interrupted ? 'interrupt' : 'limit' } : {}),
+    ...(c.truncated ? { truncatedBy: stopped.has(c) ? 'interrupt' : 'limit' } : {}),
     exhausted: c.exhausted,
     states: c.states,
     transitions: c.transitions,
