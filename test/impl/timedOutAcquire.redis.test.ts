@@ -130,4 +130,28 @@ describe('redlock (3 nodes): an acquire that ends in a throw', () => {
       for (const c of conns) c.disconnect();
     }
   });
+
+  it('a clock that turns unreadable as the replies come rejects the acquire, and the keys granted are released', async () => {
+    const conns = await connected(servers);
+    try {
+      const manual = new ManualClock();
+      let bad = false;
+      const clock = { now: () => (bad ? Number.NaN : manual.now()), schedule: (atMs: number, fn: () => void) => manual.schedule(atMs, fn) };
+      const nodes = conns.map((c) => {
+        const node = redisLeaseNode(c);
+        return { ...node, acquire: async (r: string, o: string, t: number) => {
+          const answer = await node.acquire(r, o, t);
+          bad = true;
+          return answer;
+        } };
+      });
+      const lock = new LeaseLock({ nodes, clock });
+      const resource = fresh();
+      expect(await rejectsWithin('acquire', lock.acquire(resource, { ttlMs: TTL_MS }), BOUND_MS)).toMatchObject({ code: 'invalid-config' });
+      await resolvesWithin('settled', lock.settled(), BOUND_MS);
+      expect(await holders(conns, resource)).toEqual([null, null, null]);
+    } finally {
+      for (const c of conns) c.disconnect();
+    }
+  });
 });
