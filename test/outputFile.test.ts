@@ -41,15 +41,16 @@ describe('outputs that cannot be written are typed errors naming the path and wh
     // What can be written passes: a new file in an existing directory, an existing file, a directory still to be made, a device.
     for (const ok of [join(dir, 'new.xml'), aFile, '/dev/null']) expect(() => checkOutputFile(ok, 'the report')).not.toThrow();
     for (const ok of [dir, join(dir, 'new', 'deeper')]) expect(() => checkOutputDir(ok, 'the report')).not.toThrow();
-    // The directory still to be made was tried and removed: nothing left behind.
+    // The directory still to be made and the new file were tried and removed: nothing left behind.
     expect(existsSync(join(dir, 'new'))).toBe(false);
+    expect(existsSync(join(dir, 'new.xml'))).toBe(false);
   });
 
-  it('a directory that cannot be made where mkdir says ENOENT (/proc): refused before any work, and makeOutputDir ends with a typed error', () => {
+  it('a directory or file that cannot be made where mkdir/open say ENOENT (/proc, to root): refused before any work, and makeOutputDir ends with a typed error', () => {
     // Node's recursive mkdirSync spun forever there, deaf to signals: `stress --out /proc/x` hung after its run, SIGTERM or not. In a child, bounded.
     const outputFile = JSON.stringify(resolve('conformance/env/outputFile.ts'));
-    const code = `const { makeOutputDir, checkOutputDir } = await import(${outputFile});
-for (const f of [() => checkOutputDir('/proc/lockcheck-none/deeper', 'the history into'), () => makeOutputDir('/proc/lockcheck-none/deeper', 'the history into')]) {
+    const code = `const { makeOutputDir, checkOutputDir, checkOutputFile } = await import(${outputFile});
+for (const f of [() => checkOutputDir('/proc/lockcheck-none/deeper', 'the history into'), () => makeOutputDir('/proc/lockcheck-none/deeper', 'the history into'), () => checkOutputFile('/proc/lockcheck-none.xml', 'the JUnit report')]) {
   try { f(); console.log('made'); } catch (e) { console.log(e.name, e.problem, e.message); }
 }`;
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 60_000 });
@@ -57,6 +58,7 @@ for (const f of [() => checkOutputDir('/proc/lockcheck-none/deeper', 'the histor
     expect(r.stdout.trim().split('\n')).toEqual([
       'OutputFileError permission cannot write the history into /proc/lockcheck-none/deeper: no directory can be made in /proc',
       'OutputFileError permission cannot write the history into /proc/lockcheck-none/deeper: no directory can be made in /proc',
+      'OutputFileError permission cannot write the JUnit report /proc/lockcheck-none.xml: no file can be made in /proc',
     ]);
   }, 90_000);
 });
