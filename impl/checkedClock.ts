@@ -1,5 +1,6 @@
 import { InvalidInputError } from '../model/errors.ts';
-import { systemClock, type MonotonicClock } from './clock.ts';
+import { awaitedAt, systemClock, type MonotonicClock } from './clock.ts';
+import { TimeoutError } from './errors.ts';
 import { shown } from './options.ts';
 
 /**
@@ -50,4 +51,49 @@ export function readingOrNaN(clock: MonotonicClock): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * `start()`'s work bounded by `ms` on `clock` (a TimeoutError naming `what`
+ * after it), from one reading taken before the work starts: a reading the
+ * clock refuses rejects with nothing started, and no reading after the
+ * start can throw. (Read again once the work was out, a refused reading
+ * rejected the call while its work went on, unbounded, and its failure was
+ * an unhandled rejection.) `onUnreadable: 'send'` is for a call that gives
+ * back what a lease holds (a revoke, a session's close): on a clock that
+ * cannot be read it goes all the same, bounded by its own real-time bound
+ * alone (refused, it left a key or a contender held for no one until the
+ * lease's ttl).
+ */
+export function boundedFromNow<T>(clock: MonotonicClock, ms: number, what: string, start: () => Promise<T>, onUnreadable: 'refuse' | 'send' = 'refuse'): Promise<T> {
+  let atMs: number | null;
+  let work: Promise<T>;
+  try {
+    try {
+      atMs = clock.now() + ms;
+    } catch (e) {
+      if (onUnreadable === 'refuse') throw e;
+      atMs = null;
+    }
+    work = start();
+  } catch (e) {
+    return Promise.reject(e as Error);
+  }
+  if (atMs === null) return work;
+  const dueMs = atMs;
+  return new Promise<T>((resolve, reject) => {
+    let cancel = (): void => undefined;
+    work.then(
+      (v) => {
+        cancel();
+        resolve(v);
+      },
+      (e: unknown) => {
+        cancel();
+        reject(e as Error);
+      },
+    );
+    // A caller's schedule that throws fails the call (the executor's throw), the work's outcome still handled above.
+    cancel = awaitedAt(clock, dueMs, () => reject(new TimeoutError(what, ms)));
+  });
 }

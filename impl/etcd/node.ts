@@ -23,9 +23,9 @@ import {
 import { RetryPolicy } from 'cockatiel';
 import { match, P } from 'ts-pattern';
 import { InvalidInputError } from '../../model/errors.ts';
-import { checkedClock } from '../checkedClock.ts';
+import { boundedFromNow, checkedClock } from '../checkedClock.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { storedToken } from '../storeCell.ts';
 import { hostRefusalsOf, NAME_NOT_RESOLVED, refusedAtConnect, TLS_REFUSED } from './connectRefusals.ts';
@@ -118,16 +118,8 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
   // Which hosts refused their last call at connect (an etcdClient's client; another client's are not known: all).
   const refusals = hostRefusalsOf(client);
   const everyHostRefuses = (): boolean => refusals?.everyHost ?? true;
-  // `freeing`: a call that gives back what a lease holds (revoke) goes even on a clock that cannot be read, bounded by
-  // its gRPC deadline alone: refused, it left the key held for no one until the lease ran out.
+  // `freeing`: a call that gives back what a lease holds (revoke), sent even on a clock that cannot be read (boundedFromNow).
   const bounded = <T>(what: string, work: (call: CallOptions) => Promise<T>, freeing = false): Promise<T> => {
-    let readable = true;
-    try {
-      clock.now();
-    } catch (error) {
-      if (!freeing) return Promise.reject(error as Error);
-      readable = false;
-    }
     const call = { deadline: Date.now() + timeoutMs };
     const send = (): Promise<T> => {
       try {
@@ -139,9 +131,14 @@ export function etcd3Node(client: Etcd3, options: Etcd3NodeOptions): EtcdNode {
     // A call its host refused at connect (a name that does not resolve, a TLS handshake refused) was sent nothing: it
     // goes again, to a host not passed over (passOver), while another may still take it; once every host refused, the
     // mistake is thrown (unknown-host, tls).
-    let started = send();
-    for (let i = 1; i < (refusals?.hosts ?? 1); i++) started = started.catch((error: unknown) => (refusedAtConnect(error) && !everyHostRefuses() ? send() : Promise.reject(error as Error)));
-    return (readable ? withTimeout(clock, timeoutMs, `etcd ${what}`, started) : started).catch((error: unknown) => {
+    const sendAll = (): Promise<T> => {
+      let started = send();
+      for (let i = 1; i < (refusals?.hosts ?? 1); i++) started = started.catch((error: unknown) => (refusedAtConnect(error) && !everyHostRefuses() ? send() : Promise.reject(error as Error)));
+      return started;
+    };
+    // Bounded on the clock from a reading taken before anything is sent (impl/checkedClock.ts): a refused reading sends nothing.
+    // A revoke (`freeing`) goes even on a clock that cannot be read, bounded by its gRPC deadline alone.
+    return boundedFromNow(clock, timeoutMs, `etcd ${what}`, sendAll, freeing ? 'send' : 'refuse').catch((error: unknown) => {
       throw typed(error, what, timeoutMs, everyHostRefuses());
     });
   };

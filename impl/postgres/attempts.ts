@@ -2,8 +2,8 @@ import pg from 'pg';
 import { checkDuration, checkRetries, checkResource, InvalidInputError, isKeepableText } from '../../model/errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { sleep, systemClock } from '../clock.ts';
-import { checkedClock } from '../checkedClock.ts';
-import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError, withTimeout } from '../errors.ts';
+import { boundedFromNow, checkedClock } from '../checkedClock.ts';
+import { ConnectionConfigError, isRefusal, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../errors.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import type { PostgresLockOptions, SessionAcquireOptions } from './sessionLock.ts';
 import { WireProtocolError, WireServerError } from './wire/errors.ts';
@@ -151,18 +151,9 @@ function bounded(clock: MonotonicClock, ms: number, client: pg.ClientBase, state
   });
 }
 
-/**
- * `start()`'s round trip bounded by `ms` on `clock`, the clock read before it
- * starts: a reading checkedClock refuses rejects, and nothing is sent (read
- * after, the work ran unbounded and its rejection went unhandled).
- */
+/** `start()`'s round trip bounded by `ms` on `clock` from a reading taken before it starts (a refused reading sends nothing). */
 function clockFirst<T>(clock: MonotonicClock, ms: number, start: () => Promise<T>): Promise<T> {
-  try {
-    clock.now();
-  } catch (e) {
-    return Promise.reject(e as Error);
-  }
-  return withTimeout(clock, ms, 'statement', start());
+  return boundedFromNow(clock, ms, 'statement', start);
 }
 
 /** What both PostgreSQL locks' constructors take (`connection` itself is node-postgres's ClientConfig, open to its keys; checkConnection checks the fields it can). */

@@ -316,6 +316,8 @@ export class PostgresSessionLock {
 
   /** A statement that failed or could not be read: it may have taken the lock, so the session ends (the server drops whatever it holds; on a broken connection it went already). */
   #failed(client: SessionConnection, resource: string, e: Error): AcquireResult {
+    // Refused before it was sent (the clock's reading): the session is as it was, and the caller hears why.
+    if (e instanceof InvalidInputError) throw e;
     if (this.#client === client) this.#destroy(client);
     if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
     const refused = refusal(e);

@@ -3,10 +3,10 @@ import type { StorePolicy } from '../../model/design.ts';
 import { checkResource, checkToken, checkValue, InvalidInputError } from '../../model/errors.ts';
 import { checkValueBytes } from '../valueSize.ts';
 import { passes } from '../../model/store.ts';
-import { UnavailableError, withTimeout } from '../errors.ts';
+import { UnavailableError } from '../errors.ts';
 import type { MonotonicClock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
-import { checkedClock } from '../checkedClock.ts';
+import { boundedFromNow, checkedClock } from '../checkedClock.ts';
 import type { FencedStore, WriteResult } from '../fencedStore.ts';
 import { lockSettings, refusal, typedFailure as typedCallFailure } from './attempts.ts';
 import { checkClock, checkMethods, checkObject, checkPolicy, checkTimeoutMs, FENCES, knownOptions } from '../options.ts';
@@ -118,10 +118,7 @@ export function postgresFencedStore(db: Queryable, policy: StorePolicy, options:
   const timeoutMs = checkTimeoutMs(options.timeoutMs ?? 5000, 'timeoutMs');
   // Each reading checked (impl/checkedClock.ts), the bound's start read before the statement goes: a bad reading is InvalidInputError, nothing sent.
   const clock = options.clock === undefined ? systemClock : checkedClock(checkClock(options.clock));
-  const bounded = <T>(what: 'write' | 'read', work: () => Promise<T>): Promise<T> => {
-    clock.now();
-    return withTimeout(clock, timeoutMs, `postgres fenced store ${what}`, work());
-  };
+  const bounded = <T>(what: 'write' | 'read', work: () => Promise<T>): Promise<T> => boundedFromNow(clock, timeoutMs, `postgres fenced store ${what}`, work);
   // Named: prepared once per connection, so the server does not parse and plan the upsert on every write (one name per policy: the texts differ).
   // Rows as arrays: no object with named properties built per reply.
   const statement = { name: `lockcheck_fenced_write_${policy}`, text: writeStatement(policy), rowMode: 'array' } as const;

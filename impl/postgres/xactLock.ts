@@ -383,6 +383,8 @@ export class PostgresTransactionLock {
     } catch (e) {
       // The session lock or the transaction's may be held: drop the connection so the server frees both.
       this.#drop(client);
+      // Refused before anything was sent (the clock's reading): the caller hears why, not an outage.
+      if (e instanceof InvalidInputError) throw e;
       if ((e as { code?: string }).code === NUMERIC_OUT_OF_RANGE) throw new TokenOverflowError(resource);
       const refused = refusal(e);
       if (refused !== null) throw refused;

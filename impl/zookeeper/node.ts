@@ -2,9 +2,9 @@ import { AssertionError } from 'node:assert';
 import zookeeper from 'node-zookeeper-client';
 import type { ACL, Client, Exception, Stat } from 'node-zookeeper-client';
 import { match } from 'ts-pattern';
-import { checkedClock } from '../checkedClock.ts';
+import { boundedFromNow, checkedClock } from '../checkedClock.ts';
 import type { MonotonicClock } from '../clock.ts';
-import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError, withTimeout } from '../errors.ts';
+import { ConnectionConfigError, isDefect, isRefusal, ServerRefusedError, TimeoutError, UnavailableError } from '../errors.ts';
 import type { WriteResult } from '../fencedStore.ts';
 import { checkToken, checkTtl, checkValue, InvalidInputError, MAX_TTL_MS } from '../../model/errors.ts';
 import { passes } from '../../model/store.ts';
@@ -154,30 +154,26 @@ export function zookeeperNode(options: ZookeeperNodeOptions): ZookeeperNode {
   // A call with no reply in its bound marks the member its client is on (`on`): a paused or black-holed member keeps
   // the socket open, so the client is still on it. (A member that closes or refuses the socket is marked as that
   // happens: followMembers.)
-  // `freeing`: a call that gives back what a lease holds (a session's close) goes even on a clock that cannot be read,
-  // bounded in real time alone: refused, it left the session's contender first in line until the session timed out.
+  // `freeing`: a call that gives back what a lease holds (a session's close), sent even on a clock that cannot be read
+  // (boundedFromNow), bounded in real time alone.
   const bounded = <T>(what: string, work: (send: Send) => Promise<T>, on?: () => Client | undefined, freeing = false): Promise<T> => {
     if (closed) return Promise.reject(closedError(what));
-    let readable = true;
-    try {
-      clock.now();
-    } catch (error) {
-      if (!freeing) return Promise.reject(error as Error);
-      readable = false;
-    }
     // A call in flight at close() sends nothing after it: the library failed such a request as a lost connection,
     // read as an outage (an acquire denied no-quorum, a store write UnavailableError), though nothing was sent.
     const send: Send = (start) => (closed ? Promise.reject(closedError(what)) : call(start));
-    let started: Promise<T>;
-    try {
-      started = work(send);
-    } catch (error) {
-      started = Promise.reject(error as Error);
-    }
-    // Bounded on the client's clock and in real time: a request queued on a connection that never comes back
-    // (the library waits for a reconnect) must end even while the client's clock stands still (conformance).
-    const inRealTime = withRealTimeout(timeoutMs, `zookeeper ${what}`, started);
-    return (readable ? withTimeout(clock, timeoutMs, `zookeeper ${what}`, inRealTime) : inRealTime).catch((error: unknown) => {
+    const start = (): Promise<T> => {
+      let started: Promise<T>;
+      try {
+        started = work(send);
+      } catch (error) {
+        started = Promise.reject(error as Error);
+      }
+      return withRealTimeout(timeoutMs, `zookeeper ${what}`, started);
+    };
+    // Bounded on the client's clock (from a reading taken before anything is sent: a refused one sends nothing) and in
+    // real time: a request queued on a connection that never comes back (the library waits for a reconnect) must end
+    // even while the client's clock stands still (conformance).
+    return boundedFromNow(clock, timeoutMs, `zookeeper ${what}`, start, freeing ? 'send' : 'refuse').catch((error: unknown) => {
       if (error instanceof TimeoutError) {
         const client = on?.();
         const member = client === undefined ? undefined : memberOf.get(client);
