@@ -85,7 +85,9 @@ export async function runCommand(o: RunOptions): Promise<number> {
     const findings = judgedFindings(resolved, result.findings);
     // The verdict is printed first, then the files written: one that still cannot be written (checked before the run) loses only itself.
     if (o.json) {
-      console.log(JSON.stringify({ backend: resolved.name, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
+      // Whole enough to act on without the text: the verdict the exit code says, and the seed and faults that reproduce the run.
+      const verdict = failure !== null ? 'conformance-failure' : result.runs - result.stoppedEarly === 0 ? 'inconclusive' : 'agrees';
+      console.log(JSON.stringify({ backend: resolved.name, verdict, seed: o.seed, faults: o.faults ?? offered, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
       const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');

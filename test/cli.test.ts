@@ -198,7 +198,8 @@ describe('lockcheck command line', () => {
     const r = lockcheck('run', '--backend', 'redis-single/unfenced', '--runs', '40', '--faults', 'advance,pause', '--json', '--junit', junit);
     expect(r.code, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as { backend: string; runs: number; failure: unknown; findings: Record<string, number> };
-    expect(json).toMatchObject({ backend: 'redis-single/unfenced', runs: 40, failure: null });
+    // The verdict the exit code says, and what reproduces the run (the seed, the faults).
+    expect(json).toMatchObject({ backend: 'redis-single/unfenced', verdict: 'agrees', seed: 20161010, faults: ['advance', 'pause'], runs: 40, failure: null });
     expect(json.findings['STORE-1']).toBeGreaterThan(0);
     expect(readFileSync(junit, 'utf8')).toMatch(/<testsuites name="lockcheck run redis-single\/unfenced" tests="1" failures="0"/);
   }, 240_000);
