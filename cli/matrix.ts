@@ -70,9 +70,10 @@ export interface MatrixCell {
   readonly runs: number;
   readonly conformanceFailure: string | null;
   readonly measured: readonly PropertyId[];
-  readonly predicted: readonly PropertyId[];
-  /** The depth to which the prediction holds: every schedule of the model's classes of up to this many commands was explored. */
-  readonly predictedDepth: number;
+  /** What the model predicts for the cell; null when the cell was not measured (nothing compared: [] would read as "predicts nothing"). */
+  readonly predicted: readonly PropertyId[] | null;
+  /** The depth to which the prediction holds: every schedule of the model's classes of up to this many commands was explored; null when not measured. */
+  readonly predictedDepth: number | null;
   /** Measured but not predicted by the model: flagged. */
   readonly unexpected: readonly PropertyId[];
   /** Predicted but not seen in these runs: noted. */
@@ -396,7 +397,7 @@ function notRunCell(backend: string, faultClass: string, unfinished: Unfinished)
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
 const SHRINK_LIMIT_MS = 120_000;
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: [], predictedDepth: 0, unexpected: [], unseen: [], outOfReach: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: null, predictedDepth: null, unexpected: [], unseen: [], outOfReach: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 
 /**
  * A library audit of one cell: the runs go on past deviations that are not

@@ -279,6 +279,14 @@ describe('lockcheck command line', () => {
     expect(readdirSync(join(out, 'matrix')).filter((f) => f.startsWith('.'))).toEqual([]);
   }, 240_000);
 
+  it('matrix --json: a cell not measured has no prediction compared (null), not a depth 0 and an empty prediction that read as the model\'s', () => {
+    const r = lockcheck('matrix', '--backend', 'pg-session/unfenced', '--faults', 'clock-step', '--stress-seconds', '0', '--json', '--out', join(dir, 'not-measured'));
+    expect(r.code, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as { complete: boolean; partial: unknown; cells: unknown[] };
+    expect(json).toMatchObject({ complete: true, partial: null });
+    expect(json.cells).toEqual([expect.objectContaining({ backend: 'pg-session/unfenced', notMeasured: expect.stringMatching(/takes no clock-step fault/) as string, predicted: null, predictedDepth: null })]);
+  }, 240_000);
+
   it('matrix: a cell that fails saves its counterexample beside its timeline, and says how to replay it', () => {
     const out = join(dir, 'failing');
     // An audit's worst deviation is its failure: redlock 5 under partitions grants at step 1 what the model refuses.
