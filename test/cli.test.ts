@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { LockcheckProcess } from './lockcheckProcess.ts';
@@ -346,6 +346,27 @@ describe('lockcheck command line', () => {
     expect(json.cells.map((c) => c.backend)).toEqual(['redis-single/unfenced']);
     expect(readFileSync(junit, 'utf8')).toMatch(/<failure[^>]*message="partial: the run was interrupted by SIGINT after 1 of 2 cells/);
     expect(readdirSync(join(out, 'matrix')).filter((f) => f.startsWith('.'))).toEqual([]);
+  }, 240_000);
+
+  it('matrix: an error that stops it after a cell (a program missing for a later row) writes the partial report, then exits with its code', () => {
+    // A PATH without etcd: every other program where it was.
+    const bin = join(dir, 'no-etcd-bin');
+    mkdirSync(bin);
+    for (const from of (process.env.PATH ?? '').split(':')) {
+      let names: string[];
+      try {
+        names = readdirSync(from);
+      } catch {
+        continue;
+      }
+      for (const name of names) if (name !== 'etcd' && !existsSync(join(bin, name))) symlinkSync(join(from, name), join(bin, name));
+    }
+    const out = join(dir, 'partial-error');
+    const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', 'matrix', '--backend', 'redis-single/unfenced,etcd-lease/strict', '--faults', 'clock-step', '--runs', '5', '--stress-seconds', '0', '--out', out, '--json'], { encoding: 'utf8', timeout: 200_000, env: { ...process.env, PATH: bin } });
+    expect(r.status, r.stderr).toBe(3);
+    expect(r.stderr).toMatch(/the run was stopped by an error \(.*etcd.*\) after 1 of 2 cells: wrote the partial report/);
+    expect(JSON.parse(r.stdout)).toMatchObject({ complete: false, partial: { reason: expect.stringMatching(/^stopped by an error/) as string, cellsMeasured: 1, notRun: [{ backend: 'etcd-lease/strict' }] } });
+    expect(readFileSync(join(out, 'matrix.md'), 'utf8')).toMatch(/^# The measured matrix \(PARTIAL\)/);
   }, 240_000);
 
   it('matrix: interrupted after a cell under the default --out (docs): the committed docs/matrix.md stays, the partial report goes beside it', async () => {
