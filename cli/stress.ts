@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeOutputDir, removeStaleOutput, writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
+import { interruptedBy } from '../conformance/env/processes.ts';
 import type { CheckReport } from '../conformance/history/check.ts';
 import type { History, HistoryEvent, StorePolicy } from '../conformance/history/event.ts';
 import { HistoryFormatError, validateHistory } from '../conformance/history/parse.ts';
@@ -109,7 +110,7 @@ export function stressCommandLine(o: Pick<StressOptions, 'backend' | 'adapter' |
  * written throws its OutputFileError only after the verdict was printed and
  * every other output written.
  */
-export async function stressAndCheck(o: StressOptions, out: string, print: (summary: StressSummary) => void = () => {}): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
+export async function stressAndCheck(o: StressOptions, out: string, print: (summary: StressSummary) => void = () => {}, printInterrupted: (saved: InterruptedStress) => void = () => {}): Promise<{ run: StressRun; history: History; report: CheckReport; summary: StressSummary }> {
   const store = storeOf(o);
   const historyFile = join(out, 'history.jsonl');
   const htmlFile = join(out, 'history.html');
@@ -124,6 +125,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
   // Interrupted: the history so far is saved beside (never over) a complete one an earlier run left, to be judged with check.
   const onInterrupt = (events: readonly HistoryEvent[]): void => {
     const partial = saveInterruptedHistory(out, events, (file) => writeRedacted(file, toJsonl(meta(events, ' (interrupted)')), 'the interrupted history'));
+    printInterrupted({ interrupted: interruptedBy() ?? 'SIGINT', verdict: null, events: events.length, historyFile: partial });
     process.stderr.write(
       partial === null
         ? `lockcheck: interrupted before any event was recorded: nothing saved${existsSync(historyFile) ? ` (${historyFile}, an earlier run's, is left as it was)` : ''}\n`
@@ -188,6 +190,14 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
   return { run, history, report, summary };
 }
 
+/** What --json prints when a signal stops the run: no verdict (null, never judged), the history so far and where it is (null: none recorded). */
+export interface InterruptedStress {
+  readonly interrupted: NodeJS.Signals;
+  readonly verdict: null;
+  readonly events: number;
+  readonly historyFile: string | null;
+}
+
 /** Where an interrupted run's history goes: beside history.jsonl, which stays a complete run's (or absent). */
 export const PARTIAL_HISTORY = 'history.partial.jsonl';
 
@@ -219,7 +229,12 @@ export function writeStressReport(out: string, history: History, report: CheckRe
 }
 
 export async function stressCommand(o: StressCommandOptions): Promise<number> {
-  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify({ ...s, checks: undecidedFindingsNull(s.checks) }, null, 2) : summaryText(s)));
+  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify({ ...s, checks: undecidedFindingsNull(s.checks) }, null, 2) : summaryText(s)),
+    // --json: a consumer reading stdout gets an object that says the run was stopped, not nothing.
+    (saved) => {
+      if (o.json) console.log(JSON.stringify(saved, null, 2));
+    },
+  );
   return stressExit(summary);
 }
 

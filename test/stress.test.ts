@@ -63,8 +63,9 @@ describe('lockcheck stress: bad usage', () => {
       writeFileSync(join(out, 'history.jsonl'), earlier.jsonl);
       writeFileSync(join(out, 'history.html'), earlier.html);
       // Interrupted once the progress line shows events recorded (it comes every 5 s): a signal mid-run, not at its start.
-      const child = spawn(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', 'redis-single', '--clients', '2', '--seconds', '120', '--seed', String(SEED), '--out', out], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 150_000 });
+      const child = spawn(process.execPath, ['cli/lockcheck.mjs', 'stress', '--backend', 'redis-single', '--clients', '2', '--seconds', '120', '--seed', String(SEED), '--out', out, '--json'], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 150_000 });
       let stderr = '';
+      let stdout = '';
       let sent = false;
       child.stderr.setEncoding('utf8').on('data', (d: string) => {
         stderr += d;
@@ -73,13 +74,15 @@ describe('lockcheck stress: bad usage', () => {
           child.kill('SIGINT');
         }
       });
-      child.stdout.resume();
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
       const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, s) => resolve(s)));
       expect(signal, stderr).toBe('SIGINT');
       expect({ jsonl: readFileSync(join(out, 'history.jsonl'), 'utf8'), html: readFileSync(join(out, 'history.html'), 'utf8') }).toEqual(earlier);
       const file = join(out, 'history.partial.jsonl');
       expect(stderr).toMatch(new RegExp(`the history so far \\((\\d+) events\\) is in ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
       expect(existsSync(file)).toBe(true);
+      // --json: stdout says the run was stopped, with no verdict, and where its history is (it printed nothing).
+      expect(JSON.parse(stdout)).toMatchObject({ interrupted: 'SIGINT', verdict: null, historyFile: file, events: expect.any(Number) as number });
       const lines = readFileSync(file, 'utf8').trim().split('\n');
       expect(JSON.parse(lines[0]!)).toMatchObject({ type: 'meta', store: 'unfenced', description: expect.stringMatching(/--backend redis-single .*\(interrupted\)$/) as string });
       expect(lines.length).toBeGreaterThan(1);
