@@ -162,13 +162,21 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
       return;
     }
     try {
+      // Every cell measured (the signal came while the servers were stopped): the report is whole, and written as one.
+      if (done.length === total) {
+        printReport(done, rows, cols, o, skipped, null);
+        writeReport(done, rows, cols, o, skipped, null, timelines, reportPlace(o, false));
+        writeJunit(done, o);
+        process.stderr.write(`\nlockcheck matrix: the run was ${reason} once every cell was measured: wrote ${join(out, 'matrix.md')} and ${join(cellsDir, 'index.html')}\n`);
+        return;
+      }
       const place = reportPlace(o, true);
       printReport(done, rows, cols, o, skipped, unfinished);
       writeReport(done, rows, cols, o, skipped, unfinished, timelines, place);
       writeJunit(done, o, unfinished);
       process.stderr.write(`\nlockcheck matrix: the run was ${reason} after ${done.length} of ${counted(total, 'cell')}: wrote the partial report ${place.markdown} and ${join(place.dir, 'index.html')}${o.out === undefined ? ` (${join(out, 'matrix.md')} is left as it was)` : ''}\n`);
     } catch (e) {
-      process.stderr.write(`\nlockcheck matrix: the run was ${reason}; the partial report could not be written: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.stderr.write(`\nlockcheck matrix: the run was ${reason}; the report could not be written: ${e instanceof Error ? e.message : String(e)}\n`);
     }
   };
   try {

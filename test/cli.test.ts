@@ -325,8 +325,8 @@ describe('lockcheck command line', () => {
     expect(existsSync(join(dir, 'fresh'))).toBe(false);
   }, 240_000);
 
-  // Two cells, the signal during the second: the first one's result is not lost.
-  const twoCells = ['matrix', '--backend', 'redis-single/unfenced,redis-single/strict', '--faults', 'clock-step', '--runs', '20', '--stress-seconds', '0'];
+  // Two cells, the signal during the second (100 runs: it is still running when the signal lands, on a loaded machine too): the first one's result is not lost.
+  const twoCells = ['matrix', '--backend', 'redis-single/unfenced,redis-single/strict', '--faults', 'clock-step', '--runs', '100', '--stress-seconds', '0'];
   const second = 'redis-single/strict x clock-step: ';
 
   it('matrix: interrupted after a cell, --out named: that directory gets the cells measured, marked partial, in markdown, HTML, JSON and JUnit', async () => {
