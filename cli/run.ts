@@ -1,6 +1,6 @@
 import { redactSecrets } from '../conformance/env/redact.ts';
 import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
-import { interruptedBy } from '../conformance/env/processes.ts';
+import { interruptedBy, onInterrupt } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
 import { type CheckOptions, type CheckResult, checkConformance } from '../conformance/check.ts';
@@ -62,6 +62,11 @@ export async function runCommand(o: RunOptions): Promise<number> {
       throw new UsageError(`${resolved.name} takes no ${missing.join(', ')} fault here (it takes: ${offered.join(', ')})${why}`);
     }
     const started = performance.now();
+    // --json interrupted: stdout says the run was stopped, with no verdict, not nothing (a consumer cannot tell that from a crash).
+    let runsStarted = 0;
+    const unregister = onInterrupt(async () => {
+      if (o.json) console.log(JSON.stringify({ backend: resolved.name, interrupted: interruptedBy(), verdict: null, seed: o.seed, faults: o.faults ?? offered, runsPlanned: o.runs, runsStarted }, null, 2));
+    });
     const result = await withReplayPath(o.path, `--path '${o.path}' with --seed ${o.seed}`, '', () => checkConformance(resolved, {
       runs: o.runs,
       seed: o.seed,
@@ -72,9 +77,12 @@ export async function runCommand(o: RunOptions): Promise<number> {
       timelineFile: o.counterexample.replace(/\.json$/, '') + '.html',
       // A library audit goes on past deviations in the safe direction (counted below) to what is worse.
       ...auditFailOn(resolved),
-      onRun: (run) => progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs),
+      onRun: (run) => {
+        runsStarted = run;
+        progressLine(`${resolved.name}: ${runText(run, o.runs)}`, started, run, o.runs);
+      },
       onMinimise: (replays, max, steps) => progressLine(`${resolved.name}: minimising the counterexample (replay ${replays}/${max}, ${counted(steps, 'step')})`, started, o.runs, o.runs),
-    }));
+    })).finally(unregister);
     process.stderr.write('\n');
     // Interrupted: the runs after the signal failed for want of their servers; nothing of them is saved.
     if (interruptedBy() !== null) return 1;

@@ -348,6 +348,12 @@ describe('lockcheck command line', () => {
     expect(readdirSync(join(out, 'matrix')).filter((f) => f.startsWith('.'))).toEqual([]);
   }, 240_000);
 
+  it('run --json interrupted: stdout says so, with no verdict, the seed and how many runs had started', async () => {
+    const r = await interrupted(['run', '--backend', 'redis-single/unfenced', '--runs', '100000', '--json', '--counterexample', join(dir, 'interrupted-run.json')], 'redis-single/unfenced: run ');
+    expect(r.signal, r.stderr).toBe('SIGINT');
+    expect(JSON.parse(r.stdout)).toMatchObject({ backend: 'redis-single/unfenced', interrupted: 'SIGINT', verdict: null, seed: 20161010, runsPlanned: 100000, runsStarted: expect.any(Number) as number });
+  }, 240_000);
+
   it('matrix: an error that stops it after a cell (a program missing for a later row) writes the partial report, then exits with its code', () => {
     // A PATH without etcd: every other program where it was.
     const bin = join(dir, 'no-etcd-bin');
