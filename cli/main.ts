@@ -331,14 +331,14 @@ async function main(argv: readonly string[]): Promise<number> {
       checkOutputFilesIn(values.out ?? 'docs', 'the matrix into (--out)', [
         ['matrix.md', 'the matrix (--out)'],
         [join('matrix', 'index.html'), 'the matrix page (--out)'],
+        // Under the default out, a run that does not finish reports beside the committed report (cli/matrix.ts reportPlace).
+        ...(values.out === undefined ? ([['matrix.partial.md', 'the partial matrix (--out)']] as const) : []),
       ]);
       if (values.junit !== undefined) checkOutputFile(values.junit, 'the JUnit report (--junit)');
       const { matrixCommand } = await import('./matrix.ts');
       return matrixCommand({
         runs,
         seed,
-        // Under the default out, a run that does not finish reports beside the committed report (cli/matrix.ts reportPlace).
-        ...(values.out === undefined ? ([['matrix.partial.md', 'the partial matrix (--out)']] as const) : []),
         out: values.out,
         json: values.json ?? false,
         junit: values.junit,
