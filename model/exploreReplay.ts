@@ -46,10 +46,24 @@ export function replayCell(row: MatrixRow, store: StorePolicy, fault: FaultClass
 
 /** A counterexample's schedule of `row`/`fault` as replayCell takes it: each command's index in the cell's alphabet, with its branch. */
 export function cellPath(row: MatrixRow, fault: FaultClass, commands: readonly Command[], branches: readonly number[]): CellStep[] {
+  validateDesign(checkObject(row, 'cellPath row', 'a matrix row { label, design, stores }').design as MatrixRow['design']);
+  checkOneOf(fault, 'cellPath faultClass', FAULT_CLASSES);
+  checkArray(commands, 'cellPath commands');
+  checkArray(branches, 'cellPath branches');
+  if (branches.length !== commands.length) throw new InvalidInputError('invalid-config', `cellPath branches has ${branches.length} entries for ${commands.length} commands: one branch a command`);
   const alphabet = alphabetFor(row.design, fault).map((c) => JSON.stringify(c));
   return commands.map((command, i) => {
-    const c = alphabet.indexOf(JSON.stringify(command));
-    if (c < 0) throw new InvalidInputError('invalid-config', `cellPath commands[${i}] ${JSON.stringify(command)} is not in the cell's alphabet`);
-    return [c, branches[i]!] as const;
+    const c = alphabet.indexOf(shownCommand(command));
+    if (c < 0) throw new InvalidInputError('invalid-config', `cellPath commands[${i}] ${shownCommand(command)} is not in the cell's alphabet`);
+    return [c, checkInteger(branches[i], `cellPath branches[${i}]`, 0, Number.MAX_SAFE_INTEGER)] as const;
   });
+}
+
+/** A command as JSON, or a placeholder for one JSON cannot write (a bigint, a cycle): no such command is in an alphabet. */
+function shownCommand(command: unknown): string {
+  try {
+    return JSON.stringify(command) ?? String(command);
+  } catch {
+    return '(a value JSON cannot write)';
+  }
 }
