@@ -55,8 +55,16 @@ describe('ZooKeeper, one member of three paused', () => {
     try {
       // Every member serving first (the JVMs warm, the store's session open), then one is paused: not the leader, so
       // the quorum keeps its leader.
-      for (let i = 0; i < 4; i++) await round(`warm-${i}`);
-      expect(failures).toEqual([]);
+      // A cold JVM on a loaded machine may answer a first call past its 6 s bound (a release read false, as it should
+      // be then): the warm-up goes on until two rounds in a row succeed, at most eight, and only then is a member paused.
+      let clean = 0;
+      for (let i = 0; i < 8 && clean < 2; i++) {
+        const before = failures.length;
+        await round(`warm-${i}`);
+        clean = failures.length === before ? clean + 1 : 0;
+      }
+      expect(clean, failures.join('; ')).toBe(2);
+      failures.length = 0;
       const leader = await ensemble.leader(10_000);
       paused = (leader + 1) % 3;
       ensemble.pause(paused);
