@@ -1,6 +1,6 @@
 import { InvalidInputError } from '../model/errors.ts';
-import { awaitedAt, systemClock, type MonotonicClock } from './clock.ts';
-import { TimeoutError } from './errors.ts';
+import { systemClock, type MonotonicClock } from './clock.ts';
+import { boundedUntil } from './errors.ts';
 import { shown } from './options.ts';
 
 /**
@@ -80,20 +80,5 @@ export function boundedFromNow<T>(clock: MonotonicClock, ms: number, what: strin
     return Promise.reject(e as Error);
   }
   if (atMs === null) return work;
-  const dueMs = atMs;
-  return new Promise<T>((resolve, reject) => {
-    let cancel = (): void => undefined;
-    work.then(
-      (v) => {
-        cancel();
-        resolve(v);
-      },
-      (e: unknown) => {
-        cancel();
-        reject(e as Error);
-      },
-    );
-    // A caller's schedule that throws fails the call (the executor's throw), the work's outcome still handled above.
-    cancel = awaitedAt(clock, dueMs, () => reject(new TimeoutError(what, ms)));
-  });
+  return boundedUntil(clock, atMs, ms, what, work);
 }

@@ -166,8 +166,19 @@ export function relabelLoss(e: LeaseLostError, reason: LeaseLostError['reason'],
 
 /** Bounds a promise by a deadline on `clock` (on the system clock the deadline holds the process open: the caller awaits it). */
 export function withTimeout<T>(clock: MonotonicClock, ms: number, what: string, work: Promise<T>): Promise<T> {
+  let atMs: number;
+  try {
+    atMs = clock.now() + ms;
+  } catch (e) {
+    return Promise.reject(e as Error);
+  }
+  return boundedUntil(clock, atMs, ms, what, work);
+}
+
+/** `work` bounded by the instant `atMs` on `clock`: a TimeoutError naming `what` and its `ms` then. */
+export function boundedUntil<T>(clock: MonotonicClock, atMs: number, ms: number, what: string, work: Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const cancel = awaitedAt(clock, clock.now() + ms, () => reject(new TimeoutError(what, ms)));
+    let cancel = (): void => undefined;
     work.then(
       (v) => {
         cancel();
@@ -175,8 +186,10 @@ export function withTimeout<T>(clock: MonotonicClock, ms: number, what: string, 
       },
       (e: unknown) => {
         cancel();
-        reject(e);
+        reject(e as Error);
       },
     );
+    // A caller's schedule that throws fails the call (the executor's throw), the work's outcome still handled above.
+    cancel = awaitedAt(clock, atMs, () => reject(new TimeoutError(what, ms)));
   });
 }
