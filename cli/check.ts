@@ -100,23 +100,16 @@ export function checkCommand(o: CheckCommandOptions): number {
 }
 
 /**
- * The report as --json prints it: a check that could not decide has no count of findings (null, its note says why),
- * and counts the budget ran out before are null (checkHistory's), with `countsNote` saying why: a 0 there read as
- * "checked, found none".
+ * The report as --json prints it: counts the budget ran out before are null (checkHistory's), with `countsNote`
+ * saying why: a 0 there read as "checked, found none" (an undecided check's findings are null already).
  */
 export function jsonReport(report: CheckReport): CheckReport & { readonly countsNote?: string } {
   const undecided = report.checks.find((k) => k.verdict === 'unknown');
   const uncounted = Object.values(report.counts).some((n) => n === null);
   return {
     ...report,
-    checks: undecidedFindingsNull(report.checks),
     ...(uncounted ? { countsNote: `null: not counted (${undecided?.note ?? 'the check stopped before it counted them'})` } : {}),
   };
-}
-
-/** Checks as JSON prints them: one that could not decide has findings null, not a 0 that reads as "none found" (its note says why). */
-export function undecidedFindingsNull(checks: CheckReport['checks']): CheckReport['checks'] {
-  return checks.map((k) => (k.verdict === 'unknown' ? { ...k, findings: null as unknown as number } : k));
 }
 
 /** One finding as the text reports print it: the property, the message, the lines of the events involved. */
@@ -133,7 +126,7 @@ export function reportText(file: string, report: CheckReport, html?: string): st
     `  ${c.operations === null ? 'operations not counted' : `${counted(c.operations, 'operation')} (${countText(c.unknownOutcomes)} with unknown outcome)`}, ${countedIfKnown(c.grants, 'grant')}, ${countedIfKnown(c.holds, 'hold')}, ${c.writesAccepted === null ? 'writes not counted' : `writes ${c.writesAccepted} accepted / ${countText(c.writesRejected)} rejected / ${countText(c.writesUnknown)} unknown`}, ${countedIfKnown(c.faults, 'fault')}`,
     `  overlapping holds ${judged('overlapping-holds', c.overlappingHolds)}, lost updates ${judged('lost-updates', c.lostUpdates)}, stale writes accepted ${judged('stale-writes', c.staleWritesAccepted)}, token order violations ${judged('token-order', c.tokenOrderViolations)}`,
     `  store policy: ${report.storePolicy ?? 'not given'}`,
-    ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
+    ...report.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings !== null && k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...report.findings.map(findingText),
     ...(html === undefined ? [] : [`report: ${html}`]),
   ];

@@ -9,7 +9,7 @@ import { writeHistoryReport } from '../conformance/history/report.ts';
 import { toJsonl, wellFormedText } from '../conformance/stress/recorder.ts';
 import type { StressOptions, StressRun } from '../conformance/stress/runner.ts';
 import { MAX_STRESS_EVENTS, runStress } from '../conformance/stress/runner.ts';
-import { EXIT_BY_VERDICT, findingText, undecidedFindingsNull } from './check.ts';
+import { EXIT_BY_VERDICT, findingText } from './check.ts';
 import { counted, countedIfKnown, countText } from '../conformance/counted.ts';
 import { faultsNotStruck, judgeRecording, unobserved } from '../conformance/stress/observed.ts';
 import { MalformedRecordingError } from './malformedRecording.ts';
@@ -229,7 +229,7 @@ export function writeStressReport(out: string, history: History, report: CheckRe
 }
 
 export async function stressCommand(o: StressCommandOptions): Promise<number> {
-  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify({ ...s, checks: undecidedFindingsNull(s.checks) }, null, 2) : summaryText(s)),
+  const { summary } = await stressAndCheck({ ...o, progress: (line) => process.stderr.write(`${line}\n`) }, o.out, (s) => console.log(o.json ? JSON.stringify(s, null, 2) : summaryText(s)),
     // --json: a consumer reading stdout gets an object that says the run was stopped, not nothing.
     (saved) => {
       if (o.json) console.log(JSON.stringify(saved, null, 2));
@@ -255,7 +255,7 @@ export function summaryText(s: StressSummary): string {
     `${s.backend} / ${s.store}, ${counted(s.clients, 'client')}, nemesis ${s.nemesis.length > 0 ? s.nemesis.join(',') : 'none'}, seed ${s.seed}: ${s.verdict.toUpperCase()}${s.unobserved !== null && s.verdict === 'unknown' ? ` (nothing observed: ${s.unobserved})` : ''}${s.adapterErrors.length > 0 && s.verdict !== 'violation' ? ' (not a verdict on the library: the adapter broke its contract, below)' : ''}`,
     `  ${countedIfKnown(s.operations, 'operation')} in ${(s.durationMs / 1000).toFixed(1)} s (${countText(s.opsPerSecond)} ops/s; setup and teardown ${(s.overheadMs / 1000).toFixed(1)} s), ${countedIfKnown(s.holds, 'hold')}, ${counted(s.faults, 'fault')} injected (${countedIfKnown(s.faultIntervals, 'fault interval')} in the history)`,
     `  overlapping holds ${countText(s.overlappingHolds)}, lost updates ${countText(s.lostUpdates)}, stale writes accepted ${countText(s.staleWritesAccepted)} (rejected ${countText(s.writesRejected)}), unknown outcomes ${countText(s.unknownOutcomes)}`,
-    ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.verdict !== 'unknown' && k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
+    ...s.checks.map((k) => `  ${k.property.padEnd(8)} ${k.check.padEnd(22)} ${k.verdict}${k.findings !== null && k.findings > 0 ? ` (${k.findings})` : ''}${k.note === undefined ? '' : `: ${k.note}`}`),
     ...s.findings.slice(0, 5).map((f) => `  ${findingText(f)}`),
     ...(s.findings.length > 5 ? [`  ... ${counted(s.findings.length - 5, 'more finding', 'more findings')} (--json lists them)`] : []),
     ...(s.faultsNotStruck.length > 0 ? [`  never struck: ${s.faultsNotStruck.join(', ')} (the run says nothing about ${s.faultsNotStruck.length === 1 ? 'it' : 'them'})`] : []),

@@ -202,7 +202,7 @@ describe('the verdict', () => {
   it('a violation in one check outweighs a check that could not decide', () => {
     expect(
       overallVerdict([
-        { check: 'lock-linearizable', property: 'LIN-1', verdict: 'unknown', findings: 0, note: 'timed out' },
+        { check: 'lock-linearizable', property: 'LIN-1', verdict: 'unknown', findings: null, note: 'timed out' },
         { check: 'overlapping-holds', property: 'MUTEX-1', verdict: 'violation', findings: 1 },
       ]),
     ).toBe('violation');

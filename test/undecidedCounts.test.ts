@@ -43,6 +43,18 @@ describe('counts a check did not take', () => {
     for (const name of countNames) expect(report.counts[name as keyof typeof report.counts], name).toBeNull();
   });
 
+  it('checkHistory: an undecided check\'s findings are null in the API itself (the type says so), never a 0 that reads as "none found"', () => {
+    const undecided = report.checks.filter((k) => k.verdict === 'unknown');
+    expect(undecided.length).toBeGreaterThan(0);
+    for (const k of undecided) {
+      expect(k.findings, k.check).toBeNull();
+      expect(k.note, k.check).toMatch(/^not decided/);
+    }
+    // A decided check keeps its count; the union makes a reader handle both.
+    const decided = checkHistory(history.slice(0, 201)).checks;
+    for (const k of decided) expect(typeof k.findings, k.check).toBe(k.verdict === 'unknown' ? 'object' : 'number');
+  });
+
   it('the text report and the HTML page say "not counted", never 0', () => {
     const text = reportText('big.jsonl', report);
     expect(text).toMatch(/^ {2}operations not counted, grants not counted, holds not counted, writes not counted, faults not counted$/m);

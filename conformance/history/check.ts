@@ -100,7 +100,7 @@ export interface CheckReport {
 /** The linearizability search's default budget, in ms (CheckOptions.timeoutMs). */
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
-const verdictOf = (list: FindingList): Verdict => (list.total > 0 ? 'violation' : 'safe');
+const verdictOf = (list: FindingList): 'safe' | 'violation' => (list.total > 0 ? 'violation' : 'safe');
 
 /** The report's verdict from its checks' results: violation if any found one, else unknown if any could not decide, else safe. Throws InvalidInputError for results not shaped as CheckResult. */
 export function overallVerdict(checks: readonly CheckResult[]): Verdict {
@@ -210,7 +210,7 @@ export function checkHistory(given: History, options: CheckOptions = {}): CheckR
     ['lock-linearizable', 'LIN-1'],
     ['register-linearizable', 'LIN-1'],
   ];
-  const checks = CHECKS.map(([check, property]): CheckResult => done.get(check)?.result ?? { check, property, verdict: 'unknown', findings: 0, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${outOfTime ?? 'checking'}` });
+  const checks = CHECKS.map(([check, property]): CheckResult => done.get(check)?.result ?? { check, property, verdict: 'unknown', findings: null, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${outOfTime ?? 'checking'}` });
   const findings = CHECKS.flatMap(([check]) => done.get(check)?.findings ?? []);
   const ops = partial.ops;
   return {

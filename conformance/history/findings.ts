@@ -35,16 +35,34 @@ export interface HoldSpan {
   readonly end: number | null;
 }
 
-/** One check's result over the whole history. */
-export interface CheckResult {
+/**
+ * One check's result over the whole history: decided (a count of findings,
+ * 0 included) or not (verdict unknown, findings null: the budget ran out
+ * first, and a 0 would read as "checked, found none"; the note says why).
+ */
+export type CheckResult = DecidedCheckResult | UndecidedCheckResult;
+
+/** A check that decided: it judged the history (or had nothing to judge: skipped, see note). */
+export interface DecidedCheckResult {
   readonly check: CheckId;
   readonly property: HistoryPropertyId;
   /** skipped: nothing to judge (no such operations, or the store policy is unknown); see note. */
-  readonly verdict: Verdict | 'skipped';
+  readonly verdict: 'safe' | 'violation' | 'skipped';
   /** Findings of this check in total (the report keeps at most `maxFindings` of them). */
   readonly findings: number;
   /** Why the check was skipped, or what limited it. */
   readonly note?: string;
+}
+
+/** A check that could not decide (timeout, too large): no count of findings. */
+export interface UndecidedCheckResult {
+  readonly check: CheckId;
+  readonly property: HistoryPropertyId;
+  readonly verdict: 'unknown';
+  /** Not counted: the check did not finish. */
+  readonly findings: null;
+  /** Why it could not decide (the budget or memory bound it ran into). */
+  readonly note: string;
 }
 
 /** Keep a finding list bounded, counting the rest. */

@@ -140,7 +140,7 @@ const checkIdOf = (kind: Kind) => (kind === 'lock' ? 'lock-linearizable' : 'regi
 
 /** A LIN-1 check the budget ran out on before its search: not decided, never safe. */
 function outOfTimeResult(kind: Kind, timeoutMs: number, phase: string): CheckResult {
-  return { check: checkIdOf(kind), property: 'LIN-1', verdict: 'unknown', findings: 0, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${phase}` };
+  return { check: checkIdOf(kind), property: 'LIN-1', verdict: 'unknown', findings: null, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${phase}` };
 }
 
 export function linearizabilityChecks(history: History, bounds: SearchBounds, maxFindings: number): LinearizabilityReport {
@@ -170,8 +170,10 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
       ...(unknown.timeout > 0 ? [`${unknown.timeout} ran out of the ${timeoutMs} ms budget (--timeout-ms)`] : []),
       ...(unknown.memory > 0 ? [`${unknown.memory} reached the ${mib(maxMemoryBytes)} MiB memory bound (--memory-mib)`] : []),
     ];
-    const note = objects.length === 0 ? `no ${kind} operations` : undecided > 0 ? `${undecided} of ${counted(objects.length, kind)} not decided: ${why.join(', ')}` : undefined;
-    const result: CheckResult = { check: checkIdOf(kind), property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
+    const undecidedNote = `${undecided} of ${counted(objects.length, kind)} not decided: ${why.join(', ')}`;
+    const note = objects.length === 0 ? `no ${kind} operations` : undecided > 0 ? undecidedNote : undefined;
+    // Some objects undecided and none found wrong: not decided, no count (a 0 would read as "none found").
+    const result: CheckResult = verdict === 'unknown' ? { check: checkIdOf(kind), property: 'LIN-1', verdict, findings: null, note: undecidedNote } : { check: checkIdOf(kind), property: 'LIN-1', verdict, findings: list.total, ...(note === undefined ? {} : { note }) };
     return { result, list };
   };
   let lock: { result: CheckResult; list: FindingList } | undefined;

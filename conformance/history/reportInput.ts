@@ -20,7 +20,9 @@ export function checkResults(checks: unknown, name = 'checks'): readonly CheckRe
     if (!VERDICTS.includes(c.verdict as string) && c.verdict !== 'skipped') bad(`${at}.verdict`, `one of ${VERDICTS.join(', ')}, skipped`, c.verdict);
     if (typeof c.check !== 'string') bad(`${at}.check`, 'a string', c.check);
     if (typeof c.property !== 'string') bad(`${at}.property`, 'a string', c.property);
-    if (typeof c.findings !== 'number') bad(`${at}.findings`, 'a number', c.findings);
+    // An undecided check has no count (null); a decided one has a count, never null.
+    if (c.verdict === 'unknown' ? c.findings !== null : !Number.isSafeInteger(c.findings) || (c.findings as number) < 0) bad(`${at}.findings`, c.verdict === 'unknown' ? 'null (an undecided check counted nothing)' : 'a count (an integer >= 0)', c.findings);
+    if (c.verdict === 'unknown' && typeof c.note !== 'string') bad(`${at}.note`, 'a string (why the check could not decide)', c.note);
     if (c.note !== undefined && typeof c.note !== 'string') bad(`${at}.note`, 'a string', c.note);
   });
   return checks as readonly CheckResult[];
