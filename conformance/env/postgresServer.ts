@@ -59,6 +59,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, open, rm } from 'node:fs/promises';
+import { postgresListItem } from './configText.ts';
 import { builtIn, removeTree, removeTreeSync } from './tempDir.ts';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -495,7 +496,8 @@ export class PostgresServer {
   #serverArgs(): string[] {
     const settings: Array<readonly [string, string]> = [
       ['listen_addresses', HOST],
-      ['unix_socket_directories', this.#dir],
+      // A list: a comma in the path (parentDir, TMPDIR) split it, and the socket and its lock went to a directory outside ours.
+      ['unix_socket_directories', postgresListItem(this.#dir)],
       ['dynamic_shared_memory_type', 'mmap'],
     ];
     if (!this.fsync) settings.push(['fsync', 'off'], ['full_page_writes', 'off']);

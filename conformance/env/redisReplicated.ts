@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { redisConfigArgument } from './configText.ts';
 import type { FakeClockFile } from './faketime.ts';
 import { EnvironmentError, RedisServer, StoppedWhileStarting } from './redisServer.ts';
 import { RespError, type RespValue } from './resp.ts';
@@ -88,7 +89,7 @@ export class RedisReplicated {
     try {
       // The primary also carries masterauth: it comes back as a replica after a failover.
       // A full sync starts at once, not after the default 5 s wait for more replicas (either may serve one).
-      const serving = [`masterauth ${password}`, 'repl-diskless-sync-delay 0'];
+      const serving = [`masterauth ${redisConfigArgument(password)}`, 'repl-diskless-sync-delay 0'];
       const clock = options.clockFile === undefined ? {} : { clockFile: options.clockFile, realMonotonic: true };
       const primary = await RedisServer.start({ persistence: 'none', password, config: serving, ...clock });
       started.push(primary);
@@ -112,7 +113,7 @@ export class RedisReplicated {
         sentinel: true,
         config: [
           `sentinel monitor ${MASTER_NAME} ${primary.host} ${primary.port} 1`,
-          `sentinel auth-pass ${MASTER_NAME} ${password}`,
+          `sentinel auth-pass ${MASTER_NAME} ${redisConfigArgument(password)}`,
           `sentinel down-after-milliseconds ${MASTER_NAME} ${downAfterMs}`,
           `sentinel failover-timeout ${MASTER_NAME} ${failoverTimeoutMs}`,
           `sentinel parallel-syncs ${MASTER_NAME} 1`,

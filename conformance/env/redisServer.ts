@@ -14,6 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { redisConfigArgument } from './configText.ts';
 import { builtIn } from './tempDir.ts';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -43,7 +44,7 @@ export interface RedisServerOptions {
   clockFile?: FakeClockFile;
   /** Bound on start-up (spawn to first PONG), port retries included, plus one last PING of up to 1 s made after it. Default 10000. */
   startTimeoutMs?: number;
-  /** The requirepass. Default: random. A primary, its replica and their sentinel's auth-pass share one. */
+  /** The requirepass (any non-empty text; quoted in redis.conf). Default: random. A primary, its replica and their sentinel's auth-pass share one. */
   password?: string;
   /** Further redis.conf lines (replicaof, masterauth, sentinel directives), written to the 0600 config file. */
   config?: readonly string[];
@@ -66,7 +67,8 @@ function checkOptions(options: RedisServerOptions): void {
   if (o.clockFile !== undefined && (typeof o.clockFile !== 'object' || o.clockFile === null || typeof (o.clockFile as { path?: unknown }).path !== 'string')) refuse('clockFile', 'a FakeClockFile', o.clockFile);
   const t = o.startTimeoutMs;
   if (t !== undefined && (typeof t !== 'number' || !Number.isFinite(t) || t <= 0)) refuse('startTimeoutMs', 'a positive number of ms', t);
-  if (o.password !== undefined && typeof o.password !== 'string') refuse('password', 'a string', o.password);
+  // An empty requirepass is no password at all: the server would take every local user.
+  if (o.password !== undefined && (typeof o.password !== 'string' || o.password === '')) refuse('password', 'a non-empty string', o.password);
   if (o.config !== undefined && (!Array.isArray(o.config) || !o.config.every((l) => typeof l === 'string' && !/[\r\n]/.test(l)))) refuse('config', 'an array of redis.conf lines (strings without line breaks)', o.config);
   for (const name of ['sentinel', 'realMonotonic'] as const) if (o[name] !== undefined && typeof o[name] !== 'boolean') refuse(name, 'a boolean', o[name]);
 }
@@ -176,7 +178,8 @@ export class RedisServer {
       if (server.#stopping !== null) throw new StoppedWhileStarting(`RedisServer (dir ${dir}): stop() came while it was starting, before its config was written`);
       // The password goes in a 0600 file in the 0700 directory: on the command line every local user could read it.
       // Sentinel rewrites its config file: it lives in the server's own directory.
-      await writeFile(server.#configFile, [`requirepass ${server.password}`, ...server.#config].map((l) => `${l}\n`).join(''), { mode: 0o600, flag: 'wx' });
+      // Quoted: a space, quote or line break in a caller's password split the line, or made lines of its own.
+      await writeFile(server.#configFile, [`requirepass ${redisConfigArgument(server.password)}`, ...server.#config].map((l) => `${l}\n`).join(''), { mode: 0o600, flag: 'wx' });
       const started = await onFreePort(
         deadline,
         async (port) => {

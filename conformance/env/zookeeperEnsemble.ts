@@ -34,7 +34,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { registerSecret } from './redact.ts';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { javaPropertiesValue } from './configText.ts';
 import { builtIn } from './tempDir.ts';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -190,13 +191,14 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
           ? []
           : this.members.map((x) => `server.${x.index + 1}=${HOST}:${x === m ? `${x.quorumPort}:${x.electionPort}` : `${this.dialedPort(x, 0)}:${this.dialedPort(x, 1)}`}`);
       await mkdir(m.dir, { recursive: true, mode: 0o700 });
-      await writeFile(join(m.dir, 'myid'), `${m.index + 1}\n`);
+      await writeAnew(join(m.dir, 'myid'), `${m.index + 1}\n`);
       const lines = [
         `tickTime=${ZK_TICK_MS}`,
         // In ticks: a follower has 5 s to sync at start, 2 s to answer the leader after.
         'initLimit=50',
         'syncLimit=20',
-        `dataDir=${m.dir}`,
+        // Escaped: Properties.load reads a backslash in the path as an escape (the data went to another directory, 0755, left at the end).
+        `dataDir=${javaPropertiesValue(m.dir)}`,
         `clientPort=${m.clientPort}`,
         `clientPortAddress=${HOST}`,
         'admin.enableServer=false',
@@ -211,9 +213,9 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
         ...(this.members.length === 1 ? [] : QUORUM_SASL),
         ...servers,
       ];
-      await writeFile(m.config, `${lines.join('\n')}\n`, { mode: 0o600 });
+      await writeAnew(m.config, `${lines.join('\n')}\n`);
     }
-    if (this.members.length > 1) await writeFile(this.#jaasFile, jaas(this.#quorumSecret), { mode: 0o600 });
+    if (this.members.length > 1) await writeAnew(this.#jaasFile, jaas(this.#quorumSecret));
   }
 
   get #jaasFile(): string {
@@ -273,6 +275,12 @@ export class ZookeeperEnsemble extends ConsensusGroup<Member, ZookeeperMemberSta
 const QUORUM_SASL = ['quorum.auth.enableSasl=true', 'quorum.auth.learnerRequireSasl=true', 'quorum.auth.serverRequireSasl=true'];
 
 /** The members' login: each serves as QuorumServer and joins as QuorumLearner with the one per-run password. */
+/** A file of the ensemble's private directory made afresh (each start attempt writes its own ports): created, never written through something already there. */
+async function writeAnew(path: string, text: string): Promise<void> {
+  await rm(path, { force: true });
+  await writeFile(path, text, { mode: 0o600, flag: 'wx' });
+}
+
 function jaas(secret: string): string {
   const module = 'org.apache.zookeeper.server.auth.DigestLoginModule required';
   return `QuorumServer {\n  ${module}\n  user_lockcheck="${secret}";\n};\nQuorumLearner {\n  ${module}\n  username="lockcheck"\n  password="${secret}";\n};\n`;
