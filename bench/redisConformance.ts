@@ -36,7 +36,7 @@ try {
         if (run % 100 === 0) process.stderr.write(`${backend.name}: ${run}/${runs}\n`);
       },
     });
-    const findings = Object.entries(result.findings).map(([p, n]) => `${p} ${n}`).join(', ') || 'none';
+    const findings = Object.entries(result.findings).flatMap(([p, n]) => (n !== null && n > 0 ? [`${p} ${n}`] : [])).join(', ') || 'none';
     const line = `| ${describeDesign(design)} | ${store} | ${result.runs} | ${result.failure ? `FAILED: ${result.failure.properties.join(',')}` : 'none'} | ${findings} | ${result.stoppedEarly} | ${(result.elapsedMs / 1000).toFixed(0)} s |`;
     process.stderr.write(`${line}\n`);
     if (result.failure) process.stderr.write(`${result.failure.message}\n`);

@@ -2,7 +2,7 @@ import { redactSecrets } from '../conformance/env/redact.ts';
 import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy, onInterrupt } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
-import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
+import { judgedDesign } from '../conformance/consequence.ts';
 import { type CheckOptions, type CheckResult, checkConformance } from '../conformance/check.ts';
 import { describeStoppedEarly } from '../conformance/verdict.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
@@ -89,8 +89,8 @@ export async function runCommand(o: RunOptions): Promise<number> {
     namesACase(result, o.path, `--path '${o.path}' with --seed ${o.seed}`, '');
     for (const [warning, runs] of Object.entries(result.warnings)) process.stderr.write(`warning: ${resolved.name}: ${warning} (in ${counted(runs, 'run')})\n`);
     const failure = result.failure;
-    // A lock without tokens (declared) has none to order: its token properties are not reported, as in the matrix.
-    const findings = judgedFindings(resolved, result.findings);
+    // Per property: runs that showed it, 0 judged and none did, null not decided (a lock without tokens is not judged by its token properties).
+    const findings = result.findings;
     // The verdict is printed first, then the files written: one that still cannot be written (checked before the run) loses only itself.
     if (o.json) {
       // Whole enough to act on without the text: the verdict the exit code says, and the seed and faults that reproduce the run.
@@ -98,8 +98,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
       console.log(JSON.stringify({ backend: resolved.name, verdict, seed: o.seed, faults: o.faults ?? offered, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
-      const listed = Object.entries(findings).map(([p, n]) => `${p} in ${counted(n, 'run')}`).join(', ');
-      console.log(`findings (property violations of the design, not bugs): ${listed || 'none'}`);
+      console.log(`findings (property violations of the design, not bugs): ${findingsText(findings)}`);
       if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${counted(result.deviations.safe, 'run')}`);
     }
     writeEach([
@@ -115,6 +114,14 @@ export async function runCommand(o: RunOptions): Promise<number> {
       await servers.stop();
     }
   }
+}
+
+/** The findings line: those seen, else none; nothing decided (no run judged to its end) is said so, never "none". */
+export function findingsText(findings: CheckResult['findings']): string {
+  const counts = Object.entries(findings);
+  if (counts.every(([, n]) => n === null)) return 'not decided (no run was judged to its end)';
+  const listed = counts.flatMap(([p, n]) => (n !== null && n > 0 ? [`${p} in ${counted(n, 'run')}`] : []));
+  return listed.join(', ') || 'none';
 }
 
 /** The largest counterexample `replay` reads: lockcheck's own are a few kB (at most MAX_STEPS short steps). */

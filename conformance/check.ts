@@ -9,7 +9,7 @@ import type { PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, FaultKind } from './adapter.ts';
 import { requestTimeoutArb, scheduleArb, timeScalesFor, tokenBaseArb, ttlFloorFor, withoutExtend } from './generate.ts';
 import type { ConsequenceKind } from './consequence.ts';
-import { judgedDesign, MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
+import { findingCounts, judgedDesign, MAX_NUMBER_TOKEN_BASE } from './consequence.ts';
 import { nodeCount } from '../model/design.ts';
 import { runLockstep } from './lockstep.ts';
 import { MINIMISE_BUDGET, type MinimiseBudget, type Minimised, minimise, type Schedule, sameFailure } from './minimise.ts';
@@ -126,8 +126,14 @@ export interface CheckResult {
   readonly runs: number;
   /** The shrunk failure, or null when every run passed (findings and deviations may still be counted). */
   readonly failure: CheckFailure | null;
-  /** Runs judged to their end that showed a property violation, per ID (findings about the design, not failures). */
-  readonly findings: Readonly<Partial<Record<PropertyId, number>>>;
+  /**
+   * Per property ID, the runs judged to their end that showed its violation
+   * (findings about the design, not failures; 0: judged, none did), or null
+   * when the check did not decide it: no run was judged to its end (every
+   * run stopped early, or the check failed at its first), or the backend is
+   * not judged by it (FENCE-1, FENCE-2, DUR-1 for a lock without tokens).
+   */
+  readonly findings: Readonly<Record<PropertyId, number | null>>;
   /** Conformance failures that did not fail the check (failOn consequences), per consequence. */
   readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
   /** What runs said beside their verdicts (RunReport.warnings), each once, with the number of runs that said it. */
@@ -181,6 +187,8 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const extend = await offersExtend(backend);
   const failOn = options.failOn ?? 'conformance-failure';
   const findings: Partial<Record<PropertyId, number>> = {};
+  // Runs whose findings were counted: with none, no property was decided (findingCounts).
+  let judgedRuns = 0;
   const deviations: Partial<Record<ConsequenceKind, number>> = {};
   const warnings: Record<string, number> = {};
   let run = 0;
@@ -276,6 +284,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       for (const kind of new Set(deviated.map((d) => d.consequence.kind))) deviations[kind] = (deviations[kind] ?? 0) + 1;
       if (verdict.kind === 'conformance-failure') return;
     }
+    judgedRuns++;
     for (const p of new Set(report.findings.flatMap((f) => f.violations.map((v) => v.property)))) findings[p] = (findings[p] ?? 0) + 1;
   });
   const details = await fc.check(property, {
@@ -284,7 +293,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.path !== undefined ? { path: options.path } : {}),
   });
-  if (!details.failed) return { backend: backend.name, runs: options.path !== undefined ? run : details.numRuns, failure: null, findings, deviations, warnings, stoppedEarly, stoppedEarlyBy, retried, elapsedMs: clock() - started };
+  if (!details.failed) return { backend: backend.name, runs: options.path !== undefined ? run : details.numRuns, failure: null, findings: findingCounts(backend, findings, judgedRuns), deviations, warnings, stoppedEarly, stoppedEarlyBy, retried, elapsedMs: clock() - started };
   // Anything but a lockstep failure (a bug in the harness or the backend's setup) goes up as it is.
   if (!(details.errorInstance instanceof RunFailed)) throw details.errorInstance ?? new Error(`fast-check failed without an error: ${JSON.stringify(details.failures)}`);
   const shrunk = details.errorInstance.report;
@@ -323,7 +332,7 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       schedule: minimised?.schedule ?? fastCheckCase,
       found: `found at run ${first.run} of ${options.runs ?? 100}, ${shrinking}${minimising}; ${replay}`,
     }),
-    findings,
+    findings: findingCounts(backend, findings, judgedRuns),
     deviations,
     warnings,
     stoppedEarly,
@@ -416,7 +425,10 @@ async function replaySchedule(
   const stoppedEarly = cut === null && report.verdict.kind === 'inconclusive' ? 1 : 0;
   const stoppedEarlyBy = cut === null && report.verdict.kind === 'inconclusive' ? { [report.verdict.cause]: 1 } : {};
   const elapsed = (): number => run.clock() - run.started;
-  const base = { backend: backend.name, runs: 1, findings: {}, deviations: {}, warnings, stoppedEarly, stoppedEarlyBy, retried: 0 };
+  // The one run's findings count as a generated run's would: only when it passed the check and was judged to its end.
+  const judgedToEnd = cut === null && report.verdict.kind !== 'inconclusive' && report.verdict.kind !== 'conformance-failure';
+  const seen: Partial<Record<PropertyId, number>> = Object.fromEntries(report.findings.flatMap((f) => f.violations.map((v) => [v.property, 1])));
+  const base = { backend: backend.name, runs: 1, findings: findingCounts(backend, seen, judgedToEnd ? 1 : 0), deviations: {}, warnings, stoppedEarly, stoppedEarlyBy, retried: 0 };
   if (cut === null) return { ...base, failure: null, elapsedMs: elapsed() };
   writeTimeline(options.timelineFile, cut);
   const found = `replayed the saved schedule (${counted(cut.steps.length, 'step')}, token base ${schedule.tokenBase}${schedule.requestTimeoutMs !== undefined ? `, request timeout ${schedule.requestTimeoutMs} ms` : ''}): checkConformance(backend, { schedule })`;

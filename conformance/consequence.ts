@@ -2,7 +2,7 @@ import { match, P } from 'ts-pattern';
 import type { Command } from '../model/command.ts';
 import type { Design } from '../model/design.ts';
 import type { Outcome } from '../model/outcome.ts';
-import type { PropertyId } from '../model/properties.ts';
+import { PROPERTY_IDS, type PropertyId } from '../model/properties.ts';
 import type { BackendUnderTest, LibraryContract } from './adapter.ts';
 
 /**
@@ -136,9 +136,14 @@ export function judgesProperty(backend: BackendUnderTest, property: PropertyId):
   return comparesTokens(backend) || !TOKEN_PROPERTIES.includes(property);
 }
 
-/** The findings reported for a backend: those of the properties it is judged by (what `run` prints, as the matrix does). */
-export function judgedFindings(backend: BackendUnderTest, findings: Readonly<Partial<Record<PropertyId, number>>>): Partial<Record<PropertyId, number>> {
-  return Object.fromEntries(Object.entries(findings).filter(([p]) => judgesProperty(backend, p as PropertyId)));
+/**
+ * A check's findings per property (CheckResult.findings): the runs judged to
+ * their end that showed it (0: judged, none did), or null when it was not
+ * decided: no run was judged to its end, or the backend is not judged by it
+ * (the token properties of a lock without tokens, as the matrix does).
+ */
+export function findingCounts(backend: BackendUnderTest, seen: Readonly<Partial<Record<PropertyId, number>>>, judgedRuns: number): Record<PropertyId, number | null> {
+  return Object.fromEntries(PROPERTY_IDS.map((p) => [p, judgedRuns === 0 || !judgesProperty(backend, p) ? null : (seen[p] ?? 0)])) as Record<PropertyId, number | null>;
 }
 
 /** Token counters start below this for a library whose tokens are JS numbers (exact to 2^53 only). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkConformance } from '../conformance/check.ts';
-import { judgedDesign, judgedFindings } from '../conformance/consequence.ts';
+import { findingCounts, judgedDesign } from '../conformance/consequence.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
 import type { SimParts } from '../conformance/sim/backend.ts';
 import { leaseNodeOver } from '../conformance/sim/redisNode.ts';
@@ -99,12 +99,18 @@ describe('an audit runs past the safe direction', () => {
 });
 
 describe('the findings reported for a lock without tokens', () => {
-  it('leave out the token properties (FENCE-1, FENCE-2, DUR-1) when the contract or capabilities say it has none, as the matrix does', () => {
+  it('leave the token properties (FENCE-1, FENCE-2, DUR-1) undecided (null) when the contract or capabilities say it has none, as the matrix does', () => {
     const base = simLeaseBackend(designs.redisSingle(), 'unfenced');
-    const findings = { 'MUTEX-1': 4, 'DUR-1': 4, 'FENCE-1': 4, 'FENCE-2': 1, 'STORE-1': 3 };
-    expect(judgedFindings(base, findings)).toEqual(findings);
+    const seen = { 'MUTEX-1': 4, 'DUR-1': 4, 'FENCE-1': 4, 'FENCE-2': 1, 'STORE-1': 3 };
+    expect(findingCounts(base, seen, 5)).toEqual({ ...seen, 'OWN-1': 0, 'LIVE-1': 0 });
     const noTokens: BackendUnderTest = { ...base, contract: { tokens: 'none' } };
-    expect(judgedFindings(noTokens, findings)).toEqual({ 'MUTEX-1': 4, 'STORE-1': 3 });
-    expect(judgedFindings({ ...base, capabilities: { ...base.capabilities, tokens: false } }, findings)).toEqual({ 'MUTEX-1': 4, 'STORE-1': 3 });
+    const untokened = { 'MUTEX-1': 4, 'STORE-1': 3, 'OWN-1': 0, 'LIVE-1': 0, 'FENCE-1': null, 'FENCE-2': null, 'DUR-1': null };
+    expect(findingCounts(noTokens, seen, 5)).toEqual(untokened);
+    expect(findingCounts({ ...base, capabilities: { ...base.capabilities, tokens: false } }, seen, 5)).toEqual(untokened);
+  });
+
+  it('no run judged to its end decides nothing: every property null, never a 0 that reads as "none found"', () => {
+    const base = simLeaseBackend(designs.redisSingle(), 'unfenced');
+    expect(Object.values(findingCounts(base, {}, 0))).toEqual(Array(7).fill(null));
   });
 });

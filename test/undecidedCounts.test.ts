@@ -8,6 +8,10 @@ import type { History } from '../conformance/history/event.ts';
 import { checkHistory } from '../conformance/history/check.ts';
 import { historyReportHtml } from '../conformance/history/report.ts';
 import { lockcheckSync } from './lockcheckProcess.ts';
+import { checkConformance } from '../conformance/check.ts';
+import { simLeaseBackend } from '../conformance/sim/backend.ts';
+import { designs } from '../model/index.ts';
+import { PROPERTY_IDS } from '../model/properties.ts';
 import { testTempDir } from './tempDirs.ts';
 
 /**
@@ -86,5 +90,29 @@ describe('counts a check did not take', () => {
     expect(json.countsNote).toMatch(/^null: not counted \(not decided: the 1 ms budget \(--timeout-ms\) ran out while /);
     for (const k of json.checks) expect(k).toMatchObject({ verdict: 'unknown', findings: null });
     expect(readFileSync(join(report, 'history.html'), 'utf8')).toMatch(/operations not counted/);
+  });
+});
+
+describe('findings of a conformance check that judged no run to its end', () => {
+  // Every run out of pace: before, findings were {} ("none found") in checkConformance's result, run --json and the text line.
+  it('checkConformance: every property null (not decided), never absent or 0', async () => {
+    const { default: outOfPace } = await import('./fixtures/outOfPaceAdapter.ts');
+    const r = await checkConformance(outOfPace, { runs: 2, seed: 1, faults: ['advance'] });
+    expect(r.stoppedEarly).toBe(2);
+    expect(r.findings).toEqual(Object.fromEntries(PROPERTY_IDS.map((p) => [p, null])));
+    // A check that judged runs decides every property: 0 where none showed it.
+    const judged = await checkConformance(simLeaseBackend(designs.redisSingle(), 'strict'), { runs: 3, seed: 1, faults: ['advance'] });
+    expect(Object.values(judged.findings).every((n) => typeof n === 'number')).toBe(true);
+  });
+
+  it('lockcheck run --json: findings null per property, the text says "not decided", never "none"', () => {
+    const out = join(dir, 'ce.json');
+    const json = lockcheckSync(['run', '--backend', 'test/fixtures/outOfPaceAdapter.ts', '--runs', '2', '--faults', 'advance', '--json', '--counterexample', out]);
+    expect(json.code, json.stderr).toBe(4);
+    const parsed = JSON.parse(json.stdout) as { verdict: string; findings: Record<string, number | null> };
+    expect(parsed.verdict).toBe('inconclusive');
+    expect(parsed.findings).toEqual(Object.fromEntries(PROPERTY_IDS.map((p) => [p, null])));
+    const text = lockcheckSync(['run', '--backend', 'test/fixtures/outOfPaceAdapter.ts', '--runs', '2', '--faults', 'advance', '--counterexample', out]);
+    expect(text.stdout).toMatch(/^findings \(property violations of the design, not bugs\): not decided \(no run was judged to its end\)$/m);
   });
 });

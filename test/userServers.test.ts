@@ -83,7 +83,7 @@ interface RunJson {
   readonly stoppedEarly: number;
   readonly retried: number;
   readonly failure: unknown;
-  readonly findings: Record<string, number>;
+  readonly findings: Record<string, number | null>;
 }
 
 describe('lockcheck on the user’s own servers', () => {
@@ -153,7 +153,7 @@ describe('lockcheck on the user’s own servers', () => {
     expect(r.runs).toBe(10);
     expect(r.stoppedEarly).toBeLessThan(r.runs);
     // With a strict fenced store and no clock or crash faults, Redlock keeps every property.
-    expect(r.findings).toEqual({});
+    expect(Object.values(r.findings).every((n) => n === 0)).toBe(true);
 
     for (const user of users) {
       expect(await user.get('the-users:key')).toBe('keep me');

@@ -13,7 +13,7 @@ import { HistoryFormatError, validateHistory, wasRead } from './parse.ts';
 import { checkResults } from './reportInput.ts';
 import { counted } from '../counted.ts';
 
-export type { CheckId, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './findings.ts';
+export type { CheckId, CheckResult, DecidedCheckResult, Finding, HistoryPropertyId, HoldSpan, UndecidedCheckResult, Verdict } from './findings.ts';
 export type { CheckProgress } from './budget.ts';
 
 /**

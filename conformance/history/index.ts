@@ -4,6 +4,6 @@
  */
 export { HistoryFormatError, parseHistory, validateHistory } from './parse.ts';
 export { DEFAULT_TIMEOUT_MS, checkHistory, overallVerdict } from './check.ts';
-export type { CheckCounts, CheckId, CheckOptions, CheckProgress, CheckReport, CheckResult, Finding, HistoryPropertyId, HoldSpan, Verdict } from './check.ts';
+export type { CheckCounts, CheckId, CheckOptions, CheckProgress, CheckReport, CheckResult, DecidedCheckResult, Finding, HistoryPropertyId, HoldSpan, UndecidedCheckResult, Verdict } from './check.ts';
 export { historyReportHtml, writeHistoryReport } from './report.ts';
 export type * from './event.ts';
