@@ -136,6 +136,24 @@ for (const { library, backend } of libraries) {
       expect(verdict.message).toMatch(/client 0's lease on 'r' is over in the model but its signal has not fired/);
     }, 120_000);
 
+    // The timing cell's inconclusive runs (7 of 30 at seed 20161010): the library rejects once a quorum voted against, and
+    // the adapter waited for its vote counts (ExecutionError.attempts), which settle only when the slow node answers.
+    it('a refusal with a slow node is judged when the library gives it, not when the slow node answers (was: inconclusive, a call not returned)', async () => {
+      const report = await runLockstep(
+        backend(),
+        [
+          { kind: 'node-delay', node: 0, ms: 40 },
+          { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 200 },
+          { kind: 'acquire', client: 1, resource: 'r0', ttlMs: 200 },
+        ],
+        { clients: 2, tokenBase: 0n },
+      );
+      expect(report.verdict.kind, textTimeline(report)).toBe('pass');
+      expect(report.steps[2]!.actual.kind).toBe('denied');
+      // Decided by the four nodes that answer at once; node 0's reply comes 40 ms later.
+      expect(report.steps[2]!.endMs).toBe(0);
+    }, 120_000);
+
     // redlock 5's release is EVALSHA, then EVAL on NOSCRIPT: one round trip of the model's (the kit's scriptFallback.ts).
     // Before, a release sent before a pause on a cold script cache landed after the resume (OWN-1, liveness), the kit's count.
     it('with driftFactor 0 and no delay: agrees with the model step by step; the design findings show (two holders, a stale write taken)', async () => {

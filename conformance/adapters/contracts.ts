@@ -16,17 +16,25 @@ import type { LibraryContract } from '../adapter.ts';
  * connections without commandTimeout); `extend(duration)` sets the duration
  * it is given; a failed extend throws and leaves the Lock and its keys as
  * they were; and no check of its input (an empty resource name is a key).
+ * A refusal does not say why when it is given: `acquire` rejects with an
+ * ExecutionError as soon as a quorum voted against, and its `attempts` are
+ * promises of vote counts that settle only once every node has answered,
+ * which a slow node (no client timeout) delays past the call (denialReasons
+ * false: an adapter that waited for them to name a reason was judged as a
+ * call still pending, and the run ended inconclusive).
  */
 export function redlockContract(driftFactor: number): LibraryContract {
-  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
+  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', denialReasons: false, driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
 }
 
 /**
  * redlock 4.2.0: the promises of redlock 5, and its failed extend as
  * redlock.js has it: `_lock`'s failure path unlocks (deletes the keys on
  * every node it reaches) while the caller's Lock keeps its expiration.
+ * It says why it refused: `_lock` waits for every node before it answers,
+ * and its adapter counts the votes it has then (redlock4.ts).
  */
-export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockContract(0.01), failedExtend: { lease: 'kept', keys: 'deleted' } };
+export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockContract(0.01), denialReasons: true, failedExtend: { lease: 'kept', keys: 'deleted' } };
 
 /**
  * What redis-semaphore's mutexes promise: no deadline (`isAcquired` stays

@@ -13,15 +13,15 @@
  * counterpart of the nodes' libfaketime clocks. What the adapter adds:
  * - Retries. Redlock runs with retryCount 0 and the adapter retries
  *   (`retries`, `retryDelayMs`) on the client's clock itself, so that one
- *   attempt is one vote count it can read (ExecutionError.attempts[0]).
+ *   call of the library is one attempt.
  * - Deadlines. The library's `lock.expiration` is a wall-clock instant; the
  *   lease reports it on the client's monotonic clock, as the adapter API
  *   requires: validUntilMs = clock.now() + (lock.expiration - Date.now()).
  * - Results. A Lock is a grant (token 0n: Redlock has no fencing tokens, so
  *   the runner compares outcomes without them, and the store is unfenced).
- *   An ExecutionError is a denial: 'no-quorum' when fewer than a quorum of
- *   nodes answered at all (votes for, plus votes against that are a
- *   ResourceLockedError), else 'held'.
+ *   An ExecutionError is a denial, compared without its reason: the
+ *   library's vote counts settle only once every node has answered, after
+ *   the call (the contract's `denialReasons: false`).
  *
  * lockKey lets the runner read the library's keys, so OWN-1 is checked
  * white-box. On lockcheck's own servers every run starts with the nodes'

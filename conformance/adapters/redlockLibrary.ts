@@ -85,13 +85,14 @@ export function redlockLibraryBackend(library: RedlockLibrary, choice: RedisServ
   return { ...backend, concurrent: redlockConcurrent(library, driftFactor) };
 }
 
-/** A failed acquire as a denial: 'no-quorum' when fewer than a quorum of nodes answered at all, else 'held'. Rethrows anything but an ExecutionError. */
-async function denial(library: RedlockLibrary, error: unknown): Promise<AcquireResult> {
+/**
+ * A failed acquire as a denial (an ExecutionError; anything else is rethrown).
+ * The reason is not read: the library's vote counts (`attempts`) settle only
+ * once every node has answered, after the call (redlockContract, denialReasons).
+ */
+function denial(library: RedlockLibrary, error: unknown): AcquireResult {
   if (!(error instanceof library.ExecutionError)) throw error;
-  // The first (only) attempt's votes; the promise settles once every node has answered or failed.
-  const stats = await error.attempts[0]!;
-  const answered = stats.votesFor.size + [...stats.votesAgainst.values()].filter((e) => e instanceof library.ResourceLockedError).length;
-  return { kind: 'denied', reason: answered < stats.quorumSize ? 'no-quorum' : 'held' };
+  return { kind: 'denied', reason: 'held' };
 }
 
 /**
