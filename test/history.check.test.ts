@@ -239,7 +239,7 @@ describe('STORE-1: lost updates of read-modify-writes', () => {
     expect(r.findings.map((f) => f.message)).toEqual([expect.stringMatching(/process 3's write of 'x' was accepted .* read '50'/)]);
   });
 
-  it('unknown and rejected writes are never counted as accepted', () => {
+  it('unknown writes no read saw and rejected writes are never counted as accepted', () => {
     expect(verdicts(check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, info, '2', null))))['STORE-1']).toBe('safe');
     expect(verdicts(check(history(write(0, 0, 1, ok, '1', null), write(1, 2, 3, fail, '2', null))))['STORE-1']).toBe('safe');
     // A write still in flight when the read was invoked may come after it.

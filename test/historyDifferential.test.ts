@@ -423,7 +423,7 @@ const rmwHistory = fc.array(fc.array(rmwStep, { maxLength: 4 }), { minLength: 1,
   return historyOf(events);
 });
 
-/** STORE-1 (spec 10.4.3) on one register by brute force: the lost updates counted. */
+/** STORE-1 (spec 10.4.3) on one register by brute force: the lost updates counted; a write whose outcome is unknown counts once a read saw its value. */
 function lostReference(h: History): number {
   const all = ops(h).map((o) => ({ ...o, value: (h[o.invoke] as { value?: string }).value, prev: (h[o.invoke] as { prev?: string | null }).prev, read: o.done === undefined ? undefined : (h[o.done] as { value?: string | null }).value }));
   const writes = all.filter((o) => o.op === 'write');
@@ -431,6 +431,14 @@ function lostReference(h: History): number {
   const rmw = writes.filter((w) => w.prev !== undefined);
   if (rmw.length === 0) return 0;
   const writers = (v: string | null | undefined) => writes.filter((w) => w.outcome !== 'fail' && w.value === v);
+  const seenUnwritten = new Set([...rmw.map((w) => w.prev), ...reads.map((r) => r.read ?? null)].filter((v) => v === null || writers(v).length === 0));
+  /** When w is known to have taken effect: its ok; unknown, the first return of a read of its value (one writer, and not a value the register may have held before). */
+  const landed = (w: (typeof writes)[number]): number | undefined => {
+    if (w.outcome === 'ok') return w.end;
+    if (w.outcome === 'fail' || writers(w.value).length !== 1 || seenUnwritten.size === 0) return undefined;
+    const ends = reads.filter((r) => r.read === w.value && r.end >= w.start).map((r) => r.end);
+    return ends.length === 0 ? undefined : Math.min(...ends);
+  };
   // (2) Reads: only where every write carries prev and one prev is unwritten (the root).
   const lost2 = new Set<(typeof writes)[number]>();
   const initials = new Set(rmw.filter((w) => w.prev === null || writers(w.prev).length === 0).map((w) => w.prev));
@@ -448,16 +456,16 @@ function lostReference(h: History): number {
       return out;
     };
     for (const w of writes) {
-      if (w.outcome !== 'ok' || writers(w.value).length !== 1 || chain(w.value) === undefined) continue;
-      if (reads.some((r) => w.end < r.start && chain(r.read) !== undefined && !chain(r.read)!.has(w))) lost2.add(w);
+      const end = landed(w);
+      if (end === undefined || writers(w.value).length !== 1 || chain(w.value) === undefined) continue;
+      if (reads.some((r) => end < r.start && chain(r.read) !== undefined && !chain(r.read)!.has(w))) lost2.add(w);
     }
   }
   // (1) Accepted writes that read the same prev, unless the register may have held it twice.
-  const seenUnwritten = new Set([...rmw.map((w) => w.prev), ...reads.map((r) => r.read ?? null)].filter((v) => v === null || writers(v).length === 0));
   const mayBeInitial = (v: string) => seenUnwritten.size === 0 || seenUnwritten.has(v);
   let lost = lost2.size;
-  for (const prev of new Set(rmw.filter((w) => w.outcome === 'ok').map((w) => w.prev))) {
-    const group = rmw.filter((w) => w.outcome === 'ok' && w.prev === prev);
+  for (const prev of new Set(rmw.filter((w) => landed(w) !== undefined).map((w) => w.prev))) {
+    const group = rmw.filter((w) => landed(w) !== undefined && w.prev === prev);
     if (group.length < 2 || (prev !== null && writers(prev).length + (mayBeInitial(prev!) ? 1 : 0) > 1)) continue;
     lost += Math.max(0, group.length - 1 - group.filter((w) => lost2.has(w)).length);
   }

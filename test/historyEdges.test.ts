@@ -78,6 +78,54 @@ describe('FENCE-2: stale writes', () => {
   });
 });
 
+describe('a write whose outcome is unknown, seen by a read, took effect (spec 10.4.3)', () => {
+  const info = (p: number, t0: number, t1: number, value: string, token: string, prev: string | null = null) => [
+    ev('invoke', p, t0, 'write', { key: 'x', value, prev, token }),
+    ev('info', p, t1, 'write', { key: 'x', reason: 'timeout' }),
+  ];
+  const read = (p: number, t0: number, t1: number, value: string | null) => [ev('invoke', p, t0, 'read', { key: 'x' }), ev('ok', p, t1, 'read', { key: 'x', value })];
+
+  it('FENCE-2: a stale write whose reply was lost is accepted once a client read its value, and not before', () => {
+    // Token 2 accepted by 1; token 1's write (invoked at 2) timed out, and process 2 read its value at 5.
+    const seen = history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1'), read(2, 4, 5, 'a'));
+    const r = checkHistory(seen, { storePolicy: 'strict' });
+    expect(verdictOf(r, 'FENCE-2')).toBe('violation');
+    expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => [f.message, f.events])).toEqual([
+      [
+        "'r': the strict store accepted process 0's write with token 1 (invoked at 2 ms; accepted by 5 ms: its own outcome is unknown, but process 2's read returned its value then) after it had accepted process 1's write with token 2 (completed at 1 ms): a stale write accepted",
+        [2, 3, 4, 5, 6, 7],
+      ],
+    ]);
+    // Unread, the write may never have landed: nothing rests on an unknown outcome.
+    expect(verdictOf(checkHistory(history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1')), { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
+  });
+
+  it('FENCE-2: a read is no proof when another write may have carried the value, or the register may have held it before the history', () => {
+    const twice = history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1'), info(4, 2, 3, 'a', '3'), read(2, 4, 5, 'a'));
+    expect(verdictOf(checkHistory(twice, { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
+    // No value seen that no write wrote (no read of nothing, no prev of one): 'a' may be the value before the history.
+    const noPrev = history(
+      [ev('invoke', 1, 0, 'write', { key: 'x', value: 'b', token: '2' }), ev('ok', 1, 1, 'write', { key: 'x' })],
+      [ev('invoke', 0, 2, 'write', { key: 'x', value: 'a', token: '1' }), ev('info', 0, 3, 'write', { key: 'x' })],
+      read(2, 4, 5, 'a'),
+    );
+    expect(verdictOf(checkHistory(noPrev, { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
+    // A read that returned before the write was invoked did not see it.
+    const early = history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), read(2, 1, 1.5, 'a'), info(0, 2, 3, 'a', '1'));
+    expect(verdictOf(checkHistory(early, { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
+  });
+
+  it('STORE-1: a landed write whose reply was lost, overwritten by a write that read what was there before it, is a lost update', () => {
+    // Process 0 read nothing and writes 'a' (slow, accepted at 10); process 1's 'b', also on nothing, timed out but was read at 3.
+    const h = history(read(3, 0, 0, null), [ev('invoke', 0, 0, 'write', { key: 'x', value: 'a', prev: null, token: '1' })], info(1, 1, 1.5, 'b', '2'), read(2, 2, 3, 'b'), [ev('ok', 0, 10, 'write', { key: 'x' })], read(2, 11, 12, 'a'));
+    const r = checkHistory(h, { storePolicy: 'unfenced' });
+    expect(r.counts.lostUpdates).toBe(1);
+    expect(r.findings.find((f) => f.property === 'STORE-1')?.message).toBe(
+      "'r' key 'x': process 1's write of 'b' was accepted (by 3 ms: its own outcome is unknown, but process 2's read returned its value then) before process 2 read 'a' (invoked at 11 ms), and that value does not build on it: a lost update",
+    );
+  });
+});
+
 describe('LIN-1: the lease lock as a sequential specification', () => {
   const lin = (r: CheckReport) => r.checks.find((c) => c.check === 'lock-linearizable')?.verdict;
   it('an extension by a process that no longer holds the lock (another was granted it after the deadline) is no linearizable history', () => {

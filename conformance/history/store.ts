@@ -2,14 +2,16 @@ import type { ReadEvent, StorePolicy, WriteEvent } from './event.ts';
 import { Budget } from './budget.ts';
 import { FindingList, sortedUnique } from './findings.ts';
 import { compositeKey, groupBy } from './group.ts';
+import { acceptedAt, landedWrites, type Landing } from './landed.ts';
 import type { OperationRecord } from './operations.ts';
 import { ms } from './operations.ts';
 
 /**
  * The guarded register, judged by consequence (spec/SPEC.md 10.4.3):
  * STORE-1 by lost updates of read-modify-writes, FENCE-2 by stale writes a
- * fenced store accepted. Only outcomes the clients saw count: an `info`
- * write may or may not have landed and is never counted as accepted.
+ * fenced store accepted. Only what the clients saw counts: an `info` write
+ * may or may not have landed and counts as accepted only once a read saw
+ * its value (landedWrites).
  */
 
 type Write = OperationRecord & { readonly event: WriteEvent };
@@ -47,7 +49,8 @@ export function storeCounts(ops: readonly OperationRecord[]): StoreCounts {
  */
 export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number, budget: Budget = Budget.none): { findings: FindingList; lost: number; judged: boolean } {
   const list = new FindingList(maxFindings);
-  budget.phase('judging lost updates', 3 * ops.length);
+  budget.phase('judging lost updates', 4 * ops.length);
+  const landed = landedWrites(ops, budget);
   const registers = groupBy(
     ops.filter((o) => o.event.op === 'write' || (o.event.op === 'read' && o.outcome === 'ok')),
     (o) => registerOf(o.event as WriteEvent | ReadEvent),
@@ -64,13 +67,13 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
       writes.filter((w) => w.outcome !== 'fail'),
       (w) => w.event.value,
     );
-    const lostHere = rmw.length === writes.length ? missedByReads(writes, reads, writersOf, list, budget) : new Set<Write>();
+    const lostHere = rmw.length === writes.length ? missedByReads(writes, reads, writersOf, landed, list, budget) : new Set<Write>();
     // The register held a value before the history began: it is one of the values seen (prev, read) that no write of
     // the history wrote, and when every value seen was written in it, it may be any of them (an ABA through it).
     const unwritten = new Set([...rmw.map((w) => w.event.prev!), ...reads.map((r) => r.event.value ?? null)].filter((v) => v === null || !writersOf.has(v)));
     const mayBeInitial = (v: string) => unwritten.size === 0 || unwritten.has(v);
     // (a) accepted writes that read the same value.
-    for (const group of groupBy(rmw.filter((w) => w.outcome === 'ok'), (w) => w.event.prev).values()) {
+    for (const group of groupBy(rmw.filter((w) => landed.has(w)), (w) => w.event.prev).values()) {
       budget.tick();
       const prev = group[0]!.event.prev!;
       // Two holdings of prev (two writes of it, or one and the value before the history) can explain the two reads: ABA.
@@ -83,7 +86,7 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
         check: 'lost-updates',
         property: 'STORE-1',
         message: `'${w.resource}' key '${w.key}': ${group.length} accepted writes all read ${show(prev)} (processes ${group.map((g) => g.process).join(', ')}): all but one of them are lost updates`,
-        events: sortedUnique(group.flatMap((g) => [g.invokeIndex, g.completeIndex])),
+        events: sortedUnique(group.flatMap((g) => [g.invokeIndex, g.completeIndex, landed.get(g)?.seenBy?.invokeIndex, landed.get(g)?.seenBy?.completeIndex])),
       });
     }
     lost += lostHere.size;
@@ -99,7 +102,7 @@ export function lostUpdates(ops: readonly OperationRecord[], maxFindings: number
  * value whose writer is not in w's subtree: for each w, one look at the
  * smallest and largest DFS number among the reads invoked after it.
  */
-function missedByReads(writes: readonly Write[], reads: readonly Read[], writersOf: Map<string, Write[]>, list: FindingList, budget: Budget): Set<Write> {
+function missedByReads(writes: readonly Write[], reads: readonly Read[], writersOf: Map<string, Write[]>, landed: ReadonlyMap<OperationRecord, Landing>, list: FindingList, budget: Budget): Set<Write> {
   const lost = new Set<Write>();
   const unique = (v: string) => {
     const ws = writersOf.get(v);
@@ -149,13 +152,14 @@ function missedByReads(writes: readonly Write[], reads: readonly Read[], writers
   for (const w of writes) {
     budget.tick();
     const t = tin.get(w);
-    if (w.outcome !== 'ok' || t === undefined) continue;
-    // First read invoked after w completed.
+    const landing = landed.get(w);
+    if (landing === undefined || t === undefined) continue;
+    // First read invoked after w had taken effect.
     let lo = 0;
     let hi = placed.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (placed[mid]!.read.start > w.end) hi = mid;
+      if (placed[mid]!.read.start > landing.end) hi = mid;
       else lo = mid + 1;
     }
     if (lo === placed.length) continue;
@@ -166,8 +170,8 @@ function missedByReads(writes: readonly Write[], reads: readonly Read[], writers
     list.add({
       check: 'lost-updates',
       property: 'STORE-1',
-      message: `'${w.event.resource}' key '${w.event.key}': process ${w.process}'s write of ${show(w.event.value)} was accepted (at ${ms(w.end)} ms) before process ${read.process} read ${show(read.event.value)} (invoked at ${ms(read.start)} ms), and that value does not build on it: a lost update`,
-      events: sortedUnique([w.invokeIndex, w.completeIndex, read.invokeIndex, read.completeIndex]),
+      message: `'${w.event.resource}' key '${w.event.key}': process ${w.process}'s write of ${show(w.event.value)} was accepted (${acceptedAt(landing)}) before process ${read.process} read ${show(read.event.value)} (invoked at ${ms(read.start)} ms), and that value does not build on it: a lost update`,
+      events: sortedUnique([w.invokeIndex, w.completeIndex, landing.seenBy?.invokeIndex, landing.seenBy?.completeIndex, read.invokeIndex, read.completeIndex]),
     });
   }
   return lost;
@@ -181,22 +185,26 @@ function missedByReads(writes: readonly Write[], reads: readonly Read[], writers
  */
 export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy, maxFindings: number, budget: Budget = Budget.none): FindingList {
   const list = new FindingList(maxFindings);
-  budget.phase('judging stale writes', ops.length);
+  budget.phase('judging stale writes', 2 * ops.length);
   if (policy !== 'strict' && policy !== 'monotonic') return list;
+  const landed = landedWrites(ops, budget);
   const byResource = groupBy(
-    ops.flatMap((op) => (op.event.op === 'write' && op.outcome === 'ok' && op.event.token !== undefined ? [{ op: op as Write, token: BigInt(op.event.token) }] : [])),
+    ops.flatMap((op) => {
+      const landing = landed.get(op);
+      return op.event.op === 'write' && landing !== undefined && op.event.token !== undefined ? [{ op: op as Write, token: BigInt(op.event.token), landing }] : [];
+    }),
     (w) => w.op.event.resource,
   );
   const fails = (t: bigint, highest: bigint) => (policy === 'strict' ? t <= highest : t < highest);
   for (const [resource, ws] of byResource) {
-    const byEnd = [...ws].sort((a, b) => a.op.end - b.op.end);
+    const byEnd = [...ws].sort((a, b) => a.landing.end - b.landing.end);
     const byStart = [...ws].sort((a, b) => a.op.start - b.op.start);
     let k = 0;
     let max: (typeof ws)[number] | undefined;
     const flagged = new Set<unknown>();
     for (const w of byStart) {
       budget.tick();
-      while (k < byEnd.length && byEnd[k]!.op.end < w.op.start) {
+      while (k < byEnd.length && byEnd[k]!.landing.end < w.op.start) {
         if (max === undefined || byEnd[k]!.token > max.token) max = byEnd[k];
         k++;
       }
@@ -205,8 +213,8 @@ export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy
       list.add({
         check: 'stale-writes',
         property: 'FENCE-2',
-        message: `'${resource}': the ${policy} store accepted process ${w.op.process}'s write with token ${w.token} (invoked at ${ms(w.op.start)} ms) after it had accepted process ${max.op.process}'s write with token ${max.token} (completed at ${ms(max.op.end)} ms): a stale write accepted`,
-        events: sortedUnique([max.op.invokeIndex, max.op.completeIndex, w.op.invokeIndex, w.op.completeIndex]),
+        message: `'${resource}': the ${policy} store accepted process ${w.op.process}'s write with token ${w.token} (invoked at ${ms(w.op.start)} ms${unknownOutcome(w.landing)}) after it had accepted process ${max.op.process}'s write with token ${max.token} (${max.landing.seenBy === undefined ? `completed at ${ms(max.landing.end)} ms` : `accepted ${acceptedAt(max.landing)}`}): a stale write accepted`,
+        events: sortedUnique([...indices(max), ...indices(w)]),
       });
     }
     if (policy === 'strict') sameTokens(resource, byStart, flagged, list);
@@ -222,8 +230,8 @@ export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy
  * above does not see them. Each write after the first (by invoke) with a
  * token already accepted, and not already found stale, is a finding.
  */
-function sameTokens(resource: string, byStart: ReadonlyArray<{ readonly op: Write; readonly token: bigint }>, flagged: ReadonlySet<unknown>, list: FindingList): void {
-  const first = new Map<bigint, { readonly op: Write; readonly token: bigint }>();
+function sameTokens(resource: string, byStart: readonly Accepted[], flagged: ReadonlySet<unknown>, list: FindingList): void {
+  const first = new Map<bigint, Accepted>();
   for (const w of byStart) {
     const earlier = first.get(w.token);
     if (earlier === undefined) {
@@ -234,8 +242,20 @@ function sameTokens(resource: string, byStart: ReadonlyArray<{ readonly op: Writ
     list.add({
       check: 'stale-writes',
       property: 'FENCE-2',
-      message: `'${resource}': the strict store accepted process ${w.op.process}'s write with token ${w.token} (invoked at ${ms(w.op.start)} ms) and process ${earlier.op.process}'s write with the same token (invoked at ${ms(earlier.op.start)} ms): whichever it judged second was stale`,
-      events: sortedUnique([earlier.op.invokeIndex, earlier.op.completeIndex, w.op.invokeIndex, w.op.completeIndex]),
+      message: `'${resource}': the strict store accepted process ${w.op.process}'s write with token ${w.token} (invoked at ${ms(w.op.start)} ms${unknownOutcome(w.landing)}) and process ${earlier.op.process}'s write with the same token (invoked at ${ms(earlier.op.start)} ms${unknownOutcome(earlier.landing)}): whichever it judged second was stale`,
+      events: sortedUnique([...indices(earlier), ...indices(w)]),
     });
   }
 }
+
+/** A write a fenced store is known to have accepted, with its token. */
+interface Accepted {
+  readonly op: Write;
+  readonly token: bigint;
+  readonly landing: Landing;
+}
+
+/** A finding's events for an accepted write: its own, and the read that showed it landed when its outcome is unknown. */
+const indices = (a: Accepted) => [a.op.invokeIndex, a.op.completeIndex, a.landing.seenBy?.invokeIndex, a.landing.seenBy?.completeIndex];
+
+const unknownOutcome = (landing: Landing) => (landing.seenBy === undefined ? '' : `; accepted ${acceptedAt(landing)}`);
