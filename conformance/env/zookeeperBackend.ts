@@ -204,7 +204,8 @@ function boundedNode(bound: RequestBound, slow: () => void, node: ZookeeperNode)
     touch: (s, p) => bound.bounded('zookeeper touch', first(() => node.touch(s, p))),
     watchGone: (s, p, w) => node.watchGone(s, p, w),
     deleteOwned: (s, p, z) => bound.bounded('zookeeper delete', first(() => node.deleteOwned(s, p, z))),
-    closeSession: (s) => node.closeSession(s),
+    // A failed attempt waits for its session's close (ZookeeperLock): bounded as its other calls, a black hole cannot hold it.
+    closeSession: (s) => bound.bounded('zookeeper close session', () => node.closeSession(s)),
     children: (d) => node.children(d),
     get: (p) => node.get(p),
     fencedWrite: (p, t, v, pol) => node.fencedWrite(p, t, v, pol),

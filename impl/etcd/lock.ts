@@ -204,6 +204,15 @@ export class EtcdLock {
     return this.#held.size;
   }
 
+  /**
+   * A failed attempt's way out: its lease revoked, and with it any key the put left, before the attempt answers (the
+   * revoke is bounded as every call of the node). Left in the background, the key stayed after the attempt had said it
+   * holds nothing: the next acquire, this process's or another's, read the lock `held`, by no one.
+   */
+  async #revoke(leaseId: string): Promise<void> {
+    await this.#node.revoke(leaseId).catch(() => undefined);
+  }
+
   async #attempt(resource: string, ttlMs: number): Promise<AcquireResult> {
     const startedMs = this.#clock.now();
     let leaseId: string;
@@ -219,18 +228,21 @@ export class EtcdLock {
     try {
       put = await this.#node.putIfAbsent(key, leaseId, leaseId);
     } catch (error) {
-      // The put may have landed: revoking our lease takes the key with it, whichever way it went.
-      void this.#node.revoke(leaseId).catch(() => undefined);
+      // The put may have landed: revoking our lease takes the key with it, whichever way it went. After a put that got
+      // no answer in time the revoke would likely meet the same silence: it goes on in the background (a timed-out
+      // attempt's key may stay, spec 4.2), so the give-up is not one more bound late.
+      const revoked = this.#revoke(leaseId);
+      if (!(error instanceof TimeoutError)) await revoked;
       if (mustThrow(error)) throw error;
       return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     if (put.kind === 'exists' && put.lease !== leaseId) {
-      void this.#node.revoke(leaseId).catch(() => undefined);
+      await this.#revoke(leaseId);
       return { kind: 'denied', reason: 'held' };
     }
     const token = put.createRevision;
     if (token > MAX_TOKEN) {
-      void this.#node.revoke(leaseId).catch(() => undefined);
+      await this.#revoke(leaseId);
       throw new TokenOverflowError(resource);
     }
     let elapsed: number;
@@ -239,16 +251,16 @@ export class EtcdLock {
     } catch (error) {
       // A clock that turned unreadable with the key ours: revoked (the key goes with the lease) before the acquire
       // rejects, else the lock stayed held for no one until the lease ran out.
-      void this.#node.revoke(leaseId).catch(() => undefined);
+      await this.#revoke(leaseId);
       throw error;
     }
     if (elapsed >= ttlMs) {
-      void this.#node.revoke(leaseId).catch(() => undefined);
+      await this.#revoke(leaseId);
       return { kind: 'timed-out' };
     }
     // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
     if (ttlMs - elapsed - driftMarginMs(this.#margins, ttlMs) - this.#margins.safetyMarginMs <= 0) {
-      await this.#node.revoke(leaseId).catch(() => undefined);
+      await this.#revoke(leaseId);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }
     const handle = new LeaseHandle(resource, leaseId, token, startedMs + ttlMs - driftMarginMs(this.#margins, ttlMs), this.#clock, this.#margins.safetyMarginMs);

@@ -229,9 +229,18 @@ export class ZookeeperLock {
     return this.#held.size;
   }
 
-  /** Closing a session deletes whatever contender it made: the way out of every failed attempt. */
+  /** Closing a session deletes whatever contender it made: a release's way out, in the background. */
   #close(session: ZookeeperSession): void {
     void this.#node.closeSession(session).catch(() => undefined);
+  }
+
+  /**
+   * A failed attempt's way out: its session closed, and with it any contender it made, before the attempt answers
+   * (the close is bounded as every call of the node). Left in the background, the contender stayed in line after the
+   * attempt had said it holds nothing: the next acquire, this process's or another's, read the lock `held`, by no one.
+   */
+  async #abandon(session: ZookeeperSession): Promise<void> {
+    await this.#node.closeSession(session).catch(() => undefined);
   }
 
   async #attempt(resource: string, ttlMs: number, waitMs: number, signal: AbortSignal | undefined): Promise<AcquireResult> {
@@ -253,7 +262,7 @@ export class ZookeeperLock {
     try {
       // A held lock is refused before anything is created: a refused attempt leaves no contender in line.
       if (waitMs === 0 && (await this.#node.contenders(session, dir)).length > 0) {
-        this.#close(session);
+        await this.#abandon(session);
         return { kind: 'denied', reason: 'held' };
       }
       own = await this.#node.enqueue(session, dir);
@@ -264,7 +273,7 @@ export class ZookeeperLock {
         if (at === 0) break;
         const waitedMs = this.#clock.now() - startedMs;
         if (waitedMs >= waitMs) {
-          this.#close(session);
+          await this.#abandon(session);
           return { kind: 'denied', reason: 'held' };
         }
         // Wait for the one ahead only (no herd), renewing our session at a third of its timeout.
@@ -274,17 +283,17 @@ export class ZookeeperLock {
         renewedMs = touchedMs;
       }
     } catch (error) {
-      if (signal?.aborted) {
-        // Cancelled in line: the session goes, and with it our contender, before the acquire rejects (the line moves on at once).
-        await this.#node.closeSession(session).catch(() => undefined);
-        throw abortReason(signal);
-      }
-      this.#close(session);
+      // Failed or cancelled in line: the session goes, and with it our contender, before the acquire answers (the line
+      // moves on at once). After a call that got no answer in time the close would likely meet the same silence: it goes
+      // on in the background (a timed-out attempt's contender may stay, spec 4.2), so the give-up is not one more bound late.
+      const closed = this.#abandon(session);
+      if (signal?.aborted || !(error instanceof TimeoutError)) await closed;
+      if (signal?.aborted) throw abortReason(signal);
       if (mustThrow(error)) throw error;
       return error instanceof TimeoutError ? { kind: 'timed-out' } : { kind: 'denied', reason: 'no-quorum' };
     }
     if (own.czxid > MAX_TOKEN) {
-      this.#close(session);
+      await this.#abandon(session);
       throw new TokenOverflowError(resource);
     }
     let nowMs: number;
@@ -293,18 +302,18 @@ export class ZookeeperLock {
     } catch (error) {
       // A clock that turned unreadable with our contender in line: the session goes, and the contender with it, before
       // the acquire rejects (else it stayed first in line, the lock held for no one, until the session timed out).
-      this.#close(session);
+      await this.#abandon(session);
       throw error;
     }
     const elapsed = nowMs - renewedMs;
     if (elapsed >= grantedMs) {
-      this.#close(session);
+      await this.#abandon(session);
       return { kind: 'timed-out' };
     }
     const validUntilMs = renewedMs + grantedMs - driftMarginMs(this.#margins, grantedMs);
     // Usable until the signal fires, safetyMarginMs before the deadline: no usable time left is no grant.
     if (validUntilMs - this.#margins.safetyMarginMs <= nowMs) {
-      this.#close(session);
+      await this.#abandon(session);
       return { kind: 'denied', reason: 'validity-exhausted' };
     }
     const handle = new LeaseHandle(resource, `${dir}/${own.name}`, own.czxid, validUntilMs, this.#clock, this.#margins.safetyMarginMs);

@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { eventually } from '../probes.ts';
 import { refused } from '../refused.ts';
 import { ConnectionConfigError, InvalidInputError, LeaseLostError, ServerRefusedError, TimeoutError, TokenOverflowError, UnavailableError } from '../../impl/errors.ts';
-import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
+import { ZookeeperLock, zookeeperFencedStore, zookeeperNode, type ZookeeperAcquireOptions, type ZookeeperNode, type ZookeeperSession } from '../../impl/zookeeper/index.ts';
 import { zxid } from '../../impl/zookeeper/node.ts';
 import { CONTENDER, DEFAULT_ROOT, cellPath, inLine, lockDir, sequenceOf } from '../../impl/zookeeper/paths.ts';
 import { shown } from '../../impl/options.ts';
@@ -463,6 +463,54 @@ describe('ZookeeperLock (real ZooKeeper)', QUICK, () => {
     const start = clock.now();
     const lease = granted(await outcome(2967, 'c'));
     expect(lease.validUntilMs).toBe(start + 2968);
+  });
+
+  it("a failed attempt answers only once its session is closed: its contender is out of line, and the next acquire at once is granted, never held by it", async () => {
+    const clock = new ManualClock();
+    const r = root();
+    const real = node(clock);
+    // When each close was answered, against when each attempt answered: a close left in the background lands after.
+    const order: string[] = [];
+    const closing = (over: Partial<ZookeeperNode>): ZookeeperNode =>
+      spied(real, {
+        ...over,
+        closeSession: async (session) => {
+          await real.closeSession(session);
+          order.push('closed');
+        },
+      }).node;
+    const slowCreate = (ms: number): Partial<ZookeeperNode> => ({
+      enqueue: async (session, dir) => {
+        const c = await real.enqueue(session, dir);
+        clock.advance(ms);
+        return c;
+      },
+    });
+    const holder = new ZookeeperLock({ node: node(clock), clock, root: r });
+    const next = new ZookeeperLock({ node: node(clock), clock, root: r });
+    const attempts: Array<readonly [string, ZookeeperLock, ZookeeperAcquireOptions, AcquireResult, boolean]> = [
+      // Made its contender, then the session's whole ttl was gone: timed-out.
+      ['timed-out', new ZookeeperLock({ node: closing(slowCreate(3000)), clock, root: r }), { ttlMs: 3000 }, { kind: 'timed-out' }, false],
+      // Made its contender, then no validity was left.
+      ['validity-exhausted', new ZookeeperLock({ node: closing(slowCreate(2968)), clock, root: r }), { ttlMs: 3000 }, { kind: 'denied', reason: 'validity-exhausted' }, false],
+      // Made its contender, then the line could not be read: no-quorum.
+      ['no-quorum', new ZookeeperLock({ node: closing({ contenders: () => Promise.reject(new UnavailableError('down')) }), clock, root: r }), { ttlMs: 3000, waitMs: 10 }, { kind: 'denied', reason: 'no-quorum' }, false],
+      // Waited in line behind a holder until waitMs: held; the holder then releases.
+      ['held after waiting', new ZookeeperLock({ node: closing({
+          watchGone: async () => {
+            clock.advance(20);
+          },
+        }), clock, root: r }), { ttlMs: 3000, waitMs: 30 }, { kind: 'denied', reason: 'held' }, true],
+    ];
+    for (const [name, lock, options, expected, behindHolder] of attempts) {
+      order.length = 0;
+      const held = behindHolder ? granted(await holder.acquire('f', { ttlMs: 30_000 })) : null;
+      expect(await lock.acquire('f', options), name).toEqual(expected);
+      expect(order, name).toEqual(['closed']);
+      if (held !== null) expect(await holder.release(held)).toBe(true);
+      const lease = granted(await next.acquire('f', { ttlMs: 30_000 }));
+      expect(await next.release(lease)).toBe(true);
+    }
   });
 
   it('the lease is the session the ensemble negotiated (a shorter one, or the maximum); the session ending fires expired', async () => {
