@@ -69,7 +69,8 @@ export interface MatrixCell {
   readonly faultClass: string;
   readonly runs: number;
   readonly conformanceFailure: string | null;
-  readonly measured: readonly PropertyId[];
+  /** The properties its runs broke; null when nothing was decided: the cell was not measured, or no run was judged to its end ([] would read as "all hold"). */
+  readonly measured: readonly PropertyId[] | null;
   /** What the model predicts for the cell; null when the cell was not measured (nothing compared: [] would read as "predicts nothing"). */
   readonly predicted: readonly PropertyId[] | null;
   /** The depth to which the prediction holds: every schedule of the model's classes of up to this many commands was explored; null when not measured. */
@@ -220,12 +221,14 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
           const worst = verdict?.kind === 'conformance-failure' ? { kind: verdict.consequence.kind, what: verdict.consequence.what, property: verdict.property, step: verdict.step.index + 1 } : null;
           // A library without tokens (declared) has none to order: the model's token properties say nothing about it.
           const judged = (p: PropertyId): boolean => judgesProperty(backend, p);
-          const measured = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
+          const broke = PROPERTY_IDS.filter((p) => (result.findings[p] ?? 0) > 0 && judged(p));
+          // No run judged to its end decided no property (CheckResult.findings all null).
+          const measured = Object.values(result.findings).every((n) => n === null) ? null : broke;
           const predictedAll = predict(predictionDesign(row, backend), row.store, col);
           const predicted = predictedAll.properties.filter(judged);
           const predictedDepth = predictedAll.depth;
-          const first = measured[0];
-          const unseen = predicted.filter((p) => !measured.includes(p));
+          const first = broke[0];
+          const unseen = predicted.filter((p) => !broke.includes(p));
           const here = col.faults.filter((k) => offered.includes(k));
           const outOfReach = unseen.flatMap((property) => {
             const needs = faultsLackingFor(predictionDesign(row, backend), row.store, col.model, property, here);
@@ -262,7 +265,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             measured,
             predicted,
             predictedDepth,
-            unexpected: measured.filter((p) => !predicted.includes(p)),
+            unexpected: broke.filter((p) => !predicted.includes(p)),
             unseen: unseen.filter((p) => !outOfReach.some((x) => x.property === p)),
             outOfReach,
             timeline,
@@ -405,7 +408,7 @@ function notRunCell(backend: string, faultClass: string, unfinished: Unfinished)
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
 const SHRINK_LIMIT_MS = 120_000;
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: [], predicted: null, predictedDepth: null, unexpected: [], unseen: [], outOfReach: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: null, predicted: null, predictedDepth: null, unexpected: [], unseen: [], outOfReach: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
 
 /**
  * A library audit of one cell: the runs go on past deviations that are not
@@ -490,7 +493,7 @@ export function describeCell(c: MatrixCell): string {
   const parts = [`${c.backend} x ${c.faultClass}: ${counted(c.runs, 'run')}${c.stoppedEarly ? ` (${c.stoppedEarly} stopped early: ${describeStoppedEarly(c.stoppedEarlyBy)})` : ''}`];
   // A library audit's deviation is a finding about the library (the run does not fail), so it must not read like a failure of lockcheck's own.
   if (c.conformanceFailure !== null) parts.push(c.audit ? `audit finding, the library deviates from its contract: ${c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ')}` : `CONFORMANCE FAILURE: ${c.conformanceFailure}`);
-  parts.push(c.measured.length ? `breaks ${c.measured.join(', ')}` : holds(c));
+  parts.push(c.measured?.length ? `breaks ${c.measured.join(', ')}` : holds(c));
   if (c.unexpected.length) parts.push(`!!! NOT PREDICTED: ${c.unexpected.join(', ')}`);
   if (c.unseen.length) parts.push(`(predicted ${c.unseen.join(', ')}: not seen)`);
   if (c.outOfReach.length) parts.push(`(${outOfReachText(c)})`);
@@ -514,7 +517,7 @@ export function auditText(c: MatrixCell): string {
   const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations[k] ?? 0) > 0).map((k) => `${k} in ${counted(c.deviations[k] ?? 0, 'run')}`);
   // What the contract itself costs: the model's findings under it, by consequence (the worst first).
   const underIt = new Map<string, { kind: ConsequenceKind; properties: PropertyId[] }>();
-  for (const p of c.measured) {
+  for (const p of c.measured ?? []) {
     const { kind, what } = findingConsequence(p);
     underIt.set(what, { kind, properties: [...(underIt.get(what)?.properties ?? []), p] });
   }
@@ -557,7 +560,7 @@ function lockstepText(c: MatrixCell, link: (file: string) => string): string {
   if (c.notMeasured !== null) return `— (not measured: ${mdText(c.notMeasured)})`;
   if (c.audit) return `${c.timeline ? link(c.timeline) : ''}${mdText(auditText(c))}`;
   if (c.conformanceFailure !== null) return `${c.timeline ? link(c.timeline) : ''}**conformance failure** ${mdText(c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at '))}`;
-  const measured = c.measured.length ? c.measured.join(', ') : holds(c);
+  const measured = c.measured?.length ? c.measured.join(', ') : holds(c);
   const flags = [
     c.unexpected.length ? `**not predicted: ${c.unexpected.join(', ')}**` : '',
     c.unseen.length ? `predicted, not seen: ${c.unseen.join(', ')}` : '',
@@ -609,13 +612,13 @@ function html(cells: readonly MatrixCell[], rows: readonly BuiltIn[], cols: read
   const td = (c: MatrixCell): string => {
     if (c.notMeasured !== null) return `<td class="na" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">—<div class="note">not measured: ${esc(c.notMeasured)}</div></td>`;
     if (c.audit) {
-      const cls = c.worst === null ? (c.measured.length ? 'finding' : 'holds') : c.worst.kind === 'unsafe' ? 'bug' : 'finding';
+      const cls = c.worst === null ? (c.measured?.length ? 'finding' : 'holds') : c.worst.kind === 'unsafe' ? 'bug' : 'finding';
       const text = c.worst === null ? 'agrees' : c.worst.kind;
       const body = c.timeline ? `<a href="${esc(c.timeline)}">${esc(text)}</a>` : esc(text);
       return `<td class="${cls}" data-backend="${esc(c.backend)}" data-fault="${esc(c.faultClass)}">${body}<div class="note">${esc(auditText(c).replaceAll('**', ''))}</div></td>`;
     }
-    const cls = c.conformanceFailure !== null ? 'bug' : c.unexpected.length ? 'unexpected' : c.measured.length ? 'finding' : 'holds';
-    const text = c.conformanceFailure !== null ? 'conformance failure' : c.measured.length ? c.measured.join(', ') : holds(c);
+    const cls = c.conformanceFailure !== null ? 'bug' : c.unexpected.length ? 'unexpected' : c.measured?.length ? 'finding' : 'holds';
+    const text = c.conformanceFailure !== null ? 'conformance failure' : c.measured?.length ? c.measured.join(', ') : holds(c);
     const note = [
       c.conformanceFailure !== null ? c.conformanceFailure.replace(/^.*CONFORMANCE FAILURE at /, 'at ') : '',
       c.unexpected.length ? `not predicted: ${c.unexpected.join(', ')}` : '',

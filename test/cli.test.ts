@@ -284,7 +284,7 @@ describe('lockcheck command line', () => {
     expect(r.code, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as { complete: boolean; partial: unknown; cells: unknown[] };
     expect(json).toMatchObject({ complete: true, partial: null });
-    expect(json.cells).toEqual([expect.objectContaining({ backend: 'pg-session/unfenced', notMeasured: expect.stringMatching(/takes no clock-step fault/) as string, predicted: null, predictedDepth: null })]);
+    expect(json.cells).toEqual([expect.objectContaining({ backend: 'pg-session/unfenced', notMeasured: expect.stringMatching(/takes no clock-step fault/) as string, measured: null, predicted: null, predictedDepth: null })]);
   }, 240_000);
 
   it('matrix: a cell that fails saves its counterexample beside its timeline, and says how to replay it', () => {
