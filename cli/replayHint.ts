@@ -1,4 +1,5 @@
 import { isBuiltIn, type ServerChoice } from './backends.ts';
+import { shellWord } from './shellWord.ts';
 
 /**
  * The command that replays a saved counterexample, as `lockcheck run` prints
@@ -11,9 +12,4 @@ export function replayHint(file: string, backend: string, servers: ServerChoice 
   const command = ['lockcheck replay', shellWord(file), ...(isBuiltIn(backend) ? [] : ['--backend', shellWord(backend)])].join(' ');
   const again = [servers.redis !== undefined ? '--redis' : null, servers.pg !== undefined ? '--pg' : null].filter((x) => x !== null);
   return again.length === 0 ? command : `${command}, with the same ${again.join(' and ')}`;
-}
-
-/** A path as one shell word: as it is when it needs no quoting, else in single quotes. */
-function shellWord(s: string): string {
-  return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
 }

@@ -20,6 +20,7 @@ import { readInputText } from './readInput.ts';
 import { counted } from '../conformance/counted.ts';
 import { replayHint } from './replayHint.ts';
 import { UsageError } from './usage.ts';
+import { shellWord } from './shellWord.ts';
 
 /** `lockcheck run`: one backend (built-in, or a user's adapter module) against its model. `lockcheck replay`: one saved counterexample. */
 export interface RunOptions {
@@ -103,7 +104,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     }
     writeEach([
       ...(failure === null ? [] : [() => writeRedacted(o.counterexample, JSON.stringify(counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure), null, 2) + '\n', 'the counterexample')]),
-      ...(o.junit === undefined ? [] : [() => writeRedacted(o.junit!, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, failure: failure?.message ?? null, timeMs: result.elapsedMs }]), 'the JUnit report', 'markup')]),
+      ...(o.junit === undefined ? [] : [() => writeRedacted(o.junit!, junitXml(`lockcheck run ${resolved.name}`, [{ name: resolved.name, timeMs: result.elapsedMs, ...(failure !== null ? { failure: failure.message } : { failure: null, ...(result.runs - result.stoppedEarly === 0 ? { skipped: agreement(resolved.name, result) } : {}) }) }]), 'the JUnit report', 'markup')]),
     ]);
     if (failure !== null) return 1;
     return result.runs - result.stoppedEarly === 0 ? EXIT_INCONCLUSIVE : 0;
@@ -138,7 +139,7 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
   const spec = backendArg ?? saved.backend;
   if (backendArg === undefined && !isBuiltIn(saved.backend)) {
     throw new UsageError(
-      `the counterexample in '${file}' was found on the adapter module ${JSON.stringify(saved.backend)}; replay loads a module only when you name it: lockcheck replay ${file} --backend <module path>`,
+      `the counterexample in '${file}' was found on the adapter module ${JSON.stringify(saved.backend)}; replay loads a module only when you name it: lockcheck replay ${shellWord(file)} --backend <module path>`,
     );
   }
   const servers = new Servers(choice);

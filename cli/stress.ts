@@ -13,6 +13,7 @@ import { EXIT_BY_VERDICT, findingText } from './check.ts';
 import { counted, countedIfKnown, countText } from '../conformance/counted.ts';
 import { faultsNotStruck, judgeRecording, unobserved } from '../conformance/stress/observed.ts';
 import { MalformedRecordingError } from './malformedRecording.ts';
+import { shellWord } from './shellWord.ts';
 
 export { MalformedRecordingError } from './malformedRecording.ts';
 
@@ -92,7 +93,7 @@ export function validRecording(recorded: History, historyFile?: string): History
 export function stressCommandLine(o: Pick<StressOptions, 'backend' | 'adapter' | 'clients' | 'seconds' | 'resources' | 'ttlMinMs' | 'ttlMaxMs' | 'nemesis' | 'seed' | 'store'>): string {
   const backend = o.adapter === undefined ? o.backend : o.adapter.ref.kind === 'module' ? o.adapter.ref.path : o.adapter.name;
   return [
-    `lockcheck stress --backend ${backend}`,
+    `lockcheck stress --backend ${shellWord(backend)}`,
     ...(o.backend === 'pg-xact' ? [] : [`--store ${o.store}`]),
     `--clients ${o.clients} --seconds ${o.seconds} --resources ${o.resources} --ttl ${o.ttlMinMs}-${o.ttlMaxMs}`,
     `--nemesis ${o.nemesis.join(',') || 'none'}`,
@@ -129,7 +130,7 @@ export async function stressAndCheck(o: StressOptions, out: string, print: (summ
     process.stderr.write(
       partial === null
         ? `lockcheck: interrupted before any event was recorded: nothing saved${existsSync(historyFile) ? ` (${historyFile}, an earlier run's, is left as it was)` : ''}\n`
-        : `lockcheck: the history so far (${counted(events.length, 'event')}) is in ${partial}: judge it with lockcheck check ${partial}\n`,
+        : `lockcheck: the history so far (${counted(events.length, 'event')}) is in ${partial}: judge it with lockcheck check ${shellWord(partial)}\n`,
     );
   };
   const run = await runStress({ ...o, onInterrupt });
@@ -263,6 +264,6 @@ export function summaryText(s: StressSummary): string {
     ...s.adapterErrors.map((e) => `  adapter error: ${e}`),
     ...(s.eventLimitReached ? [`  stopped before ${s.seconds} s: the history reached ${counted(MAX_STRESS_EVENTS, 'event')}, the most a run records (judged as it is)`] : []),
     // A stress run is real processes racing: it does not replay; its history is judged again as it is.
-    `  history: ${s.historyFile} (judge it again: lockcheck check ${s.historyFile})${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
+    `  history: ${s.historyFile} (judge it again: lockcheck check ${shellWord(s.historyFile)})${s.reportFile !== null ? `\n  report: ${s.reportFile}` : ` (no HTML report above ${REPORT_MAX_EVENTS} events)`}`,
   ].join('\n');
 }
