@@ -608,6 +608,22 @@ describe('corpus parsers', () => {
     }
     expect(readEdn('['.repeat(200) + ']'.repeat(200))).toBeDefined();
   });
+  it('refuse what a Map or a number would change silently: a map key or set element twice, a number past the doubles, a process that is no non-negative integer', () => {
+    const lineOf = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return e instanceof CorpusParseError ? [e.line, e.reason] : e;
+      }
+      return undefined;
+    };
+    expect(lineOf(() => readEdn('[{:process 1 :type :invoke}\n {:process 1 :type :invoke :process 2}]'))).toEqual([2, 'map key :process given twice']);
+    expect(lineOf(() => readEdn('[#{:a :b :a}]'))).toEqual([1, 'a set holds an element twice']);
+    expect(lineOf(() => readEdn('[1.5e400]'))).toEqual([1, "number '1.5e400' out of range"]);
+    for (const p of ['1.5', '-1', '99999999999999999999']) {
+      expect(() => parseKnossosHistory(`[{:process ${p} :type :invoke :f :read}]`)).toThrow(/:process must be a non-negative integer or a keyword/);
+    }
+  });
   it('reject an etcd log line of no known shape, and a completion with no invoke', () => {
     expect(() => parseEtcdLog('INFO  jepsen.util - 1\t:invoke\t:frob\tnil\n')).toThrow(CorpusParseError);
     expect(() => parseEtcdLog('INFO  jepsen.util - 1\t:ok\t:read\t3\n')).toThrow(/no open invoke/);

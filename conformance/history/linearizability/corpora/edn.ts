@@ -109,17 +109,25 @@ class Reader {
         return this.sequence(c === '[' ? ']' : ')');
       }
       case '{': {
-        this.pos++;
+        const start = this.pos++;
         const items = this.sequence('}');
         if (items.length % 2 !== 0) this.fail('a map needs an even number of forms');
         const m = new Map<Edn, Edn>();
-        for (let i = 0; i < items.length; i += 2) m.set(items[i]!, items[i + 1]!);
+        for (let i = 0; i < items.length; i += 2) {
+          // EDN forbids it, and a Map would keep the last silently (which :process did the recorder mean?).
+          if (m.has(items[i]!)) this.fail(`map key ${showEdn(items[i])} given twice`, start);
+          m.set(items[i]!, items[i + 1]!);
+        }
         return m;
       }
       case '#': {
         if (t[this.pos + 1] === '{') {
+          const start = this.pos;
           this.pos += 2;
-          return new Set(this.sequence('}'));
+          const items = this.sequence('}');
+          const set = new Set(items);
+          if (set.size !== items.length) this.fail('a set holds an element twice', start);
+          return set;
         }
         return this.fail(`unsupported dispatch '#${t[this.pos + 1] ?? ''}'`);
       }
@@ -207,7 +215,11 @@ class Reader {
       const big = BigInt(digits);
       return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
     }
-    if (/^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?M?$/.test(token)) return Number(token.replace(/M$/, ''));
+    if (/^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?M?$/.test(token)) {
+      const n = Number(token.replace(/M$/, ''));
+      // Past the doubles' range it would be Infinity: a value no history holds, compared equal to any other too large.
+      return Number.isFinite(n) ? n : this.fail(`number '${token}' out of range`, start);
+    }
     if (/^[a-zA-Z*+!\-_?<>=./&%$][\w*+!\-?<>=./&%$:#']*$/.test(token)) return new EdnSymbol(token);
     return this.fail(`cannot read '${token}'`, start);
   }

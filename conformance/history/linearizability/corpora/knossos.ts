@@ -38,10 +38,8 @@ export function parseKnossosHistory(text: string, source = 'knossos.edn'): Knoss
   events.forEach((ev, i) => {
     if (!(ev instanceof Map)) fail(i, 'not a map');
     const process = field(ev, 'process');
-    if (typeof process !== 'number') {
-      if (process instanceof Keyword) return; // the nemesis
-      fail(i, `:process must be an integer or a keyword, got ${showEdn(process)}`);
-    }
+    if (process instanceof Keyword) return; // the nemesis
+    if (typeof process !== 'number' || !Number.isSafeInteger(process) || process < 0) fail(i, `:process must be a non-negative integer or a keyword, got ${showEdn(process)}`);
     const p = process as number;
     const type = keywordName(field(ev, 'type'));
     const f = keywordName(field(ev, 'f'));
