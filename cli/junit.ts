@@ -1,12 +1,11 @@
 import { redactMarkup } from '../conformance/env/redactMarkup.ts';
 import { visibleControls } from '../conformance/env/redact.ts';
-/** A JUnit XML report, for CI systems that show test results: one test case per backend or matrix cell. */
-export interface JUnitCase {
-  readonly name: string;
-  /** The failure message, or null for a pass. */
-  readonly failure: string | null;
-  readonly timeMs: number;
-}
+/**
+ * A JUnit XML report, for CI systems that show test results: one test case per backend or matrix cell.
+ * A case failed (its message), passed, or decided nothing (skipped, with why: every run stopped early, a
+ * cell not measured), which a CI system must not show as a pass.
+ */
+export type JUnitCase = { readonly name: string; readonly timeMs: number } & ({ readonly failure: string } | { readonly failure: null; readonly skipped?: string });
 
 /** Characters XML 1.0 cannot hold, not even as a reference (a terminal colour, a NUL, a lone surrogate): one made the whole report unreadable. */
 // oxlint-disable-next-line no-control-regex -- the control characters are what it looks for
@@ -28,16 +27,18 @@ export function junitXml(suite: string, cases: readonly JUnitCase[]): string {
 
 function junitMarkup(suite: string, cases: readonly JUnitCase[]): string {
   const failures = cases.filter((c) => c.failure !== null).length;
+  const skipped = cases.filter((c) => c.failure === null && c.skipped !== undefined).length;
   const time = (cases.reduce((t, c) => t + c.timeMs, 0) / 1000).toFixed(3);
+  const counts = `tests="${cases.length}" failures="${failures}" skipped="${skipped}" time="${time}"`;
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="${esc(suite)}" tests="${cases.length}" failures="${failures}" time="${time}">`,
-    `  <testsuite name="${esc(suite)}" tests="${cases.length}" failures="${failures}" time="${time}">`,
-    ...cases.map((c) =>
-      c.failure === null
-        ? `    <testcase name="${esc(c.name)}" time="${(c.timeMs / 1000).toFixed(3)}"/>`
-        : `    <testcase name="${esc(c.name)}" time="${(c.timeMs / 1000).toFixed(3)}"><failure message="${esc(c.failure.split('\n')[0]!)}">${esc(c.failure)}</failure></testcase>`,
-    ),
+    `<testsuites name="${esc(suite)}" ${counts}>`,
+    `  <testsuite name="${esc(suite)}" ${counts}>`,
+    ...cases.map((c) => {
+      const open = `    <testcase name="${esc(c.name)}" time="${(c.timeMs / 1000).toFixed(3)}"`;
+      if (c.failure !== null) return `${open}><failure message="${esc(c.failure.split('\n')[0]!)}">${esc(c.failure)}</failure></testcase>`;
+      return c.skipped === undefined ? `${open}/>` : `${open}><skipped message="${esc(c.skipped.split('\n')[0]!)}"/></testcase>`;
+    }),
     '  </testsuite>',
     '</testsuites>',
     '',

@@ -22,7 +22,7 @@ import type { BuiltIn, MeasuredFaultClass } from './backends.ts';
 import type { LibraryId } from './rows.ts';
 import type { ServerChoice } from './backends.ts';
 import { BUILT_INS, LIBRARY_AUDITS, MEASURED_FAULT_CLASSES, Servers, libraryInstall, missingLibrary, notMeasurable } from './backends.ts';
-import { junitXml } from './junit.ts';
+import { type JUnitCase, junitXml } from './junit.ts';
 import { StagedTimelines } from './matrixTimelines.ts';
 import { progressDone, progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
@@ -385,6 +385,14 @@ function writeReport(cells: readonly MatrixCell[], rows: readonly BuiltIn[], col
   writeRedacted(join(place.dir, 'index.html'), html(cells, rows, cols, o, skipped, unfinished), 'the matrix page', 'markup');
 }
 
+/** A cell's JUnit verdict: failed (a conformance failure of lockcheck's own, a break not predicted), skipped (nothing decided: not measured, or every run stopped early), else passed. */
+function junitVerdict(c: MatrixCell): { readonly failure: string } | { readonly failure: null; readonly skipped?: string } {
+  const failure = c.audit ? null : (c.conformanceFailure ?? (c.unexpected.length ? `unexpected: ${c.unexpected.join(', ')}` : null));
+  if (failure !== null) return { failure };
+  if (c.notMeasured !== null) return { failure: null, skipped: `not measured: ${c.notMeasured}` };
+  return c.measured === null && c.conformanceFailure === null ? { failure: null, skipped: `inconclusive: ${counted(c.stoppedEarly, 'run')} stopped early (${describeStoppedEarly(c.stoppedEarlyBy)})` } : { failure: null };
+}
+
 /** --junit: a test case per cell measured; a partial run's ends with one that fails, saying why it stopped (a CI job must not read it as all green). */
 function writeJunit(cells: readonly MatrixCell[], o: MatrixOptions, unfinished: Unfinished | null = null): void {
   if (o.junit === undefined) return;
@@ -393,7 +401,7 @@ function writeJunit(cells: readonly MatrixCell[], o: MatrixOptions, unfinished: 
     o.junit,
     junitXml(
       'lockcheck matrix',
-      [...cells.map((c) => ({ name: `${c.backend} x ${c.faultClass}`, failure: c.audit ? null : (c.conformanceFailure ?? (c.unexpected.length ? `unexpected: ${c.unexpected.join(', ')}` : null)), timeMs: c.elapsedMs })), ...incomplete],
+      [...cells.map((c): JUnitCase => ({ name: `${c.backend} x ${c.faultClass}`, timeMs: c.elapsedMs, ...junitVerdict(c) })), ...incomplete],
     ),
     'the JUnit report',
     'markup',

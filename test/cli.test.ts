@@ -280,8 +280,11 @@ describe('lockcheck command line', () => {
   }, 240_000);
 
   it('matrix --json: a cell not measured has no prediction compared (null), not a depth 0 and an empty prediction that read as the model\'s', () => {
-    const r = lockcheck('matrix', '--backend', 'pg-session/unfenced', '--faults', 'clock-step', '--stress-seconds', '0', '--json', '--out', join(dir, 'not-measured'));
+    const junit = join(dir, 'not-measured.xml');
+    const r = lockcheck('matrix', '--backend', 'pg-session/unfenced', '--faults', 'clock-step', '--stress-seconds', '0', '--json', '--out', join(dir, 'not-measured'), '--junit', junit);
     expect(r.code, r.stderr).toBe(0);
+    // Its JUnit case is skipped with why, not a pass a CI job reads as measured and green.
+    expect(readFileSync(junit, 'utf8')).toMatch(/<testcase name="pg-session\/unfenced x clock-step" time="[\d.]+"><skipped message="not measured: [^"]*takes no clock-step fault/);
     const json = JSON.parse(r.stdout) as { complete: boolean; partial: unknown; cells: unknown[] };
     expect(json).toMatchObject({ complete: true, partial: null });
     expect(json.cells).toEqual([expect.objectContaining({ backend: 'pg-session/unfenced', notMeasured: expect.stringMatching(/takes no clock-step fault/) as string, measured: null, predicted: null, predictedDepth: null })]);

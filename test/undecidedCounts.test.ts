@@ -112,7 +112,12 @@ describe('findings of a conformance check that judged no run to its end', () => 
     const parsed = JSON.parse(json.stdout) as { verdict: string; findings: Record<string, number | null> };
     expect(parsed.verdict).toBe('inconclusive');
     expect(parsed.findings).toEqual(Object.fromEntries(PROPERTY_IDS.map((p) => [p, null])));
-    const text = lockcheckSync(['run', '--backend', 'test/fixtures/outOfPaceAdapter.ts', '--runs', '2', '--faults', 'advance', '--counterexample', out]);
+    // --junit: the case decided nothing, so it is skipped (with why), never a pass a CI job reads as green.
+    const junit = join(dir, 'run.xml');
+    const text = lockcheckSync(['run', '--backend', 'test/fixtures/outOfPaceAdapter.ts', '--runs', '2', '--faults', 'advance', '--counterexample', out, '--junit', junit]);
     expect(text.stdout).toMatch(/^findings \(property violations of the design, not bugs\): not decided \(no run was judged to its end\)$/m);
+    const xml = readFileSync(junit, 'utf8');
+    expect(xml).toMatch(/<testsuite [^>]*tests="1" failures="0" skipped="1"/);
+    expect(xml).toMatch(/<testcase name="out of pace at every advance" time="[\d.]+"><skipped message="out of pace at every advance: inconclusive: none of 2 runs was judged to its end/);
   });
 });
