@@ -154,6 +154,25 @@ for (const { library, backend } of libraries) {
       expect(report.steps[2]!.endMs).toBe(0);
     }, 120_000);
 
+    // No client-side timeout (declared): the library reads the replies the model's client gives up on at the ttl. A refusal
+    // read in them was judged 'the lock was not there when the model has it' (LIVE-1, liveness; 2 of 30 timing runs).
+    it('a refusal read in replies later than the ttl (a pause, a late reply) agrees with the model, whose client gave up holding nothing', async () => {
+      const later: Command[] = [
+        { kind: 'advance', ms: 500 },
+        { kind: 'acquire', client: 1, resource: 'r0', ttlMs: 10 },
+      ];
+      for (const late of [
+        [{ kind: 'pause', client: 1, inFlight: { kind: 'acquire', client: 1, resource: 'r0', ttlMs: 10 } }, { kind: 'advance', ms: 20 }, { kind: 'resume', client: 1 }],
+        [{ kind: 'acquire', client: 1, resource: 'r0', ttlMs: 10, latencyMs: 20 }],
+      ] as Command[][]) {
+        const report = await runLockstep(backend(), [{ kind: 'acquire', client: 0, resource: 'r0', ttlMs: 500 }, ...late, ...later], { clients: 2, tokenBase: 0n });
+        expect(report.verdict.kind, textTimeline(report)).toBe('pass');
+        expect(report.steps.at(-3)!.actual.kind).toBe('denied');
+        // Nothing of client 1's was left behind: the lock is its own once client 0's key expired.
+        expect(report.steps.at(-1)!.actual.kind).toBe('granted');
+      }
+    }, 120_000);
+
     // redlock 5's release is EVALSHA, then EVAL on NOSCRIPT: one round trip of the model's (the kit's scriptFallback.ts).
     // Before, a release sent before a pause on a cold script cache landed after the resume (OWN-1, liveness), the kit's count.
     it('with driftFactor 0 and no delay: agrees with the model step by step; the design findings show (two holders, a stale write taken)', async () => {
