@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { refused } from './refused.ts';
@@ -156,5 +156,32 @@ catch (e) { console.log(e.name, e.problem, e.message); }`;
     symlinkSync(target, link);
     writeRedacted(link, '{"b":2}');
     expect(readFileSync(target, 'utf8')).toBe('{"b":2}');
+  });
+  // Copied whole, the mode made, by a run as root, a root-owned setuid report anyone could change of another user's 04777 file.
+  it('never keeps set-id bits or write for everyone, nor another user\'s mode; directories it makes are not world-writable under umask 0', () => {
+    const sub = mkdtempSync(join(dir, 'modes-'));
+    const own = join(sub, 'own.json');
+    writeFileSync(own, '{}');
+    chmodSync(own, 0o6777);
+    writeRedacted(own, '{"a":1}');
+    expect(statSync(own).mode & 0o7777).toBe(0o775);
+    if (process.getuid?.() === 0) {
+      const theirs = join(sub, 'theirs.html');
+      writeFileSync(theirs, 'x');
+      chownSync(theirs, 65534, 65534);
+      chmodSync(theirs, 0o4777);
+      writeRedacted(theirs, '<p>report</p>');
+      const after = statSync(theirs);
+      expect(after.uid).toBe(0);
+      expect(after.mode & 0o7022).toBe(0);
+    }
+    const before = process.umask(0);
+    try {
+      makeOutputDir(join(sub, 'new', 'deeper'));
+    } finally {
+      process.umask(before);
+    }
+    expect(statSync(join(sub, 'new')).mode & 0o7777).toBe(0o775);
+    expect(statSync(join(sub, 'new', 'deeper')).mode & 0o7777).toBe(0o775);
   });
 });

@@ -251,7 +251,8 @@ export function makeOutputDir(dir: string, what = 'into'): void {
   // One level at a time: Node's recursive mkdirSync spins forever, deaf to signals, where mkdir says ENOENT under a directory that is there (/proc).
   for (const d of missingDirs(dir)) {
     try {
-      mkdirSync(d);
+      // Never writable by everyone, whatever the umask (0 in some containers): another user could swap what goes in it.
+      mkdirSync(d, { mode: 0o775 });
     } catch (error) {
       if ((error as { code?: unknown }).code === 'EEXIST' && statSync(d, { throwIfNoEntry: false })?.isDirectory() === true) continue; // made meanwhile
       const f = failed(error, what, dir);
@@ -287,7 +288,7 @@ export function writeRedacted(path: string, text: string, what = 'the file', for
   }
   // Control characters shown as the terminal shows them (a bidirectional override in a name reverses what follows); lossless in JSON.
   const bytes = Buffer.from(visibleControls(format === 'markup' ? redactMarkup(text) : redactSecrets(text)), 'utf8');
-  if (stat === null || stat.isFile()) replaceWhole(target, bytes, stat?.mode, what, path);
+  if (stat === null || stat.isFile()) replaceWhole(target, bytes, keptMode(stat), what, path);
   else {
     // What a link leads to, too: the user's own link to another user's FIFO would wait as long.
     refuseForeignSpecial(stat.isSymbolicLink() ? statOrNull(target) ?? stat : stat, path, what);
@@ -303,7 +304,19 @@ function formatOf(path: string): OutputFormat {
   return /\.(?:html?|xml|svg)$/i.test(path) ? 'markup' : 'text';
 }
 
-/** Writes `bytes` to a new file beside `target` (keeping `mode`, an existing file's), then renames it over `target`. */
+/**
+ * The mode the new file takes of the one it replaces: the permissions of the
+ * user's own file (a 0600 counterexample stays private), never its set-id
+ * bits nor write for everyone; another user's file gives none (the default).
+ * Copied whole, another user's 04777 file in a shared directory became, by a
+ * run as root, a root-owned report anyone could change.
+ */
+function keptMode(stat: Stats | null): number | undefined {
+  if (stat === null || stat.uid !== process.getuid?.()) return undefined;
+  return stat.mode & 0o775;
+}
+
+/** Writes `bytes` to a new file beside `target` (with `mode`, keptMode's, when given), then renames it over `target`. */
 function replaceWhole(target: string, bytes: Buffer, mode: number | undefined, what: string, path: string): void {
   const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   let fd;
@@ -314,7 +327,7 @@ function replaceWhole(target: string, bytes: Buffer, mode: number | undefined, w
   }
   let written = false;
   try {
-    if (mode !== undefined) fchmodSync(fd, mode & 0o7777);
+    if (mode !== undefined) fchmodSync(fd, mode);
     writeAll(fd, bytes);
     written = true;
   } catch (error) {
