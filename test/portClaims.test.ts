@@ -56,6 +56,16 @@ function fresh(name: string): string {
 }
 
 describe('port claims in the shared temp dir', () => {
+  it('a claim file is writable by no one else, whatever the umask (before: 0666 under umask 0, another user could put their pid in it)', () => {
+    const tmp = join(root, 'umask0');
+    mkdirSync(tmp);
+    const processes = JSON.stringify(pathToFileURL(resolve('conformance/env/processes.ts')).href);
+    const code = `process.umask(0); const { claimPort, PORT_CLAIMS } = await import(${processes}); const { statSync } = await import('node:fs'); const { join } = await import('node:path');
+const c = await claimPort(); console.log(String(statSync(join(PORT_CLAIMS, String(c.port))).mode & 0o7777)); c.release();`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, TMPDIR: tmp } });
+    expect(Number(out.trim()) & 0o022).toBe(0);
+  });
+
   it('a directory this user makes is 1777 whatever the umask (before: 1755, and every other user failed with EACCES)', () => {
     const tmp = fresh('umask');
     const claimed = claimIn(tmp);

@@ -271,7 +271,8 @@ function takeClaim(file: string): boolean {
     try {
       // The directory goes with its last claim (dropClaim): made again here, and checked again, should another process remove it in between (only this one: never the private one because the shared one was gone a moment).
       if (!ensureClaimsDir(dirname(file))) return false;
-      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      // Never writable by others (umask 0): in the shared directory another user could put their pid in it, and keep or free this port.
+      writeFileSync(file, String(process.pid), { flag: 'wx', mode: 0o644 });
       ownClaims.add(file);
       if (ownClaims.size === 1) onExitKill(dropOwnClaims);
       return true;
