@@ -3,7 +3,8 @@ import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy, onInterrupt } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
 import { judgedDesign } from '../conformance/consequence.ts';
-import { type CheckOptions, type CheckResult, checkConformance } from '../conformance/check.ts';
+import { type CheckFailure, type CheckOptions, type CheckResult, checkConformance } from '../conformance/check.ts';
+import type { PropertyId } from '../model/properties.ts';
 import { describeStoppedEarly } from '../conformance/verdict.ts';
 import { offeredFaults } from '../conformance/backendApi.ts';
 import { closeBackend } from '../conformance/adapterCall.ts';
@@ -36,6 +37,37 @@ export interface RunOptions {
   readonly servers?: ServerChoice;
 }
 
+/**
+ * What `run --json` prints (docs/getting-started.md): the verdict the exit code says, with what reproduces the
+ * run; or, interrupted, no verdict (null) and how far it got.
+ */
+export type RunJson =
+  | {
+      readonly backend: string;
+      readonly verdict: 'agrees' | 'inconclusive' | 'conformance-failure';
+      readonly seed: number;
+      readonly faults: readonly FaultKind[];
+      readonly runs: number;
+      /** Per property: runs that showed it, 0 judged and none did, null not decided (CheckResult.findings). */
+      readonly findings: CheckResult['findings'];
+      readonly deviations: CheckResult['deviations'];
+      readonly warnings: CheckResult['warnings'];
+      readonly stoppedEarly: number;
+      readonly stoppedEarlyBy: CheckResult['stoppedEarlyBy'];
+      readonly retried: number;
+      /** The failure, shrunk, and where its counterexample file is; null when none. */
+      readonly failure: {
+        readonly properties: readonly PropertyId[];
+        readonly seed: number;
+        readonly path: string;
+        readonly originalLength: number;
+        readonly fastCheckLength: number;
+        readonly shrunkLength: number;
+        readonly minimised: CheckFailure['minimised'];
+        readonly counterexample: string;
+      } | null;
+    }
+  | { readonly backend: string; readonly interrupted: NodeJS.Signals; readonly verdict: null; readonly seed: number; readonly faults: readonly FaultKind[]; readonly runsPlanned: number; readonly runsStarted: number };
 
 /**
  * The start-up line (startingLine), once the backend is resolved (a name that
@@ -66,7 +98,9 @@ export async function runCommand(o: RunOptions): Promise<number> {
     // --json interrupted: stdout says the run was stopped, with no verdict, not nothing (a consumer cannot tell that from a crash).
     let runsStarted = 0;
     const unregister = onInterrupt(async () => {
-      if (o.json) console.log(JSON.stringify({ backend: resolved.name, interrupted: interruptedBy(), verdict: null, seed: o.seed, faults: o.faults ?? offered, runsPlanned: o.runs, runsStarted }, null, 2));
+      // The signal is set before the clean-ups run (processes.ts).
+      const by = interruptedBy();
+      if (o.json && by !== null) console.log(JSON.stringify({ backend: resolved.name, interrupted: by, verdict: null, seed: o.seed, faults: o.faults ?? offered, runsPlanned: o.runs, runsStarted } satisfies RunJson, null, 2));
     });
     const result = await withReplayPath(o.path, `--path '${o.path}' with --seed ${o.seed}`, '', () => checkConformance(resolved, {
       runs: o.runs,
@@ -96,7 +130,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     if (o.json) {
       // Whole enough to act on without the text: the verdict the exit code says, and the seed and faults that reproduce the run.
       const verdict = failure !== null ? 'conformance-failure' : result.runs - result.stoppedEarly === 0 ? 'inconclusive' : 'agrees';
-      console.log(JSON.stringify({ backend: resolved.name, verdict, seed: o.seed, faults: o.faults ?? offered, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } }, null, 2));
+      console.log(JSON.stringify({ backend: resolved.name, verdict, seed: o.seed, faults: o.faults ?? offered, runs: result.runs, findings, deviations: result.deviations, warnings: result.warnings, stoppedEarly: result.stoppedEarly, stoppedEarlyBy: result.stoppedEarlyBy, retried: result.retried, failure: failure && { properties: failure.properties, seed: failure.seed, path: failure.path, originalLength: failure.originalLength, fastCheckLength: failure.fastCheckLength, shrunkLength: failure.shrunkLength, minimised: failure.minimised, counterexample: o.counterexample } } satisfies RunJson, null, 2));
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
       console.log(`findings (property violations of the design, not bugs): ${findingsText(findings)}`);

@@ -9,6 +9,7 @@ import { checkHistory } from '../conformance/history/check.ts';
 import { historyReportHtml } from '../conformance/history/report.ts';
 import { lockcheckSync } from './lockcheckProcess.ts';
 import { checkConformance } from '../conformance/check.ts';
+import type { RunJson } from '../cli/run.ts';
 import { simLeaseBackend } from '../conformance/sim/backend.ts';
 import { designs } from '../model/index.ts';
 import { PROPERTY_IDS } from '../model/properties.ts';
@@ -109,8 +110,11 @@ describe('findings of a conformance check that judged no run to its end', () => 
     const out = join(dir, 'ce.json');
     const json = lockcheckSync(['run', '--backend', 'test/fixtures/outOfPaceAdapter.ts', '--runs', '2', '--faults', 'advance', '--json', '--counterexample', out]);
     expect(json.code, json.stderr).toBe(4);
-    const parsed = JSON.parse(json.stdout) as { verdict: string; findings: Record<string, number | null> };
+    const parsed = JSON.parse(json.stdout) as RunJson & { verdict: string };
     expect(parsed.verdict).toBe('inconclusive');
+    // Every field RunJson declares, none other.
+    expect(Object.keys(parsed).sort()).toEqual(['backend', 'deviations', 'failure', 'faults', 'findings', 'retried', 'runs', 'seed', 'stoppedEarly', 'stoppedEarlyBy', 'verdict', 'warnings']);
+    expect(parsed).toMatchObject({ failure: null, runs: 2, stoppedEarly: 2, seed: 20161010, faults: ['advance'] });
     expect(parsed.findings).toEqual(Object.fromEntries(PROPERTY_IDS.map((p) => [p, null])));
     // --junit: the case decided nothing, so it is skipped (with why), never a pass a CI job reads as green.
     const junit = join(dir, 'run.xml');
