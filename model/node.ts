@@ -86,15 +86,29 @@ export function setKey(node: NodeState, resource: string, key: NodeKey): NodeSta
   return { ...node, keys: withEntry(node.keys, resource, key) };
 }
 
-export function deleteKey(node: NodeState, resource: string): NodeState {
+/** The key gone from the node, nothing else changed: removeKey is the lock service's delete. */
+function deleteKey(node: NodeState, resource: string): NodeState {
   // A loop, not an object rest with a computed key (slow in V8): this runs for every release of an exploration.
   const rest: Record<string, NodeKey> = {};
   for (const r in node.keys) if (r !== resource) putEntry(rest, r, node.keys[r]!);
   return { ...node, keys: rest };
 }
 
-/** Compare-and-delete: removes the key only if `owner` set it. */
-export function deleteIfOwner(node: NodeState, resource: string, owner: Owner): NodeState {
+/**
+ * Removes the key as the lock service does (a release, an undo, a lease's
+ * expiry or revocation): where the token source is the cluster's revision
+ * (etcd), every delete of a key that exists moves it, whatever deleted it,
+ * so the next grant's token counts it as real etcd's does. `base`: the
+ * world's tokenBase.
+ */
+export function removeKey(design: Design, node: NodeState, resource: string, base: bigint): NodeState {
+  if (entryOf(node.keys, resource) === undefined) return node;
+  const gone = deleteKey(node, resource);
+  return rulesOf(design).tokenSource === 'cluster-revision' ? bumpCounter(gone, counterKey(design, resource), base).node : gone;
+}
+
+/** Compare-and-delete: removeKey of a key `owner` set; any other is left as it is. */
+export function removeIfOwner(design: Design, node: NodeState, resource: string, owner: Owner, base: bigint): NodeState {
   const key = entryOf(node.keys, resource);
-  return key !== undefined && sameOwner(key.owner, owner) ? deleteKey(node, resource) : node;
+  return key !== undefined && sameOwner(key.owner, owner) ? removeKey(design, node, resource, base) : node;
 }

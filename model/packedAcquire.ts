@@ -37,7 +37,7 @@ import {
 } from './packed.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt } from './packedFingerprint.ts';
-import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt } from './packedNode.ts';
+import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt, releaseEverywhere, removeKeyAt } from './packedNode.ts';
 import type { PackedRound, RoundWays } from './packedRound.ts';
 import { ARRIVES, DECIDE_ACQUIRE, DECIDE_YES_OR_NEVER, FAILED, NEVER, packedRound, roundEndsInto, roundWays } from './packedRound.ts';
 import { driftMarginMs } from './design.ts';
@@ -156,6 +156,8 @@ export function packedAcquire(ctx: PackedContext, w: Float64Array, client: numbe
       const expiry = expiryAt(ctx, w, at, now);
       const expires = expiry + ttl;
       if (expires <= expiry) continue;
+      // A key seen gone that is still there expired: its lease's revocation deleted it first (etcd's revision moves).
+      removeKeyAt(ctx, sent, i, r);
       const c = countersAt(l, at + N_KEYS) + counter * COUNTER_STRIDE;
       const value = (sent[c] === 1 ? sent[c + 1]! : ctx.tokenBase) + 1;
       sent[c] = 1;
@@ -197,15 +199,7 @@ function pushGaveUp(ctx: PackedContext, untouched: boolean, nowMs: number, out: 
   if (!ours) return;
   const u = out.push(sent);
   u[0] = nowMs;
-  undoKeys(l, sent, u, releaseMs, client, r, attempt);
-  // etcd's revision moves with the delete, as on a release.
-  if (ctx.revisionOnDelete) {
-    for (let i = 0; i < l.nodes; i++) {
-      const c = countersAt(l, nodeAt(l, i) + N_KEYS) + ctx.counterOf[r]! * COUNTER_STRIDE;
-      u[c + 1] = (u[c] === 1 ? u[c + 1]! : ctx.tokenBase) + 1;
-      u[c] = 1;
-    }
-  }
+  releaseEverywhere(ctx, u, releaseMs, client, r, attempt);
   waitForReplicas(ctx, u);
 }
 
@@ -296,7 +290,7 @@ function finish(
       }
       // finishAcquire: no validity left once the write-back is done is no grant; the counters stay raised, the keys are undone.
       if (!ctx.noDeadline && doneMs > endMs && ttl - (clientMono(l, sent, client, doneMs) - startedMono) - m <= 0) {
-        undoKeys(l, sent, b, doneMs, client, r, attempt);
+        releaseEverywhere(ctx, b, doneMs, client, r, attempt);
         waitForReplicas(ctx, b);
         continue;
       }
@@ -323,16 +317,7 @@ function finish(
     // Denied: the undo, compare-and-delete on every node the client reaches then.
     const b = out.push(sent);
     b[0] = endMs;
-    undoKeys(l, sent, b, endMs, client, r, attempt);
+    releaseEverywhere(ctx, b, endMs, client, r, attempt);
     waitForReplicas(ctx, b);
-  }
-}
-
-/** releaseEverywhere: the client's keys of this attempt deleted on every node it reaches at `atMs` (compare-and-delete). */
-function undoKeys(l: PackedContext['layout'], from: Float64Array, b: Float64Array, atMs: number, client: number, r: number, attempt: number): void {
-  for (let i = 0; i < l.nodes; i++) {
-    if (!receivesAt(l, from, atMs, client, i)) continue;
-    const key = nodeAt(l, i) + N_KEYS + r * KEY_STRIDE;
-    if (b[key + K_PRESENT] === 1 && b[key + K_CLIENT] === client && b[key + K_ATTEMPT] === attempt) b.fill(0, key, key + KEY_STRIDE);
   }
 }

@@ -1,5 +1,5 @@
 import type { PackedLayout } from './packed.ts';
-import { C_MONO_ANCHOR, clientAt, F_EXTEND, F_KIND, K_EXPIRES, K_PRESENT, KEY_STRIDE, N_AVAILABLE, N_CUT, N_DELAY_KIND, N_KEYS, N_UP, nodeAt } from './packed.ts';
+import { C_MONO_ANCHOR, clientAt, COUNTER_STRIDE, countersAt, F_EXTEND, F_KIND, K_ATTEMPT, K_CLIENT, K_EXPIRES, K_PRESENT, KEY_STRIDE, N_AVAILABLE, N_CUT, N_DELAY_KIND, N_KEYS, N_UP, nodeAt } from './packed.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt, readAt } from './packedFingerprint.ts';
 
@@ -88,4 +88,27 @@ export function inOrder(orbit: Int32Array, choice: Int32Array, n: number): boole
     if (choice[i]! < choice[prev]!) return false;
   }
   return true;
+}
+
+/** Compare-and-delete of the client's key on every node it reaches at `now` (releaseEverywhere; removeKeyAt: etcd's revision moves). */
+export function releaseEverywhere(ctx: PackedContext, b: Float64Array, now: number, client: number, r: number, attempt: number): void {
+  const l = ctx.layout;
+  for (let i = 0; i < l.nodes; i++) {
+    if (!receivesAt(l, b, now, client, i)) continue;
+    const key = nodeAt(l, i) + N_KEYS + r * KEY_STRIDE;
+    if (b[key + K_PRESENT] === 1 && b[key + K_CLIENT] === client && b[key + K_ATTEMPT] === attempt) removeKeyAt(ctx, b, i, r);
+  }
+}
+
+/** node.ts's removeKey: node `i`'s key of resource `r` gone; where a delete moves the token source (etcd's revision), it moves. */
+export function removeKeyAt(ctx: PackedContext, b: Float64Array, i: number, r: number): void {
+  const l = ctx.layout;
+  const at = nodeAt(l, i);
+  const key = at + N_KEYS + r * KEY_STRIDE;
+  if (b[key + K_PRESENT] !== 1) return;
+  b.fill(0, key, key + KEY_STRIDE);
+  if (!ctx.revisionOnDelete) return;
+  const c = countersAt(l, at + N_KEYS) + ctx.counterOf[r]! * COUNTER_STRIDE;
+  b[c + 1] = (b[c] === 1 ? b[c + 1]! : ctx.tokenBase) + 1;
+  b[c] = 1;
 }

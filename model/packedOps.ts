@@ -10,8 +10,6 @@ import {
   C_SESSION_LOST,
   CELL_STRIDE,
   clientAt,
-  COUNTER_STRIDE,
-  countersAt,
   F_DEADLINE,
   F_EXPIRED,
   F_EXTEND,
@@ -48,7 +46,7 @@ import type { PackedBranches } from './packedBranches.ts';
 import { STORE_1, UNCHANGED } from './packedBranches.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt } from './packedFingerprint.ts';
-import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt } from './packedNode.ts';
+import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt, releaseEverywhere } from './packedNode.ts';
 import type { PackedRound } from './packedRound.ts';
 import { ARRIVES, DECIDE_QUORUM_ANSWERED, DECIDE_YES_OR_NEVER, FAILED, NEVER, packedRound, roundEndsInto, roundWays } from './packedRound.ts';
 
@@ -122,21 +120,6 @@ function roundOf(ctx: PackedContext, w: Float64Array, client: number, latency: n
   return clientTrueTimeOf(l, w, client, clientMono(l, w, client, now) + limit, now);
 }
 
-/** Compare-and-delete of the client's key on every node it reaches at `now` (releaseEverywhere); how many keys went. */
-function releaseEverywhere(ctx: PackedContext, b: Float64Array, now: number, client: number, r: number, attempt: number): number {
-  const l = ctx.layout;
-  let deleted = 0;
-  for (let i = 0; i < l.nodes; i++) {
-    if (!receivesAt(l, b, now, client, i)) continue;
-    const key = nodeAt(l, i) + N_KEYS + r * KEY_STRIDE;
-    if (b[key + K_PRESENT] === 1 && b[key + K_CLIENT] === client && b[key + K_ATTEMPT] === attempt) {
-      b.fill(0, key, key + KEY_STRIDE);
-      deleted++;
-    }
-  }
-  return deleted;
-}
-
 export function packedRelease(ctx: PackedContext, w: Float64Array, client: number, r: number, latency: number, out: PackedBranches): number {
   const l = ctx.layout;
   scratch(l);
@@ -148,14 +131,7 @@ export function packedRelease(ctx: PackedContext, w: Float64Array, client: numbe
   roundEndsInto(round, l.nodes, deadline, w[0]!, DECIDE_QUORUM_ANSWERED, ctx.quorum, ways);
   const b = out.push(w);
   // Key-changed events: only the owner's keys are deleted, so none breaks OWN-1.
-  const deleted = releaseEverywhere(ctx, b, w[0]!, client, r, w[lease + L_ATTEMPT]!);
-  if (ctx.revisionOnDelete && deleted > 0) {
-    for (let i = 0; i < l.nodes; i++) {
-      const c = countersAt(l, nodeAt(l, i) + N_KEYS) + ctx.counterOf[r]! * COUNTER_STRIDE;
-      b[c + 1] = (b[c] === 1 ? b[c + 1]! : ctx.tokenBase) + 1;
-      b[c] = 1;
-    }
-  }
+  releaseEverywhere(ctx, b, w[0]!, client, r, w[lease + L_ATTEMPT]!);
   b[0] = ways.endMs[0]!;
   b.fill(0, lease, lease + LEASE_STRIDE);
   waitForReplicas(ctx, b);

@@ -25,6 +25,7 @@ import {
 } from './packed.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt, readAt } from './packedFingerprint.ts';
+import { removeKeyAt } from './packedNode.ts';
 import type { World } from './state.ts';
 
 /**
@@ -190,7 +191,7 @@ function packedFault(ctx: PackedContext, w: Float64Array, command: Command, out:
         for (let r = 0; r < l.resources.length; r++) {
           const k = at + N_KEYS + r * KEY_STRIDE;
           const e = w[k + K_EXPIRES]!;
-          if (w[k + K_PRESENT] === 1 && !Number.isNaN(e) && expiry > e + ctx.toleranceMs) o.fill(0, k, k + KEY_STRIDE);
+          if (w[k + K_PRESENT] === 1 && !Number.isNaN(e) && expiry > e + ctx.toleranceMs) removeKeyAt(ctx, o, command.node, r);
         }
       }
       return branches;

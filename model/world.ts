@@ -8,14 +8,14 @@ import type { WorldEvent } from './event.ts';
 import {
   bumpCounter,
   counterKey,
-  deleteIfOwner,
-  deleteKey,
   expiryNow,
   isReachable,
   livenessIn,
   nextToken,
   raiseCounter,
   receives,
+  removeIfOwner,
+  removeKey,
   setKey,
 } from './node.ts';
 import type { Outcome } from './outcome.ts';
@@ -535,9 +535,10 @@ function fanOut<V>(
   return out;
 }
 
+/** Compare-and-delete on every node the client reaches (removeKey: etcd's revision moves with each delete). */
 function releaseEverywhere(world: World, client: number, resource: string, owner: Owner): World {
   const nodes = world.nodes.slice();
-  for (let i = 0; i < nodes.length; i++) if (receives(world, client, i)) nodes[i] = deleteIfOwner(nodes[i]!, resource, owner);
+  for (let i = 0; i < nodes.length; i++) if (receives(world, client, i)) nodes[i] = removeIfOwner(world.config.design, nodes[i]!, resource, owner, tokenBase(world));
   return { ...world, nodes };
 }
 
@@ -545,15 +546,11 @@ function releaseEverywhere(world: World, client: number, resource: string, owner
  * A give-up's release (7.1 step 4): the client sends compare-and-delete on
  * the attempt's owner to every node it reaches, in the background, as after
  * a denial; it may land or not before anything else happens, so it is a
- * branch beside the keys kept. null when it would delete nothing. etcd's
- * revision moves with the delete, as on a release.
+ * branch beside the keys kept. null when it would delete nothing.
  */
 function releasedAfterGiveUp(world: World, client: number, resource: string, owner: Owner): World | null {
   const released = releaseEverywhere(world, client, resource, owner);
-  if (released.nodes.every((n, i) => n === world.nodes[i])) return null;
-  const design = world.config.design;
-  if (rulesOf(design).tokenSource !== 'cluster-revision') return released;
-  return { ...released, nodes: released.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) };
+  return released.nodes.every((n, i) => n === world.nodes[i]) ? null : released;
 }
 
 /** The client's bound on one round, in ms on its clock: the configured request timeout, else the operation's own. */
@@ -728,10 +725,12 @@ function sendAcquire(
     const expiresAtMs = after?.leaseExpiresAtMs ?? expiryNow(design, node, world.nowMs) + ttlMs;
     // A lease that ran out before its put: the put fails (etcd: lease not found), nothing is set.
     if (expiresAtMs <= expiryNow(design, node, world.nowMs)) return { node, vote: null as bigint | null };
+    // A key seen gone that is still there expired: its lease's revocation deleted it first (removeKey: etcd's revision moves).
+    const free = removeKey(design, node, resource, tokenBase(world));
     // bumpCounter and setKey in one copy of the node.
-    const value = nextToken(entryOf(node.counters, ckey) ?? tokenBase(world), ckey);
+    const value = nextToken(entryOf(free.counters, ckey) ?? tokenBase(world), ckey);
     const key = { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
-    return { node: { ...node, counters: withEntry(node.counters, ckey, value), keys: withEntry(node.keys, resource, key) }, vote: value };
+    return { node: { ...free, counters: withEntry(free.counters, ckey, value), keys: withEntry(free.keys, resource, key) }, vote: value };
   }).map(({ nodes, votes }) => ({
     sent: { ...counted, nodes },
     flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
@@ -1085,12 +1084,7 @@ function release(world: World, client: number, resource: string, latencyMs: numb
       ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
-  // etcd's revision moves on every delete, as a real cluster's does.
-  const revised: World =
-    rulesOf(design).tokenSource === 'cluster-revision' && events.length > 0
-      ? { ...cleared, nodes: cleared.nodes.map((n) => bumpCounter(n, counterKey(design, resource), tokenBase(world)).node) }
-      : cleared;
-  return single({ kind: 'released' }, withClient({ ...revised, nowMs: doneMs }, client, (c) => withLease(c, resource, null)), events);
+  return single({ kind: 'released' }, withClient({ ...cleared, nowMs: doneMs }, client, (c) => withLease(c, resource, null)), events);
 }
 
 /** Unlock (session) or commit (transaction): pg-xact applies the buffered writes atomically with the release. */
@@ -1125,7 +1119,7 @@ function abortTransaction(world: World, client: number, resource: string): World
   if (lease === undefined) return world;
   const server = world.nodes[0]!;
   const key = entryOf(server.keys, resource);
-  const nodes = key !== undefined && sameOwner(key.owner, lease.owner) ? [deleteKey(server, resource), ...world.nodes.slice(1)] : world.nodes;
+  const nodes = key !== undefined && sameOwner(key.owner, lease.owner) ? [removeKey(world.config.design, server, resource, tokenBase(world)), ...world.nodes.slice(1)] : world.nodes;
   return withClient({ ...world, nodes }, client, (c) => withLease(c, resource, null));
 }
 
@@ -1139,7 +1133,7 @@ function releasedSession(world: World, client: number, resource: string, lease: 
     const nodes = own === undefined ? world.nodes : [setKey(server, resource, { ...own, count: own.count - 1 })];
     return single({ kind: 'released' }, withClient({ ...world, nodes }, client, (c) => withLease(c, resource, { ...lease, count: lease.count - 1 })));
   }
-  let next: World = { ...world, nodes: [own !== undefined ? deleteKey(server, resource) : server] };
+  let next: World = { ...world, nodes: [own !== undefined ? removeKey(design, server, resource, tokenBase(world)) : server] };
   const events: WorldEvent[] =
     own === undefined ? [] : [{ kind: 'key-changed', node: 0, resource, byClient: client, byOwner: lease.owner, ownerBefore: own.owner, change: 'deleted' }];
   if (rulesOf(design).writes === 'at-commit') {
@@ -1196,7 +1190,7 @@ function inject(world: World, fault: Fault): readonly Branch[] {
       // A key already dead may or may not have been purged (active expiry) before the step: a step back revives it only if not.
       const dead = Object.keys(node.keys).filter((r) => livenessIn(world, node, r).every((alive) => !alive));
       if (dead.length === 0) return ok(stepped(node));
-      const purged = dead.reduce((n, r) => deleteKey(n, r), node);
+      const purged = dead.reduce((n, r) => removeKey(design, n, r, tokenBase(world)), node);
       return [...ok(stepped(purged)), ...ok(stepped(node))];
     }
     case 'clock-drift': {
@@ -1281,13 +1275,13 @@ function inject(world: World, fault: Fault): readonly Branch[] {
           : onCrash === 'promote-replica'
             ? // Sentinel promotes the replica with what replication had delivered; the rest is lost.
               { ...n, up: false, keys: n.replica?.keys ?? {}, counters: n.replica?.counters ?? {} }
-            : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh.
-              { ...n, up: false, keys: Object.fromEntries(Object.entries(n.keys).filter(([r]) => livenessIn(world, n, r).includes(true))) };
+            : // etcd's leader revokes expired leases as they expire: only live keys are left to refresh (each revoke's delete moves the revision).
+              Object.keys(n.keys).reduce<NodeState>((m, r) => (livenessIn(world, n, r).includes(true) ? m : removeKey(design, m, r, tokenBase(world))), { ...n, up: false });
       const crashed = crashing(world.nodes[f.node]!);
       // Within the expiry tolerance a real lessor may not have revoked an expired lease yet (spec 7.7): each such key
       // was revoked before the crash or survives it, a branch per combination (none without a tolerance).
       const unsure = onCrash === 'drop-expired' ? Object.keys(crashed.keys).filter((r) => livenessIn(world, crashed, r).includes(false)) : [];
-      const variants = unsure.reduce<NodeState[]>((ns, r) => ns.flatMap((n) => [n, deleteKey(n, r)]), [crashed]);
+      const variants = unsure.reduce<NodeState[]>((ns, r) => ns.flatMap((n) => [n, removeKey(design, n, r, tokenBase(world))]), [crashed]);
       return variants.flatMap((node) => {
         const down: World = { ...world, nodes: world.nodes.map((n, i) => (i === f.node ? node : n)) };
         // A failover is the token issuer's restart: its counters are now the promoted replica's (DUR-1).
@@ -1352,7 +1346,7 @@ function closesCross(world: World, client: number): World {
   const server = world.nodes[0]!;
   // Locks of this client that none of its leases stands for: left by a session it closed.
   const orphans = Object.entries(server.keys).filter(([r, k]) => k.owner.client === client && !(entryOf(c.leases, r) !== undefined && sameOwner(entryOf(c.leases, r)!.owner, k.owner)));
-  const nodes = orphans.length === 0 ? world.nodes : [orphans.reduce((n, [r]) => deleteKey(n, r), server), ...world.nodes.slice(1)];
+  const nodes = orphans.length === 0 ? world.nodes : [orphans.reduce((n, [r]) => removeKey(world.config.design, n, r, tokenBase(world)), server), ...world.nodes.slice(1)];
   const next: World = { ...world, nodes };
   return c.sessionLost && !c.paused ? withClient(next, client, (s) => ({ ...s, sessionLost: false, leases: {} })) : next;
 }
@@ -1374,7 +1368,7 @@ function dropSessions(world: World, clients: readonly number[], told: 'heard' | 
   const gone = new Set(clients);
   const nodes = world.nodes.map((n) => {
     let kept = n;
-    for (const [resource, key] of Object.entries(n.keys)) if (gone.has(key.owner.client)) kept = deleteKey(kept, resource);
+    for (const [resource, key] of Object.entries(n.keys)) if (gone.has(key.owner.client)) kept = removeKey(world.config.design, kept, resource, tokenBase(world));
     return kept;
   });
   return {

@@ -347,6 +347,57 @@ describe('etcd-lease across a crash of the cluster (spec 3, 7.6.1, 7.7)', () => 
   });
 });
 
+describe("etcd-lease: every delete of a key moves the cluster's revision, whatever deleted it (spec 7.6, 7.7)", () => {
+  const design = designs.etcdLease();
+  const revision = (w: World): bigint | undefined => w.nodes[0]!.counters['#revision'];
+  const granted = (w: World, client: number, resource: string): World => step(w, { kind: 'acquire', client, resource, ttlMs: 1000 }).find((b) => b.outcome.kind === 'granted')!.next;
+  const start = (expiryToleranceMs = 0): World => granted(initialWorld({ design, store: 'strict', clients: 2, expiryToleranceMs }), 0, 'r');
+
+  it('a denied attempt that undoes its own key (no validity left after its put)', () => {
+    const denied = step(start(), { kind: 'acquire', client: 1, resource: 'q', ttlMs: 1000, latencyMs: 995 });
+    expect(denied.map((b) => b.outcome)).toEqual([{ kind: 'denied', reason: 'validity-exhausted' }]);
+    // The put (2) and its undo (3).
+    expect(revision(denied[0]!.next)).toBe(3n);
+    expect(denied[0]!.next.nodes[0]!.keys['q']).toBeUndefined();
+  });
+
+  it("a timed-out attempt's release, and a release", () => {
+    // Paused with its put sent, resumed at its ttl: it gives up, its key kept (the put: 2) or released as it gave up (3);
+    // or, the reply racing the give-up, it reads the reply, finds no validity left and undoes its key (3).
+    const paused = step(start(), { kind: 'pause', client: 1, inFlight: { kind: 'acquire', client: 1, resource: 'q', ttlMs: 1000 } }).find((b) => b.next.clients[1]!.inFlight?.kind === 'acquire')!;
+    const gaveUp = step(step(paused.next, { kind: 'advance', ms: 1000 })[0]!.next, { kind: 'resume', client: 1 });
+    expect(gaveUp.map((b) => [b.outcome.kind, revision(b.next)])).toEqual([
+      ['timed-out', 2n],
+      ['timed-out', 3n],
+      ['denied', 3n],
+    ]);
+    expect(revision(step(start(), { kind: 'release', client: 0, resource: 'r' })[0]!.next)).toBe(2n);
+  });
+
+  it("an expired lease's key, revoked by the leader: counted when a grant takes its place, when a crash drops it, and when its owner's release finds it", () => {
+    const expired = step(start(), { kind: 'advance', ms: 2000 })[0]!.next;
+    // The revoke (2), the put (3): as real etcd numbers them.
+    const next = step(expired, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 1000 });
+    expect(next.map((b) => b.outcome)).toEqual([{ kind: 'granted', token: 3n, validUntilMs: 2988 }]);
+    expect(step(expired, { kind: 'crash', node: 0 }).map((b) => revision(b.next))).toEqual([2n]);
+    expect(revision(step(expired, { kind: 'release', client: 0, resource: 'r' })[0]!.next)).toBe(2n);
+    // Within the expiry tolerance at the crash: revoked (2) or kept to be refreshed (1).
+    const near = step(step(start(800), { kind: 'advance', ms: 1100 })[0]!.next, { kind: 'crash', node: 0 });
+    expect(near.map((b) => [b.next.nodes[0]!.keys['r'] !== undefined, revision(b.next)])).toEqual([
+      [true, 1n],
+      [false, 2n],
+    ]);
+  });
+
+  it('a live key survives a wall-clock step, and the revision with it; a Redis counter does not move at a delete', () => {
+    const stepped = step(step(start(), { kind: 'advance', ms: 2000 })[0]!.next, { kind: 'clock-step', node: 0, deltaMs: -5000 });
+    // Expiry by the node's monotonic clock: dead either way; purged before the step (2) or not (1).
+    expect(stepped.map((b) => revision(b.next))).toEqual([2n, 1n]);
+    const redis = granted(initialWorld({ design: designs.redisSingle(), store: 'strict', clients: 1 }), 0, 'r');
+    expect(step(redis, { kind: 'release', client: 0, resource: 'r' })[0]!.next.nodes[0]!.counters).toEqual({ r: 1n });
+  });
+});
+
 describe('a delayed write request (spec 3, "Delayed requests"; Kleppmann\'s delayed packet)', () => {
   /** Client 0 checks its lease and sends; the network holds the write past the lease's end, while client 1 takes over and writes. */
   const late: readonly Command[] = [

@@ -21,6 +21,7 @@ import { cellKey, highestKey, lockKey } from '../../impl/etcd/keys.ts';
 import type { AcquireResult } from '../../impl/leaseLock.ts';
 import type { Lease } from '../../impl/lease.ts';
 import { InvalidInputError } from '../../model/errors.ts';
+import { designs, initialWorld, step, type Branch, type Command, type World } from '../../model/index.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
@@ -710,6 +711,84 @@ describe('EtcdLock', () => {
     const lock = new EtcdLock({ node: slow, clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 400 });
     expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
     await leasesBecome(0);
+  });
+
+  it('a failed attempt whose put landed answers only once its lease is revoked: its key is gone, and the next acquire at once is granted, never held by it', async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
+    // When each revoke was answered, against when each attempt answered: a revoke left in the background lands after.
+    const order: string[] = [];
+    const revoking = (over: Partial<EtcdNode>): EtcdNode =>
+      wrapped(real, {
+        ...over,
+        revoke: async (leaseId) => {
+          const r = await real.revoke(leaseId);
+          order.push('revoked');
+          return r;
+        },
+      });
+    const putThen = (after: (r: Awaited<ReturnType<EtcdNode['putIfAbsent']>>) => Awaited<ReturnType<EtcdNode['putIfAbsent']>> | Promise<never>): Partial<EtcdNode> => ({
+      putIfAbsent: async (k, v, l) => after(await real.putIfAbsent(k, v, l)),
+    });
+    const next = new EtcdLock({ node: real, clock, prefix: p });
+    const attempts: Array<readonly [string, EtcdNode, AcquireResult | 'overflow']> = [
+      // The put landed, then the whole ttl was gone: timed-out.
+      ['timed-out', revoking(putThen((r) => (clock.advance(1000), r))), { kind: 'timed-out' }],
+      // The put landed and its reply was lost (a failure, not a silence): no-quorum.
+      ['no-quorum', revoking(putThen(() => Promise.reject(new UnavailableError('reply lost')))), { kind: 'denied', reason: 'no-quorum' }],
+      // The put landed with a revision past the range: thrown.
+      ['overflow', revoking(putThen((r) => ({ ...r, createRevision: MAX + 1n }))), 'overflow'],
+    ];
+    for (const [name, node, expected] of attempts) {
+      order.length = 0;
+      const outcome = await new EtcdLock({ node, clock, prefix: p }).acquire('f', { ttlMs: 1000 }).catch((e: unknown) => (e instanceof TokenOverflowError ? 'overflow' : e));
+      expect(outcome, name).toEqual(expected);
+      expect(order, name).toEqual(['revoked']);
+      expect(await createRevision(lockKey('f', p)), name).toBeNull();
+      await next.release(granted(await next.acquire('f', { ttlMs: 1000 })));
+    }
+  });
+
+  it("the model's revision moves as real etcd's at every delete: a release's, and a denied attempt's undo of its own key", async () => {
+    // Real etcd: a grant, its release, an attempt whose put landed but whose round trip ate the validity (its key
+    // deleted again), and a grant: four writes after the first grant's put, each one revision.
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
+    let took = 0;
+    const slow = wrapped(real, {
+      putIfAbsent: async (key, value, leaseId) => {
+        const r = await real.putIfAbsent(key, value, leaseId);
+        clock.advance(took);
+        return r;
+      },
+    });
+    const lock = new EtcdLock({ node: slow, clock, prefix: p });
+    const first = granted(await lock.acquire('r', { ttlMs: 1000 }));
+    await lock.release(first);
+    took = 995;
+    expect(await lock.acquire('q', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    await leasesBecome(0);
+    expect(await createRevision(lockKey('q', p))).toBeNull();
+    took = 0;
+    const next = granted(await lock.acquire('r', { ttlMs: 1000 }));
+    await lock.release(next);
+    // The model, the same steps (the slow round trip as the attempt's latency).
+    const pick = (w: World, command: Command, kind: string): Branch => {
+      const b = step(w, command).find((x) => x.outcome.kind === kind);
+      if (b === undefined) throw new Error(`no ${kind} branch for ${JSON.stringify(command)}`);
+      return b;
+    };
+    const w0 = initialWorld({ design: designs.etcdLease(), store: 'strict', clients: 1 });
+    const g1 = pick(w0, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 1000 }, 'granted');
+    const w1 = pick(g1.next, { kind: 'release', client: 0, resource: 'r' }, 'released').next;
+    const denied = pick(w1, { kind: 'acquire', client: 0, resource: 'q', ttlMs: 1000, latencyMs: 995 }, 'denied');
+    expect(denied.outcome).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
+    const g2 = pick(denied.next, { kind: 'acquire', client: 0, resource: 'r', ttlMs: 1000 }, 'granted');
+    const token = (b: Branch): bigint => (b.outcome.kind === 'granted' ? b.outcome.token : -1n);
+    expect(token(g2) - token(g1)).toBe(next.token - first.token);
+    expect(next.token - first.token).toBe(4n);
   });
 });
 
