@@ -108,7 +108,11 @@ export interface CheckFailure {
   readonly minimised: { readonly replays: number; readonly elapsedMs: number; readonly cut: boolean } | null;
   /** The counterexample's schedule as run: `checkConformance(backend, { schedule })` replays it exactly. */
   readonly schedule: Schedule;
-  /** fast-check seed of the check; with `path`, replays the shrunk case (CheckOptions.seed/path, LOCKCHECK_SEED/LOCKCHECK_PATH). */
+  /**
+   * fast-check seed of the check; with `path`, replays the shrunk case (CheckOptions.seed/path, LOCKCHECK_SEED/LOCKCHECK_PATH).
+   * A replay of `CheckOptions.schedule` draws nothing: its seed is the option's as given, else 0, and its path '';
+   * `schedule` is what replays it.
+   */
   readonly seed: number;
   /** fast-check's counterexample path ('' if it gave none): with `seed`, fast-check's case, minimised again the same way. */
   readonly path: string;
