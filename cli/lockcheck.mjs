@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // The `lockcheck` bin: loads the TypeScript CLI through tsx's loader (Node 20 cannot run .ts itself).
-import { register } from 'tsx/esm/api';
-import { register as registerCommonJs } from 'tsx/cjs/api';
 import { readFileSync } from 'node:fs';
 import { register as registerHooks } from 'node:module';
+import { guardTsxCache } from './tsxCache.mjs';
 
+// Before tsx loads (imported below, not statically): it reads TSX_DISABLE_CACHE as it loads.
+guardTsxCache();
+const { register } = await import('tsx/esm/api');
+const { register: registerCommonJs } = await import('tsx/cjs/api');
 register();
 // Run from the repository (this file is not shipped; the package's bin is dist/cli/main.js): lockcheck/… (the package's
 // entries, which the shipped examples in docs/examples import, as a user's project does) are the sources this CLI runs,

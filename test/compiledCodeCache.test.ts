@@ -1,0 +1,66 @@
+// tsx's cache of compiled code (<temp dir>/tsx-<euid>, a name anyone can foresee) is code the CLI runs: made first by
+// another local user, they replaced a cached module and the next `lockcheck` ran it with the caller's rights
+// (cli/tsxCache.mjs). Each case runs the bin with a TMPDIR of its own: the machine's real cache is never touched.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { testTempDir } from './tempDirs.ts';
+
+const root = testTempDir('lc-tsx-');
+const uid = process.geteuid?.() ?? 0;
+
+function lockcheckVersion(tmp: string): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['cli/lockcheck.mjs', '--version'], { encoding: 'utf8', timeout: 100_000, env: { ...process.env, TMPDIR: tmp, TSX_DISABLE_CACHE: '' } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe("tsx's cache of compiled code", () => {
+  it('is made 0700 by the bin, and a copy of it in a directory others may write is never run', () => {
+    const own = join(root, 'own');
+    mkdirSync(own);
+    const first = lockcheckVersion(own);
+    expect(first.stdout.trim()).toBe('0.1.0');
+    const cache = join(own, `tsx-${uid}`);
+    expect(statSync(cache).mode & 0o7777).toBe(0o700);
+    const entries = readdirSync(cache);
+    expect(entries.length).toBeGreaterThan(0);
+
+    // Another user's: the same entries, each changed to leave a mark when run.
+    const shared = join(root, 'shared');
+    const planted = join(shared, `tsx-${uid}`);
+    mkdirSync(planted, { recursive: true });
+    chmodSync(planted, 0o777);
+    if (uid === 0) chownSync(planted, 65534, 65534);
+    const mark = join(root, 'ran-planted-code');
+    for (const name of entries) {
+      const entry = JSON.parse(readFileSync(join(cache, name), 'utf8')) as { code: string };
+      const [first, ...rest] = entry.code.split('\n');
+      const plant = `process.getBuiltinModule('fs').writeFileSync(${JSON.stringify(mark)}, 'x');`;
+      entry.code = first!.startsWith('#!') ? [first, plant, ...rest].join('\n') : `${plant}\n${entry.code}`;
+      writeFileSync(join(planted, name), JSON.stringify(entry));
+    }
+    const r = lockcheckVersion(shared);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('0.1.0');
+    // Before: the mark was made (the planted main.ts ran).
+    expect(existsSync(mark)).toBe(false);
+    expect(r.stderr).toContain(`lockcheck: tsx's cache of compiled code ${planted} `);
+    expect(readdirSync(planted).sort()).toEqual([...entries].sort());
+  }, 240_000);
+
+  it('scripts/setup.sh (before npm test, npm start and the tsx npm scripts) stops at a cache not to be trusted', () => {
+    const setup = (tmp: string) => spawnSync(process.execPath, ['cli/tsxCache.mjs'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, TMPDIR: tmp, TSX_DISABLE_CACHE: '' } });
+    const theirs = join(root, 'theirs');
+    mkdirSync(join(theirs, `tsx-${uid}`), { recursive: true });
+    chmodSync(join(theirs, `tsx-${uid}`), 0o777);
+    const refused = setup(theirs);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/^lockcheck setup: tsx's cache of compiled code .*tsx-\d+ may be written by others \(mode 777\), and tsx would run the code in it: remove it, or set TSX_DISABLE_CACHE=1\n$/);
+    const fresh = join(root, 'fresh');
+    mkdirSync(fresh);
+    expect(setup(fresh).status).toBe(0);
+    expect(statSync(join(fresh, `tsx-${uid}`)).mode & 0o7777).toBe(0o700);
+    expect(readFileSync('scripts/setup.sh', 'utf8')).toContain('node cli/tsxCache.mjs');
+  });
+});
