@@ -293,7 +293,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   return exitCode;
 }
 
-/** A cell as --json gives it: null fields where the interrupt left it unexplored. */
+/** A cell as --json gives it; one the interrupt left unexplored is `explored: false` with its row, store and fault only. */
 function cellJson(row: string, store: StorePolicy, fault: FaultClass, c: CellResult | undefined, stopped: ReadonlySet<CellResult>) {
   if (c === undefined) return { row, store, fault, explored: false };
   return {
