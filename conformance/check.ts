@@ -138,7 +138,12 @@ export interface CheckResult {
    * not judged by it (FENCE-1, FENCE-2, DUR-1 for a lock without tokens).
    */
   readonly findings: Readonly<Record<PropertyId, number | null>>;
-  /** Conformance failures that did not fail the check (failOn consequences), per consequence. */
+  /**
+   * Conformance failures that did not fail the check, per consequence: counted
+   * only in an audit (failOn consequences), of runs not stopped early; {}
+   * outside one (there the first fails the check). With every run stopped
+   * early it is {} too: read `findings` (all null) to tell that from none.
+   */
   readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
   /** What runs said beside their verdicts (RunReport.warnings), each once, with the number of runs that said it. */
   readonly warnings: Readonly<Record<string, number>>;
