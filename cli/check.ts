@@ -1,8 +1,11 @@
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { match } from 'ts-pattern';
 import type { CheckProgress, CheckReport, Finding } from '../conformance/history/check.ts';
-import { checkHistory } from '../conformance/history/check.ts';
 import type { StorePolicy } from '../conformance/history/event.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
+import type { CheckMessage, CheckTask } from './checkWorker.ts';
+import { workerScript } from './exploreWorkerScript.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { InputFileError, readInputBytes } from './readInput.ts';
 import { counted, countedIfKnown, countText } from '../conformance/counted.ts';
@@ -59,7 +62,19 @@ function progressLines(): { readonly line: (p: CheckProgress) => void; readonly 
   };
 }
 
-export function checkCommand(o: CheckCommandOptions): number {
+/** The signals that end a check early with the report of what it decided, and the exit code each gives (128 + its number). */
+const STOP_SIGNALS = [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const;
+
+/**
+ * Judges the history on a worker thread, so that this thread hears Ctrl-C (SIGTERM, SIGHUP) while a long search
+ * runs: the first signal stops the check as its budget running out would (what it decided is kept and printed, the
+ * rest `unknown`, "interrupted while ..."), exit 128 + the signal's number; a second ends the process at once.
+ */
+export async function checkCommand(o: CheckCommandOptions): Promise<number> {
   let bytes: Buffer;
   try {
     bytes = readInputBytes(o.file, MAX_HISTORY_BYTES, 'a history');
@@ -72,31 +87,74 @@ export function checkCommand(o: CheckCommandOptions): number {
   const shown = o.file === '-' ? 'stdin' : o.file;
   // Parsing is not in the budget (a malformed line is refused wherever it is), but a large file takes seconds: say so.
   if (bytes.length >= LARGE_INPUT_BYTES) process.stderr.write(`lockcheck check: reading ${shown} (${Math.round(bytes.length / 2 ** 20)} MiB)\n`);
-  const text = decodeHistory(bytes);
-  const history = text instanceof Error ? text : parseHistory(text);
-  if (history instanceof Error) {
-    console.error(`lockcheck: ${shown} is not a valid history: ${history.message}\n(the format: docs/histories.md)`);
+  const progress = progressLines();
+  const stop = new Int32Array(new SharedArrayBuffer(4));
+  let stoppedBy: (typeof STOP_SIGNALS)[number] | undefined;
+  const handlers = STOP_SIGNALS.map((entry) => {
+    const handler = (): void => {
+      if (stoppedBy !== undefined) process.exit(entry[1]);
+      stoppedBy = entry;
+      Atomics.store(stop, 0, 1);
+      progress.end();
+      process.stderr.write(`\nlockcheck: ${entry[0]}: stopping the check; what it decided follows (again to end at once)\n`);
+    };
+    process.on(entry[0], handler);
+    return [entry[0], handler] as const;
+  });
+  let answer: Exclude<CheckMessage, { kind: 'progress' }>;
+  try {
+    const task: CheckTask = {
+      bytes,
+      stop: stop.buffer as SharedArrayBuffer,
+      options: {
+        ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}),
+        ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+        ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}),
+      },
+    };
+    answer = await judgeOnWorker(task, progress.line);
+  } finally {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+    progress.end();
+  }
+  if (answer.kind === 'invalid') {
+    console.error(`lockcheck: ${shown} is not a valid history: ${answer.message}\n(the format: docs/histories.md)`);
     return 2;
   }
   // Nothing to judge is not 'safe': an empty or truncated recording would pass as a clean bill of health.
-  if (!history.some((e) => e.type !== 'meta' && e.process !== 'nemesis' && e.type !== 'signal')) {
-    console.error(`lockcheck: ${shown} has no client operations (${counted(history.length, 'event')}): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
+  if (answer.kind === 'empty') {
+    console.error(`lockcheck: ${shown} has no client operations (${counted(answer.events, 'event')}): nothing to judge; is the recording empty or truncated?\n(the format: docs/histories.md)`);
     return 2;
   }
-  const progress = progressLines();
-  const report = checkHistory(history, {
-    ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}),
-    ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
-    ...(o.maxMemoryBytes !== undefined ? { maxMemoryBytes: o.maxMemoryBytes } : {}),
-    onProgress: progress.line,
-  });
-  progress.end();
+  const report = answer.report;
   // The verdict is printed before the report is written: a report that still cannot be written (checked before, cli/main.ts) loses only itself.
   const html = o.report === undefined ? undefined : join(o.report, 'history.html');
-  if (o.json) console.log(JSON.stringify({ file: o.file, ...jsonReport(report), ...(html !== undefined ? { reportFile: html } : {}) }, null, 2));
-  else console.log(reportText(o.file, report, html));
-  if (o.report !== undefined) writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
-  return EXIT_BY_VERDICT[report.verdict];
+  if (o.json) console.log(JSON.stringify({ file: o.file, ...jsonReport(report), ...(html !== undefined ? { reportFile: html } : {}), ...(stoppedBy !== undefined ? { interrupted: stoppedBy[0] } : {}) }, null, 2));
+  else console.log(reportText(o.file, report, html) + (stoppedBy !== undefined ? `\ninterrupted (${stoppedBy[0]}): the checks not decided by then say unknown` : ''));
+  if (o.report !== undefined) {
+    // The worker's history is its own: read again here for the timeline (valid: the worker read it).
+    const history = parseHistory(decodeHistory(bytes) as string);
+    if (!(history instanceof Error)) writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
+  }
+  return stoppedBy !== undefined ? stoppedBy[1] : EXIT_BY_VERDICT[report.verdict];
+}
+
+/** Runs the check on a worker thread (checkWorker.ts); its progress goes to `onProgress`, its answer is returned. */
+async function judgeOnWorker(task: CheckTask, onProgress: (p: CheckProgress) => void): Promise<Exclude<CheckMessage, { kind: 'progress' }>> {
+  const worker = new Worker(await workerScript('checkWorker'), { workerData: task });
+  try {
+    return await new Promise((resolve, reject) => {
+      worker.on('message', (m: CheckMessage) => {
+        match(m)
+          .with({ kind: 'progress' }, (p) => onProgress(p.progress))
+          .otherwise((answer) => resolve(answer));
+      });
+      worker.on('error', reject);
+      worker.on('exit', (code) => reject(new Error(`the check's worker thread ended (exit code ${code}) without an answer`)));
+    });
+  } finally {
+    await worker.terminate();
+  }
 }
 
 /**

@@ -14,7 +14,7 @@ interface Esbuild {
   }): Promise<{ outputFiles: ReadonlyArray<{ readonly text: string }> }>;
 }
 
-let script: Promise<URL> | null = null;
+const scripts = new Map<string, Promise<URL>>();
 
 /**
  * What an explore worker thread runs (exploreWorker.ts). Compiled (dist/),
@@ -25,16 +25,22 @@ let script: Promise<URL> | null = null;
  * nothing is written to disk (bench/explore.md, session h15).
  */
 export function exploreWorkerScript(): Promise<URL> {
-  if (!import.meta.url.endsWith('.ts')) return Promise.resolve(new URL('./exploreWorker.js', import.meta.url));
-  script ??= bundle();
+  return workerScript('exploreWorker');
+}
+
+/** The same for any worker entry beside this file (`checkWorker`: lockcheck check's search, so that Ctrl-C is heard). */
+export function workerScript(entry: 'exploreWorker' | 'checkWorker'): Promise<URL> {
+  if (!import.meta.url.endsWith('.ts')) return Promise.resolve(new URL(`./${entry}.js`, import.meta.url));
+  let script = scripts.get(entry);
+  if (script === undefined) scripts.set(entry, (script = bundle(entry)));
   return script;
 }
 
-async function bundle(): Promise<URL> {
+async function bundle(entry: string): Promise<URL> {
   const require = createRequire(import.meta.url);
   const esbuild = createRequire(require.resolve('tsx/package.json'))('esbuild') as Esbuild;
   const out = await esbuild.build({
-    entryPoints: [fileURLToPath(new URL('./exploreWorker.ts', import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(`./${entry}.ts`, import.meta.url))],
     bundle: true,
     platform: 'node',
     format: 'esm',

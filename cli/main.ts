@@ -244,8 +244,8 @@ const CLEANING_COMMANDS = new Set(['matrix', 'run', 'replay', 'failover', 'stres
  * run's keys and rows, then re-raises the signal: exit 130, 143, 129). A
  * second signal meanwhile ends it at once, after the synchronous part of
  * the clean-up (processes.ts says so on stderr).
- * check installs no handler: its work is synchronous and a handler would
- * only run once it ended; the default action ends it at once. explore
+ * check installs its own (cli/check.ts): the check runs on a worker thread
+ * and stops where it is, and the report of what it decided is printed. explore
  * installs its own (cli/explore.ts): its explorations run on worker threads
  * and stop at their last complete level, and the report of what was done is printed.
  */

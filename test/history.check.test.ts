@@ -376,3 +376,21 @@ describe('the report', () => {
     expect(r.counts).toMatchObject({ grants: 2, writesAccepted: 1, writesUnknown: 1 });
   });
 });
+
+describe('checkHistory stopped by its caller (options.stop)', () => {
+  it('keeps the checks it decided and says unknown, interrupted, for the search it stopped', () => {
+    // Writes whose outcome is unknown and a read no order of them explains: the search would run to its budget.
+    const events: object[] = [];
+    for (let p = 0; p < 30; p++) events.push({ type: 'invoke', process: p, time: 0, op: 'write', resource: 'r', key: 'k', value: `v${p}` });
+    for (let p = 0; p < 30; p++) events.push({ type: 'info', process: p, time: 1, op: 'write', resource: 'r', key: 'k' });
+    for (let i = 0, t = 2; i < 60; i++, t += 2) {
+      events.push({ type: 'invoke', process: 30, time: t, op: 'read', resource: 'r', key: 'k' }, { type: 'ok', process: 30, time: t + 1, op: 'read', resource: 'r', key: 'k', value: `v${(i * 7) % 30}` });
+    }
+    let looks = 0;
+    const r = checkHistory(events as History, { timeoutMs: 600_000, stop: () => ++looks > 2 });
+    expect(r.checks.find((c) => c.check === 'lost-updates')?.verdict).not.toBe('unknown');
+    expect(r.checks.find((c) => c.check === 'register-linearizable')).toMatchObject({ verdict: 'unknown', note: 'not decided: interrupted while searching the register histories' });
+    expect(r.verdict).toBe('unknown');
+    expect(() => checkHistory(events as History, { stop: 1 as unknown as () => boolean })).toThrow(/options\.stop/);
+  });
+});

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -210,4 +210,41 @@ describe("a stress run's recorded history", () => {
       expect(() => validRecording(bad, 'out/history.jsonl')).toThrow(new RegExp(`not judged: line 3, field '${field}'.* \\(in out/history\\.jsonl\\); .*an adapter's lease`));
     }
   });
+});
+
+/** 40 writes whose outcome is unknown, then reads that no order of them explains: the register's search runs to its budget. */
+function pathological(): string {
+  const events: object[] = [];
+  const n = 40;
+  for (let p = 0; p < n; p++) events.push({ type: 'invoke', process: p, time: 0, op: 'write', resource: 'r', key: 'k', value: `v${p}` });
+  for (let p = 0; p < n; p++) events.push({ type: 'info', process: p, time: 1, op: 'write', resource: 'r', key: 'k' });
+  let t = 2;
+  for (let i = 0; i < 60; i++) {
+    events.push({ type: 'invoke', process: n, time: t++, op: 'read', resource: 'r', key: 'k' });
+    events.push({ type: 'ok', process: n, time: t++, op: 'read', resource: 'r', key: 'k', value: `v${(i * 7) % n}` });
+  }
+  events.push({ type: 'invoke', process: n, time: t++, op: 'read', resource: 'r', key: 'k' }, { type: 'ok', process: n, time: t, op: 'read', resource: 'r', key: 'k', value: 'none wrote' });
+  return events.map((e) => JSON.stringify(e)).join('\n') + '\n';
+}
+
+describe('lockcheck check interrupted', () => {
+  it('Ctrl-C during a long search prints what was decided, the rest unknown (interrupted), exit 130', async () => {
+    const file = join(dir, 'pathological.jsonl');
+    writeFileSync(file, pathological());
+    const child = spawn(process.execPath, ['cli/lockcheck.mjs', 'check', file, '--timeout-ms', '600000'], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 100_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    // The progress line says the search is running (a line at most every 5 s in a log, the first after 1 s): then Ctrl-C.
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      if (/searching the register histories/.test(stderr) && !child.killed) child.kill('SIGINT');
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code, stderr).toBe(130);
+    expect(stdout).toMatch(/: UNKNOWN\n/);
+    expect(stdout).toMatch(/MUTEX-1 {2}overlapping-holds {6}skipped: no holds in the history/);
+    expect(stdout).toMatch(/LIN-1 {4}register-linearizable  unknown: not decided: interrupted while searching the register histories/);
+    expect(stdout).toMatch(/interrupted \(SIGINT\)/);
+  }, 110_000);
 });

@@ -19,11 +19,19 @@ export interface CheckProgress {
   readonly timeoutMs: number;
 }
 
-/** The budget ran out during `phase`: the checks not finished are `unknown`. */
+/** The budget ran out, or the caller asked the check to stop (`interrupted`), during `phase`: the checks not finished are `unknown`. */
 export class OutOfTime extends Error {
   override readonly name = 'OutOfTime';
-  constructor(readonly phase: string) {
-    super(`the time budget ran out while ${phase}`);
+  constructor(
+    readonly phase: string,
+    readonly interrupted = false,
+  ) {
+    super(interrupted ? `interrupted while ${phase}` : `the time budget ran out while ${phase}`);
+  }
+
+  /** What a check not decided says (CheckResult.note). */
+  note(timeoutMs: number): string {
+    return this.interrupted ? `not decided: interrupted while ${this.phase}` : `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${this.phase}`;
   }
 }
 
@@ -50,6 +58,8 @@ export class Budget {
     readonly timeoutMs: number,
     private readonly onProgress?: (p: CheckProgress) => void,
     readonly clock: () => number = () => performance.now(),
+    /** Polled at each look at the clock: true ends the check as the deadline would, the phase named (CheckOptions.stop). */
+    private readonly stop: () => boolean = () => false,
   ) {
     this.deadline = startedAt + timeoutMs;
     this.lastReport = startedAt;
@@ -76,12 +86,18 @@ export class Budget {
     return Math.max(0, this.deadline - this.clock());
   }
 
-  /** Reads the clock: reports progress when due, throws OutOfTime past the deadline. */
+  /** Reads the clock: reports progress when due, throws OutOfTime past the deadline or when asked to stop. */
   look(): number {
     const now = this.clock();
     if (now >= this.deadline) throw new OutOfTime(this.phaseName);
+    this.stopIfAsked();
     this.report(now);
     return now;
+  }
+
+  /** Throws OutOfTime (interrupted) when the caller asked the check to stop; the search calls it at each of its looks at the clock. */
+  stopIfAsked(): void {
+    if (this.stop()) throw new OutOfTime(this.phaseName, true);
   }
 
   /** Reports progress when due, without judging the deadline (the search judges its own). */

@@ -46,6 +46,12 @@ export interface CheckOptions {
    * into it, for a progress line. Called synchronously: a slow one takes from the budget.
    */
   readonly onProgress?: (progress: CheckProgress) => void;
+  /**
+   * Polled as often as the deadline is (every few ms of work): once it returns true the check ends as if its
+   * budget had run out, the checks it had decided kept, the others `unknown` ("interrupted while ..."). For a
+   * check on a worker thread told to stop by another (lockcheck check's Ctrl-C: a shared flag).
+   */
+  readonly stop?: () => boolean;
 }
 
 /**
@@ -110,22 +116,23 @@ export function overallVerdict(checks: readonly CheckResult[]): Verdict {
   return 'safe';
 }
 
-const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings', 'onProgress']);
+const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings', 'onProgress', 'stop']);
 /** A day: a longer search is a mistake in the unit, not a budget. */
 const MAX_TIMEOUT_MS = 86_400_000;
 
 const isIntegerIn = (v: unknown, min: number, max: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 /** The options, every value checked: a bad one is an InvalidInputError naming it, never a silent default. */
-function checkedOptions(options: CheckOptions): Required<Omit<CheckOptions, 'storePolicy' | 'onProgress'>> & Pick<CheckOptions, 'storePolicy' | 'onProgress'> {
+function checkedOptions(options: CheckOptions): Required<Omit<CheckOptions, 'storePolicy' | 'onProgress' | 'stop'>> & Pick<CheckOptions, 'storePolicy' | 'onProgress' | 'stop'> {
   checkKeys(checkObject(options, 'checkHistory options'));
-  const { storePolicy, timeoutMs = DEFAULT_TIMEOUT_MS, maxMemoryBytes = DEFAULT_MAX_MEMORY_BYTES, maxFindings = 20, onProgress } = options;
+  const { storePolicy, timeoutMs = DEFAULT_TIMEOUT_MS, maxMemoryBytes = DEFAULT_MAX_MEMORY_BYTES, maxFindings = 20, onProgress, stop } = options;
   if (storePolicy !== undefined && !STORE_POLICIES.includes(storePolicy)) refuse('checkHistory options.storePolicy', `one of ${STORE_POLICIES.join(', ')}`, storePolicy);
   if (!isIntegerIn(timeoutMs, 0, MAX_TIMEOUT_MS)) refuse('checkHistory options.timeoutMs', `an integer number of ms in [0, ${MAX_TIMEOUT_MS}]`, timeoutMs);
   if (!isIntegerIn(maxMemoryBytes, 1, Number.MAX_SAFE_INTEGER)) refuse('checkHistory options.maxMemoryBytes', 'a positive integer number of bytes', maxMemoryBytes);
   if (!isIntegerIn(maxFindings, 0, 1_000_000)) refuse('checkHistory options.maxFindings', 'an integer in [0, 1000000]', maxFindings);
   if (onProgress !== undefined && typeof onProgress !== 'function') refuse('checkHistory options.onProgress', 'a function', onProgress);
-  return { storePolicy, timeoutMs, maxMemoryBytes, maxFindings, onProgress };
+  if (stop !== undefined && typeof stop !== 'function') refuse('checkHistory options.stop', 'a function', stop);
+  return { storePolicy, timeoutMs, maxMemoryBytes, maxFindings, onProgress, stop };
 }
 
 /**
@@ -153,8 +160,8 @@ export const hasClientOperations = (history: History): boolean => history.some((
 export function checkHistory(given: History, options: CheckOptions = {}): CheckReport {
   // The budget counts from here: every phase reads it, the building of each object's history before the search too.
   const startedAt = performance.now();
-  const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max, onProgress } = checkedOptions(options);
-  const budget = new Budget(startedAt, timeoutMs, onProgress);
+  const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max, onProgress, stop } = checkedOptions(options);
+  const budget = new Budget(startedAt, timeoutMs, onProgress, undefined, stop);
   const history = readHistory(given);
   if (!hasClientOperations(history)) {
     throw new HistoryFormatError(0, undefined, `no client operations (${counted(history.length, 'event')}): nothing to judge; is the recording empty or truncated?`);
@@ -164,7 +171,7 @@ export function checkHistory(given: History, options: CheckOptions = {}): CheckR
   // Each check as it is decided; those the budget ran out before say 'unknown', naming the phase (never 'safe').
   const done = new Map<CheckId, { readonly result: CheckResult; readonly findings: readonly Finding[] }>();
   const partial: { ops?: ReturnType<typeof operations>; holds?: number; overlaps?: number; tokens?: number; lost?: number; stale?: number; store?: ReturnType<typeof storeCounts>; faults?: number } = {};
-  let outOfTime: string | undefined;
+  let outOfTime: OutOfTime | undefined;
   try {
     const ops = (partial.ops = operations(history, budget));
     partial.store = storeCounts(ops);
@@ -195,7 +202,7 @@ export function checkHistory(given: History, options: CheckOptions = {}): CheckR
     done.set('stale-writes', { result: staleCheck(storePolicy, hasTokenedWrites, stale), findings: stale.kept });
   } catch (e) {
     if (!(e instanceof OutOfTime)) throw e;
-    outOfTime = e.phase;
+    outOfTime = e;
   }
   const lin = outOfTime === undefined ? linearizabilityChecks(history, { timeoutMs, maxMemoryBytes, budget }, max) : undefined;
   if (lin !== undefined) {
@@ -210,7 +217,7 @@ export function checkHistory(given: History, options: CheckOptions = {}): CheckR
     ['lock-linearizable', 'LIN-1'],
     ['register-linearizable', 'LIN-1'],
   ];
-  const checks = CHECKS.map(([check, property]): CheckResult => done.get(check)?.result ?? { check, property, verdict: 'unknown', findings: null, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${outOfTime ?? 'checking'}` });
+  const checks = CHECKS.map(([check, property]): CheckResult => done.get(check)?.result ?? { check, property, verdict: 'unknown', findings: null, note: (outOfTime ?? new OutOfTime('checking')).note(timeoutMs) });
   const findings = CHECKS.flatMap(([check]) => done.get(check)?.findings ?? []);
   const ops = partial.ops;
   return {

@@ -138,9 +138,9 @@ const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 type Kind = 'lock' | 'register';
 const checkIdOf = (kind: Kind) => (kind === 'lock' ? 'lock-linearizable' : 'register-linearizable');
 
-/** A LIN-1 check the budget ran out on before its search: not decided, never safe. */
-function outOfTimeResult(kind: Kind, timeoutMs: number, phase: string): CheckResult {
-  return { check: checkIdOf(kind), property: 'LIN-1', verdict: 'unknown', findings: null, note: `not decided: the ${timeoutMs} ms budget (--timeout-ms) ran out while ${phase}` };
+/** A LIN-1 check the budget ran out on (or the caller stopped) before its search ended: not decided, never safe. */
+function outOfTimeResult(kind: Kind, timeoutMs: number, stopped: OutOfTime): CheckResult {
+  return { check: checkIdOf(kind), property: 'LIN-1', verdict: 'unknown', findings: null, note: stopped.note(timeoutMs) };
 }
 
 export function linearizabilityChecks(history: History, bounds: SearchBounds, maxFindings: number): LinearizabilityReport {
@@ -149,6 +149,7 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
   let searching = { kind: 'lock' as Kind, done: 0, total: 0 };
   const clock = () => {
     const now = budget.clock();
+    budget.stopIfAsked();
     budget.report(now, searching.done, searching.total);
     return now;
   };
@@ -193,6 +194,6 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
     return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
   } catch (e) {
     if (!(e instanceof OutOfTime)) throw e;
-    return { lock: lock?.result ?? outOfTimeResult('lock', timeoutMs, e.phase), register: outOfTimeResult('register', timeoutMs, e.phase), findings: lock?.list.kept ?? [] };
+    return { lock: lock?.result ?? outOfTimeResult('lock', timeoutMs, e), register: outOfTimeResult('register', timeoutMs, e), findings: lock?.list.kept ?? [] };
   }
 }
