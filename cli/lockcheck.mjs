@@ -2,7 +2,7 @@
 // The `lockcheck` bin: loads the TypeScript CLI through tsx's loader (Node 20 cannot run .ts itself).
 import { readFileSync } from 'node:fs';
 import { register as registerHooks } from 'node:module';
-import { guardTsxCache } from './tsxCache.mjs';
+import { guardTsxCache } from '../conformance/env/tsxCache.mjs';
 
 // Before tsx loads (imported below, not statically): it reads TSX_DISABLE_CACHE as it loads.
 guardTsxCache();

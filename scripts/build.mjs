@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const ROOTS = ['model', 'impl', 'conformance', 'cli'];
-// The CLI's source entry runs cli/main.ts through tsx (its cache guarded by cli/tsxCache.mjs); the package's bin is dist/cli/main.js.
-const SOURCE_ONLY = new Set(['cli/lockcheck.mjs', 'cli/tsxCache.mjs']);
+// The CLI's source entry runs cli/main.ts through tsx; the package's bin is dist/cli/main.js.
+const SOURCE_ONLY = new Set(['cli/lockcheck.mjs']);
 
 // dist/ from scratch: tsc never deletes, so a module since renamed or removed would stay in dist/ and ship with the package.
 rmSync(join(root, 'dist'), { recursive: true, force: true });

@@ -26,9 +26,9 @@ if [ -f package-lock.json ] && { [ ! -f node_modules/.package-lock.json ] || [ p
 fi
 
 # tsx's cache of compiled code (<temp dir>/tsx-<uid>, a name any local user can make first) is code the commands after
-# this one run: made 0700 here, and one of another user's, or writable by others, stops them (cli/tsxCache.mjs; a
-# clone's file, not the package's, which runs compiled JavaScript).
-if [ -f cli/tsxCache.mjs ]; then node cli/tsxCache.mjs; fi
+# this one run: made 0700 here, and one of another user's, or writable by others, stops them
+# (conformance/env/tsxCache.mjs; in a clone: the package's bin runs compiled JavaScript, and its tsx guards itself).
+if [ -f conformance/env/tsxCache.mjs ]; then node conformance/env/tsxCache.mjs; fi
 
 # Debian packages for the real-server conformance layer: redis-server, redis-sentinel, libfaketime and
 # postgresql (PostgreSQL 15; its package postgresql-15 also ships pgbench); and

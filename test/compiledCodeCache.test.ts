@@ -1,6 +1,6 @@
 // tsx's cache of compiled code (<temp dir>/tsx-<euid>, a name anyone can foresee) is code the CLI runs: made first by
 // another local user, they replaced a cached module and the next `lockcheck` ran it with the caller's rights
-// (cli/tsxCache.mjs). Each case runs the bin with a TMPDIR of its own: the machine's real cache is never touched.
+// (conformance/env/tsxCache.mjs). Each case runs the bin with a TMPDIR of its own: the machine's real cache is never touched.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,10 +47,16 @@ describe("tsx's cache of compiled code", () => {
     expect(existsSync(mark)).toBe(false);
     expect(r.stderr).toContain(`lockcheck: tsx's cache of compiled code ${planted} `);
     expect(readdirSync(planted).sort()).toEqual([...entries].sort());
+    // A stress client process loads tsx too (for a TypeScript adapter, the installed package's included): the same.
+    const worker = spawnSync(process.execPath, ['conformance/stress/worker.mjs'], { encoding: 'utf8', timeout: 100_000, env: { ...process.env, TMPDIR: shared, TSX_DISABLE_CACHE: '' } });
+    expect(worker.stderr).toContain(`lockcheck: tsx's cache of compiled code ${planted} `);
+    expect(existsSync(mark)).toBe(false);
+    // Before: worker.ts's compiled code was written into the planted directory.
+    expect(readdirSync(planted).sort()).toEqual([...entries].sort());
   }, 240_000);
 
   it('scripts/setup.sh (before npm test, npm start and the tsx npm scripts) stops at a cache not to be trusted', () => {
-    const setup = (tmp: string) => spawnSync(process.execPath, ['cli/tsxCache.mjs'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, TMPDIR: tmp, TSX_DISABLE_CACHE: '' } });
+    const setup = (tmp: string) => spawnSync(process.execPath, ['conformance/env/tsxCache.mjs'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, TMPDIR: tmp, TSX_DISABLE_CACHE: '' } });
     const theirs = join(root, 'theirs');
     mkdirSync(join(theirs, `tsx-${uid}`), { recursive: true });
     chmodSync(join(theirs, `tsx-${uid}`), 0o777);
@@ -61,6 +67,6 @@ describe("tsx's cache of compiled code", () => {
     mkdirSync(fresh);
     expect(setup(fresh).status).toBe(0);
     expect(statSync(join(fresh, `tsx-${uid}`)).mode & 0o7777).toBe(0o700);
-    expect(readFileSync('scripts/setup.sh', 'utf8')).toContain('node cli/tsxCache.mjs');
+    expect(readFileSync('scripts/setup.sh', 'utf8')).toContain('node conformance/env/tsxCache.mjs');
   });
 });

@@ -48,6 +48,8 @@ let registered = false;
  */
 async function registerTypeScript(): Promise<void> {
   if (registered || import.meta.url.endsWith('.ts')) return;
+  // Before tsx loads: it runs the code it finds in its cache, which another local user may have made (tsxCache.mjs).
+  ((await import(new URL('./tsxCache.mjs', import.meta.url).href)) as { guardTsxCache: () => void }).guardTsxCache();
   (await import('tsx/esm/api')).register();
   (await import('tsx/cjs/api')).register();
   registered = true;

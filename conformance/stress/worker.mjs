@@ -2,8 +2,12 @@
 // (Node 20 cannot run .ts itself), also in a CommonJS package. Compiled (dist/, where the build copies this file), the
 // worker is worker.js beside it.
 import { existsSync } from 'node:fs';
-import { register } from 'tsx/esm/api';
-import { register as registerCommonJs } from 'tsx/cjs/api';
+import { guardTsxCache } from '../env/tsxCache.mjs';
+
+// Before tsx loads (imported after the guard, not statically): tsx runs the code it finds in its cache (env/tsxCache.mjs).
+guardTsxCache();
+const { register } = await import('tsx/esm/api');
+const { register: registerCommonJs } = await import('tsx/cjs/api');
 
 register();
 // As cli/lockcheck.mjs: an adapter in a CommonJS package loads, and the module the user named is the one imported.

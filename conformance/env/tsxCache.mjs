@@ -1,4 +1,5 @@
-// Plain JavaScript: it runs before tsx is loaded (cli/lockcheck.mjs), and as a script (scripts/setup.sh).
+// Plain JavaScript: it runs before tsx is loaded (cli/lockcheck.mjs, the stress client's worker.mjs, userModule.ts's
+// loading of a TypeScript adapter), and as a script (scripts/setup.sh). The build copies it into dist/.
 import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
