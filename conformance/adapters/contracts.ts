@@ -24,17 +24,22 @@ import type { LibraryContract } from '../adapter.ts';
  * call still pending, and the run ended inconclusive).
  */
 export function redlockContract(driftFactor: number): LibraryContract {
-  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', denialReasons: false, driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
+  return { ...redlockTerms(driftFactor), denialReasons: false };
+}
+
+/** What redlock 4 and 5 share. */
+function redlockTerms(driftFactor: number): LibraryContract {
+  return { deadline: 'known', clientTimeout: false, validatesInput: false, refreshTtl: 'given', tokens: 'none', driftMargin: { factor: driftFactor, fixedMs: 2, rounding: 'round' } };
 }
 
 /**
- * redlock 4.2.0: the promises of redlock 5, and its failed extend as
+ * redlock 4.2.0: the promises of redlock 5 (but the reasons), and its failed extend as
  * redlock.js has it: `_lock`'s failure path unlocks (deletes the keys on
  * every node it reaches) while the caller's Lock keeps its expiration.
  * It says why it refused: `_lock` waits for every node before it answers,
  * and its adapter counts the votes it has then (redlock4.ts).
  */
-export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockContract(0.01), denialReasons: true, failedExtend: { lease: 'kept', keys: 'deleted' } };
+export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockTerms(0.01), failedExtend: { lease: 'kept', keys: 'deleted' } };
 
 /**
  * What redis-semaphore's mutexes promise: no deadline (`isAcquired` stays
