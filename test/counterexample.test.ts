@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CounterexampleFileError, parseCounterexample, replayDifferences } from '../cli/counterexample.ts';
+import { CounterexampleFileError, counterexampleFile, parseCounterexample, replayDifferences } from '../cli/counterexample.ts';
+import { checkConformance } from '../conformance/check.ts';
+import { BROKEN } from './fixtures/broken.ts';
 import { UsageError } from '../cli/usage.ts';
 
 /** `lockcheck replay` reads a file it did not necessarily write: every field is checked, with a typed error naming it. */
@@ -134,5 +136,29 @@ describe('replaying on another backend than the file was found on', () => {
   });
   it('says nothing for a file without settings (written before they were recorded)', () => {
     expect(replayDifferences({ ...good } as Parameters<typeof replayDifferences>[0], { name: 'x', faults: [] })).toEqual([]);
+  });
+});
+
+describe('a real failing run saved to a file: tokens stay exact past 2^53', () => {
+  it('the token base is a decimal string, no JSON number in the file is past 2^53, and replay reads back the same bigint', async () => {
+    const broken = BROKEN.find((b) => b.id === 'drift-added')!;
+    const found = await checkConformance(broken.backend, { runs: 50, seed: 1, faults: broken.faults, minimise: false });
+    expect(found.failure).not.toBeNull();
+    // The same schedule at a token base no double holds exactly (2^62 + 1 rounds to 2^62).
+    const big = 2n ** 62n + 1n;
+    const replayed = await checkConformance(broken.backend, { schedule: { ...found.failure!.schedule, tokenBase: big }, faults: broken.faults });
+    expect(replayed.failure).not.toBeNull();
+    // Saved as run saves a failure (a schedule replay has no fast-check path of its own: the run's is kept).
+    const failure = { ...replayed.failure!, seed: found.failure!.seed, path: found.failure!.path };
+    const text = JSON.stringify(counterexampleFile('broken', broken.backend, broken.faults, broken.faults, 50, failure));
+    const unsafe: unknown[] = [];
+    JSON.parse(text, (_key, value: unknown) => {
+      if (typeof value === 'number' && Math.abs(value) > Number.MAX_SAFE_INTEGER) unsafe.push(value);
+      return value;
+    });
+    expect(unsafe).toEqual([]);
+    const saved = parseCounterexample('ce.json', text);
+    expect(saved.schedule?.tokenBase).toBe(big.toString());
+    expect(BigInt(saved.schedule!.tokenBase)).toBe(big);
   });
 });
