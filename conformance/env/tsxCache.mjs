@@ -49,10 +49,19 @@ export function guardTsxCache(env = process.env) {
 
 // As a script (scripts/setup.sh, which npm test, npm start and the npm scripts that run tsx run first): nothing here
 // can turn tsx's cache off for the commands after it, so a cache not to be trusted fails the command.
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href && !process.env.TSX_DISABLE_CACHE) {
+if (invokedAsScript() && !process.env.TSX_DISABLE_CACHE) {
   const { dir, problem } = tsxCacheDir();
   if (problem !== null) {
     process.stderr.write(`lockcheck setup: tsx's cache of compiled code ${dir} ${problem}, and tsx would run the code in it: remove it, or set TSX_DISABLE_CACHE=1\n`);
     process.exitCode = 1;
+  }
+}
+
+/** This file is the script node was started with (not imported): compared as real paths, so a link to it counts. */
+function invokedAsScript() {
+  try {
+    return process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+  } catch {
+    return false; // no such file (node -e, a name node resolved itself): not this one
   }
 }
