@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StressSummary } from '../cli/stress.ts';
 import { summaryText } from '../cli/stress.ts';
-import { reportText } from '../cli/check.ts';
+import { jsonReport, reportText } from '../cli/check.ts';
 import type { History } from '../conformance/history/event.ts';
-import { checkHistory } from '../conformance/history/check.ts';
+import { type CheckReport, checkHistory } from '../conformance/history/check.ts';
 import { historyReportHtml } from '../conformance/history/report.ts';
 import { lockcheckSync } from './lockcheckProcess.ts';
 import { checkConformance } from '../conformance/check.ts';
@@ -58,6 +58,12 @@ describe('counts a check did not take', () => {
     // A decided check keeps its count; the union makes a reader handle both.
     const decided = checkHistory(history.slice(0, 201)).checks;
     for (const k of decided) expect(typeof k.findings, k.check).toBe(k.verdict === 'unknown' ? 'object' : 'number');
+  });
+
+  it('a --json report read back draws its page: an undecided check\'s null findings are what the report type says, not refused as "not a number"', () => {
+    const readBack = JSON.parse(JSON.stringify(jsonReport(report))) as CheckReport;
+    expect(readBack.checks.filter((k) => k.verdict === 'unknown').map((k) => k.findings)).toContain(null);
+    expect(historyReportHtml(history, readBack)).toMatch(/not counted/);
   });
 
   it('the text report and the HTML page say "not counted", never 0', () => {
