@@ -720,22 +720,25 @@ function sendAcquire(
   const round = roundOf(counted, client, latencyMs, timeoutMs(world, ttlMs), undefined, after === undefined);
   const startedMono = after?.startedMono ?? monoNow(world, client);
   const deadlineMs = after?.deadlineMs ?? round.deadlineMs;
-  return fanOut(counted, client, resource, (node, _i, alive) => {
-    if (alive) return { node, vote: null as bigint | null };
+  return fanOut(counted, client, resource, (node, _i, alive): { readonly node: NodeState; readonly vote: bigint | null | 'failed' } => {
+    if (alive) return { node, vote: null };
     const expiresAtMs = after?.leaseExpiresAtMs ?? expiryNow(design, node, world.nowMs) + ttlMs;
-    // A lease that ran out before its put: the put fails (etcd: lease not found), nothing is set.
-    if (expiresAtMs <= expiryNow(design, node, world.nowMs)) return { node, vote: null as bigint | null };
+    // A lease that ran out before its put: the put fails (etcd: lease not found), nothing is set; an error reply, not a
+    // refusal by a holder (there may be none), which the client reads as an outage (no-quorum), as the real lock does.
+    if (expiresAtMs <= expiryNow(design, node, world.nowMs)) return { node, vote: 'failed' };
     // A key seen gone that is still there expired: its lease's revocation deleted it first (removeKey: etcd's revision moves).
     const free = removeKey(design, node, resource, tokenBase(world));
     // bumpCounter and setKey in one copy of the node.
     const value = nextToken(entryOf(free.counters, ckey) ?? tokenBase(world), ckey);
     const key = { owner, expiresAtMs, ttlMs, count: 1, liveSinceTrueMs: world.nowMs };
     return { node: { ...free, counters: withEntry(free.counters, ckey, value), keys: withEntry(free.keys, resource, key) }, vote: value };
-  }).map(({ nodes, votes }) => ({
-    sent: { ...counted, nodes },
-    flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs, arrivals: round.arrivals, votes, retries, retryDelayMs },
-    untouched: counted,
-  }));
+  }).map(({ nodes, votes }) => {
+    // A failed put is a failed reply: no vote, and the round counts it as a failure (copies only then: a hot path).
+    const failed = votes.includes('failed');
+    const arrivals = failed ? round.arrivals.map((a, i) => (votes[i] === 'failed' ? 'failed' : a)) : round.arrivals;
+    const cast = failed ? votes.map((v) => (v === 'failed' ? null : v)) : (votes as ReadonlyArray<bigint | null>);
+    return { sent: { ...counted, nodes }, flight: { kind: 'acquire', resource, ttlMs, owner, startedMono, deadlineMs, arrivals, votes: cast, retries, retryDelayMs }, untouched: counted };
+  });
 }
 
 /**

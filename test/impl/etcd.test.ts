@@ -750,6 +750,30 @@ describe('EtcdLock', () => {
     }
   });
 
+  it("a put under a lease that ran out before it (etcd: lease not found) is no-quorum, nothing set, as the model says: no holder refused it", async () => {
+    const clock = new ManualClock();
+    const p = prefix();
+    const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
+    // The grant's lease is gone before the put goes out, as the leader revokes one whose ttl ran out.
+    const expired = wrapped(real, {
+      grant: async (ttlSeconds) => {
+        const lease = await real.grant(ttlSeconds);
+        await real.revoke(lease.id);
+        return lease;
+      },
+    });
+    expect(await new EtcdLock({ node: expired, clock, prefix: p }).acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'no-quorum' });
+    expect(await createRevision(lockKey('r', p))).toBeNull();
+    // The model: the client reads its lease's grant late (paused), on a cluster whose clock ran fast enough that the lease
+    // is over when the put arrives.
+    const w0 = initialWorld({ design: designs.etcdLease(), store: 'strict', clients: 1 });
+    const fast = step(w0, { kind: 'clock-drift', target: { node: 0 }, driftPpm: 500_000 })[0]!.next;
+    const paused = step(fast, { kind: 'pause', client: 0, inFlight: { kind: 'acquire', client: 0, resource: 'r', ttlMs: 1000 } }).find((b) => b.next.clients[0]!.inFlight?.kind === 'lease')!;
+    const resumed = step(step(paused.next, { kind: 'advance', ms: 800 })[0]!.next, { kind: 'resume', client: 0 });
+    expect(resumed.map((b) => b.outcome)).toEqual([{ kind: 'denied', reason: 'no-quorum' }]);
+    expect(resumed[0]!.next.nodes[0]!.keys).toEqual({});
+  });
+
   it("the model's revision moves as real etcd's at every delete: a release's, and a denied attempt's undo of its own key", async () => {
     // Real etcd: a grant, its release, an attempt whose put landed but whose round trip ate the validity (its key
     // deleted again), and a grant: four writes after the first grant's put, each one revision.
