@@ -28,6 +28,18 @@ function plant(root: string): string {
 }
 
 describe('malloc shim: built and loaded only from a private directory', () => {
+  it('a cache root whose path has a space or colon (a clone under "my project"): built where LD_PRELOAD can name it, never split', async () => {
+    // Before: ld.so preloaded '…/my' and 'project/node_modules/…' (relative to the server's working directory), not the shim.
+    for (const name of ['my project', 'a:b']) {
+      const root = join(scratch(), name, 'node_modules', '.cache');
+      mkdirSync(root, { recursive: true, mode: 0o700 });
+      const path = await buildMallocShim(root);
+      expect(path).not.toMatch(/[\s:]/);
+      expect(isElf(path)).toBe(true);
+      expect(statSync(dirname(path)).mode & 0o077).toBe(0);
+    }
+  });
+
   it('a world-writable cache root is rejected: the planted .so is not used, the shim is built in a private temp dir', async () => {
     const root = scratch();
     const planted = plant(root);

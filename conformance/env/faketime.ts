@@ -14,6 +14,7 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { type Stats, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { asText, messageText } from '../../impl/errorText.ts';
@@ -132,7 +133,9 @@ export function ensureMallocShim(): Promise<string> {
 /** Builds (or reuses a trusted build of) the shim under `cacheRoot`, or in a private temp dir when `cacheRoot` is not private. */
 export async function buildMallocShim(cacheRoot: string): Promise<string> {
   requireLibfaketime();
-  const dir = (await privateCacheDir(cacheRoot, MALLOC_SHIM_DIR)) ?? (await privateTempDir());
+  const cached = PRELOAD_SPLITS.test(cacheRoot) ? null : await privateCacheDir(cacheRoot, MALLOC_SHIM_DIR);
+  const dir = cached ?? (await privateTempDir());
+  if (PRELOAD_SPLITS.test(dir)) throw new EnvironmentError(`malloc shim: ${dir} has a space or colon, which LD_PRELOAD cannot carry (ld.so splits at them); set TMPDIR to a directory without one`);
   const target = join(dir, 'malloc-shim.so');
   if (await trustedFile(target)) return target;
   const unique = `${process.pid}-${randomBytes(8).toString('hex')}`;
@@ -186,11 +189,19 @@ export async function privateCacheDir(root: string, name: string): Promise<strin
   }
 }
 
+/**
+ * What ld.so splits LD_PRELOAD at (no quoting): a shim under a clone at
+ * "/home/me/my project" was preloaded as '/home/me/my' and
+ * 'project/node_modules/…', the second relative to the server's working
+ * directory, and redis-server ran without it (libfaketime's recursion).
+ */
+const PRELOAD_SPLITS = /[\s:]/;
+
 let tempShimDir: Promise<string> | null = null;
 
-/** One mkdtemp directory (0700) per process, removed at exit (by the watchdog if killed). */
+/** One mkdtemp directory (0700) per process, removed at exit (by the watchdog if killed); under /tmp when the temp dir's path is one LD_PRELOAD cannot carry. */
 function privateTempDir(): Promise<string> {
-  tempShimDir ??= Promise.resolve().then(() => guardedTempDir('lockcheck-shim-').dir);
+  tempShimDir ??= Promise.resolve().then(() => guardedTempDir('lockcheck-shim-', PRELOAD_SPLITS.test(tmpdir()) ? '/tmp' : tmpdir()).dir);
   return tempShimDir;
 }
 
