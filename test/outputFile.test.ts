@@ -98,12 +98,12 @@ describe('a command never loses its verdict, nor one output for another, to an o
     expect(written).toEqual(['b', 'd']);
   });
 
-  it('check prints its verdict before it writes the report: a report that cannot be written loses only itself', () => {
+  it('check prints its verdict before it writes the report: a report that cannot be written loses only itself', async () => {
     const report = join(dir, 'check-report');
     mkdirSync(join(report, 'history.html'), { recursive: true });
     const log = vi.spyOn(console, 'log').mockImplementation(() => {});
     try {
-      expect(() => checkCommand({ file: 'test/fixtures/histories/overlap.jsonl', json: false, report, storePolicy: undefined, timeoutMs: undefined, maxMemoryBytes: undefined })).toThrow(OutputFileError);
+      await expect(checkCommand({ file: 'test/fixtures/histories/overlap.jsonl', json: false, report, storePolicy: undefined, timeoutMs: undefined, maxMemoryBytes: undefined })).rejects.toThrow(OutputFileError);
       expect(log.mock.calls.map((c) => String(c[0])).join('\n')).toMatch(/overlap\.jsonl: VIOLATION/);
     } finally {
       log.mockRestore();
