@@ -67,6 +67,9 @@ describe("tsx's cache of compiled code", () => {
     mkdirSync(fresh);
     expect(setup(fresh).status).toBe(0);
     expect(statSync(join(fresh, `tsx-${uid}`)).mode & 0o7777).toBe(0o700);
+    // Made by tsx under umask 002 (a group per user): writable by this user's own group only, trusted.
+    chmodSync(join(fresh, `tsx-${uid}`), 0o770);
+    expect(setup(fresh).status).toBe(0);
     expect(readFileSync('scripts/setup.sh', 'utf8')).toContain('node conformance/env/tsxCache.mjs');
   });
 });

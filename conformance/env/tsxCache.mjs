@@ -27,7 +27,8 @@ export function tsxCacheDir() {
     const stat = lstatSync(dir);
     if (!stat.isDirectory()) return { dir, problem: stat.isSymbolicLink() ? 'is a symbolic link' : 'is not a directory' };
     if (stat.uid !== uid) return { dir, problem: `belongs to another user (uid ${stat.uid})` };
-    if ((stat.mode & 0o022) !== 0) return { dir, problem: `may be written by others (mode ${(stat.mode & 0o7777).toString(8)})` };
+    // Group write is others' write, but for this user's own group (umask 002 with a group per user, Ubuntu's default).
+    if ((stat.mode & 0o002) !== 0 || ((stat.mode & 0o020) !== 0 && stat.gid !== process.getegid?.())) return { dir, problem: `may be written by others (mode ${(stat.mode & 0o7777).toString(8)})` };
   } catch (error) {
     return { dir, problem: `cannot be read (${error.code})` };
   }
