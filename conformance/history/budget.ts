@@ -4,6 +4,8 @@
  * (event, operation, hold, write...); every TICKS of them the clock is read, and past the deadline `OutOfTime` is
  * thrown, so no phase runs on more than TICKS items past the budget (a sort excepted: one call, O(n log n)), and
  * the check says `unknown` for what it had not finished (never `safe`). The same looks at the clock report progress.
+ * A loop over objects (the search, one object at a time) asks `spent()` before each: past the deadline no new object
+ * is searched, so the time past the budget is one slice of one search, however many objects are left.
  */
 
 /** What a long check is doing, for progress lines (CheckOptions.onProgress): at most about one a second. */
@@ -39,7 +41,8 @@ export class OutOfTime extends Error {
 const TICKS = 1 << 12;
 /**
  * Items done before the deadline is judged at all: a small history (a few thousand events: tens of ms of work) is
- * judged whole whatever the budget, timeoutMs 0 included, as the search still gives each object one slice.
+ * judged whole whatever the budget, timeoutMs 0 included; the search's steps count toward it (`spend`), so that the
+ * work done whatever the budget stays this small however many objects the history has.
  */
 const FIRST_LOOK = 1 << 16;
 /** Between two progress reports. */
@@ -68,17 +71,40 @@ export class Budget {
   /** A budget that never runs out and reports nothing (the phase functions called on their own). */
   static readonly none = new Budget(0, Infinity);
 
-  /** A new phase of `total` items begins (the clock is read by ticks only: see FIRST_LOOK). */
+  /**
+   * A new phase of `total` items begins. Past the work judged whole (FIRST_LOOK) the clock is read first: past the
+   * deadline (or asked to stop) the phase does not begin (OutOfTime, naming it), its setup (groupings, sorts) neither.
+   */
   phase(name: string, total: number): void {
     this.phaseName = name;
     this.done = 0;
     this.total = total;
+    if (this.ticks >= FIRST_LOOK) this.look();
   }
 
   /** One item of the current phase done; every TICKS items, a look at the clock. */
   tick(): void {
     this.done++;
     if ((++this.ticks & (TICKS - 1)) === 0 && this.ticks >= FIRST_LOOK) this.look();
+  }
+
+  /** Work done outside a tick (a search's steps): it counts toward the work judged whole (FIRST_LOOK), without a look at the clock. */
+  spend(items: number): void {
+    this.ticks += items;
+  }
+
+  /**
+   * Whether a new piece of work (an object's search) may start: the OutOfTime that says why not (past the deadline
+   * once the work judged whole is done, or asked to stop), else undefined. Reads the clock each call: a loop over
+   * objects asks before each, so that past the deadline none starts, however many are left.
+   */
+  spent(): OutOfTime | undefined {
+    if (this.stop()) return new OutOfTime(this.phaseName, true);
+    if (this.ticks < FIRST_LOOK) return undefined;
+    const now = this.clock();
+    if (now >= this.deadline) return new OutOfTime(this.phaseName);
+    this.report(now);
+    return undefined;
   }
 
   /** Time left, in ms (0 when past the deadline). */

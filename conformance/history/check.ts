@@ -12,6 +12,7 @@ import { checkObject, knownOptions, refuse } from '../../impl/options.ts';
 import { HistoryFormatError, validateHistory, wasRead } from './parse.ts';
 import { checkResults } from './reportInput.ts';
 import { counted } from '../counted.ts';
+import { systemClock, type MonotonicClock } from '../../impl/clock.ts';
 
 export type { CheckId, CheckResult, DecidedCheckResult, Finding, HistoryPropertyId, HoldSpan, UndecidedCheckResult, Verdict } from './findings.ts';
 export type { CheckProgress } from './budget.ts';
@@ -52,6 +53,8 @@ export interface CheckOptions {
    * check on a worker thread told to stop by another (lockcheck check's Ctrl-C: a shared flag).
    */
   readonly stop?: () => boolean;
+  /** The clock the budget is read on (ms, monotonic; a MonotonicClock of impl/clock.ts will do). Default the process's, performance.now(). */
+  readonly clock?: Pick<MonotonicClock, 'now'>;
 }
 
 /**
@@ -116,7 +119,7 @@ export function overallVerdict(checks: readonly CheckResult[]): Verdict {
   return 'safe';
 }
 
-const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings', 'onProgress', 'stop']);
+const checkKeys = knownOptions('checkHistory options', ['storePolicy', 'timeoutMs', 'maxMemoryBytes', 'maxFindings', 'onProgress', 'stop', 'clock']);
 /** A day: a longer search is a mistake in the unit, not a budget. */
 const MAX_TIMEOUT_MS = 86_400_000;
 
@@ -125,14 +128,15 @@ const isIntegerIn = (v: unknown, min: number, max: number): v is number => typeo
 /** The options, every value checked: a bad one is an InvalidInputError naming it, never a silent default. */
 function checkedOptions(options: CheckOptions): Required<Omit<CheckOptions, 'storePolicy' | 'onProgress' | 'stop'>> & Pick<CheckOptions, 'storePolicy' | 'onProgress' | 'stop'> {
   checkKeys(checkObject(options, 'checkHistory options'));
-  const { storePolicy, timeoutMs = DEFAULT_TIMEOUT_MS, maxMemoryBytes = DEFAULT_MAX_MEMORY_BYTES, maxFindings = 20, onProgress, stop } = options;
+  const { storePolicy, timeoutMs = DEFAULT_TIMEOUT_MS, maxMemoryBytes = DEFAULT_MAX_MEMORY_BYTES, maxFindings = 20, onProgress, stop, clock = systemClock } = options;
   if (storePolicy !== undefined && !STORE_POLICIES.includes(storePolicy)) refuse('checkHistory options.storePolicy', `one of ${STORE_POLICIES.join(', ')}`, storePolicy);
   if (!isIntegerIn(timeoutMs, 0, MAX_TIMEOUT_MS)) refuse('checkHistory options.timeoutMs', `an integer number of ms in [0, ${MAX_TIMEOUT_MS}]`, timeoutMs);
   if (!isIntegerIn(maxMemoryBytes, 1, Number.MAX_SAFE_INTEGER)) refuse('checkHistory options.maxMemoryBytes', 'a positive integer number of bytes', maxMemoryBytes);
   if (!isIntegerIn(maxFindings, 0, 1_000_000)) refuse('checkHistory options.maxFindings', 'an integer in [0, 1000000]', maxFindings);
   if (onProgress !== undefined && typeof onProgress !== 'function') refuse('checkHistory options.onProgress', 'a function', onProgress);
   if (stop !== undefined && typeof stop !== 'function') refuse('checkHistory options.stop', 'a function', stop);
-  return { storePolicy, timeoutMs, maxMemoryBytes, maxFindings, onProgress, stop };
+  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') refuse('checkHistory options.clock', 'an object with a now() function (a MonotonicClock)', clock);
+  return { storePolicy, timeoutMs, maxMemoryBytes, maxFindings, onProgress, stop, clock };
 }
 
 /**
@@ -159,9 +163,13 @@ export const hasClientOperations = (history: History): boolean => history.some((
  */
 export function checkHistory(given: History, options: CheckOptions = {}): CheckReport {
   // The budget counts from here: every phase reads it, the building of each object's history before the search too.
-  const startedAt = performance.now();
-  const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max, onProgress, stop } = checkedOptions(options);
-  const budget = new Budget(startedAt, timeoutMs, onProgress, undefined, stop);
+  const { storePolicy: policy, timeoutMs, maxMemoryBytes, maxFindings: max, onProgress, stop, clock } = checkedOptions(options);
+  // A reading that is no finite number would leave the deadline never reached: refused, naming the option.
+  const now = (): number => {
+    const t = clock.now();
+    return typeof t === 'number' && Number.isFinite(t) ? t : refuse('checkHistory options.clock', 'a clock whose now() is a finite number of ms', t);
+  };
+  const budget = new Budget(now(), timeoutMs, onProgress, now, stop);
   const history = readHistory(given);
   if (!hasClientOperations(history)) {
     throw new HistoryFormatError(0, undefined, `no client operations (${counted(history.length, 'event')}): nothing to judge; is the recording empty or truncated?`);

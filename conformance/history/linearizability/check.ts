@@ -96,12 +96,17 @@ export function checkLinearizability<S, I, O>(
     elapsedMs: clock() - start,
   });
   let open = searches.map((_, i) => i);
+  // The first slice runs whatever the budget (timeoutMs 0 included); every later one, of any partition, only before
+  // the deadline: a partition whose turn comes after it is not begun (each took a slice past it, however many were left).
+  let first = true;
   for (let budget = FIRST_BUDGET; open.length > 0; budget *= 2) {
     const stillOpen: number[] = [];
     for (const i of open) {
       const search = searches[i]!;
       let left = budget;
       while (left > 0 && search.status === 'running') {
+        if (!first && clock() >= deadline) return { verdict: 'unknown', reason: 'timeout', stats: stats() };
+        first = false;
         const slice = Math.min(left, SLICE);
         // Every partition's table stays alive until the end: the bound is on their sum.
         let bytes = 0;
@@ -109,7 +114,6 @@ export function checkLinearizability<S, I, O>(
         if (bytes > maxBytes) return { verdict: 'unknown', reason: 'memory', stats: stats() };
         search.run(slice);
         left -= slice;
-        if (search.status === 'running' && clock() >= deadline) return { verdict: 'unknown', reason: 'timeout', stats: stats() };
       }
       if (search.status === 'not-linearizable') {
         const part = parts[i]!;

@@ -4,6 +4,7 @@ import { compositeKey } from '../group.ts';
 import { checkLinearizability, type CheckOptions, type LinearizabilityResult } from './check.ts';
 import { leaseLock, type LeaseLockInput } from './models/leaseLock.ts';
 import { etcdRegister, type RegisterInput, type RegisterOutput } from './models/register.ts';
+import type { Model } from './model.ts';
 import type { Operation } from './operation.ts';
 
 /**
@@ -257,15 +258,21 @@ export interface ObjectVerdict {
 
 /**
  * Checks every lock and every register of a history. The deadline is shared:
- * objects after it get `unknown`.
+ * objects after it get `unknown` (reason `timeout`) without a search. The first
+ * object is searched whatever the budget, as checkLinearizability gives its
+ * first slice; each later one only before the deadline (each took a slice
+ * past it, however many were left).
  */
 export function checkHistoryLinearizability(history: History, options: CheckOptions = {}): ObjectVerdict[] {
   const clock = options.clock ?? (() => performance.now());
   const deadline = options.timeoutMs === undefined ? Infinity : clock() + options.timeoutMs;
   // Every option passes through (the memory bound included); only the time left shrinks from object to object.
   const left = (): CheckOptions => ({ ...options, clock, ...(deadline === Infinity ? {} : { timeoutMs: Math.max(0, deadline - clock()) }) });
+  const notSearched: LinearizabilityResult = { verdict: 'unknown', reason: 'timeout', stats: { partitions: 0, steps: 0, configurations: 0, elapsedMs: 0 } };
   const verdicts: ObjectVerdict[] = [];
-  for (const h of lockHistories(history)) verdicts.push({ object: h.object, kind: 'lock', events: h.events, result: checkLinearizability(leaseLock(), h.operations, left()) });
-  for (const h of registerHistories(history)) verdicts.push({ object: h.object, kind: 'register', events: h.events, result: checkLinearizability(etcdRegister(), h.operations, left()) });
+  const search = <I, O>(model: Model<unknown, I, O>, h: ObjectHistory<I, O>): LinearizabilityResult =>
+    verdicts.length > 0 && deadline !== Infinity && clock() >= deadline ? notSearched : checkLinearizability(model, h.operations, left());
+  for (const h of lockHistories(history)) verdicts.push({ object: h.object, kind: 'lock', events: h.events, result: search(leaseLock(), h) });
+  for (const h of registerHistories(history)) verdicts.push({ object: h.object, kind: 'register', events: h.events, result: search(etcdRegister(), h) });
   return verdicts;
 }
