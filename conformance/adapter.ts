@@ -169,6 +169,9 @@ export interface LibraryContract {
    * keys: 'deleted' }`. A library that deletes its keys but still tells its
    * caller the lease is valid declares `{ lease: 'kept', keys: 'deleted' }`,
    * and the model shows what follows (another client gets the lock).
+   * 'kept' lowers the deadline when an extension with a shorter ttl is sent,
+   * as lockcheck's client does (spec 4.1); a library whose Lock keeps the
+   * deadline it had, in flight and after a refusal, declares 'unchanged'.
    */
   readonly failedExtend?: FailedExtend;
   /**

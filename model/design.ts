@@ -60,9 +60,18 @@ export interface LeaseTerms {
   readonly failedExtend?: FailedExtend;
 }
 
-/** A refused extension: the client keeps or drops its lease; the keys it still holds are kept or deleted (compare-and-delete on every node it reaches). */
+/**
+ * A refused extension: the client keeps or drops its lease; the keys it still
+ * holds are kept or deleted (compare-and-delete on every node it reaches).
+ * 'kept' is lockcheck's client: an extension with a shorter ttl lowers the
+ * deadline at its send, and a refusal keeps the lowered one (spec 4.1).
+ * 'unchanged': the lease keeps the deadline it had before the extension, in
+ * flight and after a refusal (a library's Lock object that the call leaves
+ * as it was); what that costs is judged by its consequence, another holder
+ * once too few nodes still hold the old key (MUTEX-1), never by lockcheck's bound.
+ */
 export interface FailedExtend {
-  readonly lease: 'kept' | 'dropped';
+  readonly lease: 'kept' | 'unchanged' | 'dropped';
   readonly keys: 'kept' | 'deleted';
 }
 
@@ -469,7 +478,7 @@ const PERSISTENCES: readonly Persistence[] = Object.freeze(['none', 'aof-always'
 const LEASE_RENEWALS: readonly string[] = Object.freeze(['last-request']);
 const CLIENT_DEADLINES: readonly string[] = Object.freeze(['none']);
 const DRIFT_ROUNDINGS: readonly string[] = Object.freeze(['ceil', 'round']);
-const FAILED_EXTEND_LEASE: readonly string[] = Object.freeze(['kept', 'dropped']);
+const FAILED_EXTEND_LEASE: readonly string[] = Object.freeze(['kept', 'unchanged', 'dropped']);
 const FAILED_EXTEND_KEYS: readonly string[] = Object.freeze(['kept', 'deleted']);
 
 function failDesign(msg: string): never {
@@ -484,7 +493,7 @@ function optionalOneOf(value: unknown, kind: DesignKind, name: string, allowed: 
 function checkTerms(d: Extract<Design, { kind: 'redis-single' | 'redlock' | 'etcd-lease' }>): void {
   optionalOneOf(d.clientDeadline, d.kind, 'clientDeadline', CLIENT_DEADLINES);
   if (d.failedExtend !== undefined) {
-    checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'dropped', keys: 'kept' | 'deleted' } or absent");
+    checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'unchanged' | 'dropped', keys: 'kept' | 'deleted' } or absent");
     checkKnownKeys(d.failedExtend, `${d.kind} failedExtend`, ['lease', 'keys']);
     checkOneOf(d.failedExtend.lease, `${d.kind} failedExtend.lease`, FAILED_EXTEND_LEASE);
     checkOneOf(d.failedExtend.keys, `${d.kind} failedExtend.keys`, FAILED_EXTEND_KEYS);
@@ -512,11 +521,13 @@ export function describeDesign(design: Design): string {
     .exhaustive();
 }
 
+const FAILED_EXTEND_LABEL: Readonly<Record<FailedExtend['lease'], string>> = { kept: 'keeps', unchanged: 'keeps unchanged', dropped: 'drops' };
+
 /** ", no client deadline, failed extend drops lease, deletes keys, drift rounded": what a contract changes, or ''. */
 function termsLabel(design: Design): string {
   const terms = leaseTerms(design);
   const rounding = 'driftRounding' in design && design.driftRounding === 'round' ? ', drift rounded' : '';
-  const extend = terms.failedExtend === undefined ? '' : `, failed extend ${terms.failedExtend.lease === 'kept' ? 'keeps' : 'drops'} lease, ${terms.failedExtend.keys === 'kept' ? 'keeps' : 'deletes'} keys`;
+  const extend = terms.failedExtend === undefined ? '' : `, failed extend ${FAILED_EXTEND_LABEL[terms.failedExtend.lease]} lease, ${terms.failedExtend.keys === 'kept' ? 'keeps' : 'deletes'} keys`;
   return `${terms.clientDeadline === 'none' ? ', no client deadline' : ''}${extend}${rounding}`;
 }
 

@@ -360,8 +360,8 @@ export function packedExtend(ctx: PackedContext, w: Float64Array, client: number
   if (orbits) orbitsInto(ctx, w, orbit);
   const m = marginOf(ctx, ttl);
   const validUntil = startedMono + ttl - m;
-  // world.ts sendExtend: a shorter ttl lowers the lease's deadline at the send.
-  const oldUntil = Math.min(w[lease + L_VALID_UNTIL]!, validUntil);
+  // world.ts sendExtend: a shorter ttl lowers the lease's deadline at the send (not for a lease kept 'unchanged').
+  const oldUntil = ctx.failedExtend.lease === 'unchanged' ? w[lease + L_VALID_UNTIL]! : Math.min(w[lease + L_VALID_UNTIL]!, validUntil);
   for (let k = 0; k < combinations; k++) {
     let rest = k;
     for (let i = n - 1; i >= 0; i--) {

@@ -979,8 +979,10 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
   const startedMono = monoNow(world, client);
   // A shorter ttl counts from the send: a node may re-arm the key with it at once, so the lease is good until
   // the earlier of the two deadlines until the replies say more, and after a refusal (spec 4.1, MUTEX-1).
+  // A library whose lease stays as it was ('unchanged') lowers nothing: what its old deadline costs is judged by consequence.
   const shortened = startedMono + ttlMs - driftMarginMs(design, ttlMs);
-  const atSend = lease.validUntilMs !== null && shortened < lease.validUntilMs ? withClient(world, client, (c) => withLease(c, resource, { ...lease, validUntilMs: shortened })) : world;
+  const lowers = leaseTerms(design).failedExtend?.lease !== 'unchanged';
+  const atSend = lowers && lease.validUntilMs !== null && shortened < lease.validUntilMs ? withClient(world, client, (c) => withLease(c, resource, { ...lease, validUntilMs: shortened })) : world;
   return fanOut(world, client, resource, (node, _index, alive) => {
     const key = entryOf(node.keys, resource);
     if (!alive || key === undefined || !sameOwner(key.owner, lease.owner)) return { node, vote: false };
@@ -1063,6 +1065,7 @@ function failedExtend(after: World, client: number, resource: string, lease: Lea
       ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
+  // 'kept' and 'unchanged' alike: the lease as it stands (lowered at the send for 'kept' only).
   const next = terms.lease === 'dropped' ? withClient(cleared, client, (c) => withLease(c, resource, null)) : cleared;
   return { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next, events: [...events, ...deleted] };
 }

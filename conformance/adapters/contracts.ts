@@ -15,7 +15,10 @@ import type { LibraryContract } from '../adapter.ts';
  * model rounds up; no fencing tokens; no client-side timeout (ioredis
  * connections without commandTimeout); `extend(duration)` sets the duration
  * it is given; a failed extend throws and leaves the Lock and its keys as
- * they were; and no check of its input (an empty resource name is a key).
+ * they were (`failedExtend: { lease: 'unchanged' }`: `extend` builds a new
+ * Lock only on success, so the caller's Lock keeps its `expiration` while
+ * the call is out and after it fails, an extension to a shorter duration
+ * too); and no check of its input (an empty resource name is a key).
  * A refusal does not say why when it is given: `acquire` rejects with an
  * ExecutionError as soon as a quorum voted against, and its `attempts` are
  * promises of vote counts that settle only once every node has answered,
@@ -24,7 +27,7 @@ import type { LibraryContract } from '../adapter.ts';
  * call still pending, and the run ended inconclusive).
  */
 export function redlockContract(driftFactor: number): LibraryContract {
-  return { ...redlockTerms(driftFactor), denialReasons: false };
+  return { ...redlockTerms(driftFactor), failedExtend: { lease: 'unchanged', keys: 'kept' }, denialReasons: false };
 }
 
 /** What redlock 4 and 5 share. */
@@ -35,11 +38,12 @@ function redlockTerms(driftFactor: number): LibraryContract {
 /**
  * redlock 4.2.0: the promises of redlock 5 (but the reasons), and its failed extend as
  * redlock.js has it: `_lock`'s failure path unlocks (deletes the keys on
- * every node it reaches) while the caller's Lock keeps its expiration.
+ * every node it reaches) while the caller's Lock keeps its expiration
+ * (`extend` sets `lock.expiration` only on success: 'unchanged').
  * It says why it refused: `_lock` waits for every node before it answers,
  * and its adapter counts the votes it has then (redlock4.ts).
  */
-export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockTerms(0.01), failedExtend: { lease: 'kept', keys: 'deleted' } };
+export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockTerms(0.01), failedExtend: { lease: 'unchanged', keys: 'deleted' } };
 
 /**
  * What redis-semaphore's mutexes promise: no deadline (`isAcquired` stays
