@@ -115,7 +115,9 @@ export function judgedDesign(backend: BackendUnderTest): Design {
 export function contractDesign(design: Design, contract: LibraryContract | undefined, reentrant: boolean): Design {
   if (contract === undefined) return design;
   const m = contract.driftMargin;
-  const terms = { ...(contract.deadline === 'none' ? { clientDeadline: 'none' as const } : {}), ...(contract.failedExtend !== undefined ? { failedExtend: contract.failedExtend } : {}) };
+  // No client timeout matters only with a deadline: a client without one already reads every late reply.
+  const timeout = contract.deadline !== 'none' && contract.clientTimeout === false ? { clientTimeout: 'none' as const } : {};
+  const terms = { ...(contract.deadline === 'none' ? { clientDeadline: 'none' as const } : {}), ...timeout, ...(contract.failedExtend !== undefined ? { failedExtend: contract.failedExtend } : {}) };
   return match(design)
     .with({ kind: P.union('redis-single', 'redlock', 'etcd-lease') }, (d): Design => ({ ...d, ...(m === undefined ? {} : { driftFactor: m.factor, clockMarginMs: m.fixedMs, driftRounding: m.rounding }), ...terms }))
     // Session locks stack in PostgreSQL; a library that opens a session per call declares reentrant: false.

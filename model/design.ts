@@ -56,6 +56,14 @@ export interface LeaseTerms {
    * is judged as a property of the design, by its consequence.
    */
   readonly clientDeadline?: 'none';
+  /**
+   * 'none': a client that keeps a deadline but has no request timeout of its
+   * own waits for an extension's replies however late, where lockcheck's
+   * client gives up at the ttl (a client without a deadline always does).
+   * A quorum read after the new deadline is still a refusal to the model:
+   * a library that calls it extended claims a lease that is over.
+   */
+  readonly clientTimeout?: 'none';
   /** What a refused extension does (default: the lease is kept, its keys too). */
   readonly failedExtend?: FailedExtend;
 }
@@ -464,7 +472,7 @@ function unchangeable(o: object): boolean {
 }
 
 /** The fields of each design kind (Design): any other is refused. */
-const TERMS = ['clientDeadline', 'failedExtend'] as const;
+const TERMS = ['clientDeadline', 'clientTimeout', 'failedExtend'] as const;
 const DESIGN_FIELDS: Readonly<Record<DesignKind, readonly string[]>> = Object.freeze({
   'redis-single': ['kind', 'persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs', 'driftRounding', ...TERMS],
   redlock: ['kind', 'nodes', 'persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs', 'driftRounding', ...TERMS],
@@ -492,6 +500,7 @@ function optionalOneOf(value: unknown, kind: DesignKind, name: string, allowed: 
 /** A ttl design's lease terms (spec 7.11): each absent or one of its values. */
 function checkTerms(d: Extract<Design, { kind: 'redis-single' | 'redlock' | 'etcd-lease' }>): void {
   optionalOneOf(d.clientDeadline, d.kind, 'clientDeadline', CLIENT_DEADLINES);
+  optionalOneOf(d.clientTimeout, d.kind, 'clientTimeout', CLIENT_DEADLINES);
   if (d.failedExtend !== undefined) {
     checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'unchanged' | 'dropped', keys: 'kept' | 'deleted' } or absent");
     checkKnownKeys(d.failedExtend, `${d.kind} failedExtend`, ['lease', 'keys']);
@@ -528,7 +537,7 @@ function termsLabel(design: Design): string {
   const terms = leaseTerms(design);
   const rounding = 'driftRounding' in design && design.driftRounding === 'round' ? ', drift rounded' : '';
   const extend = terms.failedExtend === undefined ? '' : `, failed extend ${FAILED_EXTEND_LABEL[terms.failedExtend.lease]} lease, ${terms.failedExtend.keys === 'kept' ? 'keeps' : 'deletes'} keys`;
-  return `${terms.clientDeadline === 'none' ? ', no client deadline' : ''}${extend}${rounding}`;
+  return `${terms.clientDeadline === 'none' ? ', no client deadline' : ''}${terms.clientTimeout === 'none' ? ', no client timeout' : ''}${extend}${rounding}`;
 }
 
 function statementTimeout(d: { statementTimeoutMs?: number }, more: readonly string[]): string {

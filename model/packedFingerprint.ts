@@ -89,6 +89,8 @@ export interface PackedContext {
   readonly quorum: number;
   /** The client keeps no deadline (leaseTerms: clientDeadline 'none'). */
   readonly noDeadline: boolean;
+  /** The client has no request timeout of its own (leaseTerms: clientTimeout 'none'): it reads an extension's late replies. */
+  readonly noClientTimeout: boolean;
   /** WorldConfig.requestTimeoutMs, NaN when absent. */
   readonly requestTimeoutMs: number;
   readonly tokenBase: number;
@@ -122,6 +124,7 @@ export function packedContext(layout: PackedLayout, initial: World, options: Fin
     design,
     quorum: quorum(design),
     noDeadline: leaseTerms(design).clientDeadline === 'none',
+    noClientTimeout: leaseTerms(design).clientTimeout === 'none',
     requestTimeoutMs: initial.config.requestTimeoutMs ?? Number.NaN,
     tokenBase: Number(initial.config.tokenBase ?? 0n),
     waitReplication: replication(design) === 'wait',

@@ -268,7 +268,7 @@ function finishExtend(
   const lease = leaseAt(l, client, r);
   for (let i = 0; i < n; i++) round.yes[i] = votes[i]!;
   // world.ts finishExtend: a client with no deadline and no request timeout waits for every reply that comes.
-  let waits = ctx.noDeadline && Number.isNaN(ctx.requestTimeoutMs);
+  let waits = (ctx.noDeadline || ctx.noClientTimeout) && Number.isNaN(ctx.requestTimeoutMs);
   for (let i = 0; i < n && waits; i++) if (round.kind[i] === NEVER) waits = false;
   roundEndsInto(round, n, waits ? Number.POSITIVE_INFINITY : deadline, earliest, DECIDE_YES_OR_NEVER, ctx.quorum, ways);
   const count = ways.ways;

@@ -1012,7 +1012,9 @@ function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: 
   const lease = entryOf(sent.clients[client]!.leases, f.resource);
   // A client with no deadline and no request timeout of its own (a library's declared contract, spec 7.11) waits for
   // the replies however late, as its acquire does (readLateReplies); from a black hole none comes, so there it does not.
-  const waits = leaseTerms(design).clientDeadline === 'none' && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
+  // So does a client with a deadline that declares no request timeout (clientTimeout 'none'): a late quorum is still refused below.
+  const terms = leaseTerms(design);
+  const waits = (terms.clientDeadline === 'none' || terms.clientTimeout === 'none') && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
   return roundEnds(f.arrivals, waits ? Number.POSITIVE_INFINITY : f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
     const after: World = { ...sent, nowMs: endMs };
     const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, events);

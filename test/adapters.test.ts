@@ -157,6 +157,22 @@ for (const { library, backend } of libraries) {
       expect(report.steps[6]!.actual.kind).toBe('denied');
     }, 120_000);
 
+    // The timing cell's last inconclusive run: an extend whose replies come after the ttl. The library has no client-side
+    // timeout (declared) and waits for them; the model's client gave up at the ttl, so the call was 'not returned'.
+    it('an extend whose replies come after the ttl is judged when the library reads them: extended with its expiration past (MUTEX-1, unsafe; was: inconclusive)', async () => {
+      const schedule: Command[] = [
+        { kind: 'acquire', client: 0, resource: 'r', ttlMs: 200 },
+        { kind: 'extend', client: 0, resource: 'r', ttlMs: 20, latencyMs: 40 },
+      ];
+      const report = await runLockstep(backend(), schedule, { clients: 2, tokenBase: 0n });
+      const verdict = scriptedFailure(report);
+      expect([verdict.property, verdict.consequence, verdict.step.command.kind]).toEqual(['MUTEX-1', { kind: 'unsafe', what: 'the client may act on a lease longer than allowed' }, 'extend']);
+      expect(verdict.step.allowed).toEqual([{ kind: 'not-extended', reason: 'no-quorum' }]);
+      // Read at 40 ms, as the library read them; 20 - 2 ms is long past.
+      expect(verdict.step.endMs).toBe(40);
+      expect(verdict.step.actual).toMatchObject({ kind: 'extended', validUntilMs: 18 });
+    }, 120_000);
+
     // The timing cell's inconclusive runs (7 of 30 at seed 20161010): the library rejects once a quorum voted against, and
     // the adapter waited for its vote counts (ExecutionError.attempts), which settle only when the slow node answers.
     it('a refusal with a slow node is judged when the library gives it, not when the slow node answers (was: inconclusive, a call not returned)', async () => {

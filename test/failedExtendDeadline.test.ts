@@ -66,4 +66,21 @@ describe("a refused extension to a shorter ttl keeps the deadline the client's t
       expect(shape(explore(initial, alphabet, { maxDepth: depth })), fault).toEqual(shape(explore(initial, alphabet, { maxDepth: depth, packed: false })));
     }
   });
+
+  it("a client with a deadline and no request timeout ('clientTimeout: none') reads an extension's late replies: still refused, but when they come", () => {
+    for (const [timeout, endMs] of [[true, 20], [false, 40]] as const) {
+      const design: Design = { ...(designs.redlock() as Extract<Design, { kind: 'redlock' }>), ...(timeout ? {} : { clientTimeout: 'none' as const }) };
+      const w = only(initialWorld({ design, store: 'unfenced', clients: 2 }), { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 200 });
+      const late = step(w, { kind: 'extend', client: 0, resource: 'r0', ttlMs: 20, latencyMs: 40 });
+      expect(late.map((b) => [b.outcome, b.next.nowMs])).toEqual([[{ kind: 'not-extended', reason: 'no-quorum' }, endMs]]);
+    }
+    const design = contractDesign(designs.redlock(), redlockContract(0.01), false);
+    expect(design).toMatchObject({ clientTimeout: 'none' });
+    for (const fault of ['timing', 'delay'] as const) {
+      const initial = initialWorld({ design, store: 'unfenced', clients: 2 });
+      const alphabet = alphabetFor(design, fault);
+      const shape = (r: ReturnType<typeof explore>): unknown => ({ states: r.states, transitions: r.transitions, found: r.counterexamples.map((x) => [x.property, x.steps.length]) });
+      expect(shape(explore(initial, alphabet, { maxDepth: 4 })), fault).toEqual(shape(explore(initial, alphabet, { maxDepth: 4, packed: false })));
+    }
+  });
 });
