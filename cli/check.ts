@@ -6,6 +6,7 @@ import type { StorePolicy } from '../conformance/history/event.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
 import type { CheckMessage, CheckTask } from './checkWorker.ts';
 import { workerScript } from './exploreWorkerScript.ts';
+import { StopFlag, stopOnSignals } from './stopSignals.ts';
 import { writeHistoryReport } from '../conformance/history/report.ts';
 import { InputFileError, readInputBytes } from './readInput.ts';
 import { counted, countedIfKnown, countText } from '../conformance/counted.ts';
@@ -62,13 +63,6 @@ function progressLines(): { readonly line: (p: CheckProgress) => void; readonly 
   };
 }
 
-/** The signals that end a check early with the report of what it decided, and the exit code each gives (128 + its number). */
-const STOP_SIGNALS = [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-  ['SIGHUP', 129],
-] as const;
-
 /**
  * Judges the history on a worker thread, so that this thread hears Ctrl-C (SIGTERM, SIGHUP) while a long search
  * runs: the first signal stops the check as its budget running out would (what it decided is kept and printed, the
@@ -88,24 +82,16 @@ export async function checkCommand(o: CheckCommandOptions): Promise<number> {
   // Parsing is not in the budget (a malformed line is refused wherever it is), but a large file takes seconds: say so.
   if (bytes.length >= LARGE_INPUT_BYTES) process.stderr.write(`lockcheck check: reading ${shown} (${Math.round(bytes.length / 2 ** 20)} MiB)\n`);
   const progress = progressLines();
-  const stop = new Int32Array(new SharedArrayBuffer(4));
-  let stoppedBy: (typeof STOP_SIGNALS)[number] | undefined;
-  const handlers = STOP_SIGNALS.map((entry) => {
-    const handler = (): void => {
-      if (stoppedBy !== undefined) process.exit(entry[1]);
-      stoppedBy = entry;
-      Atomics.store(stop, 0, 1);
-      progress.end();
-      process.stderr.write(`\nlockcheck: ${entry[0]}: stopping the check; what it decided follows (again to end at once)\n`);
-    };
-    process.on(entry[0], handler);
-    return [entry[0], handler] as const;
+  const stop = new StopFlag();
+  const signals = stopOnSignals(stop, (signal) => {
+    progress.end();
+    process.stderr.write(`\nlockcheck: ${signal}: stopping the check; what it decided follows (again to end at once)\n`);
   });
   let answer: Exclude<CheckMessage, { kind: 'progress' }>;
   try {
     const task: CheckTask = {
       bytes,
-      stop: stop.buffer as SharedArrayBuffer,
+      stop: stop.buffer,
       options: {
         ...(o.storePolicy !== undefined ? { storePolicy: o.storePolicy } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
@@ -114,7 +100,7 @@ export async function checkCommand(o: CheckCommandOptions): Promise<number> {
     };
     answer = await judgeOnWorker(task, progress.line);
   } finally {
-    for (const [signal, handler] of handlers) process.off(signal, handler);
+    signals.remove();
     progress.end();
   }
   if (answer.kind === 'invalid') {
@@ -127,16 +113,17 @@ export async function checkCommand(o: CheckCommandOptions): Promise<number> {
     return 2;
   }
   const report = answer.report;
+  const stoppedBy = signals.by();
   // The verdict is printed before the report is written: a report that still cannot be written (checked before, cli/main.ts) loses only itself.
   const html = o.report === undefined ? undefined : join(o.report, 'history.html');
-  if (o.json) console.log(JSON.stringify({ file: o.file, ...jsonReport(report), ...(html !== undefined ? { reportFile: html } : {}), ...(stoppedBy !== undefined ? { interrupted: stoppedBy[0] } : {}) }, null, 2));
-  else console.log(reportText(o.file, report, html) + (stoppedBy !== undefined ? `\ninterrupted (${stoppedBy[0]}): the checks not decided by then say unknown` : ''));
+  if (o.json) console.log(JSON.stringify({ file: o.file, ...jsonReport(report), ...(html !== undefined ? { reportFile: html } : {}), ...(stoppedBy !== null ? { interrupted: stoppedBy[0] } : {}) }, null, 2));
+  else console.log(reportText(o.file, report, html) + (stoppedBy !== null ? `\ninterrupted (${stoppedBy[0]}): the checks not decided by then say unknown` : ''));
   if (o.report !== undefined) {
     // The worker's history is its own: read again here for the timeline (valid: the worker read it).
     const history = parseHistory(decodeHistory(bytes) as string);
     if (!(history instanceof Error)) writeHistoryReport(o.report, history, report, `lockcheck check ${o.file}`);
   }
-  return stoppedBy !== undefined ? stoppedBy[1] : EXIT_BY_VERDICT[report.verdict];
+  return stoppedBy !== null ? stoppedBy[1] : EXIT_BY_VERDICT[report.verdict];
 }
 
 /** Runs the check on a worker thread (checkWorker.ts); its progress goes to `onProgress`, its answer is returned. */

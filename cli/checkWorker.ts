@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { checkHistory, hasClientOperations, type CheckOptions, type CheckProgress, type CheckReport } from '../conformance/history/check.ts';
 import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
+import { stopRead } from './stopSignals.ts';
 
 /**
  * lockcheck check's worker thread: decodes, parses and judges the history, so that the main thread stays free to
@@ -9,7 +10,7 @@ import { decodeHistory, parseHistory } from '../conformance/history/parse.ts';
 export interface CheckTask {
   readonly bytes: Uint8Array;
   readonly options: Omit<CheckOptions, 'onProgress' | 'stop'>;
-  /** One Int32: non-zero once the check is to stop (CheckOptions.stop). */
+  /** A StopFlag's buffer: set once the check is to stop (CheckOptions.stop). */
   readonly stop: SharedArrayBuffer;
 }
 
@@ -21,12 +22,12 @@ export type CheckMessage =
 
 const task = workerData as CheckTask;
 const post = (m: CheckMessage): void => parentPort!.postMessage(m);
-const flag = new Int32Array(task.stop);
+const stopped = stopRead(task.stop);
 const text = decodeHistory(task.bytes);
 const history = text instanceof Error ? text : parseHistory(text);
 if (history instanceof Error) post({ kind: 'invalid', message: history.message });
 else if (!hasClientOperations(history)) post({ kind: 'empty', events: history.length });
 else {
-  const report = checkHistory(history, { ...task.options, onProgress: (progress) => post({ kind: 'progress', progress }), stop: () => Atomics.load(flag, 0) !== 0 });
+  const report = checkHistory(history, { ...task.options, onProgress: (progress) => post({ kind: 'progress', progress }), stop: stopped });
   post({ kind: 'report', report });
 }

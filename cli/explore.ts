@@ -11,7 +11,8 @@ import {
   SCENARIOS,
 } from '../model/index.ts';
 import type { LevelsRun } from './exploreCells.ts';
-import { exploreCells, exploreCellsByLevels, StopFlag } from './exploreCells.ts';
+import { exploreCells, exploreCellsByLevels } from './exploreCells.ts';
+import { StopFlag, stopOnSignals } from './stopSignals.ts';
 import { realServerRun, replayCommandLine, replayWord } from './exploreReplay.ts';
 import { UsageError } from './usage.ts';
 import { counted } from '../conformance/counted.ts';
@@ -70,35 +71,6 @@ function shownName(raw: string): string {
   return `'${escapedText(text.length > 40 ? `${text.slice(0, 37)}...` : text)}'`;
 }
 
-/** The signals that end an exploration early with a report of what it completed, and the exit code each gives (128 + its number). */
-const STOP_SIGNALS = [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-  ['SIGHUP', 129],
-] as const;
-
-/**
- * Ctrl-C (or SIGTERM, SIGHUP) while the cells are explored: the explorations
- * end at their last complete level (StopFlag; they run on worker threads so
- * that this thread hears the signal), and the report of what was completed is
- * printed as usual, marked interrupted; exit 128 + the signal's number. A
- * second signal ends the process at once.
- */
-function stopOnSignals(stop: StopFlag): { readonly by: () => (typeof STOP_SIGNALS)[number] | null; readonly remove: () => void } {
-  let by: (typeof STOP_SIGNALS)[number] | null = null;
-  const handlers = STOP_SIGNALS.map((entry) => {
-    const handler = (): void => {
-      if (by !== null) process.exit(entry[1]);
-      by = entry;
-      stop.set();
-      process.stderr.write(`\nlockcheck: ${entry[0]}: stopping the explorations at their last complete level; the report of what was completed follows (again to end at once)\n`);
-    };
-    process.on(entry[0], handler);
-    return [entry[0], handler] as const;
-  });
-  return { by: () => by, remove: () => handlers.forEach(([signal, handler]) => process.off(signal, handler)) };
-}
-
 export async function exploreCommand(options: ExploreCommandOptions): Promise<number> {
   const kinds = [...new Set(MATRIX_ROWS.map((r) => r.design.kind))];
   const rows = MATRIX_ROWS.filter((r) => options.design === undefined || r.design.kind === options.design);
@@ -140,7 +112,10 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
   let levels: LevelsRun | null = null;
   let cells: CellResult[];
   const stop = new StopFlag();
-  const signals = stopOnSignals(stop);
+  // The explorations end at their last complete level, and the report of what was completed is printed as usual.
+  const signals = stopOnSignals(stop, (signal) =>
+    process.stderr.write(`\nlockcheck: ${signal}: stopping the explorations at their last complete level; the report of what was completed follows (again to end at once)\n`),
+  );
   // The cells as they arrive: on a stop, the report is of these.
   const arrived: CellResult[] = [];
   // The cells cut by the stop (a cell --max-states or --seconds cut before it is cut by those).

@@ -5,6 +5,7 @@ import { match } from 'ts-pattern';
 import type { CellResult, Exploration, FaultClass, LevelsEnd, MatrixRow, StorePolicy } from '../model/index.ts';
 import { exploreByLevels, explorationKey, startCell } from '../model/index.ts';
 import { exploreWorkerScript } from './exploreWorkerScript.ts';
+import type { StopFlag } from './stopSignals.ts';
 
 /** One matrix cell to explore, as a worker receives it. */
 export interface CellTask {
@@ -28,31 +29,6 @@ export interface LevelsTask {
   readonly memoryLimitBytes: number;
   /** Set (non-zero) by the main thread to stop: the share ends as at its deadline (StopFlag). */
   readonly stop?: SharedArrayBuffer;
-}
-
-/**
- * A flag the main thread sets (Ctrl-C) and the explorations read as they go: a worker's
- * thread is busy exploring and hears no message until a cell is done, but reads shared
- * memory at once. Every exploration then ends at its last complete level.
- */
-export class StopFlag {
-  readonly buffer = new SharedArrayBuffer(4);
-  private readonly cell = new Int32Array(this.buffer);
-
-  set(): void {
-    Atomics.store(this.cell, 0, 1);
-  }
-
-  get isSet(): boolean {
-    return Atomics.load(this.cell, 0) !== 0;
-  }
-}
-
-/** The worker's reading of a StopFlag's buffer (none: never set). */
-export function stopRead(buffer: SharedArrayBuffer | undefined): () => boolean {
-  if (buffer === undefined) return () => false;
-  const cell = new Int32Array(buffer);
-  return () => Atomics.load(cell, 0) !== 0;
 }
 
 export type WorkerTask = CellTask | LevelsTask;

@@ -2,7 +2,8 @@ import { parentPort } from 'node:worker_threads';
 import { match } from 'ts-pattern';
 import { MATRIX_ROWS } from '../model/index.ts';
 import type { LevelMessage, WorkerTask } from './exploreCells.ts';
-import { epochMs, exploreCellInHeap, exploreShareByLevels, stopRead } from './exploreCells.ts';
+import { epochMs, exploreCellInHeap, exploreShareByLevels } from './exploreCells.ts';
+import { stopRead } from './stopSignals.ts';
 
 const rowOf = (label: string) => MATRIX_ROWS.find((r) => r.label === label)!;
 
