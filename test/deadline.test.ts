@@ -36,18 +36,30 @@ describe('deadline.ts: attempts and pauses cut to what is left of a deadline', (
 
 describe('processes.ts onSamePort: the pause between restarts is cut to what is left of the deadline', () => {
   it('a start that keeps finding its port taken fails at the deadline, not a whole 50 ms pause (and one more start) past it', async () => {
-    let starts = 0;
-    pauses.length = 0;
-    const tooLate = new Error('stayed in use');
-    const deadline = Date.now() + 5;
-    const error: unknown = await onSamePort(deadline, () => Promise.resolve(++starts > 100), () => tooLate).then(
-      () => null,
-      (e: unknown) => e,
-    );
-    expect(error).toBe(tooLate);
-    // Every pause asked for ends by the deadline (5 ms away at most); the uncut one is a whole 50 ms.
-    expect(pauses.length).toBeGreaterThan(0);
-    for (const ms of pauses) expect(ms).toBeLessThanOrEqual(5);
+    // Date.now is driven by the starts alone (each takes 70 ms of it), so a loaded machine cannot change the schedule:
+    // start 1 ends 30 ms before the deadline (a pause cut to 30), start 2 ends past it (the error, no pause).
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const t0 = Date.now();
+      let starts = 0;
+      pauses.length = 0;
+      const tooLate = new Error('stayed in use');
+      const start = (): Promise<boolean> => {
+        starts++;
+        vi.setSystemTime(t0 + 70 * starts);
+        return Promise.resolve(false);
+      };
+      const error: unknown = await onSamePort(t0 + 100, start, () => tooLate).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBe(tooLate);
+      expect(starts).toBe(2);
+      // The uncut pause would be a whole 50 ms, and a third start after it.
+      expect(pauses).toEqual([30]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a pause far from the deadline is a whole one', async () => {
