@@ -19,6 +19,14 @@ import { counted } from '../conformance/counted.ts';
 import { redactSecrets } from '../conformance/env/redact.ts';
 import { escapedText } from '../model/shownText.ts';
 import { didYouMean } from './rows.ts';
+import { availableParallelism } from 'node:os';
+
+/**
+ * Worker threads by default: one per core, at most 4. Two workers beat one even on a loaded 2-core machine
+ * (bench/explore.md); past a few, each worker's copy of the model and, under --budget, its shrinking share of
+ * --memory-mib cost more than the cores add on the 123 explorations.
+ */
+export const DEFAULT_JOBS = Math.max(1, Math.min(4, availableParallelism()));
 
 export interface ExploreCommandOptions {
   readonly depth: number;
@@ -27,7 +35,7 @@ export interface ExploreCommandOptions {
   readonly fault: string | undefined;
   /** Stop a cell after this many seconds on it (the cell then says the last depth it completed). */
   readonly seconds?: number;
-  /** Worker threads exploring cells side by side (1: none). */
+  /** Worker threads exploring cells side by side; default DEFAULT_JOBS. */
   readonly jobs?: number;
   /** A whole-run budget, s: every cell explored level by level until it is up (exploreCellsByLevels). */
   readonly budget?: number;
@@ -126,7 +134,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
       await exploreCells(
         tasks,
         { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.seconds === undefined ? undefined : options.seconds * 1000 },
-        options.jobs ?? 1,
+        options.jobs ?? DEFAULT_JOBS,
         (cell) => {
           arrived.push(cell);
           if (cell.truncated && stop.isSet) stopped.add(cell);
@@ -241,7 +249,7 @@ export async function exploreCommand(options: ExploreCommandOptions): Promise<nu
     console.log(
       JSON.stringify({
         lockcheck: 'explore',
-        options: { depth: options.depth, maxStates: options.maxStates, design: options.design ?? null, fault: options.fault ?? null, seconds: options.seconds ?? null, budget: options.budget ?? null, jobs: options.jobs ?? 1 },
+        options: { depth: options.depth, maxStates: options.maxStates, design: options.design ?? null, fault: options.fault ?? null, seconds: options.seconds ?? null, budget: options.budget ?? null, jobs: options.jobs ?? DEFAULT_JOBS },
         scenarios,
         cells: tasks.map((t) => cellJson(t.row.label, t.store, t.fault, cellOf(t.row.label, t.store, t.fault), stopped)),
         totals: {
@@ -305,7 +313,7 @@ async function exploreByBudget(tasks: ReadonlyArray<{ readonly row: MatrixRow; r
   return exploreCellsByLevels(
     tasks,
     { maxDepth: options.depth, maxStates: options.maxStates, budgetMs: options.budget! * 1000, memoryLimitBytes: (options.memoryMib ?? 3072) * 2 ** 20 },
-    options.jobs ?? 1,
+    options.jobs ?? DEFAULT_JOBS,
     (exploration, depth, over) => {
       depths.set(exploration, { depth, over });
       // Every exploration has reported once it completed level 1 or was over; the depth all reached is the least of the open ones.

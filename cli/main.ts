@@ -86,7 +86,7 @@ ${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`              
             default 10000), --memory-mib M (the linearizability search's memory bound per object, default 1024)
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
-                    threads, default 1: each worker loads the model anew, a loss unless cores are idle), --design KIND, --fault CLASS
+                    threads, default one per core, at most 4), --design KIND, --fault CLASS
                     --budget S: the whole run gets S s, every cell explored level by level (all cells complete
                     depth d before any starts d+1, each keeping its frontier and visited states); prints the
                     deepest depth each cell completed ("exhausted": its whole reachable space) and the depth
@@ -470,7 +470,7 @@ async function main(argv: readonly string[]): Promise<number> {
       }
       if (values['memory-mib'] !== undefined && values.budget === undefined) throw new UsageError('--memory-mib bounds a --budget run: give --budget S too');
       if (values.seconds !== undefined && values.budget !== undefined) throw new UsageError('--seconds (a bound per cell) and --budget (one for the whole run) do not go together: give one');
-      const { exploreCommand } = await import('./explore.ts');
+      const { exploreCommand, DEFAULT_JOBS } = await import('./explore.ts');
       return exploreCommand({
         // Under --budget the depth is a bound the time usually reaches first; without one, none.
         depth: values.budget === undefined ? int(values.depth, 'depth', 6, 1, 10) : int(values.depth, 'depth', 1000, 1, 1000),
@@ -480,7 +480,7 @@ async function main(argv: readonly string[]): Promise<number> {
         seconds: values.seconds === undefined ? undefined : int(values.seconds, 'seconds', 0, 1, 86_400),
         budget: values.budget === undefined ? undefined : int(values.budget, 'budget', 0, 1, 86_400),
         memoryMib: int(values['memory-mib'], 'memory-mib', 3072, 64, 1 << 20),
-        jobs: int(values.jobs, 'jobs', 1, 1, Math.max(1, availableParallelism())),
+        jobs: int(values.jobs, 'jobs', DEFAULT_JOBS, 1, Math.max(1, availableParallelism())),
         json: values.json ?? false,
       });
     }
