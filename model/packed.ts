@@ -168,6 +168,11 @@ export function clientAt(layout: PackedLayout, c: number): number {
   return layout.clientBase + c * layout.clientStride;
 }
 
+/** Where client `client`'s lease of resource `r` starts. */
+export function leaseAt(layout: PackedLayout, client: number, r: number): number {
+  return clientAt(layout, client) + C_LEASES + r * LEASE_STRIDE;
+}
+
 const linkCache = new Map<string, readonly [number, number]>();
 function parseLink(l: string): readonly [number, number] {
   let parsed = linkCache.get(l);

@@ -82,7 +82,8 @@ function scratch(l: PackedLayout): void {
 let marginTtl = Number.NaN;
 let marginCtx: PackedContext | null = null;
 let margin = 0;
-function marginOf(ctx: PackedContext, ttl: number): number {
+/** driftMarginMs of the design for `ttl`, remembered for the last (ctx, ttl) asked: a step asks it with the same ones again and again. */
+export function marginOf(ctx: PackedContext, ttl: number): number {
   if (ctx !== marginCtx || ttl !== marginTtl) {
     margin = driftMarginMs(ctx.design, ttl);
     marginCtx = ctx;

@@ -8,7 +8,6 @@ import type { PackedLayout } from './packed.ts';
 import { FAILED, NEVER } from './packedRound.ts';
 import {
   C_ATTEMPTS,
-  C_LEASES,
   C_MONO_ANCHOR,
   C_MONO_DRIFT,
   C_PAUSED,
@@ -42,6 +41,7 @@ import {
   K_PRESENT,
   K_TTL,
   KEY_STRIDE,
+  leaseAt,
   L_ATTEMPT,
   L_BUFFERED,
   L_COUNT,
@@ -49,7 +49,6 @@ import {
   L_PRESENT,
   L_TOKEN,
   L_VALID_UNTIL,
-  LEASE_STRIDE,
   N_AVAILABLE,
   N_CUT,
   N_DELAY_KIND,
@@ -165,10 +164,6 @@ function boundOf(ctx: PackedContext, ttl: number): number {
     boundTolerance = ctx.toleranceMs;
   }
   return bound;
-}
-
-function leaseAt(l: PackedLayout, client: number, r: number): number {
-  return clientAt(l, client) + C_LEASES + r * LEASE_STRIDE;
 }
 
 /** fingerprint.ts's heldBefore. */
