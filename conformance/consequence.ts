@@ -7,7 +7,8 @@ import type { BackendUnderTest, LibraryContract } from './adapter.ts';
 
 /**
  * Every deviation from the model, classified by what it costs a user who
- * trusts the backend's answer (spec §7, "findings by consequence"):
+ * trusts the backend's answer (docs/adapter.md, "Auditing a library: its contract, and findings by
+ * consequence"; the contract's lease terms, spec 7.11):
  * - unsafe: the client may act on a lease longer than allowed, two clients
  *   hold the lock, a stale write lands, a key of another owner changed;
  * - liveness: the lock is not there when it should be (a refused grant, a

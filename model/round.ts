@@ -4,7 +4,7 @@
  * waiting. The client stops as soon as the round's outcome is decided (a
  * quorum said yes, or too few are left to make one: the round's `Decision`),
  * when every node that can answer has, or at its request timeout; a reply
- * that comes later counts as no answer (spec 7.1, "Rounds and the request
+ * that comes later counts as no answer (spec 3, "Rounds and the request
  * timeout"). What a late reply did on its node stays done.
  */
 

@@ -2,8 +2,8 @@
  * The adapter for `@microfleet/ioredis-lock` (npm, 6.0.1, MIT): a lock on
  * one Redis node through ioredis, checked against lockcheck's redis-single
  * model on real redis-server processes. Written from docs/adapter.md and
- * lockcheck/kit alone (see docs/adapter.md, "Auditing a library from the
- * docs"), as a user auditing a library would.
+ * lockcheck/kit alone (see docs/adapter.md, "Auditing an npm library with the
+ * kit"), as a user auditing a library would.
  *
  * What the library does (src/lock.ts, src/scripts.ts):
  * - `createLock(client, { timeout, retries, delay, jitter })` is a Lock for
