@@ -3,8 +3,7 @@ import { runLockstep, textTimeline } from '../conformance/index.ts';
 import type { BackendUnderTest, RunReport } from '../conformance/index.ts';
 import type { RedisCluster } from '../conformance/env/redisBackend.ts';
 import { startRedisCluster } from '../conformance/env/redisBackend.ts';
-import { redisLibraryBackend } from '../conformance/kit.ts';
-import { LeaseHandle } from '../impl/lease.ts';
+import { setNxLock } from './fixtures/setNxLock.ts';
 import type { Command } from '../model/index.ts';
 
 /**
@@ -31,35 +30,21 @@ type Release = 'pipeline' | 'multi' | 'separate';
 
 /** SET NX PX to acquire (MULTI with a GET of the key in the same write); the release's GET and DEL as `release` says. */
 function pairLock(release: Release): BackendUnderTest {
-  return redisLibraryBackend(
+  return setNxLock(
     {
       name: `GET and DEL, ${release}`,
-      contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
-      lockKey: (resource) => `k:${resource}`,
-      client: ({ nodes, clock, client }) => {
-        const redis = nodes[0]!;
-        let made = 0;
-        return {
-          async acquire(resource, { ttlMs }) {
-            const owner = `c${client}-${++made}`;
-            const replies = await redis.multi().set(`k:${resource}`, owner, 'PX', ttlMs!, 'NX').get(`k:${resource}`).exec();
-            return replies?.[1]?.[1] !== owner ? { kind: 'denied', reason: 'held' } : { kind: 'granted', lease: new LeaseHandle(resource, owner, 0n, null, clock) };
-          },
-          async release(lease) {
-            (lease as LeaseHandle).lose('released');
-            const key = `k:${lease.resource}`;
-            if (release === 'separate') {
-              // The DEL goes out only once the GET's reply is read: two round trips.
-              if ((await redis.get(key)) === lease.owner) await redis.del(key);
-              return;
-            }
-            // In one write (unconditional: this lock is for the round trips only, not a lock to copy).
-            await (release === 'multi' ? redis.multi() : redis.pipeline()).get(key).del(key).exec();
-          },
-        };
+      acquire: 'multi',
+      release: async (redis, key, lease) => {
+        if (release === 'separate') {
+          // The DEL goes out only once the GET's reply is read: two round trips.
+          if ((await redis.get(key)) === lease.owner) await redis.del(key);
+          return;
+        }
+        // In one write (unconditional: this lock is for the round trips only, not a lock to copy).
+        await (release === 'multi' ? redis.multi() : redis.pipeline()).get(key).del(key).exec();
       },
     },
-    { cluster: cluster! },
+    cluster!,
   );
 }
 

@@ -3,9 +3,8 @@ import type { Command } from '../model/command.ts';
 import type { RedisCluster } from '../conformance/env/redisBackend.ts';
 import { startRedisCluster } from '../conformance/env/redisBackend.ts';
 import { redisLockBackend } from '../conformance/adapters/redisLock.ts';
-import { redisLibraryBackend } from '../conformance/redisLibrary.ts';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
-import { LeaseHandle } from '../impl/lease.ts';
+import { setNxLock } from './fixtures/setNxLock.ts';
 import { checkConformance } from '../conformance/check.ts';
 import { runLockstep } from '../conformance/lockstep.ts';
 import { failureSignature, minimise, type Schedule } from '../conformance/minimise.ts';
@@ -52,28 +51,14 @@ const padded: Command[] = [
 
 /** A lock whose release takes two round trips, GET and then DEL if the key is its own: a pause between them holds the DEL. */
 function twoTripRelease(): BackendUnderTest {
-  return redisLibraryBackend(
+  return setNxLock(
     {
       name: 'release in two round trips',
-      contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
-      lockKey: (resource) => `k:${resource}`,
-      client: ({ nodes, clock, client }) => {
-        const redis = nodes[0]!;
-        let made = 0;
-        return {
-          async acquire(resource, { ttlMs }) {
-            const owner = `c${client}-${++made}`;
-            const set = await redis.set(`k:${resource}`, owner, 'PX', ttlMs!, 'NX');
-            return set === null ? { kind: 'denied', reason: 'held' } : { kind: 'granted', lease: new LeaseHandle(resource, owner, 0n, null, clock) };
-          },
-          async release(lease) {
-            (lease as LeaseHandle).lose('released');
-            if ((await redis.get(`k:${lease.resource}`)) === lease.owner) await redis.del(`k:${lease.resource}`);
-          },
-        };
+      release: async (redis, key, lease) => {
+        if ((await redis.get(key)) === lease.owner) await redis.del(key);
       },
     },
-    { cluster: cluster! },
+    cluster!,
   );
 }
 

@@ -8,9 +8,7 @@ import { redlock4Backend } from '../conformance/adapters/redlock4.ts';
 import { redisSemaphoreMutexBackend, redisSemaphoreRedlockMutexBackend } from '../conformance/adapters/redisSemaphore.ts';
 import type { Command } from '../model/index.ts';
 import { createHash } from 'node:crypto';
-import { redisLibraryBackend } from '../conformance/kit.ts';
-import { LeaseHandle } from '../impl/lease.ts';
-import type { Lease } from '../impl/lease.ts';
+import { setNxLock } from './fixtures/setNxLock.ts';
 
 /**
  * A script a library sends as EVALSHA and, on NOSCRIPT (every run starts
@@ -106,33 +104,19 @@ describe('EVALSHA, NOSCRIPT, EVAL: one round trip', () => {
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 const RELEASE_SHA = createHash('sha1').update(RELEASE).digest('hex');
 function scriptLock(fallback: 'eval' | 'del'): BackendUnderTest {
-  return redisLibraryBackend(
+  return setNxLock(
     {
       name: `script lock, ${fallback} on NOSCRIPT`,
-      contract: { deadline: 'none', clientTimeout: false, tokens: 'none', validatesInput: false },
-      lockKey: (resource) => `k:${resource}`,
-      client: ({ nodes, clock, client }) => {
-        const redis = nodes[0]!;
-        let made = 0;
-        return {
-          async acquire(resource, { ttlMs }) {
-            const owner = `c${client}-${++made}`;
-            const set = await redis.set(`k:${resource}`, owner, 'PX', ttlMs!, 'NX');
-            return set === null ? { kind: 'denied', reason: 'held' } : { kind: 'granted', lease: new LeaseHandle(resource, owner, 0n, null, clock) };
-          },
-          async release(lease: Lease) {
-            (lease as LeaseHandle).lose('released');
-            try {
-              await redis.evalsha(RELEASE_SHA, 1, `k:${lease.resource}`, lease.owner);
-            } catch (e) {
-              if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-              await (fallback === 'eval' ? redis.eval(RELEASE, 1, `k:${lease.resource}`, lease.owner) : redis.del(`k:${lease.resource}`));
-            }
-          },
-        };
+      release: async (redis, key, lease) => {
+        try {
+          await redis.evalsha(RELEASE_SHA, 1, key, lease.owner);
+        } catch (e) {
+          if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
+          await (fallback === 'eval' ? redis.eval(RELEASE, 1, key, lease.owner) : redis.del(key));
+        }
       },
     },
-    { cluster: cluster! },
+    cluster!,
   );
 }
 
