@@ -95,6 +95,19 @@ function wrapped(node: EtcdNode, changes: Partial<EtcdNode>): EtcdNode {
   return { ...node, ...changes };
 }
 
+/** The real node whose put of a key takes `took.ms` of the test's clock (advanced once the put has answered). */
+function slowPuts(real: EtcdNode, clock: ManualClock): { readonly node: EtcdNode; readonly took: { ms: number } } {
+  const took = { ms: 0 };
+  const node = wrapped(real, {
+    putIfAbsent: async (key, value, leaseId) => {
+      const r = await real.putIfAbsent(key, value, leaseId);
+      clock.advance(took.ms);
+      return r;
+    },
+  });
+  return { node, took };
+}
+
 /** An EtcdNode whose every call fails: for what must be decided before any call. */
 const unused = (): Promise<never> => Promise.reject(new Error('not called'));
 const STUB: EtcdNode = { grant: unused, putIfAbsent: unused, keepAlive: unused, owns: unused, deleteIfOwned: unused, revoke: unused, get: unused, fencedWrite: unused };
@@ -304,19 +317,12 @@ describe('EtcdLock', () => {
     const clock = new ManualClock();
     const p = prefix();
     const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
-    let took = 0;
-    const slow = wrapped(real, {
-      putIfAbsent: async (key, value, leaseId) => {
-        const r = await real.putIfAbsent(key, value, leaseId);
-        clock.advance(took);
-        return r;
-      },
-    });
+    const { node: slow, took } = slowPuts(real, clock);
     const lock = new EtcdLock({ node: slow, clock, prefix: p, driftFactor: 0, clockMarginMs: 0 });
-    took = 1000;
+    took.ms = 1000;
     expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'timed-out' });
     await leasesBecome(0);
-    took = 999;
+    took.ms = 999;
     const start = clock.now();
     const lease = granted(await lock.acquire('r', { ttlMs: 1000 }));
     expect(lease.validUntilMs).toBe(start + 1000);
@@ -701,13 +707,8 @@ describe('EtcdLock', () => {
   it('a grant whose round trip ate the validity the allowance needs is validity-exhausted', async () => {
     const clock = new ManualClock();
     const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
-    const slow = wrapped(real, {
-      putIfAbsent: async (key, value, leaseId) => {
-        const r = await real.putIfAbsent(key, value, leaseId);
-        clock.advance(600);
-        return r;
-      },
-    });
+    const { node: slow, took } = slowPuts(real, clock);
+    took.ms = 600;
     const lock = new EtcdLock({ node: slow, clock, prefix: prefix(), driftFactor: 0, clockMarginMs: 400 });
     expect(await lock.acquire('r', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
     await leasesBecome(0);
@@ -780,22 +781,15 @@ describe('EtcdLock', () => {
     const clock = new ManualClock();
     const p = prefix();
     const real = etcd3Node(c, { clock, requestTimeoutMs: TEST_BOUND_MS });
-    let took = 0;
-    const slow = wrapped(real, {
-      putIfAbsent: async (key, value, leaseId) => {
-        const r = await real.putIfAbsent(key, value, leaseId);
-        clock.advance(took);
-        return r;
-      },
-    });
+    const { node: slow, took } = slowPuts(real, clock);
     const lock = new EtcdLock({ node: slow, clock, prefix: p });
     const first = granted(await lock.acquire('r', { ttlMs: 1000 }));
     await lock.release(first);
-    took = 995;
+    took.ms = 995;
     expect(await lock.acquire('q', { ttlMs: 1000 })).toEqual({ kind: 'denied', reason: 'validity-exhausted' });
     await leasesBecome(0);
     expect(await createRevision(lockKey('q', p))).toBeNull();
-    took = 0;
+    took.ms = 0;
     const next = granted(await lock.acquire('r', { ttlMs: 1000 }));
     await lock.release(next);
     // The model, the same steps (the slow round trip as the attempt's latency).
