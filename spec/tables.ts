@@ -72,9 +72,14 @@ export function renderPredictedMatrix(p: Predicted): string {
       'which the prediction holds: every schedule of the class of up to k commands was explored (breadth first, so nothing shorter ' +
       `was missed; k is 8 where the exploration reached it within its state cap). The verdicts are recorded in \`${VERDICTS_FILE}\`. "—": every property holds to depth k. ` +
       '*Italic*: a consequence derived from the explored breaks, not reached at this depth ' +
-      '(MUTEX-1 on an unfenced store implies STORE-1; MUTEX-1 together with FENCE-1 implies STORE-1 on any store but `transactional`).',
+      '(MUTEX-1 on an unfenced store implies STORE-1; MUTEX-1 together with FENCE-1 implies STORE-1 on any store but `transactional`). ' +
+      `Definitions: ${PROPERTY_IDS.map(propertyLink).join(', ')}. A cell's shortest counterexamples, step by step, with the command that replays each: ` +
+      '`lockcheck explore --design <design> --fault <class>` (the design without its options in parentheses).',
   ].join('\n');
 }
+
+/** A property ID linked to its definition in section 5 (the anchor before its statement). */
+export const propertyLink = (id: PropertyId): string => `[${id}](#${id.toLowerCase()})`;
 
 /** Section 8: each fault class with the faults its exploration schedules. */
 export function renderFaultClasses(): string {
@@ -83,7 +88,7 @@ export function renderFaultClasses(): string {
 
 /** Section 5: every property with its title and how it is judged. */
 export function renderProperties(): string {
-  return ['| ID | property | kind | judged on |', '|---|---|---|---|', ...PROPERTY_IDS.map((id) => `| ${id} | ${PROPERTY_TITLES[id]} | ${PROPERTY_KINDS[id].kind} | ${PROPERTY_KINDS[id].on} |`)].join('\n');
+  return ['| ID | property | kind | judged on |', '|---|---|---|---|', ...PROPERTY_IDS.map((id) => `| ${propertyLink(id)} | ${PROPERTY_TITLES[id]} | ${PROPERTY_KINDS[id].kind} | ${PROPERTY_KINDS[id].on} |`)].join('\n');
 }
 
 /** The fault kinds a class's exploration schedules beyond the plain operations (for the consistency test). */

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { designs } from '../model/design.ts';
+import { designs, hasTtl } from '../model/design.ts';
 import { alphabetFor, FAULT_CLASS_ALLOWS, FAULT_CLASSES } from '../model/faultClass.ts';
 import { derivedProperties, MATRIX_ROWS } from '../model/matrix.ts';
 import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
@@ -80,6 +80,112 @@ describe('statements in the spec agree with the model', () => {
       const broken = PREDICTED.cells.filter((c) => c.fault === fc && Object.keys(c.found).length > 0);
       expect(broken.map((c) => `${c.row}/${c.store}: ${Object.keys(c.found).join(', ')}`), fc).toEqual([]);
     }
+  });
+
+  it("8.2's hand-written verdicts (the 'breaks' column, per fault class) are the predicted matrix's, derived properties included", () => {
+    // 8.2 said redis-replicated's strict crash-restart cell had STORE-1 only derived, after depth 8 had reached it (found by an audit).
+    const rowsOf: Record<string, string[]> = {
+      'redis-single (both), redis-replicated (both), redlock (all three), etcd-lease': MATRIX_ROWS.filter((r) => r.design.kind !== 'pg-session' && r.design.kind !== 'pg-xact').map((r) => r.label),
+      'redis-single (both), redis-replicated (both)': MATRIX_ROWS.filter((r) => r.design.kind === 'redis-single' || r.design.kind === 'redis-replicated').map((r) => r.label),
+      'redlock (all three)': MATRIX_ROWS.filter((r) => r.design.kind === 'redlock').map((r) => r.label),
+      'redis-single, none': ['redis-single(none)'],
+      'redis-single, aof-always': ['redis-single(aof-always)'],
+      'redlock(5), none': ['redlock(5 nodes, none)'],
+      'redlock(5), aof-always': ['redlock(5 nodes, aof-always)'],
+      'redlock(5), none, delayed restart': MATRIX_ROWS.filter((r) => r.design.kind === 'redlock' && r.design.restartDelayMs > 0).map((r) => r.label),
+      'redis-replicated, async': ['redis-replicated(async)'],
+      'redis-replicated, WAIT 1': ['redis-replicated(WAIT 1)'],
+      'pg-session, pg-xact': ['pg-session', 'pg-xact'],
+      'pg-session': ['pg-session'],
+      'pg-xact': ['pg-xact'],
+      'etcd-lease': ['etcd-lease'],
+    };
+    for (const labels of Object.values(rowsOf)) for (const l of labels) expect(MATRIX_ROWS.map((r) => r.label), l).toContain(l);
+    const cell = (row: string, store: string, fault: string) => PREDICTED.cells.find((c) => c.row === row && c.store === store && c.fault === fault)!;
+    /** What the predicted matrix shows in a cell: the properties explored broken, then those only derived from them (italic) marked so. */
+    const shown = (c: (typeof PREDICTED.cells)[number]): string[] => {
+      const found = new Set(PROPERTY_IDS.filter((id) => c.found[id] !== undefined));
+      return PROPERTY_IDS.flatMap((id) => (found.has(id) ? [id] : derivedProperties(found, c.store).includes(id) ? [`${id} derived`] : []));
+    };
+    const reasons = SPEC.slice(SPEC.indexOf('### 8.2'), SPEC.indexOf('### 8.3'));
+    const wrong: string[] = [];
+    let judged = 0;
+    for (const part of reasons.split(/^(?=\*\*[a-z-]+\*\* \()/m).slice(1)) {
+      const fault = /^\*\*([a-z-]+)\*\*/.exec(part)![1]!;
+      expect(FAULT_CLASSES, fault).toContain(fault);
+      if (!part.includes('| variant | breaks | reason |')) continue;
+      for (const m of part.matchAll(/^\| ([^|]+) \| ([^|]+) \| [^|]+ \|$/gm)) {
+        const [variant, breaks] = [m[1]!.trim(), m[2]!.trim()];
+        if (variant === 'variant' || variant === '---') continue;
+        const rows = rowsOf[variant];
+        expect(rows, `8.2 ${fault}: variant '${variant}' (add it to this test's map)`).toBeDefined();
+        for (const row of rows!) {
+          for (const store of MATRIX_ROWS.find((r) => r.label === row)!.stores) {
+            const c = cell(row, store, fault);
+            // 'unfenced: …; fenced: …' splits by store ('the same': as the unfenced); otherwise the clause is every store's.
+            const byStore = /^unfenced: (.*?); fenced: (.*)$/.exec(breaks);
+            let claim = byStore === null ? breaks : store === 'unfenced' ? byStore[1]! : byStore[2]! === 'the same (8.1 notes)' || byStore[2]!.startsWith('the same') ? byStore[1]! : byStore[2]!;
+            // 'as in the partition column': the cell shows what the same row's partition cell shows.
+            if (/as in the partition column/.test(claim)) claim = shown(cell(row, store, 'partition')).join(', ') || '—';
+            // A clause for a depth beyond the cell's ('FENCE-1 at depth 9') names what the table cannot show.
+            const named = claim.split(';').filter((clause) => !/at depth (\d+)/.test(clause) || Number(/at depth (\d+)/.exec(clause)![1]) <= c.depth);
+            // 'STORE-1 derived' (or '(and STORE-1 derived, …)') claims the italic entry; an ID alone, an explored break.
+            const derivedClaims = named.flatMap((clause) => [...clause.matchAll(/\(([^()]*\bderived\b[^()]*)\)|([A-Z]+-\d) derived/g)].map((m) => m[1] ?? m[2]!)).join(' ');
+            const ids = PROPERTY_IDS.flatMap((id) => (!named.some((clause) => clause.includes(id)) ? [] : derivedClaims.includes(id) ? [`${id} derived`] : [id]));
+            judged++;
+            if (ids.join() !== shown(c).join()) wrong.push(`8.2 ${fault} ${row}/${store}: says ${ids.join(', ') || '—'}, the matrix shows ${shown(c).join(', ') || '—'}`);
+          }
+        }
+      }
+    }
+    expect(judged).toBeGreaterThan(60);
+    expect(wrong).toEqual([]);
+  });
+
+  it('section 8 names every row of the predicted matrix, and says what the exploration schedules of a pause with an operation in flight', () => {
+    // The rows paragraph had lost redis-replicated, and 8 said the exploration scheduled no pause with an operation in flight
+    // while the timing class holds an extend (an acquire on PostgreSQL) across its client's pause (found by an audit).
+    const rows = /^Rows: ([\s\S]*?)\n\n/m.exec(SPEC)?.[1]?.replace(/\s+/g, ' ');
+    expect(rows).toBeDefined();
+    for (const r of MATRIX_ROWS) expect(rows, r.label).toContain(`\`${r.design.kind}\``);
+    const inFlight = new Map<string, Set<string>>();
+    for (const r of MATRIX_ROWS) {
+      for (const fc of FAULT_CLASSES) {
+        const alphabet = alphabetFor(r.design, fc);
+        expect(alphabet.some((c) => c.kind === 'acquire' && c.retries !== undefined), `${r.label} ${fc}: a blocking acquire`).toBe(false);
+        for (const c of alphabet) if (c.kind === 'pause' && c.inFlight !== undefined) inFlight.set(fc, (inFlight.get(fc) ?? new Set()).add(c.inFlight.kind));
+      }
+    }
+    const says = /^Blocking acquires and pauses with ([\s\S]*?)\n\n/m.exec(SPEC)?.[1]?.replace(/\s+/g, ' ');
+    expect(says).toBeDefined();
+    expect(inFlight.size).toBeGreaterThan(0);
+    for (const [fc, kinds] of inFlight) {
+      expect(says, fc).toContain(`\`${fc}\``);
+      for (const k of kinds) expect(says, `${fc}: ${k} in flight`).toContain(`\`${k}\` in flight`);
+    }
+    // Section 3's pause row does not restrict to ttl designs an operation a PostgreSQL design's exploration holds in flight.
+    const pauseRow = /^\| `pause` \| ([^|]*) \|/m.exec(SPEC)![1]!;
+    const pgInFlight = new Set(MATRIX_ROWS.filter((r) => !hasTtl(r.design)).flatMap((r) => FAULT_CLASSES.flatMap((fc) => alphabetFor(r.design, fc).flatMap((c) => (c.kind === 'pause' && c.inFlight !== undefined ? [c.inFlight] : [])))));
+    for (const op of pgInFlight) if (op.kind === 'acquire' && op.retries === undefined) expect(pauseRow).not.toMatch(/an `acquire`( or `extend`)? only on ttl designs/);
+  });
+
+  it("section 5's 'Broken by' names every design whose predicted cells break the property, where only some designs do", () => {
+    // DUR-1's and FENCE-1's named redis-single and redlock but not redis-replicated, whose failover breaks both (found by an audit).
+    const kinds = new Set(MATRIX_ROWS.map((r) => r.design.kind));
+    let judged = 0;
+    for (const id of PROPERTY_IDS) {
+      const breaking = new Set(PREDICTED.cells.filter((c) => c.found[id] !== undefined).map((c) => MATRIX_ROWS.find((r) => r.label === c.row)!.design.kind));
+      // A property every design breaks somewhere (MUTEX-1 by a slow client clock) needs no list.
+      if (breaking.size === 0 || breaking.size === kinds.size) continue;
+      const paragraph = SPEC.slice(SPEC.indexOf(`**${id}** — `)).split('\n\n')[0]!.replace(/\s+/g, ' ');
+      const brokenBy = /Broken by: (.*)$/.exec(paragraph)?.[1] ?? '';
+      const named = new Set([...brokenBy.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!).filter((k) => kinds.has(k as never)));
+      // One stated by cause alone (STORE-1: an unfenced store under any fault that lets an old holder write late) names none.
+      if (named.size === 0) continue;
+      judged++;
+      expect([...breaking].filter((k) => !named.has(k)), `${id}: designs its 'Broken by' leaves out`).toEqual([]);
+    }
+    expect(judged).toBeGreaterThan(2);
   });
 
   it('a PostgreSQL partition is one-sided in every text that describes it', () => {
