@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { checkHistory } from '../conformance/history/check.ts';
 import type { History } from '../conformance/history/event.ts';
 import { checkHistoryLinearizability, checkLinearizability, kvStore, type KvInput, type KvOutput, type Operation } from '../conformance/history/linearizability/index.ts';
@@ -113,5 +113,98 @@ describe('checkHistory options.clock', () => {
     }
     expect(thrown).toBeInstanceOf(InvalidInputError);
     expect((thrown as Error).message).toBe(`invalid-config: checkHistory options.clock must be ${message}`);
+  });
+});
+
+/**
+ * A sort is one call that cannot stop in the middle: every phase's sort (and each object's setup in the search: its
+ * model's relevance, its entry list) used to begin without a look at the clock, so a deadline that passed during the
+ * work before it was seen only after it (up to 7 sorts of the interval checks, and the search's setup, ran past it).
+ * Driven by the injected clock: the clock jumps past the deadline during one sort of each place that sorts, in turn;
+ * no large sort may begin after that, and the check may not say safe.
+ */
+describe('no sort begins past the deadline', () => {
+  /**
+   * Faults first (cheap to read, so that the budget is judged before the checks' sorts), then sequential cycles of
+   * acquire, fenced read-modify-write, read, release over 4 resources: every phase has large sorts.
+   */
+  function cycles(n: number): History {
+    const events: object[] = [{ type: 'meta', store: 'strict' }];
+    let t = 0;
+    for (let f = 0; f < 12_000; f++) events.push({ type: 'invoke', process: 'nemesis', time: t++, op: 'fault', fault: 'pause-client' }, { type: 'ok', process: 'nemesis', time: t++, op: 'fault', fault: 'pause-client' });
+    for (let c = 0; c < n; c++) {
+      const process = c % 8;
+      const resource = `r${c % 4}`;
+      const owner = `o${c}`;
+      const token = String(c + 1);
+      const prev = c < 4 ? null : `v${c - 4}`;
+      const value = `v${c}`;
+      events.push(
+        { type: 'invoke', process, time: t++, op: 'acquire', resource, owner, ttlMs: 1000 },
+        { type: 'ok', process, time: t++, op: 'acquire', resource, owner, token, validUntil: t + 1000 },
+        { type: 'invoke', process, time: t++, op: 'write', resource, key: 'k', value, prev, token },
+        { type: 'ok', process, time: t++, op: 'write', resource, key: 'k', value, prev, token },
+        { type: 'invoke', process, time: t++, op: 'read', resource, key: 'k' },
+        { type: 'ok', process, time: t++, op: 'read', resource, key: 'k', value },
+        { type: 'invoke', process, time: t++, op: 'release', resource, owner, token },
+        { type: 'ok', process, time: t++, op: 'release', resource, owner, token },
+      );
+    }
+    return events as History;
+  }
+  const LARGE = 100;
+  /** The sort's caller: the first frame past the spy and the budget's sort (which sorts for the phases). */
+  const callerOf = (stack: string) => stack.split('\n').slice(3).find((f) => !f.includes('budget.ts'))!.trim();
+  const sortOf = Array.prototype.sort;
+  /** Calls `onLarge(site)` before each sort of LARGE items or more (site: the caller's frame), then sorts. */
+  function watchSorts(onLarge: (site: string) => (() => void) | void): () => void {
+    const spy = vi.spyOn(Array.prototype, 'sort').mockImplementation(function (this: unknown[], compare?: (a: unknown, b: unknown) => number) {
+      const after = this.length >= LARGE ? onLarge(callerOf(new Error().stack!)) : undefined;
+      const sorted = sortOf.call(this, compare);
+      after?.();
+      return sorted;
+    });
+    return () => spy.mockRestore();
+  }
+  const history = cycles(1500);
+
+  it('whichever sort the deadline passes in, no large sort begins after it', () => {
+    // Where the check sorts once the budget is judged at all (past the first read of the clock, at its start).
+    const free = { t: 0, reads: 0, now: () => (free.reads++, free.t) };
+    const sites: string[] = [];
+    // A model's relevance is one step (sorts inside it not told apart): the deadline is made to pass at its first sort.
+    const restore = watchSorts((site) => void (free.reads > 1 && !sites.includes(site) && !(site.includes('Relevance') && sites.some((s) => s.includes('Relevance'))) && sites.push(site)));
+    try {
+      expect(checkHistory(history, { timeoutMs: 600_000, clock: free }).verdict).toBe('safe');
+    } finally {
+      restore();
+    }
+    // The interval checks' sorts, building the objects' histories, and the search's setup.
+    expect(sites.length).toBeGreaterThanOrEqual(10);
+    expect(sites.some((s) => s.includes('buildEntries'))).toBe(true);
+    for (const site of sites) {
+      const clock = { t: 0, reads: 0, now: () => (clock.reads++, clock.t) };
+      let jumped = false;
+      let previous = '';
+      const begunPast: string[] = [];
+      const stop = watchSorts((at) => {
+        // A sort in the model's relevance right after another is in the same step.
+        const sameStep = at.includes('Relevance') && previous.includes('Relevance');
+        previous = at;
+        if (clock.reads <= 1) return;
+        if (clock.t >= 1000 && !sameStep) begunPast.push(at);
+        if (jumped || at !== site) return;
+        jumped = true;
+        return () => void (clock.t = 1000);
+      });
+      let report;
+      try {
+        report = checkHistory(history, { timeoutMs: 1000, clock });
+      } finally {
+        stop();
+      }
+      expect({ site, begunPast }).toEqual({ site, begunPast: [] });
+      expect(report.verdict, site).toBe('unknown');
+    }
   });
 });

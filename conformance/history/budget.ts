@@ -2,8 +2,9 @@
  * The time budget of one check (CheckOptions.timeoutMs), shared by every phase: pairing the operations, the interval
  * checks, building each object's history and the linearizability search. Each phase calls `tick()` once per item
  * (event, operation, hold, write...); every TICKS of them the clock is read, and past the deadline `OutOfTime` is
- * thrown, so no phase runs on more than TICKS items past the budget (a sort excepted: one call, O(n log n)), and
- * the check says `unknown` for what it had not finished (never `safe`). The same looks at the clock report progress.
+ * thrown, so no phase runs on more than TICKS items past the budget, and the check says `unknown` for what it had
+ * not finished (never `safe`). A sort, one call that cannot stop in the middle, goes through `sort()`, which reads the
+ * clock before it begins: no sort begins past the deadline. The same looks at the clock report progress.
  * A loop over objects (the search, one object at a time) asks `spent()` before each: past the deadline no new object
  * is searched, so the time past the budget is one slice of one search, however many objects are left.
  */
@@ -86,6 +87,26 @@ export class Budget {
   tick(): void {
     this.done++;
     if ((++this.ticks & (TICKS - 1)) === 0 && this.ticks >= FIRST_LOOK) this.look();
+  }
+
+  /**
+   * Sorts `xs` in place (and returns it) as a step of the current phase: a sort is one call, O(n log n), that cannot
+   * stop in the middle, so past the work judged whole the clock is read before it begins: past the deadline, or
+   * asked to stop, it does not begin (OutOfTime). Its items count as ticks.
+   */
+  sort<T>(xs: T[], compare: (a: T, b: T) => number): T[] {
+    this.ticks += xs.length;
+    this.done += xs.length;
+    if (this.ticks >= FIRST_LOOK && xs.length > 1) this.look();
+    return xs.sort(compare);
+  }
+
+  /**
+   * Before a step that cannot stop in the middle (an object's setup: its model's relevance, its entry list's sort),
+   * past the work judged whole: throws OutOfTime past the deadline (a stop is polled where the search reads its clock).
+   */
+  beforeStep(): void {
+    if (this.ticks >= FIRST_LOOK && this.clock() >= this.deadline) throw new OutOfTime(this.phaseName);
   }
 
   /** Work done outside a tick (a search's steps): it counts toward the work judged whole (FIRST_LOOK), without a look at the clock. */

@@ -28,9 +28,10 @@ export interface CheckOptions {
   /**
    * Budget of the whole check, counted from its start: every phase (pairing
    * the operations, the interval checks, building each object's history)
-   * reads the clock every few thousand items, and the linearizability search,
-   * shared by every lock and register, before each object and every slice of
-   * steps: past the deadline no phase begins and no object's search starts.
+   * reads the clock every few thousand items and before each sort, and the
+   * linearizability search, shared by every lock and register, before each
+   * object, each step of its setup and every slice of steps: past the deadline
+   * no phase, sort or object's search begins.
    * A check the budget ran out on says 'unknown' (never 'safe'), naming the
    * phase, or counting the objects not searched. Default 10000. A small
    * history (under 65,536 items of work, search steps included) is judged

@@ -151,7 +151,7 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
     if (again !== undefined) close(Number(key.split('\u0000')[0]), c, again.time, 'reacquire', again.index);
     else close(Number(key.split('\u0000')[0]), c, Infinity, 'history-end', undefined);
   }
-  return holds.sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
+  return budget.sort(holds, (a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
 }
 
 function unreachable(x: never): never {
@@ -187,7 +187,7 @@ export function overlappingHolds(holds: readonly Hold[], maxFindings: number, bu
   budget.phase('judging overlapping holds', holds.length);
   const byResource = groupBy(holds, (h) => h.resource);
   for (const [resource, unsorted] of byResource) {
-    const hs = [...unsorted].sort((a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
+    const hs = budget.sort([...unsorted], (a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
     const starts = Float64Array.from(hs, (h) => h.start);
     // Per process, the starts of its holds in this order, and each hold's place among them.
     const byProcess = groupBy(hs, (h) => h.process);

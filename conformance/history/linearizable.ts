@@ -82,8 +82,10 @@ function withInitialHolder(h: ObjectHistory<LeaseLockInput, unknown>): ObjectHis
   // Per owner, its earliest acquire's call: an extend returning before it has no acquire to stand on.
   const firstAcquire = new Map<string, number>();
   for (const a of h.operations) if (a.input.f === 'acquire') firstAcquire.set(a.input.owner, Math.min(a.call, firstAcquire.get(a.input.owner) ?? Infinity));
-  const unexplained = h.operations.filter((e) => e.input.f === 'extend' && !isPending(e) && e.return! < (firstAcquire.get(e.input.owner) ?? Infinity)).sort((a, b) => a.call - b.call);
-  const holder = unexplained[0]?.input.owner;
+  // The first by call (a scan, not a sort: nothing here looks at the budget's clock).
+  let earliest: Operation<LeaseLockInput, unknown> | undefined;
+  for (const e of h.operations) if (e.input.f === 'extend' && !isPending(e) && e.return! < (firstAcquire.get(e.input.owner) ?? Infinity) && (earliest === undefined || e.call < earliest.call)) earliest = e;
+  const holder = earliest?.input.owner;
   if (holder === undefined) return h;
   let first = Infinity;
   for (const o of h.operations) first = Math.min(first, o.call);
@@ -159,7 +161,8 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
     budget.report(now, searching.done, searching.total);
     return now;
   };
-  const left = () => ({ timeoutMs: budget.left(), maxMemoryBytes, clock });
+  // beforeStep: no setup step of an object's search (its sorts) begins past the deadline, its first included.
+  const left = () => ({ timeoutMs: budget.left(), maxMemoryBytes, clock, beforeStep: () => budget.beforeStep() });
   /**
    * Searches the objects one at a time. Before each, the budget is asked (`spent`): past the deadline, or asked to
    * stop, no further object is prepared or searched (each would still have had a slice of steps: 4,000 objects ran
@@ -182,9 +185,11 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
       try {
         result = run(h);
       } catch (e) {
-        // Asked to stop during this object's search (the search's clock polls it): this one undecided, the rest not searched.
+        // Asked to stop during this object's search (the search's clock polls it), or past the deadline before a step
+        // of its setup: this one undecided, the rest not searched.
         if (!(e instanceof OutOfTime)) throw e;
-        unknown.interrupted++;
+        if (e.interrupted) unknown.interrupted++;
+        else unknown.timeout++;
         cut = { by: e, notSearched: objects.length - i - 1 };
         break;
       }

@@ -42,7 +42,7 @@ export function operations(history: History, budget: Budget = Budget.none): Oper
     const event = history[inv] as OperationEvent;
     out.push({ process, outcome: 'pending', invokeIndex: inv, completeIndex: undefined, start: event.time, end: Math.max(event.time, lastTime), event });
   }
-  return out.sort((a, b) => a.invokeIndex - b.invokeIndex);
+  return budget.sort(out, (a, b) => a.invokeIndex - b.invokeIndex);
 }
 
 /** A fault the nemesis injected, from its begin to its end (or the end of the history). */
@@ -84,7 +84,7 @@ export function faultIntervals(history: History, budget: Budget = Budget.none): 
       out.push({ fault: b.fault, target: b.target, detail: b.detail, start: b.time, end: Math.max(b.time, lastTime), beginIndex: begin, endIndex: undefined });
     }
   }
-  return out.sort((a, b) => a.beginIndex - b.beginIndex);
+  return budget.sort(out, (a, b) => a.beginIndex - b.beginIndex);
 }
 
 /** Milliseconds for messages: 3 decimals at most. */

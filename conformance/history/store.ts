@@ -134,14 +134,15 @@ function missedByReads(writes: readonly Write[], reads: readonly Read[], writers
     for (const c of children.get(node) ?? []) stack.push([c, false]);
   }
   // Reads whose value has one known place in the tree, by invoke time; suffix min/max of that place.
-  const placed = reads
-    .flatMap((r) => {
+  const placed = budget.sort(
+    reads.flatMap((r) => {
       const v = r.event.value;
       const node = v === initial ? ROOT : v === null || v === undefined ? undefined : unique(v);
       const t = node === undefined ? undefined : tin.get(node);
       return t === undefined ? [] : [{ read: r, t }];
-    })
-    .sort((a, b) => a.read.start - b.read.start);
+    }),
+    (a, b) => a.read.start - b.read.start,
+  );
   const minAfter: (typeof placed)[number][] = new Array(placed.length);
   const maxAfter: (typeof placed)[number][] = new Array(placed.length);
   for (let i = placed.length - 1; i >= 0; i--) {
@@ -197,8 +198,8 @@ export function staleWrites(ops: readonly OperationRecord[], policy: StorePolicy
   );
   const fails = (t: bigint, highest: bigint) => (policy === 'strict' ? t <= highest : t < highest);
   for (const [resource, ws] of byResource) {
-    const byEnd = [...ws].sort((a, b) => a.landing.end - b.landing.end);
-    const byStart = [...ws].sort((a, b) => a.op.start - b.op.start);
+    const byEnd = budget.sort([...ws], (a, b) => a.landing.end - b.landing.end);
+    const byStart = budget.sort([...ws], (a, b) => a.op.start - b.op.start);
     let k = 0;
     let max: (typeof ws)[number] | undefined;
     const flagged = new Set<unknown>();

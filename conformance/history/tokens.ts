@@ -52,7 +52,7 @@ function stacksOf(ops: readonly OperationRecord[], history: History, budget: Bud
     budget.tick();
     if (e.type === 'signal') steps.push({ index, signal: e });
   });
-  steps.sort((a, b) => a.index - b.index);
+  budget.sort(steps, (a, b) => a.index - b.index);
   const current = new Map<string, Stack>();
   const stackOf = new Map<number, number>();
   for (const step of steps) {
@@ -102,8 +102,8 @@ export function tokenOrder(ops: readonly OperationRecord[], maxFindings: number,
   let grants = 0;
   for (const [resource, gs] of grantsOf) {
     grants += gs.length;
-    const byEnd = [...gs].sort((a, b) => a.op.end - b.op.end);
-    const byStart = [...gs].sort((a, b) => a.op.start - b.op.start);
+    const byEnd = budget.sort([...gs], (a, b) => a.op.end - b.op.end);
+    const byStart = budget.sort([...gs], (a, b) => a.op.start - b.op.start);
     let k = 0;
     // The highest token completed so far; per token, its first completed grant and the first of another stack than that one's.
     let best: Grant | undefined;

@@ -16,6 +16,12 @@ export interface CheckOptions {
    * time budget ends in an out-of-memory crash instead of a verdict.
    */
   readonly maxMemoryBytes?: number;
+  /**
+   * Called before each step of the search that cannot stop in the middle (a partition's setup: the model's
+   * `relevance`, the entry list's sort), the first included: it may throw to stop the search there, the error passed
+   * on (checkHistory's budget: past its deadline no step begins, however the deadline below lets the first slice run).
+   */
+  readonly beforeStep?: () => void;
 }
 
 export const DEFAULT_MAX_MEMORY_BYTES = 2 ** 30;
@@ -88,29 +94,42 @@ export function checkLinearizability<S, I, O>(
   const deadline = options.timeoutMs === undefined ? Infinity : start + options.timeoutMs;
   const maxBytes = options.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_BYTES;
   const parts = partitionHistory(model, operations);
-  const searches = parts.map((p) => new PartitionSearch(model, p.operations));
+  // Each partition's search is set up (its relevance and entry list: sorts) just before its first slice: one whose
+  // turn comes after the deadline is never set up.
+  const searches: (PartitionSearch<S, I, O> | undefined)[] = parts.map(() => undefined);
   const stats = (): SearchStats => ({
     partitions: parts.length,
-    steps: searches.reduce((s, x) => s + x.steps, 0),
-    configurations: searches.reduce((s, x) => s + x.explored, 0),
+    steps: searches.reduce((s, x) => s + (x?.steps ?? 0), 0),
+    configurations: searches.reduce((s, x) => s + (x?.explored ?? 0), 0),
     elapsedMs: clock() - start,
   });
-  let open = searches.map((_, i) => i);
-  // The first slice runs whatever the budget (timeoutMs 0 included); every later one, of any partition, only before
-  // the deadline: a partition whose turn comes after it is not begun (each took a slice past it, however many were left).
+  let open = parts.map((_, i) => i);
+  // The first slice runs whatever the budget (timeoutMs 0 included), its setup too; every later one, of any partition,
+  // and every later setup step, only before the deadline: a partition whose turn comes after it is not begun.
   let first = true;
+  const expired = () => !first && clock() >= deadline;
+  const setUp = (i: number): PartitionSearch<S, I, O> | undefined => {
+    const ops = parts[i]!.operations;
+    if (expired()) return undefined;
+    options.beforeStep?.();
+    const relevance = model.relevance?.(ops);
+    if (expired()) return undefined;
+    options.beforeStep?.();
+    return (searches[i] = new PartitionSearch(model, ops, relevance));
+  };
   for (let budget = FIRST_BUDGET; open.length > 0; budget *= 2) {
     const stillOpen: number[] = [];
     for (const i of open) {
-      const search = searches[i]!;
+      const search = searches[i] ?? setUp(i);
+      if (search === undefined) return { verdict: 'unknown', reason: 'timeout', stats: stats() };
       let left = budget;
       while (left > 0 && search.status === 'running') {
-        if (!first && clock() >= deadline) return { verdict: 'unknown', reason: 'timeout', stats: stats() };
+        if (expired()) return { verdict: 'unknown', reason: 'timeout', stats: stats() };
         first = false;
         const slice = Math.min(left, SLICE);
         // Every partition's table stays alive until the end: the bound is on their sum.
         let bytes = 0;
-        for (const s of searches) bytes += s === search ? s.memoryAfter(slice) : s.memoryAfter(0);
+        for (const s of searches) if (s !== undefined) bytes += s === search ? s.memoryAfter(slice) : s.memoryAfter(0);
         if (bytes > maxBytes) return { verdict: 'unknown', reason: 'memory', stats: stats() };
         search.run(slice);
         left -= slice;
@@ -131,7 +150,7 @@ export function checkLinearizability<S, I, O>(
   }
   return {
     verdict: 'linearizable',
-    linearizations: searches.map((s, i) => [...s.longest].map((k) => parts[i]!.indices[k]!)),
+    linearizations: searches.map((s, i) => [...s!.longest].map((k) => parts[i]!.indices[k]!)),
     stats: stats(),
   };
 }

@@ -70,7 +70,7 @@ function pair(history: History, budget: Budget): Paired[] {
     // fail: it did not happen
   });
   for (const inv of open.values()) out.push({ ...inv, seen: inv.invoke });
-  return out.sort((a, b) => a.index - b.index);
+  return budget.sort(out, (a, b) => a.index - b.index);
 }
 
 function group<T>(items: readonly T[], key: (t: T) => string | undefined): Map<string, T[]> {
@@ -105,10 +105,13 @@ const ownerNamed = (e: OperationEvent): string | undefined => (e.op === 'acquire
  * it, so what its process does next is about another lease.
  */
 function ownersOfAcquires(ps: readonly Paired[], signals: readonly Signal[], budget: Budget): Map<Paired, string> {
-  const named = [
-    ...ps.map((p) => ({ index: p.index, process: p.invoke.process as number, owner: ownerNamed(p.seen), acquire: p.invoke.op === 'acquire' ? p : undefined })),
-    ...signals.map((g) => ({ index: g.index, process: g.event.process, owner: g.event.owner, acquire: undefined })),
-  ].sort((a, b) => a.index - b.index);
+  const named = budget.sort(
+    [
+      ...ps.map((p) => ({ index: p.index, process: p.invoke.process as number, owner: ownerNamed(p.seen), acquire: p.invoke.op === 'acquire' ? p : undefined })),
+      ...signals.map((g) => ({ index: g.index, process: g.event.process, owner: g.event.owner, acquire: undefined })),
+    ],
+    (a, b) => a.index - b.index,
+  );
   const owners = new Map<Paired, string>();
   const waiting = new Map<number, Paired>();
   for (const n of named) {

@@ -66,11 +66,13 @@ export class PartitionSearch<S, I, O> {
   /** Stacked drops (sp minus them: operations linearized). */
   private drops = 0;
 
+  /** @param relevance the model's `relevance` of `ops`, when the caller computed it already (a step it times on its own). */
   constructor(
     private readonly model: Model<S, I, O>,
     ops: readonly Operation<I, O>[],
+    relevance: readonly (number | undefined)[] | undefined = model.relevance?.(ops),
   ) {
-    this.entries = buildEntries(ops, model.relevance?.(ops));
+    this.entries = buildEntries(ops, relevance);
     this.inputs = ops.map((o) => o.input);
     this.outputs = ops.map((o) => o.output);
     const words = Math.max(1, Math.ceil(ops.length / 32));
