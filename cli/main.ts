@@ -82,8 +82,9 @@ ${FAULT_KINDS.flatMap((k) => (ownServersOnly(k) === null ? [] : [`              
   --version         print lockcheck's version (its package.json's) and exit
   --junit FILE      also write a JUnit XML report
   check only: --report DIR (writes DIR/history.html, the timeline), --store-policy unfenced|monotonic|strict|transactional
-            (the store the writes went to; overrides the history's meta line), --timeout-ms N (linearizability budget,
-            default 10000), --memory-mib M (the linearizability search's memory bound per object, default 1024)
+            (the store the writes went to; overrides the history's meta line), --timeout-ms N (the check's time budget,
+            every phase and the search, default 10000; 0: a small history is still judged whole, a larger one says
+            unknown for what it reaches), --memory-mib M (the linearizability search's memory bound per object, default 1024)
   explore only: --depth N (default 6), --max-states N distinct states a cell (default 5000000),
                     --seconds S (stop a cell after S s; it says the last depth it completed), --jobs N (worker
                     threads, default one per core, at most 4), --design KIND, --fault CLASS
@@ -400,7 +401,8 @@ async function main(argv: readonly string[]): Promise<number> {
         json: values.json ?? false,
         report: values.report,
         storePolicy: policy as StorePolicy | undefined,
-        timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 1, 86_400_000),
+        // 0 as in checkHistory: only the work judged whole whatever the budget (a small history), the rest unknown.
+        timeoutMs: values['timeout-ms'] === undefined ? undefined : int(values['timeout-ms'], 'timeout-ms', 10_000, 0, 86_400_000),
         maxMemoryBytes: values['memory-mib'] === undefined ? undefined : int(values['memory-mib'], 'memory-mib', 1024, 1, 1 << 20) * 2 ** 20,
       });
     }

@@ -53,6 +53,13 @@ describe('lockcheck check', () => {
     expect(r.stdout).toMatch(/^-: SAFE\n/);
     expect(r.stdout).toMatch(/store policy: monotonic/);
     expect(r.stdout).toMatch(/FENCE-2 +stale-writes +safe/);
+    // --timeout-ms 0 is what timeoutMs: 0 is in the API (it was refused here, taken there): a history this small is
+    // judged whole whatever the budget, so the same verdicts.
+    const zero = lockcheck(['check', '-', '--timeout-ms', '0', '--json'], stale);
+    expect(zero.code, zero.stderr).toBe(1);
+    const api = checkHistory(parseHistory(stale) as History, { timeoutMs: 0 });
+    expect(JSON.parse(zero.stdout)).toMatchObject({ verdict: api.verdict, checks: api.checks });
+    expect(api.verdict).toBe('violation');
   });
 
   it('a search that runs out of time: exit 4, never a guess', () => {
