@@ -1,5 +1,5 @@
 import { redactUrl } from '../conformance/env/redact.ts';
-import { writeRedacted } from '../conformance/env/outputFile.ts';
+import { removeStaleOutput, writeRedacted } from '../conformance/env/outputFile.ts';
 import { join } from 'node:path';
 import type { BackendUnderTest } from '../conformance/adapter.ts';
 import type { CheckOptions, CheckResult } from '../conformance/check.ts';
@@ -28,7 +28,6 @@ import { progressDone, progressLine, runText } from './progress.ts';
 import { UsageError } from './usage.ts';
 import { EnvironmentError } from '../conformance/env/faketime.ts';
 import { interruptedBy, onInterrupt } from '../conformance/env/processes.ts';
-import { rmSync } from 'node:fs';
 import type { Observed } from './stressOracle.ts';
 import { observedText, oracleColumn, unpredictedBreaks, STRESS_CLIENTS, StressOracle } from './stressOracle.ts';
 import { counted } from '../conformance/counted.ts';
@@ -324,7 +323,7 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
   try {
     writeReport(cells, rows, cols, o, skipped, null, timelines, reportPlace(o, false));
     // A partial report an earlier run left beside the committed one is stale now.
-    if (o.out === undefined) for (const stale of [join(out, 'matrix.partial.md'), join(cellsDir, 'partial')]) rmSync(stale, { recursive: true, force: true });
+    if (o.out === undefined) for (const stale of [join(out, 'matrix.partial.md'), join(cellsDir, 'partial')]) removeStaleOutput(stale, 'the partial report', true);
   } finally {
     timelines.drop();
   }
@@ -378,7 +377,7 @@ function writeReport(cells: readonly MatrixCell[], rows: readonly BuiltIn[], col
   if (place.dir === join(o.out ?? 'docs', 'matrix')) timelines.publish(names);
   else {
     // The partial report's own directory: what an earlier partial run left there is not this run's.
-    rmSync(place.dir, { recursive: true, force: true });
+    removeStaleOutput(place.dir, 'the partial report', true);
     timelines.publishInto(place.dir, names);
   }
   writeRedacted(place.markdown, markdown(cells, rows, cols, o, skipped, unfinished, place.link), 'the matrix', 'markup');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { atExit } from '../conformance/env/processes.ts';
-import { makeOutputDir, OutputFileError } from '../conformance/env/outputFile.ts';
+import { makeOutputDir, OutputFileError, pinOutputDir } from '../conformance/env/outputFile.ts';
 
 /**
  * The matrix run's counterexample timelines. They are written into a
@@ -48,17 +48,27 @@ export class StagedTimelines {
   /** The same into another directory (made if missing): a partial report's own (cli/matrix.ts reportPlace). */
   publishInto(dir: string, names: readonly string[]): void {
     makeOutputDir(dir, 'the matrix timelines into');
-    for (const name of names) {
-      for (const file of [`${name}.html`, `${name}.txt`, `${name}.json`]) {
-        const staged = join(this.#staging, file);
-        const target = join(dir, file);
-        try {
-          if (existsSync(staged)) renameSync(staged, target);
-          else rmSync(target, { force: true });
-        } catch (error) {
-          throw new OutputFileError('io', target, `cannot move the timeline into ${target}: ${(error as Error).message}`, { cause: error });
+    // Both held open while the files move: a directory swapped for another user's link meanwhile changes nothing of where they go.
+    const into = pinOutputDir(dir, 'the matrix timelines into');
+    try {
+      const from = pinOutputDir(this.#staging, 'the matrix timelines into');
+      try {
+        for (const name of names) {
+          for (const file of [`${name}.html`, `${name}.txt`, `${name}.json`]) {
+            const target = join(dir, file);
+            try {
+              if (existsSync(from.at(file))) renameSync(from.at(file), into.at(file));
+              else rmSync(into.at(file), { force: true });
+            } catch (error) {
+              throw new OutputFileError('io', target, `cannot move the timeline into ${target}: ${(error as { code?: string }).code ?? (error as Error).message}`, { cause: error });
+            }
+          }
         }
+      } finally {
+        from.close();
       }
+    } finally {
+      into.close();
     }
   }
 

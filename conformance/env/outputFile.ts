@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, renameSync, rmdirSync, rmSync, type Stats, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { redactSecrets, visibleControls } from './redact.ts';
 import { redactMarkup } from './redactMarkup.ts';
+import { holdEntry, O_PATH, pinDir, type PinnedDir, PINNED, PinRefused } from './pinnedDir.ts';
 import { messageText } from '../../impl/errorText.ts';
 
 /** Why an output could not be written. */
@@ -11,7 +12,8 @@ export type OutputFileProblem =
   | 'is-directory' // a file was asked for where a directory is
   | 'not-a-directory' // a directory was asked for where a file is, or a part of the path is a file
   | 'permission' // the user may not write there
-  | 'foreign-link' // a symbolic link another user made, at the path or on the way
+  | 'foreign-link' // a symbolic link another user made, at the path or on the way, or any link in a directory another user may change
+  | 'foreign-directory' // a directory another user made on the way while lockcheck was making it
   | 'foreign-file' // a FIFO, socket or device another user made at the path
   | 'io'; // anything else the system refused (no space, read-only file system...)
 
@@ -235,23 +237,76 @@ export function writeEach(writes: ReadonlyArray<() => void>): void {
  * would be read as this run's); none there is fine. A failure is an
  * OutputFileError naming the path.
  */
-export function removeStaleOutput(path: string, what: string): void {
-  refuseForeignLinks(path, what);
+export function removeStaleOutput(path: string, what: string, tree = false): void {
+  const target = resolve(path);
+  let dir: PinnedDir;
   try {
-    rmSync(path, { force: true });
+    dir = pinOutputDir(dirname(target), what, path);
   } catch (error) {
-    const f = failed(error, what, path);
-    throw new OutputFileError(f.problem, path, f.message.replace(/^cannot write /, 'cannot remove the stale '), { cause: error });
+    if (error instanceof OutputFileError && error.problem === 'missing-directory') return; // nothing there to remove
+    throw staleFailure(error, what, path);
+  }
+  try {
+    const entry = dir.at(basename(target));
+    const stat = lstatSync(entry, { throwIfNoEntry: false });
+    const uid = process.getuid?.();
+    if (stat?.isSymbolicLink() === true && uid !== undefined && stat.uid !== uid && stat.uid !== 0) {
+      throw new OutputFileError('foreign-link', path, `refusing to remove the stale ${what} ${path}: it is a symbolic link made by another user (uid ${stat.uid})`);
+    }
+    rmSync(entry, { force: true, recursive: tree });
+  } catch (error) {
+    throw staleFailure(error, what, path);
+  } finally {
+    dir.close();
   }
 }
 
-/** Makes output directory `dir` (and those on the way); a failure is an OutputFileError. */
+function staleFailure(error: unknown, what: string, path: string): OutputFileError {
+  const f = failed(error, what, path);
+  return new OutputFileError(f.problem, path, f.message.replace(/^cannot write /, 'cannot remove the stale '), { cause: error });
+}
+
+/**
+ * Directory `dir` held open, every later step reached through it
+ * (pinnedDir.ts): a directory on the way swapped for a link after this look
+ * changes nothing of where lockcheck writes. A link another user made on the
+ * way is refused, and so is the user's own link in a directory another user
+ * may change; with `make`, missing directories are made (0775 at most) and
+ * one another user makes there meanwhile is refused. Close it when done.
+ */
+export function pinOutputDir(dir: string, what: string, path = dir, make = false): PinnedDir {
+  if (!PINNED) {
+    refuseForeignLinks(dir, what);
+    if (make) makeByPath(dir, what);
+  }
+  try {
+    return pinDir(dir, make);
+  } catch (error) {
+    if (!(error instanceof PinRefused)) throw failed(error, what, path);
+    const r = error.refusal;
+    const says = {
+      'foreign-link': () => `refusing to write ${what} ${path}: ${r.at} is a symbolic link made by another user (uid ${'uid' in r ? r.uid : '?'}), which would choose where lockcheck writes`,
+      'movable-link': () => `refusing to write ${what} ${path}: ${r.at} is a symbolic link in a directory another user may change, who could swap it for one of theirs between its reading and its use`,
+      'foreign-directory': () => `refusing to write ${what} ${path}: ${r.at} was made by another user (uid ${'uid' in r ? r.uid : '?'}) while lockcheck was making it, and what goes in it would be theirs to change`,
+      'not-a-directory': () => `cannot write ${what} ${path}: a part of the path is not a directory`,
+      'cannot-make': () => `cannot write ${what} ${path}: no directory can be made in ${r.at}`,
+      'too-many-links': () => `cannot write ${what} ${path}: too many symbolic links on the way (${r.at})`,
+    }[r.kind]();
+    const problem = r.kind === 'movable-link' ? 'foreign-link' : r.kind === 'too-many-links' ? 'io' : r.kind === 'cannot-make' ? 'permission' : r.kind;
+    throw new OutputFileError(problem, path, says, { cause: error });
+  }
+}
+
+/** Makes output directory `dir` (and those on the way, 0775 at most); a failure is an OutputFileError. */
 export function makeOutputDir(dir: string, what = 'into'): void {
-  refuseForeignLinks(dir, what);
+  pinOutputDir(dir, what, dir, true).close();
+}
+
+/** makeOutputDir where no directory can be held (not Linux): by path, checked before. */
+function makeByPath(dir: string, what: string): void {
   // One level at a time: Node's recursive mkdirSync spins forever, deaf to signals, where mkdir says ENOENT under a directory that is there (/proc).
   for (const d of missingDirs(dir)) {
     try {
-      // Never writable by everyone, whatever the umask (0 in some containers): another user could swap what goes in it.
       mkdirSync(d, { mode: 0o775 });
     } catch (error) {
       if ((error as { code?: unknown }).code === 'EEXIST' && statSync(d, { throwIfNoEntry: false })?.isDirectory() === true) continue; // made meanwhile
@@ -259,7 +314,6 @@ export function makeOutputDir(dir: string, what = 'into'): void {
       throw f.problem === 'missing-directory' ? new OutputFileError('permission', dir, `cannot write ${what} ${dir}: no directory can be made in ${dirname(d)}`, { cause: error }) : f;
     }
   }
-  if (statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) throw new OutputFileError('not-a-directory', dir, `cannot write ${what} ${dir}: a file is there, not a directory`);
 }
 
 /**
@@ -270,29 +324,61 @@ export function makeOutputDir(dir: string, what = 'into'): void {
  * link planted at the path after the check is replaced, not followed. A
  * symbolic link another user made, at the path or on the way to it (an output
  * in a shared directory), is refused: it would choose where lockcheck writes.
- * The user's own links and the system's (`/dev/stdout`), and devices and
- * pipes, are written through as they are.
+ * The directory is held open from the look to the rename (pinOutputDir), so a
+ * directory on the way swapped for such a link in between changes nothing.
+ * The user's own links and the system's (`/dev/stdout`) are followed where no
+ * other user can swap them, and devices and pipes are written as they are.
  * `format` 'markup' (HTML, XML; the default for .html, .htm, .xml, .svg)
  * redacts as the page reads and inserts escaped text (redactMarkup): a raw
  * <redacted> was an unknown tag the browser hid.
  * Throws OutputFileError naming the path and why when it cannot be written.
  */
 export function writeRedacted(path: string, text: string, what = 'the file', format: OutputFormat = formatOf(path)): void {
-  const target = resolve(path);
-  refuseForeignLinks(target, what);
-  let stat;
-  try {
-    stat = lstatSync(target);
-  } catch {
-    stat = null; // not there yet: created by the rename
-  }
   // Control characters shown as the terminal shows them (a bidirectional override in a name reverses what follows); lossless in JSON.
   const bytes = Buffer.from(visibleControls(format === 'markup' ? redactMarkup(text) : redactSecrets(text)), 'utf8');
-  if (stat === null || stat.isFile()) replaceWhole(target, bytes, keptMode(stat), what, path);
-  else {
-    // What a link leads to, too: the user's own link to another user's FIFO would wait as long.
-    refuseForeignSpecial(stat.isSymbolicLink() ? statOrNull(target) ?? stat : stat, path, what);
-    writeThrough(target, bytes, stat.isSymbolicLink(), what, path);
+  writeAt(resolve(path), bytes, what, path, 0);
+}
+
+/** Links followed at most to reach an output (Linux's MAXSYMLINKS). */
+const MAX_LINKS = 40;
+
+/**
+ * Writes `bytes` at `target` (reached from `path`, the name in messages),
+ * `hops` links followed so far. Its directory is held open (pinOutputDir), and
+ * what is at the path is judged and then written in that very directory.
+ */
+function writeAt(target: string, bytes: Buffer, what: string, path: string, hops: number): void {
+  const dir = pinOutputDir(dirname(target), what, path);
+  try {
+    const name = basename(target);
+    const entry = dir.at(name);
+    let stat;
+    try {
+      stat = lstatSync(entry);
+    } catch {
+      stat = null; // not there yet: created by the rename
+    }
+    if (stat === null || stat.isFile()) {
+      replaceWhole(dir, name, bytes, keptMode(stat), what, path);
+      return;
+    }
+    if (!stat.isSymbolicLink()) {
+      writeThrough(dir, name, bytes, false, what, path);
+      return;
+    }
+    const uid = process.getuid?.();
+    if (uid !== undefined && stat.uid !== uid && stat.uid !== 0) {
+      throw new OutputFileError('foreign-link', path, `refusing to write ${what} ${path}: ${target} is a symbolic link made by another user (uid ${stat.uid}), which would choose where lockcheck writes`);
+    }
+    if (!dir.keptFromOthers()) throw new OutputFileError('foreign-link', path, `refusing to write ${what} ${path}: ${target} is a symbolic link in a directory another user may change, who could swap it for one of theirs between its reading and its use`);
+    if (hops >= MAX_LINKS) throw new OutputFileError('io', path, `cannot write ${what} ${path}: too many symbolic links on the way (${target})`);
+    // The kernel's own links (/dev/stdout is /proc/self/fd/1: a pipe's is 'pipe:[…]', no path to follow): opened as they lead.
+    if (dir.fd !== null && dir.realPath().startsWith('/proc/')) writeThrough(dir, name, bytes, true, what, path);
+    else writeAt(resolve(dir.realPath(), readlinkSync(entry)), bytes, what, path, hops + 1);
+  } catch (error) {
+    throw failed(error, what, path);
+  } finally {
+    dir.close();
   }
 }
 
@@ -316,9 +402,9 @@ function keptMode(stat: Stats | null): number | undefined {
   return stat.mode & 0o775;
 }
 
-/** Writes `bytes` to a new file beside `target` (with `mode`, keptMode's, when given), then renames it over `target`. */
-function replaceWhole(target: string, bytes: Buffer, mode: number | undefined, what: string, path: string): void {
-  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+/** Writes `bytes` to a new file in `dir` (with `mode`, keptMode's, when given), then renames it over `name` there. */
+function replaceWhole(dir: PinnedDir, name: string, bytes: Buffer, mode: number | undefined, what: string, path: string): void {
+  const temp = dir.at(`.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   let fd;
   try {
     fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
@@ -337,21 +423,46 @@ function replaceWhole(target: string, bytes: Buffer, mode: number | undefined, w
     if (!written) removeQuietly(temp);
   }
   try {
-    renameSync(temp, target);
+    renameSync(temp, dir.at(name));
   } catch (error) {
     removeQuietly(temp);
     throw failed(error, what, path);
   }
 }
 
-/** A link of the user's own or the system's, a device or a pipe: opened and written as it is. */
-function writeThrough(target: string, bytes: Buffer, link: boolean, what: string, path: string): void {
-  let fd;
-  try {
-    fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (link ? 0 : constants.O_NOFOLLOW), 0o644);
-  } catch (error) {
-    throw failed(error, what, path);
+/**
+ * A device or pipe (`follow`: or what a kernel link in /proc leads to), written
+ * as it is. Held first without opening it (O_PATH), judged, then that very
+ * file opened through /proc/self/fd: another user's FIFO put there meanwhile
+ * is never waited on, and a regular file put there is replaced whole, as any
+ * file is.
+ */
+function writeThrough(dir: PinnedDir, name: string, bytes: Buffer, follow: boolean, what: string, path: string): void {
+  if (dir.fd === null) {
+    const target = dir.at(name);
+    refuseForeignSpecial(statOrNull(target) ?? lstatSync(target), path, what);
+    writeAndClose(openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (follow ? 0 : constants.O_NOFOLLOW), 0o644), bytes, what, path);
+    return;
   }
+  const held = follow ? openSync(dir.at(name), O_PATH) : holdEntry(dir.at(name));
+  if (held === null) throw Object.assign(new Error('removed while it was written'), { code: 'ENOENT' });
+  let stat;
+  try {
+    stat = fstatSync(held);
+    if (!follow && (stat.isFile() || stat.isSymbolicLink())) {
+      replaceWhole(dir, name, bytes, undefined, what, path);
+      return;
+    }
+    // What a kernel link leads to, too: the user's own link to another user's FIFO would wait as long.
+    refuseForeignSpecial(stat, path, what);
+    writeAndClose(openSync(`/proc/self/fd/${held}`, constants.O_WRONLY | constants.O_TRUNC), bytes, what, path);
+  } finally {
+    closeSync(held);
+  }
+}
+
+/** Writes `bytes` to `fd`, then closes it. */
+function writeAndClose(fd: number, bytes: Buffer, what: string, path: string): void {
   try {
     writeAll(fd, bytes);
   } catch (error) {
