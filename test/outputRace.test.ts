@@ -26,7 +26,7 @@ vi.mock('node:fs', async (original) => {
   const wrapped = { ...real, openSync: hooked('open', real.openSync), mkdirSync: hooked('mkdir', real.mkdirSync), renameSync: hooked('rename', real.renameSync), rmSync: hooked('remove', real.rmSync), unlinkSync: hooked('remove', real.unlinkSync) };
   return { ...wrapped, default: wrapped };
 });
-const { makeOutputDir, OutputFileError, removeStaleOutput, writeRedacted } = await import('../conformance/env/outputFile.ts');
+const { checkOutputFile, makeOutputDir, OutputFileError, removeStaleOutput, writeRedacted } = await import('../conformance/env/outputFile.ts');
 const { StagedTimelines } = await import('../cli/matrixTimelines.ts');
 
 const root = testTempDir('lockcheck-output-race-');
@@ -132,6 +132,15 @@ describe.skipIf(process.getuid?.() !== 0)("another user's swap between lockcheck
       expect(e).toBeInstanceOf(OutputFileError);
     }
     expect(readFileSync(join(victim, 'history.html'), 'utf8')).toBe('kept');
+  });
+
+  it("checkOutputFile: the directory swapped for a link between its trial file's making and removal removes nothing of the victim", () => {
+    const out = join(shared, 'out');
+    mkdirSync(out);
+    writeFileSync(join(victim, 'junit.xml'), 'kept');
+    attackAt('remove', (p) => p.endsWith('junit.xml'), swapForLink(out));
+    checkOutputFile(join(out, 'junit.xml'), 'the JUnit report');
+    expect(readFileSync(join(victim, 'junit.xml'), 'utf8')).toBe('kept');
   });
 
   it("matrix timelines: the report directory swapped for a link just before a cell's old timeline is removed", () => {

@@ -150,14 +150,21 @@ export function checkOutputFile(path: string, what: string): void {
   if (!dir.isDirectory()) throw new OutputFileError('not-a-directory', path, `cannot write ${what} ${path}: ${parent} is not a directory`);
   writable(parent, what, path);
   // Made once and removed: where access() says yes and no file can be made (/proc, to root) the run would learn it only at its end.
+  // In the directory held open: swapped for another user's link in between, the removal would take a file of the same name there.
+  const held = pinOutputDir(parent, what, path);
   try {
-    closeSync(openSync(target, 'wx'));
-  } catch (error) {
-    if ((error as { code?: unknown }).code === 'EEXIST') return; // made meanwhile: the write replaces it
-    const f = failed(error, what, path);
-    throw f.problem === 'missing-directory' ? new OutputFileError('permission', path, `cannot write ${what} ${path}: no file can be made in ${parent}`, { cause: error }) : f;
+    const probe = held.at(basename(target));
+    try {
+      closeSync(openSync(probe, 'wx'));
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'EEXIST') return; // made meanwhile: the write replaces it
+      const f = failed(error, what, path);
+      throw f.problem === 'missing-directory' ? new OutputFileError('permission', path, `cannot write ${what} ${path}: no file can be made in ${parent}`, { cause: error }) : f;
+    }
+    rmSync(probe, { force: true });
+  } finally {
+    held.close();
   }
-  rmSync(target, { force: true });
 }
 
 /** Checks, before any work starts, that directory `path` exists or can be made, and may be written. */
