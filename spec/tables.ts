@@ -45,7 +45,8 @@ function brokenIn(c: PredictedCell): PropertyId[] {
   return PROPERTY_IDS.filter((p) => c.found[p] !== undefined);
 }
 
-function cellText(c: PredictedCell): string {
+/** A cell of section 8.1 as the table prints it: `STORE-1 (6) [to 8]`, `— [to 8]`. */
+export function cellText(c: PredictedCell): string {
   const found = brokenIn(c);
   const parts = [...found.map((p) => `${p} (${c.found[p]})`), ...derivedProperties(new Set(found), c.store).map((p) => `*${p}*`)];
   const text = parts.length === 0 ? '—' : parts.join(', ');

@@ -5,7 +5,7 @@ import { alphabetFor, FAULT_CLASS_ALLOWS, FAULT_CLASSES } from '../model/faultCl
 import { derivedProperties, MATRIX_ROWS } from '../model/matrix.ts';
 import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import type { Predicted } from '../spec/tables.ts';
-import { blockIn, blocks, faultKindsOf, VERDICTS_FILE } from '../spec/tables.ts';
+import { blockIn, blocks, cellText, faultKindsOf, VERDICTS_FILE } from '../spec/tables.ts';
 import { anchors, relativeLinks } from './markdownLinks.ts';
 
 /**
@@ -186,6 +186,30 @@ describe('statements in the spec agree with the model', () => {
       expect([...breaking].filter((k) => !named.has(k)), `${id}: designs its 'Broken by' leaves out`).toEqual([]);
     }
     expect(judged).toBeGreaterThan(2);
+  });
+
+  it('section 8 names every cell where the measured matrix and the prediction differ (the guide marks them !)', () => {
+    const table = blockIn(GUIDE, 'measured-vs-predicted')!;
+    const header = table.split('\n')[0]!.split('|').slice(2, -1).map((c) => c.trim());
+    const differ = table.split('\n').slice(2).flatMap((line) => {
+      const cells = line.split('|').slice(1, -1).map((c) => c.trim());
+      return cells.slice(1).flatMap((c, i) => (c.endsWith(' !') ? [{ backend: cells[0]!, column: header[i]! }] : []));
+    });
+    const says = SPEC.slice(SPEC.indexOf('## 8. '), SPEC.indexOf('### 8.1')).split('\n\n').find((p) => p.includes('measured-beside-predicted'))?.replace(/\s+/g, ' ') ?? '';
+    expect(says).toMatch(/the one difference|no difference|differences/);
+    for (const d of differ) expect(says, `${d.backend} ${d.column}`).toContain(`${d.backend.split('/')[0]} under ${d.column}`);
+    expect(says.includes('the one difference')).toBe(differ.length === 1);
+  });
+
+  it("section 1's worked example quotes the predicted matrix's cells as they are", () => {
+    const example = /the cell\s+`([^`]+)`\s+under\s+`([a-z-]+)`\s+reads,\s+unfenced,\s+`([^`]+)`[\s\S]*?strict,\s+`([^`]+)`/.exec(SPEC);
+    expect(example).not.toBeNull();
+    const [, row, fault, unfenced, strict] = example!;
+    for (const [store, quoted] of [['unfenced', unfenced], ['strict', strict]] as const) {
+      const c = PREDICTED.cells.find((x) => x.row === row && x.store === store && x.fault === fault);
+      expect(c, `${row}/${store}/${fault}`).toBeDefined();
+      expect(quoted, `${row}/${store}/${fault}`).toBe(cellText(c!));
+    }
   });
 
   it('a PostgreSQL partition is one-sided in every text that describes it', () => {
