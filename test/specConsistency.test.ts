@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { designs, hasTtl } from '../model/design.ts';
 import { alphabetFor, FAULT_CLASS_ALLOWS, FAULT_CLASSES } from '../model/faultClass.ts';
-import { derivedProperties, MATRIX_ROWS } from '../model/matrix.ts';
+import { derivedProperties, explorationKey, MATRIX_ROWS } from '../model/matrix.ts';
 import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import type { Predicted } from '../spec/tables.ts';
 import { blockIn, blocks, cellText, faultKindsOf, VERDICTS_FILE } from '../spec/tables.ts';
@@ -210,6 +210,18 @@ describe('statements in the spec agree with the model', () => {
       expect(c, `${row}/${store}/${fault}`).toBeDefined();
       expect(quoted, `${row}/${store}/${fault}`).toBe(cellText(c!));
     }
+  });
+
+  it('the counts of cells and explorations the spec and docs/model.md give are the matrix\'s', () => {
+    const cells = MATRIX_ROWS.flatMap((r) => r.stores.flatMap((s) => FAULT_CLASSES.map((f) => ({ r, s, f }))));
+    const keys = new Map<string, number>();
+    for (const c of cells) keys.set(explorationKey(c.r, c.s, c.f), (keys.get(explorationKey(c.r, c.s, c.f)) ?? 0) + 1);
+    const shared = (kind: string, size: number): number => [...keys.entries()].filter(([k, n]) => n === size && cells.some((c) => c.r.design.kind === kind && explorationKey(c.r, c.s, c.f) === k)).length;
+    const spec = /\((\d+) redis-single pairs and (\d+) Redlock triples: (\d+) explorations for the (\d+) cells\)/.exec(SPEC.replace(/\s+/g, ' '));
+    expect(spec).not.toBeNull();
+    expect(spec!.slice(1).map(Number)).toEqual([shared('redis-single', 2), shared('redlock', 3), keys.size, cells.length]);
+    const model = /the (\d+) cells take (\d+) explorations/.exec(read('docs/model.md').replace(/\s+/g, ' '));
+    expect(model?.slice(1).map(Number)).toEqual([cells.length, keys.size]);
   });
 
   it('a PostgreSQL partition is one-sided in every text that describes it', () => {
