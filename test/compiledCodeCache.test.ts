@@ -55,6 +55,17 @@ describe("tsx's cache of compiled code", () => {
     expect(readdirSync(planted).sort()).toEqual([...entries].sort());
   }, 240_000);
 
+  it('vitest.config.ts (npx vitest run directly, no npm script before it) turns the cache off for the workers and their children', () => {
+    const theirs = join(root, 'vitest-theirs');
+    mkdirSync(join(theirs, `tsx-${uid}`), { recursive: true });
+    chmodSync(join(theirs, `tsx-${uid}`), 0o777);
+    // The config read as vitest reads it, in a process whose temp dir has the cache another user may write.
+    const code = `process.env.TMPDIR = ${JSON.stringify(theirs)}; await import('./vitest.config.ts'); console.log(JSON.stringify(process.env.TSX_DISABLE_CACHE ?? null));`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 100_000, env: { ...process.env, TSX_DISABLE_CACHE: '' } });
+    expect(r.stdout.trim(), r.stderr).toBe('"1"');
+    expect(r.stderr).toContain(`lockcheck: tsx's cache of compiled code ${join(theirs, `tsx-${uid}`)} may be written by others`);
+  }, 120_000);
+
   it('scripts/setup.sh (before npm test, npm start and the tsx npm scripts) stops at a cache not to be trusted', () => {
     const setup = (tmp: string) => spawnSync(process.execPath, ['conformance/env/tsxCache.mjs'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, TMPDIR: tmp, TSX_DISABLE_CACHE: '' } });
     const theirs = join(root, 'theirs');
