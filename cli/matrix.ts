@@ -94,8 +94,8 @@ export interface MatrixCell {
    * property and the step of its shrunk counterexample; null when it agreed.
    */
   readonly worst: { readonly kind: ConsequenceKind; readonly what: string; readonly property: PropertyId; readonly step: number } | null;
-  /** A library audit: runs whose deviation was not the worst kind, per consequence (counted, and gone past). */
-  readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
+  /** A library audit: runs whose deviation was not the worst kind, per consequence (counted, and gone past); null: no audit (CheckResult.deviations). */
+  readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>> | null;
   /** What concurrent clients observed in a short stress run under the class's faults (the second oracle), or why not. */
   readonly observed: Observed | { readonly notObserved: string } | null;
   /** Broken in the stress run but not predicted by the model: flagged (not a failure of the run). */
@@ -415,7 +415,7 @@ function notRunCell(backend: string, faultClass: string, unfinished: Unfinished)
 /** Real time each cell's shrinking may take: on the paced rows (etcd, ZooKeeper) one candidate run costs seconds, and a finding's timeline was shrunk for ten minutes and more. */
 const SHRINK_LIMIT_MS = 120_000;
 
-const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: null, predicted: null, predictedDepth: null, unexpected: [], unseen: [], outOfReach: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: {}, observed: null, observedUnpredicted: [] } as const;
+const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: null, predicted: null, predictedDepth: null, unexpected: [], unseen: [], outOfReach: [], timeline: null, elapsedMs: 0, stoppedEarly: 0, stoppedEarlyBy: {}, worst: null, deviations: null, observed: null, observedUnpredicted: [] } as const;
 
 /**
  * A library audit of one cell: the runs go on past deviations that are not
@@ -426,7 +426,7 @@ const EMPTY_CELL = { runs: 0, conformanceFailure: null, measured: null, predicte
 async function auditCell(backend: BackendUnderTest, options: CheckOptions): Promise<CheckResult> {
   const first = await checkConformance(backend, { ...options, failOn: { consequences: ['unsafe'] } });
   if (first.failure !== null) return first;
-  const next = CONSEQUENCE_KINDS.find((k) => (first.deviations[k] ?? 0) > 0);
+  const next = CONSEQUENCE_KINDS.find((k) => (first.deviations?.[k] ?? 0) > 0);
   if (next === undefined) return first;
   const { onRun: _progress, ...quiet } = options;
   const shrunk = await checkConformance(backend, { ...quiet, failOn: { consequences: [next] } });
@@ -521,7 +521,7 @@ function holds(c: MatrixCell): string {
 
 /** A library audit's cell: its worst consequence, then the design's findings and what else it deviated in. */
 export function auditText(c: MatrixCell): string {
-  const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations[k] ?? 0) > 0).map((k) => `${k} in ${counted(c.deviations[k] ?? 0, 'run')}`);
+  const others = CONSEQUENCE_KINDS.filter((k) => k !== c.worst?.kind && (c.deviations?.[k] ?? 0) > 0).map((k) => `${k} in ${counted(c.deviations?.[k] ?? 0, 'run')}`);
   // What the contract itself costs: the model's findings under it, by consequence (the worst first).
   const underIt = new Map<string, { kind: ConsequenceKind; properties: PropertyId[] }>();
   for (const p of c.measured ?? []) {

@@ -134,7 +134,7 @@ export async function runCommand(o: RunOptions): Promise<number> {
     } else {
       console.log(failure === null ? agreement(resolved.name, result) : `${failure.message}\ncounterexample: ${o.counterexample} (${replayHint(o.counterexample, o.backend, o.servers)})`);
       console.log(`findings (property violations of the design, not bugs): ${findingsText(findings)}`);
-      if (result.deviations.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${counted(result.deviations.safe, 'run')}`);
+      if (result.deviations?.safe) console.log(`deviations in the safe direction (validity shorter than allowed, an early loss signal): ${counted(result.deviations.safe, 'run')}`);
     }
     writeEach([
       ...(failure === null ? [] : [() => writeRedacted(o.counterexample, JSON.stringify(counterexampleFile(o.backend, resolved, offered, o.faults ?? null, o.runs, failure), null, 2) + '\n', 'the counterexample')]),

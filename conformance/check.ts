@@ -139,12 +139,13 @@ export interface CheckResult {
    */
   readonly findings: Readonly<Record<PropertyId, number | null>>;
   /**
-   * Conformance failures that did not fail the check, per consequence: counted
-   * only in an audit (failOn consequences), of runs not stopped early; {}
-   * outside one (there the first fails the check). With every run stopped
-   * early it is {} too: read `findings` (all null) to tell that from none.
+   * An audit's (failOn consequences) conformance failures that did not fail
+   * the check, per consequence, of runs not stopped early ({}: none); null
+   * outside an audit, where nothing is counted (the first fails the check).
+   * With every run stopped early an audit's is {} too: read `findings` (all
+   * null) to tell that from none.
    */
-  readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>>;
+  readonly deviations: Readonly<Partial<Record<ConsequenceKind, number>>> | null;
   /** What runs said beside their verdicts (RunReport.warnings), each once, with the number of runs that said it. */
   readonly warnings: Readonly<Record<string, number>>;
   /**
@@ -198,7 +199,8 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
   const findings: Partial<Record<PropertyId, number>> = {};
   // Runs whose findings were counted: with none, no property was decided (findingCounts).
   let judgedRuns = 0;
-  const deviations: Partial<Record<ConsequenceKind, number>> = {};
+  // Counted in an audit only: outside one there is nothing to count (null, not an empty count).
+  const deviations: Partial<Record<ConsequenceKind, number>> | null = isAudit(failOn) ? {} : null;
   const warnings: Record<string, number> = {};
   let run = 0;
   let stoppedEarly = 0;
@@ -287,10 +289,9 @@ export async function checkConformance(backend: BackendUnderTest, options: Check
       stoppedEarlyBy[verdict.cause] = (stoppedEarlyBy[verdict.cause] ?? 0) + 1;
       return;
     }
-    if (typeof failOn === 'object' && 'consequences' in failOn) {
+    if (deviations !== null) {
       // An audit goes on past what it is not looking for, and counts it (each kind once per run).
-      const deviated = [...(report.deviations ?? []), ...(verdict.kind === 'conformance-failure' ? [verdict] : [])];
-      for (const kind of new Set(deviated.map((d) => d.consequence.kind))) deviations[kind] = (deviations[kind] ?? 0) + 1;
+      countDeviations(report, deviations);
       if (verdict.kind === 'conformance-failure') return;
     }
     judgedRuns++;
@@ -418,6 +419,15 @@ function describedSafely(c: Command): string {
   }
 }
 
+/** Whether the check is an audit (failOn consequences): it goes on past the deviations it is not looking for, and counts them. */
+const isAudit = (failOn: CheckOptions['failOn']): failOn is { readonly consequences: readonly ConsequenceKind[] } => typeof failOn === 'object' && 'consequences' in failOn;
+
+/** Adds a run's deviations (those it went past, and the one it ended on) to an audit's count: each kind once per run. */
+function countDeviations(report: RunReport, deviations: Partial<Record<ConsequenceKind, number>>): void {
+  const deviated = [...(report.deviations ?? []), ...(report.verdict.kind === 'conformance-failure' ? [report.verdict] : [])];
+  for (const kind of new Set(deviated.map((d) => d.consequence.kind))) deviations[kind] = (deviations[kind] ?? 0) + 1;
+}
+
 async function replaySchedule(
   backend: BackendUnderTest,
   schedule: Schedule,
@@ -437,7 +447,10 @@ async function replaySchedule(
   // The one run's findings count as a generated run's would: only when it passed the check and was judged to its end.
   const judgedToEnd = cut === null && report.verdict.kind !== 'inconclusive' && report.verdict.kind !== 'conformance-failure';
   const seen: Partial<Record<PropertyId, number>> = Object.fromEntries(report.findings.flatMap((f) => f.violations.map((v) => [v.property, 1])));
-  const base = { backend: backend.name, runs: 1, findings: findingCounts(backend, seen, judgedToEnd ? 1 : 0), deviations: {}, warnings, stoppedEarly, stoppedEarlyBy, retried: 0 };
+  // An audit counts the deviations the one run went past as a generated run's: when it did not fail the check and was not stopped early.
+  const deviations: Partial<Record<ConsequenceKind, number>> | null = isAudit(options.failOn) ? {} : null;
+  if (deviations !== null && cut === null && report.verdict.kind !== 'inconclusive') countDeviations(report, deviations);
+  const base = { backend: backend.name, runs: 1, findings: findingCounts(backend, seen, judgedToEnd ? 1 : 0), deviations, warnings, stoppedEarly, stoppedEarlyBy, retried: 0 };
   if (cut === null) return { ...base, failure: null, elapsedMs: elapsed() };
   writeTimeline(options.timelineFile, cut);
   const found = `replayed the saved schedule (${counted(cut.steps.length, 'step')}, token base ${schedule.tokenBase}${schedule.requestTimeoutMs !== undefined ? `, request timeout ${schedule.requestTimeoutMs} ms` : ''}): checkConformance(backend, { schedule })`;

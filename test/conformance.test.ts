@@ -250,7 +250,7 @@ describe('the lockstep runner', () => {
     expect(result.failure).toBeNull();
     expect(result.stoppedEarly).toBeGreaterThan(0);
     expect(attempts).toBe(result.stoppedEarly * MAX_ATTEMPTS);
-    expect(result).toMatchObject({ runs: 5, retried: result.stoppedEarly * (MAX_ATTEMPTS - 1), findings: {}, deviations: {} });
+    expect(result).toMatchObject({ runs: 5, retried: result.stoppedEarly * (MAX_ATTEMPTS - 1), findings: {}, deviations: null });
     expect(result.stoppedEarlyBy).toEqual({ 'out-of-pace': result.stoppedEarly });
   });
 

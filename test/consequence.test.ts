@@ -36,11 +36,18 @@ describe('findings by consequence', () => {
     if (verdict?.kind !== 'conformance-failure') return;
     expect(verdict.consequence).toEqual({ kind: 'safe', what: 'validity shorter than allowed' });
     expect(plain.failure!.message).toMatch(/LIVE-1: .*; safe: validity shorter than allowed\)/);
+    // Not an audit: nothing counted, null (not {}, which read as "audited, none went past").
+    expect(plain.deviations).toBeNull();
+    expect((await checkConformance(short, { runs: 2, seed: 3, faults: [] })).deviations).toBeNull();
 
     const audit = await checkConformance(short, { runs: 30, seed: 3, faults: PAUSES, failOn: { consequences: ['unsafe'] } });
     expect(audit.failure?.message ?? null).toBeNull();
     expect(audit.runs).toBe(30);
-    expect(audit.deviations.safe).toBeGreaterThan(0);
+    expect(audit.deviations?.safe).toBeGreaterThan(0);
+    // An audit's replay of a saved schedule counts the deviations its one run went past, as a generated run's are.
+    const replay = await checkConformance(short, { schedule: plain.failure!.schedule, failOn: { consequences: ['unsafe'] } });
+    expect(replay.failure).toBeNull();
+    expect(replay.deviations).toEqual({ safe: 1 });
   });
 
   it('a deadline later than allowed is unsafe, and an audit shrinks it', async () => {

@@ -20,7 +20,7 @@ export function matrixCell(overrides: Partial<MatrixCell>): MatrixCell {
     stoppedEarly: 0,
     stoppedEarlyBy: {},
     worst: null,
-    deviations: {},
+    deviations: null,
     observed: null,
     observedUnpredicted: [],
     ...overrides,

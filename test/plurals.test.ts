@@ -33,7 +33,7 @@ describe('counts at one read in the singular', () => {
     const text = auditText(cell);
     expect(text).toMatch(/liveness in 1 run\b/);
     expect(text).not.toMatch(ONE_PLURAL);
-    expect(describeCell({ ...cell, audit: false, worst: null, deviations: {} })).not.toMatch(ONE_PLURAL);
+    expect(describeCell({ ...cell, audit: false, worst: null, deviations: null })).not.toMatch(ONE_PLURAL);
   });
 
   it("the concurrent oracle's cell text and the stress summary", () => {
