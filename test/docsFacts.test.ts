@@ -10,7 +10,7 @@ import { NEMESIS_FAULTS } from '../conformance/stress/nemesis.ts';
 import { DESIGN_KINDS, STORE_POLICIES } from '../model/design.ts';
 import { FAULT_CLASSES } from '../model/faultClass.ts';
 import { PROPERTY_IDS } from '../model/properties.ts';
-import { anchors, relativeLinks } from './markdownLinks.ts';
+import { anchors, relativeLinks, slug } from './markdownLinks.ts';
 import { entryModules, exportResolver } from './publicApi.ts';
 import { sourceEntries } from './sourceEntries.ts';
 
@@ -261,6 +261,24 @@ describe('the spec reads in order, and what cites its sections finds them', () =
       return lines === null || !starts(lines, c.title);
     });
     expect(wrong.map((c) => c.where)).toEqual([]);
+  });
+
+  it('a link whose text names a spec section ("spec 7.9", "§7.8") goes to that section\'s heading', () => {
+    // getting-started's "[spec §7.8](../spec/SPEC.md)" opened the spec at its top (found by an audit).
+    const sections = new Map(headings.flatMap((h) => {
+      const n = /^(\d+(?:\.\d+)*)\.? /.exec(h.title)?.[1];
+      return n === undefined ? [] : [[n, slug(h.title)] as const];
+    }));
+    const links = ALL.flatMap(([p, b]) =>
+      [...b.matchAll(/\[([^\]]*?)\]\(([^)\s]*)\)/g)].flatMap((m) => {
+        const named = /\b(?:[Ss]pec|[Ss]ection)\s*§?\s*(\d+(?:\.\d+)*)|§\s*(\d+(?:\.\d+)*)/.exec(m[1]!);
+        const target = relativeLinks(p, `[x](${m[2]!})`)[0];
+        if (named === null || target === undefined || (target.path === '' ? p : target.path) !== 'spec/SPEC.md') return [];
+        return [{ where: `${p}: ${m[0]}`, n: (named[1] ?? named[2])!, anchor: target.anchor }];
+      }),
+    );
+    expect(links.length).toBeGreaterThan(10);
+    expect(links.filter((l) => sections.get(l.n) === undefined || l.anchor !== sections.get(l.n)).map((l) => `${l.where} (section ${l.n}: #${sections.get(l.n)})`)).toEqual([]);
   });
 
   it('a command whose options a page lists ("its options are …") takes exactly those', () => {
