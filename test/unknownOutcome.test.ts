@@ -7,6 +7,7 @@ import { TokenOverflowError, UnavailableError } from '../impl/errors.ts';
 import type { AcquireResult } from '../impl/leaseLock.ts';
 import { PostgresSessionLock, type SessionAcquireOptions } from '../impl/postgres/sessionLock.ts';
 import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
+import { grantedBeforeTheFault, SETUP_BOUND_MS } from './impl/blackhole.ts';
 
 /**
  * spec "Unknown outcomes": a reply slower than the client's statement timeout
@@ -16,8 +17,16 @@ import { PostgresTransactionLock } from '../impl/postgres/xactLock.ts';
  * (timed-out) and end the session, so that pg_locks is empty again and
  * another client gets the lock.
  */
-const TIMEOUT_MS = 300;
-const DELAY_MS = 1_500;
+/**
+ * The lock's bound, and the delay each way: a reply comes 2 x DELAY_MS after
+ * its request at the earliest (the proxy's timers and the client's run in this
+ * process, in order), so the bound always passes first, however loaded the
+ * machine. The bound is no shorter: it also bounds the grant before the fault
+ * on a healthy server, which a loaded machine took past 300 ms every time for
+ * 30 s (each attempt given up on left the next one waiting on the server).
+ */
+const TIMEOUT_MS = 1_000;
+const DELAY_MS = 2_000;
 
 const db = withPostgres();
 
@@ -37,18 +46,15 @@ async function locksAfter(ms: number): Promise<number> {
 }
 
 /**
- * The grant before the fault: bounded by the short statement timeout, it can
- * time out on a loaded machine (connect, schema and statement within 300 ms);
- * a timed-out attempt ends its session, so the next one starts clean (its
- * lock may linger until the server sees the close: a denial is retried, up
- * to 20 times 50 ms apart). Setup only: at most five tries.
+ * The grant before the fault, on the lock under test. Its statement timeout
+ * (connect, schema and statement within TIMEOUT_MS) can still be outlasted by
+ * a loaded machine against a healthy server: blackhole.ts's
+ * grantedBeforeTheFault tries again, on a fresh name, for up to
+ * SETUP_BOUND_MS (five tries in a row timed out at 300 ms, load 25). Setup
+ * only: what is judged comes after the fault.
  */
-async function grantedBeforeTheFault(lock: { acquire(resource: string, options: SessionAcquireOptions): Promise<AcquireResult> }, resource: string): Promise<AcquireResult> {
-  const again = { retries: 20, retryDelayMs: 50 };
-  let r = await lock.acquire(resource, again);
-  for (let tries = 1; r.kind === 'timed-out' && tries < 5; tries++) r = await lock.acquire(resource, again);
-  return r;
-}
+const grantBeforeTheFault = (lock: { acquire(resource: string, options: SessionAcquireOptions): Promise<AcquireResult> }, resource: string) =>
+  grantedBeforeTheFault(`the grant of '${resource}' before the fault`, resource, (name) => lock.acquire(name, { retries: 20, retryDelayMs: 50 }));
 
 async function viaProxy<T>(fn: (proxy: TcpProxy, connection: pg.ClientConfig) => Promise<T>): Promise<T> {
   const proxy = await TcpProxy.start({ host: db.server.host, port: db.server.port });
@@ -92,43 +98,40 @@ describe('unknown outcomes fail safe on a real server', () => {
       const lock = new PostgresSessionLock({ connection, statementTimeoutMs: TIMEOUT_MS });
       const other = new PostgresSessionLock({ connection: db.server.connection });
       try {
-        const first = await grantedBeforeTheFault(lock, 'unknown-a');
-        expect(first.kind).toBe('granted');
+        const { lease: first } = await grantBeforeTheFault(lock, 'unknown-a');
         proxy.setMode({ kind: 'delay', ms: DELAY_MS });
         const slow = await lock.acquire('unknown-b');
         expect(slow).toEqual({ kind: 'timed-out' });
         // The session is gone: the lease it held says so, and the server frees both locks.
-        expect(first.kind === 'granted' && first.lease.signal.aborted).toBe(true);
+        expect(first.signal.aborted).toBe(true);
         expect(await locksAfter(DELAY_MS * 4)).toBe(0);
         expect((await other.acquire('unknown-b')).kind).toBe('granted');
       } finally {
         await Promise.all([lock.close(), other.close()]);
       }
     });
-  }, 30_000);
+  }, SETUP_BOUND_MS + 30_000);
 
   it('session lock: a release answered after the timeout throws and ends the session, so the lock is freed', async () => {
     await viaProxy(async (proxy, connection) => {
       const lock = new PostgresSessionLock({ connection, statementTimeoutMs: TIMEOUT_MS });
       try {
-        const r = await grantedBeforeTheFault(lock, 'unknown-c');
-        if (r.kind !== 'granted') throw new Error(`not granted: ${r.kind}`);
+        const { lease } = await grantBeforeTheFault(lock, 'unknown-c');
         proxy.setMode({ kind: 'delay', ms: DELAY_MS });
-        await expect(lock.release(r.lease)).rejects.toBeInstanceOf(UnavailableError);
+        await expect(lock.release(lease)).rejects.toBeInstanceOf(UnavailableError);
         expect(await locksAfter(DELAY_MS * 4)).toBe(0);
       } finally {
         await lock.close();
       }
     });
-  }, 30_000);
+  }, SETUP_BOUND_MS + 30_000);
 
   it('transaction lock: an acquire answered after the timeout returns timed-out and leaves no lock held', async () => {
     await viaProxy(async (proxy, connection) => {
       const lock = new PostgresTransactionLock({ connection, statementTimeoutMs: TIMEOUT_MS });
       try {
-        const warm = await grantedBeforeTheFault(lock, 'unknown-d');
-        if (warm.kind !== 'granted') throw new Error(`not granted: ${warm.kind}`);
-        await lock.release(warm.lease);
+        const { lease: warm } = await grantBeforeTheFault(lock, 'unknown-d');
+        await lock.release(warm);
         proxy.setMode({ kind: 'delay', ms: DELAY_MS });
         expect(await lock.acquire('unknown-e')).toEqual({ kind: 'timed-out' });
         expect(await locksAfter(DELAY_MS * 4)).toBe(0);
@@ -136,5 +139,5 @@ describe('unknown outcomes fail safe on a real server', () => {
         await lock.close();
       }
     });
-  }, 30_000);
+  }, SETUP_BOUND_MS + 30_000);
 });
