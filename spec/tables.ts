@@ -104,7 +104,7 @@ export const MARK = {
 };
 
 /** The model row a built-in backend's design is explored as (the delayed restart's length differs, not its effect). */
-function rowOf(design: Design): MatrixRow | undefined {
+export function rowOf(design: Design): MatrixRow | undefined {
   const shape = (d: Design): string =>
     d.kind === 'redis-single' || d.kind === 'redlock' ? `${d.kind}/${d.persistence}/${d.restartDelayMs > 0}` : d.kind === 'redis-replicated' ? `${d.kind}/${d.wait}` : d.kind;
   return MATRIX_ROWS.find((r) => shape(r.design) === shape(design));

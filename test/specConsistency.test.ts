@@ -5,7 +5,8 @@ import { alphabetFor, FAULT_CLASS_ALLOWS, FAULT_CLASSES } from '../model/faultCl
 import { derivedProperties, explorationKey, MATRIX_ROWS } from '../model/matrix.ts';
 import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
 import type { Predicted } from '../spec/tables.ts';
-import { blockIn, blocks, cellText, faultKindsOf, VERDICTS_FILE } from '../spec/tables.ts';
+import { blockIn, blocks, cellText, faultKindsOf, rowOf, VERDICTS_FILE } from '../spec/tables.ts';
+import { BUILT_INS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
 import { anchors, relativeLinks } from './markdownLinks.ts';
 
 /**
@@ -222,6 +223,29 @@ describe('statements in the spec agree with the model', () => {
     expect(spec!.slice(1).map(Number)).toEqual([shared('redis-single', 2), shared('redlock', 3), keys.size, cells.length]);
     const model = /the (\d+) cells take (\d+) explorations/.exec(read('docs/model.md').replace(/\s+/g, ' '));
     expect(model?.slice(1).map(Number)).toEqual([cells.length, keys.size]);
+  });
+
+  it('docs/matrix.md quotes, for each built-in row, the depth the predicted matrix records for its column\'s model classes', () => {
+    // Two records of one exploration: the seeds (docs/matrix.md's "[model to k]") and test/fixtures/explore-verdicts.json (8.1's "[to k]").
+    const header = MATRIX_MD.split('\n').find((l) => l.startsWith('| backend |'))!;
+    const columns = header.split('|').slice(2, -1).map((c) => c.trim());
+    let judged = 0;
+    const wrong: string[] = [];
+    for (const b of BUILT_INS) {
+      const row = rowOf(b.design);
+      const line = MATRIX_MD.split('\n').find((l) => l.startsWith(`| ${b.name} |`));
+      if (row === undefined || line === undefined) continue;
+      const cells = line.split(' | ').slice(1);
+      for (const col of MEASURED_FAULT_CLASSES.filter((c) => columns.includes(c.id))) {
+        const quoted = /\[model to (\d+)\]/.exec(cells[columns.indexOf(col.id)] ?? '')?.[1];
+        if (quoted === undefined) continue;
+        judged++;
+        const depth = Math.min(...PREDICTED.cells.filter((c) => c.row === row.label && c.store === b.store && col.model.includes(c.fault)).map((c) => c.depth));
+        if (Number(quoted) !== depth) wrong.push(`${b.name} ${col.id}: docs/matrix.md says model to ${quoted}, 8.1 records ${depth}`);
+      }
+    }
+    expect(judged).toBeGreaterThan(60);
+    expect(wrong).toEqual([]);
   });
 
   it('a PostgreSQL partition is one-sided in every text that describes it', () => {
