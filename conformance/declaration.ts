@@ -54,9 +54,9 @@ function checkContract(value: unknown): void {
   optionalOneOf(c, 'refreshTtl', 'contract', ['given', 'acquired']);
   optionalOneOf(c, 'tokens', 'contract', ['bigint', 'number', 'none']);
   if (c.failedExtend !== undefined) {
-    const f = checkObject(c.failedExtend, 'contract.failedExtend', "an object { lease: 'kept' | 'unchanged' | 'dropped', keys: 'kept' | 'deleted' } or absent") as Readonly<Record<string, unknown>>;
+    const f = checkObject(c.failedExtend, 'contract.failedExtend', "an object { lease: 'kept' | 'unchanged' | 'dropped' | 'dropped-if-denied', keys: 'kept' | 'deleted' } or absent") as Readonly<Record<string, unknown>>;
     checkFailedExtendKeys(f);
-    checkOneOf(f.lease, 'contract.failedExtend.lease', ['kept', 'unchanged', 'dropped']);
+    checkOneOf(f.lease, 'contract.failedExtend.lease', ['kept', 'unchanged', 'dropped', 'dropped-if-denied']);
     checkOneOf(f.keys, 'contract.failedExtend.keys', ['kept', 'deleted']);
   }
   if (c.driftMargin !== undefined) {

@@ -77,9 +77,15 @@ export interface LeaseTerms {
  * flight and after a refusal (a library's Lock object that the call leaves
  * as it was); what that costs is judged by its consequence, another holder
  * once too few nodes still hold the old key (MUTEX-1), never by lockcheck's bound.
+ * 'dropped': the lease ends on any refusal. 'dropped-if-denied': it ends
+ * when the nodes' answers refused it (the key gone or another's on so many
+ * nodes that no quorum could say yes), and stays as it was ('unchanged')
+ * when the refusal is for want of answers: a cut link, a node down, a reply
+ * too late (a library that drops its lock on "not yours" and keeps it on a
+ * connection error).
  */
 export interface FailedExtend {
-  readonly lease: 'kept' | 'unchanged' | 'dropped';
+  readonly lease: 'kept' | 'unchanged' | 'dropped' | 'dropped-if-denied';
   readonly keys: 'kept' | 'deleted';
 }
 
@@ -486,7 +492,7 @@ const PERSISTENCES: readonly Persistence[] = Object.freeze(['none', 'aof-always'
 const LEASE_RENEWALS: readonly string[] = Object.freeze(['last-request']);
 const CLIENT_DEADLINES: readonly string[] = Object.freeze(['none']);
 const DRIFT_ROUNDINGS: readonly string[] = Object.freeze(['ceil', 'round']);
-const FAILED_EXTEND_LEASE: readonly string[] = Object.freeze(['kept', 'unchanged', 'dropped']);
+const FAILED_EXTEND_LEASE: readonly string[] = Object.freeze(['kept', 'unchanged', 'dropped', 'dropped-if-denied']);
 const FAILED_EXTEND_KEYS: readonly string[] = Object.freeze(['kept', 'deleted']);
 
 function failDesign(msg: string): never {
@@ -502,7 +508,7 @@ function checkTerms(d: Extract<Design, { kind: 'redis-single' | 'redlock' | 'etc
   optionalOneOf(d.clientDeadline, d.kind, 'clientDeadline', CLIENT_DEADLINES);
   optionalOneOf(d.clientTimeout, d.kind, 'clientTimeout', CLIENT_DEADLINES);
   if (d.failedExtend !== undefined) {
-    checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'unchanged' | 'dropped', keys: 'kept' | 'deleted' } or absent");
+    checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'unchanged' | 'dropped' | 'dropped-if-denied', keys: 'kept' | 'deleted' } or absent");
     checkKnownKeys(d.failedExtend, `${d.kind} failedExtend`, ['lease', 'keys']);
     checkOneOf(d.failedExtend.lease, `${d.kind} failedExtend.lease`, FAILED_EXTEND_LEASE);
     checkOneOf(d.failedExtend.keys, `${d.kind} failedExtend.keys`, FAILED_EXTEND_KEYS);
@@ -530,13 +536,13 @@ export function describeDesign(design: Design): string {
     .exhaustive();
 }
 
-const FAILED_EXTEND_LABEL: Readonly<Record<FailedExtend['lease'], string>> = { kept: 'keeps', unchanged: 'keeps unchanged', dropped: 'drops' };
+const FAILED_EXTEND_LABEL: Readonly<Record<FailedExtend['lease'], string>> = { kept: 'keeps lease', unchanged: 'keeps unchanged lease', dropped: 'drops lease', 'dropped-if-denied': 'drops lease if denied' };
 
 /** ", no client deadline, failed extend drops lease, deletes keys, drift rounded": what a contract changes, or ''. */
 function termsLabel(design: Design): string {
   const terms = leaseTerms(design);
   const rounding = 'driftRounding' in design && design.driftRounding === 'round' ? ', drift rounded' : '';
-  const extend = terms.failedExtend === undefined ? '' : `, failed extend ${FAILED_EXTEND_LABEL[terms.failedExtend.lease]} lease, ${terms.failedExtend.keys === 'kept' ? 'keeps' : 'deletes'} keys`;
+  const extend = terms.failedExtend === undefined ? '' : `, failed extend ${FAILED_EXTEND_LABEL[terms.failedExtend.lease]}, ${terms.failedExtend.keys === 'kept' ? 'keeps' : 'deletes'} keys`;
   return `${terms.clientDeadline === 'none' ? ', no client deadline' : ''}${terms.clientTimeout === 'none' ? ', no client timeout' : ''}${extend}${rounding}`;
 }
 

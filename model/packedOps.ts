@@ -1,4 +1,5 @@
 import { driftMarginMs } from './design.ts';
+import { dropsLease, keepsDeadline } from './failedExtend.ts';
 import type { PackedLayout } from './packed.ts';
 import {
   C_LEASES,
@@ -230,11 +231,11 @@ const SET = 2;
  * deleted, as the design's terms say; WAIT's replication only after an
  * operation (`replicate`), not at a resume (a fault).
  */
-function refused(ctx: PackedContext, base: Float64Array, endMs: number, client: number, r: number, attempt: number, lease: number, replicate: boolean, out: PackedBranches): void {
+function refused(ctx: PackedContext, base: Float64Array, endMs: number, client: number, r: number, attempt: number, lease: number, denied: boolean, replicate: boolean, out: PackedBranches): void {
   const b = out.push(base);
   b[0] = endMs;
   if (ctx.failedExtend.keys === 'deleted') releaseEverywhere(ctx, b, endMs, client, r, attempt);
-  if (ctx.failedExtend.lease === 'dropped') b.fill(0, lease, lease + LEASE_STRIDE);
+  if (dropsLease(ctx.failedExtend, denied)) b.fill(0, lease, lease + LEASE_STRIDE);
   if (replicate) waitForReplicas(ctx, b);
 }
 
@@ -289,22 +290,29 @@ function finishExtend(
       continue;
     }
     let yes = 0;
-    for (let i = 0; i < n; i++) if (votes[i] === 1 && (got >>> i) & 1) yes++;
+    let no = 0;
+    for (let i = 0; i < n; i++) {
+      if (((got >>> i) & 1) === 0) continue;
+      if (votes[i] === 1) yes++;
+      else no++;
+    }
+    // world.ts finishExtend: denied when the nodes that answered no leave too few for a quorum.
+    const denied = no > n - ctx.quorum;
     if (Number.isNaN(oldUntil)) {
       if (ctx.noDeadline && yes >= ctx.quorum) readAt(ctx, base, endMs, replicate, out);
-      else refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
+      else refused(ctx, base, endMs, client, r, attempt, lease, denied, replicate, out);
       continue;
     }
     const mono = clientMono(l, base, client, endMs);
     if (yes < ctx.quorum || mono >= validUntil || mono > oldUntil) {
-      refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
+      refused(ctx, base, endMs, client, r, attempt, lease, denied, replicate, out);
       continue;
     }
     const b = out.push(base);
     b[0] = endMs;
     b[lease + L_VALID_UNTIL] = validUntil;
     if (replicate) waitForReplicas(ctx, b);
-    if (mono === oldUntil) refused(ctx, base, endMs, client, r, attempt, lease, replicate, out);
+    if (mono === oldUntil) refused(ctx, base, endMs, client, r, attempt, lease, denied, replicate, out);
   }
 }
 
@@ -360,8 +368,8 @@ export function packedExtend(ctx: PackedContext, w: Float64Array, client: number
   if (orbits) orbitsInto(ctx, w, orbit);
   const m = marginOf(ctx, ttl);
   const validUntil = startedMono + ttl - m;
-  // world.ts sendExtend: a shorter ttl lowers the lease's deadline at the send (not for a lease kept 'unchanged').
-  const oldUntil = ctx.failedExtend.lease === 'unchanged' ? w[lease + L_VALID_UNTIL]! : Math.min(w[lease + L_VALID_UNTIL]!, validUntil);
+  // world.ts sendExtend: a shorter ttl lowers the lease's deadline at the send (not for terms that keep it: keepsDeadline).
+  const oldUntil = keepsDeadline(ctx.failedExtend) ? w[lease + L_VALID_UNTIL]! : Math.min(w[lease + L_VALID_UNTIL]!, validUntil);
   for (let k = 0; k < combinations; k++) {
     let rest = k;
     for (let i = n - 1; i >= 0; i--) {

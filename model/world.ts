@@ -3,6 +3,7 @@ import type { Command, Fault, Operation } from './command.ts';
 import { isOperation } from './command.ts';
 import { driftMarginMs, hasTtl, isReentrant, isSessionBound, lateReplyEnds, leaseTerms, persists, quorum, refreshExtendMs, replyTimeoutMs, restartDelayMs, rulesOf } from './design.ts';
 import type { Design } from './design.ts';
+import { dropsLease, keepsDeadline } from './failedExtend.ts';
 import { checkDuration, checkResource, checkTtl, checkValue, InvalidInputError } from './errors.ts';
 import type { WorldEvent } from './event.ts';
 import {
@@ -981,7 +982,7 @@ function sendExtend(world: World, client: number, resource: string, ttlMs: numbe
   // the earlier of the two deadlines until the replies say more, and after a refusal (spec 4.1, MUTEX-1).
   // A library whose lease stays as it was ('unchanged') lowers nothing: what its old deadline costs is judged by consequence.
   const shortened = startedMono + ttlMs - driftMarginMs(design, ttlMs);
-  const lowers = leaseTerms(design).failedExtend?.lease !== 'unchanged';
+  const lowers = !keepsDeadline(leaseTerms(design).failedExtend);
   const atSend = lowers && lease.validUntilMs !== null && shortened < lease.validUntilMs ? withClient(world, client, (c) => withLease(c, resource, { ...lease, validUntilMs: shortened })) : world;
   return fanOut(world, client, resource, (node, _index, alive) => {
     const key = entryOf(node.keys, resource);
@@ -1017,7 +1018,9 @@ function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: 
   const waits = (terms.clientDeadline === 'none' || terms.clientTimeout === 'none') && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
   return roundEnds(f.arrivals, waits ? Number.POSITIVE_INFINITY : f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
     const after: World = { ...sent, nowMs: endMs };
-    const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, events);
+    // Denied: the nodes that answered no leave too few for a quorum (not a refusal for want of answers).
+    const denied = f.votes.filter((v, i) => !v && counted[i]).length > f.votes.length - quorum(design);
+    const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, denied, events);
     if (lease === undefined) return [refused];
     const yes = f.votes.filter((v, i) => v && counted[i]).length;
     // No deadline (declared by the library): a quorum re-armed its keys, and that is all the client learns.
@@ -1058,7 +1061,7 @@ function statementMissed(world: World, op: Operation): NonNullable<Extract<InFli
  * and delete the keys it still holds (compare-and-delete on every node it
  * reaches, a round it does not wait for).
  */
-function failedExtend(after: World, client: number, resource: string, lease: Lease, events: readonly WorldEvent[]): Branch {
+function failedExtend(after: World, client: number, resource: string, lease: Lease, denied: boolean, events: readonly WorldEvent[]): Branch {
   const terms = leaseTerms(after.config.design).failedExtend ?? { lease: 'kept', keys: 'kept' };
   const cleared = terms.keys === 'deleted' ? releaseEverywhere(after, client, resource, lease.owner) : after;
   const deleted: WorldEvent[] = after.nodes.flatMap((n, i): WorldEvent[] => {
@@ -1067,8 +1070,8 @@ function failedExtend(after: World, client: number, resource: string, lease: Lea
       ? [{ kind: 'key-changed', node: i, resource, byClient: client, byOwner: lease.owner, ownerBefore: before.owner, change: 'deleted' }]
       : [];
   });
-  // 'kept' and 'unchanged' alike: the lease as it stands (lowered at the send for 'kept' only).
-  const next = terms.lease === 'dropped' ? withClient(cleared, client, (c) => withLease(c, resource, null)) : cleared;
+  // Otherwise the lease as it stands (lowered at the send for 'kept' and 'dropped' only).
+  const next = dropsLease(terms, denied) ? withClient(cleared, client, (c) => withLease(c, resource, null)) : cleared;
   return { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next, events: [...events, ...deleted] };
 }
 

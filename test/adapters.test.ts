@@ -282,6 +282,36 @@ describe('redis-semaphore@5.8.0 RedlockMutex and @microfleet/ioredis-lock@6.0.1:
   }
 });
 
+describe("@microfleet/ioredis-lock@6.0.1 and redis-semaphore@5.8.0 Mutex: a failed extend drops the lock only when the node answered that the key is gone ('dropped-if-denied')", () => {
+  for (const [name, make] of [
+    ['@microfleet/ioredis-lock', ioredisLockBackend],
+    ['redis-semaphore Mutex', redisSemaphoreMutexBackend],
+  ] as const) {
+    it(`${name}: an extend on a cut link keeps the lock, as the library does (was: MUTEX-1, "the client may act on a lease longer than allowed", the partition-delay cell); one that finds the key gone drops it`, async () => {
+      const b = make({ cluster: cluster! });
+      expect(b.contract?.failedExtend).toEqual({ lease: 'dropped-if-denied', keys: 'kept' });
+      const schedule: Command[] = [
+        { kind: 'acquire', client: 0, resource: 'r', ttlMs: 200 },
+        { kind: 'partition', client: 0, node: 0 },
+        // A Redis error: ioredis-lock rethrows it with _locked still true, redis-semaphore's refresh rejects with _acquired still true.
+        { kind: 'extend', client: 0, resource: 'r', ttlMs: 200 },
+        { kind: 'heal', client: 0, node: 0 },
+        { kind: 'advance', ms: 250 },
+        { kind: 'acquire', client: 1, resource: 'r', ttlMs: 200 },
+        // The node answers that the key is not client 0's: now the library drops the lock.
+        { kind: 'extend', client: 0, resource: 'r', ttlMs: 200 },
+        { kind: 'release', client: 0, resource: 'r' },
+      ];
+      const r = await runLockstep(b, schedule, { clients: 2, tokenBase: 0n, continueAfterViolation: true });
+      expect(r.verdict, textTimeline(r)).toEqual({ kind: 'pass' });
+      expect(r.deviations).toBeUndefined();
+      expect(r.steps.map((s) => s.actual.kind)).toEqual(['granted', 'ok', 'not-extended', 'ok', 'ok', 'granted', 'not-extended', 'not-held']);
+      // What keeping the lock costs, the contract's: client 1 holds it while client 0 still does.
+      expect([...new Set(r.findings.flatMap((f) => f.violations.map((v) => v.property)))]).toEqual(['MUTEX-1']);
+    }, 120_000);
+  }
+});
+
 describe('redis-lock@1.0.0 against the redis-single model (written from docs/adapter.md and the kit)', () => {
   // Shrunk by `lockcheck run --backend ./conformance/adapters/redisLock.ts --runs 300` (run 31 of 300, from 9 steps to 4).
   const expiredEarly = (deltaMs: number): Command[] => [

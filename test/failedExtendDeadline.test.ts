@@ -4,7 +4,7 @@ import { alphabetFor, designs, initialWorld } from '../model/index.ts';
 import { explore } from '../model/explore.ts';
 import { step } from '../model/world.ts';
 import { contractDesign } from '../conformance/consequence.ts';
-import { redlockContract } from '../conformance/adapters/contracts.ts';
+import { IOREDIS_LOCK_CONTRACT, REDIS_SEMAPHORE_CONTRACT, redlockContract } from '../conformance/adapters/contracts.ts';
 
 /**
  * A refused extension to a shorter ttl, judged by the deadline the client's
@@ -82,5 +82,59 @@ describe("a refused extension to a shorter ttl keeps the deadline the client's t
       const shape = (r: ReturnType<typeof explore>): unknown => ({ states: r.states, transitions: r.transitions, found: r.counterexamples.map((x) => [x.property, x.steps.length]) });
       expect(shape(explore(initial, alphabet, { maxDepth: 4 })), fault).toEqual(shape(explore(initial, alphabet, { maxDepth: 4, packed: false })));
     }
+  });
+});
+
+/**
+ * A library that drops its lock only when the node answered that the key is
+ * gone (ioredis-lock's extend: `_locked = false` when `pexpireifequal`
+ * answers 0; redis-semaphore's `_processRefresh` when `_refresh` returns
+ * false), and keeps it when the call failed for want of an answer (a Redis
+ * error: a cut link, a node down). Its contract declares failedExtend.lease
+ * 'dropped-if-denied'; with 'dropped' the model dropped the lease on a cut
+ * link too, and the library's kept lock read as "the client may act on a
+ * lease longer than allowed" (MUTEX-1, the ioredis-lock partition-delay
+ * cell, audit h39).
+ */
+describe("a failed extension that drops the lease only when the nodes' answers denied it ('dropped-if-denied')", () => {
+  type Lease = 'dropped' | 'dropped-if-denied';
+  const single = (lease: Lease): Design => ({ ...(designs.redisSingle() as Extract<Design, { kind: 'redis-single' }>), clientDeadline: 'none', failedExtend: { lease, keys: 'kept' } });
+  const held = (w: World): boolean => w.clients[0]!.leases['r0'] !== undefined;
+  const granted = (design: Design): World => only(initialWorld({ design, store: 'unfenced', clients: 2 }), { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 20 });
+  const extendOutcomes = (w: World): Array<[string, boolean]> => step(w, { kind: 'extend', client: 0, resource: 'r0', ttlMs: 20 }).map((b) => [b.outcome.kind, held(b.next)]);
+
+  it('a cut link (no answer) keeps the lease; a node that answered the key is gone drops it; plain dropped drops both', () => {
+    for (const [lease, keptOnCut] of [['dropped-if-denied', true], ['dropped', false]] as const) {
+      const cut = only(granted(single(lease)), { kind: 'partition', client: 0, node: 0 });
+      expect(extendOutcomes(cut), lease).toEqual([['not-extended', keptOnCut]]);
+      const gone = only(granted(single(lease)), { kind: 'advance', ms: 30 });
+      expect(extendOutcomes(gone), lease).toEqual([['not-extended', false]]);
+    }
+  });
+
+  it('on five nodes: dropped when the answers alone leave no quorum, kept when the missing answers are the cut links', () => {
+    const design: Design = { ...(designs.redlock() as Extract<Design, { kind: 'redlock' }>), failedExtend: { lease: 'dropped-if-denied', keys: 'kept' } };
+    const w = only(initialWorld({ design, store: 'unfenced', clients: 2 }), { kind: 'acquire', client: 0, resource: 'r0', ttlMs: 200 });
+    const cut = [2, 3, 4].reduce((x, node) => only(x, { kind: 'partition', client: 0, node }), w);
+    expect(extendOutcomes(cut)).toEqual([['not-extended', true]]);
+    // Nodes 2, 3 and 4 lose the key (a restart without persistence) and answer no: three noes, no quorum possible.
+    const lost = [2, 3, 4].reduce((x, node) => only(only(x, { kind: 'crash', node }), { kind: 'restart', node }), w);
+    expect(extendOutcomes(lost)).toEqual([['not-extended', false]]);
+  });
+
+  it('the packed engine explores it as the reference does', () => {
+    for (const design of [single('dropped-if-denied'), { ...(designs.redlock({ nodes: 3 }) as Extract<Design, { kind: 'redlock' }>), failedExtend: { lease: 'dropped-if-denied' as const, keys: 'kept' as const } }]) {
+      for (const fault of ['partition', 'timing'] as const) {
+        const initial = initialWorld({ design, store: 'unfenced', clients: 2 });
+        const alphabet = alphabetFor(design, fault);
+        const shape = (r: ReturnType<typeof explore>): unknown => ({ states: r.states, transitions: r.transitions, found: r.counterexamples.map((x) => [x.property, x.steps.length, x.violation.message]) });
+        expect(shape(explore(initial, alphabet, { maxDepth: 4 })), `${design.kind} ${fault}`).toEqual(shape(explore(initial, alphabet, { maxDepth: 4, packed: false })));
+      }
+    }
+  });
+
+  it('the contracts of ioredis-lock and redis-semaphore Mutex declare it (their source keeps the lock on a Redis error)', () => {
+    expect(IOREDIS_LOCK_CONTRACT.failedExtend).toEqual({ lease: 'dropped-if-denied', keys: 'kept' });
+    expect(REDIS_SEMAPHORE_CONTRACT.failedExtend).toEqual({ lease: 'dropped-if-denied', keys: 'kept' });
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Command, World } from '../model/index.ts';
-import { alphabetFor, FAULT_CLASSES, initialWorld, MATRIX_ROWS } from '../model/index.ts';
+import type { Command, Design, World } from '../model/index.ts';
+import { alphabetFor, DEFAULT_ALPHABET, designs, FAULT_CLASSES, initialWorld, MATRIX_ROWS } from '../model/index.ts';
 import type { FingerprintOptions } from '../model/fingerprint.ts';
 import { fingerprint } from '../model/fingerprint.ts';
 import { explore, fingerprintOptionsFor } from '../model/explore.ts';
@@ -255,6 +255,61 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
     expect(broken['MUTEX-1']).toBeGreaterThan(10);
     expect(broken['LIVE-1']).toBeGreaterThan(10);
     expect(judged - broken['MUTEX-1'] - broken['LIVE-1']).toBeGreaterThan(1000);
+  });
+
+  /**
+   * The lease terms of an audited library's contract (spec 7.11), which no
+   * matrix row has: the contract rows' explored cells never reach some of
+   * them (no client timeout matters only where a reply later than the ttl
+   * is needed for the quorum, which no timing cell of five nodes draws).
+   * Each design here goes with the same design without its term, and a step
+   * counts as reaching the term when the two reference steps differ.
+   */
+  const contractCells = (() => {
+    const ttl = DEFAULT_ALPHABET.ttlMs;
+    const redlock3 = designs.redlock({ nodes: 3 }) as Extract<Design, { kind: 'redlock' }>;
+    const single = designs.redisSingle() as Extract<Design, { kind: 'redis-single' }>;
+    const pairs: ReadonlyArray<readonly [string, Design, Design]> = [
+      // redlock 5's contract on three nodes: it waits for an extension's replies however late.
+      ['no client timeout', { ...redlock3, clientTimeout: 'none', failedExtend: { lease: 'unchanged', keys: 'kept' } }, { ...redlock3, failedExtend: { lease: 'unchanged', keys: 'kept' } }],
+      // ioredis-lock's and redis-semaphore Mutex's: the lock dropped only when the node said the key is gone.
+      ['dropped if denied, one node', { ...single, clientDeadline: 'none', failedExtend: { lease: 'dropped-if-denied', keys: 'kept' } }, { ...single, clientDeadline: 'none', failedExtend: { lease: 'dropped', keys: 'kept' } }],
+      ['dropped if denied, three nodes', { ...redlock3, failedExtend: { lease: 'dropped-if-denied', keys: 'deleted' } }, { ...redlock3, failedExtend: { lease: 'dropped', keys: 'deleted' } }],
+    ];
+    return pairs.map(([label, design, without]) => {
+      // The lease's commands only (no writes: the terms are about extensions), so that random paths reach them often.
+      const timing = alphabetFor(design, 'timing').filter((c) => c.kind !== 'write' && c.kind !== 'deliver');
+      const cuts = alphabetFor(design, 'partition').filter((c) => c.kind === 'partition');
+      // An extension whose replies all come after its ttl: the client with no timeout reads them, the other gives up.
+      const late: Command[] = [0, 1].map((client): Command => ({ kind: 'extend', client, resource: DEFAULT_ALPHABET.resource, ttlMs: ttl, latencyMs: 2 * ttl }));
+      const alphabet = [...timing, ...cuts, ...late];
+      const initial = initialWorld({ design, store: 'unfenced', clients: 2 });
+      return { label, alphabet, initial, layout: layoutFor(initial, alphabet), without };
+    });
+  })();
+
+  it("steps a library contract's lease terms as the reference does, and reaches each term (no client timeout, dropped if denied)", () => {
+    expect(contractCells.every((c) => c.layout !== null)).toBe(true);
+    const reachedTerm = new Map<string, number>(contractCells.map((c) => [c.label, 0]));
+    const shown = (branches: ReturnType<typeof stepOrbits>): string => JSON.stringify(branches.map((b) => [b.outcome, b.next.nowMs, b.next.clients.map((c) => c.leases)]), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    for (const cell of contractCells) {
+      fc.assert(
+        fc.property(reachedIn([cell], true), ({ path, layout, initial, options, alphabet }) => {
+          const fixed = options.fixedNodes ?? 1;
+          for (const w of path) {
+            stepsAsReference(w, layout!, initial, options, alphabet);
+            const other: World = { ...w, config: { ...w.config, design: cell.without } };
+            for (const command of alphabet) {
+              if ((command.kind !== 'extend' && command.kind !== 'resume') || !enabled(w, command)) continue;
+              if (shown(stepOrbits(w, command, fixed)) !== shown(stepOrbits(other, command, fixed))) reachedTerm.set(cell.label, reachedTerm.get(cell.label)! + 1);
+            }
+          }
+        }),
+        { seed, numRuns: 12 },
+      );
+    }
+    // The property must reach what it is about: each term changes some step.
+    for (const [label, n] of reachedTerm) expect(n, label).toBeGreaterThan(5);
   });
 
   it('explores as the reference alone does: the same states, transitions and shortest counterexamples', () => {

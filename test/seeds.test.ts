@@ -41,7 +41,7 @@ describe('seed schedules from the model', () => {
   it("predict a library row by the model of its contract: redis-semaphore's deadline-less Mutex, paused, is two holders (MUTEX-1); lockcheck's own client, which stops at its deadline, is not", () => {
     const row = LIBRARY_AUDITS.find((r) => r.name === 'lib:redis-semaphore@5.8.0/Mutex')!;
     const pause = MEASURED_FAULT_CLASSES.find((c) => c.id === 'client-pause')!;
-    expect(describeDesign(row.design)).toBe('redis-single(none, no client deadline, failed extend drops lease, keeps keys)');
+    expect(describeDesign(row.design)).toBe('redis-single(none, no client deadline, failed extend drops lease if denied, keeps keys)');
     expect(predict(row.design, row.store, pause).properties).toContain('MUTEX-1');
     expect(predict(designs.redisSingle(), row.store, pause).properties).not.toContain('MUTEX-1');
     // And its runs start with that model's shortest counterexample: the key runs out under a holder that keeps no deadline, and a second client gets it.

@@ -48,21 +48,31 @@ export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockTerms(0.01), faile
 /**
  * What redis-semaphore's mutexes promise: no deadline (`isAcquired` stays
  * true until a refresh fails), no client-side timeout, a refresh re-arms the
- * fixed lockTimeout, no tokens, no input checks. A refresh that finds its
- * key gone drops the lock (Lock.js `_processRefresh`: `_acquired = false`,
- * onLockLost); RedlockMutex's also deletes its value from every node when no
- * quorum refreshed (redlockMutex/refresh.js, `delIfEqualLua` on every client).
+ * fixed lockTimeout, no tokens, no input checks. Mutex: a refresh that finds
+ * its key gone drops the lock (Lock.js `_processRefresh`: `_refresh` false,
+ * `_acquired = false`, onLockLost); one that throws (mutex/refresh.js lets a
+ * Redis error reject: a cut link) leaves it acquired, so 'dropped-if-denied'
+ * ("when lock loss is detected", its README says of onLockLost).
  */
-export const REDIS_SEMAPHORE_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
+export const REDIS_SEMAPHORE_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'acquired', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped-if-denied', keys: 'kept' } };
 /**
  * RedlockMutex's acquire (redlockMutex/acquire.js, acquireRedlockMutex)
  * counts a node that fails (`.catch(() => 0)`) as a node that said no, and
  * returns false either way: it does not tell a held lock from too few nodes.
+ * Its refresh counts a failed node as a no too (redlockMutex/refresh.js), so
+ * any refusal drops the lock and deletes its value from every node
+ * (`delIfEqualLua` on every client).
  */
 export const REDIS_SEMAPHORE_REDLOCK_CONTRACT: LibraryContract = { ...REDIS_SEMAPHORE_CONTRACT, failedExtend: { lease: 'dropped', keys: 'deleted' }, denialReasons: false };
 
-/** @microfleet/ioredis-lock: no deadline, no timeout, extend sets the ttl given, an extend that finds the key gone drops the lock, no tokens. */
-export const IOREDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'given', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped', keys: 'kept' } };
+/**
+ * @microfleet/ioredis-lock: no deadline, no timeout, extend sets the ttl
+ * given, no tokens. Its extend (lib/lock.js) drops the lock (`_locked =
+ * false`) only when `pexpireifequal` answers 0, the key gone; a Redis error
+ * (a cut link) throws the same LockExtendError with the lock still held:
+ * 'dropped-if-denied'.
+ */
+export const IOREDIS_LOCK_CONTRACT: LibraryContract = { deadline: 'none', clientTimeout: false, refreshTtl: 'given', tokens: 'none', validatesInput: false, failedExtend: { lease: 'dropped-if-denied', keys: 'kept' } };
 
 /**
  * redis-lock: done() is all the caller gets (no deadline), a node-redis v4
