@@ -85,3 +85,27 @@ describe('stress recording: a client process that dies in a call', () => {
     }
   }, 60_000);
 });
+
+describe('stress recording: a client process that dies holding a session lock', () => {
+  it("its hold ends at its last event, not when the runner saw it exit: the server's free and the next grant between are no second holder", () => {
+    // Process 0 holds a session lock (no deadline), reads, then dies; the server frees the session at once and process 1
+    // takes the lock, all before the runner (its event loop late, a loaded machine) sees the exit. Reproduced on
+    // pg-session with pause-holder and a SIGKILL of the paused holder: 'two clients believed they held s0-r0 at once'.
+    const recorder = new Recorder();
+    const lock = { resource: 'r', owner: 'pg:1:1' };
+    recorder.add([
+      { type: 'invoke', process: 0, time: 10, op: 'acquire', resource: 'r' },
+      { type: 'ok', process: 0, time: 11, op: 'acquire', ...lock, token: '1' },
+      { type: 'invoke', process: 0, time: 12, op: 'read', resource: 'r', key: 'r' },
+      { type: 'ok', process: 0, time: 13, op: 'read', resource: 'r', key: 'r', value: null },
+      { type: 'invoke', process: 1, time: 30, op: 'acquire', resource: 'r' },
+      { type: 'ok', process: 1, time: 31, op: 'acquire', resource: 'r', owner: 'pg:2:1', token: '2' },
+    ] as RecordedEvent[]);
+    recorder.endHolds(0, 'process-exited');
+    const signal = recorder.history().find((e) => e.type === 'signal');
+    expect(signal).toEqual({ type: 'signal', process: 0, time: 13, ...lock, token: '1', reason: 'process-exited' });
+    const report = checkHistory(recorder.history());
+    expect(report.findings).toEqual([]);
+    expect(report.verdict).toBe('safe');
+  });
+});

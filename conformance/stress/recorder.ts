@@ -20,19 +20,27 @@ export class Recorder {
   }
 
   /**
-   * A client process died: its holds end now (a dead process believes
-   * nothing). Records a `signal` for each grant of `process` that no release
-   * or signal has ended yet.
+   * A client process died: its holds end (a dead process believes nothing).
+   * Records a `signal` for each grant of `process` that no release or signal
+   * has ended yet, at its last event: it died between that and now, but the
+   * runner sees the exit late (its event loop busy, a loaded machine), while
+   * the server frees a session lock at once and another client takes it, so
+   * a signal at the runner's now made two holders of one (MUTEX-1) that never
+   * were. After its last event the process acted on nothing: each call's
+   * invoke leaves before its request does (workload.ts).
    */
   endHolds(process: number, reason: string): void {
     const open = new Map<string, { resource: string; owner: string; token?: string }>();
+    let last: number | undefined;
     for (const e of this.#events) {
-      if (e.process !== process || !('resource' in e) || !('owner' in e) || e.owner === undefined) continue;
+      if (e.process !== process) continue;
+      last = Math.max(last ?? -Infinity, e.time);
+      if (!('resource' in e) || !('owner' in e) || e.owner === undefined) continue;
       const key = `${e.resource}\u0000${e.owner}`;
       if (e.type === 'ok' && 'op' in e && e.op === 'acquire') open.set(key, { resource: e.resource, owner: e.owner, ...(e.token !== undefined ? { token: e.token } : {}) });
       else if (e.type === 'signal' || (e.type === 'invoke' && 'op' in e && e.op === 'release')) open.delete(key);
     }
-    const time = sharedNowMs();
+    const time = last ?? sharedNowMs();
     this.add([...open.values()].map((h) => ({ type: 'signal' as const, process, time, ...h, reason })));
   }
 
