@@ -100,6 +100,23 @@ function hasControlCharacter(text: string): boolean {
   return false;
 }
 
+/** The fields of a counterexample's settings (counterexampleFile writes them all; options is newer). */
+const SETTINGS_FIELDS = ['name', 'design', 'capabilities', 'contract', 'options', 'faults'];
+/** How deep the settings' objects and arrays may nest: lockcheck saves 3 levels or so; far deeper is no file it wrote. */
+const MAX_SETTINGS_DEPTH = 32;
+
+/** Whether an object or array lies `max` levels or more inside `value`: walked with a list, not recursion (a nest past the stack is what it looks for). */
+function nestsDeeper(value: unknown, max: number): boolean {
+  const pending: Array<readonly [unknown, number]> = [[value, 0]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [v, depth] = next;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= max) return true;
+    for (const inner of Object.values(v)) pending.push([inner, depth + 1]);
+  }
+  return false;
+}
+
 /** A value from the file, shown in a message: typed and cut short, never echoed whole. */
 /** A value the file holds, for a message: a string redacted, cut short and escaped (quotedInput), anything else by kind. */
 function shown(value: unknown): string {
@@ -256,6 +273,12 @@ export function parseCounterexample(file: string, text: string): CounterexampleF
   if (settings !== undefined) {
     const x = settings as Record<string, unknown> | null;
     if (typeof x !== 'object' || x === null || Array.isArray(x) || typeof x['name'] !== 'string' || typeof x['design'] !== 'object' || !Array.isArray(x['faults'])) bad('"settings"', `must be an object with name, design, capabilities, contract and faults, got ${shown(settings)}`);
+    // Data replay compares (JSON.stringify) and shows: a file nested past the stack stopped it as a bug (exit 4), a name's escape sequences reached the terminal.
+    for (const key of Object.keys(x!)) if (!SETTINGS_FIELDS.includes(key)) bad(`"settings" field ${shown(key)}`, 'is not part of the format');
+    const name = x!['name'] as string;
+    if (name.length === 0 || name.length > MAX_TEXT || hasControlCharacter(name)) bad('"settings.name"', `must be a backend name, got ${shown(name)}`);
+    for (const f of x!['faults'] as unknown[]) if (!isFaultKind(f)) bad('"settings.faults"', `holds ${shown(f)}, not a fault kind (${FAULT_KINDS.join(', ')})`);
+    if (nestsDeeper(x, MAX_SETTINGS_DEPTH)) bad('"settings"', `nests deeper than ${MAX_SETTINGS_DEPTH} levels (lockcheck saves a few)`);
   }
   const modelSeeds = o['modelSeeds'];
   if (modelSeeds !== undefined && typeof modelSeeds !== 'boolean') bad('"modelSeeds"', `must be true or false, got ${shown(modelSeeds)}`);

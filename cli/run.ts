@@ -1,4 +1,4 @@
-import { redactSecrets } from '../conformance/env/redact.ts';
+import { redactSecrets, visibleControls } from '../conformance/env/redact.ts';
 import { writeEach, writeRedacted } from '../conformance/env/outputFile.ts';
 import { interruptedBy, onInterrupt } from '../conformance/env/processes.ts';
 import type { BackendUnderTest, FaultKind } from '../conformance/adapter.ts';
@@ -186,7 +186,8 @@ export async function replayCommand(file: string, choice: ServerChoice = {}, bac
     const now = redactSecrets(JSON.stringify({ design: judgedDesign(backend), contract: backend.contract ?? null, options: backend.options ?? null }));
     const then = saved.settings === undefined ? now : redactSecrets(JSON.stringify({ design: saved.settings.design, contract: saved.settings.contract, options: saved.settings.options ?? null }));
     // A counterexample judged under other settings may not replay: say so rather than let it pass silently.
-    if (now !== then) process.stderr.write(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}\n`);
+    // Shown with their control characters visible: the file's text (a bidirectional override, a C1 escape) must not act on the terminal.
+    if (now !== then) process.stderr.write(`${visibleControls(`warning: ${backend.name}'s settings changed since the counterexample was saved\n  then: ${then}\n  now:  ${now}`)}\n`);
     const differences = replayDifferences(saved, { name: backend.name, faults: await offeredFaults(backend) });
     for (const d of differences) process.stderr.write(`warning: ${d}\n`);
     const failOn = replayFailOn(saved, backend);

@@ -7,6 +7,7 @@ import { UsageError } from '../cli/usage.ts';
 /** `lockcheck replay` reads a file it did not necessarily write: every field is checked, with a typed error naming it. */
 const good = { lockcheck: 'counterexample', backend: 'redis-single/strict', faults: ['advance', 'pause'], seed: 42, path: '3:0:1', runs: 100, verdict: 'property-violation', properties: ['STORE-1'], steps: ['{"kind":"acquire"}'] };
 const parse = (value: unknown): unknown => parseCounterexample('ce.json', JSON.stringify(value));
+const settings = { name: 'redis-single', design: { kind: 'redis-single', failedExtend: { lease: 'dropped', keys: 'kept' } }, capabilities: { store: 'fenced' }, contract: null, options: null, faults: ['advance', 'pause'] };
 
 describe('counterexample file schema', () => {
   it('accepts what run writes', () => {
@@ -53,6 +54,11 @@ describe('counterexample file schema', () => {
     ['schedule with too many commands', { ...good, schedule: { commands: Array.from({ length: 100_001 }, () => ({ kind: 'read', client: 0, resource: 'r0' })), tokenBase: '0' } }, /"schedule.commands" must be a non-empty list of at most 100000 commands, got an array of 100001$/],
     ['too many steps', { ...good, steps: Array.from({ length: 100_001 }, () => 's') }, /"steps" must be a list of at most 100000 strings, got an array of 100001$/],
     ['schedule extra field', { ...good, schedule: { commands: [{ kind: 'read', client: 0, resource: 'r0' }], tokenBase: '0', module: 'x' } }, /"schedule" field "module" is not part of the format/],
+    // The settings are data compared and shown on replay: checked as the rest (they were taken as any object).
+    ['settings extra field', { ...good, settings: { ...settings, module: './payload.mjs' } }, /"settings" field "module" is not part of the format/],
+    ['settings name with a control character', { ...good, settings: { ...settings, name: 'my\u001b[2Jlock' } }, /"settings.name" must be a backend name/],
+    ['settings faults not fault kinds', { ...good, settings: { ...settings, faults: [[['pause']]] } }, /"settings.faults" holds an array of 1, not a fault kind/],
+    ['settings nested deeper than saved settings are', { ...good, settings: { ...settings, options: { a: { b: { c: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] } } } } }, /"settings" nests deeper than 32 levels/],
   ])('rejects %s with a typed error (exit code 2)', (_name, value, message) => {
     let error: unknown;
     try {
@@ -118,6 +124,20 @@ describe('counterexample file schema', () => {
     expect(() => parse({ ...good, path: '99:99:99', runs: 1 })).toThrow(/"path" names run 99, but "runs" is 1/);
     expect(() => parse({ ...good, path: '1:0', runs: 1 })).toThrow(CounterexampleFileError);
     expect(parse({ ...good, path: '0:4', runs: 1 })).toMatchObject({ path: '0:4' });
+  });
+
+  it("settings nested past any stack (a hostile file): a typed error, not a stack overflow in replay's comparison (exit 4)", () => {
+    const depth = 200_000;
+    const text = JSON.stringify({ ...good, settings: { ...settings, design: '@' } }).replace('"@"', `${'['.repeat(depth)}${']'.repeat(depth)}`);
+    let error: unknown;
+    try {
+      parseCounterexample('ce.json', text);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(CounterexampleFileError);
+    expect((error as Error).message).toMatch(/"settings" nests deeper than 32 levels/);
+    expect(parse({ ...good, settings })).toEqual({ ...good, settings });
   });
 
   it('rejects text that is not JSON', () => {
