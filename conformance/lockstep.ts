@@ -358,13 +358,16 @@ async function loop(backend: BackendUnderTest, instance: BackendInstance, comman
     if (performed.heldWrite !== undefined) {
       // The write held across the pause landed at the resume: the store must decide it as the model's store does.
       const held = performed.heldWrite;
-      const decided = matching.map((b) => ({ ...b, outcome: heldWriteOutcome(b, held.client) ?? held.decision }));
-      const agreeing = decided.filter((b) => b.outcome.kind === held.decision.kind);
-      if (agreeing.length === 0) {
+      // Compared as a plain write's outcome is: the whole decision (a refusal names the highest token accepted before),
+      // its tokens renamed or left out as the backend's tokens are (before, only its kind: a wrong highest passed).
+      const decision = renaming === null ? held.decision : renaming.rename(held.decision, matching);
+      const agrees = (model: Outcome | null) => model === null || sameOutcome(comparable(model), comparable(decision));
+      const decided = matching.map((b) => ({ ...b, outcome: heldWriteOutcome(b, held.client) ?? decision }));
+      if (!decided.some((b) => agrees(b.outcome))) {
         const wanted = [...new Set(decided.map((b) => decisionText(b.outcome)))].join(' or ');
-        return fail('FENCE-2', `client ${held.client}'s write, checked before its pause and sent at the resume, was ${decisionText(held.decision)}; the model's ${backend.capabilities.store} store has it ${wanted}`, held.decision, decided);
+        return fail('FENCE-2', `client ${held.client}'s write, checked before its pause and sent at the resume, was ${decisionText(decision)}; the model's ${backend.capabilities.store} store has it ${wanted}`, decision, decided);
       }
-      matching = matching.filter((b) => (heldWriteOutcome(b, held.client) ?? held.decision).kind === held.decision.kind);
+      matching = matching.filter((b) => agrees(heldWriteOutcome(b, held.client)));
     }
     // The outcome is agreed: a lease handed out is the client's now.
     renaming?.learn(performed.outcome, actual);

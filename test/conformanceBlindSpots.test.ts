@@ -75,6 +75,30 @@ describe('a write held across its client pause is judged when it lands at the re
     expect(failure.step.index).toBe(3);
   });
 
+  it('a refusal at the resume naming the wrong highest token is FENCE-2, as at a plain write (only its kind was compared: session h39)', async () => {
+    // Refuses as its policy says, but names a highest token it never accepted.
+    class Misnaming extends SimStore {
+      override write(resource: string, token: bigint, value: string) {
+        const r = super.write(resource, token, value);
+        return r.kind === 'rejected' ? { kind: 'rejected' as const, highest: r.highest + 1n } : r;
+      }
+    }
+    const backend = simLeaseBackend(designs.redisSingle(), 'strict', { storeServer: (p) => new Misnaming(p) }, 'store names a wrong highest');
+    const failure = failureOf((await runLockstep(backend, pausedWrite, { clients: 2, tokenBase: 0n })).verdict);
+    expect(failure.property).toBe('FENCE-2');
+    expect(failure.step.index).toBe(5);
+    expect(failure.step.actual).toEqual({ kind: 'rejected', highest: 3n });
+    expect(failure.step.allowed).toEqual([{ kind: 'rejected', highest: 2n }]);
+    // The same store at a plain write: the same finding.
+    const plain: Command[] = [acquire(0), { kind: 'advance', ms: 12 }, acquire(1), { kind: 'write', client: 1, resource: 'r', value: 'new' }, { kind: 'write', client: 1, resource: 'r', value: 'again' }];
+    const again = simLeaseBackend(designs.redisSingle(), 'strict', { storeServer: (p) => new Misnaming(p) }, 'store names a wrong highest');
+    expect(failureOf((await runLockstep(again, plain, { clients: 2, tokenBase: 0n })).verdict).property).toBe('FENCE-2');
+    // Tokens compared by order: the refusal's highest (20, the backend's) stands for the model's 2, as at a plain write.
+    const skipping = simLeaseBackend(designs.redisSingle(), 'strict', { nodeServer: (...args) => new SkippingNode(...args) }, 'tokens skip values');
+    const ordered = { ...skipping, capabilities: { ...skipping.capabilities, tokensComparedBy: 'order' as const } };
+    expect((await runLockstep(ordered, pausedWrite, { clients: 2, tokenBase: 0n })).verdict).toEqual({ kind: 'pass' });
+  });
+
   it('checkConformance with its defaults names it FENCE-2 at once, with a replayable schedule', async () => {
     const backend = storeDeciding('strict', () => true, 'store ignores tokens');
     // Found at run 1; shrinking is bounded to keep the test short (it is not what is tested here).
