@@ -3,10 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { designs, hasTtl } from '../model/design.ts';
 import { alphabetFor, FAULT_CLASS_ALLOWS, FAULT_CLASSES } from '../model/faultClass.ts';
 import { derivedProperties, explorationKey, MATRIX_ROWS } from '../model/matrix.ts';
-import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES } from '../model/properties.ts';
+import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES, type PropertyId } from '../model/properties.ts';
 import type { Predicted } from '../spec/tables.ts';
 import { blockIn, blocks, cellText, faultKindsOf, rowOf, VERDICTS_FILE } from '../spec/tables.ts';
 import { BUILT_INS, MEASURED_FAULT_CLASSES } from '../cli/backends.ts';
+import { parseReplayWord, replayExplored } from '../cli/exploreReplay.ts';
 import { anchors, relativeLinks } from './markdownLinks.ts';
 
 /**
@@ -246,6 +247,34 @@ describe('statements in the spec agree with the model', () => {
     }
     expect(judged).toBeGreaterThan(60);
     expect(wrong).toEqual([]);
+  });
+
+  it('every `lockcheck explore --replay` the spec and docs give replays on this model, breaks its property at its last step, and is as short as its cell\'s shortest', () => {
+    // A replay word is alphabet indices and branches: a model change that renumbers an alphabet makes a quoted one replay
+    // something else, or nothing. Each must still be the counterexample its text says (section 8.1's table, getting-started's).
+    const pages = ['README.md', 'spec/SPEC.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const words = pages.flatMap((p) => [...read(p).matchAll(/lockcheck explore --replay '([^'\n]+)'/g)].map((m) => ({ where: `${p}: ${m[1]!}`, word: m[1]! })))
+      // A placeholder ('…', `<word>`) names no counterexample.
+      .filter((w) => !/[<…]|\.\.\./.test(w.word));
+    expect(words.length).toBeGreaterThan(8);
+    const wrong: string[] = [];
+    for (const w of words) {
+      const r = parseReplayWord(w.word);
+      const got = replayExplored(r);
+      const shortest = PREDICTED.cells.find((c) => c.row === r.row.label && c.store === r.store && c.fault === r.fault)?.found[r.property];
+      if (got.violation === null) wrong.push(`${w.where}: does not break ${r.property} at its last step`);
+      else if (got.steps.length !== shortest) wrong.push(`${w.where}: ${got.steps.length} steps, the cell's shortest is ${String(shortest)}`);
+    }
+    expect(wrong).toEqual([]);
+    // The 8.1 table's cells quote the lengths the matrix records.
+    const table = SPEC.slice(SPEC.indexOf('**Shortest counterexamples to start from.**'), SPEC.indexOf('### 8.2'));
+    const quoted = [...table.matchAll(/^\| [^|]+ \| `([^`]+)` \/ ([a-z]+) \/ ([a-z-]+): ([^|]+) \|/gm)];
+    expect(quoted.length).toBeGreaterThan(5);
+    for (const q of quoted) {
+      const c = PREDICTED.cells.find((x) => x.row === q[1] && x.store === q[2] && x.fault === q[3]);
+      expect(c, q[0]).toBeDefined();
+      for (const m of q[4]!.matchAll(/([A-Z]+-\d) \((\d+)\)/g)) expect(c!.found[m[1] as PropertyId], `${q[1]}/${q[2]}/${q[3]} ${m[1]}`).toBe(Number(m[2]));
+    }
   });
 
   it('a PostgreSQL partition is one-sided in every text that describes it', () => {
