@@ -5,7 +5,10 @@ import { sourceAliases } from './test/sourceEntries.ts';
 // `npx vitest` run directly (not through npm test's scripts/setup.sh): the tests' child processes load tsx, which runs
 // the code in its cache <temp dir>/tsx-<uid>, a directory another local user may have made first. One not this user's
 // alone turns tsx's cache off (said on stderr) for every worker and child, which inherit this environment.
-((await import(new URL('./conformance/env/tsxCache.mjs', import.meta.url).href)) as { guardTsxCache: () => void }).guardTsxCache();
+// And the repository's tsconfig is the one tsx reads, never one above a child's working directory (/tmp/tsconfig.json: anyone's).
+const tsxGuards = (await import(new URL('./conformance/env/tsxCache.mjs', import.meta.url).href)) as { guardTsxCache: () => void; pinTsconfig: (file: string) => void };
+tsxGuards.guardTsxCache();
+tsxGuards.pinTsconfig(fileURLToPath(new URL('./tsconfig.json', import.meta.url)));
 
 export default defineConfig({
   // The shipped examples import lockcheck/… as a user's project does: here those are the sources (test/sourceEntries.ts).

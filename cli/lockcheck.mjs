@@ -2,10 +2,13 @@
 // The `lockcheck` bin: loads the TypeScript CLI through tsx's loader (Node 20 cannot run .ts itself).
 import { readFileSync } from 'node:fs';
 import { register as registerHooks } from 'node:module';
-import { guardTsxCache } from '../conformance/env/tsxCache.mjs';
+import { fileURLToPath } from 'node:url';
+import { guardTsxCache, pinTsconfig } from '../conformance/env/tsxCache.mjs';
 
-// Before tsx loads (imported below, not statically): it reads TSX_DISABLE_CACHE as it loads.
+// Before tsx loads (imported below, not statically): it reads TSX_DISABLE_CACHE and TSX_TSCONFIG_PATH as it loads.
 guardTsxCache();
+// The repository's own tsconfig, never one of the working directory's (or above it, /tmp's), which another user may have put there.
+pinTsconfig(fileURLToPath(new URL('../tsconfig.json', import.meta.url)));
 const { register } = await import('tsx/esm/api');
 const { register: registerCommonJs } = await import('tsx/cjs/api');
 register();

@@ -66,6 +66,42 @@ describe("tsx's cache of compiled code", () => {
     expect(r.stderr).toContain(`lockcheck: tsx's cache of compiled code ${join(theirs, `tsx-${uid}`)} may be written by others`);
   }, 120_000);
 
+  it("a tsconfig.json another user put in the working directory, or above it, never maps lockcheck's imports to their code", () => {
+    // /tmp/tsconfig.json would serve every working directory under /tmp: here a directory of the test's own stands for it.
+    const shared = join(root, 'tsconfig-shared');
+    const cwd = join(shared, 'work', 'here');
+    mkdirSync(cwd, { recursive: true });
+    const mark = join(root, 'ran-their-module');
+    writeFileSync(join(shared, 'evil.mjs'), `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(mark)}, 'x'); export const match = () => { throw new Error('theirs'); }; export const P = {};\n`);
+    writeFileSync(join(shared, 'tsconfig.json'), JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { 'ts-pattern': ['./evil.mjs'] } } }));
+    const lockcheck = join(process.cwd(), 'cli', 'lockcheck.mjs');
+    const r = spawnSync(process.execPath, [lockcheck, 'check', join(process.cwd(), 'test/fixtures/histories/safe.jsonl')], { cwd, encoding: 'utf8', timeout: 100_000, env: { ...process.env, TSX_TSCONFIG_PATH: '' } });
+    // Before: 'Error: theirs' from their match(), after their module had run.
+    expect(existsSync(mark)).toBe(false);
+    expect(r.stdout, r.stderr).toMatch(/safe\.jsonl: SAFE/);
+  }, 120_000);
+
+  it("a user's TypeScript adapter: its own project's tsconfig, found only through directories no other user may write", async () => {
+    const { adapterTsconfig, pinTsconfig } = (await import('../conformance/env/tsxCache.mjs')) as { adapterTsconfig: (path: string) => string | null; pinTsconfig: (file: string | null, env: Record<string, string | undefined>) => void };
+    const project = join(root, 'project');
+    mkdirSync(join(project, 'src'), { recursive: true });
+    writeFileSync(join(project, 'tsconfig.json'), '{}');
+    expect(adapterTsconfig(join(project, 'src', 'adapter.ts'))).toBe(join(project, 'tsconfig.json'));
+    // Above a directory anyone may write (sticky or not, as /tmp), nothing is looked for.
+    const open = join(root, 'open');
+    mkdirSync(join(open, 'mine'), { recursive: true });
+    chmodSync(open, 0o1777);
+    writeFileSync(join(open, 'tsconfig.json'), '{}');
+    expect(adapterTsconfig(join(open, 'mine', 'adapter.ts'))).toBeNull();
+    // None: the null device (no options), not the working directory's; one the user named is kept.
+    const env: Record<string, string | undefined> = {};
+    pinTsconfig(null, env);
+    expect(env['TSX_TSCONFIG_PATH']).toBe('/dev/null');
+    const named = { TSX_TSCONFIG_PATH: '/mine/tsconfig.json' };
+    pinTsconfig(join(project, 'tsconfig.json'), named);
+    expect(named.TSX_TSCONFIG_PATH).toBe('/mine/tsconfig.json');
+  });
+
   it('scripts/setup.sh (before npm test, npm start and the tsx npm scripts) stops at a cache not to be trusted', () => {
     const setup = (tmp: string) => spawnSync(process.execPath, ['conformance/env/tsxCache.mjs'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, TMPDIR: tmp, TSX_DISABLE_CACHE: '' } });
     const theirs = join(root, 'theirs');

@@ -1,8 +1,8 @@
 // Plain JavaScript: it runs before tsx is loaded (cli/lockcheck.mjs, the stress client's worker.mjs, userModule.ts's
 // loading of a TypeScript adapter), and as a script (scripts/setup.sh). The build copies it into dist/.
 import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { devNull, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /**
@@ -46,6 +46,40 @@ export function guardTsxCache(env = process.env) {
   if (problem === null) return;
   env.TSX_DISABLE_CACHE = '1';
   process.stderr.write(`lockcheck: tsx's cache of compiled code ${dir} ${problem}: not used (start-up is slower)\n`);
+}
+
+/**
+ * tsx reads the tsconfig.json of the working directory, or else of the
+ * nearest directory above it, and follows its "paths": one another local user
+ * put in a shared place (/tmp/tsconfig.json serves every working directory
+ * under /tmp) mapped `ts-pattern` to a file of theirs, and the next
+ * `lockcheck` run there ran it with the caller's rights. So the tsconfig is
+ * named before tsx loads (TSX_TSCONFIG_PATH, which child processes inherit):
+ * `file` when it is there, else none (the null device: no options). One the
+ * user named is kept.
+ */
+export function pinTsconfig(file, env = process.env) {
+  if (env.TSX_TSCONFIG_PATH) return;
+  env.TSX_TSCONFIG_PATH = file !== null && lstatSync(file, { throwIfNoEntry: false })?.isFile() === true ? file : devNull;
+}
+
+/**
+ * The tsconfig.json of a user's TypeScript adapter at `path`: the nearest in
+ * its directory or above, as TypeScript looks, but only through directories
+ * no other user may write, and only one of this user's or root's that no
+ * other user may write (else null: none). A shared directory (/tmp) ends the
+ * search: a tsconfig there is anyone's.
+ */
+export function adapterTsconfig(path) {
+  const uid = process.geteuid?.();
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    const stat = lstatSync(dir, { throwIfNoEntry: false });
+    if (stat === undefined || (uid !== undefined && (stat.mode & 0o002) !== 0)) return null;
+    const file = join(dir, 'tsconfig.json');
+    const found = lstatSync(file, { throwIfNoEntry: false });
+    if (found !== undefined) return uid === undefined || ((found.uid === uid || found.uid === 0) && (found.mode & 0o022) === 0 && found.isFile()) ? file : null;
+    if (dirname(dir) === dir) return null;
+  }
 }
 
 // As a script (scripts/setup.sh, which npm test, npm start and the npm scripts that run tsx run first): nothing here

@@ -23,7 +23,7 @@ export async function importUserModule(path: string): Promise<Record<string, unk
   const url = pathToFileURL(path).href;
   const plain = (globalThis as Record<symbol, unknown>)[PLAIN_IMPORT];
   if (typeof plain === 'function') return exportsOf(await (plain as Importer)(url));
-  if (/\.[cm]?tsx?$/.test(path)) await registerTypeScript();
+  if (/\.[cm]?tsx?$/.test(path)) await registerTypeScript(path);
   return exportsOf((await import(url)) as Record<string, unknown>);
 }
 
@@ -46,10 +46,13 @@ let registered = false;
  * (dist/) loads a user's TypeScript adapter. Run from its sources the CLI
  * is already under both (or under vitest's own loader).
  */
-async function registerTypeScript(): Promise<void> {
+async function registerTypeScript(path: string): Promise<void> {
   if (registered || import.meta.url.endsWith('.ts')) return;
-  // Before tsx loads: it runs the code it finds in its cache, which another local user may have made (tsxCache.mjs).
-  ((await import(new URL('./tsxCache.mjs', import.meta.url).href)) as { guardTsxCache: () => void }).guardTsxCache();
+  const guards = (await import(new URL('./tsxCache.mjs', import.meta.url).href)) as { guardTsxCache: () => void; pinTsconfig: (file: string | null) => void; adapterTsconfig: (path: string) => string | null };
+  // Before tsx loads: it runs the code it finds in its cache, which another local user may have made, and follows the
+  // "paths" of the working directory's tsconfig (or one above it), which they may have put there (tsxCache.mjs).
+  guards.guardTsxCache();
+  guards.pinTsconfig(guards.adapterTsconfig(path));
   (await import('tsx/esm/api')).register();
   (await import('tsx/cjs/api')).register();
   registered = true;

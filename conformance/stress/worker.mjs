@@ -2,10 +2,13 @@
 // (Node 20 cannot run .ts itself), also in a CommonJS package. Compiled (dist/, where the build copies this file), the
 // worker is worker.js beside it.
 import { existsSync } from 'node:fs';
-import { guardTsxCache } from '../env/tsxCache.mjs';
+import { fileURLToPath } from 'node:url';
+import { guardTsxCache, pinTsconfig } from '../env/tsxCache.mjs';
 
 // Before tsx loads (imported after the guard, not statically): tsx runs the code it finds in its cache (env/tsxCache.mjs).
 guardTsxCache();
+// The one the CLI named (inherited), else the repository's (none in the package): never the working directory's (env/tsxCache.mjs).
+pinTsconfig(fileURLToPath(new URL('../../tsconfig.json', import.meta.url)));
 const { register } = await import('tsx/esm/api');
 const { register: registerCommonJs } = await import('tsx/cjs/api');
 
