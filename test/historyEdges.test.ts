@@ -100,6 +100,24 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     expect(verdictOf(checkHistory(history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1')), { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
   });
 
+  it('FENCE-2: such a write took effect by the earliest return of the reads that saw it, not the first invoked (session h39)', () => {
+    // Token 2's reply was lost; a slow read invoked at 4 returns its value at 40, a quick one invoked at 5 at 6. By 6 it
+    // had landed, so token 1's write, invoked at 10 and accepted, is stale.
+    const h = history(
+      read(3, 0, 0, null),
+      info(0, 2, 3, 'a', '2'),
+      ev('invoke', 2, 4, 'read', { key: 'x' }),
+      read(4, 5, 6, 'a'),
+      [ev('invoke', 1, 10, 'write', { key: 'x', value: 'c', prev: null, token: '1' }), ev('ok', 1, 11, 'write', { key: 'x' })],
+      ev('ok', 2, 40, 'read', { key: 'x', value: 'a' }),
+    );
+    const r = checkHistory(h, { storePolicy: 'strict' });
+    expect(verdictOf(r, 'FENCE-2')).toBe('violation');
+    expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the strict store accepted process 1's write with token 1 (invoked at 10 ms) after it had accepted process 0's write with token 2 (accepted by 6 ms: its own outcome is unknown, but process 4's read returned its value then): a stale write accepted",
+    ]);
+  });
+
   it('FENCE-2: a read is no proof when another write may have carried the value, or the register may have held it before the history', () => {
     const twice = history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1'), info(4, 2, 3, 'a', '3'), read(2, 4, 5, 'a'));
     expect(verdictOf(checkHistory(twice, { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
