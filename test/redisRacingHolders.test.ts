@@ -59,19 +59,36 @@ interface Write {
   readonly doneMs: number;
 }
 
-async function race(nodes: readonly RedisServer[], seed: number, resource: string): Promise<{ holds: Hold[]; writes: Write[] }> {
+/** Grants below which a race proves nothing (the checks below hold vacuously), and the rounds per client spent reaching them. */
+const MIN_HOLDS = 20;
+const MAX_ROUNDS = 60;
+
+interface Race {
+  readonly holds: Hold[];
+  readonly writes: Write[];
+  /** Faults whose command was answered. */
+  readonly faults: number;
+}
+
+async function race(nodes: readonly RedisServer[], seed: number, resource: string): Promise<Race> {
   const random = seeded(seed);
   const store = redisFencedStore(connect(nodes[0]!), 'strict', { timeoutMs: 2_000 });
   const holds: Hold[] = [];
   const writes: Write[] = [];
+  let faults = 0;
+  // Each fault on a connection of its own, which another holder's CLIENT KILL may cut (ECONNRESET), or a loaded machine
+  // answer late: the faults are the race's setting, not what it judges, so a fault that did not land is not the test's
+  // failure (the check asks that some did).
   const fault = async (): Promise<void> => {
     const server = nodes[Math.floor(random() * nodes.length)]!;
     const pick = random();
-    if (pick < 0.3) await server.command(['CLIENT', 'KILL', 'TYPE', 'normal']);
-    else if (pick < 0.5) await server.command(['DEBUG', 'SLEEP', '0.03'], 2_000);
+    const command = pick < 0.3 ? ['CLIENT', 'KILL', 'TYPE', 'normal'] : pick < 0.5 ? ['DEBUG', 'SLEEP', '0.03'] : null;
+    if (command !== null) await server.command(command, 10_000).then(() => faults++, () => undefined);
   };
   const client = async (lock: LeaseLock): Promise<void> => {
-    for (let round = 0; round < 12; round++) {
+    // Twelve rounds each, and more (at most MAX_ROUNDS) until the race has had more than MIN_HOLDS grants: on a loaded
+    // machine many attempts time out (a 100 ms bound, a 150 ms ttl), and twelve rounds of five clients granted 13.
+    for (let round = 0; round < 12 || (holds.length <= MIN_HOLDS && round < MAX_ROUNDS); round++) {
       const result = await lock.acquire(resource, { ttlMs: 150, retries: 40, retryDelayMs: 2, retryJitterMs: 4 });
       if (result.kind !== 'granted') continue;
       const lease: Lease = result.lease;
@@ -95,11 +112,12 @@ async function race(nodes: readonly RedisServer[], seed: number, resource: strin
   };
   const locks = Array.from({ length: 5 }, () => createRedisLock({ nodes: nodes.map(connect), requestTimeoutMs: 100 }));
   await Promise.all(locks.map(client));
-  return { holds, writes };
+  return { holds, writes, faults };
 }
 
-function check({ holds, writes }: { holds: Hold[]; writes: Write[] }): void {
-  expect(holds.length).toBeGreaterThan(20);
+function check({ holds, writes, faults }: Race): void {
+  expect(holds.length).toBeGreaterThan(MIN_HOLDS);
+  expect(faults).toBeGreaterThan(0);
   const byStart = [...holds].sort((a, b) => a.from - b.from);
   for (let i = 1; i < byStart.length; i++) {
     const [before, after] = [byStart[i - 1]!, byStart[i]!];
@@ -112,11 +130,11 @@ function check({ holds, writes }: { holds: Hold[]; writes: Write[] }): void {
 describe('racing holders on real Redis under connection kills and stalls', () => {
   it('one node: at most one holder, rising tokens, no stale write', async () => {
     check(await race(servers.slice(0, 1), 36, 'race-single'));
-  }, 60_000);
+  }, 120_000);
 
   it('Redlock on three nodes: the same', async () => {
     check(await race(servers, 37, 'race-redlock'));
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('a crash and restart', () => {
