@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { designs, hasTtl } from '../model/design.ts';
+import { DESIGN_KINDS, designs, hasTtl } from '../model/design.ts';
 import { alphabetFor, FAULT_CLASS_ALLOWS, FAULT_CLASSES } from '../model/faultClass.ts';
 import { derivedProperties, explorationKey, MATRIX_ROWS } from '../model/matrix.ts';
 import { liveBoundMs, PROPERTY_IDS, PROPERTY_TITLES, type PropertyId } from '../model/properties.ts';
@@ -275,6 +275,23 @@ describe('statements in the spec agree with the model', () => {
       expect(c, q[0]).toBeDefined();
       for (const m of q[4]!.matchAll(/([A-Z]+-\d) \((\d+)\)/g)) expect(c!.found[m[1] as PropertyId], `${q[1]}/${q[2]}/${q[3]} ${m[1]}`).toBe(Number(m[2]));
     }
+  });
+
+  it("4.3's table gives every code of model/errors.ts's ModelErrorCode, and no other", () => {
+    const union = [...(/export type ModelErrorCode =([^;]*);/.exec(read('model/errors.ts'))?.[1] ?? '').matchAll(/'([a-z-]+)'/g)].map((m) => m[1]!);
+    const table = SPEC.slice(SPEC.indexOf('### 4.3'), SPEC.indexOf('## 5. '));
+    const stated = [...table.matchAll(/^\| ((?:`[a-z-]+`(?: \/ )?)+) \|/gm)].flatMap((m) => [...m[1]!.matchAll(/`([a-z-]+)`/g)].map((c) => c[1]!)).filter((c) => c !== 'code');
+    expect(union.length).toBeGreaterThan(5);
+    expect([...stated].sort()).toEqual([...union].sort());
+  });
+
+  it("section 7's table and its subsections name every design kind, and no other", () => {
+    const section7 = SPEC.slice(SPEC.indexOf('## 7. '), SPEC.indexOf('## 8. '));
+    const table = [...section7.matchAll(/^\| `([a-z-]+)` \| /gm)].map((m) => m[1]!);
+    expect([...table].sort()).toEqual([...DESIGN_KINDS].sort());
+    const headed = [...section7.matchAll(/^### 7\.\d+ `([a-z-]+)`$/gm)].map((m) => m[1]!).filter((k) => k !== 'zookeeper');
+    // ZooKeeper's subsection (7.10) is judged by etcd-lease's design, not a kind of its own.
+    expect([...headed].sort()).toEqual([...DESIGN_KINDS].sort());
   });
 
   it('a PostgreSQL partition is one-sided in every text that describes it', () => {
