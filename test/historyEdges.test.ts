@@ -128,6 +128,16 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
       read(2, 4, 5, 'a'),
     );
     expect(verdictOf(checkHistory(noPrev, { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
+    // A read that did not answer (timed out, failed) saw nothing, not "nothing": 'a' may still be the value before the history (session h39).
+    for (const outcome of ['info', 'fail']) {
+      const unanswered = history(
+        [ev('invoke', 1, 0, 'write', { key: 'x', value: 'b', token: '2' }), ev('ok', 1, 1, 'write', { key: 'x' })],
+        [ev('invoke', 0, 2, 'write', { key: 'x', value: 'a', token: '1' }), ev('info', 0, 3, 'write', { key: 'x' })],
+        [ev('invoke', 3, 3, 'read', { key: 'x' }), ev(outcome, 3, 4, 'read', { key: 'x' })],
+        read(2, 4, 5, 'a'),
+      );
+      expect(verdictOf(checkHistory(unanswered, { storePolicy: 'strict' }), 'FENCE-2'), outcome).toBe('safe');
+    }
     // A read that returned before the write was invoked did not see it.
     const early = history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), read(2, 1, 1.5, 'a'), info(0, 2, 3, 'a', '1'));
     expect(verdictOf(checkHistory(early, { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
