@@ -274,6 +274,29 @@ describe('LIN-1: a history cut in the middle of a lease', () => {
   });
 });
 
+describe('LIN-1: a register may have held, before the history, a value a write of it carries (values repeat)', () => {
+  // A flag register read 'on', then written 'on' again: it held 'on' before the history. The start was only ever the
+  // one value no write carries, so the first read was placed before anything and called a violation (found by audit h39).
+  const lin = (...events: (object | object[])[]) => checkHistory(history(...events)).checks.find((c) => c.check === 'register-linearizable')?.verdict;
+  const read = (p: number, t: number, value: string | null) => [ev('invoke', p, t, 'read', { key: 'k' }), ev('ok', p, t + 1, 'read', { key: 'k', value })];
+  const put = (p: number, t: number, value: string, outcome = 'ok') => [ev('invoke', p, t, 'write', { key: 'k', value }), ev(outcome, p, t + 1, 'write', { key: 'k' })];
+
+  it('a read of a value before any write of it returned may have seen the start: safe, whatever the write\'s outcome but rejected', () => {
+    expect(lin(read(0, 0, 'on'), put(0, 2, 'on'))).toBe('safe');
+    expect(lin(read(0, 0, 'on'), put(0, 2, 'on', 'info'))).toBe('safe');
+    expect(lin(read(0, 0, 'on'), put(0, 2, 'off'), put(0, 4, 'on'), read(0, 6, 'on'))).toBe('safe');
+    // A value only a rejected write carries stays the history's own, never the start (historyAudit.test.ts).
+    expect(lin(read(0, 0, 'on'), put(0, 2, 'on', 'fail'))).toBe('violation');
+  });
+
+  it('no start explains a read made after a write returned, nor two starts: still violations', () => {
+    // The write of 'off' returned before the read of 'on' was invoked: 'on' cannot be the start, and nothing wrote it since.
+    expect(lin(put(0, 0, 'off'), read(0, 2, 'on'), put(0, 4, 'on'))).toBe('violation');
+    expect(lin(read(0, 0, 'on'), read(0, 2, 'off'), put(0, 4, 'on'), put(0, 6, 'off'))).toBe('violation');
+    expect(lin(read(0, 0, 'on'), read(0, 2, null), put(0, 4, 'on'))).toBe('violation');
+  });
+});
+
 describe('the verdict', () => {
   it('a violation in one check outweighs a check that could not decide', () => {
     expect(

@@ -60,12 +60,50 @@ function withInitialValue(h: ObjectHistory<RegisterInput, RegisterOutput>, histo
     if (e.type !== 'meta' && 'prev' in e && typeof e.prev === 'string' && !written.has(e.prev)) seen.add(e.prev);
   }
   if (seen.size !== 1 || h.operations.length === 0) return h;
+  return startingWith(h, [...seen][0]!);
+}
+
+/** The register's history as if it held `value` before it began (null: absent): a write of it put before everything. */
+function startingWith(h: ObjectHistory<RegisterInput, RegisterOutput>, value: string | null): ObjectHistory<RegisterInput, RegisterOutput> {
+  if (value === null || h.operations.length === 0) return h;
   let first = Infinity;
   for (const o of h.operations) first = Math.min(first, o.call);
   // first - 1 < first: parse.ts refuses times beyond 2^53-1 in magnitude, where it would equal first.
-  const initial: Operation<RegisterInput, RegisterOutput> = { process: 'initial', call: first - 1, return: first - 1, input: { f: 'write', value: [...seen][0]! } };
+  const initial: Operation<RegisterInput, RegisterOutput> = { process: 'initial', call: first - 1, return: first - 1, input: { f: 'write', value } };
   // Appended, so that the indices of the history's own operations do not move.
   return { ...h, operations: [...h.operations, initial] };
+}
+
+/**
+ * The other values a register may have held before the history, for when the start withInitialValue chose leaves it
+ * not linearizable: values may repeat (a flag written 'on' again), so a value a write of the history carries may also
+ * be the one it held before, and no start may be left untried before a violation is claimed. Only a read invoked
+ * before the first known write returned can see the start (a later one follows a write), so the candidates are
+ * absent and the values such reads returned; a value only rejected writes carry stays the history's own, never the
+ * start (withInitialValue). `chosen`: the start already tried, left out.
+ */
+function otherStarts(chosen: ObjectHistory<RegisterInput, RegisterOutput>, history: History, attempted: Map<string, Set<string>>): ObjectHistory<RegisterInput, RegisterOutput>[] {
+  // The history's own operations (withInitialValue appends its start after them).
+  const own = { ...chosen, operations: chosen.operations.slice(0, chosen.events.length) };
+  const tried = chosen.operations.length > own.operations.length ? (chosen.operations.at(-1)!.input as { readonly value: string }).value : null;
+  const at = own.events[0] === undefined ? undefined : history[own.events[0]];
+  const ofRegister = at !== undefined && at.type !== 'meta' && 'key' in at ? attempted.get(compositeKey(at.resource, at.key)) : undefined;
+  const carried = new Set<unknown>();
+  let firstWriteReturn = Infinity;
+  for (const o of own.operations) {
+    if (o.input.f !== 'write') continue;
+    carried.add(o.input.value);
+    if (!isPending(o)) firstWriteReturn = Math.min(firstWriteReturn, o.return!);
+  }
+  const starts = new Set<string | null>([null]);
+  for (const o of own.operations) {
+    const v = o.output?.value;
+    if (o.input.f !== 'read' || o.call > firstWriteReturn || (typeof v !== 'string' && v !== null)) continue;
+    if (typeof v === 'string' && ofRegister?.has(v) === true && !carried.has(v)) continue;
+    starts.add(v);
+  }
+  starts.delete(tried);
+  return [...starts].map((v) => startingWith(own, v));
 }
 
 /**
@@ -224,11 +262,23 @@ export function linearizabilityChecks(history: History, bounds: SearchBounds, ma
     // With its initial value in the object (not added inside the search), so that a finding can name that operation too.
     const registers = registerHistories(history, budget);
     const attempted = attemptedValues(history, budget);
+    const search = (h: ObjectHistory<RegisterInput, RegisterOutput>) => checkLinearizability(etcdRegister(), h.operations, left());
     const register = judge(
       'register',
       registers,
       (h) => withInitialValue(h, history, attempted),
-      (h) => checkLinearizability(etcdRegister(), h.operations, left()),
+      (h) => {
+        // Not linearizable from the start chosen: so from no start, before it is a finding (an undecided one: unknown).
+        const chosen = search(h);
+        if (chosen.verdict !== 'not-linearizable') return chosen;
+        let undecided: LinearizabilityResult | undefined;
+        for (const other of otherStarts(h, history, attempted)) {
+          const result = search(other);
+          if (result.verdict === 'linearizable') return result;
+          if (result.verdict === 'unknown') undecided ??= result;
+        }
+        return undecided ?? chosen;
+      },
     );
     return { lock: lock.result, register: register.result, findings: [...lock.list.kept, ...register.list.kept] };
   } catch (e) {
