@@ -37,6 +37,23 @@ import { lockHistoryLinearizable } from './leaseLockReference.ts';
 import { parseKnossosHistory, toRegisterOperations } from '../conformance/history/linearizability/corpora/knossos.ts';
 import { parseEtcdLog } from '../conformance/history/linearizability/corpora/porcupine.ts';
 
+/**
+ * This process's CPU time, in ms: the clock of the budgets and bounds below. Wall time on a loaded machine is several
+ * times what the work took (a 0.4 s check ran 8 s at load 25, past its 5 s bound); CPU time is what the work took,
+ * loaded or not, so a bound on it still tells linear from quadratic. (vitest runs each file in a process of its own.)
+ */
+const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/** The CPU time `work` takes, in ms. */
+const cpuTimeOf = (work: () => void): number => {
+  const start = cpuMs();
+  work();
+  return cpuMs() - start;
+};
+
 type RegOp = Operation<RegisterInput, RegisterOutput>;
 const read = (call: number, ret: number | undefined, value?: RegisterValue): RegOp => ({
   process: call,
@@ -66,7 +83,7 @@ describe('the corpora (Porcupine and Knossos test histories, expected.tsv)', () 
   });
   for (const c of cases) {
     it(`${c.corpus}/${c.file} with ${c.model} is ${c.expected === undefined ? 'checked (no verdict asserted upstream)' : c.expected ? 'linearizable' : 'not linearizable'}`, () => {
-      const result = c.check({ timeoutMs: 60_000 });
+      const result = c.check({ timeoutMs: 60_000, clock: cpuMs });
       if (c.expected === undefined) expect(result.verdict).toBe('linearizable'); // the empty etcd_095
       else expect(result.verdict).toBe(c.expected ? 'linearizable' : 'not-linearizable');
     });
@@ -191,10 +208,10 @@ describe('checkLinearizability on small histories', () => {
     // every operation per step (60,000 × 1,875 words, 450 MB) and ran out of the time budget before deciding.
     const ops: RegOp[] = [];
     for (let i = 0; i < 30_000; i++) ops.push(write(4 * i, 4 * i + 1, i), read(4 * i + 2, 4 * i + 3, i));
-    const ok = checkLinearizability(etcdRegister(), ops, { timeoutMs: 20_000 });
+    const ok = checkLinearizability(etcdRegister(), ops, { timeoutMs: 20_000, clock: cpuMs });
     expect(ok.verdict).toBe('linearizable');
     expect(ok.stats.configurations).toBe(0);
-    const stale = checkLinearizability(etcdRegister(), [...ops, read(200_000, 200_001, 7)], { timeoutMs: 20_000 });
+    const stale = checkLinearizability(etcdRegister(), [...ops, read(200_000, 200_001, 7)], { timeoutMs: 20_000, clock: cpuMs });
     expect(stale).toMatchObject({ verdict: 'not-linearizable', blocked: 60_000 });
   });
 
@@ -207,12 +224,14 @@ describe('checkLinearizability on small histories', () => {
       return ops;
     };
     const n = 200_000;
-    const bounds = etcdRegister().relevance!(flag(n));
+    const ops = flag(n);
+    let bounds: readonly (number | undefined)[] = [];
+    // 0.2 s of CPU here (6 s of wall time at load 38); the quadratic bounds took 24 s of CPU.
+    expect(cpuTimeOf(() => (bounds = etcdRegister().relevance!(ops)))).toBeLessThan(5_000);
     expect(bounds[0]).toBe(4 * (n - 2) + 3);
     expect(bounds[2 * (n - 1)]).toBe(4 * (n - 1) + 3);
     expect(checkLinearizability(etcdRegister(), flag(2000)).verdict).toBe('linearizable');
-    // 0.4 s here; the quadratic bounds took 24 s on this machine, at least 12 s on a quiet one.
-  }, 5_000);
+  });
 
   it('keeps the longest linearized prefix with copies linear in the steps, also when each block fails a little deeper', () => {
     // Per block: two concurrent writes x and y, then a read of x. The search places x, y first, fails at the read and
@@ -515,14 +534,16 @@ describe("lockcheck's own histories", () => {
       ops.push({ process: 0, call: 4 * i + 2, input: { f: 'release', owner: 'host' } });
     }
     for (let i = 0; i < n; i++) ops.push({ process: 1, call: 4 * n + i, input: { f: 'acquire', owner: 'host', validUntil: Infinity, latest: Infinity } });
-    const bounds = leaseLockRelevance(ops);
+    let bounds: readonly (number | undefined)[] = [];
+    // 0.4 s of CPU here (10 s of wall time at load 38); 65 s before, once per operation.
+    expect(cpuTimeOf(() => (bounds = leaseLockRelevance(ops)))).toBeLessThan(5_000);
     // A lost release matters until the first grant invoked after its owner's last grant returned: none here, so up to the
     // last grant returning before the owner's latest deadline.
     expect(bounds[1]).toBe(4 * (n - 1) + 1);
     expect(bounds[2 * n - 1]).toBe(4 * (n - 1) + 1);
     // A lost acquire called after every release of its owner could matter can never matter.
     expect(bounds[2 * n]).toBe(-Infinity);
-  }, 20_000);
+  });
 
   it('keeps a lost release while an unknown acquire that would otherwise take its lease over binds what its owner did next', () => {
     // c holds a session lock (6..9); b's acquire and c's release are lost; b extends (19..31, until 25). Had c's release not
