@@ -82,7 +82,7 @@ describe("tsx's cache of compiled code", () => {
   }, 120_000);
 
   it("a user's TypeScript adapter: its own project's tsconfig, found only through directories no other user may write", async () => {
-    const { adapterTsconfig, pinTsconfig } = (await import('../conformance/env/tsxCache.mjs')) as { adapterTsconfig: (path: string) => string | null; pinTsconfig: (file: string | null, env: Record<string, string | undefined>) => void };
+    const { adapterTsconfig, pinTsconfig } = (await import(new URL('../conformance/env/tsxCache.mjs', import.meta.url).href)) as { adapterTsconfig: (path: string) => string | null; pinTsconfig: (file: string | null, env: Record<string, string | undefined>) => void };
     const project = join(root, 'project');
     mkdirSync(join(project, 'src'), { recursive: true });
     writeFileSync(join(project, 'tsconfig.json'), '{}');
