@@ -27,7 +27,11 @@ function client(hosts = cluster.endpoints, of: EtcdCluster = cluster): Etcd3 {
   return c;
 }
 
-function lockOn(c: Etcd3, clock: MonotonicClock = systemClock, timeoutMs = 2000): { lock: EtcdLock; node: EtcdNode } {
+/** How long a test waits for a leader: an election on a loaded 2-core machine can take tens of seconds (at load 38 none came within the default 10 s). */
+const ELECTION_WAIT_MS = 60_000;
+
+/** A lock on `c`. Its calls' bound: by default one a loaded machine keeps for calls that should succeed (a fresh client's TLS handshake, an fsync, a new leader settling). */
+function lockOn(c: Etcd3, clock: MonotonicClock = systemClock, timeoutMs = 10_000): { lock: EtcdLock; node: EtcdNode } {
   const node = etcd3Node(c, { clock: systemClock, requestTimeoutMs: timeoutMs });
   return { lock: new EtcdLock({ node, clock }), node };
 }
@@ -43,12 +47,13 @@ afterAll(async () => {
 
 describe('EtcdCluster (real etcd, 3 members)', () => {
   it('elects a leader; a killed leader is replaced and comes back on its data as a follower; a paused follower does not stop the cluster', async () => {
-    const leader = await cluster.leader();
-    const deadline = (): { deadline: number } => ({ deadline: Date.now() + 5000 });
+    const leader = await cluster.leader(ELECTION_WAIT_MS);
+    // Calls that should succeed, right after an election or a restart: a bound a loaded machine keeps.
+    const deadline = (): { deadline: number } => ({ deadline: Date.now() + 30_000 });
     await client([cluster.endpoints[leader]!]).put('k').value('v').options(deadline());
     await cluster.kill(leader);
     expect(cluster.running(leader)).toBe(false);
-    const next = await cluster.leader();
+    const next = await cluster.leader(ELECTION_WAIT_MS);
     expect(next).not.toBe(leader);
     const c = client([cluster.endpoints[next]!]);
     expect(await c.get('k').options(deadline()).string()).toBe('v');
@@ -131,7 +136,7 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
   it('member partitions (peer gates): an isolated leader commits nothing, the majority elects a leader and grants the lock; after the heal every member agrees', async () => {
     const gated = await EtcdCluster.start({ peerGates: true, electionMs: 600, parentDir: '/dev/shm' });
     try {
-      const old = await gated.leader();
+      const old = await gated.leader(ELECTION_WAIT_MS);
       const rest = [0, 1, 2].filter((m) => m !== old);
       const idOf = async (m: number): Promise<string> => (await gated.status(1000))[m]!.id;
       const oldId = await idOf(old);
@@ -147,11 +152,13 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
       // Real events, bounded generously: an election on a loaded 2-core machine can take tens of seconds.
       if (!elected) throw new Error(`no new leader on the majority side within 60 s: ${await statusText()}`);
       const isolated = lockOn(client([gated.endpoints[old]!], gated), systemClock, 1500).lock;
-      const majority = lockOn(client(rest.map((m) => gated.endpoints[m]!), gated), systemClock, 3000).lock;
+      // Calls that should succeed get a bound a loaded machine keeps, as above (at 3 s, ten attempts in a row timed out
+      // at load 25 while the two members' 600 ms elections settled); only the isolated member's calls have a short one.
+      const majority = lockOn(client(rest.map((m) => gated.endpoints[m]!), gated), systemClock, 10_000).lock;
       expect((await isolated.acquire('split-0', { ttlMs: 5000 })).kind).not.toBe('granted');
       // A loaded machine may time a first attempt out while the new leader settles: the majority grants within a bound.
       // The lease outlives the heal and the convergence below on a loaded machine (5 s did not, once: the healed member then granted it).
-      const held = await grantedWithin(30_000, 'split', (resource) => majority.acquire(resource, { ttlMs: 120_000 }));
+      const held = await grantedWithin(60_000, 'split', (resource) => majority.acquire(resource, { ttlMs: 120_000 }));
       gated.healMembers();
       const converged = await until(async () => {
         const s = await gated.status(2000);
@@ -159,7 +166,7 @@ describe('EtcdCluster (real etcd, 3 members)', () => {
       }, 60_000);
       if (!converged) throw new Error(`the members did not agree within 60 s of the heal: ${await statusText()}`);
       // The healed member serves the majority's state: the lock is held.
-      const after = lockOn(client([gated.endpoints[old]!], gated), systemClock, 3000).lock;
+      const after = lockOn(client([gated.endpoints[old]!], gated), systemClock, 10_000).lock;
       expect(await after.acquire(held.resource, { ttlMs: 5000 })).toEqual({ kind: 'denied', reason: 'held' });
       await majority.release(held.lease);
     } finally {
@@ -251,18 +258,20 @@ describe('EtcdLock (spec 7.6 etcd-lease, real etcd)', () => {
   it('a lease outlives the kill of the leader: the lock stays held (a new leader refreshes it), tokens keep increasing', async () => {
     const c = client();
     const { lock } = lockOn(c);
-    const r = await lock.acquire('failover', { ttlMs: 5000 });
+    // A ttl the failover below cannot outlast on a loaded machine (a kill, an election, a fresh client's calls): a lease
+    // the kill lost is granted to the other client whatever the ttl.
+    const r = await lock.acquire('failover', { ttlMs: 60_000 });
     if (r.kind !== 'granted') throw new Error('expected a grant');
-    const leader = await cluster.leader();
+    const leader = await cluster.leader(ELECTION_WAIT_MS);
     await cluster.kill(leader);
-    await cluster.leader();
+    await cluster.leader(ELECTION_WAIT_MS);
     const other = lockOn(client(cluster.endpoints.filter((_e, i) => i !== leader))).lock;
     let denied = false;
     await until(async () => {
       const x = await other.acquire('failover', { ttlMs: 5000 });
       denied = x.kind === 'denied' && x.reason === 'held';
       return x.kind !== 'denied' || x.reason !== 'no-quorum';
-    }, 10_000);
+    }, 30_000);
     expect(denied).toBe(true);
     const y = await other.acquire('failover-2', { ttlMs: 5000 });
     if (y.kind !== 'granted') throw new Error('expected a grant');
@@ -293,7 +302,8 @@ describe('etcdFencedStore (real etcd)', () => {
 function knock(url: string, tls: { readonly cert?: string; readonly key?: string }): Promise<'answered' | 'refused'> {
   return new Promise((resolve) => {
     const secure = url.startsWith('https:');
-    const options = { method: url.endsWith('/members') ? 'GET' : 'POST', timeout: 3000, agent: false as const, ...(secure ? { rejectUnauthorized: false, ...tls } : {}) };
+    // A bound a loaded machine keeps for the doors that answer (a TLS handshake, the gateway); the others refuse at once.
+    const options = { method: url.endsWith('/members') ? 'GET' : 'POST', timeout: 20_000, agent: false as const, ...(secure ? { rejectUnauthorized: false, ...tls } : {}) };
     const req = (secure ? httpsRequest : httpRequest)(url, options, (res) => {
       res.resume();
       resolve(res.statusCode !== undefined && res.statusCode < 400 ? 'answered' : 'refused');
