@@ -100,6 +100,14 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     expect(verdictOf(checkHistory(history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1')), { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
   });
 
+  it('FENCE-2: the same value written to another key is another register, no other carrier of the value read (session h39)', () => {
+    const otherKey = [ev('invoke', 4, 2, 'write', { key: 'y', value: 'a', prev: null, token: '3' }), ev('info', 4, 3, 'write', { key: 'y' })];
+    const h = history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1'), otherKey, read(2, 4, 5, 'a'));
+    const r = checkHistory(h, { storePolicy: 'strict' });
+    expect(verdictOf(r, 'FENCE-2')).toBe('violation');
+    expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => f.events)).toEqual([[2, 3, 4, 5, 8, 9]]);
+  });
+
   it('FENCE-2: such a write took effect by the earliest return of the reads that saw it, not the first invoked (session h39)', () => {
     // Token 2's reply was lost; a slow read invoked at 4 returns its value at 40, a quick one invoked at 5 at 6. By 6 it
     // had landed, so token 1's write, invoked at 10 and accepted, is stale.
