@@ -156,6 +156,16 @@ export interface LibraryContract {
    */
   readonly clientTimeout?: boolean;
   /**
+   * When the library answers a call to several nodes: as soon as a quorum
+   * settles it (default 'quorum', lockcheck's client), or only once every
+   * node it reached has answered ('every-reply'; redlock 4's `_lock` and
+   * `unlock` count every server's callback down), and then, after a refused
+   * attempt or an extension that deletes its keys, once every node has
+   * answered that undo round too. Without it a slow node leaves such a
+   * library's calls pending past the model's answer: inconclusive runs.
+   */
+  readonly decidesAt?: 'quorum' | 'every-reply';
+  /**
    * What extend sets: the ttl it is given (default 'given'), or the ttl the
    * lease was acquired with, whatever extend is asked for ('acquired'; a
    * refresh that re-arms a fixed ttl).

@@ -118,7 +118,8 @@ export function contractDesign(design: Design, contract: LibraryContract | undef
   const m = contract.driftMargin;
   // No client timeout matters only with a deadline: a client without one already reads every late reply.
   const timeout = contract.deadline !== 'none' && contract.clientTimeout === false ? { clientTimeout: 'none' as const } : {};
-  const terms = { ...(contract.deadline === 'none' ? { clientDeadline: 'none' as const } : {}), ...timeout, ...(contract.failedExtend !== undefined ? { failedExtend: contract.failedExtend } : {}) };
+  const decides = contract.decidesAt === 'every-reply' ? { decides: 'every-reply' as const } : {};
+  const terms = { ...(contract.deadline === 'none' ? { clientDeadline: 'none' as const } : {}), ...timeout, ...decides, ...(contract.failedExtend !== undefined ? { failedExtend: contract.failedExtend } : {}) };
   return match(design)
     .with({ kind: P.union('redis-single', 'redlock', 'etcd-lease') }, (d): Design => ({ ...d, ...(m === undefined ? {} : { driftFactor: m.factor, clockMarginMs: m.fixedMs, driftRounding: m.rounding }), ...terms }))
     // Session locks stack in PostgreSQL; a library that opens a session per call declares reentrant: false.

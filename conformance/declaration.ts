@@ -52,6 +52,7 @@ function checkContract(value: unknown): void {
   optionalOneOf(c, 'deadline', 'contract', ['known', 'none']);
   for (const key of ['clientTimeout', 'denialReasons', 'validatesInput']) optionalBoolean(c, key, 'contract');
   optionalOneOf(c, 'refreshTtl', 'contract', ['given', 'acquired']);
+  optionalOneOf(c, 'decidesAt', 'contract', ['quorum', 'every-reply']);
   optionalOneOf(c, 'tokens', 'contract', ['bigint', 'number', 'none']);
   if (c.failedExtend !== undefined) {
     const f = checkObject(c.failedExtend, 'contract.failedExtend', "an object { lease: 'kept' | 'unchanged' | 'dropped' | 'dropped-if-denied', keys: 'kept' | 'deleted' } or absent") as Readonly<Record<string, unknown>>;

@@ -39,7 +39,7 @@ const checkAdapterKeys = { redis: knownOptions('adapter', ADAPTER_OPTIONS.redis)
 /** The CLI hands one choice ({ redis?, pg? }) to every adapter module: each kind takes the other's URL too (and ignores it). */
 const checkChoiceKeys = { redis: knownOptions('the server choice', ['redis', 'pg', 'cluster']), pg: knownOptions('the server choice', ['pg', 'redis', 'target']) } as const;
 /** The keys of a LibraryContract. */
-export const CONTRACT_OPTIONS = ['deadline', 'clientTimeout', 'refreshTtl', 'failedExtend', 'denialReasons', 'tokens', 'validatesInput', 'driftMargin'];
+export const CONTRACT_OPTIONS = ['deadline', 'clientTimeout', 'decidesAt', 'refreshTtl', 'failedExtend', 'denialReasons', 'tokens', 'validatesInput', 'driftMargin'];
 const checkContractKeys = knownOptions('adapter.contract', CONTRACT_OPTIONS);
 const checkCapabilityKeys = { redis: knownOptions('adapter.capabilities', ['reentrant', 'ttl', 'tokens']), pg: knownOptions('adapter.capabilities', ['reentrant', 'tokens']) } as const;
 

@@ -64,6 +64,15 @@ export interface LeaseTerms {
    * a library that calls it extended claims a lease that is over.
    */
   readonly clientTimeout?: 'none';
+  /**
+   * 'every-reply': the client reads a round only once every node it reached
+   * has answered (or its timeout came), where lockcheck's client decides as
+   * soon as a quorum settles it; after a refused attempt, and a refused
+   * extension that deletes its keys, it also waits for every reply of that
+   * undo round before it answers (redlock 4's `_lock` and `unlock` count
+   * `waiting` down over every server).
+   */
+  readonly decides?: 'every-reply';
   /** What a refused extension does (default: the lease is kept, its keys too). */
   readonly failedExtend?: FailedExtend;
 }
@@ -478,7 +487,7 @@ function unchangeable(o: object): boolean {
 }
 
 /** The fields of each design kind (Design): any other is refused. */
-const TERMS = ['clientDeadline', 'clientTimeout', 'failedExtend'] as const;
+const TERMS = ['clientDeadline', 'clientTimeout', 'decides', 'failedExtend'] as const;
 const DESIGN_FIELDS: Readonly<Record<DesignKind, readonly string[]>> = Object.freeze({
   'redis-single': ['kind', 'persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs', 'driftRounding', ...TERMS],
   redlock: ['kind', 'nodes', 'persistence', 'restartDelayMs', 'driftFactor', 'clockMarginMs', 'driftRounding', ...TERMS],
@@ -492,6 +501,7 @@ const PERSISTENCES: readonly Persistence[] = Object.freeze(['none', 'aof-always'
 const LEASE_RENEWALS: readonly string[] = Object.freeze(['last-request']);
 const CLIENT_DEADLINES: readonly string[] = Object.freeze(['none']);
 const DRIFT_ROUNDINGS: readonly string[] = Object.freeze(['ceil', 'round']);
+const DECIDES: readonly string[] = Object.freeze(['every-reply']);
 const FAILED_EXTEND_LEASE: readonly string[] = Object.freeze(['kept', 'unchanged', 'dropped', 'dropped-if-denied']);
 const FAILED_EXTEND_KEYS: readonly string[] = Object.freeze(['kept', 'deleted']);
 
@@ -507,6 +517,7 @@ function optionalOneOf(value: unknown, kind: DesignKind, name: string, allowed: 
 function checkTerms(d: Extract<Design, { kind: 'redis-single' | 'redlock' | 'etcd-lease' }>): void {
   optionalOneOf(d.clientDeadline, d.kind, 'clientDeadline', CLIENT_DEADLINES);
   optionalOneOf(d.clientTimeout, d.kind, 'clientTimeout', CLIENT_DEADLINES);
+  optionalOneOf(d.decides, d.kind, 'decides', DECIDES);
   if (d.failedExtend !== undefined) {
     checkObject(d.failedExtend, `${d.kind} failedExtend`, "an object { lease: 'kept' | 'unchanged' | 'dropped' | 'dropped-if-denied', keys: 'kept' | 'deleted' } or absent");
     checkKnownKeys(d.failedExtend, `${d.kind} failedExtend`, ['lease', 'keys']);
@@ -543,7 +554,7 @@ function termsLabel(design: Design): string {
   const terms = leaseTerms(design);
   const rounding = 'driftRounding' in design && design.driftRounding === 'round' ? ', drift rounded' : '';
   const extend = terms.failedExtend === undefined ? '' : `, failed extend ${FAILED_EXTEND_LABEL[terms.failedExtend.lease]}, ${terms.failedExtend.keys === 'kept' ? 'keeps' : 'deletes'} keys`;
-  return `${terms.clientDeadline === 'none' ? ', no client deadline' : ''}${terms.clientTimeout === 'none' ? ', no client timeout' : ''}${extend}${rounding}`;
+  return `${terms.clientDeadline === 'none' ? ', no client deadline' : ''}${terms.clientTimeout === 'none' ? ', no client timeout' : ''}${terms.decides === 'every-reply' ? ', decides on every reply' : ''}${extend}${rounding}`;
 }
 
 function statementTimeout(d: { statementTimeoutMs?: number }, more: readonly string[]): string {

@@ -37,7 +37,7 @@ import {
 } from './packed.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt } from './packedFingerprint.ts';
-import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt, releaseEverywhere, removeKeyAt } from './packedNode.ts';
+import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt, releaseEverywhere, removeKeyAt, undoneAtMs } from './packedNode.ts';
 import type { PackedRound, RoundWays } from './packedRound.ts';
 import { ARRIVES, DECIDE_ACQUIRE, DECIDE_YES_OR_NEVER, FAILED, NEVER, packedRound, roundEndsInto, roundWays } from './packedRound.ts';
 import { driftMarginMs } from './design.ts';
@@ -227,7 +227,8 @@ function finish(
     round.yes[i] = Number.isNaN(votes[i]!) ? 0 : 1;
     if (round.kind[i] === NEVER) never = true;
   }
-  roundEndsInto(round, n, deadline, earliest, DECIDE_ACQUIRE, q, ways);
+  // A client that reads every reply (ctx.everyReply) decides nothing early (rule -1).
+  roundEndsInto(round, n, deadline, earliest, ctx.everyReply ? -1 : DECIDE_ACQUIRE, q, ways);
   const count = ways.ways;
   const end0 = ways.endMs[0]!;
   const end1 = ways.endMs[1]!;
@@ -315,9 +316,9 @@ function finish(
       if (!Number.isNaN(maxBefore) && token <= maxBefore) out.mark(FENCE_1);
       continue;
     }
-    // Denied: the undo, compare-and-delete on every node the client reaches then.
+    // Denied: the undo, compare-and-delete on every node the client reaches then (waited for by a client that reads every reply).
     const b = out.push(sent);
-    b[0] = endMs;
+    b[0] = undoneAtMs(ctx, sent, client, endMs, limit);
     releaseEverywhere(ctx, b, endMs, client, r, attempt);
     waitForReplicas(ctx, b);
   }

@@ -90,6 +90,8 @@ export interface PackedContext {
   readonly noDeadline: boolean;
   /** The client has no request timeout of its own (leaseTerms: clientTimeout 'none'): it reads an extension's late replies. */
   readonly noClientTimeout: boolean;
+  /** The client reads every reply of a round before it decides, and of its undo round after a refusal (leaseTerms: decides 'every-reply'). */
+  readonly everyReply: boolean;
   /** WorldConfig.requestTimeoutMs, NaN when absent. */
   readonly requestTimeoutMs: number;
   readonly tokenBase: number;
@@ -124,6 +126,7 @@ export function packedContext(layout: PackedLayout, initial: World, options: Fin
     quorum: quorum(design),
     noDeadline: leaseTerms(design).clientDeadline === 'none',
     noClientTimeout: leaseTerms(design).clientTimeout === 'none',
+    everyReply: leaseTerms(design).decides === 'every-reply',
     requestTimeoutMs: initial.config.requestTimeoutMs ?? Number.NaN,
     tokenBase: Number(initial.config.tokenBase ?? 0n),
     waitReplication: replication(design) === 'wait',

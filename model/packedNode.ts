@@ -1,7 +1,8 @@
 import type { PackedLayout } from './packed.ts';
-import { C_MONO_ANCHOR, clientAt, COUNTER_STRIDE, countersAt, F_EXTEND, F_KIND, K_ATTEMPT, K_CLIENT, K_EXPIRES, K_PRESENT, KEY_STRIDE, N_AVAILABLE, N_CUT, N_DELAY_KIND, N_KEYS, N_UP, nodeAt } from './packed.ts';
+import { C_MONO_ANCHOR, clientAt, COUNTER_STRIDE, countersAt, F_EXTEND, F_KIND, K_ATTEMPT, K_CLIENT, K_EXPIRES, K_PRESENT, KEY_STRIDE, N_AVAILABLE, N_CUT, N_DELAY_KIND, N_DELAY_MS, N_KEYS, N_UP, nodeAt } from './packed.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt, readAt } from './packedFingerprint.ts';
+import { ARRIVES, FAILED, NEVER, packedRound, roundEndsInto, roundWays } from './packedRound.ts';
 
 /** node.ts's and clock.ts's questions, asked of a packed state (node `i`, client `c`, resource index `r`). */
 
@@ -88,6 +89,30 @@ export function inOrder(orbit: Int32Array, choice: Int32Array, n: number): boole
     if (choice[i]! < choice[prev]!) return false;
   }
   return true;
+}
+
+// Scratch for undoneAtMs: a design has at most 15 nodes.
+const undoRound = packedRound(16);
+const undoWays = roundWays();
+
+/**
+ * world.ts's undoneAtMs: when the client answers after a refusal whose keys
+ * it undoes at `now` from `w`: at once, or for a client that reads every
+ * reply (ctx.everyReply), once every node of that round has answered, or at
+ * its deadline `limit` ms on the client's clock.
+ */
+export function undoneAtMs(ctx: PackedContext, w: Float64Array, client: number, now: number, limit: number): number {
+  if (!ctx.everyReply) return now;
+  const l = ctx.layout;
+  const round = undoRound;
+  for (let i = 0; i < l.nodes; i++) {
+    const at = nodeAt(l, i);
+    const delay = w[at + N_DELAY_KIND]!;
+    round.kind[i] = !reachable(l, w, now, client, i) ? FAILED : delay === 2 ? NEVER : ARRIVES;
+    round.at[i] = now + (delay === 1 ? w[at + N_DELAY_MS]! : 0);
+  }
+  roundEndsInto(round, l.nodes, clientTrueTimeOf(l, w, client, clientMono(l, w, client, now) + limit, now), now, -1, 0, undoWays);
+  return undoWays.endMs[0]!;
 }
 
 /** Compare-and-delete of the client's key on every node it reaches at `now` (releaseEverywhere; removeKeyAt: etcd's revision moves). */

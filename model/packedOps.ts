@@ -47,7 +47,7 @@ import type { PackedBranches } from './packedBranches.ts';
 import { STORE_1, UNCHANGED } from './packedBranches.ts';
 import type { PackedContext } from './packedFingerprint.ts';
 import { expiryAt } from './packedFingerprint.ts';
-import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt, releaseEverywhere } from './packedNode.ts';
+import { ALIVE, clientMono, clientTrueTimeOf, GONE, inOrder, livenessAt, orbitsInto, reachable, receivesAt, releaseEverywhere, undoneAtMs } from './packedNode.ts';
 import type { PackedRound } from './packedRound.ts';
 import { ARRIVES, DECIDE_QUORUM_ANSWERED, DECIDE_YES_OR_NEVER, FAILED, NEVER, packedRound, roundEndsInto, roundWays } from './packedRound.ts';
 
@@ -129,7 +129,7 @@ export function packedRelease(ctx: PackedContext, w: Float64Array, client: numbe
   const limit = Number.isNaN(ctx.requestTimeoutMs) ? 1000 : ctx.requestTimeoutMs;
   const deadline = roundOf(ctx, w, client, latency, limit);
   for (let i = 0; i < l.nodes; i++) round.yes[i] = 0;
-  roundEndsInto(round, l.nodes, deadline, w[0]!, DECIDE_QUORUM_ANSWERED, ctx.quorum, ways);
+  roundEndsInto(round, l.nodes, deadline, w[0]!, ctx.everyReply ? -1 : DECIDE_QUORUM_ANSWERED, ctx.quorum, ways);
   const b = out.push(w);
   // Key-changed events: only the owner's keys are deleted, so none breaks OWN-1.
   releaseEverywhere(ctx, b, w[0]!, client, r, w[lease + L_ATTEMPT]!);
@@ -231,10 +231,13 @@ const SET = 2;
  * deleted, as the design's terms say; WAIT's replication only after an
  * operation (`replicate`), not at a resume (a fault).
  */
-function refused(ctx: PackedContext, base: Float64Array, endMs: number, client: number, r: number, attempt: number, lease: number, denied: boolean, replicate: boolean, out: PackedBranches): void {
+function refused(ctx: PackedContext, base: Float64Array, endMs: number, client: number, r: number, attempt: number, lease: number, denied: boolean, limit: number, replicate: boolean, out: PackedBranches): void {
   const b = out.push(base);
   b[0] = endMs;
-  if (ctx.failedExtend.keys === 'deleted') releaseEverywhere(ctx, b, endMs, client, r, attempt);
+  if (ctx.failedExtend.keys === 'deleted') {
+    releaseEverywhere(ctx, b, endMs, client, r, attempt);
+    b[0] = undoneAtMs(ctx, base, client, endMs, limit);
+  }
   if (dropsLease(ctx.failedExtend, denied)) b.fill(0, lease, lease + LEASE_STRIDE);
   if (replicate) waitForReplicas(ctx, b);
 }
@@ -271,7 +274,9 @@ function finishExtend(
   // world.ts finishExtend: a client with no deadline and no request timeout waits for every reply that comes.
   let waits = (ctx.noDeadline || ctx.noClientTimeout) && Number.isNaN(ctx.requestTimeoutMs);
   for (let i = 0; i < n && waits; i++) if (round.kind[i] === NEVER) waits = false;
-  roundEndsInto(round, n, waits ? Number.POSITIVE_INFINITY : deadline, earliest, DECIDE_YES_OR_NEVER, ctx.quorum, ways);
+  roundEndsInto(round, n, waits ? Number.POSITIVE_INFINITY : deadline, earliest, ctx.everyReply ? -1 : DECIDE_YES_OR_NEVER, ctx.quorum, ways);
+  // world.ts failedExtend's undo round: bounded as the extension was (timeoutMs of its ttl).
+  const limit = Number.isNaN(ctx.requestTimeoutMs) ? ttl : ctx.requestTimeoutMs;
   const count = ways.ways;
   const end0 = ways.endMs[0]!;
   const end1 = ways.endMs[1]!;
@@ -300,19 +305,19 @@ function finishExtend(
     const denied = no > n - ctx.quorum;
     if (Number.isNaN(oldUntil)) {
       if (ctx.noDeadline && yes >= ctx.quorum) readAt(ctx, base, endMs, replicate, out);
-      else refused(ctx, base, endMs, client, r, attempt, lease, denied, replicate, out);
+      else refused(ctx, base, endMs, client, r, attempt, lease, denied, limit, replicate, out);
       continue;
     }
     const mono = clientMono(l, base, client, endMs);
     if (yes < ctx.quorum || mono >= validUntil || mono > oldUntil) {
-      refused(ctx, base, endMs, client, r, attempt, lease, denied, replicate, out);
+      refused(ctx, base, endMs, client, r, attempt, lease, denied, limit, replicate, out);
       continue;
     }
     const b = out.push(base);
     b[0] = endMs;
     b[lease + L_VALID_UNTIL] = validUntil;
     if (replicate) waitForReplicas(ctx, b);
-    if (mono === oldUntil) refused(ctx, base, endMs, client, r, attempt, lease, denied, replicate, out);
+    if (mono === oldUntil) refused(ctx, base, endMs, client, r, attempt, lease, denied, limit, replicate, out);
   }
 }
 

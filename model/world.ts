@@ -570,7 +570,7 @@ function roundOf(world: World, client: number, latencyMs: number, limitMs: numbe
 }
 
 /** When a round sent now ends (decided, every reply in, or the deadline). */
-function roundEndMs(world: World, client: number, latencyMs: number, limitMs: number, decision: Decision, asked?: (node: number) => boolean): number {
+function roundEndMs(world: World, client: number, latencyMs: number, limitMs: number, decision: Decision | undefined, asked?: (node: number) => boolean): number {
   const r = roundOf(world, client, latencyMs, limitMs, asked);
   return roundEnds(r.arrivals, r.deadlineMs, world.nowMs, decision)[0]!.endMs;
 }
@@ -594,6 +594,20 @@ function yesOrNever(yes: readonly boolean[], needed: number): Decision {
 /** A release is done once a quorum answered (failures included): no other quorum can find the key then. */
 function quorumAnswered(design: Design, n: number): Decision {
   return { yes: new Array<boolean>(n).fill(false), decided: (t) => t.pending <= n - quorum(design) };
+}
+
+/** A round's early decision, or none for a client that reads every reply first (leaseTerms decides 'every-reply'). */
+function earlyDecision(design: Design, decision: Decision): Decision | undefined {
+  return leaseTerms(design).decides === 'every-reply' ? undefined : decision;
+}
+
+/**
+ * When the client answers after a refusal whose keys it undoes: at once (the
+ * undo is a round it does not wait for), or for a client that reads every
+ * reply, once every node of the undo round sent now has answered.
+ */
+function undoneAtMs(world: World, client: number, limitMs: number): number {
+  return leaseTerms(world.config.design).decides === 'every-reply' ? roundEndMs(world, client, 0, limitMs, undefined) : world.nowMs;
 }
 
 type AcquireFlight = Extract<InFlight, { readonly kind: 'acquire' }>;
@@ -793,7 +807,7 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
   const { resource, ttlMs, owner } = f;
   const ckey = counterKey(design, resource);
   // The ways the round can end differ only in which replies count; the give-up is one way, whichever.
-  return roundEnds(f.arrivals, f.deadlineMs, earliestMs, acquireDecision(design, f.votes)).flatMap(({ endMs, counted }, way): Branch[] => {
+  return roundEnds(f.arrivals, f.deadlineMs, earliestMs, earlyDecision(design, acquireDecision(design, f.votes))).flatMap(({ endMs, counted }, way): Branch[] => {
     // Judged at endMs (never before its resume), by the client's clock then.
     const afterNodes: World = { ...sent, nowMs: endMs };
     const votes = f.votes.map((v, i) => (counted[i] ? v : null));
@@ -852,8 +866,9 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
         },
       ];
     }
-    // Failed: undo on every node (the client cannot know which ones said yes), a round of its own that the client does not wait for.
-    const undone = releaseEverywhere(afterNodes, client, resource, owner);
+    // Failed: undo on every node (the client cannot know which ones said yes), a round of its own that the client does not wait for
+    // (but a client that reads every reply does).
+    const undone = { ...releaseEverywhere(afterNodes, client, resource, owner), nowMs: undoneAtMs(afterNodes, client, timeoutMs(afterNodes, ttlMs)) };
     const answered = counted.filter(Boolean).length;
     const reason = grantedVotes.length >= quorum(design) ? 'validity-exhausted' : answered < quorum(design) ? 'no-quorum' : 'held';
     return [...gaveUp, { outcome: { kind: 'denied', reason }, next: undone, events: [] }];
@@ -1016,11 +1031,11 @@ function finishExtend(sent: World, client: number, f: ExtendFlight, earliestMs: 
   // So does a client with a deadline that declares no request timeout (clientTimeout 'none'): a late quorum is still refused below.
   const terms = leaseTerms(design);
   const waits = (terms.clientDeadline === 'none' || terms.clientTimeout === 'none') && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
-  return roundEnds(f.arrivals, waits ? Number.POSITIVE_INFINITY : f.deadlineMs, earliestMs, yesOrNever(f.votes, quorum(design))).flatMap(({ endMs, counted }): Branch[] => {
+  return roundEnds(f.arrivals, waits ? Number.POSITIVE_INFINITY : f.deadlineMs, earliestMs, earlyDecision(design, yesOrNever(f.votes, quorum(design)))).flatMap(({ endMs, counted }): Branch[] => {
     const after: World = { ...sent, nowMs: endMs };
     // Denied: the nodes that answered no leave too few for a quorum (not a refusal for want of answers).
     const denied = f.votes.filter((v, i) => !v && counted[i]).length > f.votes.length - quorum(design);
-    const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, denied, events);
+    const refused: Branch = lease === undefined ? { outcome: { kind: 'not-extended', reason: 'no-quorum' }, next: after, events } : failedExtend(after, client, f.resource, lease, denied, f.ttlMs, events);
     if (lease === undefined) return [refused];
     const yes = f.votes.filter((v, i) => v && counted[i]).length;
     // No deadline (declared by the library): a quorum re-armed its keys, and that is all the client learns.
@@ -1061,9 +1076,9 @@ function statementMissed(world: World, op: Operation): NonNullable<Extract<InFli
  * and delete the keys it still holds (compare-and-delete on every node it
  * reaches, a round it does not wait for).
  */
-function failedExtend(after: World, client: number, resource: string, lease: Lease, denied: boolean, events: readonly WorldEvent[]): Branch {
+function failedExtend(after: World, client: number, resource: string, lease: Lease, denied: boolean, ttlMs: number, events: readonly WorldEvent[]): Branch {
   const terms = leaseTerms(after.config.design).failedExtend ?? { lease: 'kept', keys: 'kept' };
-  const cleared = terms.keys === 'deleted' ? releaseEverywhere(after, client, resource, lease.owner) : after;
+  const cleared = terms.keys === 'deleted' ? { ...releaseEverywhere(after, client, resource, lease.owner), nowMs: undoneAtMs(after, client, timeoutMs(after, ttlMs)) } : after;
   const deleted: WorldEvent[] = after.nodes.flatMap((n, i): WorldEvent[] => {
     const before = entryOf(n.keys, resource);
     return before !== undefined && entryOf(cleared.nodes[i]!.keys, resource) === undefined
@@ -1087,7 +1102,7 @@ function release(world: World, client: number, resource: string, latencyMs: numb
   if (lease === undefined) return single({ kind: 'not-held' }, world);
   if (isSessionBound(design)) return releaseSession(world, client, resource, lease, latencyMs);
   // Compare-and-delete on every node that receives it; the client waits until a quorum answered (a release's own bound is 1 s).
-  const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000), quorumAnswered(design, world.nodes.length));
+  const doneMs = roundEndMs(world, client, latencyMs, timeoutMs(world, 1000), earlyDecision(design, quorumAnswered(design, world.nodes.length)));
   const cleared = releaseEverywhere(world, client, resource, lease.owner);
   const events: WorldEvent[] = world.nodes.flatMap((n, i): WorldEvent[] => {
     const before = entryOf(n.keys, resource);

@@ -257,6 +257,26 @@ describe('redlock@4.2.0 (npm latest) against the redlock model', () => {
   }, 120_000);
 });
 
+describe('redlock@4.2.0 with a slow node: it decides on every reply (contract decidesAt)', () => {
+  it("a grant, a refusal and a release wait for the slow node's reply (and a refusal for its undo round's), and each is judged then (was: inconclusive, 'a call had not returned when the model had it done')", async () => {
+    const b = redlock4Backend({ cluster: cluster! });
+    expect(b.contract?.decidesAt).toBe('every-reply');
+    const schedule: Command[] = [
+      { kind: 'node-delay', node: 4, ms: 40 },
+      { kind: 'acquire', client: 0, resource: 'r', ttlMs: 1000 },
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 1000 },
+      { kind: 'release', client: 0, resource: 'r' },
+      { kind: 'acquire', client: 1, resource: 'r', ttlMs: 1000 },
+    ];
+    const r = await runLockstep(b, schedule, { clients: 2, tokenBase: 0n });
+    expect(r.verdict, textTimeline(r)).toEqual({ kind: 'pass' });
+    expect(r.deviations).toBeUndefined();
+    expect(r.steps.map((s) => s.actual.kind)).toEqual(['ok', 'granted', 'denied', 'released', 'granted']);
+    // The grant at the slow reply; the refusal after its own round and the undo round; the release at the slow reply.
+    expect(r.steps.slice(1).map((s) => s.endMs - s.startMs)).toEqual([40, 80, 40, 40]);
+  }, 120_000);
+});
+
 describe('redis-semaphore@5.8.0 RedlockMutex and @microfleet/ioredis-lock@6.0.1: no deadline', () => {
   for (const [name, make] of [
     ['RedlockMutex', redisSemaphoreRedlockMutexBackend],

@@ -275,6 +275,8 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
       // ioredis-lock's and redis-semaphore Mutex's: the lock dropped only when the node said the key is gone.
       ['dropped if denied, one node', { ...single, clientDeadline: 'none', failedExtend: { lease: 'dropped-if-denied', keys: 'kept' } }, { ...single, clientDeadline: 'none', failedExtend: { lease: 'dropped', keys: 'kept' } }],
       ['dropped if denied, three nodes', { ...redlock3, failedExtend: { lease: 'dropped-if-denied', keys: 'deleted' } }, { ...redlock3, failedExtend: { lease: 'dropped', keys: 'deleted' } }],
+      // redlock 4's on three nodes: every round read to its last reply, a refusal's undo round too.
+      ['decides on every reply', { ...redlock3, clientTimeout: 'none', decides: 'every-reply', failedExtend: { lease: 'unchanged', keys: 'deleted' } }, { ...redlock3, clientTimeout: 'none', failedExtend: { lease: 'unchanged', keys: 'deleted' } }],
     ];
     return pairs.map(([label, design, without]) => {
       // The lease's commands only (no writes: the terms are about extensions), so that random paths reach them often.
@@ -288,7 +290,7 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
     });
   })();
 
-  it("steps a library contract's lease terms as the reference does, and reaches each term (no client timeout, dropped if denied)", () => {
+  it("steps a library contract's lease terms as the reference does, and reaches each term (no client timeout, dropped if denied, decides on every reply)", () => {
     expect(contractCells.every((c) => c.layout !== null)).toBe(true);
     const reachedTerm = new Map<string, number>(contractCells.map((c) => [c.label, 0]));
     const shown = (branches: ReturnType<typeof stepOrbits>): string => JSON.stringify(branches.map((b) => [b.outcome, b.next.nowMs, b.next.clients.map((c) => c.leases)]), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
@@ -300,7 +302,7 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
             stepsAsReference(w, layout!, initial, options, alphabet);
             const other: World = { ...w, config: { ...w.config, design: cell.without } };
             for (const command of alphabet) {
-              if ((command.kind !== 'extend' && command.kind !== 'resume') || !enabled(w, command)) continue;
+              if ((command.kind !== 'extend' && command.kind !== 'resume' && command.kind !== 'acquire' && command.kind !== 'release') || !enabled(w, command)) continue;
               if (shown(stepOrbits(w, command, fixed)) !== shown(stepOrbits(other, command, fixed))) reachedTerm.set(cell.label, reachedTerm.get(cell.label)! + 1);
             }
           }

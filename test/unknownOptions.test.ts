@@ -141,7 +141,7 @@ describe("a backend's declarations (capabilities, contract) are refused with a k
   ] as const)('%s', async ([, call, says]) => {
     const e = await refusal(call);
     expect(e).toBeInstanceOf(AdapterApiError);
-    expect((e as Error).message).toBe(`${sim.name}: ${says}; known: ${says.startsWith('capabilities') ? 'store, ttl, sessionBound, reentrant, tokens, expiryToleranceMs, ttlGrainMs, tokensComparedBy' : 'deadline, clientTimeout, refreshTtl, failedExtend, denialReasons, tokens, validatesInput, driftMargin'}`);
+    expect((e as Error).message).toBe(`${sim.name}: ${says}; known: ${says.startsWith('capabilities') ? 'store, ttl, sessionBound, reentrant, tokens, expiryToleranceMs, ttlGrainMs, tokensComparedBy' : 'deadline, clientTimeout, decidesAt, refreshTtl, failedExtend, denialReasons, tokens, validatesInput, driftMargin'}`);
   });
 });
 

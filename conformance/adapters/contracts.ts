@@ -41,9 +41,13 @@ function redlockTerms(driftFactor: number): LibraryContract {
  * every node it reaches) while the caller's Lock keeps its expiration
  * (`extend` sets `lock.expiration` only on success: 'unchanged').
  * It says why it refused: `_lock` waits for every node before it answers,
- * and its adapter counts the votes it has then (redlock4.ts).
+ * and its adapter counts the votes it has then (redlock4.ts). So it decides
+ * on every reply (`decidesAt: 'every-reply'`): `_lock` counts `waiting` down
+ * over every server's callback, its failure path waits for `lock.unlock`,
+ * which does the same, and so does a release (without it, a slow node left
+ * 9 of 30 timing runs inconclusive: the call pending past the model's answer).
  */
-export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockTerms(0.01), failedExtend: { lease: 'unchanged', keys: 'deleted' } };
+export const REDLOCK4_CONTRACT: LibraryContract = { ...redlockTerms(0.01), decidesAt: 'every-reply', failedExtend: { lease: 'unchanged', keys: 'deleted' } };
 
 /**
  * What redis-semaphore's mutexes promise: no deadline (`isAcquired` stays
