@@ -23,10 +23,10 @@ vi.mock('node:fs', async (original) => {
       hooks.before?.(call, String(args[0]));
       return f(...args);
     };
-  const wrapped = { ...real, openSync: hooked('open', real.openSync), mkdirSync: hooked('mkdir', real.mkdirSync), renameSync: hooked('rename', real.renameSync), rmSync: hooked('remove', real.rmSync), unlinkSync: hooked('remove', real.unlinkSync) };
+  const wrapped = { ...real, openSync: hooked('open', real.openSync), mkdirSync: hooked('mkdir', real.mkdirSync), renameSync: hooked('rename', real.renameSync), rmSync: hooked('remove', real.rmSync), unlinkSync: hooked('remove', real.unlinkSync), rmdirSync: hooked('rmdir', real.rmdirSync) };
   return { ...wrapped, default: wrapped };
 });
-const { checkOutputFile, makeOutputDir, OutputFileError, removeStaleOutput, writeRedacted } = await import('../conformance/env/outputFile.ts');
+const { checkOutputDir, checkOutputFile, makeOutputDir, OutputFileError, removeStaleOutput, writeRedacted } = await import('../conformance/env/outputFile.ts');
 const { StagedTimelines } = await import('../cli/matrixTimelines.ts');
 
 const root = testTempDir('lockcheck-output-race-');
@@ -141,6 +141,15 @@ describe.skipIf(process.getuid?.() !== 0)("another user's swap between lockcheck
     attackAt('remove', (p) => p.endsWith('junit.xml'), swapForLink(out));
     checkOutputFile(join(out, 'junit.xml'), 'the JUnit report');
     expect(readFileSync(join(victim, 'junit.xml'), 'utf8')).toBe('kept');
+  });
+
+  it("checkOutputDir: the parent swapped for a link between its trial directory's making and removal removes nothing of the victim", () => {
+    const out = join(shared, 'out');
+    mkdirSync(out);
+    mkdirSync(join(victim, 'stress'));
+    attackAt('rmdir', (p) => p.endsWith('stress'), swapForLink(out));
+    checkOutputDir(join(out, 'stress'), 'the stress history into');
+    expect(readdirSync(victim)).toEqual(['stress']);
   });
 
   it("matrix timelines: the report directory swapped for a link just before a cell's old timeline is removed", () => {

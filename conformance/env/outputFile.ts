@@ -177,12 +177,16 @@ export function checkOutputDir(path: string, what: string): void {
   // directory that is there) the run would learn it only at its end.
   const first = missingDirs(path)[0];
   if (first === undefined) return;
+  // In its parent held open: swapped for another user's link in between, the removal would take an empty directory of the same name there.
+  const parent = pinOutputDir(dirname(first), what, path);
   try {
-    mkdirSync(first);
-    rmdirSync(first);
+    mkdirSync(parent.at(basename(first)));
+    rmdirSync(parent.at(basename(first)));
   } catch (error) {
     const f = failed(error, what, path);
     throw f.problem === 'missing-directory' ? new OutputFileError('permission', path, `cannot write ${what} ${path}: no directory can be made in ${dirname(first)}`, { cause: error }) : f;
+  } finally {
+    parent.close();
   }
 }
 
