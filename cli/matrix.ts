@@ -245,7 +245,9 @@ export async function matrixCommand(o: MatrixOptions): Promise<number> {
             const file = counterexampleFile(row.name, backend, offered, col.faults, runs, result.failure);
             writeRedacted(timelines.path(name).replace(/\.html$/, '.json'), JSON.stringify(file, null, 2) + '\n', 'the counterexample');
             const saved = join(cellsDir, `${name}.json`);
-            process.stderr.write(`\n${row.name} x ${col.id}: counterexample ${saved} (${replayHint(saved, row.name, o.servers)})\n`);
+            const hint = replayHint(saved, row.name, o.servers);
+            timelines.noteReplay(name, hint);
+            process.stderr.write(`\n${row.name} x ${col.id}: counterexample ${saved} (${hint})\n`);
           }
           const timeline = result.failure !== null || first !== undefined ? `${fileName(row.name, col.id)}.html` : null;
           let observed: MatrixCell['observed'] = null;

@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { atExit } from '../conformance/env/processes.ts';
-import { makeOutputDir, OutputFileError, pinOutputDir } from '../conformance/env/outputFile.ts';
+import { makeOutputDir, OutputFileError, pinOutputDir, writeRedacted } from '../conformance/env/outputFile.ts';
+
+/** Text as HTML character data and attribute values. */
+const escapeHtml = (s: string): string => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 
 /**
  * The matrix run's counterexample timelines. They are written into a
@@ -33,6 +36,24 @@ export class StagedTimelines {
   /** Where this run writes the timeline of a cell (`name` without extension; its `.txt`, and a failure's `.json`, go beside it). */
   path(name: string): string {
     return join(this.#staging, `${name}.html`);
+  }
+
+  /**
+   * Ends a cell's staged timeline (its page and its text) with the command
+   * that replays its saved counterexample: the report, not only the run's
+   * stderr, says how to reproduce the finding.
+   */
+  noteReplay(name: string, command: string): void {
+    const page = this.path(name);
+    const text = page.replace(/\.html$/, '.txt');
+    const line = 'replay on real servers: ';
+    if (existsSync(text)) writeRedacted(text, `${readFileSync(text, 'utf8').trimEnd()}\n\n${line}${command}\n`, 'the timeline');
+    if (existsSync(page)) {
+      const html = readFileSync(page, 'utf8');
+      const note = `<p class="replay">${line}<code>${escapeHtml(command)}</code></p>`;
+      const at = html.lastIndexOf('</body>');
+      writeRedacted(page, at < 0 ? html + note : html.slice(0, at) + note + html.slice(at), 'the timeline', 'markup');
+    }
   }
 
   /**

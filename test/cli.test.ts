@@ -308,6 +308,9 @@ describe('lockcheck command line', () => {
     const replay = lockcheck('replay', file);
     expect(replay.code, replay.stderr).toBe(1);
     expect(replay.stdout).toContain(`CONFORMANCE FAILURE at step ${step![1]} (${step![2]}`);
+    // The report says it too, not only the run's stderr: the cell's timeline, text and page, ends with the command (audit h39).
+    expect(cell).toContain(`replay on real servers: lockcheck replay ${file}`);
+    expect(readFileSync(join(out, 'matrix', 'lib_redlock_5.0.0-beta.2__timing.html'), 'utf8')).toContain(`replay on real servers: <code>lockcheck replay ${file}</code>`);
   }, 240_000);
 
   it('matrix: interrupted, it leaves the previous report and its timelines as they were, and nothing of its own', async () => {
