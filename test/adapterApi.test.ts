@@ -159,14 +159,16 @@ describe("the adapter's own calls: a throw, a hang or a malformed instance is an
     const pause = hanging('hangs-in-pause', (real) => ({ ...real, faults: { ...real.faults, pause: { pause: () => new Promise<void>(() => undefined), resume: (c: number) => real.faults.pause!.resume(c) } } }));
     const paused: Command[] = [acquire, { kind: 'pause', client: 0 } as Command];
     // A fault that fails leaves the run unjudged, as any failing injection does (the environment's failure, not the lock's).
-    const stuck = await runLockstep(pause, paused, { ...opts, environmentLimitMs: 50 });
-    expect(stuck.verdict).toEqual({ kind: 'inconclusive', cause: 'environment', reason: expect.stringContaining("adapter hangs-in-pause: the pause fault's pause() had not settled after 50 ms of real time") as string });
+    // The bound fires on the call that hangs and must not on the others, which settle in microseconds but may wait 100 ms
+    // for the CPU on a loaded machine (load 38): a second, ten times that.
+    const stuck = await runLockstep(pause, paused, { ...opts, environmentLimitMs: 1000 });
+    expect(stuck.verdict).toEqual({ kind: 'inconclusive', cause: 'environment', reason: expect.stringContaining("adapter hangs-in-pause: the pause fault's pause() had not settled after 1000 ms of real time") as string });
     const inspect = hanging('hangs-in-inspect', (real) => ({ ...real, inspect: () => new Promise<never>(() => undefined) }));
-    const blind = await runLockstep(inspect, [acquire], { ...opts, environmentLimitMs: 50 });
-    expect(blind.verdict).toEqual({ kind: 'inconclusive', cause: 'environment', reason: expect.stringContaining('adapter hangs-in-inspect: inspect() had not settled after 50 ms of real time') as string });
+    const blind = await runLockstep(inspect, [acquire], { ...opts, environmentLimitMs: 1000 });
+    expect(blind.verdict).toEqual({ kind: 'inconclusive', cause: 'environment', reason: expect.stringContaining('adapter hangs-in-inspect: inspect() had not settled after 1000 ms of real time') as string });
     expect(closed).toBe(2);
     // Injections that settle in time are untouched: the same schedule with the real injectors passes.
-    const fine = await runLockstep(hanging('settles', (real) => real), paused, { ...opts, environmentLimitMs: 50 });
+    const fine = await runLockstep(hanging('settles', (real) => real), paused, { ...opts, environmentLimitMs: 1000 });
     expect(fine.verdict).toEqual({ kind: 'pass' });
   });
 
