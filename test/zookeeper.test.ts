@@ -159,7 +159,9 @@ describe('ZookeeperLock (spec 7.10, real ensemble)', () => {
     const leader = await ensemble.leader();
     const follower = [0, 1, 2].find((m) => m !== leader)!;
     const lock = lockOn(node(ensemble.endpoints[follower]!));
-    const r = await lock.acquire('failover', { ttlMs: 8000 });
+    // A session the failover below cannot outlast on a loaded machine (a JVM killed, an election, the other client's
+    // tries): the ensemble's longest. A lease the kill lost is granted to the other client whatever its ttl.
+    const r = await lock.acquire('failover', { ttlMs: 60_000 });
     if (r.kind !== 'granted') throw new Error('expected a grant');
     await ensemble.kill(leader);
     expect(ensemble.running(leader)).toBe(false);
