@@ -106,6 +106,10 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     const r = checkHistory(h, { storePolicy: 'strict' });
     expect(verdictOf(r, 'FENCE-2')).toBe('violation');
     expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => f.events)).toEqual([[2, 3, 4, 5, 8, 9]]);
+    // Nor is a rejected write of the same value another carrier: it took no effect.
+    const rejected = [ev('invoke', 4, 2, 'write', { key: 'x', value: 'a', prev: null, token: '1' }), ev('fail', 4, 3, 'write', { key: 'x', reason: 'stale-token' })];
+    const withRejected = history(read(3, 0, 0, null), write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1'), rejected, read(2, 4, 5, 'a'));
+    expect(verdictOf(checkHistory(withRejected, { storePolicy: 'strict' }), 'FENCE-2')).toBe('violation');
   });
 
   it('FENCE-2: such a write took effect by the earliest return of the reads that saw it, not the first invoked (session h39)', () => {
