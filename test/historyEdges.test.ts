@@ -112,6 +112,16 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     expect(verdictOf(checkHistory(withRejected, { storePolicy: 'strict' }), 'FENCE-2')).toBe('violation');
   });
 
+  it('FENCE-2: what shows the register held another value before the history is any value seen that no write carries: a prev, or a read of a value (session h39)', () => {
+    // No read of nothing: the writes' prev (null) is what shows 'a' was not there before.
+    const byPrev = history(write(1, 0, 1, 'b', '2'), info(0, 2, 3, 'a', '1'), read(2, 4, 5, 'a'));
+    expect(verdictOf(checkHistory(byPrev, { storePolicy: 'strict' }), 'FENCE-2')).toBe('violation');
+    // A read of 'before', a value no write carries: the register held it, not 'a'.
+    const unprev = (p: number, t0: number, t1: number, value: string, token: string, outcome: string) => [ev('invoke', p, t0, 'write', { key: 'x', value, token }), ev(outcome, p, t1, 'write', { key: 'x' })];
+    const byRead = history(read(3, 0, 0, 'before'), unprev(1, 0, 1, 'b', '2', 'ok'), unprev(0, 2, 3, 'a', '1', 'info'), read(2, 4, 5, 'a'));
+    expect(verdictOf(checkHistory(byRead, { storePolicy: 'strict' }), 'FENCE-2')).toBe('violation');
+  });
+
   it('FENCE-2: such a write took effect by the earliest return of the reads that saw it, not the first invoked (session h39)', () => {
     // Token 2's reply was lost; a slow read invoked at 4 returns its value at 40, a quick one invoked at 5 at 6. By 6 it
     // had landed, so token 1's write, invoked at 10 and accepted, is stale.

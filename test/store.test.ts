@@ -34,6 +34,15 @@ describe('fenced store (FENCE-2)', () => {
     expect(writeStore(once('monotonic'), 'r', 7n, 'b').decision).toEqual({ accepted: true });
   });
 
+  it('unfenced and transactional take every write, a token below the highest too, and keep the highest (session h39)', () => {
+    for (const policy of ['unfenced', 'transactional'] as const) {
+      const store = writeStore(emptyStore(policy), 'r', 7n, 'a').next;
+      const { decision, next } = writeStore(store, 'r', 3n, 'b');
+      expect(decision, policy).toEqual({ accepted: true });
+      expect(next.cells['r'], policy).toEqual({ value: 'b', token: 3n, highest: 7n });
+    }
+  });
+
   it('compares tokens exactly past 2^53', () => {
     const big = 2n ** 53n + 1n;
     const store = writeStore(emptyStore('strict'), 'r', big, 'a').next;
