@@ -56,6 +56,8 @@ function testSet(tests: string | undefined): string[] {
   return tests.split(',').map((t) => t.trim()).filter((t) => t !== '');
 }
 
+const tests = testSet(process.env.LOCKCHECK_MUTATION_TESTS);
+
 // What kills mutants in `npm run mutation`: the quick real-server tests of
 // impl/ (test/impl/, whose servers mutation/servers.ts starts once per Stryker
 // worker) and the in-memory conformance suite.
@@ -63,12 +65,14 @@ export default defineConfig({
   // As vitest.config.ts: lockcheck/… (the shipped examples' imports) are the sources.
   resolve: { alias: sourceAliases(fileURLToPath(new URL('.', import.meta.url))) },
   test: {
-    include: testSet(process.env.LOCKCHECK_MUTATION_TESTS),
+    include: tests,
     // The cut-point sweeps (a silent server at every byte of a connection's start) take minutes a file: run for every
     // mutant they cover they would cost minutes each, and with them the first run outlasted Stryker's dry-run timeout.
     exclude: [...configDefaults.exclude, 'test/impl/blackhole.cut*.test.ts'],
     setupFiles: ['test/setup.ts'],
-    globalSetup: ['mutation/servers.ts'],
+    // Only test/impl/ takes the shared servers (the others start their own or none): a run aimed at the engine's in-memory
+    // tests (LOCKCHECK_MUTATE=conformance/...) starts no Redis, PostgreSQL, etcd and ZooKeeper per worker.
+    globalSetup: tests.some((t) => t.startsWith('test/impl/')) ? ['mutation/servers.ts'] : [],
     sequence: { sequencer: QuickFirst },
     // A mutant that makes a test hang fails it here, not at Stryker's timeout (30 s plus twice the covering tests' time,
     // minutes for the conformance suite); the slowest test takes about 15 s on the loaded machine.
