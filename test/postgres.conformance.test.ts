@@ -21,7 +21,7 @@ let target: PostgresTarget;
 beforeAll(async () => {
   server = await PostgresServer.start({ parentDir: '/dev/shm' });
   target = targetOf(server);
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await server?.stop();
 });

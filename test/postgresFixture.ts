@@ -46,9 +46,11 @@ export async function startPostgres(options: PostgresServerOptions = {}, setup: 
  */
 export function withPostgres(options: () => PostgresServerOptions = () => ({}), setup?: (admin: pg.Client) => Promise<void>): PostgresFixture {
   let started: Awaited<ReturnType<typeof startPostgres>> | undefined;
+  // Longer than the server's own start bound (PostgresServer's 90 s: initdb took over 30 s at load 15-20): a hook that
+  // timed out first failed the whole file while the start went on, its server made after afterAll had looked for it.
   beforeAll(async () => {
     started = await startPostgres(options(), setup);
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     const s = started;
     started = undefined;

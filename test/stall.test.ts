@@ -27,7 +27,7 @@ let pgServer: PostgresServer;
 const BOUND_MS = 2000;
 beforeAll(async () => {
   [cluster, pgServer] = await Promise.all([startRedisCluster({ nodes: 1, persistence: 'none', commandTimeoutMs: BOUND_MS }), PostgresServer.start({ parentDir: '/dev/shm' })]);
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await Promise.allSettled([cluster?.stop(), pgServer?.stop()]);
 });

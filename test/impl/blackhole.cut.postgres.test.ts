@@ -25,7 +25,7 @@ beforeAll(async () => {
   await ensureSchema(admin);
   await admin.end();
   proxy = await CutProxy.start({ host: server.connection.host, port: server.connection.port });
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await proxy?.close();
   await server?.stop();

@@ -25,7 +25,7 @@ beforeAll(async () => {
   await admin.connect();
   await ensureSchema(admin);
   await admin.end();
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   if (server?.paused) server.resume();
   await server?.stop();

@@ -15,7 +15,7 @@ import { activeResources, backToBaseline, outcome, rebased, within } from './res
 let server: PostgresServer;
 beforeAll(async () => {
   server = await PostgresServer.start({ parentDir: '/dev/shm' });
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await server?.stop();
 });
