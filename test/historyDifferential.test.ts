@@ -345,10 +345,9 @@ describe('LIN-1 of a register against a brute force over instants (random small 
 });
 
 /**
- * FENCE-2 (spec 10.4.3) by brute force, writes whose outcome is unknown included: such a write was accepted once an ok
- * read returned its value (its one possible writer, invoked before the read returned, and some value seen, a read of
- * nothing or of a value no write carries, so the register did not hold it before), by the first return of such a
- * read. A write is stale when an accepted write landed before it was invoked with a token its policy refuses it
+ * FENCE-2 (spec 10.4.3) by brute force, writes whose outcome is unknown included: a write was accepted by its ok or
+ * once an ok read returned its value (its one possible writer, invoked before the read returned, and some value seen,
+ * a read of nothing or of a value no write carries, so the register did not hold it before), whichever came first. A write is stale when an accepted write landed before it was invoked with a token its policy refuses it
  * after, or (strict) an accepted write invoked before it carries its token.
  */
 function staleLandedReference(h: History, policy: 'strict' | 'monotonic'): number {
@@ -358,9 +357,9 @@ function staleLandedReference(h: History, policy: 'strict' | 'monotonic'): numbe
   const writers = (v: string | null | undefined) => writes.filter((w) => w.outcome !== 'fail' && w.value === v);
   const unwrittenSeen = reads.some((r) => r.read === null || r.read === undefined || writers(r.read).length === 0);
   const landed = (w: (typeof writes)[number]): number | undefined => {
-    if (w.outcome === 'ok') return w.end;
-    if (w.outcome === 'fail' || writers(w.value).length !== 1 || !unwrittenSeen) return undefined;
-    const ends = reads.filter((r) => r.read === w.value && r.end >= w.start).map((r) => r.end);
+    const ok = w.outcome === 'ok' ? [w.end] : [];
+    const seenBy = w.outcome === 'fail' || writers(w.value).length !== 1 || !unwrittenSeen ? [] : reads.filter((r) => r.read === w.value && r.end >= w.start).map((r) => r.end);
+    const ends = [...ok, ...seenBy];
     return ends.length === 0 ? undefined : Math.min(...ends);
   };
   const accepted = writes.flatMap((w) => {
@@ -479,11 +478,11 @@ function lostReference(h: History): number {
   if (rmw.length === 0) return 0;
   const writers = (v: string | null | undefined) => writes.filter((w) => w.outcome !== 'fail' && w.value === v);
   const seenUnwritten = new Set([...rmw.map((w) => w.prev), ...reads.map((r) => r.read ?? null)].filter((v) => v === null || writers(v).length === 0));
-  /** When w is known to have taken effect: its ok; unknown, the first return of a read of its value (one writer, and not a value the register may have held before). */
+  /** When w is known to have taken effect: its ok, or the first return of a read of its value if earlier (one writer, and not a value the register may have held before). */
   const landed = (w: (typeof writes)[number]): number | undefined => {
-    if (w.outcome === 'ok') return w.end;
-    if (w.outcome === 'fail' || writers(w.value).length !== 1 || seenUnwritten.size === 0) return undefined;
-    const ends = reads.filter((r) => r.read === w.value && r.end >= w.start).map((r) => r.end);
+    const ok = w.outcome === 'ok' ? [w.end] : [];
+    const seenBy = w.outcome === 'fail' || writers(w.value).length !== 1 || seenUnwritten.size === 0 ? [] : reads.filter((r) => r.read === w.value && r.end >= w.start).map((r) => r.end);
+    const ends = [...ok, ...seenBy];
     return ends.length === 0 ? undefined : Math.min(...ends);
   };
   // (2) Reads: only where every write carries prev and one prev is unwritten (the root).

@@ -122,6 +122,21 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     expect(verdictOf(checkHistory(byRead, { storePolicy: 'strict' }), 'FENCE-2')).toBe('violation');
   });
 
+  it('FENCE-2: an ok write whose value a read returned before its own ok (a slow reply) had taken effect by that return (session h39)', () => {
+    // Token 2's write is invoked at 2 and its ok comes at 20; process 2 read its value at 6; token 1's write, invoked at
+    // 10, was accepted after it: stale. Judged from the ok alone the two were concurrent, and it was missed.
+    const slowOk = [ev('invoke', 0, 2, 'write', { key: 'x', value: 'a', prev: null, token: '2' }), ev('ok', 0, 20, 'write', { key: 'x' })];
+    const stale = [ev('invoke', 1, 10, 'write', { key: 'x', value: 'c', prev: null, token: '1' }), ev('ok', 1, 11, 'write', { key: 'x' })];
+    const h = history(read(3, 0, 0, null), slowOk[0]!, read(2, 5, 6, 'a'), stale, slowOk[1]!);
+    const r = checkHistory(h, { storePolicy: 'strict' });
+    expect(verdictOf(r, 'FENCE-2')).toBe('violation');
+    expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the strict store accepted process 1's write with token 1 (invoked at 10 ms) after it had accepted process 0's write with token 2 (accepted by 6 ms: process 2's read returned its value then, before its own ok at 20 ms): a stale write accepted",
+    ]);
+    // With no read of its value before the stale write was invoked, they stay concurrent.
+    expect(verdictOf(checkHistory(history(read(3, 0, 0, null), slowOk[0]!, stale, read(2, 12, 13, 'a'), slowOk[1]!), { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
+  });
+
   it('FENCE-2: such a write took effect by the earliest return of the reads that saw it, not the first invoked (session h39)', () => {
     // Token 2's reply was lost; a slow read invoked at 4 returns its value at 40, a quick one invoked at 5 at 6. By 6 it
     // had landed, so token 1's write, invoked at 10 and accepted, is stale.

@@ -11,8 +11,10 @@ type Read = OperationRecord & { readonly event: ReadEvent };
 export interface Landing {
   /** The instant by which it had taken effect: its `ok`'s time, or the return of the first read that saw it. */
   readonly end: number;
-  /** The `ok` read that returned its value, for a write whose own outcome is unknown; undefined for an `ok` write. */
+  /** The `ok` read that returned its value first, when that was before the write's own `ok` or it has none; undefined: its `ok`. */
   readonly seenBy: Read | undefined;
+  /** Its own `ok`'s time (undefined: its outcome is unknown). */
+  readonly okAt: number | undefined;
 }
 
 /**
@@ -22,7 +24,9 @@ export interface Landing {
  * cannot be what the register held before the history (some value seen, a read or a `prev`, that
  * no write wrote is that one). The finding then rests on the read, not on the unknown outcome: a
  * stale write whose reply was lost, the one a paused or cut-off holder is likeliest to send, is
- * still judged once a client read it.
+ * still judged once a client read it. Such a read shows an `ok` write too had taken effect by its
+ * return when that came before the write's own `ok` (a slow reply): a stale write invoked between
+ * the two was accepted after it (session h39: it was judged from the `ok` only, and missed).
  */
 export function landedWrites(ops: readonly OperationRecord[], budget: Budget = Budget.none): Map<OperationRecord, Landing> {
   const landed = new Map<OperationRecord, Landing>();
@@ -34,7 +38,7 @@ export function landedWrites(ops: readonly OperationRecord[], budget: Budget = B
     const all = rops.filter((o): o is Write => o.event.op === 'write');
     const writes = all.filter((w) => w.outcome !== 'fail');
     const reads = rops.filter((o): o is Read => o.event.op === 'read');
-    for (const w of writes) if (w.outcome === 'ok') landed.set(w, { end: w.end, seenBy: undefined });
+    for (const w of writes) if (w.outcome === 'ok') landed.set(w, { end: w.end, seenBy: undefined, okAt: w.end });
     const writersOf = groupBy(writes, (w) => w.event.value);
     // A rejected write's prev is a value its writer read too.
     const seen = [...all.flatMap((w) => (w.event.prev === undefined ? [] : [w.event.prev])), ...reads.map((r) => r.event.value ?? null)];
@@ -45,9 +49,9 @@ export function landedWrites(ops: readonly OperationRecord[], budget: Budget = B
       const value = r.event.value;
       const writers = value === null || value === undefined ? undefined : writersOf.get(value);
       const w = writers?.length === 1 ? writers[0]! : undefined;
-      if (w === undefined || w.outcome === 'ok' || r.end < w.start) continue;
+      if (w === undefined || r.end < w.start) continue;
       const known = landed.get(w);
-      if (known === undefined || r.end < known.end) landed.set(w, { end: r.end, seenBy: r });
+      if (known === undefined || r.end < known.end) landed.set(w, { end: r.end, seenBy: r, okAt: w.outcome === 'ok' ? w.end : undefined });
     }
   }
   return landed;
@@ -56,5 +60,8 @@ export function landedWrites(ops: readonly OperationRecord[], budget: Budget = B
 /** How a message says a write was accepted: at its `ok`, or by the return of the read that saw it. */
 export function acceptedAt(landing: Landing): string {
   const r = landing.seenBy;
-  return r === undefined ? `at ${ms(landing.end)} ms` : `by ${ms(landing.end)} ms: its own outcome is unknown, but process ${r.process}'s read returned its value then`;
+  if (r === undefined) return `at ${ms(landing.end)} ms`;
+  const own = landing.okAt === undefined ? 'its own outcome is unknown, but ' : '';
+  const before = landing.okAt === undefined ? '' : `, before its own ok at ${ms(landing.okAt)} ms`;
+  return `by ${ms(landing.end)} ms: ${own}process ${r.process}'s read returned its value then${before}`;
 }
