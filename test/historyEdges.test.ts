@@ -137,6 +137,18 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     expect(verdictOf(checkHistory(history(read(3, 0, 0, null), slowOk[0]!, stale, read(2, 12, 13, 'a'), slowOk[1]!), { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
   });
 
+  it('FENCE-2: a read of an ok write returning after its ok changes nothing: it took effect by its ok (session h39)', () => {
+    const early = [ev('invoke', 0, 2, 'write', { key: 'x', value: 'a', prev: null, token: '2' }), ev('ok', 0, 4, 'write', { key: 'x' })];
+    const stale = [ev('invoke', 1, 10, 'write', { key: 'x', value: 'c', prev: null, token: '1' }), ev('ok', 1, 11, 'write', { key: 'x' })];
+    const h = history(read(3, 0, 0, null), early, ev('invoke', 2, 5, 'read', { key: 'x' }), stale, ev('ok', 2, 30, 'read', { key: 'x', value: 'a' }));
+    const r = checkHistory(h, { storePolicy: 'strict' });
+    expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the strict store accepted process 1's write with token 1 (invoked at 10 ms) after it had accepted process 0's write with token 2 (completed at 4 ms): a stale write accepted",
+    ]);
+    // A store that takes every token (unfenced, or no policy given) accepts no stale write.
+    for (const options of [{ storePolicy: 'unfenced' as const }, {}]) expect(checkHistory(h, options).counts.staleWritesAccepted).toBe(0);
+  });
+
   it('FENCE-2: such a write took effect by the earliest return of the reads that saw it, not the first invoked (session h39)', () => {
     // Token 2's reply was lost; a slow read invoked at 4 returns its value at 40, a quick one invoked at 5 at 6. By 6 it
     // had landed, so token 1's write, invoked at 10 and accepted, is stale.
