@@ -147,21 +147,25 @@ describe('MUTEX-1: a failed re-acquire does not end the hold', () => {
 });
 
 describe('MUTEX-1: a loss signal while a re-acquire is in flight', () => {
-  // Process 0 holds r (a session lock) from 1; it asks for r again at 5; its loss signal comes at 8, the re-acquire's
-  // outcome at 9. Process 1 is granted r at 7.
-  const h = (outcome: typeof info) =>
+  // Process 0 holds r from 1 (a lease to 100, or a session lock); it asks for r again at 5; its loss signal comes at 8,
+  // the re-acquire's outcome at 9. Process 1 is granted r at 7.
+  const h = (outcome: typeof info, lease = false) =>
     history(
-      inv(0, 0, 'acquire'),
-      ok(0, 1, 'acquire', { owner: 'a', token: '1' }),
-      inv(0, 5, 'acquire'),
+      inv(0, 0, 'acquire', lease ? { ttlMs: 100 } : {}),
+      ok(0, 1, 'acquire', { owner: 'a', token: '1', ...(lease ? { validUntil: 100 } : {}) }),
+      inv(0, 5, 'acquire', lease ? { ttlMs: 100 } : {}),
       inv(1, 6, 'acquire'),
       ok(1, 7, 'acquire', { owner: 'b', token: '2' }),
       { type: 'signal', process: 0, time: 8, resource: 'r', owner: 'a', reason: 'connection-lost' },
       outcome(0, 9, 'acquire', outcome === fail ? { reason: 'contended' } : { reason: 'timeout' }),
     );
 
-  it('the hold ended at the re-acquire invoke (5) when that did not fail, not at the later signal: no overlap', () => {
-    expect(verdictOf(h(info), 'overlapping-holds')).toBe('safe');
+  it('a lease: the hold ended at the re-acquire invoke (5) when that did not fail, not at the later signal: no overlap', () => {
+    expect(verdictOf(h(info, true), 'overlapping-holds')).toBe('safe');
+  });
+
+  it('a session lock: a re-acquire stacks or fails, never gives back what is held: the hold lasted until the signal (8)', () => {
+    expect(verdictOf(h(info), 'overlapping-holds')).toBe('violation');
   });
 
   it('a re-acquire that failed took no effect: the hold lasted until the signal (8), past the other grant (7)', () => {

@@ -192,7 +192,9 @@ interface Hold {
  * MUTEX-1's holds (spec 10.4.1) by brute force, per process and resource: from an acquire's ok to the earliest of its
  * deadline (an extend's ok moves it; one that came after it lapsed begins a new hold), the invoke of a release of the
  * lease, its loss signal, a failed extend of it, the invoke of the process's next acquire of the resource unless that
- * one failed, the end of the history.
+ * one failed or stacked, the end of the history. A session lock (ok without deadline) stacks: a re-acquire asking no ttl
+ * stacks on it when its ok has no deadline and the same owner and token (a level more) or its outcome is unknown (no
+ * level more), and a release ends the hold only when it is of its last level (one of several that failed unstacks nothing).
  */
 function holdsReference(h: History): Hold[] {
   const out: Hold[] = [];
@@ -200,7 +202,7 @@ function holdsReference(h: History): Hold[] {
   const processes = new Set(all.map((o) => o.process));
   for (const p of processes) {
     for (const resource of ['r', 's']) {
-      let cur: { start: number; deadline: number; owner: string | undefined; token: bigint | undefined } | undefined;
+      let cur: { start: number; deadline: number; owner: string | undefined; token: bigint | undefined; session: boolean; levels: number } | undefined;
       const end = (at: number) => {
         if (cur !== undefined && Math.min(at, cur.deadline) > cur.start) out.push({ process: p, resource, start: cur.start, end: Math.min(at, cur.deadline) });
         cur = undefined;
@@ -212,29 +214,41 @@ function holdsReference(h: History): Hold[] {
       // Walk this process's operations on the resource and its signals in history order: a release where it is invoked
       // (it ends the hold there), an acquire or extend where its outcome is known (at the end: one that never completes).
       const at = (o: Op) => (o.op === 'release' ? o.invoke : (o.done ?? Infinity));
+      // Whether re-acquire o stacks on the hold current (a session lock's, asked again with no ttl).
+      const stacks = (o: Op): boolean => {
+        if (o.op !== 'acquire' || cur === undefined || !cur.session || (h[o.invoke] as { ttlMs?: number }).ttlMs !== undefined) return false;
+        if (o.outcome === 'info' || o.outcome === 'pending') return true;
+        return o.outcome === 'ok' && (h[o.done!] as { validUntil?: number }).validUntil === undefined && same(o.owner, o.token);
+      };
       const steps = [...mine.map((o) => ({ i: at(o), o })), ...signals].sort((a, b) => a.i - b.i);
       for (const st of steps) {
         if ('e' in st) {
-          // A re-acquire in flight that does not fail ended the hold at its invoke, before this signal.
-          const reacquire = mine.some((o) => o.op === 'acquire' && o.invoke < st.i && (o.done ?? Infinity) > st.i && o.outcome !== 'fail');
+          // A re-acquire in flight that neither fails nor stacks ended the hold at its invoke, before this signal.
+          const reacquire = mine.some((o) => o.op === 'acquire' && o.invoke < st.i && (o.done ?? Infinity) > st.i && o.outcome !== 'fail' && !stacks(o));
           if (!reacquire && same(st.e.owner, st.e.token === undefined ? undefined : BigInt(st.e.token))) end(st.e.time);
           continue;
         }
         const o = st.o;
         const c = o.done === undefined ? undefined : (h[o.done] as { validUntil?: number; time: number });
         if (o.op === 'acquire') {
+          if (stacks(o)) {
+            if (o.outcome === 'ok') cur!.levels++;
+            continue;
+          }
           if (o.outcome !== 'fail') end(o.start);
-          if (o.outcome === 'ok') cur = { start: o.end, deadline: c!.validUntil ?? Infinity, owner: o.owner, token: o.token };
+          if (o.outcome === 'ok') cur = { start: o.end, deadline: c!.validUntil ?? Infinity, owner: o.owner, token: o.token, session: c!.validUntil === undefined, levels: 1 };
         } else if (o.op === 'release') {
-          if (same(o.owner, o.token)) end(o.start);
+          if (!same(o.owner, o.token)) continue;
+          if (cur!.levels <= 1) end(o.start);
+          else if (o.outcome !== 'fail') cur!.levels--;
         } else if (o.op === 'extend') {
           if (o.outcome === 'ok') {
             const deadline = c!.validUntil ?? Infinity;
             if (cur !== undefined && same(o.owner, o.token) && cur.deadline > o.end) cur.deadline = deadline;
             else {
-              const token = cur?.token;
+              const { token, session, levels } = { session: false, levels: 1, ...cur };
               end(o.end);
-              cur = { start: o.end, deadline, owner: o.owner, token: o.token ?? token };
+              cur = { start: o.end, deadline, owner: o.owner, token: o.token ?? token, session, levels };
             }
           } else if (o.outcome === 'fail' && same(o.owner, o.token)) end(o.end);
         }

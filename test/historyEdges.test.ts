@@ -58,6 +58,60 @@ describe('MUTEX-1: holds', () => {
   });
 });
 
+describe('MUTEX-1: a stacked session lock is held until a release of each level (PostgreSQL, spec 7.4)', () => {
+  const mutex = (h: History) => verdictOf(checkHistory(h), 'MUTEX-1');
+  const sessionAcquire = (p: number, t0: number, t1: number, owner: string, token: string) => [ev('invoke', p, t0, 'acquire'), ev('ok', p, t1, 'acquire', { owner, token })];
+  const release = (p: number, t0: number, t1: number, outcome: string, owner = 'a', token = '7') => [ev('invoke', p, t0, 'release', { owner, token }), ev(outcome, p, t1, 'release')];
+  // a acquires r twice and releases once (still holding it); b is granted r at 11, before a's second release at 20.
+  const stacked = (...between: object[][]) => history(sessionAcquire(0, 0, 1, 'a', '7'), sessionAcquire(0, 2, 3, 'a', '7'), ...between, sessionAcquire(1, 10, 11, 'b', '8'), release(0, 20, 21, 'ok'));
+
+  it('two acquires, one release: the holder still holds it, and a grant to another then is two holders', () => {
+    const h = stacked(release(0, 4, 5, 'ok'));
+    expect(holdIntervals(h).filter((x) => x.process === 0).map(({ start, end, endedBy, events }) => ({ start, end, endedBy, events }))).toEqual([{ start: 1, end: 20, endedBy: 'release', events: [0, 1, 2, 3, 8] }]);
+    expect(mutex(h)).toBe('violation');
+    // Released twice before b's grant: one holder at a time.
+    expect(mutex(stacked(release(0, 4, 5, 'ok'), release(0, 6, 7, 'ok')))).toBe('safe');
+  });
+
+  it('a release of one of several levels that failed gave nothing back; one whose outcome is unknown counts as done', () => {
+    // Two acquires; a failed release, then one that succeeded: a level is still held at b's grant.
+    expect(mutex(stacked(release(0, 4, 5, 'fail'), release(0, 6, 7, 'ok')))).toBe('violation');
+    // An unknown release may have unstacked its level: no finding may rest on it.
+    expect(mutex(stacked(release(0, 4, 5, 'info'), release(0, 6, 7, 'ok')))).toBe('safe');
+    // A release of another lease (owner) unstacks nothing.
+    expect(mutex(stacked(release(0, 4, 5, 'ok'), release(0, 6, 7, 'ok', 'z')))).toBe('violation');
+  });
+
+  it('a re-acquire whose outcome is unknown adds no level, but does not end the level held', () => {
+    const unknown = [ev('invoke', 0, 2, 'acquire'), ev('info', 0, 3, 'acquire')];
+    expect(mutex(history(sessionAcquire(0, 0, 1, 'a', '7'), unknown, sessionAcquire(1, 10, 11, 'b', '8')))).toBe('violation');
+    expect(mutex(history(sessionAcquire(0, 0, 1, 'a', '7'), unknown, release(0, 4, 5, 'ok'), sessionAcquire(1, 10, 11, 'b', '8')))).toBe('safe');
+    // Still in flight when the history ends: the level held before it is held to the end.
+    expect(mutex(history(sessionAcquire(0, 0, 1, 'a', '7'), sessionAcquire(1, 10, 11, 'b', '8'), ev('invoke', 0, 12, 'acquire')))).toBe('violation');
+  });
+
+  it('the end of the session (connection lost, a dead process) ends every level at once', () => {
+    for (const reason of ['connection-lost', 'process-exited']) {
+      const lost = { type: 'signal', process: 0, time: 6, resource: 'r', owner: 'a', reason };
+      const h = stacked([lost]);
+      expect(holdIntervals(h).filter((x) => x.process === 0).map(({ end, endedBy }) => ({ end, endedBy }))).toEqual([{ end: 6, endedBy: 'signal' }]);
+      expect(mutex(h), reason).toBe('safe');
+    }
+  });
+
+  it('no stacking: a re-grant with a deadline, or with another token, ends the hold at its invoke as before', () => {
+    // Leases (a ttl asked, a deadline granted) never stack: the second grant replaces the first, one release ends it.
+    const lease = history(acquire(0, 0, 1, { owner: 'a', token: '7', validUntil: 100 }), acquire(0, 2, 3, { owner: 'a', token: '7', validUntil: 100 }), release(0, 4, 5, 'ok'), acquire(1, 10, 11, { owner: 'b', token: '8', validUntil: 200 }));
+    expect(holdIntervals(lease).filter((x) => x.process === 0).map(({ start, end, endedBy }) => ({ start, end, endedBy }))).toEqual([
+      { start: 1, end: 2, endedBy: 'reacquire' },
+      { start: 3, end: 4, endedBy: 'release' },
+    ]);
+    expect(mutex(lease)).toBe('safe');
+    // A session lock granted again with another token is another grant, not a level: one release ends it.
+    expect(mutex(history(sessionAcquire(0, 0, 1, 'a', '7'), sessionAcquire(0, 2, 3, 'a', '9'), release(0, 4, 5, 'ok', 'a', '9'), sessionAcquire(1, 10, 11, 'b', '8')))).toBe('safe');
+  });
+});
+
 describe('FENCE-1: token order', () => {
   it('a grant that completed at the instant another was invoked is concurrent with it (not ordered), as for stale writes', () => {
     const at = (invoked: number) => history(acquire(0, 0, 10, { validUntil: 11, token: '5' }), acquire(1, invoked, 12, { validUntil: 100, token: '3' }));

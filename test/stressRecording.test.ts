@@ -108,4 +108,31 @@ describe('stress recording: a client process that dies holding a session lock', 
     expect(report.findings).toEqual([]);
     expect(report.verdict).toBe('safe');
   });
+
+  it('a session lock it acquired twice and released once is still held: its signal ends every level at its last event', () => {
+    const recorder = new Recorder();
+    const lock = { resource: 'r', owner: 'pg:1:1' };
+    const grant = (t: number) => [
+      { type: 'invoke', process: 0, time: t, op: 'acquire', resource: 'r' },
+      { type: 'ok', process: 0, time: t + 1, op: 'acquire', ...lock, token: '1' },
+    ];
+    const release = (t: number, outcome: string) => [
+      { type: 'invoke', process: 0, time: t, op: 'release', ...lock, token: '1' },
+      { type: outcome, process: 0, time: t + 1, op: 'release', resource: 'r' },
+    ];
+    // Two levels, a release that failed (nothing given back), one that succeeded: one level held when it dies at 17.
+    recorder.add([...grant(10), ...grant(12), ...release(14, 'fail'), ...release(16, 'ok')] as RecordedEvent[]);
+    recorder.add([
+      { type: 'invoke', process: 1, time: 30, op: 'acquire', resource: 'r' },
+      { type: 'ok', process: 1, time: 31, op: 'acquire', resource: 'r', owner: 'pg:2:1', token: '2' },
+    ] as RecordedEvent[]);
+    recorder.endHolds(0, 'process-exited');
+    expect(recorder.history().filter((e) => e.type === 'signal')).toEqual([{ type: 'signal', process: 0, time: 17, ...lock, token: '1', reason: 'process-exited' }]);
+    expect(checkHistory(recorder.history()).verdict).toBe('safe');
+    // Released at each level: nothing held, no signal.
+    const released = new Recorder();
+    released.add([...grant(10), ...grant(12), ...release(14, 'ok'), ...release(16, 'ok')] as RecordedEvent[]);
+    released.endHolds(0, 'process-exited');
+    expect(released.history().filter((e) => e.type === 'signal')).toEqual([]);
+  });
 });

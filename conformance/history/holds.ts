@@ -12,7 +12,11 @@ import { ms } from './operations.ts';
 
 export type HoldEnd = 'deadline' | 'release' | 'signal' | 'extend-failed' | 'reacquire' | 'history-end';
 
-/** One interval of belief: a grant (or an extension after a lapse) until the first thing that ends it. */
+/**
+ * One interval of belief: a grant (or an extension after a lapse) until the first thing that ends it. A session
+ * lock (granted without deadline) stacks (PostgreSQL, spec 7.4): its holder's re-acquires granted without deadline
+ * with the same owner and token are levels of this one hold, which lasts until a release was invoked for each.
+ */
 export interface Hold {
   readonly process: number;
   readonly resource: string;
@@ -37,6 +41,12 @@ interface Current {
   readonly token: string | undefined;
   readonly start: number;
   deadline: number;
+  /** Granted without deadline: a session lock, whose holder's re-acquires stack on it (how it was granted, not its deadline now). */
+  readonly session: boolean;
+  /** Acquires stacked on it that no release has unstacked yet (1: a lease, or a session lock acquired once). */
+  levels: number;
+  /** A release of one of several levels is in flight: the level comes back if it fails (it took no effect). */
+  unstacking: boolean;
   readonly events: number[];
   readonly grantIndex: number;
   readonly ttlWithoutDeadline?: number;
@@ -50,8 +60,11 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
   const holds: Hold[] = [];
   const current = new Map<string, Current>();
   const invokes = new Map<number, number>();
-  /** Per process and resource, a re-acquire in flight while a hold is current: it ends that hold at its invoke unless it fails. */
-  const reacquiring = new Map<string, { readonly time: number; readonly index: number }>();
+  /**
+   * Per process and resource, a re-acquire in flight while a hold is current: it ends that hold at its invoke unless it
+   * fails, or it stacks on it (`stacks`: a session lock asked again without a ttl; an ok without deadline confirms it).
+   */
+  const reacquiring = new Map<string, { readonly time: number; readonly index: number; readonly stacks: boolean }>();
   /** Per process and resource, the first loss signal of the current hold while a re-acquire was in flight: it ends the hold if that fails. */
   const signalledDuring = new Map<string, { readonly time: number; readonly index: number }>();
   const keyOf = (process: number, resource: string) => `${process}\u0000${resource}`;
@@ -99,16 +112,26 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
       case 'acquire': {
         const key = keyOf(process, op.resource);
         if (op.type === 'invoke') {
-          if (c !== undefined) reacquiring.set(key, { time: op.time, index: i });
+          if (c !== undefined) reacquiring.set(key, { time: op.time, index: i, stacks: c.session && op.ttlMs === undefined });
           return;
         }
         const again = reacquiring.get(key);
         const signalled = signalledDuring.get(key);
         reacquiring.delete(key);
         signalledDuring.delete(key);
-        // A re-acquire ends the hold at its invoke (the client asked anew), unless it failed: a failed operation took no
-        // effect, and the lease it held stays believed until its own end (a loss signal while it was in flight, say).
-        if (again !== undefined && op.type !== 'fail' && c !== undefined) close(process, c, again.time, 'reacquire', again.index);
+        // A session lock's re-acquire stacks on it when granted without deadline to the same lease; one whose outcome is
+        // unknown may have, and the level held before it is held either way (counted once: fewer levels end it sooner).
+        const stacked = again !== undefined && c !== undefined && again.stacks && (op.type === 'info' || (op.type === 'ok' && op.validUntil === undefined && sameLease(c, op)));
+        if (stacked && signalled === undefined) {
+          if (op.type === 'ok') {
+            c.levels++;
+            c.events.push(invokeIndex, i);
+          }
+          return;
+        }
+        // A re-acquire ends the hold at its invoke (the client asked anew), unless it failed or stacked: a failed operation
+        // took no effect, and the lease it held stays believed until its own end (a loss signal while it was in flight, say).
+        if (again !== undefined && op.type !== 'fail' && !stacked && c !== undefined) close(process, c, again.time, 'reacquire', again.index);
         else if (signalled !== undefined && c !== undefined) close(process, c, signalled.time, 'signal', signalled.index);
         if (op.type === 'ok') {
           current.set(keyOf(process, op.resource), {
@@ -117,6 +140,9 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
             token: op.token,
             start: op.time,
             deadline: op.validUntil ?? Infinity,
+            session: op.validUntil === undefined,
+            levels: 1,
+            unstacking: false,
             events: [invokeIndex, i],
             grantIndex: i,
             ...(op.validUntil === undefined && op.ttlMs !== undefined ? { ttlWithoutDeadline: op.ttlMs } : {}),
@@ -133,23 +159,38 @@ export function holdIntervals(history: History, budget: Budget = Budget.none): H
           } else {
             // The belief had lapsed (or was never there): it resumes at this ok.
             if (c !== undefined) close(process, c, op.time, 'deadline', undefined);
-            current.set(keyOf(process, op.resource), { resource: op.resource, owner: op.owner, token: op.token ?? c?.token, start: op.time, deadline, events: [invokeIndex, i], grantIndex: c?.grantIndex ?? i });
+            const stack = { session: c?.session ?? false, levels: c?.levels ?? 1, unstacking: false };
+            current.set(keyOf(process, op.resource), { resource: op.resource, owner: op.owner, token: op.token ?? c?.token, start: op.time, deadline, ...stack, events: [invokeIndex, i], grantIndex: c?.grantIndex ?? i });
           }
         } else if (op.type === 'fail' && c !== undefined && sameLease(c, op)) close(process, c, op.time, 'extend-failed', i);
         // info: the client cannot know whether it extended; it keeps the deadline it had.
         return;
       case 'release':
-        if (op.type === 'invoke' && c !== undefined && sameLease(c, op)) close(process, c, op.time, 'release', i);
+        if (c === undefined || !sameLease(c, op)) return;
+        // The release of the last level ends the hold at its invoke, whatever its outcome (the client gave it up); one of
+        // several unstacks a level, given back if it certainly failed (unknown: counted as done, so the hold ends sooner).
+        if (op.type === 'invoke' && c.levels <= 1) close(process, c, op.time, 'release', i);
+        else if (op.type === 'invoke') {
+          c.levels--;
+          c.unstacking = true;
+        } else if (c.unstacking) {
+          c.unstacking = false;
+          if (op.type === 'fail') c.levels++;
+        }
         return;
       default:
         return unreachable(op);
     }
   });
   for (const [key, c] of current) {
-    // A re-acquire still in flight when the history ends may have been granted: it ends the hold at its invoke.
+    // A re-acquire still in flight when the history ends may have been granted: it ends the hold at its invoke, unless
+    // it would stack on it (then a loss signal while it was in flight ends it).
+    const process = Number(key.split('\u0000')[0]);
     const again = reacquiring.get(key);
-    if (again !== undefined) close(Number(key.split('\u0000')[0]), c, again.time, 'reacquire', again.index);
-    else close(Number(key.split('\u0000')[0]), c, Infinity, 'history-end', undefined);
+    const signalled = signalledDuring.get(key);
+    if (again !== undefined && !again.stacks) close(process, c, again.time, 'reacquire', again.index);
+    else if (signalled !== undefined) close(process, c, signalled.time, 'signal', signalled.index);
+    else close(process, c, Infinity, 'history-end', undefined);
   }
   return budget.sort(holds, (a, b) => a.start - b.start || a.grantIndex - b.grantIndex);
 }

@@ -22,7 +22,8 @@ export class Recorder {
   /**
    * A client process died: its holds end (a dead process believes nothing).
    * Records a `signal` for each grant of `process` that no release or signal
-   * has ended yet, at its last event: it died between that and now, but the
+   * has ended yet (one for all levels of a stacked session lock released fewer
+   * times than acquired), at its last event: it died between that and now, but the
    * runner sees the exit late (its event loop busy, a loaded machine), while
    * the server frees a session lock at once and another client takes it, so
    * a signal at the runner's now made two holders of one (MUTEX-1) that never
@@ -30,18 +31,34 @@ export class Recorder {
    * invoke leaves before its request does (workload.ts).
    */
   endHolds(process: number, reason: string): void {
-    const open = new Map<string, { resource: string; owner: string; token?: string }>();
+    const open = new Map<string, OpenHold>();
+    // The release in flight (a process has one operation at a time): its completion need not repeat the owner.
+    let releasing: OpenHold | undefined;
     let last: number | undefined;
     for (const e of this.#events) {
       if (e.process !== process) continue;
       last = Math.max(last ?? -Infinity, e.time);
+      if (releasing !== undefined && 'op' in e && e.op === 'release' && e.type !== 'invoke') {
+        // A release of one of several stacked levels that certainly failed gave nothing back (holds.ts counts the same).
+        if (e.type === 'fail' && open.get(releasing.key) === releasing) releasing.levels++;
+        releasing = undefined;
+      }
       if (!('resource' in e) || !('owner' in e) || e.owner === undefined) continue;
       const key = `${e.resource}\u0000${e.owner}`;
-      if (e.type === 'ok' && 'op' in e && e.op === 'acquire') open.set(key, { resource: e.resource, owner: e.owner, ...(e.token !== undefined ? { token: e.token } : {}) });
-      else if (e.type === 'signal' || (e.type === 'invoke' && 'op' in e && e.op === 'release')) open.delete(key);
+      const held = open.get(key);
+      if (e.type === 'ok' && 'op' in e && e.op === 'acquire') {
+        // A session lock (no deadline) acquired again without deadline with its token stacks (PostgreSQL): each level needs its release.
+        const session = e.validUntil === undefined;
+        if (held !== undefined && held.session && session && (held.hold.token === undefined || e.token === undefined || held.hold.token === e.token)) held.levels++;
+        else open.set(key, { key, hold: { resource: e.resource, owner: e.owner, ...(e.token !== undefined ? { token: e.token } : {}) }, session, levels: 1 });
+      } else if (e.type === 'signal') open.delete(key);
+      else if (e.type === 'invoke' && 'op' in e && e.op === 'release' && held !== undefined) {
+        if (--held.levels <= 0) open.delete(key);
+        else releasing = held;
+      }
     }
     const time = last ?? sharedNowMs();
-    this.add([...open.values()].map((h) => ({ type: 'signal' as const, process, time, ...h, reason })));
+    this.add([...open.values()].map((h) => ({ type: 'signal' as const, process, time, ...h.hold, reason })));
   }
 
   get size(): number {
@@ -94,6 +111,14 @@ function wellFormed(e: RecordedEvent): RecordedEvent {
 /** `text` with each lone surrogate as U+FFFD (an adapter's name in the history's meta line, a client's message). */
 export function wellFormedText(text: string): string {
   return text.replace(LONE_SURROGATES, '\uFFFD');
+}
+
+/** A grant of a dead process no release or signal has ended: `levels` stacked acquires of a session lock not yet released. */
+interface OpenHold {
+  readonly key: string;
+  readonly hold: { readonly resource: string; readonly owner: string; readonly token?: string };
+  readonly session: boolean;
+  levels: number;
 }
 
 /** One JSON object per line (spec/SPEC.md, "Histories"). */
