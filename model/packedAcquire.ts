@@ -228,7 +228,9 @@ function finish(
     if (round.kind[i] === NEVER) never = true;
   }
   // A client that reads every reply (ctx.everyReply) decides nothing early (rule -1).
-  roundEndsInto(round, n, deadline, earliest, ctx.everyReply ? -1 : DECIDE_ACQUIRE, q, ways);
+  // world.ts finishAcquire: a client that reads every reply without a request timeout does not stop at the ttl (but for a black hole).
+  const unbounded = ctx.everyReply && ctx.noClientTimeout && Number.isNaN(ctx.requestTimeoutMs) && !never;
+  roundEndsInto(round, n, unbounded ? Number.POSITIVE_INFINITY : deadline, earliest, ctx.everyReply ? -1 : DECIDE_ACQUIRE, q, ways);
   const count = ways.ways;
   const end0 = ways.endMs[0]!;
   const end1 = ways.endMs[1]!;
@@ -241,7 +243,7 @@ function finish(
     const elapsed = clientMono(l, sent, client, endMs) - startedMono;
     const gaveUp = !(elapsed < ttl || way > 0);
     if (gaveUp) pushGaveUp(ctx, untouched, endMs, out, client, r, attempt, endMs);
-    if (!patient && (elapsed > ttl || (elapsed === ttl && got === 0))) {
+    if (!patient && !unbounded && (elapsed > ttl || (elapsed === ttl && got === 0))) {
       if (ctx.noDeadline && noTimeout && way === 0) {
         // readLateReplies: the client waits for every reply that comes.
         if (!never) finish(ctx, false, client, r, ttl, attempt, startedMono, limit, Number.POSITIVE_INFINITY, earliest, true, out);

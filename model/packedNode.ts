@@ -105,13 +105,18 @@ export function undoneAtMs(ctx: PackedContext, w: Float64Array, client: number, 
   if (!ctx.everyReply) return now;
   const l = ctx.layout;
   const round = undoRound;
+  let never = false;
   for (let i = 0; i < l.nodes; i++) {
     const at = nodeAt(l, i);
     const delay = w[at + N_DELAY_KIND]!;
     round.kind[i] = !reachable(l, w, now, client, i) ? FAILED : delay === 2 ? NEVER : ARRIVES;
     round.at[i] = now + (delay === 1 ? w[at + N_DELAY_MS]! : 0);
+    if (round.kind[i] === NEVER) never = true;
   }
-  roundEndsInto(round, l.nodes, clientTrueTimeOf(l, w, client, clientMono(l, w, client, now) + limit, now), now, -1, 0, undoWays);
+  // Without a request timeout it waits for every reply that comes (from a black hole none: then up to the bound).
+  const unbounded = ctx.noClientTimeout && Number.isNaN(ctx.requestTimeoutMs) && !never;
+  const deadline = unbounded ? Number.POSITIVE_INFINITY : clientTrueTimeOf(l, w, client, clientMono(l, w, client, now) + limit, now);
+  roundEndsInto(round, l.nodes, deadline, now, -1, 0, undoWays);
   return undoWays.endMs[0]!;
 }
 

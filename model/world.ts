@@ -607,7 +607,12 @@ function earlyDecision(design: Design, decision: Decision): Decision | undefined
  * reply, once every node of the undo round sent now has answered.
  */
 function undoneAtMs(world: World, client: number, limitMs: number): number {
-  return leaseTerms(world.config.design).decides === 'every-reply' ? roundEndMs(world, client, 0, limitMs, undefined) : world.nowMs;
+  const terms = leaseTerms(world.config.design);
+  if (terms.decides !== 'every-reply') return world.nowMs;
+  const r = roundOf(world, client, 0, limitMs);
+  // Without a request timeout it waits for every reply that comes (from a black hole none: then up to the bound).
+  const unbounded = terms.clientTimeout === 'none' && world.config.requestTimeoutMs === undefined && !r.arrivals.includes('never');
+  return roundEnds(r.arrivals, unbounded ? Number.POSITIVE_INFINITY : r.deadlineMs, world.nowMs)[0]!.endMs;
 }
 
 type AcquireFlight = Extract<InFlight, { readonly kind: 'acquire' }>;
@@ -807,7 +812,11 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
   const { resource, ttlMs, owner } = f;
   const ckey = counterKey(design, resource);
   // The ways the round can end differ only in which replies count; the give-up is one way, whichever.
-  return roundEnds(f.arrivals, f.deadlineMs, earliestMs, earlyDecision(design, acquireDecision(design, f.votes))).flatMap(({ endMs, counted }, way): Branch[] => {
+  // A client that reads every reply and has no request timeout (spec 7.11) does not stop at the ttl: it waits for the
+  // replies that come (none from a black hole: then it waits for good, and the model has it give up at the ttl).
+  const terms = leaseTerms(design);
+  const unbounded = terms.decides === 'every-reply' && terms.clientTimeout === 'none' && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
+  return roundEnds(f.arrivals, unbounded ? Number.POSITIVE_INFINITY : f.deadlineMs, earliestMs, earlyDecision(design, acquireDecision(design, f.votes))).flatMap(({ endMs, counted }, way): Branch[] => {
     // Judged at endMs (never before its resume), by the client's clock then.
     const afterNodes: World = { ...sent, nowMs: endMs };
     const votes = f.votes.map((v, i) => (counted[i] ? v : null));
@@ -826,7 +835,7 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
             ...(releasedAfter === null ? [] : [{ outcome: { kind: 'timed-out' } as const, next: releasedAfter, events: [] }]),
           ];
     // At the ttl itself only a reply read in time races the give-up.
-    if (!patient && (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean)))) {
+    if (!patient && !unbounded && (elapsed > ttlMs || (elapsed === ttlMs && !counted.some(Boolean)))) {
       // A client with no deadline and no request timeout of its own (a library's declared contract, spec 7.11) waits for
       // the late replies and reads a grant in them as a grant, however late.
       const waits = leaseTerms(design).clientDeadline === 'none' && sent.config.requestTimeoutMs === undefined && way === 0;

@@ -275,6 +275,14 @@ describe('redlock@4.2.0 with a slow node: it decides on every reply (contract de
     // The grant at the slow reply; the refusal after its own round and the undo round; the release at the slow reply.
     expect(r.steps.slice(1).map((s) => s.endMs - s.startMs)).toEqual([40, 80, 40, 40]);
   }, 120_000);
+
+  it('replies later than the ttl: it has no timeout, reads them, finds the validity spent and answers after its undo round, judged then (was: inconclusive, the model had given up at the ttl)', async () => {
+    const b = redlock4Backend({ cluster: cluster! });
+    const r = await runLockstep(b, [{ kind: 'node-delay', node: 2, ms: 55 }, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 60, latencyMs: 25 }], { clients: 2, tokenBase: 0n });
+    expect(r.verdict, textTimeline(r)).toEqual({ kind: 'pass' });
+    // Every reply by 80 ms, the undo round's slow one 55 ms later.
+    expect([r.steps[1]!.actual.kind, r.steps[1]!.endMs]).toEqual(['denied', 135]);
+  }, 120_000);
 });
 
 describe('redis-semaphore@5.8.0 RedlockMutex and @microfleet/ioredis-lock@6.0.1: no deadline', () => {

@@ -283,7 +283,11 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
       const timing = alphabetFor(design, 'timing').filter((c) => c.kind !== 'write' && c.kind !== 'deliver');
       const cuts = alphabetFor(design, 'partition').filter((c) => c.kind === 'partition');
       // An extension whose replies all come after its ttl: the client with no timeout reads them, the other gives up.
-      const late: Command[] = [0, 1].map((client): Command => ({ kind: 'extend', client, resource: DEFAULT_ALPHABET.resource, ttlMs: ttl, latencyMs: 2 * ttl }));
+      // An acquire likewise: the client that reads every reply without a timeout waits for them, judges them, and undoes its keys.
+      const late: Command[] = [0, 1].flatMap((client): Command[] => [
+        { kind: 'extend', client, resource: DEFAULT_ALPHABET.resource, ttlMs: ttl, latencyMs: 2 * ttl },
+        ...('decides' in design ? [{ kind: 'acquire', client, resource: DEFAULT_ALPHABET.resource, ttlMs: ttl, latencyMs: 2 * ttl } as const] : []),
+      ]);
       const alphabet = [...timing, ...cuts, ...late];
       const initial = initialWorld({ design, store: 'unfenced', clients: 2 });
       return { label, alphabet, initial, layout: layoutFor(initial, alphabet), without };
