@@ -191,6 +191,16 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     expect(verdictOf(checkHistory(history(read(3, 0, 0, null), slowOk[0]!, stale, read(2, 12, 13, 'a'), slowOk[1]!), { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
   });
 
+  it('FENCE-2, strict: a token equal to one accepted before the write was invoked is stale by that order; a write without token is not judged (session h39)', () => {
+    const untokened = [ev('invoke', 2, 1, 'write', { key: 'x', value: 'u', prev: null }), ev('ok', 2, 2, 'write', { key: 'x' })];
+    const h = history(read(3, 0, 0, null), write(0, 0, 1, 'a', '5'), untokened, write(1, 3, 4, 'b', '5'));
+    const r = checkHistory(h, { storePolicy: 'strict' });
+    expect(r.findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the strict store accepted process 1's write with token 5 (invoked at 3 ms) after it had accepted process 0's write with token 5 (completed at 1 ms): a stale write accepted",
+    ]);
+    expect(r.counts.staleWritesAccepted).toBe(1);
+  });
+
   it('FENCE-2: a read of an ok write returning after its ok changes nothing: it took effect by its ok (session h39)', () => {
     const early = [ev('invoke', 0, 2, 'write', { key: 'x', value: 'a', prev: null, token: '2' }), ev('ok', 0, 4, 'write', { key: 'x' })];
     const stale = [ev('invoke', 1, 10, 'write', { key: 'x', value: 'c', prev: null, token: '1' }), ev('ok', 1, 11, 'write', { key: 'x' })];
