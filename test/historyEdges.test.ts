@@ -201,6 +201,14 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     expect(r.counts.staleWritesAccepted).toBe(1);
   });
 
+  it('FENCE-2: the writes accepted before another was invoked are found by their completion, whatever order they were invoked in (session h39)', () => {
+    // Token 9 is invoked first and completes last; token 5, invoked after it, completes at 2; token 3 (invoked at 10) is stale against 5.
+    const h = history(read(3, 0, 0, null), ev('invoke', 0, 0, 'write', { key: 'x', value: 'a', prev: null, token: '9' }), write(1, 1, 2, 'b', '5'), write(2, 10, 11, 'c', '3'), ev('ok', 0, 50, 'write', { key: 'x' }));
+    expect(checkHistory(h, { storePolicy: 'strict' }).findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the strict store accepted process 2's write with token 3 (invoked at 10 ms) after it had accepted process 1's write with token 5 (completed at 2 ms): a stale write accepted",
+    ]);
+  });
+
   it('FENCE-2: a read of an ok write returning after its ok changes nothing: it took effect by its ok (session h39)', () => {
     const early = [ev('invoke', 0, 2, 'write', { key: 'x', value: 'a', prev: null, token: '2' }), ev('ok', 0, 4, 'write', { key: 'x' })];
     const stale = [ev('invoke', 1, 10, 'write', { key: 'x', value: 'c', prev: null, token: '1' }), ev('ok', 1, 11, 'write', { key: 'x' })];
