@@ -209,6 +209,14 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     ]);
   });
 
+  it('FENCE-2: writes are judged in the order they were invoked, not the order of the history\'s lines (session h39)', () => {
+    // The lines of process 2 come first though it was invoked later: token 5's write is no stale write against itself.
+    const h = history(write(2, 10, 11, 'c', '3'), read(3, 0, 0, null), write(1, 1, 2, 'b', '5'));
+    expect(checkHistory(h, { storePolicy: 'strict' }).findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the strict store accepted process 2's write with token 3 (invoked at 10 ms) after it had accepted process 1's write with token 5 (completed at 2 ms): a stale write accepted",
+    ]);
+  });
+
   it('FENCE-2: a read of an ok write returning after its ok changes nothing: it took effect by its ok (session h39)', () => {
     const early = [ev('invoke', 0, 2, 'write', { key: 'x', value: 'a', prev: null, token: '2' }), ev('ok', 0, 4, 'write', { key: 'x' })];
     const stale = [ev('invoke', 1, 10, 'write', { key: 'x', value: 'c', prev: null, token: '1' }), ev('ok', 1, 11, 'write', { key: 'x' })];
