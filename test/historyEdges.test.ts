@@ -209,6 +209,14 @@ describe('a write whose outcome is unknown, seen by a read, took effect (spec 10
     ]);
   });
 
+  it('FENCE-2: the bar is the highest token completed before, not the first; a write completed at the instant another is invoked is concurrent with it (session h39)', () => {
+    const h = history(read(3, 0, 0, null), write(0, 0, 1, 'a', '2'), write(1, 2, 3, 'b', '5'), write(2, 10, 11, 'c', '4'));
+    expect(checkHistory(h, { storePolicy: 'strict' }).findings.filter((f) => f.property === 'FENCE-2').map((f) => f.message)).toEqual([
+      "'r': the strict store accepted process 2's write with token 4 (invoked at 10 ms) after it had accepted process 1's write with token 5 (completed at 3 ms): a stale write accepted",
+    ]);
+    expect(verdictOf(checkHistory(history(read(3, 0, 0, null), write(1, 2, 3, 'b', '5'), write(2, 3, 4, 'c', '4')), { storePolicy: 'strict' }), 'FENCE-2')).toBe('safe');
+  });
+
   it('FENCE-2: writes are judged in the order they were invoked, not the order of the history\'s lines (session h39)', () => {
     // The lines of process 2 come first though it was invoked later: token 5's write is no stale write against itself.
     const h = history(write(2, 10, 11, 'c', '3'), read(3, 0, 0, null), write(1, 1, 2, 'b', '5'));
