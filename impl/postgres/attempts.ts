@@ -20,8 +20,14 @@ export interface LockSettings {
   readonly base: string;
   /** Carries one round trip to the server (the options' link, or directly). */
   link<T>(roundTrip: () => Promise<T>): Promise<T>;
-  /** One round trip (a connect, a goodbye), over the link and bounded by the statement timeout. */
+  /** One round trip (a goodbye), over the link and bounded by the statement timeout. */
   statement<T>(roundTrip: () => Promise<T>): Promise<T>;
+  /**
+   * A connection's opening (connect, schema, prepares), over the link and
+   * bounded by `connectMs` (openingBoundMs): it holds no lock yet, so its
+   * bound is about waiting, not about an unknown outcome.
+   */
+  opening<T>(connectMs: number, roundTrip: () => Promise<T>): Promise<T>;
   /** One statement on `client`, over the link and bounded by the statement timeout (or `ms`): the hot path of every acquire and release. */
   query(client: pg.ClientBase, statement: Statement, values?: readonly unknown[], ms?: number): Promise<Row[]>;
   /**
@@ -180,12 +186,27 @@ export function lockSettings(options: PostgresLockOptions, what = 'PostgreSQL lo
     base,
     link,
     statement: (roundTrip) => clockFirst(clock, timeoutMs, () => link(roundTrip)),
+    opening: (connectMs, roundTrip) => clockFirst(clock, connectMs, () => link(roundTrip)),
     query:
       via === undefined
         ? (client, statement, values, ms = timeoutMs) => bounded(clock, ms, client, statement, values, ms === timeoutMs ? undefined : ms)
         : (client, statement, values, ms = timeoutMs) => clockFirst(clock, ms, () => via(() => send(client, statement, values, ms === timeoutMs ? undefined : ms))),
     pipelined: (client, statements) => clockFirst(clock, timeoutMs, () => link(() => new Promise<Row[][]>((resolve, reject) => sendAll(client, statements, (e, r) => (e ? reject(e) : resolve(r)))))),
   };
+}
+
+/**
+ * The bound on opening a connection: `connectionTimeoutMillis` when the
+ * configuration sets a positive one (node-postgres's 0, no bound, is not
+ * taken: nothing may hang), the statement timeout otherwise. A connect costs
+ * far more than a statement (a backend forked, SCRAM, the schema on a cold
+ * backend): cut at a short statement timeout it never opened on a loaded
+ * machine, every attempt starting again from nothing, whatever
+ * connectionTimeoutMillis said.
+ */
+export function openingBoundMs(config: pg.ClientConfig, statementTimeoutMs: number): number {
+  const ms = config.connectionTimeoutMillis;
+  return typeof ms === 'number' && Number.isInteger(ms) && ms > 0 ? ms : statementTimeoutMs;
 }
 
 /** A port as node-postgres takes it (it parses a string with parseInt): an integer in [1, 65535], or its decimal digits. */

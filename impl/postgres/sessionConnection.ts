@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { abandonable } from './abandon.ts';
 import type { LockSettings } from './attempts.ts';
-import { destroyConnection, endWithin, replyMissing } from './attempts.ts';
+import { destroyConnection, endWithin, openingBoundMs, replyMissing } from './attempts.ts';
 import { ensureSchema } from './schema.ts';
 import { loseOnSessionEnd } from './sessionEnd.ts';
 import type { Param } from './wire/codec.ts';
@@ -68,7 +68,7 @@ async function openWire(
   let opened: WireConnection | null = null;
   try {
     // Abandoned after the connect, in the schema's or the statements' round trips: the socket goes at once.
-    const c = await abandonable(signal, () => (opened as WireConnection | null)?.destroy(), () => s.statement(async () => {
+    const c = await abandonable(signal, () => (opened as WireConnection | null)?.destroy(), () => s.opening(endpoint.connectTimeoutMs ?? s.timeoutMs, async () => {
       const wire = await WireConnection.connect({
         ...(signal !== undefined ? { signal } : {}),
         ...endpoint,
@@ -134,13 +134,13 @@ async function openNodePostgres(config: pg.ClientConfig, s: LockSettings, onLost
   loseOnSessionEnd(client, lost);
   try {
     await abandonable(signal, () => destroyConnection(client), () =>
-      s.statement(async () => {
+      s.opening(openingBoundMs(config, s.timeoutMs), async () => {
         await client.connect();
         await ensureSchema(client);
       }),
     );
   } catch (e) {
-    // No reply within the statement timeout (it may yet connect), or abandoned: drop the socket rather than wait on a goodbye.
+    // No reply within the opening's bound (it may yet connect), or abandoned: drop the socket rather than wait on a goodbye.
     if (replyMissing(e) || signal?.aborted === true) destroyConnection(client);
     else await endWithin(client, s.timeoutMs);
     throw e;

@@ -7,7 +7,7 @@ import { LeaseHandle } from '../lease.ts';
 import type { AcquireResult } from '../leaseLock.ts';
 import { LockNotAcquiredError } from '../using.ts';
 import type { LockSettings, Row } from './attempts.ts';
-import { acquireWithRetries, destroyConnection, endWithin, lockSettings, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError, typedFailure } from './attempts.ts';
+import { acquireWithRetries, destroyConnection, endWithin, lockSettings, openingBoundMs, NUMERIC_OUT_OF_RANGE, refusal, replyMissing, TokenOverflowError, typedFailure } from './attempts.ts';
 import { isRefusal, UnavailableError } from '../errors.ts';
 import { advisoryKeyText } from './keys.ts';
 import { ensureSchema, MINT, TRY_LOCK_AND_MINT } from './schema.ts';
@@ -532,14 +532,14 @@ export class PostgresTransactionLock {
     loseOnSessionEnd(client, lost);
     try {
       await abandonable(this.#abandon.signal, () => destroyConnection(client), () =>
-        this.#s.statement(async () => {
+        this.#s.opening(openingBoundMs(this.#options.connection, this.#s.timeoutMs), async () => {
           await client.connect();
           if (!this.#schemaReady) await ensureSchema(client);
         }),
       );
       this.#schemaReady = true;
     } catch (e) {
-      // No reply within the statement timeout (it may yet connect), or abandoned by close(): drop the socket rather than wait on a goodbye.
+      // No reply within the opening's bound (it may yet connect), or abandoned by close(): drop the socket rather than wait on a goodbye.
       if (replyMissing(e) || this.#closed) destroyConnection(client);
       else await endWithin(client, this.#s.timeoutMs);
       throw this.#closed ? closedError() : e;
