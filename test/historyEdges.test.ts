@@ -120,6 +120,21 @@ describe('FENCE-1: token order', () => {
   });
 });
 
+describe('FENCE-1: grants ordered by completion and invoke, not by the lines (session h39)', () => {
+  const fence1 = (h: History) => checkHistory(h).findings.filter((f) => f.property === 'FENCE-1').map((f) => f.message);
+  it('the grants completed before another was invoked are found by their completion, whatever order they were invoked in', () => {
+    // Token 9 is invoked first and completes last; token 3, invoked at 10, is below token 5, completed at 2.
+    const h = history(ev('invoke', 0, 0, 'acquire', { ttlMs: 100 }), acquire(1, 1, 2, { validUntil: 3, token: '5' }), acquire(2, 10, 11, { validUntil: 12, token: '3' }), ev('ok', 0, 50, 'acquire', { owner: 'o0', validUntil: 60, token: '9' }));
+    expect(fence1(h)).toEqual(["'r': process 2 was granted token 3 (invoked at 10 ms) after process 1's grant with token 5 had completed (at 2 ms); tokens must increase"]);
+  });
+  it("grants are judged in the order they were invoked, not the order of the history's lines", () => {
+    const h = history(acquire(2, 10, 11, { validUntil: 12, token: '3' }), acquire(1, 1, 2, { validUntil: 3, token: '5' }));
+    expect(fence1(h)).toEqual(["'r': process 2 was granted token 3 (invoked at 10 ms) after process 1's grant with token 5 had completed (at 2 ms); tokens must increase"]);
+    // Token 2 (invoked at 4) was concurrent with token 9 (completed at 5): no finding, though token 10's lines, invoked at 6, come first.
+    expect(fence1(history(acquire(2, 6, 7, { validUntil: 7, token: '10' }), acquire(0, 0, 5, { validUntil: 5, token: '9' }), acquire(1, 4, 8, { validUntil: 8, token: '2' })))).toEqual([]);
+  });
+});
+
 describe('FENCE-2: stale writes', () => {
   it('a write is judged against the highest token accepted before it was invoked, not the last one accepted', () => {
     // Token 5 accepted by 10; token 3, concurrent with it (invoked at 1), accepted by 12; then token 4 invoked at 20.
