@@ -127,6 +127,15 @@ describe('FENCE-1: grants ordered by completion and invoke, not by the lines (se
     const h = history(ev('invoke', 0, 0, 'acquire', { ttlMs: 100 }), acquire(1, 1, 2, { validUntil: 3, token: '5' }), acquire(2, 10, 11, { validUntil: 12, token: '3' }), ev('ok', 0, 50, 'acquire', { owner: 'o0', validUntil: 60, token: '9' }));
     expect(fence1(h)).toEqual(["'r': process 2 was granted token 3 (invoked at 10 ms) after process 1's grant with token 5 had completed (at 2 ms); tokens must increase"]);
   });
+  it('the bar is the highest token completed before, not the first nor the last completed', () => {
+    const h = history(acquire(0, 0, 1, { validUntil: 1, token: '5' }), acquire(1, 2, 3, { validUntil: 3, token: '2' }), acquire(2, 10, 11, { validUntil: 11, token: '4' }));
+    expect(fence1(h)).toEqual([
+      "'r': process 1 was granted token 2 (invoked at 2 ms) after process 0's grant with token 5 had completed (at 1 ms); tokens must increase",
+      "'r': process 2 was granted token 4 (invoked at 10 ms) after process 0's grant with token 5 had completed (at 1 ms); tokens must increase",
+    ]);
+    const rising = history(acquire(0, 0, 1, { validUntil: 1, token: '2' }), acquire(1, 2, 3, { validUntil: 3, token: '5' }), acquire(2, 10, 11, { validUntil: 11, token: '4' }));
+    expect(fence1(rising)).toEqual(["'r': process 2 was granted token 4 (invoked at 10 ms) after process 1's grant with token 5 had completed (at 3 ms); tokens must increase"]);
+  });
   it("grants are judged in the order they were invoked, not the order of the history's lines", () => {
     const h = history(acquire(2, 10, 11, { validUntil: 12, token: '3' }), acquire(1, 1, 2, { validUntil: 3, token: '5' }));
     expect(fence1(h)).toEqual(["'r': process 2 was granted token 3 (invoked at 10 ms) after process 1's grant with token 5 had completed (at 2 ms); tokens must increase"]);
