@@ -229,7 +229,7 @@ function finish(
   }
   // A client that reads every reply (ctx.everyReply) decides nothing early (rule -1).
   // world.ts finishAcquire: a client that reads every reply without a request timeout does not stop at the ttl (but for a black hole).
-  const unbounded = ctx.everyReply && ctx.noClientTimeout && Number.isNaN(ctx.requestTimeoutMs) && !never;
+  const unbounded = ctx.everyReply && (ctx.noClientTimeout || ctx.noDeadline) && Number.isNaN(ctx.requestTimeoutMs) && !never;
   roundEndsInto(round, n, unbounded ? Number.POSITIVE_INFINITY : deadline, earliest, ctx.everyReply ? -1 : DECIDE_ACQUIRE, q, ways);
   const count = ways.ways;
   const end0 = ways.endMs[0]!;

@@ -114,7 +114,7 @@ export function undoneAtMs(ctx: PackedContext, w: Float64Array, client: number, 
     if (round.kind[i] === NEVER) never = true;
   }
   // Without a request timeout it waits for every reply that comes (from a black hole none: then up to the bound).
-  const unbounded = ctx.noClientTimeout && Number.isNaN(ctx.requestTimeoutMs) && !never;
+  const unbounded = (ctx.noClientTimeout || ctx.noDeadline) && Number.isNaN(ctx.requestTimeoutMs) && !never;
   const deadline = unbounded ? Number.POSITIVE_INFINITY : clientTrueTimeOf(l, w, client, clientMono(l, w, client, now) + limit, now);
   roundEndsInto(round, l.nodes, deadline, now, -1, 0, undoWays);
   return undoWays.endMs[0]!;

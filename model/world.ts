@@ -611,7 +611,7 @@ function undoneAtMs(world: World, client: number, limitMs: number): number {
   if (terms.decides !== 'every-reply') return world.nowMs;
   const r = roundOf(world, client, 0, limitMs);
   // Without a request timeout it waits for every reply that comes (from a black hole none: then up to the bound).
-  const unbounded = terms.clientTimeout === 'none' && world.config.requestTimeoutMs === undefined && !r.arrivals.includes('never');
+  const unbounded = (terms.clientTimeout === 'none' || terms.clientDeadline === 'none') && world.config.requestTimeoutMs === undefined && !r.arrivals.includes('never');
   return roundEnds(r.arrivals, unbounded ? Number.POSITIVE_INFINITY : r.deadlineMs, world.nowMs)[0]!.endMs;
 }
 
@@ -815,7 +815,7 @@ function finishAcquire(sent: World, client: number, f: AcquireFlight, earliestMs
   // A client that reads every reply and has no request timeout (spec 7.11) does not stop at the ttl: it waits for the
   // replies that come (none from a black hole: then it waits for good, and the model has it give up at the ttl).
   const terms = leaseTerms(design);
-  const unbounded = terms.decides === 'every-reply' && terms.clientTimeout === 'none' && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
+  const unbounded = terms.decides === 'every-reply' && (terms.clientTimeout === 'none' || terms.clientDeadline === 'none') && sent.config.requestTimeoutMs === undefined && !f.arrivals.includes('never');
   return roundEnds(f.arrivals, unbounded ? Number.POSITIVE_INFINITY : f.deadlineMs, earliestMs, earlyDecision(design, acquireDecision(design, f.votes))).flatMap(({ endMs, counted }, way): Branch[] => {
     // Judged at endMs (never before its resume), by the client's clock then.
     const afterNodes: World = { ...sent, nowMs: endMs };

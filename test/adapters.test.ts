@@ -285,6 +285,16 @@ describe('redlock@4.2.0 with a slow node: it decides on every reply (contract de
   }, 120_000);
 });
 
+describe('redis-semaphore@5.8.0 RedlockMutex with a slow node: it decides on every reply (contract decidesAt)', () => {
+  it("its acquire awaits every node (Promise.all), past the ttl too: granted at the slow node's reply and judged then (was: inconclusive)", async () => {
+    const b = redisSemaphoreRedlockMutexBackend({ cluster: cluster! });
+    expect(b.contract?.decidesAt).toBe('every-reply');
+    const r = await runLockstep(b, [{ kind: 'node-delay', node: 2, ms: 55 }, { kind: 'acquire', client: 1, resource: 'r', ttlMs: 40 }], { clients: 2, tokenBase: 0n });
+    expect(r.verdict, textTimeline(r)).toEqual({ kind: 'pass' });
+    expect([r.steps[1]!.actual.kind, r.steps[1]!.endMs]).toEqual(['granted', 55]);
+  }, 120_000);
+});
+
 describe('redis-semaphore@5.8.0 RedlockMutex and @microfleet/ioredis-lock@6.0.1: no deadline', () => {
   for (const [name, make] of [
     ['RedlockMutex', redisSemaphoreRedlockMutexBackend],

@@ -276,6 +276,8 @@ describe('the packed engine against the reference step (model/world.ts)', () => 
       ['dropped if denied, one node', { ...single, clientDeadline: 'none', failedExtend: { lease: 'dropped-if-denied', keys: 'kept' } }, { ...single, clientDeadline: 'none', failedExtend: { lease: 'dropped', keys: 'kept' } }],
       ['dropped if denied, three nodes', { ...redlock3, failedExtend: { lease: 'dropped-if-denied', keys: 'deleted' } }, { ...redlock3, failedExtend: { lease: 'dropped', keys: 'deleted' } }],
       // redlock 4's on three nodes: every round read to its last reply, a refusal's undo round too.
+      // RedlockMutex's on three nodes: no deadline, every reply read, a refusal's keys deleted after every reply of the undo round.
+      ['no deadline, decides on every reply', { ...redlock3, clientDeadline: 'none', decides: 'every-reply', failedExtend: { lease: 'dropped', keys: 'deleted' } }, { ...redlock3, clientDeadline: 'none', failedExtend: { lease: 'dropped', keys: 'deleted' } }],
       ['decides on every reply', { ...redlock3, clientTimeout: 'none', decides: 'every-reply', failedExtend: { lease: 'unchanged', keys: 'deleted' } }, { ...redlock3, clientTimeout: 'none', failedExtend: { lease: 'unchanged', keys: 'deleted' } }],
     ];
     return pairs.map(([label, design, without]) => {

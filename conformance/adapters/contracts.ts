@@ -65,9 +65,11 @@ export const REDIS_SEMAPHORE_CONTRACT: LibraryContract = { deadline: 'none', cli
  * returns false either way: it does not tell a held lock from too few nodes.
  * Its refresh counts a failed node as a no too (redlockMutex/refresh.js), so
  * any refusal drops the lock and deletes its value from every node
- * (`delIfEqualLua` on every client).
+ * (`delIfEqualLua` on every client). It decides on every reply: acquire,
+ * refresh and release await `Promise.all` over the nodes, and a refused
+ * acquire or refresh awaits its `delIfEqualLua` round on every node too.
  */
-export const REDIS_SEMAPHORE_REDLOCK_CONTRACT: LibraryContract = { ...REDIS_SEMAPHORE_CONTRACT, failedExtend: { lease: 'dropped', keys: 'deleted' }, denialReasons: false };
+export const REDIS_SEMAPHORE_REDLOCK_CONTRACT: LibraryContract = { ...REDIS_SEMAPHORE_CONTRACT, decidesAt: 'every-reply', failedExtend: { lease: 'dropped', keys: 'deleted' }, denialReasons: false };
 
 /**
  * @microfleet/ioredis-lock: no deadline, no timeout, extend sets the ttl
