@@ -1,4 +1,3 @@
-import { driftMarginMs } from './design.ts';
 import { dropsLease, keepsDeadline } from './failedExtend.ts';
 import type { PackedLayout } from './packed.ts';
 import {
@@ -37,12 +36,13 @@ import {
   L_TOKEN,
   L_VALID_UNTIL,
   LEASE_STRIDE,
+  leaseAt,
   N_DELAY_KIND,
   N_DELAY_MS,
   N_KEYS,
   nodeAt,
 } from './packed.ts';
-import { waitForReplicas } from './packedAcquire.ts';
+import { marginOf, waitForReplicas } from './packedAcquire.ts';
 import type { PackedBranches } from './packedBranches.ts';
 import { STORE_1, UNCHANGED } from './packedBranches.ts';
 import type { PackedContext } from './packedFingerprint.ts';
@@ -82,10 +82,6 @@ function scratch(l: PackedLayout): void {
     size = l.size;
     sent = new Float64Array(size);
   }
-}
-
-function leaseAt(l: PackedLayout, client: number, r: number): number {
-  return clientAt(l, client) + C_LEASES + r * LEASE_STRIDE;
 }
 
 /** holdsValid: a lease, valid by the client's clock now. */
@@ -210,18 +206,6 @@ export function packedPauseWrite(ctx: PackedContext, w: Float64Array, client: nu
     b[c + C_PENDING_EPOCH] = w[lease + L_EPOCH]!;
   } else b.fill(0, c + C_PENDING, c + C_LEASES);
   return out.count;
-}
-
-let marginTtl = Number.NaN;
-let marginCtx: PackedContext | null = null;
-let margin = 0;
-function marginOf(ctx: PackedContext, ttl: number): number {
-  if (ctx !== marginCtx || ttl !== marginTtl) {
-    margin = driftMarginMs(ctx.design, ttl);
-    marginCtx = ctx;
-    marginTtl = ttl;
-  }
-  return margin;
 }
 
 const SET = 2;
