@@ -3,7 +3,7 @@ import { accessSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkd
 import { basename, dirname, join, resolve } from 'node:path';
 import { redactSecrets, visibleControls } from './redact.ts';
 import { redactMarkup } from './redactMarkup.ts';
-import { holdEntry, O_PATH, pinDir, type PinnedDir, PINNED, PinRefused } from './pinnedDir.ts';
+import { holdEntry, MAX_LINKS, O_PATH, pinDir, type PinnedDir, PINNED, PinRefused } from './pinnedDir.ts';
 import { messageText } from '../../impl/errorText.ts';
 
 /** Why an output could not be written. */
@@ -349,9 +349,6 @@ export function writeRedacted(path: string, text: string, what = 'the file', for
   const bytes = Buffer.from(visibleControls(format === 'markup' ? redactMarkup(text) : redactSecrets(text)), 'utf8');
   writeAt(resolve(path), bytes, what, path, 0);
 }
-
-/** Links followed at most to reach an output (Linux's MAXSYMLINKS). */
-const MAX_LINKS = 40;
 
 /**
  * Writes `bytes` at `target` (reached from `path`, the name in messages),

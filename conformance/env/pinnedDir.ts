@@ -33,7 +33,7 @@ export class PinRefused extends Error {
 }
 
 /** Links followed in one path at most (Linux's MAXSYMLINKS). */
-const MAX_LINKS = 40;
+export const MAX_LINKS = 40;
 
 /**
  * A directory held open: what is in it is reached through the fd, so another
